@@ -1,0 +1,127 @@
+//! Slash commands, parsed at admission. A command never reaches the model; its output is an
+//! event. Components register their commands (`/plan`, `/goal`) in the registry.
+
+use crate::error::{Error, Result};
+use crate::store::Tx;
+use std::sync::Arc;
+
+/// What `/help` shows of a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSpec {
+    pub name: &'static str,
+    pub usage: &'static str,
+    pub summary: &'static str,
+}
+
+/// What a command runs against.
+pub struct CommandContext<'t, 'c> {
+    pub tx: &'t mut Tx<'c>,
+    pub session_id: &'t str,
+    /// Specs of every registered command (for `/help`).
+    pub all: &'t [CommandSpec],
+}
+
+/// A slash command.
+pub trait SlashCommand: Send + Sync {
+    fn spec(&self) -> CommandSpec;
+    /// Runs inside the admission transaction; returns the text shown to the user.
+    fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String>;
+}
+
+/// A message that starts with `/name`: the name and the rest.
+pub fn parse(text: &str) -> Option<(&str, &str)> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let name = &rest[..end];
+    let valid = !name.is_empty()
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    valid.then(|| (name, rest[end..].trim()))
+}
+
+/// A message starting with `//` is sent as text beginning with `/`.
+pub fn unescape(text: &str) -> &str {
+    match text.trim_start().strip_prefix("//") {
+        Some(_) => &text.trim_start()[1..],
+        None => text,
+    }
+}
+
+/// The commands of a session.
+#[derive(Clone)]
+pub struct CommandRegistry {
+    commands: Vec<Arc<dyn SlashCommand>>,
+}
+
+impl Default for CommandRegistry {
+    fn default() -> Self {
+        let mut r = CommandRegistry { commands: Vec::new() };
+        r.register(Arc::new(Help));
+        r
+    }
+}
+
+impl CommandRegistry {
+    pub fn register(&mut self, c: Arc<dyn SlashCommand>) {
+        let name = c.spec().name;
+        self.commands.retain(|x| x.spec().name != name);
+        self.commands.push(c);
+    }
+
+    pub fn specs(&self) -> Vec<CommandSpec> {
+        self.commands.iter().map(|c| c.spec()).collect()
+    }
+
+    /// Runs `/name args`; an unknown name is a clear error.
+    pub fn run(&self, tx: &mut Tx<'_>, session_id: &str, name: &str, args: &str) -> Result<String> {
+        let all = self.specs();
+        let Some(cmd) = self.commands.iter().find(|c| c.spec().name == name) else {
+            let names: Vec<String> = all.iter().map(|s| format!("/{}", s.name)).collect();
+            return Err(Error::UnknownCommand(format!(
+                "unknown command `/{name}` (not sent to the model); commands: {}. To send text that starts with `/`, begin it with `//`.",
+                names.join(", ")
+            )));
+        };
+        cmd.run(&mut CommandContext { tx, session_id, all: &all }, args)
+    }
+}
+
+/// `/help`: lists the commands.
+struct Help;
+
+impl SlashCommand for Help {
+    fn spec(&self) -> CommandSpec {
+        CommandSpec {
+            name: "help",
+            usage: "/help",
+            summary: "list the commands",
+        }
+    }
+
+    fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
+        let width = cx.all.iter().map(|s| s.usage.len()).max().unwrap_or(0);
+        let mut out = String::from("Commands:\n");
+        for s in cx.all {
+            out.push_str(&format!("  {:width$}  {}\n", s.usage, s.summary));
+        }
+        out.push_str("Text starting with `//` is sent to the model with one `/` removed.");
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commands_not_paths_or_escapes() {
+        assert_eq!(parse("/help"), Some(("help", "")));
+        assert_eq!(parse("  /plan on  "), Some(("plan", "on")));
+        assert_eq!(parse("/goal fix the build budget=50K"), Some(("goal", "fix the build budget=50K")));
+        assert_eq!(parse("//help"), None);
+        assert_eq!(parse("/usr/bin is odd"), None);
+        assert_eq!(parse("hello /help"), None);
+        assert_eq!(unescape("//help me"), "/help me");
+        assert_eq!(unescape("plain"), "plain");
+    }
+}

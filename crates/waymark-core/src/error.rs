@@ -1,0 +1,94 @@
+//! Errors of the runtime, by layer. Every variant maps to a stable `code` for the CLI and IPC.
+
+use crate::provider::ProviderError;
+use waymark_protocol::ErrorInfo;
+use waymark_protocol::config::ConfigError;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error of the runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("database error: {0}")]
+    Db(#[from] rusqlite::Error),
+    #[error(
+        "the database at {path} was written by a newer Waymark (schema version {found}, this build knows up to {supported}); upgrade Waymark or use another --data-dir"
+    )]
+    DatabaseTooNew {
+        path: String,
+        found: i64,
+        supported: i64,
+    },
+    #[error("migration {version} failed: {message}")]
+    Migration { version: i64, message: String },
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("session {id} is driven by another process (pid {pid}); wait for it to finish or stop it")]
+    SessionBusy { id: String, pid: i64 },
+    #[error("no session with id `{0}`")]
+    SessionNotFound(String),
+    #[error("no pending questionnaire `{0}` in this session")]
+    QuestionnaireNotFound(String),
+    #[error("questionnaire `{id}` was already answered ({status})")]
+    QuestionnaireClosed { id: String, status: String },
+    #[error("`{answer}` is not an answer to a {kind} questionnaire; use one of: {allowed}")]
+    InvalidAnswer {
+        answer: String,
+        kind: String,
+        allowed: String,
+    },
+    #[error("{0}")]
+    UnknownCommand(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error("invalid model spec `{spec}`: {message}")]
+    ModelSpec { spec: String, message: String },
+    #[error("{0}")]
+    Provider(#[from] ProviderError),
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    #[error("the session has shut down")]
+    SessionClosed,
+}
+
+impl Error {
+    /// Stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Db(_) => "database",
+            Error::DatabaseTooNew { .. } => "database_too_new",
+            Error::Migration { .. } => "migration_failed",
+            Error::Config(_) => "invalid_config",
+            Error::Io { .. } => "io",
+            Error::SessionBusy { .. } => "session_busy",
+            Error::SessionNotFound(_) => "session_not_found",
+            Error::QuestionnaireNotFound(_) => "questionnaire_not_found",
+            Error::QuestionnaireClosed { .. } => "questionnaire_closed",
+            Error::InvalidAnswer { .. } => "invalid_answer",
+            Error::UnknownCommand(_) => "unknown_command",
+            Error::Refused(_) => "refused",
+            Error::ModelSpec { .. } => "invalid_model_spec",
+            Error::Provider(e) => e.kind.code(),
+            Error::Corrupt(_) => "corrupt_data",
+            Error::SessionClosed => "session_closed",
+        }
+    }
+
+    /// The `{code, message}` form used at the CLI and IPC boundaries.
+    pub fn info(&self) -> ErrorInfo {
+        ErrorInfo::new(self.code(), self.to_string())
+    }
+
+    pub(crate) fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The Waymark runtime: sessions driven as a queue pair (ops in, events out), admission and
+//! queue, the turn engine with its `before_tool_call` guard chain, tools, model providers and
+//! the SQLite store. Front ends (the CLI, the desktop app) hold no business logic.
+
+pub mod clock;
+pub mod commands;
+pub mod context;
+pub mod error;
+pub mod guard;
+pub mod paths;
+pub mod provider;
+pub mod runtime;
+pub mod session;
+pub mod store;
+pub mod tools;
+mod turn;
+
+pub use clock::{Clock, IdSource, ManualClock, RandomIds, SystemClock};
+pub use error::{Error, Result};
+pub use runtime::{Runtime, RuntimeOptions};
+pub use session::{SessionHandle, SessionSpec};

@@ -1,0 +1,36 @@
+//! Where things live on disk: the data dir (database, session dirs) and the settings file.
+
+use std::path::{Path, PathBuf};
+
+/// Environment variable overriding the data dir.
+pub const DATA_DIR_ENV: &str = "WAYMARK_DATA_DIR";
+
+/// The platform default data dir (`~/.local/share/waymark` on Linux).
+pub fn default_data_dir() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("waymark")
+}
+
+/// The platform default settings file (`~/.config/waymark/settings.json` on Linux).
+pub fn default_config_file() -> PathBuf {
+    dirs::config_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("waymark")
+        .join("settings.json")
+}
+
+/// The database file inside a data dir.
+pub fn database_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("waymark.db")
+}
+
+/// A session's own directory (never inside the workspace).
+pub fn session_dir(data_dir: &Path, session_id: &str) -> PathBuf {
+    data_dir.join("sessions").join(session_id)
+}
+
+/// The session's artifacts folder (the plan file lives here).
+pub fn artifacts_dir(session_dir: &Path) -> PathBuf {
+    session_dir.join("artifacts")
+}

@@ -1,0 +1,357 @@
+//! Anthropic Messages over SSE (also served by MiniMax and Kimi endpoints).
+
+use super::http::{self, HttpOptions};
+use super::openai::clip;
+use super::{
+    Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError,
+    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments,
+};
+use crate::store::ToolCallRecord;
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use waymark_protocol::{RouteKind, Usage};
+
+const API_VERSION: &str = "2023-06-01";
+
+/// A Messages endpoint.
+pub struct AnthropicProvider {
+    endpoint: Endpoint,
+    opts: HttpOptions,
+    client: reqwest::Client,
+}
+
+impl AnthropicProvider {
+    /// A client for the endpoint (its base URL ends before `/v1/messages`).
+    pub fn new(endpoint: Endpoint, opts: HttpOptions) -> Result<Self, ProviderError> {
+        Ok(AnthropicProvider {
+            client: http::client(&opts)?,
+            endpoint,
+            opts,
+        })
+    }
+}
+
+/// The request body. Consecutive same-role entries are merged, as the API requires
+/// alternating roles; tool results travel as `tool_result` blocks of a user message.
+pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
+    let mut messages: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut push = |role: &str, block: Value| match messages.last_mut() {
+        Some((r, blocks)) if r == role => blocks.push(block),
+        _ => messages.push((role.to_string(), vec![block])),
+    };
+    for m in &req.messages {
+        match m {
+            ModelMessage::User { text } => push("user", json!({"type": "text", "text": text})),
+            ModelMessage::Assistant {
+                text, tool_calls, ..
+            } => {
+                if !text.is_empty() || tool_calls.is_empty() {
+                    let t = if text.is_empty() { "(no reply)" } else { text.as_str() };
+                    push("assistant", json!({"type": "text", "text": t}));
+                }
+                for c in tool_calls {
+                    let input = match &c.arguments {
+                        Value::Object(_) => c.arguments.clone(),
+                        other => json!({"_raw": other}),
+                    };
+                    push(
+                        "assistant",
+                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                    );
+                }
+            }
+            ModelMessage::ToolResult {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => push(
+                "user",
+                json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
+            ),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": model,
+        "max_tokens": req.max_output_tokens,
+        "stream": true,
+        "system": req.system,
+        "messages": messages,
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+    }
+    body
+}
+
+enum Block {
+    Text,
+    Thinking,
+    ToolUse { id: String, name: String, json: String },
+}
+
+/// Folds Messages stream events into a reply.
+#[derive(Default)]
+pub(crate) struct EventFolder {
+    text: String,
+    reasoning: String,
+    blocks: BTreeMap<u64, Block>,
+    calls: Vec<ToolCallRecord>,
+    usage: Usage,
+    saw_usage: bool,
+    done: bool,
+}
+
+impl EventFolder {
+    pub(crate) fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<(), ProviderError> {
+        if data.trim().is_empty() {
+            return Ok(());
+        }
+        let ev: Value = serde_json::from_str(data).map_err(|e| {
+            ProviderError::bad_response(format!("a stream event is not JSON ({e}): {}", clip(data)))
+        })?;
+        let n = |v: Option<&Value>| v.and_then(Value::as_u64);
+        match ev.get("type").and_then(Value::as_str).unwrap_or("") {
+            "message_start" => {
+                if let Some(u) = ev.pointer("/message/usage") {
+                    self.saw_usage = true;
+                    self.usage.input_tokens = n(u.get("input_tokens")).unwrap_or(0)
+                        + n(u.get("cache_creation_input_tokens")).unwrap_or(0)
+                        + n(u.get("cache_read_input_tokens")).unwrap_or(0);
+                    self.usage.cached_tokens = n(u.get("cache_read_input_tokens")).unwrap_or(0);
+                    self.usage.output_tokens = n(u.get("output_tokens")).unwrap_or(0);
+                }
+            }
+            "content_block_start" => {
+                let index = n(ev.get("index")).unwrap_or(0);
+                let cb = ev.get("content_block").cloned().unwrap_or(Value::Null);
+                let block = match cb.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => Block::ToolUse {
+                        id: cb.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        name: cb.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        json: String::new(),
+                    },
+                    Some("thinking") | Some("redacted_thinking") => Block::Thinking,
+                    _ => {
+                        if let Some(t) = cb.get("text").and_then(Value::as_str)
+                            && !t.is_empty()
+                        {
+                            self.text.push_str(t);
+                            sink(StreamEvent::Text(t.to_string()));
+                        }
+                        Block::Text
+                    }
+                };
+                self.blocks.insert(index, block);
+            }
+            "content_block_delta" => {
+                let index = n(ev.get("index")).unwrap_or(0);
+                let delta = ev.get("delta").cloned().unwrap_or(Value::Null);
+                let s = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                match delta.get("type").and_then(Value::as_str).unwrap_or("") {
+                    "text_delta" => {
+                        let t = s("text");
+                        self.text.push_str(&t);
+                        sink(StreamEvent::Text(t));
+                    }
+                    "thinking_delta" => {
+                        let t = s("thinking");
+                        self.reasoning.push_str(&t);
+                        sink(StreamEvent::Reasoning(t));
+                    }
+                    "input_json_delta" => match self.blocks.get_mut(&index) {
+                        Some(Block::ToolUse { json, .. }) => json.push_str(&s("partial_json")),
+                        _ => {
+                            return Err(ProviderError::bad_response(format!(
+                                "input_json_delta for block {index}, which is not a tool call"
+                            )));
+                        }
+                    },
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                let index = n(ev.get("index")).unwrap_or(0);
+                if let Some(Block::ToolUse { id, name, json }) = self.blocks.remove(&index) {
+                    if name.is_empty() {
+                        return Err(ProviderError::bad_response("a tool_use block has no name"));
+                    }
+                    self.calls.push(ToolCallRecord {
+                        id: if id.is_empty() { format!("toolu_{index}") } else { id },
+                        name,
+                        arguments: parse_arguments(&json),
+                    });
+                }
+            }
+            "message_delta" => {
+                if let Some(u) = ev.get("usage") {
+                    self.saw_usage = true;
+                    if let Some(o) = n(u.get("output_tokens")) {
+                        self.usage.output_tokens = o;
+                    }
+                    if let Some(i) = n(u.get("input_tokens")).filter(|i| *i > 0) {
+                        self.usage.input_tokens = i;
+                    }
+                }
+            }
+            "message_stop" => self.done = true,
+            "error" => {
+                let kind_s = ev.pointer("/error/type").and_then(Value::as_str).unwrap_or("");
+                let msg = ev
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error");
+                let kind = match kind_s {
+                    "rate_limit_error" => ProviderErrorKind::RateLimited,
+                    "authentication_error" | "permission_error" => ProviderErrorKind::Auth,
+                    "invalid_request_error" => ProviderErrorKind::RequestRejected,
+                    _ => ProviderErrorKind::ServerError,
+                };
+                return Err(ProviderError::new(kind, format!("the model stream reported {kind_s}: {msg}")));
+            }
+            // `ping` and unknown event types are ignored.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(self, estimate_input: u64) -> Result<ModelResponse, ProviderError> {
+        if !self.done {
+            return Err(ProviderError::bad_response(
+                "the model stream ended before message_stop",
+            ));
+        }
+        let mut usage = self.usage;
+        if !self.saw_usage {
+            usage.input_tokens = estimate_input;
+            usage.output_tokens = super::estimate_tokens(self.text.len());
+        }
+        Ok(ModelResponse {
+            text: self.text,
+            reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            tool_calls: self.calls,
+            usage,
+        })
+    }
+}
+
+impl ModelProvider for AnthropicProvider {
+    fn describe(&self) -> String {
+        self.endpoint.describe()
+    }
+
+    fn route(&self) -> RouteKind {
+        self.endpoint.route
+    }
+
+    fn context_tokens(&self) -> u64 {
+        self.endpoint.context_tokens
+    }
+
+    fn call<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
+        Box::pin(async move {
+            let ep = &self.endpoint;
+            let body = request_body(&ep.model, request);
+            let mut headers = vec![("anthropic-version", API_VERSION.to_string())];
+            if let Some(k) = &ep.api_key {
+                headers.push(("x-api-key", k.clone()));
+            }
+            let url = format!("{}/v1/messages", ep.base_url);
+            let mut events =
+                http::post_sse(&self.client, &url, &headers, &body, &self.opts, &ep.key_hint, sink)
+                    .await?;
+            let mut folder = EventFolder::default();
+            while let Some(ev) = events.next().await {
+                folder.push(&ev?.data, sink)?;
+                if folder.done {
+                    break;
+                }
+            }
+            folder.finish(request.estimated_tokens())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::CallPurpose;
+
+    #[test]
+    fn assembles_input_json_and_usage() {
+        let mut f = EventFolder::default();
+        let sink = |_: StreamEvent| {};
+        for e in [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":12,"output_tokens":1}}}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Reading"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"read_file","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\":"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"a.txt\"}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#,
+            r#"{"type":"message_stop"}"#,
+        ] {
+            f.push(e, &sink).unwrap();
+        }
+        let r = f.finish(0).unwrap();
+        assert_eq!(r.text, "Reading");
+        assert_eq!(r.tool_calls[0].arguments, json!({"path": "a.txt"}));
+        assert_eq!(r.usage.input_tokens, 12);
+        assert_eq!(r.usage.output_tokens, 30);
+    }
+
+    #[test]
+    fn merges_roles_and_sends_tool_results_as_user_blocks() {
+        let req = ModelRequest {
+            system: "sys".into(),
+            messages: vec![
+                ModelMessage::User { text: "hi".into() },
+                ModelMessage::Assistant {
+                    text: String::new(),
+                    reasoning: None,
+                    tool_calls: vec![
+                        ToolCallRecord { id: "a".into(), name: "x".into(), arguments: json!({}) },
+                        ToolCallRecord { id: "b".into(), name: "y".into(), arguments: json!({}) },
+                    ],
+                },
+                ModelMessage::ToolResult { call_id: "a".into(), name: "x".into(), content: "1".into(), is_error: false },
+                ModelMessage::ToolResult { call_id: "b".into(), name: "y".into(), content: "2".into(), is_error: true },
+            ],
+            tools: vec![],
+            max_output_tokens: 100,
+            purpose: CallPurpose::Main,
+        };
+        let body = request_body("m", &req);
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(msgs[1]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(msgs[2]["role"], "user");
+        assert_eq!(msgs[2]["content"][1]["is_error"], true);
+    }
+
+    #[test]
+    fn missing_message_stop_is_bad_response() {
+        let mut f = EventFolder::default();
+        let sink = |_: StreamEvent| {};
+        f.push(r#"{"type":"message_start","message":{"usage":{"input_tokens":1}}}"#, &sink)
+            .unwrap();
+        assert_eq!(f.finish(0).unwrap_err().kind, ProviderErrorKind::BadResponse);
+    }
+}

@@ -1,0 +1,259 @@
+//! The HTTP side shared by the wire clients: POST with retries before the first streamed
+//! byte, status mapping to typed errors, and an SSE event stream with an idle timeout.
+
+use super::{ProviderError, ProviderErrorKind, StreamEvent, StreamSink};
+use backon::{ExponentialBuilder, Retryable};
+use eventsource_stream::{Event as SseEvent, Eventsource};
+use futures_util::{Stream, StreamExt};
+use std::pin::Pin;
+use std::time::Duration;
+
+/// How failed requests are retried.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Tries in all (the first included).
+    pub max_tries: u32,
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+    /// Longest `Retry-After` honoured.
+    pub retry_after_cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_tries: 3,
+            min_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(8),
+            retry_after_cap: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Timeouts and retries of a wire client.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub connect_timeout: Duration,
+    /// From sending the request to the response headers.
+    pub first_byte_timeout: Duration,
+    /// Longest silence between two stream chunks.
+    pub idle_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            connect_timeout: Duration::from_secs(20),
+            first_byte_timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(300),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+pub(crate) type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ProviderError>> + Send>>;
+
+pub(crate) fn client(opts: &HttpOptions) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(opts.connect_timeout)
+        .build()
+        .map_err(|e| ProviderError::new(ProviderErrorKind::Network, format!("HTTP client: {e}")))
+}
+
+/// Sends the request (retrying per policy) and returns the response's SSE events.
+pub(crate) async fn post_sse(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &serde_json::Value,
+    opts: &HttpOptions,
+    key_hint: &str,
+    sink: StreamSink<'_>,
+) -> Result<SseStream, ProviderError> {
+    let policy = &opts.retry;
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(policy.min_delay)
+        .with_max_delay(policy.max_delay)
+        .with_max_times(policy.max_tries.saturating_sub(1) as usize)
+        .with_jitter();
+    let attempt = std::sync::atomic::AtomicU32::new(0);
+    let send = || async {
+        attempt.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        send_once(client, url, headers, body, opts, key_hint).await
+    };
+    let cap = policy.retry_after_cap;
+    let response = send
+        .retry(backoff)
+        .when(|e: &ProviderError| e.kind.is_retryable())
+        .adjust(move |e: &ProviderError, d| match (e.retry_after, d) {
+            // Out of tries: keep the backoff's verdict.
+            (_, None) => None,
+            (Some(ra), Some(_)) => Some(ra.min(cap)),
+            (None, d) => d,
+        })
+        .notify(|e: &ProviderError, wait: Duration| {
+            sink(StreamEvent::Retry {
+                attempt: attempt.load(std::sync::atomic::Ordering::Relaxed),
+                wait,
+                error: e.clone(),
+            });
+        })
+        .await?;
+    let idle = opts.idle_timeout;
+    let events = response.bytes_stream().eventsource();
+    let stream = futures_util::stream::unfold(Box::pin(events), move |mut events| async move {
+        match tokio::time::timeout(idle, events.next()).await {
+            Err(_) => Some((
+                Err(ProviderError::new(
+                    ProviderErrorKind::Timeout,
+                    format!("the model sent nothing for {} s", idle.as_secs()),
+                )),
+                events,
+            )),
+            Ok(None) => None,
+            Ok(Some(Ok(ev))) => Some((Ok(ev), events)),
+            Ok(Some(Err(e))) => Some((
+                Err(ProviderError::bad_response(format!("the event stream broke: {e}"))),
+                events,
+            )),
+        }
+    });
+    Ok(Box::pin(stream))
+}
+
+async fn send_once(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &serde_json::Value,
+    opts: &HttpOptions,
+    key_hint: &str,
+) -> Result<reqwest::Response, ProviderError> {
+    let mut req = client.post(url).json(body).header("accept", "text/event-stream");
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    let resp = match tokio::time::timeout(opts.first_byte_timeout, req.send()).await {
+        Err(_) => {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Timeout,
+                format!(
+                    "no response from {url} within {} s",
+                    opts.first_byte_timeout.as_secs()
+                ),
+            ));
+        }
+        Ok(Err(e)) => {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Network,
+                format!("could not reach {url}: {}", error_chain(&e)),
+            ));
+        }
+        Ok(Ok(r)) => r,
+    };
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let retry_after = retry_after(resp.headers());
+    let text = resp.text().await.unwrap_or_default();
+    let detail = error_detail(&text);
+    let code = status.as_u16();
+    let mut err = match code {
+        429 if is_quota(&text) => ProviderError::new(
+            ProviderErrorKind::QuotaExhausted,
+            format!("the provider says the quota is used up (HTTP 429): {detail}"),
+        ),
+        429 => ProviderError::new(
+            ProviderErrorKind::RateLimited,
+            format!("rate limited by the provider (HTTP 429): {detail}"),
+        ),
+        401 | 403 => ProviderError::new(
+            ProviderErrorKind::Auth,
+            format!("the provider refused the credentials (HTTP {code}): {detail}; check {key_hint}"),
+        ),
+        402 => ProviderError::new(
+            ProviderErrorKind::QuotaExhausted,
+            format!("the provider asks for payment (HTTP 402): {detail}"),
+        ),
+        500..=599 => ProviderError::new(
+            ProviderErrorKind::ServerError,
+            format!("the provider failed (HTTP {code}): {detail}"),
+        ),
+        _ => ProviderError::new(
+            ProviderErrorKind::RequestRejected,
+            format!("the provider rejected the request (HTTP {code}): {detail}"),
+        ),
+    };
+    err.retry_after = retry_after;
+    Err(err)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+fn is_quota(body: &str) -> bool {
+    let b = body.to_ascii_lowercase();
+    b.contains("insufficient_quota") || b.contains("quota exceeded") || b.contains("billing")
+}
+
+/// The human part of an error body (`error.message` when it is JSON), kept short.
+pub(crate) fn error_detail(body: &str) -> String {
+    let from_json = serde_json::from_str::<serde_json::Value>(body).ok().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+    });
+    let text = from_json.unwrap_or_else(|| body.trim().to_string());
+    let text = if text.is_empty() { "(empty body)".to_string() } else { text };
+    if text.len() > 500 {
+        let cut = (0..=500).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+        format!("{}…", &text[..cut])
+    } else {
+        text
+    }
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return Some(Duration::from_millis(ms.max(0.0) as u64));
+    }
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|s| Duration::from_millis((s.max(0.0) * 1000.0) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_detail_prefers_json_message_and_truncates() {
+        assert_eq!(error_detail(r#"{"error":{"message":"bad key"}}"#), "bad key");
+        assert_eq!(error_detail(""), "(empty body)");
+        let long = "é".repeat(400);
+        assert!(error_detail(&long).ends_with('…'));
+    }
+
+    #[test]
+    fn quota_bodies_are_recognised() {
+        assert!(is_quota(r#"{"error":{"code":"insufficient_quota"}}"#));
+        assert!(!is_quota(r#"{"error":{"code":"rate_limit_exceeded"}}"#));
+    }
+}

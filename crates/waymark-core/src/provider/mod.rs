@@ -1,0 +1,244 @@
+//! Model providers: one trait, a request (system, messages, tools) in, streamed deltas out,
+//! ending with the full reply and its usage or a typed error. Our own thin clients for the
+//! OpenAI Chat Completions and Anthropic Messages wire formats, and an offline scripted model.
+
+mod anthropic;
+mod http;
+mod openai;
+mod scripted;
+mod spec;
+
+pub use anthropic::AnthropicProvider;
+pub use http::{HttpOptions, RetryPolicy};
+pub use openai::OpenAiProvider;
+pub use scripted::{Script, ScriptedProvider};
+pub use spec::{ResolvedModel, resolve_model};
+
+use crate::store::ToolCallRecord;
+use futures_util::future::BoxFuture;
+use std::time::Duration;
+use waymark_protocol::{RouteKind, Usage};
+
+/// Where and how a wire client reaches its model.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Provider name shown to the user (`openai`, `ollama`, a settings name).
+    pub label: String,
+    /// Base URL without the trailing path of the API call.
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    /// What to tell the user to check when the key is refused.
+    pub key_hint: String,
+    pub route: RouteKind,
+    pub context_tokens: u64,
+}
+
+impl Endpoint {
+    pub fn describe(&self) -> String {
+        format!("{}:{}", self.label, self.model)
+    }
+}
+
+/// One entry of the conversation as sent to a model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelMessage {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        reasoning: Option<String>,
+        tool_calls: Vec<ToolCallRecord>,
+    },
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// What a model call is for; the scripted model plays a separate list for the verifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallPurpose {
+    Main,
+    Verifier,
+}
+
+/// A model request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    pub system: String,
+    pub messages: Vec<ModelMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub max_output_tokens: u32,
+    pub purpose: CallPurpose,
+}
+
+impl ModelRequest {
+    /// Rough size in tokens (4 bytes a token), used for context budgeting and estimates.
+    pub fn estimated_tokens(&self) -> u64 {
+        let mut bytes = self.system.len();
+        for m in &self.messages {
+            bytes += match m {
+                ModelMessage::User { text } => text.len(),
+                ModelMessage::Assistant {
+                    text, tool_calls, ..
+                } => {
+                    text.len()
+                        + tool_calls
+                            .iter()
+                            .map(|c| c.name.len() + c.arguments.to_string().len())
+                            .sum::<usize>()
+                }
+                ModelMessage::ToolResult { content, .. } => content.len() + 16,
+            };
+        }
+        for t in &self.tools {
+            bytes += t.name.len() + t.description.len() + t.parameters.to_string().len();
+        }
+        estimate_tokens(bytes)
+    }
+}
+
+/// Tokens for a byte count (4 bytes a token, at least 1 for non-empty text).
+pub fn estimate_tokens(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4)
+}
+
+/// A streamed piece of a reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    Text(String),
+    Reasoning(String),
+    /// A failed attempt that will be retried after `wait`.
+    Retry {
+        attempt: u32,
+        wait: Duration,
+        error: ProviderError,
+    },
+}
+
+/// The complete reply of one model call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelResponse {
+    pub text: String,
+    pub reasoning: Option<String>,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub usage: Usage,
+}
+
+/// Receives streamed pieces while a call runs.
+pub type StreamSink<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
+
+/// A model behind some wire protocol.
+pub trait ModelProvider: Send + Sync {
+    /// `kind:model`, for display.
+    fn describe(&self) -> String;
+    /// Whose money a call spends.
+    fn route(&self) -> RouteKind;
+    /// The model's context window in tokens.
+    fn context_tokens(&self) -> u64;
+    /// Runs one call, streaming pieces into `sink`.
+    fn call<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
+}
+
+/// Kinds of provider failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderErrorKind {
+    RateLimited,
+    QuotaExhausted,
+    Auth,
+    ServerError,
+    BadResponse,
+    Timeout,
+    Network,
+    RequestRejected,
+    ScriptExhausted,
+}
+
+impl ProviderErrorKind {
+    pub fn code(self) -> &'static str {
+        match self {
+            ProviderErrorKind::RateLimited => "rate_limited",
+            ProviderErrorKind::QuotaExhausted => "quota_exhausted",
+            ProviderErrorKind::Auth => "auth",
+            ProviderErrorKind::ServerError => "server_error",
+            ProviderErrorKind::BadResponse => "bad_response",
+            ProviderErrorKind::Timeout => "timeout",
+            ProviderErrorKind::Network => "network",
+            ProviderErrorKind::RequestRejected => "request_rejected",
+            ProviderErrorKind::ScriptExhausted => "script_exhausted",
+        }
+    }
+
+    /// Failures worth another try before the first streamed byte.
+    pub fn is_retryable(self) -> bool {
+        match self {
+            ProviderErrorKind::RateLimited
+            | ProviderErrorKind::ServerError
+            | ProviderErrorKind::Network => true,
+            ProviderErrorKind::QuotaExhausted
+            | ProviderErrorKind::Auth
+            | ProviderErrorKind::BadResponse
+            | ProviderErrorKind::Timeout
+            | ProviderErrorKind::RequestRejected
+            | ProviderErrorKind::ScriptExhausted => false,
+        }
+    }
+}
+
+/// A typed provider failure with a message for the user.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}: {message}", kind.code())]
+pub struct ProviderError {
+    pub kind: ProviderErrorKind,
+    pub message: String,
+    /// Server-requested wait before retrying (`Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+impl ProviderError {
+    pub fn new(kind: ProviderErrorKind, message: impl Into<String>) -> Self {
+        ProviderError {
+            kind,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn bad_response(message: impl Into<String>) -> Self {
+        Self::new(ProviderErrorKind::BadResponse, message)
+    }
+
+    pub fn info(&self) -> waymark_protocol::ErrorInfo {
+        waymark_protocol::ErrorInfo::new(self.kind.code(), self.message.clone())
+    }
+}
+
+/// Parses a tool call's argument text; empty means no arguments. Text that is not JSON is
+/// passed on as a string so the tool can tell the model what is wrong.
+pub(crate) fn parse_arguments(raw: &str) -> serde_json::Value {
+    if raw.trim().is_empty() {
+        return serde_json::json!({});
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| serde_json::Value::String(raw.to_string()))
+}
+
+/// Shortens text for an error message.
+pub(crate) fn openai_clip(s: &str) -> String {
+    openai::clip(s)
+}

@@ -1,0 +1,358 @@
+//! The offline scripted model: plays a JSON script of responses in order (a separate list
+//! feeds verifier calls). Its position survives restarts in the session directory, so a
+//! session driven by several processes (exec, then answer) walks one script.
+
+use super::{
+    CallPurpose, ModelProvider, ModelRequest, ModelResponse, ProviderError, ProviderErrorKind,
+    StreamEvent, StreamSink, estimate_tokens,
+};
+use crate::store::ToolCallRecord;
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+use waymark_protocol::{RouteKind, Usage};
+
+/// What happens when a list runs out.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenExhausted {
+    #[default]
+    Error,
+    RepeatLast,
+}
+
+/// A scripted model file.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    #[serde(default)]
+    pub responses: Vec<ScriptResponse>,
+    #[serde(default)]
+    pub verifier: Vec<ScriptResponse>,
+    #[serde(default)]
+    pub when_exhausted: WhenExhausted,
+    /// Context window the scripted model claims (tests of context budgeting).
+    #[serde(default)]
+    pub context_tokens: Option<u64>,
+}
+
+/// One scripted reply.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptResponse {
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptToolCall>,
+    #[serde(default)]
+    pub usage: Option<ScriptUsage>,
+    #[serde(default)]
+    pub error: Option<ScriptError>,
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+}
+
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptToolCall {
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+#[derive(Deserialize, Debug, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptError {
+    RateLimited,
+    QuotaExhausted,
+    ServerError,
+    BadResponse,
+}
+
+impl Script {
+    /// Parses a script; the error names the file and the line.
+    pub fn from_file(path: &Path) -> Result<Script, ProviderError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::RequestRejected,
+                format!("cannot read the scripted model file {}: {e}", path.display()),
+            )
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::RequestRejected,
+                format!("the scripted model file {} is invalid: {e}", path.display()),
+            )
+        })
+    }
+}
+
+#[derive(Serialize, Deserialize, Default, Debug, Clone, Copy)]
+struct Cursor {
+    responses: usize,
+    verifier: usize,
+}
+
+/// Plays a [`Script`].
+pub struct ScriptedProvider {
+    label: String,
+    script: Script,
+    workspace: String,
+    session_dir: String,
+    cursor: Mutex<Cursor>,
+    cursor_file: Option<PathBuf>,
+}
+
+const CURSOR_FILE: &str = "scripted-model.cursor.json";
+
+impl ScriptedProvider {
+    /// A provider for `script`; with `session_dir`, the position is kept in a file there.
+    pub fn new(label: &str, script: Script, workspace: &Path, session_dir: Option<&Path>) -> Self {
+        let cursor_file = session_dir.map(|d| d.join(CURSOR_FILE));
+        let cursor = cursor_file
+            .as_ref()
+            .and_then(|f| std::fs::read(f).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        ScriptedProvider {
+            label: label.to_string(),
+            script,
+            workspace: workspace.display().to_string(),
+            session_dir: session_dir.map(|d| d.display().to_string()).unwrap_or_default(),
+            cursor: Mutex::new(cursor),
+            cursor_file,
+        }
+    }
+
+    fn next(&self, purpose: CallPurpose) -> Result<ScriptResponse, ProviderError> {
+        let mut cur = self.cursor.lock().unwrap_or_else(|p| p.into_inner());
+        let (list, index, name) = match purpose {
+            CallPurpose::Main => (&self.script.responses, &mut cur.responses, "responses"),
+            CallPurpose::Verifier => (&self.script.verifier, &mut cur.verifier, "verifier"),
+        };
+        let item = match list.get(*index) {
+            Some(r) => r.clone(),
+            None => match (self.script.when_exhausted, list.last()) {
+                (WhenExhausted::RepeatLast, Some(last)) => last.clone(),
+                (WhenExhausted::RepeatLast, None) | (WhenExhausted::Error, _) => {
+                    return Err(ProviderError::new(
+                        ProviderErrorKind::ScriptExhausted,
+                        format!(
+                            "the scripted model has no more `{name}` entries (it had {}); add more or set \"when_exhausted\": \"repeat_last\"",
+                            list.len()
+                        ),
+                    ));
+                }
+            },
+        };
+        *index += 1;
+        if let Some(f) = &self.cursor_file {
+            let snapshot = *cur;
+            // Best effort: a lost cursor only replays a reply, it never corrupts the session.
+            if let Ok(bytes) = serde_json::to_vec(&snapshot) {
+                let tmp = f.with_extension("tmp");
+                if std::fs::write(&tmp, bytes).is_ok() {
+                    let _ = std::fs::rename(&tmp, f);
+                }
+            }
+        }
+        Ok(item)
+    }
+
+    fn expand(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(
+                s.replace("${workspace}", &self.workspace)
+                    .replace("${session_dir}", &self.session_dir),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.expand(x)).collect()),
+            Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), self.expand(x))).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Splits text into a few pieces at character boundaries, so it streams as deltas.
+fn pieces(text: &str) -> Vec<&str> {
+    let n = if text.len() < 8 { 1 } else { 4 };
+    let step = text.len().div_ceil(n);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + step).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(&text[start..end]);
+        start = end;
+    }
+    out
+}
+
+impl ModelProvider for ScriptedProvider {
+    fn describe(&self) -> String {
+        self.label.clone()
+    }
+
+    fn route(&self) -> RouteKind {
+        RouteKind::Managed
+    }
+
+    fn context_tokens(&self) -> u64 {
+        self.script.context_tokens.unwrap_or(200_000)
+    }
+
+    fn call<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
+        Box::pin(async move {
+            let r = self.next(request.purpose)?;
+            let text = r.text.clone().unwrap_or_default();
+            let parts = pieces(&text);
+            let delay = r.delay_ms.unwrap_or(0);
+            let per_piece = Duration::from_millis(delay / (parts.len() as u64 + 1));
+            if delay > 0 {
+                tokio::time::sleep(per_piece).await;
+            }
+            for p in parts {
+                sink(StreamEvent::Text(p.to_string()));
+                if delay > 0 {
+                    tokio::time::sleep(per_piece).await;
+                }
+            }
+            if let Some(e) = r.error {
+                let (kind, msg) = match e {
+                    ScriptError::RateLimited => (ProviderErrorKind::RateLimited, "rate limited (scripted)"),
+                    ScriptError::QuotaExhausted => (ProviderErrorKind::QuotaExhausted, "quota used up (scripted)"),
+                    ScriptError::ServerError => (ProviderErrorKind::ServerError, "server error (scripted)"),
+                    ScriptError::BadResponse => (ProviderErrorKind::BadResponse, "malformed reply (scripted)"),
+                };
+                return Err(ProviderError::new(kind, msg));
+            }
+            let tool_calls: Vec<ToolCallRecord> = r
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ToolCallRecord {
+                    id: format!("call_{}_{i}", fastrand::u32(..)),
+                    name: c.name.clone(),
+                    arguments: self.expand(&c.arguments),
+                })
+                .collect();
+            let usage = match r.usage {
+                Some(u) => Usage {
+                    input_tokens: u.input_tokens,
+                    output_tokens: u.output_tokens,
+                    cached_tokens: 0,
+                },
+                None => Usage {
+                    input_tokens: request.estimated_tokens(),
+                    output_tokens: estimate_tokens(
+                        text.len()
+                            + tool_calls
+                                .iter()
+                                .map(|c| c.name.len() + c.arguments.to_string().len())
+                                .sum::<usize>(),
+                    )
+                    .max(1),
+                    cached_tokens: 0,
+                },
+            };
+            Ok(ModelResponse {
+                text,
+                reasoning: None,
+                tool_calls,
+                usage,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::CallPurpose;
+    use std::sync::Mutex as StdMutex;
+
+    fn req(purpose: CallPurpose) -> ModelRequest {
+        ModelRequest {
+            system: "s".into(),
+            messages: vec![],
+            tools: vec![],
+            max_output_tokens: 10,
+            purpose,
+        }
+    }
+
+    fn script(json: &str) -> Script {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[tokio::test]
+    async fn plays_in_order_streams_deltas_and_expands_placeholders() {
+        let s = script(
+            r#"{"responses":[{"text":"hello there, world","tool_calls":[{"name":"write","arguments":{"path":"${session_dir}/artifacts/plan.md"}}]},{"text":"done"}],
+                "verifier":[{"text":"VERDICT: PASS"}]}"#,
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = ScriptedProvider::new("scripted:x", s, Path::new("/ws"), Some(dir.path()));
+        let deltas = StdMutex::new(Vec::new());
+        let sink = |e: StreamEvent| deltas.lock().unwrap().push(e);
+        let r = p.call(&req(CallPurpose::Main), &sink).await.unwrap();
+        assert!(deltas.lock().unwrap().len() > 1);
+        assert_eq!(r.tool_calls[0].arguments["path"], format!("{}/artifacts/plan.md", dir.path().display()));
+        assert!(r.usage.output_tokens > 0);
+        let v = p.call(&req(CallPurpose::Verifier), &sink).await.unwrap();
+        assert_eq!(v.text, "VERDICT: PASS");
+        // A new provider on the same session dir continues where the last one stopped.
+        let s2 = script(r#"{"responses":[{"text":"a"},{"text":"done"}]}"#);
+        let p2 = ScriptedProvider::new("scripted:x", s2, Path::new("/ws"), Some(dir.path()));
+        assert_eq!(p2.call(&req(CallPurpose::Main), &sink).await.unwrap().text, "done");
+        let e = p2.call(&req(CallPurpose::Main), &sink).await.unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::ScriptExhausted);
+    }
+
+    #[tokio::test]
+    async fn repeat_last_and_typed_errors() {
+        let s = script(r#"{"responses":[{"error":"rate_limited"},{"text":"x"}],"when_exhausted":"repeat_last"}"#);
+        let p = ScriptedProvider::new("scripted", s, Path::new("/ws"), None);
+        let sink = |_: StreamEvent| {};
+        let e = p.call(&req(CallPurpose::Main), &sink).await.unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::RateLimited);
+        for _ in 0..3 {
+            assert_eq!(p.call(&req(CallPurpose::Main), &sink).await.unwrap().text, "x");
+        }
+    }
+
+    #[test]
+    fn malformed_script_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("bad.json");
+        std::fs::write(&f, r#"{"responses": [{"txt": "typo"}]}"#).unwrap();
+        let e = Script::from_file(&f).unwrap_err();
+        assert!(e.message.contains("bad.json") && e.message.contains("txt"), "{e}");
+    }
+
+    #[test]
+    fn pieces_keep_char_boundaries() {
+        let t = "héllo wörld ünïcode";
+        assert_eq!(pieces(t).concat(), t);
+        assert!(pieces(t).len() > 1);
+    }
+}

@@ -1,0 +1,174 @@
+//! Model specs (`openai:<model>`, `anthropic:<model>`, `ollama:<model>`, `scripted:<path>`,
+//! `<provider name>[:<model>]`) resolved to a provider.
+
+use super::http::HttpOptions;
+use super::{AnthropicProvider, Endpoint, ModelProvider, OpenAiProvider, Script, ScriptedProvider};
+use crate::error::{Error, Result};
+use std::path::Path;
+use std::sync::Arc;
+use waymark_protocol::RouteKind;
+use waymark_protocol::config::{Config, ProviderKind};
+
+/// A resolved model and its normalized spec (scripted paths made absolute).
+pub struct ResolvedModel {
+    pub spec: String,
+    pub provider: Arc<dyn ModelProvider>,
+}
+
+const FORMS: &str = "use openai:<model>, anthropic:<model>, ollama:<model>, scripted:<path> or a provider named in the settings";
+
+/// Resolves a spec. `env` reads environment variables (injected for tests); `cwd` anchors
+/// a relative scripted path.
+pub fn resolve_model(
+    spec: &str,
+    config: &Config,
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+    workspace: &Path,
+    session_dir: Option<&Path>,
+    opts: HttpOptions,
+) -> Result<ResolvedModel> {
+    let bad = |message: String| Error::ModelSpec {
+        spec: spec.to_string(),
+        message,
+    };
+    let (kind, rest) = match spec.split_once(':') {
+        Some((k, r)) => (k, r),
+        None => (spec, ""),
+    };
+    let provider: Arc<dyn ModelProvider> = match kind {
+        "scripted" => {
+            if rest.is_empty() {
+                return Err(bad("name the script file: scripted:<path>".into()));
+            }
+            let path = cwd.join(rest);
+            let path = path.canonicalize().map_err(|e| bad(format!("{}: {e}", path.display())))?;
+            let script = Script::from_file(&path)?;
+            let spec = format!("scripted:{}", path.display());
+            return Ok(ResolvedModel {
+                provider: Arc::new(ScriptedProvider::new(&spec, script, workspace, session_dir)),
+                spec,
+            });
+        }
+        "openai" | "anthropic" | "ollama" => {
+            if rest.is_empty() {
+                return Err(bad(format!("name the model: {kind}:<model>")));
+            }
+            let (base_env, key_env, default_base, ctx) = match kind {
+                "openai" => ("OPENAI_BASE_URL", Some("OPENAI_API_KEY"), "https://api.openai.com/v1", 128_000),
+                "anthropic" => ("ANTHROPIC_BASE_URL", Some("ANTHROPIC_API_KEY"), "https://api.anthropic.com", 200_000),
+                _ => ("OLLAMA_BASE_URL", None, "http://localhost:11434/v1", 32_000),
+            };
+            let base = env(base_env).filter(|b| !b.is_empty());
+            let api_key = key_env.and_then(&env).filter(|k| !k.is_empty());
+            if let Some(k) = key_env
+                && api_key.is_none()
+                && base.is_none()
+            {
+                return Err(Error::Provider(super::ProviderError::new(
+                    super::ProviderErrorKind::Auth,
+                    format!("{k} is not set: export your API key, or set {base_env} for a server that needs none"),
+                )));
+            }
+            let endpoint = Endpoint {
+                label: kind.to_string(),
+                base_url: base.unwrap_or_else(|| default_base.to_string()).trim_end_matches('/').to_string(),
+                model: rest.to_string(),
+                api_key,
+                key_hint: key_env.unwrap_or("the server settings").to_string(),
+                route: RouteKind::OwnKey,
+                context_tokens: config.turn.context_tokens.unwrap_or(ctx),
+            };
+            wire(kind == "anthropic", endpoint, opts)?
+        }
+        name => {
+            let Some(p) = config.providers.get(name) else {
+                return Err(bad(FORMS.into()));
+            };
+            let model = if rest.is_empty() {
+                p.model.clone().ok_or_else(|| {
+                    bad(format!("provider `{name}` has no default model: use {name}:<model>"))
+                })?
+            } else {
+                rest.to_string()
+            };
+            let api_key = match &p.api_key_env {
+                Some(var) => Some(env(var).filter(|k| !k.is_empty()).ok_or_else(|| {
+                    Error::Provider(super::ProviderError::new(
+                        super::ProviderErrorKind::Auth,
+                        format!("{var} is not set (provider `{name}` reads its API key from it)"),
+                    ))
+                })?),
+                None => None,
+            };
+            let endpoint = Endpoint {
+                label: name.to_string(),
+                base_url: p.base_url.trim_end_matches('/').to_string(),
+                model,
+                api_key,
+                key_hint: p.api_key_env.clone().unwrap_or_else(|| "the provider settings".into()),
+                route: p.route,
+                context_tokens: config.turn.context_tokens.or(p.context_tokens).unwrap_or(128_000),
+            };
+            wire(p.kind == ProviderKind::Anthropic, endpoint, opts)?
+        }
+    };
+    Ok(ResolvedModel {
+        spec: spec.to_string(),
+        provider,
+    })
+}
+
+fn wire(anthropic: bool, endpoint: Endpoint, opts: HttpOptions) -> Result<Arc<dyn ModelProvider>> {
+    Ok(if anthropic {
+        Arc::new(AnthropicProvider::new(endpoint, opts)?)
+    } else {
+        Arc::new(OpenAiProvider::new(endpoint, opts)?)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(spec: &str, config: &Config, vars: &[(&str, &str)]) -> Result<ResolvedModel> {
+        let vars: Vec<(String, String)> = vars.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let env = move |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        resolve_model(spec, config, &env, Path::new("/"), Path::new("/ws"), None, HttpOptions::default())
+    }
+
+    #[test]
+    fn builtin_kinds_need_a_key_unless_a_base_url_is_set() {
+        let c = Config::default();
+        let e = resolve("openai:gpt-x", &c, &[]).err().unwrap();
+        assert_eq!(e.code(), "auth");
+        assert!(e.to_string().contains("OPENAI_API_KEY"));
+        assert!(resolve("openai:gpt-x", &c, &[("OPENAI_API_KEY", "k")]).is_ok());
+        assert!(resolve("openai:local", &c, &[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")]).is_ok());
+        let r = resolve("ollama:llama3", &c, &[]).unwrap();
+        assert_eq!(r.provider.describe(), "ollama:llama3");
+        assert_eq!(r.provider.route(), RouteKind::OwnKey);
+    }
+
+    #[test]
+    fn named_providers_come_from_settings() {
+        let c = Config::from_json(
+            r#"{"providers":{"kimi":{"kind":"anthropic","base_url":"https://example.invalid/anthropic","api_key_env":"KIMI_KEY","route":"managed","model":"k2"}}}"#,
+        )
+        .unwrap();
+        let e = resolve("kimi", &c, &[]).err().unwrap();
+        assert!(e.to_string().contains("KIMI_KEY"), "{e}");
+        let r = resolve("kimi", &c, &[("KIMI_KEY", "x")]).unwrap();
+        assert_eq!(r.provider.describe(), "kimi:k2");
+        assert_eq!(r.provider.route(), RouteKind::Managed);
+    }
+
+    #[test]
+    fn unknown_or_incomplete_specs_are_clear_errors() {
+        let c = Config::default();
+        for spec in ["gpt4", "openai:", "scripted:", "scripted:/no/such/file.json"] {
+            let e = resolve(spec, &c, &[]).err().unwrap();
+            assert_eq!(e.code(), "invalid_model_spec", "{spec}: {e}");
+        }
+    }
+}

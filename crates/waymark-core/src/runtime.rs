@@ -1,0 +1,257 @@
+//! The runtime: the store, settings and injected sources, and the way sessions are created
+//! and reopened (lease, crash recovery, model resolution).
+
+use crate::clock::{Clock, IdSource, RandomIds, SystemClock};
+use crate::commands::CommandRegistry;
+use crate::error::{Error, Result};
+use crate::guard::{PermissionGuard, ToolGuard};
+use crate::paths;
+use crate::provider::{HttpOptions, ModelProvider, resolve_model};
+use crate::session::{self, SessionCore, SessionHandle, SessionSpec};
+use crate::store::{self, Store, Tx};
+use crate::tools::ToolRegistry;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+use tokio::sync::broadcast;
+use waymark_protocol::config::Config;
+use waymark_protocol::{Event, EventKind, SessionSnapshot, SessionSummary, TurnEndReason};
+
+/// Reads environment variables (injected so tests need not touch the process environment).
+pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// How the runtime is set up.
+#[derive(Clone)]
+pub struct RuntimeOptions {
+    pub data_dir: PathBuf,
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdSource>,
+    pub env: EnvReader,
+    pub http: HttpOptions,
+    /// Anchor for relative paths in model specs and workspaces.
+    pub cwd: PathBuf,
+    /// A lease whose heartbeat is older than this is taken over.
+    pub lease_stale: Duration,
+    pub heartbeat: Duration,
+    /// Used when neither the session nor the settings name a model.
+    pub default_model: Option<String>,
+    /// Test hook: use this provider instead of resolving the spec.
+    pub provider_override: Option<Arc<dyn ModelProvider>>,
+}
+
+impl RuntimeOptions {
+    /// Real clock, ids and environment; data in `data_dir`.
+    pub fn new(data_dir: PathBuf, config: Config) -> Self {
+        RuntimeOptions {
+            data_dir,
+            config,
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(RandomIds::default()),
+            env: Arc::new(|k: &str| std::env::var(k).ok()),
+            http: HttpOptions::default(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            lease_stale: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(5),
+            default_model: None,
+            provider_override: None,
+        }
+    }
+}
+
+/// The runtime of one process.
+pub struct Runtime {
+    opts: RuntimeOptions,
+    store: Arc<Store>,
+}
+
+#[allow(unsafe_code)]
+fn pid_alive(pid: i64) -> bool {
+    if pid <= 0 || pid > i64::from(i32::MAX) {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 only checks that the process exists; nothing is sent.
+    let r = unsafe { libc::kill(pid as i32, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+impl Runtime {
+    /// Opens the database in the data dir.
+    pub fn open(opts: RuntimeOptions) -> Result<Runtime> {
+        let store = Arc::new(Store::open(&paths::database_file(&opts.data_dir))?);
+        Ok(Runtime { opts, store })
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn options(&self) -> &RuntimeOptions {
+        &self.opts
+    }
+
+    /// Creates a session and opens it.
+    pub fn create_session(&self, spec: SessionSpec) -> Result<SessionHandle> {
+        let ws = spec.workspace.clone().unwrap_or_else(|| self.opts.cwd.clone());
+        let ws = self.opts.cwd.join(ws);
+        let ws = ws.canonicalize().map_err(|e| Error::io(&ws, e))?;
+        if !ws.is_dir() {
+            return Err(Error::Refused(format!("the workspace {} is not a folder", ws.display())));
+        }
+        let id = self.opts.ids.new_id("s");
+        let sd = paths::session_dir(&self.opts.data_dir, &id);
+        let model_spec = self.model_spec(spec.model.as_deref(), None)?;
+        // Resolve before creating anything, so a bad spec leaves no half-made session.
+        let resolved = self.provider(&model_spec, &ws, &sd)?;
+        std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
+        let mode = spec.permission_mode.unwrap_or(self.opts.config.permission_mode);
+        self.store.write(self.opts.clock.now_ms(), |tx| {
+            tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)
+        })?;
+        self.attach(&id, resolved, false)
+    }
+
+    /// Reopens a stored session (taking its lease).
+    pub fn open_session(&self, id: &str, spec: SessionSpec) -> Result<SessionHandle> {
+        let row = self
+            .store
+            .read(|c| store::sessions::get(c, id))?
+            .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+        let ws = PathBuf::from(&row.workspace);
+        let sd = paths::session_dir(&self.opts.data_dir, id);
+        std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
+        let model_spec = self.model_spec(spec.model.as_deref(), row.model.as_deref())?;
+        let resolved = self.provider(&model_spec, &ws, &sd)?;
+        if spec.model.is_some() || spec.permission_mode.is_some() {
+            self.store.write(self.opts.clock.now_ms(), |tx| {
+                if spec.model.is_some() {
+                    tx.set_model(id, &resolved.0)?;
+                }
+                if let Some(m) = spec.permission_mode {
+                    tx.set_permission_mode(id, m)?;
+                }
+                Ok(())
+            })?;
+        }
+        self.attach(id, resolved, true)
+    }
+
+    fn model_spec(&self, requested: Option<&str>, stored: Option<&str>) -> Result<String> {
+        requested
+            .or(stored)
+            .or(self.opts.config.model.as_deref())
+            .or(self.opts.default_model.as_deref())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::Refused(
+                    "no model configured: pass --model (for example openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen3 or scripted:demo.json) or set \"model\" in the settings file".into(),
+                )
+            })
+    }
+
+    fn provider(&self, spec: &str, ws: &Path, sd: &Path) -> Result<(String, Arc<dyn ModelProvider>)> {
+        if let Some(p) = &self.opts.provider_override {
+            return Ok((spec.to_string(), p.clone()));
+        }
+        let env = self.opts.env.clone();
+        let r = resolve_model(spec, &self.opts.config, &move |k| env(k), &self.opts.cwd, ws, Some(sd), self.opts.http.clone())?;
+        Ok((r.spec, r.provider))
+    }
+
+    fn attach(&self, id: &str, (model, provider): (String, Arc<dyn ModelProvider>), resumed: bool) -> Result<SessionHandle> {
+        let owner = self.opts.ids.new_id("lease");
+        let pid = i64::from(std::process::id());
+        let stale = self.opts.lease_stale.as_millis() as i64;
+        let sd = paths::session_dir(&self.opts.data_dir, id);
+        let artifacts = paths::artifacts_dir(&sd);
+        let (row, startup) = self.store.write(self.opts.clock.now_ms(), |tx| {
+            tx.acquire_lease(id, &owner, pid, stale, &pid_alive)?;
+            recover(tx, id)?;
+            let row = store::sessions::get(tx.conn(), id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            tx.emit(id, EventKind::SessionStarted {
+                workspace: row.workspace.clone(),
+                session_dir: sd.display().to_string(),
+                model: model.clone(),
+                permission_mode: row.permission_mode,
+                interaction_mode: row.interaction_mode,
+                resumed,
+            })?;
+            Ok(row)
+        })?;
+        let last_seq = startup.last().map(|e| e.seq).unwrap_or(0);
+        let (events, _) = broadcast::channel(4096);
+        let workspace = PathBuf::from(&row.workspace);
+        let core = Arc::new(SessionCore {
+            id: id.to_string(),
+            store: self.store.clone(),
+            clock: self.opts.clock.clone(),
+            ids: self.opts.ids.clone(),
+            config: self.opts.config.clone(),
+            provider,
+            tools: ToolRegistry::standard(),
+            guards: vec![Arc::new(PermissionGuard) as Arc<dyn ToolGuard>],
+            reminders: Vec::new(),
+            commands: CommandRegistry::default(),
+            workspace: workspace.canonicalize().unwrap_or(workspace),
+            session_dir: sd.canonicalize().unwrap_or(sd),
+            artifacts: artifacts.canonicalize().unwrap_or(artifacts),
+            events,
+            last_seq: AtomicU64::new(last_seq),
+        });
+        Ok(session::spawn(core, owner, self.opts.heartbeat, startup))
+    }
+
+    /// All sessions, newest activity first.
+    pub fn list_sessions(&self) -> Result<Vec<SessionSummary>> {
+        self.store.read(store::sessions::list)
+    }
+
+    /// Everything `show` prints about a session.
+    pub fn snapshot(&self, id: &str) -> Result<SessionSnapshot> {
+        self.store.read(|c| {
+            let summary = store::sessions::list(c)?
+                .into_iter()
+                .find(|s| s.id == id)
+                .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            let (turns, usage) = store::turns::totals(c, id)?;
+            Ok(SessionSnapshot {
+                summary,
+                session_dir: paths::session_dir(&self.opts.data_dir, id).display().to_string(),
+                messages: store::messages::list(c, id)?,
+                questionnaires: store::questionnaires::list(c, id)?.iter().map(|q| q.info()).collect(),
+                turns,
+                usage,
+                last_seq: store::events::last_seq(c, id)?,
+            })
+        })
+    }
+
+    /// Logged events of a session after `after`.
+    pub fn events(&self, id: &str, after: u64, limit: u64) -> Result<Vec<Event>> {
+        self.store.read(|c| {
+            if store::sessions::get(c, id)?.is_none() {
+                return Err(Error::SessionNotFound(id.to_string()));
+            }
+            store::events::list(c, id, after, limit)
+        })
+    }
+}
+
+/// After a crash: a turn left `running` is closed as `aborted` (its message is done, calls
+/// without results get one saying the process stopped). Parked turns keep waiting.
+fn recover(tx: &mut Tx<'_>, id: &str) -> Result<()> {
+    for t in store::turns::with_status(tx.conn(), id, "running")? {
+        crate::turn::close_unresolved(tx, id, t.id, "interrupted: the process driving the session stopped before this call finished")?;
+        let row = tx.finish_turn(t.id, TurnEndReason::Aborted, None)?;
+        tx.emit(id, EventKind::TurnFinished {
+            turn_id: t.id,
+            reason: TurnEndReason::Aborted,
+            usage: row.usage,
+            steps: row.steps,
+            error: None,
+            recovered: true,
+        })?;
+    }
+    Ok(())
+}

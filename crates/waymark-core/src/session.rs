@@ -1,0 +1,468 @@
+//! One open session: a tokio actor that owns it while this process holds its lease. Ops come
+//! in through [`SessionHandle::submit`]; events go out on a broadcast channel after the
+//! transaction that wrote them commits. Admission, answers, Stop and the run loop live here;
+//! the turn itself is in `turn.rs`.
+
+use crate::clock::{Clock, IdSource};
+use crate::commands::{self, CommandRegistry};
+use crate::context::ReminderSource;
+use crate::error::{Error, Result};
+use crate::guard::ToolGuard;
+use crate::provider::ModelProvider;
+use crate::store::{self, Store, Tx, TurnStatus};
+use crate::tools::ToolRegistry;
+use crate::turn::{self, TurnExit, TurnStart};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use waymark_protocol::config::Config;
+use waymark_protocol::{
+    Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position,
+    QuestionnaireKind, TurnEndReason,
+};
+
+/// How to create or reopen a session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSpec {
+    /// Workspace of a new session (defaults to the current directory).
+    pub workspace: Option<PathBuf>,
+    /// Model spec; on reopen it replaces the stored one.
+    pub model: Option<String>,
+    /// Permission mode; on reopen it replaces the stored one.
+    pub permission_mode: Option<PermissionMode>,
+}
+
+/// What an op did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpOutcome {
+    /// A message entered the queue (or the same idempotency key found it there).
+    Admitted { message_id: i64, created: bool },
+    /// A slash command ran; its output.
+    Command { output: String },
+    Answered,
+    Done,
+}
+
+/// Everything a turn needs, shared between the actor and the running turn.
+pub(crate) struct SessionCore {
+    pub id: String,
+    pub store: Arc<Store>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdSource>,
+    pub config: Config,
+    pub provider: Arc<dyn ModelProvider>,
+    pub tools: ToolRegistry,
+    pub guards: Vec<Arc<dyn ToolGuard>>,
+    pub reminders: Vec<Arc<dyn ReminderSource>>,
+    pub commands: CommandRegistry,
+    pub workspace: PathBuf,
+    pub session_dir: PathBuf,
+    pub artifacts: PathBuf,
+    pub events: broadcast::Sender<Event>,
+    pub last_seq: AtomicU64,
+}
+
+impl SessionCore {
+    /// One transaction; its events are broadcast after commit.
+    pub fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let (value, events) = self.store.write(self.clock.now_ms(), f)?;
+        for e in events {
+            self.last_seq.store(e.seq, Ordering::Relaxed);
+            let _ = self.events.send(e);
+        }
+        Ok(value)
+    }
+
+    /// Streams an event that is not written to the log.
+    pub fn transient(&self, kind: EventKind) {
+        let _ = self.events.send(Event {
+            session_id: self.id.clone(),
+            seq: self.last_seq.load(Ordering::Relaxed),
+            ts: self.clock.now_ms(),
+            kind,
+        });
+    }
+
+    pub fn read<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+        self.store.read(f)
+    }
+}
+
+type Reply = oneshot::Sender<Result<OpOutcome>>;
+
+/// A front end's handle on an open session.
+pub struct SessionHandle {
+    id: String,
+    ops: mpsc::UnboundedSender<(Op, Reply)>,
+    events: broadcast::Sender<Event>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    /// Events written while opening (before anyone could subscribe).
+    pub startup: Vec<Event>,
+}
+
+impl SessionHandle {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// A receiver of every event from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Sends an op and waits until the session has taken it (not until work finishes).
+    pub async fn submit(&self, op: Op) -> Result<OpOutcome> {
+        let (tx, rx) = oneshot::channel();
+        self.ops.send((op, tx)).map_err(|_| Error::SessionClosed)?;
+        rx.await.map_err(|_| Error::SessionClosed)?
+    }
+
+    /// Stops any running turn, releases the lease and ends the actor.
+    pub async fn shutdown(mut self) -> Result<()> {
+        let r = self.submit(Op::Shutdown).await.map(|_| ());
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+        r
+    }
+}
+
+/// What the session last told front ends about being done, so it is said once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Announced {
+    Nothing,
+    Idle,
+    Waiting(String),
+}
+
+struct Running {
+    task: tokio::task::JoinHandle<Result<TurnExit>>,
+    cancel: CancellationToken,
+}
+
+pub(crate) struct Actor {
+    core: Arc<SessionCore>,
+    lease_owner: String,
+    heartbeat: Duration,
+    running: Option<Running>,
+    announced: Announced,
+}
+
+pub(crate) fn spawn(
+    core: Arc<SessionCore>,
+    lease_owner: String,
+    heartbeat: Duration,
+    startup: Vec<Event>,
+) -> SessionHandle {
+    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+    let events = core.events.clone();
+    let id = core.id.clone();
+    let actor = Actor {
+        core,
+        lease_owner,
+        heartbeat,
+        running: None,
+        announced: Announced::Nothing,
+    };
+    let task = tokio::spawn(actor.run(ops_rx));
+    SessionHandle {
+        id,
+        ops: ops_tx,
+        events,
+        task: Some(task),
+        startup,
+    }
+}
+
+impl Actor {
+    async fn run(mut self, mut ops: mpsc::UnboundedReceiver<(Op, Reply)>) {
+        let mut beat = tokio::time::interval(self.heartbeat);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                op = ops.recv() => {
+                    let Some((op, reply)) = op else { break };
+                    if matches!(op, Op::Shutdown) {
+                        self.stop_running().await;
+                        let r = self.release();
+                        let _ = reply.send(r.map(|_| OpOutcome::Done));
+                        return;
+                    }
+                    let r = self.handle(op).await;
+                    let _ = reply.send(r);
+                    self.drive();
+                }
+                done = async {
+                    match &mut self.running {
+                        Some(r) => (&mut r.task).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    self.running = None;
+                    match done {
+                        Ok(Ok(_exit)) => {}
+                        Ok(Err(e)) => self.core.transient(EventKind::SessionError { error: e.info() }),
+                        Err(join) => self.core.transient(EventKind::SessionError {
+                            error: waymark_protocol::ErrorInfo::new("turn_panicked", join.to_string()),
+                        }),
+                    }
+                    self.drive();
+                }
+                _ = beat.tick() => {
+                    let (id, owner) = (self.core.id.clone(), self.lease_owner.clone());
+                    if let Err(e) = self.core.write(|tx| tx.heartbeat(&id, &owner)) {
+                        // Someone else owns the session now: stop touching it.
+                        self.core.transient(EventKind::SessionError { error: e.info() });
+                        if let Some(r) = &self.running { r.cancel.cancel(); }
+                    }
+                }
+            }
+        }
+        self.stop_running().await;
+        let _ = self.release();
+    }
+
+    fn release(&self) -> Result<()> {
+        let (id, owner) = (self.core.id.clone(), self.lease_owner.clone());
+        self.core.write(|tx| tx.release_lease(&id, &owner))
+    }
+
+    async fn stop_running(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.cancel.cancel();
+            let _ = r.task.await;
+        }
+    }
+
+    async fn handle(&mut self, op: Op) -> Result<OpOutcome> {
+        match op {
+            Op::Submit {
+                text,
+                source,
+                position,
+                idempotency_key,
+                intent,
+            } => {
+                let out = admit(&self.core, &text, source, position, idempotency_key.as_deref(), intent)?;
+                if matches!(out, OpOutcome::Admitted { created: true, .. }) {
+                    self.announced = Announced::Nothing;
+                }
+                Ok(out)
+            }
+            Op::Answer {
+                questionnaire_id,
+                answer,
+            } => {
+                answer_questionnaire(&self.core, &questionnaire_id, &answer)?;
+                self.announced = Announced::Nothing;
+                Ok(OpOutcome::Answered)
+            }
+            Op::Stop => {
+                if let Some(r) = self.running.take() {
+                    r.cancel.cancel();
+                    if let Ok(Err(e)) = r.task.await {
+                        self.core.transient(EventKind::SessionError { error: e.info() });
+                    }
+                } else {
+                    abort_parked_turn(&self.core)?;
+                }
+                self.announced = Announced::Nothing;
+                Ok(OpOutcome::Done)
+            }
+            Op::Resume => {
+                self.announced = Announced::Nothing;
+                Ok(OpOutcome::Done)
+            }
+            Op::Shutdown => Ok(OpOutcome::Done),
+        }
+    }
+
+    /// Starts the next piece of work if there is one, else says the session is idle or
+    /// waiting (once).
+    fn drive(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        match self.next_work() {
+            Ok(Some(start)) => {
+                self.announced = Announced::Nothing;
+                let cancel = CancellationToken::new();
+                let core = self.core.clone();
+                let c = cancel.clone();
+                let task = tokio::spawn(async move { turn::run(core, start, c).await });
+                self.running = Some(Running { task, cancel });
+            }
+            Ok(None) => {}
+            Err(e) => self.core.transient(EventKind::SessionError { error: e.info() }),
+        }
+    }
+
+    fn next_work(&mut self) -> Result<Option<TurnStart>> {
+        let sid = self.core.id.clone();
+        let (open, pending, next) = self.core.read(|c| {
+            Ok((
+                store::turns::open_turn(c, &sid)?,
+                store::questionnaires::pending(c, &sid)?,
+                store::messages::next_queued(c, &sid)?,
+            ))
+        })?;
+        if let Some(q) = pending {
+            if self.announced != Announced::Waiting(q.id.clone()) {
+                self.core.write(|tx| {
+                    tx.emit(&sid, EventKind::SessionWaiting {
+                        questionnaire_id: q.id.clone(),
+                        kind: q.kind,
+                    })
+                })?;
+                self.announced = Announced::Waiting(q.id);
+            }
+            return Ok(None);
+        }
+        if let Some(t) = open {
+            return Ok(Some(TurnStart::Resume(t)));
+        }
+        if let Some(m) = next {
+            return Ok(Some(TurnStart::New(m)));
+        }
+        if self.announced != Announced::Idle {
+            self.core.write(|tx| tx.emit(&sid, EventKind::SessionIdle {}))?;
+            self.announced = Announced::Idle;
+        }
+        Ok(None)
+    }
+}
+
+/// Admits a message in one transaction: slash commands run here and never reach the model;
+/// intents apply here; an idempotency key already used returns the existing message.
+pub(crate) fn admit(
+    core: &SessionCore,
+    text: &str,
+    source: MessageSource,
+    position: Position,
+    key: Option<&str>,
+    intent: Option<Intent>,
+) -> Result<OpOutcome> {
+    let sid = core.id.as_str();
+    if source == MessageSource::User
+        && let Some((name, args)) = commands::parse(text)
+    {
+        let output = core.write(|tx| {
+            let out = core.commands.run(tx, sid, name, args)?;
+            tx.emit(sid, EventKind::CommandOutput {
+                command: name.to_string(),
+                text: out.clone(),
+            })?;
+            Ok(out)
+        })?;
+        return Ok(OpOutcome::Command { output });
+    }
+    let text = commands::unescape(text);
+    if text.trim().is_empty() {
+        return Err(Error::Refused("the message is empty".into()));
+    }
+    if let Some(i) = intent {
+        return Err(Error::Refused(format!(
+            "the `{}` intent needs plan mode, which this build does not provide yet",
+            match i {
+                Intent::PlanEntry => "plan-entry",
+                Intent::PlanExit => "plan-exit",
+            }
+        )));
+    }
+    core.write(|tx| {
+        let (m, created) = tx.insert_message(sid, source, text, position, key)?;
+        if created {
+            tx.emit(sid, EventKind::MessageAdmitted {
+                message_id: m.id,
+                source,
+                text: text.to_string(),
+                position,
+                idempotency_key: key.map(str::to_string),
+            })?;
+            if source == MessageSource::User {
+                let title: String = text.lines().next().unwrap_or("").chars().take(80).collect();
+                tx.set_title_if_missing(sid, &title)?;
+            }
+            tx.touch_session(sid)?;
+        }
+        Ok(OpOutcome::Admitted {
+            message_id: m.id,
+            created,
+        })
+    })
+}
+
+/// Which answers each questionnaire kind accepts.
+fn allowed_answers(kind: QuestionnaireKind) -> &'static [&'static str] {
+    match kind {
+        QuestionnaireKind::Permission => &["allow_once", "allow_for_session", "deny"],
+        QuestionnaireKind::PlanEntry | QuestionnaireKind::GoalApproval => &["approve", "reject"],
+        QuestionnaireKind::PlanApproval => &["approve", "defer", "revise", "reject", "withdraw"],
+    }
+}
+
+fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result<()> {
+    let sid = core.id.as_str();
+    core.write(|tx| {
+        let q = store::questionnaires::get(tx.conn(), id)?
+            .filter(|q| q.session_id == sid)
+            .ok_or_else(|| Error::QuestionnaireNotFound(id.to_string()))?;
+        let allowed = allowed_answers(q.kind);
+        if !allowed.contains(&answer.name()) {
+            return Err(Error::InvalidAnswer {
+                answer: answer.name().to_string(),
+                kind: q.kind.as_str().to_string(),
+                allowed: allowed.join(", "),
+            });
+        }
+        tx.answer_questionnaire(id, answer)?;
+        if q.kind == QuestionnaireKind::Permission && *answer == Answer::AllowForSession {
+            let tool = q.payload.get("tool").and_then(|v| v.as_str()).unwrap_or_default();
+            // A shell command that chains or redirects has no prefix: allowed once only.
+            if let Some(prefix) = q.payload.get("prefix").and_then(|v| v.as_str()) {
+                tx.add_grant(sid, tool, prefix)?;
+            }
+        }
+        tx.emit(sid, EventKind::QuestionnaireAnswered {
+            id: id.to_string(),
+            kind: q.kind,
+            answer: answer.clone(),
+        })
+    })
+}
+
+/// Stop while a turn waits on a questionnaire: withdraw it and end the turn as aborted.
+fn abort_parked_turn(core: &SessionCore) -> Result<()> {
+    let sid = core.id.clone();
+    core.write(|tx| {
+        let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
+            return Ok(());
+        };
+        if t.status != TurnStatus::Parked {
+            return Ok(());
+        }
+        for q in store::questionnaires::for_turn(tx.conn(), t.id)? {
+            if q.status == "pending" {
+                tx.withdraw_questionnaire(&q.id)?;
+                tx.emit(&sid, EventKind::QuestionnaireAnswered {
+                    id: q.id.clone(),
+                    kind: q.kind,
+                    answer: Answer::Withdraw,
+                })?;
+            }
+        }
+        turn::close_unresolved(tx, &sid, t.id, "not run: the user stopped the turn")?;
+        let row = tx.finish_turn(t.id, TurnEndReason::Aborted, None)?;
+        tx.emit(&sid, EventKind::TurnFinished {
+            turn_id: t.id,
+            reason: TurnEndReason::Aborted,
+            usage: row.usage,
+            steps: row.steps,
+            error: None,
+            recovered: false,
+        })
+    })
+}

@@ -1,0 +1,98 @@
+//! The append-only event log.
+
+use crate::error::{Error, Result};
+use rusqlite::{Connection, params};
+use waymark_protocol::{Event, EventKind};
+
+pub(super) fn append(conn: &Connection, session_id: &str, ts: i64, kind: EventKind) -> Result<Event> {
+    let seq = last_seq(conn, session_id)? + 1;
+    let json = serde_json::to_string(&kind).map_err(|e| Error::Corrupt(e.to_string()))?;
+    conn.prepare_cached(
+        "INSERT INTO events (session_id, seq, ts, type, json) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![session_id, seq as i64, ts, kind.type_name(), json])?;
+    Ok(Event {
+        session_id: session_id.to_string(),
+        seq,
+        ts,
+        kind,
+    })
+}
+
+/// The `seq` of the session's newest event (0 when it has none).
+pub fn last_seq(conn: &Connection, session_id: &str) -> Result<u64> {
+    let seq: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?1")?
+        .query_row([session_id], |r| r.get(0))?;
+    Ok(seq as u64)
+}
+
+/// Events of a session with `seq > after`, oldest first, at most `limit`.
+pub fn list(conn: &Connection, session_id: &str, after: u64, limit: u64) -> Result<Vec<Event>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, ts, json FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(params![session_id, after as i64, limit as i64], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, ts, json) = row?;
+        let kind: EventKind = serde_json::from_str(&json)
+            .map_err(|e| Error::Corrupt(format!("event {session_id}#{seq}: {e}")))?;
+        out.push(Event {
+            session_id: session_id.to_string(),
+            seq: seq as u64,
+            ts,
+            kind,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+    use super::super::sessions::tests::make_session;
+    use super::*;
+
+    #[test]
+    fn seq_is_contiguous_per_session_and_log_is_append_only() {
+        let store = Store::open_in_memory().unwrap();
+        let a = make_session(&store);
+        let b = make_session(&store);
+        for sid in [&a, &b, &a] {
+            store
+                .write(1, |tx| tx.emit(sid, EventKind::SessionIdle {}))
+                .unwrap();
+        }
+        let ev = store.read(|c| list(c, &a, 0, 100)).unwrap();
+        let seqs: Vec<u64> = ev.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![1, 2]);
+        assert_eq!(store.read(|c| last_seq(c, &b)).unwrap(), 1);
+        let upd = store.read(|c| Ok(c.execute("UPDATE events SET ts = 0", [])?));
+        assert!(upd.unwrap_err().to_string().contains("append-only"));
+        let del = store.read(|c| Ok(c.execute("DELETE FROM events", [])?));
+        assert!(del.unwrap_err().to_string().contains("append-only"));
+        let gap = store.read(|c| {
+            Ok(c.execute(
+                "INSERT INTO events (session_id, seq, ts, type, json) VALUES (?1, 9, 0, 'x', '{}')",
+                [&a],
+            )?)
+        });
+        assert!(gap.unwrap_err().to_string().contains("contiguous"));
+    }
+
+    #[test]
+    fn list_pages_after_a_seq() {
+        let store = Store::open_in_memory().unwrap();
+        let a = make_session(&store);
+        for _ in 0..5 {
+            store
+                .write(1, |tx| tx.emit(&a, EventKind::SessionIdle {}))
+                .unwrap();
+        }
+        let ev = store.read(|c| list(c, &a, 2, 2)).unwrap();
+        assert_eq!(ev.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
+    }
+}

@@ -1,0 +1,234 @@
+//! The message queue: admission with idempotency keys, head/tail insertion, dequeue order.
+
+use crate::error::{Error, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use waymark_protocol::{MessageInfo, MessageSource, Position};
+
+/// Lifecycle of an admitted message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageStatus {
+    Queued,
+    Running,
+    Done,
+    Dropped,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Queued => "queued",
+            MessageStatus::Running => "running",
+            MessageStatus::Done => "done",
+            MessageStatus::Dropped => "dropped",
+        }
+    }
+}
+
+/// A message as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRow {
+    pub id: i64,
+    pub session_id: String,
+    pub source: MessageSource,
+    pub text: String,
+    pub status: String,
+    pub idempotency_key: Option<String>,
+}
+
+fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
+    let source: String = r.get(2)?;
+    Ok(MessageRow {
+        id: r.get(0)?,
+        session_id: r.get(1)?,
+        source: MessageSource::parse(&source).unwrap_or(MessageSource::System),
+        text: r.get(3)?,
+        status: r.get(4)?,
+        idempotency_key: r.get(5)?,
+    })
+}
+
+const COLUMNS: &str = "id, session_id, source, text, status, idempotency_key";
+
+impl super::Tx<'_> {
+    /// Inserts a queued message. With an idempotency key already used in this session, the
+    /// existing message is returned and nothing is inserted (`false`).
+    pub fn insert_message(
+        &mut self,
+        session_id: &str,
+        source: MessageSource,
+        text: &str,
+        position: Position,
+        key: Option<&str>,
+    ) -> Result<(MessageRow, bool)> {
+        if let Some(k) = key
+            && let Some(existing) = by_key(self.conn(), session_id, k)?
+        {
+            return Ok((existing, false));
+        }
+        let c = self.conn();
+        let pos: i64 = match position {
+            Position::Head => c.query_row(
+                "SELECT COALESCE(MIN(queue_pos), 0) - 1 FROM messages WHERE session_id = ?1 AND status = 'queued'",
+                [session_id],
+                |r| r.get(0),
+            )?,
+            Position::Tail => c.query_row(
+                "SELECT COALESCE(MAX(queue_pos), 0) + 1 FROM messages WHERE session_id = ?1",
+                [session_id],
+                |r| r.get(0),
+            )?,
+        };
+        c.prepare_cached(
+            "INSERT INTO messages (session_id, source, text, status, queue_pos, idempotency_key, admitted_at)
+             VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6)",
+        )?
+        .execute(params![session_id, source.as_str(), text, pos, key, self.now()])?;
+        let id = c.last_insert_rowid();
+        Ok((
+            MessageRow {
+                id,
+                session_id: session_id.to_string(),
+                source,
+                text: text.to_string(),
+                status: "queued".into(),
+                idempotency_key: key.map(str::to_string),
+            },
+            true,
+        ))
+    }
+
+    pub fn set_message_status(&mut self, id: i64, status: MessageStatus) -> Result<()> {
+        let n = self
+            .conn()
+            .prepare_cached("UPDATE messages SET status = ?2 WHERE id = ?1")?
+            .execute(params![id, status.as_str()])?;
+        if n == 0 {
+            return Err(Error::Corrupt(format!("message {id} does not exist")));
+        }
+        Ok(())
+    }
+}
+
+fn by_key(conn: &Connection, session_id: &str, key: &str) -> Result<Option<MessageRow>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages WHERE session_id = ?1 AND idempotency_key = ?2"
+        ))?
+        .query_row(params![session_id, key], row_to_message)
+        .optional()?)
+}
+
+/// The message that runs next: lowest queue position among queued ones.
+pub fn next_queued(conn: &Connection, session_id: &str) -> Result<Option<MessageRow>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages WHERE session_id = ?1 AND status = 'queued'
+             ORDER BY queue_pos, id LIMIT 1"
+        ))?
+        .query_row([session_id], row_to_message)
+        .optional()?)
+}
+
+/// One message by id.
+pub fn get(conn: &Connection, id: i64) -> Result<Option<MessageRow>> {
+    Ok(conn
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM messages WHERE id = ?1"))?
+        .query_row([id], row_to_message)
+        .optional()?)
+}
+
+/// Number of queued messages.
+pub fn queued_count(conn: &Connection, session_id: &str) -> Result<u64> {
+    let n: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND status = 'queued'")?
+        .query_row([session_id], |r| r.get(0))?;
+    Ok(n as u64)
+}
+
+/// All messages of a session in admission order.
+pub fn list(conn: &Connection, session_id: &str) -> Result<Vec<MessageInfo>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY id"
+    ))?;
+    let rows = stmt.query_map([session_id], row_to_message)?;
+    let mut out = Vec::new();
+    for r in rows {
+        let m = r?;
+        out.push(MessageInfo {
+            id: m.id,
+            source: m.source,
+            text: m.text,
+            status: m.status,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+    use super::super::sessions::tests::make_session;
+    use super::*;
+
+    #[test]
+    fn head_and_tail_order() {
+        let store = Store::open_in_memory().unwrap();
+        let s = make_session(&store);
+        let add = |text: &str, pos| {
+            store
+                .write(1, |tx| tx.insert_message(&s, MessageSource::User, text, pos, None))
+                .unwrap()
+                .0
+                 .0
+        };
+        add("a", Position::Tail);
+        add("b", Position::Tail);
+        add("h", Position::Head);
+        let mut order = Vec::new();
+        while let Some(m) = store.read(|c| next_queued(c, &s)).unwrap() {
+            order.push(m.text.clone());
+            store
+                .write(1, |tx| tx.set_message_status(m.id, MessageStatus::Done))
+                .unwrap();
+        }
+        assert_eq!(order, vec!["h", "a", "b"]);
+        assert_eq!(store.read(|c| queued_count(c, &s)).unwrap(), 0);
+    }
+
+    #[test]
+    fn idempotency_key_returns_the_existing_message() {
+        let store = Store::open_in_memory().unwrap();
+        let s = make_session(&store);
+        let (first, created) = store
+            .write(1, |tx| {
+                tx.insert_message(&s, MessageSource::Questionnaire, "x", Position::Head, Some("k"))
+            })
+            .unwrap()
+            .0;
+        assert!(created);
+        let (again, created) = store
+            .write(1, |tx| {
+                tx.insert_message(&s, MessageSource::Questionnaire, "y", Position::Head, Some("k"))
+            })
+            .unwrap()
+            .0;
+        assert!(!created);
+        assert_eq!(again.id, first.id);
+        assert_eq!(again.text, "x");
+        assert_eq!(store.read(|c| list(c, &s)).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn source_is_checked_by_the_schema() {
+        let store = Store::open_in_memory().unwrap();
+        let s = make_session(&store);
+        let r = store.read(|c| {
+            Ok(c.execute(
+                "INSERT INTO messages (session_id, source, text, status, queue_pos, admitted_at)
+                 VALUES (?1, 'robot', 't', 'queued', 1, 1)",
+                [&s],
+            )?)
+        });
+        assert!(r.is_err());
+    }
+}

@@ -1,0 +1,188 @@
+//! The store owns all SQL. SQLite in WAL mode; versioned migrations applied in a transaction;
+//! every state change and the events describing it are written in one transaction
+//! ([`Store::write`]), and events are handed back for broadcast only after commit.
+
+pub mod events;
+pub mod messages;
+pub mod questionnaires;
+pub mod sessions;
+pub mod turns;
+
+pub use messages::{MessageRow, MessageStatus};
+pub use questionnaires::QuestionnaireRow;
+pub use sessions::{Lease, SessionRow};
+pub use turns::{HistoryItem, ToolCallRecord, TurnRow, TurnStatus};
+
+use crate::error::{Error, Result};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use std::path::Path;
+use std::sync::Mutex;
+use waymark_protocol::{Event, EventKind};
+
+/// Migrations in order; the version of each is its index + 1.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+
+/// The newest schema version this build understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// A handle on the database. Cheap to share behind an `Arc`.
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+/// A write transaction that collects the events it appends.
+pub struct Tx<'c> {
+    tx: rusqlite::Transaction<'c>,
+    now: i64,
+    events: Vec<Event>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database file and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Self::init(conn, &path.display().to_string())
+    }
+
+    /// An in-memory database (tests).
+    pub fn open_in_memory() -> Result<Store> {
+        Self::init(Connection::open_in_memory()?, ":memory:")
+    }
+
+    fn init(mut conn: Connection, label: &str) -> Result<Store> {
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrate(&mut conn, label)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves no half-written transaction (rusqlite rolls
+        // back on drop), so a poisoned lock is safe to reuse.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` in one write transaction at time `now`; returns its value and the events it
+    /// appended, after commit.
+    pub fn write<T>(&self, now: i64, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<(T, Vec<Event>)> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut t = Tx {
+            tx,
+            now,
+            events: Vec::new(),
+        };
+        let value = f(&mut t)?;
+        let Tx { tx, events, .. } = t;
+        tx.commit()?;
+        Ok((value, events))
+    }
+
+    /// Runs a read-only closure on the connection.
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.lock();
+        f(&conn)
+    }
+}
+
+impl Tx<'_> {
+    /// The transaction's timestamp.
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.tx
+    }
+
+    /// Appends an event to the session's log with the next `seq`.
+    pub fn emit(&mut self, session_id: &str, kind: EventKind) -> Result<()> {
+        let event = events::append(&self.tx, session_id, self.now, kind)?;
+        self.events.push(event);
+        Ok(())
+    }
+}
+
+fn migrate(conn: &mut Connection, label: &str) -> Result<()> {
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
+    let current: i64 = conn
+        .query_row("SELECT MAX(version) FROM schema_version", [], |r| {
+            r.get::<_, Option<i64>>(0)
+        })
+        .optional()?
+        .flatten()
+        .unwrap_or(0);
+    if current > SCHEMA_VERSION {
+        return Err(Error::DatabaseTooNew {
+            path: label.to_string(),
+            found: current,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = i as i64 + 1;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql).map_err(|e| Error::Migration {
+            version,
+            message: e.to_string(),
+        })?;
+        tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [version])?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_once_and_record_the_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        drop(Store::open(&path).unwrap());
+        let store = Store::open(&path).unwrap();
+        let v: i64 = store
+            .read(|c| Ok(c.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let rows: i64 = store
+            .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM schema_version", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(rows, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn newer_database_is_refused_with_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        drop(Store::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.execute("INSERT INTO schema_version (version) VALUES (99)", [])
+            .unwrap();
+        drop(conn);
+        let err = Store::open(&path).err().unwrap();
+        assert_eq!(err.code(), "database_too_new");
+        assert!(err.to_string().contains("schema version 99"), "{err}");
+    }
+
+    #[test]
+    fn failed_write_rolls_back_state_and_events() {
+        let store = Store::open_in_memory().unwrap();
+        let sid = sessions::tests::make_session(&store);
+        let before = store.read(|c| events::last_seq(c, &sid)).unwrap();
+        let r: Result<((), Vec<Event>)> = store.write(5, |tx| {
+            tx.emit(&sid, EventKind::SessionIdle {})?;
+            Err(Error::Refused("no".into()))
+        });
+        assert!(r.is_err());
+        assert_eq!(store.read(|c| events::last_seq(c, &sid)).unwrap(), before);
+    }
+}

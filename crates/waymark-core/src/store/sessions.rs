@@ -1,0 +1,346 @@
+//! Sessions, their workspace, modes, lease and permission grants.
+
+use crate::error::{Error, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use waymark_protocol::{InteractionMode, PermissionMode, SessionSummary};
+
+/// A session as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub id: String,
+    pub workspace: String,
+    pub title: Option<String>,
+    pub model: Option<String>,
+    pub interaction_mode: InteractionMode,
+    pub permission_mode: PermissionMode,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Who drives a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub owner: String,
+    pub pid: i64,
+    pub heartbeat: i64,
+}
+
+const SESSION_COLUMNS: &str = "s.id, w.path, s.title, s.model, s.interaction_mode, \
+     s.permission_mode, s.created_at, s.updated_at";
+
+fn row_to_session(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    let im: String = r.get(4)?;
+    let pm: String = r.get(5)?;
+    Ok(SessionRow {
+        id: r.get(0)?,
+        workspace: r.get(1)?,
+        title: r.get(2)?,
+        model: r.get(3)?,
+        interaction_mode: InteractionMode::parse(&im).unwrap_or_default(),
+        permission_mode: PermissionMode::parse(&pm).unwrap_or_default(),
+        created_at: r.get(6)?,
+        updated_at: r.get(7)?,
+    })
+}
+
+impl super::Tx<'_> {
+    /// Creates a session in `workspace` (registering the workspace on first use).
+    pub fn create_session(
+        &mut self,
+        id: &str,
+        workspace: &str,
+        model: Option<&str>,
+        permission_mode: PermissionMode,
+    ) -> Result<()> {
+        let now = self.now();
+        let c = self.conn();
+        c.execute(
+            "INSERT INTO workspaces (path, created_at) VALUES (?1, ?2) ON CONFLICT (path) DO NOTHING",
+            params![workspace, now],
+        )?;
+        let ws: i64 = c.query_row("SELECT id FROM workspaces WHERE path = ?1", [workspace], |r| {
+            r.get(0)
+        })?;
+        c.execute(
+            "INSERT INTO sessions (id, workspace_id, model, permission_mode, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            params![id, ws, model, permission_mode.as_str(), now],
+        )?;
+        Ok(())
+    }
+
+    /// Takes the session's lease unless a live process holds it. `is_alive` tells whether a
+    /// pid still runs; a lease whose heartbeat is older than `stale_ms` is taken over too.
+    /// Returns the previous lease when one was taken over.
+    pub fn acquire_lease(
+        &mut self,
+        id: &str,
+        owner: &str,
+        pid: i64,
+        stale_ms: i64,
+        is_alive: &dyn Fn(i64) -> bool,
+    ) -> Result<Option<Lease>> {
+        let now = self.now();
+        let current = lease(self.conn(), id)?;
+        if let Some(l) = &current
+            && l.owner != owner
+            && now - l.heartbeat < stale_ms
+            && is_alive(l.pid)
+        {
+            return Err(Error::SessionBusy {
+                id: id.to_string(),
+                pid: l.pid,
+            });
+        }
+        self.conn().execute(
+            "UPDATE sessions SET lease_owner = ?2, lease_pid = ?3, lease_heartbeat = ?4 WHERE id = ?1",
+            params![id, owner, pid, now],
+        )?;
+        Ok(current.filter(|l| l.owner != owner))
+    }
+
+    /// Refreshes the heartbeat; fails with `session_busy` if another owner took the lease.
+    pub fn heartbeat(&mut self, id: &str, owner: &str) -> Result<()> {
+        let now = self.now();
+        let n = self.conn().execute(
+            "UPDATE sessions SET lease_heartbeat = ?3 WHERE id = ?1 AND lease_owner = ?2",
+            params![id, owner, now],
+        )?;
+        if n == 0 {
+            let pid = lease(self.conn(), id)?.map(|l| l.pid).unwrap_or(0);
+            return Err(Error::SessionBusy {
+                id: id.to_string(),
+                pid,
+            });
+        }
+        Ok(())
+    }
+
+    /// Gives the lease up (only if still ours).
+    pub fn release_lease(&mut self, id: &str, owner: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE sessions SET lease_owner = NULL, lease_pid = NULL, lease_heartbeat = NULL
+             WHERE id = ?1 AND lease_owner = ?2",
+            params![id, owner],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_interaction_mode(&mut self, id: &str, mode: InteractionMode) -> Result<()> {
+        let now = self.now();
+        self.conn().execute(
+            "UPDATE sessions SET interaction_mode = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, mode.as_str(), now],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_permission_mode(&mut self, id: &str, mode: PermissionMode) -> Result<()> {
+        let now = self.now();
+        self.conn().execute(
+            "UPDATE sessions SET permission_mode = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, mode.as_str(), now],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_model(&mut self, id: &str, model: &str) -> Result<()> {
+        let now = self.now();
+        self.conn().execute(
+            "UPDATE sessions SET model = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, model, now],
+        )?;
+        Ok(())
+    }
+
+    /// Sets the title once (from the first user message).
+    pub fn set_title_if_missing(&mut self, id: &str, title: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NULL",
+            params![id, title],
+        )?;
+        Ok(())
+    }
+
+    pub fn touch_session(&mut self, id: &str) -> Result<()> {
+        let now = self.now();
+        self.conn()
+            .prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
+            .execute(params![id, now])?;
+        Ok(())
+    }
+
+    /// Records an "allow for session" grant (`prefix` empty: the whole tool).
+    pub fn add_grant(&mut self, id: &str, tool: &str, prefix: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT OR IGNORE INTO permission_grants (session_id, tool, prefix) VALUES (?1, ?2, ?3)",
+            params![id, tool, prefix],
+        )?;
+        Ok(())
+    }
+}
+
+/// One session by id.
+pub fn get(conn: &Connection, id: &str) -> Result<Option<SessionRow>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s JOIN workspaces w ON w.id = s.workspace_id
+             WHERE s.id = ?1"
+        ))?
+        .query_row([id], row_to_session)
+        .optional()?)
+}
+
+/// The session's lease, if held.
+pub fn lease(conn: &Connection, id: &str) -> Result<Option<Lease>> {
+    let row = conn
+        .query_row(
+            "SELECT lease_owner, lease_pid, lease_heartbeat FROM sessions WHERE id = ?1",
+            [id],
+            |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, Option<i64>>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                ))
+            },
+        )
+        .optional()?;
+    match row {
+        None => Err(Error::SessionNotFound(id.to_string())),
+        Some((Some(owner), Some(pid), Some(heartbeat))) => Ok(Some(Lease {
+            owner,
+            pid,
+            heartbeat,
+        })),
+        Some(_) => Ok(None),
+    }
+}
+
+/// All sessions, newest activity first.
+pub fn list(conn: &Connection) -> Result<Vec<SessionSummary>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {SESSION_COLUMNS},
+            (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.status = 'queued'),
+            (SELECT q.id FROM questionnaires q WHERE q.session_id = s.id AND q.status = 'pending'
+             ORDER BY q.created_at LIMIT 1)
+         FROM sessions s JOIN workspaces w ON w.id = s.workspace_id
+         ORDER BY s.updated_at DESC, s.id"
+    ))?;
+    let rows = stmt.query_map([], |r| {
+        let s = row_to_session(r)?;
+        Ok(SessionSummary {
+            id: s.id,
+            workspace: s.workspace,
+            title: s.title,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            interaction_mode: s.interaction_mode,
+            permission_mode: s.permission_mode,
+            model: s.model,
+            queued: r.get::<_, i64>(8)? as u64,
+            pending_questionnaire: r.get(9)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// "Allow for session" grants: `(tool, prefix)` pairs.
+pub fn grants(conn: &Connection, id: &str) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT tool, prefix FROM permission_grants WHERE session_id = ?1 ORDER BY tool, prefix",
+    )?;
+    let rows = stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::Store;
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static N: AtomicU32 = AtomicU32::new(0);
+
+    pub(crate) fn make_session(store: &Store) -> String {
+        let id = format!("s{}", N.fetch_add(1, Ordering::Relaxed));
+        store
+            .write(10, |tx| tx.create_session(&id, "/ws", None, PermissionMode::Ask))
+            .unwrap();
+        id
+    }
+
+    #[test]
+    fn create_get_and_list() {
+        let store = Store::open_in_memory().unwrap();
+        let id = make_session(&store);
+        let s = store.read(|c| get(c, &id)).unwrap().unwrap();
+        assert_eq!(s.workspace, "/ws");
+        assert_eq!(s.interaction_mode, InteractionMode::Default);
+        store
+            .write(20, |tx| {
+                tx.set_interaction_mode(&id, InteractionMode::Plan)?;
+                tx.set_permission_mode(&id, PermissionMode::Auto)?;
+                tx.set_title_if_missing(&id, "first")?;
+                tx.set_title_if_missing(&id, "second")
+            })
+            .unwrap();
+        let all = store.read(list).unwrap();
+        let me = all.iter().find(|s| s.id == id).unwrap();
+        assert_eq!(me.interaction_mode, InteractionMode::Plan);
+        assert_eq!(me.permission_mode, PermissionMode::Auto);
+        assert_eq!(me.title.as_deref(), Some("first"));
+        assert!(store.read(|c| get(c, "nope")).unwrap().is_none());
+    }
+
+    #[test]
+    fn live_lease_is_busy_stale_or_dead_is_taken_over() {
+        let store = Store::open_in_memory().unwrap();
+        let id = make_session(&store);
+        let alive = |_pid: i64| true;
+        let dead = |_pid: i64| false;
+        store
+            .write(1000, |tx| tx.acquire_lease(&id, "a", 1, 30_000, &alive))
+            .unwrap();
+        let busy = store.write(2000, |tx| tx.acquire_lease(&id, "b", 2, 30_000, &alive));
+        assert_eq!(busy.err().unwrap().code(), "session_busy");
+        // Same owner may re-acquire.
+        store
+            .write(2000, |tx| tx.acquire_lease(&id, "a", 1, 30_000, &alive))
+            .unwrap();
+        // Dead pid: taken over at once.
+        let (prev, _) = store
+            .write(3000, |tx| tx.acquire_lease(&id, "b", 2, 30_000, &dead))
+            .unwrap();
+        assert_eq!(prev.unwrap().owner, "a");
+        // Old owner's heartbeat now fails.
+        assert!(store.write(3500, |tx| tx.heartbeat(&id, "a")).is_err());
+        // Stale heartbeat: taken over even if the pid looks alive.
+        let (prev, _) = store
+            .write(40_000, |tx| tx.acquire_lease(&id, "c", 3, 30_000, &alive))
+            .unwrap();
+        assert_eq!(prev.unwrap().pid, 2);
+        store.write(41_000, |tx| tx.release_lease(&id, "c")).unwrap();
+        assert!(store.read(|c| lease(c, &id)).unwrap().is_none());
+    }
+
+    #[test]
+    fn grants_are_deduplicated() {
+        let store = Store::open_in_memory().unwrap();
+        let id = make_session(&store);
+        store
+            .write(1, |tx| {
+                tx.add_grant(&id, "bash", "cargo test")?;
+                tx.add_grant(&id, "bash", "cargo test")?;
+                tx.add_grant(&id, "write", "")
+            })
+            .unwrap();
+        assert_eq!(
+            store.read(|c| grants(c, &id)).unwrap(),
+            vec![
+                ("bash".to_string(), "cargo test".to_string()),
+                ("write".to_string(), String::new())
+            ]
+        );
+    }
+}

@@ -1,0 +1,222 @@
+//! `bash`: runs a command in the workspace in its own process group, with a timeout and an
+//! output cap. On timeout or Stop the whole group is killed and the output so far is kept.
+
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, truncate_middle};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// Bytes kept from each end of a command's output while it runs.
+const KEEP_BYTES: usize = 1 << 20;
+
+/// Runs a shell command.
+pub struct Bash;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BashArgs {
+    command: String,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+/// Output collected from both pipes: the start, and a rolling window of the end.
+#[derive(Default)]
+struct Collected {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    total: usize,
+}
+
+impl Collected {
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len();
+        let room = KEEP_BYTES.saturating_sub(self.head.len());
+        let (h, t) = bytes.split_at(room.min(bytes.len()));
+        self.head.extend_from_slice(h);
+        self.tail.extend(t);
+        while self.tail.len() > KEEP_BYTES {
+            self.tail.pop_front();
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.head).into_owned();
+        if !self.tail.is_empty() {
+            let dropped = self.total - self.head.len() - self.tail.len();
+            if dropped > 0 {
+                s.push_str(&format!("\n[… {dropped} bytes of output omitted …]\n"));
+            }
+            let (a, b) = self.tail.as_slices();
+            s.push_str(&String::from_utf8_lossy(&[a, b].concat()));
+        }
+        s
+    }
+}
+
+async fn pump(mut r: impl tokio::io::AsyncRead + Unpin, out: Arc<Mutex<Collected>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.lock().unwrap_or_else(|p| p.into_inner()).push(&buf[..n]),
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn signal_group(pgid: u32, sig: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals only that process group, which is the
+        // group this tool created for its child; there is no memory access involved.
+        unsafe {
+            libc::kill(-(pgid as i32), sig);
+        }
+    }
+}
+
+enum End {
+    Exited(Option<i32>),
+    TimedOut,
+    Stopped,
+}
+
+impl Tool for Bash {
+    fn name(&self) -> &'static str {
+        "bash"
+    }
+    fn description(&self) -> &'static str {
+        "Run a bash command in the workspace. Output (stdout and stderr) is returned with the exit code. Default timeout 120 s (`timeout_ms` to change it)."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "command": {"type": "string"},
+            "timeout_ms": {"type": "integer", "minimum": 100}
+        }, "required": ["command"]})
+    }
+    fn is_mutating(&self) -> bool {
+        true
+    }
+    fn is_shell(&self) -> bool {
+        true
+    }
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let a: BashArgs = parse_args(self.name(), args)?;
+            if a.command.trim().is_empty() {
+                return Err(ToolError::Model("the command is empty".into()));
+            }
+            let timeout = a.timeout_ms.map(Duration::from_millis).unwrap_or(ctx.bash_timeout);
+            let mut cmd = tokio::process::Command::new("bash");
+            cmd.arg("-c")
+                .arg(&a.command)
+                .current_dir(&ctx.workspace)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .env("PAGER", "cat")
+                .env("GIT_PAGER", "cat")
+                .env("GIT_TERMINAL_PROMPT", "0")
+                .process_group(0)
+                .kill_on_drop(true);
+            let mut child = cmd
+                .spawn()
+                .map_err(|e| ToolError::Model(format!("could not start bash: {e}")))?;
+            let pgid = child.id().unwrap_or(0);
+            let out = Arc::new(Mutex::new(Collected::default()));
+            let mut readers = Vec::new();
+            if let Some(o) = child.stdout.take() {
+                readers.push(tokio::spawn(pump(o, out.clone())));
+            }
+            if let Some(e) = child.stderr.take() {
+                readers.push(tokio::spawn(pump(e, out.clone())));
+            }
+            let end = tokio::select! {
+                status = child.wait() => End::Exited(status.ok().and_then(|s| s.code())),
+                _ = tokio::time::sleep(timeout) => End::TimedOut,
+                _ = ctx.cancel.cancelled() => End::Stopped,
+            };
+            if !matches!(end, End::Exited(_)) {
+                signal_group(pgid, libc::SIGTERM);
+                if tokio::time::timeout(Duration::from_millis(500), child.wait()).await.is_err() {
+                    signal_group(pgid, libc::SIGKILL);
+                    let _ = child.wait().await;
+                }
+                signal_group(pgid, libc::SIGKILL);
+            }
+            // Background jobs may hold the pipes open; give the readers a moment, then move on.
+            for r in readers {
+                let _ = tokio::time::timeout(Duration::from_millis(300), r).await;
+            }
+            let text = out.lock().unwrap_or_else(|p| p.into_inner()).text();
+            let body = truncate_middle(&text, ctx.output_limit);
+            let body = if body.is_empty() { "(no output)".to_string() } else { body };
+            match end {
+                End::Exited(Some(0)) => Ok(ToolOutput::text(format!("{body}\n[exit code: 0]"))),
+                End::Exited(Some(code)) => Err(ToolError::Model(format!("{body}\n[exit code: {code}]"))),
+                End::Exited(None) => Err(ToolError::Model(format!("{body}\n[killed by a signal]"))),
+                End::TimedOut => Err(ToolError::Model(format!(
+                    "{body}\n[timed out after {} ms; the command and its child processes were killed]",
+                    timeout.as_millis()
+                ))),
+                End::Stopped => Err(ToolError::Model(format!(
+                    "{body}\n[stopped by the user; the command and its child processes were killed]"
+                ))),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::Fixture;
+    use super::*;
+
+    #[tokio::test]
+    async fn runs_in_the_workspace_and_reports_exit_codes() {
+        let f = Fixture::new();
+        let ok = f.run(&Bash, json!({"command": "pwd; echo err >&2"})).await.unwrap();
+        assert!(ok.content.contains(f.ws().to_str().unwrap()));
+        assert!(ok.content.contains("err") && ok.content.ends_with("[exit code: 0]"));
+        let fail = f.run(&Bash, json!({"command": "exit 7"})).await.unwrap_err();
+        assert!(fail.to_string().contains("[exit code: 7]"));
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let f = Fixture::new();
+        let marker = f.ws().join("survived");
+        let cmd = format!("(sleep 2; touch {}) & echo started; sleep 30", marker.display());
+        let e = f.run(&Bash, json!({"command": cmd, "timeout_ms": 300})).await.unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("started") && msg.contains("timed out"), "{msg}");
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert!(!marker.exists(), "a child of the timed-out command kept running");
+    }
+
+    #[tokio::test]
+    async fn stop_keeps_partial_output() {
+        let f = Fixture::new();
+        let cancel = f.ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            cancel.cancel();
+        });
+        let e = f.run(&Bash, json!({"command": "echo partial; sleep 30"})).await.unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("partial") && msg.contains("stopped by the user"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn huge_output_is_capped_with_a_note() {
+        let mut f = Fixture::new();
+        f.ctx.output_limit = 2000;
+        let out = f.run(&Bash, json!({"command": "seq 1 100000"})).await.unwrap();
+        assert!(out.content.len() < 2300);
+        assert!(out.content.contains("omitted") && out.content.contains("100000"));
+    }
+}

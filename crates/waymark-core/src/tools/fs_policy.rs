@@ -1,0 +1,191 @@
+//! Where tools may write: inside the workspace or the session's `artifacts/` folder, on
+//! canonical paths. `..`, absolute paths elsewhere, symlinks leading out and symlink loops are
+//! refused; writes go through a temp file and a rename, which replaces a symlink planted at
+//! the target instead of following it.
+
+use super::{ToolContext, ToolError};
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+/// Resolves a path for reading (relative to the workspace). The file must exist.
+pub fn resolve_read(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    let p = join(ctx, raw)?;
+    p.canonicalize()
+        .map_err(|e| ToolError::Model(format!("cannot open `{raw}`: {}", describe_io(&e))))
+}
+
+/// Resolves a path for writing; the result is canonical and inside an allowed root.
+pub fn resolve_write(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    let p = join(ctx, raw)?;
+    if p.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(ToolError::Model(format!(
+            "`{raw}` contains `..`; name the file by its path inside the workspace"
+        )));
+    }
+    // The deepest part of the path that exists is canonicalized (following symlinks); the
+    // rest does not exist yet and is appended as plain names.
+    let mut existing = p.clone();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        match std::fs::symlink_metadata(&existing) {
+            Ok(_) => break,
+            Err(_) => {
+                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+                    return Err(ToolError::Model(format!("cannot write `{raw}`: no such location")));
+                };
+                rest.push(name);
+                if !existing.pop() {
+                    return Err(ToolError::Model(format!("cannot write `{raw}`: no such location")));
+                }
+            }
+        }
+    }
+    let mut target = existing.canonicalize().map_err(|e| {
+        ToolError::Model(format!("cannot write `{raw}`: {}", describe_io(&e)))
+    })?;
+    for name in rest.iter().rev() {
+        target.push(name);
+    }
+    if !inside_allowed_root(ctx, &target) {
+        return Err(ToolError::Model(format!(
+            "writing `{raw}` is refused: it resolves to {}, outside the workspace ({}) and the session artifacts folder ({})",
+            target.display(),
+            ctx.workspace.display(),
+            ctx.artifacts.display()
+        )));
+    }
+    if target.is_dir() {
+        return Err(ToolError::Model(format!("`{raw}` is a directory")));
+    }
+    Ok(target)
+}
+
+fn inside_allowed_root(ctx: &ToolContext, target: &Path) -> bool {
+    target.starts_with(&ctx.workspace) || target.starts_with(&ctx.artifacts)
+}
+
+fn join(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    if raw.is_empty() {
+        return Err(ToolError::Model("the path is empty".into()));
+    }
+    if raw.contains('\0') {
+        return Err(ToolError::Model("the path contains a NUL byte".into()));
+    }
+    let p = Path::new(raw);
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        ctx.workspace.join(p)
+    })
+}
+
+fn describe_io(e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        "too many levels of symbolic links (a symlink loop)".into()
+    } else if e.kind() == std::io::ErrorKind::NotFound {
+        "no such file or directory".into()
+    } else {
+        e.to_string()
+    }
+}
+
+/// Writes `bytes` to `path` through a temp file in the same folder and a rename. Creates
+/// missing parent folders (the caller has checked that they lie inside an allowed root).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+    let parent = path
+        .parent()
+        .ok_or_else(|| ToolError::Model(format!("{} has no parent folder", path.display())))?;
+    std::fs::create_dir_all(parent)
+        .map_err(|e| ToolError::Model(format!("cannot create {}: {e}", parent.display())))?;
+    let tmp = temp_sibling(path);
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let _ = f.set_permissions(meta.permissions());
+        }
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ToolError::Model(format!("cannot write {}: {e}", path.display())));
+    }
+    Ok(())
+}
+
+/// A hidden temp name beside `path`.
+pub(crate) fn temp_sibling(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.waymark-{:08x}.tmp", fastrand::u32(..)))
+}
+
+/// Reads a text file for editing; binary or non-UTF-8 files are refused.
+pub fn read_text(path: &Path, raw: &str) -> Result<String, ToolError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| ToolError::Model(format!("cannot read `{raw}`: {}", describe_io(&e))))?;
+    String::from_utf8(bytes)
+        .map_err(|_| ToolError::Model(format!("`{raw}` is not UTF-8 text; it cannot be edited")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::Fixture;
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn relative_and_absolute_paths_inside_are_allowed() {
+        let f = Fixture::new();
+        let a = resolve_write(&f.ctx, "src/new.rs").unwrap();
+        assert_eq!(a, f.ws().join("src/new.rs"));
+        let abs = f.ws().join("x.txt");
+        assert_eq!(resolve_write(&f.ctx, abs.to_str().unwrap()).unwrap(), abs);
+        let art = f.ctx.artifacts.join("plan.md");
+        assert_eq!(resolve_write(&f.ctx, art.to_str().unwrap()).unwrap(), art);
+        assert_eq!(resolve_write(&f.ctx, "a//b/./c.txt").unwrap(), f.ws().join("a/b/c.txt"));
+    }
+
+    #[test]
+    fn escapes_are_refused() {
+        let f = Fixture::new();
+        let outside = f.dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        symlink(&outside, f.ws().join("link-out")).unwrap();
+        symlink(outside.join("secret"), f.ws().join("file-link")).unwrap();
+        symlink(f.ws().join("loop-a"), f.ws().join("loop-b")).unwrap();
+        symlink(f.ws().join("loop-b"), f.ws().join("loop-a")).unwrap();
+        for bad in [
+            "../outside/secret",
+            "src/../../outside/x",
+            "/etc/passwd",
+            outside.join("new").to_str().unwrap(),
+            "link-out/new.txt",
+            "file-link",
+            "loop-a",
+            "loop-a/x",
+            "",
+        ] {
+            assert!(resolve_write(&f.ctx, bad).is_err(), "{bad} must be refused");
+        }
+        let e = resolve_write(&f.ctx, "loop-a").unwrap_err().to_string();
+        assert!(e.contains("loop"), "{e}");
+    }
+
+    #[test]
+    fn atomic_write_replaces_a_symlink_instead_of_following_it() {
+        let f = Fixture::new();
+        let outside = f.dir.path().join("victim");
+        std::fs::write(&outside, "keep").unwrap();
+        let target = f.ws().join("a.txt");
+        std::fs::write(&target, "old").unwrap();
+        let resolved = resolve_write(&f.ctx, "a.txt").unwrap();
+        // A symlink swapped in after the check is replaced, not followed.
+        std::fs::remove_file(&target).unwrap();
+        symlink(&outside, &target).unwrap();
+        write_atomic(&resolved, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+    }
+}

@@ -1,0 +1,246 @@
+//! Tools the model can call. One trait ([`Tool`]), one registry ([`ToolRegistry`]). Guards
+//! run before any tool (see [`crate::guard`]); tools themselves confine writes to the
+//! workspace and the session's `artifacts/` folder ([`fs_policy`]).
+
+mod bash;
+pub mod fs_policy;
+mod patch;
+mod read;
+mod write;
+
+pub use bash::Bash;
+pub use patch::{ApplyPatch, patch_paths};
+pub use read::{Glob, Grep, ListDir, ReadFile};
+pub use write::{Append, Edit, MultiEdit, Write};
+
+use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What a tool may touch and how long it may run.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Canonical workspace root.
+    pub workspace: PathBuf,
+    /// Canonical session directory.
+    pub session_dir: PathBuf,
+    /// Canonical `artifacts/` folder of the session.
+    pub artifacts: PathBuf,
+    /// Cancelled when the user presses Stop.
+    pub cancel: CancellationToken,
+    /// Bytes of output kept for the model.
+    pub output_limit: usize,
+    pub bash_timeout: Duration,
+}
+
+/// A successful tool result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    /// Ends the turn after this call (plan mode's Enter/ExitPlanMode use it).
+    pub terminate: bool,
+}
+
+impl ToolOutput {
+    pub fn text(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            terminate: false,
+        }
+    }
+}
+
+/// A failed tool call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// Told to the model as an error result; the turn goes on.
+    #[error("{0}")]
+    Model(String),
+    /// Ends the turn with an error.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// JSON schema of the arguments.
+    fn schema(&self) -> Value;
+    /// Whether the tool changes files.
+    fn is_mutating(&self) -> bool;
+    /// Whether the tool runs shell commands.
+    fn is_shell(&self) -> bool {
+        false
+    }
+    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+/// The tools of a session, in the order they are offered.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// The standard set: read, list, search, write, edit, patch, shell.
+    pub fn standard() -> Self {
+        let mut r = ToolRegistry::default();
+        r.register(Arc::new(ReadFile));
+        r.register(Arc::new(ListDir));
+        r.register(Arc::new(Glob));
+        r.register(Arc::new(Grep));
+        r.register(Arc::new(Write));
+        r.register(Arc::new(Edit));
+        r.register(Arc::new(MultiEdit));
+        r.register(Arc::new(Append));
+        r.register(Arc::new(ApplyPatch));
+        r.register(Arc::new(Bash));
+        r
+    }
+
+    /// Adds a tool, replacing one of the same name.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter()
+    }
+}
+
+/// Decodes a tool's arguments, with an error the model can act on.
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    if !args.is_object() {
+        return Err(ToolError::Model(format!(
+            "arguments of `{tool}` must be a JSON object, got: {}",
+            crate::provider::openai_clip(&args.to_string())
+        )));
+    }
+    serde_json::from_value(args).map_err(|e| ToolError::Model(format!("invalid arguments for `{tool}`: {e}")))
+}
+
+/// Keeps the first `limit` bytes of `text` and says how much was cut.
+pub fn truncate_head(text: &str, limit: usize, hint: &str) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let cut = floor_boundary(text, limit);
+    format!(
+        "{}\n[output truncated: {} bytes in all, the first {} shown. {hint}]",
+        &text[..cut],
+        text.len(),
+        cut
+    )
+}
+
+/// Keeps the start and the end of `text` (errors tend to be at the end of command output).
+pub fn truncate_middle(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let head = floor_boundary(text, limit / 2);
+    let mut tail_start = text.len() - (limit - head);
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    format!(
+        "{}\n[… {} bytes of output omitted; {} bytes in all …]\n{}",
+        &text[..head],
+        tail_start - head,
+        text.len(),
+        &text[tail_start..]
+    )
+}
+
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Runs blocking file-system work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ToolError::Fatal(format!("tool task failed: {e}")))?
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// A workspace and session dir in a temp folder.
+    pub struct Fixture {
+        pub dir: tempfile::TempDir,
+        pub ctx: ToolContext,
+    }
+
+    impl Fixture {
+        pub fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let ws = dir.path().join("ws");
+            let sd = dir.path().join("session");
+            std::fs::create_dir_all(&ws).unwrap();
+            std::fs::create_dir_all(sd.join("artifacts")).unwrap();
+            let ctx = ToolContext {
+                workspace: ws.canonicalize().unwrap(),
+                session_dir: sd.canonicalize().unwrap(),
+                artifacts: sd.join("artifacts").canonicalize().unwrap(),
+                cancel: CancellationToken::new(),
+                output_limit: 30_000,
+                bash_timeout: Duration::from_secs(20),
+            };
+            Fixture { dir, ctx }
+        }
+
+        pub fn ws(&self) -> &std::path::Path {
+            &self.ctx.workspace
+        }
+
+        pub async fn run(&self, tool: &dyn Tool, args: Value) -> Result<ToolOutput, ToolError> {
+            tool.handle(&self.ctx, args).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_char_boundaries_and_notes_the_cut() {
+        let t = "ä".repeat(100);
+        let h = truncate_head(&t, 51, "narrow it");
+        assert!(h.contains("output truncated") && h.contains("narrow it"));
+        let m = truncate_middle(&format!("{}END", "x".repeat(1000)), 100);
+        assert!(m.ends_with("END") && m.contains("omitted"));
+        assert_eq!(truncate_head("short", 100, ""), "short");
+    }
+
+    #[test]
+    fn registry_has_the_named_tools() {
+        let r = ToolRegistry::standard();
+        let names: Vec<_> = r.iter().map(|t| t.name()).collect();
+        assert_eq!(
+            names,
+            ["read_file", "list_dir", "glob", "grep", "write", "edit", "multiedit", "append", "apply_patch", "bash"]
+        );
+        assert!(r.get("bash").unwrap().is_shell());
+        assert!(r.get("edit").unwrap().is_mutating());
+        assert!(!r.get("grep").unwrap().is_mutating());
+    }
+}

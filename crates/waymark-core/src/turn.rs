@@ -1,0 +1,384 @@
+//! The turn engine: model call (streaming deltas) → tool calls in order through the
+//! `before_tool_call` chain → results → next call, until the model replies without tool
+//! calls (`completed`), a tool ends the turn (`terminated`), Stop (`aborted`), the step cap
+//! (`step_capped`) or a typed error (`error`). A call that needs the user parks the turn;
+//! it resumes from the stored history when the answer arrives.
+
+use crate::context::{self, ReminderContext, RequestParts};
+use crate::error::{Error, Result};
+use crate::guard::{GuardCall, GuardDecision, run_chain};
+use crate::provider::{ModelResponse, StreamEvent, ToolSpec};
+use crate::session::SessionCore;
+use crate::store::{self, HistoryItem, MessageRow, ToolCallRecord, Tx, TurnRow, TurnStatus};
+use crate::tools::{ToolContext, ToolError, truncate_head};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use waymark_protocol::{
+    ErrorInfo, EventKind, MessageSource, ToolCallSummary, ToolStatus, TurnEndReason, Usage,
+};
+
+/// Room kept for the reply when budgeting the context.
+const MAX_OUTPUT_TOKENS: u32 = 8192;
+
+/// How a turn run begins.
+pub(crate) enum TurnStart {
+    New(MessageRow),
+    Resume(TurnRow),
+}
+
+/// How a turn run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TurnExit {
+    Finished(TurnEndReason),
+    Parked,
+}
+
+enum CallOutcome {
+    Done { terminate: bool },
+    Parked,
+    Aborted,
+}
+
+/// Runs (or resumes) a turn to its end or until it parks.
+pub(crate) async fn run(core: Arc<SessionCore>, start: TurnStart, cancel: CancellationToken) -> Result<TurnExit> {
+    let sid = core.id.clone();
+    let (turn_id, source) = match start {
+        TurnStart::New(m) => {
+            let id = core.write(|tx| {
+                let id = tx.start_turn(&sid, m.id)?;
+                tx.append_history(&sid, Some(id), &HistoryItem::User {
+                    text: m.text.clone(),
+                    source: m.source,
+                })?;
+                tx.emit(&sid, EventKind::TurnStarted {
+                    turn_id: id,
+                    message_id: m.id,
+                    source: m.source,
+                })?;
+                Ok(id)
+            })?;
+            (id, m.source)
+        }
+        TurnStart::Resume(t) => {
+            core.write(|tx| tx.set_turn_status(t.id, TurnStatus::Running))?;
+            let source = core
+                .read(|c| store::messages::get(c, t.message_id))?
+                .map(|m| m.source)
+                .unwrap_or(MessageSource::User);
+            (t.id, source)
+        }
+    };
+    let result = drive(&core, turn_id, source, &cancel).await;
+    match result {
+        Ok(exit) => Ok(exit),
+        Err(e) => {
+            // Whatever failed, the turn must not stay open.
+            finish(&core, turn_id, TurnEndReason::Error, Some(e.info()))?;
+            Err(e)
+        }
+    }
+}
+
+async fn drive(core: &Arc<SessionCore>, turn_id: i64, source: MessageSource, cancel: &CancellationToken) -> Result<TurnExit> {
+    let sid = core.id.clone();
+    let session = core
+        .read(|c| store::sessions::get(c, &sid))?
+        .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+    let reminders = context::render_reminders(
+        core.reminders
+            .iter()
+            .flat_map(|r| {
+                r.reminders(&ReminderContext {
+                    session: &session,
+                    turn_id,
+                    message_source: source,
+                    session_dir: &core.session_dir,
+                })
+            })
+            .collect(),
+    );
+    let tool_ctx = ToolContext {
+        workspace: core.workspace.clone(),
+        session_dir: core.session_dir.clone(),
+        artifacts: core.artifacts.clone(),
+        cancel: cancel.clone(),
+        output_limit: core.config.turn.tool_output_limit as usize,
+        bash_timeout: Duration::from_millis(core.config.turn.bash_timeout_ms),
+    };
+    let mut last_elided = 0u64;
+    loop {
+        let pending = core.read(|c| store::turns::unresolved_calls(c, &sid, turn_id))?;
+        if !pending.is_empty() {
+            let mut terminate = false;
+            for call in &pending {
+                if terminate {
+                    record_result(core, turn_id, call, ToolStatus::Error, "not run: an earlier tool call ended the turn".into())?;
+                    continue;
+                }
+                if cancel.is_cancelled() {
+                    return finish_aborted(core, turn_id);
+                }
+                match process_call(core, turn_id, call, &tool_ctx).await? {
+                    CallOutcome::Done { terminate: t } => terminate = t,
+                    CallOutcome::Parked => return Ok(TurnExit::Parked),
+                    CallOutcome::Aborted => return finish_aborted(core, turn_id),
+                }
+            }
+            if terminate {
+                return finish(core, turn_id, TurnEndReason::Terminated, None);
+            }
+            continue;
+        }
+        if cancel.is_cancelled() {
+            return finish_aborted(core, turn_id);
+        }
+        let steps = core.read(|c| store::turns::get(c, turn_id))?.map(|t| t.steps).unwrap_or(0);
+        if steps >= core.config.turn.max_steps {
+            return finish(core, turn_id, TurnEndReason::StepCapped, None);
+        }
+        let history = core.read(|c| store::turns::history(c, &sid))?;
+        let window = core.config.turn.context_tokens.unwrap_or_else(|| core.provider.context_tokens());
+        let (request, elided) = context::build_request(RequestParts {
+            system: context::system_prompt(&core.workspace, &core.session_dir),
+            history: &history,
+            current_turn: turn_id,
+            reminders: reminders.as_deref(),
+            tools: tool_specs(core),
+            budget_tokens: window.saturating_sub(u64::from(MAX_OUTPUT_TOKENS)).max(window / 2),
+            max_output_tokens: MAX_OUTPUT_TOKENS,
+        });
+        if elided.items != last_elided {
+            last_elided = elided.items;
+            core.write(|tx| {
+                tx.emit(&sid, EventKind::ContextElided {
+                    turn_id,
+                    items: elided.items,
+                    bytes: elided.bytes,
+                })
+            })?;
+        }
+        let streamed = Mutex::new(String::new());
+        let sink = |ev: StreamEvent| match ev {
+            StreamEvent::Text(t) => {
+                streamed.lock().unwrap_or_else(|p| p.into_inner()).push_str(&t);
+                core.transient(EventKind::AssistantDelta { turn_id, text: t });
+            }
+            StreamEvent::Reasoning(_) => {}
+            StreamEvent::Retry { attempt, wait, error } => core.transient(EventKind::ModelRetry {
+                attempt,
+                wait_ms: wait.as_millis() as u64,
+                error: error.info(),
+            }),
+        };
+        let reply = tokio::select! {
+            r = core.provider.call(&request, &sink) => r,
+            _ = cancel.cancelled() => {
+                let partial = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
+                if !partial.is_empty() {
+                    let usage = Usage::default();
+                    record_reply(core, turn_id, &ModelResponse { text: partial, reasoning: None, tool_calls: vec![], usage })?;
+                }
+                return finish_aborted(core, turn_id);
+            }
+        };
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => return finish(core, turn_id, TurnEndReason::Error, Some(e.info())),
+        };
+        record_reply(core, turn_id, &reply)?;
+        if reply.tool_calls.is_empty() {
+            return finish(core, turn_id, TurnEndReason::Completed, None);
+        }
+    }
+}
+
+fn tool_specs(core: &SessionCore) -> Vec<ToolSpec> {
+    core.tools
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.name().to_string(),
+            description: t.description().to_string(),
+            parameters: t.schema(),
+        })
+        .collect()
+}
+
+/// Commits one model reply: history, usage, step count and events, in one transaction.
+fn record_reply(core: &SessionCore, turn_id: i64, r: &ModelResponse) -> Result<()> {
+    let sid = core.id.as_str();
+    core.write(|tx| {
+        tx.append_history(sid, Some(turn_id), &HistoryItem::Assistant {
+            text: r.text.clone(),
+            reasoning: r.reasoning.clone(),
+            tool_calls: r.tool_calls.clone(),
+        })?;
+        tx.record_step(turn_id, r.usage)?;
+        tx.emit(sid, EventKind::AssistantMessage {
+            turn_id,
+            text: r.text.clone(),
+            reasoning: r.reasoning.clone(),
+            tool_calls: r
+                .tool_calls
+                .iter()
+                .map(|c| ToolCallSummary {
+                    call_id: c.id.clone(),
+                    name: c.name.clone(),
+                })
+                .collect(),
+            usage: r.usage,
+        })?;
+        for c in &r.tool_calls {
+            tx.emit(sid, EventKind::ToolCall {
+                turn_id,
+                call_id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })?;
+        }
+        Ok(())
+    })
+}
+
+fn record_result(core: &SessionCore, turn_id: i64, call: &ToolCallRecord, status: ToolStatus, content: String) -> Result<()> {
+    let sid = core.id.as_str();
+    core.write(|tx| write_result(tx, sid, turn_id, call, status, content))
+}
+
+fn write_result(tx: &mut Tx<'_>, sid: &str, turn_id: i64, call: &ToolCallRecord, status: ToolStatus, content: String) -> Result<()> {
+    tx.append_history(sid, Some(turn_id), &HistoryItem::ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        status,
+        content: content.clone(),
+    })?;
+    tx.emit(sid, EventKind::ToolResult {
+        turn_id,
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        status,
+        content,
+    })
+}
+
+/// Gives every call of the turn that has no result one saying why it did not run, so the
+/// history stays well-formed for the model.
+pub(crate) fn close_unresolved(tx: &mut Tx<'_>, sid: &str, turn_id: i64, why: &str) -> Result<()> {
+    for call in store::turns::unresolved_calls(tx.conn(), sid, turn_id)? {
+        write_result(tx, sid, turn_id, &call, ToolStatus::Error, why.to_string())?;
+    }
+    Ok(())
+}
+
+async fn process_call(core: &SessionCore, turn_id: i64, call: &ToolCallRecord, ctx: &ToolContext) -> Result<CallOutcome> {
+    let sid = core.id.clone();
+    let Some(tool) = core.tools.get(&call.name).cloned() else {
+        let names: Vec<&str> = core.tools.iter().map(|t| t.name()).collect();
+        record_result(core, turn_id, call, ToolStatus::Error, format!(
+            "there is no tool named `{}`; the tools are: {}",
+            call.name,
+            names.join(", ")
+        ))?;
+        return Ok(CallOutcome::Done { terminate: false });
+    };
+    let (session, grants, answered) = core.read(|c| {
+        let s = store::sessions::get(c, &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+        let g = store::sessions::grants(c, &sid)?;
+        let q = store::questionnaires::for_turn(c, turn_id)?
+            .into_iter()
+            .rev()
+            .find(|q| q.payload.get("call_id").and_then(|v| v.as_str()) == Some(call.id.as_str()));
+        Ok((s, g, q))
+    })?;
+    if let Some(q) = &answered
+        && q.status == "pending"
+    {
+        // Still waiting (another process may answer it).
+        core.write(|tx| tx.set_turn_status(turn_id, TurnStatus::Parked))?;
+        return Ok(CallOutcome::Parked);
+    }
+    let answer = answered.as_ref().and_then(|q| q.answer.as_ref().map(|a| (q.kind, a)));
+    let decision = run_chain(&core.guards, &GuardCall {
+        tool: tool.as_ref(),
+        call_id: &call.id,
+        arguments: &call.arguments,
+        session: &session,
+        grants: &grants,
+        answer,
+    });
+    match decision {
+        GuardDecision::Deny(msg) => {
+            record_result(core, turn_id, call, ToolStatus::Denied, msg)?;
+            Ok(CallOutcome::Done { terminate: false })
+        }
+        GuardDecision::Ask { kind, payload } => {
+            let qid = core.ids.new_id("q");
+            core.write(|tx| {
+                let mut payload = payload.clone();
+                if payload.get("call_id").is_none()
+                    && let Some(o) = payload.as_object_mut()
+                {
+                    o.insert("call_id".into(), call.id.clone().into());
+                }
+                tx.open_questionnaire(&qid, &sid, Some(turn_id), kind, &payload)?;
+                tx.set_turn_status(turn_id, TurnStatus::Parked)?;
+                tx.emit(&sid, EventKind::QuestionnaireOpened {
+                    id: qid.clone(),
+                    kind,
+                    payload,
+                })
+            })?;
+            Ok(CallOutcome::Parked)
+        }
+        GuardDecision::Allow => {
+            let result = tool.handle(ctx, call.arguments.clone()).await;
+            let limit = core.config.turn.tool_output_limit as usize;
+            let hint = "Ask for less (a line range, a narrower pattern).";
+            let (status, content, terminate) = match result {
+                Ok(out) => (ToolStatus::Ok, truncate_head(&out.content, limit, hint), out.terminate),
+                Err(ToolError::Model(m)) => (ToolStatus::Error, truncate_head(&m, limit, hint), false),
+                Err(ToolError::Fatal(m)) => {
+                    record_result(core, turn_id, call, ToolStatus::Error, m.clone())?;
+                    finish(core, turn_id, TurnEndReason::Error, Some(ErrorInfo::new("tool_failed", m)))?;
+                    return Ok(CallOutcome::Aborted);
+                }
+            };
+            record_result(core, turn_id, call, status, content)?;
+            if ctx.cancel.is_cancelled() {
+                return Ok(CallOutcome::Aborted);
+            }
+            Ok(CallOutcome::Done { terminate })
+        }
+    }
+}
+
+fn finish_aborted(core: &SessionCore, turn_id: i64) -> Result<TurnExit> {
+    let open = core.read(|c| store::turns::get(c, turn_id))?.map(|t| t.status);
+    if open == Some(TurnStatus::Finished) {
+        // A fatal tool error already closed it.
+        return Ok(TurnExit::Finished(TurnEndReason::Error));
+    }
+    finish(core, turn_id, TurnEndReason::Aborted, None)
+}
+
+/// Ends the turn (closing unresolved calls) and reports it.
+pub(crate) fn finish(core: &SessionCore, turn_id: i64, reason: TurnEndReason, error: Option<ErrorInfo>) -> Result<TurnExit> {
+    let sid = core.id.as_str();
+    core.write(|tx| {
+        let why = match reason {
+            TurnEndReason::Aborted => "not run: the user stopped the turn",
+            _ => "not run: the turn ended",
+        };
+        close_unresolved(tx, sid, turn_id, why)?;
+        let row = tx.finish_turn(turn_id, reason, error.as_ref())?;
+        tx.emit(sid, EventKind::TurnFinished {
+            turn_id,
+            reason,
+            usage: row.usage,
+            steps: row.steps,
+            error: error.clone(),
+            recovered: false,
+        })
+    })?;
+    Ok(TurnExit::Finished(reason))
+}

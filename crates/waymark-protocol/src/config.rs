@@ -1,0 +1,237 @@
+//! Settings: one JSON file, the same for the desktop app and the CLI. Every field has a
+//! default; [`Config::from_json`] rejects unknown keys and out-of-range values naming the key.
+
+use crate::{PermissionMode, RouteKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// An invalid settings file: the key (dotted path) and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid setting `{key}`: {message}")]
+pub struct ConfigError {
+    pub key: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The whole settings file.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Default model spec (`openai:<model>`, `anthropic:<model>`, `ollama:<model>`,
+    /// `scripted:<path>`, or `<provider name>:<model>` / `<provider name>`).
+    pub model: Option<String>,
+    /// Permission mode of new sessions.
+    pub permission_mode: PermissionMode,
+    pub turn: TurnConfig,
+    /// Named providers, referenced by model specs.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    pub beta: BetaFlags,
+}
+
+/// Limits of one turn and its tools.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TurnConfig {
+    /// Model calls per turn before it ends as `step_capped`.
+    pub max_steps: u32,
+    /// Bytes of one tool result kept for the model; the rest is cut with a note.
+    pub tool_output_limit: u64,
+    /// Default timeout of a `bash` call.
+    pub bash_timeout_ms: u64,
+    /// Context budget in tokens; when unset, the provider's context window is used.
+    pub context_tokens: Option<u64>,
+}
+
+impl Default for TurnConfig {
+    fn default() -> Self {
+        TurnConfig {
+            max_steps: 50,
+            tool_output_limit: 30_000,
+            bash_timeout_ms: 120_000,
+            context_tokens: None,
+        }
+    }
+}
+
+/// Wire format a provider speaks.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    Openai,
+    Anthropic,
+}
+
+/// A named provider from the settings file.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    pub base_url: String,
+    /// Name of the environment variable holding the API key (never the key itself).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub route: RouteKind,
+    /// Model used when the spec names only the provider.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Context window of the model in tokens.
+    #[serde(default)]
+    pub context_tokens: Option<u64>,
+}
+
+/// Feature flags.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct BetaFlags {
+    pub desktop_plan_mode: bool,
+    pub desktop_plan_mode_agent_entry: bool,
+    pub thread_goal: bool,
+}
+
+impl Default for BetaFlags {
+    fn default() -> Self {
+        BetaFlags {
+            desktop_plan_mode: true,
+            desktop_plan_mode_agent_entry: false,
+            thread_goal: true,
+        }
+    }
+}
+
+impl Config {
+    /// Parses and validates a settings file.
+    pub fn from_json(text: &str) -> Result<Config, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let key = if path == "." { "(file)".to_string() } else { path };
+            ConfigError::new(key, e.into_inner().to_string())
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks value ranges; the error names the first offending key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let t = &self.turn;
+        range("turn.max_steps", u64::from(t.max_steps), 1, 1000)?;
+        range("turn.tool_output_limit", t.tool_output_limit, 1024, 10_000_000)?;
+        range("turn.bash_timeout_ms", t.bash_timeout_ms, 100, 3_600_000)?;
+        if let Some(c) = t.context_tokens {
+            range("turn.context_tokens", c, 1000, 10_000_000)?;
+        }
+        if let Some(m) = &self.model
+            && m.trim().is_empty()
+        {
+            return Err(ConfigError::new("model", "must not be empty"));
+        }
+        for (name, p) in &self.providers {
+            let key = |k: &str| format!("providers.{name}.{k}");
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(ConfigError::new(
+                    format!("providers.{name}"),
+                    "provider names use letters, digits, `-` and `_`",
+                ));
+            }
+            if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
+                return Err(ConfigError::new(
+                    key("base_url"),
+                    format!("must start with http:// or https:// (got `{}`)", p.base_url),
+                ));
+            }
+            if let Some(env) = &p.api_key_env
+                && (env.is_empty() || env.contains('='))
+            {
+                return Err(ConfigError::new(
+                    key("api_key_env"),
+                    "must be the name of an environment variable",
+                ));
+            }
+            if let Some(c) = p.context_tokens {
+                range(&key("context_tokens"), c, 1000, 10_000_000)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn range(key: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if value < min || value > max {
+        return Err(ConfigError::new(
+            key,
+            format!("must be between {min} and {max} (got {value})"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = Config::from_json("{}").unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.turn.max_steps, 50);
+        assert!(c.beta.desktop_plan_mode);
+        assert!(!c.beta.desktop_plan_mode_agent_entry);
+        assert!(c.beta.thread_goal);
+    }
+
+    #[test]
+    fn wrong_type_names_the_key() {
+        let e = Config::from_json(r#"{"turn": {"max_steps": "many"}}"#).unwrap_err();
+        assert_eq!(e.key, "turn.max_steps");
+    }
+
+    #[test]
+    fn out_of_range_names_the_key() {
+        let e = Config::from_json(r#"{"turn": {"max_steps": 0}}"#).unwrap_err();
+        assert_eq!(e.key, "turn.max_steps");
+        assert!(e.message.contains("between 1 and 1000"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_is_refused() {
+        let e = Config::from_json(r#"{"beta": {"plan": true}}"#).unwrap_err();
+        assert_eq!(e.key, "beta.plan");
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn provider_base_url_is_checked() {
+        let e = Config::from_json(
+            r#"{"providers": {"kimi": {"kind": "openai", "base_url": "api.example"}}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "providers.kimi.base_url");
+    }
+
+    #[test]
+    fn unknown_permission_mode_is_refused() {
+        let e = Config::from_json(r#"{"permission_mode": "yolo"}"#).unwrap_err();
+        assert_eq!(e.key, "permission_mode");
+    }
+
+    #[test]
+    fn malformed_json_is_an_error() {
+        let e = Config::from_json("{").unwrap_err();
+        assert!(e.message.contains("EOF"), "{e}");
+    }
+}

@@ -1,0 +1,241 @@
+//! What the runtime reports. Every event names its session and carries the per-session
+//! sequence number of the log. Events marked transient (`assistant.delta`, `model.retry`)
+//! are streamed but not written to the log: they repeat the `seq` of the last logged event.
+
+use crate::{
+    Answer, ErrorInfo, InteractionMode, MessageSource, PermissionMode, Position,
+    QuestionnaireKind, ToolStatus, TurnEndReason, Usage,
+};
+use serde::{Deserialize, Serialize};
+
+/// One event of a session.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Event {
+    pub session_id: String,
+    pub seq: u64,
+    /// Unix time in milliseconds.
+    pub ts: i64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// A tool call as listed in an assistant message.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ToolCallSummary {
+    pub call_id: String,
+    pub name: String,
+}
+
+/// The payload of an event; `type` on the wire.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    /// A process attached to the session (created or reopened).
+    #[serde(rename = "session.started")]
+    SessionStarted {
+        workspace: String,
+        session_dir: String,
+        model: String,
+        permission_mode: PermissionMode,
+        interaction_mode: InteractionMode,
+        resumed: bool,
+    },
+    /// A message entered the queue.
+    #[serde(rename = "message.admitted")]
+    MessageAdmitted {
+        message_id: i64,
+        source: MessageSource,
+        text: String,
+        position: Position,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
+    },
+    /// A queued message was dropped before it ran (for example a goal continuation that
+    /// became stale).
+    #[serde(rename = "message.dropped")]
+    MessageDropped { message_id: i64, reason: String },
+    /// Output of a slash command handled at admission (never sent to the model).
+    #[serde(rename = "command.output")]
+    CommandOutput { command: String, text: String },
+    #[serde(rename = "turn.started")]
+    TurnStarted {
+        turn_id: i64,
+        message_id: i64,
+        source: MessageSource,
+    },
+    /// A piece of streamed assistant text (transient).
+    #[serde(rename = "assistant.delta")]
+    AssistantDelta { turn_id: i64, text: String },
+    /// The complete assistant reply of one model call.
+    #[serde(rename = "assistant.message")]
+    AssistantMessage {
+        turn_id: i64,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
+        tool_calls: Vec<ToolCallSummary>,
+        usage: Usage,
+    },
+    /// A model call failed before streaming and will be retried (transient).
+    #[serde(rename = "model.retry")]
+    ModelRetry {
+        attempt: u32,
+        wait_ms: u64,
+        error: ErrorInfo,
+    },
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        turn_id: i64,
+        call_id: String,
+        name: String,
+        arguments: serde_json::Value,
+    },
+    #[serde(rename = "tool.result")]
+    ToolResult {
+        turn_id: i64,
+        call_id: String,
+        name: String,
+        status: ToolStatus,
+        content: String,
+    },
+    /// Old tool outputs were replaced by a short note so the context fits the model.
+    #[serde(rename = "context.elided")]
+    ContextElided {
+        turn_id: i64,
+        items: u64,
+        bytes: u64,
+    },
+    #[serde(rename = "turn.finished")]
+    TurnFinished {
+        turn_id: i64,
+        reason: TurnEndReason,
+        usage: Usage,
+        steps: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<ErrorInfo>,
+        /// True when the turn was found interrupted on reopen after a crash.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
+    },
+    #[serde(rename = "questionnaire.opened")]
+    QuestionnaireOpened {
+        id: String,
+        kind: QuestionnaireKind,
+        payload: serde_json::Value,
+    },
+    #[serde(rename = "questionnaire.answered")]
+    QuestionnaireAnswered {
+        id: String,
+        kind: QuestionnaireKind,
+        answer: Answer,
+    },
+    /// Nothing is queued or running.
+    #[serde(rename = "session.idle")]
+    SessionIdle {},
+    /// The session waits on a questionnaire.
+    #[serde(rename = "session.waiting")]
+    SessionWaiting {
+        questionnaire_id: String,
+        kind: QuestionnaireKind,
+    },
+    /// A session-level error that is not part of a turn (transient).
+    #[serde(rename = "session.error")]
+    SessionError { error: ErrorInfo },
+}
+
+impl EventKind {
+    /// The wire name (`type`) of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::SessionStarted { .. } => "session.started",
+            EventKind::MessageAdmitted { .. } => "message.admitted",
+            EventKind::MessageDropped { .. } => "message.dropped",
+            EventKind::CommandOutput { .. } => "command.output",
+            EventKind::TurnStarted { .. } => "turn.started",
+            EventKind::AssistantDelta { .. } => "assistant.delta",
+            EventKind::AssistantMessage { .. } => "assistant.message",
+            EventKind::ModelRetry { .. } => "model.retry",
+            EventKind::ToolCall { .. } => "tool.call",
+            EventKind::ToolResult { .. } => "tool.result",
+            EventKind::ContextElided { .. } => "context.elided",
+            EventKind::TurnFinished { .. } => "turn.finished",
+            EventKind::QuestionnaireOpened { .. } => "questionnaire.opened",
+            EventKind::QuestionnaireAnswered { .. } => "questionnaire.answered",
+            EventKind::SessionIdle {} => "session.idle",
+            EventKind::SessionWaiting { .. } => "session.waiting",
+            EventKind::SessionError { .. } => "session.error",
+        }
+    }
+
+    /// Transient events are streamed to front ends but not written to the log.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            EventKind::AssistantDelta { .. }
+            | EventKind::ModelRetry { .. }
+            | EventKind::SessionError { .. } => true,
+            EventKind::SessionStarted { .. }
+            | EventKind::MessageAdmitted { .. }
+            | EventKind::MessageDropped { .. }
+            | EventKind::CommandOutput { .. }
+            | EventKind::TurnStarted { .. }
+            | EventKind::AssistantMessage { .. }
+            | EventKind::ToolCall { .. }
+            | EventKind::ToolResult { .. }
+            | EventKind::ContextElided { .. }
+            | EventKind::TurnFinished { .. }
+            | EventKind::QuestionnaireOpened { .. }
+            | EventKind::QuestionnaireAnswered { .. }
+            | EventKind::SessionIdle {}
+            | EventKind::SessionWaiting { .. } => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn event_serializes_flat_with_type_field() {
+        let ev = Event {
+            session_id: "s1".into(),
+            seq: 7,
+            ts: 1000,
+            kind: EventKind::TurnFinished {
+                turn_id: 3,
+                reason: TurnEndReason::StepCapped,
+                usage: Usage::default(),
+                steps: 50,
+                error: None,
+                recovered: false,
+            },
+        };
+        let v = serde_json::to_value(&ev).unwrap();
+        assert_eq!(v["type"], "turn.finished");
+        assert_eq!(v["seq"], 7);
+        assert_eq!(v["reason"], "step_capped");
+        assert!(v.get("recovered").is_none());
+        let back: Event = serde_json::from_value(v).unwrap();
+        assert_eq!(back, ev);
+    }
+
+    #[test]
+    fn type_name_matches_serialized_tag() {
+        let kinds = [
+            EventKind::SessionIdle {},
+            EventKind::AssistantDelta {
+                turn_id: 1,
+                text: "x".into(),
+            },
+            EventKind::CommandOutput {
+                command: "help".into(),
+                text: "t".into(),
+            },
+        ];
+        for k in kinds {
+            let v = serde_json::to_value(&k).unwrap();
+            assert_eq!(v["type"], k.type_name());
+        }
+    }
+}

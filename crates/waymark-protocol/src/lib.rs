@@ -1,0 +1,12 @@
+//! Wire types of the Waymark runtime: what a front end asks ([`Op`]), what the runtime
+//! reports ([`Event`]), the DTOs both carry and the settings ([`config::Config`]).
+//! No I/O lives here; the desktop app and the CLI depend on these types alone.
+
+pub mod config;
+mod event;
+mod op;
+mod types;
+
+pub use event::{Event, EventKind, ToolCallSummary};
+pub use op::{Answer, Intent, Op, Position};
+pub use types::*;

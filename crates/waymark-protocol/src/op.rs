@@ -1,0 +1,110 @@
+//! What a front end asks the runtime to do.
+
+use crate::MessageSource;
+use serde::{Deserialize, Serialize};
+
+/// Where a message is inserted into the queue.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Position {
+    Head,
+    #[default]
+    Tail,
+}
+
+/// An intent attached to a submitted message, applied in the admission transaction.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Intent {
+    PlanEntry,
+    PlanExit,
+}
+
+/// An answer to a questionnaire. Which answers a questionnaire accepts depends on its kind.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum Answer {
+    AllowOnce,
+    AllowForSession,
+    Deny {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    Approve {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        option: Option<u32>,
+    },
+    Defer,
+    Revise {
+        text: String,
+    },
+    Reject,
+    Withdraw,
+}
+
+impl Answer {
+    /// The answer's name as typed on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Answer::AllowOnce => "allow_once",
+            Answer::AllowForSession => "allow_for_session",
+            Answer::Deny { .. } => "deny",
+            Answer::Approve { .. } => "approve",
+            Answer::Defer => "defer",
+            Answer::Revise { .. } => "revise",
+            Answer::Reject => "reject",
+            Answer::Withdraw => "withdraw",
+        }
+    }
+
+    /// Builds an answer from its name and the optional text / option number.
+    pub fn parse(name: &str, text: Option<String>, option: Option<u32>) -> Result<Self, String> {
+        Ok(match name.replace('-', "_").as_str() {
+            "allow_once" => Answer::AllowOnce,
+            "allow_for_session" => Answer::AllowForSession,
+            "deny" => Answer::Deny { message: text },
+            "approve" => Answer::Approve { option },
+            "defer" | "not_now" => Answer::Defer,
+            "revise" => match text {
+                Some(t) if !t.trim().is_empty() => Answer::Revise { text: t },
+                _ => return Err("`revise` needs feedback: pass --text \"…\"".into()),
+            },
+            "reject" => Answer::Reject,
+            "withdraw" => Answer::Withdraw,
+            other => return Err(format!("unknown answer `{other}`")),
+        })
+    }
+}
+
+/// What a front end asks of a session.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// Admit a message (slash commands are parsed here) and run the queue.
+    Submit {
+        text: String,
+        #[serde(default = "default_source")]
+        source: MessageSource,
+        #[serde(default)]
+        position: Position,
+        #[serde(default)]
+        idempotency_key: Option<String>,
+        #[serde(default)]
+        intent: Option<Intent>,
+    },
+    /// Answer a pending questionnaire, then run the queue.
+    Answer {
+        questionnaire_id: String,
+        answer: Answer,
+    },
+    /// Stop the running turn: the running tool is killed, partial output kept.
+    Stop,
+    /// Run queued or parked work, if any.
+    Resume,
+    /// Release the session and end its actor.
+    Shutdown,
+}
+
+fn default_source() -> MessageSource {
+    MessageSource::User
+}

@@ -1,0 +1,292 @@
+//! Small shared DTOs: enums with closed sets of values and plain records.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Who put a message into the queue.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageSource {
+    User,
+    Goal,
+    Questionnaire,
+    System,
+}
+
+impl MessageSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageSource::User => "user",
+            MessageSource::Goal => "goal",
+            MessageSource::Questionnaire => "questionnaire",
+            MessageSource::System => "system",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "user" => Some(MessageSource::User),
+            "goal" => Some(MessageSource::Goal),
+            "questionnaire" => Some(MessageSource::Questionnaire),
+            "system" => Some(MessageSource::System),
+            _ => None,
+        }
+    }
+}
+
+/// What the agent may do without asking.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Writes and shell commands ask the user.
+    #[default]
+    Ask,
+    /// Writes are allowed, shell commands ask.
+    AutoEdit,
+    /// Everything is allowed.
+    Auto,
+    /// Writes and shell commands are refused.
+    ReadOnly,
+}
+
+impl PermissionMode {
+    pub const ALL: [PermissionMode; 4] = [
+        PermissionMode::Ask,
+        PermissionMode::AutoEdit,
+        PermissionMode::Auto,
+        PermissionMode::ReadOnly,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Ask => "ask",
+            PermissionMode::AutoEdit => "auto-edit",
+            PermissionMode::Auto => "auto",
+            PermissionMode::ReadOnly => "read-only",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Interaction mode of a session (plan mode lives in its own issue; the column exists from
+/// the start so the mode survives restarts).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum InteractionMode {
+    #[default]
+    Default,
+    Plan,
+}
+
+impl InteractionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InteractionMode::Default => "default",
+            InteractionMode::Plan => "plan",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "default" => Some(InteractionMode::Default),
+            "plan" => Some(InteractionMode::Plan),
+            _ => None,
+        }
+    }
+}
+
+/// Why a turn ended.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEndReason {
+    /// The model replied without tool calls.
+    Completed,
+    /// A tool result asked to end the turn.
+    Terminated,
+    /// The user pressed Stop, or the process died mid-turn.
+    Aborted,
+    /// The turn reached `turn.max_steps` model calls.
+    StepCapped,
+    /// A typed error ended the turn.
+    Error,
+}
+
+impl TurnEndReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnEndReason::Completed => "completed",
+            TurnEndReason::Terminated => "terminated",
+            TurnEndReason::Aborted => "aborted",
+            TurnEndReason::StepCapped => "step_capped",
+            TurnEndReason::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "completed" => Some(TurnEndReason::Completed),
+            "terminated" => Some(TurnEndReason::Terminated),
+            "aborted" => Some(TurnEndReason::Aborted),
+            "step_capped" => Some(TurnEndReason::StepCapped),
+            "error" => Some(TurnEndReason::Error),
+            _ => None,
+        }
+    }
+}
+
+/// Token usage of one model call or a sum of them.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
+}
+
+/// A typed error as it crosses a boundary (IPC, CLI JSON, event log).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ErrorInfo {
+    pub code: String,
+    pub message: String,
+}
+
+impl ErrorInfo {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        ErrorInfo {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ErrorInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// Outcome of one tool call as the model and the front ends see it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Ok,
+    Denied,
+    Error,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Denied => "denied",
+            ToolStatus::Error => "error",
+        }
+    }
+}
+
+/// Kinds of pending decisions the user must answer.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionnaireKind {
+    Permission,
+    PlanEntry,
+    PlanApproval,
+    GoalApproval,
+}
+
+impl QuestionnaireKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionnaireKind::Permission => "permission",
+            QuestionnaireKind::PlanEntry => "plan_entry",
+            QuestionnaireKind::PlanApproval => "plan_approval",
+            QuestionnaireKind::GoalApproval => "goal_approval",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "permission" => Some(QuestionnaireKind::Permission),
+            "plan_entry" => Some(QuestionnaireKind::PlanEntry),
+            "plan_approval" => Some(QuestionnaireKind::PlanApproval),
+            "goal_approval" => Some(QuestionnaireKind::GoalApproval),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a provider spends the user's own key or a managed (free to the user) route.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteKind {
+    #[default]
+    OwnKey,
+    Managed,
+}
+
+/// A session as listed by `waymark sessions` and the desktop session list.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub id: String,
+    pub workspace: String,
+    pub title: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub interaction_mode: InteractionMode,
+    pub permission_mode: PermissionMode,
+    pub model: Option<String>,
+    pub queued: u64,
+    pub pending_questionnaire: Option<String>,
+}
+
+/// A pending or answered questionnaire.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct QuestionnaireInfo {
+    pub id: String,
+    pub kind: QuestionnaireKind,
+    pub payload: serde_json::Value,
+    pub status: String,
+    pub answer: Option<crate::Answer>,
+}
+
+/// One message in the queue or history of a session.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct MessageInfo {
+    pub id: i64,
+    pub source: MessageSource,
+    pub text: String,
+    pub status: String,
+}
+
+/// Everything `waymark show` prints.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SessionSnapshot {
+    pub summary: SessionSummary,
+    pub session_dir: String,
+    pub messages: Vec<MessageInfo>,
+    pub questionnaires: Vec<QuestionnaireInfo>,
+    pub turns: u64,
+    pub usage: Usage,
+    pub last_seq: u64,
+}
