@@ -1,1 +1,302 @@
-fn main() {}
+//! `waymark`: the headless front end of the Waymark runtime. It holds no business logic: it
+//! turns arguments into ops, prints the event stream and maps outcomes to exit codes
+//! (0 idle, 1 error, 2 usage, 3 waiting on a questionnaire).
+
+mod render;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use render::Printer;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tokio::sync::broadcast::error::RecvError;
+use waymark_core::session::OpOutcome;
+use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, store};
+use waymark_protocol::config::Config;
+use waymark_protocol::{Answer, EventKind, MessageSource, Op, PermissionMode, Position};
+
+#[derive(Parser)]
+#[command(name = "waymark", version, about = "Waymark: a coding agent you stay in control of")]
+struct Cli {
+    /// Where sessions are stored (default: the platform data dir; env WAYMARK_DATA_DIR).
+    #[arg(long, global = true, env = "WAYMARK_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Settings file (default: the platform config dir; env WAYMARK_CONFIG).
+    #[arg(long, global = true, env = "WAYMARK_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Admit PROMPT (slash commands too) and run the session until it is idle or waits.
+    Exec {
+        /// Project folder of a new session (default: the current directory).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Continue this session instead of creating one.
+        #[arg(long)]
+        session: Option<String>,
+        /// Model spec: openai:<model>, anthropic:<model>, ollama:<model>, scripted:<path>, <provider>[:<model>].
+        #[arg(long)]
+        model: Option<String>,
+        /// ask | auto-edit | auto | read-only
+        #[arg(long, value_parser = parse_mode)]
+        permission: Option<PermissionMode>,
+        /// One JSON event per line.
+        #[arg(long)]
+        json: bool,
+        /// The message; without it, queued or parked work resumes.
+        prompt: Option<String>,
+    },
+    /// Answer a questionnaire, then run the session on.
+    Answer {
+        #[arg(long)]
+        session: String,
+        questionnaire: String,
+        /// allow_once | allow_for_session | deny | approve | defer | revise | reject | withdraw
+        answer: String,
+        /// Message for deny, feedback for revise.
+        #[arg(long)]
+        text: Option<String>,
+        /// The option chosen when approving a plan that offered options.
+        #[arg(long)]
+        option: Option<u32>,
+        /// Only record the answer; do not run the session.
+        #[arg(long)]
+        no_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List sessions.
+    Sessions {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session: queue, questionnaires, usage.
+    Show {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's event log, one JSON object per line.
+    Events {
+        #[arg(long)]
+        session: String,
+        /// Only events with a larger seq.
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+    },
+}
+
+fn parse_mode(s: &str) -> Result<PermissionMode, String> {
+    PermissionMode::parse(s).ok_or_else(|| format!("`{s}` is not a permission mode; use ask, auto-edit, auto or read-only"))
+}
+
+const EXIT_WAITING: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
+    let explicit = path.is_some();
+    let path = path.unwrap_or_else(paths::default_config_file);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Config::from_json(&text).with_context(|| format!("settings file {}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => Ok(Config::default()),
+        Err(e) => Err(e).with_context(|| format!("cannot read the settings file {}", path.display())),
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let config = load_config(cli.config)?;
+    let data_dir = cli.data_dir.unwrap_or_else(paths::default_data_dir);
+    let runtime = Runtime::open(RuntimeOptions::new(data_dir, config))?;
+    match cli.command {
+        Command::Exec {
+            workspace,
+            session,
+            model,
+            permission,
+            json,
+            prompt,
+        } => {
+            let spec = SessionSpec {
+                workspace,
+                model,
+                permission_mode: permission,
+            };
+            let handle = match &session {
+                Some(id) => runtime.open_session(id, spec)?,
+                None => runtime.create_session(spec)?,
+            };
+            let op = prompt.map(|text| Op::Submit {
+                text,
+                source: MessageSource::User,
+                position: Position::Tail,
+                idempotency_key: None,
+                intent: None,
+            });
+            drive(&runtime, handle, op, json).await
+        }
+        Command::Answer {
+            session,
+            questionnaire,
+            answer,
+            text,
+            option,
+            no_run,
+            json,
+        } => {
+            let answer = Answer::parse(&answer, text, option).map_err(anyhow::Error::msg)?;
+            let handle = runtime.open_session(&session, SessionSpec::default())?;
+            let op = Op::Answer {
+                questionnaire_id: questionnaire,
+                answer,
+            };
+            if no_run {
+                let r = handle.submit(op).await;
+                handle.shutdown().await?;
+                r?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            drive(&runtime, handle, Some(op), json).await
+        }
+        Command::Sessions { json } => {
+            let list = runtime.list_sessions()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else if list.is_empty() {
+                println!("no sessions yet: start one with `waymark exec \"…\"`");
+            } else {
+                for s in list {
+                    let pending = s.pending_questionnaire.map(|q| format!(" · waiting on {q}")).unwrap_or_default();
+                    println!(
+                        "{}  {}  {} queued{}  {}  ({})",
+                        s.id,
+                        s.interaction_mode.as_str(),
+                        s.queued,
+                        pending,
+                        s.title.unwrap_or_else(|| "(untitled)".into()),
+                        s.workspace
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show { session, json } => {
+            let snap = runtime.snapshot(&session)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&snap)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let s = &snap.summary;
+            println!("session     {}", s.id);
+            println!("title       {}", s.title.as_deref().unwrap_or("(untitled)"));
+            println!("workspace   {}", s.workspace);
+            println!("folder      {}", snap.session_dir);
+            println!("model       {}", s.model.as_deref().unwrap_or("(none)"));
+            println!("mode        {} · permissions {}", s.interaction_mode.as_str(), s.permission_mode);
+            println!("turns       {} · tokens in {} out {}", snap.turns, snap.usage.input_tokens, snap.usage.output_tokens);
+            println!("events      {}", snap.last_seq);
+            println!("messages:");
+            for m in &snap.messages {
+                println!("  #{:<4} {:<13} {:<8} {}", m.id, m.source.as_str(), m.status, m.text.lines().next().unwrap_or(""));
+            }
+            for q in snap.questionnaires.iter().filter(|q| q.status == "pending") {
+                println!("{}", render::questionnaire(&s.id, q));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Events { session, after } => {
+            let mut after = after;
+            loop {
+                let batch = runtime.events(&session, after, 1000)?;
+                let Some(last) = batch.last() else { break };
+                after = last.seq;
+                for e in &batch {
+                    println!("{}", serde_json::to_string(e)?);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Sends `op` (if any), then runs the session until it is idle (exit 0) or waits on a
+/// questionnaire (exit 3). Ctrl-C stops the running turn; a second Ctrl-C quits.
+async fn drive(runtime: &Runtime, handle: SessionHandle, op: Option<Op>, json: bool) -> anyhow::Result<ExitCode> {
+    let mut printer = Printer::new(json);
+    let last = handle.startup.last().map(|e| e.seq).unwrap_or(0);
+    printer.remember(&runtime.events(handle.id(), last.saturating_sub(500), 500)?);
+    for e in &handle.startup {
+        printer.print(e);
+    }
+    let mut events = handle.subscribe();
+    if let Some(op) = op {
+        match handle.submit(op).await {
+            Ok(OpOutcome::Admitted { .. } | OpOutcome::Command { .. } | OpOutcome::Answered | OpOutcome::Done) => {}
+            Err(e) => {
+                // Print what happened so far (a command's output), then fail clearly.
+                while let Ok(ev) = events.try_recv() {
+                    printer.print(&ev);
+                }
+                handle.shutdown().await?;
+                return Err(anyhow::Error::new(e));
+            }
+        }
+    }
+    handle.submit(Op::Resume).await?;
+    let mut interrupts = 0;
+    let code = loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(ev) => {
+                    printer.print(&ev);
+                    match &ev.kind {
+                        EventKind::SessionIdle {} => break ExitCode::SUCCESS,
+                        EventKind::SessionWaiting { questionnaire_id, .. } => {
+                            if !json {
+                                let q = runtime.store().read(|c| store::questionnaires::get(c, questionnaire_id))?;
+                                if let Some(q) = q {
+                                    println!("{}", render::questionnaire(handle.id(), &q.info()));
+                                }
+                            }
+                            break ExitCode::from(EXIT_WAITING);
+                        }
+                        _ => {}
+                    }
+                }
+                Err(RecvError::Lagged(n)) => eprintln!("[{n} events were skipped: the terminal could not keep up]"),
+                Err(RecvError::Closed) => break ExitCode::FAILURE,
+            },
+            _ = tokio::signal::ctrl_c() => {
+                interrupts += 1;
+                if interrupts > 1 {
+                    break ExitCode::from(130);
+                }
+                eprintln!("\n[stopping the turn; press Ctrl-C again to quit at once]");
+                handle.submit(Op::Stop).await?;
+            }
+        }
+    };
+    handle.shutdown().await?;
+    Ok(code)
+}

@@ -52,9 +52,16 @@ pub fn run_chain(guards: &[std::sync::Arc<dyn ToolGuard>], call: &GuardCall<'_>)
 /// Shell control characters after which a command prefix no longer describes the command.
 const SHELL_META: &[char] = &[';', '&', '|', '`', '$', '>', '<', '(', ')', '\n', '\\', '*', '?', '{', '}'];
 
+/// Programs whose first argument names a subcommand, so `cargo test` and `cargo publish` are
+/// granted separately.
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "apt", "brew", "bun", "cargo", "deno", "docker", "dotnet", "gh", "git", "go", "gradle",
+    "kubectl", "make", "mvn", "npm", "npx", "pip", "pip3", "pnpm", "poetry", "rustup", "uv", "yarn",
+];
+
 /// The prefix an "allow for session" answer grants for a shell command: its first word, and
-/// the second too when it is a subcommand (`cargo test`, `git status`). `None` when the
-/// command chains or redirects, since a prefix would then say nothing about what runs.
+/// the second too when the program takes subcommands (`cargo test`, `git status`). `None`
+/// when the command chains or redirects, since a prefix would then say nothing about what runs.
 pub fn command_prefix(command: &str) -> Option<String> {
     let c = command.trim();
     if c.is_empty() || c.contains(SHELL_META) {
@@ -63,7 +70,11 @@ pub fn command_prefix(command: &str) -> Option<String> {
     let mut words = c.split_whitespace();
     let first = words.next()?;
     match words.next() {
-        Some(second) if !second.starts_with('-') && second.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_') => {
+        Some(second)
+            if SUBCOMMAND_PROGRAMS.contains(&first)
+                && !second.starts_with('-')
+                && second.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_') =>
+        {
             Some(format!("{first} {second}"))
         }
         _ => Some(first.to_string()),
@@ -216,6 +227,7 @@ mod tests {
     fn prefixes() {
         assert_eq!(command_prefix("cargo test -p core").as_deref(), Some("cargo test"));
         assert_eq!(command_prefix("ls -la").as_deref(), Some("ls"));
+        assert_eq!(command_prefix("echo one").as_deref(), Some("echo"));
         assert_eq!(command_prefix("make && rm x"), None);
         assert_eq!(command_prefix("echo $(id)"), None);
     }

@@ -1,0 +1,195 @@
+//! Human-readable rendering of events: streamed text, one line per tool call, readable
+//! questionnaires with the exact commands that answer them.
+
+use serde_json::Value;
+use std::io::Write as _;
+use waymark_protocol::{Event, EventKind, QuestionnaireInfo, QuestionnaireKind, ToolStatus, TurnEndReason};
+
+/// Prints events as they come; remembers whether a line is open after streamed text.
+#[derive(Default)]
+pub struct Printer {
+    json: bool,
+    mid_line: bool,
+    streamed: bool,
+    calls: std::collections::HashMap<String, String>,
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let first = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let more = s.lines().filter(|l| !l.trim().is_empty()).count() > 1;
+    let mut out: String = first.chars().take(max).collect();
+    if first.chars().count() > max || more {
+        out.push('…');
+    }
+    out
+}
+
+/// A short description of a tool call's arguments.
+pub fn call_summary(name: &str, args: &Value) -> String {
+    let s = |k: &str| args.get(k).and_then(Value::as_str);
+    let text = match name {
+        "bash" => s("command").map(str::to_string),
+        "grep" => s("pattern").map(|p| format!("/{p}/ {}", s("path").unwrap_or(""))),
+        "glob" => s("pattern").map(str::to_string),
+        "apply_patch" => s("patch").map(|p| {
+            let files: Vec<&str> = p.lines().filter_map(|l| l.strip_prefix("+++ ")).collect();
+            files.join(", ")
+        }),
+        _ => s("path").map(str::to_string),
+    };
+    one_line(&text.unwrap_or_else(|| args.to_string()), 100)
+}
+
+impl Printer {
+    pub fn new(json: bool) -> Self {
+        Printer {
+            json,
+            ..Default::default()
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.mid_line {
+            println!();
+            self.mid_line = false;
+        }
+    }
+
+    /// Learns tool-call arguments from earlier events without printing them, so results of
+    /// calls made by an earlier process still show what ran.
+    pub fn remember(&mut self, events: &[Event]) {
+        for ev in events {
+            if let EventKind::ToolCall { call_id, name, arguments, .. } = &ev.kind {
+                self.calls.insert(call_id.clone(), call_summary(name, arguments));
+            }
+        }
+    }
+
+    pub fn print(&mut self, ev: &Event) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(ev) {
+                println!("{line}");
+            }
+            return;
+        }
+        match &ev.kind {
+            EventKind::SessionStarted {
+                workspace,
+                model,
+                permission_mode,
+                interaction_mode,
+                resumed,
+                ..
+            } => {
+                println!(
+                    "● {} session {} · model {model} · permissions {permission_mode}{} · workspace {workspace}",
+                    if *resumed { "resumed" } else { "new" },
+                    ev.session_id,
+                    if *interaction_mode == waymark_protocol::InteractionMode::Plan { " · plan mode" } else { "" }
+                );
+            }
+            EventKind::MessageAdmitted { source, text, .. } => {
+                self.end_line();
+                if *source != waymark_protocol::MessageSource::User {
+                    println!("[{} message] {}", source.as_str(), one_line(text, 100));
+                }
+            }
+            EventKind::MessageDropped { reason, .. } => println!("[message dropped: {reason}]"),
+            EventKind::CommandOutput { text, .. } => {
+                self.end_line();
+                println!("{text}");
+            }
+            EventKind::TurnStarted { .. } => self.streamed = false,
+            EventKind::AssistantDelta { text, .. } => {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+                self.mid_line = !text.ends_with('\n');
+                self.streamed = true;
+            }
+            EventKind::AssistantMessage { text, .. } => {
+                if !self.streamed && !text.is_empty() {
+                    print!("{text}");
+                    self.mid_line = !text.ends_with('\n');
+                }
+                self.end_line();
+                self.streamed = false;
+            }
+            EventKind::ModelRetry { attempt, wait_ms, error } => {
+                self.end_line();
+                println!("[model call failed ({}); retrying in {:.1} s, attempt {}]", error.code, *wait_ms as f64 / 1000.0, attempt + 1);
+            }
+            EventKind::ToolCall { call_id, name, arguments, .. } => {
+                self.calls.insert(call_id.clone(), call_summary(name, arguments));
+            }
+            EventKind::ToolResult { call_id, name, status, content, .. } => {
+                self.end_line();
+                let mark = match status {
+                    ToolStatus::Ok => "✓",
+                    ToolStatus::Denied => "⊘",
+                    ToolStatus::Error => "✗",
+                };
+                let detail = match status {
+                    ToolStatus::Ok => String::new(),
+                    ToolStatus::Denied | ToolStatus::Error => format!("  ({}: {})", status.as_str(), one_line(content, 120)),
+                };
+                let summary = self.calls.remove(call_id).unwrap_or_default();
+                println!("  {mark} {name} {summary}{detail}");
+            }
+            EventKind::ContextElided { items, bytes, .. } => {
+                println!("[context: {items} old tool outputs ({bytes} bytes) replaced by notes to fit the model]");
+            }
+            EventKind::TurnFinished { reason, error, recovered, .. } => {
+                self.end_line();
+                match (reason, error) {
+                    (_, Some(e)) => println!("✗ turn failed: {}: {}", e.code, e.message),
+                    (TurnEndReason::Completed, None) => {}
+                    (TurnEndReason::Aborted, None) if *recovered => println!("[an interrupted turn was closed as aborted]"),
+                    (r, None) => println!("[turn ended: {}]", r.as_str()),
+                }
+            }
+            EventKind::QuestionnaireOpened { .. } | EventKind::QuestionnaireAnswered { .. } => {}
+            EventKind::SessionIdle {} | EventKind::SessionWaiting { .. } => self.end_line(),
+            EventKind::SessionError { error } => {
+                self.end_line();
+                eprintln!("error: {}: {}", error.code, error.message);
+            }
+        }
+    }
+}
+
+/// The readable form of a waiting questionnaire, with the commands that answer it.
+pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
+    let cmd = |a: &str| format!("    waymark answer --session {session} {} {a}", q.id);
+    let mut out = String::new();
+    match q.kind {
+        QuestionnaireKind::Permission => {
+            let summary = q.payload.get("summary").and_then(Value::as_str).unwrap_or("use a tool");
+            out.push_str(&format!("? Permission needed to {summary}\n  Answer with one of:\n"));
+            out.push_str(&cmd("allow_once"));
+            out.push('\n');
+            let prefix = q.payload.get("prefix").and_then(Value::as_str);
+            let tool = q.payload.get("tool").and_then(Value::as_str).unwrap_or("");
+            match prefix {
+                Some("") => out.push_str(&format!("{}    (every `{tool}` call in this session)\n", cmd("allow_for_session"))),
+                Some(p) => out.push_str(&format!("{}    (commands starting with `{p}`)\n", cmd("allow_for_session"))),
+                None => {}
+            }
+            out.push_str(&cmd("deny [--text \"why, or what to do instead\"]"));
+        }
+        QuestionnaireKind::PlanApproval => {
+            out.push_str("? The plan is ready for review.\n  Answer with one of:\n");
+            for a in ["approve [--option N]", "defer", "revise --text \"feedback\"", "reject", "withdraw"] {
+                out.push_str(&cmd(a));
+                out.push('\n');
+            }
+        }
+        QuestionnaireKind::PlanEntry | QuestionnaireKind::GoalApproval => {
+            let what = if q.kind == QuestionnaireKind::PlanEntry { "The agent asks to enter plan mode." } else { "The agent proposes a goal." };
+            out.push_str(&format!("? {what}\n  {}\n  Answer with one of:\n", one_line(&q.payload.to_string(), 200)));
+            out.push_str(&cmd("approve"));
+            out.push('\n');
+            out.push_str(&cmd("reject"));
+        }
+    }
+    out.trim_end().to_string()
+}

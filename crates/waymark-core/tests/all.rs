@@ -1,0 +1,3 @@
+//! Integration tests of waymark-core: one binary, modules under `suite/`.
+
+mod suite;

@@ -1,0 +1,126 @@
+//! A runtime against the scripted model in a temp folder, and helpers to drive it.
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use waymark_core::provider::{ModelProvider, ModelRequest, ModelResponse, ProviderError, Script, ScriptedProvider, StreamSink};
+use waymark_core::session::OpOutcome;
+use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec};
+use waymark_protocol::config::Config;
+use waymark_protocol::{Event, EventKind, MessageSource, Op, PermissionMode, Position, RouteKind};
+
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub ws: PathBuf,
+    pub runtime: Runtime,
+}
+
+impl Harness {
+    pub fn new(config: Config) -> Harness {
+        Self::with(config, None)
+    }
+
+    pub fn with(config: Config, provider: Option<Arc<dyn ModelProvider>>) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let ws = ws.canonicalize().unwrap();
+        let mut opts = RuntimeOptions::new(dir.path().join("data"), config);
+        opts.provider_override = provider;
+        opts.cwd = dir.path().to_path_buf();
+        let runtime = Runtime::open(opts).unwrap();
+        Harness { dir, ws, runtime }
+    }
+
+    /// Writes a script file and returns its model spec.
+    pub fn script(&self, script: Value) -> String {
+        let p = self.dir.path().join(format!("script-{}.json", fastrand::u32(..)));
+        std::fs::write(&p, serde_json::to_vec(&script).unwrap()).unwrap();
+        format!("scripted:{}", p.display())
+    }
+
+    pub fn session(&self, script: Value, mode: PermissionMode) -> SessionHandle {
+        let model = self.script(script);
+        self.runtime
+            .create_session(SessionSpec {
+                workspace: Some(self.ws.clone()),
+                model: Some(model),
+                permission_mode: Some(mode),
+            })
+            .unwrap()
+    }
+}
+
+pub fn user(text: &str) -> Op {
+    Op::Submit {
+        text: text.into(),
+        source: MessageSource::User,
+        position: Position::Tail,
+        idempotency_key: None,
+        intent: None,
+    }
+}
+
+/// Sends `op` and collects events until the session is idle or waiting.
+pub async fn run(h: &SessionHandle, op: Op) -> Vec<Event> {
+    let mut rx = h.subscribe();
+    let out = h.submit(op).await.unwrap();
+    assert!(!matches!(out, OpOutcome::Command { .. }) || true);
+    h.submit(Op::Resume).await.unwrap();
+    collect(&mut rx).await
+}
+
+pub async fn collect(rx: &mut tokio::sync::broadcast::Receiver<Event>) -> Vec<Event> {
+    let mut events = Vec::new();
+    let deadline = tokio::time::sleep(Duration::from_secs(30));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            ev = rx.recv() => {
+                let ev = ev.unwrap();
+                let done = matches!(ev.kind, EventKind::SessionIdle {} | EventKind::SessionWaiting { .. });
+                events.push(ev);
+                if done { return events; }
+            }
+            _ = &mut deadline => panic!("session did not settle; events so far: {:#?}", events.iter().map(|e| e.kind.type_name()).collect::<Vec<_>>()),
+        }
+    }
+}
+
+pub fn types(events: &[Event]) -> Vec<&'static str> {
+    events.iter().filter(|e| !e.kind.is_transient()).map(|e| e.kind.type_name()).collect()
+}
+
+/// Wraps the scripted model and records every request it is sent.
+pub struct Recording {
+    pub inner: ScriptedProvider,
+    pub requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl Recording {
+    pub fn new(script: Value, ws: &std::path::Path) -> Arc<Recording> {
+        let script: Script = serde_json::from_value(script).unwrap();
+        Arc::new(Recording {
+            inner: ScriptedProvider::new("scripted:recording", script, ws, None),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl ModelProvider for Recording {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn route(&self) -> RouteKind {
+        RouteKind::Managed
+    }
+    fn context_tokens(&self) -> u64 {
+        self.inner.context_tokens()
+    }
+    fn call<'a>(&'a self, request: &'a ModelRequest, sink: StreamSink<'a>) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.call(request, sink)
+    }
+}

@@ -1,0 +1,164 @@
+//! A local HTTP server speaking just enough HTTP/1.1 to play provider responses: status,
+//! headers, and a body written in chunks (flushed one by one, optionally with pauses).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+#[derive(Clone, Debug)]
+pub struct MockResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub chunks: Vec<Vec<u8>>,
+    pub pause: Duration,
+}
+
+impl MockResponse {
+    pub fn sse(body: &str) -> Self {
+        MockResponse {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            chunks: vec![body.as_bytes().to_vec()],
+            pause: Duration::ZERO,
+        }
+    }
+
+    /// The same body cut at the given byte offsets.
+    pub fn split_at(mut self, cuts: &[usize]) -> Self {
+        let body: Vec<u8> = self.chunks.concat();
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut chunks = Vec::new();
+        let mut start = 0;
+        for c in cuts.into_iter().chain([body.len()]) {
+            if c > start {
+                chunks.push(body[start..c].to_vec());
+                start = c;
+            }
+        }
+        self.chunks = chunks;
+        self.pause = Duration::from_millis(1);
+        self
+    }
+
+    pub fn status(status: u16, body: &str, headers: &[(&str, &str)]) -> Self {
+        MockResponse {
+            status,
+            headers: headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            chunks: vec![body.as_bytes().to_vec()],
+            pause: Duration::ZERO,
+        }
+    }
+}
+
+/// A recorded request: path and JSON body.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: String,
+    pub body: serde_json::Value,
+}
+
+pub struct MockServer {
+    pub url: String,
+    pub requests: Arc<Mutex<Vec<Recorded>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockServer {
+    /// Serves `responses` in order, one per request; after they run out, answers 500.
+    pub async fn start(responses: Vec<MockResponse>) -> MockServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(responses)));
+        let rec = requests.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else { return };
+                let rec = rec.clone();
+                let queue = queue.clone();
+                tokio::spawn(async move {
+                    let Some((head, body)) = read_request(&mut sock).await else { return };
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    rec.lock().unwrap().push(Recorded {
+                        path,
+                        headers: head.to_ascii_lowercase(),
+                        body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
+                    });
+                    let resp = queue
+                        .lock()
+                        .unwrap()
+                        .pop_front()
+                        .unwrap_or_else(|| MockResponse::status(500, "{\"error\":{\"message\":\"no more mock responses\"}}", &[]));
+                    let mut out = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", resp.status);
+                    for (k, v) in &resp.headers {
+                        out.push_str(&format!("{k}: {v}\r\n"));
+                    }
+                    out.push_str("\r\n");
+                    if sock.write_all(out.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    for c in &resp.chunks {
+                        if sock.write_all(c).await.is_err() {
+                            return;
+                        }
+                        let _ = sock.flush().await;
+                        if !resp.pause.is_zero() {
+                            tokio::time::sleep(resp.pause).await;
+                        }
+                    }
+                    let _ = sock.shutdown().await;
+                });
+            }
+        });
+        MockServer {
+            url: format!("http://{addr}"),
+            requests,
+            task,
+        }
+    }
+
+    pub fn recorded(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    loop {
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..pos]).into_owned();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            let mut body = buf[pos + 4..].to_vec();
+            while body.len() < len {
+                let n = sock.read(&mut tmp).await.ok()?;
+                if n == 0 {
+                    break;
+                }
+                body.extend_from_slice(&tmp[..n]);
+            }
+            return Some((head, body));
+        }
+    }
+}

@@ -1,0 +1,4 @@
+mod harness;
+mod mock_server;
+mod providers;
+mod runtime;
