@@ -16,7 +16,11 @@ use waymark_protocol::config::Config;
 use waymark_protocol::{Answer, EventKind, MessageSource, Op, PermissionMode, Position};
 
 #[derive(Parser)]
-#[command(name = "waymark", version, about = "Waymark: a coding agent you stay in control of")]
+#[command(
+    name = "waymark",
+    version,
+    about = "Waymark: a coding agent you stay in control of"
+)]
 struct Cli {
     /// Where sessions are stored (default: the platform data dir; env WAYMARK_DATA_DIR).
     #[arg(long, global = true, env = "WAYMARK_DATA_DIR")]
@@ -92,14 +96,19 @@ enum Command {
 }
 
 fn parse_mode(s: &str) -> Result<PermissionMode, String> {
-    PermissionMode::parse(s).ok_or_else(|| format!("`{s}` is not a permission mode; use ask, auto-edit, auto or read-only"))
+    PermissionMode::parse(s).ok_or_else(|| {
+        format!("`{s}` is not a permission mode; use ask, auto-edit, auto or read-only")
+    })
 }
 
 const EXIT_WAITING: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -119,9 +128,13 @@ fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
     let explicit = path.is_some();
     let path = path.unwrap_or_else(paths::default_config_file);
     match std::fs::read_to_string(&path) {
-        Ok(text) => Config::from_json(&text).with_context(|| format!("settings file {}", path.display())),
+        Ok(text) => {
+            Config::from_json(&text).with_context(|| format!("settings file {}", path.display()))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => Ok(Config::default()),
-        Err(e) => Err(e).with_context(|| format!("cannot read the settings file {}", path.display())),
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot read the settings file {}", path.display()))
+        }
     }
 }
 
@@ -142,6 +155,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 workspace,
                 model,
                 permission_mode: permission,
+                hold: false,
             };
             let handle = match &session {
                 Some(id) => runtime.open_session(id, spec)?,
@@ -166,7 +180,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let answer = Answer::parse(&answer, text, option).map_err(anyhow::Error::msg)?;
-            let handle = runtime.open_session(&session, SessionSpec::default())?;
+            let handle = runtime.open_session(
+                &session,
+                SessionSpec {
+                    hold: no_run,
+                    ..SessionSpec::default()
+                },
+            )?;
             let op = Op::Answer {
                 questionnaire_id: questionnaire,
                 answer,
@@ -187,7 +207,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("no sessions yet: start one with `waymark exec \"…\"`");
             } else {
                 for s in list {
-                    let pending = s.pending_questionnaire.map(|q| format!(" · waiting on {q}")).unwrap_or_default();
+                    let pending = s
+                        .pending_questionnaire
+                        .map(|q| format!(" · waiting on {q}"))
+                        .unwrap_or_default();
                     println!(
                         "{}  {}  {} queued{}  {}  ({})",
                         s.id,
@@ -213,12 +236,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("workspace   {}", s.workspace);
             println!("folder      {}", snap.session_dir);
             println!("model       {}", s.model.as_deref().unwrap_or("(none)"));
-            println!("mode        {} · permissions {}", s.interaction_mode.as_str(), s.permission_mode);
-            println!("turns       {} · tokens in {} out {}", snap.turns, snap.usage.input_tokens, snap.usage.output_tokens);
+            println!(
+                "mode        {} · permissions {}",
+                s.interaction_mode.as_str(),
+                s.permission_mode
+            );
+            println!(
+                "turns       {} · tokens in {} out {}",
+                snap.turns, snap.usage.input_tokens, snap.usage.output_tokens
+            );
             println!("events      {}", snap.last_seq);
             println!("messages:");
             for m in &snap.messages {
-                println!("  #{:<4} {:<13} {:<8} {}", m.id, m.source.as_str(), m.status, m.text.lines().next().unwrap_or(""));
+                println!(
+                    "  #{:<4} {:<13} {:<8} {}",
+                    m.id,
+                    m.source.as_str(),
+                    m.status,
+                    m.text.lines().next().unwrap_or("")
+                );
             }
             for q in snap.questionnaires.iter().filter(|q| q.status == "pending") {
                 println!("{}", render::questionnaire(&s.id, q));
@@ -242,7 +278,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Sends `op` (if any), then runs the session until it is idle (exit 0) or waits on a
 /// questionnaire (exit 3). Ctrl-C stops the running turn; a second Ctrl-C quits.
-async fn drive(runtime: &Runtime, handle: SessionHandle, op: Option<Op>, json: bool) -> anyhow::Result<ExitCode> {
+async fn drive(
+    runtime: &Runtime,
+    handle: SessionHandle,
+    op: Option<Op>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let mut printer = Printer::new(json);
     let last = handle.startup.last().map(|e| e.seq).unwrap_or(0);
     printer.remember(&runtime.events(handle.id(), last.saturating_sub(500), 500)?);
@@ -252,7 +293,12 @@ async fn drive(runtime: &Runtime, handle: SessionHandle, op: Option<Op>, json: b
     let mut events = handle.subscribe();
     if let Some(op) = op {
         match handle.submit(op).await {
-            Ok(OpOutcome::Admitted { .. } | OpOutcome::Command { .. } | OpOutcome::Answered | OpOutcome::Done) => {}
+            Ok(
+                OpOutcome::Admitted { .. }
+                | OpOutcome::Command { .. }
+                | OpOutcome::Answered
+                | OpOutcome::Done,
+            ) => {}
             Err(e) => {
                 // Print what happened so far (a command's output), then fail clearly.
                 while let Ok(ev) = events.try_recv() {

@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 use std::io::Write as _;
-use waymark_protocol::{Event, EventKind, QuestionnaireInfo, QuestionnaireKind, ToolStatus, TurnEndReason};
+use waymark_protocol::{
+    Event, EventKind, QuestionnaireInfo, QuestionnaireKind, ToolStatus, TurnEndReason,
+};
 
 /// Prints events as they come; remembers whether a line is open after streamed text.
 #[derive(Default)]
@@ -15,7 +17,11 @@ pub struct Printer {
 }
 
 fn one_line(s: &str, max: usize) -> String {
-    let first = s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let first = s
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     let more = s.lines().filter(|l| !l.trim().is_empty()).count() > 1;
     let mut out: String = first.chars().take(max).collect();
     if first.chars().count() > max || more {
@@ -59,8 +65,15 @@ impl Printer {
     /// calls made by an earlier process still show what ran.
     pub fn remember(&mut self, events: &[Event]) {
         for ev in events {
-            if let EventKind::ToolCall { call_id, name, arguments, .. } = &ev.kind {
-                self.calls.insert(call_id.clone(), call_summary(name, arguments));
+            if let EventKind::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } = &ev.kind
+            {
+                self.calls
+                    .insert(call_id.clone(), call_summary(name, arguments));
             }
         }
     }
@@ -85,7 +98,11 @@ impl Printer {
                     "● {} session {} · model {model} · permissions {permission_mode}{} · workspace {workspace}",
                     if *resumed { "resumed" } else { "new" },
                     ev.session_id,
-                    if *interaction_mode == waymark_protocol::InteractionMode::Plan { " · plan mode" } else { "" }
+                    if *interaction_mode == waymark_protocol::InteractionMode::Plan {
+                        " · plan mode"
+                    } else {
+                        ""
+                    }
                 );
             }
             EventKind::MessageAdmitted { source, text, .. } => {
@@ -114,14 +131,35 @@ impl Printer {
                 self.end_line();
                 self.streamed = false;
             }
-            EventKind::ModelRetry { attempt, wait_ms, error } => {
+            EventKind::ModelRetry {
+                attempt,
+                wait_ms,
+                error,
+            } => {
                 self.end_line();
-                println!("[model call failed ({}); retrying in {:.1} s, attempt {}]", error.code, *wait_ms as f64 / 1000.0, attempt + 1);
+                println!(
+                    "[model call failed ({}); retrying in {:.1} s, attempt {}]",
+                    error.code,
+                    *wait_ms as f64 / 1000.0,
+                    attempt + 1
+                );
             }
-            EventKind::ToolCall { call_id, name, arguments, .. } => {
-                self.calls.insert(call_id.clone(), call_summary(name, arguments));
+            EventKind::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                self.calls
+                    .insert(call_id.clone(), call_summary(name, arguments));
             }
-            EventKind::ToolResult { call_id, name, status, content, .. } => {
+            EventKind::ToolResult {
+                call_id,
+                name,
+                status,
+                content,
+                ..
+            } => {
                 self.end_line();
                 let mark = match status {
                     ToolStatus::Ok => "✓",
@@ -130,20 +168,31 @@ impl Printer {
                 };
                 let detail = match status {
                     ToolStatus::Ok => String::new(),
-                    ToolStatus::Denied | ToolStatus::Error => format!("  ({}: {})", status.as_str(), one_line(content, 120)),
+                    ToolStatus::Denied | ToolStatus::Error => {
+                        format!("  ({}: {})", status.as_str(), one_line(content, 120))
+                    }
                 };
                 let summary = self.calls.remove(call_id).unwrap_or_default();
                 println!("  {mark} {name} {summary}{detail}");
             }
             EventKind::ContextElided { items, bytes, .. } => {
-                println!("[context: {items} old tool outputs ({bytes} bytes) replaced by notes to fit the model]");
+                println!(
+                    "[context: {items} old tool outputs ({bytes} bytes) replaced by notes to fit the model]"
+                );
             }
-            EventKind::TurnFinished { reason, error, recovered, .. } => {
+            EventKind::TurnFinished {
+                reason,
+                error,
+                recovered,
+                ..
+            } => {
                 self.end_line();
                 match (reason, error) {
                     (_, Some(e)) => println!("✗ turn failed: {}: {}", e.code, e.message),
                     (TurnEndReason::Completed, None) => {}
-                    (TurnEndReason::Aborted, None) if *recovered => println!("[an interrupted turn was closed as aborted]"),
+                    (TurnEndReason::Aborted, None) if *recovered => {
+                        println!("[an interrupted turn was closed as aborted]")
+                    }
                     (r, None) => println!("[turn ended: {}]", r.as_str()),
                 }
             }
@@ -163,29 +212,54 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
     let mut out = String::new();
     match q.kind {
         QuestionnaireKind::Permission => {
-            let summary = q.payload.get("summary").and_then(Value::as_str).unwrap_or("use a tool");
-            out.push_str(&format!("? Permission needed to {summary}\n  Answer with one of:\n"));
+            let summary = q
+                .payload
+                .get("summary")
+                .and_then(Value::as_str)
+                .unwrap_or("use a tool");
+            out.push_str(&format!(
+                "? Permission needed to {summary}\n  Answer with one of:\n"
+            ));
             out.push_str(&cmd("allow_once"));
             out.push('\n');
             let prefix = q.payload.get("prefix").and_then(Value::as_str);
             let tool = q.payload.get("tool").and_then(Value::as_str).unwrap_or("");
             match prefix {
-                Some("") => out.push_str(&format!("{}    (every `{tool}` call in this session)\n", cmd("allow_for_session"))),
-                Some(p) => out.push_str(&format!("{}    (commands starting with `{p}`)\n", cmd("allow_for_session"))),
+                Some("") => out.push_str(&format!(
+                    "{}    (every `{tool}` call in this session)\n",
+                    cmd("allow_for_session")
+                )),
+                Some(p) => out.push_str(&format!(
+                    "{}    (commands starting with `{p}`)\n",
+                    cmd("allow_for_session")
+                )),
                 None => {}
             }
             out.push_str(&cmd("deny [--text \"why, or what to do instead\"]"));
         }
         QuestionnaireKind::PlanApproval => {
             out.push_str("? The plan is ready for review.\n  Answer with one of:\n");
-            for a in ["approve [--option N]", "defer", "revise --text \"feedback\"", "reject", "withdraw"] {
+            for a in [
+                "approve [--option N]",
+                "defer",
+                "revise --text \"feedback\"",
+                "reject",
+                "withdraw",
+            ] {
                 out.push_str(&cmd(a));
                 out.push('\n');
             }
         }
         QuestionnaireKind::PlanEntry | QuestionnaireKind::GoalApproval => {
-            let what = if q.kind == QuestionnaireKind::PlanEntry { "The agent asks to enter plan mode." } else { "The agent proposes a goal." };
-            out.push_str(&format!("? {what}\n  {}\n  Answer with one of:\n", one_line(&q.payload.to_string(), 200)));
+            let what = if q.kind == QuestionnaireKind::PlanEntry {
+                "The agent asks to enter plan mode."
+            } else {
+                "The agent proposes a goal."
+            };
+            out.push_str(&format!(
+                "? {what}\n  {}\n  Answer with one of:\n",
+                one_line(&q.payload.to_string(), 200)
+            ));
             out.push_str(&cmd("approve"));
             out.push('\n');
             out.push_str(&cmd("reject"));

@@ -35,7 +35,9 @@ pub fn parse(text: &str) -> Option<(&str, &str)> {
     let name = &rest[..end];
     let valid = !name.is_empty()
         && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     valid.then(|| (name, rest[end..].trim()))
 }
 
@@ -55,7 +57,9 @@ pub struct CommandRegistry {
 
 impl Default for CommandRegistry {
     fn default() -> Self {
-        let mut r = CommandRegistry { commands: Vec::new() };
+        let mut r = CommandRegistry {
+            commands: Vec::new(),
+        };
         r.register(Arc::new(Help));
         r
     }
@@ -82,7 +86,14 @@ impl CommandRegistry {
                 names.join(", ")
             )));
         };
-        cmd.run(&mut CommandContext { tx, session_id, all: &all }, args)
+        cmd.run(
+            &mut CommandContext {
+                tx,
+                session_id,
+                all: &all,
+            },
+            args,
+        )
     }
 }
 
@@ -117,7 +128,10 @@ mod tests {
     fn parses_commands_not_paths_or_escapes() {
         assert_eq!(parse("/help"), Some(("help", "")));
         assert_eq!(parse("  /plan on  "), Some(("plan", "on")));
-        assert_eq!(parse("/goal fix the build budget=50K"), Some(("goal", "fix the build budget=50K")));
+        assert_eq!(
+            parse("/goal fix the build budget=50K"),
+            Some(("goal", "fix the build budget=50K"))
+        );
         assert_eq!(parse("//help"), None);
         assert_eq!(parse("/usr/bin is odd"), None);
         assert_eq!(parse("hello /help"), None);

@@ -56,7 +56,7 @@ pub fn render_reminders(mut reminders: Vec<Reminder>) -> Option<String> {
     if reminders.is_empty() {
         return None;
     }
-    reminders.sort_by(|a, b| b.priority.cmp(&a.priority));
+    reminders.sort_by_key(|r| std::cmp::Reverse(r.priority));
     let body = reminders
         .iter()
         .map(|r| r.text.trim())
@@ -178,25 +178,51 @@ mod tests {
     use crate::store::ToolCallRecord;
 
     fn hist() -> Vec<(Option<i64>, HistoryItem)> {
-        let mut h = vec![(Some(1), HistoryItem::User { text: "first".into(), source: MessageSource::User })];
+        let mut h = vec![(
+            Some(1),
+            HistoryItem::User {
+                text: "first".into(),
+                source: MessageSource::User,
+            },
+        )];
         for i in 0..5 {
-            h.push((Some(1), HistoryItem::Assistant {
-                text: String::new(),
-                reasoning: None,
-                tool_calls: vec![ToolCallRecord { id: format!("c{i}"), name: "read_file".into(), arguments: serde_json::json!({}) }],
-            }));
-            h.push((Some(1), HistoryItem::ToolResult {
-                call_id: format!("c{i}"),
-                name: "read_file".into(),
-                status: ToolStatus::Ok,
-                content: "x".repeat(4000),
-            }));
+            h.push((
+                Some(1),
+                HistoryItem::Assistant {
+                    text: String::new(),
+                    reasoning: None,
+                    tool_calls: vec![ToolCallRecord {
+                        id: format!("c{i}"),
+                        name: "read_file".into(),
+                        arguments: serde_json::json!({}),
+                    }],
+                },
+            ));
+            h.push((
+                Some(1),
+                HistoryItem::ToolResult {
+                    call_id: format!("c{i}"),
+                    name: "read_file".into(),
+                    status: ToolStatus::Ok,
+                    content: "x".repeat(4000),
+                },
+            ));
         }
-        h.push((Some(2), HistoryItem::User { text: "second".into(), source: MessageSource::User }));
+        h.push((
+            Some(2),
+            HistoryItem::User {
+                text: "second".into(),
+                source: MessageSource::User,
+            },
+        ));
         h
     }
 
-    fn parts<'a>(h: &'a [(Option<i64>, HistoryItem)], budget: u64, reminders: Option<&'a str>) -> RequestParts<'a> {
+    fn parts<'a>(
+        h: &'a [(Option<i64>, HistoryItem)],
+        budget: u64,
+        reminders: Option<&'a str>,
+    ) -> RequestParts<'a> {
         RequestParts {
             system: "sys".into(),
             history: h,
@@ -211,8 +237,16 @@ mod tests {
     #[test]
     fn reminders_go_on_the_current_turns_message_in_priority_order() {
         let r = render_reminders(vec![
-            Reminder { priority: 1, source: "goal", text: "low".into() },
-            Reminder { priority: 9, source: "plan", text: "high".into() },
+            Reminder {
+                priority: 1,
+                source: "goal",
+                text: "low".into(),
+            },
+            Reminder {
+                priority: 9,
+                source: "plan",
+                text: "high".into(),
+            },
         ])
         .unwrap();
         assert!(r.find("high").unwrap() < r.find("low").unwrap());
@@ -220,7 +254,9 @@ mod tests {
         let (req, el) = build_request(parts(&h, 1_000_000, Some(&r)));
         assert_eq!(el, Elision::default());
         match req.messages.last().unwrap() {
-            ModelMessage::User { text } => assert!(text.starts_with("<system_reminder>") && text.ends_with("second")),
+            ModelMessage::User { text } => {
+                assert!(text.starts_with("<system_reminder>") && text.ends_with("second"))
+            }
             other => panic!("{other:?}"),
         }
         match &req.messages[0] {

@@ -29,7 +29,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("session {id} is driven by another process (pid {pid}); wait for it to finish or stop it")]
+    #[error(
+        "session {id} is driven by another process (pid {pid}); wait for it to finish or stop it"
+    )]
     SessionBusy { id: String, pid: i64 },
     #[error("no session with id `{0}`")]
     SessionNotFound(String),

@@ -50,13 +50,16 @@ pub fn run_chain(guards: &[std::sync::Arc<dyn ToolGuard>], call: &GuardCall<'_>)
 }
 
 /// Shell control characters after which a command prefix no longer describes the command.
-const SHELL_META: &[char] = &[';', '&', '|', '`', '$', '>', '<', '(', ')', '\n', '\\', '*', '?', '{', '}'];
+const SHELL_META: &[char] = &[
+    ';', '&', '|', '`', '$', '>', '<', '(', ')', '\n', '\\', '*', '?', '{', '}',
+];
 
 /// Programs whose first argument names a subcommand, so `cargo test` and `cargo publish` are
 /// granted separately.
 const SUBCOMMAND_PROGRAMS: &[&str] = &[
     "apt", "brew", "bun", "cargo", "deno", "docker", "dotnet", "gh", "git", "go", "gradle",
-    "kubectl", "make", "mvn", "npm", "npx", "pip", "pip3", "pnpm", "poetry", "rustup", "uv", "yarn",
+    "kubectl", "make", "mvn", "npm", "npx", "pip", "pip3", "pnpm", "poetry", "rustup", "uv",
+    "yarn",
 ];
 
 /// The prefix an "allow for session" answer grants for a shell command: its first word, and
@@ -73,7 +76,9 @@ pub fn command_prefix(command: &str) -> Option<String> {
         Some(second)
             if SUBCOMMAND_PROGRAMS.contains(&first)
                 && !second.starts_with('-')
-                && second.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_') =>
+                && second
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_') =>
         {
             Some(format!("{first} {second}"))
         }
@@ -124,17 +129,30 @@ impl ToolGuard for PermissionGuard {
                 Answer::AllowOnce | Answer::AllowForSession => GuardDecision::Allow,
                 Answer::Deny { message } => GuardDecision::Deny(match message {
                     Some(m) if !m.trim().is_empty() => format!("The user denied this call: {m}"),
-                    _ => "The user denied this call. Do not retry it; ask or take another approach.".to_string(),
+                    _ => {
+                        "The user denied this call. Do not retry it; ask or take another approach."
+                            .to_string()
+                    }
                 }),
                 // Answers of other kinds are refused at answer time; treat as not answered.
-                Answer::Approve { .. } | Answer::Defer | Answer::Revise { .. } | Answer::Reject | Answer::Withdraw => {
+                Answer::Approve { .. }
+                | Answer::Defer
+                | Answer::Revise { .. }
+                | Answer::Reject
+                | Answer::Withdraw => {
                     GuardDecision::Deny("The permission request was not granted.".into())
                 }
             };
         }
-        let command = call.arguments.get("command").and_then(Value::as_str).unwrap_or("");
+        let command = call
+            .arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let granted = call.grants.iter().any(|(t, prefix)| {
-            t == tool.name() && (prefix.is_empty() && !shell || shell && !prefix.is_empty() && prefix_covers(prefix, command))
+            t == tool.name()
+                && (prefix.is_empty() && !shell
+                    || shell && !prefix.is_empty() && prefix_covers(prefix, command))
         });
         if granted {
             return GuardDecision::Allow;
@@ -182,7 +200,13 @@ mod tests {
         }
     }
 
-    fn decide(tool: &dyn Tool, mode: PermissionMode, args: Value, grants: &[(String, String)], answer: Option<&Answer>) -> GuardDecision {
+    fn decide(
+        tool: &dyn Tool,
+        mode: PermissionMode,
+        args: Value,
+        grants: &[(String, String)],
+        answer: Option<&Answer>,
+    ) -> GuardDecision {
         let s = session(mode);
         PermissionGuard.before_tool_call(&GuardCall {
             tool,
@@ -198,34 +222,102 @@ mod tests {
     fn modes_decide_writes_and_shell() {
         let w = json!({"path": "a", "content": ""});
         let b = json!({"command": "ls"});
-        assert_eq!(decide(&ReadFile, PermissionMode::ReadOnly, json!({"path": "a"}), &[], None), GuardDecision::Allow);
-        assert!(matches!(decide(&Write, PermissionMode::Ask, w.clone(), &[], None), GuardDecision::Ask { .. }));
-        assert_eq!(decide(&Write, PermissionMode::AutoEdit, w.clone(), &[], None), GuardDecision::Allow);
-        assert!(matches!(decide(&Bash, PermissionMode::AutoEdit, b.clone(), &[], None), GuardDecision::Ask { .. }));
-        assert_eq!(decide(&Bash, PermissionMode::Auto, b.clone(), &[], None), GuardDecision::Allow);
-        assert!(matches!(decide(&Write, PermissionMode::ReadOnly, w, &[], None), GuardDecision::Deny(_)));
-        assert!(matches!(decide(&Bash, PermissionMode::ReadOnly, b, &[], None), GuardDecision::Deny(_)));
+        assert_eq!(
+            decide(
+                &ReadFile,
+                PermissionMode::ReadOnly,
+                json!({"path": "a"}),
+                &[],
+                None
+            ),
+            GuardDecision::Allow
+        );
+        assert!(matches!(
+            decide(&Write, PermissionMode::Ask, w.clone(), &[], None),
+            GuardDecision::Ask { .. }
+        ));
+        assert_eq!(
+            decide(&Write, PermissionMode::AutoEdit, w.clone(), &[], None),
+            GuardDecision::Allow
+        );
+        assert!(matches!(
+            decide(&Bash, PermissionMode::AutoEdit, b.clone(), &[], None),
+            GuardDecision::Ask { .. }
+        ));
+        assert_eq!(
+            decide(&Bash, PermissionMode::Auto, b.clone(), &[], None),
+            GuardDecision::Allow
+        );
+        assert!(matches!(
+            decide(&Write, PermissionMode::ReadOnly, w, &[], None),
+            GuardDecision::Deny(_)
+        ));
+        assert!(matches!(
+            decide(&Bash, PermissionMode::ReadOnly, b, &[], None),
+            GuardDecision::Deny(_)
+        ));
     }
 
     #[test]
     fn answers_and_grants() {
         let b = json!({"command": "cargo test -p x"});
-        assert_eq!(decide(&Bash, PermissionMode::Ask, b.clone(), &[], Some(&Answer::AllowOnce)), GuardDecision::Allow);
-        let denied = decide(&Bash, PermissionMode::Ask, b.clone(), &[], Some(&Answer::Deny { message: Some("use nextest".into()) }));
-        assert_eq!(denied, GuardDecision::Deny("The user denied this call: use nextest".into()));
+        assert_eq!(
+            decide(
+                &Bash,
+                PermissionMode::Ask,
+                b.clone(),
+                &[],
+                Some(&Answer::AllowOnce)
+            ),
+            GuardDecision::Allow
+        );
+        let denied = decide(
+            &Bash,
+            PermissionMode::Ask,
+            b.clone(),
+            &[],
+            Some(&Answer::Deny {
+                message: Some("use nextest".into()),
+            }),
+        );
+        assert_eq!(
+            denied,
+            GuardDecision::Deny("The user denied this call: use nextest".into())
+        );
         let grants = vec![("bash".to_string(), "cargo test".to_string())];
-        assert_eq!(decide(&Bash, PermissionMode::Ask, b, &grants, None), GuardDecision::Allow);
+        assert_eq!(
+            decide(&Bash, PermissionMode::Ask, b, &grants, None),
+            GuardDecision::Allow
+        );
         let chained = json!({"command": "cargo test; rm -rf /"});
-        assert!(matches!(decide(&Bash, PermissionMode::Ask, chained, &grants, None), GuardDecision::Ask { .. }));
+        assert!(matches!(
+            decide(&Bash, PermissionMode::Ask, chained, &grants, None),
+            GuardDecision::Ask { .. }
+        ));
         let other = json!({"command": "cargo testify"});
-        assert!(matches!(decide(&Bash, PermissionMode::Ask, other, &grants, None), GuardDecision::Ask { .. }));
+        assert!(matches!(
+            decide(&Bash, PermissionMode::Ask, other, &grants, None),
+            GuardDecision::Ask { .. }
+        ));
         let wgrant = vec![("write".to_string(), String::new())];
-        assert_eq!(decide(&Write, PermissionMode::Ask, json!({"path": "a", "content": ""}), &wgrant, None), GuardDecision::Allow);
+        assert_eq!(
+            decide(
+                &Write,
+                PermissionMode::Ask,
+                json!({"path": "a", "content": ""}),
+                &wgrant,
+                None
+            ),
+            GuardDecision::Allow
+        );
     }
 
     #[test]
     fn prefixes() {
-        assert_eq!(command_prefix("cargo test -p core").as_deref(), Some("cargo test"));
+        assert_eq!(
+            command_prefix("cargo test -p core").as_deref(),
+            Some("cargo test")
+        );
         assert_eq!(command_prefix("ls -la").as_deref(), Some("ls"));
         assert_eq!(command_prefix("echo one").as_deref(), Some("echo"));
         assert_eq!(command_prefix("make && rm x"), None);

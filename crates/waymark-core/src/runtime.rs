@@ -93,11 +93,17 @@ impl Runtime {
 
     /// Creates a session and opens it.
     pub fn create_session(&self, spec: SessionSpec) -> Result<SessionHandle> {
-        let ws = spec.workspace.clone().unwrap_or_else(|| self.opts.cwd.clone());
+        let ws = spec
+            .workspace
+            .clone()
+            .unwrap_or_else(|| self.opts.cwd.clone());
         let ws = self.opts.cwd.join(ws);
         let ws = ws.canonicalize().map_err(|e| Error::io(&ws, e))?;
         if !ws.is_dir() {
-            return Err(Error::Refused(format!("the workspace {} is not a folder", ws.display())));
+            return Err(Error::Refused(format!(
+                "the workspace {} is not a folder",
+                ws.display()
+            )));
         }
         let id = self.opts.ids.new_id("s");
         let sd = paths::session_dir(&self.opts.data_dir, &id);
@@ -105,11 +111,13 @@ impl Runtime {
         // Resolve before creating anything, so a bad spec leaves no half-made session.
         let resolved = self.provider(&model_spec, &ws, &sd)?;
         std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
-        let mode = spec.permission_mode.unwrap_or(self.opts.config.permission_mode);
+        let mode = spec
+            .permission_mode
+            .unwrap_or(self.opts.config.permission_mode);
         self.store.write(self.opts.clock.now_ms(), |tx| {
             tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)
         })?;
-        self.attach(&id, resolved, false)
+        self.attach(&id, resolved, false, spec.hold)
     }
 
     /// Reopens a stored session (taking its lease).
@@ -134,7 +142,7 @@ impl Runtime {
                 Ok(())
             })?;
         }
-        self.attach(id, resolved, true)
+        self.attach(id, resolved, true, spec.hold)
     }
 
     fn model_spec(&self, requested: Option<&str>, stored: Option<&str>) -> Result<String> {
@@ -150,16 +158,35 @@ impl Runtime {
             })
     }
 
-    fn provider(&self, spec: &str, ws: &Path, sd: &Path) -> Result<(String, Arc<dyn ModelProvider>)> {
+    fn provider(
+        &self,
+        spec: &str,
+        ws: &Path,
+        sd: &Path,
+    ) -> Result<(String, Arc<dyn ModelProvider>)> {
         if let Some(p) = &self.opts.provider_override {
             return Ok((spec.to_string(), p.clone()));
         }
         let env = self.opts.env.clone();
-        let r = resolve_model(spec, &self.opts.config, &move |k| env(k), &self.opts.cwd, ws, Some(sd), self.opts.http.clone())?;
+        let r = resolve_model(
+            spec,
+            &self.opts.config,
+            &move |k| env(k),
+            &self.opts.cwd,
+            ws,
+            Some(sd),
+            self.opts.http.clone(),
+        )?;
         Ok((r.spec, r.provider))
     }
 
-    fn attach(&self, id: &str, (model, provider): (String, Arc<dyn ModelProvider>), resumed: bool) -> Result<SessionHandle> {
+    fn attach(
+        &self,
+        id: &str,
+        (model, provider): (String, Arc<dyn ModelProvider>),
+        resumed: bool,
+        hold: bool,
+    ) -> Result<SessionHandle> {
         let owner = self.opts.ids.new_id("lease");
         let pid = i64::from(std::process::id());
         let stale = self.opts.lease_stale.as_millis() as i64;
@@ -168,15 +195,19 @@ impl Runtime {
         let (row, startup) = self.store.write(self.opts.clock.now_ms(), |tx| {
             tx.acquire_lease(id, &owner, pid, stale, &pid_alive)?;
             recover(tx, id)?;
-            let row = store::sessions::get(tx.conn(), id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
-            tx.emit(id, EventKind::SessionStarted {
-                workspace: row.workspace.clone(),
-                session_dir: sd.display().to_string(),
-                model: model.clone(),
-                permission_mode: row.permission_mode,
-                interaction_mode: row.interaction_mode,
-                resumed,
-            })?;
+            let row = store::sessions::get(tx.conn(), id)?
+                .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            tx.emit(
+                id,
+                EventKind::SessionStarted {
+                    workspace: row.workspace.clone(),
+                    session_dir: sd.display().to_string(),
+                    model: model.clone(),
+                    permission_mode: row.permission_mode,
+                    interaction_mode: row.interaction_mode,
+                    resumed,
+                },
+            )?;
             Ok(row)
         })?;
         let last_seq = startup.last().map(|e| e.seq).unwrap_or(0);
@@ -199,7 +230,13 @@ impl Runtime {
             events,
             last_seq: AtomicU64::new(last_seq),
         });
-        Ok(session::spawn(core, owner, self.opts.heartbeat, startup))
+        Ok(session::spawn(
+            core,
+            owner,
+            self.opts.heartbeat,
+            startup,
+            hold,
+        ))
     }
 
     /// All sessions, newest activity first.
@@ -217,9 +254,14 @@ impl Runtime {
             let (turns, usage) = store::turns::totals(c, id)?;
             Ok(SessionSnapshot {
                 summary,
-                session_dir: paths::session_dir(&self.opts.data_dir, id).display().to_string(),
+                session_dir: paths::session_dir(&self.opts.data_dir, id)
+                    .display()
+                    .to_string(),
                 messages: store::messages::list(c, id)?,
-                questionnaires: store::questionnaires::list(c, id)?.iter().map(|q| q.info()).collect(),
+                questionnaires: store::questionnaires::list(c, id)?
+                    .iter()
+                    .map(|q| q.info())
+                    .collect(),
                 turns,
                 usage,
                 last_seq: store::events::last_seq(c, id)?,
@@ -242,16 +284,24 @@ impl Runtime {
 /// without results get one saying the process stopped). Parked turns keep waiting.
 fn recover(tx: &mut Tx<'_>, id: &str) -> Result<()> {
     for t in store::turns::with_status(tx.conn(), id, "running")? {
-        crate::turn::close_unresolved(tx, id, t.id, "interrupted: the process driving the session stopped before this call finished")?;
+        crate::turn::close_unresolved(
+            tx,
+            id,
+            t.id,
+            "interrupted: the process driving the session stopped before this call finished",
+        )?;
         let row = tx.finish_turn(t.id, TurnEndReason::Aborted, None)?;
-        tx.emit(id, EventKind::TurnFinished {
-            turn_id: t.id,
-            reason: TurnEndReason::Aborted,
-            usage: row.usage,
-            steps: row.steps,
-            error: None,
-            recovered: true,
-        })?;
+        tx.emit(
+            id,
+            EventKind::TurnFinished {
+                turn_id: t.id,
+                reason: TurnEndReason::Aborted,
+                usage: row.usage,
+                steps: row.steps,
+                error: None,
+                recovered: true,
+            },
+        )?;
     }
     Ok(())
 }

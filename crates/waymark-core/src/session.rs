@@ -9,7 +9,7 @@ use crate::context::ReminderSource;
 use crate::error::{Error, Result};
 use crate::guard::ToolGuard;
 use crate::provider::ModelProvider;
-use crate::store::{self, Store, Tx, TurnStatus};
+use crate::store::{self, Store, TurnStatus, Tx};
 use crate::tools::ToolRegistry;
 use crate::turn::{self, TurnExit, TurnStart};
 use std::path::PathBuf;
@@ -33,15 +33,22 @@ pub struct SessionSpec {
     pub model: Option<String>,
     /// Permission mode; on reopen it replaces the stored one.
     pub permission_mode: Option<PermissionMode>,
+    /// Start no work until an `Op::Resume` arrives (to record an answer without running).
+    pub hold: bool,
 }
 
 /// What an op did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OpOutcome {
     /// A message entered the queue (or the same idempotency key found it there).
-    Admitted { message_id: i64, created: bool },
+    Admitted {
+        message_id: i64,
+        created: bool,
+    },
     /// A slash command ran; its output.
-    Command { output: String },
+    Command {
+        output: String,
+    },
     Answered,
     Done,
 }
@@ -149,6 +156,8 @@ pub(crate) struct Actor {
     heartbeat: Duration,
     running: Option<Running>,
     announced: Announced,
+    /// False while held: work starts only after `Op::Resume`.
+    auto_run: bool,
 }
 
 pub(crate) fn spawn(
@@ -156,6 +165,7 @@ pub(crate) fn spawn(
     lease_owner: String,
     heartbeat: Duration,
     startup: Vec<Event>,
+    hold: bool,
 ) -> SessionHandle {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let events = core.events.clone();
@@ -166,6 +176,7 @@ pub(crate) fn spawn(
         heartbeat,
         running: None,
         announced: Announced::Nothing,
+        auto_run: !hold,
     };
     let task = tokio::spawn(actor.run(ops_rx));
     SessionHandle {
@@ -246,7 +257,14 @@ impl Actor {
                 idempotency_key,
                 intent,
             } => {
-                let out = admit(&self.core, &text, source, position, idempotency_key.as_deref(), intent)?;
+                let out = admit(
+                    &self.core,
+                    &text,
+                    source,
+                    position,
+                    idempotency_key.as_deref(),
+                    intent,
+                )?;
                 if matches!(out, OpOutcome::Admitted { created: true, .. }) {
                     self.announced = Announced::Nothing;
                 }
@@ -264,7 +282,8 @@ impl Actor {
                 if let Some(r) = self.running.take() {
                     r.cancel.cancel();
                     if let Ok(Err(e)) = r.task.await {
-                        self.core.transient(EventKind::SessionError { error: e.info() });
+                        self.core
+                            .transient(EventKind::SessionError { error: e.info() });
                     }
                 } else {
                     abort_parked_turn(&self.core)?;
@@ -274,6 +293,7 @@ impl Actor {
             }
             Op::Resume => {
                 self.announced = Announced::Nothing;
+                self.auto_run = true;
                 Ok(OpOutcome::Done)
             }
             Op::Shutdown => Ok(OpOutcome::Done),
@@ -283,7 +303,7 @@ impl Actor {
     /// Starts the next piece of work if there is one, else says the session is idle or
     /// waiting (once).
     fn drive(&mut self) {
-        if self.running.is_some() {
+        if self.running.is_some() || !self.auto_run {
             return;
         }
         match self.next_work() {
@@ -296,7 +316,9 @@ impl Actor {
                 self.running = Some(Running { task, cancel });
             }
             Ok(None) => {}
-            Err(e) => self.core.transient(EventKind::SessionError { error: e.info() }),
+            Err(e) => self
+                .core
+                .transient(EventKind::SessionError { error: e.info() }),
         }
     }
 
@@ -312,10 +334,13 @@ impl Actor {
         if let Some(q) = pending {
             if self.announced != Announced::Waiting(q.id.clone()) {
                 self.core.write(|tx| {
-                    tx.emit(&sid, EventKind::SessionWaiting {
-                        questionnaire_id: q.id.clone(),
-                        kind: q.kind,
-                    })
+                    tx.emit(
+                        &sid,
+                        EventKind::SessionWaiting {
+                            questionnaire_id: q.id.clone(),
+                            kind: q.kind,
+                        },
+                    )
                 })?;
                 self.announced = Announced::Waiting(q.id);
             }
@@ -328,7 +353,8 @@ impl Actor {
             return Ok(Some(TurnStart::New(m)));
         }
         if self.announced != Announced::Idle {
-            self.core.write(|tx| tx.emit(&sid, EventKind::SessionIdle {}))?;
+            self.core
+                .write(|tx| tx.emit(&sid, EventKind::SessionIdle {}))?;
             self.announced = Announced::Idle;
         }
         Ok(None)
@@ -351,10 +377,13 @@ pub(crate) fn admit(
     {
         let output = core.write(|tx| {
             let out = core.commands.run(tx, sid, name, args)?;
-            tx.emit(sid, EventKind::CommandOutput {
-                command: name.to_string(),
-                text: out.clone(),
-            })?;
+            tx.emit(
+                sid,
+                EventKind::CommandOutput {
+                    command: name.to_string(),
+                    text: out.clone(),
+                },
+            )?;
             Ok(out)
         })?;
         return Ok(OpOutcome::Command { output });
@@ -375,13 +404,16 @@ pub(crate) fn admit(
     core.write(|tx| {
         let (m, created) = tx.insert_message(sid, source, text, position, key)?;
         if created {
-            tx.emit(sid, EventKind::MessageAdmitted {
-                message_id: m.id,
-                source,
-                text: text.to_string(),
-                position,
-                idempotency_key: key.map(str::to_string),
-            })?;
+            tx.emit(
+                sid,
+                EventKind::MessageAdmitted {
+                    message_id: m.id,
+                    source,
+                    text: text.to_string(),
+                    position,
+                    idempotency_key: key.map(str::to_string),
+                },
+            )?;
             if source == MessageSource::User {
                 let title: String = text.lines().next().unwrap_or("").chars().take(80).collect();
                 tx.set_title_if_missing(sid, &title)?;
@@ -420,17 +452,24 @@ fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result
         }
         tx.answer_questionnaire(id, answer)?;
         if q.kind == QuestionnaireKind::Permission && *answer == Answer::AllowForSession {
-            let tool = q.payload.get("tool").and_then(|v| v.as_str()).unwrap_or_default();
+            let tool = q
+                .payload
+                .get("tool")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
             // A shell command that chains or redirects has no prefix: allowed once only.
             if let Some(prefix) = q.payload.get("prefix").and_then(|v| v.as_str()) {
                 tx.add_grant(sid, tool, prefix)?;
             }
         }
-        tx.emit(sid, EventKind::QuestionnaireAnswered {
-            id: id.to_string(),
-            kind: q.kind,
-            answer: answer.clone(),
-        })
+        tx.emit(
+            sid,
+            EventKind::QuestionnaireAnswered {
+                id: id.to_string(),
+                kind: q.kind,
+                answer: answer.clone(),
+            },
+        )
     })
 }
 
@@ -447,22 +486,28 @@ fn abort_parked_turn(core: &SessionCore) -> Result<()> {
         for q in store::questionnaires::for_turn(tx.conn(), t.id)? {
             if q.status == "pending" {
                 tx.withdraw_questionnaire(&q.id)?;
-                tx.emit(&sid, EventKind::QuestionnaireAnswered {
-                    id: q.id.clone(),
-                    kind: q.kind,
-                    answer: Answer::Withdraw,
-                })?;
+                tx.emit(
+                    &sid,
+                    EventKind::QuestionnaireAnswered {
+                        id: q.id.clone(),
+                        kind: q.kind,
+                        answer: Answer::Withdraw,
+                    },
+                )?;
             }
         }
         turn::close_unresolved(tx, &sid, t.id, "not run: the user stopped the turn")?;
         let row = tx.finish_turn(t.id, TurnEndReason::Aborted, None)?;
-        tx.emit(&sid, EventKind::TurnFinished {
-            turn_id: t.id,
-            reason: TurnEndReason::Aborted,
-            usage: row.usage,
-            steps: row.steps,
-            error: None,
-            recovered: false,
-        })
+        tx.emit(
+            &sid,
+            EventKind::TurnFinished {
+                turn_id: t.id,
+                reason: TurnEndReason::Aborted,
+                usage: row.usage,
+                steps: row.steps,
+                error: None,
+                recovered: false,
+            },
+        )
     })
 }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::guard::{GuardCall, GuardDecision, run_chain};
 use crate::provider::{ModelResponse, StreamEvent, ToolSpec};
 use crate::session::SessionCore;
-use crate::store::{self, HistoryItem, MessageRow, ToolCallRecord, Tx, TurnRow, TurnStatus};
+use crate::store::{self, HistoryItem, MessageRow, ToolCallRecord, TurnRow, TurnStatus, Tx};
 use crate::tools::{ToolContext, ToolError, truncate_head};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,21 +41,32 @@ enum CallOutcome {
 }
 
 /// Runs (or resumes) a turn to its end or until it parks.
-pub(crate) async fn run(core: Arc<SessionCore>, start: TurnStart, cancel: CancellationToken) -> Result<TurnExit> {
+pub(crate) async fn run(
+    core: Arc<SessionCore>,
+    start: TurnStart,
+    cancel: CancellationToken,
+) -> Result<TurnExit> {
     let sid = core.id.clone();
     let (turn_id, source) = match start {
         TurnStart::New(m) => {
             let id = core.write(|tx| {
                 let id = tx.start_turn(&sid, m.id)?;
-                tx.append_history(&sid, Some(id), &HistoryItem::User {
-                    text: m.text.clone(),
-                    source: m.source,
-                })?;
-                tx.emit(&sid, EventKind::TurnStarted {
-                    turn_id: id,
-                    message_id: m.id,
-                    source: m.source,
-                })?;
+                tx.append_history(
+                    &sid,
+                    Some(id),
+                    &HistoryItem::User {
+                        text: m.text.clone(),
+                        source: m.source,
+                    },
+                )?;
+                tx.emit(
+                    &sid,
+                    EventKind::TurnStarted {
+                        turn_id: id,
+                        message_id: m.id,
+                        source: m.source,
+                    },
+                )?;
                 Ok(id)
             })?;
             (id, m.source)
@@ -80,7 +91,12 @@ pub(crate) async fn run(core: Arc<SessionCore>, start: TurnStart, cancel: Cancel
     }
 }
 
-async fn drive(core: &Arc<SessionCore>, turn_id: i64, source: MessageSource, cancel: &CancellationToken) -> Result<TurnExit> {
+async fn drive(
+    core: &Arc<SessionCore>,
+    turn_id: i64,
+    source: MessageSource,
+    cancel: &CancellationToken,
+) -> Result<TurnExit> {
     let sid = core.id.clone();
     let session = core
         .read(|c| store::sessions::get(c, &sid))?
@@ -113,7 +129,13 @@ async fn drive(core: &Arc<SessionCore>, turn_id: i64, source: MessageSource, can
             let mut terminate = false;
             for call in &pending {
                 if terminate {
-                    record_result(core, turn_id, call, ToolStatus::Error, "not run: an earlier tool call ended the turn".into())?;
+                    record_result(
+                        core,
+                        turn_id,
+                        call,
+                        ToolStatus::Error,
+                        "not run: an earlier tool call ended the turn".into(),
+                    )?;
                     continue;
                 }
                 if cancel.is_cancelled() {
@@ -133,39 +155,58 @@ async fn drive(core: &Arc<SessionCore>, turn_id: i64, source: MessageSource, can
         if cancel.is_cancelled() {
             return finish_aborted(core, turn_id);
         }
-        let steps = core.read(|c| store::turns::get(c, turn_id))?.map(|t| t.steps).unwrap_or(0);
+        let steps = core
+            .read(|c| store::turns::get(c, turn_id))?
+            .map(|t| t.steps)
+            .unwrap_or(0);
         if steps >= core.config.turn.max_steps {
             return finish(core, turn_id, TurnEndReason::StepCapped, None);
         }
         let history = core.read(|c| store::turns::history(c, &sid))?;
-        let window = core.config.turn.context_tokens.unwrap_or_else(|| core.provider.context_tokens());
+        let window = core
+            .config
+            .turn
+            .context_tokens
+            .unwrap_or_else(|| core.provider.context_tokens());
         let (request, elided) = context::build_request(RequestParts {
             system: context::system_prompt(&core.workspace, &core.session_dir),
             history: &history,
             current_turn: turn_id,
             reminders: reminders.as_deref(),
             tools: tool_specs(core),
-            budget_tokens: window.saturating_sub(u64::from(MAX_OUTPUT_TOKENS)).max(window / 2),
+            budget_tokens: window
+                .saturating_sub(u64::from(MAX_OUTPUT_TOKENS))
+                .max(window / 2),
             max_output_tokens: MAX_OUTPUT_TOKENS,
         });
         if elided.items != last_elided {
             last_elided = elided.items;
             core.write(|tx| {
-                tx.emit(&sid, EventKind::ContextElided {
-                    turn_id,
-                    items: elided.items,
-                    bytes: elided.bytes,
-                })
+                tx.emit(
+                    &sid,
+                    EventKind::ContextElided {
+                        turn_id,
+                        items: elided.items,
+                        bytes: elided.bytes,
+                    },
+                )
             })?;
         }
         let streamed = Mutex::new(String::new());
         let sink = |ev: StreamEvent| match ev {
             StreamEvent::Text(t) => {
-                streamed.lock().unwrap_or_else(|p| p.into_inner()).push_str(&t);
+                streamed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_str(&t);
                 core.transient(EventKind::AssistantDelta { turn_id, text: t });
             }
             StreamEvent::Reasoning(_) => {}
-            StreamEvent::Retry { attempt, wait, error } => core.transient(EventKind::ModelRetry {
+            StreamEvent::Retry {
+                attempt,
+                wait,
+                error,
+            } => core.transient(EventKind::ModelRetry {
                 attempt,
                 wait_ms: wait.as_millis() as u64,
                 error: error.info(),
@@ -208,57 +249,87 @@ fn tool_specs(core: &SessionCore) -> Vec<ToolSpec> {
 fn record_reply(core: &SessionCore, turn_id: i64, r: &ModelResponse) -> Result<()> {
     let sid = core.id.as_str();
     core.write(|tx| {
-        tx.append_history(sid, Some(turn_id), &HistoryItem::Assistant {
-            text: r.text.clone(),
-            reasoning: r.reasoning.clone(),
-            tool_calls: r.tool_calls.clone(),
-        })?;
+        tx.append_history(
+            sid,
+            Some(turn_id),
+            &HistoryItem::Assistant {
+                text: r.text.clone(),
+                reasoning: r.reasoning.clone(),
+                tool_calls: r.tool_calls.clone(),
+            },
+        )?;
         tx.record_step(turn_id, r.usage)?;
-        tx.emit(sid, EventKind::AssistantMessage {
-            turn_id,
-            text: r.text.clone(),
-            reasoning: r.reasoning.clone(),
-            tool_calls: r
-                .tool_calls
-                .iter()
-                .map(|c| ToolCallSummary {
+        tx.emit(
+            sid,
+            EventKind::AssistantMessage {
+                turn_id,
+                text: r.text.clone(),
+                reasoning: r.reasoning.clone(),
+                tool_calls: r
+                    .tool_calls
+                    .iter()
+                    .map(|c| ToolCallSummary {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                    })
+                    .collect(),
+                usage: r.usage,
+            },
+        )?;
+        for c in &r.tool_calls {
+            tx.emit(
+                sid,
+                EventKind::ToolCall {
+                    turn_id,
                     call_id: c.id.clone(),
                     name: c.name.clone(),
-                })
-                .collect(),
-            usage: r.usage,
-        })?;
-        for c in &r.tool_calls {
-            tx.emit(sid, EventKind::ToolCall {
-                turn_id,
-                call_id: c.id.clone(),
-                name: c.name.clone(),
-                arguments: c.arguments.clone(),
-            })?;
+                    arguments: c.arguments.clone(),
+                },
+            )?;
         }
         Ok(())
     })
 }
 
-fn record_result(core: &SessionCore, turn_id: i64, call: &ToolCallRecord, status: ToolStatus, content: String) -> Result<()> {
+fn record_result(
+    core: &SessionCore,
+    turn_id: i64,
+    call: &ToolCallRecord,
+    status: ToolStatus,
+    content: String,
+) -> Result<()> {
     let sid = core.id.as_str();
     core.write(|tx| write_result(tx, sid, turn_id, call, status, content))
 }
 
-fn write_result(tx: &mut Tx<'_>, sid: &str, turn_id: i64, call: &ToolCallRecord, status: ToolStatus, content: String) -> Result<()> {
-    tx.append_history(sid, Some(turn_id), &HistoryItem::ToolResult {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        status,
-        content: content.clone(),
-    })?;
-    tx.emit(sid, EventKind::ToolResult {
-        turn_id,
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        status,
-        content,
-    })
+fn write_result(
+    tx: &mut Tx<'_>,
+    sid: &str,
+    turn_id: i64,
+    call: &ToolCallRecord,
+    status: ToolStatus,
+    content: String,
+) -> Result<()> {
+    tx.append_history(
+        sid,
+        Some(turn_id),
+        &HistoryItem::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            status,
+            content: content.clone(),
+        },
+    )?;
+    tx.emit(
+        sid,
+        EventKind::ToolResult {
+            turn_id,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            status,
+            content,
+        },
+    )
 }
 
 /// Gives every call of the turn that has no result one saying why it did not run, so the
@@ -270,19 +341,31 @@ pub(crate) fn close_unresolved(tx: &mut Tx<'_>, sid: &str, turn_id: i64, why: &s
     Ok(())
 }
 
-async fn process_call(core: &SessionCore, turn_id: i64, call: &ToolCallRecord, ctx: &ToolContext) -> Result<CallOutcome> {
+async fn process_call(
+    core: &SessionCore,
+    turn_id: i64,
+    call: &ToolCallRecord,
+    ctx: &ToolContext,
+) -> Result<CallOutcome> {
     let sid = core.id.clone();
     let Some(tool) = core.tools.get(&call.name).cloned() else {
         let names: Vec<&str> = core.tools.iter().map(|t| t.name()).collect();
-        record_result(core, turn_id, call, ToolStatus::Error, format!(
-            "there is no tool named `{}`; the tools are: {}",
-            call.name,
-            names.join(", ")
-        ))?;
+        record_result(
+            core,
+            turn_id,
+            call,
+            ToolStatus::Error,
+            format!(
+                "there is no tool named `{}`; the tools are: {}",
+                call.name,
+                names.join(", ")
+            ),
+        )?;
         return Ok(CallOutcome::Done { terminate: false });
     };
     let (session, grants, answered) = core.read(|c| {
-        let s = store::sessions::get(c, &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+        let s =
+            store::sessions::get(c, &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
         let g = store::sessions::grants(c, &sid)?;
         let q = store::questionnaires::for_turn(c, turn_id)?
             .into_iter()
@@ -297,15 +380,20 @@ async fn process_call(core: &SessionCore, turn_id: i64, call: &ToolCallRecord, c
         core.write(|tx| tx.set_turn_status(turn_id, TurnStatus::Parked))?;
         return Ok(CallOutcome::Parked);
     }
-    let answer = answered.as_ref().and_then(|q| q.answer.as_ref().map(|a| (q.kind, a)));
-    let decision = run_chain(&core.guards, &GuardCall {
-        tool: tool.as_ref(),
-        call_id: &call.id,
-        arguments: &call.arguments,
-        session: &session,
-        grants: &grants,
-        answer,
-    });
+    let answer = answered
+        .as_ref()
+        .and_then(|q| q.answer.as_ref().map(|a| (q.kind, a)));
+    let decision = run_chain(
+        &core.guards,
+        &GuardCall {
+            tool: tool.as_ref(),
+            call_id: &call.id,
+            arguments: &call.arguments,
+            session: &session,
+            grants: &grants,
+            answer,
+        },
+    );
     match decision {
         GuardDecision::Deny(msg) => {
             record_result(core, turn_id, call, ToolStatus::Denied, msg)?;
@@ -322,11 +410,14 @@ async fn process_call(core: &SessionCore, turn_id: i64, call: &ToolCallRecord, c
                 }
                 tx.open_questionnaire(&qid, &sid, Some(turn_id), kind, &payload)?;
                 tx.set_turn_status(turn_id, TurnStatus::Parked)?;
-                tx.emit(&sid, EventKind::QuestionnaireOpened {
-                    id: qid.clone(),
-                    kind,
-                    payload,
-                })
+                tx.emit(
+                    &sid,
+                    EventKind::QuestionnaireOpened {
+                        id: qid.clone(),
+                        kind,
+                        payload,
+                    },
+                )
             })?;
             Ok(CallOutcome::Parked)
         }
@@ -335,11 +426,22 @@ async fn process_call(core: &SessionCore, turn_id: i64, call: &ToolCallRecord, c
             let limit = core.config.turn.tool_output_limit as usize;
             let hint = "Ask for less (a line range, a narrower pattern).";
             let (status, content, terminate) = match result {
-                Ok(out) => (ToolStatus::Ok, truncate_head(&out.content, limit, hint), out.terminate),
-                Err(ToolError::Model(m)) => (ToolStatus::Error, truncate_head(&m, limit, hint), false),
+                Ok(out) => (
+                    ToolStatus::Ok,
+                    truncate_head(&out.content, limit, hint),
+                    out.terminate,
+                ),
+                Err(ToolError::Model(m)) => {
+                    (ToolStatus::Error, truncate_head(&m, limit, hint), false)
+                }
                 Err(ToolError::Fatal(m)) => {
                     record_result(core, turn_id, call, ToolStatus::Error, m.clone())?;
-                    finish(core, turn_id, TurnEndReason::Error, Some(ErrorInfo::new("tool_failed", m)))?;
+                    finish(
+                        core,
+                        turn_id,
+                        TurnEndReason::Error,
+                        Some(ErrorInfo::new("tool_failed", m)),
+                    )?;
                     return Ok(CallOutcome::Aborted);
                 }
             };
@@ -353,7 +455,9 @@ async fn process_call(core: &SessionCore, turn_id: i64, call: &ToolCallRecord, c
 }
 
 fn finish_aborted(core: &SessionCore, turn_id: i64) -> Result<TurnExit> {
-    let open = core.read(|c| store::turns::get(c, turn_id))?.map(|t| t.status);
+    let open = core
+        .read(|c| store::turns::get(c, turn_id))?
+        .map(|t| t.status);
     if open == Some(TurnStatus::Finished) {
         // A fatal tool error already closed it.
         return Ok(TurnExit::Finished(TurnEndReason::Error));
@@ -362,7 +466,12 @@ fn finish_aborted(core: &SessionCore, turn_id: i64) -> Result<TurnExit> {
 }
 
 /// Ends the turn (closing unresolved calls) and reports it.
-pub(crate) fn finish(core: &SessionCore, turn_id: i64, reason: TurnEndReason, error: Option<ErrorInfo>) -> Result<TurnExit> {
+pub(crate) fn finish(
+    core: &SessionCore,
+    turn_id: i64,
+    reason: TurnEndReason,
+    error: Option<ErrorInfo>,
+) -> Result<TurnExit> {
     let sid = core.id.as_str();
     core.write(|tx| {
         let why = match reason {
@@ -371,14 +480,17 @@ pub(crate) fn finish(core: &SessionCore, turn_id: i64, reason: TurnEndReason, er
         };
         close_unresolved(tx, sid, turn_id, why)?;
         let row = tx.finish_turn(turn_id, reason, error.as_ref())?;
-        tx.emit(sid, EventKind::TurnFinished {
-            turn_id,
-            reason,
-            usage: row.usage,
-            steps: row.steps,
-            error: error.clone(),
-            recovered: false,
-        })
+        tx.emit(
+            sid,
+            EventKind::TurnFinished {
+                turn_id,
+                reason,
+                usage: row.usage,
+                steps: row.steps,
+                error: error.clone(),
+                recovered: false,
+            },
+        )
     })?;
     Ok(TurnExit::Finished(reason))
 }

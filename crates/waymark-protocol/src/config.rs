@@ -114,7 +114,11 @@ impl Config {
         let de = &mut serde_json::Deserializer::from_str(text);
         let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
-            let key = if path == "." { "(file)".to_string() } else { path };
+            let key = if path == "." {
+                "(file)".to_string()
+            } else {
+                path
+            };
             ConfigError::new(key, e.into_inner().to_string())
         })?;
         config.validate()?;
@@ -125,7 +129,12 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let t = &self.turn;
         range("turn.max_steps", u64::from(t.max_steps), 1, 1000)?;
-        range("turn.tool_output_limit", t.tool_output_limit, 1024, 10_000_000)?;
+        range(
+            "turn.tool_output_limit",
+            t.tool_output_limit,
+            1024,
+            10_000_000,
+        )?;
         range("turn.bash_timeout_ms", t.bash_timeout_ms, 100, 3_600_000)?;
         if let Some(c) = t.context_tokens {
             range("turn.context_tokens", c, 1000, 10_000_000)?;

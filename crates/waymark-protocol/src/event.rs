@@ -3,8 +3,8 @@
 //! are streamed but not written to the log: they repeat the `seq` of the last logged event.
 
 use crate::{
-    Answer, ErrorInfo, InteractionMode, MessageSource, PermissionMode, Position,
-    QuestionnaireKind, ToolStatus, TurnEndReason, Usage,
+    Answer, ErrorInfo, InteractionMode, MessageSource, PermissionMode, Position, QuestionnaireKind,
+    ToolStatus, TurnEndReason, Usage,
 };
 use serde::{Deserialize, Serialize};
 

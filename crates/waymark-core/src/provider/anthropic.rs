@@ -48,7 +48,11 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
                 text, tool_calls, ..
             } => {
                 if !text.is_empty() || tool_calls.is_empty() {
-                    let t = if text.is_empty() { "(no reply)" } else { text.as_str() };
+                    let t = if text.is_empty() {
+                        "(no reply)"
+                    } else {
+                        text.as_str()
+                    };
                     push("assistant", json!({"type": "text", "text": t}));
                 }
                 for c in tool_calls {
@@ -97,7 +101,11 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
 enum Block {
     Text,
     Thinking,
-    ToolUse { id: String, name: String, json: String },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
 }
 
 /// Folds Messages stream events into a reply.
@@ -137,8 +145,16 @@ impl EventFolder {
                 let cb = ev.get("content_block").cloned().unwrap_or(Value::Null);
                 let block = match cb.get("type").and_then(Value::as_str) {
                     Some("tool_use") => Block::ToolUse {
-                        id: cb.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        name: cb.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        id: cb
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        name: cb
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
                         json: String::new(),
                     },
                     Some("thinking") | Some("redacted_thinking") => Block::Thinking,
@@ -157,7 +173,13 @@ impl EventFolder {
             "content_block_delta" => {
                 let index = n(ev.get("index")).unwrap_or(0);
                 let delta = ev.get("delta").cloned().unwrap_or(Value::Null);
-                let s = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let s = |k: &str| {
+                    delta
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
                 match delta.get("type").and_then(Value::as_str).unwrap_or("") {
                     "text_delta" => {
                         let t = s("text");
@@ -187,7 +209,11 @@ impl EventFolder {
                         return Err(ProviderError::bad_response("a tool_use block has no name"));
                     }
                     self.calls.push(ToolCallRecord {
-                        id: if id.is_empty() { format!("toolu_{index}") } else { id },
+                        id: if id.is_empty() {
+                            format!("toolu_{index}")
+                        } else {
+                            id
+                        },
                         name,
                         arguments: parse_arguments(&json),
                     });
@@ -206,7 +232,10 @@ impl EventFolder {
             }
             "message_stop" => self.done = true,
             "error" => {
-                let kind_s = ev.pointer("/error/type").and_then(Value::as_str).unwrap_or("");
+                let kind_s = ev
+                    .pointer("/error/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 let msg = ev
                     .pointer("/error/message")
                     .and_then(Value::as_str)
@@ -217,7 +246,10 @@ impl EventFolder {
                     "invalid_request_error" => ProviderErrorKind::RequestRejected,
                     _ => ProviderErrorKind::ServerError,
                 };
-                return Err(ProviderError::new(kind, format!("the model stream reported {kind_s}: {msg}")));
+                return Err(ProviderError::new(
+                    kind,
+                    format!("the model stream reported {kind_s}: {msg}"),
+                ));
             }
             // `ping` and unknown event types are ignored.
             _ => {}
@@ -271,9 +303,16 @@ impl ModelProvider for AnthropicProvider {
                 headers.push(("x-api-key", k.clone()));
             }
             let url = format!("{}/v1/messages", ep.base_url);
-            let mut events =
-                http::post_sse(&self.client, &url, &headers, &body, &self.opts, &ep.key_hint, sink)
-                    .await?;
+            let mut events = http::post_sse(
+                &self.client,
+                &url,
+                &headers,
+                &body,
+                &self.opts,
+                &ep.key_hint,
+                sink,
+            )
+            .await?;
             let mut folder = EventFolder::default();
             while let Some(ev) = events.next().await {
                 folder.push(&ev?.data, sink)?;
@@ -327,12 +366,30 @@ mod tests {
                     text: String::new(),
                     reasoning: None,
                     tool_calls: vec![
-                        ToolCallRecord { id: "a".into(), name: "x".into(), arguments: json!({}) },
-                        ToolCallRecord { id: "b".into(), name: "y".into(), arguments: json!({}) },
+                        ToolCallRecord {
+                            id: "a".into(),
+                            name: "x".into(),
+                            arguments: json!({}),
+                        },
+                        ToolCallRecord {
+                            id: "b".into(),
+                            name: "y".into(),
+                            arguments: json!({}),
+                        },
                     ],
                 },
-                ModelMessage::ToolResult { call_id: "a".into(), name: "x".into(), content: "1".into(), is_error: false },
-                ModelMessage::ToolResult { call_id: "b".into(), name: "y".into(), content: "2".into(), is_error: true },
+                ModelMessage::ToolResult {
+                    call_id: "a".into(),
+                    name: "x".into(),
+                    content: "1".into(),
+                    is_error: false,
+                },
+                ModelMessage::ToolResult {
+                    call_id: "b".into(),
+                    name: "y".into(),
+                    content: "2".into(),
+                    is_error: true,
+                },
             ],
             tools: vec![],
             max_output_tokens: 100,
@@ -350,8 +407,14 @@ mod tests {
     fn missing_message_stop_is_bad_response() {
         let mut f = EventFolder::default();
         let sink = |_: StreamEvent| {};
-        f.push(r#"{"type":"message_start","message":{"usage":{"input_tokens":1}}}"#, &sink)
-            .unwrap();
-        assert_eq!(f.finish(0).unwrap_err().kind, ProviderErrorKind::BadResponse);
+        f.push(
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":1}}}"#,
+            &sink,
+        )
+        .unwrap();
+        assert_eq!(
+            f.finish(0).unwrap_err().kind,
+            ProviderErrorKind::BadResponse
+        );
     }
 }

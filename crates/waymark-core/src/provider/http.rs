@@ -114,7 +114,9 @@ pub(crate) async fn post_sse(
             Ok(None) => None,
             Ok(Some(Ok(ev))) => Some((Ok(ev), events)),
             Ok(Some(Err(e))) => Some((
-                Err(ProviderError::bad_response(format!("the event stream broke: {e}"))),
+                Err(ProviderError::bad_response(format!(
+                    "the event stream broke: {e}"
+                ))),
                 events,
             )),
         }
@@ -130,7 +132,10 @@ async fn send_once(
     opts: &HttpOptions,
     key_hint: &str,
 ) -> Result<reqwest::Response, ProviderError> {
-    let mut req = client.post(url).json(body).header("accept", "text/event-stream");
+    let mut req = client
+        .post(url)
+        .json(body)
+        .header("accept", "text/event-stream");
     for (k, v) in headers {
         req = req.header(*k, v);
     }
@@ -171,7 +176,9 @@ async fn send_once(
         ),
         401 | 403 => ProviderError::new(
             ProviderErrorKind::Auth,
-            format!("the provider refused the credentials (HTTP {code}): {detail}; check {key_hint}"),
+            format!(
+                "the provider refused the credentials (HTTP {code}): {detail}; check {key_hint}"
+            ),
         ),
         402 => ProviderError::new(
             ProviderErrorKind::QuotaExhausted,
@@ -208,16 +215,25 @@ fn is_quota(body: &str) -> bool {
 
 /// The human part of an error body (`error.message` when it is JSON), kept short.
 pub(crate) fn error_detail(body: &str) -> String {
-    let from_json = serde_json::from_str::<serde_json::Value>(body).ok().and_then(|v| {
-        v.pointer("/error/message")
-            .or_else(|| v.get("message"))
-            .and_then(|m| m.as_str())
-            .map(str::to_string)
-    });
+    let from_json = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        });
     let text = from_json.unwrap_or_else(|| body.trim().to_string());
-    let text = if text.is_empty() { "(empty body)".to_string() } else { text };
+    let text = if text.is_empty() {
+        "(empty body)".to_string()
+    } else {
+        text
+    };
     if text.len() > 500 {
-        let cut = (0..=500).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+        let cut = (0..=500)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
         format!("{}…", &text[..cut])
     } else {
         text
@@ -245,7 +261,10 @@ mod tests {
 
     #[test]
     fn error_detail_prefers_json_message_and_truncates() {
-        assert_eq!(error_detail(r#"{"error":{"message":"bad key"}}"#), "bad key");
+        assert_eq!(
+            error_detail(r#"{"error":{"message":"bad key"}}"#),
+            "bad key"
+        );
         assert_eq!(error_detail(""), "(empty body)");
         let long = "é".repeat(400);
         assert!(error_detail(&long).ends_with('…'));

@@ -3,8 +3,8 @@
 
 use super::http::{self, HttpOptions};
 use super::{
-    Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError, ProviderErrorKind,
-    StreamEvent, StreamSink, parse_arguments,
+    Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError,
+    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments,
 };
 use crate::store::ToolCallRecord;
 use futures_util::StreamExt;
@@ -12,7 +12,6 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use waymark_protocol::{RouteKind, Usage};
-
 
 /// A Chat Completions endpoint.
 pub struct OpenAiProvider {
@@ -135,7 +134,10 @@ impl ChunkFolder {
             } else {
                 ProviderErrorKind::ServerError
             };
-            return Err(ProviderError::new(kind, format!("the model stream reported an error: {msg}")));
+            return Err(ProviderError::new(
+                kind,
+                format!("the model stream reported an error: {msg}"),
+            ));
         }
         if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
             self.usage = Some(parse_usage(u));
@@ -148,7 +150,9 @@ impl ChunkFolder {
             if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
                 self.finished = true;
             }
-            let Some(delta) = choice.get("delta") else { continue };
+            let Some(delta) = choice.get("delta") else {
+                continue;
+            };
             if let Some(t) = delta.get("content").and_then(Value::as_str)
                 && !t.is_empty()
             {
@@ -170,7 +174,10 @@ impl ChunkFolder {
                 .flatten()
                 .enumerate()
             {
-                let index = tc.get("index").and_then(Value::as_u64).unwrap_or(pos as u64);
+                let index = tc
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(pos as u64);
                 let slot = self.calls.entry(index).or_default();
                 if let Some(id) = tc.get("id").and_then(Value::as_str)
                     && !id.is_empty()
@@ -228,7 +235,9 @@ fn parse_usage(u: &Value) -> Usage {
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     Usage {
         input_tokens: n(u.get("prompt_tokens").or_else(|| u.get("input_tokens"))),
-        output_tokens: n(u.get("completion_tokens").or_else(|| u.get("output_tokens"))),
+        output_tokens: n(u
+            .get("completion_tokens")
+            .or_else(|| u.get("output_tokens"))),
         cached_tokens: n(u
             .pointer("/prompt_tokens_details/cached_tokens")
             .or_else(|| u.get("cached_tokens"))),
@@ -239,7 +248,10 @@ pub(crate) fn clip(s: &str) -> String {
     if s.len() <= 200 {
         return s.to_string();
     }
-    let cut = (0..=200).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+    let cut = (0..=200)
+        .rev()
+        .find(|i| s.is_char_boundary(*i))
+        .unwrap_or(0);
     format!("{}…", &s[..cut])
 }
 
@@ -269,9 +281,16 @@ impl ModelProvider for OpenAiProvider {
                 headers.push(("authorization", format!("Bearer {k}")));
             }
             let url = format!("{}/chat/completions", ep.base_url);
-            let mut events =
-                http::post_sse(&self.client, &url, &headers, &body, &self.opts, &ep.key_hint, sink)
-                    .await?;
+            let mut events = http::post_sse(
+                &self.client,
+                &url,
+                &headers,
+                &body,
+                &self.opts,
+                &ep.key_hint,
+                sink,
+            )
+            .await?;
             let mut folder = ChunkFolder::default();
             while let Some(ev) = events.next().await {
                 folder.push(&ev?.data, sink)?;
@@ -311,7 +330,14 @@ mod tests {
         assert_eq!(r.tool_calls.len(), 2);
         assert_eq!(r.tool_calls[0].arguments, json!({"path": "x"}));
         assert_eq!(r.tool_calls[1].name, "list_dir");
-        assert_eq!(r.usage, Usage { input_tokens: 10, output_tokens: 4, cached_tokens: 3 });
+        assert_eq!(
+            r.usage,
+            Usage {
+                input_tokens: 10,
+                output_tokens: 4,
+                cached_tokens: 3
+            }
+        );
     }
 
     #[test]

@@ -89,7 +89,10 @@ impl Script {
         let text = std::fs::read_to_string(path).map_err(|e| {
             ProviderError::new(
                 ProviderErrorKind::RequestRejected,
-                format!("cannot read the scripted model file {}: {e}", path.display()),
+                format!(
+                    "cannot read the scripted model file {}: {e}",
+                    path.display()
+                ),
             )
         })?;
         serde_json::from_str(&text).map_err(|e| {
@@ -132,7 +135,9 @@ impl ScriptedProvider {
             label: label.to_string(),
             script,
             workspace: workspace.display().to_string(),
-            session_dir: session_dir.map(|d| d.display().to_string()).unwrap_or_default(),
+            session_dir: session_dir
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
             cursor: Mutex::new(cursor),
             cursor_file,
         }
@@ -180,7 +185,9 @@ impl ScriptedProvider {
                     .replace("${session_dir}", &self.session_dir),
             ),
             Value::Array(a) => Value::Array(a.iter().map(|x| self.expand(x)).collect()),
-            Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), self.expand(x))).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.expand(x))).collect())
+            }
             other => other.clone(),
         }
     }
@@ -238,10 +245,19 @@ impl ModelProvider for ScriptedProvider {
             }
             if let Some(e) = r.error {
                 let (kind, msg) = match e {
-                    ScriptError::RateLimited => (ProviderErrorKind::RateLimited, "rate limited (scripted)"),
-                    ScriptError::QuotaExhausted => (ProviderErrorKind::QuotaExhausted, "quota used up (scripted)"),
-                    ScriptError::ServerError => (ProviderErrorKind::ServerError, "server error (scripted)"),
-                    ScriptError::BadResponse => (ProviderErrorKind::BadResponse, "malformed reply (scripted)"),
+                    ScriptError::RateLimited => {
+                        (ProviderErrorKind::RateLimited, "rate limited (scripted)")
+                    }
+                    ScriptError::QuotaExhausted => (
+                        ProviderErrorKind::QuotaExhausted,
+                        "quota used up (scripted)",
+                    ),
+                    ScriptError::ServerError => {
+                        (ProviderErrorKind::ServerError, "server error (scripted)")
+                    }
+                    ScriptError::BadResponse => {
+                        (ProviderErrorKind::BadResponse, "malformed reply (scripted)")
+                    }
                 };
                 return Err(ProviderError::new(kind, msg));
             }
@@ -316,27 +332,38 @@ mod tests {
         let sink = |e: StreamEvent| deltas.lock().unwrap().push(e);
         let r = p.call(&req(CallPurpose::Main), &sink).await.unwrap();
         assert!(deltas.lock().unwrap().len() > 1);
-        assert_eq!(r.tool_calls[0].arguments["path"], format!("{}/artifacts/plan.md", dir.path().display()));
+        assert_eq!(
+            r.tool_calls[0].arguments["path"],
+            format!("{}/artifacts/plan.md", dir.path().display())
+        );
         assert!(r.usage.output_tokens > 0);
         let v = p.call(&req(CallPurpose::Verifier), &sink).await.unwrap();
         assert_eq!(v.text, "VERDICT: PASS");
         // A new provider on the same session dir continues where the last one stopped.
         let s2 = script(r#"{"responses":[{"text":"a"},{"text":"done"}]}"#);
         let p2 = ScriptedProvider::new("scripted:x", s2, Path::new("/ws"), Some(dir.path()));
-        assert_eq!(p2.call(&req(CallPurpose::Main), &sink).await.unwrap().text, "done");
+        assert_eq!(
+            p2.call(&req(CallPurpose::Main), &sink).await.unwrap().text,
+            "done"
+        );
         let e = p2.call(&req(CallPurpose::Main), &sink).await.unwrap_err();
         assert_eq!(e.kind, ProviderErrorKind::ScriptExhausted);
     }
 
     #[tokio::test]
     async fn repeat_last_and_typed_errors() {
-        let s = script(r#"{"responses":[{"error":"rate_limited"},{"text":"x"}],"when_exhausted":"repeat_last"}"#);
+        let s = script(
+            r#"{"responses":[{"error":"rate_limited"},{"text":"x"}],"when_exhausted":"repeat_last"}"#,
+        );
         let p = ScriptedProvider::new("scripted", s, Path::new("/ws"), None);
         let sink = |_: StreamEvent| {};
         let e = p.call(&req(CallPurpose::Main), &sink).await.unwrap_err();
         assert_eq!(e.kind, ProviderErrorKind::RateLimited);
         for _ in 0..3 {
-            assert_eq!(p.call(&req(CallPurpose::Main), &sink).await.unwrap().text, "x");
+            assert_eq!(
+                p.call(&req(CallPurpose::Main), &sink).await.unwrap().text,
+                "x"
+            );
         }
     }
 
@@ -346,7 +373,10 @@ mod tests {
         let f = dir.path().join("bad.json");
         std::fs::write(&f, r#"{"responses": [{"txt": "typo"}]}"#).unwrap();
         let e = Script::from_file(&f).unwrap_err();
-        assert!(e.message.contains("bad.json") && e.message.contains("txt"), "{e}");
+        assert!(
+            e.message.contains("bad.json") && e.message.contains("txt"),
+            "{e}"
+        );
     }
 
     #[test]

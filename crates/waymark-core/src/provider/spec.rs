@@ -42,7 +42,9 @@ pub fn resolve_model(
                 return Err(bad("name the script file: scripted:<path>".into()));
             }
             let path = cwd.join(rest);
-            let path = path.canonicalize().map_err(|e| bad(format!("{}: {e}", path.display())))?;
+            let path = path
+                .canonicalize()
+                .map_err(|e| bad(format!("{}: {e}", path.display())))?;
             let script = Script::from_file(&path)?;
             let spec = format!("scripted:{}", path.display());
             return Ok(ResolvedModel {
@@ -55,8 +57,18 @@ pub fn resolve_model(
                 return Err(bad(format!("name the model: {kind}:<model>")));
             }
             let (base_env, key_env, default_base, ctx) = match kind {
-                "openai" => ("OPENAI_BASE_URL", Some("OPENAI_API_KEY"), "https://api.openai.com/v1", 128_000),
-                "anthropic" => ("ANTHROPIC_BASE_URL", Some("ANTHROPIC_API_KEY"), "https://api.anthropic.com", 200_000),
+                "openai" => (
+                    "OPENAI_BASE_URL",
+                    Some("OPENAI_API_KEY"),
+                    "https://api.openai.com/v1",
+                    128_000,
+                ),
+                "anthropic" => (
+                    "ANTHROPIC_BASE_URL",
+                    Some("ANTHROPIC_API_KEY"),
+                    "https://api.anthropic.com",
+                    200_000,
+                ),
                 _ => ("OLLAMA_BASE_URL", None, "http://localhost:11434/v1", 32_000),
             };
             let base = env(base_env).filter(|b| !b.is_empty());
@@ -67,12 +79,17 @@ pub fn resolve_model(
             {
                 return Err(Error::Provider(super::ProviderError::new(
                     super::ProviderErrorKind::Auth,
-                    format!("{k} is not set: export your API key, or set {base_env} for a server that needs none"),
+                    format!(
+                        "{k} is not set: export your API key, or set {base_env} for a server that needs none"
+                    ),
                 )));
             }
             let endpoint = Endpoint {
                 label: kind.to_string(),
-                base_url: base.unwrap_or_else(|| default_base.to_string()).trim_end_matches('/').to_string(),
+                base_url: base
+                    .unwrap_or_else(|| default_base.to_string())
+                    .trim_end_matches('/')
+                    .to_string(),
                 model: rest.to_string(),
                 api_key,
                 key_hint: key_env.unwrap_or("the server settings").to_string(),
@@ -87,7 +104,9 @@ pub fn resolve_model(
             };
             let model = if rest.is_empty() {
                 p.model.clone().ok_or_else(|| {
-                    bad(format!("provider `{name}` has no default model: use {name}:<model>"))
+                    bad(format!(
+                        "provider `{name}` has no default model: use {name}:<model>"
+                    ))
                 })?
             } else {
                 rest.to_string()
@@ -106,9 +125,16 @@ pub fn resolve_model(
                 base_url: p.base_url.trim_end_matches('/').to_string(),
                 model,
                 api_key,
-                key_hint: p.api_key_env.clone().unwrap_or_else(|| "the provider settings".into()),
+                key_hint: p
+                    .api_key_env
+                    .clone()
+                    .unwrap_or_else(|| "the provider settings".into()),
                 route: p.route,
-                context_tokens: config.turn.context_tokens.or(p.context_tokens).unwrap_or(128_000),
+                context_tokens: config
+                    .turn
+                    .context_tokens
+                    .or(p.context_tokens)
+                    .unwrap_or(128_000),
             };
             wire(p.kind == ProviderKind::Anthropic, endpoint, opts)?
         }
@@ -132,9 +158,20 @@ mod tests {
     use super::*;
 
     fn resolve(spec: &str, config: &Config, vars: &[(&str, &str)]) -> Result<ResolvedModel> {
-        let vars: Vec<(String, String)> = vars.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         let env = move |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        resolve_model(spec, config, &env, Path::new("/"), Path::new("/ws"), None, HttpOptions::default())
+        resolve_model(
+            spec,
+            config,
+            &env,
+            Path::new("/"),
+            Path::new("/ws"),
+            None,
+            HttpOptions::default(),
+        )
     }
 
     #[test]
@@ -144,7 +181,14 @@ mod tests {
         assert_eq!(e.code(), "auth");
         assert!(e.to_string().contains("OPENAI_API_KEY"));
         assert!(resolve("openai:gpt-x", &c, &[("OPENAI_API_KEY", "k")]).is_ok());
-        assert!(resolve("openai:local", &c, &[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")]).is_ok());
+        assert!(
+            resolve(
+                "openai:local",
+                &c,
+                &[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")]
+            )
+            .is_ok()
+        );
         let r = resolve("ollama:llama3", &c, &[]).unwrap();
         assert_eq!(r.provider.describe(), "ollama:llama3");
         assert_eq!(r.provider.route(), RouteKind::OwnKey);
@@ -166,7 +210,12 @@ mod tests {
     #[test]
     fn unknown_or_incomplete_specs_are_clear_errors() {
         let c = Config::default();
-        for spec in ["gpt4", "openai:", "scripted:", "scripted:/no/such/file.json"] {
+        for spec in [
+            "gpt4",
+            "openai:",
+            "scripted:",
+            "scripted:/no/such/file.json",
+        ] {
             let e = resolve(spec, &c, &[]).err().unwrap();
             assert_eq!(e.code(), "invalid_model_spec", "{spec}: {e}");
         }

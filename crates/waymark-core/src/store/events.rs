@@ -4,7 +4,12 @@ use crate::error::{Error, Result};
 use rusqlite::{Connection, params};
 use waymark_protocol::{Event, EventKind};
 
-pub(super) fn append(conn: &Connection, session_id: &str, ts: i64, kind: EventKind) -> Result<Event> {
+pub(super) fn append(
+    conn: &Connection,
+    session_id: &str,
+    ts: i64,
+    kind: EventKind,
+) -> Result<Event> {
     let seq = last_seq(conn, session_id)? + 1;
     let json = serde_json::to_string(&kind).map_err(|e| Error::Corrupt(e.to_string()))?;
     conn.prepare_cached(
@@ -33,7 +38,11 @@ pub fn list(conn: &Connection, session_id: &str, after: u64, limit: u64) -> Resu
         "SELECT seq, ts, json FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     )?;
     let rows = stmt.query_map(params![session_id, after as i64, limit as i64], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+        ))
     })?;
     let mut out = Vec::new();
     for row in rows {

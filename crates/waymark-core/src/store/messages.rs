@@ -140,7 +140,9 @@ pub fn get(conn: &Connection, id: i64) -> Result<Option<MessageRow>> {
 /// Number of queued messages.
 pub fn queued_count(conn: &Connection, session_id: &str) -> Result<u64> {
     let n: i64 = conn
-        .prepare_cached("SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND status = 'queued'")?
+        .prepare_cached(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND status = 'queued'",
+        )?
         .query_row([session_id], |r| r.get(0))?;
     Ok(n as u64)
 }
@@ -176,10 +178,12 @@ mod tests {
         let s = make_session(&store);
         let add = |text: &str, pos| {
             store
-                .write(1, |tx| tx.insert_message(&s, MessageSource::User, text, pos, None))
+                .write(1, |tx| {
+                    tx.insert_message(&s, MessageSource::User, text, pos, None)
+                })
                 .unwrap()
                 .0
-                 .0
+                .0
         };
         add("a", Position::Tail);
         add("b", Position::Tail);
@@ -201,14 +205,26 @@ mod tests {
         let s = make_session(&store);
         let (first, created) = store
             .write(1, |tx| {
-                tx.insert_message(&s, MessageSource::Questionnaire, "x", Position::Head, Some("k"))
+                tx.insert_message(
+                    &s,
+                    MessageSource::Questionnaire,
+                    "x",
+                    Position::Head,
+                    Some("k"),
+                )
             })
             .unwrap()
             .0;
         assert!(created);
         let (again, created) = store
             .write(1, |tx| {
-                tx.insert_message(&s, MessageSource::Questionnaire, "y", Position::Head, Some("k"))
+                tx.insert_message(
+                    &s,
+                    MessageSource::Questionnaire,
+                    "y",
+                    Position::Head,
+                    Some("k"),
+                )
             })
             .unwrap()
             .0;

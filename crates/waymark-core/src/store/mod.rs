@@ -71,7 +71,11 @@ impl Store {
 
     /// Runs `f` in one write transaction at time `now`; returns its value and the events it
     /// appended, after commit.
-    pub fn write<T>(&self, now: i64, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<(T, Vec<Event>)> {
+    pub fn write<T>(
+        &self,
+        now: i64,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<(T, Vec<Event>)> {
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut t = Tx {
@@ -133,7 +137,10 @@ fn migrate(conn: &mut Connection, label: &str) -> Result<()> {
             version,
             message: e.to_string(),
         })?;
-        tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [version])?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [version],
+        )?;
         tx.commit()?;
     }
     Ok(())

@@ -120,11 +120,13 @@ impl super::Tx<'_> {
 }
 
 pub fn get(conn: &Connection, id: &str) -> Result<Option<QuestionnaireRow>> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM questionnaires WHERE id = ?1"))?
-        .query_row([id], row)
-        .optional()?
-        .map(decode)
-        .transpose()
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM questionnaires WHERE id = ?1"
+    ))?
+    .query_row([id], row)
+    .optional()?
+    .map(decode)
+    .transpose()
 }
 
 /// The oldest pending questionnaire of the session.
@@ -169,7 +171,9 @@ mod tests {
         let s = make_session(&store);
         let payload = serde_json::json!({"tool": "bash"});
         store
-            .write(1, |tx| tx.open_questionnaire("q1", &s, None, QuestionnaireKind::Permission, &payload))
+            .write(1, |tx| {
+                tx.open_questionnaire("q1", &s, None, QuestionnaireKind::Permission, &payload)
+            })
             .unwrap();
         assert_eq!(store.read(|c| pending(c, &s)).unwrap().unwrap().id, "q1");
         store
@@ -191,7 +195,13 @@ mod tests {
         let s = make_session(&store);
         store
             .write(1, |tx| {
-                tx.open_questionnaire("q2", &s, None, QuestionnaireKind::PlanApproval, &serde_json::json!({}))?;
+                tx.open_questionnaire(
+                    "q2",
+                    &s,
+                    None,
+                    QuestionnaireKind::PlanApproval,
+                    &serde_json::json!({}),
+                )?;
                 tx.withdraw_questionnaire("q2")
             })
             .unwrap();

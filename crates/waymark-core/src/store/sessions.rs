@@ -58,9 +58,11 @@ impl super::Tx<'_> {
             "INSERT INTO workspaces (path, created_at) VALUES (?1, ?2) ON CONFLICT (path) DO NOTHING",
             params![workspace, now],
         )?;
-        let ws: i64 = c.query_row("SELECT id FROM workspaces WHERE path = ?1", [workspace], |r| {
-            r.get(0)
-        })?;
+        let ws: i64 = c.query_row(
+            "SELECT id FROM workspaces WHERE path = ?1",
+            [workspace],
+            |r| r.get(0),
+        )?;
         c.execute(
             "INSERT INTO sessions (id, workspace_id, model, permission_mode, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
@@ -265,7 +267,9 @@ pub(crate) mod tests {
     pub(crate) fn make_session(store: &Store) -> String {
         let id = format!("s{}", N.fetch_add(1, Ordering::Relaxed));
         store
-            .write(10, |tx| tx.create_session(&id, "/ws", None, PermissionMode::Ask))
+            .write(10, |tx| {
+                tx.create_session(&id, "/ws", None, PermissionMode::Ask)
+            })
             .unwrap();
         id
     }
@@ -320,7 +324,9 @@ pub(crate) mod tests {
             .write(40_000, |tx| tx.acquire_lease(&id, "c", 3, 30_000, &alive))
             .unwrap();
         assert_eq!(prev.unwrap().pid, 2);
-        store.write(41_000, |tx| tx.release_lease(&id, "c")).unwrap();
+        store
+            .write(41_000, |tx| tx.release_lease(&id, "c"))
+            .unwrap();
         assert!(store.read(|c| lease(c, &id)).unwrap().is_none());
     }
 

@@ -168,18 +168,26 @@ impl super::Tx<'_> {
         if n == 0 {
             return Err(Error::Corrupt(format!("turn {turn_id} is not open")));
         }
-        let turn = get(c, turn_id)?.ok_or_else(|| Error::Corrupt(format!("turn {turn_id} vanished")))?;
+        let turn =
+            get(c, turn_id)?.ok_or_else(|| Error::Corrupt(format!("turn {turn_id} vanished")))?;
         c.prepare_cached("UPDATE messages SET status = 'done' WHERE id = ?1")?
             .execute([turn.message_id])?;
         Ok(turn)
     }
 
     /// Appends one conversation item.
-    pub fn append_history(&mut self, session_id: &str, turn_id: Option<i64>, item: &HistoryItem) -> Result<i64> {
+    pub fn append_history(
+        &mut self,
+        session_id: &str,
+        turn_id: Option<i64>,
+        item: &HistoryItem,
+    ) -> Result<i64> {
         let body = serde_json::to_string(item).map_err(|e| Error::Corrupt(e.to_string()))?;
         let c = self.conn();
-        c.prepare_cached("INSERT INTO history (session_id, turn_id, kind, body) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![session_id, turn_id, item.kind(), body])?;
+        c.prepare_cached(
+            "INSERT INTO history (session_id, turn_id, kind, body) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![session_id, turn_id, item.kind(), body])?;
         Ok(c.last_insert_rowid())
     }
 }
@@ -232,10 +240,15 @@ pub fn totals(conn: &Connection, session_id: &str) -> Result<(u64, Usage)> {
 
 /// The whole conversation: `(turn_id, item)` in order.
 pub fn history(conn: &Connection, session_id: &str) -> Result<Vec<(Option<i64>, HistoryItem)>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT id, turn_id, body FROM history WHERE session_id = ?1 ORDER BY id")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, turn_id, body FROM history WHERE session_id = ?1 ORDER BY id",
+    )?;
     let rows = stmt.query_map([session_id], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?, r.get::<_, String>(2)?))
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, Option<i64>>(1)?,
+            r.get::<_, String>(2)?,
+        ))
     })?;
     let mut out = Vec::new();
     for row in rows {
@@ -248,7 +261,11 @@ pub fn history(conn: &Connection, session_id: &str) -> Result<Vec<(Option<i64>, 
 }
 
 /// Tool calls of the turn's newest assistant item that have no result yet, in order.
-pub fn unresolved_calls(conn: &Connection, session_id: &str, turn_id: i64) -> Result<Vec<ToolCallRecord>> {
+pub fn unresolved_calls(
+    conn: &Connection,
+    session_id: &str,
+    turn_id: i64,
+) -> Result<Vec<ToolCallRecord>> {
     let mut stmt = conn.prepare_cached(
         "SELECT body FROM history WHERE session_id = ?1 AND turn_id = ?2 ORDER BY id",
     )?;
@@ -280,7 +297,8 @@ mod tests {
         let s = make_session(&store);
         let ((turn, msg), _) = store
             .write(1, |tx| {
-                let (m, _) = tx.insert_message(&s, MessageSource::User, "hi", Position::Tail, None)?;
+                let (m, _) =
+                    tx.insert_message(&s, MessageSource::User, "hi", Position::Tail, None)?;
                 Ok((tx.start_turn(&s, m.id)?, m.id))
             })
             .unwrap();
@@ -291,22 +309,40 @@ mod tests {
         };
         store
             .write(2, |tx| {
-                tx.append_history(&s, Some(turn), &HistoryItem::Assistant {
-                    text: String::new(),
-                    reasoning: None,
-                    tool_calls: vec![call("a"), call("b")],
-                })?;
-                tx.append_history(&s, Some(turn), &HistoryItem::ToolResult {
-                    call_id: "a".into(),
-                    name: "bash".into(),
-                    status: ToolStatus::Ok,
-                    content: "x".into(),
-                })?;
-                tx.record_step(turn, Usage { input_tokens: 5, output_tokens: 2, cached_tokens: 0 })
+                tx.append_history(
+                    &s,
+                    Some(turn),
+                    &HistoryItem::Assistant {
+                        text: String::new(),
+                        reasoning: None,
+                        tool_calls: vec![call("a"), call("b")],
+                    },
+                )?;
+                tx.append_history(
+                    &s,
+                    Some(turn),
+                    &HistoryItem::ToolResult {
+                        call_id: "a".into(),
+                        name: "bash".into(),
+                        status: ToolStatus::Ok,
+                        content: "x".into(),
+                    },
+                )?;
+                tx.record_step(
+                    turn,
+                    Usage {
+                        input_tokens: 5,
+                        output_tokens: 2,
+                        cached_tokens: 0,
+                    },
+                )
             })
             .unwrap();
         let left = store.read(|c| unresolved_calls(c, &s, turn)).unwrap();
-        assert_eq!(left.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), vec!["b"]);
+        assert_eq!(
+            left.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            vec!["b"]
+        );
         assert_eq!(store.read(|c| open_turn(c, &s)).unwrap().unwrap().id, turn);
         let (row, _) = store
             .write(3, |tx| tx.finish_turn(turn, TurnEndReason::Completed, None))
@@ -314,10 +350,17 @@ mod tests {
         assert_eq!(row.steps, 1);
         assert_eq!(row.usage.total(), 7);
         assert!(store.read(|c| open_turn(c, &s)).unwrap().is_none());
-        let m = store.read(|c| super::super::messages::get(c, msg)).unwrap().unwrap();
+        let m = store
+            .read(|c| super::super::messages::get(c, msg))
+            .unwrap()
+            .unwrap();
         assert_eq!(m.status, "done");
         // Finishing twice is refused.
-        assert!(store.write(4, |tx| tx.finish_turn(turn, TurnEndReason::Aborted, None)).is_err());
+        assert!(
+            store
+                .write(4, |tx| tx.finish_turn(turn, TurnEndReason::Aborted, None))
+                .is_err()
+        );
         assert_eq!(store.read(|c| history(c, &s)).unwrap().len(), 2);
         assert_eq!(store.read(|c| totals(c, &s)).unwrap().0, 1);
     }

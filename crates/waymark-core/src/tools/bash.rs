@@ -63,7 +63,10 @@ async fn pump(mut r: impl tokio::io::AsyncRead + Unpin, out: Arc<Mutex<Collected
     loop {
         match r.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => out.lock().unwrap_or_else(|p| p.into_inner()).push(&buf[..n]),
+            Ok(n) => out
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(&buf[..n]),
         }
     }
 }
@@ -104,13 +107,20 @@ impl Tool for Bash {
     fn is_shell(&self) -> bool {
         true
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: BashArgs = parse_args(self.name(), args)?;
             if a.command.trim().is_empty() {
                 return Err(ToolError::Model("the command is empty".into()));
             }
-            let timeout = a.timeout_ms.map(Duration::from_millis).unwrap_or(ctx.bash_timeout);
+            let timeout = a
+                .timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(ctx.bash_timeout);
             let mut cmd = tokio::process::Command::new("bash");
             cmd.arg("-c")
                 .arg(&a.command)
@@ -142,7 +152,10 @@ impl Tool for Bash {
             };
             if !matches!(end, End::Exited(_)) {
                 signal_group(pgid, libc::SIGTERM);
-                if tokio::time::timeout(Duration::from_millis(500), child.wait()).await.is_err() {
+                if tokio::time::timeout(Duration::from_millis(500), child.wait())
+                    .await
+                    .is_err()
+                {
                     signal_group(pgid, libc::SIGKILL);
                     let _ = child.wait().await;
                 }
@@ -154,10 +167,16 @@ impl Tool for Bash {
             }
             let text = out.lock().unwrap_or_else(|p| p.into_inner()).text();
             let body = truncate_middle(&text, ctx.output_limit);
-            let body = if body.is_empty() { "(no output)".to_string() } else { body };
+            let body = if body.is_empty() {
+                "(no output)".to_string()
+            } else {
+                body
+            };
             match end {
                 End::Exited(Some(0)) => Ok(ToolOutput::text(format!("{body}\n[exit code: 0]"))),
-                End::Exited(Some(code)) => Err(ToolError::Model(format!("{body}\n[exit code: {code}]"))),
+                End::Exited(Some(code)) => {
+                    Err(ToolError::Model(format!("{body}\n[exit code: {code}]")))
+                }
                 End::Exited(None) => Err(ToolError::Model(format!("{body}\n[killed by a signal]"))),
                 End::TimedOut => Err(ToolError::Model(format!(
                     "{body}\n[timed out after {} ms; the command and its child processes were killed]",
@@ -179,10 +198,16 @@ mod tests {
     #[tokio::test]
     async fn runs_in_the_workspace_and_reports_exit_codes() {
         let f = Fixture::new();
-        let ok = f.run(&Bash, json!({"command": "pwd; echo err >&2"})).await.unwrap();
+        let ok = f
+            .run(&Bash, json!({"command": "pwd; echo err >&2"}))
+            .await
+            .unwrap();
         assert!(ok.content.contains(f.ws().to_str().unwrap()));
         assert!(ok.content.contains("err") && ok.content.ends_with("[exit code: 0]"));
-        let fail = f.run(&Bash, json!({"command": "exit 7"})).await.unwrap_err();
+        let fail = f
+            .run(&Bash, json!({"command": "exit 7"}))
+            .await
+            .unwrap_err();
         assert!(fail.to_string().contains("[exit code: 7]"));
     }
 
@@ -190,12 +215,24 @@ mod tests {
     async fn timeout_kills_the_whole_group() {
         let f = Fixture::new();
         let marker = f.ws().join("survived");
-        let cmd = format!("(sleep 2; touch {}) & echo started; sleep 30", marker.display());
-        let e = f.run(&Bash, json!({"command": cmd, "timeout_ms": 300})).await.unwrap_err();
+        let cmd = format!(
+            "(sleep 2; touch {}) & echo started; sleep 30",
+            marker.display()
+        );
+        let e = f
+            .run(&Bash, json!({"command": cmd, "timeout_ms": 300}))
+            .await
+            .unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("started") && msg.contains("timed out"), "{msg}");
+        assert!(
+            msg.contains("started") && msg.contains("timed out"),
+            "{msg}"
+        );
         tokio::time::sleep(Duration::from_millis(2500)).await;
-        assert!(!marker.exists(), "a child of the timed-out command kept running");
+        assert!(
+            !marker.exists(),
+            "a child of the timed-out command kept running"
+        );
     }
 
     #[tokio::test]
@@ -206,16 +243,25 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(400)).await;
             cancel.cancel();
         });
-        let e = f.run(&Bash, json!({"command": "echo partial; sleep 30"})).await.unwrap_err();
+        let e = f
+            .run(&Bash, json!({"command": "echo partial; sleep 30"}))
+            .await
+            .unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("partial") && msg.contains("stopped by the user"), "{msg}");
+        assert!(
+            msg.contains("partial") && msg.contains("stopped by the user"),
+            "{msg}"
+        );
     }
 
     #[tokio::test]
     async fn huge_output_is_capped_with_a_note() {
         let mut f = Fixture::new();
         f.ctx.output_limit = 2000;
-        let out = f.run(&Bash, json!({"command": "seq 1 100000"})).await.unwrap();
+        let out = f
+            .run(&Bash, json!({"command": "seq 1 100000"}))
+            .await
+            .unwrap();
         assert!(out.content.len() < 2300);
         assert!(out.content.contains("omitted") && out.content.contains("100000"));
     }

@@ -31,18 +31,22 @@ pub fn resolve_write(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError>
             Ok(_) => break,
             Err(_) => {
                 let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
-                    return Err(ToolError::Model(format!("cannot write `{raw}`: no such location")));
+                    return Err(ToolError::Model(format!(
+                        "cannot write `{raw}`: no such location"
+                    )));
                 };
                 rest.push(name);
                 if !existing.pop() {
-                    return Err(ToolError::Model(format!("cannot write `{raw}`: no such location")));
+                    return Err(ToolError::Model(format!(
+                        "cannot write `{raw}`: no such location"
+                    )));
                 }
             }
         }
     }
-    let mut target = existing.canonicalize().map_err(|e| {
-        ToolError::Model(format!("cannot write `{raw}`: {}", describe_io(&e)))
-    })?;
+    let mut target = existing
+        .canonicalize()
+        .map_err(|e| ToolError::Model(format!("cannot write `{raw}`: {}", describe_io(&e))))?;
     for name in rest.iter().rev() {
         target.push(name);
     }
@@ -99,7 +103,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
         .map_err(|e| ToolError::Model(format!("cannot create {}: {e}", parent.display())))?;
     let tmp = temp_sibling(path);
     let result = (|| {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         if let Ok(meta) = std::fs::metadata(path) {
             let _ = f.set_permissions(meta.permissions());
@@ -109,14 +116,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
     })();
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
-        return Err(ToolError::Model(format!("cannot write {}: {e}", path.display())));
+        return Err(ToolError::Model(format!(
+            "cannot write {}: {e}",
+            path.display()
+        )));
     }
     Ok(())
 }
 
 /// A hidden temp name beside `path`.
 pub(crate) fn temp_sibling(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     path.with_file_name(format!(".{name}.waymark-{:08x}.tmp", fastrand::u32(..)))
 }
 
@@ -143,7 +156,10 @@ mod tests {
         assert_eq!(resolve_write(&f.ctx, abs.to_str().unwrap()).unwrap(), abs);
         let art = f.ctx.artifacts.join("plan.md");
         assert_eq!(resolve_write(&f.ctx, art.to_str().unwrap()).unwrap(), art);
-        assert_eq!(resolve_write(&f.ctx, "a//b/./c.txt").unwrap(), f.ws().join("a/b/c.txt"));
+        assert_eq!(
+            resolve_write(&f.ctx, "a//b/./c.txt").unwrap(),
+            f.ws().join("a/b/c.txt")
+        );
     }
 
     #[test]

@@ -77,7 +77,11 @@ pub trait Tool: Send + Sync {
     fn is_shell(&self) -> bool {
         false
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 }
 
 /// The tools of a session, in the order they are offered.
@@ -126,7 +130,8 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
             crate::provider::openai_clip(&args.to_string())
         )));
     }
-    serde_json::from_value(args).map_err(|e| ToolError::Model(format!("invalid arguments for `{tool}`: {e}")))
+    serde_json::from_value(args)
+        .map_err(|e| ToolError::Model(format!("invalid arguments for `{tool}`: {e}")))
 }
 
 /// Keeps the first `limit` bytes of `text` and says how much was cut.
@@ -237,7 +242,18 @@ mod tests {
         let names: Vec<_> = r.iter().map(|t| t.name()).collect();
         assert_eq!(
             names,
-            ["read_file", "list_dir", "glob", "grep", "write", "edit", "multiedit", "append", "apply_patch", "bash"]
+            [
+                "read_file",
+                "list_dir",
+                "glob",
+                "grep",
+                "write",
+                "edit",
+                "multiedit",
+                "append",
+                "apply_patch",
+                "bash"
+            ]
         );
         assert!(r.get("bash").unwrap().is_shell());
         assert!(r.get("edit").unwrap().is_mutating());

@@ -34,11 +34,17 @@ fn strip_prefix(p: &str) -> Option<String> {
     if p == "/dev/null" {
         return None;
     }
-    Some(p.strip_prefix("a/").or_else(|| p.strip_prefix("b/")).unwrap_or(p).to_string())
+    Some(
+        p.strip_prefix("a/")
+            .or_else(|| p.strip_prefix("b/"))
+            .unwrap_or(p)
+            .to_string(),
+    )
 }
 
 fn parse(patch: &str) -> Result<Vec<FilePatch>, ToolError> {
-    let bad = |msg: String| ToolError::Model(format!("the patch is not a valid unified diff: {msg}"));
+    let bad =
+        |msg: String| ToolError::Model(format!("the patch is not a valid unified diff: {msg}"));
     let mut files: Vec<FilePatch> = Vec::new();
     let mut lines = patch.lines().peekable();
     while let Some(line) = lines.next() {
@@ -70,7 +76,8 @@ fn parse(patch: &str) -> Result<Vec<FilePatch>, ToolError> {
                 lines: Vec::new(),
             };
             while let Some(next) = lines.peek() {
-                if next.starts_with("@@ ") || next.starts_with("--- ") || next.starts_with("diff ") {
+                if next.starts_with("@@ ") || next.starts_with("--- ") || next.starts_with("diff ")
+                {
                     break;
                 }
                 let l = lines.next().unwrap_or_default();
@@ -100,10 +107,26 @@ fn apply_hunks(text: &str, hunks: &[Hunk], name: &str) -> Result<String, ToolErr
     let mut shift: isize = 0;
     let mut floor = 0usize;
     for (i, h) in hunks.iter().enumerate() {
-        let old: Vec<&str> = h.lines.iter().filter(|(t, _)| *t != '+').map(|(_, s)| s.as_str()).collect();
-        let new: Vec<String> = h.lines.iter().filter(|(t, _)| *t != '-').map(|(_, s)| s.clone()).collect();
+        let old: Vec<&str> = h
+            .lines
+            .iter()
+            .filter(|(t, _)| *t != '+')
+            .map(|(_, s)| s.as_str())
+            .collect();
+        let new: Vec<String> = h
+            .lines
+            .iter()
+            .filter(|(t, _)| *t != '-')
+            .map(|(_, s)| s.clone())
+            .collect();
         let hint = ((h.old_start.max(1) - 1) as isize + shift).max(0) as usize;
-        let fits = |at: usize| at + old.len() <= lines.len() && lines[at..at + old.len()].iter().map(String::as_str).eq(old.iter().copied());
+        let fits = |at: usize| {
+            at + old.len() <= lines.len()
+                && lines[at..at + old.len()]
+                    .iter()
+                    .map(String::as_str)
+                    .eq(old.iter().copied())
+        };
         let at = if old.is_empty() {
             Some(hint.min(lines.len()))
         } else if hint >= floor && fits(hint) {
@@ -129,8 +152,15 @@ fn apply_hunks(text: &str, hunks: &[Hunk], name: &str) -> Result<String, ToolErr
 }
 
 enum Change {
-    Write { path: PathBuf, content: String, original: Option<Vec<u8>> },
-    Delete { path: PathBuf, original: Vec<u8> },
+    Write {
+        path: PathBuf,
+        content: String,
+        original: Option<Vec<u8>>,
+    },
+    Delete {
+        path: PathBuf,
+        original: Vec<u8>,
+    },
 }
 
 fn apply(ctx: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
@@ -151,22 +181,42 @@ fn apply(ctx: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
                     (t, orig)
                 } else {
                     if target.exists() {
-                        return Err(ToolError::Model(format!("the patch creates {new}, which already exists")));
+                        return Err(ToolError::Model(format!(
+                            "the patch creates {new}, which already exists"
+                        )));
                     }
                     (String::new(), None)
                 };
                 let content = apply_hunks(&base, &f.hunks, new)?;
-                summary.push(format!("{} {new}", if f.old.is_none() { "created" } else { "patched" }));
-                changes.push(Change::Write { path: target, content, original });
+                summary.push(format!(
+                    "{} {new}",
+                    if f.old.is_none() {
+                        "created"
+                    } else {
+                        "patched"
+                    }
+                ));
+                changes.push(Change::Write {
+                    path: target,
+                    content,
+                    original,
+                });
             }
             (Some(old), None) => {
                 let target = resolve_write(ctx, old)?;
                 let original = std::fs::read(&target)
                     .map_err(|e| ToolError::Model(format!("cannot delete {old}: {e}")))?;
                 summary.push(format!("deleted {old}"));
-                changes.push(Change::Delete { path: target, original });
+                changes.push(Change::Delete {
+                    path: target,
+                    original,
+                });
             }
-            (None, None) => return Err(ToolError::Model("a file header names /dev/null twice".into())),
+            (None, None) => {
+                return Err(ToolError::Model(
+                    "a file header names /dev/null twice".into(),
+                ));
+            }
         }
     }
     // Stage every new content beside its target, then swap them in; on failure put back what
@@ -175,7 +225,9 @@ fn apply(ctx: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
     for c in &changes {
         if let Change::Write { path, content, .. } = c {
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| ToolError::Model(format!("cannot create {}: {e}", parent.display())))?;
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    ToolError::Model(format!("cannot create {}: {e}", parent.display()))
+                })?;
             }
             let tmp = temp_sibling(path);
             if let Err(e) = std::fs::write(&tmp, content) {
@@ -183,7 +235,10 @@ fn apply(ctx: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
                     let _ = std::fs::remove_file(t);
                 }
                 let _ = std::fs::remove_file(&tmp);
-                return Err(ToolError::Model(format!("cannot write {}: {e}", path.display())));
+                return Err(ToolError::Model(format!(
+                    "cannot write {}: {e}",
+                    path.display()
+                )));
             }
             staged.push(tmp);
         }
@@ -201,10 +256,19 @@ fn apply(ctx: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
         if let Err(e) = r {
             for d in done {
                 match d {
-                    Change::Write { path, original: Some(o), .. } | Change::Delete { path, original: o } => {
+                    Change::Write {
+                        path,
+                        original: Some(o),
+                        ..
+                    }
+                    | Change::Delete { path, original: o } => {
                         let _ = write_atomic(path, o);
                     }
-                    Change::Write { path, original: None, .. } => {
+                    Change::Write {
+                        path,
+                        original: None,
+                        ..
+                    } => {
                         let _ = std::fs::remove_file(path);
                     }
                 }
@@ -212,7 +276,9 @@ fn apply(ctx: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
             for t in tmp_iter {
                 let _ = std::fs::remove_file(t);
             }
-            return Err(ToolError::Model(format!("the patch could not be applied, nothing changed: {e}")));
+            return Err(ToolError::Model(format!(
+                "the patch could not be applied, nothing changed: {e}"
+            )));
         }
         done.push(c);
     }
@@ -232,7 +298,11 @@ impl Tool for ApplyPatch {
     fn is_mutating(&self) -> bool {
         true
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: PatchArgs = parse_args(self.name(), args)?;
             let ctx = ctx.clone();
@@ -263,8 +333,14 @@ mod tests {
         let patch = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n--- /dev/null\n+++ b/new/b.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n";
         let out = f.run(&ApplyPatch, json!({"patch": patch})).await.unwrap();
         assert!(out.content.contains("patched a.txt"));
-        assert_eq!(std::fs::read_to_string(f.ws().join("a.txt")).unwrap(), "one\n2\nthree\n");
-        assert_eq!(std::fs::read_to_string(f.ws().join("new/b.txt")).unwrap(), "hello\nworld\n");
+        assert_eq!(
+            std::fs::read_to_string(f.ws().join("a.txt")).unwrap(),
+            "one\n2\nthree\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(f.ws().join("new/b.txt")).unwrap(),
+            "hello\nworld\n"
+        );
         assert!(!f.ws().join("gone.txt").exists());
     }
 
@@ -274,9 +350,18 @@ mod tests {
         std::fs::write(f.ws().join("a.txt"), "one\ntwo\n").unwrap();
         std::fs::write(f.ws().join("b.txt"), "x\n").unwrap();
         let patch = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-nomatch\n+y\n";
-        let e = f.run(&ApplyPatch, json!({"patch": patch})).await.unwrap_err();
-        assert!(e.to_string().contains("hunk #1 does not match b.txt"), "{e}");
-        assert_eq!(std::fs::read_to_string(f.ws().join("a.txt")).unwrap(), "one\ntwo\n");
+        let e = f
+            .run(&ApplyPatch, json!({"patch": patch}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("hunk #1 does not match b.txt"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(f.ws().join("a.txt")).unwrap(),
+            "one\ntwo\n"
+        );
     }
 
     #[tokio::test]
@@ -285,9 +370,16 @@ mod tests {
         std::fs::write(f.ws().join("a.txt"), "one\n").unwrap();
         let patch = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+1\n--- /dev/null\n+++ b/../escape.txt\n@@ -0,0 +1 @@\n+x\n";
         assert!(f.run(&ApplyPatch, json!({"patch": patch})).await.is_err());
-        assert_eq!(std::fs::read_to_string(f.ws().join("a.txt")).unwrap(), "one\n");
+        assert_eq!(
+            std::fs::read_to_string(f.ws().join("a.txt")).unwrap(),
+            "one\n"
+        );
         assert!(!f.dir.path().join("escape.txt").exists());
-        assert!(f.run(&ApplyPatch, json!({"patch": "not a diff"})).await.is_err());
+        assert!(
+            f.run(&ApplyPatch, json!({"patch": "not a diff"}))
+                .await
+                .is_err()
+        );
     }
 
     #[test]

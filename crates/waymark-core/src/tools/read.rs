@@ -46,7 +46,11 @@ impl Tool for ReadFile {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: ReadArgs = parse_args(self.name(), args)?;
             let path = resolve_read(ctx, &a.path)?;
@@ -57,9 +61,13 @@ impl Tool for ReadFile {
 }
 
 fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutput, ToolError> {
-    let meta = std::fs::metadata(path).map_err(|e| ToolError::Model(format!("cannot read `{}`: {e}", a.path)))?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| ToolError::Model(format!("cannot read `{}`: {e}", a.path)))?;
     if meta.is_dir() {
-        return Err(ToolError::Model(format!("`{}` is a directory; use list_dir", a.path)));
+        return Err(ToolError::Model(format!(
+            "`{}` is a directory; use list_dir",
+            a.path
+        )));
     }
     if meta.len() > MAX_FILE_BYTES && a.offset.is_none() && a.limit.is_none() {
         return Err(ToolError::Model(format!(
@@ -68,9 +76,12 @@ fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutpu
             meta.len()
         )));
     }
-    let mut f = std::fs::File::open(path).map_err(|e| ToolError::Model(format!("cannot read `{}`: {e}", a.path)))?;
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| ToolError::Model(format!("cannot read `{}`: {e}", a.path)))?;
     let mut head = vec![0u8; 8192];
-    let n = f.read(&mut head).map_err(|e| ToolError::Model(e.to_string()))?;
+    let n = f
+        .read(&mut head)
+        .map_err(|e| ToolError::Model(e.to_string()))?;
     if head[..n].contains(&0) {
         return Ok(ToolOutput::text(format!(
             "`{}` is a binary file ({} bytes); its content is not shown",
@@ -78,7 +89,8 @@ fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutpu
             meta.len()
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| ToolError::Model(format!("cannot read `{}`: {e}", a.path)))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| ToolError::Model(format!("cannot read `{}`: {e}", a.path)))?;
     let text = String::from_utf8_lossy(&bytes);
     let start = a.offset.unwrap_or(1).max(1);
     let count = a.limit.unwrap_or(DEFAULT_LINES);
@@ -87,7 +99,10 @@ fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutpu
         return Ok(ToolOutput::text(format!("`{}` is empty", a.path)));
     }
     if start > total {
-        return Err(ToolError::Model(format!("`{}` has {total} lines; offset {start} is past the end", a.path)));
+        return Err(ToolError::Model(format!(
+            "`{}` has {total} lines; offset {start} is past the end",
+            a.path
+        )));
     }
     let mut out = String::new();
     for (i, line) in text.lines().enumerate().skip(start - 1).take(count) {
@@ -101,7 +116,10 @@ fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutpu
     }
     let end = (start - 1 + count).min(total);
     if end < total {
-        out.push_str(&format!("[lines {start}-{end} of {total}; use offset {} to read on]\n", end + 1));
+        out.push_str(&format!(
+            "[lines {start}-{end} of {total}; use offset {} to read on]\n",
+            end + 1
+        ));
     }
     Ok(ToolOutput::text(truncate_head(
         &out,
@@ -132,7 +150,11 @@ impl Tool for ListDir {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: ListArgs = parse_args(self.name(), args)?;
             let path = resolve_read(ctx, &a.path)?;
@@ -155,7 +177,9 @@ impl Tool for ListDir {
                 names.truncate(MAX_ENTRIES);
                 let mut out = names.join("\n");
                 if total > MAX_ENTRIES {
-                    out.push_str(&format!("\n[{total} entries; the first {MAX_ENTRIES} shown]"));
+                    out.push_str(&format!(
+                        "\n[{total} entries; the first {MAX_ENTRIES} shown]"
+                    ));
                 }
                 if total == 0 {
                     out = "(empty directory)".into();
@@ -208,7 +232,11 @@ impl Tool for Glob {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: GlobArgs = parse_args(self.name(), args)?;
             let root = search_root(ctx, &a.path)?;
@@ -221,7 +249,12 @@ impl Tool for Glob {
                     .compile_matcher();
                 let mut hits = Vec::new();
                 let mut total = 0usize;
-                for entry in ignore::WalkBuilder::new(&root).hidden(false).filter_entry(|e| e.file_name() != ".git").build().flatten() {
+                for entry in ignore::WalkBuilder::new(&root)
+                    .hidden(false)
+                    .filter_entry(|e| e.file_name() != ".git")
+                    .build()
+                    .flatten()
+                {
                     if !entry.file_type().is_some_and(|t| t.is_file()) {
                         continue;
                     }
@@ -240,7 +273,9 @@ impl Tool for Glob {
                     hits.join("\n")
                 };
                 if total > MAX_ENTRIES {
-                    out.push_str(&format!("\n[{total} files match; the first {MAX_ENTRIES} shown]"));
+                    out.push_str(&format!(
+                        "\n[{total} files match; the first {MAX_ENTRIES} shown]"
+                    ));
                 }
                 Ok(ToolOutput::text(out))
             })
@@ -280,7 +315,11 @@ impl Tool for Grep {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: GrepArgs = parse_args(self.name(), args)?;
             let root = search_root(ctx, &a.path)?;
@@ -291,11 +330,18 @@ impl Tool for Grep {
     }
 }
 
-fn grep(a: &GrepArgs, root: &Path, ws: &Path, output_limit: usize) -> Result<ToolOutput, ToolError> {
+fn grep(
+    a: &GrepArgs,
+    root: &Path,
+    ws: &Path,
+    output_limit: usize,
+) -> Result<ToolOutput, ToolError> {
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(a.case_insensitive.unwrap_or(false))
         .build(&a.pattern)
-        .map_err(|e| ToolError::Model(format!("invalid regular expression `{}`: {e}", a.pattern)))?;
+        .map_err(|e| {
+            ToolError::Model(format!("invalid regular expression `{}`: {e}", a.pattern))
+        })?;
     let filter = match &a.glob {
         Some(g) => Some(
             globset::Glob::new(g)
@@ -310,7 +356,12 @@ fn grep(a: &GrepArgs, root: &Path, ws: &Path, output_limit: usize) -> Result<Too
         .build();
     let mut lines = Vec::new();
     let mut total = 0usize;
-    for entry in ignore::WalkBuilder::new(root).hidden(false).filter_entry(|e| e.file_name() != ".git").build().flatten() {
+    for entry in ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build()
+        .flatten()
+    {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
@@ -344,7 +395,11 @@ fn grep(a: &GrepArgs, root: &Path, ws: &Path, output_limit: usize) -> Result<Too
     if total > MAX_MATCHES {
         out.push_str(&format!("\n[{total} matching lines; the first {MAX_MATCHES} shown. Narrow the pattern or the path.]"));
     }
-    Ok(ToolOutput::text(truncate_head(&out, output_limit, "Narrow the pattern or the path.")))
+    Ok(ToolOutput::text(truncate_head(
+        &out,
+        output_limit,
+        "Narrow the pattern or the path.",
+    )))
 }
 
 #[cfg(test)]
@@ -358,14 +413,27 @@ mod tests {
         let body: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         std::fs::write(f.ws().join("a.txt"), body).unwrap();
         std::fs::write(f.ws().join("b.bin"), [0u8, 1, 2, 3]).unwrap();
-        let out = f.run(&ReadFile, json!({"path": "a.txt", "offset": 3, "limit": 2})).await.unwrap();
-        assert!(out.content.contains("     3\tline 3\n     4\tline 4\n"), "{}", out.content);
+        let out = f
+            .run(&ReadFile, json!({"path": "a.txt", "offset": 3, "limit": 2}))
+            .await
+            .unwrap();
+        assert!(
+            out.content.contains("     3\tline 3\n     4\tline 4\n"),
+            "{}",
+            out.content
+        );
         assert!(out.content.contains("use offset 5"));
         let bin = f.run(&ReadFile, json!({"path": "b.bin"})).await.unwrap();
         assert!(bin.content.contains("binary file"));
-        let missing = f.run(&ReadFile, json!({"path": "nope.txt"})).await.unwrap_err();
+        let missing = f
+            .run(&ReadFile, json!({"path": "nope.txt"}))
+            .await
+            .unwrap_err();
         assert!(missing.to_string().contains("no such file"));
-        let bad = f.run(&ReadFile, json!({"file": "a.txt"})).await.unwrap_err();
+        let bad = f
+            .run(&ReadFile, json!({"file": "a.txt"}))
+            .await
+            .unwrap_err();
         assert!(bad.to_string().contains("invalid arguments"), "{bad}");
     }
 
@@ -375,7 +443,11 @@ mod tests {
         std::fs::create_dir_all(f.ws().join("src")).unwrap();
         std::fs::create_dir_all(f.ws().join("target")).unwrap();
         std::fs::write(f.ws().join(".gitignore"), "target/\n").unwrap();
-        std::fs::write(f.ws().join("src/main.rs"), "fn main() {\n    println!(\"Hello\");\n}\n").unwrap();
+        std::fs::write(
+            f.ws().join("src/main.rs"),
+            "fn main() {\n    println!(\"Hello\");\n}\n",
+        )
+        .unwrap();
         std::fs::write(f.ws().join("target/gen.rs"), "fn hello() {}\n").unwrap();
         std::fs::write(f.ws().join("notes.md"), "hello notes\n").unwrap();
         // The ignore crate only honours .gitignore inside a git repository.
@@ -384,11 +456,20 @@ mod tests {
         assert!(ls.content.contains("src/") && ls.content.contains("notes.md"));
         let g = f.run(&Glob, json!({"pattern": "**/*.rs"})).await.unwrap();
         assert_eq!(g.content, "src/main.rs");
-        let hits = f.run(&Grep, json!({"pattern": "hello", "case_insensitive": true})).await.unwrap();
+        let hits = f
+            .run(&Grep, json!({"pattern": "hello", "case_insensitive": true}))
+            .await
+            .unwrap();
         assert!(hits.content.contains("src/main.rs:2:"), "{}", hits.content);
         assert!(hits.content.contains("notes.md:1:hello notes"));
         assert!(!hits.content.contains("target"));
-        let only_rs = f.run(&Grep, json!({"pattern": "hello", "glob": "*.rs", "case_insensitive": true})).await.unwrap();
+        let only_rs = f
+            .run(
+                &Grep,
+                json!({"pattern": "hello", "glob": "*.rs", "case_insensitive": true}),
+            )
+            .await
+            .unwrap();
         assert!(!only_rs.content.contains("notes.md"));
         let bad = f.run(&Grep, json!({"pattern": "("})).await.unwrap_err();
         assert!(bad.to_string().contains("invalid regular expression"));

@@ -32,7 +32,11 @@ impl Tool for Write {
     fn is_mutating(&self) -> bool {
         true
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: WriteArgs = parse_args(self.name(), args)?;
             let target = resolve_write(ctx, &a.path)?;
@@ -64,10 +68,14 @@ struct EditSpec {
 /// Applies one edit to `text`; the old text must occur exactly once unless `replace_all`.
 fn apply_edit(text: &str, e: &EditSpec, path: &str) -> Result<(String, usize), ToolError> {
     if e.old_string.is_empty() {
-        return Err(ToolError::Model("old_string is empty; use write to create a file".into()));
+        return Err(ToolError::Model(
+            "old_string is empty; use write to create a file".into(),
+        ));
     }
     if e.old_string == e.new_string {
-        return Err(ToolError::Model("old_string and new_string are the same; nothing would change".into()));
+        return Err(ToolError::Model(
+            "old_string and new_string are the same; nothing would change".into(),
+        ));
     }
     let n = text.matches(&e.old_string).count();
     match (n, e.replace_all.unwrap_or(false)) {
@@ -111,7 +119,11 @@ impl Tool for Edit {
     fn is_mutating(&self) -> bool {
         true
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: EditArgs = parse_args(self.name(), args)?;
             let target = resolve_write(ctx, &a.path)?;
@@ -124,7 +136,11 @@ impl Tool for Edit {
                 };
                 let (new, n) = apply_edit(&text, &spec, &a.path)?;
                 write_atomic(&target, new.as_bytes())?;
-                Ok(ToolOutput::text(format!("edited {} ({n} replacement{})", a.path, if n == 1 { "" } else { "s" })))
+                Ok(ToolOutput::text(format!(
+                    "edited {} ({n} replacement{})",
+                    a.path,
+                    if n == 1 { "" } else { "s" }
+                )))
             })
             .await
         })
@@ -160,7 +176,11 @@ impl Tool for MultiEdit {
     fn is_mutating(&self) -> bool {
         true
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: MultiEditArgs = parse_args(self.name(), args)?;
             if a.edits.is_empty() {
@@ -171,13 +191,18 @@ impl Tool for MultiEdit {
                 let mut text = read_text(&target, &a.path)?;
                 let mut total = 0;
                 for (i, e) in a.edits.iter().enumerate() {
-                    let (next, n) = apply_edit(&text, e, &a.path)
-                        .map_err(|err| ToolError::Model(format!("edit #{} failed, no change made: {err}", i + 1)))?;
+                    let (next, n) = apply_edit(&text, e, &a.path).map_err(|err| {
+                        ToolError::Model(format!("edit #{} failed, no change made: {err}", i + 1))
+                    })?;
                     text = next;
                     total += n;
                 }
                 write_atomic(&target, text.as_bytes())?;
-                Ok(ToolOutput::text(format!("edited {} ({} edits, {total} replacements)", a.path, a.edits.len())))
+                Ok(ToolOutput::text(format!(
+                    "edited {} ({} edits, {total} replacements)",
+                    a.path,
+                    a.edits.len()
+                )))
             })
             .await
         })
@@ -202,15 +227,27 @@ impl Tool for Append {
     fn is_mutating(&self) -> bool {
         true
     }
-    fn handle<'a>(&'a self, ctx: &'a ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: WriteArgs = parse_args(self.name(), args)?;
             let target = resolve_write(ctx, &a.path)?;
             blocking(move || {
-                let mut text = if target.exists() { read_text(&target, &a.path)? } else { String::new() };
+                let mut text = if target.exists() {
+                    read_text(&target, &a.path)?
+                } else {
+                    String::new()
+                };
                 text.push_str(&a.content);
                 write_atomic(&target, text.as_bytes())?;
-                Ok(ToolOutput::text(format!("appended {} bytes to {}", a.content.len(), a.path)))
+                Ok(ToolOutput::text(format!(
+                    "appended {} bytes to {}",
+                    a.content.len(),
+                    a.path
+                )))
             })
             .await
         })
@@ -225,30 +262,64 @@ mod tests {
     #[tokio::test]
     async fn write_edit_append_multiedit() {
         let f = Fixture::new();
-        f.run(&Write, json!({"path": "d/a.txt", "content": "one two two\n"})).await.unwrap();
-        let dup = f.run(&Edit, json!({"path": "d/a.txt", "old_string": "two", "new_string": "2"})).await.unwrap_err();
+        f.run(
+            &Write,
+            json!({"path": "d/a.txt", "content": "one two two\n"}),
+        )
+        .await
+        .unwrap();
+        let dup = f
+            .run(
+                &Edit,
+                json!({"path": "d/a.txt", "old_string": "two", "new_string": "2"}),
+            )
+            .await
+            .unwrap_err();
         assert!(dup.to_string().contains("occurs 2 times"));
-        f.run(&Edit, json!({"path": "d/a.txt", "old_string": "two", "new_string": "2", "replace_all": true}))
+        f.run(
+            &Edit,
+            json!({"path": "d/a.txt", "old_string": "two", "new_string": "2", "replace_all": true}),
+        )
+        .await
+        .unwrap();
+        f.run(&Append, json!({"path": "d/a.txt", "content": "tail\n"}))
             .await
             .unwrap();
-        f.run(&Append, json!({"path": "d/a.txt", "content": "tail\n"})).await.unwrap();
-        assert_eq!(std::fs::read_to_string(f.ws().join("d/a.txt")).unwrap(), "one 2 2\ntail\n");
+        assert_eq!(
+            std::fs::read_to_string(f.ws().join("d/a.txt")).unwrap(),
+            "one 2 2\ntail\n"
+        );
         let r = f
-            .run(&MultiEdit, json!({"path": "d/a.txt", "edits": [
-                {"old_string": "one", "new_string": "1"},
-                {"old_string": "missing", "new_string": "x"}
-            ]}))
+            .run(
+                &MultiEdit,
+                json!({"path": "d/a.txt", "edits": [
+                    {"old_string": "one", "new_string": "1"},
+                    {"old_string": "missing", "new_string": "x"}
+                ]}),
+            )
             .await
             .unwrap_err();
         assert!(r.to_string().contains("edit #2"));
-        assert_eq!(std::fs::read_to_string(f.ws().join("d/a.txt")).unwrap(), "one 2 2\ntail\n");
+        assert_eq!(
+            std::fs::read_to_string(f.ws().join("d/a.txt")).unwrap(),
+            "one 2 2\ntail\n"
+        );
         f.run(&MultiEdit, json!({"path": "d/a.txt", "edits": [
             {"old_string": "one", "new_string": "1"}, {"old_string": "tail", "new_string": "end"}
         ]}))
         .await
         .unwrap();
-        assert_eq!(std::fs::read_to_string(f.ws().join("d/a.txt")).unwrap(), "1 2 2\nend\n");
-        let nf = f.run(&Edit, json!({"path": "d/a.txt", "old_string": "zzz", "new_string": "y"})).await.unwrap_err();
+        assert_eq!(
+            std::fs::read_to_string(f.ws().join("d/a.txt")).unwrap(),
+            "1 2 2\nend\n"
+        );
+        let nf = f
+            .run(
+                &Edit,
+                json!({"path": "d/a.txt", "old_string": "zzz", "new_string": "y"}),
+            )
+            .await
+            .unwrap_err();
         assert!(nf.to_string().contains("not found"));
     }
 }

@@ -46,7 +46,10 @@ impl MockResponse {
     pub fn status(status: u16, body: &str, headers: &[(&str, &str)]) -> Self {
         MockResponse {
             status,
-            headers: headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            headers: headers
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
             chunks: vec![body.as_bytes().to_vec()],
             pause: Duration::ZERO,
         }
@@ -83,22 +86,28 @@ impl MockServer {
         let rec = requests.clone();
         let task = tokio::spawn(async move {
             loop {
-                let Ok((mut sock, _)) = listener.accept().await else { return };
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
                 let rec = rec.clone();
                 let queue = queue.clone();
                 tokio::spawn(async move {
-                    let Some((head, body)) = read_request(&mut sock).await else { return };
+                    let Some((head, body)) = read_request(&mut sock).await else {
+                        return;
+                    };
                     let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
                     rec.lock().unwrap().push(Recorded {
                         path,
                         headers: head.to_ascii_lowercase(),
                         body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
                     });
-                    let resp = queue
-                        .lock()
-                        .unwrap()
-                        .pop_front()
-                        .unwrap_or_else(|| MockResponse::status(500, "{\"error\":{\"message\":\"no more mock responses\"}}", &[]));
+                    let resp = queue.lock().unwrap().pop_front().unwrap_or_else(|| {
+                        MockResponse::status(
+                            500,
+                            "{\"error\":{\"message\":\"no more mock responses\"}}",
+                            &[],
+                        )
+                    });
                     let mut out = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", resp.status);
                     for (k, v) in &resp.headers {
                         out.push_str(&format!("{k}: {v}\r\n"));
@@ -147,7 +156,8 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(String, Vec<u
                 .lines()
                 .find_map(|l| {
                     let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().ok())?
                 })
                 .unwrap_or(0);
             let mut body = buf[pos + 4..].to_vec();

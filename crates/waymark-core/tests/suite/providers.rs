@@ -6,8 +6,9 @@ use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
 use waymark_core::provider::{
-    AnthropicProvider, CallPurpose, Endpoint, HttpOptions, ModelMessage, ModelProvider, ModelRequest,
-    ModelResponse, OpenAiProvider, ProviderError, ProviderErrorKind, RetryPolicy, StreamEvent, ToolSpec,
+    AnthropicProvider, CallPurpose, Endpoint, HttpOptions, ModelMessage, ModelProvider,
+    ModelRequest, ModelResponse, OpenAiProvider, ProviderError, ProviderErrorKind, RetryPolicy,
+    StreamEvent, ToolSpec,
 };
 use waymark_protocol::{RouteKind, Usage};
 
@@ -79,16 +80,32 @@ fn check_openai(r: &ModelResponse) {
     assert_eq!(r.tool_calls[0].arguments, json!({"path": "src/main.rs"}));
     assert_eq!(r.tool_calls[1].name, "grep");
     assert_eq!(r.tool_calls[1].arguments, json!({"pattern": "fn main"}));
-    assert_eq!(r.usage, Usage { input_tokens: 120, output_tokens: 33, cached_tokens: 100 });
+    assert_eq!(
+        r.usage,
+        Usage {
+            input_tokens: 120,
+            output_tokens: 33,
+            cached_tokens: 100
+        }
+    );
 }
 
 #[tokio::test]
 async fn openai_stream_with_fragments_parallel_calls_usage_and_keepalives() {
     let server = MockServer::start(vec![MockResponse::sse(OPENAI_STREAM)]).await;
-    let p = OpenAiProvider::new(endpoint(&format!("{}/v1", server.url), Some("sk-test")), opts()).unwrap();
+    let p = OpenAiProvider::new(
+        endpoint(&format!("{}/v1", server.url), Some("sk-test")),
+        opts(),
+    )
+    .unwrap();
     let (r, seen) = call(&p).await;
     check_openai(&r.unwrap());
-    assert!(seen.iter().filter(|e| matches!(e, StreamEvent::Text(_))).count() >= 2);
+    assert!(
+        seen.iter()
+            .filter(|e| matches!(e, StreamEvent::Text(_)))
+            .count()
+            >= 2
+    );
     let req = &server.recorded()[0];
     assert_eq!(req.path, "/v1/chat/completions");
     assert!(req.headers.contains("authorization: bearer sk-test"));
@@ -118,7 +135,14 @@ fn check_anthropic(r: &ModelResponse) {
     assert_eq!(r.tool_calls.len(), 1);
     assert_eq!(r.tool_calls[0].id, "toolu_1");
     assert_eq!(r.tool_calls[0].arguments, json!({"path": "a.txt"}));
-    assert_eq!(r.usage, Usage { input_tokens: 70, output_tokens: 42, cached_tokens: 20 });
+    assert_eq!(
+        r.usage,
+        Usage {
+            input_tokens: 70,
+            output_tokens: 42,
+            cached_tokens: 20
+        }
+    );
 }
 
 #[tokio::test]
@@ -136,7 +160,10 @@ async fn anthropic_stream_with_input_json_usage_and_pings() {
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 proptest! {
@@ -173,8 +200,14 @@ async fn truncated_streams_are_bad_response_not_a_panic() {
     .await;
     let o = OpenAiProvider::new(endpoint(&server.url, None), opts()).unwrap();
     let a = AnthropicProvider::new(endpoint(&server.url, None), opts()).unwrap();
-    assert_eq!(call(&o).await.0.unwrap_err().kind, ProviderErrorKind::BadResponse);
-    assert_eq!(call(&a).await.0.unwrap_err().kind, ProviderErrorKind::BadResponse);
+    assert_eq!(
+        call(&o).await.0.unwrap_err().kind,
+        ProviderErrorKind::BadResponse
+    );
+    assert_eq!(
+        call(&a).await.0.unwrap_err().kind,
+        ProviderErrorKind::BadResponse
+    );
     let garbled = call(&o).await.0.unwrap_err();
     assert_eq!(garbled.kind, ProviderErrorKind::BadResponse);
     assert!(garbled.message.contains("not JSON"), "{garbled}");
@@ -183,7 +216,11 @@ async fn truncated_streams_are_bad_response_not_a_panic() {
 #[tokio::test]
 async fn rate_limit_is_retried_honouring_retry_after_then_succeeds() {
     let server = MockServer::start(vec![
-        MockResponse::status(429, r#"{"error":{"message":"slow down"}}"#, &[("retry-after", "1")]),
+        MockResponse::status(
+            429,
+            r#"{"error":{"message":"slow down"}}"#,
+            &[("retry-after", "1")],
+        ),
         MockResponse::sse(OPENAI_STREAM),
     ])
     .await;
@@ -206,8 +243,20 @@ async fn rate_limit_is_retried_honouring_retry_after_then_succeeds() {
 
 #[tokio::test]
 async fn rate_limit_three_times_gives_rate_limited() {
-    let limited = || MockResponse::status(429, r#"{"error":{"message":"slow down"}}"#, &[("retry-after", "0")]);
-    let server = MockServer::start(vec![limited(), limited(), limited(), MockResponse::sse(OPENAI_STREAM)]).await;
+    let limited = || {
+        MockResponse::status(
+            429,
+            r#"{"error":{"message":"slow down"}}"#,
+            &[("retry-after", "0")],
+        )
+    };
+    let server = MockServer::start(vec![
+        limited(),
+        limited(),
+        limited(),
+        MockResponse::sse(OPENAI_STREAM),
+    ])
+    .await;
     let p = OpenAiProvider::new(endpoint(&server.url, None), opts()).unwrap();
     let e = call(&p).await.0.unwrap_err();
     assert_eq!(e.kind, ProviderErrorKind::RateLimited);
@@ -230,10 +279,19 @@ async fn quota_auth_and_server_errors_are_typed() {
     assert_eq!(quota.kind, ProviderErrorKind::QuotaExhausted);
     let auth = call(&p).await.0.unwrap_err();
     assert_eq!(auth.kind, ProviderErrorKind::Auth);
-    assert!(auth.message.contains("HTTP 401") && auth.message.contains("Incorrect API key") && auth.message.contains("TEST_API_KEY"), "{auth}");
+    assert!(
+        auth.message.contains("HTTP 401")
+            && auth.message.contains("Incorrect API key")
+            && auth.message.contains("TEST_API_KEY"),
+        "{auth}"
+    );
     let server_err = call(&p).await.0.unwrap_err();
     assert_eq!(server_err.kind, ProviderErrorKind::ServerError);
-    assert_eq!(server.recorded().len(), 5, "auth and quota are not retried; 5xx is, 3 times");
+    assert_eq!(
+        server.recorded().len(),
+        5,
+        "auth and quota are not retried; 5xx is, 3 times"
+    );
 }
 
 #[tokio::test]
@@ -257,5 +315,10 @@ async fn unreachable_server_is_a_network_error_after_retries() {
     let p = OpenAiProvider::new(endpoint(&url, None), opts()).unwrap();
     let (r, seen) = call(&p).await;
     assert_eq!(r.unwrap_err().kind, ProviderErrorKind::Network);
-    assert_eq!(seen.iter().filter(|e| matches!(e, StreamEvent::Retry { .. })).count(), 2);
+    assert_eq!(
+        seen.iter()
+            .filter(|e| matches!(e, StreamEvent::Retry { .. }))
+            .count(),
+        2
+    );
 }

@@ -7,13 +7,17 @@ use std::sync::Arc;
 use waymark_core::SessionSpec;
 use waymark_core::session::OpOutcome;
 use waymark_protocol::config::Config;
-use waymark_protocol::{Answer, EventKind, MessageSource, Op, PermissionMode, Position, ToolStatus, TurnEndReason};
+use waymark_protocol::{
+    Answer, EventKind, MessageSource, Op, PermissionMode, Position, ToolStatus, TurnEndReason,
+};
 
 fn finished(events: &[waymark_protocol::Event]) -> Vec<(TurnEndReason, Option<String>)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::TurnFinished { reason, error, .. } => Some((*reason, error.as_ref().map(|e| e.code.clone()))),
+            EventKind::TurnFinished { reason, error, .. } => {
+                Some((*reason, error.as_ref().map(|e| e.code.clone())))
+            }
             _ => None,
         })
         .collect()
@@ -23,7 +27,12 @@ fn results(events: &[waymark_protocol::Event]) -> Vec<(String, ToolStatus, Strin
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ToolResult { name, status, content, .. } => Some((name.clone(), *status, content.clone())),
+            EventKind::ToolResult {
+                name,
+                status,
+                content,
+                ..
+            } => Some((name.clone(), *status, content.clone())),
             _ => None,
         })
         .collect()
@@ -42,22 +51,42 @@ async fn write_edit_bash_gives_the_file_and_events() {
         PermissionMode::Auto,
     );
     let ev = run(&s, user("make the notes")).await;
-    assert_eq!(std::fs::read_to_string(h.ws.join("notes/a.txt")).unwrap(), "alpha\ngamma\n");
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("notes/a.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
     assert_eq!(
         types(&ev),
         vec![
-            "message.admitted", "turn.started",
-            "assistant.message", "tool.call", "tool.result",
-            "assistant.message", "tool.call", "tool.result",
-            "assistant.message", "tool.call", "tool.result",
-            "assistant.message", "turn.finished", "session.idle"
+            "message.admitted",
+            "turn.started",
+            "assistant.message",
+            "tool.call",
+            "tool.result",
+            "assistant.message",
+            "tool.call",
+            "tool.result",
+            "assistant.message",
+            "tool.call",
+            "tool.result",
+            "assistant.message",
+            "turn.finished",
+            "session.idle"
         ]
     );
     let r = results(&ev);
     assert!(r.iter().all(|(_, st, _)| *st == ToolStatus::Ok), "{r:?}");
-    assert!(r[2].2.contains("alpha\ngamma\n2") && r[2].2.contains("[exit code: 0]"), "{}", r[2].2);
+    assert!(
+        r[2].2.contains("alpha\ngamma\n2") && r[2].2.contains("[exit code: 0]"),
+        "{}",
+        r[2].2
+    );
     assert_eq!(finished(&ev), vec![(TurnEndReason::Completed, None)]);
-    assert!(ev.iter().any(|e| matches!(&e.kind, EventKind::AssistantDelta { .. })), "text streams as deltas");
+    assert!(
+        ev.iter()
+            .any(|e| matches!(&e.kind, EventKind::AssistantDelta { .. })),
+        "text streams as deltas"
+    );
     // The log is contiguous and holds no transient events.
     let log = h.runtime.events(s.id(), 0, 10_000).unwrap();
     for (i, e) in log.iter().enumerate() {
@@ -79,7 +108,10 @@ async fn ask_mode_parks_on_a_permission_questionnaire_then_allow_once_completes(
     );
     let ev = run(&s, user("write a")).await;
     let qid = match &ev.last().unwrap().kind {
-        EventKind::SessionWaiting { questionnaire_id, kind } => {
+        EventKind::SessionWaiting {
+            questionnaire_id,
+            kind,
+        } => {
             assert_eq!(kind.as_str(), "permission");
             questionnaire_id.clone()
         }
@@ -87,13 +119,36 @@ async fn ask_mode_parks_on_a_permission_questionnaire_then_allow_once_completes(
     };
     assert!(!h.ws.join("a.txt").exists());
     // A wrong kind of answer is refused with the accepted ones named.
-    let e = s.submit(Op::Answer { questionnaire_id: qid.clone(), answer: Answer::Defer }).await.unwrap_err();
-    assert!(e.to_string().contains("allow_once, allow_for_session, deny"), "{e}");
-    let ev = run(&s, Op::Answer { questionnaire_id: qid.clone(), answer: Answer::AllowOnce }).await;
+    let e = s
+        .submit(Op::Answer {
+            questionnaire_id: qid.clone(),
+            answer: Answer::Defer,
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("allow_once, allow_for_session, deny"),
+        "{e}"
+    );
+    let ev = run(
+        &s,
+        Op::Answer {
+            questionnaire_id: qid.clone(),
+            answer: Answer::AllowOnce,
+        },
+    )
+    .await;
     assert_eq!(std::fs::read_to_string(h.ws.join("a.txt")).unwrap(), "x");
     assert_eq!(finished(&ev), vec![(TurnEndReason::Completed, None)]);
     // Answering again is refused.
-    let again = s.submit(Op::Answer { questionnaire_id: qid, answer: Answer::AllowOnce }).await.unwrap_err();
+    let again = s
+        .submit(Op::Answer {
+            questionnaire_id: qid,
+            answer: Answer::AllowOnce,
+        })
+        .await
+        .unwrap_err();
     assert_eq!(again.code(), "questionnaire_closed");
     s.shutdown().await.unwrap();
 }
@@ -108,26 +163,59 @@ async fn deny_reaches_the_model_as_a_denial_with_the_users_message() {
         ]}),
         &h.ws,
     );
-    let h = Harness { runtime: waymark_core::Runtime::open({
-        let mut o = h.runtime.options().clone();
-        o.provider_override = Some(rec.clone());
-        o
-    }).unwrap(), ..h };
-    let s = h.runtime.create_session(SessionSpec { workspace: Some(h.ws.clone()), model: Some("scripted:recording".into()), permission_mode: Some(PermissionMode::Ask) }).unwrap();
+    let h = Harness {
+        runtime: waymark_core::Runtime::open({
+            let mut o = h.runtime.options().clone();
+            o.provider_override = Some(rec.clone());
+            o
+        })
+        .unwrap(),
+        ..h
+    };
+    let s = h
+        .runtime
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("scripted:recording".into()),
+            permission_mode: Some(PermissionMode::Ask),
+            hold: false,
+        })
+        .unwrap();
     let ev = run(&s, user("clean up")).await;
-    let EventKind::SessionWaiting { questionnaire_id, .. } = &ev.last().unwrap().kind else { panic!() };
-    let ev = run(&s, Op::Answer { questionnaire_id: questionnaire_id.clone(), answer: Answer::Deny { message: Some("keep the build folder".into()) } }).await;
+    let EventKind::SessionWaiting {
+        questionnaire_id, ..
+    } = &ev.last().unwrap().kind
+    else {
+        panic!()
+    };
+    let ev = run(
+        &s,
+        Op::Answer {
+            questionnaire_id: questionnaire_id.clone(),
+            answer: Answer::Deny {
+                message: Some("keep the build folder".into()),
+            },
+        },
+    )
+    .await;
     let r = results(&ev);
     assert_eq!(r[0].1, ToolStatus::Denied);
     assert!(r[0].2.contains("keep the build folder"));
-    let reqs = rec.requests.lock().unwrap();
+    let reqs = rec.requests.lock().unwrap().clone();
     let last = reqs.last().unwrap();
     let denial = last.messages.iter().find_map(|m| match m {
-        waymark_core::provider::ModelMessage::ToolResult { content, is_error, .. } => Some((content.clone(), *is_error)),
+        waymark_core::provider::ModelMessage::ToolResult {
+            content, is_error, ..
+        } => Some((content.clone(), *is_error)),
         _ => None,
     });
-    assert_eq!(denial, Some(("The user denied this call: keep the build folder".into(), true)));
-    drop(reqs);
+    assert_eq!(
+        denial,
+        Some((
+            "The user denied this call: keep the build folder".into(),
+            true
+        ))
+    );
     s.shutdown().await.unwrap();
 }
 
@@ -144,12 +232,27 @@ async fn allow_for_session_grants_the_command_prefix() {
         PermissionMode::Ask,
     );
     let ev = run(&s, user("echo")).await;
-    let EventKind::SessionWaiting { questionnaire_id, .. } = &ev.last().unwrap().kind else { panic!() };
-    let ev = run(&s, Op::Answer { questionnaire_id: questionnaire_id.clone(), answer: Answer::AllowForSession }).await;
+    let EventKind::SessionWaiting {
+        questionnaire_id, ..
+    } = &ev.last().unwrap().kind
+    else {
+        panic!()
+    };
+    let ev = run(
+        &s,
+        Op::Answer {
+            questionnaire_id: questionnaire_id.clone(),
+            answer: Answer::AllowForSession,
+        },
+    )
+    .await;
     // `echo two` runs without asking; the chained command asks again.
     let r = results(&ev);
     assert_eq!(r.len(), 2, "{r:?}");
-    assert!(matches!(ev.last().unwrap().kind, EventKind::SessionWaiting { .. }));
+    assert!(matches!(
+        ev.last().unwrap().kind,
+        EventKind::SessionWaiting { .. }
+    ));
     s.shutdown().await.unwrap();
 }
 
@@ -178,7 +281,10 @@ async fn stop_kills_the_running_tool_keeps_partial_output_and_aborts_the_turn() 
     let ev = collect(&mut rx).await;
     assert!(started.elapsed().as_secs() < 10);
     let r = results(&ev);
-    assert!(r[0].2.contains("partial-output") && r[0].2.contains("stopped by the user"), "{r:?}");
+    assert!(
+        r[0].2.contains("partial-output") && r[0].2.contains("stopped by the user"),
+        "{r:?}"
+    );
     assert_eq!(finished(&ev), vec![(TurnEndReason::Aborted, None)]);
     s.shutdown().await.unwrap();
 }
@@ -194,20 +300,37 @@ async fn step_cap_ends_the_turn_as_step_capped() {
     );
     let ev = run(&s, user("loop")).await;
     assert_eq!(finished(&ev), vec![(TurnEndReason::StepCapped, None)]);
-    assert_eq!(ev.iter().filter(|e| matches!(e.kind, EventKind::AssistantMessage { .. })).count(), 3);
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e.kind, EventKind::AssistantMessage { .. }))
+            .count(),
+        3
+    );
     s.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn provider_errors_end_the_turn_with_a_typed_error() {
     let h = Harness::new(Config::default());
-    let s = h.session(json!({"responses": [{"error": "rate_limited"}, {"error": "bad_response"}]}), PermissionMode::Auto);
+    let s = h.session(
+        json!({"responses": [{"error": "rate_limited"}, {"error": "bad_response"}]}),
+        PermissionMode::Auto,
+    );
     let ev = run(&s, user("one")).await;
-    assert_eq!(finished(&ev), vec![(TurnEndReason::Error, Some("rate_limited".into()))]);
+    assert_eq!(
+        finished(&ev),
+        vec![(TurnEndReason::Error, Some("rate_limited".into()))]
+    );
     let ev = run(&s, user("two")).await;
-    assert_eq!(finished(&ev), vec![(TurnEndReason::Error, Some("bad_response".into()))]);
+    assert_eq!(
+        finished(&ev),
+        vec![(TurnEndReason::Error, Some("bad_response".into()))]
+    );
     let ev = run(&s, user("three")).await;
-    assert_eq!(finished(&ev), vec![(TurnEndReason::Error, Some("script_exhausted".into()))]);
+    assert_eq!(
+        finished(&ev),
+        vec![(TurnEndReason::Error, Some("script_exhausted".into()))]
+    );
     s.shutdown().await.unwrap();
 }
 
@@ -241,15 +364,23 @@ async fn slash_commands_run_at_admission_and_never_reach_the_model() {
     let s = h.session(json!({"responses": [{"text": "hi"}]}), PermissionMode::Auto);
     let mut rx = s.subscribe();
     let out = s.submit(user("/help")).await.unwrap();
-    let OpOutcome::Command { output } = out else { panic!("{out:?}") };
+    let OpOutcome::Command { output } = out else {
+        panic!("{out:?}")
+    };
     assert!(output.contains("/help"));
     let e = s.submit(user("/frobnicate now")).await.unwrap_err();
     assert_eq!(e.code(), "unknown_command");
     assert!(e.to_string().contains("/frobnicate") && e.to_string().contains("/help"));
     s.submit(Op::Resume).await.unwrap();
     let ev = collect(&mut rx).await;
-    assert!(ev.iter().any(|e| matches!(e.kind, EventKind::CommandOutput { .. })));
-    assert!(!ev.iter().any(|e| matches!(e.kind, EventKind::TurnStarted { .. })));
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e.kind, EventKind::CommandOutput { .. }))
+    );
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::TurnStarted { .. }))
+    );
     assert!(h.runtime.snapshot(s.id()).unwrap().messages.is_empty());
     // `//` sends a literal slash.
     let ev = run(&s, user("//help is a command")).await;
@@ -264,7 +395,10 @@ async fn slash_commands_run_at_admission_and_never_reach_the_model() {
 #[tokio::test]
 async fn idempotency_key_and_head_insertion() {
     let h = Harness::new(Config::default());
-    let s = h.session(json!({"responses": [{"text": "a"}, {"text": "b"}, {"text": "c"}]}), PermissionMode::Auto);
+    let s = h.session(
+        json!({"responses": [{"text": "a"}, {"text": "b"}, {"text": "c"}]}),
+        PermissionMode::Auto,
+    );
     let mk = |text: &str, position, key: Option<&str>| Op::Submit {
         text: text.into(),
         source: MessageSource::System,
@@ -273,10 +407,25 @@ async fn idempotency_key_and_head_insertion() {
         intent: None,
     };
     // Park the session on a questionnaire-free path: submit while nothing runs, then read order.
-    let a = s.submit(mk("tail-1", Position::Tail, Some("k1"))).await.unwrap();
-    let b = s.submit(mk("tail-1 again", Position::Tail, Some("k1"))).await.unwrap();
+    let a = s
+        .submit(mk("tail-1", Position::Tail, Some("k1")))
+        .await
+        .unwrap();
+    let b = s
+        .submit(mk("tail-1 again", Position::Tail, Some("k1")))
+        .await
+        .unwrap();
     match (a, b) {
-        (OpOutcome::Admitted { message_id: x, created: true }, OpOutcome::Admitted { message_id: y, created: false }) => assert_eq!(x, y),
+        (
+            OpOutcome::Admitted {
+                message_id: x,
+                created: true,
+            },
+            OpOutcome::Admitted {
+                message_id: y,
+                created: false,
+            },
+        ) => assert_eq!(x, y),
         other => panic!("{other:?}"),
     }
     let mut rx = s.subscribe();
@@ -290,11 +439,22 @@ async fn idempotency_key_and_head_insertion() {
 #[tokio::test]
 async fn head_insertion_runs_first() {
     let h = Harness::new(Config::default());
-    let s = h.session(json!({"responses": [{"text": "1", "delay_ms": 300}, {"text": "2"}, {"text": "3"}]}), PermissionMode::Auto);
+    let s = h.session(
+        json!({"responses": [{"text": "1", "delay_ms": 300}, {"text": "2"}, {"text": "3"}]}),
+        PermissionMode::Auto,
+    );
     let mut rx = s.subscribe();
     s.submit(user("first")).await.unwrap();
     s.submit(user("tail")).await.unwrap();
-    s.submit(Op::Submit { text: "urgent".into(), source: MessageSource::System, position: Position::Head, idempotency_key: None, intent: None }).await.unwrap();
+    s.submit(Op::Submit {
+        text: "urgent".into(),
+        source: MessageSource::System,
+        position: Position::Head,
+        idempotency_key: None,
+        intent: None,
+    })
+    .await
+    .unwrap();
     let mut order = Vec::new();
     loop {
         let ev = rx.recv().await.unwrap();
@@ -322,24 +482,44 @@ async fn oversized_history_gets_old_tool_outputs_elided_not_dropped() {
         ]}),
         &h.ws,
     );
-    let h = Harness { runtime: waymark_core::Runtime::open({
-        let mut o = h.runtime.options().clone();
-        o.provider_override = Some(rec.clone());
-        o
-    }).unwrap(), ..h };
-    let s = h.runtime.create_session(SessionSpec { workspace: Some(h.ws.clone()), model: Some("scripted:rec".into()), permission_mode: Some(PermissionMode::Auto) }).unwrap();
+    let h = Harness {
+        runtime: waymark_core::Runtime::open({
+            let mut o = h.runtime.options().clone();
+            o.provider_override = Some(rec.clone());
+            o
+        })
+        .unwrap(),
+        ..h
+    };
+    let s = h
+        .runtime
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("scripted:rec".into()),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
     let ev = run(&s, user("read it thrice")).await;
-    assert!(ev.iter().any(|e| matches!(e.kind, EventKind::ContextElided { .. })));
-    let reqs = rec.requests.lock().unwrap();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e.kind, EventKind::ContextElided { .. }))
+    );
+    let reqs = rec.requests.lock().unwrap().clone();
     let last = reqs.last().unwrap();
-    let contents: Vec<String> = last.messages.iter().filter_map(|m| match m {
-        waymark_core::provider::ModelMessage::ToolResult { content, .. } => Some(content.clone()),
-        _ => None,
-    }).collect();
+    let contents: Vec<String> = last
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            waymark_core::provider::ModelMessage::ToolResult { content, .. } => {
+                Some(content.clone())
+            }
+            _ => None,
+        })
+        .collect();
     assert_eq!(contents.len(), 3, "no tool result is dropped");
     assert!(contents[0].contains("elided to fit the context window"));
     assert!(contents[2].len() > 20_000, "the newest output is kept");
-    drop(reqs);
     s.shutdown().await.unwrap();
 }
 
@@ -349,7 +529,10 @@ async fn a_second_opener_gets_session_busy_until_the_first_releases() {
     let s = h.session(json!({"responses": [{"text": "hi"}]}), PermissionMode::Auto);
     let id = s.id().to_string();
     let other = waymark_core::Runtime::open(h.runtime.options().clone()).unwrap();
-    let e = other.open_session(&id, SessionSpec::default()).err().unwrap();
+    let e = other
+        .open_session(&id, SessionSpec::default())
+        .err()
+        .unwrap();
     assert_eq!(e.code(), "session_busy");
     assert!(e.to_string().contains(&std::process::id().to_string()));
     s.shutdown().await.unwrap();
@@ -363,13 +546,34 @@ async fn the_model_is_sent_our_system_prompt_and_tools() {
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let rec = Recording::new(json!({"responses": [{"text": "hello"}]}), &ws);
-    let h = Harness::with(Config::default(), Some(rec.clone() as Arc<dyn waymark_core::provider::ModelProvider>));
-    let s = h.runtime.create_session(SessionSpec { workspace: Some(h.ws.clone()), model: Some("scripted:rec".into()), permission_mode: Some(PermissionMode::Auto) }).unwrap();
+    let h = Harness::with(
+        Config::default(),
+        Some(rec.clone() as Arc<dyn waymark_core::provider::ModelProvider>),
+    );
+    let s = h
+        .runtime
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("scripted:rec".into()),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
     run(&s, user("hi")).await;
     let req = rec.requests.lock().unwrap()[0].clone();
     let ws_s = h.ws.display().to_string();
-    let data = h.dir.path().join("data").canonicalize().unwrap().display().to_string();
-    let system = req.system.replace(&ws_s, "<workspace>").replace(&data, "<data>");
+    let data = h
+        .dir
+        .path()
+        .join("data")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let system = req
+        .system
+        .replace(&ws_s, "<workspace>")
+        .replace(&data, "<data>");
     let session_id = s.id().to_string();
     let system = system.replace(&session_id, "<session>");
     insta::assert_snapshot!("system_prompt", system);

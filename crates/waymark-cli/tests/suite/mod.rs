@@ -1,0 +1,3 @@
+mod cli;
+mod crash;
+mod support;

@@ -1,0 +1,128 @@
+//! Runs the real `waymark` binary against a temp data dir and workspace.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub ws: PathBuf,
+    pub data: PathBuf,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let data = dir.path().join("data");
+        Env {
+            ws: ws.canonicalize().unwrap(),
+            data,
+            dir,
+        }
+    }
+
+    pub fn script(&self, name: &str, script: Value) -> String {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, serde_json::to_vec_pretty(&script).unwrap()).unwrap();
+        format!("scripted:{}", p.display())
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_waymark"));
+        c.arg("--data-dir")
+            .arg(&self.data)
+            .arg("--config")
+            .arg(self.dir.path().join("settings.json"))
+            .env_remove("WAYMARK_DATA_DIR")
+            .env_remove("WAYMARK_CONFIG");
+        if !self.dir.path().join("settings.json").exists() {
+            std::fs::write(self.dir.path().join("settings.json"), "{}").unwrap();
+        }
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    pub fn exec(&self, model: &str, extra: &[&str]) -> Output {
+        let mut args = vec![
+            "exec",
+            "--workspace",
+            self.ws.to_str().unwrap(),
+            "--model",
+            model,
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    pub fn only_session(&self) -> String {
+        let out = self.run(&["sessions", "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let list = v.as_array().unwrap();
+        assert_eq!(list.len(), 1, "{v}");
+        list[0]["id"].as_str().unwrap().to_string()
+    }
+
+    pub fn events(&self, session: &str) -> Vec<Value> {
+        let out = self.run(&["events", "--session", session]);
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn show(&self, session: &str) -> Value {
+        let out = self.run(&["show", "--session", session, "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+pub fn json_lines(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+pub fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+pub fn assert_contiguous(events: &[Value]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"].as_u64().unwrap(), i as u64 + 1, "seq gap at {e}");
+    }
+}
+
+pub fn pending_questionnaire(env: &Env, session: &str) -> String {
+    let show = env.show(session);
+    show["questionnaires"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["status"] == "pending")
+        .map(|q| q["id"].as_str().unwrap().to_string())
+        .expect("a pending questionnaire")
+}
+
+pub fn read(p: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
