@@ -10,7 +10,7 @@ use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 use waymark_protocol::{RouteKind, Usage};
@@ -117,7 +117,7 @@ pub struct ScriptedProvider {
     workspace: String,
     session_dir: String,
     cursor: Mutex<Cursor>,
-    cursor_file: Option<PathBuf>,
+    cursor_file: Option<std::fs::File>,
 }
 
 const CURSOR_FILE: &str = "scripted-model.cursor.json";
@@ -125,12 +125,23 @@ const CURSOR_FILE: &str = "scripted-model.cursor.json";
 impl ScriptedProvider {
     /// A provider for `script`; with `session_dir`, the position is kept in a file there.
     pub fn new(label: &str, script: Script, workspace: &Path, session_dir: Option<&Path>) -> Self {
-        let cursor_file = session_dir.map(|d| d.join(CURSOR_FILE));
-        let cursor = cursor_file
+        let path = session_dir.map(|d| d.join(CURSOR_FILE));
+        let cursor = path
             .as_ref()
-            .and_then(|f| std::fs::read(f).ok())
-            .and_then(|b| serde_json::from_slice(&b).ok())
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .and_then(|t| serde_json::from_str(t.trim()).ok())
             .unwrap_or_default();
+        // Kept open and overwritten in place: a rename per model call costs more than the
+        // rest of the call.
+        let cursor_file = path.and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(p)
+                .ok()
+        });
         ScriptedProvider {
             label: label.to_string(),
             script,
@@ -166,13 +177,11 @@ impl ScriptedProvider {
         };
         *index += 1;
         if let Some(f) = &self.cursor_file {
-            let snapshot = *cur;
             // Best effort: a lost cursor only replays a reply, it never corrupts the session.
-            if let Ok(bytes) = serde_json::to_vec(&snapshot) {
-                let tmp = f.with_extension("tmp");
-                if std::fs::write(&tmp, bytes).is_ok() {
-                    let _ = std::fs::rename(&tmp, f);
-                }
+            // Padded to a fixed width so each write fully covers the previous one.
+            if let Ok(json) = serde_json::to_string(&*cur) {
+                use std::os::unix::fs::FileExt as _;
+                let _ = f.write_all_at(format!("{json:<63}\n").as_bytes(), 0);
             }
         }
         Ok(item)

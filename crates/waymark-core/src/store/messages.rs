@@ -66,18 +66,17 @@ impl super::Tx<'_> {
             return Ok((existing, false));
         }
         let c = self.conn();
-        let pos: i64 = match position {
-            Position::Head => c.query_row(
-                "SELECT COALESCE(MIN(queue_pos), 0) - 1 FROM messages WHERE session_id = ?1 AND status = 'queued'",
-                [session_id],
-                |r| r.get(0),
-            )?,
-            Position::Tail => c.query_row(
-                "SELECT COALESCE(MAX(queue_pos), 0) + 1 FROM messages WHERE session_id = ?1",
-                [session_id],
-                |r| r.get(0),
-            )?,
+        let sql = match position {
+            Position::Head => {
+                "SELECT COALESCE(MIN(queue_pos), 0) - 1 FROM messages WHERE session_id = ?1 AND status = 'queued'"
+            }
+            Position::Tail => {
+                "SELECT COALESCE(MAX(queue_pos), 0) + 1 FROM messages WHERE session_id = ?1"
+            }
         };
+        let pos: i64 = c
+            .prepare_cached(sql)?
+            .query_row([session_id], |r| r.get(0))?;
         c.prepare_cached(
             "INSERT INTO messages (session_id, source, text, status, queue_pos, idempotency_key, admitted_at)
              VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6)",

@@ -32,9 +32,23 @@ pub struct Store {
 
 /// A write transaction that collects the events it appends.
 pub struct Tx<'c> {
-    tx: rusqlite::Transaction<'c>,
+    conn: &'c Connection,
     now: i64,
     events: Vec<Event>,
+}
+
+/// Rolls back a transaction that was neither committed nor rolled back (a panic inside it).
+struct Open<'c> {
+    conn: &'c Connection,
+    done: bool,
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
 }
 
 impl Store {
@@ -57,6 +71,8 @@ impl Store {
 
     fn init(mut conn: Connection, label: &str) -> Result<Store> {
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Every statement of a turn stays prepared (the default cache of 16 thrashes).
+        conn.set_prepared_statement_cache_capacity(128);
         migrate(&mut conn, label)?;
         Ok(Store {
             conn: Mutex::new(conn),
@@ -64,8 +80,8 @@ impl Store {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves no half-written transaction (rusqlite rolls
-        // back on drop), so a poisoned lock is safe to reuse.
+        // A panic while holding the lock leaves no half-written transaction (the `Open` guard
+        // rolls back), so a poisoned lock is safe to reuse.
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -76,17 +92,33 @@ impl Store {
         now: i64,
         f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
     ) -> Result<(T, Vec<Event>)> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let conn = self.lock();
+        // Cached BEGIN/COMMIT statements: parsing them anew is a measurable part of a turn.
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        let mut open = Open {
+            conn: &conn,
+            done: false,
+        };
         let mut t = Tx {
-            tx,
+            conn: &conn,
             now,
             events: Vec::new(),
         };
-        let value = f(&mut t)?;
-        let Tx { tx, events, .. } = t;
-        tx.commit()?;
-        Ok((value, events))
+        let value = f(&mut t);
+        let events = t.events;
+        match value {
+            Ok(v) => {
+                // A failed COMMIT leaves the transaction open; the guard rolls it back.
+                conn.prepare_cached("COMMIT")?.execute([])?;
+                open.done = true;
+                Ok((v, events))
+            }
+            Err(e) => {
+                open.done = true;
+                conn.prepare_cached("ROLLBACK")?.execute([])?;
+                Err(e)
+            }
+        }
     }
 
     /// Runs a read-only closure on the connection.
@@ -103,12 +135,12 @@ impl Tx<'_> {
     }
 
     pub(crate) fn conn(&self) -> &Connection {
-        &self.tx
+        self.conn
     }
 
     /// Appends an event to the session's log with the next `seq`.
     pub fn emit(&mut self, session_id: &str, kind: EventKind) -> Result<()> {
-        let event = events::append(&self.tx, session_id, self.now, kind)?;
+        let event = events::append(self.conn, session_id, self.now, kind)?;
         self.events.push(event);
         Ok(())
     }

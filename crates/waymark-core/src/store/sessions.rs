@@ -157,10 +157,9 @@ impl super::Tx<'_> {
 
     /// Sets the title once (from the first user message).
     pub fn set_title_if_missing(&mut self, id: &str, title: &str) -> Result<()> {
-        self.conn().execute(
-            "UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NULL",
-            params![id, title],
-        )?;
+        self.conn()
+            .prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NULL")?
+            .execute(params![id, title])?;
         Ok(())
     }
 
