@@ -10,7 +10,7 @@ use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 use waymark_protocol::{RouteKind, Usage};
@@ -117,7 +117,9 @@ pub struct ScriptedProvider {
     workspace: String,
     session_dir: String,
     cursor: Mutex<Cursor>,
-    cursor_file: Option<std::fs::File>,
+    cursor_path: Option<PathBuf>,
+    /// Opened on first use (the session folder may not exist yet when the provider is made).
+    cursor_file: Mutex<Option<std::fs::File>>,
 }
 
 const CURSOR_FILE: &str = "scripted-model.cursor.json";
@@ -131,17 +133,6 @@ impl ScriptedProvider {
             .and_then(|f| std::fs::read_to_string(f).ok())
             .and_then(|t| serde_json::from_str(t.trim()).ok())
             .unwrap_or_default();
-        // Kept open and overwritten in place: a rename per model call costs more than the
-        // rest of the call.
-        let cursor_file = path.and_then(|p| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .read(true)
-                .write(true)
-                .open(p)
-                .ok()
-        });
         ScriptedProvider {
             label: label.to_string(),
             script,
@@ -150,7 +141,8 @@ impl ScriptedProvider {
                 .map(|d| d.display().to_string())
                 .unwrap_or_default(),
             cursor: Mutex::new(cursor),
-            cursor_file,
+            cursor_path: path,
+            cursor_file: Mutex::new(None),
         }
     }
 
@@ -176,15 +168,29 @@ impl ScriptedProvider {
             },
         };
         *index += 1;
-        if let Some(f) = &self.cursor_file {
-            // Best effort: a lost cursor only replays a reply, it never corrupts the session.
-            // Padded to a fixed width so each write fully covers the previous one.
-            if let Ok(json) = serde_json::to_string(&*cur) {
-                use std::os::unix::fs::FileExt as _;
-                let _ = f.write_all_at(format!("{json:<63}\n").as_bytes(), 0);
-            }
+        if let Some(path) = &self.cursor_path {
+            self.save_cursor(path, *cur);
         }
         Ok(item)
+    }
+
+    /// Best effort: a lost cursor only replays a reply, it never corrupts the session. The
+    /// file is kept open and overwritten in place (padded to a fixed width), since a rename
+    /// per model call costs more than the rest of the call.
+    fn save_cursor(&self, path: &Path, cur: Cursor) {
+        use std::os::unix::fs::FileExt as _;
+        let mut file = self.cursor_file.lock().unwrap_or_else(|p| p.into_inner());
+        if file.is_none() {
+            *file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)
+                .ok();
+        }
+        if let (Some(f), Ok(json)) = (file.as_ref(), serde_json::to_string(&cur)) {
+            let _ = f.write_all_at(format!("{json:<63}\n").as_bytes(), 0);
+        }
     }
 
     fn expand(&self, v: &Value) -> Value {
@@ -357,6 +363,19 @@ mod tests {
         );
         let e = p2.call(&req(CallPurpose::Main), &sink).await.unwrap_err();
         assert_eq!(e.kind, ProviderErrorKind::ScriptExhausted);
+    }
+
+    #[tokio::test]
+    async fn cursor_survives_when_the_session_folder_is_made_after_the_provider() {
+        let dir = tempfile::tempdir().unwrap();
+        let sd = dir.path().join("later");
+        let s = || script(r#"{"responses":[{"text":"first"},{"text":"second"}]}"#);
+        let p = ScriptedProvider::new("scripted", s(), Path::new("/ws"), Some(&sd));
+        std::fs::create_dir_all(&sd).unwrap();
+        let sink = |_: StreamEvent| {};
+        assert_eq!(p.call(&req(CallPurpose::Main), &sink).await.unwrap().text, "first");
+        let p2 = ScriptedProvider::new("scripted", s(), Path::new("/ws"), Some(&sd));
+        assert_eq!(p2.call(&req(CallPurpose::Main), &sink).await.unwrap().text, "second");
     }
 
     #[tokio::test]
