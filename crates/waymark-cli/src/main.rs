@@ -103,7 +103,20 @@ fn parse_mode(s: &str) -> Result<PermissionMode, String> {
 
 const EXIT_WAITING: u8 = 3;
 
+/// Restores the default SIGPIPE action, so `waymark events | head` ends quietly like other
+/// command-line tools instead of failing on a closed pipe. An interrupted turn is closed as
+/// aborted the next time the session is opened.
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL at start-up, before any thread
+    // exists, has no memory-safety implications.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    default_sigpipe();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -285,8 +298,9 @@ async fn drive(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut printer = Printer::new(json);
-    let last = handle.startup.last().map(|e| e.seq).unwrap_or(0);
-    printer.remember(&runtime.events(handle.id(), last.saturating_sub(500), 500)?);
+    if !json {
+        printer.remember(&runtime.recent_events_of_type(handle.id(), "tool.call", 50)?);
+    }
     for e in &handle.startup {
         printer.print(e);
     }

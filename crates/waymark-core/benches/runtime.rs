@@ -2,6 +2,8 @@
 //! - `turn/one_model_call`: a user message through admission, one scripted model call, the
 //!   committed events and the idle announcement — the runtime's overhead per model call.
 //! - `turn/model_call_with_tool`: two model calls and one `list_dir` call per turn.
+//! - `turn/openai_mock_three_calls`: a turn of three model calls (two tool calls) through the
+//!   real OpenAI wire client against a local server on loopback.
 //! - `session/open_and_read_10k_events`: open the database and read a 10,000-event log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code
@@ -17,28 +19,103 @@ use waymark_protocol::{EventKind, MessageSource, Op, PermissionMode, Position};
 /// Turns per session before a fresh one is started, so history stays at a realistic size.
 const TURNS_PER_SESSION: u64 = 50;
 
-fn bench_turns(c: &mut Criterion, name: &str, script: serde_json::Value) {
+/// A loopback server answering Chat Completions requests with SSE: two tool calls, then text
+/// (keep-alive connections, one write per response).
+fn spawn_openai_mock(rt: &tokio::runtime::Runtime) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    rt.spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut tmp = vec![0u8; 65536];
+                loop {
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match sock.read(&mut tmp).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                        .unwrap_or(0);
+                    while buf.len() < end + 4 + len {
+                        match sock.read(&mut tmp).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                        }
+                    }
+                    let body: serde_json::Value = serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap();
+                    buf.drain(..end + 4 + len);
+                    let msgs = body["messages"].as_array().unwrap();
+                    let tools = msgs.iter().rev().take_while(|m| m["role"] != "user").filter(|m| m["role"] == "tool").count();
+                    let mut sse = String::new();
+                    let mut push = |v: serde_json::Value| sse.push_str(&format!("data: {v}\n\n"));
+                    if tools < 2 {
+                        let (name, args) = if tools == 0 { ("read_file", r#"{"path":"a.txt"}"#) } else { ("list_dir", r#"{"path":"."}"#) };
+                        push(json!({"choices": [{"index": 0, "delta": {"content": "Checking. "}}]}));
+                        push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": format!("c{tools}"), "type": "function", "function": {"name": name, "arguments": args}}]}}]}));
+                        push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+                    } else {
+                        push(json!({"choices": [{"index": 0, "delta": {"content": "All fine."}, "finish_reason": "stop"}]}));
+                    }
+                    push(json!({"choices": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 20}}));
+                    sse.push_str("data: [DONE]\n\n");
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}",
+                        sse.len()
+                    );
+                    if sock.write_all(resp.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+fn bench_openai(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
+    let base = spawn_openai_mock(&rt);
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("a.txt"), "x\n").unwrap();
-    let script_path = dir.path().join("script.json");
-    std::fs::write(&script_path, serde_json::to_vec(&script).unwrap()).unwrap();
-    let runtime = Runtime::open(RuntimeOptions::new(
-        dir.path().join("data"),
-        Config::default(),
-    ))
-    .unwrap();
+    let mut opts = RuntimeOptions::new(dir.path().join("data"), Config::default());
+    let base2 = base.clone();
+    opts.env = std::sync::Arc::new(move |k: &str| match k {
+        "OPENAI_BASE_URL" => Some(base2.clone()),
+        "OPENAI_API_KEY" => Some("bench".into()),
+        _ => None,
+    });
+    let runtime = Runtime::open(opts).unwrap();
     let spec = || SessionSpec {
         workspace: Some(ws.clone()),
-        model: Some(format!("scripted:{}", script_path.display())),
+        model: Some("openai:bench".into()),
         permission_mode: Some(PermissionMode::Auto),
         hold: false,
     };
+    run_turns(c, &rt, &runtime, spec, "turn/openai_mock_three_calls");
+}
+
+fn run_turns(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    runtime: &Runtime,
+    spec: impl Fn() -> SessionSpec,
+    name: &str,
+) {
     c.bench_function(name, |b| {
         b.iter_custom(|iters| {
             rt.block_on(async {
@@ -75,6 +152,31 @@ fn bench_turns(c: &mut Criterion, name: &str, script: serde_json::Value) {
             })
         })
     });
+}
+
+fn bench_turns(c: &mut Criterion, name: &str, script: serde_json::Value) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "x\n").unwrap();
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, serde_json::to_vec(&script).unwrap()).unwrap();
+    let runtime = Runtime::open(RuntimeOptions::new(
+        dir.path().join("data"),
+        Config::default(),
+    ))
+    .unwrap();
+    let spec = || SessionSpec {
+        workspace: Some(ws.clone()),
+        model: Some(format!("scripted:{}", script_path.display())),
+        permission_mode: Some(PermissionMode::Auto),
+        hold: false,
+    };
+    run_turns(c, &rt, &runtime, spec, name);
 }
 
 fn turns(c: &mut Criterion) {
@@ -148,6 +250,6 @@ fn open_and_read(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(6)).warm_up_time(Duration::from_secs(2));
-    targets = turns, open_and_read
+    targets = turns, bench_openai, open_and_read
 }
 criterion_main!(benches);

@@ -131,12 +131,14 @@ impl Runtime {
         std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
         let model_spec = self.model_spec(spec.model.as_deref(), row.model.as_deref())?;
         let resolved = self.provider(&model_spec, &ws, &sd)?;
-        if spec.model.is_some() || spec.permission_mode.is_some() {
+        let new_model = spec.model.is_some() && row.model.as_deref() != Some(resolved.0.as_str());
+        let new_mode = spec.permission_mode.filter(|m| *m != row.permission_mode);
+        if new_model || new_mode.is_some() {
             self.store.write(self.opts.clock.now_ms(), |tx| {
-                if spec.model.is_some() {
+                if new_model {
                     tx.set_model(id, &resolved.0)?;
                 }
-                if let Some(m) = spec.permission_mode {
+                if let Some(m) = new_mode {
                     tx.set_permission_mode(id, m)?;
                 }
                 Ok(())
@@ -229,6 +231,7 @@ impl Runtime {
             artifacts: artifacts.canonicalize().unwrap_or(artifacts),
             events,
             last_seq: AtomicU64::new(last_seq),
+            history: Default::default(),
         });
         Ok(session::spawn(
             core,
@@ -277,6 +280,19 @@ impl Runtime {
             }
             store::events::list(c, id, after, limit)
         })
+    }
+}
+
+impl Runtime {
+    /// The newest `limit` logged events of one type, oldest first.
+    pub fn recent_events_of_type(
+        &self,
+        id: &str,
+        type_name: &str,
+        limit: u64,
+    ) -> Result<Vec<Event>> {
+        self.store
+            .read(|c| store::events::recent_of_type(c, id, type_name, limit))
     }
 }
 

@@ -70,6 +70,16 @@ pub(crate) struct SessionCore {
     pub artifacts: PathBuf,
     pub events: broadcast::Sender<Event>,
     pub last_seq: AtomicU64,
+    /// The conversation as loaded so far; topped up from the store before each model call,
+    /// so a call reads only the rows added since the last one.
+    pub history: std::sync::Mutex<HistoryCache>,
+}
+
+/// Conversation items already read from the store.
+#[derive(Default)]
+pub(crate) struct HistoryCache {
+    last_id: i64,
+    pub items: Vec<(Option<i64>, store::HistoryItem)>,
 }
 
 impl SessionCore {
@@ -95,6 +105,20 @@ impl SessionCore {
 
     pub fn read<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
         self.store.read(f)
+    }
+
+    /// Runs `f` on the whole conversation, after reading the rows added since last time.
+    pub fn with_history<T>(
+        &self,
+        f: impl FnOnce(&[(Option<i64>, store::HistoryItem)]) -> T,
+    ) -> Result<T> {
+        let mut cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = self.read(|c| store::turns::history_after(c, &self.id, cache.last_id))?;
+        for (id, turn, item) in fresh {
+            cache.last_id = id;
+            cache.items.push((turn, item));
+        }
+        Ok(f(&cache.items))
     }
 }
 
@@ -190,7 +214,9 @@ pub(crate) fn spawn(
 
 impl Actor {
     async fn run(mut self, mut ops: mpsc::UnboundedReceiver<(Op, Reply)>) {
-        let mut beat = tokio::time::interval(self.heartbeat);
+        // The lease was just taken: the first heartbeat is due one period from now.
+        let mut beat =
+            tokio::time::interval_at(tokio::time::Instant::now() + self.heartbeat, self.heartbeat);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

@@ -162,23 +162,24 @@ async fn drive(
         if steps >= core.config.turn.max_steps {
             return finish(core, turn_id, TurnEndReason::StepCapped, None);
         }
-        let history = core.read(|c| store::turns::history(c, &sid))?;
         let window = core
             .config
             .turn
             .context_tokens
             .unwrap_or_else(|| core.provider.context_tokens());
-        let (request, elided) = context::build_request(RequestParts {
-            system: context::system_prompt(&core.workspace, &core.session_dir),
-            history: &history,
-            current_turn: turn_id,
-            reminders: reminders.as_deref(),
-            tools: tool_specs(core),
-            budget_tokens: window
-                .saturating_sub(u64::from(MAX_OUTPUT_TOKENS))
-                .max(window / 2),
-            max_output_tokens: MAX_OUTPUT_TOKENS,
-        });
+        let (request, elided) = core.with_history(|history| {
+            context::build_request(RequestParts {
+                system: context::system_prompt(&core.workspace, &core.session_dir),
+                history,
+                current_turn: turn_id,
+                reminders: reminders.as_deref(),
+                tools: tool_specs(core),
+                budget_tokens: window
+                    .saturating_sub(u64::from(MAX_OUTPUT_TOKENS))
+                    .max(window / 2),
+                max_output_tokens: MAX_OUTPUT_TOKENS,
+            })
+        })?;
         if elided.items != last_elided {
             last_elided = elided.items;
             core.write(|tx| {

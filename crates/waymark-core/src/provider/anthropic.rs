@@ -19,14 +19,15 @@ const API_VERSION: &str = "2023-06-01";
 pub struct AnthropicProvider {
     endpoint: Endpoint,
     opts: HttpOptions,
-    client: reqwest::Client,
+    /// Built on the first call: setting up TLS is a noticeable part of a short CLI run.
+    client: std::sync::OnceLock<Result<reqwest::Client, ProviderError>>,
 }
 
 impl AnthropicProvider {
     /// A client for the endpoint (its base URL ends before `/v1/messages`).
     pub fn new(endpoint: Endpoint, opts: HttpOptions) -> Result<Self, ProviderError> {
         Ok(AnthropicProvider {
-            client: http::client(&opts)?,
+            client: std::sync::OnceLock::new(),
             endpoint,
             opts,
         })
@@ -277,6 +278,15 @@ impl EventFolder {
     }
 }
 
+impl AnthropicProvider {
+    fn client(&self) -> Result<&reqwest::Client, ProviderError> {
+        self.client
+            .get_or_init(|| http::client(&self.opts))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
 impl ModelProvider for AnthropicProvider {
     fn describe(&self) -> String {
         self.endpoint.describe()
@@ -304,7 +314,7 @@ impl ModelProvider for AnthropicProvider {
             }
             let url = format!("{}/v1/messages", ep.base_url);
             let mut events = http::post_sse(
-                &self.client,
+                self.client()?,
                 &url,
                 &headers,
                 &body,

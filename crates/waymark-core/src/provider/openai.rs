@@ -17,14 +17,15 @@ use waymark_protocol::{RouteKind, Usage};
 pub struct OpenAiProvider {
     endpoint: Endpoint,
     opts: HttpOptions,
-    client: reqwest::Client,
+    /// Built on the first call: setting up TLS is a noticeable part of a short CLI run.
+    client: std::sync::OnceLock<Result<reqwest::Client, ProviderError>>,
 }
 
 impl OpenAiProvider {
     /// A client for the endpoint (its base URL ends before `/chat/completions`).
     pub fn new(endpoint: Endpoint, opts: HttpOptions) -> Result<Self, ProviderError> {
         Ok(OpenAiProvider {
-            client: http::client(&opts)?,
+            client: std::sync::OnceLock::new(),
             endpoint,
             opts,
         })
@@ -255,6 +256,15 @@ pub(crate) fn clip(s: &str) -> String {
     format!("{}…", &s[..cut])
 }
 
+impl OpenAiProvider {
+    fn client(&self) -> Result<&reqwest::Client, ProviderError> {
+        self.client
+            .get_or_init(|| http::client(&self.opts))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
 impl ModelProvider for OpenAiProvider {
     fn describe(&self) -> String {
         self.endpoint.describe()
@@ -282,7 +292,7 @@ impl ModelProvider for OpenAiProvider {
             }
             let url = format!("{}/chat/completions", ep.base_url);
             let mut events = http::post_sse(
-                &self.client,
+                self.client()?,
                 &url,
                 &headers,
                 &body,

@@ -373,9 +373,15 @@ mod tests {
         let p = ScriptedProvider::new("scripted", s(), Path::new("/ws"), Some(&sd));
         std::fs::create_dir_all(&sd).unwrap();
         let sink = |_: StreamEvent| {};
-        assert_eq!(p.call(&req(CallPurpose::Main), &sink).await.unwrap().text, "first");
+        assert_eq!(
+            p.call(&req(CallPurpose::Main), &sink).await.unwrap().text,
+            "first"
+        );
         let p2 = ScriptedProvider::new("scripted", s(), Path::new("/ws"), Some(&sd));
-        assert_eq!(p2.call(&req(CallPurpose::Main), &sink).await.unwrap().text, "second");
+        assert_eq!(
+            p2.call(&req(CallPurpose::Main), &sink).await.unwrap().text,
+            "second"
+        );
     }
 
     #[tokio::test]

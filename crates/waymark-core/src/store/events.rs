@@ -59,6 +59,39 @@ pub fn list(conn: &Connection, session_id: &str, after: u64, limit: u64) -> Resu
     Ok(out)
 }
 
+/// The newest `limit` events of one type (for example `tool.call`), oldest first.
+pub fn recent_of_type(
+    conn: &Connection,
+    session_id: &str,
+    type_name: &str,
+    limit: u64,
+) -> Result<Vec<Event>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, ts, json FROM events WHERE session_id = ?1 AND type = ?2 ORDER BY seq DESC LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(params![session_id, type_name, limit as i64], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, ts, json) = row?;
+        let kind: EventKind = serde_json::from_str(&json)
+            .map_err(|e| Error::Corrupt(format!("event {session_id}#{seq}: {e}")))?;
+        out.push(Event {
+            session_id: session_id.to_string(),
+            seq: seq as u64,
+            ts,
+            kind,
+        });
+    }
+    out.reverse();
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::Store;
@@ -90,6 +123,30 @@ mod tests {
             )?)
         });
         assert!(gap.unwrap_err().to_string().contains("contiguous"));
+    }
+
+    #[test]
+    fn recent_of_type_filters_and_keeps_order() {
+        let store = Store::open_in_memory().unwrap();
+        let a = make_session(&store);
+        for i in 0..4 {
+            store
+                .write(1, |tx| {
+                    tx.emit(&a, EventKind::SessionIdle {})?;
+                    tx.emit(
+                        &a,
+                        EventKind::CommandOutput {
+                            command: "help".into(),
+                            text: i.to_string(),
+                        },
+                    )
+                })
+                .unwrap();
+        }
+        let ev = store
+            .read(|c| recent_of_type(c, &a, "command.output", 2))
+            .unwrap();
+        assert_eq!(ev.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![6, 8]);
     }
 
     #[test]

@@ -15,12 +15,15 @@ pub use turns::{HistoryItem, ToolCallRecord, TurnRow, TurnStatus};
 
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use waymark_protocol::{Event, EventKind};
 
 /// Migrations in order; the version of each is its index + 1.
 const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+
+/// WAL size above which closing the store checkpoints it (see `Drop for Store`).
+const WAL_CHECKPOINT_ON_CLOSE_BYTES: u64 = 1 << 20;
 
 /// The newest schema version this build understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -28,6 +31,22 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// A handle on the database. Cheap to share behind an `Arc`.
 pub struct Store {
     conn: Mutex<Connection>,
+    /// The WAL file, for the checkpoint on close.
+    wal: Option<PathBuf>,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let large = self
+            .wal
+            .as_ref()
+            .and_then(|w| std::fs::metadata(w).ok())
+            .is_some_and(|m| m.len() > WAL_CHECKPOINT_ON_CLOSE_BYTES);
+        if large {
+            // Best effort: another process reading the database makes it a partial one.
+            let _ = self.lock().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)");
+        }
+    }
 }
 
 /// A write transaction that collects the events it appends.
@@ -61,21 +80,32 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        Self::init(conn, &path.display().to_string())
+        // The CLI opens the database once per command. SQLite's checkpoint on close would
+        // make every run pay an fsync and re-create the WAL; instead the WAL is kept and
+        // checkpointed on close only once it has grown (`Drop`), which also bounds the
+        // WAL an open has to read.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )?;
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        Self::init(conn, &path.display().to_string(), Some(PathBuf::from(wal)))
     }
 
     /// An in-memory database (tests).
     pub fn open_in_memory() -> Result<Store> {
-        Self::init(Connection::open_in_memory()?, ":memory:")
+        Self::init(Connection::open_in_memory()?, ":memory:", None)
     }
 
-    fn init(mut conn: Connection, label: &str) -> Result<Store> {
+    fn init(mut conn: Connection, label: &str, wal: Option<PathBuf>) -> Result<Store> {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         // Every statement of a turn stays prepared (the default cache of 16 thrashes).
         conn.set_prepared_statement_cache_capacity(128);
         migrate(&mut conn, label)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            wal,
         })
     }
 

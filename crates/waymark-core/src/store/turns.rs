@@ -240,10 +240,22 @@ pub fn totals(conn: &Connection, session_id: &str) -> Result<(u64, Usage)> {
 
 /// The whole conversation: `(turn_id, item)` in order.
 pub fn history(conn: &Connection, session_id: &str) -> Result<Vec<(Option<i64>, HistoryItem)>> {
+    Ok(history_after(conn, session_id, 0)?
+        .into_iter()
+        .map(|(_, turn, item)| (turn, item))
+        .collect())
+}
+
+/// Conversation items with a row id above `after`: `(id, turn_id, item)` in order.
+pub fn history_after(
+    conn: &Connection,
+    session_id: &str,
+    after: i64,
+) -> Result<Vec<(i64, Option<i64>, HistoryItem)>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, turn_id, body FROM history WHERE session_id = ?1 ORDER BY id",
+        "SELECT id, turn_id, body FROM history WHERE session_id = ?1 AND id > ?2 ORDER BY id",
     )?;
-    let rows = stmt.query_map([session_id], |r| {
+    let rows = stmt.query_map(params![session_id, after], |r| {
         Ok((
             r.get::<_, i64>(0)?,
             r.get::<_, Option<i64>>(1)?,
@@ -255,7 +267,7 @@ pub fn history(conn: &Connection, session_id: &str) -> Result<Vec<(Option<i64>, 
         let (id, turn, body) = row?;
         let item: HistoryItem = serde_json::from_str(&body)
             .map_err(|e| Error::Corrupt(format!("history item {id}: {e}")))?;
-        out.push((turn, item));
+        out.push((id, turn, item));
     }
     Ok(out)
 }

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Benchmarks: the runtime (criterion) and the standing CLI target against a local mock model
+# server. Prints the figures; it asserts nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo build --locked --release -p waymark-cli
+python3 scripts/bench_cli.py target/release/waymark
+cargo bench --locked -p waymark-core --bench runtime -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
+python3 - <<'PY'
+import glob, json
+for f in sorted(glob.glob("target/criterion/*/new/estimates.json")):
+    e = json.load(open(f))
+    print(f"{f.split('/')[2]}: median {e['median']['point_estimate'] / 1e3:.1f} µs")
+PY

@@ -1,0 +1,89 @@
+"""Standing CLI target: against a local mock model server, the headless CLI's own CPU time per
+agent turn (target <= 7 ms) and its peak RSS (target < 30 MB) over a 10-turn run.
+Each turn is one `waymark exec` process (start-up included) making three model calls.
+Usage: bench_cli.py path/to/waymark"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mock_openai  # noqa: E402
+
+TURNS = 10
+
+
+def run_turn(args, env, out_path, measure_rss):
+    """Runs one process; returns (exit code, CPU seconds, peak RSS in KiB or None, wall s).
+    With measure_rss the process runs under GNU time, which reports its true peak RSS (a
+    child spawned straight from this Python process would count Python's pages as its own);
+    without, CPU time comes from wait4 on the process itself, with no launcher included."""
+    rss_path = out_path + ".rss"
+    launcher = ["/usr/bin/time", "-f", "%M", "-o", rss_path] if measure_rss else []
+    start = time.perf_counter()
+    argv = launcher + args
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=[
+        (os.POSIX_SPAWN_OPEN, 1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ])
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    rss = None
+    if measure_rss:
+        with open(rss_path) as f:
+            rss = int(f.read().split()[-1])
+    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, rss, wall
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1])
+    server = mock_openai.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = os.path.join(tmp, "ws")
+        os.makedirs(ws)
+        with open(os.path.join(ws, "README.md"), "w") as f:
+            f.write("# bench\n" + "Some text.\n" * 200)
+        settings = os.path.join(tmp, "settings.json")
+        with open(settings, "w") as f:
+            f.write("{}")
+        env = dict(os.environ, OPENAI_BASE_URL=base, OPENAI_API_KEY="bench-key")
+        common = [binary, "--data-dir", os.path.join(tmp, "data"), "--config", settings,
+                  "exec", "--permission", "auto", "--json"]
+        out_path = os.path.join(tmp, "out.jsonl")
+        cpu, rss, wall, session = [], [], [], None
+        # Pass 1 measures peak RSS (under GNU time), pass 2 CPU time; each is a 10-turn run.
+        for measure_rss in (True, False):
+            for i in range(TURNS):
+                where = ["--session", session] if session else ["--workspace", ws, "--model", "openai:bench-model"]
+                code, c, r, w = run_turn(common + where + [f"check the project, round {i + 1}"], env, out_path, measure_rss)
+                with open(out_path) as f:
+                    lines = f.read().splitlines()
+                if code != 0:
+                    sys.exit(f"turn {i + 1} failed with exit {code}:\n" + "\n".join(lines[-20:]))
+                events = [json.loads(line) for line in lines]
+                calls = sum(1 for e in events if e["type"] == "assistant.message")
+                if calls != 3:
+                    sys.exit(f"turn {i + 1}: expected 3 model calls, saw {calls}")
+                session = events[0]["session_id"]
+                if measure_rss:
+                    rss.append(r)
+                else:
+                    cpu.append(c)
+                    wall.append(w)
+        server.shutdown()
+    mean_ms = sum(cpu) / len(cpu) * 1000
+    peak_mb = max(rss) / 1024
+    print(f"cli: {TURNS} turns, 3 model calls each, one `waymark exec` process per turn, mock OpenAI server on loopback")
+    print(f"cli: own CPU time per turn (user+sys, start-up included): mean {mean_ms:.2f} ms, "
+          f"max {max(cpu) * 1000:.2f} ms  (target <= 7 ms)")
+    print(f"cli: peak RSS {peak_mb:.1f} MB  (target < 30 MB)")
+    print("cli: CPU ms per turn: " + " ".join(f"{c * 1000:.1f}" for c in cpu))
+    print(f"cli: wall time per turn: mean {sum(wall) / len(wall) * 1000:.1f} ms")
+    print("cli: targets " + ("met" if mean_ms <= 7 and peak_mb < 30 else "NOT met"))
+
+
+if __name__ == "__main__":
+    main()

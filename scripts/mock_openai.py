@@ -1,0 +1,66 @@
+"""A local OpenAI Chat Completions server for benchmarks: streams SSE replies in the real wire
+format. Per user message it asks for two tool calls (read_file, then list_dir) and then
+answers with text, so each agent turn is three model calls."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def chunk(delta, finish=None):
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def reply_for(messages):
+    tools_since_user = 0
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            break
+        if m.get("role") == "tool":
+            tools_since_user += 1
+    if tools_since_user == 0:
+        call = ("read_file", {"path": "README.md"})
+    elif tools_since_user == 1:
+        call = ("list_dir", {"path": "."})
+    else:
+        call = None
+    events = []
+    if call:
+        events.append(chunk({"role": "assistant", "content": "Checking the project. "}))
+        events.append(chunk({"tool_calls": [{"index": 0, "id": f"call_{tools_since_user}", "type": "function",
+                                              "function": {"name": call[0], "arguments": ""}}]}))
+        events.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": json.dumps(call[1])}}]}))
+        events.append(chunk({}, "tool_calls"))
+    else:
+        for piece in ["All checks ", "look fine; ", "nothing to change."]:
+            events.append(chunk({"content": piece}))
+        events.append(chunk({}, "stop"))
+    events.append({"choices": [], "usage": {"prompt_tokens": 1200, "completion_tokens": 40}})
+    return events
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length", "0"))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        out = b""
+        for ev in reply_for(body.get("messages", [])):
+            out += b"data: " + json.dumps(ev).encode() + b"\n\n"
+        out += b"data: [DONE]\n\n"
+        # Head and body in one write: separate small writes meet Nagle's algorithm and
+        # delayed ACKs, adding tens of milliseconds of latency that is the server's, not ours.
+        head = ("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                f"content-length: {len(out)}\r\n\r\n").encode()
+        self.wfile.write(head + out)
+        self.wfile.flush()
+
+
+def start():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
