@@ -22,7 +22,7 @@ session=$("$bin" --data-dir "$demo/data" sessions | head -n1 | cut -d' ' -f1)
 "$bin" --data-dir "$demo/data" show --session "$session"
 echo
 echo "--- what changed in the workspace:"
-diff -ru demo/workspace "$demo/workspace" || true
+diff -ruN demo/workspace "$demo/workspace" || true
 cat <<MSG
 
 That was the offline scripted model. To use a real one:

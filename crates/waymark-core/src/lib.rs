@@ -6,6 +6,7 @@ pub mod clock;
 pub mod commands;
 pub mod context;
 pub mod error;
+pub mod extension;
 pub mod guard;
 pub mod paths;
 pub mod provider;

@@ -4,6 +4,7 @@
 use crate::clock::{Clock, IdSource, RandomIds, SystemClock};
 use crate::commands::CommandRegistry;
 use crate::error::{Error, Result};
+use crate::extension::{Extension, GuardStage};
 use crate::guard::{PermissionGuard, ToolGuard};
 use crate::paths;
 use crate::provider::{HttpOptions, ModelProvider, resolve_model};
@@ -39,6 +40,8 @@ pub struct RuntimeOptions {
     pub default_model: Option<String>,
     /// Test hook: use this provider instead of resolving the spec.
     pub provider_override: Option<Arc<dyn ModelProvider>>,
+    /// Components plugged into every session (plan mode, goals).
+    pub extensions: Vec<Arc<dyn Extension>>,
 }
 
 impl RuntimeOptions {
@@ -56,6 +59,7 @@ impl RuntimeOptions {
             heartbeat: Duration::from_secs(5),
             default_model: None,
             provider_override: None,
+            extensions: Vec::new(),
         }
     }
 }
@@ -215,6 +219,29 @@ impl Runtime {
         let last_seq = startup.last().map(|e| e.seq).unwrap_or(0);
         let (events, _) = broadcast::channel(4096);
         let workspace = PathBuf::from(&row.workspace);
+        let mut tools = ToolRegistry::standard();
+        let mut commands = CommandRegistry::default();
+        let mut before: Vec<Arc<dyn ToolGuard>> = Vec::new();
+        let mut after: Vec<Arc<dyn ToolGuard>> = Vec::new();
+        let mut reminders = Vec::new();
+        for ext in &self.opts.extensions {
+            for t in ext.tools() {
+                tools.register(t);
+            }
+            for c in ext.commands() {
+                commands.register(c);
+            }
+            for (stage, g) in ext.guards() {
+                match stage {
+                    GuardStage::BeforePermission => before.push(g),
+                    GuardStage::AfterPermission => after.push(g),
+                }
+            }
+            reminders.extend(ext.reminders());
+        }
+        let mut guards = before;
+        guards.push(Arc::new(PermissionGuard));
+        guards.extend(after);
         let core = Arc::new(SessionCore {
             id: id.to_string(),
             store: self.store.clone(),
@@ -222,10 +249,10 @@ impl Runtime {
             ids: self.opts.ids.clone(),
             config: self.opts.config.clone(),
             provider,
-            tools: ToolRegistry::standard(),
-            guards: vec![Arc::new(PermissionGuard) as Arc<dyn ToolGuard>],
-            reminders: Vec::new(),
-            commands: CommandRegistry::default(),
+            tools,
+            guards,
+            reminders,
+            commands,
             workspace: workspace.canonicalize().unwrap_or(workspace),
             session_dir: sd.canonicalize().unwrap_or(sd),
             artifacts: artifacts.canonicalize().unwrap_or(artifacts),

@@ -173,7 +173,7 @@ async fn drive(
                 history,
                 current_turn: turn_id,
                 reminders: reminders.as_deref(),
-                tools: tool_specs(core),
+                tools: tool_specs(core, &session),
                 budget_tokens: window
                     .saturating_sub(u64::from(MAX_OUTPUT_TOKENS))
                     .max(window / 2),
@@ -235,9 +235,10 @@ async fn drive(
     }
 }
 
-fn tool_specs(core: &SessionCore) -> Vec<ToolSpec> {
+fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> Vec<ToolSpec> {
     core.tools
         .iter()
+        .filter(|t| t.offered(session))
         .map(|t| ToolSpec {
             name: t.name().to_string(),
             description: t.description().to_string(),

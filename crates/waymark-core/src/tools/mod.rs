@@ -77,6 +77,11 @@ pub trait Tool: Send + Sync {
     fn is_shell(&self) -> bool {
         false
     }
+    /// Whether the tool is offered to the model in this session's current state (plan mode
+    /// offers its tools only in one mode).
+    fn offered(&self, _session: &crate::store::SessionRow) -> bool {
+        true
+    }
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -234,6 +239,85 @@ mod tests {
         let m = truncate_middle(&format!("{}END", "x".repeat(1000)), 100);
         assert!(m.ends_with("END") && m.contains("omitted"));
         assert_eq!(truncate_head("short", 100, ""), "short");
+    }
+
+    /// Every file-changing tool, aimed at every kind of escape, changes nothing outside.
+    #[tokio::test]
+    async fn every_mutating_tool_refuses_escapes() {
+        use std::os::unix::fs::symlink;
+        let f = test_support::Fixture::new();
+        let outside = f.dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+        std::fs::write(f.ws().join("real.txt"), "real\n").unwrap();
+        symlink(&outside, f.ws().join("out-dir")).unwrap();
+        // A workspace file replaced by a symlink to a file outside.
+        symlink(outside.join("secret.txt"), f.ws().join("swapped.txt")).unwrap();
+        symlink(f.ws().join("loop2"), f.ws().join("loop1")).unwrap();
+        symlink(f.ws().join("loop1"), f.ws().join("loop2")).unwrap();
+        let secret_abs = outside.join("secret.txt").display().to_string();
+        let targets = [
+            "../outside/secret.txt".to_string(),
+            "sub/../../outside/secret.txt".to_string(),
+            secret_abs.clone(),
+            "/tmp/waymark-escape-test.txt".to_string(),
+            "out-dir/secret.txt".to_string(),
+            "out-dir/new.txt".to_string(),
+            "swapped.txt".to_string(),
+            "loop1".to_string(),
+            "loop1/x.txt".to_string(),
+        ];
+        let registry = ToolRegistry::standard();
+        for path in &targets {
+            let calls = vec![
+                (
+                    "write",
+                    serde_json::json!({"path": path, "content": "pwned"}),
+                ),
+                (
+                    "edit",
+                    serde_json::json!({"path": path, "old_string": "secret", "new_string": "pwned"}),
+                ),
+                (
+                    "multiedit",
+                    serde_json::json!({"path": path, "edits": [{"old_string": "secret", "new_string": "pwned"}]}),
+                ),
+                (
+                    "append",
+                    serde_json::json!({"path": path, "content": "pwned"}),
+                ),
+                (
+                    "apply_patch",
+                    serde_json::json!({"patch": format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-secret\n+pwned\n")}),
+                ),
+                (
+                    "apply_patch",
+                    serde_json::json!({"patch": format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+pwned\n")}),
+                ),
+            ];
+            for (name, args) in calls {
+                let tool = registry.get(name).unwrap();
+                let r = f.run(tool.as_ref(), args.clone()).await;
+                assert!(r.is_err(), "{name} {args} must be refused, got {r:?}");
+            }
+        }
+        assert_eq!(
+            std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+            "secret\n"
+        );
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+        assert!(!std::path::Path::new("/tmp/waymark-escape-test.txt").exists());
+        // The symlink planted in the workspace is still a symlink to the untouched file.
+        assert!(
+            std::fs::symlink_metadata(f.ws().join("swapped.txt"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::read_to_string(f.ws().join("real.txt")).unwrap(),
+            "real\n"
+        );
     }
 
     #[test]

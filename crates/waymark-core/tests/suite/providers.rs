@@ -322,3 +322,16 @@ async fn unreachable_server_is_a_network_error_after_retries() {
         2
     );
 }
+
+#[tokio::test]
+async fn a_stalled_stream_is_a_timeout() {
+    let mut stalled = MockResponse::sse(OPENAI_STREAM).split_at(&[120]);
+    stalled.pause = Duration::from_secs(3);
+    let server = MockServer::start(vec![stalled]).await;
+    let mut o = opts();
+    o.idle_timeout = Duration::from_millis(200);
+    let p = OpenAiProvider::new(endpoint(&server.url, None), o).unwrap();
+    let e = call(&p).await.0.unwrap_err();
+    assert_eq!(e.kind, ProviderErrorKind::Timeout);
+    assert!(e.message.contains("sent nothing"), "{e}");
+}

@@ -580,3 +580,174 @@ async fn the_model_is_sent_our_system_prompt_and_tools() {
     insta::assert_json_snapshot!("tools", req.tools);
     s.shutdown().await.unwrap();
 }
+
+mod extension_points {
+    use super::super::harness::{Harness, Recording, run, user};
+    use futures_util::future::BoxFuture;
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+    use waymark_core::SessionSpec;
+    use waymark_core::commands::{CommandContext, CommandSpec, SlashCommand};
+    use waymark_core::context::{Reminder, ReminderContext, ReminderSource};
+    use waymark_core::extension::{Extension, GuardStage};
+    use waymark_core::guard::{GuardCall, GuardDecision, ToolGuard};
+    use waymark_core::provider::ModelMessage;
+    use waymark_core::tools::{Tool, ToolContext, ToolError, ToolOutput};
+    use waymark_protocol::config::Config;
+    use waymark_protocol::{EventKind, PermissionMode, ToolStatus, TurnEndReason};
+
+    struct FinishNow;
+    impl Tool for FinishNow {
+        fn name(&self) -> &'static str {
+            "finish_now"
+        }
+        fn description(&self) -> &'static str {
+            "ends the turn"
+        }
+        fn schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn is_mutating(&self) -> bool {
+            false
+        }
+        fn handle<'a>(
+            &'a self,
+            _: &'a ToolContext,
+            _: Value,
+        ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+            Box::pin(async {
+                Ok(ToolOutput {
+                    content: "waiting for the user".into(),
+                    terminate: true,
+                })
+            })
+        }
+    }
+
+    struct NoGlob;
+    impl ToolGuard for NoGlob {
+        fn name(&self) -> &'static str {
+            "no-glob"
+        }
+        fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
+            if call.tool.name() == "glob" {
+                GuardDecision::Deny("glob is off here".into())
+            } else {
+                GuardDecision::Allow
+            }
+        }
+    }
+
+    struct Note(i32, &'static str);
+    impl ReminderSource for Note {
+        fn reminders(&self, _: &ReminderContext<'_>) -> Vec<Reminder> {
+            vec![Reminder {
+                priority: self.0,
+                source: "test",
+                text: self.1.into(),
+            }]
+        }
+    }
+
+    struct Ping;
+    impl SlashCommand for Ping {
+        fn spec(&self) -> CommandSpec {
+            CommandSpec {
+                name: "ping",
+                usage: "/ping",
+                summary: "answers pong",
+            }
+        }
+        fn run(&self, _: &mut CommandContext<'_, '_>, args: &str) -> waymark_core::Result<String> {
+            Ok(format!("pong {args}"))
+        }
+    }
+
+    struct TestExtension;
+    impl Extension for TestExtension {
+        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            vec![Arc::new(FinishNow)]
+        }
+        fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {
+            vec![(GuardStage::BeforePermission, Arc::new(NoGlob))]
+        }
+        fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
+            vec![
+                Arc::new(Note(1, "LOW-PRIORITY NOTE")),
+                Arc::new(Note(50, "HIGH-PRIORITY NOTE")),
+            ]
+        }
+        fn commands(&self) -> Vec<Arc<dyn waymark_core::commands::SlashCommand>> {
+            vec![Arc::new(Ping)]
+        }
+    }
+
+    #[tokio::test]
+    async fn extensions_add_tools_guards_reminders_and_commands() {
+        let h = Harness::new(Config::default());
+        let rec = Recording::new(
+            json!({"responses": [
+                {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}]},
+                {"tool_calls": [{"name": "finish_now", "arguments": {}}, {"name": "list_dir", "arguments": {"path": "."}}]},
+                {"text": "never reached"}
+            ]}),
+            &h.ws,
+        );
+        let mut opts = h.runtime.options().clone();
+        opts.provider_override = Some(rec.clone());
+        opts.extensions = vec![Arc::new(TestExtension)];
+        let runtime = waymark_core::Runtime::open(opts).unwrap();
+        let s = runtime
+            .create_session(SessionSpec {
+                workspace: Some(h.ws.clone()),
+                model: Some("scripted:rec".into()),
+                permission_mode: Some(PermissionMode::Ask),
+                hold: false,
+            })
+            .unwrap();
+        let out = s.submit(user("/ping hello")).await.unwrap();
+        assert_eq!(
+            out,
+            waymark_core::session::OpOutcome::Command {
+                output: "pong hello".into()
+            }
+        );
+        let ev = run(&s, user("go")).await;
+        let results: Vec<(String, ToolStatus, String)> = ev
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::ToolResult {
+                    name,
+                    status,
+                    content,
+                    ..
+                } => Some((name.clone(), *status, content.clone())),
+                _ => None,
+            })
+            .collect();
+        // The extension guard runs before the permission guard: a denial, not a question.
+        assert_eq!(
+            results[0],
+            ("glob".into(), ToolStatus::Denied, "glob is off here".into())
+        );
+        assert_eq!(results[1].0, "finish_now");
+        assert_eq!(results[2].1, ToolStatus::Error);
+        assert!(results[2].2.contains("an earlier tool call ended the turn"));
+        let reason = ev.iter().find_map(|e| match &e.kind {
+            EventKind::TurnFinished { reason, .. } => Some(*reason),
+            _ => None,
+        });
+        assert_eq!(reason, Some(TurnEndReason::Terminated));
+        let reqs = rec.requests.lock().unwrap().clone();
+        assert!(reqs[0].tools.iter().any(|t| t.name == "finish_now"));
+        let ModelMessage::User { text } = &reqs[0].messages[0] else {
+            panic!()
+        };
+        let (hi, lo) = (
+            text.find("HIGH-PRIORITY").unwrap(),
+            text.find("LOW-PRIORITY").unwrap(),
+        );
+        assert!(hi < lo && text.ends_with("go"), "{text}");
+        s.shutdown().await.unwrap();
+    }
+}
