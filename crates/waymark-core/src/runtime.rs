@@ -327,23 +327,14 @@ impl Runtime {
 /// without results get one saying the process stopped). Parked turns keep waiting.
 fn recover(tx: &mut Tx<'_>, id: &str) -> Result<()> {
     for t in store::turns::with_status(tx.conn(), id, "running")? {
-        crate::turn::close_unresolved(
+        crate::turn::close_turn(
             tx,
             id,
             t.id,
+            TurnEndReason::Aborted,
+            None,
             "interrupted: the process driving the session stopped before this call finished",
-        )?;
-        let row = tx.finish_turn(t.id, TurnEndReason::Aborted, None)?;
-        tx.emit(
-            id,
-            EventKind::TurnFinished {
-                turn_id: t.id,
-                reason: TurnEndReason::Aborted,
-                usage: row.usage,
-                steps: row.steps,
-                error: None,
-                recovered: true,
-            },
+            true,
         )?;
     }
     Ok(())

@@ -522,18 +522,14 @@ fn abort_parked_turn(core: &SessionCore) -> Result<()> {
                 )?;
             }
         }
-        turn::close_unresolved(tx, &sid, t.id, "not run: the user stopped the turn")?;
-        let row = tx.finish_turn(t.id, TurnEndReason::Aborted, None)?;
-        tx.emit(
+        turn::close_turn(
+            tx,
             &sid,
-            EventKind::TurnFinished {
-                turn_id: t.id,
-                reason: TurnEndReason::Aborted,
-                usage: row.usage,
-                steps: row.steps,
-                error: None,
-                recovered: false,
-            },
+            t.id,
+            TurnEndReason::Aborted,
+            None,
+            "not run: the user stopped the turn",
+            false,
         )
     })
 }

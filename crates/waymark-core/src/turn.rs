@@ -475,24 +475,39 @@ pub(crate) fn finish(
     error: Option<ErrorInfo>,
 ) -> Result<TurnExit> {
     let sid = core.id.as_str();
-    core.write(|tx| {
-        let why = match reason {
-            TurnEndReason::Aborted => "not run: the user stopped the turn",
-            _ => "not run: the turn ended",
-        };
-        close_unresolved(tx, sid, turn_id, why)?;
-        let row = tx.finish_turn(turn_id, reason, error.as_ref())?;
-        tx.emit(
-            sid,
-            EventKind::TurnFinished {
-                turn_id,
-                reason,
-                usage: row.usage,
-                steps: row.steps,
-                error: error.clone(),
-                recovered: false,
-            },
-        )
-    })?;
+    let why = match reason {
+        TurnEndReason::Aborted => "not run: the user stopped the turn",
+        TurnEndReason::Completed
+        | TurnEndReason::Terminated
+        | TurnEndReason::StepCapped
+        | TurnEndReason::Error => "not run: the turn ended",
+    };
+    core.write(|tx| close_turn(tx, sid, turn_id, reason, error.as_ref(), why, false))?;
     Ok(TurnExit::Finished(reason))
+}
+
+/// Closes a turn in `tx`: a result for every call that has none (saying `why`), the turn
+/// row, and the `turn.finished` event (`recovered` when found interrupted after a crash).
+pub(crate) fn close_turn(
+    tx: &mut Tx<'_>,
+    sid: &str,
+    turn_id: i64,
+    reason: TurnEndReason,
+    error: Option<&ErrorInfo>,
+    why: &str,
+    recovered: bool,
+) -> Result<()> {
+    close_unresolved(tx, sid, turn_id, why)?;
+    let row = tx.finish_turn(turn_id, reason, error)?;
+    tx.emit(
+        sid,
+        EventKind::TurnFinished {
+            turn_id,
+            reason,
+            usage: row.usage,
+            steps: row.steps,
+            error: error.cloned(),
+            recovered,
+        },
+    )
 }

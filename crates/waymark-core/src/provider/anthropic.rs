@@ -7,7 +7,6 @@ use super::{
     ProviderErrorKind, StreamEvent, StreamSink, parse_arguments,
 };
 use crate::store::ToolCallRecord;
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -121,8 +120,8 @@ pub(crate) struct EventFolder {
     done: bool,
 }
 
-impl EventFolder {
-    pub(crate) fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<(), ProviderError> {
+impl http::StreamFold for EventFolder {
+    fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<(), ProviderError> {
         if data.trim().is_empty() {
             return Ok(());
         }
@@ -258,7 +257,11 @@ impl EventFolder {
         Ok(())
     }
 
-    pub(crate) fn finish(self, estimate_input: u64) -> Result<ModelResponse, ProviderError> {
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn finish(self, estimate_input: u64) -> Result<ModelResponse, ProviderError> {
         if !self.done {
             return Err(ProviderError::bad_response(
                 "the model stream ended before message_stop",
@@ -313,7 +316,7 @@ impl ModelProvider for AnthropicProvider {
                 headers.push(("x-api-key", k.clone()));
             }
             let url = format!("{}/v1/messages", ep.base_url);
-            let mut events = http::post_sse(
+            http::call_sse::<EventFolder>(
                 self.client()?,
                 &url,
                 &headers,
@@ -321,16 +324,9 @@ impl ModelProvider for AnthropicProvider {
                 &self.opts,
                 &ep.key_hint,
                 sink,
+                request.estimated_tokens(),
             )
-            .await?;
-            let mut folder = EventFolder::default();
-            while let Some(ev) = events.next().await {
-                folder.push(&ev?.data, sink)?;
-                if folder.done {
-                    break;
-                }
-            }
-            folder.finish(request.estimated_tokens())
+            .await
         })
     }
 }
@@ -339,6 +335,7 @@ impl ModelProvider for AnthropicProvider {
 mod tests {
     use super::*;
     use crate::provider::CallPurpose;
+    use crate::provider::http::StreamFold as _;
 
     #[test]
     fn assembles_input_json_and_usage() {

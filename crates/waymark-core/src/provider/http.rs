@@ -52,6 +52,39 @@ impl Default for HttpOptions {
     }
 }
 
+/// Folds a wire format's stream events into a reply.
+pub(crate) trait StreamFold: Default {
+    /// Takes one SSE `data` payload.
+    fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<(), ProviderError>;
+    /// The stream said it is complete.
+    fn is_done(&self) -> bool;
+    /// The reply, or `bad_response` if the stream stopped early.
+    fn finish(self, estimate_input: u64) -> Result<super::ModelResponse, ProviderError>;
+}
+
+/// Sends a request and folds its event stream into the reply.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn call_sse<F: StreamFold>(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &serde_json::Value,
+    opts: &HttpOptions,
+    key_hint: &str,
+    sink: StreamSink<'_>,
+    estimate_input: u64,
+) -> Result<super::ModelResponse, ProviderError> {
+    let mut events = post_sse(client, url, headers, body, opts, key_hint, sink).await?;
+    let mut folder = F::default();
+    while let Some(ev) = events.next().await {
+        folder.push(&ev?.data, sink)?;
+        if folder.is_done() {
+            break;
+        }
+    }
+    folder.finish(estimate_input)
+}
+
 pub(crate) type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ProviderError>> + Send>>;
 
 pub(crate) fn client(opts: &HttpOptions) -> Result<reqwest::Client, ProviderError> {

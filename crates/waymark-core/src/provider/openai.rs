@@ -7,7 +7,6 @@ use super::{
     ProviderErrorKind, StreamEvent, StreamSink, parse_arguments,
 };
 use crate::store::ToolCallRecord;
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -107,9 +106,9 @@ pub(crate) struct ChunkFolder {
     done: bool,
 }
 
-impl ChunkFolder {
+impl http::StreamFold for ChunkFolder {
     /// Takes one SSE `data` payload.
-    pub(crate) fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<(), ProviderError> {
+    fn push(&mut self, data: &str, sink: StreamSink<'_>) -> Result<(), ProviderError> {
         let data = data.trim();
         if data == "[DONE]" {
             self.done = true;
@@ -198,8 +197,12 @@ impl ChunkFolder {
         Ok(())
     }
 
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
     /// The reply, or `bad_response` if the stream stopped before the end.
-    pub(crate) fn finish(self, estimate_input: u64) -> Result<ModelResponse, ProviderError> {
+    fn finish(self, estimate_input: u64) -> Result<ModelResponse, ProviderError> {
         if !self.done && !self.finished {
             return Err(ProviderError::bad_response(
                 "the model stream ended before the reply was complete",
@@ -291,7 +294,7 @@ impl ModelProvider for OpenAiProvider {
                 headers.push(("authorization", format!("Bearer {k}")));
             }
             let url = format!("{}/chat/completions", ep.base_url);
-            let mut events = http::post_sse(
+            http::call_sse::<ChunkFolder>(
                 self.client()?,
                 &url,
                 &headers,
@@ -299,16 +302,9 @@ impl ModelProvider for OpenAiProvider {
                 &self.opts,
                 &ep.key_hint,
                 sink,
+                request.estimated_tokens(),
             )
-            .await?;
-            let mut folder = ChunkFolder::default();
-            while let Some(ev) = events.next().await {
-                folder.push(&ev?.data, sink)?;
-                if folder.done {
-                    break;
-                }
-            }
-            folder.finish(request.estimated_tokens())
+            .await
         })
     }
 }
@@ -316,6 +312,7 @@ impl ModelProvider for OpenAiProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::http::StreamFold as _;
 
     fn fold(chunks: &[&str]) -> Result<ModelResponse, ProviderError> {
         let mut f = ChunkFolder::default();

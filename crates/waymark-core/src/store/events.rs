@@ -32,31 +32,28 @@ pub fn last_seq(conn: &Connection, session_id: &str) -> Result<u64> {
     Ok(seq as u64)
 }
 
+fn decode(session_id: &str, (seq, ts, json): (i64, i64, String)) -> Result<Event> {
+    let kind: EventKind = serde_json::from_str(&json)
+        .map_err(|e| Error::Corrupt(format!("event {session_id}#{seq}: {e}")))?;
+    Ok(Event {
+        session_id: session_id.to_string(),
+        seq: seq as u64,
+        ts,
+        kind,
+    })
+}
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, i64, String)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+}
+
 /// Events of a session with `seq > after`, oldest first, at most `limit`.
 pub fn list(conn: &Connection, session_id: &str, after: u64, limit: u64) -> Result<Vec<Event>> {
     let mut stmt = conn.prepare_cached(
         "SELECT seq, ts, json FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
     )?;
-    let rows = stmt.query_map(params![session_id, after as i64, limit as i64], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, String>(2)?,
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (seq, ts, json) = row?;
-        let kind: EventKind = serde_json::from_str(&json)
-            .map_err(|e| Error::Corrupt(format!("event {session_id}#{seq}: {e}")))?;
-        out.push(Event {
-            session_id: session_id.to_string(),
-            seq: seq as u64,
-            ts,
-            kind,
-        });
-    }
-    Ok(out)
+    let rows = stmt.query_map(params![session_id, after as i64, limit as i64], row)?;
+    rows.map(|r| decode(session_id, r?)).collect()
 }
 
 /// The newest `limit` events of one type (for example `tool.call`), oldest first.
@@ -69,25 +66,10 @@ pub fn recent_of_type(
     let mut stmt = conn.prepare_cached(
         "SELECT seq, ts, json FROM events WHERE session_id = ?1 AND type = ?2 ORDER BY seq DESC LIMIT ?3",
     )?;
-    let rows = stmt.query_map(params![session_id, type_name, limit as i64], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, String>(2)?,
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (seq, ts, json) = row?;
-        let kind: EventKind = serde_json::from_str(&json)
-            .map_err(|e| Error::Corrupt(format!("event {session_id}#{seq}: {e}")))?;
-        out.push(Event {
-            session_id: session_id.to_string(),
-            seq: seq as u64,
-            ts,
-            kind,
-        });
-    }
+    let rows = stmt.query_map(params![session_id, type_name, limit as i64], row)?;
+    let mut out = rows
+        .map(|r| decode(session_id, r?))
+        .collect::<Result<Vec<_>>>()?;
     out.reverse();
     Ok(out)
 }

@@ -20,19 +20,36 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(config: Config) -> Harness {
-        Self::with(config, None)
-    }
-
-    pub fn with(config: Config, provider: Option<Arc<dyn ModelProvider>>) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
         let ws = ws.canonicalize().unwrap();
         let mut opts = RuntimeOptions::new(dir.path().join("data"), config);
-        opts.provider_override = provider;
         opts.cwd = dir.path().to_path_buf();
         let runtime = Runtime::open(opts).unwrap();
         Harness { dir, ws, runtime }
+    }
+
+    /// A harness whose model records every request (the script plays as usual).
+    pub fn recording(config: Config, script: Value) -> (Harness, Arc<Recording>) {
+        let h = Harness::new(config);
+        let rec = Recording::new(script, &h.ws);
+        let mut opts = h.runtime.options().clone();
+        opts.provider_override = Some(rec.clone());
+        let runtime = Runtime::open(opts).unwrap();
+        (Harness { runtime, ..h }, rec)
+    }
+
+    /// A session on the recording model (see [`Harness::recording`]).
+    pub fn recorded_session(&self, mode: PermissionMode) -> SessionHandle {
+        self.runtime
+            .create_session(SessionSpec {
+                workspace: Some(self.ws.clone()),
+                model: Some("scripted:recording".into()),
+                permission_mode: Some(mode),
+                hold: false,
+            })
+            .unwrap()
     }
 
     /// Writes a script file and returns its model spec.

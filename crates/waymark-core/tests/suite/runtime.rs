@@ -1,9 +1,8 @@
 //! The runtime end to end in-process with the scripted model: admission, the turn engine,
 //! guards, questionnaires, Stop, step cap, context budget, leases.
 
-use super::harness::{Harness, Recording, collect, run, types, user};
+use super::harness::{Harness, collect, run, types, user};
 use serde_json::json;
-use std::sync::Arc;
 use waymark_core::SessionSpec;
 use waymark_core::session::OpOutcome;
 use waymark_protocol::config::Config;
@@ -155,32 +154,14 @@ async fn ask_mode_parks_on_a_permission_questionnaire_then_allow_once_completes(
 
 #[tokio::test]
 async fn deny_reaches_the_model_as_a_denial_with_the_users_message() {
-    let h = Harness::new(Config::default());
-    let rec = Recording::new(
+    let (h, rec) = Harness::recording(
+        Config::default(),
         json!({"responses": [
             {"tool_calls": [{"name": "bash", "arguments": {"command": "rm -rf build"}}]},
             {"text": "Understood, leaving build alone."}
         ]}),
-        &h.ws,
     );
-    let h = Harness {
-        runtime: waymark_core::Runtime::open({
-            let mut o = h.runtime.options().clone();
-            o.provider_override = Some(rec.clone());
-            o
-        })
-        .unwrap(),
-        ..h
-    };
-    let s = h
-        .runtime
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some("scripted:recording".into()),
-            permission_mode: Some(PermissionMode::Ask),
-            hold: false,
-        })
-        .unwrap();
+    let s = h.recorded_session(PermissionMode::Ask);
     let ev = run(&s, user("clean up")).await;
     let EventKind::SessionWaiting {
         questionnaire_id, ..
@@ -471,35 +452,17 @@ async fn head_insertion_runs_first() {
 
 #[tokio::test]
 async fn oversized_history_gets_old_tool_outputs_elided_not_dropped() {
-    let h = Harness::new(Config::default());
-    std::fs::write(h.ws.join("big.txt"), "word word word\n".repeat(2000)).unwrap();
-    let rec = Recording::new(
+    let (h, rec) = Harness::recording(
+        Config::default(),
         json!({"context_tokens": 12000, "responses": [
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
             {"text": "done"}
         ]}),
-        &h.ws,
     );
-    let h = Harness {
-        runtime: waymark_core::Runtime::open({
-            let mut o = h.runtime.options().clone();
-            o.provider_override = Some(rec.clone());
-            o
-        })
-        .unwrap(),
-        ..h
-    };
-    let s = h
-        .runtime
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some("scripted:rec".into()),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        })
-        .unwrap();
+    std::fs::write(h.ws.join("big.txt"), "word word word\n".repeat(2000)).unwrap();
+    let s = h.recorded_session(PermissionMode::Auto);
     let ev = run(&s, user("read it thrice")).await;
     assert!(
         ev.iter()
@@ -542,23 +505,8 @@ async fn a_second_opener_gets_session_busy_until_the_first_releases() {
 
 #[tokio::test]
 async fn the_model_is_sent_our_system_prompt_and_tools() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    let rec = Recording::new(json!({"responses": [{"text": "hello"}]}), &ws);
-    let h = Harness::with(
-        Config::default(),
-        Some(rec.clone() as Arc<dyn waymark_core::provider::ModelProvider>),
-    );
-    let s = h
-        .runtime
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some("scripted:rec".into()),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        })
-        .unwrap();
+    let (h, rec) = Harness::recording(Config::default(), json!({"responses": [{"text": "hello"}]}));
+    let s = h.recorded_session(PermissionMode::Auto);
     run(&s, user("hi")).await;
     let req = rec.requests.lock().unwrap()[0].clone();
     let ws_s = h.ws.display().to_string();
