@@ -17,18 +17,15 @@ const API_VERSION: &str = "2023-06-01";
 /// A Messages endpoint.
 pub struct AnthropicProvider {
     endpoint: Endpoint,
-    opts: HttpOptions,
-    /// Built on the first call: setting up TLS is a noticeable part of a short CLI run.
-    client: std::sync::OnceLock<Result<reqwest::Client, ProviderError>>,
+    wire: http::Wire,
 }
 
 impl AnthropicProvider {
     /// A client for the endpoint (its base URL ends before `/v1/messages`).
     pub fn new(endpoint: Endpoint, opts: HttpOptions) -> Result<Self, ProviderError> {
         Ok(AnthropicProvider {
-            client: std::sync::OnceLock::new(),
+            wire: http::Wire::new(opts, &endpoint.key_hint),
             endpoint,
-            opts,
         })
     }
 }
@@ -281,15 +278,6 @@ impl http::StreamFold for EventFolder {
     }
 }
 
-impl AnthropicProvider {
-    fn client(&self) -> Result<&reqwest::Client, ProviderError> {
-        self.client
-            .get_or_init(|| http::client(&self.opts))
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-}
-
 impl ModelProvider for AnthropicProvider {
     fn describe(&self) -> String {
         self.endpoint.describe()
@@ -316,17 +304,9 @@ impl ModelProvider for AnthropicProvider {
                 headers.push(("x-api-key", k.clone()));
             }
             let url = format!("{}/v1/messages", ep.base_url);
-            http::call_sse::<EventFolder>(
-                self.client()?,
-                &url,
-                &headers,
-                &body,
-                &self.opts,
-                &ep.key_hint,
-                sink,
-                request.estimated_tokens(),
-            )
-            .await
+            self.wire
+                .call::<EventFolder>(&url, &headers, &body, sink, request.estimated_tokens())
+                .await
         })
     }
 }

@@ -62,40 +62,72 @@ pub(crate) trait StreamFold: Default {
     fn finish(self, estimate_input: u64) -> Result<super::ModelResponse, ProviderError>;
 }
 
-/// Sends a request and folds its event stream into the reply.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn call_sse<F: StreamFold>(
-    client: &reqwest::Client,
-    url: &str,
-    headers: &[(&str, String)],
-    body: &serde_json::Value,
-    opts: &HttpOptions,
-    key_hint: &str,
-    sink: StreamSink<'_>,
-    estimate_input: u64,
-) -> Result<super::ModelResponse, ProviderError> {
-    let mut events = post_sse(client, url, headers, body, opts, key_hint, sink).await?;
-    let mut folder = F::default();
-    while let Some(ev) = events.next().await {
-        folder.push(&ev?.data, sink)?;
-        if folder.is_done() {
-            break;
+/// The HTTP side of one wire client: options, a lazily built client, and what to tell the
+/// user to check when the key is refused.
+pub(crate) struct Wire {
+    opts: HttpOptions,
+    key_hint: String,
+    /// Built on the first call: setting up TLS is a noticeable part of a short CLI run.
+    client: std::sync::OnceLock<Result<reqwest::Client, ProviderError>>,
+}
+
+impl Wire {
+    pub(crate) fn new(opts: HttpOptions, key_hint: &str) -> Self {
+        Wire {
+            opts,
+            key_hint: key_hint.to_string(),
+            client: std::sync::OnceLock::new(),
         }
     }
-    folder.finish(estimate_input)
+
+    fn client(&self) -> Result<&reqwest::Client, ProviderError> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .connect_timeout(self.opts.connect_timeout)
+                    .build()
+                    .map_err(|e| {
+                        ProviderError::new(ProviderErrorKind::Network, format!("HTTP client: {e}"))
+                    })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Sends a request and folds its event stream into the reply.
+    pub(crate) async fn call<F: StreamFold>(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &serde_json::Value,
+        sink: StreamSink<'_>,
+        estimate_input: u64,
+    ) -> Result<super::ModelResponse, ProviderError> {
+        let mut events = post_sse(
+            self.client()?,
+            url,
+            headers,
+            body,
+            &self.opts,
+            &self.key_hint,
+            sink,
+        )
+        .await?;
+        let mut folder = F::default();
+        while let Some(ev) = events.next().await {
+            folder.push(&ev?.data, sink)?;
+            if folder.is_done() {
+                break;
+            }
+        }
+        folder.finish(estimate_input)
+    }
 }
 
 pub(crate) type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ProviderError>> + Send>>;
 
-pub(crate) fn client(opts: &HttpOptions) -> Result<reqwest::Client, ProviderError> {
-    reqwest::Client::builder()
-        .connect_timeout(opts.connect_timeout)
-        .build()
-        .map_err(|e| ProviderError::new(ProviderErrorKind::Network, format!("HTTP client: {e}")))
-}
-
 /// Sends the request (retrying per policy) and returns the response's SSE events.
-pub(crate) async fn post_sse(
+async fn post_sse(
     client: &reqwest::Client,
     url: &str,
     headers: &[(&str, String)],

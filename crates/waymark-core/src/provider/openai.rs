@@ -15,18 +15,15 @@ use waymark_protocol::{RouteKind, Usage};
 /// A Chat Completions endpoint.
 pub struct OpenAiProvider {
     endpoint: Endpoint,
-    opts: HttpOptions,
-    /// Built on the first call: setting up TLS is a noticeable part of a short CLI run.
-    client: std::sync::OnceLock<Result<reqwest::Client, ProviderError>>,
+    wire: http::Wire,
 }
 
 impl OpenAiProvider {
     /// A client for the endpoint (its base URL ends before `/chat/completions`).
     pub fn new(endpoint: Endpoint, opts: HttpOptions) -> Result<Self, ProviderError> {
         Ok(OpenAiProvider {
-            client: std::sync::OnceLock::new(),
+            wire: http::Wire::new(opts, &endpoint.key_hint),
             endpoint,
-            opts,
         })
     }
 }
@@ -259,15 +256,6 @@ pub(crate) fn clip(s: &str) -> String {
     format!("{}…", &s[..cut])
 }
 
-impl OpenAiProvider {
-    fn client(&self) -> Result<&reqwest::Client, ProviderError> {
-        self.client
-            .get_or_init(|| http::client(&self.opts))
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-}
-
 impl ModelProvider for OpenAiProvider {
     fn describe(&self) -> String {
         self.endpoint.describe()
@@ -294,17 +282,9 @@ impl ModelProvider for OpenAiProvider {
                 headers.push(("authorization", format!("Bearer {k}")));
             }
             let url = format!("{}/chat/completions", ep.base_url);
-            http::call_sse::<ChunkFolder>(
-                self.client()?,
-                &url,
-                &headers,
-                &body,
-                &self.opts,
-                &ep.key_hint,
-                sink,
-                request.estimated_tokens(),
-            )
-            .await
+            self.wire
+                .call::<ChunkFolder>(&url, &headers, &body, sink, request.estimated_tokens())
+                .await
         })
     }
 }
