@@ -298,7 +298,12 @@ impl ModelProvider for AnthropicProvider {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
             let ep = &self.endpoint;
-            let body = request_body(&ep.model, request);
+            let body = serde_json::to_vec(&request_body(&ep.model, request)).map_err(|e| {
+                ProviderError::new(
+                    ProviderErrorKind::RequestRejected,
+                    format!("cannot encode the request: {e}"),
+                )
+            })?;
             let mut headers = vec![("anthropic-version", API_VERSION.to_string())];
             if let Some(k) = &ep.api_key {
                 headers.push(("x-api-key", k.clone()));

@@ -99,7 +99,7 @@ impl Wire {
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &serde_json::Value,
+        body: &[u8],
         sink: StreamSink<'_>,
         estimate_input: u64,
     ) -> Result<super::ModelResponse, ProviderError> {
@@ -131,7 +131,7 @@ async fn post_sse(
     client: &reqwest::Client,
     url: &str,
     headers: &[(&str, String)],
-    body: &serde_json::Value,
+    body: &[u8],
     opts: &HttpOptions,
     key_hint: &str,
     sink: StreamSink<'_>,
@@ -193,13 +193,14 @@ async fn send_once(
     client: &reqwest::Client,
     url: &str,
     headers: &[(&str, String)],
-    body: &serde_json::Value,
+    body: &[u8],
     opts: &HttpOptions,
     key_hint: &str,
 ) -> Result<reqwest::Response, ProviderError> {
     let mut req = client
         .post(url)
-        .json(body)
+        .header("content-type", "application/json")
+        .body(body.to_vec())
         .header("accept", "text/event-stream");
     for (k, v) in headers {
         req = req.header(*k, v);

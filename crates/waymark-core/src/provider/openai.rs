@@ -8,7 +8,9 @@ use super::{
 };
 use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use waymark_protocol::{RouteKind, Usage};
 
@@ -28,61 +30,139 @@ impl OpenAiProvider {
     }
 }
 
-/// The request body for a model request.
-pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
-    let mut messages = vec![json!({"role": "system", "content": req.system})];
+/// The request body, serialized straight from borrowed parts: the history can be large and
+/// is sent on every call, so it is not copied into an intermediate JSON tree.
+pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    messages.push(Msg::System {
+        content: &req.system,
+    });
     for m in &req.messages {
         messages.push(match m {
-            ModelMessage::User { text } => json!({"role": "user", "content": text}),
+            ModelMessage::User { text } => Msg::User { content: text },
             ModelMessage::Assistant {
                 text,
                 reasoning,
                 tool_calls,
-            } => {
-                let mut o = json!({"role": "assistant", "content": text});
-                if !tool_calls.is_empty() {
-                    o["tool_calls"] = tool_calls
-                        .iter()
-                        .map(|c| {
-                            json!({"id": c.id, "type": "function", "function": {
-                                "name": c.name,
-                                "arguments": match &c.arguments {
-                                    Value::String(s) => s.clone(),
-                                    v => v.to_string(),
-                                }
-                            }})
-                        })
-                        .collect();
-                }
-                if let Some(r) = reasoning {
-                    o["reasoning_content"] = json!(r);
-                }
-                o
-            }
+            } => Msg::Assistant {
+                content: text,
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|c| CallDef {
+                        id: &c.id,
+                        kind: "function",
+                        function: FnCall {
+                            name: &c.name,
+                            arguments: match &c.arguments {
+                                Value::String(s) => Cow::Borrowed(s.as_str()),
+                                v => Cow::Owned(v.to_string()),
+                            },
+                        },
+                    })
+                    .collect(),
+                reasoning_content: reasoning.as_deref(),
+            },
             ModelMessage::ToolResult {
                 call_id, content, ..
-            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+            } => Msg::Tool {
+                tool_call_id: call_id,
+                content,
+            },
         });
     }
-    let mut body = json!({
-        "model": model,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "messages": messages,
-        "max_tokens": req.max_output_tokens,
-    });
-    if !req.tools.is_empty() {
-        body["tools"] = req
+    let body = Body {
+        model,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        messages,
+        max_tokens: req.max_output_tokens,
+        tools: req
             .tools
             .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters
-                }})
+            .map(|t| ToolDef {
+                kind: "function",
+                function: FnDef {
+                    name: &t.name,
+                    description: &t.description,
+                    parameters: &t.parameters,
+                },
             })
-            .collect();
-    }
-    body
+            .collect(),
+    };
+    serde_json::to_vec(&body).map_err(|e| {
+        ProviderError::new(
+            ProviderErrorKind::RequestRejected,
+            format!("cannot encode the request: {e}"),
+        )
+    })
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    stream: bool,
+    stream_options: StreamOptions,
+    messages: Vec<Msg<'a>>,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolDef<'a>>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum Msg<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: &'a str,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<CallDef<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<&'a str>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct CallDef<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FnCall<'a>,
+}
+
+#[derive(Serialize)]
+struct FnCall<'a> {
+    name: &'a str,
+    arguments: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct ToolDef<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FnDef<'a>,
+}
+
+#[derive(Serialize)]
+struct FnDef<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 #[derive(Default)]
@@ -276,7 +356,7 @@ impl ModelProvider for OpenAiProvider {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
             let ep = &self.endpoint;
-            let body = request_body(&ep.model, request);
+            let body = request_body(&ep.model, request)?;
             let mut headers = Vec::new();
             if let Some(k) = &ep.api_key {
                 headers.push(("authorization", format!("Bearer {k}")));
@@ -293,6 +373,7 @@ impl ModelProvider for OpenAiProvider {
 mod tests {
     use super::*;
     use crate::provider::http::StreamFold as _;
+    use serde_json::json;
 
     fn fold(chunks: &[&str]) -> Result<ModelResponse, ProviderError> {
         let mut f = ChunkFolder::default();
@@ -324,6 +405,54 @@ mod tests {
                 output_tokens: 4,
                 cached_tokens: 3
             }
+        );
+    }
+
+    #[test]
+    fn request_body_has_the_wire_shape() {
+        use crate::provider::{CallPurpose, ToolSpec};
+        let req = ModelRequest {
+            system: "sys".into(),
+            messages: vec![
+                ModelMessage::User { text: "hi".into() },
+                ModelMessage::Assistant {
+                    text: String::new(),
+                    reasoning: Some("because".into()),
+                    tool_calls: vec![ToolCallRecord {
+                        id: "c1".into(),
+                        name: "read_file".into(),
+                        arguments: json!({"path": "a"}),
+                    }],
+                },
+                ModelMessage::ToolResult {
+                    call_id: "c1".into(),
+                    name: "read_file".into(),
+                    content: "text".into(),
+                    is_error: false,
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "read_file".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_output_tokens: 99,
+            purpose: CallPurpose::Main,
+        };
+        let v: Value = serde_json::from_slice(&request_body("m", &req).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "model": "m", "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 99,
+                "messages": [
+                    {"role": "system", "content": "sys"},
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "", "reasoning_content": "because",
+                     "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "text"}
+                ],
+                "tools": [{"type": "function", "function": {"name": "read_file", "description": "d", "parameters": {"type": "object"}}}]
+            })
         );
     }
 
