@@ -46,7 +46,7 @@ enum Command {
         #[arg(long)]
         model: Option<String>,
         /// ask | auto-edit | auto | read-only
-        #[arg(long, value_parser = parse_mode)]
+        #[arg(long)]
         permission: Option<PermissionMode>,
         /// One JSON event per line.
         #[arg(long)]
@@ -93,12 +93,6 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         after: u64,
     },
-}
-
-fn parse_mode(s: &str) -> Result<PermissionMode, String> {
-    PermissionMode::parse(s).ok_or_else(|| {
-        format!("`{s}` is not a permission mode; use ask, auto-edit, auto or read-only")
-    })
 }
 
 const EXIT_WAITING: u8 = 3;
@@ -192,7 +186,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_run,
             json,
         } => {
-            let answer = Answer::parse(&answer, text, option).map_err(anyhow::Error::msg)?;
+            let answer = Answer::parse(&answer, text, option)?;
             let handle = runtime.open_session(
                 &session,
                 SessionSpec {

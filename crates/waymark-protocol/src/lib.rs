@@ -8,5 +8,5 @@ mod op;
 mod types;
 
 pub use event::{Event, EventKind, ToolCallSummary};
-pub use op::{Answer, Intent, Op, Position};
+pub use op::{Answer, AnswerParseError, Intent, Op, Position};
 pub use types::*;

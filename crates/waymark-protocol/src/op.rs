@@ -58,7 +58,11 @@ impl Answer {
     }
 
     /// Builds an answer from its name and the optional text / option number.
-    pub fn parse(name: &str, text: Option<String>, option: Option<u32>) -> Result<Self, String> {
+    pub fn parse(
+        name: &str,
+        text: Option<String>,
+        option: Option<u32>,
+    ) -> Result<Self, AnswerParseError> {
         Ok(match name.replace('-', "_").as_str() {
             "allow_once" => Answer::AllowOnce,
             "allow_for_session" => Answer::AllowForSession,
@@ -67,13 +71,24 @@ impl Answer {
             "defer" | "not_now" => Answer::Defer,
             "revise" => match text {
                 Some(t) if !t.trim().is_empty() => Answer::Revise { text: t },
-                _ => return Err("`revise` needs feedback: pass --text \"…\"".into()),
+                _ => return Err(AnswerParseError::MissingFeedback),
             },
             "reject" => Answer::Reject,
             "withdraw" => Answer::Withdraw,
-            other => return Err(format!("unknown answer `{other}`")),
+            other => return Err(AnswerParseError::Unknown(other.to_string())),
         })
     }
+}
+
+/// An answer that could not be built from its name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerParseError {
+    #[error("`revise` needs feedback: pass --text \"…\"")]
+    MissingFeedback,
+    #[error(
+        "unknown answer `{0}`; answers are allow_once, allow_for_session, deny, approve, defer, revise, reject, withdraw"
+    )]
+    Unknown(String),
 }
 
 /// What a front end asks of a session.

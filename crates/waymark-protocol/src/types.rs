@@ -71,6 +71,19 @@ impl PermissionMode {
     }
 }
 
+/// A permission mode name that is not one of the four.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a permission mode; use ask, auto-edit, auto or read-only")]
+pub struct UnknownPermissionMode(pub String);
+
+impl std::str::FromStr for PermissionMode {
+    type Err = UnknownPermissionMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s).ok_or_else(|| UnknownPermissionMode(s.to_string()))
+    }
+}
+
 impl fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

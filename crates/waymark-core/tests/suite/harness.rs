@@ -110,6 +110,16 @@ pub async fn collect(rx: &mut tokio::sync::broadcast::Receiver<Event>) -> Vec<Ev
     }
 }
 
+/// The questionnaire the session ended up waiting on.
+pub fn waiting_on(events: &[Event]) -> String {
+    match events.last().map(|e| &e.kind) {
+        Some(EventKind::SessionWaiting {
+            questionnaire_id, ..
+        }) => questionnaire_id.clone(),
+        other => panic!("the session is not waiting: {other:?}"),
+    }
+}
+
 pub fn types(events: &[Event]) -> Vec<&'static str> {
     events
         .iter()

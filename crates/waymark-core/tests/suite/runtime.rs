@@ -1,7 +1,7 @@
 //! The runtime end to end in-process with the scripted model: admission, the turn engine,
 //! guards, questionnaires, Stop, step cap, context budget, leases.
 
-use super::harness::{Harness, collect, run, types, user};
+use super::harness::{Harness, collect, run, types, user, waiting_on};
 use serde_json::json;
 use waymark_core::SessionSpec;
 use waymark_core::session::OpOutcome;
@@ -163,12 +163,7 @@ async fn deny_reaches_the_model_as_a_denial_with_the_users_message() {
     );
     let s = h.recorded_session(PermissionMode::Ask);
     let ev = run(&s, user("clean up")).await;
-    let EventKind::SessionWaiting {
-        questionnaire_id, ..
-    } = &ev.last().unwrap().kind
-    else {
-        panic!()
-    };
+    let questionnaire_id = &waiting_on(&ev);
     let ev = run(
         &s,
         Op::Answer {
@@ -213,12 +208,7 @@ async fn allow_for_session_grants_the_command_prefix() {
         PermissionMode::Ask,
     );
     let ev = run(&s, user("echo")).await;
-    let EventKind::SessionWaiting {
-        questionnaire_id, ..
-    } = &ev.last().unwrap().kind
-    else {
-        panic!()
-    };
+    let questionnaire_id = &waiting_on(&ev);
     let ev = run(
         &s,
         Op::Answer {
