@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::sync::broadcast::error::RecvError;
 use waymark_core::session::OpOutcome;
-use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, store};
+use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox, store};
 use waymark_protocol::config::Config;
-use waymark_protocol::{Answer, EventKind, MessageSource, Op, PermissionMode, Position};
+use waymark_protocol::{Answer, EventKind, Intent, MessageSource, Op, PermissionMode, Position};
 
 #[derive(Parser)]
 #[command(
@@ -30,6 +30,34 @@ struct Cli {
     config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Subcommand)]
+enum PlanCommand {
+    /// Print the current plan file.
+    Show {
+        #[arg(long)]
+        session: String,
+    },
+    /// List the frozen revisions.
+    Revisions {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Unified diff between two revisions of the current plan (`v1 v2` or `1 2`).
+    Diff {
+        #[arg(long)]
+        session: String,
+        from: String,
+        to: String,
+    },
+    /// The plan file rendered to sanitized HTML (what the desktop app shows).
+    Render {
+        #[arg(long)]
+        session: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -51,8 +79,16 @@ enum Command {
         /// One JSON event per line.
         #[arg(long)]
         json: bool,
+        /// The prompt enters plan mode: investigate and write a plan for approval first.
+        #[arg(long)]
+        plan: bool,
         /// The message; without it, queued or parked work resumes.
         prompt: Option<String>,
+    },
+    /// Plan mode: the plan file, its frozen revisions, diffs and the sanitized HTML.
+    Plan {
+        #[command(subcommand)]
+        command: PlanCommand,
     },
     /// Answer a questionnaire, then run the session on.
     Answer {
@@ -110,6 +146,11 @@ fn default_sigpipe() {
 }
 
 fn main() -> ExitCode {
+    // Re-executed as the plan-mode sandbox helper: apply Landlock, then exec the command.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).and_then(|a| a.to_str()) == Some(sandbox::HELPER_ARG) {
+        return ExitCode::from(sandbox::helper_main(&args[2..]).clamp(0, 255) as u8);
+    }
     default_sigpipe();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -148,7 +189,11 @@ fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = load_config(cli.config)?;
     let data_dir = cli.data_dir.unwrap_or_else(paths::default_data_dir);
-    let runtime = Runtime::open(RuntimeOptions::new(data_dir, config))?;
+    let mut opts = RuntimeOptions::new(data_dir, config);
+    if let Ok(exe) = std::env::current_exe() {
+        opts.sandbox_helper = Some(vec![exe.into_os_string(), sandbox::HELPER_ARG.into()]);
+    }
+    let runtime = Runtime::open(opts)?;
     match cli.command {
         Command::Exec {
             workspace,
@@ -156,8 +201,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             model,
             permission,
             json,
+            plan,
             prompt,
         } => {
+            if plan && prompt.is_none() {
+                anyhow::bail!("--plan needs a prompt: the message that starts the plan");
+            }
             let spec = SessionSpec {
                 workspace,
                 model,
@@ -173,7 +222,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 source: MessageSource::User,
                 position: Position::Tail,
                 idempotency_key: None,
-                intent: None,
+                intent: plan.then_some(Intent::PlanEntry),
             });
             drive(&runtime, handle, op, json).await
         }
@@ -268,6 +317,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Plan { command } => plan_command(&runtime, command),
         Command::Events { session, after } => {
             let mut after = after;
             loop {
@@ -281,6 +331,66 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn parse_version(v: &str) -> anyhow::Result<u32> {
+    v.trim_start_matches(['v', 'V'])
+        .parse()
+        .map_err(|_| anyhow::anyhow!("`{v}` is not a revision number (use 1, 2… or v1, v2…)"))
+}
+
+fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        PlanCommand::Show { session } => {
+            let (path, text) = runtime.plan_file(&session)?;
+            match text {
+                Some(t) if !t.trim().is_empty() => print!("{t}"),
+                Some(_) => eprintln!("{} is empty", path.display()),
+                None => eprintln!("there is no plan file yet ({})", path.display()),
+            }
+        }
+        PlanCommand::Revisions { session, json } => {
+            let revs = runtime.plan_revisions(&session)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&revs)?);
+            } else if revs.is_empty() {
+                println!("no revisions yet: a revision is frozen when the agent submits the plan");
+            } else {
+                for r in revs {
+                    println!(
+                        "{} v{}  {} bytes  by {}{}  sha256 {}",
+                        r.plan_id,
+                        r.version,
+                        r.bytes,
+                        r.author,
+                        if r.truncated { " (truncated)" } else { "" },
+                        &r.sha256[..12]
+                    );
+                }
+            }
+        }
+        PlanCommand::Diff { session, from, to } => {
+            let (a, b) = (parse_version(&from)?, parse_version(&to)?);
+            let old = runtime.plan_revision_text(&session, None, a)?;
+            let new = runtime.plan_revision_text(&session, None, b)?;
+            print!(
+                "{}",
+                waymark_core::plan::render::unified_diff(
+                    &old,
+                    &new,
+                    &format!("v{a}"),
+                    &format!("v{b}")
+                )
+            );
+        }
+        PlanCommand::Render { session } => {
+            let (path, text) = runtime.plan_file(&session)?;
+            let text = text
+                .ok_or_else(|| anyhow::anyhow!("there is no plan file yet ({})", path.display()))?;
+            print!("{}", waymark_core::plan::render::render(&text));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Sends `op` (if any), then runs the session until it is idle (exit 0) or waits on a

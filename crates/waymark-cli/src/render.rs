@@ -198,6 +198,32 @@ impl Printer {
             }
             EventKind::QuestionnaireOpened { .. } | EventKind::QuestionnaireAnswered { .. } => {}
             EventKind::SessionIdle {} | EventKind::SessionWaiting { .. } => self.end_line(),
+            EventKind::PlanModeChanged { mode, reason, .. } => {
+                self.end_line();
+                match mode {
+                    waymark_protocol::InteractionMode::Plan => {
+                        println!(
+                            "◆ plan mode: investigating read-only, writing the plan file ({reason})"
+                        )
+                    }
+                    waymark_protocol::InteractionMode::Default => {
+                        println!("◆ left plan mode ({reason})")
+                    }
+                }
+            }
+            EventKind::PlanRevision {
+                version,
+                bytes,
+                author,
+                truncated,
+                ..
+            } => {
+                self.end_line();
+                println!(
+                    "◆ plan revision v{version} frozen ({bytes} bytes, by the {author}{})",
+                    if *truncated { ", truncated" } else { "" }
+                );
+            }
             EventKind::SessionError { error } => {
                 self.end_line();
                 eprintln!("error: {}: {}", error.code, error.message);

@@ -19,6 +19,8 @@ pub struct CommandContext<'t, 'c> {
     pub session_id: &'t str,
     /// Specs of every registered command (for `/help`).
     pub all: &'t [CommandSpec],
+    /// The session itself, for the runtime's own commands.
+    pub(crate) core: Option<&'t crate::session::SessionCore>,
 }
 
 /// A slash command.
@@ -77,7 +79,14 @@ impl CommandRegistry {
     }
 
     /// Runs `/name args`; an unknown name is a clear error.
-    pub fn run(&self, tx: &mut Tx<'_>, session_id: &str, name: &str, args: &str) -> Result<String> {
+    pub(crate) fn run(
+        &self,
+        tx: &mut Tx<'_>,
+        core: &crate::session::SessionCore,
+        name: &str,
+        args: &str,
+    ) -> Result<String> {
+        let session_id = core.id.as_str();
         let all = self.specs();
         let Some(cmd) = self.commands.iter().find(|c| c.spec().name == name) else {
             let names: Vec<String> = all.iter().map(|s| format!("/{}", s.name)).collect();
@@ -91,6 +100,7 @@ impl CommandRegistry {
                 tx,
                 session_id,
                 all: &all,
+                core: Some(core),
             },
             args,
         )

@@ -23,6 +23,8 @@ pub struct ReminderContext<'a> {
     pub turn_id: i64,
     pub message_source: MessageSource,
     pub session_dir: &'a Path,
+    /// The session itself, for the runtime's own reminder sources.
+    pub(crate) core: Option<&'a crate::session::SessionCore>,
 }
 
 /// A component that adds reminders to turns.
@@ -30,9 +32,12 @@ pub trait ReminderSource: Send + Sync {
     fn reminders(&self, cx: &ReminderContext<'_>) -> Vec<Reminder>;
 }
 
-/// The base system prompt.
-pub fn system_prompt(workspace: &Path, session_dir: &Path) -> String {
-    format!(
+/// Guidance added to the system prompt when `EnterPlanMode` is offered (PM-7).
+const PLAN_ENTRY_GUIDANCE: &str = "\n\nPlanning first: for a software task whose implementation should be agreed before any change (several files, a design choice, a risky change), or when the user asks for a plan to approve, call EnterPlanMode instead of starting to edit. Do not use it for small, clear changes or questions.";
+
+/// The base system prompt; `plan_entry` adds the guidance on asking for plan mode.
+pub fn system_prompt(workspace: &Path, session_dir: &Path, plan_entry: bool) -> String {
+    let mut prompt = format!(
         "You are Waymark, a coding agent working in the user's project on their machine.\n\
          \n\
          Workspace (the user's project): {ws}\n\
@@ -48,7 +53,11 @@ pub fn system_prompt(workspace: &Path, session_dir: &Path) -> String {
          - Be direct and concise. Do not invent facts about the code: if you are unsure, look.",
         ws = workspace.display(),
         sd = session_dir.display()
-    )
+    );
+    if plan_entry {
+        prompt.push_str(PLAN_ENTRY_GUIDANCE);
+    }
+    prompt
 }
 
 /// Orders reminders by priority (stable for equal priorities) and renders them as one block.

@@ -5,6 +5,7 @@
 use crate::store::SessionRow;
 use crate::tools::Tool;
 use serde_json::{Value, json};
+use std::path::Path;
 use waymark_protocol::{Answer, PermissionMode, QuestionnaireKind};
 
 /// What a guard sees of a call.
@@ -13,6 +14,11 @@ pub struct GuardCall<'a> {
     pub call_id: &'a str,
     pub arguments: &'a Value,
     pub session: &'a SessionRow,
+    /// Canonical workspace and session artifacts folders.
+    pub workspace: &'a Path,
+    pub artifacts: &'a Path,
+    /// Whether a shell command of this call would run in the read-only sandbox.
+    pub shell_sandboxed: bool,
     /// "Allow for session" grants: `(tool, prefix)`.
     pub grants: &'a [(String, String)],
     /// The user's answer to a questionnaire this call raised earlier, if any.
@@ -124,6 +130,14 @@ impl ToolGuard for PermissionGuard {
         if !needs_asking {
             return GuardDecision::Allow;
         }
+        // The session's own artifacts folder (the plan file) is not the user's project.
+        if !shell
+            && let Some(p) = call.arguments.get("path").and_then(Value::as_str)
+            && crate::tools::fs_policy::resolve_target(call.workspace, p)
+                .is_ok_and(|t| t.starts_with(call.artifacts))
+        {
+            return GuardDecision::Allow;
+        }
         if let Some((QuestionnaireKind::Permission, answer)) = call.answer {
             return match answer {
                 Answer::AllowOnce | Answer::AllowForSession => GuardDecision::Allow,
@@ -213,6 +227,9 @@ mod tests {
             call_id: "c1",
             arguments: &args,
             session: &s,
+            workspace: Path::new("/nonexistent-ws"),
+            artifacts: Path::new("/nonexistent-artifacts"),
+            shell_sandboxed: false,
             grants,
             answer: answer.map(|a| (QuestionnaireKind::Permission, a)),
         })

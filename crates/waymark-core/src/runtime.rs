@@ -40,8 +40,12 @@ pub struct RuntimeOptions {
     pub default_model: Option<String>,
     /// Test hook: use this provider instead of resolving the spec.
     pub provider_override: Option<Arc<dyn ModelProvider>>,
-    /// Components plugged into every session (plan mode, goals).
+    /// Components plugged into every session.
     pub extensions: Vec<Arc<dyn Extension>>,
+    /// How to start the plan-mode sandbox helper: a program and its leading arguments
+    /// (for the CLI, its own binary and [`crate::sandbox::HELPER_ARG`]). Without it, plan
+    /// mode asks the user about every shell command.
+    pub sandbox_helper: Option<Vec<std::ffi::OsString>>,
 }
 
 impl RuntimeOptions {
@@ -60,6 +64,7 @@ impl RuntimeOptions {
             default_model: None,
             provider_override: None,
             extensions: Vec::new(),
+            sandbox_helper: None,
         }
     }
 }
@@ -239,9 +244,17 @@ impl Runtime {
             }
             reminders.extend(ext.reminders());
         }
+        crate::plan::install(&mut tools, &mut before, &mut reminders, &mut commands);
         let mut guards = before;
         guards.push(Arc::new(PermissionGuard));
         guards.extend(after);
+        let forced_off =
+            (self.opts.env)(crate::sandbox::FORCE_ENV).as_deref() == Some("unsupported");
+        let sandbox = crate::sandbox::Sandbox::new(
+            self.opts.sandbox_helper.clone(),
+            forced_off,
+            sd.join("sandbox-tmp"),
+        );
         let core = Arc::new(SessionCore {
             id: id.to_string(),
             store: self.store.clone(),
@@ -259,6 +272,7 @@ impl Runtime {
             events,
             last_seq: AtomicU64::new(last_seq),
             history: Default::default(),
+            sandbox,
         });
         Ok(session::spawn(
             core,
@@ -320,6 +334,59 @@ impl Runtime {
     ) -> Result<Vec<Event>> {
         self.store
             .read(|c| store::events::recent_of_type(c, id, type_name, limit))
+    }
+}
+
+/// Plan views for front ends (read-only; no lease needed).
+impl Runtime {
+    /// The plan file of a session and its current content (`None` if there is no file).
+    pub fn plan_file(&self, id: &str) -> Result<(PathBuf, Option<String>)> {
+        self.store
+            .read(|c| store::sessions::get(c, id))?
+            .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+        let path = crate::plan::plan_path(&paths::artifacts_dir(&paths::session_dir(
+            &self.opts.data_dir,
+            id,
+        )));
+        let text = std::fs::read(&path)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        Ok((path, text))
+    }
+
+    /// Every frozen revision of every plan of the session, oldest first.
+    pub fn plan_revisions(&self, id: &str) -> Result<Vec<store::RevisionRow>> {
+        self.store.read(|c| {
+            store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            store::plans::session_revisions(c, id)
+        })
+    }
+
+    /// The content of revision `version` of the session's current plan (or of `plan_id`).
+    pub fn plan_revision_text(
+        &self,
+        id: &str,
+        plan_id: Option<&str>,
+        version: u32,
+    ) -> Result<String> {
+        self.store.read(|c| {
+            let plan_id = match plan_id {
+                Some(p) => p.to_string(),
+                None => store::plans::current_plan(c, id)?
+                    .map(|p| p.id)
+                    .ok_or_else(|| Error::Refused("this session has no plan yet".into()))?,
+            };
+            let rev = store::plans::revisions(c, &plan_id)?
+                .into_iter()
+                .find(|r| r.version == version)
+                .ok_or_else(|| {
+                    Error::Refused(format!("plan {plan_id} has no revision v{version}"))
+                })?;
+            let bytes = store::plans::blob(c, &rev.key)?
+                .ok_or_else(|| Error::Corrupt(format!("blob {} is missing", rev.key)))?;
+            String::from_utf8(bytes)
+                .map_err(|_| Error::Corrupt(format!("blob {} is not UTF-8", rev.key)))
+        })
     }
 }
 

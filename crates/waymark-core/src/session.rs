@@ -73,6 +73,8 @@ pub(crate) struct SessionCore {
     /// The conversation as loaded so far; topped up from the store before each model call,
     /// so a call reads only the rows added since the last one.
     pub history: std::sync::Mutex<HistoryCache>,
+    /// The read-only shell of plan mode.
+    pub sandbox: crate::sandbox::Sandbox,
 }
 
 /// Conversation items already read from the store.
@@ -402,7 +404,7 @@ pub(crate) fn admit(
         && let Some((name, args)) = commands::parse(text)
     {
         let output = core.write(|tx| {
-            let out = core.commands.run(tx, sid, name, args)?;
+            let out = core.commands.run(tx, core, name, args)?;
             tx.emit(
                 sid,
                 EventKind::CommandOutput {
@@ -418,16 +420,19 @@ pub(crate) fn admit(
     if text.trim().is_empty() {
         return Err(Error::Refused("the message is empty".into()));
     }
-    if let Some(i) = intent {
-        return Err(Error::Refused(format!(
-            "the `{}` intent needs plan mode, which this build does not provide yet",
-            match i {
-                Intent::PlanEntry => "plan-entry",
-                Intent::PlanExit => "plan-exit",
-            }
-        )));
-    }
     core.write(|tx| {
+        // The intent takes effect in the same transaction that admits the message (PM-6).
+        let entered = match intent {
+            Some(Intent::PlanEntry) => {
+                crate::plan::enter(tx, core, "intent")?;
+                true
+            }
+            Some(Intent::PlanExit) => {
+                crate::plan::leave(tx, core, "left", "intent")?;
+                false
+            }
+            None => false,
+        };
         let (m, created) = tx.insert_message(sid, source, text, position, key)?;
         if created {
             tx.emit(
@@ -443,8 +448,19 @@ pub(crate) fn admit(
             if source == MessageSource::User {
                 let title: String = text.lines().next().unwrap_or("").chars().take(80).collect();
                 tx.set_title_if_missing(sid, &title)?;
+                // The user interjected while planning: the next plan turn gets the full reminder.
+                if !entered
+                    && crate::plan::in_plan_mode(tx, sid)?
+                    && let Some(p) = store::plans::current_plan(tx.conn(), sid)?
+                {
+                    tx.plan_full_reminder_due(&p.id)?;
+                }
             }
             tx.touch_session(sid)?;
+        }
+        if entered {
+            // Files last: if admission failed above, no plan file was moved.
+            crate::plan::prepare_draft(&core.artifacts)?;
         }
         Ok(OpOutcome::Admitted {
             message_id: m.id,
@@ -495,7 +511,8 @@ fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result
                 kind: q.kind,
                 answer: answer.clone(),
             },
-        )
+        )?;
+        crate::plan::on_answer(tx, core, &q, answer)
     })
 }
 

@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::{
-    ErrorInfo, EventKind, MessageSource, ToolCallSummary, ToolStatus, TurnEndReason, Usage,
+    ErrorInfo, EventKind, InteractionMode, MessageSource, ToolCallSummary, ToolStatus,
+    TurnEndReason, Usage,
 };
 
 /// Room kept for the reply when budgeting the context.
@@ -110,6 +111,7 @@ async fn drive(
                     turn_id,
                     message_source: source,
                     session_dir: &core.session_dir,
+                    core: Some(core.as_ref()),
                 })
             })
             .collect(),
@@ -121,6 +123,9 @@ async fn drive(
         cancel: cancel.clone(),
         output_limit: core.config.turn.tool_output_limit as usize,
         bash_timeout: Duration::from_millis(core.config.turn.bash_timeout_ms),
+        turn_id,
+        sandbox: None,
+        core: Some(core.clone()),
     };
     let mut last_elided = 0u64;
     loop {
@@ -169,7 +174,13 @@ async fn drive(
             .unwrap_or_else(|| core.provider.context_tokens());
         let (request, elided) = core.with_history(|history| {
             context::build_request(RequestParts {
-                system: context::system_prompt(&core.workspace, &core.session_dir),
+                system: context::system_prompt(
+                    &core.workspace,
+                    &core.session_dir,
+                    core.tools
+                        .get("EnterPlanMode")
+                        .is_some_and(|t| t.offered(&session, &core.config)),
+                ),
                 history,
                 current_turn: turn_id,
                 reminders: reminders.as_deref(),
@@ -238,7 +249,7 @@ async fn drive(
 fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> Vec<ToolSpec> {
     core.tools
         .iter()
-        .filter(|t| t.offered(session))
+        .filter(|t| t.offered(session, &core.config))
         .map(|t| ToolSpec {
             name: t.name().to_string(),
             description: t.description().to_string(),
@@ -347,7 +358,7 @@ async fn process_call(
     core: &SessionCore,
     turn_id: i64,
     call: &ToolCallRecord,
-    ctx: &ToolContext,
+    base_ctx: &ToolContext,
 ) -> Result<CallOutcome> {
     let sid = core.id.clone();
     let Some(tool) = core.tools.get(&call.name).cloned() else {
@@ -385,6 +396,14 @@ async fn process_call(
     let answer = answered
         .as_ref()
         .and_then(|q| q.answer.as_ref().map(|a| (q.kind, a)));
+    // The mode is read for every call: a `/plan on` admitted mid-turn confines the very next
+    // shell command.
+    let sandbox = match session.interaction_mode {
+        InteractionMode::Plan => core
+            .sandbox
+            .spec(vec![crate::plan::plan_path(&core.artifacts)]),
+        InteractionMode::Default => None,
+    };
     let decision = run_chain(
         &core.guards,
         &GuardCall {
@@ -392,10 +411,17 @@ async fn process_call(
             call_id: &call.id,
             arguments: &call.arguments,
             session: &session,
+            workspace: &core.workspace,
+            artifacts: &core.artifacts,
+            shell_sandboxed: sandbox.is_some(),
             grants: &grants,
             answer,
         },
     );
+    let ctx = &ToolContext {
+        sandbox,
+        ..base_ctx.clone()
+    };
     match decision {
         GuardDecision::Deny(msg) => {
             record_result(core, turn_id, call, ToolStatus::Denied, msg)?;

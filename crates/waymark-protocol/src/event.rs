@@ -138,6 +138,27 @@ pub enum EventKind {
         questionnaire_id: String,
         kind: QuestionnaireKind,
     },
+    /// The session's interaction mode changed (plan mode entered or left).
+    #[serde(rename = "plan.mode_changed")]
+    PlanModeChanged {
+        mode: InteractionMode,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        plan_id: Option<String>,
+        /// Why: `user`, `command`, `intent`, `agent`, `approved`, `rejected`, `withdrawn`.
+        reason: String,
+    },
+    /// A frozen revision of the plan file; the content is in the blob `key`, never here.
+    #[serde(rename = "plan.revision")]
+    PlanRevision {
+        plan_id: String,
+        version: u32,
+        key: String,
+        sha256: String,
+        bytes: u64,
+        author: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+    },
     /// A session-level error that is not part of a turn (transient).
     #[serde(rename = "session.error")]
     SessionError { error: ErrorInfo },
@@ -164,6 +185,8 @@ impl EventKind {
             EventKind::SessionIdle {} => "session.idle",
             EventKind::SessionWaiting { .. } => "session.waiting",
             EventKind::SessionError { .. } => "session.error",
+            EventKind::PlanModeChanged { .. } => "plan.mode_changed",
+            EventKind::PlanRevision { .. } => "plan.revision",
         }
     }
 
@@ -186,7 +209,9 @@ impl EventKind {
             | EventKind::QuestionnaireOpened { .. }
             | EventKind::QuestionnaireAnswered { .. }
             | EventKind::SessionIdle {}
-            | EventKind::SessionWaiting { .. } => false,
+            | EventKind::SessionWaiting { .. }
+            | EventKind::PlanModeChanged { .. }
+            | EventKind::PlanRevision { .. } => false,
         }
     }
 }

@@ -4,11 +4,13 @@
 
 pub mod events;
 pub mod messages;
+pub mod plans;
 pub mod questionnaires;
 pub mod sessions;
 pub mod turns;
 
 pub use messages::{MessageRow, MessageStatus};
+pub use plans::{PlanRow, RevisionRow};
 pub use questionnaires::QuestionnaireRow;
 pub use sessions::{Lease, SessionRow};
 pub use turns::{HistoryItem, ToolCallRecord, TurnRow, TurnStatus};
@@ -20,7 +22,10 @@ use std::sync::Mutex;
 use waymark_protocol::{Event, EventKind};
 
 /// Migrations in order; the version of each is its index + 1.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/0001_init.sql"),
+    include_str!("../../migrations/0002_plans.sql"),
+];
 
 /// WAL size above which closing the store checkpoints it (see `Drop for Store`).
 const WAL_CHECKPOINT_ON_CLOSE_BYTES: u64 = 1 << 20;

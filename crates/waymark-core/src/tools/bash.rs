@@ -121,10 +121,27 @@ impl Tool for Bash {
                 .timeout_ms
                 .map(Duration::from_millis)
                 .unwrap_or(ctx.bash_timeout);
-            let mut cmd = tokio::process::Command::new("bash");
-            cmd.arg("-c")
-                .arg(&a.command)
-                .current_dir(&ctx.workspace)
+            let mut cmd = match &ctx.sandbox {
+                // Plan mode: the helper confines the shell before it starts.
+                Some(spec) => {
+                    std::fs::create_dir_all(&spec.tmp).map_err(|e| {
+                        ToolError::Model(format!("cannot prepare the sandbox temp folder: {e}"))
+                    })?;
+                    let argv = spec.command_line(
+                        std::ffi::OsStr::new("bash"),
+                        &[std::ffi::OsStr::new("-c"), std::ffi::OsStr::new(&a.command)],
+                    );
+                    let mut c = tokio::process::Command::new(&argv[0]);
+                    c.args(&argv[1..]).env("TMPDIR", &spec.tmp);
+                    c
+                }
+                None => {
+                    let mut c = tokio::process::Command::new("bash");
+                    c.arg("-c").arg(&a.command);
+                    c
+                }
+            };
+            cmd.current_dir(&ctx.workspace)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -174,6 +191,13 @@ impl Tool for Bash {
             };
             match end {
                 End::Exited(Some(0)) => Ok(ToolOutput::text(format!("{body}\n[exit code: 0]"))),
+                End::Exited(Some(crate::sandbox::NOT_ENFORCED_EXIT))
+                    if ctx.sandbox.is_some() && text.contains("waymark sandbox:") =>
+                {
+                    Err(ToolError::Model(format!(
+                        "{body}\n[the read-only sandbox could not be applied, so the command did not run]"
+                    )))
+                }
                 End::Exited(Some(code)) => {
                     Err(ToolError::Model(format!("{body}\n[exit code: {code}]")))
                 }

@@ -16,40 +16,7 @@ pub fn resolve_read(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> 
 
 /// Resolves a path for writing; the result is canonical and inside an allowed root.
 pub fn resolve_write(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
-    let p = join(ctx, raw)?;
-    if p.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(ToolError::Model(format!(
-            "`{raw}` contains `..`; name the file by its path inside the workspace"
-        )));
-    }
-    // The deepest part of the path that exists is canonicalized (following symlinks); the
-    // rest does not exist yet and is appended as plain names.
-    let mut existing = p.clone();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        match std::fs::symlink_metadata(&existing) {
-            Ok(_) => break,
-            Err(_) => {
-                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
-                    return Err(ToolError::Model(format!(
-                        "cannot write `{raw}`: no such location"
-                    )));
-                };
-                rest.push(name);
-                if !existing.pop() {
-                    return Err(ToolError::Model(format!(
-                        "cannot write `{raw}`: no such location"
-                    )));
-                }
-            }
-        }
-    }
-    let mut target = existing
-        .canonicalize()
-        .map_err(|e| ToolError::Model(format!("cannot write `{raw}`: {}", describe_io(&e))))?;
-    for name in rest.iter().rev() {
-        target.push(name);
-    }
+    let target = resolve_target(&ctx.workspace, raw).map_err(ToolError::Model)?;
     if !inside_allowed_root(ctx, &target) {
         return Err(ToolError::Model(format!(
             "writing `{raw}` is refused: it resolves to {}, outside the workspace ({}) and the session artifacts folder ({})",
@@ -64,22 +31,58 @@ pub fn resolve_write(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError>
     Ok(target)
 }
 
+/// Where a write to `raw` (relative to `workspace`) would land: the canonical path, with
+/// symlinks followed and `..` refused. The target itself need not exist.
+pub fn resolve_target(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
+    let p = join_path(workspace, raw)?;
+    if p.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(format!(
+            "`{raw}` contains `..`; name the file by its path inside the workspace"
+        ));
+    }
+    // The deepest part of the path that exists is canonicalized (following symlinks); the
+    // rest does not exist yet and is appended as plain names.
+    let mut existing = p.clone();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    while std::fs::symlink_metadata(&existing).is_err() {
+        let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+            return Err(format!("cannot write `{raw}`: no such location"));
+        };
+        rest.push(name);
+        if !existing.pop() {
+            return Err(format!("cannot write `{raw}`: no such location"));
+        }
+    }
+    let mut target = existing
+        .canonicalize()
+        .map_err(|e| format!("cannot write `{raw}`: {}", describe_io(&e)))?;
+    for name in rest.iter().rev() {
+        target.push(name);
+    }
+    Ok(target)
+}
+
 fn inside_allowed_root(ctx: &ToolContext, target: &Path) -> bool {
     target.starts_with(&ctx.workspace) || target.starts_with(&ctx.artifacts)
 }
 
 fn join(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    join_path(&ctx.workspace, raw).map_err(ToolError::Model)
+}
+
+/// `raw` as an absolute path (relative ones are taken from the workspace).
+fn join_path(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
     if raw.is_empty() {
-        return Err(ToolError::Model("the path is empty".into()));
+        return Err("the path is empty".into());
     }
     if raw.contains('\0') {
-        return Err(ToolError::Model("the path contains a NUL byte".into()));
+        return Err("the path contains a NUL byte".into());
     }
     let p = Path::new(raw);
     Ok(if p.is_absolute() {
         p.to_path_buf()
     } else {
-        ctx.workspace.join(p)
+        workspace.join(p)
     })
 }
 

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// What a tool may touch and how long it may run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     /// Canonical workspace root.
     pub workspace: PathBuf,
@@ -35,6 +35,12 @@ pub struct ToolContext {
     /// Bytes of output kept for the model.
     pub output_limit: usize,
     pub bash_timeout: Duration,
+    /// The turn the call belongs to.
+    pub turn_id: i64,
+    /// When set, shell commands run under this read-only sandbox (plan mode).
+    pub sandbox: Option<crate::sandbox::SandboxSpec>,
+    /// The session, for tools that change session state (plan mode's tools).
+    pub(crate) core: Option<std::sync::Arc<crate::session::SessionCore>>,
 }
 
 /// A successful tool result.
@@ -79,7 +85,11 @@ pub trait Tool: Send + Sync {
     }
     /// Whether the tool is offered to the model in this session's current state (plan mode
     /// offers its tools only in one mode).
-    fn offered(&self, _session: &crate::store::SessionRow) -> bool {
+    fn offered(
+        &self,
+        _session: &crate::store::SessionRow,
+        _config: &waymark_protocol::config::Config,
+    ) -> bool {
         true
     }
     fn handle<'a>(
@@ -213,6 +223,9 @@ pub(crate) mod test_support {
                 cancel: CancellationToken::new(),
                 output_limit: 30_000,
                 bash_timeout: Duration::from_secs(20),
+                turn_id: 0,
+                sandbox: None,
+                core: None,
             };
             Fixture { dir, ctx }
         }

@@ -1,0 +1,161 @@
+//! What answers to plan questionnaires do (PM-8, PM-17 … PM-19), inside the transaction that
+//! records the answer.
+
+use crate::error::{Error, Result};
+use crate::session::SessionCore;
+use crate::store::{self, QuestionnaireRow, Tx};
+use waymark_protocol::{Answer, EventKind, MessageSource, Position, QuestionnaireKind};
+
+/// The implementation message: a fixed instruction, then the frozen plan (PM-19).
+pub(crate) fn implementation_message(snapshot: &str, option: Option<(u32, &str)>) -> String {
+    let mut m = String::from(
+        "Implement the plan below. The user approved it.\n\
+         \n\
+         The text after the \"Approved plan:\" line is the authoritative plan and it is frozen: \
+         do not re-read the plan file and do not work out a new plan. Mechanical adjustments \
+         that keep the plan's decisions are fine. If the plan proves infeasible or materially \
+         wrong — a premise does not hold, a component it relies on does not exist, or it turns \
+         out much riskier than planned — stop and report what you found instead of redesigning it.\n",
+    );
+    if let Some((n, label)) = option {
+        m.push_str(&format!("\nThe user chose option {n}: {label}\n"));
+    }
+    m.push_str("\nApproved plan:\n");
+    m.push_str(snapshot);
+    m
+}
+
+/// Inserts the implementation message at the head of the queue; its idempotency key makes a
+/// repeated approval return the same message (PM-18).
+pub(crate) fn insert_implementation(
+    tx: &mut Tx<'_>,
+    sid: &str,
+    text: &str,
+    key: &str,
+) -> Result<()> {
+    continuation(tx, sid, text, key)
+}
+
+fn continuation(tx: &mut Tx<'_>, sid: &str, text: &str, key: &str) -> Result<()> {
+    let (m, created) = tx.insert_message(
+        sid,
+        MessageSource::Questionnaire,
+        text,
+        Position::Head,
+        Some(key),
+    )?;
+    if created {
+        tx.emit(
+            sid,
+            EventKind::MessageAdmitted {
+                message_id: m.id,
+                source: MessageSource::Questionnaire,
+                text: text.to_string(),
+                position: Position::Head,
+                idempotency_key: Some(key.to_string()),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Applies an answer to a plan questionnaire (others are not plan mode's business).
+pub(crate) fn on_answer(
+    tx: &mut Tx<'_>,
+    core: &SessionCore,
+    q: &QuestionnaireRow,
+    answer: &Answer,
+) -> Result<()> {
+    let sid = core.id.as_str();
+    match (q.kind, answer) {
+        (QuestionnaireKind::PlanEntry, Answer::Approve { .. }) => {
+            super::enter(tx, core, "agent")?;
+            let path = super::plan_path(&core.artifacts);
+            continuation(
+                tx,
+                sid,
+                &format!(
+                    "The user agreed to plan first. Investigate with read-only tools, write the plan to {} (starting with `## Summary`), then call ExitPlanMode.",
+                    path.display()
+                ),
+                &format!("plan-entry:{}", q.id),
+            )?;
+            // Files last: if anything above failed, nothing was moved.
+            super::prepare_draft(&core.artifacts)
+        }
+        (QuestionnaireKind::PlanEntry, Answer::Reject) => continuation(
+            tx,
+            sid,
+            "The user declined plan mode. Carry on with the task in the normal way.",
+            &format!("plan-entry:{}", q.id),
+        ),
+        (QuestionnaireKind::PlanApproval, Answer::Approve { option }) => {
+            let key = q
+                .payload
+                .get("key")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
+            let bytes = store::plans::blob(tx.conn(), key)?.ok_or_else(|| {
+                Error::Corrupt(format!("the approved plan snapshot {key} is missing"))
+            })?;
+            let snapshot = String::from_utf8(bytes)
+                .map_err(|_| Error::Corrupt(format!("snapshot {key} is not UTF-8")))?;
+            let options: Vec<String> = q
+                .payload
+                .get("options")
+                .and_then(|o| serde_json::from_value(o.clone()).ok())
+                .unwrap_or_default();
+            let chosen = match option {
+                None => None,
+                Some(n) => match options.get((*n as usize).wrapping_sub(1)) {
+                    Some(label) => Some((*n, label.as_str())),
+                    None => {
+                        return Err(Error::InvalidAnswer {
+                            answer: format!("approve --option {n}"),
+                            kind: q.kind.as_str().into(),
+                            allowed: if options.is_empty() {
+                                "approve (this plan offers no options)".into()
+                            } else {
+                                format!("approve --option 1..{}", options.len())
+                            },
+                        });
+                    }
+                },
+            };
+            insert_implementation(
+                tx,
+                sid,
+                &implementation_message(&snapshot, chosen),
+                &format!("plan-approval:{}", q.id),
+            )?;
+            super::leave(tx, core, "approved", "approved")
+        }
+        (QuestionnaireKind::PlanApproval, Answer::Defer) => {
+            if let Some(p) = store::plans::current_plan(tx.conn(), sid)? {
+                tx.set_plan_status(&p.id, "drafting")?;
+            }
+            Ok(())
+        }
+        (QuestionnaireKind::PlanApproval, Answer::Revise { text }) => {
+            if let Some(p) = store::plans::current_plan(tx.conn(), sid)? {
+                tx.set_plan_status(&p.id, "drafting")?;
+            }
+            continuation(
+                tx,
+                sid,
+                &format!(
+                    "The user reviewed the plan and asks for changes:\n\n{text}\n\nRevise the plan file accordingly (you are still in plan mode), then call ExitPlanMode again."
+                ),
+                &format!("plan-revise:{}", q.id),
+            )
+        }
+        (QuestionnaireKind::PlanApproval, Answer::Reject) => {
+            super::leave(tx, core, "rejected", "rejected")
+        }
+        (QuestionnaireKind::PlanApproval, Answer::Withdraw) => {
+            super::leave(tx, core, "withdrawn", "withdrawn")
+        }
+        (QuestionnaireKind::PlanEntry | QuestionnaireKind::PlanApproval, _)
+        | (QuestionnaireKind::Permission | QuestionnaireKind::GoalApproval, _) => Ok(()),
+    }
+}

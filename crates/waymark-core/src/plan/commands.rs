@@ -1,0 +1,70 @@
+//! `/plan on | off | status | view` (PM-5).
+
+use crate::commands::{CommandContext, CommandSpec, SlashCommand};
+use crate::error::{Error, Result};
+use crate::store;
+use waymark_protocol::InteractionMode;
+
+pub(crate) struct PlanCommand;
+
+impl SlashCommand for PlanCommand {
+    fn spec(&self) -> CommandSpec {
+        CommandSpec {
+            name: "plan",
+            usage: "/plan on|off|status|view",
+            summary: "enter or leave plan mode, show its state, print the plan file",
+        }
+    }
+
+    fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
+        let core = cx
+            .core
+            .ok_or_else(|| Error::Refused("/plan needs a session".into()))?;
+        let path = super::plan_path(&core.artifacts);
+        match args.trim() {
+            "on" => {
+                let id = super::enter(cx.tx, core, "command")?;
+                super::prepare_draft(&core.artifacts)?;
+                Ok(format!(
+                    "Plan mode is on (plan {id}). The next messages are planned, not implemented; the plan goes to {}.",
+                    path.display()
+                ))
+            }
+            "off" => {
+                super::leave(cx.tx, core, "left", "command")?;
+                Ok("Plan mode is off. Nothing from the plan was implemented.".into())
+            }
+            "status" | "" => {
+                let session = store::sessions::get(cx.tx.conn(), cx.session_id)?
+                    .ok_or_else(|| Error::SessionNotFound(cx.session_id.to_string()))?;
+                let plan = store::plans::current_plan(cx.tx.conn(), cx.session_id)?;
+                let mode = match session.interaction_mode {
+                    InteractionMode::Plan => "on",
+                    InteractionMode::Default => "off",
+                };
+                let mut out = format!("Plan mode: {mode}\nPlan file: {}", path.display());
+                if let Some(p) = plan {
+                    out.push_str(&format!(
+                        "\nPlan: {} ({}, {} revision{})",
+                        p.id,
+                        p.status,
+                        p.revisions,
+                        if p.revisions == 1 { "" } else { "s" }
+                    ));
+                }
+                if let Some(q) = store::questionnaires::pending(cx.tx.conn(), cx.session_id)? {
+                    out.push_str(&format!("\nWaiting for: {} ({})", q.kind.as_str(), q.id));
+                }
+                Ok(out)
+            }
+            "view" => match std::fs::read_to_string(&path) {
+                Ok(t) if t.trim().is_empty() => Ok(format!("{} is empty.", path.display())),
+                Ok(t) => Ok(format!("{}:\n\n{t}", path.display())),
+                Err(_) => Ok(format!("There is no plan file yet ({}).", path.display())),
+            },
+            other => Err(Error::UnknownCommand(format!(
+                "`/plan {other}` is not a plan command; use /plan on, /plan off, /plan status or /plan view"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The hard layer of plan mode (PM-13, PM-14): before every tool call in plan mode, writes
+//! are refused unless `write` or `edit` targets exactly the canonical plan file, and the shell
+//! runs only sandboxed — or, where the sandbox is unavailable, only with the user's consent.
+
+use crate::guard::{GuardCall, GuardDecision, ToolGuard};
+use crate::tools::fs_policy::resolve_target;
+use serde_json::{Value, json};
+use waymark_protocol::{Answer, InteractionMode, QuestionnaireKind};
+
+pub(crate) struct PlanGuard;
+
+/// Tools that may touch the plan file (and nothing else) in plan mode.
+const PLAN_WRITERS: &[&str] = &["write", "edit"];
+
+impl ToolGuard for PlanGuard {
+    fn name(&self) -> &'static str {
+        "plan"
+    }
+
+    fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
+        if call.session.interaction_mode != InteractionMode::Plan {
+            return GuardDecision::Allow;
+        }
+        let tool = call.tool;
+        let plan = super::plan_path(call.artifacts);
+        if tool.is_shell() {
+            if call.shell_sandboxed {
+                return GuardDecision::Allow;
+            }
+            return match call.answer {
+                Some((
+                    QuestionnaireKind::Permission,
+                    Answer::AllowOnce | Answer::AllowForSession,
+                )) => GuardDecision::Allow,
+                Some((QuestionnaireKind::Permission, Answer::Deny { message })) => {
+                    GuardDecision::Deny(match message {
+                        Some(m) if !m.trim().is_empty() => {
+                            format!("The user denied this command: {m}")
+                        }
+                        _ => {
+                            "The user denied this command. Use the read-only tools instead.".into()
+                        }
+                    })
+                }
+                _ => {
+                    let command = call
+                        .arguments
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    GuardDecision::Ask {
+                        kind: QuestionnaireKind::Permission,
+                        payload: json!({
+                            "tool": tool.name(),
+                            "call_id": call.call_id,
+                            "arguments": call.arguments,
+                            "summary": format!("run `{command}` in plan mode (the read-only sandbox is not available here, so the command is not confined)"),
+                            // No prefix: in plan mode every unsandboxed command is asked about.
+                            "prefix": Value::Null,
+                            "plan_mode": true,
+                        }),
+                    }
+                }
+            };
+        }
+        if !tool.is_mutating() {
+            return GuardDecision::Allow;
+        }
+        let refusal = || {
+            GuardDecision::Deny(format!(
+                "Plan mode: `{}` is not allowed. Nothing may be created, changed or deleted except the plan file, which you write with `write` or `edit` at exactly {}. Keep investigating with read-only tools.",
+                tool.name(),
+                plan.display()
+            ))
+        };
+        if !PLAN_WRITERS.contains(&tool.name()) {
+            return refusal();
+        }
+        let Some(raw) = call.arguments.get("path").and_then(Value::as_str) else {
+            return refusal();
+        };
+        match resolve_target(call.workspace, raw) {
+            Ok(target) if target == plan => GuardDecision::Allow,
+            Ok(_) | Err(_) => refusal(),
+        }
+    }
+}

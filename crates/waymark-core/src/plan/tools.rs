@@ -1,0 +1,210 @@
+//! `EnterPlanMode` (PM-7, PM-8) and `ExitPlanMode` (PM-10, PM-15 … PM-17, PM-20). Both end the
+//! turn: the user decides what happens next.
+
+use super::answer::{implementation_message, insert_implementation};
+use super::document::{check_plan_text, snapshot};
+use crate::error::{Error, Result};
+use crate::session::SessionCore;
+use crate::store::{self, SessionRow};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use waymark_protocol::config::Config;
+use waymark_protocol::{EventKind, InteractionMode, PermissionMode, QuestionnaireKind};
+
+fn core(ctx: &ToolContext) -> Result<Arc<SessionCore>, ToolError> {
+    ctx.core
+        .clone()
+        .ok_or_else(|| ToolError::Fatal("plan tools need a session".into()))
+}
+
+fn fatal(e: Error) -> ToolError {
+    match e {
+        Error::Refused(m) => ToolError::Model(m),
+        other => ToolError::Fatal(other.to_string()),
+    }
+}
+
+pub(crate) struct EnterPlanMode;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnterArgs {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl Tool for EnterPlanMode {
+    fn name(&self) -> &'static str {
+        "EnterPlanMode"
+    }
+    fn description(&self) -> &'static str {
+        "Ask the user to switch this session to plan mode: investigate read-only, write a plan for approval, and change nothing until it is approved. Use it for a software task whose implementation should be agreed first, or when the user asks for a plan. Ends your turn; the user confirms or declines."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {"reason": {"type": "string", "description": "Why planning first helps here"}}})
+    }
+    fn is_mutating(&self) -> bool {
+        false
+    }
+    fn offered(&self, session: &SessionRow, config: &Config) -> bool {
+        // Only in default mode and behind its own flag (PM-7); the kill switch too (PM-9).
+        session.interaction_mode == InteractionMode::Default
+            && config.beta.desktop_plan_mode_agent_entry
+            && config.beta.desktop_plan_mode
+    }
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let a: EnterArgs = parse_args(self.name(), args)?;
+            let core = core(ctx)?;
+            if !core.config.beta.desktop_plan_mode_agent_entry
+                || !core.config.beta.desktop_plan_mode
+            {
+                return Err(ToolError::Model(
+                    "EnterPlanMode is not available in this session".into(),
+                ));
+            }
+            let qid = core.ids.new_id("q");
+            let sid = core.id.clone();
+            core.write(|tx| {
+                let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+                if session.interaction_mode == InteractionMode::Plan {
+                    return Err(Error::Refused("the session is already in plan mode; keep planning and call ExitPlanMode when the plan is written".into()));
+                }
+                let payload = json!({"reason": a.reason});
+                tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), QuestionnaireKind::PlanEntry, &payload)?;
+                tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::PlanEntry, payload })
+            })
+            .map_err(fatal)?;
+            Ok(ToolOutput {
+                content: "Asked the user whether to switch to plan mode. Stop here; the answer comes as the next message.".into(),
+                terminate: true,
+            })
+        })
+    }
+}
+
+pub(crate) struct ExitPlanMode;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExitArgs {
+    #[serde(default)]
+    options: Option<Vec<String>>,
+}
+
+impl Tool for ExitPlanMode {
+    fn name(&self) -> &'static str {
+        "ExitPlanMode"
+    }
+    fn description(&self) -> &'static str {
+        "Submit the plan for the user's review once it is written to the plan file (it must start with a non-empty `## Summary`). Takes no plan text: the file is read and frozen. `options` may list up to 3 short labels of alternative approaches the plan describes, for the user to choose from. Ends your turn."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {"options": {"type": "array", "items": {"type": "string"}, "maxItems": 3}}})
+    }
+    fn is_mutating(&self) -> bool {
+        false
+    }
+    fn offered(&self, session: &SessionRow, _config: &Config) -> bool {
+        session.interaction_mode == InteractionMode::Plan
+    }
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let a: ExitArgs = parse_args(self.name(), args)?;
+            let options = a.options.unwrap_or_default();
+            if options.len() > 3 {
+                return Err(ToolError::Model("offer at most 3 options".into()));
+            }
+            if options
+                .iter()
+                .any(|o| o.trim().is_empty() || o.chars().count() > 200)
+            {
+                return Err(ToolError::Model(
+                    "each option is a short, non-empty label (at most 200 characters)".into(),
+                ));
+            }
+            let core = core(ctx)?;
+            let path = super::plan_path(&core.artifacts);
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                Err(_) => {
+                    return Err(ToolError::Model(format!(
+                        "there is no plan file at {}: write the plan there first, starting with `## Summary`",
+                        path.display()
+                    )));
+                }
+            };
+            let text = check_plan_text(&bytes)
+                .map_err(|m| ToolError::Model(format!("{m} (plan file: {})", path.display())))?;
+            let (content, truncated) = snapshot(text);
+            let sid = core.id.clone();
+            let qid = core.ids.new_id("q");
+            let auto = core.write(|tx| {
+                let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+                if session.interaction_mode != InteractionMode::Plan {
+                    return Err(Error::Refused("ExitPlanMode works only in plan mode".into()));
+                }
+                if store::messages::queued_count(tx.conn(), &sid)? > 0 {
+                    return Err(Error::Refused(
+                        "messages are waiting in the queue: the user added something; end your turn and read it before submitting the plan".into(),
+                    ));
+                }
+                let plan = store::plans::current_plan(tx.conn(), &sid)?
+                    .ok_or_else(|| Error::Corrupt("plan mode without a plan".into()))?;
+                let key = |v: u32| format!("plan/{}/v{v}.md", plan.id);
+                let rev = tx.add_revision(&plan.id, &key, content.as_bytes(), "model", truncated)?;
+                tx.emit(&sid, EventKind::PlanRevision {
+                    plan_id: plan.id.clone(),
+                    version: rev.version,
+                    key: rev.key.clone(),
+                    sha256: rev.sha256.clone(),
+                    bytes: rev.bytes,
+                    author: rev.author.clone(),
+                    truncated,
+                })?;
+                if session.permission_mode == PermissionMode::Auto {
+                    // PM-20: no review in auto mode; the frozen snapshot goes straight to work.
+                    let text = implementation_message(&content, None);
+                    insert_implementation(tx, &sid, &text, &format!("plan-auto:{}:v{}", plan.id, rev.version))?;
+                    super::leave(tx, &core, "approved", "auto")?;
+                    return Ok(true);
+                }
+                let payload = json!({
+                    "plan_id": plan.id,
+                    "version": rev.version,
+                    "key": rev.key,
+                    "sha256": rev.sha256,
+                    "bytes": rev.bytes,
+                    "truncated": truncated,
+                    "path": path.display().to_string(),
+                    "options": options,
+                });
+                tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), QuestionnaireKind::PlanApproval, &payload)?;
+                tx.set_plan_status(&plan.id, "awaiting_approval")?;
+                tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::PlanApproval, payload })?;
+                Ok(false)
+            })
+            .map_err(fatal)?;
+            let content = if auto {
+                "The plan was frozen and plan mode ended WITHOUT review: the session runs in auto permission mode, so the user did not review this plan. Its implementation arrives as the next message.".to_string()
+            } else {
+                "The plan was frozen and is waiting for the user's review. Stop here; the user's decision comes as the next message.".to_string()
+            };
+            Ok(ToolOutput {
+                content,
+                terminate: true,
+            })
+        })
+    }
+}

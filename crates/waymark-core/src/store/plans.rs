@@ -1,0 +1,342 @@
+//! Plans, their revisions, and content blobs.
+
+use crate::error::{Error, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+/// A plan as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanRow {
+    pub id: String,
+    pub session_id: String,
+    pub status: String,
+    pub revisions: u32,
+    pub plan_turns: u32,
+    pub last_turn_id: Option<i64>,
+    pub full_reminder_due: bool,
+    pub last_reminder: Option<String>,
+    pub created_at: i64,
+}
+
+/// One frozen revision of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RevisionRow {
+    pub plan_id: String,
+    pub version: u32,
+    pub key: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub author: String,
+    pub truncated: bool,
+    pub created_at: i64,
+}
+
+const PLAN_COLUMNS: &str = "id, session_id, status, revisions, plan_turns, last_turn_id, \
+     full_reminder_due, last_reminder, created_at";
+
+fn row_to_plan(r: &rusqlite::Row<'_>) -> rusqlite::Result<PlanRow> {
+    Ok(PlanRow {
+        id: r.get(0)?,
+        session_id: r.get(1)?,
+        status: r.get(2)?,
+        revisions: r.get::<_, i64>(3)? as u32,
+        plan_turns: r.get::<_, i64>(4)? as u32,
+        last_turn_id: r.get(5)?,
+        full_reminder_due: r.get::<_, i64>(6)? != 0,
+        last_reminder: r.get(7)?,
+        created_at: r.get(8)?,
+    })
+}
+
+fn row_to_revision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
+    Ok(RevisionRow {
+        plan_id: r.get(0)?,
+        version: r.get::<_, i64>(1)? as u32,
+        key: r.get(2)?,
+        sha256: r.get(3)?,
+        bytes: r.get::<_, i64>(4)? as u64,
+        author: r.get(5)?,
+        truncated: r.get::<_, i64>(6)? != 0,
+        created_at: r.get(7)?,
+    })
+}
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl super::Tx<'_> {
+    /// Stores content under `key` (content-addressed by the caller's key; rewriting the same
+    /// key with other bytes is refused).
+    pub fn put_blob(&mut self, key: &str, bytes: &[u8]) -> Result<String> {
+        let sha = sha256_hex(bytes);
+        let now = self.now();
+        let existing: Option<String> = self
+            .conn()
+            .query_row("SELECT sha256 FROM blobs WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        match existing {
+            Some(s) if s == sha => {}
+            Some(_) => {
+                return Err(Error::Corrupt(format!(
+                    "blob {key} already holds other content"
+                )));
+            }
+            None => {
+                self.conn().execute(
+                    "INSERT INTO blobs (key, sha256, bytes, created_at) VALUES (?1, ?2, ?3, ?4)",
+                    params![key, sha, bytes, now],
+                )?;
+            }
+        }
+        Ok(sha)
+    }
+
+    pub fn create_plan(&mut self, id: &str, session_id: &str) -> Result<()> {
+        let now = self.now();
+        self.conn().execute(
+            "INSERT INTO plans (id, session_id, status, created_at) VALUES (?1, ?2, 'drafting', ?3)",
+            params![id, session_id, now],
+        )?;
+        self.conn().execute(
+            "UPDATE sessions SET current_plan_id = ?2, exit_reminder = NULL WHERE id = ?1",
+            params![session_id, id],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_plan_status(&mut self, id: &str, status: &str) -> Result<()> {
+        let now = self.now();
+        let ended = matches!(status, "approved" | "rejected" | "withdrawn" | "left");
+        self.conn().execute(
+            "UPDATE plans SET status = ?2, ended_at = CASE WHEN ?3 THEN ?4 ELSE NULL END WHERE id = ?1",
+            params![id, status, ended, now],
+        )?;
+        Ok(())
+    }
+
+    /// Records a revision whose content is already in `blob_key`; returns its version.
+    pub fn add_revision(
+        &mut self,
+        plan_id: &str,
+        blob_key_for: &dyn Fn(u32) -> String,
+        content: &[u8],
+        author: &str,
+        truncated: bool,
+    ) -> Result<RevisionRow> {
+        let version: i64 = self.conn().query_row(
+            "SELECT revisions + 1 FROM plans WHERE id = ?1",
+            [plan_id],
+            |r| r.get(0),
+        )?;
+        let key = blob_key_for(version as u32);
+        let sha = self.put_blob(&key, content)?;
+        let now = self.now();
+        self.conn().execute(
+            "INSERT INTO plan_revisions (plan_id, version, blob_key, sha256, bytes, author, truncated, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![plan_id, version, key, sha, content.len() as i64, author, truncated, now],
+        )?;
+        self.conn().execute(
+            "UPDATE plans SET revisions = ?2 WHERE id = ?1",
+            params![plan_id, version],
+        )?;
+        Ok(RevisionRow {
+            plan_id: plan_id.to_string(),
+            version: version as u32,
+            key,
+            sha256: sha,
+            bytes: content.len() as u64,
+            author: author.to_string(),
+            truncated,
+            created_at: now,
+        })
+    }
+
+    /// Counts a plan turn once per turn id and says whether it gets the full reminder.
+    pub fn plan_turn_reminder(&mut self, plan_id: &str, turn_id: i64) -> Result<bool> {
+        let plan = plan(self.conn(), plan_id)?
+            .ok_or_else(|| Error::Corrupt(format!("plan {plan_id} vanished")))?;
+        if plan.last_turn_id == Some(turn_id) {
+            return Ok(plan.last_reminder.as_deref() == Some("full"));
+        }
+        let n = plan.plan_turns + 1;
+        let full = n == 1 || n % 5 == 0 || plan.full_reminder_due;
+        self.conn().execute(
+            "UPDATE plans SET plan_turns = ?2, last_turn_id = ?3, full_reminder_due = 0, last_reminder = ?4
+             WHERE id = ?1",
+            params![plan_id, n, turn_id, if full { "full" } else { "short" }],
+        )?;
+        Ok(full)
+    }
+
+    /// The user spoke while planning: the next plan turn gets the full reminder again.
+    pub fn plan_full_reminder_due(&mut self, plan_id: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE plans SET full_reminder_due = 1 WHERE id = ?1",
+            [plan_id],
+        )?;
+        Ok(())
+    }
+
+    /// Marks (or clears) the one exit reminder after leaving plan mode.
+    pub fn set_exit_reminder(&mut self, session_id: &str, value: Option<&str>) -> Result<()> {
+        self.conn().execute(
+            "UPDATE sessions SET exit_reminder = ?2 WHERE id = ?1",
+            params![session_id, value],
+        )?;
+        Ok(())
+    }
+}
+
+pub fn plan(conn: &Connection, id: &str) -> Result<Option<PlanRow>> {
+    Ok(conn
+        .prepare_cached(&format!("SELECT {PLAN_COLUMNS} FROM plans WHERE id = ?1"))?
+        .query_row([id], row_to_plan)
+        .optional()?)
+}
+
+/// The session's current (most recent) plan, if it ever entered plan mode.
+pub fn current_plan(conn: &Connection, session_id: &str) -> Result<Option<PlanRow>> {
+    let id: Option<String> = conn
+        .prepare_cached("SELECT current_plan_id FROM sessions WHERE id = ?1")?
+        .query_row([session_id], |r| r.get(0))
+        .optional()?
+        .flatten();
+    match id {
+        Some(id) => plan(conn, &id),
+        None => Ok(None),
+    }
+}
+
+pub fn exit_reminder(conn: &Connection, session_id: &str) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached("SELECT exit_reminder FROM sessions WHERE id = ?1")?
+        .query_row([session_id], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
+
+/// Revisions of a plan, oldest first.
+pub fn revisions(conn: &Connection, plan_id: &str) -> Result<Vec<RevisionRow>> {
+    let mut stmt = conn.prepare(
+        "SELECT plan_id, version, blob_key, sha256, bytes, author, truncated, created_at
+         FROM plan_revisions WHERE plan_id = ?1 ORDER BY version",
+    )?;
+    let rows = stmt.query_map([plan_id], row_to_revision)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// All revisions of every plan of a session, oldest first.
+pub fn session_revisions(conn: &Connection, session_id: &str) -> Result<Vec<RevisionRow>> {
+    let mut stmt = conn.prepare(
+        "SELECT r.plan_id, r.version, r.blob_key, r.sha256, r.bytes, r.author, r.truncated, r.created_at
+         FROM plan_revisions r JOIN plans p ON p.id = r.plan_id
+         WHERE p.session_id = ?1 ORDER BY r.created_at, r.version",
+    )?;
+    let rows = stmt.query_map([session_id], row_to_revision)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// A blob's content, checked against its recorded hash.
+pub fn blob(conn: &Connection, key: &str) -> Result<Option<Vec<u8>>> {
+    let row: Option<(Vec<u8>, String)> = conn
+        .query_row(
+            "SELECT bytes, sha256 FROM blobs WHERE key = ?1",
+            [key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    match row {
+        None => Ok(None),
+        Some((bytes, sha)) if sha256_hex(&bytes) == sha => Ok(Some(bytes)),
+        Some(_) => Err(Error::Corrupt(format!(
+            "blob {key} does not match its sha256"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+    use super::super::sessions::tests::make_session;
+    use super::*;
+
+    #[test]
+    fn revisions_blobs_and_reminder_cadence() {
+        let store = Store::open_in_memory().unwrap();
+        let s = make_session(&store);
+        store.write(1, |tx| tx.create_plan("p1", &s)).unwrap();
+        let key = |v: u32| format!("plan/p1/v{v}.md");
+        let (r1, _) = store
+            .write(2, |tx| {
+                tx.add_revision("p1", &key, b"## Summary\nx\n", "model", false)
+            })
+            .unwrap();
+        let (r2, _) = store
+            .write(3, |tx| {
+                tx.add_revision("p1", &key, b"## Summary\ny\n", "user", false)
+            })
+            .unwrap();
+        assert_eq!((r1.version, r2.version), (1, 2));
+        assert_eq!(r2.key, "plan/p1/v2.md");
+        assert_eq!(r1.sha256, sha256_hex(b"## Summary\nx\n"));
+        assert_eq!(
+            store.read(|c| blob(c, "plan/p1/v1.md")).unwrap().unwrap(),
+            b"## Summary\nx\n"
+        );
+        assert_eq!(store.read(|c| revisions(c, "p1")).unwrap().len(), 2);
+        assert_eq!(
+            store.read(|c| current_plan(c, &s)).unwrap().unwrap().id,
+            "p1"
+        );
+        // Full on the first turn, short after, full again on the 5th and after interjection.
+        let mut kinds = Vec::new();
+        for turn in 1..=6 {
+            kinds.push(
+                store
+                    .write(10, |tx| tx.plan_turn_reminder("p1", turn))
+                    .unwrap()
+                    .0,
+            );
+            // Resuming the same turn keeps its kind.
+            assert_eq!(
+                store
+                    .write(10, |tx| tx.plan_turn_reminder("p1", turn))
+                    .unwrap()
+                    .0,
+                kinds[turn as usize - 1]
+            );
+        }
+        assert_eq!(kinds, vec![true, false, false, false, true, false]);
+        store
+            .write(11, |tx| tx.plan_full_reminder_due("p1"))
+            .unwrap();
+        assert!(
+            store
+                .write(12, |tx| tx.plan_turn_reminder("p1", 7))
+                .unwrap()
+                .0
+        );
+    }
+
+    #[test]
+    fn a_tampered_blob_is_reported() {
+        let store = Store::open_in_memory().unwrap();
+        store.write(1, |tx| tx.put_blob("k", b"abc")).unwrap();
+        store
+            .read(|c| Ok(c.execute("UPDATE blobs SET bytes = X'00' WHERE key = 'k'", [])?))
+            .unwrap();
+        assert_eq!(
+            store.read(|c| blob(c, "k")).unwrap_err().code(),
+            "corrupt_data"
+        );
+        assert!(store.write(2, |tx| tx.put_blob("k", b"other")).is_err());
+    }
+}
