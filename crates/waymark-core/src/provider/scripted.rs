@@ -115,7 +115,7 @@ pub struct ScriptedProvider {
     label: String,
     script: Script,
     workspace: String,
-    session_dir: String,
+    session_dir: Mutex<String>,
     cursor: Mutex<Cursor>,
     cursor_path: Option<PathBuf>,
     /// Opened on first use (the session folder may not exist yet when the provider is made).
@@ -137,9 +137,11 @@ impl ScriptedProvider {
             label: label.to_string(),
             script,
             workspace: workspace.display().to_string(),
-            session_dir: session_dir
-                .map(|d| d.display().to_string())
-                .unwrap_or_default(),
+            session_dir: Mutex::new(
+                session_dir
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default(),
+            ),
             cursor: Mutex::new(cursor),
             cursor_path: path,
             cursor_file: Mutex::new(None),
@@ -193,18 +195,38 @@ impl ScriptedProvider {
         }
     }
 
+    /// Sets what `${session_dir}` expands to (a provider shared by tests learns it late).
+    pub fn set_session_dir(&self, dir: &Path) {
+        *self.session_dir.lock().unwrap_or_else(|p| p.into_inner()) = dir.display().to_string();
+    }
+
     fn expand(&self, v: &Value) -> Value {
-        match v {
-            Value::String(s) => Value::String(
-                s.replace("${workspace}", &self.workspace)
-                    .replace("${session_dir}", &self.session_dir),
-            ),
-            Value::Array(a) => Value::Array(a.iter().map(|x| self.expand(x)).collect()),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, x)| (k.clone(), self.expand(x))).collect())
-            }
-            other => other.clone(),
-        }
+        let session_dir = self
+            .session_dir
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        expand_with(v, &self.workspace, &session_dir)
+    }
+}
+
+fn expand_with(v: &Value, workspace: &str, session_dir: &str) -> Value {
+    match v {
+        Value::String(s) => Value::String(
+            s.replace("${workspace}", workspace)
+                .replace("${session_dir}", session_dir),
+        ),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .map(|x| expand_with(x, workspace, session_dir))
+                .collect(),
+        ),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), expand_with(x, workspace, session_dir)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

@@ -10,7 +10,10 @@ use waymark_core::provider::{
 };
 use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec};
 use waymark_protocol::config::Config;
-use waymark_protocol::{Event, EventKind, MessageSource, Op, PermissionMode, Position, RouteKind};
+use waymark_protocol::{
+    Event, EventKind, MessageSource, Op, PermissionMode, Position, RouteKind, ToolStatus,
+    TurnEndReason,
+};
 
 pub struct Harness {
     pub dir: tempfile::TempDir,
@@ -25,9 +28,17 @@ impl Harness {
         std::fs::create_dir_all(&ws).unwrap();
         let ws = ws.canonicalize().unwrap();
         let mut opts = RuntimeOptions::new(dir.path().join("data"), config);
+        opts.sandbox_helper = Some(vec![env!("CARGO_BIN_EXE_waymark-sandbox").into()]);
         opts.cwd = dir.path().to_path_buf();
         let runtime = Runtime::open(opts).unwrap();
         Harness { dir, ws, runtime }
+    }
+
+    /// The same data dir and workspace with other runtime options (a restart).
+    pub fn reopen(&self, change: impl FnOnce(&mut RuntimeOptions)) -> Runtime {
+        let mut opts = self.runtime.options().clone();
+        change(&mut opts);
+        Runtime::open(opts).unwrap()
     }
 
     /// A harness whose model records every request (the script plays as usual).
@@ -49,6 +60,16 @@ impl Harness {
                 permission_mode: Some(mode),
                 hold: false,
             })
+            .unwrap()
+    }
+
+    /// The canonical folder of a session.
+    pub fn session_dir(&self, id: &str) -> PathBuf {
+        self.dir
+            .path()
+            .join("data/sessions")
+            .join(id)
+            .canonicalize()
             .unwrap()
     }
 
@@ -118,6 +139,33 @@ pub fn waiting_on(events: &[Event]) -> String {
         }) => questionnaire_id.clone(),
         other => panic!("the session is not waiting: {other:?}"),
     }
+}
+
+pub fn finished(events: &[Event]) -> Vec<(TurnEndReason, Option<String>)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnFinished { reason, error, .. } => {
+                Some((*reason, error.as_ref().map(|e| e.code.clone())))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn results(events: &[Event]) -> Vec<(String, ToolStatus, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                name,
+                status,
+                content,
+                ..
+            } => Some((name.clone(), *status, content.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 pub fn types(events: &[Event]) -> Vec<&'static str> {

@@ -1,4 +1,5 @@
 mod harness;
 mod mock_server;
+mod plan;
 mod providers;
 mod runtime;

@@ -1,7 +1,7 @@
 //! The runtime end to end in-process with the scripted model: admission, the turn engine,
 //! guards, questionnaires, Stop, step cap, context budget, leases.
 
-use super::harness::{Harness, collect, run, types, user, waiting_on};
+use super::harness::{Harness, collect, finished, results, run, types, user, waiting_on};
 use serde_json::json;
 use waymark_core::SessionSpec;
 use waymark_core::session::OpOutcome;
@@ -9,33 +9,6 @@ use waymark_protocol::config::Config;
 use waymark_protocol::{
     Answer, EventKind, MessageSource, Op, PermissionMode, Position, ToolStatus, TurnEndReason,
 };
-
-fn finished(events: &[waymark_protocol::Event]) -> Vec<(TurnEndReason, Option<String>)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::TurnFinished { reason, error, .. } => {
-                Some((*reason, error.as_ref().map(|e| e.code.clone())))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-fn results(events: &[waymark_protocol::Event]) -> Vec<(String, ToolStatus, String)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult {
-                name,
-                status,
-                content,
-                ..
-            } => Some((name.clone(), *status, content.clone())),
-            _ => None,
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn write_edit_bash_gives_the_file_and_events() {
