@@ -1,6 +1,13 @@
 //! Plan Markdown → sanitized HTML for the desktop webview (PM-24). pulldown-cmark with the
 //! GitHub extensions, then ammonia with an explicit allowlist: no scripts, no event handlers,
 //! no `javascript:`/`data:` URLs, no remote loads (images are dropped), no forms, no `style`.
+//!
+//! The markup pulldown-cmark generates itself is safe by construction (it escapes text and
+//! attribute values); what it passes through verbatim is raw HTML, and link targets. So the
+//! event stream is filtered before rendering: every run of raw HTML goes through ammonia,
+//! links keep only allowed schemes, images become their alt text. Sanitizing whole documents
+//! instead costs about ten times the Markdown parse (html5ever re-parses all the output);
+//! this way a 512 KiB plan renders in a few milliseconds.
 
 use ammonia::Builder;
 use pulldown_cmark::{Options, Parser, html};
@@ -93,9 +100,86 @@ fn sanitizer() -> &'static Builder<'static> {
     })
 }
 
+/// Whether a link target is allowed: http(s), mailto, or relative (no scheme).
+fn allowed_url(url: &str) -> bool {
+    let u: String = url
+        .chars()
+        .filter(|c| !c.is_whitespace() && !c.is_control())
+        .collect();
+    let scheme_end = u.find(':');
+    let path_start = u.find(['/', '?', '#']);
+    match (scheme_end, path_start) {
+        (Some(c), Some(p)) if p < c => true,
+        (Some(c), _) => matches!(
+            u[..c].to_ascii_lowercase().as_str(),
+            "http" | "https" | "mailto"
+        ),
+        (None, _) => true,
+    }
+}
+
+/// The opening tag of an allowed link, escaped, never passing the referrer.
+fn link_open(dest: &str, title: &str) -> String {
+    use pulldown_cmark_escape::{escape_href, escape_html};
+    let mut out = String::from("<a href=\"");
+    let _ = escape_href(&mut out, dest);
+    out.push('"');
+    if !title.is_empty() {
+        out.push_str(" title=\"");
+        let _ = escape_html(&mut out, title);
+        out.push('"');
+    }
+    out.push_str(" rel=\"noopener noreferrer\">");
+    out
+}
+
 /// Sanitized HTML of a plan.
 pub fn render(markdown: &str) -> String {
-    sanitizer().clean(&markdown_to_html(markdown)).to_string()
+    use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
+    let mut events: Vec<Event<'_>> = Vec::new();
+    let mut raw = String::new();
+    // For each open link: whether its tags were dropped (unsafe target).
+    let mut links: Vec<bool> = Vec::new();
+    let flush = |raw: &mut String, events: &mut Vec<Event<'_>>| {
+        if !raw.is_empty() {
+            let clean = sanitizer().clean(raw).to_string();
+            events.push(Event::Html(CowStr::from(clean)));
+            raw.clear();
+        }
+    };
+    for ev in Parser::new_ext(markdown, options()) {
+        match ev {
+            Event::Html(h) | Event::InlineHtml(h) => raw.push_str(&h),
+            other => {
+                flush(&mut raw, &mut events);
+                match other {
+                    Event::Start(Tag::Link {
+                        ref dest_url,
+                        ref title,
+                        ..
+                    }) => {
+                        let ok = allowed_url(dest_url);
+                        links.push(!ok);
+                        if ok {
+                            events.push(Event::Html(CowStr::from(link_open(dest_url, title))));
+                        }
+                    }
+                    Event::End(TagEnd::Link) => {
+                        if !links.pop().unwrap_or(false) {
+                            events.push(Event::Html(CowStr::from("</a>")));
+                        }
+                    }
+                    // No remote loads: an image shows as its alt text.
+                    Event::Start(Tag::Image { .. }) | Event::End(TagEnd::Image) => {}
+                    other => events.push(other),
+                }
+            }
+        }
+    }
+    flush(&mut raw, &mut events);
+    let mut out = String::with_capacity(markdown.len() * 3 / 2);
+    html::push_html(&mut out, events.into_iter());
+    out
 }
 
 /// A unified diff between two plan texts, labelled `from` and `to`.
@@ -110,6 +194,119 @@ pub fn unified_diff(old: &str, new: &str, from: &str, to: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Tags and attributes in sanitized output that could run code, load remote content or
+    /// submit data.
+    fn executable_markup(html: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let lower = html.to_ascii_lowercase();
+        let mut rest = lower.as_str();
+        while let Some(start) = rest.find('<') {
+            let after = &rest[start + 1..];
+            let end = after.find('>').unwrap_or(after.len());
+            let tag = &after[..end];
+            rest = &after[end..];
+            let name: String = tag
+                .trim_start_matches('/')
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            let allowed = TAGS.contains(&name.as_str()) || name.is_empty();
+            if !allowed {
+                found.push(format!("tag <{name}>"));
+            }
+            for attr in tag.split(|c: char| c.is_whitespace()).skip(1) {
+                let key = attr.split('=').next().unwrap_or("");
+                if key.starts_with("on")
+                    || key == "style"
+                    || key == "src"
+                    || key == "srcdoc"
+                    || key == "formaction"
+                    || key == "action"
+                {
+                    found.push(format!("attribute {key} in <{tag}>"));
+                }
+                let value = attr
+                    .split_once('=')
+                    .map(|(_, v)| v.trim_matches(['"', '\'']))
+                    .unwrap_or("");
+                let compact: String = value
+                    .chars()
+                    .filter(|c| !c.is_whitespace() && !c.is_control())
+                    .collect();
+                if compact.starts_with("javascript:")
+                    || compact.starts_with("data:")
+                    || compact.starts_with("vbscript:")
+                {
+                    found.push(format!("url {value} in <{tag}>"));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn pm_24_xss_battery_leaves_no_executable_markup() {
+        let payloads = [
+            "<script>alert(1)</script>",
+            "<img src=x onerror=alert(1)>",
+            "![x](https://evil.example/track.png)",
+            "![x](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+            "[click](javascript:alert(1))",
+            "[click](JAVASCRIPT:alert(1))",
+            "[click](jav&#x61;script:alert(1))",
+            "[click](&#106;avascript:alert(1))",
+            "<a href=\"javascript:alert(1)\">x</a>",
+            "<a href=\" javascript:alert(1)\">x</a>",
+            "<a href=\"java\tscript:alert(1)\">x</a>",
+            "<a href=\"data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==\">x</a>",
+            "<a href=\"https://ok.example\" onclick=\"alert(1)\">x</a>",
+            "<svg onload=alert(1)><circle r=1 /></svg>",
+            "<svg><use href=\"data:image/svg+xml,<svg onload=alert(1)>\"/></svg>",
+            "<math><mi xlink:href=\"javascript:alert(1)\">x</mi></math>",
+            "<iframe src=\"https://evil.example\"></iframe>",
+            "<iframe srcdoc=\"<script>alert(1)</script>\"></iframe>",
+            "<form action=\"https://evil.example\"><input name=x><button>go</button></form>",
+            "<button formaction=\"javascript:alert(1)\">x</button>",
+            "<details open ontoggle=alert(1)>x</details>",
+            "<style>@import url(//evil.example/x.css)</style>",
+            "<link rel=stylesheet href=\"//evil.example/x.css\">",
+            "<meta http-equiv=\"refresh\" content=\"0;url=javascript:alert(1)\">",
+            "<base href=\"//evil.example/\">",
+            "<object data=\"https://evil.example/x.swf\"></object>",
+            "<embed src=\"https://evil.example/x.swf\">",
+            "<video><source onerror=\"alert(1)\"></video>",
+            "<body onload=alert(1)>",
+            "<input autofocus onfocus=alert(1)>",
+            "<input type=text value=x onfocus=alert(1)>",
+            "<div style=\"background:url(javascript:alert(1))\">x</div>",
+            "<div>**[x](javascript:alert(1))**</div>",
+            "[<img src=x onerror=alert(1)>](https://ok.example)",
+            "<javascript:alert(1)>",
+            "[x][r]\n\n[r]: javascript:alert(1)",
+            "text[^n]\n\n[^n]: <img src=x onerror=alert(1)>",
+            "| a |\n|---|\n| <script>alert(1)</script> |",
+            "- [ ] <span onclick=alert(1)>task</span>",
+            "```\"><script>alert(1)</script>\nx\n```",
+            "<scr<script>ipt>alert(1)</script>",
+            "<!--<script>alert(1)</script>-->",
+            "<noscript><p title=\"</noscript><img src=x onerror=alert(1)>\"></noscript>",
+            "<template><script>alert(1)</script></template>",
+            "<x-widget onclick=alert(1)>x</x-widget>",
+            "> [!NOTE]\n> <img src=x onerror=alert(1)>",
+            "<a href=\"vbscript:msgbox(1)\">x</a>",
+            "<textarea autofocus onfocus=alert(1)></textarea>",
+        ];
+        assert!(payloads.len() >= 30);
+        for p in payloads {
+            let html = render(&format!("## Summary\n\n{p}\n"));
+            let bad = executable_markup(&html);
+            assert!(bad.is_empty(), "payload {p:?} left {bad:?} in {html}");
+        }
+        // The checker itself notices executable markup.
+        assert!(!executable_markup("<img src=x onerror=alert(1)>").is_empty());
+        assert!(!executable_markup("<a href=\"javascript:x\">").is_empty());
+    }
 
     #[test]
     fn pm_24_github_markdown_survives() {
