@@ -1,3 +1,4 @@
 mod cli;
 mod crash;
+mod plan;
 mod support;

@@ -59,6 +59,12 @@ impl Env {
         self.run(&args)
     }
 
+    pub fn exec_session(&self, session: &str, extra: &[&str]) -> Output {
+        let mut args = vec!["exec", "--session", session];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
     pub fn only_session(&self) -> String {
         let out = self.run(&["sessions", "--json"]);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();

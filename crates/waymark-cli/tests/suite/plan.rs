@@ -1,0 +1,206 @@
+//! Plan mode through the CLI with the scripted model.
+
+use super::support::*;
+use serde_json::{Value, json};
+use std::process::Stdio;
+
+const PLAN: &str = "${session_dir}/artifacts/plan.md";
+const PLAN_V1: &str = "## Summary\nMake the greeting louder.\n\n## Approach\nEdit greet.txt.\n";
+const PLAN_V2: &str =
+    "## Summary\nMake the greeting louder, docs too.\n\n## Approach\nEdit greet.txt and README.\n";
+
+fn submit(plan: &str) -> Value {
+    json!({"text": "Plan written.", "tool_calls": [
+        {"name": "write", "arguments": {"path": PLAN, "content": plan}},
+        {"name": "ExitPlanMode", "arguments": {}}
+    ]})
+}
+
+fn implement() -> Value {
+    json!({"text": "Implementing.", "tool_calls": [{"name": "write", "arguments": {"path": "greet.txt", "content": "HELLO\n"}}]})
+}
+
+fn setup(env: &Env, responses: Vec<Value>) -> String {
+    std::fs::write(env.ws.join("greet.txt"), "hello\n").unwrap();
+    env.script("s.json", json!({ "responses": responses }))
+}
+
+fn mode(env: &Env, sid: &str) -> String {
+    env.show(sid)["summary"]["interaction_mode"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn plan_approve_implements_the_frozen_plan() {
+    let env = Env::new();
+    let model = setup(
+        &env,
+        vec![
+            json!({"tool_calls": [{"name": "ExitPlanMode", "arguments": {}}]}),
+            submit(PLAN_V1),
+            implement(),
+            json!({"text": "Done."}),
+        ],
+    );
+    let out = env.exec(
+        &model,
+        &["--permission", "auto-edit", "--plan", "make it louder"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("The plan is ready for review") && s.contains("approve [--option N]"),
+        "{s}"
+    );
+    assert!(
+        s.contains("(error: the plan file is empty"),
+        "ExitPlanMode without a plan is an error the model sees: {s}"
+    );
+    let sid = env.only_session();
+    assert_eq!(mode(&env, &sid), "plan");
+    assert_eq!(
+        read(env.ws.join("greet.txt")),
+        "hello\n",
+        "nothing changes before approval"
+    );
+    let q = pending_questionnaire(&env, &sid);
+    let out = env.run(&["answer", "--session", &sid, &q, "approve", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(read(env.ws.join("greet.txt")), "HELLO\n");
+    assert_eq!(mode(&env, &sid), "default");
+    let ev = json_lines(&out);
+    let admitted = ev.iter().find(|e| e["type"] == "message.admitted").unwrap();
+    assert_eq!(admitted["source"], "questionnaire");
+    assert!(
+        admitted["text"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("Approved plan:\n{PLAN_V1}"))
+    );
+    // A second approval is refused and adds nothing.
+    let again = env.run(&["answer", "--session", &sid, &q, "approve"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already answered"));
+    assert_contiguous(&env.events(&sid));
+}
+
+#[test]
+fn plan_defer_then_revise_then_reject() {
+    let env = Env::new();
+    let v3 = format!("{PLAN_V2}\n## Docs\nREADME gets a line.\n");
+    let model = setup(&env, vec![submit(PLAN_V1), submit(PLAN_V2), submit(&v3)]);
+    let out = env.exec(
+        &model,
+        &["--permission", "auto-edit", "--plan", "make it louder"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let sid = env.only_session();
+    let q1 = pending_questionnaire(&env, &sid);
+    let out = env.run(&["answer", "--session", &sid, &q1, "defer"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(mode(&env, &sid), "plan", "not now keeps plan mode");
+    // Re-enter review by revising: the continuation gets the feedback, still in plan mode.
+    let out = env.exec_session(&sid, &["/plan status"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Plan mode: on"));
+    let out = env.run(&[
+        "exec",
+        "--session",
+        &sid,
+        "--json",
+        "please mention the docs",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let q2 = pending_questionnaire(&env, &sid);
+    let out = env.run(&["answer", "--session", &sid, &q2, "revise"]);
+    assert_eq!(out.status.code(), Some(1), "revise needs feedback");
+    let out = env.run(&[
+        "answer",
+        "--session",
+        &sid,
+        &q2,
+        "revise",
+        "--text",
+        "mention the docs",
+        "--json",
+    ]);
+    // The continuation revises the plan and submits it again: back to review.
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let ev = json_lines(&out);
+    assert!(ev.iter().any(|e| e["type"] == "message.admitted"
+        && e["text"].as_str().unwrap().contains("mention the docs")));
+    assert_eq!(mode(&env, &sid), "plan");
+    // The revisions, their diff and the rendered plan.
+    let revs = env.run(&["plan", "revisions", "--session", &sid, "--json"]);
+    let revs: Value = serde_json::from_slice(&revs.stdout).unwrap();
+    assert_eq!(revs.as_array().unwrap().len(), 3);
+    let diff = env.run(&["plan", "diff", "--session", &sid, "v1", "v2"]);
+    let diff = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        diff.contains("--- v1")
+            && diff.contains("-Make the greeting louder.")
+            && diff.contains("+Make the greeting louder, docs too."),
+        "{diff}"
+    );
+    let html = env.run(&["plan", "render", "--session", &sid]);
+    assert!(String::from_utf8_lossy(&html.stdout).contains("<h2>Summary</h2>"));
+    let shown = env.run(&["plan", "show", "--session", &sid]);
+    assert_eq!(String::from_utf8_lossy(&shown.stdout), v3);
+    let q3 = pending_questionnaire(&env, &sid);
+    let out = env.run(&["answer", "--session", &sid, &q3, "reject"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(mode(&env, &sid), "default");
+    assert_eq!(
+        read(env.ws.join("greet.txt")),
+        "hello\n",
+        "nothing was implemented"
+    );
+}
+
+#[test]
+fn two_processes_approving_at_once_yield_one_implementation_message() {
+    let env = Env::new();
+    let model = setup(
+        &env,
+        vec![
+            submit(PLAN_V1),
+            implement(),
+            json!({"text": "Done.", "delay_ms": 200}),
+        ],
+    );
+    let out = env.exec(&model, &["--permission", "auto-edit", "--plan", "plan"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let sid = env.only_session();
+    let q = pending_questionnaire(&env, &sid);
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            env.cmd()
+                .args(["answer", "--session", &sid, &q, "approve"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let codes: Vec<i32> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap().status.code().unwrap())
+        .collect();
+    assert_eq!(codes.iter().filter(|c| **c == 0).count(), 1, "{codes:?}");
+    // Whoever lost saw the session busy or the questionnaire answered; finish the session.
+    let out = env.run(&["exec", "--session", &sid]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let msgs = env.show(&sid)["messages"].as_array().unwrap().clone();
+    let implementations = msgs
+        .iter()
+        .filter(|m| {
+            m["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Implement the plan below")
+        })
+        .count();
+    assert_eq!(implementations, 1);
+    assert_eq!(read(env.ws.join("greet.txt")), "HELLO\n");
+}
