@@ -224,6 +224,29 @@ impl Printer {
                     if *truncated { ", truncated" } else { "" }
                 );
             }
+            EventKind::GoalCreate { goal } => {
+                self.end_line();
+                println!("◎ goal set: {}", one_line(&goal.objective, 100));
+            }
+            EventKind::GoalUpdate {
+                status,
+                reason,
+                actor,
+                ..
+            } => {
+                self.end_line();
+                println!(
+                    "◎ goal {} ({}, by {})",
+                    status.as_str(),
+                    reason.as_str(),
+                    actor.as_str()
+                );
+            }
+            EventKind::GoalClear { .. } => {
+                self.end_line();
+                println!("◎ goal cleared");
+            }
+            EventKind::GoalUpdated { .. } => {}
             EventKind::SessionError { error } => {
                 self.end_line();
                 eprintln!("error: {}: {}", error.code, error.message);

@@ -7,6 +7,7 @@ pub mod commands;
 pub mod context;
 pub mod error;
 pub mod extension;
+pub mod goal;
 pub mod guard;
 pub mod paths;
 pub mod plan;

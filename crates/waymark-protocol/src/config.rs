@@ -35,6 +35,79 @@ pub struct Config {
     /// Named providers, referenced by model specs.
     pub providers: BTreeMap<String, ProviderConfig>,
     pub beta: BetaFlags,
+    pub goal: GoalConfig,
+}
+
+/// How a goal's completion claim is checked (G-16 … G-19).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Verification {
+    None,
+    Subagent,
+    Evaluator,
+}
+
+/// The `goal` section (G-10).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoalConfig {
+    /// Unset: decided by the model route (own key → none, managed → subagent).
+    pub verification: Option<Verification>,
+    pub budget: GoalBudgetConfig,
+    pub breaker: BreakerConfig,
+    pub verifier: VerifierConfig,
+}
+
+/// Default budgets of new goals and the grace steps after a budget runs out.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoalBudgetConfig {
+    pub default_tokens: Option<u64>,
+    pub default_main_turns: Option<u64>,
+    pub default_active_seconds: Option<u64>,
+    /// Tool calls answered "stop and summarize" before tools are disabled.
+    pub grace_steps: u32,
+}
+
+impl Default for GoalBudgetConfig {
+    fn default() -> Self {
+        GoalBudgetConfig {
+            default_tokens: None,
+            default_main_turns: None,
+            default_active_seconds: None,
+            grace_steps: 1,
+        }
+    }
+}
+
+/// The no-progress breaker.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct BreakerConfig {
+    pub repeated_reply_limit: u32,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            repeated_reply_limit: 3,
+        }
+    }
+}
+
+/// Limits of the verifier.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct VerifierConfig {
+    pub repeated_not_met_limit: u32,
+}
+
+impl Default for VerifierConfig {
+    fn default() -> Self {
+        VerifierConfig {
+            repeated_not_met_limit: 5,
+        }
+    }
 }
 
 /// Limits of one turn and its tools.
@@ -139,6 +212,34 @@ impl Config {
         if let Some(c) = t.context_tokens {
             range("turn.context_tokens", c, 1000, 10_000_000)?;
         }
+        let g = &self.goal;
+        range(
+            "goal.budget.grace_steps",
+            u64::from(g.budget.grace_steps),
+            0,
+            3,
+        )?;
+        range(
+            "goal.breaker.repeated_reply_limit",
+            u64::from(g.breaker.repeated_reply_limit),
+            2,
+            100,
+        )?;
+        range(
+            "goal.verifier.repeated_not_met_limit",
+            u64::from(g.verifier.repeated_not_met_limit),
+            1,
+            100,
+        )?;
+        if let Some(t) = g.budget.default_tokens {
+            range("goal.budget.default_tokens", t, 1, 1_000_000_000_000)?;
+        }
+        if let Some(t) = g.budget.default_main_turns {
+            range("goal.budget.default_main_turns", t, 1, 1_000_000)?;
+        }
+        if let Some(t) = g.budget.default_active_seconds {
+            range("goal.budget.default_active_seconds", t, 1, 365 * 24 * 3600)?;
+        }
         if let Some(m) = &self.model
             && m.trim().is_empty()
         {
@@ -236,6 +337,24 @@ mod tests {
     fn unknown_permission_mode_is_refused() {
         let e = Config::from_json(r#"{"permission_mode": "yolo"}"#).unwrap_err();
         assert_eq!(e.key, "permission_mode");
+    }
+
+    #[test]
+    fn g_10_goal_settings_are_checked_with_the_key_named() {
+        let c = Config::default();
+        assert_eq!(c.goal.budget.grace_steps, 1);
+        assert_eq!(c.goal.breaker.repeated_reply_limit, 3);
+        assert_eq!(c.goal.verifier.repeated_not_met_limit, 5);
+        assert_eq!(c.goal.verification, None);
+        let e = Config::from_json(r#"{"goal": {"budget": {"grace_steps": 4}}}"#).unwrap_err();
+        assert_eq!(e.key, "goal.budget.grace_steps");
+        let e = Config::from_json(r#"{"goal": {"verification": "oracle"}}"#).unwrap_err();
+        assert_eq!(e.key, "goal.verification");
+        let ok = Config::from_json(
+            r#"{"goal": {"verification": "none", "budget": {"default_tokens": 50000}}}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.goal.verification, Some(Verification::None));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! are streamed but not written to the log: they repeat the `seq` of the last logged event.
 
 use crate::{
-    Answer, ErrorInfo, InteractionMode, MessageSource, PermissionMode, Position, QuestionnaireKind,
-    ToolStatus, TurnEndReason, Usage,
+    Answer, BudgetReport, ErrorInfo, GoalActor, GoalReason, GoalSnapshot, GoalStatus,
+    InteractionMode, MessageSource, PermissionMode, Position, QuestionnaireKind, ToolStatus,
+    TurnEndReason, Usage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -159,6 +160,29 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
     },
+    /// A goal was set (G-4).
+    #[serde(rename = "goal.create")]
+    GoalCreate { goal: GoalSnapshot },
+    /// A goal changed: `kind` is `lifecycle` (pause, resume, budgets, edits) or `completion`
+    /// (a settlement outcome).
+    #[serde(rename = "goal.update")]
+    GoalUpdate {
+        goal_id: String,
+        kind: String,
+        status: GoalStatus,
+        reason: GoalReason,
+        actor: GoalActor,
+        usage: BudgetReport,
+    },
+    /// The goal was removed from the session.
+    #[serde(rename = "goal.clear")]
+    GoalClear { goal_id: String, actor: GoalActor },
+    /// The full goal snapshot after any change (transient: front ends redraw from it).
+    #[serde(rename = "goal.updated")]
+    GoalUpdated {
+        #[serde(flatten)]
+        goal: GoalSnapshot,
+    },
     /// A session-level error that is not part of a turn (transient).
     #[serde(rename = "session.error")]
     SessionError { error: ErrorInfo },
@@ -187,6 +211,10 @@ impl EventKind {
             EventKind::SessionError { .. } => "session.error",
             EventKind::PlanModeChanged { .. } => "plan.mode_changed",
             EventKind::PlanRevision { .. } => "plan.revision",
+            EventKind::GoalCreate { .. } => "goal.create",
+            EventKind::GoalUpdate { .. } => "goal.update",
+            EventKind::GoalClear { .. } => "goal.clear",
+            EventKind::GoalUpdated { .. } => "goal.updated",
         }
     }
 
@@ -195,7 +223,8 @@ impl EventKind {
         match self {
             EventKind::AssistantDelta { .. }
             | EventKind::ModelRetry { .. }
-            | EventKind::SessionError { .. } => true,
+            | EventKind::SessionError { .. }
+            | EventKind::GoalUpdated { .. } => true,
             EventKind::SessionStarted { .. }
             | EventKind::MessageAdmitted { .. }
             | EventKind::MessageDropped { .. }
@@ -211,7 +240,10 @@ impl EventKind {
             | EventKind::SessionIdle {}
             | EventKind::SessionWaiting { .. }
             | EventKind::PlanModeChanged { .. }
-            | EventKind::PlanRevision { .. } => false,
+            | EventKind::PlanRevision { .. }
+            | EventKind::GoalCreate { .. }
+            | EventKind::GoalUpdate { .. }
+            | EventKind::GoalClear { .. } => false,
         }
     }
 }

@@ -4,9 +4,11 @@
 
 pub mod config;
 mod event;
+mod goal;
 mod op;
 mod types;
 
 pub use event::{Event, EventKind, ToolCallSummary};
+pub use goal::{BudgetLine, BudgetReport, GoalActor, GoalReason, GoalSnapshot, GoalStatus};
 pub use op::{Answer, AnswerParseError, Intent, Op, Position};
 pub use types::*;

@@ -3,6 +3,7 @@
 //! ([`Store::write`]), and events are handed back for broadcast only after commit.
 
 pub mod events;
+pub mod goals;
 pub mod messages;
 pub mod plans;
 pub mod questionnaires;
@@ -25,6 +26,7 @@ use waymark_protocol::{Event, EventKind};
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_plans.sql"),
+    include_str!("../../migrations/0003_goals.sql"),
 ];
 
 /// WAL size above which closing the store checkpoints it (see `Drop for Store`).

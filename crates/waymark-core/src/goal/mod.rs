@@ -1,0 +1,218 @@
+//! Thread goals (spec G-1 … G-24): the goal object and its allowed transitions, budget
+//! reports and syntax. Settlement, the budget guard, verification and continuation build on
+//! these.
+
+pub mod budget;
+
+use crate::store::goals::GoalRow;
+use waymark_protocol::{BudgetLine, BudgetReport, GoalActor, GoalReason, GoalSnapshot, GoalStatus};
+
+/// Which budget dimension a `budget_limited` goal ran out of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    Tokens,
+    MainTurns,
+    ActiveSeconds,
+}
+
+impl Dimension {
+    pub fn reason(self) -> GoalReason {
+        match self {
+            Dimension::Tokens => GoalReason::Tokens,
+            Dimension::MainTurns => GoalReason::MainTurns,
+            Dimension::ActiveSeconds => GoalReason::ActiveSeconds,
+        }
+    }
+}
+
+/// The budget report of a goal (G-7); `extra` adds usage not yet stored (the running turn).
+pub fn report(g: &GoalRow, extra_tokens: u64, extra_turns: u64, extra_ms: u64) -> BudgetReport {
+    BudgetReport {
+        tokens: BudgetLine::new(g.token_budget, g.tokens_used + extra_tokens),
+        main_turns: BudgetLine::new(g.turn_budget, g.turns_used + extra_turns),
+        active_seconds: BudgetLine::new(
+            g.time_budget_ms.map(|ms| ms / 1000),
+            (g.active_ms + extra_ms) / 1000,
+        ),
+    }
+}
+
+/// The first exhausted dimension, if any.
+pub fn exhausted(r: &BudgetReport) -> Option<Dimension> {
+    if r.tokens.reached {
+        Some(Dimension::Tokens)
+    } else if r.main_turns.reached {
+        Some(Dimension::MainTurns)
+    } else if r.active_seconds.reached {
+        Some(Dimension::ActiveSeconds)
+    } else {
+        None
+    }
+}
+
+/// The snapshot front ends show.
+pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
+    let budget = report(g, 0, 0, 0);
+    GoalSnapshot {
+        goal_id: g.id.clone(),
+        objective: g.objective.clone(),
+        criteria: g.criteria.clone(),
+        status: g.status,
+        reason: g.reason,
+        actor: g.actor,
+        revision: g.revision,
+        over_budget: exhausted(&budget).is_some(),
+        budget,
+    }
+}
+
+/// A refused goal transition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the goal cannot go from {from} to {to} ({reason}): {why}")]
+pub struct TransitionError {
+    pub from: &'static str,
+    pub to: &'static str,
+    pub reason: &'static str,
+    pub why: &'static str,
+}
+
+/// Checks a transition against G-3. `raised` is the dimension whose budget the user just
+/// raised or cleared above usage (only that one reactivates a budget-limited goal).
+pub fn check_transition(
+    g: &GoalRow,
+    reason: GoalReason,
+    actor: GoalActor,
+    raised: Option<Dimension>,
+) -> Result<(), TransitionError> {
+    let to = reason.status();
+    let refuse = |why| {
+        Err(TransitionError {
+            from: g.status.as_str(),
+            to: to.as_str(),
+            reason: reason.as_str(),
+            why,
+        })
+    };
+    match (g.status, to) {
+        (GoalStatus::Complete, _) => refuse("a complete goal is final"),
+        (GoalStatus::Active, _) => Ok(()),
+        (
+            GoalStatus::Paused | GoalStatus::Blocked | GoalStatus::UsageLimited,
+            GoalStatus::Active,
+        ) => match (actor, reason) {
+            (
+                GoalActor::User,
+                GoalReason::Resumed | GoalReason::Edited | GoalReason::BudgetRaised,
+            ) => Ok(()),
+            _ => refuse("only the user resumes a goal"),
+        },
+        (GoalStatus::BudgetLimited, GoalStatus::Active) => {
+            let limited_by = match g.reason {
+                GoalReason::Tokens => Some(Dimension::Tokens),
+                GoalReason::MainTurns => Some(Dimension::MainTurns),
+                GoalReason::ActiveSeconds => Some(Dimension::ActiveSeconds),
+                _ => None,
+            };
+            if actor == GoalActor::User
+                && reason == GoalReason::BudgetRaised
+                && raised.is_some()
+                && raised == limited_by
+            {
+                Ok(())
+            } else {
+                refuse("raise or clear the budget that ran out")
+            }
+        }
+        (
+            GoalStatus::Paused
+            | GoalStatus::Blocked
+            | GoalStatus::UsageLimited
+            | GoalStatus::BudgetLimited,
+            GoalStatus::Paused
+            | GoalStatus::Blocked
+            | GoalStatus::Complete
+            | GoalStatus::BudgetLimited
+            | GoalStatus::UsageLimited,
+        ) => {
+            // A stopped goal only changes by being resumed; pausing one is a no-op for users.
+            refuse("the goal is not active")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::goals::GoalCounters;
+
+    fn goal(status: GoalStatus, reason: GoalReason) -> GoalRow {
+        GoalRow {
+            id: "g".into(),
+            session_id: "s".into(),
+            objective: "o".into(),
+            criteria: None,
+            status,
+            reason,
+            actor: GoalActor::Runtime,
+            revision: 1,
+            token_budget: Some(1000),
+            turn_budget: Some(5),
+            time_budget_ms: Some(60_000),
+            tokens_used: 1000,
+            turns_used: 2,
+            active_ms: 30_500,
+            counters: GoalCounters::default(),
+        }
+    }
+
+    #[test]
+    fn g_7_report_per_dimension_and_over_budget() {
+        let g = goal(GoalStatus::Active, GoalReason::Created);
+        let s = snapshot(&g);
+        assert!(s.budget.tokens.reached && s.over_budget);
+        assert_eq!(s.budget.main_turns.remaining, Some(3));
+        assert_eq!(s.budget.active_seconds.used, 30);
+        assert_eq!(exhausted(&s.budget), Some(Dimension::Tokens));
+        let r = report(&g, 0, 3, 0);
+        assert!(r.main_turns.reached);
+    }
+
+    #[test]
+    fn g_3_allowed_moves() {
+        let active = goal(GoalStatus::Active, GoalReason::Created);
+        for r in GoalReason::ALL {
+            assert!(
+                check_transition(&active, r, GoalActor::Runtime, None).is_ok(),
+                "active → {r:?}"
+            );
+        }
+        let paused = goal(GoalStatus::Paused, GoalReason::NoProgress);
+        assert!(check_transition(&paused, GoalReason::Resumed, GoalActor::User, None).is_ok());
+        assert!(check_transition(&paused, GoalReason::Resumed, GoalActor::Model, None).is_err());
+        let complete = goal(GoalStatus::Complete, GoalReason::VerifierMet);
+        assert!(check_transition(&complete, GoalReason::Resumed, GoalActor::User, None).is_err());
+        let limited = goal(GoalStatus::BudgetLimited, GoalReason::MainTurns);
+        assert!(
+            check_transition(
+                &limited,
+                GoalReason::BudgetRaised,
+                GoalActor::User,
+                Some(Dimension::MainTurns)
+            )
+            .is_ok()
+        );
+        let e = check_transition(
+            &limited,
+            GoalReason::BudgetRaised,
+            GoalActor::User,
+            Some(Dimension::Tokens),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("raise or clear the budget that ran out"),
+            "{e}"
+        );
+        assert!(check_transition(&limited, GoalReason::Resumed, GoalActor::User, None).is_err());
+    }
+}
