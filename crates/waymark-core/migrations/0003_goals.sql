@@ -40,3 +40,10 @@ CREATE TABLE goal_queue (
 );
 
 ALTER TABLE sessions ADD COLUMN current_goal_id TEXT REFERENCES goals(id);
+
+-- What a turn did for a goal: which goal and revision it worked on, the model's proposal
+-- (`update_goal` status), and whether it was the summary turn after a budget stop.
+ALTER TABLE turns ADD COLUMN goal_id TEXT REFERENCES goals(id);
+ALTER TABLE turns ADD COLUMN goal_revision INTEGER;
+ALTER TABLE turns ADD COLUMN goal_proposal TEXT;
+ALTER TABLE turns ADD COLUMN goal_summary INTEGER NOT NULL DEFAULT 0;

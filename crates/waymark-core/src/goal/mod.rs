@@ -3,6 +3,8 @@
 //! these.
 
 pub mod budget;
+pub mod prompts;
+pub mod settlement;
 
 use crate::store::goals::GoalRow;
 use waymark_protocol::{BudgetLine, BudgetReport, GoalActor, GoalReason, GoalSnapshot, GoalStatus};

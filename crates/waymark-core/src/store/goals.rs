@@ -279,6 +279,61 @@ impl super::Tx<'_> {
     }
 }
 
+/// What a turn did for a goal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnGoal {
+    pub goal_id: Option<String>,
+    pub revision: Option<u32>,
+    /// The model's `update_goal` status proposal, as JSON `{status, message}`.
+    pub proposal: Option<String>,
+    /// The summary turn after a budget stop.
+    pub summary: bool,
+}
+
+impl super::Tx<'_> {
+    /// Marks a turn as working on `goal_id` at `revision`.
+    pub fn set_turn_goal(
+        &mut self,
+        turn_id: i64,
+        goal_id: &str,
+        revision: u32,
+        summary: bool,
+    ) -> Result<()> {
+        self.conn().execute(
+            "UPDATE turns SET goal_id = ?2, goal_revision = ?3, goal_summary = ?4 WHERE id = ?1",
+            params![turn_id, goal_id, revision, summary],
+        )?;
+        Ok(())
+    }
+
+    /// Records the model's proposal for this turn (the last one wins).
+    pub fn set_turn_proposal(&mut self, turn_id: i64, proposal: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE turns SET goal_proposal = ?2 WHERE id = ?1",
+            params![turn_id, proposal],
+        )?;
+        Ok(())
+    }
+}
+
+/// The goal facts of a turn.
+pub fn turn_goal(conn: &Connection, turn_id: i64) -> Result<TurnGoal> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT goal_id, goal_revision, goal_proposal, goal_summary FROM turns WHERE id = ?1",
+        )?
+        .query_row([turn_id], |r| {
+            Ok(TurnGoal {
+                goal_id: r.get(0)?,
+                revision: r.get::<_, Option<i64>>(1)?.map(|v| v as u32),
+                proposal: r.get(2)?,
+                summary: r.get::<_, i64>(3)? != 0,
+            })
+        })
+        .optional()?
+        .unwrap_or_default())
+}
+
 /// The session's current goal, if any.
 pub fn current_goal(conn: &Connection, session_id: &str) -> Result<Option<GoalRow>> {
     conn.prepare_cached(&format!(

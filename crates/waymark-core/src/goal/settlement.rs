@@ -1,0 +1,685 @@
+//! Settlement (G-15): when a turn of an active goal ends, ten stages decide the goal's fate,
+//! in this order, each able to stop the pipeline:
+//!   1 usage · 2 staleness · 3 anomaly · 4 budget wrap-up · 5 dependencies ·
+//!   6 blocked proposal · 7 verification · 8 breaker · 9 commit · 10 continuation.
+//! Stages 1–8 are pure functions of the goal and the turn's facts (unit-tested one by one);
+//! verification's verdict is obtained beforehand (it needs model calls); 9 and 10 write.
+
+use super::Dimension;
+use super::prompts::Nudge;
+use crate::store::goals::{GoalCounters, GoalRow};
+use waymark_protocol::{GoalActor, GoalReason, GoalStatus, TurnEndReason};
+
+/// What the model proposed with `update_goal` (mode `status`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Proposal {
+    pub status: ProposedStatus,
+    #[serde(default)]
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposedStatus {
+    Complete,
+    Blocked,
+}
+
+/// The verifier's answer to a completion claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail {
+        gaps: String,
+    },
+    Partial,
+    /// No verdict line, a crash, or malformed output.
+    Error(String),
+}
+
+/// How completion claims are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    None,
+    Subagent,
+    Evaluator,
+}
+
+/// What settlement knows about the turn that just ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnFacts {
+    pub reason: TurnEndReason,
+    pub error_code: Option<String>,
+    pub final_reply: String,
+    pub used_tools: bool,
+    pub user_started: bool,
+    pub proposal: Option<Proposal>,
+    /// The goal's revision when the turn started.
+    pub revision_at_start: u32,
+    pub pending_questionnaire: bool,
+}
+
+/// Limits from the settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub repeated_reply_limit: u32,
+    pub repeated_not_met_limit: u32,
+}
+
+/// The pipeline's state as it goes through the stages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pipeline {
+    /// The goal with this turn's usage already added (stage 1 runs in the turn's transaction).
+    pub goal: GoalRow,
+    pub facts: TurnFacts,
+    pub proposal: Option<Proposal>,
+    /// The new status, when a stage decided one.
+    pub outcome: Option<(GoalReason, GoalActor)>,
+    pub budget_stop: Option<Dimension>,
+    pub schedule_summary: bool,
+    /// Settlement waits for a dependency; no continuation now.
+    pub suspended: bool,
+    pub nudge: Option<Nudge>,
+    pub counters: GoalCounters,
+}
+
+/// Whether the pipeline goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Next,
+    Stop,
+}
+
+impl Pipeline {
+    pub fn new(goal: GoalRow, facts: TurnFacts) -> Self {
+        let counters = goal.counters.clone();
+        Pipeline {
+            proposal: facts.proposal.clone(),
+            goal,
+            facts,
+            outcome: None,
+            budget_stop: None,
+            schedule_summary: false,
+            suspended: false,
+            nudge: None,
+            counters,
+        }
+    }
+
+    /// 1 — usage: a dimension over budget stops the goal as `budget_limited(dimension)`.
+    pub fn usage(&mut self) -> Flow {
+        match super::exhausted(&super::report(&self.goal, 0, 0, 0)) {
+            Some(d) => {
+                self.budget_stop = Some(d);
+                self.outcome = Some((d.reason(), GoalActor::Runtime));
+                Flow::Next // the wrap-up stage still runs
+            }
+            None => Flow::Next,
+        }
+    }
+
+    /// 2 — staleness: the goal was edited or replaced during the turn; its proposal is void.
+    pub fn staleness(&mut self) -> Flow {
+        if self.goal.revision != self.facts.revision_at_start {
+            self.proposal = None;
+        }
+        Flow::Next
+    }
+
+    /// 3 — anomaly: errors, provider limits and Stop end the goal's run.
+    pub fn anomaly(&mut self) -> Flow {
+        if self.budget_stop.is_some() {
+            return Flow::Next;
+        }
+        let decided = match self.facts.reason {
+            TurnEndReason::Aborted => Some(GoalReason::UserRequested),
+            TurnEndReason::Error => Some(match self.facts.error_code.as_deref() {
+                Some("rate_limited") => GoalReason::RateLimited,
+                Some("quota_exhausted") => GoalReason::QuotaExhausted,
+                Some(
+                    "auth" | "server_error" | "bad_response" | "timeout" | "network"
+                    | "request_rejected" | "script_exhausted",
+                ) => GoalReason::ProviderError,
+                _ => GoalReason::TurnError,
+            }),
+            TurnEndReason::Completed | TurnEndReason::Terminated | TurnEndReason::StepCapped => {
+                None
+            }
+        };
+        match decided {
+            Some(r) => {
+                let actor = if r == GoalReason::UserRequested {
+                    GoalActor::User
+                } else {
+                    GoalActor::Runtime
+                };
+                self.outcome = Some((r, actor));
+                Flow::Stop
+            }
+            None => {
+                if self.facts.reason == TurnEndReason::StepCapped {
+                    self.nudge = Some(Nudge::StepLimit);
+                }
+                Flow::Next
+            }
+        }
+    }
+
+    /// 4 — budget wrap-up: after a budget stop, one summary turn is scheduled.
+    pub fn budget_wrap_up(&mut self) -> Flow {
+        if self.budget_stop.is_some() {
+            self.schedule_summary = !self.counters.summary_due;
+            self.counters.summary_due = true;
+            return Flow::Stop;
+        }
+        Flow::Next
+    }
+
+    /// 5 — dependencies: a pending questionnaire suspends settlement (nothing is lost; the
+    /// continuation follows once it is answered).
+    pub fn dependencies(&mut self) -> Flow {
+        if self.facts.pending_questionnaire {
+            self.suspended = true;
+            return Flow::Stop;
+        }
+        Flow::Next
+    }
+
+    /// 6 — a `blocked` proposal blocks the goal without verification.
+    pub fn blocked(&mut self) -> Flow {
+        if matches!(
+            self.proposal,
+            Some(Proposal {
+                status: ProposedStatus::Blocked,
+                ..
+            })
+        ) {
+            self.outcome = Some((GoalReason::WorkerReported, GoalActor::Model));
+            return Flow::Stop;
+        }
+        Flow::Next
+    }
+
+    /// Whether stage 7 needs a verdict from the verifier.
+    pub fn wants_verdict(&self, mode: Mode) -> bool {
+        mode != Mode::None
+            && matches!(
+                self.proposal,
+                Some(Proposal {
+                    status: ProposedStatus::Complete,
+                    ..
+                })
+            )
+    }
+
+    /// 7 — verification of a `complete` proposal.
+    pub fn verification(&mut self, mode: Mode, verdict: Option<Verdict>, limits: Limits) -> Flow {
+        if !matches!(
+            self.proposal,
+            Some(Proposal {
+                status: ProposedStatus::Complete,
+                ..
+            })
+        ) {
+            return Flow::Next;
+        }
+        self.counters.completion_claimed = true;
+        if mode == Mode::None {
+            self.outcome = Some((GoalReason::WorkerProposal, GoalActor::Model));
+            return Flow::Stop;
+        }
+        match verdict {
+            Some(Verdict::Pass) => {
+                self.outcome = Some((GoalReason::VerifierMet, GoalActor::Runtime));
+                Flow::Stop
+            }
+            Some(Verdict::Partial) => {
+                self.outcome = Some((GoalReason::VerifierPartial, GoalActor::Runtime));
+                Flow::Stop
+            }
+            Some(Verdict::Error(_)) | None => {
+                self.outcome = Some((GoalReason::VerifierError, GoalActor::Runtime));
+                Flow::Stop
+            }
+            Some(Verdict::Fail { gaps }) => {
+                let same = self.counters.last_gaps.as_deref() == Some(gaps.as_str());
+                self.counters.not_met_count = if same {
+                    self.counters.not_met_count + 1
+                } else {
+                    1
+                };
+                self.counters.last_gaps = Some(gaps.clone());
+                if self.counters.not_met_count >= limits.repeated_not_met_limit {
+                    self.outcome = Some((GoalReason::NoProgress, GoalActor::Runtime));
+                    return Flow::Stop;
+                }
+                self.nudge = Some(Nudge::Gaps(gaps));
+                Flow::Next
+            }
+        }
+    }
+
+    /// 8 — breaker: repeated final replies and turns without tool calls.
+    pub fn breaker(&mut self, limits: Limits) -> Flow {
+        let c = &mut self.counters;
+        if self.facts.user_started {
+            c.repeated_replies = 0;
+            c.toolless_turns = 0;
+            c.last_reply = None;
+        }
+        let reply = self.facts.final_reply.trim().to_string();
+        c.repeated_replies = if !reply.is_empty() && c.last_reply.as_deref() == Some(reply.as_str())
+        {
+            c.repeated_replies + 1
+        } else {
+            1
+        };
+        c.last_reply = Some(reply);
+        c.toolless_turns = if self.facts.used_tools {
+            0
+        } else {
+            c.toolless_turns + 1
+        };
+        let count = c.repeated_replies.max(c.toolless_turns);
+        if count >= limits.repeated_reply_limit {
+            let reason = if c.completion_claimed {
+                GoalReason::NoProgressAfterCompletionClaim
+            } else {
+                GoalReason::NoProgress
+            };
+            self.outcome = Some((reason, GoalActor::Runtime));
+            return Flow::Stop;
+        }
+        if count >= 2 && self.nudge.is_none() {
+            self.nudge = Some(Nudge::Repetition);
+        }
+        Flow::Next
+    }
+
+    /// Stages 1–8 in order; `verdict` is consulted by stage 7 only.
+    pub fn run(&mut self, mode: Mode, verdict: Option<Verdict>, limits: Limits) {
+        let stages: [&mut dyn FnMut(&mut Pipeline) -> Flow; 7] = [
+            &mut |p| p.usage(),
+            &mut |p| p.staleness(),
+            &mut |p| p.anomaly(),
+            &mut |p| p.budget_wrap_up(),
+            &mut |p| p.dependencies(),
+            &mut |p| p.blocked(),
+            &mut |p| p.verification(mode, verdict.clone(), limits),
+        ];
+        for stage in stages {
+            if stage(self) == Flow::Stop {
+                return;
+            }
+        }
+        self.breaker(limits);
+    }
+
+    /// Whether the goal is still active after the stages (then stage 10 continues it).
+    pub fn continues(&self) -> bool {
+        self.outcome.is_none() && !self.suspended && self.goal.status == GoalStatus::Active
+    }
+
+    /// The short prompt of the next continuation (G-21), or the full contract on the first.
+    pub fn next_prompt(&self) -> Nudge {
+        if let Some(n) = &self.nudge {
+            return n.clone();
+        }
+        if (self.counters.continuations + 1) % 5 == 0 {
+            return Nudge::Audit;
+        }
+        Nudge::Plain
+    }
+}
+
+/// Reads the verdict line of a verifier reply.
+pub fn parse_verdict(reply: &str) -> Verdict {
+    let Some(last) = reply.lines().rev().map(str::trim).find(|l| !l.is_empty()) else {
+        return Verdict::Error("the verifier gave no reply".into());
+    };
+    let body = reply
+        .trim_end()
+        .strip_suffix(last)
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    match last.trim_matches('`') {
+        "VERDICT: PASS" => Verdict::Pass,
+        "VERDICT: PARTIAL" => Verdict::Partial,
+        "VERDICT: FAIL" => Verdict::Fail {
+            gaps: if body.is_empty() {
+                "(the reviewer listed no gaps)".into()
+            } else {
+                body
+            },
+        },
+        other => Verdict::Error(format!(
+            "the verifier's last line is not a verdict: `{}`",
+            other.chars().take(80).collect::<String>()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goal() -> GoalRow {
+        GoalRow {
+            id: "g".into(),
+            session_id: "s".into(),
+            objective: "o".into(),
+            criteria: None,
+            status: GoalStatus::Active,
+            reason: GoalReason::Created,
+            actor: GoalActor::User,
+            revision: 1,
+            token_budget: Some(10_000),
+            turn_budget: None,
+            time_budget_ms: None,
+            tokens_used: 100,
+            turns_used: 1,
+            active_ms: 1000,
+            counters: GoalCounters::default(),
+        }
+    }
+
+    fn facts() -> TurnFacts {
+        TurnFacts {
+            reason: TurnEndReason::Completed,
+            error_code: None,
+            final_reply: "did things".into(),
+            used_tools: true,
+            user_started: false,
+            proposal: None,
+            revision_at_start: 1,
+            pending_questionnaire: false,
+        }
+    }
+
+    const LIMITS: Limits = Limits {
+        repeated_reply_limit: 3,
+        repeated_not_met_limit: 5,
+    };
+
+    fn complete() -> Option<Proposal> {
+        Some(Proposal {
+            status: ProposedStatus::Complete,
+            message: "done".into(),
+        })
+    }
+
+    #[test]
+    fn stage_1_usage_over_budget_is_budget_limited() {
+        let mut g = goal();
+        g.tokens_used = 10_001;
+        let mut p = Pipeline::new(g, facts());
+        p.run(Mode::None, None, LIMITS);
+        assert_eq!(p.outcome, Some((GoalReason::Tokens, GoalActor::Runtime)));
+        assert!(p.schedule_summary, "stage 4 schedules the summary turn");
+    }
+
+    #[test]
+    fn stage_2_staleness_drops_the_proposal() {
+        let mut g = goal();
+        g.revision = 2;
+        let mut p = Pipeline::new(
+            g,
+            TurnFacts {
+                proposal: complete(),
+                ..facts()
+            },
+        );
+        p.run(Mode::None, None, LIMITS);
+        assert_eq!(p.outcome, None);
+        assert!(p.continues());
+    }
+
+    #[test]
+    fn stage_3_anomalies() {
+        let cases = [
+            (TurnEndReason::Aborted, None, GoalReason::UserRequested),
+            (
+                TurnEndReason::Error,
+                Some("rate_limited"),
+                GoalReason::RateLimited,
+            ),
+            (
+                TurnEndReason::Error,
+                Some("quota_exhausted"),
+                GoalReason::QuotaExhausted,
+            ),
+            (
+                TurnEndReason::Error,
+                Some("server_error"),
+                GoalReason::ProviderError,
+            ),
+            (
+                TurnEndReason::Error,
+                Some("tool_failed"),
+                GoalReason::TurnError,
+            ),
+        ];
+        for (reason, code, expect) in cases {
+            let mut p = Pipeline::new(
+                goal(),
+                TurnFacts {
+                    reason,
+                    error_code: code.map(str::to_string),
+                    ..facts()
+                },
+            );
+            p.run(Mode::None, None, LIMITS);
+            assert_eq!(p.outcome.map(|o| o.0), Some(expect));
+        }
+        let mut capped = Pipeline::new(
+            goal(),
+            TurnFacts {
+                reason: TurnEndReason::StepCapped,
+                ..facts()
+            },
+        );
+        capped.run(Mode::None, None, LIMITS);
+        assert!(capped.continues());
+        assert_eq!(capped.next_prompt(), Nudge::StepLimit);
+    }
+
+    #[test]
+    fn stage_4_summary_is_scheduled_once() {
+        let mut g = goal();
+        g.tokens_used = 20_000;
+        g.counters.summary_due = true;
+        let mut p = Pipeline::new(g, facts());
+        p.run(Mode::None, None, LIMITS);
+        assert!(!p.schedule_summary);
+    }
+
+    #[test]
+    fn stage_5_a_pending_questionnaire_suspends() {
+        let mut p = Pipeline::new(
+            goal(),
+            TurnFacts {
+                pending_questionnaire: true,
+                proposal: complete(),
+                ..facts()
+            },
+        );
+        p.run(Mode::None, None, LIMITS);
+        assert!(p.suspended && p.outcome.is_none() && !p.continues());
+    }
+
+    #[test]
+    fn stage_6_blocked_needs_no_verification() {
+        let mut p = Pipeline::new(
+            goal(),
+            TurnFacts {
+                proposal: Some(Proposal {
+                    status: ProposedStatus::Blocked,
+                    message: "need a key".into(),
+                }),
+                ..facts()
+            },
+        );
+        assert!(!p.wants_verdict(Mode::Subagent));
+        p.run(Mode::Subagent, None, LIMITS);
+        assert_eq!(
+            p.outcome,
+            Some((GoalReason::WorkerReported, GoalActor::Model))
+        );
+    }
+
+    #[test]
+    fn stage_7_verification_outcomes() {
+        let run = |mode, verdict| {
+            let mut p = Pipeline::new(
+                goal(),
+                TurnFacts {
+                    proposal: complete(),
+                    ..facts()
+                },
+            );
+            p.run(mode, verdict, LIMITS);
+            p
+        };
+        assert_eq!(
+            run(Mode::None, None).outcome.unwrap().0,
+            GoalReason::WorkerProposal
+        );
+        assert_eq!(
+            run(Mode::Subagent, Some(Verdict::Pass)).outcome.unwrap().0,
+            GoalReason::VerifierMet
+        );
+        assert_eq!(
+            run(Mode::Subagent, Some(Verdict::Partial))
+                .outcome
+                .unwrap()
+                .0,
+            GoalReason::VerifierPartial
+        );
+        assert_eq!(
+            run(Mode::Evaluator, Some(Verdict::Error("x".into())))
+                .outcome
+                .unwrap()
+                .0,
+            GoalReason::VerifierError
+        );
+        let fail = run(
+            Mode::Subagent,
+            Some(Verdict::Fail {
+                gaps: "- tests".into(),
+            }),
+        );
+        assert!(fail.continues());
+        assert_eq!(fail.next_prompt(), Nudge::Gaps("- tests".into()));
+        // The same gaps five times in a row: no progress.
+        let mut g = goal();
+        g.counters.last_gaps = Some("- tests".into());
+        g.counters.not_met_count = 4;
+        let mut p = Pipeline::new(
+            g,
+            TurnFacts {
+                proposal: complete(),
+                ..facts()
+            },
+        );
+        p.run(
+            Mode::Subagent,
+            Some(Verdict::Fail {
+                gaps: "- tests".into(),
+            }),
+            LIMITS,
+        );
+        assert_eq!(p.outcome.unwrap().0, GoalReason::NoProgress);
+    }
+
+    #[test]
+    fn stage_8_breaker_nudges_then_pauses_and_user_messages_reset_it() {
+        let mut g = goal();
+        let mut kinds = Vec::new();
+        for _ in 0..3 {
+            let mut p = Pipeline::new(
+                g.clone(),
+                TurnFacts {
+                    final_reply: "same".into(),
+                    ..facts()
+                },
+            );
+            p.run(Mode::None, None, LIMITS);
+            kinds.push((p.outcome.map(|o| o.0), p.nudge.clone()));
+            g.counters = p.counters;
+        }
+        assert_eq!(kinds[0], (None, None));
+        assert_eq!(kinds[1], (None, Some(Nudge::Repetition)));
+        assert_eq!(kinds[2].0, Some(GoalReason::NoProgress));
+        // After a completion claim the reason says so.
+        let mut g = goal();
+        g.counters = GoalCounters {
+            repeated_replies: 2,
+            last_reply: Some("same".into()),
+            completion_claimed: true,
+            ..Default::default()
+        };
+        let mut p = Pipeline::new(
+            g.clone(),
+            TurnFacts {
+                final_reply: "same".into(),
+                ..facts()
+            },
+        );
+        p.run(Mode::None, None, LIMITS);
+        assert_eq!(
+            p.outcome.unwrap().0,
+            GoalReason::NoProgressAfterCompletionClaim
+        );
+        // A user message resets the counters.
+        let mut p = Pipeline::new(
+            g,
+            TurnFacts {
+                final_reply: "same".into(),
+                user_started: true,
+                ..facts()
+            },
+        );
+        p.run(Mode::None, None, LIMITS);
+        assert!(p.continues());
+        // Turns without tool calls count too.
+        let mut g = goal();
+        g.counters.toolless_turns = 2;
+        let mut p = Pipeline::new(
+            g,
+            TurnFacts {
+                used_tools: false,
+                final_reply: "new".into(),
+                ..facts()
+            },
+        );
+        p.run(Mode::None, None, LIMITS);
+        assert_eq!(p.outcome.unwrap().0, GoalReason::NoProgress);
+    }
+
+    #[test]
+    fn every_fifth_continuation_is_an_audit() {
+        let mut g = goal();
+        g.counters.continuations = 4;
+        let mut p = Pipeline::new(g, facts());
+        p.run(Mode::None, None, LIMITS);
+        assert_eq!(p.next_prompt(), Nudge::Audit);
+    }
+
+    #[test]
+    fn verdict_lines() {
+        assert_eq!(parse_verdict("All good.\nVERDICT: PASS"), Verdict::Pass);
+        assert_eq!(parse_verdict("x\n`VERDICT: PARTIAL`\n"), Verdict::Partial);
+        assert_eq!(
+            parse_verdict("- no tests\n- no docs\nVERDICT: FAIL"),
+            Verdict::Fail {
+                gaps: "- no tests\n- no docs".into()
+            }
+        );
+        assert!(matches!(
+            parse_verdict("looks fine to me"),
+            Verdict::Error(_)
+        ));
+        assert!(matches!(parse_verdict(""), Verdict::Error(_)));
+    }
+}
