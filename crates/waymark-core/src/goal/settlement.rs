@@ -325,7 +325,7 @@ impl Pipeline {
         if let Some(n) = &self.nudge {
             return n.clone();
         }
-        if (self.counters.continuations + 1) % 5 == 0 {
+        if (self.counters.continuations + 1).is_multiple_of(5) {
             return Nudge::Audit;
         }
         Nudge::Plain
