@@ -23,6 +23,10 @@ pub struct GuardCall<'a> {
     pub grants: &'a [(String, String)],
     /// The user's answer to a questionnaire this call raised earlier, if any.
     pub answer: Option<(QuestionnaireKind, &'a Answer)>,
+    /// The turn the call belongs to.
+    pub turn_id: i64,
+    /// The session, for the runtime's own guards (the goal budget).
+    pub(crate) core: Option<&'a crate::session::SessionCore>,
 }
 
 /// A guard's verdict.
@@ -232,6 +236,8 @@ mod tests {
             shell_sandboxed: false,
             grants,
             answer: answer.map(|a| (QuestionnaireKind::Permission, a)),
+            turn_id: 1,
+            core: None,
         })
     }
 

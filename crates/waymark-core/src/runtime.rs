@@ -245,6 +245,7 @@ impl Runtime {
             reminders.extend(ext.reminders());
         }
         crate::plan::install(&mut tools, &mut before, &mut reminders, &mut commands);
+        crate::goal::install(&mut tools, &mut after, &mut reminders, &mut commands);
         let mut guards = before;
         guards.push(Arc::new(PermissionGuard));
         guards.extend(after);
@@ -393,6 +394,8 @@ impl Runtime {
 /// After a crash: a turn left `running` is closed as `aborted` (its message is done, calls
 /// without results get one saying the process stopped). Parked turns keep waiting.
 fn recover(tx: &mut Tx<'_>, id: &str) -> Result<()> {
+    // A goal still active here was left running by a process that is gone (G-24).
+    crate::goal::runner::pause_for_close(tx, id)?;
     for t in store::turns::with_status(tx.conn(), id, "running")? {
         crate::turn::close_turn(
             tx,

@@ -226,6 +226,9 @@ impl Actor {
                     let Some((op, reply)) = op else { break };
                     if matches!(op, Op::Shutdown) {
                         self.stop_running().await;
+                        // Closing pauses an active goal until the user resumes it (G-24).
+                        let sid = self.core.id.clone();
+                        let _ = self.core.write(|tx| crate::goal::runner::pause_for_close(tx, &sid));
                         let r = self.release();
                         let _ = reply.send(r.map(|_| OpOutcome::Done));
                         return;
@@ -377,8 +380,21 @@ impl Actor {
         if let Some(t) = open {
             return Ok(Some(TurnStart::Resume(t)));
         }
-        if let Some(m) = next {
-            return Ok(Some(TurnStart::New(m)));
+        let mut next = next;
+        while let Some(m) = next {
+            match crate::goal::runner::recheck(&self.core, &m)? {
+                crate::goal::runner::Dequeue::Run => return Ok(Some(TurnStart::New(m))),
+                crate::goal::runner::Dequeue::Drop(why) => {
+                    crate::goal::runner::drop_message(&self.core, &m, &why)?;
+                    next = self.core.read(|c| store::messages::next_queued(c, &sid))?;
+                }
+            }
+        }
+        if crate::goal::runner::ensure_continuation(&self.core)? {
+            let m = self.core.read(|c| store::messages::next_queued(c, &sid))?;
+            if let Some(m) = m {
+                return Ok(Some(TurnStart::New(m)));
+            }
         }
         if self.announced != Announced::Idle {
             self.core
@@ -414,6 +430,7 @@ pub(crate) fn admit(
             )?;
             Ok(out)
         })?;
+        crate::goal::runner::push_snapshot(core);
         return Ok(OpOutcome::Command { output });
     }
     let text = commands::unescape(text);
@@ -512,8 +529,11 @@ fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result
                 answer: answer.clone(),
             },
         )?;
-        crate::plan::on_answer(tx, core, &q, answer)
-    })
+        crate::plan::on_answer(tx, core, &q, answer)?;
+        crate::goal::on_answer(tx, core, &q, answer)
+    })?;
+    crate::goal::runner::push_snapshot(core);
+    Ok(())
 }
 
 /// Stop while a turn waits on a questionnaire: withdraw it and end the turn as aborted.

@@ -68,6 +68,7 @@ pub(crate) async fn run(
                         source: m.source,
                     },
                 )?;
+                crate::goal::runner::on_turn_start(tx, &core, id, &m)?;
                 Ok(id)
             })?;
             (id, m.source)
@@ -83,7 +84,11 @@ pub(crate) async fn run(
     };
     let result = drive(&core, turn_id, source, &cancel).await;
     match result {
-        Ok(exit) => Ok(exit),
+        Ok(TurnExit::Finished(reason)) => {
+            crate::goal::runner::settle(&core, turn_id).await?;
+            Ok(TurnExit::Finished(reason))
+        }
+        Ok(TurnExit::Parked) => Ok(TurnExit::Parked),
         Err(e) => {
             // Whatever failed, the turn must not stay open.
             finish(&core, turn_id, TurnEndReason::Error, Some(e.info()))?;
@@ -128,6 +133,7 @@ async fn drive(
         core: Some(core.clone()),
     };
     let mut last_elided = 0u64;
+    let offer_tools = crate::goal::runner::tools_offered(core, turn_id)?;
     loop {
         let pending = core.read(|c| store::turns::unresolved_calls(c, &sid, turn_id))?;
         if !pending.is_empty() {
@@ -167,6 +173,11 @@ async fn drive(
         if steps >= core.config.turn.max_steps {
             return finish(core, turn_id, TurnEndReason::StepCapped, None);
         }
+        // A goal whose budget is spent gets no further model call in this turn; the summary
+        // turn that follows is the one call made over budget (G-22).
+        if steps > 0 && crate::goal::runner::budget_spent(core, turn_id)? {
+            return finish(core, turn_id, TurnEndReason::Completed, None);
+        }
         let window = core
             .config
             .turn
@@ -184,7 +195,11 @@ async fn drive(
                 history,
                 current_turn: turn_id,
                 reminders: reminders.as_deref(),
-                tools: tool_specs(core, &session),
+                tools: if offer_tools {
+                    tool_specs(core, &session)
+                } else {
+                    Vec::new()
+                },
                 budget_tokens: window
                     .saturating_sub(u64::from(MAX_OUTPUT_TOKENS))
                     .max(window / 2),
@@ -416,6 +431,8 @@ async fn process_call(
             shell_sandboxed: sandbox.is_some(),
             grants: &grants,
             answer,
+            turn_id,
+            core: Some(core),
         },
     );
     let ctx = &ToolContext {
@@ -525,6 +542,7 @@ pub(crate) fn close_turn(
 ) -> Result<()> {
     close_unresolved(tx, sid, turn_id, why)?;
     let row = tx.finish_turn(turn_id, reason, error)?;
+    crate::goal::runner::add_turn_usage(tx, &row)?;
     tx.emit(
         sid,
         EventKind::TurnFinished {

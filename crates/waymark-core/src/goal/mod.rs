@@ -3,11 +3,35 @@
 //! these.
 
 pub mod budget;
+mod commands;
+mod guard;
 pub mod prompts;
+mod reminder;
+pub(crate) mod runner;
 pub mod settlement;
+mod tools;
+mod verifier;
+
+pub(crate) use tools::on_answer;
 
 use crate::store::goals::GoalRow;
 use waymark_protocol::{BudgetLine, BudgetReport, GoalActor, GoalReason, GoalSnapshot, GoalStatus};
+
+/// Plugs goals into a session's registries.
+pub(crate) fn install(
+    tools: &mut crate::tools::ToolRegistry,
+    after_permission: &mut Vec<std::sync::Arc<dyn crate::guard::ToolGuard>>,
+    reminders: &mut Vec<std::sync::Arc<dyn crate::context::ReminderSource>>,
+    commands: &mut crate::commands::CommandRegistry,
+) {
+    use std::sync::Arc;
+    tools.register(Arc::new(tools::CreateGoal));
+    tools.register(Arc::new(tools::GetGoal));
+    tools.register(Arc::new(tools::UpdateGoal));
+    after_permission.push(Arc::new(guard::BudgetGuard));
+    reminders.push(Arc::new(reminder::GoalReminders));
+    commands.register(Arc::new(commands::GoalCommand));
+}
 
 /// Which budget dimension a `budget_limited` goal ran out of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,319 @@
+//! `/goal …` (G-9): show, set (with budgets), change budgets, edit, pause, resume, clear,
+//! replace, next.
+
+use super::budget::{parse_seconds, parse_tokens, parse_turns};
+use super::prompts::Nudge;
+use super::runner::{continue_goal, transition};
+use super::{Dimension, exhausted, report, snapshot};
+use crate::commands::{CommandContext, CommandSpec, SlashCommand};
+use crate::error::{Error, Result};
+use crate::session::SessionCore;
+use crate::store::Tx;
+use crate::store::goals::{Budgets, GoalRow, current_goal, queued_goals};
+use waymark_protocol::{EventKind, GoalActor, GoalReason, GoalStatus};
+
+pub(crate) struct GoalCommand;
+
+/// Refuses goal features when the flag is off (G-5).
+pub(crate) fn check_enabled(core: &SessionCore) -> Result<()> {
+    if core.config.beta.thread_goal {
+        Ok(())
+    } else {
+        Err(Error::Refused(
+            "goals are turned off (setting beta.thread_goal); existing goals are kept".into(),
+        ))
+    }
+}
+
+/// Creates the session's goal (active) with the default budgets filled in.
+pub(crate) fn create(
+    tx: &mut Tx<'_>,
+    core: &SessionCore,
+    objective: &str,
+    criteria: Option<&str>,
+    budgets: Budgets,
+    actor: GoalActor,
+) -> Result<GoalRow> {
+    if objective.trim().is_empty() {
+        return Err(Error::Refused("the goal needs an objective".into()));
+    }
+    let d = &core.config.goal.budget;
+    let budgets = Budgets {
+        tokens: budgets.tokens.or(d.default_tokens),
+        turns: budgets.turns.or(d.default_main_turns),
+        time_ms: budgets
+            .time_ms
+            .or(d.default_active_seconds.map(|s| s * 1000)),
+    };
+    let id = core.ids.new_id("goal");
+    tx.create_goal(&id, &core.id, objective.trim(), criteria, budgets, actor)?;
+    let g = current_goal(tx.conn(), &core.id)?
+        .ok_or_else(|| Error::Corrupt("the new goal vanished".into()))?;
+    tx.emit(&core.id, EventKind::GoalCreate { goal: snapshot(&g) })?;
+    Ok(g)
+}
+
+/// Budget changes in `budget=… turns=… time=…` form: `None` leaves a dimension,
+/// `Some(None)` clears it (`clear`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BudgetArgs {
+    pub tokens: Option<Option<u64>>,
+    pub turns: Option<Option<u64>>,
+    pub time_ms: Option<Option<u64>>,
+}
+
+/// Splits `args` into the objective words and budget settings.
+fn split_args(args: &str) -> Result<(String, BudgetArgs)> {
+    let mut words = Vec::new();
+    let mut b = BudgetArgs::default();
+    for w in args.split_whitespace() {
+        let setting =
+            |v: &str,
+             parse: fn(&str) -> std::result::Result<u64, super::budget::BudgetSyntaxError>|
+             -> Result<Option<u64>> {
+                if v == "clear" {
+                    Ok(None)
+                } else {
+                    parse(v)
+                        .map(Some)
+                        .map_err(|e| Error::Refused(e.to_string()))
+                }
+            };
+        if let Some(v) = w.strip_prefix("budget=") {
+            b.tokens = Some(setting(v, parse_tokens)?);
+        } else if let Some(v) = w.strip_prefix("turns=") {
+            b.turns = Some(setting(v, parse_turns)?);
+        } else if let Some(v) = w.strip_prefix("time=") {
+            b.time_ms = Some(setting(v, parse_seconds)?.map(|s| s * 1000));
+        } else {
+            words.push(w);
+        }
+    }
+    Ok((words.join(" "), b))
+}
+
+fn describe(g: &GoalRow) -> String {
+    let r = report(g, 0, 0, 0);
+    let line = |name: &str, l: waymark_protocol::BudgetLine| match l.limit {
+        Some(limit) => format!(
+            "  {name:<8} {} / {limit} ({} left){}",
+            l.used,
+            l.remaining.unwrap_or(0),
+            if l.reached { " — reached" } else { "" }
+        ),
+        None => format!("  {name:<8} {} (no limit)", l.used),
+    };
+    format!(
+        "Goal: {}\nStatus: {} ({}, by {})\n{}\n{}\n{}",
+        g.objective,
+        g.status.as_str(),
+        g.reason.as_str(),
+        g.actor.as_str(),
+        line("tokens", r.tokens),
+        line("turns", r.main_turns),
+        line("seconds", r.active_seconds)
+    )
+}
+
+/// Applies budget changes; a raised or cleared exhausted dimension reactivates (G-3).
+pub(crate) fn apply_budgets(
+    tx: &mut Tx<'_>,
+    g: &mut GoalRow,
+    b: &BudgetArgs,
+    actor: GoalActor,
+) -> Result<()> {
+    let new = Budgets {
+        tokens: b.tokens.unwrap_or(g.token_budget),
+        turns: b.turns.unwrap_or(g.turn_budget),
+        time_ms: b.time_ms.unwrap_or(g.time_budget_ms),
+    };
+    tx.set_goal_budgets(&g.id, new)?;
+    g.token_budget = new.tokens;
+    g.turn_budget = new.turns;
+    g.time_budget_ms = new.time_ms;
+    g.revision += 1;
+    g.counters.grace_used = 0;
+    if g.status == GoalStatus::BudgetLimited {
+        let limited = match g.reason {
+            GoalReason::Tokens => Some(Dimension::Tokens),
+            GoalReason::MainTurns => Some(Dimension::MainTurns),
+            GoalReason::ActiveSeconds => Some(Dimension::ActiveSeconds),
+            _ => None,
+        };
+        let changed = match limited {
+            Some(Dimension::Tokens) => b.tokens.is_some(),
+            Some(Dimension::MainTurns) => b.turns.is_some(),
+            Some(Dimension::ActiveSeconds) => b.time_ms.is_some(),
+            None => false,
+        };
+        let still = exhausted(&report(g, 0, 0, 0));
+        if changed && still != limited {
+            super::check_transition(g, GoalReason::BudgetRaised, actor, limited)
+                .map_err(|e| Error::Refused(e.to_string()))?;
+            transition(tx, g, GoalReason::BudgetRaised, actor, "lifecycle")?;
+            g.counters.summary_due = false;
+            tx.set_goal_counters(&g.id, &g.counters)?;
+            continue_goal(tx, g, Nudge::Resumed)?;
+            return Ok(());
+        }
+    }
+    tx.emit(
+        &g.session_id,
+        EventKind::GoalUpdate {
+            goal_id: g.id.clone(),
+            kind: "lifecycle".into(),
+            status: g.status,
+            reason: g.reason,
+            actor,
+            usage: report(g, 0, 0, 0),
+        },
+    )
+}
+
+impl SlashCommand for GoalCommand {
+    fn spec(&self) -> CommandSpec {
+        CommandSpec {
+            name: "goal",
+            usage: "/goal [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|clear|replace …|next …]",
+            summary: "set or manage the session's goal",
+        }
+    }
+
+    fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
+        let core = cx
+            .core
+            .ok_or_else(|| Error::Refused("/goal needs a session".into()))?;
+        check_enabled(core)?;
+        let tx = &mut *cx.tx;
+        let current = current_goal(tx.conn(), &core.id)?;
+        let (verb, rest) = match args.trim().split_once(char::is_whitespace) {
+            Some((v, r)) => (v, r.trim()),
+            None => (args.trim(), ""),
+        };
+        let out = match (verb, current) {
+            ("", None) => "No goal is set. Set one with /goal <objective> (optionally budget=50K turns=20 time=2h).".to_string(),
+            ("", Some(g)) => {
+                let queued = queued_goals(tx.conn(), &core.id)?;
+                let mut s = describe(&g);
+                if !queued.is_empty() {
+                    s.push_str(&format!("\nNext: {}", queued.join(" · ")));
+                }
+                s
+            }
+            ("pause", Some(mut g)) => {
+                if g.status != GoalStatus::Active {
+                    return Err(Error::Refused(format!("the goal is {}, not active", g.status.as_str())));
+                }
+                transition(tx, &mut g, GoalReason::UserRequested, GoalActor::User, "lifecycle")?;
+                "Goal paused.".into()
+            }
+            ("resume", Some(mut g)) => {
+                super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::Refused(e.to_string()))?;
+                transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, "lifecycle")?;
+                g.counters.repeated_replies = 0;
+                g.counters.toolless_turns = 0;
+                continue_goal(tx, &mut g, Nudge::Resumed)?;
+                "Goal resumed.".into()
+            }
+            ("clear", Some(g)) => {
+                tx.clear_goal(&core.id)?;
+                tx.emit(&core.id, EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
+                "Goal cleared.".into()
+            }
+            ("edit", Some(mut g)) => {
+                if rest.is_empty() {
+                    return Err(Error::Refused("/goal edit needs the new objective".into()));
+                }
+                if g.status.is_terminal() {
+                    return Err(Error::Refused("the goal is complete; set a new one".into()));
+                }
+                tx.edit_goal(&g.id, rest)?;
+                g.objective = rest.to_string();
+                g.revision += 1;
+                let was_active = g.status == GoalStatus::Active;
+                transition(tx, &mut g, GoalReason::Edited, GoalActor::User, "lifecycle")?;
+                if was_active || g.status == GoalStatus::Active {
+                    continue_goal(tx, &mut g, Nudge::Edited)?;
+                }
+                "Goal updated.".into()
+            }
+            ("next", _) => {
+                if rest.is_empty() {
+                    return Err(Error::Refused("/goal next needs an objective".into()));
+                }
+                tx.enqueue_goal(&core.id, rest)?;
+                "Queued as the next goal; it starts when the current one completes.".into()
+            }
+            ("replace", current) => {
+                let (objective, b) = split_args(rest)?;
+                if let Some(g) = current {
+                    tx.clear_goal(&core.id)?;
+                    tx.emit(&core.id, EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
+                }
+                let mut g = create(tx, core, &objective, None, budgets_of(&b), GoalActor::User)?;
+                continue_goal(tx, &mut g, Nudge::Plain)?;
+                format!("Goal replaced.\n{}", describe(&g))
+            }
+            ("pause" | "resume" | "clear" | "edit", None) => return Err(Error::Refused("no goal is set".into())),
+            (_, current) => {
+                let (objective, b) = split_args(args)?;
+                if objective.is_empty() {
+                    // `/goal budget=…`: change budgets of the current goal.
+                    let Some(mut g) = current else {
+                        return Err(Error::Refused("no goal is set; give an objective".into()));
+                    };
+                    apply_budgets(tx, &mut g, &b, GoalActor::User)?;
+                    describe(&g)
+                } else {
+                    if let Some(g) = &current
+                        && !g.status.is_terminal()
+                    {
+                        return Err(Error::Refused(format!(
+                            "a goal is already set ({}); use /goal replace <objective>, or /goal next <objective> to queue one",
+                            g.status.as_str()
+                        )));
+                    }
+                    let mut g = create(tx, core, &objective, None, budgets_of(&b), GoalActor::User)?;
+                    continue_goal(tx, &mut g, Nudge::Plain)?;
+                    format!("Goal set.\n{}", describe(&g))
+                }
+            }
+        };
+        Ok(out)
+    }
+}
+
+fn budgets_of(b: &BudgetArgs) -> Budgets {
+    Budgets {
+        tokens: b.tokens.flatten(),
+        turns: b.turns.flatten(),
+        time_ms: b.time_ms.flatten(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g_9_budget_words_are_split_from_the_objective() {
+        let (o, b) = split_args("fix the build budget=50K turns=10 time=2h").unwrap();
+        assert_eq!(o, "fix the build");
+        assert_eq!(
+            b,
+            BudgetArgs {
+                tokens: Some(Some(50_000)),
+                turns: Some(Some(10)),
+                time_ms: Some(Some(7_200_000))
+            }
+        );
+        let (o, b) = split_args("budget=clear").unwrap();
+        assert_eq!((o.as_str(), b.tokens), ("", Some(None)));
+        assert!(
+            split_args("x budget=lots")
+                .unwrap_err()
+                .to_string()
+                .contains("50K or 1.5M")
+        );
+    }
+}

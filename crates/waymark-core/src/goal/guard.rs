@@ -1,0 +1,46 @@
+//! The goal budget guard (G-22): before every tool call of a goal turn the budget is
+//! checked; once used up, calls are refused — first asking for a summary (`grace_steps`
+//! times), then with "tools are disabled".
+
+use super::{exhausted, runner::turn_report};
+use crate::guard::{GuardCall, GuardDecision, ToolGuard};
+
+pub(crate) struct BudgetGuard;
+
+const GRACE: &str = "The goal's budget is used up. Do not call more tools: reply now with a short summary of what is done and what is left.";
+const DISABLED: &str =
+    "Tools are disabled: the goal's budget is used up. Reply with your summary only.";
+
+impl ToolGuard for BudgetGuard {
+    fn name(&self) -> &'static str {
+        "goal-budget"
+    }
+
+    fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
+        let Some(core) = call.core else {
+            return GuardDecision::Allow;
+        };
+        let summary = core
+            .read(|c| crate::store::goals::turn_goal(c, call.turn_id))
+            .map(|t| t.summary)
+            .unwrap_or(false);
+        if summary {
+            return GuardDecision::Deny(DISABLED.into());
+        }
+        let Ok(Some((mut g, report))) = turn_report(core, call.turn_id) else {
+            return GuardDecision::Allow;
+        };
+        if exhausted(&report).is_none() {
+            return GuardDecision::Allow;
+        }
+        g.counters.grace_used += 1;
+        let used = g.counters.grace_used;
+        // Counting the denial is best effort: a failed write must not let the call through.
+        let _ = core.write(|tx| tx.set_goal_counters(&g.id, &g.counters));
+        if used <= core.config.goal.budget.grace_steps {
+            GuardDecision::Deny(GRACE.into())
+        } else {
+            GuardDecision::Deny(DISABLED.into())
+        }
+    }
+}

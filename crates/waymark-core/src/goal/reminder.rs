@@ -1,0 +1,34 @@
+//! The goal in every goal turn's context (G-14), and the summary turn's reminder (G-22).
+
+use super::prompts::{SUMMARY_REMINDER, context};
+use crate::context::{Reminder, ReminderContext, ReminderSource};
+use crate::store::goals::{current_goal, turn_goal};
+
+pub(crate) struct GoalReminders;
+
+impl ReminderSource for GoalReminders {
+    fn reminders(&self, cx: &ReminderContext<'_>) -> Vec<Reminder> {
+        let Some(core) = cx.core else {
+            return Vec::new();
+        };
+        let Ok(tg) = core.read(|c| turn_goal(c, cx.turn_id)) else {
+            return Vec::new();
+        };
+        if tg.goal_id.is_none() {
+            return Vec::new();
+        }
+        let text = if tg.summary {
+            SUMMARY_REMINDER.to_string()
+        } else {
+            match core.read(|c| current_goal(c, &core.id)) {
+                Ok(Some(g)) => context(&g),
+                _ => return Vec::new(),
+            }
+        };
+        vec![Reminder {
+            priority: 50,
+            source: "goal",
+            text,
+        }]
+    }
+}

@@ -1,0 +1,446 @@
+//! Where goals meet the runtime: marking goal turns, adding usage in the turn's
+//! transaction, running settlement after the turn, re-checking a continuation before it is
+//! dequeued (G-23), keeping an active goal moving, and pausing goals when the app closes.
+
+use super::prompts::{self, Nudge};
+use super::settlement::{Limits, Mode, Pipeline, Proposal, TurnFacts, Verdict};
+use super::{Dimension, exhausted, report, snapshot};
+use crate::error::Result;
+use crate::session::SessionCore;
+use crate::store::goals::{GoalRow, current_goal, turn_goal};
+use crate::store::{self, HistoryItem, MessageRow, MessageStatus, Tx};
+use waymark_protocol::config::Verification;
+use waymark_protocol::{
+    EventKind, GoalActor, GoalReason, GoalStatus, MessageSource, Position, RouteKind,
+};
+
+const CONTINUATION_KEY: &str = "goal-cont:";
+const SUMMARY_KEY: &str = "goal-summary:";
+
+/// Whether a message is the summary turn after a budget stop.
+pub(crate) fn is_summary(m: &MessageRow) -> bool {
+    m.source == MessageSource::Goal
+        && m.idempotency_key
+            .as_deref()
+            .is_some_and(|k| k.starts_with(SUMMARY_KEY))
+}
+
+/// Emits `goal.update` (logged) for a status change.
+fn emit_update(tx: &mut Tx<'_>, g: &GoalRow, kind: &str) -> Result<()> {
+    tx.emit(
+        &g.session_id,
+        EventKind::GoalUpdate {
+            goal_id: g.id.clone(),
+            kind: kind.to_string(),
+            status: g.status,
+            reason: g.reason,
+            actor: g.actor,
+            usage: report(g, 0, 0, 0),
+        },
+    )
+}
+
+/// Pushes the full snapshot to front ends (after commit).
+pub(crate) fn push_snapshot(core: &SessionCore) {
+    if let Ok(Some(g)) = core.read(|c| current_goal(c, &core.id)) {
+        core.transient(EventKind::GoalUpdated { goal: snapshot(&g) });
+    }
+}
+
+/// Changes the goal's status in `tx` and logs it.
+pub(crate) fn transition(
+    tx: &mut Tx<'_>,
+    g: &mut GoalRow,
+    reason: GoalReason,
+    actor: GoalActor,
+    kind: &str,
+) -> Result<()> {
+    g.status = reason.status();
+    g.reason = reason;
+    g.actor = actor;
+    tx.set_goal_status(&g.id, g.status, reason, actor)?;
+    emit_update(tx, g, kind)
+}
+
+/// Queues a goal continuation (or the summary turn) at the tail.
+pub(crate) fn enqueue(tx: &mut Tx<'_>, g: &GoalRow, text: &str, key: &str) -> Result<()> {
+    let (m, created) = tx.insert_message(
+        &g.session_id,
+        MessageSource::Goal,
+        text,
+        Position::Tail,
+        Some(key),
+    )?;
+    if created {
+        tx.emit(
+            &g.session_id,
+            EventKind::MessageAdmitted {
+                message_id: m.id,
+                source: MessageSource::Goal,
+                text: text.to_string(),
+                position: Position::Tail,
+                idempotency_key: Some(key.to_string()),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Queues the next continuation of an active goal: the contract first, short prompts after.
+pub(crate) fn continue_goal(tx: &mut Tx<'_>, g: &mut GoalRow, nudge: Nudge) -> Result<()> {
+    let text = if g.counters.continuations == 0 {
+        prompts::contract(g)
+    } else {
+        prompts::continuation(nudge)
+    };
+    g.counters.continuations += 1;
+    let key = format!(
+        "{CONTINUATION_KEY}{}:{}:{}",
+        g.id, g.revision, g.counters.continuations
+    );
+    tx.set_goal_counters(&g.id, &g.counters)?;
+    enqueue(tx, g, &text, &key)
+}
+
+/// At the start of a turn: remember which goal (and revision) it works for.
+pub(crate) fn on_turn_start(
+    tx: &mut Tx<'_>,
+    core: &SessionCore,
+    turn_id: i64,
+    m: &MessageRow,
+) -> Result<()> {
+    if !core.config.beta.thread_goal {
+        return Ok(());
+    }
+    let Some(g) = current_goal(tx.conn(), &core.id)? else {
+        return Ok(());
+    };
+    let summary = is_summary(m);
+    if g.status == GoalStatus::Active || summary {
+        tx.set_turn_goal(turn_id, &g.id, g.revision, summary)?;
+    }
+    Ok(())
+}
+
+/// Stage 1 of settlement, in the turn's own transaction: the turn's tokens, one main turn and
+/// its active time are added to the goal it worked for.
+pub(crate) fn add_turn_usage(tx: &mut Tx<'_>, turn: &store::TurnRow) -> Result<()> {
+    let tg = turn_goal(tx.conn(), turn.id)?;
+    let Some(goal_id) = tg.goal_id else {
+        return Ok(());
+    };
+    let active_ms = (tx.now() - turn.started_at).max(0) as u64;
+    tx.add_goal_usage(&goal_id, turn.usage.total(), 1, active_ms)
+}
+
+/// Whether the turn's goal budget is used up (model calls of a work turn stop then).
+pub(crate) fn budget_spent(core: &SessionCore, turn_id: i64) -> Result<bool> {
+    core.read(|c| {
+        let tg = turn_goal(c, turn_id)?;
+        if tg.goal_id.is_none() || tg.summary {
+            return Ok(false);
+        }
+        let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
+        else {
+            return Ok(false);
+        };
+        let elapsed = (core.clock.now_ms() - t.started_at).max(0) as u64;
+        Ok(exhausted(&report(&g, t.usage.total(), 0, elapsed)).is_some())
+    })
+}
+
+/// Whether tools are offered in this turn (not in the summary turn).
+pub(crate) fn tools_offered(core: &SessionCore, turn_id: i64) -> Result<bool> {
+    Ok(!core.read(|c| turn_goal(c, turn_id))?.summary)
+}
+
+/// The verification mode (G-16): the setting, else by the route of the model.
+pub(crate) fn mode(core: &SessionCore) -> Mode {
+    match core.config.goal.verification {
+        Some(Verification::None) => Mode::None,
+        Some(Verification::Subagent) => Mode::Subagent,
+        Some(Verification::Evaluator) => Mode::Evaluator,
+        None => match core.provider.route() {
+            RouteKind::OwnKey => Mode::None,
+            RouteKind::Managed => Mode::Subagent,
+        },
+    }
+}
+
+fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Option<TurnFacts>> {
+    core.read(|c| {
+        let Some(t) = store::turns::get(c, turn_id)? else {
+            return Ok(None);
+        };
+        let Some(reason) = t.reason else {
+            return Ok(None);
+        };
+        let error_code: Option<String> = c.query_row(
+            "SELECT error_code FROM turns WHERE id = ?1",
+            [turn_id],
+            |r| r.get(0),
+        )?;
+        let items = store::turns::history(c, &core.id)?;
+        let mut final_reply = String::new();
+        let mut used_tools = false;
+        for (turn, item) in items.iter().filter(|(t, _)| *t == Some(turn_id)) {
+            let _ = turn;
+            match item {
+                HistoryItem::Assistant {
+                    text, tool_calls, ..
+                } => {
+                    final_reply = text.clone();
+                    used_tools |= !tool_calls.is_empty();
+                }
+                HistoryItem::User { .. } | HistoryItem::ToolResult { .. } => {}
+            }
+        }
+        let source = store::messages::get(c, t.message_id)?.map(|m| m.source);
+        let tg = turn_goal(c, turn_id)?;
+        Ok(Some(TurnFacts {
+            reason,
+            error_code,
+            final_reply,
+            used_tools,
+            user_started: source == Some(MessageSource::User),
+            proposal: tg
+                .proposal
+                .as_deref()
+                .and_then(|p| serde_json::from_str::<Proposal>(p).ok()),
+            revision_at_start,
+            pending_questionnaire: store::questionnaires::pending(c, &core.id)?.is_some(),
+        }))
+    })
+}
+
+/// Settles the goal after a finished turn (stages 2–10; stage 1 ran in the turn's
+/// transaction).
+pub(crate) async fn settle(core: &SessionCore, turn_id: i64) -> Result<()> {
+    let tg = core.read(|c| turn_goal(c, turn_id))?;
+    let Some(goal_id) = tg.goal_id else {
+        return Ok(());
+    };
+    let Some(goal) = core
+        .read(|c| current_goal(c, &core.id))?
+        .filter(|g| g.id == goal_id)
+    else {
+        return Ok(());
+    };
+    if tg.summary || goal.status != GoalStatus::Active {
+        // The summary turn only adds usage; a goal stopped during the turn stays stopped.
+        push_snapshot(core);
+        return Ok(());
+    }
+    let Some(facts) = facts(core, turn_id, tg.revision.unwrap_or(goal.revision))? else {
+        return Ok(());
+    };
+    let limits = Limits {
+        repeated_reply_limit: core.config.goal.breaker.repeated_reply_limit,
+        repeated_not_met_limit: core.config.goal.verifier.repeated_not_met_limit,
+    };
+    let mode = mode(core);
+    let mut p = Pipeline::new(goal, facts);
+    // Stages 1–6 decide whether stage 7 needs a verdict; the verifier runs outside any
+    // transaction, its tokens count toward the goal.
+    let mut probe = p.clone();
+    let verdict: Option<Verdict> = {
+        for f in [
+            Pipeline::usage,
+            Pipeline::staleness,
+            Pipeline::anomaly,
+            Pipeline::budget_wrap_up,
+            Pipeline::dependencies,
+            Pipeline::blocked,
+        ] {
+            if f(&mut probe) == super::settlement::Flow::Stop {
+                break;
+            }
+        }
+        if probe.outcome.is_none() && !probe.suspended && probe.wants_verdict(mode) {
+            let claim = probe
+                .proposal
+                .as_ref()
+                .map(|x| x.message.clone())
+                .unwrap_or_default();
+            let (verdict, tokens) = super::verifier::verify(core, &p.goal, &claim, mode).await;
+            core.write(|tx| tx.add_goal_usage(&p.goal.id, tokens, 0, 0))?;
+            p.goal.tokens_used += tokens;
+            Some(verdict)
+        } else {
+            None
+        }
+    };
+    p.run(mode, verdict, limits);
+    // 9 — commit; 10 — continuation.
+    core.write(|tx| {
+        let mut g = p.goal.clone();
+        g.counters = p.counters.clone();
+        if let Some((reason, actor)) = p.outcome {
+            transition(tx, &mut g, reason, actor, "completion")?;
+        }
+        tx.set_goal_counters(&g.id, &g.counters)?;
+        if p.schedule_summary {
+            enqueue(
+                tx,
+                &g,
+                &prompts::continuation_summary(),
+                &format!("{SUMMARY_KEY}{}:{}", g.id, g.revision),
+            )?;
+        }
+        if p.continues() {
+            continue_goal(tx, &mut g, p.next_prompt())?;
+        }
+        if g.status == GoalStatus::Complete {
+            start_next_goal(tx, core)?;
+        }
+        Ok(())
+    })?;
+    push_snapshot(core);
+    Ok(())
+}
+
+/// After a goal completes, the next queued objective becomes the goal (`/goal next`).
+fn start_next_goal(tx: &mut Tx<'_>, core: &SessionCore) -> Result<()> {
+    if let Some(objective) = tx.pop_goal_queue(&core.id)? {
+        let mut g = super::commands::create(
+            tx,
+            core,
+            &objective,
+            None,
+            Default::default(),
+            GoalActor::User,
+        )?;
+        continue_goal(tx, &mut g, Nudge::Plain)?;
+    }
+    Ok(())
+}
+
+/// What to do with a message about to be dequeued (G-23).
+pub(crate) enum Dequeue {
+    Run,
+    Drop(String),
+}
+
+/// The final recheck of a goal continuation before it runs.
+pub(crate) fn recheck(core: &SessionCore, m: &MessageRow) -> Result<Dequeue> {
+    let Some(key) = m
+        .idempotency_key
+        .as_deref()
+        .filter(|k| m.source == MessageSource::Goal && k.starts_with(CONTINUATION_KEY))
+    else {
+        return Ok(Dequeue::Run);
+    };
+    let mut parts = key[CONTINUATION_KEY.len()..].split(':');
+    let (goal_id, revision) = (
+        parts.next().unwrap_or(""),
+        parts.next().and_then(|r| r.parse::<u32>().ok()),
+    );
+    core.write(|tx| {
+        let Some(mut g) = current_goal(tx.conn(), &core.id)? else {
+            return Ok(Dequeue::Drop("the goal was cleared".into()));
+        };
+        if g.id != goal_id || Some(g.revision) != revision {
+            return Ok(Dequeue::Drop("the goal changed since this continuation was queued".into()));
+        }
+        if g.status != GoalStatus::Active {
+            return Ok(Dequeue::Drop(format!("the goal is {}", g.status.as_str())));
+        }
+        let users_waiting: i64 = tx.conn().query_row(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND status = 'queued' AND source = 'user'",
+            [&core.id],
+            |r| r.get(0),
+        )?;
+        if users_waiting > 0 {
+            return Ok(Dequeue::Drop("the user's message goes first".into()));
+        }
+        if let Some(d) = exhausted(&report(&g, 0, 0, 0)) {
+            transition(tx, &mut g, d.reason(), GoalActor::Runtime, "completion")?;
+            if !g.counters.summary_due {
+                g.counters.summary_due = true;
+                tx.set_goal_counters(&g.id, &g.counters)?;
+                enqueue(tx, &g, &prompts::continuation_summary(), &format!("{SUMMARY_KEY}{}:{}", g.id, g.revision))?;
+            }
+            return Ok(Dequeue::Drop(format!("the {} budget is used up", dimension_name(d))));
+        }
+        Ok(Dequeue::Run)
+    })
+}
+
+fn dimension_name(d: Dimension) -> &'static str {
+    match d {
+        Dimension::Tokens => "token",
+        Dimension::MainTurns => "turn",
+        Dimension::ActiveSeconds => "time",
+    }
+}
+
+/// Marks a queued message dropped, with its event.
+pub(crate) fn drop_message(core: &SessionCore, m: &MessageRow, reason: &str) -> Result<()> {
+    core.write(|tx| {
+        tx.set_message_status(m.id, MessageStatus::Dropped)?;
+        tx.emit(
+            &core.id,
+            EventKind::MessageDropped {
+                message_id: m.id,
+                reason: reason.to_string(),
+            },
+        )
+    })?;
+    push_snapshot(core);
+    Ok(())
+}
+
+/// Keeps an active goal moving when the session would otherwise go idle (after a suspended
+/// settlement or a resume). Returns whether a continuation was queued.
+pub(crate) fn ensure_continuation(core: &SessionCore) -> Result<bool> {
+    if !core.config.beta.thread_goal {
+        return Ok(false);
+    }
+    core.write(|tx| {
+        let Some(mut g) = current_goal(tx.conn(), &core.id)? else {
+            return Ok(false);
+        };
+        if g.status != GoalStatus::Active || store::messages::queued_count(tx.conn(), &core.id)? > 0
+        {
+            return Ok(false);
+        }
+        continue_goal(tx, &mut g, Nudge::Plain)?;
+        Ok(true)
+    })
+}
+
+/// The app closed (or crashed) while a goal was active: it stays paused until resumed (G-24).
+pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    if let Some(mut g) = current_goal(tx.conn(), session_id)?
+        && g.status == GoalStatus::Active
+    {
+        transition(
+            tx,
+            &mut g,
+            GoalReason::AppClosed,
+            GoalActor::System,
+            "lifecycle",
+        )?;
+    }
+    Ok(())
+}
+
+/// Usage of the turn so far, for the budget guard.
+pub(crate) fn turn_report(
+    core: &SessionCore,
+    turn_id: i64,
+) -> Result<Option<(GoalRow, waymark_protocol::BudgetReport)>> {
+    core.read(|c| {
+        let tg = turn_goal(c, turn_id)?;
+        if tg.goal_id.is_none() {
+            return Ok(None);
+        }
+        let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
+        else {
+            return Ok(None);
+        };
+        let elapsed = (core.clock.now_ms() - t.started_at).max(0) as u64;
+        let r = report(&g, t.usage.total(), 0, elapsed);
+        Ok(Some((g, r)))
+    })
+}

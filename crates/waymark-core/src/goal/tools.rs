@@ -1,0 +1,304 @@
+//! The model's goal tools (G-11 … G-13): `create_goal`, `get_goal`, `update_goal`.
+
+use super::commands::{BudgetArgs, apply_budgets, check_enabled, create};
+use super::prompts::Nudge;
+use super::runner::continue_goal;
+use super::settlement::{Proposal, ProposedStatus};
+use super::snapshot;
+use crate::error::{Error, Result};
+use crate::session::SessionCore;
+use crate::store::goals::{Budgets, current_goal};
+use crate::store::{self, SessionRow};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use waymark_protocol::config::Config;
+use waymark_protocol::{EventKind, GoalActor, MessageSource, PermissionMode, QuestionnaireKind};
+
+fn core(ctx: &ToolContext) -> std::result::Result<Arc<SessionCore>, ToolError> {
+    ctx.core
+        .clone()
+        .ok_or_else(|| ToolError::Fatal("goal tools need a session".into()))
+}
+
+fn to_tool(e: Error) -> ToolError {
+    match e {
+        Error::Refused(m) => ToolError::Model(m),
+        other => ToolError::Fatal(other.to_string()),
+    }
+}
+
+pub(crate) struct CreateGoal;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateArgs {
+    objective: String,
+    #[serde(default)]
+    criteria: Option<String>,
+    #[serde(default)]
+    token_budget: Option<u64>,
+    #[serde(default)]
+    turn_budget: Option<u64>,
+    #[serde(default)]
+    time_budget_seconds: Option<u64>,
+}
+
+impl Tool for CreateGoal {
+    fn name(&self) -> &'static str {
+        "create_goal"
+    }
+    fn description(&self) -> &'static str {
+        "Propose a persistent goal for this session — only when the user explicitly asked for one. The user must approve it (unless the session runs in auto mode); your turn ends while they decide."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "objective": {"type": "string"}, "criteria": {"type": "string"},
+            "token_budget": {"type": "integer", "minimum": 1}, "turn_budget": {"type": "integer", "minimum": 1},
+            "time_budget_seconds": {"type": "integer", "minimum": 1}
+        }, "required": ["objective"]})
+    }
+    fn is_mutating(&self) -> bool {
+        false
+    }
+    fn offered(&self, _s: &SessionRow, config: &Config) -> bool {
+        config.beta.thread_goal
+    }
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let a: CreateArgs = parse_args(self.name(), args)?;
+            let core = core(ctx)?;
+            check_enabled(&core).map_err(to_tool)?;
+            if a.objective.trim().is_empty() {
+                return Err(ToolError::Model("the objective is empty".into()));
+            }
+            let budgets = Budgets {
+                tokens: a.token_budget,
+                turns: a.turn_budget,
+                time_ms: a.time_budget_seconds.map(|s| s * 1000),
+            };
+            let sid = core.id.clone();
+            let qid = core.ids.new_id("q");
+            let created = core
+                .write(|tx| {
+                    if let Some(g) = current_goal(tx.conn(), &sid)?
+                        && !g.status.is_terminal()
+                    {
+                        return Err(Error::Refused(format!("a goal is already set ({}); the user can replace it with /goal replace", g.status.as_str())));
+                    }
+                    let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+                    if session.permission_mode == PermissionMode::Auto {
+                        let mut g = create(tx, &core, &a.objective, a.criteria.as_deref(), budgets, GoalActor::Model)?;
+                        continue_goal(tx, &mut g, Nudge::Plain)?;
+                        return Ok(true);
+                    }
+                    let payload = json!({
+                        "objective": a.objective, "criteria": a.criteria,
+                        "token_budget": budgets.tokens, "turn_budget": budgets.turns,
+                        "time_budget_seconds": a.time_budget_seconds,
+                    });
+                    tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), QuestionnaireKind::GoalApproval, &payload)?;
+                    tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::GoalApproval, payload })?;
+                    Ok(false)
+                })
+                .map_err(to_tool)?;
+            super::runner::push_snapshot(&core);
+            Ok(ToolOutput {
+                content: if created {
+                    "The goal is set (auto mode: no approval). Its first continuation follows."
+                        .into()
+                } else {
+                    "The goal was proposed to the user; it exists only once they approve. Stop here.".into()
+                },
+                terminate: true,
+            })
+        })
+    }
+}
+
+/// Answers to a goal-approval questionnaire.
+pub(crate) fn on_answer(
+    tx: &mut crate::store::Tx<'_>,
+    core: &SessionCore,
+    q: &crate::store::QuestionnaireRow,
+    answer: &waymark_protocol::Answer,
+) -> Result<()> {
+    use waymark_protocol::Answer;
+    if q.kind != QuestionnaireKind::GoalApproval {
+        return Ok(());
+    }
+    match answer {
+        Answer::Approve { .. } => {
+            let p = &q.payload;
+            let objective = p
+                .get("objective")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let criteria = p.get("criteria").and_then(Value::as_str);
+            let budgets = Budgets {
+                tokens: p.get("token_budget").and_then(Value::as_u64),
+                turns: p.get("turn_budget").and_then(Value::as_u64),
+                time_ms: p
+                    .get("time_budget_seconds")
+                    .and_then(Value::as_u64)
+                    .map(|s| s * 1000),
+            };
+            let mut g = create(tx, core, objective, criteria, budgets, GoalActor::User)?;
+            continue_goal(tx, &mut g, Nudge::Plain)
+        }
+        Answer::AllowOnce
+        | Answer::AllowForSession
+        | Answer::Deny { .. }
+        | Answer::Defer
+        | Answer::Revise { .. }
+        | Answer::Reject
+        | Answer::Withdraw => Ok(()),
+    }
+}
+
+pub(crate) struct GetGoal;
+
+impl Tool for GetGoal {
+    fn name(&self) -> &'static str {
+        "get_goal"
+    }
+    fn description(&self) -> &'static str {
+        "Read the session's goal: objective, criteria, status and the budget report."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn is_mutating(&self) -> bool {
+        false
+    }
+    fn offered(&self, _s: &SessionRow, config: &Config) -> bool {
+        config.beta.thread_goal
+    }
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        _args: Value,
+    ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let core = core(ctx)?;
+            check_enabled(&core).map_err(to_tool)?;
+            let g = core.read(|c| current_goal(c, &core.id)).map_err(to_tool)?;
+            Ok(ToolOutput::text(match g {
+                None => "No goal is set.".to_string(),
+                Some(g) => serde_json::to_string_pretty(&snapshot(&g)).unwrap_or_default(),
+            }))
+        })
+    }
+}
+
+pub(crate) struct UpdateGoal;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateArgs {
+    mode: String,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    token_budget: Option<u64>,
+}
+
+impl Tool for UpdateGoal {
+    fn name(&self) -> &'static str {
+        "update_goal"
+    }
+    fn description(&self) -> &'static str {
+        "mode \"status\": propose that the goal is \"complete\" (with the evidence in `message`) or \"blocked\" (saying what you need); this ends your turn and the runtime decides. mode \"token_budget\": change the token budget, only in a turn the user started."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "mode": {"type": "string", "enum": ["status", "token_budget"]},
+            "status": {"type": "string", "enum": ["complete", "blocked"]},
+            "message": {"type": "string"},
+            "token_budget": {"type": "integer", "minimum": 1}
+        }, "required": ["mode"]})
+    }
+    fn is_mutating(&self) -> bool {
+        false
+    }
+    fn offered(&self, _s: &SessionRow, config: &Config) -> bool {
+        config.beta.thread_goal
+    }
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let a: UpdateArgs = parse_args(self.name(), args)?;
+            let core = core(ctx)?;
+            check_enabled(&core).map_err(to_tool)?;
+            let sid = core.id.clone();
+            let turn_id = ctx.turn_id;
+            match a.mode.as_str() {
+                "status" => {
+                    let status = match a.status.as_deref() {
+                        Some("complete") => ProposedStatus::Complete,
+                        Some("blocked") => ProposedStatus::Blocked,
+                        _ => {
+                            return Err(ToolError::Model(
+                                "mode \"status\" needs status \"complete\" or \"blocked\"".into(),
+                            ));
+                        }
+                    };
+                    let proposal = Proposal {
+                        status,
+                        message: a.message.unwrap_or_default(),
+                    };
+                    let json = serde_json::to_string(&proposal)
+                        .map_err(|e| ToolError::Fatal(e.to_string()))?;
+                    core.write(|tx| {
+                        if current_goal(tx.conn(), &sid)?.is_none() {
+                            return Err(Error::Refused("no goal is set".into()));
+                        }
+                        tx.set_turn_proposal(turn_id, &json)
+                    })
+                    .map_err(to_tool)?;
+                    Ok(ToolOutput {
+                        content: "Proposal recorded; the runtime settles it when this turn ends. Stop here.".into(),
+                        terminate: true,
+                    })
+                }
+                "token_budget" => {
+                    let Some(budget) = a.token_budget else {
+                        return Err(ToolError::Model(
+                            "mode \"token_budget\" needs token_budget".into(),
+                        ));
+                    };
+                    core.write(|tx| {
+                        let t = store::turns::get(tx.conn(), turn_id)?.ok_or_else(|| Error::Corrupt("turn vanished".into()))?;
+                        let source = store::messages::get(tx.conn(), t.message_id)?.map(|m| m.source);
+                        if source != Some(MessageSource::User) {
+                            return Err(Error::Refused("the token budget can only change in a turn the user started, not in a continuation".into()));
+                        }
+                        let Some(mut g) = current_goal(tx.conn(), &sid)? else {
+                            return Err(Error::Refused("no goal is set".into()));
+                        };
+                        apply_budgets(tx, &mut g, &BudgetArgs { tokens: Some(Some(budget)), ..Default::default() }, GoalActor::Model)
+                    })
+                    .map_err(to_tool)?;
+                    super::runner::push_snapshot(&core);
+                    Ok(ToolOutput::text(format!(
+                        "The token budget is now {budget}."
+                    )))
+                }
+                other => Err(ToolError::Model(format!(
+                    "unknown mode `{other}`; use \"status\" or \"token_budget\""
+                ))),
+            }
+        })
+    }
+}
