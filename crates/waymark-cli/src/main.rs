@@ -33,6 +33,22 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum GoalCommand {
+    /// The goal, its status, reason, actor and budget report.
+    Show {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The goal events of the session's log, one JSON object per line.
+    Events {
+        #[arg(long)]
+        session: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum PlanCommand {
     /// Print the current plan file.
     Show {
@@ -82,6 +98,9 @@ enum Command {
         /// The prompt enters plan mode: investigate and write a plan for approval first.
         #[arg(long)]
         plan: bool,
+        /// How goal completion claims are checked (overrides the settings).
+        #[arg(long, value_parser = ["none", "subagent", "evaluator"])]
+        verification: Option<String>,
         /// The message; without it, queued or parked work resumes.
         prompt: Option<String>,
     },
@@ -89,6 +108,11 @@ enum Command {
     Plan {
         #[command(subcommand)]
         command: PlanCommand,
+    },
+    /// Thread goals: the current goal and its event timeline.
+    Goal {
+        #[command(subcommand)]
+        command: GoalCommand,
     },
     /// Answer a questionnaire, then run the session on.
     Answer {
@@ -187,7 +211,18 @@ fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let config = load_config(cli.config)?;
+    let mut config = load_config(cli.config)?;
+    if let Command::Exec {
+        verification: Some(v),
+        ..
+    } = &cli.command
+    {
+        config.goal.verification = Some(match v.as_str() {
+            "none" => waymark_protocol::config::Verification::None,
+            "subagent" => waymark_protocol::config::Verification::Subagent,
+            _ => waymark_protocol::config::Verification::Evaluator,
+        });
+    }
     let data_dir = cli.data_dir.unwrap_or_else(paths::default_data_dir);
     let mut opts = RuntimeOptions::new(data_dir, config);
     if let Ok(exe) = std::env::current_exe() {
@@ -203,6 +238,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             plan,
             prompt,
+            verification: _,
         } => {
             if plan && prompt.is_none() {
                 anyhow::bail!("--plan needs a prompt: the message that starts the plan");
@@ -318,6 +354,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plan { command } => plan_command(&runtime, command),
+        Command::Goal { command } => goal_command(&runtime, command),
         Command::Events { session, after } => {
             let mut after = after;
             loop {
@@ -331,6 +368,62 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        GoalCommand::Show { session, json } => {
+            let goal = runtime.goal(&session)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&goal)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let Some(g) = goal else {
+                println!("no goal is set");
+                return Ok(ExitCode::SUCCESS);
+            };
+            println!("goal      {}", g.objective);
+            if let Some(c) = &g.criteria {
+                println!("criteria  {c}");
+            }
+            println!(
+                "status    {} ({}, by {})",
+                g.status.as_str(),
+                g.reason.as_str(),
+                g.actor.as_str()
+            );
+            for (name, l) in [
+                ("tokens", g.budget.tokens),
+                ("turns", g.budget.main_turns),
+                ("seconds", g.budget.active_seconds),
+            ] {
+                match l.limit {
+                    Some(limit) => println!(
+                        "{name:<9} {} / {limit} used, {} left{}",
+                        l.used,
+                        l.remaining.unwrap_or(0),
+                        if l.reached { " (reached)" } else { "" }
+                    ),
+                    None => println!("{name:<9} {} used, no limit", l.used),
+                }
+            }
+        }
+        GoalCommand::Events { session } => {
+            let mut after = 0;
+            loop {
+                let batch = runtime.events(&session, after, 1000)?;
+                let Some(last) = batch.last() else { break };
+                after = last.seq;
+                for e in batch
+                    .iter()
+                    .filter(|e| e.kind.type_name().starts_with("goal."))
+                {
+                    println!("{}", serde_json::to_string(e)?);
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn parse_version(v: &str) -> anyhow::Result<u32> {

@@ -338,8 +338,16 @@ impl Runtime {
     }
 }
 
-/// Plan views for front ends (read-only; no lease needed).
+/// Goal and plan views for front ends (read-only; no lease needed).
 impl Runtime {
+    /// The session's current goal as front ends show it.
+    pub fn goal(&self, id: &str) -> Result<Option<waymark_protocol::GoalSnapshot>> {
+        self.store.read(|c| {
+            store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            Ok(store::goals::current_goal(c, id)?.map(|g| crate::goal::snapshot(&g)))
+        })
+    }
+
     /// The plan file of a session and its current content (`None` if there is no file).
     pub fn plan_file(&self, id: &str) -> Result<(PathBuf, Option<String>)> {
         self.store

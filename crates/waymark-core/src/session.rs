@@ -225,10 +225,11 @@ impl Actor {
                 op = ops.recv() => {
                     let Some((op, reply)) = op else { break };
                     if matches!(op, Op::Shutdown) {
-                        self.stop_running().await;
-                        // Closing pauses an active goal until the user resumes it (G-24).
+                        // Closing pauses an active goal until the user resumes it (G-24);
+                        // first, so the stopped turn's settlement does not call it a Stop.
                         let sid = self.core.id.clone();
                         let _ = self.core.write(|tx| crate::goal::runner::pause_for_close(tx, &sid));
+                        self.stop_running().await;
                         let r = self.release();
                         let _ = reply.send(r.map(|_| OpOutcome::Done));
                         return;

@@ -1,3 +1,4 @@
+mod goal;
 mod harness;
 mod mock_server;
 mod plan;
