@@ -15,7 +15,7 @@ use waymark_protocol::{
 };
 
 const CONTINUATION_KEY: &str = "goal-cont:";
-const SUMMARY_KEY: &str = "goal-summary:";
+pub(crate) const SUMMARY_KEY: &str = "goal-summary:";
 
 /// Whether a message is the summary turn after a budget stop.
 pub(crate) fn is_summary(m: &MessageRow) -> bool {
@@ -271,25 +271,9 @@ pub(crate) async fn settle(core: &SessionCore, turn_id: i64) -> Result<()> {
         }
     };
     p.run(mode, verdict, limits);
-    // 9 — commit; 10 — continuation.
     core.write(|tx| {
-        let mut g = p.goal.clone();
-        g.counters = p.counters.clone();
-        if let Some((reason, actor)) = p.outcome {
-            transition(tx, &mut g, reason, actor, "completion")?;
-        }
-        tx.set_goal_counters(&g.id, &g.counters)?;
-        if p.schedule_summary {
-            enqueue(
-                tx,
-                &g,
-                &prompts::continuation_summary(),
-                &format!("{SUMMARY_KEY}{}:{}", g.id, g.revision),
-            )?;
-        }
-        if p.continues() {
-            continue_goal(tx, &mut g, p.next_prompt())?;
-        }
+        let mut g = super::settlement::commit(tx, &p)?;
+        super::settlement::continuation(tx, &mut g, &p)?;
         if g.status == GoalStatus::Complete {
             start_next_goal(tx, core)?;
         }

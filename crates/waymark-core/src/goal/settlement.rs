@@ -332,6 +332,31 @@ impl Pipeline {
     }
 }
 
+/// 9 — commit: the status change (with its `goal.update` event) and the counters, in the
+/// caller's transaction.
+pub(crate) fn commit(tx: &mut crate::store::Tx<'_>, p: &Pipeline) -> crate::error::Result<GoalRow> {
+    let mut g = p.goal.clone();
+    g.counters = p.counters.clone();
+    if let Some((reason, actor)) = p.outcome {
+        super::runner::transition(tx, &mut g, reason, actor, "completion")?;
+    }
+    tx.set_goal_counters(&g.id, &g.counters)?;
+    Ok(g)
+}
+
+/// 10 — continuation: the summary turn after a budget stop, or the next continuation while
+/// the goal is still active.
+pub(crate) fn continuation(tx: &mut crate::store::Tx<'_>, g: &mut GoalRow, p: &Pipeline) -> crate::error::Result<()> {
+    if p.schedule_summary {
+        let key = format!("{}{}:{}", super::runner::SUMMARY_KEY, g.id, g.revision);
+        super::runner::enqueue(tx, g, &super::prompts::continuation_summary(), &key)?;
+    }
+    if p.continues() {
+        super::runner::continue_goal(tx, g, p.next_prompt())?;
+    }
+    Ok(())
+}
+
 /// Reads the verdict line of a verifier reply.
 pub fn parse_verdict(reply: &str) -> Verdict {
     let Some(last) = reply.lines().rev().map(str::trim).find(|l| !l.is_empty()) else {
@@ -664,6 +689,54 @@ mod tests {
         let mut p = Pipeline::new(g, facts());
         p.run(Mode::None, None, LIMITS);
         assert_eq!(p.next_prompt(), Nudge::Audit);
+    }
+
+    #[test]
+    fn stages_9_and_10_commit_and_continue() {
+        use crate::store::Store;
+        use crate::store::goals::{Budgets, current_goal};
+        let store = Store::open_in_memory().unwrap();
+        store
+            .write(1, |tx| {
+                tx.create_session("s", "/ws", None, waymark_protocol::PermissionMode::Auto)?;
+                tx.create_goal("g", "s", "o", None, Budgets { tokens: Some(10), ..Budgets::default() }, GoalActor::User)
+            })
+            .unwrap();
+        let g = store.read(|c| current_goal(c, "s")).unwrap().unwrap();
+        // Still active: counters written, the first continuation carries the contract.
+        let mut p = Pipeline::new(g.clone(), facts());
+        p.run(Mode::None, None, LIMITS);
+        let (_, events) = store
+            .write(2, |tx| {
+                let mut g = commit(tx, &p)?;
+                continuation(tx, &mut g, &p)
+            })
+            .unwrap();
+        let admitted: Vec<String> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                waymark_protocol::EventKind::MessageAdmitted { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(admitted.len(), 1);
+        assert!(admitted[0].contains("A goal is set for this session"));
+        // Over budget: status written with its event, and the summary turn queued instead.
+        let mut over = store.read(|c| current_goal(c, "s")).unwrap().unwrap();
+        over.tokens_used = 50;
+        let mut p = Pipeline::new(over, facts());
+        p.run(Mode::None, None, LIMITS);
+        let (_, events) = store
+            .write(3, |tx| {
+                let mut g = commit(tx, &p)?;
+                continuation(tx, &mut g, &p)
+            })
+            .unwrap();
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.type_name()).collect();
+        assert_eq!(kinds, ["goal.update", "message.admitted"]);
+        let g = store.read(|c| current_goal(c, "s")).unwrap().unwrap();
+        assert_eq!((g.status, g.reason), (GoalStatus::BudgetLimited, GoalReason::Tokens));
+        assert!(g.counters.summary_due);
     }
 
     #[test]

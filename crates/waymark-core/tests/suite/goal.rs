@@ -553,3 +553,95 @@ async fn g_5_the_flag_turns_goals_off_and_keeps_existing_ones() {
     s.shutdown().await.unwrap();
     let _ = Position::Tail;
 }
+
+#[tokio::test]
+async fn g_1_one_current_goal_and_g_9_lifecycle_commands() {
+    let h = Harness::new(config(Verification::None));
+    let model = h.script(json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}));
+    let s = h
+        .runtime
+        .create_session(waymark_core::SessionSpec { workspace: Some(h.ws.clone()), model: Some(model), permission_mode: Some(PermissionMode::Auto), hold: true })
+        .unwrap();
+    let out = |o| match o {
+        waymark_core::session::OpOutcome::Command { output } => output,
+        other => panic!("{other:?}"),
+    };
+    assert!(out(s.submit(user("/goal")).await.unwrap()).contains("No goal is set"));
+    out(s.submit(user("/goal first objective budget=50K")).await.unwrap());
+    let e = s.submit(user("/goal second objective")).await.unwrap_err();
+    assert!(e.to_string().contains("/goal replace"), "{e}");
+    out(s.submit(user("/goal pause")).await.unwrap());
+    assert_eq!(status(&goal(&h, &s)), (GoalStatus::Paused, GoalReason::UserRequested));
+    out(s.submit(user("/goal resume")).await.unwrap());
+    assert_eq!(status(&goal(&h, &s)), (GoalStatus::Active, GoalReason::Resumed));
+    out(s.submit(user("/goal edit first objective, better")).await.unwrap());
+    let g = goal(&h, &s);
+    assert_eq!((g.objective.as_str(), g.reason, g.revision), ("first objective, better", GoalReason::Edited, 2));
+    out(s.submit(user("/goal budget=clear")).await.unwrap());
+    assert_eq!(goal(&h, &s).budget.tokens.limit, None);
+    assert!(s.submit(user("/goal budget=lots")).await.unwrap_err().to_string().contains("50K or 1.5M"));
+    out(s.submit(user("/goal replace something else")).await.unwrap());
+    assert_eq!(goal(&h, &s).objective, "something else");
+    out(s.submit(user("/goal clear")).await.unwrap());
+    assert!(h.runtime.goal(s.id()).unwrap().is_none());
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_4_goal_events_are_logged_and_snapshots_pushed() {
+    let h = Harness::new(config(Verification::None));
+    let s = h.session(json!({"responses": [claim("done")]}), PermissionMode::Auto);
+    let ev = run(&s, user("/goal log me")).await;
+    assert!(ev.iter().any(|e| matches!(e.kind, EventKind::GoalUpdated { .. })), "snapshots reach front ends");
+    s.submit(user("/goal clear")).await.unwrap();
+    let log = h.runtime.events(s.id(), 0, 1000).unwrap();
+    let kinds: Vec<&str> = log.iter().map(|e| e.kind.type_name()).filter(|t| t.starts_with("goal.")).collect();
+    assert_eq!(kinds, ["goal.create", "goal.update", "goal.clear"]);
+    let update = log.iter().find_map(|e| match &e.kind {
+        EventKind::GoalUpdate { kind, status, reason, .. } => Some((kind.clone(), *status, *reason)),
+        _ => None,
+    });
+    assert_eq!(update, Some(("completion".into(), GoalStatus::Complete, GoalReason::WorkerProposal)));
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_12_get_goal_reports_status_and_budget() {
+    let h = Harness::new(config(Verification::None));
+    let (s, ev) = set_goal(&h, json!({"responses": [{"tool_calls": [{"name": "get_goal", "arguments": {}}]}, claim("done")]}), Verification::None, "/goal read me turns=9").await;
+    let r = results(&ev);
+    let v: Value = serde_json::from_str(&r[0].2).unwrap();
+    assert_eq!(v["objective"], "read me");
+    assert_eq!(v["status"], "active");
+    assert_eq!(v["budget"]["main_turns"]["limit"], 9);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_16_verification_follows_the_route_unless_configured() {
+    // Managed route (the scripted model): the subagent checks the claim.
+    let (h, rec) = Harness::recording(Config::default(), json!({"responses": [claim("done")], "verifier": [{"text": "VERDICT: PASS"}]}));
+    let s = h.recorded_session(PermissionMode::Auto);
+    run(&s, user("/goal x")).await;
+    assert_eq!(status(&goal(&h, &s)), (GoalStatus::Complete, GoalReason::VerifierMet));
+    s.shutdown().await.unwrap();
+    drop(rec);
+    // The user's own key: no verification, so the bill is not doubled.
+    let (h, rec) = Harness::recording(Config::default(), json!({"responses": [claim("done")]}));
+    *rec.route.lock().unwrap() = waymark_protocol::RouteKind::OwnKey;
+    let s = h.recorded_session(PermissionMode::Auto);
+    run(&s, user("/goal x")).await;
+    assert_eq!(status(&goal(&h, &s)), (GoalStatus::Complete, GoalReason::WorkerProposal));
+    assert!(rec.requests.lock().unwrap().iter().all(|r| r.purpose == waymark_core::provider::CallPurpose::Main));
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_6_verifier_tokens_count_toward_the_goal() {
+    let h = Harness::new(config(Verification::Evaluator));
+    let script = json!({"responses": [{"text": "c", "usage": {"input_tokens": 100, "output_tokens": 10}, "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete"}}]}],
+        "verifier": [{"text": "VERDICT: PASS", "usage": {"input_tokens": 1000, "output_tokens": 5}}]});
+    let (s, _) = set_goal(&h, script, Verification::Evaluator, "/goal count").await;
+    assert_eq!(goal(&h, &s).budget.tokens.used, 110 + 1005);
+    s.shutdown().await.unwrap();
+}

@@ -180,6 +180,7 @@ pub fn types(events: &[Event]) -> Vec<&'static str> {
 pub struct Recording {
     pub inner: ScriptedProvider,
     pub requests: Mutex<Vec<ModelRequest>>,
+    pub route: Mutex<RouteKind>,
 }
 
 impl Recording {
@@ -188,6 +189,7 @@ impl Recording {
         Arc::new(Recording {
             inner: ScriptedProvider::new("scripted:recording", script, ws, None),
             requests: Mutex::new(Vec::new()),
+            route: Mutex::new(RouteKind::Managed),
         })
     }
 }
@@ -197,7 +199,7 @@ impl ModelProvider for Recording {
         self.inner.describe()
     }
     fn route(&self) -> RouteKind {
-        RouteKind::Managed
+        *self.route.lock().unwrap()
     }
     fn context_tokens(&self) -> u64 {
         self.inner.context_tokens()
