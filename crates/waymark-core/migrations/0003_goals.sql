@@ -47,3 +47,6 @@ ALTER TABLE turns ADD COLUMN goal_id TEXT REFERENCES goals(id);
 ALTER TABLE turns ADD COLUMN goal_revision INTEGER;
 ALTER TABLE turns ADD COLUMN goal_proposal TEXT;
 ALTER TABLE turns ADD COLUMN goal_summary INTEGER NOT NULL DEFAULT 0;
+
+-- Tail insertion looks up the session's highest queue position; goals queue a message per turn.
+CREATE INDEX messages_position ON messages (session_id, queue_pos);

@@ -133,12 +133,16 @@ pub(crate) fn add_turn_usage(tx: &mut Tx<'_>, turn: &store::TurnRow) -> Result<(
     tx.add_goal_usage(&goal_id, turn.usage.total(), 1, active_ms)
 }
 
-/// Whether the turn's goal budget is used up (model calls of a work turn stop then).
+/// Whether a goal turn must make no further model call: its budget is used up, or it is
+/// the summary turn, which is exactly one call.
 pub(crate) fn budget_spent(core: &SessionCore, turn_id: i64) -> Result<bool> {
     core.read(|c| {
         let tg = turn_goal(c, turn_id)?;
-        if tg.goal_id.is_none() || tg.summary {
+        if tg.goal_id.is_none() {
             return Ok(false);
+        }
+        if tg.summary {
+            return Ok(true);
         }
         let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
         else {

@@ -334,7 +334,7 @@ impl Pipeline {
 
 /// 9 — commit: the status change (with its `goal.update` event) and the counters, in the
 /// caller's transaction.
-pub(crate) fn commit(tx: &mut crate::store::Tx<'_>, p: &Pipeline) -> crate::error::Result<GoalRow> {
+pub fn commit(tx: &mut crate::store::Tx<'_>, p: &Pipeline) -> crate::error::Result<GoalRow> {
     let mut g = p.goal.clone();
     g.counters = p.counters.clone();
     if let Some((reason, actor)) = p.outcome {
@@ -346,7 +346,11 @@ pub(crate) fn commit(tx: &mut crate::store::Tx<'_>, p: &Pipeline) -> crate::erro
 
 /// 10 — continuation: the summary turn after a budget stop, or the next continuation while
 /// the goal is still active.
-pub(crate) fn continuation(tx: &mut crate::store::Tx<'_>, g: &mut GoalRow, p: &Pipeline) -> crate::error::Result<()> {
+pub fn continuation(
+    tx: &mut crate::store::Tx<'_>,
+    g: &mut GoalRow,
+    p: &Pipeline,
+) -> crate::error::Result<()> {
     if p.schedule_summary {
         let key = format!("{}{}:{}", super::runner::SUMMARY_KEY, g.id, g.revision);
         super::runner::enqueue(tx, g, &super::prompts::continuation_summary(), &key)?;
@@ -699,7 +703,17 @@ mod tests {
         store
             .write(1, |tx| {
                 tx.create_session("s", "/ws", None, waymark_protocol::PermissionMode::Auto)?;
-                tx.create_goal("g", "s", "o", None, Budgets { tokens: Some(10), ..Budgets::default() }, GoalActor::User)
+                tx.create_goal(
+                    "g",
+                    "s",
+                    "o",
+                    None,
+                    Budgets {
+                        tokens: Some(10),
+                        ..Budgets::default()
+                    },
+                    GoalActor::User,
+                )
             })
             .unwrap();
         let g = store.read(|c| current_goal(c, "s")).unwrap().unwrap();
@@ -735,7 +749,10 @@ mod tests {
         let kinds: Vec<&str> = events.iter().map(|e| e.kind.type_name()).collect();
         assert_eq!(kinds, ["goal.update", "message.admitted"]);
         let g = store.read(|c| current_goal(c, "s")).unwrap().unwrap();
-        assert_eq!((g.status, g.reason), (GoalStatus::BudgetLimited, GoalReason::Tokens));
+        assert_eq!(
+            (g.status, g.reason),
+            (GoalStatus::BudgetLimited, GoalReason::Tokens)
+        );
         assert!(g.counters.summary_due);
     }
 

@@ -560,27 +560,56 @@ async fn g_1_one_current_goal_and_g_9_lifecycle_commands() {
     let model = h.script(json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}));
     let s = h
         .runtime
-        .create_session(waymark_core::SessionSpec { workspace: Some(h.ws.clone()), model: Some(model), permission_mode: Some(PermissionMode::Auto), hold: true })
+        .create_session(waymark_core::SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(model),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: true,
+        })
         .unwrap();
     let out = |o| match o {
         waymark_core::session::OpOutcome::Command { output } => output,
         other => panic!("{other:?}"),
     };
     assert!(out(s.submit(user("/goal")).await.unwrap()).contains("No goal is set"));
-    out(s.submit(user("/goal first objective budget=50K")).await.unwrap());
+    out(s
+        .submit(user("/goal first objective budget=50K"))
+        .await
+        .unwrap());
     let e = s.submit(user("/goal second objective")).await.unwrap_err();
     assert!(e.to_string().contains("/goal replace"), "{e}");
     out(s.submit(user("/goal pause")).await.unwrap());
-    assert_eq!(status(&goal(&h, &s)), (GoalStatus::Paused, GoalReason::UserRequested));
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::Paused, GoalReason::UserRequested)
+    );
     out(s.submit(user("/goal resume")).await.unwrap());
-    assert_eq!(status(&goal(&h, &s)), (GoalStatus::Active, GoalReason::Resumed));
-    out(s.submit(user("/goal edit first objective, better")).await.unwrap());
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::Active, GoalReason::Resumed)
+    );
+    out(s
+        .submit(user("/goal edit first objective, better"))
+        .await
+        .unwrap());
     let g = goal(&h, &s);
-    assert_eq!((g.objective.as_str(), g.reason, g.revision), ("first objective, better", GoalReason::Edited, 2));
+    assert_eq!(
+        (g.objective.as_str(), g.reason, g.revision),
+        ("first objective, better", GoalReason::Edited, 2)
+    );
     out(s.submit(user("/goal budget=clear")).await.unwrap());
     assert_eq!(goal(&h, &s).budget.tokens.limit, None);
-    assert!(s.submit(user("/goal budget=lots")).await.unwrap_err().to_string().contains("50K or 1.5M"));
-    out(s.submit(user("/goal replace something else")).await.unwrap());
+    assert!(
+        s.submit(user("/goal budget=lots"))
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("50K or 1.5M")
+    );
+    out(s
+        .submit(user("/goal replace something else"))
+        .await
+        .unwrap());
     assert_eq!(goal(&h, &s).objective, "something else");
     out(s.submit(user("/goal clear")).await.unwrap());
     assert!(h.runtime.goal(s.id()).unwrap().is_none());
@@ -592,16 +621,36 @@ async fn g_4_goal_events_are_logged_and_snapshots_pushed() {
     let h = Harness::new(config(Verification::None));
     let s = h.session(json!({"responses": [claim("done")]}), PermissionMode::Auto);
     let ev = run(&s, user("/goal log me")).await;
-    assert!(ev.iter().any(|e| matches!(e.kind, EventKind::GoalUpdated { .. })), "snapshots reach front ends");
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e.kind, EventKind::GoalUpdated { .. })),
+        "snapshots reach front ends"
+    );
     s.submit(user("/goal clear")).await.unwrap();
     let log = h.runtime.events(s.id(), 0, 1000).unwrap();
-    let kinds: Vec<&str> = log.iter().map(|e| e.kind.type_name()).filter(|t| t.starts_with("goal.")).collect();
+    let kinds: Vec<&str> = log
+        .iter()
+        .map(|e| e.kind.type_name())
+        .filter(|t| t.starts_with("goal."))
+        .collect();
     assert_eq!(kinds, ["goal.create", "goal.update", "goal.clear"]);
     let update = log.iter().find_map(|e| match &e.kind {
-        EventKind::GoalUpdate { kind, status, reason, .. } => Some((kind.clone(), *status, *reason)),
+        EventKind::GoalUpdate {
+            kind,
+            status,
+            reason,
+            ..
+        } => Some((kind.clone(), *status, *reason)),
         _ => None,
     });
-    assert_eq!(update, Some(("completion".into(), GoalStatus::Complete, GoalReason::WorkerProposal)));
+    assert_eq!(
+        update,
+        Some((
+            "completion".into(),
+            GoalStatus::Complete,
+            GoalReason::WorkerProposal
+        ))
+    );
     s.shutdown().await.unwrap();
 }
 
@@ -620,10 +669,16 @@ async fn g_12_get_goal_reports_status_and_budget() {
 #[tokio::test]
 async fn g_16_verification_follows_the_route_unless_configured() {
     // Managed route (the scripted model): the subagent checks the claim.
-    let (h, rec) = Harness::recording(Config::default(), json!({"responses": [claim("done")], "verifier": [{"text": "VERDICT: PASS"}]}));
+    let (h, rec) = Harness::recording(
+        Config::default(),
+        json!({"responses": [claim("done")], "verifier": [{"text": "VERDICT: PASS"}]}),
+    );
     let s = h.recorded_session(PermissionMode::Auto);
     run(&s, user("/goal x")).await;
-    assert_eq!(status(&goal(&h, &s)), (GoalStatus::Complete, GoalReason::VerifierMet));
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::Complete, GoalReason::VerifierMet)
+    );
     s.shutdown().await.unwrap();
     drop(rec);
     // The user's own key: no verification, so the bill is not doubled.
@@ -631,8 +686,17 @@ async fn g_16_verification_follows_the_route_unless_configured() {
     *rec.route.lock().unwrap() = waymark_protocol::RouteKind::OwnKey;
     let s = h.recorded_session(PermissionMode::Auto);
     run(&s, user("/goal x")).await;
-    assert_eq!(status(&goal(&h, &s)), (GoalStatus::Complete, GoalReason::WorkerProposal));
-    assert!(rec.requests.lock().unwrap().iter().all(|r| r.purpose == waymark_core::provider::CallPurpose::Main));
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::Complete, GoalReason::WorkerProposal)
+    );
+    assert!(
+        rec.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|r| r.purpose == waymark_core::provider::CallPurpose::Main)
+    );
     s.shutdown().await.unwrap();
 }
 
@@ -644,4 +708,76 @@ async fn g_6_verifier_tokens_count_toward_the_goal() {
     let (s, _) = set_goal(&h, script, Verification::Evaluator, "/goal count").await;
     assert_eq!(goal(&h, &s).budget.tokens.used, 110 + 1005);
     s.shutdown().await.unwrap();
+}
+
+mod budget_precision {
+    use super::super::harness::{Harness, run, user};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use waymark_protocol::config::{Config, Verification};
+    use waymark_protocol::{EventKind, GoalStatus, PermissionMode, ToolStatus};
+
+    fn response(input: u64, output: u64, tools: usize) -> Value {
+        let calls: Vec<Value> = (0..tools)
+            .map(|_| json!({"name": "list_dir", "arguments": {"path": "."}}))
+            .collect();
+        json!({"text": "step", "usage": {"input_tokens": input, "output_tokens": output}, "tool_calls": calls})
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(100))]
+
+        /// G-22 / acceptance: work-turn token usage never passes the budget by more than one
+        /// model call, no tool runs once the budget is used up, and exactly one summary turn
+        /// (without tools) follows the stop.
+        #[test]
+        fn g_22_budget_precision(
+            budget in 500u64..20_000,
+            calls in proptest::collection::vec((50u64..3_000, 1u64..500, 0usize..4), 1..25),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let mut c = Config::default();
+                c.goal.verification = Some(Verification::None);
+                c.goal.breaker.repeated_reply_limit = 100;
+                let h = Harness::new(c);
+                let mut responses: Vec<Value> = calls.iter().map(|(i, o, t)| response(*i, *o, *t)).collect();
+                // Then the model keeps working with tools until stopped.
+                responses.push(response(100, 10, 1));
+                let s = h.session(json!({"responses": responses, "when_exhausted": "repeat_last"}), PermissionMode::Auto);
+                let ev = run(&s, user(&format!("/goal keep going budget={budget}"))).await;
+                let g = h.runtime.goal(s.id()).unwrap().unwrap();
+                prop_assert_eq!(g.status, GoalStatus::BudgetLimited);
+                let mut used = 0u64;
+                let mut max_call = 0u64;
+                let mut exhausted = false;
+                let mut summary_ids = std::collections::HashSet::new();
+                let mut summary_calls = 0;
+                let mut in_summary = false;
+                for e in &ev {
+                    match &e.kind {
+                        EventKind::MessageAdmitted { message_id, text, .. } if text.contains("budget is used up") => {
+                            summary_ids.insert(*message_id);
+                        }
+                        EventKind::TurnStarted { message_id, .. } => in_summary = summary_ids.contains(message_id),
+                        EventKind::AssistantMessage { usage, .. } if in_summary => summary_calls += 1,
+                        EventKind::AssistantMessage { usage, .. } => {
+                            prop_assert!(!exhausted, "a work call was made after the budget was used up");
+                            used += usage.total();
+                            max_call = max_call.max(usage.total());
+                            exhausted = used >= budget;
+                        }
+                        EventKind::ToolResult { status, name, .. } if exhausted => {
+                            prop_assert_ne!(*status, ToolStatus::Ok, "{} ran after the budget was used up", name);
+                        }
+                        _ => {}
+                    }
+                }
+                prop_assert_eq!(summary_calls, 1, "exactly one summary call");
+                prop_assert!(used <= budget + max_call, "work usage {} > budget {} + one call {}", used, budget, max_call);
+                s.shutdown().await.unwrap();
+                Ok(())
+            })?;
+        }
+    }
 }
