@@ -1,4 +1,5 @@
 mod cli;
 mod crash;
+mod goal;
 mod plan;
 mod support;

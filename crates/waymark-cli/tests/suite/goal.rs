@@ -1,0 +1,293 @@
+//! Goal scenarios through the CLI with the scripted model, each asserting the final status
+//! and reason (`waymark goal show --json`).
+
+use super::support::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+fn claim(msg: &str) -> Value {
+    json!({"text": format!("claim {msg}"), "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": msg}}]})
+}
+
+fn step(i: u32) -> Value {
+    json!({"text": format!("step {i}"), "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]})
+}
+
+fn final_goal(env: &Env, sid: &str) -> (String, String) {
+    let out = env.run(&["goal", "show", "--session", sid, "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["status"].as_str().unwrap().to_string(),
+        v["reason"].as_str().unwrap().to_string(),
+    )
+}
+
+struct Case {
+    name: &'static str,
+    settings: Value,
+    script: Value,
+    prompt: &'static str,
+    expect: (&'static str, &'static str),
+}
+
+#[test]
+fn goal_scenarios_reach_the_expected_status_and_reason() {
+    let none = json!({"goal": {"verification": "none"}});
+    let sub = json!({"goal": {"verification": "subagent"}});
+    let cases = vec![
+        Case {
+            name: "worker proposal",
+            settings: none.clone(),
+            script: json!({"responses": [step(1), claim("done")]}),
+            prompt: "/goal do it",
+            expect: ("complete", "worker_proposal"),
+        },
+        Case {
+            name: "verifier met",
+            settings: sub.clone(),
+            script: json!({"responses": [claim("done")], "verifier": [{"text": "VERDICT: PASS"}]}),
+            prompt: "/goal do it",
+            expect: ("complete", "verifier_met"),
+        },
+        Case {
+            name: "fail then pass",
+            settings: sub.clone(),
+            script: json!({"responses": [claim("one"), step(2), claim("two")], "verifier": [{"text": "- missing docs\nVERDICT: FAIL"}, {"text": "VERDICT: PASS"}]}),
+            prompt: "/goal do it",
+            expect: ("complete", "verifier_met"),
+        },
+        Case {
+            name: "same gaps five times",
+            settings: json!({"goal": {"verification": "subagent", "breaker": {"repeated_reply_limit": 50}}}),
+            script: json!({"responses": [claim("x")], "verifier": [{"text": "- gap\nVERDICT: FAIL"}], "when_exhausted": "repeat_last"}),
+            prompt: "/goal do it",
+            expect: ("paused", "no_progress"),
+        },
+        Case {
+            name: "partial",
+            settings: sub.clone(),
+            script: json!({"responses": [claim("x")], "verifier": [{"text": "VERDICT: PARTIAL"}]}),
+            prompt: "/goal do it",
+            expect: ("paused", "verifier_partial"),
+        },
+        Case {
+            name: "malformed verdict",
+            settings: sub.clone(),
+            script: json!({"responses": [claim("x")], "verifier": [{"text": "seems fine"}]}),
+            prompt: "/goal do it",
+            expect: ("paused", "verifier_error"),
+        },
+        Case {
+            name: "token budget",
+            settings: none.clone(),
+            script: json!({"responses": [{"text": "big", "usage": {"input_tokens": 5000, "output_tokens": 100}, "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}, {"text": "summary"}]}),
+            prompt: "/goal do it budget=1K",
+            expect: ("budget_limited", "tokens"),
+        },
+        Case {
+            name: "turn budget",
+            settings: none.clone(),
+            script: json!({"responses": [{"text": "a"}, {"text": "b"}, {"text": "summary"}]}),
+            prompt: "/goal do it turns=2",
+            expect: ("budget_limited", "main_turns"),
+        },
+        Case {
+            name: "time budget",
+            settings: none.clone(),
+            script: json!({"responses": [{"text": "slow", "delay_ms": 1500}, {"text": "summary"}]}),
+            prompt: "/goal do it time=1s",
+            expect: ("budget_limited", "active_seconds"),
+        },
+        Case {
+            name: "identical replies",
+            settings: none.clone(),
+            script: json!({"responses": [step(1), {"text": "same"}], "when_exhausted": "repeat_last"}),
+            prompt: "/goal do it",
+            expect: ("paused", "no_progress"),
+        },
+        Case {
+            name: "repetition after a claim",
+            settings: json!({"goal": {"verification": "subagent", "verifier": {"repeated_not_met_limit": 50}}}),
+            script: json!({"responses": [claim("x"), {"text": "it is done"}], "verifier": [{"text": "- no\nVERDICT: FAIL"}], "when_exhausted": "repeat_last"}),
+            prompt: "/goal do it",
+            expect: ("paused", "no_progress_after_completion_claim"),
+        },
+        Case {
+            name: "rate limited",
+            settings: none.clone(),
+            script: json!({"responses": [{"error": "rate_limited"}]}),
+            prompt: "/goal do it",
+            expect: ("usage_limited", "rate_limited"),
+        },
+        Case {
+            name: "step capped then continues",
+            settings: json!({"goal": {"verification": "none"}, "turn": {"max_steps": 1}}),
+            script: json!({"responses": [step(1), claim("done")]}),
+            prompt: "/goal do it",
+            expect: ("complete", "worker_proposal"),
+        },
+    ];
+    for c in cases {
+        let env = Env::new();
+        std::fs::write(env.dir.path().join("settings.json"), c.settings.to_string()).unwrap();
+        let model = env.script("s.json", c.script);
+        let out = env.exec(&model, &["--permission", "auto", c.prompt]);
+        assert_eq!(out.status.code(), Some(0), "{}: {}", c.name, text(&out));
+        let sid = env.only_session();
+        assert_eq!(
+            final_goal(&env, &sid),
+            (c.expect.0.to_string(), c.expect.1.to_string()),
+            "{}: {}",
+            c.name,
+            text(&out)
+        );
+        let events = env.run(&["goal", "events", "--session", &sid]);
+        assert!(
+            String::from_utf8_lossy(&events.stdout).contains("\"type\":\"goal.create\""),
+            "{}",
+            c.name
+        );
+    }
+}
+
+#[test]
+fn raising_the_exhausted_budget_reactivates_and_create_goal_needs_approval() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("settings.json"),
+        r#"{"goal": {"verification": "none"}}"#,
+    )
+    .unwrap();
+    let model = env.script("s.json", json!({"responses": [
+        {"tool_calls": [{"name": "create_goal", "arguments": {"objective": "tidy", "turn_budget": 1}}]},
+        {"text": "did a thing"},
+        {"text": "summary"},
+        claim("tidy now")
+    ]}));
+    let out = env.exec(&model, &["set a goal to tidy"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("The agent proposes a goal"));
+    let sid = env.only_session();
+    let q = pending_questionnaire(&env, &sid);
+    let out = env.run(&["answer", "--session", &sid, &q, "approve"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("budget_limited".into(), "main_turns".into())
+    );
+    let out = env.run(&["exec", "--session", &sid, "/goal budget=20K"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("budget_limited".into(), "main_turns".into()),
+        "another dimension does not reactivate"
+    );
+    let out = env.run(&["exec", "--session", &sid, "/goal turns=5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("complete".into(), "worker_proposal".into())
+    );
+}
+
+#[test]
+fn a_killed_goal_run_is_paused_as_app_closed_on_reopen() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("settings.json"),
+        r#"{"goal": {"verification": "none"}}"#,
+    )
+    .unwrap();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [step(1), {"text": "slow", "delay_ms": 20000}]}),
+    );
+    let mut child = env
+        .cmd()
+        .args([
+            "exec",
+            "--workspace",
+            env.ws.to_str().unwrap(),
+            "--model",
+            &model,
+            "--permission",
+            "auto",
+            "--json",
+            "/goal long job",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut sid = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        sid = v["session_id"].as_str().unwrap().to_string();
+        if v["type"] == "tool.result" {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = env.run(&["exec", "--session", &sid]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("paused".into(), "app_closed".into())
+    );
+}
+
+#[test]
+fn ctrl_c_pauses_the_goal_as_user_requested() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("settings.json"),
+        r#"{"goal": {"verification": "none"}}"#,
+    )
+    .unwrap();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [step(1), {"text": "slow", "delay_ms": 20000}]}),
+    );
+    let mut child = env
+        .cmd()
+        .args([
+            "exec",
+            "--workspace",
+            env.ws.to_str().unwrap(),
+            "--model",
+            &model,
+            "--permission",
+            "auto",
+            "--json",
+            "/goal long job",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut sid = String::new();
+    for line in lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        sid = v["session_id"].as_str().unwrap().to_string();
+        if v["type"] == "tool.result" {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    #[allow(unsafe_code)]
+    // SAFETY: sends SIGINT to the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    for _ in lines.by_ref() {}
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("paused".into(), "user_requested".into())
+    );
+}
