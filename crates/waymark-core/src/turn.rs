@@ -542,7 +542,7 @@ pub(crate) fn close_turn(
 ) -> Result<()> {
     close_unresolved(tx, sid, turn_id, why)?;
     let row = tx.finish_turn(turn_id, reason, error)?;
-    crate::goal::runner::add_turn_usage(tx, &row)?;
+    crate::goal::runner::add_turn_usage(tx, &row, recovered)?;
     tx.emit(
         sid,
         EventKind::TurnFinished {

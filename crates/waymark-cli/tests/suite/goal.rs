@@ -192,6 +192,61 @@ fn raising_the_exhausted_budget_reactivates_and_create_goal_needs_approval() {
 }
 
 #[test]
+fn goal_next_and_a_refused_budget_change_in_a_continuation() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("settings.json"),
+        r#"{"goal": {"verification": "none"}}"#,
+    )
+    .unwrap();
+    let model = env.script("s.json", json!({"responses": [
+        {"tool_calls": [{"name": "update_goal", "arguments": {"mode": "token_budget", "token_budget": 999999}}]},
+        claim("first"),
+        claim("second")
+    ]}));
+    let out = env.exec(
+        &model,
+        &["--permission", "auto", "/goal next write the docs"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sid = env.only_session();
+    let out = env.run(&[
+        "exec",
+        "--session",
+        &sid,
+        "--json",
+        "/goal fix the bug budget=50K",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let ev = json_lines(&out);
+    let refused = ev
+        .iter()
+        .find(|e| e["type"] == "tool.result" && e["name"] == "update_goal")
+        .unwrap();
+    assert_eq!(refused["status"], "error");
+    assert!(
+        refused["content"]
+            .as_str()
+            .unwrap()
+            .contains("only change in a turn the user started")
+    );
+    assert!(
+        ev.iter().any(|e| e["type"] == "goal.updated"),
+        "--json shows the snapshots"
+    );
+    let show: Value = serde_json::from_slice(
+        &env.run(&["goal", "show", "--session", &sid, "--json"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(show["objective"], "write the docs");
+    assert_eq!(
+        (show["status"].as_str(), show["reason"].as_str()),
+        (Some("complete"), Some("worker_proposal"))
+    );
+}
+
+#[test]
 fn a_killed_goal_run_is_paused_as_app_closed_on_reopen() {
     let env = Env::new();
     std::fs::write(

@@ -134,12 +134,7 @@ pub(crate) fn apply_budgets(
     g.revision += 1;
     g.counters.grace_used = 0;
     if g.status == GoalStatus::BudgetLimited {
-        let limited = match g.reason {
-            GoalReason::Tokens => Some(Dimension::Tokens),
-            GoalReason::MainTurns => Some(Dimension::MainTurns),
-            GoalReason::ActiveSeconds => Some(Dimension::ActiveSeconds),
-            _ => None,
-        };
+        let limited = Dimension::of(g.reason);
         let changed = match limited {
             Some(Dimension::Tokens) => b.tokens.is_some(),
             Some(Dimension::MainTurns) => b.turns.is_some(),

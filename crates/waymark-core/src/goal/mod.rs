@@ -42,6 +42,32 @@ pub enum Dimension {
 }
 
 impl Dimension {
+    /// The dimension a `budget_limited` reason names.
+    pub fn of(reason: GoalReason) -> Option<Dimension> {
+        match reason {
+            GoalReason::Tokens => Some(Dimension::Tokens),
+            GoalReason::MainTurns => Some(Dimension::MainTurns),
+            GoalReason::ActiveSeconds => Some(Dimension::ActiveSeconds),
+            GoalReason::Created
+            | GoalReason::Resumed
+            | GoalReason::BudgetRaised
+            | GoalReason::Edited
+            | GoalReason::VerifierMet
+            | GoalReason::WorkerProposal
+            | GoalReason::WorkerReported
+            | GoalReason::UserRequested
+            | GoalReason::NoProgress
+            | GoalReason::NoProgressAfterCompletionClaim
+            | GoalReason::VerifierPartial
+            | GoalReason::VerifierError
+            | GoalReason::TurnError
+            | GoalReason::ProviderError
+            | GoalReason::AppClosed
+            | GoalReason::RateLimited
+            | GoalReason::QuotaExhausted => None,
+        }
+    }
+
     pub fn reason(self) -> GoalReason {
         match self {
             Dimension::Tokens => GoalReason::Tokens,
@@ -133,12 +159,7 @@ pub fn check_transition(
             _ => refuse("only the user resumes a goal"),
         },
         (GoalStatus::BudgetLimited, GoalStatus::Active) => {
-            let limited_by = match g.reason {
-                GoalReason::Tokens => Some(Dimension::Tokens),
-                GoalReason::MainTurns => Some(Dimension::MainTurns),
-                GoalReason::ActiveSeconds => Some(Dimension::ActiveSeconds),
-                _ => None,
-            };
+            let limited_by = Dimension::of(g.reason);
             if actor == GoalActor::User
                 && reason == GoalReason::BudgetRaised
                 && raised.is_some()
@@ -204,7 +225,7 @@ mod tests {
     }
 
     #[test]
-    fn g_3_allowed_moves() {
+    fn g_2_g_3_statuses_and_allowed_moves() {
         let active = goal(GoalStatus::Active, GoalReason::Created);
         for r in GoalReason::ALL {
             assert!(

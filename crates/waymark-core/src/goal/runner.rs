@@ -124,12 +124,21 @@ pub(crate) fn on_turn_start(
 
 /// Stage 1 of settlement, in the turn's own transaction: the turn's tokens, one main turn and
 /// its active time are added to the goal it worked for.
-pub(crate) fn add_turn_usage(tx: &mut Tx<'_>, turn: &store::TurnRow) -> Result<()> {
+pub(crate) fn add_turn_usage(
+    tx: &mut Tx<'_>,
+    turn: &store::TurnRow,
+    recovered: bool,
+) -> Result<()> {
     let tg = turn_goal(tx.conn(), turn.id)?;
     let Some(goal_id) = tg.goal_id else {
         return Ok(());
     };
-    let active_ms = (tx.now() - turn.started_at).max(0) as u64;
+    // A turn found interrupted after a crash gets no time: the app was not running (G-6).
+    let active_ms = if recovered {
+        0
+    } else {
+        (tx.now() - turn.started_at).max(0) as u64
+    };
     tx.add_goal_usage(&goal_id, turn.usage.total(), 1, active_ms)
 }
 

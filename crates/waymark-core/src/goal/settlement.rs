@@ -439,7 +439,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_1_usage_over_budget_is_budget_limited() {
+    fn g_15_stage_1_usage_over_budget_is_budget_limited() {
         let mut g = goal();
         g.tokens_used = 10_001;
         let mut p = Pipeline::new(g, facts());
@@ -449,7 +449,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_2_staleness_drops_the_proposal() {
+    fn g_15_stage_2_staleness_drops_the_proposal() {
         let mut g = goal();
         g.revision = 2;
         let mut p = Pipeline::new(
@@ -465,7 +465,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_3_anomalies() {
+    fn g_15_stage_3_anomalies() {
         let cases = [
             (TurnEndReason::Aborted, None, GoalReason::UserRequested),
             (
@@ -514,7 +514,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_4_summary_is_scheduled_once() {
+    fn g_15_stage_4_summary_is_scheduled_once() {
         let mut g = goal();
         g.tokens_used = 20_000;
         g.counters.summary_due = true;
@@ -524,7 +524,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_5_a_pending_questionnaire_suspends() {
+    fn g_15_stage_5_a_pending_questionnaire_suspends() {
         let mut p = Pipeline::new(
             goal(),
             TurnFacts {
@@ -538,7 +538,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_6_blocked_needs_no_verification() {
+    fn g_15_stage_6_blocked_needs_no_verification() {
         let mut p = Pipeline::new(
             goal(),
             TurnFacts {
@@ -558,7 +558,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_7_verification_outcomes() {
+    fn g_15_stage_7_verification_outcomes() {
         let run = |mode, verdict| {
             let mut p = Pipeline::new(
                 goal(),
@@ -622,7 +622,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_8_breaker_nudges_then_pauses_and_user_messages_reset_it() {
+    fn g_15_stage_8_breaker_nudges_then_pauses_and_user_messages_reset_it() {
         let mut g = goal();
         let mut kinds = Vec::new();
         for _ in 0..3 {
@@ -696,7 +696,7 @@ mod tests {
     }
 
     #[test]
-    fn stages_9_and_10_commit_and_continue() {
+    fn g_15_stages_9_and_10_commit_and_continue() {
         use crate::store::Store;
         use crate::store::goals::{Budgets, current_goal};
         let store = Store::open_in_memory().unwrap();

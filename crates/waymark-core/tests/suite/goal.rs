@@ -781,3 +781,56 @@ mod budget_precision {
         }
     }
 }
+
+#[tokio::test]
+async fn g_6_time_while_closed_does_not_count() {
+    use waymark_core::ManualClock;
+    use waymark_core::store::goals::Budgets;
+    use waymark_protocol::GoalActor;
+    let h = Harness::new(config(Verification::None));
+    let s = h.session(json!({"responses": []}), PermissionMode::Auto);
+    let id = s.id().to_string();
+    s.shutdown().await.unwrap();
+    // A goal turn that was running when the process died an hour before the reopen.
+    h.runtime
+        .store()
+        .write(1_000_000, |tx| {
+            tx.create_goal(
+                "g1",
+                &id,
+                "survive",
+                None,
+                Budgets {
+                    time_ms: Some(600_000),
+                    ..Budgets::default()
+                },
+                GoalActor::User,
+            )?;
+            let (m, _) = tx.insert_message(
+                &id,
+                MessageSource::Goal,
+                "continue",
+                Position::Tail,
+                Some("goal-cont:g1:1:1"),
+            )?;
+            let t = tx.start_turn(&id, m.id)?;
+            tx.set_turn_goal(t, "g1", 1, false)
+        })
+        .unwrap();
+    let clock = ManualClock::new(1_000_000 + 3_600_000);
+    let rt = h.reopen(|o| o.clock = clock.clone());
+    let s = rt
+        .open_session(&id, waymark_core::SessionSpec::default())
+        .unwrap();
+    let g = rt.goal(&id).unwrap().unwrap();
+    assert_eq!(
+        (g.status, g.reason),
+        (GoalStatus::Paused, GoalReason::AppClosed)
+    );
+    assert_eq!(
+        g.budget.active_seconds.used, 0,
+        "the hour the app was closed is not counted"
+    );
+    assert_eq!(g.budget.main_turns.used, 1);
+    s.shutdown().await.unwrap();
+}
