@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build --locked --release -p waymark-cli
 python3 scripts/bench_cli.py target/release/waymark
-cargo bench --locked -p waymark-core --bench runtime --bench plan_render -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
+cargo bench --locked -p waymark-core --bench runtime --bench plan_render --bench goal -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
 python3 - <<'PY'
 import glob, json
 for f in sorted(glob.glob("target/criterion/*/new/estimates.json")):
