@@ -88,6 +88,8 @@ pub struct RequestParts<'a> {
     pub current_turn: i64,
     pub reminders: Option<&'a str>,
     pub tools: Vec<ToolSpec>,
+    /// Rough size of `tools` in tokens (computed once per tool set).
+    pub tools_tokens: u64,
     /// Tokens the request may take (the model's window less room for the reply).
     pub budget_tokens: u64,
     pub max_output_tokens: u32,
@@ -138,13 +140,13 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
         max_output_tokens: parts.max_output_tokens,
         purpose: CallPurpose::Main,
     };
-    let elision = fit(&mut request, parts.budget_tokens);
+    let elision = fit(&mut request, parts.budget_tokens, parts.tools_tokens);
     (request, elision)
 }
 
 /// Replaces the oldest tool outputs (all but the newest) with a note until the request fits.
-fn fit(request: &mut ModelRequest, budget: u64) -> Elision {
-    let mut total = request.estimated_tokens();
+fn fit(request: &mut ModelRequest, budget: u64, tools_tokens: u64) -> Elision {
+    let mut total = request.message_tokens() + tools_tokens;
     let mut el = Elision::default();
     if total <= budget {
         return el;
@@ -238,6 +240,7 @@ mod tests {
             current_turn: 2,
             reminders,
             tools: vec![],
+            tools_tokens: 0,
             budget_tokens: budget,
             max_output_tokens: 100,
         }

@@ -222,7 +222,8 @@ impl Runtime {
             Ok(row)
         })?;
         let last_seq = startup.last().map(|e| e.seq).unwrap_or(0);
-        let (events, _) = broadcast::channel(4096);
+        // Front ends read promptly; a slow one is told how many events it skipped.
+        let (events, _) = broadcast::channel(1024);
         let workspace = PathBuf::from(&row.workspace);
         let mut tools = ToolRegistry::standard();
         let mut commands = CommandRegistry::default();
@@ -274,6 +275,8 @@ impl Runtime {
             last_seq: AtomicU64::new(last_seq),
             history: Default::default(),
             sandbox,
+            turn_goal: Default::default(),
+            tool_specs: Default::default(),
         });
         Ok(session::spawn(
             core,

@@ -75,6 +75,15 @@ pub(crate) struct SessionCore {
     pub history: std::sync::Mutex<HistoryCache>,
     /// The read-only shell of plan mode.
     pub sandbox: crate::sandbox::Sandbox,
+    /// Tool lists per interaction mode, with their size in tokens.
+    pub tool_specs: std::sync::Mutex<
+        std::collections::HashMap<
+            waymark_protocol::InteractionMode,
+            (Vec<crate::provider::ToolSpec>, u64),
+        >,
+    >,
+    /// What the running turn does for a goal, so per-call checks need no query.
+    pub turn_goal: std::sync::Mutex<Option<(i64, store::goals::TurnGoal)>>,
 }
 
 /// Conversation items already read from the store.

@@ -134,6 +134,11 @@ async fn drive(
     };
     let mut last_elided = 0u64;
     let offer_tools = crate::goal::runner::tools_offered(core, turn_id)?;
+    let (tools, tools_tokens) = if offer_tools {
+        tool_specs(core, &session)
+    } else {
+        (Vec::new(), 0)
+    };
     loop {
         let pending = core.read(|c| store::turns::unresolved_calls(c, &sid, turn_id))?;
         if !pending.is_empty() {
@@ -195,11 +200,8 @@ async fn drive(
                 history,
                 current_turn: turn_id,
                 reminders: reminders.as_deref(),
-                tools: if offer_tools {
-                    tool_specs(core, &session)
-                } else {
-                    Vec::new()
-                },
+                tools: tools.clone(),
+                tools_tokens,
                 budget_tokens: window
                     .saturating_sub(u64::from(MAX_OUTPUT_TOKENS))
                     .max(window / 2),
@@ -261,16 +263,26 @@ async fn drive(
     }
 }
 
-fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> Vec<ToolSpec> {
-    core.tools
-        .iter()
-        .filter(|t| t.offered(session, &core.config))
-        .map(|t| ToolSpec {
-            name: t.name().to_string(),
-            description: t.description().to_string(),
-            parameters: t.schema(),
+/// The tools offered in the session's current mode, and their size; built once per mode.
+fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> (Vec<ToolSpec>, u64) {
+    let mut cache = core.tool_specs.lock().unwrap_or_else(|p| p.into_inner());
+    cache
+        .entry(session.interaction_mode)
+        .or_insert_with(|| {
+            let specs: Vec<ToolSpec> = core
+                .tools
+                .iter()
+                .filter(|t| t.offered(session, &core.config))
+                .map(|t| ToolSpec {
+                    name: t.name().to_string(),
+                    description: t.description().to_string(),
+                    parameters: t.schema(),
+                })
+                .collect();
+            let tokens = crate::provider::tools_tokens(&specs);
+            (specs, tokens)
         })
-        .collect()
+        .clone()
 }
 
 /// Commits one model reply: history, usage, step count and events, in one transaction.

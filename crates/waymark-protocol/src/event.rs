@@ -162,7 +162,7 @@ pub enum EventKind {
     },
     /// A goal was set (G-4).
     #[serde(rename = "goal.create")]
-    GoalCreate { goal: GoalSnapshot },
+    GoalCreate { goal: Box<GoalSnapshot> },
     /// A goal changed: `kind` is `lifecycle` (pause, resume, budgets, edits) or `completion`
     /// (a settlement outcome).
     #[serde(rename = "goal.update")]
@@ -172,7 +172,7 @@ pub enum EventKind {
         status: GoalStatus,
         reason: GoalReason,
         actor: GoalActor,
-        usage: BudgetReport,
+        usage: Box<BudgetReport>,
     },
     /// The goal was removed from the session.
     #[serde(rename = "goal.clear")]
@@ -181,7 +181,7 @@ pub enum EventKind {
     #[serde(rename = "goal.updated")]
     GoalUpdated {
         #[serde(flatten)]
-        goal: GoalSnapshot,
+        goal: Box<GoalSnapshot>,
     },
     /// A session-level error that is not part of a turn (transient).
     #[serde(rename = "session.error")]
@@ -275,6 +275,16 @@ mod tests {
         assert!(v.get("recovered").is_none());
         let back: Event = serde_json::from_value(v).unwrap();
         assert_eq!(back, ev);
+    }
+
+    #[test]
+    fn events_stay_small_for_the_broadcast_buffer() {
+        // Every slot of a session's event channel holds one; large payloads are boxed.
+        assert!(
+            std::mem::size_of::<Event>() <= 160,
+            "{}",
+            std::mem::size_of::<Event>()
+        );
     }
 
     #[test]

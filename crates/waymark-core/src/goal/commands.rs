@@ -49,7 +49,12 @@ pub(crate) fn create(
     tx.create_goal(&id, &core.id, objective.trim(), criteria, budgets, actor)?;
     let g = current_goal(tx.conn(), &core.id)?
         .ok_or_else(|| Error::Corrupt("the new goal vanished".into()))?;
-    tx.emit(&core.id, EventKind::GoalCreate { goal: snapshot(&g) })?;
+    tx.emit(
+        &core.id,
+        EventKind::GoalCreate {
+            goal: Box::new(snapshot(&g)),
+        },
+    )?;
     Ok(g)
 }
 
@@ -160,7 +165,7 @@ pub(crate) fn apply_budgets(
             status: g.status,
             reason: g.reason,
             actor,
-            usage: report(g, 0, 0, 0),
+            usage: Box::new(report(g, 0, 0, 0)),
         },
     )
 }

@@ -20,8 +20,7 @@ impl ToolGuard for BudgetGuard {
         let Some(core) = call.core else {
             return GuardDecision::Allow;
         };
-        let summary = core
-            .read(|c| crate::store::goals::turn_goal(c, call.turn_id))
+        let summary = super::runner::turn_goal_of(core, call.turn_id)
             .map(|t| t.summary)
             .unwrap_or(false);
         if summary {

@@ -2,7 +2,7 @@
 
 use super::prompts::{SUMMARY_REMINDER, context};
 use crate::context::{Reminder, ReminderContext, ReminderSource};
-use crate::store::goals::{current_goal, turn_goal};
+use crate::store::goals::current_goal;
 
 pub(crate) struct GoalReminders;
 
@@ -11,7 +11,7 @@ impl ReminderSource for GoalReminders {
         let Some(core) = cx.core else {
             return Vec::new();
         };
-        let Ok(tg) = core.read(|c| turn_goal(c, cx.turn_id)) else {
+        let Ok(tg) = super::runner::turn_goal_of(core, cx.turn_id) else {
             return Vec::new();
         };
         if tg.goal_id.is_none() {

@@ -7,7 +7,7 @@ use super::settlement::{Limits, Mode, Pipeline, Proposal, TurnFacts, Verdict};
 use super::{Dimension, exhausted, report, snapshot};
 use crate::error::Result;
 use crate::session::SessionCore;
-use crate::store::goals::{GoalRow, current_goal, turn_goal};
+use crate::store::goals::{GoalRow, TurnGoal, current_goal, turn_goal};
 use crate::store::{self, HistoryItem, MessageRow, MessageStatus, Tx};
 use waymark_protocol::config::Verification;
 use waymark_protocol::{
@@ -35,7 +35,7 @@ fn emit_update(tx: &mut Tx<'_>, g: &GoalRow, kind: &str) -> Result<()> {
             status: g.status,
             reason: g.reason,
             actor: g.actor,
-            usage: report(g, 0, 0, 0),
+            usage: Box::new(report(g, 0, 0, 0)),
         },
     )
 }
@@ -43,7 +43,9 @@ fn emit_update(tx: &mut Tx<'_>, g: &GoalRow, kind: &str) -> Result<()> {
 /// Pushes the full snapshot to front ends (after commit).
 pub(crate) fn push_snapshot(core: &SessionCore) {
     if let Ok(Some(g)) = core.read(|c| current_goal(c, &core.id)) {
-        core.transient(EventKind::GoalUpdated { goal: snapshot(&g) });
+        core.transient(EventKind::GoalUpdated {
+            goal: Box::new(snapshot(&g)),
+        });
     }
 }
 
@@ -102,6 +104,24 @@ pub(crate) fn continue_goal(tx: &mut Tx<'_>, g: &mut GoalRow, nudge: Nudge) -> R
     enqueue(tx, g, &text, &key)
 }
 
+/// What a turn does for a goal: from memory for the running turn, else from the store.
+pub(crate) fn turn_goal_of(core: &SessionCore, turn_id: i64) -> Result<TurnGoal> {
+    let mut cache = core.turn_goal.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((id, tg)) = cache.as_ref()
+        && *id == turn_id
+    {
+        return Ok(tg.clone());
+    }
+    let tg = core.read(|c| turn_goal(c, turn_id))?;
+    *cache = Some((turn_id, tg.clone()));
+    Ok(tg)
+}
+
+/// Forgets the remembered goal facts of a turn (its proposal changed).
+pub(crate) fn forget_turn_goal(core: &SessionCore) {
+    *core.turn_goal.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
 /// At the start of a turn: remember which goal (and revision) it works for.
 pub(crate) fn on_turn_start(
     tx: &mut Tx<'_>,
@@ -112,13 +132,21 @@ pub(crate) fn on_turn_start(
     if !core.config.beta.thread_goal {
         return Ok(());
     }
-    let Some(g) = current_goal(tx.conn(), &core.id)? else {
-        return Ok(());
-    };
-    let summary = is_summary(m);
-    if g.status == GoalStatus::Active || summary {
-        tx.set_turn_goal(turn_id, &g.id, g.revision, summary)?;
+    let mut tg = TurnGoal::default();
+    if let Some(g) = current_goal(tx.conn(), &core.id)? {
+        let summary = is_summary(m);
+        if g.status == GoalStatus::Active || summary {
+            tx.set_turn_goal(turn_id, &g.id, g.revision, summary)?;
+            tg = TurnGoal {
+                goal_id: Some(g.id),
+                revision: Some(g.revision),
+                proposal: None,
+                summary,
+            };
+        }
     }
+    // Remembered even when rolled back: the turn id then never runs, so it is never asked.
+    *core.turn_goal.lock().unwrap_or_else(|p| p.into_inner()) = Some((turn_id, tg));
     Ok(())
 }
 
@@ -145,14 +173,14 @@ pub(crate) fn add_turn_usage(
 /// Whether a goal turn must make no further model call: its budget is used up, or it is
 /// the summary turn, which is exactly one call.
 pub(crate) fn budget_spent(core: &SessionCore, turn_id: i64) -> Result<bool> {
+    let tg = turn_goal_of(core, turn_id)?;
+    if tg.goal_id.is_none() {
+        return Ok(false);
+    }
+    if tg.summary {
+        return Ok(true);
+    }
     core.read(|c| {
-        let tg = turn_goal(c, turn_id)?;
-        if tg.goal_id.is_none() {
-            return Ok(false);
-        }
-        if tg.summary {
-            return Ok(true);
-        }
         let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
         else {
             return Ok(false);
@@ -164,7 +192,7 @@ pub(crate) fn budget_spent(core: &SessionCore, turn_id: i64) -> Result<bool> {
 
 /// Whether tools are offered in this turn (not in the summary turn).
 pub(crate) fn tools_offered(core: &SessionCore, turn_id: i64) -> Result<bool> {
-    Ok(!core.read(|c| turn_goal(c, turn_id))?.summary)
+    Ok(!turn_goal_of(core, turn_id)?.summary)
 }
 
 /// The verification mode (G-16): the setting, else by the route of the model.
@@ -229,7 +257,7 @@ fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Opt
 /// Settles the goal after a finished turn (stages 2–10; stage 1 ran in the turn's
 /// transaction).
 pub(crate) async fn settle(core: &SessionCore, turn_id: i64) -> Result<()> {
-    let tg = core.read(|c| turn_goal(c, turn_id))?;
+    let tg = turn_goal_of(core, turn_id)?;
     let Some(goal_id) = tg.goal_id else {
         return Ok(());
     };
@@ -393,6 +421,12 @@ pub(crate) fn ensure_continuation(core: &SessionCore) -> Result<bool> {
     if !core.config.beta.thread_goal {
         return Ok(false);
     }
+    // Read first: going idle must not cost a write transaction when there is nothing to do.
+    let active = core
+        .read(|c| Ok(current_goal(c, &core.id)?.is_some_and(|g| g.status == GoalStatus::Active)))?;
+    if !active {
+        return Ok(false);
+    }
     core.write(|tx| {
         let Some(mut g) = current_goal(tx.conn(), &core.id)? else {
             return Ok(false);
@@ -427,11 +461,10 @@ pub(crate) fn turn_report(
     core: &SessionCore,
     turn_id: i64,
 ) -> Result<Option<(GoalRow, waymark_protocol::BudgetReport)>> {
+    if turn_goal_of(core, turn_id)?.goal_id.is_none() {
+        return Ok(None);
+    }
     core.read(|c| {
-        let tg = turn_goal(c, turn_id)?;
-        if tg.goal_id.is_none() {
-            return Ok(None);
-        }
         let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
         else {
             return Ok(None);

@@ -267,6 +267,7 @@ impl Tool for UpdateGoal {
                         tx.set_turn_proposal(turn_id, &json)
                     })
                     .map_err(to_tool)?;
+                    super::runner::forget_turn_goal(&core);
                     Ok(ToolOutput {
                         content: "Proposal recorded; the runtime settles it when this turn ends. Stop here.".into(),
                         terminate: true,

@@ -87,6 +87,11 @@ pub struct ModelRequest {
 impl ModelRequest {
     /// Rough size in tokens (4 bytes a token), used for context budgeting and estimates.
     pub fn estimated_tokens(&self) -> u64 {
+        self.message_tokens() + tools_tokens(&self.tools)
+    }
+
+    /// Rough size of the system prompt and messages alone.
+    pub fn message_tokens(&self) -> u64 {
         let mut bytes = self.system.len();
         for m in &self.messages {
             bytes += match m {
@@ -103,11 +108,18 @@ impl ModelRequest {
                 ModelMessage::ToolResult { content, .. } => content.len() + 16,
             };
         }
-        for t in &self.tools {
-            bytes += t.name.len() + t.description.len() + t.parameters.to_string().len();
-        }
         estimate_tokens(bytes)
     }
+}
+
+/// Rough size of a tool list in tokens.
+pub fn tools_tokens(tools: &[ToolSpec]) -> u64 {
+    estimate_tokens(
+        tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum(),
+    )
 }
 
 /// Tokens for a byte count (4 bytes a token, at least 1 for non-empty text).
