@@ -2,8 +2,11 @@
 format. Per user message it asks for two tool calls (read_file, then list_dir) and then
 answers with text, so each agent turn is three model calls."""
 
+import itertools
 import json
 import threading
+
+_replies = itertools.count(1)
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -32,7 +35,8 @@ def reply_for(messages):
         events.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": json.dumps(call[1])}}]}))
         events.append(chunk({}, "tool_calls"))
     else:
-        for piece in ["All checks ", "look fine; ", "nothing to change."]:
+        # A different final reply each time, as a model making progress would give.
+        for piece in ["All checks ", "look fine; ", f"nothing to change (check {next(_replies)})."]:
             events.append(chunk({"content": piece}))
         events.append(chunk({}, "stop"))
     events.append({"choices": [], "usage": {"prompt_tokens": 1200, "completion_tokens": 40}})
