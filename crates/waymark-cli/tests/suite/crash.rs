@@ -3,8 +3,6 @@
 
 use super::support::*;
 use serde_json::json;
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 
 #[test]
 fn sigkill_mid_turn_then_reopen() {
@@ -14,9 +12,9 @@ fn sigkill_mid_turn_then_reopen() {
         {"text": "this reply is slow to stream", "delay_ms": 20000},
         {"text": "after restart"}
     ]}));
-    let mut child = env
-        .cmd()
-        .args([
+    let (mut child, sid, _lines) = spawn_until_tool_result(
+        &env,
+        &[
             "exec",
             "--workspace",
             env.ws.to_str().unwrap(),
@@ -26,22 +24,8 @@ fn sigkill_mid_turn_then_reopen() {
             "auto",
             "--json",
             "go",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut sid = String::new();
-    // Wait until the first tool result is committed; the next model call then stalls.
-    for line in lines.by_ref() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        sid = v["session_id"].as_str().unwrap().to_string();
-        if v["type"] == "tool.result" {
-            break;
-        }
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+        ],
+    );
     // While it runs, a second process is refused.
     let busy = env.run(&["exec", "--session", &sid, "hello"]);
     assert_eq!(busy.status.code(), Some(1), "{}", text(&busy));

@@ -3,8 +3,6 @@
 
 use super::support::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 
 fn claim(msg: &str) -> Value {
     json!({"text": format!("claim {msg}"), "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": msg}}]})
@@ -258,9 +256,9 @@ fn a_killed_goal_run_is_paused_as_app_closed_on_reopen() {
         "s.json",
         json!({"responses": [step(1), {"text": "slow", "delay_ms": 20000}]}),
     );
-    let mut child = env
-        .cmd()
-        .args([
+    let (mut child, sid, _lines) = spawn_until_tool_result(
+        &env,
+        &[
             "exec",
             "--workspace",
             env.ws.to_str().unwrap(),
@@ -270,20 +268,8 @@ fn a_killed_goal_run_is_paused_as_app_closed_on_reopen() {
             "auto",
             "--json",
             "/goal long job",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut sid = String::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        sid = v["session_id"].as_str().unwrap().to_string();
-        if v["type"] == "tool.result" {
-            break;
-        }
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+        ],
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     let out = env.run(&["exec", "--session", &sid]);
@@ -306,9 +292,9 @@ fn ctrl_c_pauses_the_goal_as_user_requested() {
         "s.json",
         json!({"responses": [step(1), {"text": "slow", "delay_ms": 20000}]}),
     );
-    let mut child = env
-        .cmd()
-        .args([
+    let (mut child, sid, mut lines) = spawn_until_tool_result(
+        &env,
+        &[
             "exec",
             "--workspace",
             env.ws.to_str().unwrap(),
@@ -318,21 +304,8 @@ fn ctrl_c_pauses_the_goal_as_user_requested() {
             "auto",
             "--json",
             "/goal long job",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut sid = String::new();
-    for line in lines.by_ref() {
-        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        sid = v["session_id"].as_str().unwrap().to_string();
-        if v["type"] == "tool.result" {
-            break;
-        }
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+        ],
+    );
     #[allow(unsafe_code)]
     // SAFETY: sends SIGINT to the child this test started.
     unsafe {

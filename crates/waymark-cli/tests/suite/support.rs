@@ -89,6 +89,38 @@ impl Env {
     }
 }
 
+/// Starts `waymark exec --json …` and reads its events until the first tool result; returns
+/// the running child, the session id and the rest of its output.
+pub fn spawn_until_tool_result(
+    env: &Env,
+    args: &[&str],
+) -> (
+    std::process::Child,
+    String,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    use std::io::BufRead;
+    let mut child = env
+        .cmd()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut sid = String::new();
+    for line in lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        sid = v["session_id"].as_str().unwrap().to_string();
+        if v["type"] == "tool.result" {
+            break;
+        }
+    }
+    // Let the next model call start.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    (child, sid, lines)
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",

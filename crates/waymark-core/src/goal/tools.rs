@@ -9,26 +9,12 @@ use crate::error::{Error, Result};
 use crate::session::SessionCore;
 use crate::store::goals::{Budgets, current_goal};
 use crate::store::{self, SessionRow};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, session_of, tool_error};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use waymark_protocol::config::Config;
 use waymark_protocol::{EventKind, GoalActor, MessageSource, PermissionMode, QuestionnaireKind};
-
-fn core(ctx: &ToolContext) -> std::result::Result<Arc<SessionCore>, ToolError> {
-    ctx.core
-        .clone()
-        .ok_or_else(|| ToolError::Fatal("goal tools need a session".into()))
-}
-
-fn to_tool(e: Error) -> ToolError {
-    match e {
-        Error::Refused(m) => ToolError::Model(m),
-        other => ToolError::Fatal(other.to_string()),
-    }
-}
 
 pub(crate) struct CreateGoal;
 
@@ -73,8 +59,8 @@ impl Tool for CreateGoal {
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: CreateArgs = parse_args(self.name(), args)?;
-            let core = core(ctx)?;
-            check_enabled(&core).map_err(to_tool)?;
+            let core = session_of(ctx)?;
+            check_enabled(&core).map_err(tool_error)?;
             if a.objective.trim().is_empty() {
                 return Err(ToolError::Model("the objective is empty".into()));
             }
@@ -107,7 +93,7 @@ impl Tool for CreateGoal {
                     tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::GoalApproval, payload })?;
                     Ok(false)
                 })
-                .map_err(to_tool)?;
+                .map_err(tool_error)?;
             super::runner::push_snapshot(&core);
             Ok(ToolOutput {
                 content: if created {
@@ -186,9 +172,11 @@ impl Tool for GetGoal {
         _args: Value,
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let core = core(ctx)?;
-            check_enabled(&core).map_err(to_tool)?;
-            let g = core.read(|c| current_goal(c, &core.id)).map_err(to_tool)?;
+            let core = session_of(ctx)?;
+            check_enabled(&core).map_err(tool_error)?;
+            let g = core
+                .read(|c| current_goal(c, &core.id))
+                .map_err(tool_error)?;
             Ok(ToolOutput::text(match g {
                 None => "No goal is set.".to_string(),
                 Some(g) => serde_json::to_string_pretty(&snapshot(&g)).unwrap_or_default(),
@@ -239,8 +227,8 @@ impl Tool for UpdateGoal {
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: UpdateArgs = parse_args(self.name(), args)?;
-            let core = core(ctx)?;
-            check_enabled(&core).map_err(to_tool)?;
+            let core = session_of(ctx)?;
+            check_enabled(&core).map_err(tool_error)?;
             let sid = core.id.clone();
             let turn_id = ctx.turn_id;
             match a.mode.as_str() {
@@ -266,7 +254,7 @@ impl Tool for UpdateGoal {
                         }
                         tx.set_turn_proposal(turn_id, &json)
                     })
-                    .map_err(to_tool)?;
+                    .map_err(tool_error)?;
                     super::runner::forget_turn_goal(&core);
                     Ok(ToolOutput {
                         content: "Proposal recorded; the runtime settles it when this turn ends. Stop here.".into(),
@@ -290,7 +278,7 @@ impl Tool for UpdateGoal {
                         };
                         apply_budgets(tx, &mut g, &BudgetArgs { tokens: Some(Some(budget)), ..Default::default() }, GoalActor::Model)
                     })
-                    .map_err(to_tool)?;
+                    .map_err(tool_error)?;
                     super::runner::push_snapshot(&core);
                     Ok(ToolOutput::text(format!(
                         "The token budget is now {budget}."

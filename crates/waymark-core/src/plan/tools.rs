@@ -4,28 +4,13 @@
 use super::answer::{implementation_message, insert_implementation};
 use super::document::{check_plan_text, snapshot};
 use crate::error::{Error, Result};
-use crate::session::SessionCore;
 use crate::store::{self, SessionRow};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, session_of, tool_error};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use waymark_protocol::config::Config;
 use waymark_protocol::{EventKind, InteractionMode, PermissionMode, QuestionnaireKind};
-
-fn core(ctx: &ToolContext) -> Result<Arc<SessionCore>, ToolError> {
-    ctx.core
-        .clone()
-        .ok_or_else(|| ToolError::Fatal("plan tools need a session".into()))
-}
-
-fn fatal(e: Error) -> ToolError {
-    match e {
-        Error::Refused(m) => ToolError::Model(m),
-        other => ToolError::Fatal(other.to_string()),
-    }
-}
 
 pub(crate) struct EnterPlanMode;
 
@@ -62,7 +47,7 @@ impl Tool for EnterPlanMode {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: EnterArgs = parse_args(self.name(), args)?;
-            let core = core(ctx)?;
+            let core = session_of(ctx)?;
             if !core.config.beta.desktop_plan_mode_agent_entry
                 || !core.config.beta.desktop_plan_mode
             {
@@ -81,7 +66,7 @@ impl Tool for EnterPlanMode {
                 tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), QuestionnaireKind::PlanEntry, &payload)?;
                 tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::PlanEntry, payload })
             })
-            .map_err(fatal)?;
+            .map_err(tool_error)?;
             Ok(ToolOutput {
                 content: "Asked the user whether to switch to plan mode. Stop here; the answer comes as the next message.".into(),
                 terminate: true,
@@ -134,7 +119,7 @@ impl Tool for ExitPlanMode {
                     "each option is a short, non-empty label (at most 200 characters)".into(),
                 ));
             }
-            let core = core(ctx)?;
+            let core = session_of(ctx)?;
             let path = super::plan_path(&core.artifacts);
             let bytes = match std::fs::read(&path) {
                 Ok(b) => b,
@@ -195,7 +180,7 @@ impl Tool for ExitPlanMode {
                 tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::PlanApproval, payload })?;
                 Ok(false)
             })
-            .map_err(fatal)?;
+            .map_err(tool_error)?;
             let content = if auto {
                 "The plan was frozen and plan mode ended WITHOUT review: the session runs in auto permission mode, so the user did not review this plan. Its implementation arrives as the next message.".to_string()
             } else {

@@ -137,6 +137,21 @@ impl ToolRegistry {
     }
 }
 
+/// The session behind a tool call, for tools that change session state.
+pub(crate) fn session_of(ctx: &ToolContext) -> Result<Arc<crate::session::SessionCore>, ToolError> {
+    ctx.core
+        .clone()
+        .ok_or_else(|| ToolError::Fatal("this tool needs a session".into()))
+}
+
+/// A runtime error as a tool result: refusals go to the model, the rest ends the turn.
+pub(crate) fn tool_error(e: crate::error::Error) -> ToolError {
+    match e {
+        crate::error::Error::Refused(m) => ToolError::Model(m),
+        other => ToolError::Fatal(other.to_string()),
+    }
+}
+
 /// Decodes a tool's arguments, with an error the model can act on.
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
     if !args.is_object() {
