@@ -236,10 +236,18 @@ impl Actor {
                     if matches!(op, Op::Shutdown) {
                         // Closing pauses an active goal until the user resumes it (G-24);
                         // first, so the stopped turn's settlement does not call it a Stop.
-                        let sid = self.core.id.clone();
-                        let _ = self.core.write(|tx| crate::goal::runner::pause_for_close(tx, &sid));
-                        self.stop_running().await;
-                        let r = self.release();
+                        let (sid, owner) = (self.core.id.clone(), self.lease_owner.clone());
+                        let r = if self.running.is_some() {
+                            let _ = self.core.write(|tx| crate::goal::runner::pause_for_close(tx, &sid));
+                            self.stop_running().await;
+                            self.release()
+                        } else {
+                            // Nothing runs: pausing and releasing are one transaction.
+                            self.core.write(|tx| {
+                                crate::goal::runner::pause_for_close(tx, &sid)?;
+                                tx.release_lease(&sid, &owner)
+                            })
+                        };
                         let _ = reply.send(r.map(|_| OpOutcome::Done));
                         return;
                     }
@@ -440,7 +448,9 @@ pub(crate) fn admit(
             )?;
             Ok(out)
         })?;
-        crate::goal::runner::push_snapshot(core);
+        if name == "goal" {
+            crate::goal::runner::push_snapshot(core);
+        }
         return Ok(OpOutcome::Command { output });
     }
     let text = commands::unescape(text);
