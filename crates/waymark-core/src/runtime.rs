@@ -204,8 +204,10 @@ impl Runtime {
         let sd = paths::session_dir(&self.opts.data_dir, id);
         let artifacts = paths::artifacts_dir(&sd);
         let (row, startup) = self.store.write(self.opts.clock.now_ms(), |tx| {
-            tx.acquire_lease(id, &owner, pid, stale, &pid_alive)?;
-            recover(tx, id)?;
+            let crashed = tx
+                .acquire_lease(id, &owner, pid, stale, &pid_alive)?
+                .is_some();
+            recover(tx, id, crashed)?;
             let row = store::sessions::get(tx.conn(), id)?
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
             tx.emit(
@@ -404,9 +406,12 @@ impl Runtime {
 
 /// After a crash: a turn left `running` is closed as `aborted` (its message is done, calls
 /// without results get one saying the process stopped). Parked turns keep waiting.
-fn recover(tx: &mut Tx<'_>, id: &str) -> Result<()> {
-    // A goal still active here was left running by a process that is gone (G-24).
-    crate::goal::runner::pause_for_close(tx, id)?;
+fn recover(tx: &mut Tx<'_>, id: &str, crashed: bool) -> Result<()> {
+    // The previous process died holding the session: an active goal stays paused until the
+    // user resumes it (G-24).
+    if crashed {
+        crate::goal::runner::pause_for_close(tx, id)?;
+    }
     for t in store::turns::with_status(tx.conn(), id, "running")? {
         crate::turn::close_turn(
             tx,

@@ -237,14 +237,27 @@ impl Actor {
                         // Closing pauses an active goal until the user resumes it (G-24);
                         // first, so the stopped turn's settlement does not call it a Stop.
                         let (sid, owner) = (self.core.id.clone(), self.lease_owner.clone());
+                        // Waiting for the user is a pause in itself: the goal resumes with
+                        // the answer (G-15 stage 5); anything else closing pauses it.
+                        let waiting = self
+                            .core
+                            .read(|c| store::questionnaires::pending(c, &sid))
+                            .map(|q| q.is_some())
+                            .unwrap_or(false);
                         let r = if self.running.is_some() {
-                            let _ = self.core.write(|tx| crate::goal::runner::pause_for_close(tx, &sid));
+                            if !waiting {
+                                let _ = self
+                                    .core
+                                    .write(|tx| crate::goal::runner::pause_for_close(tx, &sid));
+                            }
                             self.stop_running().await;
                             self.release()
                         } else {
                             // Nothing runs: pausing and releasing are one transaction.
                             self.core.write(|tx| {
-                                crate::goal::runner::pause_for_close(tx, &sid)?;
+                                if !waiting {
+                                    crate::goal::runner::pause_for_close(tx, &sid)?;
+                                }
                                 tx.release_lease(&sid, &owner)
                             })
                         };

@@ -245,6 +245,39 @@ fn goal_next_and_a_refused_budget_change_in_a_continuation() {
 }
 
 #[test]
+fn a_permission_question_mid_goal_suspends_it_and_the_answer_resumes_it() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("settings.json"),
+        r#"{"goal": {"verification": "none"}}"#,
+    )
+    .unwrap();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            {"tool_calls": [{"name": "write", "arguments": {"path": "out.txt", "content": "x"}}]},
+            claim("wrote out.txt")
+        ]}),
+    );
+    let out = env.exec(&model, &["--permission", "ask", "/goal write out.txt"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let sid = env.only_session();
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("active".into(), "created".into()),
+        "waiting does not pause the goal"
+    );
+    let q = pending_questionnaire(&env, &sid);
+    let out = env.run(&["answer", "--session", &sid, &q, "allow_once"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("complete".into(), "worker_proposal".into())
+    );
+    assert_eq!(read(env.ws.join("out.txt")), "x");
+}
+
+#[test]
 fn a_killed_goal_run_is_paused_as_app_closed_on_reopen() {
     let env = Env::new();
     std::fs::write(

@@ -180,7 +180,10 @@ async fn g_6_time_while_closed_does_not_count() {
                 Some("goal-cont:g1:1:1"),
             )?;
             let t = tx.start_turn(&id, m.id)?;
-            tx.set_turn_goal(t, "g1", 1, false)
+            tx.set_turn_goal(t, "g1", 1, false)?;
+            // The process that held the session is gone.
+            tx.acquire_lease(&id, "dead-process", 2_000_000_000, 30_000, &|_| false)?;
+            Ok(())
         })
         .unwrap();
     let clock = ManualClock::new(1_000_000 + 3_600_000);
