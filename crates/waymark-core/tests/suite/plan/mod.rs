@@ -89,19 +89,10 @@ pub(super) async fn to_approval(h: &Harness, s: &SessionHandle) -> String {
         vec![(TurnEndReason::Terminated, None)],
         "{ev:#?}"
     );
-    waiting_on(&ev)
-        .to_string()
-        .tap(|q| assert_eq!(kind_of(h, s, q), QuestionnaireKind::PlanApproval))
+    let q = waiting_on(&ev);
+    assert_eq!(kind_of(h, s, &q), QuestionnaireKind::PlanApproval);
+    q
 }
-
-pub(super) trait Tap: Sized {
-    fn tap(self, f: impl FnOnce(&Self)) -> Self {
-        f(&self);
-        self
-    }
-}
-
-impl<T> Tap for T {}
 
 pub(super) fn kind_of(h: &Harness, s: &SessionHandle, q: &str) -> QuestionnaireKind {
     h.runtime
