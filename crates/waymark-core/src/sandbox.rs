@@ -133,31 +133,36 @@ impl Sandbox {
     }
 }
 
-fn apply(rw_dirs: &[PathBuf], rw_files: &[PathBuf]) -> Result<(), String> {
+/// Why the ruleset could not be enforced.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct NotEnforced(String);
+
+fn apply(rw_dirs: &[PathBuf], rw_files: &[PathBuf]) -> Result<(), NotEnforced> {
     let abi = REQUIRED_ABI;
     let read = AccessFs::from_read(abi);
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))
-        .map_err(|e| e.to_string())?
+        .map_err(|e| NotEnforced(e.to_string()))?
         .create()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| NotEnforced(e.to_string()))?
         .add_rules(path_beneath_rules(["/"], read))
-        .map_err(|e| e.to_string())?
+        .map_err(|e| NotEnforced(e.to_string()))?
         .add_rules(path_beneath_rules(rw_dirs, AccessFs::from_all(abi)))
-        .map_err(|e| e.to_string())?
+        .map_err(|e| NotEnforced(e.to_string()))?
         .add_rules(path_beneath_rules(rw_files, AccessFs::from_file(abi)))
-        .map_err(|e| e.to_string())?
+        .map_err(|e| NotEnforced(e.to_string()))?
         .add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_file(abi)))
-        .map_err(|e| e.to_string())?
+        .map_err(|e| NotEnforced(e.to_string()))?
         .restrict_self()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| NotEnforced(e.to_string()))?;
     match status.ruleset {
         RulesetStatus::FullyEnforced => Ok(()),
-        RulesetStatus::PartiallyEnforced | RulesetStatus::NotEnforced => Err(format!(
+        RulesetStatus::PartiallyEnforced | RulesetStatus::NotEnforced => Err(NotEnforced(format!(
             "the kernel enforces the ruleset only as {:?}",
             status.ruleset
-        )),
+        ))),
     }
 }
 

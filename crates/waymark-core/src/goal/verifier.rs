@@ -128,7 +128,7 @@ pub(crate) async fn verify(
             let content = run_read_only(core, &ctx, call).await;
             let (content, is_error) = match content {
                 Ok(c) => (c, false),
-                Err(e) => (e, true),
+                Err(ToolError::Model(m) | ToolError::Fatal(m)) => (m, true),
             };
             messages.push(ModelMessage::ToolResult {
                 call_id: call.id.clone(),
@@ -148,17 +148,15 @@ async fn run_read_only(
     core: &SessionCore,
     ctx: &ToolContext,
     call: &ToolCallRecord,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let allowed =
         READ_ONLY.contains(&call.name.as_str()) || (call.name == "bash" && ctx.sandbox.is_some());
     let Some(tool) = core.tools.get(&call.name).filter(|_| allowed) else {
-        return Err(format!(
+        return Err(ToolError::Model(format!(
             "`{}` is not available to the reviewer (read-only tools only)",
             call.name
-        ));
+        )));
     };
-    match tool.handle(ctx, call.arguments.clone()).await {
-        Ok(out) => Ok(truncate_head(&out.content, ctx.output_limit, "")),
-        Err(ToolError::Model(m) | ToolError::Fatal(m)) => Err(m),
-    }
+    let out = tool.handle(ctx, call.arguments.clone()).await?;
+    Ok(truncate_head(&out.content, ctx.output_limit, ""))
 }

@@ -12,7 +12,7 @@ pub mod render;
 mod tools;
 
 pub(crate) use answer::on_answer;
-pub use document::{SNAPSHOT_LIMIT, check_plan_text, snapshot};
+pub use document::{PlanFileError, SNAPSHOT_LIMIT, check_plan_text, snapshot};
 
 use crate::commands::CommandRegistry;
 use crate::context::ReminderSource;

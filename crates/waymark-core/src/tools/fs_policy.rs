@@ -7,6 +7,17 @@ use super::{ToolContext, ToolError};
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
+/// A path a write may not go to, with the reason for the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PathRefused(pub String);
+
+impl From<PathRefused> for ToolError {
+    fn from(e: PathRefused) -> Self {
+        ToolError::Model(e.0)
+    }
+}
+
 /// Resolves a path for reading (relative to the workspace). The file must exist.
 pub fn resolve_read(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
     let p = join(ctx, raw)?;
@@ -16,7 +27,7 @@ pub fn resolve_read(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> 
 
 /// Resolves a path for writing; the result is canonical and inside an allowed root.
 pub fn resolve_write(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
-    let target = resolve_target(&ctx.workspace, raw).map_err(ToolError::Model)?;
+    let target = resolve_target(&ctx.workspace, raw)?;
     if !inside_allowed_root(ctx, &target) {
         return Err(ToolError::Model(format!(
             "writing `{raw}` is refused: it resolves to {}, outside the workspace ({}) and the session artifacts folder ({})",
@@ -33,12 +44,12 @@ pub fn resolve_write(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError>
 
 /// Where a write to `raw` (relative to `workspace`) would land: the canonical path, with
 /// symlinks followed and `..` refused. The target itself need not exist.
-pub fn resolve_target(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
+pub fn resolve_target(workspace: &Path, raw: &str) -> Result<PathBuf, PathRefused> {
     let p = join_path(workspace, raw)?;
     if p.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(format!(
+        return Err(PathRefused(format!(
             "`{raw}` contains `..`; name the file by its path inside the workspace"
-        ));
+        )));
     }
     // The deepest part of the path that exists is canonicalized (following symlinks); the
     // rest does not exist yet and is appended as plain names.
@@ -46,16 +57,20 @@ pub fn resolve_target(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     while std::fs::symlink_metadata(&existing).is_err() {
         let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
-            return Err(format!("cannot write `{raw}`: no such location"));
+            return Err(PathRefused(format!(
+                "cannot write `{raw}`: no such location"
+            )));
         };
         rest.push(name);
         if !existing.pop() {
-            return Err(format!("cannot write `{raw}`: no such location"));
+            return Err(PathRefused(format!(
+                "cannot write `{raw}`: no such location"
+            )));
         }
     }
     let mut target = existing
         .canonicalize()
-        .map_err(|e| format!("cannot write `{raw}`: {}", describe_io(&e)))?;
+        .map_err(|e| PathRefused(format!("cannot write `{raw}`: {}", describe_io(&e))))?;
     for name in rest.iter().rev() {
         target.push(name);
     }
@@ -67,16 +82,16 @@ fn inside_allowed_root(ctx: &ToolContext, target: &Path) -> bool {
 }
 
 fn join(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
-    join_path(&ctx.workspace, raw).map_err(ToolError::Model)
+    Ok(join_path(&ctx.workspace, raw)?)
 }
 
 /// `raw` as an absolute path (relative ones are taken from the workspace).
-fn join_path(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
+fn join_path(workspace: &Path, raw: &str) -> Result<PathBuf, PathRefused> {
     if raw.is_empty() {
-        return Err("the path is empty".into());
+        return Err(PathRefused("the path is empty".into()));
     }
     if raw.contains('\0') {
-        return Err("the path contains a NUL byte".into());
+        return Err(PathRefused("the path contains a NUL byte".into()));
     }
     let p = Path::new(raw);
     Ok(if p.is_absolute() {
