@@ -9,5 +9,7 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== wire types build with the specta derives the desktop bindings use"
+cargo check --locked -p waymark-protocol --features specta
 echo "== cargo nextest run"
 cargo nextest run --workspace --locked --profile ci

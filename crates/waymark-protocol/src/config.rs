@@ -24,6 +24,7 @@ impl ConfigError {
 
 /// The whole settings file.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Default model spec (`openai:<model>`, `anthropic:<model>`, `ollama:<model>`,
@@ -40,6 +41,7 @@ pub struct Config {
 
 /// How a goal's completion claim is checked (G-16 … G-19).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum Verification {
     None,
@@ -49,6 +51,7 @@ pub enum Verification {
 
 /// The `goal` section (G-10).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default, deny_unknown_fields)]
 pub struct GoalConfig {
     /// Unset: decided by the model route (own key → none, managed → subagent).
@@ -60,6 +63,7 @@ pub struct GoalConfig {
 
 /// Default budgets of new goals and the grace steps after a budget runs out.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default, deny_unknown_fields)]
 pub struct GoalBudgetConfig {
     pub default_tokens: Option<u64>,
@@ -82,6 +86,7 @@ impl Default for GoalBudgetConfig {
 
 /// The no-progress breaker.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default, deny_unknown_fields)]
 pub struct BreakerConfig {
     pub repeated_reply_limit: u32,
@@ -97,6 +102,7 @@ impl Default for BreakerConfig {
 
 /// Limits of the verifier.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default, deny_unknown_fields)]
 pub struct VerifierConfig {
     pub repeated_not_met_limit: u32,
@@ -112,6 +118,7 @@ impl Default for VerifierConfig {
 
 /// Limits of one turn and its tools.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default, deny_unknown_fields)]
 pub struct TurnConfig {
     /// Model calls per turn before it ends as `step_capped`.
@@ -137,6 +144,7 @@ impl Default for TurnConfig {
 
 /// Wire format a provider speaks.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     Openai,
@@ -145,6 +153,7 @@ pub enum ProviderKind {
 
 /// A named provider from the settings file.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
@@ -164,6 +173,7 @@ pub struct ProviderConfig {
 
 /// Feature flags.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default, deny_unknown_fields)]
 pub struct BetaFlags {
     pub desktop_plan_mode: bool,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// One event of a session.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Event {
     pub session_id: String,
     pub seq: u64,
@@ -22,6 +23,7 @@ pub struct Event {
 
 /// A tool call as listed in an assistant message.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ToolCallSummary {
     pub call_id: String,
     pub name: String,
@@ -29,6 +31,7 @@ pub struct ToolCallSummary {
 
 /// The payload of an event; `type` on the wire.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type")]
 pub enum EventKind {
     /// A process attached to the session (created or reopened).

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a goal stands. Only `active` continues; `complete` is terminal.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum GoalStatus {
     Active,
@@ -55,6 +56,7 @@ impl GoalStatus {
 
 /// Why a goal reached its status (the closed table of G-3).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum GoalReason {
     Created,
@@ -159,6 +161,7 @@ impl GoalReason {
 
 /// Who caused a goal transition.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum GoalActor {
     User,
@@ -190,6 +193,7 @@ impl GoalActor {
 
 /// One budget dimension in a report (G-7).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct BudgetLine {
     pub limit: Option<u64>,
     pub used: u64,
@@ -210,6 +214,7 @@ impl BudgetLine {
 
 /// The budget report: one line per dimension.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct BudgetReport {
     pub tokens: BudgetLine,
     pub main_turns: BudgetLine,
@@ -218,6 +223,7 @@ pub struct BudgetReport {
 
 /// The full snapshot of a goal pushed to front ends after every change (`goal.updated`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct GoalSnapshot {
     pub goal_id: String,
     pub objective: String,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a message is inserted into the queue.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum Position {
     Head,
@@ -14,6 +15,7 @@ pub enum Position {
 
 /// An intent attached to a submitted message, applied in the admission transaction.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "kebab-case")]
 pub enum Intent {
     PlanEntry,
@@ -22,6 +24,7 @@ pub enum Intent {
 
 /// An answer to a questionnaire. Which answers a questionnaire accepts depends on its kind.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum Answer {
     AllowOnce,
@@ -93,6 +96,7 @@ pub enum AnswerParseError {
 
 /// What a front end asks of a session.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
     /// Admit a message (slash commands are parsed here) and run the queue.

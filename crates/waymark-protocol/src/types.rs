@@ -5,6 +5,7 @@ use std::fmt;
 
 /// Who put a message into the queue.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum MessageSource {
     User,
@@ -36,6 +37,7 @@ impl MessageSource {
 
 /// What the agent may do without asking.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "kebab-case")]
 pub enum PermissionMode {
     /// Writes and shell commands ask the user.
@@ -93,6 +95,7 @@ impl fmt::Display for PermissionMode {
 /// Interaction mode of a session (plan mode lives in its own issue; the column exists from
 /// the start so the mode survives restarts).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum InteractionMode {
     #[default]
@@ -119,6 +122,7 @@ impl InteractionMode {
 
 /// Why a turn ended.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum TurnEndReason {
     /// The model replied without tool calls.
@@ -158,6 +162,7 @@ impl TurnEndReason {
 
 /// Token usage of one model call or a sum of them.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -179,6 +184,7 @@ impl Usage {
 
 /// A typed error as it crosses a boundary (IPC, CLI JSON, event log).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ErrorInfo {
     pub code: String,
     pub message: String,
@@ -201,6 +207,7 @@ impl fmt::Display for ErrorInfo {
 
 /// Outcome of one tool call as the model and the front ends see it.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     Ok,
@@ -220,6 +227,7 @@ impl ToolStatus {
 
 /// Kinds of pending decisions the user must answer.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum QuestionnaireKind {
     Permission,
@@ -251,6 +259,7 @@ impl QuestionnaireKind {
 
 /// Whether a provider spends the user's own key or a managed (free to the user) route.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum RouteKind {
     #[default]
@@ -260,6 +269,7 @@ pub enum RouteKind {
 
 /// A session as listed by `waymark sessions` and the desktop session list.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionSummary {
     pub id: String,
     pub workspace: String,
@@ -275,6 +285,7 @@ pub struct SessionSummary {
 
 /// A pending or answered questionnaire.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct QuestionnaireInfo {
     pub id: String,
     pub kind: QuestionnaireKind,
@@ -285,6 +296,7 @@ pub struct QuestionnaireInfo {
 
 /// One message in the queue or history of a session.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MessageInfo {
     pub id: i64,
     pub source: MessageSource,
@@ -294,6 +306,7 @@ pub struct MessageInfo {
 
 /// Everything `waymark show` prints.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionSnapshot {
     pub summary: SessionSummary,
     pub session_dir: String,
