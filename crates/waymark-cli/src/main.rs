@@ -74,6 +74,14 @@ enum PlanCommand {
         #[arg(long)]
         session: String,
     },
+    /// Replace the plan with your own edit (plan mode only); the review then approves it.
+    Edit {
+        #[arg(long)]
+        session: String,
+        /// The new plan text.
+        #[arg(long)]
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -353,7 +361,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Plan { command } => plan_command(&runtime, command),
+        Command::Plan { command } => plan_command(&runtime, command).await,
         Command::Goal { command } => goal_command(&runtime, command),
         Command::Events { session, after } => {
             let mut after = after;
@@ -432,7 +440,7 @@ fn parse_version(v: &str) -> anyhow::Result<u32> {
         .map_err(|_| anyhow::anyhow!("`{v}` is not a revision number (use 1, 2… or v1, v2…)"))
 }
 
-fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result<ExitCode> {
+async fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result<ExitCode> {
     match command {
         PlanCommand::Show { session } => {
             let (path, text) = runtime.plan_file(&session)?;
@@ -475,6 +483,21 @@ fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result<ExitC
                     &format!("v{b}")
                 )
             );
+        }
+        PlanCommand::Edit { session, file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let handle = runtime.open_session(
+                &session,
+                SessionSpec {
+                    hold: true,
+                    ..SessionSpec::default()
+                },
+            )?;
+            let r = handle.submit(Op::EditPlan { text }).await;
+            handle.shutdown().await?;
+            r?;
+            println!("The plan now holds your edit; approving the review implements this version.");
         }
         PlanCommand::Render { session } => {
             let (path, text) = runtime.plan_file(&session)?;

@@ -358,6 +358,10 @@ impl Actor {
                 self.auto_run = true;
                 Ok(OpOutcome::Done)
             }
+            Op::EditPlan { text } => {
+                crate::plan::edit_by_user(&self.core, &text)?;
+                Ok(OpOutcome::Done)
+            }
             Op::Shutdown => Ok(OpOutcome::Done),
         }
     }

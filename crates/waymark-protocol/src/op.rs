@@ -116,6 +116,9 @@ pub enum Op {
         questionnaire_id: String,
         answer: Answer,
     },
+    /// The user's own edit of the plan file in plan mode: written to the file and frozen as
+    /// a revision authored by the user; a pending review then approves this version.
+    EditPlan { text: String },
     /// Stop the running turn: the running tool is killed, partial output kept.
     Stop,
     /// Run queued or parked work, if any.

@@ -159,6 +159,49 @@ fn plan_defer_then_revise_then_reject() {
 }
 
 #[test]
+fn a_plan_edited_by_the_user_is_the_one_implemented() {
+    let env = Env::new();
+    let model = setup(
+        &env,
+        vec![
+            submit(PLAN_V1),
+            json!({"text": "Implementing the user's plan."}),
+        ],
+    );
+    let out = env.exec(&model, &["--permission", "auto-edit", "--plan", "plan"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let sid = env.only_session();
+    let mine = env.dir.path().join("mine.md");
+    std::fs::write(&mine, PLAN_V2).unwrap();
+    let out = env.run(&[
+        "plan",
+        "edit",
+        "--session",
+        &sid,
+        "--file",
+        mine.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let revs: Value = serde_json::from_slice(
+        &env.run(&["plan", "revisions", "--session", &sid, "--json"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(revs[1]["author"], "user");
+    let q = pending_questionnaire(&env, &sid);
+    let out = env.run(&["answer", "--session", &sid, &q, "approve", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let ev = json_lines(&out);
+    let admitted = ev.iter().find(|e| e["type"] == "message.admitted").unwrap();
+    assert!(
+        admitted["text"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("Approved plan:\n{PLAN_V2}"))
+    );
+}
+
+#[test]
 fn two_processes_approving_at_once_yield_one_implementation_message() {
     let env = Env::new();
     let model = setup(

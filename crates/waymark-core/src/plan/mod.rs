@@ -151,6 +151,52 @@ pub(crate) fn prepare_draft(artifacts: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The user edited the plan (PM-23): the file gets the text, a revision authored by the user
+/// is frozen, and a pending review now approves this version.
+pub(crate) fn edit_by_user(core: &SessionCore, text: &str) -> Result<()> {
+    let path = plan_path(&core.artifacts);
+    let (content, truncated) = snapshot(text);
+    core.write(|tx| {
+        if !in_plan_mode(tx, &core.id)? {
+            return Err(Error::Refused(
+                "the plan can be edited only in plan mode".into(),
+            ));
+        }
+        let plan = store::plans::current_plan(tx.conn(), &core.id)?
+            .ok_or_else(|| Error::Corrupt("plan mode without a plan".into()))?;
+        let key = |v: u32| format!("plan/{}/v{v}.md", plan.id);
+        let rev = tx.add_revision(&plan.id, &key, content.as_bytes(), "user", truncated)?;
+        tx.emit(
+            &core.id,
+            EventKind::PlanRevision {
+                plan_id: plan.id.clone(),
+                version: rev.version,
+                key: rev.key.clone(),
+                sha256: rev.sha256.clone(),
+                bytes: rev.bytes,
+                author: rev.author.clone(),
+                truncated,
+            },
+        )?;
+        if let Some(q) = store::questionnaires::pending(tx.conn(), &core.id)?
+            && q.kind == QuestionnaireKind::PlanApproval
+        {
+            let mut payload = q.payload.clone();
+            if let Some(o) = payload.as_object_mut() {
+                o.insert("version".into(), rev.version.into());
+                o.insert("key".into(), rev.key.clone().into());
+                o.insert("sha256".into(), rev.sha256.clone().into());
+                o.insert("bytes".into(), rev.bytes.into());
+                o.insert("truncated".into(), truncated.into());
+            }
+            tx.update_questionnaire_payload(&q.id, &payload)?;
+        }
+        // The file last: if recording failed, the file is untouched.
+        crate::tools::fs_policy::write_atomic(&path, text.as_bytes())
+            .map_err(|e| Error::Refused(e.to_string()))
+    })
+}
+
 /// Whether the session is in plan mode right now.
 pub(crate) fn in_plan_mode(tx: &Tx<'_>, session_id: &str) -> Result<bool> {
     Ok(store::sessions::get(tx.conn(), session_id)?

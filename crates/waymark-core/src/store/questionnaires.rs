@@ -94,6 +94,19 @@ impl super::Tx<'_> {
         self.ensure_closed_once(id, n)
     }
 
+    /// Replaces the payload of a pending questionnaire (a newer plan revision to review).
+    pub fn update_questionnaire_payload(
+        &mut self,
+        id: &str,
+        payload: &serde_json::Value,
+    ) -> Result<()> {
+        let n = self.conn().execute(
+            "UPDATE questionnaires SET payload = ?2 WHERE id = ?1 AND status = 'pending'",
+            params![id, payload.to_string()],
+        )?;
+        self.ensure_closed_once(id, n)
+    }
+
     /// Withdraws a pending questionnaire (its turn was stopped, or the model retracted it).
     pub fn withdraw_questionnaire(&mut self, id: &str) -> Result<()> {
         let now = self.now();

@@ -378,3 +378,42 @@ async fn pm_21_leaving_directly_never_implements_and_withdraws_the_review() {
     assert_eq!(mode(&h, &s), InteractionMode::Default);
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn pm_23_a_user_edit_before_approval_is_what_gets_implemented() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        with_plan_script(vec![json!({"text": "implementing"})]),
+        PermissionMode::AutoEdit,
+    );
+    let q = to_approval(&h, &s).await;
+    let edited = "## Summary\nThe user's own version of the plan.\n";
+    s.submit(Op::EditPlan {
+        text: edited.into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(plan_file(&h, &s)).unwrap(), edited);
+    let revs = h.runtime.plan_revisions(s.id()).unwrap();
+    let last = revs.last().unwrap();
+    assert_eq!((last.version, last.author.as_str()), (2, "user"));
+    run(&s, answer(&q, Answer::Approve { option: None })).await;
+    let m = messages(&h, &s)
+        .into_iter()
+        .find(|m| m.text.starts_with("Implement"))
+        .unwrap();
+    assert!(
+        m.text.ends_with(&format!("Approved plan:\n{edited}")),
+        "{}",
+        m.text
+    );
+    // Outside plan mode the plan cannot be edited.
+    let e = s
+        .submit(Op::EditPlan {
+            text: "## Summary\nlate".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "refused");
+    s.shutdown().await.unwrap();
+}
