@@ -171,11 +171,7 @@ fn usage_and_config_errors_have_their_exit_codes() {
     let out = env.run(&["exec", "--permission", "yolo", "x"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a permission mode"));
-    std::fs::write(
-        env.dir.path().join("settings.json"),
-        r#"{"turn": {"max_steps": 0}}"#,
-    )
-    .unwrap();
+    env.settings(r#"{"turn": {"max_steps": 0}}"#);
     let out = env.run(&["sessions"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -183,7 +179,7 @@ fn usage_and_config_errors_have_their_exit_codes() {
         "{}",
         text(&out)
     );
-    std::fs::write(env.dir.path().join("settings.json"), "{}").unwrap();
+    env.settings("{}");
     let out = env.run(&[
         "exec",
         "--workspace",

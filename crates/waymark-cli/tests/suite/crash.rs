@@ -12,20 +12,7 @@ fn sigkill_mid_turn_then_reopen() {
         {"text": "this reply is slow to stream", "delay_ms": 20000},
         {"text": "after restart"}
     ]}));
-    let (mut child, sid, _lines) = spawn_until_tool_result(
-        &env,
-        &[
-            "exec",
-            "--workspace",
-            env.ws.to_str().unwrap(),
-            "--model",
-            &model,
-            "--permission",
-            "auto",
-            "--json",
-            "go",
-        ],
-    );
+    let (mut child, sid, _lines) = spawn_until_tool_result(&env, &model, "go");
     // While it runs, a second process is refused.
     let busy = env.run(&["exec", "--session", &sid, "hello"]);
     assert_eq!(busy.status.code(), Some(1), "{}", text(&busy));

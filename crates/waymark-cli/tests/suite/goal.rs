@@ -128,7 +128,7 @@ fn goal_scenarios_reach_the_expected_status_and_reason() {
     ];
     for c in cases {
         let env = Env::new();
-        std::fs::write(env.dir.path().join("settings.json"), c.settings.to_string()).unwrap();
+        env.settings(&c.settings.to_string());
         let model = env.script("s.json", c.script);
         let out = env.exec(&model, &["--permission", "auto", c.prompt]);
         assert_eq!(out.status.code(), Some(0), "{}: {}", c.name, text(&out));
@@ -152,11 +152,7 @@ fn goal_scenarios_reach_the_expected_status_and_reason() {
 #[test]
 fn raising_the_exhausted_budget_reactivates_and_create_goal_needs_approval() {
     let env = Env::new();
-    std::fs::write(
-        env.dir.path().join("settings.json"),
-        r#"{"goal": {"verification": "none"}}"#,
-    )
-    .unwrap();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
     let model = env.script("s.json", json!({"responses": [
         {"tool_calls": [{"name": "create_goal", "arguments": {"objective": "tidy", "turn_budget": 1}}]},
         {"text": "did a thing"},
@@ -192,11 +188,7 @@ fn raising_the_exhausted_budget_reactivates_and_create_goal_needs_approval() {
 #[test]
 fn goal_next_and_a_refused_budget_change_in_a_continuation() {
     let env = Env::new();
-    std::fs::write(
-        env.dir.path().join("settings.json"),
-        r#"{"goal": {"verification": "none"}}"#,
-    )
-    .unwrap();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
     let model = env.script("s.json", json!({"responses": [
         {"tool_calls": [{"name": "update_goal", "arguments": {"mode": "token_budget", "token_budget": 999999}}]},
         claim("first"),
@@ -247,11 +239,7 @@ fn goal_next_and_a_refused_budget_change_in_a_continuation() {
 #[test]
 fn a_permission_question_mid_goal_suspends_it_and_the_answer_resumes_it() {
     let env = Env::new();
-    std::fs::write(
-        env.dir.path().join("settings.json"),
-        r#"{"goal": {"verification": "none"}}"#,
-    )
-    .unwrap();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
     let model = env.script(
         "s.json",
         json!({"responses": [
@@ -280,29 +268,12 @@ fn a_permission_question_mid_goal_suspends_it_and_the_answer_resumes_it() {
 #[test]
 fn a_killed_goal_run_is_paused_as_app_closed_on_reopen() {
     let env = Env::new();
-    std::fs::write(
-        env.dir.path().join("settings.json"),
-        r#"{"goal": {"verification": "none"}}"#,
-    )
-    .unwrap();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
     let model = env.script(
         "s.json",
         json!({"responses": [step(1), {"text": "slow", "delay_ms": 20000}]}),
     );
-    let (mut child, sid, _lines) = spawn_until_tool_result(
-        &env,
-        &[
-            "exec",
-            "--workspace",
-            env.ws.to_str().unwrap(),
-            "--model",
-            &model,
-            "--permission",
-            "auto",
-            "--json",
-            "/goal long job",
-        ],
-    );
+    let (mut child, sid, _lines) = spawn_until_tool_result(&env, &model, "/goal long job");
     child.kill().unwrap();
     child.wait().unwrap();
     let out = env.run(&["exec", "--session", &sid]);
@@ -316,29 +287,12 @@ fn a_killed_goal_run_is_paused_as_app_closed_on_reopen() {
 #[test]
 fn ctrl_c_pauses_the_goal_as_user_requested() {
     let env = Env::new();
-    std::fs::write(
-        env.dir.path().join("settings.json"),
-        r#"{"goal": {"verification": "none"}}"#,
-    )
-    .unwrap();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
     let model = env.script(
         "s.json",
         json!({"responses": [step(1), {"text": "slow", "delay_ms": 20000}]}),
     );
-    let (mut child, sid, mut lines) = spawn_until_tool_result(
-        &env,
-        &[
-            "exec",
-            "--workspace",
-            env.ws.to_str().unwrap(),
-            "--model",
-            &model,
-            "--permission",
-            "auto",
-            "--json",
-            "/goal long job",
-        ],
-    );
+    let (mut child, sid, mut lines) = spawn_until_tool_result(&env, &model, "/goal long job");
     #[allow(unsafe_code)]
     // SAFETY: sends SIGINT to the child this test started.
     unsafe {

@@ -47,7 +47,13 @@ impl Env {
         self.cmd().args(args).output().unwrap()
     }
 
-    pub fn exec(&self, model: &str, extra: &[&str]) -> Output {
+    /// Replaces the settings file every command of this environment reads.
+    pub fn settings(&self, json: &str) {
+        std::fs::write(self.dir.path().join("settings.json"), json).unwrap();
+    }
+
+    /// `exec` in a new session on the workspace with `model`, then `extra`.
+    fn exec_args<'a>(&'a self, model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         let mut args = vec![
             "exec",
             "--workspace",
@@ -56,7 +62,11 @@ impl Env {
             model,
         ];
         args.extend_from_slice(extra);
-        self.run(&args)
+        args
+    }
+
+    pub fn exec(&self, model: &str, extra: &[&str]) -> Output {
+        self.run(&self.exec_args(model, extra))
     }
 
     pub fn exec_session(&self, session: &str, extra: &[&str]) -> Output {
@@ -93,7 +103,8 @@ impl Env {
 /// the running child, the session id and the rest of its output.
 pub fn spawn_until_tool_result(
     env: &Env,
-    args: &[&str],
+    model: &str,
+    prompt: &str,
 ) -> (
     std::process::Child,
     String,
@@ -102,7 +113,7 @@ pub fn spawn_until_tool_result(
     use std::io::BufRead;
     let mut child = env
         .cmd()
-        .args(args)
+        .args(env.exec_args(model, &["--permission", "auto", "--json", prompt]))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
