@@ -84,13 +84,22 @@ impl Harness {
     }
 
     pub fn session(&self, script: Value, mode: PermissionMode) -> SessionHandle {
+        self.create(script, mode, false)
+    }
+
+    /// A session that does not start queued work until `Op::Resume`.
+    pub fn held_session(&self, script: Value, mode: PermissionMode) -> SessionHandle {
+        self.create(script, mode, true)
+    }
+
+    fn create(&self, script: Value, mode: PermissionMode, hold: bool) -> SessionHandle {
         let model = self.script(script);
         self.runtime
             .create_session(SessionSpec {
                 workspace: Some(self.ws.clone()),
                 model: Some(model),
                 permission_mode: Some(mode),
-                hold: false,
+                hold,
             })
             .unwrap()
     }

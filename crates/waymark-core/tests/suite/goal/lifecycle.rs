@@ -36,16 +36,10 @@ async fn g_15_rate_limits_make_the_goal_usage_limited() {
 #[tokio::test]
 async fn g_23_a_user_message_goes_before_the_continuation() {
     let h = Harness::new(config(Verification::None));
-    let model = h.script(json!({"responses": [{"text": "answering the user"}, claim("done")]}));
-    let s = h
-        .runtime
-        .create_session(waymark_core::SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(model),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: true,
-        })
-        .unwrap();
+    let s = h.held_session(
+        json!({"responses": [{"text": "answering the user"}, claim("done")]}),
+        PermissionMode::Auto,
+    );
     let mut rx = s.subscribe();
     // The goal's first continuation is queued; before it runs, the user adds a message.
     s.submit(user("/goal stay on it")).await.unwrap();
@@ -253,16 +247,10 @@ async fn g_5_the_flag_turns_goals_off_and_keeps_existing_ones() {
 #[tokio::test]
 async fn g_1_one_current_goal_and_g_9_lifecycle_commands() {
     let h = Harness::new(config(Verification::None));
-    let model = h.script(json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}));
-    let s = h
-        .runtime
-        .create_session(waymark_core::SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(model),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: true,
-        })
-        .unwrap();
+    let s = h.held_session(
+        json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}),
+        PermissionMode::Auto,
+    );
     let out = |o| match o {
         waymark_core::session::OpOutcome::Command { output } => output,
         other => panic!("{other:?}"),
