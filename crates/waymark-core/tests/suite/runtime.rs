@@ -624,18 +624,7 @@ mod extension_points {
             }
         );
         let ev = run(&s, user("go")).await;
-        let results: Vec<(String, ToolStatus, String)> = ev
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::ToolResult {
-                    name,
-                    status,
-                    content,
-                    ..
-                } => Some((name.clone(), *status, content.clone())),
-                _ => None,
-            })
-            .collect();
+        let results = crate::suite::harness::results(&ev);
         // The extension guard runs before the permission guard: a denial, not a question.
         assert_eq!(
             results[0],
