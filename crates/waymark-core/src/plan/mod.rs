@@ -162,22 +162,7 @@ pub(crate) fn edit_by_user(core: &SessionCore, text: &str) -> Result<()> {
                 "the plan can be edited only in plan mode".into(),
             ));
         }
-        let plan = store::plans::current_plan(tx.conn(), &core.id)?
-            .ok_or_else(|| Error::Corrupt("plan mode without a plan".into()))?;
-        let key = |v: u32| format!("plan/{}/v{v}.md", plan.id);
-        let rev = tx.add_revision(&plan.id, &key, content.as_bytes(), "user", truncated)?;
-        tx.emit(
-            &core.id,
-            EventKind::PlanRevision {
-                plan_id: plan.id.clone(),
-                version: rev.version,
-                key: rev.key.clone(),
-                sha256: rev.sha256.clone(),
-                bytes: rev.bytes,
-                author: rev.author.clone(),
-                truncated,
-            },
-        )?;
+        let (_, rev) = freeze_revision(tx, &core.id, &content, "user", truncated)?;
         if let Some(q) = store::questionnaires::pending(tx.conn(), &core.id)?
             && q.kind == QuestionnaireKind::PlanApproval
         {
@@ -195,6 +180,33 @@ pub(crate) fn edit_by_user(core: &SessionCore, text: &str) -> Result<()> {
         crate::tools::fs_policy::write_atomic(&path, text.as_bytes())
             .map_err(|e| Error::Refused(e.to_string()))
     })
+}
+
+/// Freezes `content` as the next revision of the session's current plan and announces it.
+pub(crate) fn freeze_revision(
+    tx: &mut Tx<'_>,
+    session_id: &str,
+    content: &str,
+    author: &str,
+    truncated: bool,
+) -> Result<(store::plans::PlanRow, store::plans::RevisionRow)> {
+    let plan = store::plans::current_plan(tx.conn(), session_id)?
+        .ok_or_else(|| Error::Corrupt("plan mode without a plan".into()))?;
+    let key = |v: u32| format!("plan/{}/v{v}.md", plan.id);
+    let rev = tx.add_revision(&plan.id, &key, content.as_bytes(), author, truncated)?;
+    tx.emit(
+        session_id,
+        EventKind::PlanRevision {
+            plan_id: plan.id.clone(),
+            version: rev.version,
+            key: rev.key.clone(),
+            sha256: rev.sha256.clone(),
+            bytes: rev.bytes,
+            author: rev.author.clone(),
+            truncated,
+        },
+    )?;
+    Ok((plan, rev))
 }
 
 /// Whether the session is in plan mode right now.

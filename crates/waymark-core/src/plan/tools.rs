@@ -145,19 +145,7 @@ impl Tool for ExitPlanMode {
                         "messages are waiting in the queue: the user added something; end your turn and read it before submitting the plan".into(),
                     ));
                 }
-                let plan = store::plans::current_plan(tx.conn(), &sid)?
-                    .ok_or_else(|| Error::Corrupt("plan mode without a plan".into()))?;
-                let key = |v: u32| format!("plan/{}/v{v}.md", plan.id);
-                let rev = tx.add_revision(&plan.id, &key, content.as_bytes(), "model", truncated)?;
-                tx.emit(&sid, EventKind::PlanRevision {
-                    plan_id: plan.id.clone(),
-                    version: rev.version,
-                    key: rev.key.clone(),
-                    sha256: rev.sha256.clone(),
-                    bytes: rev.bytes,
-                    author: rev.author.clone(),
-                    truncated,
-                })?;
+                let (plan, rev) = super::freeze_revision(tx, &sid, &content, "model", truncated)?;
                 if session.permission_mode == PermissionMode::Auto {
                     // PM-20: no review in auto mode; the frozen snapshot goes straight to work.
                     let text = implementation_message(&content, None);
