@@ -140,6 +140,21 @@ pub async fn collect(rx: &mut tokio::sync::broadcast::Receiver<Event>) -> Vec<Ev
     }
 }
 
+/// A questionnaire of the session as its snapshot reports it.
+pub fn questionnaire(
+    h: &Harness,
+    s: &SessionHandle,
+    id: &str,
+) -> waymark_protocol::QuestionnaireInfo {
+    h.runtime
+        .snapshot(s.id())
+        .unwrap()
+        .questionnaires
+        .into_iter()
+        .find(|x| x.id == id)
+        .unwrap_or_else(|| panic!("no questionnaire {id}"))
+}
+
 /// The questionnaire the session ended up waiting on.
 pub fn waiting_on(events: &[Event]) -> String {
     match events.last().map(|e| &e.kind) {

@@ -4,7 +4,9 @@
 
 use super::*;
 
-use super::super::harness::{Harness, collect, finished, results, run, user, waiting_on};
+use super::super::harness::{
+    Harness, collect, finished, questionnaire, results, run, user, waiting_on,
+};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -97,15 +99,7 @@ async fn g_11_create_goal_asks_for_approval() {
         "no goal before approval"
     );
     let q = waiting_on(&ev);
-    let kind = h
-        .runtime
-        .snapshot(s.id())
-        .unwrap()
-        .questionnaires
-        .into_iter()
-        .find(|x| x.id == q)
-        .unwrap()
-        .kind;
+    let kind = questionnaire(&h, &s, &q).kind;
     assert_eq!(kind, QuestionnaireKind::GoalApproval);
     run(
         &s,

@@ -7,7 +7,7 @@ mod entry;
 mod guard;
 mod review;
 
-use super::harness::{Harness, collect, finished, results, run, user, waiting_on};
+use super::harness::{Harness, collect, finished, questionnaire, results, run, user, waiting_on};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use waymark_core::provider::ModelMessage;
@@ -95,14 +95,7 @@ pub(super) async fn to_approval(h: &Harness, s: &SessionHandle) -> String {
 }
 
 pub(super) fn kind_of(h: &Harness, s: &SessionHandle, q: &str) -> QuestionnaireKind {
-    h.runtime
-        .snapshot(s.id())
-        .unwrap()
-        .questionnaires
-        .into_iter()
-        .find(|x| x.id == q)
-        .unwrap()
-        .kind
+    questionnaire(h, s, q).kind
 }
 
 pub(super) async fn offered_tools(config: Config, enter_plan: bool) -> (Vec<String>, String) {

@@ -4,7 +4,9 @@
 
 use super::*;
 
-use super::super::harness::{Harness, collect, finished, results, run, user, waiting_on};
+use super::super::harness::{
+    Harness, collect, finished, questionnaire, results, run, user, waiting_on,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use waymark_core::provider::ModelMessage;
@@ -355,14 +357,7 @@ async fn pm_21_leaving_directly_never_implements_and_withdraws_the_review() {
     s.submit(user("/plan off")).await.unwrap();
     assert_eq!(mode(&h, &s), InteractionMode::Default);
     assert_eq!(implementation_messages(&h, &s), 0);
-    let info = h
-        .runtime
-        .snapshot(s.id())
-        .unwrap()
-        .questionnaires
-        .into_iter()
-        .find(|x| x.id == q)
-        .unwrap();
+    let info = questionnaire(&h, &s, &q);
     assert_eq!(info.status, "withdrawn");
     // The plan-exit intent works the same way.
     s.submit(user("/plan on")).await.unwrap();
