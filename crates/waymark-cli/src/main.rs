@@ -13,7 +13,9 @@ use tokio::sync::broadcast::error::RecvError;
 use waymark_core::session::OpOutcome;
 use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox, store};
 use waymark_protocol::config::Config;
-use waymark_protocol::{Answer, EventKind, Intent, MessageSource, Op, PermissionMode, Position};
+use waymark_protocol::{
+    Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position,
+};
 
 #[derive(Parser)]
 #[command(
@@ -280,23 +282,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let answer = Answer::parse(&answer, text, option)?;
-            let handle = runtime.open_session(
-                &session,
-                SessionSpec {
-                    hold: no_run,
-                    ..SessionSpec::default()
-                },
-            )?;
             let op = Op::Answer {
                 questionnaire_id: questionnaire,
                 answer,
             };
             if no_run {
-                let r = handle.submit(op).await;
-                handle.shutdown().await?;
-                r?;
+                submit_without_running(&runtime, &session, op).await?;
                 return Ok(ExitCode::SUCCESS);
             }
+            let handle = runtime.open_session(&session, SessionSpec::default())?;
             drive(&runtime, handle, Some(op), json).await
         }
         Command::Sessions { json } => {
@@ -364,18 +358,45 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan { command } => plan_command(&runtime, command).await,
         Command::Goal { command } => goal_command(&runtime, command),
         Command::Events { session, after } => {
-            let mut after = after;
-            loop {
-                let batch = runtime.events(&session, after, 1000)?;
-                let Some(last) = batch.last() else { break };
-                after = last.seq;
-                for e in &batch {
-                    println!("{}", serde_json::to_string(e)?);
-                }
-            }
+            print_events(&runtime, &session, after, |_| true)?;
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Prints the session's events after `after` that `keep` selects, one JSON object per line,
+/// reading the log in pages.
+fn print_events(
+    runtime: &Runtime,
+    session: &str,
+    mut after: u64,
+    keep: impl Fn(&Event) -> bool,
+) -> anyhow::Result<()> {
+    loop {
+        let batch = runtime.events(session, after, 1000)?;
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        after = last.seq;
+        for e in batch.iter().filter(|e| keep(e)) {
+            println!("{}", serde_json::to_string(e)?);
+        }
+    }
+}
+
+/// Applies `op` to a held session (no queued work starts), then closes it.
+async fn submit_without_running(runtime: &Runtime, session: &str, op: Op) -> anyhow::Result<()> {
+    let handle = runtime.open_session(
+        session,
+        SessionSpec {
+            hold: true,
+            ..SessionSpec::default()
+        },
+    )?;
+    let r = handle.submit(op).await;
+    handle.shutdown().await?;
+    r?;
+    Ok(())
 }
 
 fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitCode> {
@@ -417,18 +438,9 @@ fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitC
             }
         }
         GoalCommand::Events { session } => {
-            let mut after = 0;
-            loop {
-                let batch = runtime.events(&session, after, 1000)?;
-                let Some(last) = batch.last() else { break };
-                after = last.seq;
-                for e in batch
-                    .iter()
-                    .filter(|e| e.kind.type_name().starts_with("goal."))
-                {
-                    println!("{}", serde_json::to_string(e)?);
-                }
-            }
+            print_events(runtime, &session, 0, |e| {
+                e.kind.type_name().starts_with("goal.")
+            })?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -487,16 +499,7 @@ async fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result
         PlanCommand::Edit { session, file } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            let handle = runtime.open_session(
-                &session,
-                SessionSpec {
-                    hold: true,
-                    ..SessionSpec::default()
-                },
-            )?;
-            let r = handle.submit(Op::EditPlan { text }).await;
-            handle.shutdown().await?;
-            r?;
+            submit_without_running(runtime, &session, Op::EditPlan { text }).await?;
             println!("The plan now holds your edit; approving the review implements this version.");
         }
         PlanCommand::Render { session } => {

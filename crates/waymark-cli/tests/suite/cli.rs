@@ -56,7 +56,10 @@ fn write_edit_bash_with_json_events() {
     assert_eq!(fin["reason"], "completed");
     assert!(fin["usage"]["input_tokens"].as_u64().unwrap() > 0);
     let sid = env.only_session();
-    assert_contiguous(&env.events(&sid));
+    let all = env.events(&sid);
+    assert_contiguous(&all);
+    let out = env.run(&["events", "--session", &sid, "--after", "3"]);
+    assert_eq!(json_lines(&out), all[3..], "--after skips the first events");
 }
 
 #[test]

@@ -146,6 +146,13 @@ fn goal_scenarios_reach_the_expected_status_and_reason() {
             "{}",
             c.name
         );
+        assert!(
+            String::from_utf8_lossy(&events.stdout)
+                .lines()
+                .all(|l| l.contains("\"type\":\"goal.")),
+            "only goal events: {}",
+            c.name
+        );
     }
 }
 

@@ -86,11 +86,7 @@ impl Env {
     pub fn events(&self, session: &str) -> Vec<Value> {
         let out = self.run(&["events", "--session", session]);
         assert!(out.status.success(), "{}", text(&out));
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        json_lines(&out)
     }
 
     pub fn show(&self, session: &str) -> Value {
