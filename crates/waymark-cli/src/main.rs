@@ -411,31 +411,7 @@ fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitC
                 println!("no goal is set");
                 return Ok(ExitCode::SUCCESS);
             };
-            println!("goal      {}", g.objective);
-            if let Some(c) = &g.criteria {
-                println!("criteria  {c}");
-            }
-            println!(
-                "status    {} ({}, by {})",
-                g.status.as_str(),
-                g.reason.as_str(),
-                g.actor.as_str()
-            );
-            for (name, l) in [
-                ("tokens", g.budget.tokens),
-                ("turns", g.budget.main_turns),
-                ("seconds", g.budget.active_seconds),
-            ] {
-                match l.limit {
-                    Some(limit) => println!(
-                        "{name:<9} {} / {limit} used, {} left{}",
-                        l.used,
-                        l.remaining.unwrap_or(0),
-                        if l.reached { " (reached)" } else { "" }
-                    ),
-                    None => println!("{name:<9} {} used, no limit", l.used),
-                }
-            }
+            println!("{}", waymark_core::goal::describe(&g));
         }
         GoalCommand::Events { session } => {
             print_events(runtime, &session, 0, |e| {

@@ -4,7 +4,7 @@
 use super::budget::{parse_seconds, parse_tokens, parse_turns};
 use super::prompts::Nudge;
 use super::runner::{continue_goal, transition};
-use super::{Dimension, exhausted, report, snapshot};
+use super::{Dimension, describe, exhausted, report, snapshot};
 use crate::commands::{CommandContext, CommandSpec, SlashCommand};
 use crate::error::{Error, Result};
 use crate::session::SessionCore;
@@ -97,29 +97,6 @@ fn split_args(args: &str) -> Result<(String, BudgetArgs)> {
     Ok((words.join(" "), b))
 }
 
-fn describe(g: &GoalRow) -> String {
-    let r = report(g, 0, 0, 0);
-    let line = |name: &str, l: waymark_protocol::BudgetLine| match l.limit {
-        Some(limit) => format!(
-            "  {name:<8} {} / {limit} ({} left){}",
-            l.used,
-            l.remaining.unwrap_or(0),
-            if l.reached { " — reached" } else { "" }
-        ),
-        None => format!("  {name:<8} {} (no limit)", l.used),
-    };
-    format!(
-        "Goal: {}\nStatus: {} ({}, by {})\n{}\n{}\n{}",
-        g.objective,
-        g.status.as_str(),
-        g.reason.as_str(),
-        g.actor.as_str(),
-        line("tokens", r.tokens),
-        line("turns", r.main_turns),
-        line("seconds", r.active_seconds)
-    )
-}
-
 /// Applies budget changes; a raised or cleared exhausted dimension reactivates (G-3).
 pub(crate) fn apply_budgets(
     tx: &mut Tx<'_>,
@@ -194,7 +171,7 @@ impl SlashCommand for GoalCommand {
             ("", None) => "No goal is set. Set one with /goal <objective> (optionally budget=50K turns=20 time=2h).".to_string(),
             ("", Some(g)) => {
                 let queued = queued_goals(tx.conn(), &core.id)?;
-                let mut s = describe(&g);
+                let mut s = describe(&snapshot(&g));
                 if !queued.is_empty() {
                     s.push_str(&format!("\nNext: {}", queued.join(" · ")));
                 }
@@ -252,7 +229,7 @@ impl SlashCommand for GoalCommand {
                 }
                 let mut g = create(tx, core, &objective, None, budgets_of(&b), GoalActor::User)?;
                 continue_goal(tx, &mut g, Nudge::Plain)?;
-                format!("Goal replaced.\n{}", describe(&g))
+                format!("Goal replaced.\n{}", describe(&snapshot(&g)))
             }
             ("pause" | "resume" | "clear" | "edit", None) => return Err(Error::Refused("no goal is set".into())),
             (_, current) => {
@@ -263,7 +240,7 @@ impl SlashCommand for GoalCommand {
                         return Err(Error::Refused("no goal is set; give an objective".into()));
                     };
                     apply_budgets(tx, &mut g, &b, GoalActor::User)?;
-                    describe(&g)
+                    describe(&snapshot(&g))
                 } else {
                     if let Some(g) = &current
                         && !g.status.is_terminal()
@@ -275,7 +252,7 @@ impl SlashCommand for GoalCommand {
                     }
                     let mut g = create(tx, core, &objective, None, budgets_of(&b), GoalActor::User)?;
                     continue_goal(tx, &mut g, Nudge::Plain)?;
-                    format!("Goal set.\n{}", describe(&g))
+                    format!("Goal set.\n{}", describe(&snapshot(&g)))
                 }
             }
         };

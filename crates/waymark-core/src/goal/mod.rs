@@ -118,6 +118,34 @@ pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
     }
 }
 
+/// The goal as people read it: objective, criteria, status, and one line per budget.
+pub fn describe(s: &GoalSnapshot) -> String {
+    let line = |name: &str, l: BudgetLine| match l.limit {
+        Some(limit) => format!(
+            "  {name:<8} {} / {limit} ({} left){}",
+            l.used,
+            l.remaining.unwrap_or(0),
+            if l.reached { " — reached" } else { "" }
+        ),
+        None => format!("  {name:<8} {} (no limit)", l.used),
+    };
+    let criteria = s
+        .criteria
+        .as_ref()
+        .map(|c| format!("Criteria: {c}\n"))
+        .unwrap_or_default();
+    format!(
+        "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}",
+        s.objective,
+        s.status.as_str(),
+        s.reason.as_str(),
+        s.actor.as_str(),
+        line("tokens", s.budget.tokens),
+        line("turns", s.budget.main_turns),
+        line("seconds", s.budget.active_seconds)
+    )
+}
+
 /// A refused goal transition.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the goal cannot go from {from} to {to} ({reason}): {why}")]
@@ -210,6 +238,19 @@ mod tests {
             active_ms: 30_500,
             counters: GoalCounters::default(),
         }
+    }
+
+    #[test]
+    fn describe_shows_criteria_status_and_each_budget() {
+        let mut g = goal(GoalStatus::BudgetLimited, GoalReason::Tokens);
+        g.criteria = Some("tests pass".into());
+        g.time_budget_ms = None;
+        assert_eq!(
+            describe(&snapshot(&g)),
+            "Goal: o\nCriteria: tests pass\nStatus: budget_limited (tokens, by runtime)\n  \
+             tokens   1000 / 1000 (0 left) — reached\n  turns    2 / 5 (3 left)\n  \
+             seconds  30 (no limit)"
+        );
     }
 
     #[test]
