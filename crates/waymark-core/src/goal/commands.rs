@@ -3,7 +3,7 @@
 
 use super::budget::{parse_seconds, parse_tokens, parse_turns};
 use super::prompts::Nudge;
-use super::runner::{continue_goal, transition};
+use super::runner::{continue_goal, emit_update, transition};
 use super::{Dimension, describe, exhausted, report, snapshot};
 use crate::commands::{CommandContext, CommandSpec, SlashCommand};
 use crate::error::{Error, Result};
@@ -134,17 +134,7 @@ pub(crate) fn apply_budgets(
             return Ok(());
         }
     }
-    tx.emit(
-        &g.session_id,
-        EventKind::GoalUpdate {
-            goal_id: g.id.clone(),
-            kind: "lifecycle".into(),
-            status: g.status,
-            reason: g.reason,
-            actor,
-            usage: Box::new(report(g, 0, 0, 0)),
-        },
-    )
+    emit_update(tx, g, "lifecycle", actor)
 }
 
 impl SlashCommand for GoalCommand {

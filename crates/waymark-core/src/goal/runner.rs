@@ -25,8 +25,13 @@ pub(crate) fn is_summary(m: &MessageRow) -> bool {
             .is_some_and(|k| k.starts_with(SUMMARY_KEY))
 }
 
-/// Emits `goal.update` (logged) for a status change.
-fn emit_update(tx: &mut Tx<'_>, g: &GoalRow, kind: &str) -> Result<()> {
+/// Emits `goal.update` (logged): a status change, or a change `actor` made to the goal.
+pub(crate) fn emit_update(
+    tx: &mut Tx<'_>,
+    g: &GoalRow,
+    kind: &str,
+    actor: GoalActor,
+) -> Result<()> {
     tx.emit(
         &g.session_id,
         EventKind::GoalUpdate {
@@ -34,7 +39,7 @@ fn emit_update(tx: &mut Tx<'_>, g: &GoalRow, kind: &str) -> Result<()> {
             kind: kind.to_string(),
             status: g.status,
             reason: g.reason,
-            actor: g.actor,
+            actor,
             usage: Box::new(report(g, 0, 0, 0)),
         },
     )
@@ -61,7 +66,7 @@ pub(crate) fn transition(
     g.reason = reason;
     g.actor = actor;
     tx.set_goal_status(&g.id, g.status, reason, actor)?;
-    emit_update(tx, g, kind)
+    emit_update(tx, g, kind, actor)
 }
 
 /// Queues a goal continuation (or the summary turn) at the tail.
