@@ -221,24 +221,16 @@ fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Opt
         let Some(reason) = t.reason else {
             return Ok(None);
         };
-        let error_code: Option<String> = c.query_row(
-            "SELECT error_code FROM turns WHERE id = ?1",
-            [turn_id],
-            |r| r.get(0),
-        )?;
-        let items = store::turns::history(c, &core.id)?;
+        let error_code = store::turns::error_code(c, turn_id)?;
         let mut final_reply = String::new();
         let mut used_tools = false;
-        for (turn, item) in items.iter().filter(|(t, _)| *t == Some(turn_id)) {
-            let _ = turn;
-            match item {
-                HistoryItem::Assistant {
-                    text, tool_calls, ..
-                } => {
-                    final_reply = text.clone();
-                    used_tools |= !tool_calls.is_empty();
-                }
-                HistoryItem::User { .. } | HistoryItem::ToolResult { .. } => {}
+        for item in store::turns::turn_history(c, &core.id, turn_id)? {
+            if let HistoryItem::Assistant {
+                text, tool_calls, ..
+            } = item
+            {
+                final_reply = text;
+                used_tools |= !tool_calls.is_empty();
             }
         }
         let source = store::messages::get(c, t.message_id)?.map(|m| m.source);
@@ -370,17 +362,14 @@ pub(crate) fn recheck(core: &SessionCore, m: &MessageRow) -> Result<Dequeue> {
             return Ok(Dequeue::Drop("the goal was cleared".into()));
         };
         if g.id != goal_id || Some(g.revision) != revision {
-            return Ok(Dequeue::Drop("the goal changed since this continuation was queued".into()));
+            return Ok(Dequeue::Drop(
+                "the goal changed since this continuation was queued".into(),
+            ));
         }
         if g.status != GoalStatus::Active {
             return Ok(Dequeue::Drop(format!("the goal is {}", g.status.as_str())));
         }
-        let users_waiting: i64 = tx.conn().query_row(
-            "SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND status = 'queued' AND source = 'user'",
-            [&core.id],
-            |r| r.get(0),
-        )?;
-        if users_waiting > 0 {
+        if store::messages::queued_user_count(tx.conn(), &core.id)? > 0 {
             return Ok(Dequeue::Drop("the user's message goes first".into()));
         }
         if let Some(d) = exhausted(&report(&g, 0, 0, 0)) {
@@ -388,9 +377,17 @@ pub(crate) fn recheck(core: &SessionCore, m: &MessageRow) -> Result<Dequeue> {
             if !g.counters.summary_due {
                 g.counters.summary_due = true;
                 tx.set_goal_counters(&g.id, &g.counters)?;
-                enqueue(tx, &g, &prompts::continuation_summary(), &format!("{SUMMARY_KEY}{}:{}", g.id, g.revision))?;
+                enqueue(
+                    tx,
+                    &g,
+                    &prompts::continuation_summary(),
+                    &format!("{SUMMARY_KEY}{}:{}", g.id, g.revision),
+                )?;
             }
-            return Ok(Dequeue::Drop(format!("the {} budget is used up", dimension_name(d))));
+            return Ok(Dequeue::Drop(format!(
+                "the {} budget is used up",
+                dimension_name(d)
+            )));
         }
         Ok(Dequeue::Run)
     })

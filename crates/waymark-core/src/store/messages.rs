@@ -146,6 +146,16 @@ pub fn queued_count(conn: &Connection, session_id: &str) -> Result<u64> {
     Ok(n as u64)
 }
 
+/// Number of queued messages the user sent.
+pub fn queued_user_count(conn: &Connection, session_id: &str) -> Result<u64> {
+    let n: i64 = conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND status = 'queued' AND source = 'user'",
+        )?
+        .query_row([session_id], |r| r.get(0))?;
+    Ok(n as u64)
+}
+
 /// All messages of a session in admission order.
 pub fn list(conn: &Connection, session_id: &str) -> Result<Vec<MessageInfo>> {
     let mut stmt = conn.prepare(&format!(
@@ -187,6 +197,13 @@ mod tests {
         add("a", Position::Tail);
         add("b", Position::Tail);
         add("h", Position::Head);
+        store
+            .write(1, |tx| {
+                tx.insert_message(&s, MessageSource::Goal, "g", Position::Tail, None)
+            })
+            .unwrap();
+        assert_eq!(store.read(|c| queued_count(c, &s)).unwrap(), 4);
+        assert_eq!(store.read(|c| queued_user_count(c, &s)).unwrap(), 3);
         let mut order = Vec::new();
         while let Some(m) = store.read(|c| next_queued(c, &s)).unwrap() {
             order.push(m.text.clone());
@@ -194,7 +211,7 @@ mod tests {
                 .write(1, |tx| tx.set_message_status(m.id, MessageStatus::Done))
                 .unwrap();
         }
-        assert_eq!(order, vec!["h", "a", "b"]);
+        assert_eq!(order, vec!["h", "a", "b", "g"]);
         assert_eq!(store.read(|c| queued_count(c, &s)).unwrap(), 0);
     }
 

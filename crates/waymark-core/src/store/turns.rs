@@ -272,22 +272,40 @@ pub fn history_after(
     Ok(out)
 }
 
+/// The conversation items of one turn, in order.
+pub fn turn_history(conn: &Connection, session_id: &str, turn_id: i64) -> Result<Vec<HistoryItem>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT body FROM history WHERE session_id = ?1 AND turn_id = ?2 ORDER BY id",
+    )?;
+    let rows = stmt.query_map(params![session_id, turn_id], |r| r.get::<_, String>(0))?;
+    let mut items = Vec::new();
+    for row in rows {
+        items.push(
+            serde_json::from_str::<HistoryItem>(&row?)
+                .map_err(|e| Error::Corrupt(format!("history of turn {turn_id}: {e}")))?,
+        );
+    }
+    Ok(items)
+}
+
+/// The error code a finished turn ended with, if any.
+pub fn error_code(conn: &Connection, turn_id: i64) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached("SELECT error_code FROM turns WHERE id = ?1")?
+        .query_row([turn_id], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
+
 /// Tool calls of the turn's newest assistant item that have no result yet, in order.
 pub fn unresolved_calls(
     conn: &Connection,
     session_id: &str,
     turn_id: i64,
 ) -> Result<Vec<ToolCallRecord>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT body FROM history WHERE session_id = ?1 AND turn_id = ?2 ORDER BY id",
-    )?;
-    let rows = stmt.query_map(params![session_id, turn_id], |r| r.get::<_, String>(0))?;
     let mut calls: Vec<ToolCallRecord> = Vec::new();
-    for row in rows {
-        let body = row?;
-        match serde_json::from_str::<HistoryItem>(&body)
-            .map_err(|e| Error::Corrupt(format!("history of turn {turn_id}: {e}")))?
-        {
+    for item in turn_history(conn, session_id, turn_id)? {
+        match item {
             HistoryItem::Assistant { tool_calls, .. } => calls = tool_calls,
             HistoryItem::ToolResult { call_id, .. } => calls.retain(|c| c.id != call_id),
             HistoryItem::User { .. } => {}
