@@ -18,11 +18,12 @@ const READ_ONLY: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 
 /// A short account of recent work on the goal, for the reviewer.
 fn evidence(core: &SessionCore) -> String {
-    let Ok(items) = core.read(|c| store::turns::history(c, &core.id)) else {
-        return String::new();
+    let items = match core.read(|c| store::turns::recent_history(c, &core.id, 40)) {
+        Ok(items) => items,
+        Err(e) => return format!("(the session history could not be read: {e})"),
     };
     let mut lines = Vec::new();
-    for (_, item) in items.iter().rev().take(40) {
+    for item in &items {
         match item {
             HistoryItem::Assistant {
                 text, tool_calls, ..
