@@ -214,6 +214,26 @@ pub(crate) fn mode(core: &SessionCore) -> Mode {
 }
 
 fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Option<TurnFacts>> {
+    // The turn's items are the newest of the conversation the session already holds.
+    let (final_reply, used_tools) = core.with_history(|items| {
+        let mut final_reply: Option<&str> = None;
+        let mut used_tools = false;
+        for (_, item) in items
+            .iter()
+            .rev()
+            .skip_while(|(t, _)| *t != Some(turn_id))
+            .take_while(|(t, _)| *t == Some(turn_id))
+        {
+            if let HistoryItem::Assistant {
+                text, tool_calls, ..
+            } = item
+            {
+                final_reply.get_or_insert(text);
+                used_tools |= !tool_calls.is_empty();
+            }
+        }
+        (final_reply.unwrap_or_default().to_string(), used_tools)
+    })?;
     core.read(|c| {
         let Some(t) = store::turns::get(c, turn_id)? else {
             return Ok(None);
@@ -222,17 +242,6 @@ fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Opt
             return Ok(None);
         };
         let error_code = store::turns::error_code(c, turn_id)?;
-        let mut final_reply = String::new();
-        let mut used_tools = false;
-        for item in store::turns::turn_history(c, &core.id, turn_id)? {
-            if let HistoryItem::Assistant {
-                text, tool_calls, ..
-            } = item
-            {
-                final_reply = text;
-                used_tools |= !tool_calls.is_empty();
-            }
-        }
         let source = store::messages::get(c, t.message_id)?.map(|m| m.source);
         let tg = turn_goal(c, turn_id)?;
         Ok(Some(TurnFacts {

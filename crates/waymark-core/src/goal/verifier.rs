@@ -7,7 +7,7 @@ use super::settlement::{Mode, Verdict, parse_verdict};
 use crate::provider::{CallPurpose, ModelMessage, ModelRequest, StreamEvent, ToolSpec};
 use crate::session::SessionCore;
 use crate::store::goals::GoalRow;
-use crate::store::{self, HistoryItem, ToolCallRecord};
+use crate::store::{HistoryItem, ToolCallRecord};
 use crate::tools::{ToolContext, ToolError, truncate_head};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -18,12 +18,13 @@ const READ_ONLY: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 
 /// A short account of recent work on the goal, for the reviewer.
 fn evidence(core: &SessionCore) -> String {
-    let items = match core.read(|c| store::turns::recent_history(c, &core.id, 40)) {
-        Ok(items) => items,
-        Err(e) => return format!("(the session history could not be read: {e})"),
-    };
+    core.with_history(recent_work)
+        .unwrap_or_else(|e| format!("(the session history could not be read: {e})"))
+}
+
+fn recent_work(items: &[(Option<i64>, HistoryItem)]) -> String {
     let mut lines = Vec::new();
-    for item in &items {
+    for (_, item) in items.iter().rev().take(40) {
         match item {
             HistoryItem::Assistant {
                 text, tool_calls, ..

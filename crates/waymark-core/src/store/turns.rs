@@ -272,25 +272,6 @@ pub fn history_after(
     Ok(out)
 }
 
-/// The session's newest `n` conversation items, newest first.
-pub fn recent_history(conn: &Connection, session_id: &str, n: usize) -> Result<Vec<HistoryItem>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, body FROM history WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2",
-    )?;
-    let rows = stmt.query_map(params![session_id, n as i64], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-    })?;
-    let mut items = Vec::new();
-    for row in rows {
-        let (id, body) = row?;
-        items.push(
-            serde_json::from_str::<HistoryItem>(&body)
-                .map_err(|e| Error::Corrupt(format!("history item {id}: {e}")))?,
-        );
-    }
-    Ok(items)
-}
-
 /// The conversation items of one turn, in order.
 pub fn turn_history(conn: &Connection, session_id: &str, turn_id: i64) -> Result<Vec<HistoryItem>> {
     let mut stmt = conn.prepare_cached(
@@ -424,11 +405,6 @@ mod tests {
                 .read(|c| turn_history(c, &s, turn + 1))
                 .unwrap()
                 .is_empty()
-        );
-        assert_eq!(
-            store.read(|c| recent_history(c, &s, 1)).unwrap(),
-            vec![all[1].clone()],
-            "newest first"
         );
         assert_eq!(store.read(|c| error_code(c, turn)).unwrap(), None);
     }
