@@ -440,6 +440,32 @@ impl Actor {
     }
 }
 
+/// Queues a message in `tx` and logs `message.admitted`; with an idempotency key already used
+/// in the session, returns the existing message (`false`) and logs nothing.
+pub(crate) fn admit_message(
+    tx: &mut Tx<'_>,
+    sid: &str,
+    source: MessageSource,
+    text: &str,
+    position: Position,
+    key: Option<&str>,
+) -> Result<(store::MessageRow, bool)> {
+    let (m, created) = tx.insert_message(sid, source, text, position, key)?;
+    if created {
+        tx.emit(
+            sid,
+            EventKind::MessageAdmitted {
+                message_id: m.id,
+                source,
+                text: text.to_string(),
+                position,
+                idempotency_key: key.map(str::to_string),
+            },
+        )?;
+    }
+    Ok((m, created))
+}
+
 /// Admits a message in one transaction: slash commands run here and never reach the model;
 /// intents apply here; an idempotency key already used returns the existing message.
 pub(crate) fn admit(
@@ -487,18 +513,8 @@ pub(crate) fn admit(
             }
             None => false,
         };
-        let (m, created) = tx.insert_message(sid, source, text, position, key)?;
+        let (m, created) = admit_message(tx, sid, source, text, position, key)?;
         if created {
-            tx.emit(
-                sid,
-                EventKind::MessageAdmitted {
-                    message_id: m.id,
-                    source,
-                    text: text.to_string(),
-                    position,
-                    idempotency_key: key.map(str::to_string),
-                },
-            )?;
             if source == MessageSource::User {
                 let title: String = text.lines().next().unwrap_or("").chars().take(80).collect();
                 tx.set_title_if_missing(sid, &title)?;

@@ -71,25 +71,14 @@ pub(crate) fn transition(
 
 /// Queues a goal continuation (or the summary turn) at the tail.
 pub(crate) fn enqueue(tx: &mut Tx<'_>, g: &GoalRow, text: &str, key: &str) -> Result<()> {
-    let (m, created) = tx.insert_message(
+    crate::session::admit_message(
+        tx,
         &g.session_id,
         MessageSource::Goal,
         text,
         Position::Tail,
         Some(key),
     )?;
-    if created {
-        tx.emit(
-            &g.session_id,
-            EventKind::MessageAdmitted {
-                message_id: m.id,
-                source: MessageSource::Goal,
-                text: text.to_string(),
-                position: Position::Tail,
-                idempotency_key: Some(key.to_string()),
-            },
-        )?;
-    }
     Ok(())
 }
 

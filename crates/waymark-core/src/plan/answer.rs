@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::session::SessionCore;
 use crate::store::{self, QuestionnaireRow, Tx};
-use waymark_protocol::{Answer, EventKind, MessageSource, Position, QuestionnaireKind};
+use waymark_protocol::{Answer, MessageSource, Position, QuestionnaireKind};
 
 /// The implementation message: a fixed instruction, then the frozen plan (PM-19).
 pub(crate) fn implementation_message(snapshot: &str, option: Option<(u32, &str)>) -> String {
@@ -25,37 +25,18 @@ pub(crate) fn implementation_message(snapshot: &str, option: Option<(u32, &str)>
     m
 }
 
-/// Inserts the implementation message at the head of the queue; its idempotency key makes a
-/// repeated approval return the same message (PM-18).
-pub(crate) fn insert_implementation(
-    tx: &mut Tx<'_>,
-    sid: &str,
-    text: &str,
-    key: &str,
-) -> Result<()> {
-    continuation(tx, sid, text, key)
-}
-
-fn continuation(tx: &mut Tx<'_>, sid: &str, text: &str, key: &str) -> Result<()> {
-    let (m, created) = tx.insert_message(
+/// Queues a message of plan mode (the implementation message, the reply to a review) at the
+/// head of the queue; its idempotency key makes a repeated answer return the same message
+/// (PM-18).
+pub(crate) fn queue_first(tx: &mut Tx<'_>, sid: &str, text: &str, key: &str) -> Result<()> {
+    crate::session::admit_message(
+        tx,
         sid,
         MessageSource::Questionnaire,
         text,
         Position::Head,
         Some(key),
     )?;
-    if created {
-        tx.emit(
-            sid,
-            EventKind::MessageAdmitted {
-                message_id: m.id,
-                source: MessageSource::Questionnaire,
-                text: text.to_string(),
-                position: Position::Head,
-                idempotency_key: Some(key.to_string()),
-            },
-        )?;
-    }
     Ok(())
 }
 
@@ -71,7 +52,7 @@ pub(crate) fn on_answer(
         (QuestionnaireKind::PlanEntry, Answer::Approve { .. }) => {
             super::enter(tx, core, "agent")?;
             let path = super::plan_path(&core.artifacts);
-            continuation(
+            queue_first(
                 tx,
                 sid,
                 &format!(
@@ -83,7 +64,7 @@ pub(crate) fn on_answer(
             // Files last: if anything above failed, nothing was moved.
             super::prepare_draft(&core.artifacts)
         }
-        (QuestionnaireKind::PlanEntry, Answer::Reject) => continuation(
+        (QuestionnaireKind::PlanEntry, Answer::Reject) => queue_first(
             tx,
             sid,
             "The user declined plan mode. Carry on with the task in the normal way.",
@@ -122,7 +103,7 @@ pub(crate) fn on_answer(
                     }
                 },
             };
-            insert_implementation(
+            queue_first(
                 tx,
                 sid,
                 &implementation_message(&snapshot, chosen),
@@ -140,7 +121,7 @@ pub(crate) fn on_answer(
             if let Some(p) = store::plans::current_plan(tx.conn(), sid)? {
                 tx.set_plan_status(&p.id, "drafting")?;
             }
-            continuation(
+            queue_first(
                 tx,
                 sid,
                 &format!(

@@ -1,7 +1,7 @@
 //! `EnterPlanMode` (PM-7, PM-8) and `ExitPlanMode` (PM-10, PM-15 … PM-17, PM-20). Both end the
 //! turn: the user decides what happens next.
 
-use super::answer::{implementation_message, insert_implementation};
+use super::answer::{implementation_message, queue_first};
 use super::document::{check_plan_text, snapshot};
 use crate::error::{Error, Result};
 use crate::store::{self, SessionRow};
@@ -149,7 +149,7 @@ impl Tool for ExitPlanMode {
                 if session.permission_mode == PermissionMode::Auto {
                     // PM-20: no review in auto mode; the frozen snapshot goes straight to work.
                     let text = implementation_message(&content, None);
-                    insert_implementation(tx, &sid, &text, &format!("plan-auto:{}:v{}", plan.id, rev.version))?;
+                    queue_first(tx, &sid, &text, &format!("plan-auto:{}:v{}", plan.id, rev.version))?;
                     super::leave(tx, &core, "approved", "auto")?;
                     return Ok(true);
                 }
