@@ -142,25 +142,12 @@ impl ToolGuard for PermissionGuard {
         {
             return GuardDecision::Allow;
         }
-        if let Some((QuestionnaireKind::Permission, answer)) = call.answer {
-            return match answer {
-                Answer::AllowOnce | Answer::AllowForSession => GuardDecision::Allow,
-                Answer::Deny { message } => GuardDecision::Deny(match message {
-                    Some(m) if !m.trim().is_empty() => format!("The user denied this call: {m}"),
-                    _ => {
-                        "The user denied this call. Do not retry it; ask or take another approach."
-                            .to_string()
-                    }
-                }),
-                // Answers of other kinds are refused at answer time; treat as not answered.
-                Answer::Approve { .. }
-                | Answer::Defer
-                | Answer::Revise { .. }
-                | Answer::Reject
-                | Answer::Withdraw => {
-                    GuardDecision::Deny("The permission request was not granted.".into())
-                }
-            };
+        if let Some(decision) = permission_answered(
+            call,
+            "call",
+            "Do not retry it; ask or take another approach.",
+        ) {
+            return decision;
         }
         let command = call
             .arguments
@@ -197,6 +184,31 @@ impl ToolGuard for PermissionGuard {
             }),
         }
     }
+}
+
+/// What the user's answer to this call's permission question decides, if it was answered:
+/// allowed, or denied with their message (else "The user denied this `what`. `otherwise`").
+pub(crate) fn permission_answered(
+    call: &GuardCall<'_>,
+    what: &str,
+    otherwise: &str,
+) -> Option<GuardDecision> {
+    let Some((QuestionnaireKind::Permission, answer)) = call.answer else {
+        return None;
+    };
+    Some(match answer {
+        Answer::AllowOnce | Answer::AllowForSession => GuardDecision::Allow,
+        Answer::Deny { message } => GuardDecision::Deny(match message {
+            Some(m) if !m.trim().is_empty() => format!("The user denied this {what}: {m}"),
+            _ => format!("The user denied this {what}. {otherwise}"),
+        }),
+        // Answers of other kinds are refused at answer time; treat as not granted.
+        Answer::Approve { .. }
+        | Answer::Defer
+        | Answer::Revise { .. }
+        | Answer::Reject
+        | Answer::Withdraw => GuardDecision::Deny("The permission request was not granted.".into()),
+    })
 }
 
 #[cfg(test)]

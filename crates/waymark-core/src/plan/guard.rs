@@ -2,10 +2,10 @@
 //! are refused unless `write` or `edit` targets exactly the canonical plan file, and the shell
 //! runs only sandboxed — or, where the sandbox is unavailable, only with the user's consent.
 
-use crate::guard::{GuardCall, GuardDecision, ToolGuard};
+use crate::guard::{GuardCall, GuardDecision, ToolGuard, permission_answered};
 use crate::tools::fs_policy::resolve_target;
 use serde_json::{Value, json};
-use waymark_protocol::{Answer, InteractionMode, QuestionnaireKind};
+use waymark_protocol::{InteractionMode, QuestionnaireKind};
 
 pub(crate) struct PlanGuard;
 
@@ -27,40 +27,27 @@ impl ToolGuard for PlanGuard {
             if call.shell_sandboxed {
                 return GuardDecision::Allow;
             }
-            return match call.answer {
-                Some((
-                    QuestionnaireKind::Permission,
-                    Answer::AllowOnce | Answer::AllowForSession,
-                )) => GuardDecision::Allow,
-                Some((QuestionnaireKind::Permission, Answer::Deny { message })) => {
-                    GuardDecision::Deny(match message {
-                        Some(m) if !m.trim().is_empty() => {
-                            format!("The user denied this command: {m}")
-                        }
-                        _ => {
-                            "The user denied this command. Use the read-only tools instead.".into()
-                        }
-                    })
-                }
-                _ => {
-                    let command = call
-                        .arguments
-                        .get("command")
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    GuardDecision::Ask {
-                        kind: QuestionnaireKind::Permission,
-                        payload: json!({
-                            "tool": tool.name(),
-                            "call_id": call.call_id,
-                            "arguments": call.arguments,
-                            "summary": format!("run `{command}` in plan mode (the read-only sandbox is not available here, so the command is not confined)"),
-                            // No prefix: in plan mode every unsandboxed command is asked about.
-                            "prefix": Value::Null,
-                            "plan_mode": true,
-                        }),
-                    }
-                }
+            if let Some(decision) =
+                permission_answered(call, "command", "Use the read-only tools instead.")
+            {
+                return decision;
+            }
+            let command = call
+                .arguments
+                .get("command")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return GuardDecision::Ask {
+                kind: QuestionnaireKind::Permission,
+                payload: json!({
+                    "tool": tool.name(),
+                    "call_id": call.call_id,
+                    "arguments": call.arguments,
+                    "summary": format!("run `{command}` in plan mode (the read-only sandbox is not available here, so the command is not confined)"),
+                    // No prefix: in plan mode every unsandboxed command is asked about.
+                    "prefix": Value::Null,
+                    "plan_mode": true,
+                }),
             };
         }
         if !tool.is_mutating() {
