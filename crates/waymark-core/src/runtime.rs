@@ -72,6 +72,8 @@ impl RuntimeOptions {
 /// The runtime of one process.
 pub struct Runtime {
     opts: RuntimeOptions,
+    /// The settings in force; starts as `opts.config`, replaced by [`Runtime::set_config`].
+    config: std::sync::RwLock<Arc<Config>>,
     store: Arc<Store>,
 }
 
@@ -89,11 +91,35 @@ impl Runtime {
     /// Opens the database in the data dir.
     pub fn open(opts: RuntimeOptions) -> Result<Runtime> {
         let store = Arc::new(Store::open(&paths::database_file(&opts.data_dir))?);
-        Ok(Runtime { opts, store })
+        let config = std::sync::RwLock::new(Arc::new(opts.config.clone()));
+        Ok(Runtime {
+            opts,
+            config,
+            store,
+        })
     }
 
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// The settings sessions opened from now on get.
+    pub fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the settings for sessions opened from now on (open sessions take
+    /// `Op::Configure`). Refused when the settings are invalid.
+    pub fn set_config(&self, config: Config) -> Result<()> {
+        config.validate().map_err(|e| Error::Refused(e.to_string()))?;
+        match self.config.write() {
+            Ok(mut c) => *c = Arc::new(config),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+        }
+        Ok(())
     }
 
     pub fn options(&self) -> &RuntimeOptions {
@@ -122,7 +148,7 @@ impl Runtime {
         std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
         let mode = spec
             .permission_mode
-            .unwrap_or(self.opts.config.permission_mode);
+            .unwrap_or(self.config().permission_mode);
         self.store.write(self.opts.clock.now_ms(), |tx| {
             tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)
         })?;
@@ -157,9 +183,10 @@ impl Runtime {
     }
 
     fn model_spec(&self, requested: Option<&str>, stored: Option<&str>) -> Result<String> {
+        let config = self.config();
         requested
             .or(stored)
-            .or(self.opts.config.model.as_deref())
+            .or(config.model.as_deref())
             .or(self.opts.default_model.as_deref())
             .map(str::to_string)
             .ok_or_else(|| {
@@ -181,7 +208,7 @@ impl Runtime {
         let env = self.opts.env.clone();
         let r = resolve_model(
             spec,
-            &self.opts.config,
+            &self.config(),
             &move |k| env(k),
             &self.opts.cwd,
             ws,
@@ -264,7 +291,7 @@ impl Runtime {
             store: self.store.clone(),
             clock: self.opts.clock.clone(),
             ids: self.opts.ids.clone(),
-            config: self.opts.config.clone(),
+            config: SessionCore::new_config(self.config().as_ref().clone()),
             provider,
             tools,
             guards,

@@ -59,7 +59,9 @@ pub(crate) struct SessionCore {
     pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdSource>,
-    pub config: Config,
+    /// The settings; replaced whole by `Op::Configure`, read per use so a change applies
+    /// from the next check on.
+    pub(crate) config: std::sync::RwLock<Arc<Config>>,
     pub provider: Arc<dyn ModelProvider>,
     pub tools: ToolRegistry,
     pub guards: Vec<Arc<dyn ToolGuard>>,
@@ -94,6 +96,25 @@ pub(crate) struct HistoryCache {
 }
 
 impl SessionCore {
+    pub(crate) fn new_config(config: Config) -> std::sync::RwLock<Arc<Config>> {
+        std::sync::RwLock::new(Arc::new(config))
+    }
+
+    /// The settings in force now.
+    pub fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub(crate) fn set_config(&self, config: Config) {
+        match self.config.write() {
+            Ok(mut c) => *c = Arc::new(config),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+        }
+    }
+
     /// One transaction; its events are broadcast after commit.
     pub fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let (value, events) = self.store.write(self.clock.now_ms(), f)?;
@@ -360,6 +381,11 @@ impl Actor {
             }
             Op::EditPlan { text } => {
                 crate::plan::edit_by_user(&self.core, &text)?;
+                Ok(OpOutcome::Done)
+            }
+            Op::Configure { config } => {
+                config.validate().map_err(|e| Error::Refused(e.to_string()))?;
+                self.core.set_config(*config);
                 Ok(OpOutcome::Done)
             }
             Op::Shutdown => Ok(OpOutcome::Done),

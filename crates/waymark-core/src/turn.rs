@@ -126,8 +126,8 @@ async fn drive(
         session_dir: core.session_dir.clone(),
         artifacts: core.artifacts.clone(),
         cancel: cancel.clone(),
-        output_limit: core.config.turn.tool_output_limit as usize,
-        bash_timeout: Duration::from_millis(core.config.turn.bash_timeout_ms),
+        output_limit: core.config().turn.tool_output_limit as usize,
+        bash_timeout: Duration::from_millis(core.config().turn.bash_timeout_ms),
         turn_id,
         sandbox: None,
         core: Some(core.clone()),
@@ -175,7 +175,7 @@ async fn drive(
             .read(|c| store::turns::get(c, turn_id))?
             .map(|t| t.steps)
             .unwrap_or(0);
-        if steps >= core.config.turn.max_steps {
+        if steps >= core.config().turn.max_steps {
             return finish(core, turn_id, TurnEndReason::StepCapped, None);
         }
         // A goal whose budget is spent gets no further model call in this turn; the summary
@@ -184,7 +184,7 @@ async fn drive(
             return finish(core, turn_id, TurnEndReason::Completed, None);
         }
         let window = core
-            .config
+            .config()
             .turn
             .context_tokens
             .unwrap_or_else(|| core.provider.context_tokens());
@@ -195,7 +195,7 @@ async fn drive(
                     &core.session_dir,
                     core.tools
                         .get("EnterPlanMode")
-                        .is_some_and(|t| t.offered(&session, &core.config)),
+                        .is_some_and(|t| t.offered(&session, &core.config())),
                 ),
                 history,
                 current_turn: turn_id,
@@ -272,7 +272,7 @@ fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> (Vec<To
             let specs: Vec<ToolSpec> = core
                 .tools
                 .iter()
-                .filter(|t| t.offered(session, &core.config))
+                .filter(|t| t.offered(session, &core.config()))
                 .map(|t| ToolSpec {
                     name: t.name().to_string(),
                     description: t.description().to_string(),
@@ -480,7 +480,7 @@ async fn process_call(
         }
         GuardDecision::Allow => {
             let result = tool.handle(ctx, call.arguments.clone()).await;
-            let limit = core.config.turn.tool_output_limit as usize;
+            let limit = core.config().turn.tool_output_limit as usize;
             let hint = "Ask for less (a line range, a narrower pattern).";
             let (status, content, terminate) = match result {
                 Ok(out) => (

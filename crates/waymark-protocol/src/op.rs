@@ -95,7 +95,7 @@ pub enum AnswerParseError {
 }
 
 /// What a front end asks of a session.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
@@ -119,6 +119,9 @@ pub enum Op {
     /// The user's own edit of the plan file in plan mode: written to the file and frozen as
     /// a revision authored by the user; a pending review then approves this version.
     EditPlan { text: String },
+    /// Replace the session's settings (the desktop's Settings page): checks made from now
+    /// on (beta flags, goal limits, turn limits) use the new values.
+    Configure { config: Box<crate::config::Config> },
     /// Stop the running turn: the running tool is killed, partial output kept.
     Stop,
     /// Run queued or parked work, if any.

@@ -16,7 +16,7 @@ pub(crate) struct GoalCommand;
 
 /// Refuses goal features when the flag is off (G-5).
 pub(crate) fn check_enabled(core: &SessionCore) -> Result<()> {
-    if core.config.beta.thread_goal {
+    if core.config().beta.thread_goal {
         Ok(())
     } else {
         Err(Error::Refused(
@@ -37,7 +37,7 @@ pub(crate) fn create(
     if objective.trim().is_empty() {
         return Err(Error::Refused("the goal needs an objective".into()));
     }
-    let d = &core.config.goal.budget;
+    let d = &core.config().goal.budget;
     let budgets = Budgets {
         tokens: budgets.tokens.or(d.default_tokens),
         turns: budgets.turns.or(d.default_main_turns),

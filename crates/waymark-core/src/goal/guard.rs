@@ -36,7 +36,7 @@ impl ToolGuard for BudgetGuard {
         let used = g.counters.grace_used;
         // Counting the denial is best effort: a failed write must not let the call through.
         let _ = core.write(|tx| tx.set_goal_counters(&g.id, &g.counters));
-        if used <= core.config.goal.budget.grace_steps {
+        if used <= core.config().goal.budget.grace_steps {
             GuardDecision::Deny(GRACE.into())
         } else {
             GuardDecision::Deny(DISABLED.into())

@@ -123,7 +123,7 @@ pub(crate) fn on_turn_start(
     turn_id: i64,
     m: &MessageRow,
 ) -> Result<()> {
-    if !core.config.beta.thread_goal {
+    if !core.config().beta.thread_goal {
         return Ok(());
     }
     let mut tg = TurnGoal::default();
@@ -191,7 +191,7 @@ pub(crate) fn tools_offered(core: &SessionCore, turn_id: i64) -> Result<bool> {
 
 /// The verification mode (G-16): the setting, else by the route of the model.
 pub(crate) fn mode(core: &SessionCore) -> Mode {
-    match core.config.goal.verification {
+    match core.config().goal.verification {
         Some(Verification::None) => Mode::None,
         Some(Verification::Subagent) => Mode::Subagent,
         Some(Verification::Evaluator) => Mode::Evaluator,
@@ -271,8 +271,8 @@ pub(crate) async fn settle(core: &SessionCore, turn_id: i64) -> Result<()> {
         return Ok(());
     };
     let limits = Limits {
-        repeated_reply_limit: core.config.goal.breaker.repeated_reply_limit,
-        repeated_not_met_limit: core.config.goal.verifier.repeated_not_met_limit,
+        repeated_reply_limit: core.config().goal.breaker.repeated_reply_limit,
+        repeated_not_met_limit: core.config().goal.verifier.repeated_not_met_limit,
     };
     let mode = mode(core);
     let mut p = Pipeline::new(goal, facts);
@@ -418,7 +418,7 @@ pub(crate) fn drop_message(core: &SessionCore, m: &MessageRow, reason: &str) -> 
 /// Keeps an active goal moving when the session would otherwise go idle (after a suspended
 /// settlement or a resume). Returns whether a continuation was queued.
 pub(crate) fn ensure_continuation(core: &SessionCore) -> Result<bool> {
-    if !core.config.beta.thread_goal {
+    if !core.config().beta.thread_goal {
         return Ok(false);
     }
     // Read first: going idle must not cost a write transaction when there is nothing to do.

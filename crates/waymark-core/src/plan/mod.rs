@@ -51,7 +51,7 @@ pub(crate) fn install(
 
 /// Checks that a new plan may start now (PM-6, PM-9).
 pub(crate) fn check_entry(tx: &Tx<'_>, core: &SessionCore) -> Result<()> {
-    if !core.config.beta.desktop_plan_mode {
+    if !core.config().beta.desktop_plan_mode {
         return Err(Error::Refused(
             "plan mode is turned off (setting beta.desktop_plan_mode); turn it on to plan first"
                 .into(),

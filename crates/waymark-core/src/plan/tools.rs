@@ -48,8 +48,8 @@ impl Tool for EnterPlanMode {
         Box::pin(async move {
             let a: EnterArgs = parse_args(self.name(), args)?;
             let core = session_of(ctx)?;
-            if !core.config.beta.desktop_plan_mode_agent_entry
-                || !core.config.beta.desktop_plan_mode
+            if !core.config().beta.desktop_plan_mode_agent_entry
+                || !core.config().beta.desktop_plan_mode
             {
                 return Err(ToolError::Model(
                     "EnterPlanMode is not available in this session".into(),

@@ -258,6 +258,52 @@ async fn pm_9_the_kill_switch_refuses_new_entries_but_allows_leaving() {
 }
 
 #[tokio::test]
+async fn settings_changed_on_an_open_session_apply_to_the_next_entry() {
+    // The desktop's Settings page: no reopen, the next check uses the new flags.
+    let h = Harness::new(Config::default());
+    let s = h.session(json!({"responses": []}), PermissionMode::AutoEdit);
+    let mut off = Config::default();
+    off.beta.desktop_plan_mode = false;
+    s.submit(Op::Configure {
+        config: Box::new(off.clone()),
+    })
+    .await
+    .unwrap();
+    let e = s.submit(user("/plan on")).await.unwrap_err();
+    assert!(e.to_string().contains("beta.desktop_plan_mode"), "{e}");
+    s.submit(Op::Configure {
+        config: Box::new(Config::default()),
+    })
+    .await
+    .unwrap();
+    s.submit(user("/plan on")).await.unwrap();
+    assert_eq!(
+        h.runtime.snapshot(s.id()).unwrap().summary.interaction_mode,
+        InteractionMode::Plan
+    );
+    // Invalid settings are refused and change nothing.
+    let mut bad = Config::default();
+    bad.turn.max_steps = 0;
+    let e = s
+        .submit(Op::Configure {
+            config: Box::new(bad.clone()),
+        })
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("max_steps"), "{e}");
+    assert!(h.runtime.set_config(bad).is_err());
+    // The runtime's settings reach sessions opened later.
+    h.runtime.set_config(off).unwrap();
+    let id = s.id().to_string();
+    s.shutdown().await.unwrap();
+    let s = h.runtime.open_session(&id, SessionSpec::default()).unwrap();
+    s.submit(user("/plan off")).await.unwrap();
+    let e = s.submit(user("/plan on")).await.unwrap_err();
+    assert!(e.to_string().contains("beta.desktop_plan_mode"), "{e}");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
 async fn pm_11_pm_12_reminder_text_and_cadence() {
     let (h, rec) = Harness::recording(
         Config::default(),
