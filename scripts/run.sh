@@ -1,34 +1,16 @@
 #!/usr/bin/env bash
-# One command: install what is missing, build, and run a headless demo session against the
-# offline scripted model (no API key needed). Extra arguments are passed to `waymark exec`.
+# One command: install what is missing, build, and open the Waymark desktop app (under Xvfb
+# when there is no display). With no model configured it starts an offline demo.
+# `scripts/run.sh --cli` runs the headless CLI demo instead (extra arguments go to `exec`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --locked -p waymark-cli
-bin="$PWD/target/debug/waymark"
-demo="$(mktemp -d "${TMPDIR:-/tmp}/waymark-demo.XXXXXX")"
-cp -r demo/workspace "$demo/workspace"
-echo "Demo workspace: $demo/workspace (a copy of demo/workspace)"
-echo
-set +e
-"$bin" --data-dir "$demo/data" exec --workspace "$demo/workspace" \
-  --model "scripted:$PWD/demo/script.json" --permission auto "$@" \
-  "Add a test for the greeting script and make the greeting end with an exclamation mark."
-status=$?
-set -e
-echo
-echo "--- the session as stored:"
-session=$("$bin" --data-dir "$demo/data" sessions | head -n1 | cut -d' ' -f1)
-"$bin" --data-dir "$demo/data" show --session "$session"
-echo
-echo "--- what changed in the workspace:"
-diff -ruN demo/workspace "$demo/workspace" || true
-cat <<MSG
-
-That was the offline scripted model. To use a real one:
-  export OPENAI_API_KEY=...    && $bin exec --model openai:gpt-4.1 "your task"
-  export ANTHROPIC_API_KEY=... && $bin exec --model anthropic:claude-sonnet-4-5 "your task"
-  $bin exec --model ollama:qwen3 "your task"          # a local Ollama server
-See README.md for OpenAI-compatible endpoints and the settings file.
-MSG
-exit $status
+if [ "${1:-}" = "--cli" ]; then
+  shift
+  exec scripts/demo_cli.sh "$@"
+fi
+npm run build --silent
+cargo build --locked -p waymark-desktop
+if [ -n "${DISPLAY:-}" ]; then exec target/debug/waymark-desktop; fi
+echo "No display: running under Xvfb (screen 1440x900)."
+exec xvfb-run -a -s "-screen 0 1440x900x24" dbus-run-session -- target/debug/waymark-desktop

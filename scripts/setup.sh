@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Installs what building and testing Waymark needs, only where it is missing (idempotent):
-# a C compiler (SQLite is built from source), rustfmt/clippy, cargo-nextest.
+# a C compiler (SQLite is built from source), rustfmt/clippy, cargo-nextest; for the desktop
+# app the WebKitGTK/GTK development packages, and for its end-to-end tests Xvfb, a D-Bus
+# session bus with a notification daemon (dunst), WebKitWebDriver and tauri-driver.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 
 missing_apt=()
 command -v cc >/dev/null 2>&1 || missing_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || missing_apt+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
+desktop_apt=(file libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libssl-dev
+  libayatana-appindicator3-dev librsvg2-dev libxdo-dev xvfb xauth webkit2gtk-driver
+  fonts-dejavu-core imagemagick dbus dunst)
+for p in "${desktop_apt[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_apt+=("$p")
+done
 if [ ${#missing_apt[@]} -gt 0 ]; then
   echo "setup: installing ${missing_apt[*]}"
   $SUDO apt-get update -qq
@@ -27,4 +36,22 @@ done
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "setup: installing cargo-nextest"
   cargo install cargo-nextest --locked
+fi
+
+# The desktop front end: Vite 8 and Vitest 4 need Node.js 20.19 or newer.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "setup: Node.js 20.19+ and npm are missing; install them (https://nodejs.org) and run this again" >&2
+  exit 1
+fi
+if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'; then
+  echo "setup: Node.js $(node --version) is too old; Waymark's front end needs 20.19 or newer" >&2
+  exit 1
+fi
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: installing the front end's npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+if ! command -v tauri-driver >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/tauri-driver" ]; then
+  echo "setup: installing tauri-driver (WebDriver for the end-to-end tests)"
+  cargo install tauri-driver --locked
 fi

@@ -114,7 +114,9 @@ impl Runtime {
     /// Replaces the settings for sessions opened from now on (open sessions take
     /// `Op::Configure`). Refused when the settings are invalid.
     pub fn set_config(&self, config: Config) -> Result<()> {
-        config.validate().map_err(|e| Error::Refused(e.to_string()))?;
+        config
+            .validate()
+            .map_err(|e| Error::Refused(e.to_string()))?;
         match self.config.write() {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),

@@ -384,7 +384,9 @@ impl Actor {
                 Ok(OpOutcome::Done)
             }
             Op::Configure { config } => {
-                config.validate().map_err(|e| Error::Refused(e.to_string()))?;
+                config
+                    .validate()
+                    .map_err(|e| Error::Refused(e.to_string()))?;
                 self.core.set_config(*config);
                 Ok(OpOutcome::Done)
             }

@@ -316,3 +316,24 @@ pub struct SessionSnapshot {
     pub usage: Usage,
     pub last_seq: u64,
 }
+
+/// One row of a side-by-side diff between two plan revisions.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DiffRow {
+    pub kind: DiffKind,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+/// What happened to a line between two revisions.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum DiffKind {
+    Same,
+    Removed,
+    Added,
+    /// A removed line paired with the added line that replaced it.
+    Changed,
+}

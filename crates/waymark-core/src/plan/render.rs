@@ -191,9 +191,89 @@ pub fn unified_diff(old: &str, new: &str, from: &str, to: &str) -> String {
         .to_string()
 }
 
+/// Side-by-side rows between two plan texts: runs of removed lines are paired with the
+/// added lines that replaced them (`changed`); the rest stay on their own side.
+pub fn side_by_side(old: &str, new: &str) -> Vec<waymark_protocol::DiffRow> {
+    use similar::{DiffOp, TextDiff};
+    use waymark_protocol::{DiffKind, DiffRow};
+    let diff = TextDiff::from_lines(old, new);
+    let (olds, news) = (diff.old_slices(), diff.new_slices());
+    let line = |s: &str| s.trim_end_matches(['\n', '\r']).to_string();
+    let mut rows = Vec::new();
+    for op in diff.ops() {
+        match *op {
+            DiffOp::Equal { old_index, len, .. } => {
+                rows.extend(olds[old_index..old_index + len].iter().map(|l| DiffRow {
+                    kind: DiffKind::Same,
+                    old: Some(line(l)),
+                    new: Some(line(l)),
+                }))
+            }
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => rows.extend(
+                olds[old_index..old_index + old_len]
+                    .iter()
+                    .map(|l| DiffRow {
+                        kind: DiffKind::Removed,
+                        old: Some(line(l)),
+                        new: None,
+                    }),
+            ),
+            DiffOp::Insert {
+                new_index, new_len, ..
+            } => rows.extend(
+                news[new_index..new_index + new_len]
+                    .iter()
+                    .map(|l| DiffRow {
+                        kind: DiffKind::Added,
+                        old: None,
+                        new: Some(line(l)),
+                    }),
+            ),
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                for i in 0..old_len.max(new_len) {
+                    let o = (i < old_len).then(|| line(olds[old_index + i]));
+                    let n = (i < new_len).then(|| line(news[new_index + i]));
+                    let kind = match (&o, &n) {
+                        (Some(_), Some(_)) => DiffKind::Changed,
+                        (Some(_), None) => DiffKind::Removed,
+                        _ => DiffKind::Added,
+                    };
+                    rows.push(DiffRow {
+                        kind,
+                        old: o,
+                        new: n,
+                    });
+                }
+            }
+        }
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn side_by_side_pairs_replacements_and_keeps_both_sides() {
+        use waymark_protocol::DiffKind::*;
+        let rows = side_by_side("a\nb\nc\nd\n", "a\nB\nc\nd\ne\n");
+        let kinds: Vec<_> = rows.iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, vec![Same, Changed, Same, Same, Added]);
+        assert_eq!(rows[1].old.as_deref(), Some("b"));
+        assert_eq!(rows[1].new.as_deref(), Some("B"));
+        assert_eq!(rows[4].old, None);
+        let gone = side_by_side("x\ny\n", "x\n");
+        assert_eq!(gone[1].kind, Removed);
+        assert_eq!(gone[1].new, None);
+    }
 
     /// Tags and attributes in sanitized output that could run code, load remote content or
     /// submit data.

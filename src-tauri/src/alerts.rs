@@ -1,0 +1,173 @@
+//! Desktop notifications (G-26): which runtime events deserve one, and raising it. Clicking
+//! a notification brings the window forward on that session.
+
+use waymark_protocol::{Event, EventKind, GoalActor, GoalStatus, QuestionnaireKind};
+
+/// A notification to raise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alert {
+    pub session_id: String,
+    pub title: String,
+    pub body: String,
+}
+
+/// Decides whether `event` needs the user's attention. `focused`: the main window has focus
+/// (a plan awaiting approval is then visible on screen already).
+pub fn decide(event: &Event, session_title: &str, focused: bool) -> Option<Alert> {
+    let alert = |title: String, body: String| Alert {
+        session_id: event.session_id.clone(),
+        title,
+        body,
+    };
+    match &event.kind {
+        EventKind::GoalUpdate {
+            status,
+            reason,
+            actor,
+            ..
+        } => {
+            let what = match status {
+                GoalStatus::Blocked => "Goal blocked",
+                GoalStatus::BudgetLimited => "Goal stopped: budget reached",
+                GoalStatus::UsageLimited => "Goal stopped: usage limit",
+                GoalStatus::Paused if *actor != GoalActor::User => "Goal paused",
+                GoalStatus::Paused | GoalStatus::Active | GoalStatus::Complete => return None,
+            };
+            Some(alert(
+                format!("{what} — {session_title}"),
+                format!(
+                    "{} (by {}). Open the session to decide what next.",
+                    reason.as_str().replace('_', " "),
+                    actor.as_str()
+                ),
+            ))
+        }
+        EventKind::QuestionnaireOpened {
+            kind: QuestionnaireKind::PlanApproval,
+            ..
+        } if !focused => Some(alert(
+            format!("Plan ready for review — {session_title}"),
+            "The agent finished its plan and waits for your approval.".to_string(),
+        )),
+        _ => None,
+    }
+}
+
+/// Raises `alert` as a desktop notification; a click focuses the window on its session.
+pub fn raise<R: tauri::Runtime>(app: &tauri::AppHandle<R>, alert: &Alert) {
+    #[cfg(target_os = "linux")]
+    {
+        linux::raise(app.clone(), alert.clone());
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use tauri_plugin_notification::NotificationExt;
+        let _ = app
+            .notification()
+            .builder()
+            .title(&alert.title)
+            .body(&alert.body)
+            .show();
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::Alert;
+
+    /// The plugin's Linux backend has no click callback, so the notification goes over D-Bus
+    /// with a default action and a thread waits for the click (or the close).
+    pub fn raise<R: tauri::Runtime>(app: tauri::AppHandle<R>, alert: Alert) {
+        std::thread::spawn(move || {
+            let shown = notify_rust::Notification::new()
+                .appname("Waymark")
+                .summary(&alert.title)
+                .body(&alert.body)
+                .action("default", "Open")
+                .show();
+            match shown {
+                Ok(handle) => handle.wait_for_action(|action| {
+                    if action == "default" {
+                        crate::focus_session(&app, &alert.session_id);
+                    }
+                }),
+                Err(e) => eprintln!("waymark: notification not shown: {e}"),
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use waymark_protocol::{BudgetLine, BudgetReport, GoalReason};
+
+    fn goal_update(status: GoalStatus, reason: GoalReason, actor: GoalActor) -> Event {
+        let line = BudgetLine::new(None, 0);
+        Event {
+            session_id: "s1".into(),
+            seq: 3,
+            ts: 0,
+            kind: EventKind::GoalUpdate {
+                goal_id: "g".into(),
+                kind: "completion".into(),
+                status,
+                reason,
+                actor,
+                usage: Box::new(BudgetReport {
+                    tokens: line,
+                    main_turns: line,
+                    active_seconds: line,
+                }),
+            },
+        }
+    }
+
+    #[test]
+    fn goal_states_that_need_the_user_raise_one_alert() {
+        use GoalActor::*;
+        let cases = [
+            (GoalStatus::Blocked, GoalReason::NoProgress, Runtime, true),
+            (GoalStatus::BudgetLimited, GoalReason::Tokens, Runtime, true),
+            (
+                GoalStatus::UsageLimited,
+                GoalReason::QuotaExhausted,
+                System,
+                true,
+            ),
+            (GoalStatus::Paused, GoalReason::AppClosed, System, true),
+            (GoalStatus::Paused, GoalReason::UserRequested, User, false),
+            (GoalStatus::Active, GoalReason::Resumed, User, false),
+            (GoalStatus::Complete, GoalReason::VerifierMet, Model, false),
+        ];
+        for (status, reason, actor, expected) in cases {
+            let a = decide(&goal_update(status, reason, actor), "Fix CI", true);
+            assert_eq!(a.is_some(), expected, "{status:?} {reason:?} {actor:?}");
+            if let Some(a) = a {
+                assert_eq!(a.session_id, "s1");
+                assert!(a.title.ends_with("Fix CI"), "{}", a.title);
+            }
+        }
+    }
+
+    #[test]
+    fn plan_approval_alerts_only_when_the_window_is_not_focused() {
+        let ev = Event {
+            session_id: "s2".into(),
+            seq: 9,
+            ts: 0,
+            kind: EventKind::QuestionnaireOpened {
+                id: "q1".into(),
+                kind: QuestionnaireKind::PlanApproval,
+                payload: serde_json::json!({}),
+            },
+        };
+        assert!(decide(&ev, "t", true).is_none());
+        assert!(
+            decide(&ev, "t", false)
+                .unwrap()
+                .title
+                .starts_with("Plan ready")
+        );
+    }
+}

@@ -1,0 +1,364 @@
+//! The IPC commands: each converts its arguments, calls `waymark-core` and maps the error.
+//! (`#[tauri::command]` functions live in a module: at the crate root they clash with the
+//! macro's generated names.)
+
+use crate::dto::{
+    AppInfo, KeyStatus, PlanDiff, PlanRevisionInfo, PlanView, SessionView, SettingsView, Submitted,
+};
+use crate::error::{IpcError, IpcResult};
+use crate::host::Host;
+use crate::settings::{self, Keyring};
+use serde::Deserialize;
+use specta::Type;
+use tauri::{AppHandle, State};
+use waymark_core::SessionSpec;
+use waymark_core::session::OpOutcome;
+use waymark_protocol::config::Config;
+use waymark_protocol::{
+    Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position, SessionSummary,
+};
+
+/// How many of the newest events a session view carries.
+const VIEW_EVENTS: u64 = 50_000;
+
+#[tauri::command]
+#[specta::specta]
+pub fn app_info(host: State<'_, Host>) -> AppInfo {
+    let config = host.runtime.config();
+    let opts = host.runtime.options();
+    AppInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        data_dir: opts.data_dir.display().to_string(),
+        settings_file: host.settings_path.display().to_string(),
+        demo: config.model.is_none(),
+        settings_error: host
+            .settings_error
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default(),
+    }
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn list_sessions(host: State<'_, Host>) -> IpcResult<Vec<SessionSummary>> {
+    Ok(host.runtime.list_sessions()?)
+}
+
+/// The folder picker behind "Open folder…"; `None` when the user cancels.
+#[tauri::command]
+#[specta::specta]
+pub async fn pick_workspace<R: tauri::Runtime>(app: AppHandle<R>) -> Option<String> {
+    use tauri_plugin_dialog::DialogExt;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    app.dialog().file().pick_folder(move |p| {
+        let _ = tx.send(p.and_then(|p| p.into_path().ok()));
+    });
+    rx.await.ok().flatten().map(|p| p.display().to_string())
+}
+
+/// Creates a session in `workspace` (the settings' model unless `model` names one).
+#[tauri::command]
+#[specta::specta]
+pub async fn create_session<R: tauri::Runtime>(
+    app: AppHandle<R>,
+    host: State<'_, Host>,
+    workspace: String,
+    model: Option<String>,
+    permission_mode: Option<PermissionMode>,
+) -> IpcResult<SessionView> {
+    let id = host.create(
+        &app,
+        SessionSpec {
+            workspace: Some(workspace.into()),
+            model: model.filter(|m| !m.trim().is_empty()),
+            permission_mode,
+            hold: false,
+        },
+    )?;
+    view(&app, &host, &id)
+}
+
+/// Opens a session in this window (taking its lease) and returns what the window shows.
+#[tauri::command]
+#[specta::specta]
+pub async fn open_session<R: tauri::Runtime>(
+    app: AppHandle<R>,
+    host: State<'_, Host>,
+    id: String,
+) -> IpcResult<SessionView> {
+    host.open(&app, &id)?;
+    view(&app, &host, &id)
+}
+
+fn view<R: tauri::Runtime>(app: &AppHandle<R>, host: &Host, id: &str) -> IpcResult<SessionView> {
+    host.watch_plan(app, id)?;
+    let snapshot = host.runtime.snapshot(id)?;
+    let after = snapshot.last_seq.saturating_sub(VIEW_EVENTS);
+    let events = host.runtime.events(id, after, VIEW_EVENTS)?;
+    Ok(SessionView {
+        complete: after == 0,
+        goal: host.runtime.goal(id)?,
+        snapshot,
+        events,
+    })
+}
+
+/// Logged events after `after` (the UI catches up after a gap).
+#[tauri::command]
+#[specta::specta]
+pub fn session_events(host: State<'_, Host>, id: String, after: u32) -> IpcResult<Vec<Event>> {
+    Ok(host.runtime.events(&id, u64::from(after), VIEW_EVENTS)?)
+}
+
+/// Sends a message (slash commands included). `plan`: the composer's "next message enters
+/// Plan" chip (PM-4). `key` makes a retried send idempotent.
+#[tauri::command]
+#[specta::specta]
+pub async fn submit(
+    host: State<'_, Host>,
+    id: String,
+    text: String,
+    plan: bool,
+    key: Option<String>,
+) -> IpcResult<Submitted> {
+    let outcome = host
+        .handle(&id)?
+        .submit(Op::Submit {
+            text,
+            source: MessageSource::User,
+            position: Position::Tail,
+            idempotency_key: key,
+            intent: plan.then_some(Intent::PlanEntry),
+        })
+        .await?;
+    Ok(match outcome {
+        OpOutcome::Admitted { message_id, .. } => Submitted::Admitted { message_id },
+        OpOutcome::Command { output } => Submitted::Command { output },
+        OpOutcome::Answered | OpOutcome::Done => Submitted::Command {
+            output: String::new(),
+        },
+    })
+}
+
+/// Answers a questionnaire (plan approval, permission prompt, plan entry, goal approval).
+#[tauri::command]
+#[specta::specta]
+pub async fn answer(
+    host: State<'_, Host>,
+    id: String,
+    questionnaire_id: String,
+    answer: Answer,
+) -> IpcResult<()> {
+    host.handle(&id)?
+        .submit(Op::Answer {
+            questionnaire_id,
+            answer,
+        })
+        .await?;
+    Ok(())
+}
+
+/// The Stop button: the running turn stops, the running tool is killed.
+#[tauri::command]
+#[specta::specta]
+pub async fn stop(host: State<'_, Host>, id: String) -> IpcResult<()> {
+    host.handle(&id)?.submit(Op::Stop).await?;
+    Ok(())
+}
+
+/// The user's own edit of the plan before approving it.
+#[tauri::command]
+#[specta::specta]
+pub async fn edit_plan(host: State<'_, Host>, id: String, text: String) -> IpcResult<()> {
+    host.handle(&id)?.submit(Op::EditPlan { text }).await?;
+    Ok(())
+}
+
+fn revision_info(r: waymark_core::store::RevisionRow) -> PlanRevisionInfo {
+    PlanRevisionInfo {
+        plan_id: r.plan_id,
+        version: r.version,
+        sha256: r.sha256,
+        bytes: u32::try_from(r.bytes).unwrap_or(u32::MAX),
+        author: r.author,
+        truncated: r.truncated,
+        created_at: r.created_at,
+    }
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn plan_view(host: State<'_, Host>, id: String) -> IpcResult<PlanView> {
+    let (path, markdown) = host.runtime.plan_file(&id)?;
+    Ok(PlanView {
+        path: path.display().to_string(),
+        html: markdown
+            .as_deref()
+            .map(waymark_core::plan::render::render)
+            .unwrap_or_default(),
+        markdown,
+        revisions: host
+            .runtime
+            .plan_revisions(&id)?
+            .into_iter()
+            .map(revision_info)
+            .collect(),
+    })
+}
+
+/// One plan revision, as the diff picker names it.
+#[derive(Debug, Clone, Deserialize, Type)]
+pub struct RevisionRef {
+    pub plan_id: String,
+    pub version: u32,
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn plan_diff(
+    host: State<'_, Host>,
+    id: String,
+    from: RevisionRef,
+    to: RevisionRef,
+) -> IpcResult<PlanDiff> {
+    let old = host
+        .runtime
+        .plan_revision_text(&id, Some(&from.plan_id), from.version)?;
+    let new = host
+        .runtime
+        .plan_revision_text(&id, Some(&to.plan_id), to.version)?;
+    use waymark_core::plan::render::{side_by_side, unified_diff};
+    Ok(PlanDiff {
+        unified: unified_diff(
+            &old,
+            &new,
+            &format!("v{}", from.version),
+            &format!("v{}", to.version),
+        ),
+        rows: side_by_side(&old, &new),
+    })
+}
+
+/// The goal's events (create, update, clear) and the turns finished since the newest goal
+/// was set, oldest first: the timeline and the burn-down.
+#[tauri::command]
+#[specta::specta]
+pub fn goal_timeline(host: State<'_, Host>, id: String) -> IpcResult<Vec<Event>> {
+    let mut all = Vec::new();
+    for t in ["goal.create", "goal.update", "goal.clear"] {
+        all.extend(host.runtime.recent_events_of_type(&id, t, 2_000)?);
+    }
+    let since = all
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::GoalCreate { .. }))
+        .map(|e| e.seq)
+        .max();
+    if let Some(since) = since {
+        let turns = host
+            .runtime
+            .recent_events_of_type(&id, "turn.finished", 2_000)?;
+        all.extend(turns.into_iter().filter(|e| e.seq > since));
+    }
+    all.sort_by_key(|e| e.seq);
+    Ok(all)
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn get_settings(host: State<'_, Host>) -> SettingsView {
+    let config = host.runtime.config().as_ref().clone();
+    let mut keyring_error = None;
+    let keys = settings::key_names(&config)
+        .into_iter()
+        .map(|env_name| {
+            let stored = match Keyring::get(&env_name) {
+                Ok(k) => k.is_some(),
+                Err(e) => {
+                    keyring_error.get_or_insert(e);
+                    false
+                }
+            };
+            KeyStatus { env_name, stored }
+        })
+        .collect();
+    SettingsView {
+        config,
+        keys,
+        keyring_error,
+    }
+}
+
+/// Validates and saves the settings; they apply at once to new and open sessions.
+#[tauri::command]
+#[specta::specta]
+pub async fn save_settings<R: tauri::Runtime>(
+    app: AppHandle<R>,
+    host: State<'_, Host>,
+    config: Config,
+) -> IpcResult<()> {
+    config.validate()?;
+    let now = host.runtime.options().clock.now_ms();
+    settings::keep_aside(&host.settings_path, now);
+    settings::save(&app, &host.settings_path, &config)?;
+    host.runtime.set_config(config.clone())?;
+    if let Ok(mut e) = host.settings_error.lock() {
+        *e = None;
+    }
+    for id in host.open_ids() {
+        if let Ok(h) = host.handle(&id) {
+            h.submit(Op::Configure {
+                config: Box::new(config.clone()),
+            })
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Stores an API key in the OS keyring under the variable name the provider reads.
+#[tauri::command]
+#[specta::specta]
+pub fn set_api_key(env_name: String, key: String) -> IpcResult<()> {
+    settings::check_env_name(&env_name)?;
+    if key.trim().is_empty() {
+        return Err(IpcError::new("invalid_key", "the key is empty"));
+    }
+    Keyring::set(&env_name, key.trim()).map_err(|e| IpcError::new("keyring", e))
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn delete_api_key(env_name: String) -> IpcResult<()> {
+    settings::check_env_name(&env_name)?;
+    Keyring::delete(&env_name).map_err(|e| IpcError::new("keyring", e))
+}
+
+/// Opens a link from the plan in the system browser (never in the webview).
+#[tauri::command]
+#[specta::specta]
+pub fn open_link<R: tauri::Runtime>(app: AppHandle<R>, url: String) -> IpcResult<()> {
+    use tauri_plugin_opener::OpenerExt;
+    let allowed = ["https://", "http://", "mailto:"]
+        .iter()
+        .any(|p| url.to_ascii_lowercase().starts_with(p));
+    if !allowed {
+        return Err(IpcError::new(
+            "link_refused",
+            format!("only http, https and mailto links open outside the app: {url}"),
+        ));
+    }
+    app.opener()
+        .open_url(url, None::<&str>)
+        .map_err(|e| IpcError::new("open_failed", e.to_string()))
+}
+
+/// Starts the offline demo (two scripted sessions); returns their ids.
+#[tauri::command]
+#[specta::specta]
+pub async fn start_demo<R: tauri::Runtime>(
+    app: AppHandle<R>,
+    host: State<'_, Host>,
+) -> IpcResult<Vec<String>> {
+    crate::demo::start(&app, &host).await
+}

@@ -1,0 +1,188 @@
+//! The sessions this window has open: each one's handle and the task that forwards its
+//! events to the webview (and raises notifications). Holds no business logic: everything it
+//! does is a call into `waymark-core`.
+
+use crate::alerts;
+use crate::error::{IpcError, IpcResult};
+use crate::events::{AlertRaised, SessionEvent};
+use crate::plan_watch::PlanWatch;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tauri_specta::Event as _;
+use tokio::sync::broadcast::error::RecvError;
+use waymark_core::{Runtime, SessionHandle, SessionSpec};
+
+/// Shared state of the app (managed by Tauri).
+pub struct Host {
+    pub runtime: Runtime,
+    pub settings_path: PathBuf,
+    /// Why the settings file could not be used at start, if it could not.
+    pub settings_error: Mutex<Option<String>>,
+    sessions: Mutex<HashMap<String, Arc<SessionHandle>>>,
+    watch: Mutex<Option<PlanWatch>>,
+    /// The main window has focus (plan-approval notifications only when it has not).
+    pub focused: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Host {
+    pub fn new(runtime: Runtime, settings_path: PathBuf, settings_error: Option<String>) -> Host {
+        Host {
+            runtime,
+            settings_path,
+            settings_error: Mutex::new(settings_error),
+            sessions: Mutex::new(HashMap::new()),
+            watch: Mutex::new(None),
+            focused: AtomicBool::new(true),
+        }
+    }
+
+    /// The handle of an open session.
+    pub fn handle(&self, id: &str) -> IpcResult<Arc<SessionHandle>> {
+        lock(&self.sessions).get(id).cloned().ok_or_else(|| {
+            IpcError::new(
+                "session_not_open",
+                format!("session {id} is not open in this window"),
+            )
+        })
+    }
+
+    pub fn open_ids(&self) -> Vec<String> {
+        lock(&self.sessions).keys().cloned().collect()
+    }
+
+    /// Opens a stored session (taking its lease) unless this window has it open already.
+    pub fn open<R: tauri::Runtime>(&self, app: &tauri::AppHandle<R>, id: &str) -> IpcResult<()> {
+        if lock(&self.sessions).contains_key(id) {
+            return Ok(());
+        }
+        let handle = self.runtime.open_session(id, SessionSpec::default())?;
+        self.adopt(app, handle);
+        Ok(())
+    }
+
+    /// Creates a session in `workspace` and opens it.
+    pub fn create<R: tauri::Runtime>(
+        &self,
+        app: &tauri::AppHandle<R>,
+        spec: SessionSpec,
+    ) -> IpcResult<String> {
+        let handle = self.runtime.create_session(spec)?;
+        let id = handle.id().to_string();
+        self.adopt(app, handle);
+        Ok(id)
+    }
+
+    fn adopt<R: tauri::Runtime>(&self, app: &tauri::AppHandle<R>, handle: SessionHandle) {
+        let id = handle.id().to_string();
+        let rx = handle.subscribe();
+        let title = self.title(&id);
+        lock(&self.sessions).insert(id, Arc::new(handle));
+        tauri::async_runtime::spawn(forward(app.clone(), rx, title));
+    }
+
+    /// How notifications name a session: its title, else its workspace folder's name.
+    fn title(&self, id: &str) -> String {
+        let summary = self
+            .runtime
+            .list_sessions()
+            .ok()
+            .and_then(|l| l.into_iter().find(|s| s.id == id));
+        match summary {
+            Some(s) => s.title.unwrap_or_else(|| {
+                std::path::Path::new(&s.workspace)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or(s.workspace)
+            }),
+            None => id.to_string(),
+        }
+    }
+
+    /// Watches the plan file of the session shown in the window (one at a time).
+    pub fn watch_plan<R: tauri::Runtime>(
+        &self,
+        app: &tauri::AppHandle<R>,
+        id: &str,
+    ) -> IpcResult<()> {
+        let mut w = lock(&self.watch);
+        if w.as_ref().is_some_and(|w| w.session_id == id) {
+            return Ok(());
+        }
+        *w = None;
+        let (path, _) = self.runtime.plan_file(id)?;
+        let app = app.clone();
+        let sid = id.to_string();
+        let watch = PlanWatch::start(id, path, move |content| {
+            let _ = crate::events::PlanFileChanged {
+                session_id: sid.clone(),
+                html: content.html,
+                markdown: content.markdown,
+                seen_at_ms: now_ms(),
+            }
+            .emit(&app);
+        })
+        .map_err(|e| IpcError::new("watch_failed", format!("cannot watch the plan file: {e}")))?;
+        *w = Some(watch);
+        Ok(())
+    }
+
+    /// Closes every open session (releasing leases; running turns stop). On exit.
+    pub async fn close_all(&self) {
+        *lock(&self.watch) = None;
+        let handles: Vec<Arc<SessionHandle>> =
+            lock(&self.sessions).drain().map(|(_, h)| h).collect();
+        for h in handles {
+            match Arc::try_unwrap(h) {
+                Ok(h) => {
+                    let _ = h.shutdown().await;
+                }
+                Err(h) => {
+                    let _ = h.submit(waymark_protocol::Op::Shutdown).await;
+                }
+            }
+        }
+    }
+}
+
+pub fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
+}
+
+/// Pushes a session's events to the webview and raises the notifications they call for.
+async fn forward<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    mut rx: tokio::sync::broadcast::Receiver<waymark_protocol::Event>,
+    title: String,
+) {
+    use tauri::Manager;
+    loop {
+        let event = match rx.recv().await {
+            Ok(e) => e,
+            // The UI reloads from the log when it sees a gap in `seq`.
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => break,
+        };
+        let focused = app
+            .try_state::<Host>()
+            .is_some_and(|h| h.focused.load(Ordering::Relaxed));
+        if let Some(alert) = alerts::decide(&event, &title, focused) {
+            alerts::raise(&app, &alert);
+            let _ = AlertRaised {
+                session_id: alert.session_id,
+                title: alert.title,
+                body: alert.body,
+            }
+            .emit(&app);
+        }
+        let _ = SessionEvent(event).emit(&app);
+    }
+}

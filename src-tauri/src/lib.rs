@@ -1,0 +1,192 @@
+//! Waymark's desktop app: a Tauri 2 window over `waymark-core`. Commands are thin (convert,
+//! call the runtime, map the error); events reach the webview typed through tauri-specta.
+
+mod alerts;
+pub mod commands;
+mod demo;
+pub mod dto;
+pub mod error;
+pub mod events;
+mod host;
+pub mod plan_watch;
+pub mod settings;
+
+use host::Host;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tauri::{Manager, Runtime};
+use tauri_specta::{Builder, Event as _, collect_commands, collect_events};
+use waymark_core::{RuntimeOptions, paths, sandbox};
+
+/// The commands and events the webview may use; the TypeScript bindings come from here.
+pub fn specta_builder<R: Runtime>() -> Builder<R> {
+    Builder::<R>::new()
+        .commands(collect_commands![
+            commands::app_info,
+            commands::list_sessions,
+            commands::pick_workspace::<tauri::Wry>,
+            commands::create_session::<tauri::Wry>,
+            commands::open_session::<tauri::Wry>,
+            commands::session_events,
+            commands::submit,
+            commands::answer,
+            commands::stop,
+            commands::edit_plan,
+            commands::plan_view,
+            commands::plan_diff,
+            commands::goal_timeline,
+            commands::get_settings,
+            commands::save_settings::<tauri::Wry>,
+            commands::set_api_key,
+            commands::delete_api_key,
+            commands::open_link::<tauri::Wry>,
+            commands::start_demo::<tauri::Wry>,
+        ])
+        .events(collect_events![
+            events::SessionEvent,
+            events::PlanFileChanged,
+            events::FocusSession,
+            events::AlertRaised
+        ])
+        // Sequence numbers, token counts and millisecond timestamps stay far below 2^53.
+        .dangerously_cast_bigints_to_number()
+}
+
+/// Where the generated bindings live (committed; a test fails when they are stale).
+pub const BINDINGS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/src/bindings.ts");
+
+/// Writes the TypeScript bindings.
+pub fn export_bindings<R: Runtime>(builder: &Builder<R>) -> Result<(), String> {
+    builder
+        .export(specta_typescript::Typescript::default(), BINDINGS_PATH)
+        .map_err(|e| e.to_string())
+}
+
+/// Brings the window forward and tells the UI to show `session_id`.
+pub fn focus_session<R: Runtime>(app: &tauri::AppHandle<R>, session_id: &str) {
+    if let Some(w) = app.get_webview_window("main") {
+        let _ = w.unminimize();
+        let _ = w.show();
+        let _ = w.set_focus();
+    }
+    let _ = events::FocusSession {
+        session_id: session_id.to_string(),
+    }
+    .emit(app);
+}
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("WAYMARK_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(paths::default_data_dir)
+}
+
+fn settings_file() -> PathBuf {
+    std::env::var_os("WAYMARK_CONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(paths::default_config_file)
+}
+
+/// Runtime options of the app: API keys come from the OS keyring first, then the environment.
+fn runtime_options(config: waymark_protocol::config::Config) -> RuntimeOptions {
+    let mut opts = RuntimeOptions::new(data_dir(), config);
+    opts.env = Arc::new(|name: &str| {
+        let keyring = if name.ends_with("_KEY") {
+            settings::Keyring::get(name).ok().flatten()
+        } else {
+            None
+        };
+        keyring.or_else(|| std::env::var(name).ok())
+    });
+    if let Ok(exe) = std::env::current_exe() {
+        opts.sandbox_helper = Some(vec![exe.into_os_string(), sandbox::HELPER_ARG.into()]);
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        opts.cwd = PathBuf::from(home);
+    }
+    opts
+}
+
+/// The app's entry point (also the plan-mode sandbox helper when re-executed as one).
+pub fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).and_then(|a| a.to_str()) == Some(sandbox::HELPER_ARG) {
+        return ExitCode::from(sandbox::helper_main(&args[2..]).clamp(0, 255) as u8);
+    }
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("waymark: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let specta = specta_builder::<tauri::Wry>();
+    let settings_path = settings_file();
+    let (config, settings_error) = match settings::load(&settings_path) {
+        Ok(c) => (c, None),
+        Err(e) => (Default::default(), Some(e)),
+    };
+    let runtime = waymark_core::Runtime::open(runtime_options(config))
+        .map_err(|e| format!("cannot open the data folder {}: {e}", data_dir().display()))?;
+    let host = Host::new(runtime, settings_path, settings_error);
+
+    let app = tauri::Builder::default()
+        // First: a second launch hands over to the running window.
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            if let Some(w) = app.get_webview_window("main") {
+                let _ = w.unminimize();
+                let _ = w.show();
+                let _ = w.set_focus();
+            }
+        }))
+        .plugin(tauri_plugin_window_state::Builder::default().build())
+        .plugin(tauri_plugin_store::Builder::new().build())
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_opener::init())
+        .manage(host)
+        .invoke_handler(specta.invoke_handler())
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::Focused(f) = event
+                && let Some(h) = window.try_state::<Host>()
+            {
+                h.focused.store(*f, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+        .setup(move |app| {
+            specta.mount_events(app);
+            let handle = app.handle().clone();
+            let host = app.state::<Host>();
+            let first_run = host.runtime.config().model.is_none()
+                && host
+                    .runtime
+                    .list_sessions()
+                    .map(|l| l.is_empty())
+                    .unwrap_or(false);
+            if first_run && std::env::var_os("WAYMARK_NO_DEMO").is_none() {
+                tauri::async_runtime::spawn(async move {
+                    let host = handle.state::<Host>();
+                    if let Err(e) = demo::start(&handle, &host).await {
+                        eprintln!("waymark: {}", e.message);
+                    }
+                });
+            }
+            Ok(())
+        })
+        .build(tauri::generate_context!())
+        .map_err(|e| e.to_string())?;
+    app.run(|app, event| {
+        if let tauri::RunEvent::Exit = event {
+            let host = app.state::<Host>();
+            tauri::async_runtime::block_on(host.close_all());
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,515 @@
+//! End-to-end tests of the desktop app: the real binary in a real WebKitGTK window under
+//! Xvfb, driven over WebDriver; the model is the offline scripted one. Every test saves
+//! screenshots to target/e2e-screenshots/.
+
+mod harness;
+
+use harness::{Desk, root};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+fn script(name: &str) -> String {
+    format!(
+        "scripted:{}",
+        root().join("tests/e2e/scripts").join(name).display()
+    )
+}
+
+/// A workspace folder with one file in it.
+fn workspace(desk: &Desk, name: &str) -> PathBuf {
+    let ws = desk.dir.path().join(name);
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(ws.join("src/greet.sh"), "echo \"Hello, ${1:-world}\"\n").unwrap();
+    ws
+}
+
+/// Starts a session with the CLI that plans and stops at the approval (exit 3); its id.
+fn planned_session(
+    desk: &Desk,
+    ws: &str,
+    script_name: &str,
+    permission: &str,
+) -> (String, PathBuf) {
+    let ws = workspace(desk, ws);
+    let out = desk.cli(&[
+        "exec",
+        "--json",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--model",
+        &script(script_name),
+        "--permission",
+        permission,
+        "--plan",
+        "Plan the change before touching anything.",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "exec should stop at the plan approval: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let v: serde_json::Value = serde_json::from_str(&first).unwrap();
+    (v["session_id"].as_str().unwrap().to_string(), ws)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_review_not_now_revise_then_reject() {
+    let desk = Desk::start();
+    let (id, ws) = planned_session(&desk, "review", "plan_review.json", "ask");
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.el("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=plan-doc]", "draft one").await;
+    app.shot("plan-1-awaiting-approval").await;
+
+    // Not now: the review closes, the session stays in plan mode, nothing is implemented.
+    app.click("[data-testid=defer]").await;
+    app.wait_gone("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=session].current", "plan").await;
+
+    // A new message in plan mode: the model revises and asks again.
+    app.type_into("[data-testid=composer]", "Add a rollback step.")
+        .await;
+    app.click("[data-testid=send]").await;
+    app.wait_text("[data-testid=approval-bar]", "v2").await;
+    app.wait_text("[data-testid=plan-doc]", "Rollback").await;
+
+    // Revise… with feedback: the model gets it and offers a third draft with options.
+    app.click("[data-testid=revise]").await;
+    app.type_into("[data-testid=revise-text]", "Please add a test first.")
+        .await;
+    app.click("[data-testid=revise-send]").await;
+    app.wait_text("[data-testid=approval-bar]", "v3").await;
+    app.wait_text("[data-testid=plan-options]", "Rename everywhere")
+        .await;
+    app.wait_text("[data-testid=transcript]", "Please add a test first.")
+        .await;
+    app.wait_text("[data-testid=revisions]", "v3").await;
+
+    // Any two revisions side by side.
+    app.click("[data-testid=show-diff]").await;
+    app.wait_text("[data-testid=diff]", "Add a test.").await;
+    app.shot("plan-2-revised-with-diff").await;
+
+    // Reject & exit: back to default mode, the workspace untouched.
+    app.click("[data-testid=reject]").await;
+    app.wait_gone("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=transcript]", "Plan mode off (rejected)")
+        .await;
+    app.shot("plan-3-rejected").await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/greet.sh")).unwrap(),
+        "echo \"Hello, ${1:-world}\"\n"
+    );
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_edited_in_the_app_then_approved_implements_the_edit() {
+    let desk = Desk::start();
+    let (id, ws) = planned_session(&desk, "approve", "plan_approve.json", "auto-edit");
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.wait_text("[data-testid=plan-doc]", "Write DONE.txt")
+        .await;
+
+    app.click("[data-testid=edit-plan]").await;
+    let edited =
+        "## Summary\nWrite DONE.txt (EDITED BY THE USER).\n\n## Steps\n1. Create `DONE.txt`.\n";
+    app.type_into("[data-testid=plan-editor]", edited).await;
+    app.click("[data-testid=save-plan]").await;
+    app.wait_text("[data-testid=revisions]", "edited by you")
+        .await;
+    app.wait_text("[data-testid=plan-doc]", "EDITED BY THE USER")
+        .await;
+
+    app.click("[data-testid=approve]").await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Implemented: DONE.txt is written.",
+    )
+    .await;
+    app.wait_text("[data-testid=transcript]", "EDITED BY THE USER")
+        .await;
+    app.shot("plan-4-approved-edit-implemented").await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("DONE.txt")).unwrap(),
+        "implemented\n"
+    );
+    app.close().await;
+
+    // The stored history agrees: v2 is the user's and it is what was approved.
+    let out = desk.cli(&["plan", "revisions", "--session", &id]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("user"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notification() {
+    let desk = Desk::start();
+    let app = desk.launch().await;
+    app.el("[data-testid=demo-banner]").await;
+
+    // The goal demo opens first (newest); sample its gauges while it runs.
+    app.click("[data-testid=tab-goal]").await;
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    loop {
+        let v = app
+            .js("return [document.querySelector('[data-testid=gauge-tokens] .used')?.textContent ?? '', document.querySelector('[data-testid=goal-status]')?.textContent ?? '']")
+            .await;
+        let tokens = v[0].as_str().unwrap_or("").to_string();
+        let status = v[1].as_str().unwrap_or("").to_string();
+        if !tokens.is_empty() && seen.last() != Some(&tokens) {
+            seen.push(tokens);
+        }
+        if status == "blocked" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "goal never blocked; gauges showed {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        seen.len() >= 3,
+        "the token gauge should move during the run: {seen:?}"
+    );
+    app.wait_text("[data-testid=goal-reason]", "worker reported")
+        .await;
+    app.wait_text("[data-testid=goal-timeline]", "blocked")
+        .await;
+    app.shot("demo-1-goal-blocked").await;
+
+    // The notification went over D-Bus to the notification daemon.
+    let start = Instant::now();
+    while !desk.notifications().contains("Goal blocked") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no Notify call: {}",
+            desk.notifications()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    desk.screen("demo-2-notification-on-screen");
+
+    // The plan demo: wait for its approval, approve, allow the test run, see it done.
+    let plan_id = app
+        .wait_js(
+            "return [...document.querySelectorAll('[data-testid=session]')].find(b => b.textContent.includes('Plan first'))?.dataset.sessionId",
+            "the plan demo in the list",
+        )
+        .await;
+    app.open_session(plan_id.as_str().unwrap()).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.el("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=plan-doc]", "Risks").await;
+    app.shot("demo-3-plan-review").await;
+    app.click("[data-testid=approve]").await;
+    app.el("[data-testid=question-dialog][data-kind=permission]")
+        .await;
+    app.shot("demo-4-permission-dialog").await;
+    app.click("[data-testid=allow-once]").await;
+    app.wait_text("[data-testid=transcript]", "the test passes")
+        .await;
+    app.shot("demo-5-implemented").await;
+    app.close().await;
+}
+
+/// Path of a session's plan file in the desk's data folder.
+fn plan_path(desk: &Desk, id: &str) -> PathBuf {
+    desk.data_dir()
+        .join("sessions")
+        .join(id)
+        .join("artifacts/plan.md")
+}
+
+fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0
+}
+
+/// Writes the plan as an editor would: to a temp file beside it, then a rename over it.
+fn rename_write(path: &std::path::Path, text: &str) {
+    let tmp = path.with_file_name(".plan.md.tmp~");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// Writes `text` to the plan file and waits for the Plan tab to show `marker`; returns the
+/// milliseconds from the write to the repaint (as the page recorded it).
+async fn repaint_after_write(
+    app: &harness::App,
+    path: &std::path::Path,
+    text: &str,
+    marker: &str,
+    atomic: bool,
+) -> f64 {
+    let before = now_ms();
+    if atomic {
+        rename_write(path, text);
+    } else {
+        std::fs::write(path, text).unwrap();
+    }
+    let painted = app
+        .wait_js(
+            &format!(
+                "const d = document.querySelector('[data-testid=plan-doc]'); \
+                 return d && d.textContent.includes({marker:?}) && d.dataset.paintedAt ? Number(d.dataset.paintedAt) : null"
+            ),
+            "the plan repaint",
+        )
+        .await;
+    painted.as_f64().unwrap() - before
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
+    let desk = Desk::start();
+    let (id, _) = planned_session(&desk, "live", "plan_wait.json", "ask");
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.wait_text("[data-testid=plan-doc]", "waits for review")
+        .await;
+    let path = plan_path(&desk, &id);
+    let mut latencies = Vec::new();
+    for i in 0..6 {
+        let marker = format!("edit number {i}");
+        let text =
+            format!("## Summary\nLive plan, {marker}.\n\n| a | b |\n|---|---|\n| {i} | x |\n");
+        latencies.push(repaint_after_write(&app, &path, &text, &marker, i % 2 == 1).await);
+    }
+    app.shot("plan-5-live-repaint").await;
+    eprintln!("plan change -> repaint (ms), plain and rename writes: {latencies:.1?}");
+    // Deleting the file empties the tab; writing it again brings it back.
+    std::fs::remove_file(&path).unwrap();
+    app.el("[data-testid=plan-empty]").await;
+    std::fs::write(&path, "## Summary\nBack again.\n").unwrap();
+    app.wait_text("[data-testid=plan-doc]", "Back again.").await;
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
+    let desk = Desk::start();
+    let (id, ws) = planned_session(&desk, "xss", "plan_wait.json", "ask");
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.el("[data-testid=approval-bar]").await;
+    // Model-written markup that would approve its own plan if anything in it ran.
+    let steal = "window.__TAURI_INTERNALS__ && window.__TAURI_INTERNALS__.invoke('answer',{id:'x',questionnaireId:'x',answer:{answer:'approve'}}); window.__pwned='ran'";
+    let payload = format!(
+        "## Summary\nXSS-MARKER plan.\n\n\
+         <script>{steal}</script>\n\n\
+         <img src=x onerror=\"{steal}\">\n\n\
+         <svg onload=\"{steal}\"><circle r=1 /></svg>\n\n\
+         <iframe srcdoc=\"<script>parent.__pwned='iframe'</script>\"></iframe>\n\n\
+         <details open ontoggle=\"{steal}\"><summary>d</summary>x</details>\n\n\
+         <math><mtext><table><mglyph><style><img src=x onerror=\"{steal}\">\n\n\
+         <a href=\"javascript:window.__pwned='href'\">js link</a> [md link](javascript:window.__pwned='md')\n\n\
+         <form action=\"javascript:window.__pwned='form'\"><button>go</button></form>\n\n\
+         <object data=\"javascript:window.__pwned='object'\"></object><embed src=\"javascript:1\">\n\n\
+         <div style=\"background:url(http://127.0.0.1:9/x)\" onclick=\"{steal}\">styled</div>\n\n\
+         ![remote](http://127.0.0.1:9/pixel.png) <base href=\"http://127.0.0.1:9/\"> <meta http-equiv=\"refresh\" content=\"0;url=http://127.0.0.1:9/\">\n"
+    );
+    rename_write(&plan_path(&desk, &id), &payload);
+    app.wait_text("[data-testid=plan-doc]", "XSS-MARKER").await;
+    // Click everything clickable inside the rendered plan.
+    app.js("document.querySelectorAll('[data-testid=plan-doc] a, [data-testid=plan-doc] button, [data-testid=plan-doc] div, [data-testid=plan-doc] summary').forEach(e => e.click()); return true")
+        .await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let report = app
+        .js("const d = document.querySelector('[data-testid=plan-doc]'); \
+             return { pwned: window.__pwned ?? null, \
+                      dangerous: d.querySelectorAll('script,iframe,object,embed,form,svg,math,base,meta,style,img').length, \
+                      handlers: [...d.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on') || a.name === 'style')).length, \
+                      jsLinks: [...d.querySelectorAll('[href],[src]')].filter(e => /^\\s*javascript:/i.test(e.getAttribute('href') ?? e.getAttribute('src') ?? '')).length, \
+                      url: location.href }")
+        .await;
+    app.shot("plan-6-xss-inert").await;
+    assert_eq!(report["pwned"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["dangerous"], 0, "{report}");
+    assert_eq!(report["handlers"], 0, "{report}");
+    assert_eq!(report["jsLinks"], 0, "{report}");
+    assert!(
+        report["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("tauri://localhost"),
+        "{report}"
+    );
+    // The plan is still waiting for the user: nothing approved it.
+    app.el("[data-testid=approval-bar]").await;
+    let out = desk.cli(&["show", "--session", &id]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("The plan is ready for review"), "{shown}");
+    assert!(!ws.join("DONE.txt").exists());
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "flags");
+    let out = desk.cli(&[
+        "exec",
+        "--json",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--model",
+        &script("chat.json"),
+        "Hello",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+
+    // Plan mode off in Settings.
+    app.click("[data-testid=open-settings]").await;
+    app.click("[data-testid=flag-plan-mode]").await;
+    app.click("[data-testid=settings-save]").await;
+    app.el("[data-testid=settings-saved]").await;
+    app.shot("settings-1-plan-mode-off").await;
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(desk.settings_file()).unwrap()).unwrap();
+    assert_eq!(saved["beta"]["desktop_plan_mode"], false, "{saved}");
+
+    // The open session refuses the next entry at once, by command and by the composer chip.
+    app.click("[data-testid=open-settings]").await;
+    app.type_into("[data-testid=composer]", "/plan on\u{E007}")
+        .await;
+    app.wait_text("[data-testid=toast]", "beta.desktop_plan_mode")
+        .await;
+    app.el("[data-testid=composer]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    app.shift_tab().await;
+    app.el("[data-testid=plan-chip]").await;
+    app.type_into("[data-testid=composer]", "Plan the refactor\u{E007}")
+        .await;
+    app.wait_text("[data-testid=toast]", "beta.desktop_plan_mode")
+        .await;
+    app.shot("settings-2-entry-refused").await;
+
+    // An invalid value is refused with the key named, and the file keeps the last good settings.
+    app.click("[data-testid=open-settings]").await;
+    app.type_into("[data-testid=breaker-limit]", "0").await;
+    app.click("[data-testid=settings-save]").await;
+    app.wait_text(
+        "[data-testid=settings-error]",
+        "goal.breaker.repeated_reply_limit",
+    )
+    .await;
+    app.shot("settings-3-validation").await;
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(desk.settings_file()).unwrap()).unwrap();
+    assert_eq!(kept, saved);
+
+    // Back on: entering plan mode works again.
+    app.type_into("[data-testid=breaker-limit]", "3").await;
+    app.click("[data-testid=flag-plan-mode]").await;
+    app.click("[data-testid=settings-save]").await;
+    app.el("[data-testid=settings-saved]").await;
+    app.click("[data-testid=open-settings]").await;
+    app.type_into("[data-testid=composer]", "/plan on\u{E007}")
+        .await;
+    app.wait_text("[data-testid=transcript]", "Plan mode on")
+        .await;
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "goal");
+    let out = desk.cli(&[
+        "exec",
+        "--json",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--model",
+        &script("goal_budget.json"),
+        "--permission",
+        "auto",
+        "/goal Do the two steps budget=5K",
+    ]);
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains("budget_limited"), "{log}");
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-status]", "budget limited")
+        .await;
+    let level = app
+        .js("return document.querySelector('[data-testid=gauge-tokens]').dataset.level")
+        .await;
+    assert_eq!(level, "danger");
+    assert!(
+        app.text("[data-testid=gauge-tokens]")
+            .await
+            .contains("limit reached")
+    );
+    assert!(
+        app.js("return Number(document.querySelector('[data-testid=burndown]').dataset.points)")
+            .await
+            .as_u64()
+            .unwrap()
+            >= 2
+    );
+    app.shot("goal-1-budget-limited").await;
+
+    // Raise the spent dimension: the goal resumes and the gauges move again.
+    app.click("[data-testid=goal-budget]").await;
+    app.type_into("[data-testid=budget-tokens]", "20K").await;
+    app.click("[data-testid=budget-save]").await;
+    app.wait_text("[data-testid=goal-timeline]", "budget raised")
+        .await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Back at it after the budget was raised.",
+    )
+    .await;
+    // The script then repeats itself: the breaker pauses the goal, which is worth a notification.
+    app.wait_text("[data-testid=goal-status]", "paused").await;
+    app.wait_text("[data-testid=goal-reason]", "no progress")
+        .await;
+    let start = Instant::now();
+    while !desk.notifications().contains("Goal paused") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no Notify call: {}",
+            desk.notifications()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.shot("goal-2-resumed-then-paused").await;
+
+    // Pause/resume/clear from the buttons.
+    app.click("[data-testid=goal-resume]").await;
+    app.wait_text("[data-testid=goal-timeline]", "active — resumed")
+        .await;
+    app.click("[data-testid=goal-clear]").await;
+    app.wait_text("[data-testid=tab-goal]", "Goal").await;
+    app.el("[data-testid=goal-new]").await;
+    app.close().await;
+}

@@ -1,0 +1,417 @@
+//! The E2E harness: a private X display (Xvfb), a private D-Bus session bus with a real
+//! notification daemon (dunst) and a bus monitor recording `Notify` calls, the real Waymark
+//! binary started by tauri-driver (or WebKitWebDriver), and helpers to drive its window.
+
+#![allow(dead_code)]
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A child in its own process group; the whole group is ended on drop.
+pub struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // Never `kill -TERM -<pgid>` through a shell: procps may turn it into kill(-1).
+        let pgid = -(self.0.id() as libc::pid_t);
+        unsafe { libc::kill(pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_millis(1500);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        unsafe { libc::kill(pgid, libc::SIGKILL) };
+        let _ = self.0.wait();
+    }
+}
+
+pub fn spawn(cmd: &mut Command) -> Proc {
+    use std::os::unix::process::CommandExt;
+    Proc(
+        cmd.process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program())),
+    )
+}
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn find_exe(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> =
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
+    if let Some(home) = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+    {
+        dirs.push(home.join("bin"));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn first_line(child: &mut Child) -> String {
+    let out = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line).unwrap();
+    line.trim().to_string()
+}
+
+/// One isolated desktop: display, session bus, notification daemon, home and data folders.
+pub struct Desk {
+    pub dir: tempfile::TempDir,
+    pub display: String,
+    pub bus: String,
+    pub monitor_log: PathBuf,
+    procs: Vec<Proc>,
+}
+
+impl Desk {
+    pub fn start() -> Desk {
+        let dir = tempfile::Builder::new()
+            .prefix("waymark-e2e")
+            .tempdir()
+            .unwrap();
+        let mut procs = Vec::new();
+
+        let mut x = Command::new("Xvfb");
+        x.args([
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1440x900x24",
+            "-nolisten",
+            "tcp",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+        let mut xp = spawn(&mut x);
+        let display = format!(":{}", first_line(&mut xp.0));
+        procs.push(xp);
+
+        let mut d = Command::new("dbus-daemon");
+        d.args(["--session", "--nofork", "--print-address=1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut dp = spawn(&mut d);
+        let bus = first_line(&mut dp.0);
+        procs.push(dp);
+
+        let monitor_log = dir.path().join("notify.log");
+        let log = std::fs::File::create(&monitor_log).unwrap();
+        procs.push(spawn(
+            Command::new("dbus-monitor")
+                .args([
+                    "--address",
+                    &bus,
+                    "type='method_call',interface='org.freedesktop.Notifications',member='Notify'",
+                ])
+                .stdout(log)
+                .stderr(Stdio::null()),
+        ));
+        procs.push(spawn(
+            Command::new("dunst")
+                .env("DISPLAY", &display)
+                .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+                .env("HOME", dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        ));
+        std::fs::create_dir_all(dir.path().join("home/.config")).unwrap();
+        Desk {
+            dir,
+            display,
+            bus,
+            monitor_log,
+            procs,
+        }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn settings_file(&self) -> PathBuf {
+        self.home().join(".config/waymark/settings.json")
+    }
+
+    /// The environment the app runs in.
+    pub fn env(&self) -> Vec<(&'static str, OsString)> {
+        let home = self.home();
+        vec![
+            ("DISPLAY", self.display.clone().into()),
+            ("DBUS_SESSION_BUS_ADDRESS", self.bus.clone().into()),
+            ("HOME", home.clone().into()),
+            ("XDG_CONFIG_HOME", home.join(".config").into()),
+            ("XDG_DATA_HOME", home.join(".local/share").into()),
+            ("XDG_CACHE_HOME", home.join(".cache").into()),
+            ("WAYMARK_DATA_DIR", self.data_dir().into()),
+            ("NO_AT_BRIDGE", "1".into()),
+        ]
+    }
+
+    /// Runs the `waymark` CLI on this desk's data folder.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        let bin = root().join("target/debug/waymark");
+        Command::new(&bin)
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(args)
+            .envs(self.env())
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}", bin.display()))
+    }
+
+    /// The `Notify` calls the bus monitor saw so far.
+    pub fn notifications(&self) -> String {
+        std::fs::read_to_string(&self.monitor_log).unwrap_or_default()
+    }
+
+    /// A screenshot of the whole X display (window and notification popups).
+    pub fn screen(&self, name: &str) {
+        let out = shots_dir().join(format!("{name}.png"));
+        let _ = Command::new("/usr/bin/import")
+            .args(["-display", &self.display, "-window", "root"])
+            .arg(&out)
+            .status();
+    }
+
+    /// Starts the app and opens a WebDriver session on its window.
+    pub async fn launch(&self) -> App {
+        self.launch_with(&[]).await
+    }
+
+    pub async fn launch_with(&self, extra_env: &[(&str, &str)]) -> App {
+        let app = std::env::var_os("E2E_APP")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join("target/debug/waymark-desktop"));
+        assert!(
+            app.is_file(),
+            "{} missing: run scripts/test.sh (it builds the app)",
+            app.display()
+        );
+        let port = free_port();
+        let mut caps = serde_json::Map::new();
+        let mut cmd;
+        match find_exe("tauri-driver")
+            .filter(|_| std::env::var("E2E_DRIVER").as_deref() != Ok("webkit"))
+        {
+            Some(td) => {
+                caps.insert("tauri:options".into(), json!({ "application": app }));
+                cmd = Command::new(td);
+                cmd.args([
+                    "--port",
+                    &port.to_string(),
+                    "--native-port",
+                    &free_port().to_string(),
+                ]);
+            }
+            None => {
+                let wk = find_exe("WebKitWebDriver")
+                    .expect("WebKitWebDriver missing (apt-get install webkit2gtk-driver)");
+                caps.insert(
+                    "webkitgtk:browserOptions".into(),
+                    json!({ "binary": app, "args": [] }),
+                );
+                cmd = Command::new(wk);
+                cmd.arg(format!("--port={port}"))
+                    .env("TAURI_WEBVIEW_AUTOMATION", "true");
+            }
+        }
+        cmd.envs(self.env())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let driver = spawn(&mut cmd);
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "WebDriver did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("WebDriver session (app launch)");
+        let app = App {
+            client,
+            _driver: driver,
+        };
+        let url = app.client.current_url().await.unwrap();
+        assert_eq!(
+            url.scheme(),
+            "tauri",
+            "the app loaded {url}: rebuild it with cargo build, not `tauri dev`"
+        );
+        app.el("[data-testid=shell]").await;
+        app
+    }
+}
+
+pub fn shots_dir() -> PathBuf {
+    let d = root().join("target/e2e-screenshots");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The real app window, driven over WebDriver.
+pub struct App {
+    pub client: Client,
+    _driver: Proc,
+}
+
+pub const WAIT: Duration = Duration::from_secs(20);
+
+impl App {
+    pub async fn el(&self, css: &str) -> Element {
+        self.client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.el(css)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+    }
+
+    pub async fn exists(&self, css: &str) -> bool {
+        self.client.find(Locator::Css(css)).await.is_ok()
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        self.el(css).await.text().await.unwrap()
+    }
+
+    /// Waits until the text of `css` contains `needle`.
+    pub async fn wait_text(&self, css: &str, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            if let Ok(e) = self.client.find(Locator::Css(css)).await
+                && let Ok(t) = e.text().await
+                && t.contains(needle)
+            {
+                return t;
+            }
+            if start.elapsed() > WAIT {
+                let t = match self.client.find(Locator::Css(css)).await {
+                    Ok(e) => e.text().await.unwrap_or_default(),
+                    Err(_) => "<missing>".into(),
+                };
+                panic!("{css} never contained {needle:?}; it shows {t:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(80)).await;
+        }
+    }
+
+    pub async fn js(&self, script: &str) -> Value {
+        self.client
+            .execute(script, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("{script}: {e}"))
+    }
+
+    /// Waits until `script` (a function body returning a value) returns something truthy.
+    pub async fn wait_js(&self, script: &str, what: &str) -> Value {
+        let start = Instant::now();
+        loop {
+            let v = self.js(script).await;
+            let truthy =
+                !matches!(v, Value::Null | Value::Bool(false)) && v != json!("") && v != json!(0);
+            if truthy {
+                return v;
+            }
+            assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(60)).await;
+        }
+    }
+
+    /// Waits until no element matches `css`.
+    pub async fn wait_gone(&self, css: &str) {
+        let start = Instant::now();
+        while self.exists(css).await {
+            assert!(start.elapsed() < WAIT, "{css} did not go away");
+            tokio::time::sleep(Duration::from_millis(80)).await;
+        }
+    }
+
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let e = self.el(css).await;
+        e.clear().await.ok();
+        e.send_keys(text).await.unwrap();
+    }
+
+    /// Opens the session whose list entry has this id.
+    pub async fn open_session(&self, id: &str) {
+        self.click(&format!("[data-session-id='{id}']")).await;
+        self.wait_js(
+            &format!("return document.querySelector(\"[data-session-id='{id}']\")?.classList.contains('current')"),
+            "the session to open",
+        )
+        .await;
+    }
+
+    /// Presses Shift+Tab in the focused element (real key events, modifier held).
+    pub async fn shift_tab(&self) {
+        use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+        use fantoccini::key::Key;
+        let keys = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down {
+                value: Key::Shift.into(),
+            })
+            .then(KeyAction::Down {
+                value: Key::Tab.into(),
+            })
+            .then(KeyAction::Up {
+                value: Key::Tab.into(),
+            })
+            .then(KeyAction::Up {
+                value: Key::Shift.into(),
+            });
+        self.client.perform_actions(keys).await.unwrap();
+    }
+
+    pub async fn shot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        std::fs::write(shots_dir().join(format!("{name}.png")), png).unwrap();
+    }
+
+    pub async fn close(self) {
+        let _ = self.client.close().await;
+    }
+}

@@ -1,0 +1,84 @@
+// Goal tab figures derived from the goal's events: gauge levels, burn-down, timeline.
+import type { BudgetLine_Serialize } from "../bindings";
+import type { EventOf, WireEvent } from "./types";
+
+export type Level = "ok" | "warn" | "danger" | "open";
+
+/** Colour band of a budget gauge: warn from 75 % used, danger from 90 % or when reached. */
+export function gaugeLevel(line: BudgetLine_Serialize): Level {
+  if (line.limit === null) return "open";
+  if (line.reached || line.used >= line.limit * 0.9) return "danger";
+  if (line.used >= line.limit * 0.75) return "warn";
+  return "ok";
+}
+
+/** Fraction of the limit used, 0..1 (0 for an open budget). */
+export function gaugeFraction(line: BudgetLine_Serialize): number {
+  if (line.limit === null || line.limit === 0) return 0;
+  return Math.min(1, line.used / line.limit);
+}
+
+export type BurnPoint = { step: number; used: number; spent: number; remaining: number | null };
+
+/** Tokens of each turn since the current goal was set (input + output, as the goal counts
+ *  them), with the running total and what is left of `limit`. */
+export function burnDown(events: WireEvent[], limit: number | null): BurnPoint[] {
+  const start = events.findLastIndex((e) => e.type === "goal.create");
+  if (start < 0) return [];
+  const points: BurnPoint[] = [];
+  let used = 0;
+  for (const e of events.slice(start + 1)) {
+    if (e.type !== "turn.finished") continue;
+    const spent = e.usage.input_tokens + e.usage.output_tokens;
+    used += spent;
+    points.push({ step: points.length + 1, used, spent, remaining: limit === null ? null : Math.max(0, limit - used) });
+  }
+  return points;
+}
+
+export type TimelineEntry = { seq: number; ts: number; label: string; actor: string; tone: "good" | "bad" | "neutral" };
+
+function updateTone(e: EventOf<"goal.update">): TimelineEntry["tone"] {
+  switch (e.status) {
+    case "complete":
+    case "active":
+      return e.status === "complete" ? "good" : "neutral";
+    case "blocked":
+    case "budget_limited":
+    case "usage_limited":
+      return "bad";
+    case "paused":
+      return e.actor === "user" ? "neutral" : "bad";
+  }
+}
+
+/** The goal's events as timeline rows, oldest first. */
+export function timeline(events: WireEvent[]): TimelineEntry[] {
+  const rows: TimelineEntry[] = [];
+  for (const e of events) {
+    if (e.type === "goal.create") {
+      rows.push({ seq: e.seq, ts: e.ts, label: `Created: ${e.goal.objective}`, actor: e.goal.actor, tone: "neutral" });
+    } else if (e.type === "goal.update") {
+      if (e.kind === "completion" && e.status === "active") continue; // an ordinary settled turn
+      rows.push({ seq: e.seq, ts: e.ts, label: `${e.status.replace("_", " ")} — ${e.reason.replace(/_/g, " ")}`, actor: e.actor, tone: updateTone(e) });
+    } else if (e.type === "goal.clear") {
+      rows.push({ seq: e.seq, ts: e.ts, label: "Cleared", actor: e.actor, tone: "neutral" });
+    }
+  }
+  return rows;
+}
+
+/** Formats a token count compactly (12.3K, 1.2M). */
+export function compact(n: number): string {
+  if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(1)}M`;
+  if (n >= 10_000) return `${Math.round(n / 1000)}K`;
+  if (n >= 1_000) return `${(n / 1000).toFixed(1)}K`;
+  return String(n);
+}
+
+/** Seconds as "1h 05m", "4m 10s", "42s". */
+export function duration(s: number): string {
+  if (s >= 3600) return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  if (s >= 60) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
+  return `${s}s`;
+}

@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { applyEvent, emptySession, type SessionState } from "./session";
+import type { Goal, WireEvent } from "./types";
+
+const S = "s1";
+let seq = 0;
+function ev<T extends WireEvent["type"]>(type: T, body: Omit<Extract<WireEvent, { type: T }>, "type" | "session_id" | "seq" | "ts">, transient = false): WireEvent {
+  if (!transient) seq += 1;
+  return { session_id: S, seq, ts: 1_000, type, ...body } as unknown as WireEvent;
+}
+function run(events: WireEvent[]): SessionState {
+  return events.reduce(applyEvent, emptySession(S));
+}
+const usage = { input_tokens: 10, output_tokens: 5, cached_tokens: 0 };
+
+describe("session reducer", () => {
+  it("builds user, streamed assistant text, tool calls and results in order", () => {
+    seq = 0;
+    const s = run([
+      ev("message.admitted", { message_id: 1, source: "user", text: "fix it", position: "tail" }),
+      ev("turn.started", { turn_id: 1, message_id: 1, source: "user" }),
+      ev("assistant.delta", { turn_id: 1, text: "Look" }, true),
+      ev("assistant.delta", { turn_id: 1, text: "ing" }, true),
+    ]);
+    expect(s.streaming).toEqual({ turnId: 1, text: "Looking" });
+    expect(s.running).toBe(true);
+    const t = [
+      ev("assistant.message", { turn_id: 1, text: "Looking", tool_calls: [{ call_id: "c1", name: "read_file" }], usage }),
+      ev("tool.call", { turn_id: 1, call_id: "c1", name: "read_file", arguments: { path: "a.rs" } }),
+      ev("tool.result", { turn_id: 1, call_id: "c1", name: "read_file", status: "ok", content: "fn main() {}" }),
+      ev("assistant.message", { turn_id: 1, text: "Done.", tool_calls: [], usage }),
+      ev("turn.finished", { turn_id: 1, reason: "completed", usage, steps: 2 }),
+      ev("session.idle", {}),
+    ].reduce(applyEvent, s);
+    expect(t.streaming).toBeNull();
+    expect(t.running).toBe(false);
+    expect(t.items.map((i) => i.kind)).toEqual(["user", "assistant", "assistant"]);
+    const first = t.items[1];
+    expect(first.kind === "assistant" && first.tools[0]).toMatchObject({ name: "read_file", status: "ok", output: "fn main() {}" });
+  });
+
+  it("shows goal continuations as chips and tracks the goal snapshot", () => {
+    seq = 0;
+    const report = { limit: 100, used: 40, remaining: 60, reached: false };
+    const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false };
+    const s = run([
+      ev("goal.create", { goal }),
+      ev("message.admitted", { message_id: 2, source: "goal", text: "continue", position: "tail" }),
+      ev("goal.updated", { ...goal, status: "blocked" as const, reason: "worker_reported" as const, actor: "model" as const }, true),
+    ]);
+    expect(s.items.map((i) => (i.kind === "chip" ? i.text : i.kind))).toEqual(["Goal set: ship", "Goal continues"]);
+    expect(s.goal?.status).toBe("blocked");
+    expect(s.goal?.actor).toBe("model");
+    const cleared = applyEvent(s, ev("goal.clear", { goal_id: "g1", actor: "user" }));
+    expect(cleared.goal).toBeNull();
+  });
+
+  it("opens and closes questionnaires and follows plan mode", () => {
+    seq = 0;
+    const s = run([
+      ev("plan.mode_changed", { mode: "plan", plan_id: "p1", reason: "intent" }),
+      ev("questionnaire.opened", { id: "q1", kind: "plan_approval", payload: { version: 1 } }),
+      ev("session.waiting", { questionnaire_id: "q1", kind: "plan_approval" }),
+    ]);
+    expect(s.mode).toBe("plan");
+    expect(s.pending?.id).toBe("q1");
+    const t = [
+      ev("questionnaire.answered", { id: "q1", kind: "plan_approval", answer: { answer: "reject" } }),
+      ev("plan.mode_changed", { mode: "default", reason: "rejected" }),
+    ].reduce(applyEvent, s);
+    expect(t.pending).toBeNull();
+    expect(t.mode).toBe("default");
+  });
+
+  it("ignores replays and flags a gap in the log", () => {
+    seq = 0;
+    const a = ev("message.admitted", { message_id: 1, source: "user", text: "hi", position: "tail" });
+    const s = run([a, a]);
+    expect(s.items).toHaveLength(1);
+    seq += 5;
+    const late = ev("session.idle", {});
+    expect(applyEvent(s, late).gap).toBe(true);
+    const other = { ...late, session_id: "other" };
+    expect(applyEvent(s, other)).toBe(s);
+  });
+});

@@ -1,0 +1,166 @@
+// The open session as the window shows it, rebuilt from the runtime's typed event stream.
+// Everything here is a pure function of (state, event) so it is unit-tested without a window.
+import type { EventOf, Goal, Json, Questionnaire, SessionView, WireEvent } from "./types";
+
+export type ToolItem = {
+  callId: string;
+  name: string;
+  args: Json;
+  status: "running" | "ok" | "denied" | "error";
+  output: string;
+};
+
+export type Item =
+  | { kind: "user"; key: string; text: string; source: "user" | "questionnaire" }
+  | { kind: "chip"; key: string; text: string; tone: "goal" | "system" | "plan" | "error" }
+  | { kind: "assistant"; key: string; turnId: number; text: string; tools: ToolItem[] }
+  | { kind: "command"; key: string; command: string; text: string };
+
+export type SessionState = {
+  id: string;
+  items: Item[];
+  /** Text streamed for the running model call, by turn. */
+  streaming: { turnId: number; text: string } | null;
+  running: boolean;
+  mode: "default" | "plan";
+  pending: Questionnaire | null;
+  goal: Goal | null;
+  lastSeq: number;
+  /** A logged event arrived out of order: reload from the log. */
+  gap: boolean;
+};
+
+export function emptySession(id: string): SessionState {
+  return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, lastSeq: 0, gap: false };
+}
+
+/** Builds the state of a freshly opened session from its view. */
+export function fromView(view: SessionView): SessionState {
+  let s = emptySession(view.snapshot.summary.id);
+  for (const e of view.events) s = applyEvent(s, e);
+  const pending = view.snapshot.questionnaires.find((q) => q.status === "pending") ?? null;
+  return {
+    ...s,
+    mode: view.snapshot.summary.interaction_mode,
+    pending,
+    goal: view.goal,
+    gap: false,
+    // Work is running when a turn started after the last idle/waiting report.
+    running: s.running && pending === null,
+  };
+}
+
+function chip(e: WireEvent, text: string, tone: "goal" | "system" | "plan" | "error"): Item {
+  return { kind: "chip", key: `e${e.seq}-${e.type}`, text, tone };
+}
+
+/** The newest assistant item of a turn, created when the turn has none yet. */
+function withAssistant(items: Item[], turnId: number, seq: number, f: (a: Extract<Item, { kind: "assistant" }>) => Extract<Item, { kind: "assistant" }>): Item[] {
+  const at = items.findLastIndex((it) => it.kind === "assistant" && it.turnId === turnId);
+  const found = items[at];
+  if (at >= 0 && found.kind === "assistant") {
+    const copy = items.slice();
+    copy[at] = f(found);
+    return copy;
+  }
+  return [...items, f({ kind: "assistant", key: `a${seq}`, turnId, text: "", tools: [] })];
+}
+
+function admitted(e: EventOf<"message.admitted">): Item {
+  switch (e.source) {
+    case "user":
+      return { kind: "user", key: `m${e.message_id}`, text: e.text, source: "user" };
+    case "questionnaire":
+      return { kind: "user", key: `m${e.message_id}`, text: e.text, source: "questionnaire" };
+    case "goal":
+      return chip(e, "Goal continues", "goal");
+    case "system":
+      return chip(e, "System message", "system");
+  }
+}
+
+/** Applies one event. Transient events repeat the last logged `seq`. */
+export function applyEvent(s: SessionState, e: WireEvent): SessionState {
+  if (e.session_id !== s.id) return s;
+  const transient = e.type === "assistant.delta" || e.type === "model.retry" || e.type === "session.error" || e.type === "goal.updated";
+  if (!transient) {
+    if (e.seq <= s.lastSeq) return s; // already applied (replayed on reopen)
+    if (s.lastSeq > 0 && e.seq !== s.lastSeq + 1) return { ...s, gap: true };
+    s = { ...s, lastSeq: e.seq };
+  }
+  switch (e.type) {
+    case "session.started":
+      return { ...s, mode: e.interaction_mode };
+    case "message.admitted":
+      return { ...s, items: [...s.items, admitted(e)] };
+    case "message.dropped":
+      return s;
+    case "command.output":
+      return { ...s, items: [...s.items, { kind: "command", key: `e${e.seq}`, command: e.command, text: e.text }] };
+    case "turn.started":
+      return { ...s, running: true, streaming: null };
+    case "assistant.delta": {
+      const prev = s.streaming && s.streaming.turnId === e.turn_id ? s.streaming.text : "";
+      return { ...s, streaming: { turnId: e.turn_id, text: prev + e.text } };
+    }
+    case "assistant.message":
+      return {
+        ...s,
+        streaming: null,
+        // One item per model reply, so its tool calls follow the text that announced them.
+        items: e.text.trim() === "" && e.tool_calls.length === 0 ? s.items : [...s.items, { kind: "assistant", key: `a${e.seq}`, turnId: e.turn_id, text: e.text, tools: [] }],
+      };
+    case "model.retry":
+      return s;
+    case "tool.call":
+      return {
+        ...s,
+        items: withAssistant(s.items, e.turn_id, e.seq, (a) => ({
+          ...a,
+          tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "" }],
+        })),
+      };
+    case "tool.result": {
+      const at = s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === e.turn_id && it.tools.some((t) => t.callId === e.call_id));
+      if (at < 0) return s;
+      const items = s.items.slice();
+      const it = items[at];
+      if (it.kind === "assistant") {
+        items[at] = { ...it, tools: it.tools.map((t) => (t.callId === e.call_id ? { ...t, status: e.status, output: e.content } : t)) };
+      }
+      return { ...s, items };
+    }
+    case "context.elided":
+      return { ...s, items: [...s.items, chip(e, `Older tool output shortened to fit the model (${e.items} items)`, "system")] };
+    case "turn.finished": {
+      const items = e.reason === "error" || e.reason === "step_capped" || e.reason === "aborted"
+        ? [...s.items, chip(e, e.error ? `Turn ended: ${e.error.message}` : `Turn ended: ${e.reason.replace("_", " ")}`, e.reason === "error" ? "error" : "system")]
+        : s.items;
+      return { ...s, items, streaming: null };
+    }
+    case "questionnaire.opened":
+      return { ...s, pending: { id: e.id, kind: e.kind, payload: e.payload, status: "pending", answer: null } };
+    case "questionnaire.answered":
+      return { ...s, pending: s.pending && s.pending.id === e.id ? null : s.pending };
+    case "session.idle":
+      return { ...s, running: false, streaming: null };
+    case "session.waiting":
+      return { ...s, running: false, streaming: null };
+    case "session.error":
+      return { ...s, items: [...s.items, chip(e, e.error.message, "error")] };
+    case "plan.mode_changed":
+      return { ...s, mode: e.mode, items: [...s.items, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")] };
+    case "plan.revision":
+      return { ...s, items: [...s.items, chip(e, `Plan revision v${e.version} by ${e.author}`, "plan")] };
+    case "goal.create":
+      return { ...s, goal: e.goal, items: [...s.items, chip(e, `Goal set: ${e.goal.objective}`, "goal")] };
+    case "goal.update":
+      return { ...s, items: [...s.items, chip(e, `Goal ${e.status.replace("_", " ")} (${e.reason.replace(/_/g, " ")}, by ${e.actor})`, "goal")] };
+    case "goal.clear":
+      return { ...s, goal: null, items: [...s.items, chip(e, "Goal cleared", "goal")] };
+    case "goal.updated": {
+      const { session_id: _sid, seq: _seq, ts: _ts, type: _type, ...goal } = e;
+      return { ...s, goal: goal as Goal };
+    }
+  }
+}
