@@ -123,6 +123,26 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// SIGTERM or SIGINT (a logout, `kill`, Ctrl-C in a terminal) closes the app the normal way,
+/// so open sessions are released and running goals pause as closed by the app.
+#[cfg(unix)]
+fn exit_on_signal<R: Runtime>(app: tauri::AppHandle<R>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    tauri::async_runtime::spawn(async move {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        app.exit(0);
+    });
+}
+
 fn run() -> Result<(), String> {
     let specta = specta_builder::<tauri::Wry>();
     let settings_path = settings_file();
@@ -159,6 +179,8 @@ fn run() -> Result<(), String> {
         })
         .setup(move |app| {
             specta.mount_events(app);
+            #[cfg(unix)]
+            exit_on_signal(app.handle().clone());
             let handle = app.handle().clone();
             let host = app.state::<Host>();
             let first_run = host.runtime.config().model.is_none()

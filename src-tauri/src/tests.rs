@@ -14,3 +14,52 @@ fn export_bindings_ts() {
     );
     assert!(ts.contains("sessionEvent"), "{ts}");
 }
+
+/// The build script's command list (which becomes the ACL) matches the registered commands,
+/// and the capability grants exactly those plus event listening.
+#[test]
+fn capability_grants_exactly_the_registered_commands() {
+    let build = include_str!("../build.rs");
+    let mut declared: Vec<String> = build
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix('"')?
+                .strip_suffix("\",")
+                .map(str::to_string)
+        })
+        .collect();
+    declared.sort();
+    let ts = std::fs::read_to_string(BINDINGS_PATH).unwrap();
+    let mut registered: Vec<String> = ts
+        .lines()
+        .filter_map(|l| {
+            let at = l.find("__TAURI_INVOKE")?;
+            let rest = &l[at..];
+            let start = rest.find("(\"")? + 2;
+            Some(rest[start..start + rest[start..].find('"')?].to_string())
+        })
+        .collect();
+    registered.sort();
+    registered.dedup();
+    assert_eq!(declared, registered);
+    let cap: serde_json::Value =
+        serde_json::from_str(include_str!("../capabilities/default.json")).unwrap();
+    let mut granted: Vec<String> = cap["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    granted.sort();
+    let mut expected: Vec<String> = declared
+        .iter()
+        .map(|c| format!("allow-{}", c.replace('_', "-")))
+        .chain([
+            "core:event:allow-listen".into(),
+            "core:event:allow-unlisten".into(),
+        ])
+        .collect();
+    expected.sort();
+    assert_eq!(granted, expected);
+}

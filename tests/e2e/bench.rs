@@ -104,6 +104,17 @@ fn workspace(desk: &Desk) -> PathBuf {
     ws
 }
 
+/// Waits until a closed app's process has exited (it releases its sessions on the way out).
+async fn gone(pid: u32) {
+    for _ in 0..200 {
+        if stat_fields(pid).is_none_or(|f| f[0] == "Z") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the app (pid {pid}) did not exit after its window closed");
+}
+
 async fn interactive(app: &App) -> f64 {
     app.wait_js("return document.body.dataset.interactiveAt ? Number(document.body.dataset.interactiveAt) : null", "interactive").await.as_f64().unwrap()
 }
@@ -135,7 +146,7 @@ async fn desktop_figures() {
         let pid = app_pid().expect("app process");
         starts.push(at - started_at_ms(pid));
         app.close().await;
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        gone(pid).await;
     }
     println!("cold start to interactive window (ms): {}", stats(starts));
 
@@ -237,7 +248,9 @@ async fn desktop_figures() {
     let long = app.js("return [...document.querySelectorAll('[data-testid=session]')].find(b => !b.textContent.includes('Plan it')).dataset.sessionId").await;
     let t = now_ms();
     app.open_session(long.as_str().unwrap()).await;
-    let items = app.wait_js("const n = document.querySelectorAll('[data-testid=transcript] .item').length; return n > 5000 ? n : null", "the long transcript").await;
+    let items = app
+        .wait_js("const t = document.querySelector('[data-testid=transcript]'); const n = t ? Number(t.dataset.items) : 0; return n > 5000 && t.querySelector('.item') ? n : null", "the long transcript")
+        .await;
     println!(
         "opened a transcript of {items} items in {:.0} ms",
         now_ms() - t
@@ -248,7 +261,7 @@ async fn desktop_figures() {
             "const done = arguments[arguments.length - 1]; const el = document.querySelector('[data-testid=transcript]'); \
              el.scrollTop = 0; const times = []; let last = performance.now(); let steps = 0; \
              function step(now) { times.push(now - last); last = now; el.scrollTop += 600; steps++; \
-               if (steps < 400 && el.scrollTop + el.clientHeight < el.scrollHeight) requestAnimationFrame(step); else done(times.slice(1)); } \
+               if (steps < 300 && el.scrollTop + el.clientHeight < el.scrollHeight) requestAnimationFrame(step); else done(times.slice(1)); } \
              requestAnimationFrame(step);",
             vec![],
         )

@@ -324,7 +324,7 @@ async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
          <form action=\"javascript:window.__pwned='form'\"><button>go</button></form>\n\n\
          <object data=\"javascript:window.__pwned='object'\"></object><embed src=\"javascript:1\">\n\n\
          <div style=\"background:url(http://127.0.0.1:9/x)\" onclick=\"{steal}\">styled</div>\n\n\
-         ![remote](http://127.0.0.1:9/pixel.png) <base href=\"http://127.0.0.1:9/\"> <meta http-equiv=\"refresh\" content=\"0;url=http://127.0.0.1:9/\">\n"
+         [the docs](https://example.com/docs?from=plan) ![remote](http://127.0.0.1:9/pixel.png) <base href=\"http://127.0.0.1:9/\"> <meta http-equiv=\"refresh\" content=\"0;url=http://127.0.0.1:9/\">\n"
     );
     rename_write(&plan_path(&desk, &id), &payload);
     app.wait_text("[data-testid=plan-doc]", "XSS-MARKER").await;
@@ -352,6 +352,42 @@ async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
             .starts_with("tauri://localhost"),
         "{report}"
     );
+    // A real click on an http link goes to the system browser, the webview stays put.
+    app.click("[data-testid=plan-doc] a[href^='https://example.com']")
+        .await;
+    let start = Instant::now();
+    while !desk.opened().contains("https://example.com/docs?from=plan") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the link did not reach the browser: {:?}",
+            desk.opened()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        app.client
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .starts_with("tauri://localhost")
+    );
+    // Only Waymark's own commands are reachable over IPC: plugins refuse the webview.
+    let refused = app
+        .client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             window.__TAURI_INTERNALS__.invoke('plugin:opener|open_url', {url: 'https://example.com/evil'}) \
+               .then(() => done('allowed'), e => done('refused: ' + e));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        refused.as_str().unwrap().starts_with("refused"),
+        "{refused}"
+    );
+    assert!(!desk.opened().contains("evil"));
     // The plan is still waiting for the user: nothing approved it.
     app.el("[data-testid=approval-bar]").await;
     let out = desk.cli(&["show", "--session", &id]);

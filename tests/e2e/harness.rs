@@ -139,6 +139,20 @@ impl Desk {
                 .stderr(Stdio::null()),
         ));
         std::fs::create_dir_all(dir.path().join("home/.config")).unwrap();
+        // The system browser: a stand-in xdg-open that records what it was asked to open.
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let opener = bin.join("xdg-open");
+        std::fs::write(
+            &opener,
+            format!(
+                "#!/bin/sh\necho \"$@\" >> {}\n",
+                dir.path().join("opened.log").display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
         Desk {
             dir,
             display,
@@ -172,6 +186,12 @@ impl Desk {
             ("XDG_CACHE_HOME", home.join(".cache").into()),
             ("WAYMARK_DATA_DIR", self.data_dir().into()),
             ("NO_AT_BRIDGE", "1".into()),
+            ("PATH", {
+                let mut p = OsString::from(self.dir.path().join("bin"));
+                p.push(":");
+                p.push(std::env::var_os("PATH").unwrap_or_default());
+                p
+            }),
         ]
     }
 
@@ -185,6 +205,11 @@ impl Desk {
             .envs(self.env())
             .output()
             .unwrap_or_else(|e| panic!("{}: {e}", bin.display()))
+    }
+
+    /// What the app asked the system browser to open.
+    pub fn opened(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("opened.log")).unwrap_or_default()
     }
 
     /// The `Notify` calls the bus monitor saw so far.

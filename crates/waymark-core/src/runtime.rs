@@ -84,7 +84,20 @@ fn pid_alive(pid: i64) -> bool {
     }
     // SAFETY: kill(2) with signal 0 only checks that the process exists; nothing is sent.
     let r = unsafe { libc::kill(pid as i32, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !zombie(pid)
+}
+
+/// A process that exited but was not reaped yet (its parent died too, and nothing reaps
+/// orphans, as in some containers) still answers kill(2); it holds nothing any more.
+fn zombie(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = s.get(s.rfind(')')? + 1..)?;
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
 }
 
 impl Runtime {
@@ -453,4 +466,25 @@ fn recover(tx: &mut Tx<'_>, id: &str, crashed: bool) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod pid_tests {
+    use super::*;
+
+    #[test]
+    fn an_exited_but_unreaped_process_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = i64::from(child.id());
+        // Not reaped yet: it stays a zombie until wait().
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !zombie(pid) {
+            assert!(std::time::Instant::now() < deadline, "child never exited");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!pid_alive(pid));
+        child.wait().unwrap();
+        assert!(pid_alive(i64::from(std::process::id())));
+        assert!(!pid_alive(0));
+    }
 }
