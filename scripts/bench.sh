@@ -4,6 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+if [ "${1:-}" = "--desktop" ]; then
+  # The release app in a real window: cold start, idle memory, plan repaint, long transcript.
+  npm run build --silent
+  cargo build --locked --release -p waymark-desktop -p waymark-cli
+  E2E_APP="$PWD/target/release/waymark-desktop" WAYMARK_CLI="$PWD/target/release/waymark" \
+    cargo test --locked --manifest-path tests/e2e/Cargo.toml --target-dir target --test bench \
+    -- --ignored --nocapture --test-threads=1 2>&1 | grep -vE "^(running|test |$)"
+  exit 0
+fi
 cargo build --locked --release -p waymark-cli
 python3 scripts/bench_cli.py target/release/waymark
 cargo bench --locked -p waymark-core --bench runtime --bench plan_render --bench goal -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"

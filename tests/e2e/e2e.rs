@@ -478,6 +478,16 @@ async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
 async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     let desk = Desk::start();
     let ws = workspace(&desk, "goal");
+    let chat = desk.cli(&[
+        "exec",
+        "--json",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--model",
+        &script("chat.json"),
+        "Hello",
+    ]);
+    assert!(chat.status.success());
     let out = desk.cli(&[
         "exec",
         "--json",
@@ -539,6 +549,50 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     app.shot("goal-2-resumed-then-paused").await;
+    desk.screen("goal-3-notification");
+
+    // Clicking the notification brings that session back while another one is shown.
+    let goal_id = app
+        .js("return document.querySelector('[data-testid=session].current').dataset.sessionId")
+        .await;
+    app.click("[data-testid=session]:not(.current)").await;
+    app.wait_js(
+        &format!("return document.querySelector('[data-testid=session].current')?.dataset.sessionId !== {goal_id}"),
+        "the other session to open",
+    )
+    .await;
+    let clicked = std::process::Command::new("dunstctl")
+        .arg("action")
+        .arg("0")
+        .env("DBUS_SESSION_BUS_ADDRESS", &desk.bus)
+        .status()
+        .unwrap();
+    assert!(clicked.success());
+    app.wait_js(
+        &format!("return document.querySelector('[data-testid=session].current')?.dataset.sessionId === {goal_id}"),
+        "the notification's session to open",
+    )
+    .await;
+    app.click("[data-testid=tab-goal]").await;
+
+    // A second launch hands over to this window and exits.
+    let mut second = std::process::Command::new(harness::app_binary())
+        .envs(desk.env())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = second.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the second instance kept running"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(status.success(), "{status}");
+    app.el("[data-testid=goal-status]").await;
 
     // Pause/resume/clear from the buttons.
     app.click("[data-testid=goal-resume]").await;
@@ -547,5 +601,36 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     app.click("[data-testid=goal-clear]").await;
     app.wait_text("[data-testid=tab-goal]", "Goal").await;
     app.el("[data-testid=goal-new]").await;
-    app.close().await;
+    app.quit().await;
+    // The window's size and place were saved on the way out.
+    let start = Instant::now();
+    let state = loop {
+        let found = walk(&desk.home())
+            .into_iter()
+            .find(|p| p.ends_with(".window-state.json"));
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no window state saved under {}",
+            desk.home().display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let saved = std::fs::read_to_string(&state).unwrap();
+    assert!(saved.contains("\"main\""), "{saved}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -197,7 +197,9 @@ impl Desk {
 
     /// Runs the `waymark` CLI on this desk's data folder.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
-        let bin = root().join("target/debug/waymark");
+        let bin = std::env::var_os("WAYMARK_CLI")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join("target/debug/waymark"));
         Command::new(&bin)
             .arg("--data-dir")
             .arg(self.data_dir())
@@ -232,9 +234,7 @@ impl Desk {
     }
 
     pub async fn launch_with(&self, extra_env: &[(&str, &str)]) -> App {
-        let app = std::env::var_os("E2E_APP")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root().join("target/debug/waymark-desktop"));
+        let app = app_binary();
         assert!(
             app.is_file(),
             "{} missing: run scripts/test.sh (it builds the app)",
@@ -301,6 +301,13 @@ impl Desk {
         app.el("[data-testid=shell]").await;
         app
     }
+}
+
+/// The app under test (`E2E_APP`, else the debug build).
+pub fn app_binary() -> PathBuf {
+    std::env::var_os("E2E_APP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/debug/waymark-desktop"))
 }
 
 pub fn shots_dir() -> PathBuf {
@@ -437,6 +444,53 @@ impl App {
     }
 
     pub async fn close(self) {
+        let _ = self.client.close().await;
+    }
+
+    /// The app's process id: the waymark-desktop process under this window's driver.
+    pub fn pid(&self) -> Option<u32> {
+        let mut all = vec![self._driver.0.id()];
+        let mut i = 0;
+        while i < all.len() {
+            let parent = all[i].to_string();
+            for e in std::fs::read_dir("/proc").ok()?.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let fields: Vec<&str> = stat
+                    .rsplit_once(')')
+                    .map(|(_, r)| r.split_whitespace().collect())
+                    .unwrap_or_default();
+                if fields.get(1) == Some(&parent.as_str()) {
+                    all.push(pid);
+                }
+            }
+            i += 1;
+        }
+        all.into_iter().skip(1).find(|p| {
+            std::fs::read_link(format!("/proc/{p}/exe"))
+                .is_ok_and(|e| e.ends_with("waymark-desktop"))
+        })
+    }
+
+    /// Quits the app as the desktop would (SIGTERM) and waits for it to exit.
+    pub async fn quit(self) {
+        let pid = self.pid().expect("the app's process");
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let start = Instant::now();
+        loop {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if state.is_empty()
+                || state
+                    .rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            {
+                break;
+            }
+            assert!(start.elapsed() < WAIT, "the app did not exit on SIGTERM");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let _ = self.client.close().await;
     }
 }
