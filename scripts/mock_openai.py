@@ -4,7 +4,12 @@ answers with text, so each agent turn is three model calls."""
 
 import itertools
 import json
+import os
+import sys
 import threading
+
+# Tests set this to see which API key the client sent.
+AUTH_LOG = os.environ.get("MOCK_AUTH_LOG")
 
 _replies = itertools.count(1)
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,6 +55,9 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
+        if AUTH_LOG:
+            with open(AUTH_LOG, "a") as f:
+                f.write(self.headers.get("authorization", "<none>") + "\n")
         length = int(self.headers.get("content-length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
         out = b""
@@ -68,3 +76,11 @@ def start():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+if __name__ == "__main__":
+    # Standalone: serve until killed; the first line of output is the port.
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(srv.server_address[1], flush=True)
+    sys.stdout.close()
+    srv.serve_forever()

@@ -461,6 +461,28 @@ async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
         serde_json::from_str(&std::fs::read_to_string(desk.settings_file()).unwrap()).unwrap();
     assert_eq!(kept, saved);
 
+    // An API key goes to the system keyring, never into the settings file.
+    let key_row = "[data-testid=key-OPENAI_API_KEY]";
+    app.type_into(
+        &format!("{key_row} [data-testid=key-input]"),
+        "sk-e2e-secret-123",
+    )
+    .await;
+    app.click(&format!("{key_row} [data-testid=key-store]"))
+        .await;
+    app.wait_text(&format!("{key_row} [data-testid=key-state]"), "in keyring")
+        .await;
+    app.shot("settings-4-key-in-keyring").await;
+    assert!(
+        !std::fs::read_to_string(desk.settings_file())
+            .unwrap()
+            .contains("sk-e2e")
+    );
+    app.click(&format!("{key_row} [data-testid=key-remove]"))
+        .await;
+    app.wait_text(&format!("{key_row} [data-testid=key-state]"), "not stored")
+        .await;
+
     // Back on: entering plan mode works again.
     app.type_into("[data-testid=breaker-limit]", "3").await;
     app.click("[data-testid=flag-plan-mode]").await;
@@ -633,4 +655,155 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "stop");
+    let out = desk.cli(&[
+        "exec",
+        "--json",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--model",
+        &script("stop.json"),
+        "--permission",
+        "auto",
+        "Hi",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+
+    // `/` opens completion; Tab takes the highlighted command.
+    app.type_into("[data-testid=composer]", "/go").await;
+    app.wait_text("[data-testid=completion]", "/goal pause")
+        .await;
+    app.shot("composer-1-completion").await;
+    app.el("[data-testid=composer]")
+        .await
+        .send_keys("\u{E004}")
+        .await
+        .unwrap();
+    let value = app
+        .js("return document.querySelector('[data-testid=composer]').value")
+        .await;
+    assert_eq!(value, "/goal ");
+    app.el("[data-testid=composer]")
+        .await
+        .clear()
+        .await
+        .unwrap();
+
+    // Stop kills the running tool and ends the turn.
+    app.type_into("[data-testid=composer]", "Run the long command\u{E007}")
+        .await;
+    app.wait_text("[data-testid=transcript]", "Running a long command.")
+        .await;
+    app.click("[data-testid=stop]").await;
+    app.wait_text("[data-testid=transcript]", "Turn ended: aborted")
+        .await;
+    app.wait_gone("[data-testid=stop]").await;
+    app.shot("composer-2-stopped").await;
+    assert!(
+        !app.text("[data-testid=transcript]")
+            .await
+            .contains("This reply never comes")
+    );
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
+    let desk = Desk::start();
+    let auth_log = desk.dir.path().join("auth.log");
+    let mut server = std::process::Command::new("python3");
+    server
+        .arg(root().join("scripts/mock_openai.py"))
+        .env("MOCK_AUTH_LOG", &auth_log)
+        .stdout(std::process::Stdio::piped());
+    let mut server = harness::spawn(&mut server);
+    let port = harness::first_line(server.child());
+    std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
+    std::fs::write(
+        desk.settings_file(),
+        format!(r#"{{"model": "mock", "providers": {{"mock": {{"kind": "openai", "base_url": "http://127.0.0.1:{port}/v1", "api_key_env": "MOCK_KEY", "model": "m1"}}}}}}"#),
+    )
+    .unwrap();
+    // The CLI starts the session with a key from its environment…
+    let ws = workspace(&desk, "keyed");
+    let mut cli = std::process::Command::new(root().join("target/debug/waymark"));
+    let out = cli
+        .arg("--data-dir")
+        .arg(desk.data_dir())
+        .args([
+            "exec",
+            "--json",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "Check the project",
+        ])
+        .envs(desk.env())
+        .env("MOCK_KEY", "from-the-environment")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // …the app, which has no such variable, cannot open it and says why…
+    let app = desk.launch().await;
+    app.wait_text("[data-testid=toast]", "MOCK_KEY is not set")
+        .await;
+    // …until the key is in the keyring.
+    app.click("[data-testid=open-settings]").await;
+    app.type_into(
+        "[data-testid=key-MOCK_KEY] [data-testid=key-input]",
+        "from-the-keyring",
+    )
+    .await;
+    app.click("[data-testid=key-MOCK_KEY] [data-testid=key-store]")
+        .await;
+    app.wait_text(
+        "[data-testid=key-MOCK_KEY] [data-testid=key-state]",
+        "in keyring",
+    )
+    .await;
+    app.quit().await;
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    assert!(
+        app.exists("[data-testid=demo-banner]").await == false,
+        "a model is configured: no demo"
+    );
+    app.type_into("[data-testid=composer]", "Once more\u{E007}")
+        .await;
+    app.wait_text("[data-testid=transcript]", "nothing to change (check")
+        .await;
+    let sent = std::fs::read_to_string(&auth_log).unwrap();
+    assert!(
+        sent.lines()
+            .next()
+            .unwrap()
+            .contains("from-the-environment"),
+        "{sent}"
+    );
+    assert!(
+        sent.lines().last().unwrap().contains("from-the-keyring"),
+        "{sent}"
+    );
+    assert!(
+        !std::fs::read_to_string(desk.settings_file())
+            .unwrap()
+            .contains("from-the")
+    );
+    app.shot("settings-5-keyring-key-used").await;
+    app.close().await;
 }

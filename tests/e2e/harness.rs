@@ -17,6 +17,12 @@ use std::time::{Duration, Instant};
 /// A child in its own process group; the whole group is ended on drop.
 pub struct Proc(Child);
 
+impl Proc {
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         // Never `kill -TERM -<pgid>` through a shell: procps may turn it into kill(-1).
@@ -70,7 +76,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn first_line(child: &mut Child) -> String {
+pub fn first_line(child: &mut Child) -> String {
     let out = child.stdout.take().unwrap();
     let mut line = String::new();
     BufReader::new(out).read_line(&mut line).unwrap();
@@ -139,6 +145,29 @@ impl Desk {
                 .stderr(Stdio::null()),
         ));
         std::fs::create_dir_all(dir.path().join("home/.config")).unwrap();
+        // The OS keyring: a Secret Service on the private bus (gnome-keyring), unlocked.
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+        if find_exe("gnome-keyring-daemon").is_some() {
+            let mut k = spawn(
+                Command::new("gnome-keyring-daemon")
+                    .args(["--foreground", "--unlock", "--components=secrets"])
+                    .env("DBUS_SESSION_BUS_ADDRESS", &bus)
+                    .env("HOME", dir.path().join("home"))
+                    .env("XDG_RUNTIME_DIR", &run)
+                    .env("XDG_DATA_HOME", dir.path().join("home/.local/share"))
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+            );
+            if let Some(mut stdin) = k.0.stdin.take() {
+                use std::io::Write;
+                let _ = stdin.write_all(b"e2e-keyring-password");
+            }
+            procs.push(k);
+        }
         // The system browser: a stand-in xdg-open that records what it was asked to open.
         let bin = dir.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
@@ -151,7 +180,6 @@ impl Desk {
             ),
         )
         .unwrap();
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
         Desk {
             dir,
@@ -186,6 +214,7 @@ impl Desk {
             ("XDG_CACHE_HOME", home.join(".cache").into()),
             ("WAYMARK_DATA_DIR", self.data_dir().into()),
             ("NO_AT_BRIDGE", "1".into()),
+            ("XDG_RUNTIME_DIR", self.dir.path().join("run").into()),
             ("PATH", {
                 let mut p = OsString::from(self.dir.path().join("bin"));
                 p.push(":");
