@@ -50,48 +50,66 @@ fn io(e: std::io::Error) -> IpcError {
     IpcError::new("demo", format!("cannot set up the demo: {e}"))
 }
 
+/// One demo session: a fresh copy of the sample project, its script, and its first message.
+struct DemoSession {
+    folder: &'static str,
+    script: (&'static str, &'static str),
+    permission: PermissionMode,
+    first: &'static str,
+    intent: Option<Intent>,
+}
+
+async fn start_one<R: tauri::Runtime>(
+    app: &tauri::AppHandle<R>,
+    host: &Host,
+    run: i64,
+    d: DemoSession,
+) -> IpcResult<String> {
+    let data_dir = host.runtime.options().data_dir.clone();
+    let id = host.create(
+        app,
+        SessionSpec {
+            workspace: Some(sample_workspace(&data_dir, run, d.folder).map_err(io)?),
+            model: Some(script(&data_dir, d.script.0, d.script.1).map_err(io)?),
+            permission_mode: Some(d.permission),
+            hold: false,
+        },
+    )?;
+    host.handle(&id)?
+        .submit(Op::Submit {
+            text: d.first.into(),
+            source: MessageSource::User,
+            position: Position::Tail,
+            idempotency_key: Some(format!("demo-{}", d.folder)),
+            intent: d.intent,
+        })
+        .await?;
+    Ok(id)
+}
+
 /// Creates and starts both demo sessions; returns their ids (plan demo first).
 pub async fn start<R: tauri::Runtime>(
     app: &tauri::AppHandle<R>,
     host: &Host,
 ) -> IpcResult<Vec<String>> {
-    let data_dir = host.runtime.options().data_dir.clone();
-    let stamp = host.runtime.options().clock.now_ms();
-    let plan_id = host.create(
-        app,
-        SessionSpec {
-            workspace: Some(sample_workspace(&data_dir, stamp, "greet-plan-demo").map_err(io)?),
-            model: Some(script(&data_dir, "plan.json", PLAN_SCRIPT).map_err(io)?),
-            permission_mode: Some(PermissionMode::AutoEdit),
-            hold: false,
-        },
-    )?;
-    host.handle(&plan_id)?
-        .submit(Op::Submit {
-            text: PLAN_PROMPT.into(),
-            source: MessageSource::User,
-            position: Position::Tail,
-            idempotency_key: Some("demo-plan".into()),
-            intent: Some(Intent::PlanEntry),
-        })
-        .await?;
-    let goal_id = host.create(
-        app,
-        SessionSpec {
-            workspace: Some(sample_workspace(&data_dir, stamp, "greet-goal-demo").map_err(io)?),
-            model: Some(script(&data_dir, "goal.json", GOAL_SCRIPT).map_err(io)?),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        },
-    )?;
-    host.handle(&goal_id)?
-        .submit(Op::Submit {
-            text: GOAL_COMMAND.into(),
-            source: MessageSource::User,
-            position: Position::Tail,
-            idempotency_key: Some("demo-goal".into()),
-            intent: None,
-        })
-        .await?;
-    Ok(vec![plan_id, goal_id])
+    let run = host.runtime.options().clock.now_ms();
+    let plan = DemoSession {
+        folder: "greet-plan-demo",
+        script: ("plan.json", PLAN_SCRIPT),
+        // Writes go ahead, the test run asks: the demo shows a permission prompt too.
+        permission: PermissionMode::AutoEdit,
+        first: PLAN_PROMPT,
+        intent: Some(Intent::PlanEntry),
+    };
+    let goal = DemoSession {
+        folder: "greet-goal-demo",
+        script: ("goal.json", GOAL_SCRIPT),
+        permission: PermissionMode::Auto,
+        first: GOAL_COMMAND,
+        intent: None,
+    };
+    Ok(vec![
+        start_one(app, host, run, plan).await?,
+        start_one(app, host, run, goal).await?,
+    ])
 }

@@ -88,8 +88,8 @@ fn stats(mut v: Vec<f64>) -> String {
     )
 }
 
-fn exec(desk: &Desk, args: &[&str]) {
-    let out = desk.cli(args);
+fn exec(desk: &Desk, ws: &std::path::Path, model: &str, args: &[&str]) {
+    let out = desk.exec(ws, model, args);
     assert!(
         out.status.code().is_some_and(|c| c == 0 || c == 3),
         "{}",
@@ -127,15 +127,9 @@ async fn desktop_figures() {
     let plan_script = root().join("tests/e2e/scripts/plan_wait.json");
     exec(
         &desk,
-        &[
-            "exec",
-            "--workspace",
-            ws.to_str().unwrap(),
-            "--model",
-            &format!("scripted:{}", plan_script.display()),
-            "--plan",
-            "Plan it",
-        ],
+        &ws,
+        &format!("scripted:{}", plan_script.display()),
+        &["--plan", "Plan it"],
     );
 
     // Cold start: process start to the first session shown and usable, three launches.
@@ -228,12 +222,9 @@ async fn desktop_figures() {
     let t0 = std::time::Instant::now();
     exec(
         &desk,
+        &ws,
+        &format!("scripted:{}", script.display()),
         &[
-            "exec",
-            "--workspace",
-            ws.to_str().unwrap(),
-            "--model",
-            &format!("scripted:{}", script.display()),
             "--permission",
             "auto",
             &format!("/goal Walk the folder turns={turns}"),

@@ -31,18 +31,16 @@ fn planned_session(
     permission: &str,
 ) -> (String, PathBuf) {
     let ws = workspace(desk, ws);
-    let out = desk.cli(&[
-        "exec",
-        "--json",
-        "--workspace",
-        ws.to_str().unwrap(),
-        "--model",
+    let out = desk.exec(
+        &ws,
         &script(script_name),
-        "--permission",
-        permission,
-        "--plan",
-        "Plan the change before touching anything.",
-    ]);
+        &[
+            "--permission",
+            permission,
+            "--plan",
+            "Plan the change before touching anything.",
+        ],
+    );
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -58,13 +56,24 @@ fn planned_session(
     (v["session_id"].as_str().unwrap().to_string(), ws)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn plan_review_not_now_revise_then_reject() {
-    let desk = Desk::start();
-    let (id, ws) = planned_session(&desk, "review", "plan_review.json", "ask");
+/// A planned session (see [`planned_session`]) opened in the app on its Plan tab.
+async fn on_plan_tab(
+    desk: &Desk,
+    ws: &str,
+    script_name: &str,
+    permission: &str,
+) -> (harness::App, String, PathBuf) {
+    let (id, ws) = planned_session(desk, ws, script_name, permission);
     let app = desk.launch().await;
     app.open_session(&id).await;
     app.click("[data-testid=tab-plan]").await;
+    (app, id, ws)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_review_not_now_revise_then_reject() {
+    let desk = Desk::start();
+    let (app, _, ws) = on_plan_tab(&desk, "review", "plan_review.json", "ask").await;
     app.el("[data-testid=approval-bar]").await;
     app.wait_text("[data-testid=plan-doc]", "draft one").await;
     app.shot("plan-1-awaiting-approval").await;
@@ -114,10 +123,7 @@ async fn plan_review_not_now_revise_then_reject() {
 #[tokio::test(flavor = "multi_thread")]
 async fn plan_edited_in_the_app_then_approved_implements_the_edit() {
     let desk = Desk::start();
-    let (id, ws) = planned_session(&desk, "approve", "plan_approve.json", "auto-edit");
-    let app = desk.launch().await;
-    app.open_session(&id).await;
-    app.click("[data-testid=tab-plan]").await;
+    let (app, id, ws) = on_plan_tab(&desk, "approve", "plan_approve.json", "auto-edit").await;
     app.wait_text("[data-testid=plan-doc]", "Write DONE.txt")
         .await;
 
@@ -191,15 +197,7 @@ async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notifi
     app.shot("demo-1-goal-blocked").await;
 
     // The notification went over D-Bus to the notification daemon.
-    let start = Instant::now();
-    while !desk.notifications().contains("Goal blocked") {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no Notify call: {}",
-            desk.notifications()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    desk.wait_notification("Goal blocked").await;
     desk.screen("demo-2-notification-on-screen");
 
     // The plan demo: wait for its approval, approve, allow the test run, see it done.
@@ -278,10 +276,7 @@ async fn repaint_after_write(
 #[tokio::test(flavor = "multi_thread")]
 async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
     let desk = Desk::start();
-    let (id, _) = planned_session(&desk, "live", "plan_wait.json", "ask");
-    let app = desk.launch().await;
-    app.open_session(&id).await;
-    app.click("[data-testid=tab-plan]").await;
+    let (app, id, _) = on_plan_tab(&desk, "live", "plan_wait.json", "ask").await;
     app.wait_text("[data-testid=plan-doc]", "waits for review")
         .await;
     let path = plan_path(&desk, &id);
@@ -305,10 +300,7 @@ async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
     let desk = Desk::start();
-    let (id, ws) = planned_session(&desk, "xss", "plan_wait.json", "ask");
-    let app = desk.launch().await;
-    app.open_session(&id).await;
-    app.click("[data-testid=tab-plan]").await;
+    let (app, id, ws) = on_plan_tab(&desk, "xss", "plan_wait.json", "ask").await;
     app.el("[data-testid=approval-bar]").await;
     // Model-written markup that would approve its own plan if anything in it ran.
     let steal = "window.__TAURI_INTERNALS__ && window.__TAURI_INTERNALS__.invoke('answer',{id:'x',questionnaireId:'x',answer:{answer:'approve'}}); window.__pwned='ran'";
@@ -401,15 +393,7 @@ async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
 async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
     let desk = Desk::start();
     let ws = workspace(&desk, "flags");
-    let out = desk.cli(&[
-        "exec",
-        "--json",
-        "--workspace",
-        ws.to_str().unwrap(),
-        "--model",
-        &script("chat.json"),
-        "Hello",
-    ]);
+    let out = desk.exec(&ws, &script("chat.json"), &["Hello"]);
     assert!(
         out.status.success(),
         "{}",
@@ -500,27 +484,13 @@ async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
 async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     let desk = Desk::start();
     let ws = workspace(&desk, "goal");
-    let chat = desk.cli(&[
-        "exec",
-        "--json",
-        "--workspace",
-        ws.to_str().unwrap(),
-        "--model",
-        &script("chat.json"),
-        "Hello",
-    ]);
+    let chat = desk.exec(&ws, &script("chat.json"), &["Hello"]);
     assert!(chat.status.success());
-    let out = desk.cli(&[
-        "exec",
-        "--json",
-        "--workspace",
-        ws.to_str().unwrap(),
-        "--model",
+    let out = desk.exec(
+        &ws,
         &script("goal_budget.json"),
-        "--permission",
-        "auto",
-        "/goal Do the two steps budget=5K",
-    ]);
+        &["--permission", "auto", "/goal Do the two steps budget=5K"],
+    );
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(log.contains("budget_limited"), "{log}");
     let app = desk.launch().await;
@@ -561,15 +531,7 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     app.wait_text("[data-testid=goal-status]", "paused").await;
     app.wait_text("[data-testid=goal-reason]", "no progress")
         .await;
-    let start = Instant::now();
-    while !desk.notifications().contains("Goal paused") {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no Notify call: {}",
-            desk.notifications()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    desk.wait_notification("Goal paused").await;
     app.shot("goal-2-resumed-then-paused").await;
     desk.screen("goal-3-notification");
 
@@ -661,17 +623,7 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
 async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
     let desk = Desk::start();
     let ws = workspace(&desk, "stop");
-    let out = desk.cli(&[
-        "exec",
-        "--json",
-        "--workspace",
-        ws.to_str().unwrap(),
-        "--model",
-        &script("stop.json"),
-        "--permission",
-        "auto",
-        "Hi",
-    ]);
+    let out = desk.exec(&ws, &script("stop.json"), &["--permission", "auto", "Hi"]);
     assert!(
         out.status.success(),
         "{}",
@@ -780,7 +732,7 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
     assert!(
-        app.exists("[data-testid=demo-banner]").await == false,
+        !app.exists("[data-testid=demo-banner]").await,
         "a model is configured: no demo"
     );
     app.type_into("[data-testid=composer]", "Once more\u{E007}")

@@ -238,6 +238,27 @@ impl Desk {
             .unwrap_or_else(|e| panic!("{}: {e}", bin.display()))
     }
 
+    /// `waymark exec --json --workspace <ws> --model <model> <args…>` on this desk's data.
+    pub fn exec(&self, ws: &Path, model: &str, args: &[&str]) -> std::process::Output {
+        let ws = ws.to_str().unwrap();
+        let mut all = vec!["exec", "--json", "--workspace", ws, "--model", model];
+        all.extend_from_slice(args);
+        self.cli(&all)
+    }
+
+    /// Waits until the notification daemon was asked to show a notification containing `needle`.
+    pub async fn wait_notification(&self, needle: &str) {
+        let start = Instant::now();
+        while !self.notifications().contains(needle) {
+            assert!(
+                start.elapsed() < WAIT,
+                "no Notify call with {needle:?}: {}",
+                self.notifications()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// What the app asked the system browser to open.
     pub fn opened(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("opened.log")).unwrap_or_default()
