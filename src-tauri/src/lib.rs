@@ -56,6 +56,17 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
 /// Where the generated bindings live (committed; a test fails when they are stale).
 pub const BINDINGS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/src/bindings.ts");
 
+/// The page is local: WebKit needs no page or resource caches sized for browsing.
+#[cfg(target_os = "linux")]
+fn lean_webview(window: &tauri::WebviewWindow<tauri::Wry>) {
+    let _ = window.with_webview(|w| {
+        use webkit2gtk::{CacheModel, WebContextExt, WebViewExt};
+        if let Some(ctx) = w.inner().context() {
+            ctx.set_cache_model(CacheModel::DocumentViewer);
+        }
+    });
+}
+
 /// Writes the TypeScript bindings.
 pub fn export_bindings<R: Runtime>(builder: &Builder<R>) -> Result<(), String> {
     builder
@@ -181,6 +192,10 @@ fn run() -> Result<(), String> {
             specta.mount_events(app);
             #[cfg(unix)]
             exit_on_signal(app.handle().clone());
+            #[cfg(target_os = "linux")]
+            if let Some(w) = app.get_webview_window("main") {
+                lean_webview(&w);
+            }
             let handle = app.handle().clone();
             let host = app.state::<Host>();
             let first_run = host.runtime.config().model.is_none()

@@ -161,6 +161,14 @@ async fn desktop_figures() {
                 .to_string()
         })
         .collect();
+    for (p, n) in procs.iter().zip(&names) {
+        println!(
+            "  {n}: RSS {:.1} MB, PSS {:.1} MB (anonymous {:.1} MB)",
+            kb(*p, "status", "VmRSS:") as f64 / 1024.0,
+            kb(*p, "smaps_rollup", "Pss:") as f64 / 1024.0,
+            kb(*p, "smaps_rollup", "Anonymous:") as f64 / 1024.0
+        );
+    }
     let rss: u64 = procs.iter().map(|p| kb(*p, "status", "VmRSS:")).sum();
     let pss: u64 = procs.iter().map(|p| kb(*p, "smaps_rollup", "Pss:")).sum();
     println!(
@@ -246,29 +254,37 @@ async fn desktop_figures() {
         "opened a transcript of {items} items in {:.0} ms",
         now_ms() - t
     );
-    let frames = app
-        .client
-        .execute_async(
-            "const done = arguments[arguments.length - 1]; const el = document.querySelector('[data-testid=transcript]'); \
-             el.scrollTop = 0; const times = []; let last = performance.now(); let steps = 0; \
-             function step(now) { times.push(now - last); last = now; el.scrollTop += 600; steps++; \
-               if (steps < 300 && el.scrollTop + el.clientHeight < el.scrollHeight) requestAnimationFrame(step); else done(times.slice(1)); } \
-             requestAnimationFrame(step);",
-            vec![],
-        )
-        .await
-        .unwrap();
-    let frames: Vec<f64> = frames
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    let long_frames = frames.iter().filter(|f| **f > 50.0).count();
-    println!(
-        "scrolling it 600 px per frame: frame time (ms) {}; long frames (> 50 ms): {long_frames}",
-        stats(frames)
-    );
+    for (label, step) in [
+        ("idle (no scrolling)", 0),
+        ("a wheel-like 120 px per frame", 120),
+        ("a fling of 600 px per frame", 600),
+    ] {
+        let frames = app
+            .client
+            .execute_async(
+                &format!(
+                    "const done = arguments[arguments.length - 1]; const el = document.querySelector('[data-testid=transcript]'); \
+                     el.scrollTop = el.scrollHeight / 3; const times = []; let last = 0; \
+                     function tick(now) {{ if (last) times.push(now - last); last = now; el.scrollTop += {step}; \
+                       if (times.length < 240) requestAnimationFrame(tick); else done(times); }} \
+                     requestAnimationFrame(() => requestAnimationFrame(tick));"
+                ),
+                vec![],
+            )
+            .await
+            .unwrap();
+        let frames: Vec<f64> = frames
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let long_frames = frames.iter().filter(|f| **f > 50.0).count();
+        println!(
+            "transcript, {label}: frame time (ms) {}; long frames (> 50 ms): {long_frames}",
+            stats(frames)
+        );
+    }
     app.shot("bench-long-transcript").await;
     app.close().await;
 }

@@ -300,7 +300,10 @@ async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
     let desk = Desk::start();
-    let (app, id, ws) = on_plan_tab(&desk, "xss", "plan_wait.json", "ask").await;
+    let (id, ws) = planned_session(&desk, "xss", "plan_wait.json", "ask");
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.click("[data-testid=tab-plan]").await;
     app.el("[data-testid=approval-bar]").await;
     // Model-written markup that would approve its own plan if anything in it ran.
     let steal = "window.__TAURI_INTERNALS__ && window.__TAURI_INTERNALS__.invoke('answer',{id:'x',questionnaireId:'x',answer:{answer:'approve'}}); window.__pwned='ran'";
@@ -366,15 +369,12 @@ async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
     );
     // Only Waymark's own commands are reachable over IPC: plugins refuse the webview.
     let refused = app
-        .client
-        .execute_async(
+        .js_async(
             "const done = arguments[arguments.length - 1]; \
              window.__TAURI_INTERNALS__.invoke('plugin:opener|open_url', {url: 'https://example.com/evil'}) \
                .then(() => done('allowed'), e => done('refused: ' + e));",
-            vec![],
         )
-        .await
-        .unwrap();
+        .await;
     assert!(
         refused.as_str().unwrap().starts_with("refused"),
         "{refused}"

@@ -49,6 +49,32 @@ pub fn spawn(cmd: &mut Command) -> Proc {
     )
 }
 
+/// A test that runs longer than this is stuck (a WebDriver call that never returns):
+/// the watchdog ends its processes and the test binary, so CI fails instead of hanging.
+const TEST_LIMIT: Duration = Duration::from_secs(240);
+
+/// Returns the guard that disarms it (dropped with the desk at the end of the test).
+fn watchdog(pgids: Vec<u32>) -> std::sync::mpsc::Sender<()> {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(TEST_LIMIT) != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            return; // the test ended
+        }
+        use std::io::Write;
+        // Straight to stderr: the test harness captures eprintln! and would lose it.
+        let _ = writeln!(
+            std::io::stderr(),
+            "e2e watchdog: {test} ran longer than {TEST_LIMIT:?}; stopping it"
+        );
+        for id in pgids {
+            unsafe { libc::kill(-(id as libc::pid_t), libc::SIGKILL) };
+        }
+        std::process::exit(101);
+    });
+    tx
+}
+
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
@@ -90,6 +116,7 @@ pub struct Desk {
     pub bus: String,
     pub monitor_log: PathBuf,
     procs: Vec<Proc>,
+    _watchdog: std::sync::mpsc::Sender<()>,
 }
 
 impl Desk {
@@ -181,7 +208,9 @@ impl Desk {
         )
         .unwrap();
         std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let _watchdog = watchdog(procs.iter().map(|p| p.0.id()).collect());
         Desk {
+            _watchdog,
             dir,
             display,
             bus,
@@ -422,9 +451,17 @@ impl App {
     }
 
     pub async fn js(&self, script: &str) -> Value {
-        self.client
-            .execute(script, vec![])
+        tokio::time::timeout(WAIT, self.client.execute(script, vec![]))
             .await
+            .unwrap_or_else(|_| panic!("script hung: {script}"))
+            .unwrap_or_else(|e| panic!("{script}: {e}"))
+    }
+
+    /// Runs an asynchronous script (it calls `arguments[arguments.length - 1]` with its result).
+    pub async fn js_async(&self, script: &str) -> Value {
+        tokio::time::timeout(WAIT, self.client.execute_async(script, vec![]))
+            .await
+            .unwrap_or_else(|_| panic!("async script hung: {script}"))
             .unwrap_or_else(|e| panic!("{script}: {e}"))
     }
 
@@ -493,8 +530,11 @@ impl App {
         std::fs::write(shots_dir().join(format!("{name}.png")), png).unwrap();
     }
 
+    /// Ends the test's use of the window: the app quits as on a desktop logout (SIGTERM),
+    /// then the WebDriver session is closed (bounded: a driver that hangs on a closed
+    /// browser must not hang the test).
     pub async fn close(self) {
-        let _ = self.client.close().await;
+        self.quit().await;
     }
 
     /// The app's process id: the waymark-desktop process under this window's driver.
@@ -541,6 +581,6 @@ impl App {
             assert!(start.elapsed() < WAIT, "the app did not exit on SIGTERM");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let _ = self.client.close().await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.client.close()).await;
     }
 }

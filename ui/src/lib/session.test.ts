@@ -84,3 +84,29 @@ describe("session reducer", () => {
     expect(applyEvent(s, other)).toBe(s);
   });
 });
+
+describe("bulk replay", () => {
+  it("builds the same items as event-by-event application, and leaves a copying state", async () => {
+    const { fromView } = await import("./session");
+    seq = 0;
+    const events: WireEvent[] = [];
+    for (let t = 1; t <= 50; t++) {
+      events.push(ev("message.admitted", { message_id: t, source: t === 1 ? "user" : "goal", text: `m${t}`, position: "tail" }));
+      events.push(ev("turn.started", { turn_id: t, message_id: t, source: "user" }));
+      events.push(ev("assistant.message", { turn_id: t, text: `a${t}`, tool_calls: [{ call_id: `c${t}`, name: "list_dir" }], usage }));
+      events.push(ev("tool.call", { turn_id: t, call_id: `c${t}`, name: "list_dir", arguments: {} }));
+      events.push(ev("tool.result", { turn_id: t, call_id: `c${t}`, name: "list_dir", status: "ok", content: `r${t}` }));
+      events.push(ev("turn.finished", { turn_id: t, reason: "completed", usage, steps: 1 }));
+    }
+    const stepwise = run(events);
+    const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
+    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 50, usage, last_seq: seq }, events, complete: true, goal: null };
+    const bulk = fromView(view);
+    expect(bulk.items).toEqual(stepwise.items);
+    expect(bulk.bulk).toBe(false);
+    const before = bulk.items;
+    const next = applyEvent(bulk, ev("message.admitted", { message_id: 99, source: "user", text: "more", position: "tail" }));
+    expect(next.items).not.toBe(before);
+    expect(before).toHaveLength(stepwise.items.length);
+  });
+});

@@ -28,16 +28,20 @@ export type SessionState = {
   lastSeq: number;
   /** A logged event arrived out of order: reload from the log. */
   gap: boolean;
+  /** Set only while replaying a log in bulk: items are appended in place instead of copied. */
+  bulk?: boolean;
 };
 
 export function emptySession(id: string): SessionState {
   return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, lastSeq: 0, gap: false };
 }
 
-/** Builds the state of a freshly opened session from its view. */
+/** Builds the state of a freshly opened session from its view (thousands of events: the
+ *  items array is grown in place during the replay, then frozen into a normal state). */
 export function fromView(view: SessionView): SessionState {
-  let s = emptySession(view.snapshot.summary.id);
+  let s: SessionState = { ...emptySession(view.snapshot.summary.id), bulk: true };
   for (const e of view.events) s = applyEvent(s, e);
+  s = { ...s, bulk: false };
   const pending = view.snapshot.questionnaires.find((q) => q.status === "pending") ?? null;
   return {
     ...s,
@@ -50,20 +54,29 @@ export function fromView(view: SessionView): SessionState {
   };
 }
 
+/** `items` plus one more: copied normally, pushed in place during a bulk replay. */
+function append(s: SessionState, item: Item): Item[] {
+  if (s.bulk) {
+    s.items.push(item);
+    return s.items;
+  }
+  return [...s.items, item];
+}
+
 function chip(e: WireEvent, text: string, tone: "goal" | "system" | "plan" | "error"): Item {
   return { kind: "chip", key: `e${e.seq}-${e.type}`, text, tone };
 }
 
 /** The newest assistant item of a turn, created when the turn has none yet. */
-function withAssistant(items: Item[], turnId: number, seq: number, f: (a: Extract<Item, { kind: "assistant" }>) => Extract<Item, { kind: "assistant" }>): Item[] {
-  const at = items.findLastIndex((it) => it.kind === "assistant" && it.turnId === turnId);
-  const found = items[at];
+function withAssistant(s: SessionState, turnId: number, seq: number, f: (a: Extract<Item, { kind: "assistant" }>) => Extract<Item, { kind: "assistant" }>): Item[] {
+  const at = s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === turnId);
+  const found = s.items[at];
   if (at >= 0 && found.kind === "assistant") {
-    const copy = items.slice();
+    const copy = s.bulk ? s.items : s.items.slice();
     copy[at] = f(found);
     return copy;
   }
-  return [...items, f({ kind: "assistant", key: `a${seq}`, turnId, text: "", tools: [] })];
+  return append(s, f({ kind: "assistant", key: `a${seq}`, turnId, text: "", tools: [] }));
 }
 
 function admitted(e: EventOf<"message.admitted">): Item {
@@ -92,11 +105,11 @@ export function applyEvent(s: SessionState, e: WireEvent): SessionState {
     case "session.started":
       return { ...s, mode: e.interaction_mode };
     case "message.admitted":
-      return { ...s, items: [...s.items, admitted(e)] };
+      return { ...s, items: append(s, admitted(e)) };
     case "message.dropped":
       return s;
     case "command.output":
-      return { ...s, items: [...s.items, { kind: "command", key: `e${e.seq}`, command: e.command, text: e.text }] };
+      return { ...s, items: append(s, { kind: "command", key: `e${e.seq}`, command: e.command, text: e.text }) };
     case "turn.started":
       return { ...s, running: true, streaming: null };
     case "assistant.delta": {
@@ -108,14 +121,14 @@ export function applyEvent(s: SessionState, e: WireEvent): SessionState {
         ...s,
         streaming: null,
         // One item per model reply, so its tool calls follow the text that announced them.
-        items: e.text.trim() === "" && e.tool_calls.length === 0 ? s.items : [...s.items, { kind: "assistant", key: `a${e.seq}`, turnId: e.turn_id, text: e.text, tools: [] }],
+        items: e.text.trim() === "" && e.tool_calls.length === 0 ? s.items : append(s, { kind: "assistant", key: `a${e.seq}`, turnId: e.turn_id, text: e.text, tools: [] }),
       };
     case "model.retry":
       return s;
     case "tool.call":
       return {
         ...s,
-        items: withAssistant(s.items, e.turn_id, e.seq, (a) => ({
+        items: withAssistant(s, e.turn_id, e.seq, (a) => ({
           ...a,
           tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "" }],
         })),
@@ -123,7 +136,7 @@ export function applyEvent(s: SessionState, e: WireEvent): SessionState {
     case "tool.result": {
       const at = s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === e.turn_id && it.tools.some((t) => t.callId === e.call_id));
       if (at < 0) return s;
-      const items = s.items.slice();
+      const items = s.bulk ? s.items : s.items.slice();
       const it = items[at];
       if (it.kind === "assistant") {
         items[at] = { ...it, tools: it.tools.map((t) => (t.callId === e.call_id ? { ...t, status: e.status, output: e.content } : t)) };
@@ -131,10 +144,10 @@ export function applyEvent(s: SessionState, e: WireEvent): SessionState {
       return { ...s, items };
     }
     case "context.elided":
-      return { ...s, items: [...s.items, chip(e, `Older tool output shortened to fit the model (${e.items} items)`, "system")] };
+      return { ...s, items: append(s, chip(e, `Older tool output shortened to fit the model (${e.items} items)`, "system")) };
     case "turn.finished": {
       const items = e.reason === "error" || e.reason === "step_capped" || e.reason === "aborted"
-        ? [...s.items, chip(e, e.error ? `Turn ended: ${e.error.message}` : `Turn ended: ${e.reason.replace("_", " ")}`, e.reason === "error" ? "error" : "system")]
+        ? append(s, chip(e, e.error ? `Turn ended: ${e.error.message}` : `Turn ended: ${e.reason.replace("_", " ")}`, e.reason === "error" ? "error" : "system"))
         : s.items;
       return { ...s, items, streaming: null };
     }
@@ -147,17 +160,17 @@ export function applyEvent(s: SessionState, e: WireEvent): SessionState {
     case "session.waiting":
       return { ...s, running: false, streaming: null };
     case "session.error":
-      return { ...s, items: [...s.items, chip(e, e.error.message, "error")] };
+      return { ...s, items: append(s, chip(e, e.error.message, "error")) };
     case "plan.mode_changed":
-      return { ...s, mode: e.mode, items: [...s.items, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")] };
+      return { ...s, mode: e.mode, items: append(s, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")) };
     case "plan.revision":
-      return { ...s, items: [...s.items, chip(e, `Plan revision v${e.version} by ${e.author}`, "plan")] };
+      return { ...s, items: append(s, chip(e, `Plan revision v${e.version} by ${e.author}`, "plan")) };
     case "goal.create":
-      return { ...s, goal: e.goal, items: [...s.items, chip(e, `Goal set: ${e.goal.objective}`, "goal")] };
+      return { ...s, goal: e.goal, items: append(s, chip(e, `Goal set: ${e.goal.objective}`, "goal")) };
     case "goal.update":
-      return { ...s, items: [...s.items, chip(e, `Goal ${e.status.replace("_", " ")} (${e.reason.replace(/_/g, " ")}, by ${e.actor})`, "goal")] };
+      return { ...s, items: append(s, chip(e, `Goal ${e.status.replace("_", " ")} (${e.reason.replace(/_/g, " ")}, by ${e.actor})`, "goal")) };
     case "goal.clear":
-      return { ...s, goal: null, items: [...s.items, chip(e, "Goal cleared", "goal")] };
+      return { ...s, goal: null, items: append(s, chip(e, "Goal cleared", "goal")) };
     case "goal.updated": {
       const { session_id: _sid, seq: _seq, ts: _ts, type: _type, ...goal } = e;
       return { ...s, goal: goal as Goal };
