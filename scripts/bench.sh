@@ -8,8 +8,9 @@ if [ "${1:-}" = "--desktop" ]; then
   # The release app in a real window: cold start, idle memory, plan repaint, long transcript.
   npm run build --silent
   cargo build --locked --release -p waymark-desktop -p waymark-cli
-  E2E_APP="$PWD/target/release/waymark-desktop" WAYMARK_CLI="$PWD/target/release/waymark" \
-    cargo test --locked --manifest-path tests/e2e/Cargo.toml --target-dir target --test bench \
+  target="${CARGO_TARGET_DIR:-$PWD/target}"
+  E2E_APP="$target/release/waymark-desktop" WAYMARK_CLI="$target/release/waymark" \
+    cargo test --locked --manifest-path tests/e2e/Cargo.toml --target-dir "$target" --test bench \
     -- --ignored --nocapture --test-threads=1 2>&1 | grep -vE "^(running|test |$)"
   exit 0
 fi

@@ -28,5 +28,6 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 echo "== end-to-end: the real app window (tauri-driver, WebKitWebDriver, Xvfb, D-Bus)"
 cargo build --locked -p waymark-desktop -p waymark-cli
-cargo clippy --locked --manifest-path tests/e2e/Cargo.toml --target-dir target --all-targets -- -D warnings
-cargo test --locked --manifest-path tests/e2e/Cargo.toml --target-dir target -- --test-threads=1
+target="${CARGO_TARGET_DIR:-target}"
+cargo clippy --locked --manifest-path tests/e2e/Cargo.toml --target-dir "$target" --all-targets -- -D warnings
+cargo test --locked --manifest-path tests/e2e/Cargo.toml --target-dir "$target" -- --test-threads=1

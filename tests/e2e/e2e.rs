@@ -689,7 +689,7 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
     .unwrap();
     // The CLI starts the session with a key from its environment…
     let ws = workspace(&desk, "keyed");
-    let mut cli = std::process::Command::new(root().join("target/debug/waymark"));
+    let mut cli = std::process::Command::new(harness::target_dir().join("debug/waymark"));
     let out = cli
         .arg("--data-dir")
         .arg(desk.data_dir())

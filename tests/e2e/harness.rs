@@ -82,6 +82,13 @@ pub fn root() -> PathBuf {
         .unwrap()
 }
 
+/// Where cargo put the app and the CLI (`CARGO_TARGET_DIR`, else the repository's target/).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+}
+
 fn find_exe(name: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> =
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
@@ -257,7 +264,7 @@ impl Desk {
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
         let bin = std::env::var_os("WAYMARK_CLI")
             .map(PathBuf::from)
-            .unwrap_or_else(|| root().join("target/debug/waymark"));
+            .unwrap_or_else(|| target_dir().join("debug/waymark"));
         Command::new(&bin)
             .arg("--data-dir")
             .arg(self.data_dir())
@@ -386,11 +393,11 @@ impl Desk {
 pub fn app_binary() -> PathBuf {
     std::env::var_os("E2E_APP")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/debug/waymark-desktop"))
+        .unwrap_or_else(|| target_dir().join("debug/waymark-desktop"))
 }
 
 pub fn shots_dir() -> PathBuf {
-    let d = root().join("target/e2e-screenshots");
+    let d = target_dir().join("e2e-screenshots");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
