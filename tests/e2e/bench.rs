@@ -122,6 +122,7 @@ async fn interactive(app: &App) -> f64 {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "benchmark: scripts/bench.sh runs it"]
 async fn desktop_figures() {
+    println!(); // libtest writes "test desktop_figures ..." without a newline
     let desk = Desk::start();
     let ws = workspace(&desk);
     let plan_script = root().join("tests/e2e/scripts/plan_wait.json");
