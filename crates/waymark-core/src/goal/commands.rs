@@ -47,6 +47,16 @@ pub(crate) fn create(
     };
     let id = core.ids.new_id("goal");
     tx.create_goal(&id, &core.id, objective.trim(), criteria, budgets, actor)?;
+    // A session started by `/goal …` has no user message to name it: the objective does.
+    let title: String = objective
+        .trim()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(72)
+        .collect();
+    tx.set_title_if_missing(&core.id, &format!("Goal: {title}"))?;
     let g = current_goal(tx.conn(), &core.id)?
         .ok_or_else(|| Error::Corrupt("the new goal vanished".into()))?;
     tx.emit(

@@ -341,5 +341,8 @@ async fn g_12_get_goal_reports_status_and_budget() {
     assert_eq!(v["objective"], "read me");
     assert_eq!(v["status"], "active");
     assert_eq!(v["budget"]["main_turns"]["limit"], 9);
+    // Started by `/goal …` alone: the objective names the session.
+    let title = h.runtime.snapshot(s.id()).unwrap().summary.title;
+    assert_eq!(title.as_deref(), Some("Goal: read me"));
     s.shutdown().await.unwrap();
 }
