@@ -710,10 +710,14 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // …the app, which has no such variable, cannot open it and says why…
+    // …the app, which has no such variable, opens it, and a turn says what is missing…
     let app = desk.launch().await;
-    app.wait_text("[data-testid=toast]", "MOCK_KEY is not set")
+    app.el("[data-testid=session].current").await;
+    app.type_into("[data-testid=composer]", "Try without a key\u{E007}")
         .await;
+    app.wait_text("[data-testid=transcript]", "MOCK_KEY is not set")
+        .await;
+    app.shot("settings-5a-key-missing").await;
     // …until the key is in the keyring.
     app.click("[data-testid=open-settings]").await;
     app.type_into(
@@ -756,6 +760,6 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
             .unwrap()
             .contains("from-the")
     );
-    app.shot("settings-5-keyring-key-used").await;
+    app.shot("settings-5b-keyring-key-used").await;
     app.close().await;
 }

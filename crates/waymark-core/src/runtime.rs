@@ -180,7 +180,19 @@ impl Runtime {
         let sd = paths::session_dir(&self.opts.data_dir, id);
         std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
         let model_spec = self.model_spec(spec.model.as_deref(), row.model.as_deref())?;
-        let resolved = self.provider(&model_spec, &ws, &sd)?;
+        let resolved = match self.provider(&model_spec, &ws, &sd) {
+            Ok(r) => r,
+            // Its provider cannot be built now (a key that is not set): the session still
+            // opens to be read and answered; a model call fails with this reason.
+            Err(Error::Provider(error)) if spec.model.is_none() => {
+                let stand_in: Arc<dyn ModelProvider> = Arc::new(crate::provider::Unavailable {
+                    spec: model_spec.clone(),
+                    error,
+                });
+                (model_spec.clone(), stand_in)
+            }
+            Err(e) => return Err(e),
+        };
         let new_model = spec.model.is_some() && row.model.as_deref() != Some(resolved.0.as_str());
         let new_mode = spec.permission_mode.filter(|m| *m != row.permission_mode);
         if new_model || new_mode.is_some() {

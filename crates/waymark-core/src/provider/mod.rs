@@ -168,6 +168,32 @@ pub trait ModelProvider: Send + Sync {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
 }
 
+/// Stands in for a provider that cannot be built now (its API key is not set): a stored
+/// session still opens, to be read and answered, and every model call fails saying why.
+pub struct Unavailable {
+    pub spec: String,
+    pub error: ProviderError,
+}
+
+impl ModelProvider for Unavailable {
+    fn describe(&self) -> String {
+        self.spec.clone()
+    }
+    fn route(&self) -> RouteKind {
+        RouteKind::OwnKey
+    }
+    fn context_tokens(&self) -> u64 {
+        128_000
+    }
+    fn call<'a>(
+        &'a self,
+        _request: &'a ModelRequest,
+        _sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
+        Box::pin(async move { Err(self.error.clone()) })
+    }
+}
+
 /// Kinds of provider failures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderErrorKind {

@@ -651,3 +651,51 @@ mod extension_points {
         s.shutdown().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_session_whose_api_key_is_gone_still_opens_and_its_turns_say_why() {
+    let h = Harness::new(Config::default());
+    let with_key = h.reopen(|o| {
+        o.env =
+            std::sync::Arc::new(|k: &str| (k == "OPENAI_API_KEY").then(|| "sk-test".to_string()));
+    });
+    let s = with_key
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("openai:gpt-test".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let id = s.id().to_string();
+    s.shutdown().await.unwrap();
+    // No key any more: the session opens (to be read), and a turn fails naming the variable.
+    let without = h.reopen(|o| o.env = std::sync::Arc::new(|_: &str| None));
+    let s = without.open_session(&id, SessionSpec::default()).unwrap();
+    let ev = run(&s, user("hello")).await;
+    let (reason, error) = ev
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::TurnFinished { reason, error, .. } => Some((*reason, error.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(reason, TurnEndReason::Error);
+    let error = error.unwrap();
+    assert_eq!(error.code, "auth");
+    assert!(
+        error.message.contains("OPENAI_API_KEY"),
+        "{}",
+        error.message
+    );
+    s.shutdown().await.unwrap();
+    // Creating a session still refuses at once when the key is missing.
+    let e = without
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("openai:gpt-test".into()),
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("OPENAI_API_KEY"), "{e}");
+}
