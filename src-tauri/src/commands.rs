@@ -275,7 +275,7 @@ pub fn get_settings(host: State<'_, Host>) -> SettingsView {
             let stored = match Keyring::get(&env_name) {
                 Ok(k) => k.is_some(),
                 Err(e) => {
-                    keyring_error.get_or_insert(e);
+                    keyring_error.get_or_insert(e.to_string());
                     false
                 }
             };
@@ -324,14 +324,14 @@ pub fn set_api_key(env_name: String, key: String) -> IpcResult<()> {
     if key.trim().is_empty() {
         return Err(IpcError::new("invalid_key", "the key is empty"));
     }
-    Keyring::set(&env_name, key.trim()).map_err(|e| IpcError::new("keyring", e))
+    Ok(Keyring::set(&env_name, key.trim())?)
 }
 
 #[tauri::command]
 #[specta::specta]
 pub fn delete_api_key(env_name: String) -> IpcResult<()> {
     settings::check_env_name(&env_name)?;
-    Keyring::delete(&env_name).map_err(|e| IpcError::new("keyring", e))
+    Ok(Keyring::delete(&env_name)?)
 }
 
 /// Opens a link from the plan in the system browser (never in the webview).

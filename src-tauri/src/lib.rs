@@ -68,10 +68,10 @@ fn lean_webview(window: &tauri::WebviewWindow<tauri::Wry>) {
 }
 
 /// Writes the TypeScript bindings.
-pub fn export_bindings<R: Runtime>(builder: &Builder<R>) -> Result<(), String> {
+pub fn export_bindings<R: Runtime>(builder: &Builder<R>) -> anyhow::Result<()> {
     builder
         .export(specta_typescript::Typescript::default(), BINDINGS_PATH)
-        .map_err(|e| e.to_string())
+        .map_err(|e| anyhow::anyhow!("cannot write {BINDINGS_PATH}: {e}"))
 }
 
 /// Brings the window forward and tells the UI to show `session_id`.
@@ -128,7 +128,7 @@ pub fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("waymark: {e}");
+            eprintln!("waymark: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -154,15 +154,16 @@ fn exit_on_signal<R: Runtime>(app: tauri::AppHandle<R>) {
     });
 }
 
-fn run() -> Result<(), String> {
+fn run() -> anyhow::Result<()> {
     let specta = specta_builder::<tauri::Wry>();
     let settings_path = settings_file();
     let (config, settings_error) = match settings::load(&settings_path) {
         Ok(c) => (c, None),
-        Err(e) => (Default::default(), Some(e)),
+        Err(e) => (Default::default(), Some(e.to_string())),
     };
-    let runtime = waymark_core::Runtime::open(runtime_options(config))
-        .map_err(|e| format!("cannot open the data folder {}: {e}", data_dir().display()))?;
+    let runtime = waymark_core::Runtime::open(runtime_options(config)).map_err(|e| {
+        anyhow::anyhow!("cannot open the data folder {}: {e}", data_dir().display())
+    })?;
     let host = Host::new(runtime, settings_path, settings_error);
 
     let app = tauri::Builder::default()
@@ -214,8 +215,7 @@ fn run() -> Result<(), String> {
             }
             Ok(())
         })
-        .build(tauri::generate_context!())
-        .map_err(|e| e.to_string())?;
+        .build(tauri::generate_context!())?;
     app.run(|app, event| {
         if let tauri::RunEvent::Exit = event {
             let host = app.state::<Host>();

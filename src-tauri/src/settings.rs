@@ -8,13 +8,54 @@ use waymark_protocol::config::Config;
 /// Keyring service name under which API keys are stored (one entry per variable name).
 pub const KEYRING_SERVICE: &str = "waymark";
 
+/// What can go wrong with the settings file or the keyring.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{path}: {source}")]
+    Invalid {
+        path: String,
+        source: waymark_protocol::config::ConfigError,
+    },
+    #[error("cannot read {path}: {source}")]
+    Unreadable {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "the system keyring is not available ({0}); start a Secret Service (for example \
+         gnome-keyring) or set the key as an environment variable instead"
+    )]
+    KeyringUnavailable(keyring::Error),
+    #[error("keyring: {0}")]
+    Keyring(keyring::Error),
+}
+
+impl From<SettingsError> for IpcError {
+    fn from(e: SettingsError) -> Self {
+        let code = match &e {
+            SettingsError::Invalid { .. } => "invalid_settings",
+            SettingsError::Unreadable { .. } => "settings_unreadable",
+            SettingsError::KeyringUnavailable(_) => "keyring_unavailable",
+            SettingsError::Keyring(_) => "keyring",
+        };
+        IpcError::new(code, e.to_string())
+    }
+}
+
 /// Reads the settings file: defaults when it does not exist, an error naming the key when it
 /// is invalid.
-pub fn load(path: &Path) -> Result<Config, String> {
+pub fn load(path: &Path) -> Result<Config, SettingsError> {
+    let shown = || path.display().to_string();
     match std::fs::read_to_string(path) {
-        Ok(text) => Config::from_json(&text).map_err(|e| format!("{}: {e}", path.display())),
+        Ok(text) => Config::from_json(&text).map_err(|source| SettingsError::Invalid {
+            path: shown(),
+            source,
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => Err(SettingsError::Unreadable {
+            path: shown(),
+            source,
+        }),
     }
 }
 
@@ -77,37 +118,36 @@ pub fn key_names(config: &Config) -> Vec<String> {
 pub struct Keyring;
 
 impl Keyring {
-    fn entry(env_name: &str) -> Result<keyring::Entry, String> {
-        keyring::Entry::new(KEYRING_SERVICE, env_name).map_err(describe)
+    fn entry(env_name: &str) -> Result<keyring::Entry, SettingsError> {
+        keyring::Entry::new(KEYRING_SERVICE, env_name).map_err(classify)
     }
 
-    pub fn get(env_name: &str) -> Result<Option<String>, String> {
+    pub fn get(env_name: &str) -> Result<Option<String>, SettingsError> {
         match Self::entry(env_name)?.get_password() {
             Ok(k) => Ok(Some(k)),
             Err(keyring::Error::NoEntry) => Ok(None),
-            Err(e) => Err(describe(e)),
+            Err(e) => Err(classify(e)),
         }
     }
 
-    pub fn set(env_name: &str, key: &str) -> Result<(), String> {
-        Self::entry(env_name)?.set_password(key).map_err(describe)
+    pub fn set(env_name: &str, key: &str) -> Result<(), SettingsError> {
+        Self::entry(env_name)?.set_password(key).map_err(classify)
     }
 
-    pub fn delete(env_name: &str) -> Result<(), String> {
+    pub fn delete(env_name: &str) -> Result<(), SettingsError> {
         match Self::entry(env_name)?.delete_credential() {
             Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
-            Err(e) => Err(describe(e)),
+            Err(e) => Err(classify(e)),
         }
     }
 }
 
-fn describe(e: keyring::Error) -> String {
+fn classify(e: keyring::Error) -> SettingsError {
     match e {
-        keyring::Error::PlatformFailure(_) | keyring::Error::NoStorageAccess(_) => format!(
-            "the system keyring is not available ({e}); start a Secret Service (for example \
-             gnome-keyring) or set the key as an environment variable instead"
-        ),
-        other => other.to_string(),
+        keyring::Error::PlatformFailure(_) | keyring::Error::NoStorageAccess(_) => {
+            SettingsError::KeyringUnavailable(e)
+        }
+        other => SettingsError::Keyring(other),
     }
 }
 
@@ -138,7 +178,7 @@ mod tests {
         let p = dir.path().join("settings.json");
         assert_eq!(load(&p).unwrap(), Config::default());
         std::fs::write(&p, r#"{"beta": {"thread_goal": "yes"}}"#).unwrap();
-        let e = load(&p).unwrap_err();
+        let e = load(&p).unwrap_err().to_string();
         assert!(e.contains("beta.thread_goal"), "{e}");
         let aside = keep_aside(&p, 7).unwrap();
         assert!(!p.exists());
