@@ -76,10 +76,12 @@ fn watchdog(pgids: Vec<u32>) -> std::sync::mpsc::Sender<()> {
 }
 
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    // cargo sets it when running the test too; the compile-time value is only a fallback (a
+    // test binary reused from a clone elsewhere would point there).
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest.join("../..").canonicalize().unwrap()
 }
 
 /// Where cargo put the app and the CLI (`CARGO_TARGET_DIR`, else the repository's target/).
