@@ -10,8 +10,7 @@ if [ "${1:-}" = "--desktop" ]; then
   cargo build --locked --release -p waymark-desktop -p waymark-cli
   target="${CARGO_TARGET_DIR:-$PWD/target}"
   E2E_APP="$target/release/waymark-desktop" WAYMARK_CLI="$target/release/waymark" \
-    cargo test --locked --manifest-path tests/e2e/Cargo.toml --target-dir "$target" --test bench \
-    -- --ignored --nocapture --test-threads=1 2>&1 | grep -vE "^(running|test |$)"
+    cargo bench --locked --manifest-path tests/e2e/Cargo.toml --target-dir "$target" --bench desktop
   exit 0
 fi
 cargo build --locked --release -p waymark-cli

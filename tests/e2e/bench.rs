@@ -1,4 +1,4 @@
-//! Desktop benchmarks (run by scripts/bench.sh; `#[ignore]`d in the normal test run):
+//! Desktop benchmarks (a bench target, `scripts/bench.sh --desktop` runs it; it prints figures):
 //! cold start to an interactive window, idle memory of every app process, plan-file change
 //! to repaint latency, and scrolling a transcript of more than 5,000 messages.
 
@@ -119,10 +119,8 @@ async fn interactive(app: &App) -> f64 {
     app.wait_js("return document.body.dataset.interactiveAt ? Number(document.body.dataset.interactiveAt) : null", "interactive").await.as_f64().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "benchmark: scripts/bench.sh runs it"]
-async fn desktop_figures() {
-    println!(); // libtest writes "test desktop_figures ..." without a newline
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
     let desk = Desk::start();
     let ws = workspace(&desk);
     let plan_script = root().join("tests/e2e/scripts/plan_wait.json");
