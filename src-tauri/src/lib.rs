@@ -67,6 +67,23 @@ fn lean_webview(window: &tauri::WebviewWindow<tauri::Wry>) {
     });
 }
 
+/// Whether WebKit should draw without accelerated compositing: yes when there is no GPU
+/// render node (Mesa would composite on the CPU through llvmpipe, which costs start-up time,
+/// memory and scrolling frames), unless the user chose either way with
+/// `WEBKIT_DISABLE_COMPOSITING_MODE` (`0` keeps compositing on).
+#[cfg(target_os = "linux")]
+fn composite_on_cpu_only(user_choice: Option<&std::ffi::OsStr>, dri: &std::path::Path) -> bool {
+    if user_choice.is_some() {
+        return false;
+    }
+    let has_render_node = std::fs::read_dir(dri).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("renderD"))
+    });
+    !has_render_node
+}
+
 /// Writes the TypeScript bindings.
 pub fn export_bindings<R: Runtime>(builder: &Builder<R>) -> anyhow::Result<()> {
     builder
@@ -124,6 +141,18 @@ pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).and_then(|a| a.to_str()) == Some(sandbox::HELPER_ARG) {
         return ExitCode::from(sandbox::helper_main(&args[2..]).clamp(0, 255) as u8);
+    }
+    #[cfg(target_os = "linux")]
+    if composite_on_cpu_only(
+        std::env::var_os("WEBKIT_DISABLE_COMPOSITING_MODE").as_deref(),
+        std::path::Path::new("/dev/dri"),
+    ) {
+        // SAFETY: no other thread exists yet (the app has not started), so nothing reads the
+        // environment concurrently; WebKit reads the variable when it creates the web view.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
+        };
     }
     match run() {
         Ok(()) => ExitCode::SUCCESS,

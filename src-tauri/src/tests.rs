@@ -63,3 +63,28 @@ fn capability_grants_exactly_the_registered_commands() {
     expected.sort();
     assert_eq!(granted, expected);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn compositing_goes_off_only_without_a_gpu_render_node_and_without_a_user_choice() {
+    use std::ffi::OsStr;
+    let no_gpu = tempfile::tempdir().unwrap();
+    std::fs::write(no_gpu.path().join("card0"), "").unwrap();
+    let gpu = tempfile::tempdir().unwrap();
+    std::fs::write(gpu.path().join("card0"), "").unwrap();
+    std::fs::write(gpu.path().join("renderD128"), "").unwrap();
+    let missing = no_gpu.path().join("no-such-dir");
+
+    assert!(super::composite_on_cpu_only(None, no_gpu.path()));
+    assert!(super::composite_on_cpu_only(None, &missing));
+    assert!(!super::composite_on_cpu_only(None, gpu.path()));
+    // The user's setting wins either way.
+    assert!(!super::composite_on_cpu_only(
+        Some(OsStr::new("0")),
+        no_gpu.path()
+    ));
+    assert!(!super::composite_on_cpu_only(
+        Some(OsStr::new("1")),
+        gpu.path()
+    ));
+}

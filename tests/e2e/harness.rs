@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 /// A child in its own process group; the whole group is ended on drop.
 pub struct Proc(Child);
 
+/// The process groups started and not yet ended, for the watchdog.
+static GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
 impl Proc {
     pub fn child(&mut self) -> &mut Child {
         &mut self.0
@@ -37,16 +40,25 @@ impl Drop for Proc {
         }
         unsafe { libc::kill(pgid, libc::SIGKILL) };
         let _ = self.0.wait();
+        let id = self.0.id();
+        GROUPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|g| *g != id);
     }
 }
 
 pub fn spawn(cmd: &mut Command) -> Proc {
     use std::os::unix::process::CommandExt;
-    Proc(
-        cmd.process_group(0)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program())),
-    )
+    let child = cmd
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+    GROUPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(child.id());
+    Proc(child)
 }
 
 /// A test that runs longer than this is stuck (a WebDriver call that never returns):
@@ -54,7 +66,7 @@ pub fn spawn(cmd: &mut Command) -> Proc {
 const TEST_LIMIT: Duration = Duration::from_secs(240);
 
 /// Returns the guard that disarms it (dropped with the desk at the end of the test).
-fn watchdog(pgids: Vec<u32>) -> std::sync::mpsc::Sender<()> {
+fn watchdog() -> std::sync::mpsc::Sender<()> {
     let test = std::thread::current().name().unwrap_or("?").to_string();
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
@@ -67,8 +79,9 @@ fn watchdog(pgids: Vec<u32>) -> std::sync::mpsc::Sender<()> {
             std::io::stderr(),
             "e2e watchdog: {test} ran longer than {TEST_LIMIT:?}; stopping it"
         );
-        for id in pgids {
-            unsafe { libc::kill(-(id as libc::pid_t), libc::SIGKILL) };
+        // Every group still running: the desk's and the app's driver (started later).
+        for id in GROUPS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            unsafe { libc::kill(-(*id as libc::pid_t), libc::SIGKILL) };
         }
         std::process::exit(101);
     });
@@ -217,7 +230,7 @@ impl Desk {
         )
         .unwrap();
         std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let _watchdog = watchdog(procs.iter().map(|p| p.0.id()).collect());
+        let _watchdog = watchdog();
         Desk {
             _watchdog,
             dir,
@@ -356,9 +369,11 @@ impl Desk {
                     .env("TAURI_WEBVIEW_AUTOMATION", "true");
             }
         }
+        // The driver's and the app's output, for reading after a failure.
+        let log = std::fs::File::create(self.dir.path().join("driver.log")).unwrap();
         cmd.envs(self.env())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
         for (k, v) in extra_env {
             cmd.env(k, v);
         }
@@ -535,7 +550,23 @@ impl App {
     }
 
     pub async fn shot(&self, name: &str) {
-        let png = self.client.screenshot().await.unwrap();
+        // WebKit takes the screenshot after the page's next paint. With accelerated
+        // compositing off, a page with nothing to repaint never paints again, and the
+        // screenshot would wait forever; so a 1-px mark flickers (invisibly) until it is taken.
+        self.js(
+            "if (!window.__shotMark) { const m = document.createElement('div'); \
+               m.style.cssText = 'position:fixed;right:0;bottom:0;width:1px;height:1px;pointer-events:none;opacity:0'; \
+               document.body.appendChild(m); window.__shotMark = m; \
+               const tick = () => { if (!window.__shotMark) { m.remove(); return; } \
+                 m.style.opacity = m.style.opacity === '0' ? '0.01' : '0'; requestAnimationFrame(tick); }; \
+               requestAnimationFrame(tick); } return true",
+        )
+        .await;
+        let png = tokio::time::timeout(WAIT, self.client.screenshot())
+            .await
+            .unwrap_or_else(|_| panic!("screenshot {name} hung"))
+            .unwrap();
+        self.js("window.__shotMark = null; return true").await;
         std::fs::write(shots_dir().join(format!("{name}.png")), png).unwrap();
     }
 
