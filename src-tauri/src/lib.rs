@@ -60,9 +60,16 @@ pub const BINDINGS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/src/
 #[cfg(target_os = "linux")]
 fn lean_webview(window: &tauri::WebviewWindow<tauri::Wry>) {
     let _ = window.with_webview(|w| {
-        use webkit2gtk::{CacheModel, WebContextExt, WebViewExt};
+        use webkit2gtk::{CacheModel, SettingsExt, WebContextExt, WebViewExt};
         if let Some(ctx) = w.inner().context() {
             ctx.set_cache_model(CacheModel::DocumentViewer);
+        }
+        // `WAYMARK_WEB_CONSOLE=1`: the page's console messages go to stderr (diagnostics, and
+        // the start-up benchmark, which launches the app without WebDriver).
+        if std::env::var_os("WAYMARK_WEB_CONSOLE").is_some()
+            && let Some(settings) = WebViewExt::settings(&w.inner())
+        {
+            settings.set_enable_write_console_messages_to_stdout(true);
         }
     });
 }

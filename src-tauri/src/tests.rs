@@ -58,6 +58,8 @@ fn capability_grants_exactly_the_registered_commands() {
         .chain([
             "core:event:allow-listen".into(),
             "core:event:allow-unlisten".into(),
+            // Asked by the notification plugin's page script on load; it only reads.
+            "notification:allow-is-permission-granted".into(),
         ])
         .collect();
     expected.sort();

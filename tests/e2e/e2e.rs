@@ -4,7 +4,7 @@
 
 mod harness;
 
-use harness::{Desk, root};
+use harness::{App, Desk, root};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -670,6 +670,17 @@ async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
     app.close().await;
 }
 
+/// Waits until the mock model has answered `n` times in the open transcript.
+async fn wait_replies(app: &App, n: usize) {
+    app.wait_js(
+        &format!(
+            "return document.querySelector('[data-testid=transcript]').innerText.split('nothing to change (check').length - 1 >= {n}"
+        ),
+        "the model's reply",
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
     let desk = Desk::start();
@@ -732,17 +743,16 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
         "in keyring",
     )
     .await;
-    app.quit().await;
-    let app = desk.launch().await;
-    app.el("[data-testid=session].current").await;
-    assert!(
-        !app.exists("[data-testid=demo-banner]").await,
-        "a model is configured: no demo"
-    );
+    // The session already open picks the key up on its next turn, no restart needed…
+    app.click("[data-testid=open-settings]").await;
+    let replies = app
+        .text("[data-testid=transcript]")
+        .await
+        .matches("nothing to change (check")
+        .count();
     app.type_into("[data-testid=composer]", "Once more\u{E007}")
         .await;
-    app.wait_text("[data-testid=transcript]", "nothing to change (check")
-        .await;
+    wait_replies(&app, replies + 1).await;
     let sent = std::fs::read_to_string(&auth_log).unwrap();
     assert!(
         sent.lines()
@@ -755,11 +765,30 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
         sent.lines().last().unwrap().contains("from-the-keyring"),
         "{sent}"
     );
+    app.shot("settings-5b-keyring-key-used").await;
+    // …and the key is still there after a restart.
+    app.quit().await;
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    assert!(
+        !app.exists("[data-testid=demo-banner]").await,
+        "a model is configured: no demo"
+    );
+    let requests = std::fs::read_to_string(&auth_log).unwrap().lines().count();
+    app.type_into("[data-testid=composer]", "After a restart\u{E007}")
+        .await;
+    wait_replies(&app, replies + 2).await;
+    let sent = std::fs::read_to_string(&auth_log).unwrap();
+    assert!(sent.lines().count() > requests, "{sent}");
+    assert!(
+        sent.lines().last().unwrap().contains("from-the-keyring"),
+        "{sent}"
+    );
     assert!(
         !std::fs::read_to_string(desk.settings_file())
             .unwrap()
             .contains("from-the")
     );
-    app.shot("settings-5b-keyring-key-used").await;
+    app.shot("settings-5c-keyring-key-after-restart").await;
     app.close().await;
 }

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::extension::{Extension, GuardStage};
 use crate::guard::{PermissionGuard, ToolGuard};
 use crate::paths;
+use crate::provider;
 use crate::provider::{HttpOptions, ModelProvider, resolve_model};
 use crate::session::{self, SessionCore, SessionHandle, SessionSpec};
 use crate::store::{self, Store, Tx};
@@ -73,7 +74,7 @@ impl RuntimeOptions {
 pub struct Runtime {
     opts: RuntimeOptions,
     /// The settings in force; starts as `opts.config`, replaced by [`Runtime::set_config`].
-    config: std::sync::RwLock<Arc<Config>>,
+    config: Arc<std::sync::RwLock<Arc<Config>>>,
     store: Arc<Store>,
 }
 
@@ -104,7 +105,7 @@ impl Runtime {
     /// Opens the database in the data dir.
     pub fn open(opts: RuntimeOptions) -> Result<Runtime> {
         let store = Arc::new(Store::open(&paths::database_file(&opts.data_dir))?);
-        let config = std::sync::RwLock::new(Arc::new(opts.config.clone()));
+        let config = Arc::new(std::sync::RwLock::new(Arc::new(opts.config.clone())));
         Ok(Runtime {
             opts,
             config,
@@ -180,19 +181,20 @@ impl Runtime {
         let sd = paths::session_dir(&self.opts.data_dir, id);
         std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
         let model_spec = self.model_spec(spec.model.as_deref(), row.model.as_deref())?;
-        let resolved = match self.provider(&model_spec, &ws, &sd) {
-            Ok(r) => r,
-            // Its provider cannot be built now (a key that is not set): the session still
-            // opens to be read and answered; a model call fails with this reason.
-            Err(Error::Provider(error)) if spec.model.is_none() => {
-                let stand_in: Arc<dyn ModelProvider> = Arc::new(crate::provider::Unavailable {
-                    spec: model_spec.clone(),
-                    error,
-                });
-                (model_spec.clone(), stand_in)
-            }
-            Err(e) => return Err(e),
-        };
+        let resolved =
+            match self.provider(&model_spec, &ws, &sd) {
+                Ok(r) => r,
+                // Its provider cannot be built now (a key that is not set): the session still
+                // opens to be read and answered; a model call fails with this reason.
+                Err(Error::Provider(error)) if spec.model.is_none() => {
+                    let rebuild = self.rebuild_provider(model_spec.clone(), ws.clone(), sd.clone());
+                    let stand_in: Arc<dyn ModelProvider> = Arc::new(
+                        crate::provider::Unavailable::new(model_spec.clone(), error, rebuild),
+                    );
+                    (model_spec.clone(), stand_in)
+                }
+                Err(e) => return Err(e),
+            };
         let new_model = spec.model.is_some() && row.model.as_deref() != Some(resolved.0.as_str());
         let new_mode = spec.permission_mode.filter(|m| *m != row.permission_mode);
         if new_model || new_mode.is_some() {
@@ -243,6 +245,39 @@ impl Runtime {
             self.opts.http.clone(),
         )?;
         Ok((r.spec, r.provider))
+    }
+
+    /// What [`Runtime::provider`] does, detached from the runtime: the settings in force
+    /// and the environment (keyring first, in the app) at the time it is called.
+    fn rebuild_provider(&self, spec: String, ws: PathBuf, sd: PathBuf) -> provider::Rebuild {
+        let config = self.config.clone();
+        let env = self.opts.env.clone();
+        let cwd = self.opts.cwd.clone();
+        let http = self.opts.http.clone();
+        Box::new(move || {
+            let config = match config.read() {
+                Ok(c) => c.clone(),
+                Err(poisoned) => poisoned.into_inner().clone(),
+            };
+            let env = env.clone();
+            resolve_model(
+                &spec,
+                &config,
+                &move |k| env(k),
+                &cwd,
+                &ws,
+                Some(&sd),
+                http.clone(),
+            )
+            .map(|r| r.provider)
+            .map_err(|e| match e {
+                Error::Provider(e) => e,
+                other => provider::ProviderError::new(
+                    provider::ProviderErrorKind::RequestRejected,
+                    other.to_string(),
+                ),
+            })
+        })
     }
 
     fn attach(

@@ -16,6 +16,7 @@ pub use spec::{ResolvedModel, resolve_model};
 
 use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
+use std::sync::Arc;
 use std::time::Duration;
 use waymark_protocol::{RouteKind, Usage};
 
@@ -168,29 +169,60 @@ pub trait ModelProvider: Send + Sync {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
 }
 
+/// Builds a session's provider again (what the stand-in tries before each model call).
+pub type Rebuild = Box<dyn Fn() -> Result<Arc<dyn ModelProvider>, ProviderError> + Send + Sync>;
+
 /// Stands in for a provider that cannot be built now (its API key is not set): a stored
-/// session still opens, to be read and answered, and every model call fails saying why.
+/// session still opens, to be read and answered. Each model call first tries to build the
+/// real provider again, so a key stored meanwhile (in the keyring, say) is used at once;
+/// while it still cannot be built, the call fails saying why.
 pub struct Unavailable {
     pub spec: String,
     pub error: ProviderError,
+    pub rebuild: Rebuild,
+    built: std::sync::OnceLock<Arc<dyn ModelProvider>>,
+}
+
+impl Unavailable {
+    pub fn new(spec: String, error: ProviderError, rebuild: Rebuild) -> Self {
+        Unavailable {
+            spec,
+            error,
+            rebuild,
+            built: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn real(&self) -> Result<&Arc<dyn ModelProvider>, ProviderError> {
+        if let Some(p) = self.built.get() {
+            return Ok(p);
+        }
+        let p = (self.rebuild)()?;
+        Ok(self.built.get_or_init(|| p))
+    }
 }
 
 impl ModelProvider for Unavailable {
     fn describe(&self) -> String {
-        self.spec.clone()
+        self.built
+            .get()
+            .map_or_else(|| self.spec.clone(), |p| p.describe())
     }
     fn route(&self) -> RouteKind {
-        RouteKind::OwnKey
+        self.built.get().map_or(RouteKind::OwnKey, |p| p.route())
     }
     fn context_tokens(&self) -> u64 {
-        128_000
+        self.built.get().map_or(128_000, |p| p.context_tokens())
     }
     fn call<'a>(
         &'a self,
-        _request: &'a ModelRequest,
-        _sink: StreamSink<'a>,
+        request: &'a ModelRequest,
+        sink: StreamSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
-        Box::pin(async move { Err(self.error.clone()) })
+        match self.real() {
+            Ok(p) => p.call(request, sink),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
     }
 }
 

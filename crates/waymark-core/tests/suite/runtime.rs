@@ -669,7 +669,14 @@ async fn a_session_whose_api_key_is_gone_still_opens_and_its_turns_say_why() {
     let id = s.id().to_string();
     s.shutdown().await.unwrap();
     // No key any more: the session opens (to be read), and a turn fails naming the variable.
-    let without = h.reopen(|o| o.env = std::sync::Arc::new(|_: &str| None));
+    let vars = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashMap::<
+        String,
+        String,
+    >::new()));
+    let seen = vars.clone();
+    let without = h.reopen(|o| {
+        o.env = std::sync::Arc::new(move |k: &str| seen.lock().unwrap().get(k).cloned())
+    });
     let s = without.open_session(&id, SessionSpec::default()).unwrap();
     let ev = run(&s, user("hello")).await;
     let (reason, error) = ev
@@ -687,8 +694,36 @@ async fn a_session_whose_api_key_is_gone_still_opens_and_its_turns_say_why() {
         "{}",
         error.message
     );
+    // The key is stored meanwhile (the app's keyring): the open session's next turn uses it.
+    let server = super::mock_server::MockServer::start(vec![
+        super::mock_server::MockResponse::sse(concat!(
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello back.\"}}]}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3}}\n\n",
+            "data: [DONE]\n\n",
+        )),
+    ])
+    .await;
+    vars.lock().unwrap().extend([
+        ("OPENAI_API_KEY".to_string(), "sk-stored-later".to_string()),
+        ("OPENAI_BASE_URL".to_string(), format!("{}/v1", server.url)),
+    ]);
+    let ev = run(&s, user("hello again")).await;
+    let reason = ev.iter().find_map(|e| match &e.kind {
+        EventKind::TurnFinished { reason, .. } => Some(*reason),
+        _ => None,
+    });
+    assert_eq!(reason, Some(TurnEndReason::Completed), "{ev:?}");
+    let req = &server.recorded()[0];
+    assert!(
+        req.headers
+            .contains("authorization: bearer sk-stored-later"),
+        "{}",
+        req.headers
+    );
     s.shutdown().await.unwrap();
     // Creating a session still refuses at once when the key is missing.
+    vars.lock().unwrap().clear();
     let e = without
         .create_session(SessionSpec {
             workspace: Some(h.ws.clone()),
