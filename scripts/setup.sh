@@ -3,7 +3,7 @@
 # a C compiler (SQLite is built from source), rustfmt/clippy, cargo-nextest; for the desktop
 # app the WebKitGTK/GTK development packages, and for its end-to-end tests Xvfb, a D-Bus
 # session bus with a notification daemon (dunst) and a Secret Service (gnome-keyring),
-# WebKitWebDriver and tauri-driver.
+# WebKitWebDriver, tauri-driver, and xdotool (real X input for the native folder chooser).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -14,7 +14,7 @@ command -v pkg-config >/dev/null 2>&1 || missing_apt+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
 desktop_apt=(file libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libssl-dev
   libayatana-appindicator3-dev librsvg2-dev libxdo-dev xvfb xauth webkit2gtk-driver
-  fonts-dejavu-core imagemagick dbus dunst gnome-keyring)
+  fonts-dejavu-core imagemagick dbus dunst gnome-keyring xdotool)
 for p in "${desktop_apt[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_apt+=("$p")
 done

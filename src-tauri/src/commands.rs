@@ -49,9 +49,25 @@ pub fn list_sessions(host: State<'_, Host>) -> IpcResult<Vec<SessionSummary>> {
 #[tauri::command]
 #[specta::specta]
 pub async fn pick_workspace<R: tauri::Runtime>(app: AppHandle<R>) -> Option<String> {
+    use tauri::Manager;
     use tauri_plugin_dialog::DialogExt;
+    let host = app.state::<Host>();
+    // It opens beside the project used last (projects usually sit side by side), else in
+    // the home folder — not in GTK's "Recent" list, which holds files, not projects.
+    let start = host
+        .runtime
+        .list_sessions()
+        .ok()
+        .and_then(|l| l.first().map(|s| std::path::PathBuf::from(&s.workspace)))
+        .and_then(|w| w.parent().map(std::path::Path::to_path_buf))
+        .filter(|d| d.is_dir())
+        .or_else(|| std::env::var_os("HOME").map(std::path::PathBuf::from));
+    let mut dialog = app.dialog().file().set_title("Open a project folder");
+    if let Some(dir) = start {
+        dialog = dialog.set_directory(dir);
+    }
     let (tx, rx) = tokio::sync::oneshot::channel();
-    app.dialog().file().pick_folder(move |p| {
+    dialog.pick_folder(move |p| {
         let _ = tx.send(p.and_then(|p| p.into_path().ok()));
     });
     rx.await.ok().flatten().map(|p| p.display().to_string())

@@ -81,9 +81,8 @@ impl Host {
     fn adopt<R: tauri::Runtime>(&self, app: &tauri::AppHandle<R>, handle: SessionHandle) {
         let id = handle.id().to_string();
         let rx = handle.subscribe();
-        let title = self.title(&id);
         lock(&self.sessions).insert(id, Arc::new(handle));
-        tauri::async_runtime::spawn(forward(app.clone(), rx, title));
+        tauri::async_runtime::spawn(forward(app.clone(), rx));
     }
 
     /// How notifications name a session: its title, else its workspace folder's name.
@@ -161,7 +160,6 @@ pub fn now_ms() -> f64 {
 async fn forward<R: tauri::Runtime>(
     app: tauri::AppHandle<R>,
     mut rx: tokio::sync::broadcast::Receiver<waymark_protocol::Event>,
-    title: String,
 ) {
     use tauri::Manager;
     loop {
@@ -171,10 +169,16 @@ async fn forward<R: tauri::Runtime>(
             Err(RecvError::Lagged(_)) => continue,
             Err(RecvError::Closed) => break,
         };
-        let focused = app
-            .try_state::<Host>()
+        let host = app.try_state::<Host>();
+        let focused = host
+            .as_ref()
             .is_some_and(|h| h.focused.load(Ordering::Relaxed));
-        if let Some(alert) = alerts::decide(&event, &title, focused) {
+        // Named as the session is called now (its title may have come with its first message).
+        let alert = alerts::decide(&event, "", focused).and_then(|_| {
+            let title = host.as_ref()?.title(&event.session_id);
+            alerts::decide(&event, &title, focused)
+        });
+        if let Some(alert) = alert {
             alerts::raise(&app, &alert);
             let _ = AlertRaised {
                 session_id: alert.session_id,

@@ -310,6 +310,22 @@ impl Desk {
         }
     }
 
+    /// Runs `xdotool` on this desk's display (real X input, for native windows WebDriver
+    /// cannot reach); its output.
+    pub fn xdotool(&self, args: &[&str]) -> String {
+        let out = Command::new("xdotool")
+            .args(args)
+            .env("DISPLAY", &self.display)
+            .output()
+            .expect("xdotool missing (scripts/setup.sh installs it)");
+        assert!(
+            out.status.success(),
+            "xdotool {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// What the app asked the system browser to open.
     pub fn opened(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("opened.log")).unwrap_or_default()
