@@ -418,15 +418,7 @@ async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
         .await;
     app.wait_text("[data-testid=toast]", "beta.desktop_plan_mode")
         .await;
-    app.el("[data-testid=composer]")
-        .await
-        .click()
-        .await
-        .unwrap();
-    app.shift_tab().await;
-    app.el("[data-testid=plan-chip]").await;
-    app.type_into("[data-testid=composer]", "Plan the refactor\u{E007}")
-        .await;
+    app.send_with_plan_chip("Plan the refactor").await;
     app.wait_text("[data-testid=toast]", "beta.desktop_plan_mode")
         .await;
     app.shot("settings-2-entry-refused").await;
@@ -850,15 +842,7 @@ async fn open_folder_uses_the_native_chooser_and_a_plan_ready_while_unfocused_no
     // While the window has the focus, a plan ready for review raises no notification…
     let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
     desk.xdotool(&["windowfocus", "--sync", &window]);
-    app.el("[data-testid=composer]")
-        .await
-        .click()
-        .await
-        .unwrap();
-    app.shift_tab().await;
-    app.el("[data-testid=plan-chip]").await;
-    app.type_into("[data-testid=composer]", "Plan the change\u{E007}")
-        .await;
+    app.send_with_plan_chip("Plan the change").await;
     app.wait_text("[data-testid=plan-doc]", "Draft 1").await;
     app.el("[data-testid=approval-bar]").await;
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -565,6 +565,19 @@ impl App {
         self.client.perform_actions(keys).await.unwrap();
     }
 
+    /// Sends `text` from the composer with the Plan chip armed (Shift+Tab).
+    pub async fn send_with_plan_chip(&self, text: &str) {
+        self.el("[data-testid=composer]")
+            .await
+            .click()
+            .await
+            .unwrap();
+        self.shift_tab().await;
+        self.el("[data-testid=plan-chip]").await;
+        self.type_into("[data-testid=composer]", &format!("{text}\u{E007}"))
+            .await;
+    }
+
     pub async fn shot(&self, name: &str) {
         // WebKit takes the screenshot after the page's next paint. With accelerated
         // compositing off, a page with nothing to repaint never paints again, and the
