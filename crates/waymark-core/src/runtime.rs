@@ -78,6 +78,14 @@ pub struct Runtime {
     store: Arc<Store>,
 }
 
+/// The settings in force (a writer that panicked left a whole value behind: it is used).
+fn read_config(lock: &std::sync::RwLock<Arc<Config>>) -> Arc<Config> {
+    match lock.read() {
+        Ok(c) => c.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
 #[allow(unsafe_code)]
 fn pid_alive(pid: i64) -> bool {
     if pid <= 0 || pid > i64::from(i32::MAX) {
@@ -119,10 +127,7 @@ impl Runtime {
 
     /// The settings sessions opened from now on get.
     pub fn config(&self) -> Arc<Config> {
-        match self.config.read() {
-            Ok(c) => c.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        read_config(&self.config)
     }
 
     /// Replaces the settings for sessions opened from now on (open sessions take
@@ -255,10 +260,7 @@ impl Runtime {
         let cwd = self.opts.cwd.clone();
         let http = self.opts.http.clone();
         Box::new(move || {
-            let config = match config.read() {
-                Ok(c) => c.clone(),
-                Err(poisoned) => poisoned.into_inner().clone(),
-            };
+            let config = read_config(&config);
             let env = env.clone();
             resolve_model(
                 &spec,
