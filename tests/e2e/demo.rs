@@ -1,0 +1,68 @@
+//! The first run without a model: the offline demo.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notification() {
+    let desk = Desk::start();
+    let app = desk.launch().await;
+    app.el("[data-testid=demo-banner]").await;
+
+    // The goal demo opens first (newest); sample its gauges while it runs.
+    app.click("[data-testid=tab-goal]").await;
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    loop {
+        let v = app
+            .js("return [document.querySelector('[data-testid=gauge-tokens] .used')?.textContent ?? '', document.querySelector('[data-testid=goal-status]')?.textContent ?? '']")
+            .await;
+        let tokens = v[0].as_str().unwrap_or("").to_string();
+        let status = v[1].as_str().unwrap_or("").to_string();
+        if !tokens.is_empty() && seen.last() != Some(&tokens) {
+            seen.push(tokens);
+        }
+        if status == "blocked" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "goal never blocked; gauges showed {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        seen.len() >= 3,
+        "the token gauge should move during the run: {seen:?}"
+    );
+    app.wait_text("[data-testid=goal-reason]", "worker reported")
+        .await;
+    app.wait_text("[data-testid=goal-timeline]", "blocked")
+        .await;
+    app.shot("demo-1-goal-blocked").await;
+
+    // The notification went over D-Bus to the notification daemon.
+    desk.wait_notification("Goal blocked").await;
+    desk.screen("demo-2-notification-on-screen");
+
+    // The plan demo: wait for its approval, approve, allow the test run, see it done.
+    let plan_id = app
+        .wait_js(
+            "return [...document.querySelectorAll('[data-testid=session]')].find(b => b.textContent.includes('Plan first'))?.dataset.sessionId",
+            "the plan demo in the list",
+        )
+        .await;
+    app.open_session(plan_id.as_str().unwrap()).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.el("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=plan-doc]", "Risks").await;
+    app.shot("demo-3-plan-review").await;
+    app.click("[data-testid=approve]").await;
+    app.el("[data-testid=question-dialog][data-kind=permission]")
+        .await;
+    app.shot("demo-4-permission-dialog").await;
+    app.click("[data-testid=allow-once]").await;
+    app.wait_text("[data-testid=transcript]", "the test passes")
+        .await;
+    app.shot("demo-5-implemented").await;
+    app.close().await;
+}

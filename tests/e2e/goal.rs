@@ -1,0 +1,142 @@
+//! The Goal tab following a scripted goal run, and its controls.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "goal");
+    let chat = desk.exec(&ws, &script("chat.json"), &["Hello"]);
+    assert!(chat.status.success());
+    let out = desk.exec(
+        &ws,
+        &script("goal_budget.json"),
+        &["--permission", "auto", "/goal Do the two steps budget=5K"],
+    );
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains("budget_limited"), "{log}");
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-status]", "budget limited")
+        .await;
+    let level = app
+        .js("return document.querySelector('[data-testid=gauge-tokens]').dataset.level")
+        .await;
+    assert_eq!(level, "danger");
+    assert!(
+        app.text("[data-testid=gauge-tokens]")
+            .await
+            .contains("limit reached")
+    );
+    assert!(
+        app.js("return Number(document.querySelector('[data-testid=burndown]').dataset.points)")
+            .await
+            .as_u64()
+            .unwrap()
+            >= 2
+    );
+    app.shot("goal-1-budget-limited").await;
+
+    // Raise the spent dimension: the goal resumes and the gauges move again.
+    app.click("[data-testid=goal-budget]").await;
+    app.type_into("[data-testid=budget-tokens]", "20K").await;
+    app.click("[data-testid=budget-save]").await;
+    app.wait_text("[data-testid=goal-timeline]", "budget raised")
+        .await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Back at it after the budget was raised.",
+    )
+    .await;
+    // The script then repeats itself: the breaker pauses the goal, which is worth a notification.
+    app.wait_text("[data-testid=goal-status]", "paused").await;
+    app.wait_text("[data-testid=goal-reason]", "no progress")
+        .await;
+    desk.wait_notification("Goal paused").await;
+    app.shot("goal-2-resumed-then-paused").await;
+    desk.screen("goal-3-notification");
+
+    // Clicking the notification brings that session back while another one is shown.
+    let goal_id = app
+        .js("return document.querySelector('[data-testid=session].current').dataset.sessionId")
+        .await;
+    app.click("[data-testid=session]:not(.current)").await;
+    app.wait_js(
+        &format!("return document.querySelector('[data-testid=session].current')?.dataset.sessionId !== {goal_id}"),
+        "the other session to open",
+    )
+    .await;
+    let clicked = std::process::Command::new("dunstctl")
+        .arg("action")
+        .arg("0")
+        .env("DBUS_SESSION_BUS_ADDRESS", &desk.bus)
+        .status()
+        .unwrap();
+    assert!(clicked.success());
+    app.wait_js(
+        &format!("return document.querySelector('[data-testid=session].current')?.dataset.sessionId === {goal_id}"),
+        "the notification's session to open",
+    )
+    .await;
+    app.click("[data-testid=tab-goal]").await;
+
+    // A second launch hands over to this window and exits.
+    let mut second = std::process::Command::new(harness::app_binary())
+        .envs(desk.env())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = second.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the second instance kept running"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(status.success(), "{status}");
+    app.el("[data-testid=goal-status]").await;
+
+    // Pause/resume/clear from the buttons.
+    app.click("[data-testid=goal-resume]").await;
+    app.wait_text("[data-testid=goal-timeline]", "active — resumed")
+        .await;
+    app.click("[data-testid=goal-clear]").await;
+    app.wait_text("[data-testid=tab-goal]", "Goal").await;
+    app.el("[data-testid=goal-new]").await;
+    app.quit().await;
+    // The window's size and place were saved on the way out.
+    let start = Instant::now();
+    let state = loop {
+        let found = walk(&desk.home())
+            .into_iter()
+            .find(|p| p.ends_with(".window-state.json"));
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no window state saved under {}",
+            desk.home().display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let saved = std::fs::read_to_string(&state).unwrap();
+    assert!(saved.contains("\"main\""), "{saved}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -1,0 +1,235 @@
+//! Plan review in the window: approve, not now, revise, reject; editing before approval;
+//! the Plan tab repainting on disk changes; a hostile plan staying inert.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_review_not_now_revise_then_reject() {
+    let desk = Desk::start();
+    let (app, _, ws) = on_plan_tab(&desk, "review", "plan_review.json", "ask").await;
+    app.el("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=plan-doc]", "draft one").await;
+    app.shot("plan-1-awaiting-approval").await;
+
+    // Not now: the review closes, the session stays in plan mode, nothing is implemented.
+    app.click("[data-testid=defer]").await;
+    app.wait_gone("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=session].current", "plan").await;
+
+    // A new message in plan mode: the model revises and asks again.
+    app.type_into("[data-testid=composer]", "Add a rollback step.")
+        .await;
+    app.click("[data-testid=send]").await;
+    app.wait_text("[data-testid=approval-bar]", "v2").await;
+    app.wait_text("[data-testid=plan-doc]", "Rollback").await;
+
+    // Revise… with feedback: the model gets it and offers a third draft with options.
+    app.click("[data-testid=revise]").await;
+    app.type_into("[data-testid=revise-text]", "Please add a test first.")
+        .await;
+    app.click("[data-testid=revise-send]").await;
+    app.wait_text("[data-testid=approval-bar]", "v3").await;
+    app.wait_text("[data-testid=plan-options]", "Rename everywhere")
+        .await;
+    app.wait_text("[data-testid=transcript]", "Please add a test first.")
+        .await;
+    app.wait_text("[data-testid=revisions]", "v3").await;
+
+    // Any two revisions side by side.
+    app.click("[data-testid=show-diff]").await;
+    app.wait_text("[data-testid=diff]", "Add a test.").await;
+    app.shot("plan-2-revised-with-diff").await;
+
+    // Reject & exit: back to default mode, the workspace untouched.
+    app.click("[data-testid=reject]").await;
+    app.wait_gone("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=transcript]", "Plan mode off (rejected)")
+        .await;
+    app.shot("plan-3-rejected").await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/greet.sh")).unwrap(),
+        "echo \"Hello, ${1:-world}\"\n"
+    );
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_edited_in_the_app_then_approved_implements_the_edit() {
+    let desk = Desk::start();
+    let (app, id, ws) = on_plan_tab(&desk, "approve", "plan_approve.json", "auto-edit").await;
+    app.wait_text("[data-testid=plan-doc]", "Write DONE.txt")
+        .await;
+
+    app.click("[data-testid=edit-plan]").await;
+    let edited =
+        "## Summary\nWrite DONE.txt (EDITED BY THE USER).\n\n## Steps\n1. Create `DONE.txt`.\n";
+    app.type_into("[data-testid=plan-editor]", edited).await;
+    app.click("[data-testid=save-plan]").await;
+    app.wait_text("[data-testid=revisions]", "edited by you")
+        .await;
+    app.wait_text("[data-testid=plan-doc]", "EDITED BY THE USER")
+        .await;
+
+    app.click("[data-testid=approve]").await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Implemented: DONE.txt is written.",
+    )
+    .await;
+    app.wait_text("[data-testid=transcript]", "EDITED BY THE USER")
+        .await;
+    app.shot("plan-4-approved-edit-implemented").await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("DONE.txt")).unwrap(),
+        "implemented\n"
+    );
+    app.close().await;
+
+    // The stored history agrees: v2 is the user's and it is what was approved.
+    let out = desk.cli(&["plan", "revisions", "--session", &id]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("user"), "{text}");
+}
+
+/// Writes `text` to the plan file and waits for the Plan tab to show `marker`; returns the
+/// milliseconds from the write to the repaint (as the page recorded it).
+async fn repaint_after_write(
+    app: &harness::App,
+    path: &std::path::Path,
+    text: &str,
+    marker: &str,
+    atomic: bool,
+) -> f64 {
+    let before = now_ms();
+    if atomic {
+        rename_write(path, text);
+    } else {
+        std::fs::write(path, text).unwrap();
+    }
+    let painted = app
+        .wait_js(
+            &format!(
+                "const d = document.querySelector('[data-testid=plan-doc]'); \
+                 return d && d.textContent.includes({marker:?}) && d.dataset.paintedAt ? Number(d.dataset.paintedAt) : null"
+            ),
+            "the plan repaint",
+        )
+        .await;
+    painted.as_f64().unwrap() - before
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
+    let desk = Desk::start();
+    let (app, id, _) = on_plan_tab(&desk, "live", "plan_wait.json", "ask").await;
+    app.wait_text("[data-testid=plan-doc]", "waits for review")
+        .await;
+    let path = plan_path(&desk, &id);
+    let mut latencies = Vec::new();
+    for i in 0..6 {
+        let marker = format!("edit number {i}");
+        let text =
+            format!("## Summary\nLive plan, {marker}.\n\n| a | b |\n|---|---|\n| {i} | x |\n");
+        latencies.push(repaint_after_write(&app, &path, &text, &marker, i % 2 == 1).await);
+    }
+    app.shot("plan-5-live-repaint").await;
+    eprintln!("plan change -> repaint (ms), plain and rename writes: {latencies:.1?}");
+    // Deleting the file empties the tab; writing it again brings it back.
+    std::fs::remove_file(&path).unwrap();
+    app.el("[data-testid=plan-empty]").await;
+    std::fs::write(&path, "## Summary\nBack again.\n").unwrap();
+    app.wait_text("[data-testid=plan-doc]", "Back again.").await;
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
+    let desk = Desk::start();
+    let (id, ws) = planned_session(&desk, "xss", "plan_wait.json", "ask");
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.el("[data-testid=approval-bar]").await;
+    // Model-written markup that would approve its own plan if anything in it ran.
+    let steal = "window.__TAURI_INTERNALS__ && window.__TAURI_INTERNALS__.invoke('answer',{id:'x',questionnaireId:'x',answer:{answer:'approve'}}); window.__pwned='ran'";
+    let payload = format!(
+        "## Summary\nXSS-MARKER plan.\n\n\
+         <script>{steal}</script>\n\n\
+         <img src=x onerror=\"{steal}\">\n\n\
+         <svg onload=\"{steal}\"><circle r=1 /></svg>\n\n\
+         <iframe srcdoc=\"<script>parent.__pwned='iframe'</script>\"></iframe>\n\n\
+         <details open ontoggle=\"{steal}\"><summary>d</summary>x</details>\n\n\
+         <math><mtext><table><mglyph><style><img src=x onerror=\"{steal}\">\n\n\
+         <a href=\"javascript:window.__pwned='href'\">js link</a> [md link](javascript:window.__pwned='md')\n\n\
+         <form action=\"javascript:window.__pwned='form'\"><button>go</button></form>\n\n\
+         <object data=\"javascript:window.__pwned='object'\"></object><embed src=\"javascript:1\">\n\n\
+         <div style=\"background:url(http://127.0.0.1:9/x)\" onclick=\"{steal}\">styled</div>\n\n\
+         [the docs](https://example.com/docs?from=plan) ![remote](http://127.0.0.1:9/pixel.png) <base href=\"http://127.0.0.1:9/\"> <meta http-equiv=\"refresh\" content=\"0;url=http://127.0.0.1:9/\">\n"
+    );
+    rename_write(&plan_path(&desk, &id), &payload);
+    app.wait_text("[data-testid=plan-doc]", "XSS-MARKER").await;
+    // Click everything clickable inside the rendered plan.
+    app.js("document.querySelectorAll('[data-testid=plan-doc] a, [data-testid=plan-doc] button, [data-testid=plan-doc] div, [data-testid=plan-doc] summary').forEach(e => e.click()); return true")
+        .await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let report = app
+        .js("const d = document.querySelector('[data-testid=plan-doc]'); \
+             return { pwned: window.__pwned ?? null, \
+                      dangerous: d.querySelectorAll('script,iframe,object,embed,form,svg,math,base,meta,style,img').length, \
+                      handlers: [...d.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on') || a.name === 'style')).length, \
+                      jsLinks: [...d.querySelectorAll('[href],[src]')].filter(e => /^\\s*javascript:/i.test(e.getAttribute('href') ?? e.getAttribute('src') ?? '')).length, \
+                      url: location.href }")
+        .await;
+    app.shot("plan-6-xss-inert").await;
+    assert_eq!(report["pwned"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["dangerous"], 0, "{report}");
+    assert_eq!(report["handlers"], 0, "{report}");
+    assert_eq!(report["jsLinks"], 0, "{report}");
+    assert!(
+        report["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("tauri://localhost"),
+        "{report}"
+    );
+    // A real click on an http link goes to the system browser, the webview stays put.
+    app.click("[data-testid=plan-doc] a[href^='https://example.com']")
+        .await;
+    let start = Instant::now();
+    while !desk.opened().contains("https://example.com/docs?from=plan") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the link did not reach the browser: {:?}",
+            desk.opened()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        app.client
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .starts_with("tauri://localhost")
+    );
+    // Only Waymark's own commands are reachable over IPC: plugins refuse the webview.
+    let refused = app
+        .js_async(
+            "const done = arguments[arguments.length - 1]; \
+             window.__TAURI_INTERNALS__.invoke('plugin:opener|open_url', {url: 'https://example.com/evil'}) \
+               .then(() => done('allowed'), e => done('refused: ' + e));",
+        )
+        .await;
+    assert!(
+        refused.as_str().unwrap().starts_with("refused"),
+        "{refused}"
+    );
+    assert!(!desk.opened().contains("evil"));
+    // The plan is still waiting for the user: nothing approved it.
+    app.el("[data-testid=approval-bar]").await;
+    let out = desk.cli(&["show", "--session", &id]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("The plan is ready for review"), "{shown}");
+    assert!(!ws.join("DONE.txt").exists());
+    app.close().await;
+}

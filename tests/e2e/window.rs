@@ -1,0 +1,149 @@
+//! The window itself: the composer, Stop, the native folder chooser, notifications while
+//! another window has the focus.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "stop");
+    let out = desk.exec(&ws, &script("stop.json"), &["--permission", "auto", "Hi"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+
+    // `/` opens completion; Tab takes the highlighted command.
+    app.type_into("[data-testid=composer]", "/go").await;
+    app.wait_text("[data-testid=completion]", "/goal pause")
+        .await;
+    app.shot("composer-1-completion").await;
+    app.el("[data-testid=composer]")
+        .await
+        .send_keys("\u{E004}")
+        .await
+        .unwrap();
+    let value = app
+        .js("return document.querySelector('[data-testid=composer]').value")
+        .await;
+    assert_eq!(value, "/goal ");
+    app.el("[data-testid=composer]")
+        .await
+        .clear()
+        .await
+        .unwrap();
+
+    // Stop kills the running tool and ends the turn.
+    app.type_into("[data-testid=composer]", "Run the long command\u{E007}")
+        .await;
+    app.wait_text("[data-testid=transcript]", "Running a long command.")
+        .await;
+    app.click("[data-testid=stop]").await;
+    app.wait_text("[data-testid=transcript]", "Turn ended: aborted")
+        .await;
+    app.wait_gone("[data-testid=stop]").await;
+    app.shot("composer-2-stopped").await;
+    assert!(
+        !app.text("[data-testid=transcript]")
+            .await
+            .contains("This reply never comes")
+    );
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn open_folder_uses_the_native_chooser_and_a_plan_ready_while_unfocused_notifies() {
+    let desk = Desk::start();
+    // A model that writes a plan and asks for review, then does so again with a second draft.
+    let draft = |n: u32| {
+        serde_json::json!({
+            "text": format!("Draft {n} written."),
+            "tool_calls": [
+                {"name": "write", "arguments": {"path": "${session_dir}/artifacts/plan.md", "content": format!("## Summary\nDraft {n} of the plan.\n")}},
+                {"name": "ExitPlanMode", "arguments": {}}
+            ]
+        })
+    };
+    let two_plans = desk.dir.path().join("two_plans.json");
+    std::fs::write(
+        &two_plans,
+        serde_json::json!({"responses": [draft(1), draft(2)], "when_exhausted": "repeat_last"})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
+    std::fs::write(
+        desk.settings_file(),
+        serde_json::json!({ "model": format!("scripted:{}", two_plans.display()) }).to_string(),
+    )
+    .unwrap();
+    // No sub-folder: the chooser's location bar would complete the path into it.
+    let ws = desk.dir.path().join("picked");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("README.md"), "picked\n").unwrap();
+    let app = desk.launch().await;
+    app.click("[data-testid=open-folder]").await;
+    // The native folder chooser (GTK): type the folder into its location bar, real X input.
+    let dialog = desk.xdotool(&[
+        "search",
+        "--sync",
+        "--onlyvisible",
+        "--name",
+        "Open a project folder",
+    ]);
+    desk.xdotool(&["windowfocus", "--sync", &dialog]);
+    desk.xdotool(&["key", "--clearmodifiers", "ctrl+l"]);
+    desk.xdotool(&["type", "--delay", "2", ws.to_str().unwrap()]);
+    desk.screen("folder-1-chooser");
+    desk.xdotool(&["key", "Return"]);
+    // A session in that folder opens.
+    app.wait_text("[data-testid=session].current", "").await;
+    let listed = desk.cli(&["sessions"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains(ws.to_str().unwrap()), "{listed}");
+    app.el(&format!("nav.sessions .ws[title='{}']", ws.display()))
+        .await;
+    app.shot("folder-2-session-opened").await;
+
+    // While the window has the focus, a plan ready for review raises no notification…
+    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+    desk.xdotool(&["windowfocus", "--sync", &window]);
+    app.send_with_plan_chip("Plan the change").await;
+    app.wait_text("[data-testid=plan-doc]", "Draft 1").await;
+    app.el("[data-testid=approval-bar]").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !desk.notifications().contains("Plan ready for review"),
+        "{}",
+        desk.notifications()
+    );
+    app.click("[data-testid=defer]").await;
+    app.wait_gone("[data-testid=approval-bar]").await;
+
+    // …but when another window has it, the next draft does.
+    let _other = harness::spawn(
+        std::process::Command::new("display")
+            .args(["-size", "320x200", "-title", "elsewhere", "xc:lightgray"])
+            .env("DISPLAY", &desk.display)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let elsewhere = desk.xdotool(&["search", "--sync", "--onlyvisible", "--name", "elsewhere"]);
+    desk.xdotool(&["windowfocus", "--sync", &elsewhere]);
+    app.type_into("[data-testid=composer]", "Add a rollback step\u{E007}")
+        .await;
+    desk.wait_notification("Plan ready for review").await;
+    app.wait_text("[data-testid=plan-doc]", "Draft 2").await;
+    app.el("[data-testid=approval-bar]").await;
+    desk.screen("folder-3-plan-notification");
+    assert!(
+        desk.notifications()
+            .contains("Plan ready for review — Plan the change"),
+        "the notification names the session by its title: {}",
+        desk.notifications()
+    );
+    app.close().await;
+}
