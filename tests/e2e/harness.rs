@@ -19,6 +19,8 @@ pub struct Proc(Child);
 
 /// The process groups started and not yet ended, for the watchdog.
 static GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+/// The desks' temporary folders (the watchdog exits without running destructors).
+static DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 impl Proc {
     pub fn child(&mut self) -> &mut Child {
@@ -63,25 +65,36 @@ pub fn spawn(cmd: &mut Command) -> Proc {
 
 /// A test that runs longer than this is stuck (a WebDriver call that never returns):
 /// the watchdog ends its processes and the test binary, so CI fails instead of hanging.
-const TEST_LIMIT: Duration = Duration::from_secs(240);
+/// `E2E_TEST_LIMIT_SECS` overrides it (to check the watchdog itself).
+fn test_limit() -> Duration {
+    let secs = std::env::var("E2E_TEST_LIMIT_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(240);
+    Duration::from_secs(secs)
+}
 
 /// Returns the guard that disarms it (dropped with the desk at the end of the test).
 fn watchdog() -> std::sync::mpsc::Sender<()> {
     let test = std::thread::current().name().unwrap_or("?").to_string();
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
-        if rx.recv_timeout(TEST_LIMIT) != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+        let limit = test_limit();
+        if rx.recv_timeout(limit) != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
             return; // the test ended
         }
         use std::io::Write;
         // Straight to stderr: the test harness captures eprintln! and would lose it.
         let _ = writeln!(
             std::io::stderr(),
-            "e2e watchdog: {test} ran longer than {TEST_LIMIT:?}; stopping it"
+            "e2e watchdog: {test} ran longer than {limit:?}; stopping it"
         );
         // Every group still running: the desk's and the app's driver (started later).
         for id in GROUPS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             unsafe { libc::kill(-(*id as libc::pid_t), libc::SIGKILL) };
+        }
+        for dir in DIRS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = std::fs::remove_dir_all(dir);
         }
         std::process::exit(101);
     });
@@ -147,6 +160,9 @@ impl Desk {
             .prefix("waymark-e2e")
             .tempdir()
             .unwrap();
+        DIRS.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dir.path().to_path_buf());
         let mut procs = Vec::new();
 
         let mut x = Command::new("Xvfb");
