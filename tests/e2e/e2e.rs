@@ -20,6 +20,15 @@ fn script(name: &str) -> String {
     )
 }
 
+/// Asserts that a CLI run succeeded (its stderr in the failure message).
+fn succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A workspace folder with one file in it.
 fn workspace(desk: &Desk, name: &str) -> PathBuf {
     let ws = desk.dir.path().join(name);

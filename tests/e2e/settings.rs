@@ -7,11 +7,7 @@ async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
     let desk = Desk::start();
     let ws = workspace(&desk, "flags");
     let out = desk.exec(&ws, &script("chat.json"), &["Hello"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
 
@@ -130,11 +126,7 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
         .env("MOCK_KEY", "from-the-environment")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
 
     // …the app, which has no such variable, opens it, and a turn says what is missing…
     let app = desk.launch().await;

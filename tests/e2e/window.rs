@@ -8,11 +8,7 @@ async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
     let desk = Desk::start();
     let ws = workspace(&desk, "stop");
     let out = desk.exec(&ws, &script("stop.json"), &["--permission", "auto", "Hi"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
 
