@@ -122,11 +122,12 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
             },
             HistoryItem::ToolResult {
                 call_id,
+                wire_id,
                 name,
                 status,
                 content,
             } => ModelMessage::ToolResult {
-                call_id: call_id.clone(),
+                call_id: wire_id.clone().unwrap_or_else(|| call_id.clone()),
                 name: name.clone(),
                 content: content.clone(),
                 is_error: *status != ToolStatus::Ok,
@@ -204,6 +205,7 @@ mod tests {
                     reasoning: None,
                     tool_calls: vec![ToolCallRecord {
                         id: format!("c{i}"),
+                        wire_id: None,
                         name: "read_file".into(),
                         arguments: serde_json::json!({}),
                     }],
@@ -213,6 +215,7 @@ mod tests {
                 Some(1),
                 HistoryItem::ToolResult {
                     call_id: format!("c{i}"),
+                    wire_id: None,
                     name: "read_file".into(),
                     status: ToolStatus::Ok,
                     content: "x".repeat(4000),

@@ -93,6 +93,8 @@ pub(crate) struct SessionCore {
 pub(crate) struct HistoryCache {
     last_id: i64,
     pub items: Vec<(Option<i64>, store::HistoryItem)>,
+    /// Every wire id the conversation has used, so a provider cannot reuse one.
+    wire_ids: std::collections::HashSet<String>,
 }
 
 impl SessionCore {
@@ -139,18 +141,33 @@ impl SessionCore {
         self.store.read(f)
     }
 
+    /// The conversation cache, after reading the rows added since last time.
+    fn history_cache(&self) -> Result<std::sync::MutexGuard<'_, HistoryCache>> {
+        let mut cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        let fresh = self.read(|c| store::turns::history_after(c, &self.id, cache.last_id))?;
+        for (id, turn, item) in fresh {
+            cache.last_id = id;
+            if let store::HistoryItem::Assistant { tool_calls, .. } = &item {
+                for c in tool_calls {
+                    cache.wire_ids.insert(c.wire().to_string());
+                }
+            }
+            cache.items.push((turn, item));
+        }
+        Ok(cache)
+    }
+
     /// Runs `f` on the whole conversation, after reading the rows added since last time.
     pub fn with_history<T>(
         &self,
         f: impl FnOnce(&[(Option<i64>, store::HistoryItem)]) -> T,
     ) -> Result<T> {
-        let mut cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
-        let fresh = self.read(|c| store::turns::history_after(c, &self.id, cache.last_id))?;
-        for (id, turn, item) in fresh {
-            cache.last_id = id;
-            cache.items.push((turn, item));
-        }
-        Ok(f(&cache.items))
+        Ok(f(&self.history_cache()?.items))
+    }
+
+    /// Whether the conversation already used `wire_id` for a call.
+    pub(crate) fn wire_id_used(&self, wire_id: &str) -> Result<bool> {
+        Ok(self.history_cache()?.wire_ids.contains(wire_id))
     }
 }
 

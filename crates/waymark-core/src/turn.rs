@@ -252,10 +252,11 @@ async fn drive(
                 return finish_aborted(core, turn_id);
             }
         };
-        let reply = match reply {
+        let mut reply = match reply {
             Ok(r) => r,
             Err(e) => return finish(core, turn_id, TurnEndReason::Error, Some(e.info())),
         };
+        identify_calls(core, turn_id, steps, &mut reply.tool_calls)?;
         record_reply(core, turn_id, &reply)?;
         if reply.tool_calls.is_empty() {
             return finish(core, turn_id, TurnEndReason::Completed, None);
@@ -283,6 +284,43 @@ fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> (Vec<To
             (specs, tokens)
         })
         .clone()
+}
+
+/// Gives each call of a reply its runtime id (`tc_<turn>_<step>_<n>`, unique in the
+/// session) and a wire id: the provider's own when it is usable and not used before in the
+/// conversation or the reply, else the runtime id. Provider ids never name a call inside the
+/// runtime, so a provider that omits or repeats them cannot make two calls share an answer.
+pub(crate) fn identify_calls(
+    core: &SessionCore,
+    turn_id: i64,
+    step: u32,
+    calls: &mut [crate::store::ToolCallRecord],
+) -> Result<()> {
+    let mut seen: Vec<String> = Vec::with_capacity(calls.len());
+    for (n, c) in calls.iter_mut().enumerate() {
+        c.id = format!("tc_{turn_id}_{step}_{n}");
+        let usable = match c.wire_id.as_deref() {
+            Some(w) => {
+                usable_wire_id(w) && !seen.iter().any(|s| s == w) && !core.wire_id_used(w)?
+            }
+            None => false,
+        };
+        if !usable {
+            c.wire_id = Some(c.id.clone());
+        }
+        seen.push(c.wire().to_string());
+    }
+    Ok(())
+}
+
+/// Wire ids every provider accepts: 1–64 ASCII letters, digits, `_` and `-`.
+fn usable_wire_id(w: &str) -> bool {
+    // `tc_` is the runtime's own prefix: a provider id shaped like it could collide with a
+    // wire id the runtime makes up later.
+    !w.starts_with("tc_")
+        && (1..=64).contains(&w.len())
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Commits one model reply: history, usage, step count and events, in one transaction.
@@ -355,6 +393,7 @@ fn write_result(
         Some(turn_id),
         &HistoryItem::ToolResult {
             call_id: call.id.clone(),
+            wire_id: call.wire_id.clone(),
             name: call.name.clone(),
             status,
             content: content.clone(),
@@ -410,7 +449,7 @@ async fn process_call(
         let q = store::questionnaires::for_turn(c, turn_id)?
             .into_iter()
             .rev()
-            .find(|q| q.payload.get("call_id").and_then(|v| v.as_str()) == Some(call.id.as_str()));
+            .find(|q| asked_about(q, call));
         Ok((s, g, q))
     })?;
     if let Some(q) = &answered
@@ -460,10 +499,10 @@ async fn process_call(
             let qid = core.ids.new_id("q");
             core.write(|tx| {
                 let mut payload = payload.clone();
-                if payload.get("call_id").is_none()
-                    && let Some(o) = payload.as_object_mut()
-                {
+                // The answer binds to this call alone: its id and what exactly it asked.
+                if let Some(o) = payload.as_object_mut() {
                     o.insert("call_id".into(), call.id.clone().into());
+                    o.insert("call_sha256".into(), call_fingerprint(call).into());
                 }
                 tx.open_questionnaire(&qid, &sid, Some(turn_id), kind, &payload)?;
                 tx.set_turn_status(turn_id, TurnStatus::Parked)?;
@@ -509,6 +548,25 @@ async fn process_call(
             Ok(CallOutcome::Done { terminate })
         }
     }
+}
+
+/// A digest of what a call asks for (tool and arguments), which a permission answer binds to.
+pub(crate) fn call_fingerprint(call: &ToolCallRecord) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(call.name.as_bytes());
+    h.update([0]);
+    h.update(call.arguments.to_string().as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `q` is the permission question this very call raised: same call id and the same
+/// tool and arguments. No other call can use its answer.
+fn asked_about(q: &store::QuestionnaireRow, call: &ToolCallRecord) -> bool {
+    q.kind == waymark_protocol::QuestionnaireKind::Permission
+        && q.payload.get("call_id").and_then(|v| v.as_str()) == Some(call.id.as_str())
+        && q.payload.get("call_sha256").and_then(|v| v.as_str())
+            == Some(call_fingerprint(call).as_str())
 }
 
 fn finish_aborted(core: &SessionCore, turn_id: i64) -> Result<TurnExit> {
@@ -566,4 +624,60 @@ pub(crate) fn close_turn(
             recovered,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(id: &str, command: &str) -> ToolCallRecord {
+        ToolCallRecord {
+            id: id.into(),
+            wire_id: None,
+            name: "bash".into(),
+            arguments: json!({ "command": command }),
+        }
+    }
+
+    fn asked(
+        kind: waymark_protocol::QuestionnaireKind,
+        c: &ToolCallRecord,
+    ) -> store::QuestionnaireRow {
+        store::QuestionnaireRow {
+            id: "q".into(),
+            session_id: "s".into(),
+            turn_id: Some(1),
+            kind,
+            payload: json!({"call_id": c.id, "call_sha256": call_fingerprint(c)}),
+            status: "answered".into(),
+            answer: Some(waymark_protocol::Answer::AllowOnce),
+        }
+    }
+
+    #[test]
+    fn an_answer_binds_to_the_call_id_and_its_exact_arguments() {
+        let asked_call = call("tc_1_0_0", "ls");
+        let q = asked(waymark_protocol::QuestionnaireKind::Permission, &asked_call);
+        assert!(asked_about(&q, &asked_call));
+        // Same id, other arguments: not this answer.
+        assert!(!asked_about(&q, &call("tc_1_0_0", "rm -rf ~")));
+        // Same arguments, another call: not this answer either.
+        assert!(!asked_about(&q, &call("tc_1_1_0", "ls")));
+        // Only permission questions answer calls.
+        let other = asked(
+            waymark_protocol::QuestionnaireKind::GoalApproval,
+            &asked_call,
+        );
+        assert!(!asked_about(&other, &asked_call));
+    }
+
+    #[test]
+    fn provider_ids_shaped_like_ours_or_odd_are_not_used_on_the_wire() {
+        assert!(usable_wire_id("call_abc-1"));
+        assert!(!usable_wire_id("tc_9_0_0"));
+        assert!(!usable_wire_id(""));
+        assert!(!usable_wire_id("a b"));
+        assert!(!usable_wire_id(&"x".repeat(65)));
+    }
 }

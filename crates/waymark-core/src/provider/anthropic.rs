@@ -59,7 +59,7 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
                     };
                     push(
                         "assistant",
-                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                        json!({"type": "tool_use", "id": c.wire(), "name": c.name, "input": input}),
                     );
                 }
             }
@@ -205,15 +205,11 @@ impl http::StreamFold for EventFolder {
                     if name.is_empty() {
                         return Err(ProviderError::bad_response("a tool_use block has no name"));
                     }
-                    self.calls.push(ToolCallRecord {
-                        id: if id.is_empty() {
-                            format!("toolu_{index}")
-                        } else {
-                            id
-                        },
+                    self.calls.push(ToolCallRecord::from_provider(
+                        Some(id),
                         name,
-                        arguments: parse_arguments(&json),
-                    });
+                        parse_arguments(&json),
+                    ));
                 }
             }
             "message_delta" => {
@@ -360,11 +356,13 @@ mod tests {
                     tool_calls: vec![
                         ToolCallRecord {
                             id: "a".into(),
+                            wire_id: None,
                             name: "x".into(),
                             arguments: json!({}),
                         },
                         ToolCallRecord {
                             id: "b".into(),
+                            wire_id: None,
                             name: "y".into(),
                             arguments: json!({}),
                         },

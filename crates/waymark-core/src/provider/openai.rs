@@ -49,7 +49,7 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Result<Vec<u8>, P
                 tool_calls: tool_calls
                     .iter()
                     .map(|c| CallDef {
-                        id: &c.id,
+                        id: c.wire(),
                         kind: "function",
                         function: FnCall {
                             name: &c.name,
@@ -292,11 +292,11 @@ impl http::StreamFold for ChunkFolder {
                     "tool call #{index} in the stream has no name"
                 )));
             }
-            tool_calls.push(ToolCallRecord {
-                id: c.id.unwrap_or_else(|| format!("call_{index}")),
-                name: c.name,
-                arguments: parse_arguments(&c.arguments),
-            });
+            tool_calls.push(ToolCallRecord::from_provider(
+                c.id,
+                c.name,
+                parse_arguments(&c.arguments),
+            ));
         }
         let usage = self.usage.unwrap_or_else(|| Usage {
             input_tokens: estimate_input,
@@ -420,6 +420,7 @@ mod tests {
                     reasoning: Some("because".into()),
                     tool_calls: vec![ToolCallRecord {
                         id: "c1".into(),
+                        wire_id: None,
                         name: "read_file".into(),
                         arguments: json!({"path": "a"}),
                     }],

@@ -58,6 +58,9 @@ pub struct ScriptResponse {
 #[derive(Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptToolCall {
+    /// The provider's call id; omitted, the call comes without one (as from some servers).
+    #[serde(default)]
+    pub id: Option<String>,
     pub name: String,
     #[serde(default = "empty_object")]
     pub arguments: Value,
@@ -301,11 +304,12 @@ impl ModelProvider for ScriptedProvider {
             let tool_calls: Vec<ToolCallRecord> = r
                 .tool_calls
                 .iter()
-                .enumerate()
-                .map(|(i, c)| ToolCallRecord {
-                    id: format!("call_{}_{i}", fastrand::u32(..)),
-                    name: c.name.clone(),
-                    arguments: self.expand(&c.arguments),
+                .map(|c| {
+                    ToolCallRecord::from_provider(
+                        c.id.clone(),
+                        c.name.clone(),
+                        self.expand(&c.arguments),
+                    )
                 })
                 .collect();
             let usage = match r.usage {

@@ -40,9 +40,36 @@ pub struct TurnRow {
 /// A tool call requested by the model.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ToolCallRecord {
+    /// The runtime's id of the call, unique in the session (empty until the turn engine
+    /// records the reply). Questionnaires, events and results name the call by it.
     pub id: String,
+    /// The id the call has on the wire: the provider's own when it sent a usable, unused
+    /// one, else one made up. Only ever sent back to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_id: Option<String>,
     pub name: String,
     pub arguments: serde_json::Value,
+}
+
+impl ToolCallRecord {
+    /// A call as a provider reports it: its wire id (if it sent one), name and arguments.
+    pub fn from_provider(
+        wire_id: Option<String>,
+        name: String,
+        arguments: serde_json::Value,
+    ) -> Self {
+        ToolCallRecord {
+            id: String::new(),
+            wire_id: wire_id.filter(|w| !w.is_empty()),
+            name,
+            arguments,
+        }
+    }
+
+    /// The id to send to the model for this call.
+    pub fn wire(&self) -> &str {
+        self.wire_id.as_deref().unwrap_or(&self.id)
+    }
 }
 
 /// One entry of the conversation.
@@ -62,6 +89,10 @@ pub enum HistoryItem {
     },
     ToolResult {
         call_id: String,
+        /// The call's wire id (see [`ToolCallRecord::wire_id`]); older rows lack it and
+        /// used `call_id` on the wire.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wire_id: Option<String>,
         name: String,
         status: ToolStatus,
         content: String,
@@ -334,6 +365,7 @@ mod tests {
             .unwrap();
         let call = |id: &str| ToolCallRecord {
             id: id.into(),
+            wire_id: None,
             name: "bash".into(),
             arguments: serde_json::json!({}),
         };
@@ -353,6 +385,7 @@ mod tests {
                     Some(turn),
                     &HistoryItem::ToolResult {
                         call_id: "a".into(),
+                        wire_id: None,
                         name: "bash".into(),
                         status: ToolStatus::Ok,
                         content: "x".into(),

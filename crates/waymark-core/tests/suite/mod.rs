@@ -3,4 +3,5 @@ mod harness;
 mod mock_server;
 mod plan;
 mod providers;
+mod red_team;
 mod runtime;

@@ -76,7 +76,7 @@ const OPENAI_STREAM: &str = concat!(
 fn check_openai(r: &ModelResponse) {
     assert_eq!(r.text, "Let me look.");
     assert_eq!(r.tool_calls.len(), 2);
-    assert_eq!(r.tool_calls[0].id, "call_a");
+    assert_eq!(r.tool_calls[0].wire_id.as_deref(), Some("call_a"));
     assert_eq!(r.tool_calls[0].arguments, json!({"path": "src/main.rs"}));
     assert_eq!(r.tool_calls[1].name, "grep");
     assert_eq!(r.tool_calls[1].arguments, json!({"pattern": "fn main"}));
@@ -133,7 +133,7 @@ const ANTHROPIC_STREAM: &str = concat!(
 fn check_anthropic(r: &ModelResponse) {
     assert_eq!(r.text, "Reading it.");
     assert_eq!(r.tool_calls.len(), 1);
-    assert_eq!(r.tool_calls[0].id, "toolu_1");
+    assert_eq!(r.tool_calls[0].wire_id.as_deref(), Some("toolu_1"));
     assert_eq!(r.tool_calls[0].arguments, json!({"path": "a.txt"}));
     assert_eq!(
         r.usage,
