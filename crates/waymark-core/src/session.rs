@@ -316,9 +316,18 @@ impl Actor {
                     match done {
                         Ok(Ok(_exit)) => {}
                         Ok(Err(e)) => self.core.transient(EventKind::SessionError { error: e.info() }),
-                        Err(join) => self.core.transient(EventKind::SessionError {
-                            error: waymark_protocol::ErrorInfo::new("turn_panicked", join.to_string()),
-                        }),
+                        Err(join) => {
+                            let error = waymark_protocol::ErrorInfo::new(
+                                "turn_panicked",
+                                format!("the turn stopped on an internal error: {join}"),
+                            );
+                            // Close the turn (and stop its goal) so the same failure is not
+                            // retried in a loop.
+                            if let Err(e) = close_panicked_turn(&self.core, &error) {
+                                self.core.transient(EventKind::SessionError { error: e.info() });
+                            }
+                            self.core.transient(EventKind::SessionError { error });
+                        }
                     }
                     self.drive();
                 }
@@ -629,6 +638,29 @@ fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result
         )?;
         crate::plan::on_answer(tx, core, &q, answer)?;
         crate::goal::on_answer(tx, core, &q, answer)
+    })?;
+    crate::goal::runner::push_snapshot(core);
+    Ok(())
+}
+
+/// A turn whose task panicked: closed as an error, and an active goal it worked for is
+/// blocked (`turn_error`), so nothing re-runs the failing work by itself.
+fn close_panicked_turn(core: &SessionCore, error: &waymark_protocol::ErrorInfo) -> Result<()> {
+    let sid = core.id.clone();
+    core.write(|tx| {
+        let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
+            return Ok(());
+        };
+        turn::close_turn(
+            tx,
+            &sid,
+            t.id,
+            TurnEndReason::Error,
+            Some(error),
+            "not run: the turn stopped on an internal error",
+            false,
+        )?;
+        crate::goal::runner::stop_after_turn_error(tx, &sid)
     })?;
     crate::goal::runner::push_snapshot(core);
     Ok(())

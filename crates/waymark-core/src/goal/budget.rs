@@ -1,13 +1,30 @@
 //! Budget syntax (G-8): tokens as `50K`, `1.5M`, `200000`; turns as a plain integer; time as
-//! `90s`, `45m`, `2h`. Invalid values are refused with the accepted forms.
+//! `90s`, `45m`, `2h`. Invalid values are refused with the accepted forms, values out of
+//! range with the accepted range; every path that sets a budget (the `/goal` command, the
+//! model's `create_goal`, an approved proposal, the settings) goes through [`check`].
 
-/// A budget value that could not be read.
+/// Largest token budget (the same bound as `goal.budget.default_tokens`).
+pub const MAX_TOKENS: u64 = 1_000_000_000_000;
+/// Largest turn budget.
+pub const MAX_TURNS: u64 = 1_000_000;
+/// Largest time budget in seconds (a year).
+pub const MAX_SECONDS: u64 = 365 * 24 * 3600;
+
+/// A budget value that could not be read or is out of range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{value}` is not a valid {what}; use {forms}")]
-pub struct BudgetSyntaxError {
-    pub value: String,
-    pub what: &'static str,
-    pub forms: &'static str,
+pub enum BudgetSyntaxError {
+    #[error("`{value}` is not a valid {what}; use {forms}")]
+    Syntax {
+        value: String,
+        what: &'static str,
+        forms: &'static str,
+    },
+    #[error("the {what} must be between 1 and {max} (got {value})")]
+    Range {
+        what: &'static str,
+        max: u64,
+        value: String,
+    },
 }
 
 const TOKEN_FORMS: &str = "a number of tokens such as 200000, 50K or 1.5M";
@@ -15,11 +32,56 @@ const TURN_FORMS: &str = "a whole number of turns such as 20";
 const TIME_FORMS: &str = "a duration such as 90s, 45m or 2h";
 
 fn err(value: &str, what: &'static str, forms: &'static str) -> BudgetSyntaxError {
-    BudgetSyntaxError {
+    BudgetSyntaxError::Syntax {
         value: value.to_string(),
         what,
         forms,
     }
+}
+
+/// The dimensions of a budget, for range checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Tokens,
+    Turns,
+    Seconds,
+}
+
+impl Kind {
+    fn what(self) -> &'static str {
+        match self {
+            Kind::Tokens => "token budget",
+            Kind::Turns => "turn budget",
+            Kind::Seconds => "time budget in seconds",
+        }
+    }
+
+    fn max(self) -> u64 {
+        match self {
+            Kind::Tokens => MAX_TOKENS,
+            Kind::Turns => MAX_TURNS,
+            Kind::Seconds => MAX_SECONDS,
+        }
+    }
+}
+
+/// Checks a budget value against its accepted range (1 to the dimension's maximum).
+pub fn check(kind: Kind, value: u64) -> Result<u64, BudgetSyntaxError> {
+    if (1..=kind.max()).contains(&value) {
+        Ok(value)
+    } else {
+        Err(BudgetSyntaxError::Range {
+            what: kind.what(),
+            max: kind.max(),
+            value: value.to_string(),
+        })
+    }
+}
+
+/// A time budget in seconds, checked, as milliseconds.
+pub fn seconds_to_ms(seconds: u64) -> Result<u64, BudgetSyntaxError> {
+    // In range, seconds × 1000 stays far below u64::MAX.
+    Ok(check(Kind::Seconds, seconds)? * 1000)
 }
 
 /// Tokens: `200000`, `50K`, `1.5M` (K = 1,000, M = 1,000,000).
@@ -42,17 +104,33 @@ pub fn parse_tokens(s: &str) -> Result<u64, BudgetSyntaxError> {
     }
     let v: f64 = num.parse().map_err(|_| bad())?;
     let tokens = (v * mult).round();
-    if !(1.0..=1e15).contains(&tokens) {
+    if tokens < 1.0 {
         return Err(bad());
+    }
+    if tokens > MAX_TOKENS as f64 {
+        return Err(BudgetSyntaxError::Range {
+            what: Kind::Tokens.what(),
+            max: MAX_TOKENS,
+            value: t.to_string(),
+        });
     }
     Ok(tokens as u64)
 }
 
 /// Turns: a positive whole number.
 pub fn parse_turns(s: &str) -> Result<u64, BudgetSyntaxError> {
-    match s.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(err(s, "turn budget", TURN_FORMS)),
+    let t = s.trim();
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit()) {
+        return Err(err(s, "turn budget", TURN_FORMS));
+    }
+    match t.parse::<u64>() {
+        Ok(0) => Err(err(s, "turn budget", TURN_FORMS)),
+        Ok(n) => check(Kind::Turns, n),
+        Err(_) => Err(BudgetSyntaxError::Range {
+            what: Kind::Turns.what(),
+            max: MAX_TURNS,
+            value: t.to_string(),
+        }),
     }
 }
 
@@ -61,14 +139,23 @@ pub fn parse_seconds(s: &str) -> Result<u64, BudgetSyntaxError> {
     let t = s.trim();
     let bad = || err(s, "time budget", TIME_FORMS);
     let (num, mult) = match t.chars().last() {
-        Some('s') => (&t[..t.len() - 1], 1),
+        Some('s') => (&t[..t.len() - 1], 1u64),
         Some('m') => (&t[..t.len() - 1], 60),
         Some('h') => (&t[..t.len() - 1], 3600),
         _ => return Err(bad()),
     };
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let too_big = || BudgetSyntaxError::Range {
+        what: Kind::Seconds.what(),
+        max: MAX_SECONDS,
+        value: t.to_string(),
+    };
     match num.parse::<u64>() {
-        Ok(n) if n > 0 => n.checked_mul(mult).ok_or_else(bad),
-        _ => Err(bad()),
+        Ok(0) => Err(bad()),
+        Ok(n) => check(Kind::Seconds, n.checked_mul(mult).ok_or_else(too_big)?),
+        Err(_) => Err(too_big()),
     }
 }
 
@@ -102,7 +189,7 @@ mod tests {
                     .contains("whole number")
             );
         }
-        for bad in ["90", "1d", "0s", "s", "1.5h"] {
+        for bad in ["90", "1d", "0s", "s", "1.5h", "-5s"] {
             assert!(
                 parse_seconds(bad)
                     .unwrap_err()
@@ -111,5 +198,29 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn absurd_budgets_are_refused_with_the_range_named() {
+        for (e, range) in [
+            (
+                parse_tokens("99999999999999999999999").unwrap_err(),
+                "1000000000000",
+            ),
+            (parse_tokens("2000000M").unwrap_err(), "1000000000000"),
+            (parse_turns("18446744073709551616").unwrap_err(), "1000000"),
+            (parse_turns("1000001").unwrap_err(), "1000000"),
+            (
+                parse_seconds("99999999999999999999h").unwrap_err(),
+                "31536000",
+            ),
+            (parse_seconds("5124095576030431h").unwrap_err(), "31536000"),
+            (check(Kind::Tokens, u64::MAX).unwrap_err(), "1000000000000"),
+            (seconds_to_ms(u64::MAX).unwrap_err(), "31536000"),
+        ] {
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("between 1 and {range}")), "{msg}");
+        }
+        assert_eq!(seconds_to_ms(MAX_SECONDS).unwrap(), MAX_SECONDS * 1000);
     }
 }

@@ -38,13 +38,17 @@ pub(crate) fn create(
         return Err(Error::Refused("the goal needs an objective".into()));
     }
     let d = &core.config().goal.budget;
+    let default_ms = d
+        .default_active_seconds
+        .map(super::budget::seconds_to_ms)
+        .transpose()
+        .map_err(|e| Error::Refused(e.to_string()))?;
     let budgets = Budgets {
         tokens: budgets.tokens.or(d.default_tokens),
         turns: budgets.turns.or(d.default_main_turns),
-        time_ms: budgets
-            .time_ms
-            .or(d.default_active_seconds.map(|s| s * 1000)),
+        time_ms: budgets.time_ms.or(default_ms),
     };
+    check_budgets(&budgets)?;
     let id = core.ids.new_id("goal");
     tx.create_goal(&id, &core.id, objective.trim(), criteria, budgets, actor)?;
     // A session started by `/goal …` has no user message to name it: the objective does.
@@ -66,6 +70,28 @@ pub(crate) fn create(
         },
     )?;
     Ok(g)
+}
+
+/// Refuses budgets out of their accepted ranges (whatever set them), naming the range.
+pub(crate) fn check_budgets(b: &Budgets) -> Result<()> {
+    use super::budget::{Kind, MAX_SECONDS, check};
+    let refuse = |e: super::budget::BudgetSyntaxError| Error::Refused(e.to_string());
+    if let Some(t) = b.tokens {
+        check(Kind::Tokens, t).map_err(refuse)?;
+    }
+    if let Some(t) = b.turns {
+        check(Kind::Turns, t).map_err(refuse)?;
+    }
+    if let Some(ms) = b.time_ms
+        && !(1..=MAX_SECONDS * 1000).contains(&ms)
+    {
+        return Err(refuse(super::budget::BudgetSyntaxError::Range {
+            what: "time budget in seconds",
+            max: MAX_SECONDS,
+            value: (ms / 1000).to_string(),
+        }));
+    }
+    Ok(())
 }
 
 /// Budget changes in `budget=… turns=… time=…` form: `None` leaves a dimension,
@@ -99,7 +125,7 @@ fn split_args(args: &str) -> Result<(String, BudgetArgs)> {
         } else if let Some(v) = w.strip_prefix("turns=") {
             b.turns = Some(setting(v, parse_turns)?);
         } else if let Some(v) = w.strip_prefix("time=") {
-            b.time_ms = Some(setting(v, parse_seconds)?.map(|s| s * 1000));
+            b.time_ms = Some(setting(v, parse_seconds)?.map(|s| s * 1000)); // ≤ a year: no overflow
         } else {
             words.push(w);
         }
@@ -119,6 +145,7 @@ pub(crate) fn apply_budgets(
         turns: b.turns.unwrap_or(g.turn_budget),
         time_ms: b.time_ms.unwrap_or(g.time_budget_ms),
     };
+    check_budgets(&new)?;
     tx.set_goal_budgets(&g.id, new)?;
     g.token_budget = new.tokens;
     g.turn_budget = new.turns;

@@ -80,11 +80,11 @@ impl Dimension {
 /// The budget report of a goal (G-7); `extra` adds usage not yet stored (the running turn).
 pub fn report(g: &GoalRow, extra_tokens: u64, extra_turns: u64, extra_ms: u64) -> BudgetReport {
     BudgetReport {
-        tokens: BudgetLine::new(g.token_budget, g.tokens_used + extra_tokens),
-        main_turns: BudgetLine::new(g.turn_budget, g.turns_used + extra_turns),
+        tokens: BudgetLine::new(g.token_budget, g.tokens_used.saturating_add(extra_tokens)),
+        main_turns: BudgetLine::new(g.turn_budget, g.turns_used.saturating_add(extra_turns)),
         active_seconds: BudgetLine::new(
             g.time_budget_ms.map(|ms| ms / 1000),
-            (g.active_ms + extra_ms) / 1000,
+            g.active_ms.saturating_add(extra_ms) / 1000,
         ),
     }
 }

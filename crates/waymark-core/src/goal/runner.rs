@@ -300,7 +300,7 @@ pub(crate) async fn settle(core: &SessionCore, turn_id: i64) -> Result<()> {
                 .unwrap_or_default();
             let (verdict, tokens) = super::verifier::verify(core, &p.goal, &claim, mode).await;
             core.write(|tx| tx.add_goal_usage(&p.goal.id, tokens, 0, 0))?;
-            p.goal.tokens_used += tokens;
+            p.goal.tokens_used = p.goal.tokens_used.saturating_add(tokens);
             Some(verdict)
         } else {
             None
@@ -451,6 +451,23 @@ pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
             GoalReason::AppClosed,
             GoalActor::System,
             "lifecycle",
+        )?;
+    }
+    Ok(())
+}
+
+/// A turn failed outside settlement (its task panicked): an active goal stops as
+/// `turn_error` so it does not continue into the same failure.
+pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    if let Some(mut g) = current_goal(tx.conn(), session_id)?
+        && g.status == GoalStatus::Active
+    {
+        transition(
+            tx,
+            &mut g,
+            GoalReason::TurnError,
+            GoalActor::Runtime,
+            "completion",
         )?;
     }
     Ok(())

@@ -64,11 +64,17 @@ impl Tool for CreateGoal {
             if a.objective.trim().is_empty() {
                 return Err(ToolError::Model("the objective is empty".into()));
             }
+            let time_ms = a
+                .time_budget_seconds
+                .map(super::budget::seconds_to_ms)
+                .transpose()
+                .map_err(|e| ToolError::Model(e.to_string()))?;
             let budgets = Budgets {
                 tokens: a.token_budget,
                 turns: a.turn_budget,
-                time_ms: a.time_budget_seconds.map(|s| s * 1000),
+                time_ms,
             };
+            super::commands::check_budgets(&budgets).map_err(tool_error)?;
             let sid = core.id.clone();
             let qid = core.ids.new_id("q");
             let created = core
@@ -133,7 +139,9 @@ pub(crate) fn on_answer(
                 time_ms: p
                     .get("time_budget_seconds")
                     .and_then(Value::as_u64)
-                    .map(|s| s * 1000),
+                    .map(super::budget::seconds_to_ms)
+                    .transpose()
+                    .map_err(|e| Error::Refused(e.to_string()))?,
             };
             let mut g = create(tx, core, objective, criteria, budgets, GoalActor::User)?;
             continue_goal(tx, &mut g, Nudge::Plain)

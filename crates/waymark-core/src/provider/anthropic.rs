@@ -4,7 +4,7 @@ use super::http::{self, HttpOptions};
 use super::openai::clip;
 use super::{
     Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError,
-    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments,
+    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments, usage_figure,
 };
 use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
@@ -130,11 +130,14 @@ impl http::StreamFold for EventFolder {
             "message_start" => {
                 if let Some(u) = ev.pointer("/message/usage") {
                     self.saw_usage = true;
-                    self.usage.input_tokens = n(u.get("input_tokens")).unwrap_or(0)
-                        + n(u.get("cache_creation_input_tokens")).unwrap_or(0)
-                        + n(u.get("cache_read_input_tokens")).unwrap_or(0);
-                    self.usage.cached_tokens = n(u.get("cache_read_input_tokens")).unwrap_or(0);
-                    self.usage.output_tokens = n(u.get("output_tokens")).unwrap_or(0);
+                    let f = |k: &str| usage_figure(u.get(k), k);
+                    let input = f("input_tokens")?;
+                    let created = f("cache_creation_input_tokens")?;
+                    let read = f("cache_read_input_tokens")?;
+                    // Each figure is bounded, so the sum cannot overflow.
+                    self.usage.input_tokens = input + created + read;
+                    self.usage.cached_tokens = read;
+                    self.usage.output_tokens = f("output_tokens")?;
                 }
             }
             "content_block_start" => {
@@ -215,10 +218,12 @@ impl http::StreamFold for EventFolder {
             "message_delta" => {
                 if let Some(u) = ev.get("usage") {
                     self.saw_usage = true;
-                    if let Some(o) = n(u.get("output_tokens")) {
-                        self.usage.output_tokens = o;
+                    if u.get("output_tokens").is_some_and(|v| !v.is_null()) {
+                        self.usage.output_tokens =
+                            usage_figure(u.get("output_tokens"), "output_tokens")?;
                     }
-                    if let Some(i) = n(u.get("input_tokens")).filter(|i| *i > 0) {
+                    let i = usage_figure(u.get("input_tokens"), "input_tokens")?;
+                    if i > 0 {
                         self.usage.input_tokens = i;
                     }
                 }

@@ -299,6 +299,40 @@ impl ProviderError {
     }
 }
 
+/// The most tokens one model call can plausibly report (input or output); a larger figure
+/// is a malformed reply, never arithmetic the runtime trusts.
+pub const MAX_CALL_TOKENS: u64 = 100_000_000;
+
+/// A usage figure from the wire: absent is 0; present, it must be a whole number from 0 to
+/// [`MAX_CALL_TOKENS`], else the reply is a `bad_response`.
+pub(crate) fn usage_figure(
+    v: Option<&serde_json::Value>,
+    field: &str,
+) -> Result<u64, ProviderError> {
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(0),
+        Some(x) => match x.as_u64() {
+            Some(n) if n <= MAX_CALL_TOKENS => Ok(n),
+            _ => Err(ProviderError::bad_response(format!(
+                "the model reported an absurd usage figure `{field}`: {} (accepted: 0 to {MAX_CALL_TOKENS})",
+                openai::clip(&x.to_string())
+            ))),
+        },
+    }
+}
+
+/// Checks a whole usage record against [`MAX_CALL_TOKENS`].
+pub(crate) fn check_usage(u: Usage) -> Result<Usage, ProviderError> {
+    for (field, n) in [
+        ("input_tokens", u.input_tokens),
+        ("output_tokens", u.output_tokens),
+        ("cached_tokens", u.cached_tokens),
+    ] {
+        usage_figure(Some(&serde_json::Value::from(n)), field)?;
+    }
+    Ok(u)
+}
+
 /// Parses a tool call's argument text; empty means no arguments. Text that is not JSON is
 /// passed on as a string so the tool can tell the model what is wrong.
 pub(crate) fn parse_arguments(raw: &str) -> serde_json::Value {
@@ -312,3 +346,7 @@ pub(crate) fn parse_arguments(raw: &str) -> serde_json::Value {
 pub(crate) fn openai_clip(s: &str) -> String {
     openai::clip(s)
 }
+
+#[cfg(test)]
+#[path = "extreme_tests.rs"]
+mod extreme_tests;

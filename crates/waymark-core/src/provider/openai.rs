@@ -4,7 +4,7 @@
 use super::http::{self, HttpOptions};
 use super::{
     Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError,
-    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments,
+    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments, usage_figure,
 };
 use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
@@ -217,12 +217,12 @@ impl http::StreamFold for ChunkFolder {
             ));
         }
         if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
-            self.usage = Some(parse_usage(u));
+            self.usage = Some(parse_usage(u)?);
         }
         let choices = chunk.get("choices").and_then(Value::as_array);
         for choice in choices.into_iter().flatten() {
             if let Some(u) = choice.get("usage").filter(|u| !u.is_null()) {
-                self.usage = Some(parse_usage(u));
+                self.usage = Some(parse_usage(u)?);
             }
             if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
                 self.finished = true;
@@ -312,17 +312,23 @@ impl http::StreamFold for ChunkFolder {
     }
 }
 
-fn parse_usage(u: &Value) -> Usage {
-    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    Usage {
-        input_tokens: n(u.get("prompt_tokens").or_else(|| u.get("input_tokens"))),
-        output_tokens: n(u
-            .get("completion_tokens")
-            .or_else(|| u.get("output_tokens"))),
-        cached_tokens: n(u
-            .pointer("/prompt_tokens_details/cached_tokens")
-            .or_else(|| u.get("cached_tokens"))),
-    }
+fn parse_usage(u: &Value) -> Result<Usage, ProviderError> {
+    Ok(Usage {
+        input_tokens: usage_figure(
+            u.get("prompt_tokens").or_else(|| u.get("input_tokens")),
+            "prompt_tokens",
+        )?,
+        output_tokens: usage_figure(
+            u.get("completion_tokens")
+                .or_else(|| u.get("output_tokens")),
+            "completion_tokens",
+        )?,
+        cached_tokens: usage_figure(
+            u.pointer("/prompt_tokens_details/cached_tokens")
+                .or_else(|| u.get("cached_tokens")),
+            "cached_tokens",
+        )?,
+    })
 }
 
 pub(crate) fn clip(s: &str) -> String {

@@ -4,7 +4,7 @@
 
 use super::{
     CallPurpose, ModelProvider, ModelRequest, ModelResponse, ProviderError, ProviderErrorKind,
-    StreamEvent, StreamSink, estimate_tokens,
+    StreamEvent, StreamSink, check_usage, estimate_tokens,
 };
 use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
@@ -126,6 +126,9 @@ pub struct ScriptedProvider {
 }
 
 const CURSOR_FILE: &str = "scripted-model.cursor.json";
+
+/// Longest pause a scripted reply may ask for (ten minutes).
+const MAX_DELAY_MS: u64 = 600_000;
 
 impl ScriptedProvider {
     /// A provider for `script`; with `session_dir`, the position is kept in a file there.
@@ -273,6 +276,11 @@ impl ModelProvider for ScriptedProvider {
             let text = r.text.clone().unwrap_or_default();
             let parts = pieces(&text);
             let delay = r.delay_ms.unwrap_or(0);
+            if delay > MAX_DELAY_MS {
+                return Err(ProviderError::bad_response(format!(
+                    "the scripted reply's delay_ms is {delay}; at most {MAX_DELAY_MS} is accepted"
+                )));
+            }
             let per_piece = Duration::from_millis(delay / (parts.len() as u64 + 1));
             if delay > 0 {
                 tokio::time::sleep(per_piece).await;
@@ -313,11 +321,11 @@ impl ModelProvider for ScriptedProvider {
                 })
                 .collect();
             let usage = match r.usage {
-                Some(u) => Usage {
+                Some(u) => check_usage(Usage {
                     input_tokens: u.input_tokens,
                     output_tokens: u.output_tokens,
                     cached_tokens: 0,
-                },
+                })?,
                 None => Usage {
                     input_tokens: request.estimated_tokens(),
                     output_tokens: estimate_tokens(

@@ -47,6 +47,11 @@ pub struct Budgets {
     pub time_ms: Option<u64>,
 }
 
+/// A count as SQLite stores it (i64), saturating.
+pub(crate) fn clamp_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, actor, revision, \
      token_budget, turn_budget, time_budget_ms, tokens_used, turns_used, active_ms, continuations, \
      repeated_replies, toolless_turns, last_reply, completion_claimed, not_met_count, last_gaps, \
@@ -73,9 +78,9 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GoalRow, String, Stri
             token_budget: opt_u64(r.get(8)?),
             turn_budget: opt_u64(r.get(9)?),
             time_budget_ms: opt_u64(r.get(10)?),
-            tokens_used: r.get::<_, i64>(11)? as u64,
-            turns_used: r.get::<_, i64>(12)? as u64,
-            active_ms: r.get::<_, i64>(13)? as u64,
+            tokens_used: r.get::<_, i64>(11)?.max(0) as u64,
+            turns_used: r.get::<_, i64>(12)?.max(0) as u64,
+            active_ms: r.get::<_, i64>(13)?.max(0) as u64,
             counters: GoalCounters {
                 continuations: r.get::<_, i64>(14)? as u32,
                 repeated_replies: r.get::<_, i64>(15)? as u32,
@@ -127,9 +132,9 @@ impl super::Tx<'_> {
                 objective,
                 criteria,
                 actor.as_str(),
-                budgets.tokens.map(|v| v as i64),
-                budgets.turns.map(|v| v as i64),
-                budgets.time_ms.map(|v| v as i64),
+                budgets.tokens.map(clamp_i64),
+                budgets.turns.map(clamp_i64),
+                budgets.time_ms.map(clamp_i64),
                 now
             ],
         )?;
@@ -164,12 +169,24 @@ impl super::Tx<'_> {
         turns: u64,
         active_ms: u64,
     ) -> Result<()> {
+        // Saturating sums: SQLite turns an overflowing integer sum into a float.
         self.conn()
             .prepare_cached(
-                "UPDATE goals SET tokens_used = tokens_used + ?2, turns_used = turns_used + ?3,
-                 active_ms = active_ms + ?4 WHERE id = ?1",
+                "UPDATE goals SET
+                   tokens_used = CASE WHEN tokens_used > 9223372036854775807 - ?2
+                                 THEN 9223372036854775807 ELSE tokens_used + ?2 END,
+                   turns_used = CASE WHEN turns_used > 9223372036854775807 - ?3
+                                THEN 9223372036854775807 ELSE turns_used + ?3 END,
+                   active_ms = CASE WHEN active_ms > 9223372036854775807 - ?4
+                               THEN 9223372036854775807 ELSE active_ms + ?4 END
+                 WHERE id = ?1",
             )?
-            .execute(params![id, tokens as i64, turns as i64, active_ms as i64])?;
+            .execute(params![
+                id,
+                clamp_i64(tokens),
+                clamp_i64(turns),
+                clamp_i64(active_ms)
+            ])?;
         Ok(())
     }
 
@@ -181,9 +198,9 @@ impl super::Tx<'_> {
              revision = revision + 1, grace_used = 0, updated_at = ?5 WHERE id = ?1",
             params![
                 id,
-                budgets.tokens.map(|v| v as i64),
-                budgets.turns.map(|v| v as i64),
-                budgets.time_ms.map(|v| v as i64),
+                budgets.tokens.map(clamp_i64),
+                budgets.turns.map(clamp_i64),
+                budgets.time_ms.map(clamp_i64),
                 now
             ],
         )?;

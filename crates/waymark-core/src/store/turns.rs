@@ -123,9 +123,9 @@ fn row_to_turn(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRow> {
         reason: reason.as_deref().and_then(TurnEndReason::parse),
         steps: r.get::<_, i64>(5)? as u32,
         usage: Usage {
-            input_tokens: r.get::<_, i64>(6)? as u64,
-            output_tokens: r.get::<_, i64>(7)? as u64,
-            cached_tokens: r.get::<_, i64>(8)? as u64,
+            input_tokens: r.get::<_, i64>(6)?.max(0) as u64,
+            output_tokens: r.get::<_, i64>(7)?.max(0) as u64,
+            cached_tokens: r.get::<_, i64>(8)?.max(0) as u64,
         },
         started_at: r.get(9)?,
     })
@@ -154,9 +154,9 @@ impl super::Tx<'_> {
             )?
             .execute(params![
                 turn_id,
-                usage.input_tokens as i64,
-                usage.output_tokens as i64,
-                usage.cached_tokens as i64
+                super::goals::clamp_i64(usage.input_tokens),
+                super::goals::clamp_i64(usage.output_tokens),
+                super::goals::clamp_i64(usage.cached_tokens)
             ])?;
         Ok(())
     }

@@ -121,7 +121,8 @@ fn apply_hunks(text: &str, hunks: &[Hunk], name: &str) -> Result<String, ToolErr
             .collect();
         let hint = ((h.old_start.max(1) - 1) as isize + shift).max(0) as usize;
         let fits = |at: usize| {
-            at + old.len() <= lines.len()
+            at.checked_add(old.len())
+                .is_some_and(|end| end <= lines.len())
                 && lines[at..at + old.len()]
                     .iter()
                     .map(String::as_str)

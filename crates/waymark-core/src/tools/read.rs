@@ -114,7 +114,7 @@ fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutpu
         };
         out.push_str(&format!("{:>6}\t{shown}\n", i + 1));
     }
-    let end = (start - 1 + count).min(total);
+    let end = (start - 1).saturating_add(count).min(total);
     if end < total {
         out.push_str(&format!(
             "[lines {start}-{end} of {total}; use offset {} to read on]\n",

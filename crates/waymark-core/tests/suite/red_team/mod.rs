@@ -3,6 +3,7 @@
 //! prompts, Stop, numbers, budgets, size limits, edits) and checks that it holds.
 
 mod identity;
+mod numbers;
 
 use super::harness::Harness;
 use super::mock_server::{MockResponse, MockServer};
