@@ -1,6 +1,7 @@
 //! `waymark`: the headless front end of the Waymark runtime. It holds no business logic: it
 //! turns arguments into ops, prints the event stream and maps outcomes to exit codes
-//! (0 idle, 1 error, 2 usage, 3 waiting on a questionnaire).
+//! (0 idle, 1 error — including a run whose last turn failed, 2 usage, 3 waiting on a
+//! questionnaire).
 
 mod render;
 
@@ -524,13 +525,26 @@ async fn drive(
     }
     handle.submit(Op::Resume).await?;
     let mut interrupts = 0;
+    // The error the run ended with so far: set by a turn that failed or a session error,
+    // cleared by a turn that finished well after it.
+    let mut failure: Option<waymark_protocol::ErrorInfo> = None;
     let code = loop {
         tokio::select! {
             ev = events.recv() => match ev {
                 Ok(ev) => {
                     printer.print(&ev);
                     match &ev.kind {
-                        EventKind::SessionIdle {} => break ExitCode::SUCCESS,
+                        EventKind::TurnFinished { error, .. } => failure = error.clone(),
+                        EventKind::SessionError { error } => failure = Some(error.clone()),
+                        EventKind::SessionIdle {} => {
+                            break match &failure {
+                                Some(e) => {
+                                    eprintln!("error: the run ended in an error ({}); exit code 1", e.code);
+                                    ExitCode::FAILURE
+                                }
+                                None => ExitCode::SUCCESS,
+                            };
+                        }
                         EventKind::SessionWaiting { questionnaire_id, .. } => {
                             if !json {
                                 let q = runtime.store().read(|c| store::questionnaires::get(c, questionnaire_id))?;

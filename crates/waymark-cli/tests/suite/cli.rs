@@ -207,7 +207,7 @@ fn broken_model_responses_end_the_turn_clearly() {
     let env = Env::new();
     let model = env.script("s.json", json!({"responses": [{"error": "server_error"}]}));
     let out = env.exec(&model, &["go"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("turn failed: server_error"));
     std::fs::write(env.dir.path().join("bad.json"), "{\"responses\": [").unwrap();
     let bad = format!("scripted:{}", env.dir.path().join("bad.json").display());

@@ -1,0 +1,110 @@
+//! The red-team suite, through the real `waymark` binary (see also waymark-core's
+//! `tests/suite/red_team`): exit codes, prompts and Stop as a user of the CLI sees them.
+
+use super::support::{Env, pending_questionnaire, text};
+use serde_json::json;
+use std::io::{Read as _, Write as _};
+
+/// A one-shot HTTP server on loopback answering every request with `status` and `body`.
+fn http_stub(status: u16, body: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            let _ = s.set_nodelay(true);
+            let mut buf = [0u8; 65536];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+/// Item 13: `exec` and `answer` exit 1 when the run ended in an error; 3 still means
+/// "waiting on you".
+#[test]
+fn a_run_that_ends_in_an_error_exits_1() {
+    let env = Env::new();
+    // The model cannot be reached at all.
+    let out = env
+        .cmd()
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .args([
+            "exec",
+            "--workspace",
+            env.ws.to_str().unwrap(),
+            "--model",
+            "openai:m",
+            "hello",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("network"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ended in an error"),
+        "{}",
+        text(&out)
+    );
+    // The key is refused.
+    let base = http_stub(401, r#"{"error":{"message":"bad key"}}"#);
+    let out = env
+        .cmd()
+        .env("OPENAI_API_KEY", "sk-wrong")
+        .env("OPENAI_BASE_URL", &base)
+        .args([
+            "exec",
+            "--workspace",
+            env.ws.to_str().unwrap(),
+            "--model",
+            "openai:m",
+            "hello",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("auth"),
+        "{}",
+        text(&out)
+    );
+    // A scripted server error.
+    let model = env.script(
+        "err.json",
+        json!({"responses": [{"error": "server_error"}]}),
+    );
+    assert_eq!(env.exec(&model, &["go"]).status.code(), Some(1));
+    // `answer`: the permission is granted, then the next model call fails.
+    let model = env.script(
+        "ask.json",
+        json!({"responses": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+            {"error": "rate_limited"}
+        ]}),
+    );
+    let env2 = Env::new();
+    let out = env2.exec(&model, &["--permission", "ask", "go"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let sid = env2.only_session();
+    let q = pending_questionnaire(&env2, &sid);
+    let out = env2.run(&["answer", "--session", &sid, &q, "allow_once"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("rate_limited"),
+        "{}",
+        text(&out)
+    );
+    // A run that recovers ends well: a failed turn followed by a good one exits 0.
+    let model = env.script("ok.json", json!({"responses": [{"text": "fine"}]}));
+    assert_eq!(env.exec(&model, &["go"]).status.code(), Some(0));
+}
