@@ -6,6 +6,7 @@ mod bash;
 pub mod fs_policy;
 mod patch;
 mod read;
+pub mod text;
 mod write;
 
 pub use bash::Bash;

@@ -1,6 +1,7 @@
 //! `apply_patch`: a unified diff over one or more files, applied all or nothing.
 
-use super::fs_policy::{read_text, resolve_write, temp_sibling, write_atomic};
+use super::fs_policy::{resolve_write, temp_sibling, write_atomic};
+use super::text;
 use super::{Tool, ToolContext, ToolError, ToolOutput, blocking, parse_args};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -100,10 +101,26 @@ fn parse(patch: &str) -> Result<Vec<FilePatch>, ToolError> {
     Ok(files)
 }
 
+/// A line's text without its line break.
+fn body(line: &str) -> &str {
+    match line.strip_suffix('\n') {
+        Some(l) => l.strip_suffix('\r').unwrap_or(l),
+        None => line,
+    }
+}
+
+/// A line's break (`\r\n`, `\n`, or none on a last line without one).
+fn terminator(line: &str) -> &str {
+    &line[body(line).len()..]
+}
+
 /// Applies hunks to `text`; each hunk must match exactly (searched near its line number).
+/// Lines keep their own line breaks: a replaced line takes the break of the line it
+/// replaces, an added one the file's dominant break, so CRLF and mixed files stay as they
+/// were. (The final-newline state is restored by the caller's encoding.)
 fn apply_hunks(text: &str, hunks: &[Hunk], name: &str) -> Result<String, ToolError> {
-    let trailing_newline = text.ends_with('\n') || text.is_empty();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let eol = super::text::dominant_break(text);
+    let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_string).collect();
     let mut shift: isize = 0;
     let mut floor = 0usize;
     for (i, h) in hunks.iter().enumerate() {
@@ -113,11 +130,11 @@ fn apply_hunks(text: &str, hunks: &[Hunk], name: &str) -> Result<String, ToolErr
             .filter(|(t, _)| *t != '+')
             .map(|(_, s)| s.as_str())
             .collect();
-        let new: Vec<String> = h
+        let new: Vec<&str> = h
             .lines
             .iter()
             .filter(|(t, _)| *t != '-')
-            .map(|(_, s)| s.clone())
+            .map(|(_, s)| s.as_str())
             .collect();
         let hint = ((h.old_start.max(1) - 1) as isize + shift).max(0) as usize;
         let fits = |at: usize| {
@@ -125,7 +142,7 @@ fn apply_hunks(text: &str, hunks: &[Hunk], name: &str) -> Result<String, ToolErr
                 .is_some_and(|end| end <= lines.len())
                 && lines[at..at + old.len()]
                     .iter()
-                    .map(String::as_str)
+                    .map(|l| body(l))
                     .eq(old.iter().copied())
         };
         let at = if old.is_empty() {
@@ -141,15 +158,28 @@ fn apply_hunks(text: &str, hunks: &[Hunk], name: &str) -> Result<String, ToolErr
                 i + 1
             )));
         };
-        lines.splice(at..at + old.len(), new.iter().cloned());
-        shift += new.len() as isize - old.len() as isize;
-        floor = at + new.len();
+        // Lines inserted after a last line that had no break: it gets one now.
+        if at > 0 && terminator(&lines[at - 1]).is_empty() {
+            lines[at - 1].push_str(eol);
+        }
+        let replacement: Vec<String> = new
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let brk = lines
+                    .get(at + k)
+                    .filter(|_| k < old.len())
+                    .map(|l| terminator(l))
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or(eol);
+                format!("{s}{brk}")
+            })
+            .collect();
+        shift += replacement.len() as isize - old.len() as isize;
+        floor = at + replacement.len();
+        lines.splice(at..at + old.len(), replacement);
     }
-    let mut out = lines.join("\n");
-    if trailing_newline && !out.is_empty() {
-        out.push('\n');
-    }
-    Ok(out)
+    Ok(lines.concat())
 }
 
 enum Change {
@@ -176,19 +206,19 @@ fn apply(ctx: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
                     Some(old) if old != new => resolve_write(ctx, old)?,
                     _ => target.clone(),
                 };
-                let (base, original) = if f.old.is_some() {
-                    let t = read_text(&source, f.old.as_deref().unwrap_or(new))?;
+                let (base, style, original) = if f.old.is_some() {
+                    let (t, style) = text::read(&source, f.old.as_deref().unwrap_or(new))?;
                     let orig = std::fs::read(&target).ok();
-                    (t, orig)
+                    (t, style, orig)
                 } else {
                     if target.exists() {
                         return Err(ToolError::Model(format!(
                             "the patch creates {new}, which already exists"
                         )));
                     }
-                    (String::new(), None)
+                    (String::new(), text::TextStyle::NEW, None)
                 };
-                let content = apply_hunks(&base, &f.hunks, new)?;
+                let content = text::encode(&apply_hunks(&base, &f.hunks, new)?, &style);
                 summary.push(format!(
                     "{} {new}",
                     if f.old.is_none() {

@@ -1,7 +1,8 @@
 //! File-changing tools: write, edit, multiedit, append. Each resolves its target through
 //! [`fs_policy::resolve_write`] and writes atomically.
 
-use super::fs_policy::{read_text, resolve_write, write_atomic};
+use super::fs_policy::{resolve_write, write_atomic};
+use super::text;
 use super::{Tool, ToolContext, ToolError, ToolOutput, blocking, parse_args};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -128,14 +129,14 @@ impl Tool for Edit {
             let a: EditArgs = parse_args(self.name(), args)?;
             let target = resolve_write(ctx, &a.path)?;
             blocking(move || {
-                let text = read_text(&target, &a.path)?;
+                let (body, style) = text::read(&target, &a.path)?;
                 let spec = EditSpec {
-                    old_string: a.old_string,
-                    new_string: a.new_string,
+                    old_string: text::normalize(&a.old_string, &style),
+                    new_string: text::normalize(&a.new_string, &style),
                     replace_all: a.replace_all,
                 };
-                let (new, n) = apply_edit(&text, &spec, &a.path)?;
-                write_atomic(&target, new.as_bytes())?;
+                let (new, n) = apply_edit(&body, &spec, &a.path)?;
+                write_atomic(&target, text::encode(&new, &style).as_bytes())?;
                 Ok(ToolOutput::text(format!(
                     "edited {} ({n} replacement{})",
                     a.path,
@@ -188,16 +189,21 @@ impl Tool for MultiEdit {
             }
             let target = resolve_write(ctx, &a.path)?;
             blocking(move || {
-                let mut text = read_text(&target, &a.path)?;
+                let (mut body, style) = text::read(&target, &a.path)?;
                 let mut total = 0;
                 for (i, e) in a.edits.iter().enumerate() {
-                    let (next, n) = apply_edit(&text, e, &a.path).map_err(|err| {
+                    let e = EditSpec {
+                        old_string: text::normalize(&e.old_string, &style),
+                        new_string: text::normalize(&e.new_string, &style),
+                        replace_all: e.replace_all,
+                    };
+                    let (next, n) = apply_edit(&body, &e, &a.path).map_err(|err| {
                         ToolError::Model(format!("edit #{} failed, no change made: {err}", i + 1))
                     })?;
-                    text = next;
+                    body = next;
                     total += n;
                 }
-                write_atomic(&target, text.as_bytes())?;
+                write_atomic(&target, text::encode(&body, &style).as_bytes())?;
                 Ok(ToolOutput::text(format!(
                     "edited {} ({} edits, {total} replacements)",
                     a.path,
@@ -236,13 +242,18 @@ impl Tool for Append {
             let a: WriteArgs = parse_args(self.name(), args)?;
             let target = resolve_write(ctx, &a.path)?;
             blocking(move || {
-                let mut text = if target.exists() {
-                    read_text(&target, &a.path)?
+                let (mut body, mut style) = if target.exists() {
+                    text::read(&target, &a.path)?
                 } else {
-                    String::new()
+                    (String::new(), text::TextStyle::NEW)
                 };
-                text.push_str(&a.content);
-                write_atomic(&target, text.as_bytes())?;
+                let added = text::normalize(&a.content, &style);
+                if !added.is_empty() {
+                    // The appended text decides how the file now ends.
+                    style.final_newline = added.ends_with('\n');
+                }
+                body.push_str(&added);
+                write_atomic(&target, text::encode(&body, &style).as_bytes())?;
                 Ok(ToolOutput::text(format!(
                     "appended {} bytes to {}",
                     a.content.len(),
