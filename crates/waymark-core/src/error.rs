@@ -57,6 +57,10 @@ pub enum Error {
     Corrupt(String),
     #[error("the session has shut down")]
     SessionClosed,
+    #[error(
+        "session {id} was taken over by another process (pid {pid}); this one stopped writing to it"
+    )]
+    LeaseLost { id: String, pid: i64 },
 }
 
 impl Error {
@@ -79,6 +83,7 @@ impl Error {
             Error::Provider(e) => e.kind.code(),
             Error::Corrupt(_) => "corrupt_data",
             Error::SessionClosed => "session_closed",
+            Error::LeaseLost { .. } => "lease_lost",
         }
     }
 

@@ -352,6 +352,8 @@ impl Runtime {
         );
         let core = Arc::new(SessionCore {
             id: id.to_string(),
+            lease_owner: owner.clone(),
+            lease_lost: Default::default(),
             store: self.store.clone(),
             clock: self.opts.clock.clone(),
             ids: self.opts.ids.clone(),

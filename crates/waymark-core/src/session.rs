@@ -56,6 +56,10 @@ pub enum OpOutcome {
 /// Everything a turn needs, shared between the actor and the running turn.
 pub(crate) struct SessionCore {
     pub id: String,
+    /// This process's lease on the session; every write checks it is still held.
+    pub lease_owner: String,
+    /// Set once a write found the lease taken: nothing more is written.
+    pub lease_lost: std::sync::atomic::AtomicBool,
     pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdSource>,
@@ -117,14 +121,41 @@ impl SessionCore {
         }
     }
 
-    /// One transaction; its events are broadcast after commit.
+    /// One transaction, fenced by the lease (a process that lost it writes nothing); its
+    /// events are broadcast after commit.
     pub fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let (value, events) = self.store.write(self.clock.now_ms(), f)?;
+        if self.lease_lost.load(Ordering::Relaxed) {
+            return Err(self.lease_error());
+        }
+        let written = self.store.write(self.clock.now_ms(), |tx| {
+            tx.check_lease(&self.id, &self.lease_owner)?;
+            f(tx)
+        });
+        let (value, events) = match written {
+            Err(e @ Error::LeaseLost { .. }) => {
+                self.lease_lost.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+            other => other?,
+        };
         for e in events {
             self.last_seq.store(e.seq, Ordering::Relaxed);
             let _ = self.events.send(e);
         }
         Ok(value)
+    }
+
+    fn lease_error(&self) -> Error {
+        let pid = self
+            .read(|c| store::sessions::lease(c, &self.id))
+            .ok()
+            .flatten()
+            .map(|l| l.pid)
+            .unwrap_or(0);
+        Error::LeaseLost {
+            id: self.id.clone(),
+            pid,
+        }
     }
 
     /// Streams an event that is not written to the log.
@@ -172,6 +203,10 @@ impl SessionCore {
 }
 
 type Reply = oneshot::Sender<Result<OpOutcome>>;
+
+/// How long Stop waits for the running turn to wind down by itself before dropping it: the
+/// turn ends within a second whatever a tool is doing.
+const STOP_BACKSTOP: Duration = Duration::from_millis(900);
 
 /// A front end's handle on an open session.
 pub struct SessionHandle {
@@ -353,7 +388,15 @@ impl Actor {
     async fn stop_running(&mut self) {
         if let Some(r) = self.running.take() {
             r.cancel.cancel();
-            let _ = r.task.await;
+            let mut task = r.task;
+            if tokio::time::timeout(STOP_BACKSTOP, &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+                let _ = task.await;
+                let _ = close_stopped_turn(&self.core);
+            }
         }
     }
 
@@ -390,9 +433,19 @@ impl Actor {
             Op::Stop => {
                 if let Some(r) = self.running.take() {
                     r.cancel.cancel();
-                    if let Ok(Err(e)) = r.task.await {
-                        self.core
-                            .transient(EventKind::SessionError { error: e.info() });
+                    let mut task = r.task;
+                    match tokio::time::timeout(STOP_BACKSTOP, &mut task).await {
+                        Ok(Ok(Err(e))) => self
+                            .core
+                            .transient(EventKind::SessionError { error: e.info() }),
+                        Ok(_) => {}
+                        Err(_) => {
+                            // The turn did not wind down in time: it is dropped, and its
+                            // turn closed here.
+                            task.abort();
+                            let _ = task.await;
+                            close_stopped_turn(&self.core)?;
+                        }
                     }
                 } else {
                     abort_parked_turn(&self.core)?;
@@ -423,7 +476,9 @@ impl Actor {
     /// Starts the next piece of work if there is one, else says the session is idle or
     /// waiting (once).
     fn drive(&mut self) {
-        if self.running.is_some() || !self.auto_run {
+        // A session whose lease another process took is not driven from here any more.
+        if self.running.is_some() || !self.auto_run || self.core.lease_lost.load(Ordering::Relaxed)
+        {
             return;
         }
         match self.next_work() {
@@ -661,6 +716,28 @@ fn close_panicked_turn(core: &SessionCore, error: &waymark_protocol::ErrorInfo) 
             false,
         )?;
         crate::goal::runner::stop_after_turn_error(tx, &sid)
+    })?;
+    crate::goal::runner::push_snapshot(core);
+    Ok(())
+}
+
+/// A running turn that did not end within [`STOP_BACKSTOP`] of Stop: closed as aborted.
+fn close_stopped_turn(core: &SessionCore) -> Result<()> {
+    let sid = core.id.clone();
+    core.write(|tx| {
+        let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
+            return Ok(());
+        };
+        turn::close_turn(
+            tx,
+            &sid,
+            t.id,
+            TurnEndReason::Aborted,
+            None,
+            "not run: the user stopped the turn",
+            false,
+        )?;
+        crate::goal::runner::stop_for_user(tx, &sid)
     })?;
     crate::goal::runner::push_snapshot(core);
     Ok(())

@@ -518,7 +518,19 @@ async fn process_call(
             Ok(CallOutcome::Parked)
         }
         GuardDecision::Allow => {
-            let result = tool.handle(ctx, call.arguments.clone()).await;
+            let Some(result) = run_tool(tool.as_ref(), ctx, call.arguments.clone()).await else {
+                record_result(
+                    core,
+                    turn_id,
+                    call,
+                    ToolStatus::Error,
+                    format!(
+                        "[stopped by the user; `{}` did not stop by itself in time and was abandoned]",
+                        call.name
+                    ),
+                )?;
+                return Ok(CallOutcome::Aborted);
+            };
             let limit = core.config().turn.tool_output_limit as usize;
             let hint = "Ask for less (a line range, a narrower pattern).";
             let (status, content, terminate) = match result {
@@ -547,6 +559,25 @@ async fn process_call(
             }
             Ok(CallOutcome::Done { terminate })
         }
+    }
+}
+
+/// How long a stopped tool gets to wind down by itself (bash kills its process group and
+/// keeps the output so far) before the turn ends without it.
+const STOP_GRACE: Duration = Duration::from_millis(700);
+
+/// Runs a tool; on Stop it gets [`STOP_GRACE`] to finish, then it is abandoned (`None`), so
+/// Stop ends the turn whatever the tool is doing (a read stuck in the kernel, a hung mount).
+pub(crate) async fn run_tool(
+    tool: &dyn crate::tools::Tool,
+    ctx: &ToolContext,
+    args: serde_json::Value,
+) -> Option<std::result::Result<crate::tools::ToolOutput, ToolError>> {
+    let fut = tool.handle(ctx, args);
+    tokio::pin!(fut);
+    tokio::select! {
+        r = &mut fut => Some(r),
+        _ = ctx.cancel.cancelled() => tokio::time::timeout(STOP_GRACE, fut).await.ok(),
     }
 }
 

@@ -108,3 +108,83 @@ fn a_run_that_ends_in_an_error_exits_1() {
     let model = env.script("ok.json", json!({"responses": [{"text": "fine"}]}));
     assert_eq!(env.exec(&model, &["go"]).status.code(), Some(0));
 }
+
+/// Item 7 through the binary: a read aimed at a FIFO fails at once instead of blocking, and
+/// Ctrl-C ends a command that ignores SIGTERM; the process exits promptly either way.
+#[test]
+fn fifo_reads_fail_fast_and_ctrl_c_stops_a_stubborn_command() {
+    use std::io::BufRead as _;
+    let env = Env::new();
+    let fifo = env.ws.join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let model = env.script(
+        "fifo.json",
+        json!({"responses": [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "pipe"}}]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "trap '' TERM INT; echo stubborn; sleep 60"}}]},
+            {"text": "never"}
+        ]}),
+    );
+    let started = std::time::Instant::now();
+    let mut child = env
+        .cmd()
+        .args([
+            "exec",
+            "--workspace",
+            env.ws.to_str().unwrap(),
+            "--model",
+            &model,
+            "--permission",
+            "auto",
+            "--json",
+            "go",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut fifo_result = None;
+    for line in lines.by_ref() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["type"] == "tool.result" && fifo_result.is_none() {
+            fifo_result = Some(v["content"].as_str().unwrap().to_string());
+        } else if v["type"] == "tool.call" && v["name"] == "bash" {
+            break;
+        }
+    }
+    let fifo_result = fifo_result.unwrap();
+    assert!(fifo_result.contains("FIFO"), "{fifo_result}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let interrupted = std::time::Instant::now();
+    // Ctrl-C, sent to our own child only.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-s", "INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut finished = None;
+    for line in lines.by_ref() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["type"] == "turn.finished" {
+            finished = Some(v["reason"].as_str().unwrap().to_string());
+        }
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(finished.as_deref(), Some("aborted"));
+    assert!(status.success(), "{status:?}");
+    assert!(
+        interrupted.elapsed() < std::time::Duration::from_secs(3),
+        "Ctrl-C took {:?} to end the run",
+        interrupted.elapsed()
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}

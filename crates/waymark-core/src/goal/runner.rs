@@ -456,6 +456,23 @@ pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
     Ok(())
 }
 
+/// The user stopped a turn that had to be dropped (it did not wind down): an active goal
+/// is paused as settlement would have paused it (`user_requested`).
+pub(crate) fn stop_for_user(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    if let Some(mut g) = current_goal(tx.conn(), session_id)?
+        && g.status == GoalStatus::Active
+    {
+        transition(
+            tx,
+            &mut g,
+            GoalReason::UserRequested,
+            GoalActor::User,
+            "completion",
+        )?;
+    }
+    Ok(())
+}
+
 /// A turn failed outside settlement (its task panicked): an active goal stops as
 /// `turn_error` so it does not continue into the same failure.
 pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {

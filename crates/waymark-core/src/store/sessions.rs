@@ -118,6 +118,24 @@ impl super::Tx<'_> {
         Ok(())
     }
 
+    /// Fencing: fails with `lease_lost` unless `owner` still holds the session's lease.
+    /// Every write of an open session runs this first, in the same transaction.
+    pub fn check_lease(&mut self, id: &str, owner: &str) -> Result<()> {
+        let current: Option<(Option<String>, Option<i64>)> = self
+            .conn()
+            .prepare_cached("SELECT lease_owner, lease_pid FROM sessions WHERE id = ?1")?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        match current {
+            Some((Some(o), _)) if o == owner => Ok(()),
+            Some((_, pid)) => Err(Error::LeaseLost {
+                id: id.to_string(),
+                pid: pid.unwrap_or(0),
+            }),
+            None => Err(Error::SessionNotFound(id.to_string())),
+        }
+    }
+
     /// Gives the lease up (only if still ours).
     pub fn release_lease(&mut self, id: &str, owner: &str) -> Result<()> {
         self.conn().execute(

@@ -169,7 +169,8 @@ impl Tool for Bash {
             };
             if !matches!(end, End::Exited(_)) {
                 signal_group(pgid, libc::SIGTERM);
-                if tokio::time::timeout(Duration::from_millis(500), child.wait())
+                // Short, so Stop ends the turn well within a second.
+                if tokio::time::timeout(Duration::from_millis(250), child.wait())
                     .await
                     .is_err()
                 {
@@ -180,7 +181,7 @@ impl Tool for Bash {
             }
             // Background jobs may hold the pipes open; give the readers a moment, then move on.
             for r in readers {
-                let _ = tokio::time::timeout(Duration::from_millis(300), r).await;
+                let _ = tokio::time::timeout(Duration::from_millis(150), r).await;
             }
             let text = out.lock().unwrap_or_else(|p| p.into_inner()).text();
             let body = truncate_middle(&text, ctx.output_limit);

@@ -25,6 +25,54 @@ pub fn resolve_read(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> 
         .map_err(|e| ToolError::Model(format!("cannot open `{raw}`: {}", describe_io(&e))))
 }
 
+/// Opens a file for reading only when it is a regular file. FIFOs, sockets and devices are
+/// refused with a clear error: they can block a read forever or never end. The open itself
+/// is non-blocking (a FIFO without a writer would otherwise stall it), and the type is
+/// checked on the opened descriptor, so a file swapped for a FIFO after a check is caught.
+pub fn open_regular(path: &Path, raw: &str) -> Result<std::fs::File, ToolError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let refuse = |ft: std::fs::FileType| {
+        ToolError::Model(format!(
+            "`{raw}` is {}; only regular files can be read",
+            describe_type(ft)
+        ))
+    };
+    // Sockets cannot be opened at all (ENXIO): say what they are first.
+    if let Ok(m) = std::fs::metadata(path)
+        && !m.is_file()
+    {
+        return Err(refuse(m.file_type()));
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| ToolError::Model(format!("cannot read `{raw}`: {}", describe_io(&e))))?;
+    let ft = f
+        .metadata()
+        .map_err(|e| ToolError::Model(format!("cannot read `{raw}`: {}", describe_io(&e))))?
+        .file_type();
+    if ft.is_file() { Ok(f) } else { Err(refuse(ft)) }
+}
+
+/// What a non-regular file is, for error messages.
+pub fn describe_type(ft: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if ft.is_dir() {
+        "a directory (use list_dir)"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Resolves a path for writing; the result is canonical and inside an allowed root.
 pub fn resolve_write(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
     let target = resolve_target(&ctx.workspace, raw)?;
@@ -153,7 +201,10 @@ pub(crate) fn temp_sibling(path: &Path) -> PathBuf {
 
 /// Reads a text file for editing; binary or non-UTF-8 files are refused.
 pub fn read_text(path: &Path, raw: &str) -> Result<String, ToolError> {
-    let bytes = std::fs::read(path)
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    open_regular(path, raw)?
+        .read_to_end(&mut bytes)
         .map_err(|e| ToolError::Model(format!("cannot read `{raw}`: {}", describe_io(&e))))?;
     String::from_utf8(bytes)
         .map_err(|_| ToolError::Model(format!("`{raw}` is not UTF-8 text; it cannot be edited")))

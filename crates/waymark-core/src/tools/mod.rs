@@ -6,12 +6,14 @@ mod bash;
 pub mod fs_policy;
 mod patch;
 mod read;
+mod search;
 pub mod text;
 mod write;
 
 pub use bash::Bash;
 pub use patch::{ApplyPatch, patch_paths};
-pub use read::{Glob, Grep, ListDir, ReadFile};
+pub use read::{ListDir, ReadFile};
+pub use search::{Glob, Grep};
 pub use write::{Append, Edit, MultiEdit, Write};
 
 use futures_util::future::BoxFuture;

@@ -5,6 +5,7 @@
 mod edits;
 mod identity;
 mod numbers;
+mod stop;
 
 use super::harness::Harness;
 use super::mock_server::{MockResponse, MockServer};
