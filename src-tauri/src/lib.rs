@@ -123,16 +123,35 @@ fn settings_file() -> PathBuf {
         .unwrap_or_else(paths::default_config_file)
 }
 
+/// How the app reads a variable: a name the settings read an API key from — whatever it is
+/// called — comes from the keyring first; everything else, and a key not in the keyring,
+/// from the environment.
+fn read_var(
+    name: &str,
+    key_names: &[String],
+    keyring: impl Fn(&str) -> Option<String>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let stored = if key_names.iter().any(|k| k == name) {
+        keyring(name)
+    } else {
+        None
+    };
+    stored.or_else(|| env(name))
+}
+
 /// Runtime options of the app: API keys come from the OS keyring first, then the environment.
 fn runtime_options(config: waymark_protocol::config::Config) -> RuntimeOptions {
     let mut opts = RuntimeOptions::new(data_dir(), config);
     opts.env = Arc::new(|name: &str| {
-        let keyring = if name.ends_with("_KEY") {
-            settings::Keyring::get(name).ok().flatten()
-        } else {
-            None
-        };
-        keyring.or_else(|| std::env::var(name).ok())
+        // The settings in force name the key variables (they may change while running).
+        let config = settings::load(&settings_file()).unwrap_or_default();
+        read_var(
+            name,
+            &waymark_core::secrets::key_names(&config),
+            |n| settings::Keyring::get(n).ok().flatten(),
+            |n| std::env::var(n).ok(),
+        )
     });
     if let Ok(exe) = std::env::current_exe() {
         opts.sandbox_helper = Some(vec![exe.into_os_string(), sandbox::HELPER_ARG.into()]);

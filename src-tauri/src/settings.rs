@@ -95,23 +95,9 @@ pub fn save<R: tauri::Runtime>(
         .map_err(|e| IpcError::new("settings_store", format!("{}: {e}", path.display())))
 }
 
-/// The variable names API keys answer to: the built-in providers' and those named providers
-/// read theirs from (`api_key_env`; a provider without one sends no key, like a local server).
+/// The variable names API keys answer to (see [`waymark_core::secrets::key_names`]).
 pub fn key_names(config: &Config) -> Vec<String> {
-    let mut names = vec![
-        "OPENAI_API_KEY".to_string(),
-        "ANTHROPIC_API_KEY".to_string(),
-    ];
-    for env in config
-        .providers
-        .values()
-        .filter_map(|p| p.api_key_env.clone())
-    {
-        if !names.contains(&env) {
-            names.push(env);
-        }
-    }
-    names
+    waymark_core::secrets::key_names(config)
 }
 
 /// API keys in the OS keyring (Secret Service on Linux).

@@ -90,3 +90,32 @@ fn compositing_goes_off_only_without_a_gpu_render_node_and_without_a_user_choice
         gpu.path()
     ));
 }
+
+/// A provider key stored in the keyring under any variable name is the one used: no `_KEY`
+/// suffix is assumed. Names that hold no key never touch the keyring.
+#[test]
+fn keys_under_any_name_come_from_the_keyring_first() {
+    let names = vec!["OPENAI_API_KEY".to_string(), "MOONSHOT_AUTH".to_string()];
+    let asked = std::cell::RefCell::new(Vec::new());
+    let keyring = |n: &str| {
+        asked.borrow_mut().push(n.to_string());
+        (n == "MOONSHOT_AUTH").then(|| "from-keyring".to_string())
+    };
+    let env = |n: &str| match n {
+        "MOONSHOT_AUTH" | "OPENAI_API_KEY" | "OPENAI_BASE_URL" => Some(format!("env-{n}")),
+        _ => None,
+    };
+    assert_eq!(
+        read_var("MOONSHOT_AUTH", &names, keyring, env).as_deref(),
+        Some("from-keyring")
+    );
+    assert_eq!(
+        read_var("OPENAI_API_KEY", &names, keyring, env).as_deref(),
+        Some("env-OPENAI_API_KEY")
+    );
+    assert_eq!(
+        read_var("OPENAI_BASE_URL", &names, keyring, env).as_deref(),
+        Some("env-OPENAI_BASE_URL")
+    );
+    assert_eq!(*asked.borrow(), ["MOONSHOT_AUTH", "OPENAI_API_KEY"]);
+}

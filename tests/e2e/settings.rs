@@ -106,7 +106,7 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
     std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
     std::fs::write(
         desk.settings_file(),
-        format!(r#"{{"model": "mock", "providers": {{"mock": {{"kind": "openai", "base_url": "http://127.0.0.1:{port}/v1", "api_key_env": "MOCK_KEY", "model": "m1"}}}}}}"#),
+        format!(r#"{{"model": "mock", "providers": {{"mock": {{"kind": "openai", "base_url": "http://127.0.0.1:{port}/v1", "api_key_env": "MOCK_AUTH", "model": "m1"}}}}}}"#),
     )
     .unwrap();
     // The CLI starts the session with a key from its environment…
@@ -123,7 +123,7 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
             "Check the project",
         ])
         .envs(desk.env())
-        .env("MOCK_KEY", "from-the-environment")
+        .env("MOCK_AUTH", "from-the-environment")
         .output()
         .unwrap();
     succeeded(&out);
@@ -133,20 +133,20 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
     app.el("[data-testid=session].current").await;
     app.type_into("[data-testid=composer]", "Try without a key\u{E007}")
         .await;
-    app.wait_text("[data-testid=transcript]", "MOCK_KEY is not set")
+    app.wait_text("[data-testid=transcript]", "MOCK_AUTH is not set")
         .await;
     app.shot("settings-5a-key-missing").await;
     // …until the key is in the keyring.
     app.click("[data-testid=open-settings]").await;
     app.type_into(
-        "[data-testid=key-MOCK_KEY] [data-testid=key-input]",
+        "[data-testid=key-MOCK_AUTH] [data-testid=key-input]",
         "from-the-keyring",
     )
     .await;
-    app.click("[data-testid=key-MOCK_KEY] [data-testid=key-store]")
+    app.click("[data-testid=key-MOCK_AUTH] [data-testid=key-store]")
         .await;
     app.wait_text(
-        "[data-testid=key-MOCK_KEY] [data-testid=key-state]",
+        "[data-testid=key-MOCK_AUTH] [data-testid=key-state]",
         "in keyring",
     )
     .await;

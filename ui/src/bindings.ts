@@ -178,6 +178,8 @@ export type Config_Deserialize = {
 	providers?: { [key in string]: ProviderConfig_Deserialize },
 	beta?: BetaFlags_Deserialize,
 	goal?: GoalConfig_Deserialize,
+	plan?: PlanConfig_Deserialize,
+	shell?: ShellConfig_Deserialize,
 };
 
 /**  The whole settings file. */
@@ -194,6 +196,8 @@ export type Config_Serialize = {
 	providers: { [key in string]: ProviderConfig_Serialize },
 	beta: BetaFlags_Serialize,
 	goal: GoalConfig_Serialize,
+	plan: PlanConfig_Serialize,
+	shell: ShellConfig_Serialize,
 };
 
 /**  What happened to a line between two revisions. */
@@ -471,6 +475,21 @@ export type PermissionMode =
 /**  Writes and shell commands are refused. */
 "read-only";
 
+/**  The `plan` section. */
+export type PlanConfig = PlanConfig_Serialize | PlanConfig_Deserialize;
+
+/**  The `plan` section. */
+export type PlanConfig_Deserialize = {
+	/**  Network access of sandboxed shell commands (default `deny`). */
+	shell_network?: ShellNetwork,
+};
+
+/**  The `plan` section. */
+export type PlanConfig_Serialize = {
+	/**  Network access of sandboxed shell commands (default `deny`). */
+	shell_network: ShellNetwork,
+};
+
 /**  A diff between two plan revisions, line by line. */
 export type PlanDiff = PlanDiff_Serialize | PlanDiff_Deserialize;
 
@@ -716,6 +735,58 @@ export type SettingsView_Serialize = {
 	keyring_error: string | null,
 };
 
+/**  The `shell` section: how tool processes are started. */
+export type ShellConfig = ShellConfig_Serialize | ShellConfig_Deserialize;
+
+/**  The `shell` section: how tool processes are started. */
+export type ShellConfig_Deserialize = {
+	env?: ShellEnvConfig_Deserialize,
+};
+
+/**  The `shell` section: how tool processes are started. */
+export type ShellConfig_Serialize = {
+	env: ShellEnvConfig_Serialize,
+};
+
+/**
+ *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*`, and the provider key variables)
+ *  are removed; `include` lets named ones through again (provider keys never), `exclude`
+ *  removes more, `set` sets values. Names may use `*` wildcards.
+ */
+export type ShellEnvConfig = ShellEnvConfig_Serialize | ShellEnvConfig_Deserialize;
+
+/**
+ *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*`, and the provider key variables)
+ *  are removed; `include` lets named ones through again (provider keys never), `exclude`
+ *  removes more, `set` sets values. Names may use `*` wildcards.
+ */
+export type ShellEnvConfig_Deserialize = {
+	include?: string[],
+	exclude?: string[],
+	set?: { [key in string]: string },
+};
+
+/**
+ *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*`, and the provider key variables)
+ *  are removed; `include` lets named ones through again (provider keys never), `exclude`
+ *  removes more, `set` sets values. Names may use `*` wildcards.
+ */
+export type ShellEnvConfig_Serialize = {
+	include: string[],
+	exclude: string[],
+	set: { [key in string]: string },
+};
+
+/**  Whether the sandboxed shell (plan mode, the verifier) may use the network. */
+export type ShellNetwork = 
+/**  No sockets but local pipes: no TCP/UDP, no unix-socket daemons. */
+"deny" | 
+/**  Internet sockets (TCP/UDP over IPv4/IPv6) are allowed; unix sockets stay closed. */
+"allow";
+
 /**  What a submitted message did. */
 export type Submitted = { kind: "admitted"; message_id: number } | { kind: "command"; output: string };
 
@@ -739,6 +810,8 @@ export type TurnConfig_Deserialize = {
 	tool_output_limit?: number,
 	/**  Default timeout of a `bash` call. */
 	bash_timeout_ms?: number,
+	/**  Longest timeout a model may ask for with `timeout_ms`. */
+	max_bash_timeout_ms?: number,
 	/**  Context budget in tokens; when unset, the provider's context window is used. */
 	context_tokens?: number | null,
 };
@@ -751,6 +824,8 @@ export type TurnConfig_Serialize = {
 	tool_output_limit: number,
 	/**  Default timeout of a `bash` call. */
 	bash_timeout_ms: number,
+	/**  Longest timeout a model may ask for with `timeout_ms`. */
+	max_bash_timeout_ms: number,
 	/**  Context budget in tokens; when unset, the provider's context window is used. */
 	context_tokens: number | null,
 };

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod provider;
 pub mod runtime;
 pub mod sandbox;
+pub mod secrets;
 pub mod session;
 pub mod store;
 pub mod tools;

@@ -47,6 +47,9 @@ pub struct RuntimeOptions {
     /// (for the CLI, its own binary and [`crate::sandbox::HELPER_ARG`]). Without it, plan
     /// mode asks the user about every shell command.
     pub sandbox_helper: Option<Vec<std::ffi::OsString>>,
+    /// The environment tool processes are derived from (secrets removed, see
+    /// [`crate::secrets::ToolEnv`]); the process environment by default.
+    pub process_env: Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
 }
 
 impl RuntimeOptions {
@@ -66,6 +69,7 @@ impl RuntimeOptions {
             provider_override: None,
             extensions: Vec::new(),
             sandbox_helper: None,
+            process_env: Arc::new(std::env::vars_os().collect()),
         }
     }
 }
@@ -114,11 +118,24 @@ impl Runtime {
     pub fn open(opts: RuntimeOptions) -> Result<Runtime> {
         let store = Arc::new(Store::open(&paths::database_file(&opts.data_dir))?);
         let config = Arc::new(std::sync::RwLock::new(Arc::new(opts.config.clone())));
-        Ok(Runtime {
+        let rt = Runtime {
             opts,
             config,
             store,
-        })
+        };
+        rt.refresh_secrets();
+        Ok(rt)
+    }
+
+    /// Collects the secrets to redact again: the provider keys as the environment (or the
+    /// keyring, in the app) has them now, and secret-looking variables.
+    fn refresh_secrets(&self) {
+        let env = self.opts.env.clone();
+        self.store.set_redactor(crate::secrets::Redactor::collect(
+            &self.opts.process_env,
+            &self.config(),
+            &move |k| env(k),
+        ));
     }
 
     pub fn store(&self) -> &Arc<Store> {
@@ -140,6 +157,7 @@ impl Runtime {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
         }
+        self.refresh_secrets();
         Ok(())
     }
 
@@ -289,6 +307,8 @@ impl Runtime {
         resumed: bool,
         hold: bool,
     ) -> Result<SessionHandle> {
+        // A key stored since (in the app's keyring) is redacted from this session on.
+        self.refresh_secrets();
         let owner = self.opts.ids.new_id("lease");
         let pid = i64::from(std::process::id());
         let stale = self.opts.lease_stale.as_millis() as i64;
@@ -370,6 +390,7 @@ impl Runtime {
             last_seq: AtomicU64::new(last_seq),
             history: Default::default(),
             sandbox,
+            process_env: self.opts.process_env.clone(),
             turn_goal: Default::default(),
             tool_specs: Default::default(),
         });

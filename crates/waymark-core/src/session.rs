@@ -81,6 +81,8 @@ pub(crate) struct SessionCore {
     pub history: std::sync::Mutex<HistoryCache>,
     /// The read-only shell of plan mode.
     pub sandbox: crate::sandbox::Sandbox,
+    /// The environment tool processes are derived from.
+    pub process_env: Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
     /// Tool lists per interaction mode, with their size in tokens.
     pub tool_specs: std::sync::Mutex<
         std::collections::HashMap<
@@ -158,8 +160,20 @@ impl SessionCore {
         }
     }
 
-    /// Streams an event that is not written to the log.
+    /// The environments tool processes start with, under the settings in force.
+    pub(crate) fn tool_env(&self) -> Arc<crate::secrets::ToolEnv> {
+        Arc::new(crate::secrets::ToolEnv::build(
+            &self.process_env,
+            &self.config(),
+        ))
+    }
+
+    /// Streams an event that is not written to the log (secrets redacted, as in the log).
     pub fn transient(&self, kind: EventKind) {
+        let kind = match crate::store::redact_event(&self.store.redactor(), kind) {
+            Ok((_, k)) => k,
+            Err(_) => return,
+        };
         let _ = self.events.send(Event {
             session_id: self.id.clone(),
             seq: self.last_seq.load(Ordering::Relaxed),

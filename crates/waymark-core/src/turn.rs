@@ -130,6 +130,7 @@ async fn drive(
         bash_timeout: Duration::from_millis(core.config().turn.bash_timeout_ms),
         turn_id,
         sandbox: None,
+        env: core.tool_env(),
         core: Some(core.clone()),
     };
     let mut last_elided = 0u64;

@@ -37,6 +37,50 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     pub beta: BetaFlags,
     pub goal: GoalConfig,
+    pub plan: PlanConfig,
+    pub shell: ShellConfig,
+}
+
+/// Whether the sandboxed shell (plan mode, the verifier) may use the network.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum ShellNetwork {
+    /// No sockets but local pipes: no TCP/UDP, no unix-socket daemons.
+    #[default]
+    Deny,
+    /// Internet sockets (TCP/UDP over IPv4/IPv6) are allowed; unix sockets stay closed.
+    Allow,
+}
+
+/// The `plan` section.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct PlanConfig {
+    /// Network access of sandboxed shell commands (default `deny`).
+    pub shell_network: ShellNetwork,
+}
+
+/// The `shell` section: how tool processes are started.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellConfig {
+    pub env: ShellEnvConfig,
+}
+
+/// Which environment variables tool processes get. Secrets (names matching `*KEY*`,
+/// `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*`, and the provider key variables)
+/// are removed; `include` lets named ones through again (provider keys never), `exclude`
+/// removes more, `set` sets values. Names may use `*` wildcards.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellEnvConfig {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub set: BTreeMap<String, String>,
 }
 
 /// How a goal's completion claim is checked (G-16 … G-19).
@@ -127,6 +171,8 @@ pub struct TurnConfig {
     pub tool_output_limit: u64,
     /// Default timeout of a `bash` call.
     pub bash_timeout_ms: u64,
+    /// Longest timeout a model may ask for with `timeout_ms`.
+    pub max_bash_timeout_ms: u64,
     /// Context budget in tokens; when unset, the provider's context window is used.
     pub context_tokens: Option<u64>,
 }
@@ -137,6 +183,7 @@ impl Default for TurnConfig {
             max_steps: 50,
             tool_output_limit: 30_000,
             bash_timeout_ms: 120_000,
+            max_bash_timeout_ms: 600_000,
             context_tokens: None,
         }
     }
@@ -219,6 +266,36 @@ impl Config {
             10_000_000,
         )?;
         range("turn.bash_timeout_ms", t.bash_timeout_ms, 100, 3_600_000)?;
+        range(
+            "turn.max_bash_timeout_ms",
+            t.max_bash_timeout_ms,
+            t.bash_timeout_ms,
+            86_400_000,
+        )?;
+        let env = &self.shell.env;
+        for (key, list) in [
+            ("shell.env.include", &env.include),
+            ("shell.env.exclude", &env.exclude),
+        ] {
+            for p in list {
+                if !var_name(p, true) {
+                    return Err(ConfigError::new(
+                        key,
+                        format!(
+                            "`{p}` is not a variable name (letters, digits, `_`, and `*` as a wildcard)"
+                        ),
+                    ));
+                }
+            }
+        }
+        for name in env.set.keys() {
+            if !var_name(name, false) {
+                return Err(ConfigError::new(
+                    format!("shell.env.set.{name}"),
+                    "is not a variable name (letters, digits and `_`)",
+                ));
+            }
+        }
         if let Some(c) = t.context_tokens {
             range("turn.context_tokens", c, 1000, 10_000_000)?;
         }
@@ -287,6 +364,14 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// A variable name (optionally with `*` wildcards).
+fn var_name(s: &str, wildcards: bool) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || (wildcards && c == '*'))
 }
 
 fn range(key: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
@@ -365,6 +450,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.goal.verification, Some(Verification::None));
+    }
+
+    #[test]
+    fn shell_and_plan_settings_are_checked() {
+        let c = Config::default();
+        assert_eq!(c.plan.shell_network, ShellNetwork::Deny);
+        assert_eq!(c.turn.max_bash_timeout_ms, 600_000);
+        let ok = Config::from_json(
+            r#"{"plan": {"shell_network": "allow"}, "shell": {"env": {"include": ["GH_*"], "set": {"CI": "1"}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.plan.shell_network, ShellNetwork::Allow);
+        let e = Config::from_json(r#"{"plan": {"shell_network": "maybe"}}"#).unwrap_err();
+        assert_eq!(e.key, "plan.shell_network");
+        let e = Config::from_json(r#"{"shell": {"env": {"exclude": ["A B"]}}}"#).unwrap_err();
+        assert_eq!(e.key, "shell.env.exclude");
+        let e = Config::from_json(r#"{"shell": {"env": {"set": {"A=B": "x"}}}}"#).unwrap_err();
+        assert_eq!(e.key, "shell.env.set.A=B");
+        let e = Config::from_json(
+            r#"{"turn": {"bash_timeout_ms": 5000, "max_bash_timeout_ms": 1000}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "turn.max_bash_timeout_ms");
+        assert!(e.message.contains("between 5000 and 86400000"), "{e}");
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub(crate) async fn verify(
         bash_timeout: Duration::from_millis(core.config().turn.bash_timeout_ms),
         turn_id: 0,
         sandbox: sandbox.clone(),
+        env: core.tool_env(),
         core: None,
     };
     let mut messages = vec![ModelMessage::User {

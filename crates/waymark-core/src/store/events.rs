@@ -9,9 +9,9 @@ pub(super) fn append(
     session_id: &str,
     ts: i64,
     kind: EventKind,
+    json: &str,
 ) -> Result<Event> {
     let seq = last_seq(conn, session_id)? + 1;
-    let json = serde_json::to_string(&kind).map_err(|e| Error::Corrupt(e.to_string()))?;
     conn.prepare_cached(
         "INSERT INTO events (session_id, seq, ts, type, json) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?

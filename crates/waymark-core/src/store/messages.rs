@@ -65,6 +65,7 @@ impl super::Tx<'_> {
         {
             return Ok((existing, false));
         }
+        let text = self.redact(text).into_owned();
         let c = self.conn();
         let sql = match position {
             Position::Head => {
@@ -81,14 +82,14 @@ impl super::Tx<'_> {
             "INSERT INTO messages (session_id, source, text, status, queue_pos, idempotency_key, admitted_at)
              VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6)",
         )?
-        .execute(params![session_id, source.as_str(), text, pos, key, self.now()])?;
+        .execute(params![session_id, source.as_str(), &text, pos, key, self.now()])?;
         let id = c.last_insert_rowid();
         Ok((
             MessageRow {
                 id,
                 session_id: session_id.to_string(),
                 source,
-                text: text.to_string(),
+                text,
                 status: "queued".into(),
                 idempotency_key: key.map(str::to_string),
             },

@@ -17,9 +17,10 @@ pub use sessions::{Lease, SessionRow};
 pub use turns::{HistoryItem, ToolCallRecord, TurnRow, TurnStatus};
 
 use crate::error::{Error, Result};
+use crate::secrets::Redactor;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use waymark_protocol::{Event, EventKind};
 
 /// Migrations in order; the version of each is its index + 1.
@@ -40,6 +41,8 @@ pub struct Store {
     conn: Mutex<Connection>,
     /// The WAL file, for the checkpoint on close.
     wal: Option<PathBuf>,
+    /// Secrets replaced in everything written (events, history, questionnaires).
+    redactor: std::sync::RwLock<Arc<Redactor>>,
 }
 
 impl Drop for Store {
@@ -61,6 +64,7 @@ pub struct Tx<'c> {
     conn: &'c Connection,
     now: i64,
     events: Vec<Event>,
+    redactor: Arc<Redactor>,
 }
 
 /// Rolls back a transaction that was neither committed nor rolled back (a panic inside it).
@@ -78,12 +82,26 @@ impl Drop for Open<'_> {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database file and brings its schema up to date.
+    /// Opens (creating if needed) the database file and brings its schema up to date. A
+    /// folder it creates is private to the user (0700), and the database file is made
+    /// 0600: it holds the conversations.
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        if let Some(dir) = path.parent()
+            && !dir.exists()
+        {
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| Error::io(dir, e))?;
         }
         let conn = Connection::open(path)?;
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| Error::io(path, e))?;
+        }
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -113,7 +131,24 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             wal,
+            redactor: Default::default(),
         })
+    }
+
+    /// Replaces the secrets redacted from what is written from now on.
+    pub fn set_redactor(&self, r: Redactor) {
+        match self.redactor.write() {
+            Ok(mut g) => *g = Arc::new(r),
+            Err(p) => *p.into_inner() = Arc::new(r),
+        }
+    }
+
+    /// The secrets redacted from what is written and streamed.
+    pub fn redactor(&self) -> Arc<Redactor> {
+        match self.redactor.read() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -140,6 +175,7 @@ impl Store {
             conn: &conn,
             now,
             events: Vec::new(),
+            redactor: self.redactor(),
         };
         let value = f(&mut t);
         let events = t.events;
@@ -175,11 +211,29 @@ impl Tx<'_> {
         self.conn
     }
 
-    /// Appends an event to the session's log with the next `seq`.
+    /// Appends an event to the session's log with the next `seq` (secrets redacted).
     pub fn emit(&mut self, session_id: &str, kind: EventKind) -> Result<()> {
-        let event = events::append(self.conn, session_id, self.now, kind)?;
+        let (json, kind) = redact_event(&self.redactor, kind)?;
+        let event = events::append(self.conn, session_id, self.now, kind, &json)?;
         self.events.push(event);
         Ok(())
+    }
+
+    /// `text` with known secrets replaced.
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        self.redactor.redact(text)
+    }
+}
+
+/// An event and its JSON with every known secret replaced (parsed back only when one was).
+pub(crate) fn redact_event(r: &Redactor, kind: EventKind) -> Result<(String, EventKind)> {
+    let json = serde_json::to_string(&kind).map_err(|e| Error::Corrupt(e.to_string()))?;
+    match r.redact(&json) {
+        std::borrow::Cow::Borrowed(_) => Ok((json, kind)),
+        std::borrow::Cow::Owned(clean) => {
+            let kind = serde_json::from_str(&clean).map_err(|e| Error::Corrupt(e.to_string()))?;
+            Ok((clean, kind))
+        }
     }
 }
 

@@ -76,7 +76,14 @@ impl super::Tx<'_> {
         self.conn().execute(
             "INSERT INTO questionnaires (id, session_id, turn_id, kind, payload, status, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
-            params![id, session_id, turn_id, kind.as_str(), payload.to_string(), now],
+            params![
+                id,
+                session_id,
+                turn_id,
+                kind.as_str(),
+                self.redact(&payload.to_string()),
+                now
+            ],
         )?;
         Ok(())
     }
@@ -102,7 +109,7 @@ impl super::Tx<'_> {
     ) -> Result<()> {
         let n = self.conn().execute(
             "UPDATE questionnaires SET payload = ?2 WHERE id = ?1 AND status = 'pending'",
-            params![id, payload.to_string()],
+            params![id, self.redact(&payload.to_string())],
         )?;
         self.ensure_closed_once(id, n)
     }

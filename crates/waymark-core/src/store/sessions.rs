@@ -175,6 +175,7 @@ impl super::Tx<'_> {
 
     /// Sets the title once (from the first user message).
     pub fn set_title_if_missing(&mut self, id: &str, title: &str) -> Result<()> {
+        let title = self.redact(title).into_owned();
         self.conn()
             .prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title IS NULL")?
             .execute(params![id, title])?;

@@ -183,6 +183,7 @@ impl super::Tx<'_> {
         error: Option<&ErrorInfo>,
     ) -> Result<TurnRow> {
         let now = self.now();
+        let message = error.map(|e| self.redact(&e.message).into_owned());
         let c = self.conn();
         let n = c
             .prepare_cached(
@@ -193,7 +194,7 @@ impl super::Tx<'_> {
                 turn_id,
                 reason.as_str(),
                 error.map(|e| e.code.as_str()),
-                error.map(|e| e.message.as_str()),
+                message,
                 now
             ])?;
         if n == 0 {
@@ -214,6 +215,7 @@ impl super::Tx<'_> {
         item: &HistoryItem,
     ) -> Result<i64> {
         let body = serde_json::to_string(item).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let body = self.redact(&body).into_owned();
         let c = self.conn();
         c.prepare_cached(
             "INSERT INTO history (session_id, turn_id, kind, body) VALUES (?1, ?2, ?3, ?4)",

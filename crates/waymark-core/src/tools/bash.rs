@@ -132,7 +132,7 @@ impl Tool for Bash {
                         &[std::ffi::OsStr::new("-c"), std::ffi::OsStr::new(&a.command)],
                     );
                     let mut c = tokio::process::Command::new(&argv[0]);
-                    c.args(&argv[1..]).env("TMPDIR", &spec.tmp);
+                    c.args(&argv[1..]);
                     c
                 }
                 None => {
@@ -141,6 +141,16 @@ impl Tool for Bash {
                     c
                 }
             };
+            // Tool processes never inherit secrets (see `secrets::ToolEnv`).
+            let env = if ctx.sandbox.is_some() {
+                &ctx.env.sandboxed
+            } else {
+                &ctx.env.plain
+            };
+            cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+            if let Some(spec) = &ctx.sandbox {
+                cmd.env("TMPDIR", &spec.tmp);
+            }
             cmd.current_dir(&ctx.workspace)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())

@@ -42,6 +42,8 @@ pub struct ToolContext {
     pub turn_id: i64,
     /// When set, shell commands run under this read-only sandbox (plan mode).
     pub sandbox: Option<crate::sandbox::SandboxSpec>,
+    /// The environments tool processes start with (secrets removed).
+    pub env: Arc<crate::secrets::ToolEnv>,
     /// The session, for tools that change session state (plan mode's tools).
     pub(crate) core: Option<std::sync::Arc<crate::session::SessionCore>>,
 }
@@ -243,6 +245,10 @@ pub(crate) mod test_support {
                 bash_timeout: Duration::from_secs(20),
                 turn_id: 0,
                 sandbox: None,
+                env: Arc::new(crate::secrets::ToolEnv::build(
+                    &std::env::vars_os().collect::<Vec<_>>(),
+                    &Default::default(),
+                )),
                 core: None,
             };
             Fixture { dir, ctx }

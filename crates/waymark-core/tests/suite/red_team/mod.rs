@@ -5,6 +5,7 @@
 mod edits;
 mod identity;
 mod numbers;
+mod secrets;
 mod stop;
 
 use super::harness::Harness;

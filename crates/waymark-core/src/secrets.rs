@@ -1,0 +1,276 @@
+//! Secrets stay secret. Tool processes start with secrets removed from their environment
+//! ([`ToolEnv`]), and every secret value the runtime knows — API keys from the environment,
+//! the keyring or the settings, and the values of secret-looking variables — is replaced by
+//! `[REDACTED:<name>]` in everything the store writes (events, history, questionnaires)
+//! and everything streamed to front ends ([`Redactor`]), so it is never stored, sent to the
+//! model or shown.
+
+use std::borrow::Cow;
+use std::ffi::{OsStr, OsString};
+use waymark_protocol::config::{Config, ShellEnvConfig};
+
+/// Variable names that hold secrets, as wildcard patterns (matched without regard to case).
+pub const SECRET_NAME_PATTERNS: &[&str] =
+    &["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*"];
+
+/// Variables that open a door out of a sandboxed shell (the session bus, the SSH agent, the
+/// display server, the user's runtime folder of sockets): removed there.
+pub const SANDBOX_REMOVED: &[&str] = &[
+    "DBUS_SESSION_BUS_ADDRESS",
+    "SSH_AUTH_SOCK",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XDG_RUNTIME_DIR",
+];
+
+/// Values shorter than this are not redacted (they would match ordinary text everywhere).
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// The variable names API keys are read from: the built-in providers' and those the
+/// settings name (`providers.<name>.api_key_env`), whatever they are called.
+pub fn key_names(config: &Config) -> Vec<String> {
+    let mut names = vec![
+        "OPENAI_API_KEY".to_string(),
+        "ANTHROPIC_API_KEY".to_string(),
+    ];
+    for env in config
+        .providers
+        .values()
+        .filter_map(|p| p.api_key_env.clone())
+    {
+        if !names.contains(&env) {
+            names.push(env);
+        }
+    }
+    names
+}
+
+/// `*`-wildcard match, ASCII case-insensitive.
+pub fn wildcard(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some((c, rest)) => n
+                .split_first()
+                .is_some_and(|(d, nrest)| c.eq_ignore_ascii_case(d) && go(rest, nrest)),
+        }
+    }
+    go(pattern.as_bytes(), name.as_bytes())
+}
+
+/// Whether a variable name looks like it holds a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    SECRET_NAME_PATTERNS.iter().any(|p| wildcard(p, name))
+}
+
+/// The environments tool processes start with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolEnv {
+    /// For commands outside a sandbox.
+    pub plain: Vec<(OsString, OsString)>,
+    /// For sandboxed commands (plan mode, the verifier).
+    pub sandboxed: Vec<(OsString, OsString)>,
+}
+
+impl ToolEnv {
+    /// Filters `base` (the process environment): provider key variables and secret-looking
+    /// names go (unless `shell.env.include` lets one through; provider keys never), then
+    /// `shell.env.exclude` removes more, then `shell.env.set` sets values. Sandboxed shells
+    /// also lose [`SANDBOX_REMOVED`].
+    pub fn build(base: &[(OsString, OsString)], config: &Config) -> ToolEnv {
+        let keys = key_names(config);
+        let rules: &ShellEnvConfig = &config.shell.env;
+        let keep = |name: &OsStr| {
+            let Some(n) = name.to_str() else {
+                // A name that is not UTF-8 cannot be checked against the patterns.
+                return false;
+            };
+            if keys.iter().any(|k| k == n) {
+                return false;
+            }
+            if rules.exclude.iter().any(|p| wildcard(p, n)) {
+                return false;
+            }
+            !is_secret_name(n) || rules.include.iter().any(|p| wildcard(p, n))
+        };
+        let mut plain: Vec<(OsString, OsString)> =
+            base.iter().filter(|(k, _)| keep(k)).cloned().collect();
+        for (k, v) in &rules.set {
+            plain.retain(|(n, _)| n.as_os_str() != OsStr::new(k));
+            plain.push((k.into(), v.into()));
+        }
+        let sandboxed = plain
+            .iter()
+            .filter(|(k, _)| {
+                !SANDBOX_REMOVED
+                    .iter()
+                    .any(|r| OsStr::new(r) == k.as_os_str())
+            })
+            .cloned()
+            .collect();
+        ToolEnv { plain, sandboxed }
+    }
+}
+
+/// Replaces known secret values with `[REDACTED:<name>]`.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// `(needle, replacement)`: each secret as it appears in text and in JSON strings.
+    needles: Vec<(String, String)>,
+}
+
+impl Redactor {
+    /// Collects the secrets: the provider keys `lookup` resolves (environment or keyring),
+    /// values of secret-looking variables in `base`, and `shell.env.set` values of
+    /// secret-looking names.
+    pub fn collect(
+        base: &[(OsString, OsString)],
+        config: &Config,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Redactor {
+        let mut found: Vec<(String, String)> = Vec::new();
+        for name in key_names(config) {
+            if let Some(v) = lookup(&name) {
+                found.push((name, v));
+            }
+        }
+        for (k, v) in base {
+            if let (Some(k), Some(v)) = (k.to_str(), v.to_str())
+                && (is_secret_name(k) || found.iter().any(|(n, _)| n == k))
+            {
+                found.push((k.to_string(), v.to_string()));
+            }
+        }
+        for (k, v) in &config.shell.env.set {
+            if is_secret_name(k) {
+                found.push((k.clone(), v.clone()));
+            }
+        }
+        let mut r = Redactor::default();
+        for (name, value) in found {
+            r.add(&name, &value);
+        }
+        r
+    }
+
+    /// Adds one secret (ignored when shorter than [`MIN_SECRET_LEN`]).
+    pub fn add(&mut self, name: &str, value: &str) {
+        let value = value.trim();
+        if value.chars().count() < MIN_SECRET_LEN {
+            return;
+        }
+        let replacement = format!("[REDACTED:{name}]");
+        let escaped = serde_json::to_string(value).unwrap_or_default();
+        let escaped = escaped.trim_matches('"').to_string();
+        for needle in [value.to_string(), escaped] {
+            if !self.needles.iter().any(|(n, _)| *n == needle) {
+                self.needles.push((needle, replacement.clone()));
+            }
+        }
+        // Longer secrets first, so one that contains another is replaced whole.
+        self.needles.sort_by_key(|n| std::cmp::Reverse(n.0.len()));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.needles.is_empty()
+    }
+
+    /// `text` with every known secret replaced.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if !self.needles.iter().any(|(n, _)| text.contains(n.as_str())) {
+            return Cow::Borrowed(text);
+        }
+        let mut out = text.to_string();
+        for (needle, replacement) in &self.needles {
+            if out.contains(needle.as_str()) {
+                out = out.replace(needle.as_str(), replacement);
+            }
+        }
+        Cow::Owned(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
+    }
+
+    #[test]
+    fn secret_names_and_wildcards() {
+        for n in [
+            "OPENAI_API_KEY",
+            "github_token",
+            "DB_PASSWORD",
+            "AWS_SECRET_ACCESS_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "KEYRING",
+        ] {
+            assert!(is_secret_name(n), "{n}");
+        }
+        for n in ["PATH", "HOME", "LANG", "CARGO_HOME", "TERM"] {
+            assert!(!is_secret_name(n), "{n}");
+        }
+        assert!(wildcard("GH_*", "gh_host"));
+        assert!(!wildcard("GH_*", "XGH_HOST"));
+    }
+
+    #[test]
+    fn tool_env_drops_secrets_keys_and_sandbox_doors() {
+        let config = Config::from_json(
+            r#"{"providers": {"kimi": {"kind": "openai", "base_url": "http://x", "api_key_env": "KIMI_AUTH"}},
+                "shell": {"env": {"include": ["GH_TOKEN"], "exclude": ["AWS_*"], "set": {"CI": "1"}}}}"#,
+        )
+        .unwrap();
+        let env = ToolEnv::build(
+            &base(&[
+                ("PATH", "/usr/bin"),
+                ("OPENAI_API_KEY", "sk-1"),
+                ("KIMI_AUTH", "kimi-secret"),
+                ("GH_TOKEN", "ghp"),
+                ("NPM_TOKEN", "npm"),
+                ("AWS_REGION", "eu"),
+                ("DISPLAY", ":0"),
+                ("SSH_AUTH_SOCK", "/run/agent"),
+            ]),
+            &config,
+        );
+        let names = |v: &[(OsString, OsString)]| {
+            v.iter()
+                .map(|(k, _)| k.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&env.plain),
+            ["PATH", "GH_TOKEN", "DISPLAY", "SSH_AUTH_SOCK", "CI"]
+        );
+        assert_eq!(names(&env.sandboxed), ["PATH", "GH_TOKEN", "CI"]);
+    }
+
+    #[test]
+    fn redaction_covers_text_and_json_forms() {
+        let config = Config::default();
+        let r = Redactor::collect(
+            &base(&[
+                ("MY_PASSWORD", "hunter2-long\"quote"),
+                ("SHORT_TOKEN", "abc"),
+            ]),
+            &config,
+            &|k| (k == "OPENAI_API_KEY").then(|| "sk-live-0123456789".to_string()),
+        );
+        assert_eq!(
+            r.redact("key sk-live-0123456789 and sk-live-0123456789"),
+            "key [REDACTED:OPENAI_API_KEY] and [REDACTED:OPENAI_API_KEY]"
+        );
+        let json = serde_json::json!({"x": "hunter2-long\"quote"}).to_string();
+        assert_eq!(r.redact(&json), r#"{"x":"[REDACTED:MY_PASSWORD]"}"#);
+        assert_eq!(
+            r.redact("abc is too short to redact"),
+            "abc is too short to redact"
+        );
+        assert!(matches!(r.redact("nothing"), Cow::Borrowed(_)));
+    }
+}

@@ -1,0 +1,218 @@
+//! Item 5: secrets stay secret — out of tool environments, and redacted from everything
+//! stored, sent to the model or shown.
+
+use super::super::harness::{Harness, results, run, user};
+use super::super::mock_server::{MockResponse, MockServer};
+use serde_json::json;
+use std::ffi::OsString;
+use std::sync::Arc;
+use waymark_core::SessionSpec;
+use waymark_protocol::config::Config;
+use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
+
+const OPENAI_KEY: &str = "sk-live-OPENAIKEY-0123456789abcdef";
+const KIMI_KEY: &str = "kimi-private-9876543210";
+const GH_TOKEN: &str = "ghp_GITHUBTOKEN0123456789";
+const PASSWORD: &str = "correct-horse-battery-staple";
+
+fn env_with_secrets(h: &Harness) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k == "PATH" || k == "HOME" || k == "LANG")
+        .collect();
+    for (k, v) in [
+        ("OPENAI_API_KEY", OPENAI_KEY),
+        ("KIMI_AUTH", KIMI_KEY),
+        ("GITHUB_TOKEN", GH_TOKEN),
+        ("DB_PASSWORD", PASSWORD),
+        ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus"),
+        ("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock"),
+        ("DISPLAY", ":99"),
+        ("WAYLAND_DISPLAY", "wayland-0"),
+        ("XDG_RUNTIME_DIR", "/run/user/0"),
+        ("HARMLESS_SETTING", "visible-value"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    let _ = h;
+    env
+}
+
+fn assert_clean(text: &str, what: &str) {
+    for s in [OPENAI_KEY, KIMI_KEY, GH_TOKEN, PASSWORD] {
+        assert!(!text.contains(s), "{what} leaks a secret: {text}");
+    }
+}
+
+/// Everything the store wrote, as bytes (database and WAL).
+fn database_bytes(h: &Harness) -> String {
+    let mut all = Vec::new();
+    for f in ["waymark.db", "waymark.db-wal"] {
+        if let Ok(b) = std::fs::read(h.dir.path().join("data").join(f)) {
+            all.extend(b);
+        }
+    }
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+#[tokio::test]
+async fn tool_processes_get_no_secrets_and_none_is_stored_or_shown() {
+    let config = Config::from_json(
+        r#"{"providers": {"kimi": {"kind": "openai", "base_url": "http://127.0.0.1:9", "api_key_env": "KIMI_AUTH"}},
+            "shell": {"env": {"set": {"WAYMARK_TEST_SET": "from-settings"}}}}"#,
+    )
+    .unwrap();
+    let h = Harness::new(config.clone());
+    std::fs::write(
+        h.ws.join("leak.txt"),
+        format!("key={OPENAI_KEY}\npw={PASSWORD}\n"),
+    )
+    .unwrap();
+    let process_env = Arc::new(env_with_secrets(&h));
+    let rt = h.reopen(|o| {
+        o.process_env = process_env.clone();
+        o.env = Arc::new(|k: &str| match k {
+            "OPENAI_API_KEY" => Some(OPENAI_KEY.to_string()),
+            "KIMI_AUTH" => Some(KIMI_KEY.to_string()),
+            _ => None,
+        });
+    });
+    let model = h.script(json!({"responses": [
+        {"tool_calls": [
+            {"name": "bash", "arguments": {"command": "env"}},
+            {"name": "bash", "arguments": {"command": "echo \"[$OPENAI_API_KEY][$KIMI_AUTH][$GITHUB_TOKEN][$DB_PASSWORD]\""}},
+            {"name": "bash", "arguments": {"command": "cat leak.txt; cat /proc/self/environ | tr '\\0' '\\n'"}},
+            {"name": "read_file", "arguments": {"path": "leak.txt"}},
+            {"name": "bash", "arguments": {"command": "cat leak.txt >&2; exit 3"}},
+        ]},
+        {"text": format!("I found {OPENAI_KEY} in the file.")},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "env"}}]},
+        {"text": "planned"}
+    ]}));
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(model),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    let ev = run(&s, user("look")).await;
+    let r = results(&ev);
+    let plain_env = &r[0].2;
+    assert!(
+        plain_env.contains("HARMLESS_SETTING=visible-value"),
+        "{plain_env}"
+    );
+    assert!(
+        plain_env.contains("WAYMARK_TEST_SET=from-settings"),
+        "{plain_env}"
+    );
+    assert!(
+        plain_env.contains("DISPLAY=:99"),
+        "outside the sandbox the display stays: {plain_env}"
+    );
+    for name in ["OPENAI_API_KEY", "KIMI_AUTH", "GITHUB_TOKEN", "DB_PASSWORD"] {
+        assert!(
+            !plain_env.contains(name),
+            "{name} reached the tool: {plain_env}"
+        );
+    }
+    assert!(r[1].2.starts_with("[][][][]"), "{}", r[1].2);
+    // A secret read from a file is redacted before it is stored or sent on.
+    assert!(
+        r[2].2.contains("key=[REDACTED:OPENAI_API_KEY]"),
+        "{}",
+        r[2].2
+    );
+    assert!(r[2].2.contains("pw=[REDACTED:DB_PASSWORD]"), "{}", r[2].2);
+    assert!(r[3].2.contains("[REDACTED:OPENAI_API_KEY]"), "{}", r[3].2);
+    assert_eq!(r[4].1, ToolStatus::Error);
+    for (_, _, content) in &r {
+        assert_clean(content, "a tool result");
+    }
+    // The model's own reply quoting the key is redacted too.
+    let said = ev
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::AssistantMessage { text, .. } if text.contains("I found") => {
+                Some(text.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(said.contains("[REDACTED:OPENAI_API_KEY]"), "{said}");
+    // Plan mode's sandboxed shell also loses the doors out of the sandbox.
+    s.submit(user("/plan on")).await.unwrap();
+    let ev = run(&s, user("plan it")).await;
+    let sandboxed_env = &results(&ev)[0].2;
+    for name in [
+        "DBUS_SESSION_BUS_ADDRESS",
+        "SSH_AUTH_SOCK",
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "XDG_RUNTIME_DIR",
+        "OPENAI_API_KEY",
+    ] {
+        assert!(
+            !sandboxed_env.contains(&format!("{name}=")),
+            "{name} reached the sandbox: {sandboxed_env}"
+        );
+    }
+    assert!(
+        sandboxed_env.contains("HARMLESS_SETTING=visible-value"),
+        "{sandboxed_env}"
+    );
+    let log = serde_json::to_string(&h.runtime.events(s.id(), 0, 100_000).unwrap()).unwrap();
+    assert_clean(&log, "the event log");
+    s.shutdown().await.unwrap();
+    assert_clean(&database_bytes(&h), "the database");
+}
+
+/// A provider error that echoes the key back is redacted before it is stored or shown.
+#[tokio::test]
+async fn error_messages_are_redacted() {
+    let h = Harness::new(Config::default());
+    let server = MockServer::start(vec![MockResponse::status(
+        401,
+        &format!("{{\"error\":{{\"message\":\"Incorrect API key provided: {OPENAI_KEY}\"}}}}"),
+        &[],
+    )])
+    .await;
+    let base = format!("{}/v1", server.url);
+    let rt = h.reopen(move |o| {
+        let base = base.clone();
+        o.env = Arc::new(move |k: &str| match k {
+            "OPENAI_API_KEY" => Some(OPENAI_KEY.to_string()),
+            "OPENAI_BASE_URL" => Some(base.clone()),
+            _ => None,
+        });
+    });
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("openai:m".into()),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    let ev = run(&s, user("hi")).await;
+    let err = ev
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::TurnFinished { error: Some(e), .. } => Some(e.message.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(err.contains("[REDACTED:OPENAI_API_KEY]"), "{err}");
+    s.shutdown().await.unwrap();
+    assert_clean(&database_bytes(&h), "the database");
+}
+
+#[tokio::test]
+async fn the_data_dir_is_private_and_the_database_0600() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let h = Harness::new(Config::default());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&h.dir.path().join("data")), 0o700);
+    assert_eq!(mode(&h.dir.path().join("data/waymark.db")), 0o600);
+}
