@@ -363,13 +363,11 @@ impl Runtime {
         let mut guards = before;
         guards.push(Arc::new(PermissionGuard));
         guards.extend(after);
-        let forced_off =
-            (self.opts.env)(crate::sandbox::FORCE_ENV).as_deref() == Some("unsupported");
-        let sandbox = crate::sandbox::Sandbox::new(
+        let sandbox = Arc::new(crate::sandbox::Sandbox::new(
             self.opts.sandbox_helper.clone(),
-            forced_off,
+            (self.opts.env)(crate::sandbox::FORCE_ENV),
             sd.join("sandbox-tmp"),
-        );
+        ));
         let core = Arc::new(SessionCore {
             id: id.to_string(),
             lease_owner: owner.clone(),

@@ -79,8 +79,8 @@ pub(crate) struct SessionCore {
     /// The conversation as loaded so far; topped up from the store before each model call,
     /// so a call reads only the rows added since the last one.
     pub history: std::sync::Mutex<HistoryCache>,
-    /// The read-only shell of plan mode.
-    pub sandbox: crate::sandbox::Sandbox,
+    /// The sandboxed shell of plan mode and the verifier.
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// The environment tool processes are derived from.
     pub process_env: Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
     /// Tool lists per interaction mode, with their size in tokens.

@@ -107,6 +107,10 @@ async fn drive(
     let session = core
         .read(|c| store::sessions::get(c, &sid))?
         .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+    if session.interaction_mode == InteractionMode::Plan {
+        // The plan reminder says which sandbox layers hold: probe before it is written.
+        core.sandbox.probe_async().await;
+    }
     let reminders = context::render_reminders(
         core.reminders
             .iter()
@@ -466,9 +470,14 @@ async fn process_call(
     // The mode is read for every call: a `/plan on` admitted mid-turn confines the very next
     // shell command.
     let sandbox = match session.interaction_mode {
-        InteractionMode::Plan => core
-            .sandbox
-            .spec(vec![crate::plan::plan_path(&core.artifacts)]),
+        InteractionMode::Plan => {
+            // Probed once per session, off the async threads.
+            core.sandbox.probe_async().await;
+            core.sandbox.spec(
+                vec![crate::plan::plan_path(&core.artifacts)],
+                core.config().plan.shell_network,
+            )
+        }
         InteractionMode::Default => None,
     };
     let decision = run_chain(

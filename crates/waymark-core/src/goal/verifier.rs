@@ -66,7 +66,10 @@ pub(crate) async fn verify(
     claim: &str,
     mode: Mode,
 ) -> (Verdict, u64) {
-    let sandbox = core.sandbox.spec(Vec::new());
+    core.sandbox.probe_async().await;
+    let sandbox = core
+        .sandbox
+        .spec(Vec::new(), core.config().plan.shell_network);
     let mut tools: Vec<ToolSpec> = Vec::new();
     if mode == Mode::Subagent {
         for t in core

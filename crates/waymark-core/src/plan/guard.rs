@@ -43,7 +43,10 @@ impl ToolGuard for PlanGuard {
                     "tool": tool.name(),
                     "call_id": call.call_id,
                     "arguments": call.arguments,
-                    "summary": format!("run `{command}` in plan mode (the read-only sandbox is not available here, so the command is not confined)"),
+                    "summary": format!(
+                        "run `{command}` in plan mode (the shell sandbox is incomplete here — missing: {} — so the command is not confined)",
+                        missing_layers(call)
+                    ),
                     // No prefix: in plan mode every unsandboxed command is asked about.
                     "prefix": Value::Null,
                     "plan_mode": true,
@@ -70,5 +73,21 @@ impl ToolGuard for PlanGuard {
             Ok(target) if target == plan => GuardDecision::Allow,
             Ok(_) | Err(_) => refusal(),
         }
+    }
+}
+
+/// The sandbox layers that do not hold in this session, for the question.
+fn missing_layers(call: &GuardCall<'_>) -> String {
+    match call.core {
+        Some(core) => core
+            .sandbox
+            .probe()
+            .layers
+            .missing()
+            .iter()
+            .map(|l| l.describe())
+            .collect::<Vec<_>>()
+            .join("; "),
+        None => "unknown".into(),
     }
 }

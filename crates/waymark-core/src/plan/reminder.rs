@@ -3,6 +3,7 @@
 //! exit reminder on the first turn after leaving.
 
 use crate::context::{Reminder, ReminderContext, ReminderSource};
+use crate::sandbox::Layer;
 use crate::store;
 use std::path::Path;
 use waymark_protocol::InteractionMode;
@@ -13,7 +14,7 @@ pub(crate) struct PlanReminders;
 const PRIORITY: i32 = 100;
 
 /// The full plan-mode reminder.
-pub fn full_text(plan: &Path, shell_sandboxed: bool) -> String {
+pub fn full_text(plan: &Path, missing: &[Layer]) -> String {
     format!(
         "PLAN MODE is on. Investigate, then write a plan; do not change anything yet.\n\
          \n\
@@ -25,24 +26,28 @@ pub fn full_text(plan: &Path, shell_sandboxed: bool) -> String {
          \n\
          Write the plan to the file (not only in the chat) before calling ExitPlanMode. The file starts with `## Summary` (a few sentences, never empty), then as needed: goal and scope; current state and the files affected; approach and the end-to-end flow; state and failure recovery; tests and acceptance; open questions. If there are real alternatives, describe them and pass their short labels to ExitPlanMode as `options`.",
         plan = plan.display(),
-        shell = shell_line(shell_sandboxed),
+        shell = shell_line(missing),
     )
 }
 
 /// The short plan-mode reminder for the turns in between.
-pub fn short_text(plan: &Path, shell_sandboxed: bool) -> String {
+pub fn short_text(plan: &Path, missing: &[Layer]) -> String {
     format!(
         "PLAN MODE is still on: read-only investigation; the only file you may write is {}. {} Call ExitPlanMode once the plan file is complete.",
         plan.display(),
-        shell_line(shell_sandboxed)
+        shell_line(missing)
     )
 }
 
-fn shell_line(sandboxed: bool) -> &'static str {
-    if sandboxed {
-        "Shell commands run in a read-only sandbox: writes outside a private temp folder fail."
+fn shell_line(missing: &[Layer]) -> String {
+    if missing.is_empty() {
+        "Shell commands run in a read-only sandbox: writes outside a private temp folder fail, and there is no network, no unix socket and no terminal.".into()
     } else {
-        "The read-only shell sandbox is not available on this machine, so the user must approve every shell command: prefer the read-only file tools and use the shell only when it is worth asking."
+        let names: Vec<&str> = missing.iter().map(|l| l.describe()).collect();
+        format!(
+            "The shell sandbox is incomplete on this machine (missing: {}), so the user must approve every shell command: prefer the read-only file tools and use the shell only when it is worth asking.",
+            names.join("; ")
+        )
     }
 }
 
@@ -64,11 +69,11 @@ impl ReminderSource for PlanReminders {
                     .write(|tx| tx.plan_turn_reminder(&plan.id, cx.turn_id))
                     .unwrap_or(true);
                 let path = super::plan_path(&core.artifacts);
-                let sandboxed = core.sandbox.spec(Vec::new()).is_some();
+                let missing = core.sandbox.probe().layers.missing();
                 if full {
-                    full_text(&path, sandboxed)
+                    full_text(&path, &missing)
                 } else {
-                    short_text(&path, sandboxed)
+                    short_text(&path, &missing)
                 }
             }
             InteractionMode::Default => {

@@ -158,8 +158,10 @@ impl Tool for Bash {
                 .env("PAGER", "cat")
                 .env("GIT_PAGER", "cat")
                 .env("GIT_TERMINAL_PROMPT", "0")
-                .process_group(0)
                 .kill_on_drop(true);
+            // Its own session (hence process group): no controlling terminal to type into,
+            // and one group to kill on timeout or Stop.
+            crate::sandbox::new_session_async(&mut cmd);
             let mut child = cmd
                 .spawn()
                 .map_err(|e| ToolError::Model(format!("could not start bash: {e}")))?;
@@ -206,7 +208,7 @@ impl Tool for Bash {
                     if ctx.sandbox.is_some() && text.contains("waymark sandbox:") =>
                 {
                     Err(ToolError::Model(format!(
-                        "{body}\n[the read-only sandbox could not be applied, so the command did not run]"
+                        "{body}\n[the shell sandbox could not be applied, so the command did not run]"
                     )))
                 }
                 End::Exited(Some(code)) => {

@@ -6,6 +6,7 @@
 mod entry;
 mod guard;
 mod review;
+mod sandbox;
 
 use super::harness::{Harness, collect, finished, questionnaire, results, run, user, waiting_on};
 use serde_json::{Value, json};

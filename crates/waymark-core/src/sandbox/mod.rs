@@ -1,0 +1,381 @@
+//! The sandboxed shell of plan mode and the goal verifier (PM-14). A command runs through a
+//! helper process ([`helper`]) that confines itself in layers before it execs the command:
+//!
+//! | layer | what it stops | needs |
+//! | --- | --- | --- |
+//! | filesystem | writes outside a private temp folder (and the plan file) | Landlock ABI 3 (Linux 6.2) |
+//! | network | TCP/UDP and every other socket family | seccomp (+ Landlock TCP rights, ABI 4) |
+//! | unix sockets | D-Bus, the SSH agent, docker.sock, X11 | seccomp |
+//! | terminal | TIOCSTI into the user's terminal | a new session, stdin from /dev/null (+ seccomp, Landlock ABI 5) |
+//! | scoping | signals to, and abstract sockets of, processes outside | Landlock ABI 6 (Linux 6.12) |
+//! | environment | secrets, the session bus, agent and display variables | nothing (see [`crate::secrets`]) |
+//!
+//! Each layer is probed once per session by running the helper in probe mode. Nothing runs
+//! with a layer missing: where one is, every shell command asks the user first, and the plan
+//! reminder names what is missing. The helper is a re-exec of a Waymark binary, never code
+//! in `pre_exec` (only `setsid`, which cannot fail half-way, runs there).
+
+mod helper;
+pub mod seccomp;
+
+pub use helper::{FILE_SIZE_LIMIT, main as helper_main};
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use waymark_protocol::config::ShellNetwork;
+
+/// The argument that makes a Waymark binary act as the sandbox helper.
+pub const HELPER_ARG: &str = "__waymark-sandbox";
+
+/// Environment switch (tests): `WAYMARK_SANDBOX=unsupported` treats every layer as missing;
+/// `WAYMARK_SANDBOX=without:<layer>[,<layer>…]` treats the named layers as missing.
+pub const FORCE_ENV: &str = "WAYMARK_SANDBOX";
+
+/// Exit code of the helper when a layer could not be enforced.
+pub const NOT_ENFORCED_EXIT: i32 = 125;
+
+/// The line the helper prints in probe mode, before its findings.
+const PROBE_PREFIX: &str = "waymark-sandbox-layers";
+
+/// What the helper found it could enforce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Layers {
+    /// Landlock filesystem rights: a write outside the temp folder failed.
+    pub filesystem: bool,
+    /// Landlock TCP rights (ABI 4), on top of the seccomp filter.
+    pub landlock_net: bool,
+    /// Landlock device-ioctl rights (ABI 5), on top of the seccomp filter.
+    pub device_ioctl: bool,
+    /// Landlock scoping (ABI 6): signalling the parent failed.
+    pub scoping: bool,
+    /// The seccomp filter: opening an internet and a unix socket failed.
+    pub seccomp: bool,
+    /// No controlling terminal.
+    pub terminal: bool,
+}
+
+/// A guarantee of the sandboxed shell, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    Filesystem,
+    Network,
+    UnixSockets,
+    Terminal,
+    Scoping,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 5] = [
+        Layer::Filesystem,
+        Layer::Network,
+        Layer::UnixSockets,
+        Layer::Terminal,
+        Layer::Scoping,
+    ];
+
+    /// The name used by `WAYMARK_SANDBOX=without:…`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Filesystem => "filesystem",
+            Layer::Network => "network",
+            Layer::UnixSockets => "unix-sockets",
+            Layer::Terminal => "terminal",
+            Layer::Scoping => "scoping",
+        }
+    }
+
+    /// What the layer is and what it needs, for the user and the model.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layer::Filesystem => "filesystem confinement (Landlock ABI 3, Linux 6.2 or later)",
+            Layer::Network => "network blocking (seccomp)",
+            Layer::UnixSockets => "unix-socket blocking (seccomp)",
+            Layer::Terminal => "terminal detachment",
+            Layer::Scoping => {
+                "signal and abstract-socket scoping (Landlock ABI 6, Linux 6.12 or later)"
+            }
+        }
+    }
+}
+
+impl Layers {
+    fn holds(&self, layer: Layer) -> bool {
+        match layer {
+            Layer::Filesystem => self.filesystem,
+            Layer::Network | Layer::UnixSockets => self.seccomp,
+            Layer::Terminal => self.terminal,
+            Layer::Scoping => self.scoping,
+        }
+    }
+
+    /// The guarantees that do not hold here.
+    pub fn missing(&self) -> Vec<Layer> {
+        Layer::ALL.into_iter().filter(|l| !self.holds(*l)).collect()
+    }
+
+    fn encode(&self) -> String {
+        let b = |v: bool| u8::from(v);
+        format!(
+            "{PROBE_PREFIX} filesystem={} landlock_net={} device_ioctl={} scoping={} seccomp={} terminal={}",
+            b(self.filesystem),
+            b(self.landlock_net),
+            b(self.device_ioctl),
+            b(self.scoping),
+            b(self.seccomp),
+            b(self.terminal)
+        )
+    }
+
+    fn decode(out: &str) -> Option<Layers> {
+        let line = out.lines().find(|l| l.starts_with(PROBE_PREFIX))?;
+        let mut l = Layers::default();
+        for kv in line.split_whitespace().skip(1) {
+            let (k, v) = kv.split_once('=')?;
+            let v = v == "1";
+            match k {
+                "filesystem" => l.filesystem = v,
+                "landlock_net" => l.landlock_net = v,
+                "device_ioctl" => l.device_ioctl = v,
+                "scoping" => l.scoping = v,
+                "seccomp" => l.seccomp = v,
+                "terminal" => l.terminal = v,
+                _ => {}
+            }
+        }
+        Some(l)
+    }
+}
+
+/// How to run one sandboxed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// The helper program and its leading arguments (ending with [`HELPER_ARG`]).
+    pub helper: Vec<OsString>,
+    /// The private temp folder (writable, `TMPDIR`).
+    pub tmp: PathBuf,
+    /// Single files that stay writable (the plan file).
+    pub writable_files: Vec<PathBuf>,
+    /// Whether internet sockets are allowed (`plan.shell_network`).
+    pub network: ShellNetwork,
+}
+
+impl SandboxSpec {
+    /// The argument list that runs `program args…` under the sandbox.
+    pub fn command_line(&self, program: &OsStr, args: &[&OsStr]) -> Vec<OsString> {
+        let mut v = self.helper.clone();
+        v.push("--rw".into());
+        v.push(self.tmp.clone().into_os_string());
+        for f in &self.writable_files {
+            if f.exists() {
+                v.push("--rw-file".into());
+                v.push(f.clone().into_os_string());
+            }
+        }
+        v.push("--net".into());
+        v.push(match self.network {
+            ShellNetwork::Deny => "deny".into(),
+            ShellNetwork::Allow => "allow".into(),
+        });
+        v.push("--".into());
+        v.push(program.to_os_string());
+        v.extend(args.iter().map(|a| a.to_os_string()));
+        v
+    }
+}
+
+/// Starts `cmd` in a new session: no controlling terminal (so no TIOCSTI), and its own
+/// process group (so a timeout or Stop can kill everything it started).
+#[allow(unsafe_code)]
+pub fn new_session(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; it runs
+    // in the child between fork and exec, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// [`new_session`] for tokio's command.
+#[allow(unsafe_code)]
+pub fn new_session_async(cmd: &mut tokio::process::Command) {
+    // SAFETY: as in `new_session`.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// What the probe found, and why layers are missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub layers: Layers,
+    /// Set when the helper could not run or said why it failed.
+    pub note: Option<String>,
+}
+
+impl Probe {
+    /// Every guarantee holds: commands run sandboxed without asking.
+    pub fn complete(&self) -> bool {
+        self.layers.missing().is_empty()
+    }
+}
+
+/// The sandbox of one session: the helper, its private temp folder, and what it enforces
+/// here (probed once, on first use).
+#[derive(Debug)]
+pub struct Sandbox {
+    helper: Option<Vec<OsString>>,
+    forced: Option<String>,
+    tmp: PathBuf,
+    probe: OnceLock<Probe>,
+}
+
+impl Sandbox {
+    /// `forced` is the value of [`FORCE_ENV`], if set.
+    pub fn new(helper: Option<Vec<OsString>>, forced: Option<String>, tmp: PathBuf) -> Self {
+        Sandbox {
+            helper,
+            forced,
+            tmp,
+            probe: OnceLock::new(),
+        }
+    }
+
+    /// What the sandbox enforces here (the first call runs the helper in probe mode; it
+    /// blocks for a few milliseconds, so async callers use [`Sandbox::probe_async`]).
+    pub fn probe(&self) -> &Probe {
+        self.probe.get_or_init(|| self.run_probe())
+    }
+
+    /// [`Sandbox::probe`], run off the async threads the first time.
+    pub async fn probe_async(self: &std::sync::Arc<Self>) -> Probe {
+        if let Some(p) = self.probe.get() {
+            return p.clone();
+        }
+        let me = self.clone();
+        match tokio::task::spawn_blocking(move || me.probe().clone()).await {
+            Ok(p) => p,
+            Err(e) => Probe {
+                layers: Layers::default(),
+                note: Some(format!("the probe failed: {e}")),
+            },
+        }
+    }
+
+    fn run_probe(&self) -> Probe {
+        let missing_all = |note: String| Probe {
+            layers: Layers::default(),
+            note: Some(note),
+        };
+        let Some(helper) = &self.helper else {
+            return missing_all("no sandbox helper is configured".into());
+        };
+        if self.forced.as_deref() == Some("unsupported") {
+            return missing_all(format!("{FORCE_ENV}=unsupported"));
+        }
+        if let Err(e) = std::fs::create_dir_all(&self.tmp) {
+            return missing_all(format!("cannot create {}: {e}", self.tmp.display()));
+        }
+        let outside = self
+            .tmp
+            .parent()
+            .unwrap_or(Path::new("/"))
+            .join(format!(".sandbox-probe-{}", std::process::id()));
+        let mut cmd = std::process::Command::new(&helper[0]);
+        cmd.args(&helper[1..])
+            .arg("--rw")
+            .arg(&self.tmp)
+            .arg("--net")
+            .arg("deny")
+            .arg("--probe")
+            .arg(&outside)
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        new_session(&mut cmd);
+        let out = cmd.output();
+        let _ = std::fs::remove_file(&outside);
+        let mut probe = match out {
+            Err(e) => missing_all(format!("the sandbox helper did not start: {e}")),
+            Ok(o) => match Layers::decode(&String::from_utf8_lossy(&o.stdout)) {
+                Some(layers) => Probe { layers, note: None },
+                None => missing_all(
+                    String::from_utf8_lossy(&o.stderr)
+                        .trim()
+                        .trim_start_matches("waymark sandbox: ")
+                        .to_string(),
+                ),
+            },
+        };
+        if let Some(names) = self
+            .forced
+            .as_deref()
+            .and_then(|f| f.strip_prefix("without:"))
+        {
+            for name in names.split(',') {
+                match Layer::ALL.into_iter().find(|l| l.name() == name.trim()) {
+                    Some(Layer::Filesystem) => probe.layers.filesystem = false,
+                    Some(Layer::Network | Layer::UnixSockets) => probe.layers.seccomp = false,
+                    Some(Layer::Terminal) => probe.layers.terminal = false,
+                    Some(Layer::Scoping) => probe.layers.scoping = false,
+                    None => {}
+                }
+            }
+        }
+        probe
+    }
+
+    /// The spec for running a command, when every layer holds here.
+    pub fn spec(&self, writable_files: Vec<PathBuf>, network: ShellNetwork) -> Option<SandboxSpec> {
+        match (&self.helper, self.probe().complete()) {
+            (Some(helper), true) => Some(SandboxSpec {
+                helper: helper.clone(),
+                tmp: self.tmp.clone(),
+                writable_files,
+                network,
+            }),
+            (Some(_), false) | (None, _) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_round_trip_and_name_what_is_missing() {
+        let all = Layers {
+            filesystem: true,
+            landlock_net: true,
+            device_ioctl: true,
+            scoping: true,
+            seccomp: true,
+            terminal: true,
+        };
+        assert_eq!(Layers::decode(&all.encode()), Some(all));
+        assert!(all.missing().is_empty());
+        let old_kernel = Layers {
+            scoping: false,
+            ..all
+        };
+        assert_eq!(old_kernel.missing(), [Layer::Scoping]);
+        assert_eq!(
+            Layers::default().missing(),
+            Layer::ALL.to_vec(),
+            "nothing holds without a probe"
+        );
+        assert_eq!(Layers::decode("garbage"), None);
+    }
+}

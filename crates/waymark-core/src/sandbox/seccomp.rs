@@ -1,0 +1,108 @@
+//! The seccomp layer of the sandboxed shell: a BPF filter (compiled by `seccompiler`)
+//! that answers `EPERM` to
+//! - `socket()` — every family when the network is denied (no TCP/UDP, and no unix socket,
+//!   so D-Bus, the SSH agent, docker.sock and X11 are out of reach); with the network
+//!   allowed, every family but IPv4/IPv6 (unix sockets stay closed);
+//! - `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)` — typing into a terminal;
+//! - io_uring, which could issue socket calls past the filter;
+//! - the kernel keyring calls (`keyctl`, `add_key`, `request_key`), which hold user secrets.
+//!
+//! Other architectures' system calls (32-bit `int 0x80` on x86_64) kill the process: the
+//! filter checks the architecture first. x32 numbers of the blocked calls are blocked too.
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
+
+/// Whether the filter lets internet sockets through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    Deny,
+    Allow,
+}
+
+/// TIOCSTI: push a byte into a terminal's input (the same number on x86_64 and aarch64).
+const TIOCSTI: u64 = 0x5412;
+/// TIOCLINUX (not in every libc): console ioctls, which can also inject input.
+const TIOCLINUX: u64 = 0x541C;
+
+/// x32 system calls are the x86_64 numbers with this bit set.
+#[cfg(target_arch = "x86_64")]
+const X32_BIT: i64 = 0x4000_0000;
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+}
+
+/// The compiled filter for this machine's architecture.
+pub fn program(network: Network) -> Result<BpfProgram, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let socket_rules = match network {
+        Network::Deny => Vec::new(),
+        Network::Allow => vec![
+            SeccompRule::new(vec![
+                cond(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
+                cond(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
+            ])
+            .map_err(|e| e.to_string())?,
+        ],
+    };
+    rules.insert(libc::SYS_socket, socket_rules);
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)?])
+                .map_err(|e| e.to_string())?,
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?])
+                .map_err(|e| e.to_string())?,
+        ],
+    );
+    for nr in [
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+    ] {
+        rules.insert(nr, Vec::new());
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let x32: Vec<(i64, Vec<SeccompRule>)> = rules
+            .iter()
+            .map(|(nr, r)| (nr | X32_BIT, r.clone()))
+            .collect();
+        rules.extend(x32);
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
+}
+
+/// Installs the filter on the calling thread (it is inherited by everything it starts).
+pub fn apply(network: Network) -> Result<(), String> {
+    let prog = program(network)?;
+    seccompiler::apply_filter(&prog).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_compile_for_this_machine() {
+        assert!(!program(Network::Deny).unwrap().is_empty());
+        assert!(!program(Network::Allow).unwrap().is_empty());
+    }
+}
