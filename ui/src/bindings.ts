@@ -65,10 +65,18 @@ export type AlertRaised = {
 export type Answer = Answer_Serialize | Answer_Deserialize;
 
 /**  An answer to a questionnaire. Which answers a questionnaire accepts depends on its kind. */
-export type Answer_Deserialize = { answer: "allow_once" } | { answer: "allow_for_session" } | { answer: "deny"; message?: string | null } | { answer: "approve"; option?: number | null } | { answer: "defer" } | { answer: "revise"; text: string } | { answer: "reject" } | { answer: "withdraw" };
+export type Answer_Deserialize = { answer: "allow_once" } | 
+/**  A shell command: this exact command line; a file tool: that tool outside `.git/`. */
+{ answer: "allow_for_session" } | 
+/**  A shell command: every command starting with the prefix the question offered. */
+{ answer: "allow_prefix" } | { answer: "deny"; message?: string | null } | { answer: "approve"; option?: number | null } | { answer: "defer" } | { answer: "revise"; text: string } | { answer: "reject" } | { answer: "withdraw" };
 
 /**  An answer to a questionnaire. Which answers a questionnaire accepts depends on its kind. */
-export type Answer_Serialize = { answer: "allow_once" } | { answer: "allow_for_session" } | { answer: "deny"; message?: string } | { answer: "approve"; option?: number } | { answer: "defer" } | { answer: "revise"; text: string } | { answer: "reject" } | { answer: "withdraw" };
+export type Answer_Serialize = { answer: "allow_once" } | 
+/**  A shell command: this exact command line; a file tool: that tool outside `.git/`. */
+{ answer: "allow_for_session" } | 
+/**  A shell command: every command starting with the prefix the question offered. */
+{ answer: "allow_prefix" } | { answer: "deny"; message?: string } | { answer: "approve"; option?: number } | { answer: "defer" } | { answer: "revise"; text: string } | { answer: "reject" } | { answer: "withdraw" };
 
 /**  Facts the UI needs at start. */
 export type AppInfo = AppInfo_Serialize | AppInfo_Deserialize;

@@ -130,7 +130,7 @@ enum Command {
         #[arg(long)]
         session: String,
         questionnaire: String,
-        /// allow_once | allow_for_session | deny | approve | defer | revise | reject | withdraw
+        /// allow_once | allow_for_session | allow_prefix | deny | approve | defer | revise | reject | withdraw
         answer: String,
         /// Message for deny, feedback for revise.
         #[arg(long)]

@@ -16,12 +16,19 @@ pub struct Printer {
     calls: std::collections::HashMap<String, String>,
 }
 
+/// Untrusted text (model output, commands, tool output) as the terminal may show it:
+/// escapes and other control characters escaped, never interpreted.
+fn safe(s: &str) -> String {
+    waymark_core::display::escape_block(s)
+}
+
 fn one_line(s: &str, max: usize) -> String {
     let first = s
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim();
+    let first = &waymark_core::display::escape_line(first);
     let more = s.lines().filter(|l| !l.trim().is_empty()).count() > 1;
     let mut out: String = first.chars().take(max).collect();
     if first.chars().count() > max || more {
@@ -114,18 +121,18 @@ impl Printer {
             EventKind::MessageDropped { reason, .. } => println!("[message dropped: {reason}]"),
             EventKind::CommandOutput { text, .. } => {
                 self.end_line();
-                println!("{text}");
+                println!("{}", safe(text));
             }
             EventKind::TurnStarted { .. } => self.streamed = false,
             EventKind::AssistantDelta { text, .. } => {
-                print!("{text}");
+                print!("{}", safe(text));
                 let _ = std::io::stdout().flush();
                 self.mid_line = !text.ends_with('\n');
                 self.streamed = true;
             }
             EventKind::AssistantMessage { text, .. } => {
                 if !self.streamed && !text.is_empty() {
-                    print!("{text}");
+                    print!("{}", safe(text));
                     self.mid_line = !text.ends_with('\n');
                 }
                 self.end_line();
@@ -188,7 +195,7 @@ impl Printer {
             } => {
                 self.end_line();
                 match (reason, error) {
-                    (_, Some(e)) => println!("✗ turn failed: {}: {}", e.code, e.message),
+                    (_, Some(e)) => println!("✗ turn failed: {}: {}", e.code, safe(&e.message)),
                     (TurnEndReason::Completed, None) => {}
                     (TurnEndReason::Aborted, None) if *recovered => {
                         println!("[an interrupted turn was closed as aborted]")
@@ -249,7 +256,7 @@ impl Printer {
             EventKind::GoalUpdated { .. } => {}
             EventKind::SessionError { error } => {
                 self.end_line();
-                eprintln!("error: {}: {}", error.code, error.message);
+                eprintln!("error: {}: {}", error.code, safe(&error.message));
             }
         }
     }
@@ -261,28 +268,46 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
     let mut out = String::new();
     match q.kind {
         QuestionnaireKind::Permission => {
-            let summary = q
-                .payload
-                .get("summary")
-                .and_then(Value::as_str)
-                .unwrap_or("use a tool");
+            // The payload's texts are escaped by the runtime; they are shown whole.
+            let text = |k: &str| q.payload.get(k).and_then(Value::as_str);
+            let grant = |k: &str| {
+                q.payload
+                    .pointer(&format!("/grants/{k}"))
+                    .and_then(Value::as_str)
+            };
             out.push_str(&format!(
-                "? Permission needed to {summary}\n  Answer with one of:\n"
+                "? Permission needed to {}\n",
+                text("summary").unwrap_or("use a tool")
             ));
-            out.push_str(&cmd("allow_once"));
-            out.push('\n');
-            let prefix = q.payload.get("prefix").and_then(Value::as_str);
-            let tool = q.payload.get("tool").and_then(Value::as_str).unwrap_or("");
-            match prefix {
-                Some("") => out.push_str(&format!(
-                    "{}    (every `{tool}` call in this session)\n",
-                    cmd("allow_for_session")
-                )),
-                Some(p) => out.push_str(&format!(
-                    "{}    (commands starting with `{p}`)\n",
-                    cmd("allow_for_session")
-                )),
-                None => {}
+            if let Some(command) = text("command") {
+                out.push_str("  Command (in full):\n");
+                for line in command.lines() {
+                    out.push_str(&format!("    │ {line}\n"));
+                }
+            }
+            for f in q
+                .payload
+                .get("files")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("");
+                out.push_str(&format!("  {} {}\n", s("op"), s("path")));
+                if let Some(note) = f.get("note").and_then(Value::as_str) {
+                    out.push_str(&format!("    ({note})\n"));
+                }
+                for line in s("diff").lines() {
+                    out.push_str(&format!("    │ {line}\n"));
+                }
+            }
+            out.push_str("  Answer with one of:\n");
+            out.push_str(&format!("{}    (this call only)\n", cmd("allow_once")));
+            if let Some(t) = grant("session_text") {
+                out.push_str(&format!("{}    ({t})\n", cmd("allow_for_session")));
+            }
+            if let Some(t) = grant("prefix_text") {
+                out.push_str(&format!("{}    ({t})\n", cmd("allow_prefix")));
             }
             out.push_str(&cmd("deny [--text \"why, or what to do instead\"]"));
         }

@@ -5,12 +5,15 @@
 pub mod clock;
 pub mod commands;
 pub mod context;
+pub mod display;
 pub mod error;
 pub mod extension;
 pub mod goal;
 pub mod guard;
 pub mod paths;
+pub mod permission;
 pub mod plan;
+mod preview;
 pub mod provider;
 pub mod runtime;
 pub mod sandbox;

@@ -665,10 +665,30 @@ pub(crate) fn admit(
 /// Which answers each questionnaire kind accepts.
 fn allowed_answers(kind: QuestionnaireKind) -> &'static [&'static str] {
     match kind {
-        QuestionnaireKind::Permission => &["allow_once", "allow_for_session", "deny"],
+        QuestionnaireKind::Permission => {
+            &["allow_once", "allow_for_session", "allow_prefix", "deny"]
+        }
         QuestionnaireKind::PlanEntry | QuestionnaireKind::GoalApproval => &["approve", "reject"],
         QuestionnaireKind::PlanApproval => &["approve", "defer", "revise", "reject", "withdraw"],
     }
+}
+
+/// The answers a permission question offers (what its grants allow).
+fn offered_answers(payload: &serde_json::Value) -> Vec<&'static str> {
+    let offered = |k: &str| {
+        payload
+            .pointer(&format!("/grants/{k}"))
+            .is_some_and(|v| !v.is_null())
+    };
+    let mut a = vec!["allow_once"];
+    if offered("session") {
+        a.push("allow_for_session");
+    }
+    if offered("prefix") {
+        a.push("allow_prefix");
+    }
+    a.push("deny");
+    a
 }
 
 fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result<()> {
@@ -685,18 +705,22 @@ fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result
                 allowed: allowed.join(", "),
             });
         }
-        tx.answer_questionnaire(id, answer)?;
-        if q.kind == QuestionnaireKind::Permission && *answer == Answer::AllowForSession {
-            let tool = q
-                .payload
-                .get("tool")
-                .and_then(|v| v.as_str())
-                .unwrap_or_default();
-            // A shell command that chains or redirects has no prefix: allowed once only.
-            if let Some(prefix) = q.payload.get("prefix").and_then(|v| v.as_str()) {
-                tx.add_grant(sid, tool, prefix)?;
-            }
+        if q.kind == QuestionnaireKind::Permission
+            && matches!(answer, Answer::AllowForSession | Answer::AllowPrefix)
+        {
+            // Only what the question offered can be granted: no session grant for `.git/`,
+            // no prefix grant for a launcher or a chained command.
+            let Some(grant) = crate::permission::grant_for(answer, &q.payload) else {
+                return Err(Error::InvalidAnswer {
+                    answer: answer.name().to_string(),
+                    kind: q.kind.as_str().to_string(),
+                    allowed: offered_answers(&q.payload).join(", "),
+                });
+            };
+            let planning = crate::plan::in_plan_mode(tx, sid)?;
+            tx.add_grant(sid, &grant, planning)?;
         }
+        tx.answer_questionnaire(id, answer)?;
         tx.emit(
             sid,
             EventKind::QuestionnaireAnswered {

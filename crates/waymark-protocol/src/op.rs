@@ -28,7 +28,10 @@ pub enum Intent {
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum Answer {
     AllowOnce,
+    /// A shell command: this exact command line; a file tool: that tool outside `.git/`.
     AllowForSession,
+    /// A shell command: every command starting with the prefix the question offered.
+    AllowPrefix,
     Deny {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
@@ -51,6 +54,7 @@ impl Answer {
         match self {
             Answer::AllowOnce => "allow_once",
             Answer::AllowForSession => "allow_for_session",
+            Answer::AllowPrefix => "allow_prefix",
             Answer::Deny { .. } => "deny",
             Answer::Approve { .. } => "approve",
             Answer::Defer => "defer",
@@ -69,6 +73,7 @@ impl Answer {
         Ok(match name.replace('-', "_").as_str() {
             "allow_once" => Answer::AllowOnce,
             "allow_for_session" => Answer::AllowForSession,
+            "allow_prefix" => Answer::AllowPrefix,
             "deny" => Answer::Deny { message: text },
             "approve" => Answer::Approve { option },
             "defer" | "not_now" => Answer::Defer,
@@ -89,7 +94,7 @@ pub enum AnswerParseError {
     #[error("`revise` needs feedback: pass --text \"…\"")]
     MissingFeedback,
     #[error(
-        "unknown answer `{0}`; answers are allow_once, allow_for_session, deny, approve, defer, revise, reject, withdraw"
+        "unknown answer `{0}`; answers are allow_once, allow_for_session, allow_prefix, deny, approve, defer, revise, reject, withdraw"
     )]
     Unknown(String),
 }

@@ -148,6 +148,7 @@ pub(crate) fn on_answer(
         }
         Answer::AllowOnce
         | Answer::AllowForSession
+        | Answer::AllowPrefix
         | Answer::Deny { .. }
         | Answer::Defer
         | Answer::Revise { .. }

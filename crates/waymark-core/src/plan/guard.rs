@@ -37,20 +37,20 @@ impl ToolGuard for PlanGuard {
                 .get("command")
                 .and_then(Value::as_str)
                 .unwrap_or("");
+            let mut payload = crate::permission::question(call, command, false);
+            payload["summary"] = json!(format!(
+                "{} in plan mode (the shell sandbox is incomplete here — missing: {} — so the command is not confined)",
+                payload["summary"].as_str().unwrap_or("run a command"),
+                missing_layers(call)
+            ));
+            // Every unconfined command in plan mode is asked about: nothing to grant.
+            payload["grants"] =
+                json!({"session": null, "session_text": null, "prefix": null, "prefix_text": null});
+            payload["prefix"] = Value::Null;
+            payload["plan_mode"] = json!(true);
             return GuardDecision::Ask {
                 kind: QuestionnaireKind::Permission,
-                payload: json!({
-                    "tool": tool.name(),
-                    "call_id": call.call_id,
-                    "arguments": call.arguments,
-                    "summary": format!(
-                        "run `{command}` in plan mode (the shell sandbox is incomplete here — missing: {} — so the command is not confined)",
-                        missing_layers(call)
-                    ),
-                    // No prefix: in plan mode every unsandboxed command is asked about.
-                    "prefix": Value::Null,
-                    "plan_mode": true,
-                }),
+                payload,
             };
         }
         if !tool.is_mutating() {

@@ -116,6 +116,8 @@ pub(crate) fn leave(tx: &mut Tx<'_>, core: &SessionCore, status: &str, reason: &
         tx.set_plan_status(&p.id, status)?;
     }
     tx.set_interaction_mode(&core.id, InteractionMode::Default)?;
+    // What the user allowed while planning ends with planning.
+    tx.drop_plan_grants(&core.id)?;
     tx.set_exit_reminder(&core.id, Some("due"))?;
     tx.emit(
         &core.id,

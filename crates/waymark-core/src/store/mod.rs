@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_plans.sql"),
     include_str!("../../migrations/0003_goals.sql"),
+    include_str!("../../migrations/0004_grants.sql"),
 ];
 
 /// WAL size above which closing the store checkpoints it (see `Drop for Store`).

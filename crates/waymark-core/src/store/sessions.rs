@@ -190,11 +190,26 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Records an "allow for session" grant (`prefix` empty: the whole tool).
-    pub fn add_grant(&mut self, id: &str, tool: &str, prefix: &str) -> Result<()> {
+    /// Records a grant; `plan_mode` marks one given while planning (it ends with plan mode).
+    pub fn add_grant(
+        &mut self,
+        id: &str,
+        grant: &crate::permission::Grant,
+        plan_mode: bool,
+    ) -> Result<()> {
         self.conn().execute(
-            "INSERT OR IGNORE INTO permission_grants (session_id, tool, prefix) VALUES (?1, ?2, ?3)",
-            params![id, tool, prefix],
+            "INSERT INTO grants (session_id, tool, kind, pattern, plan_mode) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (session_id, tool, kind, pattern) DO UPDATE SET plan_mode = MIN(plan_mode, excluded.plan_mode)",
+            params![id, grant.tool, grant.kind.as_str(), grant.pattern, i64::from(plan_mode)],
+        )?;
+        Ok(())
+    }
+
+    /// Ends the grants given in plan mode.
+    pub fn drop_plan_grants(&mut self, id: &str) -> Result<()> {
+        self.conn().execute(
+            "DELETE FROM grants WHERE session_id = ?1 AND plan_mode = 1",
+            [id],
         )?;
         Ok(())
     }
@@ -265,13 +280,30 @@ pub fn list(conn: &Connection) -> Result<Vec<SessionSummary>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// "Allow for session" grants: `(tool, prefix)` pairs.
-pub fn grants(conn: &Connection, id: &str) -> Result<Vec<(String, String)>> {
+/// The session's grants.
+pub fn grants(conn: &Connection, id: &str) -> Result<Vec<crate::permission::Grant>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT tool, prefix FROM permission_grants WHERE session_id = ?1 ORDER BY tool, prefix",
+        "SELECT tool, kind, pattern FROM grants WHERE session_id = ?1 ORDER BY tool, kind, pattern",
     )?;
-    let rows = stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (tool, kind, pattern) = row?;
+        let kind = crate::permission::GrantKind::parse(&kind)
+            .ok_or_else(|| Error::Corrupt(format!("grant kind `{kind}`")))?;
+        out.push(crate::permission::Grant {
+            tool,
+            kind,
+            pattern,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -349,21 +381,38 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn grants_are_deduplicated() {
+    fn grants_are_deduplicated_and_plan_grants_end() {
+        use crate::permission::{Grant, GrantKind};
+        let g = |tool: &str, kind, pattern: &str| Grant {
+            tool: tool.into(),
+            kind,
+            pattern: pattern.into(),
+        };
         let store = Store::open_in_memory().unwrap();
         let id = make_session(&store);
         store
             .write(1, |tx| {
-                tx.add_grant(&id, "bash", "cargo test")?;
-                tx.add_grant(&id, "bash", "cargo test")?;
-                tx.add_grant(&id, "write", "")
+                tx.add_grant(&id, &g("bash", GrantKind::Prefix, "cargo test"), false)?;
+                tx.add_grant(&id, &g("bash", GrantKind::Prefix, "cargo test"), true)?;
+                tx.add_grant(&id, &g("bash", GrantKind::Exact, "cargo test"), true)?;
+                tx.add_grant(&id, &g("write", GrantKind::Tool, ""), false)
             })
             .unwrap();
         assert_eq!(
             store.read(|c| grants(c, &id)).unwrap(),
             vec![
-                ("bash".to_string(), "cargo test".to_string()),
-                ("write".to_string(), String::new())
+                g("bash", GrantKind::Exact, "cargo test"),
+                g("bash", GrantKind::Prefix, "cargo test"),
+                g("write", GrantKind::Tool, ""),
+            ]
+        );
+        // The prefix grant was also given outside plan mode, so it stays.
+        store.write(2, |tx| tx.drop_plan_grants(&id)).unwrap();
+        assert_eq!(
+            store.read(|c| grants(c, &id)).unwrap(),
+            vec![
+                g("bash", GrantKind::Prefix, "cargo test"),
+                g("write", GrantKind::Tool, "")
             ]
         );
     }

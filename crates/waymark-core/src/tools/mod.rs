@@ -14,6 +14,7 @@ pub use bash::Bash;
 pub use patch::{ApplyPatch, patch_paths};
 pub use read::{ListDir, ReadFile};
 pub use search::{Glob, Grep};
+pub(crate) use write::before_after;
 pub use write::{Append, Edit, MultiEdit, Write};
 
 use futures_util::future::BoxFuture;

@@ -100,7 +100,7 @@ async fn ask_mode_parks_on_a_permission_questionnaire_then_allow_once_completes(
         .unwrap_err();
     assert!(
         e.to_string()
-            .contains("allow_once, allow_for_session, deny"),
+            .contains("allow_once, allow_for_session, allow_prefix, deny"),
         "{e}"
     );
     let ev = run(
@@ -169,7 +169,7 @@ async fn deny_reaches_the_model_as_a_denial_with_the_users_message() {
 }
 
 #[tokio::test]
-async fn allow_for_session_grants_the_command_prefix() {
+async fn allow_prefix_grants_the_command_prefix() {
     let h = Harness::new(Config::default());
     let s = h.session(
         json!({"responses": [
@@ -186,7 +186,7 @@ async fn allow_for_session_grants_the_command_prefix() {
         &s,
         Op::Answer {
             questionnaire_id: questionnaire_id.clone(),
-            answer: Answer::AllowForSession,
+            answer: Answer::AllowPrefix,
         },
     )
     .await;

@@ -287,8 +287,16 @@ async fn pm_14_without_landlock_every_plan_shell_command_asks() {
         info.payload["prefix"].is_null(),
         "no blanket grant in plan mode"
     );
-    // allow_for_session does not stop the next command from asking.
-    let ev = run(&s, answer(&q1, Answer::AllowForSession)).await;
+    // Nothing is granted for the session in plan mode without the sandbox: only once.
+    let refused = s
+        .submit(answer(&q1, Answer::AllowForSession))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("use one of: allow_once, deny"),
+        "{refused}"
+    );
+    let ev = run(&s, answer(&q1, Answer::AllowOnce)).await;
     let q2 = waiting_on(&ev);
     assert_ne!(q1, q2);
     let ev = run(&s, answer(&q2, Answer::Deny { message: None })).await;

@@ -3,8 +3,10 @@
 //! prompts, Stop, numbers, budgets, size limits, edits) and checks that it holds.
 
 mod edits;
+mod grants;
 mod identity;
 mod numbers;
+mod prompts;
 mod secrets;
 mod stop;
 

@@ -1,0 +1,465 @@
+//! The permission guard and the grants it honours. Grants never widen silently:
+//! - "allow for session" on a shell command covers that exact command line;
+//! - a prefix grant (`allow_prefix`) is offered only for commands whose program is not a
+//!   shell, interpreter or launcher ([`LAUNCHERS`], the one list of them), and never covers
+//!   a command that hands control to another program that way;
+//! - "allow for session" on a file tool covers that tool, except inside `.git/`;
+//! - grants given in plan mode end when plan mode ends;
+//! - writes inside `.git/` ask in every mode but `auto`, and the session's artifacts folder
+//!   follows the permission mode like any other place (the plan file in plan mode excepted).
+//!
+//! The question the user answers says exactly what each answer grants, shows the whole
+//! command (escaped) and, for file changes, the diff of every file.
+
+use crate::display::{escape_block, escape_line};
+use crate::guard::{GuardCall, GuardDecision, ToolGuard};
+use crate::tools::fs_policy::resolve_target;
+use serde_json::{Value, json};
+use std::path::{Component, Path, PathBuf};
+use waymark_protocol::{Answer, InteractionMode, PermissionMode, QuestionnaireKind};
+
+/// Programs (or program + argument) that run other code: no prefix grant is offered for
+/// them, and a prefix grant never covers a command using them. `*` is a wildcard; an entry
+/// with a second word matches when that word appears anywhere among the arguments.
+pub const LAUNCHERS: &[&str] = &[
+    // Shells.
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "ksh",
+    "mksh",
+    "fish",
+    "csh",
+    "tcsh",
+    "busybox",
+    // Interpreters.
+    "python*",
+    "pypy*",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "perl*",
+    "ruby*",
+    "irb",
+    "php*",
+    "lua*",
+    "tclsh*",
+    "wish",
+    "Rscript",
+    "julia",
+    "java",
+    "jshell",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "expect",
+    // Launchers and wrappers.
+    "env",
+    "xargs",
+    "sudo",
+    "doas",
+    "su",
+    "pkexec",
+    "nohup",
+    "nice",
+    "ionice",
+    "timeout",
+    "time",
+    "stdbuf",
+    "setsid",
+    "chroot",
+    "unshare",
+    "nsenter",
+    "exec",
+    "eval",
+    "command",
+    "builtin",
+    "source",
+    ".",
+    "strace",
+    "ltrace",
+    "gdb",
+    "valgrind",
+    "watch",
+    "parallel",
+    "find",
+    "ssh",
+    "script",
+    "vim",
+    "vi",
+    "nvim",
+    "emacs",
+    "npx",
+    "pnpx",
+    "bunx",
+    "uvx",
+    "pipx",
+    // Launchers by argument.
+    "make -f",
+    "make --file",
+    "make --makefile",
+    "make --eval",
+    "git -c",
+    "git config",
+    "git --exec-path",
+    "npm exec",
+    "npm x",
+    "yarn dlx",
+    "yarn exec",
+    "pnpm dlx",
+    "pnpm exec",
+    "cargo --config",
+    "docker run",
+    "docker exec",
+    "kubectl exec",
+    "uv run",
+    "poetry run",
+];
+
+/// Shell control characters after which a command prefix no longer describes the command.
+const SHELL_META: &[char] = &[
+    ';', '&', '|', '`', '$', '>', '<', '(', ')', '\n', '\r', '\\', '*', '?', '{', '}', '\'', '"',
+];
+
+/// Programs whose first argument names a subcommand, so `cargo test` and `cargo publish` are
+/// granted separately (and the program alone is never offered).
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "apt", "brew", "bun", "cargo", "deno", "docker", "dotnet", "gh", "git", "go", "gradle",
+    "kubectl", "make", "mvn", "npm", "npx", "pip", "pip3", "pnpm", "poetry", "rustup", "uv",
+    "yarn",
+];
+
+/// Whether a command hands control to another program (see [`LAUNCHERS`]).
+pub fn uses_launcher(command: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let Some(first) = words.first() else {
+        return false;
+    };
+    // A path (`./build.sh`, `/usr/bin/python3`) runs whatever is there.
+    if first.contains('/') {
+        return true;
+    }
+    LAUNCHERS.iter().any(|entry| match entry.split_once(' ') {
+        None => crate::secrets::wildcard(entry, first),
+        Some((prog, arg)) => {
+            *first == prog
+                && words[1..]
+                    .iter()
+                    .any(|w| *w == arg || w.strip_prefix(arg).is_some_and(|r| r.starts_with('=')))
+        }
+    })
+}
+
+/// The prefix a prefix grant would cover for `command`: the program and, for programs with
+/// subcommands, the subcommand (`cargo test`). `None` when the command chains, redirects,
+/// quotes or expands anything, or uses a launcher.
+pub fn command_prefix(command: &str) -> Option<String> {
+    let c = command.trim();
+    if c.is_empty() || c.contains(SHELL_META) || uses_launcher(c) {
+        return None;
+    }
+    let mut words = c.split_whitespace();
+    let first = words.next()?;
+    let simple = |w: &str| {
+        w.chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' || ch == '.')
+    };
+    if !simple(first) {
+        return None;
+    }
+    if SUBCOMMAND_PROGRAMS.contains(&first) {
+        let second = words.next()?;
+        if second.starts_with('-') || !simple(second) {
+            return None;
+        }
+        return Some(format!("{first} {second}"));
+    }
+    Some(first.to_string())
+}
+
+/// Whether a prefix grant covers `command`.
+pub fn prefix_covers(prefix: &str, command: &str) -> bool {
+    let c = command.trim();
+    !c.contains(SHELL_META)
+        && !uses_launcher(c)
+        && (c == prefix || c.starts_with(&format!("{prefix} ")))
+}
+
+/// How much a grant covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantKind {
+    /// Every call of a file tool (outside `.git/`).
+    Tool,
+    /// One exact command line.
+    Exact,
+    /// Commands starting with a prefix.
+    Prefix,
+}
+
+impl GrantKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantKind::Tool => "tool",
+            GrantKind::Exact => "exact",
+            GrantKind::Prefix => "prefix",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<GrantKind> {
+        match s {
+            "tool" => Some(GrantKind::Tool),
+            "exact" => Some(GrantKind::Exact),
+            "prefix" => Some(GrantKind::Prefix),
+            _ => None,
+        }
+    }
+}
+
+/// A session grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub tool: String,
+    pub kind: GrantKind,
+    /// The command line (exact) or prefix; empty for a tool grant.
+    pub pattern: String,
+}
+
+impl Grant {
+    fn covers(&self, tool: &str, shell: bool, command: &str) -> bool {
+        self.tool == tool
+            && match (self.kind, shell) {
+                (GrantKind::Tool, false) => true,
+                (GrantKind::Exact, true) => command == self.pattern,
+                (GrantKind::Prefix, true) => prefix_covers(&self.pattern, command),
+                (GrantKind::Tool, true) | (GrantKind::Exact | GrantKind::Prefix, false) => false,
+            }
+    }
+}
+
+/// The grant an answer to a permission question creates, from the question's payload.
+pub fn grant_for(answer: &Answer, payload: &Value) -> Option<Grant> {
+    let tool = payload.get("tool")?.as_str()?.to_string();
+    let grants = payload.get("grants")?;
+    match answer {
+        Answer::AllowForSession => {
+            let pattern = grants.get("session")?.as_str()?.to_string();
+            let kind = if payload.get("shell").and_then(Value::as_bool) == Some(true) {
+                GrantKind::Exact
+            } else {
+                GrantKind::Tool
+            };
+            Some(Grant {
+                tool,
+                kind,
+                pattern,
+            })
+        }
+        Answer::AllowPrefix => Some(Grant {
+            tool,
+            kind: GrantKind::Prefix,
+            pattern: grants.get("prefix")?.as_str()?.to_string(),
+        }),
+        Answer::AllowOnce
+        | Answer::Deny { .. }
+        | Answer::Approve { .. }
+        | Answer::Defer
+        | Answer::Revise { .. }
+        | Answer::Reject
+        | Answer::Withdraw => None,
+    }
+}
+
+/// The paths a file tool call writes (several for a patch), as the model named them.
+fn written_paths(call: &GuardCall<'_>) -> Vec<String> {
+    if call.tool.name() == "apply_patch" {
+        return call
+            .arguments
+            .get("patch")
+            .and_then(Value::as_str)
+            .and_then(|p| crate::tools::patch_paths(p).ok())
+            .unwrap_or_default();
+    }
+    call.arguments
+        .get("path")
+        .and_then(Value::as_str)
+        .map(|p| vec![p.to_string()])
+        .unwrap_or_default()
+}
+
+/// Whether a resolved path lies inside a `.git` folder.
+fn in_git_dir(p: &Path) -> bool {
+    p.components()
+        .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
+}
+
+/// The permission-mode guard: writes and shell commands ask, are allowed or refused
+/// according to the session's permission mode and the user's grants.
+pub struct PermissionGuard;
+
+impl ToolGuard for PermissionGuard {
+    fn name(&self) -> &'static str {
+        "permission"
+    }
+
+    fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
+        let tool = call.tool;
+        let mode = call.session.permission_mode;
+        let shell = tool.is_shell();
+        if !shell && !tool.is_mutating() {
+            return GuardDecision::Allow;
+        }
+        let targets: Vec<PathBuf> = if shell {
+            Vec::new()
+        } else {
+            written_paths(call)
+                .iter()
+                .filter_map(|p| resolve_target(call.workspace, p).ok())
+                .collect()
+        };
+        let touches_git = targets.iter().any(|t| in_git_dir(t));
+        // The plan file in plan mode is the one place written without asking.
+        let plan_file = crate::plan::plan_path(call.artifacts);
+        if call.session.interaction_mode == InteractionMode::Plan
+            && !targets.is_empty()
+            && targets.iter().all(|t| *t == plan_file)
+        {
+            return GuardDecision::Allow;
+        }
+        let needs_asking = match mode {
+            PermissionMode::Auto => false,
+            PermissionMode::AutoEdit => shell || touches_git,
+            PermissionMode::Ask => true,
+            PermissionMode::ReadOnly => {
+                return GuardDecision::Deny(format!(
+                    "`{}` is not allowed: the session is in read-only permission mode. Use read-only tools, or ask the user to change the permission mode.",
+                    tool.name()
+                ));
+            }
+        };
+        if !needs_asking {
+            return GuardDecision::Allow;
+        }
+        if let Some(decision) = permission_answered(
+            call,
+            "call",
+            "Do not retry it; ask or take another approach.",
+        ) {
+            return decision;
+        }
+        let command = call
+            .arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        // `.git/` is never covered by a grant: hooks and config there run code later.
+        if !touches_git
+            && call
+                .grants
+                .iter()
+                .any(|g| g.covers(tool.name(), shell, command))
+        {
+            return GuardDecision::Allow;
+        }
+        GuardDecision::Ask {
+            kind: QuestionnaireKind::Permission,
+            payload: question(call, command, touches_git),
+        }
+    }
+}
+
+/// The permission question: what the call does (escaped, whole), and exactly what each
+/// answer grants.
+pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Value {
+    let tool = call.tool.name();
+    if call.tool.is_shell() {
+        let prefix = command_prefix(command);
+        let lines = command.lines().count();
+        let summary = if lines > 1 {
+            format!("run a {lines}-line `{tool}` command (shown in full below)")
+        } else {
+            format!("run `{}`", escape_line(command))
+        };
+        return json!({
+            "tool": tool,
+            "shell": true,
+            "arguments": call.arguments,
+            "summary": summary,
+            "command": escape_block(command),
+            "grants": {
+                "session": command,
+                "session_text": format!("this exact command line, for the rest of the session: `{}`", escape_line(command)),
+                "prefix": prefix,
+                "prefix_text": prefix.as_ref().map(|p| format!("every command starting with `{p}` (arguments may differ; no chaining, redirection or launchers), for the rest of the session")),
+            },
+            "prefix": prefix,
+        });
+    }
+    let files = crate::preview::file_changes(call);
+    let paths: Vec<String> = files
+        .iter()
+        .filter_map(|f| f.get("path").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let summary = match paths.as_slice() {
+        [] => format!("{tool} (no file named)"),
+        [one] => format!("{tool} {one}"),
+        many => format!("{tool} {} files: {}", many.len(), many.join(", ")),
+    };
+    let session_text = if touches_git {
+        None
+    } else {
+        Some(format!(
+            "every `{tool}` call in this session, on any file outside `.git/`"
+        ))
+    };
+    json!({
+        "tool": tool,
+        "shell": false,
+        "arguments": call.arguments,
+        "summary": summary,
+        "files": files,
+        "git": touches_git,
+        "grants": {
+            "session": session_text.as_ref().map(|_| ""),
+            "session_text": session_text,
+            "prefix": Value::Null,
+            "prefix_text": Value::Null,
+        },
+        "prefix": Value::Null,
+    })
+}
+
+/// What the user's answer to this call's permission question decides, if it was answered:
+/// allowed, or denied with their message (else "The user denied this `what`. `otherwise`").
+pub(crate) fn permission_answered(
+    call: &GuardCall<'_>,
+    what: &str,
+    otherwise: &str,
+) -> Option<GuardDecision> {
+    let Some((QuestionnaireKind::Permission, answer)) = call.answer else {
+        return None;
+    };
+    Some(match answer {
+        Answer::AllowOnce | Answer::AllowForSession | Answer::AllowPrefix => GuardDecision::Allow,
+        Answer::Deny { message } => GuardDecision::Deny(match message {
+            Some(m) if !m.trim().is_empty() => format!("The user denied this {what}: {m}"),
+            _ => format!("The user denied this {what}. {otherwise}"),
+        }),
+        // Answers of other kinds are refused at answer time; treat as not granted.
+        Answer::Approve { .. }
+        | Answer::Defer
+        | Answer::Revise { .. }
+        | Answer::Reject
+        | Answer::Withdraw => GuardDecision::Deny("The permission request was not granted.".into()),
+    })
+}
+
+#[cfg(test)]
+#[path = "permission_tests.rs"]
+mod tests;

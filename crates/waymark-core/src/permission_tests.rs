@@ -1,0 +1,331 @@
+use super::*;
+use crate::store::SessionRow;
+use crate::tools::{ApplyPatch, Bash, ReadFile, Tool, Write};
+
+fn session(mode: PermissionMode, interaction: InteractionMode) -> SessionRow {
+    SessionRow {
+        id: "s".into(),
+        workspace: "/ws".into(),
+        title: None,
+        model: None,
+        interaction_mode: interaction,
+        permission_mode: mode,
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+struct Case<'a> {
+    tool: &'a dyn Tool,
+    mode: PermissionMode,
+    interaction: InteractionMode,
+    args: Value,
+    grants: &'a [Grant],
+    answer: Option<&'a Answer>,
+    ws: &'a Path,
+    artifacts: &'a Path,
+}
+
+fn case<'a>(tool: &'a dyn Tool, mode: PermissionMode, args: Value) -> Case<'a> {
+    Case {
+        tool,
+        mode,
+        interaction: InteractionMode::Default,
+        args,
+        grants: &[],
+        answer: None,
+        ws: Path::new("/nonexistent-ws"),
+        artifacts: Path::new("/nonexistent-artifacts"),
+    }
+}
+
+fn decide(c: Case<'_>) -> GuardDecision {
+    let s = session(c.mode, c.interaction);
+    PermissionGuard.before_tool_call(&GuardCall {
+        tool: c.tool,
+        call_id: "c1",
+        arguments: &c.args,
+        session: &s,
+        workspace: c.ws,
+        artifacts: c.artifacts,
+        shell_sandboxed: false,
+        grants: c.grants,
+        answer: c.answer.map(|a| (QuestionnaireKind::Permission, a)),
+        turn_id: 1,
+        core: None,
+    })
+}
+
+fn asks(d: &GuardDecision) -> bool {
+    matches!(d, GuardDecision::Ask { .. })
+}
+
+fn grant(tool: &str, kind: GrantKind, pattern: &str) -> Grant {
+    Grant {
+        tool: tool.into(),
+        kind,
+        pattern: pattern.into(),
+    }
+}
+
+#[test]
+fn modes_decide_writes_and_shell() {
+    let w = json!({"path": "a", "content": ""});
+    let b = json!({"command": "ls"});
+    assert_eq!(
+        decide(case(
+            &ReadFile,
+            PermissionMode::ReadOnly,
+            json!({"path": "a"})
+        )),
+        GuardDecision::Allow
+    );
+    assert!(asks(&decide(case(&Write, PermissionMode::Ask, w.clone()))));
+    assert_eq!(
+        decide(case(&Write, PermissionMode::AutoEdit, w.clone())),
+        GuardDecision::Allow
+    );
+    assert!(asks(&decide(case(
+        &Bash,
+        PermissionMode::AutoEdit,
+        b.clone()
+    ))));
+    assert_eq!(
+        decide(case(&Bash, PermissionMode::Auto, b.clone())),
+        GuardDecision::Allow
+    );
+    assert!(matches!(
+        decide(case(&Write, PermissionMode::ReadOnly, w)),
+        GuardDecision::Deny(_)
+    ));
+    assert!(matches!(
+        decide(case(&Bash, PermissionMode::ReadOnly, b)),
+        GuardDecision::Deny(_)
+    ));
+}
+
+#[test]
+fn answers_and_grants() {
+    let b = json!({"command": "cargo test -p x"});
+    let allow = Answer::AllowOnce;
+    let mut c = case(&Bash, PermissionMode::Ask, b.clone());
+    c.answer = Some(&allow);
+    assert_eq!(decide(c), GuardDecision::Allow);
+    let deny = Answer::Deny {
+        message: Some("use nextest".into()),
+    };
+    let mut c = case(&Bash, PermissionMode::Ask, b.clone());
+    c.answer = Some(&deny);
+    assert_eq!(
+        decide(c),
+        GuardDecision::Deny("The user denied this call: use nextest".into())
+    );
+    let prefix = [grant("bash", GrantKind::Prefix, "cargo test")];
+    for (command, allowed) in [
+        ("cargo test -p x", true),
+        ("cargo test", true),
+        ("cargo test; rm -rf /", false),
+        ("cargo testify", false),
+        ("cargo test --config target.x.runner=sh", false),
+    ] {
+        let mut c = case(&Bash, PermissionMode::Ask, json!({ "command": command }));
+        c.grants = &prefix;
+        assert_eq!(decide(c) == GuardDecision::Allow, allowed, "{command}");
+    }
+    let exact = [grant("bash", GrantKind::Exact, "npm test")];
+    for (command, allowed) in [
+        ("npm test", true),
+        ("npm test -- --watch", false),
+        ("npm  test", false),
+    ] {
+        let mut c = case(&Bash, PermissionMode::Ask, json!({ "command": command }));
+        c.grants = &exact;
+        assert_eq!(decide(c) == GuardDecision::Allow, allowed, "{command}");
+    }
+    let tool = [grant("write", GrantKind::Tool, "")];
+    let mut c = case(
+        &Write,
+        PermissionMode::Ask,
+        json!({"path": "a", "content": ""}),
+    );
+    c.grants = &tool;
+    assert_eq!(decide(c), GuardDecision::Allow);
+    // A tool grant is not a shell grant, nor the other way round.
+    let mut c = case(&Bash, PermissionMode::Ask, json!({"command": ""}));
+    c.grants = &tool;
+    assert!(asks(&decide(c)));
+}
+
+#[test]
+fn prefixes_are_offered_only_for_plain_programs() {
+    assert_eq!(
+        command_prefix("cargo test -p core").as_deref(),
+        Some("cargo test")
+    );
+    assert_eq!(command_prefix("ls -la").as_deref(), Some("ls"));
+    assert_eq!(
+        command_prefix("git status --short").as_deref(),
+        Some("git status")
+    );
+    assert_eq!(command_prefix("make test").as_deref(), Some("make test"));
+    for no in [
+        "make && rm x",
+        "echo $(id)",
+        "cargo",
+        "cargo -Zunstable build",
+        "git -c core.pager=sh log",
+        "make -f evil.mk",
+        "make all --file=evil.mk",
+        "./build.sh",
+        "/usr/bin/python3 x.py",
+        "echo 'quoted'",
+    ] {
+        assert_eq!(command_prefix(no), None, "{no}");
+    }
+}
+
+/// Every launcher in the list is refused a prefix grant, in each form it can take.
+#[test]
+fn no_prefix_for_shells_interpreters_or_launchers() {
+    for entry in LAUNCHERS {
+        let command = match entry.split_once(' ') {
+            Some((prog, arg)) => format!("{prog} something {arg} x"),
+            None => format!("{} script-the-agent-wrote", entry.replace('*', "3")),
+        };
+        assert!(uses_launcher(&command), "{entry}: {command}");
+        assert_eq!(command_prefix(&command), None, "{entry}: {command}");
+    }
+    for spec_example in [
+        "sh -c x",
+        "bash x.sh",
+        "python3.12 x.py",
+        "python x.py",
+        "node x.js",
+        "perl x",
+        "ruby x",
+        "env X=1 ls",
+        "xargs rm",
+        "sudo ls",
+        "npx cowsay",
+        "make -f x.mk",
+    ] {
+        assert_eq!(command_prefix(spec_example), None, "{spec_example}");
+    }
+    // A granted prefix never covers a launcher added later in the line.
+    assert!(!prefix_covers("make test", "make test -f evil.mk"));
+    assert!(!prefix_covers("git log", "git log -c x"));
+    assert!(prefix_covers("make test", "make test V=1"));
+}
+
+#[test]
+fn git_writes_ask_except_in_auto_and_no_grant_covers_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(ws.join("sub/.git")).unwrap();
+    std::os::unix::fs::symlink(ws.join(".git/hooks"), ws.join("hooks")).unwrap();
+    let tool = [grant("write", GrantKind::Tool, "")];
+    for path in [
+        ".git/hooks/pre-commit",
+        "sub/.git/config",
+        "hooks/post-checkout",
+    ] {
+        let args = json!({"path": path, "content": "#!/bin/sh\nid\n"});
+        let mut c = case(&Write, PermissionMode::AutoEdit, args.clone());
+        c.ws = &ws;
+        c.grants = &tool;
+        let d = decide(c);
+        assert!(asks(&d), "{path}: {d:?}");
+        if let GuardDecision::Ask { payload, .. } = d {
+            assert_eq!(
+                payload["grants"]["session"],
+                Value::Null,
+                "no session grant offered"
+            );
+        }
+        let mut c = case(&Write, PermissionMode::Auto, args);
+        c.ws = &ws;
+        assert_eq!(decide(c), GuardDecision::Allow);
+    }
+    let patch = "--- /dev/null\n+++ b/.git/hooks/post-merge\n@@ -0,0 +1 @@\n+id\n";
+    let mut c = case(
+        &ApplyPatch,
+        PermissionMode::AutoEdit,
+        json!({ "patch": patch }),
+    );
+    c.ws = &ws;
+    assert!(asks(&decide(c)));
+}
+
+#[test]
+fn artifacts_follow_the_mode_but_the_plan_file_in_plan_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let art = dir.path().join("artifacts");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&art).unwrap();
+    let (ws, art) = (ws.canonicalize().unwrap(), art.canonicalize().unwrap());
+    let other = art.join("notes.md").display().to_string();
+    let plan = art.join("plan.md").display().to_string();
+    let mut c = case(
+        &Write,
+        PermissionMode::Ask,
+        json!({"path": other, "content": "x"}),
+    );
+    (c.ws, c.artifacts) = (&ws, &art);
+    assert!(asks(&decide(c)), "an artifacts file asks like any other");
+    let mut c = case(
+        &Write,
+        PermissionMode::Ask,
+        json!({"path": plan, "content": "x"}),
+    );
+    (c.ws, c.artifacts) = (&ws, &art);
+    assert!(asks(&decide(c)), "outside plan mode the plan file asks too");
+    let mut c = case(
+        &Write,
+        PermissionMode::Ask,
+        json!({"path": plan, "content": "x"}),
+    );
+    (c.ws, c.artifacts, c.interaction) = (&ws, &art, InteractionMode::Plan);
+    assert_eq!(decide(c), GuardDecision::Allow);
+}
+
+#[test]
+fn the_question_says_what_each_answer_grants() {
+    let d = decide(case(
+        &Bash,
+        PermissionMode::Ask,
+        json!({"command": "cargo test -p core"}),
+    ));
+    let GuardDecision::Ask { payload, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert_eq!(payload["grants"]["session"], "cargo test -p core");
+    assert!(
+        payload["grants"]["session_text"]
+            .as_str()
+            .unwrap()
+            .contains("this exact command line")
+    );
+    assert_eq!(payload["grants"]["prefix"], "cargo test");
+    assert!(
+        payload["grants"]["prefix_text"]
+            .as_str()
+            .unwrap()
+            .contains("starting with `cargo test`")
+    );
+    let d = decide(case(
+        &Bash,
+        PermissionMode::Ask,
+        json!({"command": "python3 fix.py"}),
+    ));
+    let GuardDecision::Ask { payload, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert_eq!(payload["grants"]["prefix"], Value::Null);
+    assert_eq!(
+        grant_for(&Answer::AllowForSession, &payload),
+        Some(grant("bash", GrantKind::Exact, "python3 fix.py"))
+    );
+    assert_eq!(grant_for(&Answer::AllowPrefix, &payload), None);
+}

@@ -1,0 +1,157 @@
+//! What a file-changing call would do, for the permission question: every file it touches,
+//! the operation, and the diff — computed the way the tool will apply it, escaped for
+//! display, never cut below a generous size.
+
+use crate::display::{escape_block, escape_line};
+use crate::guard::GuardCall;
+use crate::tools::fs_policy::resolve_target;
+use serde_json::{Value, json};
+
+/// Files larger than this are not diffed (the question says so).
+const MAX_DIFF_INPUT: u64 = 4 * 1024 * 1024;
+/// A diff longer than this is cut, with a note saying how much was left out.
+const MAX_DIFF: usize = 512 * 1024;
+
+fn cut(diff: String) -> String {
+    if diff.len() <= MAX_DIFF {
+        return diff;
+    }
+    let mut end = MAX_DIFF;
+    while !diff.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[… the diff goes on for {} more bytes …]\n",
+        &diff[..end],
+        diff.len() - end
+    )
+}
+
+/// `{path, op, diff}` for each file the call changes.
+pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<Value> {
+    let tool = call.tool.name();
+    if tool == "apply_patch" {
+        return call
+            .arguments
+            .get("patch")
+            .and_then(Value::as_str)
+            .map(patch_files)
+            .unwrap_or_default();
+    }
+    let Some(raw) = call.arguments.get("path").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let target = match resolve_target(call.workspace, raw) {
+        Ok(t) => t,
+        Err(e) => {
+            return vec![
+                json!({"path": escape_line(raw), "op": tool, "diff": Value::Null, "note": escape_line(&e.0)}),
+            ];
+        }
+    };
+    let exists = target.exists();
+    let op = match (tool, exists) {
+        ("write", false) | ("append", false) => "create",
+        ("write", true) => "replace",
+        (other, _) => other,
+    };
+    let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
+    let (diff, note) = if size > MAX_DIFF_INPUT {
+        (
+            Value::Null,
+            Some(format!(
+                "the file is {size} bytes; too large to show a diff"
+            )),
+        )
+    } else {
+        match crate::tools::before_after(tool, &target, call.arguments) {
+            Ok((before, after)) => {
+                let shown = escape_line(raw);
+                let d = crate::plan::render::unified_diff(
+                    &before,
+                    &after,
+                    &format!("a/{shown}"),
+                    &format!("b/{shown}"),
+                );
+                (Value::String(escape_block(&cut(d))), None)
+            }
+            Err(why) => (Value::Null, Some(format!("the call will fail: {why}"))),
+        }
+    };
+    vec![json!({
+        "path": escape_line(raw),
+        "resolved": escape_line(&target.display().to_string()),
+        "op": op,
+        "diff": diff,
+        "note": note.map(|n| escape_line(&n)),
+    })]
+}
+
+/// The files of a unified diff as the model sent it: each with its operation and its own
+/// section of the patch.
+fn patch_files(patch: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let lines: Vec<&str> = patch.split_inclusive('\n').collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| {
+            l.starts_with("--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with("+++ "))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for (k, &s) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+        let section: String = lines[s..end].concat();
+        let name = |l: &str, p: &str| {
+            let n = l.trim_end_matches(['\n', '\r']).trim_start_matches(p);
+            let n = n.split('\t').next().unwrap_or(n).trim();
+            (n != "/dev/null").then(|| {
+                n.strip_prefix("a/")
+                    .or_else(|| n.strip_prefix("b/"))
+                    .unwrap_or(n)
+                    .to_string()
+            })
+        };
+        let (old, new) = (name(lines[s], "--- "), name(lines[s + 1], "+++ "));
+        let (op, path) = match (&old, &new) {
+            (None, Some(n)) => ("create", n.clone()),
+            (Some(o), None) => ("delete", o.clone()),
+            (Some(o), Some(n)) if o != n => ("rename", format!("{o} → {n}")),
+            (Some(_), Some(n)) => ("modify", n.clone()),
+            (None, None) => ("invalid", "/dev/null".to_string()),
+        };
+        out.push(json!({
+            "path": escape_line(&path),
+            "op": op,
+            "diff": escape_block(&cut(section)),
+            "note": Value::Null,
+        }));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_lists_every_file_with_its_operation() {
+        let p = "--- a/x.rs\n+++ b/x.rs\n@@ -1 +1 @@\n-a\n+b\n--- /dev/null\n+++ b/new.rs\n@@ -0,0 +1 @@\n+n\n--- a/gone.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-g\n--- a/old\x1b[8m.rs\n+++ b/moved.rs\n";
+        let files = patch_files(p);
+        let ops: Vec<(&str, &str)> = files
+            .iter()
+            .map(|f| (f["op"].as_str().unwrap(), f["path"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                ("modify", "x.rs"),
+                ("create", "new.rs"),
+                ("delete", "gone.rs"),
+                ("rename", "old\\x1b[8m.rs → moved.rs")
+            ]
+        );
+        assert!(files[0]["diff"].as_str().unwrap().contains("-a\n+b"));
+    }
+}
