@@ -26,8 +26,10 @@ pub struct GuardCall<'a> {
     pub grants: &'a [crate::permission::Grant],
     /// The user's answer to a questionnaire this call raised earlier, if any.
     pub answer: Option<(QuestionnaireKind, &'a Answer)>,
-    /// The turn the call belongs to.
+    /// The turn the call belongs to (for the verifier: the turn whose claim it checks).
     pub turn_id: i64,
+    /// Who makes the call: the session's agent or the goal's read-only verifier.
+    pub actor: waymark_protocol::CallActor,
     /// The session, for the runtime's own guards (the goal budget).
     pub(crate) core: Option<&'a crate::session::SessionCore>,
 }

@@ -16,7 +16,7 @@ use crate::guard::{GuardCall, GuardDecision, ToolGuard};
 use crate::tools::fs_policy::resolve_target;
 use serde_json::{Value, json};
 use std::path::{Component, Path, PathBuf};
-use waymark_protocol::{Answer, InteractionMode, PermissionMode, QuestionnaireKind};
+use waymark_protocol::{Answer, CallActor, InteractionMode, PermissionMode, QuestionnaireKind};
 
 /// Programs (or program + argument) that run other code: no prefix grant is offered for
 /// them, and a prefix grant never covers a command using them. `*` is a wildcard; an entry
@@ -310,6 +310,9 @@ impl ToolGuard for PermissionGuard {
 
     fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
         let tool = call.tool;
+        if call.actor == CallActor::Verifier {
+            return verifier_policy(call);
+        }
         let mode = call.session.permission_mode;
         let shell = tool.is_shell();
         if !shell && !tool.is_mutating() {
@@ -372,6 +375,22 @@ impl ToolGuard for PermissionGuard {
             payload: question(call, command, touches_git),
         }
     }
+}
+
+/// Tools the goal's verifier may use besides the sandboxed shell.
+pub const VERIFIER_TOOLS: &[&str] = &["read_file", "list_dir", "glob", "grep"];
+
+/// The verifier's read-only policy, whatever the session's permission mode: reading and
+/// searching, and the shell only when it runs sandboxed. Nothing else, and it never asks.
+fn verifier_policy(call: &GuardCall<'_>) -> GuardDecision {
+    let tool = call.tool;
+    if VERIFIER_TOOLS.contains(&tool.name()) || (tool.is_shell() && call.shell_sandboxed) {
+        return GuardDecision::Allow;
+    }
+    GuardDecision::Deny(format!(
+        "`{}` is not available to the reviewer: it may only read, search and run sandboxed commands.",
+        tool.name()
+    ))
 }
 
 /// The permission question: what the call does (escaped, whole), and exactly what each

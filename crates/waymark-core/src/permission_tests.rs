@@ -52,6 +52,7 @@ fn decide(c: Case<'_>) -> GuardDecision {
         grants: c.grants,
         answer: c.answer.map(|a| (QuestionnaireKind::Permission, a)),
         turn_id: 1,
+        actor: waymark_protocol::CallActor::Main,
         core: None,
     })
 }

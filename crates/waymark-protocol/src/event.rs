@@ -3,7 +3,7 @@
 //! are streamed but not written to the log: they repeat the `seq` of the last logged event.
 
 use crate::{
-    Answer, BudgetReport, ErrorInfo, GoalActor, GoalReason, GoalSnapshot, GoalStatus,
+    Answer, BudgetReport, CallActor, ErrorInfo, GoalActor, GoalReason, GoalSnapshot, GoalStatus,
     InteractionMode, MessageSource, PermissionMode, Position, QuestionnaireKind, ToolStatus,
     TurnEndReason, Usage,
 };
@@ -93,6 +93,9 @@ pub enum EventKind {
         call_id: String,
         name: String,
         arguments: serde_json::Value,
+        /// Who made the call: the session's agent (omitted) or the goal's verifier.
+        #[serde(default, skip_serializing_if = "CallActor::is_main")]
+        actor: CallActor,
     },
     #[serde(rename = "tool.result")]
     ToolResult {
@@ -101,6 +104,8 @@ pub enum EventKind {
         name: String,
         status: ToolStatus,
         content: String,
+        #[serde(default, skip_serializing_if = "CallActor::is_main")]
+        actor: CallActor,
     },
     /// Old tool outputs were replaced by a short note so the context fits the model.
     #[serde(rename = "context.elided")]

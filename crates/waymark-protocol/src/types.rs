@@ -183,6 +183,23 @@ impl Usage {
     }
 }
 
+/// Who makes a tool call: the session's agent, or the read-only verifier that checks a
+/// goal's completion claim.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum CallActor {
+    #[default]
+    Main,
+    Verifier,
+}
+
+impl CallActor {
+    pub fn is_main(&self) -> bool {
+        *self == CallActor::Main
+    }
+}
+
 /// A typed error as it crosses a boundary (IPC, CLI JSON, event log).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]

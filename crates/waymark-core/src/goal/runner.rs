@@ -250,8 +250,12 @@ fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Opt
 }
 
 /// Settles the goal after a finished turn (stages 2–10; stage 1 ran in the turn's
-/// transaction).
-pub(crate) async fn settle(core: &SessionCore, turn_id: i64) -> Result<()> {
+/// transaction). Stop (`cancel`) during verification pauses the goal as the user's stop.
+pub(crate) async fn settle(
+    core: &SessionCore,
+    turn_id: i64,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<()> {
     let tg = turn_goal_of(core, turn_id)?;
     let Some(goal_id) = tg.goal_id else {
         return Ok(());
@@ -277,7 +281,7 @@ pub(crate) async fn settle(core: &SessionCore, turn_id: i64) -> Result<()> {
     let mode = mode(core);
     let mut p = Pipeline::new(goal, facts);
     // Stages 1–6 decide whether stage 7 needs a verdict; the verifier runs outside any
-    // transaction, its tokens count toward the goal.
+    // transaction, adding its tokens and time to the goal as it goes.
     let mut probe = p.clone();
     let verdict: Option<Verdict> = {
         for f in [
@@ -298,10 +302,24 @@ pub(crate) async fn settle(core: &SessionCore, turn_id: i64) -> Result<()> {
                 .as_ref()
                 .map(|x| x.message.clone())
                 .unwrap_or_default();
-            let (verdict, tokens) = super::verifier::verify(core, &p.goal, &claim, mode).await;
-            core.write(|tx| tx.add_goal_usage(&p.goal.id, tokens, 0, 0))?;
-            p.goal.tokens_used = p.goal.tokens_used.saturating_add(tokens);
-            Some(verdict)
+            let checked =
+                super::verifier::verify(core, turn_id, &p.goal, &claim, mode, cancel).await?;
+            // The verifier's usage is in the store now: settle on the goal as it stands.
+            if let Some(g) = core
+                .read(|c| current_goal(c, &core.id))?
+                .filter(|g| g.id == p.goal.id)
+            {
+                p.goal.tokens_used = g.tokens_used;
+                p.goal.active_ms = g.active_ms;
+            }
+            match checked {
+                super::verifier::Checked::Verdict(v) => Some(v),
+                super::verifier::Checked::Stopped => {
+                    core.write(|tx| stop_for_user(tx, &core.id))?;
+                    push_snapshot(core);
+                    return Ok(());
+                }
+            }
         } else {
             None
         }
@@ -503,8 +521,13 @@ pub(crate) fn turn_report(
         else {
             return Ok(None);
         };
-        let elapsed = (core.clock.now_ms() - t.started_at).max(0) as u64;
-        let r = report(&g, t.usage.total(), 0, elapsed);
+        // A finished turn's usage is in the goal already (the verifier checks after it).
+        let r = if t.status == store::TurnStatus::Finished {
+            report(&g, 0, 0, 0)
+        } else {
+            let elapsed = (core.clock.now_ms() - t.started_at).max(0) as u64;
+            report(&g, t.usage.total(), 0, elapsed)
+        };
         Ok(Some((g, r)))
     })
 }

@@ -1,20 +1,26 @@
 //! The completion check (G-18, G-19): a read-only reviewer on the same model route. The
-//! subagent may read, list, search and run sandboxed read-only commands; the evaluator is
-//! one call without tools. Both must end with a `VERDICT:` line.
+//! subagent may read, list, search and run sandboxed commands — through the same guard
+//! chain as the agent, under a read-only policy and the budget guard, every call logged
+//! with actor `verifier`; the evaluator is one call without tools. Both must end with a
+//! `VERDICT:` line.
 
 use super::prompts::verifier_brief;
 use super::settlement::{Mode, Verdict, parse_verdict};
+use crate::error::Result;
+use crate::guard::GuardDecision;
+use crate::permission::VERIFIER_TOOLS;
 use crate::provider::{CallPurpose, ModelMessage, ModelRequest, StreamEvent, ToolSpec};
 use crate::session::SessionCore;
 use crate::store::goals::GoalRow;
 use crate::store::{HistoryItem, ToolCallRecord};
-use crate::tools::{ToolContext, ToolError, truncate_head};
+use crate::tools::{ToolContext, truncate_head};
+use crate::turn::{Decided, Executed, abandoned, decide, execute, identify_calls};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use waymark_protocol::{CallActor, EventKind, ToolStatus};
 
 /// Model calls the subagent may make before it must answer.
 const MAX_STEPS: usize = 8;
-const READ_ONLY: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 
 /// A short account of recent work on the goal, for the reviewer.
 fn evidence(core: &SessionCore) -> String {
@@ -59,23 +65,36 @@ fn recent_work(items: &[(Option<i64>, HistoryItem)]) -> String {
     lines.join("\n")
 }
 
-/// Runs the check; returns the verdict and the tokens it spent (they count toward the goal).
+/// How a verification ended besides a verdict.
+pub(crate) enum Checked {
+    Verdict(Verdict),
+    /// Stop came while the verifier ran.
+    Stopped,
+}
+
+/// Runs the check through the turn engine's call path — the same guard chain as the
+/// agent's calls, under the verifier's read-only policy and the goal's budget guard — and
+/// logs every call and result with actor `verifier`. Its tokens and time are added to the
+/// goal as they are spent; Stop ends it at once.
 pub(crate) async fn verify(
     core: &SessionCore,
+    turn_id: i64,
     g: &GoalRow,
     claim: &str,
     mode: Mode,
-) -> (Verdict, u64) {
+    cancel: &CancellationToken,
+) -> Result<Checked> {
     core.sandbox.probe_async().await;
-    let sandbox = core
+    let shell = core
         .sandbox
-        .spec(Vec::new(), core.config().plan.shell_network);
+        .spec(Vec::new(), core.config().plan.shell_network)
+        .is_some();
     let mut tools: Vec<ToolSpec> = Vec::new();
     if mode == Mode::Subagent {
         for t in core
             .tools
             .iter()
-            .filter(|t| READ_ONLY.contains(&t.name()) || (t.is_shell() && sandbox.is_some()))
+            .filter(|t| VERIFIER_TOOLS.contains(&t.name()) || (t.is_shell() && shell))
         {
             tools.push(ToolSpec {
                 name: t.name().into(),
@@ -88,20 +107,31 @@ pub(crate) async fn verify(
         workspace: core.workspace.clone(),
         session_dir: core.session_dir.clone(),
         artifacts: core.artifacts.clone(),
-        cancel: CancellationToken::new(),
+        cancel: cancel.clone(),
         output_limit: core.config().turn.tool_output_limit as usize,
         bash_timeout: Duration::from_millis(core.config().turn.bash_timeout_ms),
-        turn_id: 0,
-        sandbox: sandbox.clone(),
+        turn_id,
+        sandbox: None,
         env: core.tool_env(),
         core: None,
     };
     let mut messages = vec![ModelMessage::User {
         text: verifier_brief(g, &evidence(core), claim),
     }];
-    let mut tokens = 0u64;
+    let mut clock = core.clock.now_ms();
+    // Tokens and time spent since the last call, added to the goal as they accrue.
+    let account = |tokens: u64, clock: &mut i64| -> Result<()> {
+        let now = core.clock.now_ms();
+        let ms = (now - *clock).max(0) as u64;
+        *clock = now;
+        core.write(|tx| tx.add_goal_usage(&g.id, tokens, 0, ms))
+    };
     let steps = if mode == Mode::Subagent { MAX_STEPS } else { 1 };
     for step in 0..steps {
+        if cancel.is_cancelled() {
+            account(0, &mut clock)?;
+            return Ok(Checked::Stopped);
+        }
         let last = step + 1 == steps;
         let request = ModelRequest {
             system: "You review whether a coding goal is achieved. You cannot change anything."
@@ -112,57 +142,108 @@ pub(crate) async fn verify(
             purpose: CallPurpose::Verifier,
         };
         let sink = |_: StreamEvent| {};
-        let reply = match core.provider.call(&request, &sink).await {
-            Ok(r) => r,
-            Err(e) => {
-                return (
-                    Verdict::Error(format!("the verifier's model call failed: {e}")),
-                    tokens,
-                );
+        let reply = tokio::select! {
+            r = core.provider.call(&request, &sink) => r,
+            _ = cancel.cancelled() => {
+                account(0, &mut clock)?;
+                return Ok(Checked::Stopped);
             }
         };
-        tokens += reply.usage.total();
+        let mut reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                account(0, &mut clock)?;
+                return Ok(Checked::Verdict(Verdict::Error(format!(
+                    "the verifier's model call failed: {e}"
+                ))));
+            }
+        };
+        account(reply.usage.total(), &mut clock)?;
         if reply.tool_calls.is_empty() {
-            return (parse_verdict(&reply.text), tokens);
+            return Ok(Checked::Verdict(parse_verdict(&reply.text)));
         }
+        identify_calls(
+            core,
+            CallActor::Verifier,
+            turn_id,
+            step as u32,
+            &mut reply.tool_calls,
+        )?;
         messages.push(ModelMessage::Assistant {
             text: reply.text.clone(),
             reasoning: None,
             tool_calls: reply.tool_calls.clone(),
         });
         for call in &reply.tool_calls {
-            let content = run_read_only(core, &ctx, call).await;
-            let (content, is_error) = match content {
-                Ok(c) => (c, false),
-                Err(ToolError::Model(m) | ToolError::Fatal(m)) => (m, true),
-            };
+            let (status, content) = run_call(core, turn_id, call, &ctx).await?;
             messages.push(ModelMessage::ToolResult {
-                call_id: call.id.clone(),
+                call_id: call.wire().to_string(),
                 name: call.name.clone(),
                 content,
-                is_error,
+                is_error: status != ToolStatus::Ok,
             });
         }
+        account(0, &mut clock)?;
     }
-    (
-        Verdict::Error("the verifier did not reach a verdict".into()),
-        tokens,
-    )
+    Ok(Checked::Verdict(Verdict::Error(
+        "the verifier did not reach a verdict".into(),
+    )))
 }
 
-async fn run_read_only(
+/// One verifier call: logged, decided by the guard chain, run, its result logged.
+async fn run_call(
     core: &SessionCore,
-    ctx: &ToolContext,
+    turn_id: i64,
     call: &ToolCallRecord,
-) -> Result<String, ToolError> {
-    let allowed =
-        READ_ONLY.contains(&call.name.as_str()) || (call.name == "bash" && ctx.sandbox.is_some());
-    let Some(tool) = core.tools.get(&call.name).filter(|_| allowed) else {
-        return Err(ToolError::Model(format!(
-            "`{}` is not available to the reviewer (read-only tools only)",
-            call.name
-        )));
-    };
-    let out = tool.handle(ctx, call.arguments.clone()).await?;
-    Ok(truncate_head(&out.content, ctx.output_limit, ""))
+    ctx: &ToolContext,
+) -> Result<(ToolStatus, String)> {
+    let sid = core.id.clone();
+    core.write(|tx| {
+        tx.emit(
+            &sid,
+            EventKind::ToolCall {
+                turn_id,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                actor: CallActor::Verifier,
+            },
+        )
+    })?;
+    let (status, content) =
+        match decide(core, CallActor::Verifier, turn_id, call, None, ctx).await? {
+            Decided::Unknown(msg) => (ToolStatus::Error, msg),
+            Decided::Decided {
+                tool,
+                decision,
+                ctx,
+            } => match decision {
+                GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
+                GuardDecision::Ask { .. } => (
+                    ToolStatus::Denied,
+                    "the reviewer cannot ask the user; use the read-only tools".into(),
+                ),
+                GuardDecision::Allow => match execute(core, tool.as_ref(), &ctx, call).await {
+                    Executed::Done {
+                        status, content, ..
+                    } => (status, content),
+                    Executed::Fatal(m) => (ToolStatus::Error, m),
+                    Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
+                },
+            },
+        };
+    core.write(|tx| {
+        tx.emit(
+            &sid,
+            EventKind::ToolResult {
+                turn_id,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                status,
+                content: content.clone(),
+                actor: CallActor::Verifier,
+            },
+        )
+    })?;
+    Ok((status, content))
 }

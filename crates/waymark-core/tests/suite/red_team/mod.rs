@@ -9,6 +9,7 @@ mod numbers;
 mod prompts;
 mod secrets;
 mod stop;
+mod verifier;
 
 use super::harness::Harness;
 use super::mock_server::{MockResponse, MockServer};

@@ -4,9 +4,16 @@
 //! (`step_capped`) or a typed error (`error`). A call that needs the user parks the turn;
 //! it resumes from the stored history when the answer arrives.
 
+mod call;
+
+use call::asked_about;
+pub(crate) use call::{
+    Decided, Executed, abandoned, call_fingerprint, decide, execute, identify_calls,
+};
+
 use crate::context::{self, ReminderContext, RequestParts};
 use crate::error::{Error, Result};
-use crate::guard::{GuardCall, GuardDecision, run_chain};
+use crate::guard::GuardDecision;
 use crate::provider::{ModelResponse, StreamEvent, ToolSpec};
 use crate::session::SessionCore;
 use crate::store::{self, HistoryItem, MessageRow, ToolCallRecord, TurnRow, TurnStatus, Tx};
@@ -15,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::{
-    ErrorInfo, EventKind, InteractionMode, MessageSource, ToolCallSummary, ToolStatus,
+    CallActor, ErrorInfo, EventKind, InteractionMode, MessageSource, ToolCallSummary, ToolStatus,
     TurnEndReason, Usage,
 };
 
@@ -85,7 +92,7 @@ pub(crate) async fn run(
     let result = drive(&core, turn_id, source, &cancel).await;
     match result {
         Ok(TurnExit::Finished(reason)) => {
-            crate::goal::runner::settle(&core, turn_id).await?;
+            crate::goal::runner::settle(&core, turn_id, &cancel).await?;
             Ok(TurnExit::Finished(reason))
         }
         Ok(TurnExit::Parked) => Ok(TurnExit::Parked),
@@ -261,7 +268,7 @@ async fn drive(
             Ok(r) => r,
             Err(e) => return finish(core, turn_id, TurnEndReason::Error, Some(e.info())),
         };
-        identify_calls(core, turn_id, steps, &mut reply.tool_calls)?;
+        identify_calls(core, CallActor::Main, turn_id, steps, &mut reply.tool_calls)?;
         record_reply(core, turn_id, &reply)?;
         if reply.tool_calls.is_empty() {
             return finish(core, turn_id, TurnEndReason::Completed, None);
@@ -289,43 +296,6 @@ fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> (Vec<To
             (specs, tokens)
         })
         .clone()
-}
-
-/// Gives each call of a reply its runtime id (`tc_<turn>_<step>_<n>`, unique in the
-/// session) and a wire id: the provider's own when it is usable and not used before in the
-/// conversation or the reply, else the runtime id. Provider ids never name a call inside the
-/// runtime, so a provider that omits or repeats them cannot make two calls share an answer.
-pub(crate) fn identify_calls(
-    core: &SessionCore,
-    turn_id: i64,
-    step: u32,
-    calls: &mut [crate::store::ToolCallRecord],
-) -> Result<()> {
-    let mut seen: Vec<String> = Vec::with_capacity(calls.len());
-    for (n, c) in calls.iter_mut().enumerate() {
-        c.id = format!("tc_{turn_id}_{step}_{n}");
-        let usable = match c.wire_id.as_deref() {
-            Some(w) => {
-                usable_wire_id(w) && !seen.iter().any(|s| s == w) && !core.wire_id_used(w)?
-            }
-            None => false,
-        };
-        if !usable {
-            c.wire_id = Some(c.id.clone());
-        }
-        seen.push(c.wire().to_string());
-    }
-    Ok(())
-}
-
-/// Wire ids every provider accepts: 1–64 ASCII letters, digits, `_` and `-`.
-fn usable_wire_id(w: &str) -> bool {
-    // `tc_` is the runtime's own prefix: a provider id shaped like it could collide with a
-    // wire id the runtime makes up later.
-    !w.starts_with("tc_")
-        && (1..=64).contains(&w.len())
-        && w.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Commits one model reply: history, usage, step count and events, in one transaction.
@@ -367,6 +337,7 @@ fn record_reply(core: &SessionCore, turn_id: i64, r: &ModelResponse) -> Result<(
                     call_id: c.id.clone(),
                     name: c.name.clone(),
                     arguments: c.arguments.clone(),
+                    actor: CallActor::Main,
                 },
             )?;
         }
@@ -412,6 +383,7 @@ fn write_result(
             name: call.name.clone(),
             status,
             content,
+            actor: CallActor::Main,
         },
     )
 }
@@ -432,30 +404,11 @@ async fn process_call(
     base_ctx: &ToolContext,
 ) -> Result<CallOutcome> {
     let sid = core.id.clone();
-    let Some(tool) = core.tools.get(&call.name).cloned() else {
-        let names: Vec<&str> = core.tools.iter().map(|t| t.name()).collect();
-        record_result(
-            core,
-            turn_id,
-            call,
-            ToolStatus::Error,
-            format!(
-                "there is no tool named `{}`; the tools are: {}",
-                call.name,
-                names.join(", ")
-            ),
-        )?;
-        return Ok(CallOutcome::Done { terminate: false });
-    };
-    let (session, grants, answered) = core.read(|c| {
-        let s =
-            store::sessions::get(c, &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
-        let g = store::sessions::grants(c, &sid)?;
-        let q = store::questionnaires::for_turn(c, turn_id)?
+    let answered = core.read(|c| {
+        Ok(store::questionnaires::for_turn(c, turn_id)?
             .into_iter()
             .rev()
-            .find(|q| asked_about(q, call));
-        Ok((s, g, q))
+            .find(|q| asked_about(q, call)))
     })?;
     if let Some(q) = &answered
         && q.status == "pending"
@@ -467,39 +420,18 @@ async fn process_call(
     let answer = answered
         .as_ref()
         .and_then(|q| q.answer.as_ref().map(|a| (q.kind, a)));
-    // The mode is read for every call: a `/plan on` admitted mid-turn confines the very next
-    // shell command.
-    let sandbox = match session.interaction_mode {
-        InteractionMode::Plan => {
-            // Probed once per session, off the async threads.
-            core.sandbox.probe_async().await;
-            core.sandbox.spec(
-                vec![crate::plan::plan_path(&core.artifacts)],
-                core.config().plan.shell_network,
-            )
-        }
-        InteractionMode::Default => None,
-    };
-    let decision = run_chain(
-        &core.guards,
-        &GuardCall {
-            tool: tool.as_ref(),
-            call_id: &call.id,
-            arguments: &call.arguments,
-            session: &session,
-            workspace: &core.workspace,
-            artifacts: &core.artifacts,
-            shell_sandboxed: sandbox.is_some(),
-            grants: &grants,
-            answer,
-            turn_id,
-            core: Some(core),
-        },
-    );
-    let ctx = &ToolContext {
-        sandbox,
-        ..base_ctx.clone()
-    };
+    let (tool, decision, ctx) =
+        match decide(core, CallActor::Main, turn_id, call, answer, base_ctx).await? {
+            Decided::Unknown(msg) => {
+                record_result(core, turn_id, call, ToolStatus::Error, msg)?;
+                return Ok(CallOutcome::Done { terminate: false });
+            }
+            Decided::Decided {
+                tool,
+                decision,
+                ctx,
+            } => (tool, decision, ctx),
+        };
     match decision {
         GuardDecision::Deny(msg) => {
             record_result(core, turn_id, call, ToolStatus::Denied, msg)?;
@@ -527,87 +459,40 @@ async fn process_call(
             })?;
             Ok(CallOutcome::Parked)
         }
-        GuardDecision::Allow => {
-            let Some(result) = run_tool(tool.as_ref(), ctx, call.arguments.clone()).await else {
+        GuardDecision::Allow => match execute(core, tool.as_ref(), &ctx, call).await {
+            Executed::Abandoned => {
                 record_result(
                     core,
                     turn_id,
                     call,
                     ToolStatus::Error,
-                    format!(
-                        "[stopped by the user; `{}` did not stop by itself in time and was abandoned]",
-                        call.name
-                    ),
+                    abandoned(&call.name),
                 )?;
-                return Ok(CallOutcome::Aborted);
-            };
-            let limit = core.config().turn.tool_output_limit as usize;
-            let hint = "Ask for less (a line range, a narrower pattern).";
-            let (status, content, terminate) = match result {
-                Ok(out) => (
-                    ToolStatus::Ok,
-                    truncate_head(&out.content, limit, hint),
-                    out.terminate,
-                ),
-                Err(ToolError::Model(m)) => {
-                    (ToolStatus::Error, truncate_head(&m, limit, hint), false)
-                }
-                Err(ToolError::Fatal(m)) => {
-                    record_result(core, turn_id, call, ToolStatus::Error, m.clone())?;
-                    finish(
-                        core,
-                        turn_id,
-                        TurnEndReason::Error,
-                        Some(ErrorInfo::new("tool_failed", m)),
-                    )?;
+                Ok(CallOutcome::Aborted)
+            }
+            Executed::Fatal(m) => {
+                record_result(core, turn_id, call, ToolStatus::Error, m.clone())?;
+                finish(
+                    core,
+                    turn_id,
+                    TurnEndReason::Error,
+                    Some(ErrorInfo::new("tool_failed", m)),
+                )?;
+                Ok(CallOutcome::Aborted)
+            }
+            Executed::Done {
+                status,
+                content,
+                terminate,
+            } => {
+                record_result(core, turn_id, call, status, content)?;
+                if ctx.cancel.is_cancelled() {
                     return Ok(CallOutcome::Aborted);
                 }
-            };
-            record_result(core, turn_id, call, status, content)?;
-            if ctx.cancel.is_cancelled() {
-                return Ok(CallOutcome::Aborted);
+                Ok(CallOutcome::Done { terminate })
             }
-            Ok(CallOutcome::Done { terminate })
-        }
+        },
     }
-}
-
-/// How long a stopped tool gets to wind down by itself (bash kills its process group and
-/// keeps the output so far) before the turn ends without it.
-const STOP_GRACE: Duration = Duration::from_millis(700);
-
-/// Runs a tool; on Stop it gets [`STOP_GRACE`] to finish, then it is abandoned (`None`), so
-/// Stop ends the turn whatever the tool is doing (a read stuck in the kernel, a hung mount).
-pub(crate) async fn run_tool(
-    tool: &dyn crate::tools::Tool,
-    ctx: &ToolContext,
-    args: serde_json::Value,
-) -> Option<std::result::Result<crate::tools::ToolOutput, ToolError>> {
-    let fut = tool.handle(ctx, args);
-    tokio::pin!(fut);
-    tokio::select! {
-        r = &mut fut => Some(r),
-        _ = ctx.cancel.cancelled() => tokio::time::timeout(STOP_GRACE, fut).await.ok(),
-    }
-}
-
-/// A digest of what a call asks for (tool and arguments), which a permission answer binds to.
-pub(crate) fn call_fingerprint(call: &ToolCallRecord) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(call.name.as_bytes());
-    h.update([0]);
-    h.update(call.arguments.to_string().as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Whether `q` is the permission question this very call raised: same call id and the same
-/// tool and arguments. No other call can use its answer.
-fn asked_about(q: &store::QuestionnaireRow, call: &ToolCallRecord) -> bool {
-    q.kind == waymark_protocol::QuestionnaireKind::Permission
-        && q.payload.get("call_id").and_then(|v| v.as_str()) == Some(call.id.as_str())
-        && q.payload.get("call_sha256").and_then(|v| v.as_str())
-            == Some(call_fingerprint(call).as_str())
 }
 
 fn finish_aborted(core: &SessionCore, turn_id: i64) -> Result<TurnExit> {
@@ -665,60 +550,4 @@ pub(crate) fn close_turn(
             recovered,
         },
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn call(id: &str, command: &str) -> ToolCallRecord {
-        ToolCallRecord {
-            id: id.into(),
-            wire_id: None,
-            name: "bash".into(),
-            arguments: json!({ "command": command }),
-        }
-    }
-
-    fn asked(
-        kind: waymark_protocol::QuestionnaireKind,
-        c: &ToolCallRecord,
-    ) -> store::QuestionnaireRow {
-        store::QuestionnaireRow {
-            id: "q".into(),
-            session_id: "s".into(),
-            turn_id: Some(1),
-            kind,
-            payload: json!({"call_id": c.id, "call_sha256": call_fingerprint(c)}),
-            status: "answered".into(),
-            answer: Some(waymark_protocol::Answer::AllowOnce),
-        }
-    }
-
-    #[test]
-    fn an_answer_binds_to_the_call_id_and_its_exact_arguments() {
-        let asked_call = call("tc_1_0_0", "ls");
-        let q = asked(waymark_protocol::QuestionnaireKind::Permission, &asked_call);
-        assert!(asked_about(&q, &asked_call));
-        // Same id, other arguments: not this answer.
-        assert!(!asked_about(&q, &call("tc_1_0_0", "rm -rf ~")));
-        // Same arguments, another call: not this answer either.
-        assert!(!asked_about(&q, &call("tc_1_1_0", "ls")));
-        // Only permission questions answer calls.
-        let other = asked(
-            waymark_protocol::QuestionnaireKind::GoalApproval,
-            &asked_call,
-        );
-        assert!(!asked_about(&other, &asked_call));
-    }
-
-    #[test]
-    fn provider_ids_shaped_like_ours_or_odd_are_not_used_on_the_wire() {
-        assert!(usable_wire_id("call_abc-1"));
-        assert!(!usable_wire_id("tc_9_0_0"));
-        assert!(!usable_wire_id(""));
-        assert!(!usable_wire_id("a b"));
-        assert!(!usable_wire_id(&"x".repeat(65)));
-    }
 }

@@ -1,0 +1,273 @@
+//! One tool call, the same for the session's agent and the goal's verifier: its identity
+//! (runtime ids, wire ids, the digest an answer binds to), the guard chain's decision, and
+//! running the tool so that Stop ends it within a second.
+
+use super::*;
+use crate::guard::{GuardCall, GuardDecision, run_chain};
+use crate::tools::{Tool, ToolOutput};
+use waymark_protocol::{Answer, CallActor, QuestionnaireKind};
+
+/// What the guard chain decided about a call, and the context it runs in if allowed.
+pub(crate) enum Decided {
+    /// No such tool; the message lists the tools.
+    Unknown(String),
+    Decided {
+        tool: std::sync::Arc<dyn Tool>,
+        decision: GuardDecision,
+        ctx: Box<ToolContext>,
+    },
+}
+
+/// Runs the guard chain for `call` by `actor`. The session's mode is read for every call:
+/// a `/plan on` admitted mid-turn confines the very next shell command, and the verifier's
+/// shell is always the sandboxed one.
+pub(crate) async fn decide(
+    core: &SessionCore,
+    actor: CallActor,
+    turn_id: i64,
+    call: &ToolCallRecord,
+    answer: Option<(QuestionnaireKind, &Answer)>,
+    base_ctx: &ToolContext,
+) -> Result<Decided> {
+    let sid = core.id.clone();
+    let Some(tool) = core.tools.get(&call.name).cloned() else {
+        let names: Vec<&str> = core.tools.iter().map(|t| t.name()).collect();
+        return Ok(Decided::Unknown(format!(
+            "there is no tool named `{}`; the tools are: {}",
+            call.name,
+            names.join(", ")
+        )));
+    };
+    let (session, grants) = core.read(|c| {
+        let s =
+            store::sessions::get(c, &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+        Ok((s, store::sessions::grants(c, &sid)?))
+    })?;
+    let writable = match (actor, session.interaction_mode) {
+        (CallActor::Main, InteractionMode::Plan) => {
+            Some(vec![crate::plan::plan_path(&core.artifacts)])
+        }
+        (CallActor::Verifier, _) => Some(Vec::new()),
+        (CallActor::Main, InteractionMode::Default) => None,
+    };
+    let sandbox = match writable {
+        Some(files) => {
+            // Probed once per session, off the async threads.
+            core.sandbox.probe_async().await;
+            core.sandbox.spec(files, core.config().plan.shell_network)
+        }
+        None => None,
+    };
+    let decision = run_chain(
+        &core.guards,
+        &GuardCall {
+            tool: tool.as_ref(),
+            call_id: &call.id,
+            arguments: &call.arguments,
+            session: &session,
+            workspace: &core.workspace,
+            artifacts: &core.artifacts,
+            shell_sandboxed: sandbox.is_some(),
+            grants: &grants,
+            answer,
+            turn_id,
+            actor,
+            core: Some(core),
+        },
+    );
+    let ctx = ToolContext {
+        sandbox,
+        ..base_ctx.clone()
+    };
+    Ok(Decided::Decided {
+        tool,
+        decision,
+        ctx: Box::new(ctx),
+    })
+}
+
+/// How an allowed tool ended.
+pub(crate) enum Executed {
+    /// A result for the model: its status, content (cut to the output limit) and whether
+    /// the tool ends the turn.
+    Done {
+        status: ToolStatus,
+        content: String,
+        terminate: bool,
+    },
+    /// The tool failed in a way that ends the turn.
+    Fatal(String),
+    /// Stop came and the tool did not wind down in time.
+    Abandoned,
+}
+
+/// Runs an allowed tool and shapes its result.
+pub(crate) async fn execute(
+    core: &SessionCore,
+    tool: &dyn Tool,
+    ctx: &ToolContext,
+    call: &ToolCallRecord,
+) -> Executed {
+    let Some(result) = run_tool(tool, ctx, call.arguments.clone()).await else {
+        return Executed::Abandoned;
+    };
+    let limit = core.config().turn.tool_output_limit as usize;
+    let hint = "Ask for less (a line range, a narrower pattern).";
+    match result {
+        Ok(out) => Executed::Done {
+            status: ToolStatus::Ok,
+            content: truncate_head(&out.content, limit, hint),
+            terminate: out.terminate,
+        },
+        Err(ToolError::Model(m)) => Executed::Done {
+            status: ToolStatus::Error,
+            content: truncate_head(&m, limit, hint),
+            terminate: false,
+        },
+        Err(ToolError::Fatal(m)) => Executed::Fatal(m),
+    }
+}
+
+/// What an abandoned tool's result says.
+pub(crate) fn abandoned(name: &str) -> String {
+    format!("[stopped by the user; `{name}` did not stop by itself in time and was abandoned]")
+}
+
+/// Gives each call of a reply its runtime id (`tc_<turn>_<step>_<n>`, `tv_…` for the
+/// verifier; unique in the session) and a wire id: the provider's own when it is usable and not used before in the
+/// conversation or the reply, else the runtime id. Provider ids never name a call inside the
+/// runtime, so a provider that omits or repeats them cannot make two calls share an answer.
+pub(crate) fn identify_calls(
+    core: &SessionCore,
+    actor: CallActor,
+    turn_id: i64,
+    step: u32,
+    calls: &mut [ToolCallRecord],
+) -> Result<()> {
+    // The verifier's calls belong to the turn it checks: their own prefix keeps them apart.
+    let prefix = match actor {
+        CallActor::Main => "tc",
+        CallActor::Verifier => "tv",
+    };
+    let mut seen: Vec<String> = Vec::with_capacity(calls.len());
+    for (n, c) in calls.iter_mut().enumerate() {
+        c.id = format!("{prefix}_{turn_id}_{step}_{n}");
+        let usable = match c.wire_id.as_deref() {
+            Some(w) => {
+                usable_wire_id(w) && !seen.iter().any(|s| s == w) && !core.wire_id_used(w)?
+            }
+            None => false,
+        };
+        if !usable {
+            c.wire_id = Some(c.id.clone());
+        }
+        seen.push(c.wire().to_string());
+    }
+    Ok(())
+}
+
+/// Wire ids every provider accepts: 1–64 ASCII letters, digits, `_` and `-`.
+fn usable_wire_id(w: &str) -> bool {
+    // `tc_`/`tv_` are the runtime's own prefixes: a provider id shaped like them could
+    // collide with a wire id the runtime makes up later.
+    !w.starts_with("tc_")
+        && !w.starts_with("tv_")
+        && (1..=64).contains(&w.len())
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// How long a stopped tool gets to wind down by itself (bash kills its process group and
+/// keeps the output so far) before the turn ends without it.
+const STOP_GRACE: Duration = Duration::from_millis(700);
+
+/// Runs a tool; on Stop it gets [`STOP_GRACE`] to finish, then it is abandoned (`None`), so
+/// Stop ends the turn whatever the tool is doing (a read stuck in the kernel, a hung mount).
+pub(crate) async fn run_tool(
+    tool: &dyn Tool,
+    ctx: &ToolContext,
+    args: serde_json::Value,
+) -> Option<std::result::Result<ToolOutput, ToolError>> {
+    let fut = tool.handle(ctx, args);
+    tokio::pin!(fut);
+    tokio::select! {
+        r = &mut fut => Some(r),
+        _ = ctx.cancel.cancelled() => tokio::time::timeout(STOP_GRACE, fut).await.ok(),
+    }
+}
+
+/// A digest of what a call asks for (tool and arguments), which a permission answer binds to.
+pub(crate) fn call_fingerprint(call: &ToolCallRecord) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(call.name.as_bytes());
+    h.update([0]);
+    h.update(call.arguments.to_string().as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `q` is the permission question this very call raised: same call id and the same
+/// tool and arguments. No other call can use its answer.
+pub(crate) fn asked_about(q: &store::QuestionnaireRow, call: &ToolCallRecord) -> bool {
+    q.kind == waymark_protocol::QuestionnaireKind::Permission
+        && q.payload.get("call_id").and_then(|v| v.as_str()) == Some(call.id.as_str())
+        && q.payload.get("call_sha256").and_then(|v| v.as_str())
+            == Some(call_fingerprint(call).as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(id: &str, command: &str) -> ToolCallRecord {
+        ToolCallRecord {
+            id: id.into(),
+            wire_id: None,
+            name: "bash".into(),
+            arguments: json!({ "command": command }),
+        }
+    }
+
+    fn asked(
+        kind: waymark_protocol::QuestionnaireKind,
+        c: &ToolCallRecord,
+    ) -> store::QuestionnaireRow {
+        store::QuestionnaireRow {
+            id: "q".into(),
+            session_id: "s".into(),
+            turn_id: Some(1),
+            kind,
+            payload: json!({"call_id": c.id, "call_sha256": call_fingerprint(c)}),
+            status: "answered".into(),
+            answer: Some(waymark_protocol::Answer::AllowOnce),
+        }
+    }
+
+    #[test]
+    fn an_answer_binds_to_the_call_id_and_its_exact_arguments() {
+        let asked_call = call("tc_1_0_0", "ls");
+        let q = asked(waymark_protocol::QuestionnaireKind::Permission, &asked_call);
+        assert!(asked_about(&q, &asked_call));
+        // Same id, other arguments: not this answer.
+        assert!(!asked_about(&q, &call("tc_1_0_0", "rm -rf ~")));
+        // Same arguments, another call: not this answer either.
+        assert!(!asked_about(&q, &call("tc_1_1_0", "ls")));
+        // Only permission questions answer calls.
+        let other = asked(
+            waymark_protocol::QuestionnaireKind::GoalApproval,
+            &asked_call,
+        );
+        assert!(!asked_about(&other, &asked_call));
+    }
+
+    #[test]
+    fn provider_ids_shaped_like_ours_or_odd_are_not_used_on_the_wire() {
+        assert!(usable_wire_id("call_abc-1"));
+        assert!(!usable_wire_id("tc_9_0_0"));
+        assert!(!usable_wire_id("tv_9_0_0"));
+        assert!(!usable_wire_id(""));
+        assert!(!usable_wire_id("a b"));
+        assert!(!usable_wire_id(&"x".repeat(65)));
+    }
+}
