@@ -20,14 +20,23 @@ impl ToolGuard for BudgetGuard {
         let Some(core) = call.core else {
             return GuardDecision::Allow;
         };
-        let summary = super::runner::turn_goal_of(core, call.turn_id)
-            .map(|t| t.summary)
-            .unwrap_or(false);
+        // Fails closed: when the goal's state cannot be read, no tool runs on its budget.
+        let unchecked = |e: crate::error::Error| {
+            GuardDecision::Deny(format!(
+                "The goal's budget could not be checked ({e}), so no tools run until it can."
+            ))
+        };
+        let summary = match super::runner::turn_goal_of(core, call.turn_id) {
+            Ok(t) => t.summary,
+            Err(e) => return unchecked(e),
+        };
         if summary {
             return GuardDecision::Deny(DISABLED.into());
         }
-        let Ok(Some((mut g, report))) = turn_report(core, call.turn_id) else {
-            return GuardDecision::Allow;
+        let (mut g, report) = match turn_report(core, call.turn_id) {
+            Ok(Some(r)) => r,
+            Ok(None) => return GuardDecision::Allow,
+            Err(e) => return unchecked(e),
         };
         if exhausted(&report).is_none() {
             return GuardDecision::Allow;

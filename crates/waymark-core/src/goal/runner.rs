@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::session::SessionCore;
 use crate::store::goals::{GoalRow, TurnGoal, current_goal, turn_goal};
 use crate::store::{self, HistoryItem, MessageRow, MessageStatus, Tx};
+use std::time::Duration;
 use waymark_protocol::config::Verification;
 use waymark_protocol::{
     EventKind, GoalActor, GoalReason, GoalStatus, MessageSource, Position, RouteKind,
@@ -506,6 +507,30 @@ pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result
         )?;
     }
     Ok(())
+}
+
+/// Under a goal with a time budget: the time left, counting the running turn's time so
+/// far (a finished turn's time is in the goal already).
+pub(crate) fn time_left(core: &SessionCore, turn_id: i64) -> Result<Option<Duration>> {
+    if turn_goal_of(core, turn_id)?.goal_id.is_none() {
+        return Ok(None);
+    }
+    core.read(|c| {
+        let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
+        else {
+            return Ok(None);
+        };
+        let Some(budget) = g.time_budget_ms else {
+            return Ok(None);
+        };
+        let running = if t.status == store::TurnStatus::Finished {
+            0
+        } else {
+            core.clock.now_ms().saturating_sub(t.started_at).max(0) as u64
+        };
+        let used = g.active_ms.saturating_add(running);
+        Ok(Some(Duration::from_millis(budget.saturating_sub(used))))
+    })
 }
 
 /// Usage of the turn so far, for the budget guard.

@@ -15,7 +15,6 @@ use crate::store::goals::GoalRow;
 use crate::store::{HistoryItem, ToolCallRecord};
 use crate::tools::{ToolContext, truncate_head};
 use crate::turn::{Decided, Executed, abandoned, decide, execute, identify_calls};
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::{CallActor, EventKind, ToolStatus};
 
@@ -109,7 +108,7 @@ pub(crate) async fn verify(
         artifacts: core.artifacts.clone(),
         cancel: cancel.clone(),
         output_limit: core.config().turn.tool_output_limit as usize,
-        bash_timeout: Duration::from_millis(core.config().turn.bash_timeout_ms),
+        timeouts: crate::tools::Timeouts::from_config(&core.config().turn),
         turn_id,
         sandbox: None,
         env: core.tool_env(),

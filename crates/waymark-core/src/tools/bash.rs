@@ -93,7 +93,7 @@ impl Tool for Bash {
         "bash"
     }
     fn description(&self) -> &'static str {
-        "Run a bash command in the workspace. Output (stdout and stderr) is returned with the exit code. Default timeout 120 s (`timeout_ms` to change it)."
+        "Run a bash command in the workspace. Output (stdout and stderr) is returned with the exit code. Default timeout 120 s; `timeout_ms` asks for another, up to the limit the user set (and never past the time left in a goal budget)."
     }
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -117,10 +117,7 @@ impl Tool for Bash {
             if a.command.trim().is_empty() {
                 return Err(ToolError::Model("the command is empty".into()));
             }
-            let timeout = a
-                .timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(ctx.bash_timeout);
+            let (timeout, capped) = ctx.timeouts.resolve(a.timeout_ms);
             let mut cmd = match &ctx.sandbox {
                 // Plan mode: the helper confines the shell before it starts.
                 Some(spec) => {
@@ -216,8 +213,9 @@ impl Tool for Bash {
                 }
                 End::Exited(None) => Err(ToolError::Model(format!("{body}\n[killed by a signal]"))),
                 End::TimedOut => Err(ToolError::Model(format!(
-                    "{body}\n[timed out after {} ms; the command and its child processes were killed]",
-                    timeout.as_millis()
+                    "{body}\n[timed out after {} ms{}; the command and its child processes were killed]",
+                    timeout.as_millis(),
+                    capped.map(|c| format!(" ({c})")).unwrap_or_default()
                 ))),
                 End::Stopped => Err(ToolError::Model(format!(
                     "{body}\n[stopped by the user; the command and its child processes were killed]"

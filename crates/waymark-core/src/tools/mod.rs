@@ -38,7 +38,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Bytes of output kept for the model.
     pub output_limit: usize,
-    pub bash_timeout: Duration,
+    /// How long shell commands may run.
+    pub timeouts: Timeouts,
     /// The turn the call belongs to.
     pub turn_id: i64,
     /// When set, shell commands run under this read-only sandbox (plan mode).
@@ -47,6 +48,48 @@ pub struct ToolContext {
     pub env: Arc<crate::secrets::ToolEnv>,
     /// The session, for tools that change session state (plan mode's tools).
     pub(crate) core: Option<std::sync::Arc<crate::session::SessionCore>>,
+}
+
+/// How long a shell command may run.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// When the model names no timeout (`turn.bash_timeout_ms`).
+    pub default: Duration,
+    /// The longest the model may ask for (`turn.max_bash_timeout_ms`).
+    pub max: Duration,
+    /// Under a goal time budget: the time left plus [`BUDGET_GRACE`].
+    pub budget_left: Option<Duration>,
+}
+
+/// How long a command may outlive the goal's time budget, to finish what it was doing.
+pub const BUDGET_GRACE: Duration = Duration::from_secs(5);
+
+impl Timeouts {
+    pub fn from_config(t: &waymark_protocol::config::TurnConfig) -> Timeouts {
+        Timeouts {
+            default: Duration::from_millis(t.bash_timeout_ms),
+            max: Duration::from_millis(t.max_bash_timeout_ms.max(t.bash_timeout_ms)),
+            budget_left: None,
+        }
+    }
+
+    /// The timeout of one command: what the model asked for (or the default), capped by
+    /// the setting and by the goal's time left; with what capped it, for the result.
+    pub fn resolve(&self, asked_ms: Option<u64>) -> (Duration, Option<&'static str>) {
+        let mut t = asked_ms.map_or(self.default, Duration::from_millis);
+        let mut why = None;
+        if t > self.max {
+            t = self.max;
+            why = Some("capped by the setting turn.max_bash_timeout_ms");
+        }
+        if let Some(left) = self.budget_left
+            && t > left
+        {
+            t = left;
+            why = Some("capped by the time left in the goal's budget");
+        }
+        (t, why)
+    }
 }
 
 /// A successful tool result.
@@ -243,7 +286,11 @@ pub(crate) mod test_support {
                 artifacts: sd.join("artifacts").canonicalize().unwrap(),
                 cancel: CancellationToken::new(),
                 output_limit: 30_000,
-                bash_timeout: Duration::from_secs(20),
+                timeouts: Timeouts {
+                    default: Duration::from_secs(20),
+                    max: Duration::from_secs(20),
+                    budget_left: None,
+                },
                 turn_id: 0,
                 sandbox: None,
                 env: Arc::new(crate::secrets::ToolEnv::build(

@@ -75,8 +75,16 @@ pub(crate) async fn decide(
             core: Some(core),
         },
     );
+    // Under a goal time budget, no command outlives the budget by more than the grace.
+    // Read after the guards (whose budget guard fails closed), for allowed calls only.
+    let mut timeouts = base_ctx.timeouts;
+    if matches!(decision, GuardDecision::Allow) {
+        timeouts.budget_left = crate::goal::runner::time_left(core, turn_id)?
+            .map(|left| left.saturating_add(crate::tools::BUDGET_GRACE));
+    }
     let ctx = ToolContext {
         sandbox,
+        timeouts,
         ..base_ctx.clone()
     };
     Ok(Decided::Decided {

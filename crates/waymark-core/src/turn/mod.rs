@@ -138,7 +138,7 @@ async fn drive(
         artifacts: core.artifacts.clone(),
         cancel: cancel.clone(),
         output_limit: core.config().turn.tool_output_limit as usize,
-        bash_timeout: Duration::from_millis(core.config().turn.bash_timeout_ms),
+        timeouts: crate::tools::Timeouts::from_config(&core.config().turn),
         turn_id,
         sandbox: None,
         env: core.tool_env(),

@@ -2,6 +2,7 @@
 //! guarantee of issue 10 (call identity, sandbox layers, the verifier, grants, secrets,
 //! prompts, Stop, numbers, budgets, size limits, edits) and checks that it holds.
 
+mod budgets;
 mod edits;
 mod grants;
 mod identity;
