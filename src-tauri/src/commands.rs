@@ -206,14 +206,12 @@ fn revision_info(r: waymark_core::store::RevisionRow) -> PlanRevisionInfo {
 #[tauri::command]
 #[specta::specta]
 pub fn plan_view(host: State<'_, Host>, id: String) -> IpcResult<PlanView> {
-    let (path, markdown) = host.runtime.plan_file(&id)?;
+    let path = host.runtime.plan_path(&id)?;
+    let live = waymark_core::plan::live_plan(&path);
     Ok(PlanView {
         path: path.display().to_string(),
-        html: markdown
-            .as_deref()
-            .map(waymark_core::plan::render::render)
-            .unwrap_or_default(),
-        markdown,
+        html: live.html,
+        markdown: live.markdown,
         revisions: host
             .runtime
             .plan_revisions(&id)?

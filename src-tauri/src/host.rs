@@ -114,7 +114,7 @@ impl Host {
             return Ok(());
         }
         *w = None;
-        let (path, _) = self.runtime.plan_file(id)?;
+        let path = self.runtime.plan_path(id)?;
         let app = app.clone();
         let sid = id.to_string();
         let watch = PlanWatch::start(id, path, move |content| {

@@ -9,23 +9,13 @@ use std::time::Duration;
 /// inside 100 ms, long enough to coalesce a save's create/write/rename.
 const DEBOUNCE: Duration = Duration::from_millis(20);
 
-/// The rendered plan file as pushed to the UI.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanContent {
-    pub markdown: Option<String>,
-    pub html: String,
-}
+/// The rendered plan file as pushed to the UI: at most 512 KiB rendered, with a note
+/// when the rest is left out (see [`waymark_core::plan::live_plan`]).
+pub type PlanContent = waymark_core::plan::LivePlan;
 
-/// Reads and renders the plan file (`None` when it does not exist).
+/// Reads and renders the plan file (no markdown when it does not exist or is cut).
 pub fn read(path: &Path) -> PlanContent {
-    let markdown = std::fs::read(path)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
-    let html = markdown
-        .as_deref()
-        .map(waymark_core::plan::render::render)
-        .unwrap_or_default();
-    PlanContent { markdown, html }
+    waymark_core::plan::live_plan(path)
 }
 
 /// A running watch; dropping it stops watching.
@@ -103,5 +93,38 @@ mod tests {
         let c = next(&rx);
         assert_eq!(c.markdown, None);
         assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    }
+
+    /// A model rewriting a huge plan in a tight loop: the bursts are coalesced, and each
+    /// repaint renders at most 512 KiB with a note, never the whole file.
+    #[test]
+    fn bursts_are_debounced_and_huge_plans_are_cut_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("artifacts").join("plan.md");
+        let (tx, rx) = mpsc::channel();
+        let _w = PlanWatch::start("s", plan.clone(), move |c| {
+            let _ = tx.send(c);
+        })
+        .unwrap();
+        let step = "- another step of a very long plan\n".repeat(100_000);
+        for i in 0..50 {
+            std::fs::write(&plan, format!("## Summary\nRound {i}.\n\n{step}")).unwrap();
+        }
+        let mut seen = vec![next(&rx)];
+        while let Ok(c) = rx.recv_timeout(Duration::from_millis(500)) {
+            seen.push(c);
+        }
+        assert!(seen.len() < 25, "{} repaints for 50 writes", seen.len());
+        let last = seen.last().unwrap();
+        assert!(last.html.contains("Round 49."));
+        assert!(last.html.contains("Only the first 512 KiB"));
+        assert!(
+            last.markdown.is_none(),
+            "a cut plan is not offered for editing"
+        );
+        // A repaint may catch a write half done; none renders more than the cap.
+        for c in &seen {
+            assert!(c.html.len() < 2 << 20, "{} bytes of HTML", c.html.len());
+        }
     }
 }

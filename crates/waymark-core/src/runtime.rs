@@ -20,6 +20,9 @@ use tokio::sync::broadcast;
 use waymark_protocol::config::Config;
 use waymark_protocol::{Event, EventKind, SessionSnapshot, SessionSummary, TurnEndReason};
 
+/// The largest plan file [`Runtime::plan_file`] reads whole.
+pub const PLAN_FILE_CAP: usize = 64 * 1024 * 1024;
+
 /// Reads environment variables (injected so tests need not touch the process environment).
 pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
@@ -465,18 +468,36 @@ impl Runtime {
         })
     }
 
-    /// The plan file of a session and its current content (`None` if there is no file).
-    pub fn plan_file(&self, id: &str) -> Result<(PathBuf, Option<String>)> {
+    /// Where the plan file of a session is (whether or not it exists).
+    pub fn plan_path(&self, id: &str) -> Result<PathBuf> {
         self.store
             .read(|c| store::sessions::get(c, id))?
             .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
-        let path = crate::plan::plan_path(&paths::artifacts_dir(&paths::session_dir(
-            &self.opts.data_dir,
-            id,
-        )));
-        let text = std::fs::read(&path)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        Ok(crate::plan::plan_path(&paths::artifacts_dir(
+            &paths::session_dir(&self.opts.data_dir, id),
+        )))
+    }
+
+    /// The plan file of a session and its current content (`None` if there is no file).
+    /// Refused when the file is not a regular file or is larger than [`PLAN_FILE_CAP`].
+    pub fn plan_file(&self, id: &str) -> Result<(PathBuf, Option<String>)> {
+        let path = self.plan_path(id)?;
+        // Regular files only: a FIFO in its place is refused, not waited on.
+        let text = crate::plan::read_plan_file(&path, PLAN_FILE_CAP)
+            .map_err(|e| Error::Refused(e.to_string()))?
+            .map(|r| {
+                if r.is_cut() {
+                    Err(Error::Refused(format!(
+                        "{} is {} MiB; plan files larger than {} MiB are not read",
+                        path.display(),
+                        r.total / (1024 * 1024),
+                        PLAN_FILE_CAP / (1024 * 1024)
+                    )))
+                } else {
+                    Ok(String::from_utf8_lossy(&r.bytes).into_owned())
+                }
+            })
+            .transpose()?;
         Ok((path, text))
     }
 

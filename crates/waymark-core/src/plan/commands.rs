@@ -57,10 +57,24 @@ impl SlashCommand for PlanCommand {
                 }
                 Ok(out)
             }
-            "view" => match std::fs::read_to_string(&path) {
-                Ok(t) if t.trim().is_empty() => Ok(format!("{} is empty.", path.display())),
-                Ok(t) => Ok(format!("{}:\n\n{t}", path.display())),
-                Err(_) => Ok(format!("There is no plan file yet ({}).", path.display())),
+            "view" => match super::read_plan_file(&path, super::SNAPSHOT_LIMIT) {
+                Ok(Some(r)) => {
+                    let text = String::from_utf8_lossy(&r.bytes);
+                    if text.trim().is_empty() && !r.is_cut() {
+                        Ok(format!("{} is empty.", path.display()))
+                    } else if r.is_cut() {
+                        Ok(format!(
+                            "{} (the first {} KiB of {} KiB):\n\n{text}",
+                            path.display(),
+                            r.bytes.len() / 1024,
+                            r.total.div_ceil(1024)
+                        ))
+                    } else {
+                        Ok(format!("{}:\n\n{text}", path.display()))
+                    }
+                }
+                Ok(None) => Ok(format!("There is no plan file yet ({}).", path.display())),
+                Err(e) => Ok(e.to_string()),
             },
             other => Err(Error::UnknownCommand(format!(
                 "`/plan {other}` is not a plan command; use /plan on, /plan off, /plan status or /plan view"

@@ -1,4 +1,7 @@
-//! The plan document: validation before review (PM-15) and the frozen snapshot (PM-16).
+//! The plan document: validation before review (PM-15), the frozen snapshot (PM-16), and
+//! reading the file with a cap, regular files only.
+
+use std::path::Path;
 
 /// Snapshots larger than this are cut, with a visible note.
 pub const SNAPSHOT_LIMIT: usize = 512 * 1024;
@@ -39,22 +42,144 @@ pub fn check_plan_text(bytes: &[u8]) -> Result<&str, PlanFileError> {
 /// The frozen content of a checked plan: whole, or cut at [`SNAPSHOT_LIMIT`] with a note.
 /// Returns the content and whether it was cut.
 pub fn snapshot(text: &str) -> (String, bool) {
-    if text.len() <= SNAPSHOT_LIMIT {
+    snapshot_of(text, text.len() as u64)
+}
+
+/// [`snapshot`] of the first part of a file of `total` bytes (read with a cap).
+pub fn snapshot_of(text: &str, total: u64) -> (String, bool) {
+    if text.len() <= SNAPSHOT_LIMIT && text.len() as u64 == total {
         return (text.to_string(), false);
     }
-    let mut cut = SNAPSHOT_LIMIT;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = floor_char_boundary(text, SNAPSHOT_LIMIT);
     (
         format!(
             "{}\n\n[Plan cut here: the file has {} bytes and the snapshot keeps the first {} KiB.]\n",
             &text[..cut],
-            text.len(),
+            total,
             SNAPSHOT_LIMIT / 1024
         ),
         true,
     )
+}
+
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut cut = at.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
+}
+
+/// The start of a plan file, read with a cap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanRead {
+    /// At most the cap, ending on a whole UTF-8 character when the file was cut.
+    pub bytes: Vec<u8>,
+    /// The file's whole size.
+    pub total: u64,
+}
+
+impl PlanRead {
+    pub fn is_cut(&self) -> bool {
+        (self.bytes.len() as u64) < self.total
+    }
+}
+
+/// Reads at most `cap` bytes of the plan file. Only a regular file is read: a FIFO, socket
+/// or device put in its place is refused at once instead of blocking the reader. `Ok(None)`
+/// when there is no file.
+pub fn read_plan_file(path: &Path, cap: usize) -> Result<Option<PlanRead>, PlanFileError> {
+    use std::io::Read as _;
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
+    let name = path.display().to_string();
+    let file = crate::tools::fs_policy::open_regular(path, &name)
+        .map_err(|e| PlanFileError(e.to_string()))?;
+    let total = file
+        .metadata()
+        .map_err(|e| PlanFileError(format!("cannot read `{name}`: {e}")))?
+        .len();
+    let mut bytes = Vec::new();
+    file.take(cap as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| PlanFileError(format!("cannot read `{name}`: {e}")))?;
+    let total = total.max(bytes.len() as u64);
+    if (bytes.len() as u64) < total
+        && let Err(e) = std::str::from_utf8(&bytes)
+        && e.error_len().is_none()
+    {
+        // Cut inside a character: end on the last whole one.
+        bytes.truncate(e.valid_up_to());
+    }
+    Ok(Some(PlanRead { bytes, total }))
+}
+
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The plan file as the desktop shows it while it changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LivePlan {
+    /// The whole text, when it is small enough to edit in place; `None` when there is no
+    /// file or only part of it is shown (so an edit can never save a cut copy over it).
+    pub markdown: Option<String>,
+    /// Rendered HTML (sanitized), with a note when the file was cut or not readable.
+    pub html: String,
+}
+
+/// Reads and renders the plan file for live display: at most [`SNAPSHOT_LIMIT`] bytes are
+/// rendered, and a note says when the rest is left out or the file cannot be shown.
+pub fn live_plan(path: &Path) -> LivePlan {
+    let note = |text: String| {
+        format!(
+            "<p class=\"plan-note\" data-testid=\"plan-note\">{}</p>",
+            escape_html(&text)
+        )
+    };
+    match read_plan_file(path, SNAPSHOT_LIMIT) {
+        Ok(None) => LivePlan {
+            markdown: None,
+            html: String::new(),
+        },
+        Err(e) => LivePlan {
+            markdown: None,
+            html: note(format!("The plan file cannot be shown: {e}")),
+        },
+        Ok(Some(read)) => {
+            let text = String::from_utf8_lossy(&read.bytes).into_owned();
+            let mut html = super::render::render(&text);
+            if read.is_cut() {
+                html.push_str(&note(format!(
+                    "Only the first {} KiB of this {} KiB plan file are shown. Open the file in an editor to see or change the rest.",
+                    read.bytes.len() / 1024,
+                    read.total.div_ceil(1024)
+                )));
+                LivePlan {
+                    markdown: None,
+                    html,
+                }
+            } else {
+                LivePlan {
+                    markdown: Some(text),
+                    html,
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

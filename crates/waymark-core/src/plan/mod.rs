@@ -12,7 +12,10 @@ pub mod render;
 mod tools;
 
 pub(crate) use answer::on_answer;
-pub use document::{PlanFileError, SNAPSHOT_LIMIT, check_plan_text, snapshot};
+pub use document::{
+    LivePlan, PlanFileError, PlanRead, SNAPSHOT_LIMIT, check_plan_text, live_plan, read_plan_file,
+    snapshot, snapshot_of,
+};
 
 use crate::commands::CommandRegistry;
 use crate::context::ReminderSource;

@@ -2,7 +2,7 @@
 //! turn: the user decides what happens next.
 
 use super::answer::{implementation_message, queue_first};
-use super::document::{check_plan_text, snapshot};
+use super::document::{SNAPSHOT_LIMIT, check_plan_text, snapshot_of};
 use crate::error::{Error, Result};
 use crate::store::{self, SessionRow};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, session_of, tool_error};
@@ -121,18 +121,21 @@ impl Tool for ExitPlanMode {
             }
             let core = session_of(ctx)?;
             let path = super::plan_path(&core.artifacts);
-            let bytes = match std::fs::read(&path) {
-                Ok(b) => b,
-                Err(_) => {
+            // A regular file only, and no more than the snapshot keeps (plus a little, to
+            // know it was cut): a FIFO or a huge file cannot stall or swamp the turn.
+            let read = match super::read_plan_file(&path, SNAPSHOT_LIMIT + 4) {
+                Ok(Some(r)) => r,
+                Ok(None) => {
                     return Err(ToolError::Model(format!(
                         "there is no plan file at {}: write the plan there first, starting with `## Summary`",
                         path.display()
                     )));
                 }
+                Err(e) => return Err(ToolError::Model(e.to_string())),
             };
-            let text = check_plan_text(&bytes)
+            let text = check_plan_text(&read.bytes)
                 .map_err(|m| ToolError::Model(format!("{m} (plan file: {})", path.display())))?;
-            let (content, truncated) = snapshot(text);
+            let (content, truncated) = snapshot_of(text, read.total);
             let sid = core.id.clone();
             let qid = core.ids.new_id("q");
             let auto = core.write(|tx| {

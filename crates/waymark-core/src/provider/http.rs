@@ -38,8 +38,13 @@ pub struct HttpOptions {
     pub first_byte_timeout: Duration,
     /// Longest silence between two stream chunks.
     pub idle_timeout: Duration,
+    /// How long reading an error response's body may take (at most [`ERROR_BODY_CAP`]).
+    pub error_body_timeout: Duration,
     pub retry: RetryPolicy,
 }
+
+/// The most of an error response's body that is read; the rest is left unread.
+pub const ERROR_BODY_CAP: usize = 64 * 1024;
 
 impl Default for HttpOptions {
     fn default() -> Self {
@@ -47,6 +52,7 @@ impl Default for HttpOptions {
             connect_timeout: Duration::from_secs(20),
             first_byte_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(300),
+            error_body_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
         }
     }
@@ -228,7 +234,7 @@ async fn send_once(
         return Ok(resp);
     }
     let retry_after = retry_after(resp.headers());
-    let text = resp.text().await.unwrap_or_default();
+    let text = error_body(resp, opts.error_body_timeout).await;
     let detail = error_detail(&text);
     let code = status.as_u16();
     let mut err = match code {
@@ -261,6 +267,23 @@ async fn send_once(
     };
     err.retry_after = retry_after;
     Err(err)
+}
+
+/// Reads an error body with a size cap and a time limit, so a server that answers an error
+/// with an endless or huge body cannot hold the turn or fill memory.
+async fn error_body(mut resp: reqwest::Response, limit: Duration) -> String {
+    let mut buf = Vec::new();
+    let read = async {
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            let room = ERROR_BODY_CAP - buf.len();
+            buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if buf.len() >= ERROR_BODY_CAP {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(limit, read).await;
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

@@ -121,14 +121,19 @@ fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutpu
     let mut shown = 0usize;
     let mut more = false;
     let mut full = false;
-    while let Some(cut) = next_line(&mut r, MAX_LINE_BYTES, &mut line).map_err(io_err)? {
+    loop {
+        if shown == count || full {
+            // The window is full: whether the file goes on is one peek, not another line
+            // (which could be gigabytes long).
+            more = !r.fill_buf().map_err(io_err)?.is_empty();
+            break;
+        }
+        let Some(cut) = next_line(&mut r, MAX_LINE_BYTES, &mut line).map_err(io_err)? else {
+            break;
+        };
         number += 1;
         if number < start {
             continue;
-        }
-        if shown == count || full {
-            more = true;
-            break;
         }
         let text = String::from_utf8_lossy(&line);
         let chars = text.chars().count();

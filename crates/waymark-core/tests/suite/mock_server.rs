@@ -89,6 +89,8 @@ impl MockServer {
                 let Ok((mut sock, _)) = listener.accept().await else {
                     return;
                 };
+                // No delayed-ACK stalls between a response's chunks.
+                let _ = sock.set_nodelay(true);
                 let rec = rec.clone();
                 let queue = queue.clone();
                 tokio::spawn(async move {

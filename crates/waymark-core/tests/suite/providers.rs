@@ -17,6 +17,7 @@ fn opts() -> HttpOptions {
         connect_timeout: Duration::from_secs(5),
         first_byte_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(10),
+        error_body_timeout: Duration::from_secs(5),
         retry: RetryPolicy {
             max_tries: 3,
             min_delay: Duration::from_millis(5),

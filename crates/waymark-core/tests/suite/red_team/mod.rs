@@ -9,6 +9,7 @@ mod identity;
 mod numbers;
 mod prompts;
 mod secrets;
+mod size;
 mod stop;
 mod verifier;
 
