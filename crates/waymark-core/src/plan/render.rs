@@ -44,7 +44,6 @@ const TAGS: &[&str] = &[
     "h5",
     "h6",
     "hr",
-    "input",
     "li",
     "ol",
     "p",
@@ -65,20 +64,15 @@ const TAGS: &[&str] = &[
 fn sanitizer() -> &'static Builder<'static> {
     static B: OnceLock<Builder<'static>> = OnceLock::new();
     B.get_or_init(|| {
+        // Raw HTML keeps no classes (alerts and footnotes come only from Markdown syntax)
+        // and no inputs (task-list boxes come only from `- [ ]`); its ids are prefixed.
         let mut attrs: HashMap<&'static str, HashSet<&'static str>> = HashMap::new();
         attrs.insert("a", ["href", "title", "id"].into_iter().collect());
         attrs.insert("code", ["class"].into_iter().collect());
-        attrs.insert("div", ["class", "id"].into_iter().collect());
-        attrs.insert("blockquote", ["class"].into_iter().collect());
-        attrs.insert("p", ["class"].into_iter().collect());
-        attrs.insert(
-            "input",
-            ["type", "checked", "disabled"].into_iter().collect(),
-        );
+        attrs.insert("div", ["id"].into_iter().collect());
         attrs.insert("ol", ["start"].into_iter().collect());
         attrs.insert("li", ["id"].into_iter().collect());
-        attrs.insert("sup", ["class", "id"].into_iter().collect());
-        attrs.insert("section", ["class"].into_iter().collect());
+        attrs.insert("sup", ["id"].into_iter().collect());
         let mut b = Builder::empty();
         b.tags(TAGS.iter().copied().collect())
             .tag_attributes(attrs)
@@ -86,18 +80,31 @@ fn sanitizer() -> &'static Builder<'static> {
             .link_rel(Some("noopener noreferrer"))
             .strip_comments(true)
             .attribute_filter(|tag, attr, value| match (tag, attr) {
-                // Keep only the classes the renderer itself produces.
                 ("code", "class") => value.starts_with("language-").then_some(value.into()),
-                (_, "class") => value
-                    .split_whitespace()
-                    .all(|c| c.starts_with("markdown-alert") || c.starts_with("footnote"))
-                    .then_some(value.into()),
-                // Task-list checkboxes only, always disabled.
-                ("input", "type") => (value == "checkbox").then_some(value.into()),
+                (_, "class") => None,
+                // Ids cannot clobber the page's own elements or globals.
+                (_, "id") => Some(user_id(value).into()),
+                ("a", "href") => Some(user_fragment(value)),
                 _ => Some(value.into()),
             });
         b
     })
+}
+
+/// Prefix of every id in rendered plans, as on GitHub: a plan's ids (and `#` links to
+/// them) cannot name the page's own elements or become window globals.
+pub const ID_PREFIX: &str = "user-content-";
+
+fn user_id(id: &str) -> String {
+    format!("{ID_PREFIX}{id}")
+}
+
+/// A `#fragment` link pointed at the prefixed id; other targets unchanged.
+fn user_fragment(href: &str) -> std::borrow::Cow<'_, str> {
+    match href.strip_prefix('#') {
+        Some(frag) => format!("#{}", user_id(frag)).into(),
+        None => href.into(),
+    }
 }
 
 /// Whether a link target is allowed: http(s), mailto, or relative (no scheme).
@@ -122,7 +129,7 @@ fn allowed_url(url: &str) -> bool {
 fn link_open(dest: &str, title: &str) -> String {
     use pulldown_cmark_escape::{escape_href, escape_html};
     let mut out = String::from("<a href=\"");
-    let _ = escape_href(&mut out, dest);
+    let _ = escape_href(&mut out, &user_fragment(dest));
     out.push('"');
     if !title.is_empty() {
         out.push_str(" title=\"");
@@ -133,6 +140,30 @@ fn link_open(dest: &str, title: &str) -> String {
     out
 }
 
+/// The number of a footnote: in order of first mention, reference or definition.
+fn footnote_number(numbers: &mut HashMap<String, usize>, name: &str) -> usize {
+    let next = numbers.len() + 1;
+    *numbers.entry(name.to_string()).or_insert(next)
+}
+
+fn footnote_ref(name: &str, n: usize) -> String {
+    use pulldown_cmark_escape::escape_href;
+    let mut out = String::from("<sup class=\"footnote-reference\"><a href=\"#");
+    let _ = escape_href(&mut out, &user_id(&format!("fn-{name}")));
+    out.push_str(&format!("\">{n}</a></sup>"));
+    out
+}
+
+fn footnote_def(name: &str, n: usize) -> String {
+    use pulldown_cmark_escape::escape_html;
+    let mut out = String::from("\n<div class=\"footnote-definition\" id=\"");
+    let _ = escape_html(&mut out, &user_id(&format!("fn-{name}")));
+    out.push_str(&format!(
+        "\"><sup class=\"footnote-definition-label\">{n}</sup>"
+    ));
+    out
+}
+
 /// Sanitized HTML of a plan.
 pub fn render(markdown: &str) -> String {
     use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
@@ -140,6 +171,7 @@ pub fn render(markdown: &str) -> String {
     let mut raw = String::new();
     // For each open link: whether its tags were dropped (unsafe target).
     let mut links: Vec<bool> = Vec::new();
+    let mut footnotes: HashMap<String, usize> = HashMap::new();
     let flush = |raw: &mut String, events: &mut Vec<Event<'_>>| {
         if !raw.is_empty() {
             let clean = sanitizer().clean(raw).to_string();
@@ -171,6 +203,26 @@ pub fn render(markdown: &str) -> String {
                     }
                     // No remote loads: an image shows as its alt text.
                     Event::Start(Tag::Image { .. }) | Event::End(TagEnd::Image) => {}
+                    // Footnotes with prefixed ids (their labels are the plan's words).
+                    Event::FootnoteReference(name) => {
+                        let n = footnote_number(&mut footnotes, &name);
+                        events.push(Event::Html(CowStr::from(footnote_ref(&name, n))));
+                    }
+                    Event::Start(Tag::FootnoteDefinition(name)) => {
+                        let n = footnote_number(&mut footnotes, &name);
+                        events.push(Event::Html(CowStr::from(footnote_def(&name, n))));
+                    }
+                    Event::End(TagEnd::FootnoteDefinition) => {
+                        events.push(Event::Html(CowStr::from("</div>\n")));
+                    }
+                    // Task-list boxes: always disabled, never an input of the page.
+                    Event::TaskListMarker(done) => {
+                        events.push(Event::Html(CowStr::from(if done {
+                            "<input disabled=\"\" type=\"checkbox\" checked=\"\"/>\n"
+                        } else {
+                            "<input disabled=\"\" type=\"checkbox\"/>\n"
+                        })));
+                    }
                     other => events.push(other),
                 }
             }
@@ -291,7 +343,11 @@ mod tests {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
                 .collect();
-            let allowed = TAGS.contains(&name.as_str()) || name.is_empty();
+            // A task-list box is the one input a plan may show, and only disabled.
+            let task_box = name == "input"
+                && tag.contains("disabled=\"\"")
+                && tag.contains("type=\"checkbox\"");
+            let allowed = TAGS.contains(&name.as_str()) || name.is_empty() || task_box;
             if !allowed {
                 found.push(format!("tag <{name}>"));
             }

@@ -8,6 +8,7 @@ mod grants;
 mod identity;
 mod numbers;
 mod prompts;
+mod render;
 mod secrets;
 mod size;
 mod stop;
