@@ -9,6 +9,7 @@ mod identity;
 mod numbers;
 mod prompts;
 mod render;
+mod sandbox;
 mod secrets;
 mod size;
 mod stop;

@@ -1,0 +1,82 @@
+//! Item 2 for the other sandboxed shell: the goal verifier's. It runs under the same layers
+//! as the plan-mode shell (whose full battery is in `plan/sandbox.rs`): a reviewer model
+//! trying to phone home, reach a local daemon, type into a terminal or read a key gets
+//! nowhere.
+
+use super::super::harness::{Harness, run, user};
+use serde_json::json;
+use std::os::unix::net::UnixListener;
+use waymark_protocol::config::{Config, Verification};
+use waymark_protocol::{CallActor, EventKind, PermissionMode};
+
+#[tokio::test]
+async fn the_verifier_shell_reaches_no_network_socket_terminal_or_secret() {
+    let mut c = Config::default();
+    c.goal.verification = Some(Verification::Subagent);
+    let h = Harness::new(c);
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let sock = h.ws.join("agent.sock");
+    let _daemon = UnixListener::bind(&sock).unwrap();
+    let attacks = [
+        format!(
+            "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2); print(\"REACHED-TCP\")'"
+        ),
+        format!(
+            "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{}\"); print(\"REACHED-UNIX\")'",
+            sock.display()
+        ),
+        "python3 -c 'import fcntl, termios; fcntl.ioctl(0, termios.TIOCSTI, b\"x\"); print(\"REACHED-TTY\")'"
+            .to_string(),
+        "env | grep -e hunter2 -e SSH_AUTH_SOCK -e DBUS_SESSION && echo REACHED-ENV".to_string(),
+    ];
+    let calls: Vec<_> = attacks
+        .iter()
+        .map(|a| json!({"name": "bash", "arguments": {"command": a}}))
+        .collect();
+    let script = json!({
+        "responses": [{"text": "Done.", "tool_calls": [{"name": "update_goal", "arguments":
+            {"mode": "status", "status": "complete", "message": "all done"}}]}],
+        "verifier": [{"text": "Checking.", "tool_calls": calls}, {"text": "VERDICT: PASS"}]
+    });
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k == "PATH" || k == "HOME" || k == "LANG")
+        .collect();
+    for (k, v) in [
+        ("MY_SERVICE_API_KEY", "hunter2-very-secret"),
+        ("SSH_AUTH_SOCK", "/tmp/agent.sock"),
+        ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/tmp/bus"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    let env = std::sync::Arc::new(env);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    let s = rt
+        .create_session(waymark_core::SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(h.script(script)),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    run(&s, user("/goal finish it")).await;
+    let results: Vec<String> = rt
+        .events(s.id(), 0, 10_000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ToolResult {
+                content,
+                actor: CallActor::Verifier,
+                ..
+            } => Some(content),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), attacks.len(), "{results:?}");
+    for r in &results {
+        assert!(!r.contains("REACHED"), "{r}");
+        assert!(!r.contains("hunter2"), "{r}");
+    }
+    s.shutdown().await.unwrap();
+}
