@@ -50,6 +50,8 @@ def reply_for(messages):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY on every connection: no delayed-ACK stall can hide our own latency.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
