@@ -121,6 +121,39 @@ pub const LAUNCHERS: &[&str] = &[
     "kubectl exec",
     "uv run",
     "poetry run",
+    "go run",
+    "npm init",
+    "npm create",
+    "yarn create",
+    "pnpm create",
+    "bun create",
+    "bun x",
+];
+
+/// Command groups whose next word picks an action of a different kind (`git remote -v` and
+/// `git remote set-url`, `gh repo view` and `gh repo delete`): no prefix is offered, only
+/// the exact command line.
+const NESTED_GROUPS: &[&str] = &[
+    "git remote",
+    "git stash",
+    "git worktree",
+    "git submodule",
+    "git bisect",
+    "git notes",
+    "git lfs",
+    "git reflog",
+    "gh *",
+    "kubectl *",
+    "docker *",
+    "aws *",
+    "gcloud *",
+    "az *",
+];
+
+/// Arguments that make a covered program run something else (`git bisect run`,
+/// `npm exec`): a prefix grant never covers a command with one after its prefix.
+const RUN_WORDS: &[&str] = &[
+    "run", "exec", "x", "dlx", "foreach", "create", "init", "eval",
 ];
 
 /// Shell control characters after which a command prefix no longer describes the command.
@@ -179,17 +212,38 @@ pub fn command_prefix(command: &str) -> Option<String> {
         if second.starts_with('-') || !simple(second) {
             return None;
         }
-        return Some(format!("{first} {second}"));
+        let prefix = format!("{first} {second}");
+        let nested = NESTED_GROUPS.iter().any(|g| match g.split_once(' ') {
+            Some((prog, "*")) => prog == first,
+            _ => *g == prefix,
+        });
+        return (!nested).then_some(prefix);
     }
     Some(first.to_string())
 }
 
-/// Whether a prefix grant covers `command`.
+/// Whether a word after a granted prefix is a plain operand (`src/lib.rs`, `parser::tests`):
+/// not an option (options are where programs take files to write and commands to run:
+/// `--output`, `-O`, `--pre`, `--exec`, `-f`), not an assignment (`SHELL=./x`), not a
+/// path into `.git`, and not a word that runs something else.
+fn plain_operand(word: &str) -> bool {
+    !word.starts_with('-')
+        && !word.contains('=')
+        && !word.split('/').any(|part| part == ".git")
+        && !RUN_WORDS.contains(&word)
+}
+
+/// Whether a prefix grant covers `command`: the prefix, then plain operands only.
 pub fn prefix_covers(prefix: &str, command: &str) -> bool {
     let c = command.trim();
-    !c.contains(SHELL_META)
-        && !uses_launcher(c)
-        && (c == prefix || c.starts_with(&format!("{prefix} ")))
+    if c.contains(SHELL_META) || uses_launcher(c) {
+        return false;
+    }
+    let words: Vec<&str> = c.split_whitespace().collect();
+    let granted: Vec<&str> = prefix.split_whitespace().collect();
+    words.len() >= granted.len()
+        && words[..granted.len()] == granted[..]
+        && words[granted.len()..].iter().all(|w| plain_operand(w))
 }
 
 /// How much a grant covers.
@@ -415,7 +469,7 @@ pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Value
                 "session": command,
                 "session_text": format!("this exact command line, for the rest of the session: `{}`", escape_line(command)),
                 "prefix": prefix,
-                "prefix_text": prefix.as_ref().map(|p| format!("every command starting with `{p}` (arguments may differ; no chaining, redirection or launchers), for the rest of the session")),
+                "prefix_text": prefix.as_ref().map(|p| format!("`{p}` followed by plain arguments only (no options, assignments, `.git` paths, chaining or redirection; anything else asks again), for the rest of the session")),
             },
             "prefix": prefix,
         });

@@ -33,7 +33,7 @@ describe("QuestionDialog (permission)", () => {
       shell: true,
       summary: "run `cargo test -p core`",
       command: "cargo test -p core",
-      grants: { session: "cargo test -p core", session_text: "this exact command line", prefix: "cargo test", prefix_text: "every command starting with `cargo test`" },
+      grants: { session: "cargo test -p core", session_text: "this exact command line", prefix: "cargo test", prefix_text: "`cargo test` followed by plain arguments only" },
     });
     expect(screen.getByTestId("allow-prefix").textContent).toContain("cargo test …");
     await fireEvent.click(screen.getByTestId("allow-prefix"));

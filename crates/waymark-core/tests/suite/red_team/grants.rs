@@ -115,6 +115,75 @@ async fn artifacts_writes_follow_the_permission_mode() {
     s.shutdown().await.unwrap();
 }
 
+/// A prefix grant for an everyday git subcommand covers plain operands only: the options
+/// git uses to write any file (`--output`) or run a program (`-O`, `--exec`) ask again, so a
+/// `git log` grant cannot plant an fsmonitor hook in `.git/config`.
+#[tokio::test]
+async fn a_git_prefix_grant_cannot_write_git_config_or_run_a_program() {
+    let h = harness();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&h.ws)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "first",
+    ]);
+    let config_before = std::fs::read_to_string(h.ws.join(".git/config")).unwrap();
+    let attack =
+        "git log -1 --format=%x5bcore%x5d%n%x09fsmonitor=touch%x20pwned --output=.git/config";
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [bash("git log --oneline")]},
+            {"tool_calls": [bash("git log HEAD")]},
+            {"tool_calls": [bash(attack)]},
+            {"tool_calls": [bash("git grep -Osh first")]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let ev = run(&s, user("look at the history")).await;
+    let q = waiting_on(&ev);
+    assert_eq!(
+        questionnaire(&h, &s, &q).payload["grants"]["prefix"],
+        "git log"
+    );
+    let ev = run(&s, answer(&q, Answer::AllowPrefix)).await;
+    // `git log HEAD` ran under the grant; the attack stopped to ask.
+    let r = results(&ev);
+    assert_eq!(r.len(), 2, "{r:?}");
+    let q2 = waiting_on(&ev);
+    assert_ne!(q, q2);
+    assert!(
+        questionnaire(&h, &s, &q2).payload["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("--output=.git/config")),
+    );
+    let ev = run(&s, answer(&q2, Answer::Deny { message: None })).await;
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join(".git/config")).unwrap(),
+        config_before
+    );
+    // `git grep -O` is another subcommand with an option: it asks too.
+    assert_ne!(waiting_on(&ev), q2);
+    s.shutdown().await.unwrap();
+}
+
 /// Grants given in plan mode end when plan mode ends.
 #[tokio::test]
 async fn plan_mode_grants_end_with_plan_mode() {
@@ -122,9 +191,9 @@ async fn plan_mode_grants_end_with_plan_mode() {
     let s = h.session(
         json!({"responses": [
             {"tool_calls": [bash("ls -la")]},
-            {"tool_calls": [bash("ls -l")]},
+            {"tool_calls": [bash("ls .")]},
             {"text": "planned"},
-            {"tool_calls": [bash("ls -a")]},
+            {"tool_calls": [bash("ls ..")]},
             {"text": "done"}
         ]}),
         PermissionMode::Ask,
