@@ -368,6 +368,9 @@ impl ToolGuard for PermissionGuard {
             return verifier_policy(call);
         }
         let mode = call.session.permission_mode;
+        if let Some(budget) = budget_change(call) {
+            return budget_decision(call, mode, budget);
+        }
         let shell = tool.is_shell();
         if !shell && !tool.is_mutating() {
             return GuardDecision::Allow;
@@ -428,6 +431,58 @@ impl ToolGuard for PermissionGuard {
             kind: QuestionnaireKind::Permission,
             payload: question(call, command, touches_git),
         }
+    }
+}
+
+/// The token budget a call asks to set, when it is the model changing its goal's budget
+/// (`update_goal` in mode `token_budget`).
+fn budget_change(call: &GuardCall<'_>) -> Option<String> {
+    (call.tool.name() == "update_goal"
+        && call.arguments.get("mode").and_then(Value::as_str) == Some("token_budget"))
+    .then(|| {
+        call.arguments
+            .get("token_budget")
+            .map(|b| escape_line(&b.to_string()))
+            .unwrap_or_else(|| "(none given)".into())
+    })
+}
+
+/// The model changing its own goal's budget is the user's decision: it asks in every mode
+/// but `auto` (refused in read-only), is answered once, and no grant covers it.
+fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -> GuardDecision {
+    match mode {
+        PermissionMode::Auto => return GuardDecision::Allow,
+        PermissionMode::ReadOnly => {
+            return GuardDecision::Deny(
+                "The goal's budget cannot change in read-only permission mode; the user can change it with /goal budget=…".into(),
+            );
+        }
+        PermissionMode::Ask | PermissionMode::AutoEdit => {}
+    }
+    if let Some(decision) = permission_answered(
+        call,
+        "budget change",
+        "Keep working within the current budget.",
+    ) {
+        return decision;
+    }
+    GuardDecision::Ask {
+        kind: QuestionnaireKind::Permission,
+        payload: json!({
+            "tool": call.tool.name(),
+            "shell": false,
+            "arguments": call.arguments,
+            "summary": format!("set the goal's token budget to {budget}"),
+            "files": [],
+            "git": false,
+            "grants": {
+                "session": Value::Null,
+                "session_text": Value::Null,
+                "prefix": Value::Null,
+                "prefix_text": Value::Null,
+            },
+            "prefix": Value::Null,
+        }),
     }
 }
 

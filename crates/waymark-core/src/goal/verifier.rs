@@ -86,7 +86,7 @@ pub(crate) async fn verify(
     core.sandbox.probe_async().await;
     let shell = core
         .sandbox
-        .spec(Vec::new(), core.config().plan.shell_network)
+        .spec(Vec::new(), waymark_protocol::config::ShellNetwork::Deny)
         .is_some();
     let mut tools: Vec<ToolSpec> = Vec::new();
     if mode == Mode::Subagent {

@@ -80,7 +80,10 @@ fn sanitizer() -> &'static Builder<'static> {
             .link_rel(Some("noopener noreferrer"))
             .strip_comments(true)
             .attribute_filter(|tag, attr, value| match (tag, attr) {
-                ("code", "class") => value.starts_with("language-").then_some(value.into()),
+                ("code", "class") => value
+                    .strip_prefix("language-")
+                    .is_some_and(|l| safe_language(l) == l && !l.is_empty())
+                    .then_some(value.into()),
                 (_, "class") => None,
                 // Ids cannot clobber the page's own elements or globals.
                 (_, "id") => Some(user_id(value).into()),
@@ -105,6 +108,16 @@ fn user_fragment(href: &str) -> std::borrow::Cow<'_, str> {
         Some(frag) => format!("#{}", user_id(frag)).into(),
         None => href.into(),
     }
+}
+
+/// A code block's language as a class may carry it: the first word of the info string, in
+/// letters, digits and `+#._-` only (so an info string cannot add classes of its own).
+fn safe_language(info: &str) -> &str {
+    let word = info.split_whitespace().next().unwrap_or("");
+    let end = word
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "+#._-".contains(c)))
+        .unwrap_or(word.len());
+    &word[..end]
 }
 
 /// Whether a link target is allowed: http(s), mailto, or relative (no scheme).
@@ -200,6 +213,12 @@ pub fn render(markdown: &str) -> String {
                         if !links.pop().unwrap_or(false) {
                             events.push(Event::Html(CowStr::from("</a>")));
                         }
+                    }
+                    Event::Start(Tag::CodeBlock(pulldown_cmark::CodeBlockKind::Fenced(info))) => {
+                        let lang = safe_language(&info).to_string();
+                        events.push(Event::Start(Tag::CodeBlock(
+                            pulldown_cmark::CodeBlockKind::Fenced(CowStr::from(lang)),
+                        )));
                     }
                     // No remote loads: an image shows as its alt text.
                     Event::Start(Tag::Image { .. }) | Event::End(TagEnd::Image) => {}

@@ -5,7 +5,11 @@
 //!   allowed, every family but IPv4/IPv6 (unix sockets stay closed);
 //! - `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)` — typing into a terminal;
 //! - io_uring, which could issue socket calls past the filter;
-//! - the kernel keyring calls (`keyctl`, `add_key`, `request_key`), which hold user secrets.
+//! - the kernel keyring calls (`keyctl`, `add_key`, `request_key`), which hold user secrets;
+//! - changing another process's limits, priority or CPU placement (`prlimit64`,
+//!   `setpriority`, `ioprio_set`, `sched_set*` with a pid other than 0);
+//! - System V IPC (shared memory, message queues, semaphores), shared by all the user's
+//!   processes.
 //!
 //! Other architectures' system calls (32-bit `int 0x80` on x86_64) kill the process: the
 //! filter checks the architecture first. x32 numbers of the blocked calls are blocked too.
@@ -60,7 +64,38 @@ pub fn program(network: Network) -> Result<BpfProgram, String> {
                 .map_err(|e| e.to_string())?,
         ],
     );
+    // Limits, priorities and CPU placement of other processes (`prlimit --pid`, `renice`,
+    // `taskset -p`): a limit set on the user's editor can kill it. Only the shell's own
+    // (pid or `who` 0) may change.
+    let other = |arg: u8| -> Result<Vec<SeccompRule>, String> {
+        Ok(vec![
+            SeccompRule::new(vec![cond(arg, SeccompCmpOp::Ne, 0)?]).map_err(|e| e.to_string())?,
+        ])
+    };
+    rules.insert(libc::SYS_prlimit64, other(0)?);
+    rules.insert(libc::SYS_setpriority, other(1)?);
+    rules.insert(libc::SYS_ioprio_set, other(1)?);
     for nr in [
+        libc::SYS_sched_setaffinity,
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+    ] {
+        rules.insert(nr, other(0)?);
+    }
+    for nr in [
+        // System V IPC objects are shared by every process of the user.
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,

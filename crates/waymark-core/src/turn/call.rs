@@ -54,7 +54,13 @@ pub(crate) async fn decide(
         Some(files) => {
             // Probed once per session, off the async threads.
             core.sandbox.probe_async().await;
-            core.sandbox.spec(files, core.config().plan.shell_network)
+            // `plan.shell_network` is the plan-mode shell's setting; the verifier never
+            // gets the network.
+            let network = match actor {
+                CallActor::Main => core.config().plan.shell_network,
+                CallActor::Verifier => waymark_protocol::config::ShellNetwork::Deny,
+            };
+            core.sandbox.spec(files, network)
         }
         None => None,
     };
@@ -121,15 +127,19 @@ pub(crate) async fn execute(
     };
     let limit = core.config().turn.tool_output_limit as usize;
     let hint = "Ask for less (a line range, a narrower pattern).";
+    // Secrets go before the cut, so a cut cannot leave part of one behind, and before the
+    // result reaches any model (the verifier's results never pass through the store).
+    let redactor = core.store.redactor();
+    let shape = |text: &str| truncate_head(&redactor.redact(text), limit, hint);
     match result {
         Ok(out) => Executed::Done {
             status: ToolStatus::Ok,
-            content: truncate_head(&out.content, limit, hint),
+            content: shape(&out.content),
             terminate: out.terminate,
         },
         Err(ToolError::Model(m)) => Executed::Done {
             status: ToolStatus::Error,
-            content: truncate_head(&m, limit, hint),
+            content: shape(&m),
             terminate: false,
         },
         Err(ToolError::Fatal(m)) => Executed::Fatal(m),

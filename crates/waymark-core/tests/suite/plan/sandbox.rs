@@ -132,6 +132,24 @@ async fn pm_14_shell_battery_network_sockets_terminal_signals_and_environment() 
                 "import ctypes; r=ctypes.CDLL(None).syscall(425, 8, ctypes.create_string_buffer(120)); assert r >= 0, r; print(\"RING\")",
             ),
         ),
+        // Another process's limits (a CPU limit of 1 s kills it), priority and System V
+        // shared memory.
+        (
+            "prlimit",
+            py(&format!(
+                "import resource; resource.prlimit({me}, resource.RLIMIT_CORE, resource.getrlimit(resource.RLIMIT_CORE)); print(\"LIMITED\")"
+            )),
+        ),
+        (
+            "renice",
+            bash(&format!("renice -n 0 -p {me} && echo LIMITED")),
+        ),
+        (
+            "sysv-shm",
+            py(
+                "import ctypes; r=ctypes.CDLL(None).shmget(0, 4096, 0o1600); assert r >= 0, r; print(\"SHARED\")",
+            ),
+        ),
         (
             "keyring",
             py(
@@ -208,6 +226,8 @@ async fn pm_14_shell_battery_network_sockets_terminal_signals_and_environment() 
             "SIGNALLED",
             "RING",
             "KEYS",
+            "LIMITED",
+            "SHARED",
         ] {
             assert!(
                 !out.contains(&format!("{marker}\n")) && !out.starts_with(marker),

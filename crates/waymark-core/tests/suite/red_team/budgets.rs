@@ -130,3 +130,43 @@ async fn the_budget_guard_fails_closed() {
         "{closed:?}"
     );
 }
+
+/// The model cannot lift its own budget: raising the token budget with `update_goal` asks
+/// the user (outside `auto`), and a denial leaves the budget as it was.
+#[tokio::test]
+async fn the_model_cannot_raise_its_own_budget_without_asking() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"text": "More room, please.", "tool_calls": [{"name": "update_goal", "arguments":
+                {"mode": "token_budget", "token_budget": 900_000_000}}]},
+            {"text": "ok, within budget then"}
+        ], "when_exhausted": "repeat_last"}),
+        PermissionMode::AutoEdit,
+    );
+    let ev = run(&s, user("/goal keep going budget=50K")).await;
+    let q = super::super::harness::waiting_on(&ev);
+    let info = super::super::harness::questionnaire(&h, &s, &q);
+    assert!(
+        info.payload["summary"]
+            .as_str()
+            .unwrap()
+            .contains("900000000"),
+        "{}",
+        info.payload
+    );
+    assert!(info.payload["grants"]["session"].is_null());
+    let ev = run(
+        &s,
+        Op::Answer {
+            questionnaire_id: q,
+            answer: waymark_protocol::Answer::Deny { message: None },
+        },
+    )
+    .await;
+    let r = results(&ev);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    let g = h.runtime.goal(s.id()).unwrap().unwrap();
+    assert_eq!(g.budget.tokens.limit, Some(50_000), "{g:?}");
+    s.shutdown().await.unwrap();
+}

@@ -28,6 +28,7 @@ fn inputs(html: &str) -> Vec<&str> {
         .collect()
 }
 
+// The fenced block below separates `rust` and `plan-note` with a TAB character.
 const HOSTILE_PLAN: &str = r##"## Summary
 Looks harmless.
 
@@ -48,6 +49,12 @@ Footnote here[^app] and [a link](#goal-tab).
 <div class="markdown-alert markdown-alert-caution"><p class="markdown-alert-title">Verified</p>Waymark checked this plan.</div>
 <blockquote class="markdown-alert-note">Approved automatically.</blockquote>
 <p class="footnote-definition">fake footnote</p>
+
+<code class="language-x plan-note">fake note</code>
+
+```rust	plan-note
+fn main() {}
+```
 
 - [ ] a real task
 - [x] a done task
@@ -103,6 +110,12 @@ async fn a_hostile_plan_renders_without_inputs_clobbering_ids_or_fake_alerts() {
         .filter(|c| c.contains("markdown-alert"))
         .collect();
     assert_eq!(alerts, [&"markdown-alert-warning"], "{html}");
+    // A code language cannot smuggle in a class of the app's own.
+    assert!(
+        classes.iter().all(|c| !c.contains("plan-note")),
+        "{classes:?}"
+    );
+    assert!(classes.contains(&"language-rust"), "{classes:?}");
     assert_eq!(
         html.matches("class=\"footnote-definition\"").count(),
         1,

@@ -216,3 +216,53 @@ async fn the_data_dir_is_private_and_the_database_0600() {
     assert_eq!(mode(&h.dir.path().join("data")), 0o700);
     assert_eq!(mode(&h.dir.path().join("data/waymark.db")), 0o600);
 }
+
+/// The goal verifier reads a file holding a known secret: the result it sends to the model
+/// has the secret replaced, like every result the agent itself gets.
+#[tokio::test]
+async fn the_verifier_never_sends_a_secret_to_the_model() {
+    use super::super::harness::Recording;
+    let mut c = Config::default();
+    c.goal.verification = Some(waymark_protocol::config::Verification::Subagent);
+    let h = Harness::new(c);
+    std::fs::write(
+        h.ws.join("deploy.env"),
+        format!("export GITHUB_TOKEN={GH_TOKEN}\n"),
+    )
+    .unwrap();
+    let rec = Recording::new(
+        json!({"responses": [{"text": "Done.", "tool_calls": [{"name": "update_goal",
+            "arguments": {"mode": "status", "status": "complete", "message": "done"}}]}],
+          "verifier": [
+            {"text": "Checking.", "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "deploy.env"}},
+                {"name": "bash", "arguments": {"command": "cat deploy.env"}}
+            ]},
+            {"text": "VERDICT: PASS"}
+        ]}),
+        &h.ws,
+    );
+    let process_env = Arc::new(env_with_secrets(&h));
+    let provider = rec.clone();
+    let rt = h.reopen(|o| {
+        o.process_env = process_env.clone();
+        o.provider_override = Some(provider);
+    });
+    let s = rt
+        .create_session(waymark_core::SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("scripted:recording".into()),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    run(&s, user("/goal ship it")).await;
+    let requests = rec.requests.lock().unwrap().clone();
+    let sent = serde_json::to_string(&format!("{requests:?}")).unwrap();
+    assert!(
+        sent.contains("REDACTED:GITHUB_TOKEN"),
+        "the file was read: {sent}"
+    );
+    assert_clean(&sent, "what the verifier sent to the model");
+    s.shutdown().await.unwrap();
+}
