@@ -207,7 +207,7 @@ fn revision_info(r: waymark_core::store::RevisionRow) -> PlanRevisionInfo {
 #[specta::specta]
 pub fn plan_view(host: State<'_, Host>, id: String) -> IpcResult<PlanView> {
     let path = host.runtime.plan_path(&id)?;
-    let live = waymark_core::plan::live_plan(&path);
+    let live = waymark_core::plan::live_plan(&path, &host.runtime.store().redactor());
     Ok(PlanView {
         path: path.display().to_string(),
         html: live.html,

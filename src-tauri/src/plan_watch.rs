@@ -13,9 +13,10 @@ const DEBOUNCE: Duration = Duration::from_millis(20);
 /// when the rest is left out (see [`waymark_core::plan::live_plan`]).
 pub type PlanContent = waymark_core::plan::LivePlan;
 
-/// Reads and renders the plan file (no markdown when it does not exist or is cut).
-pub fn read(path: &Path) -> PlanContent {
-    waymark_core::plan::live_plan(path)
+/// Reads and renders the plan file, known secrets hidden (no markdown when it does not
+/// exist, is cut or hides a secret).
+pub fn read(path: &Path, store: &waymark_core::store::Store) -> PlanContent {
+    waymark_core::plan::live_plan(path, &store.redactor())
 }
 
 /// A running watch; dropping it stops watching.
@@ -29,6 +30,7 @@ impl PlanWatch {
     pub fn start(
         session_id: &str,
         plan: PathBuf,
+        store: std::sync::Arc<waymark_core::store::Store>,
         on_change: impl Fn(PlanContent) + Send + 'static,
     ) -> notify::Result<PlanWatch> {
         let folder = plan
@@ -42,7 +44,7 @@ impl PlanWatch {
             if !events.iter().any(|e| e.path.file_name() == name.as_deref()) {
                 return;
             }
-            let content = read(&plan);
+            let content = read(&plan, &store);
             if last.as_ref() != Some(&content) {
                 last = Some(content.clone());
                 on_change(content);
@@ -73,7 +75,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("artifacts").join("plan.md");
         let (tx, rx) = mpsc::channel();
-        let _w = PlanWatch::start("s", plan.clone(), move |c| {
+        let store = std::sync::Arc::new(waymark_core::store::Store::open_in_memory().unwrap());
+        let _w = PlanWatch::start("s", plan.clone(), store, move |c| {
             let _ = tx.send(c);
         })
         .unwrap();
@@ -102,7 +105,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("artifacts").join("plan.md");
         let (tx, rx) = mpsc::channel();
-        let _w = PlanWatch::start("s", plan.clone(), move |c| {
+        let store = std::sync::Arc::new(waymark_core::store::Store::open_in_memory().unwrap());
+        let _w = PlanWatch::start("s", plan.clone(), store, move |c| {
             let _ = tx.send(c);
         })
         .unwrap();

@@ -143,7 +143,8 @@ pub struct LivePlan {
 
 /// Reads and renders the plan file for live display: at most [`SNAPSHOT_LIMIT`] bytes are
 /// rendered, and a note says when the rest is left out or the file cannot be shown.
-pub fn live_plan(path: &Path) -> LivePlan {
+/// Known secrets in the file are shown redacted.
+pub fn live_plan(path: &Path, redactor: &crate::secrets::Redactor) -> LivePlan {
     let note = |text: String| {
         format!(
             "<p class=\"plan-note\" data-testid=\"plan-note\">{}</p>",
@@ -160,8 +161,19 @@ pub fn live_plan(path: &Path) -> LivePlan {
             html: note(format!("The plan file cannot be shown: {e}")),
         },
         Ok(Some(read)) => {
-            let text = String::from_utf8_lossy(&read.bytes).into_owned();
+            let raw = String::from_utf8_lossy(&read.bytes);
+            let text = redactor.redact(&raw).into_owned();
             let mut html = super::render::render(&text);
+            if text != raw {
+                // Editing the shown text in place would write the placeholders over the file.
+                html.push_str(&note(
+                    "Known secrets in this plan file are hidden. Open the file in an editor to change it.".into(),
+                ));
+                return LivePlan {
+                    markdown: None,
+                    html,
+                };
+            }
             if read.is_cut() {
                 html.push_str(&note(format!(
                     "Only the first {} KiB of this {} KiB plan file are shown. Open the file in an editor to see or change the rest.",

@@ -198,6 +198,8 @@ pub(crate) fn freeze_revision(
     let plan = store::plans::current_plan(tx.conn(), session_id)?
         .ok_or_else(|| Error::Corrupt("plan mode without a plan".into()))?;
     let key = |v: u32| format!("plan/{}/v{v}.md", plan.id);
+    // A secret the plan quotes is stored (and implemented, and shown) redacted.
+    let content = tx.redact(content).into_owned();
     let rev = tx.add_revision(&plan.id, &key, content.as_bytes(), author, truncated)?;
     tx.emit(
         session_id,

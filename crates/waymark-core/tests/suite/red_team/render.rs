@@ -75,7 +75,7 @@ async fn a_hostile_plan_renders_without_inputs_clobbering_ids_or_fake_alerts() {
     run(&s, user("/plan on")).await;
     run(&s, user("plan it")).await;
     let plan = h.session_dir(s.id()).join("artifacts/plan.md");
-    let html = waymark_core::plan::live_plan(&plan).html;
+    let html = waymark_core::plan::live_plan(&plan, &h.runtime.store().redactor()).html;
 
     // Only the two task-list boxes, both disabled; no input from raw HTML.
     let boxes = inputs(&html);

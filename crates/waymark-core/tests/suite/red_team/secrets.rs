@@ -266,3 +266,54 @@ async fn the_verifier_never_sends_a_secret_to_the_model() {
     assert_clean(&sent, "what the verifier sent to the model");
     s.shutdown().await.unwrap();
 }
+
+/// A plan that quotes a known secret is frozen with the secret replaced: the stored
+/// revision (what is reviewed, diffed and implemented) never holds it.
+#[tokio::test]
+async fn a_plan_quoting_a_secret_is_frozen_redacted() {
+    let h = Harness::new(Config::default());
+    let process_env = Arc::new(env_with_secrets(&h));
+    let rt = h.reopen(|o| o.process_env = process_env.clone());
+    // The model's own arguments are redacted before any tool runs, so the secret comes in
+    // from a file, through the plan-mode shell (which may append to the plan file).
+    std::fs::write(
+        h.ws.join("deploy.env"),
+        format!("GITHUB_TOKEN={GH_TOKEN}\n"),
+    )
+    .unwrap();
+    let model = h.script(json!({"responses": [{"tool_calls": [
+        {"name": "write", "arguments": {"path": "${session_dir}/artifacts/plan.md", "content": "## Summary\nDeploy with the token below.\n\n"}},
+        {"name": "bash", "arguments": {"command": "cat deploy.env >> ${session_dir}/artifacts/plan.md"}},
+        {"name": "ExitPlanMode", "arguments": {}}
+    ]}]}));
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(model),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    run(
+        &s,
+        waymark_protocol::Op::Submit {
+            text: "plan the deploy".into(),
+            source: waymark_protocol::MessageSource::User,
+            position: waymark_protocol::Position::Tail,
+            idempotency_key: None,
+            intent: Some(waymark_protocol::Intent::PlanEntry),
+        },
+    )
+    .await;
+    let frozen = rt.plan_revision_text(s.id(), None, 1).unwrap();
+    assert!(frozen.contains("[REDACTED:GITHUB_TOKEN]"), "{frozen}");
+    assert_clean(&frozen, "the frozen plan");
+    // The live view of the file (the desktop's Plan tab) hides it too, and does not offer
+    // the placeholder text for in-place editing.
+    let file = h.session_dir(s.id()).join("artifacts/plan.md");
+    let live = waymark_core::plan::live_plan(&file, &rt.store().redactor());
+    assert_clean(&live.html, "the live plan view");
+    assert!(live.html.contains("secrets in this plan file are hidden"));
+    assert!(live.markdown.is_none());
+    s.shutdown().await.unwrap();
+}

@@ -202,7 +202,7 @@ async fn a_plan_file_swapped_for_a_fifo_or_grown_huge_stalls_nothing() {
     assert_eq!(r[0].1, ToolStatus::Error, "{r:?}");
     assert!(r[0].2.contains("FIFO"), "{r:?}");
     // What the desktop and `/plan view` show: a note, not a hang.
-    let live = waymark_core::plan::live_plan(&plan);
+    let live = waymark_core::plan::live_plan(&plan, &h.runtime.store().redactor());
     assert!(
         live.html.contains("FIFO") && live.markdown.is_none(),
         "{live:?}"
@@ -223,7 +223,7 @@ async fn a_plan_file_swapped_for_a_fifo_or_grown_huge_stalls_nothing() {
         "- a step of the plan\n".repeat(250_000)
     );
     std::fs::write(&plan, &big).unwrap();
-    let live = waymark_core::plan::live_plan(&plan);
+    let live = waymark_core::plan::live_plan(&plan, &h.runtime.store().redactor());
     assert!(live.markdown.is_none());
     assert!(
         live.html.contains("Only the first 512 KiB"),
