@@ -9,7 +9,9 @@
 //! - changing another process's limits, priority or CPU placement (`prlimit64`,
 //!   `setpriority`, `ioprio_set`, `sched_set*` with a pid other than 0);
 //! - System V IPC (shared memory, message queues, semaphores), shared by all the user's
-//!   processes.
+//!   processes;
+//! - `setsid` and `setpgid`, so nothing leaves the process group the tool kills when the
+//!   command ends.
 //!
 //! Other architectures' system calls (32-bit `int 0x80` on x86_64) kill the process: the
 //! filter checks the architecture first. x32 numbers of the blocked calls are blocked too.
@@ -84,6 +86,10 @@ pub fn program(network: Network) -> Result<BpfProgram, String> {
         rules.insert(nr, other(0)?);
     }
     for nr in [
+        // A new session or process group would let a background job outlive the command
+        // (the tool kills the command's group when it ends).
+        libc::SYS_setsid,
+        libc::SYS_setpgid,
         // System V IPC objects are shared by every process of the user.
         libc::SYS_shmget,
         libc::SYS_shmat,

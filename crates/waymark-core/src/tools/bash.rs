@@ -176,6 +176,10 @@ impl Tool for Bash {
                 _ = tokio::time::sleep(timeout) => End::TimedOut,
                 _ = ctx.cancel.cancelled() => End::Stopped,
             };
+            if ctx.sandbox.is_some() && matches!(end, End::Exited(_)) {
+                // Nothing a sandboxed command started outlives it (it cannot leave the group).
+                signal_group(pgid, libc::SIGKILL);
+            }
             if !matches!(end, End::Exited(_)) {
                 signal_group(pgid, libc::SIGTERM);
                 // Short, so Stop ends the turn well within a second.

@@ -82,3 +82,44 @@ async fn the_verifier_shell_reaches_no_network_socket_terminal_or_secret() {
     }
     s.shutdown().await.unwrap();
 }
+
+/// A sandboxed command cannot leave work running after it ends: a background job dies with
+/// the command, and `setsid` (a way out of its process group) is refused. So the plan file
+/// cannot be swapped behind the reviewer's back once the plan is submitted.
+#[tokio::test]
+async fn nothing_a_sandboxed_command_starts_outlives_it() {
+    let h = Harness::new(Config::default());
+    let plan = "${session_dir}/artifacts/plan.md";
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [
+                {"name": "write", "arguments": {"path": plan, "content": "## Summary\nA harmless plan.\n"}},
+                {"name": "bash", "arguments": {"command": format!(
+                    "(sleep 1; echo '## Summary' > {plan}; echo swapped >> {plan}) >/dev/null 2>&1 & \
+                     setsid -f sh -c 'sleep 1; echo escaped >> {plan}' >/dev/null 2>&1; echo started")}},
+            ]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 2; echo waited"}}]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Auto,
+    );
+    let ev = run(
+        &s,
+        waymark_protocol::Op::Submit {
+            text: "plan it".into(),
+            source: waymark_protocol::MessageSource::User,
+            position: waymark_protocol::Position::Tail,
+            idempotency_key: None,
+            intent: Some(waymark_protocol::Intent::PlanEntry),
+        },
+    )
+    .await;
+    let r = super::super::harness::results(&ev);
+    assert!(r.iter().any(|(_, _, out)| out.contains("waited")), "{r:?}");
+    let file = h.session_dir(s.id()).join("artifacts/plan.md");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "## Summary\nA harmless plan.\n"
+    );
+    s.shutdown().await.unwrap();
+}
