@@ -506,6 +506,9 @@ fn verifier_policy(call: &GuardCall<'_>) -> GuardDecision {
 /// answer grants.
 pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Value {
     let tool = call.tool.name();
+    // A grant from a question asked in plan mode ends with plan mode, even when the answer
+    // comes after it ended.
+    let planning = call.session.interaction_mode == InteractionMode::Plan;
     if call.tool.is_shell() {
         let prefix = command_prefix(command);
         let lines = command.lines().count();
@@ -517,6 +520,7 @@ pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Value
         return json!({
             "tool": tool,
             "shell": true,
+            "plan_mode": planning,
             "arguments": call.arguments,
             "summary": summary,
             "command": escape_block(command),
@@ -549,6 +553,7 @@ pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Value
     json!({
         "tool": tool,
         "shell": false,
+        "plan_mode": planning,
         "arguments": call.arguments,
         "summary": summary,
         "files": files,

@@ -717,8 +717,17 @@ fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result
                     allowed: offered_answers(&q.payload).join(", "),
                 });
             };
+            // A grant asked for in plan mode ends with plan mode: answered after plan mode
+            // ended, it covers this one call only.
+            let asked_in_plan_mode = q
+                .payload
+                .get("plan_mode")
+                .and_then(serde_json::Value::as_bool)
+                == Some(true);
             let planning = crate::plan::in_plan_mode(tx, sid)?;
-            tx.add_grant(sid, &grant, planning)?;
+            if planning || !asked_in_plan_mode {
+                tx.add_grant(sid, &grant, planning)?;
+            }
         }
         tx.answer_questionnaire(id, answer)?;
         tx.emit(

@@ -184,6 +184,37 @@ async fn a_git_prefix_grant_cannot_write_git_config_or_run_a_program() {
     s.shutdown().await.unwrap();
 }
 
+/// A grant asked for in plan mode but answered after plan mode ended does not outlive it.
+#[tokio::test]
+async fn a_plan_mode_question_answered_after_plan_mode_grants_nothing_lasting() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [bash("ls -la")]},
+            {"text": "listed"},
+            {"tool_calls": [bash("ls -la")]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let plan = Op::Submit {
+        text: "look".into(),
+        source: MessageSource::User,
+        position: Position::Tail,
+        idempotency_key: None,
+        intent: Some(Intent::PlanEntry),
+    };
+    let ev = run(&s, plan).await;
+    let q = waiting_on(&ev);
+    assert_eq!(questionnaire(&h, &s, &q).payload["plan_mode"], true);
+    s.submit(user("/plan off")).await.unwrap();
+    run(&s, answer(&q, Answer::AllowForSession)).await;
+    let ev = run(&s, user("list again")).await;
+    let q2 = waiting_on(&ev);
+    assert_ne!(q, q2, "the plan-mode grant did not survive plan mode");
+    s.shutdown().await.unwrap();
+}
+
 /// Grants given in plan mode end when plan mode ends.
 #[tokio::test]
 async fn plan_mode_grants_end_with_plan_mode() {
