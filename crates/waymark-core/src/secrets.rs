@@ -191,6 +191,39 @@ impl Redactor {
     }
 }
 
+/// Redacts a text stream piece by piece: the end of what came so far is held back while it
+/// could be the start of a secret, so a secret split across pieces is still caught.
+#[derive(Debug, Default)]
+pub struct StreamRedactor {
+    held: String,
+}
+
+impl StreamRedactor {
+    /// Takes the next piece; returns what can be shown now (redacted).
+    pub fn push(&mut self, r: &Redactor, piece: &str) -> String {
+        self.held.push_str(piece);
+        let clean = r.redact(&self.held).into_owned();
+        // The earliest point from which the rest could still grow into a secret.
+        let cut = clean
+            .char_indices()
+            .map(|(i, _)| i)
+            .find(|&i| {
+                let tail = &clean[i..];
+                r.needles
+                    .iter()
+                    .any(|(n, _)| n.len() > tail.len() && n.starts_with(tail))
+            })
+            .unwrap_or(clean.len());
+        self.held = clean[cut..].to_string();
+        clean[..cut].to_string()
+    }
+
+    /// What is still held back, redacted, at the end of the stream.
+    pub fn finish(&mut self, r: &Redactor) -> String {
+        r.redact(&std::mem::take(&mut self.held)).into_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

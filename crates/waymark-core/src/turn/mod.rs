@@ -234,13 +234,22 @@ async fn drive(
             })?;
         }
         let streamed = Mutex::new(String::new());
+        // Deltas are shown as they come, except an end that could be the start of a secret.
+        let redactor = core.store.redactor();
+        let shown = Mutex::new(crate::secrets::StreamRedactor::default());
         let sink = |ev: StreamEvent| match ev {
             StreamEvent::Text(t) => {
                 streamed
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push_str(&t);
-                core.transient(EventKind::AssistantDelta { turn_id, text: t });
+                let text = shown
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(&redactor, &t);
+                if !text.is_empty() {
+                    core.transient(EventKind::AssistantDelta { turn_id, text });
+                }
             }
             StreamEvent::Reasoning(_) => {}
             StreamEvent::Retry {
@@ -264,6 +273,16 @@ async fn drive(
                 return finish_aborted(core, turn_id);
             }
         };
+        let rest = shown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .finish(&redactor);
+        if !rest.is_empty() {
+            core.transient(EventKind::AssistantDelta {
+                turn_id,
+                text: rest,
+            });
+        }
         let mut reply = match reply {
             Ok(r) => r,
             Err(e) => return finish(core, turn_id, TurnEndReason::Error, Some(e.info())),

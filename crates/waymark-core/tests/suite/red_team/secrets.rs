@@ -317,3 +317,41 @@ async fn a_plan_quoting_a_secret_is_frozen_redacted() {
     assert!(live.markdown.is_none());
     s.shutdown().await.unwrap();
 }
+
+/// A model spelling out a known key across several streamed pieces: what is streamed to the
+/// front ends (and printed by the CLI) has it replaced all the same.
+#[tokio::test]
+async fn a_secret_split_across_streamed_pieces_is_still_hidden() {
+    let h = Harness::new(Config::default());
+    let pieces = ["The key is sk-red-", "team-key-01", "23456789, enjoy."];
+    let mut body = String::new();
+    for p in pieces {
+        body.push_str(&format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": {"content": p}}]})
+        ));
+    }
+    body.push_str(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+    );
+    body.push_str("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n");
+    let (_server, _rt, s) = super::openai_session(
+        &h,
+        vec![MockResponse::sse(&body).split_at(&[60, 200, 340])],
+        PermissionMode::Auto,
+    )
+    .await;
+    let ev = run(&s, user("tell me the key")).await;
+    let streamed: String = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::AssistantDelta { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        streamed, "The key is [REDACTED:OPENAI_API_KEY], enjoy.",
+        "{streamed}"
+    );
+    s.shutdown().await.unwrap();
+}
