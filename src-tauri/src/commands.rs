@@ -218,6 +218,13 @@ pub fn plan_view(host: State<'_, Host>, id: String) -> IpcResult<PlanView> {
             .into_iter()
             .map(revision_info)
             .collect(),
+        review: host
+            .runtime
+            .plan_under_review(&id)?
+            .map(|r| crate::dto::PlanReview {
+                version: r.version,
+                file_changed: r.file_changed,
+            }),
     })
 }
 

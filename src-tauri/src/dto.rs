@@ -47,6 +47,16 @@ pub struct PlanView {
     /// Sanitized HTML rendered by the backend (PM-24).
     pub html: String,
     pub revisions: Vec<PlanRevisionInfo>,
+    /// The revision a pending review approves, when one is pending.
+    pub review: Option<PlanReview>,
+}
+
+/// The revision under review, and whether the file shown has changed since it was
+/// submitted (approving implements the submitted revision).
+#[derive(Debug, Clone, Serialize, Type)]
+pub struct PlanReview {
+    pub version: u32,
+    pub file_changed: bool,
 }
 
 /// A diff between two plan revisions, line by line.

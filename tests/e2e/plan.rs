@@ -132,6 +132,12 @@ async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
             format!("## Summary\nLive plan, {marker}.\n\n| a | b |\n|---|---|\n| {i} | x |\n");
         latencies.push(repaint_after_write(&app, &path, &text, &marker, i % 2 == 1).await);
     }
+    // The file no longer holds the submitted plan: the review says so.
+    app.wait_text(
+        "[data-testid=plan-drift]",
+        "Approving implements v1 as submitted",
+    )
+    .await;
     app.shot("plan-5-live-repaint").await;
     eprintln!("plan change -> repaint (ms), plain and rename writes: {latencies:.1?}");
     // Deleting the file empties the tab; writing it again brings it back.

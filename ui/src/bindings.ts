@@ -546,6 +546,15 @@ export type PlanFileChanged_Serialize = {
 	seen_at_ms: number | null,
 };
 
+/**
+ *  The revision under review, and whether the file shown has changed since it was
+ *  submitted (approving implements the submitted revision).
+ */
+export type PlanReview = {
+	version: number,
+	file_changed: boolean,
+};
+
 /**  One frozen plan revision. */
 export type PlanRevisionInfo = {
 	plan_id: string,
@@ -567,6 +576,8 @@ export type PlanView_Deserialize = {
 	/**  Sanitized HTML rendered by the backend (PM-24). */
 	html: string,
 	revisions: PlanRevisionInfo[],
+	/**  The revision a pending review approves, when one is pending. */
+	review?: PlanReview | null,
 };
 
 /**  The Plan tab. */
@@ -576,6 +587,8 @@ export type PlanView_Serialize = {
 	/**  Sanitized HTML rendered by the backend (PM-24). */
 	html: string,
 	revisions: PlanRevisionInfo[],
+	/**  The revision a pending review approves, when one is pending. */
+	review: PlanReview | null,
 };
 
 /**  Where a message is inserted into the queue. */

@@ -165,6 +165,7 @@ impl Printer {
                 name,
                 status,
                 content,
+                actor,
                 ..
             } => {
                 self.end_line();
@@ -180,7 +181,12 @@ impl Printer {
                     }
                 };
                 let summary = self.calls.remove(call_id).unwrap_or_default();
-                println!("  {mark} {name} {summary}{detail}");
+                // The goal's reviewer works after the turn: its calls are marked as its own.
+                let who = match actor {
+                    waymark_protocol::CallActor::Verifier => "[reviewer] ",
+                    waymark_protocol::CallActor::Main => "",
+                };
+                println!("  {mark} {who}{name} {summary}{detail}");
             }
             EventKind::ContextElided { items, bytes, .. } => {
                 println!(

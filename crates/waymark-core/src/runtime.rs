@@ -20,6 +20,15 @@ use tokio::sync::broadcast;
 use waymark_protocol::config::Config;
 use waymark_protocol::{Event, EventKind, SessionSnapshot, SessionSummary, TurnEndReason};
 
+/// A plan waiting for the user's review (see [`Runtime::plan_under_review`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanUnderReview {
+    pub plan_id: String,
+    pub version: u32,
+    /// The plan file no longer holds what was submitted.
+    pub file_changed: bool,
+}
+
 /// The largest plan file [`Runtime::plan_file`] reads whole.
 pub const PLAN_FILE_CAP: usize = 64 * 1024 * 1024;
 
@@ -499,6 +508,44 @@ impl Runtime {
             })
             .transpose()?;
         Ok((path, text))
+    }
+
+    /// The plan revision a pending review would approve, and whether the plan file has
+    /// changed since it was submitted (approving implements the submitted revision, not
+    /// the file). `None` when no review is pending.
+    pub fn plan_under_review(&self, id: &str) -> Result<Option<PlanUnderReview>> {
+        let pending = self
+            .store
+            .read(|c| store::questionnaires::pending(c, id))?
+            .filter(|q| q.kind == waymark_protocol::QuestionnaireKind::PlanApproval);
+        let Some(q) = pending else {
+            return Ok(None);
+        };
+        let plan_id = q.payload.get("plan_id").and_then(|v| v.as_str());
+        let version = q.payload.get("version").and_then(|v| v.as_u64());
+        let (Some(plan_id), Some(version)) = (plan_id, version) else {
+            return Err(Error::Corrupt(format!(
+                "plan review {} names no revision",
+                q.id
+            )));
+        };
+        let version = u32::try_from(version)
+            .map_err(|_| Error::Corrupt(format!("plan review {}: version {version}", q.id)))?;
+        let frozen = self.plan_revision_text(id, Some(plan_id), version)?;
+        let live =
+            crate::plan::read_plan_file(&self.plan_path(id)?, crate::plan::SNAPSHOT_LIMIT + 4)
+                .ok()
+                .flatten()
+                .map(|r| {
+                    let text = String::from_utf8_lossy(&r.bytes).into_owned();
+                    let (snap, _) = crate::plan::snapshot_of(&text, r.total);
+                    self.store.redactor().redact(&snap).into_owned()
+                });
+        Ok(Some(PlanUnderReview {
+            plan_id: plan_id.to_string(),
+            version,
+            file_changed: live.as_deref() != Some(frozen.as_str()),
+        }))
     }
 
     /// Every frozen revision of every plan of the session, oldest first.

@@ -36,7 +36,14 @@ describe("session reducer", () => {
     expect(t.running).toBe(false);
     expect(t.items.map((i) => i.kind)).toEqual(["user", "assistant", "assistant"]);
     const first = t.items[1];
-    expect(first.kind === "assistant" && first.tools[0]).toMatchObject({ name: "read_file", status: "ok", output: "fn main() {}" });
+    expect(first.kind === "assistant" && first.tools[0]).toMatchObject({ name: "read_file", status: "ok", output: "fn main() {}", verifier: false });
+    // The goal's reviewer works after the turn, under its id: its calls are marked as its own.
+    const v = [
+      ev("tool.call", { turn_id: 1, call_id: "tv_1_0_0", name: "bash", arguments: { command: "cargo test" }, actor: "verifier" }),
+      ev("tool.result", { turn_id: 1, call_id: "tv_1_0_0", name: "bash", status: "ok", content: "ok", actor: "verifier" }),
+    ].reduce(applyEvent, t);
+    const last = v.items[v.items.length - 1];
+    expect(last.kind === "assistant" && last.tools.map((x) => [x.name, x.verifier])).toEqual([["bash", true]]);
   });
 
   it("shows goal continuations as chips and tracks the goal snapshot", () => {

@@ -8,6 +8,8 @@ export type ToolItem = {
   args: Json;
   status: "running" | "ok" | "denied" | "error";
   output: string;
+  /** The goal's reviewer made this call, not the agent. */
+  verifier: boolean;
 };
 
 export type Item =
@@ -130,7 +132,7 @@ export function applyEvent(s: SessionState, e: WireEvent): SessionState {
         ...s,
         items: withAssistant(s, e.turn_id, e.seq, (a) => ({
           ...a,
-          tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "" }],
+          tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "", verifier: e.actor === "verifier" }],
         })),
       };
     case "tool.result": {

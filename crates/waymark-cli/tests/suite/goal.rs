@@ -315,3 +315,22 @@ fn ctrl_c_pauses_the_goal_as_user_requested() {
         ("paused".into(), "user_requested".into())
     );
 }
+
+#[test]
+fn the_reviewers_calls_are_marked_as_its_own() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "subagent"}}"#);
+    let model = env.script("s.json", json!({"responses": [
+        {"text": "working", "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+        claim("done")
+    ], "verifier": [
+        {"text": "checking", "tool_calls": [{"name": "glob", "arguments": {"pattern": "*.md"}}]},
+        {"text": "VERDICT: PASS"}
+    ]}));
+    let out = env.exec(&model, &["--permission", "auto", "/goal do it"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("✓ [reviewer] glob"), "{printed}");
+    assert!(printed.contains("✓ list_dir"), "{printed}");
+    assert!(!printed.contains("[reviewer] list_dir"), "{printed}");
+}

@@ -139,6 +139,34 @@ async fn pm_17_approve_inserts_the_implementation_at_the_head_and_leaves_plan_mo
     s.shutdown().await.unwrap();
 }
 
+/// While a review is pending, the runtime says whether the plan file still holds what was
+/// submitted: a file changed behind the reviewer's back is flagged (approving implements
+/// the submitted revision, not the file).
+#[tokio::test]
+async fn pm_16_a_plan_file_changed_after_submission_is_flagged_during_review() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [write_and_exit(GOOD_PLAN)]}),
+        PermissionMode::AutoEdit,
+    );
+    assert_eq!(h.runtime.plan_under_review(s.id()).unwrap(), None);
+    run(&s, plan_entry("plan")).await;
+    let review = h.runtime.plan_under_review(s.id()).unwrap().unwrap();
+    assert_eq!((review.version, review.file_changed), (1, false));
+    std::fs::write(plan_file(&h, &s), "## Summary\nSomething else entirely.\n").unwrap();
+    let review = h.runtime.plan_under_review(s.id()).unwrap().unwrap();
+    assert_eq!((review.version, review.file_changed), (1, true));
+    std::fs::remove_file(plan_file(&h, &s)).unwrap();
+    assert!(
+        h.runtime
+            .plan_under_review(s.id())
+            .unwrap()
+            .unwrap()
+            .file_changed
+    );
+    s.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn pm_17_defer_stays_in_plan_mode_and_changes_nothing() {
     let (h, s, ev) = outcome(Answer::Defer).await;
