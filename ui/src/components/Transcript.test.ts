@@ -33,7 +33,7 @@ describe("Transcript", () => {
         key: "a1",
         turnId: 1,
         text: "Reading it.",
-        tools: [{ callId: "c1", name: "read_file", args: { path: "big.log" }, status: "ok", output: "LINE-ONE\nLINE-TWO" }],
+        tools: [{ callId: "c1", name: "read_file", args: { path: "big.log" }, status: "ok", output: "LINE-ONE\nLINE-TWO", verifier: false }],
       },
     ];
     const { container } = render(Transcript, { state: session(items) });

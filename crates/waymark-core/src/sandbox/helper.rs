@@ -133,7 +133,7 @@ struct Args {
     program: Vec<OsString>,
 }
 
-fn parse(args: &[OsString]) -> Result<Args, String> {
+fn parse(args: &[OsString]) -> Result<Args, UsageError> {
     let mut a = Args {
         rw_dirs: Vec::new(),
         rw_files: Vec::new(),
@@ -151,17 +151,26 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
                 a.network = match it.next().and_then(|v| v.to_str()) {
                     Some("deny") => seccomp::Network::Deny,
                     Some("allow") => seccomp::Network::Allow,
-                    other => return Err(format!("--net takes deny or allow, not {other:?}")),
+                    other => {
+                        return Err(UsageError(format!(
+                            "--net takes deny or allow, not {other:?}"
+                        )));
+                    }
                 }
             }
             Some("--") => {
                 a.program = it.by_ref().cloned().collect();
             }
-            _ => return Err(format!("unexpected argument {arg:?}")),
+            _ => return Err(UsageError(format!("unexpected argument {arg:?}"))),
         }
     }
     Ok(a)
 }
+
+/// A wrong helper command line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UsageError(String);
 
 /// Entry point of the helper: `[--rw DIR]… [--rw-file FILE]… [--net deny|allow]
 /// (--probe PATH | -- PROGRAM ARGS…)`. Returns the exit code when it does not exec.

@@ -38,41 +38,52 @@ const TIOCLINUX: u64 = 0x541C;
 #[cfg(target_arch = "x86_64")]
 const X32_BIT: i64 = 0x4000_0000;
 
-fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+/// Why the filter could not be built or installed.
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    #[error("building the filter: {0}")]
+    Build(#[from] seccompiler::BackendError),
+    #[error("installing the filter: {0}")]
+    Install(#[from] seccompiler::Error),
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, FilterError> {
+    Ok(SeccompCondition::new(
+        arg,
+        SeccompCmpArgLen::Dword,
+        op,
+        value,
+    )?)
 }
 
 /// The compiled filter for this machine's architecture.
-pub fn program(network: Network) -> Result<BpfProgram, String> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     let socket_rules = match network {
         Network::Deny => Vec::new(),
-        Network::Allow => vec![
-            SeccompRule::new(vec![
-                cond(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
-                cond(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
-            ])
-            .map_err(|e| e.to_string())?,
-        ],
+        Network::Allow => vec![SeccompRule::new(vec![
+            cond(0, SeccompCmpOp::Ne, libc::AF_INET as u64)?,
+            cond(0, SeccompCmpOp::Ne, libc::AF_INET6 as u64)?,
+        ])?],
     };
     rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(
         libc::SYS_ioctl,
         vec![
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)?])
-                .map_err(|e| e.to_string())?,
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?])
-                .map_err(|e| e.to_string())?,
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)?])?,
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?])?,
         ],
     );
     // Limits, priorities and CPU placement of other processes (`prlimit --pid`, `renice`,
     // `taskset -p`): a limit set on the user's editor can kill it. Only the shell's own
     // (pid or `who` 0) may change.
-    let other = |arg: u8| -> Result<Vec<SeccompRule>, String> {
-        Ok(vec![
-            SeccompRule::new(vec![cond(arg, SeccompCmpOp::Ne, 0)?]).map_err(|e| e.to_string())?,
-        ])
+    let other = |arg: u8| -> Result<Vec<SeccompRule>, FilterError> {
+        Ok(vec![SeccompRule::new(vec![cond(
+            arg,
+            SeccompCmpOp::Ne,
+            0,
+        )?])?])
     };
     rules.insert(libc::SYS_prlimit64, other(0)?);
     rules.insert(libc::SYS_setpriority, other(1)?);
@@ -124,17 +135,14 @@ pub fn program(network: Network) -> Result<BpfProgram, String> {
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
-    )
-    .map_err(|e| e.to_string())?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())
+    )?;
+    Ok(filter.try_into()?)
 }
 
 /// Installs the filter on the calling thread (it is inherited by everything it starts).
-pub fn apply(network: Network) -> Result<(), String> {
+pub fn apply(network: Network) -> Result<(), FilterError> {
     let prog = program(network)?;
-    seccompiler::apply_filter(&prog).map_err(|e| e.to_string())
+    Ok(seccompiler::apply_filter(&prog)?)
 }
 
 #[cfg(test)]

@@ -98,40 +98,39 @@ pub(crate) fn before_after(
     tool: &str,
     target: &std::path::Path,
     args: &Value,
-) -> Result<(String, String), String> {
-    let err = |e: ToolError| e.to_string();
-    let read = || -> Result<(String, text::TextStyle), String> {
+) -> Result<(String, String), ToolError> {
+    let read = || -> Result<(String, text::TextStyle), ToolError> {
         if target.exists() {
-            text::read(target, &target.display().to_string()).map_err(err)
+            text::read(target, &target.display().to_string())
         } else {
             Ok((String::new(), text::TextStyle::NEW))
         }
     };
     match tool {
         "write" => {
-            let a: WriteArgs = parse_args(tool, args.clone()).map_err(err)?;
+            let a: WriteArgs = parse_args(tool, args.clone())?;
             let (before, _) = read()?;
             Ok((before, a.content))
         }
         "append" => {
-            let a: WriteArgs = parse_args(tool, args.clone()).map_err(err)?;
+            let a: WriteArgs = parse_args(tool, args.clone())?;
             let (before, style) = read()?;
             let after = format!("{before}{}", text::normalize(&a.content, &style));
             Ok((before, after))
         }
         "edit" => {
-            let a: EditArgs = parse_args(tool, args.clone()).map_err(err)?;
+            let a: EditArgs = parse_args(tool, args.clone())?;
             let (before, style) = read()?;
             let spec = EditSpec {
                 old_string: text::normalize(&a.old_string, &style),
                 new_string: text::normalize(&a.new_string, &style),
                 replace_all: a.replace_all,
             };
-            let (after, _) = apply_edit(&before, &spec, &a.path).map_err(err)?;
+            let (after, _) = apply_edit(&before, &spec, &a.path)?;
             Ok((before, after))
         }
         "multiedit" => {
-            let a: MultiEditArgs = parse_args(tool, args.clone()).map_err(err)?;
+            let a: MultiEditArgs = parse_args(tool, args.clone())?;
             let (before, style) = read()?;
             let mut after = before.clone();
             for e in &a.edits {
@@ -140,11 +139,11 @@ pub(crate) fn before_after(
                     new_string: text::normalize(&e.new_string, &style),
                     replace_all: e.replace_all,
                 };
-                after = apply_edit(&after, &e, &a.path).map_err(err)?.0;
+                after = apply_edit(&after, &e, &a.path)?.0;
             }
             Ok((before, after))
         }
-        other => Err(format!("`{other}` has no preview")),
+        other => Err(ToolError::Model(format!("`{other}` has no preview"))),
     }
 }
 
