@@ -748,43 +748,42 @@ fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result
 /// A turn whose task panicked: closed as an error, and an active goal it worked for is
 /// blocked (`turn_error`), so nothing re-runs the failing work by itself.
 fn close_panicked_turn(core: &SessionCore, error: &waymark_protocol::ErrorInfo) -> Result<()> {
-    let sid = core.id.clone();
-    core.write(|tx| {
-        let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
-            return Ok(());
-        };
-        turn::close_turn(
-            tx,
-            &sid,
-            t.id,
-            TurnEndReason::Error,
-            Some(error),
-            "not run: the turn stopped on an internal error",
-            false,
-        )?;
-        crate::goal::runner::stop_after_turn_error(tx, &sid)
-    })?;
-    crate::goal::runner::push_snapshot(core);
-    Ok(())
+    close_open_turn(
+        core,
+        TurnEndReason::Error,
+        Some(error),
+        "not run: the turn stopped on an internal error",
+        crate::goal::runner::stop_after_turn_error,
+    )
 }
 
 /// A running turn that did not end within [`STOP_BACKSTOP`] of Stop: closed as aborted.
 fn close_stopped_turn(core: &SessionCore) -> Result<()> {
+    close_open_turn(
+        core,
+        TurnEndReason::Aborted,
+        None,
+        "not run: the user stopped the turn",
+        crate::goal::runner::stop_for_user,
+    )
+}
+
+/// Closes the session's open turn from outside it (its task is gone), with `note` for its
+/// calls that never ran, and applies `to_goal` to an active goal.
+fn close_open_turn(
+    core: &SessionCore,
+    reason: TurnEndReason,
+    error: Option<&waymark_protocol::ErrorInfo>,
+    note: &str,
+    to_goal: fn(&mut Tx<'_>, &str) -> Result<()>,
+) -> Result<()> {
     let sid = core.id.clone();
     core.write(|tx| {
         let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
             return Ok(());
         };
-        turn::close_turn(
-            tx,
-            &sid,
-            t.id,
-            TurnEndReason::Aborted,
-            None,
-            "not run: the user stopped the turn",
-            false,
-        )?;
-        crate::goal::runner::stop_for_user(tx, &sid)
+        turn::close_turn(tx, &sid, t.id, reason, error, note, false)?;
+        to_goal(tx, &sid)
     })?;
     crate::goal::runner::push_snapshot(core);
     Ok(())

@@ -459,78 +459,66 @@ pub(crate) fn ensure_continuation(core: &SessionCore) -> Result<bool> {
     })
 }
 
-/// The app closed (or crashed) while a goal was active: it stays paused until resumed (G-24).
-pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+/// Moves an active goal to `reason` outside settlement (no effect on a goal that is not
+/// active).
+fn end_active(
+    tx: &mut Tx<'_>,
+    session_id: &str,
+    reason: GoalReason,
+    actor: GoalActor,
+    kind: &str,
+) -> Result<()> {
     if let Some(mut g) = current_goal(tx.conn(), session_id)?
         && g.status == GoalStatus::Active
     {
-        transition(
-            tx,
-            &mut g,
-            GoalReason::AppClosed,
-            GoalActor::System,
-            "lifecycle",
-        )?;
+        transition(tx, &mut g, reason, actor, kind)?;
     }
     Ok(())
+}
+
+/// The app closed (or crashed) while a goal was active: it stays paused until resumed (G-24).
+pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    end_active(
+        tx,
+        session_id,
+        GoalReason::AppClosed,
+        GoalActor::System,
+        "lifecycle",
+    )
 }
 
 /// The user stopped a turn that had to be dropped (it did not wind down): an active goal
 /// is paused as settlement would have paused it (`user_requested`).
 pub(crate) fn stop_for_user(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
-    if let Some(mut g) = current_goal(tx.conn(), session_id)?
-        && g.status == GoalStatus::Active
-    {
-        transition(
-            tx,
-            &mut g,
-            GoalReason::UserRequested,
-            GoalActor::User,
-            "completion",
-        )?;
-    }
-    Ok(())
+    end_active(
+        tx,
+        session_id,
+        GoalReason::UserRequested,
+        GoalActor::User,
+        "completion",
+    )
 }
 
 /// A turn failed outside settlement (its task panicked): an active goal stops as
 /// `turn_error` so it does not continue into the same failure.
 pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
-    if let Some(mut g) = current_goal(tx.conn(), session_id)?
-        && g.status == GoalStatus::Active
-    {
-        transition(
-            tx,
-            &mut g,
-            GoalReason::TurnError,
-            GoalActor::Runtime,
-            "completion",
-        )?;
-    }
-    Ok(())
+    end_active(
+        tx,
+        session_id,
+        GoalReason::TurnError,
+        GoalActor::Runtime,
+        "completion",
+    )
 }
 
 /// Under a goal with a time budget: the time left, counting the running turn's time so
 /// far (a finished turn's time is in the goal already).
 pub(crate) fn time_left(core: &SessionCore, turn_id: i64) -> Result<Option<Duration>> {
-    if turn_goal_of(core, turn_id)?.goal_id.is_none() {
-        return Ok(None);
-    }
-    core.read(|c| {
-        let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
-        else {
-            return Ok(None);
-        };
-        let Some(budget) = g.time_budget_ms else {
-            return Ok(None);
-        };
-        let running = if t.status == store::TurnStatus::Finished {
-            0
-        } else {
-            core.clock.now_ms().saturating_sub(t.started_at).max(0) as u64
-        };
-        let used = g.active_ms.saturating_add(running);
-        Ok(Some(Duration::from_millis(budget.saturating_sub(used))))
-    })
+    Ok(goal_of_turn(core, turn_id)?.and_then(|(g, t)| {
+        let budget = g.time_budget_ms?;
+        let used = g.active_ms.saturating_add(t.elapsed_ms);
+        Some(Duration::from_millis(budget.saturating_sub(used)))
+    }))
 }
 
 /// Usage of the turn so far, for the budget guard.
@@ -538,6 +526,21 @@ pub(crate) fn turn_report(
     core: &SessionCore,
     turn_id: i64,
 ) -> Result<Option<(GoalRow, waymark_protocol::BudgetReport)>> {
+    Ok(goal_of_turn(core, turn_id)?.map(|(g, t)| {
+        let r = report(&g, t.tokens, 0, t.elapsed_ms);
+        (g, r)
+    }))
+}
+
+/// What a running turn has spent and not yet added to its goal.
+struct Unsettled {
+    tokens: u64,
+    elapsed_ms: u64,
+}
+
+/// The goal a turn works for and what the turn has spent so far (nothing once it has
+/// finished: its usage is in the goal then; the verifier runs after it).
+fn goal_of_turn(core: &SessionCore, turn_id: i64) -> Result<Option<(GoalRow, Unsettled)>> {
     if turn_goal_of(core, turn_id)?.goal_id.is_none() {
         return Ok(None);
     }
@@ -546,13 +549,17 @@ pub(crate) fn turn_report(
         else {
             return Ok(None);
         };
-        // A finished turn's usage is in the goal already (the verifier checks after it).
-        let r = if t.status == store::TurnStatus::Finished {
-            report(&g, 0, 0, 0)
+        let spent = if t.status == store::TurnStatus::Finished {
+            Unsettled {
+                tokens: 0,
+                elapsed_ms: 0,
+            }
         } else {
-            let elapsed = (core.clock.now_ms() - t.started_at).max(0) as u64;
-            report(&g, t.usage.total(), 0, elapsed)
+            Unsettled {
+                tokens: t.usage.total(),
+                elapsed_ms: core.clock.now_ms().saturating_sub(t.started_at).max(0) as u64,
+            }
         };
-        Ok(Some((g, r)))
+        Ok(Some((g, spent)))
     })
 }
