@@ -1,7 +1,9 @@
 //! One open session: a tokio actor that owns it while this process holds its lease. Ops come
 //! in through [`SessionHandle::submit`]; events go out on a broadcast channel after the
 //! transaction that wrote them commits. Admission, answers, Stop and the run loop live here;
-//! the turn itself is in `turn.rs`.
+//! the turn itself is in `turn/`, answering questionnaires in `session/answer.rs`.
+
+mod answer;
 
 use crate::clock::{Clock, IdSource};
 use crate::commands::{self, CommandRegistry};
@@ -12,6 +14,7 @@ use crate::provider::ModelProvider;
 use crate::store::{self, Store, TurnStatus, Tx};
 use crate::tools::ToolRegistry;
 use crate::turn::{self, TurnExit, TurnStart};
+use answer::answer_questionnaire;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -660,89 +663,6 @@ pub(crate) fn admit(
             created,
         })
     })
-}
-
-/// Which answers each questionnaire kind accepts.
-fn allowed_answers(kind: QuestionnaireKind) -> &'static [&'static str] {
-    match kind {
-        QuestionnaireKind::Permission => {
-            &["allow_once", "allow_for_session", "allow_prefix", "deny"]
-        }
-        QuestionnaireKind::PlanEntry | QuestionnaireKind::GoalApproval => &["approve", "reject"],
-        QuestionnaireKind::PlanApproval => &["approve", "defer", "revise", "reject", "withdraw"],
-    }
-}
-
-/// The answers a permission question offers (what its grants allow).
-fn offered_answers(payload: &serde_json::Value) -> Vec<&'static str> {
-    let offered = |k: &str| {
-        payload
-            .pointer(&format!("/grants/{k}"))
-            .is_some_and(|v| !v.is_null())
-    };
-    let mut a = vec!["allow_once"];
-    if offered("session") {
-        a.push("allow_for_session");
-    }
-    if offered("prefix") {
-        a.push("allow_prefix");
-    }
-    a.push("deny");
-    a
-}
-
-fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result<()> {
-    let sid = core.id.as_str();
-    core.write(|tx| {
-        let q = store::questionnaires::get(tx.conn(), id)?
-            .filter(|q| q.session_id == sid)
-            .ok_or_else(|| Error::QuestionnaireNotFound(id.to_string()))?;
-        let allowed = allowed_answers(q.kind);
-        if !allowed.contains(&answer.name()) {
-            return Err(Error::InvalidAnswer {
-                answer: answer.name().to_string(),
-                kind: q.kind.as_str().to_string(),
-                allowed: allowed.join(", "),
-            });
-        }
-        if q.kind == QuestionnaireKind::Permission
-            && matches!(answer, Answer::AllowForSession | Answer::AllowPrefix)
-        {
-            // Only what the question offered can be granted: no session grant for `.git/`,
-            // no prefix grant for a launcher or a chained command.
-            let Some(grant) = crate::permission::grant_for(answer, &q.payload) else {
-                return Err(Error::InvalidAnswer {
-                    answer: answer.name().to_string(),
-                    kind: q.kind.as_str().to_string(),
-                    allowed: offered_answers(&q.payload).join(", "),
-                });
-            };
-            // A grant asked for in plan mode ends with plan mode: answered after plan mode
-            // ended, it covers this one call only.
-            let asked_in_plan_mode = q
-                .payload
-                .get("plan_mode")
-                .and_then(serde_json::Value::as_bool)
-                == Some(true);
-            let planning = crate::plan::in_plan_mode(tx, sid)?;
-            if planning || !asked_in_plan_mode {
-                tx.add_grant(sid, &grant, planning)?;
-            }
-        }
-        tx.answer_questionnaire(id, answer)?;
-        tx.emit(
-            sid,
-            EventKind::QuestionnaireAnswered {
-                id: id.to_string(),
-                kind: q.kind,
-                answer: answer.clone(),
-            },
-        )?;
-        crate::plan::on_answer(tx, core, &q, answer)?;
-        crate::goal::on_answer(tx, core, &q, answer)
-    })?;
-    crate::goal::runner::push_snapshot(core);
-    Ok(())
 }
 
 /// A turn whose task panicked: closed as an error, and an active goal it worked for is
