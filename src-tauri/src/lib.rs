@@ -219,6 +219,11 @@ fn run() -> anyhow::Result<()> {
     let runtime = waymark_core::Runtime::open(runtime_options(config)).map_err(|e| {
         anyhow::anyhow!("cannot open the data folder {}: {e}", data_dir().display())
     })?;
+    // The log (level from WAYMARK_LOG); a bad level is reported with the settings error.
+    let settings_error = match waymark_core::logging::init(&data_dir(), None) {
+        Ok(()) => settings_error,
+        Err(e) => Some(settings_error.map_or(e.to_string(), |s| format!("{s}; {e}"))),
+    };
     let host = Host::new(runtime, settings_path, settings_error);
 
     let app = tauri::Builder::default()

@@ -31,6 +31,10 @@ struct Cli {
     /// Settings file (default: the platform config dir; env WAYMARK_CONFIG).
     #[arg(long, global = true, env = "WAYMARK_CONFIG")]
     config: Option<PathBuf>,
+    /// Log level for `logs/waymark.log` in the data dir: error, warn, info (default), debug,
+    /// trace, off, or a filter such as `waymark_core=debug` (env WAYMARK_LOG).
+    #[arg(long, global = true)]
+    log_level: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -235,11 +239,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         });
     }
     let data_dir = cli.data_dir.unwrap_or_else(paths::default_data_dir);
-    let mut opts = RuntimeOptions::new(data_dir, config);
+    let mut opts = RuntimeOptions::new(data_dir.clone(), config);
     if let Ok(exe) = std::env::current_exe() {
         opts.sandbox_helper = Some(vec![exe.into_os_string(), sandbox::HELPER_ARG.into()]);
     }
     let runtime = Runtime::open(opts)?;
+    // After the open, which creates the data dir private.
+    waymark_core::logging::init(&data_dir, cli.log_level.as_deref())?;
     match cli.command {
         Command::Exec {
             workspace,

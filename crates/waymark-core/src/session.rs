@@ -173,6 +173,9 @@ impl SessionCore {
 
     /// Streams an event that is not written to the log (secrets redacted, as in the log).
     pub fn transient(&self, kind: EventKind) {
+        if let EventKind::SessionError { error } = &kind {
+            tracing::warn!(code = %error.code, "{}", error.message);
+        }
         let kind = match crate::store::redact_event(&self.store.redactor(), kind) {
             Ok((_, k)) => k,
             Err(_) => return,
@@ -303,7 +306,8 @@ pub(crate) fn spawn(
         announced: Announced::Nothing,
         auto_run: !hold,
     };
-    let task = tokio::spawn(actor.run(ops_rx));
+    let span = tracing::info_span!("session", id = %id);
+    let task = tokio::spawn(tracing::Instrument::instrument(actor.run(ops_rx), span));
     SessionHandle {
         id,
         ops: ops_tx,
@@ -504,7 +508,12 @@ impl Actor {
                 let cancel = CancellationToken::new();
                 let core = self.core.clone();
                 let c = cancel.clone();
-                let task = tokio::spawn(async move { turn::run(core, start, c).await });
+                // A child of the session's span; the turn fills in its id.
+                let span = tracing::info_span!("turn", turn_id = tracing::field::Empty);
+                let task = tokio::spawn(tracing::Instrument::instrument(
+                    async move { turn::run(core, start, c).await },
+                    span,
+                ));
                 self.running = Some(Running { task, cancel });
             }
             Ok(None) => {}

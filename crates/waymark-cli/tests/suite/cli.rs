@@ -219,3 +219,57 @@ fn broken_model_responses_end_the_turn_clearly() {
         text(&out)
     );
 }
+
+#[test]
+fn the_log_has_spans_for_sessions_turns_model_and_tool_calls_with_durations() {
+    let env = Env::new();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            {"text": "looking", "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+            {"error": "bad_response"}
+        ]}),
+    );
+    let out = env.exec(
+        &model,
+        &["--permission", "auto", "--log-level", "info", "look"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let log = std::fs::read_to_string(env.data.join("logs/waymark.log")).unwrap();
+    for needle in [
+        "session{id=",
+        "turn{turn_id=1}",
+        "model_call{step=0}",
+        "tool{name=list_dir call_id=tc_1_0_0}",
+        "turn ended",
+        "model call failed",
+    ] {
+        assert!(log.contains(needle), "{needle} missing from:\n{log}");
+    }
+    // Each span's duration when it closed: two model calls, the tool, the turn, the session.
+    assert!(log.matches("close time.busy=").count() >= 5, "{log}");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(env.data.join("logs/waymark.log"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // `off` writes nothing; a bad level is named.
+    let quiet = Env::new();
+    let out = quiet.exec(
+        &model,
+        &["--permission", "auto", "--log-level", "off", "look"],
+    );
+    assert!(
+        !quiet.data.join("logs/waymark.log").exists(),
+        "{}",
+        text(&out)
+    );
+    let out = quiet.run(&["--log-level", "loud=[", "sessions"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("invalid log level `loud=[`"),
+        "{}",
+        text(&out)
+    );
+}

@@ -36,7 +36,8 @@ impl Env {
             .arg("--config")
             .arg(self.dir.path().join("settings.json"))
             .env_remove("WAYMARK_DATA_DIR")
-            .env_remove("WAYMARK_CONFIG");
+            .env_remove("WAYMARK_CONFIG")
+            .env_remove("WAYMARK_LOG");
         if !self.dir.path().join("settings.json").exists() {
             std::fs::write(self.dir.path().join("settings.json"), "{}").unwrap();
         }

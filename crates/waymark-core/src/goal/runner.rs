@@ -303,8 +303,11 @@ pub(crate) async fn settle(
                 .as_ref()
                 .map(|x| x.message.clone())
                 .unwrap_or_default();
-            let checked =
-                super::verifier::verify(core, turn_id, &p.goal, &claim, mode, cancel).await?;
+            let checked = tracing::Instrument::instrument(
+                super::verifier::verify(core, turn_id, &p.goal, &claim, mode, cancel),
+                tracing::info_span!("verifier", goal = %p.goal.id),
+            )
+            .await?;
             // The verifier's usage is in the store now: settle on the goal as it stands.
             if let Some(g) = core
                 .read(|c| current_goal(c, &core.id))?

@@ -142,7 +142,10 @@ pub(crate) async fn verify(
         };
         let sink = |_: StreamEvent| {};
         let reply = tokio::select! {
-            r = core.provider.call(&request, &sink) => r,
+            r = tracing::Instrument::instrument(
+                core.provider.call(&request, &sink),
+                tracing::info_span!("model_call", step, purpose = "verifier"),
+            ) => r,
             _ = cancel.cancelled() => {
                 account(0, &mut clock)?;
                 return Ok(Checked::Stopped);

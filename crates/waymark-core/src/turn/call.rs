@@ -122,7 +122,9 @@ pub(crate) async fn execute(
     ctx: &ToolContext,
     call: &ToolCallRecord,
 ) -> Executed {
-    let Some(result) = run_tool(tool, ctx, call.arguments.clone()).await else {
+    let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
+    let run = run_tool(tool, ctx, call.arguments.clone());
+    let Some(result) = tracing::Instrument::instrument(run, span).await else {
         return Executed::Abandoned;
     };
     let limit = core.config().turn.tool_output_limit as usize;

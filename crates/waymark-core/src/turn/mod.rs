@@ -89,6 +89,7 @@ pub(crate) async fn run(
             (t.id, source)
         }
     };
+    tracing::Span::current().record("turn_id", turn_id);
     let result = drive(&core, turn_id, source, &cancel).await;
     match result {
         Ok(TurnExit::Finished(reason)) => {
@@ -263,7 +264,10 @@ async fn drive(
             }),
         };
         let reply = tokio::select! {
-            r = core.provider.call(&request, &sink) => r,
+            r = tracing::Instrument::instrument(
+                core.provider.call(&request, &sink),
+                tracing::info_span!("model_call", step = steps),
+            ) => r,
             _ = cancel.cancelled() => {
                 let partial = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
                 if !partial.is_empty() {
@@ -285,7 +289,10 @@ async fn drive(
         }
         let mut reply = match reply {
             Ok(r) => r,
-            Err(e) => return finish(core, turn_id, TurnEndReason::Error, Some(e.info())),
+            Err(e) => {
+                tracing::warn!(kind = ?e.kind, "model call failed: {e}");
+                return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
+            }
         };
         identify_calls(core, CallActor::Main, turn_id, steps, &mut reply.tool_calls)?;
         record_reply(core, turn_id, &reply)?;
@@ -541,6 +548,10 @@ pub(crate) fn finish(
         | TurnEndReason::Error => "not run: the turn ended",
     };
     core.write(|tx| close_turn(tx, sid, turn_id, reason, error.as_ref(), why, false))?;
+    match &error {
+        Some(e) => tracing::warn!(?reason, code = %e.code, "turn ended: {}", e.message),
+        None => tracing::info!(?reason, "turn ended"),
+    }
     Ok(TurnExit::Finished(reason))
 }
 
