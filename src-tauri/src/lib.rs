@@ -220,7 +220,9 @@ fn run() -> anyhow::Result<()> {
         anyhow::anyhow!("cannot open the data folder {}: {e}", data_dir().display())
     })?;
     // The log (level from WAYMARK_LOG); a bad level is reported with the settings error.
-    let settings_error = match waymark_core::logging::init(&data_dir(), None) {
+    let store = runtime.store().clone();
+    let secrets: waymark_core::logging::Secrets = Arc::new(move || store.redactor());
+    let settings_error = match waymark_core::logging::init(&data_dir(), None, secrets) {
         Ok(()) => settings_error,
         Err(e) => Some(settings_error.map_or(e.to_string(), |s| format!("{s}; {e}"))),
     };

@@ -31,8 +31,9 @@ struct Cli {
     /// Settings file (default: the platform config dir; env WAYMARK_CONFIG).
     #[arg(long, global = true, env = "WAYMARK_CONFIG")]
     config: Option<PathBuf>,
-    /// Log level for `logs/waymark.log` in the data dir: error, warn, info (default), debug,
-    /// trace, off, or a filter such as `waymark_core=debug` (env WAYMARK_LOG).
+    /// Log level for `logs/waymark.log` in the data dir: error, warn (default), info (adds
+    /// spans and durations), debug, trace, off, or a filter such as `waymark_core=debug` (env
+    /// WAYMARK_LOG).
     #[arg(long, global = true)]
     log_level: Option<String>,
     #[command(subcommand)]
@@ -245,7 +246,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let runtime = Runtime::open(opts)?;
     // After the open, which creates the data dir private.
-    waymark_core::logging::init(&data_dir, cli.log_level.as_deref())?;
+    let store = runtime.store().clone();
+    waymark_core::logging::init(
+        &data_dir,
+        cli.log_level.as_deref(),
+        std::sync::Arc::new(move || store.redactor()),
+    )?;
     match cli.command {
         Command::Exec {
             workspace,

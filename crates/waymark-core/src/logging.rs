@@ -37,9 +37,13 @@ pub fn log_file(data_dir: &Path) -> PathBuf {
     data_dir.join("logs").join("waymark.log")
 }
 
-/// Installs the process-wide logger writing to the data dir's log file. `level` (the
-/// `--log-level` option) wins over `WAYMARK_LOG`. With `off`, nothing is written.
-pub fn init(data_dir: &Path, level: Option<&str>) -> Result<(), LogError> {
+/// The secrets to keep out of the log, as they are known at the time of each record.
+pub type Secrets = Arc<dyn Fn() -> Arc<crate::secrets::Redactor> + Send + Sync>;
+
+/// Installs the process-wide logger writing to the data dir's log file, every record with
+/// the known secrets replaced. `level` (the `--log-level` option) wins over `WAYMARK_LOG`.
+/// With `off`, nothing is written.
+pub fn init(data_dir: &Path, level: Option<&str>, secrets: Secrets) -> Result<(), LogError> {
     let env = std::env::var(LEVEL_ENV).ok();
     let level = level
         .map(str::to_string)
@@ -54,7 +58,7 @@ pub fn init(data_dir: &Path, level: Option<&str>) -> Result<(), LogError> {
     if level.trim() == "off" {
         return Ok(());
     }
-    let writer = RotatingFile::open(&log_file(data_dir))?;
+    let writer = RotatingFile::open(&log_file(data_dir), secrets)?;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
@@ -69,6 +73,7 @@ pub fn init(data_dir: &Path, level: Option<&str>) -> Result<(), LogError> {
 #[derive(Clone)]
 pub struct RotatingFile {
     inner: Arc<Mutex<Rotating>>,
+    secrets: Secrets,
 }
 
 struct Rotating {
@@ -78,7 +83,7 @@ struct Rotating {
 }
 
 impl RotatingFile {
-    pub fn open(path: &Path) -> Result<RotatingFile, LogError> {
+    pub fn open(path: &Path, secrets: Secrets) -> Result<RotatingFile, LogError> {
         let file_err = |source| LogError::File {
             path: path.to_path_buf(),
             source,
@@ -94,6 +99,7 @@ impl RotatingFile {
                 file,
                 len,
             })),
+            secrets,
         })
     }
 }
@@ -125,22 +131,29 @@ impl Rotating {
     }
 }
 
-/// One log record's writer: holds the file while the record is written.
-pub struct RecordWriter<'a>(std::sync::MutexGuard<'a, Rotating>);
+/// One log record's writer: holds the file while the record is written, and writes it with
+/// the known secrets replaced (a provider error may echo a key).
+pub struct RecordWriter<'a> {
+    file: std::sync::MutexGuard<'a, Rotating>,
+    secrets: Arc<crate::secrets::Redactor>,
+}
 
 impl Write for RecordWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let r = &mut *self.0;
-        if r.len > 0 && r.len + buf.len() as u64 > ROTATE_AT {
+        let text = String::from_utf8_lossy(buf);
+        let clean = self.secrets.redact(&text);
+        let r = &mut *self.file;
+        if r.len > 0 && r.len + clean.len() as u64 > ROTATE_AT {
             r.rotate()?;
         }
-        let n = r.file.write(buf)?;
-        r.len += n as u64;
-        Ok(n)
+        r.file.write_all(clean.as_bytes())?;
+        r.len += clean.len() as u64;
+        // The whole record was taken (in its redacted form).
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.file.flush()
+        self.file.file.flush()
     }
 }
 
@@ -148,7 +161,10 @@ impl<'a> MakeWriter<'a> for RotatingFile {
     type Writer = RecordWriter<'a>;
 
     fn make_writer(&'a self) -> Self::Writer {
-        RecordWriter(self.inner.lock().unwrap_or_else(|p| p.into_inner()))
+        RecordWriter {
+            file: self.inner.lock().unwrap_or_else(|p| p.into_inner()),
+            secrets: (self.secrets)(),
+        }
     }
 }
 
@@ -156,11 +172,32 @@ impl<'a> MakeWriter<'a> for RotatingFile {
 mod tests {
     use super::*;
 
+    fn no_secrets() -> Secrets {
+        Arc::new(|| Arc::new(crate::secrets::Redactor::default()))
+    }
+
+    /// A record quoting a known key (a provider error echoing it) is written redacted.
+    #[test]
+    fn records_are_written_with_secrets_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("waymark.log");
+        let mut r = crate::secrets::Redactor::default();
+        r.add("OPENAI_API_KEY", "sk-live-0123456789abcdef");
+        let r = Arc::new(r);
+        let w = RotatingFile::open(&path, Arc::new(move || r.clone())).unwrap();
+        w.make_writer()
+            .write_all(b"WARN model call failed: invalid key sk-live-0123456789abcdef\n")
+            .unwrap();
+        let log = std::fs::read_to_string(&path).unwrap();
+        assert!(!log.contains("sk-live-0123456789abcdef"), "{log}");
+        assert!(log.contains("[REDACTED:OPENAI_API_KEY]"), "{log}");
+    }
+
     #[test]
     fn the_file_rotates_and_keeps_three_old_ones() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("logs/waymark.log");
-        let w = RotatingFile::open(&path).unwrap();
+        let w = RotatingFile::open(&path, no_secrets()).unwrap();
         let line = vec![b'x'; 1024 * 1024];
         for _ in 0..(8 * 5) {
             let mut r = w.make_writer();
@@ -187,7 +224,9 @@ mod tests {
     #[test]
     fn a_bad_level_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        let e = init(dir.path(), Some("loud=[")).unwrap_err().to_string();
+        let e = init(dir.path(), Some("loud=["), no_secrets())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("invalid log level `loud=[`"), "{e}");
     }
 }

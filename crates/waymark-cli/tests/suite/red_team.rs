@@ -225,3 +225,35 @@ fn the_cli_prompt_shows_escapes_instead_of_running_them() {
         "no prefix grant for a piped command: {stdout}"
     );
 }
+
+/// Item 5 for the log file: a provider error that echoes the key is logged (at the default
+/// level) with the key replaced, like everything else the CLI shows or stores.
+#[test]
+fn a_key_echoed_by_the_provider_stays_out_of_the_log() {
+    let env = Env::new();
+    let key = "sk-echoed-0123456789abcdef";
+    let base = http_stub(
+        401,
+        r#"{"error":{"message":"invalid key sk-echoed-0123456789abcdef"}}"#,
+    );
+    let out = env
+        .cmd()
+        .env("OPENAI_API_KEY", key)
+        .env("OPENAI_BASE_URL", &base)
+        .args([
+            "exec",
+            "--workspace",
+            env.ws.to_str().unwrap(),
+            "--model",
+            "openai:m",
+            "hello",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!text(&out).contains(key), "{}", text(&out));
+    let log = std::fs::read_to_string(env.data.join("logs/waymark.log")).unwrap();
+    assert!(log.contains("model call failed"), "{log}");
+    assert!(!log.contains(key), "{log}");
+    assert!(log.contains("[REDACTED:OPENAI_API_KEY]"), "{log}");
+}
