@@ -124,6 +124,11 @@ impl SessionCore {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
         }
+        // The tools offered depend on the settings (beta flags): list them again.
+        self.tool_specs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// One transaction, fenced by the lease (a process that lost it writes nothing); its

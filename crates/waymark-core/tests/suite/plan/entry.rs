@@ -354,3 +354,41 @@ async fn pm_11_pm_12_reminder_text_and_cadence() {
     insta::assert_snapshot!("plan_full_reminder", redacted);
     s.shutdown().await.unwrap();
 }
+
+/// A beta flag changed in Settings changes the tools an open session offers at its next
+/// model call (the tool list is not kept from before the change).
+#[tokio::test]
+async fn settings_changed_on_an_open_session_change_the_tools_offered() {
+    let (h, rec) = Harness::recording(
+        Config::default(),
+        json!({"responses": [{"text": "one"}, {"text": "two"}]}),
+    );
+    let s = h.recorded_session(PermissionMode::AutoEdit);
+    run(&s, user("first")).await;
+    let mut off = Config::default();
+    off.beta.thread_goal = false;
+    s.submit(Op::Configure {
+        config: Box::new(off),
+    })
+    .await
+    .unwrap();
+    run(&s, user("second")).await;
+    let names = |i: usize| -> Vec<String> {
+        rec.requests.lock().unwrap()[i]
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    assert!(
+        names(0).contains(&"create_goal".to_string()),
+        "{:?}",
+        names(0)
+    );
+    assert!(
+        !names(1).contains(&"create_goal".to_string()),
+        "{:?}",
+        names(1)
+    );
+    s.shutdown().await.unwrap();
+}
