@@ -20,6 +20,13 @@ use tokio::sync::broadcast;
 use waymark_protocol::config::Config;
 use waymark_protocol::{Event, EventKind, SessionSnapshot, SessionSummary, TurnEndReason};
 
+/// What opening a session changes in its stored row (applied once the lease is held).
+#[derive(Default)]
+struct Changes {
+    model: Option<String>,
+    permission_mode: Option<waymark_protocol::PermissionMode>,
+}
+
 /// A plan waiting for the user's review (see [`Runtime::plan_under_review`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanUnderReview {
@@ -203,7 +210,7 @@ impl Runtime {
         self.store.write(self.opts.clock.now_ms(), |tx| {
             tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)
         })?;
-        self.attach(&id, resolved, false, spec.hold)
+        self.attach(&id, resolved, false, spec.hold, Changes::default())
     }
 
     /// Reopens a stored session (taking its lease).
@@ -230,20 +237,14 @@ impl Runtime {
                 }
                 Err(e) => return Err(e),
             };
-        let new_model = spec.model.is_some() && row.model.as_deref() != Some(resolved.0.as_str());
-        let new_mode = spec.permission_mode.filter(|m| *m != row.permission_mode);
-        if new_model || new_mode.is_some() {
-            self.store.write(self.opts.clock.now_ms(), |tx| {
-                if new_model {
-                    tx.set_model(id, &resolved.0)?;
-                }
-                if let Some(m) = new_mode {
-                    tx.set_permission_mode(id, m)?;
-                }
-                Ok(())
-            })?;
-        }
-        self.attach(id, resolved, true, spec.hold)
+        let changes = Changes {
+            model: (spec.model.is_some() && row.model.as_deref() != Some(resolved.0.as_str()))
+                .then(|| resolved.0.clone()),
+            permission_mode: spec.permission_mode.filter(|m| *m != row.permission_mode),
+        };
+        // Applied with the lease taken, in the same transaction: a session another process
+        // drives is not changed behind its back.
+        self.attach(id, resolved, true, spec.hold, changes)
     }
 
     fn model_spec(&self, requested: Option<&str>, stored: Option<&str>) -> Result<String> {
@@ -318,6 +319,7 @@ impl Runtime {
         (model, provider): (String, Arc<dyn ModelProvider>),
         resumed: bool,
         hold: bool,
+        changes: Changes,
     ) -> Result<SessionHandle> {
         // A key stored since (in the app's keyring) is redacted from this session on.
         self.refresh_secrets();
@@ -330,6 +332,12 @@ impl Runtime {
             let crashed = tx
                 .acquire_lease(id, &owner, pid, stale, &pid_alive)?
                 .is_some();
+            if let Some(m) = &changes.model {
+                tx.set_model(id, m)?;
+            }
+            if let Some(m) = changes.permission_mode {
+                tx.set_permission_mode(id, m)?;
+            }
             recover(tx, id, crashed)?;
             let row = store::sessions::get(tx.conn(), id)?
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;

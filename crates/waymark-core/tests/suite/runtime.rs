@@ -461,6 +461,22 @@ async fn a_second_opener_gets_session_busy_until_the_first_releases() {
         .unwrap();
     assert_eq!(e.code(), "session_busy");
     assert!(e.to_string().contains(&std::process::id().to_string()));
+    // A busy session is not changed either: the second opener asked for read-only.
+    let e = other
+        .open_session(
+            &id,
+            SessionSpec {
+                permission_mode: Some(PermissionMode::ReadOnly),
+                ..SessionSpec::default()
+            },
+        )
+        .err()
+        .unwrap();
+    assert_eq!(e.code(), "session_busy");
+    assert_eq!(
+        h.runtime.snapshot(&id).unwrap().summary.permission_mode,
+        PermissionMode::Auto
+    );
     s.shutdown().await.unwrap();
     let again = other.open_session(&id, SessionSpec::default()).unwrap();
     again.shutdown().await.unwrap();
