@@ -166,7 +166,10 @@ fn runtime_options(config: waymark_protocol::config::Config) -> RuntimeOptions {
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).and_then(|a| a.to_str()) == Some(sandbox::HELPER_ARG) {
-        return ExitCode::from(sandbox::helper_main(&args[2..]).clamp(0, 255) as u8);
+        return ExitCode::from(
+            sandbox::helper_main(&args[2..], &mut std::io::stdout(), &mut std::io::stderr())
+                .clamp(0, 255) as u8,
+        );
     }
     #[cfg(target_os = "linux")]
     if composite_on_cpu_only(

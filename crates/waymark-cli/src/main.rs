@@ -189,7 +189,10 @@ fn main() -> ExitCode {
     // Re-executed as the plan-mode sandbox helper: apply Landlock, then exec the command.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).and_then(|a| a.to_str()) == Some(sandbox::HELPER_ARG) {
-        return ExitCode::from(sandbox::helper_main(&args[2..]).clamp(0, 255) as u8);
+        return ExitCode::from(
+            sandbox::helper_main(&args[2..], &mut std::io::stdout(), &mut std::io::stderr())
+                .clamp(0, 255) as u8,
+        );
     }
     default_sigpipe();
     let cli = Cli::parse();

@@ -7,5 +7,9 @@ fn main() {
         Some(waymark_core::sandbox::HELPER_ARG) => &args[1..],
         _ => &args[..],
     };
-    std::process::exit(waymark_core::sandbox::helper_main(args));
+    std::process::exit(waymark_core::sandbox::helper_main(
+        args,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ));
 }

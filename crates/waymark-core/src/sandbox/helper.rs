@@ -12,6 +12,7 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Largest file a sandboxed command may write (its temp folder is the only writable place).
@@ -173,12 +174,14 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
 struct UsageError(String);
 
 /// Entry point of the helper: `[--rw DIR]… [--rw-file FILE]… [--net deny|allow]
-/// (--probe PATH | -- PROGRAM ARGS…)`. Returns the exit code when it does not exec.
-pub fn main(args: &[OsString]) -> i32 {
+/// (--probe PATH | -- PROGRAM ARGS…)`. Returns the exit code when it does not exec. The
+/// probe's report goes to `out`, refusals to `err` (the binaries pass their stdout and
+/// stderr, which become the command's output).
+pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let a = match parse(args) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("waymark sandbox: {e}");
+            let _ = writeln!(err, "waymark sandbox: {e}");
             return 2;
         }
     };
@@ -189,33 +192,38 @@ pub fn main(args: &[OsString]) -> i32 {
     let landlocked = match confined {
         Ok(l) => l,
         Err(e) => {
-            eprintln!(
+            let _ = writeln!(
+                err,
                 "waymark sandbox: the read-only sandbox could not be enforced ({e}); the command did not run"
             );
             return NOT_ENFORCED_EXIT;
         }
     };
     if let Err(e) = seccomp::apply(a.network) {
-        eprintln!(
+        let _ = writeln!(
+            err,
             "waymark sandbox: the seccomp filter could not be installed ({e}); the command did not run"
         );
         return NOT_ENFORCED_EXIT;
     }
     if let Some(outside) = a.probe {
-        println!("{}", probe(&outside, landlocked, no_tty).encode());
+        let _ = writeln!(out, "{}", probe(&outside, landlocked, no_tty).encode());
         return 0;
     }
     if !no_tty {
-        eprintln!("waymark sandbox: the command would have a controlling terminal; it did not run");
+        let _ = writeln!(
+            err,
+            "waymark sandbox: the command would have a controlling terminal; it did not run"
+        );
         return NOT_ENFORCED_EXIT;
     }
     let Some((prog, rest)) = a.program.split_first() else {
-        eprintln!("waymark sandbox: no command given");
+        let _ = writeln!(err, "waymark sandbox: no command given");
         return 2;
     };
     use std::os::unix::process::CommandExt as _;
-    let err = std::process::Command::new(prog).args(rest).exec();
-    eprintln!("waymark sandbox: could not run {prog:?}: {err}");
+    let failed = std::process::Command::new(prog).args(rest).exec();
+    let _ = writeln!(err, "waymark sandbox: could not run {prog:?}: {failed}");
     127
 }
 
