@@ -25,16 +25,11 @@ fn http_stub(status: u16, body: &'static str) -> String {
     format!("http://{addr}/v1")
 }
 
-/// Item 13: `exec` and `answer` exit 1 when the run ended in an error; 3 still means
-/// "waiting on you".
-#[test]
-fn a_run_that_ends_in_an_error_exits_1() {
-    let env = Env::new();
-    // The model cannot be reached at all.
-    let out = env
-        .cmd()
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+/// `exec "hello"` in a new session on `openai:m`, with the key and endpoint given.
+fn exec_openai(env: &Env, key: &str, base: &str) -> std::process::Output {
+    env.cmd()
+        .env("OPENAI_API_KEY", key)
+        .env("OPENAI_BASE_URL", base)
         .args([
             "exec",
             "--workspace",
@@ -44,7 +39,16 @@ fn a_run_that_ends_in_an_error_exits_1() {
             "hello",
         ])
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// Item 13: `exec` and `answer` exit 1 when the run ended in an error; 3 still means
+/// "waiting on you".
+#[test]
+fn a_run_that_ends_in_an_error_exits_1() {
+    let env = Env::new();
+    // The model cannot be reached at all.
+    let out = exec_openai(&env, "sk-test", "http://127.0.0.1:9/v1");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("network"),
@@ -58,20 +62,7 @@ fn a_run_that_ends_in_an_error_exits_1() {
     );
     // The key is refused.
     let base = http_stub(401, r#"{"error":{"message":"bad key"}}"#);
-    let out = env
-        .cmd()
-        .env("OPENAI_API_KEY", "sk-wrong")
-        .env("OPENAI_BASE_URL", &base)
-        .args([
-            "exec",
-            "--workspace",
-            env.ws.to_str().unwrap(),
-            "--model",
-            "openai:m",
-            "hello",
-        ])
-        .output()
-        .unwrap();
+    let out = exec_openai(&env, "sk-wrong", &base);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("auth"),
@@ -236,20 +227,7 @@ fn a_key_echoed_by_the_provider_stays_out_of_the_log() {
         401,
         r#"{"error":{"message":"invalid key sk-echoed-0123456789abcdef"}}"#,
     );
-    let out = env
-        .cmd()
-        .env("OPENAI_API_KEY", key)
-        .env("OPENAI_BASE_URL", &base)
-        .args([
-            "exec",
-            "--workspace",
-            env.ws.to_str().unwrap(),
-            "--model",
-            "openai:m",
-            "hello",
-        ])
-        .output()
-        .unwrap();
+    let out = exec_openai(&env, key, &base);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(!text(&out).contains(key), "{}", text(&out));
     let log = std::fs::read_to_string(env.data.join("logs/waymark.log")).unwrap();

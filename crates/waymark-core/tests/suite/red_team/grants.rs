@@ -4,7 +4,7 @@ use super::super::harness::{Harness, questionnaire, results, run, user, waiting_
 use super::harness;
 use serde_json::json;
 use waymark_protocol::config::Config;
-use waymark_protocol::{Answer, Intent, MessageSource, Op, PermissionMode, Position, ToolStatus};
+use waymark_protocol::{Answer, Op, PermissionMode, ToolStatus};
 
 fn answer(q: &str, a: Answer) -> Op {
     Op::Answer {
@@ -197,13 +197,7 @@ async fn a_plan_mode_question_answered_after_plan_mode_grants_nothing_lasting() 
         ]}),
         PermissionMode::Ask,
     );
-    let plan = Op::Submit {
-        text: "look".into(),
-        source: MessageSource::User,
-        position: Position::Tail,
-        idempotency_key: None,
-        intent: Some(Intent::PlanEntry),
-    };
+    let plan = super::plan_entry("look");
     let ev = run(&s, plan).await;
     let q = waiting_on(&ev);
     assert_eq!(questionnaire(&h, &s, &q).payload["plan_mode"], true);
@@ -229,13 +223,7 @@ async fn plan_mode_grants_end_with_plan_mode() {
         ]}),
         PermissionMode::Ask,
     );
-    let plan = Op::Submit {
-        text: "look".into(),
-        source: MessageSource::User,
-        position: Position::Tail,
-        idempotency_key: None,
-        intent: Some(Intent::PlanEntry),
-    };
+    let plan = super::plan_entry("look");
     let ev = run(&s, plan).await;
     let q = waiting_on(&ev);
     let ev = run(&s, answer(&q, Answer::AllowPrefix)).await;

@@ -87,6 +87,17 @@ pub async fn openai_session(
     (server, rt, s)
 }
 
+/// A message that enters plan mode first.
+pub fn plan_entry(text: &str) -> waymark_protocol::Op {
+    waymark_protocol::Op::Submit {
+        text: text.into(),
+        source: waymark_protocol::MessageSource::User,
+        position: waymark_protocol::Position::Tail,
+        idempotency_key: None,
+        intent: Some(waymark_protocol::Intent::PlanEntry),
+    }
+}
+
 pub fn harness() -> Harness {
     Harness::new(Config::default())
 }

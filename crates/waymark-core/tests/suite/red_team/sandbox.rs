@@ -103,17 +103,7 @@ async fn nothing_a_sandboxed_command_starts_outlives_it() {
         ]}),
         PermissionMode::Auto,
     );
-    let ev = run(
-        &s,
-        waymark_protocol::Op::Submit {
-            text: "plan it".into(),
-            source: waymark_protocol::MessageSource::User,
-            position: waymark_protocol::Position::Tail,
-            idempotency_key: None,
-            intent: Some(waymark_protocol::Intent::PlanEntry),
-        },
-    )
-    .await;
+    let ev = run(&s, super::plan_entry("plan it")).await;
     let r = super::super::harness::results(&ev);
     assert!(r.iter().any(|(_, _, out)| out.contains("waited")), "{r:?}");
     let file = h.session_dir(s.id()).join("artifacts/plan.md");

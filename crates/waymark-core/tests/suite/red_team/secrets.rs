@@ -294,17 +294,7 @@ async fn a_plan_quoting_a_secret_is_frozen_redacted() {
             hold: false,
         })
         .unwrap();
-    run(
-        &s,
-        waymark_protocol::Op::Submit {
-            text: "plan the deploy".into(),
-            source: waymark_protocol::MessageSource::User,
-            position: waymark_protocol::Position::Tail,
-            idempotency_key: None,
-            intent: Some(waymark_protocol::Intent::PlanEntry),
-        },
-    )
-    .await;
+    run(&s, super::plan_entry("plan the deploy")).await;
     let frozen = rt.plan_revision_text(s.id(), None, 1).unwrap();
     assert!(frozen.contains("[REDACTED:GITHUB_TOKEN]"), "{frozen}");
     assert_clean(&frozen, "the frozen plan");

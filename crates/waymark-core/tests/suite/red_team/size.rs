@@ -4,15 +4,13 @@
 
 use super::super::harness::{Harness, results, run, user};
 use super::super::mock_server::{MockResponse, MockServer};
-use super::harness;
+use super::{harness, plan_entry};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use waymark_core::SessionSpec;
 use waymark_protocol::config::Config;
-use waymark_protocol::{
-    EventKind, Intent, MessageSource, Op, PermissionMode, Position, ToolStatus, TurnEndReason,
-};
+use waymark_protocol::{EventKind, PermissionMode, ToolStatus, TurnEndReason};
 
 /// An error status whose body never ends: `chunks` chunks of `size` bytes, `pause` apart.
 fn endless_error(chunks: usize, size: usize, pause: Duration) -> MockResponse {
@@ -141,16 +139,6 @@ async fn read_file_reads_only_the_window_asked_for() {
         read >> 20
     );
     s.shutdown().await.unwrap();
-}
-
-fn plan_entry(text: &str) -> Op {
-    Op::Submit {
-        text: text.into(),
-        source: MessageSource::User,
-        position: Position::Tail,
-        idempotency_key: None,
-        intent: Some(Intent::PlanEntry),
-    }
 }
 
 #[tokio::test]
