@@ -191,7 +191,7 @@ pub async fn edit_plan(host: State<'_, Host>, id: String, text: String) -> IpcRe
     Ok(())
 }
 
-fn revision_info(r: waymark_core::store::RevisionRow) -> PlanRevisionInfo {
+fn revision_info(r: waymark_core::plan::db::RevisionRow) -> PlanRevisionInfo {
     PlanRevisionInfo {
         plan_id: r.plan_id,
         version: r.version,

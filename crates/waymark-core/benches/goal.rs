@@ -9,9 +9,9 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::time::{Duration, Instant};
+use waymark_core::goal::db::{Budgets, current_goal};
 use waymark_core::goal::settlement::{Limits, Mode, Pipeline, TurnFacts, commit, continuation};
 use waymark_core::store::Store;
-use waymark_core::store::goals::{Budgets, current_goal};
 use waymark_core::{Runtime, RuntimeOptions, SessionSpec};
 use waymark_protocol::config::{Config, Verification};
 use waymark_protocol::{

@@ -19,8 +19,8 @@ pub struct CommandContext<'t, 'c> {
     pub session_id: &'t str,
     /// Specs of every registered command (for `/help`).
     pub all: &'t [CommandSpec],
-    /// The session itself, for the runtime's own commands.
-    pub(crate) core: Option<&'t crate::session::SessionCore>,
+    /// The session, for extensions' commands.
+    pub api: Option<&'t crate::extension::SessionApi>,
 }
 
 /// A slash command.
@@ -82,11 +82,11 @@ impl CommandRegistry {
     pub(crate) fn run(
         &self,
         tx: &mut Tx<'_>,
-        core: &crate::session::SessionCore,
+        api: &crate::extension::SessionApi,
         name: &str,
         args: &str,
     ) -> Result<String> {
-        let session_id = core.id.as_str();
+        let session_id = api.id();
         let all = self.specs();
         let Some(cmd) = self.commands.iter().find(|c| c.spec().name == name) else {
             let names: Vec<String> = all.iter().map(|s| format!("/{}", s.name)).collect();
@@ -100,7 +100,7 @@ impl CommandRegistry {
                 tx,
                 session_id,
                 all: &all,
-                core: Some(core),
+                api: Some(api),
             },
             args,
         )

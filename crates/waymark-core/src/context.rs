@@ -23,8 +23,8 @@ pub struct ReminderContext<'a> {
     pub turn_id: i64,
     pub message_source: MessageSource,
     pub session_dir: &'a Path,
-    /// The session itself, for the runtime's own reminder sources.
-    pub(crate) core: Option<&'a crate::session::SessionCore>,
+    /// The session, for extensions' reminder sources.
+    pub api: Option<&'a crate::extension::SessionApi>,
 }
 
 /// A component that adds reminders to turns.
@@ -32,11 +32,8 @@ pub trait ReminderSource: Send + Sync {
     fn reminders(&self, cx: &ReminderContext<'_>) -> Vec<Reminder>;
 }
 
-/// Guidance added to the system prompt when `EnterPlanMode` is offered (PM-7).
-const PLAN_ENTRY_GUIDANCE: &str = "\n\nPlanning first: for a software task whose implementation should be agreed before any change (several files, a design choice, a risky change), or when the user asks for a plan to approve, call EnterPlanMode instead of starting to edit. Do not use it for small, clear changes or questions.";
-
-/// The base system prompt; `plan_entry` adds the guidance on asking for plan mode.
-pub fn system_prompt(workspace: &Path, session_dir: &Path, plan_entry: bool) -> String {
+/// The base system prompt, followed by what extensions add (`extra`).
+pub fn system_prompt(workspace: &Path, session_dir: &Path, extra: &[String]) -> String {
     let mut prompt = format!(
         "You are Waymark, a coding agent working in the user's project on their machine.\n\
          \n\
@@ -54,8 +51,9 @@ pub fn system_prompt(workspace: &Path, session_dir: &Path, plan_entry: bool) -> 
         ws = workspace.display(),
         sd = session_dir.display()
     );
-    if plan_entry {
-        prompt.push_str(PLAN_ENTRY_GUIDANCE);
+    for e in extra {
+        prompt.push_str("\n\n");
+        prompt.push_str(e);
     }
     prompt
 }

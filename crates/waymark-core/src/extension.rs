@@ -1,12 +1,52 @@
-//! Extensions plug components into every session: tools, guards in the `before_tool_call`
-//! chain, reminders for the context and slash commands. Plan mode and thread goals are
-//! extensions; the runtime itself only knows the permission guard and `/help`.
+//! Extensions: the one way features plug into a session. Plan mode and thread goals are
+//! extensions ([`builtin`]); the session core (`session.rs`, `turn/`, `runtime.rs`) knows
+//! only this trait and calls its hooks at fixed points of a session's life:
+//!
+//! | Hook | When |
+//! | --- | --- |
+//! | [`Extension::on_open`] | the session is opened (in the lease-taking transaction) |
+//! | [`Extension::on_intent`], [`Extension::on_admit`] | a message is admitted (same transaction) |
+//! | [`Extension::handle_op`] | an op the core does not handle itself arrives |
+//! | [`Extension::recheck`] | a queued message is about to run |
+//! | [`Extension::on_turn_start`] | a turn starts (same transaction) |
+//! | [`Extension::offers_tools`], [`Extension::may_call_model`] | before each model call |
+//! | [`Extension::before_tool`], [`Extension::after_tool`] | around each tool call (besides guards) |
+//! | [`Extension::on_turn_closed`] | a turn is closed (same transaction) |
+//! | [`Extension::settle`] | after a finished turn, outside any transaction |
+//! | [`Extension::on_turn_lost`] | a turn was closed from outside (Stop overran, panic) |
+//! | [`Extension::on_answer`] | a questionnaire of a kind it [`answers`](Extension::answers) is answered |
+//! | [`Extension::next_work`] | the session would go idle |
+//! | [`Extension::on_close`] | the session is shut down |
+//! | [`Extension::changed`] | after a command, an answer or a dropped message (push views) |
+//!
+//! Contributions: tools, guards, reminders, slash commands, system-prompt text and schema
+//! migrations for the extension's own tables. Hooks get a [`SessionApi`], a narrow handle on
+//! the session, never the session core itself; per-session state lives in typed slots
+//! ([`SessionApi::state`]).
 
+use crate::clock::Clock;
 use crate::commands::SlashCommand;
 use crate::context::ReminderSource;
+use crate::error::Result;
 use crate::guard::ToolGuard;
-use crate::tools::Tool;
-use std::sync::Arc;
+use crate::provider::ModelProvider;
+use crate::session::SessionCore;
+use crate::store::{
+    HistoryItem, MessageRow, QuestionnaireRow, SessionRow, ToolCallRecord, TurnRow, Tx,
+};
+use crate::tools::{Tool, ToolRegistry};
+use futures_util::future::BoxFuture;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use waymark_protocol::config::Config;
+use waymark_protocol::{
+    Answer, CallActor, EventKind, Intent, MessageSource, Op, Position, QuestionnaireKind,
+    ToolStatus,
+};
 
 /// Where a guard sits in the chain relative to the permission guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,8 +57,52 @@ pub enum GuardStage {
     AfterPermission,
 }
 
-/// A component that adds to every session.
+/// What to do with a queued message about to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dequeue {
+    Run,
+    /// Drop it, saying why (logged as `message.dropped`).
+    Drop(String),
+}
+
+/// Why a turn was closed from outside its own task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnLost {
+    /// The user pressed Stop and the turn did not wind down in time.
+    Stopped,
+    /// The turn's task panicked.
+    Failed,
+}
+
+/// A tool call about to go through the guard chain.
+pub struct CallInfo<'a> {
+    pub actor: CallActor,
+    pub turn_id: i64,
+    pub session: &'a SessionRow,
+    pub call: &'a ToolCallRecord,
+}
+
+/// What hooks may set before a call is decided.
+#[derive(Debug, Clone, Default)]
+pub struct CallPrep {
+    /// Run shell commands in the read-only sandbox, with these files writable. `None`: no
+    /// sandbox (the verifier's calls start with `Some(vec![])`).
+    pub writable: Option<Vec<PathBuf>>,
+    /// The most time an allowed call may take (the grace is added by the core).
+    pub time_left: Option<Duration>,
+}
+
+/// A feature plugged into every session. Every hook has a default that does nothing.
 pub trait Extension: Send + Sync {
+    /// A short unique name (`plan`, `goal`); also the key of its schema version.
+    fn name(&self) -> &'static str;
+
+    /// SQL migrations creating and changing the extension's own tables, in order; applied
+    /// once each when the runtime opens the database.
+    fn migrations(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         Vec::new()
     }
@@ -30,5 +114,318 @@ pub trait Extension: Send + Sync {
     }
     fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {
         Vec::new()
+    }
+    /// Text added to the system prompt of the session's model calls.
+    fn system_prompt(&self, _api: &SessionApi, _session: &SessionRow) -> Option<String> {
+        None
+    }
+    /// The questionnaire kinds whose answers [`Extension::on_answer`] receives.
+    fn answers(&self) -> &'static [QuestionnaireKind] {
+        &[]
+    }
+
+    /// The session is being opened, in the transaction that takes its lease; `crashed`
+    /// when the previous process died holding it.
+    fn on_open(&self, _tx: &mut Tx<'_>, _session_id: &str, _crashed: bool) -> Result<()> {
+        Ok(())
+    }
+    /// A message arrives with an intent: apply it (before the message is queued, in the
+    /// same transaction). Returns whether this extension handled it.
+    fn on_intent(&self, _tx: &mut Tx<'_>, _api: &SessionApi, _intent: Intent) -> Result<bool> {
+        Ok(false)
+    }
+    /// A message was queued (`created`: not a repeat of an idempotency key), in the
+    /// admission transaction. Called last, so files touched here follow a committed state.
+    fn on_admit(
+        &self,
+        _tx: &mut Tx<'_>,
+        _api: &SessionApi,
+        _message: &MessageRow,
+        _intent: Option<Intent>,
+        _created: bool,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// An op the core does not handle itself; `None` when it is not this extension's.
+    fn handle_op(&self, _api: &SessionApi, _op: &Op) -> Option<Result<()>> {
+        None
+    }
+    /// The last check before a queued message runs; the first `Drop` wins.
+    fn recheck(&self, _api: &SessionApi, _message: &MessageRow) -> Result<Dequeue> {
+        Ok(Dequeue::Run)
+    }
+    /// A turn starts, in its first transaction.
+    fn on_turn_start(
+        &self,
+        _tx: &mut Tx<'_>,
+        _api: &SessionApi,
+        _turn_id: i64,
+        _message: &MessageRow,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// Whether the turn's model calls get the tools (all must agree).
+    fn offers_tools(&self, _api: &SessionApi, _turn_id: i64) -> Result<bool> {
+        Ok(true)
+    }
+    /// Whether the turn may make another model call after `steps` calls (all must agree;
+    /// a refusal completes the turn).
+    fn may_call_model(&self, _api: &SessionApi, _turn_id: i64, _steps: u32) -> Result<bool> {
+        Ok(true)
+    }
+    /// Before the guard chain decides a call: set the sandbox or the time it may take.
+    fn before_tool(
+        &self,
+        _api: &SessionApi,
+        _call: &CallInfo<'_>,
+        _prep: &mut CallPrep,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// After a call of the session's agent has its result recorded.
+    fn after_tool(
+        &self,
+        _api: &SessionApi,
+        _turn_id: i64,
+        _call: &ToolCallRecord,
+        _status: ToolStatus,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// A turn is being closed, in the closing transaction (`recovered`: found interrupted
+    /// after a crash).
+    fn on_turn_closed(&self, _tx: &mut Tx<'_>, _turn: &TurnRow, _recovered: bool) -> Result<()> {
+        Ok(())
+    }
+    /// After a turn finished, outside any transaction (goal settlement). Stop cancels
+    /// `cancel`.
+    fn settle<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _turn_id: i64,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// A turn was closed from outside its task, in the closing transaction.
+    fn on_turn_lost(&self, _tx: &mut Tx<'_>, _session_id: &str, _why: TurnLost) -> Result<()> {
+        Ok(())
+    }
+    /// A questionnaire of a kind in [`Extension::answers`] was answered, in the answer's
+    /// transaction.
+    fn on_answer(
+        &self,
+        _tx: &mut Tx<'_>,
+        _api: &SessionApi,
+        _questionnaire: &QuestionnaireRow,
+        _answer: &Answer,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// The session has nothing queued and would go idle: queue work (returns whether it did).
+    fn next_work(&self, _api: &SessionApi) -> Result<bool> {
+        Ok(false)
+    }
+    /// The session is shut down, in the transaction that releases the lease (`waiting`: a
+    /// questionnaire is pending).
+    fn on_close(&self, _tx: &mut Tx<'_>, _session_id: &str, _waiting: bool) -> Result<()> {
+        Ok(())
+    }
+    /// Something may have changed this extension's view (after commit): push it to front
+    /// ends as a transient event if it has one.
+    fn changed(&self, _api: &SessionApi) {}
+}
+
+/// Plan mode and thread goals, in the order their guards and hooks run.
+pub(crate) fn builtin() -> Vec<Arc<dyn Extension>> {
+    vec![
+        Arc::new(crate::plan::PlanExtension),
+        Arc::new(crate::goal::GoalExtension),
+    ]
+}
+
+/// Typed per-session state of extensions, one value per type.
+#[derive(Default)]
+pub(crate) struct Slots(Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl Slots {
+    fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()));
+        match slot.clone().downcast::<T>() {
+            Ok(v) => v,
+            // The map is keyed by the type: the value is always a T.
+            Err(_) => Arc::new(T::default()),
+        }
+    }
+}
+
+/// The session as extensions see it: its identity, settings, paths, the store (through
+/// lease-fenced transactions), its event stream and typed state slots.
+#[derive(Clone)]
+pub struct SessionApi {
+    core: Arc<SessionCore>,
+}
+
+impl SessionApi {
+    pub(crate) fn new(core: Arc<SessionCore>) -> SessionApi {
+        SessionApi { core }
+    }
+
+    /// The session core, for the core's own modules (never used by extensions).
+    pub(crate) fn core(&self) -> &Arc<SessionCore> {
+        &self.core
+    }
+
+    pub fn id(&self) -> &str {
+        &self.core.id
+    }
+    /// The settings in force now.
+    pub fn config(&self) -> Arc<Config> {
+        self.core.config()
+    }
+    pub fn now_ms(&self) -> i64 {
+        self.core.clock.now_ms()
+    }
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.core.clock
+    }
+    /// A fresh id with `prefix`.
+    pub fn new_id(&self, prefix: &str) -> String {
+        self.core.ids.new_id(prefix)
+    }
+    pub fn workspace(&self) -> &Path {
+        &self.core.workspace
+    }
+    pub fn session_dir(&self) -> &Path {
+        &self.core.session_dir
+    }
+    pub fn artifacts(&self) -> &Path {
+        &self.core.artifacts
+    }
+    /// One lease-fenced transaction; its events are broadcast after commit.
+    pub fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.core.write(f)
+    }
+    pub fn read<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+        self.core.read(f)
+    }
+    /// Streams an event that is not logged.
+    pub fn transient(&self, kind: EventKind) {
+        self.core.transient(kind)
+    }
+    /// Runs `f` on the whole conversation.
+    pub fn with_history<T>(&self, f: impl FnOnce(&[(Option<i64>, HistoryItem)]) -> T) -> Result<T> {
+        self.core.with_history(f)
+    }
+    pub fn provider(&self) -> &Arc<dyn ModelProvider> {
+        &self.core.provider
+    }
+    /// Every tool the session has.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.core.tools
+    }
+    /// The session's shell sandbox.
+    pub fn sandbox(&self) -> &Arc<crate::sandbox::Sandbox> {
+        &self.core.sandbox
+    }
+    /// The environments tool processes start with.
+    pub fn tool_env(&self) -> Arc<crate::secrets::ToolEnv> {
+        self.core.tool_env()
+    }
+    /// Queues a message at the tail in `tx` (logged as `message.admitted`); a `key` already
+    /// used in the session returns the existing message and queues nothing. Returns the
+    /// message id.
+    pub fn enqueue(
+        &self,
+        tx: &mut Tx<'_>,
+        source: MessageSource,
+        text: &str,
+        key: Option<&str>,
+    ) -> Result<i64> {
+        crate::session::admit_message(tx, self.id(), source, text, Position::Tail, key)
+            .map(|(m, _)| m.id)
+    }
+
+    /// The session's value of type `T` (created with `T::default()` on first use).
+    pub fn state<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.core.slots.get::<T>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The lines of every `.rs` file under `dir` (relative to `src/`), comments left out.
+    fn code_lines(rel: &str) -> Vec<(String, usize, String)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let path = root.join(rel);
+        let mut files = Vec::new();
+        if path.is_dir() {
+            for e in std::fs::read_dir(&path).unwrap() {
+                let p = e.unwrap().path();
+                if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        } else {
+            files.push(path);
+        }
+        let mut out = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                out.push((f.display().to_string(), i + 1, code.to_string()));
+            }
+        }
+        out
+    }
+
+    /// The session core reaches features only through the `Extension` hooks: it names
+    /// nothing of plan mode or goals (their modules, types or tool names).
+    #[test]
+    fn the_session_core_names_no_extension() {
+        const CORE: &[&str] = &["session.rs", "session", "turn", "runtime.rs"];
+        const NAMES: &[&str] = &[
+            "plan::",
+            "goal::",
+            "PlanExtension",
+            "GoalExtension",
+            "EnterPlanMode",
+            "ExitPlanMode",
+            "create_goal",
+            "update_goal",
+        ];
+        let hits: Vec<String> = CORE
+            .iter()
+            .flat_map(|c| code_lines(c))
+            .filter(|(_, _, code)| NAMES.iter().any(|n| code.contains(n)))
+            .map(|(f, n, code)| format!("{f}:{n}: {}", code.trim()))
+            .collect();
+        assert!(
+            hits.is_empty(),
+            "the core names an extension:\n{}",
+            hits.join("\n")
+        );
+    }
+
+    /// Extensions get the narrow handle, never the session core.
+    #[test]
+    fn extensions_never_touch_the_session_core() {
+        let hits: Vec<String> = ["plan", "goal"]
+            .iter()
+            .flat_map(|c| code_lines(c))
+            .filter(|(_, _, code)| code.contains("SessionCore") || code.contains(".core()"))
+            .map(|(f, n, code)| format!("{f}:{n}: {}", code.trim()))
+            .collect();
+        assert!(
+            hits.is_empty(),
+            "an extension reaches the core:\n{}",
+            hits.join("\n")
+        );
     }
 }

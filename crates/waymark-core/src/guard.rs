@@ -30,8 +30,8 @@ pub struct GuardCall<'a> {
     pub turn_id: i64,
     /// Who makes the call: the session's agent or the goal's read-only verifier.
     pub actor: waymark_protocol::CallActor,
-    /// The session, for the runtime's own guards (the goal budget).
-    pub(crate) core: Option<&'a crate::session::SessionCore>,
+    /// The session, for extensions' guards (the goal budget).
+    pub api: Option<&'a crate::extension::SessionApi>,
 }
 
 /// A guard's verdict.

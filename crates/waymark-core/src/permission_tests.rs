@@ -53,7 +53,7 @@ fn decide(c: Case<'_>) -> GuardDecision {
         answer: c.answer.map(|a| (QuestionnaireKind::Permission, a)),
         turn_id: 1,
         actor: waymark_protocol::CallActor::Main,
-        core: None,
+        api: None,
     })
 }
 

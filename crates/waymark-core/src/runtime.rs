@@ -27,18 +27,6 @@ struct Changes {
     permission_mode: Option<waymark_protocol::PermissionMode>,
 }
 
-/// A plan waiting for the user's review (see [`Runtime::plan_under_review`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanUnderReview {
-    pub plan_id: String,
-    pub version: u32,
-    /// The plan file no longer holds what was submitted.
-    pub file_changed: bool,
-}
-
-/// The largest plan file [`Runtime::plan_file`] reads whole.
-pub const PLAN_FILE_CAP: usize = 64 * 1024 * 1024;
-
 /// Reads environment variables (injected so tests need not touch the process environment).
 pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
@@ -142,6 +130,10 @@ impl Runtime {
             config,
             store,
         };
+        // Each extension's own tables.
+        for ext in rt.extensions() {
+            rt.store.migrate_extension(ext.name(), ext.migrations())?;
+        }
         rt.refresh_secrets();
         Ok(rt)
     }
@@ -182,6 +174,13 @@ impl Runtime {
 
     pub fn options(&self) -> &RuntimeOptions {
         &self.opts
+    }
+
+    /// Every extension of this runtime's sessions: the built-in ones, then the options'.
+    pub fn extensions(&self) -> Vec<Arc<dyn Extension>> {
+        let mut all = crate::extension::builtin();
+        all.extend(self.opts.extensions.iter().cloned());
+        all
     }
 
     /// Creates a session and opens it.
@@ -338,7 +337,7 @@ impl Runtime {
             if let Some(m) = changes.permission_mode {
                 tx.set_permission_mode(id, m)?;
             }
-            recover(tx, id, crashed)?;
+            recover(tx, &self.extensions(), id, crashed)?;
             let row = store::sessions::get(tx.conn(), id)?
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
             tx.emit(
@@ -363,7 +362,8 @@ impl Runtime {
         let mut before: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut after: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut reminders = Vec::new();
-        for ext in &self.opts.extensions {
+        let extensions = self.extensions();
+        for ext in &extensions {
             for t in ext.tools() {
                 tools.register(t);
             }
@@ -378,8 +378,6 @@ impl Runtime {
             }
             reminders.extend(ext.reminders());
         }
-        crate::plan::install(&mut tools, &mut before, &mut reminders, &mut commands);
-        crate::goal::install(&mut tools, &mut after, &mut reminders, &mut commands);
         let mut guards = before;
         guards.push(Arc::new(PermissionGuard));
         guards.extend(after);
@@ -409,8 +407,9 @@ impl Runtime {
             history: Default::default(),
             sandbox,
             process_env: self.opts.process_env.clone(),
-            turn_goal: Default::default(),
             tool_specs: Default::default(),
+            extensions,
+            slots: Default::default(),
         });
         Ok(session::spawn(
             core,
@@ -475,134 +474,21 @@ impl Runtime {
     }
 }
 
-/// Goal and plan views for front ends (read-only; no lease needed).
-impl Runtime {
-    /// The session's current goal as front ends show it.
-    pub fn goal(&self, id: &str) -> Result<Option<waymark_protocol::GoalSnapshot>> {
-        self.store.read(|c| {
-            store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
-            Ok(store::goals::current_goal(c, id)?.map(|g| crate::goal::snapshot(&g)))
-        })
-    }
-
-    /// Where the plan file of a session is (whether or not it exists).
-    pub fn plan_path(&self, id: &str) -> Result<PathBuf> {
-        self.store
-            .read(|c| store::sessions::get(c, id))?
-            .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
-        Ok(crate::plan::plan_path(&paths::artifacts_dir(
-            &paths::session_dir(&self.opts.data_dir, id),
-        )))
-    }
-
-    /// The plan file of a session and its current content (`None` if there is no file).
-    /// Refused when the file is not a regular file or is larger than [`PLAN_FILE_CAP`].
-    pub fn plan_file(&self, id: &str) -> Result<(PathBuf, Option<String>)> {
-        let path = self.plan_path(id)?;
-        // Regular files only: a FIFO in its place is refused, not waited on.
-        let text = crate::plan::read_plan_file(&path, PLAN_FILE_CAP)
-            .map_err(|e| Error::Refused(e.to_string()))?
-            .map(|r| {
-                if r.is_cut() {
-                    Err(Error::Refused(format!(
-                        "{} is {} MiB; plan files larger than {} MiB are not read",
-                        path.display(),
-                        r.total / (1024 * 1024),
-                        PLAN_FILE_CAP / (1024 * 1024)
-                    )))
-                } else {
-                    Ok(String::from_utf8_lossy(&r.bytes).into_owned())
-                }
-            })
-            .transpose()?;
-        Ok((path, text))
-    }
-
-    /// The plan revision a pending review would approve, and whether the plan file has
-    /// changed since it was submitted (approving implements the submitted revision, not
-    /// the file). `None` when no review is pending.
-    pub fn plan_under_review(&self, id: &str) -> Result<Option<PlanUnderReview>> {
-        let pending = self
-            .store
-            .read(|c| store::questionnaires::pending(c, id))?
-            .filter(|q| q.kind == waymark_protocol::QuestionnaireKind::PlanApproval);
-        let Some(q) = pending else {
-            return Ok(None);
-        };
-        let plan_id = q.payload.get("plan_id").and_then(|v| v.as_str());
-        let version = q.payload.get("version").and_then(|v| v.as_u64());
-        let (Some(plan_id), Some(version)) = (plan_id, version) else {
-            return Err(Error::Corrupt(format!(
-                "plan review {} names no revision",
-                q.id
-            )));
-        };
-        let version = u32::try_from(version)
-            .map_err(|_| Error::Corrupt(format!("plan review {}: version {version}", q.id)))?;
-        let frozen = self.plan_revision_text(id, Some(plan_id), version)?;
-        let live =
-            crate::plan::read_plan_file(&self.plan_path(id)?, crate::plan::SNAPSHOT_LIMIT + 4)
-                .ok()
-                .flatten()
-                .map(|r| {
-                    let text = String::from_utf8_lossy(&r.bytes).into_owned();
-                    let (snap, _) = crate::plan::snapshot_of(&text, r.total);
-                    self.store.redactor().redact(&snap).into_owned()
-                });
-        Ok(Some(PlanUnderReview {
-            plan_id: plan_id.to_string(),
-            version,
-            file_changed: live.as_deref() != Some(frozen.as_str()),
-        }))
-    }
-
-    /// Every frozen revision of every plan of the session, oldest first.
-    pub fn plan_revisions(&self, id: &str) -> Result<Vec<store::RevisionRow>> {
-        self.store.read(|c| {
-            store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
-            store::plans::session_revisions(c, id)
-        })
-    }
-
-    /// The content of revision `version` of the session's current plan (or of `plan_id`).
-    pub fn plan_revision_text(
-        &self,
-        id: &str,
-        plan_id: Option<&str>,
-        version: u32,
-    ) -> Result<String> {
-        self.store.read(|c| {
-            let plan_id = match plan_id {
-                Some(p) => p.to_string(),
-                None => store::plans::current_plan(c, id)?
-                    .map(|p| p.id)
-                    .ok_or_else(|| Error::Refused("this session has no plan yet".into()))?,
-            };
-            let rev = store::plans::revisions(c, &plan_id)?
-                .into_iter()
-                .find(|r| r.version == version)
-                .ok_or_else(|| {
-                    Error::Refused(format!("plan {plan_id} has no revision v{version}"))
-                })?;
-            let bytes = store::plans::blob(c, &rev.key)?
-                .ok_or_else(|| Error::Corrupt(format!("blob {} is missing", rev.key)))?;
-            String::from_utf8(bytes)
-                .map_err(|_| Error::Corrupt(format!("blob {} is not UTF-8", rev.key)))
-        })
-    }
-}
-
 /// After a crash: a turn left `running` is closed as `aborted` (its message is done, calls
 /// without results get one saying the process stopped). Parked turns keep waiting.
-fn recover(tx: &mut Tx<'_>, id: &str, crashed: bool) -> Result<()> {
-    // The previous process died holding the session: an active goal stays paused until the
-    // user resumes it (G-24).
-    if crashed {
-        crate::goal::runner::pause_for_close(tx, id)?;
+fn recover(
+    tx: &mut Tx<'_>,
+    extensions: &[Arc<dyn Extension>],
+    id: &str,
+    crashed: bool,
+) -> Result<()> {
+    for ext in extensions {
+        ext.on_open(tx, id, crashed)?;
     }
     for t in store::turns::with_status(tx.conn(), id, "running")? {
         crate::turn::close_turn(
             tx,
+            extensions,
             id,
             t.id,
             TurnEndReason::Aborted,

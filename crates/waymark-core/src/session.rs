@@ -9,6 +9,7 @@ use crate::clock::{Clock, IdSource};
 use crate::commands::{self, CommandRegistry};
 use crate::context::ReminderSource;
 use crate::error::{Error, Result};
+use crate::extension::{Dequeue, Extension, SessionApi, Slots, TurnLost};
 use crate::guard::ToolGuard;
 use crate::provider::ModelProvider;
 use crate::store::{self, Store, TurnStatus, Tx};
@@ -93,8 +94,10 @@ pub(crate) struct SessionCore {
             (Vec<crate::provider::ToolSpec>, u64),
         >,
     >,
-    /// What the running turn does for a goal, so per-call checks need no query.
-    pub turn_goal: std::sync::Mutex<Option<(i64, store::goals::TurnGoal)>>,
+    /// The extensions plugged into the session, in hook order.
+    pub extensions: Vec<Arc<dyn Extension>>,
+    /// Their per-session state.
+    pub(crate) slots: Slots,
 }
 
 /// Conversation items already read from the store.
@@ -333,30 +336,28 @@ impl Actor {
                 op = ops.recv() => {
                     let Some((op, reply)) = op else { break };
                     if matches!(op, Op::Shutdown) {
-                        // Closing pauses an active goal until the user resumes it (G-24);
-                        // first, so the stopped turn's settlement does not call it a Stop.
                         let (sid, owner) = (self.core.id.clone(), self.lease_owner.clone());
-                        // Waiting for the user is a pause in itself: the goal resumes with
-                        // the answer (G-15 stage 5); anything else closing pauses it.
+                        // Extensions see the close first (an active goal is paused, G-24), so
+                        // the stopped turn's settlement does not take it for a Stop.
                         let waiting = self
                             .core
                             .read(|c| store::questionnaires::pending(c, &sid))
                             .map(|q| q.is_some())
                             .unwrap_or(false);
-                        let r = if self.running.is_some() {
-                            if !waiting {
-                                let _ = self
-                                    .core
-                                    .write(|tx| crate::goal::runner::pause_for_close(tx, &sid));
+                        let on_close = |tx: &mut Tx<'_>| -> Result<()> {
+                            for ext in &self.core.extensions {
+                                ext.on_close(tx, &sid, waiting)?;
                             }
+                            Ok(())
+                        };
+                        let r = if self.running.is_some() {
+                            let _ = self.core.write(on_close);
                             self.stop_running().await;
                             self.release()
                         } else {
-                            // Nothing runs: pausing and releasing are one transaction.
+                            // Nothing runs: closing and releasing are one transaction.
                             self.core.write(|tx| {
-                                if !waiting {
-                                    crate::goal::runner::pause_for_close(tx, &sid)?;
-                                }
+                                on_close(tx)?;
                                 tx.release_lease(&sid, &owner)
                             })
                         };
@@ -484,10 +485,6 @@ impl Actor {
                 self.auto_run = true;
                 Ok(OpOutcome::Done)
             }
-            Op::EditPlan { text } => {
-                crate::plan::edit_by_user(&self.core, &text)?;
-                Ok(OpOutcome::Done)
-            }
             Op::Configure { config } => {
                 config
                     .validate()
@@ -496,6 +493,19 @@ impl Actor {
                 Ok(OpOutcome::Done)
             }
             Op::Shutdown => Ok(OpOutcome::Done),
+            other => {
+                // Ops of a feature (editing the plan) go to the extension that owns them.
+                let api = SessionApi::new(self.core.clone());
+                for ext in &self.core.extensions {
+                    if let Some(r) = ext.handle_op(&api, &other) {
+                        r?;
+                        return Ok(OpOutcome::Done);
+                    }
+                }
+                Err(Error::Refused(format!(
+                    "no extension of this session handles the op {other:?}"
+                )))
+            }
         }
     }
 
@@ -555,20 +565,24 @@ impl Actor {
         if let Some(t) = open {
             return Ok(Some(TurnStart::Resume(t)));
         }
+        let api = SessionApi::new(self.core.clone());
         let mut next = next;
-        while let Some(m) = next {
-            match crate::goal::runner::recheck(&self.core, &m)? {
-                crate::goal::runner::Dequeue::Run => return Ok(Some(TurnStart::New(m))),
-                crate::goal::runner::Dequeue::Drop(why) => {
-                    crate::goal::runner::drop_message(&self.core, &m, &why)?;
+        'queued: while let Some(m) = next {
+            for ext in &self.core.extensions {
+                if let Dequeue::Drop(why) = ext.recheck(&api, &m)? {
+                    drop_message(&api, &m, &why)?;
                     next = self.core.read(|c| store::messages::next_queued(c, &sid))?;
+                    continue 'queued;
                 }
             }
+            return Ok(Some(TurnStart::New(m)));
         }
-        if crate::goal::runner::ensure_continuation(&self.core)? {
-            let m = self.core.read(|c| store::messages::next_queued(c, &sid))?;
-            if let Some(m) = m {
-                return Ok(Some(TurnStart::New(m)));
+        for ext in &self.core.extensions {
+            if ext.next_work(&api)? {
+                let m = self.core.read(|c| store::messages::next_queued(c, &sid))?;
+                if let Some(m) = m {
+                    return Ok(Some(TurnStart::New(m)));
+                }
             }
         }
         if self.announced != Announced::Idle {
@@ -609,7 +623,7 @@ pub(crate) fn admit_message(
 /// Admits a message in one transaction: slash commands run here and never reach the model;
 /// intents apply here; an idempotency key already used returns the existing message.
 pub(crate) fn admit(
-    core: &SessionCore,
+    core: &Arc<SessionCore>,
     text: &str,
     source: MessageSource,
     position: Position,
@@ -617,11 +631,12 @@ pub(crate) fn admit(
     intent: Option<Intent>,
 ) -> Result<OpOutcome> {
     let sid = core.id.as_str();
+    let api = SessionApi::new(core.clone());
     if source == MessageSource::User
         && let Some((name, args)) = commands::parse(text)
     {
         let output = core.write(|tx| {
-            let out = core.commands.run(tx, core, name, args)?;
+            let out = core.commands.run(tx, &api, name, args)?;
             tx.emit(
                 sid,
                 EventKind::CommandOutput {
@@ -631,9 +646,7 @@ pub(crate) fn admit(
             )?;
             Ok(out)
         })?;
-        if name == "goal" {
-            crate::goal::runner::push_snapshot(core);
-        }
+        changed(core);
         return Ok(OpOutcome::Command { output });
     }
     let text = commands::unescape(text);
@@ -642,35 +655,31 @@ pub(crate) fn admit(
     }
     core.write(|tx| {
         // The intent takes effect in the same transaction that admits the message (PM-6).
-        let entered = match intent {
-            Some(Intent::PlanEntry) => {
-                crate::plan::enter(tx, core, "intent")?;
-                true
+        if let Some(intent) = intent {
+            let mut handled = false;
+            for ext in &core.extensions {
+                if ext.on_intent(tx, &api, intent)? {
+                    handled = true;
+                    break;
+                }
             }
-            Some(Intent::PlanExit) => {
-                crate::plan::leave(tx, core, "left", "intent")?;
-                false
+            if !handled {
+                return Err(Error::Refused(format!(
+                    "no extension of this session handles the intent {intent:?}"
+                )));
             }
-            None => false,
-        };
+        }
         let (m, created) = admit_message(tx, sid, source, text, position, key)?;
         if created {
             if source == MessageSource::User {
                 let title: String = text.lines().next().unwrap_or("").chars().take(80).collect();
                 tx.set_title_if_missing(sid, &title)?;
-                // The user interjected while planning: the next plan turn gets the full reminder.
-                if !entered
-                    && crate::plan::in_plan_mode(tx, sid)?
-                    && let Some(p) = store::plans::current_plan(tx.conn(), sid)?
-                {
-                    tx.plan_full_reminder_due(&p.id)?;
-                }
             }
             tx.touch_session(sid)?;
         }
-        if entered {
-            // Files last: if admission failed above, no plan file was moved.
-            crate::plan::prepare_draft(&core.artifacts)?;
+        // Last: an extension that moves files does so once everything else succeeded.
+        for ext in &core.extensions {
+            ext.on_admit(tx, &api, &m, intent, created)?;
         }
         Ok(OpOutcome::Admitted {
             message_id: m.id,
@@ -679,47 +688,74 @@ pub(crate) fn admit(
     })
 }
 
+/// Tells every extension its view may have changed (after commit).
+fn changed(core: &Arc<SessionCore>) {
+    let api = SessionApi::new(core.clone());
+    for ext in &core.extensions {
+        ext.changed(&api);
+    }
+}
+
+/// Marks a queued message dropped, with its event.
+fn drop_message(api: &SessionApi, m: &store::MessageRow, reason: &str) -> Result<()> {
+    api.write(|tx| {
+        tx.set_message_status(m.id, store::MessageStatus::Dropped)?;
+        tx.emit(
+            api.id(),
+            EventKind::MessageDropped {
+                message_id: m.id,
+                reason: reason.to_string(),
+            },
+        )
+    })?;
+    changed(api.core());
+    Ok(())
+}
+
 /// A turn whose task panicked: closed as an error, and an active goal it worked for is
 /// blocked (`turn_error`), so nothing re-runs the failing work by itself.
-fn close_panicked_turn(core: &SessionCore, error: &waymark_protocol::ErrorInfo) -> Result<()> {
+fn close_panicked_turn(core: &Arc<SessionCore>, error: &waymark_protocol::ErrorInfo) -> Result<()> {
     close_open_turn(
         core,
         TurnEndReason::Error,
         Some(error),
         "not run: the turn stopped on an internal error",
-        crate::goal::runner::stop_after_turn_error,
+        TurnLost::Failed,
     )
 }
 
 /// A running turn that did not end within [`STOP_BACKSTOP`] of Stop: closed as aborted.
-fn close_stopped_turn(core: &SessionCore) -> Result<()> {
+fn close_stopped_turn(core: &Arc<SessionCore>) -> Result<()> {
     close_open_turn(
         core,
         TurnEndReason::Aborted,
         None,
         "not run: the user stopped the turn",
-        crate::goal::runner::stop_for_user,
+        TurnLost::Stopped,
     )
 }
 
 /// Closes the session's open turn from outside it (its task is gone), with `note` for its
-/// calls that never ran, and applies `to_goal` to an active goal.
+/// calls that never ran, and tells the extensions why.
 fn close_open_turn(
-    core: &SessionCore,
+    core: &Arc<SessionCore>,
     reason: TurnEndReason,
     error: Option<&waymark_protocol::ErrorInfo>,
     note: &str,
-    to_goal: fn(&mut Tx<'_>, &str) -> Result<()>,
+    why: TurnLost,
 ) -> Result<()> {
     let sid = core.id.clone();
     core.write(|tx| {
         let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
             return Ok(());
         };
-        turn::close_turn(tx, &sid, t.id, reason, error, note, false)?;
-        to_goal(tx, &sid)
+        turn::close_turn(tx, &core.extensions, &sid, t.id, reason, error, note, false)?;
+        for ext in &core.extensions {
+            ext.on_turn_lost(tx, &sid, why)?;
+        }
+        Ok(())
     })?;
-    crate::goal::runner::push_snapshot(core);
+    changed(core);
     Ok(())
 }
 
@@ -748,6 +784,7 @@ fn abort_parked_turn(core: &SessionCore) -> Result<()> {
         }
         turn::close_turn(
             tx,
+            &core.extensions,
             &sid,
             t.id,
             TurnEndReason::Aborted,

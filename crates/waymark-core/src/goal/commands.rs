@@ -7,16 +7,16 @@ use super::runner::{continue_goal, emit_update, transition};
 use super::{Dimension, describe, exhausted, report, snapshot};
 use crate::commands::{CommandContext, CommandSpec, SlashCommand};
 use crate::error::{Error, Result};
-use crate::session::SessionCore;
+use crate::extension::SessionApi;
+use crate::goal::db::{Budgets, GoalRow, current_goal, queued_goals};
 use crate::store::Tx;
-use crate::store::goals::{Budgets, GoalRow, current_goal, queued_goals};
 use waymark_protocol::{EventKind, GoalActor, GoalReason, GoalStatus};
 
 pub(crate) struct GoalCommand;
 
 /// Refuses goal features when the flag is off (G-5).
-pub(crate) fn check_enabled(core: &SessionCore) -> Result<()> {
-    if core.config().beta.thread_goal {
+pub(crate) fn check_enabled(api: &SessionApi) -> Result<()> {
+    if api.config().beta.thread_goal {
         Ok(())
     } else {
         Err(Error::Refused(
@@ -28,7 +28,7 @@ pub(crate) fn check_enabled(core: &SessionCore) -> Result<()> {
 /// Creates the session's goal (active) with the default budgets filled in.
 pub(crate) fn create(
     tx: &mut Tx<'_>,
-    core: &SessionCore,
+    api: &SessionApi,
     objective: &str,
     criteria: Option<&str>,
     budgets: Budgets,
@@ -37,7 +37,7 @@ pub(crate) fn create(
     if objective.trim().is_empty() {
         return Err(Error::Refused("the goal needs an objective".into()));
     }
-    let d = &core.config().goal.budget;
+    let d = &api.config().goal.budget;
     let default_ms = d
         .default_active_seconds
         .map(super::budget::seconds_to_ms)
@@ -49,8 +49,8 @@ pub(crate) fn create(
         time_ms: budgets.time_ms.or(default_ms),
     };
     check_budgets(&budgets)?;
-    let id = core.ids.new_id("goal");
-    tx.create_goal(&id, &core.id, objective.trim(), criteria, budgets, actor)?;
+    let id = api.new_id("goal");
+    tx.create_goal(&id, api.id(), objective.trim(), criteria, budgets, actor)?;
     // A session started by `/goal …` has no user message to name it: the objective does.
     let title: String = objective
         .trim()
@@ -60,11 +60,11 @@ pub(crate) fn create(
         .chars()
         .take(72)
         .collect();
-    tx.set_title_if_missing(&core.id, &format!("Goal: {title}"))?;
-    let g = current_goal(tx.conn(), &core.id)?
+    tx.set_title_if_missing(api.id(), &format!("Goal: {title}"))?;
+    let g = current_goal(tx.conn(), api.id())?
         .ok_or_else(|| Error::Corrupt("the new goal vanished".into()))?;
     tx.emit(
-        &core.id,
+        api.id(),
         EventKind::GoalCreate {
             goal: Box::new(snapshot(&g)),
         },
@@ -184,12 +184,12 @@ impl SlashCommand for GoalCommand {
     }
 
     fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
-        let core = cx
-            .core
+        let api = cx
+            .api
             .ok_or_else(|| Error::Refused("/goal needs a session".into()))?;
-        check_enabled(core)?;
+        check_enabled(api)?;
         let tx = &mut *cx.tx;
-        let current = current_goal(tx.conn(), &core.id)?;
+        let current = current_goal(tx.conn(), api.id())?;
         let (verb, rest) = match args.trim().split_once(char::is_whitespace) {
             Some((v, r)) => (v, r.trim()),
             None => (args.trim(), ""),
@@ -197,7 +197,7 @@ impl SlashCommand for GoalCommand {
         let out = match (verb, current) {
             ("", None) => "No goal is set. Set one with /goal <objective> (optionally budget=50K turns=20 time=2h).".to_string(),
             ("", Some(g)) => {
-                let queued = queued_goals(tx.conn(), &core.id)?;
+                let queued = queued_goals(tx.conn(), api.id())?;
                 let mut s = describe(&snapshot(&g));
                 if !queued.is_empty() {
                     s.push_str(&format!("\nNext: {}", queued.join(" · ")));
@@ -220,8 +220,8 @@ impl SlashCommand for GoalCommand {
                 "Goal resumed.".into()
             }
             ("clear", Some(g)) => {
-                tx.clear_goal(&core.id)?;
-                tx.emit(&core.id, EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
+                tx.clear_goal(api.id())?;
+                tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
                 "Goal cleared.".into()
             }
             ("edit", Some(mut g)) => {
@@ -245,16 +245,16 @@ impl SlashCommand for GoalCommand {
                 if rest.is_empty() {
                     return Err(Error::Refused("/goal next needs an objective".into()));
                 }
-                tx.enqueue_goal(&core.id, rest)?;
+                tx.enqueue_goal(api.id(), rest)?;
                 "Queued as the next goal; it starts when the current one completes.".into()
             }
             ("replace", current) => {
                 let (objective, b) = split_args(rest)?;
                 if let Some(g) = current {
-                    tx.clear_goal(&core.id)?;
-                    tx.emit(&core.id, EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
+                    tx.clear_goal(api.id())?;
+                    tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
                 }
-                let mut g = create(tx, core, &objective, None, budgets_of(&b), GoalActor::User)?;
+                let mut g = create(tx, api, &objective, None, budgets_of(&b), GoalActor::User)?;
                 continue_goal(tx, &mut g, Nudge::Plain)?;
                 format!("Goal replaced.\n{}", describe(&snapshot(&g)))
             }
@@ -277,7 +277,7 @@ impl SlashCommand for GoalCommand {
                             g.status.as_str()
                         )));
                     }
-                    let mut g = create(tx, core, &objective, None, budgets_of(&b), GoalActor::User)?;
+                    let mut g = create(tx, api, &objective, None, budgets_of(&b), GoalActor::User)?;
                     continue_goal(tx, &mut g, Nudge::Plain)?;
                     format!("Goal set.\n{}", describe(&snapshot(&g)))
                 }

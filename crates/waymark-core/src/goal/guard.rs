@@ -17,7 +17,7 @@ impl ToolGuard for BudgetGuard {
     }
 
     fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
-        let Some(core) = call.core else {
+        let Some(api) = call.api else {
             return GuardDecision::Allow;
         };
         // Fails closed: when the goal's state cannot be read, no tool runs on its budget.
@@ -26,14 +26,14 @@ impl ToolGuard for BudgetGuard {
                 "The goal's budget could not be checked ({e}), so no tools run until it can."
             ))
         };
-        let summary = match super::runner::turn_goal_of(core, call.turn_id) {
+        let summary = match super::runner::turn_goal_of(api, call.turn_id) {
             Ok(t) => t.summary,
             Err(e) => return unchecked(e),
         };
         if summary {
             return GuardDecision::Deny(DISABLED.into());
         }
-        let (mut g, report) = match turn_report(core, call.turn_id) {
+        let (mut g, report) = match turn_report(api, call.turn_id) {
             Ok(Some(r)) => r,
             Ok(None) => return GuardDecision::Allow,
             Err(e) => return unchecked(e),
@@ -44,8 +44,8 @@ impl ToolGuard for BudgetGuard {
         g.counters.grace_used += 1;
         let used = g.counters.grace_used;
         // Counting the denial is best effort: a failed write must not let the call through.
-        let _ = core.write(|tx| tx.set_goal_counters(&g.id, &g.counters));
-        if used <= core.config().goal.budget.grace_steps {
+        let _ = api.write(|tx| tx.set_goal_counters(&g.id, &g.counters));
+        if used <= api.config().goal.budget.grace_steps {
             GuardDecision::Deny(GRACE.into())
         } else {
             GuardDecision::Deny(DISABLED.into())

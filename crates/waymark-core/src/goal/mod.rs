@@ -4,6 +4,7 @@
 
 pub mod budget;
 mod commands;
+pub mod db;
 mod guard;
 pub mod prompts;
 mod reminder;
@@ -12,25 +13,134 @@ pub mod settlement;
 mod tools;
 mod verifier;
 
-pub(crate) use tools::on_answer;
+mod view;
 
-use crate::store::goals::GoalRow;
+use crate::commands::SlashCommand;
+use crate::context::ReminderSource;
+use crate::error::Result;
+use crate::extension::{CallInfo, CallPrep, Dequeue, Extension, GuardStage, SessionApi, TurnLost};
+use crate::guard::ToolGuard;
+use crate::store::{MessageRow, QuestionnaireRow, TurnRow, Tx};
+use crate::tools::Tool;
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use waymark_protocol::{Answer, QuestionnaireKind};
+
+use crate::goal::db::GoalRow;
 use waymark_protocol::{BudgetLine, BudgetReport, GoalActor, GoalReason, GoalSnapshot, GoalStatus};
 
-/// Plugs goals into a session's registries.
-pub(crate) fn install(
-    tools: &mut crate::tools::ToolRegistry,
-    after_permission: &mut Vec<std::sync::Arc<dyn crate::guard::ToolGuard>>,
-    reminders: &mut Vec<std::sync::Arc<dyn crate::context::ReminderSource>>,
-    commands: &mut crate::commands::CommandRegistry,
-) {
-    use std::sync::Arc;
-    tools.register(Arc::new(tools::CreateGoal));
-    tools.register(Arc::new(tools::GetGoal));
-    tools.register(Arc::new(tools::UpdateGoal));
-    after_permission.push(Arc::new(guard::BudgetGuard));
-    reminders.push(Arc::new(reminder::GoalReminders));
-    commands.register(Arc::new(commands::GoalCommand));
+/// Thread goals as an extension of every session.
+pub struct GoalExtension;
+
+impl Extension for GoalExtension {
+    fn name(&self) -> &'static str {
+        "goal"
+    }
+    fn migrations(&self) -> &'static [&'static str] {
+        &[include_str!("../../migrations/goal/0001_goals.sql")]
+    }
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![
+            Arc::new(tools::CreateGoal),
+            Arc::new(tools::GetGoal),
+            Arc::new(tools::UpdateGoal),
+        ]
+    }
+    fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {
+        vec![(GuardStage::AfterPermission, Arc::new(guard::BudgetGuard))]
+    }
+    fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
+        vec![Arc::new(reminder::GoalReminders)]
+    }
+    fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {
+        vec![Arc::new(commands::GoalCommand)]
+    }
+    fn answers(&self) -> &'static [QuestionnaireKind] {
+        &[QuestionnaireKind::GoalApproval]
+    }
+    fn on_open(&self, tx: &mut Tx<'_>, session_id: &str, crashed: bool) -> Result<()> {
+        // The previous process died holding the session: an active goal stays paused until
+        // the user resumes it (G-24).
+        if crashed {
+            runner::pause_for_close(tx, session_id)?;
+        }
+        Ok(())
+    }
+    fn recheck(&self, api: &SessionApi, message: &MessageRow) -> Result<Dequeue> {
+        runner::recheck(api, message)
+    }
+    fn on_turn_start(
+        &self,
+        tx: &mut Tx<'_>,
+        api: &SessionApi,
+        turn_id: i64,
+        message: &MessageRow,
+    ) -> Result<()> {
+        runner::on_turn_start(tx, api, turn_id, message)
+    }
+    fn offers_tools(&self, api: &SessionApi, turn_id: i64) -> Result<bool> {
+        runner::tools_offered(api, turn_id)
+    }
+    fn may_call_model(&self, api: &SessionApi, turn_id: i64, _steps: u32) -> Result<bool> {
+        // A goal whose budget is spent gets no further model call in this turn; the summary
+        // turn that follows is the one call made over budget (G-22).
+        Ok(!runner::budget_spent(api, turn_id)?)
+    }
+    fn before_tool(
+        &self,
+        api: &SessionApi,
+        call: &CallInfo<'_>,
+        prep: &mut CallPrep,
+    ) -> Result<()> {
+        // Under a time budget no command outlives the goal's time left (plus the grace).
+        // A goal that cannot be read leaves no time: the budget guard then refuses the call
+        // with the reason, and anything it still allows gets only the grace.
+        prep.time_left = runner::time_left(api, call.turn_id).unwrap_or(Some(Duration::ZERO));
+        Ok(())
+    }
+    fn on_turn_closed(&self, tx: &mut Tx<'_>, turn: &TurnRow, recovered: bool) -> Result<()> {
+        runner::add_turn_usage(tx, turn, recovered)
+    }
+    fn settle<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        turn_id: i64,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(runner::settle(api, turn_id, cancel))
+    }
+    fn on_turn_lost(&self, tx: &mut Tx<'_>, session_id: &str, why: TurnLost) -> Result<()> {
+        match why {
+            TurnLost::Stopped => runner::stop_for_user(tx, session_id),
+            // So the goal does not continue into the same failure.
+            TurnLost::Failed => runner::stop_after_turn_error(tx, session_id),
+        }
+    }
+    fn on_answer(
+        &self,
+        tx: &mut Tx<'_>,
+        api: &SessionApi,
+        q: &QuestionnaireRow,
+        answer: &Answer,
+    ) -> Result<()> {
+        tools::on_answer(tx, api, q, answer)
+    }
+    fn next_work(&self, api: &SessionApi) -> Result<bool> {
+        runner::ensure_continuation(api)
+    }
+    fn on_close(&self, tx: &mut Tx<'_>, session_id: &str, waiting: bool) -> Result<()> {
+        // Waiting for the user is a pause in itself: the goal resumes with the answer (G-15
+        // stage 5); anything else closing pauses it (G-24).
+        if waiting {
+            return Ok(());
+        }
+        runner::pause_for_close(tx, session_id)
+    }
+    fn changed(&self, api: &SessionApi) {
+        runner::push_snapshot(api);
+    }
 }
 
 /// Which budget dimension a `budget_limited` goal ran out of.
@@ -218,7 +328,7 @@ pub fn check_transition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::goals::GoalCounters;
+    use crate::goal::db::GoalCounters;
 
     fn goal(status: GoalStatus, reason: GoalReason) -> GoalRow {
         GoalRow {

@@ -2,7 +2,7 @@
 //! continuation prompts, the per-turn goal context, the summary-turn reminder and the
 //! verifier's brief. All in our own words; the objective is untrusted data and is escaped.
 
-use crate::store::goals::GoalRow;
+use crate::goal::db::GoalRow;
 
 /// Escapes text for the inside of an XML-like element: `&`, `<`, `>`.
 pub fn escape(text: &str) -> String {

@@ -2,16 +2,16 @@
 
 use super::prompts::{SUMMARY_REMINDER, context};
 use crate::context::{Reminder, ReminderContext, ReminderSource};
-use crate::store::goals::current_goal;
+use crate::goal::db::current_goal;
 
 pub(crate) struct GoalReminders;
 
 impl ReminderSource for GoalReminders {
     fn reminders(&self, cx: &ReminderContext<'_>) -> Vec<Reminder> {
-        let Some(core) = cx.core else {
+        let Some(api) = cx.api else {
             return Vec::new();
         };
-        let Ok(tg) = super::runner::turn_goal_of(core, cx.turn_id) else {
+        let Ok(tg) = super::runner::turn_goal_of(api, cx.turn_id) else {
             return Vec::new();
         };
         if tg.goal_id.is_none() {
@@ -20,7 +20,7 @@ impl ReminderSource for GoalReminders {
         let text = if tg.summary {
             SUMMARY_REMINDER.to_string()
         } else {
-            match core.read(|c| current_goal(c, &core.id)) {
+            match api.read(|c| current_goal(c, api.id())) {
                 Ok(Some(g)) => context(&g),
                 _ => return Vec::new(),
             }

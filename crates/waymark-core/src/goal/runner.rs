@@ -6,9 +6,10 @@ use super::prompts::{self, Nudge};
 use super::settlement::{Limits, Mode, Pipeline, Proposal, TurnFacts, Verdict};
 use super::{Dimension, exhausted, report, snapshot};
 use crate::error::Result;
-use crate::session::SessionCore;
-use crate::store::goals::{GoalRow, TurnGoal, current_goal, turn_goal};
-use crate::store::{self, HistoryItem, MessageRow, MessageStatus, Tx};
+use crate::extension::Dequeue;
+use crate::extension::SessionApi;
+use crate::goal::db::{GoalRow, TurnGoal, current_goal, turn_goal};
+use crate::store::{self, HistoryItem, MessageRow, Tx};
 use std::time::Duration;
 use waymark_protocol::config::Verification;
 use waymark_protocol::{
@@ -47,9 +48,9 @@ pub(crate) fn emit_update(
 }
 
 /// Pushes the full snapshot to front ends (after commit).
-pub(crate) fn push_snapshot(core: &SessionCore) {
-    if let Ok(Some(g)) = core.read(|c| current_goal(c, &core.id)) {
-        core.transient(EventKind::GoalUpdated {
+pub(crate) fn push_snapshot(api: &SessionApi) {
+    if let Ok(Some(g)) = api.read(|c| current_goal(c, api.id())) {
+        api.transient(EventKind::GoalUpdated {
             goal: Box::new(snapshot(&g)),
         });
     }
@@ -99,36 +100,45 @@ pub(crate) fn continue_goal(tx: &mut Tx<'_>, g: &mut GoalRow, nudge: Nudge) -> R
     enqueue(tx, g, &text, &key)
 }
 
+/// The session's memory of what its running turn does for a goal, so per-call checks need
+/// no query.
+#[derive(Default)]
+pub(crate) struct TurnGoalSlot(std::sync::Mutex<Option<(i64, TurnGoal)>>);
+
 /// What a turn does for a goal: from memory for the running turn, else from the store.
-pub(crate) fn turn_goal_of(core: &SessionCore, turn_id: i64) -> Result<TurnGoal> {
-    let mut cache = core.turn_goal.lock().unwrap_or_else(|p| p.into_inner());
+pub(crate) fn turn_goal_of(api: &SessionApi, turn_id: i64) -> Result<TurnGoal> {
+    let slot = api.state::<TurnGoalSlot>();
+    let mut cache = slot.0.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((id, tg)) = cache.as_ref()
         && *id == turn_id
     {
         return Ok(tg.clone());
     }
-    let tg = core.read(|c| turn_goal(c, turn_id))?;
+    let tg = api.read(|c| turn_goal(c, turn_id))?;
     *cache = Some((turn_id, tg.clone()));
     Ok(tg)
 }
 
 /// Forgets the remembered goal facts of a turn (its proposal changed).
-pub(crate) fn forget_turn_goal(core: &SessionCore) {
-    *core.turn_goal.lock().unwrap_or_else(|p| p.into_inner()) = None;
+pub(crate) fn forget_turn_goal(api: &SessionApi) {
+    *api.state::<TurnGoalSlot>()
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = None;
 }
 
 /// At the start of a turn: remember which goal (and revision) it works for.
 pub(crate) fn on_turn_start(
     tx: &mut Tx<'_>,
-    core: &SessionCore,
+    api: &SessionApi,
     turn_id: i64,
     m: &MessageRow,
 ) -> Result<()> {
-    if !core.config().beta.thread_goal {
+    if !api.config().beta.thread_goal {
         return Ok(());
     }
     let mut tg = TurnGoal::default();
-    if let Some(g) = current_goal(tx.conn(), &core.id)? {
+    if let Some(g) = current_goal(tx.conn(), api.id())? {
         let summary = is_summary(m);
         if g.status == GoalStatus::Active || summary {
             tx.set_turn_goal(turn_id, &g.id, g.revision, summary)?;
@@ -141,7 +151,10 @@ pub(crate) fn on_turn_start(
         }
     }
     // Remembered even when rolled back: the turn id then never runs, so it is never asked.
-    *core.turn_goal.lock().unwrap_or_else(|p| p.into_inner()) = Some((turn_id, tg));
+    *api.state::<TurnGoalSlot>()
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some((turn_id, tg));
     Ok(())
 }
 
@@ -167,45 +180,45 @@ pub(crate) fn add_turn_usage(
 
 /// Whether a goal turn must make no further model call: its budget is used up, or it is
 /// the summary turn, which is exactly one call.
-pub(crate) fn budget_spent(core: &SessionCore, turn_id: i64) -> Result<bool> {
-    let tg = turn_goal_of(core, turn_id)?;
+pub(crate) fn budget_spent(api: &SessionApi, turn_id: i64) -> Result<bool> {
+    let tg = turn_goal_of(api, turn_id)?;
     if tg.goal_id.is_none() {
         return Ok(false);
     }
     if tg.summary {
         return Ok(true);
     }
-    core.read(|c| {
-        let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
+    api.read(|c| {
+        let (Some(g), Some(t)) = (current_goal(c, api.id())?, store::turns::get(c, turn_id)?)
         else {
             return Ok(false);
         };
-        let elapsed = (core.clock.now_ms() - t.started_at).max(0) as u64;
+        let elapsed = (api.now_ms() - t.started_at).max(0) as u64;
         Ok(exhausted(&report(&g, t.usage.total(), 0, elapsed)).is_some())
     })
 }
 
 /// Whether tools are offered in this turn (not in the summary turn).
-pub(crate) fn tools_offered(core: &SessionCore, turn_id: i64) -> Result<bool> {
-    Ok(!turn_goal_of(core, turn_id)?.summary)
+pub(crate) fn tools_offered(api: &SessionApi, turn_id: i64) -> Result<bool> {
+    Ok(!turn_goal_of(api, turn_id)?.summary)
 }
 
 /// The verification mode (G-16): the setting, else by the route of the model.
-pub(crate) fn mode(core: &SessionCore) -> Mode {
-    match core.config().goal.verification {
+pub(crate) fn mode(api: &SessionApi) -> Mode {
+    match api.config().goal.verification {
         Some(Verification::None) => Mode::None,
         Some(Verification::Subagent) => Mode::Subagent,
         Some(Verification::Evaluator) => Mode::Evaluator,
-        None => match core.provider.route() {
+        None => match api.provider().route() {
             RouteKind::OwnKey => Mode::None,
             RouteKind::Managed => Mode::Subagent,
         },
     }
 }
 
-fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Option<TurnFacts>> {
+fn facts(api: &SessionApi, turn_id: i64, revision_at_start: u32) -> Result<Option<TurnFacts>> {
     // The turn's items are the newest of the conversation the session already holds.
-    let (final_reply, used_tools) = core.with_history(|items| {
+    let (final_reply, used_tools) = api.with_history(|items| {
         let mut final_reply: Option<&str> = None;
         let mut used_tools = false;
         for (_, item) in items
@@ -224,7 +237,7 @@ fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Opt
         }
         (final_reply.unwrap_or_default().to_string(), used_tools)
     })?;
-    core.read(|c| {
+    api.read(|c| {
         let Some(t) = store::turns::get(c, turn_id)? else {
             return Ok(None);
         };
@@ -245,7 +258,7 @@ fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Opt
                 .as_deref()
                 .and_then(|p| serde_json::from_str::<Proposal>(p).ok()),
             revision_at_start,
-            pending_questionnaire: store::questionnaires::pending(c, &core.id)?.is_some(),
+            pending_questionnaire: store::questionnaires::pending(c, api.id())?.is_some(),
         }))
     })
 }
@@ -253,33 +266,33 @@ fn facts(core: &SessionCore, turn_id: i64, revision_at_start: u32) -> Result<Opt
 /// Settles the goal after a finished turn (stages 2–10; stage 1 ran in the turn's
 /// transaction). Stop (`cancel`) during verification pauses the goal as the user's stop.
 pub(crate) async fn settle(
-    core: &SessionCore,
+    api: &SessionApi,
     turn_id: i64,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<()> {
-    let tg = turn_goal_of(core, turn_id)?;
+    let tg = turn_goal_of(api, turn_id)?;
     let Some(goal_id) = tg.goal_id else {
         return Ok(());
     };
-    let Some(goal) = core
-        .read(|c| current_goal(c, &core.id))?
+    let Some(goal) = api
+        .read(|c| current_goal(c, api.id()))?
         .filter(|g| g.id == goal_id)
     else {
         return Ok(());
     };
     if tg.summary || goal.status != GoalStatus::Active {
         // The summary turn only adds usage; a goal stopped during the turn stays stopped.
-        push_snapshot(core);
+        push_snapshot(api);
         return Ok(());
     }
-    let Some(facts) = facts(core, turn_id, tg.revision.unwrap_or(goal.revision))? else {
+    let Some(facts) = facts(api, turn_id, tg.revision.unwrap_or(goal.revision))? else {
         return Ok(());
     };
     let limits = Limits {
-        repeated_reply_limit: core.config().goal.breaker.repeated_reply_limit,
-        repeated_not_met_limit: core.config().goal.verifier.repeated_not_met_limit,
+        repeated_reply_limit: api.config().goal.breaker.repeated_reply_limit,
+        repeated_not_met_limit: api.config().goal.verifier.repeated_not_met_limit,
     };
-    let mode = mode(core);
+    let mode = mode(api);
     let mut p = Pipeline::new(goal, facts);
     // Stages 1–6 decide whether stage 7 needs a verdict; the verifier runs outside any
     // transaction, adding its tokens and time to the goal as it goes.
@@ -304,13 +317,13 @@ pub(crate) async fn settle(
                 .map(|x| x.message.clone())
                 .unwrap_or_default();
             let checked = tracing::Instrument::instrument(
-                super::verifier::verify(core, turn_id, &p.goal, &claim, mode, cancel),
+                super::verifier::verify(api, turn_id, &p.goal, &claim, mode, cancel),
                 tracing::info_span!("verifier", goal = %p.goal.id),
             )
             .await?;
             // The verifier's usage is in the store now: settle on the goal as it stands.
-            if let Some(g) = core
-                .read(|c| current_goal(c, &core.id))?
+            if let Some(g) = api
+                .read(|c| current_goal(c, api.id()))?
                 .filter(|g| g.id == p.goal.id)
             {
                 p.goal.tokens_used = g.tokens_used;
@@ -319,8 +332,8 @@ pub(crate) async fn settle(
             match checked {
                 super::verifier::Checked::Verdict(v) => Some(v),
                 super::verifier::Checked::Stopped => {
-                    core.write(|tx| stop_for_user(tx, &core.id))?;
-                    push_snapshot(core);
+                    api.write(|tx| stop_for_user(tx, api.id()))?;
+                    push_snapshot(api);
                     return Ok(());
                 }
             }
@@ -329,24 +342,24 @@ pub(crate) async fn settle(
         }
     };
     p.run(mode, verdict, limits);
-    core.write(|tx| {
+    api.write(|tx| {
         let mut g = super::settlement::commit(tx, &p)?;
         super::settlement::continuation(tx, &mut g, &p)?;
         if g.status == GoalStatus::Complete {
-            start_next_goal(tx, core)?;
+            start_next_goal(tx, api)?;
         }
         Ok(())
     })?;
-    push_snapshot(core);
+    push_snapshot(api);
     Ok(())
 }
 
 /// After a goal completes, the next queued objective becomes the goal (`/goal next`).
-fn start_next_goal(tx: &mut Tx<'_>, core: &SessionCore) -> Result<()> {
-    if let Some(objective) = tx.pop_goal_queue(&core.id)? {
+fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<()> {
+    if let Some(objective) = tx.pop_goal_queue(api.id())? {
         let mut g = super::commands::create(
             tx,
-            core,
+            api,
             &objective,
             None,
             Default::default(),
@@ -357,14 +370,8 @@ fn start_next_goal(tx: &mut Tx<'_>, core: &SessionCore) -> Result<()> {
     Ok(())
 }
 
-/// What to do with a message about to be dequeued (G-23).
-pub(crate) enum Dequeue {
-    Run,
-    Drop(String),
-}
-
 /// The final recheck of a goal continuation before it runs.
-pub(crate) fn recheck(core: &SessionCore, m: &MessageRow) -> Result<Dequeue> {
+pub(crate) fn recheck(api: &SessionApi, m: &MessageRow) -> Result<Dequeue> {
     let Some(key) = m
         .idempotency_key
         .as_deref()
@@ -377,8 +384,8 @@ pub(crate) fn recheck(core: &SessionCore, m: &MessageRow) -> Result<Dequeue> {
         parts.next().unwrap_or(""),
         parts.next().and_then(|r| r.parse::<u32>().ok()),
     );
-    core.write(|tx| {
-        let Some(mut g) = current_goal(tx.conn(), &core.id)? else {
+    api.write(|tx| {
+        let Some(mut g) = current_goal(tx.conn(), api.id())? else {
             return Ok(Dequeue::Drop("the goal was cleared".into()));
         };
         if g.id != goal_id || Some(g.revision) != revision {
@@ -389,7 +396,7 @@ pub(crate) fn recheck(core: &SessionCore, m: &MessageRow) -> Result<Dequeue> {
         if g.status != GoalStatus::Active {
             return Ok(Dequeue::Drop(format!("the goal is {}", g.status.as_str())));
         }
-        if store::messages::queued_user_count(tx.conn(), &core.id)? > 0 {
+        if store::messages::queued_user_count(tx.conn(), api.id())? > 0 {
             return Ok(Dequeue::Drop("the user's message goes first".into()));
         }
         if let Some(d) = exhausted(&report(&g, 0, 0, 0)) {
@@ -421,39 +428,23 @@ fn dimension_name(d: Dimension) -> &'static str {
     }
 }
 
-/// Marks a queued message dropped, with its event.
-pub(crate) fn drop_message(core: &SessionCore, m: &MessageRow, reason: &str) -> Result<()> {
-    core.write(|tx| {
-        tx.set_message_status(m.id, MessageStatus::Dropped)?;
-        tx.emit(
-            &core.id,
-            EventKind::MessageDropped {
-                message_id: m.id,
-                reason: reason.to_string(),
-            },
-        )
-    })?;
-    push_snapshot(core);
-    Ok(())
-}
-
 /// Keeps an active goal moving when the session would otherwise go idle (after a suspended
 /// settlement or a resume). Returns whether a continuation was queued.
-pub(crate) fn ensure_continuation(core: &SessionCore) -> Result<bool> {
-    if !core.config().beta.thread_goal {
+pub(crate) fn ensure_continuation(api: &SessionApi) -> Result<bool> {
+    if !api.config().beta.thread_goal {
         return Ok(false);
     }
     // Read first: going idle must not cost a write transaction when there is nothing to do.
-    let active = core
-        .read(|c| Ok(current_goal(c, &core.id)?.is_some_and(|g| g.status == GoalStatus::Active)))?;
+    let active = api
+        .read(|c| Ok(current_goal(c, api.id())?.is_some_and(|g| g.status == GoalStatus::Active)))?;
     if !active {
         return Ok(false);
     }
-    core.write(|tx| {
-        let Some(mut g) = current_goal(tx.conn(), &core.id)? else {
+    api.write(|tx| {
+        let Some(mut g) = current_goal(tx.conn(), api.id())? else {
             return Ok(false);
         };
-        if g.status != GoalStatus::Active || store::messages::queued_count(tx.conn(), &core.id)? > 0
+        if g.status != GoalStatus::Active || store::messages::queued_count(tx.conn(), api.id())? > 0
         {
             return Ok(false);
         }
@@ -516,8 +507,8 @@ pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result
 
 /// Under a goal with a time budget: the time left, counting the running turn's time so
 /// far (a finished turn's time is in the goal already).
-pub(crate) fn time_left(core: &SessionCore, turn_id: i64) -> Result<Option<Duration>> {
-    Ok(goal_of_turn(core, turn_id)?.and_then(|(g, t)| {
+pub(crate) fn time_left(api: &SessionApi, turn_id: i64) -> Result<Option<Duration>> {
+    Ok(goal_of_turn(api, turn_id)?.and_then(|(g, t)| {
         let budget = g.time_budget_ms?;
         let used = g.active_ms.saturating_add(t.elapsed_ms);
         Some(Duration::from_millis(budget.saturating_sub(used)))
@@ -526,10 +517,10 @@ pub(crate) fn time_left(core: &SessionCore, turn_id: i64) -> Result<Option<Durat
 
 /// Usage of the turn so far, for the budget guard.
 pub(crate) fn turn_report(
-    core: &SessionCore,
+    api: &SessionApi,
     turn_id: i64,
 ) -> Result<Option<(GoalRow, waymark_protocol::BudgetReport)>> {
-    Ok(goal_of_turn(core, turn_id)?.map(|(g, t)| {
+    Ok(goal_of_turn(api, turn_id)?.map(|(g, t)| {
         let r = report(&g, t.tokens, 0, t.elapsed_ms);
         (g, r)
     }))
@@ -543,12 +534,12 @@ struct Unsettled {
 
 /// The goal a turn works for and what the turn has spent so far (nothing once it has
 /// finished: its usage is in the goal then; the verifier runs after it).
-fn goal_of_turn(core: &SessionCore, turn_id: i64) -> Result<Option<(GoalRow, Unsettled)>> {
-    if turn_goal_of(core, turn_id)?.goal_id.is_none() {
+fn goal_of_turn(api: &SessionApi, turn_id: i64) -> Result<Option<(GoalRow, Unsettled)>> {
+    if turn_goal_of(api, turn_id)?.goal_id.is_none() {
         return Ok(None);
     }
-    core.read(|c| {
-        let (Some(g), Some(t)) = (current_goal(c, &core.id)?, store::turns::get(c, turn_id)?)
+    api.read(|c| {
+        let (Some(g), Some(t)) = (current_goal(c, api.id())?, store::turns::get(c, turn_id)?)
         else {
             return Ok(None);
         };
@@ -560,7 +551,7 @@ fn goal_of_turn(core: &SessionCore, turn_id: i64) -> Result<Option<(GoalRow, Uns
         } else {
             Unsettled {
                 tokens: t.usage.total(),
-                elapsed_ms: core.clock.now_ms().saturating_sub(t.started_at).max(0) as u64,
+                elapsed_ms: api.now_ms().saturating_sub(t.started_at).max(0) as u64,
             }
         };
         Ok(Some((g, spent)))

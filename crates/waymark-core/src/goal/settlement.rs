@@ -7,7 +7,7 @@
 
 use super::Dimension;
 use super::prompts::Nudge;
-use crate::store::goals::{GoalCounters, GoalRow};
+use crate::goal::db::{GoalCounters, GoalRow};
 use waymark_protocol::{GoalActor, GoalReason, GoalStatus, TurnEndReason};
 
 /// What the model proposed with `update_goal` (mode `status`).
@@ -697,9 +697,9 @@ mod tests {
 
     #[test]
     fn g_15_stages_9_and_10_commit_and_continue() {
+        use crate::goal::db::{Budgets, current_goal};
         use crate::store::Store;
-        use crate::store::goals::{Budgets, current_goal};
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         store
             .write(1, |tx| {
                 tx.create_session("s", "/ws", None, waymark_protocol::PermissionMode::Auto)?;

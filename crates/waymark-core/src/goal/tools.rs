@@ -6,8 +6,8 @@ use super::runner::continue_goal;
 use super::settlement::{Proposal, ProposedStatus};
 use super::snapshot;
 use crate::error::{Error, Result};
-use crate::session::SessionCore;
-use crate::store::goals::{Budgets, current_goal};
+use crate::extension::SessionApi;
+use crate::goal::db::{Budgets, current_goal};
 use crate::store::{self, SessionRow};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, session_of, tool_error};
 use futures_util::future::BoxFuture;
@@ -59,8 +59,8 @@ impl Tool for CreateGoal {
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: CreateArgs = parse_args(self.name(), args)?;
-            let core = session_of(ctx)?;
-            check_enabled(&core).map_err(tool_error)?;
+            let api = session_of(ctx)?;
+            check_enabled(&api).map_err(tool_error)?;
             if a.objective.trim().is_empty() {
                 return Err(ToolError::Model("the objective is empty".into()));
             }
@@ -75,9 +75,9 @@ impl Tool for CreateGoal {
                 time_ms,
             };
             super::commands::check_budgets(&budgets).map_err(tool_error)?;
-            let sid = core.id.clone();
-            let qid = core.ids.new_id("q");
-            let created = core
+            let sid = api.id().to_string();
+            let qid = api.new_id("q");
+            let created = api
                 .write(|tx| {
                     if let Some(g) = current_goal(tx.conn(), &sid)?
                         && !g.status.is_terminal()
@@ -86,7 +86,7 @@ impl Tool for CreateGoal {
                     }
                     let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
                     if session.permission_mode == PermissionMode::Auto {
-                        let mut g = create(tx, &core, &a.objective, a.criteria.as_deref(), budgets, GoalActor::Model)?;
+                        let mut g = create(tx, &api, &a.objective, a.criteria.as_deref(), budgets, GoalActor::Model)?;
                         continue_goal(tx, &mut g, Nudge::Plain)?;
                         return Ok(true);
                     }
@@ -100,7 +100,7 @@ impl Tool for CreateGoal {
                     Ok(false)
                 })
                 .map_err(tool_error)?;
-            super::runner::push_snapshot(&core);
+            super::runner::push_snapshot(&api);
             Ok(ToolOutput {
                 content: if created {
                     "The goal is set (auto mode: no approval). Its first continuation follows."
@@ -117,7 +117,7 @@ impl Tool for CreateGoal {
 /// Answers to a goal-approval questionnaire.
 pub(crate) fn on_answer(
     tx: &mut crate::store::Tx<'_>,
-    core: &SessionCore,
+    api: &SessionApi,
     q: &crate::store::QuestionnaireRow,
     answer: &waymark_protocol::Answer,
 ) -> Result<()> {
@@ -143,7 +143,7 @@ pub(crate) fn on_answer(
                     .transpose()
                     .map_err(|e| Error::Refused(e.to_string()))?,
             };
-            let mut g = create(tx, core, objective, criteria, budgets, GoalActor::User)?;
+            let mut g = create(tx, api, objective, criteria, budgets, GoalActor::User)?;
             continue_goal(tx, &mut g, Nudge::Plain)
         }
         Answer::AllowOnce
@@ -181,10 +181,10 @@ impl Tool for GetGoal {
         _args: Value,
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let core = session_of(ctx)?;
-            check_enabled(&core).map_err(tool_error)?;
-            let g = core
-                .read(|c| current_goal(c, &core.id))
+            let api = session_of(ctx)?;
+            check_enabled(&api).map_err(tool_error)?;
+            let g = api
+                .read(|c| current_goal(c, api.id()))
                 .map_err(tool_error)?;
             Ok(ToolOutput::text(match g {
                 None => "No goal is set.".to_string(),
@@ -236,9 +236,9 @@ impl Tool for UpdateGoal {
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: UpdateArgs = parse_args(self.name(), args)?;
-            let core = session_of(ctx)?;
-            check_enabled(&core).map_err(tool_error)?;
-            let sid = core.id.clone();
+            let api = session_of(ctx)?;
+            check_enabled(&api).map_err(tool_error)?;
+            let sid = api.id().to_string();
             let turn_id = ctx.turn_id;
             match a.mode.as_str() {
                 "status" => {
@@ -257,14 +257,14 @@ impl Tool for UpdateGoal {
                     };
                     let json = serde_json::to_string(&proposal)
                         .map_err(|e| ToolError::Fatal(e.to_string()))?;
-                    core.write(|tx| {
+                    api.write(|tx| {
                         if current_goal(tx.conn(), &sid)?.is_none() {
                             return Err(Error::Refused("no goal is set".into()));
                         }
                         tx.set_turn_proposal(turn_id, &json)
                     })
                     .map_err(tool_error)?;
-                    super::runner::forget_turn_goal(&core);
+                    super::runner::forget_turn_goal(&api);
                     Ok(ToolOutput {
                         content: "Proposal recorded; the runtime settles it when this turn ends. Stop here.".into(),
                         terminate: true,
@@ -276,7 +276,7 @@ impl Tool for UpdateGoal {
                             "mode \"token_budget\" needs token_budget".into(),
                         ));
                     };
-                    core.write(|tx| {
+                    api.write(|tx| {
                         let t = store::turns::get(tx.conn(), turn_id)?.ok_or_else(|| Error::Corrupt("turn vanished".into()))?;
                         let source = store::messages::get(tx.conn(), t.message_id)?.map(|m| m.source);
                         if source != Some(MessageSource::User) {
@@ -288,7 +288,7 @@ impl Tool for UpdateGoal {
                         apply_budgets(tx, &mut g, &BudgetArgs { tokens: Some(Some(budget)), ..Default::default() }, GoalActor::Model)
                     })
                     .map_err(tool_error)?;
-                    super::runner::push_snapshot(&core);
+                    super::runner::push_snapshot(&api);
                     Ok(ToolOutput::text(format!(
                         "The token budget is now {budget}."
                     )))

@@ -7,11 +7,11 @@
 use super::prompts::verifier_brief;
 use super::settlement::{Mode, Verdict, parse_verdict};
 use crate::error::Result;
+use crate::extension::SessionApi;
+use crate::goal::db::GoalRow;
 use crate::guard::GuardDecision;
 use crate::permission::VERIFIER_TOOLS;
 use crate::provider::{CallPurpose, ModelMessage, ModelRequest, StreamEvent, ToolSpec};
-use crate::session::SessionCore;
-use crate::store::goals::GoalRow;
 use crate::store::{HistoryItem, ToolCallRecord};
 use crate::tools::{ToolContext, truncate_head};
 use crate::turn::{Decided, Executed, abandoned, decide, execute, identify_calls};
@@ -22,8 +22,8 @@ use waymark_protocol::{CallActor, EventKind, ToolStatus};
 const MAX_STEPS: usize = 8;
 
 /// A short account of recent work on the goal, for the reviewer.
-fn evidence(core: &SessionCore) -> String {
-    core.with_history(recent_work)
+fn evidence(api: &SessionApi) -> String {
+    api.with_history(recent_work)
         .unwrap_or_else(|e| format!("(the session history could not be read: {e})"))
 }
 
@@ -76,22 +76,22 @@ pub(crate) enum Checked {
 /// logs every call and result with actor `verifier`. Its tokens and time are added to the
 /// goal as they are spent; Stop ends it at once.
 pub(crate) async fn verify(
-    core: &SessionCore,
+    api: &SessionApi,
     turn_id: i64,
     g: &GoalRow,
     claim: &str,
     mode: Mode,
     cancel: &CancellationToken,
 ) -> Result<Checked> {
-    core.sandbox.probe_async().await;
-    let shell = core
-        .sandbox
+    api.sandbox().probe_async().await;
+    let shell = api
+        .sandbox()
         .spec(Vec::new(), waymark_protocol::config::ShellNetwork::Deny)
         .is_some();
     let mut tools: Vec<ToolSpec> = Vec::new();
     if mode == Mode::Subagent {
-        for t in core
-            .tools
+        for t in api
+            .tools()
             .iter()
             .filter(|t| VERIFIER_TOOLS.contains(&t.name()) || (t.is_shell() && shell))
         {
@@ -103,27 +103,27 @@ pub(crate) async fn verify(
         }
     }
     let ctx = ToolContext {
-        workspace: core.workspace.clone(),
-        session_dir: core.session_dir.clone(),
-        artifacts: core.artifacts.clone(),
+        workspace: api.workspace().to_path_buf(),
+        session_dir: api.session_dir().to_path_buf(),
+        artifacts: api.artifacts().to_path_buf(),
         cancel: cancel.clone(),
-        output_limit: core.config().turn.tool_output_limit as usize,
-        timeouts: crate::tools::Timeouts::from_config(&core.config().turn),
+        output_limit: api.config().turn.tool_output_limit as usize,
+        timeouts: crate::tools::Timeouts::from_config(&api.config().turn),
         turn_id,
         sandbox: None,
-        env: core.tool_env(),
-        core: None,
+        env: api.tool_env(),
+        api: None,
     };
     let mut messages = vec![ModelMessage::User {
-        text: verifier_brief(g, &evidence(core), claim),
+        text: verifier_brief(g, &evidence(api), claim),
     }];
-    let mut clock = core.clock.now_ms();
+    let mut clock = api.now_ms();
     // Tokens and time spent since the last call, added to the goal as they accrue.
     let account = |tokens: u64, clock: &mut i64| -> Result<()> {
-        let now = core.clock.now_ms();
+        let now = api.now_ms();
         let ms = (now - *clock).max(0) as u64;
         *clock = now;
-        core.write(|tx| tx.add_goal_usage(&g.id, tokens, 0, ms))
+        api.write(|tx| tx.add_goal_usage(&g.id, tokens, 0, ms))
     };
     let steps = if mode == Mode::Subagent { MAX_STEPS } else { 1 };
     for step in 0..steps {
@@ -143,7 +143,7 @@ pub(crate) async fn verify(
         let sink = |_: StreamEvent| {};
         let reply = tokio::select! {
             r = tracing::Instrument::instrument(
-                core.provider.call(&request, &sink),
+                api.provider().call(&request, &sink),
                 tracing::info_span!("model_call", step, purpose = "verifier"),
             ) => r,
             _ = cancel.cancelled() => {
@@ -165,7 +165,7 @@ pub(crate) async fn verify(
             return Ok(Checked::Verdict(parse_verdict(&reply.text)));
         }
         identify_calls(
-            core,
+            api,
             CallActor::Verifier,
             turn_id,
             step as u32,
@@ -177,7 +177,7 @@ pub(crate) async fn verify(
             tool_calls: reply.tool_calls.clone(),
         });
         for call in &reply.tool_calls {
-            let (status, content) = run_call(core, turn_id, call, &ctx).await?;
+            let (status, content) = run_call(api, turn_id, call, &ctx).await?;
             messages.push(ModelMessage::ToolResult {
                 call_id: call.wire().to_string(),
                 name: call.name.clone(),
@@ -194,13 +194,13 @@ pub(crate) async fn verify(
 
 /// One verifier call: logged, decided by the guard chain, run, its result logged.
 async fn run_call(
-    core: &SessionCore,
+    api: &SessionApi,
     turn_id: i64,
     call: &ToolCallRecord,
     ctx: &ToolContext,
 ) -> Result<(ToolStatus, String)> {
-    let sid = core.id.clone();
-    core.write(|tx| {
+    let sid = api.id().to_string();
+    api.write(|tx| {
         tx.emit(
             &sid,
             EventKind::ToolCall {
@@ -212,29 +212,29 @@ async fn run_call(
             },
         )
     })?;
-    let (status, content) =
-        match decide(core, CallActor::Verifier, turn_id, call, None, ctx).await? {
-            Decided::Unknown(msg) => (ToolStatus::Error, msg),
-            Decided::Decided {
-                tool,
-                decision,
-                ctx,
-            } => match decision {
-                GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
-                GuardDecision::Ask { .. } => (
-                    ToolStatus::Denied,
-                    "the reviewer cannot ask the user; use the read-only tools".into(),
-                ),
-                GuardDecision::Allow => match execute(core, tool.as_ref(), &ctx, call).await {
-                    Executed::Done {
-                        status, content, ..
-                    } => (status, content),
-                    Executed::Fatal(m) => (ToolStatus::Error, m),
-                    Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
-                },
+    let (status, content) = match decide(api, CallActor::Verifier, turn_id, call, None, ctx).await?
+    {
+        Decided::Unknown(msg) => (ToolStatus::Error, msg),
+        Decided::Decided {
+            tool,
+            decision,
+            ctx,
+        } => match decision {
+            GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
+            GuardDecision::Ask { .. } => (
+                ToolStatus::Denied,
+                "the reviewer cannot ask the user; use the read-only tools".into(),
+            ),
+            GuardDecision::Allow => match execute(api, tool.as_ref(), &ctx, call).await {
+                Executed::Done {
+                    status, content, ..
+                } => (status, content),
+                Executed::Fatal(m) => (ToolStatus::Error, m),
+                Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
             },
-        };
-    core.write(|tx| {
+        },
+    };
+    api.write(|tx| {
         tx.emit(
             &sid,
             EventKind::ToolResult {

@@ -2,8 +2,8 @@
 //! records the answer.
 
 use crate::error::{Error, Result};
-use crate::session::SessionCore;
-use crate::store::{self, QuestionnaireRow, Tx};
+use crate::extension::SessionApi;
+use crate::store::{QuestionnaireRow, Tx};
 use waymark_protocol::{Answer, MessageSource, Position, QuestionnaireKind};
 
 /// The implementation message: a fixed instruction, then the frozen plan (PM-19).
@@ -43,15 +43,15 @@ pub(crate) fn queue_first(tx: &mut Tx<'_>, sid: &str, text: &str, key: &str) -> 
 /// Applies an answer to a plan questionnaire (others are not plan mode's business).
 pub(crate) fn on_answer(
     tx: &mut Tx<'_>,
-    core: &SessionCore,
+    api: &SessionApi,
     q: &QuestionnaireRow,
     answer: &Answer,
 ) -> Result<()> {
-    let sid = core.id.as_str();
+    let sid = api.id();
     match (q.kind, answer) {
         (QuestionnaireKind::PlanEntry, Answer::Approve { .. }) => {
-            super::enter(tx, core, "agent")?;
-            let path = super::plan_path(&core.artifacts);
+            super::enter(tx, api, "agent")?;
+            let path = super::plan_path(api.artifacts());
             queue_first(
                 tx,
                 sid,
@@ -62,7 +62,7 @@ pub(crate) fn on_answer(
                 &format!("plan-entry:{}", q.id),
             )?;
             // Files last: if anything above failed, nothing was moved.
-            super::prepare_draft(&core.artifacts)
+            super::prepare_draft(api.artifacts())
         }
         (QuestionnaireKind::PlanEntry, Answer::Reject) => queue_first(
             tx,
@@ -76,7 +76,7 @@ pub(crate) fn on_answer(
                 .get("key")
                 .and_then(|v| v.as_str())
                 .unwrap_or_default();
-            let bytes = store::plans::blob(tx.conn(), key)?.ok_or_else(|| {
+            let bytes = crate::plan::db::blob(tx.conn(), key)?.ok_or_else(|| {
                 Error::Corrupt(format!("the approved plan snapshot {key} is missing"))
             })?;
             let snapshot = String::from_utf8(bytes)
@@ -109,16 +109,16 @@ pub(crate) fn on_answer(
                 &implementation_message(&snapshot, chosen),
                 &format!("plan-approval:{}", q.id),
             )?;
-            super::leave(tx, core, "approved", "approved")
+            super::leave(tx, api, "approved", "approved")
         }
         (QuestionnaireKind::PlanApproval, Answer::Defer) => {
-            if let Some(p) = store::plans::current_plan(tx.conn(), sid)? {
+            if let Some(p) = crate::plan::db::current_plan(tx.conn(), sid)? {
                 tx.set_plan_status(&p.id, "drafting")?;
             }
             Ok(())
         }
         (QuestionnaireKind::PlanApproval, Answer::Revise { text }) => {
-            if let Some(p) = store::plans::current_plan(tx.conn(), sid)? {
+            if let Some(p) = crate::plan::db::current_plan(tx.conn(), sid)? {
                 tx.set_plan_status(&p.id, "drafting")?;
             }
             queue_first(
@@ -131,10 +131,10 @@ pub(crate) fn on_answer(
             )
         }
         (QuestionnaireKind::PlanApproval, Answer::Reject) => {
-            super::leave(tx, core, "rejected", "rejected")
+            super::leave(tx, api, "rejected", "rejected")
         }
         (QuestionnaireKind::PlanApproval, Answer::Withdraw) => {
-            super::leave(tx, core, "withdrawn", "withdrawn")
+            super::leave(tx, api, "withdrawn", "withdrawn")
         }
         (QuestionnaireKind::PlanEntry | QuestionnaireKind::PlanApproval, _)
         | (QuestionnaireKind::Permission | QuestionnaireKind::GoalApproval, _) => Ok(()),

@@ -17,27 +17,27 @@ impl SlashCommand for PlanCommand {
     }
 
     fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
-        let core = cx
-            .core
+        let api = cx
+            .api
             .ok_or_else(|| Error::Refused("/plan needs a session".into()))?;
-        let path = super::plan_path(&core.artifacts);
+        let path = super::plan_path(api.artifacts());
         match args.trim() {
             "on" => {
-                let id = super::enter(cx.tx, core, "command")?;
-                super::prepare_draft(&core.artifacts)?;
+                let id = super::enter(cx.tx, api, "command")?;
+                super::prepare_draft(api.artifacts())?;
                 Ok(format!(
                     "Plan mode is on (plan {id}). The next messages are planned, not implemented; the plan goes to {}.",
                     path.display()
                 ))
             }
             "off" => {
-                super::leave(cx.tx, core, "left", "command")?;
+                super::leave(cx.tx, api, "left", "command")?;
                 Ok("Plan mode is off. Nothing from the plan was implemented.".into())
             }
             "status" | "" => {
                 let session = store::sessions::get(cx.tx.conn(), cx.session_id)?
                     .ok_or_else(|| Error::SessionNotFound(cx.session_id.to_string()))?;
-                let plan = store::plans::current_plan(cx.tx.conn(), cx.session_id)?;
+                let plan = crate::plan::db::current_plan(cx.tx.conn(), cx.session_id)?;
                 let mode = match session.interaction_mode {
                     InteractionMode::Plan => "on",
                     InteractionMode::Default => "off",

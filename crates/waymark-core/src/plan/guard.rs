@@ -78,9 +78,9 @@ impl ToolGuard for PlanGuard {
 
 /// The sandbox layers that do not hold in this session, for the question.
 fn missing_layers(call: &GuardCall<'_>) -> String {
-    match call.core {
-        Some(core) => core
-            .sandbox
+    match call.api {
+        Some(api) => api
+            .sandbox()
             .probe()
             .layers
             .missing()

@@ -5,28 +5,32 @@
 
 mod answer;
 mod commands;
+pub mod db;
 mod document;
 mod guard;
 mod reminder;
 pub mod render;
 mod tools;
 
-pub(crate) use answer::on_answer;
+mod view;
 pub use document::{
     LivePlan, PlanFileError, PlanRead, SNAPSHOT_LIMIT, check_plan_text, live_plan, read_plan_file,
     snapshot, snapshot_of,
 };
+pub use view::{PLAN_FILE_CAP, PlanUnderReview};
 
-use crate::commands::CommandRegistry;
+use crate::commands::SlashCommand;
 use crate::context::ReminderSource;
 use crate::error::{Error, Result};
+use crate::extension::{CallInfo, CallPrep, Extension, GuardStage, SessionApi};
 use crate::guard::ToolGuard;
-use crate::session::SessionCore;
-use crate::store::{self, Tx};
-use crate::tools::ToolRegistry;
+use crate::store::{self, MessageRow, QuestionnaireRow, SessionRow, Tx};
+use crate::tools::Tool;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use waymark_protocol::{Answer, EventKind, InteractionMode, QuestionnaireKind};
+use waymark_protocol::{
+    Answer, CallActor, EventKind, Intent, InteractionMode, MessageSource, Op, QuestionnaireKind,
+};
 
 /// File name of the canonical plan inside the session's `artifacts/`.
 pub const PLAN_FILE: &str = "plan.md";
@@ -38,34 +42,116 @@ pub fn plan_path(artifacts: &Path) -> PathBuf {
     artifacts.join(PLAN_FILE)
 }
 
-/// Plugs plan mode into a session's registries.
-pub(crate) fn install(
-    tools: &mut ToolRegistry,
-    before_permission: &mut Vec<Arc<dyn ToolGuard>>,
-    reminders: &mut Vec<Arc<dyn ReminderSource>>,
-    commands: &mut CommandRegistry,
-) {
-    tools.register(Arc::new(tools::EnterPlanMode));
-    tools.register(Arc::new(tools::ExitPlanMode));
-    before_permission.insert(0, Arc::new(guard::PlanGuard));
-    reminders.push(Arc::new(reminder::PlanReminders));
-    commands.register(Arc::new(commands::PlanCommand));
+/// Guidance added to the system prompt when `EnterPlanMode` is offered (PM-7).
+const PLAN_ENTRY_GUIDANCE: &str = "Planning first: for a software task whose implementation should be agreed before any change (several files, a design choice, a risky change), or when the user asks for a plan to approve, call EnterPlanMode instead of starting to edit. Do not use it for small, clear changes or questions.";
+
+/// Plan mode as an extension of every session.
+pub struct PlanExtension;
+
+impl Extension for PlanExtension {
+    fn name(&self) -> &'static str {
+        "plan"
+    }
+    fn migrations(&self) -> &'static [&'static str] {
+        &[include_str!("../../migrations/plan/0001_plans.sql")]
+    }
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![
+            Arc::new(tools::EnterPlanMode),
+            Arc::new(tools::ExitPlanMode),
+        ]
+    }
+    fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {
+        vec![(GuardStage::BeforePermission, Arc::new(guard::PlanGuard))]
+    }
+    fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
+        vec![Arc::new(reminder::PlanReminders)]
+    }
+    fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {
+        vec![Arc::new(commands::PlanCommand)]
+    }
+    fn system_prompt(&self, api: &SessionApi, session: &SessionRow) -> Option<String> {
+        tools::EnterPlanMode
+            .offered(session, &api.config())
+            .then(|| PLAN_ENTRY_GUIDANCE.to_string())
+    }
+    fn answers(&self) -> &'static [QuestionnaireKind] {
+        &[
+            QuestionnaireKind::PlanEntry,
+            QuestionnaireKind::PlanApproval,
+        ]
+    }
+    fn on_intent(&self, tx: &mut Tx<'_>, api: &SessionApi, intent: Intent) -> Result<bool> {
+        match intent {
+            Intent::PlanEntry => enter(tx, api, "intent").map(|_| true),
+            Intent::PlanExit => leave(tx, api, "left", "intent").map(|_| true),
+        }
+    }
+    fn on_admit(
+        &self,
+        tx: &mut Tx<'_>,
+        api: &SessionApi,
+        message: &MessageRow,
+        intent: Option<Intent>,
+        created: bool,
+    ) -> Result<()> {
+        if intent == Some(Intent::PlanEntry) {
+            // Files last: if admission failed before this, no plan file was moved.
+            return prepare_draft(api.artifacts());
+        }
+        // The user interjected while planning: the next plan turn gets the full reminder.
+        if created
+            && message.source == MessageSource::User
+            && in_plan_mode(tx, api.id())?
+            && let Some(p) = crate::plan::db::current_plan(tx.conn(), api.id())?
+        {
+            tx.plan_full_reminder_due(&p.id)?;
+        }
+        Ok(())
+    }
+    fn handle_op(&self, api: &SessionApi, op: &Op) -> Option<Result<()>> {
+        match op {
+            Op::EditPlan { text } => Some(edit_by_user(api, text)),
+            _ => None,
+        }
+    }
+    fn before_tool(
+        &self,
+        api: &SessionApi,
+        call: &CallInfo<'_>,
+        prep: &mut CallPrep,
+    ) -> Result<()> {
+        // In plan mode the agent's shell is read-only but for the plan file (PM-14).
+        if call.actor == CallActor::Main && call.session.interaction_mode == InteractionMode::Plan {
+            prep.writable = Some(vec![plan_path(api.artifacts())]);
+        }
+        Ok(())
+    }
+    fn on_answer(
+        &self,
+        tx: &mut Tx<'_>,
+        api: &SessionApi,
+        q: &QuestionnaireRow,
+        answer: &Answer,
+    ) -> Result<()> {
+        answer::on_answer(tx, api, q, answer)
+    }
 }
 
 /// Checks that a new plan may start now (PM-6, PM-9).
-pub(crate) fn check_entry(tx: &Tx<'_>, core: &SessionCore) -> Result<()> {
-    if !core.config().beta.desktop_plan_mode {
+pub(crate) fn check_entry(tx: &Tx<'_>, api: &SessionApi) -> Result<()> {
+    if !api.config().beta.desktop_plan_mode {
         return Err(Error::Refused(
             "plan mode is turned off (setting beta.desktop_plan_mode); turn it on to plan first"
                 .into(),
         ));
     }
-    let session = store::sessions::get(tx.conn(), &core.id)?
-        .ok_or_else(|| Error::SessionNotFound(core.id.clone()))?;
+    let session = store::sessions::get(tx.conn(), api.id())?
+        .ok_or_else(|| Error::SessionNotFound(api.id().to_string()))?;
     if session.interaction_mode == InteractionMode::Plan {
         return Err(Error::Refused("the session is already in plan mode".into()));
     }
-    if let Some(q) = store::questionnaires::pending(tx.conn(), &core.id)? {
+    if let Some(q) = store::questionnaires::pending(tx.conn(), api.id())? {
         return Err(Error::Refused(format!(
             "plan mode cannot start while the {} questionnaire {} waits for an answer; answer it first",
             q.kind.as_str(),
@@ -77,13 +163,13 @@ pub(crate) fn check_entry(tx: &Tx<'_>, core: &SessionCore) -> Result<()> {
 
 /// Starts a new plan and switches to plan mode (database part; the caller prepares the
 /// draft file with [`prepare_draft`] as the last step of the same transaction).
-pub(crate) fn enter(tx: &mut Tx<'_>, core: &SessionCore, reason: &str) -> Result<String> {
-    check_entry(tx, core)?;
-    let plan_id = core.ids.new_id("plan");
-    tx.create_plan(&plan_id, &core.id)?;
-    tx.set_interaction_mode(&core.id, InteractionMode::Plan)?;
+pub(crate) fn enter(tx: &mut Tx<'_>, api: &SessionApi, reason: &str) -> Result<String> {
+    check_entry(tx, api)?;
+    let plan_id = api.new_id("plan");
+    tx.create_plan(&plan_id, api.id())?;
+    tx.set_interaction_mode(api.id(), InteractionMode::Plan)?;
     tx.emit(
-        &core.id,
+        api.id(),
         EventKind::PlanModeChanged {
             mode: InteractionMode::Plan,
             plan_id: Some(plan_id.clone()),
@@ -95,17 +181,17 @@ pub(crate) fn enter(tx: &mut Tx<'_>, core: &SessionCore, reason: &str) -> Result
 
 /// Leaves plan mode; `status` is the plan's ending (`approved`, `rejected`, `withdrawn`,
 /// `left`). A pending approval is withdrawn: leaving never implements anything (PM-21).
-pub(crate) fn leave(tx: &mut Tx<'_>, core: &SessionCore, status: &str, reason: &str) -> Result<()> {
-    let session = store::sessions::get(tx.conn(), &core.id)?
-        .ok_or_else(|| Error::SessionNotFound(core.id.clone()))?;
+pub(crate) fn leave(tx: &mut Tx<'_>, api: &SessionApi, status: &str, reason: &str) -> Result<()> {
+    let session = store::sessions::get(tx.conn(), api.id())?
+        .ok_or_else(|| Error::SessionNotFound(api.id().to_string()))?;
     if session.interaction_mode != InteractionMode::Plan {
         return Err(Error::Refused("the session is not in plan mode".into()));
     }
-    for q in store::questionnaires::list(tx.conn(), &core.id)? {
+    for q in store::questionnaires::list(tx.conn(), api.id())? {
         if q.status == "pending" && q.kind == QuestionnaireKind::PlanApproval {
             tx.withdraw_questionnaire(&q.id)?;
             tx.emit(
-                &core.id,
+                api.id(),
                 EventKind::QuestionnaireAnswered {
                     id: q.id.clone(),
                     kind: q.kind,
@@ -114,16 +200,16 @@ pub(crate) fn leave(tx: &mut Tx<'_>, core: &SessionCore, status: &str, reason: &
             )?;
         }
     }
-    let plan = store::plans::current_plan(tx.conn(), &core.id)?;
+    let plan = crate::plan::db::current_plan(tx.conn(), api.id())?;
     if let Some(p) = &plan {
         tx.set_plan_status(&p.id, status)?;
     }
-    tx.set_interaction_mode(&core.id, InteractionMode::Default)?;
+    tx.set_interaction_mode(api.id(), InteractionMode::Default)?;
     // What the user allowed while planning ends with planning.
-    tx.drop_plan_grants(&core.id)?;
-    tx.set_exit_reminder(&core.id, Some("due"))?;
+    tx.drop_plan_grants(api.id())?;
+    tx.set_exit_reminder(api.id(), Some("due"))?;
     tx.emit(
-        &core.id,
+        api.id(),
         EventKind::PlanModeChanged {
             mode: InteractionMode::Default,
             plan_id: plan.map(|p| p.id),
@@ -158,17 +244,17 @@ pub(crate) fn prepare_draft(artifacts: &Path) -> Result<()> {
 
 /// The user edited the plan (PM-23): the file gets the text, a revision authored by the user
 /// is frozen, and a pending review now approves this version.
-pub(crate) fn edit_by_user(core: &SessionCore, text: &str) -> Result<()> {
-    let path = plan_path(&core.artifacts);
+pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
+    let path = plan_path(api.artifacts());
     let (content, truncated) = snapshot(text);
-    core.write(|tx| {
-        if !in_plan_mode(tx, &core.id)? {
+    api.write(|tx| {
+        if !in_plan_mode(tx, api.id())? {
             return Err(Error::Refused(
                 "the plan can be edited only in plan mode".into(),
             ));
         }
-        let (_, rev) = freeze_revision(tx, &core.id, &content, "user", truncated)?;
-        if let Some(q) = store::questionnaires::pending(tx.conn(), &core.id)?
+        let (_, rev) = freeze_revision(tx, api.id(), &content, "user", truncated)?;
+        if let Some(q) = store::questionnaires::pending(tx.conn(), api.id())?
             && q.kind == QuestionnaireKind::PlanApproval
         {
             let mut payload = q.payload.clone();
@@ -194,8 +280,8 @@ pub(crate) fn freeze_revision(
     content: &str,
     author: &str,
     truncated: bool,
-) -> Result<(store::plans::PlanRow, store::plans::RevisionRow)> {
-    let plan = store::plans::current_plan(tx.conn(), session_id)?
+) -> Result<(crate::plan::db::PlanRow, crate::plan::db::RevisionRow)> {
+    let plan = crate::plan::db::current_plan(tx.conn(), session_id)?
         .ok_or_else(|| Error::Corrupt("plan mode without a plan".into()))?;
     let key = |v: u32| format!("plan/{}/v{v}.md", plan.id);
     // A secret the plan quotes is stored (and implemented, and shown) redacted.

@@ -4,7 +4,6 @@
 
 use crate::context::{Reminder, ReminderContext, ReminderSource};
 use crate::sandbox::Layer;
-use crate::store;
 use std::path::Path;
 use waymark_protocol::InteractionMode;
 
@@ -56,20 +55,20 @@ pub const EXIT_TEXT: &str = "Plan mode has ended: the read-only restriction is l
 
 impl ReminderSource for PlanReminders {
     fn reminders(&self, cx: &ReminderContext<'_>) -> Vec<Reminder> {
-        let Some(core) = cx.core else {
+        let Some(api) = cx.api else {
             return Vec::new();
         };
         let sid = cx.session.id.as_str();
         let text = match cx.session.interaction_mode {
             InteractionMode::Plan => {
-                let Ok(Some(plan)) = core.read(|c| store::plans::current_plan(c, sid)) else {
+                let Ok(Some(plan)) = api.read(|c| crate::plan::db::current_plan(c, sid)) else {
                     return Vec::new();
                 };
-                let full = core
+                let full = api
                     .write(|tx| tx.plan_turn_reminder(&plan.id, cx.turn_id))
                     .unwrap_or(true);
-                let path = super::plan_path(&core.artifacts);
-                let missing = core.sandbox.probe().layers.missing();
+                let path = super::plan_path(api.artifacts());
+                let missing = api.sandbox().probe().layers.missing();
                 if full {
                     full_text(&path, &missing)
                 } else {
@@ -77,13 +76,13 @@ impl ReminderSource for PlanReminders {
                 }
             }
             InteractionMode::Default => {
-                let Ok(state) = core.read(|c| store::plans::exit_reminder(c, sid)) else {
+                let Ok(state) = api.read(|c| crate::plan::db::exit_reminder(c, sid)) else {
                     return Vec::new();
                 };
                 let turn = cx.turn_id.to_string();
                 match state.as_deref() {
                     Some("due") => {
-                        if core
+                        if api
                             .write(|tx| tx.set_exit_reminder(sid, Some(&turn)))
                             .is_err()
                         {

@@ -47,17 +47,17 @@ impl Tool for EnterPlanMode {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: EnterArgs = parse_args(self.name(), args)?;
-            let core = session_of(ctx)?;
-            if !core.config().beta.desktop_plan_mode_agent_entry
-                || !core.config().beta.desktop_plan_mode
+            let api = session_of(ctx)?;
+            if !api.config().beta.desktop_plan_mode_agent_entry
+                || !api.config().beta.desktop_plan_mode
             {
                 return Err(ToolError::Model(
                     "EnterPlanMode is not available in this session".into(),
                 ));
             }
-            let qid = core.ids.new_id("q");
-            let sid = core.id.clone();
-            core.write(|tx| {
+            let qid = api.new_id("q");
+            let sid = api.id().to_string();
+            api.write(|tx| {
                 let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
                 if session.interaction_mode == InteractionMode::Plan {
                     return Err(Error::Refused("the session is already in plan mode; keep planning and call ExitPlanMode when the plan is written".into()));
@@ -119,8 +119,8 @@ impl Tool for ExitPlanMode {
                     "each option is a short, non-empty label (at most 200 characters)".into(),
                 ));
             }
-            let core = session_of(ctx)?;
-            let path = super::plan_path(&core.artifacts);
+            let api = session_of(ctx)?;
+            let path = super::plan_path(api.artifacts());
             // A regular file only, and no more than the snapshot keeps (plus a little, to
             // know it was cut): a FIFO or a huge file cannot stall or swamp the turn.
             let read = match super::read_plan_file(&path, SNAPSHOT_LIMIT + 4) {
@@ -136,9 +136,9 @@ impl Tool for ExitPlanMode {
             let text = check_plan_text(&read.bytes)
                 .map_err(|m| ToolError::Model(format!("{m} (plan file: {})", path.display())))?;
             let (content, truncated) = snapshot_of(text, read.total);
-            let sid = core.id.clone();
-            let qid = core.ids.new_id("q");
-            let auto = core.write(|tx| {
+            let sid = api.id().to_string();
+            let qid = api.new_id("q");
+            let auto = api.write(|tx| {
                 let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
                 if session.interaction_mode != InteractionMode::Plan {
                     return Err(Error::Refused("ExitPlanMode works only in plan mode".into()));
@@ -153,7 +153,7 @@ impl Tool for ExitPlanMode {
                     // PM-20: no review in auto mode; the frozen snapshot goes straight to work.
                     let text = implementation_message(&content, None);
                     queue_first(tx, &sid, &text, &format!("plan-auto:{}:v{}", plan.id, rev.version))?;
-                    super::leave(tx, &core, "approved", "auto")?;
+                    super::leave(tx, &api, "approved", "auto")?;
                     return Ok(true);
                 }
                 let payload = json!({

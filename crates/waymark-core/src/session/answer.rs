@@ -32,8 +32,13 @@ fn offered_answers(payload: &serde_json::Value) -> Vec<&'static str> {
     a
 }
 
-pub(super) fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer) -> Result<()> {
+pub(super) fn answer_questionnaire(
+    core: &Arc<SessionCore>,
+    id: &str,
+    answer: &Answer,
+) -> Result<()> {
     let sid = core.id.as_str();
+    let api = SessionApi::new(core.clone());
     core.write(|tx| {
         let q = store::questionnaires::get(tx.conn(), id)?
             .filter(|q| q.session_id == sid)
@@ -65,7 +70,8 @@ pub(super) fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer
                 .get("plan_mode")
                 .and_then(serde_json::Value::as_bool)
                 == Some(true);
-            let planning = crate::plan::in_plan_mode(tx, sid)?;
+            let planning = store::sessions::get(tx.conn(), sid)?
+                .is_some_and(|s| s.interaction_mode == waymark_protocol::InteractionMode::Plan);
             if planning || !asked_in_plan_mode {
                 tx.add_grant(sid, &grant, planning)?;
             }
@@ -79,9 +85,15 @@ pub(super) fn answer_questionnaire(core: &SessionCore, id: &str, answer: &Answer
                 answer: answer.clone(),
             },
         )?;
-        crate::plan::on_answer(tx, core, &q, answer)?;
-        crate::goal::on_answer(tx, core, &q, answer)
+        for ext in core
+            .extensions
+            .iter()
+            .filter(|e| e.answers().contains(&q.kind))
+        {
+            ext.on_answer(tx, &api, &q, answer)?;
+        }
+        Ok(())
     })?;
-    crate::goal::runner::push_snapshot(core);
+    changed(core);
     Ok(())
 }

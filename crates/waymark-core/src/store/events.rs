@@ -82,7 +82,7 @@ mod tests {
 
     #[test]
     fn seq_is_contiguous_per_session_and_log_is_append_only() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let a = make_session(&store);
         let b = make_session(&store);
         for sid in [&a, &b, &a] {
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn recent_of_type_filters_and_keeps_order() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let a = make_session(&store);
         for i in 0..4 {
             store
@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn list_pages_after_a_seq() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let a = make_session(&store);
         for _ in 0..5 {
             store

@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn head_and_tail_order() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         let add = |text: &str, pos| {
             store
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn idempotency_key_returns_the_existing_message() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         let (first, created) = store
             .write(1, |tx| {
@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn source_is_checked_by_the_schema() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         let r = store.read(|c| {
             Ok(c.execute(

@@ -3,15 +3,12 @@
 //! ([`Store::write`]), and events are handed back for broadcast only after commit.
 
 pub mod events;
-pub mod goals;
 pub mod messages;
-pub mod plans;
 pub mod questionnaires;
 pub mod sessions;
 pub mod turns;
 
 pub use messages::{MessageRow, MessageStatus};
-pub use plans::{PlanRow, RevisionRow};
 pub use questionnaires::QuestionnaireRow;
 pub use sessions::{Lease, SessionRow};
 pub use turns::{HistoryItem, ToolCallRecord, TurnRow, TurnStatus};
@@ -26,10 +23,18 @@ use waymark_protocol::{Event, EventKind};
 /// Migrations in order; the version of each is its index + 1.
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
-    include_str!("../../migrations/0002_plans.sql"),
-    include_str!("../../migrations/0003_goals.sql"),
+    // Versions 2 and 3 created the plan and goal tables; those are the extensions' own
+    // migrations now (`migrations/plan/`, `migrations/goal/`, see 0005).
+    "SELECT 1;",
+    "SELECT 1;",
     include_str!("../../migrations/0004_grants.sql"),
+    include_str!("../../migrations/0005_extension_schema.sql"),
 ];
+
+/// A count as SQLite stores it (i64), saturating.
+pub(crate) fn clamp_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
 
 /// WAL size above which closing the store checkpoints it (see `Drop for Store`).
 const WAL_CHECKPOINT_ON_CLOSE_BYTES: u64 = 1 << 20;
@@ -119,9 +124,19 @@ impl Store {
         Self::init(conn, &path.display().to_string(), Some(PathBuf::from(wal)))
     }
 
-    /// An in-memory database (tests).
+    /// An in-memory database with the core tables only.
     pub fn open_in_memory() -> Result<Store> {
         Self::init(Connection::open_in_memory()?, ":memory:", None)
+    }
+
+    /// An in-memory database with the built-in extensions' tables too (unit tests).
+    #[cfg(test)]
+    pub(crate) fn open_test() -> Result<Store> {
+        let store = Self::open_in_memory()?;
+        for ext in crate::extension::builtin() {
+            store.migrate_extension(ext.name(), ext.migrations())?;
+        }
+        Ok(store)
     }
 
     fn init(mut conn: Connection, label: &str, wal: Option<PathBuf>) -> Result<Store> {
@@ -134,6 +149,44 @@ impl Store {
             wal,
             redactor: Default::default(),
         })
+    }
+
+    /// Applies the migrations of extension `name` it has not applied yet, each in its own
+    /// transaction; refused when the database has more of them than this build knows.
+    pub fn migrate_extension(&self, name: &str, migrations: &[&str]) -> Result<()> {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let current: i64 = conn
+            .query_row(
+                "SELECT version FROM extension_schema WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0);
+        let known = migrations.len() as i64;
+        if current > known {
+            return Err(Error::Migration {
+                version: current,
+                message: format!(
+                    "the database has migration {current} of the `{name}` extension; this build knows {known}: use a newer Waymark"
+                ),
+            });
+        }
+        for (i, sql) in migrations.iter().enumerate().skip(current as usize) {
+            let version = i as i64 + 1;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute_batch(sql).map_err(|e| Error::Migration {
+                version,
+                message: format!("extension `{name}`: {e}"),
+            })?;
+            tx.execute(
+                "INSERT INTO extension_schema (name, version) VALUES (?1, ?2) \
+                 ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+                rusqlite::params![name, version],
+            )?;
+            tx.commit()?;
+        }
+        Ok(())
     }
 
     /// Replaces the secrets redacted from what is written from now on.
@@ -208,7 +261,7 @@ impl Tx<'_> {
         self.now
     }
 
-    pub(crate) fn conn(&self) -> &Connection {
+    pub fn conn(&self) -> &Connection {
         self.conn
     }
 
@@ -315,5 +368,95 @@ mod tests {
         });
         assert!(r.is_err());
         assert_eq!(store.read(|c| events::last_seq(c, &sid)).unwrap(), before);
+    }
+}
+
+#[cfg(test)]
+mod extension_schema_tests {
+    use super::*;
+
+    /// A database from before extensions owned their tables (core versions 1–4 with the
+    /// plan and goal tables): it opens, keeps its rows, and no table is created twice.
+    #[test]
+    fn a_database_from_before_extension_migrations_keeps_its_plans_and_goals() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+                .unwrap();
+            for (v, sql) in [
+                include_str!("../../migrations/0001_init.sql"),
+                include_str!("../../migrations/plan/0001_plans.sql"),
+                include_str!("../../migrations/goal/0001_goals.sql"),
+                include_str!("../../migrations/0004_grants.sql"),
+            ]
+            .iter()
+            .enumerate()
+            {
+                conn.execute_batch(sql).unwrap();
+                conn.execute("INSERT INTO schema_version VALUES (?1)", [v as i64 + 1])
+                    .unwrap();
+            }
+            conn.execute_batch(
+                "INSERT INTO workspaces (id, path, created_at) VALUES (1, '/w', 0);
+                 INSERT INTO sessions (id, workspace_id, created_at, updated_at) VALUES ('s', 1, 0, 0);
+                 INSERT INTO goals (id, session_id, objective, status, reason, actor, created_at, updated_at)
+                     VALUES ('g', 's', 'keep me', 'active', 'created', 'user', 0, 0);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        for ext in crate::extension::builtin() {
+            store
+                .migrate_extension(ext.name(), ext.migrations())
+                .unwrap();
+        }
+        let (objective, versions): (String, i64) = store
+            .read(|c| {
+                Ok((
+                    c.query_row("SELECT objective FROM goals WHERE id = 'g'", [], |r| {
+                        r.get(0)
+                    })?,
+                    c.query_row("SELECT SUM(version) FROM extension_schema", [], |r| {
+                        r.get(0)
+                    })?,
+                ))
+            })
+            .unwrap();
+        assert_eq!((objective.as_str(), versions), ("keep me", 2));
+    }
+
+    #[test]
+    fn fresh_databases_get_extension_tables_once_and_newer_ones_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let store = Store::open(&path).unwrap();
+        let m: &[&str] = &["CREATE TABLE t1 (x);", "CREATE TABLE t2 (x);"];
+        store.migrate_extension("x", &m[..1]).unwrap();
+        store.migrate_extension("x", m).unwrap();
+        // Applied again: nothing runs twice (CREATE TABLE would fail).
+        store.migrate_extension("x", m).unwrap();
+        let e = store
+            .migrate_extension("x", &m[..1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`x` extension") && e.contains("newer"), "{e}");
+        // A broken migration names its extension and leaves the version alone.
+        let e = store
+            .migrate_extension("y", &["CREATE TABLE y (x);", "NOT SQL"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("extension `y`"), "{e}");
+        let v: i64 = store
+            .read(|c| {
+                Ok(c.query_row(
+                    "SELECT version FROM extension_schema WHERE name = 'y'",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
+            .unwrap();
+        assert_eq!(v, 1);
     }
 }

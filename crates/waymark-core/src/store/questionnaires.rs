@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn answered_once_then_closed() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         let payload = serde_json::json!({"tool": "bash"});
         store
@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn withdrawn_cannot_be_answered() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         store
             .write(1, |tx| {

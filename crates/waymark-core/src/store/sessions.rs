@@ -326,7 +326,7 @@ pub(crate) mod tests {
 
     #[test]
     fn create_get_and_list() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let id = make_session(&store);
         let s = store.read(|c| get(c, &id)).unwrap().unwrap();
         assert_eq!(s.workspace, "/ws");
@@ -349,7 +349,7 @@ pub(crate) mod tests {
 
     #[test]
     fn live_lease_is_busy_stale_or_dead_is_taken_over() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let id = make_session(&store);
         let alive = |_pid: i64| true;
         let dead = |_pid: i64| false;
@@ -388,7 +388,7 @@ pub(crate) mod tests {
             kind,
             pattern: pattern.into(),
         };
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let id = make_session(&store);
         store
             .write(1, |tx| {

@@ -154,9 +154,9 @@ impl super::Tx<'_> {
             )?
             .execute(params![
                 turn_id,
-                super::goals::clamp_i64(usage.input_tokens),
-                super::goals::clamp_i64(usage.output_tokens),
-                super::goals::clamp_i64(usage.cached_tokens)
+                super::clamp_i64(usage.input_tokens),
+                super::clamp_i64(usage.output_tokens),
+                super::clamp_i64(usage.cached_tokens)
             ])?;
         Ok(())
     }
@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn turn_lifecycle_and_unresolved_calls() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         let ((turn, msg), _) = store
             .write(1, |tx| {
@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn finished_requires_a_reason_in_the_schema() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         let r = store.read(|c| {
             c.execute(

@@ -47,7 +47,7 @@ pub struct ToolContext {
     /// The environments tool processes start with (secrets removed).
     pub env: Arc<crate::secrets::ToolEnv>,
     /// The session, for tools that change session state (plan mode's tools).
-    pub(crate) core: Option<std::sync::Arc<crate::session::SessionCore>>,
+    pub api: Option<crate::extension::SessionApi>,
 }
 
 /// How long a shell command may run.
@@ -187,8 +187,8 @@ impl ToolRegistry {
 }
 
 /// The session behind a tool call, for tools that change session state.
-pub(crate) fn session_of(ctx: &ToolContext) -> Result<Arc<crate::session::SessionCore>, ToolError> {
-    ctx.core
+pub(crate) fn session_of(ctx: &ToolContext) -> Result<crate::extension::SessionApi, ToolError> {
+    ctx.api
         .clone()
         .ok_or_else(|| ToolError::Fatal("this tool needs a session".into()))
 }
@@ -297,7 +297,7 @@ pub(crate) mod test_support {
                     &std::env::vars_os().collect::<Vec<_>>(),
                     &Default::default(),
                 )),
-                core: None,
+                api: None,
             };
             Fixture { dir, ctx }
         }

@@ -22,13 +22,14 @@ pub(crate) enum Decided {
 /// a `/plan on` admitted mid-turn confines the very next shell command, and the verifier's
 /// shell is always the sandboxed one.
 pub(crate) async fn decide(
-    core: &SessionCore,
+    api: &SessionApi,
     actor: CallActor,
     turn_id: i64,
     call: &ToolCallRecord,
     answer: Option<(QuestionnaireKind, &Answer)>,
     base_ctx: &ToolContext,
 ) -> Result<Decided> {
+    let core = api.core();
     let sid = core.id.clone();
     let Some(tool) = core.tools.get(&call.name).cloned() else {
         let names: Vec<&str> = core.tools.iter().map(|t| t.name()).collect();
@@ -43,13 +44,22 @@ pub(crate) async fn decide(
             store::sessions::get(c, &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
         Ok((s, store::sessions::grants(c, &sid)?))
     })?;
-    let writable = match (actor, session.interaction_mode) {
-        (CallActor::Main, InteractionMode::Plan) => {
-            Some(vec![crate::plan::plan_path(&core.artifacts)])
-        }
-        (CallActor::Verifier, _) => Some(Vec::new()),
-        (CallActor::Main, InteractionMode::Default) => None,
+    // The verifier's shell is always the read-only one; extensions may confine the agent's
+    // (plan mode) and cap how long a call may take (a goal's time budget).
+    let mut prep = crate::extension::CallPrep {
+        writable: (actor == CallActor::Verifier).then(Vec::new),
+        time_left: None,
     };
+    let info = crate::extension::CallInfo {
+        actor,
+        turn_id,
+        session: &session,
+        call,
+    };
+    for ext in &core.extensions {
+        ext.before_tool(api, &info, &mut prep)?;
+    }
+    let writable = prep.writable;
     let sandbox = match writable {
         Some(files) => {
             // Probed once per session, off the async threads.
@@ -78,14 +88,14 @@ pub(crate) async fn decide(
             answer,
             turn_id,
             actor,
-            core: Some(core),
+            api: Some(api),
         },
     );
-    // Under a goal time budget, no command outlives the budget by more than the grace.
-    // Read after the guards (whose budget guard fails closed), for allowed calls only.
+    // Under a time budget, no allowed command outlives it by more than the grace.
     let mut timeouts = base_ctx.timeouts;
     if matches!(decision, GuardDecision::Allow) {
-        timeouts.budget_left = crate::goal::runner::time_left(core, turn_id)?
+        timeouts.budget_left = prep
+            .time_left
             .map(|left| left.saturating_add(crate::tools::BUDGET_GRACE));
     }
     let ctx = ToolContext {
@@ -117,11 +127,12 @@ pub(crate) enum Executed {
 
 /// Runs an allowed tool and shapes its result.
 pub(crate) async fn execute(
-    core: &SessionCore,
+    api: &SessionApi,
     tool: &dyn Tool,
     ctx: &ToolContext,
     call: &ToolCallRecord,
 ) -> Executed {
+    let core = api.core();
     let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
     let run = run_tool(tool, ctx, call.arguments.clone());
     let Some(result) = tracing::Instrument::instrument(run, span).await else {
@@ -158,12 +169,13 @@ pub(crate) fn abandoned(name: &str) -> String {
 /// conversation or the reply, else the runtime id. Provider ids never name a call inside the
 /// runtime, so a provider that omits or repeats them cannot make two calls share an answer.
 pub(crate) fn identify_calls(
-    core: &SessionCore,
+    api: &SessionApi,
     actor: CallActor,
     turn_id: i64,
     step: u32,
     calls: &mut [ToolCallRecord],
 ) -> Result<()> {
+    let core = api.core();
     // The verifier's calls belong to the turn it checks: their own prefix keeps them apart.
     let prefix = match actor {
         CallActor::Main => "tc",

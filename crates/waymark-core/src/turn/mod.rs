@@ -13,6 +13,7 @@ pub(crate) use call::{
 
 use crate::context::{self, ReminderContext, RequestParts};
 use crate::error::{Error, Result};
+use crate::extension::{Extension, SessionApi};
 use crate::guard::GuardDecision;
 use crate::provider::{ModelResponse, StreamEvent, ToolSpec};
 use crate::session::SessionCore;
@@ -75,7 +76,10 @@ pub(crate) async fn run(
                         source: m.source,
                     },
                 )?;
-                crate::goal::runner::on_turn_start(tx, &core, id, &m)?;
+                let api = SessionApi::new(core.clone());
+                for ext in &core.extensions {
+                    ext.on_turn_start(tx, &api, id, &m)?;
+                }
                 Ok(id)
             })?;
             (id, m.source)
@@ -93,7 +97,10 @@ pub(crate) async fn run(
     let result = drive(&core, turn_id, source, &cancel).await;
     match result {
         Ok(TurnExit::Finished(reason)) => {
-            crate::goal::runner::settle(&core, turn_id, &cancel).await?;
+            let api = SessionApi::new(core.clone());
+            for ext in &core.extensions {
+                ext.settle(&api, turn_id, &cancel).await?;
+            }
             Ok(TurnExit::Finished(reason))
         }
         Ok(TurnExit::Parked) => Ok(TurnExit::Parked),
@@ -112,6 +119,7 @@ async fn drive(
     cancel: &CancellationToken,
 ) -> Result<TurnExit> {
     let sid = core.id.clone();
+    let api = SessionApi::new(core.clone());
     let session = core
         .read(|c| store::sessions::get(c, &sid))?
         .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
@@ -128,7 +136,7 @@ async fn drive(
                     turn_id,
                     message_source: source,
                     session_dir: &core.session_dir,
-                    core: Some(core.as_ref()),
+                    api: Some(&api),
                 })
             })
             .collect(),
@@ -143,10 +151,18 @@ async fn drive(
         turn_id,
         sandbox: None,
         env: core.tool_env(),
-        core: Some(core.clone()),
+        api: Some(api.clone()),
     };
     let mut last_elided = 0u64;
-    let offer_tools = crate::goal::runner::tools_offered(core, turn_id)?;
+    let mut offer_tools = true;
+    for ext in &core.extensions {
+        offer_tools &= ext.offers_tools(&api, turn_id)?;
+    }
+    let extra_prompt: Vec<String> = core
+        .extensions
+        .iter()
+        .filter_map(|e| e.system_prompt(&api, &session))
+        .collect();
     let (tools, tools_tokens) = if offer_tools {
         tool_specs(core, &session)
     } else {
@@ -170,7 +186,7 @@ async fn drive(
                 if cancel.is_cancelled() {
                     return finish_aborted(core, turn_id);
                 }
-                match process_call(core, turn_id, call, &tool_ctx).await? {
+                match process_call(&api, turn_id, call, &tool_ctx).await? {
                     CallOutcome::Done { terminate: t } => terminate = t,
                     CallOutcome::Parked => return Ok(TurnExit::Parked),
                     CallOutcome::Aborted => return finish_aborted(core, turn_id),
@@ -191,10 +207,13 @@ async fn drive(
         if steps >= core.config().turn.max_steps {
             return finish(core, turn_id, TurnEndReason::StepCapped, None);
         }
-        // A goal whose budget is spent gets no further model call in this turn; the summary
-        // turn that follows is the one call made over budget (G-22).
-        if steps > 0 && crate::goal::runner::budget_spent(core, turn_id)? {
-            return finish(core, turn_id, TurnEndReason::Completed, None);
+        // An extension may end the turn before another call (a goal's spent budget).
+        if steps > 0 {
+            for ext in &core.extensions {
+                if !ext.may_call_model(&api, turn_id, steps)? {
+                    return finish(core, turn_id, TurnEndReason::Completed, None);
+                }
+            }
         }
         let window = core
             .config()
@@ -203,13 +222,7 @@ async fn drive(
             .unwrap_or_else(|| core.provider.context_tokens());
         let (request, elided) = core.with_history(|history| {
             context::build_request(RequestParts {
-                system: context::system_prompt(
-                    &core.workspace,
-                    &core.session_dir,
-                    core.tools
-                        .get("EnterPlanMode")
-                        .is_some_and(|t| t.offered(&session, &core.config())),
-                ),
+                system: context::system_prompt(&core.workspace, &core.session_dir, &extra_prompt),
                 history,
                 current_turn: turn_id,
                 reminders: reminders.as_deref(),
@@ -294,7 +307,7 @@ async fn drive(
                 return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
             }
         };
-        identify_calls(core, CallActor::Main, turn_id, steps, &mut reply.tool_calls)?;
+        identify_calls(&api, CallActor::Main, turn_id, steps, &mut reply.tool_calls)?;
         record_reply(core, turn_id, &reply)?;
         if reply.tool_calls.is_empty() {
             return finish(core, turn_id, TurnEndReason::Completed, None);
@@ -424,12 +437,21 @@ pub(crate) fn close_unresolved(tx: &mut Tx<'_>, sid: &str, turn_id: i64, why: &s
 }
 
 async fn process_call(
-    core: &SessionCore,
+    api: &SessionApi,
     turn_id: i64,
     call: &ToolCallRecord,
     base_ctx: &ToolContext,
 ) -> Result<CallOutcome> {
+    let core = api.core();
     let sid = core.id.clone();
+    // The result is recorded, then every extension hears of it.
+    let recorded = |status: ToolStatus, content: String| -> Result<()> {
+        record_result(core, turn_id, call, status, content)?;
+        for ext in &core.extensions {
+            ext.after_tool(api, turn_id, call, status)?;
+        }
+        Ok(())
+    };
     let answered = core.read(|c| {
         Ok(store::questionnaires::for_turn(c, turn_id)?
             .into_iter()
@@ -447,9 +469,9 @@ async fn process_call(
         .as_ref()
         .and_then(|q| q.answer.as_ref().map(|a| (q.kind, a)));
     let (tool, decision, ctx) =
-        match decide(core, CallActor::Main, turn_id, call, answer, base_ctx).await? {
+        match decide(api, CallActor::Main, turn_id, call, answer, base_ctx).await? {
             Decided::Unknown(msg) => {
-                record_result(core, turn_id, call, ToolStatus::Error, msg)?;
+                recorded(ToolStatus::Error, msg)?;
                 return Ok(CallOutcome::Done { terminate: false });
             }
             Decided::Decided {
@@ -460,7 +482,7 @@ async fn process_call(
         };
     match decision {
         GuardDecision::Deny(msg) => {
-            record_result(core, turn_id, call, ToolStatus::Denied, msg)?;
+            recorded(ToolStatus::Denied, msg)?;
             Ok(CallOutcome::Done { terminate: false })
         }
         GuardDecision::Ask { kind, payload } => {
@@ -485,19 +507,13 @@ async fn process_call(
             })?;
             Ok(CallOutcome::Parked)
         }
-        GuardDecision::Allow => match execute(core, tool.as_ref(), &ctx, call).await {
+        GuardDecision::Allow => match execute(api, tool.as_ref(), &ctx, call).await {
             Executed::Abandoned => {
-                record_result(
-                    core,
-                    turn_id,
-                    call,
-                    ToolStatus::Error,
-                    abandoned(&call.name),
-                )?;
+                recorded(ToolStatus::Error, abandoned(&call.name))?;
                 Ok(CallOutcome::Aborted)
             }
             Executed::Fatal(m) => {
-                record_result(core, turn_id, call, ToolStatus::Error, m.clone())?;
+                recorded(ToolStatus::Error, m.clone())?;
                 finish(
                     core,
                     turn_id,
@@ -511,7 +527,7 @@ async fn process_call(
                 content,
                 terminate,
             } => {
-                record_result(core, turn_id, call, status, content)?;
+                recorded(status, content)?;
                 if ctx.cancel.is_cancelled() {
                     return Ok(CallOutcome::Aborted);
                 }
@@ -547,7 +563,18 @@ pub(crate) fn finish(
         | TurnEndReason::StepCapped
         | TurnEndReason::Error => "not run: the turn ended",
     };
-    core.write(|tx| close_turn(tx, sid, turn_id, reason, error.as_ref(), why, false))?;
+    core.write(|tx| {
+        close_turn(
+            tx,
+            &core.extensions,
+            sid,
+            turn_id,
+            reason,
+            error.as_ref(),
+            why,
+            false,
+        )
+    })?;
     match &error {
         Some(e) => tracing::warn!(?reason, code = %e.code, "turn ended: {}", e.message),
         None => tracing::info!(?reason, "turn ended"),
@@ -557,8 +584,10 @@ pub(crate) fn finish(
 
 /// Closes a turn in `tx`: a result for every call that has none (saying `why`), the turn
 /// row, and the `turn.finished` event (`recovered` when found interrupted after a crash).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn close_turn(
     tx: &mut Tx<'_>,
+    extensions: &[std::sync::Arc<dyn Extension>],
     sid: &str,
     turn_id: i64,
     reason: TurnEndReason,
@@ -568,7 +597,9 @@ pub(crate) fn close_turn(
 ) -> Result<()> {
     close_unresolved(tx, sid, turn_id, why)?;
     let row = tx.finish_turn(turn_id, reason, error)?;
-    crate::goal::runner::add_turn_usage(tx, &row, recovered)?;
+    for ext in extensions {
+        ext.on_turn_closed(tx, &row, recovered)?;
+    }
     tx.emit(
         sid,
         EventKind::TurnFinished {

@@ -1,3 +1,4 @@
+mod extension;
 mod goal;
 mod harness;
 mod mock_server;

@@ -592,6 +592,9 @@ mod extension_points {
 
     struct TestExtension;
     impl Extension for TestExtension {
+        fn name(&self) -> &'static str {
+            "test"
+        }
         fn tools(&self) -> Vec<Arc<dyn Tool>> {
             vec![Arc::new(FinishNow)]
         }

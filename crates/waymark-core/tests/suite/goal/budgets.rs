@@ -151,7 +151,7 @@ async fn g_6_verifier_tokens_count_toward_the_goal() {
 #[tokio::test]
 async fn g_6_time_while_closed_does_not_count() {
     use waymark_core::ManualClock;
-    use waymark_core::store::goals::Budgets;
+    use waymark_core::goal::db::Budgets;
     use waymark_protocol::GoalActor;
     let h = Harness::new(config(Verification::None));
     let s = h.session(json!({"responses": []}), PermissionMode::Auto);

@@ -158,7 +158,7 @@ pub(super) fn tree_hash(root: &Path, skip: &Path) -> Vec<(PathBuf, String)> {
             } else {
                 out.push((
                     p.clone(),
-                    waymark_core::store::plans::sha256_hex(&std::fs::read(&p).unwrap()),
+                    waymark_core::plan::db::sha256_hex(&std::fs::read(&p).unwrap()),
                 ));
             }
         }

@@ -106,7 +106,7 @@ async fn pm_16_revisions_are_blobs_with_an_event_carrying_the_hash_not_the_body(
     assert_eq!(rev.2, format!("plan/{}/v1.md", rev.0));
     assert_eq!(
         rev.3,
-        waymark_core::store::plans::sha256_hex(GOOD_PLAN.as_bytes())
+        waymark_core::plan::db::sha256_hex(GOOD_PLAN.as_bytes())
     );
     assert_eq!(rev.4, GOOD_PLAN.len() as u64);
     let text = h.runtime.plan_revision_text(s.id(), None, 1).unwrap();

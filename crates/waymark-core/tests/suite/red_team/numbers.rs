@@ -146,6 +146,9 @@ async fn a_panicking_turn_is_closed_once_not_retried_in_a_loop() {
     }
     struct WithExplode;
     impl Extension for WithExplode {
+        fn name(&self) -> &'static str {
+            "explode"
+        }
         fn tools(&self) -> Vec<Arc<dyn Tool>> {
             vec![Arc::new(Explode)]
         }

@@ -103,6 +103,9 @@ impl Tool for Stuck {
 }
 struct WithStuck;
 impl Extension for WithStuck {
+    fn name(&self) -> &'static str {
+        "stuck"
+    }
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![Arc::new(Stuck)]
     }

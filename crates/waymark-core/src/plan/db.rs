@@ -264,13 +264,13 @@ pub fn blob(conn: &Connection, key: &str) -> Result<Option<Vec<u8>>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Store;
-    use super::super::sessions::tests::make_session;
     use super::*;
+    use crate::store::Store;
+    use crate::store::sessions::tests::make_session;
 
     #[test]
     fn revisions_blobs_and_reminder_cadence() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         store.write(1, |tx| tx.create_plan("p1", &s)).unwrap();
         let key = |v: u32| format!("plan/p1/v{v}.md");
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn a_tampered_blob_is_reported() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         store.write(1, |tx| tx.put_blob("k", b"abc")).unwrap();
         store
             .read(|c| Ok(c.execute("UPDATE blobs SET bytes = X'00' WHERE key = 'k'", [])?))

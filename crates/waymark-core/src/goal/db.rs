@@ -2,6 +2,7 @@
 //! and the queue of upcoming goals. Usage arithmetic happens in the caller's transaction.
 
 use crate::error::{Error, Result};
+use crate::store::clamp_i64;
 use rusqlite::{Connection, OptionalExtension, params};
 use waymark_protocol::{GoalActor, GoalReason, GoalStatus};
 
@@ -45,11 +46,6 @@ pub struct Budgets {
     pub tokens: Option<u64>,
     pub turns: Option<u64>,
     pub time_ms: Option<u64>,
-}
-
-/// A count as SQLite stores it (i64), saturating.
-pub(crate) fn clamp_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, actor, revision, \
@@ -372,13 +368,13 @@ pub fn queued_goals(conn: &Connection, session_id: &str) -> Result<Vec<String>> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::Store;
-    use super::super::sessions::tests::make_session;
     use super::*;
+    use crate::store::Store;
+    use crate::store::sessions::tests::make_session;
 
     #[test]
     fn goal_lifecycle_usage_and_queue() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         let budgets = Budgets {
             tokens: Some(50_000),
@@ -453,7 +449,7 @@ mod tests {
 
     #[test]
     fn the_schema_refuses_unknown_statuses_and_negative_usage() {
-        let store = Store::open_in_memory().unwrap();
+        let store = Store::open_test().unwrap();
         let s = make_session(&store);
         store
             .write(1, |tx| {

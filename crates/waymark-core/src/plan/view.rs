@@ -1,0 +1,127 @@
+//! The plan as front ends read it: the file, the revision under review, every revision
+//! (no lease needed).
+
+use crate::error::{Error, Result};
+use crate::paths;
+use crate::runtime::Runtime;
+use crate::store;
+use std::path::PathBuf;
+
+/// A plan waiting for the user's review (see [`Runtime::plan_under_review`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanUnderReview {
+    pub plan_id: String,
+    pub version: u32,
+    /// The plan file no longer holds what was submitted.
+    pub file_changed: bool,
+}
+
+/// The largest plan file [`Runtime::plan_file`] reads whole.
+pub const PLAN_FILE_CAP: usize = 64 * 1024 * 1024;
+
+impl Runtime {
+    /// Where the plan file of a session is (whether or not it exists).
+    pub fn plan_path(&self, id: &str) -> Result<PathBuf> {
+        self.store()
+            .read(|c| store::sessions::get(c, id))?
+            .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+        Ok(super::plan_path(&paths::artifacts_dir(
+            &paths::session_dir(&self.options().data_dir, id),
+        )))
+    }
+
+    /// The plan file of a session and its current content (`None` if there is no file).
+    /// Refused when the file is not a regular file or is larger than [`PLAN_FILE_CAP`].
+    pub fn plan_file(&self, id: &str) -> Result<(PathBuf, Option<String>)> {
+        let path = self.plan_path(id)?;
+        // Regular files only: a FIFO in its place is refused, not waited on.
+        let text = super::read_plan_file(&path, PLAN_FILE_CAP)
+            .map_err(|e| Error::Refused(e.to_string()))?
+            .map(|r| {
+                if r.is_cut() {
+                    Err(Error::Refused(format!(
+                        "{} is {} MiB; plan files larger than {} MiB are not read",
+                        path.display(),
+                        r.total / (1024 * 1024),
+                        PLAN_FILE_CAP / (1024 * 1024)
+                    )))
+                } else {
+                    Ok(String::from_utf8_lossy(&r.bytes).into_owned())
+                }
+            })
+            .transpose()?;
+        Ok((path, text))
+    }
+
+    /// The plan revision a pending review would approve, and whether the plan file has
+    /// changed since it was submitted (approving implements the submitted revision, not
+    /// the file). `None` when no review is pending.
+    pub fn plan_under_review(&self, id: &str) -> Result<Option<PlanUnderReview>> {
+        let pending = self
+            .store()
+            .read(|c| store::questionnaires::pending(c, id))?
+            .filter(|q| q.kind == waymark_protocol::QuestionnaireKind::PlanApproval);
+        let Some(q) = pending else {
+            return Ok(None);
+        };
+        let plan_id = q.payload.get("plan_id").and_then(|v| v.as_str());
+        let version = q.payload.get("version").and_then(|v| v.as_u64());
+        let (Some(plan_id), Some(version)) = (plan_id, version) else {
+            return Err(Error::Corrupt(format!(
+                "plan review {} names no revision",
+                q.id
+            )));
+        };
+        let version = u32::try_from(version)
+            .map_err(|_| Error::Corrupt(format!("plan review {}: version {version}", q.id)))?;
+        let frozen = self.plan_revision_text(id, Some(plan_id), version)?;
+        let live = super::read_plan_file(&self.plan_path(id)?, super::SNAPSHOT_LIMIT + 4)
+            .ok()
+            .flatten()
+            .map(|r| {
+                let text = String::from_utf8_lossy(&r.bytes).into_owned();
+                let (snap, _) = super::snapshot_of(&text, r.total);
+                self.store().redactor().redact(&snap).into_owned()
+            });
+        Ok(Some(PlanUnderReview {
+            plan_id: plan_id.to_string(),
+            version,
+            file_changed: live.as_deref() != Some(frozen.as_str()),
+        }))
+    }
+
+    /// Every frozen revision of every plan of the session, oldest first.
+    pub fn plan_revisions(&self, id: &str) -> Result<Vec<crate::plan::db::RevisionRow>> {
+        self.store().read(|c| {
+            store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            crate::plan::db::session_revisions(c, id)
+        })
+    }
+
+    /// The content of revision `version` of the session's current plan (or of `plan_id`).
+    pub fn plan_revision_text(
+        &self,
+        id: &str,
+        plan_id: Option<&str>,
+        version: u32,
+    ) -> Result<String> {
+        self.store().read(|c| {
+            let plan_id = match plan_id {
+                Some(p) => p.to_string(),
+                None => crate::plan::db::current_plan(c, id)?
+                    .map(|p| p.id)
+                    .ok_or_else(|| Error::Refused("this session has no plan yet".into()))?,
+            };
+            let rev = crate::plan::db::revisions(c, &plan_id)?
+                .into_iter()
+                .find(|r| r.version == version)
+                .ok_or_else(|| {
+                    Error::Refused(format!("plan {plan_id} has no revision v{version}"))
+                })?;
+            let bytes = crate::plan::db::blob(c, &rev.key)?
+                .ok_or_else(|| Error::Corrupt(format!("blob {} is missing", rev.key)))?;
+            String::from_utf8(bytes)
+                .map_err(|_| Error::Corrupt(format!("blob {} is not UTF-8", rev.key)))
+        })
+    }
+}
