@@ -1,5 +1,7 @@
-/// Every IPC command the webview may call; each gets an `allow-<name>` permission that
-/// capabilities/default.json grants (a command missing there is refused at runtime).
+/// Every IPC command the webview may call: the one list. Each gets an `allow-<name>`
+/// permission, and capabilities/default.json (granting exactly these) is written from it
+/// below. `collect_commands!` in src/lib.rs must register the same commands; a test checks
+/// it against the generated bindings.
 const COMMANDS: &[&str] = &[
     "app_info",
     "list_sessions",
@@ -14,6 +16,8 @@ const COMMANDS: &[&str] = &[
     "plan_view",
     "plan_diff",
     "goal_timeline",
+    "goal",
+    "parse_goal",
     "get_settings",
     "save_settings",
     "set_api_key",
@@ -22,7 +26,52 @@ const COMMANDS: &[&str] = &[
     "start_demo",
 ];
 
+/// What the main window may use besides the commands: event listening, and the read-only
+/// notification-permission query the notification plugin's own page script makes on load.
+const EXTRA_PERMISSIONS: &[&str] = &[
+    "core:event:allow-listen",
+    "core:event:allow-unlisten",
+    "notification:allow-is-permission-granted",
+];
+
+/// The capability file, from `COMMANDS`; rewritten only when it changes.
+fn write_capability() {
+    let mut permissions: Vec<String> = EXTRA_PERMISSIONS.iter().map(|p| p.to_string()).collect();
+    permissions.extend(
+        COMMANDS
+            .iter()
+            .map(|c| format!("allow-{}", c.replace('_', "-"))),
+    );
+    let list = permissions
+        .iter()
+        .map(|p| format!("    \"{p}\""))
+        .collect::<Vec<_>>()
+        .join(",\n");
+    let text = format!(
+        r#"{{
+  "$schema": "../gen/schemas/desktop-schema.json",
+  "identifier": "default",
+  "description": "The main window: Waymark's own commands and event listening. No plugin is reachable from the webview (notifications, settings store, dialogs and links go through the commands), except the read-only notification-permission query the notification plugin's own page script makes when the page loads. Written by build.rs from its command list: do not edit.",
+  "windows": [
+    "main"
+  ],
+  "permissions": [
+{list}
+  ]
+}}
+"#
+    );
+    let path = std::path::Path::new("capabilities/default.json");
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str())
+        && let Err(e) = std::fs::write(path, text)
+    {
+        eprintln!("cannot write {}: {e}", path.display());
+        std::process::exit(1);
+    }
+}
+
 fn main() {
+    write_capability();
     // Reads src-tauri/tauri.conf.json (a symlink to the top-level one) and capabilities/*.json.
     let attrs = tauri_build::Attributes::new()
         .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));

@@ -1,7 +1,7 @@
 //! Desktop notifications (G-26): which runtime events deserve one, and raising it. Clicking
 //! a notification brings the window forward on that session.
 
-use waymark_protocol::{Event, EventKind, GoalActor, GoalStatus, QuestionnaireKind};
+use waymark_protocol::{Event, EventKind, GoalActor, GoalStatus, Question};
 
 /// A notification to raise.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,13 +42,14 @@ pub fn decide(event: &Event, session_title: &str, focused: bool) -> Option<Alert
                 ),
             ))
         }
-        EventKind::QuestionnaireOpened {
-            kind: QuestionnaireKind::PlanApproval,
-            ..
-        } if !focused => Some(alert(
-            format!("Plan ready for review — {session_title}"),
-            "The agent finished its plan and waits for your approval.".to_string(),
-        )),
+        EventKind::QuestionnaireOpened { question, .. }
+            if !focused && matches!(**question, Question::PlanApproval(_)) =>
+        {
+            Some(alert(
+                format!("Plan ready for review — {session_title}"),
+                "The agent finished its plan and waits for your approval.".to_string(),
+            ))
+        }
         _ => None,
     }
 }
@@ -108,9 +109,10 @@ mod tests {
             session_id: "s1".into(),
             seq: 3,
             ts: 0,
+            transient: false,
             kind: EventKind::GoalUpdate {
                 goal_id: "g".into(),
-                kind: "completion".into(),
+                kind: waymark_protocol::GoalUpdateKind::Completion,
                 status,
                 reason,
                 actor,
@@ -156,10 +158,21 @@ mod tests {
             session_id: "s2".into(),
             seq: 9,
             ts: 0,
+            transient: false,
             kind: EventKind::QuestionnaireOpened {
                 id: "q1".into(),
-                kind: QuestionnaireKind::PlanApproval,
-                payload: serde_json::json!({}),
+                question: Box::new(Question::PlanApproval(
+                    waymark_protocol::PlanApprovalQuestion {
+                        plan_id: "p".into(),
+                        version: 1,
+                        key: "k".into(),
+                        sha256: "x".into(),
+                        bytes: 1,
+                        truncated: false,
+                        path: "plan.md".into(),
+                        options: Vec::new(),
+                    },
+                )),
             },
         };
         assert!(decide(&ev, "t", true).is_none());

@@ -2,20 +2,17 @@
 //! (`#[tauri::command]` functions live in a module: at the crate root they clash with the
 //! macro's generated names.)
 
-use crate::dto::{
-    AppInfo, KeyStatus, PlanDiff, PlanRevisionInfo, PlanView, SessionView, SettingsView, Submitted,
-};
+use crate::dto::{AppInfo, KeyStatus, SettingsView, Submitted};
 use crate::error::{IpcError, IpcResult};
 use crate::host::Host;
 use crate::settings::{self, Keyring};
-use serde::Deserialize;
-use specta::Type;
 use tauri::{AppHandle, State};
 use waymark_core::SessionSpec;
 use waymark_core::session::OpOutcome;
 use waymark_protocol::config::Config;
 use waymark_protocol::{
-    Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position, SessionSummary,
+    Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanView, Position,
+    RevisionRef, SessionSummary, SessionView,
 };
 
 /// How many of the newest events a session view carries.
@@ -109,15 +106,7 @@ pub async fn open_session<R: tauri::Runtime>(
 
 fn view<R: tauri::Runtime>(app: &AppHandle<R>, host: &Host, id: &str) -> IpcResult<SessionView> {
     host.watch_plan(app, id)?;
-    let snapshot = host.runtime.snapshot(id)?;
-    let after = snapshot.last_seq.saturating_sub(VIEW_EVENTS);
-    let events = host.runtime.events(id, after, VIEW_EVENTS)?;
-    Ok(SessionView {
-        complete: after == 0,
-        goal: host.runtime.goal(id)?,
-        snapshot,
-        events,
-    })
+    Ok(host.runtime.session_view(id, VIEW_EVENTS)?)
 }
 
 /// Logged events after `after` (the UI catches up after a gap).
@@ -191,48 +180,10 @@ pub async fn edit_plan(host: State<'_, Host>, id: String, text: String) -> IpcRe
     Ok(())
 }
 
-fn revision_info(r: waymark_core::plan::db::RevisionRow) -> PlanRevisionInfo {
-    PlanRevisionInfo {
-        plan_id: r.plan_id,
-        version: r.version,
-        sha256: r.sha256,
-        bytes: u32::try_from(r.bytes).unwrap_or(u32::MAX),
-        author: r.author,
-        truncated: r.truncated,
-        created_at: r.created_at,
-    }
-}
-
 #[tauri::command]
 #[specta::specta]
 pub fn plan_view(host: State<'_, Host>, id: String) -> IpcResult<PlanView> {
-    let path = host.runtime.plan_path(&id)?;
-    let live = waymark_core::plan::live_plan(&path, &host.runtime.store().redactor());
-    Ok(PlanView {
-        path: path.display().to_string(),
-        html: live.html,
-        markdown: live.markdown,
-        revisions: host
-            .runtime
-            .plan_revisions(&id)?
-            .into_iter()
-            .map(revision_info)
-            .collect(),
-        review: host
-            .runtime
-            .plan_under_review(&id)?
-            .map(|r| crate::dto::PlanReview {
-                version: r.version,
-                file_changed: r.file_changed,
-            }),
-    })
-}
-
-/// One plan revision, as the diff picker names it.
-#[derive(Debug, Clone, Deserialize, Type)]
-pub struct RevisionRef {
-    pub plan_id: String,
-    pub version: u32,
+    Ok(host.runtime.plan_view(&id)?)
 }
 
 #[tauri::command]
@@ -243,22 +194,26 @@ pub fn plan_diff(
     from: RevisionRef,
     to: RevisionRef,
 ) -> IpcResult<PlanDiff> {
-    let old = host
-        .runtime
-        .plan_revision_text(&id, Some(&from.plan_id), from.version)?;
-    let new = host
-        .runtime
-        .plan_revision_text(&id, Some(&to.plan_id), to.version)?;
-    use waymark_core::plan::render::{side_by_side, unified_diff};
-    Ok(PlanDiff {
-        unified: unified_diff(
-            &old,
-            &new,
-            &format!("v{}", from.version),
-            &format!("v{}", to.version),
-        ),
-        rows: side_by_side(&old, &new),
-    })
+    Ok(host.runtime.plan_diff(&id, &from, &to)?)
+}
+
+/// Changes the session's goal (pause, resume, clear, budget, objective, set): the same op
+/// `/goal …` parses into. Returns what to tell the user.
+#[tauri::command]
+#[specta::specta]
+pub async fn goal(host: State<'_, Host>, id: String, op: GoalOp) -> IpcResult<String> {
+    match host.handle(&id)?.submit(Op::Goal { op }).await? {
+        OpOutcome::Command { output } => Ok(output),
+        _ => Ok(String::new()),
+    }
+}
+
+/// What a goal form's text (`Fix the build budget=50K time=2h`, `budget=20K turns=clear`)
+/// asks for, parsed by the same grammar as `/goal`, so the forms need no rules of their own.
+#[tauri::command]
+#[specta::specta]
+pub fn parse_goal(text: String) -> IpcResult<GoalOp> {
+    Ok(waymark_core::goal::parse_command(&text)?)
 }
 
 /// The goal's events (create, update, clear) and the turns finished since the newest goal
@@ -266,23 +221,7 @@ pub fn plan_diff(
 #[tauri::command]
 #[specta::specta]
 pub fn goal_timeline(host: State<'_, Host>, id: String) -> IpcResult<Vec<Event>> {
-    let mut all = Vec::new();
-    for t in ["goal.create", "goal.update", "goal.clear"] {
-        all.extend(host.runtime.recent_events_of_type(&id, t, 2_000)?);
-    }
-    let since = all
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::GoalCreate { .. }))
-        .map(|e| e.seq)
-        .max();
-    if let Some(since) = since {
-        let turns = host
-            .runtime
-            .recent_events_of_type(&id, "turn.finished", 2_000)?;
-        all.extend(turns.into_iter().filter(|e| e.seq > since));
-    }
-    all.sort_by_key(|e| e.seq);
-    Ok(all)
+    Ok(host.runtime.goal_view(&id)?.timeline)
 }
 
 #[tauri::command]
@@ -313,26 +252,15 @@ pub fn get_settings(host: State<'_, Host>) -> SettingsView {
 /// Validates and saves the settings; they apply at once to new and open sessions.
 #[tauri::command]
 #[specta::specta]
-pub async fn save_settings<R: tauri::Runtime>(
-    app: AppHandle<R>,
-    host: State<'_, Host>,
-    config: Config,
-) -> IpcResult<()> {
+pub fn save_settings(host: State<'_, Host>, config: Config) -> IpcResult<()> {
     config.validate()?;
     let now = host.runtime.options().clock.now_ms();
-    settings::keep_aside(&host.settings_path, now);
-    settings::save(&app, &host.settings_path, &config)?;
-    host.runtime.set_config(config.clone())?;
+    waymark_core::settings::keep_aside(&host.settings_path, now);
+    waymark_core::settings::save(&host.settings_path, &config)?;
+    // New sessions and every open one use them from the next check on.
+    host.runtime.apply_settings(config)?;
     if let Ok(mut e) = host.settings_error.lock() {
         *e = None;
-    }
-    for id in host.open_ids() {
-        if let Ok(h) = host.handle(&id) {
-            h.submit(Op::Configure {
-                config: Box::new(config.clone()),
-            })
-            .await?;
-        }
     }
     Ok(())
 }

@@ -117,7 +117,7 @@ impl Host {
         let path = self.runtime.plan_path(id)?;
         let app = app.clone();
         let sid = id.to_string();
-        let watch = PlanWatch::start(id, path, self.runtime.store().clone(), move |content| {
+        let watch = PlanWatch::start(id, path, self.runtime.redactor_source(), move |content| {
             let _ = crate::events::PlanFileChanged {
                 session_id: sid.clone(),
                 html: content.html,

@@ -36,8 +36,10 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::plan_view,
             commands::plan_diff,
             commands::goal_timeline,
+            commands::goal,
+            commands::parse_goal,
             commands::get_settings,
-            commands::save_settings::<tauri::Wry>,
+            commands::save_settings,
             commands::set_api_key,
             commands::delete_api_key,
             commands::open_link::<tauri::Wry>,
@@ -223,8 +225,7 @@ fn run() -> anyhow::Result<()> {
         anyhow::anyhow!("cannot open the data folder {}: {e}", data_dir().display())
     })?;
     // The log (level from WAYMARK_LOG); a bad level is reported with the settings error.
-    let store = runtime.store().clone();
-    let secrets: waymark_core::logging::Secrets = Arc::new(move || store.redactor());
+    let secrets = runtime.redactor_source();
     let settings_error = match waymark_core::logging::init(&data_dir(), None, secrets) {
         Ok(()) => settings_error,
         Err(e) => Some(settings_error.map_or(e.to_string(), |s| format!("{s}; {e}"))),
@@ -241,7 +242,6 @@ fn run() -> anyhow::Result<()> {
             }
         }))
         .plugin(tauri_plugin_window_state::Builder::default().build())
-        .plugin(tauri_plugin_store::Builder::new().build())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())

@@ -15,8 +15,8 @@ pub type PlanContent = waymark_core::plan::LivePlan;
 
 /// Reads and renders the plan file, known secrets hidden (no markdown when it does not
 /// exist, is cut or hides a secret).
-pub fn read(path: &Path, store: &waymark_core::store::Store) -> PlanContent {
-    waymark_core::plan::live_plan(path, &store.redactor())
+pub fn read(path: &Path, secrets: &waymark_core::logging::Secrets) -> PlanContent {
+    waymark_core::plan::live_plan(path, &secrets())
 }
 
 /// A running watch; dropping it stops watching.
@@ -30,7 +30,7 @@ impl PlanWatch {
     pub fn start(
         session_id: &str,
         plan: PathBuf,
-        store: std::sync::Arc<waymark_core::store::Store>,
+        secrets: waymark_core::logging::Secrets,
         on_change: impl Fn(PlanContent) + Send + 'static,
     ) -> notify::Result<PlanWatch> {
         let folder = plan
@@ -44,7 +44,7 @@ impl PlanWatch {
             if !events.iter().any(|e| e.path.file_name() == name.as_deref()) {
                 return;
             }
-            let content = read(&plan, &store);
+            let content = read(&plan, &secrets);
             if last.as_ref() != Some(&content) {
                 last = Some(content.clone());
                 on_change(content);
@@ -75,8 +75,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("artifacts").join("plan.md");
         let (tx, rx) = mpsc::channel();
-        let store = std::sync::Arc::new(waymark_core::store::Store::open_in_memory().unwrap());
-        let _w = PlanWatch::start("s", plan.clone(), store, move |c| {
+        let secrets: waymark_core::logging::Secrets =
+            std::sync::Arc::new(|| std::sync::Arc::new(Default::default()));
+        let _w = PlanWatch::start("s", plan.clone(), secrets, move |c| {
             let _ = tx.send(c);
         })
         .unwrap();
@@ -105,8 +106,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("artifacts").join("plan.md");
         let (tx, rx) = mpsc::channel();
-        let store = std::sync::Arc::new(waymark_core::store::Store::open_in_memory().unwrap());
-        let _w = PlanWatch::start("s", plan.clone(), store, move |c| {
+        let secrets: waymark_core::logging::Secrets =
+            std::sync::Arc::new(|| std::sync::Arc::new(Default::default()));
+        let _w = PlanWatch::start("s", plan.clone(), secrets, move |c| {
             let _ = tx.send(c);
         })
         .unwrap();

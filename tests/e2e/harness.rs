@@ -451,6 +451,24 @@ pub fn shots_dir() -> PathBuf {
     d
 }
 
+/// A script that starts watching the Plan tab for the first frame whose plan document
+/// contains `marker`; that frame's wall-clock time (ms) then appears as
+/// `window.__planPainted`. Run it before the change, then wait for the value: the page keeps
+/// no timing of its own.
+pub fn watch_plan_paint(marker: &str) -> String {
+    format!(
+        "const marker = {marker:?}; window.__planPainted = null; \
+         const shows = () => {{ const d = document.querySelector('[data-testid=plan-doc]'); return !!d && d.textContent.includes(marker); }}; \
+         const observer = new MutationObserver(() => {{ \
+           if (!shows()) return; \
+           observer.disconnect(); \
+           requestAnimationFrame(() => {{ window.__planPainted = performance.timeOrigin + performance.now(); }}); \
+         }}); \
+         observer.observe(document.body, {{ subtree: true, childList: true, characterData: true }}); \
+         return true"
+    )
+}
+
 /// The real app window, driven over WebDriver.
 pub struct App {
     pub client: Client,

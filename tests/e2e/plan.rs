@@ -92,7 +92,8 @@ async fn plan_edited_in_the_app_then_approved_implements_the_edit() {
 }
 
 /// Writes `text` to the plan file and waits for the Plan tab to show `marker`; returns the
-/// milliseconds from the write to the repaint (as the page recorded it).
+/// milliseconds from the write to the frame that first showed it (watched from outside the
+/// page, see [`harness::watch_plan_paint`]).
 async fn repaint_after_write(
     app: &harness::App,
     path: &std::path::Path,
@@ -100,6 +101,7 @@ async fn repaint_after_write(
     marker: &str,
     atomic: bool,
 ) -> f64 {
+    app.js(&harness::watch_plan_paint(marker)).await;
     let before = now_ms();
     if atomic {
         rename_write(path, text);
@@ -107,13 +109,7 @@ async fn repaint_after_write(
         std::fs::write(path, text).unwrap();
     }
     let painted = app
-        .wait_js(
-            &format!(
-                "const d = document.querySelector('[data-testid=plan-doc]'); \
-                 return d && d.textContent.includes({marker:?}) && d.dataset.paintedAt ? Number(d.dataset.paintedAt) : null"
-            ),
-            "the plan repaint",
-        )
+        .wait_js("return window.__planPainted", "the plan repaint")
         .await;
     painted.as_f64().unwrap() - before
 }

@@ -6,43 +6,53 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 /** Commands */
 export const commands = {
 	appInfo: () => __TAURI_INVOKE<AppInfo_Serialize>("app_info"),
-	listSessions: () => typedError<SessionSummary_Serialize[], IpcError>(__TAURI_INVOKE("list_sessions")),
+	listSessions: () => typedError<SessionSummary_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("list_sessions")),
 	/**  The folder picker behind "Open folder…"; `None` when the user cancels. */
 	pickWorkspace: () => __TAURI_INVOKE<string | null>("pick_workspace"),
 	/**  Creates a session in `workspace` (the settings' model unless `model` names one). */
-	createSession: (workspace: string, model: string | null, permissionMode: PermissionMode | null) => typedError<SessionView_Serialize, IpcError>(__TAURI_INVOKE("create_session", { workspace, model, permissionMode })),
+	createSession: (workspace: string, model: string | null, permissionMode: PermissionMode | null) => typedError<SessionView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("create_session", { workspace, model, permissionMode })),
 	/**  Opens a session in this window (taking its lease) and returns what the window shows. */
-	openSession: (id: string) => typedError<SessionView_Serialize, IpcError>(__TAURI_INVOKE("open_session", { id })),
+	openSession: (id: string) => typedError<SessionView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("open_session", { id })),
 	/**  Logged events after `after` (the UI catches up after a gap). */
-	sessionEvents: (id: string, after: number) => typedError<Event_Serialize[], IpcError>(__TAURI_INVOKE("session_events", { id, after })),
+	sessionEvents: (id: string, after: number) => typedError<Event_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("session_events", { id, after })),
 	/**
 	 *  Sends a message (slash commands included). `plan`: the composer's "next message enters
 	 *  Plan" chip (PM-4). `key` makes a retried send idempotent.
 	 */
-	submit: (id: string, text: string, plan: boolean, key: string | null) => typedError<Submitted, IpcError>(__TAURI_INVOKE("submit", { id, text, plan, key })),
+	submit: (id: string, text: string, plan: boolean, key: string | null) => typedError<Submitted, ErrorInfo_Serialize>(__TAURI_INVOKE("submit", { id, text, plan, key })),
 	/**  Answers a questionnaire (plan approval, permission prompt, plan entry, goal approval). */
-	answer: (id: string, questionnaireId: string, answer: Answer_Deserialize) => typedError<null, IpcError>(__TAURI_INVOKE("answer", { id, questionnaireId, answer })),
+	answer: (id: string, questionnaireId: string, answer: Answer_Deserialize) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("answer", { id, questionnaireId, answer })),
 	/**  The Stop button: the running turn stops, the running tool is killed. */
-	stop: (id: string) => typedError<null, IpcError>(__TAURI_INVOKE("stop", { id })),
+	stop: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("stop", { id })),
 	/**  The user's own edit of the plan before approving it. */
-	editPlan: (id: string, text: string) => typedError<null, IpcError>(__TAURI_INVOKE("edit_plan", { id, text })),
-	planView: (id: string) => typedError<PlanView_Serialize, IpcError>(__TAURI_INVOKE("plan_view", { id })),
-	planDiff: (id: string, from: RevisionRef, to: RevisionRef) => typedError<PlanDiff_Serialize, IpcError>(__TAURI_INVOKE("plan_diff", { id, from, to })),
+	editPlan: (id: string, text: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("edit_plan", { id, text })),
+	planView: (id: string) => typedError<PlanView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("plan_view", { id })),
+	planDiff: (id: string, from: RevisionRef, to: RevisionRef) => typedError<PlanDiff_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("plan_diff", { id, from, to })),
 	/**
 	 *  The goal's events (create, update, clear) and the turns finished since the newest goal
 	 *  was set, oldest first: the timeline and the burn-down.
 	 */
-	goalTimeline: (id: string) => typedError<Event_Serialize[], IpcError>(__TAURI_INVOKE("goal_timeline", { id })),
+	goalTimeline: (id: string) => typedError<Event_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("goal_timeline", { id })),
+	/**
+	 *  Changes the session's goal (pause, resume, clear, budget, objective, set): the same op
+	 *  `/goal …` parses into. Returns what to tell the user.
+	 */
+	goal: (id: string, op: GoalOp_Deserialize) => typedError<string, ErrorInfo_Serialize>(__TAURI_INVOKE("goal", { id, op })),
+	/**
+	 *  What a goal form's text (`Fix the build budget=50K time=2h`, `budget=20K turns=clear`)
+	 *  asks for, parsed by the same grammar as `/goal`, so the forms need no rules of their own.
+	 */
+	parseGoal: (text: string) => typedError<GoalOp_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("parse_goal", { text })),
 	getSettings: () => __TAURI_INVOKE<SettingsView_Serialize>("get_settings"),
 	/**  Validates and saves the settings; they apply at once to new and open sessions. */
-	saveSettings: (config: Config_Deserialize) => typedError<null, IpcError>(__TAURI_INVOKE("save_settings", { config })),
+	saveSettings: (config: Config_Deserialize) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("save_settings", { config })),
 	/**  Stores an API key in the OS keyring under the variable name the provider reads. */
-	setApiKey: (envName: string, key: string) => typedError<null, IpcError>(__TAURI_INVOKE("set_api_key", { envName, key })),
-	deleteApiKey: (envName: string) => typedError<null, IpcError>(__TAURI_INVOKE("delete_api_key", { envName })),
+	setApiKey: (envName: string, key: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("set_api_key", { envName, key })),
+	deleteApiKey: (envName: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("delete_api_key", { envName })),
 	/**  Opens a link from the plan in the system browser (never in the webview). */
-	openLink: (url: string) => typedError<null, IpcError>(__TAURI_INVOKE("open_link", { url })),
+	openLink: (url: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("open_link", { url })),
 	/**  Starts the offline demo (two scripted sessions); returns their ids. */
-	startDemo: () => typedError<string[], IpcError>(__TAURI_INVOKE("start_demo")),
+	startDemo: () => typedError<string[], ErrorInfo_Serialize>(__TAURI_INVOKE("start_demo")),
 };
 
 /** Events */
@@ -131,6 +141,23 @@ export type BreakerConfig_Deserialize = {
 /**  The no-progress breaker. */
 export type BreakerConfig_Serialize = {
 	repeated_reply_limit: number,
+};
+
+/**  Budget changes; a dimension left `None` keeps its limit (G-8, G-9). */
+export type BudgetChange = BudgetChange_Serialize | BudgetChange_Deserialize;
+
+/**  Budget changes; a dimension left `None` keeps its limit (G-8, G-9). */
+export type BudgetChange_Deserialize = {
+	tokens?: Limit | null,
+	turns?: Limit | null,
+	seconds?: Limit | null,
+};
+
+/**  Budget changes; a dimension left `None` keeps its limit (G-8, G-9). */
+export type BudgetChange_Serialize = {
+	tokens: Limit | null,
+	turns: Limit | null,
+	seconds: Limit | null,
 };
 
 /**  One budget dimension in a report (G-7). */
@@ -237,9 +264,26 @@ export type DiffRow_Serialize = {
 };
 
 /**  A typed error as it crosses a boundary (IPC, CLI JSON, event log). */
-export type ErrorInfo = {
+export type ErrorInfo = ErrorInfo_Serialize | ErrorInfo_Deserialize;
+
+/**  A typed error as it crosses a boundary (IPC, CLI JSON, event log). */
+export type ErrorInfo_Deserialize = {
+	/**  Stable machine-readable code (`refused`, `feature_off`, `invalid_settings`, …). */
 	code: string,
+	/**  What went wrong, written for the user. */
 	message: string,
+	/**  The settings key the error is about, if any (`beta.thread_goal`). */
+	setting?: string | null,
+};
+
+/**  A typed error as it crosses a boundary (IPC, CLI JSON, event log). */
+export type ErrorInfo_Serialize = {
+	/**  Stable machine-readable code (`refused`, `feature_off`, `invalid_settings`, …). */
+	code: string,
+	/**  What went wrong, written for the user. */
+	message: string,
+	/**  The settings key the error is about, if any (`beta.thread_goal`). */
+	setting?: string,
 };
 
 /**  One event of a session. */
@@ -251,104 +295,100 @@ export type EventKind = EventKind_Serialize | EventKind_Deserialize;
 /**  The payload of an event; `type` on the wire. */
 export type EventKind_Deserialize = 
 /**  A process attached to the session (created or reopened). */
-({ type: "session.started"; workspace: string; session_dir: string; model: string; permission_mode: PermissionMode; interaction_mode: InteractionMode; resumed: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; name?: never; payload?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never } | 
+({ type: "session.started"; workspace: string; session_dir: string; model: string; permission_mode: PermissionMode; interaction_mode: InteractionMode; resumed: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; name?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never } | 
 /**  A message entered the queue. */
-({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string | null }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string | null }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**
  *  A queued message was dropped before it ran (for example a goal continuation that
  *  became stale).
  */
-({ type: "message.dropped"; message_id: number; reason: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "message.dropped"; message_id: number; reason: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  Output of a slash command handled at admission (never sent to the model). */
-({ type: "command.output"; command: string; text: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "turn.started"; turn_id: number; message_id: number; source: MessageSource }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "command.output"; command: string; text: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "turn.started"; turn_id: number; message_id: number; source: MessageSource }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A piece of streamed assistant text (transient). */
-({ type: "assistant.delta"; turn_id: number; text: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "assistant.delta"; turn_id: number; text: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The complete assistant reply of one model call. */
-({ type: "assistant.message"; turn_id: number; text: string; reasoning?: string | null; tool_calls: ToolCallSummary[]; usage: Usage_Deserialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; truncated?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "assistant.message"; turn_id: number; text: string; reasoning?: string | null; tool_calls: ToolCallSummary[]; usage: Usage_Deserialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; truncated?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A model call failed before streaming and will be retried (transient). */
-({ type: "model.retry"; attempt: number; wait_ms: number; error: ErrorInfo }) & { actor?: never; answer?: never; arguments?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; workspace?: never } | ({ type: "tool.call"; turn_id: number; call_id: string; name: string; arguments: Value; 
+({ type: "model.retry"; attempt: number; wait_ms: number; error: ErrorInfo_Deserialize }) & { actor?: never; answer?: never; arguments?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; workspace?: never } | ({ type: "tool.call"; turn_id: number; call_id: string; name: string; arguments: Value; 
 /**  Who made the call: the session's agent (omitted) or the goal's verifier. */
-actor?: CallActor }) & { answer?: never; attempt?: never; author?: never; bytes?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "tool.result"; turn_id: number; call_id: string; name: string; status: ToolStatus; content: string; actor?: CallActor }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; command?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+actor?: CallActor }) & { answer?: never; attempt?: never; author?: never; bytes?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "tool.result"; turn_id: number; call_id: string; name: string; status: ToolStatus; content: string; actor?: CallActor }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; command?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  Old tool outputs were replaced by a short note so the context fits the model. */
-({ type: "context.elided"; turn_id: number; items: number; bytes: number }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "turn.finished"; turn_id: number; reason: TurnEndReason; usage: Usage_Deserialize; steps: number; error?: ErrorInfo | null; 
+({ type: "context.elided"; turn_id: number; items: number; bytes: number }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "turn.finished"; turn_id: number; reason: TurnEndReason; usage: Usage_Deserialize; steps: number; error?: ErrorInfo_Deserialize | null; 
 /**  True when the turn was found interrupted on reopen after a crash. */
-recovered?: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reasoning?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; text?: never; tool_calls?: never; truncated?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "questionnaire.opened"; id: string; kind: QuestionnaireKind; payload: Value }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "questionnaire.answered"; id: string; kind: QuestionnaireKind; answer: Answer_Deserialize }) & { actor?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+recovered?: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reasoning?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; text?: never; tool_calls?: never; truncated?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "questionnaire.opened"; id: string; question: Question_Deserialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "questionnaire.answered"; id: string; kind: QuestionnaireKind; answer: Answer_Deserialize }) & { actor?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  Nothing is queued or running. */
-({ type: "session.idle" }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "session.idle" }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The session waits on a questionnaire. */
-({ type: "session.waiting"; questionnaire_id: string; kind: QuestionnaireKind }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "session.waiting"; questionnaire_id: string; kind: QuestionnaireKind }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The session's interaction mode changed (plan mode entered or left). */
-({ type: "plan.mode_changed"; mode: InteractionMode; plan_id?: string | null; 
-/**  Why: `user`, `command`, `intent`, `agent`, `approved`, `rejected`, `withdrawn`. */
-reason: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; model?: never; name?: never; payload?: never; permission_mode?: never; position?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "plan.mode_changed"; mode: InteractionMode; plan_id?: string | null; reason: PlanModeReason }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; model?: never; name?: never; permission_mode?: never; position?: never; question?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A frozen revision of the plan file; the content is in the blob `key`, never here. */
-({ type: "plan.revision"; plan_id: string; version: number; key: string; sha256: string; bytes: number; author: string; truncated?: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; turn_id?: never; usage?: never; wait_ms?: never; workspace?: never } | 
+({ type: "plan.revision"; plan_id: string; version: number; key: string; sha256: string; bytes: number; author: RevisionAuthor; truncated?: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; turn_id?: never; usage?: never; wait_ms?: never; workspace?: never } | 
 /**  A goal was set (G-4). */
-({ type: "goal.create"; goal: GoalSnapshot_Deserialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "goal.create"; goal: GoalSnapshot_Deserialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**
  *  A goal changed: `kind` is `lifecycle` (pause, resume, budgets, edits) or `completion`
  *  (a settlement outcome).
  */
-({ type: "goal.update"; goal_id: string; kind: string; status: GoalStatus; reason: GoalReason; actor: GoalActor; usage: BudgetReport_Deserialize }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "goal.update"; goal_id: string; kind: GoalUpdateKind; status: GoalStatus; reason: GoalReason; actor: GoalActor; usage: BudgetReport_Deserialize }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The goal was removed from the session. */
-({ type: "goal.clear"; goal_id: string; actor: GoalActor }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "goal.clear"; goal_id: string; actor: GoalActor }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The full goal snapshot after any change (transient: front ends redraw from it). */
 {
 	type: "goal.updated",
 } & GoalSnapshot_Deserialize | 
 /**  A session-level error that is not part of a turn (transient). */
-({ type: "session.error"; error: ErrorInfo }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never };
+({ type: "session.error"; error: ErrorInfo_Deserialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never };
 
 /**  The payload of an event; `type` on the wire. */
 export type EventKind_Serialize = 
 /**  A process attached to the session (created or reopened). */
-({ type: "session.started"; workspace: string; session_dir: string; model: string; permission_mode: PermissionMode; interaction_mode: InteractionMode; resumed: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; name?: never; payload?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never } | 
+({ type: "session.started"; workspace: string; session_dir: string; model: string; permission_mode: PermissionMode; interaction_mode: InteractionMode; resumed: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; name?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never } | 
 /**  A message entered the queue. */
-({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**
  *  A queued message was dropped before it ran (for example a goal continuation that
  *  became stale).
  */
-({ type: "message.dropped"; message_id: number; reason: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "message.dropped"; message_id: number; reason: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  Output of a slash command handled at admission (never sent to the model). */
-({ type: "command.output"; command: string; text: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "turn.started"; turn_id: number; message_id: number; source: MessageSource }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "command.output"; command: string; text: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "turn.started"; turn_id: number; message_id: number; source: MessageSource }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A piece of streamed assistant text (transient). */
-({ type: "assistant.delta"; turn_id: number; text: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "assistant.delta"; turn_id: number; text: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The complete assistant reply of one model call. */
-({ type: "assistant.message"; turn_id: number; text: string; reasoning?: string; tool_calls: ToolCallSummary[]; usage: Usage_Serialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; truncated?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "assistant.message"; turn_id: number; text: string; reasoning?: string; tool_calls: ToolCallSummary[]; usage: Usage_Serialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; truncated?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A model call failed before streaming and will be retried (transient). */
-({ type: "model.retry"; attempt: number; wait_ms: number; error: ErrorInfo }) & { actor?: never; answer?: never; arguments?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; workspace?: never } | ({ type: "tool.call"; turn_id: number; call_id: string; name: string; arguments: Value; 
+({ type: "model.retry"; attempt: number; wait_ms: number; error: ErrorInfo_Serialize }) & { actor?: never; answer?: never; arguments?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; workspace?: never } | ({ type: "tool.call"; turn_id: number; call_id: string; name: string; arguments: Value; 
 /**  Who made the call: the session's agent (omitted) or the goal's verifier. */
-actor?: CallActor }) & { answer?: never; attempt?: never; author?: never; bytes?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "tool.result"; turn_id: number; call_id: string; name: string; status: ToolStatus; content: string; actor?: CallActor }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; command?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+actor?: CallActor }) & { answer?: never; attempt?: never; author?: never; bytes?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "tool.result"; turn_id: number; call_id: string; name: string; status: ToolStatus; content: string; actor?: CallActor }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; command?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  Old tool outputs were replaced by a short note so the context fits the model. */
-({ type: "context.elided"; turn_id: number; items: number; bytes: number }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "turn.finished"; turn_id: number; reason: TurnEndReason; usage: Usage_Serialize; steps: number; error?: ErrorInfo; 
+({ type: "context.elided"; turn_id: number; items: number; bytes: number }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "turn.finished"; turn_id: number; reason: TurnEndReason; usage: Usage_Serialize; steps: number; error?: ErrorInfo_Serialize; 
 /**  True when the turn was found interrupted on reopen after a crash. */
-recovered?: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reasoning?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; text?: never; tool_calls?: never; truncated?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "questionnaire.opened"; id: string; kind: QuestionnaireKind; payload: Value }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "questionnaire.answered"; id: string; kind: QuestionnaireKind; answer: Answer_Serialize }) & { actor?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+recovered?: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reasoning?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; text?: never; tool_calls?: never; truncated?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "questionnaire.opened"; id: string; question: Question_Serialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | ({ type: "questionnaire.answered"; id: string; kind: QuestionnaireKind; answer: Answer_Serialize }) & { actor?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  Nothing is queued or running. */
-({ type: "session.idle" }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "session.idle" }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The session waits on a questionnaire. */
-({ type: "session.waiting"; questionnaire_id: string; kind: QuestionnaireKind }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "session.waiting"; questionnaire_id: string; kind: QuestionnaireKind }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The session's interaction mode changed (plan mode entered or left). */
-({ type: "plan.mode_changed"; mode: InteractionMode; plan_id?: string; 
-/**  Why: `user`, `command`, `intent`, `agent`, `approved`, `rejected`, `withdrawn`. */
-reason: string }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; model?: never; name?: never; payload?: never; permission_mode?: never; position?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "plan.mode_changed"; mode: InteractionMode; plan_id?: string; reason: PlanModeReason }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; model?: never; name?: never; permission_mode?: never; position?: never; question?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A frozen revision of the plan file; the content is in the blob `key`, never here. */
-({ type: "plan.revision"; plan_id: string; version: number; key: string; sha256: string; bytes: number; author: string; truncated?: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; turn_id?: never; usage?: never; wait_ms?: never; workspace?: never } | 
+({ type: "plan.revision"; plan_id: string; version: number; key: string; sha256: string; bytes: number; author: RevisionAuthor; truncated?: boolean }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; turn_id?: never; usage?: never; wait_ms?: never; workspace?: never } | 
 /**  A goal was set (G-4). */
-({ type: "goal.create"; goal: GoalSnapshot_Serialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "goal.create"; goal: GoalSnapshot_Serialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**
  *  A goal changed: `kind` is `lifecycle` (pause, resume, budgets, edits) or `completion`
  *  (a settlement outcome).
  */
-({ type: "goal.update"; goal_id: string; kind: string; status: GoalStatus; reason: GoalReason; actor: GoalActor; usage: BudgetReport_Serialize }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "goal.update"; goal_id: string; kind: GoalUpdateKind; status: GoalStatus; reason: GoalReason; actor: GoalActor; usage: BudgetReport_Serialize }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The goal was removed from the session. */
-({ type: "goal.clear"; goal_id: string; actor: GoalActor }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "goal.clear"; goal_id: string; actor: GoalActor }) & { answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; error?: never; goal?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  The full goal snapshot after any change (transient: front ends redraw from it). */
 {
 	type: "goal.updated",
 } & GoalSnapshot_Serialize | 
 /**  A session-level error that is not part of a turn (transient). */
-({ type: "session.error"; error: ErrorInfo }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; payload?: never; permission_mode?: never; plan_id?: never; position?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never };
+({ type: "session.error"; error: ErrorInfo_Serialize }) & { actor?: never; answer?: never; arguments?: never; attempt?: never; author?: never; bytes?: never; call_id?: never; command?: never; content?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; model?: never; name?: never; permission_mode?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; version?: never; wait_ms?: never; workspace?: never };
 
 /**  One event of a session. */
 export type Event_Deserialize = {
@@ -356,6 +396,8 @@ export type Event_Deserialize = {
 	seq: number,
 	/**  Unix time in milliseconds. */
 	ts: number,
+	/**  Streamed only, never logged: it carries the `seq` of the last logged event. */
+	transient?: boolean,
 } & EventKind_Deserialize;
 
 /**  One event of a session. */
@@ -364,7 +406,40 @@ export type Event_Serialize = {
 	seq: number,
 	/**  Unix time in milliseconds. */
 	ts: number,
+	/**  Streamed only, never logged: it carries the `seq` of the last logged event. */
+	transient: boolean,
 } & EventKind_Serialize;
+
+/**  A file a write, edit or patch would change. */
+export type FileChange = FileChange_Serialize | FileChange_Deserialize;
+
+/**  A file a write, edit or patch would change. */
+export type FileChange_Deserialize = {
+	/**  The path as the model gave it (escaped for display). */
+	path: string,
+	/**  Where it resolves, when it does. */
+	resolved?: string | null,
+	/**  `create`, `replace`, `edit`, `delete`, … (the tool's own word when none fits). */
+	op: string,
+	/**  The unified diff, when it could be made. */
+	diff?: string | null,
+	/**  Why there is no diff, or what was cut. */
+	note?: string | null,
+};
+
+/**  A file a write, edit or patch would change. */
+export type FileChange_Serialize = {
+	/**  The path as the model gave it (escaped for display). */
+	path: string,
+	/**  Where it resolves, when it does. */
+	resolved?: string,
+	/**  `create`, `replace`, `edit`, `delete`, … (the tool's own word when none fits). */
+	op: string,
+	/**  The unified diff, when it could be made. */
+	diff: string | null,
+	/**  Why there is no diff, or what was cut. */
+	note: string | null,
+};
 
 /**  The user asked (through a notification or a second launch) to see a session. */
 export type FocusSession = {
@@ -373,6 +448,27 @@ export type FocusSession = {
 
 /**  Who caused a goal transition. */
 export type GoalActor = "user" | "model" | "runtime" | "system";
+
+/**  A goal the agent proposes. */
+export type GoalApprovalQuestion = GoalApprovalQuestion_Serialize | GoalApprovalQuestion_Deserialize;
+
+/**  A goal the agent proposes. */
+export type GoalApprovalQuestion_Deserialize = {
+	objective: string,
+	criteria?: string | null,
+	token_budget?: number | null,
+	turn_budget?: number | null,
+	time_budget_seconds?: number | null,
+};
+
+/**  A goal the agent proposes. */
+export type GoalApprovalQuestion_Serialize = {
+	objective: string,
+	criteria: string | null,
+	token_budget: number | null,
+	turn_budget: number | null,
+	time_budget_seconds: number | null,
+};
 
 /**  Default budgets of new goals and the grace steps after a budget runs out. */
 export type GoalBudgetConfig = GoalBudgetConfig_Serialize | GoalBudgetConfig_Deserialize;
@@ -416,6 +512,36 @@ export type GoalConfig_Serialize = {
 	verifier: VerifierConfig_Serialize,
 };
 
+/**
+ *  What a user does to the session's goal. The desktop sends these (`Op::Goal`) and
+ *  `/goal …` parses into them, so both take one path.
+ */
+export type GoalOp = GoalOp_Serialize | GoalOp_Deserialize;
+
+/**
+ *  What a user does to the session's goal. The desktop sends these (`Op::Goal`) and
+ *  `/goal …` parses into them, so both take one path.
+ */
+export type GoalOp_Deserialize = 
+/**  Describe the goal (and the queued ones). */
+{ op: "show" } | 
+/**  Set a goal; `replace` clears one that is not complete first. */
+{ op: "set"; objective: string; budget?: BudgetChange_Deserialize; replace?: boolean } | 
+/**  Queue an objective to become the goal when the current one completes. */
+{ op: "queue"; objective: string } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Deserialize } | { op: "edit_objective"; objective: string };
+
+/**
+ *  What a user does to the session's goal. The desktop sends these (`Op::Goal`) and
+ *  `/goal …` parses into them, so both take one path.
+ */
+export type GoalOp_Serialize = 
+/**  Describe the goal (and the queued ones). */
+{ op: "show" } | 
+/**  Set a goal; `replace` clears one that is not complete first. */
+{ op: "set"; objective: string; budget: BudgetChange_Serialize; replace: boolean } | 
+/**  Queue an objective to become the goal when the current one completes. */
+{ op: "queue"; objective: string } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Serialize } | { op: "edit_objective"; objective: string };
+
 /**  Why a goal reached its status (the closed table of G-3). */
 export type GoalReason = "created" | "resumed" | "budget_raised" | "edited" | "verifier_met" | "worker_proposal" | "worker_reported" | "user_requested" | "no_progress" | "no_progress_after_completion_claim" | "verifier_partial" | "verifier_error" | "turn_error" | "provider_error" | "app_closed" | "tokens" | "main_turns" | "active_seconds" | "rate_limited" | "quota_exhausted";
 
@@ -451,19 +577,52 @@ export type GoalSnapshot_Serialize = {
 /**  Where a goal stands. Only `active` continues; `complete` is terminal. */
 export type GoalStatus = "active" | "paused" | "blocked" | "complete" | "budget_limited" | "usage_limited";
 
+/**  What a `goal.update` event reports. */
+export type GoalUpdateKind = 
+/**  The user or the model changed the goal (pause, resume, edit, budget). */
+"lifecycle" | 
+/**  Settlement or the runtime moved it (met, blocked, limited, stopped). */
+"completion";
+
+/**
+ *  The grants a permission question offers besides "allow once" and "deny"; `None` where
+ *  an answer is not offered.
+ */
+export type GrantOffer = GrantOffer_Serialize | GrantOffer_Deserialize;
+
+/**
+ *  The grants a permission question offers besides "allow once" and "deny"; `None` where
+ *  an answer is not offered.
+ */
+export type GrantOffer_Deserialize = {
+	/**  `allow_for_session`: the exact command line (shell) or `""` (the whole file tool). */
+	session?: string | null,
+	/**  What that grant covers, in words. */
+	session_text?: string | null,
+	/**  `allow_prefix`: the command prefix. */
+	prefix?: string | null,
+	prefix_text?: string | null,
+};
+
+/**
+ *  The grants a permission question offers besides "allow once" and "deny"; `None` where
+ *  an answer is not offered.
+ */
+export type GrantOffer_Serialize = {
+	/**  `allow_for_session`: the exact command line (shell) or `""` (the whole file tool). */
+	session: string | null,
+	/**  What that grant covers, in words. */
+	session_text: string | null,
+	/**  `allow_prefix`: the command prefix. */
+	prefix: string | null,
+	prefix_text: string | null,
+};
+
 /**
  *  Interaction mode of a session (plan mode lives in its own issue; the column exists from
  *  the start so the mode survives restarts).
  */
 export type InteractionMode = "default" | "plan";
-
-/**  An error returned to the webview. */
-export type IpcError = {
-	/**  Stable machine-readable code (`session_busy`, `refused`, `invalid_settings`, …). */
-	code: string,
-	/**  What went wrong, written for the user. */
-	message: string,
-};
 
 /**  A stored API key: which variable name it answers to, never the key itself. */
 export type KeyStatus = {
@@ -471,16 +630,26 @@ export type KeyStatus = {
 	stored: boolean,
 };
 
+/**  A change to one budget dimension. */
+export type Limit = 
+/**  No limit in this dimension. */
+"clear" | 
+/**  This many tokens, turns or seconds. */
+{ to: number };
+
 /**  One message in the queue or history of a session. */
 export type MessageInfo = {
 	id: number,
 	source: MessageSource,
 	text: string,
-	status: string,
+	status: MessageStatus,
 };
 
 /**  Who put a message into the queue. */
 export type MessageSource = "user" | "goal" | "questionnaire" | "system";
+
+/**  Where a queued message stands. */
+export type MessageStatus = "queued" | "running" | "done" | "dropped";
 
 /**  What the agent may do without asking. */
 export type PermissionMode = 
@@ -492,6 +661,92 @@ export type PermissionMode =
 "auto" | 
 /**  Writes and shell commands are refused. */
 "read-only";
+
+/**  A tool call waiting for the user's permission. Texts are escaped for display. */
+export type PermissionQuestion = PermissionQuestion_Serialize | PermissionQuestion_Deserialize;
+
+/**  A tool call waiting for the user's permission. Texts are escaped for display. */
+export type PermissionQuestion_Deserialize = {
+	tool: string,
+	/**  A shell command (`command` is set) rather than a file tool (`files`). */
+	shell: boolean,
+	/**  Asked in plan mode: a grant ends with plan mode. */
+	plan_mode?: boolean,
+	/**  The call's arguments as the model sent them (a tool's own schema). */
+	arguments: Value,
+	/**  One line saying what the call does. */
+	summary: string,
+	/**  The whole command line of a shell call. */
+	command?: string | null,
+	/**  The files a file tool would change, with diffs. */
+	files?: FileChange_Deserialize[],
+	/**  The call writes inside `.git/`: no grant covers it. */
+	git?: boolean,
+	grants?: GrantOffer_Deserialize,
+	/**  The call this question is about (set when the question is opened). */
+	call_id?: string,
+	/**  SHA-256 of the tool name and arguments: the answer covers exactly this call. */
+	call_sha256?: string,
+};
+
+/**  A tool call waiting for the user's permission. Texts are escaped for display. */
+export type PermissionQuestion_Serialize = {
+	tool: string,
+	/**  A shell command (`command` is set) rather than a file tool (`files`). */
+	shell: boolean,
+	/**  Asked in plan mode: a grant ends with plan mode. */
+	plan_mode: boolean,
+	/**  The call's arguments as the model sent them (a tool's own schema). */
+	arguments: Value,
+	/**  One line saying what the call does. */
+	summary: string,
+	/**  The whole command line of a shell call. */
+	command: string | null,
+	/**  The files a file tool would change, with diffs. */
+	files: FileChange_Serialize[],
+	/**  The call writes inside `.git/`: no grant covers it. */
+	git: boolean,
+	grants: GrantOffer_Serialize,
+	/**  The call this question is about (set when the question is opened). */
+	call_id: string,
+	/**  SHA-256 of the tool name and arguments: the answer covers exactly this call. */
+	call_sha256: string,
+};
+
+/**  A plan revision under review. */
+export type PlanApprovalQuestion = PlanApprovalQuestion_Serialize | PlanApprovalQuestion_Deserialize;
+
+/**  A plan revision under review. */
+export type PlanApprovalQuestion_Deserialize = {
+	plan_id: string,
+	version: number,
+	/**  Blob key of the frozen snapshot approving implements. */
+	key: string,
+	sha256: string,
+	bytes: number,
+	/**  The snapshot was cut at the size limit. */
+	truncated: boolean,
+	/**  The live plan file. */
+	path: string,
+	/**  Approval options the plan offers (`approve --option N`, 1-based). */
+	options?: string[],
+};
+
+/**  A plan revision under review. */
+export type PlanApprovalQuestion_Serialize = {
+	plan_id: string,
+	version: number,
+	/**  Blob key of the frozen snapshot approving implements. */
+	key: string,
+	sha256: string,
+	bytes: number,
+	/**  The snapshot was cut at the size limit. */
+	truncated: boolean,
+	/**  The live plan file. */
+	path: string,
+	/**  Approval options the plan offers (`approve --option N`, 1-based). */
+	options: string[],
+};
 
 /**  The `plan` section. */
 export type PlanConfig = PlanConfig_Serialize | PlanConfig_Deserialize;
@@ -508,19 +763,32 @@ export type PlanConfig_Serialize = {
 	shell_network: ShellNetwork,
 };
 
-/**  A diff between two plan revisions, line by line. */
+/**  A diff between two plan revisions: unified, and row by row. */
 export type PlanDiff = PlanDiff_Serialize | PlanDiff_Deserialize;
 
-/**  A diff between two plan revisions, line by line. */
+/**  A diff between two plan revisions: unified, and row by row. */
 export type PlanDiff_Deserialize = {
 	unified: string,
 	rows: DiffRow_Deserialize[],
 };
 
-/**  A diff between two plan revisions, line by line. */
+/**  A diff between two plan revisions: unified, and row by row. */
 export type PlanDiff_Serialize = {
 	unified: string,
 	rows: DiffRow_Serialize[],
+};
+
+/**  The agent asks to plan before changing anything. */
+export type PlanEntryQuestion = PlanEntryQuestion_Serialize | PlanEntryQuestion_Deserialize;
+
+/**  The agent asks to plan before changing anything. */
+export type PlanEntryQuestion_Deserialize = {
+	reason?: string | null,
+};
+
+/**  The agent asks to plan before changing anything. */
+export type PlanEntryQuestion_Serialize = {
+	reason: string | null,
 };
 
 /**  The plan file of the watched session changed on disk (or disappeared). */
@@ -546,14 +814,16 @@ export type PlanFileChanged_Serialize = {
 	seen_at_ms: number | null,
 };
 
-/**
- *  The revision under review, and whether the file shown has changed since it was
- *  submitted (approving implements the submitted revision).
- */
-export type PlanReview = {
-	version: number,
-	file_changed: boolean,
-};
+/**  Why plan mode was entered or left. */
+export type PlanModeReason = 
+/**  `/plan` (on or off). */
+"command" | 
+/**  An intent on a submitted message (the desktop's plan toggle). */
+"intent" | 
+/**  The user approved the agent's request to plan first. */
+"agent" | "approved" | "rejected" | "withdrawn" | 
+/**  Auto permission mode: the plan went to work without a review. */
+"auto";
 
 /**  One frozen plan revision. */
 export type PlanRevisionInfo = {
@@ -561,34 +831,34 @@ export type PlanRevisionInfo = {
 	version: number,
 	sha256: string,
 	bytes: number,
-	author: string,
+	author: RevisionAuthor,
 	truncated: boolean,
 	created_at: number,
 };
 
-/**  The Plan tab. */
+/**  The plan: the live file, rendered, every revision, and the review state. */
 export type PlanView = PlanView_Serialize | PlanView_Deserialize;
 
-/**  The Plan tab. */
+/**  The plan: the live file, rendered, every revision, and the review state. */
 export type PlanView_Deserialize = {
 	path: string,
 	markdown?: string | null,
-	/**  Sanitized HTML rendered by the backend (PM-24). */
+	/**  Sanitized HTML rendered by the runtime (PM-24). */
 	html: string,
 	revisions: PlanRevisionInfo[],
 	/**  The revision a pending review approves, when one is pending. */
-	review?: PlanReview | null,
+	review?: ReviewState | null,
 };
 
-/**  The Plan tab. */
+/**  The plan: the live file, rendered, every revision, and the review state. */
 export type PlanView_Serialize = {
 	path: string,
 	markdown: string | null,
-	/**  Sanitized HTML rendered by the backend (PM-24). */
+	/**  Sanitized HTML rendered by the runtime (PM-24). */
 	html: string,
 	revisions: PlanRevisionInfo[],
 	/**  The revision a pending review approves, when one is pending. */
-	review: PlanReview | null,
+	review: ReviewState | null,
 };
 
 /**  Where a message is inserted into the queue. */
@@ -626,31 +896,70 @@ export type ProviderConfig_Serialize = {
 /**  Wire format a provider speaks. */
 export type ProviderKind = "openai" | "anthropic";
 
+/**  What a questionnaire asks, by kind. On the wire: `{"kind": …, "payload": {…}}`. */
+export type Question = Question_Serialize | Question_Deserialize;
+
+/**  What a questionnaire asks, by kind. On the wire: `{"kind": …, "payload": {…}}`. */
+export type Question_Deserialize = 
+/**  May the agent make this tool call? */
+{ kind: "permission"; payload: PermissionQuestion_Deserialize } | 
+/**  The agent asks to plan first (EnterPlanMode). */
+{ kind: "plan_entry"; payload: PlanEntryQuestion_Deserialize } | 
+/**  A frozen plan revision waits for review (ExitPlanMode or a user edit). */
+{ kind: "plan_approval"; payload: PlanApprovalQuestion_Deserialize } | 
+/**  The agent proposes a goal (create_goal). */
+{ kind: "goal_approval"; payload: GoalApprovalQuestion_Deserialize };
+
+/**  What a questionnaire asks, by kind. On the wire: `{"kind": …, "payload": {…}}`. */
+export type Question_Serialize = 
+/**  May the agent make this tool call? */
+{ kind: "permission"; payload: PermissionQuestion_Serialize } | 
+/**  The agent asks to plan first (EnterPlanMode). */
+{ kind: "plan_entry"; payload: PlanEntryQuestion_Serialize } | 
+/**  A frozen plan revision waits for review (ExitPlanMode or a user edit). */
+{ kind: "plan_approval"; payload: PlanApprovalQuestion_Serialize } | 
+/**  The agent proposes a goal (create_goal). */
+{ kind: "goal_approval"; payload: GoalApprovalQuestion_Serialize };
+
 /**  A pending or answered questionnaire. */
 export type QuestionnaireInfo = QuestionnaireInfo_Serialize | QuestionnaireInfo_Deserialize;
 
 /**  A pending or answered questionnaire. */
 export type QuestionnaireInfo_Deserialize = {
 	id: string,
-	kind: QuestionnaireKind,
-	payload: Value,
-	status: string,
+	question: Question_Deserialize,
+	status: QuestionnaireStatus,
 	answer?: Answer_Deserialize | null,
 };
 
 /**  A pending or answered questionnaire. */
 export type QuestionnaireInfo_Serialize = {
 	id: string,
-	kind: QuestionnaireKind,
-	payload: Value,
-	status: string,
+	question: Question_Serialize,
+	status: QuestionnaireStatus,
 	answer: Answer_Serialize | null,
 };
 
 /**  Kinds of pending decisions the user must answer. */
 export type QuestionnaireKind = "permission" | "plan_entry" | "plan_approval" | "goal_approval";
 
-/**  One plan revision, as the diff picker names it. */
+/**  Where a questionnaire stands. */
+export type QuestionnaireStatus = "pending" | "answered" | "withdrawn";
+
+/**
+ *  The revision under review, and whether the file has changed since it was submitted
+ *  (approving implements the submitted revision, not the file).
+ */
+export type ReviewState = {
+	plan_id: string,
+	version: number,
+	file_changed: boolean,
+};
+
+/**  Who wrote a plan revision. */
+export type RevisionAuthor = "model" | "user";
+
+/**  One plan revision, as a diff names it. */
 export type RevisionRef = {
 	plan_id: string,
 	version: number,
@@ -724,23 +1033,29 @@ export type SessionSummary_Serialize = {
 	pending_questionnaire: string | null,
 };
 
-/**  An open session as the main window shows it. */
+/**  An open session: its snapshot, the newest page of its log and its goal. */
 export type SessionView = SessionView_Serialize | SessionView_Deserialize;
 
-/**  An open session as the main window shows it. */
+/**  An open session: its snapshot, the newest page of its log and its goal. */
 export type SessionView_Deserialize = {
 	snapshot: SessionSnapshot_Deserialize,
-	/**  The newest logged events, oldest first (the transcript is rebuilt from them). */
+	/**
+	 *  The newest logged events, oldest first (the transcript is rebuilt from them). Older
+	 *  pages: `events(after, limit)`.
+	 */
 	events: Event_Deserialize[],
 	/**  Whether `events` starts at the beginning of the log. */
 	complete: boolean,
 	goal?: GoalSnapshot_Deserialize | null,
 };
 
-/**  An open session as the main window shows it. */
+/**  An open session: its snapshot, the newest page of its log and its goal. */
 export type SessionView_Serialize = {
 	snapshot: SessionSnapshot_Serialize,
-	/**  The newest logged events, oldest first (the transcript is rebuilt from them). */
+	/**
+	 *  The newest logged events, oldest first (the transcript is rebuilt from them). Older
+	 *  pages: `events(after, limit)`.
+	 */
 	events: Event_Serialize[],
 	/**  Whether `events` starts at the beginning of the log. */
 	complete: boolean,

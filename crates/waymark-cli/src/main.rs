@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::sync::broadcast::error::RecvError;
 use waymark_core::session::OpOutcome;
-use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox, store};
+use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox};
 use waymark_protocol::config::Config;
 use waymark_protocol::{
     Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position,
@@ -42,7 +42,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum GoalCommand {
-    /// The goal, its status, reason, actor and budget report.
+    /// The goal, its status, reason, actor and budget report (`--json`: the goal view the
+    /// desktop shows, with its timeline).
     Show {
         #[arg(long)]
         session: String,
@@ -58,10 +59,13 @@ enum GoalCommand {
 
 #[derive(Subcommand)]
 enum PlanCommand {
-    /// Print the current plan file.
+    /// Print the current plan file (`--json`: the plan view the desktop shows: the file,
+    /// its rendered HTML, every revision and the review state).
     Show {
         #[arg(long)]
         session: String,
+        #[arg(long)]
+        json: bool,
     },
     /// List the frozen revisions.
     Revisions {
@@ -70,12 +74,15 @@ enum PlanCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Unified diff between two revisions of the current plan (`v1 v2` or `1 2`).
+    /// Unified diff between two revisions of the current plan (`v1 v2` or `1 2`); `--json`
+    /// adds the side-by-side rows.
     Diff {
         #[arg(long)]
         session: String,
         from: String,
         to: String,
+        #[arg(long)]
+        json: bool,
     },
     /// The plan file rendered to sanitized HTML (what the desktop app shows).
     Render {
@@ -218,15 +225,7 @@ fn main() -> ExitCode {
 fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
     let explicit = path.is_some();
     let path = path.unwrap_or_else(paths::default_config_file);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            Config::from_json(&text).with_context(|| format!("settings file {}", path.display()))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => Ok(Config::default()),
-        Err(e) => {
-            Err(e).with_context(|| format!("cannot read the settings file {}", path.display()))
-        }
-    }
+    Ok(waymark_core::settings::load(&path, explicit)?)
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -249,11 +248,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let runtime = Runtime::open(opts)?;
     // After the open, which creates the data dir private.
-    let store = runtime.store().clone();
     waymark_core::logging::init(
         &data_dir,
         cli.log_level.as_deref(),
-        std::sync::Arc::new(move || store.redactor()),
+        runtime.redactor_source(),
     )?;
     match cli.command {
         Command::Exec {
@@ -366,7 +364,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     m.text.lines().next().unwrap_or("")
                 );
             }
-            for q in snap.questionnaires.iter().filter(|q| q.status == "pending") {
+            for q in snap
+                .questionnaires
+                .iter()
+                .filter(|q| q.status == waymark_protocol::QuestionnaireStatus::Pending)
+            {
                 println!("{}", render::questionnaire(&s.id, q));
             }
             Ok(ExitCode::SUCCESS)
@@ -418,11 +420,14 @@ async fn submit_without_running(runtime: &Runtime, session: &str, op: Op) -> any
 fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitCode> {
     match command {
         GoalCommand::Show { session, json } => {
-            let goal = runtime.goal(&session)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&goal)?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&runtime.goal_view(&session)?)?
+                );
                 return Ok(ExitCode::SUCCESS);
             }
+            let goal = runtime.goal(&session)?;
             let Some(g) = goal else {
                 println!("no goal is set");
                 return Ok(ExitCode::SUCCESS);
@@ -446,7 +451,19 @@ fn parse_version(v: &str) -> anyhow::Result<u32> {
 
 async fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result<ExitCode> {
     match command {
-        PlanCommand::Show { session } => {
+        PlanCommand::Show {
+            session,
+            json: true,
+        } => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&runtime.plan_view(&session)?)?
+            );
+        }
+        PlanCommand::Show {
+            session,
+            json: false,
+        } => {
             let (path, text) = runtime.plan_file(&session)?;
             match text {
                 Some(t) if !t.trim().is_empty() => print!("{t}"),
@@ -474,19 +491,28 @@ async fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result
                 }
             }
         }
-        PlanCommand::Diff { session, from, to } => {
+        PlanCommand::Diff {
+            session,
+            from,
+            to,
+            json,
+        } => {
             let (a, b) = (parse_version(&from)?, parse_version(&to)?);
-            let old = runtime.plan_revision_text(&session, None, a)?;
-            let new = runtime.plan_revision_text(&session, None, b)?;
-            print!(
-                "{}",
-                waymark_core::plan::render::unified_diff(
-                    &old,
-                    &new,
-                    &format!("v{a}"),
-                    &format!("v{b}")
-                )
-            );
+            let plan_id = runtime
+                .plan_revisions(&session)?
+                .last()
+                .map(|r| r.plan_id.clone())
+                .ok_or_else(|| anyhow::anyhow!("this session has no plan revisions yet"))?;
+            let at = |version| waymark_protocol::RevisionRef {
+                plan_id: plan_id.clone(),
+                version,
+            };
+            let diff = runtime.plan_diff(&session, &at(a), &at(b))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&diff)?);
+            } else {
+                print!("{}", diff.unified);
+            }
         }
         PlanCommand::Edit { session, file } => {
             let text = std::fs::read_to_string(&file)
@@ -561,11 +587,10 @@ async fn drive(
                             };
                         }
                         EventKind::SessionWaiting { questionnaire_id, .. } => {
-                            if !json {
-                                let q = runtime.store().read(|c| store::questionnaires::get(c, questionnaire_id))?;
-                                if let Some(q) = q {
-                                    println!("{}", render::questionnaire(handle.id(), &q.info()));
-                                }
+                            if !json
+                                && let Some(q) = runtime.questionnaire(handle.id(), questionnaire_id)?
+                            {
+                                println!("{}", render::questionnaire(handle.id(), &q));
                             }
                             break ExitCode::from(EXIT_WAITING);
                         }

@@ -3,9 +3,7 @@
 
 use serde_json::Value;
 use std::io::Write as _;
-use waymark_protocol::{
-    Event, EventKind, QuestionnaireInfo, QuestionnaireKind, ToolStatus, TurnEndReason,
-};
+use waymark_protocol::{Event, EventKind, Question, QuestionnaireInfo, ToolStatus, TurnEndReason};
 
 /// Prints events as they come; remembers whether a line is open after streamed text.
 #[derive(Default)]
@@ -272,53 +270,44 @@ impl Printer {
 pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
     let cmd = |a: &str| format!("    waymark answer --session {session} {} {a}", q.id);
     let mut out = String::new();
-    match q.kind {
-        QuestionnaireKind::Permission => {
+    match &q.question {
+        Question::Permission(p) => {
             // The payload's texts are escaped by the runtime; they are shown whole.
-            let text = |k: &str| q.payload.get(k).and_then(Value::as_str);
-            let grant = |k: &str| {
-                q.payload
-                    .pointer(&format!("/grants/{k}"))
-                    .and_then(Value::as_str)
-            };
-            out.push_str(&format!(
-                "? Permission needed to {}\n",
-                text("summary").unwrap_or("use a tool")
-            ));
-            if let Some(command) = text("command") {
+            out.push_str(&format!("? Permission needed to {}\n", p.summary));
+            if let Some(command) = &p.command {
                 out.push_str("  Command (in full):\n");
                 for line in command.lines() {
                     out.push_str(&format!("    │ {line}\n"));
                 }
             }
-            for f in q
-                .payload
-                .get("files")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("");
-                out.push_str(&format!("  {} {}\n", s("op"), s("path")));
-                if let Some(note) = f.get("note").and_then(Value::as_str) {
+            for f in &p.files {
+                out.push_str(&format!("  {} {}\n", f.op, f.path));
+                if let Some(note) = &f.note {
                     out.push_str(&format!("    ({note})\n"));
                 }
-                for line in s("diff").lines() {
+                for line in f.diff.as_deref().unwrap_or("").lines() {
                     out.push_str(&format!("    │ {line}\n"));
                 }
             }
             out.push_str("  Answer with one of:\n");
             out.push_str(&format!("{}    (this call only)\n", cmd("allow_once")));
-            if let Some(t) = grant("session_text") {
+            if let Some(t) = &p.grants.session_text {
                 out.push_str(&format!("{}    ({t})\n", cmd("allow_for_session")));
             }
-            if let Some(t) = grant("prefix_text") {
+            if let Some(t) = &p.grants.prefix_text {
                 out.push_str(&format!("{}    ({t})\n", cmd("allow_prefix")));
             }
             out.push_str(&cmd("deny [--text \"why, or what to do instead\"]"));
         }
-        QuestionnaireKind::PlanApproval => {
-            out.push_str("? The plan is ready for review.\n  Answer with one of:\n");
+        Question::PlanApproval(r) => {
+            out.push_str(&format!(
+                "? The plan is ready for review (revision v{}).\n",
+                r.version
+            ));
+            for (n, label) in r.options.iter().enumerate() {
+                out.push_str(&format!("  Option {}: {}\n", n + 1, safe(label)));
+            }
+            out.push_str("  Answer with one of:\n");
             for a in [
                 "approve [--option N]",
                 "defer",
@@ -330,16 +319,36 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
                 out.push('\n');
             }
         }
-        QuestionnaireKind::PlanEntry | QuestionnaireKind::GoalApproval => {
-            let what = if q.kind == QuestionnaireKind::PlanEntry {
-                "The agent asks to enter plan mode."
-            } else {
-                "The agent proposes a goal."
-            };
+        Question::PlanEntry(e) => {
+            out.push_str("? The agent asks to enter plan mode.\n");
+            if let Some(reason) = &e.reason {
+                out.push_str(&format!("  Why: {}\n", one_line(reason, 200)));
+            }
+            out.push_str("  Answer with one of:\n");
+            out.push_str(&cmd("approve"));
+            out.push('\n');
+            out.push_str(&cmd("reject"));
+        }
+        Question::GoalApproval(g) => {
             out.push_str(&format!(
-                "? {what}\n  {}\n  Answer with one of:\n",
-                one_line(&q.payload.to_string(), 200)
+                "? The agent proposes a goal.\n  Objective: {}\n",
+                one_line(&g.objective, 200)
             ));
+            if let Some(c) = &g.criteria {
+                out.push_str(&format!("  Done when: {}\n", one_line(c, 200)));
+            }
+            let budget: Vec<String> = [
+                g.token_budget.map(|t| format!("{t} tokens")),
+                g.turn_budget.map(|t| format!("{t} turns")),
+                g.time_budget_seconds.map(|t| format!("{t} s")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !budget.is_empty() {
+                out.push_str(&format!("  Budget: {}\n", budget.join(", ")));
+            }
+            out.push_str("  Answer with one of:\n");
             out.push_str(&cmd("approve"));
             out.push('\n');
             out.push_str(&cmd("reject"));

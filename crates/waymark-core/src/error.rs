@@ -23,6 +23,12 @@ pub enum Error {
     Migration { version: i64, message: String },
     #[error("{0}")]
     Config(#[from] ConfigError),
+    #[error("settings file {path}: {source}")]
+    InvalidSettings {
+        path: String,
+        #[source]
+        source: ConfigError,
+    },
     #[error("I/O error on {path}: {source}")]
     Io {
         path: String,
@@ -49,6 +55,13 @@ pub enum Error {
     UnknownCommand(String),
     #[error("{0}")]
     Refused(String),
+    /// A feature whose setting is off.
+    #[error("{message}")]
+    FeatureOff {
+        /// The settings key that turns it on (`beta.thread_goal`).
+        setting: &'static str,
+        message: String,
+    },
     #[error("invalid model spec `{spec}`: {message}")]
     ModelSpec { spec: String, message: String },
     #[error("{0}")]
@@ -70,7 +83,7 @@ impl Error {
             Error::Db(_) => "database",
             Error::DatabaseTooNew { .. } => "database_too_new",
             Error::Migration { .. } => "migration_failed",
-            Error::Config(_) => "invalid_config",
+            Error::Config(_) | Error::InvalidSettings { .. } => "invalid_settings",
             Error::Io { .. } => "io",
             Error::SessionBusy { .. } => "session_busy",
             Error::SessionNotFound(_) => "session_not_found",
@@ -79,6 +92,7 @@ impl Error {
             Error::InvalidAnswer { .. } => "invalid_answer",
             Error::UnknownCommand(_) => "unknown_command",
             Error::Refused(_) => "refused",
+            Error::FeatureOff { .. } => "feature_off",
             Error::ModelSpec { .. } => "invalid_model_spec",
             Error::Provider(e) => e.kind.code(),
             Error::Corrupt(_) => "corrupt_data",
@@ -87,9 +101,21 @@ impl Error {
         }
     }
 
-    /// The `{code, message}` form used at the CLI and IPC boundaries.
+    /// The settings key the error is about, when there is one (a feature turned off, an
+    /// invalid setting), so front ends can point at it without reading the message.
+    pub fn setting(&self) -> Option<&str> {
+        match self {
+            Error::FeatureOff { setting, .. } => Some(setting),
+            Error::Config(e) | Error::InvalidSettings { source: e, .. } => Some(&e.key),
+            _ => None,
+        }
+    }
+
+    /// The `{code, message, setting}` form used at the CLI and IPC boundaries.
     pub fn info(&self) -> ErrorInfo {
-        ErrorInfo::new(self.code(), self.to_string())
+        let mut info = ErrorInfo::new(self.code(), self.to_string());
+        info.setting = self.setting().map(str::to_string);
+        info
     }
 
     pub(crate) fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
@@ -97,5 +123,11 @@ impl Error {
             path: path.as_ref().display().to_string(),
             source,
         }
+    }
+}
+
+impl From<Error> for ErrorInfo {
+    fn from(e: Error) -> Self {
+        e.info()
     }
 }

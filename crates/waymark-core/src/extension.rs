@@ -146,8 +146,9 @@ pub trait Extension: Send + Sync {
     ) -> Result<()> {
         Ok(())
     }
-    /// An op the core does not handle itself; `None` when it is not this extension's.
-    fn handle_op(&self, _api: &SessionApi, _op: &Op) -> Option<Result<()>> {
+    /// An op the core does not handle itself; `None` when it is not this extension's, else
+    /// the result with an optional text for the user.
+    fn handle_op(&self, _api: &SessionApi, _op: &Op) -> Option<Result<Option<String>>> {
         None
     }
     /// The last check before a queued message runs; the first `Drop` wins.

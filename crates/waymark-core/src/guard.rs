@@ -41,10 +41,7 @@ pub enum GuardDecision {
     /// Refuse; the message goes to the model as the tool result.
     Deny(String),
     /// Ask the user; the turn parks until the questionnaire is answered.
-    Ask {
-        kind: QuestionnaireKind,
-        payload: Value,
-    },
+    Ask(Box<waymark_protocol::Question>),
 }
 
 /// One link of the chain.

@@ -20,7 +20,11 @@ pub mod runtime;
 pub mod sandbox;
 pub mod secrets;
 pub mod session;
+pub mod settings;
+#[cfg(feature = "test-support")]
 pub mod store;
+#[cfg(not(feature = "test-support"))]
+pub(crate) mod store;
 pub mod tools;
 mod turn;
 
@@ -28,3 +32,4 @@ pub use clock::{Clock, IdSource, ManualClock, RandomIds, SystemClock};
 pub use error::{Error, Result};
 pub use runtime::{Runtime, RuntimeOptions};
 pub use session::{SessionHandle, SessionSpec};
+pub use store::{HistoryItem, MessageRow, QuestionnaireRow, SessionRow, ToolCallRecord, TurnRow};

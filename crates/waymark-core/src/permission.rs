@@ -14,9 +14,12 @@
 use crate::display::{escape_block, escape_line};
 use crate::guard::{GuardCall, GuardDecision, ToolGuard};
 use crate::tools::fs_policy::resolve_target;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
-use waymark_protocol::{Answer, CallActor, InteractionMode, PermissionMode, QuestionnaireKind};
+use waymark_protocol::{
+    Answer, CallActor, GrantOffer, InteractionMode, PermissionMode, PermissionQuestion, Question,
+    QuestionnaireKind,
+};
 
 /// Programs (or program + argument) that run other code: no prefix grant is offered for
 /// them, and a prefix grant never covers a command using them. `*` is a wildcard; an entry
@@ -247,7 +250,8 @@ pub fn prefix_covers(prefix: &str, command: &str) -> bool {
 }
 
 /// How much a grant covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum GrantKind {
     /// Every call of a file tool (outside `.git/`).
     Tool,
@@ -258,21 +262,13 @@ pub enum GrantKind {
 }
 
 impl GrantKind {
+    /// The serde name (as in the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            GrantKind::Tool => "tool",
-            GrantKind::Exact => "exact",
-            GrantKind::Prefix => "prefix",
-        }
+        waymark_protocol::wire::name(&self)
     }
 
     pub fn parse(s: &str) -> Option<GrantKind> {
-        match s {
-            "tool" => Some(GrantKind::Tool),
-            "exact" => Some(GrantKind::Exact),
-            "prefix" => Some(GrantKind::Prefix),
-            _ => None,
-        }
+        waymark_protocol::wire::parse(s)
     }
 }
 
@@ -298,27 +294,22 @@ impl Grant {
 }
 
 /// The grant an answer to a permission question creates, from the question's payload.
-pub fn grant_for(answer: &Answer, payload: &Value) -> Option<Grant> {
-    let tool = payload.get("tool")?.as_str()?.to_string();
-    let grants = payload.get("grants")?;
+pub fn grant_for(answer: &Answer, q: &PermissionQuestion) -> Option<Grant> {
+    let tool = q.tool.clone();
     match answer {
-        Answer::AllowForSession => {
-            let pattern = grants.get("session")?.as_str()?.to_string();
-            let kind = if payload.get("shell").and_then(Value::as_bool) == Some(true) {
+        Answer::AllowForSession => Some(Grant {
+            tool,
+            kind: if q.shell {
                 GrantKind::Exact
             } else {
                 GrantKind::Tool
-            };
-            Some(Grant {
-                tool,
-                kind,
-                pattern,
-            })
-        }
+            },
+            pattern: q.grants.session.clone()?,
+        }),
         Answer::AllowPrefix => Some(Grant {
             tool,
             kind: GrantKind::Prefix,
-            pattern: grants.get("prefix")?.as_str()?.to_string(),
+            pattern: q.grants.prefix.clone()?,
         }),
         Answer::AllowOnce
         | Answer::Deny { .. }
@@ -427,10 +418,11 @@ impl ToolGuard for PermissionGuard {
         {
             return GuardDecision::Allow;
         }
-        GuardDecision::Ask {
-            kind: QuestionnaireKind::Permission,
-            payload: question(call, command, touches_git),
-        }
+        GuardDecision::Ask(Box::new(Question::Permission(question(
+            call,
+            command,
+            touches_git,
+        ))))
     }
 }
 
@@ -466,24 +458,19 @@ fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -
     ) {
         return decision;
     }
-    GuardDecision::Ask {
-        kind: QuestionnaireKind::Permission,
-        payload: json!({
-            "tool": call.tool.name(),
-            "shell": false,
-            "arguments": call.arguments,
-            "summary": format!("set the goal's token budget to {budget}"),
-            "files": [],
-            "git": false,
-            "grants": {
-                "session": Value::Null,
-                "session_text": Value::Null,
-                "prefix": Value::Null,
-                "prefix_text": Value::Null,
-            },
-            "prefix": Value::Null,
-        }),
-    }
+    GuardDecision::Ask(Box::new(Question::Permission(PermissionQuestion {
+        tool: call.tool.name().to_string(),
+        shell: false,
+        plan_mode: false,
+        arguments: call.arguments.clone(),
+        summary: format!("set the goal's token budget to {budget}"),
+        command: None,
+        files: Vec::new(),
+        git: false,
+        grants: GrantOffer::default(),
+        call_id: String::new(),
+        call_sha256: String::new(),
+    })))
 }
 
 /// Tools the goal's verifier may use besides the sandboxed shell.
@@ -504,68 +491,59 @@ fn verifier_policy(call: &GuardCall<'_>) -> GuardDecision {
 
 /// The permission question: what the call does (escaped, whole), and exactly what each
 /// answer grants.
-pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Value {
+pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> PermissionQuestion {
     let tool = call.tool.name();
     // A grant from a question asked in plan mode ends with plan mode, even when the answer
     // comes after it ended.
     let planning = call.session.interaction_mode == InteractionMode::Plan;
+    let mut q = PermissionQuestion {
+        tool: tool.to_string(),
+        shell: call.tool.is_shell(),
+        plan_mode: planning,
+        arguments: call.arguments.clone(),
+        summary: String::new(),
+        command: None,
+        files: Vec::new(),
+        git: touches_git,
+        grants: GrantOffer::default(),
+        call_id: String::new(),
+        call_sha256: String::new(),
+    };
     if call.tool.is_shell() {
         let prefix = command_prefix(command);
         let lines = command.lines().count();
-        let summary = if lines > 1 {
+        q.summary = if lines > 1 {
             format!("run a {lines}-line `{tool}` command (shown in full below)")
         } else {
             format!("run `{}`", escape_line(command))
         };
-        return json!({
-            "tool": tool,
-            "shell": true,
-            "plan_mode": planning,
-            "arguments": call.arguments,
-            "summary": summary,
-            "command": escape_block(command),
-            "grants": {
-                "session": command,
-                "session_text": format!("this exact command line, for the rest of the session: `{}`", escape_line(command)),
-                "prefix": prefix,
-                "prefix_text": prefix.as_ref().map(|p| format!("`{p}` followed by plain arguments only (no options, assignments, `.git` paths, chaining or redirection; anything else asks again), for the rest of the session")),
-            },
-            "prefix": prefix,
-        });
+        q.command = Some(escape_block(command));
+        q.grants = GrantOffer {
+            session: Some(command.to_string()),
+            session_text: Some(format!(
+                "this exact command line, for the rest of the session: `{}`",
+                escape_line(command)
+            )),
+            prefix_text: prefix.as_ref().map(|p| format!("`{p}` followed by plain arguments only (no options, assignments, `.git` paths, chaining or redirection; anything else asks again), for the rest of the session")),
+            prefix,
+        };
+        q.git = false;
+        return q;
     }
-    let files = crate::preview::file_changes(call);
-    let paths: Vec<String> = files
-        .iter()
-        .filter_map(|f| f.get("path").and_then(Value::as_str).map(str::to_string))
-        .collect();
-    let summary = match paths.as_slice() {
+    q.files = crate::preview::file_changes(call);
+    let paths: Vec<&str> = q.files.iter().map(|f| f.path.as_str()).collect();
+    q.summary = match paths.as_slice() {
         [] => format!("{tool} (no file named)"),
         [one] => format!("{tool} {one}"),
         many => format!("{tool} {} files: {}", many.len(), many.join(", ")),
     };
-    let session_text = if touches_git {
-        None
-    } else {
-        Some(format!(
+    if !touches_git {
+        q.grants.session = Some(String::new());
+        q.grants.session_text = Some(format!(
             "every `{tool}` call in this session, on any file outside `.git/`"
-        ))
-    };
-    json!({
-        "tool": tool,
-        "shell": false,
-        "plan_mode": planning,
-        "arguments": call.arguments,
-        "summary": summary,
-        "files": files,
-        "git": touches_git,
-        "grants": {
-            "session": session_text.as_ref().map(|_| ""),
-            "session_text": session_text,
-            "prefix": Value::Null,
-            "prefix_text": Value::Null,
-        },
-        "prefix": Value::Null,
-    })
+        ));
+    }
+    q
 }
 
 /// What the user's answer to this call's permission question decides, if it was answered:

@@ -1,6 +1,7 @@
 use super::*;
 use crate::store::SessionRow;
 use crate::tools::{ApplyPatch, Bash, ReadFile, Tool, Write};
+use serde_json::json;
 
 fn session(mode: PermissionMode, interaction: InteractionMode) -> SessionRow {
     SessionRow {
@@ -290,12 +291,10 @@ fn git_writes_ask_except_in_auto_and_no_grant_covers_them() {
         c.grants = &tool;
         let d = decide(c);
         assert!(asks(&d), "{path}: {d:?}");
-        if let GuardDecision::Ask { payload, .. } = d {
-            assert_eq!(
-                payload["grants"]["session"],
-                Value::Null,
-                "no session grant offered"
-            );
+        if let GuardDecision::Ask(b) = d
+            && let Question::Permission(q) = *b
+        {
+            assert_eq!(q.grants.session, None, "no session grant offered");
         }
         let mut c = case(&Write, PermissionMode::Auto, args);
         c.ws = &ws;
@@ -351,20 +350,18 @@ fn the_question_says_what_each_answer_grants() {
         PermissionMode::Ask,
         json!({"command": "cargo test -p core"}),
     ));
-    let GuardDecision::Ask { payload, .. } = d else {
-        panic!("{d:?}")
-    };
-    assert_eq!(payload["grants"]["session"], "cargo test -p core");
+    let q = permission_question(d);
+    assert_eq!(q.grants.session.as_deref(), Some("cargo test -p core"));
     assert!(
-        payload["grants"]["session_text"]
-            .as_str()
+        q.grants
+            .session_text
             .unwrap()
             .contains("this exact command line")
     );
-    assert_eq!(payload["grants"]["prefix"], "cargo test");
+    assert_eq!(q.grants.prefix.as_deref(), Some("cargo test"));
     assert!(
-        payload["grants"]["prefix_text"]
-            .as_str()
+        q.grants
+            .prefix_text
             .unwrap()
             .contains("`cargo test` followed by plain arguments only")
     );
@@ -373,13 +370,22 @@ fn the_question_says_what_each_answer_grants() {
         PermissionMode::Ask,
         json!({"command": "python3 fix.py"}),
     ));
-    let GuardDecision::Ask { payload, .. } = d else {
-        panic!("{d:?}")
-    };
-    assert_eq!(payload["grants"]["prefix"], Value::Null);
+    let q = permission_question(d);
+    assert_eq!(q.grants.prefix, None);
     assert_eq!(
-        grant_for(&Answer::AllowForSession, &payload),
+        grant_for(&Answer::AllowForSession, &q),
         Some(grant("bash", GrantKind::Exact, "python3 fix.py"))
     );
-    assert_eq!(grant_for(&Answer::AllowPrefix, &payload), None);
+    assert_eq!(grant_for(&Answer::AllowPrefix, &q), None);
+}
+
+/// The permission question a decision asks.
+fn permission_question(d: GuardDecision) -> PermissionQuestion {
+    match d {
+        GuardDecision::Ask(b) => match *b {
+            Question::Permission(q) => q,
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
 }

@@ -5,7 +5,8 @@
 use crate::display::{escape_block, escape_line};
 use crate::guard::GuardCall;
 use crate::tools::fs_policy::resolve_target;
-use serde_json::{Value, json};
+use serde_json::Value;
+use waymark_protocol::FileChange;
 
 /// Files larger than this are not diffed (the question says so).
 const MAX_DIFF_INPUT: u64 = 4 * 1024 * 1024;
@@ -27,8 +28,8 @@ fn cut(diff: String) -> String {
     )
 }
 
-/// `{path, op, diff}` for each file the call changes.
-pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<Value> {
+/// Each file the call changes, with its diff.
+pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
     let tool = call.tool.name();
     if tool == "apply_patch" {
         return call
@@ -44,9 +45,13 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<Value> {
     let target = match resolve_target(call.workspace, raw) {
         Ok(t) => t,
         Err(e) => {
-            return vec![
-                json!({"path": escape_line(raw), "op": tool, "diff": Value::Null, "note": escape_line(&e.0)}),
-            ];
+            return vec![FileChange {
+                path: escape_line(raw),
+                resolved: None,
+                op: tool.to_string(),
+                diff: None,
+                note: Some(escape_line(&e.0)),
+            }];
         }
     };
     let exists = target.exists();
@@ -58,7 +63,7 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<Value> {
     let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
     let (diff, note) = if size > MAX_DIFF_INPUT {
         (
-            Value::Null,
+            None,
             Some(format!(
                 "the file is {size} bytes; too large to show a diff"
             )),
@@ -73,23 +78,23 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<Value> {
                     &format!("a/{shown}"),
                     &format!("b/{shown}"),
                 );
-                (Value::String(escape_block(&cut(d))), None)
+                (Some(escape_block(&cut(d))), None)
             }
-            Err(why) => (Value::Null, Some(format!("the call will fail: {why}"))),
+            Err(why) => (None, Some(format!("the call will fail: {why}"))),
         }
     };
-    vec![json!({
-        "path": escape_line(raw),
-        "resolved": escape_line(&target.display().to_string()),
-        "op": op,
-        "diff": diff,
-        "note": note.map(|n| escape_line(&n)),
-    })]
+    vec![FileChange {
+        path: escape_line(raw),
+        resolved: Some(escape_line(&target.display().to_string())),
+        op: op.to_string(),
+        diff,
+        note: note.map(|n| escape_line(&n)),
+    }]
 }
 
 /// The files of a unified diff as the model sent it: each with its operation and its own
 /// section of the patch.
-fn patch_files(patch: &str) -> Vec<Value> {
+fn patch_files(patch: &str) -> Vec<FileChange> {
     let mut out = Vec::new();
     let lines: Vec<&str> = patch.split_inclusive('\n').collect();
     let starts: Vec<usize> = lines
@@ -121,12 +126,13 @@ fn patch_files(patch: &str) -> Vec<Value> {
             (Some(_), Some(n)) => ("modify", n.clone()),
             (None, None) => ("invalid", "/dev/null".to_string()),
         };
-        out.push(json!({
-            "path": escape_line(&path),
-            "op": op,
-            "diff": escape_block(&cut(section)),
-            "note": Value::Null,
-        }));
+        out.push(FileChange {
+            path: escape_line(&path),
+            resolved: None,
+            op: op.to_string(),
+            diff: Some(escape_block(&cut(section))),
+            note: None,
+        });
     }
     out
 }
@@ -141,7 +147,7 @@ mod tests {
         let files = patch_files(p);
         let ops: Vec<(&str, &str)> = files
             .iter()
-            .map(|f| (f["op"].as_str().unwrap(), f["path"].as_str().unwrap()))
+            .map(|f| (f.op.as_str(), f.path.as_str()))
             .collect();
         assert_eq!(
             ops,
@@ -152,6 +158,6 @@ mod tests {
                 ("rename", "old\\x1b[8m.rs → moved.rs")
             ]
         );
-        assert!(files[0]["diff"].as_str().unwrap().contains("-a\n+b"));
+        assert!(files[0].diff.as_deref().unwrap().contains("-a\n+b"));
     }
 }

@@ -84,6 +84,8 @@ impl RuntimeOptions {
 /// The runtime of one process.
 pub struct Runtime {
     opts: RuntimeOptions,
+    /// Sessions this runtime opened that are still alive: new settings reach them.
+    open: std::sync::Mutex<Vec<std::sync::Weak<SessionCore>>>,
     /// The settings in force; starts as `opts.config`, replaced by [`Runtime::set_config`].
     config: Arc<std::sync::RwLock<Arc<Config>>>,
     store: Arc<Store>,
@@ -127,6 +129,7 @@ impl Runtime {
         let config = Arc::new(std::sync::RwLock::new(Arc::new(opts.config.clone())));
         let rt = Runtime {
             opts,
+            open: Default::default(),
             config,
             store,
         };
@@ -149,7 +152,14 @@ impl Runtime {
         ));
     }
 
+    /// The store itself: for the runtime's own views, and this crate's tests (front ends
+    /// use the views).
+    #[cfg(feature = "test-support")]
     pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+    #[cfg(not(feature = "test-support"))]
+    pub(crate) fn store(&self) -> &Arc<Store> {
         &self.store
     }
 
@@ -161,15 +171,38 @@ impl Runtime {
     /// Replaces the settings for sessions opened from now on (open sessions take
     /// `Op::Configure`). Refused when the settings are invalid.
     pub fn set_config(&self, config: Config) -> Result<()> {
-        config
-            .validate()
-            .map_err(|e| Error::Refused(e.to_string()))?;
+        config.validate().map_err(Error::Config)?;
         match self.config.write() {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
         }
         self.refresh_secrets();
         Ok(())
+    }
+
+    /// Puts new settings in force: for sessions opened from now on and for every session
+    /// this runtime has open (checks made from the next one on use them). Refused, changing
+    /// nothing, when the settings are invalid.
+    pub fn apply_settings(&self, config: Config) -> Result<()> {
+        self.set_config(config.clone())?;
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.retain(|w| w.strong_count() > 0);
+        for core in open.iter().filter_map(std::sync::Weak::upgrade) {
+            core.set_config(config.clone());
+        }
+        Ok(())
+    }
+
+    /// The secrets redacted from what is stored, sent or shown.
+    pub fn redactor(&self) -> Arc<crate::secrets::Redactor> {
+        self.store.redactor()
+    }
+
+    /// A handle that always gives the secrets in force (they change with the settings and
+    /// the keyring), for the log and the plan watcher.
+    pub fn redactor_source(&self) -> crate::logging::Secrets {
+        let store = self.store.clone();
+        Arc::new(move || store.redactor())
     }
 
     pub fn options(&self) -> &RuntimeOptions {
@@ -411,6 +444,11 @@ impl Runtime {
             extensions,
             slots: Default::default(),
         });
+        {
+            let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+            open.retain(|w| w.strong_count() > 0);
+            open.push(Arc::downgrade(&core));
+        }
         Ok(session::spawn(
             core,
             owner,
@@ -450,6 +488,33 @@ impl Runtime {
         })
     }
 
+    /// An open session as a front end shows it: the snapshot, the newest `newest` logged
+    /// events (older pages through [`Runtime::events`]) and the goal.
+    pub fn session_view(&self, id: &str, newest: u64) -> Result<waymark_protocol::SessionView> {
+        let snapshot = self.snapshot(id)?;
+        let after = snapshot.last_seq.saturating_sub(newest);
+        let events = self.events(id, after, newest)?;
+        Ok(waymark_protocol::SessionView {
+            complete: after == 0,
+            goal: self.goal(id)?,
+            snapshot,
+            events,
+        })
+    }
+
+    /// One questionnaire of a session, as front ends show it.
+    pub fn questionnaire(
+        &self,
+        id: &str,
+        questionnaire_id: &str,
+    ) -> Result<Option<waymark_protocol::QuestionnaireInfo>> {
+        Ok(self
+            .store
+            .read(|c| store::questionnaires::get(c, questionnaire_id))?
+            .filter(|q| q.session_id == id)
+            .map(|q| q.info()))
+    }
+
     /// Logged events of a session after `after`.
     pub fn events(&self, id: &str, after: u64, limit: u64) -> Result<Vec<Event>> {
         self.store.read(|c| {
@@ -485,7 +550,7 @@ fn recover(
     for ext in extensions {
         ext.on_open(tx, id, crashed)?;
     }
-    for t in store::turns::with_status(tx.conn(), id, "running")? {
+    for t in store::turns::with_status(tx.conn(), id, store::TurnStatus::Running)? {
         crate::turn::close_turn(
             tx,
             extensions,

@@ -24,8 +24,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::config::Config;
 use waymark_protocol::{
-    Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position,
-    QuestionnaireKind, TurnEndReason,
+    Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position, TurnEndReason,
 };
 
 /// How to create or reopen a session.
@@ -192,6 +191,7 @@ impl SessionCore {
             session_id: self.id.clone(),
             seq: self.last_seq.load(Ordering::Relaxed),
             ts: self.clock.now_ms(),
+            transient: true,
             kind,
         });
     }
@@ -498,8 +498,12 @@ impl Actor {
                 let api = SessionApi::new(self.core.clone());
                 for ext in &self.core.extensions {
                     if let Some(r) = ext.handle_op(&api, &other) {
-                        r?;
-                        return Ok(OpOutcome::Done);
+                        let text = r?;
+                        changed(&self.core);
+                        return Ok(match text {
+                            Some(output) => OpOutcome::Command { output },
+                            None => OpOutcome::Done,
+                        });
                     }
                 }
                 Err(Error::Refused(format!(
@@ -554,7 +558,7 @@ impl Actor {
                         &sid,
                         EventKind::SessionWaiting {
                             questionnaire_id: q.id.clone(),
-                            kind: q.kind,
+                            kind: q.kind(),
                         },
                     )
                 })?;
@@ -770,13 +774,13 @@ fn abort_parked_turn(core: &SessionCore) -> Result<()> {
             return Ok(());
         }
         for q in store::questionnaires::for_turn(tx.conn(), t.id)? {
-            if q.status == "pending" {
+            if q.is_pending() {
                 tx.withdraw_questionnaire(&q.id)?;
                 tx.emit(
                     &sid,
                     EventKind::QuestionnaireAnswered {
                         id: q.id.clone(),
-                        kind: q.kind,
+                        kind: q.kind(),
                         answer: Answer::Withdraw,
                     },
                 )?;

@@ -13,6 +13,14 @@ pub struct ConfigError {
     pub message: String,
 }
 
+impl From<ConfigError> for crate::ErrorInfo {
+    fn from(e: ConfigError) -> Self {
+        let mut info = crate::ErrorInfo::new("invalid_settings", e.to_string());
+        info.setting = Some(e.key);
+        info
+    }
+}
+
 impl ConfigError {
     fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError {

@@ -17,6 +17,9 @@ pub struct Event {
     pub seq: u64,
     /// Unix time in milliseconds.
     pub ts: i64,
+    /// Streamed only, never logged: it carries the `seq` of the last logged event.
+    #[serde(default)]
+    pub transient: bool,
     #[serde(flatten)]
     pub kind: EventKind,
 }
@@ -129,8 +132,7 @@ pub enum EventKind {
     #[serde(rename = "questionnaire.opened")]
     QuestionnaireOpened {
         id: String,
-        kind: QuestionnaireKind,
-        payload: serde_json::Value,
+        question: Box<crate::Question>,
     },
     #[serde(rename = "questionnaire.answered")]
     QuestionnaireAnswered {
@@ -153,8 +155,7 @@ pub enum EventKind {
         mode: InteractionMode,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         plan_id: Option<String>,
-        /// Why: `user`, `command`, `intent`, `agent`, `approved`, `rejected`, `withdrawn`.
-        reason: String,
+        reason: crate::PlanModeReason,
     },
     /// A frozen revision of the plan file; the content is in the blob `key`, never here.
     #[serde(rename = "plan.revision")]
@@ -164,7 +165,7 @@ pub enum EventKind {
         key: String,
         sha256: String,
         bytes: u64,
-        author: String,
+        author: crate::RevisionAuthor,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
     },
@@ -176,7 +177,7 @@ pub enum EventKind {
     #[serde(rename = "goal.update")]
     GoalUpdate {
         goal_id: String,
-        kind: String,
+        kind: crate::GoalUpdateKind,
         status: GoalStatus,
         reason: GoalReason,
         actor: GoalActor,
@@ -267,6 +268,7 @@ mod tests {
             session_id: "s1".into(),
             seq: 7,
             ts: 1000,
+            transient: false,
             kind: EventKind::TurnFinished {
                 turn_id: 3,
                 reason: TurnEndReason::StepCapped,

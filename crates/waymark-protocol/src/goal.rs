@@ -26,19 +26,14 @@ impl GoalStatus {
         GoalStatus::UsageLimited,
     ];
 
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            GoalStatus::Active => "active",
-            GoalStatus::Paused => "paused",
-            GoalStatus::Blocked => "blocked",
-            GoalStatus::Complete => "complete",
-            GoalStatus::BudgetLimited => "budget_limited",
-            GoalStatus::UsageLimited => "usage_limited",
-        }
+        crate::wire::name(&self)
     }
 
+    /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|g| g.as_str() == s)
+        crate::wire::parse(s)
     }
 
     /// Terminal: no further transition.
@@ -105,33 +100,14 @@ impl GoalReason {
         GoalReason::QuotaExhausted,
     ];
 
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            GoalReason::Created => "created",
-            GoalReason::Resumed => "resumed",
-            GoalReason::BudgetRaised => "budget_raised",
-            GoalReason::Edited => "edited",
-            GoalReason::VerifierMet => "verifier_met",
-            GoalReason::WorkerProposal => "worker_proposal",
-            GoalReason::WorkerReported => "worker_reported",
-            GoalReason::UserRequested => "user_requested",
-            GoalReason::NoProgress => "no_progress",
-            GoalReason::NoProgressAfterCompletionClaim => "no_progress_after_completion_claim",
-            GoalReason::VerifierPartial => "verifier_partial",
-            GoalReason::VerifierError => "verifier_error",
-            GoalReason::TurnError => "turn_error",
-            GoalReason::ProviderError => "provider_error",
-            GoalReason::AppClosed => "app_closed",
-            GoalReason::Tokens => "tokens",
-            GoalReason::MainTurns => "main_turns",
-            GoalReason::ActiveSeconds => "active_seconds",
-            GoalReason::RateLimited => "rate_limited",
-            GoalReason::QuotaExhausted => "quota_exhausted",
-        }
+        crate::wire::name(&self)
     }
 
+    /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|r| r.as_str() == s)
+        crate::wire::parse(s)
     }
 
     /// The status this reason belongs to in the table of G-3.
@@ -159,6 +135,77 @@ impl GoalReason {
     }
 }
 
+/// A change to one budget dimension.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// No limit in this dimension.
+    Clear,
+    /// This many tokens, turns or seconds.
+    To(u64),
+}
+
+/// Budget changes; a dimension left `None` keeps its limit (G-8, G-9).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct BudgetChange {
+    #[serde(default)]
+    pub tokens: Option<Limit>,
+    #[serde(default)]
+    pub turns: Option<Limit>,
+    #[serde(default)]
+    pub seconds: Option<Limit>,
+}
+
+impl BudgetChange {
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_none() && self.turns.is_none() && self.seconds.is_none()
+    }
+}
+
+/// What a user does to the session's goal. The desktop sends these (`Op::Goal`) and
+/// `/goal …` parses into them, so both take one path.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum GoalOp {
+    /// Describe the goal (and the queued ones).
+    Show,
+    /// Set a goal; `replace` clears one that is not complete first.
+    Set {
+        objective: String,
+        #[serde(default)]
+        budget: BudgetChange,
+        #[serde(default)]
+        replace: bool,
+    },
+    /// Queue an objective to become the goal when the current one completes.
+    Queue {
+        objective: String,
+    },
+    Pause,
+    Resume,
+    Clear,
+    EditBudget {
+        budget: BudgetChange,
+    },
+    EditObjective {
+        objective: String,
+    },
+}
+
+/// What a `goal.update` event reports.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum GoalUpdateKind {
+    /// The user or the model changed the goal (pause, resume, edit, budget).
+    Lifecycle,
+    /// Settlement or the runtime moved it (met, blocked, limited, stopped).
+    Completion,
+}
+
 /// Who caused a goal transition.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -171,23 +218,14 @@ pub enum GoalActor {
 }
 
 impl GoalActor {
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            GoalActor::User => "user",
-            GoalActor::Model => "model",
-            GoalActor::Runtime => "runtime",
-            GoalActor::System => "system",
-        }
+        crate::wire::name(&self)
     }
 
+    /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "user" => Some(GoalActor::User),
-            "model" => Some(GoalActor::Model),
-            "runtime" => Some(GoalActor::Runtime),
-            "system" => Some(GoalActor::System),
-            _ => None,
-        }
+        crate::wire::parse(s)
     }
 }
 

@@ -6,9 +6,17 @@ pub mod config;
 mod event;
 mod goal;
 mod op;
+mod question;
 mod types;
+mod views;
+pub mod wire;
 
 pub use event::{Event, EventKind, ToolCallSummary};
-pub use goal::{BudgetLine, BudgetReport, GoalActor, GoalReason, GoalSnapshot, GoalStatus};
+pub use goal::{
+    BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalOp, GoalReason, GoalSnapshot,
+    GoalStatus, GoalUpdateKind, Limit,
+};
 pub use op::{Answer, AnswerParseError, Intent, Op, Position};
+pub use question::*;
 pub use types::*;
+pub use views::*;

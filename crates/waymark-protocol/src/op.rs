@@ -124,6 +124,8 @@ pub enum Op {
     /// The user's own edit of the plan file in plan mode: written to the file and frozen as
     /// a revision authored by the user; a pending review then approves this version.
     EditPlan { text: String },
+    /// Change the session's goal (the same as the `/goal` command).
+    Goal { op: crate::GoalOp },
     /// Replace the session's settings (the desktop's Settings page): checks made from now
     /// on (beta flags, goal limits, turn limits) use the new values.
     Configure { config: Box<crate::config::Config> },

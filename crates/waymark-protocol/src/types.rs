@@ -15,23 +15,14 @@ pub enum MessageSource {
 }
 
 impl MessageSource {
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            MessageSource::User => "user",
-            MessageSource::Goal => "goal",
-            MessageSource::Questionnaire => "questionnaire",
-            MessageSource::System => "system",
-        }
+        crate::wire::name(&self)
     }
 
+    /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "user" => Some(MessageSource::User),
-            "goal" => Some(MessageSource::Goal),
-            "questionnaire" => Some(MessageSource::Questionnaire),
-            "system" => Some(MessageSource::System),
-            _ => None,
-        }
+        crate::wire::parse(s)
     }
 }
 
@@ -59,17 +50,14 @@ impl PermissionMode {
         PermissionMode::ReadOnly,
     ];
 
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionMode::Ask => "ask",
-            PermissionMode::AutoEdit => "auto-edit",
-            PermissionMode::Auto => "auto",
-            PermissionMode::ReadOnly => "read-only",
-        }
+        crate::wire::name(&self)
     }
 
+    /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.as_str() == s)
+        crate::wire::parse(s)
     }
 }
 
@@ -104,19 +92,14 @@ pub enum InteractionMode {
 }
 
 impl InteractionMode {
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            InteractionMode::Default => "default",
-            InteractionMode::Plan => "plan",
-        }
+        crate::wire::name(&self)
     }
 
+    /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "default" => Some(InteractionMode::Default),
-            "plan" => Some(InteractionMode::Plan),
-            _ => None,
-        }
+        crate::wire::parse(s)
     }
 }
 
@@ -138,25 +121,14 @@ pub enum TurnEndReason {
 }
 
 impl TurnEndReason {
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            TurnEndReason::Completed => "completed",
-            TurnEndReason::Terminated => "terminated",
-            TurnEndReason::Aborted => "aborted",
-            TurnEndReason::StepCapped => "step_capped",
-            TurnEndReason::Error => "error",
-        }
+        crate::wire::name(&self)
     }
 
+    /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "completed" => Some(TurnEndReason::Completed),
-            "terminated" => Some(TurnEndReason::Terminated),
-            "aborted" => Some(TurnEndReason::Aborted),
-            "step_capped" => Some(TurnEndReason::StepCapped),
-            "error" => Some(TurnEndReason::Error),
-            _ => None,
-        }
+        crate::wire::parse(s)
     }
 }
 
@@ -204,8 +176,13 @@ impl CallActor {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ErrorInfo {
+    /// Stable machine-readable code (`refused`, `feature_off`, `invalid_settings`, …).
     pub code: String,
+    /// What went wrong, written for the user.
     pub message: String,
+    /// The settings key the error is about, if any (`beta.thread_goal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<String>,
 }
 
 impl ErrorInfo {
@@ -213,6 +190,7 @@ impl ErrorInfo {
         ErrorInfo {
             code: code.into(),
             message: message.into(),
+            setting: None,
         }
     }
 }
@@ -234,12 +212,9 @@ pub enum ToolStatus {
 }
 
 impl ToolStatus {
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Ok => "ok",
-            ToolStatus::Denied => "denied",
-            ToolStatus::Error => "error",
-        }
+        crate::wire::name(&self)
     }
 }
 
@@ -255,23 +230,14 @@ pub enum QuestionnaireKind {
 }
 
 impl QuestionnaireKind {
+    /// The serde name (as in JSON and the database).
     pub fn as_str(self) -> &'static str {
-        match self {
-            QuestionnaireKind::Permission => "permission",
-            QuestionnaireKind::PlanEntry => "plan_entry",
-            QuestionnaireKind::PlanApproval => "plan_approval",
-            QuestionnaireKind::GoalApproval => "goal_approval",
-        }
+        crate::wire::name(&self)
     }
 
+    /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "permission" => Some(QuestionnaireKind::Permission),
-            "plan_entry" => Some(QuestionnaireKind::PlanEntry),
-            "plan_approval" => Some(QuestionnaireKind::PlanApproval),
-            "goal_approval" => Some(QuestionnaireKind::GoalApproval),
-            _ => None,
-        }
+        crate::wire::parse(s)
     }
 }
 
@@ -306,9 +272,8 @@ pub struct SessionSummary {
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct QuestionnaireInfo {
     pub id: String,
-    pub kind: QuestionnaireKind,
-    pub payload: serde_json::Value,
-    pub status: String,
+    pub question: crate::Question,
+    pub status: crate::QuestionnaireStatus,
     pub answer: Option<crate::Answer>,
 }
 
@@ -319,7 +284,7 @@ pub struct MessageInfo {
     pub id: i64,
     pub source: MessageSource,
     pub text: String,
-    pub status: String,
+    pub status: MessageStatus,
 }
 
 /// Everything `waymark show` prints.
@@ -355,3 +320,77 @@ pub enum DiffKind {
     /// A removed line paired with the added line that replaced it.
     Changed,
 }
+
+/// Where a queued message stands.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    Queued,
+    Running,
+    Done,
+    Dropped,
+}
+
+/// Where a plan stands.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    Drafting,
+    AwaitingApproval,
+    Approved,
+    Rejected,
+    Withdrawn,
+    /// Plan mode was left without a decision.
+    Left,
+}
+
+/// Who wrote a plan revision.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum RevisionAuthor {
+    Model,
+    User,
+}
+
+/// Why plan mode was entered or left.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum PlanModeReason {
+    /// `/plan` (on or off).
+    Command,
+    /// An intent on a submitted message (the desktop's plan toggle).
+    Intent,
+    /// The user approved the agent's request to plan first.
+    Agent,
+    Approved,
+    Rejected,
+    Withdrawn,
+    /// Auto permission mode: the plan went to work without a review.
+    Auto,
+}
+
+macro_rules! wire_names {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The serde name (as in JSON and the database).
+            pub fn as_str(self) -> &'static str {
+                crate::wire::name(&self)
+            }
+            /// The variant whose serde name is `s`.
+            pub fn parse(s: &str) -> Option<Self> {
+                crate::wire::parse(s)
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+
+wire_names!(MessageStatus, PlanStatus, RevisionAuthor, PlanModeReason);

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { fireEvent, render, screen } from "@testing-library/svelte";
 import ApprovalBar from "./ApprovalBar.svelte";
-import type { Answer, Questionnaire } from "../lib/types";
+import type { Answer, QuestionOf } from "../lib/types";
+import { planApproval } from "../test/questions";
 
-function setup(payload: Questionnaire["payload"]) {
+function setup(p: Partial<QuestionOf<"plan_approval">>) {
   const answers: Answer[] = [];
-  const pending: Questionnaire = { id: "q1", kind: "plan_approval", payload, status: "pending", answer: null };
-  render(ApprovalBar, { pending, onanswer: (a: Answer) => answers.push(a) });
+  render(ApprovalBar, { review: planApproval(p), onanswer: (a: Answer) => answers.push(a) });
   return answers;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { burnDown, compact, duration, gaugeLevel, timeline } from "./goal";
+import { budgetText, burnDown, compact, duration, gaugeLevel, timeline } from "./goal";
 import type { WireEvent } from "./types";
 
 const line = (limit: number | null, used: number) => ({ limit, used, remaining: limit === null ? null : Math.max(0, limit - used), reached: limit !== null && used >= limit });
@@ -41,6 +41,10 @@ describe("goal figures", () => {
       ["blocked — worker reported", "model", "bad"],
       ["paused — user requested", "user", "neutral"],
     ]);
+  });
+
+  it("writes the budget form as /goal text, an empty field clearing its limit", () => {
+    expect(budgetText({ tokens: " 20K ", turns: "", time: "90s" })).toBe("budget=20K turns=clear time=90s");
   });
 
   it("formats figures compactly", () => {

@@ -68,6 +68,12 @@ export function timeline(events: WireEvent[]): TimelineEntry[] {
   return rows;
 }
 
+/** The budget form as `/goal` text: an empty field removes that limit. */
+export function budgetText(fields: { tokens: string; turns: string; time: string }): string {
+  const v = (t: string) => (t.trim() === "" ? "clear" : t.replace(/\s+/g, ""));
+  return `budget=${v(fields.tokens)} turns=${v(fields.turns)} time=${v(fields.time)}`;
+}
+
 /** Formats a token count compactly (12.3K, 1.2M). */
 export function compact(n: number): string {
   if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(1)}M`;

@@ -1,12 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { applyEvent, emptySession, type SessionState } from "./session";
+import { applyEvent, catchUpAfter, emptySession, placement, type SessionState } from "./session";
 import type { Goal, WireEvent } from "./types";
+import { planApproval } from "../test/questions";
 
 const S = "s1";
 let seq = 0;
-function ev<T extends WireEvent["type"]>(type: T, body: Omit<Extract<WireEvent, { type: T }>, "type" | "session_id" | "seq" | "ts">, transient = false): WireEvent {
+/** An event as the runtime sends it: a logged one takes the next `seq`, a transient one
+ *  repeats the newest. */
+function ev<T extends WireEvent["type"]>(type: T, body: Omit<Extract<WireEvent, { type: T }>, "type" | "session_id" | "seq" | "ts" | "transient">, transient = false): WireEvent {
   if (!transient) seq += 1;
-  return { session_id: S, seq, ts: 1_000, type, ...body } as unknown as WireEvent;
+  return { session_id: S, seq, ts: 1_000, transient, type, ...body } as unknown as WireEvent;
 }
 function run(events: WireEvent[]): SessionState {
   return events.reduce(applyEvent, emptySession(S));
@@ -66,7 +69,7 @@ describe("session reducer", () => {
     seq = 0;
     const s = run([
       ev("plan.mode_changed", { mode: "plan", plan_id: "p1", reason: "intent" }),
-      ev("questionnaire.opened", { id: "q1", kind: "plan_approval", payload: { version: 1 } }),
+      ev("questionnaire.opened", { id: "q1", question: { kind: "plan_approval", payload: planApproval({}) } }),
       ev("session.waiting", { questionnaire_id: "q1", kind: "plan_approval" }),
     ]);
     expect(s.mode).toBe("plan");
@@ -79,16 +82,72 @@ describe("session reducer", () => {
     expect(t.mode).toBe("default");
   });
 
-  it("ignores replays and flags a gap in the log", () => {
+  it("ignores replays and records a gap in the log instead of applying past it", () => {
     seq = 0;
     const a = ev("message.admitted", { message_id: 1, source: "user", text: "hi", position: "tail" });
     const s = run([a, a]);
     expect(s.items).toHaveLength(1);
+    expect(catchUpAfter(s)).toBeNull();
     seq += 5;
     const late = ev("session.idle", {});
-    expect(applyEvent(s, late).gap).toBe(true);
+    const behind = applyEvent(s, late);
+    expect(behind.behind).toBe(late.seq);
+    expect(behind.lastSeq).toBe(1);
+    expect(catchUpAfter(behind)).toBe(1);
     const other = { ...late, session_id: "other" };
     expect(applyEvent(s, other)).toBe(s);
+  });
+});
+
+describe("transient events, told apart by their flag", () => {
+  it("applies a transient event without moving the log position; a logged one moves it", () => {
+    seq = 0;
+    const started = ev("turn.started", { turn_id: 1, message_id: 1, source: "user" });
+    const s = run([started]);
+    const delta = ev("assistant.delta", { turn_id: 1, text: "hi" }, true);
+    expect(placement(s, delta)).toBe("transient");
+    expect(placement(s, started)).toBe("seen"); // the same logged event again
+    const t = applyEvent(s, delta);
+    expect(t.streaming?.text).toBe("hi");
+    expect(t.lastSeq).toBe(s.lastSeq); // a transient event never moves the log position
+    expect(applyEvent(t, { ...delta, transient: false })).toBe(t); // a logged one at that seq was seen
+    const message = ev("assistant.message", { turn_id: 1, text: "hi", tool_calls: [], usage });
+    expect(placement(t, message)).toBe("next");
+    expect(applyEvent(t, message).lastSeq).toBe(s.lastSeq + 1);
+  });
+
+  it("drops a transient sent before events already applied", () => {
+    seq = 0;
+    const s = run([ev("turn.started", { turn_id: 1, message_id: 1, source: "user" })]);
+    const stale = ev("assistant.delta", { turn_id: 1, text: "old" }, true);
+    const t = applyEvent(s, ev("turn.finished", { turn_id: 1, reason: "completed", usage, steps: 1 }));
+    expect(placement(t, stale)).toBe("seen");
+    expect(applyEvent(t, stale)).toBe(t);
+  });
+
+  it("takes a transient that names a logged event not yet applied as a gap", () => {
+    seq = 0;
+    const s = run([ev("turn.started", { turn_id: 1, message_id: 1, source: "user" })]);
+    seq += 1; // a logged event this state never got
+    const retry = ev("model.retry", { attempt: 1, wait_ms: 500, error: { code: "rate_limited", message: "slow down" } }, true);
+    expect(placement(s, retry)).toBe("ahead");
+    const t = applyEvent(s, retry);
+    expect(t.lastSeq).toBe(s.lastSeq);
+    expect(catchUpAfter(t)).toBe(s.lastSeq);
+  });
+
+  it("keeps the goal snapshot current from the logged update alone", () => {
+    seq = 0;
+    const report = { limit: 100, used: 40, remaining: 60, reached: false };
+    const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false };
+    const used = { ...report, used: 100, remaining: 0, reached: true };
+    const s = run([
+      ev("goal.create", { goal }),
+      ev("goal.update", { goal_id: "g1", kind: "completion", status: "budget_limited", reason: "tokens", actor: "runtime", usage: { ...goal.budget, tokens: used } }),
+    ]);
+    expect(s.goal?.status).toBe("budget_limited");
+    expect(s.goal?.budget.tokens.reached).toBe(true);
+    expect(s.goal?.objective).toBe("ship");
   });
 });
 

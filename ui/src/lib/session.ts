@@ -1,19 +1,19 @@
 // The open session as the window shows it, rebuilt from the runtime's typed event stream.
 // Everything here is a pure function of (state, event) so it is unit-tested without a window.
-import type { EventOf, Goal, Json, Questionnaire, SessionView, WireEvent } from "./types";
+import type { EventOf, Goal, MessageSource, Mode, Questionnaire, SessionView, ToolStatus, WireEvent } from "./types";
 
 export type ToolItem = {
   callId: string;
   name: string;
-  args: Json;
-  status: "running" | "ok" | "denied" | "error";
+  args: EventOf<"tool.call">["arguments"];
+  status: ToolStatus | "running";
   output: string;
   /** The goal's reviewer made this call, not the agent. */
   verifier: boolean;
 };
 
 export type Item =
-  | { kind: "user"; key: string; text: string; source: "user" | "questionnaire" }
+  | { kind: "user"; key: string; text: string; source: Extract<MessageSource, "user" | "questionnaire"> }
   | { kind: "chip"; key: string; text: string; tone: "goal" | "system" | "plan" | "error" }
   | { kind: "assistant"; key: string; turnId: number; text: string; tools: ToolItem[] }
   | { kind: "command"; key: string; command: string; text: string };
@@ -24,25 +24,29 @@ export type SessionState = {
   /** Text streamed for the running model call, by turn. */
   streaming: { turnId: number; text: string } | null;
   running: boolean;
-  mode: "default" | "plan";
+  mode: Mode;
   pending: Questionnaire | null;
   goal: Goal | null;
+  /** The `seq` of the newest logged event applied (a transient event repeats it). */
   lastSeq: number;
-  /** A logged event arrived out of order: reload from the log. */
-  gap: boolean;
+  /** Logged events are missing: the newest `seq` known to exist. The log must be read after
+   *  `lastSeq` (see `catchUpAfter`); null while the state follows the log without a gap. */
+  behind: number | null;
   /** Set only while replaying a log in bulk: items are appended in place instead of copied. */
   bulk?: boolean;
 };
 
 export function emptySession(id: string): SessionState {
-  return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, lastSeq: 0, gap: false };
+  return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, lastSeq: 0, behind: null };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
  *  items array is grown in place during the replay, then frozen into a normal state). */
 export function fromView(view: SessionView): SessionState {
-  let s: SessionState = { ...emptySession(view.snapshot.summary.id), bulk: true };
-  for (const e of view.events) s = applyEvent(s, e);
+  const first = view.events[0];
+  // The view may hold only the newest part of the log: it starts where its events start.
+  let s: SessionState = { ...emptySession(view.snapshot.summary.id), lastSeq: first ? first.seq - 1 : view.snapshot.last_seq, bulk: true };
+  for (const e of view.events) s = applyLogged(s, e);
   s = { ...s, bulk: false };
   const pending = view.snapshot.questionnaires.find((q) => q.status === "pending") ?? null;
   return {
@@ -50,10 +54,61 @@ export function fromView(view: SessionView): SessionState {
     mode: view.snapshot.summary.interaction_mode,
     pending,
     goal: view.goal,
-    gap: false,
+    behind: s.behind ?? (view.snapshot.last_seq > s.lastSeq ? view.snapshot.last_seq : null),
     // Work is running when a turn started after the last idle/waiting report.
     running: s.running && pending === null,
   };
+}
+
+/**
+ * Where an event stands against the log applied so far. Logged events carry consecutive
+ * `seq`s; a transient one (flagged `transient`, never logged) carries the `seq` of the newest
+ * logged event when it was sent:
+ * - `next`: the logged event right after `lastSeq`;
+ * - `transient`: a transient event sent after the log applied so far;
+ * - `seen`: applied already, or older than what is applied (a late transient);
+ * - `ahead`: past a gap, so logged events are missing.
+ */
+export type Placement = "next" | "transient" | "seen" | "ahead";
+
+export function placement(s: SessionState, e: WireEvent): Placement {
+  if (e.seq > s.lastSeq) return !e.transient && e.seq === s.lastSeq + 1 ? "next" : "ahead";
+  if (e.seq < s.lastSeq) return "seen";
+  return e.transient ? "transient" : "seen";
+}
+
+/** Applies one event as it arrives live. Past a gap, the event is not applied: the state
+ *  records how far the log goes, and the missing events come from reading the log. */
+export function applyEvent(s: SessionState, e: WireEvent): SessionState {
+  if (e.session_id !== s.id) return s;
+  switch (placement(s, e)) {
+    case "seen":
+      return s;
+    case "transient":
+      return reduce(s, e);
+    case "next":
+      return logged(s, e);
+    case "ahead":
+      return { ...s, behind: Math.max(s.behind ?? 0, e.seq) };
+  }
+}
+
+/** Applies one event read from the log (never transient): skipped when already applied,
+ *  recorded as a gap when it does not follow on. */
+export function applyLogged(s: SessionState, e: WireEvent): SessionState {
+  if (e.session_id !== s.id || e.seq <= s.lastSeq) return s;
+  if (e.seq !== s.lastSeq + 1) return { ...s, behind: Math.max(s.behind ?? 0, e.seq) };
+  return logged(s, e);
+}
+
+/** The `after` to read the log from, while logged events are missing. */
+export function catchUpAfter(s: SessionState): number | null {
+  return s.behind === null ? null : s.lastSeq;
+}
+
+function logged(s: SessionState, e: WireEvent): SessionState {
+  const next = reduce({ ...s, lastSeq: e.seq }, e);
+  return next.behind !== null && next.lastSeq >= next.behind ? { ...next, behind: null } : next;
 }
 
 /** `items` plus one more: copied normally, pushed in place during a bulk replay. */
@@ -94,15 +149,8 @@ function admitted(e: EventOf<"message.admitted">): Item {
   }
 }
 
-/** Applies one event. Transient events repeat the last logged `seq`. */
-export function applyEvent(s: SessionState, e: WireEvent): SessionState {
-  if (e.session_id !== s.id) return s;
-  const transient = e.type === "assistant.delta" || e.type === "model.retry" || e.type === "session.error" || e.type === "goal.updated";
-  if (!transient) {
-    if (e.seq <= s.lastSeq) return s; // already applied (replayed on reopen)
-    if (s.lastSeq > 0 && e.seq !== s.lastSeq + 1) return { ...s, gap: true };
-    s = { ...s, lastSeq: e.seq };
-  }
+/** What one event changes in the view (where it stands in the log is settled before). */
+function reduce(s: SessionState, e: WireEvent): SessionState {
   switch (e.type) {
     case "session.started":
       return { ...s, mode: e.interaction_mode };
@@ -154,7 +202,7 @@ export function applyEvent(s: SessionState, e: WireEvent): SessionState {
       return { ...s, items, streaming: null };
     }
     case "questionnaire.opened":
-      return { ...s, pending: { id: e.id, kind: e.kind, payload: e.payload, status: "pending", answer: null } };
+      return { ...s, pending: { id: e.id, question: e.question, status: "pending", answer: null } };
     case "questionnaire.answered":
       return { ...s, pending: s.pending && s.pending.id === e.id ? null : s.pending };
     case "session.idle":
@@ -169,13 +217,17 @@ export function applyEvent(s: SessionState, e: WireEvent): SessionState {
       return { ...s, items: append(s, chip(e, `Plan revision v${e.version} by ${e.author}`, "plan")) };
     case "goal.create":
       return { ...s, goal: e.goal, items: append(s, chip(e, `Goal set: ${e.goal.objective}`, "goal")) };
-    case "goal.update":
-      return { ...s, items: append(s, chip(e, `Goal ${e.status.replace("_", " ")} (${e.reason.replace(/_/g, " ")}, by ${e.actor})`, "goal")) };
+    case "goal.update": {
+      // The logged change carries the new status and budget report, so the goal stays right
+      // even when the transient snapshot that follows it is missed.
+      const goal = s.goal && s.goal.goal_id === e.goal_id ? { ...s.goal, status: e.status, reason: e.reason, actor: e.actor, budget: e.usage } : s.goal;
+      return { ...s, goal, items: append(s, chip(e, `Goal ${e.status.replace("_", " ")} (${e.reason.replace(/_/g, " ")}, by ${e.actor})`, "goal")) };
+    }
     case "goal.clear":
       return { ...s, goal: null, items: append(s, chip(e, "Goal cleared", "goal")) };
     case "goal.updated": {
-      const { session_id: _sid, seq: _seq, ts: _ts, type: _type, ...goal } = e;
-      return { ...s, goal: goal as Goal };
+      const { session_id: _sid, seq: _seq, ts: _ts, transient: _transient, type: _type, ...goal } = e;
+      return { ...s, goal };
     }
   }
 }

@@ -1,28 +1,39 @@
 // Names for the generated wire types the UI works with (bindings.ts is generated, never edited).
+// Everything here is derived from the bindings, so a change on the Rust side shows up here.
 import type {
-  Event_Serialize,
-  GoalSnapshot_Serialize,
-  QuestionnaireInfo_Serialize,
-  SessionView_Serialize,
-  SessionSummary_Serialize,
   Answer_Deserialize,
-  Value,
+  BudgetChange_Deserialize,
+  ErrorInfo_Serialize,
+  Event_Serialize,
+  GoalOp_Deserialize,
+  GoalSnapshot_Serialize,
+  InteractionMode,
+  Limit,
+  MessageSource,
+  PlanFileChanged_Serialize,
+  PlanView_Serialize,
+  QuestionnaireInfo_Serialize,
+  SessionSummary_Serialize,
+  SessionView_Serialize,
+  ToolStatus,
 } from "../bindings";
 
 export type WireEvent = Event_Serialize;
-export type EventOf<T extends WireEvent["type"]> = Extract<WireEvent, { type: T }>;
+export type EventType = WireEvent["type"];
+export type EventOf<T extends EventType> = Extract<WireEvent, { type: T }>;
 export type Goal = GoalSnapshot_Serialize;
 export type Questionnaire = QuestionnaireInfo_Serialize;
+export type Question = Questionnaire["question"];
+/** What a question of kind `K` carries. */
+export type QuestionOf<K extends Question["kind"]> = Extract<Question, { kind: K }>["payload"];
 export type SessionView = SessionView_Serialize;
 export type SessionSummary = SessionSummary_Serialize;
+export type PlanView = PlanView_Serialize;
+export type PlanFileChange = PlanFileChanged_Serialize;
 export type Answer = Answer_Deserialize;
-export type Json = Value;
-
-/** A field of a JSON object payload, or undefined. */
-export function field(v: Json | undefined, key: string): Json | undefined {
-  return v !== null && typeof v === "object" && !Array.isArray(v) ? v[key] : undefined;
-}
-
-export function str(v: Json | undefined): string | undefined {
-  return typeof v === "string" ? v : undefined;
-}
+export type GoalOp = GoalOp_Deserialize;
+export type BudgetChange = BudgetChange_Deserialize;
+/** A command's error as the app returns it (`setting` names a settings key it is about). */
+export type IpcError = ErrorInfo_Serialize;
+export type Mode = InteractionMode;
+export type { Limit, MessageSource, ToolStatus };

@@ -15,9 +15,10 @@ fn step(i: u32) -> Value {
 fn final_goal(env: &Env, sid: &str) -> (String, String) {
     let out = env.run(&["goal", "show", "--session", sid, "--json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = &v["goal"];
     (
-        v["status"].as_str().unwrap().to_string(),
-        v["reason"].as_str().unwrap().to_string(),
+        g["status"].as_str().unwrap().to_string(),
+        g["reason"].as_str().unwrap().to_string(),
     )
 }
 
@@ -238,6 +239,9 @@ fn goal_next_and_a_refused_budget_change_in_a_continuation() {
             .stdout,
     )
     .unwrap();
+    // The same goal view the desktop shows: the goal and its timeline.
+    assert!(show["timeline"].as_array().is_some_and(|t| !t.is_empty()));
+    let show = &show["goal"];
     assert_eq!(show["objective"], "write the docs");
     assert_eq!(
         (show["status"].as_str(), show["reason"].as_str()),

@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::extension::SessionApi;
 use crate::goal::db::{Budgets, GoalRow, current_goal, queued_goals};
 use crate::store::Tx;
-use waymark_protocol::{EventKind, GoalActor, GoalReason, GoalStatus};
+use waymark_protocol::GoalUpdateKind;
+use waymark_protocol::{BudgetChange, EventKind, GoalActor, GoalOp, GoalReason, GoalStatus, Limit};
 
 pub(crate) struct GoalCommand;
 
@@ -19,9 +20,11 @@ pub(crate) fn check_enabled(api: &SessionApi) -> Result<()> {
     if api.config().beta.thread_goal {
         Ok(())
     } else {
-        Err(Error::Refused(
-            "goals are turned off (setting beta.thread_goal); existing goals are kept".into(),
-        ))
+        Err(Error::FeatureOff {
+            setting: "beta.thread_goal",
+            message: "goals are turned off (setting beta.thread_goal); existing goals are kept"
+                .into(),
+        })
     }
 }
 
@@ -164,14 +167,194 @@ pub(crate) fn apply_budgets(
         if changed && still != limited {
             super::check_transition(g, GoalReason::BudgetRaised, actor, limited)
                 .map_err(|e| Error::Refused(e.to_string()))?;
-            transition(tx, g, GoalReason::BudgetRaised, actor, "lifecycle")?;
+            transition(
+                tx,
+                g,
+                GoalReason::BudgetRaised,
+                actor,
+                GoalUpdateKind::Lifecycle,
+            )?;
             g.counters.summary_due = false;
             tx.set_goal_counters(&g.id, &g.counters)?;
             continue_goal(tx, g, Nudge::Resumed)?;
             return Ok(());
         }
     }
-    emit_update(tx, g, "lifecycle", actor)
+    emit_update(tx, g, GoalUpdateKind::Lifecycle, actor)
+}
+
+/// `BudgetArgs` as a typed change (what `/goal … budget=…` asks for).
+fn change_of(b: &BudgetArgs) -> BudgetChange {
+    let limit = |v: Option<Option<u64>>| v.map(|x| x.map_or(Limit::Clear, Limit::To));
+    BudgetChange {
+        tokens: limit(b.tokens),
+        turns: limit(b.turns),
+        seconds: limit(b.time_ms.map(|t| t.map(|ms| ms / 1000))),
+    }
+}
+
+/// A typed budget change as the settings it makes; out-of-range values are refused by
+/// `check_budgets` when applied.
+fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
+    let limit = |l: Option<Limit>| {
+        l.map(|l| match l {
+            Limit::Clear => None,
+            Limit::To(n) => Some(n),
+        })
+    };
+    let time_ms = match limit(c.seconds) {
+        Some(Some(s)) => Some(Some(
+            super::budget::seconds_to_ms(s).map_err(|e| Error::Refused(e.to_string()))?,
+        )),
+        other => other,
+    };
+    Ok(BudgetArgs {
+        tokens: limit(c.tokens),
+        turns: limit(c.turns),
+        time_ms,
+    })
+}
+
+/// Parses the arguments of `/goal` into the op they ask for (G-9).
+pub(crate) fn parse(args: &str) -> Result<GoalOp> {
+    let (verb, rest) = match args.trim().split_once(char::is_whitespace) {
+        Some((v, r)) => (v, r.trim()),
+        None => (args.trim(), ""),
+    };
+    Ok(match verb {
+        "" => GoalOp::Show,
+        "pause" => GoalOp::Pause,
+        "resume" => GoalOp::Resume,
+        "clear" => GoalOp::Clear,
+        "edit" => GoalOp::EditObjective {
+            objective: rest.to_string(),
+        },
+        "next" => GoalOp::Queue {
+            objective: rest.to_string(),
+        },
+        "replace" => {
+            let (objective, b) = split_args(rest)?;
+            GoalOp::Set {
+                objective,
+                budget: change_of(&b),
+                replace: true,
+            }
+        }
+        _ => {
+            let (objective, b) = split_args(args)?;
+            if objective.is_empty() {
+                GoalOp::EditBudget {
+                    budget: change_of(&b),
+                }
+            } else {
+                GoalOp::Set {
+                    objective,
+                    budget: change_of(&b),
+                    replace: false,
+                }
+            }
+        }
+    })
+}
+
+/// Applies a user's goal op in `tx`; returns what to tell the user.
+pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<String> {
+    check_enabled(api)?;
+    let current = current_goal(tx.conn(), api.id())?;
+    let no_goal = || Error::Refused("no goal is set".into());
+    Ok(match op {
+        GoalOp::Show => match current {
+            None => "No goal is set. Set one with /goal <objective> (optionally budget=50K turns=20 time=2h).".to_string(),
+            Some(g) => {
+                let queued = queued_goals(tx.conn(), api.id())?;
+                let mut s = describe(&snapshot(&g));
+                if !queued.is_empty() {
+                    s.push_str(&format!("\nNext: {}", queued.join(" · ")));
+                }
+                s
+            }
+        },
+        GoalOp::Pause => {
+            let mut g = current.ok_or_else(no_goal)?;
+            if g.status != GoalStatus::Active {
+                return Err(Error::Refused(format!("the goal is {}, not active", g.status.as_str())));
+            }
+            transition(tx, &mut g, GoalReason::UserRequested, GoalActor::User, GoalUpdateKind::Lifecycle)?;
+            "Goal paused.".into()
+        }
+        GoalOp::Resume => {
+            let mut g = current.ok_or_else(no_goal)?;
+            super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::Refused(e.to_string()))?;
+            transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, GoalUpdateKind::Lifecycle)?;
+            g.counters.repeated_replies = 0;
+            g.counters.toolless_turns = 0;
+            continue_goal(tx, &mut g, Nudge::Resumed)?;
+            "Goal resumed.".into()
+        }
+        GoalOp::Clear => {
+            let g = current.ok_or_else(no_goal)?;
+            tx.clear_goal(api.id())?;
+            tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
+            "Goal cleared.".into()
+        }
+        GoalOp::EditObjective { objective } => {
+            let mut g = current.ok_or_else(no_goal)?;
+            let objective = objective.trim();
+            if objective.is_empty() {
+                return Err(Error::Refused("/goal edit needs the new objective".into()));
+            }
+            if g.status.is_terminal() {
+                return Err(Error::Refused("the goal is complete; set a new one".into()));
+            }
+            tx.edit_goal(&g.id, objective)?;
+            g.objective = objective.to_string();
+            g.revision += 1;
+            let was_active = g.status == GoalStatus::Active;
+            transition(tx, &mut g, GoalReason::Edited, GoalActor::User, GoalUpdateKind::Lifecycle)?;
+            if was_active || g.status == GoalStatus::Active {
+                continue_goal(tx, &mut g, Nudge::Edited)?;
+            }
+            "Goal updated.".into()
+        }
+        GoalOp::Queue { objective } => {
+            let objective = objective.trim();
+            if objective.is_empty() {
+                return Err(Error::Refused("/goal next needs an objective".into()));
+            }
+            tx.enqueue_goal(api.id(), objective)?;
+            "Queued as the next goal; it starts when the current one completes.".into()
+        }
+        GoalOp::EditBudget { budget } => {
+            let Some(mut g) = current else {
+                return Err(Error::Refused("no goal is set; give an objective".into()));
+            };
+            if budget.is_empty() {
+                return Err(Error::Refused("no budget change given (budget=…, turns=… or time=…)".into()));
+            }
+            apply_budgets(tx, &mut g, &args_of(budget)?, GoalActor::User)?;
+            describe(&snapshot(&g))
+        }
+        GoalOp::Set { objective, budget, replace } => {
+            let b = args_of(budget)?;
+            if *replace {
+                if let Some(g) = current {
+                    tx.clear_goal(api.id())?;
+                    tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
+                }
+            } else if let Some(g) = &current
+                && !g.status.is_terminal()
+            {
+                return Err(Error::Refused(format!(
+                    "a goal is already set ({}); use /goal replace <objective>, or /goal next <objective> to queue one",
+                    g.status.as_str()
+                )));
+            }
+            let mut g = create(tx, api, objective, None, budgets_of(&b), GoalActor::User)?;
+            continue_goal(tx, &mut g, Nudge::Plain)?;
+            let verb = if *replace { "replaced" } else { "set" };
+            format!("Goal {verb}.\n{}", describe(&snapshot(&g)))
+        }
+    })
 }
 
 impl SlashCommand for GoalCommand {
@@ -188,102 +371,7 @@ impl SlashCommand for GoalCommand {
             .api
             .ok_or_else(|| Error::Refused("/goal needs a session".into()))?;
         check_enabled(api)?;
-        let tx = &mut *cx.tx;
-        let current = current_goal(tx.conn(), api.id())?;
-        let (verb, rest) = match args.trim().split_once(char::is_whitespace) {
-            Some((v, r)) => (v, r.trim()),
-            None => (args.trim(), ""),
-        };
-        let out = match (verb, current) {
-            ("", None) => "No goal is set. Set one with /goal <objective> (optionally budget=50K turns=20 time=2h).".to_string(),
-            ("", Some(g)) => {
-                let queued = queued_goals(tx.conn(), api.id())?;
-                let mut s = describe(&snapshot(&g));
-                if !queued.is_empty() {
-                    s.push_str(&format!("\nNext: {}", queued.join(" · ")));
-                }
-                s
-            }
-            ("pause", Some(mut g)) => {
-                if g.status != GoalStatus::Active {
-                    return Err(Error::Refused(format!("the goal is {}, not active", g.status.as_str())));
-                }
-                transition(tx, &mut g, GoalReason::UserRequested, GoalActor::User, "lifecycle")?;
-                "Goal paused.".into()
-            }
-            ("resume", Some(mut g)) => {
-                super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::Refused(e.to_string()))?;
-                transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, "lifecycle")?;
-                g.counters.repeated_replies = 0;
-                g.counters.toolless_turns = 0;
-                continue_goal(tx, &mut g, Nudge::Resumed)?;
-                "Goal resumed.".into()
-            }
-            ("clear", Some(g)) => {
-                tx.clear_goal(api.id())?;
-                tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
-                "Goal cleared.".into()
-            }
-            ("edit", Some(mut g)) => {
-                if rest.is_empty() {
-                    return Err(Error::Refused("/goal edit needs the new objective".into()));
-                }
-                if g.status.is_terminal() {
-                    return Err(Error::Refused("the goal is complete; set a new one".into()));
-                }
-                tx.edit_goal(&g.id, rest)?;
-                g.objective = rest.to_string();
-                g.revision += 1;
-                let was_active = g.status == GoalStatus::Active;
-                transition(tx, &mut g, GoalReason::Edited, GoalActor::User, "lifecycle")?;
-                if was_active || g.status == GoalStatus::Active {
-                    continue_goal(tx, &mut g, Nudge::Edited)?;
-                }
-                "Goal updated.".into()
-            }
-            ("next", _) => {
-                if rest.is_empty() {
-                    return Err(Error::Refused("/goal next needs an objective".into()));
-                }
-                tx.enqueue_goal(api.id(), rest)?;
-                "Queued as the next goal; it starts when the current one completes.".into()
-            }
-            ("replace", current) => {
-                let (objective, b) = split_args(rest)?;
-                if let Some(g) = current {
-                    tx.clear_goal(api.id())?;
-                    tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
-                }
-                let mut g = create(tx, api, &objective, None, budgets_of(&b), GoalActor::User)?;
-                continue_goal(tx, &mut g, Nudge::Plain)?;
-                format!("Goal replaced.\n{}", describe(&snapshot(&g)))
-            }
-            ("pause" | "resume" | "clear" | "edit", None) => return Err(Error::Refused("no goal is set".into())),
-            (_, current) => {
-                let (objective, b) = split_args(args)?;
-                if objective.is_empty() {
-                    // `/goal budget=…`: change budgets of the current goal.
-                    let Some(mut g) = current else {
-                        return Err(Error::Refused("no goal is set; give an objective".into()));
-                    };
-                    apply_budgets(tx, &mut g, &b, GoalActor::User)?;
-                    describe(&snapshot(&g))
-                } else {
-                    if let Some(g) = &current
-                        && !g.status.is_terminal()
-                    {
-                        return Err(Error::Refused(format!(
-                            "a goal is already set ({}); use /goal replace <objective>, or /goal next <objective> to queue one",
-                            g.status.as_str()
-                        )));
-                    }
-                    let mut g = create(tx, api, &objective, None, budgets_of(&b), GoalActor::User)?;
-                    continue_goal(tx, &mut g, Nudge::Plain)?;
-                    format!("Goal set.\n{}", describe(&snapshot(&g)))
-                }
-            }
-        };
-        Ok(out)
+        apply(cx.tx, api, &parse(args)?)
     }
 }
 
@@ -298,6 +386,47 @@ fn budgets_of(b: &BudgetArgs) -> Budgets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slash_goal_parses_into_the_typed_ops() {
+        assert_eq!(parse("").unwrap(), GoalOp::Show);
+        assert_eq!(parse("pause").unwrap(), GoalOp::Pause);
+        assert_eq!(
+            parse("fix it budget=50K time=2h").unwrap(),
+            GoalOp::Set {
+                objective: "fix it".into(),
+                budget: BudgetChange {
+                    tokens: Some(Limit::To(50_000)),
+                    turns: None,
+                    seconds: Some(Limit::To(7200)),
+                },
+                replace: false,
+            }
+        );
+        assert_eq!(
+            parse("turns=clear").unwrap(),
+            GoalOp::EditBudget {
+                budget: BudgetChange {
+                    turns: Some(Limit::Clear),
+                    ..Default::default()
+                }
+            }
+        );
+        assert_eq!(
+            parse("edit  do the other thing ").unwrap(),
+            GoalOp::EditObjective {
+                objective: "do the other thing".into()
+            }
+        );
+        // Absurd typed values are refused by name, never wrapped.
+        assert!(
+            args_of(&BudgetChange {
+                seconds: Some(Limit::To(u64::MAX)),
+                ..Default::default()
+            })
+            .is_err()
+        );
+    }
 
     #[test]
     fn g_9_budget_words_are_split_from_the_objective() {

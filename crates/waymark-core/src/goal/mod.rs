@@ -4,7 +4,10 @@
 
 pub mod budget;
 mod commands;
+#[cfg(feature = "test-support")]
 pub mod db;
+#[cfg(not(feature = "test-support"))]
+pub(crate) mod db;
 mod guard;
 pub mod prompts;
 mod reminder;
@@ -26,10 +29,16 @@ use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use waymark_protocol::{Answer, QuestionnaireKind};
+use waymark_protocol::{Answer, Op, QuestionnaireKind};
 
 use crate::goal::db::GoalRow;
 use waymark_protocol::{BudgetLine, BudgetReport, GoalActor, GoalReason, GoalSnapshot, GoalStatus};
+
+/// Parses what follows `/goal` into the op it asks for: the one grammar for goal budgets
+/// and verbs (G-8, G-9), used by the slash command and by front ends' goal forms.
+pub fn parse_command(args: &str) -> Result<waymark_protocol::GoalOp> {
+    commands::parse(args)
+}
 
 /// Thread goals as an extension of every session.
 pub struct GoalExtension;
@@ -67,6 +76,12 @@ impl Extension for GoalExtension {
             runner::pause_for_close(tx, session_id)?;
         }
         Ok(())
+    }
+    fn handle_op(&self, api: &SessionApi, op: &Op) -> Option<Result<Option<String>>> {
+        match op {
+            Op::Goal { op } => Some(api.write(|tx| commands::apply(tx, api, op)).map(Some)),
+            _ => None,
+        }
     }
     fn recheck(&self, api: &SessionApi, message: &MessageRow) -> Result<Dequeue> {
         runner::recheck(api, message)

@@ -11,6 +11,7 @@ use crate::extension::SessionApi;
 use crate::goal::db::{GoalRow, TurnGoal, current_goal, turn_goal};
 use crate::store::{self, HistoryItem, MessageRow, Tx};
 use std::time::Duration;
+use waymark_protocol::GoalUpdateKind;
 use waymark_protocol::config::Verification;
 use waymark_protocol::{
     EventKind, GoalActor, GoalReason, GoalStatus, MessageSource, Position, RouteKind,
@@ -31,14 +32,14 @@ pub(crate) fn is_summary(m: &MessageRow) -> bool {
 pub(crate) fn emit_update(
     tx: &mut Tx<'_>,
     g: &GoalRow,
-    kind: &str,
+    kind: GoalUpdateKind,
     actor: GoalActor,
 ) -> Result<()> {
     tx.emit(
         &g.session_id,
         EventKind::GoalUpdate {
             goal_id: g.id.clone(),
-            kind: kind.to_string(),
+            kind,
             status: g.status,
             reason: g.reason,
             actor,
@@ -62,7 +63,7 @@ pub(crate) fn transition(
     g: &mut GoalRow,
     reason: GoalReason,
     actor: GoalActor,
-    kind: &str,
+    kind: GoalUpdateKind,
 ) -> Result<()> {
     g.status = reason.status();
     g.reason = reason;
@@ -400,7 +401,13 @@ pub(crate) fn recheck(api: &SessionApi, m: &MessageRow) -> Result<Dequeue> {
             return Ok(Dequeue::Drop("the user's message goes first".into()));
         }
         if let Some(d) = exhausted(&report(&g, 0, 0, 0)) {
-            transition(tx, &mut g, d.reason(), GoalActor::Runtime, "completion")?;
+            transition(
+                tx,
+                &mut g,
+                d.reason(),
+                GoalActor::Runtime,
+                GoalUpdateKind::Completion,
+            )?;
             if !g.counters.summary_due {
                 g.counters.summary_due = true;
                 tx.set_goal_counters(&g.id, &g.counters)?;
@@ -460,7 +467,7 @@ fn end_active(
     session_id: &str,
     reason: GoalReason,
     actor: GoalActor,
-    kind: &str,
+    kind: GoalUpdateKind,
 ) -> Result<()> {
     if let Some(mut g) = current_goal(tx.conn(), session_id)?
         && g.status == GoalStatus::Active
@@ -477,7 +484,7 @@ pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
         session_id,
         GoalReason::AppClosed,
         GoalActor::System,
-        "lifecycle",
+        GoalUpdateKind::Lifecycle,
     )
 }
 
@@ -489,7 +496,7 @@ pub(crate) fn stop_for_user(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
         session_id,
         GoalReason::UserRequested,
         GoalActor::User,
-        "completion",
+        GoalUpdateKind::Completion,
     )
 }
 
@@ -501,7 +508,7 @@ pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result
         session_id,
         GoalReason::TurnError,
         GoalActor::Runtime,
-        "completion",
+        GoalUpdateKind::Completion,
     )
 }
 

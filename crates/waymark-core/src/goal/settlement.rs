@@ -8,6 +8,7 @@
 use super::Dimension;
 use super::prompts::Nudge;
 use crate::goal::db::{GoalCounters, GoalRow};
+use waymark_protocol::GoalUpdateKind;
 use waymark_protocol::{GoalActor, GoalReason, GoalStatus, TurnEndReason};
 
 /// What the model proposed with `update_goal` (mode `status`).
@@ -338,7 +339,7 @@ pub fn commit(tx: &mut crate::store::Tx<'_>, p: &Pipeline) -> crate::error::Resu
     let mut g = p.goal.clone();
     g.counters = p.counters.clone();
     if let Some((reason, actor)) = p.outcome {
-        super::runner::transition(tx, &mut g, reason, actor, "completion")?;
+        super::runner::transition(tx, &mut g, reason, actor, GoalUpdateKind::Completion)?;
     }
     tx.set_goal_counters(&g.id, &g.counters)?;
     Ok(g)

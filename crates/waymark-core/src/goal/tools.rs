@@ -14,7 +14,10 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use waymark_protocol::config::Config;
-use waymark_protocol::{EventKind, GoalActor, MessageSource, PermissionMode, QuestionnaireKind};
+use waymark_protocol::{
+    Approval, EventKind, GoalActor, GoalApprovalQuestion, MessageSource, PermissionMode, Question,
+    TypedAnswer,
+};
 
 pub(crate) struct CreateGoal;
 
@@ -90,13 +93,15 @@ impl Tool for CreateGoal {
                         continue_goal(tx, &mut g, Nudge::Plain)?;
                         return Ok(true);
                     }
-                    let payload = json!({
-                        "objective": a.objective, "criteria": a.criteria,
-                        "token_budget": budgets.tokens, "turn_budget": budgets.turns,
-                        "time_budget_seconds": a.time_budget_seconds,
+                    let question = Question::GoalApproval(GoalApprovalQuestion {
+                        objective: a.objective.clone(),
+                        criteria: a.criteria.clone(),
+                        token_budget: budgets.tokens,
+                        turn_budget: budgets.turns,
+                        time_budget_seconds: a.time_budget_seconds,
                     });
-                    tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), QuestionnaireKind::GoalApproval, &payload)?;
-                    tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::GoalApproval, payload })?;
+                    tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), &question)?;
+                    tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), question: Box::new(question) })?;
                     Ok(false)
                 })
                 .map_err(tool_error)?;
@@ -121,40 +126,37 @@ pub(crate) fn on_answer(
     q: &crate::store::QuestionnaireRow,
     answer: &waymark_protocol::Answer,
 ) -> Result<()> {
-    use waymark_protocol::Answer;
-    if q.kind != QuestionnaireKind::GoalApproval {
+    let typed = q
+        .question
+        .accepts(answer)
+        .map_err(|e| Error::InvalidAnswer {
+            answer: e.answer,
+            kind: e.kind,
+            allowed: e.allowed,
+        })?;
+    let (Question::GoalApproval(p), TypedAnswer::GoalApproval(Approval::Approve)) =
+        (&q.question, typed)
+    else {
         return Ok(());
-    }
-    match answer {
-        Answer::Approve { .. } => {
-            let p = &q.payload;
-            let objective = p
-                .get("objective")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let criteria = p.get("criteria").and_then(Value::as_str);
-            let budgets = Budgets {
-                tokens: p.get("token_budget").and_then(Value::as_u64),
-                turns: p.get("turn_budget").and_then(Value::as_u64),
-                time_ms: p
-                    .get("time_budget_seconds")
-                    .and_then(Value::as_u64)
-                    .map(super::budget::seconds_to_ms)
-                    .transpose()
-                    .map_err(|e| Error::Refused(e.to_string()))?,
-            };
-            let mut g = create(tx, api, objective, criteria, budgets, GoalActor::User)?;
-            continue_goal(tx, &mut g, Nudge::Plain)
-        }
-        Answer::AllowOnce
-        | Answer::AllowForSession
-        | Answer::AllowPrefix
-        | Answer::Deny { .. }
-        | Answer::Defer
-        | Answer::Revise { .. }
-        | Answer::Reject
-        | Answer::Withdraw => Ok(()),
-    }
+    };
+    let budgets = Budgets {
+        tokens: p.token_budget,
+        turns: p.turn_budget,
+        time_ms: p
+            .time_budget_seconds
+            .map(super::budget::seconds_to_ms)
+            .transpose()
+            .map_err(|e| Error::Refused(e.to_string()))?,
+    };
+    let mut g = create(
+        tx,
+        api,
+        &p.objective,
+        p.criteria.as_deref(),
+        budgets,
+        GoalActor::User,
+    )?;
+    continue_goal(tx, &mut g, Nudge::Plain)
 }
 
 pub(crate) struct GetGoal;

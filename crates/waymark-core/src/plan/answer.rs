@@ -1,10 +1,14 @@
 //! What answers to plan questionnaires do (PM-8, PM-17 … PM-19), inside the transaction that
 //! records the answer.
 
+use waymark_protocol::{PlanModeReason, PlanStatus};
+
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
 use crate::store::{QuestionnaireRow, Tx};
-use waymark_protocol::{Answer, MessageSource, Position, QuestionnaireKind};
+use waymark_protocol::{
+    Answer, Approval, MessageSource, PlanReview, Position, Question, TypedAnswer,
+};
 
 /// The implementation message: a fixed instruction, then the frozen plan (PM-19).
 pub(crate) fn implementation_message(snapshot: &str, option: Option<(u32, &str)>) -> String {
@@ -48,9 +52,17 @@ pub(crate) fn on_answer(
     answer: &Answer,
 ) -> Result<()> {
     let sid = api.id();
-    match (q.kind, answer) {
-        (QuestionnaireKind::PlanEntry, Answer::Approve { .. }) => {
-            super::enter(tx, api, "agent")?;
+    let typed = q
+        .question
+        .accepts(answer)
+        .map_err(|e| Error::InvalidAnswer {
+            answer: e.answer,
+            kind: e.kind,
+            allowed: e.allowed,
+        })?;
+    match (&q.question, typed) {
+        (Question::PlanEntry(_), TypedAnswer::PlanEntry(Approval::Approve)) => {
+            super::enter(tx, api, PlanModeReason::Agent)?;
             let path = super::plan_path(api.artifacts());
             queue_first(
                 tx,
@@ -64,36 +76,31 @@ pub(crate) fn on_answer(
             // Files last: if anything above failed, nothing was moved.
             super::prepare_draft(api.artifacts())
         }
-        (QuestionnaireKind::PlanEntry, Answer::Reject) => queue_first(
+        (Question::PlanEntry(_), TypedAnswer::PlanEntry(Approval::Reject)) => queue_first(
             tx,
             sid,
             "The user declined plan mode. Carry on with the task in the normal way.",
             &format!("plan-entry:{}", q.id),
         ),
-        (QuestionnaireKind::PlanApproval, Answer::Approve { option }) => {
-            let key = q
-                .payload
-                .get("key")
-                .and_then(|v| v.as_str())
-                .unwrap_or_default();
+        (
+            Question::PlanApproval(review),
+            TypedAnswer::PlanApproval(PlanReview::Approve { option }),
+        ) => {
+            let key = review.key.as_str();
             let bytes = crate::plan::db::blob(tx.conn(), key)?.ok_or_else(|| {
                 Error::Corrupt(format!("the approved plan snapshot {key} is missing"))
             })?;
             let snapshot = String::from_utf8(bytes)
                 .map_err(|_| Error::Corrupt(format!("snapshot {key} is not UTF-8")))?;
-            let options: Vec<String> = q
-                .payload
-                .get("options")
-                .and_then(|o| serde_json::from_value(o.clone()).ok())
-                .unwrap_or_default();
+            let options = &review.options;
             let chosen = match option {
                 None => None,
-                Some(n) => match options.get((*n as usize).wrapping_sub(1)) {
-                    Some(label) => Some((*n, label.as_str())),
+                Some(n) => match options.get((n as usize).wrapping_sub(1)) {
+                    Some(label) => Some((n, label.as_str())),
                     None => {
                         return Err(Error::InvalidAnswer {
                             answer: format!("approve --option {n}"),
-                            kind: q.kind.as_str().into(),
+                            kind: q.kind().as_str().into(),
                             allowed: if options.is_empty() {
                                 "approve (this plan offers no options)".into()
                             } else {
@@ -109,17 +116,17 @@ pub(crate) fn on_answer(
                 &implementation_message(&snapshot, chosen),
                 &format!("plan-approval:{}", q.id),
             )?;
-            super::leave(tx, api, "approved", "approved")
+            super::leave(tx, api, PlanStatus::Approved, PlanModeReason::Approved)
         }
-        (QuestionnaireKind::PlanApproval, Answer::Defer) => {
+        (_, TypedAnswer::PlanApproval(PlanReview::Defer)) => {
             if let Some(p) = crate::plan::db::current_plan(tx.conn(), sid)? {
-                tx.set_plan_status(&p.id, "drafting")?;
+                tx.set_plan_status(&p.id, PlanStatus::Drafting)?;
             }
             Ok(())
         }
-        (QuestionnaireKind::PlanApproval, Answer::Revise { text }) => {
+        (_, TypedAnswer::PlanApproval(PlanReview::Revise { text })) => {
             if let Some(p) = crate::plan::db::current_plan(tx.conn(), sid)? {
-                tx.set_plan_status(&p.id, "drafting")?;
+                tx.set_plan_status(&p.id, PlanStatus::Drafting)?;
             }
             queue_first(
                 tx,
@@ -130,13 +137,13 @@ pub(crate) fn on_answer(
                 &format!("plan-revise:{}", q.id),
             )
         }
-        (QuestionnaireKind::PlanApproval, Answer::Reject) => {
-            super::leave(tx, api, "rejected", "rejected")
+        (_, TypedAnswer::PlanApproval(PlanReview::Reject)) => {
+            super::leave(tx, api, PlanStatus::Rejected, PlanModeReason::Rejected)
         }
-        (QuestionnaireKind::PlanApproval, Answer::Withdraw) => {
-            super::leave(tx, api, "withdrawn", "withdrawn")
+        (_, TypedAnswer::PlanApproval(PlanReview::Withdraw)) => {
+            super::leave(tx, api, PlanStatus::Withdrawn, PlanModeReason::Withdrawn)
         }
-        (QuestionnaireKind::PlanEntry | QuestionnaireKind::PlanApproval, _)
-        | (QuestionnaireKind::Permission | QuestionnaireKind::GoalApproval, _) => Ok(()),
+        // Other kinds are not this extension's.
+        _ => Ok(()),
     }
 }

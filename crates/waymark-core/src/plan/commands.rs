@@ -1,5 +1,7 @@
 //! `/plan on | off | status | view` (PM-5).
 
+use waymark_protocol::{PlanModeReason, PlanStatus};
+
 use crate::commands::{CommandContext, CommandSpec, SlashCommand};
 use crate::error::{Error, Result};
 use crate::store;
@@ -23,7 +25,7 @@ impl SlashCommand for PlanCommand {
         let path = super::plan_path(api.artifacts());
         match args.trim() {
             "on" => {
-                let id = super::enter(cx.tx, api, "command")?;
+                let id = super::enter(cx.tx, api, PlanModeReason::Command)?;
                 super::prepare_draft(api.artifacts())?;
                 Ok(format!(
                     "Plan mode is on (plan {id}). The next messages are planned, not implemented; the plan goes to {}.",
@@ -31,7 +33,7 @@ impl SlashCommand for PlanCommand {
                 ))
             }
             "off" => {
-                super::leave(cx.tx, api, "left", "command")?;
+                super::leave(cx.tx, api, PlanStatus::Left, PlanModeReason::Command)?;
                 Ok("Plan mode is off. Nothing from the plan was implemented.".into())
             }
             "status" | "" => {
@@ -47,13 +49,13 @@ impl SlashCommand for PlanCommand {
                     out.push_str(&format!(
                         "\nPlan: {} ({}, {} revision{})",
                         p.id,
-                        p.status,
+                        p.status.as_str(),
                         p.revisions,
                         if p.revisions == 1 { "" } else { "s" }
                     ));
                 }
                 if let Some(q) = store::questionnaires::pending(cx.tx.conn(), cx.session_id)? {
-                    out.push_str(&format!("\nWaiting for: {} ({})", q.kind.as_str(), q.id));
+                    out.push_str(&format!("\nWaiting for: {} ({})", q.kind().as_str(), q.id));
                 }
                 Ok(out)
             }

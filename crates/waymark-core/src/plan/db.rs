@@ -3,13 +3,14 @@
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
+use waymark_protocol::{PlanStatus, RevisionAuthor};
 
 /// A plan as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanRow {
     pub id: String,
     pub session_id: String,
-    pub status: String,
+    pub status: PlanStatus,
     pub revisions: u32,
     pub plan_turns: u32,
     pub last_turn_id: Option<i64>,
@@ -26,7 +27,7 @@ pub struct RevisionRow {
     pub key: String,
     pub sha256: String,
     pub bytes: u64,
-    pub author: String,
+    pub author: RevisionAuthor,
     pub truncated: bool,
     pub created_at: i64,
 }
@@ -38,7 +39,7 @@ fn row_to_plan(r: &rusqlite::Row<'_>) -> rusqlite::Result<PlanRow> {
     Ok(PlanRow {
         id: r.get(0)?,
         session_id: r.get(1)?,
-        status: r.get(2)?,
+        status: crate::store::enum_col(r, 2)?,
         revisions: r.get::<_, i64>(3)? as u32,
         plan_turns: r.get::<_, i64>(4)? as u32,
         last_turn_id: r.get(5)?,
@@ -55,7 +56,7 @@ fn row_to_revision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
         key: r.get(2)?,
         sha256: r.get(3)?,
         bytes: r.get::<_, i64>(4)? as u64,
-        author: r.get(5)?,
+        author: crate::store::enum_col(r, 5)?,
         truncated: r.get::<_, i64>(6)? != 0,
         created_at: r.get(7)?,
     })
@@ -111,12 +112,18 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    pub fn set_plan_status(&mut self, id: &str, status: &str) -> Result<()> {
+    pub fn set_plan_status(&mut self, id: &str, status: PlanStatus) -> Result<()> {
         let now = self.now();
-        let ended = matches!(status, "approved" | "rejected" | "withdrawn" | "left");
+        let ended = match status {
+            PlanStatus::Approved
+            | PlanStatus::Rejected
+            | PlanStatus::Withdrawn
+            | PlanStatus::Left => true,
+            PlanStatus::Drafting | PlanStatus::AwaitingApproval => false,
+        };
         self.conn().execute(
             "UPDATE plans SET status = ?2, ended_at = CASE WHEN ?3 THEN ?4 ELSE NULL END WHERE id = ?1",
-            params![id, status, ended, now],
+            params![id, status.as_str(), ended, now],
         )?;
         Ok(())
     }
@@ -127,7 +134,7 @@ impl super::Tx<'_> {
         plan_id: &str,
         blob_key_for: &dyn Fn(u32) -> String,
         content: &[u8],
-        author: &str,
+        author: RevisionAuthor,
         truncated: bool,
     ) -> Result<RevisionRow> {
         let version: i64 = self.conn().query_row(
@@ -141,7 +148,7 @@ impl super::Tx<'_> {
         self.conn().execute(
             "INSERT INTO plan_revisions (plan_id, version, blob_key, sha256, bytes, author, truncated, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![plan_id, version, key, sha, content.len() as i64, author, truncated, now],
+            params![plan_id, version, key, sha, content.len() as i64, author.as_str(), truncated, now],
         )?;
         self.conn().execute(
             "UPDATE plans SET revisions = ?2 WHERE id = ?1",
@@ -153,7 +160,7 @@ impl super::Tx<'_> {
             key,
             sha256: sha,
             bytes: content.len() as u64,
-            author: author.to_string(),
+            author,
             truncated,
             created_at: now,
         })
@@ -276,12 +283,12 @@ mod tests {
         let key = |v: u32| format!("plan/p1/v{v}.md");
         let (r1, _) = store
             .write(2, |tx| {
-                tx.add_revision("p1", &key, b"## Summary\nx\n", "model", false)
+                tx.add_revision("p1", &key, b"## Summary\nx\n", RevisionAuthor::Model, false)
             })
             .unwrap();
         let (r2, _) = store
             .write(3, |tx| {
-                tx.add_revision("p1", &key, b"## Summary\ny\n", "user", false)
+                tx.add_revision("p1", &key, b"## Summary\ny\n", RevisionAuthor::User, false)
             })
             .unwrap();
         assert_eq!((r1.version, r2.version), (1, 2));

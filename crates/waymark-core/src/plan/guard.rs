@@ -4,8 +4,8 @@
 
 use crate::guard::{GuardCall, GuardDecision, ToolGuard, permission_answered};
 use crate::tools::fs_policy::resolve_target;
-use serde_json::{Value, json};
-use waymark_protocol::{InteractionMode, QuestionnaireKind};
+use serde_json::Value;
+use waymark_protocol::InteractionMode;
 
 pub(crate) struct PlanGuard;
 
@@ -37,21 +37,16 @@ impl ToolGuard for PlanGuard {
                 .get("command")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let mut payload = crate::permission::question(call, command, false);
-            payload["summary"] = json!(format!(
+            let mut q = crate::permission::question(call, command, false);
+            q.summary = format!(
                 "{} in plan mode (the shell sandbox is incomplete here — missing: {} — so the command is not confined)",
-                payload["summary"].as_str().unwrap_or("run a command"),
+                q.summary,
                 missing_layers(call)
-            ));
+            );
             // Every unconfined command in plan mode is asked about: nothing to grant.
-            payload["grants"] =
-                json!({"session": null, "session_text": null, "prefix": null, "prefix_text": null});
-            payload["prefix"] = Value::Null;
-            payload["plan_mode"] = json!(true);
-            return GuardDecision::Ask {
-                kind: QuestionnaireKind::Permission,
-                payload,
-            };
+            q.grants = Default::default();
+            q.plan_mode = true;
+            return GuardDecision::Ask(Box::new(waymark_protocol::Question::Permission(q)));
         }
         if !tool.is_mutating() {
             return GuardDecision::Allow;

@@ -3,9 +3,14 @@
 //! admission (intents), questionnaire answers, the reminder extension point and the
 //! `before_tool_call` chain, and owns the plan document's lifecycle.
 
+use waymark_protocol::{PlanModeReason, PlanStatus, RevisionAuthor};
+
 mod answer;
 mod commands;
+#[cfg(feature = "test-support")]
 pub mod db;
+#[cfg(not(feature = "test-support"))]
+pub(crate) mod db;
 mod document;
 mod guard;
 mod reminder;
@@ -17,7 +22,7 @@ pub use document::{
     LivePlan, PlanFileError, PlanRead, SNAPSHOT_LIMIT, check_plan_text, live_plan, read_plan_file,
     snapshot, snapshot_of,
 };
-pub use view::{PLAN_FILE_CAP, PlanUnderReview};
+pub use view::PLAN_FILE_CAP;
 
 use crate::commands::SlashCommand;
 use crate::context::ReminderSource;
@@ -83,8 +88,10 @@ impl Extension for PlanExtension {
     }
     fn on_intent(&self, tx: &mut Tx<'_>, api: &SessionApi, intent: Intent) -> Result<bool> {
         match intent {
-            Intent::PlanEntry => enter(tx, api, "intent").map(|_| true),
-            Intent::PlanExit => leave(tx, api, "left", "intent").map(|_| true),
+            Intent::PlanEntry => enter(tx, api, PlanModeReason::Intent).map(|_| true),
+            Intent::PlanExit => {
+                leave(tx, api, PlanStatus::Left, PlanModeReason::Intent).map(|_| true)
+            }
         }
     }
     fn on_admit(
@@ -109,9 +116,9 @@ impl Extension for PlanExtension {
         }
         Ok(())
     }
-    fn handle_op(&self, api: &SessionApi, op: &Op) -> Option<Result<()>> {
+    fn handle_op(&self, api: &SessionApi, op: &Op) -> Option<Result<Option<String>>> {
         match op {
-            Op::EditPlan { text } => Some(edit_by_user(api, text)),
+            Op::EditPlan { text } => Some(edit_by_user(api, text).map(|_| None)),
             _ => None,
         }
     }
@@ -141,10 +148,12 @@ impl Extension for PlanExtension {
 /// Checks that a new plan may start now (PM-6, PM-9).
 pub(crate) fn check_entry(tx: &Tx<'_>, api: &SessionApi) -> Result<()> {
     if !api.config().beta.desktop_plan_mode {
-        return Err(Error::Refused(
-            "plan mode is turned off (setting beta.desktop_plan_mode); turn it on to plan first"
-                .into(),
-        ));
+        return Err(Error::FeatureOff {
+            setting: "beta.desktop_plan_mode",
+            message:
+                "plan mode is turned off (setting beta.desktop_plan_mode); turn it on to plan first"
+                    .into(),
+        });
     }
     let session = store::sessions::get(tx.conn(), api.id())?
         .ok_or_else(|| Error::SessionNotFound(api.id().to_string()))?;
@@ -154,7 +163,7 @@ pub(crate) fn check_entry(tx: &Tx<'_>, api: &SessionApi) -> Result<()> {
     if let Some(q) = store::questionnaires::pending(tx.conn(), api.id())? {
         return Err(Error::Refused(format!(
             "plan mode cannot start while the {} questionnaire {} waits for an answer; answer it first",
-            q.kind.as_str(),
+            q.kind().as_str(),
             q.id
         )));
     }
@@ -163,7 +172,7 @@ pub(crate) fn check_entry(tx: &Tx<'_>, api: &SessionApi) -> Result<()> {
 
 /// Starts a new plan and switches to plan mode (database part; the caller prepares the
 /// draft file with [`prepare_draft`] as the last step of the same transaction).
-pub(crate) fn enter(tx: &mut Tx<'_>, api: &SessionApi, reason: &str) -> Result<String> {
+pub(crate) fn enter(tx: &mut Tx<'_>, api: &SessionApi, reason: PlanModeReason) -> Result<String> {
     check_entry(tx, api)?;
     let plan_id = api.new_id("plan");
     tx.create_plan(&plan_id, api.id())?;
@@ -173,7 +182,7 @@ pub(crate) fn enter(tx: &mut Tx<'_>, api: &SessionApi, reason: &str) -> Result<S
         EventKind::PlanModeChanged {
             mode: InteractionMode::Plan,
             plan_id: Some(plan_id.clone()),
-            reason: reason.to_string(),
+            reason,
         },
     )?;
     Ok(plan_id)
@@ -181,20 +190,25 @@ pub(crate) fn enter(tx: &mut Tx<'_>, api: &SessionApi, reason: &str) -> Result<S
 
 /// Leaves plan mode; `status` is the plan's ending (`approved`, `rejected`, `withdrawn`,
 /// `left`). A pending approval is withdrawn: leaving never implements anything (PM-21).
-pub(crate) fn leave(tx: &mut Tx<'_>, api: &SessionApi, status: &str, reason: &str) -> Result<()> {
+pub(crate) fn leave(
+    tx: &mut Tx<'_>,
+    api: &SessionApi,
+    status: PlanStatus,
+    reason: PlanModeReason,
+) -> Result<()> {
     let session = store::sessions::get(tx.conn(), api.id())?
         .ok_or_else(|| Error::SessionNotFound(api.id().to_string()))?;
     if session.interaction_mode != InteractionMode::Plan {
         return Err(Error::Refused("the session is not in plan mode".into()));
     }
     for q in store::questionnaires::list(tx.conn(), api.id())? {
-        if q.status == "pending" && q.kind == QuestionnaireKind::PlanApproval {
+        if q.is_pending() && q.kind() == QuestionnaireKind::PlanApproval {
             tx.withdraw_questionnaire(&q.id)?;
             tx.emit(
                 api.id(),
                 EventKind::QuestionnaireAnswered {
                     id: q.id.clone(),
-                    kind: q.kind,
+                    kind: q.kind(),
                     answer: Answer::Withdraw,
                 },
             )?;
@@ -213,7 +227,7 @@ pub(crate) fn leave(tx: &mut Tx<'_>, api: &SessionApi, status: &str, reason: &st
         EventKind::PlanModeChanged {
             mode: InteractionMode::Default,
             plan_id: plan.map(|p| p.id),
-            reason: reason.to_string(),
+            reason,
         },
     )
 }
@@ -253,19 +267,17 @@ pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
                 "the plan can be edited only in plan mode".into(),
             ));
         }
-        let (_, rev) = freeze_revision(tx, api.id(), &content, "user", truncated)?;
+        let (_, rev) = freeze_revision(tx, api.id(), &content, RevisionAuthor::User, truncated)?;
         if let Some(q) = store::questionnaires::pending(tx.conn(), api.id())?
-            && q.kind == QuestionnaireKind::PlanApproval
+            && let waymark_protocol::Question::PlanApproval(mut review) = q.question
         {
-            let mut payload = q.payload.clone();
-            if let Some(o) = payload.as_object_mut() {
-                o.insert("version".into(), rev.version.into());
-                o.insert("key".into(), rev.key.clone().into());
-                o.insert("sha256".into(), rev.sha256.clone().into());
-                o.insert("bytes".into(), rev.bytes.into());
-                o.insert("truncated".into(), truncated.into());
-            }
-            tx.update_questionnaire_payload(&q.id, &payload)?;
+            // The pending review now approves the user's version.
+            review.version = rev.version;
+            review.key = rev.key.clone();
+            review.sha256 = rev.sha256.clone();
+            review.bytes = rev.bytes;
+            review.truncated = truncated;
+            tx.update_question(&q.id, &waymark_protocol::Question::PlanApproval(review))?;
         }
         // The file last: if recording failed, the file is untouched.
         crate::tools::fs_policy::write_atomic(&path, text.as_bytes())
@@ -278,7 +290,7 @@ pub(crate) fn freeze_revision(
     tx: &mut Tx<'_>,
     session_id: &str,
     content: &str,
-    author: &str,
+    author: RevisionAuthor,
     truncated: bool,
 ) -> Result<(crate::plan::db::PlanRow, crate::plan::db::RevisionRow)> {
     let plan = crate::plan::db::current_plan(tx.conn(), session_id)?
@@ -295,7 +307,7 @@ pub(crate) fn freeze_revision(
             key: rev.key.clone(),
             sha256: rev.sha256.clone(),
             bytes: rev.bytes,
-            author: rev.author.clone(),
+            author: rev.author,
             truncated,
         },
     )?;

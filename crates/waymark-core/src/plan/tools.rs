@@ -1,6 +1,8 @@
 //! `EnterPlanMode` (PM-7, PM-8) and `ExitPlanMode` (PM-10, PM-15 … PM-17, PM-20). Both end the
 //! turn: the user decides what happens next.
 
+use waymark_protocol::{PlanModeReason, PlanStatus, RevisionAuthor};
+
 use super::answer::{implementation_message, queue_first};
 use super::document::{SNAPSHOT_LIMIT, check_plan_text, snapshot_of};
 use crate::error::{Error, Result};
@@ -10,7 +12,9 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use waymark_protocol::config::Config;
-use waymark_protocol::{EventKind, InteractionMode, PermissionMode, QuestionnaireKind};
+use waymark_protocol::{
+    EventKind, InteractionMode, PermissionMode, PlanApprovalQuestion, PlanEntryQuestion, Question,
+};
 
 pub(crate) struct EnterPlanMode;
 
@@ -62,9 +66,9 @@ impl Tool for EnterPlanMode {
                 if session.interaction_mode == InteractionMode::Plan {
                     return Err(Error::Refused("the session is already in plan mode; keep planning and call ExitPlanMode when the plan is written".into()));
                 }
-                let payload = json!({"reason": a.reason});
-                tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), QuestionnaireKind::PlanEntry, &payload)?;
-                tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::PlanEntry, payload })
+                let question = Question::PlanEntry(PlanEntryQuestion { reason: a.reason });
+                tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), &question)?;
+                tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), question: Box::new(question) })
             })
             .map_err(tool_error)?;
             Ok(ToolOutput {
@@ -148,27 +152,27 @@ impl Tool for ExitPlanMode {
                         "messages are waiting in the queue: the user added something; end your turn and read it before submitting the plan".into(),
                     ));
                 }
-                let (plan, rev) = super::freeze_revision(tx, &sid, &content, "model", truncated)?;
+                let (plan, rev) = super::freeze_revision(tx, &sid, &content, RevisionAuthor::Model, truncated)?;
                 if session.permission_mode == PermissionMode::Auto {
                     // PM-20: no review in auto mode; the frozen snapshot goes straight to work.
                     let text = implementation_message(&content, None);
                     queue_first(tx, &sid, &text, &format!("plan-auto:{}:v{}", plan.id, rev.version))?;
-                    super::leave(tx, &api, "approved", "auto")?;
+                    super::leave(tx, &api, PlanStatus::Approved, PlanModeReason::Auto)?;
                     return Ok(true);
                 }
-                let payload = json!({
-                    "plan_id": plan.id,
-                    "version": rev.version,
-                    "key": rev.key,
-                    "sha256": rev.sha256,
-                    "bytes": rev.bytes,
-                    "truncated": truncated,
-                    "path": path.display().to_string(),
-                    "options": options,
+                let question = Question::PlanApproval(PlanApprovalQuestion {
+                    plan_id: plan.id.clone(),
+                    version: rev.version,
+                    key: rev.key.clone(),
+                    sha256: rev.sha256.clone(),
+                    bytes: rev.bytes,
+                    truncated,
+                    path: path.display().to_string(),
+                    options,
                 });
-                tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), QuestionnaireKind::PlanApproval, &payload)?;
-                tx.set_plan_status(&plan.id, "awaiting_approval")?;
-                tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), kind: QuestionnaireKind::PlanApproval, payload })?;
+                tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), &question)?;
+                tx.set_plan_status(&plan.id, PlanStatus::AwaitingApproval)?;
+                tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), question: Box::new(question) })?;
                 Ok(false)
             })
             .map_err(tool_error)?;

@@ -1,20 +1,13 @@
-//! The plan as front ends read it: the file, the revision under review, every revision
-//! (no lease needed).
+//! The plan as front ends read it: the file, the revision under review, every revision and
+//! the diff between two (no lease needed). The desktop returns these views over IPC and the
+//! CLI prints them, so both show the same thing.
 
 use crate::error::{Error, Result};
 use crate::paths;
 use crate::runtime::Runtime;
 use crate::store;
 use std::path::PathBuf;
-
-/// A plan waiting for the user's review (see [`Runtime::plan_under_review`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanUnderReview {
-    pub plan_id: String,
-    pub version: u32,
-    /// The plan file no longer holds what was submitted.
-    pub file_changed: bool,
-}
+use waymark_protocol::{PlanDiff, PlanRevisionInfo, PlanView, ReviewState, RevisionRef};
 
 /// The largest plan file [`Runtime::plan_file`] reads whole.
 pub const PLAN_FILE_CAP: usize = 64 * 1024 * 1024;
@@ -56,24 +49,18 @@ impl Runtime {
     /// The plan revision a pending review would approve, and whether the plan file has
     /// changed since it was submitted (approving implements the submitted revision, not
     /// the file). `None` when no review is pending.
-    pub fn plan_under_review(&self, id: &str) -> Result<Option<PlanUnderReview>> {
+    pub fn plan_under_review(&self, id: &str) -> Result<Option<ReviewState>> {
         let pending = self
             .store()
             .read(|c| store::questionnaires::pending(c, id))?
-            .filter(|q| q.kind == waymark_protocol::QuestionnaireKind::PlanApproval);
-        let Some(q) = pending else {
+            .and_then(|q| match q.question {
+                waymark_protocol::Question::PlanApproval(review) => Some(review),
+                _ => None,
+            });
+        let Some(review) = pending else {
             return Ok(None);
         };
-        let plan_id = q.payload.get("plan_id").and_then(|v| v.as_str());
-        let version = q.payload.get("version").and_then(|v| v.as_u64());
-        let (Some(plan_id), Some(version)) = (plan_id, version) else {
-            return Err(Error::Corrupt(format!(
-                "plan review {} names no revision",
-                q.id
-            )));
-        };
-        let version = u32::try_from(version)
-            .map_err(|_| Error::Corrupt(format!("plan review {}: version {version}", q.id)))?;
+        let (plan_id, version) = (review.plan_id.as_str(), review.version);
         let frozen = self.plan_revision_text(id, Some(plan_id), version)?;
         let live = super::read_plan_file(&self.plan_path(id)?, super::SNAPSHOT_LIMIT + 4)
             .ok()
@@ -83,7 +70,7 @@ impl Runtime {
                 let (snap, _) = super::snapshot_of(&text, r.total);
                 self.store().redactor().redact(&snap).into_owned()
             });
-        Ok(Some(PlanUnderReview {
+        Ok(Some(ReviewState {
             plan_id: plan_id.to_string(),
             version,
             file_changed: live.as_deref() != Some(frozen.as_str()),
@@ -91,10 +78,51 @@ impl Runtime {
     }
 
     /// Every frozen revision of every plan of the session, oldest first.
-    pub fn plan_revisions(&self, id: &str) -> Result<Vec<crate::plan::db::RevisionRow>> {
-        self.store().read(|c| {
+    pub fn plan_revisions(&self, id: &str) -> Result<Vec<PlanRevisionInfo>> {
+        let rows = self.store().read(|c| {
             store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
             crate::plan::db::session_revisions(c, id)
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|r| PlanRevisionInfo {
+                plan_id: r.plan_id,
+                version: r.version,
+                sha256: r.sha256,
+                bytes: u32::try_from(r.bytes).unwrap_or(u32::MAX),
+                author: r.author,
+                truncated: r.truncated,
+                created_at: r.created_at,
+            })
+            .collect())
+    }
+
+    /// The Plan tab: the live file rendered (secrets redacted, capped), every revision, and
+    /// the review state.
+    pub fn plan_view(&self, id: &str) -> Result<PlanView> {
+        let path = self.plan_path(id)?;
+        let live = super::live_plan(&path, &self.store().redactor());
+        Ok(PlanView {
+            path: path.display().to_string(),
+            html: live.html,
+            markdown: live.markdown,
+            revisions: self.plan_revisions(id)?,
+            review: self.plan_under_review(id)?,
+        })
+    }
+
+    /// The diff from one revision to another (of any plan of the session).
+    pub fn plan_diff(&self, id: &str, from: &RevisionRef, to: &RevisionRef) -> Result<PlanDiff> {
+        let old = self.plan_revision_text(id, Some(&from.plan_id), from.version)?;
+        let new = self.plan_revision_text(id, Some(&to.plan_id), to.version)?;
+        Ok(PlanDiff {
+            unified: super::render::unified_diff(
+                &old,
+                &new,
+                &format!("v{}", from.version),
+                &format!("v{}", to.version),
+            ),
+            rows: super::render::side_by_side(&old, &new),
         })
     }
 

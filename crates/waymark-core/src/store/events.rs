@@ -20,6 +20,7 @@ pub(super) fn append(
         session_id: session_id.to_string(),
         seq,
         ts,
+        transient: false,
         kind,
     })
 }
@@ -39,6 +40,7 @@ fn decode(session_id: &str, (seq, ts, json): (i64, i64, String)) -> Result<Event
         session_id: session_id.to_string(),
         seq: seq as u64,
         ts,
+        transient: false,
         kind,
     })
 }

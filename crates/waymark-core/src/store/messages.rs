@@ -2,27 +2,7 @@
 
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
-use waymark_protocol::{MessageInfo, MessageSource, Position};
-
-/// Lifecycle of an admitted message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MessageStatus {
-    Queued,
-    Running,
-    Done,
-    Dropped,
-}
-
-impl MessageStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageStatus::Queued => "queued",
-            MessageStatus::Running => "running",
-            MessageStatus::Done => "done",
-            MessageStatus::Dropped => "dropped",
-        }
-    }
-}
+use waymark_protocol::{MessageInfo, MessageSource, MessageStatus, Position};
 
 /// A message as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,18 +11,17 @@ pub struct MessageRow {
     pub session_id: String,
     pub source: MessageSource,
     pub text: String,
-    pub status: String,
+    pub status: MessageStatus,
     pub idempotency_key: Option<String>,
 }
 
 fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
-    let source: String = r.get(2)?;
     Ok(MessageRow {
         id: r.get(0)?,
         session_id: r.get(1)?,
-        source: MessageSource::parse(&source).unwrap_or(MessageSource::System),
+        source: super::enum_col(r, 2)?,
         text: r.get(3)?,
-        status: r.get(4)?,
+        status: super::enum_col(r, 4)?,
         idempotency_key: r.get(5)?,
     })
 }
@@ -90,7 +69,7 @@ impl super::Tx<'_> {
                 session_id: session_id.to_string(),
                 source,
                 text,
-                status: "queued".into(),
+                status: MessageStatus::Queued,
                 idempotency_key: key.map(str::to_string),
             },
             true,

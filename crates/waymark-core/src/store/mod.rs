@@ -8,10 +8,13 @@ pub mod questionnaires;
 pub mod sessions;
 pub mod turns;
 
-pub use messages::{MessageRow, MessageStatus};
+pub use messages::MessageRow;
 pub use questionnaires::QuestionnaireRow;
-pub use sessions::{Lease, SessionRow};
+#[cfg(feature = "test-support")]
+pub use sessions::Lease;
+pub use sessions::SessionRow;
 pub use turns::{HistoryItem, ToolCallRecord, TurnRow, TurnStatus};
+pub use waymark_protocol::MessageStatus;
 
 use crate::error::{Error, Result};
 use crate::secrets::Redactor;
@@ -30,6 +33,29 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0004_grants.sql"),
     include_str!("../../migrations/0005_extension_schema.sql"),
 ];
+
+/// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);
+/// a name this build does not know is a conversion error naming it, never a default.
+pub(crate) fn enum_col<T: serde::de::DeserializeOwned>(
+    r: &rusqlite::Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<T> {
+    let s: String = r.get(idx)?;
+    waymark_protocol::wire::parse(&s).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            idx,
+            rusqlite::types::Type::Text,
+            format!(
+                "unknown {} `{s}`",
+                std::any::type_name::<T>()
+                    .rsplit("::")
+                    .next()
+                    .unwrap_or("value")
+            )
+            .into(),
+        )
+    })
+}
 
 /// A count as SQLite stores it (i64), saturating.
 pub(crate) fn clamp_i64(v: u64) -> i64 {
@@ -125,6 +151,7 @@ impl Store {
     }
 
     /// An in-memory database with the core tables only.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn open_in_memory() -> Result<Store> {
         Self::init(Connection::open_in_memory()?, ":memory:", None)
     }

@@ -2,7 +2,9 @@
 
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
-use waymark_protocol::{Answer, QuestionnaireInfo, QuestionnaireKind};
+use waymark_protocol::{
+    Answer, Question, QuestionnaireInfo, QuestionnaireKind, QuestionnaireStatus,
+};
 
 /// A questionnaire as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -10,19 +12,25 @@ pub struct QuestionnaireRow {
     pub id: String,
     pub session_id: String,
     pub turn_id: Option<i64>,
-    pub kind: QuestionnaireKind,
-    pub payload: serde_json::Value,
-    pub status: String,
+    pub question: Question,
+    pub status: QuestionnaireStatus,
     pub answer: Option<Answer>,
 }
 
 impl QuestionnaireRow {
+    pub fn kind(&self) -> QuestionnaireKind {
+        self.question.kind()
+    }
+
+    pub fn is_pending(&self) -> bool {
+        self.status == QuestionnaireStatus::Pending
+    }
+
     pub fn info(&self) -> QuestionnaireInfo {
         QuestionnaireInfo {
             id: self.id.clone(),
-            kind: self.kind,
-            payload: self.payload.clone(),
-            status: self.status.clone(),
+            question: self.question.clone(),
+            status: self.status,
             answer: self.answer.clone(),
         }
     }
@@ -30,37 +38,59 @@ impl QuestionnaireRow {
 
 const COLUMNS: &str = "id, session_id, turn_id, kind, payload, status, answer";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(QuestionnaireRow, String, Option<String>)> {
-    let kind: String = r.get(3)?;
-    let payload: String = r.get(4)?;
-    let answer: Option<String> = r.get(6)?;
-    Ok((
-        QuestionnaireRow {
-            id: r.get(0)?,
-            session_id: r.get(1)?,
-            turn_id: r.get(2)?,
-            kind: QuestionnaireKind::parse(&kind).unwrap_or(QuestionnaireKind::Permission),
-            payload: serde_json::Value::Null,
-            status: r.get(5)?,
-            answer: None,
-        },
-        payload,
-        answer,
-    ))
+/// A row's columns before its JSON is decoded.
+struct Raw {
+    id: String,
+    session_id: String,
+    turn_id: Option<i64>,
+    kind: String,
+    payload: String,
+    status: String,
+    answer: Option<String>,
 }
 
-fn decode(parts: (QuestionnaireRow, String, Option<String>)) -> Result<QuestionnaireRow> {
-    let (mut q, payload, answer) = parts;
-    q.payload = serde_json::from_str(&payload)
-        .map_err(|e| Error::Corrupt(format!("questionnaire {}: payload: {e}", q.id)))?;
-    q.answer = match answer {
-        Some(a) => Some(
-            serde_json::from_str(&a)
-                .map_err(|e| Error::Corrupt(format!("questionnaire {}: answer: {e}", q.id)))?,
-        ),
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+    Ok(Raw {
+        id: r.get(0)?,
+        session_id: r.get(1)?,
+        turn_id: r.get(2)?,
+        kind: r.get(3)?,
+        payload: r.get(4)?,
+        status: r.get(5)?,
+        answer: r.get(6)?,
+    })
+}
+
+/// Decodes a row; anything that is not a known kind, status or payload shape is named.
+fn decode(raw: Raw) -> Result<QuestionnaireRow> {
+    let corrupt = |what: String| Error::Corrupt(format!("questionnaire {}: {what}", raw.id));
+    let payload: serde_json::Value =
+        serde_json::from_str(&raw.payload).map_err(|e| corrupt(format!("payload: {e}")))?;
+    let question: Question =
+        serde_json::from_value(serde_json::json!({"kind": raw.kind, "payload": payload}))
+            .map_err(|e| corrupt(format!("{} payload: {e}", raw.kind)))?;
+    let status = QuestionnaireStatus::parse(&raw.status)
+        .ok_or_else(|| corrupt(format!("unknown status `{}`", raw.status)))?;
+    let answer = match &raw.answer {
+        Some(a) => Some(serde_json::from_str(a).map_err(|e| corrupt(format!("answer: {e}")))?),
         None => None,
     };
-    Ok(q)
+    Ok(QuestionnaireRow {
+        id: raw.id,
+        session_id: raw.session_id,
+        turn_id: raw.turn_id,
+        question,
+        status,
+        answer,
+    })
+}
+
+/// The payload of `q` as the `payload` column holds it.
+fn payload_json(q: &Question) -> Result<String> {
+    let v = serde_json::to_value(q).map_err(|e| Error::Corrupt(e.to_string()))?;
+    Ok(v.get("payload")
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| "{}".into()))
 }
 
 impl super::Tx<'_> {
@@ -69,10 +99,10 @@ impl super::Tx<'_> {
         id: &str,
         session_id: &str,
         turn_id: Option<i64>,
-        kind: QuestionnaireKind,
-        payload: &serde_json::Value,
+        question: &Question,
     ) -> Result<()> {
         let now = self.now();
+        let payload = payload_json(question)?;
         self.conn().execute(
             "INSERT INTO questionnaires (id, session_id, turn_id, kind, payload, status, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
@@ -80,8 +110,8 @@ impl super::Tx<'_> {
                 id,
                 session_id,
                 turn_id,
-                kind.as_str(),
-                self.redact(&payload.to_string()),
+                question.kind().as_str(),
+                self.redact(&payload),
                 now
             ],
         )?;
@@ -102,14 +132,11 @@ impl super::Tx<'_> {
     }
 
     /// Replaces the payload of a pending questionnaire (a newer plan revision to review).
-    pub fn update_questionnaire_payload(
-        &mut self,
-        id: &str,
-        payload: &serde_json::Value,
-    ) -> Result<()> {
+    pub fn update_question(&mut self, id: &str, question: &Question) -> Result<()> {
+        let payload = payload_json(question)?;
         let n = self.conn().execute(
-            "UPDATE questionnaires SET payload = ?2 WHERE id = ?1 AND status = 'pending'",
-            params![id, self.redact(&payload.to_string())],
+            "UPDATE questionnaires SET payload = ?2 WHERE id = ?1 AND status = 'pending' AND kind = ?3",
+            params![id, self.redact(&payload), question.kind().as_str()],
         )?;
         self.ensure_closed_once(id, n)
     }
@@ -133,7 +160,7 @@ impl super::Tx<'_> {
             None => Err(Error::QuestionnaireNotFound(id.to_string())),
             Some(q) => Err(Error::QuestionnaireClosed {
                 id: id.to_string(),
-                status: q.status,
+                status: q.status.as_str().to_string(),
             }),
         }
     }
@@ -185,27 +212,31 @@ mod tests {
     use super::super::sessions::tests::make_session;
     use super::*;
 
+    fn ask() -> Question {
+        Question::PlanEntry(waymark_protocol::PlanEntryQuestion {
+            reason: Some("big change".into()),
+        })
+    }
+
     #[test]
     fn answered_once_then_closed() {
         let store = Store::open_test().unwrap();
         let s = make_session(&store);
-        let payload = serde_json::json!({"tool": "bash"});
         store
-            .write(1, |tx| {
-                tx.open_questionnaire("q1", &s, None, QuestionnaireKind::Permission, &payload)
-            })
+            .write(1, |tx| tx.open_questionnaire("q1", &s, None, &ask()))
             .unwrap();
         assert_eq!(store.read(|c| pending(c, &s)).unwrap().unwrap().id, "q1");
         store
-            .write(2, |tx| tx.answer_questionnaire("q1", &Answer::AllowOnce))
+            .write(2, |tx| tx.answer_questionnaire("q1", &Answer::Reject))
             .unwrap();
-        let again = store.write(3, |tx| tx.answer_questionnaire("q1", &Answer::AllowOnce));
+        let again = store.write(3, |tx| tx.answer_questionnaire("q1", &Answer::Reject));
         assert_eq!(again.err().unwrap().code(), "questionnaire_closed");
-        let missing = store.write(3, |tx| tx.answer_questionnaire("nope", &Answer::AllowOnce));
+        let missing = store.write(3, |tx| tx.answer_questionnaire("nope", &Answer::Reject));
         assert_eq!(missing.err().unwrap().code(), "questionnaire_not_found");
         let q = store.read(|c| get(c, "q1")).unwrap().unwrap();
-        assert_eq!(q.answer, Some(Answer::AllowOnce));
-        assert_eq!(q.payload, payload);
+        assert_eq!(q.answer, Some(Answer::Reject));
+        assert_eq!(q.question, ask());
+        assert_eq!(q.status, QuestionnaireStatus::Answered);
         assert!(store.read(|c| pending(c, &s)).unwrap().is_none());
     }
 
@@ -215,18 +246,40 @@ mod tests {
         let s = make_session(&store);
         store
             .write(1, |tx| {
-                tx.open_questionnaire(
-                    "q2",
-                    &s,
-                    None,
-                    QuestionnaireKind::PlanApproval,
-                    &serde_json::json!({}),
-                )?;
+                tx.open_questionnaire("q2", &s, None, &ask())?;
                 tx.withdraw_questionnaire("q2")
             })
             .unwrap();
         let r = store.write(2, |tx| tx.answer_questionnaire("q2", &Answer::Reject));
         assert_eq!(r.err().unwrap().code(), "questionnaire_closed");
-        assert_eq!(store.read(|c| list(c, &s)).unwrap()[0].status, "withdrawn");
+        assert_eq!(
+            store.read(|c| list(c, &s)).unwrap()[0].status,
+            QuestionnaireStatus::Withdrawn
+        );
+    }
+
+    /// A row whose payload does not fit its kind (or an unknown status) is named as corrupt,
+    /// never read as some other question.
+    #[test]
+    fn a_payload_of_the_wrong_shape_is_corrupt() {
+        let store = Store::open_test().unwrap();
+        let s = make_session(&store);
+        store
+            .write(1, |tx| tx.open_questionnaire("q3", &s, None, &ask()))
+            .unwrap();
+        store
+            .read(|c| {
+                c.execute(
+                    "UPDATE questionnaires SET kind = 'plan_approval' WHERE id = 'q3'",
+                    [],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        let e = store.read(|c| get(c, "q3")).unwrap_err().to_string();
+        assert!(
+            e.contains("q3") && e.contains("plan_approval payload"),
+            "{e}"
+        );
     }
 }

@@ -29,15 +29,13 @@ const SESSION_COLUMNS: &str = "s.id, w.path, s.title, s.model, s.interaction_mod
      s.permission_mode, s.created_at, s.updated_at";
 
 fn row_to_session(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
-    let im: String = r.get(4)?;
-    let pm: String = r.get(5)?;
     Ok(SessionRow {
         id: r.get(0)?,
         workspace: r.get(1)?,
         title: r.get(2)?,
         model: r.get(3)?,
-        interaction_mode: InteractionMode::parse(&im).unwrap_or_default(),
-        permission_mode: PermissionMode::parse(&pm).unwrap_or_default(),
+        interaction_mode: super::enum_col(r, 4)?,
+        permission_mode: super::enum_col(r, 5)?,
         created_at: r.get(6)?,
         updated_at: r.get(7)?,
     })

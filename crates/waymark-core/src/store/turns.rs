@@ -6,22 +6,13 @@ use serde::{Deserialize, Serialize};
 use waymark_protocol::{ErrorInfo, MessageSource, ToolStatus, TurnEndReason, Usage};
 
 /// Lifecycle of a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TurnStatus {
     Running,
     /// Waiting on a questionnaire; resumes when it is answered.
     Parked,
     Finished,
-}
-
-impl TurnStatus {
-    fn parse(s: &str) -> TurnStatus {
-        match s {
-            "running" => TurnStatus::Running,
-            "parked" => TurnStatus::Parked,
-            _ => TurnStatus::Finished,
-        }
-    }
 }
 
 /// A turn as stored.
@@ -113,14 +104,23 @@ const TURN_COLUMNS: &str = "id, session_id, message_id, status, reason, steps, i
      output_tokens, cached_tokens, started_at";
 
 fn row_to_turn(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRow> {
-    let status: String = r.get(3)?;
     let reason: Option<String> = r.get(4)?;
+    let reason = match reason {
+        Some(s) => Some(TurnEndReason::parse(&s).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                4,
+                rusqlite::types::Type::Text,
+                format!("unknown turn end reason `{s}`").into(),
+            )
+        })?),
+        None => None,
+    };
     Ok(TurnRow {
         id: r.get(0)?,
         session_id: r.get(1)?,
         message_id: r.get(2)?,
-        status: TurnStatus::parse(&status),
-        reason: reason.as_deref().and_then(TurnEndReason::parse),
+        status: super::enum_col(r, 3)?,
+        reason,
         steps: r.get::<_, i64>(5)? as u32,
         usage: Usage {
             input_tokens: r.get::<_, i64>(6)?.max(0) as u64,
@@ -162,13 +162,10 @@ impl super::Tx<'_> {
     }
 
     pub fn set_turn_status(&mut self, turn_id: i64, status: TurnStatus) -> Result<()> {
-        let s = match status {
-            TurnStatus::Running => "running",
-            TurnStatus::Parked => "parked",
-            TurnStatus::Finished => {
-                return Err(Error::Corrupt("finish a turn with finish_turn".into()));
-            }
-        };
+        if status == TurnStatus::Finished {
+            return Err(Error::Corrupt("finish a turn with finish_turn".into()));
+        }
+        let s = waymark_protocol::wire::name(&status);
         self.conn()
             .prepare_cached("UPDATE turns SET status = ?2 WHERE id = ?1 AND status <> 'finished'")?
             .execute(params![turn_id, s])?;
@@ -244,11 +241,18 @@ pub fn open_turn(conn: &Connection, session_id: &str) -> Result<Option<TurnRow>>
 }
 
 /// All turns with the given status (crash recovery).
-pub fn with_status(conn: &Connection, session_id: &str, status: &str) -> Result<Vec<TurnRow>> {
+pub fn with_status(
+    conn: &Connection,
+    session_id: &str,
+    status: TurnStatus,
+) -> Result<Vec<TurnRow>> {
     let mut stmt = conn.prepare(&format!(
         "SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ?1 AND status = ?2 ORDER BY id"
     ))?;
-    let rows = stmt.query_map(params![session_id, status], row_to_turn)?;
+    let rows = stmt.query_map(
+        params![session_id, waymark_protocol::wire::name(&status)],
+        row_to_turn,
+    )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -272,6 +276,7 @@ pub fn totals(conn: &Connection, session_id: &str) -> Result<(u64, Usage)> {
 }
 
 /// The whole conversation: `(turn_id, item)` in order.
+#[cfg(any(test, feature = "test-support"))]
 pub fn history(conn: &Connection, session_id: &str) -> Result<Vec<(Option<i64>, HistoryItem)>> {
     Ok(history_after(conn, session_id, 0)?
         .into_iter()
@@ -419,7 +424,7 @@ mod tests {
             .read(|c| super::super::messages::get(c, msg))
             .unwrap()
             .unwrap();
-        assert_eq!(m.status, "done");
+        assert_eq!(m.status, crate::store::MessageStatus::Done);
         // Finishing twice is refused.
         assert!(
             store

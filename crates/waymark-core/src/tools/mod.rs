@@ -196,7 +196,9 @@ pub(crate) fn session_of(ctx: &ToolContext) -> Result<crate::extension::SessionA
 /// A runtime error as a tool result: refusals go to the model, the rest ends the turn.
 pub(crate) fn tool_error(e: crate::error::Error) -> ToolError {
     match e {
-        crate::error::Error::Refused(m) => ToolError::Model(m),
+        crate::error::Error::Refused(m) | crate::error::Error::FeatureOff { message: m, .. } => {
+            ToolError::Model(m)
+        }
         other => ToolError::Fatal(other.to_string()),
     }
 }

@@ -241,10 +241,12 @@ pub(crate) fn call_fingerprint(call: &ToolCallRecord) -> String {
 /// Whether `q` is the permission question this very call raised: same call id and the same
 /// tool and arguments. No other call can use its answer.
 pub(crate) fn asked_about(q: &store::QuestionnaireRow, call: &ToolCallRecord) -> bool {
-    q.kind == waymark_protocol::QuestionnaireKind::Permission
-        && q.payload.get("call_id").and_then(|v| v.as_str()) == Some(call.id.as_str())
-        && q.payload.get("call_sha256").and_then(|v| v.as_str())
-            == Some(call_fingerprint(call).as_str())
+    match &q.question {
+        waymark_protocol::Question::Permission(p) => {
+            p.call_id == call.id && p.call_sha256 == call_fingerprint(call)
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -261,35 +263,46 @@ mod tests {
         }
     }
 
-    fn asked(
-        kind: waymark_protocol::QuestionnaireKind,
-        c: &ToolCallRecord,
-    ) -> store::QuestionnaireRow {
+    fn asked(question: waymark_protocol::Question) -> store::QuestionnaireRow {
         store::QuestionnaireRow {
             id: "q".into(),
             session_id: "s".into(),
             turn_id: Some(1),
-            kind,
-            payload: json!({"call_id": c.id, "call_sha256": call_fingerprint(c)}),
-            status: "answered".into(),
+            question,
+            status: waymark_protocol::QuestionnaireStatus::Answered,
             answer: Some(waymark_protocol::Answer::AllowOnce),
         }
+    }
+
+    fn permission(c: &ToolCallRecord) -> waymark_protocol::Question {
+        waymark_protocol::Question::Permission(waymark_protocol::PermissionQuestion {
+            tool: c.name.clone(),
+            shell: true,
+            plan_mode: false,
+            arguments: c.arguments.clone(),
+            summary: String::new(),
+            command: None,
+            files: Vec::new(),
+            git: false,
+            grants: Default::default(),
+            call_id: c.id.clone(),
+            call_sha256: call_fingerprint(c),
+        })
     }
 
     #[test]
     fn an_answer_binds_to_the_call_id_and_its_exact_arguments() {
         let asked_call = call("tc_1_0_0", "ls");
-        let q = asked(waymark_protocol::QuestionnaireKind::Permission, &asked_call);
+        let q = asked(permission(&asked_call));
         assert!(asked_about(&q, &asked_call));
         // Same id, other arguments: not this answer.
         assert!(!asked_about(&q, &call("tc_1_0_0", "rm -rf ~")));
         // Same arguments, another call: not this answer either.
         assert!(!asked_about(&q, &call("tc_1_1_0", "ls")));
         // Only permission questions answer calls.
-        let other = asked(
-            waymark_protocol::QuestionnaireKind::GoalApproval,
-            &asked_call,
-        );
+        let other = asked(waymark_protocol::Question::PlanEntry(
+            waymark_protocol::PlanEntryQuestion { reason: None },
+        ));
         assert!(!asked_about(&other, &asked_call));
     }
 

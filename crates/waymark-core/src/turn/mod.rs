@@ -459,7 +459,7 @@ async fn process_call(
             .find(|q| asked_about(q, call)))
     })?;
     if let Some(q) = &answered
-        && q.status == "pending"
+        && q.is_pending()
     {
         // Still waiting (another process may answer it).
         core.write(|tx| tx.set_turn_status(turn_id, TurnStatus::Parked))?;
@@ -467,7 +467,7 @@ async fn process_call(
     }
     let answer = answered
         .as_ref()
-        .and_then(|q| q.answer.as_ref().map(|a| (q.kind, a)));
+        .and_then(|q| q.answer.as_ref().map(|a| (q.kind(), a)));
     let (tool, decision, ctx) =
         match decide(api, CallActor::Main, turn_id, call, answer, base_ctx).await? {
             Decided::Unknown(msg) => {
@@ -485,23 +485,21 @@ async fn process_call(
             recorded(ToolStatus::Denied, msg)?;
             Ok(CallOutcome::Done { terminate: false })
         }
-        GuardDecision::Ask { kind, payload } => {
+        GuardDecision::Ask(mut question) => {
             let qid = core.ids.new_id("q");
+            // The answer binds to this call alone: its id and what exactly it asked.
+            if let waymark_protocol::Question::Permission(p) = question.as_mut() {
+                p.call_id = call.id.clone();
+                p.call_sha256 = call_fingerprint(call);
+            }
             core.write(|tx| {
-                let mut payload = payload.clone();
-                // The answer binds to this call alone: its id and what exactly it asked.
-                if let Some(o) = payload.as_object_mut() {
-                    o.insert("call_id".into(), call.id.clone().into());
-                    o.insert("call_sha256".into(), call_fingerprint(call).into());
-                }
-                tx.open_questionnaire(&qid, &sid, Some(turn_id), kind, &payload)?;
+                tx.open_questionnaire(&qid, &sid, Some(turn_id), &question)?;
                 tx.set_turn_status(turn_id, TurnStatus::Parked)?;
                 tx.emit(
                     &sid,
                     EventKind::QuestionnaireOpened {
                         id: qid.clone(),
-                        kind,
-                        payload,
+                        question,
                     },
                 )
             })?;

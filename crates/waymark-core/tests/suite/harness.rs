@@ -140,19 +140,29 @@ pub async fn collect(rx: &mut tokio::sync::broadcast::Receiver<Event>) -> Vec<Ev
     }
 }
 
+/// A questionnaire as the wire shows it: its kind, its payload as JSON, its status name.
+pub struct Asked {
+    pub kind: waymark_protocol::QuestionnaireKind,
+    pub payload: Value,
+    pub status: String,
+}
+
 /// A questionnaire of the session as its snapshot reports it.
-pub fn questionnaire(
-    h: &Harness,
-    s: &SessionHandle,
-    id: &str,
-) -> waymark_protocol::QuestionnaireInfo {
-    h.runtime
+pub fn questionnaire(h: &Harness, s: &SessionHandle, id: &str) -> Asked {
+    let info = h
+        .runtime
         .snapshot(s.id())
         .unwrap()
         .questionnaires
         .into_iter()
         .find(|x| x.id == id)
-        .unwrap_or_else(|| panic!("no questionnaire {id}"))
+        .unwrap_or_else(|| panic!("no questionnaire {id}"));
+    let question = serde_json::to_value(&info.question).unwrap();
+    Asked {
+        kind: info.question.kind(),
+        payload: question["payload"].clone(),
+        status: info.status.as_str().to_string(),
+    }
 }
 
 /// The questionnaire the session ended up waiting on.

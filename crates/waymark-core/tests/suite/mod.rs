@@ -3,6 +3,7 @@ mod goal;
 mod harness;
 mod mock_server;
 mod plan;
+mod protocol;
 mod providers;
 mod red_team;
 mod runtime;

@@ -318,13 +318,13 @@ async fn g_4_goal_events_are_logged_and_snapshots_pushed() {
             status,
             reason,
             ..
-        } => Some((kind.clone(), *status, *reason)),
+        } => Some((*kind, *status, *reason)),
         _ => None,
     });
     assert_eq!(
         update,
         Some((
-            "completion".into(),
+            waymark_protocol::GoalUpdateKind::Completion,
             GoalStatus::Complete,
             GoalReason::WorkerProposal
         ))

@@ -281,10 +281,12 @@ async fn pm_14_without_landlock_every_plan_shell_command_asks() {
         .into_iter()
         .find(|q| q.id == q1)
         .unwrap();
-    assert_eq!(info.kind, QuestionnaireKind::Permission);
-    assert_eq!(info.payload["plan_mode"], true);
+    let waymark_protocol::Question::Permission(p) = &info.question else {
+        panic!("{info:?}")
+    };
+    assert!(p.plan_mode);
     assert!(
-        info.payload["prefix"].is_null(),
+        p.grants.prefix.is_none() && p.grants.session.is_none(),
         "no blanket grant in plan mode"
     );
     // Nothing is granted for the session in plan mode without the sandbox: only once.

@@ -276,8 +276,9 @@ fn pm_18_racing_connections_cannot_admit_two_implementation_messages() {
                 "q1",
                 "s1",
                 None,
-                QuestionnaireKind::PlanApproval,
-                &json!({}),
+                &waymark_protocol::Question::PlanEntry(waymark_protocol::PlanEntryQuestion {
+                    reason: None,
+                }),
             )
         })
         .unwrap();

@@ -342,7 +342,10 @@ async fn pm_14_a_missing_layer_makes_every_command_ask_and_is_named() {
         .into_iter()
         .find(|x| x.id == q)
         .unwrap();
-    let summary = info.payload["summary"].as_str().unwrap();
+    let waymark_protocol::Question::Permission(p) = &info.question else {
+        panic!("{info:?}")
+    };
+    let summary = p.summary.as_str();
     assert!(
         summary.contains("signal and abstract-socket scoping"),
         "{summary}"

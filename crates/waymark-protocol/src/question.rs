@@ -1,0 +1,331 @@
+//! Questionnaires: what the runtime asks the user. Each kind has its own typed payload
+//! ([`Question`]) and its own set of answers ([`Question::accepts`]); the wire [`Answer`] is
+//! the union front ends send.
+
+use crate::{Answer, QuestionnaireKind};
+use serde::{Deserialize, Serialize};
+
+/// What a questionnaire asks, by kind. On the wire: `{"kind": …, "payload": {…}}`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "kind", content = "payload", rename_all = "snake_case")]
+pub enum Question {
+    /// May the agent make this tool call?
+    Permission(PermissionQuestion),
+    /// The agent asks to plan first (EnterPlanMode).
+    PlanEntry(PlanEntryQuestion),
+    /// A frozen plan revision waits for review (ExitPlanMode or a user edit).
+    PlanApproval(PlanApprovalQuestion),
+    /// The agent proposes a goal (create_goal).
+    GoalApproval(GoalApprovalQuestion),
+}
+
+/// A file a write, edit or patch would change.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct FileChange {
+    /// The path as the model gave it (escaped for display).
+    pub path: String,
+    /// Where it resolves, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
+    /// `create`, `replace`, `edit`, `delete`, … (the tool's own word when none fits).
+    pub op: String,
+    /// The unified diff, when it could be made.
+    #[serde(default)]
+    pub diff: Option<String>,
+    /// Why there is no diff, or what was cut.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// The grants a permission question offers besides "allow once" and "deny"; `None` where
+/// an answer is not offered.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct GrantOffer {
+    /// `allow_for_session`: the exact command line (shell) or `""` (the whole file tool).
+    #[serde(default)]
+    pub session: Option<String>,
+    /// What that grant covers, in words.
+    #[serde(default)]
+    pub session_text: Option<String>,
+    /// `allow_prefix`: the command prefix.
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub prefix_text: Option<String>,
+}
+
+/// A tool call waiting for the user's permission. Texts are escaped for display.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PermissionQuestion {
+    pub tool: String,
+    /// A shell command (`command` is set) rather than a file tool (`files`).
+    pub shell: bool,
+    /// Asked in plan mode: a grant ends with plan mode.
+    #[serde(default)]
+    pub plan_mode: bool,
+    /// The call's arguments as the model sent them (a tool's own schema).
+    pub arguments: serde_json::Value,
+    /// One line saying what the call does.
+    pub summary: String,
+    /// The whole command line of a shell call.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// The files a file tool would change, with diffs.
+    #[serde(default)]
+    pub files: Vec<FileChange>,
+    /// The call writes inside `.git/`: no grant covers it.
+    #[serde(default)]
+    pub git: bool,
+    #[serde(default)]
+    pub grants: GrantOffer,
+    /// The call this question is about (set when the question is opened).
+    #[serde(default)]
+    pub call_id: String,
+    /// SHA-256 of the tool name and arguments: the answer covers exactly this call.
+    #[serde(default)]
+    pub call_sha256: String,
+}
+
+/// The agent asks to plan before changing anything.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PlanEntryQuestion {
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// A plan revision under review.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PlanApprovalQuestion {
+    pub plan_id: String,
+    pub version: u32,
+    /// Blob key of the frozen snapshot approving implements.
+    pub key: String,
+    pub sha256: String,
+    pub bytes: u64,
+    /// The snapshot was cut at the size limit.
+    pub truncated: bool,
+    /// The live plan file.
+    pub path: String,
+    /// Approval options the plan offers (`approve --option N`, 1-based).
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+/// A goal the agent proposes.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct GoalApprovalQuestion {
+    pub objective: String,
+    #[serde(default)]
+    pub criteria: Option<String>,
+    #[serde(default)]
+    pub token_budget: Option<u64>,
+    #[serde(default)]
+    pub turn_budget: Option<u64>,
+    #[serde(default)]
+    pub time_budget_seconds: Option<u64>,
+}
+
+/// An answer to a permission question.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    AllowOnce,
+    AllowForSession,
+    AllowPrefix,
+    Deny { message: Option<String> },
+}
+
+/// An answer to a yes/no question (plan entry, goal approval).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approval {
+    Approve,
+    Reject,
+}
+
+/// An answer to a plan review.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanReview {
+    Approve { option: Option<u32> },
+    Defer,
+    Revise { text: String },
+    Reject,
+    Withdraw,
+}
+
+/// An answer checked against the question it answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TypedAnswer {
+    Permission(PermissionAnswer),
+    PlanEntry(Approval),
+    PlanApproval(PlanReview),
+    GoalApproval(Approval),
+}
+
+/// An answer the question does not take; names what it does take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{answer}` is not an answer to a {kind} questionnaire; it takes: {allowed}")]
+pub struct WrongAnswer {
+    pub answer: String,
+    pub kind: String,
+    pub allowed: String,
+}
+
+impl Question {
+    pub fn kind(&self) -> QuestionnaireKind {
+        match self {
+            Question::Permission(_) => QuestionnaireKind::Permission,
+            Question::PlanEntry(_) => QuestionnaireKind::PlanEntry,
+            Question::PlanApproval(_) => QuestionnaireKind::PlanApproval,
+            Question::GoalApproval(_) => QuestionnaireKind::GoalApproval,
+        }
+    }
+
+    /// The answers this question takes (a permission question: what its grants offer).
+    pub fn answers(&self) -> Vec<&'static str> {
+        match self {
+            Question::Permission(p) => {
+                let mut a = vec!["allow_once"];
+                if p.grants.session.is_some() {
+                    a.push("allow_for_session");
+                }
+                if p.grants.prefix.is_some() {
+                    a.push("allow_prefix");
+                }
+                a.push("deny");
+                a
+            }
+            Question::PlanEntry(_) | Question::GoalApproval(_) => vec!["approve", "reject"],
+            Question::PlanApproval(_) => vec!["approve", "defer", "revise", "reject", "withdraw"],
+        }
+    }
+
+    /// Checks `answer` against this question: the typed answer, or what it takes instead.
+    pub fn accepts(&self, answer: &Answer) -> Result<TypedAnswer, WrongAnswer> {
+        let wrong = || WrongAnswer {
+            answer: answer.name().to_string(),
+            kind: self.kind().as_str().to_string(),
+            allowed: self.answers().join(", "),
+        };
+        if !self.answers().contains(&answer.name()) {
+            return Err(wrong());
+        }
+        let approval = |a: &Answer| match a {
+            Answer::Approve { .. } => Some(Approval::Approve),
+            Answer::Reject => Some(Approval::Reject),
+            _ => None,
+        };
+        let typed = match self {
+            Question::Permission(_) => match answer {
+                Answer::AllowOnce => Some(PermissionAnswer::AllowOnce),
+                Answer::AllowForSession => Some(PermissionAnswer::AllowForSession),
+                Answer::AllowPrefix => Some(PermissionAnswer::AllowPrefix),
+                Answer::Deny { message } => Some(PermissionAnswer::Deny {
+                    message: message.clone(),
+                }),
+                _ => None,
+            }
+            .map(TypedAnswer::Permission),
+            Question::PlanEntry(_) => approval(answer).map(TypedAnswer::PlanEntry),
+            Question::GoalApproval(_) => approval(answer).map(TypedAnswer::GoalApproval),
+            Question::PlanApproval(_) => match answer {
+                Answer::Approve { option } => Some(PlanReview::Approve { option: *option }),
+                Answer::Defer => Some(PlanReview::Defer),
+                Answer::Revise { text } => Some(PlanReview::Revise { text: text.clone() }),
+                Answer::Reject => Some(PlanReview::Reject),
+                Answer::Withdraw => Some(PlanReview::Withdraw),
+                _ => None,
+            }
+            .map(TypedAnswer::PlanApproval),
+        };
+        typed.ok_or_else(wrong)
+    }
+}
+
+/// Where a questionnaire stands.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionnaireStatus {
+    Pending,
+    Answered,
+    Withdrawn,
+}
+
+impl QuestionnaireStatus {
+    /// The serde name (as in JSON and the database).
+    pub fn as_str(self) -> &'static str {
+        crate::wire::name(&self)
+    }
+    /// The variant whose serde name is `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        crate::wire::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn permission(session: bool, prefix: bool) -> Question {
+        Question::Permission(PermissionQuestion {
+            tool: "bash".into(),
+            shell: true,
+            plan_mode: false,
+            arguments: serde_json::json!({"command": "ls"}),
+            summary: "run `ls`".into(),
+            command: Some("ls".into()),
+            files: vec![],
+            git: false,
+            grants: GrantOffer {
+                session: session.then(|| "ls".into()),
+                session_text: None,
+                prefix: prefix.then(|| "ls".into()),
+                prefix_text: None,
+            },
+            call_id: "tc_1_0_0".into(),
+            call_sha256: "x".into(),
+        })
+    }
+
+    #[test]
+    fn each_kind_takes_only_its_own_answers() {
+        let p = permission(true, false);
+        assert_eq!(
+            p.accepts(&Answer::AllowForSession),
+            Ok(TypedAnswer::Permission(PermissionAnswer::AllowForSession))
+        );
+        // A grant the question did not offer is refused, naming what it takes.
+        let e = p.accepts(&Answer::AllowPrefix).unwrap_err();
+        assert_eq!(e.allowed, "allow_once, allow_for_session, deny");
+        assert!(p.accepts(&Answer::Approve { option: None }).is_err());
+        let entry = Question::PlanEntry(PlanEntryQuestion { reason: None });
+        assert_eq!(
+            entry.accepts(&Answer::Reject),
+            Ok(TypedAnswer::PlanEntry(Approval::Reject))
+        );
+        assert!(entry.accepts(&Answer::Defer).is_err());
+        assert!(entry.accepts(&Answer::AllowOnce).is_err());
+    }
+
+    #[test]
+    fn the_wire_shape_is_kind_and_payload() {
+        let q = Question::PlanEntry(PlanEntryQuestion {
+            reason: Some("big".into()),
+        });
+        let v = serde_json::to_value(&q).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"kind": "plan_entry", "payload": {"reason": "big"}})
+        );
+        assert_eq!(serde_json::from_value::<Question>(v).unwrap(), q);
+        // A payload of the wrong shape for its kind is an error, not a default.
+        let bad = serde_json::json!({"kind": "plan_approval", "payload": {"reason": "x"}});
+        assert!(serde_json::from_value::<Question>(bad).is_err());
+    }
+}

@@ -1,0 +1,80 @@
+//! The read views both front ends show, assembled by the runtime: the desktop returns them
+//! over IPC and the CLI prints them with `--json`, so both see the same types.
+
+use crate::{DiffRow, Event, GoalSnapshot, RevisionAuthor, SessionSnapshot};
+use serde::{Deserialize, Serialize};
+
+/// An open session: its snapshot, the newest page of its log and its goal.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct SessionView {
+    pub snapshot: SessionSnapshot,
+    /// The newest logged events, oldest first (the transcript is rebuilt from them). Older
+    /// pages: `events(after, limit)`.
+    pub events: Vec<Event>,
+    /// Whether `events` starts at the beginning of the log.
+    pub complete: bool,
+    pub goal: Option<GoalSnapshot>,
+}
+
+/// The session's goal and its history.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct GoalView {
+    pub goal: Option<GoalSnapshot>,
+    /// Goal events (create, update, clear) and the turns finished since the newest goal was
+    /// set, oldest first: the timeline and the burn-down.
+    pub timeline: Vec<Event>,
+}
+
+/// One frozen plan revision.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PlanRevisionInfo {
+    pub plan_id: String,
+    pub version: u32,
+    pub sha256: String,
+    pub bytes: u32,
+    pub author: RevisionAuthor,
+    pub truncated: bool,
+    pub created_at: i64,
+}
+
+/// The plan: the live file, rendered, every revision, and the review state.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PlanView {
+    pub path: String,
+    pub markdown: Option<String>,
+    /// Sanitized HTML rendered by the runtime (PM-24).
+    pub html: String,
+    pub revisions: Vec<PlanRevisionInfo>,
+    /// The revision a pending review approves, when one is pending.
+    pub review: Option<ReviewState>,
+}
+
+/// The revision under review, and whether the file has changed since it was submitted
+/// (approving implements the submitted revision, not the file).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ReviewState {
+    pub plan_id: String,
+    pub version: u32,
+    pub file_changed: bool,
+}
+
+/// One plan revision, as a diff names it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RevisionRef {
+    pub plan_id: String,
+    pub version: u32,
+}
+
+/// A diff between two plan revisions: unified, and row by row.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PlanDiff {
+    pub unified: String,
+    pub rows: Vec<DiffRow>,
+}

@@ -1,0 +1,174 @@
+// Keeps the store (`store.ts`) live: feeds it the app's typed events and command results,
+// and runs the fetches it asks for. The only module here that talks to the app.
+import { commands, events } from "../bindings";
+import { emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
+import type { Answer, GoalOp, IpcError, WireEvent } from "./types";
+
+/** Shows a note: plain text, or a command's error (which may name a setting to go to). */
+export type Notify = (what: string | IpcError, tone?: "error" | "info") => void;
+
+export function createLive(notify: Notify, onopened: () => void = () => {}) {
+  // Replaced whole by each reduction, never mutated: no deep proxy over long transcripts.
+  let store = $state.raw(emptyStore());
+  /** The session being opened, and its events that arrive before its view does. */
+  let opening: { id: string; early: WireEvent[] } | null = null;
+  let listTimer: ReturnType<typeof setTimeout> | null = null;
+
+  function dispatch(a: Action) {
+    const step = reduce(store, a);
+    store = step.store;
+    for (const f of step.effects) run(f);
+  }
+
+  function run(f: Effect) {
+    switch (f.kind) {
+      case "list-sessions":
+        listSoon();
+        return;
+      case "load-plan":
+        commands.planView(f.id).then((r) => {
+          if (r.status === "ok") dispatch({ kind: "plan", id: f.id, view: r.data });
+        });
+        return;
+      case "load-goal-events":
+        commands.goalTimeline(f.id).then((r) => {
+          if (r.status === "ok") dispatch({ kind: "goal-events", id: f.id, events: r.data });
+        });
+        return;
+      case "read-log":
+        commands.sessionEvents(f.id, f.after).then((r) => {
+          if (r.status === "ok") dispatch({ kind: "log", id: f.id, events: r.data });
+          // The log cannot be read: start over from a fresh view of the session.
+          else if (store.open?.id === f.id) open(f.id);
+        });
+        return;
+    }
+  }
+
+  /** Refreshes the session list, once for a burst of events. */
+  function listSoon() {
+    if (listTimer) return;
+    listTimer = setTimeout(async () => {
+      listTimer = null;
+      const r = await commands.listSessions();
+      if (r.status === "error") return;
+      dispatch({ kind: "listed", sessions: r.data });
+      if (!store.open && opening === null && r.data.length) open(r.data[0].id);
+    }, 150);
+  }
+
+  async function open(id: string) {
+    const mine = { id, early: [] as WireEvent[] };
+    opening = mine;
+    const r = await commands.openSession(id);
+    if (opening !== mine) return; // another session was asked for meanwhile
+    opening = null;
+    if (r.status === "error") {
+      notify(r.error);
+      return;
+    }
+    dispatch({ kind: "opened", view: r.data });
+    // Those the view already holds are skipped by `seq`; the rest follow on from it.
+    for (const event of mine.early) dispatch({ kind: "event", event });
+    onopened();
+  }
+
+  function onEvent(event: WireEvent) {
+    if (opening?.id === event.session_id) opening.early.push(event);
+    dispatch({ kind: "event", event });
+  }
+
+  return {
+    get store() {
+      return store;
+    },
+    open,
+
+    /** Lists the sessions and opens the newest one. */
+    async start() {
+      const r = await commands.listSessions();
+      if (r.status === "error") {
+        notify(r.error);
+        return;
+      }
+      dispatch({ kind: "listed", sessions: r.data });
+      if (r.data.length) await open(r.data[0].id);
+    },
+
+    /** Subscribes to the app's events; returns the unsubscribe. */
+    connect(): () => void {
+      const subs = [
+        events.sessionEvent.listen((e) => onEvent(e.payload)),
+        events.planFileChanged.listen((e) => dispatch({ kind: "plan-file", change: e.payload })),
+        events.focusSession.listen((e) => open(e.payload.session_id)),
+        events.alertRaised.listen((e) => notify(`${e.payload.title}: ${e.payload.body}`, "info")),
+      ];
+      return () => subs.forEach((p) => p.then((un) => un()));
+    },
+
+    async create(workspace: string) {
+      const r = await commands.createSession(workspace, null, null);
+      if (r.status === "error") notify(r.error);
+      else {
+        listSoon();
+        await open(r.data.snapshot.summary.id);
+      }
+    },
+
+    async startDemo() {
+      const r = await commands.startDemo();
+      if (r.status === "error") notify(r.error);
+      else {
+        listSoon();
+        await open(r.data[0]);
+      }
+    },
+
+    /** Sends a message to the open session; false when it was not accepted. */
+    async send(text: string, planIntent: boolean): Promise<boolean> {
+      const id = store.open?.id;
+      if (!id) return false;
+      const r = await commands.submit(id, text, planIntent, crypto.randomUUID());
+      if (r.status === "error") {
+        notify(r.error);
+        return false;
+      }
+      // The Goal tab shows what a /goal command did; other command output is worth a note.
+      if (r.data.kind === "command" && r.data.output.trim() !== "" && !text.startsWith("/goal")) notify(r.data.output, "info");
+      return true;
+    },
+
+    async answer(a: Answer) {
+      const open = store.open;
+      if (!open?.pending) return;
+      const r = await commands.answer(open.id, open.pending.id, a);
+      if (r.status === "error") notify(r.error);
+    },
+
+    /** Changes the open session's goal; false when the app refused. The Goal tab follows
+     *  the change from the session's events, so what the app says back is not shown. */
+    async goal(op: GoalOp): Promise<boolean> {
+      const id = store.open?.id;
+      if (!id) return false;
+      const r = await commands.goal(id, op);
+      if (r.status === "error") notify(r.error);
+      return r.status === "ok";
+    },
+
+    /** Reads goal-form text with the app's `/goal` grammar. */
+    async parseGoal(text: string): Promise<{ op: GoalOp } | { error: string }> {
+      const r = await commands.parseGoal(text);
+      return r.status === "ok" ? { op: r.data } : { error: r.error.message };
+    },
+
+    stop() {
+      if (store.open) commands.stop(store.open.id);
+    },
+
+    show(panel: Panel) {
+      dispatch({ kind: "panel", panel });
+    },
+  };
+}
+
+export type Live = ReturnType<typeof createLive>;

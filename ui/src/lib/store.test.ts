@@ -1,0 +1,149 @@
+import { describe, expect, it } from "vitest";
+import { emptyStore, reduce, type Action, type Effect, type Store } from "./store";
+import type { EventOf, EventType, Goal, PlanView, SessionView, WireEvent } from "./types";
+import { planApproval } from "../test/questions";
+
+const S = "s1";
+/** The events the runtime streams without logging them. */
+const STREAMED: EventType[] = ["assistant.delta", "model.retry", "session.error", "goal.updated"];
+type Body<T extends EventType> = Omit<EventOf<T>, "type" | "session_id" | "seq" | "ts" | "transient">;
+function ev<T extends EventType>(seq: number, type: T, body: Body<T>, session_id = S): WireEvent {
+  return { session_id, seq, ts: 1_000 + seq, transient: STREAMED.includes(type), type, ...body } as unknown as WireEvent;
+}
+const usage = { input_tokens: 10, output_tokens: 5, cached_tokens: 0 };
+const said = (seq: number, text: string) => ev(seq, "message.admitted", { message_id: seq, source: "user", text, position: "tail" });
+const report = { limit: 1000, used: 0, remaining: 1000, reached: false };
+const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false };
+
+function view(events: WireEvent[], extra: Partial<SessionView> = {}): SessionView {
+  const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
+  const last = events.length ? events[events.length - 1].seq : 0;
+  return { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, last_seq: last }, events, complete: true, goal: null, ...extra };
+}
+const plan: PlanView = { path: "/d/artifacts/plan.md", markdown: "# Plan", html: "<h1>Plan</h1>", revisions: [], review: null };
+
+/** Applies actions in turn; the effects of the last one are returned with the store. */
+function apply(s: Store, ...actions: Action[]): { store: Store; effects: Effect[] } {
+  let step = { store: s, effects: [] as Effect[] };
+  for (const a of actions) step = reduce(step.store, a);
+  return step;
+}
+function opened(events: WireEvent[], extra: Partial<SessionView> = {}): Store {
+  const listed = reduce(emptyStore(), { kind: "listed", sessions: [view([]).snapshot.summary] }).store;
+  return apply(listed, { kind: "opened", view: view(events, extra) }, { kind: "plan", id: S, view: plan }).store;
+}
+const texts = (s: Store) => s.open?.items.map((i) => (i.kind === "user" ? i.text : i.kind)) ?? [];
+const reads = (effects: Effect[]) => effects.filter((f) => f.kind === "read-log");
+
+describe("store", () => {
+  it("opens a session from its view and asks for what the view lacks", () => {
+    const { store, effects } = reduce(emptyStore(), { kind: "opened", view: view([said(1, "hi")], { goal }) });
+    expect(texts(store)).toEqual(["hi"]);
+    expect(store.panel).toBe("goal"); // a goal and nothing to answer: the Goal tab
+    expect(effects).toEqual([
+      { kind: "load-plan", id: S },
+      { kind: "load-goal-events", id: S },
+      { kind: "list-sessions" },
+    ]);
+    expect(reduce(store, { kind: "plan", id: S, view: plan }).store.plan.html).toBe("<h1>Plan</h1>");
+    expect(reduce(store, { kind: "plan", id: "other", view: plan }).store).toBe(store);
+  });
+
+  it("reduces live events into the transcript, goal timeline, plan revisions and tab", () => {
+    let s = opened([said(1, "hi")]);
+    s = apply(s, { kind: "event", event: ev(2, "goal.create", { goal }) }).store;
+    expect(s.panel).toBe("goal");
+    expect(s.open?.goal?.objective).toBe("ship");
+    s = apply(s, { kind: "event", event: ev(3, "turn.finished", { turn_id: 1, reason: "completed", usage, steps: 1 }) }).store;
+    expect(s.goalEvents.map((e) => e.type)).toEqual(["goal.create", "turn.finished"]);
+
+    const rev = reduce(s, { kind: "event", event: ev(4, "plan.revision", { plan_id: "p1", version: 1, key: "k", sha256: "x", bytes: 9, author: "model" }) });
+    expect(rev.store.plan.view?.revisions.map((r) => [r.version, r.author, r.created_at])).toEqual([[1, "model", 1_004]]);
+    expect(rev.effects).toEqual([]); // nothing under review: the event says it all
+
+    const asked = reduce(rev.store, { kind: "event", event: ev(5, "questionnaire.opened", { id: "q1", question: { kind: "plan_approval", payload: planApproval({}) } }) });
+    expect(asked.store.panel).toBe("plan");
+    expect(asked.store.open?.pending?.id).toBe("q1");
+    expect(asked.effects).toContainEqual({ kind: "load-plan", id: S });
+    expect(asked.effects).toContainEqual({ kind: "list-sessions" });
+  });
+
+  it("follows the plan file, and asks for the review again when one is pending", () => {
+    const s = opened([said(1, "hi")]);
+    const change = { session_id: S, html: "<p>new</p>", markdown: "new", seen_at_ms: null };
+    const plain = reduce(s, { kind: "plan-file", change });
+    expect(plain.store.plan.html).toBe("<p>new</p>");
+    expect(plain.effects).toEqual([]);
+    const reviewed = reduce(s, { kind: "plan", id: S, view: { ...plan, review: { plan_id: "p1", version: 1, file_changed: false } } }).store;
+    expect(reduce(reviewed, { kind: "plan-file", change }).effects).toEqual([{ kind: "load-plan", id: S }]);
+    expect(reduce(s, { kind: "plan-file", change: { ...change, session_id: "other" } }).store).toBe(s);
+  });
+
+  it("refreshes the list for a session it does not list, without touching the open one", () => {
+    const s = opened([said(1, "hi")]);
+    const step = reduce(s, { kind: "event", event: ev(7, "session.idle", {}, "s2") });
+    expect(step.effects).toEqual([{ kind: "list-sessions" }]);
+    expect(step.store.open).toBe(s.open);
+  });
+
+  it("merges the goal events it loads with those that arrived meanwhile", () => {
+    let s = opened([ev(1, "goal.create", { goal })], { goal });
+    s = reduce(s, { kind: "event", event: ev(2, "goal.update", { goal_id: "g1", kind: "lifecycle", status: "paused", reason: "user_requested", actor: "user", usage: goal.budget }) }).store;
+    const loaded = [ev(1, "goal.create", { goal }), ev(2, "goal.update", { goal_id: "g1", kind: "lifecycle", status: "paused", reason: "user_requested", actor: "user", usage: goal.budget })];
+    s = reduce(s, { kind: "goal-events", id: S, events: loaded }).store;
+    expect(s.goalEvents.map((e) => e.seq)).toEqual([1, 2]);
+    expect(s.open?.goal?.status).toBe("paused");
+  });
+});
+
+describe("catching up after a gap", () => {
+  it("asks once for the log after the last applied event, and reading it closes the gap with nothing twice", () => {
+    let s = opened([said(1, "one"), said(2, "two"), ev(3, "goal.create", { goal })]);
+
+    // 4 and 5 never arrive live: 6 is past a gap and is not applied.
+    let step = reduce(s, { kind: "event", event: said(6, "six") });
+    expect(reads(step.effects)).toEqual([{ kind: "read-log", id: S, after: 3 }]);
+    expect(texts(step.store)).toEqual(["one", "two", "chip"]);
+    s = step.store;
+
+    // More events while the read is under way: no second read, nothing applied out of order.
+    step = reduce(s, { kind: "event", event: said(7, "seven") });
+    expect(reads(step.effects)).toEqual([]);
+    step = reduce(step.store, { kind: "event", event: ev(7, "assistant.delta", { turn_id: 1, text: "…" }) });
+    expect(step.store.open?.streaming).toBeNull();
+    // One that does follow on is applied at once.
+    step = reduce(step.store, { kind: "event", event: said(4, "four") });
+    expect(texts(step.store)).toEqual(["one", "two", "chip", "four"]);
+    s = step.store;
+
+    // The log answers from seq 4: already-applied events in it are skipped.
+    const log = [said(4, "four"), ev(5, "goal.update", { goal_id: "g1", kind: "completion", status: "active", reason: "created", actor: "runtime", usage: goal.budget }), said(6, "six"), said(7, "seven")];
+    step = reduce(s, { kind: "log", id: S, events: log });
+    expect(texts(step.store)).toEqual(["one", "two", "chip", "four", "chip", "six", "seven"]);
+    expect(step.store.open?.lastSeq).toBe(7);
+    expect(step.store.open?.behind).toBeNull();
+    expect(reads(step.effects)).toEqual([]);
+    expect(step.store.goalEvents.map((e) => e.seq)).toEqual([5]);
+
+    // Live events carry on from there; a late copy of one read from the log changes nothing.
+    s = reduce(step.store, { kind: "event", event: said(7, "seven") }).store;
+    expect(s).toBe(step.store);
+    s = reduce(s, { kind: "event", event: said(8, "eight") }).store;
+    expect(texts(s).slice(-2)).toEqual(["seven", "eight"]);
+  });
+
+  it("reads on while the log falls short of what was seen, and stops when a read brings nothing", () => {
+    let s = opened([said(1, "one")]);
+    s = reduce(s, { kind: "event", event: said(10, "ten") }).store;
+    const short = reduce(s, { kind: "log", id: S, events: [said(2, "two"), said(3, "three")] });
+    expect(reads(short.effects)).toEqual([{ kind: "read-log", id: S, after: 3 }]);
+    const empty = reduce(short.store, { kind: "log", id: S, events: [] });
+    expect(reads(empty.effects)).toEqual([]);
+    expect(empty.store.open?.behind).toBeNull();
+  });
+
+  it("ignores a log read for a session that is no longer open", () => {
+    const s = opened([said(1, "one")]);
+    expect(reduce(s, { kind: "log", id: "other", events: [said(2, "two")] }).store).toBe(s);
+  });
+});
