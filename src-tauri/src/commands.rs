@@ -15,6 +15,9 @@ use waymark_protocol::{
     RevisionRef, SessionSummary, SessionView,
 };
 
+// Views and settings are async commands: they run on the async runtime, where the store's
+// blocking calls step aside (`block_in_place`), never on the window's main thread.
+
 /// How many of the newest events a session view carries.
 const VIEW_EVENTS: u64 = 50_000;
 
@@ -38,7 +41,7 @@ pub fn app_info(host: State<'_, Host>) -> AppInfo {
 
 #[tauri::command]
 #[specta::specta]
-pub fn list_sessions(host: State<'_, Host>) -> IpcResult<Vec<SessionSummary>> {
+pub async fn list_sessions(host: State<'_, Host>) -> IpcResult<Vec<SessionSummary>> {
     Ok(host.runtime.list_sessions()?)
 }
 
@@ -112,7 +115,11 @@ fn view<R: tauri::Runtime>(app: &AppHandle<R>, host: &Host, id: &str) -> IpcResu
 /// Logged events after `after` (the UI catches up after a gap).
 #[tauri::command]
 #[specta::specta]
-pub fn session_events(host: State<'_, Host>, id: String, after: u32) -> IpcResult<Vec<Event>> {
+pub async fn session_events(
+    host: State<'_, Host>,
+    id: String,
+    after: u32,
+) -> IpcResult<Vec<Event>> {
     Ok(host.runtime.events(&id, u64::from(after), VIEW_EVENTS)?)
 }
 
@@ -182,13 +189,13 @@ pub async fn edit_plan(host: State<'_, Host>, id: String, text: String) -> IpcRe
 
 #[tauri::command]
 #[specta::specta]
-pub fn plan_view(host: State<'_, Host>, id: String) -> IpcResult<PlanView> {
+pub async fn plan_view(host: State<'_, Host>, id: String) -> IpcResult<PlanView> {
     Ok(host.runtime.plan_view(&id)?)
 }
 
 #[tauri::command]
 #[specta::specta]
-pub fn plan_diff(
+pub async fn plan_diff(
     host: State<'_, Host>,
     id: String,
     from: RevisionRef,
@@ -220,13 +227,13 @@ pub fn parse_goal(text: String) -> IpcResult<GoalOp> {
 /// was set, oldest first: the timeline and the burn-down.
 #[tauri::command]
 #[specta::specta]
-pub fn goal_timeline(host: State<'_, Host>, id: String) -> IpcResult<Vec<Event>> {
+pub async fn goal_timeline(host: State<'_, Host>, id: String) -> IpcResult<Vec<Event>> {
     Ok(host.runtime.goal_view(&id)?.timeline)
 }
 
 #[tauri::command]
 #[specta::specta]
-pub fn get_settings(host: State<'_, Host>) -> SettingsView {
+pub async fn get_settings(host: State<'_, Host>) -> IpcResult<SettingsView> {
     let config = host.runtime.config().as_ref().clone();
     let mut keyring_error = None;
     let keys = settings::key_names(&config)
@@ -242,11 +249,11 @@ pub fn get_settings(host: State<'_, Host>) -> SettingsView {
             KeyStatus { env_name, stored }
         })
         .collect();
-    SettingsView {
+    Ok(SettingsView {
         config,
         keys,
         keyring_error,
-    }
+    })
 }
 
 /// Validates and saves the settings; they apply at once to new and open sessions.

@@ -21,6 +21,9 @@ pub struct Host {
     /// Why the settings file could not be used at start, if it could not.
     pub settings_error: Mutex<Option<String>>,
     sessions: Mutex<HashMap<String, Arc<SessionHandle>>>,
+    /// Held while a session is being opened: two requests to open the same session (the
+    /// list's first choice and a click) must not both try to take its lease.
+    opening: Mutex<()>,
     watch: Mutex<Option<PlanWatch>>,
     /// The main window has focus (plan-approval notifications only when it has not).
     pub focused: AtomicBool,
@@ -36,6 +39,7 @@ impl Host {
             runtime,
             settings_path,
             settings_error: Mutex::new(settings_error),
+            opening: Mutex::new(()),
             sessions: Mutex::new(HashMap::new()),
             watch: Mutex::new(None),
             focused: AtomicBool::new(true),
@@ -58,6 +62,7 @@ impl Host {
 
     /// Opens a stored session (taking its lease) unless this window has it open already.
     pub fn open<R: tauri::Runtime>(&self, app: &tauri::AppHandle<R>, id: &str) -> IpcResult<()> {
+        let _one_at_a_time = lock(&self.opening);
         if lock(&self.sessions).contains_key(id) {
             return Ok(());
         }

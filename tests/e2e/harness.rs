@@ -434,6 +434,14 @@ impl Desk {
             "the app loaded {url}: rebuild it with cargo build, not `tauri dev`"
         );
         app.el("[data-testid=shell]").await;
+        // Page errors are kept for the failure message of a wait that times out.
+        app.js(
+            "window.__pageErrors = []; \
+             window.addEventListener('error', e => window.__pageErrors.push(String(e.message))); \
+             window.addEventListener('unhandledrejection', e => window.__pageErrors.push(String(e.reason))); \
+             return true",
+        )
+        .await;
         app
     }
 }
@@ -549,7 +557,16 @@ impl App {
             if truthy {
                 return v;
             }
-            assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
+            if start.elapsed() >= WAIT {
+                // Say what the window shows: the reason is usually on screen (a toast).
+                let shown = self
+                    .js("return document.body.innerText.slice(0, 3000)")
+                    .await;
+                let errors = self.js("return window.__pageErrors ?? []").await;
+                panic!(
+                    "timed out waiting for {what}; page errors: {errors}; the window shows:\n{shown}"
+                );
+            }
             tokio::time::sleep(Duration::from_millis(60)).await;
         }
     }

@@ -17,7 +17,7 @@ vi.mock("./bindings", () => {
     commands: {
       appInfo: async () => ({ version: "0", data_dir: "/d", settings_file: "/s", demo: false, settings_error: null }),
       listSessions: async () => ({ status: "error", error: refused }),
-      getSettings: async () => ({ config, keys: [], keyring_error: null }),
+      getSettings: async () => ({ status: "ok", data: { config, keys: [], keyring_error: null } }),
     },
     events: { sessionEvent: { listen }, planFileChanged: { listen }, focusSession: { listen }, alertRaised: { listen } },
   };

@@ -43,7 +43,7 @@ export const commands = {
 	 *  asks for, parsed by the same grammar as `/goal`, so the forms need no rules of their own.
 	 */
 	parseGoal: (text: string) => typedError<GoalOp_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("parse_goal", { text })),
-	getSettings: () => __TAURI_INVOKE<SettingsView_Serialize>("get_settings"),
+	getSettings: () => typedError<SettingsView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("get_settings")),
 	/**  Validates and saves the settings; they apply at once to new and open sessions. */
 	saveSettings: (config: Config_Deserialize) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("save_settings", { config })),
 	/**  Stores an API key in the OS keyring under the variable name the provider reads. */

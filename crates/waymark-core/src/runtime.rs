@@ -460,12 +460,12 @@ impl Runtime {
 
     /// All sessions, newest activity first.
     pub fn list_sessions(&self) -> Result<Vec<SessionSummary>> {
-        self.store.read(store::sessions::list)
+        self.store.view(store::sessions::list)
     }
 
     /// Everything `show` prints about a session.
     pub fn snapshot(&self, id: &str) -> Result<SessionSnapshot> {
-        self.store.read(|c| {
+        self.store.view(|c| {
             let summary = store::sessions::list(c)?
                 .into_iter()
                 .find(|s| s.id == id)
@@ -510,14 +510,14 @@ impl Runtime {
     ) -> Result<Option<waymark_protocol::QuestionnaireInfo>> {
         Ok(self
             .store
-            .read(|c| store::questionnaires::get(c, questionnaire_id))?
+            .view(|c| store::questionnaires::get(c, questionnaire_id))?
             .filter(|q| q.session_id == id)
             .map(|q| q.info()))
     }
 
     /// Logged events of a session after `after`.
     pub fn events(&self, id: &str, after: u64, limit: u64) -> Result<Vec<Event>> {
-        self.store.read(|c| {
+        self.store.view(|c| {
             if store::sessions::get(c, id)?.is_none() {
                 return Err(Error::SessionNotFound(id.to_string()));
             }
@@ -535,7 +535,7 @@ impl Runtime {
         limit: u64,
     ) -> Result<Vec<Event>> {
         self.store
-            .read(|c| store::events::recent_of_type(c, id, type_name, limit))
+            .view(|c| store::events::recent_of_type(c, id, type_name, limit))
     }
 }
 

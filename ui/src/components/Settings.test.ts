@@ -13,7 +13,7 @@ vi.mock("../bindings", () => {
   const view: SettingsView_Serialize = { config, keys: [], keyring_error: null };
   // The refusal names its key only in `setting`: the page must not need the message for it.
   const refused = { code: "invalid_settings", message: "out of range", setting: "goal.breaker.repeated_reply_limit" };
-  return { commands: { getSettings: async () => view, saveSettings: async () => ({ status: "error", error: refused }) } };
+  return { commands: { getSettings: async () => ({ status: "ok", data: view }), saveSettings: async () => ({ status: "error", error: refused }) } };
 });
 
 const { default: Settings } = await import("./Settings.svelte");

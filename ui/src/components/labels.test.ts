@@ -15,7 +15,7 @@ vi.mock("../bindings", () => {
     goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 } },
   } as unknown as Config_Serialize;
   const view: SettingsView_Serialize = { config, keys: [{ env_name: "OPENAI_API_KEY", stored: false }], keyring_error: null };
-  return { commands: { getSettings: async () => view } };
+  return { commands: { getSettings: async () => ({ status: "ok", data: view }) } };
 });
 
 const { default: Composer } = await import("./Composer.svelte");

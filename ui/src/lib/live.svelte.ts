@@ -7,11 +7,14 @@ import type { Answer, GoalOp, IpcError, WireEvent } from "./types";
 /** Shows a note: plain text, or a command's error (which may name a setting to go to). */
 export type Notify = (what: string | IpcError, tone?: "error" | "info") => void;
 
+/** A session being opened, the events that arrived meanwhile, and the open itself. */
+type Opening = { id: string; early: WireEvent[]; done: Promise<void> };
+
 export function createLive(notify: Notify, onopened: () => void = () => {}) {
   // Replaced whole by each reduction, never mutated: no deep proxy over long transcripts.
   let store = $state.raw(emptyStore());
   /** The session being opened, and its events that arrive before its view does. */
-  let opening: { id: string; early: WireEvent[] } | null = null;
+  let opening: Opening | null = null;
   let listTimer: ReturnType<typeof setTimeout> | null = null;
 
   function dispatch(a: Action) {
@@ -57,10 +60,17 @@ export function createLive(notify: Notify, onopened: () => void = () => {}) {
     }, 150);
   }
 
-  async function open(id: string) {
-    const mine = { id, early: [] as WireEvent[] };
+  function open(id: string): Promise<void> {
+    // Asked again while it is opening (the first session at start, then a click): one open.
+    if (opening?.id === id) return opening.done;
+    const mine: Opening = { id, early: [], done: Promise.resolve() };
+    mine.done = openNow(mine);
     opening = mine;
-    const r = await commands.openSession(id);
+    return mine.done;
+  }
+
+  async function openNow(mine: Opening) {
+    const r = await commands.openSession(mine.id);
     if (opening !== mine) return; // another session was asked for meanwhile
     opening = null;
     if (r.status === "error") {

@@ -47,4 +47,13 @@ describe("live store", () => {
     expect(app.calls).toEqual([`open ${S}`, `events ${S} after 2`]);
     stop();
   });
+
+  it("opens a session once when it is asked for again while it opens", async () => {
+    app.calls.length = 0;
+    const live = createLive(() => {});
+    // The newest session at start, and a click on it before that open has answered.
+    await Promise.all([live.start(), live.open(S)]);
+    expect(app.calls.filter((c) => c.startsWith("open"))).toEqual([`open ${S}`]);
+    expect(live.store.open?.id).toBe(S);
+  });
 });

@@ -7,7 +7,7 @@ use crate::store;
 impl Runtime {
     /// The session's current goal as front ends show it.
     pub fn goal(&self, id: &str) -> Result<Option<waymark_protocol::GoalSnapshot>> {
-        self.store().read(|c| {
+        self.store().view(|c| {
             store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
             Ok(crate::goal::db::current_goal(c, id)?.map(|g| super::snapshot(&g)))
         })

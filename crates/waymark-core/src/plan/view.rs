@@ -16,7 +16,7 @@ impl Runtime {
     /// Where the plan file of a session is (whether or not it exists).
     pub fn plan_path(&self, id: &str) -> Result<PathBuf> {
         self.store()
-            .read(|c| store::sessions::get(c, id))?
+            .view(|c| store::sessions::get(c, id))?
             .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
         Ok(super::plan_path(&paths::artifacts_dir(
             &paths::session_dir(&self.options().data_dir, id),
@@ -52,7 +52,7 @@ impl Runtime {
     pub fn plan_under_review(&self, id: &str) -> Result<Option<ReviewState>> {
         let pending = self
             .store()
-            .read(|c| store::questionnaires::pending(c, id))?
+            .view(|c| store::questionnaires::pending(c, id))?
             .and_then(|q| match q.question {
                 waymark_protocol::Question::PlanApproval(review) => Some(review),
                 _ => None,
@@ -79,7 +79,7 @@ impl Runtime {
 
     /// Every frozen revision of every plan of the session, oldest first.
     pub fn plan_revisions(&self, id: &str) -> Result<Vec<PlanRevisionInfo>> {
-        let rows = self.store().read(|c| {
+        let rows = self.store().view(|c| {
             store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
             crate::plan::db::session_revisions(c, id)
         })?;
@@ -133,7 +133,7 @@ impl Runtime {
         plan_id: Option<&str>,
         version: u32,
     ) -> Result<String> {
-        self.store().read(|c| {
+        self.store().view(|c| {
             let plan_id = match plan_id {
                 Some(p) => p.to_string(),
                 None => crate::plan::db::current_plan(c, id)?

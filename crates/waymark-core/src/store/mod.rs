@@ -68,9 +68,31 @@ const WAL_CHECKPOINT_ON_CLOSE_BYTES: u64 = 1 << 20;
 /// The newest schema version this build understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// A handle on the database. Cheap to share behind an `Arc`.
+/// How many read-only connections serve views (opened on first use).
+const READERS: usize = 2;
+
+/// Runs blocking database work from async code without stalling the executor: on a
+/// multi-threaded runtime (the desktop) the worker hands its other tasks to another thread
+/// for the duration; elsewhere (the CLI's single-threaded runtime, plain threads) it just
+/// runs.
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+/// A handle on the database. Cheap to share behind an `Arc`. One connection writes (and
+/// serves the session actors' reads); views read through a small pool of read-only
+/// connections, so a long write never holds up what a front end shows, and a slow view
+/// never holds up a session.
 pub struct Store {
     conn: Mutex<Connection>,
+    /// The database file (`None` in memory: views then use the one connection).
+    path: Option<PathBuf>,
+    readers: [Mutex<Option<Connection>>; READERS],
     /// The WAL file, for the checkpoint on close.
     wal: Option<PathBuf>,
     /// Secrets replaced in everything written (events, history, questionnaires).
@@ -147,7 +169,9 @@ impl Store {
         )?;
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
-        Self::init(conn, &path.display().to_string(), Some(PathBuf::from(wal)))
+        let mut store = Self::init(conn, &path.display().to_string(), Some(PathBuf::from(wal)))?;
+        store.path = Some(path.to_path_buf());
+        Ok(store)
     }
 
     /// An in-memory database with the core tables only.
@@ -173,6 +197,8 @@ impl Store {
         migrate(&mut conn, label)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            path: None,
+            readers: Default::default(),
             wal,
             redactor: Default::default(),
         })
@@ -245,6 +271,14 @@ impl Store {
         now: i64,
         f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
     ) -> Result<(T, Vec<Event>)> {
+        blocking(|| self.write_now(now, f))
+    }
+
+    fn write_now<T>(
+        &self,
+        now: i64,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<(T, Vec<Event>)> {
         let conn = self.lock();
         // Cached BEGIN/COMMIT statements: parsing them anew is a measurable part of a turn.
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
@@ -275,10 +309,35 @@ impl Store {
         }
     }
 
-    /// Runs a read-only closure on the connection.
+    /// Runs a read-only closure on the writing connection (a session's own reads, which
+    /// must see its writes at once).
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let conn = self.lock();
-        f(&conn)
+        blocking(|| {
+            let conn = self.lock();
+            f(&conn)
+        })
+    }
+
+    /// Runs a read-only closure for a view, on a read-only connection of the pool: it sees
+    /// everything committed, and neither waits for a write in progress nor holds one up.
+    pub fn view<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let Some(path) = &self.path else {
+            return self.read(f);
+        };
+        blocking(|| {
+            let mut slot = self
+                .readers
+                .iter()
+                .find_map(|r| r.try_lock().ok())
+                .unwrap_or_else(|| self.readers[0].lock().unwrap_or_else(|p| p.into_inner()));
+            if slot.is_none() {
+                *slot = Some(open_reader(path)?);
+            }
+            match slot.as_ref() {
+                Some(conn) => f(conn),
+                None => Err(Error::Corrupt("no read connection".into())),
+            }
+        })
     }
 }
 
@@ -316,6 +375,18 @@ pub(crate) fn redact_event(r: &Redactor, kind: EventKind) -> Result<(String, Eve
             Ok((clean, kind))
         }
     }
+}
+
+/// A read-only connection to the database file, for views.
+fn open_reader(path: &Path) -> Result<Connection> {
+    use rusqlite::OpenFlags;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
 }
 
 fn migrate(conn: &mut Connection, label: &str) -> Result<()> {
@@ -395,6 +466,86 @@ mod tests {
         });
         assert!(r.is_err());
         assert_eq!(store.read(|c| events::last_seq(c, &sid)).unwrap(), before);
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A view runs while another thread is in the middle of a write transaction: it does
+    /// not wait for it, and it sees what was committed before.
+    #[test]
+    fn a_view_does_not_wait_for_a_write_in_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&dir.path().join("w.db")).unwrap());
+        store
+            .write(1, |tx| {
+                tx.conn()
+                    .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")?;
+                Ok(())
+            })
+            .unwrap();
+        let (in_write, writing) = mpsc::channel();
+        let (viewed, view_done) = mpsc::channel::<i64>();
+        let writer = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                store.write(2, |tx| {
+                    tx.conn().execute("INSERT INTO t VALUES (2)", [])?;
+                    in_write.send(()).unwrap();
+                    // The write stays open until the view has answered (or gives up).
+                    let seen = view_done.recv_timeout(Duration::from_secs(10));
+                    assert!(seen.is_ok(), "the view waited for the write");
+                    Ok(())
+                })
+            })
+        };
+        writing.recv().unwrap();
+        let n: i64 = store
+            .view(|c| Ok(c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?))
+            .unwrap();
+        viewed.send(n).unwrap();
+        writer.join().unwrap().unwrap();
+        assert_eq!(n, 1, "the view sees committed rows only");
+        let n: i64 = store
+            .view(|c| Ok(c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(n, 2);
+        // A view cannot write.
+        let e = store.view(|c| Ok(c.execute("DELETE FROM t", [])?));
+        assert!(e.is_err());
+    }
+
+    /// On the desktop's multi-threaded runtime a long database call does not stall the
+    /// other tasks of the worker it started on.
+    #[test]
+    fn blocking_work_leaves_the_executor_free() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let slow = tokio::spawn(async move {
+                blocking(|| {
+                    // Holds the thread until the other task has run.
+                    let _ = rx.blocking_recv();
+                })
+            });
+            let other = tokio::spawn(async move {
+                let _ = tx.send(());
+            });
+            tokio::time::timeout(Duration::from_secs(10), async {
+                other.await.unwrap();
+                slow.await.unwrap();
+            })
+            .await
+            .expect("the other task never ran: the worker was blocked");
+        });
     }
 }
 
