@@ -9,7 +9,21 @@ if [ "${1:-}" = "--desktop" ]; then
   npm run build --silent
   cargo build --locked --release -p waymark-desktop -p waymark-cli
   target="${CARGO_TARGET_DIR:-$PWD/target}"
-  E2E_APP="$target/release/waymark-desktop" WAYMARK_CLI="$target/release/waymark" \
+  # The floor: a blank Tauri 2 window (the reference skeleton), built in release from a
+  # copy (its build writes generated files next to its sources). BLANK_TAURI_SRC overrides.
+  blank_src="${BLANK_TAURI_SRC:-$PWD/../shared/reference/tauri-skeleton}"
+  blank_app=""
+  if [ -d "$blank_src" ]; then
+    rm -rf "$target/blank-tauri" && mkdir -p "$target/blank-tauri"
+    tar -C "$blank_src" --exclude=node_modules --exclude=target -cf - . | tar -C "$target/blank-tauri" -xf -
+    # Its page builds with this repository's node_modules (found by walking up).
+    (cd "$target/blank-tauri" && npx --no-install vite build --config vite.config.ts >/dev/null)
+    cargo build --release --manifest-path "$target/blank-tauri/Cargo.toml" --target-dir "$target"
+    blank_app="$target/release/probe-app"
+  else
+    echo "no blank Tauri app at $blank_src: the idle-memory ratio is skipped" >&2
+  fi
+  BLANK_TAURI_APP="$blank_app" E2E_APP="$target/release/waymark-desktop" WAYMARK_CLI="$target/release/waymark" \
     cargo bench --locked --manifest-path tests/e2e/Cargo.toml --target-dir "$target" --bench desktop
   exit 0
 fi

@@ -56,6 +56,62 @@ fn tree(pid: u32) -> Vec<u32> {
     all
 }
 
+/// PSS (KiB) of every process of a window launched alone, without WebDriver, once it has
+/// been idle a few seconds: the process, its WebKit web and network processes.
+fn idle_pss_alone(desk: &Desk, binary: &std::path::Path) -> u64 {
+    let mut cmd = std::process::Command::new(binary);
+    cmd.envs(desk.env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let proc = harness::spawn(&mut cmd);
+    let pid = proc.id();
+    // The window is up once its web process is.
+    let start = std::time::Instant::now();
+    while tree(pid).len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{} showed no web process",
+            binary.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    let pss = tree(pid)
+        .iter()
+        .map(|p| kb(*p, "smaps_rollup", "Pss:"))
+        .sum();
+    drop(proc);
+    pss
+}
+
+/// Idle PSS of the app against a blank Tauri 2 window (the floor), each launched alone,
+/// alternating, in the same run. The blank app is `BLANK_TAURI_APP` (scripts/bench.sh builds
+/// the reference skeleton in release for it); without it the comparison is skipped.
+fn idle_memory_against_blank(desk: &Desk) {
+    let Some(blank) = std::env::var_os("BLANK_TAURI_APP")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+    else {
+        println!("idle memory against a blank Tauri window: skipped (BLANK_TAURI_APP not set)");
+        return;
+    };
+    let ours = harness::app_binary();
+    let (mut app, mut floor) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        floor.push(idle_pss_alone(desk, &blank) as f64 / 1024.0);
+        app.push(idle_pss_alone(desk, &ours) as f64 / 1024.0);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let (a, f) = (median(&mut app), median(&mut floor));
+    println!(
+        "idle PSS, all processes, launched alone (median of 3): app {a:.1} MB, blank Tauri window {f:.1} MB, ratio {:.3} (target <= 1.10)",
+        a / f
+    );
+}
+
 fn kb(pid: u32, file: &str, key: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/{file}"))
         .unwrap_or_default()
@@ -209,6 +265,9 @@ async fn main() {
         "cold start, launch to first session shown, WebDriver set-up included (ms): {}",
         stats_of(starts.iter().map(|s| s.launch_open).collect())
     );
+
+    // Idle memory against the floor, each window alone (the app opens the newest session).
+    idle_memory_against_blank(&desk);
 
     // Idle memory of the app and its web processes with a session open.
     let app = desk.launch().await;

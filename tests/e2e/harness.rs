@@ -26,6 +26,10 @@ impl Proc {
     pub fn child(&mut self) -> &mut Child {
         &mut self.0
     }
+
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
 }
 
 impl Drop for Proc {

@@ -82,14 +82,37 @@ pub struct CallInfo<'a> {
     pub call: &'a ToolCallRecord,
 }
 
-/// What hooks may set before a call is decided.
+/// What hooks may set before a call is decided. Hooks can only narrow it: confine the
+/// shell further or shorten the time; no hook can lift what another one (or the core) set.
 #[derive(Debug, Clone, Default)]
 pub struct CallPrep {
-    /// Run shell commands in the read-only sandbox, with these files writable. `None`: no
-    /// sandbox (the verifier's calls start with `Some(vec![])`).
-    pub writable: Option<Vec<PathBuf>>,
-    /// The most time an allowed call may take (the grace is added by the core).
-    pub time_left: Option<Duration>,
+    writable: Option<Vec<PathBuf>>,
+    time_left: Option<Duration>,
+}
+
+impl CallPrep {
+    /// Run shell commands in the read-only sandbox, with at most `files` writable (only
+    /// files every confinement allows stay writable).
+    pub fn confine(&mut self, files: Vec<PathBuf>) {
+        self.writable = Some(match self.writable.take() {
+            None => files,
+            Some(before) => before.into_iter().filter(|f| files.contains(f)).collect(),
+        });
+    }
+
+    /// An allowed call takes at most `left` (plus the core's grace).
+    pub fn cap(&mut self, left: Duration) {
+        self.time_left = Some(self.time_left.map_or(left, |t| t.min(left)));
+    }
+
+    /// The sandbox's writable files, when the shell is confined.
+    pub fn writable(&self) -> Option<&[PathBuf]> {
+        self.writable.as_deref()
+    }
+
+    pub fn time_left(&self) -> Option<Duration> {
+        self.time_left
+    }
 }
 
 /// A feature plugged into every session. Every hook has a default that does nothing.
@@ -358,7 +381,32 @@ impl SessionApi {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use super::CallPrep;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    /// Hooks only narrow: a later extension cannot lift plan mode's confinement (or the
+    /// verifier's) or a goal's time cap.
+    #[test]
+    fn call_prep_only_narrows() {
+        let plan = PathBuf::from("/s/artifacts/plan.md");
+        let mut p = CallPrep::default();
+        assert_eq!(p.writable(), None);
+        p.confine(vec![plan.clone()]);
+        // Another extension asks for more: it gets no more than both allow.
+        p.confine(vec![plan.clone(), PathBuf::from("/ws/src/main.rs")]);
+        assert_eq!(p.writable(), Some(&[plan.clone()][..]));
+        p.confine(vec![PathBuf::from("/ws/other")]);
+        assert_eq!(p.writable(), Some(&[][..]));
+        p.cap(Duration::from_secs(10));
+        p.cap(Duration::from_secs(3600));
+        assert_eq!(p.time_left(), Some(Duration::from_secs(10)));
+        // The verifier starts with nothing writable, and nothing widens it.
+        let mut v = CallPrep::default();
+        v.confine(Vec::new());
+        v.confine(vec![plan]);
+        assert_eq!(v.writable(), Some(&[][..]));
+    }
 
     /// The lines of every `.rs` file under `dir` (relative to `src/`), comments left out.
     fn code_lines(rel: &str) -> Vec<(String, usize, String)> {

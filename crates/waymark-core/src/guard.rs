@@ -41,7 +41,8 @@ pub enum GuardDecision {
     /// Refuse; the message goes to the model as the tool result.
     Deny(String),
     /// Ask the user; the turn parks until the questionnaire is answered.
-    Ask(Box<waymark_protocol::Question>),
+    /// Only permission questions: the answer binds to this call (its id and digest).
+    Ask(Box<waymark_protocol::PermissionQuestion>),
 }
 
 /// One link of the chain.

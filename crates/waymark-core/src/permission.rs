@@ -17,7 +17,7 @@ use crate::tools::fs_policy::resolve_target;
 use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
 use waymark_protocol::{
-    Answer, CallActor, GrantOffer, InteractionMode, PermissionMode, PermissionQuestion, Question,
+    Answer, CallActor, GrantOffer, InteractionMode, PermissionMode, PermissionQuestion,
     QuestionnaireKind,
 };
 
@@ -418,11 +418,7 @@ impl ToolGuard for PermissionGuard {
         {
             return GuardDecision::Allow;
         }
-        GuardDecision::Ask(Box::new(Question::Permission(question(
-            call,
-            command,
-            touches_git,
-        ))))
+        GuardDecision::Ask(Box::new(question(call, command, touches_git)))
     }
 }
 
@@ -458,7 +454,7 @@ fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -
     ) {
         return decision;
     }
-    GuardDecision::Ask(Box::new(Question::Permission(PermissionQuestion {
+    GuardDecision::Ask(Box::new(PermissionQuestion {
         tool: call.tool.name().to_string(),
         shell: false,
         plan_mode: false,
@@ -470,7 +466,7 @@ fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -
         grants: GrantOffer::default(),
         call_id: String::new(),
         call_sha256: String::new(),
-    })))
+    }))
 }
 
 /// Tools the goal's verifier may use besides the sandboxed shell.

@@ -291,9 +291,7 @@ fn git_writes_ask_except_in_auto_and_no_grant_covers_them() {
         c.grants = &tool;
         let d = decide(c);
         assert!(asks(&d), "{path}: {d:?}");
-        if let GuardDecision::Ask(b) = d
-            && let Question::Permission(q) = *b
-        {
+        if let GuardDecision::Ask(q) = d {
             assert_eq!(q.grants.session, None, "no session grant offered");
         }
         let mut c = case(&Write, PermissionMode::Auto, args);
@@ -382,10 +380,7 @@ fn the_question_says_what_each_answer_grants() {
 /// The permission question a decision asks.
 fn permission_question(d: GuardDecision) -> PermissionQuestion {
     match d {
-        GuardDecision::Ask(b) => match *b {
-            Question::Permission(q) => q,
-            other => panic!("{other:?}"),
-        },
+        GuardDecision::Ask(q) => *q,
         other => panic!("{other:?}"),
     }
 }

@@ -397,10 +397,26 @@ impl Runtime {
         let mut reminders = Vec::new();
         let extensions = self.extensions();
         for ext in &extensions {
+            // No extension replaces a tool or command another one (or the core) has: a
+            // second `bash` or `/goal` would silently change what the user approved.
             for t in ext.tools() {
+                if tools.get(t.name()).is_some() {
+                    return Err(Error::Refused(format!(
+                        "extension `{}` offers a tool named `{}`, which the session already has",
+                        ext.name(),
+                        t.name()
+                    )));
+                }
                 tools.register(t);
             }
             for c in ext.commands() {
+                let name = c.spec().name;
+                if commands.specs().iter().any(|s| s.name == name) {
+                    return Err(Error::Refused(format!(
+                        "extension `{}` offers a command named `/{name}`, which the session already has",
+                        ext.name()
+                    )));
+                }
                 commands.register(c);
             }
             for (stage, g) in ext.guards() {

@@ -37,14 +37,43 @@ pub fn save(path: &Path, config: &Config) -> Result<()> {
     let mut text =
         serde_json::to_string_pretty(&value).map_err(|e| Error::Corrupt(e.to_string()))?;
     text.push('\n');
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    write_private(path, text.as_bytes())
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder, which is private to
+/// the user (0600) from the moment it exists, then renamed over `path`. A folder it has to
+/// create is 0700.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if !dir.as_os_str().is_empty() && !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io(dir, e))?;
     }
-    crate::tools::fs_policy::write_atomic(path, text.as_bytes())
-        .map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| Error::io(path, e))
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    Ok(())
 }
 
 fn drop_nulls(v: &mut serde_json::Value) {

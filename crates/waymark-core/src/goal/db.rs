@@ -118,6 +118,9 @@ impl super::Tx<'_> {
         actor: GoalActor,
     ) -> Result<()> {
         let now = self.now();
+        // An objective or criteria may quote a secret: stored (and shown) redacted.
+        let objective = self.redact(objective).into_owned();
+        let criteria = criteria.map(|c| self.redact(c).into_owned());
         self.conn().execute(
             "INSERT INTO goals (id, session_id, objective, criteria, status, reason, actor,
                 token_budget, turn_budget, time_budget_ms, created_at, updated_at)
@@ -206,6 +209,7 @@ impl super::Tx<'_> {
     /// Changes the objective; bumps the revision.
     pub fn edit_goal(&mut self, id: &str, objective: &str) -> Result<()> {
         let now = self.now();
+        let objective = self.redact(objective).into_owned();
         self.conn().execute(
             "UPDATE goals SET objective = ?2, revision = revision + 1, updated_at = ?3 WHERE id = ?1",
             params![id, objective, now],
@@ -264,6 +268,7 @@ impl super::Tx<'_> {
     /// Appends an objective to the queue of upcoming goals.
     pub fn enqueue_goal(&mut self, session_id: &str, objective: &str) -> Result<i64> {
         let now = self.now();
+        let objective = self.redact(objective).into_owned();
         self.conn().execute(
             "INSERT INTO goal_queue (session_id, objective, created_at) VALUES (?1, ?2, ?3)",
             params![session_id, objective, now],

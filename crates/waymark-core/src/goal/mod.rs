@@ -112,7 +112,9 @@ impl Extension for GoalExtension {
         // Under a time budget no command outlives the goal's time left (plus the grace).
         // A goal that cannot be read leaves no time: the budget guard then refuses the call
         // with the reason, and anything it still allows gets only the grace.
-        prep.time_left = runner::time_left(api, call.turn_id).unwrap_or(Some(Duration::ZERO));
+        if let Some(left) = runner::time_left(api, call.turn_id).unwrap_or(Some(Duration::ZERO)) {
+            prep.cap(left);
+        }
         Ok(())
     }
     fn on_turn_closed(&self, tx: &mut Tx<'_>, turn: &TurnRow, recovered: bool) -> Result<()> {

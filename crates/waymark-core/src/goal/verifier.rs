@@ -221,7 +221,7 @@ async fn run_call(
             ctx,
         } => match decision {
             GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
-            GuardDecision::Ask { .. } => (
+            GuardDecision::Ask(_) => (
                 ToolStatus::Denied,
                 "the reviewer cannot ask the user; use the read-only tools".into(),
             ),

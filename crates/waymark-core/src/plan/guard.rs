@@ -46,7 +46,7 @@ impl ToolGuard for PlanGuard {
             // Every unconfined command in plan mode is asked about: nothing to grant.
             q.grants = Default::default();
             q.plan_mode = true;
-            return GuardDecision::Ask(Box::new(waymark_protocol::Question::Permission(q)));
+            return GuardDecision::Ask(Box::new(q));
         }
         if !tool.is_mutating() {
             return GuardDecision::Allow;

@@ -130,7 +130,7 @@ impl Extension for PlanExtension {
     ) -> Result<()> {
         // In plan mode the agent's shell is read-only but for the plan file (PM-14).
         if call.actor == CallActor::Main && call.session.interaction_mode == InteractionMode::Plan {
-            prep.writable = Some(vec![plan_path(api.artifacts())]);
+            prep.confine(vec![plan_path(api.artifacts())]);
         }
         Ok(())
     }

@@ -34,8 +34,14 @@ pub fn last_seq(conn: &Connection, session_id: &str) -> Result<u64> {
 }
 
 fn decode(session_id: &str, (seq, ts, json): (i64, i64, String)) -> Result<Event> {
-    let kind: EventKind = serde_json::from_str(&json)
-        .map_err(|e| Error::Corrupt(format!("event {session_id}#{seq}: {e}")))?;
+    let corrupt = |e: serde_json::Error| Error::Corrupt(format!("event {session_id}#{seq}: {e}"));
+    let kind: EventKind = match serde_json::from_str(&json) {
+        Ok(k) => k,
+        // Logged before questionnaires were typed: read it in today's shape (the log itself
+        // is append-only and never rewritten).
+        Err(e) => serde_json::from_value(legacy(serde_json::from_str(&json).map_err(corrupt)?))
+            .map_err(|_| corrupt(e))?,
+    };
     Ok(Event {
         session_id: session_id.to_string(),
         seq: seq as u64,
@@ -43,6 +49,22 @@ fn decode(session_id: &str, (seq, ts, json): (i64, i64, String)) -> Result<Event
         transient: false,
         kind,
     })
+}
+
+/// An event in an older shape, moved to today's: `questionnaire.opened` once carried
+/// `kind` and `payload` side by side; they are now one `question`.
+fn legacy(mut v: serde_json::Value) -> serde_json::Value {
+    if v["type"] == "questionnaire.opened"
+        && v.get("question").is_none()
+        && let Some(o) = v.as_object_mut()
+        && let (Some(kind), Some(payload)) = (o.remove("kind"), o.remove("payload"))
+    {
+        o.insert(
+            "question".into(),
+            serde_json::json!({"kind": kind, "payload": payload}),
+        );
+    }
+    v
 }
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, i64, String)> {
@@ -144,5 +166,57 @@ mod tests {
         }
         let ev = store.read(|c| list(c, &a, 2, 2)).unwrap();
         assert_eq!(ev.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
+    }
+}
+
+#[cfg(test)]
+mod legacy_tests {
+    use super::*;
+    use crate::store::Store;
+    use crate::store::sessions::tests::make_session;
+
+    /// A log written before questionnaires were typed still reads: the old
+    /// `{kind, payload}` becomes today's `question`, and a payload that fits no kind is
+    /// still named as corrupt.
+    #[test]
+    fn questionnaires_logged_in_the_old_shape_still_read() {
+        let store = Store::open_test().unwrap();
+        let s = make_session(&store);
+        let old = serde_json::json!({
+            "type": "questionnaire.opened", "id": "q1", "kind": "permission",
+            "payload": {"tool": "bash", "shell": true, "arguments": {"command": "ls"},
+                "summary": "run `ls`", "command": "ls", "prefix": "ls",
+                "grants": {"session": "ls", "session_text": "this exact command line",
+                    "prefix": "ls", "prefix_text": "ls and plain arguments"},
+                "call_id": "tc_1_0_0", "call_sha256": "ab"}
+        });
+        let bad = serde_json::json!({
+            "type": "questionnaire.opened", "id": "q2", "kind": "plan_approval",
+            "payload": {"reason": "not a review"}
+        });
+        store
+            .read(|c| {
+                for (seq, v) in [(1, &old), (2, &bad)] {
+                    c.execute(
+                        "INSERT INTO events (session_id, seq, ts, type, json) VALUES (?1, ?2, 0, 'questionnaire.opened', ?3)",
+                        params![s, seq, v.to_string()],
+                    )?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let first = store.read(|c| list(c, &s, 0, 1)).unwrap();
+        let EventKind::QuestionnaireOpened { question, .. } = &first[0].kind else {
+            panic!("{first:?}")
+        };
+        let waymark_protocol::Question::Permission(p) = question.as_ref() else {
+            panic!("{question:?}")
+        };
+        assert_eq!(
+            (p.call_id.as_str(), p.grants.prefix.as_deref()),
+            ("tc_1_0_0", Some("ls"))
+        );
+        let e = store.read(|c| list(c, &s, 1, 1)).unwrap_err();
+        assert!(e.to_string().contains(&format!("event {s}#2")), "{e}");
     }
 }

@@ -180,6 +180,17 @@ impl Store {
         Self::init(Connection::open_in_memory()?, ":memory:", None)
     }
 
+    /// The database file with the built-in extensions' tables too (this crate's benchmarks
+    /// and tests that work below the runtime).
+    #[cfg(feature = "test-support")]
+    pub fn open_with_builtin(path: &Path) -> Result<Store> {
+        let store = Self::open(path)?;
+        for ext in crate::extension::builtin() {
+            store.migrate_extension(ext.name(), ext.migrations())?;
+        }
+        Ok(store)
+    }
+
     /// An in-memory database with the built-in extensions' tables too (unit tests).
     #[cfg(test)]
     pub(crate) fn open_test() -> Result<Store> {

@@ -123,6 +123,8 @@ impl super::Tx<'_> {
     pub fn answer_questionnaire(&mut self, id: &str, answer: &Answer) -> Result<()> {
         let now = self.now();
         let json = serde_json::to_string(answer).map_err(|e| Error::Corrupt(e.to_string()))?;
+        // The user's words (a deny reason, revision feedback) may quote a secret.
+        let json = self.redact(&json).into_owned();
         let n = self.conn().execute(
             "UPDATE questionnaires SET status = 'answered', answer = ?2, answered_at = ?3
              WHERE id = ?1 AND status = 'pending'",

@@ -46,10 +46,10 @@ pub(crate) async fn decide(
     })?;
     // The verifier's shell is always the read-only one; extensions may confine the agent's
     // (plan mode) and cap how long a call may take (a goal's time budget).
-    let mut prep = crate::extension::CallPrep {
-        writable: (actor == CallActor::Verifier).then(Vec::new),
-        time_left: None,
-    };
+    let mut prep = crate::extension::CallPrep::default();
+    if actor == CallActor::Verifier {
+        prep.confine(Vec::new());
+    }
     let info = crate::extension::CallInfo {
         actor,
         turn_id,
@@ -59,7 +59,7 @@ pub(crate) async fn decide(
     for ext in &core.extensions {
         ext.before_tool(api, &info, &mut prep)?;
     }
-    let writable = prep.writable;
+    let writable = prep.writable().map(<[_]>::to_vec);
     let sandbox = match writable {
         Some(files) => {
             // Probed once per session, off the async threads.
@@ -95,7 +95,7 @@ pub(crate) async fn decide(
     let mut timeouts = base_ctx.timeouts;
     if matches!(decision, GuardDecision::Allow) {
         timeouts.budget_left = prep
-            .time_left
+            .time_left()
             .map(|left| left.saturating_add(crate::tools::BUDGET_GRACE));
     }
     let ctx = ToolContext {

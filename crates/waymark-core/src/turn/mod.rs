@@ -485,13 +485,12 @@ async fn process_call(
             recorded(ToolStatus::Denied, msg)?;
             Ok(CallOutcome::Done { terminate: false })
         }
-        GuardDecision::Ask(mut question) => {
+        GuardDecision::Ask(mut asked) => {
             let qid = core.ids.new_id("q");
             // The answer binds to this call alone: its id and what exactly it asked.
-            if let waymark_protocol::Question::Permission(p) = question.as_mut() {
-                p.call_id = call.id.clone();
-                p.call_sha256 = call_fingerprint(call);
-            }
+            asked.call_id = call.id.clone();
+            asked.call_sha256 = call_fingerprint(call);
+            let question = Box::new(waymark_protocol::Question::Permission(*asked));
             core.write(|tx| {
                 tx.open_questionnaire(&qid, &sid, Some(turn_id), &question)?;
                 tx.set_turn_status(turn_id, TurnStatus::Parked)?;

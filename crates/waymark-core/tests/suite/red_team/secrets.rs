@@ -345,3 +345,50 @@ async fn a_secret_split_across_streamed_pieces_is_still_hidden() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// A user quoting a secret in a goal objective or in a deny reason (pasted from a terminal):
+/// it is stored, logged and shown redacted, like everything else.
+#[tokio::test]
+async fn goal_objectives_and_answers_quoting_a_secret_are_stored_redacted() {
+    let h = Harness::new(Config::default());
+    let process_env = Arc::new(env_with_secrets(&h));
+    let rt = h.reopen(|o| o.process_env = process_env.clone());
+    let model = h.script(json!({"responses": [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "fine"}
+    ], "when_exhausted": "repeat_last"}));
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(model),
+            permission_mode: Some(PermissionMode::Ask),
+            hold: true,
+        })
+        .unwrap();
+    s.submit(user(&format!("/goal rotate {PASSWORD} today")))
+        .await
+        .unwrap();
+    s.submit(user(&format!("/goal next then drop {GH_TOKEN}")))
+        .await
+        .unwrap();
+    let ev = run(&s, user("go")).await;
+    let q = super::super::harness::waiting_on(&ev);
+    s.submit(waymark_protocol::Op::Answer {
+        questionnaire_id: q.clone(),
+        answer: waymark_protocol::Answer::Deny {
+            message: Some(format!("never print {OPENAI_KEY}")),
+        },
+    })
+    .await
+    .unwrap();
+    let goal = rt.goal(s.id()).unwrap().unwrap();
+    assert!(
+        goal.objective.contains("[REDACTED:DB_PASSWORD]"),
+        "{}",
+        goal.objective
+    );
+    let answer = rt.questionnaire(s.id(), &q).unwrap().unwrap().answer;
+    assert_clean(&format!("{answer:?}"), "the stored answer");
+    s.shutdown().await.unwrap();
+    assert_clean(&database_bytes(&h), "the database");
+}
