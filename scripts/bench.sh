@@ -16,6 +16,9 @@ if [ "${1:-}" = "--desktop" ]; then
   if [ -d "$blank_src" ]; then
     rm -rf "$target/blank-tauri" && mkdir -p "$target/blank-tauri"
     tar -C "$blank_src" --exclude=node_modules --exclude=target -cf - . | tar -C "$target/blank-tauri" -xf -
+    # Its src-tauri/tauri.conf.json is a link to the top-level one (it may arrive as a
+    # plain file holding the link's target).
+    ln -sfn ../tauri.conf.json "$target/blank-tauri/src-tauri/tauri.conf.json"
     # Its page builds with this repository's node_modules (found by walking up).
     (cd "$target/blank-tauri" && npx --no-install vite build --config vite.config.ts >/dev/null)
     cargo build --release --manifest-path "$target/blank-tauri/Cargo.toml" --target-dir "$target"

@@ -57,6 +57,11 @@ pub struct RuntimeOptions {
     /// The environment tool processes are derived from (secrets removed, see
     /// [`crate::secrets::ToolEnv`]); the process environment by default.
     pub process_env: Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// Views read through a pool of read-only connections, so that they neither wait for a
+    /// session's writes nor hold them up: for a front end whose views run while sessions
+    /// work (the desktop). Off, views share the one connection and open no other (the
+    /// CLI, which prints from the thread that drives the session).
+    pub read_pool: bool,
 }
 
 impl RuntimeOptions {
@@ -77,6 +82,7 @@ impl RuntimeOptions {
             extensions: Vec::new(),
             sandbox_helper: None,
             process_env: Arc::new(std::env::vars_os().collect()),
+            read_pool: false,
         }
     }
 }
@@ -133,6 +139,9 @@ impl Runtime {
             config,
             store,
         };
+        if rt.opts.read_pool {
+            rt.store.use_read_pool();
+        }
         // Each extension's own tables.
         for ext in rt.extensions() {
             rt.store.migrate_extension(ext.name(), ext.migrations())?;

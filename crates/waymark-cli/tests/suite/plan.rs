@@ -143,6 +143,25 @@ fn plan_defer_then_revise_then_reject() {
             && diff.contains("+Make the greeting louder, docs too."),
         "{diff}"
     );
+    // The same views the desktop's Plan tab gets, as JSON: the plan view and the diff.
+    let view = env.run(&["plan", "show", "--session", &sid, "--json"]);
+    assert_eq!(view.status.code(), Some(0), "{}", text(&view));
+    let view: Value = serde_json::from_slice(&view.stdout).unwrap();
+    assert_eq!(view["revisions"].as_array().unwrap().len(), 3);
+    assert_eq!(view["review"]["version"], 3, "{view}");
+    assert_eq!(view["review"]["file_changed"], false);
+    assert!(view["html"].as_str().unwrap().contains("<h2>"), "{view}");
+    let rows = env.run(&["plan", "diff", "--session", &sid, "v1", "v2", "--json"]);
+    let rows: Value = serde_json::from_slice(&rows.stdout).unwrap();
+    assert!(rows["unified"].as_str().unwrap().contains("--- v1"));
+    assert!(
+        rows["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["kind"] == "removed" || r["kind"] == "changed"),
+        "{rows}"
+    );
     let html = env.run(&["plan", "render", "--session", &sid]);
     assert!(String::from_utf8_lossy(&html.stdout).contains("<h2>Summary</h2>"));
     let shown = env.run(&["plan", "show", "--session", &sid]);

@@ -5,6 +5,39 @@ use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 use waymark_protocol::{PlanStatus, RevisionAuthor};
 
+/// Which plan-mode reminder a plan turn got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReminderForm {
+    Full,
+    Short,
+}
+
+/// The one reminder after leaving plan mode: due at the next turn, then repeated only within
+/// the turn that showed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReminder {
+    Due,
+    ShownIn(i64),
+}
+
+impl ExitReminder {
+    /// As the `exit_reminder` column holds it: `due`, or the turn id.
+    fn encode(self) -> String {
+        match self {
+            ExitReminder::Due => "due".into(),
+            ExitReminder::ShownIn(turn) => turn.to_string(),
+        }
+    }
+
+    fn decode(s: &str) -> Option<ExitReminder> {
+        match s {
+            "due" => Some(ExitReminder::Due),
+            turn => turn.parse().ok().map(ExitReminder::ShownIn),
+        }
+    }
+}
+
 /// A plan as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanRow {
@@ -15,7 +48,7 @@ pub struct PlanRow {
     pub plan_turns: u32,
     pub last_turn_id: Option<i64>,
     pub full_reminder_due: bool,
-    pub last_reminder: Option<String>,
+    pub last_reminder: Option<ReminderForm>,
     pub created_at: i64,
 }
 
@@ -44,7 +77,10 @@ fn row_to_plan(r: &rusqlite::Row<'_>) -> rusqlite::Result<PlanRow> {
         plan_turns: r.get::<_, i64>(4)? as u32,
         last_turn_id: r.get(5)?,
         full_reminder_due: r.get::<_, i64>(6)? != 0,
-        last_reminder: r.get(7)?,
+        last_reminder: match r.get::<_, Option<String>>(7)? {
+            Some(_) => Some(crate::store::enum_col(r, 7)?),
+            None => None,
+        },
         created_at: r.get(8)?,
     })
 }
@@ -171,14 +207,23 @@ impl super::Tx<'_> {
         let plan = plan(self.conn(), plan_id)?
             .ok_or_else(|| Error::Corrupt(format!("plan {plan_id} vanished")))?;
         if plan.last_turn_id == Some(turn_id) {
-            return Ok(plan.last_reminder.as_deref() == Some("full"));
+            return Ok(plan.last_reminder == Some(ReminderForm::Full));
         }
         let n = plan.plan_turns + 1;
         let full = n == 1 || n % 5 == 0 || plan.full_reminder_due;
         self.conn().execute(
             "UPDATE plans SET plan_turns = ?2, last_turn_id = ?3, full_reminder_due = 0, last_reminder = ?4
              WHERE id = ?1",
-            params![plan_id, n, turn_id, if full { "full" } else { "short" }],
+            params![
+                plan_id,
+                n,
+                turn_id,
+                waymark_protocol::wire::name(&if full {
+                    ReminderForm::Full
+                } else {
+                    ReminderForm::Short
+                })
+            ],
         )?;
         Ok(full)
     }
@@ -193,10 +238,14 @@ impl super::Tx<'_> {
     }
 
     /// Marks (or clears) the one exit reminder after leaving plan mode.
-    pub fn set_exit_reminder(&mut self, session_id: &str, value: Option<&str>) -> Result<()> {
+    pub fn set_exit_reminder(
+        &mut self,
+        session_id: &str,
+        value: Option<ExitReminder>,
+    ) -> Result<()> {
         self.conn().execute(
             "UPDATE sessions SET exit_reminder = ?2 WHERE id = ?1",
-            params![session_id, value],
+            params![session_id, value.map(|v| v.encode())],
         )?;
         Ok(())
     }
@@ -222,12 +271,18 @@ pub fn current_plan(conn: &Connection, session_id: &str) -> Result<Option<PlanRo
     }
 }
 
-pub fn exit_reminder(conn: &Connection, session_id: &str) -> Result<Option<String>> {
-    Ok(conn
+pub fn exit_reminder(conn: &Connection, session_id: &str) -> Result<Option<ExitReminder>> {
+    let stored: Option<String> = conn
         .prepare_cached("SELECT exit_reminder FROM sessions WHERE id = ?1")?
         .query_row([session_id], |r| r.get(0))
         .optional()?
-        .flatten())
+        .flatten();
+    stored
+        .map(|s| {
+            ExitReminder::decode(&s)
+                .ok_or_else(|| Error::Corrupt(format!("session {session_id}: exit reminder `{s}`")))
+        })
+        .transpose()
 }
 
 /// Revisions of a plan, oldest first.

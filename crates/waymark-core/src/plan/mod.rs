@@ -221,7 +221,7 @@ pub(crate) fn leave(
     tx.set_interaction_mode(api.id(), InteractionMode::Default)?;
     // What the user allowed while planning ends with planning.
     tx.drop_plan_grants(api.id())?;
-    tx.set_exit_reminder(api.id(), Some("due"))?;
+    tx.set_exit_reminder(api.id(), Some(crate::plan::db::ExitReminder::Due))?;
     tx.emit(
         api.id(),
         EventKind::PlanModeChanged {

@@ -79,19 +79,20 @@ impl ReminderSource for PlanReminders {
                 let Ok(state) = api.read(|c| crate::plan::db::exit_reminder(c, sid)) else {
                     return Vec::new();
                 };
-                let turn = cx.turn_id.to_string();
-                match state.as_deref() {
-                    Some("due") => {
+                use crate::plan::db::ExitReminder;
+                match state {
+                    Some(ExitReminder::Due) => {
+                        let shown = ExitReminder::ShownIn(cx.turn_id);
                         if api
-                            .write(|tx| tx.set_exit_reminder(sid, Some(&turn)))
+                            .write(|tx| tx.set_exit_reminder(sid, Some(shown)))
                             .is_err()
                         {
                             return Vec::new();
                         }
                         EXIT_TEXT.to_string()
                     }
-                    Some(t) if t == turn => EXIT_TEXT.to_string(),
-                    Some(_) | None => return Vec::new(),
+                    Some(ExitReminder::ShownIn(t)) if t == cx.turn_id => EXIT_TEXT.to_string(),
+                    Some(ExitReminder::ShownIn(_)) | None => return Vec::new(),
                 }
             }
         };

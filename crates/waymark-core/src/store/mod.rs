@@ -93,6 +93,9 @@ pub struct Store {
     /// The database file (`None` in memory: views then use the one connection).
     path: Option<PathBuf>,
     readers: [Mutex<Option<Connection>>; READERS],
+    /// Views use the read pool (see `RuntimeOptions::read_pool`); otherwise they use the
+    /// one connection and open no other.
+    pool: std::sync::atomic::AtomicBool,
     /// The WAL file, for the checkpoint on close.
     wal: Option<PathBuf>,
     /// Secrets replaced in everything written (events, history, questionnaires).
@@ -210,6 +213,7 @@ impl Store {
             conn: Mutex::new(conn),
             path: None,
             readers: Default::default(),
+            pool: Default::default(),
             wal,
             redactor: Default::default(),
         })
@@ -329,10 +333,19 @@ impl Store {
         })
     }
 
+    /// From now on views read through the pool (a session is open in this process).
+    pub fn use_read_pool(&self) {
+        self.pool.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Runs a read-only closure for a view, on a read-only connection of the pool: it sees
     /// everything committed, and neither waits for a write in progress nor holds one up.
     pub fn view<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let Some(path) = &self.path else {
+        let Some(path) = self
+            .path
+            .as_ref()
+            .filter(|_| self.pool.load(std::sync::atomic::Ordering::Relaxed))
+        else {
             return self.read(f);
         };
         blocking(|| {
@@ -492,6 +505,7 @@ mod pool_tests {
     fn a_view_does_not_wait_for_a_write_in_progress() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(&dir.path().join("w.db")).unwrap());
+        store.use_read_pool();
         store
             .write(1, |tx| {
                 tx.conn()
