@@ -4,6 +4,7 @@
 //! the turn itself is in `turn/`, answering questionnaires in `session/answer.rs`.
 
 mod answer;
+mod close;
 
 use crate::clock::{Clock, IdSource};
 use crate::commands::{self, CommandRegistry};
@@ -16,6 +17,7 @@ use crate::store::{self, Store, TurnStatus, Tx};
 use crate::tools::ToolRegistry;
 use crate::turn::{self, TurnExit, TurnStart};
 use answer::answer_questionnaire;
+use close::{abort_parked_turn, close_panicked_turn, close_stopped_turn};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -714,87 +716,4 @@ fn drop_message(api: &SessionApi, m: &store::MessageRow, reason: &str) -> Result
     })?;
     changed(api.core());
     Ok(())
-}
-
-/// A turn whose task panicked: closed as an error, and an active goal it worked for is
-/// blocked (`turn_error`), so nothing re-runs the failing work by itself.
-fn close_panicked_turn(core: &Arc<SessionCore>, error: &waymark_protocol::ErrorInfo) -> Result<()> {
-    close_open_turn(
-        core,
-        TurnEndReason::Error,
-        Some(error),
-        "not run: the turn stopped on an internal error",
-        TurnLost::Failed,
-    )
-}
-
-/// A running turn that did not end within [`STOP_BACKSTOP`] of Stop: closed as aborted.
-fn close_stopped_turn(core: &Arc<SessionCore>) -> Result<()> {
-    close_open_turn(
-        core,
-        TurnEndReason::Aborted,
-        None,
-        "not run: the user stopped the turn",
-        TurnLost::Stopped,
-    )
-}
-
-/// Closes the session's open turn from outside it (its task is gone), with `note` for its
-/// calls that never ran, and tells the extensions why.
-fn close_open_turn(
-    core: &Arc<SessionCore>,
-    reason: TurnEndReason,
-    error: Option<&waymark_protocol::ErrorInfo>,
-    note: &str,
-    why: TurnLost,
-) -> Result<()> {
-    let sid = core.id.clone();
-    core.write(|tx| {
-        let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
-            return Ok(());
-        };
-        turn::close_turn(tx, &core.extensions, &sid, t.id, reason, error, note, false)?;
-        for ext in &core.extensions {
-            ext.on_turn_lost(tx, &sid, why)?;
-        }
-        Ok(())
-    })?;
-    changed(core);
-    Ok(())
-}
-
-/// Stop while a turn waits on a questionnaire: withdraw it and end the turn as aborted.
-fn abort_parked_turn(core: &SessionCore) -> Result<()> {
-    let sid = core.id.clone();
-    core.write(|tx| {
-        let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
-            return Ok(());
-        };
-        if t.status != TurnStatus::Parked {
-            return Ok(());
-        }
-        for q in store::questionnaires::for_turn(tx.conn(), t.id)? {
-            if q.is_pending() {
-                tx.withdraw_questionnaire(&q.id)?;
-                tx.emit(
-                    &sid,
-                    EventKind::QuestionnaireAnswered {
-                        id: q.id.clone(),
-                        kind: q.kind(),
-                        answer: Answer::Withdraw,
-                    },
-                )?;
-            }
-        }
-        turn::close_turn(
-            tx,
-            &core.extensions,
-            &sid,
-            t.id,
-            TurnEndReason::Aborted,
-            None,
-            "not run: the user stopped the turn",
-            false,
-        )
-    })
 }
