@@ -77,10 +77,19 @@ fn idle_pss_alone(desk: &Desk, binary: &std::path::Path, env: &[(&str, &str)]) -
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(6));
-    let pss = tree(pid)
-        .iter()
-        .map(|p| kb(*p, "smaps_rollup", "Pss:"))
-        .sum();
+    let procs = tree(pid);
+    let pss = procs.iter().map(|p| kb(*p, "smaps_rollup", "Pss:")).sum();
+    if std::env::var_os("BENCH_VERBOSE").is_some() {
+        for p in &procs {
+            let name = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+            println!(
+                "    {}: PSS {:.1} MB (anonymous {:.1} MB)",
+                name.trim(),
+                kb(*p, "smaps_rollup", "Pss:") as f64 / 1024.0,
+                kb(*p, "smaps_rollup", "Anonymous:") as f64 / 1024.0
+            );
+        }
+    }
     drop(proc);
     pss
 }
@@ -237,6 +246,11 @@ async fn main() {
     );
 
     // Cold start: a fresh app process per run, with no WebDriver, watched from outside.
+    // `BENCH_ONLY_IDLE=1`: the idle-memory comparison alone.
+    if std::env::var_os("BENCH_ONLY_IDLE").is_some() {
+        idle_memory_against_blank(&desk);
+        return;
+    }
     let mut alone = Vec::new();
     let mut interval = 0.0f64;
     for _ in 0..10 {
