@@ -126,6 +126,16 @@ impl Error {
     }
 }
 
+impl From<waymark_protocol::WrongAnswer> for Error {
+    fn from(e: waymark_protocol::WrongAnswer) -> Self {
+        Error::InvalidAnswer {
+            answer: e.answer,
+            kind: e.kind,
+            allowed: e.allowed,
+        }
+    }
+}
+
 impl From<Error> for ErrorInfo {
     fn from(e: Error) -> Self {
         e.info()

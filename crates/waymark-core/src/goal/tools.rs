@@ -126,14 +126,7 @@ pub(crate) fn on_answer(
     q: &crate::store::QuestionnaireRow,
     answer: &waymark_protocol::Answer,
 ) -> Result<()> {
-    let typed = q
-        .question
-        .accepts(answer)
-        .map_err(|e| Error::InvalidAnswer {
-            answer: e.answer,
-            kind: e.kind,
-            allowed: e.allowed,
-        })?;
+    let typed = q.question.accepts(answer)?;
     let (Question::GoalApproval(p), TypedAnswer::GoalApproval(Approval::Approve)) =
         (&q.question, typed)
     else {

@@ -52,14 +52,7 @@ pub(crate) fn on_answer(
     answer: &Answer,
 ) -> Result<()> {
     let sid = api.id();
-    let typed = q
-        .question
-        .accepts(answer)
-        .map_err(|e| Error::InvalidAnswer {
-            answer: e.answer,
-            kind: e.kind,
-            allowed: e.allowed,
-        })?;
+    let typed = q.question.accepts(answer)?;
     match (&q.question, typed) {
         (Question::PlanEntry(_), TypedAnswer::PlanEntry(Approval::Approve)) => {
             super::enter(tx, api, PlanModeReason::Agent)?;

@@ -17,14 +17,7 @@ pub(super) fn answer_questionnaire(
             .ok_or_else(|| Error::QuestionnaireNotFound(id.to_string()))?;
         // Each kind takes its own answers; a permission question only the grants it offered
         // (no session grant for `.git/`, no prefix grant for a launcher or a chained command).
-        let typed = q
-            .question
-            .accepts(answer)
-            .map_err(|e| Error::InvalidAnswer {
-                answer: e.answer,
-                kind: e.kind,
-                allowed: e.allowed,
-            })?;
+        let typed = q.question.accepts(answer)?;
         if let (Question::Permission(p), TypedAnswer::Permission(a)) = (&q.question, &typed)
             && matches!(
                 a,
