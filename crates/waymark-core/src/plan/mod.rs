@@ -201,8 +201,16 @@ pub(crate) fn leave(
     if session.interaction_mode != InteractionMode::Plan {
         return Err(Error::Refused("the session is not in plan mode".into()));
     }
+    // The review ends with plan mode, and so does a question asked under plan mode's rules
+    // (a shell command the incomplete sandbox could not confine): its call is decided
+    // again, under the session's own mode.
     for q in store::questionnaires::list(tx.conn(), api.id())? {
-        if q.is_pending() && q.kind() == QuestionnaireKind::PlanApproval {
+        let of_plan_mode = match &q.question {
+            waymark_protocol::Question::PlanApproval(_) => true,
+            waymark_protocol::Question::Permission(p) => p.plan_mode,
+            _ => false,
+        };
+        if q.is_pending() && of_plan_mode {
             tx.withdraw_questionnaire(&q.id)?;
             tx.emit(
                 api.id(),

@@ -311,3 +311,57 @@ async fn pm_14_without_landlock_every_plan_shell_command_asks() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// A plan-mode question about an unconfined command is asked under plan mode's rules.
+/// Leaving plan mode while it waits withdraws it: the call is decided again under the
+/// session's own mode, with a question of its own, never run on the old answer.
+#[tokio::test]
+async fn leaving_plan_mode_withdraws_its_pending_shell_question() {
+    let (h, _rec) = Harness::recording(
+        Config::default(),
+        json!({"responses": [
+            {"tool_calls": [bash("touch made.txt")]},
+            {"text": "ok"}
+        ], "when_exhausted": "repeat_last"}),
+    );
+    let rt = h.reopen(|o| {
+        o.env = std::sync::Arc::new(|k: &str| {
+            (k == "WAYMARK_SANDBOX").then(|| "unsupported".to_string())
+        });
+    });
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("scripted:rec".into()),
+            permission_mode: Some(PermissionMode::Ask),
+            hold: false,
+        })
+        .unwrap();
+    let ev = run(&s, plan_entry("look around")).await;
+    let q1 = waiting_on(&ev);
+    let asked = |id: &str| {
+        rt.questionnaire(s.id(), id)
+            .unwrap()
+            .unwrap_or_else(|| panic!("no questionnaire {id}"))
+    };
+    assert!(matches!(
+        &asked(&q1).question,
+        waymark_protocol::Question::Permission(p) if p.plan_mode
+    ));
+    let ev = run(&s, user("/plan off")).await;
+    assert_eq!(
+        asked(&q1).status,
+        waymark_protocol::QuestionnaireStatus::Withdrawn
+    );
+    let q2 = waiting_on(&ev);
+    assert_ne!(q1, q2);
+    assert!(matches!(
+        &asked(&q2).question,
+        waymark_protocol::Question::Permission(p) if !p.plan_mode
+    ));
+    assert!(
+        !h.ws.join("made.txt").exists(),
+        "nothing ran on the old question"
+    );
+    s.shutdown().await.unwrap();
+}

@@ -202,10 +202,16 @@ async fn a_plan_mode_question_answered_after_plan_mode_grants_nothing_lasting() 
     let q = waiting_on(&ev);
     assert_eq!(questionnaire(&h, &s, &q).payload["plan_mode"], true);
     s.submit(user("/plan off")).await.unwrap();
-    run(&s, answer(&q, Answer::AllowForSession)).await;
+    // Leaving plan mode withdrew the question: its answer (and any grant) cannot be given.
+    let e = s
+        .submit(answer(&q, Answer::AllowForSession))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "questionnaire_closed", "{e}");
     let ev = run(&s, user("list again")).await;
     let q2 = waiting_on(&ev);
-    assert_ne!(q, q2, "the plan-mode grant did not survive plan mode");
+    assert_ne!(q, q2, "the plan-mode question did not survive plan mode");
+    assert_eq!(questionnaire(&h, &s, &q2).payload["plan_mode"], false);
     s.shutdown().await.unwrap();
 }
 
