@@ -258,19 +258,7 @@ async fn pm_14_without_landlock_every_plan_shell_command_asks() {
             {"text": "ok"}
         ]}),
     );
-    let rt = h.reopen(|o| {
-        o.env = std::sync::Arc::new(|k: &str| {
-            (k == "WAYMARK_SANDBOX").then(|| "unsupported".to_string())
-        });
-    });
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some("scripted:rec".into()),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        })
-        .unwrap();
+    let (rt, s) = unsandboxed_session(&h, PermissionMode::Auto);
     std::fs::write(h.ws.join("a.txt"), "hi\n").unwrap();
     let ev = run(&s, plan_entry("look around")).await;
     let q1 = waiting_on(&ev);
@@ -324,19 +312,7 @@ async fn leaving_plan_mode_withdraws_its_pending_shell_question() {
             {"text": "ok"}
         ], "when_exhausted": "repeat_last"}),
     );
-    let rt = h.reopen(|o| {
-        o.env = std::sync::Arc::new(|k: &str| {
-            (k == "WAYMARK_SANDBOX").then(|| "unsupported".to_string())
-        });
-    });
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some("scripted:rec".into()),
-            permission_mode: Some(PermissionMode::Ask),
-            hold: false,
-        })
-        .unwrap();
+    let (rt, s) = unsandboxed_session(&h, PermissionMode::Ask);
     let ev = run(&s, plan_entry("look around")).await;
     let q1 = waiting_on(&ev);
     let asked = |id: &str| {
@@ -364,4 +340,26 @@ async fn leaving_plan_mode_withdraws_its_pending_shell_question() {
         "nothing ran on the old question"
     );
     s.shutdown().await.unwrap();
+}
+
+/// The recorded model's session on a runtime whose shell sandbox is unsupported (every
+/// plan-mode shell command then asks).
+fn unsandboxed_session(
+    h: &Harness,
+    mode: PermissionMode,
+) -> (waymark_core::Runtime, SessionHandle) {
+    let rt = h.reopen(|o| {
+        o.env = std::sync::Arc::new(|k: &str| {
+            (k == "WAYMARK_SANDBOX").then(|| "unsupported".to_string())
+        });
+    });
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some("scripted:rec".into()),
+            permission_mode: Some(mode),
+            hold: false,
+        })
+        .unwrap();
+    (rt, s)
 }
