@@ -68,6 +68,13 @@ fn write_capability() {
         eprintln!("cannot write {}: {e}", path.display());
         std::process::exit(1);
     }
+    // Packed relative relocations (DT_RELR, glibc 2.36+, binutils 2.38+): the loader reads
+    // a few KiB instead of 1.3 MiB of relocation entries, and those pages stay out of memory.
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
+        && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu")
+    {
+        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
 }
 
 fn main() {
@@ -78,5 +85,12 @@ fn main() {
     if let Err(e) = tauri_build::try_build(attrs) {
         eprintln!("tauri build script: {e:#}");
         std::process::exit(1);
+    }
+    // Packed relative relocations (DT_RELR, glibc 2.36+, binutils 2.38+): the loader reads
+    // a few KiB instead of 1.3 MiB of relocation entries, and those pages stay out of memory.
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
+        && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu")
+    {
+        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
 }

@@ -109,6 +109,7 @@ pub async fn open_session<R: tauri::Runtime>(
 
 fn view<R: tauri::Runtime>(app: &AppHandle<R>, host: &Host, id: &str) -> IpcResult<SessionView> {
     host.watch_plan(app, id)?;
+    crate::memory::TRIM.request();
     Ok(host.runtime.session_view(id, VIEW_EVENTS)?)
 }
 
@@ -120,6 +121,7 @@ pub async fn session_events(
     id: String,
     after: u32,
 ) -> IpcResult<Vec<Event>> {
+    crate::memory::TRIM.request();
     Ok(host.runtime.events(&id, u64::from(after), VIEW_EVENTS)?)
 }
 

@@ -192,6 +192,9 @@ async fn forward<R: tauri::Runtime>(
             }
             .emit(&app);
         }
+        if matches!(event.kind, waymark_protocol::EventKind::TurnFinished { .. }) {
+            crate::memory::TRIM.request();
+        }
         let _ = SessionEvent(event).emit(&app);
     }
 }

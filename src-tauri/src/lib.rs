@@ -8,6 +8,7 @@ pub mod dto;
 pub mod error;
 pub mod events;
 mod host;
+mod memory;
 pub mod plan_watch;
 pub mod settings;
 
@@ -93,6 +94,30 @@ fn composite_on_cpu_only(user_choice: Option<&std::ffi::OsStr>, dri: &std::path:
     !has_render_node
 }
 
+/// What the app sets in its environment for WebKit before the window opens, each only when the
+/// user has not set that variable:
+/// - `WEBKIT_DISABLE_COMPOSITING_MODE=1` without a GPU render node (see
+///   [`composite_on_cpu_only`]);
+/// - `JSC_useJIT=0`: the page's JavaScript runs in JavaScriptCore's interpreter. The page is
+///   small and does little per event, so the interpreter keeps up (plan repaint and a long
+///   transcript are measured by `scripts/bench.sh --desktop`), while the web process is about
+///   9 MB smaller and no JIT compiler is exposed to the model-written text the page shows.
+///   `JSC_useJIT=1` turns the JIT back on.
+#[cfg(target_os = "linux")]
+fn webview_env(
+    get: impl Fn(&str) -> Option<std::ffi::OsString>,
+    dri: &std::path::Path,
+) -> Vec<(&'static str, &'static str)> {
+    let mut set = Vec::new();
+    if composite_on_cpu_only(get("WEBKIT_DISABLE_COMPOSITING_MODE").as_deref(), dri) {
+        set.push(("WEBKIT_DISABLE_COMPOSITING_MODE", "1"));
+    }
+    if get("JSC_useJIT").is_none() {
+        set.push(("JSC_useJIT", "0"));
+    }
+    set
+}
+
 /// Writes the TypeScript bindings.
 pub fn export_bindings<R: Runtime>(builder: &Builder<R>) -> anyhow::Result<()> {
     builder
@@ -176,15 +201,15 @@ pub fn main() -> ExitCode {
         );
     }
     #[cfg(target_os = "linux")]
-    if composite_on_cpu_only(
-        std::env::var_os("WEBKIT_DISABLE_COMPOSITING_MODE").as_deref(),
+    for (name, value) in webview_env(
+        |name| std::env::var_os(name),
         std::path::Path::new("/dev/dri"),
     ) {
         // SAFETY: no other thread exists yet (the app has not started), so nothing reads the
-        // environment concurrently; WebKit reads the variable when it creates the web view.
+        // environment concurrently; WebKit reads these when it starts its web process.
         #[allow(unsafe_code)]
         unsafe {
-            std::env::set_var("WEBKIT_DISABLE_COMPOSITING_MODE", "1")
+            std::env::set_var(name, value)
         };
     }
     match run() {

@@ -96,6 +96,28 @@ fn compositing_goes_off_only_without_a_gpu_render_node_and_without_a_user_choice
     ));
 }
 
+/// The web view's JavaScript runs without JIT unless the user chose otherwise; the user's
+/// compositing choice is kept as it is.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_web_view_runs_without_jit_unless_the_user_turns_it_on() {
+    let no_gpu = tempfile::tempdir().unwrap();
+    let none = |_: &str| None;
+    assert_eq!(
+        super::webview_env(none, no_gpu.path()),
+        [
+            ("WEBKIT_DISABLE_COMPOSITING_MODE", "1"),
+            ("JSC_useJIT", "0")
+        ]
+    );
+    let user = |name: &str| {
+        ["JSC_useJIT", "WEBKIT_DISABLE_COMPOSITING_MODE"]
+            .contains(&name)
+            .then(|| "1".into())
+    };
+    assert!(super::webview_env(user, no_gpu.path()).is_empty());
+}
+
 /// A provider key stored in the keyring under any variable name is the one used: no `_KEY`
 /// suffix is assumed. Names that hold no key never touch the keyring.
 #[test]

@@ -661,6 +661,26 @@ impl App {
         self.quit().await;
     }
 
+    /// The environment the window's WebKit web process runs with (`NAME=value` entries).
+    pub fn web_process_env(&self) -> Vec<String> {
+        let app = self.pid().expect("the app's process").to_string();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let dir = e.path();
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            let parent = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1));
+            let web = std::fs::read_link(dir.join("exe"))
+                .is_ok_and(|exe| exe.ends_with("WebKitWebProcess"));
+            if parent == Some(app.as_str()) && web {
+                let env = std::fs::read(dir.join("environ")).unwrap_or_default();
+                return env
+                    .split(|b| *b == 0)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect();
+            }
+        }
+        panic!("no WebKit web process under the app ({app})")
+    }
+
     /// The app's process id: the waymark-desktop process under this window's driver.
     pub fn pid(&self) -> Option<u32> {
         let mut all = vec![self._driver.0.id()];

@@ -11,6 +11,13 @@ async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
     succeeded(&out);
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
+    // The page's JavaScript runs without JIT: the app sets it (this harness does not).
+    let web_env = app.web_process_env();
+    assert!(
+        web_env.iter().any(|v| v == "JSC_useJIT=0"),
+        "the web process runs with the JIT on: {:?}",
+        web_env.iter().filter(|v| v.starts_with("JSC_")).collect::<Vec<_>>()
+    );
 
     // `/` opens completion; Tab takes the highlighted command.
     app.type_into("[data-testid=composer]", "/go").await;
