@@ -251,9 +251,11 @@ async fn main() {
         idle_memory_against_blank(&desk);
         return;
     }
+    // `BENCH_ONLY_PAINT=1`: skip cold start and idle memory (repaint and transcript only).
+    let only_paint = std::env::var_os("BENCH_ONLY_PAINT").is_some();
     let mut alone = Vec::new();
     let mut interval = 0.0f64;
-    for _ in 0..10 {
+    for _ in 0..if only_paint { 0 } else { 10 } {
         if let Some((ms, i)) = cold_start_alone(&desk) {
             alone.push(Some(ms));
             interval = interval.max(i);
@@ -272,7 +274,9 @@ async fn main() {
         return;
     }
     // Idle memory against the floor, each window alone (the app opens the newest session).
-    idle_memory_against_blank(&desk);
+    if !only_paint {
+        idle_memory_against_blank(&desk);
+    }
 
     // Idle memory of the app and its web processes with a session open.
     let app = desk.launch().await;

@@ -7,6 +7,7 @@ use super::*;
 async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
     let desk = Desk::start();
     let ws = workspace(&desk, "stop");
+    std::fs::write(ws.join("AGENTS.md"), "Keep replies short.\n").unwrap();
     let out = desk.exec(&ws, &script("stop.json"), &["--permission", "auto", "Hi"]);
     succeeded(&out);
     let app = desk.launch().await;
@@ -18,6 +19,14 @@ async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
         "the web process runs with the JIT on: {:?}",
         web_env.iter().filter(|v| v.starts_with("JSC_")).collect::<Vec<_>>()
     );
+
+    // The instruction file the session started with is named above the transcript.
+    app.wait_text("[data-testid=instructions]", "Follows AGENTS.md")
+        .await;
+    app.click("[data-testid=instructions] summary").await;
+    app.wait_text("[data-testid=instructions]", "project · 20 bytes")
+        .await;
+    app.shot("instructions-1-listed").await;
 
     // `/` opens completion; Tab takes the highlighted command.
     app.type_into("[data-testid=composer]", "/go").await;

@@ -618,6 +618,40 @@ export type GrantOffer_Serialize = {
 	prefix_text: string | null,
 };
 
+/**  One project-instructions file as a session took it when it started. */
+export type InstructionFile = InstructionFile_Serialize | InstructionFile_Deserialize;
+
+/**  One project-instructions file as a session took it when it started. */
+export type InstructionFile_Deserialize = {
+	path: string,
+	scope: InstructionScope,
+	/**  The file's size in bytes. */
+	bytes: number,
+	/**  How many of them the model sees (less once the 32 KiB cap is reached). */
+	included_bytes: number,
+	/**  Why the file was not read (not a regular file, unreadable), if it was not. */
+	error?: string | null,
+};
+
+/**  One project-instructions file as a session took it when it started. */
+export type InstructionFile_Serialize = {
+	path: string,
+	scope: InstructionScope,
+	/**  The file's size in bytes. */
+	bytes: number,
+	/**  How many of them the model sees (less once the 32 KiB cap is reached). */
+	included_bytes: number,
+	/**  Why the file was not read (not a regular file, unreadable), if it was not. */
+	error: string | null,
+};
+
+/**  Where an instructions file comes from. */
+export type InstructionScope = 
+/**  The user's own file in the config folder, for every project. */
+"user" | 
+/**  `AGENTS.md` (or `CLAUDE.md`) in the workspace or a parent folder up to the git root. */
+"project";
+
 /**
  *  Interaction mode of a session (plan mode lives in its own issue; the column exists from
  *  the start so the mode survives restarts).
@@ -680,7 +714,10 @@ export type PermissionQuestion_Deserialize = {
 	command?: string | null,
 	/**  The files a file tool would change, with diffs. */
 	files?: FileChange_Deserialize[],
-	/**  The call writes inside `.git/`: no grant covers it. */
+	/**
+	 *  The call writes inside `.git/` or to an instructions file (`AGENTS.md`,
+	 *  `CLAUDE.md`): no grant covers it.
+	 */
 	git?: boolean,
 	grants?: GrantOffer_Deserialize,
 	/**  The call this question is about (set when the question is opened). */
@@ -704,7 +741,10 @@ export type PermissionQuestion_Serialize = {
 	command: string | null,
 	/**  The files a file tool would change, with diffs. */
 	files: FileChange_Serialize[],
-	/**  The call writes inside `.git/`: no grant covers it. */
+	/**
+	 *  The call writes inside `.git/` or to an instructions file (`AGENTS.md`,
+	 *  `CLAUDE.md`): no grant covers it.
+	 */
 	git: boolean,
 	grants: GrantOffer_Serialize,
 	/**  The call this question is about (set when the question is opened). */
@@ -1047,6 +1087,11 @@ export type SessionView_Deserialize = {
 	/**  Whether `events` starts at the beginning of the log. */
 	complete: boolean,
 	goal?: GoalSnapshot_Deserialize | null,
+	/**
+	 *  The project-instruction files read when the session started, in the order the model
+	 *  sees them (empty for a session started before they were read).
+	 */
+	instructions: InstructionFile_Deserialize[],
 };
 
 /**  An open session: its snapshot, the newest page of its log and its goal. */
@@ -1060,6 +1105,11 @@ export type SessionView_Serialize = {
 	/**  Whether `events` starts at the beginning of the log. */
 	complete: boolean,
 	goal: GoalSnapshot_Serialize | null,
+	/**
+	 *  The project-instruction files read when the session started, in the order the model
+	 *  sees them (empty for a session started before they were read).
+	 */
+	instructions: InstructionFile_Serialize[],
 };
 
 /**  The Settings page. */

@@ -229,6 +229,10 @@ fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let settings_path = cli
+        .config
+        .clone()
+        .unwrap_or_else(paths::default_config_file);
     let mut config = load_config(cli.config)?;
     if let Command::Exec {
         verification: Some(v),
@@ -243,6 +247,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let data_dir = cli.data_dir.unwrap_or_else(paths::default_data_dir);
     let mut opts = RuntimeOptions::new(data_dir.clone(), config);
+    opts.user_instructions = waymark_core::instructions::user_file(&settings_path);
     if let Ok(exe) = std::env::current_exe() {
         opts.sandbox_helper = Some(vec![exe.into_os_string(), sandbox::HELPER_ARG.into()]);
     }

@@ -63,6 +63,7 @@ impl Default for CommandRegistry {
             commands: Vec::new(),
         };
         r.register(Arc::new(Help));
+        r.register(Arc::new(InstructionsCommand));
         r
     }
 }
@@ -128,6 +129,61 @@ impl SlashCommand for Help {
         out.push_str("Text starting with `//` is sent to the model with one `/` removed.");
         Ok(out)
     }
+}
+
+/// `/instructions`: which instruction files the session took when it started.
+struct InstructionsCommand;
+
+impl SlashCommand for InstructionsCommand {
+    fn spec(&self) -> CommandSpec {
+        CommandSpec {
+            name: "instructions",
+            usage: "/instructions",
+            summary: "show which AGENTS.md files this session follows",
+        }
+    }
+
+    fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
+        let taken = crate::store::sessions::instructions(cx.tx.conn(), cx.session_id)?;
+        Ok(describe_instructions(
+            taken.as_ref().map(|i| i.files.as_slice()),
+        ))
+    }
+}
+
+/// The `/instructions` text (the CLI prints the same).
+pub fn describe_instructions(files: Option<&[waymark_protocol::InstructionFile]>) -> String {
+    use waymark_protocol::InstructionScope;
+    let Some(files) = files else {
+        return "This session started before Waymark read AGENTS.md files: it follows none.".into();
+    };
+    if files.is_empty() {
+        return format!(
+            "No instruction files: none of {} was found in the workspace, its parent folders up to the git root, or your config folder when this session started.",
+            crate::instructions::FILE_NAMES.join(" or ")
+        );
+    }
+    let mut out =
+        String::from("Instructions this session follows (read when it started, in this order):");
+    for f in files {
+        let scope = match f.scope {
+            InstructionScope::User => "yours, every project",
+            InstructionScope::Project => "project",
+        };
+        let state = match &f.error {
+            Some(e) => format!("not read: {e}"),
+            None if f.included_bytes < f.bytes => format!(
+                "{} of {} bytes (cut at the {} KiB cap)",
+                f.included_bytes,
+                f.bytes,
+                crate::instructions::CAP_BYTES / 1024
+            ),
+            None => format!("{} bytes", f.bytes),
+        };
+        out.push_str(&format!("\n  {} ({scope}): {state}", f.path));
+    }
+    out.push_str("\nChanges to these files apply to sessions started after the change.");
+    out
 }
 
 #[cfg(test)]

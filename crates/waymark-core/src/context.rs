@@ -32,8 +32,14 @@ pub trait ReminderSource: Send + Sync {
     fn reminders(&self, cx: &ReminderContext<'_>) -> Vec<Reminder>;
 }
 
-/// The base system prompt, followed by what extensions add (`extra`).
-pub fn system_prompt(workspace: &Path, session_dir: &Path, extra: &[String]) -> String {
+/// The base system prompt, then the project instructions the session started with (if
+/// any), then what extensions add (`extra`).
+pub fn system_prompt(
+    workspace: &Path,
+    session_dir: &Path,
+    instructions: &str,
+    extra: &[String],
+) -> String {
     let mut prompt = format!(
         "You are Waymark, a coding agent working in the user's project on their machine.\n\
          \n\
@@ -51,7 +57,10 @@ pub fn system_prompt(workspace: &Path, session_dir: &Path, extra: &[String]) -> 
         ws = workspace.display(),
         sd = session_dir.display()
     );
-    for e in extra {
+    for e in std::iter::once(instructions)
+        .filter(|i| !i.is_empty())
+        .chain(extra.iter().map(String::as_str))
+    {
         prompt.push_str("\n\n");
         prompt.push_str(e);
     }

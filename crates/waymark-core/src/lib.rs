@@ -10,6 +10,7 @@ pub mod error;
 pub mod extension;
 pub mod goal;
 pub mod guard;
+pub mod instructions;
 pub mod logging;
 pub mod paths;
 pub mod permission;

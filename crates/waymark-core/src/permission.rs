@@ -5,7 +5,8 @@
 //!   a command that hands control to another program that way;
 //! - "allow for session" on a file tool covers that tool, except inside `.git/`;
 //! - grants given in plan mode end when plan mode ends;
-//! - writes inside `.git/` ask in every mode but `auto`, and the session's artifacts folder
+//! - writes inside `.git/`, and to instruction files (`AGENTS.md`, `CLAUDE.md`), ask in every
+//!   mode but `auto`, and the session's artifacts folder
 //!   follows the permission mode like any other place (the plan file in plan mode excepted).
 //!
 //! The question the user answers says exactly what each answer grants, shows the whole
@@ -228,11 +229,12 @@ pub fn command_prefix(command: &str) -> Option<String> {
 /// Whether a word after a granted prefix is a plain operand (`src/lib.rs`, `parser::tests`):
 /// not an option (options are where programs take files to write and commands to run:
 /// `--output`, `-O`, `--pre`, `--exec`, `-f`), not an assignment (`SHELL=./x`), not a
-/// path into `.git`, and not a word that runs something else.
+/// path into `.git`, not an instructions file, and not a word that runs something else.
 fn plain_operand(word: &str) -> bool {
     !word.starts_with('-')
         && !word.contains('=')
         && !word.split('/').any(|part| part == ".git")
+        && !is_instructions_file(Path::new(word))
         && !RUN_WORDS.contains(&word)
 }
 
@@ -344,6 +346,17 @@ fn in_git_dir(p: &Path) -> bool {
         .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
 }
 
+/// Whether a resolved path is an instructions file (`AGENTS.md`, `CLAUDE.md`) in any folder:
+/// what it says steers every later session there, so the model writing one is the user's
+/// decision, like `.git/` hooks.
+fn is_instructions_file(p: &Path) -> bool {
+    p.file_name().is_some_and(|n| {
+        crate::instructions::FILE_NAMES
+            .iter()
+            .any(|f| n.eq_ignore_ascii_case(f))
+    })
+}
+
 /// The permission-mode guard: writes and shell commands ask, are allowed or refused
 /// according to the session's permission mode and the user's grants.
 pub struct PermissionGuard;
@@ -374,7 +387,10 @@ impl ToolGuard for PermissionGuard {
                 .filter_map(|p| resolve_target(call.workspace, p).ok())
                 .collect()
         };
-        let touches_git = targets.iter().any(|t| in_git_dir(t));
+        // Written only on the user's word, never under a grant.
+        let touches_git = targets
+            .iter()
+            .any(|t| in_git_dir(t) || is_instructions_file(t));
         // The plan file in plan mode is the one place written without asking.
         let plan_file = crate::plan::plan_path(call.artifacts);
         if call.session.interaction_mode == InteractionMode::Plan
@@ -409,7 +425,8 @@ impl ToolGuard for PermissionGuard {
             .get("command")
             .and_then(Value::as_str)
             .unwrap_or("");
-        // `.git/` is never covered by a grant: hooks and config there run code later.
+        // `.git/` is never covered by a grant: hooks and config there run code later. Nor are
+        // instruction files: they steer later sessions.
         if !touches_git
             && call
                 .grants
@@ -536,7 +553,7 @@ pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Permi
     if !touches_git {
         q.grants.session = Some(String::new());
         q.grants.session_text = Some(format!(
-            "every `{tool}` call in this session, on any file outside `.git/`"
+            "every `{tool}` call in this session, on any file outside `.git/` other than AGENTS.md and CLAUDE.md"
         ));
     }
     q

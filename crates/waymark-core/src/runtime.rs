@@ -62,6 +62,10 @@ pub struct RuntimeOptions {
     /// work (the desktop). Off, views share the one connection and open no other (the
     /// CLI, which prints from the thread that drives the session).
     pub read_pool: bool,
+    /// The user's own instructions file, read into every new session with the project's
+    /// `AGENTS.md` files (front ends: [`crate::instructions::user_file`] of the settings
+    /// file). None: project files only.
+    pub user_instructions: Option<PathBuf>,
 }
 
 impl RuntimeOptions {
@@ -83,6 +87,7 @@ impl RuntimeOptions {
             sandbox_helper: None,
             process_env: Arc::new(std::env::vars_os().collect()),
             read_pool: false,
+            user_instructions: None,
         }
     }
 }
@@ -248,8 +253,11 @@ impl Runtime {
         let mode = spec
             .permission_mode
             .unwrap_or(self.config().permission_mode);
+        let instructions =
+            crate::instructions::discover(&ws, self.opts.user_instructions.as_deref());
         self.store.write(self.opts.clock.now_ms(), |tx| {
-            tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)
+            tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)?;
+            tx.set_instructions(&id, &instructions)
         })?;
         self.attach(&id, resolved, false, spec.hold, Changes::default())
     }
@@ -369,7 +377,7 @@ impl Runtime {
         let stale = self.opts.lease_stale.as_millis() as i64;
         let sd = paths::session_dir(&self.opts.data_dir, id);
         let artifacts = paths::artifacts_dir(&sd);
-        let (row, startup) = self.store.write(self.opts.clock.now_ms(), |tx| {
+        let ((row, instructions), startup) = self.store.write(self.opts.clock.now_ms(), |tx| {
             let crashed = tx
                 .acquire_lease(id, &owner, pid, stale, &pid_alive)?
                 .is_some();
@@ -382,6 +390,9 @@ impl Runtime {
             recover(tx, &self.extensions(), id, crashed)?;
             let row = store::sessions::get(tx.conn(), id)?
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            let instructions = store::sessions::instructions(tx.conn(), id)?
+                .map(|i| i.text)
+                .unwrap_or_default();
             tx.emit(
                 id,
                 EventKind::SessionStarted {
@@ -393,7 +404,7 @@ impl Runtime {
                     resumed,
                 },
             )?;
-            Ok(row)
+            Ok((row, instructions))
         })?;
         let last_seq = startup.last().map(|e| e.seq).unwrap_or(0);
         // Front ends read promptly; a slow one is told how many events it skipped.
@@ -468,6 +479,7 @@ impl Runtime {
             tool_specs: Default::default(),
             extensions,
             slots: Default::default(),
+            instructions,
         });
         {
             let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
@@ -524,7 +536,14 @@ impl Runtime {
             goal: self.goal(id)?,
             snapshot,
             events,
+            instructions: self.instructions(id)?.map(|i| i.files).unwrap_or_default(),
         })
+    }
+
+    /// The project instructions a session took when it started (None: it started before
+    /// Waymark read them).
+    pub fn instructions(&self, id: &str) -> Result<Option<crate::instructions::Instructions>> {
+        self.store.view(|c| store::sessions::instructions(c, id))
     }
 
     /// One questionnaire of a session, as front ends show it.

@@ -99,6 +99,8 @@ pub(crate) struct SessionCore {
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Their per-session state.
     pub(crate) slots: Slots,
+    /// The project instructions the session started with (the system prompt carries them).
+    pub instructions: String,
 }
 
 /// Conversation items already read from the store.

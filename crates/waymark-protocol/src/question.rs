@@ -77,7 +77,8 @@ pub struct PermissionQuestion {
     /// The files a file tool would change, with diffs.
     #[serde(default)]
     pub files: Vec<FileChange>,
-    /// The call writes inside `.git/`: no grant covers it.
+    /// The call writes inside `.git/` or to an instructions file (`AGENTS.md`,
+    /// `CLAUDE.md`): no grant covers it.
     #[serde(default)]
     pub git: bool,
     #[serde(default)]

@@ -15,6 +15,34 @@ pub struct SessionView {
     /// Whether `events` starts at the beginning of the log.
     pub complete: bool,
     pub goal: Option<GoalSnapshot>,
+    /// The project-instruction files read when the session started, in the order the model
+    /// sees them (empty for a session started before they were read).
+    pub instructions: Vec<InstructionFile>,
+}
+
+/// Where an instructions file comes from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum InstructionScope {
+    /// The user's own file in the config folder, for every project.
+    User,
+    /// `AGENTS.md` (or `CLAUDE.md`) in the workspace or a parent folder up to the git root.
+    Project,
+}
+
+/// One project-instructions file as a session took it when it started.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct InstructionFile {
+    pub path: String,
+    pub scope: InstructionScope,
+    /// The file's size in bytes.
+    pub bytes: u32,
+    /// How many of them the model sees (less once the 32 KiB cap is reached).
+    pub included_bytes: u32,
+    /// Why the file was not read (not a regular file, unreadable), if it was not.
+    pub error: Option<String>,
 }
 
 /// The session's goal and its history.

@@ -166,7 +166,7 @@ describe("bulk replay", () => {
     }
     const stepwise = run(events);
     const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
-    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 50, usage, last_seq: seq }, events, complete: true, goal: null };
+    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 50, usage, last_seq: seq }, events, complete: true, goal: null, instructions: [] };
     const bulk = fromView(view);
     expect(bulk.items).toEqual(stepwise.items);
     expect(bulk.bulk).toBe(false);

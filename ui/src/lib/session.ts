@@ -1,6 +1,6 @@
 // The open session as the window shows it, rebuilt from the runtime's typed event stream.
 // Everything here is a pure function of (state, event) so it is unit-tested without a window.
-import type { EventOf, Goal, MessageSource, Mode, Questionnaire, SessionView, ToolStatus, WireEvent } from "./types";
+import type { EventOf, Goal, InstructionFile, MessageSource, Mode, Questionnaire, SessionView, ToolStatus, WireEvent } from "./types";
 
 export type ToolItem = {
   callId: string;
@@ -27,6 +27,8 @@ export type SessionState = {
   mode: Mode;
   pending: Questionnaire | null;
   goal: Goal | null;
+  /** The instruction files (AGENTS.md) the session took when it started. */
+  instructions: InstructionFile[];
   /** The `seq` of the newest logged event applied (a transient event repeats it). */
   lastSeq: number;
   /** Logged events are missing: the newest `seq` known to exist. The log must be read after
@@ -37,7 +39,7 @@ export type SessionState = {
 };
 
 export function emptySession(id: string): SessionState {
-  return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, lastSeq: 0, behind: null };
+  return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, instructions: [], lastSeq: 0, behind: null };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -54,6 +56,7 @@ export function fromView(view: SessionView): SessionState {
     mode: view.snapshot.summary.interaction_mode,
     pending,
     goal: view.goal,
+    instructions: view.instructions,
     behind: s.behind ?? (view.snapshot.last_seq > s.lastSeq ? view.snapshot.last_seq : null),
     // Work is running when a turn started after the last idle/waiting report.
     running: s.running && pending === null,

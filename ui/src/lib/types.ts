@@ -28,6 +28,7 @@ export type Question = Questionnaire["question"];
 export type QuestionOf<K extends Question["kind"]> = Extract<Question, { kind: K }>["payload"];
 export type SessionView = SessionView_Serialize;
 export type SessionSummary = SessionSummary_Serialize;
+export type InstructionFile = SessionView["instructions"][number];
 export type PlanView = PlanView_Serialize;
 export type PlanFileChange = PlanFileChanged_Serialize;
 export type Answer = Answer_Deserialize;

@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     "SELECT 1;",
     include_str!("../../migrations/0004_grants.sql"),
     include_str!("../../migrations/0005_extension_schema.sql"),
+    include_str!("../../migrations/0006_instructions.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);

@@ -69,6 +69,22 @@ impl super::Tx<'_> {
         Ok(())
     }
 
+    /// Keeps the project instructions a session starts with (redacted, like all it stores).
+    pub fn set_instructions(
+        &mut self,
+        id: &str,
+        instructions: &crate::instructions::Instructions,
+    ) -> Result<()> {
+        // Plain strings and numbers: serializing cannot fail.
+        let files = serde_json::to_string(&instructions.files).unwrap_or_else(|_| "[]".into());
+        let text = self.redact(&instructions.text);
+        self.conn().execute(
+            "INSERT INTO session_instructions (session_id, files, text) VALUES (?1, ?2, ?3)",
+            params![id, files, text],
+        )?;
+        Ok(())
+    }
+
     /// Takes the session's lease unless a live process holds it. `is_alive` tells whether a
     /// pid still runs; a lease whose heartbeat is older than `stale_ms` is taken over too.
     /// Returns the previous lease when one was taken over.
@@ -414,4 +430,21 @@ pub(crate) mod tests {
             ]
         );
     }
+}
+
+/// The project instructions a session took when it started (none for older sessions).
+pub fn instructions(c: &Connection, id: &str) -> Result<Option<crate::instructions::Instructions>> {
+    let row = c
+        .query_row(
+            "SELECT files, text FROM session_instructions WHERE session_id = ?1",
+            [id],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+        )
+        .optional()?;
+    let Some((files, text)) = row else {
+        return Ok(None);
+    };
+    let files = serde_json::from_str(&files)
+        .map_err(|e| Error::Corrupt(format!("instruction files of session {id}: {e}")))?;
+    Ok(Some(crate::instructions::Instructions { files, text }))
 }

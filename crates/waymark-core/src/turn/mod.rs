@@ -222,7 +222,12 @@ async fn drive(
             .unwrap_or_else(|| core.provider.context_tokens());
         let (request, elided) = core.with_history(|history| {
             context::build_request(RequestParts {
-                system: context::system_prompt(&core.workspace, &core.session_dir, &extra_prompt),
+                system: context::system_prompt(
+                    &core.workspace,
+                    &core.session_dir,
+                    &core.instructions,
+                    &extra_prompt,
+                ),
                 history,
                 current_turn: turn_id,
                 reminders: reminders.as_deref(),

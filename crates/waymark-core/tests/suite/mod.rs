@@ -1,6 +1,7 @@
 mod extension;
 mod goal;
 mod harness;
+mod instructions;
 mod mock_server;
 mod plan;
 mod protocol;
