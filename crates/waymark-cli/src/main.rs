@@ -124,6 +124,10 @@ enum Command {
         /// How goal completion claims are checked (overrides the settings).
         #[arg(long, value_parser = ["none", "subagent", "evaluator"])]
         verification: Option<String>,
+        /// The model's context window in tokens (overrides the settings and the known
+        /// default for the model); the conversation is compacted before it fills.
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..=10_000_000))]
+        context_window: Option<u64>,
         /// The message; without it, queued or parked work resumes.
         prompt: Option<String>,
     },
@@ -235,15 +239,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(paths::default_config_file);
     let mut config = load_config(cli.config)?;
     if let Command::Exec {
-        verification: Some(v),
+        verification,
+        context_window,
         ..
     } = &cli.command
     {
-        config.goal.verification = Some(match v.as_str() {
-            "none" => waymark_protocol::config::Verification::None,
-            "subagent" => waymark_protocol::config::Verification::Subagent,
-            _ => waymark_protocol::config::Verification::Evaluator,
-        });
+        if let Some(v) = verification {
+            config.goal.verification = Some(match v.as_str() {
+                "none" => waymark_protocol::config::Verification::None,
+                "subagent" => waymark_protocol::config::Verification::Subagent,
+                _ => waymark_protocol::config::Verification::Evaluator,
+            });
+        }
+        if let Some(n) = context_window {
+            config.turn.context_tokens = Some(*n);
+        }
     }
     let data_dir = cli.data_dir.unwrap_or_else(paths::default_data_dir);
     let mut opts = RuntimeOptions::new(data_dir.clone(), config);
@@ -268,6 +278,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plan,
             prompt,
             verification: _,
+            context_window: _,
         } => {
             if plan && prompt.is_none() {
                 anyhow::bail!("--plan needs a prompt: the message that starts the plan");

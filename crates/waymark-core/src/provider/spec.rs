@@ -94,7 +94,11 @@ pub fn resolve_model(
                 api_key,
                 key_hint: key_env.unwrap_or("the server settings").to_string(),
                 route: RouteKind::OwnKey,
-                context_tokens: config.turn.context_tokens.unwrap_or(ctx),
+                context_tokens: config
+                    .turn
+                    .context_tokens
+                    .or_else(|| known_context_window(rest))
+                    .unwrap_or(ctx),
             };
             wire(kind == "anthropic", endpoint, opts)?
         }
@@ -120,6 +124,7 @@ pub fn resolve_model(
                 })?),
                 None => None,
             };
+            let known = known_context_window(&model);
             let endpoint = Endpoint {
                 label: name.to_string(),
                 base_url: p.base_url.trim_end_matches('/').to_string(),
@@ -134,6 +139,7 @@ pub fn resolve_model(
                     .turn
                     .context_tokens
                     .or(p.context_tokens)
+                    .or(known)
                     .unwrap_or(128_000),
             };
             wire(p.kind == ProviderKind::Anthropic, endpoint, opts)?
@@ -219,5 +225,52 @@ mod tests {
             let e = resolve(spec, &c, &[]).err().unwrap();
             assert_eq!(e.code(), "invalid_model_spec", "{spec}: {e}");
         }
+    }
+}
+
+/// The context window of well-known model families (tokens), by the model name's start;
+/// settings (`turn.context_tokens`, a provider's `context_tokens`) and `--context-window`
+/// take precedence. Unknown names fall back to the provider kind's default.
+pub fn known_context_window(model: &str) -> Option<u64> {
+    let m = model.to_ascii_lowercase();
+    let m = m.rsplit('/').next().unwrap_or(&m);
+    const FAMILIES: &[(&str, u64)] = &[
+        ("gpt-4.1", 1_047_576),
+        ("gpt-5", 400_000),
+        ("gpt-4o", 128_000),
+        ("gpt-4-turbo", 128_000),
+        ("gpt-4", 8_192),
+        ("gpt-3.5", 16_385),
+        ("o1", 200_000),
+        ("o3", 200_000),
+        ("o4", 200_000),
+        ("codex", 200_000),
+        ("claude", 200_000),
+        ("gemini", 1_048_576),
+        ("llama3", 128_000),
+        ("llama-3", 128_000),
+        ("qwen3", 40_960),
+        ("qwen2.5", 32_768),
+        ("mistral", 32_768),
+        ("deepseek", 128_000),
+    ];
+    FAMILIES
+        .iter()
+        .find(|(prefix, _)| m.starts_with(prefix))
+        .map(|(_, n)| *n)
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::known_context_window as w;
+
+    #[test]
+    fn known_families_have_windows_and_longer_prefixes_win() {
+        assert_eq!(w("gpt-4.1-mini"), Some(1_047_576));
+        assert_eq!(w("gpt-4o-2024-08-06"), Some(128_000));
+        assert_eq!(w("gpt-4-0613"), Some(8_192));
+        assert_eq!(w("claude-sonnet-4-5"), Some(200_000));
+        assert_eq!(w("meta-llama/Llama3.1-70B"), Some(128_000));
+        assert_eq!(w("my-own-model"), None);
     }
 }
