@@ -186,6 +186,15 @@ impl Printer {
                 };
                 println!("  {mark} {who}{name} {summary}{detail}");
             }
+            EventKind::ContextCompacted {
+                before_tokens,
+                after_tokens,
+                ..
+            } => {
+                println!(
+                    "[context compacted: about {before_tokens} tokens summarized down to {after_tokens}]"
+                );
+            }
             EventKind::ContextElided { items, bytes, .. } => {
                 println!(
                     "[context: {items} old tool outputs ({bytes} bytes) replaced by notes to fit the model]"

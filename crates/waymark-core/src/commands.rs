@@ -64,6 +64,7 @@ impl Default for CommandRegistry {
         };
         r.register(Arc::new(Help));
         r.register(Arc::new(InstructionsCommand));
+        r.register(Arc::new(CompactCommand));
         r
     }
 }
@@ -128,6 +129,29 @@ impl SlashCommand for Help {
         }
         out.push_str("Text starting with `//` is sent to the model with one `/` removed.");
         Ok(out)
+    }
+}
+
+/// `/compact`: summarize the older history before the next model call.
+struct CompactCommand;
+
+impl SlashCommand for CompactCommand {
+    fn spec(&self) -> CommandSpec {
+        CommandSpec {
+            name: "compact",
+            usage: "/compact",
+            summary: "summarize the older conversation before the next model call",
+        }
+    }
+
+    fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
+        let Some(api) = cx.api else {
+            return Err(Error::Refused("`/compact` needs an open session".into()));
+        };
+        api.core()
+            .compact_requested
+            .store(true, std::sync::atomic::Ordering::Release);
+        Ok("The older part of the conversation will be summarized before the next model call (the newest messages stay as they are). Send a message to go on.".into())
     }
 }
 

@@ -141,6 +141,13 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
             },
         });
     }
+    // The current turn's first message was compacted away: the reminders go at the start of
+    // the conversation (the compaction's summary) instead, never lost.
+    if let (Some(r), false) = (parts.reminders, reminded)
+        && let Some(ModelMessage::User { text }) = messages.first_mut()
+    {
+        *text = format!("{r}\n\n{text}");
+    }
     let mut request = ModelRequest {
         system: parts.system,
         messages,

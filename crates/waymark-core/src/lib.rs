@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod commands;
+pub mod compaction;
 pub mod context;
 pub mod display;
 pub mod error;

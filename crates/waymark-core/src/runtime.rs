@@ -402,6 +402,11 @@ impl Runtime {
                     permission_mode: row.permission_mode,
                     interaction_mode: row.interaction_mode,
                     resumed,
+                    context_window: self
+                        .config()
+                        .turn
+                        .context_tokens
+                        .unwrap_or_else(|| provider.context_tokens()),
                 },
             )?;
             Ok((row, instructions))
@@ -480,6 +485,7 @@ impl Runtime {
             extensions,
             slots: Default::default(),
             instructions,
+            compact_requested: Default::default(),
         });
         {
             let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());

@@ -3,9 +3,9 @@
 //! are streamed but not written to the log: they repeat the `seq` of the last logged event.
 
 use crate::{
-    Answer, BudgetReport, CallActor, ErrorInfo, GoalActor, GoalReason, GoalSnapshot, GoalStatus,
-    InteractionMode, MessageSource, PermissionMode, Position, QuestionnaireKind, ToolStatus,
-    TurnEndReason, Usage,
+    Answer, BudgetReport, CallActor, CompactReason, ErrorInfo, GoalActor, GoalReason, GoalSnapshot,
+    GoalStatus, InteractionMode, MessageSource, PermissionMode, Position, QuestionnaireKind,
+    ToolStatus, TurnEndReason, Usage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,9 @@ pub enum EventKind {
         permission_mode: PermissionMode,
         interaction_mode: InteractionMode,
         resumed: bool,
+        /// The model's context window in tokens (0 in logs from before it was recorded).
+        #[serde(default)]
+        context_window: u64,
     },
     /// A message entered the queue.
     #[serde(rename = "message.admitted")]
@@ -116,6 +119,17 @@ pub enum EventKind {
         turn_id: i64,
         items: u64,
         bytes: u64,
+    },
+    /// Older history was summarized to fit the model's context window: the model sees the
+    /// summary (with the files touched and the pinned messages) instead. `turn_id`: the turn
+    /// it happened in (none for `/compact` between turns).
+    #[serde(rename = "context.compacted")]
+    ContextCompacted {
+        turn_id: Option<i64>,
+        reason: CompactReason,
+        before_tokens: u64,
+        after_tokens: u64,
+        summary: String,
     },
     #[serde(rename = "turn.finished")]
     TurnFinished {
@@ -212,6 +226,7 @@ impl EventKind {
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
             EventKind::ContextElided { .. } => "context.elided",
+            EventKind::ContextCompacted { .. } => "context.compacted",
             EventKind::TurnFinished { .. } => "turn.finished",
             EventKind::QuestionnaireOpened { .. } => "questionnaire.opened",
             EventKind::QuestionnaireAnswered { .. } => "questionnaire.answered",
@@ -243,6 +258,7 @@ impl EventKind {
             | EventKind::ToolCall { .. }
             | EventKind::ToolResult { .. }
             | EventKind::ContextElided { .. }
+            | EventKind::ContextCompacted { .. }
             | EventKind::TurnFinished { .. }
             | EventKind::QuestionnaireOpened { .. }
             | EventKind::QuestionnaireAnswered { .. }

@@ -394,3 +394,16 @@ macro_rules! wire_names {
 }
 
 wire_names!(MessageStatus, PlanStatus, RevisionAuthor, PlanModeReason);
+
+/// Why the conversation was compacted.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum CompactReason {
+    /// The next request would have passed the threshold of the context window.
+    Threshold,
+    /// The provider refused a request as too long for its window.
+    ProviderLimit,
+    /// The user asked (`/compact`).
+    Manual,
+}

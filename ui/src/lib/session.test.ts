@@ -176,3 +176,30 @@ describe("bulk replay", () => {
     expect(before).toHaveLength(stepwise.items.length);
   });
 });
+
+describe("compaction", () => {
+  it("shows a divider naming why and how much", () => {
+    const s = emptySession("s");
+    const e = { session_id: "s", seq: 1, ts: 0, transient: false, type: "context.compacted", turn_id: 3, reason: "threshold", before_tokens: 13600, after_tokens: 4200, summary: "…" } as const;
+    const next = applyEvent(s, e);
+    expect(next.items).toEqual([{ kind: "divider", key: "e1", text: "Earlier conversation summarized (the context window was filling up): about 14k → 4k tokens" }]);
+  });
+});
+
+describe("context gauge", () => {
+  it("follows the window, the newest request and compactions", () => {
+    const base = { session_id: "s", ts: 0, transient: false } as const;
+    let s = emptySession("s");
+    s = applyEvent(s, { ...base, seq: 1, type: "session.started", workspace: "/w", session_dir: "/d", model: "m", permission_mode: "auto", interaction_mode: "default", resumed: false, context_window: 16000 });
+    expect(s.context).toEqual({ used: 0, window: 16000 });
+    s = applyEvent(s, { ...base, seq: 2, type: "assistant.message", turn_id: 1, text: "hi", reasoning: null, tool_calls: [], usage: { input_tokens: 9000, output_tokens: 100, cached_tokens: 0 } });
+    expect(s.context).toEqual({ used: 9100, window: 16000 });
+    s = applyEvent(s, { ...base, seq: 3, type: "context.compacted", turn_id: 1, reason: "threshold", before_tokens: 13600, after_tokens: 4200, summary: "…" });
+    expect(s.context).toEqual({ used: 4200, window: 16000 });
+  });
+
+  it("stays unknown for logs that do not name the window", () => {
+    const s = applyEvent(emptySession("s"), { session_id: "s", ts: 0, transient: false, seq: 1, type: "session.started", workspace: "/w", session_dir: "/d", model: "m", permission_mode: "auto", interaction_mode: "default", resumed: false, context_window: 0 });
+    expect(s.context).toBeNull();
+  });
+});

@@ -16,7 +16,9 @@ export type Item =
   | { kind: "user"; key: string; text: string; source: Extract<MessageSource, "user" | "questionnaire"> }
   | { kind: "chip"; key: string; text: string; tone: "goal" | "system" | "plan" | "error" }
   | { kind: "assistant"; key: string; turnId: number; text: string; tools: ToolItem[] }
-  | { kind: "command"; key: string; command: string; text: string };
+  | { kind: "command"; key: string; command: string; text: string }
+  /** The model's view of the conversation was compacted here (everything stays shown). */
+  | { kind: "divider"; key: string; text: string };
 
 export type SessionState = {
   id: string;
@@ -27,6 +29,9 @@ export type SessionState = {
   mode: Mode;
   pending: Questionnaire | null;
   goal: Goal | null;
+  /** How full the model's context window is: the tokens of the newest request (as the
+   *  provider counted them) or of the history after a compaction; null until known. */
+  context: { used: number; window: number } | null;
   /** The instruction files (AGENTS.md) the session took when it started. */
   instructions: InstructionFile[];
   /** The `seq` of the newest logged event applied (a transient event repeats it). */
@@ -39,7 +44,7 @@ export type SessionState = {
 };
 
 export function emptySession(id: string): SessionState {
-  return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, instructions: [], lastSeq: 0, behind: null };
+  return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -123,6 +128,13 @@ function append(s: SessionState, item: Item): Item[] {
   return [...s.items, item];
 }
 
+/** The divider's words for a compaction. */
+export function compactedText(e: EventOf<"context.compacted">): string {
+  const why = e.reason === "manual" ? "as you asked" : e.reason === "provider_limit" ? "the model refused a request as too long" : "the context window was filling up";
+  const k = (n: number) => (n >= 1000 ? `${Math.round(n / 1000)}k` : String(n));
+  return `Earlier conversation summarized (${why}): about ${k(e.before_tokens)} → ${k(e.after_tokens)} tokens`;
+}
+
 function chip(e: WireEvent, text: string, tone: "goal" | "system" | "plan" | "error"): Item {
   return { kind: "chip", key: `e${e.seq}-${e.type}`, text, tone };
 }
@@ -156,7 +168,7 @@ function admitted(e: EventOf<"message.admitted">): Item {
 function reduce(s: SessionState, e: WireEvent): SessionState {
   switch (e.type) {
     case "session.started":
-      return { ...s, mode: e.interaction_mode };
+      return { ...s, mode: e.interaction_mode, context: e.context_window > 0 ? { used: s.context?.used ?? 0, window: e.context_window } : s.context };
     case "message.admitted":
       return { ...s, items: append(s, admitted(e)) };
     case "message.dropped":
@@ -173,6 +185,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       return {
         ...s,
         streaming: null,
+        context: s.context && e.usage.input_tokens > 0 ? { ...s.context, used: e.usage.input_tokens + e.usage.output_tokens } : s.context,
         // One item per model reply, so its tool calls follow the text that announced them.
         items: e.text.trim() === "" && e.tool_calls.length === 0 ? s.items : append(s, { kind: "assistant", key: `a${e.seq}`, turnId: e.turn_id, text: e.text, tools: [] }),
       };
@@ -196,6 +209,8 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       }
       return { ...s, items };
     }
+    case "context.compacted":
+      return { ...s, context: s.context && { ...s.context, used: e.after_tokens }, items: append(s, { kind: "divider", key: `e${e.seq}`, text: compactedText(e) }) };
     case "context.elided":
       return { ...s, items: append(s, chip(e, `Older tool output shortened to fit the model (${e.items} items)`, "system")) };
     case "turn.finished": {

@@ -241,6 +241,11 @@ impl http::StreamFold for EventFolder {
                 let kind = match kind_s {
                     "rate_limit_error" => ProviderErrorKind::RateLimited,
                     "authentication_error" | "permission_error" => ProviderErrorKind::Auth,
+                    "invalid_request_error"
+                        if super::http::is_context_too_long(&ev.to_string()) =>
+                    {
+                        ProviderErrorKind::ContextTooLong
+                    }
                     "invalid_request_error" => ProviderErrorKind::RequestRejected,
                     _ => ProviderErrorKind::ServerError,
                 };

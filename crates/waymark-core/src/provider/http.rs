@@ -260,6 +260,12 @@ async fn send_once(
             ProviderErrorKind::ServerError,
             format!("the provider failed (HTTP {code}): {detail}"),
         ),
+        400 | 413 if is_context_too_long(&text) => ProviderError::new(
+            ProviderErrorKind::ContextTooLong,
+            format!(
+                "the request is longer than the model's context window (HTTP {code}): {detail}"
+            ),
+        ),
         _ => ProviderError::new(
             ProviderErrorKind::RequestRejected,
             format!("the provider rejected the request (HTTP {code}): {detail}"),
@@ -295,6 +301,30 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+/// Whether an error body says the prompt does not fit the context window: OpenAI's
+/// `context_length_exceeded` code, Anthropic's "prompt is too long", and the wording
+/// OpenAI-compatible servers use.
+pub(crate) fn is_context_too_long(body: &str) -> bool {
+    let v = serde_json::from_str::<serde_json::Value>(body).ok();
+    let code = v
+        .as_ref()
+        .and_then(|v| v.pointer("/error/code"))
+        .and_then(|c| c.as_str());
+    if code == Some("context_length_exceeded") {
+        return true;
+    }
+    let message = v
+        .as_ref()
+        .and_then(|v| v.pointer("/error/message").or_else(|| v.get("message")))
+        .and_then(|m| m.as_str())
+        .unwrap_or(body)
+        .to_ascii_lowercase();
+    message.contains("prompt is too long")
+        || message.contains("maximum context length")
+        || message.contains("context length exceeded")
+        || message.contains("context_length_exceeded")
 }
 
 fn is_quota(body: &str) -> bool {
@@ -347,6 +377,18 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_length_errors_are_recognized_in_the_real_shapes() {
+        let openai = r#"{"error":{"message":"This model's maximum context length is 16385 tokens. However, your messages resulted in 17000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210034 tokens > 200000 maximum"}}"#;
+        assert!(is_context_too_long(openai));
+        assert!(is_context_too_long(anthropic));
+        assert!(!is_context_too_long(
+            r#"{"error":{"message":"max_tokens is too large","type":"invalid_request_error"}}"#
+        ));
+        assert!(!is_context_too_long("Bad Request"));
+    }
 
     #[test]
     fn error_detail_prefers_json_message_and_truncates() {

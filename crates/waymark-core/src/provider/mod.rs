@@ -73,6 +73,8 @@ pub struct ToolSpec {
 pub enum CallPurpose {
     Main,
     Verifier,
+    /// Summarizing older history to fit the context window.
+    Compact,
 }
 
 /// A model request.
@@ -237,6 +239,9 @@ pub enum ProviderErrorKind {
     Timeout,
     Network,
     RequestRejected,
+    /// The request is longer than the model's context window (OpenAI
+    /// `context_length_exceeded`, Anthropic "prompt is too long"): compact and send again.
+    ContextTooLong,
     ScriptExhausted,
 }
 
@@ -251,6 +256,7 @@ impl ProviderErrorKind {
             ProviderErrorKind::Timeout => "timeout",
             ProviderErrorKind::Network => "network",
             ProviderErrorKind::RequestRejected => "request_rejected",
+            ProviderErrorKind::ContextTooLong => "context_too_long",
             ProviderErrorKind::ScriptExhausted => "script_exhausted",
         }
     }
@@ -266,6 +272,7 @@ impl ProviderErrorKind {
             | ProviderErrorKind::BadResponse
             | ProviderErrorKind::Timeout
             | ProviderErrorKind::RequestRejected
+            | ProviderErrorKind::ContextTooLong
             | ProviderErrorKind::ScriptExhausted => false,
         }
     }

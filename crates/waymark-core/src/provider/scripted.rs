@@ -37,6 +37,14 @@ pub struct Script {
     /// Context window the scripted model claims (tests of context budgeting).
     #[serde(default)]
     pub context_tokens: Option<u64>,
+    /// Replies to compaction calls, in order; without any, a compaction gets a fixed summary
+    /// naming how many messages it covered (so any script survives compaction).
+    #[serde(default)]
+    pub compact: Vec<ScriptResponse>,
+    /// Refuse a request whose estimated size passes `context_tokens`, as a real provider
+    /// does (`context_too_long`).
+    #[serde(default)]
+    pub reject_over_window: bool,
 }
 
 /// One scripted reply.
@@ -84,6 +92,7 @@ pub enum ScriptError {
     QuotaExhausted,
     ServerError,
     BadResponse,
+    ContextTooLong,
 }
 
 impl Script {
@@ -111,6 +120,8 @@ impl Script {
 struct Cursor {
     responses: usize,
     verifier: usize,
+    #[serde(default)]
+    compact: usize,
 }
 
 /// Plays a [`Script`].
@@ -159,6 +170,7 @@ impl ScriptedProvider {
         let (list, index, name) = match purpose {
             CallPurpose::Main => (&self.script.responses, &mut cur.responses, "responses"),
             CallPurpose::Verifier => (&self.script.verifier, &mut cur.verifier, "verifier"),
+            CallPurpose::Compact => (&self.script.compact, &mut cur.compact, "compact"),
         };
         let item = match list.get(*index) {
             Some(r) => r.clone(),
@@ -272,7 +284,25 @@ impl ModelProvider for ScriptedProvider {
         sink: StreamSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
-            let r = self.next(request.purpose)?;
+            let window = self.context_tokens();
+            let size = request.estimated_tokens();
+            if self.script.reject_over_window && size > window {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::ContextTooLong,
+                    format!("prompt is too long: {size} tokens > {window} maximum (scripted)"),
+                ));
+            }
+            let r = if request.purpose == CallPurpose::Compact && self.script.compact.is_empty() {
+                ScriptResponse {
+                    text: Some(format!(
+                        "Scripted summary of the {} earlier messages.",
+                        request.messages.len()
+                    )),
+                    ..ScriptResponse::default()
+                }
+            } else {
+                self.next(request.purpose)?
+            };
             let text = r.text.clone().unwrap_or_default();
             let parts = pieces(&text);
             let delay = r.delay_ms.unwrap_or(0);
@@ -306,6 +336,10 @@ impl ModelProvider for ScriptedProvider {
                     ScriptError::BadResponse => {
                         (ProviderErrorKind::BadResponse, "malformed reply (scripted)")
                     }
+                    ScriptError::ContextTooLong => (
+                        ProviderErrorKind::ContextTooLong,
+                        "prompt is too long (scripted)",
+                    ),
                 };
                 return Err(ProviderError::new(kind, msg));
             }

@@ -2,6 +2,7 @@
 //! every state change and the events describing it are written in one transaction
 //! ([`Store::write`]), and events are handed back for broadcast only after commit.
 
+pub mod compactions;
 pub mod events;
 pub mod messages;
 pub mod questionnaires;
@@ -33,6 +34,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0004_grants.sql"),
     include_str!("../../migrations/0005_extension_schema.sql"),
     include_str!("../../migrations/0006_instructions.sql"),
+    include_str!("../../migrations/0007_compactions.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);

@@ -161,6 +161,23 @@ impl super::Tx<'_> {
         Ok(())
     }
 
+    /// Adds a call's usage to a turn without counting a step (a compaction call): it
+    /// counts toward the turn, and so toward a goal's budget.
+    pub fn add_usage(&mut self, turn_id: i64, usage: Usage) -> Result<()> {
+        self.conn()
+            .prepare_cached(
+                "UPDATE turns SET input_tokens = input_tokens + ?2,
+                 output_tokens = output_tokens + ?3, cached_tokens = cached_tokens + ?4 WHERE id = ?1",
+            )?
+            .execute(params![
+                turn_id,
+                super::clamp_i64(usage.input_tokens),
+                super::clamp_i64(usage.output_tokens),
+                super::clamp_i64(usage.cached_tokens)
+            ])?;
+        Ok(())
+    }
+
     pub fn set_turn_status(&mut self, turn_id: i64, status: TurnStatus) -> Result<()> {
         if status == TurnStatus::Finished {
             return Err(Error::Corrupt("finish a turn with finish_turn".into()));

@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::{
-    CallActor, ErrorInfo, EventKind, InteractionMode, MessageSource, ToolCallSummary, ToolStatus,
-    TurnEndReason, Usage,
+    CallActor, CompactReason, ErrorInfo, EventKind, InteractionMode, MessageSource,
+    ToolCallSummary, ToolStatus, TurnEndReason, Usage,
 };
 
 /// Room kept for the reply when budgeting the context.
@@ -154,6 +154,7 @@ async fn drive(
         api: Some(api.clone()),
     };
     let mut last_elided = 0u64;
+    let mut context_retried = false;
     let mut offer_tools = true;
     for ext in &core.extensions {
         offer_tools &= ext.offers_tools(&api, turn_id)?;
@@ -220,14 +221,37 @@ async fn drive(
             .turn
             .context_tokens
             .unwrap_or_else(|| core.provider.context_tokens());
+        let system = context::system_prompt(
+            &core.workspace,
+            &core.session_dir,
+            &core.instructions,
+            &extra_prompt,
+        );
+        let fixed = crate::provider::estimate_tokens(
+            system.len() + reminders.as_ref().map_or(0, String::len),
+        ) + tools_tokens;
+        let estimate = core.context_estimate(fixed)?;
+        let manual = core
+            .compact_requested
+            .swap(false, std::sync::atomic::Ordering::AcqRel);
+        if manual || crate::compaction::should_compact(estimate, window) {
+            let reason = if manual {
+                CompactReason::Manual
+            } else {
+                CompactReason::Threshold
+            };
+            match compact(core, turn_id, reason, window, estimate, fixed, &cancel).await? {
+                Compacted::Cancelled => return finish_aborted(core, turn_id),
+                Compacted::Failed(e) => {
+                    // The request is cut to fit instead (older tool outputs elided).
+                    tracing::warn!(kind = ?e.kind, "compaction failed: {e}");
+                }
+                Compacted::Done | Compacted::Nothing => {}
+            }
+        }
         let (request, elided) = core.with_history(|history| {
             context::build_request(RequestParts {
-                system: context::system_prompt(
-                    &core.workspace,
-                    &core.session_dir,
-                    &core.instructions,
-                    &extra_prompt,
-                ),
+                system: system.clone(),
                 history,
                 current_turn: turn_id,
                 reminders: reminders.as_deref(),
@@ -306,7 +330,28 @@ async fn drive(
             });
         }
         let mut reply = match reply {
-            Ok(r) => r,
+            Ok(r) => {
+                core.observe_input(request.estimated_tokens(), r.usage.input_tokens);
+                context_retried = false;
+                r
+            }
+            // Too long for the provider after all: compact once and send again.
+            Err(e)
+                if e.kind == crate::provider::ProviderErrorKind::ContextTooLong
+                    && !context_retried =>
+            {
+                context_retried = true;
+                core.underestimated();
+                let reason = CompactReason::ProviderLimit;
+                match compact(core, turn_id, reason, window, estimate, fixed, &cancel).await? {
+                    Compacted::Done => continue,
+                    Compacted::Cancelled => return finish_aborted(core, turn_id),
+                    Compacted::Nothing | Compacted::Failed(_) => {
+                        tracing::warn!("model call failed: {e}");
+                        return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
+                    }
+                }
+            }
             Err(e) => {
                 tracing::warn!(kind = ?e.kind, "model call failed: {e}");
                 return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
@@ -318,6 +363,94 @@ async fn drive(
             return finish(core, turn_id, TurnEndReason::Completed, None);
         }
     }
+}
+
+/// How a compaction went.
+enum Compacted {
+    Done,
+    /// Nothing old enough to fold in.
+    Nothing,
+    Failed(crate::provider::ProviderError),
+    Cancelled,
+}
+
+/// Summarizes the older history (see [`crate::compaction`]): one call, its usage counted on
+/// the turn, the summary stored and announced (`context.compacted`); the history the model
+/// sees then starts from it. `before`: the estimate that led here; `fixed`: the tokens of
+/// what is not history (system prompt, reminders, tools).
+async fn compact(
+    core: &SessionCore,
+    turn_id: i64,
+    reason: CompactReason,
+    window: u64,
+    before: u64,
+    fixed: u64,
+    cancel: &CancellationToken,
+) -> Result<Compacted> {
+    use crate::compaction as c;
+    let (prefix, upto, previous, kept) = {
+        let cache = core.history_cache()?;
+        let first = usize::from(cache.compaction.is_some());
+        let keep = c::keep_tokens(window, reason);
+        let Some(k) = c::cut(&cache.items, &cache.tokens, keep, first) else {
+            return Ok(Compacted::Nothing);
+        };
+        let prefix: Vec<HistoryItem> = cache.items[first..k]
+            .iter()
+            .map(|(_, i)| i.clone())
+            .collect();
+        let kept: u64 = cache.tokens[k..].iter().sum();
+        (prefix, cache.ids[k - 1], cache.compaction.clone(), kept)
+    };
+    let request = c::request(previous.as_ref(), &prefix, window);
+    let sink = |_: StreamEvent| {};
+    let reply = tokio::select! {
+        r = tracing::Instrument::instrument(
+            core.provider.call(&request, &sink),
+            tracing::info_span!("compaction_call", items = prefix.len()),
+        ) => r,
+        _ = cancel.cancelled() => return Ok(Compacted::Cancelled),
+    };
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => return Ok(Compacted::Failed(e)),
+    };
+    let summary = reply.text.trim();
+    if summary.is_empty() {
+        return Ok(Compacted::Failed(
+            crate::provider::ProviderError::bad_response("the compaction call returned no summary"),
+        ));
+    }
+    let mut row = store::compactions::CompactionRow {
+        upto,
+        summary: summary.to_string(),
+        files: c::files_touched(previous.as_ref(), &prefix),
+        pinned: c::pinned(previous.as_ref(), &prefix),
+        before_tokens: before,
+        after_tokens: 0,
+    };
+    let message = HistoryItem::User {
+        text: c::message(&row),
+        source: MessageSource::System,
+    };
+    row.after_tokens = c::item_tokens(&message) + kept + fixed;
+    let sid = core.id.as_str();
+    core.write(|tx| {
+        tx.insert_compaction(sid, Some(turn_id), &row)?;
+        tx.add_usage(turn_id, reply.usage)?;
+        tx.emit(
+            sid,
+            EventKind::ContextCompacted {
+                turn_id: Some(turn_id),
+                reason,
+                before_tokens: row.before_tokens,
+                after_tokens: row.after_tokens,
+                summary: row.summary.clone(),
+            },
+        )
+    })?;
+    core.reset_history();
+    Ok(Compacted::Done)
 }
 
 /// The tools offered in the session's current mode, and their size; built once per mode.

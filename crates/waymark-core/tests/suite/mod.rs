@@ -1,3 +1,4 @@
+mod compaction;
 mod extension;
 mod goal;
 mod harness;

@@ -414,11 +414,13 @@ async fn head_insertion_runs_first() {
     s.shutdown().await.unwrap();
 }
 
+/// When compaction cannot help (here its call fails), the request is still cut to fit:
+/// the oldest tool outputs are replaced by a note.
 #[tokio::test]
 async fn oversized_history_gets_old_tool_outputs_elided_not_dropped() {
     let (h, rec) = Harness::recording(
         Config::default(),
-        json!({"context_tokens": 12000, "responses": [
+        json!({"context_tokens": 12000, "compact": [{"error": "server_error"}], "responses": [
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]},
