@@ -192,7 +192,7 @@ describe("context gauge", () => {
     let s = emptySession("s");
     s = applyEvent(s, { ...base, seq: 1, type: "session.started", workspace: "/w", session_dir: "/d", model: "m", permission_mode: "auto", interaction_mode: "default", resumed: false, context_window: 16000 });
     expect(s.context).toEqual({ used: 0, window: 16000 });
-    s = applyEvent(s, { ...base, seq: 2, type: "assistant.message", turn_id: 1, text: "hi", reasoning: null, tool_calls: [], usage: { input_tokens: 9000, output_tokens: 100, cached_tokens: 0 } });
+    s = applyEvent(s, { ...base, seq: 2, type: "assistant.message", turn_id: 1, text: "hi", tool_calls: [], usage: { input_tokens: 9000, output_tokens: 100, cached_tokens: 0 } });
     expect(s.context).toEqual({ used: 9100, window: 16000 });
     s = applyEvent(s, { ...base, seq: 3, type: "context.compacted", turn_id: 1, reason: "threshold", before_tokens: 13600, after_tokens: 4200, summary: "…" });
     expect(s.context).toEqual({ used: 4200, window: 16000 });
