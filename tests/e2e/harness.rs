@@ -667,7 +667,9 @@ impl App {
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
             let dir = e.path();
             let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-            let parent = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1));
+            let parent = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1));
             let web = std::fs::read_link(dir.join("exe"))
                 .is_ok_and(|exe| exe.ends_with("WebKitWebProcess"));
             if parent == Some(app.as_str()) && web {

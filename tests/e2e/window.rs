@@ -17,7 +17,10 @@ async fn composer_completes_slash_commands_and_stop_ends_the_turn() {
     assert!(
         web_env.iter().any(|v| v == "JSC_useJIT=0"),
         "the web process runs with the JIT on: {:?}",
-        web_env.iter().filter(|v| v.starts_with("JSC_")).collect::<Vec<_>>()
+        web_env
+            .iter()
+            .filter(|v| v.starts_with("JSC_"))
+            .collect::<Vec<_>>()
     );
 
     // The instruction file the session started with is named above the transcript.

@@ -79,10 +79,28 @@ impl Drop for MockServer {
 impl MockServer {
     /// Serves `responses` in order, one per request; after they run out, answers 500.
     pub async fn start(responses: Vec<MockResponse>) -> MockServer {
+        let queue = Mutex::new(std::collections::VecDeque::from(responses));
+        Self::start_with(move |_| {
+            queue.lock().unwrap().pop_front().unwrap_or_else(|| {
+                MockResponse::status(
+                    500,
+                    "{\"error\":{\"message\":\"no more mock responses\"}}",
+                    &[],
+                )
+            })
+        })
+        .await
+    }
+
+    /// Answers each request with what `respond` makes of it (a model that reads the
+    /// request: how long it is, what it asks for).
+    pub async fn start_with(
+        respond: impl Fn(&Recorded) -> MockResponse + Send + Sync + 'static,
+    ) -> MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(responses)));
+        let respond = Arc::new(respond);
         let rec = requests.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -92,24 +110,19 @@ impl MockServer {
                 // No delayed-ACK stalls between a response's chunks.
                 let _ = sock.set_nodelay(true);
                 let rec = rec.clone();
-                let queue = queue.clone();
+                let respond = respond.clone();
                 tokio::spawn(async move {
                     let Some((head, body)) = read_request(&mut sock).await else {
                         return;
                     };
                     let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
-                    rec.lock().unwrap().push(Recorded {
+                    let recorded = Recorded {
                         path,
                         headers: head.to_ascii_lowercase(),
                         body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
-                    });
-                    let resp = queue.lock().unwrap().pop_front().unwrap_or_else(|| {
-                        MockResponse::status(
-                            500,
-                            "{\"error\":{\"message\":\"no more mock responses\"}}",
-                            &[],
-                        )
-                    });
+                    };
+                    let resp = respond(&recorded);
+                    rec.lock().unwrap().push(recorded);
                     let mut out = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", resp.status);
                     for (k, v) in &resp.headers {
                         out.push_str(&format!("{k}: {v}\r\n"));

@@ -3,6 +3,7 @@ mod extension;
 mod goal;
 mod harness;
 mod instructions;
+mod long_goal;
 mod mock_server;
 mod plan;
 mod protocol;

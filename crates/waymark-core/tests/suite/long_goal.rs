@@ -1,0 +1,341 @@
+//! A 300-turn goal in a 16k window against a mock provider that speaks the real wire
+//! protocol (OpenAI and Anthropic) and, like the real ones, refuses a request longer than
+//! its window with the real error shape. The provider counts tokens its own way (denser than
+//! our estimate), so the runtime must learn the difference from the reported usage.
+
+use super::harness::{Harness, run, user};
+use super::mock_server::{MockResponse, MockServer, Recorded};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use waymark_core::SessionSpec;
+use waymark_protocol::config::{Config, Verification};
+use waymark_protocol::{CompactReason, EventKind, GoalStatus, PermissionMode};
+
+const WINDOW: u64 = 16_000;
+const TURNS: usize = 300;
+const OBJECTIVE: &str = "Walk through notes.txt section by section and check each one";
+/// The main call the mock refuses once although it fits: the retry path.
+const REFUSE_ONCE_AT: usize = 333;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Flavor {
+    OpenAi,
+    Anthropic,
+}
+
+#[derive(Default)]
+struct Seen {
+    main: AtomicUsize,
+    compactions: AtomicUsize,
+    /// Requests longer than the window (each refused), by main-call number.
+    oversize: Mutex<Vec<usize>>,
+    /// Main requests right after a compaction call.
+    after_compaction: Mutex<Vec<Value>>,
+    last_was_compaction: Mutex<bool>,
+}
+
+/// The provider's own count: denser than our four bytes per token.
+fn provider_tokens(body: &Value) -> u64 {
+    (body.to_string().len() as u64).div_ceil(3)
+}
+
+fn too_long(flavor: Flavor, n: u64) -> MockResponse {
+    let body = match flavor {
+        Flavor::OpenAi => json!({"error": {
+            "message": format!("This model's maximum context length is {WINDOW} tokens. However, your messages resulted in {n} tokens. Please reduce the length of the messages."),
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+        Flavor::Anthropic => json!({"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": format!("prompt is too long: {n} tokens > {WINDOW} maximum")}}),
+    };
+    MockResponse::status(
+        400,
+        &body.to_string(),
+        &[("content-type", "application/json")],
+    )
+}
+
+fn reply(flavor: Flavor, text: &str, call: Option<(&str, Value)>, input: u64) -> MockResponse {
+    let mut s = String::new();
+    match flavor {
+        Flavor::OpenAi => {
+            let mut ev = |v: Value| s.push_str(&format!("data: {v}\n\n"));
+            ev(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}));
+            if let Some((name, args)) = &call {
+                ev(
+                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": name, "arguments": args.to_string()}}]}}]}),
+                );
+            }
+            let finish = if call.is_some() { "tool_calls" } else { "stop" };
+            ev(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}));
+            ev(json!({"choices": [], "usage": {"prompt_tokens": input, "completion_tokens": 30}}));
+            s.push_str("data: [DONE]\n\n");
+        }
+        Flavor::Anthropic => {
+            let mut ev =
+                |name: &str, v: Value| s.push_str(&format!("event: {name}\ndata: {v}\n\n"));
+            ev(
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": input, "output_tokens": 1}}}),
+            );
+            ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            );
+            ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            );
+            ev(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            );
+            if let Some((name, args)) = &call {
+                ev(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name, "input": {}}}),
+                );
+                ev(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+                );
+                ev(
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 1}),
+                );
+            }
+            let stop = if call.is_some() {
+                "tool_use"
+            } else {
+                "end_turn"
+            };
+            ev(
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 30}}),
+            );
+            ev("message_stop", json!({"type": "message_stop"}));
+        }
+    }
+    MockResponse::sse(&s)
+}
+
+fn is_compaction(flavor: Flavor, body: &Value) -> bool {
+    let system = match flavor {
+        Flavor::OpenAi => body["messages"][0]["content"].as_str().unwrap_or(""),
+        Flavor::Anthropic => body["system"].as_str().unwrap_or(""),
+    };
+    system.starts_with("You are compacting")
+}
+
+/// The mock model: a turn is a read of notes.txt, then a short report; after `TURNS`
+/// turns it claims the goal complete.
+fn respond(flavor: Flavor, seen: &Seen, r: &Recorded) -> MockResponse {
+    let n = provider_tokens(&r.body);
+    if is_compaction(flavor, &r.body) {
+        if n > WINDOW {
+            seen.oversize.lock().unwrap().push(usize::MAX);
+            return too_long(flavor, n);
+        }
+        let k = seen.compactions.fetch_add(1, Ordering::SeqCst) + 1;
+        *seen.last_was_compaction.lock().unwrap() = true;
+        return reply(
+            flavor,
+            &format!(
+                "Summary {k}: the agent has been checking notes.txt section by section; every section so far was fine."
+            ),
+            None,
+            n,
+        );
+    }
+    let call = seen.main.fetch_add(1, Ordering::SeqCst) + 1;
+    if std::mem::take(&mut *seen.last_was_compaction.lock().unwrap()) {
+        seen.after_compaction.lock().unwrap().push(r.body.clone());
+    }
+    if n > WINDOW {
+        seen.oversize.lock().unwrap().push(call);
+        return too_long(flavor, n);
+    }
+    if call == REFUSE_ONCE_AT {
+        return too_long(flavor, WINDOW + 1);
+    }
+    // The refused call is sent again: it does not move the script on.
+    let idx = call - usize::from(call > REFUSE_ONCE_AT);
+    let turn = idx.div_ceil(2);
+    if turn > TURNS {
+        let args = json!({"mode": "status", "status": "complete", "message": format!("all {TURNS} sections checked")});
+        return reply(
+            flavor,
+            "Every section is checked.",
+            Some(("update_goal", args)),
+            n,
+        );
+    }
+    if idx % 2 == 1 {
+        reply(
+            flavor,
+            &format!("Reading section {turn}."),
+            Some(("read_file", json!({"path": "notes.txt"}))),
+            n,
+        )
+    } else {
+        reply(
+            flavor,
+            &format!("Section {turn} checked: it is in order."),
+            None,
+            n,
+        )
+    }
+}
+
+async fn long_goal(flavor: Flavor) -> (Vec<Value>, usize) {
+    let seen = Arc::new(Seen::default());
+    let s2 = seen.clone();
+    let server = MockServer::start_with(move |r| respond(flavor, &s2, r)).await;
+    let mut config = Config::default();
+    config.turn.context_tokens = Some(WINDOW);
+    config.goal.verification = Some(Verification::None);
+    config.goal.breaker.repeated_reply_limit = 1000;
+    let h = Harness::new(config);
+    let line = "A section of the notes, with enough words to weigh on the context window.\n";
+    std::fs::write(h.ws.join("notes.txt"), line.repeat(24)).unwrap(); // ~1.8 KB
+    let url = server.url.clone();
+    let (model, base_var, key_var) = match flavor {
+        Flavor::OpenAi => ("openai:gpt-mock", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
+        Flavor::Anthropic => (
+            "anthropic:claude-mock",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_API_KEY",
+        ),
+    };
+    let base = match flavor {
+        Flavor::OpenAi => format!("{url}/v1"),
+        Flavor::Anthropic => url.clone(),
+    };
+    let runtime = h.reopen(move |o| {
+        let base = base.clone();
+        o.env = Arc::new(move |k: &str| {
+            if k == base_var {
+                Some(base.clone())
+            } else if k == key_var {
+                Some("sk-mock".into())
+            } else {
+                None
+            }
+        });
+    });
+    let s = runtime
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(model.into()),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    let events = run(
+        &s,
+        user(&format!("/goal {OBJECTIVE} budget=100000000 turns=400")),
+    )
+    .await;
+    let goal = runtime.goal(s.id()).unwrap().unwrap();
+    assert_eq!(goal.status, GoalStatus::Complete, "{:?}", goal);
+    assert_eq!(goal.budget.main_turns.used as usize, TURNS + 1);
+
+    // Never an oversize request; one refusal (the deliberate one), answered by a compaction
+    // and the same request sent again, shorter.
+    assert_eq!(*seen.oversize.lock().unwrap(), Vec::<usize>::new());
+    let compacted: Vec<CompactReason> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ContextCompacted { reason, .. } => Some(*reason),
+            _ => None,
+        })
+        .collect();
+    assert!(compacted.len() >= 10, "{compacted:?}");
+    assert_eq!(
+        compacted
+            .iter()
+            .filter(|r| **r == CompactReason::ProviderLimit)
+            .count(),
+        1,
+        "{compacted:?}"
+    );
+    assert_eq!(compacted.len(), seen.compactions.load(Ordering::SeqCst));
+
+    // After every compaction the goal contract is still there, and the summary comes first.
+    let after = seen.after_compaction.lock().unwrap().clone();
+    assert_eq!(after.len(), compacted.len());
+    for body in &after {
+        let text = body.to_string();
+        assert!(text.contains(OBJECTIVE), "goal contract lost: {text}");
+        assert!(text.contains("conversation_summary"), "{text}");
+    }
+    s.shutdown().await.unwrap();
+    (after, compacted.len())
+}
+
+/// The post-compaction request, with what varies between runs (the temporary folder, the
+/// session id) taken out.
+fn normalized(body: &Value, ws: &str) -> String {
+    let root = ws.strip_suffix("/ws").unwrap_or(ws);
+    let text = serde_json::to_string_pretty(body)
+        .unwrap()
+        .replace(root, "<tmp>");
+    regex_lite_sessions(&text)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_300_turn_goal_stays_in_a_16k_window_openai() {
+    let (after, _) = long_goal(Flavor::OpenAi).await;
+    let first = &after[0];
+    let ws = first.to_string();
+    let ws = ws
+        .split("Workspace (the user's project): ")
+        .nth(1)
+        .unwrap()
+        .split("\\n")
+        .next()
+        .unwrap()
+        .to_string();
+    let mut b = first.clone();
+    b["tools"] = json!("<tools>");
+    let text = normalized(&b, &ws);
+    insta::assert_snapshot!("post_compaction_request_openai", text);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_300_turn_goal_stays_in_a_16k_window_anthropic() {
+    let (after, _) = long_goal(Flavor::Anthropic).await;
+    let first = &after[0];
+    let ws = first["system"].as_str().unwrap();
+    let ws = ws
+        .split("Workspace (the user's project): ")
+        .nth(1)
+        .unwrap()
+        .split('\n')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut b = first.clone();
+    b["tools"] = json!("<tools>");
+    let text = normalized(&b, &ws);
+    insta::assert_snapshot!("post_compaction_request_anthropic", text);
+}
+
+/// Session folders and ids differ per run.
+fn regex_lite_sessions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("/sessions/s-") {
+        out.push_str(&rest[..i]);
+        out.push_str("/sessions/<session>");
+        let tail = &rest[i + "/sessions/s-".len()..];
+        let end = tail
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(tail.len());
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
