@@ -5,6 +5,9 @@
 //! - `turn/openai_mock_three_calls`: a turn of three model calls (two tool calls) through the
 //!   real OpenAI wire client against a local server on loopback.
 //! - `session/open_and_read_10k_events`: open the database and read a 10,000-event log.
+//! - `context/assemble_150k_token_history`: build the model request from a history of about
+//!   150,000 tokens (what every model call of a long session pays; target <= 2 ms). Whether
+//!   to compact is decided from a running total, so that decision costs the same at any size.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code
 
@@ -248,9 +251,79 @@ fn open_and_read(c: &mut Criterion) {
     });
 }
 
+fn context_assembly(c: &mut Criterion) {
+    use waymark_core::context::{RequestParts, build_request};
+    use waymark_core::{HistoryItem, ToolCallRecord};
+    use waymark_protocol::ToolStatus;
+    let output =
+        "let value = compute(input); // a line of source code read by the agent\n".repeat(22);
+    let mut history = Vec::new();
+    for t in 0..300i64 {
+        history.push((
+            Some(t),
+            HistoryItem::User {
+                text: format!("Continue with step {t} of the refactor."),
+                source: MessageSource::Goal,
+            },
+        ));
+        history.push((
+            Some(t),
+            HistoryItem::Assistant {
+                text: format!("Reading module {t}."),
+                reasoning: None,
+                tool_calls: vec![ToolCallRecord::from_provider(
+                    Some(format!("c{t}")),
+                    "read_file".into(),
+                    json!({"path": format!("src/m{t}.rs")}),
+                )],
+            },
+        ));
+        history.push((
+            Some(t),
+            HistoryItem::ToolResult {
+                call_id: format!("c{t}"),
+                wire_id: None,
+                name: "read_file".into(),
+                status: ToolStatus::Ok,
+                content: output.clone(),
+            },
+        ));
+        history.push((
+            Some(t),
+            HistoryItem::Assistant {
+                text: format!("Module {t} now uses the new API."),
+                reasoning: None,
+                tool_calls: vec![],
+            },
+        ));
+    }
+    let tokens: u64 = history
+        .iter()
+        .map(|(_, i)| waymark_core::compaction::item_tokens(i))
+        .sum();
+    assert!((140_000..170_000).contains(&tokens), "{tokens}");
+    let system = "You are a coding agent. ".repeat(100);
+    c.bench_function("context/assemble_150k_token_history", |b| {
+        b.iter(|| {
+            let (req, elided) = build_request(RequestParts {
+                system: system.clone(),
+                history: &history,
+                current_turn: 299,
+                reminders: Some("<system_reminder>\nbudget\n</system_reminder>"),
+                tools: Vec::new(),
+                tools_tokens: 2_000,
+                budget_tokens: 200_000,
+                max_output_tokens: 8192,
+            });
+            assert_eq!(elided.items, 0);
+            req
+        })
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(6)).warm_up_time(Duration::from_secs(2));
-    targets = turns, bench_openai, open_and_read
+    targets = turns, bench_openai, open_and_read, context_assembly
 }
 criterion_main!(benches);

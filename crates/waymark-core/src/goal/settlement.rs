@@ -139,7 +139,7 @@ impl Pipeline {
                 Some("quota_exhausted") => GoalReason::QuotaExhausted,
                 Some(
                     "auth" | "server_error" | "bad_response" | "timeout" | "network"
-                    | "request_rejected" | "script_exhausted",
+                    | "request_rejected" | "context_too_long" | "script_exhausted",
                 ) => GoalReason::ProviderError,
                 _ => GoalReason::TurnError,
             }),
