@@ -320,6 +320,23 @@ pub fn grants(conn: &Connection, id: &str) -> Result<Vec<crate::permission::Gran
     Ok(out)
 }
 
+/// The project instructions a session took when it started (none for older sessions).
+pub fn instructions(c: &Connection, id: &str) -> Result<Option<crate::instructions::Instructions>> {
+    let row = c
+        .query_row(
+            "SELECT files, text FROM session_instructions WHERE session_id = ?1",
+            [id],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+        )
+        .optional()?;
+    let Some((files, text)) = row else {
+        return Ok(None);
+    };
+    let files = serde_json::from_str(&files)
+        .map_err(|e| Error::Corrupt(format!("instruction files of session {id}: {e}")))?;
+    Ok(Some(crate::instructions::Instructions { files, text }))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::super::Store;
@@ -430,21 +447,4 @@ pub(crate) mod tests {
             ]
         );
     }
-}
-
-/// The project instructions a session took when it started (none for older sessions).
-pub fn instructions(c: &Connection, id: &str) -> Result<Option<crate::instructions::Instructions>> {
-    let row = c
-        .query_row(
-            "SELECT files, text FROM session_instructions WHERE session_id = ?1",
-            [id],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
-        )
-        .optional()?;
-    let Some((files, text)) = row else {
-        return Ok(None);
-    };
-    let files = serde_json::from_str(&files)
-        .map_err(|e| Error::Corrupt(format!("instruction files of session {id}: {e}")))?;
-    Ok(Some(crate::instructions::Instructions { files, text }))
 }

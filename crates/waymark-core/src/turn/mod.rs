@@ -240,7 +240,7 @@ async fn drive(
             } else {
                 CompactReason::Threshold
             };
-            match compact(core, turn_id, reason, window, estimate, fixed, &cancel).await? {
+            match compact(core, turn_id, reason, window, estimate, fixed, cancel).await? {
                 Compacted::Cancelled => return finish_aborted(core, turn_id),
                 Compacted::Failed(e) => {
                     // The request is cut to fit instead (older tool outputs elided).
@@ -343,7 +343,7 @@ async fn drive(
                 context_retried = true;
                 core.underestimated();
                 let reason = CompactReason::ProviderLimit;
-                match compact(core, turn_id, reason, window, estimate, fixed, &cancel).await? {
+                match compact(core, turn_id, reason, window, estimate, fixed, cancel).await? {
                     Compacted::Done => continue,
                     Compacted::Cancelled => return finish_aborted(core, turn_id),
                     Compacted::Nothing | Compacted::Failed(_) => {
