@@ -44,6 +44,25 @@ async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notifi
     desk.wait_notification("Goal blocked").await;
     desk.screen("demo-2-notification-on-screen");
 
+    // The agent's question is in the Goal tab, answered in place: the answer reaches the
+    // transcript as the user's message and the question goes.
+    app.wait_text(
+        "[data-testid=goal-question]",
+        "rejected or printed as given",
+    )
+    .await;
+    app.type_into("[data-testid=goal-reply]", "Print them as given.")
+        .await;
+    app.shot("demo-2b-goal-reply").await;
+    app.click("[data-testid=goal-reply-send]").await;
+    app.wait_text("[data-testid=transcript]", "Print them as given.")
+        .await;
+    app.wait_js(
+        "return document.querySelector('[data-testid=goal-question]') === null",
+        "the answered question to go",
+    )
+    .await;
+
     // The plan demo: wait for its approval, approve, allow the test run, see it done.
     let plan_id = app
         .wait_js(

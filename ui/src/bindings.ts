@@ -553,7 +553,12 @@ export type GoalOp_Deserialize =
 /**  Set a goal; `replace` clears one that is not complete first. */
 { op: "set"; objective: string; budget?: BudgetChange_Deserialize; replace?: boolean } | 
 /**  Queue an objective to become the goal when the current one completes. */
-{ op: "queue"; objective: string } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Deserialize } | { op: "edit_objective"; objective: string };
+{ op: "queue"; objective: string } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Deserialize } | { op: "edit_objective"; objective: string } | 
+/**
+ *  Answer a goal the worker reported blocked: `text` goes to the agent as the user's
+ *  message and the goal is active again (by the user).
+ */
+{ op: "reply"; text: string };
 
 /**
  *  What a user does to the session's goal. The desktop sends these (`Op::Goal`) and
@@ -565,7 +570,12 @@ export type GoalOp_Serialize =
 /**  Set a goal; `replace` clears one that is not complete first. */
 { op: "set"; objective: string; budget: BudgetChange_Serialize; replace: boolean } | 
 /**  Queue an objective to become the goal when the current one completes. */
-{ op: "queue"; objective: string } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Serialize } | { op: "edit_objective"; objective: string };
+{ op: "queue"; objective: string } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Serialize } | { op: "edit_objective"; objective: string } | 
+/**
+ *  Answer a goal the worker reported blocked: `text` goes to the agent as the user's
+ *  message and the goal is active again (by the user).
+ */
+{ op: "reply"; text: string };
 
 /**  Why a goal reached its status (the closed table of G-3). */
 export type GoalReason = "created" | "resumed" | "budget_raised" | "edited" | "verifier_met" | "worker_proposal" | "worker_reported" | "user_requested" | "no_progress" | "no_progress_after_completion_claim" | "verifier_partial" | "verifier_error" | "turn_error" | "provider_error" | "app_closed" | "tokens" | "main_turns" | "active_seconds" | "rate_limited" | "quota_exhausted";
@@ -584,6 +594,11 @@ export type GoalSnapshot_Deserialize = {
 	revision: number,
 	budget: BudgetReport_Deserialize,
 	over_budget: boolean,
+	/**
+	 *  What the worker asked when it reported the goal blocked; the user answers it with
+	 *  [`GoalOp::Reply`]. None once the goal moves on.
+	 */
+	question?: string | null,
 };
 
 /**  The full snapshot of a goal pushed to front ends after every change (`goal.updated`). */
@@ -597,6 +612,11 @@ export type GoalSnapshot_Serialize = {
 	revision: number,
 	budget: BudgetReport_Serialize,
 	over_budget: boolean,
+	/**
+	 *  What the worker asked when it reported the goal blocked; the user answers it with
+	 *  [`GoalOp::Reply`]. None once the goal moves on.
+	 */
+	question: string | null,
 };
 
 /**  Where a goal stands. Only `active` continues; `complete` is terminal. */

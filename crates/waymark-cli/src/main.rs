@@ -55,6 +55,19 @@ enum GoalCommand {
         #[arg(long)]
         session: String,
     },
+    /// Answer a goal the agent reported blocked: the text goes to the agent as your message
+    /// and the goal carries on (the session then runs, as with `answer`).
+    Reply {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        text: String,
+        /// Only record the reply; do not run the session.
+        #[arg(long)]
+        no_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -390,6 +403,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plan { command } => plan_command(&runtime, command).await,
+        Command::Goal {
+            command:
+                GoalCommand::Reply {
+                    session,
+                    text,
+                    no_run,
+                    json,
+                },
+        } => {
+            let op = Op::Goal {
+                op: waymark_protocol::GoalOp::Reply { text },
+            };
+            if no_run {
+                submit_without_running(&runtime, &session, op).await?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let handle = runtime.open_session(&session, SessionSpec::default())?;
+            drive(&runtime, handle, Some(op), json).await
+        }
         Command::Goal { command } => goal_command(&runtime, command),
         Command::Events { session, after } => {
             print_events(&runtime, &session, after, |_| true)?;
@@ -455,8 +487,14 @@ fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitC
                 e.kind.type_name().starts_with("goal.")
             })?;
         }
+        GoalCommand::Reply { .. } => unreachable_reply()?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `goal reply` runs the session, so `run` handles it before `goal_command`.
+fn unreachable_reply() -> anyhow::Result<()> {
+    anyhow::bail!("internal: `goal reply` is handled where sessions run")
 }
 
 fn parse_version(v: &str) -> anyhow::Result<u32> {

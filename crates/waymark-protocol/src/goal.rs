@@ -193,6 +193,11 @@ pub enum GoalOp {
     EditObjective {
         objective: String,
     },
+    /// Answer a goal the worker reported blocked: `text` goes to the agent as the user's
+    /// message and the goal is active again (by the user).
+    Reply {
+        text: String,
+    },
 }
 
 /// What a `goal.update` event reports.
@@ -272,6 +277,10 @@ pub struct GoalSnapshot {
     pub revision: u32,
     pub budget: BudgetReport,
     pub over_budget: bool,
+    /// What the worker asked when it reported the goal blocked; the user answers it with
+    /// [`GoalOp::Reply`]. None once the goal moves on.
+    #[serde(default)]
+    pub question: Option<String>,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ import GoalPanel from "./GoalPanel.svelte";
 import type { Goal, GoalOp } from "../lib/types";
 
 const line = (limit: number | null) => ({ limit, used: 10, remaining: limit === null ? null : limit - 10, reached: false });
-const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line(5000), main_turns: line(null), active_seconds: line(3600) }, over_budget: false };
+const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line(5000), main_turns: line(null), active_seconds: line(3600) }, over_budget: false, question: null };
 
 /** Stands in for the app's `/goal` grammar: the texts these tests type, and an error. */
 async function parse(text: string): Promise<{ op: GoalOp } | { error: string }> {
@@ -26,6 +26,23 @@ function setup(g: Goal | null, accept = true) {
 }
 
 describe("GoalPanel", () => {
+  it("shows what the agent asked of a blocked goal and sends the answer as a reply", async () => {
+    const blocked: Goal = { ...goal, status: "blocked", reason: "worker_reported", actor: "model", question: "Should names with quotes be rejected or escaped?" };
+    const { ops } = setup(blocked);
+    expect(screen.getByTestId("goal-question").textContent).toContain("Should names with quotes be rejected or escaped?");
+    const send = screen.getByTestId("goal-reply-send") as HTMLButtonElement;
+    expect(send.disabled).toBe(true);
+    await fireEvent.input(screen.getByTestId("goal-reply"), { target: { value: "Escape them." } });
+    await fireEvent.click(send);
+    await waitFor(() => expect(ops).toEqual([{ op: "reply", text: "Escape them." }]));
+    await waitFor(() => expect((screen.getByTestId("goal-reply") as HTMLTextAreaElement).value).toBe(""));
+  });
+
+  it("asks nothing of a goal blocked without a question, or not blocked", () => {
+    setup({ ...goal, status: "blocked", reason: "no_progress", actor: "runtime" });
+    expect(screen.queryByTestId("goal-question")).toBeNull();
+  });
+
   it("sends its buttons as typed goal ops", async () => {
     const { ops } = setup(goal);
     await fireEvent.click(screen.getByTestId("goal-pause"));

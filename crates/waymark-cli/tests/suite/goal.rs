@@ -338,3 +338,40 @@ fn the_reviewers_calls_are_marked_as_its_own() {
     assert!(printed.contains("✓ list_dir"), "{printed}");
     assert!(!printed.contains("[reviewer] list_dir"), "{printed}");
 }
+
+/// `goal show` names what the agent asked of a blocked goal; `goal reply` answers it and runs
+/// the session on until the goal completes; a reply to a goal that is not blocked fails
+/// (exit 1) and names why.
+#[test]
+fn a_blocked_goal_is_answered_with_goal_reply() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let ask = json!({"text": "I need a decision.", "tool_calls": [{"name": "update_goal", "arguments":
+        {"mode": "status", "status": "blocked", "message": "Reject or escape quotes?"}}]});
+    let model = env.script(
+        "s.json",
+        json!({"responses": [ask, {"text": "Escaping."}, claim("escaped")]}),
+    );
+    let out = env.exec(
+        &model,
+        &["--permission", "auto", "/goal make greet.sh safe"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let sid = env.only_session();
+    let shown = text(&env.run(&["goal", "show", "--session", &sid]));
+    assert!(
+        shown.contains("The agent asks: Reject or escape quotes?"),
+        "{shown}"
+    );
+    assert!(shown.contains("goal reply"), "{shown}");
+
+    let out = env.run(&["goal", "reply", "--session", &sid, "--text", "Escape them."]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("complete".into(), "worker_proposal".into())
+    );
+    let out = env.run(&["goal", "reply", "--session", &sid, "--text", "again"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("not blocked"), "{}", text(&out));
+}

@@ -11,7 +11,10 @@ use crate::extension::SessionApi;
 use crate::goal::db::{Budgets, GoalRow, current_goal, queued_goals};
 use crate::store::Tx;
 use waymark_protocol::GoalUpdateKind;
-use waymark_protocol::{BudgetChange, EventKind, GoalActor, GoalOp, GoalReason, GoalStatus, Limit};
+use waymark_protocol::{
+    BudgetChange, EventKind, GoalActor, GoalOp, GoalReason, GoalStatus, Limit, MessageSource,
+    Position,
+};
 
 pub(crate) struct GoalCommand;
 
@@ -229,6 +232,9 @@ pub(crate) fn parse(args: &str) -> Result<GoalOp> {
         "edit" => GoalOp::EditObjective {
             objective: rest.to_string(),
         },
+        "reply" => GoalOp::Reply {
+            text: rest.to_string(),
+        },
         "next" => GoalOp::Queue {
             objective: rest.to_string(),
         },
@@ -290,6 +296,27 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             g.counters.toolless_turns = 0;
             continue_goal(tx, &mut g, Nudge::Resumed)?;
             "Goal resumed.".into()
+        }
+        GoalOp::Reply { text } => {
+            let mut g = current.ok_or_else(no_goal)?;
+            if g.status != GoalStatus::Blocked {
+                return Err(Error::Refused(format!(
+                    "the goal is {}, not blocked: send your message as usual",
+                    g.status.as_str()
+                )));
+            }
+            let text = text.trim();
+            if text.is_empty() {
+                return Err(Error::Refused("/goal reply needs your answer".into()));
+            }
+            super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::Refused(e.to_string()))?;
+            transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, GoalUpdateKind::Lifecycle)?;
+            g.counters.repeated_replies = 0;
+            g.counters.toolless_turns = 0;
+            tx.set_goal_counters(&g.id, &g.counters)?;
+            // The answer is the next turn; the goal carries on after it.
+            crate::session::admit_message(tx, api.id(), MessageSource::User, text, Position::Tail, None)?;
+            "Reply sent; the goal is active again.".into()
         }
         GoalOp::Clear => {
             let g = current.ok_or_else(no_goal)?;
@@ -361,7 +388,7 @@ impl SlashCommand for GoalCommand {
     fn spec(&self) -> CommandSpec {
         CommandSpec {
             name: "goal",
-            usage: "/goal [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|clear|replace …|next …]",
+            usage: "/goal [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
             summary: "set or manage the session's goal",
         }
     }

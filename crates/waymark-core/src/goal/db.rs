@@ -24,6 +24,8 @@ pub struct GoalRow {
     pub turns_used: u64,
     pub active_ms: u64,
     pub counters: GoalCounters,
+    /// What the worker asked when it reported the goal blocked (cleared when it moves on).
+    pub question: Option<String>,
 }
 
 /// Settlement's memory between turns.
@@ -51,7 +53,7 @@ pub struct Budgets {
 const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, actor, revision, \
      token_budget, turn_budget, time_budget_ms, tokens_used, turns_used, active_ms, continuations, \
      repeated_replies, toolless_turns, last_reply, completion_claimed, not_met_count, last_gaps, \
-     grace_used, summary_due";
+     grace_used, summary_due, question";
 
 fn opt_u64(v: Option<i64>) -> Option<u64> {
     v.map(|x| x.max(0) as u64)
@@ -88,6 +90,7 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GoalRow, String, Stri
                 grace_used: r.get::<_, i64>(21)? as u32,
                 summary_due: r.get::<_, i64>(22)? != 0,
             },
+            question: r.get(23)?,
         },
         status,
         reason,
@@ -154,7 +157,7 @@ impl super::Tx<'_> {
     ) -> Result<()> {
         let now = self.now();
         self.conn().execute(
-            "UPDATE goals SET status = ?2, reason = ?3, actor = ?4, updated_at = ?5 WHERE id = ?1",
+            "UPDATE goals SET status = ?2, reason = ?3, actor = ?4, updated_at = ?5, question = NULL WHERE id = ?1",
             params![id, status.as_str(), reason.as_str(), actor.as_str(), now],
         )?;
         Ok(())
@@ -213,6 +216,16 @@ impl super::Tx<'_> {
         self.conn().execute(
             "UPDATE goals SET objective = ?2, revision = revision + 1, updated_at = ?3 WHERE id = ?1",
             params![id, objective, now],
+        )?;
+        Ok(())
+    }
+
+    /// Keeps what the worker asked when it reported the goal blocked (redacted).
+    pub fn set_goal_question(&mut self, id: &str, question: &str) -> Result<()> {
+        let q = self.redact(question).into_owned();
+        self.conn().execute(
+            "UPDATE goals SET question = ?2 WHERE id = ?1",
+            params![id, q],
         )?;
         Ok(())
     }

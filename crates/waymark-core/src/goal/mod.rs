@@ -48,7 +48,10 @@ impl Extension for GoalExtension {
         "goal"
     }
     fn migrations(&self) -> &'static [&'static str] {
-        &[include_str!("../../migrations/goal/0001_goals.sql")]
+        &[
+            include_str!("../../migrations/goal/0001_goals.sql"),
+            include_str!("../../migrations/goal/0002_question.sql"),
+        ]
     }
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![
@@ -240,6 +243,7 @@ pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
         reason: g.reason,
         actor: g.actor,
         revision: g.revision,
+        question: g.question.clone(),
         over_budget: exhausted(&budget).is_some(),
         budget,
     }
@@ -261,8 +265,17 @@ pub fn describe(s: &GoalSnapshot) -> String {
         .as_ref()
         .map(|c| format!("Criteria: {c}\n"))
         .unwrap_or_default();
+    let question = s
+        .question
+        .as_ref()
+        .map(|q| {
+            format!(
+                "\nThe agent asks: {q}\nAnswer with /goal reply <answer> (or `waymark goal reply`)."
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}",
+        "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}{question}",
         s.objective,
         s.status.as_str(),
         s.reason.as_str(),
@@ -364,6 +377,7 @@ mod tests {
             turns_used: 2,
             active_ms: 30_500,
             counters: GoalCounters::default(),
+            question: None,
         }
     }
 

@@ -340,6 +340,16 @@ pub fn commit(tx: &mut crate::store::Tx<'_>, p: &Pipeline) -> crate::error::Resu
     g.counters = p.counters.clone();
     if let Some((reason, actor)) = p.outcome {
         super::runner::transition(tx, &mut g, reason, actor, GoalUpdateKind::Completion)?;
+        if reason == GoalReason::WorkerReported
+            && let Some(asked) = p
+                .proposal
+                .as_ref()
+                .map(|p| p.message.trim())
+                .filter(|m| !m.is_empty())
+        {
+            tx.set_goal_question(&g.id, asked)?;
+            g.question = Some(asked.to_string());
+        }
     }
     tx.set_goal_counters(&g.id, &g.counters)?;
     Ok(g)
@@ -411,6 +421,7 @@ mod tests {
             turns_used: 1,
             active_ms: 1000,
             counters: GoalCounters::default(),
+            question: None,
         }
     }
 

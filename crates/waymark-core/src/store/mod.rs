@@ -630,7 +630,8 @@ mod extension_schema_tests {
                 ))
             })
             .unwrap();
-        assert_eq!((objective.as_str(), versions), ("keep me", 2));
+        // Plan at version 1, goal at 2 (its question column added on top).
+        assert_eq!((objective.as_str(), versions), ("keep me", 3));
     }
 
     #[test]

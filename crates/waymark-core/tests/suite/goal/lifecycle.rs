@@ -346,3 +346,76 @@ async fn g_12_get_goal_reports_status_and_budget() {
     assert_eq!(title.as_deref(), Some("Goal: read me"));
     s.shutdown().await.unwrap();
 }
+
+/// A goal the worker reports blocked keeps its question; the user's reply goes to the agent
+/// as their message and the goal is active again, by the user, until it completes. A reply
+/// to a goal that is not blocked, or an empty one, is refused and changes nothing.
+#[tokio::test]
+async fn a_blocked_goal_is_answered_in_place() {
+    let h = Harness::new(config(Verification::None));
+    let ask = json!({"text": "I need a decision.", "tool_calls": [{"name": "update_goal", "arguments":
+        {"mode": "status", "status": "blocked", "message": "Should names with quotes be rejected or escaped?"}}]});
+    let (s, _) = set_goal(
+        &h,
+        json!({"responses": [ask, {"text": "Escaping them now."}, claim("escaped")]}),
+        Verification::None,
+        "/goal make greet.sh safe",
+    )
+    .await;
+    let g = goal(&h, &s);
+    assert_eq!(
+        status(&g),
+        (GoalStatus::Blocked, GoalReason::WorkerReported)
+    );
+    assert_eq!(
+        g.question.as_deref(),
+        Some("Should names with quotes be rejected or escaped?")
+    );
+    let reply = |text: &str| Op::Goal {
+        op: waymark_protocol::GoalOp::Reply { text: text.into() },
+    };
+    let e = s
+        .submit(reply("   "))
+        .await
+        .err()
+        .expect("an empty reply is refused");
+    assert!(e.to_string().contains("needs your answer"), "{e}");
+    assert_eq!(status(&goal(&h, &s)).0, GoalStatus::Blocked);
+
+    let mut rx = s.subscribe();
+    s.submit(reply("Escape them.")).await.unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    let ev = collect(&mut rx).await;
+    let admitted: Vec<(MessageSource, String)> = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::MessageAdmitted { source, text, .. } => Some((*source, text.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        admitted[0],
+        (MessageSource::User, "Escape them.".to_string())
+    );
+    let resumed = ev.iter().find_map(|e| match &e.kind {
+        EventKind::GoalUpdate { reason, actor, .. } if *reason == GoalReason::Resumed => {
+            Some(*actor)
+        }
+        _ => None,
+    });
+    assert_eq!(resumed, Some(waymark_protocol::GoalActor::User));
+    let g = goal(&h, &s);
+    assert_eq!(g.status, GoalStatus::Complete);
+    assert_eq!(g.question, None, "the question goes once the goal moves on");
+
+    // Not blocked any more: a reply is refused (through the slash command too).
+    let e = s.submit(reply("again")).await.err().expect("refused");
+    assert!(e.to_string().contains("not blocked"), "{e}");
+    let e = s
+        .submit(user("/goal reply again"))
+        .await
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("not blocked"), "{e}");
+    s.shutdown().await.unwrap();
+}
