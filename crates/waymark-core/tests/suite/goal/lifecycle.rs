@@ -377,8 +377,7 @@ async fn a_blocked_goal_is_answered_in_place() {
     let e = s
         .submit(reply("   "))
         .await
-        .err()
-        .expect("an empty reply is refused");
+        .expect_err("an empty reply is refused");
     assert!(e.to_string().contains("needs your answer"), "{e}");
     assert_eq!(status(&goal(&h, &s)).0, GoalStatus::Blocked);
 
@@ -409,13 +408,12 @@ async fn a_blocked_goal_is_answered_in_place() {
     assert_eq!(g.question, None, "the question goes once the goal moves on");
 
     // Not blocked any more: a reply is refused (through the slash command too).
-    let e = s.submit(reply("again")).await.err().expect("refused");
+    let e = s.submit(reply("again")).await.expect_err("refused");
     assert!(e.to_string().contains("not blocked"), "{e}");
     let e = s
         .submit(user("/goal reply again"))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(e.to_string().contains("not blocked"), "{e}");
     s.shutdown().await.unwrap();
 }
