@@ -256,7 +256,7 @@ fn context_assembly(c: &mut Criterion) {
     use waymark_core::{HistoryItem, ToolCallRecord};
     use waymark_protocol::ToolStatus;
     let output =
-        "let value = compute(input); // a line of source code read by the agent\n".repeat(22);
+        "let value = compute(input); // a line of source code read by the agent\n".repeat(26);
     let mut history = Vec::new();
     for t in 0..300i64 {
         history.push((

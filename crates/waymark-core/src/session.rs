@@ -275,9 +275,11 @@ impl SessionCore {
     /// The next request's size in tokens: the history's running total plus `fixed` (system
     /// prompt, reminders, tools), corrected by what the provider reported last time. Costs
     /// the same for any length of history.
-    pub(crate) fn context_estimate(&self, fixed: u64) -> Result<u64> {
+    /// Returns the raw estimate and the corrected one.
+    pub(crate) fn context_estimate(&self, fixed: u64) -> Result<(u64, u64)> {
         let cache = self.history_cache()?;
-        Ok((cache.total.saturating_add(fixed) as f64 * cache.ratio()) as u64)
+        let raw = cache.total.saturating_add(fixed);
+        Ok((raw, (raw as f64 * cache.ratio()) as u64))
     }
 
     /// Learns from a reply how our estimate of a request (`estimated`, uncorrected) compares
@@ -302,6 +304,20 @@ impl SessionCore {
         f: impl FnOnce(&[(Option<i64>, store::HistoryItem)]) -> T,
     ) -> Result<T> {
         Ok(f(&self.history_cache()?.items))
+    }
+
+    /// Like [`Self::with_history`], without reading the store again unless `reload`: for a
+    /// caller that has just read it (nothing was written since).
+    pub(crate) fn with_history_loaded<T>(
+        &self,
+        reload: bool,
+        f: impl FnOnce(&[(Option<i64>, store::HistoryItem)]) -> T,
+    ) -> Result<T> {
+        if reload {
+            return self.with_history(f);
+        }
+        let cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(f(&cache.items))
     }
 
     /// Whether the conversation already used `wire_id` for a call.

@@ -230,7 +230,8 @@ async fn drive(
         let fixed = crate::provider::estimate_tokens(
             system.len() + reminders.as_ref().map_or(0, String::len),
         ) + tools_tokens;
-        let estimate = core.context_estimate(fixed)?;
+        let (raw, estimate) = core.context_estimate(fixed)?;
+        let mut reload = false;
         let manual = core
             .compact_requested
             .swap(false, std::sync::atomic::Ordering::AcqRel);
@@ -246,10 +247,12 @@ async fn drive(
                     // The request is cut to fit instead (older tool outputs elided).
                     tracing::warn!(kind = ?e.kind, "compaction failed: {e}");
                 }
-                Compacted::Done | Compacted::Nothing => {}
+                Compacted::Done => reload = true,
+                Compacted::Nothing => {}
             }
         }
-        let (request, elided) = core.with_history(|history| {
+        // The estimate just read the history; only a compaction changed it since.
+        let (request, elided) = core.with_history_loaded(reload, |history| {
             context::build_request(RequestParts {
                 system: system.clone(),
                 history,
@@ -331,7 +334,9 @@ async fn drive(
         }
         let mut reply = match reply {
             Ok(r) => {
-                core.observe_input(request.estimated_tokens(), r.usage.input_tokens);
+                if elided.items == 0 {
+                    core.observe_input(raw, r.usage.input_tokens);
+                }
                 context_retried = false;
                 r
             }
