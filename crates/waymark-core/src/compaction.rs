@@ -20,7 +20,9 @@
 //! compaction never touches them. The compaction call's tokens count toward the turn (and so
 //! toward a goal's budget). The rows stay in the store: the transcript keeps everything.
 
-use crate::provider::{CallPurpose, ModelMessage, ModelRequest, estimate_tokens};
+use crate::provider::{
+    CallPurpose, ModelMessage, ModelRequest, RESULT_OVERHEAD_BYTES, calls_bytes, estimate_tokens,
+};
 use crate::store::HistoryItem;
 use crate::store::compactions::CompactionRow;
 use std::collections::BTreeMap;
@@ -59,14 +61,8 @@ pub fn item_tokens(item: &HistoryItem) -> u64 {
         HistoryItem::User { text, .. } => text.len(),
         HistoryItem::Assistant {
             text, tool_calls, ..
-        } => {
-            text.len()
-                + tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + c.arguments.to_string().len())
-                    .sum::<usize>()
-        }
-        HistoryItem::ToolResult { content, .. } => content.len() + 16,
+        } => text.len() + calls_bytes(tool_calls),
+        HistoryItem::ToolResult { content, .. } => content.len() + RESULT_OVERHEAD_BYTES,
     };
     estimate_tokens(bytes)
 }

@@ -56,34 +56,42 @@ fn pick(folder: &Path) -> Option<PathBuf> {
         .find(|p| std::fs::symlink_metadata(p).is_ok())
 }
 
-/// Reads one file: regular files only, at most `room` bytes (plus one, to see a cut).
-fn read(path: &Path, room: usize) -> Result<(u32, Vec<u8>), String> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let refuse = |ft: std::fs::FileType| {
-        let what = if ft.is_dir() {
+/// Why an instructions file was not read (shown with the file).
+#[derive(Debug, thiserror::Error)]
+enum Unread {
+    #[error("it is {0}; only regular files are read")]
+    NotRegular(&'static str),
+    #[error("cannot read it: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Unread {
+    fn not_regular(ft: std::fs::FileType) -> Self {
+        Unread::NotRegular(if ft.is_dir() {
             "a directory"
         } else {
             describe_type(ft)
-        };
-        format!("it is {what}; only regular files are read")
-    };
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+        })
+    }
+}
+
+/// Reads one file: regular files only, at most `room` bytes (plus one, to see a cut).
+fn read(path: &Path, room: usize) -> Result<(u32, Vec<u8>), Unread> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
-        return Err(refuse(meta.file_type()));
+        return Err(Unread::not_regular(meta.file_type()));
     }
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    let meta = f.metadata().map_err(|e| format!("cannot read it: {e}"))?;
+        .open(path)?;
+    let meta = f.metadata()?;
     if !meta.is_file() {
-        return Err(refuse(meta.file_type()));
+        return Err(Unread::not_regular(meta.file_type()));
     }
     let mut buf = Vec::new();
-    f.take(room as u64)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read it: {e}"))?;
+    f.take(room as u64).read_to_end(&mut buf)?;
     Ok((u32::try_from(meta.len()).unwrap_or(u32::MAX), buf))
 }
 
@@ -125,7 +133,7 @@ pub fn discover(workspace: &Path, user: Option<&Path>) -> Instructions {
                 scope,
                 bytes: 0,
                 included_bytes: 0,
-                error: Some(error),
+                error: Some(error.to_string()),
             }),
             Ok((size, bytes)) => {
                 let text = text_within(&bytes, room);

@@ -101,18 +101,23 @@ impl ModelRequest {
                 ModelMessage::User { text } => text.len(),
                 ModelMessage::Assistant {
                     text, tool_calls, ..
-                } => {
-                    text.len()
-                        + tool_calls
-                            .iter()
-                            .map(|c| c.name.len() + c.arguments.to_string().len())
-                            .sum::<usize>()
-                }
-                ModelMessage::ToolResult { content, .. } => content.len() + 16,
+                } => text.len() + calls_bytes(tool_calls),
+                ModelMessage::ToolResult { content, .. } => content.len() + RESULT_OVERHEAD_BYTES,
             };
         }
         estimate_tokens(bytes)
     }
+}
+
+/// What a tool result adds to its content in a request (ids, role), in bytes.
+pub const RESULT_OVERHEAD_BYTES: usize = 16;
+
+/// The size of a reply's tool calls in a request, in bytes (names and arguments).
+pub fn calls_bytes(calls: &[ToolCallRecord]) -> usize {
+    calls
+        .iter()
+        .map(|c| c.name.len() + c.arguments.to_string().len())
+        .sum()
 }
 
 /// Rough size of a tool list in tokens.

@@ -362,14 +362,8 @@ impl ModelProvider for ScriptedProvider {
                 })?,
                 None => Usage {
                     input_tokens: request.estimated_tokens(),
-                    output_tokens: estimate_tokens(
-                        text.len()
-                            + tool_calls
-                                .iter()
-                                .map(|c| c.name.len() + c.arguments.to_string().len())
-                                .sum::<usize>(),
-                    )
-                    .max(1),
+                    output_tokens: estimate_tokens(text.len() + super::calls_bytes(&tool_calls))
+                        .max(1),
                     cached_tokens: 0,
                 },
             };

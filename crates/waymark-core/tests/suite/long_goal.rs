@@ -189,7 +189,9 @@ fn respond(flavor: Flavor, seen: &Seen, r: &Recorded) -> MockResponse {
     }
 }
 
-async fn long_goal(flavor: Flavor) -> (Vec<Value>, usize) {
+/// Runs the goal; the main requests sent right after each compaction, and the run's
+/// temporary folder.
+async fn long_goal(flavor: Flavor) -> (Vec<Value>, String) {
     let seen = Arc::new(Seen::default());
     let s2 = seen.clone();
     let server = MockServer::start_with(move |r| respond(flavor, &s2, r)).await;
@@ -272,54 +274,31 @@ async fn long_goal(flavor: Flavor) -> (Vec<Value>, usize) {
         assert!(text.contains("conversation_summary"), "{text}");
     }
     s.shutdown().await.unwrap();
-    (after, compacted.len())
+    let root = h.ws.parent().unwrap().display().to_string();
+    (after, root)
 }
 
-/// The post-compaction request, with what varies between runs (the temporary folder, the
-/// session id) taken out.
-fn normalized(body: &Value, ws: &str) -> String {
-    let root = ws.strip_suffix("/ws").unwrap_or(ws);
-    let text = serde_json::to_string_pretty(body)
+/// The first post-compaction request of a run, with what varies between runs (the
+/// temporary folder, the session id, the tool list) taken out.
+async fn first_post_compaction_request(flavor: Flavor) -> String {
+    let (after, root) = long_goal(flavor).await;
+    let mut body = after[0].clone();
+    body["tools"] = json!("<tools>");
+    let text = serde_json::to_string_pretty(&body)
         .unwrap()
-        .replace(root, "<tmp>");
+        .replace(&root, "<tmp>");
     regex_lite_sessions(&text)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_300_turn_goal_stays_in_a_16k_window_openai() {
-    let (after, _) = long_goal(Flavor::OpenAi).await;
-    let first = &after[0];
-    let ws = first.to_string();
-    let ws = ws
-        .split("Workspace (the user's project): ")
-        .nth(1)
-        .unwrap()
-        .split("\\n")
-        .next()
-        .unwrap()
-        .to_string();
-    let mut b = first.clone();
-    b["tools"] = json!("<tools>");
-    let text = normalized(&b, &ws);
+    let text = first_post_compaction_request(Flavor::OpenAi).await;
     insta::assert_snapshot!("post_compaction_request_openai", text);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_300_turn_goal_stays_in_a_16k_window_anthropic() {
-    let (after, _) = long_goal(Flavor::Anthropic).await;
-    let first = &after[0];
-    let ws = first["system"].as_str().unwrap();
-    let ws = ws
-        .split("Workspace (the user's project): ")
-        .nth(1)
-        .unwrap()
-        .split('\n')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut b = first.clone();
-    b["tools"] = json!("<tools>");
-    let text = normalized(&b, &ws);
+    let text = first_post_compaction_request(Flavor::Anthropic).await;
     insta::assert_snapshot!("post_compaction_request_anthropic", text);
 }
 
