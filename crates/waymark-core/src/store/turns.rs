@@ -147,33 +147,27 @@ impl super::Tx<'_> {
 
     /// Adds one model call's usage and counts the step.
     pub fn record_step(&mut self, turn_id: i64, usage: Usage) -> Result<()> {
-        self.conn()
-            .prepare_cached(
-                "UPDATE turns SET steps = steps + 1, input_tokens = input_tokens + ?2,
-                 output_tokens = output_tokens + ?3, cached_tokens = cached_tokens + ?4 WHERE id = ?1",
-            )?
-            .execute(params![
-                turn_id,
-                super::clamp_i64(usage.input_tokens),
-                super::clamp_i64(usage.output_tokens),
-                super::clamp_i64(usage.cached_tokens)
-            ])?;
-        Ok(())
+        self.add_turn_usage(turn_id, usage, 1)
     }
 
     /// Adds a call's usage to a turn without counting a step (a compaction call): it
     /// counts toward the turn, and so toward a goal's budget.
     pub fn add_usage(&mut self, turn_id: i64, usage: Usage) -> Result<()> {
+        self.add_turn_usage(turn_id, usage, 0)
+    }
+
+    fn add_turn_usage(&mut self, turn_id: i64, usage: Usage, steps: i64) -> Result<()> {
         self.conn()
             .prepare_cached(
-                "UPDATE turns SET input_tokens = input_tokens + ?2,
+                "UPDATE turns SET steps = steps + ?5, input_tokens = input_tokens + ?2,
                  output_tokens = output_tokens + ?3, cached_tokens = cached_tokens + ?4 WHERE id = ?1",
             )?
             .execute(params![
                 turn_id,
                 super::clamp_i64(usage.input_tokens),
                 super::clamp_i64(usage.output_tokens),
-                super::clamp_i64(usage.cached_tokens)
+                super::clamp_i64(usage.cached_tokens),
+                steps
             ])?;
         Ok(())
     }

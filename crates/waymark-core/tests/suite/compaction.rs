@@ -1,7 +1,7 @@
 //! Context compaction end to end on the scripted model, which refuses (as real providers
 //! do) any request larger than its window.
 
-use super::harness::{Harness, run, user};
+use super::harness::{Harness, finished, run, user};
 use serde_json::json;
 use waymark_core::provider::{CallPurpose, ModelMessage};
 use waymark_protocol::config::Config;
@@ -17,18 +17,6 @@ fn compactions(events: &[waymark_protocol::Event]) -> Vec<(CompactReason, u64, u
                 after_tokens,
                 ..
             } => Some((*reason, *before_tokens, *after_tokens)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ends(events: &[waymark_protocol::Event]) -> Vec<(TurnEndReason, Option<String>)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::TurnFinished { reason, error, .. } => {
-                Some((*reason, error.as_ref().map(|e| e.code.clone())))
-            }
             _ => None,
         })
         .collect()
@@ -54,7 +42,7 @@ async fn a_long_turn_compacts_before_the_window_fills() {
     std::fs::write(h.ws.join("big.txt"), line.repeat(30)).unwrap(); // ~2 KB, ~500 tokens
     let s = h.recorded_session(PermissionMode::Auto);
     let events = run(&s, user("Read big.txt sixty times.")).await;
-    assert_eq!(ends(&events), [(TurnEndReason::Completed, None)]);
+    assert_eq!(finished(&events), [(TurnEndReason::Completed, None)]);
     let done = compactions(&events);
     assert!(done.len() >= 3, "{done:?}");
     for (reason, before, after) in &done {
@@ -106,7 +94,7 @@ async fn a_refused_request_compacts_once_and_is_sent_again() {
     std::fs::write(h.ws.join("big.txt"), "z".repeat(4000)).unwrap();
     let s = h.recorded_session(PermissionMode::Auto);
     let events = run(&s, user("go")).await;
-    assert_eq!(ends(&events), [(TurnEndReason::Completed, None)]);
+    assert_eq!(finished(&events), [(TurnEndReason::Completed, None)]);
     let done = compactions(&events);
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].0, CompactReason::ProviderLimit);
@@ -122,7 +110,7 @@ async fn a_refused_request_compacts_once_and_is_sent_again() {
     );
 
     let events = run(&s, user("again")).await;
-    let ended = ends(&events);
+    let ended = finished(&events);
     assert_eq!(ended.len(), 1);
     assert_eq!(ended[0].0, TurnEndReason::Error);
     assert_eq!(ended[0].1.as_deref(), Some("context_too_long"));
