@@ -140,3 +140,50 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A goal running when the app closes is paused, and when the app opens again it says so
+/// with a banner and waits: it resumes only from the banner's button (G-24).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_goal_stopped_by_closing_the_app_waits_with_a_banner() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "closing");
+    let out = desk.exec(
+        &ws,
+        &script("goal_slow.json"),
+        &["--permission", "auto", "Hello"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.type_into("[data-testid=composer]", "/goal keep checking the folder")
+        .await;
+    app.click("[data-testid=send]").await;
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-status]", "active").await;
+    app.quit().await;
+
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    let banner = app
+        .wait_text(
+            "[data-testid=goal-stopped-banner]",
+            "stopped when Waymark closed",
+        )
+        .await;
+    assert!(banner.contains("keep checking the folder"), "{banner}");
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-status]", "paused").await;
+    app.shot("goal-2-stopped-by-closing").await;
+    app.click("[data-testid=goal-stopped-resume]").await;
+    app.wait_text("[data-testid=goal-status]", "active").await;
+    app.wait_js(
+        "return document.querySelector('[data-testid=goal-stopped-banner]') === null",
+        "the banner to go once the goal resumed",
+    )
+    .await;
+    app.quit().await;
+}

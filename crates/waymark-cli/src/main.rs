@@ -586,6 +586,22 @@ async fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result
 
 /// Sends `op` (if any), then runs the session until it is idle (exit 0) or waits on a
 /// questionnaire (exit 3). Ctrl-C stops the running turn; a second Ctrl-C quits.
+/// A goal whose run ended with its process (the app closed, a crash, a killed `exec`) is
+/// named when its session opens again, with how to carry on: it never resumes by itself.
+fn goal_stopped_line(runtime: &Runtime, id: &str) -> anyhow::Result<Option<String>> {
+    let Some(g) = runtime.goal(id)? else {
+        return Ok(None);
+    };
+    Ok((g.status == waymark_protocol::GoalStatus::Paused
+        && g.reason == waymark_protocol::GoalReason::AppClosed)
+        .then(|| {
+            format!(
+                "[goal paused: its run ended when the process running it stopped (app closed, crash or kill) — \"{}\". It does not resume by itself: send `/goal resume` to carry on.]",
+                g.objective
+            )
+        }))
+}
+
 async fn drive(
     runtime: &Runtime,
     handle: SessionHandle,
@@ -598,6 +614,14 @@ async fn drive(
     }
     for e in &handle.startup {
         printer.print(e);
+    }
+    let resuming = matches!(&op, Some(Op::Goal { .. }))
+        || matches!(&op, Some(Op::Submit { text, .. }) if text.trim_start().starts_with("/goal"));
+    if !json
+        && !resuming
+        && let Some(line) = goal_stopped_line(runtime, handle.id())?
+    {
+        println!("{line}");
     }
     let mut events = handle.subscribe();
     if let Some(op) = op {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyEvent, catchUpAfter, emptySession, placement, type SessionState } from "./session";
+import { applyEvent, catchUpAfter, emptySession, fromView, placement, type SessionState } from "./session";
 import type { Goal, WireEvent } from "./types";
 import { planApproval } from "../test/questions";
 
@@ -201,5 +201,20 @@ describe("context gauge", () => {
   it("stays unknown for logs that do not name the window", () => {
     const s = applyEvent(emptySession("s"), { session_id: "s", ts: 0, transient: false, seq: 1, type: "session.started", workspace: "/w", session_dir: "/d", model: "m", permission_mode: "auto", interaction_mode: "default", resumed: false, context_window: 0 });
     expect(s.context).toBeNull();
+  });
+});
+
+describe("opening a log cut off by a closed app", () => {
+  it("is not shown as working when its last turn finished", () => {
+    const base = { session_id: "s", ts: 0, transient: false } as const;
+    const events: WireEvent[] = [
+      { ...base, seq: 1, type: "turn.started", turn_id: 1, message_id: 1, source: "goal" },
+      { ...base, seq: 2, type: "turn.finished", turn_id: 1, reason: "aborted", usage: { input_tokens: 0, output_tokens: 0, cached_tokens: 0 }, steps: 0 },
+    ];
+    const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
+    const summary = { id: "s", workspace: "/w", title: null, model: null, permission_mode: "auto", interaction_mode: "default", created_at: 0, updated_at: 0, queued: 0, pending_questionnaire: null } as never;
+    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, last_seq: 2 }, events, complete: true, goal: null, instructions: [] } as never;
+    expect(fromView(view).running).toBe(false);
+    expect(fromView({ ...(view as object), events: events.slice(0, 1), snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, last_seq: 1 } } as never).running).toBe(true);
   });
 });

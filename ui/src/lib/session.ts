@@ -217,7 +217,9 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       const items = e.reason === "error" || e.reason === "step_capped" || e.reason === "aborted"
         ? append(s, chip(e, e.error ? `Turn ended: ${e.error.message}` : `Turn ended: ${e.reason.replace("_", " ")}`, e.reason === "error" ? "error" : "system"))
         : s.items;
-      return { ...s, items, streaming: null };
+      // Replaying a log, a finished turn is not running (a log cut off by a closed app has
+      // no `session.idle` after it). Live, the next turn or `session.idle` says what follows.
+      return { ...s, items, streaming: null, running: s.bulk ? false : s.running };
     }
     case "questionnaire.opened":
       return { ...s, pending: { id: e.id, question: e.question, status: "pending", answer: null } };

@@ -375,3 +375,45 @@ fn a_blocked_goal_is_answered_with_goal_reply() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("not blocked"), "{}", text(&out));
 }
+
+/// A goal whose `exec` is killed mid-run is paused when its session opens again, and the
+/// CLI says so with a line; opening the session does not resume it (G-24).
+#[test]
+fn a_goal_killed_mid_run_is_named_and_not_resumed() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            step(1),
+            {"text": "slow", "delay_ms": 20000},
+            step(2)
+        ]}),
+    );
+    let (mut child, sid, _lines) =
+        spawn_until_tool_result(&env, &model, "/goal keep checking the folder");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let out = env.run(&["exec", "--session", &sid]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("[goal paused: its run ended when the process running it stopped"),
+        "{said}"
+    );
+    assert!(
+        said.contains("keep checking the folder") && said.contains("/goal resume"),
+        "{said}"
+    );
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("paused".into(), "app_closed".into())
+    );
+    let turns = env
+        .events(&sid)
+        .iter()
+        .filter(|e| e["type"] == "turn.started")
+        .count();
+    assert_eq!(turns, 1, "opening the session ran nothing");
+}
