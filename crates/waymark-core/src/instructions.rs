@@ -120,13 +120,52 @@ pub fn discover(workspace: &Path, user: Option<&Path>) -> Instructions {
             .filter_map(|d| pick(d))
             .map(|p| (p, InstructionScope::Project)),
     );
+    // Project files must stay inside the project: an AGENTS.md a repository links to
+    // `~/.ssh/id_ed25519` is not read into the prompt.
+    let root = folders(workspace)
+        .into_iter()
+        .next()
+        .and_then(|r| r.canonicalize().ok());
     let mut out = Instructions::default();
     let mut body = String::new();
+    // Text taken so far, headings included: the cap holds however many files there are.
     let mut used = 0usize;
     let mut left_out: Vec<String> = Vec::new();
+    let mut no_room = 0usize;
     for (path, scope) in found {
         let shown = path.display().to_string();
-        let room = CAP_BYTES - used;
+        let from = match scope {
+            InstructionScope::User => "the user's own instructions, for every project",
+            InstructionScope::Project => "the project",
+        };
+        let heading = format!("\n\n## {shown} ({from})\n\n");
+        let room = CAP_BYTES.saturating_sub(used + heading.len());
+        let outside = scope == InstructionScope::Project
+            && !path
+                .canonicalize()
+                .is_ok_and(|p| root.as_ref().is_some_and(|r| p.starts_with(r)));
+        if outside {
+            out.files.push(InstructionFile {
+                path: shown,
+                scope,
+                bytes: 0,
+                included_bytes: 0,
+                error: Some("it links outside the project; only files inside it are read".into()),
+            });
+            continue;
+        }
+        if room == 0 {
+            no_room += 1;
+            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+            out.files.push(InstructionFile {
+                path: shown,
+                scope,
+                bytes: u32::try_from(size).unwrap_or(u32::MAX),
+                included_bytes: 0,
+                error: None,
+            });
+            continue;
+        }
         match read(&path, room) {
             Err(error) => out.files.push(InstructionFile {
                 path: shown,
@@ -137,7 +176,6 @@ pub fn discover(workspace: &Path, user: Option<&Path>) -> Instructions {
             }),
             Ok((size, bytes)) => {
                 let text = text_within(&bytes, room);
-                used += text.len();
                 if (text.len() as u64) < u64::from(size) {
                     left_out.push(format!(
                         "{} more bytes of {shown}",
@@ -145,11 +183,9 @@ pub fn discover(workspace: &Path, user: Option<&Path>) -> Instructions {
                     ));
                 }
                 if !text.trim().is_empty() {
-                    let from = match scope {
-                        InstructionScope::User => "the user's own instructions, for every project",
-                        InstructionScope::Project => "the project",
-                    };
-                    body.push_str(&format!("\n\n## {shown} ({from})\n\n{}", text.trim_end()));
+                    used += heading.len() + text.len();
+                    body.push_str(&heading);
+                    body.push_str(text.trim_end());
                 }
                 out.files.push(InstructionFile {
                     path: shown,
@@ -168,6 +204,9 @@ pub fn discover(workspace: &Path, user: Option<&Path>) -> Instructions {
              the user's own words, unless a message from the user says otherwise. Where two \
              disagree, the one listed later (closer to the workspace) wins.{body}"
         );
+        if no_room > 0 {
+            left_out.push(format!("{no_room} more files (listed by /instructions)"));
+        }
         if !left_out.is_empty() {
             out.text.push_str(&format!(
                 "\n\n[Instructions are capped at {} KiB; left out: {}. Read the files themselves if you need the rest.]",
@@ -256,15 +295,67 @@ mod tests {
         write(&ws.join("AGENTS.md"), &"x".repeat(10 * CAP_BYTES));
         let got = discover(ws, Some(&user));
         let included: u32 = got.files.iter().map(|f| f.included_bytes).sum();
-        assert_eq!(included as usize, CAP_BYTES);
+        assert!(included as usize <= CAP_BYTES);
+        // The user's file (with its heading) takes the room: it is cut, the project file has
+        // none left and is counted.
+        let first = &got.files[0];
+        assert!(first.included_bytes > 0 && first.included_bytes < first.bytes);
         assert_eq!(got.files[1].bytes as usize, 10 * CAP_BYTES);
-        assert_eq!(got.files[1].included_bytes, 2);
-        assert!(got.text.contains(&format!(
-            "left out: {} more bytes of {}",
-            10 * CAP_BYTES - 2,
-            ws.join("AGENTS.md").display()
-        )));
+        assert_eq!(got.files[1].included_bytes, 0);
+        let cut = first.bytes - first.included_bytes;
+        assert!(
+            got.text
+                .contains(&format!("left out: {cut} more bytes of {}", user.display())),
+            "{}",
+            &got.text[got.text.len() - 300..]
+        );
+        assert!(got.text.contains("1 more files"));
         assert!(got.text.len() < CAP_BYTES + 1024, "{}", got.text.len());
+    }
+
+    /// Hundreds of nested folders with a tiny AGENTS.md each: headings count toward the cap,
+    /// so the text stays within it; the files past it are counted, not each named
+    /// (red-team finding).
+    #[test]
+    fn many_files_cannot_grow_the_text_past_the_cap() {
+        let d = tempfile::tempdir().unwrap();
+        let mut dir = d.path().to_path_buf();
+        std::fs::create_dir(dir.join(".git")).unwrap();
+        for i in 0..300 {
+            write(&dir.join("AGENTS.md"), "x");
+            dir = dir.join(format!("level{i:03}"));
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        let got = discover(&dir, None);
+        assert_eq!(got.files.len(), 300);
+        assert!(got.text.len() < CAP_BYTES + 1024, "{}", got.text.len());
+        assert!(got.text.contains("more files (listed by /instructions)"));
+    }
+
+    /// A project AGENTS.md linking outside the project is not read (a repository cannot pull
+    /// the user's private files into the prompt); the user's own file may link anywhere.
+    #[test]
+    fn a_project_file_linking_outside_is_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let secret = d.path().join("home/.ssh/id_ed25519");
+        write(&secret, "PRIVATE KEY");
+        let ws = d.path().join("repo");
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::os::unix::fs::symlink(&secret, ws.join("AGENTS.md")).unwrap();
+        let user = d.path().join("cfg/AGENTS.md");
+        std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+        write(&d.path().join("dotfiles/agents.md"), "my rules");
+        std::os::unix::fs::symlink(d.path().join("dotfiles/agents.md"), &user).unwrap();
+        let got = discover(&ws.canonicalize().unwrap(), Some(&user));
+        assert!(!got.text.contains("PRIVATE KEY"), "{}", got.text);
+        assert!(got.text.contains("my rules"));
+        assert!(
+            got.files[1]
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("outside the project")
+        );
     }
 
     /// A FIFO named AGENTS.md (which would block a read forever) is reported, not read, and

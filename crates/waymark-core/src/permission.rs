@@ -160,9 +160,11 @@ const RUN_WORDS: &[&str] = &[
     "run", "exec", "x", "dlx", "foreach", "create", "init", "eval",
 ];
 
-/// Shell control characters after which a command prefix no longer describes the command.
+/// Shell control characters after which a command prefix no longer describes the command
+/// (globs included: `AGENT[S].md` or `.gi[t]/config` names a file the words do not show).
 const SHELL_META: &[char] = &[
-    ';', '&', '|', '`', '$', '>', '<', '(', ')', '\n', '\r', '\\', '*', '?', '{', '}', '\'', '"',
+    ';', '&', '|', '`', '$', '>', '<', '(', ')', '\n', '\r', '\\', '*', '?', '{', '}', '[', ']',
+    '\'', '"',
 ];
 
 /// Programs whose first argument names a subcommand, so `cargo test` and `cargo publish` are
@@ -379,18 +381,23 @@ impl ToolGuard for PermissionGuard {
         if !shell && !tool.is_mutating() {
             return GuardDecision::Allow;
         }
-        let targets: Vec<PathBuf> = if shell {
+        let raw = if shell {
             Vec::new()
         } else {
             written_paths(call)
-                .iter()
-                .filter_map(|p| resolve_target(call.workspace, p).ok())
-                .collect()
         };
-        // Written only on the user's word, never under a grant.
-        let touches_git = targets
+        let targets: Vec<PathBuf> = raw
             .iter()
-            .any(|t| in_git_dir(t) || is_instructions_file(t));
+            .filter_map(|p| resolve_target(call.workspace, p).ok())
+            .collect();
+        // Written only on the user's word, never under a grant: `.git/` and instruction files,
+        // by the name the call gives (an AGENTS.md that links elsewhere is still one) or by
+        // where it leads; and, failing closed, any path that does not resolve.
+        let touches_git = targets.len() < raw.len()
+            || raw.iter().any(|p| is_instructions_file(Path::new(p)))
+            || targets
+                .iter()
+                .any(|t| in_git_dir(t) || is_instructions_file(t));
         // The plan file in plan mode is the one place written without asking.
         let plan_file = crate::plan::plan_path(call.artifacts);
         if call.session.interaction_mode == InteractionMode::Plan
