@@ -234,6 +234,8 @@ async fn send_once(
         return Ok(resp);
     }
     let retry_after = retry_after(resp.headers());
+    // A usage limit says when it resets (read before the body consumes the response).
+    let limit_headers = (status.as_u16() == 429).then(|| resp.headers().clone());
     let text = error_body(resp, opts.error_body_timeout).await;
     let detail = error_detail(&text);
     let code = status.as_u16();
@@ -272,6 +274,10 @@ async fn send_once(
         ),
     };
     err.retry_after = retry_after;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    err.resets_in = limit_reset(limit_headers.as_ref(), now);
     Err(err)
 }
 
@@ -374,9 +380,187 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .map(|s| Duration::from_millis((s.max(0.0) * 1000.0) as u64))
 }
 
+/// When a usage limit resets, from the first of these a 429 carries: `Retry-After`
+/// (seconds), OpenAI's `x-ratelimit-reset-requests` / `-tokens` (durations such as `6m0s`,
+/// `20ms`; the later of the two), Anthropic's `anthropic-ratelimit-*-reset` (RFC 3339
+/// times; the latest). `now_ms`: the current time, for the RFC 3339 form.
+pub fn limit_reset(headers: Option<&reqwest::header::HeaderMap>, now_ms: i64) -> Option<Duration> {
+    let headers = headers?;
+    if let Some(d) = retry_after(headers) {
+        return Some(d);
+    }
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let openai = ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"]
+        .iter()
+        .filter_map(|h| text(h).and_then(go_duration))
+        .max();
+    if openai.is_some() {
+        return openai;
+    }
+    headers
+        .iter()
+        .filter(|(k, _)| {
+            let k = k.as_str();
+            k.starts_with("anthropic-ratelimit-") && k.ends_with("-reset")
+        })
+        .filter_map(|(_, v)| v.to_str().ok().and_then(rfc3339_ms))
+        .max()
+        .map(|at| Duration::from_millis(at.saturating_sub(now_ms).max(0) as u64))
+}
+
+/// A Go-style duration (`1h2m3.5s`, `6m0s`, `20ms`, `1.5s`).
+fn go_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|n| *n > 0)?;
+        let value: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => return None,
+        };
+        total += value * scale;
+        rest = &rest[unit..];
+    }
+    (total.is_finite() && total < 1e9).then(|| Duration::from_secs_f64(total))
+}
+
+/// Milliseconds since the epoch of an RFC 3339 time (`2026-12-01T14:05:09Z`, fractions and
+/// offsets allowed).
+fn rfc3339_ms(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let num = |a: usize, b: usize| s.get(a..b)?.parse::<i64>().ok();
+    let (y, mo, d, h, mi, se) = (
+        num(0, 4)?,
+        num(5, 7)?,
+        num(8, 10)?,
+        num(11, 13)?,
+        num(14, 16)?,
+        num(17, 19)?,
+    );
+    if s.get(4..5)? != "-" || s.get(7..8)? != "-" || !matches!(s.get(10..11)?, "T" | "t" | " ") {
+        return None;
+    }
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    let mut ms = 0i64;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = frac
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(frac.len());
+        let digits = format!("{:0<3}", &frac[..n.min(3)]);
+        ms = digits.parse().ok()?;
+        rest = &frac[n..];
+    }
+    let offset_min = match rest {
+        "Z" | "z" => 0,
+        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) => {
+            let sign = if o.starts_with('-') { -1 } else { 1 };
+            sign * (o.get(1..3)?.parse::<i64>().ok()? * 60 + o.get(4..6)?.parse::<i64>().ok()?)
+        }
+        _ => return None,
+    };
+    // Days from the civil date (proleptic Gregorian).
+    let (y2, m2) = if mo <= 2 {
+        (y - 1, mo + 9)
+    } else {
+        (y, mo - 3)
+    };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * m2 + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + h * 3600 + mi * 60 + se - offset_min * 60) * 1000) + ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limit_resets_come_from_the_first_header_present() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let map = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_static(v));
+            }
+            h
+        };
+        let now = rfc3339_ms("2026-12-01T14:00:00Z").unwrap();
+        assert_eq!(now, 1_796_133_600_000);
+        // Retry-After first.
+        let h = map(&[("retry-after", "30"), ("x-ratelimit-reset-tokens", "6m0s")]);
+        assert_eq!(limit_reset(Some(&h), now), Some(Duration::from_secs(30)));
+        // OpenAI: the later of requests and tokens.
+        let h = map(&[
+            ("x-ratelimit-reset-requests", "20ms"),
+            ("x-ratelimit-reset-tokens", "1m30.5s"),
+        ]);
+        assert_eq!(
+            limit_reset(Some(&h), now),
+            Some(Duration::from_millis(90_500))
+        );
+        // Anthropic: RFC 3339 times, the latest, against now.
+        let h = map(&[
+            ("anthropic-ratelimit-requests-reset", "2026-12-01T14:01:00Z"),
+            (
+                "anthropic-ratelimit-input-tokens-reset",
+                "2026-12-01T15:04:00+01:00",
+            ),
+        ]);
+        assert_eq!(limit_reset(Some(&h), now), Some(Duration::from_secs(240)));
+        // A time already past resets now; nothing readable is none.
+        let h = map(&[(
+            "anthropic-ratelimit-tokens-reset",
+            "2026-12-01T13:00:00.250Z",
+        )]);
+        assert_eq!(limit_reset(Some(&h), now), Some(Duration::ZERO));
+        let h = map(&[
+            ("x-ratelimit-reset-tokens", "soon"),
+            ("anthropic-ratelimit-tokens-reset", "yesterday"),
+        ]);
+        assert_eq!(limit_reset(Some(&h), now), None);
+        assert_eq!(limit_reset(None, now), None);
+    }
+
+    #[test]
+    fn go_durations_and_rfc3339_times_parse_or_refuse() {
+        assert_eq!(
+            go_duration("1h2m3.5s"),
+            Some(Duration::from_secs_f64(3723.5))
+        );
+        assert_eq!(go_duration("6m0s"), Some(Duration::from_secs(360)));
+        for bad in ["", "5", "s", "1x", "1e400s", "-1s"] {
+            assert_eq!(go_duration(bad), None, "{bad}");
+        }
+        assert_eq!(rfc3339_ms("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(rfc3339_ms("2000-02-29T12:00:00.5Z"), Some(951_825_600_500));
+        for bad in [
+            "2026-13-01T00:00:00Z",
+            "2026-12-01 00:00:00",
+            "2026-12-01T00:00:00+1",
+            "x",
+        ] {
+            assert_eq!(rfc3339_ms(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn context_length_errors_are_recognized_in_the_real_shapes() {

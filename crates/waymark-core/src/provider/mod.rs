@@ -291,6 +291,10 @@ pub struct ProviderError {
     pub message: String,
     /// Server-requested wait before retrying (`Retry-After`).
     pub retry_after: Option<Duration>,
+    /// When the provider's usage limit resets, from the first of `Retry-After`, the
+    /// `x-ratelimit-reset-*` headers and the `anthropic-ratelimit-*-reset` headers present
+    /// (see [`http::limit_reset`]); None when the reply named none.
+    pub resets_in: Option<Duration>,
 }
 
 impl ProviderError {
@@ -299,6 +303,7 @@ impl ProviderError {
             kind,
             message: message.into(),
             retry_after: None,
+            resets_in: None,
         }
     }
 

@@ -265,6 +265,31 @@ async fn rate_limit_three_times_gives_rate_limited() {
     assert_eq!(server.recorded().len(), 3, "at most 3 tries");
 }
 
+/// A usage limit says when it resets, from the real headers of each provider.
+#[tokio::test]
+async fn a_rate_limit_carries_when_it_resets() {
+    let limited = |headers: &'static [(&'static str, &'static str)]| {
+        MockResponse::status(
+            429,
+            r#"{"error":{"message":"Rate limit reached"}}"#,
+            headers,
+        )
+    };
+    let openai: &[(&str, &str)] = &[
+        ("x-ratelimit-reset-requests", "1s"),
+        ("x-ratelimit-reset-tokens", "6m0s"),
+    ];
+    let server = MockServer::start(vec![limited(openai), limited(openai), limited(openai)]).await;
+    let p = OpenAiProvider::new(endpoint(&server.url, None), opts()).unwrap();
+    let e = call(&p).await.0.unwrap_err();
+    assert_eq!(e.kind, ProviderErrorKind::RateLimited);
+    assert_eq!(e.resets_in, Some(Duration::from_secs(360)));
+
+    let bare = MockServer::start(vec![limited(&[]), limited(&[]), limited(&[])]).await;
+    let p = OpenAiProvider::new(endpoint(&bare.url, None), opts()).unwrap();
+    assert_eq!(call(&p).await.0.unwrap_err().resets_in, None);
+}
+
 #[tokio::test]
 async fn quota_auth_and_server_errors_are_typed() {
     let server = MockServer::start(vec![
