@@ -403,26 +403,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plan { command } => plan_command(&runtime, command).await,
-        Command::Goal {
-            command:
-                GoalCommand::Reply {
-                    session,
-                    text,
-                    no_run,
-                    json,
-                },
-        } => {
-            let op = Op::Goal {
-                op: waymark_protocol::GoalOp::Reply { text },
-            };
-            if no_run {
-                submit_without_running(&runtime, &session, op).await?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let handle = runtime.open_session(&session, SessionSpec::default())?;
-            drive(&runtime, handle, Some(op), json).await
-        }
-        Command::Goal { command } => goal_command(&runtime, command),
+        Command::Goal { command } => goal_command(&runtime, command).await,
         Command::Events { session, after } => {
             print_events(&runtime, &session, after, |_| true)?;
             Ok(ExitCode::SUCCESS)
@@ -465,7 +446,7 @@ async fn submit_without_running(runtime: &Runtime, session: &str, op: Op) -> any
     Ok(())
 }
 
-fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitCode> {
+async fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitCode> {
     match command {
         GoalCommand::Show { session, json } => {
             if json {
@@ -487,14 +468,24 @@ fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitC
                 e.kind.type_name().starts_with("goal.")
             })?;
         }
-        GoalCommand::Reply { .. } => unreachable_reply()?,
+        GoalCommand::Reply {
+            session,
+            text,
+            no_run,
+            json,
+        } => {
+            let op = Op::Goal {
+                op: waymark_protocol::GoalOp::Reply { text },
+            };
+            if no_run {
+                submit_without_running(runtime, &session, op).await?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let handle = runtime.open_session(&session, SessionSpec::default())?;
+            return drive(runtime, handle, Some(op), json).await;
+        }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `goal reply` runs the session, so `run` handles it before `goal_command`.
-fn unreachable_reply() -> anyhow::Result<()> {
-    anyhow::bail!("internal: `goal reply` is handled where sessions run")
 }
 
 fn parse_version(v: &str) -> anyhow::Result<u32> {
