@@ -24,19 +24,45 @@ pub fn decide(event: &Event, session_title: &str, focused: bool) -> Option<Alert
             status,
             reason,
             actor,
+            usage_limit,
             ..
         } => {
             let what = match status {
                 GoalStatus::Blocked => "Goal blocked",
                 GoalStatus::BudgetLimited => "Goal stopped: budget reached",
+                // A limit the goal resumes from by itself, or whose resume the user just
+                // called off, needs nobody's attention.
+                GoalStatus::UsageLimited
+                    if *actor == GoalActor::User
+                        || usage_limit.as_ref().is_some_and(|l| l.auto_resume) =>
+                {
+                    return None;
+                }
                 GoalStatus::UsageLimited => "Goal stopped: usage limit",
                 GoalStatus::Paused if *actor != GoalActor::User => "Goal paused",
                 GoalStatus::Paused | GoalStatus::Active | GoalStatus::Complete => return None,
             };
+            let limit = usage_limit
+                .as_ref()
+                .map(|l| {
+                    let used_up = if l.auto_resumes_used >= l.auto_resumes_max {
+                        format!(
+                            ", and no automatic resumes are left ({} in a row allowed)",
+                            l.auto_resumes_max
+                        )
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        " The limit resets at {}{used_up}.",
+                        waymark_core::clock::utc_label(l.resets_at)
+                    )
+                })
+                .unwrap_or_default();
             Some(alert(
                 format!("{what} — {session_title}"),
                 format!(
-                    "{} (by {}). Open the session to decide what next.",
+                    "{} (by {}).{limit} Open the session to decide what next.",
                     reason.as_str().replace('_', " "),
                     actor.as_str()
                 ),
@@ -104,6 +130,15 @@ mod tests {
     use waymark_protocol::{BudgetLine, BudgetReport, GoalReason};
 
     fn goal_update(status: GoalStatus, reason: GoalReason, actor: GoalActor) -> Event {
+        limited_update(status, reason, actor, None)
+    }
+
+    fn limited_update(
+        status: GoalStatus,
+        reason: GoalReason,
+        actor: GoalActor,
+        usage_limit: Option<waymark_protocol::UsageLimit>,
+    ) -> Event {
         let line = BudgetLine::new(None, 0);
         Event {
             session_id: "s1".into(),
@@ -121,6 +156,7 @@ mod tests {
                     main_turns: line,
                     active_seconds: line,
                 }),
+                usage_limit: usage_limit.map(Box::new),
             },
         }
     }
@@ -150,6 +186,44 @@ mod tests {
                 assert!(a.title.ends_with("Fix CI"), "{}", a.title);
             }
         }
+    }
+
+    #[test]
+    fn a_usage_limit_alerts_only_when_the_goal_will_not_resume_by_itself() {
+        let limit = |auto_resume, used| waymark_protocol::UsageLimit {
+            resets_at: 1_796_137_445_000,
+            from_provider: true,
+            auto_resume,
+            auto_resumes_used: used,
+            auto_resumes_max: 3,
+        };
+        let rate = |actor, l| {
+            decide(
+                &limited_update(GoalStatus::UsageLimited, GoalReason::RateLimited, actor, l),
+                "Long job",
+                true,
+            )
+        };
+        assert_eq!(rate(GoalActor::Runtime, Some(limit(true, 1))), None);
+        assert_eq!(
+            rate(GoalActor::User, Some(limit(false, 1))),
+            None,
+            "the user cancelled it"
+        );
+        let capped = rate(GoalActor::Runtime, Some(limit(false, 3))).expect("an alert");
+        assert!(capped.title.starts_with("Goal stopped: usage limit"));
+        assert!(
+            capped.body.contains("2026-12-01 15:04:05 UTC")
+                && capped
+                    .body
+                    .contains("no automatic resumes are left (3 in a row allowed)"),
+            "{}",
+            capped.body
+        );
+        assert!(
+            rate(GoalActor::Runtime, None).is_some(),
+            "no reset time known"
+        );
     }
 
     #[test]

@@ -187,3 +187,79 @@ async fn a_goal_stopped_by_closing_the_app_waits_with_a_banner() {
     .await;
     app.quit().await;
 }
+
+/// A goal stopped by the provider's rate limit counts down in the Goal tab and resumes by
+/// itself when the limit resets (actor `system`); once the automatic resumes are used up it
+/// stays limited, raises a notification on the private bus, and "Resume now" carries on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limited_goal_counts_down_resumes_by_itself_then_notifies_at_the_cap() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "limits");
+    std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
+    std::fs::write(
+        desk.settings_file(),
+        r#"{"goal": {"verification": "none", "usage_limit": {"auto_resumes": 1}}}"#,
+    )
+    .unwrap();
+    succeeded(&desk.exec(
+        &ws,
+        &script("goal_limit.json"),
+        &["--permission", "auto", "Hello"],
+    ));
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.type_into("[data-testid=composer]", "/goal File both notes")
+        .await;
+    app.click("[data-testid=send]").await;
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-status]", "usage limited")
+        .await;
+    let counting = app
+        .wait_text("[data-testid=goal-limit-text]", "Resumes by itself in")
+        .await;
+    assert!(counting.contains("automatic resume 1 of 1"), "{counting}");
+    let first = app
+        .js("return Number(document.querySelector('[data-testid=goal-limit]')?.dataset.left ?? -1)")
+        .await
+        .as_i64()
+        .unwrap();
+    assert!((1..=6).contains(&first), "{first}");
+    app.shot("goal-4-usage-limit-countdown").await;
+    // The countdown moves…
+    app.wait_js(
+        &format!("return Number(document.querySelector('[data-testid=goal-limit]')?.dataset.left ?? 99) < {first}"),
+        "the countdown to tick",
+    )
+    .await;
+    // …and at the reset the system resumes the goal; the provider limits it again, and with
+    // the one automatic resume used it stays limited and notifies.
+    app.wait_text("[data-testid=goal-timeline]", "active — resumed")
+        .await;
+    let stuck = app
+        .wait_text(
+            "[data-testid=goal-limit-text]",
+            "No automatic resumes left (1 in a row allowed)",
+        )
+        .await;
+    assert!(stuck.contains("The limit resets at"), "{stuck}");
+    let timeline = app.text("[data-testid=goal-timeline]").await;
+    assert!(timeline.contains("system"), "{timeline}");
+    assert!(
+        app.js("return document.querySelector('[data-testid=goal-cancel-auto]') === null")
+            .await
+            .as_bool()
+            .unwrap()
+    );
+    desk.wait_notification("Goal stopped: usage limit").await;
+    assert!(
+        desk.notifications()
+            .contains("no automatic resumes are left (1 in a row allowed)"),
+        "{}",
+        desk.notifications()
+    );
+    app.shot("goal-5-usage-limit-used-up").await;
+    desk.screen("goal-6-usage-limit-notification");
+    app.click("[data-testid=goal-resume-now]").await;
+    app.wait_text("[data-testid=goal-status]", "complete").await;
+    app.quit().await;
+}

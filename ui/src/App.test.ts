@@ -10,7 +10,7 @@ vi.mock("./bindings", () => {
     permission_mode: "ask",
     providers: {},
     beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: false },
-    goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 } },
+    goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 }, usage_limit: { auto_resumes: 3 } },
   };
   const refused = { code: "feature_off", message: "goals are turned off", setting: "beta.thread_goal" };
   return {

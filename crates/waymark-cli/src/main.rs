@@ -1,7 +1,8 @@
 //! `waymark`: the headless front end of the Waymark runtime. It holds no business logic: it
 //! turns arguments into ops, prints the event stream and maps outcomes to exit codes
 //! (0 idle, 1 error — including a run whose last turn failed, 2 usage, 3 waiting on a
-//! questionnaire).
+//! questionnaire, 4 a goal stopped by a usage limit that resets later than `--wait-limit`
+//! or never resumes by itself).
 
 mod render;
 
@@ -141,6 +142,11 @@ enum Command {
         /// default for the model); the conversation is compacted before it fills.
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..=10_000_000))]
         context_window: Option<u64>,
+        /// When a provider's usage limit stops the goal: wait for it to reset (the goal then
+        /// resumes) if that is at most this far off (`90s`, `10m`, `2h`; `0` never waits).
+        /// Otherwise exit with code 4, printing when it resets.
+        #[arg(long, value_name = "TIME", default_value = "10m", value_parser = parse_wait)]
+        wait_limit: std::time::Duration,
         /// The message; without it, queued or parked work resumes.
         prompt: Option<String>,
     },
@@ -196,6 +202,32 @@ enum Command {
 }
 
 const EXIT_WAITING: u8 = 3;
+/// A goal stopped by a usage limit that resets later than `--wait-limit`, or that never
+/// resumes by itself (a quota, the automatic resumes used up).
+const EXIT_USAGE_LIMIT: u8 = 4;
+/// How long a run waits for a usage limit to reset unless `--wait-limit` says otherwise.
+const DEFAULT_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `--wait-limit`: `0`, or a number with `s`, `m` or `h`, at most a week.
+fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    if t == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let unit = match t.chars().last() {
+        Some('s') => 1,
+        Some('m') => 60,
+        Some('h') => 3600,
+        _ => return Err(format!("`{s}` is not a time: write 90s, 10m, 2h or 0")),
+    };
+    let n: u64 = t[..t.len() - 1]
+        .parse()
+        .map_err(|_| format!("`{s}` is not a time: write 90s, 10m, 2h or 0"))?;
+    match n.checked_mul(unit) {
+        Some(secs) if secs <= 7 * 24 * 3600 => Ok(std::time::Duration::from_secs(secs)),
+        _ => Err(format!("`{s}` is longer than the week a run may wait")),
+    }
+}
 
 /// Restores the default SIGPIPE action, so `waymark events | head` ends quietly like other
 /// command-line tools instead of failing on a closed pipe. An interrupted turn is closed as
@@ -292,6 +324,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             prompt,
             verification: _,
             context_window: _,
+            wait_limit,
         } => {
             if plan && prompt.is_none() {
                 anyhow::bail!("--plan needs a prompt: the message that starts the plan");
@@ -313,7 +346,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 idempotency_key: None,
                 intent: plan.then_some(Intent::PlanEntry),
             });
-            drive(&runtime, handle, op, json).await
+            drive(&runtime, handle, op, json, wait_limit).await
         }
         Command::Answer {
             session,
@@ -334,7 +367,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let handle = runtime.open_session(&session, SessionSpec::default())?;
-            drive(&runtime, handle, Some(op), json).await
+            drive(&runtime, handle, Some(op), json, DEFAULT_WAIT_LIMIT).await
         }
         Command::Sessions { json } => {
             let list = runtime.list_sessions()?;
@@ -461,7 +494,7 @@ async fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result
                 println!("no goal is set");
                 return Ok(ExitCode::SUCCESS);
             };
-            println!("{}", waymark_core::goal::describe(&g));
+            println!("{}", waymark_core::goal::describe(&g, now_ms()));
         }
         GoalCommand::Events { session } => {
             print_events(runtime, &session, 0, |e| {
@@ -482,7 +515,7 @@ async fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result
                 return Ok(ExitCode::SUCCESS);
             }
             let handle = runtime.open_session(&session, SessionSpec::default())?;
-            return drive(runtime, handle, Some(op), json).await;
+            return drive(runtime, handle, Some(op), json, DEFAULT_WAIT_LIMIT).await;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -593,11 +626,63 @@ fn goal_stopped_line(runtime: &Runtime, id: &str) -> anyhow::Result<Option<Strin
         }))
 }
 
+/// The time now, in Unix ms (the clock the runtime uses).
+fn now_ms() -> i64 {
+    use waymark_core::clock::Clock;
+    waymark_core::clock::SystemClock.now_ms()
+}
+
+/// How long until `at` (Unix ms), as people read it.
+fn left_until(at: i64) -> String {
+    waymark_core::clock::span_label(at.saturating_sub(now_ms()).max(0) as u64)
+}
+
+/// What a run does about a goal a usage limit stopped, once the session is idle.
+enum LimitWait {
+    /// The goal resumes by itself at this time (Unix ms), within the wait limit.
+    Until(i64),
+    /// It resumes later than the wait limit, or never by itself: say so and exit 4.
+    Exit(String),
+}
+
+fn limit_wait(
+    runtime: &Runtime,
+    id: &str,
+    wait_limit: std::time::Duration,
+) -> anyhow::Result<Option<LimitWait>> {
+    use waymark_core::clock::{span_label, utc_label};
+    let Some(g) = runtime
+        .goal(id)?
+        .filter(|g| g.status == waymark_protocol::GoalStatus::UsageLimited)
+    else {
+        return Ok(None);
+    };
+    let now = now_ms();
+    if let Some(l) = g.usage_limit.filter(|l| l.auto_resume) {
+        let left = l.resets_at.saturating_sub(now).max(0) as u64;
+        if u128::from(left) <= wait_limit.as_millis() {
+            return Ok(Some(LimitWait::Until(l.resets_at)));
+        }
+        return Ok(Some(LimitWait::Exit(format!(
+            "[usage limit: the provider's limit resets at {} (in {}), later than --wait-limit {}. \
+             Exit code {EXIT_USAGE_LIMIT}; after that time, carry on with: waymark exec --session {id} \"/goal resume\"]",
+            utc_label(l.resets_at),
+            span_label(left),
+            span_label(u64::try_from(wait_limit.as_millis()).unwrap_or(u64::MAX)),
+        ))));
+    }
+    let line = waymark_core::goal::limit_line(&g, now).unwrap_or_default();
+    Ok(Some(LimitWait::Exit(format!(
+        "[{line} Exit code {EXIT_USAGE_LIMIT}.]"
+    ))))
+}
+
 async fn drive(
     runtime: &Runtime,
     handle: SessionHandle,
     op: Option<Op>,
     json: bool,
+    wait_limit: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     let mut printer = Printer::new(json);
     if !json {
@@ -638,14 +723,51 @@ async fn drive(
     // The error the run ended with so far: set by a turn that failed or a session error,
     // cleared by a turn that finished well after it.
     let mut failure: Option<waymark_protocol::ErrorInfo> = None;
+    // A goal a usage limit stopped during this run, and the reset the run waits for.
+    let mut limited = false;
+    let mut waiting: Option<i64> = None;
+    let countdown_every = std::time::Duration::from_secs(30);
+    let mut countdown = tokio::time::interval(countdown_every);
     let code = loop {
         tokio::select! {
             ev = events.recv() => match ev {
                 Ok(ev) => {
                     printer.print(&ev);
                     match &ev.kind {
-                        EventKind::TurnFinished { error, .. } => failure = error.clone(),
+                        EventKind::TurnFinished { error, .. } => failure = error.as_deref().cloned(),
                         EventKind::SessionError { error } => failure = Some(error.clone()),
+                        EventKind::TurnStarted { .. } => waiting = None,
+                        EventKind::GoalUpdate { status, .. } => {
+                            limited = *status == waymark_protocol::GoalStatus::UsageLimited;
+                        }
+                        EventKind::SessionIdle {} if limited => {
+                            match limit_wait(runtime, handle.id(), wait_limit)? {
+                                Some(LimitWait::Until(at)) => {
+                                    if waiting != Some(at) {
+                                        waiting = Some(at);
+                                        eprintln!(
+                                            "[usage limit: waiting until {} (in {}) for it to reset; the goal then resumes. Ctrl-C stops waiting.]",
+                                            waymark_core::clock::utc_label(at),
+                                            left_until(at)
+                                        );
+                                        countdown.reset_after(countdown_every);
+                                    }
+                                    continue;
+                                }
+                                Some(LimitWait::Exit(line)) => {
+                                    eprintln!("{line}");
+                                    break ExitCode::from(EXIT_USAGE_LIMIT);
+                                }
+                                None => {}
+                            }
+                            break match &failure {
+                                Some(e) => {
+                                    eprintln!("error: the run ended in an error ({}); exit code 1", e.code);
+                                    ExitCode::FAILURE
+                                }
+                                None => ExitCode::SUCCESS,
+                            };
+                        }
                         EventKind::SessionIdle {} => {
                             break match &failure {
                                 Some(e) => {
@@ -669,7 +791,16 @@ async fn drive(
                 Err(RecvError::Lagged(n)) => eprintln!("[{n} events were skipped: the terminal could not keep up]"),
                 Err(RecvError::Closed) => break ExitCode::FAILURE,
             },
+            _ = countdown.tick(), if waiting.is_some() => {
+                if let Some(at) = waiting {
+                    eprintln!("[usage limit: the goal resumes in {}]", left_until(at));
+                }
+            }
             _ = tokio::signal::ctrl_c() => {
+                if waiting.is_some() {
+                    eprintln!("\n[stopped waiting for the usage limit; the goal stays usage-limited until you resume it]");
+                    break ExitCode::from(130);
+                }
                 interrupts += 1;
                 if interrupts > 1 {
                     break ExitCode::from(130);

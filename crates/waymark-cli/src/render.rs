@@ -252,11 +252,26 @@ impl Printer {
                 status,
                 reason,
                 actor,
+                usage_limit,
                 ..
             } => {
                 self.end_line();
+                let limit = usage_limit
+                    .as_ref()
+                    .map(|l| {
+                        let then = if l.auto_resume {
+                            "resumes by itself then"
+                        } else {
+                            "does not resume by itself"
+                        };
+                        format!(
+                            " — the limit resets at {}; {then}",
+                            waymark_core::clock::utc_label(l.resets_at)
+                        )
+                    })
+                    .unwrap_or_default();
                 println!(
-                    "◎ goal {} ({}, by {})",
+                    "◎ goal {} ({}, by {}){limit}",
                     status.as_str(),
                     reason.as_str(),
                     actor.as_str()

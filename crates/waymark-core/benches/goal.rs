@@ -40,6 +40,7 @@ fn settlement(c: &mut Criterion) {
     let limits = Limits {
         repeated_reply_limit: 3,
         repeated_not_met_limit: 5,
+        auto_resumes: 3,
     };
     let mut n = 0u64;
     c.bench_function("goal/settlement_per_turn", |b| {
@@ -49,6 +50,8 @@ fn settlement(c: &mut Criterion) {
             let facts = TurnFacts {
                 reason: TurnEndReason::Completed,
                 error_code: None,
+                resets_in_ms: None,
+                now_ms: 0,
                 final_reply: format!("finished step {n}"),
                 used_tools: true,
                 user_started: false,

@@ -250,6 +250,11 @@ pub trait Extension: Send + Sync {
     fn next_work(&self, _api: &SessionApi) -> Result<bool> {
         Ok(false)
     }
+    /// The session went idle: when (the session clock's Unix ms) `next_work` should be asked
+    /// again although nothing else happens (a goal waiting for a usage limit to reset).
+    fn wake_at(&self, _api: &SessionApi) -> Result<Option<i64>> {
+        Ok(None)
+    }
     /// The session is shut down, in the transaction that releases the lease (`waiting`: a
     /// questionnaire is pending).
     fn on_close(&self, _tx: &mut Tx<'_>, _session_id: &str, _waiting: bool) -> Result<()> {

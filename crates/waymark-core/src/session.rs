@@ -265,6 +265,9 @@ pub(crate) struct Actor {
     announced: Announced,
     /// False while held: work starts only after `Op::Resume`.
     auto_run: bool,
+    /// When idle: the session clock's time an extension asked to be asked again
+    /// ([`Extension::wake_at`]).
+    wake: Option<i64>,
 }
 
 pub(crate) fn spawn(
@@ -284,6 +287,7 @@ pub(crate) fn spawn(
         running: None,
         announced: Announced::Nothing,
         auto_run: !hold,
+        wake: None,
     };
     let span = tracing::info_span!("session", id = %id);
     let task = tokio::spawn(tracing::Instrument::instrument(actor.run(ops_rx), span));
@@ -303,6 +307,7 @@ impl Actor {
             tokio::time::interval_at(tokio::time::Instant::now() + self.heartbeat, self.heartbeat);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            let (wake, clock) = (self.wake, self.core.clock.clone());
             tokio::select! {
                 op = ops.recv() => {
                     let Some((op, reply)) = op else { break };
@@ -362,6 +367,15 @@ impl Actor {
                             self.core.transient(EventKind::SessionError { error });
                         }
                     }
+                    self.drive();
+                }
+                _ = async {
+                    match wake {
+                        Some(at) => clock.sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    self.wake = None;
                     self.drive();
                 }
                 _ = beat.tick() => {
@@ -514,6 +528,7 @@ impl Actor {
     }
 
     fn next_work(&mut self) -> Result<Option<TurnStart>> {
+        self.wake = None;
         let sid = self.core.id.clone();
         let (open, pending, next) = self.core.read(|c| {
             Ok((
@@ -558,6 +573,11 @@ impl Actor {
                 if let Some(m) = m {
                     return Ok(Some(TurnStart::New(m)));
                 }
+            }
+        }
+        for ext in &self.core.extensions {
+            if let Some(at) = ext.wake_at(&api)? {
+                self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
             }
         }
         if self.announced != Announced::Idle {

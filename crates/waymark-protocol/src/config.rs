@@ -111,6 +111,24 @@ pub struct GoalConfig {
     pub budget: GoalBudgetConfig,
     pub breaker: BreakerConfig,
     pub verifier: VerifierConfig,
+    pub usage_limit: UsageLimitConfig,
+}
+
+/// What happens when a provider's usage limit stops a goal.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct UsageLimitConfig {
+    /// How many times in a row the runtime resumes a rate-limited goal by itself when the
+    /// limit resets (0: never). A turn that gets through, or the user resuming, starts the
+    /// count again. Quota and billing limits never resume by themselves.
+    pub auto_resumes: u32,
+}
+
+impl Default for UsageLimitConfig {
+    fn default() -> Self {
+        UsageLimitConfig { auto_resumes: 3 }
+    }
 }
 
 /// Default budgets of new goals and the grace steps after a budget runs out.
@@ -324,6 +342,12 @@ impl Config {
             "goal.verifier.repeated_not_met_limit",
             u64::from(g.verifier.repeated_not_met_limit),
             1,
+            100,
+        )?;
+        range(
+            "goal.usage_limit.auto_resumes",
+            u64::from(g.usage_limit.auto_resumes),
+            0,
             100,
         )?;
         if let Some(t) = g.budget.default_tokens {

@@ -138,7 +138,7 @@ pub enum EventKind {
         usage: Usage,
         steps: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        error: Option<ErrorInfo>,
+        error: Option<Box<ErrorInfo>>,
         /// True when the turn was found interrupted on reopen after a crash.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         recovered: bool,
@@ -196,6 +196,9 @@ pub enum EventKind {
         reason: GoalReason,
         actor: GoalActor,
         usage: Box<BudgetReport>,
+        /// With `usage_limited`: when the limit resets and whether the goal resumes then.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage_limit: Option<Box<crate::UsageLimit>>,
     },
     /// The goal was removed from the session.
     #[serde(rename = "goal.clear")]

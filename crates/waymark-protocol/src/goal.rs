@@ -281,6 +281,30 @@ pub struct GoalSnapshot {
     /// [`GoalOp::Reply`]. None once the goal moves on.
     #[serde(default)]
     pub question: Option<String>,
+    /// While the goal is `usage_limited`: when the limit resets and whether the runtime
+    /// resumes the goal then by itself.
+    #[serde(default)]
+    pub usage_limit: Option<UsageLimit>,
+}
+
+/// A goal stopped by a provider's usage limit: when the limit resets, and whether the
+/// runtime resumes the goal then (actor `system`). A quota or billing limit never resumes by
+/// itself.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct UsageLimit {
+    /// When the limit resets, in Unix milliseconds.
+    pub resets_at: i64,
+    /// The provider named the reset (`Retry-After` or its rate-limit headers); otherwise the
+    /// time is the runtime's backoff of 1, 5, 15 or 60 minutes.
+    pub from_provider: bool,
+    /// The runtime resumes the goal at `resets_at`. False once the user cancelled it, the
+    /// automatic resumes are used up, or the process that would resume it stopped.
+    pub auto_resume: bool,
+    /// Automatic resumes since the goal last got through a turn without hitting the limit
+    /// (or the user resumed it), and how many the settings allow (`goal.usage_limit.auto_resumes`).
+    pub auto_resumes_used: u32,
+    pub auto_resumes_max: u32,
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ pub mod wire;
 pub use event::{Event, EventKind, ToolCallSummary};
 pub use goal::{
     BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalOp, GoalReason, GoalSnapshot,
-    GoalStatus, GoalUpdateKind, Limit,
+    GoalStatus, GoalUpdateKind, Limit, UsageLimit,
 };
 pub use op::{Answer, AnswerParseError, Intent, Op, Position};
 pub use question::*;

@@ -183,6 +183,10 @@ pub struct ErrorInfo {
     /// The settings key the error is about, if any (`beta.thread_goal`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setting: Option<String>,
+    /// A provider's usage limit: how long after the error it resets, in milliseconds, when
+    /// the provider said (its `Retry-After` or rate-limit reset headers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_in_ms: Option<u64>,
 }
 
 impl ErrorInfo {
@@ -191,6 +195,7 @@ impl ErrorInfo {
             code: code.into(),
             message: message.into(),
             setting: None,
+            resets_in_ms: None,
         }
     }
 }

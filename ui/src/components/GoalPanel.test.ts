@@ -1,10 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { fireEvent, render, screen, waitFor } from "@testing-library/svelte";
 import GoalPanel from "./GoalPanel.svelte";
 import type { Goal, GoalOp } from "../lib/types";
 
 const line = (limit: number | null) => ({ limit, used: 10, remaining: limit === null ? null : limit - 10, reached: false });
-const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line(5000), main_turns: line(null), active_seconds: line(3600) }, over_budget: false, question: null };
+const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line(5000), main_turns: line(null), active_seconds: line(3600) }, over_budget: false, question: null, usage_limit: null };
 
 /** Stands in for the app's `/goal` grammar: the texts these tests type, and an error. */
 async function parse(text: string): Promise<{ op: GoalOp } | { error: string }> {
@@ -36,6 +36,34 @@ describe("GoalPanel", () => {
     await fireEvent.click(send);
     await waitFor(() => expect(ops).toEqual([{ op: "reply", text: "Escape them." }]));
     await waitFor(() => expect((screen.getByTestId("goal-reply") as HTMLTextAreaElement).value).toBe(""));
+  });
+
+  it("counts down a usage limit that resumes by itself, with resume-now and cancel", async () => {
+    vi.useFakeTimers({ toFake: ["Date", "setInterval", "clearInterval"] });
+    try {
+      const resets = Date.now() + 65_000;
+      const limited: Goal = { ...goal, status: "usage_limited", reason: "rate_limited", actor: "runtime", usage_limit: { resets_at: resets, from_provider: true, auto_resume: true, auto_resumes_used: 0, auto_resumes_max: 3 } };
+      const { ops } = setup(limited);
+      const box = screen.getByTestId("goal-limit");
+      expect(box.dataset.auto).toBe("true");
+      expect(screen.getByTestId("goal-limit-text").textContent).toContain("Resumes by itself in 1m 05s");
+      expect(screen.getByTestId("goal-limit-text").textContent).toContain("automatic resume 1 of 3");
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(screen.getByTestId("goal-limit-text").textContent).toContain("in 1m 00s");
+      await fireEvent.click(screen.getByTestId("goal-cancel-auto"));
+      await fireEvent.click(screen.getByTestId("goal-resume-now"));
+      expect(ops).toEqual([{ op: "pause" }, { op: "resume" }]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("says why a usage limit does not resume by itself, and offers no cancel", () => {
+    const l = { resets_at: Date.now() + 600_000, from_provider: false, auto_resume: false, auto_resumes_used: 3, auto_resumes_max: 3 };
+    setup({ ...goal, status: "usage_limited", reason: "rate_limited", actor: "runtime", usage_limit: l });
+    expect(screen.getByTestId("goal-limit-text").textContent).toMatch(/backoff.*No automatic resumes left \(3 in a row allowed\)/);
+    expect(screen.queryByTestId("goal-cancel-auto")).toBeNull();
+    expect(screen.getByTestId("goal-resume-now")).toBeTruthy();
   });
 
   it("asks nothing of a goal blocked without a question, or not blocked", () => {

@@ -8,7 +8,7 @@ vi.mock("../bindings", () => {
     permission_mode: "ask",
     providers: {},
     beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: false },
-    goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 } },
+    goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 }, usage_limit: { auto_resumes: 3 } },
   } as unknown as Config_Serialize;
   const view: SettingsView_Serialize = { config, keys: [], keyring_error: null };
   // The refusal names its key only in `setting`: the page must not need the message for it.

@@ -12,7 +12,7 @@ vi.mock("../bindings", () => {
     permission_mode: "ask",
     providers: { local: provider },
     beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: true },
-    goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 } },
+    goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 }, usage_limit: { auto_resumes: 3 } },
   } as unknown as Config_Serialize;
   const view: SettingsView_Serialize = { config, keys: [{ env_name: "OPENAI_API_KEY", stored: false }], keyring_error: null };
   return { commands: { getSettings: async () => ({ status: "ok", data: view }) } };
@@ -33,7 +33,7 @@ function unnamed(root: ParentNode): string[] {
 }
 
 const line = { limit: 100, used: 10, remaining: 90, reached: false };
-const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line, main_turns: line, active_seconds: line }, over_budget: false, question: null };
+const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line, main_turns: line, active_seconds: line }, over_budget: false, question: null, usage_limit: null };
 const revision = (version: number) => ({ plan_id: "p1", version, sha256: "x", bytes: 1, author: "model" as const, truncated: false, created_at: 0 });
 const plan: PlanView = { path: "/p/plan.md", markdown: "# Plan", html: "<h1>Plan</h1>", revisions: [revision(1), revision(2)], review: null };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { budgetText, burnDown, compact, duration, gaugeLevel, timeline } from "./goal";
-import type { WireEvent } from "./types";
+import { budgetText, burnDown, compact, duration, gaugeLevel, limitNotice, timeline } from "./goal";
+import type { Goal, WireEvent } from "./types";
 
 const line = (limit: number | null, used: number) => ({ limit, used, remaining: limit === null ? null : Math.max(0, limit - used), reached: limit !== null && used >= limit });
 const usage = (i: number, o: number) => ({ input_tokens: i, output_tokens: o, cached_tokens: 0 });
@@ -55,5 +55,33 @@ describe("goal figures", () => {
     expect(duration(42)).toBe("42s");
     expect(duration(250)).toBe("4m 10s");
     expect(duration(3900)).toBe("1h 05m");
+  });
+});
+
+describe("limitNotice", () => {
+  const base: Goal = { goal_id: "g", objective: "o", criteria: null, status: "usage_limited", reason: "rate_limited", actor: "runtime", revision: 1, budget: { tokens: { limit: null, used: 0, remaining: null, reached: false }, main_turns: { limit: null, used: 0, remaining: null, reached: false }, active_seconds: { limit: null, used: 0, remaining: null, reached: false } }, over_budget: false, question: null, usage_limit: null };
+  const limit = (auto_resume: boolean, used = 0) => ({ resets_at: 1_000_000 + 90_000, from_provider: true, auto_resume, auto_resumes_used: used, auto_resumes_max: 3 });
+
+  it("is for usage-limited goals only", () => {
+    expect(limitNotice({ ...base, status: "paused" }, 0)).toBeNull();
+  });
+
+  it("counts down to an automatic resume, then says it is resuming", () => {
+    const g = { ...base, usage_limit: limit(true, 1) };
+    expect(limitNotice(g, 1_000_000)).toMatchObject({ auto: true, left: 90 });
+    expect(limitNotice(g, 1_000_000)!.text).toMatch(/^Resumes by itself in 1m 30s, at \d\d:\d\d:\d\d — automatic resume 2 of 3\.$/);
+    expect(limitNotice(g, 1_100_000)).toMatchObject({ auto: true, left: 0, text: "The limit has reset: resuming — automatic resume 2 of 3." });
+  });
+
+  it("never offers to resume a quota by itself", () => {
+    const n = limitNotice({ ...base, reason: "quota_exhausted", usage_limit: { ...limit(false), from_provider: true } }, 1_000_000)!;
+    expect(n.auto).toBe(false);
+    expect(n.text).toContain("never resumes by itself");
+    expect(limitNotice({ ...base, reason: "quota_exhausted" }, 0)!.left).toBeNull();
+  });
+
+  it("names a cancelled resume and a cap that is used up", () => {
+    expect(limitNotice({ ...base, usage_limit: limit(false, 1) }, 1_000_000)!.text).toContain("The automatic resume was cancelled");
+    expect(limitNotice({ ...base, usage_limit: limit(false, 3) }, 1_000_000)!.text).toContain("No automatic resumes left (3 in a row allowed)");
   });
 });

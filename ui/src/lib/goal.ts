@@ -1,6 +1,7 @@
 // Goal tab figures derived from the goal's events: gauge levels, burn-down, timeline.
 import type { BudgetLine_Serialize } from "../bindings";
-import type { EventOf, WireEvent } from "./types";
+import type { EventOf, Goal, WireEvent } from "./types";
+import { clock } from "./time";
 
 export type Level = "ok" | "warn" | "danger" | "open";
 
@@ -60,7 +61,11 @@ export function timeline(events: WireEvent[]): TimelineEntry[] {
       rows.push({ seq: e.seq, ts: e.ts, label: `Created: ${e.goal.objective}`, actor: e.goal.actor, tone: "neutral" });
     } else if (e.type === "goal.update") {
       if (e.kind === "completion" && e.status === "active") continue; // an ordinary settled turn
-      rows.push({ seq: e.seq, ts: e.ts, label: `${e.status.replace("_", " ")} — ${e.reason.replace(/_/g, " ")}`, actor: e.actor, tone: updateTone(e) });
+      let label = `${e.status.replace("_", " ")} — ${e.reason.replace(/_/g, " ")}`;
+      const limit = e.usage_limit;
+      if (e.kind === "lifecycle" && e.status === "usage_limited" && limit && !limit.auto_resume) label = "Automatic resume cancelled";
+      else if (limit) label += limit.auto_resume ? ` · resumes at ${clock(limit.resets_at, true)}` : ` · resets at ${clock(limit.resets_at, true)}`;
+      rows.push({ seq: e.seq, ts: e.ts, label, actor: e.actor, tone: updateTone(e) });
     } else if (e.type === "goal.clear") {
       rows.push({ seq: e.seq, ts: e.ts, label: "Cleared", actor: e.actor, tone: "neutral" });
     }
@@ -87,4 +92,35 @@ export function duration(s: number): string {
   if (s >= 3600) return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
   if (s >= 60) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
   return `${s}s`;
+}
+
+/** What the Goal tab says of a goal stopped by a usage limit, at `now` (ms). */
+export type LimitNotice = {
+  /** The runtime resumes the goal by itself when the limit resets. */
+  auto: boolean;
+  /** Seconds until the reset (0 once it is past), or null when no reset time is known. */
+  left: number | null;
+  text: string;
+};
+
+export function limitNotice(goal: Goal, now: number): LimitNotice | null {
+  if (goal.status !== "usage_limited") return null;
+  const l = goal.usage_limit;
+  const left = l ? Math.max(0, Math.ceil((l.resets_at - now) / 1000)) : null;
+  const at = l ? clock(l.resets_at, true) : "";
+  const resets = l && left !== null ? (left > 0 ? `The limit resets at ${at}, in ${duration(left)}` : `The limit reset at ${at}`) : "";
+  const source = l && !l.from_provider ? " (the provider named no time: backoff)" : "";
+  if (goal.reason === "quota_exhausted") {
+    const when = resets ? ` ${resets}.` : "";
+    return { auto: false, left, text: `The provider's quota or billing limit is used up.${when} A quota never resumes by itself: resume once it allows.` };
+  }
+  if (!l) return { auto: false, left, text: "Stopped by the provider's usage limit. Resume when you are ready." };
+  if (l.auto_resume) {
+    const what = left && left > 0 ? `Resumes by itself in ${duration(left)}, at ${at}` : "The limit has reset: resuming";
+    return { auto: true, left, text: `${what}${source} — automatic resume ${l.auto_resumes_used + 1} of ${l.auto_resumes_max}.` };
+  }
+  const why = l.auto_resumes_used >= l.auto_resumes_max
+    ? `No automatic resumes left (${l.auto_resumes_max} in a row allowed)`
+    : "The automatic resume was cancelled";
+  return { auto: false, left, text: `${resets}${source}. ${why}: resume when you are ready.` };
 }

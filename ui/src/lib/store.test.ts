@@ -13,7 +13,7 @@ function ev<T extends EventType>(seq: number, type: T, body: Body<T>, session_id
 const usage = { input_tokens: 10, output_tokens: 5, cached_tokens: 0 };
 const said = (seq: number, text: string) => ev(seq, "message.admitted", { message_id: seq, source: "user", text, position: "tail" });
 const report = { limit: 1000, used: 0, remaining: 1000, reached: false };
-const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null };
+const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null, usage_limit: null };
 
 function view(events: WireEvent[], extra: Partial<SessionView> = {}): SessionView {
   const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };

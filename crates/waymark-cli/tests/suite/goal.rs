@@ -113,11 +113,18 @@ fn goal_scenarios_reach_the_expected_status_and_reason() {
             expect: ("paused", "no_progress_after_completion_claim"),
         },
         Case {
-            name: "rate limited",
-            settings: none.clone(),
+            name: "rate limited, no automatic resumes",
+            settings: json!({"goal": {"verification": "none", "usage_limit": {"auto_resumes": 0}}}),
             script: json!({"responses": [{"error": "rate_limited"}]}),
             prompt: "/goal do it",
             expect: ("usage_limited", "rate_limited"),
+        },
+        Case {
+            name: "quota used up",
+            settings: none.clone(),
+            script: json!({"responses": [{"error": "quota_exhausted", "resets_in_ms": 1000}]}),
+            prompt: "/goal do it",
+            expect: ("usage_limited", "quota_exhausted"),
         },
         Case {
             name: "step capped then continues",
@@ -132,8 +139,8 @@ fn goal_scenarios_reach_the_expected_status_and_reason() {
         env.settings(&c.settings.to_string());
         let model = env.script("s.json", c.script);
         let out = env.exec(&model, &["--permission", "auto", c.prompt]);
-        // A run that ends in an error (the provider's limit) exits 1.
-        let code = if c.expect.0 == "usage_limited" { 1 } else { 0 };
+        // A goal a usage limit stopped, which will not resume within the run, exits 4.
+        let code = if c.expect.0 == "usage_limited" { 4 } else { 0 };
         assert_eq!(out.status.code(), Some(code), "{}: {}", c.name, text(&out));
         let sid = env.only_session();
         assert_eq!(
@@ -416,4 +423,156 @@ fn a_goal_killed_mid_run_is_named_and_not_resumed() {
         .filter(|e| e["type"] == "turn.started")
         .count();
     assert_eq!(turns, 1, "opening the session ran nothing");
+}
+
+fn goal_show(env: &Env, sid: &str) -> String {
+    let out = env.run(&["goal", "show", "--session", sid]);
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A usage limit that resets within `--wait-limit`: `exec` prints the countdown, waits, and
+/// the goal resumes by itself (actor `system`) and runs to the end.
+#[test]
+fn exec_waits_through_a_short_usage_limit_and_the_goal_resumes() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            {"error": "rate_limited", "resets_in_ms": 1500},
+            claim("all done")
+        ]}),
+    );
+    let out = env.exec(
+        &model,
+        &[
+            "--permission",
+            "auto",
+            "--wait-limit",
+            "1m",
+            "/goal finish it",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("[usage limit: waiting until "), "{said}");
+    assert!(said.contains("goal active (resumed, by system)"), "{said}");
+    let sid = env.only_session();
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("complete".into(), "worker_proposal".into())
+    );
+}
+
+/// A reset later than `--wait-limit`: exit code 4 with the reset time; the schedule ends with
+/// the process (nothing resumes the goal behind the user's back), and `goal show` says so.
+#[test]
+fn exec_exits_4_when_the_limit_resets_later_than_the_wait_limit() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let model = env.script(
+        "s.json",
+        json!({"responses": [{"error": "rate_limited", "resets_in_ms": 3_600_000}, claim("x")]}),
+    );
+    let out = env.exec(&model, &["--permission", "auto", "/goal finish it"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("[usage limit: the provider's limit resets at ")
+            && said.contains("later than --wait-limit 10m 00s")
+            && said.contains("Exit code 4")
+            && said.contains("\"/goal resume\""),
+        "{said}"
+    );
+    let sid = env.only_session();
+    let shown = goal_show(&env, &sid);
+    assert!(
+        shown.contains("Status: usage_limited (rate_limited, by runtime)")
+            && (shown.contains("(in 59m") || shown.contains("(in 1h 00m"))
+            && shown.contains("the automatic resume was cancelled"),
+        "{shown}"
+    );
+    // `--wait-limit 0` never waits, even for a second.
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let model = env.script(
+        "s.json",
+        json!({"responses": [{"error": "rate_limited", "resets_in_ms": 1000}, claim("x")]}),
+    );
+    let out = env.exec(
+        &model,
+        &[
+            "--permission",
+            "auto",
+            "--wait-limit",
+            "0",
+            "/goal finish it",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    // A wait limit that is not a time is a usage error naming the forms.
+    let bad = env.exec(&model, &["--wait-limit", "5x", "hello"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("write 90s, 10m, 2h or 0"),
+        "{}",
+        text(&bad)
+    );
+}
+
+/// While `exec` waits, `waymark goal show` from another terminal counts down; Ctrl-C stops
+/// the wait (exit 130) and the goal stays limited until the user resumes it.
+#[test]
+fn goal_show_counts_down_while_exec_waits_and_ctrl_c_stops_the_wait() {
+    use std::io::BufRead;
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let model = env.script(
+        "s.json",
+        json!({"responses": [{"error": "rate_limited", "resets_in_ms": 1_800_000}, claim("x")]}),
+    );
+    let mut child = env
+        .cmd()
+        .args(env.exec_args(
+            &model,
+            &[
+                "--permission",
+                "auto",
+                "--wait-limit",
+                "1h",
+                "/goal finish it",
+            ],
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = err.next().unwrap().unwrap();
+    assert!(first.starts_with("[usage limit: waiting until "), "{first}");
+    let sid = env.only_session();
+    let shown = goal_show(&env, &sid);
+    assert!(
+        shown.contains("(in 29m") || shown.contains("(in 30m"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("The goal resumes by itself then (automatic resume 1 of 3)"),
+        "{shown}"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-s", "INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let rest: Vec<String> = err.map_while(Result::ok).collect();
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("stopped waiting for the usage limit")),
+        "{rest:?}"
+    );
+    assert!(goal_show(&env, &sid).contains("the automatic resume was cancelled"));
 }

@@ -54,7 +54,7 @@ impl Env {
     }
 
     /// `exec` in a new session on the workspace with `model`, then `extra`.
-    fn exec_args<'a>(&'a self, model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    pub fn exec_args<'a>(&'a self, model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         let mut args = vec![
             "exec",
             "--workspace",

@@ -273,7 +273,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             None => "No goal is set. Set one with /goal <objective> (optionally budget=50K turns=20 time=2h).".to_string(),
             Some(g) => {
                 let queued = queued_goals(tx.conn(), api.id())?;
-                let mut s = describe(&snapshot(&g));
+                let mut s = describe(&snapshot(&g), tx.now());
                 if !queued.is_empty() {
                     s.push_str(&format!("\nNext: {}", queued.join(" · ")));
                 }
@@ -282,6 +282,10 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
         },
         GoalOp::Pause => {
             let mut g = current.ok_or_else(no_goal)?;
+            if super::runner::auto_resume_at(&g).is_some() {
+                super::runner::cancel_auto_resume(tx, g, GoalActor::User)?;
+                return Ok("Automatic resume cancelled. The goal stays usage-limited until you resume it (/goal resume).".into());
+            }
             if g.status != GoalStatus::Active {
                 return Err(Error::Refused(format!("the goal is {}, not active", g.status.as_str())));
             }
@@ -294,6 +298,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, GoalUpdateKind::Lifecycle)?;
             g.counters.repeated_replies = 0;
             g.counters.toolless_turns = 0;
+            g.counters.limit_resumes = 0;
             continue_goal(tx, &mut g, Nudge::Resumed)?;
             "Goal resumed.".into()
         }
@@ -359,7 +364,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 return Err(Error::Refused("no budget change given (budget=…, turns=… or time=…)".into()));
             }
             apply_budgets(tx, &mut g, &args_of(budget)?, GoalActor::User)?;
-            describe(&snapshot(&g))
+            describe(&snapshot(&g), tx.now())
         }
         GoalOp::Set { objective, budget, replace } => {
             let b = args_of(budget)?;
@@ -379,7 +384,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             let mut g = create(tx, api, objective, None, budgets_of(&b), GoalActor::User)?;
             continue_goal(tx, &mut g, Nudge::Plain)?;
             let verb = if *replace { "replaced" } else { "set" };
-            format!("Goal {verb}.\n{}", describe(&snapshot(&g)))
+            format!("Goal {verb}.\n{}", describe(&snapshot(&g), tx.now()))
         }
     })
 }

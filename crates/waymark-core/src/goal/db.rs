@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::store::clamp_i64;
 use rusqlite::{Connection, OptionalExtension, params};
-use waymark_protocol::{GoalActor, GoalReason, GoalStatus};
+use waymark_protocol::{GoalActor, GoalReason, GoalStatus, UsageLimit};
 
 /// A goal as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub struct GoalRow {
     pub counters: GoalCounters,
     /// What the worker asked when it reported the goal blocked (cleared when it moves on).
     pub question: Option<String>,
+    /// While `usage_limited`: when the limit resets and whether the goal resumes then.
+    pub usage_limit: Option<UsageLimit>,
 }
 
 /// Settlement's memory between turns.
@@ -40,6 +42,8 @@ pub struct GoalCounters {
     pub last_gaps: Option<String>,
     pub grace_used: u32,
     pub summary_due: bool,
+    /// Automatic resumes after a usage limit since a turn last got through.
+    pub limit_resumes: u32,
 }
 
 /// Budgets of a new goal.
@@ -53,13 +57,17 @@ pub struct Budgets {
 const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, actor, revision, \
      token_budget, turn_budget, time_budget_ms, tokens_used, turns_used, active_ms, continuations, \
      repeated_replies, toolless_turns, last_reply, completion_claimed, not_met_count, last_gaps, \
-     grace_used, summary_due, question";
+     grace_used, summary_due, question, usage_limit, limit_resumes";
 
 fn opt_u64(v: Option<i64>) -> Option<u64> {
     v.map(|x| x.max(0) as u64)
 }
 
-fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GoalRow, String, String, String)> {
+/// A goal row before its closed-set columns are checked: the row, then its status, reason,
+/// actor and usage-limit JSON as stored.
+type RawGoal = (GoalRow, String, String, String, Option<String>);
+
+fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
     let status: String = r.get(4)?;
     let reason: String = r.get(5)?;
     let actor: String = r.get(6)?;
@@ -89,17 +97,24 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<(GoalRow, String, Stri
                 last_gaps: r.get(20)?,
                 grace_used: r.get::<_, i64>(21)? as u32,
                 summary_due: r.get::<_, i64>(22)? != 0,
+                limit_resumes: r.get::<_, i64>(25)?.clamp(0, i64::from(u32::MAX)) as u32,
             },
             question: r.get(23)?,
+            usage_limit: None,
         },
         status,
         reason,
         actor,
+        r.get(24)?,
     ))
 }
 
-fn decode(parts: (GoalRow, String, String, String)) -> Result<GoalRow> {
-    let (mut g, status, reason, actor) = parts;
+fn decode(parts: RawGoal) -> Result<GoalRow> {
+    let (mut g, status, reason, actor, limit) = parts;
+    g.usage_limit = limit
+        .map(|l| serde_json::from_str::<UsageLimit>(&l))
+        .transpose()
+        .map_err(|e| Error::Corrupt(format!("goal {}: usage limit: {e}", g.id)))?;
     g.status = GoalStatus::parse(&status)
         .ok_or_else(|| Error::Corrupt(format!("goal {}: status `{status}`", g.id)))?;
     g.reason = GoalReason::parse(&reason)
@@ -147,18 +162,38 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Writes a status change (the caller has checked it is allowed).
+    /// Writes a status change (the caller has checked it is allowed). The worker's question
+    /// goes; `usage_limit` is kept only with `usage_limited`.
     pub fn set_goal_status(
         &mut self,
         id: &str,
         status: GoalStatus,
         reason: GoalReason,
         actor: GoalActor,
+        usage_limit: Option<&UsageLimit>,
     ) -> Result<()> {
         let now = self.now();
+        let limit = usage_limit
+            .filter(|_| status == GoalStatus::UsageLimited)
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| Error::Corrupt(format!("goal {id}: usage limit: {e}")))?;
         self.conn().execute(
-            "UPDATE goals SET status = ?2, reason = ?3, actor = ?4, updated_at = ?5, question = NULL WHERE id = ?1",
-            params![id, status.as_str(), reason.as_str(), actor.as_str(), now],
+            "UPDATE goals SET status = ?2, reason = ?3, actor = ?4, updated_at = ?5, question = NULL,
+             usage_limit = ?6 WHERE id = ?1",
+            params![id, status.as_str(), reason.as_str(), actor.as_str(), now, limit],
+        )?;
+        Ok(())
+    }
+
+    /// Changes what a usage-limited goal does when its limit resets (the user cancelled the
+    /// automatic resume, or the process that would make it stopped).
+    pub fn set_goal_usage_limit(&mut self, id: &str, limit: &UsageLimit) -> Result<()> {
+        let json = serde_json::to_string(limit)
+            .map_err(|e| Error::Corrupt(format!("goal {id}: usage limit: {e}")))?;
+        self.conn().execute(
+            "UPDATE goals SET usage_limit = ?2 WHERE id = ?1 AND status = 'usage_limited'",
+            params![id, json],
         )?;
         Ok(())
     }
@@ -236,7 +271,7 @@ impl super::Tx<'_> {
             .prepare_cached(
                 "UPDATE goals SET continuations = ?2, repeated_replies = ?3, toolless_turns = ?4,
                  last_reply = ?5, completion_claimed = ?6, not_met_count = ?7, last_gaps = ?8,
-                 grace_used = ?9, summary_due = ?10 WHERE id = ?1",
+                 grace_used = ?9, summary_due = ?10, limit_resumes = ?11 WHERE id = ?1",
             )?
             .execute(params![
                 id,
@@ -248,7 +283,8 @@ impl super::Tx<'_> {
                 c.not_met_count,
                 c.last_gaps,
                 c.grace_used,
-                c.summary_due
+                c.summary_due,
+                c.limit_resumes
             ])?;
         Ok(())
     }
@@ -425,6 +461,7 @@ mod tests {
                     GoalStatus::BudgetLimited,
                     GoalReason::Tokens,
                     GoalActor::Runtime,
+                    None,
                 )?;
                 tx.set_goal_budgets(
                     "g1",

@@ -51,6 +51,7 @@ impl Extension for GoalExtension {
         &[
             include_str!("../../migrations/goal/0001_goals.sql"),
             include_str!("../../migrations/goal/0002_question.sql"),
+            include_str!("../../migrations/goal/0003_usage_limit.sql"),
         ]
     }
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
@@ -150,6 +151,9 @@ impl Extension for GoalExtension {
     fn next_work(&self, api: &SessionApi) -> Result<bool> {
         runner::ensure_continuation(api)
     }
+    fn wake_at(&self, api: &SessionApi) -> Result<Option<i64>> {
+        runner::wake_at(api)
+    }
     fn on_close(&self, tx: &mut Tx<'_>, session_id: &str, waiting: bool) -> Result<()> {
         // Waiting for the user is a pause in itself: the goal resumes with the answer (G-15
         // stage 5); anything else closing pauses it (G-24).
@@ -244,13 +248,71 @@ pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
         actor: g.actor,
         revision: g.revision,
         question: g.question.clone(),
+        usage_limit: g.usage_limit,
         over_budget: exhausted(&budget).is_some(),
         budget,
     }
 }
 
-/// The goal as people read it: objective, criteria, status, and one line per budget.
-pub fn describe(s: &GoalSnapshot) -> String {
+/// What a usage-limited goal waits for, as people read it at `now_ms`: when the limit
+/// resets (with a countdown) and whether the goal resumes by itself then.
+pub fn limit_line(s: &GoalSnapshot, now_ms: i64) -> Option<String> {
+    use crate::clock::{span_label, utc_label};
+    if s.status != GoalStatus::UsageLimited {
+        return None;
+    }
+    let when = |l: &waymark_protocol::UsageLimit| {
+        let left = l.resets_at.saturating_sub(now_ms);
+        let source = if l.from_provider {
+            "as the provider said"
+        } else {
+            "the provider named no time: backoff"
+        };
+        if left > 0 {
+            format!(
+                "resets at {} (in {}; {source})",
+                utc_label(l.resets_at),
+                span_label(left as u64)
+            )
+        } else {
+            format!("reset at {} ({source})", utc_label(l.resets_at))
+        }
+    };
+    Some(match (s.reason, s.usage_limit) {
+        (GoalReason::QuotaExhausted, l) => format!(
+            "Usage limit: the provider's quota or billing limit{}. It never resumes by itself: resume with /goal resume once the quota allows.",
+            l.map(|l| format!(", which {}", when(&l)))
+                .unwrap_or_default()
+        ),
+        (_, Some(l)) if l.auto_resume => format!(
+            "Usage limit: {}. The goal resumes by itself then (automatic resume {} of {}). /goal resume resumes now; /goal pause cancels the automatic resume.",
+            when(&l),
+            l.auto_resumes_used + 1,
+            l.auto_resumes_max
+        ),
+        (_, Some(l)) => {
+            let why = if l.auto_resumes_used >= l.auto_resumes_max {
+                format!(
+                    "no automatic resumes left: {} in a row allowed",
+                    l.auto_resumes_max
+                )
+            } else {
+                "the automatic resume was cancelled".to_string()
+            };
+            format!(
+                "Usage limit: {}. The goal does not resume by itself ({why}): resume it with /goal resume.",
+                when(&l)
+            )
+        }
+        (_, None) => {
+            "Usage limit: the goal does not resume by itself: resume it with /goal resume.".into()
+        }
+    })
+}
+
+/// The goal as people read it at `now_ms`: objective, criteria, status, one line per budget,
+/// and what a usage limit waits for.
+pub fn describe(s: &GoalSnapshot, now_ms: i64) -> String {
     let line = |name: &str, l: BudgetLine| match l.limit {
         Some(limit) => format!(
             "  {name:<8} {} / {limit} ({} left){}",
@@ -274,8 +336,11 @@ pub fn describe(s: &GoalSnapshot) -> String {
             )
         })
         .unwrap_or_default();
+    let limit = limit_line(s, now_ms)
+        .map(|l| format!("\n{l}"))
+        .unwrap_or_default();
     format!(
-        "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}{question}",
+        "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}{question}{limit}",
         s.objective,
         s.status.as_str(),
         s.reason.as_str(),
@@ -324,6 +389,18 @@ pub fn check_transition(
                 GoalActor::User,
                 GoalReason::Resumed | GoalReason::Edited | GoalReason::BudgetRaised,
             ) => Ok(()),
+            // The runtime's own resume when a rate limit resets: only one it scheduled, never
+            // after a quota or billing limit.
+            (GoalActor::System, GoalReason::Resumed)
+                if g.status == GoalStatus::UsageLimited
+                    && g.reason == GoalReason::RateLimited
+                    && g.usage_limit.is_some_and(|l| l.auto_resume) =>
+            {
+                Ok(())
+            }
+            (GoalActor::System, GoalReason::Resumed) if g.status == GoalStatus::UsageLimited => {
+                refuse("no automatic resume is due for this goal")
+            }
             _ => refuse("only the user resumes a goal"),
         },
         (GoalStatus::BudgetLimited, GoalStatus::Active) => {
@@ -378,6 +455,7 @@ mod tests {
             active_ms: 30_500,
             counters: GoalCounters::default(),
             question: None,
+            usage_limit: None,
         }
     }
 
@@ -387,7 +465,7 @@ mod tests {
         g.criteria = Some("tests pass".into());
         g.time_budget_ms = None;
         assert_eq!(
-            describe(&snapshot(&g)),
+            describe(&snapshot(&g), 0),
             "Goal: o\nCriteria: tests pass\nStatus: budget_limited (tokens, by runtime)\n  \
              tokens   1000 / 1000 (0 left) — reached\n  turns    2 / 5 (3 left)\n  \
              seconds  30 (no limit)"
@@ -443,5 +521,65 @@ mod tests {
             "{e}"
         );
         assert!(check_transition(&limited, GoalReason::Resumed, GoalActor::User, None).is_err());
+    }
+
+    #[test]
+    fn g_3_the_system_resumes_only_a_rate_limit_it_scheduled() {
+        let scheduled = |auto_resume| waymark_protocol::UsageLimit {
+            resets_at: 0,
+            from_provider: false,
+            auto_resume,
+            auto_resumes_used: 0,
+            auto_resumes_max: 3,
+        };
+        let system =
+            |g: &GoalRow| check_transition(g, GoalReason::Resumed, GoalActor::System, None);
+        let mut rate = goal(GoalStatus::UsageLimited, GoalReason::RateLimited);
+        rate.usage_limit = Some(scheduled(true));
+        assert!(system(&rate).is_ok());
+        rate.usage_limit = Some(scheduled(false));
+        assert!(system(&rate).is_err(), "cancelled or used up");
+        let mut quota = goal(GoalStatus::UsageLimited, GoalReason::QuotaExhausted);
+        quota.usage_limit = Some(scheduled(true));
+        assert!(system(&quota).is_err(), "a quota never resumes by itself");
+        let mut paused = goal(GoalStatus::Paused, GoalReason::AppClosed);
+        paused.usage_limit = Some(scheduled(true));
+        assert!(system(&paused).is_err());
+        // Nobody else gets the system's way back.
+        rate.usage_limit = Some(scheduled(true));
+        assert!(check_transition(&rate, GoalReason::Resumed, GoalActor::Model, None).is_err());
+        assert!(check_transition(&rate, GoalReason::Resumed, GoalActor::Runtime, None).is_err());
+    }
+
+    #[test]
+    fn the_limit_line_counts_down_and_says_what_happens_next() {
+        let mut g = goal(GoalStatus::UsageLimited, GoalReason::RateLimited);
+        g.usage_limit = Some(waymark_protocol::UsageLimit {
+            resets_at: 1_796_137_445_000,
+            from_provider: true,
+            auto_resume: true,
+            auto_resumes_used: 1,
+            auto_resumes_max: 3,
+        });
+        let s = snapshot(&g);
+        let line = limit_line(&s, 1_796_137_445_000 - 245_000).unwrap();
+        assert_eq!(
+            line,
+            "Usage limit: resets at 2026-12-01 15:04:05 UTC (in 4m 05s; as the provider said). \
+             The goal resumes by itself then (automatic resume 2 of 3). /goal resume resumes now; \
+             /goal pause cancels the automatic resume."
+        );
+        assert!(
+            limit_line(&s, 1_796_137_445_000 + 1)
+                .unwrap()
+                .contains("reset at 2026-12-01 15:04:05 UTC")
+        );
+        assert_eq!(
+            limit_line(
+                &snapshot(&goal(GoalStatus::Paused, GoalReason::AppClosed)),
+                0
+            ),
+            None
+        );
     }
 }

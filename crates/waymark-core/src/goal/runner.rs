@@ -44,6 +44,7 @@ pub(crate) fn emit_update(
             reason: g.reason,
             actor,
             usage: Box::new(report(g, 0, 0, 0)),
+            usage_limit: g.usage_limit.map(Box::new),
         },
     )
 }
@@ -57,7 +58,8 @@ pub(crate) fn push_snapshot(api: &SessionApi) {
     }
 }
 
-/// Changes the goal's status in `tx` and logs it.
+/// Changes the goal's status in `tx` and logs it. `g.usage_limit` is kept only when the new
+/// status is `usage_limited` (the caller sets it first).
 pub(crate) fn transition(
     tx: &mut Tx<'_>,
     g: &mut GoalRow,
@@ -68,7 +70,11 @@ pub(crate) fn transition(
     g.status = reason.status();
     g.reason = reason;
     g.actor = actor;
-    tx.set_goal_status(&g.id, g.status, reason, actor)?;
+    g.question = None;
+    if g.status != GoalStatus::UsageLimited {
+        g.usage_limit = None;
+    }
+    tx.set_goal_status(&g.id, g.status, reason, actor, g.usage_limit.as_ref())?;
     emit_update(tx, g, kind, actor)
 }
 
@@ -245,12 +251,14 @@ fn facts(api: &SessionApi, turn_id: i64, revision_at_start: u32) -> Result<Optio
         let Some(reason) = t.reason else {
             return Ok(None);
         };
-        let error_code = store::turns::error_code(c, turn_id)?;
+        let (error_code, resets_in_ms) = store::turns::error(c, turn_id)?.unzip();
         let source = store::messages::get(c, t.message_id)?.map(|m| m.source);
         let tg = turn_goal(c, turn_id)?;
         Ok(Some(TurnFacts {
             reason,
             error_code,
+            resets_in_ms: resets_in_ms.flatten(),
+            now_ms: api.now_ms(),
             final_reply,
             used_tools,
             user_started: source == Some(MessageSource::User),
@@ -292,6 +300,7 @@ pub(crate) async fn settle(
     let limits = Limits {
         repeated_reply_limit: api.config().goal.breaker.repeated_reply_limit,
         repeated_not_met_limit: api.config().goal.verifier.repeated_not_met_limit,
+        auto_resumes: api.config().goal.usage_limit.auto_resumes,
     };
     let mode = mode(api);
     let mut p = Pipeline::new(goal, facts);
@@ -435,27 +444,62 @@ fn dimension_name(d: Dimension) -> &'static str {
     }
 }
 
+/// When the runtime resumes a rate-limited goal by itself, if it is to (G-3).
+pub(crate) fn auto_resume_at(g: &GoalRow) -> Option<i64> {
+    g.usage_limit
+        .filter(|l| {
+            l.auto_resume
+                && g.status == GoalStatus::UsageLimited
+                && g.reason == GoalReason::RateLimited
+        })
+        .map(|l| l.resets_at)
+}
+
+/// When the session should look at its goal again: the scheduled automatic resume.
+pub(crate) fn wake_at(api: &SessionApi) -> Result<Option<i64>> {
+    if !api.config().beta.thread_goal {
+        return Ok(None);
+    }
+    api.read(|c| Ok(current_goal(c, api.id())?.as_ref().and_then(auto_resume_at)))
+}
+
 /// Keeps an active goal moving when the session would otherwise go idle (after a suspended
-/// settlement or a resume). Returns whether a continuation was queued.
+/// settlement or a resume), and resumes a rate-limited goal whose limit has reset (actor
+/// `system`). Returns whether a continuation was queued.
 pub(crate) fn ensure_continuation(api: &SessionApi) -> Result<bool> {
     if !api.config().beta.thread_goal {
         return Ok(false);
     }
+    let now = api.now_ms();
     // Read first: going idle must not cost a write transaction when there is nothing to do.
-    let active = api
-        .read(|c| Ok(current_goal(c, api.id())?.is_some_and(|g| g.status == GoalStatus::Active)))?;
-    if !active {
+    let due = |g: &GoalRow| {
+        g.status == GoalStatus::Active || auto_resume_at(g).is_some_and(|at| now >= at)
+    };
+    if !api.read(|c| Ok(current_goal(c, api.id())?.is_some_and(|g| due(&g))))? {
         return Ok(false);
     }
     api.write(|tx| {
         let Some(mut g) = current_goal(tx.conn(), api.id())? else {
             return Ok(false);
         };
-        if g.status != GoalStatus::Active || store::messages::queued_count(tx.conn(), api.id())? > 0
-        {
+        if !due(&g) || store::messages::queued_count(tx.conn(), api.id())? > 0 {
             return Ok(false);
         }
-        continue_goal(tx, &mut g, Nudge::Plain)?;
+        let mut nudge = Nudge::Plain;
+        if g.status == GoalStatus::UsageLimited {
+            super::check_transition(&g, GoalReason::Resumed, GoalActor::System, None)
+                .map_err(|e| crate::error::Error::Refused(e.to_string()))?;
+            g.counters.limit_resumes = g.counters.limit_resumes.saturating_add(1);
+            transition(
+                tx,
+                &mut g,
+                GoalReason::Resumed,
+                GoalActor::System,
+                GoalUpdateKind::Lifecycle,
+            )?;
+            nudge = Nudge::Resumed;
+        }
+        continue_goal(tx, &mut g, nudge)?;
         Ok(true)
     })
 }
@@ -478,7 +522,12 @@ fn end_active(
 }
 
 /// The app closed (or crashed) while a goal was active: it stays paused until resumed (G-24).
+/// An automatic resume it was waiting for is called off too: no process is left to make it,
+/// and the next start never resumes a goal by itself.
 pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    if let Some(g) = current_goal(tx.conn(), session_id)? {
+        cancel_auto_resume(tx, g, GoalActor::System)?;
+    }
     end_active(
         tx,
         session_id,
@@ -486,6 +535,23 @@ pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
         GoalActor::System,
         GoalUpdateKind::Lifecycle,
     )
+}
+
+/// Calls off a rate-limited goal's automatic resume (it stays `usage_limited` until the user
+/// resumes it); logged as a change by `actor`. Returns whether one was scheduled.
+pub(crate) fn cancel_auto_resume(
+    tx: &mut Tx<'_>,
+    mut g: GoalRow,
+    actor: GoalActor,
+) -> Result<bool> {
+    let Some(mut limit) = g.usage_limit.filter(|_| auto_resume_at(&g).is_some()) else {
+        return Ok(false);
+    };
+    limit.auto_resume = false;
+    tx.set_goal_usage_limit(&g.id, &limit)?;
+    g.usage_limit = Some(limit);
+    emit_update(tx, &g, GoalUpdateKind::Lifecycle, actor)?;
+    Ok(true)
 }
 
 /// The user stopped a turn that had to be dropped (it did not wind down): an active goal

@@ -9,7 +9,13 @@ use super::Dimension;
 use super::prompts::Nudge;
 use crate::goal::db::{GoalCounters, GoalRow};
 use waymark_protocol::GoalUpdateKind;
-use waymark_protocol::{GoalActor, GoalReason, GoalStatus, TurnEndReason};
+use waymark_protocol::{GoalActor, GoalReason, GoalStatus, TurnEndReason, UsageLimit};
+
+/// Waits before resuming after a rate limit the provider gave no reset time for: the first,
+/// second, third and every later time in a row.
+pub const LIMIT_BACKOFF_MS: [u64; 4] = [60_000, 300_000, 900_000, 3_600_000];
+/// The longest wait taken from a provider's headers (a larger figure is a broken header).
+pub const MAX_LIMIT_WAIT_MS: u64 = 7 * 24 * 3_600_000;
 
 /// What the model proposed with `update_goal` (mode `status`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -51,6 +57,10 @@ pub enum Mode {
 pub struct TurnFacts {
     pub reason: TurnEndReason,
     pub error_code: Option<String>,
+    /// With a usage-limit error: how long the provider said the limit lasts.
+    pub resets_in_ms: Option<u64>,
+    /// When settlement runs (Unix ms): the base of a usage limit's reset time.
+    pub now_ms: i64,
     pub final_reply: String,
     pub used_tools: bool,
     pub user_started: bool,
@@ -65,6 +75,8 @@ pub struct TurnFacts {
 pub struct Limits {
     pub repeated_reply_limit: u32,
     pub repeated_not_met_limit: u32,
+    /// Automatic resumes in a row after rate limits (`goal.usage_limit.auto_resumes`).
+    pub auto_resumes: u32,
 }
 
 /// The pipeline's state as it goes through the stages.
@@ -82,6 +94,8 @@ pub struct Pipeline {
     pub suspended: bool,
     pub nudge: Option<Nudge>,
     pub counters: GoalCounters,
+    /// With a usage-limit outcome: when it resets and whether the goal resumes then.
+    pub usage_limit: Option<UsageLimit>,
 }
 
 /// Whether the pipeline goes on.
@@ -93,7 +107,11 @@ pub enum Flow {
 
 impl Pipeline {
     pub fn new(goal: GoalRow, facts: TurnFacts) -> Self {
-        let counters = goal.counters.clone();
+        let mut counters = goal.counters.clone();
+        // A turn that did not run into a rate limit ends the run of automatic resumes.
+        if facts.error_code.as_deref() != Some("rate_limited") {
+            counters.limit_resumes = 0;
+        }
         Pipeline {
             proposal: facts.proposal.clone(),
             goal,
@@ -104,6 +122,7 @@ impl Pipeline {
             suspended: false,
             nudge: None,
             counters,
+            usage_limit: None,
         }
     }
 
@@ -297,8 +316,38 @@ impl Pipeline {
         Flow::Next
     }
 
-    /// Stages 1–8 in order; `verdict` is consulted by stage 7 only.
+    /// Stages 1–8 in order; `verdict` is consulted by stage 7 only. A usage-limit outcome
+    /// then gets its reset time.
     pub fn run(&mut self, mode: Mode, verdict: Option<Verdict>, limits: Limits) {
+        self.stages(mode, verdict, limits);
+        self.usage_limit = self.limit_reset(limits);
+    }
+
+    /// When a usage limit resets: the provider's word, else the backoff for this many limits
+    /// in a row. A rate limit resumes by itself while the automatic resumes last; a quota or
+    /// billing limit never does (it keeps a reset time only when the provider named one).
+    fn limit_reset(&self, limits: Limits) -> Option<UsageLimit> {
+        let (reason, _) = self.outcome?;
+        let used = self.counters.limit_resumes;
+        let wait = match reason {
+            GoalReason::RateLimited => self
+                .facts
+                .resets_in_ms
+                .unwrap_or(LIMIT_BACKOFF_MS[(used as usize).min(LIMIT_BACKOFF_MS.len() - 1)]),
+            GoalReason::QuotaExhausted => self.facts.resets_in_ms?,
+            _ => return None,
+        }
+        .min(MAX_LIMIT_WAIT_MS);
+        Some(UsageLimit {
+            resets_at: self.facts.now_ms.saturating_add(wait as i64),
+            from_provider: self.facts.resets_in_ms.is_some(),
+            auto_resume: reason == GoalReason::RateLimited && used < limits.auto_resumes,
+            auto_resumes_used: used,
+            auto_resumes_max: limits.auto_resumes,
+        })
+    }
+
+    fn stages(&mut self, mode: Mode, verdict: Option<Verdict>, limits: Limits) {
         let stages: [&mut dyn FnMut(&mut Pipeline) -> Flow; 7] = [
             &mut |p| p.usage(),
             &mut |p| p.staleness(),
@@ -338,6 +387,7 @@ impl Pipeline {
 pub fn commit(tx: &mut crate::store::Tx<'_>, p: &Pipeline) -> crate::error::Result<GoalRow> {
     let mut g = p.goal.clone();
     g.counters = p.counters.clone();
+    g.usage_limit = p.usage_limit;
     if let Some((reason, actor)) = p.outcome {
         super::runner::transition(tx, &mut g, reason, actor, GoalUpdateKind::Completion)?;
         if reason == GoalReason::WorkerReported
@@ -422,6 +472,7 @@ mod tests {
             active_ms: 1000,
             counters: GoalCounters::default(),
             question: None,
+            usage_limit: None,
         }
     }
 
@@ -429,6 +480,8 @@ mod tests {
         TurnFacts {
             reason: TurnEndReason::Completed,
             error_code: None,
+            resets_in_ms: None,
+            now_ms: 1_000_000,
             final_reply: "did things".into(),
             used_tools: true,
             user_started: false,
@@ -441,6 +494,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         repeated_reply_limit: 3,
         repeated_not_met_limit: 5,
+        auto_resumes: 3,
     };
 
     fn complete() -> Option<Proposal> {
@@ -523,6 +577,74 @@ mod tests {
         capped.run(Mode::None, None, LIMITS);
         assert!(capped.continues());
         assert_eq!(capped.next_prompt(), Nudge::StepLimit);
+    }
+
+    fn limited(code: &str, resets_in_ms: Option<u64>, resumes_so_far: u32) -> Pipeline {
+        let mut g = goal();
+        g.counters.limit_resumes = resumes_so_far;
+        let mut p = Pipeline::new(
+            g,
+            TurnFacts {
+                reason: TurnEndReason::Error,
+                error_code: Some(code.into()),
+                resets_in_ms,
+                ..facts()
+            },
+        );
+        p.run(Mode::None, None, LIMITS);
+        p
+    }
+
+    #[test]
+    fn a_rate_limit_resets_when_the_provider_says_else_after_a_growing_backoff() {
+        let l = limited("rate_limited", Some(42_000), 0)
+            .usage_limit
+            .unwrap();
+        assert_eq!(
+            (l.resets_at, l.from_provider, l.auto_resume),
+            (1_042_000, true, true)
+        );
+        let waits: Vec<i64> = (0..6)
+            .map(|n| {
+                limited("rate_limited", None, n)
+                    .usage_limit
+                    .unwrap()
+                    .resets_at
+                    - 1_000_000
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            [60_000, 300_000, 900_000, 3_600_000, 3_600_000, 3_600_000]
+        );
+        // A header naming a century is a broken header: the wait stops at a week.
+        let far = limited("rate_limited", Some(u64::MAX), 0)
+            .usage_limit
+            .unwrap();
+        assert_eq!(far.resets_at, 1_000_000 + MAX_LIMIT_WAIT_MS as i64);
+    }
+
+    #[test]
+    fn automatic_resumes_stop_at_the_cap_and_never_follow_a_quota() {
+        let third = limited("rate_limited", Some(1000), 2).usage_limit.unwrap();
+        assert!(third.auto_resume);
+        assert_eq!((third.auto_resumes_used, third.auto_resumes_max), (2, 3));
+        let capped = limited("rate_limited", Some(1000), 3).usage_limit.unwrap();
+        assert!(!capped.auto_resume, "three in a row is the cap");
+        let quota = limited("quota_exhausted", Some(1000), 0);
+        assert_eq!(quota.outcome.map(|o| o.0), Some(GoalReason::QuotaExhausted));
+        assert!(!quota.usage_limit.unwrap().auto_resume);
+        assert_eq!(limited("quota_exhausted", None, 0).usage_limit, None);
+        assert_eq!(limited("server_error", Some(1000), 0).usage_limit, None);
+    }
+
+    #[test]
+    fn a_turn_that_gets_through_starts_the_count_again() {
+        let mut g = goal();
+        g.counters.limit_resumes = 3;
+        let p = Pipeline::new(g.clone(), facts());
+        assert_eq!(p.counters.limit_resumes, 0);
+        assert_eq!(limited("rate_limited", None, 3).counters.limit_resumes, 3);
     }
 
     #[test]

@@ -160,6 +160,9 @@ async fn post_sse(
         .adjust(move |e: &ProviderError, d| match (e.retry_after, d) {
             // Out of tries: keep the backoff's verdict.
             (_, None) => None,
+            // A limit that lasts longer than any retry here waits: the error goes up at once
+            // (a goal then waits for the reset, or resumes by itself when it comes).
+            _ if e.resets_in.is_some_and(|r| r > cap) => None,
             (Some(ra), Some(_)) => Some(ra.min(cap)),
             (None, d) => d,
         })

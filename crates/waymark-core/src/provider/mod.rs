@@ -312,7 +312,11 @@ impl ProviderError {
     }
 
     pub fn info(&self) -> waymark_protocol::ErrorInfo {
-        waymark_protocol::ErrorInfo::new(self.kind.code(), self.message.clone())
+        let mut info = waymark_protocol::ErrorInfo::new(self.kind.code(), self.message.clone());
+        info.resets_in_ms = self
+            .resets_in
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        info
     }
 }
 

@@ -59,6 +59,10 @@ pub struct ScriptResponse {
     pub usage: Option<ScriptUsage>,
     #[serde(default)]
     pub error: Option<ScriptError>,
+    /// With a `rate_limited` or `quota_exhausted` error: when the provider says the limit
+    /// resets, in milliseconds (as its `Retry-After` or reset headers would).
+    #[serde(default)]
+    pub resets_in_ms: Option<u64>,
     #[serde(default)]
     pub delay_ms: Option<u64>,
 }
@@ -341,7 +345,9 @@ impl ModelProvider for ScriptedProvider {
                         "prompt is too long (scripted)",
                     ),
                 };
-                return Err(ProviderError::new(kind, msg));
+                let mut err = ProviderError::new(kind, msg);
+                err.resets_in = r.resets_in_ms.map(Duration::from_millis);
+                return Err(err);
             }
             let tool_calls: Vec<ToolCallRecord> = r
                 .tool_calls

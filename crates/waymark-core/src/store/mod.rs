@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0005_extension_schema.sql"),
     include_str!("../../migrations/0006_instructions.sql"),
     include_str!("../../migrations/0007_compactions.sql"),
+    include_str!("../../migrations/0008_turn_error_reset.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);
@@ -630,8 +631,8 @@ mod extension_schema_tests {
                 ))
             })
             .unwrap();
-        // Plan at version 1, goal at 2 (its question column added on top).
-        assert_eq!((objective.as_str(), versions), ("keep me", 3));
+        // Plan at version 1, goal at 3 (its question and usage-limit columns added on top).
+        assert_eq!((objective.as_str(), versions), ("keep me", 4));
     }
 
     #[test]

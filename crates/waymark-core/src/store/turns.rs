@@ -196,14 +196,15 @@ impl super::Tx<'_> {
         let n = c
             .prepare_cached(
                 "UPDATE turns SET status = 'finished', reason = ?2, error_code = ?3, error_message = ?4,
-                 ended_at = ?5 WHERE id = ?1 AND status <> 'finished'",
+                 ended_at = ?5, error_resets_in_ms = ?6 WHERE id = ?1 AND status <> 'finished'",
             )?
             .execute(params![
                 turn_id,
                 reason.as_str(),
                 error.map(|e| e.code.as_str()),
                 message,
-                now
+                now,
+                error.and_then(|e| e.resets_in_ms).map(super::clamp_i64)
             ])?;
         if n == 0 {
             return Err(Error::Corrupt(format!("turn {turn_id} is not open")));
@@ -337,13 +338,16 @@ pub fn turn_history(conn: &Connection, session_id: &str, turn_id: i64) -> Result
     Ok(items)
 }
 
-/// The error code a finished turn ended with, if any.
-pub fn error_code(conn: &Connection, turn_id: i64) -> Result<Option<String>> {
+/// The error a finished turn ended with: its code, and how long the provider said its usage
+/// limit lasts (milliseconds after the turn ended), if it did.
+pub fn error(conn: &Connection, turn_id: i64) -> Result<Option<(String, Option<u64>)>> {
     Ok(conn
-        .prepare_cached("SELECT error_code FROM turns WHERE id = ?1")?
-        .query_row([turn_id], |r| r.get(0))
+        .prepare_cached("SELECT error_code, error_resets_in_ms FROM turns WHERE id = ?1")?
+        .query_row([turn_id], |r| {
+            Ok((r.get::<_, Option<String>>(0)?, r.get::<_, Option<i64>>(1)?))
+        })
         .optional()?
-        .flatten())
+        .and_then(|(code, ms)| Some((code?, ms.map(|m| m.max(0) as u64)))))
 }
 
 /// Tool calls of the turn's newest assistant item that have no result yet, in order.
@@ -457,7 +461,7 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-        assert_eq!(store.read(|c| error_code(c, turn)).unwrap(), None);
+        assert_eq!(store.read(|c| error(c, turn)).unwrap(), None);
     }
 
     #[test]

@@ -747,7 +747,7 @@ pub(crate) fn close_turn(
             reason,
             usage: row.usage,
             steps: row.steps,
-            error: error.cloned(),
+            error: error.cloned().map(Box::new),
             recovered,
         },
     )

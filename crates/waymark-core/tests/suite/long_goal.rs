@@ -4,25 +4,18 @@
 //! our estimate), so the runtime must learn the difference from the reported usage.
 
 use super::harness::{Harness, run, user};
-use super::mock_server::{MockResponse, MockServer, Recorded};
+use super::mock_server::{Flavor, MockResponse, MockServer, Recorded, on_mock, reply};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use waymark_core::SessionSpec;
 use waymark_protocol::config::{Config, Verification};
-use waymark_protocol::{CompactReason, EventKind, GoalStatus, PermissionMode};
+use waymark_protocol::{CompactReason, EventKind, GoalStatus};
 
 const WINDOW: u64 = 16_000;
 const TURNS: usize = 300;
 const OBJECTIVE: &str = "Walk through notes.txt section by section and check each one";
 /// The main call the mock refuses once although it fits: the retry path.
 const REFUSE_ONCE_AT: usize = 333;
-
-#[derive(Clone, Copy, PartialEq)]
-enum Flavor {
-    OpenAi,
-    Anthropic,
-}
 
 #[derive(Default)]
 struct Seen {
@@ -54,71 +47,6 @@ fn too_long(flavor: Flavor, n: u64) -> MockResponse {
         &body.to_string(),
         &[("content-type", "application/json")],
     )
-}
-
-fn reply(flavor: Flavor, text: &str, call: Option<(&str, Value)>, input: u64) -> MockResponse {
-    let mut s = String::new();
-    match flavor {
-        Flavor::OpenAi => {
-            let mut ev = |v: Value| s.push_str(&format!("data: {v}\n\n"));
-            ev(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}));
-            if let Some((name, args)) = &call {
-                ev(
-                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                    "function": {"name": name, "arguments": args.to_string()}}]}}]}),
-                );
-            }
-            let finish = if call.is_some() { "tool_calls" } else { "stop" };
-            ev(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}));
-            ev(json!({"choices": [], "usage": {"prompt_tokens": input, "completion_tokens": 30}}));
-            s.push_str("data: [DONE]\n\n");
-        }
-        Flavor::Anthropic => {
-            let mut ev =
-                |name: &str, v: Value| s.push_str(&format!("event: {name}\ndata: {v}\n\n"));
-            ev(
-                "message_start",
-                json!({"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": input, "output_tokens": 1}}}),
-            );
-            ev(
-                "content_block_start",
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            );
-            ev(
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
-            );
-            ev(
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": 0}),
-            );
-            if let Some((name, args)) = &call {
-                ev(
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name, "input": {}}}),
-                );
-                ev(
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
-                );
-                ev(
-                    "content_block_stop",
-                    json!({"type": "content_block_stop", "index": 1}),
-                );
-            }
-            let stop = if call.is_some() {
-                "tool_use"
-            } else {
-                "end_turn"
-            };
-            ev(
-                "message_delta",
-                json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 30}}),
-            );
-            ev("message_stop", json!({"type": "message_stop"}));
-        }
-    }
-    MockResponse::sse(&s)
 }
 
 fn is_compaction(flavor: Flavor, body: &Value) -> bool {
@@ -202,39 +130,7 @@ async fn long_goal(flavor: Flavor) -> (Vec<Value>, String) {
     let h = Harness::new(config);
     let line = "A section of the notes, with enough words to weigh on the context window.\n";
     std::fs::write(h.ws.join("notes.txt"), line.repeat(24)).unwrap(); // ~1.8 KB
-    let url = server.url.clone();
-    let (model, base_var, key_var) = match flavor {
-        Flavor::OpenAi => ("openai:gpt-mock", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
-        Flavor::Anthropic => (
-            "anthropic:claude-mock",
-            "ANTHROPIC_BASE_URL",
-            "ANTHROPIC_API_KEY",
-        ),
-    };
-    let base = match flavor {
-        Flavor::OpenAi => format!("{url}/v1"),
-        Flavor::Anthropic => url.clone(),
-    };
-    let runtime = h.reopen(move |o| {
-        let base = base.clone();
-        o.env = Arc::new(move |k: &str| {
-            if k == base_var {
-                Some(base.clone())
-            } else if k == key_var {
-                Some("sk-mock".into())
-            } else {
-                None
-            }
-        });
-    });
-    let s = runtime
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(model.into()),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        })
-        .unwrap();
+    let (runtime, s) = on_mock(&h, flavor, &server, |_| {});
     let events = run(
         &s,
         user(&format!("/goal {OBJECTIVE} budget=100000000 turns=400")),

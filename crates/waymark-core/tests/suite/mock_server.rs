@@ -1,6 +1,7 @@
 //! A local HTTP server speaking just enough HTTP/1.1 to play provider responses: status,
 //! headers, and a body written in chunks (flushed one by one, optionally with pauses).
 
+use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -186,4 +187,122 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(String, Vec<u
             return Some((head, body));
         }
     }
+}
+
+/// The wire protocol a mock provider speaks.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Flavor {
+    OpenAi,
+    Anthropic,
+}
+
+/// A streamed reply in `flavor`'s wire format: `text`, then optionally one tool call, with
+/// `input` as the reported input tokens.
+pub fn reply(flavor: Flavor, text: &str, call: Option<(&str, Value)>, input: u64) -> MockResponse {
+    let mut s = String::new();
+    match flavor {
+        Flavor::OpenAi => {
+            let mut ev = |v: Value| s.push_str(&format!("data: {v}\n\n"));
+            ev(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}));
+            if let Some((name, args)) = &call {
+                ev(
+                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": name, "arguments": args.to_string()}}]}}]}),
+                );
+            }
+            let finish = if call.is_some() { "tool_calls" } else { "stop" };
+            ev(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}));
+            ev(json!({"choices": [], "usage": {"prompt_tokens": input, "completion_tokens": 30}}));
+            s.push_str("data: [DONE]\n\n");
+        }
+        Flavor::Anthropic => {
+            let mut ev =
+                |name: &str, v: Value| s.push_str(&format!("event: {name}\ndata: {v}\n\n"));
+            ev(
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": input, "output_tokens": 1}}}),
+            );
+            ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            );
+            ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            );
+            ev(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            );
+            if let Some((name, args)) = &call {
+                ev(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name, "input": {}}}),
+                );
+                ev(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+                );
+                ev(
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 1}),
+                );
+            }
+            let stop = if call.is_some() {
+                "tool_use"
+            } else {
+                "end_turn"
+            };
+            ev(
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 30}}),
+            );
+            ev("message_stop", json!({"type": "message_stop"}));
+        }
+    }
+    MockResponse::sse(&s)
+}
+
+/// A runtime on `h`'s data whose model is the mock `server` speaking `flavor` (`change`
+/// adjusts the options further), and a new session of it in `auto` mode.
+pub fn on_mock(
+    h: &super::harness::Harness,
+    flavor: Flavor,
+    server: &MockServer,
+    change: impl FnOnce(&mut waymark_core::RuntimeOptions),
+) -> (waymark_core::Runtime, waymark_core::SessionHandle) {
+    let url = server.url.clone();
+    let (model, base_var, key_var) = match flavor {
+        Flavor::OpenAi => ("openai:gpt-mock", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
+        Flavor::Anthropic => (
+            "anthropic:claude-mock",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_API_KEY",
+        ),
+    };
+    let base = match flavor {
+        Flavor::OpenAi => format!("{url}/v1"),
+        Flavor::Anthropic => url,
+    };
+    let runtime = h.reopen(move |o| {
+        o.env = Arc::new(move |k: &str| {
+            if k == base_var {
+                Some(base.clone())
+            } else if k == key_var {
+                Some("sk-mock".into())
+            } else {
+                None
+            }
+        });
+        change(o);
+    });
+    let s = runtime
+        .create_session(waymark_core::SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(model.into()),
+            permission_mode: Some(waymark_protocol::PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    (runtime, s)
 }

@@ -284,6 +284,11 @@ async fn a_rate_limit_carries_when_it_resets() {
     let e = call(&p).await.0.unwrap_err();
     assert_eq!(e.kind, ProviderErrorKind::RateLimited);
     assert_eq!(e.resets_in, Some(Duration::from_secs(360)));
+    assert_eq!(
+        server.recorded().len(),
+        1,
+        "a limit longer than any retry waits is not tried again"
+    );
 
     let bare = MockServer::start(vec![limited(&[]), limited(&[]), limited(&[])]).await;
     let p = OpenAiProvider::new(endpoint(&bare.url, None), opts()).unwrap();

@@ -5,6 +5,7 @@
 
 mod budgets;
 mod lifecycle;
+mod usage_limit;
 mod verification;
 
 use super::harness::{Harness, collect, finished, results, run, user, waiting_on};
