@@ -1281,6 +1281,16 @@ export type TurnConfig_Deserialize = {
 	max_bash_timeout_ms?: number,
 	/**  Context budget in tokens; when unset, the provider's context window is used. */
 	context_tokens?: number | null,
+	/**
+	 *  Compact the conversation when the next request would pass this share of the context
+	 *  window (percent).
+	 */
+	compact_at_percent?: number,
+	/**
+	 *  The newest history kept word for word by a compaction, as a share of the window
+	 *  (percent); at least 20 points below `compact_at_percent`, so a compaction makes room.
+	 */
+	compact_keep_percent?: number,
 };
 
 /**  Limits of one turn and its tools. */
@@ -1295,6 +1305,16 @@ export type TurnConfig_Serialize = {
 	max_bash_timeout_ms: number,
 	/**  Context budget in tokens; when unset, the provider's context window is used. */
 	context_tokens: number | null,
+	/**
+	 *  Compact the conversation when the next request would pass this share of the context
+	 *  window (percent).
+	 */
+	compact_at_percent: number,
+	/**
+	 *  The newest history kept word for word by a compaction, as a share of the window
+	 *  (percent); at least 20 points below `compact_at_percent`, so a compaction makes room.
+	 */
+	compact_keep_percent: number,
 };
 
 /**  Why a turn ended. */

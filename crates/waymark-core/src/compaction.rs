@@ -5,7 +5,7 @@
 //! ratio between the provider's reported input tokens and our estimate of the last request.
 //! Deciding costs the same however long the history is.
 //!
-//! When the next request would pass [`THRESHOLD_PERCENT`] of the window (or the provider
+//! When the next request would pass `turn.compact_at_percent` (85) of the window (or the provider
 //! refuses a request as too long, or the user types `/compact`), one compaction call
 //! summarizes the older history. The model then sees, in its place, one message with:
 //! - the summary;
@@ -14,7 +14,7 @@
 //! - the newest messages the user gave through a questionnaire (an approved plan, answers),
 //!   word for word.
 //!
-//! The newest history (about [`KEEP_PERCENT`] of the window, and always the last reply with
+//! The newest history (about `turn.compact_keep_percent` (30) of the window, and always the last reply with
 //! its tool results) stays verbatim. The system prompt, the goal contract and its status,
 //! and the open questionnaires are not history: they are rebuilt for every request, so a
 //! compaction never touches them. The compaction call's tokens count toward the turn (and so
@@ -28,10 +28,6 @@ use crate::store::compactions::CompactionRow;
 use std::collections::BTreeMap;
 use waymark_protocol::{CompactReason, MessageSource, ToolStatus};
 
-/// Compact when the next request would pass this share of the window (percent).
-pub const THRESHOLD_PERCENT: u64 = 85;
-/// The newest history kept verbatim after a compaction, as a share of the window (percent).
-pub const KEEP_PERCENT: u64 = 30;
 /// The compaction call's transcript is cut to this share of the window (percent).
 const INPUT_PERCENT: u64 = 55;
 /// Longest summary asked for.
@@ -67,17 +63,20 @@ pub fn item_tokens(item: &HistoryItem) -> u64 {
     estimate_tokens(bytes)
 }
 
-/// Whether a request of about `estimate` tokens should wait for a compaction first.
-pub fn should_compact(estimate: u64, window: u64) -> bool {
-    u128::from(estimate) * 100 > u128::from(window) * u128::from(THRESHOLD_PERCENT)
+/// Whether a request of about `estimate` tokens should wait for a compaction first: it
+/// would pass `at_percent` of the window.
+pub fn should_compact(estimate: u64, window: u64, at_percent: u32) -> bool {
+    u128::from(estimate) * 100 > u128::from(window) * u128::from(at_percent)
 }
 
-/// The newest history kept verbatim: [`KEEP_PERCENT`] of the window before it fills; only
+/// The newest history kept verbatim: `keep_percent` of the window before it fills; only
 /// the last reply when the user asked (`/compact`) or the provider refused a request as too
 /// long (our count was too low, so how much would fit is not known).
-pub fn keep_tokens(window: u64, reason: CompactReason) -> u64 {
+pub fn keep_tokens(window: u64, reason: CompactReason, keep_percent: u32) -> u64 {
     match reason {
-        CompactReason::Threshold => window.saturating_mul(KEEP_PERCENT) / 100,
+        CompactReason::Threshold => {
+            u64::try_from(u128::from(window) * u128::from(keep_percent) / 100).unwrap_or(u64::MAX)
+        }
         CompactReason::Manual | CompactReason::ProviderLimit => 0,
     }
 }
@@ -342,10 +341,15 @@ mod tests {
     }
 
     #[test]
-    fn the_threshold_is_85_percent_of_the_window() {
-        assert!(!should_compact(850, 1000));
-        assert!(should_compact(851, 1000));
-        assert!(should_compact(u64::MAX, u64::MAX / 2), "no overflow");
+    fn the_threshold_is_the_set_share_of_the_window() {
+        assert!(!should_compact(850, 1000, 85));
+        assert!(should_compact(851, 1000, 85));
+        assert!(!should_compact(700, 1000, 70) && should_compact(701, 1000, 70));
+        assert!(should_compact(u64::MAX, u64::MAX / 2, 85), "no overflow");
+        assert_eq!(
+            keep_tokens(u64::MAX, CompactReason::Threshold, 30),
+            u64::MAX / 100 * 30 + 4
+        );
     }
 
     /// The cut keeps the newest items within the keep budget, never splits a reply from its
@@ -366,7 +370,7 @@ mod tests {
             cut(
                 &items,
                 &tokens,
-                keep_tokens(10_000, CompactReason::Threshold),
+                keep_tokens(10_000, CompactReason::Threshold, 30),
                 0
             ),
             Some(4)
@@ -376,7 +380,7 @@ mod tests {
             cut(
                 &items,
                 &tokens,
-                keep_tokens(1_000_000, CompactReason::Threshold),
+                keep_tokens(1_000_000, CompactReason::Threshold, 30),
                 0
             ),
             None
@@ -386,7 +390,7 @@ mod tests {
             cut(
                 &items,
                 &tokens,
-                keep_tokens(1_000_000, CompactReason::Manual),
+                keep_tokens(1_000_000, CompactReason::Manual, 30),
                 0
             ),
             Some(4)

@@ -201,6 +201,12 @@ pub struct TurnConfig {
     pub max_bash_timeout_ms: u64,
     /// Context budget in tokens; when unset, the provider's context window is used.
     pub context_tokens: Option<u64>,
+    /// Compact the conversation when the next request would pass this share of the context
+    /// window (percent).
+    pub compact_at_percent: u32,
+    /// The newest history kept word for word by a compaction, as a share of the window
+    /// (percent); at least 20 points below `compact_at_percent`, so a compaction makes room.
+    pub compact_keep_percent: u32,
 }
 
 impl Default for TurnConfig {
@@ -211,6 +217,8 @@ impl Default for TurnConfig {
             bash_timeout_ms: 120_000,
             max_bash_timeout_ms: 600_000,
             context_tokens: None,
+            compact_at_percent: 85,
+            compact_keep_percent: 30,
         }
     }
 }
@@ -325,6 +333,18 @@ impl Config {
         if let Some(c) = t.context_tokens {
             range("turn.context_tokens", c, 1000, 10_000_000)?;
         }
+        range(
+            "turn.compact_at_percent",
+            u64::from(t.compact_at_percent),
+            50,
+            95,
+        )?;
+        range(
+            "turn.compact_keep_percent",
+            u64::from(t.compact_keep_percent),
+            5,
+            u64::from(t.compact_at_percent.saturating_sub(20)),
+        )?;
         let g = &self.goal;
         range(
             "goal.budget.grace_steps",

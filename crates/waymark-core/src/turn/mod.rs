@@ -235,7 +235,13 @@ async fn drive(
         let manual = core
             .compact_requested
             .swap(false, std::sync::atomic::Ordering::AcqRel);
-        if manual || crate::compaction::should_compact(estimate, window) {
+        if manual
+            || crate::compaction::should_compact(
+                estimate,
+                window,
+                core.config().turn.compact_at_percent,
+            )
+        {
             let reason = if manual {
                 CompactReason::Manual
             } else {
@@ -396,7 +402,7 @@ async fn compact(
     let (prefix, upto, previous, kept) = {
         let cache = core.history_cache()?;
         let first = usize::from(cache.compaction.is_some());
-        let keep = c::keep_tokens(window, reason);
+        let keep = c::keep_tokens(window, reason, core.config().turn.compact_keep_percent);
         let Some(k) = c::cut(&cache.items, &cache.tokens, keep, first) else {
             return Ok(Compacted::Nothing);
         };

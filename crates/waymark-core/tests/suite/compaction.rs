@@ -27,7 +27,31 @@ fn compactions(events: &[waymark_protocol::Event]) -> Vec<(CompactReason, u64, u
 /// model sees the summary with the files touched, and the newest results verbatim.
 #[tokio::test]
 async fn a_long_turn_compacts_before_the_window_fills() {
+    long_turn(Config::default()).await;
+}
+
+/// The share of the window that triggers a compaction is a setting: at 60% the same turn
+/// compacts more often, and earlier, than at the default 85%.
+#[tokio::test]
+async fn the_compaction_threshold_is_a_setting() {
+    let default = long_turn(Config::default()).await;
     let mut config = Config::default();
+    config.turn.compact_at_percent = 60;
+    config.turn.compact_keep_percent = 20;
+    let early = long_turn(config).await;
+    assert!(
+        early.len() > default.len(),
+        "60%: {early:?}, 85%: {default:?}"
+    );
+    assert!(early[0] < default[0], "60%: {early:?}, 85%: {default:?}");
+    let mut config = Config::default();
+    config.turn.compact_keep_percent = 70;
+    let e = config.validate().unwrap_err();
+    assert_eq!(e.key, "turn.compact_keep_percent", "{e}");
+}
+
+/// Sixty big reads in one turn in a 6k window; each compaction's size before, in tokens.
+async fn long_turn(mut config: Config) -> Vec<u64> {
     config.turn.max_steps = 200;
     let read = json!({"tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]});
     let mut responses = vec![read; 60];
@@ -78,6 +102,7 @@ async fn a_long_turn_compacts_before_the_window_fills() {
     assert_eq!(compact_calls, done.len());
     assert!(turn.usage.input_tokens > 0);
     s.shutdown().await.unwrap();
+    done.iter().map(|(_, before, _)| *before).collect()
 }
 
 /// The provider refuses a request as too long (its count is higher than ours): the session
