@@ -245,6 +245,8 @@ mod tests {
                         truncated: false,
                         path: "plan.md".into(),
                         options: Vec::new(),
+                        budget: None,
+                        steps: Vec::new(),
                     },
                 )),
             },

@@ -616,6 +616,12 @@ fn goal_stopped_line(runtime: &Runtime, id: &str) -> anyhow::Result<Option<Strin
     let Some(g) = runtime.goal(id)? else {
         return Ok(None);
     };
+    if let Some(line) = waymark_core::goal::limit_line(&g, now_ms()) {
+        return Ok(Some(format!(
+            "[goal \"{}\" is stopped by the provider's usage limit. {line}]",
+            g.objective
+        )));
+    }
     Ok((g.status == waymark_protocol::GoalStatus::Paused
         && g.reason == waymark_protocol::GoalReason::AppClosed)
         .then(|| {
@@ -793,6 +799,12 @@ async fn drive(
             },
             _ = countdown.tick(), if waiting.is_some() => {
                 if let Some(at) = waiting {
+                    // Two minutes past the reset and nothing ran: something is wrong (the
+                    // errors are above); waiting on would be forever.
+                    if now_ms() > at.saturating_add(120_000) {
+                        eprintln!("[usage limit: the goal did not resume at its reset time; exit code {EXIT_USAGE_LIMIT}]");
+                        break ExitCode::from(EXIT_USAGE_LIMIT);
+                    }
                     eprintln!("[usage limit: the goal resumes in {}]", left_until(at));
                 }
             }

@@ -244,6 +244,20 @@ impl Printer {
                     if *truncated { ", truncated" } else { "" }
                 );
             }
+            EventKind::PlanCommented {
+                version, comments, ..
+            } => {
+                self.end_line();
+                println!(
+                    "◆ {} comment{} on plan v{version} sent with the revise",
+                    comments.len(),
+                    if comments.len() == 1 { "" } else { "s" }
+                );
+            }
+            EventKind::PlanExported { version, path, .. } => {
+                self.end_line();
+                println!("◆ plan v{version} exported to {}", safe(path));
+            }
             EventKind::GoalCreate { goal } => {
                 self.end_line();
                 println!("◎ goal set: {}", one_line(&goal.objective, 100));

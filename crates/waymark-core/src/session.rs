@@ -375,8 +375,10 @@ impl Actor {
                         None => std::future::pending().await,
                     }
                 } => {
-                    self.wake = None;
-                    self.drive();
+                    // Taken first: a drive that does not run (a turn runs, the session is
+                    // held) must not leave a past wake-up that fires again at once.
+                    let fired = self.wake.take();
+                    self.drive_woken(fired);
                 }
                 _ = beat.tick() => {
                     let (id, owner) = (self.core.id.clone(), self.lease_owner.clone());
@@ -501,11 +503,18 @@ impl Actor {
     /// Starts the next piece of work if there is one, else says the session is idle or
     /// waiting (once).
     fn drive(&mut self) {
+        self.drive_woken(None);
+    }
+
+    /// [`Actor::drive`], after the wake-up `fired` (if any): when looking for work fails, the
+    /// wake-up is tried again a minute later rather than lost.
+    fn drive_woken(&mut self, fired: Option<i64>) {
         // A session whose lease another process took is not driven from here any more.
         if self.running.is_some() || !self.auto_run || self.core.lease_lost.load(Ordering::Relaxed)
         {
             return;
         }
+        let wake = self.wake.or(fired);
         match self.next_work() {
             Ok(Some(start)) => {
                 self.announced = Announced::Nothing;
@@ -521,9 +530,13 @@ impl Actor {
                 self.running = Some(Running { task, cancel });
             }
             Ok(None) => {}
-            Err(e) => self
-                .core
-                .transient(EventKind::SessionError { error: e.info() }),
+            Err(e) => {
+                // A wake-up that found an error is tried again a minute later, not lost.
+                let retry = self.core.clock.now_ms().saturating_add(60_000);
+                self.wake = wake.map(|w| w.max(retry));
+                self.core
+                    .transient(EventKind::SessionError { error: e.info() })
+            }
         }
     }
 

@@ -183,6 +183,20 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
     },
+    /// The user commented on lines of a plan revision (with a revise answer).
+    #[serde(rename = "plan.commented")]
+    PlanCommented {
+        plan_id: String,
+        version: u32,
+        comments: Vec<crate::LineComment>,
+    },
+    /// An approved plan revision was copied into the workspace.
+    #[serde(rename = "plan.exported")]
+    PlanExported {
+        plan_id: String,
+        version: u32,
+        path: String,
+    },
     /// A goal was set (G-4).
     #[serde(rename = "goal.create")]
     GoalCreate { goal: Box<GoalSnapshot> },
@@ -238,6 +252,8 @@ impl EventKind {
             EventKind::SessionError { .. } => "session.error",
             EventKind::PlanModeChanged { .. } => "plan.mode_changed",
             EventKind::PlanRevision { .. } => "plan.revision",
+            EventKind::PlanCommented { .. } => "plan.commented",
+            EventKind::PlanExported { .. } => "plan.exported",
             EventKind::GoalCreate { .. } => "goal.create",
             EventKind::GoalUpdate { .. } => "goal.update",
             EventKind::GoalClear { .. } => "goal.clear",
@@ -269,6 +285,8 @@ impl EventKind {
             | EventKind::SessionWaiting { .. }
             | EventKind::PlanModeChanged { .. }
             | EventKind::PlanRevision { .. }
+            | EventKind::PlanCommented { .. }
+            | EventKind::PlanExported { .. }
             | EventKind::GoalCreate { .. }
             | EventKind::GoalUpdate { .. }
             | EventKind::GoalClear { .. } => false,

@@ -285,6 +285,19 @@ pub struct GoalSnapshot {
     /// resumes the goal then by itself.
     #[serde(default)]
     pub usage_limit: Option<UsageLimit>,
+    /// A goal implementing an approved plan: the plan's steps and the verifier's latest
+    /// verdict on each (PM-27). Empty for other goals.
+    #[serde(default)]
+    pub steps: Vec<GoalStep>,
+}
+
+/// One step of the plan a goal implements, and whether the verifier last found it met
+/// (None: not checked yet).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct GoalStep {
+    pub text: String,
+    pub met: Option<bool>,
 }
 
 /// A goal stopped by a provider's usage limit: when the limit resets, and whether the

@@ -14,9 +14,9 @@ pub mod wire;
 pub use event::{Event, EventKind, ToolCallSummary};
 pub use goal::{
     BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalOp, GoalReason, GoalSnapshot,
-    GoalStatus, GoalUpdateKind, Limit, UsageLimit,
+    GoalStatus, GoalStep, GoalUpdateKind, Limit, UsageLimit,
 };
-pub use op::{Answer, AnswerParseError, Intent, Op, Position};
+pub use op::{Answer, AnswerParseError, Intent, LineComment, Op, Position};
 pub use question::*;
 pub use types::*;
 pub use views::*;

@@ -22,6 +22,35 @@ pub enum Intent {
     PlanExit,
 }
 
+/// A comment on lines `start..=end` (1-based) of the plan revision under review.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct LineComment {
+    pub start: u32,
+    pub end: u32,
+    pub text: String,
+}
+
+impl LineComment {
+    /// Reads `12-14:text` or `12:text` (the CLI's `--comment`).
+    pub fn parse(s: &str) -> Result<LineComment, AnswerParseError> {
+        let bad = || AnswerParseError::BadComment(s.to_string());
+        let (lines, text) = s.split_once(':').ok_or_else(bad)?;
+        let (a, b) = lines.split_once('-').unwrap_or((lines, lines));
+        let start: u32 = a.trim().parse().map_err(|_| bad())?;
+        let end: u32 = b.trim().parse().map_err(|_| bad())?;
+        let text = text.trim().trim_matches('"').trim();
+        if start == 0 || end < start || text.is_empty() {
+            return Err(bad());
+        }
+        Ok(LineComment {
+            start,
+            end,
+            text: text.to_string(),
+        })
+    }
+}
+
 /// An answer to a questionnaire. Which answers a questionnaire accepts depends on its kind.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -39,10 +68,19 @@ pub enum Answer {
     Approve {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         option: Option<u32>,
+        /// Implement the plan as a goal (PM-27), with this budget; `None` implements it as
+        /// an ordinary task. An empty change takes the plan's own `## Budget`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        as_goal: Option<crate::BudgetChange>,
     },
     Defer,
     Revise {
+        /// General feedback (may be empty when there are comments).
+        #[serde(default)]
         text: String,
+        /// Comments on lines of the revision under review (PM-25).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        comments: Vec<LineComment>,
     },
     Reject,
     Withdraw,
@@ -75,10 +113,16 @@ impl Answer {
             "allow_for_session" => Answer::AllowForSession,
             "allow_prefix" => Answer::AllowPrefix,
             "deny" => Answer::Deny { message: text },
-            "approve" => Answer::Approve { option },
+            "approve" => Answer::Approve {
+                option,
+                as_goal: None,
+            },
             "defer" | "not_now" => Answer::Defer,
             "revise" => match text {
-                Some(t) if !t.trim().is_empty() => Answer::Revise { text: t },
+                Some(t) if !t.trim().is_empty() => Answer::Revise {
+                    text: t,
+                    comments: Vec::new(),
+                },
                 _ => return Err(AnswerParseError::MissingFeedback),
             },
             "reject" => Answer::Reject,
@@ -91,8 +135,10 @@ impl Answer {
 /// An answer that could not be built from its name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerParseError {
-    #[error("`revise` needs feedback: pass --text \"…\"")]
+    #[error("`revise` needs feedback: pass --text \"…\" or --comment 12-14:\"…\"")]
     MissingFeedback,
+    #[error("`{0}` is not a line comment: write 12-14:\"text\" or 12:\"text\" (lines from 1)")]
+    BadComment(String),
     #[error(
         "unknown answer `{0}`; answers are allow_once, allow_for_session, allow_prefix, deny, approve, defer, revise, reject, withdraw"
     )]
@@ -124,6 +170,19 @@ pub enum Op {
     /// The user's own edit of the plan file in plan mode: written to the file and frozen as
     /// a revision authored by the user; a pending review then approves this version.
     EditPlan { text: String },
+    /// Copy an approved plan revision into the workspace (PM-28): by default the newest
+    /// approved plan, to `docs/plans/<date>-<slug>.md`. The write is confined to the
+    /// workspace and follows the permission mode: in `ask` it needs `confirm`.
+    ExportPlan {
+        #[serde(default)]
+        plan_id: Option<String>,
+        #[serde(default)]
+        version: Option<u32>,
+        #[serde(default)]
+        path: Option<String>,
+        #[serde(default)]
+        confirm: bool,
+    },
     /// Change the session's goal (the same as the `/goal` command).
     Goal { op: crate::GoalOp },
     /// Replace the session's settings (the desktop's Settings page): checks made from now

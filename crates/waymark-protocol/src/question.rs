@@ -116,6 +116,13 @@ pub struct PlanApprovalQuestion {
     /// Approval options the plan offers (`approve --option N`, 1-based).
     #[serde(default)]
     pub options: Vec<String>,
+    /// The plan's `## Budget` section in the `/goal` budget syntax (`budget=50K turns=20
+    /// time=2h`), the default budget when it is approved as a goal.
+    #[serde(default)]
+    pub budget: Option<String>,
+    /// The plan's steps (its `## Steps` list), which a goal's verifier checks one by one.
+    #[serde(default)]
+    pub steps: Vec<String>,
 }
 
 /// A goal the agent proposes.
@@ -152,9 +159,15 @@ pub enum Approval {
 /// An answer to a plan review.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlanReview {
-    Approve { option: Option<u32> },
+    Approve {
+        option: Option<u32>,
+        as_goal: Option<crate::BudgetChange>,
+    },
     Defer,
-    Revise { text: String },
+    Revise {
+        text: String,
+        comments: Vec<crate::LineComment>,
+    },
     Reject,
     Withdraw,
 }
@@ -235,9 +248,15 @@ impl Question {
             Question::PlanEntry(_) => approval(answer).map(TypedAnswer::PlanEntry),
             Question::GoalApproval(_) => approval(answer).map(TypedAnswer::GoalApproval),
             Question::PlanApproval(_) => match answer {
-                Answer::Approve { option } => Some(PlanReview::Approve { option: *option }),
+                Answer::Approve { option, as_goal } => Some(PlanReview::Approve {
+                    option: *option,
+                    as_goal: *as_goal,
+                }),
                 Answer::Defer => Some(PlanReview::Defer),
-                Answer::Revise { text } => Some(PlanReview::Revise { text: text.clone() }),
+                Answer::Revise { text, comments } => Some(PlanReview::Revise {
+                    text: text.clone(),
+                    comments: comments.clone(),
+                }),
                 Answer::Reject => Some(PlanReview::Reject),
                 Answer::Withdraw => Some(PlanReview::Withdraw),
                 _ => None,
@@ -304,7 +323,13 @@ mod tests {
         // A grant the question did not offer is refused, naming what it takes.
         let e = p.accepts(&Answer::AllowPrefix).unwrap_err();
         assert_eq!(e.allowed, "allow_once, allow_for_session, deny");
-        assert!(p.accepts(&Answer::Approve { option: None }).is_err());
+        assert!(
+            p.accepts(&Answer::Approve {
+                option: None,
+                as_goal: None
+            })
+            .is_err()
+        );
         let entry = Question::PlanEntry(PlanEntryQuestion { reason: None });
         assert_eq!(
             entry.accepts(&Answer::Reject),

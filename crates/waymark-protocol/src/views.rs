@@ -1,7 +1,7 @@
 //! The read views both front ends show, assembled by the runtime: the desktop returns them
 //! over IPC and the CLI prints them with `--json`, so both see the same types.
 
-use crate::{DiffRow, Event, GoalSnapshot, RevisionAuthor, SessionSnapshot};
+use crate::{DiffRow, Event, GoalSnapshot, PlanStatus, RevisionAuthor, SessionSnapshot};
 use serde::{Deserialize, Serialize};
 
 /// An open session: its snapshot, the newest page of its log and its goal.
@@ -79,6 +79,70 @@ pub struct PlanView {
     pub revisions: Vec<PlanRevisionInfo>,
     /// The revision a pending review approves, when one is pending.
     pub review: Option<ReviewState>,
+    /// Every plan of the session, oldest first: one per entry into plan mode (PM-26).
+    #[serde(default)]
+    pub plans: Vec<PlanSummary>,
+    /// The comments on the current plan's revisions, oldest first (PM-25).
+    #[serde(default)]
+    pub comments: Vec<PlanComment>,
+}
+
+/// One plan of a session and how it ended.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PlanSummary {
+    pub plan_id: String,
+    /// `drafting` or `awaiting_approval` while open; then `approved`, `rejected`,
+    /// `withdrawn`, or `left` (plan mode ended without a decision).
+    pub status: PlanStatus,
+    pub revisions: u32,
+    /// The first heading of its newest revision (redacted), if it has one.
+    pub title: Option<String>,
+    pub created_at: i64,
+    pub ended_at: Option<i64>,
+    /// The session's current plan (the one at `artifacts/plan.md`).
+    pub current: bool,
+}
+
+/// A revision of any plan of the session, to read: its Markdown and the sanitized HTML.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PlanRevisionText {
+    pub plan_id: String,
+    pub version: u32,
+    pub markdown: String,
+    pub html: String,
+}
+
+/// Where a comment's passage stands in the newest revision of its plan.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum CommentState {
+    /// No later revision yet.
+    Open,
+    /// A later revision changed the passage (or removed it).
+    Addressed,
+    /// A later revision holds the passage word for word (perhaps at other lines).
+    Unchanged,
+}
+
+/// A comment the user attached to lines of a plan revision (PM-25).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PlanComment {
+    pub id: i64,
+    pub plan_id: String,
+    /// The revision the comment was made on, and its lines there (1-based, inclusive).
+    pub version: u32,
+    pub start: u32,
+    pub end: u32,
+    /// The commented lines as they were.
+    pub quote: String,
+    pub text: String,
+    pub state: CommentState,
+    /// Where the passage is in the newest revision when it is unchanged there.
+    pub now_at: Option<(u32, u32)>,
 }
 
 /// The revision under review, and whether the file has changed since it was submitted

@@ -4,7 +4,7 @@ import GoalPanel from "./GoalPanel.svelte";
 import type { Goal, GoalOp } from "../lib/types";
 
 const line = (limit: number | null) => ({ limit, used: 10, remaining: limit === null ? null : limit - 10, reached: false });
-const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line(5000), main_turns: line(null), active_seconds: line(3600) }, over_budget: false, question: null, usage_limit: null };
+const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line(5000), main_turns: line(null), active_seconds: line(3600) }, over_budget: false, question: null, usage_limit: null, steps: [] };
 
 /** Stands in for the app's `/goal` grammar: the texts these tests type, and an error. */
 async function parse(text: string): Promise<{ op: GoalOp } | { error: string }> {

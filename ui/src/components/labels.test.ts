@@ -33,9 +33,9 @@ function unnamed(root: ParentNode): string[] {
 }
 
 const line = { limit: 100, used: 10, remaining: 90, reached: false };
-const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line, main_turns: line, active_seconds: line }, over_budget: false, question: null, usage_limit: null };
+const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: line, main_turns: line, active_seconds: line }, over_budget: false, question: null, usage_limit: null, steps: [] };
 const revision = (version: number) => ({ plan_id: "p1", version, sha256: "x", bytes: 1, author: "model" as const, truncated: false, created_at: 0 });
-const plan: PlanView = { path: "/p/plan.md", markdown: "# Plan", html: "<h1>Plan</h1>", revisions: [revision(1), revision(2)], review: null };
+const plan: PlanView = { path: "/p/plan.md", markdown: "# Plan", html: "<h1>Plan</h1>", revisions: [revision(1), revision(2)], review: null, plans: [], comments: [] };
 
 describe("every input, textarea and select has a name", () => {
   it("in the composer and the plan approval bar", async () => {

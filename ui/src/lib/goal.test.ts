@@ -59,7 +59,7 @@ describe("goal figures", () => {
 });
 
 describe("limitNotice", () => {
-  const base: Goal = { goal_id: "g", objective: "o", criteria: null, status: "usage_limited", reason: "rate_limited", actor: "runtime", revision: 1, budget: { tokens: { limit: null, used: 0, remaining: null, reached: false }, main_turns: { limit: null, used: 0, remaining: null, reached: false }, active_seconds: { limit: null, used: 0, remaining: null, reached: false } }, over_budget: false, question: null, usage_limit: null };
+  const base: Goal = { goal_id: "g", objective: "o", criteria: null, status: "usage_limited", reason: "rate_limited", actor: "runtime", revision: 1, budget: { tokens: { limit: null, used: 0, remaining: null, reached: false }, main_turns: { limit: null, used: 0, remaining: null, reached: false }, active_seconds: { limit: null, used: 0, remaining: null, reached: false } }, over_budget: false, question: null, usage_limit: null, steps: [] };
   const limit = (auto_resume: boolean, used = 0) => ({ resets_at: 1_000_000 + 90_000, from_provider: true, auto_resume, auto_resumes_used: used, auto_resumes_max: 3 });
 
   it("is for usage-limited goals only", () => {

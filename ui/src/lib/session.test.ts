@@ -52,7 +52,7 @@ describe("session reducer", () => {
   it("shows goal continuations as chips and tracks the goal snapshot", () => {
     seq = 0;
     const report = { limit: 100, used: 40, remaining: 60, reached: false };
-    const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null, usage_limit: null };
+    const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null, usage_limit: null, steps: [] };
     const s = run([
       ev("goal.create", { goal }),
       ev("message.admitted", { message_id: 2, source: "goal", text: "continue", position: "tail" }),
@@ -139,7 +139,7 @@ describe("transient events, told apart by their flag", () => {
   it("keeps the goal snapshot current from the logged update alone", () => {
     seq = 0;
     const report = { limit: 100, used: 40, remaining: 60, reached: false };
-    const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null, usage_limit: null };
+    const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null, usage_limit: null, steps: [] };
     const used = { ...report, used: 100, remaining: 0, reached: true };
     const s = run([
       ev("goal.create", { goal }),

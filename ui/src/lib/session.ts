@@ -235,12 +235,17 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       return { ...s, mode: e.mode, items: append(s, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")) };
     case "plan.revision":
       return { ...s, items: append(s, chip(e, `Plan revision v${e.version} by ${e.author}`, "plan")) };
+    case "plan.commented":
+      return { ...s, items: append(s, chip(e, `${e.comments.length} comment${e.comments.length === 1 ? "" : "s"} on plan v${e.version} sent`, "plan")) };
+    case "plan.exported":
+      return { ...s, items: append(s, chip(e, `Plan v${e.version} exported to ${e.path}`, "plan")) };
     case "goal.create":
       return { ...s, goal: e.goal, items: append(s, chip(e, `Goal set: ${e.goal.objective}`, "goal")) };
     case "goal.update": {
       // The logged change carries the new status and budget report, so the goal stays right
       // even when the transient snapshot that follows it is missed.
-      const goal = s.goal && s.goal.goal_id === e.goal_id ? { ...s.goal, status: e.status, reason: e.reason, actor: e.actor, budget: e.usage } : s.goal;
+      const usage_limit = e.status === "usage_limited" ? (e.usage_limit ?? s.goal?.usage_limit ?? null) : null;
+      const goal = s.goal && s.goal.goal_id === e.goal_id ? { ...s.goal, status: e.status, reason: e.reason, actor: e.actor, budget: e.usage, usage_limit } : s.goal;
       return { ...s, goal, items: append(s, chip(e, `Goal ${e.status.replace("_", " ")} (${e.reason.replace(/_/g, " ")}, by ${e.actor})`, "goal")) };
     }
     case "goal.clear":

@@ -13,14 +13,14 @@ function ev<T extends EventType>(seq: number, type: T, body: Body<T>, session_id
 const usage = { input_tokens: 10, output_tokens: 5, cached_tokens: 0 };
 const said = (seq: number, text: string) => ev(seq, "message.admitted", { message_id: seq, source: "user", text, position: "tail" });
 const report = { limit: 1000, used: 0, remaining: 1000, reached: false };
-const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null, usage_limit: null };
+const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null, usage_limit: null, steps: [] };
 
 function view(events: WireEvent[], extra: Partial<SessionView> = {}): SessionView {
   const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
   const last = events.length ? events[events.length - 1].seq : 0;
   return { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, last_seq: last }, events, complete: true, goal: null, instructions: [], ...extra };
 }
-const plan: PlanView = { path: "/d/artifacts/plan.md", markdown: "# Plan", html: "<h1>Plan</h1>", revisions: [], review: null };
+const plan: PlanView = { path: "/d/artifacts/plan.md", markdown: "# Plan", html: "<h1>Plan</h1>", revisions: [], review: null, plans: [], comments: [] };
 
 /** Applies actions in turn; the effects of the last one are returned with the store. */
 function apply(s: Store, ...actions: Action[]): { store: Store; effects: Effect[] } {

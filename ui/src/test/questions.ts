@@ -23,7 +23,7 @@ export function permission(p: Partial<QuestionOf<"permission">>): Question {
 }
 
 export function planApproval(p: Partial<QuestionOf<"plan_approval">>): QuestionOf<"plan_approval"> {
-  return { plan_id: "p1", version: 1, key: "k", sha256: "x", bytes: 1, truncated: false, path: "/d/artifacts/plan.md", options: [], ...p };
+  return { plan_id: "p1", version: 1, key: "k", sha256: "x", bytes: 1, truncated: false, path: "/d/artifacts/plan.md", options: [], budget: null, steps: [], ...p };
 }
 
 export function pending(question: Question, id = "q1"): Questionnaire {

@@ -198,7 +198,7 @@ fn change_of(b: &BudgetArgs) -> BudgetChange {
 
 /// A typed budget change as the settings it makes; out-of-range values are refused by
 /// `check_budgets` when applied.
-fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
+pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
     let limit = |l: Option<Limit>| {
         l.map(|l| match l {
             Limit::Clear => None,
@@ -407,7 +407,7 @@ impl SlashCommand for GoalCommand {
     }
 }
 
-fn budgets_of(b: &BudgetArgs) -> Budgets {
+pub(crate) fn budgets_of(b: &BudgetArgs) -> Budgets {
     Budgets {
         tokens: b.tokens.flatten(),
         turns: b.turns.flatten(),

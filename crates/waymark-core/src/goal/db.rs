@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::store::clamp_i64;
 use rusqlite::{Connection, OptionalExtension, params};
-use waymark_protocol::{GoalActor, GoalReason, GoalStatus, UsageLimit};
+use waymark_protocol::{GoalActor, GoalReason, GoalStatus, GoalStep, UsageLimit};
 
 /// A goal as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +28,8 @@ pub struct GoalRow {
     pub question: Option<String>,
     /// While `usage_limited`: when the limit resets and whether the goal resumes then.
     pub usage_limit: Option<UsageLimit>,
+    /// The steps of the plan the goal implements, with the verifier's latest verdicts.
+    pub steps: Vec<GoalStep>,
 }
 
 /// Settlement's memory between turns.
@@ -57,7 +59,7 @@ pub struct Budgets {
 const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, actor, revision, \
      token_budget, turn_budget, time_budget_ms, tokens_used, turns_used, active_ms, continuations, \
      repeated_replies, toolless_turns, last_reply, completion_claimed, not_met_count, last_gaps, \
-     grace_used, summary_due, question, usage_limit, limit_resumes";
+     grace_used, summary_due, question, usage_limit, limit_resumes, steps";
 
 fn opt_u64(v: Option<i64>) -> Option<u64> {
     v.map(|x| x.max(0) as u64)
@@ -65,7 +67,14 @@ fn opt_u64(v: Option<i64>) -> Option<u64> {
 
 /// A goal row before its closed-set columns are checked: the row, then its status, reason,
 /// actor and usage-limit JSON as stored.
-type RawGoal = (GoalRow, String, String, String, Option<String>);
+type RawGoal = (
+    GoalRow,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+);
 
 fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
     let status: String = r.get(4)?;
@@ -101,20 +110,32 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
             },
             question: r.get(23)?,
             usage_limit: None,
+            steps: Vec::new(),
         },
         status,
         reason,
         actor,
         r.get(24)?,
+        r.get(26)?,
     ))
 }
 
 fn decode(parts: RawGoal) -> Result<GoalRow> {
-    let (mut g, status, reason, actor, limit) = parts;
-    g.usage_limit = limit
-        .map(|l| serde_json::from_str::<UsageLimit>(&l))
+    let (mut g, status, reason, actor, limit, steps) = parts;
+    g.steps = steps
+        .map(|s| serde_json::from_str::<Vec<GoalStep>>(&s))
         .transpose()
-        .map_err(|e| Error::Corrupt(format!("goal {}: usage limit: {e}", g.id)))?;
+        .map_err(|e| Error::Corrupt(format!("goal {}: steps: {e}", g.id)))?
+        .unwrap_or_default();
+    // Unreadable (damaged, or written by another version): the goal keeps its status and
+    // simply has no automatic resume, which is the safe side; the session stays usable.
+    g.usage_limit = limit.and_then(|l| match serde_json::from_str::<UsageLimit>(&l) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!(goal = %g.id, "the goal's usage limit is unreadable, ignored: {e}");
+            None
+        }
+    });
     g.status = GoalStatus::parse(&status)
         .ok_or_else(|| Error::Corrupt(format!("goal {}: status `{status}`", g.id)))?;
     g.reason = GoalReason::parse(&reason)
@@ -251,6 +272,17 @@ impl super::Tx<'_> {
         self.conn().execute(
             "UPDATE goals SET objective = ?2, revision = revision + 1, updated_at = ?3 WHERE id = ?1",
             params![id, objective, now],
+        )?;
+        Ok(())
+    }
+
+    /// Stores the plan steps of a goal and their verdicts.
+    pub fn set_goal_steps(&mut self, id: &str, steps: &[GoalStep]) -> Result<()> {
+        let json = serde_json::to_string(steps)
+            .map_err(|e| Error::Corrupt(format!("goal {id}: steps: {e}")))?;
+        self.conn().execute(
+            "UPDATE goals SET steps = ?2 WHERE id = ?1",
+            params![id, json],
         )?;
         Ok(())
     }

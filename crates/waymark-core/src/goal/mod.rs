@@ -9,6 +9,7 @@ pub mod db;
 #[cfg(not(feature = "test-support"))]
 pub(crate) mod db;
 mod guard;
+mod plan_goal;
 pub mod prompts;
 mod reminder;
 pub(crate) mod runner;
@@ -40,6 +41,9 @@ pub fn parse_command(args: &str) -> Result<waymark_protocol::GoalOp> {
     commands::parse(args)
 }
 
+pub(crate) use plan_goal::start_plan_goal;
+pub use plan_goal::{PlanGoal, parse_steps, plan_goal_budget};
+
 /// Thread goals as an extension of every session.
 pub struct GoalExtension;
 
@@ -52,6 +56,7 @@ impl Extension for GoalExtension {
             include_str!("../../migrations/goal/0001_goals.sql"),
             include_str!("../../migrations/goal/0002_question.sql"),
             include_str!("../../migrations/goal/0003_usage_limit.sql"),
+            include_str!("../../migrations/goal/0004_steps.sql"),
         ]
     }
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
@@ -74,6 +79,8 @@ impl Extension for GoalExtension {
         &[QuestionnaireKind::GoalApproval]
     }
     fn on_open(&self, tx: &mut Tx<'_>, session_id: &str, crashed: bool) -> Result<()> {
+        // An automatic resume belongs to the process that scheduled it.
+        runner::cancel_schedule(tx, session_id)?;
         // The previous process died holding the session: an active goal stays paused until
         // the user resumes it (G-24).
         if crashed {
@@ -155,6 +162,7 @@ impl Extension for GoalExtension {
         runner::wake_at(api)
     }
     fn on_close(&self, tx: &mut Tx<'_>, session_id: &str, waiting: bool) -> Result<()> {
+        runner::cancel_schedule(tx, session_id)?;
         // Waiting for the user is a pause in itself: the goal resumes with the answer (G-15
         // stage 5); anything else closing pauses it (G-24).
         if waiting {
@@ -249,6 +257,7 @@ pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
         revision: g.revision,
         question: g.question.clone(),
         usage_limit: g.usage_limit,
+        steps: g.steps.clone(),
         over_budget: exhausted(&budget).is_some(),
         budget,
     }
@@ -456,6 +465,7 @@ mod tests {
             counters: GoalCounters::default(),
             question: None,
             usage_limit: None,
+            steps: Vec::new(),
         }
     }
 

@@ -352,7 +352,19 @@ pub(crate) async fn settle(
         }
     };
     p.run(mode, verdict, limits);
+    // Stopped while the turn ended: whatever the limit, nothing resumes by itself.
+    if cancel.is_cancelled()
+        && let Some(l) = p.usage_limit.as_mut()
+    {
+        l.auto_resume = false;
+    }
     api.write(|tx| {
+        // The goal may have moved while the turn settled (paused by the user, stopped by the
+        // app closing, replaced): its word stands.
+        match current_goal(tx.conn(), api.id())? {
+            Some(now) if now.id == p.goal.id && now.status == GoalStatus::Active => {}
+            _ => return Ok(()),
+        }
         let mut g = super::settlement::commit(tx, &p)?;
         super::settlement::continuation(tx, &mut g, &p)?;
         if g.status == GoalStatus::Complete {
@@ -455,12 +467,19 @@ pub(crate) fn auto_resume_at(g: &GoalRow) -> Option<i64> {
         .map(|l| l.resets_at)
 }
 
+/// [`auto_resume_at`], while the settings still allow it: lowering
+/// `goal.usage_limit.auto_resumes` also stops a resume already scheduled.
+fn scheduled(api: &SessionApi, g: &GoalRow) -> Option<i64> {
+    let cap = api.config().goal.usage_limit.auto_resumes;
+    auto_resume_at(g).filter(|_| g.usage_limit.is_some_and(|l| l.auto_resumes_used < cap))
+}
+
 /// When the session should look at its goal again: the scheduled automatic resume.
 pub(crate) fn wake_at(api: &SessionApi) -> Result<Option<i64>> {
     if !api.config().beta.thread_goal {
         return Ok(None);
     }
-    api.read(|c| Ok(current_goal(c, api.id())?.as_ref().and_then(auto_resume_at)))
+    api.read(|c| Ok(current_goal(c, api.id())?.and_then(|g| scheduled(api, &g))))
 }
 
 /// Keeps an active goal moving when the session would otherwise go idle (after a suspended
@@ -473,7 +492,7 @@ pub(crate) fn ensure_continuation(api: &SessionApi) -> Result<bool> {
     let now = api.now_ms();
     // Read first: going idle must not cost a write transaction when there is nothing to do.
     let due = |g: &GoalRow| {
-        g.status == GoalStatus::Active || auto_resume_at(g).is_some_and(|at| now >= at)
+        g.status == GoalStatus::Active || scheduled(api, g).is_some_and(|at| now >= at)
     };
     if !api.read(|c| Ok(current_goal(c, api.id())?.is_some_and(|g| due(&g))))? {
         return Ok(false);
@@ -521,13 +540,18 @@ fn end_active(
     Ok(())
 }
 
-/// The app closed (or crashed) while a goal was active: it stays paused until resumed (G-24).
-/// An automatic resume it was waiting for is called off too: no process is left to make it,
-/// and the next start never resumes a goal by itself.
-pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+/// The process holding the session stops, or a new one opens it: an automatic resume the
+/// goal was waiting for is called off. Only the process that scheduled it makes it; a later
+/// start never resumes a goal by itself.
+pub(crate) fn cancel_schedule(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
     if let Some(g) = current_goal(tx.conn(), session_id)? {
         cancel_auto_resume(tx, g, GoalActor::System)?;
     }
+    Ok(())
+}
+
+/// The app closed (or crashed) while a goal was active: it stays paused until resumed (G-24).
+pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
     end_active(
         tx,
         session_id,

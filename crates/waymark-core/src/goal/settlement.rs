@@ -473,6 +473,7 @@ mod tests {
             counters: GoalCounters::default(),
             question: None,
             usage_limit: None,
+            steps: Vec::new(),
         }
     }
 

@@ -29,6 +29,13 @@ pub(crate) fn implementation_message(snapshot: &str, option: Option<(u32, &str)>
     m
 }
 
+/// The text of a frozen plan snapshot.
+fn snapshot_text(tx: &Tx<'_>, key: &str) -> Result<String> {
+    let bytes = crate::plan::db::blob(tx.conn(), key)?
+        .ok_or_else(|| Error::Corrupt(format!("the plan snapshot {key} is missing")))?;
+    String::from_utf8(bytes).map_err(|_| Error::Corrupt(format!("snapshot {key} is not UTF-8")))
+}
+
 /// Queues a message of plan mode (the implementation message, the reply to a review) at the
 /// head of the queue; its idempotency key makes a repeated answer return the same message
 /// (PM-18).
@@ -77,14 +84,9 @@ pub(crate) fn on_answer(
         ),
         (
             Question::PlanApproval(review),
-            TypedAnswer::PlanApproval(PlanReview::Approve { option }),
+            TypedAnswer::PlanApproval(PlanReview::Approve { option, as_goal }),
         ) => {
-            let key = review.key.as_str();
-            let bytes = crate::plan::db::blob(tx.conn(), key)?.ok_or_else(|| {
-                Error::Corrupt(format!("the approved plan snapshot {key} is missing"))
-            })?;
-            let snapshot = String::from_utf8(bytes)
-                .map_err(|_| Error::Corrupt(format!("snapshot {key} is not UTF-8")))?;
+            let snapshot = snapshot_text(tx, &review.key)?;
             let options = &review.options;
             let chosen = match option {
                 None => None,
@@ -109,6 +111,24 @@ pub(crate) fn on_answer(
                 &implementation_message(&snapshot, chosen),
                 &format!("plan-approval:{}", q.id),
             )?;
+            // Pursued as a goal: the implementation turn is the goal's first; its objective
+            // cites the frozen revision and its verifier checks the plan's steps (PM-27).
+            if let Some(budget) = as_goal {
+                let title = super::review::title(&snapshot);
+                crate::goal::start_plan_goal(
+                    tx,
+                    api,
+                    crate::goal::PlanGoal {
+                        plan_id: &review.plan_id,
+                        version: review.version,
+                        sha256: &review.sha256,
+                        title: title.as_deref(),
+                        steps: &review.steps,
+                        plan_budget: review.budget.as_deref(),
+                        budget,
+                    },
+                )?;
+            }
             super::leave(tx, api, PlanStatus::Approved, PlanModeReason::Approved)
         }
         (_, TypedAnswer::PlanApproval(PlanReview::Defer)) => {
@@ -117,16 +137,38 @@ pub(crate) fn on_answer(
             }
             Ok(())
         }
-        (_, TypedAnswer::PlanApproval(PlanReview::Revise { text })) => {
+        (
+            Question::PlanApproval(review),
+            TypedAnswer::PlanApproval(PlanReview::Revise { text, comments }),
+        ) => {
+            if text.trim().is_empty() && comments.is_empty() {
+                return Err(Error::Refused(
+                    "a revise needs feedback: general text, line comments, or both".into(),
+                ));
+            }
+            // The comments are on the revision under review, as it was frozen.
+            let frozen = snapshot_text(tx, &review.key)?;
+            let checked = super::review::checked(&frozen, &comments).map_err(Error::Refused)?;
+            for (c, quote) in &checked {
+                tx.add_plan_comment(&review.plan_id, review.version, c, quote)?;
+            }
+            if !checked.is_empty() {
+                tx.emit(
+                    sid,
+                    waymark_protocol::EventKind::PlanCommented {
+                        plan_id: review.plan_id.clone(),
+                        version: review.version,
+                        comments: checked.iter().map(|(c, _)| c.clone()).collect(),
+                    },
+                )?;
+            }
             if let Some(p) = crate::plan::db::current_plan(tx.conn(), sid)? {
                 tx.set_plan_status(&p.id, PlanStatus::Drafting)?;
             }
             queue_first(
                 tx,
                 sid,
-                &format!(
-                    "The user reviewed the plan and asks for changes:\n\n{text}\n\nRevise the plan file accordingly (you are still in plan mode), then call ExitPlanMode again."
-                ),
+                &super::review::feedback_message(review.version, &text, &checked),
                 &format!("plan-revise:{}", q.id),
             )
         }

@@ -306,6 +306,70 @@ pub fn session_revisions(conn: &Connection, session_id: &str) -> Result<Vec<Revi
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Every plan of a session, oldest first, with when each ended.
+pub fn session_plans(conn: &Connection, session_id: &str) -> Result<Vec<(PlanRow, Option<i64>)>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {PLAN_COLUMNS}, ended_at FROM plans WHERE session_id = ?1 ORDER BY created_at, rowid"
+    ))?;
+    let rows = stmt.query_map([session_id], |r| Ok((row_to_plan(r)?, r.get(9)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// A comment as stored: the comment, its quote, and its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentRow {
+    pub id: i64,
+    pub plan_id: String,
+    pub version: u32,
+    pub comment: waymark_protocol::LineComment,
+    pub quote: String,
+}
+
+impl super::Tx<'_> {
+    /// Stores a comment on lines of a revision (the comment and the quote redacted).
+    pub fn add_plan_comment(
+        &mut self,
+        plan_id: &str,
+        version: u32,
+        c: &waymark_protocol::LineComment,
+        quote: &str,
+    ) -> Result<i64> {
+        let now = self.now();
+        let (quote, text) = (
+            self.redact(quote).into_owned(),
+            self.redact(&c.text).into_owned(),
+        );
+        self.conn().execute(
+            "INSERT INTO plan_comments (plan_id, version, start_line, end_line, quote, text, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![plan_id, version, c.start, c.end, quote, text, now],
+        )?;
+        Ok(self.conn().last_insert_rowid())
+    }
+}
+
+/// The comments on a plan's revisions, oldest first.
+pub fn plan_comments(conn: &Connection, plan_id: &str) -> Result<Vec<CommentRow>> {
+    let mut stmt = conn.prepare(
+        "SELECT id, plan_id, version, start_line, end_line, quote, text FROM plan_comments
+         WHERE plan_id = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map([plan_id], |r| {
+        Ok(CommentRow {
+            id: r.get(0)?,
+            plan_id: r.get(1)?,
+            version: r.get::<_, i64>(2)?.clamp(0, i64::from(u32::MAX)) as u32,
+            comment: waymark_protocol::LineComment {
+                start: r.get::<_, i64>(3)?.clamp(0, i64::from(u32::MAX)) as u32,
+                end: r.get::<_, i64>(4)?.clamp(0, i64::from(u32::MAX)) as u32,
+                text: r.get(6)?,
+            },
+            quote: r.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// A blob's content, checked against its recorded hash.
 pub fn blob(conn: &Connection, key: &str) -> Result<Option<Vec<u8>>> {
     let row: Option<(Vec<u8>, String)> = conn

@@ -15,6 +15,7 @@ mod document;
 mod guard;
 mod reminder;
 pub mod render;
+pub mod review;
 mod tools;
 
 mod view;
@@ -58,7 +59,10 @@ impl Extension for PlanExtension {
         "plan"
     }
     fn migrations(&self) -> &'static [&'static str] {
-        &[include_str!("../../migrations/plan/0001_plans.sql")]
+        &[
+            include_str!("../../migrations/plan/0001_plans.sql"),
+            include_str!("../../migrations/plan/0002_comments.sql"),
+        ]
     }
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![

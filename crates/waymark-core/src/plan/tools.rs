@@ -169,6 +169,8 @@ impl Tool for ExitPlanMode {
                     truncated,
                     path: path.display().to_string(),
                     options,
+                    budget: super::review::budget(&content),
+                    steps: super::review::steps(&content),
                 });
                 tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), &question)?;
                 tx.set_plan_status(&plan.id, PlanStatus::AwaitingApproval)?;

@@ -7,7 +7,10 @@ use crate::paths;
 use crate::runtime::Runtime;
 use crate::store;
 use std::path::PathBuf;
-use waymark_protocol::{PlanDiff, PlanRevisionInfo, PlanView, ReviewState, RevisionRef};
+use waymark_protocol::{
+    PlanComment, PlanDiff, PlanRevisionInfo, PlanRevisionText, PlanSummary, PlanView, ReviewState,
+    RevisionRef,
+};
 
 /// The largest plan file [`Runtime::plan_file`] reads whole.
 pub const PLAN_FILE_CAP: usize = 64 * 1024 * 1024;
@@ -108,6 +111,93 @@ impl Runtime {
             markdown: live.markdown,
             revisions: self.plan_revisions(id)?,
             review: self.plan_under_review(id)?,
+            plans: self.plans(id)?,
+            comments: self.plan_comments(id, None)?,
+        })
+    }
+
+    /// Every plan of the session, oldest first, with how it ended (PM-26).
+    pub fn plans(&self, id: &str) -> Result<Vec<PlanSummary>> {
+        self.store().view(|c| {
+            store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            let current = crate::plan::db::current_plan(c, id)?.map(|p| p.id);
+            let mut out = Vec::new();
+            for (p, ended_at) in crate::plan::db::session_plans(c, id)? {
+                let newest = crate::plan::db::revisions(c, &p.id)?.pop();
+                let title = match newest {
+                    Some(r) => crate::plan::db::blob(c, &r.key)?
+                        .and_then(|b| super::review::title(&String::from_utf8_lossy(&b))),
+                    None => None,
+                };
+                out.push(PlanSummary {
+                    current: current.as_deref() == Some(p.id.as_str()),
+                    plan_id: p.id,
+                    status: p.status,
+                    revisions: p.revisions,
+                    title,
+                    created_at: p.created_at,
+                    ended_at,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// The comments on a plan's revisions (the current plan's by default), each with where
+    /// its passage stands in the plan's newest revision (PM-25).
+    pub fn plan_comments(&self, id: &str, plan_id: Option<&str>) -> Result<Vec<PlanComment>> {
+        let plan_id = match plan_id {
+            Some(p) => p.to_string(),
+            None => match self
+                .store()
+                .view(|c| crate::plan::db::current_plan(c, id))?
+            {
+                Some(p) => p.id,
+                None => return Ok(Vec::new()),
+            },
+        };
+        let (rows, newest) = self.store().view(|c| {
+            Ok((
+                crate::plan::db::plan_comments(c, &plan_id)?,
+                crate::plan::db::revisions(c, &plan_id)?
+                    .pop()
+                    .map(|r| r.version),
+            ))
+        })?;
+        let newest_text = match newest {
+            Some(v) if rows.iter().any(|r| r.version < v) => {
+                Some(self.plan_revision_text(id, Some(&plan_id), v)?)
+            }
+            _ => None,
+        };
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let later = newest_text.as_deref().filter(|_| newest > Some(r.version));
+                let (state, now_at) = super::review::state(&r.quote, r.comment.start, later);
+                PlanComment {
+                    id: r.id,
+                    plan_id: r.plan_id,
+                    version: r.version,
+                    start: r.comment.start,
+                    end: r.comment.end,
+                    quote: r.quote,
+                    text: r.comment.text,
+                    state,
+                    now_at,
+                }
+            })
+            .collect())
+    }
+
+    /// One revision of any plan of the session, to read: its Markdown and sanitized HTML.
+    pub fn plan_revision(&self, id: &str, plan_id: &str, version: u32) -> Result<PlanRevisionText> {
+        let markdown = self.plan_revision_text(id, Some(plan_id), version)?;
+        Ok(PlanRevisionText {
+            plan_id: plan_id.to_string(),
+            version,
+            html: super::render::render(&markdown),
+            markdown,
         })
     }
 

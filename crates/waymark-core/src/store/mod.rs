@@ -631,8 +631,8 @@ mod extension_schema_tests {
                 ))
             })
             .unwrap();
-        // Plan at version 1, goal at 3 (its question and usage-limit columns added on top).
-        assert_eq!((objective.as_str(), versions), ("keep me", 4));
+        // Plan at version 2 (comments), goal at 4 (question, usage limit and steps on top).
+        assert_eq!((objective.as_str(), versions), ("keep me", 6));
     }
 
     #[test]

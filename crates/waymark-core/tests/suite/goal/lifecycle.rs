@@ -105,7 +105,10 @@ async fn g_11_create_goal_asks_for_approval() {
         &s,
         Op::Answer {
             questionnaire_id: q,
-            answer: Answer::Approve { option: None },
+            answer: Answer::Approve {
+                option: None,
+                as_goal: None,
+            },
         },
     )
     .await;

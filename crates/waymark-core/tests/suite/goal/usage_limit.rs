@@ -348,3 +348,54 @@ async fn closing_the_session_calls_off_a_scheduled_resume() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// However the holding process goes (here its handle is dropped without a shutdown, as a
+/// killed process leaves it), the next open calls off the scheduled resume.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_process_never_makes_an_old_schedule() {
+    let t = setup(Flavor::OpenAi, 3, |_| {
+        rate_limited(Flavor::OpenAi, &[("retry-after", "60")])
+    })
+    .await;
+    run(&t.s, user("/goal Tidy the notes")).await;
+    assert!(t.limit().auto_resume);
+    let id = t.s.id().to_string();
+    let Setup {
+        s,
+        runtime,
+        clock,
+        calls,
+        ..
+    } = t;
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let s = runtime.open_session(&id, Default::default()).unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    let l = runtime.goal(&id).unwrap().unwrap().usage_limit.unwrap();
+    assert!(!l.auto_resume, "{l:?}");
+    clock.advance_ms(10 * MINUTE);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    s.shutdown().await.unwrap();
+}
+
+/// Lowering the setting to 0 ("never") also stops a resume already scheduled.
+#[tokio::test(flavor = "multi_thread")]
+async fn turning_automatic_resumes_off_stops_a_scheduled_one() {
+    let t = setup(Flavor::OpenAi, 3, |_| {
+        rate_limited(Flavor::OpenAi, &[("retry-after", "60")])
+    })
+    .await;
+    run(&t.s, user("/goal Tidy the notes")).await;
+    assert!(t.limit().auto_resume);
+    let mut config = Config::default();
+    config.goal.verification = Some(Verification::None);
+    config.goal.usage_limit.auto_resumes = 0;
+    t.s.submit(Op::Configure {
+        config: Box::new(config),
+    })
+    .await
+    .unwrap();
+    t.advance_quietly(5 * MINUTE).await;
+    t.s.shutdown().await.unwrap();
+}
