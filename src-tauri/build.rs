@@ -15,6 +15,8 @@ const COMMANDS: &[&str] = &[
     "edit_plan",
     "plan_view",
     "plan_diff",
+    "plan_revision",
+    "export_plan",
     "goal_timeline",
     "goal",
     "parse_goal",

@@ -11,7 +11,7 @@ use waymark_core::SessionSpec;
 use waymark_core::session::OpOutcome;
 use waymark_protocol::config::Config;
 use waymark_protocol::{
-    Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanView, Position,
+    Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanRevisionText, PlanView, Position,
     RevisionRef, SessionSummary, SessionView,
 };
 
@@ -204,6 +204,46 @@ pub async fn plan_diff(
     to: RevisionRef,
 ) -> IpcResult<PlanDiff> {
     Ok(host.runtime.plan_diff(&id, &from, &to)?)
+}
+
+/// One revision of any plan of the session (earlier plans too), to read.
+#[tauri::command]
+#[specta::specta]
+pub async fn plan_revision(
+    host: State<'_, Host>,
+    id: String,
+    plan_id: String,
+    version: u32,
+) -> IpcResult<PlanRevisionText> {
+    Ok(host.runtime.plan_revision(&id, &plan_id, version)?)
+}
+
+/// Copies an approved plan revision into the workspace (by default the newest approved plan
+/// to docs/plans/<date>-<slug>.md); in `ask` mode it is refused until `confirm`. Returns the
+/// path written, relative to the workspace.
+#[tauri::command]
+#[specta::specta]
+pub async fn export_plan(
+    host: State<'_, Host>,
+    id: String,
+    plan_id: Option<String>,
+    version: Option<u32>,
+    path: Option<String>,
+    confirm: bool,
+) -> IpcResult<String> {
+    match host
+        .handle(&id)?
+        .submit(Op::ExportPlan {
+            plan_id,
+            version,
+            path,
+            confirm,
+        })
+        .await?
+    {
+        OpOutcome::Command { output } => Ok(output),
+        _ => Ok(String::new()),
+    }
 }
 
 /// Changes the session's goal (pause, resume, clear, budget, objective, set): the same op

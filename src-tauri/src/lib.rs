@@ -36,6 +36,8 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::edit_plan,
             commands::plan_view,
             commands::plan_diff,
+            commands::plan_revision,
+            commands::export_plan,
             commands::goal_timeline,
             commands::goal,
             commands::parse_goal,

@@ -28,6 +28,14 @@ export const commands = {
 	editPlan: (id: string, text: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("edit_plan", { id, text })),
 	planView: (id: string) => typedError<PlanView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("plan_view", { id })),
 	planDiff: (id: string, from: RevisionRef, to: RevisionRef) => typedError<PlanDiff_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("plan_diff", { id, from, to })),
+	/**  One revision of any plan of the session (earlier plans too), to read. */
+	planRevision: (id: string, planId: string, version: number) => typedError<PlanRevisionText, ErrorInfo_Serialize>(__TAURI_INVOKE("plan_revision", { id, planId, version })),
+	/**
+	 *  Copies an approved plan revision into the workspace (by default the newest approved plan
+	 *  to docs/plans/<date>-<slug>.md); in `ask` mode it is refused until `confirm`. Returns the
+	 *  path written, relative to the workspace.
+	 */
+	exportPlan: (id: string, planId: string | null, version: number | null, path: string | null, confirm: boolean) => typedError<string, ErrorInfo_Serialize>(__TAURI_INVOKE("export_plan", { id, planId, version, path, confirm })),
 	/**
 	 *  The goal's events (create, update, clear) and the turns finished since the newest goal
 	 *  was set, oldest first: the timeline and the burn-down.
@@ -1070,6 +1078,14 @@ export type PlanRevisionInfo = {
 	author: RevisionAuthor,
 	truncated: boolean,
 	created_at: number,
+};
+
+/**  A revision of any plan of the session, to read: its Markdown and the sanitized HTML. */
+export type PlanRevisionText = {
+	plan_id: string,
+	version: number,
+	markdown: string,
+	html: string,
 };
 
 /**  Where a plan stands. */

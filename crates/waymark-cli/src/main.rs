@@ -103,6 +103,45 @@ enum PlanCommand {
         #[arg(long)]
         session: String,
     },
+    /// Every plan of the session (one per entry into plan mode), with how each ended.
+    List {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A revision of any plan, earlier ones included (default: the plan's newest).
+    Read {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        plan: String,
+        #[arg(long)]
+        version: Option<u32>,
+    },
+    /// The comments on the current plan's revisions, each addressed, unchanged or open.
+    Comments {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy an approved revision into the workspace (default: the newest approved plan, to
+    /// docs/plans/<date>-<slug>.md). Confined to the workspace; `ask` mode needs --yes.
+    Export {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        plan: Option<String>,
+        #[arg(long)]
+        version: Option<u32>,
+        /// Where to write it, inside the workspace.
+        #[arg(long)]
+        path: Option<String>,
+        /// Confirm the write when the session's permission mode asks before writes.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Replace the plan with your own edit (plan mode only); the review then approves it.
     Edit {
         #[arg(long)]
@@ -173,6 +212,18 @@ enum Command {
         /// The option chosen when approving a plan that offered options.
         #[arg(long)]
         option: Option<u32>,
+        /// With `revise`: a comment on lines of the revision under review, `12-14:"text"` or
+        /// `12:"text"` (repeatable).
+        #[arg(long = "comment", value_name = "LINES:TEXT")]
+        comments: Vec<String>,
+        /// With `approve`: implement the plan as a goal (its budget from the plan's
+        /// `## Budget`, or --budget).
+        #[arg(long)]
+        as_goal: bool,
+        /// With `--as-goal`: the goal's budget in the /goal syntax (`budget=50K turns=20
+        /// time=2h`), instead of the plan's.
+        #[arg(long, requires = "as_goal")]
+        budget: Option<String>,
         /// Only record the answer; do not run the session.
         #[arg(long)]
         no_run: bool,
@@ -354,10 +405,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             answer,
             text,
             option,
+            comments,
+            as_goal,
+            budget,
             no_run,
             json,
         } => {
-            let answer = Answer::parse(&answer, text, option)?;
+            let answer = build_answer(&answer, text, option, &comments, as_goal, budget)?;
             let op = Op::Answer {
                 questionnaire_id: questionnaire,
                 answer,
@@ -465,7 +519,65 @@ fn print_events(
 }
 
 /// Applies `op` to a held session (no queued work starts), then closes it.
+/// An answer from the command line: its name, `--text`, `--option`, `--comment`s and
+/// `--as-goal [--budget]`, each checked against what the answer takes.
+fn build_answer(
+    name: &str,
+    text: Option<String>,
+    option: Option<u32>,
+    comments: &[String],
+    as_goal: bool,
+    budget: Option<String>,
+) -> anyhow::Result<Answer> {
+    let comments = comments
+        .iter()
+        .map(|c| waymark_protocol::LineComment::parse(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let is = |n: &str| name.replace('-', "_") == n;
+    if !comments.is_empty() && !is("revise") {
+        anyhow::bail!("--comment goes with `revise`");
+    }
+    if as_goal && !is("approve") {
+        anyhow::bail!("--as-goal goes with `approve`");
+    }
+    let mut answer = if is("revise") && !comments.is_empty() {
+        Answer::Revise {
+            text: text.unwrap_or_default(),
+            comments: Vec::new(),
+        }
+    } else {
+        Answer::parse(name, text, option)?
+    };
+    match &mut answer {
+        Answer::Revise { comments: c, .. } => *c = comments,
+        Answer::Approve { as_goal: goal, .. } if as_goal => {
+            *goal = Some(match budget {
+                None => waymark_protocol::BudgetChange::default(),
+                Some(b) => match waymark_core::goal::parse_command(&b)? {
+                    waymark_protocol::GoalOp::EditBudget { budget } => budget,
+                    _ => anyhow::bail!(
+                        "--budget `{b}` is not a budget: write budget=50K turns=20 time=2h"
+                    ),
+                },
+            });
+        }
+        _ => {}
+    }
+    Ok(answer)
+}
+
 async fn submit_without_running(runtime: &Runtime, session: &str, op: Op) -> anyhow::Result<()> {
+    submit_without_running_for(runtime, session, op)
+        .await
+        .map(|_| ())
+}
+
+/// Sends `op` to a held session (nothing runs) and returns what it said.
+async fn submit_without_running_for(
+    runtime: &Runtime,
+    session: &str,
+    op: Op,
+) -> anyhow::Result<String> {
     let handle = runtime.open_session(
         session,
         SessionSpec {
@@ -475,8 +587,10 @@ async fn submit_without_running(runtime: &Runtime, session: &str, op: Op) -> any
     )?;
     let r = handle.submit(op).await;
     handle.shutdown().await?;
-    r?;
-    Ok(())
+    Ok(match r? {
+        OpOutcome::Command { output } => output,
+        _ => String::new(),
+    })
 }
 
 async fn goal_command(runtime: &Runtime, command: GoalCommand) -> anyhow::Result<ExitCode> {
@@ -548,6 +662,94 @@ async fn plan_command(runtime: &Runtime, command: PlanCommand) -> anyhow::Result
                 Some(_) => eprintln!("{} is empty", path.display()),
                 None => eprintln!("there is no plan file yet ({})", path.display()),
             }
+        }
+        PlanCommand::List { session, json } => {
+            let plans = runtime.plans(&session)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&plans)?);
+            } else if plans.is_empty() {
+                println!("no plans yet: a plan starts with each entry into plan mode");
+            } else {
+                for p in plans {
+                    println!(
+                        "{}{}  {:<17}  {} revision{}  {}  {}",
+                        if p.current { "* " } else { "  " },
+                        p.plan_id,
+                        p.status.as_str(),
+                        p.revisions,
+                        if p.revisions == 1 { "" } else { "s" },
+                        waymark_core::clock::utc_label(p.created_at),
+                        p.title
+                            .as_deref()
+                            .map(waymark_core::display::escape_line)
+                            .unwrap_or_default()
+                    );
+                }
+            }
+        }
+        PlanCommand::Read {
+            session,
+            plan,
+            version,
+        } => {
+            let version = match version {
+                Some(v) => v,
+                None => runtime
+                    .plans(&session)?
+                    .into_iter()
+                    .find(|p| p.plan_id == plan)
+                    .map(|p| p.revisions)
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("this session has no revision of plan {plan}")
+                    })?,
+            };
+            print!(
+                "{}",
+                runtime.plan_revision(&session, &plan, version)?.markdown
+            );
+        }
+        PlanCommand::Comments { session, json } => {
+            let comments = runtime.plan_comments(&session, None)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&comments)?);
+            } else if comments.is_empty() {
+                println!("no comments on this plan");
+            } else {
+                for c in comments {
+                    let state = match (c.state, c.now_at) {
+                        (waymark_protocol::CommentState::Unchanged, Some((a, b))) => {
+                            format!("unchanged (now lines {a}-{b})")
+                        }
+                        (s, _) => waymark_protocol::wire::name(&s).to_string(),
+                    };
+                    println!("v{} lines {}-{}  {state}", c.version, c.start, c.end);
+                    for l in c.quote.lines() {
+                        println!("  > {}", waymark_core::display::escape_line(l));
+                    }
+                    println!("  {}", waymark_core::display::escape_line(&c.text));
+                }
+            }
+        }
+        PlanCommand::Export {
+            session,
+            plan,
+            version,
+            path,
+            yes,
+        } => {
+            let out = submit_without_running_for(
+                runtime,
+                &session,
+                Op::ExportPlan {
+                    plan_id: plan,
+                    version,
+                    path,
+                    confirm: yes,
+                },
+            )
+            .await?;
+            println!("Exported to {out}");
         }
         PlanCommand::Revisions { session, json } => {
             let revs = runtime.plan_revisions(&session)?;

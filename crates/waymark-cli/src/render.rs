@@ -345,11 +345,18 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
             for (n, label) in r.options.iter().enumerate() {
                 out.push_str(&format!("  Option {}: {}\n", n + 1, safe(label)));
             }
+            if !r.steps.is_empty() {
+                out.push_str(&format!("  Steps: {}\n", r.steps.len()));
+            }
+            if let Some(b) = &r.budget {
+                out.push_str(&format!("  The plan's budget: {}\n", safe(b)));
+            }
             out.push_str("  Answer with one of:\n");
             for a in [
                 "approve [--option N]",
+                "approve --as-goal [--budget \"budget=50K turns=20 time=2h\"]",
                 "defer",
-                "revise --text \"feedback\"",
+                "revise [--text \"feedback\"] [--comment 12-14:\"comment\" …]",
                 "reject",
                 "withdraw",
             ] {

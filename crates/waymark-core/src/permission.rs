@@ -351,7 +351,7 @@ fn in_git_dir(p: &Path) -> bool {
 /// Whether a resolved path is an instructions file (`AGENTS.md`, `CLAUDE.md`) in any folder:
 /// what it says steers every later session there, so the model writing one is the user's
 /// decision, like `.git/` hooks.
-fn is_instructions_file(p: &Path) -> bool {
+pub(crate) fn is_instructions_file(p: &Path) -> bool {
     p.file_name().is_some_and(|n| {
         crate::instructions::FILE_NAMES
             .iter()

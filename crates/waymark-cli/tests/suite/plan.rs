@@ -266,3 +266,188 @@ fn two_processes_approving_at_once_yield_one_implementation_message() {
     assert_eq!(implementations, 1);
     assert_eq!(read(env.ws.join("greet.txt")), "HELLO\n");
 }
+
+const STEPS_V1: &str = "## Summary\nMake the greeting louder.\n\n## Steps\n1. Uppercase greet.txt\n2. Add an exclamation mark\n\n## Budget\nbudget=30K turns=5\n";
+const STEPS_V2: &str = "## Summary\nMake the greeting louder.\n\n## Steps\n1. Uppercase greet.txt with tr\n2. Add an exclamation mark\n\n## Budget\nbudget=30K turns=5\n";
+
+fn pending(env: &Env, sid: &str) -> String {
+    pending_questionnaire(env, sid)
+}
+
+/// `answer … revise --comment`, `plan comments`, `plan list`, `plan read`, then `approve
+/// --as-goal --budget` and `plan export` (which asks for --yes in `ask` mode).
+#[test]
+fn comments_history_approve_as_goal_and_export_from_the_cli() {
+    let env = Env::new();
+    let claim = json!({"text": "Done.", "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": "both steps"}}]});
+    let model = setup(
+        &env,
+        vec![submit(STEPS_V1), submit(STEPS_V2), implement(), claim],
+    );
+    let model_script = model.trim_start_matches("scripted:").to_string();
+    let mut script: Value =
+        serde_json::from_str(&std::fs::read_to_string(&model_script).unwrap()).unwrap();
+    script["verifier"] = json!([{"text": "STEP 1: MET\nSTEP 2: MET\nVERDICT: PASS"}]);
+    std::fs::write(&model_script, script.to_string()).unwrap();
+
+    let out = env.exec(&model, &["--permission", "ask", "--plan", "make it louder"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("Steps: 2")
+            && shown.contains("The plan's budget: budget=30K turns=5")
+            && shown.contains("--as-goal")
+            && shown.contains("--comment 12-14"),
+        "{shown}"
+    );
+    let sid = env.only_session();
+    let q = pending(&env, &sid);
+
+    // A comment outside the revision is refused before anything is sent.
+    let bad = env.run(&[
+        "answer",
+        "--session",
+        &sid,
+        &q,
+        "revise",
+        "--comment",
+        "40-41:\"no\"",
+    ]);
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(text(&bad).contains("past the end"), "{}", text(&bad));
+    let malformed = env.run(&[
+        "answer",
+        "--session",
+        &sid,
+        &q,
+        "revise",
+        "--comment",
+        "five:\"x\"",
+    ]);
+    assert_ne!(malformed.status.code(), Some(0));
+    assert!(
+        text(&malformed).contains("is not a line comment"),
+        "{}",
+        text(&malformed)
+    );
+
+    let out = env.run(&[
+        "answer",
+        "--session",
+        &sid,
+        &q,
+        "revise",
+        "--comment",
+        "5:\"Say how: tr or sed?\"",
+        "--comment",
+        "6-6:\"Keep this one.\"",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let comments = env.run(&["plan", "comments", "--session", &sid]);
+    let listed = String::from_utf8_lossy(&comments.stdout);
+    assert!(
+        listed.contains("v1 lines 5-5  addressed")
+            && listed.contains("v1 lines 6-6  unchanged (now lines 6-6)")
+            && listed.contains("> 1. Uppercase greet.txt")
+            && listed.contains("Say how: tr or sed?"),
+        "{listed}"
+    );
+    let json_comments: Value = serde_json::from_slice(
+        &env.run(&["plan", "comments", "--session", &sid, "--json"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json_comments.as_array().unwrap().len(), 2);
+
+    // Approve as a goal with my budget; the goal runs to its verified end.
+    let q = pending(&env, &sid);
+    let out = env.run(&[
+        "answer",
+        "--session",
+        &sid,
+        &q,
+        "approve",
+        "--as-goal",
+        "--budget",
+        "budget=20K turns=4",
+    ]);
+    let said = text(&out);
+    let goal: Value = serde_json::from_slice(
+        &env.run(&["goal", "show", "--session", &sid, "--json"])
+            .stdout,
+    )
+    .unwrap();
+    let g = &goal["goal"];
+    assert_eq!(g["budget"]["tokens"]["limit"], 20000, "{said}");
+    assert_eq!(g["budget"]["main_turns"]["limit"], 4);
+    assert!(
+        g["objective"].as_str().unwrap().contains("revision v2"),
+        "{g}"
+    );
+    assert_eq!(g["steps"].as_array().unwrap().len(), 2);
+
+    let list = env.run(&["plan", "list", "--session", &sid]);
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        listed.contains("* plan-")
+            && listed.contains("approved")
+            && listed.contains("2 revisions")
+            && listed.contains("Make the greeting louder"),
+        "{listed}"
+    );
+    let plans: Value = serde_json::from_slice(
+        &env.run(&["plan", "list", "--session", &sid, "--json"])
+            .stdout,
+    )
+    .unwrap();
+    let plan_id = plans[0]["plan_id"].as_str().unwrap().to_string();
+    let v1 = env.run(&[
+        "plan",
+        "read",
+        "--session",
+        &sid,
+        "--plan",
+        &plan_id,
+        "--version",
+        "1",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&v1.stdout), STEPS_V1);
+
+    // Export: `ask` mode wants --yes; then the approved revision lands in the workspace.
+    let asked = env.run(&[
+        "plan",
+        "export",
+        "--session",
+        &sid,
+        "--path",
+        "docs/plan.md",
+    ]);
+    assert_ne!(asked.status.code(), Some(0));
+    assert!(text(&asked).contains("--yes"), "{}", text(&asked));
+    assert!(!env.ws.join("docs/plan.md").exists());
+    let out = env.run(&[
+        "plan",
+        "export",
+        "--session",
+        &sid,
+        "--path",
+        "docs/plan.md",
+        "--yes",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("docs/plan.md")).unwrap(),
+        STEPS_V2
+    );
+    let outside = env.run(&[
+        "plan",
+        "export",
+        "--session",
+        &sid,
+        "--path",
+        "../escape.md",
+        "--yes",
+    ]);
+    assert_ne!(outside.status.code(), Some(0));
+    assert!(!env.dir.path().join("escape.md").exists());
+}

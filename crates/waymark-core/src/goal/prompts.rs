@@ -109,6 +109,23 @@ pub fn continuation_summary() -> String {
 
 /// The verifier's brief (G-18).
 pub fn verifier_brief(g: &GoalRow, evidence: &str, claim: &str) -> String {
+    let brief = verifier_brief_plain(g, evidence, claim);
+    if g.steps.is_empty() {
+        return brief;
+    }
+    let steps: Vec<String> = g
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{}. {}", i + 1, escape(&s.text)))
+        .collect();
+    format!(
+        "{brief}\n\nThe goal implements an approved plan. Its steps:\n<untrusted_steps>\n{}\n</untrusted_steps>\nBefore the verdict line, give one line per step, in order: `STEP <n>: MET` or `STEP <n>: NOT MET`. The verdict is PASS only when every step is met.",
+        steps.join("\n")
+    )
+}
+
+fn verifier_brief_plain(g: &GoalRow, evidence: &str, claim: &str) -> String {
     format!(
         "You are an independent reviewer. Decide whether the goal below is fully achieved in the workspace as it is now. You may read files, list and search, and run read-only commands; you cannot change anything.\n\n{}\n\nThe worker's claim:\n<claim>\n{}\n</claim>\n\nRecent work (summary):\n<evidence>\n{}\n</evidence>\n\nCheck the claim against the workspace, not against the worker's words. If something is missing, list the gaps as short bullet points. End your reply with exactly one line: `VERDICT: PASS`, `VERDICT: FAIL` or `VERDICT: PARTIAL`.",
         untrusted_objective(g),

@@ -211,13 +211,16 @@ pub(crate) fn tools_offered(api: &SessionApi, turn_id: i64) -> Result<bool> {
 }
 
 /// The verification mode (G-16): the setting, else by the route of the model.
-pub(crate) fn mode(api: &SessionApi) -> Mode {
+/// A goal that implements a plan has its steps checked unless verification is turned off
+/// by name (PM-27): with the route's default of none, the evaluator checks them.
+pub(crate) fn mode(api: &SessionApi, g: &GoalRow) -> Mode {
     match api.config().goal.verification {
         Some(Verification::None) => Mode::None,
         Some(Verification::Subagent) => Mode::Subagent,
         Some(Verification::Evaluator) => Mode::Evaluator,
         None => match api.provider().route() {
-            RouteKind::OwnKey => Mode::None,
+            RouteKind::OwnKey if g.steps.is_empty() => Mode::None,
+            RouteKind::OwnKey => Mode::Evaluator,
             RouteKind::Managed => Mode::Subagent,
         },
     }
@@ -302,7 +305,7 @@ pub(crate) async fn settle(
         repeated_not_met_limit: api.config().goal.verifier.repeated_not_met_limit,
         auto_resumes: api.config().goal.usage_limit.auto_resumes,
     };
-    let mode = mode(api);
+    let mode = mode(api, &goal);
     let mut p = Pipeline::new(goal, facts);
     // Stages 1–6 decide whether stage 7 needs a verdict; the verifier runs outside any
     // transaction, adding its tokens and time to the goal as it goes.

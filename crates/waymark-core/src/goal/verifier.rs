@@ -64,6 +64,34 @@ fn recent_work(items: &[(Option<i64>, HistoryItem)]) -> String {
     lines.join("\n")
 }
 
+/// Keeps the reviewer's verdict on each plan step it named (steps it did not name keep their
+/// last verdict): the Goal tab's "steps met n/m".
+fn record_steps(api: &SessionApi, g: &GoalRow, reply: &str) -> Result<()> {
+    if g.steps.is_empty() {
+        return Ok(());
+    }
+    let verdicts = super::parse_steps(reply, g.steps.len());
+    api.write(|tx| {
+        let Some(now) = crate::goal::db::current_goal(tx.conn(), api.id())?
+            .filter(|now| now.id == g.id && now.steps.len() == verdicts.len())
+        else {
+            return Ok(());
+        };
+        let steps: Vec<_> = now
+            .steps
+            .into_iter()
+            .zip(&verdicts)
+            .map(|(mut s, v)| {
+                if v.is_some() {
+                    s.met = *v;
+                }
+                s
+            })
+            .collect();
+        tx.set_goal_steps(&g.id, &steps)
+    })
+}
+
 /// How a verification ended besides a verdict.
 pub(crate) enum Checked {
     Verdict(Verdict),
@@ -162,6 +190,7 @@ pub(crate) async fn verify(
         };
         account(reply.usage.total(), &mut clock)?;
         if reply.tool_calls.is_empty() {
+            record_steps(api, g, &reply.text)?;
             return Ok(Checked::Verdict(parse_verdict(&reply.text)));
         }
         identify_calls(

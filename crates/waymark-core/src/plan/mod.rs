@@ -12,6 +12,7 @@ pub mod db;
 #[cfg(not(feature = "test-support"))]
 pub(crate) mod db;
 mod document;
+mod export;
 mod guard;
 mod reminder;
 pub mod render;
@@ -123,6 +124,15 @@ impl Extension for PlanExtension {
     fn handle_op(&self, api: &SessionApi, op: &Op) -> Option<Result<Option<String>>> {
         match op {
             Op::EditPlan { text } => Some(edit_by_user(api, text).map(|_| None)),
+            Op::ExportPlan {
+                plan_id,
+                version,
+                path,
+                confirm,
+            } => Some(
+                export::export(api, plan_id.as_deref(), *version, path.as_deref(), *confirm)
+                    .map(Some),
+            ),
             _ => None,
         }
     }

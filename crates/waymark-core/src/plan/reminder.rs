@@ -23,7 +23,7 @@ pub fn full_text(plan: &Path, missing: &[Layer]) -> String {
          {shell}\n\
          If a tool call is denied, take another read-only route. If two different approaches to the same question are blocked, stop trying: work with the evidence you have and record the uncertainty in the plan.\n\
          \n\
-         Write the plan to the file (not only in the chat) before calling ExitPlanMode. The file starts with `## Summary` (a few sentences, never empty), then as needed: goal and scope; current state and the files affected; approach and the end-to-end flow; state and failure recovery; tests and acceptance; open questions. If there are real alternatives, describe them and pass their short labels to ExitPlanMode as `options`.",
+         Write the plan to the file (not only in the chat) before calling ExitPlanMode. The file starts with `## Summary` (a few sentences, never empty), then as needed: goal and scope; current state and the files affected; approach and the end-to-end flow; state and failure recovery; tests and acceptance; open questions. List the work as a numbered `## Steps` section, one checkable step per item: a reviewer may check each step when the plan is implemented. End with a `## Budget` section estimating what implementing it takes, in the form `budget=<tokens, e.g. 80K> turns=<N> time=<e.g. 45m>`; the user may run the plan as a goal with that budget. If there are real alternatives, describe them and pass their short labels to ExitPlanMode as `options`.",
         plan = plan.display(),
         shell = shell_line(missing),
     )

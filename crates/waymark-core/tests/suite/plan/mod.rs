@@ -3,6 +3,7 @@
 
 #![allow(unused_imports)] // the shared imports serve the submodules
 
+mod beyond;
 mod entry;
 mod guard;
 mod review;

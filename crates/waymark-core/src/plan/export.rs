@@ -1,0 +1,176 @@
+//! Saving an approved plan revision into the workspace (PM-28). The copy is a write like any
+//! other: it stays inside the workspace, never lands in `.git/` or on an instruction file,
+//! and follows the session's permission mode (refused in `read-only`, confirmed in `ask`).
+
+use crate::error::{Error, Result};
+use crate::extension::SessionApi;
+use crate::permission::is_instructions_file;
+use crate::store;
+use crate::tools::fs_policy::{resolve_target, write_atomic};
+use waymark_protocol::{EventKind, PermissionMode, PlanStatus};
+
+/// A plan title as a file name part: lowercase letters, digits and dashes, at most 48.
+pub fn slug(title: &str) -> String {
+    let mut s = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            s.push(c.to_ascii_lowercase());
+        } else if !s.ends_with('-') && !s.is_empty() {
+            s.push('-');
+        }
+        if s.len() >= 48 {
+            break;
+        }
+    }
+    let s = s.trim_end_matches('-').to_string();
+    if s.is_empty() { "plan".into() } else { s }
+}
+
+/// Copies revision `version` of plan `plan_id` (by default the newest approved plan's
+/// approved revision) to `path` in the workspace (by default
+/// `docs/plans/<date>-<slug>.md`). Returns the path written, relative to the workspace.
+pub(crate) fn export(
+    api: &SessionApi,
+    plan_id: Option<&str>,
+    version: Option<u32>,
+    path: Option<&str>,
+    confirm: bool,
+) -> Result<String> {
+    let sid = api.id().to_string();
+    let (session, plan, rev, text) = api.read(|c| {
+        let session =
+            store::sessions::get(c, &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+        let plans = super::db::session_plans(c, &sid)?;
+        let plan = match plan_id {
+            Some(id) => plans
+                .into_iter()
+                .map(|(p, _)| p)
+                .find(|p| p.id == id)
+                .ok_or_else(|| Error::Refused(format!("this session has no plan {id}")))?,
+            None => plans
+                .into_iter()
+                .map(|(p, _)| p)
+                .rfind(|p| p.status == PlanStatus::Approved)
+                .ok_or_else(|| Error::Refused("no plan of this session was approved yet".into()))?,
+        };
+        if plan.status != PlanStatus::Approved {
+            return Err(Error::Refused(format!(
+                "plan {} was not approved ({}): only an approved plan is exported",
+                plan.id,
+                plan.status.as_str()
+            )));
+        }
+        let revisions = super::db::revisions(c, &plan.id)?;
+        // The approved revision is the plan's last: approval freezes what was under review.
+        let newest = revisions
+            .last()
+            .ok_or_else(|| Error::Corrupt(format!("approved plan {} has no revision", plan.id)))?
+            .version;
+        let want = version.unwrap_or(newest);
+        if want != newest {
+            return Err(Error::Refused(format!(
+                "v{want} of plan {} was not the approved revision (v{newest} was)",
+                plan.id
+            )));
+        }
+        let rev = revisions
+            .into_iter()
+            .find(|r| r.version == want)
+            .ok_or_else(|| Error::Refused(format!("plan {} has no revision v{want}", plan.id)))?;
+        let bytes = super::db::blob(c, &rev.key)?
+            .ok_or_else(|| Error::Corrupt(format!("blob {} is missing", rev.key)))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::Corrupt(format!("blob {} is not UTF-8", rev.key)))?;
+        Ok((session, plan, rev, text))
+    })?;
+    let raw = match path {
+        Some(p) if !p.trim().is_empty() => p.trim().to_string(),
+        _ => {
+            let day = crate::clock::utc_label(rev.created_at);
+            let title = super::review::title(&text).unwrap_or_default();
+            format!("docs/plans/{}-{}.md", &day[..10], slug(&title))
+        }
+    };
+    let workspace = api.workspace();
+    let target = resolve_target(workspace, &raw).map_err(|e| Error::Refused(e.0))?;
+    let ws = workspace.canonicalize().map_err(|e| {
+        Error::Refused(format!(
+            "the workspace {} cannot be read: {e}",
+            workspace.display()
+        ))
+    })?;
+    if !target.starts_with(&ws) {
+        return Err(Error::Refused(format!(
+            "`{raw}` resolves to {}, outside the workspace ({}): a plan is exported into the workspace only",
+            target.display(),
+            ws.display()
+        )));
+    }
+    let rel = target.strip_prefix(&ws).unwrap_or(&target).to_path_buf();
+    if rel.components().any(|c| c.as_os_str() == ".git")
+        || is_instructions_file(std::path::Path::new(&raw))
+        || is_instructions_file(&target)
+    {
+        return Err(Error::Refused(format!(
+            "`{raw}` is inside `.git/` or an instruction file (AGENTS.md, CLAUDE.md): a plan is not exported there"
+        )));
+    }
+    match session.permission_mode {
+        PermissionMode::ReadOnly => {
+            return Err(Error::Refused(
+                "the session is in read-only permission mode: nothing is written".into(),
+            ));
+        }
+        PermissionMode::Ask if !confirm => {
+            return Err(Error::Refused(format!(
+                "the session's permission mode (ask) asks before each write: confirm writing {} (CLI: --yes)",
+                rel.display()
+            )));
+        }
+        PermissionMode::Ask | PermissionMode::AutoEdit | PermissionMode::Auto => {}
+    }
+    if target.is_dir() {
+        return Err(Error::Refused(format!("`{raw}` is a folder")));
+    }
+    match std::fs::read(&target) {
+        Ok(existing) if existing == text.as_bytes() => {}
+        Ok(_) => {
+            return Err(Error::Refused(format!(
+                "{} already exists with other content; give another path",
+                rel.display()
+            )));
+        }
+        Err(_) => {
+            write_atomic(&target, text.as_bytes()).map_err(|e| Error::Refused(e.to_string()))?
+        }
+    }
+    let shown = rel.display().to_string();
+    api.write(|tx| {
+        tx.emit(
+            api.id(),
+            EventKind::PlanExported {
+                plan_id: plan.id.clone(),
+                version: rev.version,
+                path: shown.clone(),
+            },
+        )
+    })?;
+    Ok(shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_plain_and_short() {
+        assert_eq!(
+            slug("Add a retry to the uploader"),
+            "add-a-retry-to-the-uploader"
+        );
+        assert_eq!(slug("../../etc/passwd"), "etc-passwd");
+        assert_eq!(slug("Ünïcödé ✓"), "n-c-d");
+        assert_eq!(slug(""), "plan");
+        assert!(slug(&"word ".repeat(40)).len() <= 48);
+    }
+}
