@@ -11,8 +11,8 @@ use waymark_core::SessionSpec;
 use waymark_core::session::OpOutcome;
 use waymark_protocol::config::Config;
 use waymark_protocol::{
-    Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanRevisionText, PlanView, Position,
-    RevisionRef, SessionSummary, SessionView,
+    Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanRevisionText,
+    PlanView, Position, RevisionRef, SessionSummary, SessionView,
 };
 
 // Views and settings are async commands: they run on the async runtime, where the store's

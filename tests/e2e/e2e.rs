@@ -106,3 +106,18 @@ fn rename_write(path: &std::path::Path, text: &str) {
     std::fs::write(&tmp, text).unwrap();
     std::fs::rename(&tmp, path).unwrap();
 }
+
+/// The id of the questionnaire a session waits on (from `waymark show --json`).
+fn pending_questionnaire_of(desk: &Desk, id: &str) -> String {
+    let out = desk.cli(&["show", "--session", id, "--json"]);
+    succeeded(&out);
+    let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    show["questionnaires"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["status"] == "pending")
+        .and_then(|q| q["id"].as_str())
+        .expect("a pending questionnaire")
+        .to_string()
+}

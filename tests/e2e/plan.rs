@@ -235,3 +235,125 @@ async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
     assert!(!ws.join("DONE.txt").exists());
     app.close().await;
 }
+
+/// Review beyond approve/reject (PM-25 … PM-28) in the window: comments on two passages go
+/// with a revise and the next revision marks one addressed, one unchanged; the plan is
+/// approved as a goal with the budget from its `## Budget`, and the steps gauge moves as the
+/// reviewer checks them; the plan list shows both plans with their outcomes; export writes
+/// the approved plan into the workspace.
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_comments_revise_approve_as_goal_history_and_export() {
+    let desk = Desk::start();
+    // A first plan, rejected from the CLI: the history then holds two.
+    let (id, ws) = planned_session(&desk, "beyond", "plan_beyond.json", "auto-edit");
+    let q = pending_questionnaire_of(&desk, &id);
+    let out = desk.cli(&["answer", "--session", &id, &q, "reject", "--no-run"]);
+    succeeded(&out);
+    let out = desk.cli(&[
+        "exec",
+        "--json",
+        "--session",
+        &id,
+        "--plan",
+        "Make the greeting louder.",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.wait_text("[data-testid=approval-bar]", "v1").await;
+
+    // Comment on two passages: a line picked in the gutter each time.
+    app.click("[data-testid=comment-mode]").await;
+    app.wait_text("[data-testid=plan-lines]", "Add an exclamation mark")
+        .await;
+    app.click("[data-testid=line-5]").await;
+    app.type_into("[data-testid=comment-text]", "How? Name the command.")
+        .await;
+    app.click("[data-testid=comment-add]").await;
+    app.click("[data-testid=line-6]").await;
+    app.type_into("[data-testid=comment-text]", "Keep this one as it is.")
+        .await;
+    app.click("[data-testid=comment-add]").await;
+    app.wait_text("[data-testid=comment-drafts]", "Keep this one")
+        .await;
+    app.shot("plan-7-two-comments").await;
+    app.click("[data-testid=revise]").await;
+    app.wait_text("[data-testid=revise-send]", "Revise with 2 comments")
+        .await;
+    app.click("[data-testid=revise-send]").await;
+
+    // The model's v2 changed the first passage and kept the second.
+    app.wait_text("[data-testid=approval-bar]", "v2").await;
+    app.wait_text("[data-testid=transcript]", "2 comments on plan v1 sent")
+        .await;
+    if app
+        .js("return document.querySelector('[data-testid=plan-lines]') === null")
+        .await
+        .as_bool()
+        .unwrap()
+    {
+        app.click("[data-testid=comment-mode]").await;
+    }
+    app.wait_text("[data-testid=comment-states]", "addressed")
+        .await;
+    let states = app
+        .js("return [...document.querySelectorAll('[data-testid=comment-state]')].map(e => e.dataset.state).join(',')")
+        .await;
+    assert_eq!(states, "addressed,unchanged");
+    app.shot("plan-8-comments-addressed-and-unchanged").await;
+
+    // Approve & pursue as goal: the budget comes from the plan.
+    app.click("[data-testid=approve-goal]").await;
+    let budget = app
+        .js("return document.querySelector('[data-testid=approve-goal-budget]').value")
+        .await;
+    assert_eq!(budget, "budget=40K turns=6 time=1h");
+    app.shot("plan-9-approve-as-goal").await;
+    app.click("[data-testid=approve-goal-send]").await;
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-objective]", "revision v2")
+        .await;
+    let tokens = app.text("[data-testid=gauge-tokens]").await;
+    assert!(tokens.contains("40K"), "{tokens}");
+    // The reviewer finds one step of two met, then both.
+    app.wait_js(
+        "return document.querySelector('[data-testid=goal-steps]')?.dataset.met === '1'",
+        "the steps gauge at 1 of 2",
+    )
+    .await;
+    app.shot("goal-7-steps-one-of-two").await;
+    app.wait_text("[data-testid=goal-status]", "complete").await;
+    app.wait_text("[data-testid=goal-steps-count]", "2 / 2")
+        .await;
+    app.shot("goal-8-steps-all-met").await;
+
+    // Both plans, with their outcomes.
+    app.click("[data-testid=tab-plan]").await;
+    app.wait_js(
+        "return document.querySelectorAll('[data-testid=plan-item]').length === 2",
+        "two plans listed",
+    )
+    .await;
+    let outcomes = app
+        .js("return [...document.querySelectorAll('[data-testid=plan-item]')].map(e => e.dataset.status).join(',')")
+        .await;
+    assert_eq!(outcomes, "approved,rejected");
+    app.shot("plan-10-history").await;
+
+    // Save to workspace: the approved revision lands in docs/plans/.
+    app.click("[data-testid=plan-export]").await;
+    let saved = app
+        .wait_text("[data-testid=plan-exported]", "docs/plans/")
+        .await;
+    let rel = saved.trim_start_matches("Saved to ").trim().to_string();
+    let written = std::fs::read_to_string(ws.join(&rel)).unwrap();
+    assert!(written.contains("with `tr`"), "{written}");
+    app.shot("plan-11-exported").await;
+    app.close().await;
+}

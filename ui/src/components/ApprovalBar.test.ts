@@ -1,13 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { fireEvent, render, screen } from "@testing-library/svelte";
+import { fireEvent, render, screen, waitFor } from "@testing-library/svelte";
 import ApprovalBar from "./ApprovalBar.svelte";
-import type { Answer, QuestionOf } from "../lib/types";
+import type { Answer, GoalOp, QuestionOf } from "../lib/types";
 import { planApproval } from "../test/questions";
 
-function setup(p: Partial<QuestionOf<"plan_approval">>) {
+function setup(p: Partial<QuestionOf<"plan_approval">>, extra: Record<string, unknown> = {}) {
   const answers: Answer[] = [];
-  render(ApprovalBar, { review: planApproval(p), onanswer: (a: Answer) => answers.push(a) });
+  render(ApprovalBar, { review: planApproval(p), onanswer: (a: Answer) => answers.push(a), ...extra });
   return answers;
+}
+
+async function parse(text: string): Promise<{ op: GoalOp } | { error: string }> {
+  if (text === "budget=40K turns=6") return { op: { op: "edit_budget", budget: { tokens: { to: 40000 }, turns: { to: 6 } } } };
+  if (text === "budget=40K turns=3") return { op: { op: "edit_budget", budget: { tokens: { to: 40000 }, turns: { to: 3 } } } };
+  return { error: `cannot read \`${text}\`` };
 }
 
 describe("ApprovalBar", () => {
@@ -36,5 +42,30 @@ describe("ApprovalBar", () => {
     await fireEvent.click(screen.getByLabelText("Rename everywhere"));
     await fireEvent.click(screen.getByTestId("approve"));
     expect(answers).toEqual([{ answer: "approve", option: 2 }]);
+  });
+
+  it("approves as a goal with the plan's budget, edited, and refuses one that does not read", async () => {
+    const answers = setup({ version: 2, budget: "budget=40K turns=6", steps: ["a", "b"] }, { parse });
+    await fireEvent.click(screen.getByTestId("approve-goal"));
+    const field = screen.getByTestId("approve-goal-budget") as HTMLInputElement;
+    expect(field.value).toBe("budget=40K turns=6");
+    await fireEvent.input(field, { target: { value: "lots" } });
+    await fireEvent.click(screen.getByTestId("approve-goal-send"));
+    expect(await screen.findByTestId("approve-goal-problem")).toBeTruthy();
+    expect(answers).toEqual([]);
+    await fireEvent.input(field, { target: { value: "budget=40K turns=3" } });
+    await fireEvent.click(screen.getByTestId("approve-goal-send"));
+    await waitFor(() => expect(answers).toEqual([{ answer: "approve", option: null, as_goal: { tokens: { to: 40000 }, turns: { to: 3 } } }]));
+  });
+
+  it("sends the line comments with the revise, general text optional", async () => {
+    const drafts = [{ start: 5, end: 6, text: "Why two steps?", quote: "x\ny" }];
+    const answers = setup({ version: 1 }, { drafts });
+    await fireEvent.click(screen.getByTestId("revise"));
+    const send = screen.getByTestId("revise-send") as HTMLButtonElement;
+    expect(send.disabled).toBe(false);
+    expect(send.textContent).toContain("Revise with 1 comment");
+    await fireEvent.click(send);
+    expect(answers).toEqual([{ answer: "revise", text: "", comments: [{ start: 5, end: 6, text: "Why two steps?" }] }]);
   });
 });

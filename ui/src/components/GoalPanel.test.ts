@@ -107,3 +107,20 @@ describe("GoalPanel", () => {
     expect(ops).toHaveLength(1);
   });
 });
+
+describe("GoalPanel steps", () => {
+  it("shows the plan's steps met n/m with each verdict", () => {
+    setup({ ...goal, steps: [{ text: "Wrap the call", met: true }, { text: "Add a test", met: false }, { text: "Docs", met: null }] });
+    const box = screen.getByTestId("goal-steps");
+    expect(box.dataset.met).toBe("1");
+    expect(box.dataset.total).toBe("3");
+    expect(screen.getByTestId("goal-steps-count").textContent).toBe("1 / 3");
+    expect(box.textContent).toContain("✓ Wrap the call");
+    expect(box.textContent).toContain("✗ Add a test");
+  });
+
+  it("has no steps section for an ordinary goal", () => {
+    setup(goal);
+    expect(screen.queryByTestId("goal-steps")).toBeNull();
+  });
+});

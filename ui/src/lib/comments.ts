@@ -1,0 +1,51 @@
+// Line comments on a plan revision (PM-25): ranges, the quoted passage, finding a passage
+// again in another text, and drafts kept across a reload until they are sent.
+
+export type Range = { start: number; end: number };
+export type Draft = Range & { text: string; quote: string };
+
+/** The range between two clicked lines, in order (1-based, inclusive). */
+export function rangeOf(a: number, b: number): Range {
+  return a <= b ? { start: a, end: b } : { start: b, end: a };
+}
+
+/** Lines `start..=end` of `lines` (1-based). */
+export function quoteOf(lines: string[], r: Range): string {
+  return lines.slice(r.start - 1, r.end).join("\n");
+}
+
+/** Where a commented passage stands in `lines`: the same lines word for word, nearest to
+ *  where it was; null when it is gone or changed. A passage that only moved stays attached. */
+export function anchor(c: Range & { quote: string }, lines: string[]): Range | null {
+  const want = c.quote.split("\n");
+  if (want.length === 0 || want.length > lines.length) return null;
+  let best: number | null = null;
+  for (let i = 0; i + want.length <= lines.length; i++) {
+    if (want.every((w, k) => lines[i + k] === w)) {
+      if (best === null || Math.abs(i + 1 - c.start) < Math.abs(best + 1 - c.start)) best = i;
+    }
+  }
+  return best === null ? null : { start: best + 1, end: best + want.length };
+}
+
+/** Drafts are kept per plan revision in local storage, so a reload loses none. */
+const key = (planId: string, version: number) => `waymark.comments.${planId}.v${version}`;
+
+export function loadDrafts(planId: string, version: number, store: Pick<Storage, "getItem"> = localStorage): Draft[] {
+  try {
+    const raw = store.getItem(key(planId, version));
+    const parsed: unknown = raw ? JSON.parse(raw) : [];
+    return Array.isArray(parsed) ? parsed.filter((d): d is Draft => typeof d?.start === "number" && typeof d?.end === "number" && typeof d?.text === "string" && typeof d?.quote === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+export function saveDrafts(planId: string, version: number, drafts: Draft[], store: Pick<Storage, "setItem" | "removeItem"> = localStorage): void {
+  try {
+    if (drafts.length) store.setItem(key(planId, version), JSON.stringify(drafts));
+    else store.removeItem(key(planId, version));
+  } catch {
+    // Storage full or off: the drafts live on in the page until it closes.
+  }
+}
