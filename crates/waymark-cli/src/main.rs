@@ -260,7 +260,7 @@ const EXIT_USAGE_LIMIT: u8 = 4;
 const DEFAULT_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// `--wait-limit`: `0`, or a number with `s`, `m` or `h`, at most a week.
-fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
+fn parse_wait(s: &str) -> anyhow::Result<std::time::Duration> {
     let t = s.trim();
     if t == "0" {
         return Ok(std::time::Duration::ZERO);
@@ -269,14 +269,14 @@ fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
         Some('s') => 1,
         Some('m') => 60,
         Some('h') => 3600,
-        _ => return Err(format!("`{s}` is not a time: write 90s, 10m, 2h or 0")),
+        _ => anyhow::bail!("`{s}` is not a time: write 90s, 10m, 2h or 0"),
     };
-    let n: u64 = t[..t.len() - 1]
-        .parse()
-        .map_err(|_| format!("`{s}` is not a time: write 90s, 10m, 2h or 0"))?;
+    let Ok(n) = t[..t.len() - 1].parse::<u64>() else {
+        anyhow::bail!("`{s}` is not a time: write 90s, 10m, 2h or 0");
+    };
     match n.checked_mul(unit) {
         Some(secs) if secs <= 7 * 24 * 3600 => Ok(std::time::Duration::from_secs(secs)),
-        _ => Err(format!("`{s}` is longer than the week a run may wait")),
+        _ => anyhow::bail!("`{s}` is longer than the week a run may wait"),
     }
 }
 

@@ -148,7 +148,8 @@ pub(crate) fn on_answer(
             }
             // The comments are on the revision under review, as it was frozen.
             let frozen = snapshot_text(tx, &review.key)?;
-            let checked = super::review::checked(&frozen, &comments).map_err(Error::Refused)?;
+            let checked =
+                super::review::checked(&frozen, &comments).map_err(|e| Error::Refused(e.0))?;
             for (c, quote) in &checked {
                 tx.add_plan_comment(&review.plan_id, review.version, c, quote)?;
             }

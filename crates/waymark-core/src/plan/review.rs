@@ -12,6 +12,13 @@ const STEP_CHARS: usize = 300;
 pub const MAX_COMMENTS: usize = 100;
 /// Longest comment text.
 pub const COMMENT_CHARS: usize = 4000;
+/// Most lines one comment may quote.
+pub const COMMENT_LINES: u32 = 200;
+
+/// Why a comment does not fit the revision it is on, said for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CommentError(pub String);
 
 /// The body of the `## name` section (case-insensitive), up to the next heading of level 1
 /// or 2; None without one.
@@ -107,18 +114,18 @@ pub fn budget(text: &str) -> Option<String> {
 }
 
 /// Lines `start..=end` (1-based) of `text`, or why they cannot be quoted.
-pub fn quote(text: &str, start: u32, end: u32) -> Result<String, String> {
+pub fn quote(text: &str, start: u32, end: u32) -> Result<String, CommentError> {
     let lines: Vec<&str> = text.lines().collect();
     if start == 0 || end < start {
-        return Err(format!(
+        return Err(CommentError(format!(
             "lines {start}-{end} are not a range (lines count from 1)"
-        ));
+        )));
     }
     if end as usize > lines.len() {
-        return Err(format!(
+        return Err(CommentError(format!(
             "lines {start}-{end} are past the end of the revision ({} lines)",
             lines.len()
-        ));
+        )));
     }
     Ok(lines[start as usize - 1..end as usize].join("\n"))
 }
@@ -154,30 +161,39 @@ pub fn state(quote: &str, start: u32, newest: Option<&str>) -> (CommentState, Op
 
 /// Checks the comments of a revise answer against the revision under review; each with its
 /// quote.
-pub fn checked(text: &str, comments: &[LineComment]) -> Result<Vec<(LineComment, String)>, String> {
+pub fn checked(
+    text: &str,
+    comments: &[LineComment],
+) -> Result<Vec<(LineComment, String)>, CommentError> {
     if comments.len() > MAX_COMMENTS {
-        return Err(format!(
+        return Err(CommentError(format!(
             "{} comments in one revise; at most {MAX_COMMENTS}",
             comments.len()
-        ));
+        )));
     }
     comments
         .iter()
         .map(|c| {
             let body = c.text.trim();
             if body.is_empty() {
-                return Err(format!(
+                return Err(CommentError(format!(
                     "the comment on lines {}-{} is empty",
                     c.start, c.end
-                ));
+                )));
             }
             if body.chars().count() > COMMENT_CHARS {
-                return Err(format!(
+                return Err(CommentError(format!(
                     "the comment on lines {}-{} is longer than {COMMENT_CHARS} characters",
                     c.start, c.end
-                ));
+                )));
             }
             let q = quote(text, c.start, c.end)?;
+            if c.end - c.start >= COMMENT_LINES {
+                return Err(CommentError(format!(
+                    "the comment on lines {}-{} spans more than {COMMENT_LINES} lines; comment on a shorter passage",
+                    c.start, c.end
+                )));
+            }
             Ok((
                 LineComment {
                     text: body.to_string(),
@@ -265,7 +281,7 @@ mod tests {
         );
         assert!(quote(PLAN, 0, 1).is_err());
         assert!(quote(PLAN, 3, 2).is_err());
-        assert!(quote(PLAN, 1, 99).unwrap_err().contains("past the end"));
+        assert!(quote(PLAN, 1, 99).unwrap_err().0.contains("past the end"));
         let moved = format!("## Summary\nNew first line.\n\n{PLAN}");
         assert_eq!(locate(&moved, "2. Add a test", 7), Some((10, 10)));
         assert_eq!(locate(&moved, "2. Add more tests", 7), None);
@@ -285,19 +301,29 @@ mod tests {
         assert!(
             checked(PLAN, &[c(1, 1, "  ")])
                 .unwrap_err()
+                .0
                 .contains("empty")
         );
         assert!(
             checked(PLAN, &[c(1, 1, &"x".repeat(5000))])
                 .unwrap_err()
+                .0
                 .contains("longer")
         );
         assert!(
             checked(PLAN, &[c(2, 900, "x")])
                 .unwrap_err()
+                .0
                 .contains("past the end")
         );
+        let long = format!("## Summary\n{}", "x\n".repeat(300));
+        assert!(
+            checked(&long, &[c(1, 250, "x")])
+                .unwrap_err()
+                .0
+                .contains("more than 200 lines")
+        );
         let flood: Vec<LineComment> = (0..101).map(|_| c(1, 1, "x")).collect();
-        assert!(checked(PLAN, &flood).unwrap_err().contains("at most 100"));
+        assert!(checked(PLAN, &flood).unwrap_err().0.contains("at most 100"));
     }
 }
