@@ -39,7 +39,13 @@ impl LineComment {
         let (a, b) = lines.split_once('-').unwrap_or((lines, lines));
         let start: u32 = a.trim().parse().map_err(|_| bad())?;
         let end: u32 = b.trim().parse().map_err(|_| bad())?;
-        let text = text.trim().trim_matches('"').trim();
+        let text = text.trim();
+        // One pair of surrounding quotes is the shell's, not the comment's.
+        let text = text
+            .strip_prefix('"')
+            .and_then(|t| t.strip_suffix('"'))
+            .unwrap_or(text)
+            .trim();
         if start == 0 || end < start || text.is_empty() {
             return Err(bad());
         }

@@ -230,6 +230,10 @@ impl Question {
             return Err(wrong());
         }
         let approval = |a: &Answer| match a {
+            // Only a plan review can be approved as a goal.
+            Answer::Approve {
+                as_goal: Some(_), ..
+            } => None,
             Answer::Approve { .. } => Some(Approval::Approve),
             Answer::Reject => Some(Approval::Reject),
             _ => None,

@@ -1,9 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { anchor, loadDrafts, quoteOf, rangeOf, saveDrafts } from "./comments";
+import { anchor, linesOf, loadDrafts, quoteOf, rangeOf, saveDrafts } from "./comments";
 
 const v1 = ["## Summary", "Add a retry.", "", "## Steps", "1. Wrap the call", "2. Add a test", "3. Docs"];
 
 describe("comment anchoring", () => {
+  it("numbers lines as the runtime does: a final newline starts no line", () => {
+    expect(linesOf("a\nb\n")).toEqual(["a", "b"]);
+    expect(linesOf("a\r\n\nb")).toEqual(["a", "", "b"]);
+    expect(linesOf("")).toEqual([""]);
+  });
+
   it("quotes the lines of a range picked in either order", () => {
     expect(rangeOf(6, 5)).toEqual({ start: 5, end: 6 });
     expect(quoteOf(v1, { start: 5, end: 6 })).toBe("1. Wrap the call\n2. Add a test");

@@ -4,6 +4,14 @@
 export type Range = { start: number; end: number };
 export type Draft = Range & { text: string; quote: string };
 
+/** The lines of a text as the runtime numbers them: a final newline ends the last line, it
+ *  does not start another. */
+export function linesOf(text: string): string[] {
+  const lines = text.split(/\r?\n/);
+  if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+  return lines;
+}
+
 /** The range between two clicked lines, in order (1-based, inclusive). */
 export function rangeOf(a: number, b: number): Range {
   return a <= b ? { start: a, end: b } : { start: b, end: a };

@@ -148,11 +148,13 @@ export function createLive(notify: Notify, onopened: () => void = () => {}) {
       return true;
     },
 
-    async answer(a: Answer) {
+    /** Answers the open session's questionnaire; false when the app refused (said). */
+    async answer(a: Answer): Promise<boolean> {
       const open = store.open;
-      if (!open?.pending) return;
+      if (!open?.pending) return false;
       const r = await commands.answer(open.id, open.pending.id, a);
       if (r.status === "error") notify(r.error);
+      return r.status === "ok";
     },
 
     /** Changes the open session's goal; false when the app refused. The Goal tab follows

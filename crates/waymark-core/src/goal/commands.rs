@@ -339,6 +339,11 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 return Err(Error::Refused("the goal is complete; set a new one".into()));
             }
             tx.edit_goal(&g.id, objective)?;
+            // A new objective is no longer the plan whose steps were checked.
+            if !g.steps.is_empty() {
+                tx.set_goal_steps(&g.id, &[])?;
+                g.steps.clear();
+            }
             g.objective = objective.to_string();
             g.revision += 1;
             let was_active = g.status == GoalStatus::Active;

@@ -122,10 +122,15 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
 
 fn decode(parts: RawGoal) -> Result<GoalRow> {
     let (mut g, status, reason, actor, limit, steps) = parts;
+    // Unreadable steps leave a usable goal without them rather than a broken session.
     g.steps = steps
-        .map(|s| serde_json::from_str::<Vec<GoalStep>>(&s))
-        .transpose()
-        .map_err(|e| Error::Corrupt(format!("goal {}: steps: {e}", g.id)))?
+        .and_then(|s| match serde_json::from_str::<Vec<GoalStep>>(&s) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!(goal = %g.id, "the goal's plan steps are unreadable, ignored: {e}");
+                None
+            }
+        })
         .unwrap_or_default();
     // Unreadable (damaged, or written by another version): the goal keeps its status and
     // simply has no automatic resume, which is the safe side; the session stays usable.

@@ -108,10 +108,18 @@ pub fn parse_steps(reply: &str, n: usize) -> Vec<Option<bool>> {
         let Ok(i) = num.trim().parse::<usize>() else {
             continue;
         };
-        let v = match verdict.trim() {
-            v if v.starts_with("NOT MET") => false,
-            v if v.starts_with("MET") => true,
-            _ => continue,
+        // Whole words only: `METRICS missing` is no verdict.
+        let word = |v: &str, w: &str| {
+            v.strip_prefix(w)
+                .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_alphanumeric()))
+        };
+        let v = verdict.trim();
+        let v = if word(v, "NOT MET") {
+            false
+        } else if word(v, "MET") {
+            true
+        } else {
+            continue;
         };
         if (1..=n).contains(&i) {
             met[i - 1] = Some(v);
@@ -152,5 +160,7 @@ mod tests {
             parse_steps("STEP 0: MET\nSTEP x: MET\nSTEP 1 MET", 1),
             [None]
         );
+        assert_eq!(parse_steps("STEP 1: METRICS missing", 1), [None]);
+        assert_eq!(parse_steps("STEP 1: MET.", 1), [Some(true)]);
     }
 }

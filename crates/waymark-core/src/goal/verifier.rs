@@ -65,12 +65,13 @@ fn recent_work(items: &[(Option<i64>, HistoryItem)]) -> String {
 }
 
 /// Keeps the reviewer's verdict on each plan step it named (steps it did not name keep their
-/// last verdict): the Goal tab's "steps met n/m".
-fn record_steps(api: &SessionApi, g: &GoalRow, reply: &str) -> Result<()> {
+/// last verdict): the Goal tab's "steps met n/m". Returns whether it found a step not met.
+fn record_steps(api: &SessionApi, g: &GoalRow, reply: &str) -> Result<bool> {
     if g.steps.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let verdicts = super::parse_steps(reply, g.steps.len());
+    let unmet = verdicts.contains(&Some(false));
     api.write(|tx| {
         let Some(now) = crate::goal::db::current_goal(tx.conn(), api.id())?
             .filter(|now| now.id == g.id && now.steps.len() == verdicts.len())
@@ -89,7 +90,8 @@ fn record_steps(api: &SessionApi, g: &GoalRow, reply: &str) -> Result<()> {
             })
             .collect();
         tx.set_goal_steps(&g.id, &steps)
-    })
+    })?;
+    Ok(unmet)
 }
 
 /// How a verification ended besides a verdict.
@@ -190,8 +192,17 @@ pub(crate) async fn verify(
         };
         account(reply.usage.total(), &mut clock)?;
         if reply.tool_calls.is_empty() {
-            record_steps(api, g, &reply.text)?;
-            return Ok(Checked::Verdict(parse_verdict(&reply.text)));
+            let verdict = parse_verdict(&reply.text);
+            if matches!(verdict, Verdict::Error(_)) {
+                return Ok(Checked::Verdict(verdict));
+            }
+            let unmet = record_steps(api, g, &reply.text)?;
+            // A pass that leaves a step unmet contradicts itself: it is no pass.
+            return Ok(Checked::Verdict(if unmet && verdict == Verdict::Pass {
+                Verdict::Partial
+            } else {
+                verdict
+            }));
         }
         identify_calls(
             api,

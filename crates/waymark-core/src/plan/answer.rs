@@ -141,6 +141,12 @@ pub(crate) fn on_answer(
             Question::PlanApproval(review),
             TypedAnswer::PlanApproval(PlanReview::Revise { text, comments }),
         ) => {
+            if text.chars().count() > super::review::FEEDBACK_CHARS {
+                return Err(Error::Refused(format!(
+                    "the feedback is longer than {} characters",
+                    super::review::FEEDBACK_CHARS
+                )));
+            }
             if text.trim().is_empty() && comments.is_empty() {
                 return Err(Error::Refused(
                     "a revise needs feedback: general text, line comments, or both".into(),

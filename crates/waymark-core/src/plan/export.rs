@@ -6,8 +6,31 @@ use crate::error::{Error, Result};
 use crate::extension::SessionApi;
 use crate::permission::is_instructions_file;
 use crate::store;
-use crate::tools::fs_policy::{resolve_target, write_atomic};
+use crate::tools::fs_policy::resolve_target;
 use waymark_protocol::{EventKind, PermissionMode, PlanStatus};
+
+/// Writes a new file at `path` with `bytes`, never replacing one that appears meanwhile:
+/// the content goes to a temp file beside it, which is then linked to the name (link fails
+/// when the name exists) and removed.
+fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let parent = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("it has no parent folder"))?;
+    std::fs::create_dir_all(parent)?;
+    let tmp = crate::tools::fs_policy::temp_sibling(path);
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::hard_link(&tmp, path)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    result
+}
 
 /// A plan title as a file name part: lowercase letters, digits and dashes, at most 48.
 pub fn slug(title: &str) -> String {
@@ -132,16 +155,34 @@ pub(crate) fn export(
     if target.is_dir() {
         return Err(Error::Refused(format!("`{raw}` is a folder")));
     }
-    match std::fs::read(&target) {
-        Ok(existing) if existing == text.as_bytes() => {}
-        Ok(_) => {
+    // What is there already is looked at, never opened blindly (a FIFO would hang the
+    // session) and never replaced.
+    match std::fs::symlink_metadata(&target) {
+        Ok(m) if !m.file_type().is_file() => {
             return Err(Error::Refused(format!(
-                "{} already exists with other content; give another path",
+                "{} exists and is not a regular file; give another path",
                 rel.display()
             )));
         }
-        Err(_) => {
-            write_atomic(&target, text.as_bytes()).map_err(|e| Error::Refused(e.to_string()))?
+        Ok(m) => {
+            let same = m.len() == text.len() as u64
+                && std::fs::read(&target).is_ok_and(|b| b == text.as_bytes());
+            if !same {
+                return Err(Error::Refused(format!(
+                    "{} already exists with other content; give another path",
+                    rel.display()
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            write_new(&target, text.as_bytes())
+                .map_err(|e| Error::Refused(format!("cannot write {}: {e}", rel.display())))?
+        }
+        Err(e) => {
+            return Err(Error::Refused(format!(
+                "cannot look at {}: {e}",
+                rel.display()
+            )));
         }
     }
     let shown = rel.display().to_string();

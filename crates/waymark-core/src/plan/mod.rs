@@ -299,6 +299,9 @@ pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
             review.sha256 = rev.sha256.clone();
             review.bytes = rev.bytes;
             review.truncated = truncated;
+            // What a goal would take from the plan follows the user's version too.
+            review.budget = review::budget(&content);
+            review.steps = review::steps(&content);
             tx.update_question(&q.id, &waymark_protocol::Question::PlanApproval(review))?;
         }
         // The file last: if recording failed, the file is untouched.

@@ -14,24 +14,56 @@ pub const MAX_COMMENTS: usize = 100;
 pub const COMMENT_CHARS: usize = 4000;
 /// Most lines one comment may quote.
 pub const COMMENT_LINES: u32 = 200;
+/// Most of a quoted passage the feedback message repeats (characters).
+pub const QUOTE_CHARS: usize = 4000;
+/// Longest general feedback (characters).
+pub const FEEDBACK_CHARS: usize = 20_000;
 
 /// Why a comment does not fit the revision it is on, said for the user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct CommentError(pub String);
 
-/// The body of the `## name` section (case-insensitive), up to the next heading of level 1
-/// or 2; None without one.
+/// The lines of a plan as the rendered page shows them: lines inside fenced code blocks and
+/// HTML comments are blanked, so a section hidden there is not read as one.
+fn visible(text: &str) -> Vec<&str> {
+    let (mut fence, mut comment) = (false, false);
+    text.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            if comment {
+                comment = !l.contains("-->");
+                return "";
+            }
+            if t.starts_with("```") || t.starts_with("~~~") {
+                fence = !fence;
+                return "";
+            }
+            if fence {
+                return "";
+            }
+            if t.starts_with("<!--") {
+                comment = !t.contains("-->");
+                return "";
+            }
+            l
+        })
+        .collect()
+}
+
+/// The body of the `## name` (or `### name`) section, case-insensitive, up to the next
+/// heading of level 1 or 2; None without one.
 pub fn section<'a>(text: &'a str, name: &str) -> Option<Vec<&'a str>> {
-    let mut lines = text.lines();
-    lines.find(|l| {
-        l.trim()
-            .strip_prefix("## ")
+    let lines = visible(text);
+    let mut it = lines.into_iter();
+    it.find(|l| {
+        let t = l.trim();
+        t.strip_prefix("### ")
+            .or_else(|| t.strip_prefix("## "))
             .is_some_and(|h| h.trim().eq_ignore_ascii_case(name))
     })?;
     Some(
-        lines
-            .take_while(|l| !(l.starts_with("# ") || l.starts_with("## ")))
+        it.take_while(|l| !(l.starts_with("# ") || l.starts_with("## ")))
             .collect(),
     )
 }
@@ -69,10 +101,11 @@ pub fn steps(text: &str) -> Vec<String> {
     };
     body.into_iter()
         .filter_map(|l| {
-            // Top level only: a nested item belongs to its step.
-            if l.starts_with([' ', '\t']) {
+            // Top level only (at most one space in): a nested item belongs to its step.
+            if l.starts_with('\t') || l.starts_with("  ") {
                 return None;
             }
+            let l = l.trim_start();
             let item = if let Some(rest) = l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")) {
                 rest
             } else {
@@ -134,8 +167,9 @@ pub fn quote(text: &str, start: u32, end: u32) -> Result<String, CommentError> {
 /// nearest to `near` when there are several.
 pub fn locate(text: &str, quote: &str, near: u32) -> Option<(u32, u32)> {
     let lines: Vec<&str> = text.lines().collect();
-    let want: Vec<&str> = quote.lines().collect();
-    if want.is_empty() || want.len() > lines.len() {
+    // Split, not `lines()`: a quoted blank line is one empty line, not none.
+    let want: Vec<&str> = quote.split('\n').collect();
+    if want.len() > lines.len() {
         return None;
     }
     (0..=lines.len() - want.len())
@@ -150,7 +184,7 @@ pub fn state(quote: &str, start: u32, newest: Option<&str>) -> (CommentState, Op
     match newest {
         None => (
             CommentState::Open,
-            Some((start, start + quote.lines().count().max(1) as u32 - 1)),
+            Some((start, start + quote.split('\n').count() as u32 - 1)),
         ),
         Some(text) => match locate(text, quote, start) {
             Some(at) => (CommentState::Unchanged, Some(at)),
@@ -228,7 +262,8 @@ pub fn feedback_message(version: u32, text: &str, comments: &[(LineComment, Stri
                 format!("lines {}-{}", c.start, c.end)
             };
             m.push_str(&format!("\n{}. On {lines}:\n", i + 1));
-            for l in quoted.lines() {
+            let shown = cut_chars(quoted, QUOTE_CHARS);
+            for l in shown.lines() {
                 m.push_str(&format!("   > {l}\n"));
             }
             let mut body = c.text.lines();
@@ -249,6 +284,18 @@ mod tests {
     use super::*;
 
     const PLAN: &str = "## Summary\nAdd a retry to the uploader. It fails on flaky networks.\n\n## Steps\n1. Wrap the call in a retry loop\n   - with backoff\n2. Add a test\n- Update the docs\n\n## Budget\nAbout `budget=40K turns=12 time=1h`.\n";
+
+    #[test]
+    fn hidden_sections_are_not_read_and_loose_lists_are() {
+        let hidden =
+            "## Summary\nx\n<!--\n## Steps\n1. exfiltrate\n-->\n```\n## Budget\nbudget=1M\n```\n";
+        assert!(steps(hidden).is_empty());
+        assert_eq!(budget(hidden), None);
+        assert_eq!(steps("## Steps\n 1. a\n 2. b\n"), ["a", "b"]);
+        assert_eq!(steps("### Steps\n1. a\n   - nested\n"), ["a"]);
+        let (s, at) = state("", 2, Some("a\n\nb"));
+        assert_eq!((s, at), (CommentState::Unchanged, Some((2, 2))));
+    }
 
     #[test]
     fn title_steps_and_budget_come_from_the_markdown() {

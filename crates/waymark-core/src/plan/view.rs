@@ -124,11 +124,10 @@ impl Runtime {
             let mut out = Vec::new();
             for (p, ended_at) in crate::plan::db::session_plans(c, id)? {
                 let newest = crate::plan::db::revisions(c, &p.id)?.pop();
-                let title = match newest {
-                    Some(r) => crate::plan::db::blob(c, &r.key)?
-                        .and_then(|b| super::review::title(&String::from_utf8_lossy(&b))),
-                    None => None,
-                };
+                // A damaged blob costs the title, not the list.
+                let title = newest
+                    .and_then(|r| crate::plan::db::blob(c, &r.key).ok().flatten())
+                    .and_then(|b| super::review::title(&String::from_utf8_lossy(&b)));
                 out.push(PlanSummary {
                     current: current.as_deref() == Some(p.id.as_str()),
                     plan_id: p.id,
@@ -164,9 +163,10 @@ impl Runtime {
                     .map(|r| r.version),
             ))
         })?;
+        // A damaged newest revision leaves the comments open rather than the view broken.
         let newest_text = match newest {
             Some(v) if rows.iter().any(|r| r.version < v) => {
-                Some(self.plan_revision_text(id, Some(&plan_id), v)?)
+                self.plan_revision_text(id, Some(&plan_id), v).ok()
             }
             _ => None,
         };
@@ -230,6 +230,15 @@ impl Runtime {
                     .map(|p| p.id)
                     .ok_or_else(|| Error::Refused("this session has no plan yet".into()))?,
             };
+            // Only this session's plans.
+            if !crate::plan::db::session_plans(c, id)?
+                .iter()
+                .any(|(p, _)| p.id == plan_id)
+            {
+                return Err(Error::Refused(format!(
+                    "this session has no plan {plan_id}"
+                )));
+            }
             let rev = crate::plan::db::revisions(c, &plan_id)?
                 .into_iter()
                 .find(|r| r.version == version)

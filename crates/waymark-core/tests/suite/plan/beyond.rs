@@ -401,3 +401,106 @@ async fn pm_28_export_follows_the_permission_mode() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// What a goal takes from the plan follows the user's own edit of it: their budget and their
+/// steps, not the model's.
+#[tokio::test]
+async fn pm_27_the_users_edit_sets_the_budget_and_steps() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [write_and_exit(PLAN_V1)], "when_exhausted": "repeat_last"}),
+        PermissionMode::AutoEdit,
+    );
+    let q = waiting_on(&run(&s, plan_entry("plan")).await);
+    let mine = "## Summary\nAdd a retry to the uploader.\n\n## Steps\n1. Wrap the upload call\n\n## Budget\nturns=2\n";
+    s.submit(Op::EditPlan { text: mine.into() }).await.unwrap();
+    s.submit(answer(
+        &q,
+        Answer::Approve {
+            option: None,
+            as_goal: Some(BudgetChange::default()),
+        },
+    ))
+    .await
+    .unwrap();
+    let g = h.runtime.goal(s.id()).unwrap().unwrap();
+    assert_eq!(
+        (g.budget.main_turns.limit, g.budget.tokens.limit),
+        (Some(2), None)
+    );
+    let steps: Vec<&str> = g.steps.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(steps, ["Wrap the upload call"]);
+    s.shutdown().await.unwrap();
+}
+
+/// A reviewer that passes the goal while saying a step is not met is not believed: the goal
+/// pauses as a partial verdict instead of completing.
+#[tokio::test]
+async fn pm_27_a_pass_with_a_step_not_met_does_not_complete() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({
+            "responses": [write_and_exit(PLAN_V1), {"text": "claiming", "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": "done"}}]}],
+            "verifier": [{"text": "STEP 1: MET\nSTEP 2: NOT MET\nSTEP 3: MET\nVERDICT: PASS"}]
+        }),
+        PermissionMode::AutoEdit,
+    );
+    let q = waiting_on(&run(&s, plan_entry("plan")).await);
+    run(
+        &s,
+        answer(
+            &q,
+            Answer::Approve {
+                option: None,
+                as_goal: Some(BudgetChange::default()),
+            },
+        ),
+    )
+    .await;
+    let g = h.runtime.goal(s.id()).unwrap().unwrap();
+    assert_eq!(
+        (g.status, g.reason),
+        (
+            GoalStatus::Paused,
+            waymark_protocol::GoalReason::VerifierPartial
+        )
+    );
+    // Damaged steps in the store leave a usable goal.
+    h.runtime
+        .store()
+        .write(0, |tx| {
+            Ok(tx.conn().execute("UPDATE goals SET steps = '{'", [])?)
+        })
+        .unwrap();
+    assert!(h.runtime.goal(s.id()).unwrap().unwrap().steps.is_empty());
+    s.shutdown().await.unwrap();
+}
+
+/// Whatever already sits at the export path is looked at, not opened: a FIFO there (the
+/// model can make one) is refused at once instead of hanging the session.
+#[tokio::test]
+async fn pm_28_export_never_opens_what_is_not_a_regular_file() {
+    let (h, s) = approved(PermissionMode::AutoEdit).await;
+    let fifo = h.ws.join("trap.md");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let e = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        s.submit(export(Some("trap.md"), false)),
+    )
+    .await
+    .expect("the export hung on a FIFO")
+    .unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    // Another session's plans are not readable through this one.
+    let other = h.session(json!({"responses": []}), PermissionMode::Auto);
+    let plan = h.runtime.plans(s.id()).unwrap()[0].plan_id.clone();
+    assert!(h.runtime.plan_revision(other.id(), &plan, 1).is_err());
+    other.shutdown().await.unwrap();
+    s.shutdown().await.unwrap();
+}
