@@ -274,6 +274,12 @@ fn pending(env: &Env, sid: &str) -> String {
     pending_questionnaire(env, sid)
 }
 
+/// What a `--json` command printed.
+fn json_of(env: &Env, args: &[&str]) -> Value {
+    let out = env.run(args);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
 /// `answer … revise --comment`, `plan comments`, `plan list`, `plan read`, then `approve
 /// --as-goal --budget` and `plan export` (which asks for --yes in `ask` mode).
 #[test]
@@ -352,11 +358,7 @@ fn comments_history_approve_as_goal_and_export_from_the_cli() {
             && listed.contains("Say how: tr or sed?"),
         "{listed}"
     );
-    let json_comments: Value = serde_json::from_slice(
-        &env.run(&["plan", "comments", "--session", &sid, "--json"])
-            .stdout,
-    )
-    .unwrap();
+    let json_comments = json_of(&env, &["plan", "comments", "--session", &sid, "--json"]);
     assert_eq!(json_comments.as_array().unwrap().len(), 2);
 
     // Approve as a goal with my budget; the goal runs to its verified end.
@@ -372,11 +374,7 @@ fn comments_history_approve_as_goal_and_export_from_the_cli() {
         "budget=20K turns=4",
     ]);
     let said = text(&out);
-    let goal: Value = serde_json::from_slice(
-        &env.run(&["goal", "show", "--session", &sid, "--json"])
-            .stdout,
-    )
-    .unwrap();
+    let goal = json_of(&env, &["goal", "show", "--session", &sid, "--json"]);
     let g = &goal["goal"];
     assert_eq!(g["budget"]["tokens"]["limit"], 20000, "{said}");
     assert_eq!(g["budget"]["main_turns"]["limit"], 4);
@@ -395,11 +393,7 @@ fn comments_history_approve_as_goal_and_export_from_the_cli() {
             && listed.contains("Make the greeting louder"),
         "{listed}"
     );
-    let plans: Value = serde_json::from_slice(
-        &env.run(&["plan", "list", "--session", &sid, "--json"])
-            .stdout,
-    )
-    .unwrap();
+    let plans = json_of(&env, &["plan", "list", "--session", &sid, "--json"]);
     let plan_id = plans[0]["plan_id"].as_str().unwrap().to_string();
     let v1 = env.run(&[
         "plan",

@@ -13,23 +13,10 @@ use waymark_protocol::{EventKind, PermissionMode, PlanStatus};
 /// the content goes to a temp file beside it, which is then linked to the name (link fails
 /// when the name exists) and removed.
 fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let parent = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("it has no parent folder"))?;
-    std::fs::create_dir_all(parent)?;
-    let tmp = crate::tools::fs_policy::temp_sibling(path);
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::hard_link(&tmp, path)
-    })();
+    let tmp = crate::tools::fs_policy::write_temp(path, bytes)?;
+    let linked = std::fs::hard_link(&tmp, path);
     let _ = std::fs::remove_file(&tmp);
-    result
+    linked
 }
 
 /// A plan title as a file name part: lowercase letters, digits and dashes, at most 48.

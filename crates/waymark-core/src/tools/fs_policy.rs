@@ -162,13 +162,23 @@ fn describe_io(e: &std::io::Error) -> String {
 /// Writes `bytes` to `path` through a temp file in the same folder and a rename. Creates
 /// missing parent folders (the caller has checked that they lie inside an allowed root).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+    let placed = write_temp(path, bytes).and_then(|tmp| {
+        std::fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    });
+    placed.map_err(|e| ToolError::Model(format!("cannot write {}: {e}", path.display())))
+}
+
+/// `bytes` in a new hidden temp file beside `path` (parent folders created, the permissions
+/// of a file already at `path` kept); its path. Removed again if writing fails.
+pub(crate) fn write_temp(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let parent = path
         .parent()
-        .ok_or_else(|| ToolError::Model(format!("{} has no parent folder", path.display())))?;
-    std::fs::create_dir_all(parent)
-        .map_err(|e| ToolError::Model(format!("cannot create {}: {e}", parent.display())))?;
+        .ok_or_else(|| std::io::Error::other("it has no parent folder"))?;
+    std::fs::create_dir_all(parent)?;
     let tmp = temp_sibling(path);
-    let result = (|| {
+    let written = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -177,17 +187,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
         if let Ok(meta) = std::fs::metadata(path) {
             let _ = f.set_permissions(meta.permissions());
         }
-        drop(f);
-        std::fs::rename(&tmp, path)
+        Ok(())
     })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(ToolError::Model(format!(
-            "cannot write {}: {e}",
-            path.display()
-        )));
+    match written {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    Ok(())
 }
 
 /// A hidden temp name beside `path`.

@@ -126,6 +126,39 @@ impl Setup {
     }
 }
 
+/// A goal the provider rate-limited for a minute, its automatic resume scheduled.
+async fn waiting_a_minute() -> Setup {
+    let t = setup(Flavor::OpenAi, 3, |_| {
+        rate_limited(Flavor::OpenAi, &[("retry-after", "60")])
+    })
+    .await;
+    run(&t.s, user("/goal Tidy the notes")).await;
+    assert!(t.limit().auto_resume);
+    t
+}
+
+/// Opens session `id` again and runs it past the old reset: no model call, no resume.
+async fn reopened_never_resumes(
+    runtime: &Runtime,
+    clock: &ManualClock,
+    calls: &AtomicUsize,
+    id: &str,
+) {
+    let s = runtime.open_session(id, Default::default()).unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    let g = runtime.goal(id).unwrap().unwrap();
+    let l = g.usage_limit.expect("the limit is kept");
+    assert!(!l.auto_resume, "{l:?}");
+    clock.advance_ms(10 * MINUTE);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        runtime.goal(id).unwrap().unwrap().status,
+        GoalStatus::UsageLimited
+    );
+    s.shutdown().await.unwrap();
+}
+
 fn system_resumes(events: &[Event]) -> usize {
     events
         .iter()
@@ -326,39 +359,20 @@ async fn a_quota_is_never_resumed_by_itself() {
 /// goal by itself (as with any goal whose run ended with its process, G-24).
 #[tokio::test(flavor = "multi_thread")]
 async fn closing_the_session_calls_off_a_scheduled_resume() {
-    let t = setup(Flavor::OpenAi, 3, |_| {
-        rate_limited(Flavor::OpenAi, &[("retry-after", "60")])
-    })
-    .await;
-    run(&t.s, user("/goal Tidy the notes")).await;
-    assert!(t.limit().auto_resume);
+    let t = waiting_a_minute().await;
     let id = t.s.id().to_string();
     t.s.shutdown().await.unwrap();
     let g = t.runtime.goal(&id).unwrap().unwrap();
     let l = g.usage_limit.expect("the limit is kept");
     assert!(!l.auto_resume, "{l:?}");
-    let s = t.runtime.open_session(&id, Default::default()).unwrap();
-    s.submit(Op::Resume).await.unwrap();
-    t.clock.advance_ms(10 * MINUTE);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(t.calls.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        t.runtime.goal(&id).unwrap().unwrap().status,
-        GoalStatus::UsageLimited
-    );
-    s.shutdown().await.unwrap();
+    reopened_never_resumes(&t.runtime, &t.clock, &t.calls, &id).await;
 }
 
 /// However the holding process goes (here its handle is dropped without a shutdown, as a
 /// killed process leaves it), the next open calls off the scheduled resume.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_process_never_makes_an_old_schedule() {
-    let t = setup(Flavor::OpenAi, 3, |_| {
-        rate_limited(Flavor::OpenAi, &[("retry-after", "60")])
-    })
-    .await;
-    run(&t.s, user("/goal Tidy the notes")).await;
-    assert!(t.limit().auto_resume);
+    let t = waiting_a_minute().await;
     let id = t.s.id().to_string();
     let Setup {
         s,
@@ -369,25 +383,13 @@ async fn a_new_process_never_makes_an_old_schedule() {
     } = t;
     drop(s);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let s = runtime.open_session(&id, Default::default()).unwrap();
-    s.submit(Op::Resume).await.unwrap();
-    let l = runtime.goal(&id).unwrap().unwrap().usage_limit.unwrap();
-    assert!(!l.auto_resume, "{l:?}");
-    clock.advance_ms(10 * MINUTE);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
-    s.shutdown().await.unwrap();
+    reopened_never_resumes(&runtime, &clock, &calls, &id).await;
 }
 
 /// Lowering the setting to 0 ("never") also stops a resume already scheduled.
 #[tokio::test(flavor = "multi_thread")]
 async fn turning_automatic_resumes_off_stops_a_scheduled_one() {
-    let t = setup(Flavor::OpenAi, 3, |_| {
-        rate_limited(Flavor::OpenAi, &[("retry-after", "60")])
-    })
-    .await;
-    run(&t.s, user("/goal Tidy the notes")).await;
-    assert!(t.limit().auto_resume);
+    let t = waiting_a_minute().await;
     let mut config = Config::default();
     config.goal.verification = Some(Verification::None);
     config.goal.usage_limit.auto_resumes = 0;

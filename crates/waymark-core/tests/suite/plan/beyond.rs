@@ -21,6 +21,14 @@ fn comment(start: u32, end: u32, text: &str) -> LineComment {
     }
 }
 
+/// Approve the plan as a goal with `budget` (empty: the plan's own).
+fn as_goal(budget: BudgetChange) -> Answer {
+    Answer::Approve {
+        option: None,
+        as_goal: Some(budget),
+    }
+}
+
 /// A session in plan mode whose script writes `PLAN_V1`, then after the revise `PLAN_V2`,
 /// then `rest`.
 async fn reviewing(mode: PermissionMode, rest: Vec<Value>) -> (Harness, SessionHandle, String) {
@@ -197,17 +205,7 @@ async fn pm_27_approve_as_a_goal_with_the_plans_budget_and_steps_checked() {
         PermissionMode::AutoEdit,
     );
     let q = waiting_on(&run(&s, plan_entry("plan the retry")).await);
-    let ev = run(
-        &s,
-        answer(
-            &q,
-            Answer::Approve {
-                option: None,
-                as_goal: Some(BudgetChange::default()),
-            },
-        ),
-    )
-    .await;
+    let ev = run(&s, answer(&q, as_goal(BudgetChange::default()))).await;
     let g = h.runtime.goal(s.id()).unwrap().unwrap();
     assert!(
         g.objective.starts_with("Implement the approved plan plan-")
@@ -252,15 +250,7 @@ async fn pm_27_the_users_budget_wins_and_a_running_goal_is_not_replaced() {
         turns: Some(waymark_protocol::Limit::To(2)),
         ..BudgetChange::default()
     };
-    s.submit(answer(
-        &q,
-        Answer::Approve {
-            option: None,
-            as_goal: Some(mine),
-        },
-    ))
-    .await
-    .unwrap();
+    s.submit(answer(&q, as_goal(mine))).await.unwrap();
     let g = h.runtime.goal(s.id()).unwrap().unwrap();
     assert_eq!(
         (g.budget.main_turns.limit, g.budget.tokens.limit),
@@ -276,13 +266,7 @@ async fn pm_27_the_users_budget_wins_and_a_running_goal_is_not_replaced() {
     s.submit(user("/goal something else")).await.unwrap();
     let q = waiting_on(&run(&s, plan_entry("plan")).await);
     let e = s
-        .submit(answer(
-            &q,
-            Answer::Approve {
-                option: None,
-                as_goal: Some(BudgetChange::default()),
-            },
-        ))
+        .submit(answer(&q, as_goal(BudgetChange::default())))
         .await
         .unwrap_err();
     assert!(e.to_string().contains("a goal is already set"), "{e}");
@@ -446,17 +430,7 @@ async fn pm_27_a_pass_with_a_step_not_met_does_not_complete() {
         PermissionMode::AutoEdit,
     );
     let q = waiting_on(&run(&s, plan_entry("plan")).await);
-    run(
-        &s,
-        answer(
-            &q,
-            Answer::Approve {
-                option: None,
-                as_goal: Some(BudgetChange::default()),
-            },
-        ),
-    )
-    .await;
+    run(&s, answer(&q, as_goal(BudgetChange::default()))).await;
     let g = h.runtime.goal(s.id()).unwrap().unwrap();
     assert_eq!(
         (g.status, g.reason),
