@@ -343,7 +343,7 @@ fn written_paths(call: &GuardCall<'_>) -> Vec<String> {
 }
 
 /// Whether a resolved path lies inside a `.git` folder.
-fn in_git_dir(p: &Path) -> bool {
+pub(crate) fn in_git_dir(p: &Path) -> bool {
     p.components()
         .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
 }

@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
-use crate::permission::is_instructions_file;
+use crate::permission::{in_git_dir, is_instructions_file};
 use crate::store;
 use crate::tools::fs_policy::resolve_target;
 use waymark_protocol::{EventKind, PermissionMode, PlanStatus};
@@ -117,7 +117,7 @@ pub(crate) fn export(
         )));
     }
     let rel = target.strip_prefix(&ws).unwrap_or(&target).to_path_buf();
-    if rel.components().any(|c| c.as_os_str() == ".git")
+    if in_git_dir(&rel)
         || is_instructions_file(std::path::Path::new(&raw))
         || is_instructions_file(&target)
     {

@@ -21,6 +21,18 @@ fn comment(start: u32, end: u32, text: &str) -> LineComment {
     }
 }
 
+/// A session whose model keeps submitting `PLAN_V1`, its review pending: the harness, the
+/// session and the questionnaire.
+async fn v1_under_review() -> (Harness, SessionHandle, String) {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [write_and_exit(PLAN_V1)], "when_exhausted": "repeat_last"}),
+        PermissionMode::AutoEdit,
+    );
+    let q = waiting_on(&run(&s, plan_entry("plan")).await);
+    (h, s, q)
+}
+
 /// Approve the plan as a goal with `budget` (empty: the plan's own).
 fn as_goal(budget: BudgetChange) -> Answer {
     Answer::Approve {
@@ -151,17 +163,7 @@ async fn pm_26_every_plan_is_kept_with_its_outcome() {
     let q = waiting_on(&run(&s, plan_entry("first")).await);
     run(&s, answer(&q, Answer::Reject)).await;
     let q = waiting_on(&run(&s, plan_entry("second")).await);
-    run(
-        &s,
-        answer(
-            &q,
-            Answer::Approve {
-                option: None,
-                as_goal: None,
-            },
-        ),
-    )
-    .await;
+    run(&s, answer(&q, approve())).await;
     let plans = h.runtime.plans(s.id()).unwrap();
     let summary: Vec<(PlanStatus, u32, bool)> = plans
         .iter()
@@ -240,12 +242,7 @@ async fn pm_27_approve_as_a_goal_with_the_plans_budget_and_steps_checked() {
 /// The user's budget wins over the plan's, and a goal already running is not replaced.
 #[tokio::test]
 async fn pm_27_the_users_budget_wins_and_a_running_goal_is_not_replaced() {
-    let h = Harness::new(Config::default());
-    let s = h.session(
-        json!({"responses": [write_and_exit(PLAN_V1)], "when_exhausted": "repeat_last"}),
-        PermissionMode::AutoEdit,
-    );
-    let q = waiting_on(&run(&s, plan_entry("plan")).await);
+    let (h, s, q) = v1_under_review().await;
     let mine = BudgetChange {
         turns: Some(waymark_protocol::Limit::To(2)),
         ..BudgetChange::default()
@@ -290,17 +287,7 @@ async fn approved(mode: PermissionMode) -> (Harness, SessionHandle) {
         mode,
     );
     let q = waiting_on(&run(&s, plan_entry("plan")).await);
-    run(
-        &s,
-        answer(
-            &q,
-            Answer::Approve {
-                option: None,
-                as_goal: None,
-            },
-        ),
-    )
-    .await;
+    run(&s, answer(&q, approve())).await;
     (h, s)
 }
 
@@ -390,12 +377,7 @@ async fn pm_28_export_follows_the_permission_mode() {
 /// steps, not the model's.
 #[tokio::test]
 async fn pm_27_the_users_edit_sets_the_budget_and_steps() {
-    let h = Harness::new(Config::default());
-    let s = h.session(
-        json!({"responses": [write_and_exit(PLAN_V1)], "when_exhausted": "repeat_last"}),
-        PermissionMode::AutoEdit,
-    );
-    let q = waiting_on(&run(&s, plan_entry("plan")).await);
+    let (h, s, q) = v1_under_review().await;
     let mine = "## Summary\nAdd a retry to the uploader.\n\n## Steps\n1. Wrap the upload call\n\n## Budget\nturns=2\n";
     s.submit(Op::EditPlan { text: mine.into() }).await.unwrap();
     s.submit(answer(

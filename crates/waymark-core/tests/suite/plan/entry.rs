@@ -195,13 +195,7 @@ async fn pm_8_agent_entry_confirmed_or_declined_then_the_model_continues() {
     let mut config = Config::default();
     config.beta.desktop_plan_mode_agent_entry = true;
     for (reply, expect_mode) in [
-        (
-            Answer::Approve {
-                option: None,
-                as_goal: None,
-            },
-            InteractionMode::Plan,
-        ),
+        (approve(), InteractionMode::Plan),
         (Answer::Reject, InteractionMode::Default),
     ] {
         let h = Harness::new(config.clone());

@@ -45,6 +45,14 @@ pub(super) fn system(text: &str) -> Op {
     }
 }
 
+/// Approve the plan as an ordinary task (no option, not as a goal).
+pub(super) fn approve() -> Answer {
+    Answer::Approve {
+        option: None,
+        as_goal: None,
+    }
+}
+
 pub(super) fn answer(qid: &str, answer: Answer) -> Op {
     Op::Answer {
         questionnaire_id: qid.into(),

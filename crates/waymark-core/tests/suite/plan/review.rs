@@ -121,11 +121,7 @@ async fn pm_16_revisions_are_blobs_with_an_event_carrying_the_hash_not_the_body(
 
 #[tokio::test]
 async fn pm_17_approve_inserts_the_implementation_at_the_head_and_leaves_plan_mode() {
-    let (h, s, ev) = outcome(Answer::Approve {
-        option: None,
-        as_goal: None,
-    })
-    .await;
+    let (h, s, ev) = outcome(approve()).await;
     assert_eq!(mode(&h, &s), InteractionMode::Default);
     assert_eq!(implementation_messages(&h, &s), 1);
     let m = messages(&h, &s)
@@ -269,14 +265,7 @@ async fn pm_18_fifty_concurrent_approvals_give_one_implementation_message() {
         let s = s.clone();
         let q = q.clone();
         tasks.push(tokio::spawn(async move {
-            s.submit(answer(
-                &q,
-                Answer::Approve {
-                    option: None,
-                    as_goal: None,
-                },
-            ))
-            .await
+            s.submit(answer(&q, approve())).await
         }));
     }
     let mut ok = 0;
@@ -316,13 +305,7 @@ fn pm_18_racing_connections_cannot_admit_two_implementation_messages() {
             std::thread::spawn(move || {
                 let store = Store::open(&db).unwrap();
                 store.write(2, |tx| {
-                    tx.answer_questionnaire(
-                        "q1",
-                        &Answer::Approve {
-                            option: None,
-                            as_goal: None,
-                        },
-                    )?;
+                    tx.answer_questionnaire("q1", &approve())?;
                     tx.insert_message(
                         "s1",
                         MessageSource::Questionnaire,
@@ -376,15 +359,7 @@ async fn pm_19_the_implementation_turn_gets_the_frozen_snapshot_not_later_edits(
             },
         )
         .unwrap();
-    held.submit(answer(
-        &q,
-        Answer::Approve {
-            option: None,
-            as_goal: None,
-        },
-    ))
-    .await
-    .unwrap();
+    held.submit(answer(&q, approve())).await.unwrap();
     std::fs::write(&plan, format!("{GOOD_PLAN}\nEDIT AFTER APPROVAL\n")).unwrap();
     let mut rx = held.subscribe();
     held.submit(Op::Resume).await.unwrap();
@@ -461,17 +436,7 @@ async fn pm_23_a_user_edit_before_approval_is_what_gets_implemented() {
     let revs = h.runtime.plan_revisions(s.id()).unwrap();
     let last = revs.last().unwrap();
     assert_eq!((last.version, last.author.as_str()), (2, "user"));
-    run(
-        &s,
-        answer(
-            &q,
-            Answer::Approve {
-                option: None,
-                as_goal: None,
-            },
-        ),
-    )
-    .await;
+    run(&s, answer(&q, approve())).await;
     let m = messages(&h, &s)
         .into_iter()
         .find(|m| m.text.starts_with("Implement"))
