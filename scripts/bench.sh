@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks: the runtime (criterion), the standing CLI target against a local mock model
-# server, and the set-up cost of one sandboxed command. Prints the figures; asserts nothing.
+# server, and the set-up cost of one sandboxed command (read set, helper, Landlock,
+# capabilities, seccomp). Prints the figures; asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -32,7 +33,7 @@ if [ "${1:-}" = "--desktop" ]; then
 fi
 cargo build --locked --release -p waymark-cli
 python3 scripts/bench_cli.py target/release/waymark
-python3 scripts/bench_sandbox.py target/release/waymark
+cargo bench --locked -p waymark-core --bench sandbox
 cargo bench --locked -p waymark-core --bench runtime --bench plan_render --bench goal -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
 python3 - <<'PY'
 import glob, json

@@ -175,6 +175,7 @@ fn runtime_options(config: waymark_protocol::config::Config) -> RuntimeOptions {
     // The window's views run while sessions work: they read through their own connections.
     opts.read_pool = true;
     opts.user_instructions = waymark_core::instructions::user_file(&settings_file());
+    opts.settings_dir = settings_file().parent().map(std::path::Path::to_path_buf);
     opts.env = Arc::new(|name: &str| {
         // The settings in force name the key variables (they may change while running).
         let config = settings::load(&settings_file()).unwrap_or_default();

@@ -265,6 +265,7 @@ export type Config_Deserialize = {
 	goal?: GoalConfig_Deserialize,
 	plan?: PlanConfig_Deserialize,
 	shell?: ShellConfig_Deserialize,
+	sandbox?: SandboxConfig_Deserialize,
 };
 
 /**  The whole settings file. */
@@ -283,6 +284,7 @@ export type Config_Serialize = {
 	goal: GoalConfig_Serialize,
 	plan: PlanConfig_Serialize,
 	shell: ShellConfig_Serialize,
+	sandbox: SandboxConfig_Serialize,
 };
 
 /**  What happened to a line between two revisions. */
@@ -1269,6 +1271,36 @@ export type RevisionRef = {
 
 /**  Whether a provider spends the user's own key or a managed (free to the user) route. */
 export type RouteKind = "own_key" | "managed";
+
+/**
+ *  The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
+ *  beyond the workspace, system folders and toolchains.
+ */
+export type SandboxConfig = SandboxConfig_Serialize | SandboxConfig_Deserialize;
+
+/**
+ *  The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
+ *  beyond the workspace, system folders and toolchains.
+ */
+export type SandboxConfig_Deserialize = {
+	/**
+	 *  More folders or files it may read: absolute paths, or `~/…` for the home folder.
+	 *  One that names a credential store (`~/.aws`) makes that store readable.
+	 */
+	read_allow?: string[],
+};
+
+/**
+ *  The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
+ *  beyond the workspace, system folders and toolchains.
+ */
+export type SandboxConfig_Serialize = {
+	/**
+	 *  More folders or files it may read: absolute paths, or `~/…` for the home folder.
+	 *  One that names a credential store (`~/.aws`) makes that store readable.
+	 */
+	read_allow: string[],
+};
 
 /**  One runtime event of an open session, exactly as the runtime reported it. */
 export type SessionEvent = SessionEvent_Serialize | SessionEvent_Deserialize;

@@ -1,5 +1,6 @@
 //! `waymark goal …`: the goal, its timeline, and replying to a blocked goal.
 
+use crate::term::outln;
 use crate::{DEFAULT_WAIT_LIMIT, drive, now_ms, print_events, submit_without_running};
 use clap::Subcommand;
 use std::process::ExitCode;
@@ -43,18 +44,15 @@ pub(crate) async fn goal_command(
     match command {
         GoalCommand::Show { session, json } => {
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&runtime.goal_view(&session)?)?
-                );
+                crate::term::json(&runtime.goal_view(&session)?, true)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let goal = runtime.goal(&session)?;
             let Some(g) = goal else {
-                println!("no goal is set");
+                outln!("no goal is set");
                 return Ok(ExitCode::SUCCESS);
             };
-            println!("{}", waymark_core::goal::describe(&g, now_ms()));
+            outln!("{}", waymark_core::goal::describe(&g, now_ms()));
         }
         GoalCommand::Events { session } => {
             print_events(runtime, &session, 0, |e| {

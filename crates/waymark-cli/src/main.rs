@@ -7,6 +7,7 @@
 mod goal;
 mod plan;
 mod render;
+mod term;
 
 use clap::{Parser, Subcommand};
 use goal::{GoalCommand, goal_command};
@@ -14,6 +15,7 @@ use plan::{PlanCommand, plan_command};
 use render::Printer;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use term::{errln, outln};
 use tokio::sync::broadcast::error::RecvError;
 use waymark_core::session::OpOutcome;
 use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox};
@@ -201,14 +203,14 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            errln!("error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match rt.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -246,10 +248,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let data_dir = cli.data_dir.unwrap_or_else(paths::default_data_dir);
     let mut opts = RuntimeOptions::new(data_dir.clone(), config);
     opts.user_instructions = waymark_core::instructions::user_file(&settings_path);
+    opts.settings_dir = settings_path.parent().map(std::path::Path::to_path_buf);
     if let Ok(exe) = std::env::current_exe() {
         opts.sandbox_helper = Some(vec![exe.into_os_string(), sandbox::HELPER_ARG.into()]);
     }
     let runtime = Runtime::open(opts)?;
+    // From here on, nothing printed shows a secret the runtime knows.
+    term::use_secrets(runtime.redactor_source());
     // After the open, which creates the data dir private.
     waymark_core::logging::init(
         &data_dir,
@@ -318,16 +323,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions { json } => {
             let list = runtime.list_sessions()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                crate::term::json(&list, true)?;
             } else if list.is_empty() {
-                println!("no sessions yet: start one with `waymark exec \"…\"`");
+                outln!("no sessions yet: start one with `waymark exec \"…\"`");
             } else {
                 for s in list {
                     let pending = s
                         .pending_questionnaire
                         .map(|q| format!(" · waiting on {q}"))
                         .unwrap_or_default();
-                    println!(
+                    outln!(
                         "{}  {}  {} queued{}  {}  ({})",
                         s.id,
                         s.interaction_mode.as_str(),
@@ -343,28 +348,30 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show { session, json } => {
             let snap = runtime.snapshot(&session)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&snap)?);
+                crate::term::json(&snap, true)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let s = &snap.summary;
-            println!("session     {}", s.id);
-            println!("title       {}", s.title.as_deref().unwrap_or("(untitled)"));
-            println!("workspace   {}", s.workspace);
-            println!("folder      {}", snap.session_dir);
-            println!("model       {}", s.model.as_deref().unwrap_or("(none)"));
-            println!(
+            outln!("session     {}", s.id);
+            outln!("title       {}", s.title.as_deref().unwrap_or("(untitled)"));
+            outln!("workspace   {}", s.workspace);
+            outln!("folder      {}", snap.session_dir);
+            outln!("model       {}", s.model.as_deref().unwrap_or("(none)"));
+            outln!(
                 "mode        {} · permissions {}",
                 s.interaction_mode.as_str(),
                 s.permission_mode
             );
-            println!(
+            outln!(
                 "turns       {} · tokens in {} out {}",
-                snap.turns, snap.usage.input_tokens, snap.usage.output_tokens
+                snap.turns,
+                snap.usage.input_tokens,
+                snap.usage.output_tokens
             );
-            println!("events      {}", snap.last_seq);
-            println!("messages:");
+            outln!("events      {}", snap.last_seq);
+            outln!("messages:");
             for m in &snap.messages {
-                println!(
+                outln!(
                     "  #{:<4} {:<13} {:<8} {}",
                     m.id,
                     m.source.as_str(),
@@ -377,7 +384,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .iter()
                 .filter(|q| q.status == waymark_protocol::QuestionnaireStatus::Pending)
             {
-                println!("{}", render::questionnaire(&s.id, q));
+                outln!("{}", render::questionnaire(&s.id, q));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -405,7 +412,7 @@ fn print_events(
         };
         after = last.seq;
         for e in batch.iter().filter(|e| keep(e)) {
-            println!("{}", serde_json::to_string(e)?);
+            crate::term::json(e, false)?;
         }
     }
 }
@@ -580,7 +587,7 @@ async fn drive(
         && !resuming
         && let Some(line) = goal_stopped_line(runtime, handle.id())?
     {
-        println!("{line}");
+        outln!("{line}");
     }
     let mut events = handle.subscribe();
     if let Some(op) = op {
@@ -617,7 +624,20 @@ async fn drive(
                 Ok(ev) => {
                     printer.print(&ev);
                     match &ev.kind {
-                        EventKind::TurnFinished { error, .. } => failure = error.as_deref().cloned(),
+                        // A turn that failed or was cut short fails the run, unless a
+                        // later one finishes well.
+                        EventKind::TurnFinished { error, reason, .. } => {
+                            failure = match (error.as_deref(), reason) {
+                                (Some(e), _) => Some(e.clone()),
+                                (None, waymark_protocol::TurnEndReason::Aborted) => Some(
+                                    waymark_protocol::ErrorInfo::new(
+                                        "turn_aborted",
+                                        "the turn was stopped before it finished",
+                                    ),
+                                ),
+                                (None, _) => None,
+                            };
+                        }
                         EventKind::SessionError { error } => failure = Some(error.clone()),
                         EventKind::TurnStarted { .. } => waiting = None,
                         EventKind::GoalUpdate { status, .. } => {
@@ -628,7 +648,7 @@ async fn drive(
                                 Some(LimitWait::Until(at)) => {
                                     if waiting != Some(at) {
                                         waiting = Some(at);
-                                        eprintln!(
+                                        errln!(
                                             "[usage limit: waiting until {} (in {}) for it to reset; the goal then resumes. Ctrl-C stops waiting.]",
                                             waymark_core::clock::utc_label(at),
                                             left_until(at)
@@ -638,14 +658,14 @@ async fn drive(
                                     continue;
                                 }
                                 Some(LimitWait::Exit(line)) => {
-                                    eprintln!("{line}");
+                                    errln!("{line}");
                                     break ExitCode::from(EXIT_USAGE_LIMIT);
                                 }
                                 None => {}
                             }
                             break match &failure {
                                 Some(e) => {
-                                    eprintln!("error: the run ended in an error ({}); exit code 1", e.code);
+                                    errln!("error: the run ended in an error ({}); exit code 1", e.code);
                                     ExitCode::FAILURE
                                 }
                                 None => ExitCode::SUCCESS,
@@ -654,7 +674,7 @@ async fn drive(
                         EventKind::SessionIdle {} => {
                             break match &failure {
                                 Some(e) => {
-                                    eprintln!("error: the run ended in an error ({}); exit code 1", e.code);
+                                    errln!("error: the run ended in an error ({}); exit code 1", e.code);
                                     ExitCode::FAILURE
                                 }
                                 None => ExitCode::SUCCESS,
@@ -664,14 +684,14 @@ async fn drive(
                             if !json
                                 && let Some(q) = runtime.questionnaire(handle.id(), questionnaire_id)?
                             {
-                                println!("{}", render::questionnaire(handle.id(), &q));
+                                outln!("{}", render::questionnaire(handle.id(), &q));
                             }
                             break ExitCode::from(EXIT_WAITING);
                         }
                         _ => {}
                     }
                 }
-                Err(RecvError::Lagged(n)) => eprintln!("[{n} events were skipped: the terminal could not keep up]"),
+                Err(RecvError::Lagged(n)) => errln!("[{n} events were skipped: the terminal could not keep up]"),
                 Err(RecvError::Closed) => break ExitCode::FAILURE,
             },
             _ = countdown.tick(), if waiting.is_some() => {
@@ -679,22 +699,22 @@ async fn drive(
                     // Two minutes past the reset and nothing ran: something is wrong (the
                     // errors are above); waiting on would be forever.
                     if now_ms() > at.saturating_add(120_000) {
-                        eprintln!("[usage limit: the goal did not resume at its reset time; exit code {EXIT_USAGE_LIMIT}]");
+                        errln!("[usage limit: the goal did not resume at its reset time; exit code {EXIT_USAGE_LIMIT}]");
                         break ExitCode::from(EXIT_USAGE_LIMIT);
                     }
-                    eprintln!("[usage limit: the goal resumes in {}]", left_until(at));
+                    errln!("[usage limit: the goal resumes in {}]", left_until(at));
                 }
             }
             _ = tokio::signal::ctrl_c() => {
                 if waiting.is_some() {
-                    eprintln!("\n[stopped waiting for the usage limit; the goal stays usage-limited until you resume it]");
+                    errln!("\n[stopped waiting for the usage limit; the goal stays usage-limited until you resume it]");
                     break ExitCode::from(130);
                 }
                 interrupts += 1;
                 if interrupts > 1 {
                     break ExitCode::from(130);
                 }
-                eprintln!("\n[stopping the turn; press Ctrl-C again to quit at once]");
+                errln!("\n[stopping the turn; press Ctrl-C again to quit at once]");
                 handle.submit(Op::Stop).await?;
             }
         }

@@ -1,8 +1,8 @@
 //! `waymark plan …`: the plan file, its revisions and diffs, the plans of a session, the
 //! comments on them, the user's own edit, and export.
 
+use crate::term::{errln, out, outln};
 use crate::{submit_without_running, submit_without_running_for};
-use anyhow::Context as _;
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -105,10 +105,7 @@ pub(crate) async fn plan_command(
             session,
             json: true,
         } => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&runtime.plan_view(&session)?)?
-            );
+            crate::term::json(&runtime.plan_view(&session)?, true)?;
         }
         PlanCommand::Show {
             session,
@@ -116,20 +113,20 @@ pub(crate) async fn plan_command(
         } => {
             let (path, text) = runtime.plan_file(&session)?;
             match text {
-                Some(t) if !t.trim().is_empty() => print!("{t}"),
-                Some(_) => eprintln!("{} is empty", path.display()),
-                None => eprintln!("there is no plan file yet ({})", path.display()),
+                Some(t) if !t.trim().is_empty() => out!("{t}"),
+                Some(_) => errln!("{} is empty", path.display()),
+                None => errln!("there is no plan file yet ({})", path.display()),
             }
         }
         PlanCommand::List { session, json } => {
             let plans = runtime.plans(&session)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&plans)?);
+                crate::term::json(&plans, true)?;
             } else if plans.is_empty() {
-                println!("no plans yet: a plan starts with each entry into plan mode");
+                outln!("no plans yet: a plan starts with each entry into plan mode");
             } else {
                 for p in plans {
-                    println!(
+                    outln!(
                         "{}{}  {:<17}  {} revision{}  {}  {}",
                         if p.current { "* " } else { "  " },
                         p.plan_id,
@@ -162,7 +159,7 @@ pub(crate) async fn plan_command(
                         anyhow::anyhow!("this session has no revision of plan {plan}")
                     })?,
             };
-            print!(
+            out!(
                 "{}",
                 runtime.plan_revision(&session, &plan, version)?.markdown
             );
@@ -170,9 +167,9 @@ pub(crate) async fn plan_command(
         PlanCommand::Comments { session, json } => {
             let comments = runtime.plan_comments(&session, None)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&comments)?);
+                crate::term::json(&comments, true)?;
             } else if comments.is_empty() {
-                println!("no comments on this plan");
+                outln!("no comments on this plan");
             } else {
                 for c in comments {
                     let state = match (c.state, c.now_at) {
@@ -181,11 +178,11 @@ pub(crate) async fn plan_command(
                         }
                         (s, _) => waymark_protocol::wire::name(&s).to_string(),
                     };
-                    println!("v{} lines {}-{}  {state}", c.version, c.start, c.end);
+                    outln!("v{} lines {}-{}  {state}", c.version, c.start, c.end);
                     for l in c.quote.lines() {
-                        println!("  > {}", waymark_core::display::escape_line(l));
+                        outln!("  > {}", waymark_core::display::escape_line(l));
                     }
-                    println!("  {}", waymark_core::display::escape_line(&c.text));
+                    outln!("  {}", waymark_core::display::escape_line(&c.text));
                 }
             }
         }
@@ -207,17 +204,17 @@ pub(crate) async fn plan_command(
                 },
             )
             .await?;
-            println!("Exported to {out}");
+            outln!("Exported to {out}");
         }
         PlanCommand::Revisions { session, json } => {
             let revs = runtime.plan_revisions(&session)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&revs)?);
+                crate::term::json(&revs, true)?;
             } else if revs.is_empty() {
-                println!("no revisions yet: a revision is frozen when the agent submits the plan");
+                outln!("no revisions yet: a revision is frozen when the agent submits the plan");
             } else {
                 for r in revs {
-                    println!(
+                    outln!(
                         "{} v{}  {} bytes  by {}{}  sha256 {}",
                         r.plan_id,
                         r.version,
@@ -247,22 +244,21 @@ pub(crate) async fn plan_command(
             };
             let diff = runtime.plan_diff(&session, &at(a), &at(b))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&diff)?);
+                crate::term::json(&diff, true)?;
             } else {
-                print!("{}", diff.unified);
+                out!("{}", diff.unified);
             }
         }
         PlanCommand::Edit { session, file } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
+            let text = waymark_core::plan::read_user_plan(&file)?;
             submit_without_running(runtime, &session, Op::EditPlan { text }).await?;
-            println!("The plan now holds your edit; approving the review implements this version.");
+            outln!("The plan now holds your edit; approving the review implements this version.");
         }
         PlanCommand::Render { session } => {
             let (path, text) = runtime.plan_file(&session)?;
             let text = text
                 .ok_or_else(|| anyhow::anyhow!("there is no plan file yet ({})", path.display()))?;
-            print!("{}", waymark_core::plan::render::render(&text));
+            out!("{}", waymark_core::plan::render::render(&text));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,8 +1,8 @@
 //! Human-readable rendering of events: streamed text, one line per tool call, readable
 //! questionnaires with the exact commands that answer them.
 
+use crate::term::{errln, out, outln};
 use serde_json::Value;
-use std::io::Write as _;
 use waymark_protocol::{Event, EventKind, Question, QuestionnaireInfo, ToolStatus, TurnEndReason};
 
 /// Prints events as they come; remembers whether a line is open after streamed text.
@@ -61,7 +61,7 @@ impl Printer {
 
     fn end_line(&mut self) {
         if self.mid_line {
-            println!();
+            outln!();
             self.mid_line = false;
         }
     }
@@ -85,9 +85,7 @@ impl Printer {
 
     pub fn print(&mut self, ev: &Event) {
         if self.json {
-            if let Ok(line) = serde_json::to_string(ev) {
-                println!("{line}");
-            }
+            let _ = crate::term::json(ev, false);
             return;
         }
         match &ev.kind {
@@ -99,7 +97,7 @@ impl Printer {
                 resumed,
                 ..
             } => {
-                println!(
+                outln!(
                     "● {} session {} · model {model} · permissions {permission_mode}{} · workspace {workspace}",
                     if *resumed { "resumed" } else { "new" },
                     ev.session_id,
@@ -113,24 +111,23 @@ impl Printer {
             EventKind::MessageAdmitted { source, text, .. } => {
                 self.end_line();
                 if *source != waymark_protocol::MessageSource::User {
-                    println!("[{} message] {}", source.as_str(), one_line(text, 100));
+                    outln!("[{} message] {}", source.as_str(), one_line(text, 100));
                 }
             }
-            EventKind::MessageDropped { reason, .. } => println!("[message dropped: {reason}]"),
+            EventKind::MessageDropped { reason, .. } => outln!("[message dropped: {reason}]"),
             EventKind::CommandOutput { text, .. } => {
                 self.end_line();
-                println!("{}", safe(text));
+                outln!("{}", safe(text));
             }
             EventKind::TurnStarted { .. } => self.streamed = false,
             EventKind::AssistantDelta { text, .. } => {
-                print!("{}", safe(text));
-                let _ = std::io::stdout().flush();
+                out!("{}", safe(text));
                 self.mid_line = !text.ends_with('\n');
                 self.streamed = true;
             }
             EventKind::AssistantMessage { text, .. } => {
                 if !self.streamed && !text.is_empty() {
-                    print!("{}", safe(text));
+                    out!("{}", safe(text));
                     self.mid_line = !text.ends_with('\n');
                 }
                 self.end_line();
@@ -142,7 +139,7 @@ impl Printer {
                 error,
             } => {
                 self.end_line();
-                println!(
+                outln!(
                     "[model call failed ({}); retrying in {:.1} s, attempt {}]",
                     error.code,
                     *wait_ms as f64 / 1000.0,
@@ -184,19 +181,19 @@ impl Printer {
                     waymark_protocol::CallActor::Verifier => "[reviewer] ",
                     waymark_protocol::CallActor::Main => "",
                 };
-                println!("  {mark} {who}{name} {summary}{detail}");
+                outln!("  {mark} {who}{name} {summary}{detail}");
             }
             EventKind::ContextCompacted {
                 before_tokens,
                 after_tokens,
                 ..
             } => {
-                println!(
+                outln!(
                     "[context compacted: about {before_tokens} tokens summarized down to {after_tokens}]"
                 );
             }
             EventKind::ContextElided { items, bytes, .. } => {
-                println!(
+                outln!(
                     "[context: {items} old tool outputs ({bytes} bytes) replaced by notes to fit the model]"
                 );
             }
@@ -208,12 +205,12 @@ impl Printer {
             } => {
                 self.end_line();
                 match (reason, error) {
-                    (_, Some(e)) => println!("✗ turn failed: {}: {}", e.code, safe(&e.message)),
+                    (_, Some(e)) => outln!("✗ turn failed: {}: {}", e.code, safe(&e.message)),
                     (TurnEndReason::Completed, None) => {}
                     (TurnEndReason::Aborted, None) if *recovered => {
-                        println!("[an interrupted turn was closed as aborted]")
+                        outln!("[an interrupted turn was closed as aborted]")
                     }
-                    (r, None) => println!("[turn ended: {}]", r.as_str()),
+                    (r, None) => outln!("[turn ended: {}]", r.as_str()),
                 }
             }
             EventKind::QuestionnaireOpened { .. } | EventKind::QuestionnaireAnswered { .. } => {}
@@ -222,12 +219,12 @@ impl Printer {
                 self.end_line();
                 match mode {
                     waymark_protocol::InteractionMode::Plan => {
-                        println!(
+                        outln!(
                             "◆ plan mode: investigating read-only, writing the plan file ({reason})"
                         )
                     }
                     waymark_protocol::InteractionMode::Default => {
-                        println!("◆ left plan mode ({reason})")
+                        outln!("◆ left plan mode ({reason})")
                     }
                 }
             }
@@ -239,7 +236,7 @@ impl Printer {
                 ..
             } => {
                 self.end_line();
-                println!(
+                outln!(
                     "◆ plan revision v{version} frozen ({bytes} bytes, by the {author}{})",
                     if *truncated { ", truncated" } else { "" }
                 );
@@ -248,7 +245,7 @@ impl Printer {
                 version, comments, ..
             } => {
                 self.end_line();
-                println!(
+                outln!(
                     "◆ {} comment{} on plan v{version} sent with the revise",
                     comments.len(),
                     if comments.len() == 1 { "" } else { "s" }
@@ -256,11 +253,11 @@ impl Printer {
             }
             EventKind::PlanExported { version, path, .. } => {
                 self.end_line();
-                println!("◆ plan v{version} exported to {}", safe(path));
+                outln!("◆ plan v{version} exported to {}", safe(path));
             }
             EventKind::GoalCreate { goal } => {
                 self.end_line();
-                println!("◎ goal set: {}", one_line(&goal.objective, 100));
+                outln!("◎ goal set: {}", one_line(&goal.objective, 100));
             }
             EventKind::GoalUpdate {
                 status,
@@ -284,7 +281,7 @@ impl Printer {
                         )
                     })
                     .unwrap_or_default();
-                println!(
+                outln!(
                     "◎ goal {} ({}, by {}){limit}",
                     status.as_str(),
                     reason.as_str(),
@@ -293,12 +290,12 @@ impl Printer {
             }
             EventKind::GoalClear { .. } => {
                 self.end_line();
-                println!("◎ goal cleared");
+                outln!("◎ goal cleared");
             }
             EventKind::GoalUpdated { .. } => {}
             EventKind::SessionError { error } => {
                 self.end_line();
-                eprintln!("error: {}: {}", error.code, safe(&error.message));
+                errln!("error: {}: {}", error.code, safe(&error.message));
             }
         }
     }

@@ -3,26 +3,37 @@
 //! bidirectional overrides and zero-width characters are shown escaped (`\x1b`,
 //! `\u{202e}`), never interpreted, so what the user reads is what runs.
 
-/// Characters that reorder or hide text: bidi embeddings, overrides, isolates and marks,
-/// and zero-width or invisible formatting characters.
+/// Characters that reorder, break or hide text: bidi embeddings, overrides, isolates and
+/// marks; line and paragraph separators (a terminal or a JavaScript string may break the
+/// line there); zero-width, filler and invisible formatting characters; and variation
+/// selectors, which can carry hidden text after any character.
 fn invisible(c: char) -> bool {
     matches!(
         c,
-        '\u{061C}'
-            | '\u{00AD}'
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
             | '\u{115F}'
             | '\u{1160}'
-            | '\u{180E}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
             | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'
+            | '\u{2029}'
             | '\u{202A}'..='\u{202E}'
             | '\u{2060}'..='\u{2064}'
             | '\u{2066}'..='\u{2069}'
             | '\u{206A}'..='\u{206F}'
             | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
             | '\u{FEFF}'
             | '\u{FFA0}'
             | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
             | '\u{E0000}'..='\u{E007F}'
+            | '\u{E0100}'..='\u{E01EF}'
     )
 }
 
@@ -36,8 +47,32 @@ fn push_escaped(out: &mut String, c: char) {
     }
 }
 
-fn needs_escape(c: char) -> bool {
+/// Whether a character is shown escaped: control characters (C0, DEL, C1) and the
+/// invisible ones above.
+pub fn needs_escape(c: char) -> bool {
     c.is_control() || invisible(c)
+}
+
+/// JSON text (as serde_json writes it) with every character [`needs_escape`] names written
+/// as a `\uXXXX` escape: the same JSON value, safe to print. serde_json already escapes C0
+/// inside strings; DEL, C1, bidi, separators and invisible characters it leaves raw. Outside
+/// strings JSON has only ASCII structure, so the line breaks of pretty printing stay.
+pub fn json_safe(json: &str) -> std::borrow::Cow<'_, str> {
+    if !json.chars().any(|c| needs_escape(c) && c != '\n') {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if needs_escape(c) && c != '\n' {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{:04x}", u));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// `s` with every control, bidi and invisible character escaped, newlines and tabs kept
@@ -89,5 +124,34 @@ mod tests {
         assert_eq!(escape_block("two\nlines\tok\x07"), "two\nlines\tok\\x07");
         assert_eq!(escape_line("plain ünïcode"), "plain ünïcode");
         assert_eq!(escape_line("bom\u{feff}"), "bom\\u{feff}");
+        for c in [
+            '\u{2028}',
+            '\u{2029}',
+            '\u{34f}',
+            '\u{17b4}',
+            '\u{17b5}',
+            '\u{fe0f}',
+            '\u{e0101}',
+        ] {
+            let shown = escape_block(&format!("a{c}b"));
+            assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn json_stays_json_with_nothing_raw() {
+        let v = serde_json::json!({"t": "a\u{1b}]52;\u{7}\u{9b}\u{2028}\u{202e}\u{7f}\u{e0041}z"});
+        let pretty = serde_json::to_string_pretty(&v).unwrap();
+        let safe = json_safe(&pretty);
+        assert!(
+            !safe.chars().any(|c| needs_escape(c) && c != '\n'),
+            "{safe}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, v);
+        assert!(matches!(
+            json_safe("{\"a\": 1}"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

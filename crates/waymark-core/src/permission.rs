@@ -1,8 +1,8 @@
 //! The permission guard and the grants it honours. Grants never widen silently:
 //! - "allow for session" on a shell command covers that exact command line;
-//! - a prefix grant (`allow_prefix`) is offered only for commands whose program is not a
-//!   shell, interpreter or launcher ([`LAUNCHERS`], the one list of them), and never covers
-//!   a command that hands control to another program that way;
+//! - a prefix grant (`allow_prefix`) is offered only for the reviewed prefixes of
+//!   [`PREFIX_ALLOWLIST`] (read-only tools, build and test runners), and covers the prefix
+//!   followed by plain operands only;
 //! - "allow for session" on a file tool covers that tool, except inside `.git/`;
 //! - grants given in plan mode end when plan mode ends;
 //! - writes inside `.git/`, and to instruction files (`AGENTS.md`, `CLAUDE.md`), ask in every
@@ -22,142 +22,61 @@ use waymark_protocol::{
     QuestionnaireKind,
 };
 
-/// Programs (or program + argument) that run other code: no prefix grant is offered for
-/// them, and a prefix grant never covers a command using them. `*` is a wildcard; an entry
-/// with a second word matches when that word appears anywhere among the arguments.
-pub const LAUNCHERS: &[&str] = &[
-    // Shells.
-    "sh",
-    "bash",
-    "dash",
-    "zsh",
-    "ksh",
-    "mksh",
-    "fish",
-    "csh",
-    "tcsh",
-    "busybox",
-    // Interpreters.
-    "python*",
-    "pypy*",
-    "node",
-    "nodejs",
-    "deno",
-    "bun",
-    "perl*",
-    "ruby*",
-    "irb",
-    "php*",
-    "lua*",
-    "tclsh*",
-    "wish",
-    "Rscript",
-    "julia",
-    "java",
-    "jshell",
-    "osascript",
-    "pwsh",
-    "powershell",
-    "awk",
-    "gawk",
-    "mawk",
-    "nawk",
-    "sed",
-    "expect",
-    // Launchers and wrappers.
-    "env",
-    "xargs",
-    "sudo",
-    "doas",
-    "su",
-    "pkexec",
-    "nohup",
-    "nice",
-    "ionice",
-    "timeout",
-    "time",
-    "stdbuf",
-    "setsid",
-    "chroot",
-    "unshare",
-    "nsenter",
-    "exec",
-    "eval",
-    "command",
-    "builtin",
-    "source",
-    ".",
-    "strace",
-    "ltrace",
-    "gdb",
-    "valgrind",
-    "watch",
-    "parallel",
-    "find",
-    "ssh",
-    "script",
-    "vim",
-    "vi",
-    "nvim",
-    "emacs",
-    "npx",
-    "pnpx",
-    "bunx",
-    "uvx",
-    "pipx",
-    // Launchers by argument.
-    "make -f",
-    "make --file",
-    "make --makefile",
-    "make --eval",
-    "git -c",
-    "git config",
-    "git --exec-path",
-    "npm exec",
-    "npm x",
-    "yarn dlx",
-    "yarn exec",
-    "pnpm dlx",
-    "pnpm exec",
-    "cargo --config",
-    "docker run",
-    "docker exec",
-    "kubectl exec",
-    "uv run",
-    "poetry run",
-    "go run",
-    "npm init",
-    "npm create",
-    "yarn create",
-    "pnpm create",
-    "bun create",
-    "bun x",
-];
-
-/// Command groups whose next word picks an action of a different kind (`git remote -v` and
-/// `git remote set-url`, `gh repo view` and `gh repo delete`): no prefix is offered, only
-/// the exact command line.
-const NESTED_GROUPS: &[&str] = &[
-    "git remote",
-    "git stash",
-    "git worktree",
-    "git submodule",
-    "git bisect",
-    "git notes",
-    "git lfs",
-    "git reflog",
-    "gh *",
-    "kubectl *",
-    "docker *",
-    "aws *",
-    "gcloud *",
-    "az *",
-];
-
-/// Arguments that make a covered program run something else (`git bisect run`,
-/// `npm exec`): a prefix grant never covers a command with one after its prefix.
-const RUN_WORDS: &[&str] = &[
-    "run", "exec", "x", "dlx", "foreach", "create", "init", "eval",
+/// The reviewed list of command prefixes a prefix grant may be offered for: read-only tools
+/// and the subcommands of build and test runners. Every other command gets its exact command
+/// line only — a program this list does not know may take plain-looking words as options
+/// (GNU tar's dash-less bundles: `tar cIf bash …` runs bash). Each entry is checked against
+/// the known ways to run a program or write a file through it (the GTFOBins table in this
+/// module's tests); all of them use options, assignments, redirection or chaining, which a
+/// prefix grant never covers. Build and test runners run the project's own code: that is
+/// what the user approves when granting them (see the threat model).
+pub const PREFIX_ALLOWLIST: &[&str] = &[
+    // Read-only tools.
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "rg",
+    "tree",
+    "pwd",
+    "stat",
+    "file",
+    "du",
+    "df",
+    "which",
+    "diff",
+    "echo",
+    "git status",
+    "git log",
+    "git diff",
+    "git show",
+    "git blame",
+    "git ls-files",
+    "git rev-parse",
+    // Build and test runners.
+    "cargo build",
+    "cargo check",
+    "cargo test",
+    "cargo clippy",
+    "cargo fmt",
+    "cargo bench",
+    "cargo doc",
+    "npm test",
+    "yarn test",
+    "pnpm test",
+    "bun test",
+    "go build",
+    "go test",
+    "go vet",
+    "pytest",
+    "make test",
+    "make check",
+    "make build",
+    "make lint",
+    "dotnet build",
+    "dotnet test",
 ];
 
 /// Shell control characters after which a command prefix no longer describes the command
@@ -168,82 +87,48 @@ const SHELL_META: &[char] = &[
 ];
 
 /// Programs whose first argument names a subcommand, so `cargo test` and `cargo publish` are
-/// granted separately (and the program alone is never offered).
+/// told apart (and the program alone is never a prefix).
 const SUBCOMMAND_PROGRAMS: &[&str] = &[
-    "apt", "brew", "bun", "cargo", "deno", "docker", "dotnet", "gh", "git", "go", "gradle",
-    "kubectl", "make", "mvn", "npm", "npx", "pip", "pip3", "pnpm", "poetry", "rustup", "uv",
-    "yarn",
+    "bun", "cargo", "dotnet", "git", "go", "make", "npm", "pnpm", "yarn",
 ];
 
-/// Whether a command hands control to another program (see [`LAUNCHERS`]).
-pub fn uses_launcher(command: &str) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let Some(first) = words.first() else {
-        return false;
-    };
-    // A path (`./build.sh`, `/usr/bin/python3`) runs whatever is there.
-    if first.contains('/') {
-        return true;
-    }
-    LAUNCHERS.iter().any(|entry| match entry.split_once(' ') {
-        None => crate::secrets::wildcard(entry, first),
-        Some((prog, arg)) => {
-            *first == prog
-                && words[1..]
-                    .iter()
-                    .any(|w| *w == arg || w.strip_prefix(arg).is_some_and(|r| r.starts_with('=')))
-        }
-    })
-}
-
 /// The prefix a prefix grant would cover for `command`: the program and, for programs with
-/// subcommands, the subcommand (`cargo test`). `None` when the command chains, redirects,
-/// quotes or expands anything, or uses a launcher.
+/// subcommands, the subcommand (`cargo test`), when that prefix is on [`PREFIX_ALLOWLIST`].
+/// `None` otherwise, and when the command chains, redirects, quotes or expands anything.
 pub fn command_prefix(command: &str) -> Option<String> {
     let c = command.trim();
-    if c.is_empty() || c.contains(SHELL_META) || uses_launcher(c) {
+    if c.is_empty() || c.contains(SHELL_META) {
         return None;
     }
     let mut words = c.split_whitespace();
     let first = words.next()?;
-    let simple = |w: &str| {
-        w.chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' || ch == '.')
+    let prefix = if SUBCOMMAND_PROGRAMS.contains(&first) {
+        format!("{first} {}", words.next()?)
+    } else {
+        first.to_string()
     };
-    if !simple(first) {
-        return None;
-    }
-    if SUBCOMMAND_PROGRAMS.contains(&first) {
-        let second = words.next()?;
-        if second.starts_with('-') || !simple(second) {
-            return None;
-        }
-        let prefix = format!("{first} {second}");
-        let nested = NESTED_GROUPS.iter().any(|g| match g.split_once(' ') {
-            Some((prog, "*")) => prog == first,
-            _ => *g == prefix,
-        });
-        return (!nested).then_some(prefix);
-    }
-    Some(first.to_string())
+    PREFIX_ALLOWLIST
+        .contains(&prefix.as_str())
+        .then_some(prefix)
 }
 
 /// Whether a word after a granted prefix is a plain operand (`src/lib.rs`, `parser::tests`):
 /// not an option (options are where programs take files to write and commands to run:
 /// `--output`, `-O`, `--pre`, `--exec`, `-f`), not an assignment (`SHELL=./x`), not a
-/// path into `.git`, not an instructions file, and not a word that runs something else.
+/// path into `.git`, and not an instructions file.
 fn plain_operand(word: &str) -> bool {
     !word.starts_with('-')
+        && !word.starts_with('+')
         && !word.contains('=')
         && !word.split('/').any(|part| part == ".git")
         && !is_instructions_file(Path::new(word))
-        && !RUN_WORDS.contains(&word)
 }
 
-/// Whether a prefix grant covers `command`: the prefix, then plain operands only.
+/// Whether a prefix grant covers `command`: a prefix still on the allowlist (a grant stored
+/// before it left the list covers nothing), then plain operands only.
 pub fn prefix_covers(prefix: &str, command: &str) -> bool {
     let c = command.trim();
-    if c.contains(SHELL_META) || uses_launcher(c) {
+    if c.contains(SHELL_META) || !PREFIX_ALLOWLIST.contains(&prefix) {
         return false;
     }
     let words: Vec<&str> = c.split_whitespace().collect();

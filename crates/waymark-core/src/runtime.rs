@@ -66,6 +66,9 @@ pub struct RuntimeOptions {
     /// `AGENTS.md` files (front ends: [`crate::instructions::user_file`] of the settings
     /// file). None: project files only.
     pub user_instructions: Option<PathBuf>,
+    /// The folder of the settings file in use, which the sandboxed shell never reads (the
+    /// platform's default settings folder is never read either).
+    pub settings_dir: Option<PathBuf>,
 }
 
 impl RuntimeOptions {
@@ -88,6 +91,7 @@ impl RuntimeOptions {
             process_env: Arc::new(std::env::vars_os().collect()),
             read_pool: false,
             user_instructions: None,
+            settings_dir: None,
         }
     }
 }
@@ -135,7 +139,37 @@ fn zombie(pid: i64) -> bool {
 
 impl Runtime {
     /// Opens the database in the data dir.
+    /// What a session's sandboxed shell stands on (see [`crate::sandbox::reads`]): its
+    /// workspace and artifacts, and the private places around them.
+    fn read_scope(&self, workspace: &Path, artifacts: &Path) -> crate::sandbox::reads::ReadScope {
+        let env = self.opts.process_env.as_ref().clone();
+        let mut homes: Vec<PathBuf> = env
+            .iter()
+            .filter(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|h| h.is_absolute())
+            .collect();
+        homes.extend(dirs::home_dir());
+        homes.dedup();
+        let default_settings = paths::default_config_file();
+        let mut settings = self.opts.settings_dir.clone();
+        if settings.is_none() {
+            settings = default_settings.parent().map(Path::to_path_buf);
+        }
+        crate::sandbox::reads::ReadScope {
+            workspace: workspace.to_path_buf(),
+            artifacts: artifacts.to_path_buf(),
+            data_dir: self.opts.data_dir.clone(),
+            settings_dir: settings,
+            homes,
+            env,
+        }
+    }
+
     pub fn open(opts: RuntimeOptions) -> Result<Runtime> {
+        // The provider keys are in this process's environment: no other process of the
+        // user's (a sandboxed command above all) may read it.
+        crate::sandbox::make_undumpable();
         let store = Arc::new(Store::open(&paths::database_file(&opts.data_dir))?);
         let config = Arc::new(std::sync::RwLock::new(Arc::new(opts.config.clone())));
         let rt = Runtime {
@@ -455,10 +489,14 @@ impl Runtime {
         let mut guards = before;
         guards.push(Arc::new(PermissionGuard));
         guards.extend(after);
+        let workspace = workspace.canonicalize().unwrap_or(workspace);
+        let session_dir = sd.canonicalize().unwrap_or(sd);
+        let artifacts = artifacts.canonicalize().unwrap_or(artifacts);
         let sandbox = Arc::new(crate::sandbox::Sandbox::new(
             self.opts.sandbox_helper.clone(),
             (self.opts.env)(crate::sandbox::FORCE_ENV),
-            sd.join("sandbox-tmp"),
+            session_dir.join("sandbox-tmp"),
+            self.read_scope(&workspace, &artifacts),
         ));
         let core = Arc::new(SessionCore {
             id: id.to_string(),
@@ -473,9 +511,9 @@ impl Runtime {
             guards,
             reminders,
             commands,
-            workspace: workspace.canonicalize().unwrap_or(workspace),
-            session_dir: sd.canonicalize().unwrap_or(sd),
-            artifacts: artifacts.canonicalize().unwrap_or(artifacts),
+            workspace,
+            session_dir,
+            artifacts,
             events,
             last_seq: AtomicU64::new(last_seq),
             history: Default::default(),

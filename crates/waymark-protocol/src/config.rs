@@ -47,6 +47,18 @@ pub struct Config {
     pub goal: GoalConfig,
     pub plan: PlanConfig,
     pub shell: ShellConfig,
+    pub sandbox: SandboxConfig,
+}
+
+/// The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
+/// beyond the workspace, system folders and toolchains.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// More folders or files it may read: absolute paths, or `~/…` for the home folder.
+    /// One that names a credential store (`~/.aws`) makes that store readable.
+    pub read_allow: Vec<String>,
 }
 
 /// Whether the sandboxed shell (plan mode, the verifier) may use the network.
@@ -306,6 +318,14 @@ impl Config {
             t.bash_timeout_ms,
             86_400_000,
         )?;
+        for p in &self.sandbox.read_allow {
+            if !(p.starts_with('/') || p.starts_with("~/")) || p.contains('\0') {
+                return Err(ConfigError::new(
+                    "sandbox.read_allow",
+                    format!("`{p}` is not an absolute path (start it with `/` or `~/`)"),
+                ));
+            }
+        }
         let env = &self.shell.env;
         for (key, list) in [
             ("shell.env.include", &env.include),
@@ -502,6 +522,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.goal.verification, Some(Verification::None));
+    }
+
+    #[test]
+    fn sandbox_read_allow_takes_absolute_paths_only() {
+        let ok =
+            Config::from_json(r#"{"sandbox": {"read_allow": ["/opt/sdk", "~/docs"]}}"#).unwrap();
+        assert_eq!(ok.sandbox.read_allow, ["/opt/sdk", "~/docs"]);
+        for bad in ["docs", "../x", "~root/x", ""] {
+            let e = Config::from_json(&format!(r#"{{"sandbox": {{"read_allow": ["{bad}"]}}}}"#))
+                .unwrap_err();
+            assert_eq!(e.key, "sandbox.read_allow", "{bad}");
+        }
     }
 
     #[test]

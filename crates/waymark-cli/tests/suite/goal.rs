@@ -320,7 +320,8 @@ fn ctrl_c_pauses_the_goal_as_user_requested() {
     }
     for _ in lines.by_ref() {}
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    // The stopped turn ended aborted: the run failed to finish, whoever stopped it.
+    assert_eq!(status.code(), Some(1));
     assert_eq!(
         final_goal(&env, &sid),
         ("paused".into(), "user_requested".into())

@@ -126,11 +126,24 @@ fn split_args(args: &str) -> Result<(String, BudgetArgs)> {
                         .map_err(|e| Error::Refused(e.to_string()))
                 }
             };
+        // A key given twice is refused: `budget=5K budget=6K` must not hide one value
+        // behind the other.
+        let once = |key: &str, set: bool| -> Result<()> {
+            if set {
+                return Err(Error::Refused(format!(
+                    "`{key}=` is given twice; give each of budget=, turns= and time= at most once"
+                )));
+            }
+            Ok(())
+        };
         if let Some(v) = w.strip_prefix("budget=") {
+            once("budget", b.tokens.is_some())?;
             b.tokens = Some(setting(v, parse_tokens)?);
         } else if let Some(v) = w.strip_prefix("turns=") {
+            once("turns", b.turns.is_some())?;
             b.turns = Some(setting(v, parse_turns)?);
         } else if let Some(v) = w.strip_prefix("time=") {
+            once("time", b.time_ms.is_some())?;
             b.time_ms = Some(setting(v, parse_seconds)?.map(|s| s * 1000)); // ≤ a year: no overflow
         } else {
             words.push(w);

@@ -116,7 +116,11 @@ pub(crate) async fn verify(
     api.sandbox().probe_async().await;
     let shell = api
         .sandbox()
-        .spec(Vec::new(), waymark_protocol::config::ShellNetwork::Deny)
+        .spec(
+            Vec::new(),
+            waymark_protocol::config::ShellNetwork::Deny,
+            &api.config().sandbox.read_allow,
+        )
         .is_some();
     let mut tools: Vec<ToolSpec> = Vec::new();
     if mode == Mode::Subagent {

@@ -116,6 +116,23 @@ pub fn read_plan_file(path: &Path, cap: usize) -> Result<Option<PlanRead>, PlanF
     Ok(Some(PlanRead { bytes, total }))
 }
 
+/// The user's own version of the plan, read from a file they name (`plan edit --file`):
+/// a regular file only (a FIFO is not waited on, a device not read), UTF-8, and at most
+/// [`SNAPSHOT_LIMIT`] bytes, which is all a revision keeps.
+pub fn read_user_plan(path: &Path) -> Result<String, PlanFileError> {
+    let name = path.display().to_string();
+    let read = read_plan_file(path, SNAPSHOT_LIMIT)?
+        .ok_or_else(|| PlanFileError(format!("`{name}` does not exist")))?;
+    if read.is_cut() {
+        return Err(PlanFileError(format!(
+            "`{name}` is {} KiB, larger than a plan may be ({} KiB)",
+            read.total.div_ceil(1024),
+            SNAPSHOT_LIMIT / 1024
+        )));
+    }
+    String::from_utf8(read.bytes).map_err(|_| PlanFileError(format!("`{name}` is not UTF-8 text")))
+}
+
 fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

@@ -22,7 +22,7 @@ mod tools;
 mod view;
 pub use document::{
     LivePlan, PlanFileError, PlanRead, SNAPSHOT_LIMIT, check_plan_text, live_plan, read_plan_file,
-    snapshot, snapshot_of,
+    read_user_plan, snapshot, snapshot_of,
 };
 pub use view::PLAN_FILE_CAP;
 
@@ -281,6 +281,13 @@ pub(crate) fn prepare_draft(artifacts: &Path) -> Result<()> {
 /// The user edited the plan (PM-23): the file gets the text, a revision authored by the user
 /// is frozen, and a pending review now approves this version.
 pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
+    if text.len() > SNAPSHOT_LIMIT {
+        return Err(Error::Refused(format!(
+            "the edited plan is {} KiB, larger than a plan may be ({} KiB)",
+            text.len().div_ceil(1024),
+            SNAPSHOT_LIMIT / 1024
+        )));
+    }
     let path = plan_path(api.artifacts());
     let (content, truncated) = snapshot(text);
     api.write(|tx| {

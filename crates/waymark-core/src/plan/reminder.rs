@@ -40,7 +40,10 @@ pub fn short_text(plan: &Path, missing: &[Layer]) -> String {
 
 fn shell_line(missing: &[Layer]) -> String {
     if missing.is_empty() {
-        "Shell commands run in a read-only sandbox: writes outside a private temp folder fail, and there is no network, no unix socket and no terminal.".into()
+        format!(
+            "Shell commands run in a read-only sandbox: writes outside a private temp folder fail, file permissions and times cannot change, and there is no network, no unix socket and no terminal. {}",
+            crate::sandbox::reads::SUMMARY
+        )
     } else {
         let names: Vec<&str> = missing.iter().map(|l| l.describe()).collect();
         format!(

@@ -14,7 +14,8 @@ use pulldown_cmark::{Options, Parser, html};
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
-fn options() -> Options {
+/// The Markdown extensions plans are read and rendered with.
+pub(crate) fn options() -> Options {
     Options::ENABLE_TABLES
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_STRIKETHROUGH

@@ -24,38 +24,117 @@ pub const FEEDBACK_CHARS: usize = 20_000;
 #[error("{0}")]
 pub struct CommentError(pub String);
 
-/// The lines of a plan as the rendered page shows them: lines inside fenced code blocks and
-/// HTML comments are blanked, so a section hidden there is not read as one.
-fn visible(text: &str) -> Vec<&str> {
-    let (mut fence, mut comment) = (false, false);
-    text.lines()
-        .map(|l| {
-            let t = l.trim_start();
-            if comment {
-                comment = !l.contains("-->");
-                return "";
-            }
-            if t.starts_with("```") || t.starts_with("~~~") {
-                fence = !fence;
-                return "";
-            }
-            if fence {
-                return "";
-            }
-            if t.starts_with("<!--") {
-                comment = !t.contains("-->");
-                return "";
-            }
-            l
-        })
-        .collect()
+/// Elements that never have content or a closing tag.
+const VOID_ELEMENTS: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr",
+];
+
+/// How a run of raw HTML changes the nesting of raw elements: opening tags (not void, not
+/// self-closing) add one, closing tags take one away. Comments, doctypes and processing
+/// instructions change nothing.
+fn html_depth_change(html: &str) -> i64 {
+    let mut change = 0i64;
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        let (closing, name_at) = match rest.strip_prefix('/') {
+            Some(r) => (true, r),
+            None => (false, rest),
+        };
+        let name: String = name_at
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        let end = name_at.find('>').unwrap_or(name_at.len());
+        let self_closing = name_at[..end].ends_with('/');
+        let void = VOID_ELEMENTS.contains(&name.to_ascii_lowercase().as_str());
+        if closing {
+            change -= 1;
+        } else if !self_closing && !void {
+            change += 1;
+        }
+    }
+    change
 }
 
-/// The body of the `## name` (or `### name`) section, case-insensitive, up to the next
-/// heading of level 1 or 2; None without one.
-pub fn section<'a>(text: &'a str, name: &str) -> Option<Vec<&'a str>> {
-    let lines = visible(text);
-    let mut it = lines.into_iter();
+/// The plan as the rendered page shows it, for reading sections: what lies in code blocks,
+/// in raw HTML (`<style>`, `<textarea>`, `<details>`, any tag, comments) and inside raw HTML
+/// elements is blanked, line breaks kept, so a section hidden there is not read as one.
+fn visible(text: &str) -> String {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let mut hidden: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut depth = 0i64;
+    let mut inside_from: Option<usize> = None;
+    let mut code_from: Option<usize> = None;
+    for (event, range) in Parser::new_ext(text, super::render::options()).into_offset_iter() {
+        match event {
+            Event::Html(html) | Event::InlineHtml(html) => {
+                hidden.push(range.clone());
+                let was = depth;
+                depth = (depth + html_depth_change(&html)).max(0);
+                if was == 0 && depth > 0 {
+                    inside_from = Some(range.start);
+                } else if was > 0
+                    && depth == 0
+                    && let Some(from) = inside_from.take()
+                {
+                    hidden.push(from..range.end);
+                }
+            }
+            Event::Start(Tag::CodeBlock(_)) => code_from = Some(range.start),
+            Event::End(TagEnd::CodeBlock) => {
+                if let Some(from) = code_from.take() {
+                    hidden.push(from..range.end);
+                }
+            }
+            _ => {}
+        }
+    }
+    // An element never closed hides the rest of the plan.
+    if let Some(from) = inside_from {
+        hidden.push(from..text.len());
+    }
+    if hidden.is_empty() {
+        return text.to_string();
+    }
+    hidden.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut ranges = hidden.into_iter().peekable();
+    let mut current: Option<std::ops::Range<usize>> = None;
+    for (i, c) in text.char_indices() {
+        while current.as_ref().is_none_or(|r| r.end <= i) {
+            match ranges.next() {
+                Some(r) => current = Some(r),
+                None => {
+                    current = None;
+                    break;
+                }
+            }
+        }
+        // Later ranges may start before this one ends (nested): the sweep takes the widest.
+        while let Some(next) = ranges.peek() {
+            match &mut current {
+                Some(r) if next.start <= r.end => {
+                    r.end = r.end.max(next.end);
+                    ranges.next();
+                }
+                _ => break,
+            }
+        }
+        let hide = c != '\n' && current.as_ref().is_some_and(|r| r.contains(&i));
+        out.push(if hide { ' ' } else { c });
+    }
+    out
+}
+
+/// The body of the `## name` (or `### name`) section of the visible plan, case-insensitive,
+/// up to the next heading of level 1 or 2; None without one.
+fn section_of<'a>(visible: &'a str, name: &str) -> Option<Vec<&'a str>> {
+    let mut it = visible.lines();
     it.find(|l| {
         let t = l.trim();
         t.strip_prefix("### ")
@@ -70,14 +149,16 @@ pub fn section<'a>(text: &'a str, name: &str) -> Option<Vec<&'a str>> {
 
 /// What a plan is called: the first sentence of its summary, else its first heading.
 pub fn title(text: &str) -> Option<String> {
-    let first = section(text, "Summary")
+    let shown = visible(text);
+    let first = section_of(&shown, "Summary")
         .and_then(|body| {
             body.into_iter()
                 .map(str::trim)
                 .find(|l| !l.is_empty() && !l.starts_with('#'))
         })
         .or_else(|| {
-            text.lines()
+            shown
+                .lines()
                 .map(|l| l.trim().trim_start_matches('#').trim())
                 .find(|l| !l.is_empty())
         })?;
@@ -96,7 +177,9 @@ fn cut_chars(s: &str, n: usize) -> String {
 /// The plan's steps: the top-level items (`1.`, `1)`, `-`, `*`) of its `## Steps` section,
 /// or of its `## Implementation` section; at most [`MAX_STEPS`].
 pub fn steps(text: &str) -> Vec<String> {
-    let Some(body) = section(text, "Steps").or_else(|| section(text, "Implementation")) else {
+    let shown = visible(text);
+    let Some(body) = section_of(&shown, "Steps").or_else(|| section_of(&shown, "Implementation"))
+    else {
         return Vec::new();
     };
     body.into_iter()
@@ -125,9 +208,11 @@ pub fn steps(text: &str) -> Vec<String> {
 }
 
 /// The words of the plan's `## Budget` section in the `/goal` budget syntax
-/// (`budget=50K turns=20 time=2h`), when it names at least one and every one reads.
+/// (`budget=50K turns=20 time=2h`), when it names at least one, every one reads and no key
+/// comes twice.
 pub fn budget(text: &str) -> Option<String> {
-    let body = section(text, "Budget")?;
+    let shown = visible(text);
+    let body = section_of(&shown, "Budget")?;
     let words: Vec<String> = body
         .iter()
         .flat_map(|l| l.split_whitespace())
@@ -284,6 +369,24 @@ mod tests {
     use super::*;
 
     const PLAN: &str = "## Summary\nAdd a retry to the uploader. It fails on flaky networks.\n\n## Steps\n1. Wrap the call in a retry loop\n   - with backoff\n2. Add a test\n- Update the docs\n\n## Budget\nAbout `budget=40K turns=12 time=1h`.\n";
+
+    #[test]
+    fn sections_inside_raw_html_are_not_read() {
+        for hidden in [
+            "<style>\n## Budget\nbudget=1M\n</style>\n",
+            "<textarea>\n## Budget\nbudget=1M\n</textarea>\n",
+            "<div>\n\n## Budget\n\nbudget=1M\n\n</div>\n",
+            "<details>\n<summary>x</summary>\n\n## Budget\nbudget=1M\n</details>\n",
+            "<div>\n\n## Budget\nbudget=1M\n",
+            "<x-y>\n\n## Budget\nbudget=1M\n\n</x-y>\n",
+        ] {
+            let plan = format!("## Summary\nA plan.\n\n{hidden}");
+            assert_eq!(budget(&plan), None, "{hidden:?}");
+        }
+        let shown = "## Summary\nA plan.<br>\n\n<hr/>\n\n## Budget\nbudget=5K\n";
+        assert_eq!(budget(shown).as_deref(), Some("budget=5K"));
+        assert_eq!(budget("## Budget\nbudget=5K budget=6K\n"), None);
+    }
 
     #[test]
     fn hidden_sections_are_not_read_and_loose_lists_are() {

@@ -26,8 +26,9 @@ impl Runtime {
         )))
     }
 
-    /// The plan file of a session and its current content (`None` if there is no file).
-    /// Refused when the file is not a regular file or is larger than [`PLAN_FILE_CAP`].
+    /// The plan file of a session and its current content (`None` if there is no file),
+    /// known secrets redacted. Refused when the file is not a regular file or is larger than
+    /// [`PLAN_FILE_CAP`].
     pub fn plan_file(&self, id: &str) -> Result<(PathBuf, Option<String>)> {
         let path = self.plan_path(id)?;
         // Regular files only: a FIFO in its place is refused, not waited on.
@@ -42,7 +43,9 @@ impl Runtime {
                         PLAN_FILE_CAP / (1024 * 1024)
                     )))
                 } else {
-                    Ok(String::from_utf8_lossy(&r.bytes).into_owned())
+                    // Whatever a shell put in the file, known secrets are not shown.
+                    let text = String::from_utf8_lossy(&r.bytes);
+                    Ok(self.redactor().redact(&text).into_owned())
                 }
             })
             .transpose()?;

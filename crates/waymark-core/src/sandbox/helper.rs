@@ -1,15 +1,15 @@
 //! The sandbox helper: the process a sandboxed command starts as (a re-exec of a Waymark
 //! binary, `<binary> __waymark-sandbox …`). It confines itself — file-size limit, Landlock
-//! (filesystem, TCP, device ioctls, signal and abstract-socket scoping, as far as the kernel
-//! goes), seccomp — checks what it got, and only then execs the command. Its parent has
+//! (reads only of the folders it is given, writes only to its temp folder, TCP, device
+//! ioctls, signal and abstract-socket scoping, as far as the kernel goes), every capability
+//! dropped, seccomp — checks what it got, and only then execs the command. Its parent has
 //! already started it in a new session (no controlling terminal) with stdin from
 //! /dev/null and a scrubbed environment.
 
-use super::seccomp;
-use super::{Layers, NOT_ENFORCED_EXIT};
+use super::{Layers, NOT_ENFORCED_EXIT, caps, seccomp};
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use std::ffi::OsString;
 use std::io::Write;
@@ -36,6 +36,7 @@ struct Landlocked {
 /// included). Each level is a hard requirement for its parts, so a level either applies
 /// fully or not at all; a kernel below ABI 3 is refused.
 fn landlock(
+    read: &[PathBuf],
     rw_dirs: &[PathBuf],
     rw_files: &[PathBuf],
     deny_net: bool,
@@ -47,7 +48,7 @@ fn landlock(
             ioctl: abi >= ABI::V5,
             scope: abi >= ABI::V6,
         };
-        match try_landlock(abi, got, rw_dirs, rw_files) {
+        match try_landlock(abi, got, read, rw_dirs, rw_files) {
             Ok(()) => return Ok(got),
             Err(e) => last = e.0,
         }
@@ -57,9 +58,40 @@ fn landlock(
     )))
 }
 
+/// Landlock rules for `paths` with `access` (file rights only, for a file). Each path is
+/// opened without following a final symbolic link — a link put in a listed place gets a rule
+/// of its own, which grants nothing — and one that is gone is left out (less to read).
+fn rules(
+    paths: &[PathBuf],
+    access: BitFlags<AccessFs>,
+    abi: ABI,
+) -> Vec<PathBeneath<std::fs::File>> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    paths
+        .iter()
+        .filter_map(|p| {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(p)
+                .ok()?;
+            let t = f.metadata().ok()?.file_type();
+            let rights = if t.is_dir() {
+                access
+            } else if t.is_file() || t.is_char_device() {
+                access & AccessFs::from_file(abi)
+            } else {
+                return None;
+            };
+            Some(PathBeneath::new(f, rights))
+        })
+        .collect()
+}
+
 fn try_landlock(
     abi: ABI,
     parts: Landlocked,
+    read: &[PathBuf],
     rw_dirs: &[PathBuf],
     rw_files: &[PathBuf],
 ) -> Result<(), NotEnforced> {
@@ -77,16 +109,34 @@ fn try_landlock(
             .scope(Scope::AbstractUnixSocket | Scope::Signal)
             .map_err(e)?;
     }
+    // The command's own `/proc/<pid>` (it keeps this process's pid across exec); other
+    // processes' folders, with their environment and memory, are not listed.
+    let own_proc = PathBuf::from(format!("/proc/{}", std::process::id()));
+    let read_rules = rules(read, AccessFs::from_read(abi), abi)
+        .into_iter()
+        .chain(rules(&[own_proc], AccessFs::from_read(abi), abi));
     let status = ruleset
         .create()
         .map_err(e)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+        .add_rules(read_rules.map(Ok::<_, landlock::RulesetError>))
         .map_err(e)?
-        .add_rules(path_beneath_rules(rw_dirs, AccessFs::from_all(abi)))
+        .add_rules(
+            rules(rw_dirs, AccessFs::from_all(abi), abi)
+                .into_iter()
+                .map(Ok::<_, landlock::RulesetError>),
+        )
         .map_err(e)?
-        .add_rules(path_beneath_rules(rw_files, AccessFs::from_file(abi)))
+        .add_rules(
+            rules(rw_files, AccessFs::from_file(abi), abi)
+                .into_iter()
+                .map(Ok::<_, landlock::RulesetError>),
+        )
         .map_err(e)?
-        .add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_file(abi)))
+        .add_rules(
+            rules(&[PathBuf::from("/dev/null")], AccessFs::from_file(abi), abi)
+                .into_iter()
+                .map(Ok::<_, landlock::RulesetError>),
+        )
         .map_err(e)?
         .restrict_self()
         .map_err(e)?;
@@ -127,27 +177,33 @@ fn can_signal_parent() -> bool {
 
 /// The parsed command line of the helper.
 struct Args {
+    read: Vec<PathBuf>,
     rw_dirs: Vec<PathBuf>,
     rw_files: Vec<PathBuf>,
     network: seccomp::Network,
     probe: Option<PathBuf>,
+    probe_read: Option<PathBuf>,
     program: Vec<OsString>,
 }
 
 fn parse(args: &[OsString]) -> Result<Args, UsageError> {
     let mut a = Args {
+        read: Vec::new(),
         rw_dirs: Vec::new(),
         rw_files: Vec::new(),
         network: seccomp::Network::Deny,
         probe: None,
+        probe_read: None,
         program: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.to_str() {
+            Some("--ro") => a.read.extend(it.next().map(PathBuf::from)),
             Some("--rw") => a.rw_dirs.extend(it.next().map(PathBuf::from)),
             Some("--rw-file") => a.rw_files.extend(it.next().map(PathBuf::from)),
             Some("--probe") => a.probe = it.next().map(PathBuf::from),
+            Some("--probe-read") => a.probe_read = it.next().map(PathBuf::from),
             Some("--net") => {
                 a.network = match it.next().and_then(|v| v.to_str()) {
                     Some("deny") => seccomp::Network::Deny,
@@ -173,8 +229,8 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
 #[error("{0}")]
 struct UsageError(String);
 
-/// Entry point of the helper: `[--rw DIR]… [--rw-file FILE]… [--net deny|allow]
-/// (--probe PATH | -- PROGRAM ARGS…)`. Returns the exit code when it does not exec. The
+/// Entry point of the helper: `[--ro PATH]… [--rw DIR]… [--rw-file FILE]… [--net
+/// deny|allow] (--probe PATH [--probe-read FILE] | -- PROGRAM ARGS…)`. Returns the exit code when it does not exec. The
 /// probe's report goes to `out`, refusals to `err` (the binaries pass their stdout and
 /// stderr, which become the command's output).
 pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
@@ -187,8 +243,14 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
     };
     // Checked before Landlock, which would refuse the open for its own reasons.
     let no_tty = std::fs::File::open("/dev/tty").is_err();
-    let confined = limit_file_size(FILE_SIZE_LIMIT)
-        .and_then(|()| landlock(&a.rw_dirs, &a.rw_files, a.network == seccomp::Network::Deny));
+    let confined = limit_file_size(FILE_SIZE_LIMIT).and_then(|()| {
+        landlock(
+            &a.read,
+            &a.rw_dirs,
+            &a.rw_files,
+            a.network == seccomp::Network::Deny,
+        )
+    });
     let landlocked = match confined {
         Ok(l) => l,
         Err(e) => {
@@ -199,6 +261,14 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
             return NOT_ENFORCED_EXIT;
         }
     };
+    // After Landlock, which needed to open the listed paths with them.
+    if let Err(e) = caps::drop_all() {
+        let _ = writeln!(
+            err,
+            "waymark sandbox: the capabilities could not be dropped ({e}); the command did not run"
+        );
+        return NOT_ENFORCED_EXIT;
+    }
     if let Err(e) = seccomp::apply(a.network) {
         let _ = writeln!(
             err,
@@ -207,7 +277,14 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
         return NOT_ENFORCED_EXIT;
     }
     if let Some(outside) = a.probe {
-        let _ = writeln!(out, "{}", probe(&outside, landlocked, no_tty).encode());
+        let found = probe(
+            &outside,
+            a.probe_read.as_deref(),
+            &a.rw_dirs,
+            landlocked,
+            no_tty,
+        );
+        let _ = writeln!(out, "{}", found.encode());
         return 0;
     }
     if !no_tty {
@@ -227,9 +304,55 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
     127
 }
 
+/// Whether this process can read another's environment (its parent's: the runtime).
+fn can_read_parent_environ() -> bool {
+    #[allow(unsafe_code)]
+    // SAFETY: getppid(2) has no arguments and cannot fail.
+    let parent = unsafe { libc::getppid() };
+    std::fs::read(format!("/proc/{parent}/environ")).is_ok()
+}
+
+/// Whether a metadata change goes through: the mode the temp folder already has, set again
+/// (a success changes nothing).
+fn can_chmod(dirs: &[PathBuf]) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    dirs.first().is_some_and(|d| {
+        std::fs::metadata(d).is_ok_and(|m| {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(m.permissions().mode()))
+                .is_ok()
+        })
+    })
+}
+
+/// Whether any capability is left in the effective, permitted, inheritable or ambient sets,
+/// read the way a command would: from `/proc/self/status` (a set not listed counts as held,
+/// except the ambient set, which kernels before 4.3 lack).
+fn holds_capabilities() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return true;
+    };
+    let value = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let held = |v: Option<&str>| v.is_none_or(|v| v.chars().any(|c| c != '0'));
+    held(value("CapInh:"))
+        || held(value("CapPrm:"))
+        || held(value("CapEff:"))
+        || value("CapAmb:").is_some_and(|v| held(Some(v)))
+}
+
 /// What the confined helper can still do, tested: each layer counts only when it is both
 /// applied and observed to hold.
-fn probe(outside: &Path, l: Landlocked, no_tty: bool) -> Layers {
+fn probe(
+    outside: &Path,
+    outside_read: Option<&Path>,
+    rw_dirs: &[PathBuf],
+    l: Landlocked,
+    no_tty: bool,
+) -> Layers {
     let write_refused = match std::fs::write(outside, b"probe") {
         Ok(()) => {
             let _ = std::fs::remove_file(outside);
@@ -237,12 +360,16 @@ fn probe(outside: &Path, l: Landlocked, no_tty: bool) -> Layers {
         }
         Err(_) => true,
     };
+    // A file outside the read set, which the parent made: reading it must fail.
+    let read_refused = outside_read.is_some_and(|p| std::fs::read(p).is_err());
     let inet_refused = std::net::UdpSocket::bind("127.0.0.1:0").is_err()
         && std::net::TcpStream::connect("127.0.0.1:9")
             .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
     let unix_refused = std::os::unix::net::UnixDatagram::unbound().is_err();
     Layers {
-        filesystem: write_refused,
+        filesystem: write_refused && read_refused && !can_read_parent_environ(),
+        metadata: !can_chmod(rw_dirs),
+        capabilities: !holds_capabilities(),
         landlock_net: l.net,
         device_ioctl: l.ioctl,
         scoping: l.scope && !can_signal_parent(),

@@ -3,7 +3,9 @@
 //!
 //! | layer | what it stops | needs |
 //! | --- | --- | --- |
-//! | filesystem | writes outside a private temp folder (and the plan file) | Landlock ABI 3 (Linux 6.2) |
+//! | filesystem | writes outside a private temp folder (and the plan file); reads outside the listed folders ([`reads`]) | Landlock ABI 3 (Linux 6.2) |
+//! | metadata | chmod, chown, utime, xattrs, inode flags; mounts, host names and other administration | seccomp |
+//! | capabilities | anything root could do as root | nothing (see [`caps`]) |
 //! | network | TCP/UDP and every other socket family | seccomp (+ Landlock TCP rights, ABI 4) |
 //! | unix sockets | D-Bus, the SSH agent, docker.sock, X11 | seccomp |
 //! | terminal | TIOCSTI into the user's terminal | a new session, stdin from /dev/null (+ seccomp, Landlock ABI 5) |
@@ -15,7 +17,9 @@
 //! reminder names what is missing. The helper is a re-exec of a Waymark binary, never code
 //! in `pre_exec` (only `setsid`, which cannot fail half-way, runs there).
 
+mod caps;
 mod helper;
+pub mod reads;
 pub mod seccomp;
 
 pub use helper::{FILE_SIZE_LIMIT, main as helper_main};
@@ -41,8 +45,13 @@ const PROBE_PREFIX: &str = "waymark-sandbox-layers";
 /// What the helper found it could enforce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Layers {
-    /// Landlock filesystem rights: a write outside the temp folder failed.
+    /// Landlock filesystem rights: a write outside the temp folder failed, and so did reading
+    /// a file outside the read set and the parent's environment.
     pub filesystem: bool,
+    /// The seccomp filter refused a metadata change (and the calls listed with it).
+    pub metadata: bool,
+    /// No capability is left.
+    pub capabilities: bool,
     /// Landlock TCP rights (ABI 4), on top of the seccomp filter.
     pub landlock_net: bool,
     /// Landlock device-ioctl rights (ABI 5), on top of the seccomp filter.
@@ -59,6 +68,8 @@ pub struct Layers {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layer {
     Filesystem,
+    Metadata,
+    Capabilities,
     Network,
     UnixSockets,
     Terminal,
@@ -66,8 +77,10 @@ pub enum Layer {
 }
 
 impl Layer {
-    pub const ALL: [Layer; 5] = [
+    pub const ALL: [Layer; 7] = [
         Layer::Filesystem,
+        Layer::Metadata,
+        Layer::Capabilities,
         Layer::Network,
         Layer::UnixSockets,
         Layer::Terminal,
@@ -78,6 +91,8 @@ impl Layer {
     pub fn name(self) -> &'static str {
         match self {
             Layer::Filesystem => "filesystem",
+            Layer::Metadata => "metadata",
+            Layer::Capabilities => "capabilities",
             Layer::Network => "network",
             Layer::UnixSockets => "unix-sockets",
             Layer::Terminal => "terminal",
@@ -89,6 +104,8 @@ impl Layer {
     pub fn describe(self) -> &'static str {
         match self {
             Layer::Filesystem => "filesystem confinement (Landlock ABI 3, Linux 6.2 or later)",
+            Layer::Metadata => "metadata protection (seccomp)",
+            Layer::Capabilities => "capability dropping",
             Layer::Network => "network blocking (seccomp)",
             Layer::UnixSockets => "unix-socket blocking (seccomp)",
             Layer::Terminal => "terminal detachment",
@@ -103,6 +120,8 @@ impl Layers {
     fn holds(&self, layer: Layer) -> bool {
         match layer {
             Layer::Filesystem => self.filesystem,
+            Layer::Metadata => self.metadata,
+            Layer::Capabilities => self.capabilities,
             Layer::Network | Layer::UnixSockets => self.seccomp,
             Layer::Terminal => self.terminal,
             Layer::Scoping => self.scoping,
@@ -117,8 +136,10 @@ impl Layers {
     fn encode(&self) -> String {
         let b = |v: bool| u8::from(v);
         format!(
-            "{PROBE_PREFIX} filesystem={} landlock_net={} device_ioctl={} scoping={} seccomp={} terminal={}",
+            "{PROBE_PREFIX} filesystem={} metadata={} capabilities={} landlock_net={} device_ioctl={} scoping={} seccomp={} terminal={}",
             b(self.filesystem),
+            b(self.metadata),
+            b(self.capabilities),
             b(self.landlock_net),
             b(self.device_ioctl),
             b(self.scoping),
@@ -135,6 +156,8 @@ impl Layers {
             let v = v == "1";
             match k {
                 "filesystem" => l.filesystem = v,
+                "metadata" => l.metadata = v,
+                "capabilities" => l.capabilities = v,
                 "landlock_net" => l.landlock_net = v,
                 "device_ioctl" => l.device_ioctl = v,
                 "scoping" => l.scoping = v,
@@ -152,6 +175,8 @@ impl Layers {
 pub struct SandboxSpec {
     /// The helper program and its leading arguments (ending with [`HELPER_ARG`]).
     pub helper: Vec<OsString>,
+    /// What may be read (see [`reads::read_set`]).
+    pub read: Vec<PathBuf>,
     /// The private temp folder (writable, `TMPDIR`).
     pub tmp: PathBuf,
     /// Single files that stay writable (the plan file).
@@ -164,6 +189,10 @@ impl SandboxSpec {
     /// The argument list that runs `program args…` under the sandbox.
     pub fn command_line(&self, program: &OsStr, args: &[&OsStr]) -> Vec<OsString> {
         let mut v = self.helper.clone();
+        for r in &self.read {
+            v.push("--ro".into());
+            v.push(r.clone().into_os_string());
+        }
         v.push("--rw".into());
         v.push(self.tmp.clone().into_os_string());
         for f in &self.writable_files {
@@ -215,6 +244,40 @@ pub fn new_session_async(cmd: &mut tokio::process::Command) {
     }
 }
 
+/// Makes this process non-dumpable: processes of the same user (a command the user approved,
+/// anything else they run) can no longer read its environment, where the provider keys
+/// are, nor its memory, and it leaves no core file. Processes with `CAP_SYS_PTRACE` still
+/// can; the sandboxed shell has none.
+#[allow(unsafe_code)]
+pub fn make_undumpable() {
+    // SAFETY: prctl(PR_SET_DUMPABLE, 0) takes integer arguments and changes only a flag of
+    // this process.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_DUMPABLE,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        );
+    }
+}
+
+/// Whether this process is dumpable (see [`make_undumpable`]).
+#[allow(unsafe_code)]
+pub fn is_dumpable() -> bool {
+    // SAFETY: prctl(PR_GET_DUMPABLE) only reads a flag of this process.
+    unsafe {
+        libc::prctl(
+            libc::PR_GET_DUMPABLE,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        ) != 0
+    }
+}
+
 /// What the probe found, and why layers are missing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
@@ -237,18 +300,35 @@ pub struct Sandbox {
     helper: Option<Vec<OsString>>,
     forced: Option<String>,
     tmp: PathBuf,
+    scope: reads::ReadScope,
+    /// The fixed part of the read set, worked out on first use.
+    reads: OnceLock<reads::ReadSet>,
     probe: OnceLock<Probe>,
 }
 
 impl Sandbox {
-    /// `forced` is the value of [`FORCE_ENV`], if set.
-    pub fn new(helper: Option<Vec<OsString>>, forced: Option<String>, tmp: PathBuf) -> Self {
+    /// `forced` is the value of [`FORCE_ENV`], if set; `scope` says what commands may read.
+    pub fn new(
+        helper: Option<Vec<OsString>>,
+        forced: Option<String>,
+        tmp: PathBuf,
+        scope: reads::ReadScope,
+    ) -> Self {
         Sandbox {
             helper,
             forced,
             tmp,
+            scope,
+            reads: OnceLock::new(),
             probe: OnceLock::new(),
         }
+    }
+
+    /// What a command may read now, with `read_allow` added (absolute paths).
+    fn read_paths(&self, read_allow: &[PathBuf]) -> Vec<PathBuf> {
+        self.reads
+            .get_or_init(|| reads::ReadSet::new(&self.scope))
+            .paths(&self.scope, read_allow)
     }
 
     /// What the sandbox enforces here (the first call runs the helper in probe mode; it
@@ -286,19 +366,26 @@ impl Sandbox {
         if let Err(e) = std::fs::create_dir_all(&self.tmp) {
             return missing_all(format!("cannot create {}: {e}", self.tmp.display()));
         }
-        let outside = self
-            .tmp
-            .parent()
-            .unwrap_or(Path::new("/"))
-            .join(format!(".sandbox-probe-{}", std::process::id()));
+        let beside = self.tmp.parent().unwrap_or(Path::new("/"));
+        let outside = beside.join(format!(".sandbox-probe-{}", std::process::id()));
+        // A file the probe must fail to read: beside the temp folder, in the data folder.
+        let unreadable = beside.join(format!(".sandbox-probe-read-{}", std::process::id()));
+        if let Err(e) = std::fs::write(&unreadable, b"probe") {
+            return missing_all(format!("cannot create {}: {e}", unreadable.display()));
+        }
         let mut cmd = std::process::Command::new(&helper[0]);
-        cmd.args(&helper[1..])
-            .arg("--rw")
+        cmd.args(&helper[1..]);
+        for r in self.read_paths(&[]) {
+            cmd.arg("--ro").arg(r);
+        }
+        cmd.arg("--rw")
             .arg(&self.tmp)
             .arg("--net")
             .arg("deny")
             .arg("--probe")
             .arg(&outside)
+            .arg("--probe-read")
+            .arg(&unreadable)
             .env_clear()
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
@@ -306,6 +393,7 @@ impl Sandbox {
         new_session(&mut cmd);
         let out = cmd.output();
         let _ = std::fs::remove_file(&outside);
+        let _ = std::fs::remove_file(&unreadable);
         let mut probe = match out {
             Err(e) => missing_all(format!("the sandbox helper did not start: {e}")),
             Ok(o) => match Layers::decode(&String::from_utf8_lossy(&o.stdout)) {
@@ -326,6 +414,8 @@ impl Sandbox {
             for name in names.split(',') {
                 match Layer::ALL.into_iter().find(|l| l.name() == name.trim()) {
                     Some(Layer::Filesystem) => probe.layers.filesystem = false,
+                    Some(Layer::Metadata) => probe.layers.metadata = false,
+                    Some(Layer::Capabilities) => probe.layers.capabilities = false,
                     Some(Layer::Network | Layer::UnixSockets) => probe.layers.seccomp = false,
                     Some(Layer::Terminal) => probe.layers.terminal = false,
                     Some(Layer::Scoping) => probe.layers.scoping = false,
@@ -336,11 +426,18 @@ impl Sandbox {
         probe
     }
 
-    /// The spec for running a command, when every layer holds here.
-    pub fn spec(&self, writable_files: Vec<PathBuf>, network: ShellNetwork) -> Option<SandboxSpec> {
+    /// The spec for running a command, when every layer holds here; `read_allow` adds to
+    /// what it may read (`sandbox.read_allow`: absolute paths, `~/` for the tools' home).
+    pub fn spec(
+        &self,
+        writable_files: Vec<PathBuf>,
+        network: ShellNetwork,
+        read_allow: &[String],
+    ) -> Option<SandboxSpec> {
         match (&self.helper, self.probe().complete()) {
             (Some(helper), true) => Some(SandboxSpec {
                 helper: helper.clone(),
+                read: self.read_paths(&self.scope.expand(read_allow)),
                 tmp: self.tmp.clone(),
                 writable_files,
                 network,
@@ -358,6 +455,8 @@ mod tests {
     fn layers_round_trip_and_name_what_is_missing() {
         let all = Layers {
             filesystem: true,
+            metadata: true,
+            capabilities: true,
             landlock_net: true,
             device_ioctl: true,
             scoping: true,

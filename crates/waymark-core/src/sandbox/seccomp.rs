@@ -11,7 +11,16 @@
 //! - System V IPC (shared memory, message queues, semaphores), shared by all the user's
 //!   processes;
 //! - `setsid` and `setpgid`, so nothing leaves the process group the tool kills when the
-//!   command ends.
+//!   command ends;
+//! - every call that changes file metadata, which Landlock does not cover: the chmod, chown,
+//!   utime and xattr families (`*at` and fd variants included) and the ioctls that set
+//!   inode flags (`chattr`);
+//! - as defence in depth behind the dropped capabilities: host names, mounts (old and new
+//!   API), `pivot_root`, `chroot`, swap, `reboot`, `kexec_*`, kernel modules, `bpf`,
+//!   accounting and quotas, and new namespaces (`unshare`, `setns`, `clone` with a
+//!   namespace flag), whose private capabilities would otherwise apply inside them.
+//!   `clone3`, whose flags a filter cannot read, answers `ENOSYS`, so libc falls back to
+//!   `clone`.
 //!
 //! Other architectures' system calls (32-bit `int 0x80` on x86_64) kill the process: the
 //! filter checks the architecture first. x32 numbers of the blocked calls are blocked too.
@@ -33,6 +42,100 @@ pub enum Network {
 const TIOCSTI: u64 = 0x5412;
 /// TIOCLINUX (not in every libc): console ioctls, which can also inject input.
 const TIOCLINUX: u64 = 0x541C;
+
+/// `FS_IOC_SETFLAGS` and its 32-bit twin, and `FS_IOC_FSSETXATTR`: inode flags (`chattr`).
+const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
+const FS_IOC32_SETFLAGS: u64 = 0x4004_6602;
+const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+
+/// System calls added since Linux 5.1 share one number on every architecture (older libc
+/// releases lack some of them).
+mod nr {
+    pub const OPEN_TREE: i64 = 428;
+    pub const MOVE_MOUNT: i64 = 429;
+    pub const FSOPEN: i64 = 430;
+    pub const FSCONFIG: i64 = 431;
+    pub const FSMOUNT: i64 = 432;
+    pub const FSPICK: i64 = 433;
+    pub const CLONE3: i64 = 435;
+    pub const MOUNT_SETATTR: i64 = 442;
+    pub const FCHMODAT2: i64 = 452;
+    pub const SETXATTRAT: i64 = 463;
+    pub const REMOVEXATTRAT: i64 = 466;
+    pub const OPEN_TREE_ATTR: i64 = 467;
+}
+
+/// Flags of `clone` that make a new namespace.
+const NAMESPACE_FLAGS: [i32; 7] = [
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWCGROUP,
+];
+
+/// The metadata and system-administration calls refused outright (this architecture's).
+fn refused_calls() -> Vec<i64> {
+    let mut v = vec![
+        // File metadata.
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        nr::FCHMODAT2,
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        nr::SETXATTRAT,
+        nr::REMOVEXATTRAT,
+        // The machine and its filesystems.
+        libc::SYS_sethostname,
+        libc::SYS_setdomainname,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        nr::OPEN_TREE,
+        nr::MOVE_MOUNT,
+        nr::FSOPEN,
+        nr::FSCONFIG,
+        nr::FSMOUNT,
+        nr::FSPICK,
+        nr::MOUNT_SETATTR,
+        nr::OPEN_TREE_ATTR,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_reboot,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_bpf,
+        libc::SYS_acct,
+        libc::SYS_quotactl,
+        // New namespaces.
+        libc::SYS_unshare,
+        libc::SYS_setns,
+    ];
+    // Calls only x86_64 still has (aarch64 has the `*at` forms alone).
+    #[cfg(target_arch = "x86_64")]
+    v.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ]);
+    v
+}
 
 /// x32 system calls are the x86_64 numbers with this bit set.
 #[cfg(target_arch = "x86_64")]
@@ -70,11 +173,37 @@ pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
     rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(
         libc::SYS_ioctl,
-        vec![
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)?])?,
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?])?,
-        ],
+        [
+            TIOCSTI,
+            TIOCLINUX,
+            FS_IOC_SETFLAGS,
+            FS_IOC32_SETFLAGS,
+            FS_IOC_FSSETXATTR,
+        ]
+        .into_iter()
+        .map(|op| SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, op)?]).map_err(Into::into))
+        .collect::<Result<_, FilterError>>()?,
     );
+    // A new namespace through clone: one rule per flag (any of them set refuses).
+    rules.insert(
+        libc::SYS_clone,
+        NAMESPACE_FLAGS
+            .into_iter()
+            .map(|f| {
+                let f = f as u64;
+                SeccompRule::new(vec![SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Qword,
+                    SeccompCmpOp::MaskedEq(f),
+                    f,
+                )?])
+                .map_err(Into::into)
+            })
+            .collect::<Result<_, FilterError>>()?,
+    );
+    for nr in refused_calls() {
+        rules.insert(nr, Vec::new());
+    }
     // Limits, priorities and CPU placement of other processes (`prlimit --pid`, `renice`,
     // `taskset -p`): a limit set on the user's editor can kill it. Only the shell's own
     // (pid or `who` 0) may change.
@@ -139,10 +268,28 @@ pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
     Ok(filter.try_into()?)
 }
 
-/// Installs the filter on the calling thread (it is inherited by everything it starts).
+/// The second filter: `clone3` answers `ENOSYS` (its flags sit in memory a filter cannot
+/// read), so libc retries with `clone`, whose namespace flags the main filter checks.
+pub fn clone3_program() -> Result<BpfProgram, FilterError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(nr::CLONE3, Vec::new());
+    #[cfg(target_arch = "x86_64")]
+    rules.insert(nr::CLONE3 | X32_BIT, Vec::new());
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?;
+    Ok(filter.try_into()?)
+}
+
+/// Installs the filters on the calling thread (they are inherited by everything it starts).
 pub fn apply(network: Network) -> Result<(), FilterError> {
     let prog = program(network)?;
-    Ok(seccompiler::apply_filter(&prog)?)
+    seccompiler::apply_filter(&prog)?;
+    Ok(seccompiler::apply_filter(&clone3_program()?)?)
 }
 
 #[cfg(test)]
@@ -153,5 +300,6 @@ mod tests {
     fn filters_compile_for_this_machine() {
         assert!(!program(Network::Deny).unwrap().is_empty());
         assert!(!program(Network::Allow).unwrap().is_empty());
+        assert!(!clone3_program().unwrap().is_empty());
     }
 }

@@ -70,7 +70,8 @@ pub(crate) async fn decide(
                 CallActor::Main => core.config().plan.shell_network,
                 CallActor::Verifier => waymark_protocol::config::ShellNetwork::Deny,
             };
-            core.sandbox.spec(files, network)
+            core.sandbox
+                .spec(files, network, &core.config().sandbox.read_allow)
         }
         None => None,
     };

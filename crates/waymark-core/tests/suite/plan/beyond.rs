@@ -460,3 +460,44 @@ async fn pm_28_export_never_opens_what_is_not_a_regular_file() {
     other.shutdown().await.unwrap();
     s.shutdown().await.unwrap();
 }
+
+/// The budget and steps a goal takes come only from what the page shows. Raw HTML blocks
+/// and everything inside them render as nothing (or as inert text), so a `## Budget` or
+/// `## Steps` there is not one; a budget key given twice is no budget.
+#[tokio::test]
+async fn pm_27_budget_and_steps_hidden_in_raw_html_or_given_twice_are_not_taken() {
+    let hidden = [
+        "<style>\n## Budget\nbudget=1000000000000\n</style>\n",
+        "<textarea>\n## Budget\nbudget=1000000000000\n</textarea>\n",
+        "<script>\n## Budget\nbudget=1000000000000\n</script>\n",
+        "<div hidden>\n\n## Budget\n\nbudget=1000000000000\n\n</div>\n",
+        "<details><summary>x</summary>\n\n## Budget\nbudget=1000000000000\n\n</details>\n",
+    ];
+    for tail in hidden {
+        let plan = format!("## Summary\nA plan.\n\n{tail}\n## Steps\n1. The one step\n");
+        let (h, s, q) = v1_under_review().await;
+        s.submit(Op::EditPlan { text: plan.clone() }).await.unwrap();
+        let asked = questionnaire(&h, &s, &q);
+        assert!(
+            asked.payload["budget"].is_null(),
+            "a hidden budget was offered from {tail:?}: {}",
+            asked.payload
+        );
+        assert_eq!(asked.payload["steps"], json!(["The one step"]), "{tail:?}");
+        s.submit(answer(&q, as_goal(BudgetChange::default())))
+            .await
+            .unwrap();
+        let g = h.runtime.goal(s.id()).unwrap().unwrap();
+        assert_eq!(g.budget.tokens.limit, None, "{tail:?}");
+        s.shutdown().await.unwrap();
+    }
+    let (h, s, q) = v1_under_review().await;
+    let twice = "## Summary\nA plan.\n\n## Budget\nbudget=5K budget=6K\n";
+    s.submit(Op::EditPlan { text: twice.into() }).await.unwrap();
+    assert!(questionnaire(&h, &s, &q).payload["budget"].is_null());
+    // Steps hidden inside raw HTML are not steps either.
+    let steps = "## Summary\nA plan.\n\n## Steps\n1. Shown\n<div>\n2. Hidden\n</div>\n";
+    s.submit(Op::EditPlan { text: steps.into() }).await.unwrap();
+    assert_eq!(questionnaire(&h, &s, &q).payload["steps"], json!(["Shown"]));
+    s.shutdown().await.unwrap();
+}

@@ -244,3 +244,45 @@ async fn plan_mode_grants_end_with_plan_mode() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// A program off the reviewed list gets no prefix grant, only its exact command line. GNU
+/// tar reads a dash-less first word as an option bundle, so `tar cIf bash …` has no option
+/// a prefix rule could spot, yet it makes bash run the archive.
+#[tokio::test]
+async fn a_tar_command_is_offered_no_prefix_and_its_option_bundles_ask() {
+    let h = harness();
+    std::fs::write(h.ws.join("notes.txt"), "notes\n").unwrap();
+    let marker = h.ws.join("pwned");
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [bash("tar cf notes.tar notes.txt")]},
+            {"tool_calls": [bash(&format!("tar cIf 'touch {}; cat' x.tar notes.txt", marker.display()))]},
+            {"tool_calls": [bash("tar cIf bash notes.tar notes.txt")]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let q = waiting_on(&run(&s, user("archive the notes")).await);
+    let info = questionnaire(&h, &s, &q);
+    assert!(
+        info.payload["grants"]["prefix"].is_null(),
+        "tar was offered a prefix grant: {}",
+        info.payload
+    );
+    assert!(s.submit(answer(&q, Answer::AllowPrefix)).await.is_err());
+    let ev = run(&s, answer(&q, Answer::AllowForSession)).await;
+    // The exact command ran; the option bundles each stopped to ask.
+    assert_eq!(results(&ev).len(), 1, "{:?}", results(&ev));
+    let q2 = waiting_on(&ev);
+    assert_ne!(q, q2);
+    let ev = run(&s, answer(&q2, Answer::Deny { message: None })).await;
+    let q3 = waiting_on(&ev);
+    assert!(
+        questionnaire(&h, &s, &q3).payload["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("cIf bash")),
+    );
+    run(&s, answer(&q3, Answer::Deny { message: None })).await;
+    assert!(!marker.exists(), "tar ran a program under a grant");
+    s.shutdown().await.unwrap();
+}

@@ -3,6 +3,7 @@
 //! prompts, Stop, numbers, budgets, size limits, edits) and checks that it holds.
 
 mod budgets;
+mod confinement;
 mod edits;
 mod grants;
 mod identity;

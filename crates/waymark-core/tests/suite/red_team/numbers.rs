@@ -113,6 +113,27 @@ async fn absurd_goal_budgets_from_the_user_are_refused_with_the_range() {
     s.shutdown().await.unwrap();
 }
 
+/// A budget key given twice is an error naming it, not "the last one wins": `budget=5K
+/// budget=6K` could hide a raise behind a value the reader saw first.
+#[tokio::test]
+async fn a_goal_budget_key_given_twice_is_refused() {
+    let h = harness();
+    let s = h.session(json!({"responses": []}), PermissionMode::Auto);
+    for (cmd, key) in [
+        ("/goal fix it budget=5K budget=6K", "budget"),
+        ("/goal fix it turns=3 time=1h turns=30", "turns"),
+        ("/goal fix it time=1h time=clear", "time"),
+    ] {
+        let e = s.submit(user(cmd)).await.unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("`{key}=` is given twice")),
+            "{cmd}: {e}"
+        );
+    }
+    assert!(h.runtime.goal(s.id()).unwrap().is_none());
+    s.shutdown().await.unwrap();
+}
+
 /// Whatever panics inside a turn (here a tool with a bug), the turn is closed as an error
 /// and its goal stops: the failure is not re-run in a loop.
 #[tokio::test]

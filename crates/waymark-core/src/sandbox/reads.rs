@@ -1,0 +1,452 @@
+//! What the sandboxed shell may read. Landlock grants only what it is given, so the read set
+//! is built from what is allowed — the workspace (its whole repository), system folders,
+//! the toolchains on `PATH`, the session's own artifacts, and what `sandbox.read_allow`
+//! adds — never from what is denied. Protected places (the data folder, the user's
+//! credential stores, the settings folder, system secrets) only shape that list: an allowed
+//! folder that holds one is granted child by child around it, so the protected place itself
+//! is never granted.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// What the sandboxed shell reads and does not, for the model (the plan-mode reminder).
+pub const SUMMARY: &str = "It reads the workspace, system folders and toolchains only: Waymark's data folder (other sessions), the credential stores in the home folder (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, ~/.config/gh and the like), the settings folder and other processes' environment and memory are not readable; the user can add folders with the `sandbox.read_allow` setting.";
+
+/// System folders every command needs: programs, libraries, configuration, a few devices and
+/// the kernel's public tables. `/proc` holds every process's environment and memory, so only
+/// files that describe the machine are listed (the command's own `/proc/<pid>` is added by
+/// the helper).
+pub const SYSTEM: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/snap",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/uptime",
+    "/proc/loadavg",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/cgroups",
+    "/proc/swaps",
+    "/proc/vmstat",
+    "/proc/pressure",
+    "/proc/sys",
+    "/sys/devices/system/cpu",
+    "/sys/fs/cgroup",
+    "/sys/kernel/mm/transparent_hugepage",
+];
+
+/// Secrets in system folders (readable by root, whose capabilities the sandbox drops but
+/// whose user id stays): password hashes, host keys, private TLS keys, Wi-Fi passwords.
+pub const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssh",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+    "/etc/krb5.keytab",
+    "/etc/NetworkManager/system-connections",
+    "/etc/wpa_supplicant",
+];
+
+/// The user's credential stores, relative to a home folder: never read, whatever folder
+/// around them is allowed.
+pub const CREDENTIAL_STORES: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".local/share/keyrings",
+    ".gnome2/keyrings",
+    ".password-store",
+    ".pki",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".npmrc",
+    ".yarnrc",
+    ".pypirc",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    ".pgpass",
+    ".my.cnf",
+    ".config/rclone",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/waymark",
+    ".local/share/waymark",
+];
+
+/// Toolchain folders under a home folder, read so that the commands on `PATH` work.
+const HOME_TOOLCHAINS: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".pyenv",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".asdf",
+    ".local/share/mise",
+    ".sdkman",
+    ".ghcup",
+    ".elan",
+    ".local/bin",
+    ".local/lib",
+    "go",
+];
+
+/// Git's own settings files, read so that `git` works as the user set it up (credentials
+/// live elsewhere and stay unreadable).
+const HOME_FILES: &[&str] = &[
+    ".gitconfig",
+    ".config/git/config",
+    ".config/git/ignore",
+    ".config/git/attributes",
+];
+
+/// Variables naming a toolchain folder.
+const TOOLCHAIN_VARS: &[&str] = &[
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "PYENV_ROOT",
+    "NVM_DIR",
+    "VOLTA_HOME",
+    "BUN_INSTALL",
+    "DENO_INSTALL",
+    "GOROOT",
+    "GOPATH",
+    "JAVA_HOME",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+];
+
+/// Where one session's sandboxed shell stands: what it works on and what is private.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadScope {
+    /// The session's workspace.
+    pub workspace: PathBuf,
+    /// The session's own artifacts folder (the plan file): readable.
+    pub artifacts: PathBuf,
+    /// Waymark's data folder: other sessions, the database. Never read.
+    pub data_dir: PathBuf,
+    /// The folder of the settings file in use. Never read.
+    pub settings_dir: Option<PathBuf>,
+    /// Home folders whose credential stores are protected: the tools' `HOME` and the
+    /// runtime's own.
+    pub homes: Vec<PathBuf>,
+    /// The environment tools start with (for `PATH` and toolchain variables).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl ReadScope {
+    fn var(&self, name: &str) -> Option<&OsStr> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == OsStr::new(name))
+            .map(|(_, v)| v.as_os_str())
+    }
+
+    /// `read_allow` entries as paths: `~/…` under the tools' home folder (an entry that
+    /// needs a home when there is none is left out), others as written.
+    pub fn expand(&self, entries: &[String]) -> Vec<PathBuf> {
+        entries
+            .iter()
+            .filter_map(|e| match e.strip_prefix("~/") {
+                Some(rest) => self.homes.first().map(|h| h.join(rest)),
+                None => Some(PathBuf::from(e)),
+            })
+            .filter(|p| p.is_absolute())
+            .collect()
+    }
+
+    /// Protected places, canonical where they exist.
+    fn protected(&self) -> Vec<PathBuf> {
+        let mut out = vec![canonical(&self.data_dir)];
+        out.extend(self.settings_dir.iter().map(|d| canonical(d)));
+        for home in &self.homes {
+            out.extend(CREDENTIAL_STORES.iter().map(|c| canonical(&home.join(c))));
+        }
+        out.extend(SYSTEM_SECRETS.iter().map(|s| canonical(Path::new(s))));
+        if let Some(run) = self.var("XDG_RUNTIME_DIR") {
+            out.push(canonical(Path::new(run)));
+        }
+        out
+    }
+
+    /// Folders granted because they serve commands (system, toolchains, `PATH`).
+    fn serving(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+        for home in &self.homes {
+            out.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
+            out.extend(HOME_FILES.iter().map(|f| home.join(f)));
+        }
+        out.extend(
+            TOOLCHAIN_VARS
+                .iter()
+                .filter_map(|v| self.var(v))
+                .map(PathBuf::from),
+        );
+        if let Some(path) = self.var("PATH") {
+            out.extend(std::env::split_paths(path));
+        }
+        out
+    }
+}
+
+/// A path made canonical when it exists (symlinks resolved), else kept as given.
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The repository root of `dir`: the nearest folder up from it holding `.git`.
+fn git_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// The folders and files the sandboxed shell reads: canonical, existing, none of them a
+/// protected place or inside one (except where the user's own choice names it: the
+/// workspace, `read_allow`), and none holding one. `read_allow` entries are absolute paths.
+pub fn read_set(scope: &ReadScope, read_allow: &[PathBuf]) -> Vec<PathBuf> {
+    ReadSet::new(scope).paths(scope, read_allow)
+}
+
+/// The part of the read set that does not change while a session runs (system folders,
+/// toolchains, the protected places), worked out once; [`ReadSet::paths`] adds what the
+/// user chose for each command.
+#[derive(Debug, Clone, Default)]
+pub struct ReadSet {
+    protected: Vec<PathBuf>,
+    serving: Vec<PathBuf>,
+}
+
+impl ReadSet {
+    pub fn new(scope: &ReadScope) -> ReadSet {
+        let protected = scope.protected();
+        let mut serving = Vec::new();
+        for root in scope.serving() {
+            if root.is_absolute() {
+                grant(&canonical(&root), &protected, false, &mut serving);
+            }
+        }
+        ReadSet {
+            protected,
+            serving: compact(serving),
+        }
+    }
+
+    /// The whole read set for one command: the workspace (and its repository), the
+    /// session's artifacts and `read_allow`, looked at afresh, with the fixed part.
+    pub fn paths(&self, scope: &ReadScope, read_allow: &[PathBuf]) -> Vec<PathBuf> {
+        let mut out = self.serving.clone();
+        let mut chosen = vec![scope.workspace.clone(), scope.artifacts.clone()];
+        chosen.extend(git_root(&scope.workspace));
+        chosen.extend(read_allow.iter().cloned());
+        for root in chosen {
+            grant(&canonical(&root), &self.protected, true, &mut out);
+        }
+        compact(out)
+    }
+}
+
+/// Sorted, without repeats, and without a path inside another (it adds nothing).
+fn compact(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    paths.sort();
+    paths.dedup();
+    let mut kept: Vec<PathBuf> = Vec::with_capacity(paths.len());
+    for p in paths {
+        if !kept.last().is_some_and(|k| p.starts_with(k)) {
+            kept.push(p);
+        }
+    }
+    kept
+}
+
+/// Adds `root` to `out`, or, when a protected place lies inside it, its children around that
+/// place (recursively). Symbolic links found on the way are not followed: what they lead to
+/// is granted or not by where it is.
+fn grant(root: &Path, protected: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf>) {
+    if !root.exists() {
+        return;
+    }
+    if protected.iter().any(|p| root.starts_with(p)) {
+        // A protected place, or inside one: only the user's own choice reaches it (the
+        // workspace, `read_allow`), never a folder that merely serves commands.
+        if chosen {
+            out.push(root.to_path_buf());
+        }
+        return;
+    }
+    if !protected.iter().any(|p| p.starts_with(root)) {
+        out.push(root.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if !is_link {
+            grant(&entry.path(), protected, false, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+
+    fn scope(root: &Path) -> ReadScope {
+        let home = root.join("home");
+        ReadScope {
+            workspace: root.join("ws"),
+            artifacts: root.join("data/sessions/s1/artifacts"),
+            data_dir: root.join("data"),
+            settings_dir: Some(home.join(".config/waymark")),
+            homes: vec![home.clone()],
+            env: vec![(
+                "PATH".into(),
+                format!(
+                    "{}:/usr/bin:relative/bin",
+                    home.join(".cargo/bin").display()
+                )
+                .into(),
+            )],
+        }
+    }
+
+    #[test]
+    fn the_read_set_lists_what_serves_and_holds_no_protected_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in [
+            "ws/src/lib.rs",
+            "data/waymark.db",
+            "data/sessions/s1/artifacts/plan.md",
+            "data/sessions/s2/artifacts/plan.md",
+            "home/.ssh/id_ed25519",
+            "home/.cargo/bin/cargo",
+            "home/.cargo/credentials.toml",
+            "home/.cargo/registry/x",
+            "home/.gitconfig",
+            "home/.config/waymark/settings.json",
+            "home/notes.txt",
+        ] {
+            touch(&root.join(f));
+        }
+        let set = read_set(&scope(&root), &[]);
+        let has = |p: &str| set.iter().any(|s| root.join(p).starts_with(s));
+        assert!(has("ws/src/lib.rs"));
+        assert!(has("data/sessions/s1/artifacts/plan.md"));
+        assert!(has("home/.cargo/bin/cargo"));
+        assert!(has("home/.gitconfig"));
+        assert!(set.contains(&PathBuf::from("/usr")));
+        for secret in [
+            "data/waymark.db",
+            "data/sessions/s2/artifacts/plan.md",
+            "home/.ssh/id_ed25519",
+            "home/.cargo/credentials.toml",
+            "home/.config/waymark/settings.json",
+            "home/notes.txt",
+        ] {
+            assert!(!has(secret), "{secret} is readable: {set:?}");
+        }
+        assert!(
+            !set.iter().any(|p| p.ends_with("relative/bin")),
+            "a relative PATH entry is granted"
+        );
+    }
+
+    #[test]
+    fn an_allowed_folder_holding_a_protected_place_is_granted_around_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in [
+            "home/.ssh/id_ed25519",
+            "home/.aws/credentials",
+            "home/notes.txt",
+            "home/code/app.rs",
+            "home/.config/gh/hosts.yml",
+            "home/.config/other/x",
+            "outside/secret",
+        ] {
+            touch(&root.join(f));
+        }
+        // A link in the home folder to somewhere else is not followed into a grant.
+        std::os::unix::fs::symlink(root.join("outside"), root.join("home/link")).unwrap();
+        let mut s = scope(&root);
+        s.workspace = root.join("home");
+        let set = read_set(&s, &[]);
+        let has = |p: &str| set.iter().any(|s| root.join(p).starts_with(s));
+        assert!(has("home/notes.txt") && has("home/code/app.rs") && has("home/.config/other/x"));
+        for secret in [
+            "home/.ssh/id_ed25519",
+            "home/.aws/credentials",
+            "home/.config/gh/hosts.yml",
+            "outside/secret",
+        ] {
+            assert!(!has(secret), "{secret} is readable: {set:?}");
+        }
+        assert!(!set.contains(&root.join("home")), "{set:?}");
+    }
+
+    #[test]
+    fn read_allow_adds_paths_and_may_name_a_protected_one_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in ["extra/docs/a.md", "home/.aws/config", "home/.ssh/id_rsa"] {
+            touch(&root.join(f));
+        }
+        let set = read_set(
+            &scope(&root),
+            &[
+                root.join("extra"),
+                root.join("home/.aws"),
+                root.join("home"),
+            ],
+        );
+        let has = |p: &str| set.iter().any(|s| root.join(p).starts_with(s));
+        assert!(has("extra/docs/a.md"));
+        assert!(has("home/.aws/config"), "named itself: {set:?}");
+        assert!(
+            !has("home/.ssh/id_rsa"),
+            "a folder around a store is not the store"
+        );
+    }
+}
