@@ -196,7 +196,20 @@ fn main() -> ExitCode {
         );
     }
     default_sigpipe();
-    let cli = Cli::parse();
+    // Usage errors and help go through the terminal sink too: an argument echoed back in
+    // an error is shown escaped, never interpreted.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let text = e.render().to_string();
+            if e.use_stderr() {
+                term::write_err(&text);
+            } else {
+                term::write_out(&text);
+            }
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

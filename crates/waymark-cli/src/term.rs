@@ -91,7 +91,7 @@ mod tests {
                 let prints = ["println!", "print!", "eprintln!", "eprint!", "dbg!"]
                     .iter()
                     .any(|m| line.contains(m));
-                let raw = (line.contains("stdout()") || line.contains("stderr()"))
+                let raw = (line.contains("io::stdout()") || line.contains("io::stderr()"))
                     && !line.contains("helper_main");
                 if prints || raw {
                     offenders.push(format!("{}:{}: {line}", path.display(), i + 1));

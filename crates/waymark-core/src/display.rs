@@ -5,12 +5,14 @@
 
 /// Characters that reorder, break or hide text: bidi embeddings, overrides, isolates and
 /// marks; line and paragraph separators (a terminal or a JavaScript string may break the
-/// line there); zero-width, filler and invisible formatting characters; and variation
+/// line there); zero-width, filler and invisible formatting characters; spaces other than
+/// the ASCII one, which look like a word break the shell does not make; and variation
 /// selectors, which can carry hidden text after any character.
 fn invisible(c: char) -> bool {
     matches!(
         c,
-        '\u{00AD}'
+        '\u{00A0}'
+            | '\u{00AD}'
             | '\u{034F}'
             | '\u{061C}'
             | '\u{115F}'
@@ -18,13 +20,17 @@ fn invisible(c: char) -> bool {
             | '\u{17B4}'
             | '\u{17B5}'
             | '\u{180B}'..='\u{180F}'
-            | '\u{200B}'..='\u{200F}'
+            | '\u{2000}'..='\u{200F}'
             | '\u{2028}'
             | '\u{2029}'
             | '\u{202A}'..='\u{202E}'
             | '\u{2060}'..='\u{2064}'
             | '\u{2066}'..='\u{2069}'
+            | '\u{202F}'
+            | '\u{205F}'
             | '\u{206A}'..='\u{206F}'
+            | '\u{2800}'
+            | '\u{3000}'
             | '\u{3164}'
             | '\u{FE00}'..='\u{FE0F}'
             | '\u{FEFF}'

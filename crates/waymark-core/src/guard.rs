@@ -32,6 +32,8 @@ pub struct GuardCall<'a> {
     pub actor: waymark_protocol::CallActor,
     /// The session, for extensions' guards (the goal budget).
     pub api: Option<&'a crate::extension::SessionApi>,
+    /// The private places reads ask about, and git's settings files writes ask about.
+    pub protected: &'a crate::sandbox::private::Protected,
 }
 
 /// A guard's verdict.

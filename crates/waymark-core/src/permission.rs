@@ -255,6 +255,9 @@ impl ToolGuard for PermissionGuard {
 
     fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
         let tool = call.tool;
+        if let Some(decision) = private_read(call) {
+            return decision;
+        }
         if call.actor == CallActor::Verifier {
             return verifier_policy(call);
         }
@@ -280,9 +283,9 @@ impl ToolGuard for PermissionGuard {
         // where it leads; and, failing closed, any path that does not resolve.
         let touches_git = targets.len() < raw.len()
             || raw.iter().any(|p| is_instructions_file(Path::new(p)))
-            || targets
-                .iter()
-                .any(|t| in_git_dir(t) || is_instructions_file(t));
+            || targets.iter().any(|t| {
+                in_git_dir(t) || is_instructions_file(t) || call.protected.is_git_settings(t)
+            });
         // The plan file in plan mode is the one place written without asking.
         let plan_file = crate::plan::plan_path(call.artifacts);
         if call.session.interaction_mode == InteractionMode::Plan
@@ -376,6 +379,71 @@ fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -
         call_id: String::new(),
         call_sha256: String::new(),
     }))
+}
+
+/// Where a read of `raw` lands: canonical as far as the path exists (symlinks followed),
+/// the rest appended as written.
+pub fn read_target(workspace: &Path, raw: &str) -> Option<PathBuf> {
+    let joined = workspace.join(raw);
+    let mut existing = joined.as_path();
+    let mut rest = Vec::new();
+    while std::fs::symlink_metadata(existing).is_err() {
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    }
+    let mut target = existing.canonicalize().ok()?;
+    target.extend(rest.iter().rev());
+    Some(target)
+}
+
+/// A read of a private place (a credential store, the data folder, the settings, a hidden
+/// file of the home folder; `sandbox::private`), by a tool that reads the `path` it is
+/// given: the reviewer is refused; in plan mode, and in every permission mode but `auto`,
+/// the user is asked, and no grant covers it. `None` for any other call.
+fn private_read(call: &GuardCall<'_>) -> Option<GuardDecision> {
+    if call.tool.is_shell() || call.tool.is_mutating() {
+        return None;
+    }
+    let raw = call.arguments.get("path").and_then(Value::as_str)?;
+    let target = read_target(call.workspace, raw)?;
+    let place = call.protected.place_of(&target)?;
+    let what = format!(
+        "`{}` is private: it lies in {}, which Waymark keeps from the model (credential stores, its own data and settings, hidden files of the home folder)",
+        escape_line(raw),
+        escape_line(&place.display().to_string())
+    );
+    if call.actor == CallActor::Verifier {
+        return Some(GuardDecision::Deny(format!(
+            "{what}; the reviewer cannot read it."
+        )));
+    }
+    let planning = call.session.interaction_mode == InteractionMode::Plan;
+    if call.session.permission_mode == PermissionMode::Auto && !planning {
+        return Some(GuardDecision::Allow);
+    }
+    if let Some(decision) = permission_answered(call, "read", "Do not try to read it another way.")
+    {
+        return Some(decision);
+    }
+    Some(GuardDecision::Ask(Box::new(PermissionQuestion {
+        tool: call.tool.name().to_string(),
+        shell: false,
+        plan_mode: planning,
+        arguments: call.arguments.clone(),
+        summary: format!("{} a private place: {what}", call.tool.name()),
+        command: None,
+        files: Vec::new(),
+        git: true,
+        grants: GrantOffer::default(),
+        call_id: String::new(),
+        call_sha256: String::new(),
+    })))
+}
+
+/// Whether the guard let this call read a private place (the user answered, or `auto`
+/// outside plan mode): the tool then reads it instead of refusing.
+pub(crate) fn private_read_allowed(call: &GuardCall<'_>) -> bool {
+    matches!(private_read(call), Some(GuardDecision::Allow))
 }
 
 /// Tools the goal's verifier may use besides the sandboxed shell.

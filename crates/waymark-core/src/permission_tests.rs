@@ -55,6 +55,7 @@ fn decide(c: Case<'_>) -> GuardDecision {
         turn_id: 1,
         actor: waymark_protocol::CallActor::Main,
         api: None,
+        protected: &Default::default(),
     })
 }
 

@@ -151,18 +151,19 @@ impl Runtime {
             .collect();
         homes.extend(dirs::home_dir());
         homes.dedup();
-        let default_settings = paths::default_config_file();
-        let mut settings = self.opts.settings_dir.clone();
-        if settings.is_none() {
-            settings = default_settings.parent().map(Path::to_path_buf);
-        }
+        // Waymark's own folders: those in use and the platform defaults (the desktop app's
+        // data folder is another process's, and just as private).
+        let mut waymark = vec![self.opts.data_dir.clone(), paths::default_data_dir()];
+        waymark.extend(self.opts.settings_dir.clone());
+        waymark.extend(paths::default_config_file().parent().map(Path::to_path_buf));
         crate::sandbox::reads::ReadScope {
             workspace: workspace.to_path_buf(),
             artifacts: artifacts.to_path_buf(),
-            data_dir: self.opts.data_dir.clone(),
-            settings_dir: settings,
-            homes,
-            env,
+            owner: crate::sandbox::private::Owner {
+                waymark,
+                homes,
+                env,
+            },
         }
     }
 

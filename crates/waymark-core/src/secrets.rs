@@ -92,6 +92,11 @@ impl ToolEnv {
             if rules.exclude.iter().any(|p| wildcard(p, n)) {
                 return false;
             }
+            // A git setting's name (`GIT_CONFIG_KEY_0=user.name`) only looks like a key; its
+            // value variable is kept anyway, and git refuses a count with a name missing.
+            if wildcard("GIT_CONFIG_KEY_*", n) {
+                return true;
+            }
             !is_secret_name(n) || rules.include.iter().any(|p| wildcard(p, n))
         };
         let mut plain: Vec<(OsString, OsString)> =
@@ -100,6 +105,7 @@ impl ToolEnv {
             plain.retain(|(n, _)| n.as_os_str() != OsStr::new(k));
             plain.push((k.into(), v.into()));
         }
+        git_guard(&mut plain);
         let sandboxed = plain
             .iter()
             .filter(|(k, _)| {
@@ -111,6 +117,43 @@ impl ToolEnv {
             .collect();
         ToolEnv { plain, sandboxed }
     }
+}
+
+/// Settings every git a tool runs gets, on top of the user's (environment settings come
+/// after every config file): the workspace is never taken for a bare repository (a model
+/// writing `HEAD`, `config`, `objects/` and `refs/` there would otherwise make `git status`
+/// run its `core.fsmonitor`), and no fsmonitor command runs at all.
+pub const GIT_SETTINGS: &[(&str, &str)] = &[
+    ("safe.bareRepository", "explicit"),
+    ("core.fsmonitor", "false"),
+];
+
+/// Adds [`GIT_SETTINGS`] after any `GIT_CONFIG_COUNT` settings already there, and
+/// `GIT_OPTIONAL_LOCKS=0`: read-only commands (`git status`, `git diff`) then never write the
+/// index, so they never start the `post-index-change` hook of a `core.hooksPath` folder in
+/// the workspace.
+fn git_guard(env: &mut Vec<(OsString, OsString)>) {
+    let get = |env: &[(OsString, OsString)], k: &str| {
+        env.iter()
+            .find(|(n, _)| n == OsStr::new(k))
+            .and_then(|(_, v)| v.to_str().map(str::to_string))
+    };
+    let first = get(env, "GIT_CONFIG_COUNT")
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut set = |k: String, v: String| {
+        env.retain(|(n, _)| n.as_os_str() != OsStr::new(&k));
+        env.push((k.into(), v.into()));
+    };
+    for (i, (key, value)) in GIT_SETTINGS.iter().enumerate() {
+        set(format!("GIT_CONFIG_KEY_{}", first + i), (*key).into());
+        set(format!("GIT_CONFIG_VALUE_{}", first + i), (*value).into());
+    }
+    set(
+        "GIT_CONFIG_COUNT".into(),
+        (first + GIT_SETTINGS.len()).to_string(),
+    );
+    set("GIT_OPTIONAL_LOCKS".into(), "0".into());
 }
 
 /// Replaces known secret values with `[REDACTED:<name>]`.
@@ -276,11 +319,47 @@ mod tests {
                 .map(|(k, _)| k.to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
         };
+        let git = [
+            "GIT_CONFIG_KEY_0",
+            "GIT_CONFIG_VALUE_0",
+            "GIT_CONFIG_KEY_1",
+            "GIT_CONFIG_VALUE_1",
+            "GIT_CONFIG_COUNT",
+            "GIT_OPTIONAL_LOCKS",
+        ];
+        let with_git = |names: &[&str]| {
+            names
+                .iter()
+                .chain(git.iter())
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
             names(&env.plain),
-            ["PATH", "GH_TOKEN", "DISPLAY", "SSH_AUTH_SOCK", "CI"]
+            with_git(&["PATH", "GH_TOKEN", "DISPLAY", "SSH_AUTH_SOCK", "CI"])
         );
-        assert_eq!(names(&env.sandboxed), ["PATH", "GH_TOKEN", "CI"]);
+        assert_eq!(names(&env.sandboxed), with_git(&["PATH", "GH_TOKEN", "CI"]));
+        // The user's own environment settings come first and are kept.
+        let env = ToolEnv::build(
+            &base(&[
+                ("GIT_CONFIG_COUNT", "1"),
+                ("GIT_CONFIG_KEY_0", "user.name"),
+                ("GIT_CONFIG_VALUE_0", "me"),
+            ]),
+            &Config::default(),
+        );
+        let value = |k: &str| {
+            env.plain
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(value("GIT_CONFIG_KEY_0").as_deref(), Some("user.name"));
+        assert_eq!(
+            value("GIT_CONFIG_KEY_1").as_deref(),
+            Some("safe.bareRepository")
+        );
+        assert_eq!(value("GIT_CONFIG_COUNT").as_deref(), Some("3"));
     }
 
     #[test]

@@ -13,13 +13,14 @@ use std::process::Output;
 const KEY: &str = "sk-cli-round-two-0123456789abcdef";
 
 /// OSC 52 (clipboard), a title change, a screen clear, an 8-bit CSI, line and paragraph
-/// separators, a combining grapheme joiner, a Khmer invisible vowel and a bidi override.
-const HOSTILE: &str = "\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31m\u{2028}\u{2029}x\u{34f}y\u{17b4}z\u{202e}";
+/// separators, a combining grapheme joiner, a Khmer invisible vowel, a bidi override and
+/// blank-looking spaces.
+const HOSTILE: &str = "\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31m\u{2028}\u{2029}x\u{34f}y\u{17b4}z\u{202e}\u{2800}\u{3000}";
 
 /// What must never reach the terminal raw.
 const RAW: &[char] = &[
     '\u{1b}', '\u{7}', '\u{9b}', '\u{2028}', '\u{2029}', '\u{34f}', '\u{17b4}', '\u{17b5}',
-    '\u{202e}', '\r',
+    '\u{202e}', '\u{2800}', '\u{3000}', '\r',
 ];
 
 fn plan(version: &str) -> String {
@@ -354,4 +355,38 @@ fn plan_edit_takes_regular_files_within_the_size_limit_only() {
         String::from_utf8_lossy(&shown.stdout),
         "## Summary\nA plan.\n"
     );
+}
+
+/// A usage error echoes the argument it did not understand: escaped, even when the
+/// terminal takes colours (clap would otherwise pass the argument through raw).
+#[test]
+fn usage_errors_echo_arguments_escaped() {
+    let env = Env::new();
+    for args in [
+        vec![HOSTILE],
+        vec!["exec", "--permission", HOSTILE],
+        vec!["plan", HOSTILE],
+    ] {
+        let out = env
+            .cmd()
+            .env("CLICOLOR_FORCE", "1")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.chars().any(|c| RAW.contains(&c)),
+            "{args:?}: raw in {err:?}"
+        );
+        assert!(err.contains("\\u{202e}"), "{args:?}: {err:?}");
+    }
+    let help = env
+        .cmd()
+        .env("CLICOLOR_FORCE", "1")
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage"));
 }

@@ -145,6 +145,7 @@ pub(crate) async fn verify(
         timeouts: crate::tools::Timeouts::from_config(&api.config().turn),
         turn_id,
         sandbox: None,
+        protected: Default::default(),
         env: api.tool_env(),
         api: None,
     };

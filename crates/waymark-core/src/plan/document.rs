@@ -121,9 +121,11 @@ pub fn read_plan_file(path: &Path, cap: usize) -> Result<Option<PlanRead>, PlanF
 /// [`SNAPSHOT_LIMIT`] bytes, which is all a revision keeps.
 pub fn read_user_plan(path: &Path) -> Result<String, PlanFileError> {
     let name = path.display().to_string();
-    let read = read_plan_file(path, SNAPSHOT_LIMIT)?
+    // One byte past the limit: a file that grows while it is read is refused too, never
+    // taken cut at the limit.
+    let read = read_plan_file(path, SNAPSHOT_LIMIT + 1)?
         .ok_or_else(|| PlanFileError(format!("`{name}` does not exist")))?;
-    if read.is_cut() {
+    if read.is_cut() || read.bytes.len() > SNAPSHOT_LIMIT {
         return Err(PlanFileError(format!(
             "`{name}` is {} KiB, larger than a plan may be ({} KiB)",
             read.total.div_ceil(1024),
@@ -214,6 +216,23 @@ pub fn live_plan(path: &Path, redactor: &crate::secrets::Redactor) -> LivePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_plan_file_is_read_whole_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let at_limit = dir.path().join("ok.md");
+        std::fs::write(&at_limit, "x".repeat(SNAPSHOT_LIMIT)).unwrap();
+        assert_eq!(read_user_plan(&at_limit).unwrap().len(), SNAPSHOT_LIMIT);
+        let over = dir.path().join("big.md");
+        std::fs::write(&over, "x".repeat(SNAPSHOT_LIMIT + 1)).unwrap();
+        let e = read_user_plan(&over).unwrap_err().0;
+        assert!(e.contains("larger than a plan may be"), "{e}");
+        let missing = read_user_plan(&dir.path().join("none.md")).unwrap_err().0;
+        assert!(missing.contains("does not exist"), "{missing}");
+        std::fs::write(dir.path().join("bin.md"), [0xff, 0xfe]).unwrap();
+        let e = read_user_plan(&dir.path().join("bin.md")).unwrap_err().0;
+        assert!(e.contains("not UTF-8"), "{e}");
+    }
 
     #[test]
     fn pm_15_summary_rules() {

@@ -17,6 +17,7 @@ mod guard;
 mod reminder;
 pub mod render;
 pub mod review;
+mod shown;
 mod tools;
 
 mod view;

@@ -19,6 +19,7 @@
 
 mod caps;
 mod helper;
+pub mod private;
 pub mod reads;
 pub mod seccomp;
 
@@ -301,6 +302,8 @@ pub struct Sandbox {
     forced: Option<String>,
     tmp: PathBuf,
     scope: reads::ReadScope,
+    /// The private places, worked out on first use.
+    private: OnceLock<reads::Private>,
     /// The fixed part of the read set, worked out on first use.
     reads: OnceLock<reads::ReadSet>,
     probe: OnceLock<Probe>,
@@ -319,16 +322,32 @@ impl Sandbox {
             forced,
             tmp,
             scope,
+            private: OnceLock::new(),
             reads: OnceLock::new(),
             probe: OnceLock::new(),
         }
     }
 
+    fn private(&self) -> &reads::Private {
+        self.private
+            .get_or_init(|| reads::Private::new(&self.scope.owner))
+    }
+
+    fn read_set(&self) -> &reads::ReadSet {
+        self.reads
+            .get_or_init(|| reads::ReadSet::new(&self.scope, self.private()))
+    }
+
     /// What a command may read now, with `read_allow` added (absolute paths).
     fn read_paths(&self, read_allow: &[PathBuf]) -> Vec<PathBuf> {
-        self.reads
-            .get_or_init(|| reads::ReadSet::new(&self.scope))
-            .paths(&self.scope, read_allow)
+        self.read_set().paths(&self.scope, read_allow)
+    }
+
+    /// The private places the file tools ask before reading (`read_allow` as in
+    /// [`Sandbox::spec`]).
+    pub fn protected(&self, read_allow: &[String]) -> private::Protected {
+        self.private()
+            .protected(&self.scope, &self.scope.expand(read_allow))
     }
 
     /// What the sandbox enforces here (the first call runs the helper in probe mode; it

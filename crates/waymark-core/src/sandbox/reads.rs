@@ -1,16 +1,18 @@
 //! What the sandboxed shell may read. Landlock grants only what it is given, so the read set
 //! is built from what is allowed — the workspace (its whole repository), system folders,
 //! the toolchains on `PATH`, the session's own artifacts, and what `sandbox.read_allow`
-//! adds — never from what is denied. Protected places (the data folder, the user's
-//! credential stores, the settings folder, system secrets) only shape that list: an allowed
-//! folder that holds one is granted child by child around it, so the protected place itself
-//! is never granted.
+//! adds — never from what is denied. Private places ([`super::private`]: the data folder,
+//! the user's credential stores and hidden files, the settings folder, system secrets) only
+//! shape that list: an allowed folder that holds one is granted child by child around it,
+//! so the private place itself is never granted.
 
-use std::ffi::{OsStr, OsString};
+use super::private::{Owner, Protected, canonical};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What the sandboxed shell reads and does not, for the model (the plan-mode reminder).
-pub const SUMMARY: &str = "It reads the workspace, system folders and toolchains only: Waymark's data folder (other sessions), the credential stores in the home folder (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, ~/.config/gh and the like), the settings folder and other processes' environment and memory are not readable; the user can add folders with the `sandbox.read_allow` setting.";
+pub const SUMMARY: &str = "It reads the workspace, system folders and toolchains only: Waymark's data folder (other sessions), the home folder's hidden files and credential stores (~/.ssh, ~/.aws, ~/.config/gh and the like), the settings folder, system secrets and other processes' environment and memory are not readable, and the file tools ask before reading any of them; the user can add folders with the `sandbox.read_allow` setting.";
 
 /// System folders every command needs: programs, libraries, configuration, a few devices and
 /// the kernel's public tables. `/proc` holds every process's environment and memory, so only
@@ -48,62 +50,6 @@ pub const SYSTEM: &[&str] = &[
     "/sys/devices/system/cpu",
     "/sys/fs/cgroup",
     "/sys/kernel/mm/transparent_hugepage",
-];
-
-/// Secrets in system folders (readable by root, whose capabilities the sandbox drops but
-/// whose user id stays): password hashes, host keys, private TLS keys, Wi-Fi passwords.
-pub const SYSTEM_SECRETS: &[&str] = &[
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/ssh",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/ssl/private",
-    "/etc/security/opasswd",
-    "/etc/krb5.keytab",
-    "/etc/NetworkManager/system-connections",
-    "/etc/wpa_supplicant",
-];
-
-/// The user's credential stores, relative to a home folder: never read, whatever folder
-/// around them is allowed.
-pub const CREDENTIAL_STORES: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".config/git/credentials",
-    ".config/gh",
-    ".config/hub",
-    ".local/share/keyrings",
-    ".gnome2/keyrings",
-    ".password-store",
-    ".pki",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".npmrc",
-    ".yarnrc",
-    ".pypirc",
-    ".gem/credentials",
-    ".m2/settings.xml",
-    ".gradle/gradle.properties",
-    ".terraform.d/credentials.tfrc.json",
-    ".vault-token",
-    ".pgpass",
-    ".my.cnf",
-    ".config/rclone",
-    ".mozilla",
-    ".config/google-chrome",
-    ".config/chromium",
-    ".config/waymark",
-    ".local/share/waymark",
 ];
 
 /// Toolchain folders under a home folder, read so that the commands on `PATH` work.
@@ -157,20 +103,14 @@ pub struct ReadScope {
     pub workspace: PathBuf,
     /// The session's own artifacts folder (the plan file): readable.
     pub artifacts: PathBuf,
-    /// Waymark's data folder: other sessions, the database. Never read.
-    pub data_dir: PathBuf,
-    /// The folder of the settings file in use. Never read.
-    pub settings_dir: Option<PathBuf>,
-    /// Home folders whose credential stores are protected: the tools' `HOME` and the
-    /// runtime's own.
-    pub homes: Vec<PathBuf>,
-    /// The environment tools start with (for `PATH` and toolchain variables).
-    pub env: Vec<(OsString, OsString)>,
+    /// Whose private places to keep out (Waymark's folders, the homes, the environment).
+    pub owner: Owner,
 }
 
 impl ReadScope {
     fn var(&self, name: &str) -> Option<&OsStr> {
-        self.env
+        self.owner
+            .env
             .iter()
             .find(|(k, _)| k == OsStr::new(name))
             .map(|(_, v)| v.as_os_str())
@@ -182,31 +122,17 @@ impl ReadScope {
         entries
             .iter()
             .filter_map(|e| match e.strip_prefix("~/") {
-                Some(rest) => self.homes.first().map(|h| h.join(rest)),
+                Some(rest) => self.owner.homes.first().map(|h| h.join(rest)),
                 None => Some(PathBuf::from(e)),
             })
             .filter(|p| p.is_absolute())
             .collect()
     }
 
-    /// Protected places, canonical where they exist.
-    fn protected(&self) -> Vec<PathBuf> {
-        let mut out = vec![canonical(&self.data_dir)];
-        out.extend(self.settings_dir.iter().map(|d| canonical(d)));
-        for home in &self.homes {
-            out.extend(CREDENTIAL_STORES.iter().map(|c| canonical(&home.join(c))));
-        }
-        out.extend(SYSTEM_SECRETS.iter().map(|s| canonical(Path::new(s))));
-        if let Some(run) = self.var("XDG_RUNTIME_DIR") {
-            out.push(canonical(Path::new(run)));
-        }
-        out
-    }
-
     /// Folders granted because they serve commands (system, toolchains, `PATH`).
     fn serving(&self) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
-        for home in &self.homes {
+        for home in &self.owner.homes {
             out.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
             out.extend(HOME_FILES.iter().map(|f| home.join(f)));
         }
@@ -221,11 +147,15 @@ impl ReadScope {
         }
         out
     }
-}
 
-/// A path made canonical when it exists (symlinks resolved), else kept as given.
-fn canonical(p: &Path) -> PathBuf {
-    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+    /// Places the user chose, readable even inside a private place: the workspace and its
+    /// repository, the session's own folder, `read_allow`.
+    fn chosen(&self, read_allow: &[PathBuf]) -> Vec<PathBuf> {
+        let mut chosen = vec![self.workspace.clone(), self.artifacts.clone()];
+        chosen.extend(git_root(&self.workspace));
+        chosen.extend(read_allow.iter().cloned());
+        chosen
+    }
 }
 
 /// The repository root of `dir`: the nearest folder up from it holding `.git`.
@@ -236,32 +166,88 @@ fn git_root(dir: &Path) -> Option<PathBuf> {
 }
 
 /// The folders and files the sandboxed shell reads: canonical, existing, none of them a
-/// protected place or inside one (except where the user's own choice names it: the
+/// private place or inside one (except where the user's own choice names it: the
 /// workspace, `read_allow`), and none holding one. `read_allow` entries are absolute paths.
 pub fn read_set(scope: &ReadScope, read_allow: &[PathBuf]) -> Vec<PathBuf> {
-    ReadSet::new(scope).paths(scope, read_allow)
+    ReadSet::new(scope, &Private::new(&scope.owner)).paths(scope, read_allow)
 }
 
 /// The part of the read set that does not change while a session runs (system folders,
-/// toolchains, the protected places), worked out once; [`ReadSet::paths`] adds what the
-/// user chose for each command.
+/// toolchains, the private places), worked out once; [`ReadSet::paths`] adds what the user
+/// chose for each command.
 #[derive(Debug, Clone, Default)]
 pub struct ReadSet {
-    protected: Vec<PathBuf>,
+    private: Vec<PathBuf>,
     serving: Vec<PathBuf>,
 }
 
+/// The private places of a session: those outside `/etc` at once, `/etc`'s on first need.
+#[derive(Debug, Clone, Default)]
+pub struct Private {
+    places: Arc<Vec<PathBuf>>,
+    etc: Arc<std::sync::OnceLock<Vec<PathBuf>>>,
+    git_settings: Arc<Vec<PathBuf>>,
+}
+
+impl Private {
+    pub fn new(owner: &Owner) -> Private {
+        Private {
+            places: Arc::new(owner.places()),
+            etc: Arc::default(),
+            git_settings: Arc::new(owner.git_settings()),
+        }
+    }
+
+    /// Every private place, `/etc`'s included.
+    fn all(&self) -> Vec<PathBuf> {
+        let mut all = self.places.as_ref().clone();
+        all.extend(
+            self.etc
+                .get_or_init(super::private::etc_private)
+                .iter()
+                .cloned(),
+        );
+        all
+    }
+
+    /// The private places as the file tools check them, with the user's choices as
+    /// exceptions (the session's whole folder among them).
+    pub fn protected(&self, scope: &ReadScope, read_allow: &[PathBuf]) -> Protected {
+        let mut exceptions = scope.chosen(read_allow);
+        exceptions.extend(scope.artifacts.parent().map(Path::to_path_buf));
+        Protected::new(
+            self.places.clone(),
+            self.etc.clone(),
+            exceptions,
+            self.git_settings.clone(),
+        )
+    }
+}
+
 impl ReadSet {
-    pub fn new(scope: &ReadScope) -> ReadSet {
-        let protected = scope.protected();
+    pub fn new(scope: &ReadScope, private: &Private) -> ReadSet {
+        let private = private.all();
+        // A folder that serves commands but holds a home folder or Waymark's own (`PATH`
+        // or `GOPATH` naming `~` or `/`) would open everything around the private places:
+        // it is left out.
+        let holds_personal = |root: &Path| {
+            root == Path::new("/")
+                || scope
+                    .owner
+                    .homes
+                    .iter()
+                    .chain(scope.owner.waymark.iter())
+                    .any(|h| canonical(h).starts_with(root))
+        };
         let mut serving = Vec::new();
         for root in scope.serving() {
-            if root.is_absolute() {
-                grant(&canonical(&root), &protected, false, &mut serving);
+            let root = canonical(&root);
+            if root.is_absolute() && !holds_personal(&root) {
+                grant(&root, &private, false, &mut serving);
             }
         }
         ReadSet {
-            protected,
+            private,
             serving: compact(serving),
         }
     }
@@ -270,11 +256,8 @@ impl ReadSet {
     /// session's artifacts and `read_allow`, looked at afresh, with the fixed part.
     pub fn paths(&self, scope: &ReadScope, read_allow: &[PathBuf]) -> Vec<PathBuf> {
         let mut out = self.serving.clone();
-        let mut chosen = vec![scope.workspace.clone(), scope.artifacts.clone()];
-        chosen.extend(git_root(&scope.workspace));
-        chosen.extend(read_allow.iter().cloned());
-        for root in chosen {
-            grant(&canonical(&root), &self.protected, true, &mut out);
+        for root in scope.chosen(read_allow) {
+            grant(&canonical(&root), &self.private, true, &mut out);
         }
         compact(out)
     }
@@ -293,22 +276,22 @@ fn compact(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
     kept
 }
 
-/// Adds `root` to `out`, or, when a protected place lies inside it, its children around that
+/// Adds `root` to `out`, or, when a private place lies inside it, its children around that
 /// place (recursively). Symbolic links found on the way are not followed: what they lead to
 /// is granted or not by where it is.
-fn grant(root: &Path, protected: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf>) {
+fn grant(root: &Path, private: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf>) {
     if !root.exists() {
         return;
     }
-    if protected.iter().any(|p| root.starts_with(p)) {
-        // A protected place, or inside one: only the user's own choice reaches it (the
+    if private.iter().any(|p| root.starts_with(p)) {
+        // A private place, or inside one: only the user's own choice reaches it (the
         // workspace, `read_allow`), never a folder that merely serves commands.
         if chosen {
             out.push(root.to_path_buf());
         }
         return;
     }
-    if !protected.iter().any(|p| p.starts_with(root)) {
+    if !private.iter().any(|p| p.starts_with(root)) {
         out.push(root.to_path_buf());
         return;
     }
@@ -318,7 +301,7 @@ fn grant(root: &Path, protected: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf
     for entry in entries.flatten() {
         let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
         if !is_link {
-            grant(&entry.path(), protected, false, out);
+            grant(&entry.path(), private, false, out);
         }
     }
 }
@@ -337,17 +320,18 @@ mod tests {
         ReadScope {
             workspace: root.join("ws"),
             artifacts: root.join("data/sessions/s1/artifacts"),
-            data_dir: root.join("data"),
-            settings_dir: Some(home.join(".config/waymark")),
-            homes: vec![home.clone()],
-            env: vec![(
-                "PATH".into(),
-                format!(
-                    "{}:/usr/bin:relative/bin",
-                    home.join(".cargo/bin").display()
-                )
-                .into(),
-            )],
+            owner: Owner {
+                waymark: vec![root.join("data"), home.join(".config/waymark")],
+                homes: vec![home.clone()],
+                env: vec![(
+                    "PATH".into(),
+                    format!(
+                        "{}:/usr/bin:relative/bin",
+                        home.join(".cargo/bin").display()
+                    )
+                    .into(),
+                )],
+            },
         }
     }
 
@@ -414,16 +398,43 @@ mod tests {
         s.workspace = root.join("home");
         let set = read_set(&s, &[]);
         let has = |p: &str| set.iter().any(|s| root.join(p).starts_with(s));
-        assert!(has("home/notes.txt") && has("home/code/app.rs") && has("home/.config/other/x"));
+        assert!(has("home/notes.txt") && has("home/code/app.rs"));
         for secret in [
             "home/.ssh/id_ed25519",
             "home/.aws/credentials",
             "home/.config/gh/hosts.yml",
+            // A hidden file of a tool nobody reviewed is private too.
+            "home/.config/other/x",
             "outside/secret",
         ] {
             assert!(!has(secret), "{secret} is readable: {set:?}");
         }
         assert!(!set.contains(&root.join("home")), "{set:?}");
+    }
+
+    #[test]
+    fn a_serving_folder_that_holds_a_home_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in ["home/notes.txt", "home/.codex/auth.json", "ws/a"] {
+            touch(&root.join(f));
+        }
+        let mut s = scope(&root);
+        s.owner.env = vec![
+            (
+                "PATH".into(),
+                format!("/usr/bin:{}:/", root.display()).into(),
+            ),
+            ("GOPATH".into(), root.join("home").into()),
+        ];
+        let set = read_set(&s, &[]);
+        let has = |p: &str| set.iter().any(|s| root.join(p).starts_with(s));
+        assert!(has("ws/a"));
+        assert!(
+            !has("home/notes.txt") && !has("home/.codex/auth.json"),
+            "{set:?}"
+        );
+        assert!(!set.contains(&PathBuf::from("/")), "{set:?}");
     }
 
     #[test]

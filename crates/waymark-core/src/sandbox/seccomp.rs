@@ -7,14 +7,17 @@
 //! - io_uring, which could issue socket calls past the filter;
 //! - the kernel keyring calls (`keyctl`, `add_key`, `request_key`), which hold user secrets;
 //! - changing another process's limits, priority or CPU placement (`prlimit64`,
-//!   `setpriority`, `ioprio_set`, `sched_set*` with a pid other than 0);
+//!   `setpriority`, `ioprio_set`, `sched_set*` with a pid other than 0, or for a whole
+//!   process group or user);
+//! - file leases and write-life hints (`fcntl` `F_SETLEASE`, `F_SET_RW_HINT`,
+//!   `F_SET_FILE_RW_HINT`), which act on files the command may only read;
 //! - System V IPC (shared memory, message queues, semaphores), shared by all the user's
 //!   processes;
 //! - `setsid` and `setpgid`, so nothing leaves the process group the tool kills when the
 //!   command ends;
 //! - every call that changes file metadata, which Landlock does not cover: the chmod, chown,
 //!   utime and xattr families (`*at` and fd variants included) and the ioctls that set
-//!   inode flags (`chattr`);
+//!   inode flags (`chattr`) or the inode generation;
 //! - as defence in depth behind the dropped capabilities: host names, mounts (old and new
 //!   API), `pivot_root`, `chroot`, swap, `reboot`, `kexec_*`, kernel modules, `bpf`,
 //!   accounting and quotas, and new namespaces (`unshare`, `setns`, `clone` with a
@@ -47,6 +50,17 @@ const TIOCLINUX: u64 = 0x541C;
 const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
 const FS_IOC32_SETFLAGS: u64 = 0x4004_6602;
 const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+/// `FS_IOC_SETVERSION` and its 32-bit twin: the inode generation number.
+const FS_IOC_SETVERSION: u64 = 0x4008_7602;
+const FS_IOC32_SETVERSION: u64 = 0x4004_7602;
+
+/// `fcntl` commands that act on a file beyond the open descriptor.
+const F_SETLEASE: u64 = 1024;
+const F_SET_RW_HINT: u64 = 1036;
+const F_SET_FILE_RW_HINT: u64 = 1038;
+
+/// `ioprio_set`'s selector for a single process.
+const IOPRIO_WHO_PROCESS: u64 = 1;
 
 /// System calls added since Linux 5.1 share one number on every architecture (older libc
 /// releases lack some of them).
@@ -179,6 +193,8 @@ pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
             FS_IOC_SETFLAGS,
             FS_IOC32_SETFLAGS,
             FS_IOC_FSSETXATTR,
+            FS_IOC_SETVERSION,
+            FS_IOC32_SETVERSION,
         ]
         .into_iter()
         .map(|op| SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, op)?]).map_err(Into::into))
@@ -215,8 +231,31 @@ pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
         )?])?])
     };
     rules.insert(libc::SYS_prlimit64, other(0)?);
-    rules.insert(libc::SYS_setpriority, other(1)?);
-    rules.insert(libc::SYS_ioprio_set, other(1)?);
+    // `who` 0 means "this process" only for PRIO_PROCESS / IOPRIO_WHO_PROCESS; with a
+    // group or user selector it means every process of the caller's group or user.
+    let mut own_only = other(1)?;
+    own_only.push(SeccompRule::new(vec![cond(
+        0,
+        SeccompCmpOp::Ne,
+        libc::PRIO_PROCESS as u64,
+    )?])?);
+    rules.insert(libc::SYS_setpriority, own_only);
+    let mut own_io = other(1)?;
+    own_io.push(SeccompRule::new(vec![cond(
+        0,
+        SeccompCmpOp::Ne,
+        IOPRIO_WHO_PROCESS,
+    )?])?);
+    rules.insert(libc::SYS_ioprio_set, own_io);
+    // Leases (an open elsewhere then waits for the holder) and write-life hints (kept on
+    // the inode): both act on files the command may only read.
+    rules.insert(
+        libc::SYS_fcntl,
+        [F_SETLEASE, F_SET_RW_HINT, F_SET_FILE_RW_HINT]
+            .into_iter()
+            .map(|op| SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, op)?]).map_err(Into::into))
+            .collect::<Result<_, FilterError>>()?,
+    );
     for nr in [
         libc::SYS_sched_setaffinity,
         libc::SYS_sched_setscheduler,

@@ -21,8 +21,17 @@ impl From<PathRefused> for ToolError {
 /// Resolves a path for reading (relative to the workspace). The file must exist.
 pub fn resolve_read(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
     let p = join(ctx, raw)?;
-    p.canonicalize()
-        .map_err(|e| ToolError::Model(format!("cannot open `{raw}`: {}", describe_io(&e))))
+    let p = p
+        .canonicalize()
+        .map_err(|e| ToolError::Model(format!("cannot open `{raw}`: {}", describe_io(&e))))?;
+    // Checked where the path leads now, whatever the guard saw.
+    if let Some(place) = ctx.protected.place_of(&p) {
+        return Err(ToolError::Model(format!(
+            "`{raw}` is private: it lies in {}, which Waymark keeps from the model; ask the user instead",
+            place.display()
+        )));
+    }
+    Ok(p)
 }
 
 /// Opens a file for reading only when it is a regular file. FIFOs, sockets and devices are

@@ -48,6 +48,9 @@ pub struct ToolContext {
     pub env: Arc<crate::secrets::ToolEnv>,
     /// The session, for tools that change session state (plan mode's tools).
     pub api: Option<crate::extension::SessionApi>,
+    /// Private places the file tools refuse to read (unless the user let this call), and
+    /// searches skip.
+    pub protected: crate::sandbox::private::Protected,
 }
 
 /// How long a shell command may run.
@@ -295,6 +298,7 @@ pub(crate) mod test_support {
                 },
                 turn_id: 0,
                 sandbox: None,
+                protected: Default::default(),
                 env: Arc::new(crate::secrets::ToolEnv::build(
                     &std::env::vars_os().collect::<Vec<_>>(),
                     &Default::default(),

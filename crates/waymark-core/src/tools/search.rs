@@ -5,6 +5,7 @@
 
 use super::fs_policy::{open_regular, resolve_read};
 use super::{Tool, ToolContext, ToolError, ToolOutput, blocking, parse_args, truncate_head};
+use crate::sandbox::private::Protected;
 use futures_util::future::BoxFuture;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks::UTF8};
@@ -99,10 +100,15 @@ fn cut_note(why: &str) -> String {
     )
 }
 
-fn walker(root: &Path) -> ignore::Walk {
+/// Everything below `root` but `.git` folders and private places (which a search skips:
+/// they are read only when the user says so, one call at a time).
+fn walker(root: &Path, protected: &Protected) -> ignore::Walk {
+    let protected = protected.clone();
     ignore::WalkBuilder::new(root)
         .hidden(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .filter_entry(move |e| {
+            e.file_name() != ".git" && (e.depth() == 0 || protected.place_of(e.path()).is_none())
+        })
         .build()
 }
 
@@ -157,12 +163,19 @@ impl Tool for Glob {
             let root = search_root(ctx, &a.path)?;
             let ws = ctx.workspace.clone();
             let bounds = Bounds::new(ctx.cancel.clone());
-            blocking(move || glob(&a, &root, &ws, bounds)).await
+            let protected = ctx.protected.clone();
+            blocking(move || glob(&a, &root, &ws, &protected, bounds)).await
         })
     }
 }
 
-fn glob(a: &GlobArgs, root: &Path, ws: &Path, mut bounds: Bounds) -> Result<ToolOutput, ToolError> {
+fn glob(
+    a: &GlobArgs,
+    root: &Path,
+    ws: &Path,
+    protected: &Protected,
+    mut bounds: Bounds,
+) -> Result<ToolOutput, ToolError> {
     let matcher = globset::GlobBuilder::new(&a.pattern)
         .literal_separator(true)
         .build()
@@ -171,7 +184,7 @@ fn glob(a: &GlobArgs, root: &Path, ws: &Path, mut bounds: Bounds) -> Result<Tool
     let mut hits = Vec::new();
     let mut total = 0usize;
     let mut stopped = None;
-    for entry in walker(root).flatten() {
+    for entry in walker(root, protected).flatten() {
         if let Some(why) = bounds.visit() {
             stopped = Some(why);
             break;
@@ -246,7 +259,8 @@ impl Tool for Grep {
             let ws = ctx.workspace.clone();
             let limit = ctx.output_limit;
             let bounds = Bounds::new(ctx.cancel.clone());
-            blocking(move || grep(&a, &root, &ws, limit, bounds)).await
+            let protected = ctx.protected.clone();
+            blocking(move || grep(&a, &root, &ws, &protected, limit, bounds)).await
         })
     }
 }
@@ -255,6 +269,7 @@ fn grep(
     a: &GrepArgs,
     root: &Path,
     ws: &Path,
+    protected: &Protected,
     output_limit: usize,
     mut bounds: Bounds,
 ) -> Result<ToolOutput, ToolError> {
@@ -280,7 +295,7 @@ fn grep(
     let mut total = 0usize;
     let mut stopped = None;
     // A single file (not a folder) is searched like a folder holding only it.
-    for entry in walker(root).flatten() {
+    for entry in walker(root, protected).flatten() {
         if let Some(why) = bounds.visit() {
             stopped = Some(why);
             break;
@@ -363,7 +378,15 @@ mod tests {
         };
         let mut few = Bounds::new(CancellationToken::new());
         few.max_visited = 5;
-        let out = grep(&args("needle"), f.ws(), f.ws(), 1_000_000, few).unwrap();
+        let out = grep(
+            &args("needle"),
+            f.ws(),
+            f.ws(),
+            &Protected::none(),
+            1_000_000,
+            few,
+        )
+        .unwrap();
         assert!(
             out.content.contains("5 directory entries visited"),
             "{}",
@@ -371,7 +394,15 @@ mod tests {
         );
         let mut small = Bounds::new(CancellationToken::new());
         small.max_bytes = 1;
-        let out = grep(&args("needle"), f.ws(), f.ws(), 1_000_000, small).unwrap();
+        let out = grep(
+            &args("needle"),
+            f.ws(),
+            f.ws(),
+            &Protected::none(),
+            1_000_000,
+            small,
+        )
+        .unwrap();
         assert!(out.content.contains("MiB of files read"), "{}", out.content);
         let cancel = CancellationToken::new();
         cancel.cancel();
@@ -379,13 +410,20 @@ mod tests {
             pattern: "**/*.txt".into(),
             path: None,
         };
-        let out = glob(&g, f.ws(), f.ws(), Bounds::new(cancel)).unwrap();
+        let out = glob(&g, f.ws(), f.ws(), &Protected::none(), Bounds::new(cancel)).unwrap();
         assert!(
             out.content.contains("stopped by the user"),
             "{}",
             out.content
         );
-        let out = glob(&g, f.ws(), f.ws(), Bounds::new(CancellationToken::new())).unwrap();
+        let out = glob(
+            &g,
+            f.ws(),
+            f.ws(),
+            &Protected::none(),
+            Bounds::new(CancellationToken::new()),
+        )
+        .unwrap();
         assert!(!out.content.contains("stopped early"), "{}", out.content);
     }
 

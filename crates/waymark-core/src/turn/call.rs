@@ -75,23 +75,32 @@ pub(crate) async fn decide(
         }
         None => None,
     };
-    let decision = run_chain(
-        &core.guards,
-        &GuardCall {
-            tool: tool.as_ref(),
-            call_id: &call.id,
-            arguments: &call.arguments,
-            session: &session,
-            workspace: &core.workspace,
-            artifacts: &core.artifacts,
-            shell_sandboxed: sandbox.is_some(),
-            grants: &grants,
-            answer,
-            turn_id,
-            actor,
-            api: Some(api),
-        },
-    );
+    let protected = core.sandbox.protected(&core.config().sandbox.read_allow);
+    let guard_call = GuardCall {
+        tool: tool.as_ref(),
+        call_id: &call.id,
+        arguments: &call.arguments,
+        session: &session,
+        workspace: &core.workspace,
+        artifacts: &core.artifacts,
+        shell_sandboxed: sandbox.is_some(),
+        grants: &grants,
+        answer,
+        turn_id,
+        actor,
+        api: Some(api),
+        protected: &protected,
+    };
+    let decision = run_chain(&core.guards, &guard_call);
+    // A private place the guard let this call read is read; any other stays refused by the
+    // tool itself, whatever the path turns out to be when it runs.
+    let protected = if matches!(decision, GuardDecision::Allow)
+        && crate::permission::private_read_allowed(&guard_call)
+    {
+        crate::sandbox::private::Protected::none()
+    } else {
+        protected.clone()
+    };
     // Under a time budget, no allowed command outlives it by more than the grace.
     let mut timeouts = base_ctx.timeouts;
     if matches!(decision, GuardDecision::Allow) {
@@ -102,6 +111,7 @@ pub(crate) async fn decide(
     let ctx = ToolContext {
         sandbox,
         timeouts,
+        protected,
         ..base_ctx.clone()
     };
     Ok(Decided::Decided {

@@ -150,6 +150,7 @@ async fn drive(
         timeouts: crate::tools::Timeouts::from_config(&core.config().turn),
         turn_id,
         sandbox: None,
+        protected: Default::default(),
         env: core.tool_env(),
         api: Some(api.clone()),
     };

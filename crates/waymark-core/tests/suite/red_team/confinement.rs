@@ -8,7 +8,8 @@ use super::super::harness::{Harness, results, run, user};
 use super::plan_entry;
 use serde_json::{Value, json};
 use std::ffi::OsString;
-use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use waymark_core::SessionSpec;
@@ -441,6 +442,356 @@ async fn the_runtime_environment_stays_unreadable_even_with_proc_allowed() {
         r[1].2.contains("own-child"),
         "/proc was not readable: {:?}",
         r[1]
+    );
+    s.shutdown().await.unwrap();
+}
+
+fn answer(q: &str, a: waymark_protocol::Answer) -> waymark_protocol::Op {
+    waymark_protocol::Op::Answer {
+        questionnaire_id: q.to_string(),
+        answer: a,
+    }
+}
+
+/// A read-only git grant runs no program the model planted. The model writes the files of a
+/// repository (`HEAD`, `config` with a `core.fsmonitor` command, `objects/`, `refs/`) at the
+/// workspace's root — none of them in `.git/`, so `auto-edit` writes them without asking —
+/// and a granted `git status` or `git diff` would take the workspace for that repository and
+/// run the command. And a `core.hooksPath` folder in the workspace holds a
+/// `post-index-change` hook that `git status` would start when it refreshes the index.
+#[tokio::test]
+async fn a_read_only_git_grant_runs_no_program_the_model_planted() {
+    let h = Harness::new(Config::default());
+    let marker = h.dir.path().join("fsmonitor-ran");
+    let config = format!(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch {}; false\"\n",
+        marker.display()
+    );
+    let write = |path: &str, content: &str| json!({"name": "write", "arguments": {"path": path, "content": content}});
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [bash("git status")]},
+            {"tool_calls": [
+                write("HEAD", "ref: refs/heads/main\n"),
+                write("config", &config),
+                write("objects/info/keep", ""),
+                write("refs/heads/keep", ""),
+            ]},
+            {"tool_calls": [bash("git status"), bash("git diff"), bash("git ls-files")]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::AutoEdit,
+    );
+    let q = super::super::harness::waiting_on(&run(&s, user("look")).await);
+    run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
+    // The grant covered `git status`; `git diff` and `git ls-files` asked (other prefixes).
+    assert!(!marker.exists(), "git ran the planted fsmonitor command");
+    s.shutdown().await.unwrap();
+
+    // A project whose hooks live in the workspace (husky's `.husky/`).
+    let h = Harness::new(Config::default());
+    let hook_ran = h.dir.path().join("hook-ran");
+    git(&h.ws, &["init", "-q"]);
+    std::fs::write(h.ws.join("f"), "a\n").unwrap();
+    git(&h.ws, &["add", "f"]);
+    git(&h.ws, &["commit", "-q", "-m", "f"]);
+    git(&h.ws, &["config", "core.hooksPath", ".husky"]);
+    let hook = h.ws.join(".husky/post-index-change");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", hook_ran.display())).unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A changed stat makes `git status` refresh (and, if it may, write) the index.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(h.ws.join("f"), "a\n").unwrap();
+    let s = h.session(
+        json!({"responses": [{"tool_calls": [bash("git status")]}, {"text": "done"}]}),
+        PermissionMode::Auto,
+    );
+    let r = results(&run(&s, user("look")).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(!hook_ran.exists(), "git status started a workspace hook");
+    s.shutdown().await.unwrap();
+}
+
+/// The file tools keep the same private places as the sandboxed shell: reading a credential
+/// store, another session or the settings asks (no grant covers it) in plan mode whatever
+/// the permission mode, and outside plan mode in every mode but `auto`; the reviewer is
+/// refused; searches skip them; the session's own plan reads as usual.
+#[tokio::test]
+async fn the_file_tools_ask_before_reading_a_private_place_and_searches_skip_them() {
+    use waymark_protocol::EventKind;
+    let h = Harness::new(Config::default());
+    let home = fake_home(h.dir.path());
+    let data = h.dir.path().join("data").canonicalize().unwrap();
+    let env = tool_env(&home);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    let other = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(h.script(json!({"responses": [{"text": "idle"}]}))),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: true,
+        })
+        .unwrap();
+    let other_plan = data
+        .join("sessions")
+        .join(other.id())
+        .join("artifacts/plan.md");
+    std::fs::create_dir_all(other_plan.parent().unwrap()).unwrap();
+    std::fs::write(&other_plan, "## Summary\nother-session-secret\n").unwrap();
+    let read = |p: &Path| json!({"name": "read_file", "arguments": {"path": p}});
+    let ssh = home.join(".ssh/id_ed25519");
+    for (mode, plan) in [
+        (PermissionMode::Auto, true),
+        (PermissionMode::ReadOnly, false),
+        (PermissionMode::Ask, false),
+    ] {
+        let s = rt
+            .create_session(SessionSpec {
+                workspace: Some(h.ws.clone()),
+                model: Some(h.script(json!({"responses": [
+                    {"tool_calls": [read(&ssh)]},
+                    {"tool_calls": [read(&other_plan)]},
+                    {"text": "done"}
+                ]}))),
+                permission_mode: Some(mode),
+                hold: false,
+            })
+            .unwrap();
+        let op = if plan {
+            plan_entry("look")
+        } else {
+            user("look")
+        };
+        let ev = run(&s, op).await;
+        let asked = ev.iter().find_map(|e| match &e.kind {
+            EventKind::QuestionnaireOpened { id, question } => Some((id.clone(), question.clone())),
+            _ => None,
+        });
+        let (q, question) = asked.unwrap_or_else(|| panic!("{mode:?}: no question: {ev:?}"));
+        let waymark_protocol::Question::Permission(p) = *question else {
+            panic!("{question:?}")
+        };
+        assert!(p.summary.contains("private"), "{}", p.summary);
+        assert!(
+            p.grants.session.is_none() && p.grants.prefix.is_none(),
+            "{p:?}"
+        );
+        assert!(
+            s.submit(answer(&q, waymark_protocol::Answer::AllowForSession))
+                .await
+                .is_err(),
+            "a session grant was accepted"
+        );
+        let ev = run(
+            &s,
+            answer(&q, waymark_protocol::Answer::Deny { message: None }),
+        )
+        .await;
+        // The next private read asks again.
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
+            "{mode:?}: the second private read did not ask"
+        );
+        let shown = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
+        assert!(!shown.contains("ssh-secret") && !shown.contains("other-session-secret"));
+        s.shutdown().await.unwrap();
+    }
+    // Outside plan mode, `auto` reads it (the user let the agent do anything); once allowed,
+    // the read goes through.
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(home.clone()),
+            model: Some(h.script(json!({"responses": [
+                {"tool_calls": [
+                    read(&ssh),
+                    json!({"name": "grep", "arguments": {"pattern": "secret"}}),
+                    json!({"name": "glob", "arguments": {"pattern": "**/*"}}),
+                    read(Path::new("${session_dir}/artifacts")),
+                ]},
+                {"text": "done"}
+            ]}))),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    let r = results(&run(&s, user("look")).await);
+    assert!(
+        r[0].2.contains("ssh-secret"),
+        "auto reads what it is told: {:?}",
+        r[0]
+    );
+    // The searches of the home folder skip its private places.
+    for (_, _, out) in &r[1..3] {
+        for secret in [
+            "ssh-secret",
+            "aws-secret",
+            "gh-secret",
+            "settings-secret",
+            ".ssh/",
+            ".aws/",
+        ] {
+            assert!(
+                !out.contains(secret),
+                "a search entered a private place: {out}"
+            );
+        }
+    }
+    assert!(r[2].2.contains("notes.txt"), "{:?}", r[2]);
+    s.shutdown().await.unwrap();
+
+    // The reviewer is refused, and never asks.
+    let mut c = Config::default();
+    c.goal.verification = Some(Verification::Subagent);
+    let h2 = Harness::new(c);
+    let rt2 = h2.reopen(|o| o.process_env = env.clone());
+    let s = rt2
+        .create_session(SessionSpec {
+            workspace: Some(h2.ws.clone()),
+            model: Some(h2.script(json!({
+                "responses": [{"text": "Done.", "tool_calls": [{"name": "update_goal", "arguments":
+                    {"mode": "status", "status": "complete", "message": "all done"}}]}],
+                "verifier": [{"text": "Checking.", "tool_calls": [read(&ssh)]}, {"text": "VERDICT: PASS"}]
+            }))),
+            permission_mode: Some(PermissionMode::Ask),
+            hold: false,
+        })
+        .unwrap();
+    let ev = run(&s, user("/goal finish it")).await;
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. }))
+    );
+    let out: Vec<String> = rt2
+        .events(s.id(), 0, 10_000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ToolResult {
+                content,
+                actor: CallActor::Verifier,
+                ..
+            } => Some(content),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(
+        out[0].contains("private") && !out[0].contains("ssh-secret"),
+        "{out:?}"
+    );
+    other.shutdown().await.unwrap();
+    s.shutdown().await.unwrap();
+}
+
+/// Stores moved elsewhere by their variables (`CARGO_HOME`, `XDG_CONFIG_HOME`,
+/// `XDG_DATA_HOME`, `AWS_SHARED_CREDENTIALS_FILE`), a home folder's hidden files of tools
+/// nobody reviewed, and a `GOPATH` naming the home folder stay out of the sandbox's reads;
+/// nor can it renice the user's other processes or take a lease on a file it reads.
+#[tokio::test]
+async fn relocated_stores_hidden_files_and_other_processes_stay_out_of_reach() {
+    let h = Harness::new(Config::default());
+    let root = h.dir.path().canonicalize().unwrap();
+    let home = fake_home(&root);
+    for (f, body) in [
+        (
+            "cargo/credentials.toml",
+            "[registry]\ntoken = \"cargo-secret\"",
+        ),
+        ("cargo/bin/tool", "#!/bin/sh\necho toolchain-ran\n"),
+        ("xdg/gh/hosts.yml", "oauth_token: xdg-gh-secret"),
+        ("xdgdata/waymark/waymark.db", "desktop-db-secret"),
+        ("aws-creds", "aws-relocated-secret"),
+    ] {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, body).unwrap();
+    }
+    for (f, body) in [
+        (".codex/auth.json", "codex-secret"),
+        (".bash_history", "history-secret"),
+        (".config/glab-cli/config.yml", "glab-secret"),
+    ] {
+        let p = home.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, body).unwrap();
+    }
+    let mut env = tool_env(&home).as_ref().clone();
+    for (k, v) in [
+        ("CARGO_HOME", root.join("cargo")),
+        ("XDG_CONFIG_HOME", root.join("xdg")),
+        ("XDG_DATA_HOME", root.join("xdgdata")),
+        ("AWS_SHARED_CREDENTIALS_FILE", root.join("aws-creds")),
+        ("GOPATH", home.clone()),
+    ] {
+        env.retain(|(n, _)| n != k);
+        env.push((k.into(), v.into()));
+    }
+    std::fs::set_permissions(
+        root.join("cargo/bin/tool"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let env = Arc::new(env);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    let mut victim = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let nice_before = std::fs::read_to_string(format!("/proc/{}/stat", victim.id())).unwrap();
+    let py = |code: &str| bash(&format!("python3 -c '{code}'"));
+    let attacks = vec![
+        bash(&format!(
+            "for f in {0}/cargo/credentials.toml {0}/xdg/gh/hosts.yml {0}/xdgdata/waymark/waymark.db {0}/aws-creds $HOME/.codex/auth.json $HOME/.bash_history $HOME/.config/glab-cli/config.yml $HOME/notes.txt; do cat $f && echo {GOT}; done; exit 1",
+            root.display()
+        )),
+        py(&format!(
+            "import os\ntry:\n  os.setpriority(os.PRIO_USER, 0, 7); print(\"{GOT}\")\nexcept OSError: pass\ntry:\n  os.setpriority(os.PRIO_PGRP, 0, 7); print(\"{GOT}\")\nexcept OSError: pass\nexit(1)"
+        )),
+        py(&format!(
+            "import fcntl, os\nfd=os.open(\"README\", os.O_RDONLY)\nfor op, arg in ((1024, 0), (1036, 1), (1038, 1)):\n  try:\n    fcntl.fcntl(fd, op, arg); print(\"{GOT}\", op)\n  except OSError: pass\ntry:\n  fcntl.ioctl(fd, 0x40087602, b\"12345678\"); print(\"{GOT} setversion\")\nexcept OSError: pass\nexit(1)"
+        )),
+    ];
+    std::fs::write(h.ws.join("README"), "read me\n").unwrap();
+    let mut calls = attacks.clone();
+    calls.push(bash(&format!("{}/cargo/bin/tool", root.display())));
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(h.script(json!({"responses": [{"tool_calls": calls}, {"text": "done"}]}))),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    let r = results(&run(&s, plan_entry("look")).await);
+    let nice_after = std::fs::read_to_string(format!("/proc/{}/stat", victim.id())).unwrap();
+    let _ = victim.kill();
+    let _ = victim.wait();
+    assert_eq!(r.len(), attacks.len() + 1, "{r:?}");
+    for (_, status, out) in &r[..attacks.len()] {
+        assert_eq!(*status, ToolStatus::Error, "{out}");
+        assert!(!out.contains(GOT) && !out.contains("-secret"), "{out}");
+    }
+    assert!(
+        r[attacks.len()].2.contains("toolchain-ran"),
+        "the relocated toolchain runs: {:?}",
+        r[attacks.len()]
+    );
+    // Field 19 of /proc/<pid>/stat is the nice value.
+    let nice = |stat: &str| {
+        stat.rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(16)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        nice(&nice_before),
+        nice(&nice_after),
+        "the user's process was reniced"
     );
     s.shutdown().await.unwrap();
 }

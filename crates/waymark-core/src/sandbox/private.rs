@@ -1,0 +1,455 @@
+//! The places Waymark keeps from the model: its own data and settings, the user's credential
+//! stores and the rest of the home folder's hidden files, and system secrets. The sandboxed
+//! shell's read set is granted around them ([`super::reads`]), and the file tools ask before
+//! reading one ([`Protected`]).
+//!
+//! A home folder's hidden entries are private unless they are toolchains or git's own
+//! settings: the list of allowed ones is short and reviewed, so a credential file of a tool
+//! we never heard of (`~/.codex/auth.json`, `~/.Xauthority`, `~/.bash_history`) is private
+//! too. In `/etc` everything that is not world-readable is private, as it would be for any
+//! user but root (whose user id the sandboxed shell keeps).
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Hidden entries of a home folder that are not private (toolchains, git's settings);
+/// `.config` and `.local` are looked into instead (see [`home_private`]).
+const HOME_PUBLIC: &[&str] = &[
+    ".cargo",
+    ".rustup",
+    ".pyenv",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".asdf",
+    ".sdkman",
+    ".ghcup",
+    ".elan",
+    ".gitconfig",
+];
+
+/// Credential files inside the public entries, and well-known stores (private even when they
+/// do not exist yet, or when a folder around them is granted).
+pub const CREDENTIAL_STORES: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".local/share/keyrings",
+    ".password-store",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".npmrc",
+    ".pypirc",
+    ".config/waymark",
+    ".local/share/waymark",
+];
+
+/// Files and folders of `~/.config/git` that are git's settings, not its credentials.
+const GIT_SETTINGS: &[&str] = &["config", "ignore", "attributes"];
+
+/// What `~/.local` holds that serves commands (`share` is looked into).
+const LOCAL_PUBLIC: &[&str] = &["bin", "lib", "share"];
+/// What `~/.local/share` holds that serves commands.
+const SHARE_PUBLIC: &[&str] = &["mise"];
+
+/// System secrets named outright (the `/etc` walk finds the rest by their modes).
+pub const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssh",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+    "/etc/krb5.keytab",
+];
+
+/// Variables naming a credential file or folder (a list for `KUBECONFIG`).
+const CREDENTIAL_VARS: &[&str] = &[
+    "GNUPGHOME",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "KUBECONFIG",
+    "DOCKER_CONFIG",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "AZURE_CONFIG_DIR",
+    "GH_CONFIG_DIR",
+    "PASSWORD_STORE_DIR",
+    "NETRC",
+    "NPM_CONFIG_USERCONFIG",
+    "PIP_CONFIG_FILE",
+    "RCLONE_CONFIG",
+    "XDG_RUNTIME_DIR",
+    "XDG_STATE_HOME",
+];
+
+/// Whose private places these are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owner {
+    /// Waymark's own folders: the data folder, the settings folder (those in use and the
+    /// platform defaults).
+    pub waymark: Vec<PathBuf>,
+    /// Home folders: the tools' `HOME` and the runtime's own.
+    pub homes: Vec<PathBuf>,
+    /// The environment tools start with (relocated stores: `CARGO_HOME`, `XDG_CONFIG_HOME`…).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl Owner {
+    fn var(&self, name: &str) -> Option<&OsStr> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == OsStr::new(name))
+            .map(|(_, v)| v.as_os_str())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Every private place outside `/etc` (see [`etc_private`]), canonical where it exists.
+    pub fn places(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self.waymark.iter().map(|p| canonical(p)).collect();
+        for home in &self.homes {
+            home_private(home, &mut out);
+            out.extend(CREDENTIAL_STORES.iter().map(|c| canonical(&home.join(c))));
+        }
+        if let Some(dir) = self.var("XDG_CONFIG_HOME") {
+            config_private(Path::new(dir), &mut out);
+        }
+        if let Some(dir) = self.var("XDG_DATA_HOME") {
+            children_except(Path::new(dir), SHARE_PUBLIC, &mut out);
+        }
+        if let Some(dir) = self.var("CARGO_HOME") {
+            for f in ["credentials", "credentials.toml"] {
+                out.push(canonical(&Path::new(dir).join(f)));
+            }
+        }
+        for var in CREDENTIAL_VARS {
+            if let Some(v) = self.var(var) {
+                out.extend(std::env::split_paths(v).map(|p| canonical(&p)));
+            }
+        }
+        out.retain(|p| p.is_absolute());
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// git's settings files, whose writes run code later (a `core.fsmonitor`, a filter): a
+    /// write there is the user's decision, like one inside `.git/`.
+    pub fn git_settings(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for home in &self.homes {
+            out.push(canonical(&home.join(".gitconfig")));
+            out.push(canonical(&home.join(".config/git")));
+        }
+        if let Some(dir) = self.var("XDG_CONFIG_HOME") {
+            out.push(canonical(&Path::new(dir).join("git")));
+        }
+        if let Some(f) = self.var("GIT_CONFIG_GLOBAL") {
+            out.push(canonical(Path::new(f)));
+        }
+        out
+    }
+}
+
+/// A path made canonical when it exists (symlinks resolved), else kept as given.
+pub(crate) fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn name_of(entry: &std::fs::DirEntry) -> String {
+    entry.file_name().to_string_lossy().into_owned()
+}
+
+/// A home folder's hidden entries, except the public ones; inside `.config` and `.local`,
+/// everything but git's settings and the folders that serve commands.
+fn home_private(home: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(home) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = name_of(&entry);
+        if !name.starts_with('.') || HOME_PUBLIC.contains(&name.as_str()) {
+            continue;
+        }
+        let path = entry.path();
+        match name.as_str() {
+            ".config" => config_private(&path, out),
+            ".local" => {
+                children_except(&path, LOCAL_PUBLIC, out);
+                children_except(&path.join("share"), SHARE_PUBLIC, out);
+            }
+            _ => out.push(canonical(&path)),
+        }
+    }
+}
+
+/// A settings folder (`~/.config`, `$XDG_CONFIG_HOME`): everything but git's settings.
+fn config_private(dir: &Path, out: &mut Vec<PathBuf>) {
+    children_except(dir, &["git"], out);
+    children_except(&dir.join("git"), GIT_SETTINGS, out);
+}
+
+/// Every entry of `dir` but the named ones.
+fn children_except(dir: &Path, public: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !public.contains(&name_of(&entry).as_str()) {
+            out.push(canonical(&entry.path()));
+        }
+    }
+}
+
+/// The private places of `/etc`: the named secrets and whatever others may not read. A
+/// walk of the whole folder, so it is done once, and only when needed (a sandboxed command,
+/// or a file tool reading below `/etc`).
+pub fn etc_private() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = SYSTEM_SECRETS
+        .iter()
+        .map(|s| canonical(Path::new(s)))
+        .collect();
+    not_world_readable(Path::new("/etc"), &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Entries below `dir` that others may not read (files without `o+r`, folders without
+/// `o+rx`), found without following links; a private folder is not looked into.
+fn not_world_readable(dir: &Path, out: &mut Vec<PathBuf>) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        let mode = meta.permissions().mode();
+        if meta.is_dir() {
+            if mode & 0o005 != 0o005 {
+                out.push(entry.path());
+            } else {
+                not_world_readable(&entry.path(), out);
+            }
+        } else if meta.is_file() && mode & 0o004 == 0 {
+            out.push(entry.path());
+        }
+    }
+}
+
+/// The private places as the file tools check them, with the user's own exceptions: a
+/// place the user chose that lies inside a private one (the workspace, the session's own
+/// folder, a `sandbox.read_allow` entry) is readable; a private place inside a chosen one
+/// stays private.
+#[derive(Debug, Clone, Default)]
+pub struct Protected {
+    places: Arc<Vec<PathBuf>>,
+    /// `/etc`'s private places, walked for on first need (none at all: nothing protected).
+    etc: Option<Arc<OnceLock<Vec<PathBuf>>>>,
+    exceptions: Vec<PathBuf>,
+    git_settings: Arc<Vec<PathBuf>>,
+}
+
+impl Protected {
+    pub fn new(
+        places: Arc<Vec<PathBuf>>,
+        etc: Arc<OnceLock<Vec<PathBuf>>>,
+        exceptions: Vec<PathBuf>,
+        git_settings: Arc<Vec<PathBuf>>,
+    ) -> Protected {
+        Protected {
+            places,
+            etc: Some(etc),
+            exceptions: exceptions.iter().map(|e| canonical(e)).collect(),
+            git_settings,
+        }
+    }
+
+    /// Nothing protected (a read the user approved).
+    pub fn none() -> Protected {
+        Protected::default()
+    }
+
+    /// The private place a canonical path lies in, if any.
+    pub fn place_of(&self, path: &Path) -> Option<&Path> {
+        let inside = |place: &&PathBuf| {
+            path.starts_with(place)
+                && !self
+                    .exceptions
+                    .iter()
+                    .any(|e| path.starts_with(e) && e.starts_with(place))
+        };
+        if let Some(place) = self.places.iter().find(inside) {
+            return Some(place);
+        }
+        let etc = self.etc.as_ref().filter(|_| path.starts_with("/etc"))?;
+        etc.get_or_init(etc_private)
+            .iter()
+            .find(inside)
+            .map(PathBuf::as_path)
+    }
+
+    /// Whether a canonical path is git settings (`~/.gitconfig`, `~/.config/git/…`).
+    pub fn is_git_settings(&self, path: &Path) -> bool {
+        self.git_settings.iter().any(|g| path.starts_with(g))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+
+    #[test]
+    fn hidden_home_entries_are_private_unless_reviewed() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        for f in [
+            ".codex/auth.json",
+            ".Xauthority",
+            ".bash_history",
+            ".config/glab-cli/config.yml",
+            ".config/git/config",
+            ".config/git/credentials",
+            ".local/bin/tool",
+            ".local/state/x",
+            ".local/share/mise/x",
+            ".local/share/recently-used.xbel",
+            ".cargo/bin/cargo",
+            ".cargo/credentials.toml",
+            ".gitconfig",
+            "code/main.rs",
+        ] {
+            touch(&home.join(f));
+        }
+        let owner = Owner {
+            homes: vec![home.clone()],
+            ..Owner::default()
+        };
+        let p = Protected::new(
+            Arc::new(owner.places()),
+            Arc::default(),
+            Vec::new(),
+            Arc::default(),
+        );
+        for private in [
+            ".codex/auth.json",
+            ".Xauthority",
+            ".bash_history",
+            ".config/glab-cli/config.yml",
+            ".config/git/credentials",
+            ".local/state/x",
+            ".local/share/recently-used.xbel",
+            ".cargo/credentials.toml",
+            ".ssh/id_ed25519",
+        ] {
+            assert!(p.place_of(&home.join(private)).is_some(), "{private}");
+        }
+        for public in [
+            ".config/git/config",
+            ".local/bin/tool",
+            ".local/share/mise/x",
+            ".cargo/bin/cargo",
+            ".gitconfig",
+            "code/main.rs",
+        ] {
+            assert!(p.place_of(&home.join(public)).is_none(), "{public}");
+        }
+    }
+
+    #[test]
+    fn relocated_stores_are_private_and_chosen_places_are_the_exception() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in [
+            "cargo/credentials.toml",
+            "cargo/bin/cargo",
+            "xdg/gh/hosts.yml",
+            "xdg/git/config",
+            "xdgdata/waymark/waymark.db",
+            "aws/creds",
+            "data/sessions/s1/artifacts/plan.md",
+            "data/sessions/s2/artifacts/plan.md",
+        ] {
+            touch(&root.join(f));
+        }
+        let var = |k: &str, v: &str| (OsString::from(k), OsString::from(root.join(v)));
+        let owner = Owner {
+            waymark: vec![root.join("data")],
+            homes: Vec::new(),
+            env: vec![
+                var("CARGO_HOME", "cargo"),
+                var("XDG_CONFIG_HOME", "xdg"),
+                var("XDG_DATA_HOME", "xdgdata"),
+                var("AWS_SHARED_CREDENTIALS_FILE", "aws/creds"),
+            ],
+        };
+        let p = Protected::new(
+            Arc::new(owner.places()),
+            Arc::default(),
+            vec![root.join("data/sessions/s1")],
+            Arc::new(owner.git_settings()),
+        );
+        for private in [
+            "cargo/credentials.toml",
+            "xdg/gh/hosts.yml",
+            "xdgdata/waymark/waymark.db",
+            "aws/creds",
+            "data/sessions/s2/artifacts/plan.md",
+            "data/waymark.db",
+        ] {
+            assert!(p.place_of(&root.join(private)).is_some(), "{private}");
+        }
+        for public in [
+            "cargo/bin/cargo",
+            "xdg/git/config",
+            "data/sessions/s1/artifacts/plan.md",
+        ] {
+            assert!(p.place_of(&root.join(public)).is_none(), "{public}");
+        }
+        assert!(p.is_git_settings(&root.join("xdg/git/config")));
+    }
+
+    #[test]
+    fn what_others_may_not_read_in_etc_is_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let etc = dir.path().canonicalize().unwrap();
+        touch(&etc.join("apt/auth.conf.d/private.conf"));
+        touch(&etc.join("apt/sources.list"));
+        touch(&etc.join("wireguard/wg0.conf"));
+        let mode = |p: &str, m: u32| {
+            std::fs::set_permissions(etc.join(p), std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        mode("apt/auth.conf.d/private.conf", 0o600);
+        mode("wireguard", 0o700);
+        let mut out = Vec::new();
+        not_world_readable(&etc, &mut out);
+        assert!(
+            out.contains(&etc.join("apt/auth.conf.d/private.conf")),
+            "{out:?}"
+        );
+        assert!(out.contains(&etc.join("wireguard")), "{out:?}");
+        assert!(!out.contains(&etc.join("apt/sources.list")), "{out:?}");
+    }
+}
