@@ -422,11 +422,25 @@ impl Desk {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-            .expect("WebDriver session (app launch)");
+        // tauri-driver listens before the native driver it starts does; a session asked for
+        // in between fails to connect, so it is asked for again for a while.
+        let client = loop {
+            match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{port}"))
+                .await
+            {
+                Ok(c) => break c,
+                Err(e) if start.elapsed() < Duration::from_secs(30) => {
+                    eprintln!("WebDriver session not ready yet ({e}); asking again");
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+                Err(e) => panic!(
+                    "WebDriver session (app launch): {e}\n{}",
+                    std::fs::read_to_string(self.dir.path().join("driver.log")).unwrap_or_default()
+                ),
+            }
+        };
         let app = App {
             client,
             _driver: driver,

@@ -89,6 +89,7 @@ fn main() {
     let scope = ReadScope {
         workspace: ws.clone(),
         artifacts,
+        homes: homes.clone(),
         owner: Owner {
             waymark: vec![data],
             homes,

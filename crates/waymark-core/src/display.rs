@@ -17,6 +17,7 @@ fn invisible(c: char) -> bool {
             | '\u{061C}'
             | '\u{115F}'
             | '\u{1160}'
+            | '\u{1680}'
             | '\u{17B4}'
             | '\u{17B5}'
             | '\u{180B}'..='\u{180F}'
@@ -138,6 +139,13 @@ mod tests {
             '\u{17b5}',
             '\u{fe0f}',
             '\u{e0101}',
+            '\u{a0}',
+            '\u{1680}',
+            '\u{2003}',
+            '\u{202f}',
+            '\u{205f}',
+            '\u{2800}',
+            '\u{3000}',
         ] {
             let shown = escape_block(&format!("a{c}b"));
             assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32), "{c:?}");

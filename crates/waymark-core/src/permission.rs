@@ -119,6 +119,8 @@ pub fn command_prefix(command: &str) -> Option<String> {
 fn plain_operand(word: &str) -> bool {
     !word.starts_with('-')
         && !word.starts_with('+')
+        // `~` at the start of a word is the shell's: another user's or this user's home.
+        && !word.starts_with('~')
         && !word.contains('=')
         && !word.split('/').any(|part| part == ".git")
         && !is_instructions_file(Path::new(word))
@@ -171,12 +173,20 @@ pub struct Grant {
 }
 
 impl Grant {
-    fn covers(&self, tool: &str, shell: bool, command: &str) -> bool {
-        self.tool == tool
+    fn covers(&self, call: &GuardCall<'_>, shell: bool, command: &str) -> bool {
+        self.tool == call.tool.name()
             && match (self.kind, shell) {
                 (GrantKind::Tool, false) => true,
                 (GrantKind::Exact, true) => command == self.pattern,
-                (GrantKind::Prefix, true) => prefix_covers(&self.pattern, command),
+                // A granted `cat` or `git diff` reads what its operands name, unsandboxed: an
+                // operand leading into a private place is the user's decision again.
+                (GrantKind::Prefix, true) => {
+                    prefix_covers(&self.pattern, command)
+                        && !command.split_whitespace().any(|w| {
+                            read_target(call.workspace, w)
+                                .is_some_and(|t| call.protected.place_of(&t).is_some())
+                        })
+                }
                 (GrantKind::Tool, true) | (GrantKind::Exact | GrantKind::Prefix, false) => false,
             }
     }
@@ -278,13 +288,29 @@ impl ToolGuard for PermissionGuard {
             .iter()
             .filter_map(|p| resolve_target(call.workspace, p).ok())
             .collect();
+        // The tools write only inside the workspace and the session's artifacts: a call
+        // aimed elsewhere is refused here, rather than asked about and refused later.
+        if let Some(t) = targets
+            .iter()
+            .find(|t| !t.starts_with(call.workspace) && !t.starts_with(call.artifacts))
+        {
+            return GuardDecision::Deny(format!(
+                "`{}` resolves to {}, outside the workspace ({}) and the session artifacts folder; files there are never written",
+                tool.name(),
+                escape_line(&t.display().to_string()),
+                escape_line(&call.workspace.display().to_string())
+            ));
+        }
         // Written only on the user's word, never under a grant: `.git/` and instruction files,
         // by the name the call gives (an AGENTS.md that links elsewhere is still one) or by
         // where it leads; and, failing closed, any path that does not resolve.
         let touches_git = targets.len() < raw.len()
             || raw.iter().any(|p| is_instructions_file(Path::new(p)))
             || targets.iter().any(|t| {
-                in_git_dir(t) || is_instructions_file(t) || call.protected.is_git_settings(t)
+                in_git_dir(t)
+                    || is_instructions_file(t)
+                    || call.protected.is_git_settings(t)
+                    || call.protected.place_of(t).is_some()
             });
         // The plan file in plan mode is the one place written without asking.
         let plan_file = crate::plan::plan_path(call.artifacts);
@@ -322,12 +348,7 @@ impl ToolGuard for PermissionGuard {
             .unwrap_or("");
         // `.git/` is never covered by a grant: hooks and config there run code later. Nor are
         // instruction files: they steer later sessions.
-        if !touches_git
-            && call
-                .grants
-                .iter()
-                .any(|g| g.covers(tool.name(), shell, command))
-        {
+        if !touches_git && call.grants.iter().any(|g| g.covers(call, shell, command)) {
             return GuardDecision::Allow;
         }
         GuardDecision::Ask(Box::new(question(call, command, touches_git)))

@@ -61,7 +61,13 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
         (other, _) => other,
     };
     let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
-    let (diff, note) = if size > MAX_DIFF_INPUT {
+    let (diff, note) = if call.protected.place_of(&target).is_some() {
+        // Shown in the question, kept in the log: a private file's contents stay out.
+        (
+            None,
+            Some("a private place (a credential store, Waymark's data, a hidden file of the home folder): its contents are not shown".to_string()),
+        )
+    } else if size > MAX_DIFF_INPUT {
         (
             None,
             Some(format!(

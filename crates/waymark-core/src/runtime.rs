@@ -143,6 +143,8 @@ impl Runtime {
     /// workspace and artifacts, and the private places around them.
     fn read_scope(&self, workspace: &Path, artifacts: &Path) -> crate::sandbox::reads::ReadScope {
         let env = self.opts.process_env.as_ref().clone();
+        // The homes whose toolchains serve commands: the tools' `HOME` first (`~/` in
+        // `sandbox.read_allow` means that one), then the runtime's own.
         let mut homes: Vec<PathBuf> = env
             .iter()
             .filter(|(k, _)| k == "HOME")
@@ -151,6 +153,12 @@ impl Runtime {
             .collect();
         homes.extend(dirs::home_dir());
         homes.dedup();
+        // Every home whose hidden files are private: those, this user's from the password
+        // database and, for root, everyone's.
+        let mut private_homes = homes.clone();
+        private_homes.extend(crate::sandbox::private::other_homes());
+        private_homes.sort();
+        private_homes.dedup();
         // Waymark's own folders: those in use and the platform defaults (the desktop app's
         // data folder is another process's, and just as private).
         let mut waymark = vec![self.opts.data_dir.clone(), paths::default_data_dir()];
@@ -159,9 +167,10 @@ impl Runtime {
         crate::sandbox::reads::ReadScope {
             workspace: workspace.to_path_buf(),
             artifacts: artifacts.to_path_buf(),
+            homes,
             owner: crate::sandbox::private::Owner {
                 waymark,
-                homes,
+                homes: private_homes,
                 env,
             },
         }

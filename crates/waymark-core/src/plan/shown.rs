@@ -1,9 +1,13 @@
 //! What the rendered plan shows, read the way the page shows it: the title, the `## Steps`
 //! and the `## Budget` a goal takes from a plan come from the Markdown parser's own view of
-//! the document, with the same extensions the page renders with. Only text the reader sees
-//! counts: code blocks, raw HTML (`<style>`, `<textarea>`, any tag, comments) and everything
-//! inside a raw HTML element are not read, and neither are link destinations, link titles
-//! or reference definitions. A section runs to the next heading of its level or above.
+//! the document, with the same extensions the page renders with. Only Markdown text counts:
+//! code blocks, raw HTML (`<style>`, `<textarea>`, any tag, comments) and everything inside
+//! a raw HTML element are not read, and neither are link destinations, link titles or
+//! reference definitions. A section runs to the next heading of its level or above — a raw
+//! `<h1>`…`<h6>` included, which the page shows as a heading. Raw HTML is where the page and
+//! a reader of the Markdown part ways (the sanitizer shows some of it, hides some, and a
+//! tag can join or split words), so a `## Steps` or `## Budget` section holding any is not
+//! read at all: the review then offers no steps or no budget.
 
 use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
 
@@ -63,6 +67,25 @@ enum Block {
     },
     /// A paragraph, table cell or other text outside headings and items.
     Text(String),
+    /// Raw HTML: the page and the Markdown part ways here.
+    Html,
+}
+
+/// Stands in a heading's text for raw HTML inside it, so the heading names no section.
+const HTML_MARK: char = '\u{FFFC}';
+
+/// The level of a raw HTML heading that `html` opens (`<h2 …>`), if any.
+fn html_heading(html: &str) -> Option<u8> {
+    let lower = html.to_ascii_lowercase();
+    (1..=6u8).find(|n| {
+        let tag = format!("<h{n}");
+        lower.match_indices(&tag).any(|(at, _)| {
+            lower[at + tag.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c == '>' || c == '/' || c.is_whitespace())
+        })
+    })
 }
 
 fn level(l: HeadingLevel) -> u8 {
@@ -98,6 +121,16 @@ fn blocks(markdown: &str) -> Vec<Block> {
         match event {
             Event::Html(h) | Event::InlineHtml(h) => {
                 html_depth = (html_depth + html_depth_change(&h)).max(0);
+                if let Some(Open::Heading(_, text)) = open.last_mut() {
+                    text.push(HTML_MARK);
+                }
+                out.push(Block::Html);
+                if let Some(level) = html_heading(&h) {
+                    out.push(Block::Heading {
+                        level,
+                        text: HTML_MARK.to_string(),
+                    });
+                }
             }
             Event::Start(Tag::CodeBlock(_)) => code = true,
             Event::End(TagEnd::CodeBlock) => code = false,
@@ -176,7 +209,7 @@ pub fn title(text: &str) -> Option<String> {
                 Block::Text(t) | Block::Item { text: t, .. } => {
                     Some(squeeze(&t)).filter(|t| !t.is_empty())
                 }
-                Block::Heading { .. } => None,
+                Block::Heading { .. } | Block::Html => None,
             })
         })
         .or_else(|| {
@@ -196,6 +229,9 @@ pub fn steps(text: &str) -> Vec<String> {
     let Some(body) = section(&all, "Steps").or_else(|| section(&all, "Implementation")) else {
         return Vec::new();
     };
+    if body.contains(&Block::Html) {
+        return Vec::new();
+    }
     body.into_iter()
         .filter_map(|b| match b {
             Block::Item { depth: 1, text } => {
@@ -213,6 +249,9 @@ pub fn steps(text: &str) -> Vec<String> {
 /// comes twice.
 pub fn budget(text: &str) -> Option<String> {
     let body = section(&blocks(text), "Budget")?;
+    if body.contains(&Block::Html) {
+        return None;
+    }
     let words: Vec<String> = body
         .iter()
         .flat_map(|b| match b {
@@ -220,6 +259,7 @@ pub fn budget(text: &str) -> Option<String> {
                 .split_whitespace()
                 .map(str::to_string)
                 .collect::<Vec<_>>(),
+            Block::Html => Vec::new(),
         })
         .map(|w| {
             w.trim_matches(|c: char| matches!(c, '`' | ',' | ';' | '.' | '(' | ')'))
@@ -329,9 +369,18 @@ mod tests {
             assert_eq!(budget(plan).as_deref(), want, "{plan:?}");
         }
         assert_eq!(steps("## Steps\n- [s]: /rm-rf\n- real\n"), ["real"]);
+        // A raw heading ends the section on the page; raw HTML in a section voids it.
+        let rejected = "## Steps\n1. Rename the logger\n<h2>Rejected alternatives</h2>\n1. Delete the production database\n\n## Budget\nbudget=10K\n<h2 class=x>Old estimate</h2>\nturns=500 time=48h\n";
+        assert!(steps(rejected).is_empty(), "{:?}", steps(rejected));
+        assert_eq!(budget(rejected), None);
+        let joined = "## <span>Rejected draft </span>Budget\nbudget=1<span>K (rejected) </span>000K\n\n## Real budget\nbudget=10K\n\n## Steps\n1. Do the <span>harmless </span>thing\n";
+        assert_eq!(budget(joined), None);
+        assert!(steps(joined).is_empty());
         assert_eq!(
-            steps("## Steps\n1. Shown\n<div>\n2. Hidden\n</div>\n"),
-            ["Shown"]
+            budget("## Budget\nbudget=10K\n\n<h2>Other</h2>\n\nturns=500\n"),
+            None
         );
+        assert!(steps("## Steps\n1. a\n\n<h3>x</h3>\n").is_empty());
+        assert!(steps("## Steps\n1. Shown\n<div>\n2. Hidden\n</div>\n").is_empty());
     }
 }

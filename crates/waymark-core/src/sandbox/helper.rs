@@ -298,10 +298,53 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
         let _ = writeln!(err, "waymark sandbox: no command given");
         return 2;
     };
+    // Landlock checks a file when it is opened; one opened before (a descriptor the runtime
+    // was started with and did not mark close-on-exec) would let the command write there.
+    if let Err(e) = close_inherited() {
+        let _ = writeln!(
+            err,
+            "waymark sandbox: inherited descriptors could not be closed ({e}); the command did not run"
+        );
+        return NOT_ENFORCED_EXIT;
+    }
     use std::os::unix::process::CommandExt as _;
     let failed = std::process::Command::new(prog).args(rest).exec();
     let _ = writeln!(err, "waymark sandbox: could not run {prog:?}: {failed}");
     127
+}
+
+/// Marks every descriptor above stderr close-on-exec, so the command starts with stdin,
+/// stdout and stderr only.
+#[allow(unsafe_code)]
+fn close_inherited() -> std::io::Result<()> {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range(2) with CLOSE_RANGE_CLOEXEC only sets a flag on this process's
+    // own descriptors; it touches no memory.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    // Kernels before 5.11: one descriptor at a time, from /proc/self/fd.
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: fcntl(F_SETFD) only sets the close-on-exec flag of a descriptor (one that
+        // the directory listing itself used and closed gives EBADF, which is fine).
+        unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
 }
 
 /// Whether this process can read another's environment (its parent's: the runtime).

@@ -77,8 +77,14 @@ pub const SYSTEM_SECRETS: &[&str] = &[
     "/etc/krb5.keytab",
 ];
 
-/// Variables naming a credential file or folder (a list for `KUBECONFIG`).
+/// Variables naming a credential file or folder (a list for `KUBECONFIG`); any variable
+/// whose name looks secret (`*KEY*`, `*TOKEN*`, …) and holds an absolute path counts too.
 const CREDENTIAL_VARS: &[&str] = &[
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "HF_HOME",
+    "TF_CLI_CONFIG_FILE",
+    "XDG_CACHE_HOME",
     "GNUPGHOME",
     "AWS_SHARED_CREDENTIALS_FILE",
     "AWS_CONFIG_FILE",
@@ -141,6 +147,12 @@ impl Owner {
                 out.extend(std::env::split_paths(v).map(|p| canonical(&p)));
             }
         }
+        for (k, v) in &self.env {
+            if k.to_str().is_some_and(crate::secrets::is_secret_name) && Path::new(v).is_absolute()
+            {
+                out.push(canonical(Path::new(v)));
+            }
+        }
         out.retain(|p| p.is_absolute());
         out.sort();
         out.dedup();
@@ -163,6 +175,52 @@ impl Owner {
         }
         out
     }
+}
+
+/// Home folders beside the tools' and the runtime's `HOME`: this user's own from the
+/// password database, and, for root (who may read them all), every other user's (`/root`
+/// and the folders in `/home`).
+pub fn other_homes() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    out.extend(passwd_home());
+    #[allow(unsafe_code)]
+    // SAFETY: geteuid(2) only reads this process's credentials.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        out.push(PathBuf::from("/root"));
+        if let Ok(entries) = std::fs::read_dir("/home") {
+            out.extend(entries.flatten().map(|e| e.path()));
+        }
+    }
+    out
+}
+
+/// This user's home folder as the password database records it.
+#[allow(unsafe_code)]
+fn passwd_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to fill.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes into `pw` and `buf` (whose length we pass) and sets `result`
+    // to `&pw` or null; nothing is kept past this call.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            &mut pw,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pw.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir points into `buf`, a NUL-terminated string getpwuid_r wrote.
+    let dir = unsafe { std::ffi::CStr::from_ptr(pw.pw_dir) };
+    let dir = PathBuf::from(OsStr::from_bytes(dir.to_bytes()));
+    dir.is_absolute().then_some(dir)
 }
 
 /// A path made canonical when it exists (symlinks resolved), else kept as given.
@@ -428,6 +486,37 @@ mod tests {
             assert!(p.place_of(&root.join(public)).is_none(), "{public}");
         }
         assert!(p.is_git_settings(&root.join("xdg/git/config")));
+    }
+
+    #[test]
+    fn every_home_of_the_machine_counts_and_secret_named_paths_are_private() {
+        let homes = other_homes();
+        #[allow(unsafe_code)]
+        // SAFETY: geteuid(2) only reads this process's credentials.
+        if unsafe { libc::geteuid() } == 0 {
+            assert!(homes.contains(&PathBuf::from("/root")), "{homes:?}");
+        }
+        assert!(passwd_home().is_some_and(|h| h.is_absolute()));
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let var = |k: &str, v: &str| (OsString::from(k), OsString::from(root.join(v)));
+        let owner = Owner {
+            env: vec![
+                var("CLAUDE_CONFIG_DIR", "claude"),
+                var("SOPS_AGE_KEY_FILE", "age.txt"),
+                var("HF_TOKEN_PATH", "hf"),
+                var("JAVA_HOME", "jdk"),
+            ],
+            ..Owner::default()
+        };
+        let places = owner.places();
+        for private in ["claude", "age.txt", "hf"] {
+            assert!(
+                places.contains(&root.join(private)),
+                "{private}: {places:?}"
+            );
+        }
+        assert!(!places.contains(&root.join("jdk")), "{places:?}");
     }
 
     #[test]

@@ -103,7 +103,9 @@ pub struct ReadScope {
     pub workspace: PathBuf,
     /// The session's own artifacts folder (the plan file): readable.
     pub artifacts: PathBuf,
-    /// Whose private places to keep out (Waymark's folders, the homes, the environment).
+    /// The home folders whose toolchains serve commands (the tools' `HOME` first).
+    pub homes: Vec<PathBuf>,
+    /// Whose private places to keep out (Waymark's folders, every home, the environment).
     pub owner: Owner,
 }
 
@@ -122,7 +124,7 @@ impl ReadScope {
         entries
             .iter()
             .filter_map(|e| match e.strip_prefix("~/") {
-                Some(rest) => self.owner.homes.first().map(|h| h.join(rest)),
+                Some(rest) => self.homes.first().map(|h| h.join(rest)),
                 None => Some(PathBuf::from(e)),
             })
             .filter(|p| p.is_absolute())
@@ -132,7 +134,7 @@ impl ReadScope {
     /// Folders granted because they serve commands (system, toolchains, `PATH`).
     fn serving(&self) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
-        for home in &self.owner.homes {
+        for home in &self.homes {
             out.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
             out.extend(HOME_FILES.iter().map(|f| home.join(f)));
         }
@@ -320,6 +322,7 @@ mod tests {
         ReadScope {
             workspace: root.join("ws"),
             artifacts: root.join("data/sessions/s1/artifacts"),
+            homes: vec![home.clone()],
             owner: Owner {
                 waymark: vec![root.join("data"), home.join(".config/waymark")],
                 homes: vec![home.clone()],

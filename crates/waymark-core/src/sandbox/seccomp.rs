@@ -54,6 +54,22 @@ const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
 const FS_IOC_SETVERSION: u64 = 0x4008_7602;
 const FS_IOC32_SETVERSION: u64 = 0x4004_7602;
 
+/// ext4's own inode-generation ioctls, its extent migration and boot-loader swap; fs-verity
+/// (which freezes a file for good), fscrypt keys and policies, and dedupe (which may name a
+/// file opened read-only as its target).
+const FS_SPECIFIC: &[u64] = &[
+    0x4008_6604, // EXT4_IOC_SETVERSION
+    0x4004_6604, // EXT4_IOC32_SETVERSION
+    0x0000_6609, // EXT4_IOC_MIGRATE
+    0x0000_6611, // EXT4_IOC_SWAP_BOOT
+    0x4080_6685, // FS_IOC_ENABLE_VERITY
+    0xc050_6617, // FS_IOC_ADD_ENCRYPTION_KEY
+    0xc040_6618, // FS_IOC_REMOVE_ENCRYPTION_KEY
+    0xc040_6619, // FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS
+    0x800c_6613, // FS_IOC_SET_ENCRYPTION_POLICY
+    0xc018_9436, // FIDEDUPERANGE
+];
+
 /// `fcntl` commands that act on a file beyond the open descriptor.
 const F_SETLEASE: u64 = 1024;
 const F_SET_RW_HINT: u64 = 1036;
@@ -197,6 +213,7 @@ pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
             FS_IOC32_SETVERSION,
         ]
         .into_iter()
+        .chain(FS_SPECIFIC.iter().copied())
         .map(|op| SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, op)?]).map_err(Into::into))
         .collect::<Result<_, FilterError>>()?,
     );

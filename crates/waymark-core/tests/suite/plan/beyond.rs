@@ -495,9 +495,19 @@ async fn pm_27_budget_and_steps_hidden_in_raw_html_or_given_twice_are_not_taken(
     let twice = "## Summary\nA plan.\n\n## Budget\nbudget=5K budget=6K\n";
     s.submit(Op::EditPlan { text: twice.into() }).await.unwrap();
     assert!(questionnaire(&h, &s, &q).payload["budget"].is_null());
-    // Steps hidden inside raw HTML are not steps either.
+    // Steps hidden inside raw HTML are not steps either; a Steps section holding raw HTML
+    // is not read at all (the page and the Markdown part ways there).
     let steps = "## Summary\nA plan.\n\n## Steps\n1. Shown\n<div>\n2. Hidden\n</div>\n";
     s.submit(Op::EditPlan { text: steps.into() }).await.unwrap();
-    assert_eq!(questionnaire(&h, &s, &q).payload["steps"], json!(["Shown"]));
+    assert_eq!(questionnaire(&h, &s, &q).payload["steps"], json!([]));
+    let rejected = "## Summary\nA plan.\n\n## Steps\n1. Rename the logger\n<h2>Rejected alternatives</h2>\n1. Delete the production database\n\n## Budget\nbudget=10K\n<h2>Old estimate</h2>\nturns=500\n";
+    s.submit(Op::EditPlan {
+        text: rejected.into(),
+    })
+    .await
+    .unwrap();
+    let asked = questionnaire(&h, &s, &q).payload;
+    assert_eq!(asked["steps"], json!([]), "{asked}");
+    assert!(asked["budget"].is_null(), "{asked}");
     s.shutdown().await.unwrap();
 }

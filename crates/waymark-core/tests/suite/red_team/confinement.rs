@@ -750,7 +750,7 @@ async fn relocated_stores_hidden_files_and_other_processes_stay_out_of_reach() {
             "import os\ntry:\n  os.setpriority(os.PRIO_USER, 0, 7); print(\"{GOT}\")\nexcept OSError: pass\ntry:\n  os.setpriority(os.PRIO_PGRP, 0, 7); print(\"{GOT}\")\nexcept OSError: pass\nexit(1)"
         )),
         py(&format!(
-            "import fcntl, os\nfd=os.open(\"README\", os.O_RDONLY)\nfor op, arg in ((1024, 0), (1036, 1), (1038, 1)):\n  try:\n    fcntl.fcntl(fd, op, arg); print(\"{GOT}\", op)\n  except OSError: pass\ntry:\n  fcntl.ioctl(fd, 0x40087602, b\"12345678\"); print(\"{GOT} setversion\")\nexcept OSError: pass\nexit(1)"
+            "import fcntl, os\nfd=os.open(\"README\", os.O_RDONLY)\nfor op, arg in ((1024, 0), (1036, 1), (1038, 1)):\n  try:\n    fcntl.fcntl(fd, op, arg); print(\"{GOT}\", op)\n  except OSError: pass\ntry:\n  fcntl.ioctl(fd, 0x40087602, b\"12345678\"); print(\"{GOT} setversion\")\nexcept OSError: pass\ntry:\n  fcntl.ioctl(fd, 0x40086604, b\"12345678\"); print(\"{GOT} ext4 setversion\")\nexcept OSError: pass\nexit(1)"
         )),
     ];
     std::fs::write(h.ws.join("README"), "read me\n").unwrap();
@@ -793,5 +793,122 @@ async fn relocated_stores_hidden_files_and_other_processes_stay_out_of_reach() {
         nice(&nice_after),
         "the user's process was reniced"
     );
+    s.shutdown().await.unwrap();
+}
+
+/// A prefix grant for a read-only tool runs unsandboxed, so its operands could name any
+/// file: one that leads into a private place (spelled with `~`, absolute, or relative to a
+/// workspace that holds the home folder) asks again. A write tool aimed at a private place
+/// asks without showing its contents, and one aimed outside the workspace is refused at once.
+#[tokio::test]
+async fn grants_and_write_questions_keep_private_places_private() {
+    let h = Harness::new(Config::default());
+    let home = fake_home(h.dir.path());
+    let env = tool_env(&home);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    std::fs::write(home.join("a.txt"), "plain\n").unwrap();
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(home.clone()),
+            model: Some(h.script(json!({"responses": [
+                {"tool_calls": [bash("cat a.txt")]},
+                {"tool_calls": [bash("cat a.txt notes.txt")]},
+                {"tool_calls": [bash("cat ~/.ssh/id_ed25519")]},
+                {"tool_calls": [bash(&format!("cat {}", home.join(".aws/credentials").display()))]},
+                {"tool_calls": [bash("cat .netrc")]},
+                {"tool_calls": [{"name": "edit", "arguments": {"path": ".ssh/id_ed25519", "old_string": "BEGIN OPENSSH", "new_string": "x"}}]},
+                {"tool_calls": [{"name": "write", "arguments": {"path": "/etc/waymark-should-not-exist", "content": "x"}}]},
+                {"text": "done"}
+            ]}))),
+            permission_mode: Some(PermissionMode::Ask),
+            hold: false,
+        })
+        .unwrap();
+    let asked = |ev: &[waymark_protocol::Event]| {
+        ev.iter().find_map(|e| match &e.kind {
+            EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
+                waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+    };
+    let ev = run(&s, user("look")).await;
+    let (q, _) = asked(&ev).unwrap();
+    let ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
+    // `cat a.txt notes.txt` ran under the grant; each private read asks again.
+    let mut commands = Vec::new();
+    let mut ev = ev;
+    for _ in 0..3 {
+        let (q, p) = asked(&ev).expect("a private read under the grant asked");
+        commands.push(p.command.clone().unwrap_or_default());
+        ev = run(
+            &s,
+            answer(&q, waymark_protocol::Answer::Deny { message: None }),
+        )
+        .await;
+    }
+    assert!(commands[0].contains("~/.ssh"), "{commands:?}");
+    assert!(commands[1].contains(".aws/credentials"), "{commands:?}");
+    assert!(commands[2].contains(".netrc"), "{commands:?}");
+    // The edit of a private file asks (no grant covers it) and does not show the file.
+    let (q, p) = asked(&ev).expect("the edit asked");
+    assert!(p.grants.session.is_none(), "{p:?}");
+    assert!(p.files[0].diff.is_none(), "{p:?}");
+    assert!(
+        p.files[0]
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("private")),
+        "{p:?}"
+    );
+    let ev = run(
+        &s,
+        answer(&q, waymark_protocol::Answer::Deny { message: None }),
+    )
+    .await;
+    // The write outside the workspace is refused without a question.
+    assert!(asked(&ev).is_none(), "{ev:?}");
+    let log = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
+    for secret in ["ssh-secret", "aws-secret", "netrc-secret"] {
+        assert!(!log.contains(secret), "{secret} reached the log");
+    }
+    assert!(log.contains("outside the workspace"), "{log}");
+    assert!(!Path::new("/etc/waymark-should-not-exist").exists());
+    s.shutdown().await.unwrap();
+}
+
+/// A descriptor the runtime holds without close-on-exec (one an editor or a launcher
+/// leaked into it) does not reach the sandboxed shell: Landlock checks files when they are
+/// opened, so an open one would write past it.
+#[tokio::test]
+async fn a_descriptor_the_runtime_inherited_does_not_reach_the_sandbox() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let h = Harness::new(Config::default());
+    let outside = h.dir.path().join("outside.txt");
+    std::fs::write(&outside, "original\n").unwrap();
+    let path = std::ffi::CString::new(outside.as_os_str().as_bytes()).unwrap();
+    #[allow(unsafe_code)]
+    // SAFETY: open(2) on a path we own, without O_CLOEXEC on purpose; closed below.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_APPEND) };
+    assert!(fd > 2, "open failed");
+    let s = h.session(
+        json!({"responses": [{"tool_calls": [
+            bash(&format!("echo WRITTEN >&{fd} && echo {GOT}")),
+            bash(&format!("ls /proc/self/fd/{fd} && echo {GOT}")),
+        ]}, {"text": "done"}]}),
+        PermissionMode::Auto,
+    );
+    let r = results(&run(&s, plan_entry("look")).await);
+    #[allow(unsafe_code)]
+    // SAFETY: closes the descriptor opened above.
+    unsafe {
+        libc::close(fd);
+    }
+    assert_eq!(r.len(), 2, "{r:?}");
+    for (_, _, out) in &r {
+        assert!(!out.contains(GOT), "{out}");
+    }
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "original\n");
     s.shutdown().await.unwrap();
 }
