@@ -5,7 +5,7 @@
 //! no subcommand prints either raw. The list of subcommands comes from the binary's own
 //! help, so a new one without a case here fails the test.
 
-use super::support::{Env, text};
+use super::support::{Env, pending_questionnaire, text};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::process::Output;
@@ -90,18 +90,7 @@ fn every_subcommand_prints_escaped_and_redacted() {
     outputs.push(("exec", out));
     let sessions: Value = serde_json::from_slice(&run(&["sessions", "--json"]).stdout).unwrap();
     let sid = sessions[0]["id"].as_str().unwrap().to_string();
-    let pending = |sid: &str| -> String {
-        let show: Value =
-            serde_json::from_slice(&run(&["show", "--session", sid, "--json"]).stdout).unwrap();
-        show["questionnaires"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["status"] == "pending")
-            .map(|q| q["id"].as_str().unwrap().to_string())
-            .unwrap()
-    };
-    let q = pending(&sid);
+    let q = pending_questionnaire(&env, &sid);
     let out = run(&[
         "answer",
         "--session",

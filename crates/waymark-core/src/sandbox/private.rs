@@ -370,10 +370,11 @@ impl Protected {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn touch(p: &Path) {
+    /// A file at `p` (folders made as needed), for the tests of the read rules.
+    pub(crate) fn touch(p: &Path) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, "x").unwrap();
     }

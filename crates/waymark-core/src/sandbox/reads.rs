@@ -312,10 +312,7 @@ fn grant(root: &Path, private: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf>)
 mod tests {
     use super::*;
 
-    fn touch(p: &Path) {
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, "x").unwrap();
-    }
+    use crate::sandbox::private::tests::touch;
 
     fn scope(root: &Path) -> ReadScope {
         let home = root.join("home");

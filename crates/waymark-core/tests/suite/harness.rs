@@ -105,6 +105,39 @@ impl Harness {
     }
 }
 
+/// A new session of `rt` on `workspace`, playing `script` in `mode`.
+pub fn session_on(
+    h: &Harness,
+    rt: &Runtime,
+    workspace: &std::path::Path,
+    script: Value,
+    mode: PermissionMode,
+) -> SessionHandle {
+    rt.create_session(SessionSpec {
+        workspace: Some(workspace.to_path_buf()),
+        model: Some(h.script(script)),
+        permission_mode: Some(mode),
+        hold: false,
+    })
+    .unwrap()
+}
+
+/// What the goal's reviewer got back from its tool calls, from the session's log.
+pub fn verifier_results(rt: &Runtime, session: &str) -> Vec<String> {
+    rt.events(session, 0, 10_000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ToolResult {
+                content,
+                actor: waymark_protocol::CallActor::Verifier,
+                ..
+            } => Some(content),
+            _ => None,
+        })
+        .collect()
+}
+
 pub fn user(text: &str) -> Op {
     Op::Submit {
         text: text.into(),

@@ -4,7 +4,7 @@
 //! capabilities, read the provider key out of another process, read the user's credential
 //! stores and other sessions' transcripts, and lock the database every session shares.
 
-use super::super::harness::{Harness, results, run, user};
+use super::super::harness::{Harness, results, run, session_on, user, verifier_results};
 use super::plan_entry;
 use serde_json::{Value, json};
 use std::ffi::OsString;
@@ -14,15 +14,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use waymark_core::SessionSpec;
 use waymark_protocol::config::{Config, Verification};
-use waymark_protocol::{CallActor, EventKind, PermissionMode, ToolStatus};
+use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
 
-fn bash(c: &str) -> Value {
+pub(super) fn bash(c: &str) -> Value {
     json!({"name": "bash", "arguments": {"command": c}})
 }
 
 /// A home folder holding the credential stores a model would go for, and the settings
 /// folder.
-fn fake_home(root: &Path) -> PathBuf {
+pub(super) fn fake_home(root: &Path) -> PathBuf {
     let home = root.join("home");
     for (file, body) in [
         (
@@ -55,7 +55,7 @@ fn fake_home(root: &Path) -> PathBuf {
 
 /// The environment tools start from: the machine's PATH and toolchains, the fake home, and a
 /// provider key the model must never see.
-fn tool_env(home: &Path) -> Arc<Vec<(OsString, OsString)>> {
+pub(super) fn tool_env(home: &Path) -> Arc<Vec<(OsString, OsString)>> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| {
             matches!(
@@ -68,7 +68,7 @@ fn tool_env(home: &Path) -> Arc<Vec<(OsString, OsString)>> {
     Arc::new(env)
 }
 
-fn git(ws: &Path, args: &[&str]) {
+pub(super) fn git(ws: &Path, args: &[&str]) {
     let ok = std::process::Command::new("git")
         .args(["-c", "user.email=t@t", "-c", "user.name=t"])
         .args(args)
@@ -81,7 +81,7 @@ fn git(ws: &Path, args: &[&str]) {
 }
 
 /// The marker a command prints when an attack got through.
-const GOT: &str = "GOT-THROUGH";
+pub(super) const GOT: &str = "GOT-THROUGH";
 
 fn mode_of(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
@@ -246,14 +246,13 @@ async fn the_plan_mode_shell_cannot_change_metadata_keep_capabilities_or_read_se
     ];
     let mut calls: Vec<Value> = denied.iter().map(|(_, c)| c.clone()).collect();
     calls.extend(allowed.iter().map(|(_, c)| c.clone()));
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(h.script(json!({"responses": [{"tool_calls": calls}, {"text": "done"}]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        })
-        .unwrap();
+    let s = session_on(
+        &h,
+        &rt,
+        &h.ws,
+        json!({"responses": [{"tool_calls": calls}, {"text": "done"}]}),
+        PermissionMode::Auto,
+    );
     let ev = run(&s, plan_entry("investigate")).await;
     let r = results(&ev);
     assert_eq!(r.len(), denied.len() + allowed.len(), "{r:?}");
@@ -324,19 +323,18 @@ async fn a_workspace_holding_the_home_folder_still_hides_its_credential_stores()
     let home = fake_home(h.dir.path());
     let env = tool_env(&home);
     let rt = h.reopen(|o| o.process_env = env.clone());
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(home.clone()),
-            model: Some(h.script(json!({"responses": [{"tool_calls": [
+    let s = session_on(
+        &h,
+        &rt,
+        &home,
+        json!({"responses": [{"tool_calls": [
                 bash(&format!("cat .ssh/id_ed25519 && echo {GOT}")),
                 bash(&format!("cat .aws/credentials && echo {GOT}")),
                 bash(&format!("cat .config/waymark/settings.json && echo {GOT}")),
                 bash("cat notes.txt && cat .config/gh/../../notes.txt"),
-            ]}, {"text": "done"}]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        })
-        .unwrap();
+            ]}, {"text": "done"}]}),
+        PermissionMode::Auto,
+    );
     let r = results(&run(&s, plan_entry("look")).await);
     assert_eq!(r.len(), 4, "{r:?}");
     for (_, status, out) in &r[..3] {
@@ -376,33 +374,14 @@ async fn the_reviewer_shell_in_ask_mode_changes_no_metadata_and_reads_no_secret(
             {"mode": "status", "status": "complete", "message": "all done"}}]}],
         "verifier": [{"text": "Checking.", "tool_calls": calls}, {"text": "VERDICT: PASS"}]
     });
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(h.script(script)),
-            permission_mode: Some(PermissionMode::Ask),
-            hold: false,
-        })
-        .unwrap();
+    let s = session_on(&h, &rt, &h.ws, script, PermissionMode::Ask);
     let ev = run(&s, user("/goal finish it")).await;
     assert!(
         !ev.iter()
             .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
         "the reviewer asked a question"
     );
-    let outs: Vec<String> = rt
-        .events(s.id(), 0, 10_000)
-        .unwrap()
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            EventKind::ToolResult {
-                content,
-                actor: CallActor::Verifier,
-                ..
-            } => Some(content),
-            _ => None,
-        })
-        .collect();
+    let outs = verifier_results(&rt, s.id());
     assert_eq!(outs.len(), attacks.len() + 1, "{outs:?}");
     assert!(outs[attacks.len()].contains("read me"), "{outs:?}");
     for o in &outs[..attacks.len()] {
@@ -443,245 +422,6 @@ async fn the_runtime_environment_stays_unreadable_even_with_proc_allowed() {
         "/proc was not readable: {:?}",
         r[1]
     );
-    s.shutdown().await.unwrap();
-}
-
-fn answer(q: &str, a: waymark_protocol::Answer) -> waymark_protocol::Op {
-    waymark_protocol::Op::Answer {
-        questionnaire_id: q.to_string(),
-        answer: a,
-    }
-}
-
-/// A read-only git grant runs no program the model planted. The model writes the files of a
-/// repository (`HEAD`, `config` with a `core.fsmonitor` command, `objects/`, `refs/`) at the
-/// workspace's root — none of them in `.git/`, so `auto-edit` writes them without asking —
-/// and a granted `git status` or `git diff` would take the workspace for that repository and
-/// run the command. And a `core.hooksPath` folder in the workspace holds a
-/// `post-index-change` hook that `git status` would start when it refreshes the index.
-#[tokio::test]
-async fn a_read_only_git_grant_runs_no_program_the_model_planted() {
-    let h = Harness::new(Config::default());
-    let marker = h.dir.path().join("fsmonitor-ran");
-    let config = format!(
-        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch {}; false\"\n",
-        marker.display()
-    );
-    let write = |path: &str, content: &str| json!({"name": "write", "arguments": {"path": path, "content": content}});
-    let s = h.session(
-        json!({"responses": [
-            {"tool_calls": [bash("git status")]},
-            {"tool_calls": [
-                write("HEAD", "ref: refs/heads/main\n"),
-                write("config", &config),
-                write("objects/info/keep", ""),
-                write("refs/heads/keep", ""),
-            ]},
-            {"tool_calls": [bash("git status"), bash("git diff"), bash("git ls-files")]},
-            {"text": "done"}
-        ]}),
-        PermissionMode::AutoEdit,
-    );
-    let q = super::super::harness::waiting_on(&run(&s, user("look")).await);
-    run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
-    // The grant covered `git status`; `git diff` and `git ls-files` asked (other prefixes).
-    assert!(!marker.exists(), "git ran the planted fsmonitor command");
-    s.shutdown().await.unwrap();
-
-    // A project whose hooks live in the workspace (husky's `.husky/`).
-    let h = Harness::new(Config::default());
-    let hook_ran = h.dir.path().join("hook-ran");
-    git(&h.ws, &["init", "-q"]);
-    std::fs::write(h.ws.join("f"), "a\n").unwrap();
-    git(&h.ws, &["add", "f"]);
-    git(&h.ws, &["commit", "-q", "-m", "f"]);
-    git(&h.ws, &["config", "core.hooksPath", ".husky"]);
-    let hook = h.ws.join(".husky/post-index-change");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", hook_ran.display())).unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    // A changed stat makes `git status` refresh (and, if it may, write) the index.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    std::fs::write(h.ws.join("f"), "a\n").unwrap();
-    let s = h.session(
-        json!({"responses": [{"tool_calls": [bash("git status")]}, {"text": "done"}]}),
-        PermissionMode::Auto,
-    );
-    let r = results(&run(&s, user("look")).await);
-    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
-    assert!(!hook_ran.exists(), "git status started a workspace hook");
-    s.shutdown().await.unwrap();
-}
-
-/// The file tools keep the same private places as the sandboxed shell: reading a credential
-/// store, another session or the settings asks (no grant covers it) in plan mode whatever
-/// the permission mode, and outside plan mode in every mode but `auto`; the reviewer is
-/// refused; searches skip them; the session's own plan reads as usual.
-#[tokio::test]
-async fn the_file_tools_ask_before_reading_a_private_place_and_searches_skip_them() {
-    use waymark_protocol::EventKind;
-    let h = Harness::new(Config::default());
-    let home = fake_home(h.dir.path());
-    let data = h.dir.path().join("data").canonicalize().unwrap();
-    let env = tool_env(&home);
-    let rt = h.reopen(|o| o.process_env = env.clone());
-    let other = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(h.script(json!({"responses": [{"text": "idle"}]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: true,
-        })
-        .unwrap();
-    let other_plan = data
-        .join("sessions")
-        .join(other.id())
-        .join("artifacts/plan.md");
-    std::fs::create_dir_all(other_plan.parent().unwrap()).unwrap();
-    std::fs::write(&other_plan, "## Summary\nother-session-secret\n").unwrap();
-    let read = |p: &Path| json!({"name": "read_file", "arguments": {"path": p}});
-    let ssh = home.join(".ssh/id_ed25519");
-    for (mode, plan) in [
-        (PermissionMode::Auto, true),
-        (PermissionMode::ReadOnly, false),
-        (PermissionMode::Ask, false),
-    ] {
-        let s = rt
-            .create_session(SessionSpec {
-                workspace: Some(h.ws.clone()),
-                model: Some(h.script(json!({"responses": [
-                    {"tool_calls": [read(&ssh)]},
-                    {"tool_calls": [read(&other_plan)]},
-                    {"text": "done"}
-                ]}))),
-                permission_mode: Some(mode),
-                hold: false,
-            })
-            .unwrap();
-        let op = if plan {
-            plan_entry("look")
-        } else {
-            user("look")
-        };
-        let ev = run(&s, op).await;
-        let asked = ev.iter().find_map(|e| match &e.kind {
-            EventKind::QuestionnaireOpened { id, question } => Some((id.clone(), question.clone())),
-            _ => None,
-        });
-        let (q, question) = asked.unwrap_or_else(|| panic!("{mode:?}: no question: {ev:?}"));
-        let waymark_protocol::Question::Permission(p) = *question else {
-            panic!("{question:?}")
-        };
-        assert!(p.summary.contains("private"), "{}", p.summary);
-        assert!(
-            p.grants.session.is_none() && p.grants.prefix.is_none(),
-            "{p:?}"
-        );
-        assert!(
-            s.submit(answer(&q, waymark_protocol::Answer::AllowForSession))
-                .await
-                .is_err(),
-            "a session grant was accepted"
-        );
-        let ev = run(
-            &s,
-            answer(&q, waymark_protocol::Answer::Deny { message: None }),
-        )
-        .await;
-        // The next private read asks again.
-        assert!(
-            ev.iter()
-                .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
-            "{mode:?}: the second private read did not ask"
-        );
-        let shown = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
-        assert!(!shown.contains("ssh-secret") && !shown.contains("other-session-secret"));
-        s.shutdown().await.unwrap();
-    }
-    // Outside plan mode, `auto` reads it (the user let the agent do anything); once allowed,
-    // the read goes through.
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(home.clone()),
-            model: Some(h.script(json!({"responses": [
-                {"tool_calls": [
-                    read(&ssh),
-                    json!({"name": "grep", "arguments": {"pattern": "secret"}}),
-                    json!({"name": "glob", "arguments": {"pattern": "**/*"}}),
-                    read(Path::new("${session_dir}/artifacts")),
-                ]},
-                {"text": "done"}
-            ]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        })
-        .unwrap();
-    let r = results(&run(&s, user("look")).await);
-    assert!(
-        r[0].2.contains("ssh-secret"),
-        "auto reads what it is told: {:?}",
-        r[0]
-    );
-    // The searches of the home folder skip its private places.
-    for (_, _, out) in &r[1..3] {
-        for secret in [
-            "ssh-secret",
-            "aws-secret",
-            "gh-secret",
-            "settings-secret",
-            ".ssh/",
-            ".aws/",
-        ] {
-            assert!(
-                !out.contains(secret),
-                "a search entered a private place: {out}"
-            );
-        }
-    }
-    assert!(r[2].2.contains("notes.txt"), "{:?}", r[2]);
-    s.shutdown().await.unwrap();
-
-    // The reviewer is refused, and never asks.
-    let mut c = Config::default();
-    c.goal.verification = Some(Verification::Subagent);
-    let h2 = Harness::new(c);
-    let rt2 = h2.reopen(|o| o.process_env = env.clone());
-    let s = rt2
-        .create_session(SessionSpec {
-            workspace: Some(h2.ws.clone()),
-            model: Some(h2.script(json!({
-                "responses": [{"text": "Done.", "tool_calls": [{"name": "update_goal", "arguments":
-                    {"mode": "status", "status": "complete", "message": "all done"}}]}],
-                "verifier": [{"text": "Checking.", "tool_calls": [read(&ssh)]}, {"text": "VERDICT: PASS"}]
-            }))),
-            permission_mode: Some(PermissionMode::Ask),
-            hold: false,
-        })
-        .unwrap();
-    let ev = run(&s, user("/goal finish it")).await;
-    assert!(
-        !ev.iter()
-            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. }))
-    );
-    let out: Vec<String> = rt2
-        .events(s.id(), 0, 10_000)
-        .unwrap()
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            EventKind::ToolResult {
-                content,
-                actor: CallActor::Verifier,
-                ..
-            } => Some(content),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(out.len(), 1, "{out:?}");
-    assert!(
-        out[0].contains("private") && !out[0].contains("ssh-secret"),
-        "{out:?}"
-    );
-    other.shutdown().await.unwrap();
     s.shutdown().await.unwrap();
 }
 
@@ -756,14 +496,13 @@ async fn relocated_stores_hidden_files_and_other_processes_stay_out_of_reach() {
     std::fs::write(h.ws.join("README"), "read me\n").unwrap();
     let mut calls = attacks.clone();
     calls.push(bash(&format!("{}/cargo/bin/tool", root.display())));
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(h.script(json!({"responses": [{"tool_calls": calls}, {"text": "done"}]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: false,
-        })
-        .unwrap();
+    let s = session_on(
+        &h,
+        &rt,
+        &h.ws,
+        json!({"responses": [{"tool_calls": calls}, {"text": "done"}]}),
+        PermissionMode::Auto,
+    );
     let r = results(&run(&s, plan_entry("look")).await);
     let nice_after = std::fs::read_to_string(format!("/proc/{}/stat", victim.id())).unwrap();
     let _ = victim.kill();
@@ -793,88 +532,6 @@ async fn relocated_stores_hidden_files_and_other_processes_stay_out_of_reach() {
         nice(&nice_after),
         "the user's process was reniced"
     );
-    s.shutdown().await.unwrap();
-}
-
-/// A prefix grant for a read-only tool runs unsandboxed, so its operands could name any
-/// file: one that leads into a private place (spelled with `~`, absolute, or relative to a
-/// workspace that holds the home folder) asks again. A write tool aimed at a private place
-/// asks without showing its contents, and one aimed outside the workspace is refused at once.
-#[tokio::test]
-async fn grants_and_write_questions_keep_private_places_private() {
-    let h = Harness::new(Config::default());
-    let home = fake_home(h.dir.path());
-    let env = tool_env(&home);
-    let rt = h.reopen(|o| o.process_env = env.clone());
-    std::fs::write(home.join("a.txt"), "plain\n").unwrap();
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(home.clone()),
-            model: Some(h.script(json!({"responses": [
-                {"tool_calls": [bash("cat a.txt")]},
-                {"tool_calls": [bash("cat a.txt notes.txt")]},
-                {"tool_calls": [bash("cat ~/.ssh/id_ed25519")]},
-                {"tool_calls": [bash(&format!("cat {}", home.join(".aws/credentials").display()))]},
-                {"tool_calls": [bash("cat .netrc")]},
-                {"tool_calls": [{"name": "edit", "arguments": {"path": ".ssh/id_ed25519", "old_string": "BEGIN OPENSSH", "new_string": "x"}}]},
-                {"tool_calls": [{"name": "write", "arguments": {"path": "/etc/waymark-should-not-exist", "content": "x"}}]},
-                {"text": "done"}
-            ]}))),
-            permission_mode: Some(PermissionMode::Ask),
-            hold: false,
-        })
-        .unwrap();
-    let asked = |ev: &[waymark_protocol::Event]| {
-        ev.iter().find_map(|e| match &e.kind {
-            EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
-                waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
-                _ => None,
-            },
-            _ => None,
-        })
-    };
-    let ev = run(&s, user("look")).await;
-    let (q, _) = asked(&ev).unwrap();
-    let ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
-    // `cat a.txt notes.txt` ran under the grant; each private read asks again.
-    let mut commands = Vec::new();
-    let mut ev = ev;
-    for _ in 0..3 {
-        let (q, p) = asked(&ev).expect("a private read under the grant asked");
-        commands.push(p.command.clone().unwrap_or_default());
-        ev = run(
-            &s,
-            answer(&q, waymark_protocol::Answer::Deny { message: None }),
-        )
-        .await;
-    }
-    assert!(commands[0].contains("~/.ssh"), "{commands:?}");
-    assert!(commands[1].contains(".aws/credentials"), "{commands:?}");
-    assert!(commands[2].contains(".netrc"), "{commands:?}");
-    // The edit of a private file asks (no grant covers it) and does not show the file.
-    let (q, p) = asked(&ev).expect("the edit asked");
-    assert!(p.grants.session.is_none(), "{p:?}");
-    assert!(p.files[0].diff.is_none(), "{p:?}");
-    assert!(
-        p.files[0]
-            .note
-            .as_deref()
-            .is_some_and(|n| n.contains("private")),
-        "{p:?}"
-    );
-    let ev = run(
-        &s,
-        answer(&q, waymark_protocol::Answer::Deny { message: None }),
-    )
-    .await;
-    // The write outside the workspace is refused without a question.
-    assert!(asked(&ev).is_none(), "{ev:?}");
-    let log = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
-    for secret in ["ssh-secret", "aws-secret", "netrc-secret"] {
-        assert!(!log.contains(secret), "{secret} reached the log");
-    }
-    assert!(log.contains("outside the workspace"), "{log}");
-    assert!(!Path::new("/etc/waymark-should-not-exist").exists());
     s.shutdown().await.unwrap();
 }
 

@@ -8,6 +8,7 @@ mod edits;
 mod grants;
 mod identity;
 mod numbers;
+mod private_places;
 mod prompts;
 mod render;
 mod sandbox;

@@ -3,11 +3,11 @@
 //! trying to phone home, reach a local daemon, type into a terminal or read a key gets
 //! nowhere.
 
-use super::super::harness::{Harness, run, user};
+use super::super::harness::{Harness, run, user, verifier_results};
 use serde_json::json;
 use std::os::unix::net::UnixListener;
+use waymark_protocol::PermissionMode;
 use waymark_protocol::config::{Config, Verification};
-use waymark_protocol::{CallActor, EventKind, PermissionMode};
 
 #[tokio::test]
 async fn the_verifier_shell_reaches_no_network_socket_terminal_or_secret() {
@@ -62,19 +62,7 @@ async fn the_verifier_shell_reaches_no_network_socket_terminal_or_secret() {
         })
         .unwrap();
     run(&s, user("/goal finish it")).await;
-    let results: Vec<String> = rt
-        .events(s.id(), 0, 10_000)
-        .unwrap()
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            EventKind::ToolResult {
-                content,
-                actor: CallActor::Verifier,
-                ..
-            } => Some(content),
-            _ => None,
-        })
-        .collect();
+    let results = verifier_results(&rt, s.id());
     assert_eq!(results.len(), attacks.len(), "{results:?}");
     for r in &results {
         assert!(!r.contains("REACHED"), "{r}");

@@ -1,0 +1,320 @@
+//! Trust, round two (issue 19): the private places the sandboxed shell cannot read stay
+//! private from the rest of the agent too. The file tools ask before reading one, a granted
+//! read-only command asks again when an operand leads into one, a write aimed at one asks
+//! without showing its contents, and a read-only git grant runs no program the model
+//! planted in the workspace.
+
+use super::super::harness::{Harness, results, run, session_on, user, verifier_results};
+use super::confinement::{bash, fake_home, git, tool_env};
+use super::plan_entry;
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use waymark_core::SessionSpec;
+use waymark_protocol::config::{Config, Verification};
+use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
+
+fn answer(q: &str, a: waymark_protocol::Answer) -> waymark_protocol::Op {
+    waymark_protocol::Op::Answer {
+        questionnaire_id: q.to_string(),
+        answer: a,
+    }
+}
+
+/// A read-only git grant runs no program the model planted. The model writes the files of a
+/// repository (`HEAD`, `config` with a `core.fsmonitor` command, `objects/`, `refs/`) at the
+/// workspace's root — none of them in `.git/`, so `auto-edit` writes them without asking —
+/// and a granted `git status` or `git diff` would take the workspace for that repository and
+/// run the command. And a `core.hooksPath` folder in the workspace holds a
+/// `post-index-change` hook that `git status` would start when it refreshes the index.
+#[tokio::test]
+async fn a_read_only_git_grant_runs_no_program_the_model_planted() {
+    let h = Harness::new(Config::default());
+    let marker = h.dir.path().join("fsmonitor-ran");
+    let config = format!(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch {}; false\"\n",
+        marker.display()
+    );
+    let write = |path: &str, content: &str| json!({"name": "write", "arguments": {"path": path, "content": content}});
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [bash("git status")]},
+            {"tool_calls": [
+                write("HEAD", "ref: refs/heads/main\n"),
+                write("config", &config),
+                write("objects/info/keep", ""),
+                write("refs/heads/keep", ""),
+            ]},
+            {"tool_calls": [bash("git status"), bash("git diff"), bash("git ls-files")]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::AutoEdit,
+    );
+    let q = super::super::harness::waiting_on(&run(&s, user("look")).await);
+    run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
+    // The grant covered `git status`; `git diff` and `git ls-files` asked (other prefixes).
+    assert!(!marker.exists(), "git ran the planted fsmonitor command");
+    s.shutdown().await.unwrap();
+
+    // A project whose hooks live in the workspace (husky's `.husky/`).
+    let h = Harness::new(Config::default());
+    let hook_ran = h.dir.path().join("hook-ran");
+    git(&h.ws, &["init", "-q"]);
+    std::fs::write(h.ws.join("f"), "a\n").unwrap();
+    git(&h.ws, &["add", "f"]);
+    git(&h.ws, &["commit", "-q", "-m", "f"]);
+    git(&h.ws, &["config", "core.hooksPath", ".husky"]);
+    let hook = h.ws.join(".husky/post-index-change");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", hook_ran.display())).unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A changed stat makes `git status` refresh (and, if it may, write) the index.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(h.ws.join("f"), "a\n").unwrap();
+    let s = h.session(
+        json!({"responses": [{"tool_calls": [bash("git status")]}, {"text": "done"}]}),
+        PermissionMode::Auto,
+    );
+    let r = results(&run(&s, user("look")).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(!hook_ran.exists(), "git status started a workspace hook");
+    s.shutdown().await.unwrap();
+}
+
+/// The file tools keep the same private places as the sandboxed shell: reading a credential
+/// store, another session or the settings asks (no grant covers it) in plan mode whatever
+/// the permission mode, and outside plan mode in every mode but `auto`; the reviewer is
+/// refused; searches skip them; the session's own plan reads as usual.
+#[tokio::test]
+async fn the_file_tools_ask_before_reading_a_private_place_and_searches_skip_them() {
+    use waymark_protocol::EventKind;
+    let h = Harness::new(Config::default());
+    let home = fake_home(h.dir.path());
+    let data = h.dir.path().join("data").canonicalize().unwrap();
+    let env = tool_env(&home);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    let other = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(h.script(json!({"responses": [{"text": "idle"}]}))),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: true,
+        })
+        .unwrap();
+    let other_plan = data
+        .join("sessions")
+        .join(other.id())
+        .join("artifacts/plan.md");
+    std::fs::create_dir_all(other_plan.parent().unwrap()).unwrap();
+    std::fs::write(&other_plan, "## Summary\nother-session-secret\n").unwrap();
+    let read = |p: &Path| json!({"name": "read_file", "arguments": {"path": p}});
+    let ssh = home.join(".ssh/id_ed25519");
+    for (mode, plan) in [
+        (PermissionMode::Auto, true),
+        (PermissionMode::ReadOnly, false),
+        (PermissionMode::Ask, false),
+    ] {
+        let s = session_on(
+            &h,
+            &rt,
+            &h.ws,
+            json!({"responses": [
+                {"tool_calls": [read(&ssh)]},
+                {"tool_calls": [read(&other_plan)]},
+                {"text": "done"}
+            ]}),
+            mode,
+        );
+        let op = if plan {
+            plan_entry("look")
+        } else {
+            user("look")
+        };
+        let ev = run(&s, op).await;
+        let asked = ev.iter().find_map(|e| match &e.kind {
+            EventKind::QuestionnaireOpened { id, question } => Some((id.clone(), question.clone())),
+            _ => None,
+        });
+        let (q, question) = asked.unwrap_or_else(|| panic!("{mode:?}: no question: {ev:?}"));
+        let waymark_protocol::Question::Permission(p) = *question else {
+            panic!("{question:?}")
+        };
+        assert!(p.summary.contains("private"), "{}", p.summary);
+        assert!(
+            p.grants.session.is_none() && p.grants.prefix.is_none(),
+            "{p:?}"
+        );
+        assert!(
+            s.submit(answer(&q, waymark_protocol::Answer::AllowForSession))
+                .await
+                .is_err(),
+            "a session grant was accepted"
+        );
+        let ev = run(
+            &s,
+            answer(&q, waymark_protocol::Answer::Deny { message: None }),
+        )
+        .await;
+        // The next private read asks again.
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
+            "{mode:?}: the second private read did not ask"
+        );
+        let shown = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
+        assert!(!shown.contains("ssh-secret") && !shown.contains("other-session-secret"));
+        s.shutdown().await.unwrap();
+    }
+    // Outside plan mode, `auto` reads it (the user let the agent do anything); once allowed,
+    // the read goes through.
+    let s = session_on(
+        &h,
+        &rt,
+        &home,
+        json!({"responses": [
+            {"tool_calls": [
+                read(&ssh),
+                json!({"name": "grep", "arguments": {"pattern": "secret"}}),
+                json!({"name": "glob", "arguments": {"pattern": "**/*"}}),
+                read(Path::new("${session_dir}/artifacts")),
+            ]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Auto,
+    );
+    let r = results(&run(&s, user("look")).await);
+    assert!(
+        r[0].2.contains("ssh-secret"),
+        "auto reads what it is told: {:?}",
+        r[0]
+    );
+    // The searches of the home folder skip its private places.
+    for (_, _, out) in &r[1..3] {
+        for secret in [
+            "ssh-secret",
+            "aws-secret",
+            "gh-secret",
+            "settings-secret",
+            ".ssh/",
+            ".aws/",
+        ] {
+            assert!(
+                !out.contains(secret),
+                "a search entered a private place: {out}"
+            );
+        }
+    }
+    assert!(r[2].2.contains("notes.txt"), "{:?}", r[2]);
+    s.shutdown().await.unwrap();
+
+    // The reviewer is refused, and never asks.
+    let mut c = Config::default();
+    c.goal.verification = Some(Verification::Subagent);
+    let h2 = Harness::new(c);
+    let rt2 = h2.reopen(|o| o.process_env = env.clone());
+    let s = session_on(
+        &h2,
+        &rt2,
+        &h2.ws,
+        json!({
+            "responses": [{"text": "Done.", "tool_calls": [{"name": "update_goal", "arguments":
+                {"mode": "status", "status": "complete", "message": "all done"}}]}],
+            "verifier": [{"text": "Checking.", "tool_calls": [read(&ssh)]}, {"text": "VERDICT: PASS"}]
+        }),
+        PermissionMode::Ask,
+    );
+    let ev = run(&s, user("/goal finish it")).await;
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. }))
+    );
+    let out = verifier_results(&rt2, s.id());
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(
+        out[0].contains("private") && !out[0].contains("ssh-secret"),
+        "{out:?}"
+    );
+    other.shutdown().await.unwrap();
+    s.shutdown().await.unwrap();
+}
+
+/// A prefix grant for a read-only tool runs unsandboxed, so its operands could name any
+/// file: one that leads into a private place (spelled with `~`, absolute, or relative to a
+/// workspace that holds the home folder) asks again. A write tool aimed at a private place
+/// asks without showing its contents, and one aimed outside the workspace is refused at once.
+#[tokio::test]
+async fn grants_and_write_questions_keep_private_places_private() {
+    let h = Harness::new(Config::default());
+    let home = fake_home(h.dir.path());
+    let env = tool_env(&home);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    std::fs::write(home.join("a.txt"), "plain\n").unwrap();
+    let s = session_on(
+        &h,
+        &rt,
+        &home,
+        json!({"responses": [
+            {"tool_calls": [bash("cat a.txt")]},
+            {"tool_calls": [bash("cat a.txt notes.txt")]},
+            {"tool_calls": [bash("cat ~/.ssh/id_ed25519")]},
+            {"tool_calls": [bash(&format!("cat {}", home.join(".aws/credentials").display()))]},
+            {"tool_calls": [bash("cat .netrc")]},
+            {"tool_calls": [{"name": "edit", "arguments": {"path": ".ssh/id_ed25519", "old_string": "BEGIN OPENSSH", "new_string": "x"}}]},
+            {"tool_calls": [{"name": "write", "arguments": {"path": "/etc/waymark-should-not-exist", "content": "x"}}]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let asked = |ev: &[waymark_protocol::Event]| {
+        ev.iter().find_map(|e| match &e.kind {
+            EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
+                waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+    };
+    let ev = run(&s, user("look")).await;
+    let (q, _) = asked(&ev).unwrap();
+    let ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
+    // `cat a.txt notes.txt` ran under the grant; each private read asks again.
+    let mut commands = Vec::new();
+    let mut ev = ev;
+    for _ in 0..3 {
+        let (q, p) = asked(&ev).expect("a private read under the grant asked");
+        commands.push(p.command.clone().unwrap_or_default());
+        ev = run(
+            &s,
+            answer(&q, waymark_protocol::Answer::Deny { message: None }),
+        )
+        .await;
+    }
+    assert!(commands[0].contains("~/.ssh"), "{commands:?}");
+    assert!(commands[1].contains(".aws/credentials"), "{commands:?}");
+    assert!(commands[2].contains(".netrc"), "{commands:?}");
+    // The edit of a private file asks (no grant covers it) and does not show the file.
+    let (q, p) = asked(&ev).expect("the edit asked");
+    assert!(p.grants.session.is_none(), "{p:?}");
+    assert!(p.files[0].diff.is_none(), "{p:?}");
+    assert!(
+        p.files[0]
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("private")),
+        "{p:?}"
+    );
+    let ev = run(
+        &s,
+        answer(&q, waymark_protocol::Answer::Deny { message: None }),
+    )
+    .await;
+    // The write outside the workspace is refused without a question.
+    assert!(asked(&ev).is_none(), "{ev:?}");
+    let log = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
+    for secret in ["ssh-secret", "aws-secret", "netrc-secret"] {
+        assert!(!log.contains(secret), "{secret} reached the log");
+    }
+    assert!(log.contains("outside the workspace"), "{log}");
+    assert!(!Path::new("/etc/waymark-should-not-exist").exists());
+    s.shutdown().await.unwrap();
+}
