@@ -140,6 +140,20 @@ pub fn prefix_covers(prefix: &str, command: &str) -> bool {
         && words[granted.len()..].iter().all(|w| plain_operand(w))
 }
 
+/// Whether a git prefix would read a repository that holds a private place (a home folder
+/// kept in git, dotfiles and all): `git show HEAD:.ssh/id_rsa` names no file on disk, and a
+/// plain `git diff` prints whatever tracked file changed, so no grant covers git there.
+fn git_reads_private(call: &GuardCall<'_>, prefix: &str) -> bool {
+    prefix.starts_with("git ")
+        && call
+            .workspace
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .is_some_and(|root| {
+                call.protected.held_by(root).is_some() || call.protected.place_of(root).is_some()
+            })
+}
+
 /// How much a grant covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -178,13 +192,17 @@ impl Grant {
             && match (self.kind, shell) {
                 (GrantKind::Tool, false) => true,
                 (GrantKind::Exact, true) => command == self.pattern,
-                // A granted `cat` or `git diff` reads what its operands name, unsandboxed: an
-                // operand leading into a private place is the user's decision again.
+                // A granted `cat` or `rg` reads what its operands name, unsandboxed: an
+                // operand leading into a private place, or naming a folder that holds one, is
+                // the user's decision again.
                 (GrantKind::Prefix, true) => {
                     prefix_covers(&self.pattern, command)
+                        && !git_reads_private(call, &self.pattern)
                         && !command.split_whitespace().any(|w| {
-                            read_target(call.workspace, w)
-                                .is_some_and(|t| call.protected.place_of(&t).is_some())
+                            read_target(call.workspace, w).is_some_and(|t| {
+                                call.protected.place_of(&t).is_some()
+                                    || call.protected.held_by(&t).is_some()
+                            })
                         })
                 }
                 (GrantKind::Tool, true) | (GrantKind::Exact | GrantKind::Prefix, false) => false,
@@ -284,10 +302,15 @@ impl ToolGuard for PermissionGuard {
         } else {
             written_paths(call)
         };
-        let targets: Vec<PathBuf> = raw
-            .iter()
-            .filter_map(|p| resolve_target(call.workspace, p).ok())
-            .collect();
+        let mut targets: Vec<PathBuf> = Vec::with_capacity(raw.len());
+        for p in &raw {
+            match resolve_target(call.workspace, p) {
+                Ok(t) => targets.push(t),
+                // The tool resolves the same way and would refuse it: refused here, before
+                // anyone is asked.
+                Err(e) => return GuardDecision::Deny(format!("{}: {e}", tool.name())),
+            }
+        }
         // The tools write only inside the workspace and the session's artifacts: a call
         // aimed elsewhere is refused here, rather than asked about and refused later.
         if let Some(t) = targets
@@ -303,9 +326,8 @@ impl ToolGuard for PermissionGuard {
         }
         // Written only on the user's word, never under a grant: `.git/` and instruction files,
         // by the name the call gives (an AGENTS.md that links elsewhere is still one) or by
-        // where it leads; and, failing closed, any path that does not resolve.
-        let touches_git = targets.len() < raw.len()
-            || raw.iter().any(|p| is_instructions_file(Path::new(p)))
+        // where it leads; git's own settings; and private places.
+        let touches_git = raw.iter().any(|p| is_instructions_file(Path::new(p)))
             || targets.iter().any(|t| {
                 in_git_dir(t)
                     || is_instructions_file(t)

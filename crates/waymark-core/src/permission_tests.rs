@@ -529,10 +529,23 @@ fn instruction_file_writes_ask_except_in_auto_and_no_grant_covers_them() {
 /// A path the guard cannot resolve is not waved through: it asks (fails closed), and no
 /// session grant is offered for it (red-team finding).
 #[test]
-fn an_unresolvable_write_target_asks() {
+fn an_unresolvable_write_target_is_refused_before_anyone_is_asked() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
-    assert_protected_write(&ws, "../outside.txt");
+    for mode in [
+        PermissionMode::Ask,
+        PermissionMode::AutoEdit,
+        PermissionMode::Auto,
+    ] {
+        for path in ["../outside.txt", "sub/../../outside.txt", "/no/such/root/x"] {
+            let mut c = case(&Write, mode, json!({"path": path, "content": "x"}));
+            c.ws = &ws;
+            assert!(
+                matches!(decide(c), GuardDecision::Deny(_)),
+                "{mode:?} {path}"
+            );
+        }
+    }
 }
 
 #[test]

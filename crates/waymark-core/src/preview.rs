@@ -61,12 +61,24 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
         (other, _) => other,
     };
     let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
+    let shown = escape_line(raw);
+    let diff_of = |before: &str, after: &str| {
+        let d = crate::plan::render::unified_diff(
+            before,
+            after,
+            &format!("a/{shown}"),
+            &format!("b/{shown}"),
+        );
+        escape_block(&cut(d))
+    };
     let (diff, note) = if call.protected.place_of(&target).is_some() {
-        // Shown in the question, kept in the log: a private file's contents stay out.
-        (
-            None,
-            Some("a private place (a credential store, Waymark's data, a hidden file of the home folder): its contents are not shown".to_string()),
-        )
+        // Shown in the question, kept in the log: a private file's current contents stay
+        // out, but what the model asks to put there is shown, so nobody approves blind.
+        let note = "a private place (a credential store, Waymark's data, a hidden file of the home folder): its current contents are not shown; the diff is only what the call asks to write".to_string();
+        match crate::tools::requested_text(tool, call.arguments) {
+            Ok((old, new)) => (Some(diff_of(&old, &new)), Some(note)),
+            Err(why) => (None, Some(format!("{note}; the call will fail: {why}"))),
+        }
     } else if size > MAX_DIFF_INPUT {
         (
             None,
@@ -76,16 +88,7 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
         )
     } else {
         match crate::tools::before_after(tool, &target, call.arguments) {
-            Ok((before, after)) => {
-                let shown = escape_line(raw);
-                let d = crate::plan::render::unified_diff(
-                    &before,
-                    &after,
-                    &format!("a/{shown}"),
-                    &format!("b/{shown}"),
-                );
-                (Some(escape_block(&cut(d))), None)
-            }
+            Ok((before, after)) => (Some(diff_of(&before, &after)), None),
             Err(why) => (None, Some(format!("the call will fail: {why}"))),
         }
     };

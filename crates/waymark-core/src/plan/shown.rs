@@ -67,8 +67,9 @@ enum Block {
     },
     /// A paragraph, table cell or other text outside headings and items.
     Text(String),
-    /// Raw HTML: the page and the Markdown part ways here.
-    Html,
+    /// Raw HTML, a quotation or a footnote: where the page and the Markdown part ways, or
+    /// the page sets text apart from the section around it.
+    Aside,
 }
 
 /// Stands in a heading's text for raw HTML inside it, so the heading names no section.
@@ -113,6 +114,10 @@ fn blocks(markdown: &str) -> Vec<Block> {
     let mut lists = 0usize;
     let mut html_depth = 0i64;
     let mut code = false;
+    // Inside a quotation or a footnote: its items are not the section's own.
+    let mut containers = 0usize;
+    // Inside struck-out text: the page shows it crossed out.
+    let mut struck = 0usize;
     let push_text = |open: &mut Vec<Open>, t: &str| match open.last_mut() {
         Some(Open::Heading(_, s) | Open::Item(_, s) | Open::Text(s)) => s.push_str(t),
         None => open.push(Open::Text(t.to_string())),
@@ -124,7 +129,7 @@ fn blocks(markdown: &str) -> Vec<Block> {
                 if let Some(Open::Heading(_, text)) = open.last_mut() {
                     text.push(HTML_MARK);
                 }
-                out.push(Block::Html);
+                out.push(Block::Aside);
                 if let Some(level) = html_heading(&h) {
                     out.push(Block::Heading {
                         level,
@@ -137,9 +142,21 @@ fn blocks(markdown: &str) -> Vec<Block> {
             Event::Start(Tag::Heading { level: l, .. }) => {
                 open.push(Open::Heading(level(l), String::new()))
             }
+            Event::Start(Tag::BlockQuote(_) | Tag::FootnoteDefinition(_)) => {
+                containers += 1;
+                out.push(Block::Aside);
+            }
+            Event::End(TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition) => {
+                containers = containers.saturating_sub(1)
+            }
+            Event::Start(Tag::Strikethrough) => struck += 1,
+            Event::End(TagEnd::Strikethrough) => struck = struck.saturating_sub(1),
             Event::Start(Tag::List(_)) => lists += 1,
             Event::End(TagEnd::List(_)) => lists = lists.saturating_sub(1),
-            Event::Start(Tag::Item) => open.push(Open::Item(lists, String::new())),
+            Event::Start(Tag::Item) => {
+                let depth = if containers > 0 { usize::MAX } else { lists };
+                open.push(Open::Item(depth, String::new()))
+            }
             Event::Start(Tag::Paragraph | Tag::TableCell)
                 if !matches!(open.last(), Some(Open::Item(..) | Open::Heading(..))) =>
             {
@@ -162,7 +179,9 @@ fn blocks(markdown: &str) -> Vec<Block> {
                     None => {}
                 }
             }
-            Event::Text(t) | Event::Code(t) if html_depth == 0 && !code => push_text(&mut open, &t),
+            Event::Text(t) | Event::Code(t) if html_depth == 0 && !code && struck == 0 => {
+                push_text(&mut open, &t)
+            }
             Event::SoftBreak | Event::HardBreak => push_text(&mut open, " "),
             _ => {}
         }
@@ -170,15 +189,32 @@ fn blocks(markdown: &str) -> Vec<Block> {
     out
 }
 
-/// The blocks of the `## name` (or `### name`) section, case-insensitive, up to the next
-/// heading of its level or above; None without one.
+/// The blocks of the section called `name` (case-insensitive) at the plan's top level (its
+/// highest heading level, `## Summary` in a plan file; a lone leading `# Title` is the
+/// page's title), up to the next heading of that level or above. None without one, and None when two sections have that name: a second
+/// `## Budget`, or a `### Budget` under `## Rejected alternatives`, is not the plan's.
 fn section(blocks: &[Block], name: &str) -> Option<Vec<Block>> {
-    let at = blocks.iter().position(|b| {
-        matches!(b, Block::Heading { level: 2 | 3, text } if text.trim().eq_ignore_ascii_case(name))
-    })?;
-    let Block::Heading { level: own, .. } = &blocks[at] else {
-        return None;
+    let levels: Vec<u8> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Heading { level, .. } => Some(*level),
+            _ => None,
+        })
+        .collect();
+    // A lone `# Title` above everything is the page's title, not a section of it.
+    let body = match levels.as_slice() {
+        [1, rest @ ..] if !rest.contains(&1) && !rest.is_empty() => rest,
+        all => all,
     };
+    let top = *body.iter().min()?;
+    let named = |b: &Block| matches!(b, Block::Heading { text, .. } if text.trim().eq_ignore_ascii_case(name));
+    if blocks.iter().filter(|b| named(b)).count() != 1 {
+        return None;
+    }
+    let at = blocks
+        .iter()
+        .position(|b| named(b) && matches!(b, Block::Heading { level, .. } if *level == top))?;
+    let own = &top;
     Some(
         blocks[at + 1..]
             .iter()
@@ -209,7 +245,7 @@ pub fn title(text: &str) -> Option<String> {
                 Block::Text(t) | Block::Item { text: t, .. } => {
                     Some(squeeze(&t)).filter(|t| !t.is_empty())
                 }
-                Block::Heading { .. } | Block::Html => None,
+                Block::Heading { .. } | Block::Aside => None,
             })
         })
         .or_else(|| {
@@ -229,7 +265,7 @@ pub fn steps(text: &str) -> Vec<String> {
     let Some(body) = section(&all, "Steps").or_else(|| section(&all, "Implementation")) else {
         return Vec::new();
     };
-    if body.contains(&Block::Html) {
+    if body.contains(&Block::Aside) {
         return Vec::new();
     }
     body.into_iter()
@@ -249,7 +285,7 @@ pub fn steps(text: &str) -> Vec<String> {
 /// comes twice.
 pub fn budget(text: &str) -> Option<String> {
     let body = section(&blocks(text), "Budget")?;
-    if body.contains(&Block::Html) {
+    if body.contains(&Block::Aside) {
         return None;
     }
     let words: Vec<String> = body
@@ -259,7 +295,7 @@ pub fn budget(text: &str) -> Option<String> {
                 .split_whitespace()
                 .map(str::to_string)
                 .collect::<Vec<_>>(),
-            Block::Html => Vec::new(),
+            Block::Aside => Vec::new(),
         })
         .map(|w| {
             w.trim_matches(|c: char| matches!(c, '`' | ',' | ';' | '.' | '(' | ')'))
@@ -381,6 +417,45 @@ mod tests {
             None
         );
         assert!(steps("## Steps\n1. a\n\n<h3>x</h3>\n").is_empty());
+        // A lone `# Title` above the sections does not hide them; a nested name is not one.
+        let titled =
+            "# Retry the uploader\n\n## Summary\nx\n\n## Steps\n1. Wrap\n\n## Budget\nbudget=40K\n";
+        assert_eq!(steps(titled), ["Wrap"]);
+        assert_eq!(budget(titled).as_deref(), Some("budget=40K"));
+        let nested = "## Summary\nx\n\n## Alternatives\n### Budget\nbudget=900M\n";
+        assert_eq!(budget(nested), None);
+        assert_eq!(
+            budget("# A\n## Budget\nbudget=1K\n# B\n### Budget\nbudget=9M\n"),
+            None
+        );
+        // Footnotes, quotations and struck-out text are set apart on the page.
+        let footnote = "## Summary\nx\n\n## Steps\n1. Rename the logger[^1]\n\n[^1]: Rejected ideas, do not do these:\n    1. Delete the production database\n";
+        assert!(steps(footnote).is_empty(), "{:?}", steps(footnote));
+        let quoted = "## Summary\nx\n\n## Steps\n1. Rename\n\n> **Rejected**, do not do:\n> 1. Delete the production database\n";
+        assert!(steps(quoted).is_empty(), "{:?}", steps(quoted));
+        assert_eq!(
+            steps(
+                "## Summary\nx\n\n## Steps\n1. Rename\n2. ~~Drop the users table~~\n3. Test ~~and ship~~\n"
+            ),
+            ["Rename", "Test"]
+        );
+        assert_eq!(
+            budget("## Summary\nx\n\n## Budget\n~~budget=5M~~ budget=10K\n").as_deref(),
+            Some("budget=10K")
+        );
+        // Only the top level counts, and only once.
+        let nested = "## Summary\nx\n\n## Rejected alternatives\n### Budget\nbudget=5M turns=900\n\n## Budget\nbudget=10K\n";
+        assert_eq!(budget(nested), None, "two sections called Budget");
+        let only_nested = "## Summary\nx\n\n## Rejected alternatives\n### Budget\nbudget=5M\n";
+        assert_eq!(
+            budget(only_nested),
+            None,
+            "a nested Budget is not the plan's"
+        );
+        assert_eq!(
+            budget("## Summary\nx\n\n## Budget\nbudget=1K\n\n## Budget\nbudget=2K\n"),
+            None
+        );
         assert!(steps("## Steps\n1. Shown\n<div>\n2. Hidden\n</div>\n").is_empty());
     }
 }

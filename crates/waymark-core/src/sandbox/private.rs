@@ -148,9 +148,12 @@ impl Owner {
             }
         }
         for (k, v) in &self.env {
-            if k.to_str().is_some_and(crate::secrets::is_secret_name) && Path::new(v).is_absolute()
-            {
-                out.push(canonical(Path::new(v)));
+            if k.to_str().is_some_and(crate::secrets::is_secret_name) {
+                out.extend(
+                    std::env::split_paths(v)
+                        .filter(|p| p.is_absolute())
+                        .map(|p| canonical(&p)),
+                );
             }
         }
         out.retain(|p| p.is_absolute());
@@ -363,6 +366,27 @@ impl Protected {
             .map(PathBuf::as_path)
     }
 
+    /// A private place below a canonical folder (a command reading the folder whole, as `rg`
+    /// does, would read it), if any; a place the user named itself does not count.
+    pub fn held_by(&self, dir: &Path) -> Option<&Path> {
+        let below = |place: &&PathBuf| {
+            place.starts_with(dir)
+                && place.as_path() != dir
+                && !self.exceptions.iter().any(|e| e == *place)
+        };
+        if let Some(place) = self.places.iter().find(below) {
+            return Some(place);
+        }
+        let etc = self
+            .etc
+            .as_ref()
+            .filter(|_| Path::new("/etc").starts_with(dir) || dir.starts_with("/etc"))?;
+        etc.get_or_init(etc_private)
+            .iter()
+            .find(below)
+            .map(PathBuf::as_path)
+    }
+
     /// Whether a canonical path is git settings (`~/.gitconfig`, `~/.config/git/…`).
     pub fn is_git_settings(&self, path: &Path) -> bool {
         self.git_settings.iter().any(|g| path.starts_with(g))
@@ -506,18 +530,57 @@ pub(crate) mod tests {
                 var("CLAUDE_CONFIG_DIR", "claude"),
                 var("SOPS_AGE_KEY_FILE", "age.txt"),
                 var("HF_TOKEN_PATH", "hf"),
+                (
+                    OsString::from("MY_KEY_FILES"),
+                    OsString::from(format!(
+                        "{}:{}",
+                        root.join("k1").display(),
+                        root.join("k2").display()
+                    )),
+                ),
                 var("JAVA_HOME", "jdk"),
             ],
             ..Owner::default()
         };
         let places = owner.places();
-        for private in ["claude", "age.txt", "hf"] {
+        for private in ["claude", "age.txt", "hf", "k1", "k2"] {
             assert!(
                 places.contains(&root.join(private)),
                 "{private}: {places:?}"
             );
         }
         assert!(!places.contains(&root.join("jdk")), "{places:?}");
+    }
+
+    #[test]
+    fn a_folder_holding_a_private_place_is_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        touch(&root.join("home/.ssh/id"));
+        touch(&root.join("home/code/a.rs"));
+        touch(&root.join("data/sessions/s1/x"));
+        let owner = Owner {
+            waymark: vec![root.join("data")],
+            homes: vec![root.join("home")],
+            env: Vec::new(),
+        };
+        let p = Protected::new(
+            Arc::new(owner.places()),
+            Arc::default(),
+            vec![root.join("data/sessions/s1"), root.join("home")],
+            Arc::default(),
+        );
+        assert!(
+            p.held_by(&root.join("home")).is_some(),
+            "the workspace's own stores count"
+        );
+        assert!(p.held_by(&root).is_some());
+        assert!(p.held_by(&root.join("home/code")).is_none());
+        assert!(p.held_by(&root.join("data/sessions/s1")).is_none());
+        assert!(
+            p.held_by(Path::new("/")).is_some(),
+            "/etc's secrets are below /"
+        );
     }
 
     #[test]

@@ -23,7 +23,10 @@
 //!   accounting and quotas, and new namespaces (`unshare`, `setns`, `clone` with a
 //!   namespace flag), whose private capabilities would otherwise apply inside them.
 //!   `clone3`, whose flags a filter cannot read, answers `ENOSYS`, so libc falls back to
-//!   `clone`.
+//!   `clone`;
+//! - watching files (`inotify_*`, `fanotify_*`), which Landlock does not cover either: a
+//!   watch on a private folder would report when anyone touches what the command cannot
+//!   read. Tools that watch (`tail -f`) fall back to polling.
 //!
 //! Other architectures' system calls (32-bit `int 0x80` on x86_64) kill the process: the
 //! filter checks the architecture first. x32 numbers of the blocked calls are blocked too.
@@ -153,6 +156,12 @@ fn refused_calls() -> Vec<i64> {
         // New namespaces.
         libc::SYS_unshare,
         libc::SYS_setns,
+        // Watching files: Landlock does not cover it, so a watch on a private folder would
+        // tell the command when the user or the runtime touches what it cannot read.
+        libc::SYS_inotify_init1,
+        libc::SYS_inotify_add_watch,
+        libc::SYS_fanotify_init,
+        libc::SYS_fanotify_mark,
     ];
     // Calls only x86_64 still has (aarch64 has the `*at` forms alone).
     #[cfg(target_arch = "x86_64")]
@@ -163,6 +172,7 @@ fn refused_calls() -> Vec<i64> {
         libc::SYS_utime,
         libc::SYS_utimes,
         libc::SYS_futimesat,
+        libc::SYS_inotify_init,
     ]);
     v
 }

@@ -14,8 +14,8 @@ pub use bash::Bash;
 pub use patch::{ApplyPatch, patch_paths};
 pub use read::{ListDir, ReadFile};
 pub use search::{Glob, Grep};
-pub(crate) use write::before_after;
 pub use write::{Append, Edit, MultiEdit, Write};
+pub(crate) use write::{before_after, requested_text};
 
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;

@@ -147,6 +147,38 @@ pub(crate) fn before_after(
     }
 }
 
+/// What a file tool call asks to put in its file, from its arguments alone (the file is not
+/// read): for a private place, where the question must not show the current contents.
+/// `write`/`append` give their text as added; `edit`/`multiedit` each old text beside its
+/// replacement.
+pub(crate) fn requested_text(tool: &str, args: &Value) -> Result<(String, String), ToolError> {
+    match tool {
+        "write" | "append" => {
+            let a: WriteArgs = parse_args(tool, args.clone())?;
+            Ok((String::new(), a.content))
+        }
+        "edit" => {
+            let a: EditArgs = parse_args(tool, args.clone())?;
+            Ok((a.old_string, a.new_string))
+        }
+        "multiedit" => {
+            let a: MultiEditArgs = parse_args(tool, args.clone())?;
+            let (mut old, mut new) = (String::new(), String::new());
+            for (i, e) in a.edits.iter().enumerate() {
+                let head = format!("[edit {}]\n", i + 1);
+                old.push_str(&head);
+                old.push_str(&e.old_string);
+                old.push('\n');
+                new.push_str(&head);
+                new.push_str(&e.new_string);
+                new.push('\n');
+            }
+            Ok((old, new))
+        }
+        other => Err(ToolError::Model(format!("`{other}` has no preview"))),
+    }
+}
+
 /// Replaces text in a file.
 pub struct Edit;
 

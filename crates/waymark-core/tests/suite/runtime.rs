@@ -296,8 +296,11 @@ async fn tool_errors_and_unknown_tools_go_back_to_the_model() {
     let ev = run(&s, user("try")).await;
     let r = results(&ev);
     assert_eq!(r.len(), 3);
-    assert!(r.iter().all(|(_, st, _)| *st == ToolStatus::Error));
+    assert!(r[..2].iter().all(|(_, st, _)| *st == ToolStatus::Error));
     assert!(r[1].2.contains("no tool named `teleport`"));
+    // A write outside the workspace is refused by the guard, even in auto mode.
+    assert_eq!(r[2].1, ToolStatus::Denied, "{:?}", r[2]);
+    assert!(r[2].2.contains("inside the workspace"), "{:?}", r[2]);
     assert!(!h.dir.path().join("escape.txt").exists());
     assert_eq!(finished(&ev), vec![(TurnEndReason::Completed, None)]);
     s.shutdown().await.unwrap();

@@ -428,7 +428,8 @@ async fn the_runtime_environment_stays_unreadable_even_with_proc_allowed() {
 /// Stores moved elsewhere by their variables (`CARGO_HOME`, `XDG_CONFIG_HOME`,
 /// `XDG_DATA_HOME`, `AWS_SHARED_CREDENTIALS_FILE`), a home folder's hidden files of tools
 /// nobody reviewed, and a `GOPATH` naming the home folder stay out of the sandbox's reads;
-/// nor can it renice the user's other processes or take a lease on a file it reads.
+/// nor can it renice the user's other processes, take a lease on a file it reads or watch a
+/// folder it cannot read.
 #[tokio::test]
 async fn relocated_stores_hidden_files_and_other_processes_stay_out_of_reach() {
     let h = Harness::new(Config::default());
@@ -491,6 +492,11 @@ async fn relocated_stores_hidden_files_and_other_processes_stay_out_of_reach() {
         )),
         py(&format!(
             "import fcntl, os\nfd=os.open(\"README\", os.O_RDONLY)\nfor op, arg in ((1024, 0), (1036, 1), (1038, 1)):\n  try:\n    fcntl.fcntl(fd, op, arg); print(\"{GOT}\", op)\n  except OSError: pass\ntry:\n  fcntl.ioctl(fd, 0x40087602, b\"12345678\"); print(\"{GOT} setversion\")\nexcept OSError: pass\ntry:\n  fcntl.ioctl(fd, 0x40086604, b\"12345678\"); print(\"{GOT} ext4 setversion\")\nexcept OSError: pass\nexit(1)"
+        )),
+        // A watch on a folder it cannot read would tell it when the user touches it.
+        py(&format!(
+            "import ctypes\nc=ctypes.CDLL(None, use_errno=True)\nfd=c.inotify_init1(0)\nif fd >= 0:\n  print(\"{GOT} init1\", c.inotify_add_watch(fd, b\"{0}\", 0xfff))\nif c.inotify_init() >= 0: print(\"{GOT} init\")\nif c.fanotify_init(0, 0) >= 0: print(\"{GOT} fanotify\")\nexit(1)",
+            root.join("xdg/gh").display()
         )),
     ];
     std::fs::write(h.ws.join("README"), "read me\n").unwrap();

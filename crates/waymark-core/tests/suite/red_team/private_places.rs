@@ -241,7 +241,7 @@ async fn the_file_tools_ask_before_reading_a_private_place_and_searches_skip_the
 /// A prefix grant for a read-only tool runs unsandboxed, so its operands could name any
 /// file: one that leads into a private place (spelled with `~`, absolute, or relative to a
 /// workspace that holds the home folder) asks again. A write tool aimed at a private place
-/// asks without showing its contents, and one aimed outside the workspace is refused at once.
+/// asks showing only what it would write, never the file, and one aimed outside the workspace is refused at once.
 #[tokio::test]
 async fn grants_and_write_questions_keep_private_places_private() {
     let h = Harness::new(Config::default());
@@ -292,10 +292,19 @@ async fn grants_and_write_questions_keep_private_places_private() {
     assert!(commands[0].contains("~/.ssh"), "{commands:?}");
     assert!(commands[1].contains(".aws/credentials"), "{commands:?}");
     assert!(commands[2].contains(".netrc"), "{commands:?}");
-    // The edit of a private file asks (no grant covers it) and does not show the file.
+    // The edit of a private file asks (no grant covers it) and does not show the file, only
+    // what the call asks to change: nobody approves it blind.
     let (q, p) = asked(&ev).expect("the edit asked");
     assert!(p.grants.session.is_none(), "{p:?}");
-    assert!(p.files[0].diff.is_none(), "{p:?}");
+    let diff = p.files[0]
+        .diff
+        .as_deref()
+        .expect("the requested change is shown");
+    assert!(
+        diff.contains("-BEGIN OPENSSH") && diff.contains("+x"),
+        "{diff}"
+    );
+    assert!(!diff.contains("ssh-secret"), "{diff}");
     assert!(
         p.files[0]
             .note
@@ -316,5 +325,56 @@ async fn grants_and_write_questions_keep_private_places_private() {
     }
     assert!(log.contains("outside the workspace"), "{log}");
     assert!(!Path::new("/etc/waymark-should-not-exist").exists());
+    s.shutdown().await.unwrap();
+}
+
+/// A granted search reads whole folders: naming one that holds a private place (the
+/// workspace holding the home folder's stores, `/etc` with its secrets, `/`) asks again,
+/// while a folder without one is covered.
+#[tokio::test]
+async fn a_granted_search_of_a_folder_holding_a_private_place_asks_again() {
+    let h = Harness::new(Config::default());
+    let home = fake_home(h.dir.path());
+    let env = tool_env(&home);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    std::fs::create_dir_all(home.join("code")).unwrap();
+    std::fs::write(home.join("code/a.txt"), "plain\n").unwrap();
+    let s = session_on(
+        &h,
+        &rt,
+        &home,
+        json!({"responses": [
+            {"tool_calls": [bash("rg plain code")]},
+            {"tool_calls": [bash("rg plain code/a.txt")]},
+            {"tool_calls": [bash("rg secret .")]},
+            {"tool_calls": [bash("rg root /etc")]},
+            {"tool_calls": [bash("rg secret /")]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let asked = |ev: &[waymark_protocol::Event]| {
+        ev.iter().find_map(|e| match &e.kind {
+            EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
+                waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+    };
+    let (q, _) = asked(&run(&s, user("look")).await).unwrap();
+    let mut ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
+    assert_eq!(results(&ev).len(), 2, "rg code/a.txt ran under the grant");
+    let mut commands = Vec::new();
+    for _ in 0..3 {
+        let (q, p) = asked(&ev).expect("a search of a folder holding a private place asked");
+        commands.push(p.command.clone().unwrap_or_default());
+        ev = run(
+            &s,
+            answer(&q, waymark_protocol::Answer::Deny { message: None }),
+        )
+        .await;
+    }
+    assert_eq!(commands, ["rg secret .", "rg root /etc", "rg secret /"]);
     s.shutdown().await.unwrap();
 }
