@@ -342,8 +342,19 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
             for (n, label) in r.options.iter().enumerate() {
                 out.push_str(&format!("  Option {}: {}\n", n + 1, safe(label)));
             }
-            if !r.steps.is_empty() {
-                out.push_str(&format!("  Steps: {}\n", r.steps.len()));
+            // The steps a goal's reviewer would check, listed before anyone approves them.
+            if r.steps.is_empty() {
+                out.push_str(
+                    "  Steps: none (the plan has no `## Steps` section a reviewer could check)\n",
+                );
+            } else {
+                out.push_str(&format!(
+                    "  Steps ({}), as a reviewer would check them:\n",
+                    r.steps.len()
+                ));
+                for (n, step) in r.steps.iter().enumerate() {
+                    out.push_str(&format!("    {}. {}\n", n + 1, safe(step)));
+                }
             }
             if let Some(b) = &r.budget {
                 out.push_str(&format!("  The plan's budget: {}\n", safe(b)));

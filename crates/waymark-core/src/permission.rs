@@ -199,10 +199,11 @@ impl Grant {
                     prefix_covers(&self.pattern, command)
                         && !git_reads_private(call, &self.pattern)
                         && !command.split_whitespace().any(|w| {
-                            read_target(call.workspace, w).is_some_and(|t| {
-                                call.protected.place_of(&t).is_some()
-                                    || call.protected.held_by(&t).is_some()
-                            })
+                            through_process_view(call.workspace, w)
+                                || read_target(call.workspace, w).is_some_and(|t| {
+                                    call.protected.place_of(&t).is_some()
+                                        || call.protected.held_by(&t).is_some()
+                                })
                         })
                 }
                 (GrantKind::Tool, true) | (GrantKind::Exact | GrantKind::Prefix, false) => false,
@@ -422,6 +423,55 @@ fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -
         call_id: String::new(),
         call_sha256: String::new(),
     }))
+}
+
+/// Whether `raw`, resolved from the workspace, passes through a view of a process
+/// (`/proc`, `/dev/fd`, `/dev/std*`), at any step or through any symlink on the way. Such a
+/// path means one thing to the runtime, which checks it, and another to the command that
+/// opens it (`/proc/self/cwd` is the runtime's folder here and the workspace there), so no
+/// prefix grant covers it. A path with more links than the kernel follows counts too.
+fn through_process_view(workspace: &Path, raw: &str) -> bool {
+    use std::path::Component;
+    let view = |p: &Path| {
+        p.starts_with("/proc")
+            || p.starts_with("/dev/fd")
+            || ["/dev/stdin", "/dev/stdout", "/dev/stderr"]
+                .iter()
+                .any(|d| p.starts_with(d))
+    };
+    let mut pending: std::collections::VecDeque<PathBuf> = workspace
+        .join(raw)
+        .components()
+        .map(|c| PathBuf::from(c.as_os_str()))
+        .collect();
+    let mut at = PathBuf::new();
+    let mut links = 0;
+    while let Some(part) = pending.pop_front() {
+        match part.components().next() {
+            Some(Component::RootDir) => at = PathBuf::from("/"),
+            Some(Component::ParentDir) => {
+                at.pop();
+            }
+            Some(Component::Normal(name)) => {
+                at.push(name);
+                if view(&at) {
+                    return true;
+                }
+                if let Ok(to) = std::fs::read_link(&at) {
+                    links += 1;
+                    if links > 40 {
+                        return true;
+                    }
+                    at.pop();
+                    for c in to.components().rev() {
+                        pending.push_front(PathBuf::from(c.as_os_str()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    view(&at)
 }
 
 /// Where a read of `raw` lands: canonical as far as the path exists (symlinks followed),

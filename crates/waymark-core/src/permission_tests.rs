@@ -624,3 +624,40 @@ fn permission_question(d: GuardDecision) -> PermissionQuestion {
         other => panic!("{other:?}"),
     }
 }
+
+/// `/proc/self/cwd` is the runtime's folder when the guard checks a path and the
+/// workspace when the granted command opens it: any way into a process view, spelled
+/// out or through links, is outside every prefix grant.
+#[test]
+fn a_path_through_a_process_view_is_never_a_plain_operand() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(ws.join("src")).unwrap();
+    symlink("/proc/self/root", ws.join("root")).unwrap();
+    symlink("b", ws.join("a")).unwrap();
+    symlink("/dev/stdin", ws.join("b")).unwrap();
+    symlink("loop", ws.join("loop")).unwrap();
+    symlink("src", ws.join("code")).unwrap();
+    for raw in [
+        "/proc/self/cwd/../.ssh/id_ed25519",
+        "/proc/thread-self/cwd/.netrc",
+        "/dev/fd/3",
+        "/dev/stdin",
+        "/usr/../proc/1/environ",
+        "root/etc/passwd",
+        "a",
+        "loop",
+    ] {
+        assert!(through_process_view(&ws, raw), "{raw}");
+    }
+    for raw in [
+        "src/main.rs",
+        "code/main.rs",
+        "../x",
+        "/etc/hostname",
+        "/dev/null",
+    ] {
+        assert!(!through_process_view(&ws, raw), "{raw}");
+    }
+}

@@ -28,6 +28,9 @@ fn cut(diff: String) -> String {
     )
 }
 
+/// The note on a change to a private place, whose current contents the question leaves out.
+const PRIVATE_NOTE: &str = "a private place (a credential store, Waymark's data, a hidden file of the home folder): its current contents are not shown; the diff is only what the call asks to write";
+
 /// Each file the call changes, with its diff.
 pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
     let tool = call.tool.name();
@@ -36,7 +39,12 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
             .arguments
             .get("patch")
             .and_then(Value::as_str)
-            .map(patch_files)
+            .map(|patch| {
+                patch_files(patch, |name| {
+                    resolve_target(call.workspace, name)
+                        .is_ok_and(|t| call.protected.place_of(&t).is_some())
+                })
+            })
             .unwrap_or_default();
     }
     let Some(raw) = call.arguments.get("path").and_then(Value::as_str) else {
@@ -74,7 +82,7 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
     let (diff, note) = if call.protected.place_of(&target).is_some() {
         // Shown in the question, kept in the log: a private file's current contents stay
         // out, but what the model asks to put there is shown, so nobody approves blind.
-        let note = "a private place (a credential store, Waymark's data, a hidden file of the home folder): its current contents are not shown; the diff is only what the call asks to write".to_string();
+        let note = PRIVATE_NOTE.to_string();
         match crate::tools::requested_text(tool, call.arguments) {
             Ok((old, new)) => (Some(diff_of(&old, &new)), Some(note)),
             Err(why) => (None, Some(format!("{note}; the call will fail: {why}"))),
@@ -102,8 +110,8 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
 }
 
 /// The files of a unified diff as the model sent it: each with its operation and its own
-/// section of the patch.
-fn patch_files(patch: &str) -> Vec<FileChange> {
+/// section of the patch, and a note on each that `private` says is a private place.
+fn patch_files(patch: &str, private: impl Fn(&str) -> bool) -> Vec<FileChange> {
     let mut out = Vec::new();
     let lines: Vec<&str> = patch.split_inclusive('\n').collect();
     let starts: Vec<usize> = lines
@@ -128,6 +136,7 @@ fn patch_files(patch: &str) -> Vec<FileChange> {
             })
         };
         let (old, new) = (name(lines[s], "--- "), name(lines[s + 1], "+++ "));
+        let touches_private = old.iter().chain(new.iter()).any(|n| private(n));
         let (op, path) = match (&old, &new) {
             (None, Some(n)) => ("create", n.clone()),
             (Some(o), None) => ("delete", o.clone()),
@@ -140,7 +149,7 @@ fn patch_files(patch: &str) -> Vec<FileChange> {
             resolved: None,
             op: op.to_string(),
             diff: Some(escape_block(&cut(section))),
-            note: None,
+            note: touches_private.then(|| PRIVATE_NOTE.to_string()),
         });
     }
     out
@@ -153,7 +162,7 @@ mod tests {
     #[test]
     fn a_patch_lists_every_file_with_its_operation() {
         let p = "--- a/x.rs\n+++ b/x.rs\n@@ -1 +1 @@\n-a\n+b\n--- /dev/null\n+++ b/new.rs\n@@ -0,0 +1 @@\n+n\n--- a/gone.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-g\n--- a/old\x1b[8m.rs\n+++ b/moved.rs\n";
-        let files = patch_files(p);
+        let files = patch_files(p, |n| n == "gone.rs");
         let ops: Vec<(&str, &str)> = files
             .iter()
             .map(|f| (f.op.as_str(), f.path.as_str()))
@@ -168,5 +177,7 @@ mod tests {
             ]
         );
         assert!(files[0].diff.as_deref().unwrap().contains("-a\n+b"));
+        let notes: Vec<bool> = files.iter().map(|f| f.note.is_some()).collect();
+        assert_eq!(notes, [false, false, true, false]);
     }
 }

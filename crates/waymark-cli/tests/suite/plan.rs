@@ -300,7 +300,7 @@ fn comments_history_approve_as_goal_and_export_from_the_cli() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(
-        shown.contains("Steps: 2")
+        shown.contains("Steps (2), as a reviewer would check them:\n    1. Uppercase greet.txt\n    2. Add an exclamation mark\n")
             && shown.contains("The plan's budget: budget=30K turns=5")
             && shown.contains("--as-goal")
             && shown.contains("--comment 12-14"),

@@ -207,7 +207,16 @@ fn section(blocks: &[Block], name: &str) -> Option<Vec<Block>> {
         all => all,
     };
     let top = *body.iter().min()?;
-    let named = |b: &Block| matches!(b, Block::Heading { text, .. } if text.trim().eq_ignore_ascii_case(name));
+    // Letters and digits only: `Steps:`, `**Budget**` and `St&shy;eps` name their sections
+    // (raw HTML's mark stays, so a heading holding any names none).
+    let bare = |t: &str| -> String {
+        t.chars()
+            .filter(|c| c.is_alphanumeric() || *c == HTML_MARK)
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let name = bare(name);
+    let named = |b: &Block| matches!(b, Block::Heading { text, .. } if bare(text) == name);
     if blocks.iter().filter(|b| named(b)).count() != 1 {
         return None;
     }
@@ -258,11 +267,12 @@ pub fn title(text: &str) -> Option<String> {
     Some(cut_chars(sentence.trim_end_matches('.'), 100))
 }
 
-/// The plan's steps: the top-level items of its `## Steps` section, or of its
-/// `## Implementation` section; at most [`MAX_STEPS`].
+/// The plan's steps: the top-level items of its `## Steps` section; at most
+/// [`MAX_STEPS`]. Nothing else stands in for a missing one: a heading that only looks like
+/// `Steps` (`St&shy;eps`, a Cyrillic `е`) gives no steps rather than another section's.
 pub fn steps(text: &str) -> Vec<String> {
     let all = blocks(text);
-    let Some(body) = section(&all, "Steps").or_else(|| section(&all, "Implementation")) else {
+    let Some(body) = section(&all, "Steps") else {
         return Vec::new();
     };
     if body.contains(&Block::Aside) {
@@ -417,6 +427,20 @@ mod tests {
             None
         );
         assert!(steps("## Steps\n1. a\n\n<h3>x</h3>\n").is_empty());
+        // Only `## Steps` gives steps, however its name is spelled on the page.
+        let soft = "## Summary\nx\n\n## St\u{ad}eps\n1. Fix a typo\n\n## Implementation\n1. Delete the tests\n";
+        assert_eq!(steps(soft), ["Fix a typo"]);
+        let cyrillic = "## Summary\nx\n\n## St\u{435}ps\n1. Fix a typo\n\n## Implementation\n1. Delete the tests\n";
+        assert!(steps(cyrillic).is_empty(), "{:?}", steps(cyrillic));
+        // A heading holding raw HTML names no section, even with the tag taken out.
+        assert_eq!(
+            budget("## Summary\nx\n\n## Bud<span hidden>x</span>get\nbudget=9M\n"),
+            None
+        );
+        assert_eq!(
+            budget("## Summary\nx\n\n## **Budget:**\nbudget=9K\n").as_deref(),
+            Some("budget=9K")
+        );
         // A lone `# Title` above the sections does not hide them; a nested name is not one.
         let titled =
             "# Retry the uploader\n\n## Summary\nx\n\n## Steps\n1. Wrap\n\n## Budget\nbudget=40K\n";

@@ -348,7 +348,20 @@ impl Protected {
     }
 
     /// The private place a canonical path lies in, if any.
-    pub fn place_of(&self, path: &Path) -> Option<&Path> {
+    pub fn place_of<'a>(&'a self, path: &'a Path) -> Option<&'a Path> {
+        // A process's folder holds its environment, command line and memory: the runtime's
+        // own (`/proc/self` leads there) and every other process of the user's.
+        if let Some(process) = path.ancestors().find(|a| {
+            a.parent() == Some(Path::new("/proc"))
+                && a.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    n == "self"
+                        || n == "thread-self"
+                        || (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                })
+        }) {
+            return Some(process);
+        }
         let inside = |place: &&PathBuf| {
             path.starts_with(place)
                 && !self
@@ -581,6 +594,22 @@ pub(crate) mod tests {
             p.held_by(Path::new("/")).is_some(),
             "/etc's secrets are below /"
         );
+        // Every process's folder is private; the machine's own tables are not.
+        for view in [
+            "/proc/self/environ",
+            "/proc/thread-self/mem",
+            "/proc/1/environ",
+            "/proc/42",
+        ] {
+            assert!(p.place_of(Path::new(view)).is_some(), "{view}");
+        }
+        for table in [
+            "/proc/cpuinfo",
+            "/proc/sys/kernel/ostype",
+            "/proc/1x/environ",
+        ] {
+            assert!(p.place_of(Path::new(table)).is_none(), "{table}");
+        }
     }
 
     #[test]

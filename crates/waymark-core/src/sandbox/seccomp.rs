@@ -16,7 +16,7 @@
 //! - `setsid` and `setpgid`, so nothing leaves the process group the tool kills when the
 //!   command ends;
 //! - every call that changes file metadata, which Landlock does not cover: the chmod, chown,
-//!   utime and xattr families (`*at` and fd variants included) and the ioctls that set
+//!   utime and xattr families (`*at` and fd variants included, `file_setattr` too) and the ioctls that set
 //!   inode flags (`chattr`) or the inode generation;
 //! - as defence in depth behind the dropped capabilities: host names, mounts (old and new
 //!   API), `pivot_root`, `chroot`, swap, `reboot`, `kexec_*`, kernel modules, `bpf`,
@@ -30,6 +30,8 @@
 //!
 //! Other architectures' system calls (32-bit `int 0x80` on x86_64) kill the process: the
 //! filter checks the architecture first. x32 numbers of the blocked calls are blocked too.
+//! Calls newer than the filter (numbers past `file_setattr`, native or x32) answer `ENOSYS`,
+//! so a new kernel's new calls open no hole.
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -96,6 +98,7 @@ mod nr {
     pub const SETXATTRAT: i64 = 463;
     pub const REMOVEXATTRAT: i64 = 466;
     pub const OPEN_TREE_ATTR: i64 = 467;
+    pub const FILE_SETATTR: i64 = 469;
 }
 
 /// Flags of `clone` that make a new namespace.
@@ -140,6 +143,7 @@ fn refused_calls() -> Vec<i64> {
         nr::FSPICK,
         nr::MOUNT_SETATTR,
         nr::OPEN_TREE_ATTR,
+        nr::FILE_SETATTR,
         libc::SYS_pivot_root,
         libc::SYS_chroot,
         libc::SYS_swapon,
@@ -188,6 +192,8 @@ pub enum FilterError {
     Build(#[from] seccompiler::BackendError),
     #[error("installing the filter: {0}")]
     Install(#[from] seccompiler::Error),
+    #[error("no seccomp filter for the {0} architecture")]
+    Arch(String),
 }
 
 fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, FilterError> {
@@ -334,38 +340,114 @@ pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
     Ok(filter.try_into()?)
 }
 
-/// The second filter: `clone3` answers `ENOSYS` (its flags sit in memory a filter cannot
-/// read), so libc retries with `clone`, whose namespace flags the main filter checks.
-pub fn clone3_program() -> Result<BpfProgram, FilterError> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(nr::CLONE3, Vec::new());
-    #[cfg(target_arch = "x86_64")]
-    rules.insert(nr::CLONE3 | X32_BIT, Vec::new());
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )?;
-    Ok(filter.try_into()?)
+/// The newest system call the filters know (`file_setattr`, Linux 6.17; the numbers from
+/// 424 on are the same on every architecture). Every number above it answers `ENOSYS`, so a
+/// kernel that adds a call (one that changes metadata, say) opens no hole the filter has
+/// not seen; programs treat `ENOSYS` as "this kernel is too old" and fall back.
+const NEWEST_KNOWN: u32 = 469;
+
+/// The second filter, written as BPF by hand (seccompiler matches numbers one by one, not
+/// ranges): `clone3` answers `ENOSYS` (its flags sit in memory a filter cannot read), so libc
+/// retries with `clone`, whose namespace flags the main filter checks; so does every call
+/// newer than [`NEWEST_KNOWN`], native or x32.
+pub fn enosys_program() -> Result<BpfProgram, FilterError> {
+    use seccompiler::sock_filter;
+    const LOAD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    // Offsets in `struct seccomp_data`.
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    let arch: u32 = match std::env::consts::ARCH {
+        "x86_64" => 0xC000_003E,
+        "aarch64" => 0xC000_00B7,
+        other => return Err(FilterError::Arch(other.to_string())),
+    };
+    let x32 = 0x4000_0000u32;
+    let clone3 = nr::CLONE3 as u32;
+    let newer = NEWEST_KNOWN + 1;
+    let op = |code, k, jt, jf| sock_filter { code, jt, jf, k };
+    let allow = libc::SECCOMP_RET_ALLOW;
+    let enosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+    Ok(vec![
+        /* 0 */ op(LOAD, ARCH, 0, 0),
+        // Another architecture: the main filter kills the process.
+        /* 1 */
+        op(JEQ, arch, 1, 0),
+        /* 2 */ op(RET, allow, 0, 0),
+        /* 3 */ op(LOAD, NR, 0, 0),
+        /* 4 */ op(JEQ, clone3, 5, 0),
+        /* 5 */ op(JEQ, clone3 | x32, 4, 0),
+        /* 6 */ op(JGE, x32 | newer, 3, 0),
+        /* 7 */ op(JGE, x32, 1, 0),
+        /* 8 */ op(JGE, newer, 1, 0),
+        /* 9 */ op(RET, allow, 0, 0),
+        /* 10 */ op(RET, enosys, 0, 0),
+    ])
 }
 
 /// Installs the filters on the calling thread (they are inherited by everything it starts).
 pub fn apply(network: Network) -> Result<(), FilterError> {
     let prog = program(network)?;
     seccompiler::apply_filter(&prog)?;
-    Ok(seccompiler::apply_filter(&clone3_program()?)?)
+    Ok(seccompiler::apply_filter(&enosys_program()?)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Runs the hand-written filter on one call, as the kernel would.
+    fn decide(prog: &[seccompiler::sock_filter], arch: u32, nr: u32) -> u32 {
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let i = &prog[pc];
+            pc += 1;
+            match i.code {
+                0x20 => acc = if i.k == 0 { nr } else { arch },
+                0x15 => pc += usize::from(if acc == i.k { i.jt } else { i.jf }),
+                0x35 => pc += usize::from(if acc >= i.k { i.jt } else { i.jf }),
+                0x06 => return i.k,
+                other => panic!("unexpected instruction {other:#x}"),
+            }
+        }
+    }
+
+    #[test]
+    fn calls_newer_than_the_filter_and_clone3_answer_enosys() {
+        let prog = enosys_program().unwrap();
+        let arch = if cfg!(target_arch = "x86_64") {
+            0xC000_003E
+        } else {
+            0xC000_00B7
+        };
+        let enosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let x32 = 0x4000_0000;
+        for (nr, want) in [
+            (0, allow),
+            (libc::SYS_openat as u32, allow),
+            (nr::CLONE3 as u32, enosys),
+            (nr::CLONE3 as u32 | x32, enosys),
+            (NEWEST_KNOWN, allow),
+            (NEWEST_KNOWN + 1, enosys),
+            (NEWEST_KNOWN + 60, enosys),
+            (x32 | 1, allow),
+            (x32 | NEWEST_KNOWN, allow),
+            (x32 | (NEWEST_KNOWN + 1), enosys),
+            (u32::MAX, enosys),
+        ] {
+            assert_eq!(decide(&prog, arch, nr), want, "call {nr:#x}");
+        }
+        // Another architecture is left to the main filter, which kills it.
+        assert_eq!(decide(&prog, 0x4000_0003, NEWEST_KNOWN + 1), allow);
+    }
+
     #[test]
     fn filters_compile_for_this_machine() {
         assert!(!program(Network::Deny).unwrap().is_empty());
         assert!(!program(Network::Allow).unwrap().is_empty());
-        assert!(!clone3_program().unwrap().is_empty());
+        assert!(!enosys_program().unwrap().is_empty());
     }
 }

@@ -493,6 +493,11 @@ async fn relocated_stores_hidden_files_and_other_processes_stay_out_of_reach() {
         py(&format!(
             "import fcntl, os\nfd=os.open(\"README\", os.O_RDONLY)\nfor op, arg in ((1024, 0), (1036, 1), (1038, 1)):\n  try:\n    fcntl.fcntl(fd, op, arg); print(\"{GOT}\", op)\n  except OSError: pass\ntry:\n  fcntl.ioctl(fd, 0x40087602, b\"12345678\"); print(\"{GOT} setversion\")\nexcept OSError: pass\ntry:\n  fcntl.ioctl(fd, 0x40086604, b\"12345678\"); print(\"{GOT} ext4 setversion\")\nexcept OSError: pass\nexit(1)"
         )),
+        // Linux 6.17's path-based inode attributes (`file_setattr`, 469) on a file it may
+        // read.
+        py(&format!(
+            "import ctypes, struct\nc=ctypes.CDLL(None, use_errno=True)\nb=ctypes.create_string_buffer(24)\nif c.syscall(468, -100, b\"README\", b, 24, 0) == 0:\n  struct.pack_into(\"Q\", b, 0, struct.unpack_from(\"Q\", b.raw)[0] | 0x40)\nif c.syscall(469, -100, b\"README\", b, 24, 0) == 0: print(\"{GOT} file_setattr\")\nexit(1)"
+        )),
         // A watch on a folder it cannot read would tell it when the user touches it.
         py(&format!(
             "import ctypes\nc=ctypes.CDLL(None, use_errno=True)\nfd=c.inotify_init1(0)\nif fd >= 0:\n  print(\"{GOT} init1\", c.inotify_add_watch(fd, b\"{0}\", 0xfff))\nif c.inotify_init() >= 0: print(\"{GOT} init\")\nif c.fanotify_init(0, 0) >= 0: print(\"{GOT} fanotify\")\nexit(1)",

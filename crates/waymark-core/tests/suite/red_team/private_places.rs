@@ -121,6 +121,7 @@ async fn the_file_tools_ask_before_reading_a_private_place_and_searches_skip_the
             json!({"responses": [
                 {"tool_calls": [read(&ssh)]},
                 {"tool_calls": [read(&other_plan)]},
+                {"tool_calls": [read(Path::new("/proc/self/environ"))]},
                 {"text": "done"}
             ]}),
             mode,
@@ -155,11 +156,24 @@ async fn the_file_tools_ask_before_reading_a_private_place_and_searches_skip_the
             answer(&q, waymark_protocol::Answer::Deny { message: None }),
         )
         .await;
-        // The next private read asks again.
+        // The next private reads ask again: another session's plan, then the runtime's own
+        // environment (the provider key lives there).
+        let asked_again = |ev: &[waymark_protocol::Event]| {
+            ev.iter().find_map(|e| match &e.kind {
+                EventKind::QuestionnaireOpened { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+        };
+        let q = asked_again(&ev)
+            .unwrap_or_else(|| panic!("{mode:?}: the second private read did not ask"));
+        let ev = run(
+            &s,
+            answer(&q, waymark_protocol::Answer::Deny { message: None }),
+        )
+        .await;
         assert!(
-            ev.iter()
-                .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
-            "{mode:?}: the second private read did not ask"
+            asked_again(&ev).is_some(),
+            "{mode:?}: reading /proc/self/environ did not ask: {ev:?}"
         );
         let shown = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
         assert!(!shown.contains("ssh-secret") && !shown.contains("other-session-secret"));
@@ -259,6 +273,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
             {"tool_calls": [bash("cat ~/.ssh/id_ed25519")]},
             {"tool_calls": [bash(&format!("cat {}", home.join(".aws/credentials").display()))]},
             {"tool_calls": [bash("cat .netrc")]},
+            {"tool_calls": [bash("cat /proc/self/cwd/.netrc")]},
             {"tool_calls": [{"name": "edit", "arguments": {"path": ".ssh/id_ed25519", "old_string": "BEGIN OPENSSH", "new_string": "x"}}]},
             {"tool_calls": [{"name": "write", "arguments": {"path": "/etc/waymark-should-not-exist", "content": "x"}}]},
             {"text": "done"}
@@ -280,7 +295,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
     // `cat a.txt notes.txt` ran under the grant; each private read asks again.
     let mut commands = Vec::new();
     let mut ev = ev;
-    for _ in 0..3 {
+    for _ in 0..4 {
         let (q, p) = asked(&ev).expect("a private read under the grant asked");
         commands.push(p.command.clone().unwrap_or_default());
         ev = run(
@@ -292,6 +307,8 @@ async fn grants_and_write_questions_keep_private_places_private() {
     assert!(commands[0].contains("~/.ssh"), "{commands:?}");
     assert!(commands[1].contains(".aws/credentials"), "{commands:?}");
     assert!(commands[2].contains(".netrc"), "{commands:?}");
+    // The runtime and the command read `/proc/self` as two different processes.
+    assert!(commands[3].contains("/proc/self/cwd"), "{commands:?}");
     // The edit of a private file asks (no grant covers it) and does not show the file, only
     // what the call asks to change: nobody approves it blind.
     let (q, p) = asked(&ev).expect("the edit asked");
