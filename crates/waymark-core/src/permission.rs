@@ -96,11 +96,7 @@ const SUBCOMMAND_PROGRAMS: &[&str] = &[
 /// subcommands, the subcommand (`cargo test`), when that prefix is on [`PREFIX_ALLOWLIST`].
 /// `None` otherwise, and when the command chains, redirects, quotes or expands anything.
 pub fn command_prefix(command: &str) -> Option<String> {
-    let c = command.trim();
-    if c.is_empty() || c.contains(SHELL_META) {
-        return None;
-    }
-    let mut words = c.split_whitespace();
+    let mut words = plain_words(command)?.into_iter();
     let first = words.next()?;
     let prefix = if SUBCOMMAND_PROGRAMS.contains(&first) {
         format!("{first} {}", words.next()?)
@@ -110,6 +106,23 @@ pub fn command_prefix(command: &str) -> Option<String> {
     PREFIX_ALLOWLIST
         .contains(&prefix.as_str())
         .then_some(prefix)
+}
+
+/// The words bash splits `command` into, when it is plain: no shell syntax
+/// ([`SHELL_META`]), and no blank or control character but spaces and tabs, the only ones
+/// bash splits on. A vertical tab or a no-break space is part of a word to bash, so
+/// splitting on it here would check words the command never has.
+fn plain_words(command: &str) -> Option<Vec<&str>> {
+    let odd = |c: char| (c.is_whitespace() || c.is_control()) && c != ' ' && c != '\t';
+    if command.contains(SHELL_META) || command.contains(odd) {
+        return None;
+    }
+    Some(
+        command
+            .split([' ', '\t'])
+            .filter(|w| !w.is_empty())
+            .collect(),
+    )
 }
 
 /// Whether a word after a granted prefix is a plain operand (`src/lib.rs`, `parser::tests`):
@@ -129,12 +142,13 @@ fn plain_operand(word: &str) -> bool {
 /// Whether a prefix grant covers `command`: a prefix still on the allowlist (a grant stored
 /// before it left the list covers nothing), then plain operands only.
 pub fn prefix_covers(prefix: &str, command: &str) -> bool {
-    let c = command.trim();
-    if c.contains(SHELL_META) || !PREFIX_ALLOWLIST.contains(&prefix) {
+    let Some(words) = plain_words(command) else {
+        return false;
+    };
+    if !PREFIX_ALLOWLIST.contains(&prefix) {
         return false;
     }
-    let words: Vec<&str> = c.split_whitespace().collect();
-    let granted: Vec<&str> = prefix.split_whitespace().collect();
+    let granted: Vec<&str> = prefix.split(' ').collect();
     words.len() >= granted.len()
         && words[..granted.len()] == granted[..]
         && words[granted.len()..].iter().all(|w| plain_operand(w))
@@ -198,7 +212,7 @@ impl Grant {
                 (GrantKind::Prefix, true) => {
                     prefix_covers(&self.pattern, command)
                         && !git_reads_private(call, &self.pattern)
-                        && !command.split_whitespace().any(|w| {
+                        && !plain_words(command).unwrap_or_default().iter().any(|w| {
                             through_process_view(call.workspace, w)
                                 || read_target(call.workspace, w).is_some_and(|t| {
                                     call.protected.place_of(&t).is_some()

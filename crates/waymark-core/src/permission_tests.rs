@@ -661,3 +661,18 @@ fn a_path_through_a_process_view_is_never_a_plain_operand() {
         assert!(!through_process_view(&ws, raw), "{raw}");
     }
 }
+
+/// bash splits words on spaces and tabs only: a vertical tab, form feed or no-break space
+/// is inside a word (`d<VT>/../../.ssh/id` is one relative path), so a command holding one
+/// is never plain and no prefix grant covers it.
+#[test]
+fn a_blank_bash_does_not_split_on_ends_every_prefix_grant() {
+    assert!(prefix_covers("cat", "cat a.txt\tb.txt"));
+    for odd in [
+        '\u{0b}', '\u{0c}', '\u{a0}', '\u{85}', '\u{2028}', '\u{3000}', '\r',
+    ] {
+        let command = format!("cat a.txt d{odd}/../../home/.ssh/id_ed25519");
+        assert!(!prefix_covers("cat", &command), "{odd:?}");
+        assert_eq!(command_prefix(&command), None, "{odd:?}");
+    }
+}

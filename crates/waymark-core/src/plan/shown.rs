@@ -207,13 +207,18 @@ fn section(blocks: &[Block], name: &str) -> Option<Vec<Block>> {
         all => all,
     };
     let top = *body.iter().min()?;
-    // Letters and digits only: `Steps:`, `**Budget**` and `St&shy;eps` name their sections
-    // (raw HTML's mark stays, so a heading holding any names none).
-    let bare = |t: &str| -> String {
+    // Compared by letters and digits (`Steps:`, `**Budget**` name their sections); a heading
+    // holding anything but those, spaces and ASCII punctuation names none: a combining
+    // stroke (`S̶t̶e̶p̶s̶` shows crossed out), a soft hyphen, raw HTML's mark.
+    let bare = |t: &str| -> Option<String> {
         t.chars()
-            .filter(|c| c.is_alphanumeric() || *c == HTML_MARK)
-            .flat_map(char::to_lowercase)
-            .collect()
+            .all(|c| c.is_alphanumeric() || c.is_ascii_punctuation() || c == ' ')
+            .then(|| {
+                t.chars()
+                    .filter(|c| c.is_alphanumeric())
+                    .flat_map(char::to_lowercase)
+                    .collect()
+            })
     };
     let name = bare(name);
     let named = |b: &Block| matches!(b, Block::Heading { text, .. } if bare(text) == name);
@@ -269,7 +274,8 @@ pub fn title(text: &str) -> Option<String> {
 
 /// The plan's steps: the top-level items of its `## Steps` section; at most
 /// [`MAX_STEPS`]. Nothing else stands in for a missing one: a heading that only looks like
-/// `Steps` (`St&shy;eps`, a Cyrillic `е`) gives no steps rather than another section's.
+/// `Steps` (`St&shy;eps`, a Cyrillic `е`, a crossed-out `S̶t̶e̶p̶s̶`) gives no steps rather than
+/// another section's.
 pub fn steps(text: &str) -> Vec<String> {
     let all = blocks(text);
     let Some(body) = section(&all, "Steps") else {
@@ -429,7 +435,11 @@ mod tests {
         assert!(steps("## Steps\n1. a\n\n<h3>x</h3>\n").is_empty());
         // Only `## Steps` gives steps, however its name is spelled on the page.
         let soft = "## Summary\nx\n\n## St\u{ad}eps\n1. Fix a typo\n\n## Implementation\n1. Delete the tests\n";
-        assert_eq!(steps(soft), ["Fix a typo"]);
+        assert!(steps(soft).is_empty(), "{:?}", steps(soft));
+        // A heading the page shows crossed out names nothing.
+        let struck = "## Plan\n1. Fix the typo\n\n## S\u{336}t\u{336}e\u{336}p\u{336}s\u{336}\n1. Delete the test suite\n\n## B\u{336}udget\nbudget=900M\n";
+        assert!(steps(struck).is_empty(), "{:?}", steps(struck));
+        assert_eq!(budget(struck), None);
         let cyrillic = "## Summary\nx\n\n## St\u{435}ps\n1. Fix a typo\n\n## Implementation\n1. Delete the tests\n";
         assert!(steps(cyrillic).is_empty(), "{:?}", steps(cyrillic));
         // A heading holding raw HTML names no section, even with the tag taken out.

@@ -263,6 +263,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
     let env = tool_env(&home);
     let rt = h.reopen(|o| o.process_env = env.clone());
     std::fs::write(home.join("a.txt"), "plain\n").unwrap();
+    std::fs::create_dir(home.join("d\u{b}")).unwrap();
     let s = session_on(
         &h,
         &rt,
@@ -274,6 +275,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
             {"tool_calls": [bash(&format!("cat {}", home.join(".aws/credentials").display()))]},
             {"tool_calls": [bash("cat .netrc")]},
             {"tool_calls": [bash("cat /proc/self/cwd/.netrc")]},
+            {"tool_calls": [bash("cat a.txt d\u{b}/../.ssh/id_ed25519")]},
             {"tool_calls": [{"name": "edit", "arguments": {"path": ".ssh/id_ed25519", "old_string": "BEGIN OPENSSH", "new_string": "x"}}]},
             {"tool_calls": [{"name": "write", "arguments": {"path": "/etc/waymark-should-not-exist", "content": "x"}}]},
             {"text": "done"}
@@ -295,7 +297,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
     // `cat a.txt notes.txt` ran under the grant; each private read asks again.
     let mut commands = Vec::new();
     let mut ev = ev;
-    for _ in 0..4 {
+    for _ in 0..5 {
         let (q, p) = asked(&ev).expect("a private read under the grant asked");
         commands.push(p.command.clone().unwrap_or_default());
         ev = run(
@@ -309,6 +311,8 @@ async fn grants_and_write_questions_keep_private_places_private() {
     assert!(commands[2].contains(".netrc"), "{commands:?}");
     // The runtime and the command read `/proc/self` as two different processes.
     assert!(commands[3].contains("/proc/self/cwd"), "{commands:?}");
+    // bash reads `d<VT>/../.ssh/id_ed25519` as one word, through the folder `d<VT>`.
+    assert!(commands[4].contains(".ssh/id_ed25519"), "{commands:?}");
     // The edit of a private file asks (no grant covers it) and does not show the file, only
     // what the call asks to change: nobody approves it blind.
     let (q, p) = asked(&ev).expect("the edit asked");
