@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks: the runtime (criterion), the standing CLI target against a local mock model
-# server, and the set-up cost of one sandboxed command (read set, helper, Landlock,
-# capabilities, seccomp). Prints the figures; asserts nothing.
+# server, the turn loop's instructions (Callgrind), and the set-up cost of one sandboxed
+# command (read set, helper, Landlock, capabilities, seccomp). Prints the figures; asserts
+# nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -33,6 +34,12 @@ if [ "${1:-}" = "--desktop" ]; then
 fi
 cargo build --locked --release -p waymark-cli
 python3 scripts/bench_cli.py target/release/waymark
+# Callgrind counts instructions, so the turn loop is compared across commits whatever the load.
+if ! command -v valgrind >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends valgrind
+fi
+python3 scripts/bench_callgrind.py target/release/waymark
 cargo bench --locked -p waymark-core --bench sandbox
 cargo bench --locked -p waymark-core --bench runtime --bench plan_render --bench goal -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
 python3 - <<'PY'

@@ -5,3 +5,4 @@ mod output;
 mod plan;
 mod red_team;
 mod support;
+mod upgrade;

@@ -10,3 +10,4 @@ mod protocol;
 mod providers;
 mod red_team;
 mod runtime;
+mod upgrade;
