@@ -136,6 +136,17 @@ impl From<waymark_protocol::WrongAnswer> for Error {
     }
 }
 
+impl From<crate::provider::SpecError> for Error {
+    fn from(e: crate::provider::SpecError) -> Self {
+        match e {
+            crate::provider::SpecError::Invalid { spec, message } => {
+                Error::ModelSpec { spec, message }
+            }
+            crate::provider::SpecError::Provider(p) => Error::Provider(p),
+        }
+    }
+}
+
 impl From<Error> for ErrorInfo {
     fn from(e: Error) -> Self {
         e.info()

@@ -6,7 +6,6 @@ pub mod clock;
 pub mod commands;
 pub mod compaction;
 pub mod context;
-pub mod display;
 pub mod error;
 pub mod extension;
 pub mod goal;
@@ -17,10 +16,7 @@ pub mod paths;
 pub mod permission;
 pub mod plan;
 mod preview;
-pub mod provider;
 pub mod runtime;
-pub mod sandbox;
-pub mod secrets;
 pub mod session;
 pub mod settings;
 #[cfg(feature = "test-support")]
@@ -29,6 +25,10 @@ pub mod store;
 pub(crate) mod store;
 pub mod tools;
 mod turn;
+
+pub use waymark_protocol::{display, secrets};
+pub use waymark_provider as provider;
+pub use waymark_sandbox as sandbox;
 
 pub use clock::{Clock, IdSource, ManualClock, RandomIds, SystemClock};
 pub use error::{Error, Result};

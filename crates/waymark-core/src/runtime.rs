@@ -397,7 +397,7 @@ impl Runtime {
             )
             .map(|r| r.provider)
             .map_err(|e| match e {
-                Error::Provider(e) => e,
+                provider::SpecError::Provider(e) => e,
                 other => provider::ProviderError::new(
                     provider::ProviderErrorKind::RequestRejected,
                     other.to_string(),

@@ -1,12 +1,17 @@
 //! Wire types of the Waymark runtime: what a front end asks ([`Op`]), what the runtime
 //! reports ([`Event`]), the DTOs both carry and the settings ([`config::Config`]).
-//! No I/O lives here; the desktop app and the CLI depend on these types alone.
+//! No I/O lives here; the desktop app and the CLI depend on these types alone. Beside them,
+//! the two pure text services every layer shares: escaping for display ([`display`]) and
+//! knowing and redacting secrets ([`secrets`]).
 
 pub mod config;
+pub mod display;
 mod event;
 mod goal;
+mod history;
 mod op;
 mod question;
+pub mod secrets;
 mod types;
 mod views;
 pub mod wire;
@@ -16,6 +21,7 @@ pub use goal::{
     BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalOp, GoalReason, GoalSnapshot,
     GoalStatus, GoalStep, GoalUpdateKind, Limit, UsageLimit,
 };
+pub use history::{HistoryItem, ToolCallRecord};
 pub use op::{Answer, AnswerParseError, Intent, LineComment, Op, Position};
 pub use question::*;
 pub use types::*;

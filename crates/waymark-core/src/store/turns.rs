@@ -2,8 +2,7 @@
 
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::{Deserialize, Serialize};
-use waymark_protocol::{ErrorInfo, MessageSource, ToolStatus, TurnEndReason, Usage};
+use waymark_protocol::{ErrorInfo, TurnEndReason, Usage};
 
 /// Lifecycle of a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -28,77 +27,7 @@ pub struct TurnRow {
     pub started_at: i64,
 }
 
-/// A tool call requested by the model.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct ToolCallRecord {
-    /// The runtime's id of the call, unique in the session (empty until the turn engine
-    /// records the reply). Questionnaires, events and results name the call by it.
-    pub id: String,
-    /// The id the call has on the wire: the provider's own when it sent a usable, unused
-    /// one, else one made up. Only ever sent back to the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wire_id: Option<String>,
-    pub name: String,
-    pub arguments: serde_json::Value,
-}
-
-impl ToolCallRecord {
-    /// A call as a provider reports it: its wire id (if it sent one), name and arguments.
-    pub fn from_provider(
-        wire_id: Option<String>,
-        name: String,
-        arguments: serde_json::Value,
-    ) -> Self {
-        ToolCallRecord {
-            id: String::new(),
-            wire_id: wire_id.filter(|w| !w.is_empty()),
-            name,
-            arguments,
-        }
-    }
-
-    /// The id to send to the model for this call.
-    pub fn wire(&self) -> &str {
-        self.wire_id.as_deref().unwrap_or(&self.id)
-    }
-}
-
-/// One entry of the conversation.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum HistoryItem {
-    User {
-        text: String,
-        source: MessageSource,
-    },
-    Assistant {
-        text: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reasoning: Option<String>,
-        #[serde(default)]
-        tool_calls: Vec<ToolCallRecord>,
-    },
-    ToolResult {
-        call_id: String,
-        /// The call's wire id (see [`ToolCallRecord::wire_id`]); older rows lack it and
-        /// used `call_id` on the wire.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        wire_id: Option<String>,
-        name: String,
-        status: ToolStatus,
-        content: String,
-    },
-}
-
-impl HistoryItem {
-    fn kind(&self) -> &'static str {
-        match self {
-            HistoryItem::User { .. } => "user",
-            HistoryItem::Assistant { .. } => "assistant",
-            HistoryItem::ToolResult { .. } => "tool_result",
-        }
-    }
-}
+pub use waymark_protocol::{HistoryItem, ToolCallRecord};
 
 const TURN_COLUMNS: &str = "id, session_id, message_id, status, reason, steps, input_tokens, \
      output_tokens, cached_tokens, started_at";
@@ -372,7 +301,7 @@ mod tests {
     use super::super::Store;
     use super::super::sessions::tests::make_session;
     use super::*;
-    use waymark_protocol::Position;
+    use waymark_protocol::{MessageSource, Position, ToolStatus};
 
     #[test]
     fn turn_lifecycle_and_unresolved_calls() {

@@ -211,7 +211,7 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
     if !args.is_object() {
         return Err(ToolError::Model(format!(
             "arguments of `{tool}` must be a JSON object, got: {}",
-            crate::provider::openai_clip(&args.to_string())
+            crate::display::clip(&args.to_string())
         )));
     }
     serde_json::from_value(args)

@@ -148,7 +148,9 @@ impl Owner {
             }
         }
         for (k, v) in &self.env {
-            if k.to_str().is_some_and(crate::secrets::is_secret_name) {
+            if k.to_str()
+                .is_some_and(waymark_protocol::secrets::is_secret_name)
+            {
                 out.extend(
                     std::env::split_paths(v)
                         .filter(|p| p.is_absolute())

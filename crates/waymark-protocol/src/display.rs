@@ -116,6 +116,19 @@ pub fn escape_line(s: &str) -> String {
     out
 }
 
+/// Text cut to its first 200 bytes (at a character boundary) with `…`, for an error message
+/// that quotes what was wrong.
+pub fn clip(s: &str) -> String {
+    if s.len() <= 200 {
+        return s.to_string();
+    }
+    let cut = (0..=200)
+        .rev()
+        .find(|i| s.is_char_boundary(*i))
+        .unwrap_or(0);
+    format!("{}…", &s[..cut])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,15 +1,15 @@
 //! Anthropic Messages over SSE (also served by MiniMax and Kimi endpoints).
 
 use super::http::{self, HttpOptions};
-use super::openai::clip;
 use super::{
     Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError,
     ProviderErrorKind, StreamEvent, StreamSink, parse_arguments, usage_figure,
 };
-use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use waymark_protocol::ToolCallRecord;
+use waymark_protocol::display::clip;
 use waymark_protocol::{RouteKind, Usage};
 
 const API_VERSION: &str = "2023-06-01";
@@ -325,8 +325,8 @@ impl ModelProvider for AnthropicProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::CallPurpose;
-    use crate::provider::http::StreamFold as _;
+    use crate::CallPurpose;
+    use crate::http::StreamFold as _;
 
     #[test]
     fn assembles_input_json_and_usage() {

@@ -6,12 +6,13 @@ use super::{
     Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError,
     ProviderErrorKind, StreamEvent, StreamSink, parse_arguments, usage_figure,
 };
-use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use waymark_protocol::ToolCallRecord;
+use waymark_protocol::display::clip;
 use waymark_protocol::{RouteKind, Usage};
 
 /// A Chat Completions endpoint.
@@ -331,17 +332,6 @@ fn parse_usage(u: &Value) -> Result<Usage, ProviderError> {
     })
 }
 
-pub(crate) fn clip(s: &str) -> String {
-    if s.len() <= 200 {
-        return s.to_string();
-    }
-    let cut = (0..=200)
-        .rev()
-        .find(|i| s.is_char_boundary(*i))
-        .unwrap_or(0);
-    format!("{}…", &s[..cut])
-}
-
 impl ModelProvider for OpenAiProvider {
     fn describe(&self) -> String {
         self.endpoint.describe()
@@ -378,7 +368,7 @@ impl ModelProvider for OpenAiProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::http::StreamFold as _;
+    use crate::http::StreamFold as _;
     use serde_json::json;
 
     fn fold(chunks: &[&str]) -> Result<ModelResponse, ProviderError> {
@@ -416,7 +406,7 @@ mod tests {
 
     #[test]
     fn request_body_has_the_wire_shape() {
-        use crate::provider::{CallPurpose, ToolSpec};
+        use crate::{CallPurpose, ToolSpec};
         let req = ModelRequest {
             system: "sys".into(),
             messages: vec![

@@ -10,7 +10,7 @@
 //! | unix sockets | D-Bus, the SSH agent, docker.sock, X11 | seccomp |
 //! | terminal | TIOCSTI into the user's terminal | a new session, stdin from /dev/null (+ seccomp, Landlock ABI 5) |
 //! | scoping | signals to, and abstract sockets of, processes outside | Landlock ABI 6 (Linux 6.12) |
-//! | environment | secrets, the session bus, agent and display variables | nothing (see [`crate::secrets`]) |
+//! | environment | secrets, the session bus, agent and display variables | nothing (see [`waymark_protocol::secrets`]) |
 //!
 //! Each layer is probed once per session by running the helper in probe mode. Nothing runs
 //! with a layer missing: where one is, every shell command asks the user first, and the plan
@@ -464,6 +464,21 @@ impl Sandbox {
             (Some(_), false) | (None, _) => None,
         }
     }
+}
+
+/// The helper as a whole program (a binary whose `main` is this): its arguments, with or
+/// without [`HELPER_ARG`] first, and its exit code.
+pub fn run_as_program() -> ! {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let args = match args.first().and_then(|a| a.to_str()) {
+        Some(HELPER_ARG) => &args[1..],
+        _ => &args[..],
+    };
+    std::process::exit(helper_main(
+        args,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ))
 }
 
 #[cfg(test)]

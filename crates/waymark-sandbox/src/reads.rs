@@ -312,7 +312,7 @@ fn grant(root: &Path, private: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf>)
 mod tests {
     use super::*;
 
-    use crate::sandbox::private::tests::touch;
+    use crate::private::tests::touch;
 
     fn scope(root: &Path) -> ReadScope {
         let home = root.join("home");

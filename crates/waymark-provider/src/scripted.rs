@@ -6,13 +6,13 @@ use super::{
     CallPurpose, ModelProvider, ModelRequest, ModelResponse, ProviderError, ProviderErrorKind,
     StreamEvent, StreamSink, check_usage, estimate_tokens,
 };
-use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
+use waymark_protocol::ToolCallRecord;
 use waymark_protocol::{RouteKind, Usage};
 
 /// What happens when a list runs out.
@@ -386,7 +386,7 @@ impl ModelProvider for ScriptedProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::CallPurpose;
+    use crate::CallPurpose;
     use std::sync::Mutex as StdMutex;
 
     fn req(purpose: CallPurpose) -> ModelRequest {

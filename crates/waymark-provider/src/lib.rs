@@ -12,12 +12,12 @@ pub use anthropic::AnthropicProvider;
 pub use http::{HttpOptions, RetryPolicy};
 pub use openai::OpenAiProvider;
 pub use scripted::{Script, ScriptedProvider};
-pub use spec::{ResolvedModel, resolve_model};
+pub use spec::{ResolvedModel, SpecError, resolve_model};
 
-use crate::store::ToolCallRecord;
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
+use waymark_protocol::ToolCallRecord;
 use waymark_protocol::{RouteKind, Usage};
 
 /// Where and how a wire client reaches its model.
@@ -336,7 +336,7 @@ pub(crate) fn usage_figure(
             Some(n) if n <= MAX_CALL_TOKENS => Ok(n),
             _ => Err(ProviderError::bad_response(format!(
                 "the model reported an absurd usage figure `{field}`: {} (accepted: 0 to {MAX_CALL_TOKENS})",
-                openai::clip(&x.to_string())
+                waymark_protocol::display::clip(&x.to_string())
             ))),
         },
     }
@@ -361,11 +361,6 @@ pub(crate) fn parse_arguments(raw: &str) -> serde_json::Value {
         return serde_json::json!({});
     }
     serde_json::from_str(raw).unwrap_or_else(|_| serde_json::Value::String(raw.to_string()))
-}
-
-/// Shortens text for an error message.
-pub(crate) fn openai_clip(s: &str) -> String {
-    openai::clip(s)
 }
 
 #[cfg(test)]

@@ -3,11 +3,33 @@
 
 use super::http::HttpOptions;
 use super::{AnthropicProvider, Endpoint, ModelProvider, OpenAiProvider, Script, ScriptedProvider};
-use crate::error::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
 use waymark_protocol::RouteKind;
 use waymark_protocol::config::{Config, ProviderKind};
+
+/// Why a model spec names no usable model.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The spec itself is wrong (an unknown provider, no model, a missing script file).
+    #[error("invalid model spec `{spec}`: {message}")]
+    Invalid { spec: String, message: String },
+    /// The provider cannot be built (a key that is not set, a bad script).
+    #[error("{0}")]
+    Provider(#[from] super::ProviderError),
+}
+
+impl SpecError {
+    /// The stable code the CLI and IPC report.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SpecError::Invalid { .. } => "invalid_model_spec",
+            SpecError::Provider(e) => e.kind.code(),
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, SpecError>;
 
 /// A resolved model and its normalized spec (scripted paths made absolute).
 pub struct ResolvedModel {
@@ -28,7 +50,7 @@ pub fn resolve_model(
     session_dir: Option<&Path>,
     opts: HttpOptions,
 ) -> Result<ResolvedModel> {
-    let bad = |message: String| Error::ModelSpec {
+    let bad = |message: String| SpecError::Invalid {
         spec: spec.to_string(),
         message,
     };
@@ -77,7 +99,7 @@ pub fn resolve_model(
                 && api_key.is_none()
                 && base.is_none()
             {
-                return Err(Error::Provider(super::ProviderError::new(
+                return Err(SpecError::Provider(super::ProviderError::new(
                     super::ProviderErrorKind::Auth,
                     format!(
                         "{k} is not set: export your API key, or set {base_env} for a server that needs none"
@@ -117,7 +139,7 @@ pub fn resolve_model(
             };
             let api_key = match &p.api_key_env {
                 Some(var) => Some(env(var).filter(|k| !k.is_empty()).ok_or_else(|| {
-                    Error::Provider(super::ProviderError::new(
+                    SpecError::Provider(super::ProviderError::new(
                         super::ProviderErrorKind::Auth,
                         format!("{var} is not set (provider `{name}` reads its API key from it)"),
                     ))

@@ -5,9 +5,9 @@
 //! and everything streamed to front ends ([`Redactor`]), so it is never stored, sent to the
 //! model or shown.
 
+use crate::config::{Config, ShellEnvConfig};
 use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
-use waymark_protocol::config::{Config, ShellEnvConfig};
 
 /// Variable names that hold secrets, as wildcard patterns (matched without regard to case).
 pub const SECRET_NAME_PATTERNS: &[&str] =
