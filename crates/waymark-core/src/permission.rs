@@ -168,6 +168,25 @@ fn git_reads_private(call: &GuardCall<'_>, prefix: &str) -> bool {
             })
 }
 
+/// Whether a granted program reads more than its words name: `rg PATTERN` with no path
+/// searches the whole workspace (so a workspace holding a private place, a credentials file
+/// of the project, is the user's decision again), and `diff` given a folder opens, following
+/// links, every file the two sides share by name (a link inside it could lead anywhere).
+fn reads_beyond_its_words(call: &GuardCall<'_>, prefix: &str, command: &str) -> bool {
+    let words = plain_words(command).unwrap_or_default();
+    let operands = &words[words.len().min(1)..];
+    match prefix {
+        "rg" if operands.len() <= 1 => {
+            call.protected.held_by(call.workspace).is_some()
+                || call.protected.place_of(call.workspace).is_some()
+        }
+        "diff" => operands
+            .iter()
+            .any(|w| read_target(call.workspace, w).is_some_and(|t| t.is_dir())),
+        _ => false,
+    }
+}
+
 /// How much a grant covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -212,6 +231,7 @@ impl Grant {
                 (GrantKind::Prefix, true) => {
                     prefix_covers(&self.pattern, command)
                         && !git_reads_private(call, &self.pattern)
+                        && !reads_beyond_its_words(call, &self.pattern, command)
                         && !plain_words(command).unwrap_or_default().iter().any(|w| {
                             through_process_view(call.workspace, w)
                                 || read_target(call.workspace, w).is_some_and(|t| {

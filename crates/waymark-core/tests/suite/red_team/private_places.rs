@@ -370,6 +370,8 @@ async fn a_granted_search_of_a_folder_holding_a_private_place_asks_again() {
             {"tool_calls": [bash("rg secret .")]},
             {"tool_calls": [bash("rg root /etc")]},
             {"tool_calls": [bash("rg secret /")]},
+            // No path: rg searches the workspace, which holds the home folder's stores.
+            {"tool_calls": [bash("rg secret")]},
             {"text": "done"}
         ]}),
         PermissionMode::Ask,
@@ -387,7 +389,7 @@ async fn a_granted_search_of_a_folder_holding_a_private_place_asks_again() {
     let mut ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
     assert_eq!(results(&ev).len(), 2, "rg code/a.txt ran under the grant");
     let mut commands = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..4 {
         let (q, p) = asked(&ev).expect("a search of a folder holding a private place asked");
         commands.push(p.command.clone().unwrap_or_default());
         ev = run(
@@ -396,6 +398,66 @@ async fn a_granted_search_of_a_folder_holding_a_private_place_asks_again() {
         )
         .await;
     }
-    assert_eq!(commands, ["rg secret .", "rg root /etc", "rg secret /"]);
+    assert_eq!(
+        commands,
+        ["rg secret .", "rg root /etc", "rg secret /", "rg secret"]
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// `diff` given folders compares every file they share by name and follows links to do it,
+/// so a link inside a folder (one a sandboxed command made in its temp folder, or one the
+/// repository holds) could lead into a private place: a granted `diff` covers files only.
+#[tokio::test]
+async fn a_granted_diff_of_folders_asks_again() {
+    use std::os::unix::fs::symlink;
+    let h = Harness::new(Config::default());
+    let home = fake_home(h.dir.path());
+    let env = tool_env(&home);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    for d in ["docs", "other"] {
+        std::fs::create_dir_all(h.ws.join(d)).unwrap();
+    }
+    symlink(home.join(".ssh/id_ed25519"), h.ws.join("docs/k")).unwrap();
+    std::fs::write(h.ws.join("other/k"), "").unwrap();
+    std::fs::write(h.ws.join("a.txt"), "a\n").unwrap();
+    std::fs::write(h.ws.join("b.txt"), "b\n").unwrap();
+    let s = session_on(
+        &h,
+        &rt,
+        &h.ws,
+        json!({"responses": [
+            {"tool_calls": [bash("diff a.txt b.txt")]},
+            {"tool_calls": [bash("diff b.txt a.txt")]},
+            {"tool_calls": [bash("diff docs other")]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let asked = |ev: &[waymark_protocol::Event]| {
+        ev.iter().find_map(|e| match &e.kind {
+            EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
+                waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+    };
+    let (q, _) = asked(&run(&s, user("look")).await).unwrap();
+    let ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
+    assert_eq!(
+        results(&ev).len(),
+        2,
+        "diff b.txt a.txt ran under the grant"
+    );
+    let (q, p) = asked(&ev).expect("the diff of folders asked");
+    assert_eq!(p.command.as_deref(), Some("diff docs other"));
+    run(
+        &s,
+        answer(&q, waymark_protocol::Answer::Deny { message: None }),
+    )
+    .await;
+    let log = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
+    assert!(!log.contains("ssh-secret"), "{log}");
     s.shutdown().await.unwrap();
 }
