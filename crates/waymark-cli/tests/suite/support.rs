@@ -159,7 +159,11 @@ pub fn assert_contiguous(events: &[Value]) {
 }
 
 pub fn pending_questionnaire(env: &Env, session: &str) -> String {
-    let show = env.show(session);
+    pending_in(&env.show(session))
+}
+
+/// The pending questionnaire of a `show --json` snapshot.
+pub fn pending_in(show: &Value) -> String {
     show["questionnaires"]
         .as_array()
         .unwrap()

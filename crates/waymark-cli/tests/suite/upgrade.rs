@@ -2,7 +2,7 @@
 //! (`tests/fixtures/upgrade-v0`, made by its `make.py`) opens with this build, every read
 //! command prints what it printed then, and the sessions then go on as usual.
 
-use super::support::text;
+use super::support::{pending_in, text};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -120,14 +120,7 @@ fn events(sid: &str) -> Vec<Value> {
 
 fn pending(sid: &str) -> String {
     let out = waymark(&["show", "--session", sid, "--json"]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["questionnaires"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["status"] == "pending")
-        .map(|q| q["id"].as_str().unwrap().to_string())
-        .expect("a pending questionnaire")
+    pending_in(&serde_json::from_slice(&out.stdout).unwrap())
 }
 
 #[test]

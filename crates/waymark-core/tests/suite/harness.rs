@@ -199,6 +199,19 @@ pub fn questionnaire(h: &Harness, s: &SessionHandle, id: &str) -> Asked {
 }
 
 /// The questionnaire the session ended up waiting on.
+/// The first permission question the events open, with its id.
+pub fn permission_asked(
+    events: &[Event],
+) -> Option<(String, waymark_protocol::PermissionQuestion)> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
+            waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
 pub fn waiting_on(events: &[Event]) -> String {
     match events.last().map(|e| &e.kind) {
         Some(EventKind::SessionWaiting {

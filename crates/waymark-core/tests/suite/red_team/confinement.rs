@@ -68,6 +68,14 @@ pub(super) fn tool_env(home: &Path) -> Arc<Vec<(OsString, OsString)>> {
     Arc::new(env)
 }
 
+/// The harness's data folder opened again with tools starting from the fake home.
+pub(super) fn home_runtime(h: &Harness) -> (PathBuf, waymark_core::Runtime) {
+    let home = fake_home(h.dir.path());
+    let env = tool_env(&home);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    (home, rt)
+}
+
 pub(super) fn git(ws: &Path, args: &[&str]) {
     let ok = std::process::Command::new("git")
         .args(["-c", "user.email=t@t", "-c", "user.name=t"])
@@ -320,9 +328,7 @@ async fn the_plan_mode_shell_cannot_change_metadata_keep_capabilities_or_read_se
 #[tokio::test]
 async fn a_workspace_holding_the_home_folder_still_hides_its_credential_stores() {
     let h = Harness::new(Config::default());
-    let home = fake_home(h.dir.path());
-    let env = tool_env(&home);
-    let rt = h.reopen(|o| o.process_env = env.clone());
+    let (home, rt) = home_runtime(&h);
     let s = session_on(
         &h,
         &rt,

@@ -4,15 +4,17 @@
 //! without showing its contents, and a read-only git grant runs no program the model
 //! planted in the workspace.
 
-use super::super::harness::{Harness, results, run, session_on, user, verifier_results};
-use super::confinement::{bash, fake_home, git, tool_env};
+use super::super::harness::{
+    Harness, permission_asked, results, run, session_on, user, verifier_results,
+};
+use super::confinement::{bash, fake_home, git, home_runtime, tool_env};
 use super::plan_entry;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use waymark_core::SessionSpec;
 use waymark_protocol::config::{Config, Verification};
-use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
+use waymark_protocol::{PermissionMode, ToolStatus};
 
 fn answer(q: &str, a: waymark_protocol::Answer) -> waymark_protocol::Op {
     waymark_protocol::Op::Answer {
@@ -259,9 +261,7 @@ async fn the_file_tools_ask_before_reading_a_private_place_and_searches_skip_the
 #[tokio::test]
 async fn grants_and_write_questions_keep_private_places_private() {
     let h = Harness::new(Config::default());
-    let home = fake_home(h.dir.path());
-    let env = tool_env(&home);
-    let rt = h.reopen(|o| o.process_env = env.clone());
+    let (home, rt) = home_runtime(&h);
     std::fs::write(home.join("a.txt"), "plain\n").unwrap();
     std::fs::create_dir(home.join("d\u{b}")).unwrap();
     let s = session_on(
@@ -282,23 +282,14 @@ async fn grants_and_write_questions_keep_private_places_private() {
         ]}),
         PermissionMode::Ask,
     );
-    let asked = |ev: &[waymark_protocol::Event]| {
-        ev.iter().find_map(|e| match &e.kind {
-            EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
-                waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
-                _ => None,
-            },
-            _ => None,
-        })
-    };
     let ev = run(&s, user("look")).await;
-    let (q, _) = asked(&ev).unwrap();
+    let (q, _) = permission_asked(&ev).unwrap();
     let ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
     // `cat a.txt notes.txt` ran under the grant; each private read asks again.
     let mut commands = Vec::new();
     let mut ev = ev;
     for _ in 0..5 {
-        let (q, p) = asked(&ev).expect("a private read under the grant asked");
+        let (q, p) = permission_asked(&ev).expect("a private read under the grant asked");
         commands.push(p.command.clone().unwrap_or_default());
         ev = run(
             &s,
@@ -315,7 +306,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
     assert!(commands[4].contains(".ssh/id_ed25519"), "{commands:?}");
     // The edit of a private file asks (no grant covers it) and does not show the file, only
     // what the call asks to change: nobody approves it blind.
-    let (q, p) = asked(&ev).expect("the edit asked");
+    let (q, p) = permission_asked(&ev).expect("the edit asked");
     assert!(p.grants.session.is_none(), "{p:?}");
     let diff = p.files[0]
         .diff
@@ -339,7 +330,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
     )
     .await;
     // The write outside the workspace is refused without a question.
-    assert!(asked(&ev).is_none(), "{ev:?}");
+    assert!(permission_asked(&ev).is_none(), "{ev:?}");
     let log = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
     for secret in ["ssh-secret", "aws-secret", "netrc-secret"] {
         assert!(!log.contains(secret), "{secret} reached the log");
@@ -355,9 +346,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
 #[tokio::test]
 async fn a_granted_search_of_a_folder_holding_a_private_place_asks_again() {
     let h = Harness::new(Config::default());
-    let home = fake_home(h.dir.path());
-    let env = tool_env(&home);
-    let rt = h.reopen(|o| o.process_env = env.clone());
+    let (home, rt) = home_runtime(&h);
     std::fs::create_dir_all(home.join("code")).unwrap();
     std::fs::write(home.join("code/a.txt"), "plain\n").unwrap();
     let s = session_on(
@@ -376,21 +365,13 @@ async fn a_granted_search_of_a_folder_holding_a_private_place_asks_again() {
         ]}),
         PermissionMode::Ask,
     );
-    let asked = |ev: &[waymark_protocol::Event]| {
-        ev.iter().find_map(|e| match &e.kind {
-            EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
-                waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
-                _ => None,
-            },
-            _ => None,
-        })
-    };
-    let (q, _) = asked(&run(&s, user("look")).await).unwrap();
+    let (q, _) = permission_asked(&run(&s, user("look")).await).unwrap();
     let mut ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
     assert_eq!(results(&ev).len(), 2, "rg code/a.txt ran under the grant");
     let mut commands = Vec::new();
     for _ in 0..4 {
-        let (q, p) = asked(&ev).expect("a search of a folder holding a private place asked");
+        let (q, p) =
+            permission_asked(&ev).expect("a search of a folder holding a private place asked");
         commands.push(p.command.clone().unwrap_or_default());
         ev = run(
             &s,
@@ -412,9 +393,7 @@ async fn a_granted_search_of_a_folder_holding_a_private_place_asks_again() {
 async fn a_granted_diff_of_folders_asks_again() {
     use std::os::unix::fs::symlink;
     let h = Harness::new(Config::default());
-    let home = fake_home(h.dir.path());
-    let env = tool_env(&home);
-    let rt = h.reopen(|o| o.process_env = env.clone());
+    let (home, rt) = home_runtime(&h);
     for d in ["docs", "other"] {
         std::fs::create_dir_all(h.ws.join(d)).unwrap();
     }
@@ -434,23 +413,14 @@ async fn a_granted_diff_of_folders_asks_again() {
         ]}),
         PermissionMode::Ask,
     );
-    let asked = |ev: &[waymark_protocol::Event]| {
-        ev.iter().find_map(|e| match &e.kind {
-            EventKind::QuestionnaireOpened { id, question } => match question.as_ref() {
-                waymark_protocol::Question::Permission(p) => Some((id.clone(), p.clone())),
-                _ => None,
-            },
-            _ => None,
-        })
-    };
-    let (q, _) = asked(&run(&s, user("look")).await).unwrap();
+    let (q, _) = permission_asked(&run(&s, user("look")).await).unwrap();
     let ev = run(&s, answer(&q, waymark_protocol::Answer::AllowPrefix)).await;
     assert_eq!(
         results(&ev).len(),
         2,
         "diff b.txt a.txt ran under the grant"
     );
-    let (q, p) = asked(&ev).expect("the diff of folders asked");
+    let (q, p) = permission_asked(&ev).expect("the diff of folders asked");
     assert_eq!(p.command.as_deref(), Some("diff docs other"));
     run(
         &s,
