@@ -237,6 +237,7 @@ impl Grant {
                                 || read_target(call.workspace, w).is_some_and(|t| {
                                     call.protected.place_of(&t).is_some()
                                         || call.protected.held_by(&t).is_some()
+                                        || is_device(&t)
                                 })
                         })
                 }
@@ -457,6 +458,13 @@ fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -
         call_id: String::new(),
         call_sha256: String::new(),
     }))
+}
+
+/// Whether a path is something other than a file or a folder: a device (a terminal the
+/// user types a password into, the kernel log, a disk), a FIFO or a socket. Reading one is
+/// not reading a file, so no prefix grant covers it.
+fn is_device(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// Whether `raw`, resolved from the workspace, passes through a view of a process

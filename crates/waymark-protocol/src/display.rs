@@ -3,44 +3,46 @@
 //! bidirectional overrides and zero-width characters are shown escaped (`\x1b`,
 //! `\u{202e}`), never interpreted, so what the user reads is what runs.
 
-/// Characters that reorder, break or hide text: bidi embeddings, overrides, isolates and
-/// marks; line and paragraph separators (a terminal or a JavaScript string may break the
-/// line there); zero-width, filler and invisible formatting characters; spaces other than
-/// the ASCII one, which look like a word break the shell does not make; and variation
-/// selectors, which can carry hidden text after any character.
+/// Characters that reorder, break or hide text: every format character (Unicode category
+/// Cf: bidi embeddings, overrides, isolates and marks, zero-width characters, the Arabic,
+/// Syriac, Kaithi and Egyptian format controls, tags); line and paragraph separators (a
+/// terminal or a JavaScript string may break the line there); spaces other than the ASCII
+/// one, which look like a word break the shell does not make; and every other default-
+/// ignorable code point (fillers, variation selectors, which can carry hidden text after any
+/// character, and the blocks Unicode keeps for more of them). The Braille blank and the
+/// interlinear annotation marks are in too. Taken from the Unicode 15 tables.
 fn invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00A0}'
             | '\u{00AD}'
             | '\u{034F}'
+            | '\u{0600}'..='\u{0605}'
             | '\u{061C}'
-            | '\u{115F}'
-            | '\u{1160}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{115F}'..='\u{1160}'
             | '\u{1680}'
-            | '\u{17B4}'
-            | '\u{17B5}'
+            | '\u{17B4}'..='\u{17B5}'
             | '\u{180B}'..='\u{180F}'
             | '\u{2000}'..='\u{200F}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{202F}'
-            | '\u{205F}'
-            | '\u{206A}'..='\u{206F}'
+            | '\u{2028}'..='\u{202F}'
+            | '\u{205F}'..='\u{206F}'
             | '\u{2800}'
             | '\u{3000}'
             | '\u{3164}'
             | '\u{FE00}'..='\u{FE0F}'
             | '\u{FEFF}'
             | '\u{FFA0}'
-            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{FFF0}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
             | '\u{1BCA0}'..='\u{1BCA3}'
             | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0000}'..='\u{E007F}'
-            | '\u{E0100}'..='\u{E01EF}'
+            | '\u{E0000}'..='\u{E0FFF}'
     )
 }
 
@@ -159,6 +161,18 @@ mod tests {
             '\u{205f}',
             '\u{2800}',
             '\u{3000}',
+            // Format controls a fixed list missed: Egyptian, Arabic, Syriac, Kaithi.
+            '\u{13430}',
+            '\u{13438}',
+            '\u{1343f}',
+            '\u{600}',
+            '\u{6dd}',
+            '\u{70f}',
+            '\u{890}',
+            '\u{8e2}',
+            '\u{110bd}',
+            '\u{110cd}',
+            '\u{e0fff}',
         ] {
             let shown = escape_block(&format!("a{c}b"));
             assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32), "{c:?}");

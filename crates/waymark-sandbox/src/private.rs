@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 /// Hidden entries of a home folder that are not private (toolchains, git's settings);
-/// `.config` and `.local` are looked into instead (see [`home_private`]).
+/// `.config` and `.local` are looked into instead (see [`Rules`]).
 const HOME_PUBLIC: &[&str] = &[
     ".cargo",
     ".rustup",
@@ -124,18 +124,33 @@ impl Owner {
             .filter(|v| !v.is_empty())
     }
 
-    /// Every private place outside `/etc` (see [`etc_private`]), canonical where it exists.
-    pub fn places(&self) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = self.waymark.iter().map(|p| canonical(p)).collect();
-        for home in &self.homes {
-            home_private(home, &mut out);
-            out.extend(CREDENTIAL_STORES.iter().map(|c| canonical(&home.join(c))));
-        }
+    /// The private places that are rules, not a list (see [`Rules`]).
+    pub fn rules(&self) -> Rules {
+        let homes: Vec<PathBuf> = self.homes.iter().map(|h| canonical(h)).collect();
+        let mut configs: Vec<PathBuf> = homes.iter().map(|h| h.join(".config")).collect();
+        let mut shares: Vec<PathBuf> = homes.iter().map(|h| h.join(".local/share")).collect();
         if let Some(dir) = self.var("XDG_CONFIG_HOME") {
-            config_private(Path::new(dir), &mut out);
+            configs.push(canonical(Path::new(dir)));
         }
         if let Some(dir) = self.var("XDG_DATA_HOME") {
-            children_except(Path::new(dir), SHARE_PUBLIC, &mut out);
+            shares.push(canonical(Path::new(dir)));
+        }
+        Rules {
+            homes,
+            configs,
+            shares,
+        }
+    }
+
+    /// Every named private place outside `/etc` (see [`etc_private`]), canonical where it
+    /// exists; the home folders' hidden entries are [`Rules`] beside these.
+    pub fn places(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self.waymark.iter().map(|p| canonical(p)).collect();
+        // The home folders' hidden entries are [`Rules`]; these are named on top, so a
+        // folder granted around them (a public toolchain's credentials) leaves them out.
+        for home in &self.homes {
+            let home = canonical(home);
+            out.extend(CREDENTIAL_STORES.iter().map(|c| canonical(&home.join(c))));
         }
         if let Some(dir) = self.var("CARGO_HOME") {
             for f in ["credentials", "credentials.toml"] {
@@ -233,48 +248,77 @@ pub(crate) fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-fn name_of(entry: &std::fs::DirEntry) -> String {
-    entry.file_name().to_string_lossy().into_owned()
+/// The private places that are rules rather than a list, so an entry made after the session
+/// started (`vault login` writing `~/.vault-token`) is private too, and one that does not
+/// exist yet: in each home folder every hidden entry but the public ones ([`HOME_PUBLIC`]);
+/// in each settings folder (`~/.config`, `$XDG_CONFIG_HOME`) everything but git's settings;
+/// in `~/.local` everything but what serves commands, and in each data folder
+/// (`~/.local/share`, `$XDG_DATA_HOME`) everything but [`SHARE_PUBLIC`]. All canonical, so a
+/// home reached through a link (`/home` → `/var/home`) counts where it really is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    homes: Vec<PathBuf>,
+    configs: Vec<PathBuf>,
+    shares: Vec<PathBuf>,
 }
 
-/// A home folder's hidden entries, except the public ones; inside `.config` and `.local`,
-/// everything but git's settings and the folders that serve commands.
-fn home_private(home: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(home) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = name_of(&entry);
-        if !name.starts_with('.') || HOME_PUBLIC.contains(&name.as_str()) {
-            continue;
-        }
-        let path = entry.path();
-        match name.as_str() {
-            ".config" => config_private(&path, out),
-            ".local" => {
-                children_except(&path, LOCAL_PUBLIC, out);
-                children_except(&path.join("share"), SHARE_PUBLIC, out);
+/// The entry of `dir` that `path` lies in (or is), with its name; None for `dir` itself and
+/// for paths outside it.
+fn entry_of<'a>(dir: &Path, path: &'a Path) -> Option<(&'a Path, String)> {
+    let rest = path.strip_prefix(dir).ok()?;
+    let name = rest.components().next()?.as_os_str();
+    let depth = dir.components().count() + 1;
+    let entry = path.ancestors().find(|a| a.components().count() == depth)?;
+    Some((entry, name.to_string_lossy().into_owned()))
+}
+
+impl Rules {
+    /// The private place a canonical path lies in by these rules, if any.
+    pub fn place_of<'a>(&self, path: &'a Path) -> Option<&'a Path> {
+        for dir in &self.configs {
+            if let Some((entry, name)) = entry_of(dir, path) {
+                if name != "git" {
+                    return Some(entry);
+                }
+                let (entry, name) = entry_of(&dir.join("git"), path)?;
+                return (!GIT_SETTINGS.contains(&name.as_str())).then_some(entry);
             }
-            _ => out.push(canonical(&path)),
         }
+        for dir in &self.shares {
+            if let Some((entry, name)) = entry_of(dir, path) {
+                return (!SHARE_PUBLIC.contains(&name.as_str())).then_some(entry);
+            }
+        }
+        for home in &self.homes {
+            let Some((entry, name)) = entry_of(home, path) else {
+                continue;
+            };
+            match name.as_str() {
+                n if !n.starts_with('.') || HOME_PUBLIC.contains(&n) => {}
+                // Looked into above (`share`) or here.
+                ".config" => {}
+                ".local" => {
+                    if let Some((inner, name)) = entry_of(entry, path)
+                        && !LOCAL_PUBLIC.contains(&name.as_str())
+                    {
+                        return Some(inner);
+                    }
+                }
+                _ => return Some(entry),
+            }
+        }
+        None
     }
-}
 
-/// A settings folder (`~/.config`, `$XDG_CONFIG_HOME`): everything but git's settings.
-fn config_private(dir: &Path, out: &mut Vec<PathBuf>) {
-    children_except(dir, &["git"], out);
-    children_except(&dir.join("git"), GIT_SETTINGS, out);
-}
-
-/// Every entry of `dir` but the named ones.
-fn children_except(dir: &Path, public: &[&str], out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if !public.contains(&name_of(&entry).as_str()) {
-            out.push(canonical(&entry.path()));
-        }
+    /// A folder these rules make private places in that lies in or is `dir` (a home, a
+    /// settings or data folder, which in practice always hold some), if any.
+    pub fn held_by(&self, dir: &Path) -> Option<&Path> {
+        self.homes
+            .iter()
+            .chain(&self.configs)
+            .chain(&self.shares)
+            .find(|h| h.starts_with(dir))
+            .map(PathBuf::as_path)
     }
 }
 
@@ -323,6 +367,7 @@ fn not_world_readable(dir: &Path, out: &mut Vec<PathBuf>) {
 #[derive(Debug, Clone, Default)]
 pub struct Protected {
     places: Arc<Vec<PathBuf>>,
+    rules: Arc<Rules>,
     /// `/etc`'s private places, walked for on first need (none at all: nothing protected).
     etc: Option<Arc<OnceLock<Vec<PathBuf>>>>,
     exceptions: Vec<PathBuf>,
@@ -332,12 +377,14 @@ pub struct Protected {
 impl Protected {
     pub fn new(
         places: Arc<Vec<PathBuf>>,
+        rules: Arc<Rules>,
         etc: Arc<OnceLock<Vec<PathBuf>>>,
         exceptions: Vec<PathBuf>,
         git_settings: Arc<Vec<PathBuf>>,
     ) -> Protected {
         Protected {
             places,
+            rules,
             etc: Some(etc),
             exceptions: exceptions.iter().map(|e| canonical(e)).collect(),
             git_settings,
@@ -374,6 +421,14 @@ impl Protected {
         if let Some(place) = self.places.iter().find(inside) {
             return Some(place);
         }
+        if let Some(place) = self.rules.place_of(path)
+            && !self
+                .exceptions
+                .iter()
+                .any(|e| path.starts_with(e) && e.starts_with(place))
+        {
+            return Some(place);
+        }
         let etc = self.etc.as_ref().filter(|_| path.starts_with("/etc"))?;
         etc.get_or_init(etc_private)
             .iter()
@@ -390,6 +445,9 @@ impl Protected {
                 && !self.exceptions.iter().any(|e| e == *place)
         };
         if let Some(place) = self.places.iter().find(below) {
+            return Some(place);
+        }
+        if let Some(place) = self.rules.held_by(dir) {
             return Some(place);
         }
         let etc = self
@@ -416,6 +474,54 @@ pub(crate) mod tests {
     pub(crate) fn touch(p: &Path) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, "x").unwrap();
+    }
+
+    /// The home folders' hidden entries are a rule, not a list made when the session
+    /// started: one made later is private, and so is a store that does not exist yet in a
+    /// home reached through a link.
+    #[test]
+    fn a_hidden_entry_made_later_and_a_home_behind_a_link_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let real = root.join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, root.join("link")).unwrap();
+        let owner = Owner {
+            homes: vec![root.join("link")],
+            ..Owner::default()
+        };
+        let p = Protected::new(
+            Arc::new(owner.places()),
+            Arc::new(owner.rules()),
+            Arc::default(),
+            vec![real.join(".dotfiles")],
+            Arc::default(),
+        );
+        touch(&real.join(".vault-token"));
+        for private in [
+            ".vault-token",
+            ".kube/config",
+            ".terraform.d/credentials.tfrc.json",
+            ".config/newtool/token",
+            ".config/git/credentials",
+            ".local/state/x",
+            ".local/share/newapp/db",
+            ".cargo/credentials.toml",
+        ] {
+            assert!(p.place_of(&real.join(private)).is_some(), "{private}");
+        }
+        for public in [
+            ".config/git/config",
+            ".local/bin/tool",
+            ".local/share/mise/x",
+            ".cargo/bin/cargo",
+            "code/a.rs",
+            ".dotfiles/vimrc",
+        ] {
+            assert!(p.place_of(&real.join(public)).is_none(), "{public}");
+        }
+        assert!(p.held_by(&real).is_some() && p.held_by(&root).is_some());
+        assert!(p.held_by(&real.join("code")).is_none());
     }
 
     #[test]
@@ -446,6 +552,7 @@ pub(crate) mod tests {
         };
         let p = Protected::new(
             Arc::new(owner.places()),
+            Arc::new(owner.rules()),
             Arc::default(),
             Vec::new(),
             Arc::default(),
@@ -504,6 +611,7 @@ pub(crate) mod tests {
         };
         let p = Protected::new(
             Arc::new(owner.places()),
+            Arc::new(owner.rules()),
             Arc::default(),
             vec![root.join("data/sessions/s1")],
             Arc::new(owner.git_settings()),
@@ -581,6 +689,7 @@ pub(crate) mod tests {
         };
         let p = Protected::new(
             Arc::new(owner.places()),
+            Arc::new(owner.rules()),
             Arc::default(),
             vec![root.join("data/sessions/s1"), root.join("home")],
             Arc::default(),

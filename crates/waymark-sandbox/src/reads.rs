@@ -6,7 +6,7 @@
 //! shape that list: an allowed folder that holds one is granted child by child around it,
 //! so the private place itself is never granted.
 
-use super::private::{Owner, Protected, canonical};
+use super::private::{Owner, Protected, Rules, canonical};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -180,6 +180,7 @@ pub fn read_set(scope: &ReadScope, read_allow: &[PathBuf]) -> Vec<PathBuf> {
 #[derive(Debug, Clone, Default)]
 pub struct ReadSet {
     private: Vec<PathBuf>,
+    rules: Arc<Rules>,
     serving: Vec<PathBuf>,
 }
 
@@ -187,6 +188,7 @@ pub struct ReadSet {
 #[derive(Debug, Clone, Default)]
 pub struct Private {
     places: Arc<Vec<PathBuf>>,
+    rules: Arc<Rules>,
     etc: Arc<std::sync::OnceLock<Vec<PathBuf>>>,
     git_settings: Arc<Vec<PathBuf>>,
 }
@@ -195,6 +197,7 @@ impl Private {
     pub fn new(owner: &Owner) -> Private {
         Private {
             places: Arc::new(owner.places()),
+            rules: Arc::new(owner.rules()),
             etc: Arc::default(),
             git_settings: Arc::new(owner.git_settings()),
         }
@@ -219,6 +222,7 @@ impl Private {
         exceptions.extend(scope.artifacts.parent().map(Path::to_path_buf));
         Protected::new(
             self.places.clone(),
+            self.rules.clone(),
             self.etc.clone(),
             exceptions,
             self.git_settings.clone(),
@@ -228,7 +232,12 @@ impl Private {
 
 impl ReadSet {
     pub fn new(scope: &ReadScope, private: &Private) -> ReadSet {
+        let rules = private.rules.clone();
         let private = private.all();
+        let kept = Kept {
+            list: &private,
+            rules: &rules,
+        };
         // A folder that serves commands but holds a home folder or Waymark's own (`PATH`
         // or `GOPATH` naming `~` or `/`) would open everything around the private places:
         // it is left out.
@@ -245,11 +254,12 @@ impl ReadSet {
         for root in scope.serving() {
             let root = canonical(&root);
             if root.is_absolute() && !holds_personal(&root) {
-                grant(&root, &private, false, &mut serving);
+                grant(&root, &kept, false, &mut serving);
             }
         }
         ReadSet {
             private,
+            rules,
             serving: compact(serving),
         }
     }
@@ -259,7 +269,11 @@ impl ReadSet {
     pub fn paths(&self, scope: &ReadScope, read_allow: &[PathBuf]) -> Vec<PathBuf> {
         let mut out = self.serving.clone();
         for root in scope.chosen(read_allow) {
-            grant(&canonical(&root), &self.private, true, &mut out);
+            let kept = Kept {
+                list: &self.private,
+                rules: &self.rules,
+            };
+            grant(&canonical(&root), &kept, true, &mut out);
         }
         compact(out)
     }
@@ -278,14 +292,31 @@ fn compact(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
     kept
 }
 
+/// What [`grant`] keeps out: the named private places and the [`Rules`], both looked at
+/// when the command starts (a hidden file made since is out too).
+struct Kept<'a> {
+    list: &'a [PathBuf],
+    rules: &'a Rules,
+}
+
+impl Kept<'_> {
+    fn is_private(&self, p: &Path) -> bool {
+        self.list.iter().any(|q| p.starts_with(q)) || self.rules.place_of(p).is_some()
+    }
+
+    fn holds(&self, root: &Path) -> bool {
+        self.list.iter().any(|q| q.starts_with(root)) || self.rules.held_by(root).is_some()
+    }
+}
+
 /// Adds `root` to `out`, or, when a private place lies inside it, its children around that
 /// place (recursively). Symbolic links found on the way are not followed: what they lead to
 /// is granted or not by where it is.
-fn grant(root: &Path, private: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf>) {
+fn grant(root: &Path, kept: &Kept<'_>, chosen: bool, out: &mut Vec<PathBuf>) {
     if !root.exists() {
         return;
     }
-    if private.iter().any(|p| root.starts_with(p)) {
+    if kept.is_private(root) {
         // A private place, or inside one: only the user's own choice reaches it (the
         // workspace, `read_allow`), never a folder that merely serves commands.
         if chosen {
@@ -293,7 +324,7 @@ fn grant(root: &Path, private: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf>)
         }
         return;
     }
-    if !private.iter().any(|p| p.starts_with(root)) {
+    if !kept.holds(root) {
         out.push(root.to_path_buf());
         return;
     }
@@ -303,7 +334,7 @@ fn grant(root: &Path, private: &[PathBuf], chosen: bool, out: &mut Vec<PathBuf>)
     for entry in entries.flatten() {
         let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
         if !is_link {
-            grant(&entry.path(), private, false, out);
+            grant(&entry.path(), kept, false, out);
         }
     }
 }

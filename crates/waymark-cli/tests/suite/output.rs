@@ -295,13 +295,7 @@ fn plan_edit_takes_regular_files_within_the_size_limit_only() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let sid = env.only_session();
     let fifo = env.dir.path().join("pipe");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    super::support::mkfifo(&fifo);
     let huge = env.dir.path().join("huge.md");
     std::fs::File::create(&huge)
         .unwrap()

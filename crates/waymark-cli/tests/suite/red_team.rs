@@ -107,13 +107,7 @@ fn fifo_reads_fail_fast_and_ctrl_c_stops_a_stubborn_command() {
     use std::io::BufRead as _;
     let env = Env::new();
     let fifo = env.ws.join("pipe");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    super::support::mkfifo(&fifo);
     let model = env.script(
         "fifo.json",
         json!({"responses": [

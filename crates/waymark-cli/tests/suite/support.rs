@@ -176,3 +176,12 @@ pub fn pending_in(show: &Value) -> String {
 pub fn read(p: impl AsRef<Path>) -> String {
     std::fs::read_to_string(p).unwrap()
 }
+
+/// Makes a FIFO at `path` (a file that blocks whoever opens it).
+pub fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}

@@ -122,6 +122,17 @@ pub fn session_on(
     .unwrap()
 }
 
+/// Another session of `rt` on the harness's workspace that starts nothing (held).
+pub fn idle_session(h: &Harness, rt: &Runtime) -> SessionHandle {
+    rt.create_session(SessionSpec {
+        workspace: Some(h.ws.clone()),
+        model: Some(h.script(serde_json::json!({"responses": [{"text": "idle"}]}))),
+        permission_mode: Some(PermissionMode::Auto),
+        hold: true,
+    })
+    .unwrap()
+}
+
 /// What the goal's reviewer got back from its tool calls, from the session's log.
 pub fn verifier_results(rt: &Runtime, session: &str) -> Vec<String> {
     rt.events(session, 0, 10_000)
@@ -292,4 +303,13 @@ impl ModelProvider for Recording {
         self.requests.lock().unwrap().push(request.clone());
         self.inner.call(request, sink)
     }
+}
+
+/// Makes a FIFO at `path` (a file that blocks whoever opens it).
+pub fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
 }

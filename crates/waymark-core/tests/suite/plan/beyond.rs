@@ -438,13 +438,7 @@ async fn pm_27_a_pass_with_a_step_not_met_does_not_complete() {
 async fn pm_28_export_never_opens_what_is_not_a_regular_file() {
     let (h, s) = approved(PermissionMode::AutoEdit).await;
     let fifo = h.ws.join("trap.md");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    super::super::harness::mkfifo(&fifo);
     let e = tokio::time::timeout(
         std::time::Duration::from_secs(10),
         s.submit(export(Some("trap.md"), false)),

@@ -12,7 +12,6 @@ use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use waymark_core::SessionSpec;
 use waymark_protocol::config::{Config, Verification};
 use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
 
@@ -110,14 +109,7 @@ async fn the_plan_mode_shell_cannot_change_metadata_keep_capabilities_or_read_se
     let env = tool_env(&home);
     let rt = h.reopen(|o| o.process_env = env.clone());
     // Another session of the same data folder, with a plan of its own.
-    let other = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(h.script(json!({"responses": [{"text": "idle"}]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: true,
-        })
-        .unwrap();
+    let other = super::super::harness::idle_session(&h, &rt);
     let other_dir = data.join("sessions").join(other.id());
     std::fs::create_dir_all(other_dir.join("artifacts")).unwrap();
     std::fs::write(

@@ -12,7 +12,6 @@ use super::plan_entry;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use waymark_core::SessionSpec;
 use waymark_protocol::config::{Config, Verification};
 use waymark_protocol::{PermissionMode, ToolStatus};
 
@@ -95,14 +94,7 @@ async fn the_file_tools_ask_before_reading_a_private_place_and_searches_skip_the
     let data = h.dir.path().join("data").canonicalize().unwrap();
     let env = tool_env(&home);
     let rt = h.reopen(|o| o.process_env = env.clone());
-    let other = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(h.script(json!({"responses": [{"text": "idle"}]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: true,
-        })
-        .unwrap();
+    let other = super::super::harness::idle_session(&h, &rt);
     let other_plan = data
         .join("sessions")
         .join(other.id())
@@ -276,6 +268,8 @@ async fn grants_and_write_questions_keep_private_places_private() {
             {"tool_calls": [bash("cat .netrc")]},
             {"tool_calls": [bash("cat /proc/self/cwd/.netrc")]},
             {"tool_calls": [bash("cat a.txt d\u{b}/../.ssh/id_ed25519")]},
+            // A device is not a file: a terminal (keystrokes), the kernel log, a disk.
+            {"tool_calls": [bash("cat a.txt /dev/null")]},
             {"tool_calls": [{"name": "edit", "arguments": {"path": ".ssh/id_ed25519", "old_string": "BEGIN OPENSSH", "new_string": "x"}}]},
             {"tool_calls": [{"name": "write", "arguments": {"path": "/etc/waymark-should-not-exist", "content": "x"}}]},
             {"text": "done"}
@@ -288,7 +282,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
     // `cat a.txt notes.txt` ran under the grant; each private read asks again.
     let mut commands = Vec::new();
     let mut ev = ev;
-    for _ in 0..5 {
+    for _ in 0..6 {
         let (q, p) = permission_asked(&ev).expect("a private read under the grant asked");
         commands.push(p.command.clone().unwrap_or_default());
         ev = run(
@@ -304,6 +298,7 @@ async fn grants_and_write_questions_keep_private_places_private() {
     assert!(commands[3].contains("/proc/self/cwd"), "{commands:?}");
     // bash reads `d<VT>/../.ssh/id_ed25519` as one word, through the folder `d<VT>`.
     assert!(commands[4].contains(".ssh/id_ed25519"), "{commands:?}");
+    assert_eq!(commands[5], "cat a.txt /dev/null");
     // The edit of a private file asks (no grant covers it) and does not show the file, only
     // what the call asks to change: nobody approves it blind.
     let (q, p) = permission_asked(&ev).expect("the edit asked");
@@ -429,5 +424,43 @@ async fn a_granted_diff_of_folders_asks_again() {
     .await;
     let log = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
     assert!(!log.contains("ssh-secret"), "{log}");
+    s.shutdown().await.unwrap();
+}
+
+/// A hidden file the home folder gets while the session runs (`vault login` writing
+/// `~/.vault-token`) is private like the rest: the sandboxed shell of a workspace holding the
+/// home cannot read it, and the file tools ask.
+#[tokio::test]
+async fn a_hidden_home_file_made_during_the_session_is_private() {
+    let h = Harness::new(Config::default());
+    let (home, rt) = home_runtime(&h);
+    let s = session_on(
+        &h,
+        &rt,
+        &home,
+        json!({"responses": [
+            {"tool_calls": [bash("cat notes.txt")]},
+            {"text": "looked"},
+            {"tool_calls": [
+                bash("cat .vault-token"),
+                {"name": "read_file", "arguments": {"path": ".vault-token"}}
+            ]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Auto,
+    );
+    let r = results(&run(&s, plan_entry("look")).await);
+    assert!(r[0].2.contains("ordinary notes"), "{r:?}");
+    std::fs::write(home.join(".vault-token"), "vault-secret").unwrap();
+    let ev = run(&s, user("again")).await;
+    let r = results(&ev);
+    assert_eq!(r[0].0, "bash", "{r:?}");
+    assert!(!r[0].2.contains("vault-secret"), "{r:?}");
+    assert!(
+        permission_asked(&ev).is_some(),
+        "reading it with the file tools did not ask: {ev:?}"
+    );
+    let log = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
+    assert!(!log.contains("vault-secret"), "{log}");
     s.shutdown().await.unwrap();
 }

@@ -172,13 +172,7 @@ async fn a_plan_file_swapped_for_a_fifo_or_grown_huge_stalls_nothing() {
     let plan = h.session_dir(s.id()).join("artifacts/plan.md");
     std::fs::create_dir_all(plan.parent().unwrap()).unwrap();
     let _ = std::fs::remove_file(&plan);
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&plan)
-            .status()
-            .unwrap()
-            .success()
-    );
+    super::super::harness::mkfifo(&plan);
     let started = Instant::now();
     let ev = run(&s, user("submit the plan")).await;
     assert!(

@@ -19,13 +19,7 @@ use waymark_protocol::{EventKind, Op, PermissionMode, ToolStatus, TurnEndReason}
 async fn read_file_refuses_fifos_sockets_and_devices_at_once() {
     let h = harness();
     let fifo = h.ws.join("pipe");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    super::super::harness::mkfifo(&fifo);
     std::os::unix::fs::symlink(&fifo, h.ws.join("innocent.txt")).unwrap();
     let _sock = std::os::unix::net::UnixListener::bind(h.ws.join("sock")).unwrap();
     let s = h.session(
