@@ -347,6 +347,22 @@ impl ToolGuard for PermissionGuard {
                 Err(e) => return GuardDecision::Deny(format!("{}: {e}", tool.name())),
             }
         }
+        // A patch that gives another file a private file's text copies what is kept from the
+        // model: refused, whatever the answer would be.
+        if tool.name() == "apply_patch"
+            && let Some(patch) = call.arguments.get("patch").and_then(Value::as_str)
+        {
+            for (old, new) in crate::tools::patch_copies(patch) {
+                if resolve_target(call.workspace, &old)
+                    .is_ok_and(|t| call.protected.place_of(&t).is_some())
+                {
+                    return GuardDecision::Deny(crate::tools::copy_refused(
+                        &escape_line(&old),
+                        &escape_line(&new),
+                    ));
+                }
+            }
+        }
         // The tools write only inside the workspace and the session's artifacts: a call
         // aimed elsewhere is refused here, rather than asked about and refused later.
         if let Some(t) = targets

@@ -140,7 +140,8 @@ fn patch_files(patch: &str, private: impl Fn(&str) -> bool) -> Vec<FileChange> {
         let (op, path) = match (&old, &new) {
             (None, Some(n)) => ("create", n.clone()),
             (Some(o), None) => ("delete", o.clone()),
-            (Some(o), Some(n)) if o != n => ("rename", format!("{o} → {n}")),
+            // The tool writes the new name from the old file and keeps the old one.
+            (Some(o), Some(n)) if o != n => ("copy", format!("{o} → {n}")),
             (Some(_), Some(n)) => ("modify", n.clone()),
             (None, None) => ("invalid", "/dev/null".to_string()),
         };
@@ -173,7 +174,7 @@ mod tests {
                 ("modify", "x.rs"),
                 ("create", "new.rs"),
                 ("delete", "gone.rs"),
-                ("rename", "old\\x1b[8m.rs → moved.rs")
+                ("copy", "old\\x1b[8m.rs → moved.rs")
             ]
         );
         assert!(files[0].diff.as_deref().unwrap().contains("-a\n+b"));

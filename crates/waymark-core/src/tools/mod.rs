@@ -11,7 +11,7 @@ pub mod text;
 mod write;
 
 pub use bash::Bash;
-pub use patch::{ApplyPatch, patch_paths};
+pub use patch::{ApplyPatch, copy_refused, patch_copies, patch_paths};
 pub use read::{ListDir, ReadFile};
 pub use search::{Glob, Grep};
 pub use write::{Append, Edit, MultiEdit, Write};

@@ -203,7 +203,15 @@ fn apply(ctx: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
             (_, Some(new)) => {
                 let target = resolve_write(ctx, new)?;
                 let source = match &f.old {
-                    Some(old) if old != new => resolve_write(ctx, old)?,
+                    Some(old) if old != new => {
+                        let source = resolve_write(ctx, old)?;
+                        // Another name takes the old file's text, patched: a copy, and of a
+                        // private file it would show what Waymark keeps from the model.
+                        if ctx.protected.place_of(&source).is_some() {
+                            return Err(ToolError::Model(copy_refused(old, new)));
+                        }
+                        source
+                    }
                     _ => target.clone(),
                 };
                 let (base, style, original) = if f.old.is_some() {
@@ -342,6 +350,26 @@ impl Tool for ApplyPatch {
     }
 }
 
+/// Why a patch may not take a private file's text into another file.
+pub fn copy_refused(old: &str, new: &str) -> String {
+    format!(
+        "the patch would copy `{old}`, a private place, into `{new}`: Waymark keeps private files' contents from the model; edit the file under its own name instead"
+    )
+}
+
+/// The files a patch copies to another name, patched (old and new both named, and not the
+/// same), as the model wrote them.
+pub fn patch_copies(patch: &str) -> Vec<(String, String)> {
+    parse(patch)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|f| match (f.old, f.new) {
+            (Some(o), Some(n)) if o != n => Some((o, n)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The target paths a patch names (for guards), or an error if it does not parse.
 pub fn patch_paths(patch: &str) -> Result<Vec<String>, ToolError> {
     Ok(parse(patch)?
@@ -373,6 +401,28 @@ mod tests {
             "hello\nworld\n"
         );
         assert!(!f.ws().join("gone.txt").exists());
+    }
+
+    /// The tool checks the copy's source where it leads now, whatever the guard saw.
+    #[tokio::test]
+    async fn a_private_file_is_never_copied_to_another_name() {
+        let mut f = Fixture::new();
+        let secret = f.ws().join("sa.json");
+        std::fs::write(&secret, "{\"private_key\": \"k\"}\n").unwrap();
+        f.ctx.protected = crate::sandbox::private::Protected::new(
+            std::sync::Arc::new(vec![secret.clone()]),
+            Default::default(),
+            Default::default(),
+            Vec::new(),
+            Default::default(),
+        );
+        let patch = "--- a/sa.json\n+++ b/sa-copy.txt\n";
+        let e = f
+            .run(&ApplyPatch, json!({"patch": patch}))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("would copy"), "{e}");
+        assert!(!f.ws().join("sa-copy.txt").exists());
     }
 
     #[tokio::test]

@@ -464,3 +464,31 @@ async fn a_hidden_home_file_made_during_the_session_is_private() {
     assert!(!log.contains("vault-secret"), "{log}");
     s.shutdown().await.unwrap();
 }
+
+/// A patch whose new name differs from its old one writes the new file from the old one's
+/// text and keeps the old: a copy. Of a private file it would put what Waymark keeps from
+/// the model under a name anyone reads, so it is refused before anyone is asked, in every
+/// mode; the tool refuses it on its own too.
+#[tokio::test]
+async fn a_patch_copying_a_private_file_elsewhere_is_refused() {
+    let h = Harness::new(Config::default());
+    let (home, rt) = home_runtime(&h);
+    let copy = json!({"name": "apply_patch", "arguments": {"patch": "--- a/.ssh/id_ed25519\n+++ b/notes-copy.txt\n"}});
+    let s = session_on(
+        &h,
+        &rt,
+        &home,
+        json!({"responses": [
+            {"tool_calls": [copy.clone()]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, user("tidy")).await;
+    assert!(permission_asked(&ev).is_none(), "{ev:?}");
+    let r = results(&ev);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("would copy"), "{r:?}");
+    assert!(!home.join("notes-copy.txt").exists());
+    s.shutdown().await.unwrap();
+}
