@@ -9,6 +9,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::time::{Duration, Instant};
+use waymark_core::goal::db::GoalWrites;
 use waymark_core::goal::db::{Budgets, current_goal};
 use waymark_core::goal::settlement::{Limits, Mode, Pipeline, TurnFacts, commit, continuation};
 use waymark_core::store::Store;

@@ -8,6 +8,7 @@ use super::{Dimension, describe, exhausted, report, snapshot};
 use crate::commands::{CommandContext, CommandSpec, SlashCommand};
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
+use crate::goal::db::GoalWrites;
 use crate::goal::db::{Budgets, GoalRow, current_goal, queued_goals};
 use crate::store::Tx;
 use waymark_protocol::GoalUpdateKind;

@@ -150,9 +150,53 @@ fn decode(parts: RawGoal) -> Result<GoalRow> {
     Ok(g)
 }
 
-impl super::Tx<'_> {
+/// The goal extension's writes to its own tables, in the core transaction.
+pub trait GoalWrites {
     /// Creates an active goal and makes it the session's current one.
-    pub fn create_goal(
+    fn create_goal(
+        &mut self,
+        id: &str,
+        session_id: &str,
+        objective: &str,
+        criteria: Option<&str>,
+        budgets: Budgets,
+        actor: GoalActor,
+    ) -> Result<()>;
+    /// Writes a status change (the caller has checked it is allowed). The worker's question
+    /// goes; `usage_limit` is kept only with `usage_limited`.
+    fn set_goal_status(
+        &mut self,
+        id: &str,
+        status: GoalStatus,
+        reason: GoalReason,
+        actor: GoalActor,
+        usage_limit: Option<&UsageLimit>,
+    ) -> Result<()>;
+    /// Changes what a usage-limited goal does when its limit resets (the user cancelled the
+    /// automatic resume, or the process that would make it stopped).
+    fn set_goal_usage_limit(&mut self, id: &str, limit: &UsageLimit) -> Result<()>;
+    /// Adds a turn's usage.
+    fn add_goal_usage(&mut self, id: &str, tokens: u64, turns: u64, active_ms: u64) -> Result<()>;
+    /// Replaces the budgets (None clears a dimension); bumps the revision.
+    fn set_goal_budgets(&mut self, id: &str, budgets: Budgets) -> Result<()>;
+    /// Changes the objective; bumps the revision.
+    fn edit_goal(&mut self, id: &str, objective: &str) -> Result<()>;
+    /// Stores the plan steps of a goal and their verdicts.
+    fn set_goal_steps(&mut self, id: &str, steps: &[GoalStep]) -> Result<()>;
+    /// Keeps what the worker asked when it reported the goal blocked (redacted).
+    fn set_goal_question(&mut self, id: &str, question: &str) -> Result<()>;
+    /// Stores settlement's counters.
+    fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()>;
+    /// Removes the session's current goal (the row stays for the record).
+    fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>>;
+    /// Appends an objective to the queue of upcoming goals.
+    fn enqueue_goal(&mut self, session_id: &str, objective: &str) -> Result<i64>;
+    /// Takes the oldest queued objective.
+    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<String>>;
+}
+
+impl GoalWrites for super::Tx<'_> {
+    fn create_goal(
         &mut self,
         id: &str,
         session_id: &str,
@@ -188,9 +232,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Writes a status change (the caller has checked it is allowed). The worker's question
-    /// goes; `usage_limit` is kept only with `usage_limited`.
-    pub fn set_goal_status(
+    fn set_goal_status(
         &mut self,
         id: &str,
         status: GoalStatus,
@@ -212,9 +254,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Changes what a usage-limited goal does when its limit resets (the user cancelled the
-    /// automatic resume, or the process that would make it stopped).
-    pub fn set_goal_usage_limit(&mut self, id: &str, limit: &UsageLimit) -> Result<()> {
+    fn set_goal_usage_limit(&mut self, id: &str, limit: &UsageLimit) -> Result<()> {
         let json = serde_json::to_string(limit)
             .map_err(|e| Error::Corrupt(format!("goal {id}: usage limit: {e}")))?;
         self.conn().execute(
@@ -224,14 +264,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Adds a turn's usage.
-    pub fn add_goal_usage(
-        &mut self,
-        id: &str,
-        tokens: u64,
-        turns: u64,
-        active_ms: u64,
-    ) -> Result<()> {
+    fn add_goal_usage(&mut self, id: &str, tokens: u64, turns: u64, active_ms: u64) -> Result<()> {
         // Saturating sums: SQLite turns an overflowing integer sum into a float.
         self.conn()
             .prepare_cached(
@@ -253,8 +286,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Replaces the budgets (None clears a dimension); bumps the revision.
-    pub fn set_goal_budgets(&mut self, id: &str, budgets: Budgets) -> Result<()> {
+    fn set_goal_budgets(&mut self, id: &str, budgets: Budgets) -> Result<()> {
         let now = self.now();
         self.conn().execute(
             "UPDATE goals SET token_budget = ?2, turn_budget = ?3, time_budget_ms = ?4,
@@ -270,8 +302,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Changes the objective; bumps the revision.
-    pub fn edit_goal(&mut self, id: &str, objective: &str) -> Result<()> {
+    fn edit_goal(&mut self, id: &str, objective: &str) -> Result<()> {
         let now = self.now();
         let objective = self.redact(objective).into_owned();
         self.conn().execute(
@@ -281,8 +312,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Stores the plan steps of a goal and their verdicts.
-    pub fn set_goal_steps(&mut self, id: &str, steps: &[GoalStep]) -> Result<()> {
+    fn set_goal_steps(&mut self, id: &str, steps: &[GoalStep]) -> Result<()> {
         let json = serde_json::to_string(steps)
             .map_err(|e| Error::Corrupt(format!("goal {id}: steps: {e}")))?;
         self.conn().execute(
@@ -292,8 +322,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Keeps what the worker asked when it reported the goal blocked (redacted).
-    pub fn set_goal_question(&mut self, id: &str, question: &str) -> Result<()> {
+    fn set_goal_question(&mut self, id: &str, question: &str) -> Result<()> {
         let q = self.redact(question).into_owned();
         self.conn().execute(
             "UPDATE goals SET question = ?2 WHERE id = ?1",
@@ -302,8 +331,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Stores settlement's counters.
-    pub fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()> {
+    fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()> {
         self.conn()
             .prepare_cached(
                 "UPDATE goals SET continuations = ?2, repeated_replies = ?3, toolless_turns = ?4,
@@ -326,8 +354,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Removes the session's current goal (the row stays for the record).
-    pub fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>> {
+    fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>> {
         let now = self.now();
         let id: Option<String> = self
             .conn()
@@ -351,8 +378,7 @@ impl super::Tx<'_> {
         Ok(id)
     }
 
-    /// Appends an objective to the queue of upcoming goals.
-    pub fn enqueue_goal(&mut self, session_id: &str, objective: &str) -> Result<i64> {
+    fn enqueue_goal(&mut self, session_id: &str, objective: &str) -> Result<i64> {
         let now = self.now();
         let objective = self.redact(objective).into_owned();
         self.conn().execute(
@@ -362,8 +388,7 @@ impl super::Tx<'_> {
         Ok(self.conn().last_insert_rowid())
     }
 
-    /// Takes the oldest queued objective.
-    pub fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<String>> {
+    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<String>> {
         let row: Option<(i64, String)> = self
             .conn()
             .query_row(
@@ -394,9 +419,22 @@ pub struct TurnGoal {
     pub summary: bool,
 }
 
-impl super::Tx<'_> {
+/// What the goal extension records on a turn, in the core transaction.
+pub trait GoalTurnWrites {
     /// Marks a turn as working on `goal_id` at `revision`.
-    pub fn set_turn_goal(
+    fn set_turn_goal(
+        &mut self,
+        turn_id: i64,
+        goal_id: &str,
+        revision: u32,
+        summary: bool,
+    ) -> Result<()>;
+    /// Records the model's proposal for this turn (the last one wins).
+    fn set_turn_proposal(&mut self, turn_id: i64, proposal: &str) -> Result<()>;
+}
+
+impl GoalTurnWrites for super::Tx<'_> {
+    fn set_turn_goal(
         &mut self,
         turn_id: i64,
         goal_id: &str,
@@ -410,8 +448,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Records the model's proposal for this turn (the last one wins).
-    pub fn set_turn_proposal(&mut self, turn_id: i64, proposal: &str) -> Result<()> {
+    fn set_turn_proposal(&mut self, turn_id: i64, proposal: &str) -> Result<()> {
         self.conn().execute(
             "UPDATE turns SET goal_proposal = ?2 WHERE id = ?1",
             params![turn_id, proposal],

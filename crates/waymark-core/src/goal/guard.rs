@@ -3,6 +3,7 @@
 //! times), then with "tools are disabled".
 
 use super::{exhausted, runner::turn_report};
+use crate::goal::db::GoalWrites;
 use crate::guard::{GuardCall, GuardDecision, ToolGuard};
 
 pub(crate) struct BudgetGuard;

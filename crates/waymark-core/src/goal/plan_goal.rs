@@ -5,6 +5,7 @@
 use super::commands::{args_of, budgets_of, check_enabled, create};
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
+use crate::goal::db::GoalWrites;
 use crate::goal::db::current_goal;
 use crate::store::Tx;
 use waymark_protocol::{BudgetChange, GoalActor, GoalStep};

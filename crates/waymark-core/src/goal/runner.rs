@@ -8,6 +8,8 @@ use super::{Dimension, exhausted, report, snapshot};
 use crate::error::Result;
 use crate::extension::Dequeue;
 use crate::extension::SessionApi;
+use crate::goal::db::GoalTurnWrites;
+use crate::goal::db::GoalWrites;
 use crate::goal::db::{GoalRow, TurnGoal, current_goal, turn_goal};
 use crate::store::{self, HistoryItem, MessageRow, Tx};
 use std::time::Duration;

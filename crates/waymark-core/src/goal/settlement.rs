@@ -7,6 +7,7 @@
 
 use super::Dimension;
 use super::prompts::Nudge;
+use crate::goal::db::GoalWrites;
 use crate::goal::db::{GoalCounters, GoalRow};
 use waymark_protocol::GoalUpdateKind;
 use waymark_protocol::{GoalActor, GoalReason, GoalStatus, TurnEndReason, UsageLimit};

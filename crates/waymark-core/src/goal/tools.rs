@@ -7,6 +7,7 @@ use super::settlement::{Proposal, ProposedStatus};
 use super::snapshot;
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
+use crate::goal::db::GoalTurnWrites;
 use crate::goal::db::{Budgets, current_goal};
 use crate::store::{self, SessionRow};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, session_of, tool_error};

@@ -9,6 +9,7 @@ use super::settlement::{Mode, Verdict, parse_verdict};
 use crate::error::Result;
 use crate::extension::SessionApi;
 use crate::goal::db::GoalRow;
+use crate::goal::db::GoalWrites;
 use crate::guard::GuardDecision;
 use crate::permission::VERIFIER_TOOLS;
 use crate::provider::{CallPurpose, ModelMessage, ModelRequest, StreamEvent, ToolSpec};

@@ -1,6 +1,8 @@
 //! What answers to plan questionnaires do (PM-8, PM-17 … PM-19), inside the transaction that
 //! records the answer.
 
+use crate::plan::db::PlanCommentWrites;
+use crate::plan::db::PlanWrites;
 use waymark_protocol::{PlanModeReason, PlanStatus};
 
 use crate::error::{Error, Result};

@@ -106,10 +106,32 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-impl super::Tx<'_> {
+/// The plan extension's writes to its own tables, in the core transaction.
+pub trait PlanWrites {
     /// Stores content under `key` (content-addressed by the caller's key; rewriting the same
     /// key with other bytes is refused).
-    pub fn put_blob(&mut self, key: &str, bytes: &[u8]) -> Result<String> {
+    fn put_blob(&mut self, key: &str, bytes: &[u8]) -> Result<String>;
+    fn create_plan(&mut self, id: &str, session_id: &str) -> Result<()>;
+    fn set_plan_status(&mut self, id: &str, status: PlanStatus) -> Result<()>;
+    /// Records a revision whose content is already in `blob_key`; returns its version.
+    fn add_revision(
+        &mut self,
+        plan_id: &str,
+        blob_key_for: &dyn Fn(u32) -> String,
+        content: &[u8],
+        author: RevisionAuthor,
+        truncated: bool,
+    ) -> Result<RevisionRow>;
+    /// Counts a plan turn once per turn id and says whether it gets the full reminder.
+    fn plan_turn_reminder(&mut self, plan_id: &str, turn_id: i64) -> Result<bool>;
+    /// The user spoke while planning: the next plan turn gets the full reminder again.
+    fn plan_full_reminder_due(&mut self, plan_id: &str) -> Result<()>;
+    /// Marks (or clears) the one exit reminder after leaving plan mode.
+    fn set_exit_reminder(&mut self, session_id: &str, value: Option<ExitReminder>) -> Result<()>;
+}
+
+impl PlanWrites for super::Tx<'_> {
+    fn put_blob(&mut self, key: &str, bytes: &[u8]) -> Result<String> {
         let sha = sha256_hex(bytes);
         let now = self.now();
         let existing: Option<String> = self
@@ -135,7 +157,7 @@ impl super::Tx<'_> {
         Ok(sha)
     }
 
-    pub fn create_plan(&mut self, id: &str, session_id: &str) -> Result<()> {
+    fn create_plan(&mut self, id: &str, session_id: &str) -> Result<()> {
         let now = self.now();
         self.conn().execute(
             "INSERT INTO plans (id, session_id, status, created_at) VALUES (?1, ?2, 'drafting', ?3)",
@@ -148,7 +170,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    pub fn set_plan_status(&mut self, id: &str, status: PlanStatus) -> Result<()> {
+    fn set_plan_status(&mut self, id: &str, status: PlanStatus) -> Result<()> {
         let now = self.now();
         let ended = match status {
             PlanStatus::Approved
@@ -164,8 +186,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Records a revision whose content is already in `blob_key`; returns its version.
-    pub fn add_revision(
+    fn add_revision(
         &mut self,
         plan_id: &str,
         blob_key_for: &dyn Fn(u32) -> String,
@@ -202,8 +223,7 @@ impl super::Tx<'_> {
         })
     }
 
-    /// Counts a plan turn once per turn id and says whether it gets the full reminder.
-    pub fn plan_turn_reminder(&mut self, plan_id: &str, turn_id: i64) -> Result<bool> {
+    fn plan_turn_reminder(&mut self, plan_id: &str, turn_id: i64) -> Result<bool> {
         let plan = plan(self.conn(), plan_id)?
             .ok_or_else(|| Error::Corrupt(format!("plan {plan_id} vanished")))?;
         if plan.last_turn_id == Some(turn_id) {
@@ -228,8 +248,7 @@ impl super::Tx<'_> {
         Ok(full)
     }
 
-    /// The user spoke while planning: the next plan turn gets the full reminder again.
-    pub fn plan_full_reminder_due(&mut self, plan_id: &str) -> Result<()> {
+    fn plan_full_reminder_due(&mut self, plan_id: &str) -> Result<()> {
         self.conn().execute(
             "UPDATE plans SET full_reminder_due = 1 WHERE id = ?1",
             [plan_id],
@@ -237,12 +256,7 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Marks (or clears) the one exit reminder after leaving plan mode.
-    pub fn set_exit_reminder(
-        &mut self,
-        session_id: &str,
-        value: Option<ExitReminder>,
-    ) -> Result<()> {
+    fn set_exit_reminder(&mut self, session_id: &str, value: Option<ExitReminder>) -> Result<()> {
         self.conn().execute(
             "UPDATE sessions SET exit_reminder = ?2 WHERE id = ?1",
             params![session_id, value.map(|v| v.encode())],
@@ -325,9 +339,20 @@ pub struct CommentRow {
     pub quote: String,
 }
 
-impl super::Tx<'_> {
+/// The plan extension's comment writes, in the core transaction.
+pub trait PlanCommentWrites {
     /// Stores a comment on lines of a revision (the comment and the quote redacted).
-    pub fn add_plan_comment(
+    fn add_plan_comment(
+        &mut self,
+        plan_id: &str,
+        version: u32,
+        c: &waymark_protocol::LineComment,
+        quote: &str,
+    ) -> Result<i64>;
+}
+
+impl PlanCommentWrites for super::Tx<'_> {
+    fn add_plan_comment(
         &mut self,
         plan_id: &str,
         version: u32,

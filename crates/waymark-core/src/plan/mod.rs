@@ -3,6 +3,7 @@
 //! admission (intents), questionnaire answers, the reminder extension point and the
 //! `before_tool_call` chain, and owns the plan document's lifecycle.
 
+use crate::plan::db::PlanWrites;
 use waymark_protocol::{PlanModeReason, PlanStatus, RevisionAuthor};
 
 mod answer;

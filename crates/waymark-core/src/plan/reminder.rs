@@ -3,6 +3,7 @@
 //! exit reminder on the first turn after leaving.
 
 use crate::context::{Reminder, ReminderContext, ReminderSource};
+use crate::plan::db::PlanWrites;
 use crate::sandbox::Layer;
 use std::path::Path;
 use waymark_protocol::InteractionMode;

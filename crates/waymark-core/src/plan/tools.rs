@@ -1,6 +1,7 @@
 //! `EnterPlanMode` (PM-7, PM-8) and `ExitPlanMode` (PM-10, PM-15 … PM-17, PM-20). Both end the
 //! turn: the user decides what happens next.
 
+use crate::plan::db::PlanWrites;
 use waymark_protocol::{PlanModeReason, PlanStatus, RevisionAuthor};
 
 use super::answer::{implementation_message, queue_first};

@@ -3,6 +3,8 @@
 #![allow(unused_imports)]
 
 use super::*;
+use waymark_core::goal::db::GoalTurnWrites;
+use waymark_core::goal::db::GoalWrites;
 
 use super::super::harness::{Harness, collect, finished, results, run, user, waiting_on};
 use serde_json::{Value, json};
