@@ -232,7 +232,7 @@ fn open_and_read(c: &mut Criterion) {
                             },
                         )?;
                     }
-                    Ok(())
+                    Ok::<_, waymark_core::Error>(())
                 })
                 .unwrap();
         }

@@ -147,6 +147,32 @@ impl From<crate::provider::SpecError> for Error {
     }
 }
 
+impl From<crate::store::StoreError> for Error {
+    fn from(e: crate::store::StoreError) -> Self {
+        use crate::store::StoreError as S;
+        match e {
+            S::Db(e) => Error::Db(e),
+            S::DatabaseTooNew {
+                path,
+                found,
+                supported,
+            } => Error::DatabaseTooNew {
+                path,
+                found,
+                supported,
+            },
+            S::Migration { version, message } => Error::Migration { version, message },
+            S::Io { path, source } => Error::Io { path, source },
+            S::SessionBusy { id, pid } => Error::SessionBusy { id, pid },
+            S::SessionNotFound(id) => Error::SessionNotFound(id),
+            S::QuestionnaireNotFound(id) => Error::QuestionnaireNotFound(id),
+            S::QuestionnaireClosed { id, status } => Error::QuestionnaireClosed { id, status },
+            S::Corrupt(m) => Error::Corrupt(m),
+            S::LeaseLost { id, pid } => Error::LeaseLost { id, pid },
+        }
+    }
+}
+
 impl From<Error> for ErrorInfo {
     fn from(e: Error) -> Self {
         e.info()

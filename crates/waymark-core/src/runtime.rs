@@ -453,7 +453,7 @@ impl Runtime {
                         .unwrap_or_else(|| provider.context_tokens()),
                 },
             )?;
-            Ok((row, instructions))
+            Ok::<_, Error>((row, instructions))
         })?;
         let last_seq = startup.last().map(|e| e.seq).unwrap_or(0);
         // Front ends read promptly; a slow one is told how many events it skipped.
@@ -551,7 +551,7 @@ impl Runtime {
 
     /// All sessions, newest activity first.
     pub fn list_sessions(&self) -> Result<Vec<SessionSummary>> {
-        self.store.view(store::sessions::list)
+        Ok(self.store.view(store::sessions::list)?)
     }
 
     /// Everything `show` prints about a session.
@@ -597,7 +597,7 @@ impl Runtime {
     /// The project instructions a session took when it started (None: it started before
     /// Waymark read them).
     pub fn instructions(&self, id: &str) -> Result<Option<crate::instructions::Instructions>> {
-        self.store.view(|c| store::sessions::instructions(c, id))
+        Ok(self.store.view(|c| store::sessions::instructions(c, id))?)
     }
 
     /// One questionnaire of a session, as front ends show it.
@@ -619,7 +619,7 @@ impl Runtime {
             if store::sessions::get(c, id)?.is_none() {
                 return Err(Error::SessionNotFound(id.to_string()));
             }
-            store::events::list(c, id, after, limit)
+            Ok(store::events::list(c, id, after, limit)?)
         })
     }
 }
@@ -632,8 +632,9 @@ impl Runtime {
         type_name: &str,
         limit: u64,
     ) -> Result<Vec<Event>> {
-        self.store
-            .view(|c| store::events::recent_of_type(c, id, type_name, limit))
+        Ok(self
+            .store
+            .view(|c| store::events::recent_of_type(c, id, type_name, limit))?)
     }
 }
 

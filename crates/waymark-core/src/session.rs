@@ -159,7 +159,7 @@ impl SessionCore {
 
     fn lease_error(&self) -> Error {
         let pid = self
-            .read(|c| store::sessions::lease(c, &self.id))
+            .read(|c| Ok(store::sessions::lease(c, &self.id)?))
             .ok()
             .flatten()
             .map(|l| l.pid)
@@ -317,7 +317,7 @@ impl Actor {
                         // the stopped turn's settlement does not take it for a Stop.
                         let waiting = self
                             .core
-                            .read(|c| store::questionnaires::pending(c, &sid))
+                            .read(|c| Ok(store::questionnaires::pending(c, &sid)?))
                             .map(|q| q.is_some())
                             .unwrap_or(false);
                         let on_close = |tx: &mut Tx<'_>| -> Result<()> {
@@ -334,7 +334,7 @@ impl Actor {
                             // Nothing runs: closing and releasing are one transaction.
                             self.core.write(|tx| {
                                 on_close(tx)?;
-                                tx.release_lease(&sid, &owner)
+                                Ok(tx.release_lease(&sid, &owner)?)
                             })
                         };
                         let _ = reply.send(r.map(|_| OpOutcome::Done));
@@ -382,7 +382,7 @@ impl Actor {
                 }
                 _ = beat.tick() => {
                     let (id, owner) = (self.core.id.clone(), self.lease_owner.clone());
-                    if let Err(e) = self.core.write(|tx| tx.heartbeat(&id, &owner)) {
+                    if let Err(e) = self.core.write(|tx| Ok(tx.heartbeat(&id, &owner)?)) {
                         // Someone else owns the session now: stop touching it.
                         self.core.transient(EventKind::SessionError { error: e.info() });
                         if let Some(r) = &self.running { r.cancel.cancel(); }
@@ -396,7 +396,7 @@ impl Actor {
 
     fn release(&self) -> Result<()> {
         let (id, owner) = (self.core.id.clone(), self.lease_owner.clone());
-        self.core.write(|tx| tx.release_lease(&id, &owner))
+        self.core.write(|tx| Ok(tx.release_lease(&id, &owner)?))
     }
 
     async fn stop_running(&mut self) {
@@ -553,13 +553,13 @@ impl Actor {
         if let Some(q) = pending {
             if self.announced != Announced::Waiting(q.id.clone()) {
                 self.core.write(|tx| {
-                    tx.emit(
+                    Ok(tx.emit(
                         &sid,
                         EventKind::SessionWaiting {
                             questionnaire_id: q.id.clone(),
                             kind: q.kind(),
                         },
-                    )
+                    )?)
                 })?;
                 self.announced = Announced::Waiting(q.id);
             }
@@ -574,7 +574,9 @@ impl Actor {
             for ext in &self.core.extensions {
                 if let Dequeue::Drop(why) = ext.recheck(&api, &m)? {
                     drop_message(&api, &m, &why)?;
-                    next = self.core.read(|c| store::messages::next_queued(c, &sid))?;
+                    next = self
+                        .core
+                        .read(|c| Ok(store::messages::next_queued(c, &sid)?))?;
                     continue 'queued;
                 }
             }
@@ -582,7 +584,9 @@ impl Actor {
         }
         for ext in &self.core.extensions {
             if ext.next_work(&api)? {
-                let m = self.core.read(|c| store::messages::next_queued(c, &sid))?;
+                let m = self
+                    .core
+                    .read(|c| Ok(store::messages::next_queued(c, &sid)?))?;
                 if let Some(m) = m {
                     return Ok(Some(TurnStart::New(m)));
                 }
@@ -595,7 +599,7 @@ impl Actor {
         }
         if self.announced != Announced::Idle {
             self.core
-                .write(|tx| tx.emit(&sid, EventKind::SessionIdle {}))?;
+                .write(|tx| Ok(tx.emit(&sid, EventKind::SessionIdle {})?))?;
             self.announced = Announced::Idle;
         }
         Ok(None)
@@ -708,13 +712,13 @@ fn changed(core: &Arc<SessionCore>) {
 fn drop_message(api: &SessionApi, m: &store::MessageRow, reason: &str) -> Result<()> {
     api.write(|tx| {
         tx.set_message_status(m.id, store::MessageStatus::Dropped)?;
-        tx.emit(
+        Ok(tx.emit(
             api.id(),
             EventKind::MessageDropped {
                 message_id: m.id,
                 reason: reason.to_string(),
             },
-        )
+        )?)
     })?;
     changed(api.core());
     Ok(())

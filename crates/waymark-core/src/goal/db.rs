@@ -585,14 +585,23 @@ mod tests {
                 tx.create_goal("g1", &s, "x", None, Budgets::default(), GoalActor::User)
             })
             .unwrap();
-        let bad_status =
-            store.read(|c| Ok(c.execute("UPDATE goals SET status = 'done' WHERE id = 'g1'", [])?));
+        let bad_status = store.read(|c| {
+            Ok::<_, crate::error::Error>(
+                c.execute("UPDATE goals SET status = 'done' WHERE id = 'g1'", [])?,
+            )
+        });
         assert!(bad_status.is_err());
-        let bad_usage =
-            store.read(|c| Ok(c.execute("UPDATE goals SET tokens_used = -1 WHERE id = 'g1'", [])?));
+        let bad_usage = store.read(|c| {
+            Ok::<_, crate::error::Error>(
+                c.execute("UPDATE goals SET tokens_used = -1 WHERE id = 'g1'", [])?,
+            )
+        });
         assert!(bad_usage.is_err());
-        let bad_budget =
-            store.read(|c| Ok(c.execute("UPDATE goals SET token_budget = 0 WHERE id = 'g1'", [])?));
+        let bad_budget = store.read(|c| {
+            Ok::<_, crate::error::Error>(
+                c.execute("UPDATE goals SET token_budget = 0 WHERE id = 'g1'", [])?,
+            )
+        });
         assert!(bad_budget.is_err());
     }
 }

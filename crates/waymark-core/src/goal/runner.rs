@@ -37,7 +37,7 @@ pub(crate) fn emit_update(
     kind: GoalUpdateKind,
     actor: GoalActor,
 ) -> Result<()> {
-    tx.emit(
+    Ok(tx.emit(
         &g.session_id,
         EventKind::GoalUpdate {
             goal_id: g.id.clone(),
@@ -48,7 +48,7 @@ pub(crate) fn emit_update(
             usage: Box::new(report(g, 0, 0, 0)),
             usage_limit: g.usage_limit.map(Box::new),
         },
-    )
+    )?)
 }
 
 /// Pushes the full snapshot to front ends (after commit).

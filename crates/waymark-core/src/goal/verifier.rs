@@ -247,7 +247,7 @@ async fn run_call(
 ) -> Result<(ToolStatus, String)> {
     let sid = api.id().to_string();
     api.write(|tx| {
-        tx.emit(
+        Ok(tx.emit(
             &sid,
             EventKind::ToolCall {
                 turn_id,
@@ -256,7 +256,7 @@ async fn run_call(
                 arguments: call.arguments.clone(),
                 actor: CallActor::Verifier,
             },
-        )
+        )?)
     })?;
     let (status, content) = match decide(api, CallActor::Verifier, turn_id, call, None, ctx).await?
     {
@@ -281,7 +281,7 @@ async fn run_call(
         },
     };
     api.write(|tx| {
-        tx.emit(
+        Ok(tx.emit(
             &sid,
             EventKind::ToolResult {
                 turn_id,
@@ -291,7 +291,7 @@ async fn run_call(
                 content: content.clone(),
                 actor: CallActor::Verifier,
             },
-        )
+        )?)
     })?;
     Ok((status, content))
 }

@@ -482,7 +482,11 @@ mod tests {
         let store = Store::open_test().unwrap();
         store.write(1, |tx| tx.put_blob("k", b"abc")).unwrap();
         store
-            .read(|c| Ok(c.execute("UPDATE blobs SET bytes = X'00' WHERE key = 'k'", [])?))
+            .read(|c| {
+                Ok::<_, crate::error::Error>(
+                    c.execute("UPDATE blobs SET bytes = X'00' WHERE key = 'k'", [])?,
+                )
+            })
             .unwrap();
         assert_eq!(
             store.read(|c| blob(c, "k")).unwrap_err().code(),

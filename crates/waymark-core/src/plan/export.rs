@@ -174,14 +174,14 @@ pub(crate) fn export(
     }
     let shown = rel.display().to_string();
     api.write(|tx| {
-        tx.emit(
+        Ok(tx.emit(
             api.id(),
             EventKind::PlanExported {
                 plan_id: plan.id.clone(),
                 version: rev.version,
                 path: shown.clone(),
             },
-        )
+        )?)
     })?;
     Ok(shown)
 }

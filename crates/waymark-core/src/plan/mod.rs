@@ -246,14 +246,14 @@ pub(crate) fn leave(
     // What the user allowed while planning ends with planning.
     tx.drop_plan_grants(api.id())?;
     tx.set_exit_reminder(api.id(), Some(crate::plan::db::ExitReminder::Due))?;
-    tx.emit(
+    Ok(tx.emit(
         api.id(),
         EventKind::PlanModeChanged {
             mode: InteractionMode::Default,
             plan_id: plan.map(|p| p.id),
             reason,
         },
-    )
+    )?)
 }
 
 /// Moves an existing plan file aside and creates an empty draft (PM-3). If creating the

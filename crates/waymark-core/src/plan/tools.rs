@@ -69,7 +69,7 @@ impl Tool for EnterPlanMode {
                 }
                 let question = Question::PlanEntry(PlanEntryQuestion { reason: a.reason });
                 tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), &question)?;
-                tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), question: Box::new(question) })
+                Ok(tx.emit(&sid, EventKind::QuestionnaireOpened { id: qid.clone(), question: Box::new(question) })?)
             })
             .map_err(tool_error)?;
             Ok(ToolOutput {

@@ -159,7 +159,7 @@ impl Runtime {
             },
         };
         let (rows, newest) = self.store().view(|c| {
-            Ok((
+            Ok::<_, crate::error::Error>((
                 crate::plan::db::plan_comments(c, &plan_id)?,
                 crate::plan::db::revisions(c, &plan_id)?
                     .pop()

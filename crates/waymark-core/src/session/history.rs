@@ -47,7 +47,7 @@ impl SessionCore {
         let mut cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
         if !cache.loaded {
             cache.loaded = true;
-            if let Some(row) = self.read(|c| store::compactions::latest(c, &self.id))? {
+            if let Some(row) = self.read(|c| Ok(store::compactions::latest(c, &self.id)?))? {
                 let text = crate::compaction::message(&row);
                 cache.last_id = row.upto;
                 let item = store::HistoryItem::User {
@@ -58,7 +58,7 @@ impl SessionCore {
                 cache.compaction = Some(row);
             }
         }
-        let fresh = self.read(|c| store::turns::history_after(c, &self.id, cache.last_id))?;
+        let fresh = self.read(|c| Ok(store::turns::history_after(c, &self.id, cache.last_id)?))?;
         for (id, turn, item) in fresh {
             cache.last_id = id;
             if let store::HistoryItem::Assistant { tool_calls, .. } = &item {

@@ -1,7 +1,7 @@
 //! Compactions of a session's history (see `crate::compaction`).
 
 use super::Tx;
-use crate::error::{Error, Result};
+use super::{Result, StoreError as Error};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// One stored compaction.

@@ -1,6 +1,6 @@
 //! The append-only event log.
 
-use crate::error::{Error, Result};
+use super::{Result, StoreError as Error};
 use rusqlite::{Connection, params};
 use waymark_protocol::{Event, EventKind};
 
@@ -118,12 +118,15 @@ mod tests {
         let seqs: Vec<u64> = ev.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1, 2]);
         assert_eq!(store.read(|c| last_seq(c, &b)).unwrap(), 1);
-        let upd = store.read(|c| Ok(c.execute("UPDATE events SET ts = 0", [])?));
+        let upd = store.read(|c| {
+            Ok::<_, crate::store::StoreError>(c.execute("UPDATE events SET ts = 0", [])?)
+        });
         assert!(upd.unwrap_err().to_string().contains("append-only"));
-        let del = store.read(|c| Ok(c.execute("DELETE FROM events", [])?));
+        let del =
+            store.read(|c| Ok::<_, crate::store::StoreError>(c.execute("DELETE FROM events", [])?));
         assert!(del.unwrap_err().to_string().contains("append-only"));
         let gap = store.read(|c| {
-            Ok(c.execute(
+            Ok::<_, crate::store::StoreError>(c.execute(
                 "INSERT INTO events (session_id, seq, ts, type, json) VALUES (?1, 9, 0, 'x', '{}')",
                 [&a],
             )?)
@@ -202,7 +205,7 @@ mod legacy_tests {
                         params![s, seq, v.to_string()],
                     )?;
                 }
-                Ok(())
+                Ok::<_, crate::store::StoreError>(())
             })
             .unwrap();
         let first = store.read(|c| list(c, &s, 0, 1)).unwrap();

@@ -1,6 +1,6 @@
 //! The message queue: admission with idempotency keys, head/tail insertion, dequeue order.
 
-use crate::error::{Error, Result};
+use super::{Result, StoreError as Error};
 use rusqlite::{Connection, OptionalExtension, params};
 use waymark_protocol::{MessageInfo, MessageSource, MessageStatus, Position};
 
@@ -235,7 +235,7 @@ mod tests {
         let store = Store::open_test().unwrap();
         let s = make_session(&store);
         let r = store.read(|c| {
-            Ok(c.execute(
+            Ok::<_, crate::store::StoreError>(c.execute(
                 "INSERT INTO messages (session_id, source, text, status, queue_pos, admitted_at)
                  VALUES (?1, 'robot', 't', 'queued', 1, 1)",
                 [&s],

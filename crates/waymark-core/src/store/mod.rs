@@ -3,6 +3,7 @@
 //! ([`Store::write`]), and events are handed back for broadcast only after commit.
 
 pub mod compactions;
+mod error;
 pub mod events;
 pub mod messages;
 pub mod questionnaires;
@@ -17,8 +18,9 @@ pub use sessions::SessionRow;
 pub use turns::{HistoryItem, ToolCallRecord, TurnRow, TurnStatus};
 pub use waymark_protocol::MessageStatus;
 
-use crate::error::{Error, Result};
 use crate::secrets::Redactor;
+use error::StoreError as Error;
+pub use error::{Result, StoreError};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -285,22 +287,26 @@ impl Store {
 
     /// Runs `f` in one write transaction at time `now`; returns its value and the events it
     /// appended, after commit.
-    pub fn write<T>(
+    /// The closure's own errors (a caller's error type `E`) roll it back like the store's.
+    pub fn write<T, E: From<StoreError>>(
         &self,
         now: i64,
-        f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
-    ) -> Result<(T, Vec<Event>)> {
+        f: impl FnOnce(&mut Tx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<(T, Vec<Event>), E> {
         blocking(|| self.write_now(now, f))
     }
 
-    fn write_now<T>(
+    fn write_now<T, E: From<StoreError>>(
         &self,
         now: i64,
-        f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
-    ) -> Result<(T, Vec<Event>)> {
+        f: impl FnOnce(&mut Tx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<(T, Vec<Event>), E> {
+        let sql = |e: rusqlite::Error| E::from(StoreError::Db(e));
         let conn = self.lock();
         // Cached BEGIN/COMMIT statements: parsing them anew is a measurable part of a turn.
-        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        conn.prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut b| b.execute([]))
+            .map_err(sql)?;
         let mut open = Open {
             conn: &conn,
             done: false,
@@ -316,13 +322,17 @@ impl Store {
         match value {
             Ok(v) => {
                 // A failed COMMIT leaves the transaction open; the guard rolls it back.
-                conn.prepare_cached("COMMIT")?.execute([])?;
+                conn.prepare_cached("COMMIT")
+                    .and_then(|mut c| c.execute([]))
+                    .map_err(sql)?;
                 open.done = true;
                 Ok((v, events))
             }
             Err(e) => {
                 open.done = true;
-                conn.prepare_cached("ROLLBACK")?.execute([])?;
+                conn.prepare_cached("ROLLBACK")
+                    .and_then(|mut r| r.execute([]))
+                    .map_err(sql)?;
                 Err(e)
             }
         }
@@ -330,7 +340,10 @@ impl Store {
 
     /// Runs a read-only closure on the writing connection (a session's own reads, which
     /// must see its writes at once).
-    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub fn read<T, E>(
+        &self,
+        f: impl FnOnce(&Connection) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
         blocking(|| {
             let conn = self.lock();
             f(&conn)
@@ -344,7 +357,10 @@ impl Store {
 
     /// Runs a read-only closure for a view, on a read-only connection of the pool: it sees
     /// everything committed, and neither waits for a write in progress nor holds one up.
-    pub fn view<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub fn view<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&Connection) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
         let Some(path) = self
             .path
             .as_ref()
@@ -359,11 +375,11 @@ impl Store {
                 .find_map(|r| r.try_lock().ok())
                 .unwrap_or_else(|| self.readers[0].lock().unwrap_or_else(|p| p.into_inner()));
             if slot.is_none() {
-                *slot = Some(open_reader(path)?);
+                *slot = Some(open_reader(path).map_err(E::from)?);
             }
             match slot.as_ref() {
                 Some(conn) => f(conn),
-                None => Err(Error::Corrupt("no read connection".into())),
+                None => Err(E::from(Error::Corrupt("no read connection".into()))),
             }
         })
     }
@@ -460,11 +476,23 @@ mod tests {
         drop(Store::open(&path).unwrap());
         let store = Store::open(&path).unwrap();
         let v: i64 = store
-            .read(|c| Ok(c.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?))
+            .read(|c| {
+                Ok::<_, crate::store::StoreError>(c.query_row(
+                    "SELECT MAX(version) FROM schema_version",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
         let rows: i64 = store
-            .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM schema_version", [], |r| r.get(0))?))
+            .read(|c| {
+                Ok::<_, crate::store::StoreError>(c.query_row(
+                    "SELECT COUNT(*) FROM schema_version",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
             .unwrap();
         assert_eq!(rows, SCHEMA_VERSION);
     }
@@ -490,7 +518,7 @@ mod tests {
         let before = store.read(|c| events::last_seq(c, &sid)).unwrap();
         let r: Result<((), Vec<Event>)> = store.write(5, |tx| {
             tx.emit(&sid, EventKind::SessionIdle {})?;
-            Err(Error::Refused("no".into()))
+            Err(Error::Corrupt("no".into()))
         });
         assert!(r.is_err());
         assert_eq!(store.read(|c| events::last_seq(c, &sid)).unwrap(), before);
@@ -514,7 +542,7 @@ mod pool_tests {
             .write(1, |tx| {
                 tx.conn()
                     .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")?;
-                Ok(())
+                Ok::<_, crate::store::StoreError>(())
             })
             .unwrap();
         let (in_write, writing) = mpsc::channel();
@@ -528,23 +556,35 @@ mod pool_tests {
                     // The write stays open until the view has answered (or gives up).
                     let seen = view_done.recv_timeout(Duration::from_secs(10));
                     assert!(seen.is_ok(), "the view waited for the write");
-                    Ok(())
+                    Ok::<_, crate::store::StoreError>(())
                 })
             })
         };
         writing.recv().unwrap();
         let n: i64 = store
-            .view(|c| Ok(c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?))
+            .view(|c| {
+                Ok::<_, crate::store::StoreError>(c.query_row(
+                    "SELECT COUNT(*) FROM t",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
             .unwrap();
         viewed.send(n).unwrap();
         writer.join().unwrap().unwrap();
         assert_eq!(n, 1, "the view sees committed rows only");
         let n: i64 = store
-            .view(|c| Ok(c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?))
+            .view(|c| {
+                Ok::<_, crate::store::StoreError>(c.query_row(
+                    "SELECT COUNT(*) FROM t",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
             .unwrap();
         assert_eq!(n, 2);
         // A view cannot write.
-        let e = store.view(|c| Ok(c.execute("DELETE FROM t", [])?));
+        let e = store.view(|c| Ok::<_, crate::store::StoreError>(c.execute("DELETE FROM t", [])?));
         assert!(e.is_err());
     }
 
@@ -621,7 +661,7 @@ mod extension_schema_tests {
         }
         let (objective, versions): (String, i64) = store
             .read(|c| {
-                Ok((
+                Ok::<_, crate::store::StoreError>((
                     c.query_row("SELECT objective FROM goals WHERE id = 'g'", [], |r| {
                         r.get(0)
                     })?,
@@ -658,7 +698,7 @@ mod extension_schema_tests {
         assert!(e.contains("extension `y`"), "{e}");
         let v: i64 = store
             .read(|c| {
-                Ok(c.query_row(
+                Ok::<_, crate::store::StoreError>(c.query_row(
                     "SELECT version FROM extension_schema WHERE name = 'y'",
                     [],
                     |r| r.get(0),

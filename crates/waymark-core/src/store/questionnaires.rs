@@ -1,6 +1,6 @@
 //! Questionnaires: pending decisions stored as rows; answered exactly once.
 
-use crate::error::{Error, Result};
+use super::{Result, StoreError as Error};
 use rusqlite::{Connection, OptionalExtension, params};
 use waymark_protocol::{
     Answer, Question, QuestionnaireInfo, QuestionnaireKind, QuestionnaireStatus,
@@ -275,7 +275,7 @@ mod tests {
                     "UPDATE questionnaires SET kind = 'plan_approval' WHERE id = 'q3'",
                     [],
                 )?;
-                Ok(())
+                Ok::<_, crate::store::StoreError>(())
             })
             .unwrap();
         let e = store.read(|c| get(c, "q3")).unwrap_err().to_string();

@@ -1,6 +1,6 @@
 //! Sessions, their workspace, modes, lease and permission grants.
 
-use crate::error::{Error, Result};
+use super::{Result, StoreError as Error};
 use rusqlite::{Connection, OptionalExtension, params};
 use waymark_protocol::{InteractionMode, PermissionMode, SessionSummary};
 

@@ -1,6 +1,6 @@
 //! Turns and the conversation history the model sees.
 
-use crate::error::{Error, Result};
+use super::{Result, StoreError as Error};
 use rusqlite::{Connection, OptionalExtension, params};
 use waymark_protocol::{ErrorInfo, TurnEndReason, Usage};
 
@@ -311,7 +311,7 @@ mod tests {
             .write(1, |tx| {
                 let (m, _) =
                     tx.insert_message(&s, MessageSource::User, "hi", Position::Tail, None)?;
-                Ok((tx.start_turn(&s, m.id)?, m.id))
+                Ok::<_, crate::store::StoreError>((tx.start_turn(&s, m.id)?, m.id))
             })
             .unwrap();
         let call = |id: &str| ToolCallRecord {
@@ -403,7 +403,7 @@ mod tests {
                  VALUES (900, ?1, 'user', 't', 'done', 1, 1)",
                 [&s],
             )?;
-            Ok(c.execute(
+            Ok::<_, crate::store::StoreError>(c.execute(
                 "INSERT INTO turns (session_id, message_id, status, started_at) VALUES (?1, 900, 'finished', 1)",
                 [&s],
             )?)

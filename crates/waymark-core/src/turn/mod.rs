@@ -85,9 +85,9 @@ pub(crate) async fn run(
             (id, m.source)
         }
         TurnStart::Resume(t) => {
-            core.write(|tx| tx.set_turn_status(t.id, TurnStatus::Running))?;
+            core.write(|tx| Ok(tx.set_turn_status(t.id, TurnStatus::Running)?))?;
             let source = core
-                .read(|c| store::messages::get(c, t.message_id))?
+                .read(|c| Ok(store::messages::get(c, t.message_id)?))?
                 .map(|m| m.source)
                 .unwrap_or(MessageSource::User);
             (t.id, source)
@@ -121,7 +121,7 @@ async fn drive(
     let sid = core.id.clone();
     let api = SessionApi::new(core.clone());
     let session = core
-        .read(|c| store::sessions::get(c, &sid))?
+        .read(|c| Ok(store::sessions::get(c, &sid)?))?
         .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
     if session.interaction_mode == InteractionMode::Plan {
         // The plan reminder says which sandbox layers hold: probe before it is written.
@@ -171,7 +171,7 @@ async fn drive(
         (Vec::new(), 0)
     };
     loop {
-        let pending = core.read(|c| store::turns::unresolved_calls(c, &sid, turn_id))?;
+        let pending = core.read(|c| Ok(store::turns::unresolved_calls(c, &sid, turn_id)?))?;
         if !pending.is_empty() {
             let mut terminate = false;
             for call in &pending {
@@ -203,7 +203,7 @@ async fn drive(
             return finish_aborted(core, turn_id);
         }
         let steps = core
-            .read(|c| store::turns::get(c, turn_id))?
+            .read(|c| Ok(store::turns::get(c, turn_id)?))?
             .map(|t| t.steps)
             .unwrap_or(0);
         if steps >= core.config().turn.max_steps {
@@ -276,14 +276,14 @@ async fn drive(
         if elided.items != last_elided {
             last_elided = elided.items;
             core.write(|tx| {
-                tx.emit(
+                Ok(tx.emit(
                     &sid,
                     EventKind::ContextElided {
                         turn_id,
                         items: elided.items,
                         bytes: elided.bytes,
                     },
-                )
+                )?)
             })?;
         }
         let streamed = Mutex::new(String::new());
@@ -450,7 +450,7 @@ async fn compact(
     core.write(|tx| {
         tx.insert_compaction(sid, Some(turn_id), &row)?;
         tx.add_usage(turn_id, reply.usage)?;
-        tx.emit(
+        Ok(tx.emit(
             sid,
             EventKind::ContextCompacted {
                 turn_id: Some(turn_id),
@@ -459,7 +459,7 @@ async fn compact(
                 after_tokens: row.after_tokens,
                 summary: row.summary.clone(),
             },
-        )
+        )?)
     })?;
     core.reset_history();
     Ok(Compacted::Done)
@@ -564,7 +564,7 @@ fn write_result(
             content: content.clone(),
         },
     )?;
-    tx.emit(
+    Ok(tx.emit(
         sid,
         EventKind::ToolResult {
             turn_id,
@@ -574,7 +574,7 @@ fn write_result(
             content,
             actor: CallActor::Main,
         },
-    )
+    )?)
 }
 
 /// Gives every call of the turn that has no result one saying why it did not run, so the
@@ -612,7 +612,7 @@ async fn process_call(
         && q.is_pending()
     {
         // Still waiting (another process may answer it).
-        core.write(|tx| tx.set_turn_status(turn_id, TurnStatus::Parked))?;
+        core.write(|tx| Ok(tx.set_turn_status(turn_id, TurnStatus::Parked)?))?;
         return Ok(CallOutcome::Parked);
     }
     let answer = answered
@@ -644,13 +644,13 @@ async fn process_call(
             core.write(|tx| {
                 tx.open_questionnaire(&qid, &sid, Some(turn_id), &question)?;
                 tx.set_turn_status(turn_id, TurnStatus::Parked)?;
-                tx.emit(
+                Ok(tx.emit(
                     &sid,
                     EventKind::QuestionnaireOpened {
                         id: qid.clone(),
                         question,
                     },
-                )
+                )?)
             })?;
             Ok(CallOutcome::Parked)
         }
@@ -686,7 +686,7 @@ async fn process_call(
 
 fn finish_aborted(core: &SessionCore, turn_id: i64) -> Result<TurnExit> {
     let open = core
-        .read(|c| store::turns::get(c, turn_id))?
+        .read(|c| Ok(store::turns::get(c, turn_id)?))?
         .map(|t| t.status);
     if open == Some(TurnStatus::Finished) {
         // A fatal tool error already closed it.
@@ -747,7 +747,7 @@ pub(crate) fn close_turn(
     for ext in extensions {
         ext.on_turn_closed(tx, &row, recovered)?;
     }
-    tx.emit(
+    Ok(tx.emit(
         sid,
         EventKind::TurnFinished {
             turn_id,
@@ -757,5 +757,5 @@ pub(crate) fn close_turn(
             error: error.cloned().map(Box::new),
             recovered,
         },
-    )
+    )?)
 }

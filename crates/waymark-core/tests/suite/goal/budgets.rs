@@ -185,7 +185,7 @@ async fn g_6_time_while_closed_does_not_count() {
             tx.set_turn_goal(t, "g1", 1, false)?;
             // The process that held the session is gone.
             tx.acquire_lease(&id, "dead-process", 2_000_000_000, 30_000, &|_| false)?;
-            Ok(())
+            Ok::<_, waymark_core::Error>(())
         })
         .unwrap();
     let clock = ManualClock::new(1_000_000 + 3_600_000);

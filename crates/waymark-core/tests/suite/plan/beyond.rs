@@ -425,7 +425,7 @@ async fn pm_27_a_pass_with_a_step_not_met_does_not_complete() {
     h.runtime
         .store()
         .write(0, |tx| {
-            Ok(tx.conn().execute("UPDATE goals SET steps = '{'", [])?)
+            Ok::<_, waymark_core::Error>(tx.conn().execute("UPDATE goals SET steps = '{'", [])?)
         })
         .unwrap();
     assert!(h.runtime.goal(s.id()).unwrap().unwrap().steps.is_empty());

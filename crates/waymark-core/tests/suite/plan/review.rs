@@ -325,7 +325,7 @@ fn pm_18_racing_connections_cannot_admit_two_implementation_messages() {
     assert_eq!(wins, 1, "exactly one connection's answer commits");
     let n: i64 = store
         .read(|c| {
-            Ok(c.query_row(
+            Ok::<_, waymark_core::Error>(c.query_row(
                 "SELECT COUNT(*) FROM messages WHERE session_id = 's1'",
                 [],
                 |r| r.get(0),
