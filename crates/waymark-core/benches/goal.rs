@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use waymark_core::goal::db::GoalWrites;
 use waymark_core::goal::db::{Budgets, current_goal};
 use waymark_core::goal::settlement::{Limits, Mode, Pipeline, TurnFacts, commit, continuation};
-use waymark_core::store::Store;
 use waymark_core::{Runtime, RuntimeOptions, SessionSpec};
 use waymark_protocol::config::{Config, Verification};
 use waymark_protocol::{
@@ -21,7 +20,7 @@ use waymark_protocol::{
 
 fn settlement(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open_with_builtin(&dir.path().join("w.db")).unwrap();
+    let store = waymark_core::extension::store_with_builtin(&dir.path().join("w.db")).unwrap();
     store
         .write(1, |tx| {
             tx.create_session("s", "/ws", None, PermissionMode::Auto)?;

@@ -27,12 +27,7 @@ pub fn user_file(settings_file: &Path) -> Option<PathBuf> {
     Some(settings_file.parent()?.join(FILE_NAMES[0]))
 }
 
-/// What a session took: the files and the text the model sees (empty when there is none).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Instructions {
-    pub files: Vec<InstructionFile>,
-    pub text: String,
-}
+pub use crate::store::Instructions;
 
 /// The folders searched, outermost first: the git root (the nearest folder at or above the
 /// workspace holding `.git`) down to the workspace; the workspace alone outside a repository.

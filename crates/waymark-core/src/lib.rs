@@ -19,16 +19,13 @@ mod preview;
 pub mod runtime;
 pub mod session;
 pub mod settings;
-#[cfg(feature = "test-support")]
-pub mod store;
-#[cfg(not(feature = "test-support"))]
-pub(crate) mod store;
 pub mod tools;
 mod turn;
 
 pub use waymark_protocol::{display, secrets};
 pub use waymark_provider as provider;
 pub use waymark_sandbox as sandbox;
+pub use waymark_store as store;
 
 pub use clock::{Clock, IdSource, ManualClock, RandomIds, SystemClock};
 pub use error::{Error, Result};

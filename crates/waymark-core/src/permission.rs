@@ -187,63 +187,32 @@ fn reads_beyond_its_words(call: &GuardCall<'_>, prefix: &str, command: &str) -> 
     }
 }
 
-/// How much a grant covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GrantKind {
-    /// Every call of a file tool (outside `.git/`).
-    Tool,
-    /// One exact command line.
-    Exact,
-    /// Commands starting with a prefix.
-    Prefix,
-}
+pub use crate::store::{Grant, GrantKind};
 
-impl GrantKind {
-    /// The serde name (as in the database).
-    pub fn as_str(self) -> &'static str {
-        waymark_protocol::wire::name(&self)
-    }
-
-    pub fn parse(s: &str) -> Option<GrantKind> {
-        waymark_protocol::wire::parse(s)
-    }
-}
-
-/// A session grant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Grant {
-    pub tool: String,
-    pub kind: GrantKind,
-    /// The command line (exact) or prefix; empty for a tool grant.
-    pub pattern: String,
-}
-
-impl Grant {
-    fn covers(&self, call: &GuardCall<'_>, shell: bool, command: &str) -> bool {
-        self.tool == call.tool.name()
-            && match (self.kind, shell) {
-                (GrantKind::Tool, false) => true,
-                (GrantKind::Exact, true) => command == self.pattern,
-                // A granted `cat` or `rg` reads what its operands name, unsandboxed: an
-                // operand leading into a private place, or naming a folder that holds one, is
-                // the user's decision again.
-                (GrantKind::Prefix, true) => {
-                    prefix_covers(&self.pattern, command)
-                        && !git_reads_private(call, &self.pattern)
-                        && !reads_beyond_its_words(call, &self.pattern, command)
-                        && !plain_words(command).unwrap_or_default().iter().any(|w| {
-                            through_process_view(call.workspace, w)
-                                || read_target(call.workspace, w).is_some_and(|t| {
-                                    call.protected.place_of(&t).is_some()
-                                        || call.protected.held_by(&t).is_some()
-                                        || is_device(&t)
-                                })
-                        })
-                }
-                (GrantKind::Tool, true) | (GrantKind::Exact | GrantKind::Prefix, false) => false,
+/// Whether a grant covers this call.
+fn covers(grant: &Grant, call: &GuardCall<'_>, shell: bool, command: &str) -> bool {
+    grant.tool == call.tool.name()
+        && match (grant.kind, shell) {
+            (GrantKind::Tool, false) => true,
+            (GrantKind::Exact, true) => command == grant.pattern,
+            // A granted `cat` or `rg` reads what its operands name, unsandboxed: an
+            // operand leading into a private place, or naming a folder that holds one, is
+            // the user's decision again.
+            (GrantKind::Prefix, true) => {
+                prefix_covers(&grant.pattern, command)
+                    && !git_reads_private(call, &grant.pattern)
+                    && !reads_beyond_its_words(call, &grant.pattern, command)
+                    && !plain_words(command).unwrap_or_default().iter().any(|w| {
+                        through_process_view(call.workspace, w)
+                            || read_target(call.workspace, w).is_some_and(|t| {
+                                call.protected.place_of(&t).is_some()
+                                    || call.protected.held_by(&t).is_some()
+                                    || is_device(&t)
+                            })
+                    })
             }
-    }
+            (GrantKind::Tool, true) | (GrantKind::Exact | GrantKind::Prefix, false) => false,
+        }
 }
 
 /// The grant an answer to a permission question creates, from the question's payload.
@@ -422,7 +391,7 @@ impl ToolGuard for PermissionGuard {
             .unwrap_or("");
         // `.git/` is never covered by a grant: hooks and config there run code later. Nor are
         // instruction files: they steer later sessions.
-        if !touches_git && call.grants.iter().any(|g| g.covers(call, shell, command)) {
+        if !touches_git && call.grants.iter().any(|g| covers(g, call, shell, command)) {
             return GuardDecision::Allow;
         }
         GuardDecision::Ask(Box::new(question(call, command, touches_git)))

@@ -416,12 +416,11 @@ pub fn blob(conn: &Connection, key: &str) -> Result<Option<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
-    use crate::store::sessions::tests::make_session;
+    use crate::extension::test_session as make_session;
 
     #[test]
     fn revisions_blobs_and_reminder_cadence() {
-        let store = Store::open_test().unwrap();
+        let store = crate::extension::test_store().unwrap();
         let s = make_session(&store);
         store.write(1, |tx| tx.create_plan("p1", &s)).unwrap();
         let key = |v: u32| format!("plan/p1/v{v}.md");
@@ -479,7 +478,7 @@ mod tests {
 
     #[test]
     fn a_tampered_blob_is_reported() {
-        let store = Store::open_test().unwrap();
+        let store = crate::extension::test_store().unwrap();
         store.write(1, |tx| tx.put_blob("k", b"abc")).unwrap();
         store
             .read(|c| {

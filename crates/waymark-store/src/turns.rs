@@ -217,7 +217,6 @@ pub fn totals(conn: &Connection, session_id: &str) -> Result<(u64, Usage)> {
 }
 
 /// The whole conversation: `(turn_id, item)` in order.
-#[cfg(any(test, feature = "test-support"))]
 pub fn history(conn: &Connection, session_id: &str) -> Result<Vec<(Option<i64>, HistoryItem)>> {
     Ok(history_after(conn, session_id, 0)?
         .into_iter()
@@ -305,13 +304,13 @@ mod tests {
 
     #[test]
     fn turn_lifecycle_and_unresolved_calls() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         let ((turn, msg), _) = store
             .write(1, |tx| {
                 let (m, _) =
                     tx.insert_message(&s, MessageSource::User, "hi", Position::Tail, None)?;
-                Ok::<_, crate::store::StoreError>((tx.start_turn(&s, m.id)?, m.id))
+                Ok::<_, crate::StoreError>((tx.start_turn(&s, m.id)?, m.id))
             })
             .unwrap();
         let call = |id: &str| ToolCallRecord {
@@ -368,7 +367,7 @@ mod tests {
             .read(|c| super::super::messages::get(c, msg))
             .unwrap()
             .unwrap();
-        assert_eq!(m.status, crate::store::MessageStatus::Done);
+        assert_eq!(m.status, crate::MessageStatus::Done);
         // Finishing twice is refused.
         assert!(
             store
@@ -395,7 +394,7 @@ mod tests {
 
     #[test]
     fn finished_requires_a_reason_in_the_schema() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         let r = store.read(|c| {
             c.execute(
@@ -403,7 +402,7 @@ mod tests {
                  VALUES (900, ?1, 'user', 't', 'done', 1, 1)",
                 [&s],
             )?;
-            Ok::<_, crate::store::StoreError>(c.execute(
+            Ok::<_, crate::StoreError>(c.execute(
                 "INSERT INTO turns (session_id, message_id, status, started_at) VALUES (?1, 900, 'finished', 1)",
                 [&s],
             )?)

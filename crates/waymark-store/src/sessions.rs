@@ -1,6 +1,6 @@
 //! Sessions, their workspace, modes, lease and permission grants.
 
-use super::{Result, StoreError as Error};
+use super::{Grant, GrantKind, Result, StoreError as Error};
 use rusqlite::{Connection, OptionalExtension, params};
 use waymark_protocol::{InteractionMode, PermissionMode, SessionSummary};
 
@@ -70,11 +70,7 @@ impl super::Tx<'_> {
     }
 
     /// Keeps the project instructions a session starts with (redacted, like all it stores).
-    pub fn set_instructions(
-        &mut self,
-        id: &str,
-        instructions: &crate::instructions::Instructions,
-    ) -> Result<()> {
+    pub fn set_instructions(&mut self, id: &str, instructions: &super::Instructions) -> Result<()> {
         // Plain strings and numbers: serializing cannot fail.
         let files = serde_json::to_string(&instructions.files).unwrap_or_else(|_| "[]".into());
         let text = self.redact(&instructions.text);
@@ -205,12 +201,7 @@ impl super::Tx<'_> {
     }
 
     /// Records a grant; `plan_mode` marks one given while planning (it ends with plan mode).
-    pub fn add_grant(
-        &mut self,
-        id: &str,
-        grant: &crate::permission::Grant,
-        plan_mode: bool,
-    ) -> Result<()> {
+    pub fn add_grant(&mut self, id: &str, grant: &Grant, plan_mode: bool) -> Result<()> {
         self.conn().execute(
             "INSERT INTO grants (session_id, tool, kind, pattern, plan_mode) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (session_id, tool, kind, pattern) DO UPDATE SET plan_mode = MIN(plan_mode, excluded.plan_mode)",
@@ -295,7 +286,7 @@ pub fn list(conn: &Connection) -> Result<Vec<SessionSummary>> {
 }
 
 /// The session's grants.
-pub fn grants(conn: &Connection, id: &str) -> Result<Vec<crate::permission::Grant>> {
+pub fn grants(conn: &Connection, id: &str) -> Result<Vec<Grant>> {
     let mut stmt = conn.prepare_cached(
         "SELECT tool, kind, pattern FROM grants WHERE session_id = ?1 ORDER BY tool, kind, pattern",
     )?;
@@ -309,9 +300,9 @@ pub fn grants(conn: &Connection, id: &str) -> Result<Vec<crate::permission::Gran
     let mut out = Vec::new();
     for row in rows {
         let (tool, kind, pattern) = row?;
-        let kind = crate::permission::GrantKind::parse(&kind)
+        let kind = GrantKind::parse(&kind)
             .ok_or_else(|| Error::Corrupt(format!("grant kind `{kind}`")))?;
-        out.push(crate::permission::Grant {
+        out.push(Grant {
             tool,
             kind,
             pattern,
@@ -321,7 +312,7 @@ pub fn grants(conn: &Connection, id: &str) -> Result<Vec<crate::permission::Gran
 }
 
 /// The project instructions a session took when it started (none for older sessions).
-pub fn instructions(c: &Connection, id: &str) -> Result<Option<crate::instructions::Instructions>> {
+pub fn instructions(c: &Connection, id: &str) -> Result<Option<super::Instructions>> {
     let row = c
         .query_row(
             "SELECT files, text FROM session_instructions WHERE session_id = ?1",
@@ -334,7 +325,7 @@ pub fn instructions(c: &Connection, id: &str) -> Result<Option<crate::instructio
     };
     let files = serde_json::from_str(&files)
         .map_err(|e| Error::Corrupt(format!("instruction files of session {id}: {e}")))?;
-    Ok(Some(crate::instructions::Instructions { files, text }))
+    Ok(Some(super::Instructions { files, text }))
 }
 
 #[cfg(test)]
@@ -357,7 +348,7 @@ pub(crate) mod tests {
 
     #[test]
     fn create_get_and_list() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let id = make_session(&store);
         let s = store.read(|c| get(c, &id)).unwrap().unwrap();
         assert_eq!(s.workspace, "/ws");
@@ -380,7 +371,7 @@ pub(crate) mod tests {
 
     #[test]
     fn live_lease_is_busy_stale_or_dead_is_taken_over() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let id = make_session(&store);
         let alive = |_pid: i64| true;
         let dead = |_pid: i64| false;
@@ -413,13 +404,13 @@ pub(crate) mod tests {
 
     #[test]
     fn grants_are_deduplicated_and_plan_grants_end() {
-        use crate::permission::{Grant, GrantKind};
+        use super::super::{Grant, GrantKind};
         let g = |tool: &str, kind, pattern: &str| Grant {
             tool: tool.into(),
             kind,
             pattern: pattern.into(),
         };
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let id = make_session(&store);
         store
             .write(1, |tx| {

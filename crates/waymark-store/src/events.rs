@@ -106,7 +106,7 @@ mod tests {
 
     #[test]
     fn seq_is_contiguous_per_session_and_log_is_append_only() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let a = make_session(&store);
         let b = make_session(&store);
         for sid in [&a, &b, &a] {
@@ -118,15 +118,13 @@ mod tests {
         let seqs: Vec<u64> = ev.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1, 2]);
         assert_eq!(store.read(|c| last_seq(c, &b)).unwrap(), 1);
-        let upd = store.read(|c| {
-            Ok::<_, crate::store::StoreError>(c.execute("UPDATE events SET ts = 0", [])?)
-        });
+        let upd =
+            store.read(|c| Ok::<_, crate::StoreError>(c.execute("UPDATE events SET ts = 0", [])?));
         assert!(upd.unwrap_err().to_string().contains("append-only"));
-        let del =
-            store.read(|c| Ok::<_, crate::store::StoreError>(c.execute("DELETE FROM events", [])?));
+        let del = store.read(|c| Ok::<_, crate::StoreError>(c.execute("DELETE FROM events", [])?));
         assert!(del.unwrap_err().to_string().contains("append-only"));
         let gap = store.read(|c| {
-            Ok::<_, crate::store::StoreError>(c.execute(
+            Ok::<_, crate::StoreError>(c.execute(
                 "INSERT INTO events (session_id, seq, ts, type, json) VALUES (?1, 9, 0, 'x', '{}')",
                 [&a],
             )?)
@@ -136,7 +134,7 @@ mod tests {
 
     #[test]
     fn recent_of_type_filters_and_keeps_order() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let a = make_session(&store);
         for i in 0..4 {
             store
@@ -160,7 +158,7 @@ mod tests {
 
     #[test]
     fn list_pages_after_a_seq() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let a = make_session(&store);
         for _ in 0..5 {
             store
@@ -175,15 +173,15 @@ mod tests {
 #[cfg(test)]
 mod legacy_tests {
     use super::*;
-    use crate::store::Store;
-    use crate::store::sessions::tests::make_session;
+    use crate::Store;
+    use crate::sessions::tests::make_session;
 
     /// A log written before questionnaires were typed still reads: the old
     /// `{kind, payload}` becomes today's `question`, and a payload that fits no kind is
     /// still named as corrupt.
     #[test]
     fn questionnaires_logged_in_the_old_shape_still_read() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         let old = serde_json::json!({
             "type": "questionnaire.opened", "id": "q1", "kind": "permission",
@@ -205,7 +203,7 @@ mod legacy_tests {
                         params![s, seq, v.to_string()],
                     )?;
                 }
-                Ok::<_, crate::store::StoreError>(())
+                Ok::<_, crate::StoreError>(())
             })
             .unwrap();
         let first = store.read(|c| list(c, &s, 0, 1)).unwrap();

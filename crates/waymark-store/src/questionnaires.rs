@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn answered_once_then_closed() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         store
             .write(1, |tx| tx.open_questionnaire("q1", &s, None, &ask()))
@@ -244,7 +244,7 @@ mod tests {
 
     #[test]
     fn withdrawn_cannot_be_answered() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         store
             .write(1, |tx| {
@@ -264,7 +264,7 @@ mod tests {
     /// never read as some other question.
     #[test]
     fn a_payload_of_the_wrong_shape_is_corrupt() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         store
             .write(1, |tx| tx.open_questionnaire("q3", &s, None, &ask()))
@@ -275,7 +275,7 @@ mod tests {
                     "UPDATE questionnaires SET kind = 'plan_approval' WHERE id = 'q3'",
                     [],
                 )?;
-                Ok::<_, crate::store::StoreError>(())
+                Ok::<_, crate::StoreError>(())
             })
             .unwrap();
         let e = store.read(|c| get(c, "q3")).unwrap_err().to_string();

@@ -60,7 +60,7 @@ impl StoreError {
         }
     }
 
-    pub(crate) fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+    pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
         StoreError::Io {
             path: path.as_ref().display().to_string(),
             source,

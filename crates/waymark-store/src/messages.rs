@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn head_and_tail_order() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         let add = |text: &str, pos| {
             store
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn idempotency_key_returns_the_existing_message() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         let (first, created) = store
             .write(1, |tx| {
@@ -232,10 +232,10 @@ mod tests {
 
     #[test]
     fn source_is_checked_by_the_schema() {
-        let store = Store::open_test().unwrap();
+        let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
         let r = store.read(|c| {
-            Ok::<_, crate::store::StoreError>(c.execute(
+            Ok::<_, crate::StoreError>(c.execute(
                 "INSERT INTO messages (session_id, source, text, status, queue_pos, admitted_at)
                  VALUES (?1, 'robot', 't', 'queued', 1, 1)",
                 [&s],

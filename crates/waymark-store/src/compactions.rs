@@ -1,4 +1,4 @@
-//! Compactions of a session's history (see `crate::compaction`).
+//! Compactions of a session's history (the runtime decides when and what; this keeps the rows).
 
 use super::Tx;
 use super::{Result, StoreError as Error};

@@ -1,48 +1,50 @@
-//! The store owns all SQL. SQLite in WAL mode; versioned migrations applied in a transaction;
-//! every state change and the events describing it are written in one transaction
-//! ([`Store::write`]), and events are handed back for broadcast only after commit.
+//! The store owns all of the core's SQL. SQLite in WAL mode; versioned migrations applied in
+//! a transaction; every state change and the events describing it are written in one
+//! transaction ([`Store::write`]), and events are handed back for broadcast only after
+//! commit. Extensions keep their own tables through [`Store::migrate_extension`].
 
 pub mod compactions;
 mod error;
 pub mod events;
+mod grants;
 pub mod messages;
 pub mod questionnaires;
 pub mod sessions;
 pub mod turns;
 
+pub use grants::{Grant, GrantKind, Instructions};
 pub use messages::MessageRow;
 pub use questionnaires::QuestionnaireRow;
-#[cfg(feature = "test-support")]
 pub use sessions::Lease;
 pub use sessions::SessionRow;
 pub use turns::{HistoryItem, ToolCallRecord, TurnRow, TurnStatus};
 pub use waymark_protocol::MessageStatus;
 
-use crate::secrets::Redactor;
 use error::StoreError as Error;
 pub use error::{Result, StoreError};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use waymark_protocol::secrets::Redactor;
 use waymark_protocol::{Event, EventKind};
 
 /// Migrations in order; the version of each is its index + 1.
 const MIGRATIONS: &[&str] = &[
-    include_str!("../../migrations/0001_init.sql"),
+    include_str!("../migrations/0001_init.sql"),
     // Versions 2 and 3 created the plan and goal tables; those are the extensions' own
     // migrations now (`migrations/plan/`, `migrations/goal/`, see 0005).
     "SELECT 1;",
     "SELECT 1;",
-    include_str!("../../migrations/0004_grants.sql"),
-    include_str!("../../migrations/0005_extension_schema.sql"),
-    include_str!("../../migrations/0006_instructions.sql"),
-    include_str!("../../migrations/0007_compactions.sql"),
-    include_str!("../../migrations/0008_turn_error_reset.sql"),
+    include_str!("../migrations/0004_grants.sql"),
+    include_str!("../migrations/0005_extension_schema.sql"),
+    include_str!("../migrations/0006_instructions.sql"),
+    include_str!("../migrations/0007_compactions.sql"),
+    include_str!("../migrations/0008_turn_error_reset.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);
 /// a name this build does not know is a conversion error naming it, never a default.
-pub(crate) fn enum_col<T: serde::de::DeserializeOwned>(
+pub fn enum_col<T: serde::de::DeserializeOwned>(
     r: &rusqlite::Row<'_>,
     idx: usize,
 ) -> rusqlite::Result<T> {
@@ -64,7 +66,7 @@ pub(crate) fn enum_col<T: serde::de::DeserializeOwned>(
 }
 
 /// A count as SQLite stores it (i64), saturating.
-pub(crate) fn clamp_i64(v: u64) -> i64 {
+pub fn clamp_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
@@ -81,7 +83,7 @@ const READERS: usize = 2;
 /// multi-threaded runtime (the desktop) the worker hands its other tasks to another thread
 /// for the duration; elsewhere (the CLI's single-threaded runtime, plain threads) it just
 /// runs.
-pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(f)
@@ -184,30 +186,8 @@ impl Store {
     }
 
     /// An in-memory database with the core tables only.
-    #[cfg(any(test, feature = "test-support"))]
     pub fn open_in_memory() -> Result<Store> {
         Self::init(Connection::open_in_memory()?, ":memory:", None)
-    }
-
-    /// The database file with the built-in extensions' tables too (this crate's benchmarks
-    /// and tests that work below the runtime).
-    #[cfg(feature = "test-support")]
-    pub fn open_with_builtin(path: &Path) -> Result<Store> {
-        let store = Self::open(path)?;
-        for ext in crate::extension::builtin() {
-            store.migrate_extension(ext.name(), ext.migrations())?;
-        }
-        Ok(store)
-    }
-
-    /// An in-memory database with the built-in extensions' tables too (unit tests).
-    #[cfg(test)]
-    pub(crate) fn open_test() -> Result<Store> {
-        let store = Self::open_in_memory()?;
-        for ext in crate::extension::builtin() {
-            store.migrate_extension(ext.name(), ext.migrations())?;
-        }
-        Ok(store)
     }
 
     fn init(mut conn: Connection, label: &str, wal: Option<PathBuf>) -> Result<Store> {
@@ -404,13 +384,13 @@ impl Tx<'_> {
     }
 
     /// `text` with known secrets replaced.
-    pub(crate) fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+    pub fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
         self.redactor.redact(text)
     }
 }
 
 /// An event and its JSON with every known secret replaced (parsed back only when one was).
-pub(crate) fn redact_event(r: &Redactor, kind: EventKind) -> Result<(String, EventKind)> {
+pub fn redact_event(r: &Redactor, kind: EventKind) -> Result<(String, EventKind)> {
     let json = serde_json::to_string(&kind).map_err(|e| Error::Corrupt(e.to_string()))?;
     match r.redact(&json) {
         std::borrow::Cow::Borrowed(_) => Ok((json, kind)),
@@ -477,7 +457,7 @@ mod tests {
         let store = Store::open(&path).unwrap();
         let v: i64 = store
             .read(|c| {
-                Ok::<_, crate::store::StoreError>(c.query_row(
+                Ok::<_, crate::StoreError>(c.query_row(
                     "SELECT MAX(version) FROM schema_version",
                     [],
                     |r| r.get(0),
@@ -487,7 +467,7 @@ mod tests {
         assert_eq!(v, SCHEMA_VERSION);
         let rows: i64 = store
             .read(|c| {
-                Ok::<_, crate::store::StoreError>(c.query_row(
+                Ok::<_, crate::StoreError>(c.query_row(
                     "SELECT COUNT(*) FROM schema_version",
                     [],
                     |r| r.get(0),
@@ -542,7 +522,7 @@ mod pool_tests {
             .write(1, |tx| {
                 tx.conn()
                     .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")?;
-                Ok::<_, crate::store::StoreError>(())
+                Ok::<_, crate::StoreError>(())
             })
             .unwrap();
         let (in_write, writing) = mpsc::channel();
@@ -556,18 +536,14 @@ mod pool_tests {
                     // The write stays open until the view has answered (or gives up).
                     let seen = view_done.recv_timeout(Duration::from_secs(10));
                     assert!(seen.is_ok(), "the view waited for the write");
-                    Ok::<_, crate::store::StoreError>(())
+                    Ok::<_, crate::StoreError>(())
                 })
             })
         };
         writing.recv().unwrap();
         let n: i64 = store
             .view(|c| {
-                Ok::<_, crate::store::StoreError>(c.query_row(
-                    "SELECT COUNT(*) FROM t",
-                    [],
-                    |r| r.get(0),
-                )?)
+                Ok::<_, crate::StoreError>(c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?)
             })
             .unwrap();
         viewed.send(n).unwrap();
@@ -575,16 +551,12 @@ mod pool_tests {
         assert_eq!(n, 1, "the view sees committed rows only");
         let n: i64 = store
             .view(|c| {
-                Ok::<_, crate::store::StoreError>(c.query_row(
-                    "SELECT COUNT(*) FROM t",
-                    [],
-                    |r| r.get(0),
-                )?)
+                Ok::<_, crate::StoreError>(c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?)
             })
             .unwrap();
         assert_eq!(n, 2);
         // A view cannot write.
-        let e = store.view(|c| Ok::<_, crate::store::StoreError>(c.execute("DELETE FROM t", [])?));
+        let e = store.view(|c| Ok::<_, crate::StoreError>(c.execute("DELETE FROM t", [])?));
         assert!(e.is_err());
     }
 
@@ -622,59 +594,6 @@ mod pool_tests {
 mod extension_schema_tests {
     use super::*;
 
-    /// A database from before extensions owned their tables (core versions 1–4 with the
-    /// plan and goal tables): it opens, keeps its rows, and no table is created twice.
-    #[test]
-    fn a_database_from_before_extension_migrations_keeps_its_plans_and_goals() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.db");
-        {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-                .unwrap();
-            for (v, sql) in [
-                include_str!("../../migrations/0001_init.sql"),
-                include_str!("../../migrations/plan/0001_plans.sql"),
-                include_str!("../../migrations/goal/0001_goals.sql"),
-                include_str!("../../migrations/0004_grants.sql"),
-            ]
-            .iter()
-            .enumerate()
-            {
-                conn.execute_batch(sql).unwrap();
-                conn.execute("INSERT INTO schema_version VALUES (?1)", [v as i64 + 1])
-                    .unwrap();
-            }
-            conn.execute_batch(
-                "INSERT INTO workspaces (id, path, created_at) VALUES (1, '/w', 0);
-                 INSERT INTO sessions (id, workspace_id, created_at, updated_at) VALUES ('s', 1, 0, 0);
-                 INSERT INTO goals (id, session_id, objective, status, reason, actor, created_at, updated_at)
-                     VALUES ('g', 's', 'keep me', 'active', 'created', 'user', 0, 0);",
-            )
-            .unwrap();
-        }
-        let store = Store::open(&path).unwrap();
-        for ext in crate::extension::builtin() {
-            store
-                .migrate_extension(ext.name(), ext.migrations())
-                .unwrap();
-        }
-        let (objective, versions): (String, i64) = store
-            .read(|c| {
-                Ok::<_, crate::store::StoreError>((
-                    c.query_row("SELECT objective FROM goals WHERE id = 'g'", [], |r| {
-                        r.get(0)
-                    })?,
-                    c.query_row("SELECT SUM(version) FROM extension_schema", [], |r| {
-                        r.get(0)
-                    })?,
-                ))
-            })
-            .unwrap();
-        // Plan at version 2 (comments), goal at 4 (question, usage limit and steps on top).
-        assert_eq!((objective.as_str(), versions), ("keep me", 6));
-    }
-
     #[test]
     fn fresh_databases_get_extension_tables_once_and_newer_ones_are_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -698,7 +617,7 @@ mod extension_schema_tests {
         assert!(e.contains("extension `y`"), "{e}");
         let v: i64 = store
             .read(|c| {
-                Ok::<_, crate::store::StoreError>(c.query_row(
+                Ok::<_, crate::StoreError>(c.query_row(
                     "SELECT version FROM extension_schema WHERE name = 'y'",
                     [],
                     |r| r.get(0),
