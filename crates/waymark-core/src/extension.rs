@@ -126,7 +126,12 @@ pub trait Extension: Send + Sync {
         &[]
     }
 
+    /// Tools that need nothing but their call (the session-free kind).
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        Vec::new()
+    }
+    /// Tools that work on the session ([`SessionTool`]).
+    fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
         Vec::new()
     }
     fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {
@@ -481,6 +486,31 @@ mod tests {
             "an extension reaches the core:\n{}",
             hits.join("\n")
         );
+    }
+}
+
+/// A tool an extension offers: offered and guarded like any tool, but it works on the
+/// session (plan mode's, goals'), so the runtime runs it with the session's handle. The
+/// tools below the extension API never see a session.
+pub trait SessionTool: Tool {
+    fn handle_in<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        ctx: &'a crate::tools::ToolContext,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, std::result::Result<crate::tools::ToolOutput, crate::tools::ToolError>>;
+
+    /// The same tool, as the registry keeps it.
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool>;
+}
+
+/// A runtime error as a tool result: refusals go to the model, the rest ends the turn.
+pub fn tool_error(e: crate::error::Error) -> crate::tools::ToolError {
+    match e {
+        crate::error::Error::Refused(m) | crate::error::Error::FeatureOff { message: m, .. } => {
+            crate::tools::ToolError::Model(m)
+        }
+        other => crate::tools::ToolError::Fatal(other.to_string()),
     }
 }
 

@@ -460,6 +460,7 @@ impl Runtime {
         let (events, _) = broadcast::channel(1024);
         let workspace = PathBuf::from(&row.workspace);
         let mut tools = ToolRegistry::standard();
+        let mut session_tools = std::collections::HashMap::new();
         let mut commands = CommandRegistry::default();
         let mut before: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut after: Vec<Arc<dyn ToolGuard>> = Vec::new();
@@ -468,7 +469,12 @@ impl Runtime {
         for ext in &extensions {
             // No extension replaces a tool or command another one (or the core) has: a
             // second `bash` or `/goal` would silently change what the user approved.
-            for t in ext.tools() {
+            let offered = ext.session_tools();
+            for t in offered
+                .iter()
+                .map(|t| t.clone().as_tool())
+                .chain(ext.tools())
+            {
                 if tools.get(t.name()).is_some() {
                     return Err(Error::Refused(format!(
                         "extension `{}` offers a tool named `{}`, which the session already has",
@@ -478,6 +484,7 @@ impl Runtime {
                 }
                 tools.register(t);
             }
+            session_tools.extend(offered.into_iter().map(|t| (t.name(), t)));
             for c in ext.commands() {
                 let name = c.spec().name;
                 if commands.specs().iter().any(|s| s.name == name) {
@@ -518,6 +525,7 @@ impl Runtime {
             config: SessionCore::new_config(self.config().as_ref().clone()),
             provider,
             tools,
+            session_tools,
             guards,
             reminders,
             commands,

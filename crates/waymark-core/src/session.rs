@@ -76,6 +76,9 @@ pub(crate) struct SessionCore {
     pub(crate) config: std::sync::RwLock<Arc<Config>>,
     pub provider: Arc<dyn ModelProvider>,
     pub tools: ToolRegistry,
+    /// The extensions' tools, which run with the session's handle (by name; also in `tools`).
+    pub session_tools:
+        std::collections::HashMap<&'static str, Arc<dyn crate::extension::SessionTool>>,
     pub guards: Vec<Arc<dyn ToolGuard>>,
     pub reminders: Vec<Arc<dyn ReminderSource>>,
     pub commands: CommandRegistry,

@@ -22,10 +22,11 @@ mod view;
 use crate::commands::SlashCommand;
 use crate::context::ReminderSource;
 use crate::error::Result;
-use crate::extension::{CallInfo, CallPrep, Dequeue, Extension, GuardStage, SessionApi, TurnLost};
+use crate::extension::{
+    CallInfo, CallPrep, Dequeue, Extension, GuardStage, SessionApi, SessionTool, TurnLost,
+};
 use crate::guard::ToolGuard;
 use crate::store::{MessageRow, QuestionnaireRow, TurnRow, Tx};
-use crate::tools::Tool;
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,7 +60,7 @@ impl Extension for GoalExtension {
             include_str!("../../migrations/goal/0004_steps.sql"),
         ]
     }
-    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
         vec![
             Arc::new(tools::CreateGoal),
             Arc::new(tools::GetGoal),

@@ -6,14 +6,16 @@ use super::runner::continue_goal;
 use super::settlement::{Proposal, ProposedStatus};
 use super::snapshot;
 use crate::error::{Error, Result};
-use crate::extension::SessionApi;
+use crate::extension::{SessionApi, SessionTool, tool_error};
 use crate::goal::db::GoalTurnWrites;
 use crate::goal::db::{Budgets, current_goal};
-use crate::store::{self, SessionRow};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, session_of, tool_error};
+use crate::store;
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
+use waymark_protocol::InteractionMode;
 use waymark_protocol::config::Config;
 use waymark_protocol::{
     Approval, EventKind, GoalActor, GoalApprovalQuestion, MessageSource, PermissionMode, Question,
@@ -53,17 +55,24 @@ impl Tool for CreateGoal {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn offered(&self, _s: &SessionRow, config: &Config) -> bool {
+    fn offered(&self, _mode: InteractionMode, config: &Config) -> bool {
         config.beta.thread_goal
     }
-    fn handle<'a>(
+}
+
+impl SessionTool for CreateGoal {
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
+        self
+    }
+    fn handle_in<'a>(
         &'a self,
+        api: &'a SessionApi,
         ctx: &'a ToolContext,
         args: Value,
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: CreateArgs = parse_args(self.name(), args)?;
-            let api = session_of(ctx)?;
+            let api = api.clone();
             check_enabled(&api).map_err(tool_error)?;
             if a.objective.trim().is_empty() {
                 return Err(ToolError::Model("the objective is empty".into()));
@@ -168,16 +177,23 @@ impl Tool for GetGoal {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn offered(&self, _s: &SessionRow, config: &Config) -> bool {
+    fn offered(&self, _mode: InteractionMode, config: &Config) -> bool {
         config.beta.thread_goal
     }
-    fn handle<'a>(
+}
+
+impl SessionTool for GetGoal {
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
+        self
+    }
+    fn handle_in<'a>(
         &'a self,
-        ctx: &'a ToolContext,
+        api: &'a SessionApi,
+        _ctx: &'a ToolContext,
         _args: Value,
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let api = session_of(ctx)?;
+            let api = api.clone();
             check_enabled(&api).map_err(tool_error)?;
             let g = api
                 .read(|c| current_goal(c, api.id()))
@@ -222,17 +238,24 @@ impl Tool for UpdateGoal {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn offered(&self, _s: &SessionRow, config: &Config) -> bool {
+    fn offered(&self, _mode: InteractionMode, config: &Config) -> bool {
         config.beta.thread_goal
     }
-    fn handle<'a>(
+}
+
+impl SessionTool for UpdateGoal {
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
+        self
+    }
+    fn handle_in<'a>(
         &'a self,
+        api: &'a SessionApi,
         ctx: &'a ToolContext,
         args: Value,
     ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: UpdateArgs = parse_args(self.name(), args)?;
-            let api = session_of(ctx)?;
+            let api = api.clone();
             check_enabled(&api).map_err(tool_error)?;
             let sid = api.id().to_string();
             let turn_id = ctx.turn_id;

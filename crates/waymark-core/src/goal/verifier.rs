@@ -148,7 +148,6 @@ pub(crate) async fn verify(
         sandbox: None,
         protected: Default::default(),
         env: api.tool_env(),
-        api: None,
     };
     let mut messages = vec![ModelMessage::User {
         text: verifier_brief(g, &evidence(api), claim),

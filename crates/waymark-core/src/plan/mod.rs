@@ -31,10 +31,9 @@ pub use view::PLAN_FILE_CAP;
 use crate::commands::SlashCommand;
 use crate::context::ReminderSource;
 use crate::error::{Error, Result};
-use crate::extension::{CallInfo, CallPrep, Extension, GuardStage, SessionApi};
+use crate::extension::{CallInfo, CallPrep, Extension, GuardStage, SessionApi, SessionTool};
 use crate::guard::ToolGuard;
 use crate::store::{self, MessageRow, QuestionnaireRow, SessionRow, Tx};
-use crate::tools::Tool;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use waymark_protocol::{
@@ -67,7 +66,7 @@ impl Extension for PlanExtension {
             include_str!("../../migrations/plan/0002_comments.sql"),
         ]
     }
-    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
         vec![
             Arc::new(tools::EnterPlanMode),
             Arc::new(tools::ExitPlanMode),
@@ -83,9 +82,12 @@ impl Extension for PlanExtension {
         vec![Arc::new(commands::PlanCommand)]
     }
     fn system_prompt(&self, api: &SessionApi, session: &SessionRow) -> Option<String> {
-        tools::EnterPlanMode
-            .offered(session, &api.config())
-            .then(|| PLAN_ENTRY_GUIDANCE.to_string())
+        crate::tools::Tool::offered(
+            &tools::EnterPlanMode,
+            session.interaction_mode,
+            &api.config(),
+        )
+        .then(|| PLAN_ENTRY_GUIDANCE.to_string())
     }
     fn answers(&self) -> &'static [QuestionnaireKind] {
         &[

@@ -7,11 +7,13 @@ use waymark_protocol::{PlanModeReason, PlanStatus, RevisionAuthor};
 use super::answer::{implementation_message, queue_first};
 use super::document::{SNAPSHOT_LIMIT, check_plan_text, snapshot_of};
 use crate::error::{Error, Result};
-use crate::store::{self, SessionRow};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, session_of, tool_error};
+use crate::extension::{SessionApi, SessionTool, tool_error};
+use crate::store;
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use waymark_protocol::config::Config;
 use waymark_protocol::{
     EventKind, InteractionMode, PermissionMode, PlanApprovalQuestion, PlanEntryQuestion, Question,
@@ -39,20 +41,27 @@ impl Tool for EnterPlanMode {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn offered(&self, session: &SessionRow, config: &Config) -> bool {
+    fn offered(&self, mode: InteractionMode, config: &Config) -> bool {
         // Only in default mode and behind its own flag (PM-7); the kill switch too (PM-9).
-        session.interaction_mode == InteractionMode::Default
+        mode == InteractionMode::Default
             && config.beta.desktop_plan_mode_agent_entry
             && config.beta.desktop_plan_mode
     }
-    fn handle<'a>(
+}
+
+impl SessionTool for EnterPlanMode {
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
+        self
+    }
+    fn handle_in<'a>(
         &'a self,
+        api: &'a SessionApi,
         ctx: &'a ToolContext,
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: EnterArgs = parse_args(self.name(), args)?;
-            let api = session_of(ctx)?;
+            let api = api.clone();
             if !api.config().beta.desktop_plan_mode_agent_entry
                 || !api.config().beta.desktop_plan_mode
             {
@@ -102,11 +111,18 @@ impl Tool for ExitPlanMode {
     fn is_mutating(&self) -> bool {
         false
     }
-    fn offered(&self, session: &SessionRow, _config: &Config) -> bool {
-        session.interaction_mode == InteractionMode::Plan
+    fn offered(&self, mode: InteractionMode, _config: &Config) -> bool {
+        mode == InteractionMode::Plan
     }
-    fn handle<'a>(
+}
+
+impl SessionTool for ExitPlanMode {
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
+        self
+    }
+    fn handle_in<'a>(
         &'a self,
+        api: &'a SessionApi,
         ctx: &'a ToolContext,
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -124,7 +140,7 @@ impl Tool for ExitPlanMode {
                     "each option is a short, non-empty label (at most 200 characters)".into(),
                 ));
             }
-            let api = session_of(ctx)?;
+            let api = api.clone();
             let path = super::plan_path(api.artifacts());
             // A regular file only, and no more than the snapshot keeps (plus a little, to
             // know it was cut): a FIFO or a huge file cannot stall or swamp the turn.

@@ -46,8 +46,6 @@ pub struct ToolContext {
     pub sandbox: Option<crate::sandbox::SandboxSpec>,
     /// The environments tool processes start with (secrets removed).
     pub env: Arc<crate::secrets::ToolEnv>,
-    /// The session, for tools that change session state (plan mode's tools).
-    pub api: Option<crate::extension::SessionApi>,
     /// Private places the file tools refuse to read (unless the user let this call), and
     /// searches skip.
     pub protected: crate::sandbox::private::Protected,
@@ -139,16 +137,25 @@ pub trait Tool: Send + Sync {
     /// offers its tools only in one mode).
     fn offered(
         &self,
-        _session: &crate::store::SessionRow,
+        _mode: waymark_protocol::InteractionMode,
         _config: &waymark_protocol::config::Config,
     ) -> bool {
         true
     }
+    /// Runs the call. A tool that works on the session instead (plan mode's, goals') gets it
+    /// from the runtime through the extension API and keeps this answer.
     fn handle<'a>(
         &'a self,
-        ctx: &'a ToolContext,
-        args: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+        _ctx: &'a ToolContext,
+        _args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let name = self.name();
+        Box::pin(async move {
+            Err(ToolError::Fatal(format!(
+                "`{name}` works on the session and runs only through it"
+            )))
+        })
+    }
 }
 
 /// The tools of a session, in the order they are offered.
@@ -186,23 +193,6 @@ impl ToolRegistry {
 
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
         self.tools.iter()
-    }
-}
-
-/// The session behind a tool call, for tools that change session state.
-pub(crate) fn session_of(ctx: &ToolContext) -> Result<crate::extension::SessionApi, ToolError> {
-    ctx.api
-        .clone()
-        .ok_or_else(|| ToolError::Fatal("this tool needs a session".into()))
-}
-
-/// A runtime error as a tool result: refusals go to the model, the rest ends the turn.
-pub(crate) fn tool_error(e: crate::error::Error) -> ToolError {
-    match e {
-        crate::error::Error::Refused(m) | crate::error::Error::FeatureOff { message: m, .. } => {
-            ToolError::Model(m)
-        }
-        other => ToolError::Fatal(other.to_string()),
     }
 }
 
@@ -303,7 +293,6 @@ pub(crate) mod test_support {
                     &std::env::vars_os().collect::<Vec<_>>(),
                     &Default::default(),
                 )),
-                api: None,
             };
             Fixture { dir, ctx }
         }

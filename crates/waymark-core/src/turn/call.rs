@@ -145,7 +145,11 @@ pub(crate) async fn execute(
 ) -> Executed {
     let core = api.core();
     let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
-    let run = run_tool(tool, ctx, call.arguments.clone());
+    let session_tool = core
+        .session_tools
+        .get(tool.name())
+        .map(|t| (t.as_ref(), api));
+    let run = run_tool(tool, session_tool, ctx, call.arguments.clone());
     let Some(result) = tracing::Instrument::instrument(run, span).await else {
         return Executed::Abandoned;
     };
@@ -228,10 +232,14 @@ const STOP_GRACE: Duration = Duration::from_millis(700);
 /// Stop ends the turn whatever the tool is doing (a read stuck in the kernel, a hung mount).
 pub(crate) async fn run_tool(
     tool: &dyn Tool,
+    session_tool: Option<(&dyn crate::extension::SessionTool, &SessionApi)>,
     ctx: &ToolContext,
     args: serde_json::Value,
 ) -> Option<std::result::Result<ToolOutput, ToolError>> {
-    let fut = tool.handle(ctx, args);
+    let fut = match session_tool {
+        Some((t, api)) => t.handle_in(api, ctx, args),
+        None => tool.handle(ctx, args),
+    };
     tokio::pin!(fut);
     tokio::select! {
         r = &mut fut => Some(r),

@@ -152,7 +152,6 @@ async fn drive(
         sandbox: None,
         protected: Default::default(),
         env: core.tool_env(),
-        api: Some(api.clone()),
     };
     let mut last_elided = 0u64;
     let mut context_retried = false;
@@ -474,7 +473,7 @@ fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> (Vec<To
             let specs: Vec<ToolSpec> = core
                 .tools
                 .iter()
-                .filter(|t| t.offered(session, &core.config()))
+                .filter(|t| t.offered(session.interaction_mode, &core.config()))
                 .map(|t| ToolSpec {
                     name: t.name().to_string(),
                     description: t.description().to_string(),
