@@ -19,13 +19,13 @@ mod preview;
 pub mod runtime;
 pub mod session;
 pub mod settings;
-pub mod tools;
 mod turn;
 
 pub use waymark_protocol::{display, secrets};
 pub use waymark_provider as provider;
 pub use waymark_sandbox as sandbox;
 pub use waymark_store as store;
+pub use waymark_tools as tools;
 
 pub use clock::{Clock, IdSource, ManualClock, RandomIds, SystemClock};
 pub use error::{Error, Result};

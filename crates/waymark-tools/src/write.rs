@@ -94,7 +94,7 @@ fn apply_edit(text: &str, e: &EditSpec, path: &str) -> Result<(String, usize), T
 /// What a file tool call would make of its file: the text before and after, computed
 /// exactly as the tool will (for the permission question's diff). `Err` says why the call
 /// would fail.
-pub(crate) fn before_after(
+pub fn before_after(
     tool: &str,
     target: &std::path::Path,
     args: &Value,
@@ -151,7 +151,7 @@ pub(crate) fn before_after(
 /// read): for a private place, where the question must not show the current contents.
 /// `write`/`append` give their text as added; `edit`/`multiedit` each old text beside its
 /// replacement.
-pub(crate) fn requested_text(tool: &str, args: &Value) -> Result<(String, String), ToolError> {
+pub fn requested_text(tool: &str, args: &Value) -> Result<(String, String), ToolError> {
     match tool {
         "write" | "append" => {
             let a: WriteArgs = parse_args(tool, args.clone())?;

@@ -181,7 +181,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
 
 /// `bytes` in a new hidden temp file beside `path` (parent folders created, the permissions
 /// of a file already at `path` kept); its path. Removed again if writing fails.
-pub(crate) fn write_temp(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
+pub fn write_temp(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
     let parent = path
         .parent()
         .ok_or_else(|| std::io::Error::other("it has no parent folder"))?;
@@ -208,7 +208,7 @@ pub(crate) fn write_temp(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> 
 }
 
 /// A hidden temp name beside `path`.
-pub(crate) fn temp_sibling(path: &Path) -> PathBuf {
+pub fn temp_sibling(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -15,7 +15,7 @@ pub use patch::{ApplyPatch, copy_refused, patch_copies, patch_paths};
 pub use read::{ListDir, ReadFile};
 pub use search::{Glob, Grep};
 pub use write::{Append, Edit, MultiEdit, Write};
-pub(crate) use write::{before_after, requested_text};
+pub use write::{before_after, requested_text};
 
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
@@ -43,12 +43,12 @@ pub struct ToolContext {
     /// The turn the call belongs to.
     pub turn_id: i64,
     /// When set, shell commands run under this read-only sandbox (plan mode).
-    pub sandbox: Option<crate::sandbox::SandboxSpec>,
+    pub sandbox: Option<waymark_sandbox::SandboxSpec>,
     /// The environments tool processes start with (secrets removed).
-    pub env: Arc<crate::secrets::ToolEnv>,
+    pub env: Arc<waymark_protocol::secrets::ToolEnv>,
     /// Private places the file tools refuse to read (unless the user let this call), and
     /// searches skip.
-    pub protected: crate::sandbox::private::Protected,
+    pub protected: waymark_sandbox::private::Protected,
 }
 
 /// How long a shell command may run.
@@ -197,11 +197,11 @@ impl ToolRegistry {
 }
 
 /// Decodes a tool's arguments, with an error the model can act on.
-pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
     if !args.is_object() {
         return Err(ToolError::Model(format!(
             "arguments of `{tool}` must be a JSON object, got: {}",
-            crate::display::clip(&args.to_string())
+            waymark_protocol::display::clip(&args.to_string())
         )));
     }
     serde_json::from_value(args)
@@ -250,7 +250,7 @@ fn floor_boundary(text: &str, mut i: usize) -> usize {
 }
 
 /// Runs blocking file-system work off the async threads.
-pub(crate) async fn blocking<T: Send + 'static>(
+pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
     tokio::task::spawn_blocking(f)
@@ -289,7 +289,7 @@ pub(crate) mod test_support {
                 turn_id: 0,
                 sandbox: None,
                 protected: Default::default(),
-                env: Arc::new(crate::secrets::ToolEnv::build(
+                env: Arc::new(waymark_protocol::secrets::ToolEnv::build(
                     &std::env::vars_os().collect::<Vec<_>>(),
                     &Default::default(),
                 )),

@@ -93,7 +93,7 @@ impl Tool for Bash {
         "bash"
     }
     fn description(&self) -> &'static str {
-        "Run a bash command in the workspace. Output (stdout and stderr) is returned with the exit code. Default timeout 120 s; `timeout_ms` asks for another, up to the limit the user set (and never past the time left in a goal budget)."
+        "Run a bash command in the workspace. Output (stdout and stderr) is returned with the exit code. Default timeout 120 s; `timeout_ms` asks for another, up to the limit the user set (and never past a time limit the session sets)."
     }
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -158,7 +158,7 @@ impl Tool for Bash {
                 .kill_on_drop(true);
             // Its own session (hence process group): no controlling terminal to type into,
             // and one group to kill on timeout or Stop.
-            crate::sandbox::new_session_async(&mut cmd);
+            waymark_sandbox::new_session_async(&mut cmd);
             let mut child = cmd
                 .spawn()
                 .map_err(|e| ToolError::Model(format!("could not start bash: {e}")))?;
@@ -205,7 +205,7 @@ impl Tool for Bash {
             };
             match end {
                 End::Exited(Some(0)) => Ok(ToolOutput::text(format!("{body}\n[exit code: 0]"))),
-                End::Exited(Some(crate::sandbox::NOT_ENFORCED_EXIT))
+                End::Exited(Some(waymark_sandbox::NOT_ENFORCED_EXIT))
                     if ctx.sandbox.is_some() && text.contains("waymark sandbox:") =>
                 {
                     Err(ToolError::Model(format!(

@@ -5,7 +5,6 @@
 
 use super::fs_policy::{open_regular, resolve_read};
 use super::{Tool, ToolContext, ToolError, ToolOutput, blocking, parse_args, truncate_head};
-use crate::sandbox::private::Protected;
 use futures_util::future::BoxFuture;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, SearcherBuilder, sinks::UTF8};
@@ -14,6 +13,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use waymark_sandbox::private::Protected;
 
 /// Paths listed by glob at most.
 const MAX_LISTED: usize = 1000;

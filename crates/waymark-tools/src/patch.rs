@@ -409,7 +409,7 @@ mod tests {
         let mut f = Fixture::new();
         let secret = f.ws().join("sa.json");
         std::fs::write(&secret, "{\"private_key\": \"k\"}\n").unwrap();
-        f.ctx.protected = crate::sandbox::private::Protected::new(
+        f.ctx.protected = waymark_sandbox::private::Protected::new(
             std::sync::Arc::new(vec![secret.clone()]),
             Default::default(),
             Default::default(),
