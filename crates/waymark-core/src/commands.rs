@@ -122,14 +122,71 @@ impl SlashCommand for Help {
     }
 
     fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
-        let width = cx.all.iter().map(|s| s.usage.len()).max().unwrap_or(0);
-        let mut out = String::from("Commands:\n");
-        for s in cx.all {
-            out.push_str(&format!("  {:width$}  {}\n", s.usage, s.summary));
-        }
-        out.push_str("Text starting with `//` is sent to the model with one `/` removed.");
-        Ok(out)
+        Ok(help_text(cx.all))
     }
+}
+
+/// How wide `/help` may be: an 80-column terminal.
+const HELP_WIDTH: usize = 80;
+/// The usage column; a longer usage gets lines of its own and its summary goes under it.
+const USAGE_COLUMN: usize = 24;
+
+/// `text` in lines of at most `width` characters, broken after a space or a `|` (a usage's
+/// alternatives), a word longer than the line cut where it must be.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut piece = String::new();
+    let mut flush = |piece: &mut String, line: &mut String, lines: &mut Vec<String>| {
+        if line.chars().count() + piece.chars().count() > width && !line.is_empty() {
+            lines.push(line.trim_end().to_string());
+            line.clear();
+            *piece = piece.trim_start().to_string();
+        }
+        while piece.chars().count() > width {
+            let head: String = piece.chars().take(width).collect();
+            lines.push(head);
+            *piece = piece.chars().skip(width).collect();
+        }
+        line.push_str(piece);
+        piece.clear();
+    };
+    for c in text.chars() {
+        piece.push(c);
+        if c == ' ' || c == '|' {
+            flush(&mut piece, &mut line, &mut lines);
+        }
+    }
+    flush(&mut piece, &mut line, &mut lines);
+    if !line.trim().is_empty() {
+        lines.push(line.trim_end().to_string());
+    }
+    lines
+}
+
+/// The text of `/help`: every line fits [`HELP_WIDTH`] columns.
+fn help_text(all: &[CommandSpec]) -> String {
+    let mut out = String::from("Commands:\n");
+    let summary_width = HELP_WIDTH - USAGE_COLUMN - 4;
+    for s in all {
+        let summary = wrap(s.summary, summary_width);
+        if s.usage.chars().count() <= USAGE_COLUMN {
+            for (i, line) in summary.iter().enumerate() {
+                let usage = if i == 0 { s.usage } else { "" };
+                out.push_str(&format!("  {usage:USAGE_COLUMN$}  {line}\n"));
+            }
+        } else {
+            for (i, line) in wrap(s.usage, HELP_WIDTH - 4).iter().enumerate() {
+                let indent = if i == 0 { "  " } else { "    " };
+                out.push_str(&format!("{indent}{line}\n"));
+            }
+            for line in summary {
+                out.push_str(&format!("  {:USAGE_COLUMN$}  {line}\n", ""));
+            }
+        }
+    }
+    out.push_str("Text starting with `//` is sent to the model with one `/` removed.");
+    out
 }
 
 /// `/compact`: summarize the older history before the next model call.
@@ -227,5 +284,43 @@ mod tests {
         assert_eq!(parse("hello /help"), None);
         assert_eq!(unescape("//help me"), "/help me");
         assert_eq!(unescape("plain"), "plain");
+    }
+
+    #[test]
+    fn help_fits_an_80_column_terminal_and_keeps_every_word() {
+        let specs = [
+            CommandSpec {
+                name: "goal",
+                usage: "/goal [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
+                summary: "set or manage the session's goal",
+            },
+            CommandSpec {
+                name: "help",
+                usage: "/help",
+                summary: "list the commands, each with what it does, in words long enough to need a second line here",
+            },
+            CommandSpec {
+                name: "x",
+                usage: "/x",
+                summary: "a-word-far-longer-than-any-line-of-the-help-could-ever-hold-so-it-is-cut-where-it-must",
+            },
+        ];
+        let text = help_text(&specs);
+        for line in text.lines() {
+            assert!(line.chars().count() <= HELP_WIDTH, "{line:?} in\n{text}");
+        }
+        let joined = |t: &str| t.split_whitespace().collect::<String>();
+        for s in &specs {
+            assert!(
+                joined(&text).contains(&joined(s.usage)),
+                "{}\n{text}",
+                s.usage
+            );
+            assert!(
+                joined(&text).contains(&joined(s.summary)),
+                "{}\n{text}",
+                s.summary
+            );
+        }
     }
 }

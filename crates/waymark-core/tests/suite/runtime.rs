@@ -315,7 +315,13 @@ async fn slash_commands_run_at_admission_and_never_reach_the_model() {
     let OpOutcome::Command { output } = out else {
         panic!("{out:?}")
     };
-    assert!(output.contains("/help"));
+    assert!(output.contains("/help") && output.contains("/goal") && output.contains("/plan"));
+    for line in output.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "wider than 80 columns: {line:?}"
+        );
+    }
     let e = s.submit(user("/frobnicate now")).await.unwrap_err();
     assert_eq!(e.code(), "unknown_command");
     assert!(e.to_string().contains("/frobnicate") && e.to_string().contains("/help"));
