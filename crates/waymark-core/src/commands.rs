@@ -137,7 +137,7 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     let mut piece = String::new();
-    let mut flush = |piece: &mut String, line: &mut String, lines: &mut Vec<String>| {
+    let flush = |piece: &mut String, line: &mut String, lines: &mut Vec<String>| {
         if line.chars().count() + piece.chars().count() > width && !line.is_empty() {
             lines.push(line.trim_end().to_string());
             line.clear();

@@ -3,6 +3,7 @@
 //! transaction ([`Store::write`]), and events are handed back for broadcast only after
 //! commit. Extensions keep their own tables through [`Store::migrate_extension`].
 
+pub mod blobs;
 pub mod compactions;
 mod error;
 pub mod events;

@@ -2,7 +2,6 @@
 
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OptionalExtension, params};
-use sha2::{Digest, Sha256};
 use waymark_protocol::{PlanStatus, RevisionAuthor};
 
 /// Which plan-mode reminder a plan turn got.
@@ -98,19 +97,10 @@ fn row_to_revision(r: &rusqlite::Row<'_>) -> rusqlite::Result<RevisionRow> {
     })
 }
 
-/// Hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::store::blobs::sha256_hex;
 
 /// The plan extension's writes to its own tables, in the core transaction.
 pub trait PlanWrites {
-    /// Stores content under `key` (content-addressed by the caller's key; rewriting the same
-    /// key with other bytes is refused).
-    fn put_blob(&mut self, key: &str, bytes: &[u8]) -> Result<String>;
     fn create_plan(&mut self, id: &str, session_id: &str) -> Result<()>;
     fn set_plan_status(&mut self, id: &str, status: PlanStatus) -> Result<()>;
     /// Records a revision whose content is already in `blob_key`; returns its version.
@@ -131,32 +121,6 @@ pub trait PlanWrites {
 }
 
 impl PlanWrites for super::Tx<'_> {
-    fn put_blob(&mut self, key: &str, bytes: &[u8]) -> Result<String> {
-        let sha = sha256_hex(bytes);
-        let now = self.now();
-        let existing: Option<String> = self
-            .conn()
-            .query_row("SELECT sha256 FROM blobs WHERE key = ?1", [key], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        match existing {
-            Some(s) if s == sha => {}
-            Some(_) => {
-                return Err(Error::Corrupt(format!(
-                    "blob {key} already holds other content"
-                )));
-            }
-            None => {
-                self.conn().execute(
-                    "INSERT INTO blobs (key, sha256, bytes, created_at) VALUES (?1, ?2, ?3, ?4)",
-                    params![key, sha, bytes, now],
-                )?;
-            }
-        }
-        Ok(sha)
-    }
-
     fn create_plan(&mut self, id: &str, session_id: &str) -> Result<()> {
         let now = self.now();
         self.conn().execute(
@@ -395,23 +359,7 @@ pub fn plan_comments(conn: &Connection, plan_id: &str) -> Result<Vec<CommentRow>
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// A blob's content, checked against its recorded hash.
-pub fn blob(conn: &Connection, key: &str) -> Result<Option<Vec<u8>>> {
-    let row: Option<(Vec<u8>, String)> = conn
-        .query_row(
-            "SELECT bytes, sha256 FROM blobs WHERE key = ?1",
-            [key],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-    match row {
-        None => Ok(None),
-        Some((bytes, sha)) if sha256_hex(&bytes) == sha => Ok(Some(bytes)),
-        Some(_) => Err(Error::Corrupt(format!(
-            "blob {key} does not match its sha256"
-        ))),
-    }
-}
+pub use crate::store::blobs::get as blob;
 
 #[cfg(test)]
 mod tests {
