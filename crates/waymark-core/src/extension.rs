@@ -290,9 +290,33 @@ impl Slots {
             .or_insert_with(|| Arc::new(T::default()));
         match slot.clone().downcast::<T>() {
             Ok(v) => v,
-            // The map is keyed by the type: the value is always a T.
-            Err(_) => Arc::new(T::default()),
+            // The map is keyed by the type, so this is a bug in the slots themselves: a fresh
+            // default would silently lose the extension's state, so it stops here instead.
+            Err(_) => panic!(
+                "the state slot of {} holds a value of another type",
+                std::any::type_name::<T>()
+            ),
         }
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_keeps_its_state_and_a_wrong_type_is_never_a_fresh_default() {
+        let slots = Slots::default();
+        *slots.get::<Mutex<u32>>().lock().unwrap() = 7;
+        assert_eq!(*slots.get::<Mutex<u32>>().lock().unwrap(), 7);
+        // A value of another type under the key (what the slots never do themselves).
+        slots
+            .0
+            .lock()
+            .unwrap()
+            .insert(TypeId::of::<Mutex<u64>>(), Arc::new(String::from("wrong")));
+        let got = std::panic::catch_unwind(|| slots.get::<Mutex<u64>>());
+        assert!(got.is_err(), "a wrong-typed slot gave a fresh default");
     }
 }
 
