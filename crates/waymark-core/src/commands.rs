@@ -197,7 +197,7 @@ impl SlashCommand for CompactCommand {
         CommandSpec {
             name: "compact",
             usage: "/compact",
-            summary: "summarize the older conversation before the next model call",
+            summary: "summarize the older conversation (at once, or before the running turn's next model call)",
         }
     }
 
@@ -208,7 +208,14 @@ impl SlashCommand for CompactCommand {
         api.core()
             .compact_requested
             .store(true, std::sync::atomic::Ordering::Release);
-        Ok("The older part of the conversation will be summarized before the next model call (the newest messages stay as they are). Send a message to go on.".into())
+        let turn_running = crate::store::turns::open_turn(cx.tx.conn(), cx.session_id)?
+            .is_some_and(|t| t.status == crate::store::TurnStatus::Running);
+        Ok(if turn_running {
+            "The older part of the conversation will be summarized before the next model call (the newest messages stay as they are)."
+        } else {
+            "Summarizing the older part of the conversation now (the newest messages stay as they are)."
+        }
+        .into())
     }
 }
 

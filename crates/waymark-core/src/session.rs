@@ -437,6 +437,14 @@ impl Actor {
                 if matches!(out, OpOutcome::Admitted { created: true, .. }) {
                     self.announced = Announced::Nothing;
                 }
+                // `/compact` while no turn runs summarizes at once; during a turn, the turn
+                // does it before its next model call.
+                if matches!(out, OpOutcome::Command { .. })
+                    && self.running.is_none()
+                    && self.core.compact_requested.swap(false, Ordering::AcqRel)
+                {
+                    turn::compact_between_turns(&self.core, &CancellationToken::new()).await?;
+                }
                 Ok(out)
             }
             Op::Answer {

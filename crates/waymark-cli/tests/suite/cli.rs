@@ -1,7 +1,7 @@
 //! Scenarios through the CLI with the scripted model.
 
 use super::support::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[test]
 fn write_edit_bash_with_json_events() {
@@ -272,4 +272,31 @@ fn the_log_has_spans_for_sessions_turns_model_and_tool_calls_with_durations() {
         "{}",
         text(&out)
     );
+}
+
+/// `/compact` in its own `exec` summarizes then and there: nothing is left for a later
+/// process to remember (it used to be lost when the process that ran it ended).
+#[test]
+fn slash_compact_in_its_own_exec_compacts_at_once() {
+    let env = Env::new();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [{"text": "one"}, {"text": "two"}, {"text": "three"}],
+               "compact": [{"text": "The user said first and second."}]}),
+    );
+    let out = env.exec(&model, &["--permission", "auto", "first"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let sid = env.only_session();
+    let out = env.exec_session(&sid, &["second"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = env.exec_session(&sid, &["/compact"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let compacted: Vec<Value> = env
+        .events(&sid)
+        .into_iter()
+        .filter(|e| e["type"] == "context.compacted")
+        .collect();
+    assert_eq!(compacted.len(), 1, "{}", text(&out));
+    assert_eq!(compacted[0]["summary"], "The user said first and second.");
+    assert!(compacted[0]["turn_id"].is_null(), "{compacted:?}");
 }

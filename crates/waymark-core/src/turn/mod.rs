@@ -247,7 +247,7 @@ async fn drive(
             } else {
                 CompactReason::Threshold
             };
-            match compact(core, turn_id, reason, window, estimate, fixed, cancel).await? {
+            match compact(core, Some(turn_id), reason, window, estimate, fixed, cancel).await? {
                 Compacted::Cancelled => return finish_aborted(core, turn_id),
                 Compacted::Failed(e) => {
                     // The request is cut to fit instead (older tool outputs elided).
@@ -354,7 +354,7 @@ async fn drive(
                 context_retried = true;
                 core.underestimated();
                 let reason = CompactReason::ProviderLimit;
-                match compact(core, turn_id, reason, window, estimate, fixed, cancel).await? {
+                match compact(core, Some(turn_id), reason, window, estimate, fixed, cancel).await? {
                     Compacted::Done => continue,
                     Compacted::Cancelled => return finish_aborted(core, turn_id),
                     Compacted::Nothing | Compacted::Failed(_) => {
@@ -391,7 +391,7 @@ enum Compacted {
 /// what is not history (system prompt, reminders, tools).
 async fn compact(
     core: &SessionCore,
-    turn_id: i64,
+    turn_id: Option<i64>,
     reason: CompactReason,
     window: u64,
     before: u64,
@@ -447,12 +447,14 @@ async fn compact(
     row.after_tokens = c::item_tokens(&message) + kept + fixed;
     let sid = core.id.as_str();
     core.write(|tx| {
-        tx.insert_compaction(sid, Some(turn_id), &row)?;
-        tx.add_usage(turn_id, reply.usage)?;
+        tx.insert_compaction(sid, turn_id, &row)?;
+        if let Some(turn_id) = turn_id {
+            tx.add_usage(turn_id, reply.usage)?;
+        }
         Ok(tx.emit(
             sid,
             EventKind::ContextCompacted {
-                turn_id: Some(turn_id),
+                turn_id,
                 reason,
                 before_tokens: row.before_tokens,
                 after_tokens: row.after_tokens,
@@ -462,6 +464,67 @@ async fn compact(
     })?;
     core.reset_history();
     Ok(Compacted::Done)
+}
+
+/// `/compact` while no turn runs: the older history is summarized at once (the summary call's
+/// tokens belong to no turn), and what happened is said in the session's log.
+pub(crate) async fn compact_between_turns(
+    core: &Arc<SessionCore>,
+    cancel: &CancellationToken,
+) -> Result<()> {
+    let sid = core.id.clone();
+    let api = SessionApi::new(core.clone());
+    let session = core
+        .read(|c| Ok(store::sessions::get(c, &sid)?))?
+        .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
+    let extra: Vec<String> = core
+        .extensions
+        .iter()
+        .filter_map(|e| e.system_prompt(&api, &session))
+        .collect();
+    let system = context::system_prompt(
+        &core.workspace,
+        &core.session_dir,
+        &core.instructions,
+        &extra,
+    );
+    let (_, tools_tokens) = tool_specs(core, &session);
+    let fixed = crate::provider::estimate_tokens(system.len()) + tools_tokens;
+    let (_, estimate) = core.context_estimate(fixed)?;
+    let window = core
+        .config()
+        .turn
+        .context_tokens
+        .unwrap_or_else(|| core.provider.context_tokens());
+    let said = |text: &str| {
+        core.write(|tx| {
+            Ok(tx.emit(
+                &sid,
+                EventKind::CommandOutput {
+                    command: "compact".into(),
+                    text: text.into(),
+                },
+            )?)
+        })
+    };
+    match compact(
+        core,
+        None,
+        CompactReason::Manual,
+        window,
+        estimate,
+        fixed,
+        cancel,
+    )
+    .await?
+    {
+        Compacted::Done => Ok(()),
+        Compacted::Nothing => said("There is not enough conversation to summarize yet."),
+        Compacted::Cancelled => said("The summary was stopped; the conversation is unchanged."),
+        Compacted::Failed(e) => said(&format!(
+            "The conversation could not be summarized ({e}); it is unchanged, and the next request is cut to fit instead."
+        )),
+    }
 }
 
 /// The tools offered in the session's current mode, and their size; built once per mode.

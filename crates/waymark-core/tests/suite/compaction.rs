@@ -142,21 +142,41 @@ async fn a_refused_request_compacts_once_and_is_sent_again() {
     s.shutdown().await.unwrap();
 }
 
-/// `/compact` summarizes before the next model call, and the reminders of a turn whose own
-/// message was compacted away still reach the model.
+/// `/compact` between turns summarizes at once (a compaction of no turn, in the log right
+/// after the command), and the next turn's request starts from the summary with its own
+/// message after it; a second `/compact` with nothing new to summarize says so.
 #[tokio::test]
-async fn slash_compact_runs_before_the_next_call() {
+async fn slash_compact_between_turns_summarizes_at_once() {
     let script = json!({"responses": [{"text": "one"}, {"text": "two"}, {"text": "three"}]});
     let (h, rec) = Harness::recording(Config::default(), script);
     let s = h.recorded_session(PermissionMode::Auto);
     run(&s, user("first")).await;
     run(&s, user("second")).await;
     let shown = run(&s, user("/compact")).await;
-    assert!(shown.iter().any(|e| matches!(&e.kind, EventKind::CommandOutput { text, .. } if text.contains("summarized before the next model call"))));
+    assert!(shown.iter().any(|e| matches!(&e.kind, EventKind::CommandOutput { text, .. } if text.contains("Summarizing the older part of the conversation now"))), "{shown:?}");
+    let done: Vec<_> = shown
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ContextCompacted {
+                turn_id, reason, ..
+            } => Some((*turn_id, *reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done, [(None, CompactReason::Manual)], "{shown:?}");
+    let compact_calls = |rec: &super::harness::Recording| {
+        rec.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.purpose == CallPurpose::Compact)
+            .count()
+    };
+    assert_eq!(compact_calls(&rec), 1);
+    let again = run(&s, user("/compact")).await;
+    assert!(again.iter().any(|e| matches!(&e.kind, EventKind::CommandOutput { text, .. } if text.contains("not enough conversation"))), "{again:?}");
     let events = run(&s, user("third")).await;
-    let done = compactions(&events);
-    assert_eq!(done.len(), 1, "{events:?}");
-    assert_eq!(done[0].0, CompactReason::Manual);
+    assert!(compactions(&events).is_empty(), "{events:?}");
     let requests = rec.requests.lock().unwrap().clone();
     let last = requests.last().unwrap();
     assert_eq!(last.purpose, CallPurpose::Main);
