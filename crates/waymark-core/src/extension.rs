@@ -538,9 +538,8 @@ pub fn tool_error(e: crate::error::Error) -> crate::tools::ToolError {
     }
 }
 
-/// A database file with the built-in extensions' tables too (this crate's benchmarks and
-/// tests that work below the runtime).
-#[cfg(feature = "test-support")]
+/// A database file with the built-in extensions' tables too (benchmarks and tests that work
+/// below the runtime).
 pub fn store_with_builtin(path: &std::path::Path) -> Result<crate::store::Store> {
     let store = crate::store::Store::open(path)?;
     for ext in builtin() {

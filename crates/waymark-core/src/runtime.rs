@@ -210,14 +210,9 @@ impl Runtime {
         ));
     }
 
-    /// The store itself: for the runtime's own views, and this crate's tests (front ends
-    /// use the views).
-    #[cfg(feature = "test-support")]
+    /// The store itself, for work below the runtime (tests that simulate crashes, races and
+    /// lease theft at that level; the front ends use the views).
     pub fn store(&self) -> &Arc<Store> {
-        &self.store
-    }
-    #[cfg(not(feature = "test-support"))]
-    pub(crate) fn store(&self) -> &Arc<Store> {
         &self.store
     }
 

@@ -4,10 +4,7 @@
 
 pub mod budget;
 mod commands;
-#[cfg(feature = "test-support")]
 pub mod db;
-#[cfg(not(feature = "test-support"))]
-pub(crate) mod db;
 mod guard;
 mod plan_goal;
 pub mod prompts;

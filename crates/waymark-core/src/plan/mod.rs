@@ -8,10 +8,7 @@ use waymark_protocol::{PlanModeReason, PlanStatus, RevisionAuthor};
 
 mod answer;
 mod commands;
-#[cfg(feature = "test-support")]
 pub mod db;
-#[cfg(not(feature = "test-support"))]
-pub(crate) mod db;
 mod document;
 mod export;
 mod guard;
