@@ -13,6 +13,9 @@ npm test --silent
 echo "== cargo fmt --check"
 cargo fmt --all --check
 cargo fmt --manifest-path tests/e2e/Cargo.toml --check
+echo "== the crates keep to their layers"
+python3 scripts/check_layers.py --self-test
+python3 scripts/check_layers.py
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== wire types build with the specta derives the desktop bindings use"
