@@ -5,6 +5,10 @@
 //! it resumes from the stored history when the answer arrives.
 
 mod call;
+mod compact;
+
+pub(crate) use compact::compact_between_turns;
+use compact::{Compacted, compact};
 
 use call::asked_about;
 pub(crate) use call::{
@@ -376,159 +380,11 @@ async fn drive(
     }
 }
 
-/// How a compaction went.
-enum Compacted {
-    Done,
-    /// Nothing old enough to fold in.
-    Nothing,
-    Failed(crate::provider::ProviderError),
-    Cancelled,
-}
-
-/// Summarizes the older history (see [`crate::compaction`]): one call, its usage counted on
-/// the turn, the summary stored and announced (`context.compacted`); the history the model
-/// sees then starts from it. `before`: the estimate that led here; `fixed`: the tokens of
-/// what is not history (system prompt, reminders, tools).
-async fn compact(
-    core: &SessionCore,
-    turn_id: Option<i64>,
-    reason: CompactReason,
-    window: u64,
-    before: u64,
-    fixed: u64,
-    cancel: &CancellationToken,
-) -> Result<Compacted> {
-    use crate::compaction as c;
-    let (prefix, upto, previous, kept) = {
-        let cache = core.history_cache()?;
-        let first = usize::from(cache.compaction.is_some());
-        let keep = c::keep_tokens(window, reason, core.config().turn.compact_keep_percent);
-        let Some(k) = c::cut(&cache.items, &cache.tokens, keep, first) else {
-            return Ok(Compacted::Nothing);
-        };
-        let prefix: Vec<HistoryItem> = cache.items[first..k]
-            .iter()
-            .map(|(_, i)| i.clone())
-            .collect();
-        let kept: u64 = cache.tokens[k..].iter().sum();
-        (prefix, cache.ids[k - 1], cache.compaction.clone(), kept)
-    };
-    let request = c::request(previous.as_ref(), &prefix, window);
-    let sink = |_: StreamEvent| {};
-    let reply = tokio::select! {
-        r = tracing::Instrument::instrument(
-            core.provider.call(&request, &sink),
-            tracing::info_span!("compaction_call", items = prefix.len()),
-        ) => r,
-        _ = cancel.cancelled() => return Ok(Compacted::Cancelled),
-    };
-    let reply = match reply {
-        Ok(r) => r,
-        Err(e) => return Ok(Compacted::Failed(e)),
-    };
-    let summary = reply.text.trim();
-    if summary.is_empty() {
-        return Ok(Compacted::Failed(
-            crate::provider::ProviderError::bad_response("the compaction call returned no summary"),
-        ));
-    }
-    let mut row = store::compactions::CompactionRow {
-        upto,
-        summary: summary.to_string(),
-        files: c::files_touched(previous.as_ref(), &prefix),
-        pinned: c::pinned(previous.as_ref(), &prefix),
-        before_tokens: before,
-        after_tokens: 0,
-    };
-    let message = HistoryItem::User {
-        text: c::message(&row),
-        source: MessageSource::System,
-    };
-    row.after_tokens = c::item_tokens(&message) + kept + fixed;
-    let sid = core.id.as_str();
-    core.write(|tx| {
-        tx.insert_compaction(sid, turn_id, &row)?;
-        if let Some(turn_id) = turn_id {
-            tx.add_usage(turn_id, reply.usage)?;
-        }
-        Ok(tx.emit(
-            sid,
-            EventKind::ContextCompacted {
-                turn_id,
-                reason,
-                before_tokens: row.before_tokens,
-                after_tokens: row.after_tokens,
-                summary: row.summary.clone(),
-            },
-        )?)
-    })?;
-    core.reset_history();
-    Ok(Compacted::Done)
-}
-
-/// `/compact` while no turn runs: the older history is summarized at once (the summary call's
-/// tokens belong to no turn), and what happened is said in the session's log.
-pub(crate) async fn compact_between_turns(
-    core: &Arc<SessionCore>,
-    cancel: &CancellationToken,
-) -> Result<()> {
-    let sid = core.id.clone();
-    let api = SessionApi::new(core.clone());
-    let session = core
-        .read(|c| Ok(store::sessions::get(c, &sid)?))?
-        .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
-    let extra: Vec<String> = core
-        .extensions
-        .iter()
-        .filter_map(|e| e.system_prompt(&api, &session))
-        .collect();
-    let system = context::system_prompt(
-        &core.workspace,
-        &core.session_dir,
-        &core.instructions,
-        &extra,
-    );
-    let (_, tools_tokens) = tool_specs(core, &session);
-    let fixed = crate::provider::estimate_tokens(system.len()) + tools_tokens;
-    let (_, estimate) = core.context_estimate(fixed)?;
-    let window = core
-        .config()
-        .turn
-        .context_tokens
-        .unwrap_or_else(|| core.provider.context_tokens());
-    let said = |text: &str| {
-        core.write(|tx| {
-            Ok(tx.emit(
-                &sid,
-                EventKind::CommandOutput {
-                    command: "compact".into(),
-                    text: text.into(),
-                },
-            )?)
-        })
-    };
-    match compact(
-        core,
-        None,
-        CompactReason::Manual,
-        window,
-        estimate,
-        fixed,
-        cancel,
-    )
-    .await?
-    {
-        Compacted::Done => Ok(()),
-        Compacted::Nothing => said("There is not enough conversation to summarize yet."),
-        Compacted::Cancelled => said("The summary was stopped; the conversation is unchanged."),
-        Compacted::Failed(e) => said(&format!(
-            "The conversation could not be summarized ({e}); it is unchanged, and the next request is cut to fit instead."
-        )),
-    }
-}
-
 /// The tools offered in the session's current mode, and their size; built once per mode.
-fn tool_specs(core: &SessionCore, session: &crate::store::SessionRow) -> (Vec<ToolSpec>, u64) {
+pub(super) fn tool_specs(
+    core: &SessionCore,
+    session: &crate::store::SessionRow,
+) -> (Vec<ToolSpec>, u64) {
     let mut cache = core.tool_specs.lock().unwrap_or_else(|p| p.into_inner());
     cache
         .entry(session.interaction_mode)
