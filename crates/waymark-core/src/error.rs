@@ -9,18 +9,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// An error of the runtime.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("database error: {0}")]
-    Db(#[from] rusqlite::Error),
-    #[error(
-        "the database at {path} was written by a newer Waymark (schema version {found}, this build knows up to {supported}); upgrade Waymark or use another --data-dir"
-    )]
-    DatabaseTooNew {
-        path: String,
-        found: i64,
-        supported: i64,
-    },
-    #[error("migration {version} failed: {message}")]
-    Migration { version: i64, message: String },
+    /// What only the store reports: the database, its schema, a session another process
+    /// drives, a questionnaire already answered (the store's own code and message).
+    #[error(transparent)]
+    Store(crate::store::StoreError),
     #[error("{0}")]
     Config(#[from] ConfigError),
     #[error("settings file {path}: {source}")]
@@ -35,16 +27,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error(
-        "session {id} is driven by another process (pid {pid}); wait for it to finish or stop it"
-    )]
-    SessionBusy { id: String, pid: i64 },
     #[error("no session with id `{0}`")]
     SessionNotFound(String),
     #[error("no pending questionnaire `{0}` in this session")]
     QuestionnaireNotFound(String),
-    #[error("questionnaire `{id}` was already answered ({status})")]
-    QuestionnaireClosed { id: String, status: String },
     #[error("`{answer}` is not an answer to a {kind} questionnaire; use one of: {allowed}")]
     InvalidAnswer {
         answer: String,
@@ -80,15 +66,11 @@ impl Error {
     /// Stable machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            Error::Db(_) => "database",
-            Error::DatabaseTooNew { .. } => "database_too_new",
-            Error::Migration { .. } => "migration_failed",
+            Error::Store(e) => e.code(),
             Error::Config(_) | Error::InvalidSettings { .. } => "invalid_settings",
             Error::Io { .. } => "io",
-            Error::SessionBusy { .. } => "session_busy",
             Error::SessionNotFound(_) => "session_not_found",
             Error::QuestionnaireNotFound(_) => "questionnaire_not_found",
-            Error::QuestionnaireClosed { .. } => "questionnaire_closed",
             Error::InvalidAnswer { .. } => "invalid_answer",
             Error::UnknownCommand(_) => "unknown_command",
             Error::Refused(_) => "refused",
@@ -150,26 +132,21 @@ impl From<crate::provider::SpecError> for Error {
 impl From<crate::store::StoreError> for Error {
     fn from(e: crate::store::StoreError) -> Self {
         use crate::store::StoreError as S;
+        // The ones the runtime reports of its own too keep one variant for both.
         match e {
-            S::Db(e) => Error::Db(e),
-            S::DatabaseTooNew {
-                path,
-                found,
-                supported,
-            } => Error::DatabaseTooNew {
-                path,
-                found,
-                supported,
-            },
-            S::Migration { version, message } => Error::Migration { version, message },
             S::Io { path, source } => Error::Io { path, source },
-            S::SessionBusy { id, pid } => Error::SessionBusy { id, pid },
             S::SessionNotFound(id) => Error::SessionNotFound(id),
             S::QuestionnaireNotFound(id) => Error::QuestionnaireNotFound(id),
-            S::QuestionnaireClosed { id, status } => Error::QuestionnaireClosed { id, status },
             S::Corrupt(m) => Error::Corrupt(m),
             S::LeaseLost { id, pid } => Error::LeaseLost { id, pid },
+            other => Error::Store(other),
         }
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Store(crate::store::StoreError::Db(e))
     }
 }
 
