@@ -861,8 +861,6 @@ export type PermissionQuestion_Deserialize = {
 	tool: string,
 	/**  A shell command (`command` is set) rather than a file tool (`files`). */
 	shell: boolean,
-	/**  Asked in plan mode: a grant ends with plan mode. */
-	plan_mode?: boolean,
 	/**  The call's arguments as the model sent them (a tool's own schema). */
 	arguments: Value,
 	/**  One line saying what the call does. */
@@ -881,15 +879,33 @@ export type PermissionQuestion_Deserialize = {
 	call_id?: string,
 	/**  SHA-256 of the tool name and arguments: the answer covers exactly this call. */
 	call_sha256?: string,
-};
+} & ({
+	/**
+	 *  The scope a grant from this question belongs to (asked in plan mode: `plan`); the
+	 *  grant ends with the scope, and is not given once the scope has ended. Questions
+	 *  stored before scopes said `plan_mode: true|false` instead, which reads as the same.
+	 */
+	scope?: string | null,
+} & {
+	/**
+	 *  The scope a grant from this question belongs to (asked in plan mode: `plan`); the
+	 *  grant ends with the scope, and is not given once the scope has ended. Questions
+	 *  stored before scopes said `plan_mode: true|false` instead, which reads as the same.
+	 */
+	plan_mode?: string | null,
+});
 
 /**  A tool call waiting for the user's permission. Texts are escaped for display. */
 export type PermissionQuestion_Serialize = {
 	tool: string,
 	/**  A shell command (`command` is set) rather than a file tool (`files`). */
 	shell: boolean,
-	/**  Asked in plan mode: a grant ends with plan mode. */
-	plan_mode: boolean,
+	/**
+	 *  The scope a grant from this question belongs to (asked in plan mode: `plan`); the
+	 *  grant ends with the scope, and is not given once the scope has ended. Questions
+	 *  stored before scopes said `plan_mode: true|false` instead, which reads as the same.
+	 */
+	scope?: string,
 	/**  The call's arguments as the model sent them (a tool's own schema). */
 	arguments: Value,
 	/**  One line saying what the call does. */

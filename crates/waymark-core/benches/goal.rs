@@ -20,7 +20,7 @@ use waymark_protocol::{
 
 fn settlement(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let store = waymark_core::extension::store_with_builtin(&dir.path().join("w.db")).unwrap();
+    let store = waymark_core::builtin::store_with_builtin(&dir.path().join("w.db")).unwrap();
     store
         .write(1, |tx| {
             tx.create_session("s", "/ws", None, PermissionMode::Auto)?;

@@ -2,54 +2,11 @@
 //! event. Components register their commands (`/plan`, `/goal`) in the registry.
 
 use crate::error::{Error, Result};
+use crate::session::CoreOf;
 use crate::store::Tx;
 use std::sync::Arc;
 
-/// What `/help` shows of a command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandSpec {
-    pub name: &'static str,
-    pub usage: &'static str,
-    pub summary: &'static str,
-}
-
-/// What a command runs against.
-pub struct CommandContext<'t, 'c> {
-    pub tx: &'t mut Tx<'c>,
-    pub session_id: &'t str,
-    /// Specs of every registered command (for `/help`).
-    pub all: &'t [CommandSpec],
-    /// The session, for extensions' commands.
-    pub api: Option<&'t crate::extension::SessionApi>,
-}
-
-/// A slash command.
-pub trait SlashCommand: Send + Sync {
-    fn spec(&self) -> CommandSpec;
-    /// Runs inside the admission transaction; returns the text shown to the user.
-    fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String>;
-}
-
-/// A message that starts with `/name`: the name and the rest.
-pub fn parse(text: &str) -> Option<(&str, &str)> {
-    let rest = text.trim_start().strip_prefix('/')?;
-    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    let name = &rest[..end];
-    let valid = !name.is_empty()
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    valid.then(|| (name, rest[end..].trim()))
-}
-
-/// A message starting with `//` is sent as text beginning with `/`.
-pub fn unescape(text: &str) -> &str {
-    match text.trim_start().strip_prefix("//") {
-        Some(_) => &text.trim_start()[1..],
-        None => text,
-    }
-}
+pub use waymark_extension::commands::{CommandContext, CommandSpec, SlashCommand, parse, unescape};
 
 /// The commands of a session.
 #[derive(Clone)]

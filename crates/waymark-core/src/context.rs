@@ -3,34 +3,13 @@
 //! the model's budget, the oldest tool outputs are replaced by a short note, never dropped.
 
 use crate::provider::{CallPurpose, ModelMessage, ModelRequest, ToolSpec, estimate_tokens};
-use crate::store::{HistoryItem, SessionRow};
+use crate::store::HistoryItem;
 use std::path::Path;
-use waymark_protocol::{MessageSource, ToolStatus};
+#[cfg(test)]
+use waymark_protocol::MessageSource;
+use waymark_protocol::ToolStatus;
 
-/// A piece of guidance for the current turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reminder {
-    /// Higher comes first.
-    pub priority: i32,
-    /// Who contributed it (`plan`, `goal`, …).
-    pub source: &'static str,
-    pub text: String,
-}
-
-/// What a reminder source knows about the turn.
-pub struct ReminderContext<'a> {
-    pub session: &'a SessionRow,
-    pub turn_id: i64,
-    pub message_source: MessageSource,
-    pub session_dir: &'a Path,
-    /// The session, for extensions' reminder sources.
-    pub api: Option<&'a crate::extension::SessionApi>,
-}
-
-/// A component that adds reminders to turns.
-pub trait ReminderSource: Send + Sync {
-    fn reminders(&self, cx: &ReminderContext<'_>) -> Vec<Reminder>;
-}
+pub use waymark_extension::reminder::{Reminder, ReminderContext, ReminderSource};
 
 /// The base system prompt, then the project instructions the session started with (if
 /// any), then what extensions add (`extra`).

@@ -2,17 +2,12 @@
 //! queue, the turn engine with its `before_tool_call` guard chain, tools, model providers and
 //! the SQLite store. Front ends (the CLI, the desktop app) hold no business logic.
 
-pub mod clock;
 pub mod commands;
 pub mod compaction;
 pub mod context;
-pub mod error;
-pub mod extension;
 pub mod goal;
-pub mod guard;
 pub mod instructions;
 pub mod logging;
-pub mod paths;
 pub mod permission;
 pub mod plan;
 mod preview;
@@ -21,6 +16,10 @@ pub mod session;
 pub mod settings;
 mod turn;
 
+pub mod builtin;
+
+pub use waymark_extension as extension;
+pub use waymark_extension::{clock, error, guard, paths};
 pub use waymark_protocol::{display, secrets};
 pub use waymark_provider as provider;
 pub use waymark_sandbox as sandbox;

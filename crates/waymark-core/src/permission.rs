@@ -4,23 +4,24 @@
 //!   [`PREFIX_ALLOWLIST`] (read-only tools, build and test runners), and covers the prefix
 //!   followed by plain operands only;
 //! - "allow for session" on a file tool covers that tool, except inside `.git/`;
-//! - grants given in plan mode end when plan mode ends;
+//! - extensions add their own rules ([`crate::extension::rules`]): a policy for another
+//!   actor, calls they decide before the mode, files written without asking, and the scope
+//!   grants belong to (grants given in plan mode end when plan mode ends);
 //! - writes inside `.git/`, and to instruction files (`AGENTS.md`, `CLAUDE.md`), ask in every
 //!   mode but `auto`, and the session's artifacts folder
-//!   follows the permission mode like any other place (the plan file in plan mode excepted).
+//!   follows the permission mode like any other place (unless a rule lets a file go).
 //!
 //! The question the user answers says exactly what each answer grants, shows the whole
 //! command (escaped) and, for file changes, the diff of every file.
 
-use crate::display::{escape_block, escape_line};
-use crate::guard::{GuardCall, GuardDecision, ToolGuard};
+use crate::display::escape_line;
+use crate::extension::rules::{PermissionRule, scope_of};
+use crate::guard::{GuardCall, GuardDecision, ToolGuard, permission_answered, shell_question};
 use crate::tools::fs_policy::resolve_target;
 use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
-use waymark_protocol::{
-    Answer, CallActor, GrantOffer, InteractionMode, PermissionMode, PermissionQuestion,
-    QuestionnaireKind,
-};
+use std::sync::Arc;
+use waymark_protocol::{Answer, CallActor, GrantOffer, PermissionMode, PermissionQuestion};
 
 /// The reviewed list of command prefixes a prefix grant may be offered for: read-only tools
 /// and the subcommands of build and test runners. Every other command gets its exact command
@@ -278,8 +279,17 @@ pub(crate) fn is_instructions_file(p: &Path) -> bool {
 }
 
 /// The permission-mode guard: writes and shell commands ask, are allowed or refused
-/// according to the session's permission mode and the user's grants.
-pub struct PermissionGuard;
+/// according to the session's permission mode, the user's grants and the extensions' rules.
+#[derive(Default)]
+pub struct PermissionGuard {
+    rules: Vec<Arc<dyn PermissionRule>>,
+}
+
+impl PermissionGuard {
+    pub fn new(rules: Vec<Arc<dyn PermissionRule>>) -> PermissionGuard {
+        PermissionGuard { rules }
+    }
+}
 
 impl ToolGuard for PermissionGuard {
     fn name(&self) -> &'static str {
@@ -288,16 +298,21 @@ impl ToolGuard for PermissionGuard {
 
     fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
         let tool = call.tool;
-        if let Some(decision) = private_read(call) {
+        let scope = scope_of(&self.rules, call.session);
+        if let Some(decision) = private_read(call, scope) {
             return decision;
         }
-        if call.actor == CallActor::Verifier {
-            return verifier_policy(call);
+        if let Some(decision) = self.rules.iter().find_map(|r| r.decide(call)) {
+            return decision;
+        }
+        // Another actor gets only what a rule gives it.
+        if call.actor != CallActor::Main {
+            return GuardDecision::Deny(format!(
+                "`{}` is not available to this caller: no rule allows it.",
+                tool.name()
+            ));
         }
         let mode = call.session.permission_mode;
-        if let Some(budget) = budget_change(call) {
-            return budget_decision(call, mode, budget);
-        }
         let shell = tool.is_shell();
         if !shell && !tool.is_mutating() {
             return GuardDecision::Allow;
@@ -355,11 +370,11 @@ impl ToolGuard for PermissionGuard {
                     || call.protected.is_git_settings(t)
                     || call.protected.place_of(t).is_some()
             });
-        // The plan file in plan mode is the one place written without asking.
-        let plan_file = crate::plan::plan_path(call.artifacts);
-        if call.session.interaction_mode == InteractionMode::Plan
+        // A file an extension's rule lets go (the plan file in plan mode), when nothing above
+        // asks about it.
+        if !touches_git
             && !targets.is_empty()
-            && targets.iter().all(|t| *t == plan_file)
+            && self.rules.iter().any(|r| r.allows_write(call, &targets))
         {
             return GuardDecision::Allow;
         }
@@ -394,55 +409,8 @@ impl ToolGuard for PermissionGuard {
         if !touches_git && call.grants.iter().any(|g| covers(g, call, shell, command)) {
             return GuardDecision::Allow;
         }
-        GuardDecision::Ask(Box::new(question(call, command, touches_git)))
+        GuardDecision::Ask(Box::new(question(call, command, touches_git, scope)))
     }
-}
-
-/// The token budget a call asks to set, when it is the model changing its goal's budget
-/// (`update_goal` in mode `token_budget`).
-fn budget_change(call: &GuardCall<'_>) -> Option<String> {
-    (call.tool.name() == "update_goal"
-        && call.arguments.get("mode").and_then(Value::as_str) == Some("token_budget"))
-    .then(|| {
-        call.arguments
-            .get("token_budget")
-            .map(|b| escape_line(&b.to_string()))
-            .unwrap_or_else(|| "(none given)".into())
-    })
-}
-
-/// The model changing its own goal's budget is the user's decision: it asks in every mode
-/// but `auto` (refused in read-only), is answered once, and no grant covers it.
-fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -> GuardDecision {
-    match mode {
-        PermissionMode::Auto => return GuardDecision::Allow,
-        PermissionMode::ReadOnly => {
-            return GuardDecision::Deny(
-                "The goal's budget cannot change in read-only permission mode; the user can change it with /goal budget=…".into(),
-            );
-        }
-        PermissionMode::Ask | PermissionMode::AutoEdit => {}
-    }
-    if let Some(decision) = permission_answered(
-        call,
-        "budget change",
-        "Keep working within the current budget.",
-    ) {
-        return decision;
-    }
-    GuardDecision::Ask(Box::new(PermissionQuestion {
-        tool: call.tool.name().to_string(),
-        shell: false,
-        plan_mode: false,
-        arguments: call.arguments.clone(),
-        summary: format!("set the goal's token budget to {budget}"),
-        command: None,
-        files: Vec::new(),
-        git: false,
-        grants: GrantOffer::default(),
-        call_id: String::new(),
-        call_sha256: String::new(),
-    }))
 }
 
 /// Whether a path is something other than a file or a folder: a device (a terminal the
@@ -520,7 +488,7 @@ pub fn read_target(workspace: &Path, raw: &str) -> Option<PathBuf> {
 /// file of the home folder; `sandbox::private`), by a tool that reads the `path` it is
 /// given: the reviewer is refused; in plan mode, and in every permission mode but `auto`,
 /// the user is asked, and no grant covers it. `None` for any other call.
-fn private_read(call: &GuardCall<'_>) -> Option<GuardDecision> {
+fn private_read(call: &GuardCall<'_>, scope: Option<&str>) -> Option<GuardDecision> {
     if call.tool.is_shell() || call.tool.is_mutating() {
         return None;
     }
@@ -532,13 +500,13 @@ fn private_read(call: &GuardCall<'_>) -> Option<GuardDecision> {
         escape_line(raw),
         escape_line(&place.display().to_string())
     );
-    if call.actor == CallActor::Verifier {
+    if call.actor != CallActor::Main {
         return Some(GuardDecision::Deny(format!(
-            "{what}; the reviewer cannot read it."
+            "{what}; only the session's agent may read it, on the user's word."
         )));
     }
-    let planning = call.session.interaction_mode == InteractionMode::Plan;
-    if call.session.permission_mode == PermissionMode::Auto && !planning {
+    // A scope (plan mode) makes even `auto` ask.
+    if call.session.permission_mode == PermissionMode::Auto && scope.is_none() {
         return Some(GuardDecision::Allow);
     }
     if let Some(decision) = permission_answered(call, "read", "Do not try to read it another way.")
@@ -548,7 +516,7 @@ fn private_read(call: &GuardCall<'_>) -> Option<GuardDecision> {
     Some(GuardDecision::Ask(Box::new(PermissionQuestion {
         tool: call.tool.name().to_string(),
         shell: false,
-        plan_mode: planning,
+        scope: scope.map(str::to_string),
         arguments: call.arguments.clone(),
         summary: format!("{} a private place: {what}", call.tool.name()),
         command: None,
@@ -561,56 +529,26 @@ fn private_read(call: &GuardCall<'_>) -> Option<GuardDecision> {
 }
 
 /// Whether the guard let this call read a private place (the user answered, or `auto`
-/// outside plan mode): the tool then reads it instead of refusing.
-pub(crate) fn private_read_allowed(call: &GuardCall<'_>) -> bool {
-    matches!(private_read(call), Some(GuardDecision::Allow))
-}
-
-/// Tools the goal's verifier may use besides the sandboxed shell.
-pub const VERIFIER_TOOLS: &[&str] = &["read_file", "list_dir", "glob", "grep"];
-
-/// The verifier's read-only policy, whatever the session's permission mode: reading and
-/// searching, and the shell only when it runs sandboxed. Nothing else, and it never asks.
-fn verifier_policy(call: &GuardCall<'_>) -> GuardDecision {
-    let tool = call.tool;
-    if VERIFIER_TOOLS.contains(&tool.name()) || (tool.is_shell() && call.shell_sandboxed) {
-        return GuardDecision::Allow;
-    }
-    GuardDecision::Deny(format!(
-        "`{}` is not available to the reviewer: it may only read, search and run sandboxed commands.",
-        tool.name()
-    ))
+/// outside any scope): the tool then reads it instead of refusing.
+pub(crate) fn private_read_allowed(call: &GuardCall<'_>, scope: Option<&str>) -> bool {
+    matches!(private_read(call, scope), Some(GuardDecision::Allow))
 }
 
 /// The permission question: what the call does (escaped, whole), and exactly what each
 /// answer grants.
-pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> PermissionQuestion {
+pub fn question(
+    call: &GuardCall<'_>,
+    command: &str,
+    touches_git: bool,
+    scope: Option<&str>,
+) -> PermissionQuestion {
     let tool = call.tool.name();
-    // A grant from a question asked in plan mode ends with plan mode, even when the answer
-    // comes after it ended.
-    let planning = call.session.interaction_mode == InteractionMode::Plan;
-    let mut q = PermissionQuestion {
-        tool: tool.to_string(),
-        shell: call.tool.is_shell(),
-        plan_mode: planning,
-        arguments: call.arguments.clone(),
-        summary: String::new(),
-        command: None,
-        files: Vec::new(),
-        git: touches_git,
-        grants: GrantOffer::default(),
-        call_id: String::new(),
-        call_sha256: String::new(),
-    };
+    // A grant from a question asked in a scope (plan mode) ends with the scope, even when the
+    // answer comes after it ended.
     if call.tool.is_shell() {
         let prefix = command_prefix(command);
-        let lines = command.lines().count();
-        q.summary = if lines > 1 {
-            format!("run a {lines}-line `{tool}` command (shown in full below)")
-        } else {
-            format!("run `{}`", escape_line(command))
-        };
-        q.command = Some(escape_block(command));
+        let mut q = shell_question(call, command);
+        q.scope = scope.map(str::to_string);
         q.grants = GrantOffer {
             session: Some(command.to_string()),
             session_text: Some(format!(
@@ -620,9 +558,21 @@ pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Permi
             prefix_text: prefix.as_ref().map(|p| format!("`{p}` followed by plain arguments only (no options, assignments, `.git` paths, chaining or redirection; anything else asks again), for the rest of the session")),
             prefix,
         };
-        q.git = false;
         return q;
     }
+    let mut q = PermissionQuestion {
+        tool: tool.to_string(),
+        shell: false,
+        scope: scope.map(str::to_string),
+        arguments: call.arguments.clone(),
+        summary: String::new(),
+        command: None,
+        files: Vec::new(),
+        git: touches_git,
+        grants: GrantOffer::default(),
+        call_id: String::new(),
+        call_sha256: String::new(),
+    };
     q.files = crate::preview::file_changes(call);
     let paths: Vec<&str> = q.files.iter().map(|f| f.path.as_str()).collect();
     q.summary = match paths.as_slice() {
@@ -637,31 +587,6 @@ pub fn question(call: &GuardCall<'_>, command: &str, touches_git: bool) -> Permi
         ));
     }
     q
-}
-
-/// What the user's answer to this call's permission question decides, if it was answered:
-/// allowed, or denied with their message (else "The user denied this `what`. `otherwise`").
-pub(crate) fn permission_answered(
-    call: &GuardCall<'_>,
-    what: &str,
-    otherwise: &str,
-) -> Option<GuardDecision> {
-    let Some((QuestionnaireKind::Permission, answer)) = call.answer else {
-        return None;
-    };
-    Some(match answer {
-        Answer::AllowOnce | Answer::AllowForSession | Answer::AllowPrefix => GuardDecision::Allow,
-        Answer::Deny { message } => GuardDecision::Deny(match message {
-            Some(m) if !m.trim().is_empty() => format!("The user denied this {what}: {m}"),
-            _ => format!("The user denied this {what}. {otherwise}"),
-        }),
-        // Answers of other kinds are refused at answer time; treat as not granted.
-        Answer::Approve { .. }
-        | Answer::Defer
-        | Answer::Revise { .. }
-        | Answer::Reject
-        | Answer::Withdraw => GuardDecision::Deny("The permission request was not granted.".into()),
-    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,23 @@
 use super::*;
 use crate::store::SessionRow;
+use waymark_protocol::{InteractionMode, QuestionnaireKind};
+
+/// A rule like plan mode's: in plan mode, `free.md` of the artifacts folder is written
+/// without asking, and grants given then are scoped.
+struct FreeFileRule;
+
+impl PermissionRule for FreeFileRule {
+    fn name(&self) -> &'static str {
+        "free-file"
+    }
+    fn allows_write(&self, call: &GuardCall<'_>, targets: &[PathBuf]) -> bool {
+        call.session.interaction_mode == InteractionMode::Plan
+            && targets.iter().all(|t| *t == call.artifacts.join("free.md"))
+    }
+    fn scope(&self, s: &SessionRow) -> Option<&'static str> {
+        (s.interaction_mode == InteractionMode::Plan).then_some("free")
+    }
+}
 use crate::tools::{ApplyPatch, Bash, ReadFile, Tool, Write};
 use serde_json::json;
 
@@ -42,7 +60,7 @@ fn case<'a>(tool: &'a dyn Tool, mode: PermissionMode, args: Value) -> Case<'a> {
 
 fn decide(c: Case<'_>) -> GuardDecision {
     let s = session(c.mode, c.interaction);
-    PermissionGuard.before_tool_call(&GuardCall {
+    PermissionGuard::new(vec![Arc::new(FreeFileRule)]).before_tool_call(&GuardCall {
         tool: c.tool,
         call_id: "c1",
         arguments: &c.args,
@@ -549,7 +567,7 @@ fn an_unresolvable_write_target_is_refused_before_anyone_is_asked() {
 }
 
 #[test]
-fn artifacts_follow_the_mode_but_the_plan_file_in_plan_mode() {
+fn artifacts_follow_the_mode_but_a_file_a_rule_lets_go() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     let art = dir.path().join("artifacts");
@@ -557,7 +575,7 @@ fn artifacts_follow_the_mode_but_the_plan_file_in_plan_mode() {
     std::fs::create_dir_all(&art).unwrap();
     let (ws, art) = (ws.canonicalize().unwrap(), art.canonicalize().unwrap());
     let other = art.join("notes.md").display().to_string();
-    let plan = art.join("plan.md").display().to_string();
+    let plan = art.join("free.md").display().to_string();
     let mut c = case(
         &Write,
         PermissionMode::Ask,
@@ -571,7 +589,10 @@ fn artifacts_follow_the_mode_but_the_plan_file_in_plan_mode() {
         json!({"path": plan, "content": "x"}),
     );
     (c.ws, c.artifacts) = (&ws, &art);
-    assert!(asks(&decide(c)), "outside plan mode the plan file asks too");
+    assert!(
+        asks(&decide(c)),
+        "outside the rule's mode the file asks too"
+    );
     let mut c = case(
         &Write,
         PermissionMode::Ask,
@@ -579,6 +600,48 @@ fn artifacts_follow_the_mode_but_the_plan_file_in_plan_mode() {
     );
     (c.ws, c.artifacts, c.interaction) = (&ws, &art, InteractionMode::Plan);
     assert_eq!(decide(c), GuardDecision::Allow);
+    // With the rule's scope in force, a question says so, and even `auto` asks to read a
+    // private place.
+    let mut c = case(
+        &Write,
+        PermissionMode::Ask,
+        json!({"path": other, "content": "x"}),
+    );
+    (c.ws, c.artifacts, c.interaction) = (&ws, &art, InteractionMode::Plan);
+    assert_eq!(
+        permission_question(decide(c)).scope.as_deref(),
+        Some("free")
+    );
+}
+
+/// A caller other than the session's agent gets nothing no rule gives it: without the
+/// goal's rule, a "reviewer" call is refused even in `auto`, reads included.
+#[test]
+fn another_actor_gets_only_what_a_rule_gives() {
+    let s = session(PermissionMode::Auto, InteractionMode::Default);
+    let args = json!({"path": "a"});
+    for tool in [&ReadFile as &dyn Tool, &Write, &Bash] {
+        let d = PermissionGuard::default().before_tool_call(&GuardCall {
+            tool,
+            call_id: "c1",
+            arguments: &args,
+            session: &s,
+            workspace: Path::new("/nonexistent-ws"),
+            artifacts: Path::new("/nonexistent-artifacts"),
+            shell_sandboxed: true,
+            grants: &[],
+            answer: None,
+            turn_id: 1,
+            actor: waymark_protocol::CallActor::Verifier,
+            api: None,
+            protected: &Default::default(),
+        });
+        assert!(
+            matches!(d, GuardDecision::Deny(_)),
+            "{}: {d:?}",
+            tool.name()
+        );
+    }
 }
 
 #[test]

@@ -5,8 +5,9 @@ use crate::clock::{Clock, IdSource, RandomIds, SystemClock};
 use crate::commands::CommandRegistry;
 use crate::error::{Error, Result};
 use crate::extension::{Extension, GuardStage};
-use crate::guard::{PermissionGuard, ToolGuard};
+use crate::guard::ToolGuard;
 use crate::paths;
+use crate::permission::PermissionGuard;
 use crate::provider;
 use crate::provider::{HttpOptions, ModelProvider, resolve_model};
 use crate::session::{self, SessionCore, SessionHandle, SessionSpec};
@@ -264,7 +265,7 @@ impl Runtime {
 
     /// Every extension of this runtime's sessions: the built-in ones, then the options'.
     pub fn extensions(&self) -> Vec<Arc<dyn Extension>> {
-        let mut all = crate::extension::builtin();
+        let mut all = crate::builtin::builtin();
         all.extend(self.opts.extensions.iter().cloned());
         all
     }
@@ -460,6 +461,8 @@ impl Runtime {
         let mut before: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut after: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut reminders = Vec::new();
+        let mut rules = Vec::new();
+        let mut services = crate::extension::services::Services::default();
         let extensions = self.extensions();
         for ext in &extensions {
             // No extension replaces a tool or command another one (or the core) has: a
@@ -497,9 +500,11 @@ impl Runtime {
                 }
             }
             reminders.extend(ext.reminders());
+            rules.extend(ext.permission_rules());
+            ext.provide(&mut services);
         }
         let mut guards = before;
-        guards.push(Arc::new(PermissionGuard));
+        guards.push(Arc::new(PermissionGuard::new(rules.clone())));
         guards.extend(after);
         let workspace = workspace.canonicalize().unwrap_or(workspace);
         let session_dir = sd.canonicalize().unwrap_or(sd);
@@ -535,6 +540,8 @@ impl Runtime {
             tool_specs: Default::default(),
             extensions,
             slots: Default::default(),
+            rules,
+            services: Arc::new(services),
             instructions,
             compact_requested: Default::default(),
         });

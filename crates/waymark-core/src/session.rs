@@ -13,7 +13,7 @@ use crate::clock::{Clock, IdSource};
 use crate::commands::{self, CommandRegistry};
 use crate::context::ReminderSource;
 use crate::error::{Error, Result};
-use crate::extension::{Dequeue, Extension, SessionApi, Slots, TurnLost};
+use crate::extension::{Dequeue, Extension, SessionApi, SessionHost, Slots, TurnLost};
 use crate::guard::ToolGuard;
 use crate::provider::ModelProvider;
 use crate::store::{self, Store, TurnStatus, Tx};
@@ -105,6 +105,10 @@ pub(crate) struct SessionCore {
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Their per-session state.
     pub(crate) slots: Slots,
+    /// Their permission rules (the permission guard has them too).
+    pub rules: Vec<Arc<dyn crate::extension::rules::PermissionRule>>,
+    /// What they offer one another.
+    pub services: Arc<crate::extension::services::Services>,
     /// The project instructions the session started with (the system prompt carries them).
     pub instructions: String,
     /// `/compact` was typed: compact before the next model call.
@@ -627,20 +631,7 @@ pub(crate) fn admit_message(
     position: Position,
     key: Option<&str>,
 ) -> Result<(store::MessageRow, bool)> {
-    let (m, created) = tx.insert_message(sid, source, text, position, key)?;
-    if created {
-        tx.emit(
-            sid,
-            EventKind::MessageAdmitted {
-                message_id: m.id,
-                source,
-                text: text.to_string(),
-                position,
-                idempotency_key: key.map(str::to_string),
-            },
-        )?;
-    }
-    Ok((m, created))
+    Ok(tx.admit_message(sid, source, text, position, key)?)
 }
 
 /// Admits a message in one transaction: slash commands run here and never reach the model;
@@ -713,9 +704,12 @@ pub(crate) fn admit(
 
 /// Tells every extension its view may have changed (after commit).
 fn changed(core: &Arc<SessionCore>) {
-    let api = SessionApi::new(core.clone());
-    for ext in &core.extensions {
-        ext.changed(&api);
+    changed_in(&SessionApi::new(core.clone()));
+}
+
+fn changed_in(api: &SessionApi) {
+    for ext in &api.core().extensions {
+        ext.changed(api);
     }
 }
 
@@ -731,6 +725,101 @@ fn drop_message(api: &SessionApi, m: &store::MessageRow, reason: &str) -> Result
             },
         )?)
     })?;
-    changed(api.core());
+    changed_in(api);
     Ok(())
+}
+
+/// The engine's own session behind a handle it made.
+pub(crate) trait CoreOf {
+    fn core(&self) -> &SessionCore;
+}
+
+impl CoreOf for SessionApi {
+    fn core(&self) -> &SessionCore {
+        match self.host().as_any().downcast_ref::<SessionCore>() {
+            Some(core) => core,
+            // Only the engine makes handles on its sessions, and only over its own core: any
+            // other host here is a bug in the engine, which must not go on with it.
+            None => panic!("a session handle over a host that is not the engine's"),
+        }
+    }
+}
+
+impl SessionHost for SessionCore {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn config(&self) -> Arc<Config> {
+        SessionCore::config(self)
+    }
+    fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+    fn new_id(&self, prefix: &str) -> String {
+        self.ids.new_id(prefix)
+    }
+    fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+    fn session_dir(&self) -> &std::path::Path {
+        &self.session_dir
+    }
+    fn artifacts(&self) -> &std::path::Path {
+        &self.artifacts
+    }
+    fn write_with(&self, f: &mut dyn FnMut(&mut Tx<'_>) -> Result<()>) -> Result<()> {
+        self.write(f)
+    }
+    fn read_with(&self, f: &mut dyn FnMut(&rusqlite::Connection) -> Result<()>) -> Result<()> {
+        self.read(f)
+    }
+    fn transient(&self, kind: EventKind) {
+        SessionCore::transient(self, kind)
+    }
+    fn history_with(&self, f: &mut dyn FnMut(&[(Option<i64>, store::HistoryItem)])) -> Result<()> {
+        self.with_history(f)
+    }
+    fn provider(&self) -> &Arc<dyn ModelProvider> {
+        &self.provider
+    }
+    fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+    fn sandbox(&self) -> &Arc<crate::sandbox::Sandbox> {
+        &self.sandbox
+    }
+    fn tool_env(&self) -> Arc<crate::secrets::ToolEnv> {
+        SessionCore::tool_env(self)
+    }
+    fn slots(&self) -> &Slots {
+        &self.slots
+    }
+    fn services(&self) -> &crate::extension::services::Services {
+        &self.services
+    }
+    fn identify_calls(
+        &self,
+        actor: waymark_protocol::CallActor,
+        turn_id: i64,
+        step: u32,
+        calls: &mut [store::ToolCallRecord],
+    ) -> Result<()> {
+        turn::identify_calls_in(self, actor, turn_id, step, calls)
+    }
+    fn run_unattended<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        actor: waymark_protocol::CallActor,
+        turn_id: i64,
+        call: &'a store::ToolCallRecord,
+        ctx: &'a crate::tools::ToolContext,
+        when_asked: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<(waymark_protocol::ToolStatus, String)>> {
+        Box::pin(turn::run_unattended(
+            api, actor, turn_id, call, ctx, when_asked,
+        ))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }

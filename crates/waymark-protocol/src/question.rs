@@ -64,9 +64,17 @@ pub struct PermissionQuestion {
     pub tool: String,
     /// A shell command (`command` is set) rather than a file tool (`files`).
     pub shell: bool,
-    /// Asked in plan mode: a grant ends with plan mode.
-    #[serde(default)]
-    pub plan_mode: bool,
+    /// The scope a grant from this question belongs to (asked in plan mode: `plan`); the
+    /// grant ends with the scope, and is not given once the scope has ended. Questions
+    /// stored before scopes said `plan_mode: true|false` instead, which reads as the same.
+    #[serde(
+        default,
+        alias = "plan_mode",
+        deserialize_with = "scope_or_legacy_flag",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "specta", specta(type = Option<String>))]
+    pub scope: Option<String>,
     /// The call's arguments as the model sent them (a tool's own schema).
     pub arguments: serde_json::Value,
     /// One line saying what the call does.
@@ -89,6 +97,24 @@ pub struct PermissionQuestion {
     /// SHA-256 of the tool name and arguments: the answer covers exactly this call.
     #[serde(default)]
     pub call_sha256: String,
+}
+
+/// A question's scope, or the flag older questions carried in its place (`true`: asked in
+/// plan mode, whose scope is named after the interaction mode).
+fn scope_or_legacy_flag<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Scope(Option<String>),
+        Flag(bool),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Scope(s) => s,
+        Either::Flag(true) => Some(crate::InteractionMode::Plan.as_str().to_string()),
+        Either::Flag(false) => None,
+    })
 }
 
 /// The agent asks to plan before changing anything.
@@ -294,13 +320,45 @@ impl QuestionnaireStatus {
 
 #[cfg(test)]
 mod tests {
+
+    /// A question stored before scopes reads with the scope its old flag meant, and is
+    /// written the new way.
+    #[test]
+    fn a_stored_plan_mode_flag_reads_as_the_plan_scope() {
+        let base =
+            serde_json::json!({"tool": "bash", "shell": true, "arguments": {}, "summary": "run"});
+        let with = |k: &str, v: serde_json::Value| {
+            let mut q = base.clone();
+            q[k] = v;
+            serde_json::from_value::<PermissionQuestion>(q).unwrap()
+        };
+        assert_eq!(
+            with("plan_mode", true.into()).scope.as_deref(),
+            Some("plan")
+        );
+        assert_eq!(with("plan_mode", false.into()).scope, None);
+        assert_eq!(with("scope", "x".into()).scope.as_deref(), Some("x"));
+        let q = with("plan_mode", true.into());
+        let v = serde_json::to_value(&q).unwrap();
+        assert_eq!(
+            (v.get("plan_mode"), v["scope"].as_str()),
+            (None, Some("plan"))
+        );
+        assert_eq!(
+            serde_json::from_value::<PermissionQuestion>(base)
+                .unwrap()
+                .scope,
+            None
+        );
+    }
+
     use super::*;
 
     fn permission(session: bool, prefix: bool) -> Question {
         Question::Permission(PermissionQuestion {
             tool: "bash".into(),
             shell: true,
-            plan_mode: false,
+            scope: None,
             arguments: serde_json::json!({"command": "ls"}),
             summary: "run `ls`".into(),
             command: Some("ls".into()),

@@ -41,6 +41,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0006_instructions.sql"),
     include_str!("../migrations/0007_compactions.sql"),
     include_str!("../migrations/0008_turn_error_reset.sql"),
+    include_str!("../migrations/0009_grant_scope.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);

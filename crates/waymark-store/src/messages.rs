@@ -29,6 +29,32 @@ fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
 const COLUMNS: &str = "id, session_id, source, text, status, idempotency_key";
 
 impl super::Tx<'_> {
+    /// Queues a message and logs it as `message.admitted` (a repeated idempotency key queues
+    /// and logs nothing and returns the existing message, `false`).
+    pub fn admit_message(
+        &mut self,
+        session_id: &str,
+        source: MessageSource,
+        text: &str,
+        position: Position,
+        key: Option<&str>,
+    ) -> Result<(MessageRow, bool)> {
+        let (m, created) = self.insert_message(session_id, source, text, position, key)?;
+        if created {
+            self.emit(
+                session_id,
+                waymark_protocol::EventKind::MessageAdmitted {
+                    message_id: m.id,
+                    source,
+                    text: text.to_string(),
+                    position,
+                    idempotency_key: key.map(str::to_string),
+                },
+            )?;
+        }
+        Ok((m, created))
+    }
+
     /// Inserts a queued message. With an idempotency key already used in this session, the
     /// existing message is returned and nothing is inserted (`false`).
     pub fn insert_message(

@@ -200,21 +200,24 @@ impl super::Tx<'_> {
         Ok(())
     }
 
-    /// Records a grant; `plan_mode` marks one given while planning (it ends with plan mode).
-    pub fn add_grant(&mut self, id: &str, grant: &Grant, plan_mode: bool) -> Result<()> {
+    /// Records a grant; `scope` marks one that ends with that scope (its owner clears it).
+    /// A grant given both within a scope and outside any stays for the session.
+    pub fn add_grant(&mut self, id: &str, grant: &Grant, scope: Option<&str>) -> Result<()> {
         self.conn().execute(
-            "INSERT INTO grants (session_id, tool, kind, pattern, plan_mode) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (session_id, tool, kind, pattern) DO UPDATE SET plan_mode = MIN(plan_mode, excluded.plan_mode)",
-            params![id, grant.tool, grant.kind.as_str(), grant.pattern, i64::from(plan_mode)],
+            "INSERT INTO grants (session_id, tool, kind, pattern, scope) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (session_id, tool, kind, pattern) DO UPDATE
+                 SET scope = CASE WHEN grants.scope IS NULL OR excluded.scope IS NULL THEN NULL
+                                  ELSE grants.scope END",
+            params![id, grant.tool, grant.kind.as_str(), grant.pattern, scope],
         )?;
         Ok(())
     }
 
-    /// Ends the grants given in plan mode.
-    pub fn drop_plan_grants(&mut self, id: &str) -> Result<()> {
+    /// Ends the grants of `scope`.
+    pub fn drop_scoped_grants(&mut self, id: &str, scope: &str) -> Result<()> {
         self.conn().execute(
-            "DELETE FROM grants WHERE session_id = ?1 AND plan_mode = 1",
-            [id],
+            "DELETE FROM grants WHERE session_id = ?1 AND scope = ?2",
+            params![id, scope],
         )?;
         Ok(())
     }
@@ -403,7 +406,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn grants_are_deduplicated_and_plan_grants_end() {
+    fn grants_are_deduplicated_and_scoped_grants_end() {
         use super::super::{Grant, GrantKind};
         let g = |tool: &str, kind, pattern: &str| Grant {
             tool: tool.into(),
@@ -414,25 +417,31 @@ pub(crate) mod tests {
         let id = make_session(&store);
         store
             .write(1, |tx| {
-                tx.add_grant(&id, &g("bash", GrantKind::Prefix, "cargo test"), false)?;
-                tx.add_grant(&id, &g("bash", GrantKind::Prefix, "cargo test"), true)?;
-                tx.add_grant(&id, &g("bash", GrantKind::Exact, "cargo test"), true)?;
-                tx.add_grant(&id, &g("write", GrantKind::Tool, ""), false)
+                tx.add_grant(&id, &g("bash", GrantKind::Prefix, "cargo test"), None)?;
+                tx.add_grant(&id, &g("bash", GrantKind::Prefix, "cargo test"), Some("x"))?;
+                tx.add_grant(&id, &g("bash", GrantKind::Exact, "cargo test"), Some("x"))?;
+                tx.add_grant(&id, &g("bash", GrantKind::Exact, "ls"), Some("y"))?;
+                tx.add_grant(&id, &g("write", GrantKind::Tool, ""), None)
             })
             .unwrap();
         assert_eq!(
             store.read(|c| grants(c, &id)).unwrap(),
             vec![
                 g("bash", GrantKind::Exact, "cargo test"),
+                g("bash", GrantKind::Exact, "ls"),
                 g("bash", GrantKind::Prefix, "cargo test"),
                 g("write", GrantKind::Tool, ""),
             ]
         );
-        // The prefix grant was also given outside plan mode, so it stays.
-        store.write(2, |tx| tx.drop_plan_grants(&id)).unwrap();
+        // The prefix grant was also given outside the scope, so it stays; another scope's
+        // grant stays until its own scope ends.
+        store
+            .write(2, |tx| tx.drop_scoped_grants(&id, "x"))
+            .unwrap();
         assert_eq!(
             store.read(|c| grants(c, &id)).unwrap(),
             vec![
+                g("bash", GrantKind::Exact, "ls"),
                 g("bash", GrantKind::Prefix, "cargo test"),
                 g("write", GrantKind::Tool, "")
             ]

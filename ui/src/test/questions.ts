@@ -8,7 +8,6 @@ export function permission(p: Partial<QuestionOf<"permission">>): Question {
   const payload: QuestionOf<"permission"> = {
     tool: "bash",
     shell: true,
-    plan_mode: false,
     arguments: {},
     summary: "",
     command: null,

@@ -497,11 +497,11 @@ pub fn queued_goals(conn: &Connection, session_id: &str) -> Result<Vec<String>> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extension::test_session as make_session;
+    use crate::builtin::test_session as make_session;
 
     #[test]
     fn goal_lifecycle_usage_and_queue() {
-        let store = crate::extension::test_store().unwrap();
+        let store = crate::builtin::test_store().unwrap();
         let s = make_session(&store);
         let budgets = Budgets {
             tokens: Some(50_000),
@@ -577,7 +577,7 @@ mod tests {
 
     #[test]
     fn the_schema_refuses_unknown_statuses_and_negative_usage() {
-        let store = crate::extension::test_store().unwrap();
+        let store = crate::builtin::test_store().unwrap();
         let s = make_session(&store);
         store
             .write(1, |tx| {

@@ -9,6 +9,7 @@ mod guard;
 mod plan_goal;
 pub mod prompts;
 mod reminder;
+mod rules;
 pub(crate) mod runner;
 pub mod settlement;
 mod tools;
@@ -69,6 +70,9 @@ impl Extension for GoalExtension {
     }
     fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
         vec![Arc::new(reminder::GoalReminders)]
+    }
+    fn permission_rules(&self) -> Vec<Arc<dyn crate::extension::rules::PermissionRule>> {
+        vec![Arc::new(rules::GoalRules)]
     }
     fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {
         vec![Arc::new(commands::GoalCommand)]

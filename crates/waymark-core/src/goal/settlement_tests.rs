@@ -381,7 +381,7 @@ fn every_fifth_continuation_is_an_audit() {
 #[test]
 fn g_15_stages_9_and_10_commit_and_continue() {
     use crate::goal::db::{Budgets, current_goal};
-    let store = crate::extension::test_store().unwrap();
+    let store = crate::builtin::test_store().unwrap();
     store
         .write(1, |tx| {
             tx.create_session("s", "/ws", None, waymark_protocol::PermissionMode::Auto)?;

@@ -5,19 +5,17 @@
 //! `VERDICT:` line.
 
 use super::prompts::verifier_brief;
+use super::rules::VERIFIER_TOOLS;
 use super::settlement::{Mode, Verdict, parse_verdict};
 use crate::error::Result;
 use crate::extension::SessionApi;
 use crate::goal::db::GoalRow;
 use crate::goal::db::GoalWrites;
-use crate::guard::GuardDecision;
-use crate::permission::VERIFIER_TOOLS;
 use crate::provider::{CallPurpose, ModelMessage, ModelRequest, StreamEvent, ToolSpec};
-use crate::store::{HistoryItem, ToolCallRecord};
+use crate::store::HistoryItem;
 use crate::tools::{ToolContext, truncate_head};
-use crate::turn::{Decided, Executed, abandoned, decide, execute, identify_calls};
 use tokio_util::sync::CancellationToken;
-use waymark_protocol::{CallActor, EventKind, ToolStatus};
+use waymark_protocol::{CallActor, ToolStatus};
 
 /// Model calls the subagent may make before it must answer.
 const MAX_STEPS: usize = 8;
@@ -209,8 +207,7 @@ pub(crate) async fn verify(
                 verdict
             }));
         }
-        identify_calls(
-            api,
+        api.identify_calls(
             CallActor::Verifier,
             turn_id,
             step as u32,
@@ -222,7 +219,15 @@ pub(crate) async fn verify(
             tool_calls: reply.tool_calls.clone(),
         });
         for call in &reply.tool_calls {
-            let (status, content) = run_call(api, turn_id, call, &ctx).await?;
+            let (status, content) = api
+                .run_unattended(
+                    CallActor::Verifier,
+                    turn_id,
+                    call,
+                    &ctx,
+                    "the reviewer cannot ask the user; use the read-only tools",
+                )
+                .await?;
             messages.push(ModelMessage::ToolResult {
                 call_id: call.wire().to_string(),
                 name: call.name.clone(),
@@ -235,62 +240,4 @@ pub(crate) async fn verify(
     Ok(Checked::Verdict(Verdict::Error(
         "the verifier did not reach a verdict".into(),
     )))
-}
-
-/// One verifier call: logged, decided by the guard chain, run, its result logged.
-async fn run_call(
-    api: &SessionApi,
-    turn_id: i64,
-    call: &ToolCallRecord,
-    ctx: &ToolContext,
-) -> Result<(ToolStatus, String)> {
-    let sid = api.id().to_string();
-    api.write(|tx| {
-        Ok(tx.emit(
-            &sid,
-            EventKind::ToolCall {
-                turn_id,
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-                actor: CallActor::Verifier,
-            },
-        )?)
-    })?;
-    let (status, content) = match decide(api, CallActor::Verifier, turn_id, call, None, ctx).await?
-    {
-        Decided::Unknown(msg) => (ToolStatus::Error, msg),
-        Decided::Decided {
-            tool,
-            decision,
-            ctx,
-        } => match decision {
-            GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
-            GuardDecision::Ask(_) => (
-                ToolStatus::Denied,
-                "the reviewer cannot ask the user; use the read-only tools".into(),
-            ),
-            GuardDecision::Allow => match execute(api, tool.as_ref(), &ctx, call).await {
-                Executed::Done {
-                    status, content, ..
-                } => (status, content),
-                Executed::Fatal(m) => (ToolStatus::Error, m),
-                Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
-            },
-        },
-    };
-    api.write(|tx| {
-        Ok(tx.emit(
-            &sid,
-            EventKind::ToolResult {
-                turn_id,
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                status,
-                content: content.clone(),
-                actor: CallActor::Verifier,
-            },
-        )?)
-    })?;
-    Ok((status, content))
 }

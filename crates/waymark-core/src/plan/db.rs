@@ -364,11 +364,11 @@ pub use crate::store::blobs::get as blob;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extension::test_session as make_session;
+    use crate::builtin::test_session as make_session;
 
     #[test]
     fn revisions_blobs_and_reminder_cadence() {
-        let store = crate::extension::test_store().unwrap();
+        let store = crate::builtin::test_store().unwrap();
         let s = make_session(&store);
         store.write(1, |tx| tx.create_plan("p1", &s)).unwrap();
         let key = |v: u32| format!("plan/p1/v{v}.md");
@@ -426,7 +426,7 @@ mod tests {
 
     #[test]
     fn a_tampered_blob_is_reported() {
-        let store = crate::extension::test_store().unwrap();
+        let store = crate::builtin::test_store().unwrap();
         store.write(1, |tx| tx.put_blob("k", b"abc")).unwrap();
         store
             .read(|c| {

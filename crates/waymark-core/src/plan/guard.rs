@@ -2,7 +2,7 @@
 //! are refused unless `write` or `edit` targets exactly the canonical plan file, and the shell
 //! runs only sandboxed — or, where the sandbox is unavailable, only with the user's consent.
 
-use crate::guard::{GuardCall, GuardDecision, ToolGuard, permission_answered};
+use crate::guard::{GuardCall, GuardDecision, ToolGuard, permission_answered, shell_question};
 use crate::tools::fs_policy::resolve_target;
 use serde_json::Value;
 use waymark_protocol::InteractionMode;
@@ -37,15 +37,14 @@ impl ToolGuard for PlanGuard {
                 .get("command")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let mut q = crate::permission::question(call, command, false);
+            let mut q = shell_question(call, command);
             q.summary = format!(
                 "{} in plan mode (the shell sandbox is incomplete here — missing: {} — so the command is not confined)",
                 q.summary,
                 missing_layers(call)
             );
             // Every unconfined command in plan mode is asked about: nothing to grant.
-            q.grants = Default::default();
-            q.plan_mode = true;
+            q.scope = Some(super::rules::PLAN_SCOPE.to_string());
             return GuardDecision::Ask(Box::new(q));
         }
         if !tool.is_mutating() {

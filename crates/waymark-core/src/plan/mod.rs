@@ -15,6 +15,7 @@ mod guard;
 mod reminder;
 pub mod render;
 pub mod review;
+mod rules;
 mod shown;
 mod tools;
 
@@ -61,6 +62,7 @@ impl Extension for PlanExtension {
         &[
             include_str!("../../migrations/plan/0001_plans.sql"),
             include_str!("../../migrations/plan/0002_comments.sql"),
+            include_str!("../../migrations/plan/0003_grant_scope.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
@@ -74,6 +76,9 @@ impl Extension for PlanExtension {
     }
     fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
         vec![Arc::new(reminder::PlanReminders)]
+    }
+    fn permission_rules(&self) -> Vec<Arc<dyn crate::extension::rules::PermissionRule>> {
+        vec![Arc::new(rules::PlanRules)]
     }
     fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {
         vec![Arc::new(commands::PlanCommand)]
@@ -222,7 +227,9 @@ pub(crate) fn leave(
     for q in store::questionnaires::list(tx.conn(), api.id())? {
         let of_plan_mode = match &q.question {
             waymark_protocol::Question::PlanApproval(_) => true,
-            waymark_protocol::Question::Permission(p) => p.plan_mode,
+            waymark_protocol::Question::Permission(p) => {
+                p.scope.as_deref() == Some(rules::PLAN_SCOPE)
+            }
             _ => false,
         };
         if q.is_pending() && of_plan_mode {
@@ -243,7 +250,7 @@ pub(crate) fn leave(
     }
     tx.set_interaction_mode(api.id(), InteractionMode::Default)?;
     // What the user allowed while planning ends with planning.
-    tx.drop_plan_grants(api.id())?;
+    tx.drop_scoped_grants(api.id(), rules::PLAN_SCOPE)?;
     tx.set_exit_reminder(api.id(), Some(crate::plan::db::ExitReminder::Due))?;
     Ok(tx.emit(
         api.id(),

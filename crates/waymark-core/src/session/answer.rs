@@ -25,12 +25,14 @@ pub(super) fn answer_questionnaire(
             )
             && let Some(grant) = crate::permission::grant_for(answer, p)
         {
-            // A grant asked for in plan mode ends with plan mode: answered after plan mode
+            // A grant asked for in a scope (plan mode) ends with it: answered after the scope
             // ended, it covers this one call only.
-            let planning = store::sessions::get(tx.conn(), sid)?
-                .is_some_and(|s| s.interaction_mode == waymark_protocol::InteractionMode::Plan);
-            if planning || !p.plan_mode {
-                tx.add_grant(sid, &grant, planning)?;
+            let now = match store::sessions::get(tx.conn(), sid)? {
+                Some(s) => crate::extension::rules::scope_of(&core.rules, &s),
+                None => None,
+            };
+            if p.scope.is_none() || p.scope.as_deref() == now {
+                tx.add_grant(sid, &grant, now)?;
             }
         }
         tx.answer_questionnaire(id, answer)?;

@@ -95,8 +95,10 @@ pub(crate) async fn decide(
     // A private place the guard let this call read is read; any other stays refused by the
     // tool itself, whatever the path turns out to be when it runs.
     let protected = if matches!(decision, GuardDecision::Allow)
-        && crate::permission::private_read_allowed(&guard_call)
-    {
+        && crate::permission::private_read_allowed(
+            &guard_call,
+            crate::extension::rules::scope_of(&core.rules, &session),
+        ) {
         crate::sandbox::private::Protected::none()
     } else {
         protected.clone()
@@ -190,7 +192,16 @@ pub(crate) fn identify_calls(
     step: u32,
     calls: &mut [ToolCallRecord],
 ) -> Result<()> {
-    let core = api.core();
+    identify_calls_in(api.core(), actor, turn_id, step, calls)
+}
+
+pub(crate) fn identify_calls_in(
+    core: &SessionCore,
+    actor: CallActor,
+    turn_id: i64,
+    step: u32,
+    calls: &mut [ToolCallRecord],
+) -> Result<()> {
     // The verifier's calls belong to the turn it checks: their own prefix keeps them apart.
     let prefix = match actor {
         CallActor::Main => "tc",
@@ -268,6 +279,63 @@ pub(crate) fn asked_about(q: &store::QuestionnaireRow, call: &ToolCallRecord) ->
     }
 }
 
+/// One call nobody can answer (the goal's reviewer's): logged, decided by the guard chain,
+/// run, its result logged. A call a guard would ask about is denied with `when_asked`.
+pub(crate) async fn run_unattended(
+    api: &SessionApi,
+    actor: CallActor,
+    turn_id: i64,
+    call: &ToolCallRecord,
+    ctx: &ToolContext,
+    when_asked: &str,
+) -> Result<(ToolStatus, String)> {
+    let sid = api.id().to_string();
+    api.write(|tx| {
+        Ok(tx.emit(
+            &sid,
+            EventKind::ToolCall {
+                turn_id,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                actor,
+            },
+        )?)
+    })?;
+    let (status, content) = match decide(api, actor, turn_id, call, None, ctx).await? {
+        Decided::Unknown(msg) => (ToolStatus::Error, msg),
+        Decided::Decided {
+            tool,
+            decision,
+            ctx,
+        } => match decision {
+            GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
+            GuardDecision::Ask(_) => (ToolStatus::Denied, when_asked.to_string()),
+            GuardDecision::Allow => match execute(api, tool.as_ref(), &ctx, call).await {
+                Executed::Done {
+                    status, content, ..
+                } => (status, content),
+                Executed::Fatal(m) => (ToolStatus::Error, m),
+                Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
+            },
+        },
+    };
+    api.write(|tx| {
+        Ok(tx.emit(
+            &sid,
+            EventKind::ToolResult {
+                turn_id,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                status,
+                content: content.clone(),
+                actor,
+            },
+        )?)
+    })?;
+    Ok((status, content))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,7 +365,7 @@ mod tests {
         waymark_protocol::Question::Permission(waymark_protocol::PermissionQuestion {
             tool: c.name.clone(),
             shell: true,
-            plan_mode: false,
+            scope: None,
             arguments: c.arguments.clone(),
             summary: String::new(),
             command: None,

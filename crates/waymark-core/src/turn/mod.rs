@@ -13,6 +13,7 @@ use compact::{Compacted, compact};
 use call::asked_about;
 pub(crate) use call::{
     Decided, Executed, abandoned, call_fingerprint, decide, execute, identify_calls,
+    identify_calls_in, run_unattended,
 };
 
 use crate::context::{self, ReminderContext, RequestParts};
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::extension::{Extension, SessionApi};
 use crate::guard::GuardDecision;
 use crate::provider::{ModelResponse, StreamEvent, ToolSpec};
-use crate::session::SessionCore;
+use crate::session::{CoreOf, SessionCore};
 use crate::store::{self, HistoryItem, MessageRow, ToolCallRecord, TurnRow, TurnStatus, Tx};
 use crate::tools::{ToolContext, ToolError, truncate_head};
 use std::sync::{Arc, Mutex};

@@ -272,7 +272,7 @@ async fn pm_14_without_landlock_every_plan_shell_command_asks() {
     let waymark_protocol::Question::Permission(p) = &info.question else {
         panic!("{info:?}")
     };
-    assert!(p.plan_mode);
+    assert_eq!(p.scope.as_deref(), Some("plan"));
     assert!(
         p.grants.prefix.is_none() && p.grants.session.is_none(),
         "no blanket grant in plan mode"
@@ -322,7 +322,7 @@ async fn leaving_plan_mode_withdraws_its_pending_shell_question() {
     };
     assert!(matches!(
         &asked(&q1).question,
-        waymark_protocol::Question::Permission(p) if p.plan_mode
+        waymark_protocol::Question::Permission(p) if p.scope.as_deref() == Some("plan")
     ));
     let ev = run(&s, user("/plan off")).await;
     assert_eq!(
@@ -333,7 +333,7 @@ async fn leaving_plan_mode_withdraws_its_pending_shell_question() {
     assert_ne!(q1, q2);
     assert!(matches!(
         &asked(&q2).question,
-        waymark_protocol::Question::Permission(p) if !p.plan_mode
+        waymark_protocol::Question::Permission(p) if p.scope.is_none()
     ));
     assert!(
         !h.ws.join("made.txt").exists(),

@@ -200,7 +200,7 @@ async fn a_plan_mode_question_answered_after_plan_mode_grants_nothing_lasting() 
     let plan = super::plan_entry("look");
     let ev = run(&s, plan).await;
     let q = waiting_on(&ev);
-    assert_eq!(questionnaire(&h, &s, &q).payload["plan_mode"], true);
+    assert_eq!(questionnaire(&h, &s, &q).payload["scope"], "plan");
     s.submit(user("/plan off")).await.unwrap();
     // Leaving plan mode withdrew the question: its answer (and any grant) cannot be given.
     let e = s
@@ -211,7 +211,7 @@ async fn a_plan_mode_question_answered_after_plan_mode_grants_nothing_lasting() 
     let ev = run(&s, user("list again")).await;
     let q2 = waiting_on(&ev);
     assert_ne!(q, q2, "the plan-mode question did not survive plan mode");
-    assert_eq!(questionnaire(&h, &s, &q2).payload["plan_mode"], false);
+    assert_eq!(questionnaire(&h, &s, &q2).payload.get("scope"), None);
     s.shutdown().await.unwrap();
 }
 

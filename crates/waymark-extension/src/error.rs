@@ -1,8 +1,8 @@
 //! Errors of the runtime, by layer. Every variant maps to a stable `code` for the CLI and IPC.
 
-use crate::provider::ProviderError;
 use waymark_protocol::ErrorInfo;
 use waymark_protocol::config::ConfigError;
+use waymark_provider::ProviderError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -12,7 +12,7 @@ pub enum Error {
     /// What only the store reports: the database, its schema, a session another process
     /// drives, a questionnaire already answered (the store's own code and message).
     #[error(transparent)]
-    Store(crate::store::StoreError),
+    Store(waymark_store::StoreError),
     #[error("{0}")]
     Config(#[from] ConfigError),
     #[error("settings file {path}: {source}")]
@@ -100,7 +100,7 @@ impl Error {
         info
     }
 
-    pub(crate) fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+    pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.as_ref().display().to_string(),
             source,
@@ -118,20 +118,20 @@ impl From<waymark_protocol::WrongAnswer> for Error {
     }
 }
 
-impl From<crate::provider::SpecError> for Error {
-    fn from(e: crate::provider::SpecError) -> Self {
+impl From<waymark_provider::SpecError> for Error {
+    fn from(e: waymark_provider::SpecError) -> Self {
         match e {
-            crate::provider::SpecError::Invalid { spec, message } => {
+            waymark_provider::SpecError::Invalid { spec, message } => {
                 Error::ModelSpec { spec, message }
             }
-            crate::provider::SpecError::Provider(p) => Error::Provider(p),
+            waymark_provider::SpecError::Provider(p) => Error::Provider(p),
         }
     }
 }
 
-impl From<crate::store::StoreError> for Error {
-    fn from(e: crate::store::StoreError) -> Self {
-        use crate::store::StoreError as S;
+impl From<waymark_store::StoreError> for Error {
+    fn from(e: waymark_store::StoreError) -> Self {
+        use waymark_store::StoreError as S;
         // The ones the runtime reports of its own too keep one variant for both.
         match e {
             S::Io { path, source } => Error::Io { path, source },
@@ -146,7 +146,7 @@ impl From<crate::store::StoreError> for Error {
 
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
-        Error::Store(crate::store::StoreError::Db(e))
+        Error::Store(waymark_store::StoreError::Db(e))
     }
 }
 

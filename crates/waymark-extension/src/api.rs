@@ -1,0 +1,271 @@
+//! The session as extensions see it: [`SessionApi`], a cheap handle over the engine's
+//! [`SessionHost`]. The engine implements the host; extensions only ever hold the handle, so
+//! nothing of the engine's session state is theirs to touch.
+
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::services::Services;
+use futures_util::future::BoxFuture;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use waymark_protocol::config::Config;
+use waymark_protocol::{CallActor, EventKind, MessageSource, Position, ToolStatus};
+use waymark_provider::ModelProvider;
+use waymark_store::{HistoryItem, ToolCallRecord, Tx};
+use waymark_tools::{ToolContext, ToolRegistry};
+
+/// The whole conversation: each item with the turn it belongs to.
+pub type History = [(Option<i64>, HistoryItem)];
+
+/// What a closure handed to the host returned; a host that did not run it had nothing to
+/// run it on (the session is shutting down).
+fn ran<T>(out: Option<T>) -> Result<T> {
+    out.ok_or(crate::Error::SessionClosed)
+}
+
+/// What the engine offers extensions of one session. Object-safe, so the handle can wrap it;
+/// extensions call the typed wrappers on [`SessionApi`].
+pub trait SessionHost: Send + Sync {
+    fn id(&self) -> &str;
+    /// The settings in force now.
+    fn config(&self) -> Arc<Config>;
+    fn clock(&self) -> &Arc<dyn Clock>;
+    /// A fresh id with `prefix`.
+    fn new_id(&self, prefix: &str) -> String;
+    fn workspace(&self) -> &Path;
+    fn session_dir(&self) -> &Path;
+    fn artifacts(&self) -> &Path;
+    /// One lease-fenced transaction running `f` once; its events are broadcast after commit.
+    fn write_with(&self, f: &mut dyn FnMut(&mut Tx<'_>) -> Result<()>) -> Result<()>;
+    /// Runs `f` once on a read connection.
+    fn read_with(&self, f: &mut dyn FnMut(&rusqlite::Connection) -> Result<()>) -> Result<()>;
+    /// Streams an event that is not logged.
+    fn transient(&self, kind: EventKind);
+    /// Runs `f` once on the whole conversation.
+    fn history_with(&self, f: &mut dyn FnMut(&History)) -> Result<()>;
+    fn provider(&self) -> &Arc<dyn ModelProvider>;
+    /// Every tool the session has.
+    fn tools(&self) -> &ToolRegistry;
+    /// The session's shell sandbox.
+    fn sandbox(&self) -> &Arc<waymark_sandbox::Sandbox>;
+    /// The environments tool processes start with.
+    fn tool_env(&self) -> Arc<waymark_protocol::secrets::ToolEnv>;
+    /// The extensions' typed state of this session.
+    fn slots(&self) -> &Slots;
+    /// What the extensions offer one another.
+    fn services(&self) -> &Services;
+    /// Gives each call of a reply by `actor` its runtime id and a wire id (see the engine).
+    fn identify_calls(
+        &self,
+        actor: CallActor,
+        turn_id: i64,
+        step: u32,
+        calls: &mut [ToolCallRecord],
+    ) -> Result<()>;
+    /// Runs one call by `actor` with nobody to answer: logged, decided by the guard chain
+    /// (and the permission rules for `actor`), run, its result logged. A call a guard would
+    /// ask about is denied with `when_asked`.
+    fn run_unattended<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        actor: CallActor,
+        turn_id: i64,
+        call: &'a ToolCallRecord,
+        ctx: &'a ToolContext,
+        when_asked: &'a str,
+    ) -> BoxFuture<'a, Result<(ToolStatus, String)>>;
+    /// The host itself, for the engine's own modules to find their type again.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The session as extensions see it: its identity, settings, paths, the store (through
+/// lease-fenced transactions), its event stream and typed state slots.
+#[derive(Clone)]
+pub struct SessionApi {
+    host: Arc<dyn SessionHost>,
+}
+
+impl SessionApi {
+    pub fn new(host: Arc<dyn SessionHost>) -> SessionApi {
+        SessionApi { host }
+    }
+
+    /// The host behind the handle (the engine downcasts it to its own type).
+    pub fn host(&self) -> &dyn SessionHost {
+        self.host.as_ref()
+    }
+
+    pub fn id(&self) -> &str {
+        self.host.id()
+    }
+    /// The settings in force now.
+    pub fn config(&self) -> Arc<Config> {
+        self.host.config()
+    }
+    pub fn now_ms(&self) -> i64 {
+        self.host.clock().now_ms()
+    }
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        self.host.clock()
+    }
+    /// A fresh id with `prefix`.
+    pub fn new_id(&self, prefix: &str) -> String {
+        self.host.new_id(prefix)
+    }
+    pub fn workspace(&self) -> &Path {
+        self.host.workspace()
+    }
+    pub fn session_dir(&self) -> &Path {
+        self.host.session_dir()
+    }
+    pub fn artifacts(&self) -> &Path {
+        self.host.artifacts()
+    }
+    /// One lease-fenced transaction; its events are broadcast after commit.
+    pub fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.host.write_with(&mut |tx| {
+            if let Some(f) = f.take() {
+                out = Some(f(tx)?);
+            }
+            Ok(())
+        })?;
+        ran(out)
+    }
+    pub fn read<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.host.read_with(&mut |c| {
+            if let Some(f) = f.take() {
+                out = Some(f(c)?);
+            }
+            Ok(())
+        })?;
+        ran(out)
+    }
+    /// Streams an event that is not logged.
+    pub fn transient(&self, kind: EventKind) {
+        self.host.transient(kind)
+    }
+    /// Runs `f` on the whole conversation.
+    pub fn with_history<T>(&self, f: impl FnOnce(&[(Option<i64>, HistoryItem)]) -> T) -> Result<T> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.host.history_with(&mut |h| {
+            if let Some(f) = f.take() {
+                out = Some(f(h));
+            }
+        })?;
+        ran(out)
+    }
+    pub fn provider(&self) -> &Arc<dyn ModelProvider> {
+        self.host.provider()
+    }
+    /// Every tool the session has.
+    pub fn tools(&self) -> &ToolRegistry {
+        self.host.tools()
+    }
+    /// The session's shell sandbox.
+    pub fn sandbox(&self) -> &Arc<waymark_sandbox::Sandbox> {
+        self.host.sandbox()
+    }
+    /// The environments tool processes start with.
+    pub fn tool_env(&self) -> Arc<waymark_protocol::secrets::ToolEnv> {
+        self.host.tool_env()
+    }
+    /// Queues a message at the tail in `tx` (logged as `message.admitted`); a `key` already
+    /// used in the session returns the existing message and queues nothing. Returns the
+    /// message id.
+    pub fn enqueue(
+        &self,
+        tx: &mut Tx<'_>,
+        source: MessageSource,
+        text: &str,
+        key: Option<&str>,
+    ) -> Result<i64> {
+        Ok(tx
+            .admit_message(self.id(), source, text, Position::Tail, key)?
+            .0
+            .id)
+    }
+
+    /// The session's value of type `T` (created with `T::default()` on first use).
+    pub fn state<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.host.slots().get::<T>()
+    }
+
+    /// The service of type `S` another extension offers, if one does.
+    pub fn service<S: ?Sized + 'static>(&self) -> Option<Arc<S>> {
+        self.host.services().get::<S>()
+    }
+
+    /// See [`SessionHost::identify_calls`].
+    pub fn identify_calls(
+        &self,
+        actor: CallActor,
+        turn_id: i64,
+        step: u32,
+        calls: &mut [ToolCallRecord],
+    ) -> Result<()> {
+        self.host.identify_calls(actor, turn_id, step, calls)
+    }
+
+    /// See [`SessionHost::run_unattended`].
+    pub async fn run_unattended(
+        &self,
+        actor: CallActor,
+        turn_id: i64,
+        call: &ToolCallRecord,
+        ctx: &ToolContext,
+        when_asked: &str,
+    ) -> Result<(ToolStatus, String)> {
+        self.host
+            .run_unattended(self, actor, turn_id, call, ctx, when_asked)
+            .await
+    }
+}
+
+/// Typed per-session state of extensions, one value per type.
+#[derive(Default)]
+pub struct Slots(Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl Slots {
+    fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()));
+        match slot.clone().downcast::<T>() {
+            Ok(v) => v,
+            // The map is keyed by the type, so this is a bug in the slots themselves: a fresh
+            // default would silently lose the extension's state, so it stops here instead.
+            Err(_) => panic!(
+                "the state slot of {} holds a value of another type",
+                std::any::type_name::<T>()
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_keeps_its_state_and_a_wrong_type_is_never_a_fresh_default() {
+        let slots = Slots::default();
+        *slots.get::<Mutex<u32>>().lock().unwrap() = 7;
+        assert_eq!(*slots.get::<Mutex<u32>>().lock().unwrap(), 7);
+        // A value of another type under the key (what the slots never do themselves).
+        slots
+            .0
+            .lock()
+            .unwrap()
+            .insert(TypeId::of::<Mutex<u64>>(), Arc::new(String::from("wrong")));
+        let got = std::panic::catch_unwind(|| slots.get::<Mutex<u64>>());
+        assert!(got.is_err(), "a wrong-typed slot gave a fresh default");
+    }
+}

@@ -1,0 +1,354 @@
+//! Extensions: the one way features plug into a session. Plan mode and thread goals are
+//! extensions (`waymark-plan`, `waymark-goal`); the engine knows only this trait and calls
+//! its hooks at fixed points of a session's life:
+//!
+//! | Hook | When |
+//! | --- | --- |
+//! | [`Extension::on_open`] | the session is opened (in the lease-taking transaction) |
+//! | [`Extension::on_intent`], [`Extension::on_admit`] | a message is admitted (same transaction) |
+//! | [`Extension::handle_op`] | an op the core does not handle itself arrives |
+//! | [`Extension::recheck`] | a queued message is about to run |
+//! | [`Extension::on_turn_start`] | a turn starts (same transaction) |
+//! | [`Extension::offers_tools`], [`Extension::may_call_model`] | before each model call |
+//! | [`Extension::before_tool`], [`Extension::after_tool`] | around each tool call (besides guards) |
+//! | [`Extension::on_turn_closed`] | a turn is closed (same transaction) |
+//! | [`Extension::settle`] | after a finished turn, outside any transaction |
+//! | [`Extension::on_turn_lost`] | a turn was closed from outside (Stop overran, panic) |
+//! | [`Extension::on_answer`] | a questionnaire of a kind it [`answers`](Extension::answers) is answered |
+//! | [`Extension::next_work`] | the session would go idle |
+//! | [`Extension::on_close`] | the session is shut down |
+//! | [`Extension::changed`] | after a command, an answer or a dropped message (push views) |
+//!
+//! Contributions: tools, guards, permission rules, reminders, slash commands, services for
+//! other extensions, system-prompt text and schema migrations for the extension's own
+//! tables. Hooks get a [`SessionApi`], a narrow handle on the session over the engine's
+//! [`SessionHost`] trait, never the engine itself; per-session state lives in typed slots
+//! ([`SessionApi::state`]).
+//!
+//! This crate sits below the engine: extensions (plan mode, goals, and every later feature)
+//! depend on it and never on the engine, the runtime or each other.
+
+pub mod api;
+pub mod clock;
+pub mod commands;
+pub mod error;
+pub mod guard;
+pub mod paths;
+pub mod reminder;
+pub mod rules;
+pub mod services;
+
+pub use api::{SessionApi, SessionHost, Slots};
+pub use error::{Error, Result};
+pub use waymark_protocol::{display, secrets};
+pub use waymark_provider as provider;
+pub use waymark_sandbox as sandbox;
+pub use waymark_store as store;
+pub use waymark_tools as tools;
+
+use crate::commands::SlashCommand;
+use crate::guard::ToolGuard;
+use crate::reminder::ReminderSource;
+use crate::rules::PermissionRule;
+use crate::services::Services;
+use futures_util::future::BoxFuture;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use waymark_protocol::{Answer, CallActor, Intent, Op, QuestionnaireKind, ToolStatus};
+use waymark_store::{MessageRow, QuestionnaireRow, SessionRow, ToolCallRecord, TurnRow, Tx};
+use waymark_tools::Tool;
+
+/// Where a guard sits in the chain relative to the permission guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuardStage {
+    /// Runs first (the plan-mode guard: a refusal there must not ask for permission).
+    BeforePermission,
+    /// Runs after the permission guard (the goal budget guard).
+    AfterPermission,
+}
+
+/// What to do with a queued message about to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dequeue {
+    Run,
+    /// Drop it, saying why (logged as `message.dropped`).
+    Drop(String),
+}
+
+/// Why a turn was closed from outside its own task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnLost {
+    /// The user pressed Stop and the turn did not wind down in time.
+    Stopped,
+    /// The turn's task panicked.
+    Failed,
+}
+
+/// A tool call about to go through the guard chain.
+pub struct CallInfo<'a> {
+    pub actor: CallActor,
+    pub turn_id: i64,
+    pub session: &'a SessionRow,
+    pub call: &'a ToolCallRecord,
+}
+
+/// What hooks may set before a call is decided. Hooks can only narrow it: confine the
+/// shell further or shorten the time; no hook can lift what another one (or the core) set.
+#[derive(Debug, Clone, Default)]
+pub struct CallPrep {
+    writable: Option<Vec<PathBuf>>,
+    time_left: Option<Duration>,
+}
+
+impl CallPrep {
+    /// Run shell commands in the read-only sandbox, with at most `files` writable (only
+    /// files every confinement allows stay writable).
+    pub fn confine(&mut self, files: Vec<PathBuf>) {
+        self.writable = Some(match self.writable.take() {
+            None => files,
+            Some(before) => before.into_iter().filter(|f| files.contains(f)).collect(),
+        });
+    }
+
+    /// An allowed call takes at most `left` (plus the core's grace).
+    pub fn cap(&mut self, left: Duration) {
+        self.time_left = Some(self.time_left.map_or(left, |t| t.min(left)));
+    }
+
+    /// The sandbox's writable files, when the shell is confined.
+    pub fn writable(&self) -> Option<&[PathBuf]> {
+        self.writable.as_deref()
+    }
+
+    pub fn time_left(&self) -> Option<Duration> {
+        self.time_left
+    }
+}
+
+/// A feature plugged into every session. Every hook has a default that does nothing.
+pub trait Extension: Send + Sync {
+    /// A short unique name (`plan`, `goal`); also the key of its schema version.
+    fn name(&self) -> &'static str;
+
+    /// SQL migrations creating and changing the extension's own tables, in order; applied
+    /// once each when the runtime opens the database.
+    fn migrations(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Tools that need nothing but their call (the session-free kind).
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        Vec::new()
+    }
+    /// Tools that work on the session ([`SessionTool`]).
+    fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
+        Vec::new()
+    }
+    fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {
+        Vec::new()
+    }
+    fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
+        Vec::new()
+    }
+    fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {
+        Vec::new()
+    }
+    /// Rules the permission guard applies besides the permission mode ([`PermissionRule`]).
+    fn permission_rules(&self) -> Vec<Arc<dyn PermissionRule>> {
+        Vec::new()
+    }
+    /// Services this extension offers the others ([`services`]), registered once when the
+    /// runtime is assembled.
+    fn provide(&self, _services: &mut Services) {}
+    /// Text added to the system prompt of the session's model calls.
+    fn system_prompt(&self, _api: &SessionApi, _session: &SessionRow) -> Option<String> {
+        None
+    }
+    /// The questionnaire kinds whose answers [`Extension::on_answer`] receives.
+    fn answers(&self) -> &'static [QuestionnaireKind] {
+        &[]
+    }
+
+    /// The session is being opened, in the transaction that takes its lease; `crashed`
+    /// when the previous process died holding it.
+    fn on_open(&self, _tx: &mut Tx<'_>, _session_id: &str, _crashed: bool) -> Result<()> {
+        Ok(())
+    }
+    /// A message arrives with an intent: apply it (before the message is queued, in the
+    /// same transaction). Returns whether this extension handled it.
+    fn on_intent(&self, _tx: &mut Tx<'_>, _api: &SessionApi, _intent: Intent) -> Result<bool> {
+        Ok(false)
+    }
+    /// A message was queued (`created`: not a repeat of an idempotency key), in the
+    /// admission transaction. Called last, so files touched here follow a committed state.
+    fn on_admit(
+        &self,
+        _tx: &mut Tx<'_>,
+        _api: &SessionApi,
+        _message: &MessageRow,
+        _intent: Option<Intent>,
+        _created: bool,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// An op the core does not handle itself; `None` when it is not this extension's, else
+    /// the result with an optional text for the user.
+    fn handle_op(&self, _api: &SessionApi, _op: &Op) -> Option<Result<Option<String>>> {
+        None
+    }
+    /// The last check before a queued message runs; the first `Drop` wins.
+    fn recheck(&self, _api: &SessionApi, _message: &MessageRow) -> Result<Dequeue> {
+        Ok(Dequeue::Run)
+    }
+    /// A turn starts, in its first transaction.
+    fn on_turn_start(
+        &self,
+        _tx: &mut Tx<'_>,
+        _api: &SessionApi,
+        _turn_id: i64,
+        _message: &MessageRow,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// Whether the turn's model calls get the tools (all must agree).
+    fn offers_tools(&self, _api: &SessionApi, _turn_id: i64) -> Result<bool> {
+        Ok(true)
+    }
+    /// Whether the turn may make another model call after `steps` calls (all must agree;
+    /// a refusal completes the turn).
+    fn may_call_model(&self, _api: &SessionApi, _turn_id: i64, _steps: u32) -> Result<bool> {
+        Ok(true)
+    }
+    /// Before the guard chain decides a call: set the sandbox or the time it may take.
+    fn before_tool(
+        &self,
+        _api: &SessionApi,
+        _call: &CallInfo<'_>,
+        _prep: &mut CallPrep,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// After a call of the session's agent has its result recorded.
+    fn after_tool(
+        &self,
+        _api: &SessionApi,
+        _turn_id: i64,
+        _call: &ToolCallRecord,
+        _status: ToolStatus,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// A turn is being closed, in the closing transaction (`recovered`: found interrupted
+    /// after a crash).
+    fn on_turn_closed(&self, _tx: &mut Tx<'_>, _turn: &TurnRow, _recovered: bool) -> Result<()> {
+        Ok(())
+    }
+    /// After a turn finished, outside any transaction (goal settlement). Stop cancels
+    /// `cancel`.
+    fn settle<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _turn_id: i64,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// A turn was closed from outside its task, in the closing transaction.
+    fn on_turn_lost(&self, _tx: &mut Tx<'_>, _session_id: &str, _why: TurnLost) -> Result<()> {
+        Ok(())
+    }
+    /// A questionnaire of a kind in [`Extension::answers`] was answered, in the answer's
+    /// transaction.
+    fn on_answer(
+        &self,
+        _tx: &mut Tx<'_>,
+        _api: &SessionApi,
+        _questionnaire: &QuestionnaireRow,
+        _answer: &Answer,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// The session has nothing queued and would go idle: queue work (returns whether it did).
+    fn next_work(&self, _api: &SessionApi) -> Result<bool> {
+        Ok(false)
+    }
+    /// The session went idle: when (the session clock's Unix ms) `next_work` should be asked
+    /// again although nothing else happens (a goal waiting for a usage limit to reset).
+    fn wake_at(&self, _api: &SessionApi) -> Result<Option<i64>> {
+        Ok(None)
+    }
+    /// The session is shut down, in the transaction that releases the lease (`waiting`: a
+    /// questionnaire is pending).
+    fn on_close(&self, _tx: &mut Tx<'_>, _session_id: &str, _waiting: bool) -> Result<()> {
+        Ok(())
+    }
+    /// Something may have changed this extension's view (after commit): push it to front
+    /// ends as a transient event if it has one.
+    fn changed(&self, _api: &SessionApi) {}
+}
+
+/// A tool an extension offers: offered and guarded like any tool, but it works on the
+/// session (plan mode's, goals'), so the engine runs it with the session's handle. The tools
+/// below the extension API never see a session.
+pub trait SessionTool: Tool {
+    fn handle_in<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        ctx: &'a waymark_tools::ToolContext,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, std::result::Result<waymark_tools::ToolOutput, waymark_tools::ToolError>>;
+
+    /// The same tool, as the registry keeps it.
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool>;
+}
+
+/// A runtime error as a tool result: refusals go to the model, the rest ends the turn.
+pub fn tool_error(e: Error) -> waymark_tools::ToolError {
+    match e {
+        Error::Refused(m) | Error::FeatureOff { message: m, .. } => {
+            waymark_tools::ToolError::Model(m)
+        }
+        other => waymark_tools::ToolError::Fatal(other.to_string()),
+    }
+}
+
+/// Applies the extensions' own migrations to `store` (the runtime does this when it opens
+/// the database; benchmarks and tests below the runtime call it themselves).
+pub fn migrate(store: &waymark_store::Store, extensions: &[Arc<dyn Extension>]) -> Result<()> {
+    for ext in extensions {
+        store.migrate_extension(ext.name(), ext.migrations())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallPrep;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    /// Hooks only narrow: a later extension cannot lift plan mode's confinement (or the
+    /// verifier's) or a goal's time cap.
+    #[test]
+    fn call_prep_only_narrows() {
+        let plan = PathBuf::from("/s/artifacts/plan.md");
+        let mut p = CallPrep::default();
+        assert_eq!(p.writable(), None);
+        p.confine(vec![plan.clone()]);
+        // Another extension asks for more: it gets no more than both allow.
+        p.confine(vec![plan.clone(), PathBuf::from("/ws/src/main.rs")]);
+        assert_eq!(p.writable(), Some(&[plan.clone()][..]));
+        p.confine(vec![PathBuf::from("/ws/other")]);
+        assert_eq!(p.writable(), Some(&[][..]));
+        p.cap(Duration::from_secs(10));
+        p.cap(Duration::from_secs(3600));
+        assert_eq!(p.time_left(), Some(Duration::from_secs(10)));
+        // The verifier starts with nothing writable, and nothing widens it.
+        let mut v = CallPrep::default();
+        v.confine(Vec::new());
+        v.confine(vec![plan]);
+        assert_eq!(v.writable(), Some(&[][..]));
+    }
+}

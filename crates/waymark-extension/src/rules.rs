@@ -1,0 +1,43 @@
+//! Permission rules: what an extension adds to the engine's permission guard. The guard
+//! knows the permission modes, grants, private places and the files no grant covers; every
+//! policy tied to a feature (the plan file, a budget raise, the reviewer's read-only tools)
+//! comes from the extension that owns the feature, as a rule.
+//!
+//! The guard asks the rules, in the extensions' order, at three points:
+//! 1. [`PermissionRule::decide`], before the permission mode: the first verdict wins. A call
+//!    by an actor other than the session's agent that no rule decides is refused.
+//! 2. [`PermissionRule::allows_write`], for a write whose every target is inside the
+//!    workspace or the artifacts folder and is no file that always asks: any rule may let it
+//!    go without asking.
+//! 3. [`PermissionRule::scope`], when a question is asked or answered: the scope the grant
+//!    belongs to. The owner clears a scope's grants when it ends
+//!    (`Tx::drop_scoped_grants`); a scope also makes every permission mode ask.
+
+use crate::guard::{GuardCall, GuardDecision};
+use std::path::PathBuf;
+use waymark_store::SessionRow;
+
+pub trait PermissionRule: Send + Sync {
+    /// A short name for logs and tests.
+    fn name(&self) -> &'static str;
+    /// Decides `call` before the permission mode does; `None` leaves it to the next rule.
+    fn decide(&self, _call: &GuardCall<'_>) -> Option<GuardDecision> {
+        None
+    }
+    /// Whether writing `targets` may go without asking in any permission mode that writes.
+    fn allows_write(&self, _call: &GuardCall<'_>, _targets: &[PathBuf]) -> bool {
+        false
+    }
+    /// The scope grants given now belong to (`None`: the session's).
+    fn scope(&self, _session: &SessionRow) -> Option<&'static str> {
+        None
+    }
+}
+
+/// The first scope any rule puts grants under now.
+pub fn scope_of(
+    rules: &[std::sync::Arc<dyn PermissionRule>],
+    session: &SessionRow,
+) -> Option<&'static str> {
+    rules.iter().find_map(|r| r.scope(session))
+}

@@ -1,0 +1,78 @@
+//! What one extension offers another, by type. Extensions never depend on each other: a
+//! contract lives here, the extension that implements it registers it
+//! ([`crate::Extension::provide`]), and the one that uses it asks the session for it
+//! ([`crate::SessionApi::service`]) and copes when nobody offers it.
+
+use crate::SessionApi;
+use crate::error::Result;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::Arc;
+use waymark_protocol::BudgetChange;
+use waymark_store::Tx;
+
+/// The services of a runtime, one per type (a trait object type, usually).
+#[derive(Default)]
+pub struct Services(HashMap<TypeId, Box<dyn Any + Send + Sync>>);
+
+impl Services {
+    /// Offers `service` as the `S` of this runtime (a later offer replaces an earlier one).
+    pub fn offer<S: ?Sized + Send + Sync + 'static>(&mut self, service: Arc<S>) {
+        self.0.insert(TypeId::of::<S>(), Box::new(service));
+    }
+
+    /// The `S` offered, if any.
+    pub fn get<S: ?Sized + 'static>(&self) -> Option<Arc<S>> {
+        self.0
+            .get(&TypeId::of::<S>())
+            .and_then(|b| b.downcast_ref::<Arc<S>>())
+            .cloned()
+    }
+}
+
+/// A piece of work to pursue as a persistent objective: what an approved plan hands over.
+#[derive(Debug, Clone)]
+pub struct Objective {
+    /// Where it comes from, e.g. an approved plan: its id, revision and digest.
+    pub source_id: String,
+    pub version: u32,
+    pub sha256: String,
+    /// A short title (the first sentence of the plan's summary).
+    pub title: Option<String>,
+    /// The steps the reviewer gives a verdict on, in order.
+    pub steps: Vec<String>,
+    /// The budget the source proposes, in the `/goal` syntax.
+    pub proposed_budget: Option<String>,
+    /// The user's budget; an empty change takes the proposed one.
+    pub budget: BudgetChange,
+}
+
+/// Starts pursuing an objective in the session (offered by the goal extension). Runs in the
+/// caller's transaction; refused when another objective is still unfinished or goals are off.
+pub trait StartObjective: Send + Sync {
+    fn start(&self, tx: &mut Tx<'_>, api: &SessionApi, objective: Objective) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    trait Greet: Send + Sync {
+        fn hi(&self) -> &'static str;
+    }
+    struct En;
+    impl Greet for En {
+        fn hi(&self) -> &'static str {
+            "hello"
+        }
+    }
+
+    #[test]
+    fn a_service_is_found_by_its_type_and_a_missing_one_is_none() {
+        let mut s = Services::default();
+        assert!(s.get::<dyn Greet>().is_none());
+        s.offer::<dyn Greet>(Arc::new(En));
+        assert_eq!(s.get::<dyn Greet>().map(|g| g.hi()), Some("hello"));
+        assert!(s.get::<dyn StartObjective>().is_none());
+    }
+}
