@@ -31,17 +31,15 @@ impl Services {
 }
 
 /// A piece of work to pursue as a persistent objective: what an approved plan hands over.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Objective {
-    /// Where it comes from, e.g. an approved plan: its id, revision and digest.
-    pub source_id: String,
-    pub version: u32,
-    pub sha256: String,
-    /// A short title (the first sentence of the plan's summary).
-    pub title: Option<String>,
+    /// What to achieve, as the agent reads it.
+    pub text: String,
+    /// How to tell it is achieved.
+    pub criteria: Option<String>,
     /// The steps the reviewer gives a verdict on, in order.
     pub steps: Vec<String>,
-    /// The budget the source proposes, in the `/goal` syntax.
+    /// The budget proposed with it, in the `/goal` syntax.
     pub proposed_budget: Option<String>,
     /// The user's budget; an empty change takes the proposed one.
     pub budget: BudgetChange,

@@ -40,8 +40,7 @@ pub fn parse_command(args: &str) -> Result<waymark_protocol::GoalOp> {
     commands::parse(args)
 }
 
-pub(crate) use plan_goal::start_plan_goal;
-pub use plan_goal::{PlanGoal, parse_steps, plan_goal_budget};
+pub use plan_goal::{parse_steps, proposed_budget};
 
 /// Thread goals as an extension of every session.
 pub struct GoalExtension;
@@ -70,6 +69,11 @@ impl Extension for GoalExtension {
     }
     fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
         vec![Arc::new(reminder::GoalReminders)]
+    }
+    fn provide(&self, services: &mut crate::extension::services::Services) {
+        services.offer::<dyn crate::extension::services::StartObjective>(std::sync::Arc::new(
+            plan_goal::StartGoal,
+        ));
     }
     fn permission_rules(&self) -> Vec<Arc<dyn crate::extension::rules::PermissionRule>> {
         vec![Arc::new(rules::GoalRules)]

@@ -1,94 +1,68 @@
-//! Approving a plan as a goal (PM-27): the implementation runs as a goal whose objective
-//! cites the frozen revision, whose budget comes from the plan's `## Budget` (or the user's
-//! edit of it), and whose verifier gives a verdict on each of the plan's steps.
+//! Goals started by another extension (an approved plan, PM-27): the objective and steps it
+//! hands over through [`StartObjective`], a budget from what it proposes (or the user's edit
+//! of it), and a verifier that gives a verdict on each step.
 
 use super::commands::{args_of, budgets_of, check_enabled, create};
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
+use crate::extension::services::{Objective, StartObjective};
 use crate::goal::db::GoalWrites;
 use crate::goal::db::current_goal;
 use crate::store::Tx;
 use waymark_protocol::{BudgetChange, GoalActor, GoalStep};
 
-/// What an approval as a goal carries over from the plan.
-pub struct PlanGoal<'a> {
-    pub plan_id: &'a str,
-    pub version: u32,
-    pub sha256: &'a str,
-    /// The first sentence of the plan's summary.
-    pub title: Option<&'a str>,
-    pub steps: &'a [String],
-    /// The plan's `## Budget`, in the `/goal` syntax.
-    pub plan_budget: Option<&'a str>,
-    /// The user's budget; an empty change takes the plan's.
-    pub budget: BudgetChange,
-}
-
-/// The budget a plan goal starts with: the user's change if they made one, else the plan's.
-pub fn plan_goal_budget(plan_budget: Option<&str>, user: BudgetChange) -> Result<BudgetChange> {
+/// The budget a handed-over goal starts with: the user's change if they made one, else the
+/// one proposed.
+pub fn proposed_budget(proposed: Option<&str>, user: BudgetChange) -> Result<BudgetChange> {
     if !user.is_empty() {
         return Ok(user);
     }
-    let Some(text) = plan_budget else {
+    let Some(text) = proposed else {
         return Ok(BudgetChange::default());
     };
     match super::parse_command(text)? {
         waymark_protocol::GoalOp::EditBudget { budget } => Ok(budget),
         _ => Err(Error::Refused(format!(
-            "the plan's budget `{text}` is not a budget"
+            "the proposed budget `{text}` is not a budget"
         ))),
     }
 }
 
-/// Sets the goal that implements an approved plan; refused while another goal is unfinished.
-pub(crate) fn start_plan_goal(tx: &mut Tx<'_>, api: &SessionApi, p: PlanGoal<'_>) -> Result<()> {
-    check_enabled(api)?;
-    if let Some(g) = current_goal(tx.conn(), api.id())?
-        && !g.status.is_terminal()
-    {
-        return Err(Error::Refused(format!(
-            "a goal is already set ({}): clear it first, or approve without pursuing the plan as a goal",
-            g.status.as_str()
-        )));
+/// The goal extension's [`StartObjective`]: sets the goal; refused while another goal is
+/// unfinished.
+pub(crate) struct StartGoal;
+
+impl StartObjective for StartGoal {
+    fn start(&self, tx: &mut Tx<'_>, api: &SessionApi, o: Objective) -> Result<()> {
+        check_enabled(api)?;
+        if let Some(g) = current_goal(tx.conn(), api.id())?
+            && !g.status.is_terminal()
+        {
+            return Err(Error::Refused(format!(
+                "a goal is already set ({}): clear it first, or go on without pursuing this as a goal",
+                g.status.as_str()
+            )));
+        }
+        let change = proposed_budget(o.proposed_budget.as_deref(), o.budget)?;
+        let budgets = budgets_of(&args_of(&change)?);
+        let g = create(
+            tx,
+            api,
+            &o.text,
+            o.criteria.as_deref(),
+            budgets,
+            GoalActor::User,
+        )?;
+        if !o.steps.is_empty() {
+            let steps: Vec<GoalStep> = o
+                .steps
+                .into_iter()
+                .map(|text| GoalStep { text, met: None })
+                .collect();
+            tx.set_goal_steps(&g.id, &steps)?;
+        }
+        Ok(())
     }
-    let change = plan_goal_budget(p.plan_budget, p.budget)?;
-    let budgets = budgets_of(&args_of(&change)?);
-    let short = p.sha256.get(..12).unwrap_or(p.sha256);
-    let objective = format!(
-        "Implement the approved plan {} revision v{} (sha256 {short}){}",
-        p.plan_id,
-        p.version,
-        p.title.map(|t| format!(": {t}")).unwrap_or_default()
-    );
-    let criteria = (!p.steps.is_empty()).then(|| {
-        let list: Vec<String> = p
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| format!("{}. {s}", i + 1))
-            .collect();
-        format!("every step of the plan is done: {}", list.join("; "))
-    });
-    let g = create(
-        tx,
-        api,
-        &objective,
-        criteria.as_deref(),
-        budgets,
-        GoalActor::User,
-    )?;
-    if !p.steps.is_empty() {
-        let steps: Vec<GoalStep> = p
-            .steps
-            .iter()
-            .map(|s| GoalStep {
-                text: s.clone(),
-                met: None,
-            })
-            .collect();
-        tx.set_goal_steps(&g.id, &steps)?;
-    }
-    Ok(())
 }
 
 /// Reads the per-step lines of a verifier's reply (`STEP 2: MET`, `STEP 3: NOT MET`) into a
@@ -136,20 +110,20 @@ mod tests {
 
     #[test]
     fn the_budget_is_the_users_else_the_plans() {
-        let plan = plan_goal_budget(Some("budget=40K turns=12"), BudgetChange::default()).unwrap();
+        let plan = proposed_budget(Some("budget=40K turns=12"), BudgetChange::default()).unwrap();
         assert_eq!(plan.tokens, Some(Limit::To(40_000)));
         assert_eq!(plan.turns, Some(Limit::To(12)));
         let user = BudgetChange {
             turns: Some(Limit::To(3)),
             ..BudgetChange::default()
         };
-        assert_eq!(plan_goal_budget(Some("budget=40K"), user).unwrap(), user);
+        assert_eq!(proposed_budget(Some("budget=40K"), user).unwrap(), user);
         assert!(
-            plan_goal_budget(None, BudgetChange::default())
+            proposed_budget(None, BudgetChange::default())
                 .unwrap()
                 .is_empty()
         );
-        assert!(plan_goal_budget(Some("do it all"), BudgetChange::default()).is_err());
+        assert!(proposed_budget(Some("do it all"), BudgetChange::default()).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use waymark_protocol::{PlanModeReason, PlanStatus};
 
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
+use crate::extension::services::{Objective, StartObjective};
 use crate::store::{QuestionnaireRow, Tx};
 use waymark_protocol::{
     Answer, Approval, MessageSource, PlanReview, Position, Question, TypedAnswer,
@@ -36,6 +37,38 @@ fn snapshot_text(tx: &Tx<'_>, key: &str) -> Result<String> {
     let bytes = crate::plan::db::blob(tx.conn(), key)?
         .ok_or_else(|| Error::Corrupt(format!("the plan snapshot {key} is missing")))?;
     String::from_utf8(bytes).map_err(|_| Error::Corrupt(format!("snapshot {key} is not UTF-8")))
+}
+
+/// What an approval as a goal hands over: an objective citing the frozen revision, the
+/// plan's steps as what the reviewer checks, and its `## Budget` unless the user set one.
+fn as_objective(
+    review: &waymark_protocol::PlanApprovalQuestion,
+    snapshot: &str,
+    budget: waymark_protocol::BudgetChange,
+) -> Objective {
+    let short = review.sha256.get(..12).unwrap_or(&review.sha256);
+    let title = super::review::title(snapshot);
+    let criteria = (!review.steps.is_empty()).then(|| {
+        let list: Vec<String> = review
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{}. {s}", i + 1))
+            .collect();
+        format!("every step of the plan is done: {}", list.join("; "))
+    });
+    Objective {
+        text: format!(
+            "Implement the approved plan {} revision v{} (sha256 {short}){}",
+            review.plan_id,
+            review.version,
+            title.map(|t| format!(": {t}")).unwrap_or_default()
+        ),
+        criteria,
+        steps: review.steps.clone(),
+        proposed_budget: review.budget.clone(),
+        budget,
+    }
 }
 
 /// Queues a message of plan mode (the implementation message, the reply to a review) at the
@@ -116,20 +149,13 @@ pub(crate) fn on_answer(
             // Pursued as a goal: the implementation turn is the goal's first; its objective
             // cites the frozen revision and its verifier checks the plan's steps (PM-27).
             if let Some(budget) = as_goal {
-                let title = super::review::title(&snapshot);
-                crate::goal::start_plan_goal(
-                    tx,
-                    api,
-                    crate::goal::PlanGoal {
-                        plan_id: &review.plan_id,
-                        version: review.version,
-                        sha256: &review.sha256,
-                        title: title.as_deref(),
-                        steps: &review.steps,
-                        plan_budget: review.budget.as_deref(),
-                        budget,
-                    },
-                )?;
+                let Some(goals) = api.service::<dyn StartObjective>() else {
+                    return Err(Error::Refused(
+                        "this runtime pursues no goals: approve without pursuing the plan as a goal"
+                            .into(),
+                    ));
+                };
+                goals.start(tx, api, as_objective(&review, &snapshot, budget))?;
             }
             super::leave(tx, api, PlanStatus::Approved, PlanModeReason::Approved)
         }
