@@ -9,26 +9,32 @@ import subprocess
 import sys
 
 # What each crate may depend on (normal dependencies, Waymark crates only).
+LOW = {"waymark-protocol", "waymark-store", "waymark-tools", "waymark-sandbox", "waymark-provider"}
 ALLOWED = {
     "waymark-protocol": set(),
     "waymark-sandbox": {"waymark-protocol"},
     "waymark-provider": {"waymark-protocol"},
     "waymark-store": {"waymark-protocol"},
     "waymark-tools": {"waymark-protocol", "waymark-sandbox"},
-    "waymark-extension": {"waymark-protocol", "waymark-store", "waymark-tools", "waymark-sandbox"},
-    "waymark-engine": {"waymark-protocol", "waymark-store", "waymark-tools", "waymark-sandbox",
-                       "waymark-provider", "waymark-extension"},
+    # The extension API hands out the session's model (the goal's reviewer calls it), so it
+    # sits above the provider too.
+    "waymark-extension": LOW,
+    "waymark-engine": LOW | {"waymark-extension"},
     # Feature crates: the extension API and below, never the engine, the runtime or each other.
-    "waymark-plan": {"waymark-protocol", "waymark-store", "waymark-tools", "waymark-sandbox",
-                     "waymark-extension"},
-    "waymark-goal": {"waymark-protocol", "waymark-store", "waymark-tools", "waymark-sandbox",
-                     "waymark-extension"},
-    # Until the split is done, the core holds the engine, plan, goal and runtime.
-    "waymark-core": {"waymark-protocol", "waymark-store", "waymark-tools", "waymark-sandbox",
-                     "waymark-provider"},
-    "waymark-cli": {"waymark-protocol", "waymark-core"},
-    "waymark-desktop": {"waymark-protocol", "waymark-core"},
+    "waymark-plan": LOW | {"waymark-extension"},
+    "waymark-goal": LOW | {"waymark-extension"},
+    # Test helpers are a dev-dependency only (see DEV_ONLY).
+    "waymark-test-support": LOW | {"waymark-extension", "waymark-engine", "waymark-runtime",
+                                   "waymark-plan", "waymark-goal", "waymark-core"},
+    # Until the engine has its own crate, the core holds the engine and the runtime.
+    "waymark-core": LOW | {"waymark-extension", "waymark-plan", "waymark-goal"},
+    "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal"},
+    "waymark-cli": {"waymark-protocol", "waymark-core", "waymark-runtime"},
+    "waymark-desktop": {"waymark-protocol", "waymark-core", "waymark-runtime"},
 }
+
+# Crates no shipped crate may depend on except as a dev-dependency.
+DEV_ONLY = {"waymark-test-support"}
 
 
 def violations(packages):
@@ -45,6 +51,8 @@ def violations(packages):
             continue
         for d in sorted(deps - ALLOWED[name]):
             out.append(f"{name} depends on {d}, which its layer does not allow")
+        for d in sorted(deps & DEV_ONLY):
+            out.append(f"{name} depends on {d} outside its tests (a dev-dependency only)")
     return out
 
 
@@ -57,7 +65,16 @@ def main():
         found = violations(bad)
         assert found == ["waymark-store depends on waymark-tools, which its layer does not allow"], found
         assert violations([{"name": "waymark-new", "dependencies": []}])
-        print("layers: the self-test catches a back edge and an unknown crate")
+        feature = [{"name": "waymark-plan", "dependencies": [
+            {"name": "waymark-extension", "kind": None},
+            {"name": "waymark-goal", "kind": None},
+            {"name": "waymark-test-support", "kind": "dev"}]}]
+        assert violations(feature) == [
+            "waymark-plan depends on waymark-goal, which its layer does not allow"], violations(feature)
+        shipped = [{"name": "waymark-goal", "dependencies": [
+            {"name": "waymark-test-support", "kind": None}]}]
+        assert len(violations(shipped)) == 2, violations(shipped)
+        print("layers: the self-test catches a back edge, a feature naming another, test helpers shipped and an unknown crate")
         return
     meta = json.loads(subprocess.run(
         ["cargo", "metadata", "--format-version", "1", "--no-deps", "--offline"],

@@ -21,28 +21,6 @@ pub fn store_with_builtin(path: &std::path::Path) -> Result<crate::store::Store>
     Ok(store)
 }
 
-/// An in-memory database with the built-in extensions' tables (unit tests).
-#[cfg(test)]
-pub(crate) fn test_store() -> Result<crate::store::Store> {
-    let store = crate::store::Store::open_in_memory()?;
-    crate::extension::migrate(&store, &builtin())?;
-    Ok(store)
-}
-
-/// A new session in a test store, each with its own id.
-#[cfg(test)]
-pub(crate) fn test_session(store: &crate::store::Store) -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let id = format!("s{}", N.fetch_add(1, Ordering::Relaxed));
-    store
-        .write(10, |tx| {
-            tx.create_session(&id, "/ws", None, waymark_protocol::PermissionMode::Ask)
-        })
-        .unwrap();
-    id
-}
-
 #[cfg(test)]
 mod store_tests {
     use crate::store::Store;
@@ -60,8 +38,8 @@ mod store_tests {
                 .unwrap();
             for (v, sql) in [
                 include_str!("../../waymark-store/migrations/0001_init.sql"),
-                include_str!("../migrations/plan/0001_plans.sql"),
-                include_str!("../migrations/goal/0001_goals.sql"),
+                include_str!("../../waymark-plan/migrations/0001_plans.sql"),
+                include_str!("../../waymark-goal/migrations/0001_goals.sql"),
                 include_str!("../../waymark-store/migrations/0004_grants.sql"),
             ]
             .iter()

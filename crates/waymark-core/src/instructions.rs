@@ -20,7 +20,7 @@ use waymark_protocol::{InstructionFile, InstructionScope};
 pub const CAP_BYTES: usize = 32 * 1024;
 
 /// The names looked for in each folder, first found wins.
-pub const FILE_NAMES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+pub use crate::tools::fs_policy::INSTRUCTION_FILES as FILE_NAMES;
 
 /// The user-level file beside the settings file.
 pub fn user_file(settings_file: &Path) -> Option<PathBuf> {

@@ -5,21 +5,22 @@
 pub mod commands;
 pub mod compaction;
 pub mod context;
-pub mod goal;
 pub mod instructions;
 pub mod logging;
 pub mod permission;
-pub mod plan;
 mod preview;
 pub mod runtime;
 pub mod session;
 pub mod settings;
 mod turn;
+mod views;
 
 pub mod builtin;
 
 pub use waymark_extension as extension;
 pub use waymark_extension::{clock, error, guard, paths};
+pub use waymark_goal as goal;
+pub use waymark_plan as plan;
 pub use waymark_protocol::{display, secrets};
 pub use waymark_provider as provider;
 pub use waymark_sandbox as sandbox;

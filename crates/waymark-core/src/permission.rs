@@ -19,7 +19,7 @@ use crate::extension::rules::{PermissionRule, scope_of};
 use crate::guard::{GuardCall, GuardDecision, ToolGuard, permission_answered, shell_question};
 use crate::tools::fs_policy::resolve_target;
 use serde_json::Value;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use waymark_protocol::{Answer, CallActor, GrantOffer, PermissionMode, PermissionQuestion};
 
@@ -261,22 +261,7 @@ fn written_paths(call: &GuardCall<'_>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Whether a resolved path lies inside a `.git` folder.
-pub(crate) fn in_git_dir(p: &Path) -> bool {
-    p.components()
-        .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
-}
-
-/// Whether a resolved path is an instructions file (`AGENTS.md`, `CLAUDE.md`) in any folder:
-/// what it says steers every later session there, so the model writing one is the user's
-/// decision, like `.git/` hooks.
-pub(crate) fn is_instructions_file(p: &Path) -> bool {
-    p.file_name().is_some_and(|n| {
-        crate::instructions::FILE_NAMES
-            .iter()
-            .any(|f| n.eq_ignore_ascii_case(f))
-    })
-}
+pub(crate) use crate::tools::fs_policy::{in_git_dir, is_instructions_file};
 
 /// The permission-mode guard: writes and shell commands ask, are allowed or refused
 /// according to the session's permission mode, the user's grants and the extensions' rules.

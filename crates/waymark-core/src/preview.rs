@@ -71,12 +71,7 @@ pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {
     let size = std::fs::metadata(&target).map(|m| m.len()).unwrap_or(0);
     let shown = escape_line(raw);
     let diff_of = |before: &str, after: &str| {
-        let d = crate::plan::render::unified_diff(
-            before,
-            after,
-            &format!("a/{shown}"),
-            &format!("b/{shown}"),
-        );
+        let d = unified_diff(before, after, &format!("a/{shown}"), &format!("b/{shown}"));
         escape_block(&cut(d))
     };
     let (diff, note) = if call.protected.place_of(&target).is_some() {
@@ -154,6 +149,15 @@ fn patch_files(patch: &str, private: impl Fn(&str) -> bool) -> Vec<FileChange> {
         });
     }
     out
+}
+
+/// A unified diff between two texts, labelled `from` and `to`.
+fn unified_diff(old: &str, new: &str, from: &str, to: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(from, to)
+        .to_string()
 }
 
 #[cfg(test)]

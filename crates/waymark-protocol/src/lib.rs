@@ -8,6 +8,7 @@ pub mod config;
 pub mod display;
 mod event;
 mod goal;
+pub mod goal_syntax;
 mod history;
 mod op;
 mod question;

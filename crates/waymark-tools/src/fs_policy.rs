@@ -227,6 +227,23 @@ pub fn read_text(path: &Path, raw: &str) -> Result<String, ToolError> {
         .map_err(|_| ToolError::Model(format!("`{raw}` is not UTF-8 text; it cannot be edited")))
 }
 
+/// The names of instruction files (looked for in each folder, first found wins).
+pub const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+
+/// Whether a resolved path lies inside a `.git` folder.
+pub fn in_git_dir(p: &Path) -> bool {
+    p.components()
+        .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
+}
+
+/// Whether a resolved path is an instructions file (`AGENTS.md`, `CLAUDE.md`) in any folder:
+/// what it says steers every later session there, so the model writing one is the user's
+/// decision, like `.git/` hooks.
+pub fn is_instructions_file(p: &Path) -> bool {
+    p.file_name()
+        .is_some_and(|n| INSTRUCTION_FILES.iter().any(|f| n.eq_ignore_ascii_case(f)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::Fixture;

@@ -1,0 +1,383 @@
+//! `/goal …` (G-9): show, set (with budgets), change budgets, edit, pause, resume, clear,
+//! replace, next.
+
+use super::prompts::Nudge;
+use super::runner::{continue_goal, emit_update, transition};
+use super::{Dimension, describe, exhausted, report, snapshot};
+use crate::db::GoalWrites;
+use crate::db::{Budgets, GoalRow, current_goal, queued_goals};
+use waymark_extension::SessionApi;
+use waymark_extension::commands::{CommandContext, CommandSpec, SlashCommand};
+use waymark_extension::error::{Error, Result};
+use waymark_protocol::GoalUpdateKind;
+pub(crate) use waymark_protocol::goal_syntax::BudgetArgs;
+use waymark_protocol::{
+    BudgetChange, EventKind, GoalActor, GoalOp, GoalReason, GoalStatus, Limit, MessageSource,
+    Position,
+};
+use waymark_store::Tx;
+
+pub(crate) struct GoalCommand;
+
+/// Refuses goal features when the flag is off (G-5).
+pub(crate) fn check_enabled(api: &SessionApi) -> Result<()> {
+    if api.config().beta.thread_goal {
+        Ok(())
+    } else {
+        Err(Error::FeatureOff {
+            setting: "beta.thread_goal",
+            message: "goals are turned off (setting beta.thread_goal); existing goals are kept"
+                .into(),
+        })
+    }
+}
+
+/// Creates the session's goal (active) with the default budgets filled in.
+pub(crate) fn create(
+    tx: &mut Tx<'_>,
+    api: &SessionApi,
+    objective: &str,
+    criteria: Option<&str>,
+    budgets: Budgets,
+    actor: GoalActor,
+) -> Result<GoalRow> {
+    if objective.trim().is_empty() {
+        return Err(Error::Refused("the goal needs an objective".into()));
+    }
+    let d = &api.config().goal.budget;
+    let default_ms = d
+        .default_active_seconds
+        .map(waymark_protocol::goal_syntax::seconds_to_ms)
+        .transpose()
+        .map_err(|e| Error::Refused(e.to_string()))?;
+    let budgets = Budgets {
+        tokens: budgets.tokens.or(d.default_tokens),
+        turns: budgets.turns.or(d.default_main_turns),
+        time_ms: budgets.time_ms.or(default_ms),
+    };
+    check_budgets(&budgets)?;
+    let id = api.new_id("goal");
+    tx.create_goal(&id, api.id(), objective.trim(), criteria, budgets, actor)?;
+    // A session started by `/goal …` has no user message to name it: the objective does.
+    let title: String = objective
+        .trim()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(72)
+        .collect();
+    tx.set_title_if_missing(api.id(), &format!("Goal: {title}"))?;
+    let g = current_goal(tx.conn(), api.id())?
+        .ok_or_else(|| Error::Corrupt("the new goal vanished".into()))?;
+    tx.emit(
+        api.id(),
+        EventKind::GoalCreate {
+            goal: Box::new(snapshot(&g)),
+        },
+    )?;
+    Ok(g)
+}
+
+/// Refuses budgets out of their accepted ranges (whatever set them), naming the range.
+pub(crate) fn check_budgets(b: &Budgets) -> Result<()> {
+    use waymark_protocol::goal_syntax::{Kind, MAX_SECONDS, check};
+    let refuse =
+        |e: waymark_protocol::goal_syntax::BudgetSyntaxError| Error::Refused(e.to_string());
+    if let Some(t) = b.tokens {
+        check(Kind::Tokens, t).map_err(refuse)?;
+    }
+    if let Some(t) = b.turns {
+        check(Kind::Turns, t).map_err(refuse)?;
+    }
+    if let Some(ms) = b.time_ms
+        && !(1..=MAX_SECONDS * 1000).contains(&ms)
+    {
+        return Err(refuse(
+            waymark_protocol::goal_syntax::BudgetSyntaxError::Range {
+                what: "time budget in seconds",
+                max: MAX_SECONDS,
+                value: (ms / 1000).to_string(),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// Applies budget changes; a raised or cleared exhausted dimension reactivates (G-3).
+pub(crate) fn apply_budgets(
+    tx: &mut Tx<'_>,
+    g: &mut GoalRow,
+    b: &BudgetArgs,
+    actor: GoalActor,
+) -> Result<()> {
+    let new = Budgets {
+        tokens: b.tokens.unwrap_or(g.token_budget),
+        turns: b.turns.unwrap_or(g.turn_budget),
+        time_ms: b.time_ms.unwrap_or(g.time_budget_ms),
+    };
+    check_budgets(&new)?;
+    tx.set_goal_budgets(&g.id, new)?;
+    g.token_budget = new.tokens;
+    g.turn_budget = new.turns;
+    g.time_budget_ms = new.time_ms;
+    g.revision += 1;
+    g.counters.grace_used = 0;
+    if g.status == GoalStatus::BudgetLimited {
+        let limited = Dimension::of(g.reason);
+        let changed = match limited {
+            Some(Dimension::Tokens) => b.tokens.is_some(),
+            Some(Dimension::MainTurns) => b.turns.is_some(),
+            Some(Dimension::ActiveSeconds) => b.time_ms.is_some(),
+            None => false,
+        };
+        let still = exhausted(&report(g, 0, 0, 0));
+        if changed && still != limited {
+            super::check_transition(g, GoalReason::BudgetRaised, actor, limited)
+                .map_err(|e| Error::Refused(e.to_string()))?;
+            transition(
+                tx,
+                g,
+                GoalReason::BudgetRaised,
+                actor,
+                GoalUpdateKind::Lifecycle,
+            )?;
+            g.counters.summary_due = false;
+            tx.set_goal_counters(&g.id, &g.counters)?;
+            continue_goal(tx, g, Nudge::Resumed)?;
+            return Ok(());
+        }
+    }
+    emit_update(tx, g, GoalUpdateKind::Lifecycle, actor)
+}
+
+/// A typed budget change as the settings it makes; out-of-range values are refused by
+/// `check_budgets` when applied.
+pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
+    let limit = |l: Option<Limit>| {
+        l.map(|l| match l {
+            Limit::Clear => None,
+            Limit::To(n) => Some(n),
+        })
+    };
+    let time_ms = match limit(c.seconds) {
+        Some(Some(s)) => Some(Some(
+            waymark_protocol::goal_syntax::seconds_to_ms(s)
+                .map_err(|e| Error::Refused(e.to_string()))?,
+        )),
+        other => other,
+    };
+    Ok(BudgetArgs {
+        tokens: limit(c.tokens),
+        turns: limit(c.turns),
+        time_ms,
+    })
+}
+
+/// Parses the arguments of `/goal` into the op they ask for (G-9).
+pub(crate) fn parse(args: &str) -> Result<GoalOp> {
+    waymark_protocol::goal_syntax::parse(args).map_err(|e| Error::Refused(e.to_string()))
+}
+
+/// Applies a user's goal op in `tx`; returns what to tell the user.
+pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<String> {
+    check_enabled(api)?;
+    let current = current_goal(tx.conn(), api.id())?;
+    let no_goal = || Error::Refused("no goal is set".into());
+    Ok(match op {
+        GoalOp::Show => match current {
+            None => "No goal is set. Set one with /goal <objective> (optionally budget=50K turns=20 time=2h).".to_string(),
+            Some(g) => {
+                let queued = queued_goals(tx.conn(), api.id())?;
+                let mut s = describe(&snapshot(&g), tx.now());
+                if !queued.is_empty() {
+                    s.push_str(&format!("\nNext: {}", queued.join(" · ")));
+                }
+                s
+            }
+        },
+        GoalOp::Pause => {
+            let mut g = current.ok_or_else(no_goal)?;
+            if super::runner::auto_resume_at(&g).is_some() {
+                super::runner::cancel_auto_resume(tx, g, GoalActor::User)?;
+                return Ok("Automatic resume cancelled. The goal stays usage-limited until you resume it (/goal resume).".into());
+            }
+            if g.status != GoalStatus::Active {
+                return Err(Error::Refused(format!("the goal is {}, not active", g.status.as_str())));
+            }
+            transition(tx, &mut g, GoalReason::UserRequested, GoalActor::User, GoalUpdateKind::Lifecycle)?;
+            "Goal paused.".into()
+        }
+        GoalOp::Resume => {
+            let mut g = current.ok_or_else(no_goal)?;
+            super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::Refused(e.to_string()))?;
+            transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, GoalUpdateKind::Lifecycle)?;
+            g.counters.repeated_replies = 0;
+            g.counters.toolless_turns = 0;
+            g.counters.limit_resumes = 0;
+            continue_goal(tx, &mut g, Nudge::Resumed)?;
+            "Goal resumed.".into()
+        }
+        GoalOp::Reply { text } => {
+            let mut g = current.ok_or_else(no_goal)?;
+            if g.status != GoalStatus::Blocked {
+                return Err(Error::Refused(format!(
+                    "the goal is {}, not blocked: send your message as usual",
+                    g.status.as_str()
+                )));
+            }
+            let text = text.trim();
+            if text.is_empty() {
+                return Err(Error::Refused("/goal reply needs your answer".into()));
+            }
+            super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::Refused(e.to_string()))?;
+            transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, GoalUpdateKind::Lifecycle)?;
+            g.counters.repeated_replies = 0;
+            g.counters.toolless_turns = 0;
+            tx.set_goal_counters(&g.id, &g.counters)?;
+            // The answer is the next turn; the goal carries on after it.
+            waymark_store::Tx::admit_message(tx, api.id(), MessageSource::User, text, Position::Tail, None)?;
+            "Reply sent; the goal is active again.".into()
+        }
+        GoalOp::Clear => {
+            let g = current.ok_or_else(no_goal)?;
+            tx.clear_goal(api.id())?;
+            tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
+            "Goal cleared.".into()
+        }
+        GoalOp::EditObjective { objective } => {
+            let mut g = current.ok_or_else(no_goal)?;
+            let objective = objective.trim();
+            if objective.is_empty() {
+                return Err(Error::Refused("/goal edit needs the new objective".into()));
+            }
+            if g.status.is_terminal() {
+                return Err(Error::Refused("the goal is complete; set a new one".into()));
+            }
+            tx.edit_goal(&g.id, objective)?;
+            // A new objective is no longer the plan whose steps were checked.
+            if !g.steps.is_empty() {
+                tx.set_goal_steps(&g.id, &[])?;
+                g.steps.clear();
+            }
+            g.objective = objective.to_string();
+            g.revision += 1;
+            let was_active = g.status == GoalStatus::Active;
+            transition(tx, &mut g, GoalReason::Edited, GoalActor::User, GoalUpdateKind::Lifecycle)?;
+            if was_active || g.status == GoalStatus::Active {
+                continue_goal(tx, &mut g, Nudge::Edited)?;
+            }
+            "Goal updated.".into()
+        }
+        GoalOp::Queue { objective } => {
+            let objective = objective.trim();
+            if objective.is_empty() {
+                return Err(Error::Refused("/goal next needs an objective".into()));
+            }
+            tx.enqueue_goal(api.id(), objective)?;
+            "Queued as the next goal; it starts when the current one completes.".into()
+        }
+        GoalOp::EditBudget { budget } => {
+            let Some(mut g) = current else {
+                return Err(Error::Refused("no goal is set; give an objective".into()));
+            };
+            if budget.is_empty() {
+                return Err(Error::Refused("no budget change given (budget=…, turns=… or time=…)".into()));
+            }
+            apply_budgets(tx, &mut g, &args_of(budget)?, GoalActor::User)?;
+            describe(&snapshot(&g), tx.now())
+        }
+        GoalOp::Set { objective, budget, replace } => {
+            let b = args_of(budget)?;
+            if *replace {
+                if let Some(g) = current {
+                    tx.clear_goal(api.id())?;
+                    tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
+                }
+            } else if let Some(g) = &current
+                && !g.status.is_terminal()
+            {
+                return Err(Error::Refused(format!(
+                    "a goal is already set ({}); use /goal replace <objective>, or /goal next <objective> to queue one",
+                    g.status.as_str()
+                )));
+            }
+            let mut g = create(tx, api, objective, None, budgets_of(&b), GoalActor::User)?;
+            continue_goal(tx, &mut g, Nudge::Plain)?;
+            let verb = if *replace { "replaced" } else { "set" };
+            format!("Goal {verb}.\n{}", describe(&snapshot(&g), tx.now()))
+        }
+    })
+}
+
+impl SlashCommand for GoalCommand {
+    fn spec(&self) -> CommandSpec {
+        CommandSpec {
+            name: "goal",
+            usage: "/goal [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
+            summary: "set or manage the session's goal",
+        }
+    }
+
+    fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
+        let api = cx
+            .api
+            .ok_or_else(|| Error::Refused("/goal needs a session".into()))?;
+        check_enabled(api)?;
+        apply(cx.tx, api, &parse(args)?)
+    }
+}
+
+pub(crate) fn budgets_of(b: &BudgetArgs) -> Budgets {
+    Budgets {
+        tokens: b.tokens.flatten(),
+        turns: b.turns.flatten(),
+        time_ms: b.time_ms.flatten(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slash_goal_parses_into_the_typed_ops() {
+        assert_eq!(parse("").unwrap(), GoalOp::Show);
+        assert_eq!(parse("pause").unwrap(), GoalOp::Pause);
+        assert_eq!(
+            parse("fix it budget=50K time=2h").unwrap(),
+            GoalOp::Set {
+                objective: "fix it".into(),
+                budget: BudgetChange {
+                    tokens: Some(Limit::To(50_000)),
+                    turns: None,
+                    seconds: Some(Limit::To(7200)),
+                },
+                replace: false,
+            }
+        );
+        assert_eq!(
+            parse("turns=clear").unwrap(),
+            GoalOp::EditBudget {
+                budget: BudgetChange {
+                    turns: Some(Limit::Clear),
+                    ..Default::default()
+                }
+            }
+        );
+        assert_eq!(
+            parse("edit  do the other thing ").unwrap(),
+            GoalOp::EditObjective {
+                objective: "do the other thing".into()
+            }
+        );
+        // Absurd typed values are refused by name, never wrapped.
+        assert!(
+            args_of(&BudgetChange {
+                seconds: Some(Limit::To(u64::MAX)),
+                ..Default::default()
+            })
+            .is_err()
+        );
+    }
+}

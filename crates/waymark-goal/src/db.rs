@@ -1,0 +1,606 @@
+//! Goals: the session's current goal, its budgets and usage, breaker and verifier counters,
+//! and the queue of upcoming goals. Usage arithmetic happens in the caller's transaction.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use waymark_extension::error::{Error, Result};
+use waymark_protocol::{GoalActor, GoalReason, GoalStatus, GoalStep, UsageLimit};
+use waymark_store::clamp_i64;
+
+/// A goal as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoalRow {
+    pub id: String,
+    pub session_id: String,
+    pub objective: String,
+    pub criteria: Option<String>,
+    pub status: GoalStatus,
+    pub reason: GoalReason,
+    pub actor: GoalActor,
+    pub revision: u32,
+    pub token_budget: Option<u64>,
+    pub turn_budget: Option<u64>,
+    pub time_budget_ms: Option<u64>,
+    pub tokens_used: u64,
+    pub turns_used: u64,
+    pub active_ms: u64,
+    pub counters: GoalCounters,
+    /// What the worker asked when it reported the goal blocked (cleared when it moves on).
+    pub question: Option<String>,
+    /// While `usage_limited`: when the limit resets and whether the goal resumes then.
+    pub usage_limit: Option<UsageLimit>,
+    /// The steps of the plan the goal implements, with the verifier's latest verdicts.
+    pub steps: Vec<GoalStep>,
+}
+
+/// Settlement's memory between turns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GoalCounters {
+    pub continuations: u32,
+    pub repeated_replies: u32,
+    pub toolless_turns: u32,
+    pub last_reply: Option<String>,
+    pub completion_claimed: bool,
+    pub not_met_count: u32,
+    pub last_gaps: Option<String>,
+    pub grace_used: u32,
+    pub summary_due: bool,
+    /// Automatic resumes after a usage limit since a turn last got through.
+    pub limit_resumes: u32,
+}
+
+/// Budgets of a new goal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Budgets {
+    pub tokens: Option<u64>,
+    pub turns: Option<u64>,
+    pub time_ms: Option<u64>,
+}
+
+const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, actor, revision, \
+     token_budget, turn_budget, time_budget_ms, tokens_used, turns_used, active_ms, continuations, \
+     repeated_replies, toolless_turns, last_reply, completion_claimed, not_met_count, last_gaps, \
+     grace_used, summary_due, question, usage_limit, limit_resumes, steps";
+
+fn opt_u64(v: Option<i64>) -> Option<u64> {
+    v.map(|x| x.max(0) as u64)
+}
+
+/// A goal row before its closed-set columns are checked: the row, then its status, reason,
+/// actor and usage-limit JSON as stored.
+type RawGoal = (
+    GoalRow,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+);
+
+fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
+    let status: String = r.get(4)?;
+    let reason: String = r.get(5)?;
+    let actor: String = r.get(6)?;
+    Ok((
+        GoalRow {
+            id: r.get(0)?,
+            session_id: r.get(1)?,
+            objective: r.get(2)?,
+            criteria: r.get(3)?,
+            status: GoalStatus::Active,
+            reason: GoalReason::Created,
+            actor: GoalActor::System,
+            revision: r.get::<_, i64>(7)? as u32,
+            token_budget: opt_u64(r.get(8)?),
+            turn_budget: opt_u64(r.get(9)?),
+            time_budget_ms: opt_u64(r.get(10)?),
+            tokens_used: r.get::<_, i64>(11)?.max(0) as u64,
+            turns_used: r.get::<_, i64>(12)?.max(0) as u64,
+            active_ms: r.get::<_, i64>(13)?.max(0) as u64,
+            counters: GoalCounters {
+                continuations: r.get::<_, i64>(14)? as u32,
+                repeated_replies: r.get::<_, i64>(15)? as u32,
+                toolless_turns: r.get::<_, i64>(16)? as u32,
+                last_reply: r.get(17)?,
+                completion_claimed: r.get::<_, i64>(18)? != 0,
+                not_met_count: r.get::<_, i64>(19)? as u32,
+                last_gaps: r.get(20)?,
+                grace_used: r.get::<_, i64>(21)? as u32,
+                summary_due: r.get::<_, i64>(22)? != 0,
+                limit_resumes: r.get::<_, i64>(25)?.clamp(0, i64::from(u32::MAX)) as u32,
+            },
+            question: r.get(23)?,
+            usage_limit: None,
+            steps: Vec::new(),
+        },
+        status,
+        reason,
+        actor,
+        r.get(24)?,
+        r.get(26)?,
+    ))
+}
+
+fn decode(parts: RawGoal) -> Result<GoalRow> {
+    let (mut g, status, reason, actor, limit, steps) = parts;
+    // Unreadable steps leave a usable goal without them rather than a broken session.
+    g.steps = steps
+        .and_then(|s| match serde_json::from_str::<Vec<GoalStep>>(&s) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!(goal = %g.id, "the goal's plan steps are unreadable, ignored: {e}");
+                None
+            }
+        })
+        .unwrap_or_default();
+    // Unreadable (damaged, or written by another version): the goal keeps its status and
+    // simply has no automatic resume, which is the safe side; the session stays usable.
+    g.usage_limit = limit.and_then(|l| match serde_json::from_str::<UsageLimit>(&l) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!(goal = %g.id, "the goal's usage limit is unreadable, ignored: {e}");
+            None
+        }
+    });
+    g.status = GoalStatus::parse(&status)
+        .ok_or_else(|| Error::Corrupt(format!("goal {}: status `{status}`", g.id)))?;
+    g.reason = GoalReason::parse(&reason)
+        .ok_or_else(|| Error::Corrupt(format!("goal {}: reason `{reason}`", g.id)))?;
+    g.actor = GoalActor::parse(&actor)
+        .ok_or_else(|| Error::Corrupt(format!("goal {}: actor `{actor}`", g.id)))?;
+    Ok(g)
+}
+
+/// The goal extension's writes to its own tables, in the core transaction.
+pub trait GoalWrites {
+    /// Creates an active goal and makes it the session's current one.
+    fn create_goal(
+        &mut self,
+        id: &str,
+        session_id: &str,
+        objective: &str,
+        criteria: Option<&str>,
+        budgets: Budgets,
+        actor: GoalActor,
+    ) -> Result<()>;
+    /// Writes a status change (the caller has checked it is allowed). The worker's question
+    /// goes; `usage_limit` is kept only with `usage_limited`.
+    fn set_goal_status(
+        &mut self,
+        id: &str,
+        status: GoalStatus,
+        reason: GoalReason,
+        actor: GoalActor,
+        usage_limit: Option<&UsageLimit>,
+    ) -> Result<()>;
+    /// Changes what a usage-limited goal does when its limit resets (the user cancelled the
+    /// automatic resume, or the process that would make it stopped).
+    fn set_goal_usage_limit(&mut self, id: &str, limit: &UsageLimit) -> Result<()>;
+    /// Adds a turn's usage.
+    fn add_goal_usage(&mut self, id: &str, tokens: u64, turns: u64, active_ms: u64) -> Result<()>;
+    /// Replaces the budgets (None clears a dimension); bumps the revision.
+    fn set_goal_budgets(&mut self, id: &str, budgets: Budgets) -> Result<()>;
+    /// Changes the objective; bumps the revision.
+    fn edit_goal(&mut self, id: &str, objective: &str) -> Result<()>;
+    /// Stores the plan steps of a goal and their verdicts.
+    fn set_goal_steps(&mut self, id: &str, steps: &[GoalStep]) -> Result<()>;
+    /// Keeps what the worker asked when it reported the goal blocked (redacted).
+    fn set_goal_question(&mut self, id: &str, question: &str) -> Result<()>;
+    /// Stores settlement's counters.
+    fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()>;
+    /// Removes the session's current goal (the row stays for the record).
+    fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>>;
+    /// Appends an objective to the queue of upcoming goals.
+    fn enqueue_goal(&mut self, session_id: &str, objective: &str) -> Result<i64>;
+    /// Takes the oldest queued objective.
+    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<String>>;
+}
+
+impl GoalWrites for super::Tx<'_> {
+    fn create_goal(
+        &mut self,
+        id: &str,
+        session_id: &str,
+        objective: &str,
+        criteria: Option<&str>,
+        budgets: Budgets,
+        actor: GoalActor,
+    ) -> Result<()> {
+        let now = self.now();
+        // An objective or criteria may quote a secret: stored (and shown) redacted.
+        let objective = self.redact(objective).into_owned();
+        let criteria = criteria.map(|c| self.redact(c).into_owned());
+        self.conn().execute(
+            "INSERT INTO goals (id, session_id, objective, criteria, status, reason, actor,
+                token_budget, turn_budget, time_budget_ms, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, 'active', 'created', ?5, ?6, ?7, ?8, ?9, ?9)",
+            params![
+                id,
+                session_id,
+                objective,
+                criteria,
+                actor.as_str(),
+                budgets.tokens.map(clamp_i64),
+                budgets.turns.map(clamp_i64),
+                budgets.time_ms.map(clamp_i64),
+                now
+            ],
+        )?;
+        self.conn().execute(
+            "UPDATE sessions SET current_goal_id = ?2 WHERE id = ?1",
+            params![session_id, id],
+        )?;
+        Ok(())
+    }
+
+    fn set_goal_status(
+        &mut self,
+        id: &str,
+        status: GoalStatus,
+        reason: GoalReason,
+        actor: GoalActor,
+        usage_limit: Option<&UsageLimit>,
+    ) -> Result<()> {
+        let now = self.now();
+        let limit = usage_limit
+            .filter(|_| status == GoalStatus::UsageLimited)
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| Error::Corrupt(format!("goal {id}: usage limit: {e}")))?;
+        self.conn().execute(
+            "UPDATE goals SET status = ?2, reason = ?3, actor = ?4, updated_at = ?5, question = NULL,
+             usage_limit = ?6 WHERE id = ?1",
+            params![id, status.as_str(), reason.as_str(), actor.as_str(), now, limit],
+        )?;
+        Ok(())
+    }
+
+    fn set_goal_usage_limit(&mut self, id: &str, limit: &UsageLimit) -> Result<()> {
+        let json = serde_json::to_string(limit)
+            .map_err(|e| Error::Corrupt(format!("goal {id}: usage limit: {e}")))?;
+        self.conn().execute(
+            "UPDATE goals SET usage_limit = ?2 WHERE id = ?1 AND status = 'usage_limited'",
+            params![id, json],
+        )?;
+        Ok(())
+    }
+
+    fn add_goal_usage(&mut self, id: &str, tokens: u64, turns: u64, active_ms: u64) -> Result<()> {
+        // Saturating sums: SQLite turns an overflowing integer sum into a float.
+        self.conn()
+            .prepare_cached(
+                "UPDATE goals SET
+                   tokens_used = CASE WHEN tokens_used > 9223372036854775807 - ?2
+                                 THEN 9223372036854775807 ELSE tokens_used + ?2 END,
+                   turns_used = CASE WHEN turns_used > 9223372036854775807 - ?3
+                                THEN 9223372036854775807 ELSE turns_used + ?3 END,
+                   active_ms = CASE WHEN active_ms > 9223372036854775807 - ?4
+                               THEN 9223372036854775807 ELSE active_ms + ?4 END
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                clamp_i64(tokens),
+                clamp_i64(turns),
+                clamp_i64(active_ms)
+            ])?;
+        Ok(())
+    }
+
+    fn set_goal_budgets(&mut self, id: &str, budgets: Budgets) -> Result<()> {
+        let now = self.now();
+        self.conn().execute(
+            "UPDATE goals SET token_budget = ?2, turn_budget = ?3, time_budget_ms = ?4,
+             revision = revision + 1, grace_used = 0, updated_at = ?5 WHERE id = ?1",
+            params![
+                id,
+                budgets.tokens.map(clamp_i64),
+                budgets.turns.map(clamp_i64),
+                budgets.time_ms.map(clamp_i64),
+                now
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn edit_goal(&mut self, id: &str, objective: &str) -> Result<()> {
+        let now = self.now();
+        let objective = self.redact(objective).into_owned();
+        self.conn().execute(
+            "UPDATE goals SET objective = ?2, revision = revision + 1, updated_at = ?3 WHERE id = ?1",
+            params![id, objective, now],
+        )?;
+        Ok(())
+    }
+
+    fn set_goal_steps(&mut self, id: &str, steps: &[GoalStep]) -> Result<()> {
+        let json = serde_json::to_string(steps)
+            .map_err(|e| Error::Corrupt(format!("goal {id}: steps: {e}")))?;
+        self.conn().execute(
+            "UPDATE goals SET steps = ?2 WHERE id = ?1",
+            params![id, json],
+        )?;
+        Ok(())
+    }
+
+    fn set_goal_question(&mut self, id: &str, question: &str) -> Result<()> {
+        let q = self.redact(question).into_owned();
+        self.conn().execute(
+            "UPDATE goals SET question = ?2 WHERE id = ?1",
+            params![id, q],
+        )?;
+        Ok(())
+    }
+
+    fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()> {
+        self.conn()
+            .prepare_cached(
+                "UPDATE goals SET continuations = ?2, repeated_replies = ?3, toolless_turns = ?4,
+                 last_reply = ?5, completion_claimed = ?6, not_met_count = ?7, last_gaps = ?8,
+                 grace_used = ?9, summary_due = ?10, limit_resumes = ?11 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                c.continuations,
+                c.repeated_replies,
+                c.toolless_turns,
+                c.last_reply,
+                c.completion_claimed,
+                c.not_met_count,
+                c.last_gaps,
+                c.grace_used,
+                c.summary_due,
+                c.limit_resumes
+            ])?;
+        Ok(())
+    }
+
+    fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>> {
+        let now = self.now();
+        let id: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT current_goal_id FROM sessions WHERE id = ?1",
+                [session_id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten();
+        if let Some(id) = &id {
+            self.conn().execute(
+                "UPDATE goals SET cleared_at = ?2 WHERE id = ?1",
+                params![id, now],
+            )?;
+            self.conn().execute(
+                "UPDATE sessions SET current_goal_id = NULL WHERE id = ?1",
+                [session_id],
+            )?;
+        }
+        Ok(id)
+    }
+
+    fn enqueue_goal(&mut self, session_id: &str, objective: &str) -> Result<i64> {
+        let now = self.now();
+        let objective = self.redact(objective).into_owned();
+        self.conn().execute(
+            "INSERT INTO goal_queue (session_id, objective, created_at) VALUES (?1, ?2, ?3)",
+            params![session_id, objective, now],
+        )?;
+        Ok(self.conn().last_insert_rowid())
+    }
+
+    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<String>> {
+        let row: Option<(i64, String)> = self
+            .conn()
+            .query_row(
+                "SELECT id, objective FROM goal_queue WHERE session_id = ?1 ORDER BY id LIMIT 1",
+                [session_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        match row {
+            Some((id, objective)) => {
+                self.conn()
+                    .execute("DELETE FROM goal_queue WHERE id = ?1", [id])?;
+                Ok(Some(objective))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+/// What a turn did for a goal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnGoal {
+    pub goal_id: Option<String>,
+    pub revision: Option<u32>,
+    /// The model's `update_goal` status proposal, as JSON `{status, message}`.
+    pub proposal: Option<String>,
+    /// The summary turn after a budget stop.
+    pub summary: bool,
+}
+
+/// What the goal extension records on a turn, in the core transaction.
+pub trait GoalTurnWrites {
+    /// Marks a turn as working on `goal_id` at `revision`.
+    fn set_turn_goal(
+        &mut self,
+        turn_id: i64,
+        goal_id: &str,
+        revision: u32,
+        summary: bool,
+    ) -> Result<()>;
+    /// Records the model's proposal for this turn (the last one wins).
+    fn set_turn_proposal(&mut self, turn_id: i64, proposal: &str) -> Result<()>;
+}
+
+impl GoalTurnWrites for super::Tx<'_> {
+    fn set_turn_goal(
+        &mut self,
+        turn_id: i64,
+        goal_id: &str,
+        revision: u32,
+        summary: bool,
+    ) -> Result<()> {
+        self.conn().execute(
+            "UPDATE turns SET goal_id = ?2, goal_revision = ?3, goal_summary = ?4 WHERE id = ?1",
+            params![turn_id, goal_id, revision, summary],
+        )?;
+        Ok(())
+    }
+
+    fn set_turn_proposal(&mut self, turn_id: i64, proposal: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE turns SET goal_proposal = ?2 WHERE id = ?1",
+            params![turn_id, proposal],
+        )?;
+        Ok(())
+    }
+}
+
+/// The goal facts of a turn.
+pub fn turn_goal(conn: &Connection, turn_id: i64) -> Result<TurnGoal> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT goal_id, goal_revision, goal_proposal, goal_summary FROM turns WHERE id = ?1",
+        )?
+        .query_row([turn_id], |r| {
+            Ok(TurnGoal {
+                goal_id: r.get(0)?,
+                revision: r.get::<_, Option<i64>>(1)?.map(|v| v as u32),
+                proposal: r.get(2)?,
+                summary: r.get::<_, i64>(3)? != 0,
+            })
+        })
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// The session's current goal, if any.
+pub fn current_goal(conn: &Connection, session_id: &str) -> Result<Option<GoalRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM goals WHERE id = (SELECT current_goal_id FROM sessions WHERE id = ?1)"
+    ))?
+    .query_row([session_id], row_to_goal)
+    .optional()?
+    .map(decode)
+    .transpose()
+}
+
+/// Objectives waiting in the goal queue, oldest first.
+pub fn queued_goals(conn: &Connection, session_id: &str) -> Result<Vec<String>> {
+    let mut stmt =
+        conn.prepare("SELECT objective FROM goal_queue WHERE session_id = ?1 ORDER BY id")?;
+    let rows = stmt.query_map([session_id], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use waymark_test_support::session as make_session;
+
+    #[test]
+    fn goal_lifecycle_usage_and_queue() {
+        let store = waymark_test_support::store_with(&[std::sync::Arc::new(crate::GoalExtension)]);
+        let s = make_session(&store);
+        let budgets = Budgets {
+            tokens: Some(50_000),
+            turns: Some(10),
+            time_ms: None,
+        };
+        store
+            .write(1, |tx| {
+                tx.create_goal(
+                    "g1",
+                    &s,
+                    "fix the build",
+                    Some("tests pass"),
+                    budgets,
+                    GoalActor::User,
+                )
+            })
+            .unwrap();
+        let g = store.read(|c| current_goal(c, &s)).unwrap().unwrap();
+        assert_eq!(
+            (g.status, g.reason, g.actor, g.revision),
+            (GoalStatus::Active, GoalReason::Created, GoalActor::User, 1)
+        );
+        store
+            .write(2, |tx| {
+                tx.add_goal_usage("g1", 1200, 1, 5000)?;
+                tx.add_goal_usage("g1", 800, 1, 2500)?;
+                tx.set_goal_status(
+                    "g1",
+                    GoalStatus::BudgetLimited,
+                    GoalReason::Tokens,
+                    GoalActor::Runtime,
+                    None,
+                )?;
+                tx.set_goal_budgets(
+                    "g1",
+                    Budgets {
+                        tokens: Some(100_000),
+                        ..budgets
+                    },
+                )?;
+                tx.edit_goal("g1", "fix the build on CI")?;
+                tx.set_goal_counters(
+                    "g1",
+                    &GoalCounters {
+                        repeated_replies: 2,
+                        last_reply: Some("same".into()),
+                        ..Default::default()
+                    },
+                )
+            })
+            .unwrap();
+        let g = store.read(|c| current_goal(c, &s)).unwrap().unwrap();
+        assert_eq!((g.tokens_used, g.turns_used, g.active_ms), (2000, 2, 7500));
+        assert_eq!(g.status, GoalStatus::BudgetLimited);
+        assert_eq!(g.token_budget, Some(100_000));
+        assert_eq!(g.revision, 3);
+        assert_eq!(g.objective, "fix the build on CI");
+        assert_eq!(g.counters.repeated_replies, 2);
+        store
+            .write(3, |tx| tx.enqueue_goal(&s, "then the docs"))
+            .unwrap();
+        assert_eq!(
+            store.read(|c| queued_goals(c, &s)).unwrap(),
+            vec!["then the docs"]
+        );
+        let (next, _) = store.write(4, |tx| tx.pop_goal_queue(&s)).unwrap();
+        assert_eq!(next.as_deref(), Some("then the docs"));
+        let (cleared, _) = store.write(5, |tx| tx.clear_goal(&s)).unwrap();
+        assert_eq!(cleared.as_deref(), Some("g1"));
+        assert!(store.read(|c| current_goal(c, &s)).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_schema_refuses_unknown_statuses_and_negative_usage() {
+        let store = waymark_test_support::store_with(&[std::sync::Arc::new(crate::GoalExtension)]);
+        let s = make_session(&store);
+        store
+            .write(1, |tx| {
+                tx.create_goal("g1", &s, "x", None, Budgets::default(), GoalActor::User)
+            })
+            .unwrap();
+        let bad_status = store.read(|c| {
+            Ok::<_, waymark_extension::error::Error>(
+                c.execute("UPDATE goals SET status = 'done' WHERE id = 'g1'", [])?,
+            )
+        });
+        assert!(bad_status.is_err());
+        let bad_usage = store.read(|c| {
+            Ok::<_, waymark_extension::error::Error>(
+                c.execute("UPDATE goals SET tokens_used = -1 WHERE id = 'g1'", [])?,
+            )
+        });
+        assert!(bad_usage.is_err());
+        let bad_budget = store.read(|c| {
+            Ok::<_, waymark_extension::error::Error>(
+                c.execute("UPDATE goals SET token_budget = 0 WHERE id = 'g1'", [])?,
+            )
+        });
+        assert!(bad_budget.is_err());
+    }
+}

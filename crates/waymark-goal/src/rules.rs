@@ -1,0 +1,86 @@
+//! What goals add to the permission guard: the reviewer's read-only policy, and the model
+//! raising its own goal's budget, which is the user's decision.
+
+use serde_json::Value;
+use waymark_extension::guard::{GuardCall, GuardDecision, permission_answered};
+use waymark_extension::rules::PermissionRule;
+use waymark_protocol::display::escape_line;
+use waymark_protocol::{CallActor, GrantOffer, PermissionMode, PermissionQuestion};
+
+/// Tools the goal's reviewer may use besides the sandboxed shell.
+pub const VERIFIER_TOOLS: &[&str] = &["read_file", "list_dir", "glob", "grep"];
+
+pub struct GoalRules;
+
+impl PermissionRule for GoalRules {
+    fn name(&self) -> &'static str {
+        "goal"
+    }
+
+    fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
+        if call.actor == CallActor::Verifier {
+            return Some(verifier_policy(call));
+        }
+        budget_change(call).map(|b| budget_decision(call, call.session.permission_mode, b))
+    }
+}
+
+/// The reviewer's read-only policy, whatever the session's permission mode: reading and
+/// searching, and the shell only when it runs sandboxed. Nothing else, and it never asks.
+fn verifier_policy(call: &GuardCall<'_>) -> GuardDecision {
+    let tool = call.tool;
+    if VERIFIER_TOOLS.contains(&tool.name()) || (tool.is_shell() && call.shell_sandboxed) {
+        return GuardDecision::Allow;
+    }
+    GuardDecision::Deny(format!(
+        "`{}` is not available to the reviewer: it may only read, search and run sandboxed commands.",
+        tool.name()
+    ))
+}
+
+/// The token budget a call asks to set, when it is the model changing its goal's budget
+/// (`update_goal` in mode `token_budget`).
+fn budget_change(call: &GuardCall<'_>) -> Option<String> {
+    (call.tool.name() == "update_goal"
+        && call.arguments.get("mode").and_then(Value::as_str) == Some("token_budget"))
+    .then(|| {
+        call.arguments
+            .get("token_budget")
+            .map(|b| escape_line(&b.to_string()))
+            .unwrap_or_else(|| "(none given)".into())
+    })
+}
+
+/// The model changing its own goal's budget is the user's decision: it asks in every mode
+/// but `auto` (refused in read-only), is answered once, and no grant covers it.
+fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -> GuardDecision {
+    match mode {
+        PermissionMode::Auto => return GuardDecision::Allow,
+        PermissionMode::ReadOnly => {
+            return GuardDecision::Deny(
+                "The goal's budget cannot change in read-only permission mode; the user can change it with /goal budget=…".into(),
+            );
+        }
+        PermissionMode::Ask | PermissionMode::AutoEdit => {}
+    }
+    if let Some(decision) = permission_answered(
+        call,
+        "budget change",
+        "Keep working within the current budget.",
+    ) {
+        return decision;
+    }
+    GuardDecision::Ask(Box::new(PermissionQuestion {
+        tool: call.tool.name().to_string(),
+        shell: false,
+        scope: None,
+        arguments: call.arguments.clone(),
+        summary: format!("set the goal's token budget to {budget}"),
+        command: None,
+        files: Vec::new(),
+        git: false,
+        grants: GrantOffer::default(),
+        call_id: String::new(),
+        call_sha256: String::new(),
+    }))
+}

@@ -1,0 +1,661 @@
+//! Where goals meet the runtime: marking goal turns, adding usage in the turn's
+//! transaction, running settlement after the turn, re-checking a continuation before it is
+//! dequeued (G-23), keeping an active goal moving, and pausing goals when the app closes.
+
+use super::prompts::{self, Nudge};
+use super::settlement::{Limits, Mode, Pipeline, Proposal, TurnFacts, Verdict};
+use super::{Dimension, exhausted, report, snapshot};
+use crate::db::GoalTurnWrites;
+use crate::db::GoalWrites;
+use crate::db::{GoalRow, TurnGoal, current_goal, turn_goal};
+use std::time::Duration;
+use waymark_extension::Dequeue;
+use waymark_extension::SessionApi;
+use waymark_extension::error::Result;
+use waymark_protocol::GoalUpdateKind;
+use waymark_protocol::config::Verification;
+use waymark_protocol::{
+    EventKind, GoalActor, GoalReason, GoalStatus, MessageSource, Position, RouteKind,
+};
+use waymark_store::{self as store, HistoryItem, MessageRow, Tx};
+
+const CONTINUATION_KEY: &str = "goal-cont:";
+pub(crate) const SUMMARY_KEY: &str = "goal-summary:";
+
+/// Whether a message is the summary turn after a budget stop.
+pub(crate) fn is_summary(m: &MessageRow) -> bool {
+    m.source == MessageSource::Goal
+        && m.idempotency_key
+            .as_deref()
+            .is_some_and(|k| k.starts_with(SUMMARY_KEY))
+}
+
+/// Emits `goal.update` (logged): a status change, or a change `actor` made to the goal.
+pub(crate) fn emit_update(
+    tx: &mut Tx<'_>,
+    g: &GoalRow,
+    kind: GoalUpdateKind,
+    actor: GoalActor,
+) -> Result<()> {
+    Ok(tx.emit(
+        &g.session_id,
+        EventKind::GoalUpdate {
+            goal_id: g.id.clone(),
+            kind,
+            status: g.status,
+            reason: g.reason,
+            actor,
+            usage: Box::new(report(g, 0, 0, 0)),
+            usage_limit: g.usage_limit.map(Box::new),
+        },
+    )?)
+}
+
+/// Pushes the full snapshot to front ends (after commit).
+pub(crate) fn push_snapshot(api: &SessionApi) {
+    if let Ok(Some(g)) = api.read(|c| current_goal(c, api.id())) {
+        api.transient(EventKind::GoalUpdated {
+            goal: Box::new(snapshot(&g)),
+        });
+    }
+}
+
+/// Changes the goal's status in `tx` and logs it. `g.usage_limit` is kept only when the new
+/// status is `usage_limited` (the caller sets it first).
+pub(crate) fn transition(
+    tx: &mut Tx<'_>,
+    g: &mut GoalRow,
+    reason: GoalReason,
+    actor: GoalActor,
+    kind: GoalUpdateKind,
+) -> Result<()> {
+    g.status = reason.status();
+    g.reason = reason;
+    g.actor = actor;
+    g.question = None;
+    if g.status != GoalStatus::UsageLimited {
+        g.usage_limit = None;
+    }
+    tx.set_goal_status(&g.id, g.status, reason, actor, g.usage_limit.as_ref())?;
+    emit_update(tx, g, kind, actor)
+}
+
+/// Queues a goal continuation (or the summary turn) at the tail.
+pub(crate) fn enqueue(tx: &mut Tx<'_>, g: &GoalRow, text: &str, key: &str) -> Result<()> {
+    waymark_store::Tx::admit_message(
+        tx,
+        &g.session_id,
+        MessageSource::Goal,
+        text,
+        Position::Tail,
+        Some(key),
+    )?;
+    Ok(())
+}
+
+/// Queues the next continuation of an active goal: the contract first, short prompts after.
+pub(crate) fn continue_goal(tx: &mut Tx<'_>, g: &mut GoalRow, nudge: Nudge) -> Result<()> {
+    let text = if g.counters.continuations == 0 {
+        prompts::contract(g)
+    } else {
+        prompts::continuation(nudge)
+    };
+    g.counters.continuations += 1;
+    let key = format!(
+        "{CONTINUATION_KEY}{}:{}:{}",
+        g.id, g.revision, g.counters.continuations
+    );
+    tx.set_goal_counters(&g.id, &g.counters)?;
+    enqueue(tx, g, &text, &key)
+}
+
+/// The session's memory of what its running turn does for a goal, so per-call checks need
+/// no query.
+#[derive(Default)]
+pub(crate) struct TurnGoalSlot(std::sync::Mutex<Option<(i64, TurnGoal)>>);
+
+/// What a turn does for a goal: from memory for the running turn, else from the store.
+pub(crate) fn turn_goal_of(api: &SessionApi, turn_id: i64) -> Result<TurnGoal> {
+    let slot = api.state::<TurnGoalSlot>();
+    let mut cache = slot.0.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((id, tg)) = cache.as_ref()
+        && *id == turn_id
+    {
+        return Ok(tg.clone());
+    }
+    let tg = api.read(|c| turn_goal(c, turn_id))?;
+    *cache = Some((turn_id, tg.clone()));
+    Ok(tg)
+}
+
+/// Forgets the remembered goal facts of a turn (its proposal changed).
+pub(crate) fn forget_turn_goal(api: &SessionApi) {
+    *api.state::<TurnGoalSlot>()
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = None;
+}
+
+/// At the start of a turn: remember which goal (and revision) it works for.
+pub(crate) fn on_turn_start(
+    tx: &mut Tx<'_>,
+    api: &SessionApi,
+    turn_id: i64,
+    m: &MessageRow,
+) -> Result<()> {
+    if !api.config().beta.thread_goal {
+        return Ok(());
+    }
+    let mut tg = TurnGoal::default();
+    if let Some(g) = current_goal(tx.conn(), api.id())? {
+        let summary = is_summary(m);
+        if g.status == GoalStatus::Active || summary {
+            tx.set_turn_goal(turn_id, &g.id, g.revision, summary)?;
+            tg = TurnGoal {
+                goal_id: Some(g.id),
+                revision: Some(g.revision),
+                proposal: None,
+                summary,
+            };
+        }
+    }
+    // Remembered even when rolled back: the turn id then never runs, so it is never asked.
+    *api.state::<TurnGoalSlot>()
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some((turn_id, tg));
+    Ok(())
+}
+
+/// Stage 1 of settlement, in the turn's own transaction: the turn's tokens, one main turn and
+/// its active time are added to the goal it worked for.
+pub(crate) fn add_turn_usage(
+    tx: &mut Tx<'_>,
+    turn: &store::TurnRow,
+    recovered: bool,
+) -> Result<()> {
+    let tg = turn_goal(tx.conn(), turn.id)?;
+    let Some(goal_id) = tg.goal_id else {
+        return Ok(());
+    };
+    // A turn found interrupted after a crash gets no time: the app was not running (G-6).
+    let active_ms = if recovered {
+        0
+    } else {
+        (tx.now() - turn.started_at).max(0) as u64
+    };
+    tx.add_goal_usage(&goal_id, turn.usage.total(), 1, active_ms)
+}
+
+/// Whether a goal turn must make no further model call: its budget is used up, or it is
+/// the summary turn, which is exactly one call.
+pub(crate) fn budget_spent(api: &SessionApi, turn_id: i64) -> Result<bool> {
+    let tg = turn_goal_of(api, turn_id)?;
+    if tg.goal_id.is_none() {
+        return Ok(false);
+    }
+    if tg.summary {
+        return Ok(true);
+    }
+    api.read(|c| {
+        let (Some(g), Some(t)) = (current_goal(c, api.id())?, store::turns::get(c, turn_id)?)
+        else {
+            return Ok(false);
+        };
+        let elapsed = (api.now_ms() - t.started_at).max(0) as u64;
+        Ok(exhausted(&report(&g, t.usage.total(), 0, elapsed)).is_some())
+    })
+}
+
+/// Whether tools are offered in this turn (not in the summary turn).
+pub(crate) fn tools_offered(api: &SessionApi, turn_id: i64) -> Result<bool> {
+    Ok(!turn_goal_of(api, turn_id)?.summary)
+}
+
+/// The verification mode (G-16): the setting, else by the route of the model.
+/// A goal that implements a plan has its steps checked unless verification is turned off
+/// by name (PM-27): with the route's default of none, the evaluator checks them.
+pub(crate) fn mode(api: &SessionApi, g: &GoalRow) -> Mode {
+    match api.config().goal.verification {
+        Some(Verification::None) => Mode::None,
+        Some(Verification::Subagent) => Mode::Subagent,
+        Some(Verification::Evaluator) => Mode::Evaluator,
+        None => match api.provider().route() {
+            RouteKind::OwnKey if g.steps.is_empty() => Mode::None,
+            RouteKind::OwnKey => Mode::Evaluator,
+            RouteKind::Managed => Mode::Subagent,
+        },
+    }
+}
+
+fn facts(api: &SessionApi, turn_id: i64, revision_at_start: u32) -> Result<Option<TurnFacts>> {
+    // The turn's items are the newest of the conversation the session already holds.
+    let (final_reply, used_tools) = api.with_history(|items| {
+        let mut final_reply: Option<&str> = None;
+        let mut used_tools = false;
+        for (_, item) in items
+            .iter()
+            .rev()
+            .skip_while(|(t, _)| *t != Some(turn_id))
+            .take_while(|(t, _)| *t == Some(turn_id))
+        {
+            if let HistoryItem::Assistant {
+                text, tool_calls, ..
+            } = item
+            {
+                final_reply.get_or_insert(text);
+                used_tools |= !tool_calls.is_empty();
+            }
+        }
+        (final_reply.unwrap_or_default().to_string(), used_tools)
+    })?;
+    api.read(|c| {
+        let Some(t) = store::turns::get(c, turn_id)? else {
+            return Ok(None);
+        };
+        let Some(reason) = t.reason else {
+            return Ok(None);
+        };
+        let (error_code, resets_in_ms) = store::turns::error(c, turn_id)?.unzip();
+        let source = store::messages::get(c, t.message_id)?.map(|m| m.source);
+        let tg = turn_goal(c, turn_id)?;
+        Ok(Some(TurnFacts {
+            reason,
+            error_code,
+            resets_in_ms: resets_in_ms.flatten(),
+            now_ms: api.now_ms(),
+            final_reply,
+            used_tools,
+            user_started: source == Some(MessageSource::User),
+            proposal: tg
+                .proposal
+                .as_deref()
+                .and_then(|p| serde_json::from_str::<Proposal>(p).ok()),
+            revision_at_start,
+            pending_questionnaire: store::questionnaires::pending(c, api.id())?.is_some(),
+        }))
+    })
+}
+
+/// Settles the goal after a finished turn (stages 2–10; stage 1 ran in the turn's
+/// transaction). Stop (`cancel`) during verification pauses the goal as the user's stop.
+pub(crate) async fn settle(
+    api: &SessionApi,
+    turn_id: i64,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<()> {
+    let tg = turn_goal_of(api, turn_id)?;
+    let Some(goal_id) = tg.goal_id else {
+        return Ok(());
+    };
+    let Some(goal) = api
+        .read(|c| current_goal(c, api.id()))?
+        .filter(|g| g.id == goal_id)
+    else {
+        return Ok(());
+    };
+    if tg.summary || goal.status != GoalStatus::Active {
+        // The summary turn only adds usage; a goal stopped during the turn stays stopped.
+        push_snapshot(api);
+        return Ok(());
+    }
+    let Some(facts) = facts(api, turn_id, tg.revision.unwrap_or(goal.revision))? else {
+        return Ok(());
+    };
+    let limits = Limits {
+        repeated_reply_limit: api.config().goal.breaker.repeated_reply_limit,
+        repeated_not_met_limit: api.config().goal.verifier.repeated_not_met_limit,
+        auto_resumes: api.config().goal.usage_limit.auto_resumes,
+    };
+    let mode = mode(api, &goal);
+    let mut p = Pipeline::new(goal, facts);
+    // Stages 1–6 decide whether stage 7 needs a verdict; the verifier runs outside any
+    // transaction, adding its tokens and time to the goal as it goes.
+    let mut probe = p.clone();
+    let verdict: Option<Verdict> = {
+        for f in [
+            Pipeline::usage,
+            Pipeline::staleness,
+            Pipeline::anomaly,
+            Pipeline::budget_wrap_up,
+            Pipeline::dependencies,
+            Pipeline::blocked,
+        ] {
+            if f(&mut probe) == super::settlement::Flow::Stop {
+                break;
+            }
+        }
+        if probe.outcome.is_none() && !probe.suspended && probe.wants_verdict(mode) {
+            let claim = probe
+                .proposal
+                .as_ref()
+                .map(|x| x.message.clone())
+                .unwrap_or_default();
+            let checked = tracing::Instrument::instrument(
+                super::verifier::verify(api, turn_id, &p.goal, &claim, mode, cancel),
+                tracing::info_span!("verifier", goal = %p.goal.id),
+            )
+            .await?;
+            // The verifier's usage is in the store now: settle on the goal as it stands.
+            if let Some(g) = api
+                .read(|c| current_goal(c, api.id()))?
+                .filter(|g| g.id == p.goal.id)
+            {
+                p.goal.tokens_used = g.tokens_used;
+                p.goal.active_ms = g.active_ms;
+            }
+            match checked {
+                super::verifier::Checked::Verdict(v) => Some(v),
+                super::verifier::Checked::Stopped => {
+                    api.write(|tx| stop_for_user(tx, api.id()))?;
+                    push_snapshot(api);
+                    return Ok(());
+                }
+            }
+        } else {
+            None
+        }
+    };
+    p.run(mode, verdict, limits);
+    // Stopped while the turn ended: whatever the limit, nothing resumes by itself.
+    if cancel.is_cancelled()
+        && let Some(l) = p.usage_limit.as_mut()
+    {
+        l.auto_resume = false;
+    }
+    api.write(|tx| {
+        // The goal may have moved while the turn settled (paused by the user, stopped by the
+        // app closing, replaced): its word stands.
+        match current_goal(tx.conn(), api.id())? {
+            Some(now) if now.id == p.goal.id && now.status == GoalStatus::Active => {}
+            _ => return Ok(()),
+        }
+        let mut g = super::settlement::commit(tx, &p)?;
+        super::settlement::continuation(tx, &mut g, &p)?;
+        if g.status == GoalStatus::Complete {
+            start_next_goal(tx, api)?;
+        }
+        Ok(())
+    })?;
+    push_snapshot(api);
+    Ok(())
+}
+
+/// After a goal completes, the next queued objective becomes the goal (`/goal next`).
+fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<()> {
+    if let Some(objective) = tx.pop_goal_queue(api.id())? {
+        let mut g = super::commands::create(
+            tx,
+            api,
+            &objective,
+            None,
+            Default::default(),
+            GoalActor::User,
+        )?;
+        continue_goal(tx, &mut g, Nudge::Plain)?;
+    }
+    Ok(())
+}
+
+/// The final recheck of a goal continuation before it runs.
+pub(crate) fn recheck(api: &SessionApi, m: &MessageRow) -> Result<Dequeue> {
+    let Some(key) = m
+        .idempotency_key
+        .as_deref()
+        .filter(|k| m.source == MessageSource::Goal && k.starts_with(CONTINUATION_KEY))
+    else {
+        return Ok(Dequeue::Run);
+    };
+    let mut parts = key[CONTINUATION_KEY.len()..].split(':');
+    let (goal_id, revision) = (
+        parts.next().unwrap_or(""),
+        parts.next().and_then(|r| r.parse::<u32>().ok()),
+    );
+    api.write(|tx| {
+        let Some(mut g) = current_goal(tx.conn(), api.id())? else {
+            return Ok(Dequeue::Drop("the goal was cleared".into()));
+        };
+        if g.id != goal_id || Some(g.revision) != revision {
+            return Ok(Dequeue::Drop(
+                "the goal changed since this continuation was queued".into(),
+            ));
+        }
+        if g.status != GoalStatus::Active {
+            return Ok(Dequeue::Drop(format!("the goal is {}", g.status.as_str())));
+        }
+        if store::messages::queued_user_count(tx.conn(), api.id())? > 0 {
+            return Ok(Dequeue::Drop("the user's message goes first".into()));
+        }
+        if let Some(d) = exhausted(&report(&g, 0, 0, 0)) {
+            transition(
+                tx,
+                &mut g,
+                d.reason(),
+                GoalActor::Runtime,
+                GoalUpdateKind::Completion,
+            )?;
+            if !g.counters.summary_due {
+                g.counters.summary_due = true;
+                tx.set_goal_counters(&g.id, &g.counters)?;
+                enqueue(
+                    tx,
+                    &g,
+                    &prompts::continuation_summary(),
+                    &format!("{SUMMARY_KEY}{}:{}", g.id, g.revision),
+                )?;
+            }
+            return Ok(Dequeue::Drop(format!(
+                "the {} budget is used up",
+                dimension_name(d)
+            )));
+        }
+        Ok(Dequeue::Run)
+    })
+}
+
+fn dimension_name(d: Dimension) -> &'static str {
+    match d {
+        Dimension::Tokens => "token",
+        Dimension::MainTurns => "turn",
+        Dimension::ActiveSeconds => "time",
+    }
+}
+
+/// When the runtime resumes a rate-limited goal by itself, if it is to (G-3).
+pub(crate) fn auto_resume_at(g: &GoalRow) -> Option<i64> {
+    g.usage_limit
+        .filter(|l| {
+            l.auto_resume
+                && g.status == GoalStatus::UsageLimited
+                && g.reason == GoalReason::RateLimited
+        })
+        .map(|l| l.resets_at)
+}
+
+/// [`auto_resume_at`], while the settings still allow it: lowering
+/// `goal.usage_limit.auto_resumes` also stops a resume already scheduled.
+fn scheduled(api: &SessionApi, g: &GoalRow) -> Option<i64> {
+    let cap = api.config().goal.usage_limit.auto_resumes;
+    auto_resume_at(g).filter(|_| g.usage_limit.is_some_and(|l| l.auto_resumes_used < cap))
+}
+
+/// When the session should look at its goal again: the scheduled automatic resume.
+pub(crate) fn wake_at(api: &SessionApi) -> Result<Option<i64>> {
+    if !api.config().beta.thread_goal {
+        return Ok(None);
+    }
+    api.read(|c| Ok(current_goal(c, api.id())?.and_then(|g| scheduled(api, &g))))
+}
+
+/// Keeps an active goal moving when the session would otherwise go idle (after a suspended
+/// settlement or a resume), and resumes a rate-limited goal whose limit has reset (actor
+/// `system`). Returns whether a continuation was queued.
+pub(crate) fn ensure_continuation(api: &SessionApi) -> Result<bool> {
+    if !api.config().beta.thread_goal {
+        return Ok(false);
+    }
+    let now = api.now_ms();
+    // Read first: going idle must not cost a write transaction when there is nothing to do.
+    let due = |g: &GoalRow| {
+        g.status == GoalStatus::Active || scheduled(api, g).is_some_and(|at| now >= at)
+    };
+    if !api.read(|c| Ok(current_goal(c, api.id())?.is_some_and(|g| due(&g))))? {
+        return Ok(false);
+    }
+    api.write(|tx| {
+        let Some(mut g) = current_goal(tx.conn(), api.id())? else {
+            return Ok(false);
+        };
+        if !due(&g) || store::messages::queued_count(tx.conn(), api.id())? > 0 {
+            return Ok(false);
+        }
+        let mut nudge = Nudge::Plain;
+        if g.status == GoalStatus::UsageLimited {
+            super::check_transition(&g, GoalReason::Resumed, GoalActor::System, None)
+                .map_err(|e| waymark_extension::error::Error::Refused(e.to_string()))?;
+            g.counters.limit_resumes = g.counters.limit_resumes.saturating_add(1);
+            transition(
+                tx,
+                &mut g,
+                GoalReason::Resumed,
+                GoalActor::System,
+                GoalUpdateKind::Lifecycle,
+            )?;
+            nudge = Nudge::Resumed;
+        }
+        continue_goal(tx, &mut g, nudge)?;
+        Ok(true)
+    })
+}
+
+/// Moves an active goal to `reason` outside settlement (no effect on a goal that is not
+/// active).
+fn end_active(
+    tx: &mut Tx<'_>,
+    session_id: &str,
+    reason: GoalReason,
+    actor: GoalActor,
+    kind: GoalUpdateKind,
+) -> Result<()> {
+    if let Some(mut g) = current_goal(tx.conn(), session_id)?
+        && g.status == GoalStatus::Active
+    {
+        transition(tx, &mut g, reason, actor, kind)?;
+    }
+    Ok(())
+}
+
+/// The process holding the session stops, or a new one opens it: an automatic resume the
+/// goal was waiting for is called off. Only the process that scheduled it makes it; a later
+/// start never resumes a goal by itself.
+pub(crate) fn cancel_schedule(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    if let Some(g) = current_goal(tx.conn(), session_id)? {
+        cancel_auto_resume(tx, g, GoalActor::System)?;
+    }
+    Ok(())
+}
+
+/// The app closed (or crashed) while a goal was active: it stays paused until resumed (G-24).
+pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    end_active(
+        tx,
+        session_id,
+        GoalReason::AppClosed,
+        GoalActor::System,
+        GoalUpdateKind::Lifecycle,
+    )
+}
+
+/// Calls off a rate-limited goal's automatic resume (it stays `usage_limited` until the user
+/// resumes it); logged as a change by `actor`. Returns whether one was scheduled.
+pub(crate) fn cancel_auto_resume(
+    tx: &mut Tx<'_>,
+    mut g: GoalRow,
+    actor: GoalActor,
+) -> Result<bool> {
+    let Some(mut limit) = g.usage_limit.filter(|_| auto_resume_at(&g).is_some()) else {
+        return Ok(false);
+    };
+    limit.auto_resume = false;
+    tx.set_goal_usage_limit(&g.id, &limit)?;
+    g.usage_limit = Some(limit);
+    emit_update(tx, &g, GoalUpdateKind::Lifecycle, actor)?;
+    Ok(true)
+}
+
+/// The user stopped a turn that had to be dropped (it did not wind down): an active goal
+/// is paused as settlement would have paused it (`user_requested`).
+pub(crate) fn stop_for_user(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    end_active(
+        tx,
+        session_id,
+        GoalReason::UserRequested,
+        GoalActor::User,
+        GoalUpdateKind::Completion,
+    )
+}
+
+/// A turn failed outside settlement (its task panicked): an active goal stops as
+/// `turn_error` so it does not continue into the same failure.
+pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    end_active(
+        tx,
+        session_id,
+        GoalReason::TurnError,
+        GoalActor::Runtime,
+        GoalUpdateKind::Completion,
+    )
+}
+
+/// Under a goal with a time budget: the time left, counting the running turn's time so
+/// far (a finished turn's time is in the goal already).
+pub(crate) fn time_left(api: &SessionApi, turn_id: i64) -> Result<Option<Duration>> {
+    Ok(goal_of_turn(api, turn_id)?.and_then(|(g, t)| {
+        let budget = g.time_budget_ms?;
+        let used = g.active_ms.saturating_add(t.elapsed_ms);
+        Some(Duration::from_millis(budget.saturating_sub(used)))
+    }))
+}
+
+/// Usage of the turn so far, for the budget guard.
+pub(crate) fn turn_report(
+    api: &SessionApi,
+    turn_id: i64,
+) -> Result<Option<(GoalRow, waymark_protocol::BudgetReport)>> {
+    Ok(goal_of_turn(api, turn_id)?.map(|(g, t)| {
+        let r = report(&g, t.tokens, 0, t.elapsed_ms);
+        (g, r)
+    }))
+}
+
+/// What a running turn has spent and not yet added to its goal.
+struct Unsettled {
+    tokens: u64,
+    elapsed_ms: u64,
+}
+
+/// The goal a turn works for and what the turn has spent so far (nothing once it has
+/// finished: its usage is in the goal then; the verifier runs after it).
+fn goal_of_turn(api: &SessionApi, turn_id: i64) -> Result<Option<(GoalRow, Unsettled)>> {
+    if turn_goal_of(api, turn_id)?.goal_id.is_none() {
+        return Ok(None);
+    }
+    api.read(|c| {
+        let (Some(g), Some(t)) = (current_goal(c, api.id())?, store::turns::get(c, turn_id)?)
+        else {
+            return Ok(None);
+        };
+        let spent = if t.status == store::TurnStatus::Finished {
+            Unsettled {
+                tokens: 0,
+                elapsed_ms: 0,
+            }
+        } else {
+            Unsettled {
+                tokens: t.usage.total(),
+                elapsed_ms: api.now_ms().saturating_sub(t.started_at).max(0) as u64,
+            }
+        };
+        Ok(Some((g, spent)))
+    })
+}

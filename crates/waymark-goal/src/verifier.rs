@@ -1,0 +1,243 @@
+//! The completion check (G-18, G-19): a read-only reviewer on the same model route. The
+//! subagent may read, list, search and run sandboxed commands — through the same guard
+//! chain as the agent, under a read-only policy and the budget guard, every call logged
+//! with actor `verifier`; the evaluator is one call without tools. Both must end with a
+//! `VERDICT:` line.
+
+use super::prompts::verifier_brief;
+use super::rules::VERIFIER_TOOLS;
+use super::settlement::{Mode, Verdict, parse_verdict};
+use crate::db::GoalRow;
+use crate::db::GoalWrites;
+use tokio_util::sync::CancellationToken;
+use waymark_extension::SessionApi;
+use waymark_extension::error::Result;
+use waymark_protocol::{CallActor, ToolStatus};
+use waymark_provider::{CallPurpose, ModelMessage, ModelRequest, StreamEvent, ToolSpec};
+use waymark_store::HistoryItem;
+use waymark_tools::{ToolContext, truncate_head};
+
+/// Model calls the subagent may make before it must answer.
+const MAX_STEPS: usize = 8;
+
+/// A short account of recent work on the goal, for the reviewer.
+fn evidence(api: &SessionApi) -> String {
+    api.with_history(recent_work)
+        .unwrap_or_else(|e| format!("(the session history could not be read: {e})"))
+}
+
+fn recent_work(items: &[(Option<i64>, HistoryItem)]) -> String {
+    let mut lines = Vec::new();
+    for (_, item) in items.iter().rev().take(40) {
+        match item {
+            HistoryItem::Assistant {
+                text, tool_calls, ..
+            } => {
+                for c in tool_calls {
+                    lines.push(format!(
+                        "called {} {}",
+                        c.name,
+                        truncate_head(&c.arguments.to_string(), 160, "")
+                    ));
+                }
+                if !text.trim().is_empty() {
+                    lines.push(format!("said: {}", truncate_head(text.trim(), 300, "")));
+                }
+            }
+            HistoryItem::ToolResult {
+                name,
+                status,
+                content,
+                ..
+            } => {
+                lines.push(format!(
+                    "{name} → {}: {}",
+                    status.as_str(),
+                    truncate_head(content.lines().next().unwrap_or(""), 160, "")
+                ));
+            }
+            HistoryItem::User { .. } => {}
+        }
+    }
+    lines.reverse();
+    lines.join("\n")
+}
+
+/// Keeps the reviewer's verdict on each plan step it named (steps it did not name keep their
+/// last verdict): the Goal tab's "steps met n/m". Returns whether it found a step not met.
+fn record_steps(api: &SessionApi, g: &GoalRow, reply: &str) -> Result<bool> {
+    if g.steps.is_empty() {
+        return Ok(false);
+    }
+    let verdicts = super::parse_steps(reply, g.steps.len());
+    let unmet = verdicts.contains(&Some(false));
+    api.write(|tx| {
+        let Some(now) = crate::db::current_goal(tx.conn(), api.id())?
+            .filter(|now| now.id == g.id && now.steps.len() == verdicts.len())
+        else {
+            return Ok(());
+        };
+        let steps: Vec<_> = now
+            .steps
+            .into_iter()
+            .zip(&verdicts)
+            .map(|(mut s, v)| {
+                if v.is_some() {
+                    s.met = *v;
+                }
+                s
+            })
+            .collect();
+        tx.set_goal_steps(&g.id, &steps)
+    })?;
+    Ok(unmet)
+}
+
+/// How a verification ended besides a verdict.
+pub(crate) enum Checked {
+    Verdict(Verdict),
+    /// Stop came while the verifier ran.
+    Stopped,
+}
+
+/// Runs the check through the turn engine's call path — the same guard chain as the
+/// agent's calls, under the verifier's read-only policy and the goal's budget guard — and
+/// logs every call and result with actor `verifier`. Its tokens and time are added to the
+/// goal as they are spent; Stop ends it at once.
+pub(crate) async fn verify(
+    api: &SessionApi,
+    turn_id: i64,
+    g: &GoalRow,
+    claim: &str,
+    mode: Mode,
+    cancel: &CancellationToken,
+) -> Result<Checked> {
+    api.sandbox().probe_async().await;
+    let shell = api
+        .sandbox()
+        .spec(
+            Vec::new(),
+            waymark_protocol::config::ShellNetwork::Deny,
+            &api.config().sandbox.read_allow,
+        )
+        .is_some();
+    let mut tools: Vec<ToolSpec> = Vec::new();
+    if mode == Mode::Subagent {
+        for t in api
+            .tools()
+            .iter()
+            .filter(|t| VERIFIER_TOOLS.contains(&t.name()) || (t.is_shell() && shell))
+        {
+            tools.push(ToolSpec {
+                name: t.name().into(),
+                description: t.description().into(),
+                parameters: t.schema(),
+            });
+        }
+    }
+    let ctx = ToolContext {
+        workspace: api.workspace().to_path_buf(),
+        session_dir: api.session_dir().to_path_buf(),
+        artifacts: api.artifacts().to_path_buf(),
+        cancel: cancel.clone(),
+        output_limit: api.config().turn.tool_output_limit as usize,
+        timeouts: waymark_tools::Timeouts::from_config(&api.config().turn),
+        turn_id,
+        sandbox: None,
+        protected: Default::default(),
+        env: api.tool_env(),
+    };
+    let mut messages = vec![ModelMessage::User {
+        text: verifier_brief(g, &evidence(api), claim),
+    }];
+    let mut clock = api.now_ms();
+    // Tokens and time spent since the last call, added to the goal as they accrue.
+    let account = |tokens: u64, clock: &mut i64| -> Result<()> {
+        let now = api.now_ms();
+        let ms = (now - *clock).max(0) as u64;
+        *clock = now;
+        api.write(|tx| tx.add_goal_usage(&g.id, tokens, 0, ms))
+    };
+    let steps = if mode == Mode::Subagent { MAX_STEPS } else { 1 };
+    for step in 0..steps {
+        if cancel.is_cancelled() {
+            account(0, &mut clock)?;
+            return Ok(Checked::Stopped);
+        }
+        let last = step + 1 == steps;
+        let request = ModelRequest {
+            system: "You review whether a coding goal is achieved. You cannot change anything."
+                .into(),
+            messages: messages.clone(),
+            tools: if last { Vec::new() } else { tools.clone() },
+            max_output_tokens: 4096,
+            purpose: CallPurpose::Verifier,
+        };
+        let sink = |_: StreamEvent| {};
+        let reply = tokio::select! {
+            r = tracing::Instrument::instrument(
+                api.provider().call(&request, &sink),
+                tracing::info_span!("model_call", step, purpose = "verifier"),
+            ) => r,
+            _ = cancel.cancelled() => {
+                account(0, &mut clock)?;
+                return Ok(Checked::Stopped);
+            }
+        };
+        let mut reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                account(0, &mut clock)?;
+                return Ok(Checked::Verdict(Verdict::Error(format!(
+                    "the verifier's model call failed: {e}"
+                ))));
+            }
+        };
+        account(reply.usage.total(), &mut clock)?;
+        if reply.tool_calls.is_empty() {
+            let verdict = parse_verdict(&reply.text);
+            if matches!(verdict, Verdict::Error(_)) {
+                return Ok(Checked::Verdict(verdict));
+            }
+            let unmet = record_steps(api, g, &reply.text)?;
+            // A pass that leaves a step unmet contradicts itself: it is no pass.
+            return Ok(Checked::Verdict(if unmet && verdict == Verdict::Pass {
+                Verdict::Partial
+            } else {
+                verdict
+            }));
+        }
+        api.identify_calls(
+            CallActor::Verifier,
+            turn_id,
+            step as u32,
+            &mut reply.tool_calls,
+        )?;
+        messages.push(ModelMessage::Assistant {
+            text: reply.text.clone(),
+            reasoning: None,
+            tool_calls: reply.tool_calls.clone(),
+        });
+        for call in &reply.tool_calls {
+            let (status, content) = api
+                .run_unattended(
+                    CallActor::Verifier,
+                    turn_id,
+                    call,
+                    &ctx,
+                    "the reviewer cannot ask the user; use the read-only tools",
+                )
+                .await?;
+            messages.push(ModelMessage::ToolResult {
+                call_id: call.wire().to_string(),
+                name: call.name.clone(),
+                content,
+                is_error: status != ToolStatus::Ok,
+            });
+        }
+        account(0, &mut clock)?;
+    }
+    Ok(Checked::Verdict(Verdict::Error(
+        "the verifier did not reach a verdict".into(),
+    )))
+}

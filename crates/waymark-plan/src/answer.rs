@@ -1,0 +1,219 @@
+//! What answers to plan questionnaires do (PM-8, PM-17 … PM-19), inside the transaction that
+//! records the answer.
+
+use crate::db::PlanCommentWrites;
+use crate::db::PlanWrites;
+use waymark_protocol::{PlanModeReason, PlanStatus};
+
+use waymark_extension::SessionApi;
+use waymark_extension::error::{Error, Result};
+use waymark_extension::services::{Objective, StartObjective};
+use waymark_protocol::{
+    Answer, Approval, MessageSource, PlanReview, Position, Question, TypedAnswer,
+};
+use waymark_store::{QuestionnaireRow, Tx};
+
+/// The implementation message: a fixed instruction, then the frozen plan (PM-19).
+pub(crate) fn implementation_message(snapshot: &str, option: Option<(u32, &str)>) -> String {
+    let mut m = String::from(
+        "Implement the plan below. The user approved it.\n\
+         \n\
+         The text after the \"Approved plan:\" line is the authoritative plan and it is frozen: \
+         do not re-read the plan file and do not work out a new plan. Mechanical adjustments \
+         that keep the plan's decisions are fine. If the plan proves infeasible or materially \
+         wrong — a premise does not hold, a component it relies on does not exist, or it turns \
+         out much riskier than planned — stop and report what you found instead of redesigning it.\n",
+    );
+    if let Some((n, label)) = option {
+        m.push_str(&format!("\nThe user chose option {n}: {label}\n"));
+    }
+    m.push_str("\nApproved plan:\n");
+    m.push_str(snapshot);
+    m
+}
+
+/// The text of a frozen plan snapshot.
+fn snapshot_text(tx: &Tx<'_>, key: &str) -> Result<String> {
+    let bytes = crate::db::blob(tx.conn(), key)?
+        .ok_or_else(|| Error::Corrupt(format!("the plan snapshot {key} is missing")))?;
+    String::from_utf8(bytes).map_err(|_| Error::Corrupt(format!("snapshot {key} is not UTF-8")))
+}
+
+/// What an approval as a goal hands over: an objective citing the frozen revision, the
+/// plan's steps as what the reviewer checks, and its `## Budget` unless the user set one.
+fn as_objective(
+    review: &waymark_protocol::PlanApprovalQuestion,
+    snapshot: &str,
+    budget: waymark_protocol::BudgetChange,
+) -> Objective {
+    let short = review.sha256.get(..12).unwrap_or(&review.sha256);
+    let title = super::review::title(snapshot);
+    let criteria = (!review.steps.is_empty()).then(|| {
+        let list: Vec<String> = review
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{}. {s}", i + 1))
+            .collect();
+        format!("every step of the plan is done: {}", list.join("; "))
+    });
+    Objective {
+        text: format!(
+            "Implement the approved plan {} revision v{} (sha256 {short}){}",
+            review.plan_id,
+            review.version,
+            title.map(|t| format!(": {t}")).unwrap_or_default()
+        ),
+        criteria,
+        steps: review.steps.clone(),
+        proposed_budget: review.budget.clone(),
+        budget,
+    }
+}
+
+/// Queues a message of plan mode (the implementation message, the reply to a review) at the
+/// head of the queue; its idempotency key makes a repeated answer return the same message
+/// (PM-18).
+pub(crate) fn queue_first(tx: &mut Tx<'_>, sid: &str, text: &str, key: &str) -> Result<()> {
+    waymark_store::Tx::admit_message(
+        tx,
+        sid,
+        MessageSource::Questionnaire,
+        text,
+        Position::Head,
+        Some(key),
+    )?;
+    Ok(())
+}
+
+/// Applies an answer to a plan questionnaire (others are not plan mode's business).
+pub(crate) fn on_answer(
+    tx: &mut Tx<'_>,
+    api: &SessionApi,
+    q: &QuestionnaireRow,
+    answer: &Answer,
+) -> Result<()> {
+    let sid = api.id();
+    let typed = q.question.accepts(answer)?;
+    match (&q.question, typed) {
+        (Question::PlanEntry(_), TypedAnswer::PlanEntry(Approval::Approve)) => {
+            super::enter(tx, api, PlanModeReason::Agent)?;
+            let path = super::plan_path(api.artifacts());
+            queue_first(
+                tx,
+                sid,
+                &format!(
+                    "The user agreed to plan first. Investigate with read-only tools, write the plan to {} (starting with `## Summary`), then call ExitPlanMode.",
+                    path.display()
+                ),
+                &format!("plan-entry:{}", q.id),
+            )?;
+            // Files last: if anything above failed, nothing was moved.
+            super::prepare_draft(api.artifacts())
+        }
+        (Question::PlanEntry(_), TypedAnswer::PlanEntry(Approval::Reject)) => queue_first(
+            tx,
+            sid,
+            "The user declined plan mode. Carry on with the task in the normal way.",
+            &format!("plan-entry:{}", q.id),
+        ),
+        (
+            Question::PlanApproval(review),
+            TypedAnswer::PlanApproval(PlanReview::Approve { option, as_goal }),
+        ) => {
+            let snapshot = snapshot_text(tx, &review.key)?;
+            let options = &review.options;
+            let chosen = match option {
+                None => None,
+                Some(n) => match options.get((n as usize).wrapping_sub(1)) {
+                    Some(label) => Some((n, label.as_str())),
+                    None => {
+                        return Err(Error::InvalidAnswer {
+                            answer: format!("approve --option {n}"),
+                            kind: q.kind().as_str().into(),
+                            allowed: if options.is_empty() {
+                                "approve (this plan offers no options)".into()
+                            } else {
+                                format!("approve --option 1..{}", options.len())
+                            },
+                        });
+                    }
+                },
+            };
+            queue_first(
+                tx,
+                sid,
+                &implementation_message(&snapshot, chosen),
+                &format!("plan-approval:{}", q.id),
+            )?;
+            // Pursued as a goal: the implementation turn is the goal's first; its objective
+            // cites the frozen revision and its verifier checks the plan's steps (PM-27).
+            if let Some(budget) = as_goal {
+                let Some(goals) = api.service::<dyn StartObjective>() else {
+                    return Err(Error::Refused(
+                        "this runtime pursues no goals: approve without pursuing the plan as a goal"
+                            .into(),
+                    ));
+                };
+                goals.start(tx, api, as_objective(review, &snapshot, budget))?;
+            }
+            super::leave(tx, api, PlanStatus::Approved, PlanModeReason::Approved)
+        }
+        (_, TypedAnswer::PlanApproval(PlanReview::Defer)) => {
+            if let Some(p) = crate::db::current_plan(tx.conn(), sid)? {
+                tx.set_plan_status(&p.id, PlanStatus::Drafting)?;
+            }
+            Ok(())
+        }
+        (
+            Question::PlanApproval(review),
+            TypedAnswer::PlanApproval(PlanReview::Revise { text, comments }),
+        ) => {
+            if text.chars().count() > super::review::FEEDBACK_CHARS {
+                return Err(Error::Refused(format!(
+                    "the feedback is longer than {} characters",
+                    super::review::FEEDBACK_CHARS
+                )));
+            }
+            if text.trim().is_empty() && comments.is_empty() {
+                return Err(Error::Refused(
+                    "a revise needs feedback: general text, line comments, or both".into(),
+                ));
+            }
+            // The comments are on the revision under review, as it was frozen.
+            let frozen = snapshot_text(tx, &review.key)?;
+            let checked =
+                super::review::checked(&frozen, &comments).map_err(|e| Error::Refused(e.0))?;
+            for (c, quote) in &checked {
+                tx.add_plan_comment(&review.plan_id, review.version, c, quote)?;
+            }
+            if !checked.is_empty() {
+                tx.emit(
+                    sid,
+                    waymark_protocol::EventKind::PlanCommented {
+                        plan_id: review.plan_id.clone(),
+                        version: review.version,
+                        comments: checked.iter().map(|(c, _)| c.clone()).collect(),
+                    },
+                )?;
+            }
+            if let Some(p) = crate::db::current_plan(tx.conn(), sid)? {
+                tx.set_plan_status(&p.id, PlanStatus::Drafting)?;
+            }
+            queue_first(
+                tx,
+                sid,
+                &super::review::feedback_message(review.version, &text, &checked),
+                &format!("plan-revise:{}", q.id),
+            )
+        }
+        (_, TypedAnswer::PlanApproval(PlanReview::Reject)) => {
+            super::leave(tx, api, PlanStatus::Rejected, PlanModeReason::Rejected)
+        }
+        (_, TypedAnswer::PlanApproval(PlanReview::Withdraw)) => {
+            super::leave(tx, api, PlanStatus::Withdrawn, PlanModeReason::Withdrawn)
+        }
+        // Other kinds are not this extension's.
+        _ => Ok(()),
+    }
+}

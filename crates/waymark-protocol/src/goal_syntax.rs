@@ -1,0 +1,354 @@
+//! The `/goal` grammar (G-9) and its budget syntax (G-8): tokens as `50K`, `1.5M`, `200000`;
+//! turns as a plain integer; time as `90s`, `45m`, `2h`. Invalid values are refused with the accepted forms, values out of
+//! range with the accepted range; every path that sets a budget (the `/goal` command, the
+//! model's `create_goal`, an approved proposal, the settings) goes through [`check`].
+
+use crate::{BudgetChange, GoalOp, Limit};
+
+/// Largest token budget (the same bound as `goal.budget.default_tokens`).
+pub const MAX_TOKENS: u64 = 1_000_000_000_000;
+/// Largest turn budget.
+pub const MAX_TURNS: u64 = 1_000_000;
+/// Largest time budget in seconds (a year).
+pub const MAX_SECONDS: u64 = 365 * 24 * 3600;
+
+/// A budget value that could not be read or is out of range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetSyntaxError {
+    #[error("`{value}` is not a valid {what}; use {forms}")]
+    Syntax {
+        value: String,
+        what: &'static str,
+        forms: &'static str,
+    },
+    #[error("the {what} must be between 1 and {max} (got {value})")]
+    Range {
+        what: &'static str,
+        max: u64,
+        value: String,
+    },
+    #[error("`{key}=` is given twice; give each of budget=, turns= and time= at most once")]
+    Twice { key: &'static str },
+}
+
+const TOKEN_FORMS: &str = "a number of tokens such as 200000, 50K or 1.5M";
+const TURN_FORMS: &str = "a whole number of turns such as 20";
+const TIME_FORMS: &str = "a duration such as 90s, 45m or 2h";
+
+fn err(value: &str, what: &'static str, forms: &'static str) -> BudgetSyntaxError {
+    BudgetSyntaxError::Syntax {
+        value: value.to_string(),
+        what,
+        forms,
+    }
+}
+
+/// The dimensions of a budget, for range checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Tokens,
+    Turns,
+    Seconds,
+}
+
+impl Kind {
+    fn what(self) -> &'static str {
+        match self {
+            Kind::Tokens => "token budget",
+            Kind::Turns => "turn budget",
+            Kind::Seconds => "time budget in seconds",
+        }
+    }
+
+    fn max(self) -> u64 {
+        match self {
+            Kind::Tokens => MAX_TOKENS,
+            Kind::Turns => MAX_TURNS,
+            Kind::Seconds => MAX_SECONDS,
+        }
+    }
+}
+
+/// Checks a budget value against its accepted range (1 to the dimension's maximum).
+pub fn check(kind: Kind, value: u64) -> Result<u64, BudgetSyntaxError> {
+    if (1..=kind.max()).contains(&value) {
+        Ok(value)
+    } else {
+        Err(BudgetSyntaxError::Range {
+            what: kind.what(),
+            max: kind.max(),
+            value: value.to_string(),
+        })
+    }
+}
+
+/// A time budget in seconds, checked, as milliseconds.
+pub fn seconds_to_ms(seconds: u64) -> Result<u64, BudgetSyntaxError> {
+    // In range, seconds × 1000 stays far below u64::MAX.
+    Ok(check(Kind::Seconds, seconds)? * 1000)
+}
+
+/// Tokens: `200000`, `50K`, `1.5M` (K = 1,000, M = 1,000,000).
+pub fn parse_tokens(s: &str) -> Result<u64, BudgetSyntaxError> {
+    let t = s.trim();
+    let bad = || err(s, "token budget", TOKEN_FORMS);
+    let (num, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1_000.0),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000.0),
+        _ => (t, 1.0),
+    };
+    if num.is_empty()
+        || !num.chars().all(|c| c.is_ascii_digit() || c == '.')
+        || num.matches('.').count() > 1
+    {
+        return Err(bad());
+    }
+    if mult == 1.0 && num.contains('.') {
+        return Err(bad());
+    }
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let tokens = (v * mult).round();
+    if tokens < 1.0 {
+        return Err(bad());
+    }
+    if tokens > MAX_TOKENS as f64 {
+        return Err(BudgetSyntaxError::Range {
+            what: Kind::Tokens.what(),
+            max: MAX_TOKENS,
+            value: t.to_string(),
+        });
+    }
+    Ok(tokens as u64)
+}
+
+/// Turns: a positive whole number.
+pub fn parse_turns(s: &str) -> Result<u64, BudgetSyntaxError> {
+    let t = s.trim();
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit()) {
+        return Err(err(s, "turn budget", TURN_FORMS));
+    }
+    match t.parse::<u64>() {
+        Ok(0) => Err(err(s, "turn budget", TURN_FORMS)),
+        Ok(n) => check(Kind::Turns, n),
+        Err(_) => Err(BudgetSyntaxError::Range {
+            what: Kind::Turns.what(),
+            max: MAX_TURNS,
+            value: t.to_string(),
+        }),
+    }
+}
+
+/// Time: `90s`, `45m`, `2h`; returns seconds.
+pub fn parse_seconds(s: &str) -> Result<u64, BudgetSyntaxError> {
+    let t = s.trim();
+    let bad = || err(s, "time budget", TIME_FORMS);
+    let (num, mult) = match t.chars().last() {
+        Some('s') => (&t[..t.len() - 1], 1u64),
+        Some('m') => (&t[..t.len() - 1], 60),
+        Some('h') => (&t[..t.len() - 1], 3600),
+        _ => return Err(bad()),
+    };
+    if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let too_big = || BudgetSyntaxError::Range {
+        what: Kind::Seconds.what(),
+        max: MAX_SECONDS,
+        value: t.to_string(),
+    };
+    match num.parse::<u64>() {
+        Ok(0) => Err(bad()),
+        Ok(n) => check(Kind::Seconds, n.checked_mul(mult).ok_or_else(too_big)?),
+        Err(_) => Err(too_big()),
+    }
+}
+
+/// Budget changes in `budget=… turns=… time=…` form: `None` leaves a dimension,
+/// `Some(None)` clears it (`clear`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetArgs {
+    pub tokens: Option<Option<u64>>,
+    pub turns: Option<Option<u64>>,
+    pub time_ms: Option<Option<u64>>,
+}
+
+/// Splits `args` into the objective words and budget settings.
+pub fn split_args(args: &str) -> Result<(String, BudgetArgs), BudgetSyntaxError> {
+    let mut words = Vec::new();
+    let mut b = BudgetArgs::default();
+    for w in args.split_whitespace() {
+        let setting = |v: &str,
+                       parse: fn(&str) -> Result<u64, BudgetSyntaxError>|
+         -> Result<Option<u64>, BudgetSyntaxError> {
+            if v == "clear" {
+                Ok(None)
+            } else {
+                parse(v).map(Some)
+            }
+        };
+        // A key given twice is refused: `budget=5K budget=6K` must not hide one value
+        // behind the other.
+        let once = |key: &'static str, set: bool| -> Result<(), BudgetSyntaxError> {
+            if set {
+                return Err(BudgetSyntaxError::Twice { key });
+            }
+            Ok(())
+        };
+        if let Some(v) = w.strip_prefix("budget=") {
+            once("budget", b.tokens.is_some())?;
+            b.tokens = Some(setting(v, parse_tokens)?);
+        } else if let Some(v) = w.strip_prefix("turns=") {
+            once("turns", b.turns.is_some())?;
+            b.turns = Some(setting(v, parse_turns)?);
+        } else if let Some(v) = w.strip_prefix("time=") {
+            once("time", b.time_ms.is_some())?;
+            b.time_ms = Some(setting(v, parse_seconds)?.map(|s| s * 1000)); // ≤ a year: no overflow
+        } else {
+            words.push(w);
+        }
+    }
+    Ok((words.join(" "), b))
+}
+
+/// `BudgetArgs` as a typed change (what `/goal … budget=…` asks for).
+pub fn change_of(b: &BudgetArgs) -> BudgetChange {
+    let limit = |v: Option<Option<u64>>| v.map(|x| x.map_or(Limit::Clear, Limit::To));
+    BudgetChange {
+        tokens: limit(b.tokens),
+        turns: limit(b.turns),
+        seconds: limit(b.time_ms.map(|t| t.map(|ms| ms / 1000))),
+    }
+}
+
+/// Parses the arguments of `/goal` into the op they ask for (G-9).
+pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
+    let (verb, rest) = match args.trim().split_once(char::is_whitespace) {
+        Some((v, r)) => (v, r.trim()),
+        None => (args.trim(), ""),
+    };
+    Ok(match verb {
+        "" => GoalOp::Show,
+        "pause" => GoalOp::Pause,
+        "resume" => GoalOp::Resume,
+        "clear" => GoalOp::Clear,
+        "edit" => GoalOp::EditObjective {
+            objective: rest.to_string(),
+        },
+        "reply" => GoalOp::Reply {
+            text: rest.to_string(),
+        },
+        "next" => GoalOp::Queue {
+            objective: rest.to_string(),
+        },
+        "replace" => {
+            let (objective, b) = split_args(rest)?;
+            GoalOp::Set {
+                objective,
+                budget: change_of(&b),
+                replace: true,
+            }
+        }
+        _ => {
+            let (objective, b) = split_args(args)?;
+            if objective.is_empty() {
+                GoalOp::EditBudget {
+                    budget: change_of(&b),
+                }
+            } else {
+                GoalOp::Set {
+                    objective,
+                    budget: change_of(&b),
+                    replace: false,
+                }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g_8_accepted_forms() {
+        assert_eq!(parse_tokens("50K").unwrap(), 50_000);
+        assert_eq!(parse_tokens("1.5M").unwrap(), 1_500_000);
+        assert_eq!(parse_tokens("200000").unwrap(), 200_000);
+        assert_eq!(parse_tokens("2k").unwrap(), 2_000);
+        assert_eq!(parse_turns("20").unwrap(), 20);
+        assert_eq!(parse_seconds("90s").unwrap(), 90);
+        assert_eq!(parse_seconds("45m").unwrap(), 2700);
+        assert_eq!(parse_seconds("2h").unwrap(), 7200);
+    }
+
+    #[test]
+    fn g_8_invalid_values_show_the_accepted_forms() {
+        for bad in ["", "K", "1.5", "-5", "5G", "1..5K", "0", "abc"] {
+            let e = parse_tokens(bad).unwrap_err();
+            assert!(e.to_string().contains("50K or 1.5M"), "{bad}: {e}");
+        }
+        for bad in ["0", "1.5", "ten", ""] {
+            assert!(
+                parse_turns(bad)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("whole number")
+            );
+        }
+        for bad in ["90", "1d", "0s", "s", "1.5h", "-5s"] {
+            assert!(
+                parse_seconds(bad)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("90s, 45m or 2h"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn absurd_budgets_are_refused_with_the_range_named() {
+        for (e, range) in [
+            (
+                parse_tokens("99999999999999999999999").unwrap_err(),
+                "1000000000000",
+            ),
+            (parse_tokens("2000000M").unwrap_err(), "1000000000000"),
+            (parse_turns("18446744073709551616").unwrap_err(), "1000000"),
+            (parse_turns("1000001").unwrap_err(), "1000000"),
+            (
+                parse_seconds("99999999999999999999h").unwrap_err(),
+                "31536000",
+            ),
+            (parse_seconds("5124095576030431h").unwrap_err(), "31536000"),
+            (check(Kind::Tokens, u64::MAX).unwrap_err(), "1000000000000"),
+            (seconds_to_ms(u64::MAX).unwrap_err(), "31536000"),
+        ] {
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("between 1 and {range}")), "{msg}");
+        }
+        assert_eq!(seconds_to_ms(MAX_SECONDS).unwrap(), MAX_SECONDS * 1000);
+    }
+
+    #[test]
+    fn g_9_budget_words_are_split_from_the_objective() {
+        let (o, b) = split_args("fix the build budget=50K turns=10 time=2h").unwrap();
+        assert_eq!(o, "fix the build");
+        assert_eq!(
+            b,
+            BudgetArgs {
+                tokens: Some(Some(50_000)),
+                turns: Some(Some(10)),
+                time_ms: Some(Some(7_200_000))
+            }
+        );
+        let (o, b) = split_args("budget=clear").unwrap();
+        assert_eq!((o.as_str(), b.tokens), ("", Some(None)));
+        assert!(
+            split_args("x budget=lots")
+                .unwrap_err()
+                .to_string()
+                .contains("50K or 1.5M")
+        );
+    }
+}
