@@ -40,8 +40,8 @@ if ! command -v valgrind >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends valgrind
 fi
 python3 scripts/bench_callgrind.py target/release/waymark
-cargo bench --locked -p waymark-core --bench sandbox
-cargo bench --locked -p waymark-core --bench runtime --bench plan_render --bench goal -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
+cargo bench --locked -p waymark-runtime --bench sandbox
+cargo bench --locked -p waymark-runtime --bench runtime --bench plan_render --bench goal -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
 python3 - <<'PY'
 import glob, json
 for f in sorted(glob.glob("target/criterion/*/new/estimates.json")):

@@ -25,12 +25,11 @@ ALLOWED = {
     "waymark-goal": LOW | {"waymark-extension"},
     # Test helpers are a dev-dependency only (see DEV_ONLY).
     "waymark-test-support": LOW | {"waymark-extension", "waymark-engine", "waymark-runtime",
-                                   "waymark-plan", "waymark-goal", "waymark-core"},
-    # Until the engine has its own crate, the core holds the engine and the runtime.
-    "waymark-core": LOW | {"waymark-extension", "waymark-plan", "waymark-goal"},
+                                   "waymark-plan", "waymark-goal"},
     "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal"},
-    "waymark-cli": {"waymark-protocol", "waymark-core", "waymark-runtime"},
-    "waymark-desktop": {"waymark-protocol", "waymark-core", "waymark-runtime"},
+    # Thin front ends.
+    "waymark-cli": {"waymark-protocol", "waymark-runtime"},
+    "waymark-desktop": {"waymark-protocol", "waymark-runtime"},
 }
 
 # Crates no shipped crate may depend on except as a dev-dependency.
@@ -61,7 +60,7 @@ def main():
         bad = [{"name": "waymark-store", "dependencies": [
             {"name": "waymark-protocol", "kind": None},
             {"name": "waymark-tools", "kind": None},
-            {"name": "waymark-core", "kind": "dev"}]}]
+            {"name": "waymark-runtime", "kind": "dev"}]}]
         found = violations(bad)
         assert found == ["waymark-store depends on waymark-tools, which its layer does not allow"], found
         assert violations([{"name": "waymark-new", "dependencies": []}])

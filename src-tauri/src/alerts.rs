@@ -55,7 +55,7 @@ pub fn decide(event: &Event, session_title: &str, focused: bool) -> Option<Alert
                     };
                     format!(
                         " The limit resets at {}{used_up}.",
-                        waymark_core::clock::utc_label(l.resets_at)
+                        waymark_runtime::clock::utc_label(l.resets_at)
                     )
                 })
                 .unwrap_or_default();

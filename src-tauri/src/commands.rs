@@ -1,4 +1,4 @@
-//! The IPC commands: each converts its arguments, calls `waymark-core` and maps the error.
+//! The IPC commands: each converts its arguments, calls `waymark-runtime` and maps the error.
 //! (`#[tauri::command]` functions live in a module: at the crate root they clash with the
 //! macro's generated names.)
 
@@ -7,13 +7,13 @@ use crate::error::{IpcError, IpcResult};
 use crate::host::Host;
 use crate::settings::{self, Keyring};
 use tauri::{AppHandle, State};
-use waymark_core::SessionSpec;
-use waymark_core::session::OpOutcome;
 use waymark_protocol::config::Config;
 use waymark_protocol::{
     Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanRevisionText,
     PlanView, Position, RevisionRef, SessionSummary, SessionView,
 };
+use waymark_runtime::SessionSpec;
+use waymark_runtime::session::OpOutcome;
 
 // Views and settings are async commands: they run on the async runtime, where the store's
 // blocking calls step aside (`block_in_place`), never on the window's main thread.
@@ -262,7 +262,7 @@ pub async fn goal(host: State<'_, Host>, id: String, op: GoalOp) -> IpcResult<St
 #[tauri::command]
 #[specta::specta]
 pub fn parse_goal(text: String) -> IpcResult<GoalOp> {
-    Ok(waymark_core::goal::parse_command(&text)?)
+    Ok(waymark_runtime::goal::parse_command(&text)?)
 }
 
 /// The goal's events (create, update, clear) and the turns finished since the newest goal
@@ -304,8 +304,8 @@ pub async fn get_settings(host: State<'_, Host>) -> IpcResult<SettingsView> {
 pub fn save_settings(host: State<'_, Host>, config: Config) -> IpcResult<()> {
     config.validate()?;
     let now = host.runtime.options().clock.now_ms();
-    waymark_core::settings::keep_aside(&host.settings_path, now);
-    waymark_core::settings::save(&host.settings_path, &config)?;
+    waymark_runtime::settings::keep_aside(&host.settings_path, now);
+    waymark_runtime::settings::save(&host.settings_path, &config)?;
     // New sessions and every open one use them from the next check on.
     host.runtime.apply_settings(config)?;
     if let Ok(mut e) = host.settings_error.lock() {

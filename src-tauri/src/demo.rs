@@ -5,8 +5,8 @@
 use crate::error::{IpcError, IpcResult};
 use crate::host::Host;
 use std::path::Path;
-use waymark_core::SessionSpec;
 use waymark_protocol::{Intent, MessageSource, Op, PermissionMode, Position};
+use waymark_runtime::SessionSpec;
 
 const WORKSPACE: &[(&str, &str)] = &[
     ("README.md", include_str!("../../demo/workspace/README.md")),

@@ -1,6 +1,6 @@
 //! The sessions this window has open: each one's handle and the task that forwards its
 //! events to the webview (and raises notifications). Holds no business logic: everything it
-//! does is a call into `waymark-core`.
+//! does is a call into `waymark-runtime`.
 
 use crate::alerts;
 use crate::error::{IpcError, IpcResult};
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tauri_specta::Event as _;
 use tokio::sync::broadcast::error::RecvError;
-use waymark_core::{Runtime, SessionHandle, SessionSpec};
+use waymark_runtime::{Runtime, SessionHandle, SessionSpec};
 
 /// Shared state of the app (managed by Tauri).
 pub struct Host {

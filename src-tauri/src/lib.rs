@@ -1,4 +1,4 @@
-//! Waymark's desktop app: a Tauri 2 window over `waymark-core`. Commands are thin (convert,
+//! Waymark's desktop app: a Tauri 2 window over `waymark-runtime`. Commands are thin (convert,
 //! call the runtime, map the error); events reach the webview typed through tauri-specta.
 
 mod alerts;
@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tauri::{Manager, Runtime};
 use tauri_specta::{Builder, Event as _, collect_commands, collect_events};
-use waymark_core::{RuntimeOptions, paths, sandbox};
+use waymark_runtime::{RuntimeOptions, paths, sandbox};
 
 /// The commands and events the webview may use; the TypeScript bindings come from here.
 pub fn specta_builder<R: Runtime>() -> Builder<R> {
@@ -174,14 +174,14 @@ fn runtime_options(config: waymark_protocol::config::Config) -> RuntimeOptions {
     let mut opts = RuntimeOptions::new(data_dir(), config);
     // The window's views run while sessions work: they read through their own connections.
     opts.read_pool = true;
-    opts.user_instructions = waymark_core::instructions::user_file(&settings_file());
+    opts.user_instructions = waymark_runtime::instructions::user_file(&settings_file());
     opts.settings_dir = settings_file().parent().map(std::path::Path::to_path_buf);
     opts.env = Arc::new(|name: &str| {
         // The settings in force name the key variables (they may change while running).
         let config = settings::load(&settings_file()).unwrap_or_default();
         read_var(
             name,
-            &waymark_core::secrets::key_names(&config),
+            &waymark_runtime::secrets::key_names(&config),
             |n| settings::Keyring::get(n).ok().flatten(),
             |n| std::env::var(n).ok(),
         )
@@ -252,12 +252,12 @@ fn run() -> anyhow::Result<()> {
         Ok(c) => (c, None),
         Err(e) => (Default::default(), Some(e.to_string())),
     };
-    let runtime = waymark_core::Runtime::open(runtime_options(config)).map_err(|e| {
+    let runtime = waymark_runtime::Runtime::open(runtime_options(config)).map_err(|e| {
         anyhow::anyhow!("cannot open the data folder {}: {e}", data_dir().display())
     })?;
     // The log (level from WAYMARK_LOG); a bad level is reported with the settings error.
     let secrets = runtime.redactor_source();
-    let settings_error = match waymark_core::logging::init(&data_dir(), None, secrets) {
+    let settings_error = match waymark_runtime::logging::init(&data_dir(), None, secrets) {
         Ok(()) => settings_error,
         Err(e) => Some(settings_error.map_or(e.to_string(), |s| format!("{s}; {e}"))),
     };

@@ -10,13 +10,13 @@ use std::time::Duration;
 const DEBOUNCE: Duration = Duration::from_millis(20);
 
 /// The rendered plan file as pushed to the UI: at most 512 KiB rendered, with a note
-/// when the rest is left out (see [`waymark_core::plan::live_plan`]).
-pub type PlanContent = waymark_core::plan::LivePlan;
+/// when the rest is left out (see [`waymark_runtime::plan::live_plan`]).
+pub type PlanContent = waymark_runtime::plan::LivePlan;
 
 /// Reads and renders the plan file, known secrets hidden (no markdown when it does not
 /// exist, is cut or hides a secret).
-pub fn read(path: &Path, secrets: &waymark_core::logging::Secrets) -> PlanContent {
-    waymark_core::plan::live_plan(path, &secrets())
+pub fn read(path: &Path, secrets: &waymark_runtime::logging::Secrets) -> PlanContent {
+    waymark_runtime::plan::live_plan(path, &secrets())
 }
 
 /// A running watch; dropping it stops watching.
@@ -30,7 +30,7 @@ impl PlanWatch {
     pub fn start(
         session_id: &str,
         plan: PathBuf,
-        secrets: waymark_core::logging::Secrets,
+        secrets: waymark_runtime::logging::Secrets,
         on_change: impl Fn(PlanContent) + Send + 'static,
     ) -> notify::Result<PlanWatch> {
         let folder = plan
@@ -75,7 +75,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("artifacts").join("plan.md");
         let (tx, rx) = mpsc::channel();
-        let secrets: waymark_core::logging::Secrets =
+        let secrets: waymark_runtime::logging::Secrets =
             std::sync::Arc::new(|| std::sync::Arc::new(Default::default()));
         let _w = PlanWatch::start("s", plan.clone(), secrets, move |c| {
             let _ = tx.send(c);
@@ -106,7 +106,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("artifacts").join("plan.md");
         let (tx, rx) = mpsc::channel();
-        let secrets: waymark_core::logging::Secrets =
+        let secrets: waymark_runtime::logging::Secrets =
             std::sync::Arc::new(|| std::sync::Arc::new(Default::default()));
         let _w = PlanWatch::start("s", plan.clone(), secrets, move |c| {
             let _ = tx.send(c);

@@ -1,4 +1,4 @@
-//! The settings file (shared with the CLI; read and written by `waymark_core::settings`), and
+//! The settings file (shared with the CLI; read and written by `waymark_runtime::settings`), and
 //! API keys in the OS keyring.
 
 use crate::error::{IpcError, IpcResult};
@@ -30,14 +30,14 @@ impl From<SettingsError> for IpcError {
     }
 }
 
-/// Reads the settings file (see [`waymark_core::settings::load`]).
-pub fn load(path: &Path) -> Result<Config, waymark_core::Error> {
-    waymark_core::settings::load(path, false)
+/// Reads the settings file (see [`waymark_runtime::settings::load`]).
+pub fn load(path: &Path) -> Result<Config, waymark_runtime::Error> {
+    waymark_runtime::settings::load(path, false)
 }
 
-/// The variable names API keys answer to (see [`waymark_core::secrets::key_names`]).
+/// The variable names API keys answer to (see [`waymark_runtime::secrets::key_names`]).
 pub fn key_names(config: &Config) -> Vec<String> {
-    waymark_core::secrets::key_names(config)
+    waymark_runtime::secrets::key_names(config)
 }
 
 /// API keys in the OS keyring (Secret Service on Linux).

@@ -4,8 +4,8 @@ use crate::term::outln;
 use crate::{DEFAULT_WAIT_LIMIT, drive, now_ms, print_events, submit_without_running};
 use clap::Subcommand;
 use std::process::ExitCode;
-use waymark_core::{Runtime, SessionSpec};
 use waymark_protocol::Op;
+use waymark_runtime::{Runtime, SessionSpec};
 
 #[derive(Subcommand)]
 pub(crate) enum GoalCommand {
@@ -52,7 +52,7 @@ pub(crate) async fn goal_command(
                 outln!("no goal is set");
                 return Ok(ExitCode::SUCCESS);
             };
-            outln!("{}", waymark_core::goal::describe(&g, now_ms()));
+            outln!("{}", waymark_runtime::goal::describe(&g, now_ms()));
         }
         GoalCommand::Events { session } => {
             print_events(runtime, &session, 0, |e| {

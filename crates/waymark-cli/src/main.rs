@@ -17,12 +17,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use term::{errln, outln};
 use tokio::sync::broadcast::error::RecvError;
-use waymark_core::session::OpOutcome;
-use waymark_core::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox};
 use waymark_protocol::config::Config;
 use waymark_protocol::{
     Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position,
 };
+use waymark_runtime::session::OpOutcome;
+use waymark_runtime::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox};
 
 #[derive(Parser)]
 #[command(
@@ -38,7 +38,7 @@ struct Cli {
     #[arg(long, global = true, env = "WAYMARK_CONFIG")]
     config: Option<PathBuf>,
     /// Log level for `logs/waymark.log` in the data dir: error, warn (default), info (adds
-    /// spans and durations), debug, trace, off, or a filter such as `waymark_core=debug` (env
+    /// spans and durations), debug, trace, off, or a filter such as `waymark_runtime=debug` (env
     /// WAYMARK_LOG).
     #[arg(long, global = true)]
     log_level: Option<String>,
@@ -232,7 +232,7 @@ fn main() -> ExitCode {
 fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
     let explicit = path.is_some();
     let path = path.unwrap_or_else(paths::default_config_file);
-    Ok(waymark_core::settings::load(&path, explicit)?)
+    Ok(waymark_runtime::settings::load(&path, explicit)?)
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -260,7 +260,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let data_dir = cli.data_dir.unwrap_or_else(paths::default_data_dir);
     let mut opts = RuntimeOptions::new(data_dir.clone(), config);
-    opts.user_instructions = waymark_core::instructions::user_file(&settings_path);
+    opts.user_instructions = waymark_runtime::instructions::user_file(&settings_path);
     opts.settings_dir = settings_path.parent().map(std::path::Path::to_path_buf);
     if let Ok(exe) = std::env::current_exe() {
         opts.sandbox_helper = Some(vec![exe.into_os_string(), sandbox::HELPER_ARG.into()]);
@@ -269,7 +269,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // From here on, nothing printed shows a secret the runtime knows.
     term::use_secrets(runtime.redactor_source());
     // After the open, which creates the data dir private.
-    waymark_core::logging::init(
+    waymark_runtime::logging::init(
         &data_dir,
         cli.log_level.as_deref(),
         runtime.redactor_source(),
@@ -465,7 +465,7 @@ fn build_answer(
         Answer::Approve { as_goal: goal, .. } if as_goal => {
             *goal = Some(match budget {
                 None => waymark_protocol::BudgetChange::default(),
-                Some(b) => match waymark_core::goal::parse_command(&b)? {
+                Some(b) => match waymark_runtime::goal::parse_command(&b)? {
                     waymark_protocol::GoalOp::EditBudget { budget } => budget,
                     _ => anyhow::bail!(
                         "--budget `{b}` is not a budget: write budget=50K turns=20 time=2h"
@@ -513,7 +513,7 @@ fn goal_stopped_line(runtime: &Runtime, id: &str) -> anyhow::Result<Option<Strin
     let Some(g) = runtime.goal(id)? else {
         return Ok(None);
     };
-    if let Some(line) = waymark_core::goal::limit_line(&g, now_ms()) {
+    if let Some(line) = waymark_runtime::goal::limit_line(&g, now_ms()) {
         return Ok(Some(format!(
             "[goal \"{}\" is stopped by the provider's usage limit. {line}]",
             g.objective
@@ -531,13 +531,13 @@ fn goal_stopped_line(runtime: &Runtime, id: &str) -> anyhow::Result<Option<Strin
 
 /// The time now, in Unix ms (the clock the runtime uses).
 fn now_ms() -> i64 {
-    use waymark_core::clock::Clock;
-    waymark_core::clock::SystemClock.now_ms()
+    use waymark_runtime::clock::Clock;
+    waymark_runtime::clock::SystemClock.now_ms()
 }
 
 /// How long until `at` (Unix ms), as people read it.
 fn left_until(at: i64) -> String {
-    waymark_core::clock::span_label(at.saturating_sub(now_ms()).max(0) as u64)
+    waymark_runtime::clock::span_label(at.saturating_sub(now_ms()).max(0) as u64)
 }
 
 /// What a run does about a goal a usage limit stopped, once the session is idle.
@@ -553,7 +553,7 @@ fn limit_wait(
     id: &str,
     wait_limit: std::time::Duration,
 ) -> anyhow::Result<Option<LimitWait>> {
-    use waymark_core::clock::{span_label, utc_label};
+    use waymark_runtime::clock::{span_label, utc_label};
     let Some(g) = runtime
         .goal(id)?
         .filter(|g| g.status == waymark_protocol::GoalStatus::UsageLimited)
@@ -574,7 +574,7 @@ fn limit_wait(
             span_label(u64::try_from(wait_limit.as_millis()).unwrap_or(u64::MAX)),
         ))));
     }
-    let line = waymark_core::goal::limit_line(&g, now).unwrap_or_default();
+    let line = waymark_runtime::goal::limit_line(&g, now).unwrap_or_default();
     Ok(Some(LimitWait::Exit(format!(
         "[{line} Exit code {EXIT_USAGE_LIMIT}.]"
     ))))
@@ -663,7 +663,7 @@ async fn drive(
                                         waiting = Some(at);
                                         errln!(
                                             "[usage limit: waiting until {} (in {}) for it to reset; the goal then resumes. Ctrl-C stops waiting.]",
-                                            waymark_core::clock::utc_label(at),
+                                            waymark_runtime::clock::utc_label(at),
                                             left_until(at)
                                         );
                                         countdown.reset_after(countdown_every);

@@ -6,8 +6,8 @@ use crate::{submit_without_running, submit_without_running_for};
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use waymark_core::Runtime;
 use waymark_protocol::Op;
+use waymark_runtime::Runtime;
 
 #[derive(Subcommand)]
 pub(crate) enum PlanCommand {
@@ -133,10 +133,10 @@ pub(crate) async fn plan_command(
                         p.status.as_str(),
                         p.revisions,
                         if p.revisions == 1 { "" } else { "s" },
-                        waymark_core::clock::utc_label(p.created_at),
+                        waymark_runtime::clock::utc_label(p.created_at),
                         p.title
                             .as_deref()
-                            .map(waymark_core::display::escape_line)
+                            .map(waymark_runtime::display::escape_line)
                             .unwrap_or_default()
                     );
                 }
@@ -180,9 +180,9 @@ pub(crate) async fn plan_command(
                     };
                     outln!("v{} lines {}-{}  {state}", c.version, c.start, c.end);
                     for l in c.quote.lines() {
-                        outln!("  > {}", waymark_core::display::escape_line(l));
+                        outln!("  > {}", waymark_runtime::display::escape_line(l));
                     }
-                    outln!("  {}", waymark_core::display::escape_line(&c.text));
+                    outln!("  {}", waymark_runtime::display::escape_line(&c.text));
                 }
             }
         }
@@ -250,7 +250,7 @@ pub(crate) async fn plan_command(
             }
         }
         PlanCommand::Edit { session, file } => {
-            let text = waymark_core::plan::read_user_plan(&file)?;
+            let text = waymark_runtime::plan::read_user_plan(&file)?;
             submit_without_running(runtime, &session, Op::EditPlan { text }).await?;
             outln!("The plan now holds your edit; approving the review implements this version.");
         }
@@ -258,7 +258,7 @@ pub(crate) async fn plan_command(
             let (path, text) = runtime.plan_file(&session)?;
             let text = text
                 .ok_or_else(|| anyhow::anyhow!("there is no plan file yet ({})", path.display()))?;
-            out!("{}", waymark_core::plan::render::render(&text));
+            out!("{}", waymark_runtime::plan::render::render(&text));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -17,7 +17,7 @@ pub struct Printer {
 /// Untrusted text (model output, commands, tool output) as the terminal may show it:
 /// escapes and other control characters escaped, never interpreted.
 fn safe(s: &str) -> String {
-    waymark_core::display::escape_block(s)
+    waymark_runtime::display::escape_block(s)
 }
 
 fn one_line(s: &str, max: usize) -> String {
@@ -26,7 +26,7 @@ fn one_line(s: &str, max: usize) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim();
-    let first = &waymark_core::display::escape_line(first);
+    let first = &waymark_runtime::display::escape_line(first);
     let more = s.lines().filter(|l| !l.trim().is_empty()).count() > 1;
     let mut out: String = first.chars().take(max).collect();
     if first.chars().count() > max || more {
@@ -277,7 +277,7 @@ impl Printer {
                         };
                         format!(
                             " — the limit resets at {}; {then}",
-                            waymark_core::clock::utc_label(l.resets_at)
+                            waymark_runtime::clock::utc_label(l.resets_at)
                         )
                     })
                     .unwrap_or_default();

@@ -7,7 +7,7 @@
 
 use std::io::Write as _;
 use std::sync::OnceLock;
-use waymark_core::logging::Secrets;
+use waymark_runtime::logging::Secrets;
 
 static SECRETS: OnceLock<Secrets> = OnceLock::new();
 
@@ -25,7 +25,7 @@ fn redacted(text: &str) -> String {
 
 /// Text as the terminal shows it: redacted, then escaped (line breaks and tabs kept).
 pub fn clean(text: &str) -> String {
-    waymark_core::display::escape_block(&redacted(text))
+    waymark_runtime::display::escape_block(&redacted(text))
 }
 
 /// Writes `text` (cleaned) to standard output, flushed, so streamed text shows at once.
@@ -50,7 +50,7 @@ pub fn json<T: serde::Serialize>(value: &T, pretty: bool) -> anyhow::Result<()> 
     };
     let text = redacted(&text);
     let mut o = std::io::stdout().lock();
-    let _ = o.write_all(waymark_core::display::json_safe(&text).as_bytes());
+    let _ = o.write_all(waymark_runtime::display::json_safe(&text).as_bytes());
     let _ = o.write_all(b"\n");
     Ok(())
 }

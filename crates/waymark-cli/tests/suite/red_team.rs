@@ -1,4 +1,4 @@
-//! The red-team suite, through the real `waymark` binary (see also waymark-core's
+//! The red-team suite, through the real `waymark` binary (see also waymark-runtime's
 //! `tests/suite/red_team`): exit codes, prompts and Stop as a user of the CLI sees them.
 
 use super::support::{Env, pending_questionnaire, text};

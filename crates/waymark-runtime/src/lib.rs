@@ -1,0 +1,23 @@
+//! The Waymark runtime: the engine assembled with the built-in extensions (plan mode, thread
+//! goals), the settings, model resolution and the store, and the views both front ends show.
+//! Front ends (the CLI, the desktop app) hold no business logic: they call this crate.
+
+pub mod builtin;
+pub mod logging;
+pub mod runtime;
+pub mod settings;
+mod views;
+
+pub use waymark_engine::{
+    Clock, IdSource, ManualClock, RandomIds, SystemClock, clock, commands, compaction, context,
+    display, error, extension, guard, instructions, paths, permission, provider, sandbox, secrets,
+    session, store, tools,
+};
+pub use waymark_engine::{Error, Result, SessionHandle, SessionSpec};
+pub use waymark_engine::{
+    HistoryItem, MessageRow, QuestionnaireRow, SessionRow, ToolCallRecord, TurnRow,
+};
+pub use waymark_goal as goal;
+pub use waymark_plan as plan;
+
+pub use runtime::{Runtime, RuntimeOptions};

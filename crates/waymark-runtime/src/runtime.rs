@@ -1,0 +1,551 @@
+//! The runtime: the store, settings and injected sources, and the way sessions are created
+//! and reopened (lease, crash recovery, model resolution).
+
+use crate::clock::{Clock, IdSource, RandomIds, SystemClock};
+use crate::error::{Error, Result};
+use crate::extension::Extension;
+use crate::paths;
+use crate::provider;
+use crate::provider::{HttpOptions, ModelProvider, resolve_model};
+use crate::session::{SessionHandle, SessionSpec};
+use crate::store::{self, Store};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use waymark_engine::LiveSession;
+use waymark_protocol::config::Config;
+use waymark_protocol::{Event, SessionSnapshot, SessionSummary};
+
+/// What opening a session changes in its stored row (applied once the lease is held).
+#[derive(Default)]
+struct Changes {
+    model: Option<String>,
+    permission_mode: Option<waymark_protocol::PermissionMode>,
+}
+
+/// Reads environment variables (injected so tests need not touch the process environment).
+pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// How the runtime is set up.
+#[derive(Clone)]
+pub struct RuntimeOptions {
+    pub data_dir: PathBuf,
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdSource>,
+    pub env: EnvReader,
+    pub http: HttpOptions,
+    /// Anchor for relative paths in model specs and workspaces.
+    pub cwd: PathBuf,
+    /// A lease whose heartbeat is older than this is taken over.
+    pub lease_stale: Duration,
+    pub heartbeat: Duration,
+    /// Used when neither the session nor the settings name a model.
+    pub default_model: Option<String>,
+    /// Test hook: use this provider instead of resolving the spec.
+    pub provider_override: Option<Arc<dyn ModelProvider>>,
+    /// Components plugged into every session.
+    pub extensions: Vec<Arc<dyn Extension>>,
+    /// How to start the plan-mode sandbox helper: a program and its leading arguments
+    /// (for the CLI, its own binary and [`crate::sandbox::HELPER_ARG`]). Without it, plan
+    /// mode asks the user about every shell command.
+    pub sandbox_helper: Option<Vec<std::ffi::OsString>>,
+    /// The environment tool processes are derived from (secrets removed, see
+    /// [`crate::secrets::ToolEnv`]); the process environment by default.
+    pub process_env: Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// Views read through a pool of read-only connections, so that they neither wait for a
+    /// session's writes nor hold them up: for a front end whose views run while sessions
+    /// work (the desktop). Off, views share the one connection and open no other (the
+    /// CLI, which prints from the thread that drives the session).
+    pub read_pool: bool,
+    /// The user's own instructions file, read into every new session with the project's
+    /// `AGENTS.md` files (front ends: [`crate::instructions::user_file`] of the settings
+    /// file). None: project files only.
+    pub user_instructions: Option<PathBuf>,
+    /// The folder of the settings file in use, which the sandboxed shell never reads (the
+    /// platform's default settings folder is never read either).
+    pub settings_dir: Option<PathBuf>,
+}
+
+impl RuntimeOptions {
+    /// Real clock, ids and environment; data in `data_dir`.
+    pub fn new(data_dir: PathBuf, config: Config) -> Self {
+        RuntimeOptions {
+            data_dir,
+            config,
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(RandomIds::default()),
+            env: Arc::new(|k: &str| std::env::var(k).ok()),
+            http: HttpOptions::default(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            lease_stale: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(5),
+            default_model: None,
+            provider_override: None,
+            extensions: Vec::new(),
+            sandbox_helper: None,
+            process_env: Arc::new(std::env::vars_os().collect()),
+            read_pool: false,
+            user_instructions: None,
+            settings_dir: None,
+        }
+    }
+}
+
+/// The runtime of one process.
+pub struct Runtime {
+    opts: RuntimeOptions,
+    /// Sessions this runtime opened that are still alive: new settings reach them.
+    open: std::sync::Mutex<Vec<LiveSession>>,
+    /// The settings in force; starts as `opts.config`, replaced by [`Runtime::set_config`].
+    config: Arc<std::sync::RwLock<Arc<Config>>>,
+    store: Arc<Store>,
+}
+
+/// The settings in force (a writer that panicked left a whole value behind: it is used).
+fn read_config(lock: &std::sync::RwLock<Arc<Config>>) -> Arc<Config> {
+    match lock.read() {
+        Ok(c) => c.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+#[allow(unsafe_code)]
+fn pid_alive(pid: i64) -> bool {
+    if pid <= 0 || pid > i64::from(i32::MAX) {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 only checks that the process exists; nothing is sent.
+    let r = unsafe { libc::kill(pid as i32, 0) };
+    let exists = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !zombie(pid)
+}
+
+/// A process that exited but was not reaped yet (its parent died too, and nothing reaps
+/// orphans, as in some containers) still answers kill(2); it holds nothing any more.
+fn zombie(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = s.get(s.rfind(')')? + 1..)?;
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
+}
+
+impl Runtime {
+    /// Opens the database in the data dir.
+    /// What a session's sandboxed shell stands on (see [`crate::sandbox::reads`]): its
+    /// workspace and artifacts, and the private places around them.
+    fn read_scope(&self, workspace: &Path, artifacts: &Path) -> crate::sandbox::reads::ReadScope {
+        let env = self.opts.process_env.as_ref().clone();
+        // The homes whose toolchains serve commands: the tools' `HOME` first (`~/` in
+        // `sandbox.read_allow` means that one), then the runtime's own.
+        let mut homes: Vec<PathBuf> = env
+            .iter()
+            .filter(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|h| h.is_absolute())
+            .collect();
+        homes.extend(dirs::home_dir());
+        homes.dedup();
+        // Every home whose hidden files are private: those, this user's from the password
+        // database and, for root, everyone's.
+        let mut private_homes = homes.clone();
+        private_homes.extend(crate::sandbox::private::other_homes());
+        private_homes.sort();
+        private_homes.dedup();
+        // Waymark's own folders: those in use and the platform defaults (the desktop app's
+        // data folder is another process's, and just as private).
+        let mut waymark = vec![self.opts.data_dir.clone(), paths::default_data_dir()];
+        waymark.extend(self.opts.settings_dir.clone());
+        waymark.extend(paths::default_config_file().parent().map(Path::to_path_buf));
+        crate::sandbox::reads::ReadScope {
+            workspace: workspace.to_path_buf(),
+            artifacts: artifacts.to_path_buf(),
+            homes,
+            owner: crate::sandbox::private::Owner {
+                waymark,
+                homes: private_homes,
+                env,
+            },
+        }
+    }
+
+    pub fn open(opts: RuntimeOptions) -> Result<Runtime> {
+        // The provider keys are in this process's environment: no other process of the
+        // user's (a sandboxed command above all) may read it.
+        crate::sandbox::make_undumpable();
+        let store = Arc::new(Store::open(&paths::database_file(&opts.data_dir))?);
+        let config = Arc::new(std::sync::RwLock::new(Arc::new(opts.config.clone())));
+        let rt = Runtime {
+            opts,
+            open: Default::default(),
+            config,
+            store,
+        };
+        if rt.opts.read_pool {
+            rt.store.use_read_pool();
+        }
+        // Each extension's own tables.
+        for ext in rt.extensions() {
+            rt.store.migrate_extension(ext.name(), ext.migrations())?;
+        }
+        rt.refresh_secrets();
+        Ok(rt)
+    }
+
+    /// Collects the secrets to redact again: the provider keys as the environment (or the
+    /// keyring, in the app) has them now, and secret-looking variables.
+    fn refresh_secrets(&self) {
+        let env = self.opts.env.clone();
+        self.store.set_redactor(crate::secrets::Redactor::collect(
+            &self.opts.process_env,
+            &self.config(),
+            &move |k| env(k),
+        ));
+    }
+
+    /// The store itself, for work below the runtime (tests that simulate crashes, races and
+    /// lease theft at that level; the front ends use the views).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The settings sessions opened from now on get.
+    pub fn config(&self) -> Arc<Config> {
+        read_config(&self.config)
+    }
+
+    /// Replaces the settings for sessions opened from now on (open sessions take
+    /// `Op::Configure`). Refused when the settings are invalid.
+    pub fn set_config(&self, config: Config) -> Result<()> {
+        config.validate().map_err(Error::Config)?;
+        match self.config.write() {
+            Ok(mut c) => *c = Arc::new(config),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+        }
+        self.refresh_secrets();
+        Ok(())
+    }
+
+    /// Puts new settings in force: for sessions opened from now on and for every session
+    /// this runtime has open (checks made from the next one on use them). Refused, changing
+    /// nothing, when the settings are invalid.
+    pub fn apply_settings(&self, config: Config) -> Result<()> {
+        self.set_config(config.clone())?;
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.retain(|s| s.configure(&config));
+        Ok(())
+    }
+
+    /// The secrets redacted from what is stored, sent or shown.
+    pub fn redactor(&self) -> Arc<crate::secrets::Redactor> {
+        self.store.redactor()
+    }
+
+    /// A handle that always gives the secrets in force (they change with the settings and
+    /// the keyring), for the log and the plan watcher.
+    pub fn redactor_source(&self) -> crate::logging::Secrets {
+        let store = self.store.clone();
+        Arc::new(move || store.redactor())
+    }
+
+    pub fn options(&self) -> &RuntimeOptions {
+        &self.opts
+    }
+
+    /// Every extension of this runtime's sessions: the built-in ones, then the options'.
+    pub fn extensions(&self) -> Vec<Arc<dyn Extension>> {
+        let mut all = crate::builtin::builtin();
+        all.extend(self.opts.extensions.iter().cloned());
+        all
+    }
+
+    /// Creates a session and opens it.
+    pub fn create_session(&self, spec: SessionSpec) -> Result<SessionHandle> {
+        let ws = spec
+            .workspace
+            .clone()
+            .unwrap_or_else(|| self.opts.cwd.clone());
+        let ws = self.opts.cwd.join(ws);
+        let ws = ws.canonicalize().map_err(|e| Error::io(&ws, e))?;
+        if !ws.is_dir() {
+            return Err(Error::Refused(format!(
+                "the workspace {} is not a folder",
+                ws.display()
+            )));
+        }
+        let id = self.opts.ids.new_id("s");
+        let sd = paths::session_dir(&self.opts.data_dir, &id);
+        let model_spec = self.model_spec(spec.model.as_deref(), None)?;
+        // Resolve before creating anything, so a bad spec leaves no half-made session.
+        let resolved = self.provider(&model_spec, &ws, &sd)?;
+        std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
+        let mode = spec
+            .permission_mode
+            .unwrap_or(self.config().permission_mode);
+        let instructions =
+            crate::instructions::discover(&ws, self.opts.user_instructions.as_deref());
+        self.store.write(self.opts.clock.now_ms(), |tx| {
+            tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)?;
+            tx.set_instructions(&id, &instructions)
+        })?;
+        self.attach(&id, resolved, false, spec.hold, Changes::default())
+    }
+
+    /// Reopens a stored session (taking its lease).
+    pub fn open_session(&self, id: &str, spec: SessionSpec) -> Result<SessionHandle> {
+        let row = self
+            .store
+            .read(|c| store::sessions::get(c, id))?
+            .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+        let ws = PathBuf::from(&row.workspace);
+        let sd = paths::session_dir(&self.opts.data_dir, id);
+        std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
+        let model_spec = self.model_spec(spec.model.as_deref(), row.model.as_deref())?;
+        let resolved =
+            match self.provider(&model_spec, &ws, &sd) {
+                Ok(r) => r,
+                // Its provider cannot be built now (a key that is not set): the session still
+                // opens to be read and answered; a model call fails with this reason.
+                Err(Error::Provider(error)) if spec.model.is_none() => {
+                    let rebuild = self.rebuild_provider(model_spec.clone(), ws.clone(), sd.clone());
+                    let stand_in: Arc<dyn ModelProvider> = Arc::new(
+                        crate::provider::Unavailable::new(model_spec.clone(), error, rebuild),
+                    );
+                    (model_spec.clone(), stand_in)
+                }
+                Err(e) => return Err(e),
+            };
+        let changes = Changes {
+            model: (spec.model.is_some() && row.model.as_deref() != Some(resolved.0.as_str()))
+                .then(|| resolved.0.clone()),
+            permission_mode: spec.permission_mode.filter(|m| *m != row.permission_mode),
+        };
+        // Applied with the lease taken, in the same transaction: a session another process
+        // drives is not changed behind its back.
+        self.attach(id, resolved, true, spec.hold, changes)
+    }
+
+    fn model_spec(&self, requested: Option<&str>, stored: Option<&str>) -> Result<String> {
+        let config = self.config();
+        requested
+            .or(stored)
+            .or(config.model.as_deref())
+            .or(self.opts.default_model.as_deref())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::Refused(
+                    "no model configured: pass --model (for example openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen3 or scripted:demo.json) or set \"model\" in the settings file".into(),
+                )
+            })
+    }
+
+    fn provider(
+        &self,
+        spec: &str,
+        ws: &Path,
+        sd: &Path,
+    ) -> Result<(String, Arc<dyn ModelProvider>)> {
+        if let Some(p) = &self.opts.provider_override {
+            return Ok((spec.to_string(), p.clone()));
+        }
+        let env = self.opts.env.clone();
+        let r = resolve_model(
+            spec,
+            &self.config(),
+            &move |k| env(k),
+            &self.opts.cwd,
+            ws,
+            Some(sd),
+            self.opts.http.clone(),
+        )?;
+        Ok((r.spec, r.provider))
+    }
+
+    /// What [`Runtime::provider`] does, detached from the runtime: the settings in force
+    /// and the environment (keyring first, in the app) at the time it is called.
+    fn rebuild_provider(&self, spec: String, ws: PathBuf, sd: PathBuf) -> provider::Rebuild {
+        let config = self.config.clone();
+        let env = self.opts.env.clone();
+        let cwd = self.opts.cwd.clone();
+        let http = self.opts.http.clone();
+        Box::new(move || {
+            let config = read_config(&config);
+            let env = env.clone();
+            resolve_model(
+                &spec,
+                &config,
+                &move |k| env(k),
+                &cwd,
+                &ws,
+                Some(&sd),
+                http.clone(),
+            )
+            .map(|r| r.provider)
+            .map_err(|e| match e {
+                provider::SpecError::Provider(e) => e,
+                other => provider::ProviderError::new(
+                    provider::ProviderErrorKind::RequestRejected,
+                    other.to_string(),
+                ),
+            })
+        })
+    }
+
+    fn attach(
+        &self,
+        id: &str,
+        (model, provider): (String, Arc<dyn ModelProvider>),
+        resumed: bool,
+        hold: bool,
+        changes: Changes,
+    ) -> Result<SessionHandle> {
+        // A key stored since (in the app's keyring) is redacted from this session on.
+        self.refresh_secrets();
+        let sandbox = |workspace: &Path, session_dir: &Path, artifacts: &Path| {
+            Arc::new(crate::sandbox::Sandbox::new(
+                self.opts.sandbox_helper.clone(),
+                (self.opts.env)(crate::sandbox::FORCE_ENV),
+                session_dir.join("sandbox-tmp"),
+                self.read_scope(workspace, artifacts),
+            ))
+        };
+        let (handle, live) = waymark_engine::attach(
+            id,
+            waymark_engine::Attach {
+                store: self.store.clone(),
+                clock: self.opts.clock.clone(),
+                ids: self.opts.ids.clone(),
+                config: self.config().as_ref().clone(),
+                data_dir: &self.opts.data_dir,
+                model,
+                provider,
+                extensions: self.extensions(),
+                sandbox: &sandbox,
+                process_env: self.opts.process_env.clone(),
+                lease_stale: self.opts.lease_stale,
+                heartbeat: self.opts.heartbeat,
+                pid_alive: &pid_alive,
+                resumed,
+                hold,
+                set_model: changes.model,
+                set_permission_mode: changes.permission_mode,
+            },
+        )?;
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.retain(LiveSession::is_open);
+        open.push(live);
+        Ok(handle)
+    }
+
+    /// All sessions, newest activity first.
+    pub fn list_sessions(&self) -> Result<Vec<SessionSummary>> {
+        Ok(self.store.view(store::sessions::list)?)
+    }
+
+    /// Everything `show` prints about a session.
+    pub fn snapshot(&self, id: &str) -> Result<SessionSnapshot> {
+        self.store.view(|c| {
+            let summary = store::sessions::list(c)?
+                .into_iter()
+                .find(|s| s.id == id)
+                .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            let (turns, usage) = store::turns::totals(c, id)?;
+            Ok(SessionSnapshot {
+                summary,
+                session_dir: paths::session_dir(&self.opts.data_dir, id)
+                    .display()
+                    .to_string(),
+                messages: store::messages::list(c, id)?,
+                questionnaires: store::questionnaires::list(c, id)?
+                    .iter()
+                    .map(|q| q.info())
+                    .collect(),
+                turns,
+                usage,
+                last_seq: store::events::last_seq(c, id)?,
+            })
+        })
+    }
+
+    /// An open session as a front end shows it: the snapshot, the newest `newest` logged
+    /// events (older pages through [`Runtime::events`]) and the goal.
+    pub fn session_view(&self, id: &str, newest: u64) -> Result<waymark_protocol::SessionView> {
+        let snapshot = self.snapshot(id)?;
+        let after = snapshot.last_seq.saturating_sub(newest);
+        let events = self.events(id, after, newest)?;
+        Ok(waymark_protocol::SessionView {
+            complete: after == 0,
+            goal: self.goal(id)?,
+            snapshot,
+            events,
+            instructions: self.instructions(id)?.map(|i| i.files).unwrap_or_default(),
+        })
+    }
+
+    /// The project instructions a session took when it started (None: it started before
+    /// Waymark read them).
+    pub fn instructions(&self, id: &str) -> Result<Option<crate::instructions::Instructions>> {
+        Ok(self.store.view(|c| store::sessions::instructions(c, id))?)
+    }
+
+    /// One questionnaire of a session, as front ends show it.
+    pub fn questionnaire(
+        &self,
+        id: &str,
+        questionnaire_id: &str,
+    ) -> Result<Option<waymark_protocol::QuestionnaireInfo>> {
+        Ok(self
+            .store
+            .view(|c| store::questionnaires::get(c, questionnaire_id))?
+            .filter(|q| q.session_id == id)
+            .map(|q| q.info()))
+    }
+
+    /// Logged events of a session after `after`.
+    pub fn events(&self, id: &str, after: u64, limit: u64) -> Result<Vec<Event>> {
+        self.store.view(|c| {
+            if store::sessions::get(c, id)?.is_none() {
+                return Err(Error::SessionNotFound(id.to_string()));
+            }
+            Ok(store::events::list(c, id, after, limit)?)
+        })
+    }
+}
+
+impl Runtime {
+    /// The newest `limit` logged events of one type, oldest first.
+    pub fn recent_events_of_type(
+        &self,
+        id: &str,
+        type_name: &str,
+        limit: u64,
+    ) -> Result<Vec<Event>> {
+        Ok(self
+            .store
+            .view(|c| store::events::recent_of_type(c, id, type_name, limit))?)
+    }
+}
+
+#[cfg(test)]
+mod pid_tests {
+    use super::*;
+
+    #[test]
+    fn an_exited_but_unreaped_process_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = i64::from(child.id());
+        // Not reaped yet: it stays a zombie until wait().
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !zombie(pid) {
+            assert!(std::time::Instant::now() < deadline, "child never exited");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!pid_alive(pid));
+        child.wait().unwrap();
+        assert!(pid_alive(i64::from(std::process::id())));
+        assert!(!pid_alive(0));
+    }
+}

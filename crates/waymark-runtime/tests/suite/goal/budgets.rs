@@ -1,0 +1,207 @@
+//! Budgets tests.
+
+#![allow(unused_imports)]
+
+use super::*;
+use waymark_runtime::goal::db::GoalTurnWrites;
+use waymark_runtime::goal::db::GoalWrites;
+
+use super::super::harness::{Harness, collect, finished, results, run, user, waiting_on};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use waymark_protocol::config::{Config, Verification};
+use waymark_protocol::{
+    Answer, EventKind, GoalReason, GoalSnapshot, GoalStatus, MessageSource, Op, PermissionMode,
+    Position, QuestionnaireKind, ToolStatus, TurnEndReason,
+};
+use waymark_runtime::provider::ModelMessage;
+use waymark_runtime::{Clock, SessionHandle};
+
+#[tokio::test]
+async fn g_22_token_budget_denials_then_one_summary_turn_without_tools() {
+    let mut c = config(Verification::None);
+    c.goal.budget.grace_steps = 1;
+    let (h, rec) = Harness::recording(
+        c,
+        json!({"responses": [
+            {"text": "big step", "usage": {"input_tokens": 900, "output_tokens": 200}, "tool_calls": [
+                {"name": "list_dir", "arguments": {"path": "."}},
+                {"name": "list_dir", "arguments": {"path": "."}},
+                {"name": "list_dir", "arguments": {"path": "."}}
+            ]},
+            {"text": "Summary: listed the folder; nothing else done.", "usage": {"input_tokens": 50, "output_tokens": 20}}
+        ]}),
+    );
+    let s = h.recorded_session(PermissionMode::Auto);
+    let ev = run(&s, user("/goal big job budget=1K")).await;
+    let g = goal(&h, &s);
+    assert_eq!(status(&g), (GoalStatus::BudgetLimited, GoalReason::Tokens));
+    let r = results(&ev);
+    let denials: Vec<&String> = r
+        .iter()
+        .filter(|x| x.1 == ToolStatus::Denied)
+        .map(|x| &x.2)
+        .collect();
+    assert_eq!(
+        denials.len(),
+        3,
+        "no tool runs after the budget is used up: {r:?}"
+    );
+    assert!(denials[0].contains("give") || denials[0].contains("short summary"));
+    assert!(denials[1].contains("Tools are disabled") && denials[2].contains("Tools are disabled"));
+    let reqs = rec.requests.lock().unwrap().clone();
+    assert_eq!(
+        reqs.len(),
+        2,
+        "one work call, then exactly one summary call"
+    );
+    assert!(reqs[1].tools.is_empty(), "the summary turn offers no tools");
+    let ModelMessage::User { text } = reqs[1]
+        .messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m, ModelMessage::User { .. }))
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(text.contains("budget is used up"), "{text}");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_22_main_turns_budget() {
+    let h = Harness::new(config(Verification::None));
+    let script = json!({"responses": [work(1), work(2), work(3), {"text": "summary"}]});
+    let (s, _) = set_goal(&h, script, Verification::None, "/goal keep going turns=2").await;
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::BudgetLimited, GoalReason::MainTurns)
+    );
+    assert_eq!(
+        goal(&h, &s).budget.main_turns.used,
+        3,
+        "two work turns and the summary turn"
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_6_g_22_active_seconds_budget_with_an_injected_clock() {
+    let h = Harness::new(config(Verification::None));
+    let rt = h.reopen(|o| o.clock = Arc::new(Ticking(AtomicI64::new(1_000_000))));
+    let script = h.script(json!({"responses": [work(1)], "when_exhausted": "repeat_last"}));
+    let s = rt
+        .create_session(waymark_runtime::SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(script),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    run(&s, user("/goal keep busy time=30s")).await;
+    let g = rt.goal(s.id()).unwrap().unwrap();
+    assert_eq!(
+        (g.status, g.reason),
+        (GoalStatus::BudgetLimited, GoalReason::ActiveSeconds)
+    );
+    assert!(g.budget.active_seconds.used >= 30);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_3_raising_the_exhausted_dimension_reactivates_raising_another_does_not() {
+    let h = Harness::new(config(Verification::None));
+    let script =
+        json!({"responses": [{"text": "did one step"}, {"text": "summary"}, claim("done")]});
+    let (s, _) = set_goal(
+        &h,
+        script,
+        Verification::None,
+        "/goal stepwise turns=1 budget=500K",
+    )
+    .await;
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::BudgetLimited, GoalReason::MainTurns)
+    );
+    run(&s, user("/goal budget=900K")).await;
+    assert_eq!(
+        goal(&h, &s).status,
+        GoalStatus::BudgetLimited,
+        "raising tokens does not lift a turn limit"
+    );
+    run(&s, user("/goal turns=clear")).await;
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::Complete, GoalReason::WorkerProposal)
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_6_verifier_tokens_count_toward_the_goal() {
+    let h = Harness::new(config(Verification::Evaluator));
+    let script = json!({"responses": [{"text": "c", "usage": {"input_tokens": 100, "output_tokens": 10}, "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete"}}]}],
+        "verifier": [{"text": "VERDICT: PASS", "usage": {"input_tokens": 1000, "output_tokens": 5}}]});
+    let (s, _) = set_goal(&h, script, Verification::Evaluator, "/goal count").await;
+    assert_eq!(goal(&h, &s).budget.tokens.used, 110 + 1005);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_6_time_while_closed_does_not_count() {
+    use waymark_protocol::GoalActor;
+    use waymark_runtime::ManualClock;
+    use waymark_runtime::goal::db::Budgets;
+    let h = Harness::new(config(Verification::None));
+    let s = h.session(json!({"responses": []}), PermissionMode::Auto);
+    let id = s.id().to_string();
+    s.shutdown().await.unwrap();
+    // A goal turn that was running when the process died an hour before the reopen.
+    h.runtime
+        .store()
+        .write(1_000_000, |tx| {
+            tx.create_goal(
+                "g1",
+                &id,
+                "survive",
+                None,
+                Budgets {
+                    time_ms: Some(600_000),
+                    ..Budgets::default()
+                },
+                GoalActor::User,
+            )?;
+            let (m, _) = tx.insert_message(
+                &id,
+                MessageSource::Goal,
+                "continue",
+                Position::Tail,
+                Some("goal-cont:g1:1:1"),
+            )?;
+            let t = tx.start_turn(&id, m.id)?;
+            tx.set_turn_goal(t, "g1", 1, false)?;
+            // The process that held the session is gone.
+            tx.acquire_lease(&id, "dead-process", 2_000_000_000, 30_000, &|_| false)?;
+            Ok::<_, waymark_runtime::Error>(())
+        })
+        .unwrap();
+    let clock = ManualClock::new(1_000_000 + 3_600_000);
+    let rt = h.reopen(|o| o.clock = clock.clone());
+    let s = rt
+        .open_session(&id, waymark_runtime::SessionSpec::default())
+        .unwrap();
+    let g = rt.goal(&id).unwrap().unwrap();
+    assert_eq!(
+        (g.status, g.reason),
+        (GoalStatus::Paused, GoalReason::AppClosed)
+    );
+    assert_eq!(
+        g.budget.active_seconds.used, 0,
+        "the hour the app was closed is not counted"
+    );
+    assert_eq!(g.budget.main_turns.used, 1);
+    s.shutdown().await.unwrap();
+}

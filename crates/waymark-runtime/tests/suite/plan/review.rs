@@ -1,0 +1,458 @@
+//! Review tests.
+
+#![allow(unused_imports)]
+
+use super::*;
+
+use super::super::harness::{
+    Harness, collect, finished, questionnaire, results, run, user, waiting_on,
+};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use waymark_protocol::config::Config;
+use waymark_protocol::{
+    Answer, EventKind, Intent, InteractionMode, MessageSource, Op, PermissionMode, Position,
+    QuestionnaireKind, ToolStatus, TurnEndReason,
+};
+use waymark_runtime::provider::ModelMessage;
+use waymark_runtime::{SessionHandle, SessionSpec};
+
+#[tokio::test]
+async fn pm_15_exit_without_a_summary_is_an_error_the_model_can_fix() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [{"name": "ExitPlanMode", "arguments": {}}]},
+            {"tool_calls": [{"name": "write", "arguments": {"path": PLAN, "content": "# Plan\nno summary heading\n"}}, {"name": "ExitPlanMode", "arguments": {}}]},
+            {"tool_calls": [{"name": "write", "arguments": {"path": PLAN, "content": "## Summary\n\n## Steps\n"}}, {"name": "ExitPlanMode", "arguments": {}}]},
+            {"tool_calls": [{"name": "ExitPlanMode", "arguments": {"options": ["a", "b", "c", "d"]}}]},
+            write_and_exit(GOOD_PLAN)
+        ]}),
+        PermissionMode::AutoEdit,
+    );
+    let ev = run(&s, plan_entry("plan")).await;
+    let r = results(&ev);
+    let errors: Vec<&String> = r
+        .iter()
+        .filter(|x| x.0 == "ExitPlanMode" && x.1 == ToolStatus::Error)
+        .map(|x| &x.2)
+        .collect();
+    assert_eq!(errors.len(), 4, "{r:#?}");
+    assert!(errors[0].contains("empty"));
+    assert!(errors[1].contains("must begin with a `## Summary`"));
+    assert!(errors[2].contains("section is empty"));
+    assert!(errors[3].contains("at most 3 options"));
+    assert_eq!(
+        kind_of(&h, &s, &waiting_on(&ev)),
+        QuestionnaireKind::PlanApproval
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_15_exit_is_refused_outside_plan_mode_and_with_a_queued_message() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"text": "writing", "delay_ms": 300, "tool_calls": [{"name": "write", "arguments": {"path": PLAN, "content": GOOD_PLAN}}, {"name": "ExitPlanMode", "arguments": {}}]},
+            {"text": "saw it"}
+        ]}),
+        PermissionMode::AutoEdit,
+    );
+    let mut rx = s.subscribe();
+    s.submit(plan_entry("plan")).await.unwrap();
+    // The user adds a message while the model is still writing.
+    s.submit(system("one more thing")).await.unwrap();
+    let ev = collect(&mut rx).await;
+    let r = results(&ev);
+    let exit = r.iter().find(|x| x.0 == "ExitPlanMode").unwrap();
+    assert_eq!(exit.1, ToolStatus::Error);
+    assert!(
+        exit.2.contains("messages are waiting in the queue"),
+        "{exit:?}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_16_revisions_are_blobs_with_an_event_carrying_the_hash_not_the_body() {
+    let h = Harness::new(Config::default());
+    let s = h.session(with_plan_script(vec![]), PermissionMode::AutoEdit);
+    let mut rx = s.subscribe();
+    s.submit(plan_entry("plan")).await.unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    let ev = collect(&mut rx).await;
+    let rev = ev
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::PlanRevision {
+                plan_id,
+                version,
+                key,
+                sha256,
+                bytes,
+                ..
+            } => Some((
+                plan_id.clone(),
+                *version,
+                key.clone(),
+                sha256.clone(),
+                *bytes,
+            )),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(rev.1, 1);
+    assert_eq!(rev.2, format!("plan/{}/v1.md", rev.0));
+    assert_eq!(
+        rev.3,
+        waymark_runtime::plan::db::sha256_hex(GOOD_PLAN.as_bytes())
+    );
+    assert_eq!(rev.4, GOOD_PLAN.len() as u64);
+    let text = h.runtime.plan_revision_text(s.id(), None, 1).unwrap();
+    assert_eq!(text, GOOD_PLAN);
+    let log = serde_json::to_string(&h.runtime.events(s.id(), 0, 1000).unwrap()).unwrap();
+    assert!(
+        !log.contains("Rename the greeting\\n\\n## Approach"),
+        "no event carries the plan body"
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_17_approve_inserts_the_implementation_at_the_head_and_leaves_plan_mode() {
+    let (h, s, ev) = outcome(approve()).await;
+    assert_eq!(mode(&h, &s), InteractionMode::Default);
+    assert_eq!(implementation_messages(&h, &s), 1);
+    let m = messages(&h, &s)
+        .into_iter()
+        .find(|m| m.text.starts_with("Implement"))
+        .unwrap();
+    assert_eq!(m.source, MessageSource::Questionnaire);
+    assert!(ev.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::MessageAdmitted {
+            position: Position::Head,
+            ..
+        }
+    )));
+    s.shutdown().await.unwrap();
+}
+
+/// While a review is pending, the runtime says whether the plan file still holds what was
+/// submitted: a file changed behind the reviewer's back is flagged (approving implements
+/// the submitted revision, not the file).
+#[tokio::test]
+async fn pm_16_a_plan_file_changed_after_submission_is_flagged_during_review() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [write_and_exit(GOOD_PLAN)]}),
+        PermissionMode::AutoEdit,
+    );
+    assert_eq!(h.runtime.plan_under_review(s.id()).unwrap(), None);
+    run(&s, plan_entry("plan")).await;
+    let review = h.runtime.plan_under_review(s.id()).unwrap().unwrap();
+    assert_eq!((review.version, review.file_changed), (1, false));
+    std::fs::write(plan_file(&h, &s), "## Summary\nSomething else entirely.\n").unwrap();
+    let review = h.runtime.plan_under_review(s.id()).unwrap().unwrap();
+    assert_eq!((review.version, review.file_changed), (1, true));
+    std::fs::remove_file(plan_file(&h, &s)).unwrap();
+    assert!(
+        h.runtime
+            .plan_under_review(s.id())
+            .unwrap()
+            .unwrap()
+            .file_changed
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_17_defer_stays_in_plan_mode_and_changes_nothing() {
+    let (h, s, ev) = outcome(Answer::Defer).await;
+    assert_eq!(mode(&h, &s), InteractionMode::Plan);
+    assert_eq!(implementation_messages(&h, &s), 0);
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::TurnStarted { .. }))
+    );
+    assert!(matches!(ev.last().unwrap().kind, EventKind::SessionIdle {}));
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_17_revise_continues_in_plan_mode_with_the_feedback() {
+    let (h, s, ev) = outcome(Answer::Revise {
+        text: "cover the docs too".into(),
+        comments: Vec::new(),
+    })
+    .await;
+    assert_eq!(mode(&h, &s), InteractionMode::Plan);
+    let msg = messages(&h, &s).into_iter().last().unwrap();
+    assert!(msg.text.contains("cover the docs too") && msg.source == MessageSource::Questionnaire);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e.kind, EventKind::TurnStarted { .. })),
+        "a continuation turn runs"
+    );
+    assert_eq!(implementation_messages(&h, &s), 0);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_17_reject_and_withdraw_leave_plan_mode_without_implementing() {
+    for reply in [Answer::Reject, Answer::Withdraw] {
+        let (h, s, _) = outcome(reply).await;
+        assert_eq!(mode(&h, &s), InteractionMode::Default);
+        assert_eq!(implementation_messages(&h, &s), 0);
+        s.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn pm_17_options_are_offered_and_the_choice_reaches_the_implementation() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [{"name": "write", "arguments": {"path": PLAN, "content": GOOD_PLAN}}, {"name": "ExitPlanMode", "arguments": {"options": ["Small patch", "Full rewrite"]}}]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::AutoEdit,
+    );
+    let ev = run(&s, plan_entry("plan")).await;
+    let q = waiting_on(&ev);
+    let e = s
+        .submit(answer(
+            &q,
+            Answer::Approve {
+                option: Some(3),
+                as_goal: None,
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("1..2"), "{e}");
+    run(
+        &s,
+        answer(
+            &q,
+            Answer::Approve {
+                option: Some(2),
+                as_goal: None,
+            },
+        ),
+    )
+    .await;
+    let m = messages(&h, &s)
+        .into_iter()
+        .find(|m| m.text.starts_with("Implement"))
+        .unwrap();
+    assert!(m.text.contains("The user chose option 2: Full rewrite"));
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_18_fifty_concurrent_approvals_give_one_implementation_message() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        with_plan_script(vec![json!({"text": "implementing", "delay_ms": 200})]),
+        PermissionMode::AutoEdit,
+    );
+    let q = to_approval(&h, &s).await;
+    let s = std::sync::Arc::new(s);
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let s = s.clone();
+        let q = q.clone();
+        tasks.push(tokio::spawn(async move {
+            s.submit(answer(&q, approve())).await
+        }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(e) => assert_eq!(e.code(), "questionnaire_closed"),
+        }
+    }
+    assert_eq!(ok, 1);
+    assert_eq!(implementation_messages(&h, &s), 1);
+}
+
+#[test]
+fn pm_18_racing_connections_cannot_admit_two_implementation_messages() {
+    // Separate connections to one database file behave like separate processes.
+    use waymark_runtime::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let store = Store::open(&db).unwrap();
+    store
+        .write(1, |tx| {
+            tx.create_session("s1", "/ws", None, PermissionMode::Ask)?;
+            tx.open_questionnaire(
+                "q1",
+                "s1",
+                None,
+                &waymark_protocol::Question::PlanEntry(waymark_protocol::PlanEntryQuestion {
+                    reason: None,
+                }),
+            )
+        })
+        .unwrap();
+    let threads: Vec<_> = (0..50)
+        .map(|_| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let store = Store::open(&db).unwrap();
+                store.write(2, |tx| {
+                    tx.answer_questionnaire("q1", &approve())?;
+                    tx.insert_message(
+                        "s1",
+                        MessageSource::Questionnaire,
+                        "implement",
+                        Position::Head,
+                        Some("plan-approval:q1"),
+                    )
+                })
+            })
+        })
+        .collect();
+    let wins = threads
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .filter(|r| r.is_ok())
+        .count();
+    assert_eq!(wins, 1, "exactly one connection's answer commits");
+    let n: i64 = store
+        .read(|c| {
+            Ok::<_, waymark_runtime::Error>(c.query_row(
+                "SELECT COUNT(*) FROM messages WHERE session_id = 's1'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn pm_19_the_implementation_turn_gets_the_frozen_snapshot_not_later_edits() {
+    let (h, rec) = Harness::recording(
+        Config::default(),
+        with_plan_script(vec![json!({"text": "implementing"})]),
+    );
+    let s = h.recorded_session(PermissionMode::AutoEdit);
+    rec.inner.set_session_dir(&session_dir(&h, &s));
+    let q = to_approval(&h, &s).await;
+    let plan = plan_file(&h, &s);
+    // Edits after the submission and after the approval never reach the implementation.
+    std::fs::write(&plan, format!("{GOOD_PLAN}\nEDIT BEFORE APPROVAL\n")).unwrap();
+    let id = s.id().to_string();
+    s.shutdown().await.unwrap();
+    let rt = h.reopen(|_| {});
+    let held = rt
+        .open_session(
+            &id,
+            SessionSpec {
+                hold: true,
+                ..SessionSpec::default()
+            },
+        )
+        .unwrap();
+    held.submit(answer(&q, approve())).await.unwrap();
+    std::fs::write(&plan, format!("{GOOD_PLAN}\nEDIT AFTER APPROVAL\n")).unwrap();
+    let mut rx = held.subscribe();
+    held.submit(Op::Resume).await.unwrap();
+    collect(&mut rx).await;
+    let req = rec.requests.lock().unwrap().last().unwrap().clone();
+    let sent = first_user_text(&req);
+    assert!(!sent.contains("EDIT BEFORE APPROVAL") && !sent.contains("EDIT AFTER APPROVAL"));
+    assert!(sent.contains("Approved plan:\n## Summary\nRename the greeting."));
+    let sent = sent.replace(&plan.display().to_string(), "<plan file>");
+    insta::assert_snapshot!("plan_implementation_message", sent);
+    held.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_20_auto_mode_skips_the_review_and_says_so() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        with_plan_script(vec![json!({"text": "implementing now"})]),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, plan_entry("plan")).await;
+    let r = results(&ev);
+    let exit = r.iter().find(|x| x.0 == "ExitPlanMode").unwrap();
+    assert!(exit.2.contains("did not review"), "{exit:?}");
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. }))
+    );
+    assert_eq!(mode(&h, &s), InteractionMode::Default);
+    assert!(ev.iter().any(|e| matches!(&e.kind, EventKind::AssistantMessage { text, .. } if text == "implementing now")));
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_21_leaving_directly_never_implements_and_withdraws_the_review() {
+    let h = Harness::new(Config::default());
+    let s = h.session(with_plan_script(vec![]), PermissionMode::AutoEdit);
+    let q = to_approval(&h, &s).await;
+    s.submit(user("/plan off")).await.unwrap();
+    assert_eq!(mode(&h, &s), InteractionMode::Default);
+    assert_eq!(implementation_messages(&h, &s), 0);
+    let info = questionnaire(&h, &s, &q);
+    assert_eq!(info.status, "withdrawn");
+    // The plan-exit intent works the same way.
+    s.submit(user("/plan on")).await.unwrap();
+    s.submit(Op::Submit {
+        text: "never mind".into(),
+        source: MessageSource::User,
+        position: Position::Tail,
+        idempotency_key: None,
+        intent: Some(Intent::PlanExit),
+    })
+    .await
+    .unwrap();
+    assert_eq!(mode(&h, &s), InteractionMode::Default);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn pm_23_a_user_edit_before_approval_is_what_gets_implemented() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        with_plan_script(vec![json!({"text": "implementing"})]),
+        PermissionMode::AutoEdit,
+    );
+    let q = to_approval(&h, &s).await;
+    let edited = "## Summary\nThe user's own version of the plan.\n";
+    s.submit(Op::EditPlan {
+        text: edited.into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(plan_file(&h, &s)).unwrap(), edited);
+    let revs = h.runtime.plan_revisions(s.id()).unwrap();
+    let last = revs.last().unwrap();
+    assert_eq!((last.version, last.author.as_str()), (2, "user"));
+    run(&s, answer(&q, approve())).await;
+    let m = messages(&h, &s)
+        .into_iter()
+        .find(|m| m.text.starts_with("Implement"))
+        .unwrap();
+    assert!(
+        m.text.ends_with(&format!("Approved plan:\n{edited}")),
+        "{}",
+        m.text
+    );
+    // Outside plan mode the plan cannot be edited.
+    let e = s
+        .submit(Op::EditPlan {
+            text: "## Summary\nlate".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "refused");
+    s.shutdown().await.unwrap();
+}
