@@ -99,6 +99,7 @@ pub struct CallInfo<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct CallPrep {
     writable: Option<Vec<PathBuf>>,
+    network: Option<waymark_protocol::config::ShellNetwork>,
     time_left: Option<Duration>,
 }
 
@@ -110,6 +111,22 @@ impl CallPrep {
             None => files,
             Some(before) => before.into_iter().filter(|f| files.contains(f)).collect(),
         });
+    }
+
+    /// A confined shell may use the network as far as `network` lets it (and every other
+    /// hook lets it too); a confined shell no hook lets out has none.
+    pub fn network(&mut self, network: waymark_protocol::config::ShellNetwork) {
+        use waymark_protocol::config::ShellNetwork::{Allow, Deny};
+        self.network = Some(match (self.network, network) {
+            (None, n) => n,
+            (Some(Allow), Allow) => Allow,
+            _ => Deny,
+        });
+    }
+
+    /// The network a confined shell gets.
+    pub fn shell_network(&self) -> waymark_protocol::config::ShellNetwork {
+        self.network.unwrap_or_default()
     }
 
     /// An allowed call takes at most `left` (plus the core's grace).
@@ -211,6 +228,11 @@ pub trait Extension: Send + Sync {
         _message: &MessageRow,
     ) -> Result<()> {
         Ok(())
+    }
+    /// Whether the session's sandbox should be probed before this turn's reminders are
+    /// gathered (a reminder that says which sandbox layers hold).
+    fn probes_sandbox(&self, _session: &SessionRow) -> bool {
+        false
     }
     /// Whether the turn's model calls get the tools (all must agree).
     fn offers_tools(&self, _api: &SessionApi, _turn_id: i64) -> Result<bool> {
@@ -350,5 +372,13 @@ mod tests {
         v.confine(Vec::new());
         v.confine(vec![plan]);
         assert_eq!(v.writable(), Some(&[][..]));
+        // The network: none unless a hook lets it out, and one refusal is enough.
+        use waymark_protocol::config::ShellNetwork::{Allow, Deny};
+        assert_eq!(v.shell_network(), Deny);
+        v.network(Allow);
+        assert_eq!(v.shell_network(), Allow);
+        v.network(Deny);
+        v.network(Allow);
+        assert_eq!(v.shell_network(), Deny);
     }
 }

@@ -154,8 +154,13 @@ impl Extension for PlanExtension {
         // In plan mode the agent's shell is read-only but for the plan file (PM-14).
         if call.actor == CallActor::Main && call.session.interaction_mode == InteractionMode::Plan {
             prep.confine(vec![plan_path(api.artifacts())]);
+            prep.network(api.config().plan.shell_network);
         }
         Ok(())
+    }
+    fn probes_sandbox(&self, session: &SessionRow) -> bool {
+        // The plan reminder says which sandbox layers hold.
+        session.interaction_mode == InteractionMode::Plan
     }
     fn on_answer(
         &self,

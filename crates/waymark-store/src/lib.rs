@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0007_compactions.sql"),
     include_str!("../migrations/0008_turn_error_reset.sql"),
     include_str!("../migrations/0009_grant_scope.sql"),
+    include_str!("../migrations/0010_feature_free_checks.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);
@@ -433,23 +434,99 @@ fn migrate(conn: &mut Connection, label: &str) -> Result<()> {
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         let version = i as i64 + 1;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(sql).map_err(|e| Error::Migration {
-            version,
-            message: e.to_string(),
-        })?;
-        tx.execute(
-            "INSERT INTO schema_version (version) VALUES (?1)",
-            [version],
-        )?;
-        tx.commit()?;
+        // A migration that rebuilds a table another one references runs with foreign keys
+        // off (they cannot change inside a transaction), and every reference is checked
+        // before it commits.
+        let rebuild = sql.starts_with(REBUILDS);
+        if rebuild {
+            conn.pragma_update(None, "foreign_keys", "OFF")?;
+        }
+        let applied = apply(conn, version, sql, rebuild);
+        if rebuild {
+            conn.pragma_update(None, "foreign_keys", "ON")?;
+        }
+        applied?;
     }
+    Ok(())
+}
+
+/// How a migration that rebuilds tables begins.
+const REBUILDS: &str = "-- waymark: rebuilds tables";
+
+fn apply(conn: &mut Connection, version: i64, sql: &str, rebuild: bool) -> Result<()> {
+    let failed = |message: String| Error::Migration { version, message };
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(sql).map_err(|e| failed(e.to_string()))?;
+    if rebuild {
+        let broken: Option<String> = tx
+            .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+            .optional()?;
+        if let Some(table) = broken {
+            return Err(failed(format!(
+                "a row of `{table}` refers to one that is gone after the rebuild"
+            )));
+        }
+    }
+    tx.execute(
+        "INSERT INTO schema_version (version) VALUES (?1)",
+        [version],
+    )?;
+    tx.commit()?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The core schema names no feature: no CHECK lists a plan or goal value, and a source or
+    /// kind an extension brings is stored (what the store does not know is refused when read).
+    #[test]
+    fn the_core_schema_names_no_feature() {
+        let store = Store::open_in_memory().unwrap();
+        let sql: Vec<String> = store
+            .read(|c| {
+                let mut st = c.prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")?;
+                let rows = st.query_map([], |r| r.get(0))?;
+                Ok::<_, StoreError>(rows.collect::<std::result::Result<_, _>>()?)
+            })
+            .unwrap();
+        // The grants' old plan-mode flag is history: the plan extension's own migration moves
+        // it to scopes and drops the column.
+        for s in sql.iter().filter(|s| !s.starts_with("CREATE TABLE grants")) {
+            let l = s.to_lowercase();
+            // The interaction mode is the core's own ('default', 'plan').
+            let l = l.replace("interaction_mode in ('default', 'plan')", "");
+            assert!(!l.contains("plan") && !l.contains("goal"), "{s}");
+        }
+    }
+
+    /// A rebuild that leaves a reference dangling is refused and changes nothing, and the
+    /// foreign keys are on again after it.
+    #[test]
+    fn a_rebuild_that_breaks_a_reference_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        drop(Store::open(&path).unwrap());
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "INSERT INTO workspaces (id, path, created_at) VALUES (1, '/w', 0);
+             INSERT INTO sessions (id, workspace_id, created_at, updated_at) VALUES ('s', 1, 0, 0);
+             INSERT INTO messages (id, session_id, source, text, status, queue_pos, admitted_at)
+                 VALUES (1, 's', 'user', 'hi', 'done', 1, 0);
+             INSERT INTO turns (id, session_id, message_id, status, started_at)
+                 VALUES (1, 's', 1, 'parked', 0);",
+        )
+        .unwrap();
+        let bad = format!("{REBUILDS}\nDELETE FROM messages;");
+        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+        let e = apply(&mut conn, 99, &bad, true).unwrap_err().to_string();
+        assert!(e.contains("turns") && e.contains("99"), "{e}");
+        let left: i64 = conn
+            .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 1, "the refused rebuild changed the database");
+    }
 
     #[test]
     fn migrations_apply_once_and_record_the_version() {

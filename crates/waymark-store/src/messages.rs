@@ -257,16 +257,22 @@ mod tests {
     }
 
     #[test]
-    fn source_is_checked_by_the_schema() {
+    fn a_source_the_store_does_not_know_is_refused_when_read() {
         let store = Store::open_in_memory().unwrap();
         let s = make_session(&store);
-        let r = store.read(|c| {
-            Ok::<_, crate::StoreError>(c.execute(
-                "INSERT INTO messages (session_id, source, text, status, queue_pos, admitted_at)
-                 VALUES (?1, 'robot', 't', 'queued', 1, 1)",
-                [&s],
-            )?)
-        });
-        assert!(r.is_err());
+        let insert = |source: &str| {
+            store.read(|c| {
+                Ok::<_, crate::StoreError>(c.execute(
+                    "INSERT INTO messages (session_id, source, text, status, queue_pos, admitted_at)
+                     VALUES (?1, ?2, 't', 'queued', 1, 1)",
+                    [s.as_str(), source],
+                )?)
+            })
+        };
+        // The schema checks only the shape; a blank source never gets in.
+        assert!(insert("").is_err());
+        insert("robot").unwrap();
+        let e = store.read(|c| list(c, &s)).unwrap_err().to_string();
+        assert!(e.contains("robot"), "{e}");
     }
 }

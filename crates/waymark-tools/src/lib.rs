@@ -87,7 +87,7 @@ impl Timeouts {
             && t > left
         {
             t = left;
-            why = Some("capped by the time left in the goal's budget");
+            why = Some("capped by the time the session's budget has left");
         }
         (t, why)
     }

@@ -64,10 +64,9 @@ pub(crate) async fn decide(
         Some(files) => {
             // Probed once per session, off the async threads.
             core.sandbox.probe_async().await;
-            // `plan.shell_network` is the plan-mode shell's setting; the verifier never
-            // gets the network.
+            // The network only as far as the hooks let it out (the verifier's never is).
             let network = match actor {
-                CallActor::Main => core.config().plan.shell_network,
+                CallActor::Main => prep.shell_network(),
                 CallActor::Verifier => waymark_protocol::config::ShellNetwork::Deny,
             };
             core.sandbox

@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::{
-    CallActor, CompactReason, ErrorInfo, EventKind, InteractionMode, MessageSource,
-    ToolCallSummary, ToolStatus, TurnEndReason, Usage,
+    CallActor, CompactReason, ErrorInfo, EventKind, MessageSource, ToolCallSummary, ToolStatus,
+    TurnEndReason, Usage,
 };
 
 /// Room kept for the reply when budgeting the context.
@@ -128,8 +128,8 @@ async fn drive(
     let session = core
         .read(|c| Ok(store::sessions::get(c, &sid)?))?
         .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
-    if session.interaction_mode == InteractionMode::Plan {
-        // The plan reminder says which sandbox layers hold: probe before it is written.
+    if core.extensions.iter().any(|e| e.probes_sandbox(&session)) {
+        // A reminder says which sandbox layers hold: probe before it is written.
         core.sandbox.probe_async().await;
     }
     let reminders = context::render_reminders(

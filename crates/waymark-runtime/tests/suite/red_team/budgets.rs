@@ -54,7 +54,7 @@ async fn a_command_cannot_outlast_the_goal_time_budget() {
     assert_eq!(bash.1, ToolStatus::Error, "{r:?}");
     assert!(
         bash.2
-            .contains("(capped by the time left in the goal's budget)"),
+            .contains("(capped by the time the session's budget has left)"),
         "{r:?}"
     );
     // The time left (under a second) plus the grace, not the hour the model asked for.
