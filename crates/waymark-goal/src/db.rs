@@ -226,7 +226,8 @@ impl GoalWrites for super::Tx<'_> {
             ],
         )?;
         self.conn().execute(
-            "UPDATE sessions SET current_goal_id = ?2 WHERE id = ?1",
+            "INSERT INTO goal_sessions (session_id, current_goal_id) VALUES (?1, ?2)
+             ON CONFLICT (session_id) DO UPDATE SET current_goal_id = excluded.current_goal_id",
             params![session_id, id],
         )?;
         Ok(())
@@ -359,7 +360,7 @@ impl GoalWrites for super::Tx<'_> {
         let id: Option<String> = self
             .conn()
             .query_row(
-                "SELECT current_goal_id FROM sessions WHERE id = ?1",
+                "SELECT current_goal_id FROM goal_sessions WHERE session_id = ?1",
                 [session_id],
                 |r| r.get(0),
             )
@@ -371,7 +372,7 @@ impl GoalWrites for super::Tx<'_> {
                 params![id, now],
             )?;
             self.conn().execute(
-                "UPDATE sessions SET current_goal_id = NULL WHERE id = ?1",
+                "UPDATE goal_sessions SET current_goal_id = NULL WHERE session_id = ?1",
                 [session_id],
             )?;
         }
@@ -442,7 +443,10 @@ impl GoalTurnWrites for super::Tx<'_> {
         summary: bool,
     ) -> Result<()> {
         self.conn().execute(
-            "UPDATE turns SET goal_id = ?2, goal_revision = ?3, goal_summary = ?4 WHERE id = ?1",
+            "INSERT INTO goal_turns (turn_id, goal_id, revision, summary) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (turn_id) DO UPDATE
+                 SET goal_id = excluded.goal_id, revision = excluded.revision,
+                     summary = excluded.summary",
             params![turn_id, goal_id, revision, summary],
         )?;
         Ok(())
@@ -450,7 +454,8 @@ impl GoalTurnWrites for super::Tx<'_> {
 
     fn set_turn_proposal(&mut self, turn_id: i64, proposal: &str) -> Result<()> {
         self.conn().execute(
-            "UPDATE turns SET goal_proposal = ?2 WHERE id = ?1",
+            "INSERT INTO goal_turns (turn_id, proposal) VALUES (?1, ?2)
+             ON CONFLICT (turn_id) DO UPDATE SET proposal = excluded.proposal",
             params![turn_id, proposal],
         )?;
         Ok(())
@@ -461,7 +466,7 @@ impl GoalTurnWrites for super::Tx<'_> {
 pub fn turn_goal(conn: &Connection, turn_id: i64) -> Result<TurnGoal> {
     Ok(conn
         .prepare_cached(
-            "SELECT goal_id, goal_revision, goal_proposal, goal_summary FROM turns WHERE id = ?1",
+            "SELECT goal_id, revision, proposal, summary FROM goal_turns WHERE turn_id = ?1",
         )?
         .query_row([turn_id], |r| {
             Ok(TurnGoal {
@@ -478,7 +483,8 @@ pub fn turn_goal(conn: &Connection, turn_id: i64) -> Result<TurnGoal> {
 /// The session's current goal, if any.
 pub fn current_goal(conn: &Connection, session_id: &str) -> Result<Option<GoalRow>> {
     conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM goals WHERE id = (SELECT current_goal_id FROM sessions WHERE id = ?1)"
+        "SELECT {COLUMNS} FROM goals
+         WHERE id = (SELECT current_goal_id FROM goal_sessions WHERE session_id = ?1)"
     ))?
     .query_row([session_id], row_to_goal)
     .optional()?

@@ -53,6 +53,7 @@ impl Extension for GoalExtension {
             include_str!("../migrations/0002_question.sql"),
             include_str!("../migrations/0003_usage_limit.sql"),
             include_str!("../migrations/0004_steps.sql"),
+            include_str!("../migrations/0005_own_session_state.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {

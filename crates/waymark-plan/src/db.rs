@@ -128,7 +128,9 @@ impl PlanWrites for super::Tx<'_> {
             params![id, session_id, now],
         )?;
         self.conn().execute(
-            "UPDATE sessions SET current_plan_id = ?2, exit_reminder = NULL WHERE id = ?1",
+            "INSERT INTO plan_sessions (session_id, current_plan_id) VALUES (?1, ?2)
+             ON CONFLICT (session_id) DO UPDATE
+                 SET current_plan_id = excluded.current_plan_id, exit_reminder = NULL",
             params![session_id, id],
         )?;
         Ok(())
@@ -222,7 +224,8 @@ impl PlanWrites for super::Tx<'_> {
 
     fn set_exit_reminder(&mut self, session_id: &str, value: Option<ExitReminder>) -> Result<()> {
         self.conn().execute(
-            "UPDATE sessions SET exit_reminder = ?2 WHERE id = ?1",
+            "INSERT INTO plan_sessions (session_id, exit_reminder) VALUES (?1, ?2)
+             ON CONFLICT (session_id) DO UPDATE SET exit_reminder = excluded.exit_reminder",
             params![session_id, value.map(|v| v.encode())],
         )?;
         Ok(())
@@ -239,7 +242,7 @@ pub fn plan(conn: &Connection, id: &str) -> Result<Option<PlanRow>> {
 /// The session's current (most recent) plan, if it ever entered plan mode.
 pub fn current_plan(conn: &Connection, session_id: &str) -> Result<Option<PlanRow>> {
     let id: Option<String> = conn
-        .prepare_cached("SELECT current_plan_id FROM sessions WHERE id = ?1")?
+        .prepare_cached("SELECT current_plan_id FROM plan_sessions WHERE session_id = ?1")?
         .query_row([session_id], |r| r.get(0))
         .optional()?
         .flatten();
@@ -251,7 +254,7 @@ pub fn current_plan(conn: &Connection, session_id: &str) -> Result<Option<PlanRo
 
 pub fn exit_reminder(conn: &Connection, session_id: &str) -> Result<Option<ExitReminder>> {
     let stored: Option<String> = conn
-        .prepare_cached("SELECT exit_reminder FROM sessions WHERE id = ?1")?
+        .prepare_cached("SELECT exit_reminder FROM plan_sessions WHERE session_id = ?1")?
         .query_row([session_id], |r| r.get(0))
         .optional()?
         .flatten();

@@ -66,6 +66,7 @@ impl Extension for PlanExtension {
             include_str!("../migrations/0001_plans.sql"),
             include_str!("../migrations/0002_comments.sql"),
             include_str!("../migrations/0003_grant_scope.sql"),
+            include_str!("../migrations/0004_own_session_state.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {

@@ -54,6 +54,7 @@ mod store_tests {
                  INSERT INTO sessions (id, workspace_id, created_at, updated_at) VALUES ('s', 1, 0, 0);
                  INSERT INTO goals (id, session_id, objective, status, reason, actor, created_at, updated_at)
                      VALUES ('g', 's', 'keep me', 'active', 'created', 'user', 0, 0);
+                 UPDATE sessions SET current_goal_id = 'g' WHERE id = 's';
                  INSERT INTO grants (session_id, tool, kind, pattern, plan_mode)
                      VALUES ('s', 'bash', 'exact', 'ls', 1), ('s', 'write', 'tool', '', 0);
                  INSERT INTO questionnaires (id, session_id, kind, payload, status, created_at)
@@ -81,9 +82,21 @@ mod store_tests {
                 ))
             })
             .unwrap();
-        // Plan at version 3 (comments, grant scopes), goal at 4 (question, usage limit and
-        // steps on top).
-        assert_eq!((objective.as_str(), versions), ("keep me", 7));
+        // Plan at version 4 (comments, grant scopes, its own session table), goal at 5
+        // (question, usage limit, steps and its own session and turn tables on top).
+        assert_eq!((objective.as_str(), versions), ("keep me", 9));
+        // The current goal moved to the goal's own table; the core columns are empty.
+        let (current, left): (String, Option<String>) = store
+            .read(|c| {
+                Ok::<_, crate::store::StoreError>((
+                    c.query_row("SELECT current_goal_id FROM goal_sessions", [], |r| {
+                        r.get(0)
+                    })?,
+                    c.query_row("SELECT current_goal_id FROM sessions", [], |r| r.get(0))?,
+                ))
+            })
+            .unwrap();
+        assert_eq!((current.as_str(), left), ("g", None));
         // The grant given in plan mode keeps ending with it; the other stays the session's;
         // the pending question asked in plan mode says its scope.
         let (scopes, payload): (Vec<(String, Option<String>)>, String) = store
