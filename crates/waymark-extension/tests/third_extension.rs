@@ -1,0 +1,235 @@
+//! A third extension, built only against the public APIs of the crates (no test feature): a
+//! notebook that adds a tool (`take_note`), a guard (no note may hold a password), a permission
+//! rule (taking a note writes only the notebook's own table, so it never asks) and its own
+//! table. The test runs it in a real session of the runtime against the scripted model.
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use waymark_extension::guard::{GuardCall, GuardDecision, ToolGuard};
+use waymark_extension::rules::PermissionRule;
+use waymark_extension::{Extension, GuardStage, SessionApi, SessionTool, tool_error};
+use waymark_protocol::config::Config;
+use waymark_protocol::{Event, EventKind, MessageSource, Op, PermissionMode, Position, ToolStatus};
+use waymark_runtime::{Runtime, RuntimeOptions, SessionSpec};
+use waymark_tools::{Tool, ToolContext, ToolError, ToolOutput};
+
+struct Notebook {
+    /// Whether the permission rule is part of it (without it, a note asks like any write).
+    with_rule: bool,
+}
+
+struct TakeNote;
+
+impl Tool for TakeNote {
+    fn name(&self) -> &'static str {
+        "take_note"
+    }
+    fn description(&self) -> &'static str {
+        "Keep a short note in the session's notebook."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    }
+    fn is_mutating(&self) -> bool {
+        true
+    }
+}
+
+impl SessionTool for TakeNote {
+    fn handle_in<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        _ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let text = args["text"]
+                .as_str()
+                .ok_or_else(|| ToolError::Model("`text` must be a string".into()))?
+                .to_string();
+            let sid = api.id().to_string();
+            api.write(|tx| {
+                tx.conn().execute(
+                    "INSERT INTO notebook (session_id, text) VALUES (?1, ?2)",
+                    [sid.as_str(), text.as_str()],
+                )?;
+                Ok(())
+            })
+            .map_err(tool_error)?;
+            Ok(ToolOutput::text("noted"))
+        })
+    }
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
+        self
+    }
+}
+
+/// No note may hold a password.
+struct NoPasswords;
+
+impl ToolGuard for NoPasswords {
+    fn name(&self) -> &'static str {
+        "no-passwords"
+    }
+    fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
+        let text = call.arguments["text"].as_str().unwrap_or("");
+        if call.tool.name() == "take_note" && text.to_lowercase().contains("password") {
+            return GuardDecision::Deny("notes never hold passwords".into());
+        }
+        GuardDecision::Allow
+    }
+}
+
+/// Taking a note writes only the notebook's table: no question, in every mode that writes.
+struct NotesNeverAsk;
+
+impl PermissionRule for NotesNeverAsk {
+    fn name(&self) -> &'static str {
+        "notebook"
+    }
+    fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
+        (call.tool.name() == "take_note"
+            && call.session.permission_mode != PermissionMode::ReadOnly)
+            .then_some(GuardDecision::Allow)
+    }
+}
+
+impl Extension for Notebook {
+    fn name(&self) -> &'static str {
+        "notebook"
+    }
+    fn migrations(&self) -> &'static [&'static str] {
+        &[
+            "CREATE TABLE notebook (session_id TEXT NOT NULL REFERENCES sessions(id), text TEXT NOT NULL);",
+        ]
+    }
+    fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
+        vec![Arc::new(TakeNote)]
+    }
+    fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {
+        vec![(GuardStage::BeforePermission, Arc::new(NoPasswords))]
+    }
+    fn permission_rules(&self) -> Vec<Arc<dyn PermissionRule>> {
+        if self.with_rule {
+            vec![Arc::new(NotesNeverAsk)]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+fn note(text: &str) -> Value {
+    json!({"tool_calls": [{"name": "take_note", "arguments": {"text": text}}]})
+}
+
+/// A runtime with the notebook, and a session in `ask` mode whose model takes two notes.
+async fn notebook_session(with_rule: bool) -> (tempfile::TempDir, Runtime, Vec<Event>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let script = dir.path().join("script.json");
+    let responses = json!({"responses": [
+        note("the build needs `make gen` first"),
+        note("the password is hunter2"),
+        {"text": "done"}
+    ]});
+    std::fs::write(&script, responses.to_string()).unwrap();
+    let mut opts = RuntimeOptions::new(dir.path().join("data"), Config::default());
+    opts.cwd = dir.path().to_path_buf();
+    opts.extensions = vec![Arc::new(Notebook { with_rule })];
+    let runtime = Runtime::open(opts).unwrap();
+    let s = runtime
+        .create_session(SessionSpec {
+            workspace: Some(ws),
+            model: Some(format!("scripted:{}", script.display())),
+            permission_mode: Some(PermissionMode::Ask),
+            hold: false,
+        })
+        .unwrap();
+    let mut rx = s.subscribe();
+    s.submit(Op::Submit {
+        text: "look around".into(),
+        source: MessageSource::User,
+        position: Position::Tail,
+        idempotency_key: None,
+        intent: None,
+    })
+    .await
+    .unwrap();
+    let mut events = Vec::new();
+    let deadline = tokio::time::sleep(Duration::from_secs(30));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            ev = rx.recv() => {
+                let ev = ev.unwrap();
+                let done = matches!(ev.kind, EventKind::SessionIdle {} | EventKind::SessionWaiting { .. });
+                events.push(ev);
+                if done { break; }
+            }
+            _ = &mut deadline => panic!("the session did not settle"),
+        }
+    }
+    let id = s.id().to_string();
+    s.shutdown().await.unwrap();
+    (dir, runtime, events, id)
+}
+
+fn results(events: &[Event]) -> Vec<(ToolStatus, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                status, content, ..
+            } => Some((*status, content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn notes(runtime: &Runtime, id: &str) -> Vec<String> {
+    runtime
+        .store()
+        .read(|c| {
+            let mut st = c.prepare("SELECT text FROM notebook WHERE session_id = ?1")?;
+            let rows = st.query_map([id], |r| r.get(0))?;
+            Ok::<_, waymark_store::StoreError>(rows.collect::<Result<Vec<String>, _>>()?)
+        })
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_third_extension_adds_a_tool_a_guard_a_rule_and_a_table() {
+    let (_dir, runtime, events, id) = notebook_session(true).await;
+    // The rule lets the note go without a question in `ask`; the guard refuses the second.
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
+        "a note asked"
+    );
+    assert_eq!(
+        results(&events),
+        [
+            (ToolStatus::Ok, "noted".to_string()),
+            (ToolStatus::Denied, "notes never hold passwords".to_string())
+        ]
+    );
+    assert_eq!(notes(&runtime, &id), ["the build needs `make gen` first"]);
+}
+
+/// Without its rule, the same tool is a write like any other: `ask` asks before the first
+/// note, and nothing is written while the question waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_its_rule_a_note_asks_like_any_write() {
+    let (_dir, runtime, events, id) = notebook_session(false).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
+        "no question without the rule"
+    );
+    assert!(notes(&runtime, &id).is_empty());
+}
