@@ -2,6 +2,7 @@
 //! notebook that adds a tool (`take_note`), a guard (no note may hold a password), a permission
 //! rule (taking a note writes only the notebook's own table, so it never asks) and its own
 //! table. The test runs it in a real session of the runtime against the scripted model.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
