@@ -41,6 +41,10 @@ pub enum Error {
     UnknownCommand(String),
     #[error("{0}")]
     Refused(String),
+    /// Done only on the user's explicit yes (the session's permission mode asks): said why,
+    /// and the same request with the confirmation goes through.
+    #[error("{0}")]
+    NeedsConfirmation(String),
     /// A feature whose setting is off.
     #[error("{message}")]
     FeatureOff {
@@ -74,6 +78,7 @@ impl Error {
             Error::InvalidAnswer { .. } => "invalid_answer",
             Error::UnknownCommand(_) => "unknown_command",
             Error::Refused(_) => "refused",
+            Error::NeedsConfirmation(_) => "needs_confirmation",
             Error::FeatureOff { .. } => "feature_off",
             Error::ModelSpec { .. } => "invalid_model_spec",
             Error::Provider(e) => e.kind.code(),

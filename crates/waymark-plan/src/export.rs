@@ -132,7 +132,7 @@ pub(crate) fn export(
             ));
         }
         PermissionMode::Ask if !confirm => {
-            return Err(Error::Refused(format!(
+            return Err(Error::NeedsConfirmation(format!(
                 "the session's permission mode (ask) asks before each write: confirm writing {} (CLI: --yes)",
                 rel.display()
             )));

@@ -349,13 +349,15 @@ async fn pm_28_export_is_confined_like_any_write() {
 /// The permission mode decides: read-only refuses, ask needs the user's confirmation.
 #[tokio::test]
 async fn pm_28_export_follows_the_permission_mode() {
-    for (mode, needs) in [
-        (PermissionMode::ReadOnly, "read-only"),
-        (PermissionMode::Ask, "confirm"),
+    for (mode, needs, code) in [
+        (PermissionMode::ReadOnly, "read-only", "refused"),
+        (PermissionMode::Ask, "confirm", "needs_confirmation"),
     ] {
         let (h, s) = approved(mode).await;
         let e = s.submit(export(Some("plan.md"), false)).await.unwrap_err();
         assert!(e.to_string().contains(needs), "{mode:?}: {e}");
+        // Front ends offer the confirmation on the code, never on the wording.
+        assert_eq!(e.code(), code, "{mode:?}");
         assert!(!h.ws.join("plan.md").exists());
         let confirmed = s.submit(export(Some("plan.md"), true)).await;
         assert_eq!(confirmed.is_ok(), mode == PermissionMode::Ask, "{mode:?}");
