@@ -2,7 +2,10 @@
 //! its API for tests and clippy and nextest see the configuration users build.
 
 // Test helpers stop the test at once when the ground they prepare is missing.
-#![allow(clippy::expect_used)]
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+pub mod harness;
+pub mod mock_server;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,13 +1,25 @@
+pub(crate) use waymark_test_support::{harness, mock_server};
+
 mod compaction;
 mod extension;
 mod goal;
-mod harness;
 mod instructions;
 mod long_goal;
-mod mock_server;
 mod plan;
 mod protocol;
 mod providers;
 mod red_team;
 mod runtime;
 mod upgrade;
+
+/// The harness runs sessions with the real sandbox helper of this package.
+#[test]
+fn the_harness_finds_the_sandbox_helper() {
+    let found = harness::sandbox_helper().expect("the sandbox helper beside the test binary");
+    assert_eq!(
+        found.canonicalize().unwrap(),
+        std::path::Path::new(env!("CARGO_BIN_EXE_waymark-sandbox"))
+            .canonicalize()
+            .unwrap()
+    );
+}

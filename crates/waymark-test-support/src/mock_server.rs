@@ -266,7 +266,7 @@ pub fn reply(flavor: Flavor, text: &str, call: Option<(&str, Value)>, input: u64
 /// A runtime on `h`'s data whose model is the mock `server` speaking `flavor` (`change`
 /// adjusts the options further), and a new session of it in `auto` mode.
 pub fn on_mock(
-    h: &super::harness::Harness,
+    h: &crate::harness::Harness,
     flavor: Flavor,
     server: &MockServer,
     change: impl FnOnce(&mut waymark_runtime::RuntimeOptions),

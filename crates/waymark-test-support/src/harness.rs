@@ -15,6 +15,17 @@ use waymark_runtime::provider::{
 };
 use waymark_runtime::{Runtime, RuntimeOptions, SessionHandle, SessionSpec};
 
+/// The sandbox helper binary cargo builds beside the test binaries of `waymark-runtime` (in
+/// `target/<profile>/`, the test being in `target/<profile>/deps/`); None where it was not
+/// built, and then plan mode asks about every shell command. The runtime's suite checks it
+/// is found, so a harness that lost it fails there instead of testing less.
+pub fn sandbox_helper() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let profile = exe.parent()?.parent()?;
+    let helper = profile.join("waymark-sandbox");
+    helper.is_file().then_some(helper)
+}
+
 pub struct Harness {
     pub dir: tempfile::TempDir,
     pub ws: PathBuf,
@@ -28,7 +39,7 @@ impl Harness {
         std::fs::create_dir_all(&ws).unwrap();
         let ws = ws.canonicalize().unwrap();
         let mut opts = RuntimeOptions::new(dir.path().join("data"), config);
-        opts.sandbox_helper = Some(vec![env!("CARGO_BIN_EXE_waymark-sandbox").into()]);
+        opts.sandbox_helper = sandbox_helper().map(|p| vec![p.into_os_string()]);
         opts.cwd = dir.path().to_path_buf();
         let runtime = Runtime::open(opts).unwrap();
         Harness { dir, ws, runtime }
