@@ -7,13 +7,13 @@
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::Duration;
 use waymark_extension::guard::{GuardCall, GuardDecision, ToolGuard};
 use waymark_extension::rules::PermissionRule;
 use waymark_extension::{Extension, GuardStage, SessionApi, SessionTool, tool_error};
 use waymark_protocol::config::Config;
-use waymark_protocol::{Event, EventKind, MessageSource, Op, PermissionMode, Position, ToolStatus};
+use waymark_protocol::{Event, EventKind, PermissionMode, ToolStatus};
 use waymark_runtime::{Runtime, RuntimeOptions, SessionSpec};
+use waymark_test_support::harness::{run, user};
 use waymark_tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 struct Notebook {
@@ -149,30 +149,7 @@ async fn notebook_session(with_rule: bool) -> (tempfile::TempDir, Runtime, Vec<E
             hold: false,
         })
         .unwrap();
-    let mut rx = s.subscribe();
-    s.submit(Op::Submit {
-        text: "look around".into(),
-        source: MessageSource::User,
-        position: Position::Tail,
-        idempotency_key: None,
-        intent: None,
-    })
-    .await
-    .unwrap();
-    let mut events = Vec::new();
-    let deadline = tokio::time::sleep(Duration::from_secs(30));
-    tokio::pin!(deadline);
-    loop {
-        tokio::select! {
-            ev = rx.recv() => {
-                let ev = ev.unwrap();
-                let done = matches!(ev.kind, EventKind::SessionIdle {} | EventKind::SessionWaiting { .. });
-                events.push(ev);
-                if done { break; }
-            }
-            _ = &mut deadline => panic!("the session did not settle"),
-        }
-    }
+    let events = run(&s, user("look around")).await;
     let id = s.id().to_string();
     s.shutdown().await.unwrap();
     (dir, runtime, events, id)
