@@ -176,8 +176,8 @@ pub trait Extension: Send + Sync {
     fn permission_rules(&self) -> Vec<Arc<dyn PermissionRule>> {
         Vec::new()
     }
-    /// Services this extension offers the others ([`services`]), registered once when the
-    /// runtime is assembled.
+    /// Services this extension offers the others ([`services`]), registered when a session
+    /// is opened.
     fn provide(&self, _services: &mut Services) {}
     /// Text added to the system prompt of the session's model calls.
     fn system_prompt(&self, _api: &SessionApi, _session: &SessionRow) -> Option<String> {

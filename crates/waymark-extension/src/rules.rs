@@ -11,7 +11,8 @@
 //!    go without asking.
 //! 3. [`PermissionRule::scope`], when a question is asked or answered: the scope the grant
 //!    belongs to. The owner clears a scope's grants when it ends
-//!    (`Tx::drop_scoped_grants`); a scope also makes every permission mode ask.
+//!    (`Tx::drop_scoped_grants`); while a scope is in force, reading a private place asks
+//!    even in `auto`.
 
 use crate::guard::{GuardCall, GuardDecision};
 use std::path::PathBuf;

@@ -32,8 +32,8 @@ use waymark_protocol::{Event, EventKind};
 /// Migrations in order; the version of each is its index + 1.
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
-    // Versions 2 and 3 created the plan and goal tables; those are the extensions' own
-    // migrations now (`migrations/plan/`, `migrations/goal/`, see 0005).
+    // Versions 2 and 3 created two extensions' tables; those are the extensions' own
+    // migrations now (in their crates, see 0005).
     "SELECT 1;",
     "SELECT 1;",
     include_str!("../migrations/0004_grants.sql"),
