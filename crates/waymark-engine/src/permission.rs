@@ -287,7 +287,7 @@ impl ToolGuard for PermissionGuard {
         if let Some(decision) = private_read(call, scope) {
             return decision;
         }
-        if let Some(decision) = self.rules.iter().find_map(|r| r.decide(call)) {
+        if let Some(decision) = strictest(self.rules.iter().filter_map(|r| r.decide(call))) {
             return decision;
         }
         // Another actor gets only what a rule gives it.
@@ -396,6 +396,24 @@ impl ToolGuard for PermissionGuard {
         }
         GuardDecision::Ask(Box::new(question(call, command, touches_git, scope)))
     }
+}
+
+/// Of the rules' verdicts, the strictest: a refusal over a question over an allowance (the
+/// first of each kind), so no rule lets through what another one refuses or asks about,
+/// whatever order the extensions come in.
+fn strictest(verdicts: impl Iterator<Item = GuardDecision>) -> Option<GuardDecision> {
+    let rank = |d: &GuardDecision| match d {
+        GuardDecision::Deny(_) => 2,
+        GuardDecision::Ask(_) => 1,
+        GuardDecision::Allow => 0,
+    };
+    let mut best: Option<GuardDecision> = None;
+    for v in verdicts {
+        if best.as_ref().is_none_or(|b| rank(&v) > rank(b)) {
+            best = Some(v);
+        }
+    }
+    best
 }
 
 /// Whether a path is something other than a file or a folder: a device (a terminal the

@@ -739,3 +739,52 @@ fn a_blank_bash_does_not_split_on_ends_every_prefix_grant() {
         assert_eq!(command_prefix(&command), None, "{odd:?}");
     }
 }
+
+/// Rules that disagree: the strictest wins whatever their order, so a careless rule that
+/// allows a tool for every caller cannot hand the reviewer what the reviewer's rule refuses.
+#[test]
+fn the_strictest_rule_wins_whatever_the_order() {
+    struct AllowAll;
+    impl PermissionRule for AllowAll {
+        fn name(&self) -> &'static str {
+            "allow-all"
+        }
+        fn decide(&self, _call: &GuardCall<'_>) -> Option<GuardDecision> {
+            Some(GuardDecision::Allow)
+        }
+    }
+    struct ReviewerReadsOnly;
+    impl PermissionRule for ReviewerReadsOnly {
+        fn name(&self) -> &'static str {
+            "reviewer"
+        }
+        fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
+            (call.actor == waymark_protocol::CallActor::Verifier && call.tool.is_mutating())
+                .then(|| GuardDecision::Deny("read only".into()))
+        }
+    }
+    let s = session(PermissionMode::Auto, InteractionMode::Default);
+    let args = json!({"path": "a", "content": ""});
+    let rules: [Vec<Arc<dyn PermissionRule>>; 2] = [
+        vec![Arc::new(AllowAll), Arc::new(ReviewerReadsOnly)],
+        vec![Arc::new(ReviewerReadsOnly), Arc::new(AllowAll)],
+    ];
+    for r in rules {
+        let d = PermissionGuard::new(r).before_tool_call(&GuardCall {
+            tool: &Write,
+            call_id: "c1",
+            arguments: &args,
+            session: &s,
+            workspace: Path::new("/nonexistent-ws"),
+            artifacts: Path::new("/nonexistent-artifacts"),
+            shell_sandboxed: true,
+            grants: &[],
+            answer: None,
+            turn_id: 1,
+            actor: waymark_protocol::CallActor::Verifier,
+            api: None,
+            protected: &Default::default(),
+        });
+        assert_eq!(d, GuardDecision::Deny("read only".into()));
+    }
+}

@@ -4,8 +4,10 @@
 //! comes from the extension that owns the feature, as a rule.
 //!
 //! The guard asks the rules, in the extensions' order, at three points:
-//! 1. [`PermissionRule::decide`], before the permission mode: the first verdict wins. A call
-//!    by an actor other than the session's agent that no rule decides is refused.
+//! 1. [`PermissionRule::decide`], before the permission mode: of the rules that decide, the
+//!    strictest verdict wins (a refusal over a question over an allowance), so the order of
+//!    the extensions never widens what one of them refuses. A call by an actor other than
+//!    the session's agent that no rule decides is refused.
 //! 2. [`PermissionRule::allows_write`], for a write whose every target is inside the
 //!    workspace or the artifacts folder and is no file that always asks: any rule may let it
 //!    go without asking.

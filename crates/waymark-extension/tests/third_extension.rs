@@ -92,6 +92,7 @@ impl PermissionRule for NotesNeverAsk {
     }
     fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
         (call.tool.name() == "take_note"
+            && call.actor == waymark_protocol::CallActor::Main
             && call.session.permission_mode != PermissionMode::ReadOnly)
             .then_some(GuardDecision::Allow)
     }

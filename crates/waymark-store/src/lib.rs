@@ -232,6 +232,18 @@ impl Store {
         for (i, sql) in migrations.iter().enumerate().skip(current as usize) {
             let version = i as i64 + 1;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Another process may have applied it since the version was read.
+            let now: i64 = tx
+                .query_row(
+                    "SELECT version FROM extension_schema WHERE name = ?1",
+                    [name],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .unwrap_or(0);
+            if now >= version {
+                continue;
+            }
             tx.execute_batch(sql).map_err(|e| Error::Migration {
                 version,
                 message: format!("extension `{name}`: {e}"),
@@ -450,13 +462,40 @@ fn migrate(conn: &mut Connection, label: &str) -> Result<()> {
     Ok(())
 }
 
+/// The indexes and triggers of the schema (not those SQLite makes itself), by name.
+fn indexes_and_triggers(tx: &rusqlite::Transaction<'_>) -> Result<Vec<(String, String)>> {
+    let mut st = tx.prepare(
+        "SELECT name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL",
+    )?;
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
 /// How a migration that rebuilds tables begins.
 const REBUILDS: &str = "-- waymark: rebuilds tables";
 
 fn apply(conn: &mut Connection, version: i64, sql: &str, rebuild: bool) -> Result<()> {
     let failed = |message: String| Error::Migration { version, message };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Another process may have applied it since the version was read.
+    let now: Option<i64> =
+        tx.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
+    if now.unwrap_or(0) >= version {
+        return Ok(());
+    }
+    // A rebuilt table loses the indexes and triggers on it, those of extensions too: each
+    // one that is gone afterwards is made again as it was.
+    let before = if rebuild {
+        indexes_and_triggers(&tx)?
+    } else {
+        Vec::new()
+    };
     tx.execute_batch(sql).map_err(|e| failed(e.to_string()))?;
+    let after = indexes_and_triggers(&tx)?;
+    for (name, sql) in before.iter().filter(|b| !after.iter().any(|a| a.0 == b.0)) {
+        tx.execute_batch(sql)
+            .map_err(|e| failed(format!("making `{name}` again after the rebuild: {e}")))?;
+    }
     if rebuild {
         let broken: Option<String> = tx
             .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
@@ -526,6 +565,40 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM messages", [], |r| r.get(0))
             .unwrap();
         assert_eq!(left, 1, "the refused rebuild changed the database");
+    }
+
+    /// A rebuild keeps the indexes and triggers others made on the table (an extension's).
+    #[test]
+    fn a_rebuild_keeps_the_indexes_others_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        drop(Store::open(&path).unwrap());
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE INDEX by_text ON messages (text);")
+            .unwrap();
+        // The rebuild of 0010 once more, as a later version.
+        apply(&mut conn, SCHEMA_VERSION + 1, MIGRATIONS[9], true).unwrap();
+        let kept: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('by_text', 'messages_queue')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(kept, 2);
+    }
+
+    /// A migration another process applied since the version was read is not run again
+    /// (two processes opening an old database at once).
+    #[test]
+    fn a_migration_applied_meanwhile_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.db");
+        let store = Store::open(&path).unwrap();
+        let mut conn = Connection::open(&path).unwrap();
+        // 0009 adds a column: run twice, it would fail.
+        apply(&mut conn, 9, MIGRATIONS[8], false).unwrap();
+        drop(store);
     }
 
     #[test]

@@ -11,13 +11,35 @@ pub(super) fn answer_questionnaire(
 ) -> Result<()> {
     let sid = core.id.as_str();
     let api = SessionApi::new(core.clone());
-    core.write(|tx| {
+    let ended = core.write(|tx| {
         let q = store::questionnaires::get(tx.conn(), id)?
             .filter(|q| q.session_id == sid)
             .ok_or_else(|| Error::QuestionnaireNotFound(id.to_string()))?;
         // Each kind takes its own answers; a permission question only the grants it offered
         // (no session grant for `.git/`, no prefix grant for a launcher or a chained command).
         let typed = q.question.accepts(answer)?;
+        // A question asked under a scope that has ended (plan mode's rules) is not answered:
+        // it is withdrawn, and its call is decided again under the rules in force now.
+        let now = match store::sessions::get(tx.conn(), sid)? {
+            Some(s) => crate::extension::rules::scope_of(&core.rules, &s),
+            None => None,
+        };
+        if let Question::Permission(p) = &q.question
+            && q.is_pending()
+            && p.scope.is_some()
+            && p.scope.as_deref() != now
+        {
+            tx.withdraw_questionnaire(id)?;
+            tx.emit(
+                sid,
+                EventKind::QuestionnaireAnswered {
+                    id: id.to_string(),
+                    kind: q.kind(),
+                    answer: Answer::Withdraw,
+                },
+            )?;
+            return Ok(true);
+        }
         if let (Question::Permission(p), TypedAnswer::Permission(a)) = (&q.question, &typed)
             && matches!(
                 a,
@@ -25,15 +47,8 @@ pub(super) fn answer_questionnaire(
             )
             && let Some(grant) = crate::permission::grant_for(answer, p)
         {
-            // A grant asked for in a scope (plan mode) ends with it: answered after the scope
-            // ended, it covers this one call only.
-            let now = match store::sessions::get(tx.conn(), sid)? {
-                Some(s) => crate::extension::rules::scope_of(&core.rules, &s),
-                None => None,
-            };
-            if p.scope.is_none() || p.scope.as_deref() == now {
-                tx.add_grant(sid, &grant, now)?;
-            }
+            // A grant given now belongs to the scope in force (it ends with plan mode).
+            tx.add_grant(sid, &grant, now)?;
         }
         tx.answer_questionnaire(id, answer)?;
         tx.emit(
@@ -51,8 +66,14 @@ pub(super) fn answer_questionnaire(
         {
             ext.on_answer(tx, &api, &q, answer)?;
         }
-        Ok(())
+        Ok(false)
     })?;
     changed(core);
+    if ended {
+        return Err(Error::Store(store::StoreError::QuestionnaireClosed {
+            id: id.to_string(),
+            status: "withdrawn: it was asked under rules that have ended since".into(),
+        }));
+    }
     Ok(())
 }

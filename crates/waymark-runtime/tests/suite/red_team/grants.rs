@@ -215,6 +215,54 @@ async fn a_plan_mode_question_answered_after_plan_mode_grants_nothing_lasting() 
     s.shutdown().await.unwrap();
 }
 
+/// A pending question that says it was asked under a scope no longer in force (a database
+/// left that way, a scope that ended without withdrawing it) is not answered: it is withdrawn,
+/// nothing is granted, the call does not run on that answer and is asked about again.
+#[tokio::test]
+async fn a_question_of_an_ended_scope_is_withdrawn_not_answered() {
+    let h = Harness::new(Config::default());
+    let marker = h.ws.join("ran");
+    let cmd = format!("touch {}", marker.display());
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [bash(&cmd)]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let ev = run(&s, user("go")).await;
+    let q = waiting_on(&ev);
+    h.runtime
+        .store()
+        .write(0, |tx| {
+            tx.conn().execute(
+                "UPDATE questionnaires SET payload = json_set(payload, '$.scope', 'plan') WHERE id = ?1",
+                [&q],
+            )?;
+            Ok::<_, waymark_runtime::store::StoreError>(())
+        })
+        .unwrap();
+    let e = s
+        .submit(answer(&q, Answer::AllowForSession))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "questionnaire_closed", "{e}");
+    let ev = run(&s, Op::Resume).await;
+    let q2 = waiting_on(&ev);
+    assert_ne!(q, q2, "the call was not asked about again");
+    assert!(
+        !marker.exists(),
+        "the call ran on an answer to a withdrawn question"
+    );
+    let grants = h
+        .runtime
+        .store()
+        .read(|c| waymark_runtime::store::sessions::grants(c, s.id()))
+        .unwrap();
+    assert!(grants.is_empty(), "{grants:?}");
+    s.shutdown().await.unwrap();
+}
+
 /// Grants given in plan mode end when plan mode ends.
 #[tokio::test]
 async fn plan_mode_grants_end_with_plan_mode() {
