@@ -28,12 +28,17 @@ const COMMANDS: &[&str] = &[
     "start_demo",
 ];
 
-/// What the main window may use besides the commands: event listening, and the read-only
-/// notification-permission query the notification plugin's own page script makes on load.
+/// What the main window may use besides the commands: event listening, the read-only
+/// notification-permission query the notification plugin's own page script makes on load,
+/// and reading and writing keys of the window-state store the app opened (src/ui_state.rs).
+/// Not the store's `load`: the webview must not open a file by a path of its choosing.
 const EXTRA_PERMISSIONS: &[&str] = &[
     "core:event:allow-listen",
     "core:event:allow-unlisten",
     "notification:allow-is-permission-granted",
+    "store:allow-get-store",
+    "store:allow-get",
+    "store:allow-set",
 ];
 
 /// The capability file, from `COMMANDS`; rewritten only when it changes.
@@ -53,7 +58,7 @@ fn write_capability() {
         r#"{{
   "$schema": "../gen/schemas/desktop-schema.json",
   "identifier": "default",
-  "description": "The main window: Waymark's own commands and event listening. No plugin is reachable from the webview (notifications, settings store, dialogs and links go through the commands), except the read-only notification-permission query the notification plugin's own page script makes when the page loads. Written by build.rs from its command list: do not edit.",
+  "description": "The main window: Waymark's own commands and event listening. No plugin is reachable from the webview (notifications, settings, dialogs and links go through the commands), except the read-only notification-permission query the notification plugin's own page script makes when the page loads, and get/set on the window-state store the app opens itself (never the store's load, which takes any path). Written by build.rs from its command list: do not edit.",
   "windows": [
     "main"
   ],

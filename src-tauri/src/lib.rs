@@ -11,6 +11,7 @@ mod host;
 mod memory;
 pub mod plan_watch;
 pub mod settings;
+mod ui_state;
 
 use host::Host;
 use std::path::PathBuf;
@@ -276,6 +277,7 @@ fn run() -> anyhow::Result<()> {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_store::Builder::default().build())
         .manage(host)
         .invoke_handler(specta.invoke_handler())
         .on_window_event(|window, event| {
@@ -287,6 +289,8 @@ fn run() -> anyhow::Result<()> {
         })
         .setup(move |app| {
             specta.mount_events(app);
+            // Before the page runs: the webview only finds this store, it cannot load one.
+            ui_state::open(app.handle());
             #[cfg(unix)]
             exit_on_signal(app.handle().clone());
             #[cfg(target_os = "linux")]

@@ -65,10 +65,26 @@ fn capability_grants_exactly_the_registered_commands() {
             "core:event:allow-unlisten".into(),
             // Asked by the notification plugin's page script on load; it only reads.
             "notification:allow-is-permission-granted".into(),
+            // The window's state: keys of the one store file the app opened (ui_state.rs).
+            // Never `store:allow-load` or `store:default`: they open a file at any path.
+            "store:allow-get-store".into(),
+            "store:allow-get".into(),
+            "store:allow-set".into(),
         ])
         .collect();
     expected.sort();
     assert_eq!(granted, expected);
+}
+
+/// The UI asks the store plugin for the file the app opened, by the same name.
+#[test]
+fn the_ui_asks_for_the_window_state_file_the_app_opens() {
+    let ui = include_str!("../../ui/src/lib/uistate.ts");
+    let declared = format!("export const UI_STATE_FILE = \"{}\";", ui_state::FILE);
+    assert!(
+        ui.contains(&declared),
+        "ui/src/lib/uistate.ts lacks `{declared}`"
+    );
 }
 
 #[cfg(target_os = "linux")]

@@ -312,7 +312,10 @@ async fn main() {
         pss as f64 / 1024.0
     );
 
-    // Plan change -> repaint.
+    // Plan change -> repaint. Not now first: with no review pending the tab follows the
+    // file (under review it shows the revision as submitted).
+    app.click("[data-testid=defer]").await;
+    app.el("[data-testid=plan-doc][data-shows=file]").await;
     let sid = app
         .js("return document.querySelector('[data-testid=session].current').dataset.sessionId")
         .await;

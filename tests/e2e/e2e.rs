@@ -7,6 +7,7 @@ mod goal;
 mod harness;
 mod plan;
 mod settings;
+mod state;
 mod window;
 
 use harness::{App, Desk, root};

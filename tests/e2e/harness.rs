@@ -273,6 +273,22 @@ impl Desk {
         self.home().join(".config/waymark/settings.json")
     }
 
+    /// The window's state as the store plugin keeps it: the app's data folder (under
+    /// `XDG_DATA_HOME`, named by the identifier in tauri.conf.json).
+    pub fn ui_state_file(&self) -> PathBuf {
+        self.home()
+            .join(".local/share/dev.waymark.desktop/ui-state.json")
+    }
+
+    /// Quits the app as the desktop would (SIGTERM to this window's app, then the process
+    /// group of the driver this harness started; nothing else is signalled), runs `between`
+    /// while it is closed, and starts it again on the same desk.
+    pub async fn restart(&self, app: App, between: impl FnOnce()) -> App {
+        app.quit().await;
+        between();
+        self.launch().await
+    }
+
     /// The environment the app runs in.
     pub fn env(&self) -> Vec<(&'static str, OsString)> {
         let home = self.home();
@@ -612,6 +628,15 @@ impl App {
             "the session to open",
         )
         .await;
+    }
+
+    /// Presses `key` in the focused element (a real key event).
+    pub async fn press(&self, key: fantoccini::key::Key) {
+        use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+        let keys = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down { value: key.into() })
+            .then(KeyAction::Up { value: key.into() });
+        self.client.perform_actions(keys).await.unwrap();
     }
 
     /// Presses Shift+Tab in the focused element (real key events, modifier held).

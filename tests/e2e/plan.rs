@@ -1,5 +1,6 @@
 //! Plan review in the window: approve, not now, revise, reject; editing before approval;
-//! the Plan tab repainting on disk changes; a hostile plan staying inert.
+//! the Plan tab repainting on disk changes, and showing the submitted revision under review
+//! when the file drifts; a hostile plan staying inert.
 
 use super::*;
 
@@ -120,6 +121,11 @@ async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
     let (app, id, _) = on_plan_tab(&desk, "live", "plan_wait.json", "ask").await;
     app.wait_text("[data-testid=plan-doc]", "waits for review")
         .await;
+    // Not now: no review pending, so the tab follows the file (under review it shows the
+    // submitted revision, see the next test).
+    app.click("[data-testid=defer]").await;
+    app.wait_gone("[data-testid=approval-bar]").await;
+    app.el("[data-testid=plan-doc][data-shows=file]").await;
     let path = plan_path(&desk, &id);
     let mut latencies = Vec::new();
     for i in 0..6 {
@@ -128,12 +134,6 @@ async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
             format!("## Summary\nLive plan, {marker}.\n\n| a | b |\n|---|---|\n| {i} | x |\n");
         latencies.push(repaint_after_write(&app, &path, &text, &marker, i % 2 == 1).await);
     }
-    // The file no longer holds the submitted plan: the review says so.
-    app.wait_text(
-        "[data-testid=plan-drift]",
-        "Approving implements v1 as submitted",
-    )
-    .await;
     app.shot("plan-5-live-repaint").await;
     eprintln!("plan change -> repaint (ms), plain and rename writes: {latencies:.1?}");
     // Deleting the file empties the tab; writing it again brings it back.
@@ -141,6 +141,53 @@ async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
     app.el("[data-testid=plan-empty]").await;
     std::fs::write(&path, "## Summary\nBack again.\n").unwrap();
     app.wait_text("[data-testid=plan-doc]", "Back again.").await;
+    app.close().await;
+}
+
+/// Under review the tab shows the revision that was submitted, which is what approving
+/// implements; when plan.md changes on disk it says so, keeps showing the submitted text,
+/// and shows the file only when asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_plan_under_review_stays_the_submitted_revision_when_the_file_changes() {
+    let desk = Desk::start();
+    let (app, id, ws) = on_plan_tab(&desk, "drift", "plan_wait.json", "ask").await;
+    app.el("[data-testid=approval-bar]").await;
+    app.el("[data-testid=plan-doc][data-shows=submitted]").await;
+    app.wait_text("[data-testid=plan-doc]", "waits for review")
+        .await;
+    app.wait_text("[data-testid=plan-shown]", "v1 as submitted")
+        .await;
+
+    rename_write(
+        &plan_path(&desk, &id),
+        "## Summary\nCHANGED ON DISK after the review was asked for.\n",
+    );
+    app.wait_text(
+        "[data-testid=plan-drift]",
+        "plan.md has changed since v1 was submitted",
+    )
+    .await;
+    let doc = app.text("[data-testid=plan-doc]").await;
+    assert!(doc.contains("waits for review"), "{doc}");
+    assert!(!doc.contains("CHANGED ON DISK"), "{doc}");
+    app.shot("plan-5b-drift-shows-submitted").await;
+
+    // The file, on request; then back to what approving implements.
+    app.click("[data-testid=plan-drift-toggle]").await;
+    app.el("[data-testid=plan-doc][data-shows=file]").await;
+    app.wait_text("[data-testid=plan-doc]", "CHANGED ON DISK")
+        .await;
+    app.wait_text(
+        "[data-testid=plan-drift]",
+        "Approving implements v1 as submitted, not this",
+    )
+    .await;
+    app.shot("plan-5c-drift-shows-file").await;
+    app.click("[data-testid=plan-drift-toggle]").await;
+    app.el("[data-testid=plan-doc][data-shows=submitted]").await;
+    app.wait_text("[data-testid=plan-doc]", "waits for review")
+        .await;
+    assert!(!ws.join("DONE.txt").exists());
     app.close().await;
 }
 
@@ -169,6 +216,9 @@ async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
          [the docs](https://example.com/docs?from=plan) ![remote](http://127.0.0.1:9/pixel.png) <base href=\"http://127.0.0.1:9/\"> <meta http-equiv=\"refresh\" content=\"0;url=http://127.0.0.1:9/\">\n"
     );
     rename_write(&plan_path(&desk, &id), &payload);
+    // Under review the tab shows the submitted revision: the file, changed since, on request.
+    app.click("[data-testid=plan-drift-toggle]").await;
+    app.el("[data-testid=plan-doc][data-shows=file]").await;
     app.wait_text("[data-testid=plan-doc]", "XSS-MARKER").await;
     // Click everything clickable inside the rendered plan.
     app.js("document.querySelectorAll('[data-testid=plan-doc] a, [data-testid=plan-doc] button, [data-testid=plan-doc] div, [data-testid=plan-doc] summary').forEach(e => e.click()); return true")
@@ -214,7 +264,8 @@ async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
             .as_str()
             .starts_with("tauri://localhost")
     );
-    // Only Waymark's own commands are reachable over IPC: plugins refuse the webview.
+    // Only Waymark's own commands are reachable over IPC: plugins refuse the webview (but
+    // get/set on the window-state store the app opened, see state.rs).
     let refused = app
         .js_async(
             "const done = arguments[arguments.length - 1]; \

@@ -1,5 +1,5 @@
 //! The window itself: the composer, Stop, the native folder chooser, notifications while
-//! another window has the focus.
+//! another window has the focus, the toast's place above the composer.
 
 use super::*;
 
@@ -160,5 +160,67 @@ async fn open_folder_uses_the_native_chooser_and_a_plan_ready_while_unfocused_no
         "the notification names the session by its title: {}",
         desk.notifications()
     );
+    app.close().await;
+}
+
+/// Where the toast whose text contains `needle` is, against the composer's dock (the
+/// composer and the bar above it) and the center column; null while there is none.
+fn toast_place(needle: &str) -> String {
+    format!(
+        "const t = [...document.querySelectorAll('[data-testid=toast]')].find(e => e.textContent.includes({needle:?})); \
+         const d = document.querySelector('[data-testid=composer-dock]'); \
+         if (!t || !d) return null; \
+         const box = e => {{ const r = e.getBoundingClientRect(); return {{ left: r.left, top: r.top, right: r.right, bottom: r.bottom }}; }}; \
+         const toast = box(t), dock = box(d), center = box(document.querySelector('main.center')); \
+         const overlaps = toast.left < dock.right && toast.right > dock.left && toast.top < dock.bottom && toast.bottom > dock.top; \
+         return {{ overlaps, above: toast.bottom <= dock.top, within: toast.left >= center.left && toast.right <= center.right, \
+                  toast, dock, center, window: [innerWidth, innerHeight] }};"
+    )
+}
+
+/// The toast a blocked goal raises sits above the composer and inside the center column, at
+/// the window's size at start and at smaller and larger ones (each later toast is the output
+/// of `/help`, a tall one). Before, it sat at a fixed height over the window's bottom edge,
+/// centered on the window: over the side panel in a narrow window, and over the composer
+/// once that grew past the gap.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_goal_blocked_toast_never_covers_the_composer() {
+    let desk = Desk::start();
+    // First run: the offline demo, whose goal session opens first and ends blocked.
+    let app = desk.launch().await;
+    let place = app
+        .wait_js(&toast_place("Goal blocked"), "the goal-blocked toast")
+        .await;
+    assert_eq!(place["overlaps"], false, "{place}");
+    assert_eq!(place["above"], true, "{place}");
+    assert_eq!(place["within"], true, "{place}");
+    app.shot("toast-1-goal-blocked").await;
+
+    // Resized as a window manager would, with real X requests to the app's window.
+    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+    let mut sizes = Vec::new();
+    for (w, h) in [(900u32, 560u32), (1100, 680), (1440, 900)] {
+        // No `--sync`: the page's own size is waited for below.
+        desk.xdotool(&["windowsize", &window, &w.to_string(), &h.to_string()]);
+        let seen = app
+            .wait_js(
+                &format!("return window.innerWidth <= {w} && window.innerWidth > {w} - 80 && [innerWidth, innerHeight]"),
+                "the window to take its new size",
+            )
+            .await;
+        sizes.push(seen.to_string());
+        app.type_into("[data-testid=composer]", "/help\u{E007}")
+            .await;
+        let place = app
+            .wait_js(&toast_place("Commands:"), "the /help toast")
+            .await;
+        assert_eq!(place["overlaps"], false, "at {w}x{h}: {place}");
+        assert_eq!(place["above"], true, "at {w}x{h}: {place}");
+        assert_eq!(place["within"], true, "at {w}x{h}: {place}");
+        app.shot(&format!("toast-2-at-{w}x{h}")).await;
+        app.wait_gone("[data-testid=toast]").await;
+    }
+    sizes.dedup();
+    assert_eq!(sizes.len(), 3, "the window did not resize: {sizes:?}");
     app.close().await;
 }

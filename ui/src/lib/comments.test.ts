@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { anchor, linesOf, loadDrafts, quoteOf, rangeOf, saveDrafts } from "./comments";
+import { anchor, linesOf, quoteOf, rangeOf } from "./comments";
 
 const v1 = ["## Summary", "Add a retry.", "", "## Steps", "1. Wrap the call", "2. Add a test", "3. Docs"];
 
@@ -33,19 +33,5 @@ describe("comment anchoring", () => {
     const twice = ["x", "same", "y", "z", "w", "same"];
     expect(anchor({ start: 5, end: 5, quote: "same" }, twice)).toEqual({ start: 6, end: 6 });
     expect(anchor({ start: 1, end: 1, quote: "same" }, twice)).toEqual({ start: 2, end: 2 });
-  });
-
-  it("keeps drafts per revision and ignores what is not a draft", () => {
-    const mem = new Map<string, string>();
-    const store = { getItem: (k: string) => mem.get(k) ?? null, setItem: (k: string, v: string) => void mem.set(k, v), removeItem: (k: string) => void mem.delete(k) };
-    saveDrafts("p1", 2, [{ start: 5, end: 5, text: "why?", quote: "1. Wrap the call" }], store);
-    expect(loadDrafts("p1", 2, store)).toHaveLength(1);
-    expect(loadDrafts("p1", 3, store)).toEqual([]);
-    mem.set("waymark.comments.p1.v4", "{not json");
-    expect(loadDrafts("p1", 4, store)).toEqual([]);
-    mem.set("waymark.comments.p1.v5", JSON.stringify([{ start: "x" }, { start: 1, end: 1, text: "ok", quote: "a" }]));
-    expect(loadDrafts("p1", 5, store)).toHaveLength(1);
-    saveDrafts("p1", 2, [], store);
-    expect(mem.has("waymark.comments.p1.v2")).toBe(false);
   });
 });

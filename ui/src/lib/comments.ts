@@ -1,5 +1,5 @@
-// Line comments on a plan revision (PM-25): ranges, the quoted passage, finding a passage
-// again in another text, and drafts kept across a reload until they are sent.
+// Line comments on a plan revision (PM-25): ranges, the quoted passage, and finding a passage
+// again in another text. Drafts not sent yet are kept with the window's state (uistate.ts).
 
 export type Range = { start: number; end: number };
 export type Draft = Range & { text: string; quote: string };
@@ -34,26 +34,4 @@ export function anchor(c: Range & { quote: string }, lines: string[]): Range | n
     }
   }
   return best === null ? null : { start: best + 1, end: best + want.length };
-}
-
-/** Drafts are kept per plan revision in local storage, so a reload loses none. */
-const key = (planId: string, version: number) => `waymark.comments.${planId}.v${version}`;
-
-export function loadDrafts(planId: string, version: number, store: Pick<Storage, "getItem"> = localStorage): Draft[] {
-  try {
-    const raw = store.getItem(key(planId, version));
-    const parsed: unknown = raw ? JSON.parse(raw) : [];
-    return Array.isArray(parsed) ? parsed.filter((d): d is Draft => typeof d?.start === "number" && typeof d?.end === "number" && typeof d?.text === "string" && typeof d?.quote === "string") : [];
-  } catch {
-    return [];
-  }
-}
-
-export function saveDrafts(planId: string, version: number, drafts: Draft[], store: Pick<Storage, "setItem" | "removeItem"> = localStorage): void {
-  try {
-    if (drafts.length) store.setItem(key(planId, version), JSON.stringify(drafts));
-    else store.removeItem(key(planId, version));
-  } catch {
-    // Storage full or off: the drafts live on in the page until it closes.
-  }
 }

@@ -10,7 +10,8 @@ export type Notify = (what: string | IpcError, tone?: "error" | "info") => void;
 /** A session being opened, the events that arrived meanwhile, and the open itself. */
 type Opening = { id: string; early: WireEvent[]; done: Promise<void> };
 
-export function createLive(notify: Notify, onopened: () => void = () => {}) {
+/** `onopened`: a session was opened in the window (its id). */
+export function createLive(notify: Notify, onopened: (id: string) => void = () => {}) {
   // Replaced whole by each reduction, never mutated: no deep proxy over long transcripts.
   let store = $state.raw(emptyStore());
   /** The session being opened, and its events that arrive before its view does. */
@@ -31,6 +32,12 @@ export function createLive(notify: Notify, onopened: () => void = () => {}) {
       case "load-plan":
         commands.planView(f.id).then((r) => {
           if (r.status === "ok") dispatch({ kind: "plan", id: f.id, view: r.data });
+        });
+        return;
+      case "load-revision":
+        commands.planRevision(f.id, f.planId, f.version).then((r) => {
+          if (r.status === "ok") dispatch({ kind: "submitted", id: f.id, revision: r.data });
+          else notify(r.error);
         });
         return;
       case "load-goal-events":
@@ -80,7 +87,7 @@ export function createLive(notify: Notify, onopened: () => void = () => {}) {
     dispatch({ kind: "opened", view: r.data });
     // Those the view already holds are skipped by `seq`; the rest follow on from it.
     for (const event of mine.early) dispatch({ kind: "event", event });
-    onopened();
+    onopened(mine.id);
   }
 
   function onEvent(event: WireEvent) {
@@ -94,15 +101,16 @@ export function createLive(notify: Notify, onopened: () => void = () => {}) {
     },
     open,
 
-    /** Lists the sessions and opens the newest one. */
-    async start() {
+    /** Lists the sessions and opens one: `prefer` (the one open when the window last
+     *  closed) while it is still listed, else the newest. */
+    async start(prefer: string | null = null) {
       const r = await commands.listSessions();
       if (r.status === "error") {
         notify(r.error);
         return;
       }
       dispatch({ kind: "listed", sessions: r.data });
-      if (r.data.length) await open(r.data[0].id);
+      if (r.data.length) await open(r.data.find((s) => s.id === prefer)?.id ?? r.data[0].id);
     },
 
     /** Subscribes to the app's events; returns the unsubscribe. */

@@ -10,13 +10,13 @@ const log = [said(3, "three"), said(4, "four"), said(5, "five")];
 
 // The app, as far as the store's wrapper sees it: commands answer from the data above, and
 // the session-event listener is kept so the test can push events.
-const app = vi.hoisted(() => ({ push: (_e: unknown) => {}, calls: [] as string[] }));
+const app = vi.hoisted(() => ({ push: (_e: unknown) => {}, calls: [] as string[], more: [] as string[] }));
 vi.mock("../bindings", () => {
   const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
   const listen = () => Promise.resolve(() => {});
   return {
     commands: {
-      listSessions: () => ok([summary]),
+      listSessions: () => ok([summary, ...app.more.map((id) => ({ ...summary, id }))]),
       openSession: (id: string) => (app.calls.push(`open ${id}`), ok(view)),
       sessionEvents: (id: string, after: number) => (app.calls.push(`events ${id} after ${after}`), ok(log.filter((e) => e.seq > after))),
       planView: () => ok({ path: "/p", markdown: null, html: "", revisions: [], review: null }),
@@ -55,5 +55,17 @@ describe("live store", () => {
     await Promise.all([live.start(), live.open(S)]);
     expect(app.calls.filter((c) => c.startsWith("open"))).toEqual([`open ${S}`]);
     expect(live.store.open?.id).toBe(S);
+  });
+
+  it("opens the session open when the window last closed, while it is still listed", async () => {
+    app.more = ["older"];
+    app.calls.length = 0;
+    const opened: string[] = [];
+    await createLive(() => {}, (id) => opened.push(id)).start("older");
+    // Gone since (deleted, or another data folder): the newest instead.
+    await createLive(() => {}, (id) => opened.push(id)).start("gone");
+    expect(app.calls).toEqual(["open older", `open ${S}`]);
+    expect(opened).toEqual(["older", S]);
+    app.more = [];
   });
 });

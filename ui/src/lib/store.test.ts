@@ -79,6 +79,34 @@ describe("store", () => {
     expect(reduce(s, { kind: "plan-file", change: { ...change, session_id: "other" } }).store).toBe(s);
   });
 
+  it("reads the revision under review once, and shows it only while that review lasts", () => {
+    const s = opened([said(1, "hi")]);
+    const review = { plan_id: "p1", version: 2, file_changed: false };
+    const asked = reduce(s, { kind: "plan", id: S, view: { ...plan, review } });
+    expect(asked.effects).toEqual([{ kind: "load-revision", id: S, planId: "p1", version: 2 }]);
+    expect(asked.store.plan.submitted).toBeNull();
+
+    const v2 = { plan_id: "p1", version: 2, markdown: "## v2", html: "<h2>v2</h2>" };
+    const read = reduce(asked.store, { kind: "submitted", id: S, revision: v2 }).store;
+    expect(read.plan.submitted).toEqual(v2);
+    // The file drifts: the view comes again for the same review, and the revision is kept.
+    const drifted = reduce(read, { kind: "plan", id: S, view: { ...plan, html: "<p>edited</p>", review: { ...review, file_changed: true } } });
+    expect(drifted.effects).toEqual([]);
+    expect(drifted.store.plan.submitted).toEqual(v2);
+    expect(drifted.store.plan.html).toBe("<p>edited</p>");
+
+    // A newer revision under review is read anew; a late answer for the old one is dropped.
+    const v3 = reduce(drifted.store, { kind: "plan", id: S, view: { ...plan, review: { ...review, version: 3 } } });
+    expect(v3.effects).toEqual([{ kind: "load-revision", id: S, planId: "p1", version: 3 }]);
+    expect(v3.store.plan.submitted).toBeNull();
+    expect(reduce(v3.store, { kind: "submitted", id: S, revision: v2 }).store).toBe(v3.store);
+    // No review: nothing to read, nothing kept.
+    const done = reduce(read, { kind: "plan", id: S, view: plan });
+    expect(done.effects).toEqual([]);
+    expect(done.store.plan.submitted).toBeNull();
+    expect(reduce(s, { kind: "submitted", id: "other", revision: v2 }).store).toBe(s);
+  });
+
   it("refreshes the list for a session it does not list, without touching the open one", () => {
     const s = opened([said(1, "hi")]);
     const step = reduce(s, { kind: "event", event: ev(7, "session.idle", {}, "s2") });

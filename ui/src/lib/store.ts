@@ -3,6 +3,7 @@
 // (store, action) that also says what must be fetched next; `live.svelte.ts` runs those
 // fetches and feeds the results and the app's event stream back in as actions.
 import { applyEvent, applyLogged, catchUpAfter, fromView, placement, type SessionState } from "./session";
+import type { PlanRevisionText } from "../bindings";
 import type { PlanFileChange, PlanView, SessionSummary, SessionView, WireEvent } from "./types";
 
 /** The side panel's tabs. */
@@ -15,6 +16,9 @@ export type PlanState = {
   /** The plan file as last rendered (sanitized by the app), and its text. */
   html: string;
   markdown: string | null;
+  /** Under review: the revision as it was submitted (what approving implements), once read.
+   *  The file may have changed since; the tab shows this, not the file. */
+  submitted: PlanRevisionText | null;
 };
 
 export type Store = {
@@ -34,6 +38,8 @@ export type Action =
   /** Logged events read after a gap, oldest first. */
   | { kind: "log"; id: string; events: WireEvent[] }
   | { kind: "plan"; id: string; view: PlanView }
+  /** The text of the revision under review, as read for the Plan tab. */
+  | { kind: "submitted"; id: string; revision: PlanRevisionText }
   | { kind: "plan-file"; change: PlanFileChange }
   | { kind: "goal-events"; id: string; events: WireEvent[] }
   | { kind: "panel"; panel: Panel };
@@ -42,12 +48,13 @@ export type Action =
 export type Effect =
   | { kind: "list-sessions" }
   | { kind: "load-plan"; id: string }
+  | { kind: "load-revision"; id: string; planId: string; version: number }
   | { kind: "load-goal-events"; id: string }
   | { kind: "read-log"; id: string; after: number };
 
 export type Step = { store: Store; effects: Effect[] };
 
-const NO_PLAN: PlanState = { view: null, html: "", markdown: null };
+const NO_PLAN: PlanState = { view: null, html: "", markdown: null, submitted: null };
 
 export function emptyStore(): Store {
   return { sessions: [], open: null, plan: NO_PLAN, goalEvents: [], panel: "plan" };
@@ -67,9 +74,21 @@ export function reduce(s: Store, a: Action): Step {
       return onEvent(s, a.event);
     case "log":
       return onLog(s, a.id, a.events);
-    case "plan":
+    case "plan": {
       if (s.open?.id !== a.id) return { store: s, effects: [] };
-      return { store: { ...s, plan: { view: a.view, html: a.view.html, markdown: a.view.markdown } }, effects: [] };
+      const review = a.view.review;
+      // The revision under review is frozen: read once, kept while that review lasts.
+      const kept = review && s.plan.submitted && isRevision(s.plan.submitted, review) ? s.plan.submitted : null;
+      const plan: PlanState = { view: a.view, html: a.view.html, markdown: a.view.markdown, submitted: kept };
+      const effects: Effect[] = review && !kept ? [{ kind: "load-revision", id: a.id, planId: review.plan_id, version: review.version }] : [];
+      return { store: { ...s, plan }, effects };
+    }
+    case "submitted": {
+      const review = s.plan.view?.review;
+      // Read for a review that has since ended or moved on: not what the tab shows.
+      if (s.open?.id !== a.id || !review || !isRevision(a.revision, review)) return { store: s, effects: [] };
+      return { store: { ...s, plan: { ...s.plan, submitted: a.revision } }, effects: [] };
+    }
     case "plan-file": {
       if (s.open?.id !== a.change.session_id) return { store: s, effects: [] };
       const plan = { ...s.plan, html: a.change.html, markdown: a.change.markdown };
@@ -170,6 +189,10 @@ function follow(s: Store, before: SessionState, e: WireEvent): Step {
       break;
   }
   return { store: { ...s, goalEvents, panel, plan }, effects };
+}
+
+function isRevision(r: { plan_id: string; version: number }, review: { plan_id: string; version: number }): boolean {
+  return r.plan_id === review.plan_id && r.version === review.version;
 }
 
 /** Events that change how a session is listed (title, badges, order). */

@@ -1,0 +1,158 @@
+//! The window's own state across a restart: a comment draft, a panel's width and the open
+//! session come back, kept in the store plugin's file (not in the webview's local storage).
+
+use super::*;
+use fantoccini::key::Key;
+
+/// The side panel's width on screen.
+async fn right_width(app: &App) -> f64 {
+    app.js("return document.querySelector('aside.right').getBoundingClientRect().width")
+        .await
+        .as_f64()
+        .unwrap()
+}
+
+/// A chat session started with the CLI; its id.
+fn chat_session(desk: &Desk, ws: &str) -> String {
+    let ws = workspace(desk, ws);
+    let out = desk.exec(
+        &ws,
+        &script("chat.json"),
+        &["--permission", "auto", "Hello"],
+    );
+    succeeded(&out);
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let v: serde_json::Value = serde_json::from_str(&first).unwrap();
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+/// Waits until the store's file holds what `check` looks for; its content.
+async fn stored(
+    desk: &Desk,
+    what: &str,
+    check: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let path = desk.ui_state_file();
+    let start = Instant::now();
+    loop {
+        let v: serde_json::Value = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        if check(&v) {
+            return v;
+        }
+        assert!(
+            start.elapsed() < harness::WAIT,
+            "{} never held {what}: {v}",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draft_a_panel_width_and_the_open_session_come_back_after_a_restart() {
+    let desk = Desk::start();
+    // The session under review, then a newer one: at start the app opens the newest.
+    let (kept, _) = planned_session(&desk, "kept", "plan_wait.json", "ask");
+    let newer = chat_session(&desk, "newer");
+    let app = desk.launch().await;
+    app.el(&format!("[data-session-id='{newer}'].current"))
+        .await;
+    app.open_session(&kept).await;
+    app.click("[data-testid=tab-plan]").await;
+
+    // A comment on the plan's second line, left as a draft.
+    app.click("[data-testid=comment-mode]").await;
+    app.wait_text("[data-testid=plan-lines]", "waits for review")
+        .await;
+    app.click("[data-testid=line-2]").await;
+    app.type_into("[data-testid=comment-text]", "Kept across a restart.")
+        .await;
+    app.click("[data-testid=comment-add]").await;
+    app.wait_text("[data-testid=comment-drafts]", "Kept across a restart.")
+        .await;
+
+    // The side panel four steps (64 px) narrower, moved from its edge with the keyboard (the
+    // test window is too narrow to widen it: the center keeps its minimum).
+    let before = right_width(&app).await;
+    app.js("document.querySelector('[data-testid=resize-right]').focus(); return null")
+        .await;
+    assert_eq!(
+        app.js("return document.activeElement?.dataset?.testid ?? null")
+            .await,
+        "resize-right",
+        "the splitter takes the focus"
+    );
+    for _ in 0..4 {
+        app.press(Key::Right).await;
+    }
+    let resized = right_width(&app).await;
+    assert_eq!(resized, before - 64.0, "the panel did not narrow by 64 px");
+    app.shot("state-1-before-restart").await;
+
+    // All three are in the store's file before the app goes, and none in local storage.
+    let kept_file = stored(&desk, "the draft, the width and the session", |v| {
+        v["comment-drafts"]
+            .to_string()
+            .contains("Kept across a restart.")
+            && v["panel-widths"]["right"].as_f64() == Some(resized)
+            && v["last-session"] == kept.as_str()
+    })
+    .await;
+    let local = app
+        .js("return Object.keys(localStorage).filter(k => k.startsWith('waymark.')).length")
+        .await;
+    assert_eq!(
+        local, 0,
+        "window state in local storage; the store holds {kept_file}"
+    );
+
+    // While the app is closed the other session moves on, so it is the newest at start.
+    let app = desk
+        .restart(app, || {
+            succeeded(&desk.cli(&["exec", "--json", "--session", &newer, "Once more."]));
+        })
+        .await;
+
+    // The session open before the restart opens again, without a click.
+    app.wait_js(
+        &format!(
+            "return document.querySelector(\"[data-session-id='{kept}']\")?.classList.contains('current')"
+        ),
+        "the session open before the restart to open again",
+    )
+    .await;
+    app.wait_js(
+        &format!("return document.querySelector('aside.right')?.getBoundingClientRect().width === {resized}"),
+        "the side panel's width to come back",
+    )
+    .await;
+    app.click("[data-testid=tab-plan]").await;
+    app.click("[data-testid=comment-mode]").await;
+    app.wait_text("[data-testid=comment-drafts]", "Kept across a restart.")
+        .await;
+    app.shot("state-2-after-restart").await;
+
+    // The webview reaches that one file only: a store at a path of its choosing is refused.
+    let elsewhere = desk.dir.path().join("elsewhere.json");
+    let refused = app
+        .js_async(&format!(
+            "const done = arguments[arguments.length - 1]; \
+             window.__TAURI_INTERNALS__.invoke('plugin:store|load', {{ path: {:?} }}) \
+               .then(() => done('allowed'), e => done('refused: ' + e));",
+            elsewhere.display().to_string()
+        ))
+        .await;
+    assert!(
+        refused.as_str().unwrap().starts_with("refused"),
+        "{refused}"
+    );
+    assert!(!elsewhere.exists());
+    app.close().await;
+}

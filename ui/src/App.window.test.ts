@@ -1,0 +1,85 @@
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import { fireEvent, render, screen, waitFor } from "@testing-library/svelte";
+import type { SessionView } from "./lib/types";
+
+// The app with one session to open (in demo mode), and an alert the test raises.
+const app = vi.hoisted(() => ({ alert: (_p: unknown) => {} }));
+vi.mock("./bindings", () => {
+  const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
+  const listen = () => Promise.resolve(() => {});
+  const summary = { id: "s1", workspace: "/w", title: "Fix it", created_at: 0, updated_at: 0, interaction_mode: "default", permission_mode: "ask", model: null, queued: 0, pending_questionnaire: null };
+  const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
+  const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, last_seq: 0 }, events: [], complete: true, goal: null, instructions: [] } as unknown as SessionView;
+  const config = { model: null, permission_mode: "ask", providers: {}, beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: true }, goal: { verification: null, budget: {}, breaker: {}, verifier: {}, usage_limit: {} } };
+  return {
+    commands: {
+      appInfo: async () => ({ version: "0", data_dir: "/d", settings_file: "/s", demo: true, settings_error: null }),
+      listSessions: () => ok([summary]),
+      openSession: () => ok(view),
+      planView: () => ok({ path: "/p", markdown: null, html: "", revisions: [], review: null, plans: [], comments: [] }),
+      goalTimeline: () => ok([]),
+      getSettings: () => ok({ config, keys: [], keyring_error: null }),
+    },
+    events: {
+      sessionEvent: { listen },
+      planFileChanged: { listen },
+      focusSession: { listen },
+      alertRaised: { listen: (cb: (e: { payload: unknown }) => void) => ((app.alert = (p) => cb({ payload: p })), listen()) },
+    },
+  };
+});
+
+const { default: App } = await import("./App.svelte");
+const { uiState } = await import("./lib/uistate");
+
+beforeAll(() => {
+  // jsdom has no layout, so no ResizeObserver (the transcript measures its rows with one).
+  globalThis.ResizeObserver ??= class {
+    observe() {}
+    unobserve() {}
+    disconnect() {}
+  } as unknown as typeof ResizeObserver;
+  // A window wide enough for both side columns as set (jsdom's is 1024 px).
+  Object.defineProperty(window, "innerWidth", { value: 1440, configurable: true });
+});
+
+const goalBlocked = { session_id: "s1", title: "Goal blocked — Fix it", body: "worker reported (by model). Open the session to decide what next." };
+
+describe("the window with a session open", () => {
+  it("puts the goal-blocked toast on top of the composer's dock, not over the composer", async () => {
+    render(App);
+    const composer = await screen.findByTestId("composer");
+    app.alert(goalBlocked);
+    const toast = await screen.findByTestId("toast");
+    expect(toast.textContent).toContain("Goal blocked");
+    const dock = screen.getByTestId("composer-dock");
+    // Anchored to the dock (absolute, its bottom at the dock's top edge): it moves up with
+    // the composer whatever their heights, instead of sitting at a fixed distance from the
+    // window's bottom.
+    expect(toast.parentElement).toBe(dock);
+    expect(dock.contains(composer)).toBe(true);
+    expect(toast.compareDocumentPosition(composer) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+
+    // No composer on screen (Settings): the toast belongs to the window again.
+    await fireEvent.click(screen.getByTestId("open-settings"));
+    await waitFor(() => expect(screen.queryByTestId("composer")).toBeNull());
+    app.alert(goalBlocked);
+    await waitFor(() => expect(screen.getByTestId("toast").parentElement).toBe(screen.getByTestId("shell")));
+  });
+
+  it("keeps the last session, the side columns' widths and a dismissed banner in the window state", async () => {
+    render(App);
+    await screen.findByTestId("composer");
+    expect(uiState.lastSession()).toBe("s1");
+
+    const main = document.querySelector<HTMLElement>(".main");
+    const right = uiState.widths()?.right ?? 400;
+    await fireEvent.keyDown(screen.getByTestId("resize-right"), { key: "ArrowLeft" });
+    expect(main?.style.getPropertyValue("--right")).toBe(`${right + 16}px`);
+    expect(uiState.widths()?.right).toBe(right + 16);
+
+    await fireEvent.click(screen.getByTestId("demo-banner-dismiss"));
+    expect(screen.queryByTestId("demo-banner")).toBeNull();
+    expect(uiState.isDismissed("demo")).toBe(true);
+  });
+});

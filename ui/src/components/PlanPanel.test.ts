@@ -1,0 +1,106 @@
+import { describe, expect, it, vi } from "vitest";
+import { fireEvent, render, screen, within } from "@testing-library/svelte";
+import type { PlanRevisionInfo, PlanSummary_Serialize } from "../bindings";
+import type { PlanView, Questionnaire } from "../lib/types";
+import { pending, planApproval } from "../test/questions";
+
+// Reading a plan from the list asks the app for its newest revision.
+const app = vi.hoisted(() => ({ read: [] as string[] }));
+vi.mock("../bindings", () => ({
+  commands: {
+    planRevision: async (_id: string, planId: string, version: number) => {
+      app.read.push(`${planId} v${version}`);
+      return { status: "ok", data: { plan_id: planId, version, markdown: `# ${planId}`, html: `<h1>${planId} v${version}</h1>` } };
+    },
+  },
+}));
+
+const { default: PlanPanel } = await import("./PlanPanel.svelte");
+
+const rev = (plan_id: string, version: number): PlanRevisionInfo => ({ plan_id, version, sha256: "x", bytes: 1, author: "model", truncated: false, created_at: 0 });
+const summary = (plan_id: string, p: Partial<PlanSummary_Serialize>): PlanSummary_Serialize => ({ plan_id, status: "rejected", revisions: 1, title: null, created_at: 0, ended_at: null, current: false, ...p });
+const base: PlanView = { path: "/d/artifacts/plan.md", markdown: "# Live", html: "<h1>LIVE FILE</h1>", revisions: [rev("p1", 1)], review: null, plans: [], comments: [] };
+
+function show(view: PlanView, extra: { pending?: Questionnaire | null; submitted?: { plan_id: string; version: number; markdown: string; html: string } | null } = {}) {
+  return render(PlanPanel, { sessionId: "s1", view, html: view.html, markdown: view.markdown, mode: "plan", onanswer: () => {}, onerror: () => {}, pending: null, ...extra });
+}
+const underReview = (file_changed: boolean) => ({
+  view: { ...base, revisions: [rev("p1", 1), rev("p1", 2)], review: { plan_id: "p1", version: 2, file_changed } },
+  pending: pending({ kind: "plan_approval", payload: planApproval({ plan_id: "p1", version: 2 }) }),
+  submitted: { plan_id: "p1", version: 2, markdown: "# Submitted", html: "<h1>SUBMITTED V2</h1>" },
+});
+
+describe("PlanPanel", () => {
+  it("under review shows the revision as submitted, not the file", () => {
+    const r = underReview(false);
+    show(r.view, { pending: r.pending, submitted: r.submitted });
+    const doc = screen.getByTestId("plan-doc");
+    expect(doc.textContent).toBe("SUBMITTED V2");
+    expect(doc.dataset.shows).toBe("submitted");
+    expect(screen.getByTestId("plan-shown").textContent).toContain("v2 as submitted");
+    expect(screen.queryByTestId("plan-drift")).toBeNull();
+  });
+
+  it("says when the file changed since it was submitted, and shows the file only when asked", async () => {
+    const r = underReview(true);
+    show(r.view, { pending: r.pending, submitted: r.submitted });
+    expect(screen.getByTestId("plan-drift").textContent).toContain("changed since v2 was submitted");
+    expect(screen.getByTestId("plan-doc").textContent).toBe("SUBMITTED V2");
+    await fireEvent.click(screen.getByTestId("plan-drift-toggle"));
+    expect(screen.getByTestId("plan-doc").textContent).toBe("LIVE FILE");
+    expect(screen.getByTestId("plan-doc").dataset.shows).toBe("file");
+    expect(screen.getByTestId("plan-drift").textContent).toContain("Approving implements v2 as submitted, not this");
+    await fireEvent.click(screen.getByTestId("plan-drift-toggle"));
+    expect(screen.getByTestId("plan-doc").textContent).toBe("SUBMITTED V2");
+  });
+
+  it("shows no drifted file while the submitted revision is being read", () => {
+    const r = underReview(true);
+    show(r.view, { pending: r.pending, submitted: null });
+    expect(screen.queryByTestId("plan-doc")).toBeNull();
+    expect(screen.getByTestId("plan-loading").textContent).toContain("v2");
+    // Not drifted: the file holds the revision word for word meanwhile.
+    const same = underReview(false);
+    const other = show(same.view, { pending: same.pending, submitted: null });
+    expect(within(other.container).getByTestId("plan-doc").textContent).toBe("LIVE FILE");
+  });
+
+  it("shows the live file when nothing is under review", () => {
+    show(base);
+    expect(screen.getByTestId("plan-doc").textContent).toBe("LIVE FILE");
+    expect(screen.getByTestId("plan-doc").dataset.shows).toBe("file");
+  });
+
+  it("renders inline Markdown in plan titles, and markup in them as text", () => {
+    const plans = [summary("p1", { title: "Rename `greet` to **hello**" }), summary("p2", { title: '<img src=x onerror="window.__pwned=1"> *now*', current: true, status: "drafting" })];
+    const { container } = show({ ...base, plans, revisions: [rev("p1", 1), rev("p2", 1)] });
+    const [newest, first] = screen.getAllByTestId("plan-item");
+    expect(first.querySelector("code")?.textContent).toBe("greet");
+    expect(first.querySelector("strong")?.textContent).toBe("hello");
+    expect(first.querySelector("button")?.textContent).toBe("Rename greet to hello");
+    expect(newest.querySelector("em")?.textContent).toBe("now");
+    expect(newest.querySelector("button")?.textContent).toContain('<img src=x onerror="window.__pwned=1">');
+    expect(container.querySelector("[data-testid=plan-history] img")).toBeNull();
+  });
+
+  it("lists only the revisions of one plan: the current one, or the one being read", async () => {
+    const plans = [summary("p1", { revisions: 2, title: "First plan" }), summary("p2", { revisions: 1, current: true, status: "drafting", title: "Second plan" })];
+    const { container } = show({ ...base, plans, revisions: [rev("p1", 1), rev("p1", 2), rev("p2", 1)] });
+    const listed = () => [...container.querySelectorAll("[data-testid=revisions] li")].map((li) => li.querySelector(".badge")?.textContent);
+    expect(listed()).toEqual(["v1"]);
+    expect(container.querySelectorAll(".diffpick select")).toHaveLength(0); // one revision: nothing to compare
+
+    // Reading the first plan: its two revisions, and the pickers offer only those.
+    await fireEvent.click(within(screen.getAllByTestId("plan-item")[1]).getByRole("button"));
+    await screen.findByTestId("plan-old");
+    expect(app.read).toEqual(["p1 v2"]);
+    expect(listed()).toEqual(["v1", "v2"]);
+    const pickers = [...container.querySelectorAll<HTMLSelectElement>(".diffpick select")];
+    expect(pickers.map((s) => [...s.options].map((o) => o.value))).toEqual([["p1:1", "p1:2"], ["p1:1", "p1:2"]]);
+    expect(pickers.map((s) => s.value)).toEqual(["p1:1", "p1:2"]);
+    expect(container.querySelector("[data-testid=revisions]")?.closest("section")?.querySelector("h3")?.textContent).toContain("First plan");
+
+    await fireEvent.click(screen.getByTestId("plan-old-close"));
+    expect(listed()).toEqual(["v1"]);
+  });
+});

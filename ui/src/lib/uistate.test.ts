@@ -1,0 +1,147 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+
+// The plugin as the app serves it: one store file, opened by the app, kept in a map here.
+const plugin = vi.hoisted(() => ({ asked: [] as string[], data: new Map<string, unknown>(), open: true }));
+vi.mock("@tauri-apps/plugin-store", () => ({
+  getStore: async (path: string) => {
+    plugin.asked.push(path);
+    if (!plugin.open) return null;
+    return { get: async (k: string) => plugin.data.get(k), set: async (k: string, v: unknown) => void plugin.data.set(k, v) };
+  },
+}));
+
+const { CENTER_MIN, connectUiState, fitWidths, memoryKeyValue, UiState, uiState, UI_STATE_FILE, WIDTH_LIMITS } = await import("./uistate");
+type KeyValue = import("./uistate").KeyValue;
+const inApp = (on: boolean) => ((globalThis as { isTauri?: boolean }).isTauri = on);
+afterEach(() => inApp(false));
+
+const draft = { start: 5, end: 5, text: "why?", quote: "1. Wrap the call" };
+
+/** Local storage as the page had it before the store. */
+function oldStorage(entries: Record<string, string>) {
+  const m = new Map(Object.entries(entries));
+  return {
+    m,
+    get length() {
+      return m.size;
+    },
+    key: (i: number) => [...m.keys()][i] ?? null,
+    getItem: (k: string) => m.get(k) ?? null,
+    removeItem: (k: string) => void m.delete(k),
+  };
+}
+
+describe("window state", () => {
+  it("comes back from the store after a restart: drafts, widths, last session, banners", async () => {
+    const kv = memoryKeyValue();
+    const before = new UiState(kv);
+    before.setDrafts("p1", 2, [draft]);
+    before.setWidths({ left: 300, right: 520 });
+    before.setLastSession("s2");
+    before.dismiss("demo");
+    await before.saved();
+
+    const after = new UiState(kv);
+    await after.load();
+    expect(after.drafts("p1", 2)).toEqual([draft]);
+    expect(after.drafts("p1", 3)).toEqual([]);
+    expect(after.widths()).toEqual({ left: 300, right: 520 });
+    expect(after.lastSession()).toBe("s2");
+    expect(after.isDismissed("demo")).toBe(true);
+    expect(after.isDismissed("other")).toBe(false);
+
+    // Drafts sent (emptied) are gone from the store.
+    after.setDrafts("p1", 2, []);
+    await after.saved();
+    expect(kv.data.get("comment-drafts")).toEqual({});
+  });
+
+  it("ignores what is not its own: broken drafts, widths out of range, wrong types", async () => {
+    const kv = memoryKeyValue();
+    kv.data.set("comment-drafts", { "p1:v1": [{ start: "x" }, draft], "p1:v2": "nope" });
+    kv.data.set("panel-widths", { left: 5, right: 99_999 });
+    kv.data.set("last-session", 42);
+    kv.data.set("dismissed-banners", ["demo", 7]);
+    const s = new UiState(kv);
+    await s.load();
+    expect(s.drafts("p1", 1)).toEqual([draft]);
+    expect(s.drafts("p1", 2)).toEqual([]);
+    expect(s.widths()).toEqual({ left: WIDTH_LIMITS.left.min, right: WIDTH_LIMITS.right.max });
+    expect(s.lastSession()).toBeNull();
+    expect(s.isDismissed("demo")).toBe(true);
+
+    kv.data.set("panel-widths", "wide");
+    await s.load();
+    expect(s.widths()).toBeNull();
+  });
+
+  it("narrows the side columns to fit a narrow window, the right one first", () => {
+    const wide = { left: 400, right: 600 };
+    expect(fitWidths(wide, 1440)).toEqual(wide);
+    expect(fitWidths(wide, 1200)).toEqual({ left: 400, right: 1200 - 400 - CENTER_MIN });
+    expect(fitWidths(wide, 900)).toEqual({ left: 900 - WIDTH_LIMITS.right.min - CENTER_MIN, right: WIDTH_LIMITS.right.min });
+    expect(fitWidths(wide, 500)).toEqual({ left: WIDTH_LIMITS.left.min, right: WIDTH_LIMITS.right.min });
+    // Settings: no side panel, only the session list gives way.
+    expect(fitWidths(wide, 700, 1)).toEqual({ left: 700 - CENTER_MIN, right: 600 });
+  });
+
+  it("writes in order, so a slow first write cannot overwrite a later one", async () => {
+    const landed: unknown[] = [];
+    let release = () => {};
+    const slow = new Promise<void>((r) => (release = r));
+    let first = true;
+    const kv: KeyValue = {
+      get: async () => undefined,
+      set: async (_k, v) => {
+        if (first) {
+          first = false;
+          await slow;
+        }
+        landed.push(v);
+      },
+    };
+    const s = new UiState(kv);
+    s.setLastSession("a");
+    s.setLastSession("b");
+    release();
+    await s.saved();
+    expect(landed).toEqual(["a", "b"]);
+  });
+
+  it("takes over the drafts local storage held, and removes them there once stored", async () => {
+    const kv = memoryKeyValue();
+    kv.data.set("comment-drafts", { "p1:v3": [draft] });
+    const old = oldStorage({
+      "waymark.comments.p1.v2": JSON.stringify([draft, { start: "bad" }]),
+      "waymark.comments.p1.v3": JSON.stringify([{ ...draft, text: "older copy" }]),
+      "waymark.comments.p9.v1": "{not json",
+      "something.else": "kept",
+    });
+    const s = new UiState(kv);
+    await s.load(old);
+    await s.saved();
+    expect(s.drafts("p1", 2)).toEqual([draft]);
+    expect(s.drafts("p1", 3)).toEqual([draft]); // the store's copy wins
+    expect(kv.data.get("comment-drafts")).toEqual({ "p1:v2": [draft], "p1:v3": [draft] });
+    expect([...old.m.keys()]).toEqual(["something.else"]);
+  });
+
+  it("outside the app stays in memory; in the app it reads and writes the app's store file", async () => {
+    inApp(false);
+    expect(await connectUiState()).toBe(uiState);
+    expect(plugin.asked).toEqual([]);
+    uiState.setLastSession("in-memory");
+    expect(uiState.lastSession()).toBe("in-memory");
+
+    inApp(true);
+    plugin.data.set("last-session", "s7");
+    plugin.data.set("panel-widths", { left: 260, right: 480 });
+    await connectUiState();
+    expect(plugin.asked).toEqual([UI_STATE_FILE]);
+    expect(uiState.lastSession()).toBe("s7");
+    expect(uiState.widths()).toEqual({ left: 260, right: 480 });
+    uiState.setDrafts("p1", 1, [draft]);
+    await uiState.saved();
+    expect(plugin.data.get("comment-drafts")).toEqual({ "p1:v1": [draft] });
+  });
+});

@@ -1,0 +1,219 @@
+// The window's own state, kept across restarts: comment drafts, panel widths, the last open
+// session, dismissed banners. Not settings: those stay in the settings file the CLI shares.
+// In the app it lives in the store file the app opens at start (src-tauri/src/ui_state.rs),
+// reached through tauri-plugin-store; elsewhere (Vitest, a plain browser) in memory. The
+// rest of the UI uses this module only, never the plugin.
+import { isTauri } from "@tauri-apps/api/core";
+import { getStore } from "@tauri-apps/plugin-store";
+import type { Draft } from "./comments";
+
+/** The store file's name; the app opens the same one (a test in src-tauri checks). */
+export const UI_STATE_FILE = "ui-state.json";
+
+/** Where values are kept: the plugin's store, or a map. */
+export type KeyValue = {
+  get(key: string): Promise<unknown>;
+  set(key: string, value: unknown): Promise<void>;
+};
+
+/** The widths (px) of the session list and of the side panel. */
+export type PanelWidths = { left: number; right: number };
+export const WIDTH_LIMITS = { left: { min: 180, max: 420, initial: 250 }, right: { min: 300, max: 680, initial: 400 } } as const;
+
+const KEYS = { drafts: "comment-drafts", widths: "panel-widths", lastSession: "last-session", dismissed: "dismissed-banners" } as const;
+/** Where drafts were kept before (local storage, one entry per revision). */
+const OLD_DRAFT = /^waymark\.comments\.(.+)\.v(\d+)$/;
+
+const draftKey = (planId: string, version: number) => `${planId}:v${version}`;
+
+export function isDraft(d: unknown): d is Draft {
+  const x = d as Partial<Draft> | null;
+  return typeof x?.start === "number" && typeof x.end === "number" && typeof x.text === "string" && typeof x.quote === "string";
+}
+
+type OldStorage = Pick<Storage, "length" | "key" | "getItem" | "removeItem">;
+
+/** A plain copy (of a Svelte state proxy too): later changes do not reach what is queued. */
+const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
+
+const clamp = (n: number, lim: { min: number; max: number }) => Math.min(lim.max, Math.max(lim.min, Math.round(n)));
+
+/** Panel widths within their limits; null for anything that is not a pair of numbers. */
+export function widthsOf(v: unknown): PanelWidths | null {
+  const w = v as Partial<PanelWidths> | null;
+  if (typeof w?.left !== "number" || typeof w.right !== "number" || !Number.isFinite(w.left) || !Number.isFinite(w.right)) return null;
+  return { left: clamp(w.left, WIDTH_LIMITS.left), right: clamp(w.right, WIDTH_LIMITS.right) };
+}
+
+/** The center column keeps at least this much; side columns give way first (right, then left). */
+export const CENTER_MIN = 360;
+
+/** The widths that fit a window `windowWidth` px wide (the kept widths are not changed). */
+export function fitWidths(w: PanelWidths, windowWidth: number, sides: 1 | 2 = 2): PanelWidths {
+  let over = w.left + (sides === 2 ? w.right : 0) + CENTER_MIN - windowWidth;
+  if (over <= 0) return w;
+  let right = w.right;
+  if (sides === 2) {
+    right = Math.max(WIDTH_LIMITS.right.min, w.right - over);
+    over -= w.right - right;
+  }
+  const left = Math.max(WIDTH_LIMITS.left.min, w.left - Math.max(0, over));
+  return { left, right };
+}
+
+export function memoryKeyValue(): KeyValue & { data: Map<string, unknown> } {
+  const data = new Map<string, unknown>();
+  return {
+    data,
+    get: async (k) => data.get(k),
+    set: async (k, v) => void data.set(k, v),
+  };
+}
+
+export class UiState {
+  private drafted: Record<string, Draft[]> = {};
+  private width: PanelWidths | null = null;
+  private last: string | null = null;
+  private hidden: string[] = [];
+  /** Writes in the order they were made (a later value never lands before an earlier one). */
+  private writes: Promise<void> = Promise.resolve();
+
+  constructor(private kv: KeyValue = memoryKeyValue()) {}
+
+  /** Keeps the state in `kv` from now on and reads what it holds (see `load`). */
+  async attach(kv: KeyValue, old: OldStorage | null = null): Promise<void> {
+    this.kv = kv;
+    await this.load(old);
+  }
+
+  /** Reads what was kept; `old` (local storage) hands over the drafts it still holds. */
+  async load(old: OldStorage | null = null): Promise<void> {
+    const [drafts, widths, last, dismissed] = await Promise.all([KEYS.drafts, KEYS.widths, KEYS.lastSession, KEYS.dismissed].map((k) => this.kv.get(k).catch(() => undefined)));
+    this.drafted = {};
+    if (drafts && typeof drafts === "object") {
+      for (const [k, list] of Object.entries(drafts)) {
+        const ok = Array.isArray(list) ? list.filter(isDraft) : [];
+        if (ok.length) this.drafted[k] = ok;
+      }
+    }
+    this.width = widthsOf(widths);
+    this.last = typeof last === "string" && last !== "" ? last : null;
+    this.hidden = Array.isArray(dismissed) ? dismissed.filter((b): b is string => typeof b === "string") : [];
+    if (old) this.takeOver(old);
+  }
+
+  private takeOver(old: OldStorage) {
+    const found: string[] = [];
+    for (let i = 0; i < old.length; i++) {
+      const k = old.key(i);
+      if (k && OLD_DRAFT.test(k)) found.push(k);
+    }
+    if (!found.length) return;
+    for (const k of found) {
+      const [, planId, version] = k.match(OLD_DRAFT) ?? [];
+      let list: unknown;
+      try {
+        list = JSON.parse(old.getItem(k) ?? "[]");
+      } catch {
+        list = [];
+      }
+      const key = draftKey(planId, Number(version));
+      const ok = Array.isArray(list) ? list.filter(isDraft) : [];
+      if (ok.length && !this.drafted[key]) this.drafted[key] = ok;
+    }
+    // Removed from local storage only once they are in the store.
+    const copy = plain(this.drafted);
+    this.writes = this.writes
+      .then(() => this.kv.set(KEYS.drafts, copy))
+      .then(() => found.forEach((k) => old.removeItem(k)))
+      .catch((e: unknown) => console.warn("comment drafts not moved to the window state:", e));
+  }
+
+  /** Resolves when every write made so far has been handed to the store. */
+  saved(): Promise<void> {
+    return this.writes;
+  }
+
+  private put(key: string, value: unknown) {
+    const copy = plain(value);
+    this.writes = this.writes
+      .then(() => this.kv.set(key, copy))
+      .catch((e: unknown) => console.warn(`window state not kept (${key}):`, e));
+  }
+
+  /** The comments written on a revision and not sent yet. */
+  drafts(planId: string, version: number): Draft[] {
+    return (this.drafted[draftKey(planId, version)] ?? []).map((d) => ({ ...d }));
+  }
+
+  setDrafts(planId: string, version: number, drafts: Draft[]) {
+    const key = draftKey(planId, version);
+    const next = drafts.map((d) => ({ start: d.start, end: d.end, text: d.text, quote: d.quote }));
+    if (JSON.stringify(next) === JSON.stringify(this.drafted[key] ?? [])) return;
+    if (next.length) this.drafted = { ...this.drafted, [key]: next };
+    else {
+      const rest = { ...this.drafted };
+      delete rest[key];
+      this.drafted = rest;
+    }
+    this.put(KEYS.drafts, this.drafted);
+  }
+
+  widths(): PanelWidths | null {
+    return this.width && { ...this.width };
+  }
+
+  setWidths(w: PanelWidths) {
+    const next = widthsOf(w);
+    if (!next || (this.width && next.left === this.width.left && next.right === this.width.right)) return;
+    this.width = next;
+    this.put(KEYS.widths, next);
+  }
+
+  lastSession(): string | null {
+    return this.last;
+  }
+
+  setLastSession(id: string) {
+    if (id === this.last) return;
+    this.last = id;
+    this.put(KEYS.lastSession, id);
+  }
+
+  isDismissed(banner: string): boolean {
+    return this.hidden.includes(banner);
+  }
+
+  dismiss(banner: string) {
+    if (this.isDismissed(banner)) return;
+    this.hidden = [...this.hidden, banner];
+    this.put(KEYS.dismissed, this.hidden);
+  }
+}
+
+/** The plugin's store as key-value pairs, or null when the app did not open it. */
+async function pluginKeyValue(): Promise<KeyValue | null> {
+  const store = await getStore(UI_STATE_FILE);
+  if (!store) return null;
+  return { get: (k) => store.get(k), set: (k, v) => store.set(k, v) };
+}
+
+/** The window's state. In memory until `connectUiState` finds the app's store. */
+export const uiState = new UiState();
+
+/** Connects to the app's store and reads what it kept (once, at start). Outside the app, or
+ *  when the store cannot be reached, the state stays in memory for this page's life. */
+export async function connectUiState(): Promise<UiState> {
+  if (!isTauri()) return uiState;
+  try {
+    const kv = await pluginKeyValue();
+    if (!kv) {
+      console.warn(`window state not kept: the app has no ${UI_STATE_FILE} open`);
+      return uiState;
+    }
+    await uiState.attach(kv, typeof localStorage === "undefined" ? null : localStorage);
+  } catch (e) {
+    console.warn("window state not kept:", e);
+  }
+  return uiState;
+}
