@@ -1,5 +1,6 @@
 //! Slash commands, parsed at admission. A command never reaches the model; its output is an
-//! event. Components register their commands (`/plan`, `/goal`) in the registry.
+//! event. The engine's own commands (`/help`, `/compact`, `/instructions`) and those the
+//! extensions contribute share one registry.
 
 use crate::error::{Error, Result};
 use crate::session::CoreOf;
@@ -238,10 +239,10 @@ mod tests {
     #[test]
     fn parses_commands_not_paths_or_escapes() {
         assert_eq!(parse("/help"), Some(("help", "")));
-        assert_eq!(parse("  /plan on  "), Some(("plan", "on")));
+        assert_eq!(parse("  /mode on  "), Some(("mode", "on")));
         assert_eq!(
-            parse("/goal fix the build budget=50K"),
-            Some(("goal", "fix the build budget=50K"))
+            parse("/task fix the build budget=50K"),
+            Some(("task", "fix the build budget=50K"))
         );
         assert_eq!(parse("//help"), None);
         assert_eq!(parse("/usr/bin is odd"), None);
@@ -254,9 +255,9 @@ mod tests {
     fn help_fits_an_80_column_terminal_and_keeps_every_word() {
         let specs = [
             CommandSpec {
-                name: "goal",
-                usage: "/goal [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
-                summary: "set or manage the session's goal",
+                name: "task",
+                usage: "/task [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
+                summary: "set or manage the session's task",
             },
             CommandSpec {
                 name: "help",

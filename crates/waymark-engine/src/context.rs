@@ -247,12 +247,12 @@ mod tests {
         let r = render_reminders(vec![
             Reminder {
                 priority: 1,
-                source: "goal",
+                source: "low",
                 text: "low".into(),
             },
             Reminder {
                 priority: 9,
-                source: "plan",
+                source: "high",
                 text: "high".into(),
             },
         ])

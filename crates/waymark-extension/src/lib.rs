@@ -355,7 +355,7 @@ mod tests {
     /// verifier's) or a goal's time cap.
     #[test]
     fn call_prep_only_narrows() {
-        let plan = PathBuf::from("/s/artifacts/plan.md");
+        let plan = PathBuf::from("/s/artifacts/notes.md");
         let mut p = CallPrep::default();
         assert_eq!(p.writable(), None);
         p.confine(vec![plan.clone()]);

@@ -406,7 +406,7 @@ mod tests {
     #[tokio::test]
     async fn plays_in_order_streams_deltas_and_expands_placeholders() {
         let s = script(
-            r#"{"responses":[{"text":"hello there, world","tool_calls":[{"name":"write","arguments":{"path":"${session_dir}/artifacts/plan.md"}}]},{"text":"done"}],
+            r#"{"responses":[{"text":"hello there, world","tool_calls":[{"name":"write","arguments":{"path":"${session_dir}/artifacts/notes.md"}}]},{"text":"done"}],
                 "verifier":[{"text":"VERDICT: PASS"}]}"#,
         );
         let dir = tempfile::tempdir().unwrap();
@@ -417,7 +417,7 @@ mod tests {
         assert!(deltas.lock().unwrap().len() > 1);
         assert_eq!(
             r.tool_calls[0].arguments["path"],
-            format!("{}/artifacts/plan.md", dir.path().display())
+            format!("{}/artifacts/notes.md", dir.path().display())
         );
         assert!(r.usage.output_tokens > 0);
         let v = p.call(&req(CallPurpose::Verifier), &sink).await.unwrap();

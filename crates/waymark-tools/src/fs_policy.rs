@@ -257,7 +257,7 @@ mod tests {
         assert_eq!(a, f.ws().join("src/new.rs"));
         let abs = f.ws().join("x.txt");
         assert_eq!(resolve_write(&f.ctx, abs.to_str().unwrap()).unwrap(), abs);
-        let art = f.ctx.artifacts.join("plan.md");
+        let art = f.ctx.artifacts.join("notes.md");
         assert_eq!(resolve_write(&f.ctx, art.to_str().unwrap()).unwrap(), art);
         assert_eq!(
             resolve_write(&f.ctx, "a//b/./c.txt").unwrap(),

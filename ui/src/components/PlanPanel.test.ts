@@ -16,6 +16,7 @@ vi.mock("../bindings", () => ({
 }));
 
 const { default: PlanPanel } = await import("./PlanPanel.svelte");
+const { uiState } = await import("../lib/uistate");
 
 const rev = (plan_id: string, version: number): PlanRevisionInfo => ({ plan_id, version, sha256: "x", bytes: 1, author: "model", truncated: false, created_at: 0 });
 const summary = (plan_id: string, p: Partial<PlanSummary_Serialize>): PlanSummary_Serialize => ({ plan_id, status: "rejected", revisions: 1, title: null, created_at: 0, ended_at: null, current: false, ...p });
@@ -102,5 +103,24 @@ describe("PlanPanel", () => {
 
     await fireEvent.click(screen.getByTestId("plan-old-close"));
     expect(listed()).toEqual(["v1"]);
+  });
+});
+
+describe("drafts sent with a revise", () => {
+  it("leave the window state even when the review is gone before the answer comes back", async () => {
+    uiState.setDrafts("p9", 1, [{ start: 1, end: 1, text: "sent already", quote: "a" }]);
+    const view: PlanView = { ...base, review: { plan_id: "p9", version: 1, file_changed: false } };
+    const q = pending({ kind: "plan_approval", payload: planApproval({ plan_id: "p9", version: 1 }) });
+    let r: ReturnType<typeof render> | null = null;
+    const onanswer = async () => {
+      // The event stream ends the review first (the answer was taken), then the reply comes.
+      await r?.rerender({ pending: null, view: { ...view, review: null } });
+      return true;
+    };
+    r = render(PlanPanel, { sessionId: "s1", view, html: view.html, markdown: view.markdown, mode: "plan", onanswer, onerror: () => {}, pending: q });
+    await fireEvent.click(screen.getByTestId("revise"));
+    await fireEvent.click(screen.getByTestId("revise-send"));
+    await new Promise((res) => setTimeout(res, 20));
+    expect(uiState.drafts("p9", 1)).toEqual([]);
   });
 });

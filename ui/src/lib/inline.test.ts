@@ -40,4 +40,11 @@ describe("inline Markdown", () => {
   it("keeps HTML as text: nodes never carry markup", () => {
     expect(parseInline('<img src=x onerror="alert(1)"> *x*')).toEqual([text('<img src=x onerror="alert(1)"> '), { kind: "em", children: [text("x")] }]);
   });
+
+  it("reads delimiters that never close once each (a hostile title cannot hang the window)", () => {
+    // Without the memo this takes longer than the test runner waits (it doubles with each
+    // group); it must come back, with every character as text.
+    const hostile = "*a _a ~~a __a ".repeat(20);
+    expect(parseInline(hostile)).toEqual([text(hostile)]);
+  });
 });

@@ -15,10 +15,14 @@ const SPACE = /\s/;
 
 /** The inline Markdown of `src` as nodes; what is not markup stays text, word for word. */
 export function parseInline(src: string): Inline[] {
-  return parse(src, 0, src.length);
+  return parse(src, 0, src.length, new Map());
 }
 
-function parse(s: string, from: number, to: number): Inline[] {
+/** Closers already looked for in this text, by delimiter and span: each is looked for once,
+ *  so delimiters that never close cost a scan each, not a scan per way of nesting them. */
+type Memo = Map<string, number>;
+
+function parse(s: string, from: number, to: number, memo: Memo): Inline[] {
   const out: Inline[] = [];
   let text = "";
   const push = (n: Inline) => {
@@ -50,7 +54,7 @@ function parse(s: string, from: number, to: number): Inline[] {
       const link = linkAt(s, i, to);
       if (link) {
         // The label stays (a title is no place for a link); the address goes.
-        for (const n of parse(s, i + 1, link.labelEnd)) {
+        for (const n of parse(s, i + 1, link.labelEnd, memo)) {
           if (n.kind === "text") text += n.text;
           else push(n);
         }
@@ -60,9 +64,9 @@ function parse(s: string, from: number, to: number): Inline[] {
     }
     const d = delimiterAt(s, i);
     if (d && opens(s, i, d)) {
-      const close = closer(s, i + d.length, to, d);
+      const close = closer(s, i + d.length, to, d, memo);
       if (close >= 0) {
-        push({ kind: KIND[d], children: parse(s, i + d.length, close) });
+        push({ kind: KIND[d], children: parse(s, i + d.length, close, memo) });
         i = close + d.length;
         continue;
       }
@@ -137,7 +141,16 @@ function closes(s: string, i: number, d: Delimiter): boolean {
 
 /** Where the delimiter that closes `d` (opened before `from`) starts, or -1. Code spans and
  *  complete inner spans are stepped over, so `*a **b** c*` closes at the last `*`. */
-function closer(s: string, from: number, to: number, d: Delimiter): number {
+function closer(s: string, from: number, to: number, d: Delimiter, memo: Memo): number {
+  const key = `${d}:${from}:${to}`;
+  const known = memo.get(key);
+  if (known !== undefined) return known;
+  const found = scanForCloser(s, from, to, d, memo);
+  memo.set(key, found);
+  return found;
+}
+
+function scanForCloser(s: string, from: number, to: number, d: Delimiter, memo: Memo): number {
   let i = from;
   while (i < to) {
     const c = s[i];
@@ -154,7 +167,7 @@ function closer(s: string, from: number, to: number, d: Delimiter): number {
     const here = delimiterAt(s, i);
     if (here === d && i > from && closes(s, i, d)) return i;
     if (here && here !== d && opens(s, i, here)) {
-      const inner = closer(s, i + here.length, to, here);
+      const inner = closer(s, i + here.length, to, here, memo);
       if (inner >= 0) {
         i = inner + here.length;
         continue;

@@ -56,6 +56,24 @@ describe("window state", () => {
     expect(kv.data.get("comment-drafts")).toEqual({});
   });
 
+  it("reads only draft keys of its own shape and drafts the review would take", async () => {
+    const kv = memoryKeyValue();
+    const list = [draft];
+    kv.data.set("comment-drafts", {
+      constructor: list,
+      toString: list,
+      "p1:v1": [draft, { ...draft, start: 0 }, { ...draft, start: 3, end: 2 }, { ...draft, start: 1.5 }, { ...draft, text: "   " }, { ...draft, text: "x".repeat(4001) }, { ...draft, start: 1, end: 201 }],
+    });
+    kv.data.set("panel-widths", { left: 300, right: 520 });
+    const s = new UiState(kv);
+    await s.load();
+    expect(s.drafts("p1", 1)).toEqual([draft]);
+    expect(s.widths()).toEqual({ left: 300, right: 520 });
+    s.setDrafts("p2", 1, [draft]);
+    await s.saved();
+    expect(Object.keys(kv.data.get("comment-drafts") as object).sort()).toEqual(["p1:v1", "p2:v1"]);
+  });
+
   it("ignores what is not its own: broken drafts, widths out of range, wrong types", async () => {
     const kv = memoryKeyValue();
     kv.data.set("comment-drafts", { "p1:v1": [{ start: "x" }, draft], "p1:v2": "nope" });

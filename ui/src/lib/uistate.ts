@@ -25,10 +25,24 @@ const KEYS = { drafts: "comment-drafts", widths: "panel-widths", lastSession: "l
 const OLD_DRAFT = /^waymark\.comments\.(.+)\.v(\d+)$/;
 
 const draftKey = (planId: string, version: number) => `${planId}:v${version}`;
+/** What a key of the stored drafts looks like (anything else in the file is not read). */
+const DRAFT_KEY = /^[\w-]{1,128}:v[1-9]\d{0,8}$/;
 
+/** A draft the review would take: whole line numbers in order, a span and a text within
+ *  what the runtime accepts for a comment. */
 export function isDraft(d: unknown): d is Draft {
   const x = d as Partial<Draft> | null;
-  return typeof x?.start === "number" && typeof x.end === "number" && typeof x.text === "string" && typeof x.quote === "string";
+  return (
+    Number.isSafeInteger(x?.start) &&
+    Number.isSafeInteger(x?.end) &&
+    typeof x?.text === "string" &&
+    typeof x.quote === "string" &&
+    (x.start as number) >= 1 &&
+    (x.end as number) >= (x.start as number) &&
+    (x.end as number) - (x.start as number) < 200 &&
+    x.text.trim().length >= 1 &&
+    x.text.length <= 4000
+  );
 }
 
 type OldStorage = Pick<Storage, "length" | "key" | "getItem" | "removeItem">;
@@ -89,13 +103,17 @@ export class UiState {
   /** Reads what was kept; `old` (local storage) hands over the drafts it still holds. */
   async load(old: OldStorage | null = null): Promise<void> {
     const [drafts, widths, last, dismissed] = await Promise.all([KEYS.drafts, KEYS.widths, KEYS.lastSession, KEYS.dismissed].map((k) => this.kv.get(k).catch(() => undefined)));
-    this.drafted = {};
-    if (drafts && typeof drafts === "object") {
+    const kept: Record<string, Draft[]> = {};
+    if (drafts && typeof drafts === "object" && !Array.isArray(drafts)) {
       for (const [k, list] of Object.entries(drafts)) {
-        const ok = Array.isArray(list) ? list.filter(isDraft) : [];
-        if (ok.length) this.drafted[k] = ok;
+        // A key of another shape (`constructor`, `__proto__`) is never assigned: with the
+        // page's frozen prototypes that would throw and lose the rest of the state.
+        if (!DRAFT_KEY.test(k)) continue;
+        const ok = Array.isArray(list) ? list.filter(isDraft).slice(0, 100) : [];
+        if (ok.length) Object.defineProperty(kept, k, { value: ok, enumerable: true, writable: true, configurable: true });
       }
     }
+    this.drafted = kept;
     this.width = widthsOf(widths);
     this.last = typeof last === "string" && last !== "" ? last : null;
     this.hidden = Array.isArray(dismissed) ? dismissed.filter((b): b is string => typeof b === "string") : [];
