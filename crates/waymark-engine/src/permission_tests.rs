@@ -614,6 +614,30 @@ fn artifacts_follow_the_mode_but_a_file_a_rule_lets_go() {
     );
 }
 
+/// What `guard` decides of a call by the goal's reviewer (its shell sandboxed).
+fn by_reviewer(
+    guard: &PermissionGuard,
+    tool: &dyn Tool,
+    args: &Value,
+    s: &SessionRow,
+) -> GuardDecision {
+    guard.before_tool_call(&GuardCall {
+        tool,
+        call_id: "c1",
+        arguments: args,
+        session: s,
+        workspace: Path::new("/nonexistent-ws"),
+        artifacts: Path::new("/nonexistent-artifacts"),
+        shell_sandboxed: true,
+        grants: &[],
+        answer: None,
+        turn_id: 1,
+        actor: waymark_protocol::CallActor::Verifier,
+        api: None,
+        protected: &Default::default(),
+    })
+}
+
 /// A caller other than the session's agent gets nothing no rule gives it: without the
 /// goal's rule, a "reviewer" call is refused even in `auto`, reads included.
 #[test]
@@ -621,21 +645,7 @@ fn another_actor_gets_only_what_a_rule_gives() {
     let s = session(PermissionMode::Auto, InteractionMode::Default);
     let args = json!({"path": "a"});
     for tool in [&ReadFile as &dyn Tool, &Write, &Bash] {
-        let d = PermissionGuard::default().before_tool_call(&GuardCall {
-            tool,
-            call_id: "c1",
-            arguments: &args,
-            session: &s,
-            workspace: Path::new("/nonexistent-ws"),
-            artifacts: Path::new("/nonexistent-artifacts"),
-            shell_sandboxed: true,
-            grants: &[],
-            answer: None,
-            turn_id: 1,
-            actor: waymark_protocol::CallActor::Verifier,
-            api: None,
-            protected: &Default::default(),
-        });
+        let d = by_reviewer(&PermissionGuard::default(), tool, &args, &s);
         assert!(
             matches!(d, GuardDecision::Deny(_)),
             "{}: {d:?}",
@@ -770,21 +780,7 @@ fn the_strictest_rule_wins_whatever_the_order() {
         vec![Arc::new(ReviewerReadsOnly), Arc::new(AllowAll)],
     ];
     for r in rules {
-        let d = PermissionGuard::new(r).before_tool_call(&GuardCall {
-            tool: &Write,
-            call_id: "c1",
-            arguments: &args,
-            session: &s,
-            workspace: Path::new("/nonexistent-ws"),
-            artifacts: Path::new("/nonexistent-artifacts"),
-            shell_sandboxed: true,
-            grants: &[],
-            answer: None,
-            turn_id: 1,
-            actor: waymark_protocol::CallActor::Verifier,
-            api: None,
-            protected: &Default::default(),
-        });
+        let d = by_reviewer(&PermissionGuard::new(r), &Write, &args, &s);
         assert_eq!(d, GuardDecision::Deny("read only".into()));
     }
 }
