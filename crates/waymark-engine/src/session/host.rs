@@ -1,0 +1,99 @@
+//! The engine as extensions reach it: [`SessionHost`] for the session core, and the way back
+//! from a handle to the engine's own session.
+
+use super::*;
+
+/// The engine's own session behind a handle it made.
+pub(crate) trait CoreOf {
+    fn core(&self) -> &SessionCore;
+}
+
+impl CoreOf for SessionApi {
+    fn core(&self) -> &SessionCore {
+        match self.host().as_any().downcast_ref::<SessionCore>() {
+            Some(core) => core,
+            // Only the engine makes handles on its sessions, and only over its own core: any
+            // other host here is a bug in the engine, which must not go on with it.
+            None => panic!("a session handle over a host that is not the engine's"),
+        }
+    }
+}
+
+impl SessionHost for SessionCore {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn config(&self) -> Arc<Config> {
+        SessionCore::config(self)
+    }
+    fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+    fn new_id(&self, prefix: &str) -> String {
+        self.ids.new_id(prefix)
+    }
+    fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+    fn session_dir(&self) -> &std::path::Path {
+        &self.session_dir
+    }
+    fn artifacts(&self) -> &std::path::Path {
+        &self.artifacts
+    }
+    fn write_with(&self, f: &mut dyn FnMut(&mut Tx<'_>) -> Result<()>) -> Result<()> {
+        self.write(f)
+    }
+    fn read_with(&self, f: &mut dyn FnMut(&rusqlite::Connection) -> Result<()>) -> Result<()> {
+        self.read(f)
+    }
+    fn transient(&self, kind: EventKind) {
+        SessionCore::transient(self, kind)
+    }
+    fn history_with(&self, f: &mut dyn FnMut(&[(Option<i64>, store::HistoryItem)])) -> Result<()> {
+        self.with_history(f)
+    }
+    fn provider(&self) -> &Arc<dyn ModelProvider> {
+        &self.provider
+    }
+    fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+    fn sandbox(&self) -> &Arc<crate::sandbox::Sandbox> {
+        &self.sandbox
+    }
+    fn tool_env(&self) -> Arc<crate::secrets::ToolEnv> {
+        SessionCore::tool_env(self)
+    }
+    fn slots(&self) -> &Slots {
+        &self.slots
+    }
+    fn services(&self) -> &crate::extension::services::Services {
+        &self.services
+    }
+    fn identify_calls(
+        &self,
+        actor: waymark_protocol::CallActor,
+        turn_id: i64,
+        step: u32,
+        calls: &mut [store::ToolCallRecord],
+    ) -> Result<()> {
+        turn::identify_calls_in(self, actor, turn_id, step, calls)
+    }
+    fn run_unattended<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        actor: waymark_protocol::CallActor,
+        turn_id: i64,
+        call: &'a store::ToolCallRecord,
+        ctx: &'a crate::tools::ToolContext,
+        when_asked: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Result<(waymark_protocol::ToolStatus, String)>> {
+        Box::pin(turn::run_unattended(
+            api, actor, turn_id, call, ctx, when_asked,
+        ))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
