@@ -71,7 +71,22 @@ describe("window state", () => {
     expect(s.widths()).toEqual({ left: 300, right: 520 });
     s.setDrafts("p2", 1, [draft]);
     await s.saved();
-    expect(Object.keys(kv.data.get("comment-drafts") as object).sort()).toEqual(["p1:v1", "p2:v1"]);
+    // What it does not read is written back as it was, never assigned to its own state.
+    const stored = kv.data.get("comment-drafts") as Record<string, unknown>;
+    expect(Object.keys(stored).sort()).toEqual(["constructor", "p1:v1", "p2:v1", "toString"]);
+    expect(stored.constructor).toEqual(list);
+  });
+
+  it("never writes over drafts it could not read", async () => {
+    const kv = memoryKeyValue();
+    kv.data.set("comment-drafts", { "p1:v1": [draft] });
+    const failing = { ...kv, get: async (k: string) => (k === "comment-drafts" ? Promise.reject(new Error("busy")) : kv.get(k)) };
+    const s = new UiState(failing);
+    await s.load();
+    s.setDrafts("p2", 1, [draft]);
+    await s.saved();
+    expect(s.drafts("p2", 1)).toEqual([draft]);
+    expect(kv.data.get("comment-drafts")).toEqual({ "p1:v1": [draft] });
   });
 
   it("ignores what is not its own: broken drafts, widths out of range, wrong types", async () => {

@@ -86,6 +86,9 @@ export function memoryKeyValue(): KeyValue & { data: Map<string, unknown> } {
 
 export class UiState {
   private drafted: Record<string, Draft[]> = {};
+  /** Entries of the stored drafts this window does not read, kept as they were. */
+  private foreign: [string, unknown][] = [];
+  private draftsReadable = true;
   private width: PanelWidths | null = null;
   private last: string | null = null;
   private hidden: string[] = [];
@@ -102,15 +105,21 @@ export class UiState {
 
   /** Reads what was kept; `old` (local storage) hands over the drafts it still holds. */
   async load(old: OldStorage | null = null): Promise<void> {
-    const [drafts, widths, last, dismissed] = await Promise.all([KEYS.drafts, KEYS.widths, KEYS.lastSession, KEYS.dismissed].map((k) => this.kv.get(k).catch(() => undefined)));
+    const unread = Symbol("unread");
+    const [drafts, widths, last, dismissed] = await Promise.all([KEYS.drafts, KEYS.widths, KEYS.lastSession, KEYS.dismissed].map((k) => this.kv.get(k).catch(() => unread)));
+    // Drafts that could not be read at all stay where they are: this window keeps its new
+    // ones in memory rather than write over them.
+    this.draftsReadable = drafts !== unread;
     const kept: Record<string, Draft[]> = {};
+    this.foreign = [];
     if (drafts && typeof drafts === "object" && !Array.isArray(drafts)) {
       for (const [k, list] of Object.entries(drafts)) {
         // A key of another shape (`constructor`, `__proto__`) is never assigned: with the
-        // page's frozen prototypes that would throw and lose the rest of the state.
-        if (!DRAFT_KEY.test(k)) continue;
-        const ok = Array.isArray(list) ? list.filter(isDraft).slice(0, 100) : [];
+        // page's frozen prototypes that would throw and lose the rest of the state. What is
+        // not read is written back as it was (a newer window's, say).
+        const ok = DRAFT_KEY.test(k) && Array.isArray(list) ? list.filter(isDraft).slice(0, 100) : [];
         if (ok.length) Object.defineProperty(kept, k, { value: ok, enumerable: true, writable: true, configurable: true });
+        else this.foreign.push([k, list]);
       }
     }
     this.drafted = kept;
@@ -140,7 +149,9 @@ export class UiState {
       if (ok.length && !this.drafted[key]) this.drafted[key] = ok;
     }
     // Removed from local storage only once they are in the store.
-    const copy = plain(this.drafted);
+    // Moved only into drafts it could read (else they stay in local storage for next time).
+    if (!this.draftsReadable) return;
+    const copy = plain(this.draftsValue());
     this.writes = this.writes
       .then(() => this.kv.set(KEYS.drafts, copy))
       .then(() => found.forEach((k) => old.removeItem(k)))
@@ -150,6 +161,11 @@ export class UiState {
   /** Resolves when every write made so far has been handed to the store. */
   saved(): Promise<void> {
     return this.writes;
+  }
+
+  /** The stored drafts: this window's, and what it did not read, as it was. */
+  private draftsValue(): Record<string, unknown> {
+    return Object.fromEntries([...this.foreign, ...Object.entries(this.drafted)]);
   }
 
   private put(key: string, value: unknown) {
@@ -174,7 +190,7 @@ export class UiState {
       delete rest[key];
       this.drafted = rest;
     }
-    this.put(KEYS.drafts, this.drafted);
+    if (this.draftsReadable) this.put(KEYS.drafts, this.draftsValue());
   }
 
   widths(): PanelWidths | null {
