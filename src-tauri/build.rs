@@ -26,19 +26,18 @@ const COMMANDS: &[&str] = &[
     "delete_api_key",
     "open_link",
     "start_demo",
+    "ui_state_get",
+    "ui_state_set",
 ];
 
 /// What the main window may use besides the commands: event listening, the read-only
-/// notification-permission query the notification plugin's own page script makes on load,
-/// and reading and writing keys of the window-state store the app opened (src/ui_state.rs).
-/// Not the store's `load`: the webview must not open a file by a path of its choosing.
+/// notification-permission query the notification plugin's own page script makes on load.
+/// None of the store plugin's commands: the window's state goes through `ui_state_get` and
+/// `ui_state_set` (src/ui_state.rs), which take only known keys within size limits.
 const EXTRA_PERMISSIONS: &[&str] = &[
     "core:event:allow-listen",
     "core:event:allow-unlisten",
     "notification:allow-is-permission-granted",
-    "store:allow-get-store",
-    "store:allow-get",
-    "store:allow-set",
 ];
 
 /// The capability file, from `COMMANDS`; rewritten only when it changes.
@@ -58,7 +57,7 @@ fn write_capability() {
         r#"{{
   "$schema": "../gen/schemas/desktop-schema.json",
   "identifier": "default",
-  "description": "The main window: Waymark's own commands and event listening. No plugin is reachable from the webview (notifications, settings, dialogs and links go through the commands), except the read-only notification-permission query the notification plugin's own page script makes when the page loads, and get/set on the window-state store the app opens itself (never the store's load, which takes any path). Written by build.rs from its command list: do not edit.",
+  "description": "The main window: Waymark's own commands and event listening. No plugin is reachable from the webview (notifications, settings, dialogs and links go through the commands), except the read-only notification-permission query the notification plugin's own page script makes when the page loads. The window's state goes through ui_state_get and ui_state_set, never the store plugin's own commands. Written by build.rs from its command list: do not edit.",
   "windows": [
     "main"
   ],

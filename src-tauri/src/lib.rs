@@ -48,6 +48,8 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::delete_api_key,
             commands::open_link::<tauri::Wry>,
             commands::start_demo::<tauri::Wry>,
+            ui_state::ui_state_get,
+            ui_state::ui_state_set,
         ])
         .events(collect_events![
             events::SessionEvent,
@@ -289,8 +291,8 @@ fn run() -> anyhow::Result<()> {
         })
         .setup(move |app| {
             specta.mount_events(app);
-            // Before the page runs: the webview only finds this store, it cannot load one.
-            ui_state::open(app.handle());
+            // Before the page runs, so its first read finds the state.
+            ui_state::open(app.handle(), &data_dir());
             #[cfg(unix)]
             exit_on_signal(app.handle().clone());
             #[cfg(target_os = "linux")]

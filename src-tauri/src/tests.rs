@@ -65,26 +65,25 @@ fn capability_grants_exactly_the_registered_commands() {
             "core:event:allow-unlisten".into(),
             // Asked by the notification plugin's page script on load; it only reads.
             "notification:allow-is-permission-granted".into(),
-            // The window's state: keys of the one store file the app opened (ui_state.rs).
-            // Never `store:allow-load` or `store:default`: they open a file at any path.
-            "store:allow-get-store".into(),
-            "store:allow-get".into(),
-            "store:allow-set".into(),
         ])
         .collect();
     expected.sort();
     assert_eq!(granted, expected);
 }
 
-/// The UI asks the store plugin for the file the app opened, by the same name.
+/// The UI keeps the keys the app accepts, by the same names (ui_state.rs `KEYS`).
 #[test]
-fn the_ui_asks_for_the_window_state_file_the_app_opens() {
+fn the_ui_keeps_the_keys_the_app_accepts() {
     let ui = include_str!("../../ui/src/lib/uistate.ts");
-    let declared = format!("export const UI_STATE_FILE = \"{}\";", ui_state::FILE);
-    assert!(
-        ui.contains(&declared),
-        "ui/src/lib/uistate.ts lacks `{declared}`"
-    );
+    let line = ui
+        .lines()
+        .find(|l| l.starts_with("const KEYS = {"))
+        .expect("ui/src/lib/uistate.ts declares `const KEYS = {`");
+    let mut named: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
+    let mut accepted = ui_state::KEYS.to_vec();
+    named.sort();
+    accepted.sort();
+    assert_eq!(named, accepted);
 }
 
 #[cfg(target_os = "linux")]

@@ -1,54 +1,253 @@
 //! The window's own state (comment drafts, panel widths, the last open session, dismissed
-//! banners) in one file of the store plugin. The app opens the file at start; the webview
-//! then reaches it with the plugin's `get_store`, `get` and `set` only. It has no `load`, so
-//! it cannot open a file of its own choosing (the plugin resolves a path it is given against
-//! the app's data folder, and an absolute path or `..` would leave it). Settings are not kept
-//! here: they stay in the settings file the CLI shares.
+//! banners): one store of tauri-plugin-store, in `ui-state.json` in Waymark's data folder.
+//! Settings are not kept here: they stay in the settings file the CLI shares.
+//!
+//! The webview reaches none of the plugin's commands. It calls `ui_state_get` and
+//! `ui_state_set`, which take only the four keys below, each within a size limit, so a page
+//! script cannot fill the disk or open a file of its choosing. The plugin keeps the values and
+//! read the file; every change is written here, atomically (a new file made private to the
+//! user, synced, then renamed over the old one), never by the plugin's own save, which
+//! truncates the file in place and would leave it cut short if the app were killed then.
 
+use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use tauri::{AppHandle, Manager, Runtime};
-use tauri_plugin_store::StoreExt;
+use std::sync::{Arc, Mutex};
+use tauri::{AppHandle, Manager, Runtime, State};
+use tauri_plugin_store::{Store, StoreBuilder};
 
-/// The largest window-state file read; a bigger one is set aside (the state is small).
+use crate::error::{IpcError, IpcResult};
+
+/// The largest window-state file read or written; a bigger one is set aside on start.
 const CAP: u64 = 4 * 1024 * 1024;
+/// The most one key may hold, as JSON.
+const KEY_CAP: usize = 1024 * 1024;
 
-/// The store file, in the app's data folder; the UI asks for it by this name
-/// (`UI_STATE_FILE` in ui/src/lib/uistate.ts).
+/// The store file, in the data folder.
 pub const FILE: &str = "ui-state.json";
 
-/// Opens (or creates) the file so the webview finds it loaded. When it cannot be opened the
-/// window keeps its state only until it closes (said here on stderr, and in its console).
-pub fn open<R: Runtime>(app: &AppHandle<R>) {
-    // The plugin reads the file relative to the app's data folder.
-    if let Ok(dir) = app.path().app_data_dir() {
-        match prepare(&dir.join(FILE), std::process::id()) {
-            Ok(Some(aside)) => eprintln!(
-                "waymark: {FILE} was not a small regular file; it was moved to {} and the window starts afresh",
-                aside.display()
-            ),
-            Ok(None) => {}
-            Err(e) => eprintln!("waymark: the window's state file could not be made private: {e}"),
+/// The keys the window may keep, each with what it holds. `KEYS` in ui/src/lib/uistate.ts
+/// names the same ones (a test checks).
+pub const KEYS: &[&str] = &[
+    "comment-drafts",
+    "panel-widths",
+    "last-session",
+    "dismissed-banners",
+];
+
+/// Where the values live: the plugin's store in the app, a map in tests.
+trait Kv: Send + Sync {
+    fn get(&self, key: &str) -> Option<Value>;
+    fn set(&self, key: &str, value: Value);
+    fn entries(&self) -> Vec<(String, Value)>;
+}
+
+impl<R: Runtime> Kv for Arc<Store<R>> {
+    fn get(&self, key: &str) -> Option<Value> {
+        Store::get(self, key)
+    }
+    fn set(&self, key: &str, value: Value) {
+        Store::set(self, key, value)
+    }
+    fn entries(&self) -> Vec<(String, Value)> {
+        Store::entries(self)
+    }
+}
+
+/// The window's state as the app holds it (managed Tauri state).
+pub struct UiState {
+    inner: Mutex<Option<Inner>>,
+}
+
+struct Inner {
+    kv: Box<dyn Kv>,
+    path: PathBuf,
+}
+
+impl UiState {
+    /// No store: every read finds nothing and every write says the state is not kept.
+    pub fn none() -> Self {
+        UiState {
+            inner: Mutex::new(None),
         }
     }
-    if let Err(e) = app.store(FILE) {
-        eprintln!("waymark: the window's state is not kept ({FILE}): {e}");
+
+    fn with_kv(kv: Box<dyn Kv>, path: PathBuf) -> Self {
+        UiState {
+            inner: Mutex::new(Some(Inner { kv, path })),
+        }
+    }
+
+    fn get(&self, key: &str) -> IpcResult<Option<Value>> {
+        known(key)?;
+        let inner = self.inner.lock().map_err(|_| not_kept("a write failed"))?;
+        Ok(inner.as_ref().and_then(|i| i.kv.get(key)))
+    }
+
+    fn set(&self, key: &str, value: Value) -> IpcResult<()> {
+        known(key)?;
+        let len = serde_json::to_vec(&value).map_or(usize::MAX, |b| b.len());
+        if len > KEY_CAP {
+            return Err(IpcError::new(
+                "too_large",
+                format!(
+                    "the window's {key} is {len} bytes as JSON, more than the {KEY_CAP} it may keep; it was not saved"
+                ),
+            ));
+        }
+        let inner = self.inner.lock().map_err(|_| not_kept("a write failed"))?;
+        let Some(inner) = inner.as_ref() else {
+            return Err(not_kept("its file could not be opened at start"));
+        };
+        // The file as it would be with the new value; nothing changes if it cannot be written.
+        let mut all: BTreeMap<String, Value> = inner.kv.entries().into_iter().collect();
+        all.insert(key.to_string(), value.clone());
+        let bytes = serde_json::to_vec(&all).map_err(|e| not_kept(&e.to_string()))?;
+        if bytes.len() as u64 > CAP {
+            return Err(IpcError::new(
+                "too_large",
+                format!("the window's state would grow past {CAP} bytes; {key} was not saved"),
+            ));
+        }
+        write_atomically(&inner.path, &bytes)
+            .map_err(|e| not_kept(&format!("{}: {e}", inner.path.display())))?;
+        inner.kv.set(key, value);
+        Ok(())
+    }
+}
+
+fn known(key: &str) -> IpcResult<()> {
+    if KEYS.contains(&key) {
+        Ok(())
+    } else {
+        Err(IpcError::new(
+            "refused",
+            format!(
+                "the window keeps no `{}`; it keeps {}",
+                key.chars().take(64).collect::<String>(),
+                KEYS.join(", ")
+            ),
+        ))
+    }
+}
+
+fn not_kept(why: &str) -> IpcError {
+    IpcError::new("io", format!("the window's state is not kept: {why}"))
+}
+
+/// Writes `bytes` to `path` so a reader finds either the old file or the new one, whole: a
+/// fresh file only the user may read, synced, renamed over `path`, then the folder synced.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(".{FILE}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// The value the page asked for, or null when none is kept.
+#[tauri::command]
+#[specta::specta]
+pub fn ui_state_get(state: State<'_, UiState>, key: String) -> IpcResult<Option<Value>> {
+    state.get(&key)
+}
+
+/// Keeps one value of the window's state, written to disk before this returns.
+#[tauri::command]
+#[specta::specta]
+pub fn ui_state_set(state: State<'_, UiState>, key: String, value: Value) -> IpcResult<()> {
+    state.set(&key, value)
+}
+
+/// Opens (or creates) the store in `data_dir` and hands it to the app as managed state. When
+/// it cannot be opened the window keeps its state only until it closes (said on stderr, and
+/// in its console on the first write).
+pub fn open<R: Runtime>(app: &AppHandle<R>, data_dir: &Path) {
+    let path = data_dir.join(FILE);
+    // Where the file was kept before (the plugin's folder for this app) moves here once.
+    if let Ok(old) = app.path().app_data_dir() {
+        move_old(&old.join(FILE), &path);
+    }
+    match prepare(&path, std::process::id()) {
+        Ok(Some(aside)) => eprintln!(
+            "waymark: {FILE} was not a small regular file holding a JSON object; it was moved to {} and the window starts afresh",
+            aside.display()
+        ),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!(
+                "waymark: the window's state is not kept ({}): {e}",
+                path.display()
+            );
+            app.manage(UiState::none());
+            return;
+        }
+    }
+    match StoreBuilder::new(app, &path).disable_auto_save().build() {
+        Ok(store) => {
+            // Out of the plugin's table, so its save on exit (an in-place write) never
+            // touches the file; this module has written every change already.
+            store.close_resource();
+            app.manage(UiState::with_kv(Box::new(store), path));
+        }
+        Err(e) => {
+            eprintln!(
+                "waymark: the window's state is not kept ({}): {e}",
+                path.display()
+            );
+            app.manage(UiState::none());
+        }
+    }
+}
+
+/// Moves the file from where an earlier build kept it, when there is none at `to` yet.
+fn move_old(from: &Path, to: &Path) {
+    if from == to || std::fs::symlink_metadata(to).is_ok() {
+        return;
+    }
+    if std::fs::symlink_metadata(from).is_ok_and(|m| m.file_type().is_file()) {
+        if let Some(dir) = to.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if std::fs::rename(from, to).is_err() {
+            // Another file system: copy, then keep the old one out of the way.
+            if std::fs::copy(from, to).is_ok() {
+                let _ = std::fs::remove_file(from);
+            }
+        }
     }
 }
 
 /// Whether the file holds a JSON object (what the plugin reads; anything else it drops
-/// silently and then writes over on the first change).
+/// silently).
 fn is_object(path: &Path) -> bool {
     std::fs::read(path)
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .is_some_and(|v| v.is_object())
 }
 
-/// Readies the window-state file before the plugin touches it: only the user may read it (it
-/// holds their unsent comments), and anything but a regular file within [`CAP`] (a FIFO the
-/// read would wait on forever, a link, a huge file, a file cut short that is no JSON object)
+/// Readies the window-state file before the plugin reads it: only the user may read it (it
+/// holds their unsent comments), and anything but a regular file within [`CAP`] holding a
+/// JSON object (a FIFO the read would wait on forever, a link, a huge file, a file cut short)
 /// is moved aside, so start-up never hangs and nothing the user wrote is written over.
 /// Returns where such a file went.
 fn prepare(path: &Path, tag: u32) -> std::io::Result<Option<PathBuf>> {
@@ -81,9 +280,109 @@ fn prepare(path: &Path, tag: u32) -> std::io::Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[derive(Default)]
+    struct Map(Mutex<BTreeMap<String, Value>>);
+    impl Kv for Arc<Map> {
+        fn get(&self, key: &str) -> Option<Value> {
+            self.0.lock().unwrap().get(key).cloned()
+        }
+        fn set(&self, key: &str, value: Value) {
+            self.0.lock().unwrap().insert(key.into(), value);
+        }
+        fn entries(&self) -> Vec<(String, Value)> {
+            self.0.lock().unwrap().clone().into_iter().collect()
+        }
+    }
+
+    fn state(dir: &Path) -> (UiState, Arc<Map>, PathBuf) {
+        let path = dir.join(FILE);
+        prepare(&path, 1).unwrap();
+        let map = Arc::new(Map::default());
+        (
+            UiState::with_kv(Box::new(map.clone()), path.clone()),
+            map,
+            path,
+        )
+    }
+
+    /// A value set is on disk, whole and private, when the call returns, beside the others.
+    #[test]
+    fn a_value_is_written_to_disk_before_the_call_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _, path) = state(dir.path());
+        s.set("panel-widths", json!({"left": 200, "right": 400}))
+            .unwrap();
+        s.set("last-session", json!("s1")).unwrap();
+        let on_disk: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(
+            on_disk,
+            json!({"panel-widths": {"left": 200, "right": 400}, "last-session": "s1"})
+        );
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(s.get("last-session").unwrap(), Some(json!("s1")));
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left behind");
+    }
+
+    /// A page script cannot keep keys of its own choosing, nor fill the disk: an unknown key
+    /// and a value past the limit are refused, and the file keeps what it held.
+    #[test]
+    fn a_hostile_page_cannot_keep_other_keys_or_huge_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, map, path) = state(dir.path());
+        s.set("last-session", json!("s1")).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let e = s.set("../../.bashrc", json!("x")).unwrap_err();
+        assert_eq!(e.code, "refused");
+        assert!(e.message.contains("keeps no"), "{}", e.message);
+        assert_eq!(s.get("__proto__").unwrap_err().code, "refused");
+        let huge = json!("x".repeat(KEY_CAP + 1));
+        let e = s.set("comment-drafts", huge).unwrap_err();
+        assert_eq!(e.code, "too_large");
+        assert!(e.message.contains("comment-drafts"), "{}", e.message);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "the file is unchanged"
+        );
+        // Each key within its own limit, but all four together past the file's: the last
+        // is refused and the file stays within its limit.
+        let big = json!("y".repeat(KEY_CAP - 16));
+        let kept: Vec<bool> = KEYS.iter().map(|k| s.set(k, big.clone()).is_ok()).collect();
+        assert_eq!(kept, [true, true, true, false]);
+        assert!(std::fs::metadata(&path).unwrap().len() <= CAP);
+        assert_eq!(map.get("dismissed-banners"), None);
+    }
+
+    /// When the file cannot be written the value is not kept in memory either (the window
+    /// says so), and nothing is left half-written.
+    #[test]
+    fn a_failed_write_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, map, path) = state(dir.path());
+        s.set("last-session", json!("s1")).unwrap();
+        // The file's place taken by a folder: no rename can land there, even as root.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir_all(path.join("x")).unwrap();
+        let e = s.set("last-session", json!("s2")).unwrap_err();
+        assert_eq!(e.code, "io");
+        assert!(e.message.contains("not kept"), "{}", e.message);
+        assert_eq!(map.get("last-session"), Some(json!("s1")));
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            [std::ffi::OsString::from(FILE)],
+            "no temporary file left"
+        );
     }
 
     /// The file is the user's alone, whether it is new or was there (0644) before.
@@ -105,6 +404,23 @@ mod tests {
             std::fs::read_to_string(&old).unwrap().contains("s1"),
             "kept as it was"
         );
+    }
+
+    /// The file an earlier build kept in the plugin's folder moves to the data folder once,
+    /// and never over a file already there.
+    #[test]
+    fn the_old_file_moves_to_the_data_folder_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("plugin/ui-state.json");
+        std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+        std::fs::write(&old, r#"{"last-session":"old"}"#).unwrap();
+        let new = dir.path().join("data/ui-state.json");
+        move_old(&old, &new);
+        assert!(std::fs::read_to_string(&new).unwrap().contains("old"));
+        assert!(!old.exists());
+        std::fs::write(&old, r#"{"last-session":"older"}"#).unwrap();
+        move_old(&old, &new);
+        assert!(std::fs::read_to_string(&new).unwrap().contains("\"old\""));
     }
 
     /// A FIFO (which a read would wait on forever), a link and a huge file are set aside, and
@@ -145,8 +461,9 @@ mod tests {
             assert_eq!(std::fs::read_to_string(p).unwrap(), "{}", "{}", p.display());
             assert_eq!(mode(p), 0o600);
         }
-        assert!(
-            std::fs::metadata("/etc/hostname").is_ok(),
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "{}",
             "the link's target is untouched"
         );
     }

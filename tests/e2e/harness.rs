@@ -273,11 +273,9 @@ impl Desk {
         self.home().join(".config/waymark/settings.json")
     }
 
-    /// The window's state as the store plugin keeps it: the app's data folder (under
-    /// `XDG_DATA_HOME`, named by the identifier in tauri.conf.json).
+    /// The window's state, in Waymark's data folder beside the database.
     pub fn ui_state_file(&self) -> PathBuf {
-        self.home()
-            .join(".local/share/dev.waymark.desktop/ui-state.json")
+        self.data_dir().join("ui-state.json")
     }
 
     /// Quits the app as the desktop would (SIGTERM to this window's app, then the process

@@ -154,5 +154,25 @@ async fn a_draft_a_panel_width_and_the_open_session_come_back_after_a_restart() 
         "{refused}"
     );
     assert!(!elsewhere.exists());
+    // Nor the plugin's other commands, nor a key the window does not keep.
+    for (cmd, args) in [
+        ("plugin:store|get_store", r#"{ path: "ui-state.json" }"#),
+        ("plugin:store|set", r#"{ rid: 0, key: "last-session", value: "x" }"#),
+        ("ui_state_set", r#"{ key: "../notes", value: "x" }"#),
+    ] {
+        let answer = app
+            .js_async(&format!(
+                "const done = arguments[arguments.length - 1]; \
+                 window.__TAURI_INTERNALS__.invoke('{cmd}', {args}) \
+                   .then(() => done('allowed'), e => done('refused: ' + JSON.stringify(e)));"
+            ))
+            .await;
+        assert!(
+            answer.as_str().unwrap().starts_with("refused"),
+            "{cmd}: {answer}"
+        );
+    }
+    let file = std::fs::read_to_string(desk.ui_state_file()).unwrap();
+    assert!(!file.contains("../notes"), "{file}");
     app.close().await;
 }

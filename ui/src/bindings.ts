@@ -61,6 +61,10 @@ export const commands = {
 	openLink: (url: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("open_link", { url })),
 	/**  Starts the offline demo (two scripted sessions); returns their ids. */
 	startDemo: () => typedError<string[], ErrorInfo_Serialize>(__TAURI_INVOKE("start_demo")),
+	/**  The value the page asked for, or null when none is kept. */
+	uiStateGet: (key: string) => typedError<Value | null, ErrorInfo_Serialize>(__TAURI_INVOKE("ui_state_get", { key })),
+	/**  Keeps one value of the window's state, written to disk before this returns. */
+	uiStateSet: (key: string, value: Value) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("ui_state_set", { key, value })),
 };
 
 /** Events */

@@ -1,16 +1,26 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-// The plugin as the app serves it: one store file, opened by the app, kept in a map here.
-const plugin = vi.hoisted(() => ({ asked: [] as string[], data: new Map<string, unknown>(), open: true }));
-vi.mock("@tauri-apps/plugin-store", () => ({
-  getStore: async (path: string) => {
-    plugin.asked.push(path);
-    if (!plugin.open) return null;
-    return { get: async (k: string) => plugin.data.get(k), set: async (k: string, v: unknown) => void plugin.data.set(k, v) };
-  },
-}));
+// The app's two commands as it serves them: known keys only, kept in a map here.
+const app = vi.hoisted(() => ({ asked: [] as string[], data: new Map<string, unknown>() }));
+vi.mock("../bindings", () => {
+  const known = ["comment-drafts", "panel-widths", "last-session", "dismissed-banners"];
+  const refused = (k: string) => ({ status: "error", error: { code: "refused", message: `the window keeps no \`${k}\`` } });
+  return {
+    commands: {
+      uiStateGet: async (k: string) => {
+        app.asked.push(k);
+        return known.includes(k) ? { status: "ok", data: app.data.get(k) ?? null } : refused(k);
+      },
+      uiStateSet: async (k: string, v: unknown) => {
+        if (!known.includes(k)) return refused(k);
+        app.data.set(k, v);
+        return { status: "ok", data: null };
+      },
+    },
+  };
+});
 
-const { CENTER_MIN, connectUiState, fitWidths, memoryKeyValue, UiState, uiState, UI_STATE_FILE, WIDTH_LIMITS } = await import("./uistate");
+const { CENTER_MIN, connectUiState, fitWidths, memoryKeyValue, UiState, uiState, WIDTH_LIMITS } = await import("./uistate");
 type KeyValue = import("./uistate").KeyValue;
 const inApp = (on: boolean) => ((globalThis as { isTauri?: boolean }).isTauri = on);
 afterEach(() => inApp(false));
@@ -159,22 +169,23 @@ describe("window state", () => {
     expect([...old.m.keys()]).toEqual(["something.else"]);
   });
 
-  it("outside the app stays in memory; in the app it reads and writes the app's store file", async () => {
+  it("outside the app stays in memory; in the app it reads and writes through the app's commands", async () => {
     inApp(false);
     expect(await connectUiState()).toBe(uiState);
-    expect(plugin.asked).toEqual([]);
+    expect(app.asked).toEqual([]);
     uiState.setLastSession("in-memory");
     expect(uiState.lastSession()).toBe("in-memory");
 
     inApp(true);
-    plugin.data.set("last-session", "s7");
-    plugin.data.set("panel-widths", { left: 260, right: 480 });
+    app.data.set("last-session", "s7");
+    app.data.set("panel-widths", { left: 260, right: 480 });
     await connectUiState();
-    expect(plugin.asked).toEqual([UI_STATE_FILE]);
+    // Every key the window reads is one the app accepts (a refused read would drop it).
+    expect(app.asked.sort()).toEqual(["comment-drafts", "dismissed-banners", "last-session", "panel-widths"]);
     expect(uiState.lastSession()).toBe("s7");
     expect(uiState.widths()).toEqual({ left: 260, right: 480 });
     uiState.setDrafts("p1", 1, [draft]);
     await uiState.saved();
-    expect(plugin.data.get("comment-drafts")).toEqual({ "p1:v1": [draft] });
+    expect(app.data.get("comment-drafts")).toEqual({ "p1:v1": [draft] });
   });
 });

@@ -1,14 +1,12 @@
 // The window's own state, kept across restarts: comment drafts, panel widths, the last open
 // session, dismissed banners. Not settings: those stay in the settings file the CLI shares.
-// In the app it lives in the store file the app opens at start (src-tauri/src/ui_state.rs),
-// reached through tauri-plugin-store; elsewhere (Vitest, a plain browser) in memory. The
-// rest of the UI uses this module only, never the plugin.
+// In the app it lives in the store the app opens at start (tauri-plugin-store, in
+// src-tauri/src/ui_state.rs), reached through the app's `ui_state_get` / `ui_state_set`,
+// which take only the keys below; elsewhere (Vitest, a plain browser) in memory. The rest
+// of the UI uses this module only.
 import { isTauri } from "@tauri-apps/api/core";
-import { getStore } from "@tauri-apps/plugin-store";
+import { commands } from "../bindings";
 import type { Draft } from "./comments";
-
-/** The store file's name; the app opens the same one (a test in src-tauri checks). */
-export const UI_STATE_FILE = "ui-state.json";
 
 /** Where values are kept: the plugin's store, or a map. */
 export type KeyValue = {
@@ -225,11 +223,19 @@ export class UiState {
   }
 }
 
-/** The plugin's store as key-value pairs, or null when the app did not open it. */
-async function pluginKeyValue(): Promise<KeyValue | null> {
-  const store = await getStore(UI_STATE_FILE);
-  if (!store) return null;
-  return { get: (k) => store.get(k), set: (k, v) => store.set(k, v) };
+/** The app's store as key-value pairs; a refused call rejects with the app's message. */
+function appKeyValue(): KeyValue {
+  return {
+    get: async (k) => {
+      const r = await commands.uiStateGet(k);
+      if (r.status === "error") throw new Error(r.error.message);
+      return r.data ?? undefined;
+    },
+    set: async (k, v) => {
+      const r = await commands.uiStateSet(k, v as never);
+      if (r.status === "error") throw new Error(r.error.message);
+    },
+  };
 }
 
 /** The window's state. In memory until `connectUiState` finds the app's store. */
@@ -240,12 +246,7 @@ export const uiState = new UiState();
 export async function connectUiState(): Promise<UiState> {
   if (!isTauri()) return uiState;
   try {
-    const kv = await pluginKeyValue();
-    if (!kv) {
-      console.warn(`window state not kept: the app has no ${UI_STATE_FILE} open`);
-      return uiState;
-    }
-    await uiState.attach(kv, typeof localStorage === "undefined" ? null : localStorage);
+    await uiState.attach(appKeyValue(), typeof localStorage === "undefined" ? null : localStorage);
   } catch (e) {
     console.warn("window state not kept:", e);
   }
