@@ -157,7 +157,10 @@ async fn a_draft_a_panel_width_and_the_open_session_come_back_after_a_restart() 
     // Nor the plugin's other commands, nor a key the window does not keep.
     for (cmd, args) in [
         ("plugin:store|get_store", r#"{ path: "ui-state.json" }"#),
-        ("plugin:store|set", r#"{ rid: 0, key: "last-session", value: "x" }"#),
+        (
+            "plugin:store|set",
+            r#"{ rid: 0, key: "last-session", value: "x" }"#,
+        ),
         ("ui_state_set", r#"{ key: "../notes", value: "x" }"#),
     ] {
         let answer = app
