@@ -284,10 +284,13 @@ impl ToolGuard for PermissionGuard {
     fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision {
         let tool = call.tool;
         let scope = scope_of(&self.rules, call.session);
-        if let Some(decision) = private_read(call, scope) {
-            return decision;
-        }
-        if let Some(decision) = strictest(self.rules.iter().filter_map(|r| r.decide(call))) {
+        // A private read and the rules together: the strictest wins, so a rule refusing the
+        // tool holds even where `auto` would let the read go by.
+        let private = private_read(call, scope);
+        let verdicts = private
+            .into_iter()
+            .chain(self.rules.iter().filter_map(|r| r.decide(call)));
+        if let Some(decision) = strictest(verdicts) {
             return decision;
         }
         // Another actor gets only what a rule gives it.

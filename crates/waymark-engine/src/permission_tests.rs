@@ -784,3 +784,43 @@ fn the_strictest_rule_wins_whatever_the_order() {
         assert_eq!(d, GuardDecision::Deny("read only".into()));
     }
 }
+
+/// A rule that refuses a tool holds for a read of a private place too: `auto` lets such a
+/// read go by without asking, but never past a rule's refusal.
+#[test]
+fn a_rule_refusing_a_read_holds_for_a_private_place_in_auto() {
+    struct NoReads;
+    impl PermissionRule for NoReads {
+        fn name(&self) -> &'static str {
+            "no-reads"
+        }
+        fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
+            (call.tool.name() == "read_file").then(|| GuardDecision::Deny("no reads here".into()))
+        }
+    }
+    let s = session(PermissionMode::Auto, InteractionMode::Default);
+    let args = json!({"path": "/proc/self/environ"});
+    let call = |rules: Vec<Arc<dyn PermissionRule>>| {
+        PermissionGuard::new(rules).before_tool_call(&GuardCall {
+            tool: &ReadFile,
+            call_id: "c1",
+            arguments: &args,
+            session: &s,
+            workspace: Path::new("/nonexistent-ws"),
+            artifacts: Path::new("/nonexistent-artifacts"),
+            shell_sandboxed: false,
+            grants: &[],
+            answer: None,
+            turn_id: 1,
+            actor: waymark_protocol::CallActor::Main,
+            api: None,
+            protected: &Default::default(),
+        })
+    };
+    // Without the rule, `auto` reads the process's own folder (a private place) unasked.
+    assert_eq!(call(Vec::new()), GuardDecision::Allow);
+    assert_eq!(
+        call(vec![Arc::new(NoReads)]),
+        GuardDecision::Deny("no reads here".into())
+    );
+}
