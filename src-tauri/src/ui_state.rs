@@ -111,8 +111,7 @@ impl UiState {
                 format!("the window's state would grow past {CAP} bytes; {key} was not saved"),
             ));
         }
-        write_atomically(&inner.path, &bytes)
-            .map_err(|e| not_kept(&format!("{}: {e}", inner.path.display())))?;
+        write_atomically(&inner.path, &bytes)?;
         inner.kv.set(key, value);
         Ok(())
     }
@@ -137,27 +136,11 @@ fn not_kept(why: &str) -> IpcError {
     IpcError::new("io", format!("the window's state is not kept: {why}"))
 }
 
-/// Writes `bytes` to `path` so a reader finds either the old file or the new one, whole: a
-/// fresh file only the user may read, synced, renamed over `path`, then the folder synced.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{FILE}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written?;
-    if let Ok(d) = std::fs::File::open(dir) {
+/// Writes `bytes` to `path` so a reader finds either the old file or the new one, whole (the
+/// settings file's way: a fresh 0600 file, synced, renamed over `path`), then syncs the folder.
+fn write_atomically(path: &Path, bytes: &[u8]) -> IpcResult<()> {
+    waymark_runtime::settings::write_private(path, bytes).map_err(|e| not_kept(&e.to_string()))?;
+    if let Ok(d) = std::fs::File::open(path.parent().unwrap_or(Path::new("."))) {
         let _ = d.sync_all();
     }
     Ok(())

@@ -43,7 +43,7 @@ pub fn save(path: &Path, config: &Config) -> Result<()> {
 /// Writes `bytes` to `path` through a temporary file in the same folder, which is private to
 /// the user (0600) from the moment it exists, then renamed over `path`. A folder it has to
 /// create is 0700.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
     let dir = path.parent().unwrap_or(Path::new("."));
