@@ -614,46 +614,6 @@ fn artifacts_follow_the_mode_but_a_file_a_rule_lets_go() {
     );
 }
 
-/// What `guard` decides of a call by the goal's reviewer (its shell sandboxed).
-fn by_reviewer(
-    guard: &PermissionGuard,
-    tool: &dyn Tool,
-    args: &Value,
-    s: &SessionRow,
-) -> GuardDecision {
-    guard.before_tool_call(&GuardCall {
-        tool,
-        call_id: "c1",
-        arguments: args,
-        session: s,
-        workspace: Path::new("/nonexistent-ws"),
-        artifacts: Path::new("/nonexistent-artifacts"),
-        shell_sandboxed: true,
-        grants: &[],
-        answer: None,
-        turn_id: 1,
-        actor: waymark_protocol::CallActor::Verifier,
-        api: None,
-        protected: &Default::default(),
-    })
-}
-
-/// A caller other than the session's agent gets nothing no rule gives it: without the
-/// goal's rule, a "reviewer" call is refused even in `auto`, reads included.
-#[test]
-fn another_actor_gets_only_what_a_rule_gives() {
-    let s = session(PermissionMode::Auto, InteractionMode::Default);
-    let args = json!({"path": "a"});
-    for tool in [&ReadFile as &dyn Tool, &Write, &Bash] {
-        let d = by_reviewer(&PermissionGuard::default(), tool, &args, &s);
-        assert!(
-            matches!(d, GuardDecision::Deny(_)),
-            "{}: {d:?}",
-            tool.name()
-        );
-    }
-}
-
 #[test]
 fn the_question_says_what_each_answer_grants() {
     let d = decide(case(
@@ -750,77 +710,5 @@ fn a_blank_bash_does_not_split_on_ends_every_prefix_grant() {
     }
 }
 
-/// Rules that disagree: the strictest wins whatever their order, so a careless rule that
-/// allows a tool for every caller cannot hand the reviewer what the reviewer's rule refuses.
-#[test]
-fn the_strictest_rule_wins_whatever_the_order() {
-    struct AllowAll;
-    impl PermissionRule for AllowAll {
-        fn name(&self) -> &'static str {
-            "allow-all"
-        }
-        fn decide(&self, _call: &GuardCall<'_>) -> Option<GuardDecision> {
-            Some(GuardDecision::Allow)
-        }
-    }
-    struct ReviewerReadsOnly;
-    impl PermissionRule for ReviewerReadsOnly {
-        fn name(&self) -> &'static str {
-            "reviewer"
-        }
-        fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
-            (call.actor == waymark_protocol::CallActor::Verifier && call.tool.is_mutating())
-                .then(|| GuardDecision::Deny("read only".into()))
-        }
-    }
-    let s = session(PermissionMode::Auto, InteractionMode::Default);
-    let args = json!({"path": "a", "content": ""});
-    let rules: [Vec<Arc<dyn PermissionRule>>; 2] = [
-        vec![Arc::new(AllowAll), Arc::new(ReviewerReadsOnly)],
-        vec![Arc::new(ReviewerReadsOnly), Arc::new(AllowAll)],
-    ];
-    for r in rules {
-        let d = by_reviewer(&PermissionGuard::new(r), &Write, &args, &s);
-        assert_eq!(d, GuardDecision::Deny("read only".into()));
-    }
-}
-
-/// A rule that refuses a tool holds for a read of a private place too: `auto` lets such a
-/// read go by without asking, but never past a rule's refusal.
-#[test]
-fn a_rule_refusing_a_read_holds_for_a_private_place_in_auto() {
-    struct NoReads;
-    impl PermissionRule for NoReads {
-        fn name(&self) -> &'static str {
-            "no-reads"
-        }
-        fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
-            (call.tool.name() == "read_file").then(|| GuardDecision::Deny("no reads here".into()))
-        }
-    }
-    let s = session(PermissionMode::Auto, InteractionMode::Default);
-    let args = json!({"path": "/proc/self/environ"});
-    let call = |rules: Vec<Arc<dyn PermissionRule>>| {
-        PermissionGuard::new(rules).before_tool_call(&GuardCall {
-            tool: &ReadFile,
-            call_id: "c1",
-            arguments: &args,
-            session: &s,
-            workspace: Path::new("/nonexistent-ws"),
-            artifacts: Path::new("/nonexistent-artifacts"),
-            shell_sandboxed: false,
-            grants: &[],
-            answer: None,
-            turn_id: 1,
-            actor: waymark_protocol::CallActor::Main,
-            api: None,
-            protected: &Default::default(),
-        })
-    };
-    // Without the rule, `auto` reads the process's own folder (a private place) unasked.
-    assert_eq!(call(Vec::new()), GuardDecision::Allow);
-    assert_eq!(
-        call(vec![Arc::new(NoReads)]),
-        GuardDecision::Deny("no reads here".into())
-    );
-}
+#[path = "permission_rules_tests.rs"]
+mod rules;
