@@ -32,8 +32,8 @@ const COMMANDS: &[&str] = &[
 
 /// What the main window may use besides the commands: event listening, the read-only
 /// notification-permission query the notification plugin's own page script makes on load.
-/// None of the store plugin's commands: the window's state goes through `ui_state_get` and
-/// `ui_state_set` (src/ui_state.rs), which take only known keys within size limits.
+/// The window's state goes through `ui_state_get` and `ui_state_set` (src/ui_state.rs),
+/// which take only known keys within size limits; no store plugin is loaded.
 const EXTRA_PERMISSIONS: &[&str] = &[
     "core:event:allow-listen",
     "core:event:allow-unlisten",
@@ -57,7 +57,7 @@ fn write_capability() {
         r#"{{
   "$schema": "../gen/schemas/desktop-schema.json",
   "identifier": "default",
-  "description": "The main window: Waymark's own commands and event listening. No plugin is reachable from the webview (notifications, settings, dialogs and links go through the commands), except the read-only notification-permission query the notification plugin's own page script makes when the page loads. The window's state goes through ui_state_get and ui_state_set, never the store plugin's own commands. Written by build.rs from its command list: do not edit.",
+  "description": "The main window: Waymark's own commands and event listening. No plugin is reachable from the webview (notifications, settings, dialogs and links go through the commands), except the read-only notification-permission query the notification plugin's own page script makes when the page loads. The window's state goes through ui_state_get and ui_state_set, which take only its known keys. Written by build.rs from its command list: do not edit.",
   "windows": [
     "main"
   ],

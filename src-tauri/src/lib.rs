@@ -48,8 +48,8 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::delete_api_key,
             commands::open_link::<tauri::Wry>,
             commands::start_demo::<tauri::Wry>,
-            ui_state::ui_state_get,
-            ui_state::ui_state_set,
+            ui_state::ui_state_get::<tauri::Wry>,
+            ui_state::ui_state_set::<tauri::Wry>,
         ])
         .events(collect_events![
             events::SessionEvent,
@@ -279,7 +279,6 @@ fn run() -> anyhow::Result<()> {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
-        .plugin(tauri_plugin_store::Builder::default().build())
         .manage(host)
         .invoke_handler(specta.invoke_handler())
         .on_window_event(|window, event| {

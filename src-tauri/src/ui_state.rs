@@ -1,22 +1,21 @@
 //! The window's own state (comment drafts, panel widths, the last open session, dismissed
-//! banners): one store of tauri-plugin-store, in `ui-state.json` in Waymark's data folder.
-//! Settings are not kept here: they stay in the settings file the CLI shares.
+//! banners): one small JSON file, `ui-state.json` in Waymark's data folder, held in memory
+//! while the app runs. Settings are not kept here: they stay in the settings file the CLI
+//! shares.
 //!
-//! The webview reaches none of the plugin's commands. It calls `ui_state_get` and
-//! `ui_state_set`, which take only the four keys below, each within a size limit, so a page
-//! script cannot fill the disk or open a file of its choosing. The plugin keeps the values and
-//! read the file; every change is written here, atomically (a new file made private to the
-//! user, synced, then renamed over the old one), never by the plugin's own save, which
-//! truncates the file in place and would leave it cut short if the app were killed then.
+//! The webview reaches the file only through `ui_state_get` and `ui_state_set`, which take
+//! only the four keys below, each within a size limit, so a page script cannot fill the disk
+//! or open a file of its choosing. The file is read once at start, checked on the open file
+//! itself (a regular file within its limit, holding a JSON object); every change is written
+//! before the call returns, atomically (a new private file, synced, renamed over the old one).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use tauri::{AppHandle, Manager, Runtime, State};
-use tauri_plugin_store::{Store, StoreBuilder};
+use std::sync::Mutex;
+use tauri::{AppHandle, Manager, Runtime};
 
 use crate::error::{IpcError, IpcResult};
 
@@ -28,8 +27,8 @@ const KEY_CAP: usize = 1024 * 1024;
 /// The store file, in the data folder.
 pub const FILE: &str = "ui-state.json";
 
-/// The keys the window may keep, each with what it holds. `KEYS` in ui/src/lib/uistate.ts
-/// names the same ones (a test checks).
+/// The keys the window may keep. `KEYS` in ui/src/lib/uistate.ts names the same ones (a test
+/// checks).
 pub const KEYS: &[&str] = &[
     "comment-drafts",
     "panel-widths",
@@ -37,32 +36,13 @@ pub const KEYS: &[&str] = &[
     "dismissed-banners",
 ];
 
-/// Where the values live: the plugin's store in the app, a map in tests.
-trait Kv: Send + Sync {
-    fn get(&self, key: &str) -> Option<Value>;
-    fn set(&self, key: &str, value: Value);
-    fn entries(&self) -> Vec<(String, Value)>;
-}
-
-impl<R: Runtime> Kv for Arc<Store<R>> {
-    fn get(&self, key: &str) -> Option<Value> {
-        Store::get(self, key)
-    }
-    fn set(&self, key: &str, value: Value) {
-        Store::set(self, key, value)
-    }
-    fn entries(&self) -> Vec<(String, Value)> {
-        Store::entries(self)
-    }
-}
-
 /// The window's state as the app holds it (managed Tauri state).
 pub struct UiState {
     inner: Mutex<Option<Inner>>,
 }
 
 struct Inner {
-    kv: Box<dyn Kv>,
+    values: BTreeMap<String, Value>,
     path: PathBuf,
 }
 
@@ -74,16 +54,16 @@ impl UiState {
         }
     }
 
-    fn with_kv(kv: Box<dyn Kv>, path: PathBuf) -> Self {
+    fn with(values: BTreeMap<String, Value>, path: PathBuf) -> Self {
         UiState {
-            inner: Mutex::new(Some(Inner { kv, path })),
+            inner: Mutex::new(Some(Inner { values, path })),
         }
     }
 
     fn get(&self, key: &str) -> IpcResult<Option<Value>> {
         known(key)?;
         let inner = self.inner.lock().map_err(|_| not_kept("a write failed"))?;
-        Ok(inner.as_ref().and_then(|i| i.kv.get(key)))
+        Ok(inner.as_ref().and_then(|i| i.values.get(key).cloned()))
     }
 
     fn set(&self, key: &str, value: Value) -> IpcResult<()> {
@@ -97,13 +77,16 @@ impl UiState {
                 ),
             ));
         }
-        let inner = self.inner.lock().map_err(|_| not_kept("a write failed"))?;
-        let Some(inner) = inner.as_ref() else {
+        let mut inner = self.inner.lock().map_err(|_| not_kept("a write failed"))?;
+        let Some(inner) = inner.as_mut() else {
             return Err(not_kept("its file could not be opened at start"));
         };
+        if inner.values.get(key) == Some(&value) {
+            return Ok(());
+        }
         // The file as it would be with the new value; nothing changes if it cannot be written.
-        let mut all: BTreeMap<String, Value> = inner.kv.entries().into_iter().collect();
-        all.insert(key.to_string(), value.clone());
+        let mut all = inner.values.clone();
+        all.insert(key.to_string(), value);
         let bytes = serde_json::to_vec(&all).map_err(|e| not_kept(&e.to_string()))?;
         if bytes.len() as u64 > CAP {
             return Err(IpcError::new(
@@ -111,8 +94,9 @@ impl UiState {
                 format!("the window's state would grow past {CAP} bytes; {key} was not saved"),
             ));
         }
-        write_atomically(&inner.path, &bytes)?;
-        inner.kv.set(key, value);
+        waymark_runtime::settings::write_private(&inner.path, &bytes)
+            .map_err(|e| not_kept(&e.to_string()))?;
+        inner.values = all;
         Ok(())
     }
 }
@@ -136,128 +120,191 @@ fn not_kept(why: &str) -> IpcError {
     IpcError::new("io", format!("the window's state is not kept: {why}"))
 }
 
-/// Writes `bytes` to `path` so a reader finds either the old file or the new one, whole (the
-/// settings file's way: a fresh 0600 file, synced, renamed over `path`), then syncs the folder.
-fn write_atomically(path: &Path, bytes: &[u8]) -> IpcResult<()> {
-    waymark_runtime::settings::write_private(path, bytes).map_err(|e| not_kept(&e.to_string()))?;
-    if let Ok(d) = std::fs::File::open(path.parent().unwrap_or(Path::new("."))) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+/// Runs `f` on the window's state on a thread for blocking work: neither the main thread
+/// nor the async workers the session commands and events run on ever wait on the disk or
+/// on another call's write, however many calls a page makes at once.
+async fn off_thread<R: Runtime, T: Send + 'static>(
+    app: AppHandle<R>,
+    f: impl FnOnce(&UiState) -> IpcResult<T> + Send + 'static,
+) -> IpcResult<T> {
+    tauri::async_runtime::spawn_blocking(move || f(&app.state::<UiState>()))
+        .await
+        .map_err(|e| not_kept(&e.to_string()))?
 }
 
 /// The value the page asked for, or null when none is kept.
 #[tauri::command]
 #[specta::specta]
-pub fn ui_state_get(state: State<'_, UiState>, key: String) -> IpcResult<Option<Value>> {
-    state.get(&key)
+pub async fn ui_state_get<R: Runtime>(app: AppHandle<R>, key: String) -> IpcResult<Option<Value>> {
+    off_thread(app, move |s| s.get(&key)).await
 }
 
 /// Keeps one value of the window's state, written to disk before this returns.
 #[tauri::command]
 #[specta::specta]
-pub fn ui_state_set(state: State<'_, UiState>, key: String, value: Value) -> IpcResult<()> {
-    state.set(&key, value)
+pub async fn ui_state_set<R: Runtime>(
+    app: AppHandle<R>,
+    key: String,
+    value: Value,
+) -> IpcResult<()> {
+    off_thread(app, move |s| s.set(&key, value)).await
 }
 
-/// Opens (or creates) the store in `data_dir` and hands it to the app as managed state. When
-/// it cannot be opened the window keeps its state only until it closes (said on stderr, and
-/// in its console on the first write).
+/// Reads the state in `data_dir` and hands it to the app as managed state. When the folder
+/// cannot be used the window keeps its state only until it closes (said on stderr, and in
+/// the window on the first write).
 pub fn open<R: Runtime>(app: &AppHandle<R>, data_dir: &Path) {
     let path = data_dir.join(FILE);
-    // Where the file was kept before (the plugin's folder for this app) moves here once.
+    // Where the file was kept before (the store plugin's folder for this app) moves here once.
     if let Ok(old) = app.path().app_data_dir() {
         move_old(&old.join(FILE), &path);
     }
-    match prepare(&path, std::process::id()) {
-        Ok(Some(aside)) => eprintln!(
-            "waymark: {FILE} was not a small regular file holding a JSON object; it was moved to {} and the window starts afresh",
-            aside.display()
-        ),
-        Ok(None) => {}
-        Err(e) => {
-            eprintln!(
-                "waymark: the window's state is not kept ({}): {e}",
-                path.display()
-            );
-            app.manage(UiState::none());
-            return;
-        }
-    }
-    match StoreBuilder::new(app, &path).disable_auto_save().build() {
-        Ok(store) => {
-            // Out of the plugin's table, so its save on exit (an in-place write) never
-            // touches the file; this module has written every change already.
-            store.close_resource();
-            app.manage(UiState::with_kv(Box::new(store), path));
+    app.manage(load(&path, std::process::id()));
+}
+
+/// The state kept at `path`, read as [`read`] says; a file it cannot take is set aside first
+/// (said on stderr).
+fn load(path: &Path, tag: u32) -> UiState {
+    match read(path, tag) {
+        Ok((values, aside)) => {
+            if let Some(aside) = aside {
+                eprintln!(
+                    "waymark: {FILE} was not a regular file of at most {CAP} bytes holding a JSON object; it was moved to {} and the window starts afresh",
+                    aside.display()
+                );
+            }
+            UiState::with(values, path.to_path_buf())
         }
         Err(e) => {
             eprintln!(
                 "waymark: the window's state is not kept ({}): {e}",
                 path.display()
             );
-            app.manage(UiState::none());
+            UiState::none()
         }
     }
 }
 
-/// Moves the file from where an earlier build kept it, when there is none at `to` yet.
+/// Moves the file from where an earlier build kept it, when there is none at `to` yet. A
+/// file past [`CAP`] or not a regular file stays where it is.
 fn move_old(from: &Path, to: &Path) {
     if from == to || std::fs::symlink_metadata(to).is_ok() {
         return;
     }
-    if std::fs::symlink_metadata(from).is_ok_and(|m| m.file_type().is_file()) {
+    if std::fs::symlink_metadata(from).is_ok_and(|m| m.file_type().is_file() && m.len() <= CAP) {
         if let Some(dir) = to.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
         if std::fs::rename(from, to).is_err() {
-            // Another file system: copy, then keep the old one out of the way.
-            if std::fs::copy(from, to).is_ok() {
+            // Another file system: copy (within the cap), then keep the old one out of the way.
+            if let Ok(bytes) = read_capped(from)
+                && waymark_runtime::settings::write_private(to, &bytes).is_ok()
+            {
                 let _ = std::fs::remove_file(from);
             }
         }
     }
 }
 
-/// Whether the file holds a JSON object (what the plugin reads; anything else it drops
-/// silently).
-fn is_object(path: &Path) -> bool {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .is_some_and(|v| v.is_object())
+/// The bytes of a regular file of at most [`CAP`] bytes, checked and read on one open file
+/// that was never a link and never waited on (a FIFO), else why not.
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        // It holds the user's unsent comments: theirs alone, even when it is set aside.
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    let mut bytes = Vec::new();
+    (&mut f).take(CAP + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > CAP {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "too large",
+        ));
+    }
+    Ok(bytes)
 }
 
-/// Readies the window-state file before the plugin reads it: only the user may read it (it
-/// holds their unsent comments), and anything but a regular file within [`CAP`] holding a
-/// JSON object (a FIFO the read would wait on forever, a link, a huge file, a file cut short)
-/// is moved aside, so start-up never hangs and nothing the user wrote is written over.
-/// Returns where such a file went.
-fn prepare(path: &Path, tag: u32) -> std::io::Result<Option<PathBuf>> {
+/// What the window kept at `path`: the values of the known keys (others are dropped), and
+/// where a file that could not be taken went. Anything but a regular file within [`CAP`]
+/// holding a JSON object (a FIFO a read would wait on forever, a link, a huge file, a file
+/// cut short) is moved aside under a name no other file has, so start-up never hangs and
+/// nothing the user wrote is written over. A missing file is an empty state.
+fn read(path: &Path, tag: u32) -> std::io::Result<(BTreeMap<String, Value>, Option<PathBuf>)> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut aside = None;
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_file() && m.len() <= CAP && is_object(path) => {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-            return Ok(None);
+    waymark_runtime::settings::sweep_temps(path, waymark_runtime::settings::STALE_TEMP);
+    let taken = match read_capped(path) {
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Some(map),
+            _ => None,
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((BTreeMap::new(), None));
         }
-        Ok(_) => {
-            let to = path.with_extension(format!("json.set-aside-{tag}"));
-            std::fs::rename(path, &to)?;
-            aside = Some(to);
+        // What the file is (a link, a socket, not a regular file, too large): set aside.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::InvalidData
+                || matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENXIO)) =>
+        {
+            None
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // Anything passing (no file handles left, a lease, a disk error): the file stays as
+        // it is, and this run keeps no state.
         Err(e) => return Err(e),
+    };
+    match taken {
+        Some(map) => Ok((
+            map.into_iter()
+                .filter(|(k, _)| KEYS.contains(&k.as_str()))
+                .collect(),
+            None,
+        )),
+        None => Ok((BTreeMap::new(), Some(set_aside(path, tag)?))),
     }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?
-        .write_all(b"{}")?;
-    Ok(aside)
+}
+
+/// Moves what is at `path` (whatever it is; a link is moved, not followed) to a new name
+/// beside it, never over another file, and returns that name.
+fn set_aside(path: &Path, tag: u32) -> std::io::Result<PathBuf> {
+    for n in 0..1000u32 {
+        let suffix = if n == 0 {
+            format!("json.set-aside-{tag}")
+        } else {
+            format!("json.set-aside-{tag}-{n}")
+        };
+        let to = path.with_extension(suffix);
+        // A hard link fails when the name is taken, so nothing is ever replaced; the link
+        // is to the entry itself (a symbolic link is not followed).
+        match std::fs::hard_link(path, &to) {
+            Ok(()) => {
+                std::fs::remove_file(path)?;
+                return Ok(to);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) if std::fs::symlink_metadata(&to).is_err() => {
+                // A file system without hard links: the name was free just now.
+                std::fs::rename(path, &to)?;
+                return Ok(to);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "no free name to set the file aside",
+    ))
 }
 
 #[cfg(test)]
@@ -269,36 +316,25 @@ mod tests {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
     }
 
-    #[derive(Default)]
-    struct Map(Mutex<BTreeMap<String, Value>>);
-    impl Kv for Arc<Map> {
-        fn get(&self, key: &str) -> Option<Value> {
-            self.0.lock().unwrap().get(key).cloned()
-        }
-        fn set(&self, key: &str, value: Value) {
-            self.0.lock().unwrap().insert(key.into(), value);
-        }
-        fn entries(&self) -> Vec<(String, Value)> {
-            self.0.lock().unwrap().clone().into_iter().collect()
-        }
+    fn state(dir: &Path) -> (UiState, PathBuf) {
+        let path = dir.join(FILE);
+        (load(&path, 1), path)
     }
 
-    fn state(dir: &Path) -> (UiState, Arc<Map>, PathBuf) {
-        let path = dir.join(FILE);
-        prepare(&path, 1).unwrap();
-        let map = Arc::new(Map::default());
-        (
-            UiState::with_kv(Box::new(map.clone()), path.clone()),
-            map,
-            path,
-        )
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
     }
 
     /// A value set is on disk, whole and private, when the call returns, beside the others.
     #[test]
     fn a_value_is_written_to_disk_before_the_call_returns() {
         let dir = tempfile::tempdir().unwrap();
-        let (s, _, path) = state(dir.path());
+        let (s, path) = state(dir.path());
         s.set("panel-widths", json!({"left": 200, "right": 400}))
             .unwrap();
         s.set("last-session", json!("s1")).unwrap();
@@ -309,8 +345,17 @@ mod tests {
         );
         assert_eq!(mode(&path), 0o600);
         assert_eq!(s.get("last-session").unwrap(), Some(json!("s1")));
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(left.len(), 1, "no temporary file is left behind");
+        assert_eq!(
+            names(dir.path()),
+            [FILE],
+            "no temporary file is left behind"
+        );
+        // What was written is what the next start reads.
+        let (again, _) = state(dir.path());
+        assert_eq!(
+            again.get("panel-widths").unwrap(),
+            s.get("panel-widths").unwrap()
+        );
     }
 
     /// A page script cannot keep keys of its own choosing, nor fill the disk: an unknown key
@@ -318,7 +363,7 @@ mod tests {
     #[test]
     fn a_hostile_page_cannot_keep_other_keys_or_huge_values() {
         let dir = tempfile::tempdir().unwrap();
-        let (s, map, path) = state(dir.path());
+        let (s, path) = state(dir.path());
         s.set("last-session", json!("s1")).unwrap();
         let before = std::fs::read(&path).unwrap();
         let e = s.set("../../.bashrc", json!("x")).unwrap_err();
@@ -340,7 +385,23 @@ mod tests {
         let kept: Vec<bool> = KEYS.iter().map(|k| s.set(k, big.clone()).is_ok()).collect();
         assert_eq!(kept, [true, true, true, false]);
         assert!(std::fs::metadata(&path).unwrap().len() <= CAP);
-        assert_eq!(map.get("dismissed-banners"), None);
+        assert_eq!(s.get("dismissed-banners").unwrap(), None);
+    }
+
+    /// Keys a file holds beyond the four (written by hand, or by a hostile page through an
+    /// older build) are not read, and the next write drops them.
+    #[test]
+    fn keys_the_window_does_not_keep_are_dropped_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        std::fs::write(&path, r#"{"last-session":"s1","junk":"x","__proto__":{}}"#).unwrap();
+        let s = load(&path, 1);
+        assert_eq!(s.get("last-session").unwrap(), Some(json!("s1")));
+        s.set("panel-widths", json!({"left": 200, "right": 400}))
+            .unwrap();
+        let on_disk: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let keys: Vec<&String> = on_disk.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["last-session", "panel-widths"]);
     }
 
     /// When the file cannot be written the value is not kept in memory either (the window
@@ -348,7 +409,7 @@ mod tests {
     #[test]
     fn a_failed_write_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let (s, map, path) = state(dir.path());
+        let (s, path) = state(dir.path());
         s.set("last-session", json!("s1")).unwrap();
         // The file's place taken by a folder: no rename can land there, even as root.
         std::fs::remove_file(&path).unwrap();
@@ -356,16 +417,8 @@ mod tests {
         let e = s.set("last-session", json!("s2")).unwrap_err();
         assert_eq!(e.code, "io");
         assert!(e.message.contains("not kept"), "{}", e.message);
-        assert_eq!(map.get("last-session"), Some(json!("s1")));
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(
-            names,
-            [std::ffi::OsString::from(FILE)],
-            "no temporary file left"
-        );
+        assert_eq!(s.get("last-session").unwrap(), Some(json!("s1")));
+        assert_eq!(names(dir.path()), [FILE], "no temporary file left");
     }
 
     /// The file is the user's alone, whether it is new or was there (0644) before.
@@ -373,24 +426,19 @@ mod tests {
     fn the_state_file_is_private_to_the_user() {
         let dir = tempfile::tempdir().unwrap();
         let new = dir.path().join("a/ui-state.json");
-        assert_eq!(prepare(&new, 1).unwrap(), None);
-        assert_eq!(
-            (std::fs::read_to_string(&new).unwrap().as_str(), mode(&new)),
-            ("{}", 0o600)
-        );
+        let s = load(&new, 1);
+        s.set("last-session", json!("s1")).unwrap();
+        assert_eq!(mode(&new), 0o600);
         let old = dir.path().join("ui-state.json");
         std::fs::write(&old, r#"{"last-session":"s1"}"#).unwrap();
         std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert_eq!(prepare(&old, 1).unwrap(), None);
+        let s = load(&old, 1);
         assert_eq!(mode(&old), 0o600);
-        assert!(
-            std::fs::read_to_string(&old).unwrap().contains("s1"),
-            "kept as it was"
-        );
+        assert_eq!(s.get("last-session").unwrap(), Some(json!("s1")));
     }
 
     /// The file an earlier build kept in the plugin's folder moves to the data folder once,
-    /// and never over a file already there.
+    /// never over a file already there, and never when it is past the cap.
     #[test]
     fn the_old_file_moves_to_the_data_folder_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -404,10 +452,20 @@ mod tests {
         std::fs::write(&old, r#"{"last-session":"older"}"#).unwrap();
         move_old(&old, &new);
         assert!(std::fs::read_to_string(&new).unwrap().contains("\"old\""));
+        let huge = dir.path().join("plugin2/ui-state.json");
+        std::fs::create_dir_all(huge.parent().unwrap()).unwrap();
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(CAP + 1)
+            .unwrap();
+        let to = dir.path().join("data2/ui-state.json");
+        move_old(&huge, &to);
+        assert!(!to.exists() && huge.exists(), "a huge file is not moved");
     }
 
-    /// A FIFO (which a read would wait on forever), a link and a huge file are set aside, and
-    /// the window starts from an empty state instead of hanging or reading gigabytes.
+    /// A FIFO (which a read would wait on forever), a link and a huge or cut-short file are
+    /// set aside, and the window starts from an empty state instead of hanging, reading
+    /// gigabytes or writing through the link.
     #[test]
     fn what_is_not_a_small_regular_file_is_set_aside() {
         let dir = tempfile::tempdir().unwrap();
@@ -426,28 +484,52 @@ mod tests {
             .unwrap()
             .set_len(CAP + 1)
             .unwrap();
+        std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o644)).unwrap();
         let cut = dir.path().join("c/ui-state.json");
         std::fs::create_dir_all(cut.parent().unwrap()).unwrap();
         std::fs::write(&cut, r#"{"comment-drafts":{"p1:v1":[{"start":1,"#).unwrap();
         let link = dir.path().join("l/ui-state.json");
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         let target = dir.path().join("elsewhere.json");
-        std::fs::write(&target, "{}").unwrap();
+        std::fs::write(&target, r#"{"last-session":"theirs"}"#).unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
         for p in [&fifo, &big, &cut, &link] {
-            let aside = prepare(p, 7).unwrap().expect("set aside");
+            let s = load(p, 7);
+            let aside = p.with_extension("json.set-aside-7");
             assert!(
                 std::fs::symlink_metadata(&aside).is_ok(),
                 "{}",
                 aside.display()
             );
-            assert_eq!(std::fs::read_to_string(p).unwrap(), "{}", "{}", p.display());
+            assert_eq!(s.get("last-session").unwrap(), None, "{}", p.display());
+            s.set("last-session", json!("mine")).unwrap();
+            let meta = std::fs::symlink_metadata(p).unwrap();
+            assert!(meta.file_type().is_file(), "{}", p.display());
             assert_eq!(mode(p), 0o600);
         }
-        assert_eq!(
-            std::fs::read_to_string(&target).unwrap(),
-            "{}",
+        assert!(
+            std::fs::read_to_string(&target).unwrap().contains("theirs"),
             "the link's target is untouched"
         );
+        // What was set aside is as private as the file it was.
+        assert_eq!(mode(&big.with_extension("json.set-aside-7")), 0o600);
+    }
+
+    /// Setting a file aside never replaces one set aside before, by this start or another
+    /// with the same process id.
+    #[test]
+    fn a_file_set_aside_never_replaces_an_earlier_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        for text in ["first {", "second {", "third {"] {
+            std::fs::write(&path, text).unwrap();
+            load(&path, 7);
+        }
+        let mut kept: Vec<String> = names(dir.path())
+            .iter()
+            .map(|n| std::fs::read_to_string(dir.path().join(n)).unwrap())
+            .collect();
+        kept.sort();
+        assert_eq!(kept, ["first {", "second {", "third {"]);
     }
 }

@@ -114,10 +114,66 @@ fn a_rule_refusing_a_read_holds_for_a_private_place_in_auto() {
             waymark_protocol::CallActor::Main,
         )
     };
-    // Without the rule, `auto` reads the process's own folder (a private place) unasked.
+    // Without the rule, `auto` reads the process's own folder (a private place) unasked;
+    // the place is private (in `ask` the same read asks).
     assert_eq!(call(Vec::new()), GuardDecision::Allow);
+    let asks = session(PermissionMode::Ask, InteractionMode::Default);
+    let guard = PermissionGuard::new(Vec::new());
+    assert!(matches!(
+        by(&guard, &ReadFile, &args, &asks, waymark_protocol::CallActor::Main),
+        GuardDecision::Ask(q) if q.summary.contains("is private")
+    ));
     assert_eq!(
         call(vec![Arc::new(NoReads)]),
         GuardDecision::Deny("no reads here".into())
     );
+}
+
+/// A rule that asks about a private read and offers a grant for it does not win over the
+/// private place's own question, which no grant may answer: on a tie of questions the
+/// private read's comes first, whatever rules follow.
+#[test]
+fn on_a_tie_of_questions_the_private_read_asks_and_offers_no_grant() {
+    struct AskReads;
+    impl PermissionRule for AskReads {
+        fn name(&self) -> &'static str {
+            "ask-reads"
+        }
+        fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
+            (call.tool.name() == "read_file").then(|| {
+                GuardDecision::Ask(Box::new(PermissionQuestion {
+                    tool: "read_file".into(),
+                    shell: false,
+                    scope: None,
+                    arguments: call.arguments.clone(),
+                    summary: "a rule's question".into(),
+                    command: None,
+                    files: Vec::new(),
+                    git: false,
+                    grants: GrantOffer {
+                        session: Some(String::new()),
+                        session_text: Some("every read, for this session".into()),
+                        prefix: None,
+                        prefix_text: None,
+                    },
+                    call_id: String::new(),
+                    call_sha256: String::new(),
+                }))
+            })
+        }
+    }
+    let s = session(PermissionMode::Ask, InteractionMode::Default);
+    let args = json!({"path": "/proc/self/environ"});
+    let guard = PermissionGuard::new(vec![Arc::new(AskReads), Arc::new(AskReads)]);
+    let GuardDecision::Ask(q) = by(
+        &guard,
+        &ReadFile,
+        &args,
+        &s,
+        waymark_protocol::CallActor::Main,
+    ) else {
+        panic!("a private read asks");
+    };
+    assert!(q.summary.contains("is private"), "{}", q.summary);
+    assert_eq!(q.grants, GrantOffer::default(), "no grant is offered");
 }

@@ -37,43 +37,114 @@ pub fn save(path: &Path, config: &Config) -> Result<()> {
     let mut text =
         serde_json::to_string_pretty(&value).map_err(|e| Error::Corrupt(e.to_string()))?;
     text.push('\n');
+    sweep_temps(path, STALE_TEMP);
     write_private(path, text.as_bytes())
 }
 
+/// How old a temporary file must be before [`sweep_temps`] takes it for a crash's leftover.
+pub const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Writes `bytes` to `path` through a temporary file in the same folder, which is private to
-/// the user (0600) from the moment it exists, then renamed over `path`. A folder it has to
-/// create is 0700.
+/// the user (0600) from the moment it exists, then renamed over `path`, and syncs the folder
+/// so the rename outlives a crash. A folder it has to create is 0700.
+///
+/// The temporary file has a name no one can guess (`.<name>.<pid>-<random>.tmp`) and is
+/// always a file this call created: a file, link or FIFO already at a name is never opened,
+/// and only what this call made is removed when it fails.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-    let dir = path.parent().unwrap_or(Path::new("."));
-    if !dir.as_os_str().is_empty() && !dir.exists() {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.exists() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
             .map_err(|e| Error::io(dir, e))?;
     }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let (tmp, mut f) = create_temp(dir, &file_name(path)).map_err(|e| Error::io(dir, e))?;
     let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        drop(f);
         std::fs::rename(&tmp, path)
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(Error::io(path, e));
     }
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
     Ok(())
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A new private file in `dir`, made by this call under a fresh random name.
+fn create_temp(dir: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    for _ in 0..16 {
+        let tmp = dir.join(format!(
+            ".{name}.{}-{:016x}.tmp",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "no free name for a temporary file",
+    ))
+}
+
+/// Removes the temporary files that writes of `path` left behind (a crash between writing
+/// and renaming), when they are regular files older than `age`. Returns how many went.
+pub fn sweep_temps(path: &Path, age: std::time::Duration) -> usize {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = format!(".{}.", file_name(path));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(&prefix) && name.ends_with(".tmp")) {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else { continue };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|d| d >= age);
+        if meta.file_type().is_file() && old && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 fn drop_nulls(v: &mut serde_json::Value) {
@@ -116,5 +187,75 @@ mod tests {
         let aside = keep_aside(&path, 5).unwrap();
         assert!(aside.to_string_lossy().ends_with("settings.json.invalid-5"));
         assert!(!path.exists());
+    }
+
+    /// A file, link or FIFO planted at a temporary name is never written through: each write
+    /// makes a file of its own under a name no one could plant ahead, and leaves none behind.
+    #[test]
+    fn a_planted_temporary_file_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ui-state.json");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        // The names the old code used, planted as links to the victim.
+        for name in [
+            format!(".ui-state.json.{}.tmp", std::process::id()),
+            ".ui-state.json.tmp".to_string(),
+        ] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(name)).unwrap();
+        }
+        for i in 0..20 {
+            write_private(&path, format!("{{\"n\":{i}}}").as_bytes()).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"n\":19}");
+        let temps = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                let n = e.as_ref().unwrap().file_name();
+                let n = n.to_string_lossy().into_owned();
+                n.ends_with(".tmp")
+                    && !std::fs::symlink_metadata(e.as_ref().unwrap().path())
+                        .unwrap()
+                        .is_symlink()
+            })
+            .count();
+        assert_eq!(temps, 0, "no temporary file of ours is left");
+    }
+
+    /// What a crash left (a temporary file never renamed) is swept once it is old; a fresh
+    /// one (another writer's, mid-write), a link and other files are left alone.
+    #[test]
+    fn stale_temporary_files_are_swept_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        let stale = dir.path().join(".settings.json.1-00ab.tmp");
+        let fresh = dir.path().join(".settings.json.2-00cd.tmp");
+        let other = dir.path().join(".other.json.1-00ab.tmp");
+        for p in [&stale, &fresh, &other] {
+            std::fs::write(p, "x").unwrap();
+        }
+        let link = dir.path().join(".settings.json.3-00ef.tmp");
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        // The link itself as old as the stale file: only its kind spares it.
+        let touched = std::process::Command::new("touch")
+            .args(["-h", "-d", "2 hours ago"])
+            .arg(&link)
+            .status()
+            .unwrap();
+        assert!(touched.success());
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in [&stale, &other] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+        }
+        assert_eq!(sweep_temps(&path, STALE_TEMP), 1);
+        assert!(!stale.exists());
+        assert!(fresh.exists() && other.exists());
+        assert!(std::fs::symlink_metadata(&link).is_ok());
     }
 }

@@ -102,15 +102,18 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
     open,
 
     /** Lists the sessions and opens one: `prefer` (the one open when the window last
-     *  closed) while it is still listed, else the newest. */
-    async start(prefer: string | null = null) {
-      const r = await commands.listSessions();
+     *  closed; it may still be being read, so the list is asked for at once) while it is
+     *  still listed, else the newest. */
+    async start(prefer: string | null | Promise<string | null> = null) {
+      const [r, wanted] = await Promise.all([commands.listSessions(), prefer]);
       if (r.status === "error") {
         notify(r.error);
         return;
       }
       dispatch({ kind: "listed", sessions: r.data });
-      if (r.data.length) await open(r.data.find((s) => s.id === prefer)?.id ?? r.data[0].id);
+      // A session the user opened meanwhile stays open.
+      if (store.open || opening) return;
+      if (r.data.length) await open(r.data.find((s) => s.id === wanted)?.id ?? r.data[0].id);
     },
 
     /** Subscribes to the app's events; returns the unsubscribe. */

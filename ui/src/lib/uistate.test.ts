@@ -20,7 +20,7 @@ vi.mock("../bindings", () => {
   };
 });
 
-const { CENTER_MIN, connectUiState, fitWidths, memoryKeyValue, UiState, uiState, WIDTH_LIMITS } = await import("./uistate");
+const { CENTER_MIN, connectUiState, DRAFTS_BYTES, fitWidths, MAX_DRAFTED, memoryKeyValue, UiState, uiState, WIDTH_LIMITS } = await import("./uistate");
 type KeyValue = import("./uistate").KeyValue;
 const inApp = (on: boolean) => ((globalThis as { isTauri?: boolean }).isTauri = on);
 afterEach(() => inApp(false));
@@ -66,7 +66,7 @@ describe("window state", () => {
     expect(kv.data.get("comment-drafts")).toEqual({});
   });
 
-  it("reads only draft keys of its own shape and drafts the review would take", async () => {
+  it("reads only draft keys of its own shape and drafts of a sound shape, long ones too", async () => {
     const kv = memoryKeyValue();
     const list = [draft];
     kv.data.set("comment-drafts", {
@@ -77,7 +77,8 @@ describe("window state", () => {
     kv.data.set("panel-widths", { left: 300, right: 520 });
     const s = new UiState(kv);
     await s.load();
-    expect(s.drafts("p1", 1)).toEqual([draft]);
+    // A draft too long for the review is kept to be shortened, never dropped.
+    expect(s.drafts("p1", 1)).toEqual([draft, { ...draft, text: "x".repeat(4001) }, { ...draft, start: 1, end: 201 }]);
     expect(s.widths()).toEqual({ left: 300, right: 520 });
     s.setDrafts("p2", 1, [draft]);
     await s.saved();
@@ -145,10 +146,75 @@ describe("window state", () => {
     };
     const s = new UiState(kv);
     s.setLastSession("a");
+    await Promise.resolve(); // the first write has started, and waits on the disk
     s.setLastSession("b");
     release();
     await s.saved();
     expect(landed).toEqual(["a", "b"]);
+  });
+
+  it("makes one write of a burst of changes, with the newest value", async () => {
+    const kv = memoryKeyValue();
+    const sets: unknown[] = [];
+    const counting: KeyValue = { get: kv.get, set: async (k, v) => void (sets.push(v), await kv.set(k, v)) };
+    const s = new UiState(counting);
+    for (let w = 300; w < 340; w++) s.setWidths({ left: w, right: 400 });
+    await s.saved();
+    expect(sets).toEqual([{ left: 339, right: 400 }]);
+    expect(kv.data.get("panel-widths")).toEqual({ left: 339, right: 400 });
+  });
+
+  it("tells the window when a value could not be kept, naming what", async () => {
+    const refusing: KeyValue = { get: async () => undefined, set: async () => Promise.reject(new Error("the disk is full")) };
+    const s = new UiState(refusing);
+    const told: string[] = [];
+    s.onFailure = (what, why) => told.push(`${what}: ${why}`);
+    s.setDrafts("p1", 1, [draft]);
+    s.setLastSession("s1");
+    await s.saved();
+    expect(told).toEqual(["Comment drafts: the disk is full", "The open session: the disk is full"]);
+    // Still kept in memory for this window's life.
+    expect(s.drafts("p1", 1)).toEqual([draft]);
+  });
+
+  it("drops drafts on revisions past review, and keeps the newest revisions only", async () => {
+    const kv = memoryKeyValue();
+    const s = new UiState(kv);
+    s.setDrafts("p1", 1, [draft]);
+    s.setDrafts("p2", 1, [draft]);
+    s.setDrafts("p1", 2, [{ ...draft, text: "on v2" }]);
+    await s.saved();
+    // v1 of p1 was superseded by v2; p2 is another plan.
+    expect(Object.keys(kv.data.get("comment-drafts") as object)).toEqual(["p2:v1", "p1:v2"]);
+    for (let i = 0; i < MAX_DRAFTED + 5; i++) s.setDrafts(`q${i}`, 1, [draft]);
+    await s.saved();
+    const keys = Object.keys(kv.data.get("comment-drafts") as object);
+    expect(keys.length).toBe(MAX_DRAFTED);
+    expect(keys[0]).toBe("q5:v1");
+    expect(keys.at(-1)).toBe(`q${MAX_DRAFTED + 4}:v1`);
+    // Long drafts: the oldest revisions go until the rest fit what the app keeps.
+    const long = { ...draft, text: "z".repeat(3900) };
+    for (let i = 0; i < 40; i++) s.setDrafts(`r${i}`, 1, Array.from({ length: 10 }, () => long));
+    await s.saved();
+    const stored = kv.data.get("comment-drafts") as Record<string, unknown>;
+    expect(JSON.stringify(stored).length).toBeLessThanOrEqual(DRAFTS_BYTES);
+    expect(Object.keys(stored).at(-1)).toBe("r39:v1");
+  });
+
+  it("goes on writing when the window's listener for failures throws", async () => {
+    let fail = true;
+    const kv = memoryKeyValue();
+    const flaky: KeyValue = { get: kv.get, set: async (k, v) => (fail ? Promise.reject(new Error("busy")) : kv.set(k, v)) };
+    const s = new UiState(flaky);
+    s.onFailure = () => {
+      throw new Error("listener broke");
+    };
+    s.setLastSession("a");
+    await s.saved();
+    fail = false;
+    s.setLastSession("b");
+    await s.saved();
+    expect(kv.data.get("last-session")).toBe("b");
   });
 
   it("takes over the drafts local storage held, and removes them there once stored", async () => {

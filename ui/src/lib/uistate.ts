@@ -1,14 +1,14 @@
 // The window's own state, kept across restarts: comment drafts, panel widths, the last open
 // session, dismissed banners. Not settings: those stay in the settings file the CLI shares.
-// In the app it lives in the store the app opens at start (tauri-plugin-store, in
-// src-tauri/src/ui_state.rs), reached through the app's `ui_state_get` / `ui_state_set`,
-// which take only the keys below; elsewhere (Vitest, a plain browser) in memory. The rest
+// In the app it lives in the file the app reads at start (src-tauri/src/ui_state.rs),
+// reached through the app's `ui_state_get` / `ui_state_set`, which take only the keys
+// below; elsewhere (Vitest, a plain browser) in memory. The rest
 // of the UI uses this module only.
 import { isTauri } from "@tauri-apps/api/core";
 import { commands } from "../bindings";
 import type { Draft } from "./comments";
 
-/** Where values are kept: the plugin's store, or a map. */
+/** Where values are kept: the app's file, or a map. */
 export type KeyValue = {
   get(key: string): Promise<unknown>;
   set(key: string, value: unknown): Promise<void>;
@@ -23,11 +23,16 @@ const KEYS = { drafts: "comment-drafts", widths: "panel-widths", lastSession: "l
 const OLD_DRAFT = /^waymark\.comments\.(.+)\.v(\d+)$/;
 
 const draftKey = (planId: string, version: number) => `${planId}:v${version}`;
+/** The most revisions whose drafts are kept; past it the oldest go first. */
+export const MAX_DRAFTED = 50;
+/** The most the drafts may take as JSON, below the app's limit for one key (1 MiB). */
+export const DRAFTS_BYTES = 900 * 1024;
 /** What a key of the stored drafts looks like (anything else in the file is not read). */
 const DRAFT_KEY = /^[\w-]{1,128}:v[1-9]\d{0,8}$/;
 
-/** A draft the review would take: whole line numbers in order, a span and a text within
- *  what the runtime accepts for a comment. */
+/** A draft as the window keeps it: whole line numbers in order and some text. Its size is
+ *  not judged here (the review refuses one too long, saying why, and the draft stays to
+ *  be shortened): a draft the user wrote is never dropped on the way back from the disk. */
 export function isDraft(d: unknown): d is Draft {
   const x = d as Partial<Draft> | null;
   return (
@@ -37,9 +42,7 @@ export function isDraft(d: unknown): d is Draft {
     typeof x.quote === "string" &&
     (x.start as number) >= 1 &&
     (x.end as number) >= (x.start as number) &&
-    (x.end as number) - (x.start as number) < 200 &&
-    x.text.trim().length >= 1 &&
-    x.text.length <= 4000
+    x.text.trim().length >= 1
   );
 }
 
@@ -92,6 +95,10 @@ export class UiState {
   private hidden: string[] = [];
   /** Writes in the order they were made (a later value never lands before an earlier one). */
   private writes: Promise<void> = Promise.resolve();
+  /** The newest value of each key with a write queued: a burst of changes is one write. */
+  private queued = new Map<string, unknown>();
+  /** Told when a value could not be kept (the app shows it); the console otherwise. */
+  onFailure: (what: string, why: string) => void = (what, why) => console.warn(`${what} not kept:`, why);
 
   constructor(private kv: KeyValue = memoryKeyValue()) {}
 
@@ -115,7 +122,7 @@ export class UiState {
         // A key of another shape (`constructor`, `__proto__`) is never assigned: with the
         // page's frozen prototypes that would throw and lose the rest of the state. What is
         // not read is written back as it was (a newer window's, say).
-        const ok = DRAFT_KEY.test(k) && Array.isArray(list) ? list.filter(isDraft).slice(0, 100) : [];
+        const ok = DRAFT_KEY.test(k) && Array.isArray(list) ? list.filter(isDraft) : [];
         if (ok.length) Object.defineProperty(kept, k, { value: ok, enumerable: true, writable: true, configurable: true });
         else this.foreign.push([k, list]);
       }
@@ -153,7 +160,16 @@ export class UiState {
     this.writes = this.writes
       .then(() => this.kv.set(KEYS.drafts, copy))
       .then(() => found.forEach((k) => old.removeItem(k)))
-      .catch((e: unknown) => console.warn("comment drafts not moved to the window state:", e));
+      .catch((e: unknown) => this.failed("Comment drafts moved from an earlier version", e));
+  }
+
+  /** Says a value was not kept; the chain of writes goes on whatever the listener does. */
+  private failed(what: string, e: unknown) {
+    try {
+      this.onFailure(what, reason(e));
+    } catch {
+      console.warn(`${what} not kept:`, e);
+    }
   }
 
   /** Resolves when every write made so far has been handed to the store. */
@@ -167,10 +183,16 @@ export class UiState {
   }
 
   private put(key: string, value: unknown) {
-    const copy = plain(value);
+    const waiting = this.queued.has(key);
+    this.queued.set(key, plain(value));
+    if (waiting) return;
     this.writes = this.writes
-      .then(() => this.kv.set(key, copy))
-      .catch((e: unknown) => console.warn(`window state not kept (${key}):`, e));
+      .then(() => {
+        const v = this.queued.get(key);
+        this.queued.delete(key);
+        return this.kv.set(key, v);
+      })
+      .catch((e: unknown) => this.failed(LABELS[key] ?? key, e));
   }
 
   /** The comments written on a revision and not sent yet. */
@@ -182,12 +204,20 @@ export class UiState {
     const key = draftKey(planId, version);
     const next = drafts.map((d) => ({ start: d.start, end: d.end, text: d.text, quote: d.quote }));
     if (JSON.stringify(next) === JSON.stringify(this.drafted[key] ?? [])) return;
-    if (next.length) this.drafted = { ...this.drafted, [key]: next };
-    else {
-      const rest = { ...this.drafted };
-      delete rest[key];
-      this.drafted = rest;
+    // Drafts on an earlier revision of the same plan are past review once this one is being
+    // commented on; the newest revisions are kept, at most MAX_DRAFTED of them.
+    const rest = Object.entries(this.drafted).filter(([k]) => k !== key && !supersededBy(k, planId, version));
+    if (next.length) rest.push([key, next]);
+    const newest = rest.slice(-MAX_DRAFTED);
+    this.foreign = this.foreign.slice(-MAX_DRAFTED);
+    // Within what the app keeps for one key: the oldest revisions' drafts go first.
+    while (newest.length > 1 && JSON.stringify([...this.foreign, ...newest]).length > DRAFTS_BYTES) {
+      if (this.foreign.length) this.foreign.shift();
+      else newest.shift();
     }
+    const kept: Record<string, Draft[]> = {};
+    for (const [k, v] of newest) Object.defineProperty(kept, k, { value: v, enumerable: true, writable: true, configurable: true });
+    this.drafted = kept;
     if (this.draftsReadable) this.put(KEYS.drafts, this.draftsValue());
   }
 
@@ -222,6 +252,22 @@ export class UiState {
     this.put(KEYS.dismissed, this.hidden);
   }
 }
+
+/** Whether the drafts under `key` are on a revision of `planId` before `version`. */
+function supersededBy(key: string, planId: string, version: number): boolean {
+  const at = key.lastIndexOf(":v");
+  return key.slice(0, at) === planId && Number(key.slice(at + 2)) < version;
+}
+
+/** What each key holds, as the window says it when it could not be kept. */
+const LABELS: Record<string, string> = {
+  [KEYS.drafts]: "Comment drafts",
+  [KEYS.widths]: "Panel widths",
+  [KEYS.lastSession]: "The open session",
+  [KEYS.dismissed]: "Dismissed banners",
+};
+
+const reason = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /** The app's store as key-value pairs; a refused call rejects with the app's message. */
 function appKeyValue(): KeyValue {
