@@ -13,7 +13,13 @@ pub struct Alert {
 
 /// Decides whether `event` needs the user's attention. `focused`: the main window has focus
 /// (a plan awaiting approval is then visible on screen already).
-pub fn decide(event: &Event, session_title: &str, focused: bool) -> Option<Alert> {
+/// `question`: what the agent asked when it reported the goal blocked, if it did.
+pub fn decide(
+    event: &Event,
+    session_title: &str,
+    question: Option<&str>,
+    focused: bool,
+) -> Option<Alert> {
     let alert = |title: String, body: String| Alert {
         session_id: event.session_id.clone(),
         title,
@@ -59,12 +65,19 @@ pub fn decide(event: &Event, session_title: &str, focused: bool) -> Option<Alert
                     )
                 })
                 .unwrap_or_default();
+            // A blocked goal's notification carries what the agent asks, so the user can
+            // answer from where they are.
+            let asked = match (status, question) {
+                (GoalStatus::Blocked, Some(q)) if !q.trim().is_empty() => {
+                    format!(" It asks: {}", one_paragraph(q, 300))
+                }
+                _ => String::new(),
+            };
             Some(alert(
                 format!("{what} — {session_title}"),
                 format!(
-                    "{} (by {}).{limit} Open the session to decide what next.",
-                    reason.as_str().replace('_', " "),
-                    actor.as_str()
+                    "{}.{asked}{limit} Open the session to decide what next.",
+                    reason.words()
                 ),
             ))
         }
@@ -77,6 +90,17 @@ pub fn decide(event: &Event, session_title: &str, focused: bool) -> Option<Alert
             ))
         }
         _ => None,
+    }
+}
+
+/// `text` on one line, cut to `max` characters with an ellipsis.
+fn one_paragraph(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
     }
 }
 
@@ -179,13 +203,44 @@ mod tests {
             (GoalStatus::Complete, GoalReason::VerifierMet, Model, false),
         ];
         for (status, reason, actor, expected) in cases {
-            let a = decide(&goal_update(status, reason, actor), "Fix CI", true);
+            let a = decide(&goal_update(status, reason, actor), "Fix CI", None, true);
             assert_eq!(a.is_some(), expected, "{status:?} {reason:?} {actor:?}");
             if let Some(a) = a {
                 assert_eq!(a.session_id, "s1");
                 assert!(a.title.ends_with("Fix CI"), "{}", a.title);
             }
         }
+    }
+
+    /// A blocked goal's notification says what the agent asks (on one line, cut when long)
+    /// and why, in words; other states carry no question.
+    #[test]
+    fn a_blocked_goal_notification_carries_the_question() {
+        let blocked = goal_update(
+            GoalStatus::Blocked,
+            GoalReason::WorkerReported,
+            GoalActor::Model,
+        );
+        let a = decide(&blocked, "Rename", Some("Full name\nor short?"), true).unwrap();
+        assert_eq!(
+            a.body,
+            "The agent says it is blocked. It asks: Full name or short? Open the session to decide what next."
+        );
+        let long = "why ".repeat(200);
+        let a = decide(&blocked, "Rename", Some(&long), true).unwrap();
+        assert!(
+            a.body.contains('…') && a.body.chars().count() < 400,
+            "{}",
+            a.body
+        );
+        let paused = goal_update(
+            GoalStatus::Paused,
+            GoalReason::NoProgress,
+            GoalActor::Runtime,
+        );
+        let a = decide(&paused, "Rename", Some("stale question"), true).unwrap();
+        assert!(!a.body.contains("stale"), "{}", a.body);
+        assert!(a.body.starts_with("Paused: no progress"), "{}", a.body);
     }
 
     #[test]
@@ -201,6 +256,7 @@ mod tests {
             decide(
                 &limited_update(GoalStatus::UsageLimited, GoalReason::RateLimited, actor, l),
                 "Long job",
+                None,
                 true,
             )
         };
@@ -251,9 +307,9 @@ mod tests {
                 )),
             },
         };
-        assert!(decide(&ev, "t", true).is_none());
+        assert!(decide(&ev, "t", None, true).is_none());
         assert!(
-            decide(&ev, "t", false)
+            decide(&ev, "t", None, false)
                 .unwrap()
                 .title
                 .starts_with("Plan ready")

@@ -95,6 +95,41 @@ pub async fn create_session<R: tauri::Runtime>(
     view(&app, &host, &id)
 }
 
+/// Workspace files whose path holds `query`, for `@` in the composer.
+/// The walk runs on a thread for blocking work, never on the ones events go through.
+#[tauri::command]
+#[specta::specta]
+pub async fn workspace_files<R: tauri::Runtime>(
+    app: AppHandle<R>,
+    id: String,
+    query: String,
+) -> IpcResult<Vec<String>> {
+    use tauri::Manager as _;
+    tauri::async_runtime::spawn_blocking(move || {
+        Ok(app
+            .state::<Host>()
+            .runtime
+            .workspace_files(&id, &query, 20)?)
+    })
+    .await
+    .map_err(|e| IpcError::new("failed", e.to_string()))?
+}
+
+/// Gives a session the title the list shows.
+#[tauri::command]
+#[specta::specta]
+pub async fn rename_session(host: State<'_, Host>, id: String, title: String) -> IpcResult<()> {
+    Ok(host.runtime.rename_session(&id, &title)?)
+}
+
+/// Deletes a session and everything kept for it (closing it here first). The window asks
+/// the user to confirm before calling this.
+#[tauri::command]
+#[specta::specta]
+pub async fn delete_session(host: State<'_, Host>, id: String) -> IpcResult<()> {
+    host.delete(&id).await
+}
+
 /// Opens a session in this window (taking its lease) and returns what the window shows.
 #[tauri::command]
 #[specta::specta]
@@ -204,6 +239,32 @@ pub async fn plan_diff(
     to: RevisionRef,
 ) -> IpcResult<PlanDiff> {
     Ok(host.runtime.plan_diff(&id, &from, &to)?)
+}
+
+/// The most messages one `render_markdown` call takes.
+pub const RENDER_BATCH: usize = 64;
+/// The longest message rendered as Markdown; a longer one shows as plain text.
+pub const RENDER_CAP: usize = 512 * 1024;
+
+/// Agent messages as sanitized HTML, by the renderer plans use (model-written HTML stays
+/// inert, links keep safe schemes, images load nothing), in the order given. `None` for a
+/// message past [`RENDER_CAP`], which the window shows as plain text.
+#[tauri::command(async)]
+#[specta::specta]
+pub fn render_markdown(texts: Vec<String>) -> IpcResult<Vec<Option<String>>> {
+    if texts.len() > RENDER_BATCH {
+        return Err(IpcError::new(
+            "too_large",
+            format!(
+                "{} messages were sent to render at once; the most is {RENDER_BATCH}",
+                texts.len()
+            ),
+        ));
+    }
+    Ok(texts
+        .iter()
+        .map(|t| (t.len() <= RENDER_CAP).then(|| waymark_runtime::plan::render::render(t)))
+        .collect())
 }
 
 /// One revision of any plan of the session (earlier plans too), to read.

@@ -136,6 +136,43 @@ impl Host {
         Ok(())
     }
 
+    /// Closes session `id` in this window (its lease released; a running turn stops) and
+    /// deletes it with its data.
+    pub async fn delete(&self, id: &str) -> IpcResult<()> {
+        {
+            let mut w = lock(&self.watch);
+            if w.as_ref().is_some_and(|w| w.session_id == id) {
+                *w = None;
+            }
+        }
+        let handle = lock(&self.sessions).remove(id);
+        if let Some(h) = handle {
+            match Arc::try_unwrap(h) {
+                Ok(h) => {
+                    let _ = h.shutdown().await;
+                }
+                Err(h) => {
+                    // A command still holds it: ask it to stop, then wait for its lease to go.
+                    let _ = h.submit(waymark_protocol::Op::Shutdown).await;
+                    drop(h);
+                }
+            }
+        }
+        // A session shutting down gives its lease up within moments.
+        let mut tries = 0;
+        loop {
+            match self.runtime.delete_session(id) {
+                Err(waymark_runtime::Error::Refused(m))
+                    if tries < 20 && m.contains("open here") =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                r => return Ok(r?),
+            }
+        }
+    }
+
     /// Closes every open session (releasing leases; running turns stop). On exit.
     pub async fn close_all(&self) {
         *lock(&self.watch) = None;
@@ -179,9 +216,17 @@ async fn forward<R: tauri::Runtime>(
             .as_ref()
             .is_some_and(|h| h.focused.load(Ordering::Relaxed));
         // Named as the session is called now (its title may have come with its first message).
-        let alert = alerts::decide(&event, "", focused).and_then(|_| {
-            let title = host.as_ref()?.title(&event.session_id);
-            alerts::decide(&event, &title, focused)
+        let alert = alerts::decide(&event, "", None, focused).and_then(|_| {
+            let host = host.as_ref()?;
+            let title = host.title(&event.session_id);
+            // What a blocked goal asks (read only for an alert that is raised).
+            let question = host
+                .runtime
+                .goal(&event.session_id)
+                .ok()
+                .flatten()
+                .and_then(|g| g.question);
+            alerts::decide(&event, &title, question.as_deref(), focused)
         });
         if let Some(alert) = alert {
             alerts::raise(&app, &alert);

@@ -161,3 +161,45 @@ fn keys_under_any_name_come_from_the_keyring_first() {
     );
     assert_eq!(*asked.borrow(), ["MOONSHOT_AUTH", "OPENAI_API_KEY"]);
 }
+
+/// Agent messages render as the plans do: Markdown becomes HTML, and what a hostile model
+/// writes as HTML (a script, an event handler, a `javascript:` link, a remote image) stays
+/// inert. Too many messages at once, or one too long, are refused or left as plain text.
+#[test]
+fn agent_messages_render_with_the_plan_renderer_and_hostile_html_stays_inert() {
+    use crate::commands::{RENDER_BATCH, RENDER_CAP, render_markdown};
+    let hostile = "## Done\n\n- one\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nfn main() {}\n```\n\n<script>alert(1)</script><img src=\"https://evil.example/x.png\" onerror=\"alert(2)\"><a href=\"javascript:alert(3)\">x</a><div onclick=\"alert(4)\">y</div>";
+    let out = render_markdown(vec![hostile.into(), "x".repeat(RENDER_CAP + 1)]).unwrap();
+    let html = out[0].as_deref().unwrap();
+    for kept in [
+        "<h2>Done</h2>",
+        "<li>one</li>",
+        "<table>",
+        "<code class=\"language-rust\">",
+    ] {
+        assert!(html.contains(kept), "{kept} missing: {html}");
+    }
+    for gone in [
+        "<script",
+        "onerror",
+        "javascript:",
+        "onclick",
+        "evil.example",
+        "<img",
+    ] {
+        assert!(!html.contains(gone), "{gone} survived: {html}");
+    }
+    assert_eq!(out[1], None, "a message past the cap shows as plain text");
+    let e = render_markdown(vec![String::new(); RENDER_BATCH + 1]).unwrap_err();
+    assert_eq!(e.code, "too_large");
+}
+
+/// The window names each goal reason with the same words as the notifications.
+#[test]
+fn the_window_and_the_notifications_name_goal_reasons_alike() {
+    let ts = include_str!("../../ui/src/lib/goal.ts");
+    for r in waymark_protocol::GoalReason::ALL {
+        let line = format!("{}: {:?},", r.as_str(), r.words());
+        assert!(ts.contains(&line), "ui/src/lib/goal.ts lacks `{line}`");
+    }
+}

@@ -34,7 +34,7 @@ async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notifi
         seen.len() >= 3,
         "the token gauge should move during the run: {seen:?}"
     );
-    app.wait_text("[data-testid=goal-reason]", "worker reported")
+    app.wait_text("[data-testid=goal-reason]", "The agent says it is blocked")
         .await;
     app.wait_text("[data-testid=goal-timeline]", "blocked")
         .await;

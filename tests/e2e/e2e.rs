@@ -2,12 +2,16 @@
 //! Xvfb, driven over WebDriver; the model is the offline scripted one. Every test saves
 //! screenshots to target/e2e-screenshots/.
 
+mod composer;
 mod demo;
 mod goal;
 mod harness;
+mod layout;
 mod plan;
+mod sessions;
 mod settings;
 mod state;
+mod transcript;
 mod window;
 
 use harness::{App, Desk, root};

@@ -102,7 +102,7 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
 
     // Pause/resume/clear from the buttons.
     app.click("[data-testid=goal-resume]").await;
-    app.wait_text("[data-testid=goal-timeline]", "active — resumed")
+    app.wait_text("[data-testid=goal-timeline]", "Resumed")
         .await;
     app.click("[data-testid=goal-clear]").await;
     app.wait_text("[data-testid=tab-goal]", "Goal").await;
@@ -233,7 +233,7 @@ async fn a_rate_limited_goal_counts_down_resumes_by_itself_then_notifies_at_the_
     .await;
     // …and at the reset the system resumes the goal; the provider limits it again, and with
     // the one automatic resume used it stays limited and notifies.
-    app.wait_text("[data-testid=goal-timeline]", "active — resumed")
+    app.wait_text("[data-testid=goal-timeline]", "Resumed")
         .await;
     let stuck = app
         .wait_text(

@@ -618,6 +618,11 @@ impl App {
         e.send_keys(text).await.unwrap();
     }
 
+    /// Types `text` after what the field holds.
+    pub async fn type_more(&self, css: &str, text: &str) {
+        self.el(css).await.send_keys(text).await.unwrap();
+    }
+
     /// Opens the session whose list entry has this id.
     pub async fn open_session(&self, id: &str) {
         self.click(&format!("[data-session-id='{id}']")).await;
@@ -653,6 +658,21 @@ impl App {
             })
             .then(KeyAction::Up {
                 value: Key::Shift.into(),
+            });
+        self.client.perform_actions(keys).await.unwrap();
+    }
+
+    /// Presses `key` with `modifier` held (Ctrl+B, say), as real key events.
+    pub async fn chord(&self, modifier: fantoccini::key::Key, key: char) {
+        use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+        let keys = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down {
+                value: modifier.into(),
+            })
+            .then(KeyAction::Down { value: key })
+            .then(KeyAction::Up { value: key })
+            .then(KeyAction::Up {
+                value: modifier.into(),
             });
         self.client.perform_actions(keys).await.unwrap();
     }

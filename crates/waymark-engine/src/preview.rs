@@ -14,10 +14,14 @@ const MAX_DIFF_INPUT: u64 = 4 * 1024 * 1024;
 const MAX_DIFF: usize = 512 * 1024;
 
 fn cut(diff: String) -> String {
-    if diff.len() <= MAX_DIFF {
+    cut_to(diff, MAX_DIFF)
+}
+
+fn cut_to(diff: String, max: usize) -> String {
+    if diff.len() <= max {
         return diff;
     }
-    let mut end = MAX_DIFF;
+    let mut end = max;
     while !diff.is_char_boundary(end) {
         end -= 1;
     }
@@ -30,6 +34,27 @@ fn cut(diff: String) -> String {
 
 /// The note on a change to a private place, whose current contents the question leaves out.
 const PRIVATE_NOTE: &str = "a private place (a credential store, Waymark's data, a hidden file of the home folder): its current contents are not shown; the diff is only what the call asks to write";
+
+/// The tools whose changes [`file_changes`] can tell before they run.
+const FILE_TOOLS: &[&str] = &["write", "edit", "multiedit", "append", "apply_patch"];
+
+/// A diff kept in a result's event longer than this is cut (the log keeps every one).
+const MAX_SHOWN_DIFF: usize = 64 * 1024;
+
+/// What an allowed call of a file tool will change, for the transcript: as the question
+/// shows it, each diff cut to [`MAX_SHOWN_DIFF`]. Nothing for any other tool.
+pub(crate) fn changes_to_show(call: &GuardCall<'_>) -> Vec<FileChange> {
+    if !FILE_TOOLS.contains(&call.tool.name()) || call.tool.is_shell() {
+        return Vec::new();
+    }
+    let mut files = file_changes(call);
+    for f in &mut files {
+        if let Some(d) = f.diff.take() {
+            f.diff = Some(cut_to(d, MAX_SHOWN_DIFF));
+        }
+    }
+    files
+}
 
 /// Each file the call changes, with its diff.
 pub(crate) fn file_changes(call: &GuardCall<'_>) -> Vec<FileChange> {

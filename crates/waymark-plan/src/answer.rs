@@ -39,8 +39,10 @@ fn snapshot_text(tx: &Tx<'_>, key: &str) -> Result<String> {
     String::from_utf8(bytes).map_err(|_| Error::Corrupt(format!("snapshot {key} is not UTF-8")))
 }
 
-/// What an approval as a goal hands over: an objective citing the frozen revision, the
-/// plan's steps as what the reviewer checks, and its `## Budget` unless the user set one.
+/// What an approval as a goal hands over: the plan's summary line as the objective (what
+/// the goal is called on screen), criteria naming the frozen revision (id, version, hash)
+/// and the plan's steps as what the reviewer checks, and its `## Budget` unless the user set
+/// one.
 fn as_objective(
     review: &waymark_protocol::PlanApprovalQuestion,
     snapshot: &str,
@@ -48,23 +50,24 @@ fn as_objective(
 ) -> Objective {
     let short = review.sha256.get(..12).unwrap_or(&review.sha256);
     let title = super::review::title(snapshot);
-    let criteria = (!review.steps.is_empty()).then(|| {
+    let which = format!(
+        "the approved plan {} revision v{} (sha256 {short}) is implemented",
+        review.plan_id, review.version
+    );
+    let criteria = if review.steps.is_empty() {
+        which
+    } else {
         let list: Vec<String> = review
             .steps
             .iter()
             .enumerate()
             .map(|(i, s)| format!("{}. {s}", i + 1))
             .collect();
-        format!("every step of the plan is done: {}", list.join("; "))
-    });
+        format!("{which}: every step of it is done: {}", list.join("; "))
+    };
     Objective {
-        text: format!(
-            "Implement the approved plan {} revision v{} (sha256 {short}){}",
-            review.plan_id,
-            review.version,
-            title.map(|t| format!(": {t}")).unwrap_or_default()
-        ),
-        criteria,
+        text: title.unwrap_or_else(|| format!("Implement the approved plan v{}", review.version)),
+        criteria: Some(criteria),
         steps: review.steps.clone(),
         proposed_budget: review.budget.clone(),
         budget,

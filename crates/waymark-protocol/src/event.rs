@@ -112,6 +112,11 @@ pub enum EventKind {
         content: String,
         #[serde(default, skip_serializing_if = "CallActor::is_main")]
         actor: CallActor,
+        /// What a file tool that succeeded changed, each file with its diff (escaped for
+        /// display; made before the call ran, the way the tool applies it). For the
+        /// transcript and the changes view; the model never sees it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changes: Vec<crate::FileChange>,
     },
     /// Old tool outputs were replaced by a short note so the context fits the model.
     #[serde(rename = "context.elided")]

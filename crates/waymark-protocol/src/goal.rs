@@ -105,6 +105,35 @@ impl GoalReason {
         crate::wire::name(&self)
     }
 
+    /// What happened, in plain words, for notifications and front ends (the serde name is
+    /// the exact code). `ui/src/lib/goal.ts` says the same (a test compares the two).
+    pub fn words(self) -> &'static str {
+        match self {
+            GoalReason::Created => "Set",
+            GoalReason::Resumed => "Resumed",
+            GoalReason::BudgetRaised => "Resumed with a larger budget",
+            GoalReason::Edited => "Changed",
+            GoalReason::VerifierMet => "Done: the reviewer confirmed it",
+            GoalReason::WorkerProposal => "Done: the agent says it is complete",
+            GoalReason::WorkerReported => "The agent says it is blocked",
+            GoalReason::UserRequested => "Paused by you",
+            GoalReason::NoProgress => "Paused: no progress in the last turns",
+            GoalReason::NoProgressAfterCompletionClaim => {
+                "Paused: the agent keeps claiming it is done without progress"
+            }
+            GoalReason::VerifierPartial => "Paused: the reviewer found it partly done",
+            GoalReason::VerifierError => "Paused: the reviewer could not check it",
+            GoalReason::TurnError => "Paused: a turn failed",
+            GoalReason::ProviderError => "Paused: the model could not be reached",
+            GoalReason::AppClosed => "Stopped: Waymark closed",
+            GoalReason::Tokens => "Stopped: the token budget is used up",
+            GoalReason::MainTurns => "Stopped: the turn budget is used up",
+            GoalReason::ActiveSeconds => "Stopped: the time budget is used up",
+            GoalReason::RateLimited => "Waiting: the provider's rate limit",
+            GoalReason::QuotaExhausted => "Stopped: the provider's quota is used up",
+        }
+    }
+
     /// The variant whose serde name is `s`.
     pub fn parse(s: &str) -> Option<Self> {
         crate::wire::parse(s)

@@ -270,6 +270,10 @@ pub struct SessionSummary {
     pub model: Option<String>,
     pub queued: u64,
     pub pending_questionnaire: Option<String>,
+    /// Why the session waits on the user, in words, when it does: a question or review is
+    /// open, or its goal is blocked or paused. The lists badge it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_you: Option<String>,
 }
 
 /// A pending or answered questionnaire.

@@ -229,6 +229,7 @@ fn open_and_read(c: &mut Criterion) {
                                 status: waymark_protocol::ToolStatus::Ok,
                                 content: "     1\tfn main() {}\n".repeat(8),
                                 actor: waymark_protocol::CallActor::Main,
+                                changes: Vec::new(),
                             },
                         )?;
                     }

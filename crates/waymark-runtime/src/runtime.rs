@@ -110,6 +110,31 @@ fn read_config(lock: &std::sync::RwLock<Arc<Config>>) -> Arc<Config> {
     }
 }
 
+/// Why session `s` waits on the user, in words: an open review or question, or a goal that
+/// is blocked or paused.
+fn needs_you(c: &rusqlite::Connection, s: &SessionSummary) -> Result<Option<String>> {
+    use waymark_protocol::{GoalStatus, QuestionnaireKind};
+    if let Some(q) = &s.pending_questionnaire {
+        let kind = store::questionnaires::get(c, q)?.map(|q| q.kind());
+        return Ok(Some(
+            match kind {
+                Some(QuestionnaireKind::PlanApproval) => "A plan waits for your review",
+                Some(QuestionnaireKind::Permission) => "A tool call waits for your permission",
+                _ => "A question waits for your answer",
+            }
+            .to_string(),
+        ));
+    }
+    Ok(
+        match crate::goal::db::current_goal(c, &s.id)?.map(|g| g.status) {
+            Some(GoalStatus::Blocked) => Some("The goal is blocked: the agent needs you".into()),
+            Some(GoalStatus::Paused) => Some("The goal is paused".into()),
+            Some(GoalStatus::BudgetLimited) => Some("The goal used up its budget".into()),
+            _ => None,
+        },
+    )
+}
+
 #[allow(unsafe_code)]
 fn pid_alive(pid: i64) -> bool {
     if pid <= 0 || pid > i64::from(i32::MAX) {
@@ -440,9 +465,106 @@ impl Runtime {
         Ok(handle)
     }
 
+    /// Files of session `id`'s workspace whose path holds `query`, for `@` in the composer
+    /// (at most `limit`; the project's ignore rules apply; hidden files and private places
+    /// are left out).
+    pub fn workspace_files(&self, id: &str, query: &str, limit: usize) -> Result<Vec<String>> {
+        let row = self
+            .store
+            .read(|c| store::sessions::get(c, id))?
+            .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+        let ws = PathBuf::from(&row.workspace);
+        let sd = paths::session_dir(&self.opts.data_dir, id);
+        let sandbox = crate::sandbox::Sandbox::new(
+            self.opts.sandbox_helper.clone(),
+            (self.opts.env)(crate::sandbox::FORCE_ENV),
+            sd.join("sandbox-tmp"),
+            self.read_scope(&ws, &paths::artifacts_dir(&sd)),
+        );
+        let protected = sandbox.protected(&self.config().sandbox.read_allow);
+        Ok(crate::tools::mention::workspace_files(
+            &ws,
+            query,
+            limit.min(200),
+            &protected,
+        ))
+    }
+
+    /// Gives a session the title the lists show, trimmed. An empty title, one past
+    /// [`store::forget::MAX_TITLE`] characters or one holding control characters is refused.
+    pub fn rename_session(&self, id: &str, title: &str) -> Result<()> {
+        let title = title.trim();
+        let max = store::forget::MAX_TITLE;
+        if title.is_empty() {
+            return Err(Error::Refused("a session's title cannot be empty".into()));
+        }
+        if title.chars().count() > max {
+            return Err(Error::Refused(format!(
+                "a session's title is at most {max} characters; this one has {}",
+                title.chars().count()
+            )));
+        }
+        if title.chars().any(char::is_control) {
+            return Err(Error::Refused(
+                "a session's title is one line of text, without control characters".into(),
+            ));
+        }
+        let (found, _) = self
+            .store
+            .write(self.opts.clock.now_ms(), |tx| tx.rename_session(id, title))?;
+        if !found {
+            return Err(Error::SessionNotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Deletes a session for good: its rows in every table (the extensions' too) and its
+    /// data folder (plan files, artifacts). Refused while a live process holds its lease:
+    /// this one (close the session first) or another.
+    pub fn delete_session(&self, id: &str) -> Result<()> {
+        // Only a plain name can be a session's id: nothing else ever reaches the folders.
+        if id.is_empty() || id == "." || id == ".." || id.contains(['/', '\0']) {
+            return Err(Error::SessionNotFound(id.to_string()));
+        }
+        let now = self.opts.clock.now_ms();
+        let stale = self.opts.lease_stale.as_millis() as i64;
+        let (removed, _) = self.store.write(now, |tx| {
+            if let Some(l) = store::sessions::lease(tx.conn(), id)?
+                && now - l.heartbeat < stale
+                && pid_alive(l.pid)
+            {
+                let who = if l.pid == i64::from(std::process::id()) {
+                    "it is open here; close it first".to_string()
+                } else {
+                    format!("process {} has it open", l.pid)
+                };
+                return Err(Error::Refused(format!(
+                    "session {id} cannot be deleted while {who}"
+                )));
+            }
+            Ok(tx.delete_session(id)?)
+        })?;
+        if removed == 0 {
+            return Err(Error::SessionNotFound(id.to_string()));
+        }
+        let sd = paths::session_dir(&self.opts.data_dir, id);
+        match std::fs::remove_dir_all(&sd) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(&sd, e)),
+        }
+    }
+
     /// All sessions, newest activity first.
     pub fn list_sessions(&self) -> Result<Vec<SessionSummary>> {
-        Ok(self.store.view(store::sessions::list)?)
+        let mut list = self.store.view(store::sessions::list)?;
+        self.store.view(|c| {
+            for s in &mut list {
+                s.needs_you = needs_you(c, s)?;
+            }
+            Ok::<_, Error>(())
+        })?;
+        Ok(list)
     }
 
     /// Everything `show` prints about a session.

@@ -7,6 +7,7 @@ pub mod blobs;
 pub mod compactions;
 mod error;
 pub mod events;
+pub mod forget;
 mod grants;
 pub mod messages;
 pub mod questionnaires;
@@ -43,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0008_turn_error_reset.sql"),
     include_str!("../migrations/0009_grant_scope.sql"),
     include_str!("../migrations/0010_feature_free_checks.sql"),
+    include_str!("../migrations/0011_deleting_sessions.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);

@@ -283,6 +283,7 @@ pub fn list(conn: &Connection) -> Result<Vec<SessionSummary>> {
             model: s.model,
             queued: r.get::<_, i64>(8)? as u64,
             pending_questionnaire: r.get(9)?,
+            needs_you: None,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

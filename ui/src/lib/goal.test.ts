@@ -38,8 +38,8 @@ describe("goal figures", () => {
     ] as unknown as WireEvent[];
     expect(timeline(events).map((r) => [r.label, r.actor, r.tone])).toEqual([
       ["Created: ship it", "user", "neutral"],
-      ["blocked — worker reported", "model", "bad"],
-      ["paused — user requested", "user", "neutral"],
+      ["The agent says it is blocked", "model", "bad"],
+      ["Paused by you", "user", "neutral"],
     ]);
   });
 

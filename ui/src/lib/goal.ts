@@ -5,6 +5,36 @@ import { clock } from "./time";
 
 export type Level = "ok" | "warn" | "danger" | "open";
 
+/** What each reason code means, in plain words (the code itself goes in a tooltip). The
+ *  same words as `GoalReason::words` in the protocol crate (the desktop's tests compare). */
+export const REASON_WORDS: Record<Goal["reason"], string> = {
+  created: "Set",
+  resumed: "Resumed",
+  budget_raised: "Resumed with a larger budget",
+  edited: "Changed",
+  verifier_met: "Done: the reviewer confirmed it",
+  worker_proposal: "Done: the agent says it is complete",
+  worker_reported: "The agent says it is blocked",
+  user_requested: "Paused by you",
+  no_progress: "Paused: no progress in the last turns",
+  no_progress_after_completion_claim: "Paused: the agent keeps claiming it is done without progress",
+  verifier_partial: "Paused: the reviewer found it partly done",
+  verifier_error: "Paused: the reviewer could not check it",
+  turn_error: "Paused: a turn failed",
+  provider_error: "Paused: the model could not be reached",
+  app_closed: "Stopped: Waymark closed",
+  tokens: "Stopped: the token budget is used up",
+  main_turns: "Stopped: the turn budget is used up",
+  active_seconds: "Stopped: the time budget is used up",
+  rate_limited: "Waiting: the provider's rate limit",
+  quota_exhausted: "Stopped: the provider's quota is used up",
+};
+
+/** Who acted, in words. */
+export function actorWords(actor: string): string {
+  return actor === "user" ? "you" : actor === "model" ? "the agent" : actor === "verifier" ? "the reviewer" : "Waymark";
+}
+
 /** Colour band of a budget gauge: warn from 75 % used, danger from 90 % or when reached. */
 export function gaugeLevel(line: BudgetLine_Serialize): Level {
   if (line.limit === null) return "open";
@@ -37,7 +67,7 @@ export function burnDown(events: WireEvent[], limit: number | null): BurnPoint[]
   return points;
 }
 
-export type TimelineEntry = { seq: number; ts: number; label: string; actor: string; tone: "good" | "bad" | "neutral" };
+export type TimelineEntry = { seq: number; ts: number; label: string; actor: string; tone: "good" | "bad" | "neutral"; code?: string };
 
 function updateTone(e: EventOf<"goal.update">): TimelineEntry["tone"] {
   switch (e.status) {
@@ -61,11 +91,11 @@ export function timeline(events: WireEvent[]): TimelineEntry[] {
       rows.push({ seq: e.seq, ts: e.ts, label: `Created: ${e.goal.objective}`, actor: e.goal.actor, tone: "neutral" });
     } else if (e.type === "goal.update") {
       if (e.kind === "completion" && e.status === "active") continue; // an ordinary settled turn
-      let label = `${e.status.replace("_", " ")} — ${e.reason.replace(/_/g, " ")}`;
+      let label = REASON_WORDS[e.reason] ?? e.reason.replace(/_/g, " ");
       const limit = e.usage_limit;
       if (e.kind === "lifecycle" && e.status === "usage_limited" && limit && !limit.auto_resume) label = "Automatic resume cancelled";
       else if (limit) label += limit.auto_resume ? ` · resumes at ${clock(limit.resets_at, true)}` : ` · resets at ${clock(limit.resets_at, true)}`;
-      rows.push({ seq: e.seq, ts: e.ts, label, actor: e.actor, tone: updateTone(e) });
+      rows.push({ seq: e.seq, ts: e.ts, label, actor: e.actor, tone: updateTone(e), code: `${e.status} · ${e.reason}` });
     } else if (e.type === "goal.clear") {
       rows.push({ seq: e.seq, ts: e.ts, label: "Cleared", actor: e.actor, tone: "neutral" });
     }

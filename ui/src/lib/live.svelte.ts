@@ -127,6 +127,24 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       return () => subs.forEach((p) => p.then((un) => un()));
     },
 
+    /** Gives a session a new title; false (and a note) when it was refused. */
+    async rename(id: string, title: string): Promise<boolean> {
+      const r = await commands.renameSession(id, title);
+      if (r.status === "error") {
+        notify(r.error);
+        return false;
+      }
+      listSoon();
+      return true;
+    },
+
+    /** Deletes a session and its data (the window has asked the user). */
+    async remove(id: string) {
+      const r = await commands.deleteSession(id);
+      if (r.status === "error") notify(r.error);
+      else dispatch({ kind: "deleted", id });
+    },
+
     async create(workspace: string) {
       const r = await commands.createSession(workspace, null, null);
       if (r.status === "error") notify(r.error);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyEvent, catchUpAfter, emptySession, fromView, placement, type SessionState } from "./session";
+import { applyEvent, catchUpAfter, changedFiles, emptySession, fromView, placement, type SessionState } from "./session";
 import type { Goal, WireEvent } from "./types";
 import { planApproval } from "../test/questions";
 
@@ -47,6 +47,47 @@ describe("session reducer", () => {
     ].reduce(applyEvent, t);
     const last = v.items[v.items.length - 1];
     expect(last.kind === "assistant" && last.tools.map((x) => [x.name, x.verifier])).toEqual([["bash", true]]);
+  });
+
+  it("shows the messages written for the user's answers as cards, in the user's own words", () => {
+    seq = 0;
+    const opened = (id: string, version: number) => ev("questionnaire.opened", { id, question: { kind: "plan_approval", payload: planApproval({ version }) } });
+    const s = run([
+      opened("q1", 1),
+      // The reply to a review is queued before its answer is logged: the card catches up.
+      ev("message.admitted", { message_id: 5, source: "questionnaire", text: "The user reviewed revision v1 of the plan and asks for changes.\n…", position: "head", idempotency_key: "plan-revise:q1" }),
+      ev("questionnaire.answered", { id: "q1", kind: "plan_approval", answer: { answer: "revise", text: "  Keep the old flag. ", comments: [{ start: 2, end: 2, text: "why?" }, { start: 4, end: 5, text: "no" }] } }),
+      opened("q2", 2),
+      ev("questionnaire.answered", { id: "q2", kind: "plan_approval", answer: { answer: "approve", as_goal: { tokens: null, turns: null, seconds: null } } }),
+      ev("message.admitted", { message_id: 6, source: "questionnaire", text: "Implement the plan below. …", position: "head", idempotency_key: "plan-approval:q2" }),
+      ev("message.admitted", { message_id: 7, source: "questionnaire", text: "something else", position: "head", idempotency_key: "other:q9" }),
+    ]);
+    const cards = s.items.map((i) => (i.kind === "card" ? [i.title, i.words, i.action] : [i.kind]));
+    expect(cards).toEqual([
+      ["You asked for changes to the plan v1 · 2 line comments", "Keep the old flag.", "show-plan"],
+      ["Implementing the approved plan v2 as a goal", null, "show-plan"],
+      ["user"],
+    ]);
+  });
+
+  it("lists every file the tools changed, first changed first, with each change in order", () => {
+    seq = 0;
+    const change = (path: string, op: string, diff: string) => ({ path, op, diff, note: null });
+    const s = run([
+      ev("session.started", { workspace: "/ws", session_dir: "/d", model: "m", permission_mode: "auto", interaction_mode: "default", resumed: false, context_window: 0 }),
+      ev("tool.call", { turn_id: 1, call_id: "c1", name: "write", arguments: { path: "a.txt" } }),
+      ev("tool.result", { turn_id: 1, call_id: "c1", name: "write", status: "ok", content: "created", changes: [change("a.txt", "create", "+a")] }),
+      ev("tool.call", { turn_id: 1, call_id: "c2", name: "apply_patch", arguments: { patch: "…" } }),
+      ev("tool.result", { turn_id: 1, call_id: "c2", name: "apply_patch", status: "ok", content: "ok", changes: [change("b.txt", "modify", "+b"), change("a.txt", "modify", "+a2")] }),
+      ev("tool.call", { turn_id: 1, call_id: "c3", name: "edit", arguments: { path: "c.txt" } }),
+      ev("tool.result", { turn_id: 1, call_id: "c3", name: "edit", status: "error", content: "no match" }),
+    ]);
+    expect(s.workspace).toBe("/ws");
+    const files = changedFiles(s).map((f) => [f.path, f.changes.map((c) => `${c.callId}:${c.change.diff}`)]);
+    expect(files).toEqual([
+      ["a.txt", ["c1:+a", "c2:+a2"]],
+      ["b.txt", ["c2:+b"]],
+    ]);
   });
 
   it("shows goal continuations as chips and tracks the goal snapshot", () => {

@@ -1,5 +1,8 @@
 // The open session as the window shows it, rebuilt from the runtime's typed event stream.
 // Everything here is a pure function of (state, event) so it is unit-tested without a window.
+import type { FileChange_Serialize } from "../bindings";
+import { REASON_WORDS } from "./goal";
+import type { Answer } from "./types";
 import type { EventOf, Goal, InstructionFile, MessageSource, Mode, Questionnaire, SessionView, ToolStatus, WireEvent } from "./types";
 
 export type ToolItem = {
@@ -10,7 +13,12 @@ export type ToolItem = {
   output: string;
   /** The goal's reviewer made this call, not the agent. */
   verifier: boolean;
+  /** What a file tool changed, each file with its diff (once it succeeded). */
+  changes: FileChange[];
 };
+
+/** A file a tool changed, as its result reports it. */
+export type FileChange = FileChange_Serialize;
 
 export type Item =
   | { kind: "user"; key: string; text: string; source: Extract<MessageSource, "user" | "questionnaire"> }
@@ -18,10 +26,23 @@ export type Item =
   | { kind: "assistant"; key: string; turnId: number; text: string; tools: ToolItem[] }
   | { kind: "command"; key: string; command: string; text: string }
   /** The model's view of the conversation was compacted here (everything stays shown). */
-  | { kind: "divider"; key: string; text: string };
+  | { kind: "divider"; key: string; text: string }
+  /** A message the runtime wrote for the user's answer (the implementation of an approved
+   *  plan, the reply to a review): said in a line, the full text one click away. */
+  | { kind: "card"; key: string; tone: "plan" | "goal"; title: string; words: string | null; detail: string; action: "show-plan" | null; qid: string; from: CardSource };
+
+/** What a card is made from (kept: the answer may be logged after the message). */
+type CardSource = Pick<EventOf<"message.admitted">, "message_id" | "text" | "idempotency_key">;
+
+/** What the session's questions asked and how they were answered, by id (the cards say
+ *  which revision an answer was about and what the user wrote). */
+export type Asked = Record<string, { version: number | null; answer: Answer | null }>;
 
 export type SessionState = {
   id: string;
+  asked: Asked;
+  /** The session's folder (paths under it are shown relative to it); null until known. */
+  workspace: string | null;
   items: Item[];
   /** Text streamed for the running model call, by turn. */
   streaming: { turnId: number; text: string } | null;
@@ -44,7 +65,7 @@ export type SessionState = {
 };
 
 export function emptySession(id: string): SessionState {
-  return { id, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null };
+  return { id, asked: {}, workspace: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -58,6 +79,7 @@ export function fromView(view: SessionView): SessionState {
   const pending = view.snapshot.questionnaires.find((q) => q.status === "pending") ?? null;
   return {
     ...s,
+    workspace: view.snapshot.summary.workspace,
     mode: view.snapshot.summary.interaction_mode,
     pending,
     goal: view.goal,
@@ -151,12 +173,41 @@ function withAssistant(s: SessionState, turnId: number, seq: number, f: (a: Extr
   return append(s, f({ kind: "assistant", key: `a${seq}`, turnId, text: "", tools: [] }));
 }
 
-function admitted(e: EventOf<"message.admitted">): Item {
+/** The card of a message the runtime wrote for an answer, from its idempotency key (which
+ *  names the purpose and the question); null for any other message. */
+export function answerCard(e: CardSource, asked: Asked): Item | null {
+  const [purpose, qid = ""] = (e.idempotency_key ?? "").split(/:(.*)/s);
+  const q = qid ? asked[qid] : undefined;
+  const v = q?.version != null ? ` v${q.version}` : "";
+  const key = `m${e.message_id}`;
+  const answer = q?.answer ?? null;
+  const from: CardSource = { message_id: e.message_id, text: e.text, idempotency_key: e.idempotency_key };
+  switch (purpose) {
+    case "plan-approval": {
+      const asGoal = answer?.answer === "approve" && answer.as_goal != null;
+      return { kind: "card", key, tone: "plan", title: `Implementing the approved plan${v}${asGoal ? " as a goal" : ""}`, words: null, detail: e.text, action: "show-plan", qid, from };
+    }
+    case "plan-revise": {
+      const words = answer?.answer === "revise" ? (answer.text ?? "").trim() : "";
+      const n = answer?.answer === "revise" ? (answer.comments?.length ?? 0) : 0;
+      const comments = n ? ` · ${n} line comment${n === 1 ? "" : "s"}` : "";
+      return { kind: "card", key, tone: "plan", title: `You asked for changes to the plan${v}${comments}`, words: words || null, detail: e.text, action: "show-plan", qid, from };
+    }
+    case "plan-entry": {
+      const agreed = answer?.answer !== "reject";
+      return { kind: "card", key, tone: "plan", title: agreed ? "You agreed to plan first" : "You chose to go on without a plan", words: null, detail: e.text, action: null, qid, from };
+    }
+    default:
+      return null;
+  }
+}
+
+function admitted(e: EventOf<"message.admitted">, asked: Asked): Item {
   switch (e.source) {
     case "user":
       return { kind: "user", key: `m${e.message_id}`, text: e.text, source: "user" };
     case "questionnaire":
-      return { kind: "user", key: `m${e.message_id}`, text: e.text, source: "questionnaire" };
+      return answerCard(e, asked) ?? { kind: "user", key: `m${e.message_id}`, text: e.text, source: "questionnaire" };
     case "goal":
       return chip(e, "Goal continues", "goal");
     case "system":
@@ -168,9 +219,9 @@ function admitted(e: EventOf<"message.admitted">): Item {
 function reduce(s: SessionState, e: WireEvent): SessionState {
   switch (e.type) {
     case "session.started":
-      return { ...s, mode: e.interaction_mode, context: e.context_window > 0 ? { used: s.context?.used ?? 0, window: e.context_window } : s.context };
+      return { ...s, workspace: e.workspace, mode: e.interaction_mode, context: e.context_window > 0 ? { used: s.context?.used ?? 0, window: e.context_window } : s.context };
     case "message.admitted":
-      return { ...s, items: append(s, admitted(e)) };
+      return { ...s, items: append(s, admitted(e, s.asked)) };
     case "message.dropped":
       return s;
     case "command.output":
@@ -196,7 +247,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
         ...s,
         items: withAssistant(s, e.turn_id, e.seq, (a) => ({
           ...a,
-          tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "", verifier: e.actor === "verifier" }],
+          tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "", verifier: e.actor === "verifier", changes: [] }],
         })),
       };
     case "tool.result": {
@@ -205,7 +256,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       const items = s.bulk ? s.items : s.items.slice();
       const it = items[at];
       if (it.kind === "assistant") {
-        items[at] = { ...it, tools: it.tools.map((t) => (t.callId === e.call_id ? { ...t, status: e.status, output: e.content } : t)) };
+        items[at] = { ...it, tools: it.tools.map((t) => (t.callId === e.call_id ? { ...t, status: e.status, output: e.content, changes: e.changes ?? [] } : t)) };
       }
       return { ...s, items };
     }
@@ -221,10 +272,22 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       // no `session.idle` after it). Live, the next turn or `session.idle` says what follows.
       return { ...s, items, streaming: null, running: s.bulk ? false : s.running };
     }
-    case "questionnaire.opened":
-      return { ...s, pending: { id: e.id, question: e.question, status: "pending", answer: null } };
-    case "questionnaire.answered":
-      return { ...s, pending: s.pending && s.pending.id === e.id ? null : s.pending };
+    case "questionnaire.opened": {
+      const version = e.question.kind === "plan_approval" ? e.question.payload.version : null;
+      return { ...s, asked: { ...s.asked, [e.id]: { version, answer: null } }, pending: { id: e.id, question: e.question, status: "pending", answer: null } };
+    }
+    case "questionnaire.answered": {
+      const asked = { ...s.asked, [e.id]: { version: s.asked[e.id]?.version ?? null, answer: e.answer } };
+      // A card made before its answer was logged says now what the answer was.
+      const at = s.items.findLastIndex((it) => it.kind === "card" && it.qid === e.id);
+      let items = s.items;
+      const card = s.items[at];
+      if (card?.kind === "card") {
+        items = s.bulk ? s.items : s.items.slice();
+        items[at] = answerCard(card.from, asked) ?? card;
+      }
+      return { ...s, asked, items, pending: s.pending && s.pending.id === e.id ? null : s.pending };
+    }
     case "session.idle":
       return { ...s, running: false, streaming: null };
     case "session.waiting":
@@ -246,7 +309,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       // even when the transient snapshot that follows it is missed.
       const usage_limit = e.status === "usage_limited" ? (e.usage_limit ?? s.goal?.usage_limit ?? null) : null;
       const goal = s.goal && s.goal.goal_id === e.goal_id ? { ...s.goal, status: e.status, reason: e.reason, actor: e.actor, budget: e.usage, usage_limit } : s.goal;
-      return { ...s, goal, items: append(s, chip(e, `Goal ${e.status.replace("_", " ")} (${e.reason.replace(/_/g, " ")}, by ${e.actor})`, "goal")) };
+      return { ...s, goal, items: append(s, chip(e, `Goal: ${REASON_WORDS[e.reason] ?? e.reason}`, "goal")) };
     }
     case "goal.clear":
       return { ...s, goal: null, items: append(s, chip(e, "Goal cleared", "goal")) };
@@ -255,4 +318,21 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       return { ...s, goal };
     }
   }
+}
+
+/** Every file the session's tools changed, in the order first changed, each with its diffs
+ *  in order (the reviewer's calls change nothing). */
+export function changedFiles(s: SessionState): { path: string; changes: { callId: string; change: FileChange }[] }[] {
+  const byPath = new Map<string, { callId: string; change: FileChange }[]>();
+  for (const it of s.items) {
+    if (it.kind !== "assistant") continue;
+    for (const t of it.tools) {
+      for (const change of t.changes) {
+        const list = byPath.get(change.path) ?? [];
+        if (!list.length) byPath.set(change.path, list);
+        list.push({ callId: t.callId, change });
+      }
+    }
+  }
+  return [...byPath].map(([path, changes]) => ({ path, changes }));
 }

@@ -7,7 +7,7 @@ import type { PlanRevisionText } from "../bindings";
 import type { PlanFileChange, PlanView, SessionSummary, SessionView, WireEvent } from "./types";
 
 /** The side panel's tabs. */
-export const PANELS = ["plan", "goal"] as const;
+export const PANELS = ["plan", "goal", "changes"] as const;
 export type Panel = (typeof PANELS)[number];
 
 export type PlanState = {
@@ -42,7 +42,9 @@ export type Action =
   | { kind: "submitted"; id: string; revision: PlanRevisionText }
   | { kind: "plan-file"; change: PlanFileChange }
   | { kind: "goal-events"; id: string; events: WireEvent[] }
-  | { kind: "panel"; panel: Panel };
+  | { kind: "panel"; panel: Panel }
+  /** A session was deleted: gone from the list, and from the window if it was open. */
+  | { kind: "deleted"; id: string };
 
 /** What the store needs fetched. */
 export type Effect =
@@ -100,6 +102,11 @@ export function reduce(s: Store, a: Action): Step {
       return { store: { ...s, goalEvents: mergeBySeq(a.events, s.goalEvents) }, effects: [] };
     case "panel":
       return { store: { ...s, panel: a.panel }, effects: [] };
+    case "deleted": {
+      const sessions = s.sessions.filter((x) => x.id !== a.id);
+      if (s.open?.id !== a.id) return { store: { ...s, sessions }, effects: [{ kind: "list-sessions" }] };
+      return { store: { ...s, sessions, open: null, plan: NO_PLAN, goalEvents: [] }, effects: [{ kind: "list-sessions" }] };
+    }
   }
 }
 

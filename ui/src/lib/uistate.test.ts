@@ -121,12 +121,14 @@ describe("window state", () => {
 
   it("narrows the side columns to fit a narrow window, the right one first", () => {
     const wide = { left: 400, right: 600 };
-    expect(fitWidths(wide, 1440)).toEqual(wide);
-    expect(fitWidths(wide, 1200)).toEqual({ left: 400, right: 1200 - 400 - CENTER_MIN });
-    expect(fitWidths(wide, 900)).toEqual({ left: 900 - WIDTH_LIMITS.right.min - CENTER_MIN, right: WIDTH_LIMITS.right.min });
+    expect(fitWidths(wide, 1500)).toEqual(wide);
+    expect(fitWidths(wide, 1400)).toEqual({ left: 400, right: 1400 - 400 - CENTER_MIN });
+    expect(fitWidths(wide, 1100)).toEqual({ left: 1100 - WIDTH_LIMITS.right.min - CENTER_MIN, right: WIDTH_LIMITS.right.min });
     expect(fitWidths(wide, 500)).toEqual({ left: WIDTH_LIMITS.left.min, right: WIDTH_LIMITS.right.min });
-    // Settings: no side panel, only the session list gives way.
-    expect(fitWidths(wide, 700, 1)).toEqual({ left: 700 - CENTER_MIN, right: 600 });
+    // Settings, or the side panel as a drawer: only the session list gives way, and at
+    // 900 px the transcript keeps its 480.
+    expect(fitWidths(wide, 800, 1)).toEqual({ left: 800 - CENTER_MIN, right: 600 });
+    expect(900 - fitWidths({ left: WIDTH_LIMITS.left.max, right: 600 }, 900, 1).left).toBeGreaterThanOrEqual(480);
   });
 
   it("writes in order, so a slow first write cannot overwrite a later one", async () => {
@@ -153,6 +155,23 @@ describe("window state", () => {
     expect(landed).toEqual(["a", "b"]);
   });
 
+  it("keeps which side columns were closed with their widths, and reads them back", async () => {
+    const kv = memoryKeyValue();
+    const s = new UiState(kv);
+    expect(s.panels()).toEqual({ left: true, right: true });
+    s.setWidths({ left: 300, right: 500 });
+    s.setPanels({ left: false, right: true });
+    await s.saved();
+    expect(kv.data.get("panel-widths")).toEqual({ left: 300, right: 500, hidden: { left: true, right: false } });
+    const again = new UiState(kv);
+    await again.load();
+    expect(again.panels()).toEqual({ left: false, right: true });
+    expect(again.widths()).toEqual({ left: 300, right: 500 });
+    kv.data.set("panel-widths", { left: 300, right: 500, hidden: "yes" });
+    await again.load();
+    expect(again.panels()).toEqual({ left: true, right: true });
+  });
+
   it("makes one write of a burst of changes, with the newest value", async () => {
     const kv = memoryKeyValue();
     const sets: unknown[] = [];
@@ -160,8 +179,9 @@ describe("window state", () => {
     const s = new UiState(counting);
     for (let w = 300; w < 340; w++) s.setWidths({ left: w, right: 400 });
     await s.saved();
-    expect(sets).toEqual([{ left: 339, right: 400 }]);
-    expect(kv.data.get("panel-widths")).toEqual({ left: 339, right: 400 });
+    const hidden = { left: false, right: false };
+    expect(sets).toEqual([{ left: 339, right: 400, hidden }]);
+    expect(kv.data.get("panel-widths")).toEqual({ left: 339, right: 400, hidden });
   });
 
   it("tells the window when a value could not be kept, naming what", async () => {

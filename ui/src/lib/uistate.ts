@@ -61,7 +61,12 @@ export function widthsOf(v: unknown): PanelWidths | null {
 }
 
 /** The center column keeps at least this much; side columns give way first (right, then left). */
-export const CENTER_MIN = 360;
+export const CENTER_MIN = 480;
+/** Below this window width the side panel is a drawer over the transcript, not a column. */
+export const DRAWER_BELOW = 1100;
+
+/** Which side columns the user closed (Ctrl+B, Ctrl+J or their buttons). */
+export type PanelsShown = { left: boolean; right: boolean };
 
 /** The widths that fit a window `windowWidth` px wide (the kept widths are not changed). */
 export function fitWidths(w: PanelWidths, windowWidth: number, sides: 1 | 2 = 2): PanelWidths {
@@ -91,6 +96,7 @@ export class UiState {
   private foreign: [string, unknown][] = [];
   private draftsReadable = true;
   private width: PanelWidths | null = null;
+  private shown: PanelsShown = { left: true, right: true };
   private last: string | null = null;
   private hidden: string[] = [];
   /** Writes in the order they were made (a later value never lands before an earlier one). */
@@ -129,6 +135,8 @@ export class UiState {
     }
     this.drafted = kept;
     this.width = widthsOf(widths);
+    const hidden = (widths as { hidden?: Partial<Record<keyof PanelsShown, unknown>> } | null)?.hidden;
+    this.shown = { left: hidden?.left !== true, right: hidden?.right !== true };
     this.last = typeof last === "string" && last !== "" ? last : null;
     this.hidden = Array.isArray(dismissed) ? dismissed.filter((b): b is string => typeof b === "string") : [];
     if (old) this.takeOver(old);
@@ -229,7 +237,24 @@ export class UiState {
     const next = widthsOf(w);
     if (!next || (this.width && next.left === this.width.left && next.right === this.width.right)) return;
     this.width = next;
-    this.put(KEYS.widths, next);
+    this.putLayout();
+  }
+
+  /** Which side columns are shown (both, unless the user closed one). */
+  panels(): PanelsShown {
+    return { ...this.shown };
+  }
+
+  setPanels(p: PanelsShown) {
+    if (p.left === this.shown.left && p.right === this.shown.right) return;
+    this.shown = { left: p.left, right: p.right };
+    this.putLayout();
+  }
+
+  /** Widths and closed columns are kept together, under one key. */
+  private putLayout() {
+    const w = this.width ?? { left: WIDTH_LIMITS.left.initial, right: WIDTH_LIMITS.right.initial };
+    this.put(KEYS.widths, { ...w, hidden: { left: !this.shown.left, right: !this.shown.right } });
   }
 
   lastSession(): string | null {

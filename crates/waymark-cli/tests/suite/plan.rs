@@ -378,8 +378,10 @@ fn comments_history_approve_as_goal_and_export_from_the_cli() {
     let g = &goal["goal"];
     assert_eq!(g["budget"]["tokens"]["limit"], 20000, "{said}");
     assert_eq!(g["budget"]["main_turns"]["limit"], 4);
+    // Called by the plan's summary line; the revision it implements is in its criteria.
+    assert_eq!(g["objective"], "Make the greeting louder", "{g}");
     assert!(
-        g["objective"].as_str().unwrap().contains("revision v2"),
+        g["criteria"].as_str().unwrap().contains("revision v2"),
         "{g}"
     );
     assert_eq!(g["steps"].as_array().unwrap().len(), 2);

@@ -71,6 +71,25 @@ fn printed(o: &Output) -> String {
     )
 }
 
+/// What the session list prints now, without the fields added since the fixture was made
+/// (`needs_you`), in the old release's order: everything it printed is still printed so.
+fn without_new_fields(now: &str, then: &str) -> String {
+    let (Ok(Value::Array(mut list)), Ok(Value::Array(old))) = (
+        serde_json::from_str::<Value>(now),
+        serde_json::from_str::<Value>(then),
+    ) else {
+        return now.to_string();
+    };
+    for s in list.iter_mut().filter_map(Value::as_object_mut) {
+        s.remove("needs_you");
+    }
+    if Value::Array(list) == Value::Array(old) {
+        then.to_string()
+    } else {
+        now.to_string()
+    }
+}
+
 /// The read commands `make.py` ran, each with the file holding what it printed.
 fn reads(sessions: &BTreeMap<String, String>) -> Vec<(String, Vec<String>)> {
     let mut out = vec![("sessions.out".to_string(), vec!["sessions", "--json"])];
@@ -139,8 +158,8 @@ fn a_data_folder_of_the_release_before_the_split_reads_and_writes_as_before() {
     let expected = fixture().join("expected");
     for (file, args) in reads(&sessions) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let now = printed(&waymark(&args));
         let then = renamed(&std::fs::read_to_string(expected.join(&file)).unwrap());
+        let now = without_new_fields(&printed(&waymark(&args)), &then);
         pretty_assertions::assert_eq!(now, then, "`waymark {}` ({file})", args.join(" "));
     }
 

@@ -15,6 +15,8 @@ pub(crate) enum Decided {
         tool: std::sync::Arc<dyn Tool>,
         decision: GuardDecision,
         ctx: Box<ToolContext>,
+        /// What an allowed file tool will change, for its result's event.
+        changes: Vec<waymark_protocol::FileChange>,
     },
 }
 
@@ -91,6 +93,13 @@ pub(crate) async fn decide(
         protected: &protected,
     };
     let decision = run_chain(&core.guards, &guard_call);
+    // Before it runs, the diff of what an allowed file tool will change (the file is read
+    // as it is now; the private places the guard keeps stay hidden).
+    let changes = if matches!(decision, GuardDecision::Allow) {
+        crate::preview::changes_to_show(&guard_call)
+    } else {
+        Vec::new()
+    };
     // A private place the guard let this call read is read; any other stays refused by the
     // tool itself, whatever the path turns out to be when it runs.
     let protected = if matches!(decision, GuardDecision::Allow)
@@ -119,6 +128,7 @@ pub(crate) async fn decide(
         tool,
         decision,
         ctx: Box::new(ctx),
+        changes,
     })
 }
 
@@ -307,6 +317,7 @@ pub(crate) async fn run_unattended(
             tool,
             decision,
             ctx,
+            ..
         } => match decision {
             GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
             GuardDecision::Ask(_) => (ToolStatus::Denied, when_asked.to_string()),
@@ -329,6 +340,7 @@ pub(crate) async fn run_unattended(
                 status,
                 content: content.clone(),
                 actor,
+                changes: Vec::new(),
             },
         )?)
     })?;

@@ -186,6 +186,7 @@ async fn drive(
                         call,
                         ToolStatus::Error,
                         "not run: an earlier tool call ended the turn".into(),
+                        Vec::new(),
                     )?;
                     continue;
                 }
@@ -459,11 +460,14 @@ fn record_result(
     call: &ToolCallRecord,
     status: ToolStatus,
     content: String,
+    changes: Vec<waymark_protocol::FileChange>,
 ) -> Result<()> {
     let sid = core.id.as_str();
-    core.write(|tx| write_result(tx, sid, turn_id, call, status, content))
+    core.write(|tx| write_result(tx, sid, turn_id, call, status, content, changes))
 }
 
+/// Records a call's result in the history and the log; `changes` (what a file tool changed)
+/// only when it succeeded.
 fn write_result(
     tx: &mut Tx<'_>,
     sid: &str,
@@ -471,6 +475,7 @@ fn write_result(
     call: &ToolCallRecord,
     status: ToolStatus,
     content: String,
+    changes: Vec<waymark_protocol::FileChange>,
 ) -> Result<()> {
     tx.append_history(
         sid,
@@ -492,6 +497,11 @@ fn write_result(
             status,
             content,
             actor: CallActor::Main,
+            changes: if status == ToolStatus::Ok {
+                changes
+            } else {
+                Vec::new()
+            },
         },
     )?)
 }
@@ -500,7 +510,15 @@ fn write_result(
 /// history stays well-formed for the model.
 pub(crate) fn close_unresolved(tx: &mut Tx<'_>, sid: &str, turn_id: i64, why: &str) -> Result<()> {
     for call in store::turns::unresolved_calls(tx.conn(), sid, turn_id)? {
-        write_result(tx, sid, turn_id, &call, ToolStatus::Error, why.to_string())?;
+        write_result(
+            tx,
+            sid,
+            turn_id,
+            &call,
+            ToolStatus::Error,
+            why.to_string(),
+            Vec::new(),
+        )?;
     }
     Ok(())
 }
@@ -514,8 +532,8 @@ async fn process_call(
     let core = api.core();
     let sid = core.id.clone();
     // The result is recorded, then every extension hears of it.
-    let recorded = |status: ToolStatus, content: String| -> Result<()> {
-        record_result(core, turn_id, call, status, content)?;
+    let recorded = |status: ToolStatus, content: String, changes| -> Result<()> {
+        record_result(core, turn_id, call, status, content, changes)?;
         for ext in &core.extensions {
             ext.after_tool(api, turn_id, call, status)?;
         }
@@ -537,21 +555,22 @@ async fn process_call(
     let answer = answered
         .as_ref()
         .and_then(|q| q.answer.as_ref().map(|a| (q.kind(), a)));
-    let (tool, decision, ctx) =
+    let (tool, decision, ctx, changes) =
         match decide(api, CallActor::Main, turn_id, call, answer, base_ctx).await? {
             Decided::Unknown(msg) => {
-                recorded(ToolStatus::Error, msg)?;
+                recorded(ToolStatus::Error, msg, Vec::new())?;
                 return Ok(CallOutcome::Done { terminate: false });
             }
             Decided::Decided {
                 tool,
                 decision,
                 ctx,
-            } => (tool, decision, ctx),
+                changes,
+            } => (tool, decision, ctx, changes),
         };
     match decision {
         GuardDecision::Deny(msg) => {
-            recorded(ToolStatus::Denied, msg)?;
+            recorded(ToolStatus::Denied, msg, Vec::new())?;
             Ok(CallOutcome::Done { terminate: false })
         }
         GuardDecision::Ask(mut asked) => {
@@ -575,11 +594,11 @@ async fn process_call(
         }
         GuardDecision::Allow => match execute(api, tool.as_ref(), &ctx, call).await {
             Executed::Abandoned => {
-                recorded(ToolStatus::Error, abandoned(&call.name))?;
+                recorded(ToolStatus::Error, abandoned(&call.name), Vec::new())?;
                 Ok(CallOutcome::Aborted)
             }
             Executed::Fatal(m) => {
-                recorded(ToolStatus::Error, m.clone())?;
+                recorded(ToolStatus::Error, m.clone(), Vec::new())?;
                 finish(
                     core,
                     turn_id,
@@ -593,7 +612,7 @@ async fn process_call(
                 content,
                 terminate,
             } => {
-                recorded(status, content)?;
+                recorded(status, content, changes)?;
                 if ctx.cancel.is_cancelled() {
                     return Ok(CallOutcome::Aborted);
                 }

@@ -1,5 +1,6 @@
 pub(crate) use waymark_test_support::{harness, mock_server};
 
+mod changes;
 mod compaction;
 mod extension;
 mod goal;
@@ -10,6 +11,7 @@ mod protocol;
 mod providers;
 mod red_team;
 mod runtime;
+mod sessions;
 mod upgrade;
 
 /// The harness runs sessions with the real sandbox helper of this package.

@@ -209,11 +209,12 @@ async fn pm_27_approve_as_a_goal_with_the_plans_budget_and_steps_checked() {
     let q = waiting_on(&run(&s, plan_entry("plan the retry")).await);
     let ev = run(&s, answer(&q, as_goal(BudgetChange::default()))).await;
     let g = h.runtime.goal(s.id()).unwrap().unwrap();
+    // Called by the plan's summary line; which revision it implements is in its criteria.
+    assert_eq!(g.objective, "Add a retry to the uploader");
+    let criteria = g.criteria.as_deref().unwrap_or_default();
     assert!(
-        g.objective.starts_with("Implement the approved plan plan-")
-            && g.objective.contains("revision v1"),
-        "{}",
-        g.objective
+        criteria.contains("plan plan-") && criteria.contains("revision v1 (sha256 "),
+        "{criteria}"
     );
     assert_eq!(g.budget.tokens.limit, Some(40_000));
     assert_eq!(g.budget.main_turns.limit, Some(6));

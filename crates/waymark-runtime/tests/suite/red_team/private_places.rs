@@ -492,3 +492,44 @@ async fn a_patch_copying_a_private_file_elsewhere_is_refused() {
     assert!(!home.join("notes-copy.txt").exists());
     s.shutdown().await.unwrap();
 }
+
+/// An edit of a private file the user allowed once shows, in its result's diff, only what
+/// the call asked to change: a hostile model cannot use the transcript (or the log) to read
+/// what the file held around the line it edits.
+#[tokio::test]
+async fn the_diff_of_an_allowed_private_edit_shows_only_the_requested_change() {
+    let h = Harness::new(Config::default());
+    let (home, rt) = home_runtime(&h);
+    let s = session_on(
+        &h,
+        &rt,
+        &home,
+        json!({"responses": [
+            {"tool_calls": [{"name": "edit", "arguments": {"path": ".netrc", "old_string": "example.com", "new_string": "example.org"}}]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let (q, _) = permission_asked(&run(&s, user("edit")).await).expect("the edit asked");
+    let ev = run(&s, answer(&q, waymark_protocol::Answer::AllowOnce)).await;
+    let got = super::super::changes::changes(&ev);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].1, ToolStatus::Ok, "{got:?}");
+    let diff = got[0].2[0].diff.as_deref().expect("a diff");
+    assert!(
+        diff.contains("-example.com") && diff.contains("+example.org"),
+        "{diff}"
+    );
+    assert!(
+        std::fs::read_to_string(home.join(".netrc"))
+            .unwrap()
+            .contains("example.org"),
+        "the edit ran"
+    );
+    let log = serde_json::to_string(&rt.events(s.id(), 0, 10_000).unwrap()).unwrap();
+    assert!(
+        !log.contains("netrc-secret"),
+        "the file's contents reached the log"
+    );
+    s.shutdown().await.unwrap();
+}

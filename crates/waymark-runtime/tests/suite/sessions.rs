@@ -1,0 +1,155 @@
+//! Renaming and deleting sessions: a deleted session leaves no row in any table (the plan's
+//! and the goal's included) and no folder, and nothing of another session goes with it.
+
+use super::harness::{Harness, run, user, waiting_on};
+use super::plan::{answer, write_and_exit};
+use super::red_team::plan_entry;
+use serde_json::json;
+use waymark_protocol::config::Config;
+use waymark_protocol::{Answer, BudgetChange, PermissionMode};
+use waymark_runtime::store::StoreError;
+
+/// The number of rows of every table, by name.
+fn counts(h: &Harness) -> Vec<(String, i64)> {
+    h.runtime
+        .store()
+        .read(|c| {
+            let tables: Vec<String> = c
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            let mut out = Vec::new();
+            for t in tables {
+                let n: i64 =
+                    c.query_row(&format!("SELECT COUNT(*) FROM \"{t}\""), [], |r| r.get(0))?;
+                out.push((t, n));
+            }
+            Ok::<_, StoreError>(out)
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_deleted_session_leaves_no_row_anywhere_and_no_folder() {
+    let h = Harness::new(Config::default());
+    // Another session, with a goal of its own: nothing of it may go.
+    let kept = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Auto);
+    run(&kept, user("/goal keep me")).await;
+    let kept_id = kept.id().to_string();
+    kept.shutdown().await.unwrap();
+    let before = counts(&h);
+
+    // The session to delete: a plan, reviewed and approved as a goal, turns, events.
+    let plan = "## Summary\nRename it.\n\n## Steps\n1. Rename.\n2. Test.\n";
+    let s = h.session(
+        json!({"responses": [write_and_exit(plan), {"text": "Done."}], "when_exhausted": "repeat_last"}),
+        PermissionMode::AutoEdit,
+    );
+    let q = waiting_on(&run(&s, plan_entry("plan the rename")).await);
+    run(
+        &s,
+        answer(
+            &q,
+            Answer::Approve {
+                option: None,
+                as_goal: Some(BudgetChange::default()),
+            },
+        ),
+    )
+    .await;
+    let id = s.id().to_string();
+    let folder = h.session_dir(&id);
+    assert!(folder.join("artifacts/plan.md").exists());
+    let grown = counts(&h);
+    for t in [
+        "plans",
+        "plan_revisions",
+        "blobs",
+        "goals",
+        "turns",
+        "events",
+    ] {
+        let n = |c: &[(String, i64)]| c.iter().find(|(n, _)| n == t).map_or(0, |x| x.1);
+        assert!(
+            n(&grown) > n(&before),
+            "{t}: the session made no row to delete"
+        );
+    }
+
+    // While it is open here, it is not deleted.
+    let e = h.runtime.delete_session(&id).unwrap_err().to_string();
+    assert!(e.contains("close it first"), "{e}");
+    s.shutdown().await.unwrap();
+
+    h.runtime.delete_session(&id).unwrap();
+    assert_eq!(
+        counts(&h),
+        before,
+        "rows of the deleted session are left, or others went"
+    );
+    assert!(!folder.exists(), "its folder is left");
+    assert!(
+        h.runtime
+            .list_sessions()
+            .unwrap()
+            .iter()
+            .all(|x| x.id != id)
+    );
+    assert_eq!(
+        h.runtime.delete_session(&id).unwrap_err().code(),
+        "session_not_found"
+    );
+    // The other session opens as it was.
+    let again = h
+        .runtime
+        .open_session(&kept_id, Default::default())
+        .unwrap();
+    assert!(h.runtime.snapshot(again.id()).is_ok());
+    again.shutdown().await.unwrap();
+}
+
+/// A name that is not a session's id never reaches the file system: no folder outside the
+/// sessions' is removed, whatever the name says.
+#[tokio::test]
+async fn a_hostile_id_deletes_nothing() {
+    let h = Harness::new(Config::default());
+    let s = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Auto);
+    run(&s, user("hi")).await;
+    let id = s.id().to_string();
+    s.shutdown().await.unwrap();
+    let data = h.dir.path().join("data");
+    let before = counts(&h);
+    for id in ["..", "../..", ".", "", "sessions/../..", "/", "x/../../.."] {
+        let e = h.runtime.delete_session(id).unwrap_err();
+        assert_eq!(e.code(), "session_not_found", "{id}: {e}");
+    }
+    assert!(data.join("sessions").join(&id).exists());
+    assert!(data.join("waymark.db").exists());
+    assert_eq!(counts(&h), before);
+}
+
+#[tokio::test]
+async fn a_session_is_renamed_and_bad_titles_are_refused() {
+    let h = Harness::new(Config::default());
+    let s = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Auto);
+    run(&s, user("first words")).await;
+    let title = |h: &Harness| {
+        h.runtime.list_sessions().unwrap()[0]
+            .title
+            .clone()
+            .unwrap_or_default()
+    };
+    assert_eq!(title(&h), "first words");
+    h.runtime.rename_session(s.id(), "  Retry logic  ").unwrap();
+    assert_eq!(title(&h), "Retry logic");
+    for bad in ["", "   ", "two\nlines", &"x".repeat(201)] {
+        let e = h.runtime.rename_session(s.id(), bad).unwrap_err();
+        assert_eq!(e.code(), "refused", "{bad:?}: {e}");
+    }
+    assert_eq!(title(&h), "Retry logic");
+    assert_eq!(
+        h.runtime.rename_session("s-none", "x").unwrap_err().code(),
+        "session_not_found"
+    );
+    s.shutdown().await.unwrap();
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from "vitest";
+import { commandMatches, mentionAt, takeMention } from "./complete";
+
+describe("composer completion", () => {
+  it("finds the @word before the caret, and only one", () => {
+    expect(mentionAt("see @src/ma", 11)).toEqual({ start: 4, query: "src/ma" });
+    expect(mentionAt("@", 1)).toEqual({ start: 0, query: "" });
+    expect(mentionAt("mail me@host", 12)).toBeNull();
+    expect(mentionAt("see @src done", 13)).toBeNull();
+    expect(mentionAt("see @src done", 8)).toEqual({ start: 4, query: "src" });
+  });
+
+  it("puts the chosen path in place of the word, with the caret after it", () => {
+    expect(takeMention("see @ma", 7, 4, "src/main.rs")).toEqual({ text: "see @src/main.rs ", caret: 17 });
+    expect(takeMention("see @ma and", 7, 4, "src/main.rs")).toEqual({ text: "see @src/main.rs and", caret: 17 });
+    expect(takeMention("see @mai and", 6, 4, "src/main.rs")).toEqual({ text: "see @src/main.rs and", caret: 17 });
+  });
+
+  it("offers the commands a slash starts, never once the command is whole", () => {
+    const cmds = [{ name: "/goal ", hint: "" }, { name: "/goal pause", hint: "" }, { name: "/help", hint: "" }];
+    expect(commandMatches("/go", cmds).map((c) => c.name)).toEqual(["/goal ", "/goal pause"]);
+    expect(commandMatches("/help", cmds)).toEqual([]);
+    expect(commandMatches("/goal\nmore", cmds)).toEqual([]);
+    expect(commandMatches("hello", cmds)).toEqual([]);
+  });
+});

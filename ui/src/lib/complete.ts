@@ -1,0 +1,27 @@
+// What the composer completes, as pure functions: slash commands, and `@` mentions of the
+// workspace's files (the word being typed before the caret).
+
+/** The `@word` being typed just before `caret`, if any: where it starts and what it says. */
+export function mentionAt(text: string, caret: number): { start: number; query: string } | null {
+  const before = text.slice(0, caret);
+  const m = before.match(/(^|\s)@([^\s@]*)$/);
+  if (!m || m.index === undefined) return null;
+  return { start: m.index + m[1].length, query: m[2] };
+}
+
+/** `text` with the mention at `start` (up to `caret`) replaced by `@path `, and the caret
+ *  after it. */
+export function takeMention(text: string, caret: number, start: number, path: string): { text: string; caret: number } {
+  const inserted = `@${path} `;
+  const rest = text.slice(caret).replace(/^\S*/, "");
+  return { text: text.slice(0, start) + inserted + rest.replace(/^ /, ""), caret: start + inserted.length };
+}
+
+export type Command = { name: string; hint: string };
+
+/** The commands `text` is the beginning of (none once it is a whole command or has a line
+ *  break). */
+export function commandMatches(text: string, commands: Command[]): Command[] {
+  if (!text.startsWith("/") || text.includes("\n")) return [];
+  return commands.filter((c) => c.name.startsWith(text) && c.name !== text);
+}

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { diffLines, relative, shellResult, summary } from "./tools";
+
+const change = (path: string) => ({ path, op: "modify", diff: null, note: null });
+
+describe("tool calls as the transcript reads them", () => {
+  it("names paths under the workspace relative to it, and others as given", () => {
+    expect(relative("/ws/src/main.rs", "/ws")).toBe("src/main.rs");
+    expect(relative("/ws/src/main.rs", "/ws/")).toBe("src/main.rs");
+    expect(relative("/ws", "/ws")).toBe(".");
+    expect(relative("/wsx/a", "/ws")).toBe("/wsx/a");
+    expect(relative("notes/a.txt", "/ws")).toBe("notes/a.txt");
+    expect(relative("/ws/a", null)).toBe("/ws/a");
+  });
+
+  it("says what each call was asked: the command, the path, the pattern, a patch's files", () => {
+    const t = (name: string, args: unknown, changes = [] as ReturnType<typeof change>[]) => summary({ name, args: args as never, changes }, "/ws");
+    expect(t("bash", { command: "cargo test\n--more" })).toBe("cargo test");
+    expect(t("read_file", { path: "/ws/src/lib.rs" })).toBe("src/lib.rs");
+    expect(t("search", { pattern: "fn main", path: "/ws/src" })).toBe("fn main  in src");
+    expect(t("apply_patch", { patch: "…" }, [change("/ws/a.rs"), change("b.rs")])).toBe("a.rs, b.rs");
+    expect(t("apply_patch", { patch: "…" })).toBe("a patch");
+    expect(t("mcp_tool", { q: "x\ny" })).toBe("x");
+    expect(t("odd", [1, 2])).toBe("");
+  });
+
+  it("takes a shell command's exit code off its output", () => {
+    expect(shellResult("hi\n[exit code: 0]")).toEqual({ body: "hi", code: 0 });
+    expect(shellResult("boom\n[exit code: 127]\n")).toEqual({ body: "boom", code: 127 });
+    expect(shellResult("[exit code: 3]")).toEqual({ body: "", code: 3 });
+    expect(shellResult("no code here")).toEqual({ body: "no code here", code: null });
+  });
+
+  it("reads a unified diff's lines by what they do", () => {
+    const kinds = diffLines("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n").map((l) => l.kind);
+    expect(kinds).toEqual(["head", "head", "hunk", "same", "del", "add"]);
+  });
+});

@@ -1,0 +1,51 @@
+// How a tool call reads in the transcript: what it was asked (the command, the path under
+// the workspace, the pattern) and how it ended (a shell command's exit code).
+import type { ToolItem } from "./session";
+
+/** `path` relative to `workspace` when it lies under it; as given otherwise. */
+export function relative(path: string, workspace: string | null): string {
+  if (!workspace) return path;
+  const ws = workspace.endsWith("/") ? workspace : `${workspace}/`;
+  if (path === workspace) return ".";
+  return path.startsWith(ws) ? path.slice(ws.length) : path;
+}
+
+const str = (v: unknown) => (typeof v === "string" ? v : null);
+
+/** The tools that change files, whose results carry diffs. */
+export const FILE_TOOLS = new Set(["write", "edit", "multiedit", "append", "apply_patch"]);
+
+/** One line saying what the call was asked to do. */
+export function summary(t: Pick<ToolItem, "name" | "args" | "changes">, workspace: string | null): string {
+  const a = t.args && typeof t.args === "object" && !Array.isArray(t.args) ? (t.args as Record<string, unknown>) : {};
+  const path = str(a.path) ?? str(a.file_path);
+  if (t.name === "bash") return (str(a.command) ?? "").split("\n")[0];
+  if (t.name === "apply_patch") {
+    const files = t.changes.map((c) => relative(c.path, workspace));
+    return files.length ? files.join(", ") : "a patch";
+  }
+  const pattern = str(a.pattern) ?? str(a.query);
+  if (pattern !== null) return path ? `${pattern}  in ${relative(path, workspace)}` : pattern;
+  if (path !== null) return relative(path, workspace);
+  for (const v of Object.values(a)) if (typeof v === "string") return v.split("\n")[0];
+  return "";
+}
+
+/** A shell command's output without its closing `[exit code: N]` line, and that code. */
+export function shellResult(output: string): { body: string; code: number | null } {
+  const m = output.match(/\n?\[exit code: (-?\d+)\]\s*$/);
+  if (!m || m.index === undefined) return { body: output, code: null };
+  return { body: output.slice(0, m.index), code: Number(m[1]) };
+}
+
+/** The lines of a unified diff with what each is: a header, a hunk, added, removed, kept. */
+export function diffLines(diff: string): { kind: "head" | "hunk" | "add" | "del" | "same"; text: string }[] {
+  const lines = diff.endsWith("\n") ? diff.slice(0, -1).split("\n") : diff.split("\n");
+  return lines.map((text) => {
+    if (text.startsWith("+++") || text.startsWith("---")) return { kind: "head", text };
+    if (text.startsWith("@@")) return { kind: "hunk", text };
+    if (text.startsWith("+")) return { kind: "add", text };
+    if (text.startsWith("-")) return { kind: "del", text };
+    return { kind: "same", text };
+  });
+}
