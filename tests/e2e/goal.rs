@@ -42,7 +42,7 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     app.click("[data-testid=goal-budget]").await;
     app.type_into("[data-testid=budget-tokens]", "20K").await;
     app.click("[data-testid=budget-save]").await;
-    app.wait_text("[data-testid=goal-timeline]", "budget raised")
+    app.wait_text("[data-testid=goal-timeline]", "Resumed with a larger budget")
         .await;
     app.wait_text(
         "[data-testid=transcript]",
@@ -243,7 +243,7 @@ async fn a_rate_limited_goal_counts_down_resumes_by_itself_then_notifies_at_the_
         .await;
     assert!(stuck.contains("The limit resets at"), "{stuck}");
     let timeline = app.text("[data-testid=goal-timeline]").await;
-    assert!(timeline.contains("system"), "{timeline}");
+    assert!(timeline.contains("Waymark"), "{timeline}");
     assert!(
         app.js("return document.querySelector('[data-testid=goal-cancel-auto]') === null")
             .await

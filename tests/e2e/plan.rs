@@ -77,7 +77,9 @@ async fn plan_edited_in_the_app_then_approved_implements_the_edit() {
         "Implemented: DONE.txt is written.",
     )
     .await;
-    app.wait_text("[data-testid=transcript]", "EDITED BY THE USER")
+    // The implementation message is a card; what the agent was sent holds the edit.
+    app.click("[data-testid=card] .card-detail summary").await;
+    app.wait_text("[data-testid=card]", "EDITED BY THE USER")
         .await;
     app.shot("plan-4-approved-edit-implemented").await;
     assert_eq!(
@@ -368,7 +370,8 @@ async fn plan_comments_revise_approve_as_goal_history_and_export() {
     app.shot("plan-9-approve-as-goal").await;
     app.click("[data-testid=approve-goal-send]").await;
     app.click("[data-testid=tab-goal]").await;
-    app.wait_text("[data-testid=goal-objective]", "revision v2")
+    // Called by the plan's summary; the revision it implements is in its details.
+    app.wait_text("[data-testid=goal-criteria]", "revision v2")
         .await;
     let tokens = app.text("[data-testid=gauge-tokens]").await;
     assert!(tokens.contains("40K"), "{tokens}");

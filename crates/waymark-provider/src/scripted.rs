@@ -1,6 +1,9 @@
 //! The offline scripted model: plays a JSON script of responses in order (a separate list
 //! feeds verifier calls). Its position survives restarts in the session directory, so a
-//! session driven by several processes (exec, then answer) walks one script.
+//! session driven by several processes (exec, then answer) walks one script. A script may
+//! branch on what the user said: while the newest user-side message holds a branch's `when`
+//! text, that branch's replies play, each list from its own position (the demo's review
+//! paths: approve, revise, reply to a blocked goal).
 
 use super::{
     CallPurpose, ModelProvider, ModelRequest, ModelResponse, ProviderError, ProviderErrorKind,
@@ -30,6 +33,10 @@ pub enum WhenExhausted {
 pub struct Script {
     #[serde(default)]
     pub responses: Vec<ScriptResponse>,
+    /// Replies played instead of `responses` while the newest user-side message holds the
+    /// branch's `when` (the first branch that matches).
+    #[serde(default)]
+    pub branches: Vec<Branch>,
     #[serde(default)]
     pub verifier: Vec<ScriptResponse>,
     #[serde(default)]
@@ -45,6 +52,16 @@ pub struct Script {
     /// does (`context_too_long`).
     #[serde(default)]
     pub reject_over_window: bool,
+}
+
+/// A list of replies for one kind of message (see [`Script::branches`]).
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Branch {
+    /// Text the newest user-side message must hold (case-sensitive, never empty).
+    pub when: String,
+    #[serde(default)]
+    pub responses: Vec<ScriptResponse>,
 }
 
 /// One scripted reply.
@@ -120,12 +137,15 @@ impl Script {
     }
 }
 
-#[derive(Serialize, Deserialize, Default, Debug, Clone, Copy)]
+#[derive(Serialize, Deserialize, Default, Debug, Clone)]
 struct Cursor {
     responses: usize,
     verifier: usize,
     #[serde(default)]
     compact: usize,
+    /// The position in each branch, by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    branches: Vec<usize>,
 }
 
 /// Plays a [`Script`].
@@ -169,12 +189,41 @@ impl ScriptedProvider {
         }
     }
 
-    fn next(&self, purpose: CallPurpose) -> Result<ScriptResponse, ProviderError> {
-        let mut cur = self.cursor.lock().unwrap_or_else(|p| p.into_inner());
-        let (list, index, name) = match purpose {
-            CallPurpose::Main => (&self.script.responses, &mut cur.responses, "responses"),
-            CallPurpose::Verifier => (&self.script.verifier, &mut cur.verifier, "verifier"),
-            CallPurpose::Compact => (&self.script.compact, &mut cur.compact, "compact"),
+    /// The branch the request's newest user-side message calls for, if any.
+    fn branch_for(&self, request: &ModelRequest) -> Option<usize> {
+        let newest = request.messages.iter().rev().find_map(|m| match m {
+            crate::ModelMessage::User { text } => Some(text.as_str()),
+            _ => None,
+        })?;
+        self.script
+            .branches
+            .iter()
+            .position(|b| !b.when.is_empty() && newest.contains(&b.when))
+    }
+
+    fn next(
+        &self,
+        purpose: CallPurpose,
+        branch: Option<usize>,
+    ) -> Result<ScriptResponse, ProviderError> {
+        let mut guard = self.cursor.lock().unwrap_or_else(|p| p.into_inner());
+        let cur = &mut *guard;
+        let branch_name;
+        let (list, index, name) = match (purpose, branch) {
+            (CallPurpose::Main, Some(b)) => {
+                if cur.branches.len() <= b {
+                    cur.branches.resize(b + 1, 0);
+                }
+                branch_name = format!("branches[{b}]");
+                (
+                    &self.script.branches[b].responses,
+                    &mut cur.branches[b],
+                    branch_name.as_str(),
+                )
+            }
+            (CallPurpose::Main, None) => (&self.script.responses, &mut cur.responses, "responses"),
+            (CallPurpose::Verifier, _) => (&self.script.verifier, &mut cur.verifier, "verifier"),
+            (CallPurpose::Compact, _) => (&self.script.compact, &mut cur.compact, "compact"),
         };
         let item = match list.get(*index) {
             Some(r) => r.clone(),
@@ -193,7 +242,7 @@ impl ScriptedProvider {
         };
         *index += 1;
         if let Some(path) = &self.cursor_path {
-            self.save_cursor(path, *cur);
+            self.save_cursor(path, cur);
         }
         Ok(item)
     }
@@ -201,7 +250,7 @@ impl ScriptedProvider {
     /// Best effort: a lost cursor only replays a reply, it never corrupts the session. The
     /// file is kept open and overwritten in place (padded to a fixed width), since a rename
     /// per model call costs more than the rest of the call.
-    fn save_cursor(&self, path: &Path, cur: Cursor) {
+    fn save_cursor(&self, path: &Path, cur: &Cursor) {
         use std::os::unix::fs::FileExt as _;
         let mut file = self.cursor_file.lock().unwrap_or_else(|p| p.into_inner());
         if file.is_none() {
@@ -213,7 +262,9 @@ impl ScriptedProvider {
                 .ok();
         }
         if let (Some(f), Ok(json)) = (file.as_ref(), serde_json::to_string(&cur)) {
-            let _ = f.write_all_at(format!("{json:<63}\n").as_bytes(), 0);
+            // Padded to a width no cursor of a sane script outgrows, so a shorter one never
+            // leaves the tail of a longer one behind.
+            let _ = f.write_all_at(format!("{json:<255}\n").as_bytes(), 0);
         }
     }
 
@@ -305,7 +356,7 @@ impl ModelProvider for ScriptedProvider {
                     ..ScriptResponse::default()
                 }
             } else {
-                self.next(request.purpose)?
+                self.next(request.purpose, self.branch_for(request))?
             };
             let text = r.text.clone().unwrap_or_default();
             let parts = pieces(&text);
@@ -431,6 +482,79 @@ mod tests {
         );
         let e = p2.call(&req(CallPurpose::Main), &sink).await.unwrap_err();
         assert_eq!(e.kind, ProviderErrorKind::ScriptExhausted);
+    }
+
+    /// A request whose newest user-side message is `text` (a tool result after it too).
+    fn said(text: &str) -> ModelRequest {
+        ModelRequest {
+            messages: vec![
+                crate::ModelMessage::User { text: text.into() },
+                crate::ModelMessage::ToolResult {
+                    call_id: "c".into(),
+                    name: "read_file".into(),
+                    content: "approved by the tool".into(),
+                    is_error: false,
+                },
+            ],
+            ..req(CallPurpose::Main)
+        }
+    }
+
+    /// The newest user-side message picks the list; each list keeps its own place, across
+    /// a restart too; a message no branch names plays the main list.
+    #[tokio::test]
+    async fn a_branch_plays_while_the_newest_user_message_names_it() {
+        let s = || {
+            script(
+                r#"{"responses":[{"text":"main 1"},{"text":"main 2"}],
+                    "branches":[{"when":"approved","responses":[{"text":"impl 1"},{"text":"impl 2"}]},
+                                {"when":"asks for changes","responses":[{"text":"revise 1"}]}]}"#,
+            )
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let p = ScriptedProvider::new("scripted", s(), Path::new("/ws"), Some(dir.path()));
+        let sink = |_: StreamEvent| {};
+        assert_eq!(
+            p.call(&said("plan it"), &sink)
+                .await
+                .map(|r| r.text)
+                .unwrap(),
+            "main 1"
+        );
+        assert_eq!(
+            p.call(&said("The user asks for changes"), &sink)
+                .await
+                .map(|r| r.text)
+                .unwrap(),
+            "revise 1"
+        );
+        assert_eq!(
+            p.call(&said("The user approved it"), &sink)
+                .await
+                .map(|r| r.text)
+                .unwrap(),
+            "impl 1"
+        );
+        // Only user messages count: the tool result saying "approved" does not.
+        assert_eq!(
+            p.call(&said("go on"), &sink).await.map(|r| r.text).unwrap(),
+            "main 2"
+        );
+        let p2 = ScriptedProvider::new("scripted", s(), Path::new("/ws"), Some(dir.path()));
+        assert_eq!(
+            p2.call(&said("The user approved it"), &sink)
+                .await
+                .map(|r| r.text)
+                .unwrap(),
+            "impl 2"
+        );
+        let e = p2
+            .call(&said("The user asks for changes"), &sink)
+            .await
+            .map(|r| r.text)
+            .unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::ScriptExhausted);
+        assert!(e.message.contains("branches[1]"), "{e}");
     }
 
     #[tokio::test]
