@@ -87,11 +87,42 @@ async fn start_one<R: tauri::Runtime>(
     Ok(id)
 }
 
-/// Creates and starts both demo sessions; returns their ids (plan demo first).
+/// The demo sessions of earlier runs (those whose folder lies in the demo's own folder).
+fn earlier_runs(host: &Host) -> IpcResult<Vec<String>> {
+    let root = host.runtime.options().data_dir.join("demo");
+    let root = root.canonicalize().unwrap_or(root);
+    Ok(host
+        .runtime
+        .list_sessions()?
+        .into_iter()
+        .filter(|s| Path::new(&s.workspace).starts_with(&root))
+        .map(|s| s.id)
+        .collect())
+}
+
+/// Creates and starts both demo sessions; returns their ids (plan demo first). Running it
+/// again replaces the earlier run's sessions and sample folders instead of adding copies.
 pub async fn start<R: tauri::Runtime>(
     app: &tauri::AppHandle<R>,
     host: &Host,
 ) -> IpcResult<Vec<String>> {
+    for id in earlier_runs(host)? {
+        host.delete(&id).await?;
+    }
+    let runs = host.runtime.options().data_dir.join("demo");
+    if let Ok(entries) = std::fs::read_dir(&runs) {
+        for e in entries.flatten() {
+            // Only the numbered sample folders of earlier runs (never a link).
+            let numbered = e
+                .file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit());
+            if numbered && e.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
     let run = host.runtime.options().clock.now_ms();
     let plan = DemoSession {
         folder: "greet-plan-demo",

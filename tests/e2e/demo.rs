@@ -62,6 +62,9 @@ async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notifi
         "the answered question to go",
     )
     .await;
+    // With the answer the agent finishes, and the scripted reviewer confirms it.
+    app.wait_text("[data-testid=goal-status]", "complete").await;
+    app.shot("demo-2c-goal-complete-after-reply").await;
 
     // The plan demo: wait for its approval, approve, allow the test run, see it done.
     let plan_id = app

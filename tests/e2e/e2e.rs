@@ -4,6 +4,7 @@
 
 mod composer;
 mod demo;
+mod demo_paths;
 mod goal;
 mod harness;
 mod layout;

@@ -42,8 +42,11 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     app.click("[data-testid=goal-budget]").await;
     app.type_into("[data-testid=budget-tokens]", "20K").await;
     app.click("[data-testid=budget-save]").await;
-    app.wait_text("[data-testid=goal-timeline]", "Resumed with a larger budget")
-        .await;
+    app.wait_text(
+        "[data-testid=goal-timeline]",
+        "Resumed with a larger budget",
+    )
+    .await;
     app.wait_text(
         "[data-testid=transcript]",
         "Back at it after the budget was raised.",

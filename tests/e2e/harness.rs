@@ -528,11 +528,25 @@ impl App {
     }
 
     pub async fn click(&self, css: &str) {
-        self.el(css)
-            .await
-            .click()
-            .await
-            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+        // A click the page refuses (the element under something else) is tried again, the
+        // element brought to the middle of the view, for a moment before failing.
+        let mut tries = 0;
+        loop {
+            match self.el(css).await.click().await {
+                Ok(()) => break,
+                Err(e) if tries >= 10 => panic!("click {css}: {e:?}"),
+                Err(_) => {
+                    // WebDriver may scroll it under a sticky header (the Settings page's):
+                    // into the middle of its scroller, then again.
+                    self.js(&format!(
+                        "document.querySelector({css:?})?.scrollIntoView({{block: 'center'}}); return true"
+                    ))
+                    .await;
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
     }
 
     pub async fn exists(&self, css: &str) -> bool {
@@ -690,10 +704,11 @@ impl App {
             .await;
     }
 
-    pub async fn shot(&self, name: &str) {
-        // WebKit takes the screenshot after the page's next paint. With accelerated
-        // compositing off, a page with nothing to repaint never paints again, and the
-        // screenshot would wait forever; so a 1-px mark flickers (invisibly) until it is taken.
+    /// Makes the page paint every frame until `window.__shotMark` is set to null: WebKit
+    /// takes a screenshot after the page's next paint, and with accelerated compositing off
+    /// a page with nothing to repaint never paints again. A 1-px mark flickers (invisibly)
+    /// meanwhile.
+    async fn keep_painting(&self) {
         self.js(
             "if (!window.__shotMark) { const m = document.createElement('div'); \
                m.style.cssText = 'position:fixed;right:0;bottom:0;width:1px;height:1px;pointer-events:none;opacity:0'; \
@@ -703,6 +718,10 @@ impl App {
                requestAnimationFrame(tick); } return true",
         )
         .await;
+    }
+
+    pub async fn shot(&self, name: &str) {
+        self.keep_painting().await;
         let png = tokio::time::timeout(WAIT, self.client.screenshot())
             .await
             .unwrap_or_else(|_| panic!("screenshot {name} hung"))

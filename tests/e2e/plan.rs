@@ -364,9 +364,9 @@ async fn plan_comments_revise_approve_as_goal_history_and_export() {
     // Approve & pursue as goal: the budget comes from the plan.
     app.click("[data-testid=approve-goal]").await;
     let budget = app
-        .js("return document.querySelector('[data-testid=approve-goal-budget]').value")
+        .js("return ['tokens', 'turns', 'time'].map(f => document.querySelector(`[data-testid=approve-goal-${f}]`).value)")
         .await;
-    assert_eq!(budget, "budget=40K turns=6 time=1h");
+    assert_eq!(budget, serde_json::json!(["40K", "6", "1h"]));
     app.shot("plan-9-approve-as-goal").await;
     app.click("[data-testid=approve-goal-send]").await;
     app.click("[data-testid=tab-goal]").await;

@@ -36,11 +36,9 @@ async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
     app.click("[data-testid=open-settings]").await;
     app.type_into("[data-testid=breaker-limit]", "0").await;
     app.click("[data-testid=settings-save]").await;
-    app.wait_text(
-        "[data-testid=settings-error]",
-        "goal.breaker.repeated_reply_limit",
-    )
-    .await;
+    // Next to the field, in the field's words, not the internal key.
+    app.wait_text("[data-testid=field-error]", "Same reply this often")
+        .await;
     app.shot("settings-3-validation").await;
     let kept: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(desk.settings_file()).unwrap()).unwrap();

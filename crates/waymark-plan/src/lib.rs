@@ -335,6 +335,9 @@ pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
 }
 
 /// Freezes `content` as the next revision of the session's current plan and announces it.
+/// The same text as the newest revision by the same author is that revision again (a plan
+/// submitted again unchanged, after "Not now"): no new version, so comments drafted on it
+/// still apply.
 pub(crate) fn freeze_revision(
     tx: &mut Tx<'_>,
     session_id: &str,
@@ -347,6 +350,14 @@ pub(crate) fn freeze_revision(
     let key = |v: u32| format!("plan/{}/v{v}.md", plan.id);
     // A secret the plan quotes is stored (and implemented, and shown) redacted.
     let content = tx.redact(content).into_owned();
+    let newest = crate::db::revisions(tx.conn(), &plan.id)?.pop();
+    if let Some(same) = newest.filter(|r| {
+        r.author == author
+            && r.truncated == truncated
+            && r.sha256 == crate::db::sha256_hex(content.as_bytes())
+    }) {
+        return Ok((plan, same));
+    }
     let rev = tx.add_revision(&plan.id, &key, content.as_bytes(), author, truncated)?;
     tx.emit(
         session_id,

@@ -22,7 +22,7 @@ impl From<ConfigError> for crate::ErrorInfo {
 }
 
 impl ConfigError {
-    fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError {
             key: key.into(),
             message: message.into(),
@@ -302,6 +302,37 @@ impl Config {
     }
 
     /// Checks value ranges; the error names the first offending key.
+    /// Whether `spec` names a model this configuration can reach: a built-in provider with
+    /// a model (`openai:<model>`, `anthropic:<model>`, `ollama:<model>`), a script
+    /// (`scripted:<path>`), or a provider named in `providers`. Keys and servers are not
+    /// checked here (the model call says what is missing).
+    pub fn check_model(&self, spec: &str) -> Result<(), ConfigError> {
+        let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        let ok = match kind {
+            "openai" | "anthropic" | "ollama" | "scripted" => !rest.trim().is_empty(),
+            name => self
+                .providers
+                .get(name)
+                .is_some_and(|p| !rest.trim().is_empty() || p.model.is_some()),
+        };
+        if ok {
+            return Ok(());
+        }
+        let known: Vec<&str> = self.providers.keys().map(String::as_str).collect();
+        Err(ConfigError::new(
+            "model",
+            format!(
+                "`{}` names no model Waymark knows: use openai:<model>, anthropic:<model>, ollama:<model>, scripted:<path>{}",
+                spec.chars().take(200).collect::<String>(),
+                if known.is_empty() {
+                    String::new()
+                } else {
+                    format!(", or one of your providers: {}", known.join(", "))
+                }
+            ),
+        ))
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let t = &self.turn;
         range("turn.max_steps", u64::from(t.max_steps), 1, 1000)?;
@@ -498,6 +529,38 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.key, "providers.kimi.base_url");
+    }
+
+    #[test]
+    fn a_model_spec_must_name_a_provider_it_can_reach() {
+        let mut c = Config::default();
+        for ok in [
+            "openai:gpt-4.1",
+            "anthropic:claude-x",
+            "ollama:qwen3",
+            "scripted:/s.json",
+        ] {
+            assert!(c.check_model(ok).is_ok(), "{ok}");
+        }
+        for bad in ["gpt-4.1", "openai:", "kimi:k2", "", "ollama: "] {
+            let e = c.check_model(bad).unwrap_err();
+            assert_eq!(e.key, "model", "{bad}");
+            assert!(e.message.contains("names no model"), "{e}");
+        }
+        c.providers.insert(
+            "kimi".into(),
+            serde_json::from_str(
+                r#"{"kind": "openai", "base_url": "https://api.example/v1", "model": "k2"}"#,
+            )
+            .unwrap(),
+        );
+        assert!(c.check_model("kimi").is_ok() && c.check_model("kimi:k2-turbo").is_ok());
+        assert!(
+            c.check_model("gpt-4.1")
+                .unwrap_err()
+                .message
+                .contains("kimi")
+        );
     }
 
     #[test]

@@ -361,9 +361,11 @@ impl Runtime {
             .or(self.opts.default_model.as_deref())
             .map(str::to_string)
             .ok_or_else(|| {
-                Error::Refused(
-                    "no model configured: pass --model (for example openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen3 or scripted:demo.json) or set \"model\" in the settings file".into(),
-                )
+                // Named as the `model` setting, so the desktop offers to open it.
+                Error::Config(waymark_protocol::config::ConfigError::new(
+                    "model",
+                    "no model is set up yet: choose one as the default model in the settings (for example openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen3), or give one with --model on the command line",
+                ))
             })
     }
 

@@ -32,6 +32,11 @@ pub fn keep_aside(path: &Path, now_ms: i64) -> Option<PathBuf> {
 /// a rename, readable by the user only.
 pub fn save(path: &Path, config: &Config) -> Result<()> {
     config.validate()?;
+    // A model the user types is checked when saved (a file written by hand loads as it is,
+    // and a session says what is wrong with its model).
+    if let Some(spec) = &config.model {
+        config.check_model(spec)?;
+    }
     let mut value = serde_json::to_value(config).map_err(|e| Error::Corrupt(e.to_string()))?;
     drop_nulls(&mut value);
     let mut text =

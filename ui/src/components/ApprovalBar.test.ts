@@ -47,15 +47,24 @@ describe("ApprovalBar", () => {
   it("approves as a goal with the plan's budget, edited, and refuses one that does not read", async () => {
     const answers = setup({ version: 2, budget: "budget=40K turns=6", steps: ["a", "b"] }, { parse });
     await fireEvent.click(screen.getByTestId("approve-goal"));
-    const field = screen.getByTestId("approve-goal-budget") as HTMLInputElement;
-    expect(field.value).toBe("budget=40K turns=6");
-    await fireEvent.input(field, { target: { value: "lots" } });
+    const tokens = screen.getByTestId("approve-goal-tokens") as HTMLInputElement;
+    const turns = screen.getByTestId("approve-goal-turns") as HTMLInputElement;
+    expect([tokens.value, turns.value, (screen.getByTestId("approve-goal-time") as HTMLInputElement).value]).toEqual(["40K", "6", ""]);
+    await fireEvent.input(turns, { target: { value: "lots" } });
     await fireEvent.click(screen.getByTestId("approve-goal-send"));
     expect(await screen.findByTestId("approve-goal-problem")).toBeTruthy();
     expect(answers).toEqual([]);
-    await fireEvent.input(field, { target: { value: "budget=40K turns=3" } });
+    await fireEvent.input(turns, { target: { value: "3" } });
     await fireEvent.click(screen.getByTestId("approve-goal-send"));
     await waitFor(() => expect(answers).toEqual([{ answer: "approve", option: null, as_goal: { tokens: { to: 40000 }, turns: { to: 3 } } }]));
+  });
+
+  it("reads a budget line into fields and back, leaving empty fields out", async () => {
+    const { budgetFields, budgetLine } = await import("./ApprovalBar.svelte");
+    expect(budgetFields("budget=40K turns=6 time=1h")).toEqual({ tokens: "40K", turns: "6", time: "1h" });
+    expect(budgetFields("turns=3")).toEqual({ tokens: "", turns: "3", time: "" });
+    expect(budgetLine({ tokens: " 50 K", turns: "", time: "2h" })).toBe("budget=50K time=2h");
+    expect(budgetLine({ tokens: "", turns: "", time: "" })).toBe("");
   });
 
   it("sends the line comments with the revise, general text optional", async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { fireEvent, render, screen } from "@testing-library/svelte";
 import QuestionDialog from "./QuestionDialog.svelte";
 import type { Answer, Question } from "../lib/types";
@@ -127,5 +127,30 @@ describe("QuestionDialog (keyboard)", () => {
     view.unmount();
     expect(document.activeElement).toBe(before);
     before.remove();
+  });
+});
+
+describe("QuestionDialog (keys)", () => {
+  it("answers with 1/2/3 and Enter once it has been seen, never with keys typed as it opens", async () => {
+    const { ARM_MS } = await import("./QuestionDialog.svelte");
+    const t0 = performance.now();
+    const clock = vi.spyOn(performance, "now").mockReturnValue(t0);
+    const answers = setup(permission({ command: "ls", grants: { ...noGrants, session: "ls", session_text: "ls" } }));
+    const dialog = screen.getByTestId("question-dialog");
+    // Typed through as it opened: nothing answered.
+    await fireEvent.keyDown(dialog, { key: "Enter" });
+    await fireEvent.keyDown(dialog, { key: "1" });
+    expect(answers).toEqual([]);
+    clock.mockReturnValue(t0 + ARM_MS + 1);
+    // Digits typed into the reason field are text.
+    await fireEvent.keyDown(screen.getByRole("textbox"), { key: "3" });
+    expect(answers).toEqual([]);
+    await fireEvent.keyDown(dialog, { key: "3" });
+    await fireEvent.keyDown(dialog, { key: "2" });
+    await fireEvent.keyDown(dialog, { key: "Enter" });
+    await fireEvent.keyDown(dialog, { key: "9" });
+    expect(answers.map((a) => a.answer)).toEqual(["deny", "allow_for_session", "allow_once"]);
+    expect(screen.getByTestId("allow-once").textContent).toContain("1");
+    clock.mockRestore();
   });
 });

@@ -12,7 +12,7 @@ vi.mock("../bindings", () => {
   } as unknown as Config_Serialize;
   const view: SettingsView_Serialize = { config, keys: [], keyring_error: null };
   // The refusal names its key only in `setting`: the page must not need the message for it.
-  const refused = { code: "invalid_settings", message: "out of range", setting: "goal.breaker.repeated_reply_limit" };
+  const refused = { code: "invalid_settings", message: "goal.breaker.repeated_reply_limit is out of range", setting: "goal.breaker.repeated_reply_limit" };
   return { commands: { getSettings: async () => ({ status: "ok", data: view }), saveSettings: async () => ({ status: "error", error: refused }) } };
 });
 
@@ -29,7 +29,12 @@ describe("Settings", () => {
     render(Settings, { onclose: () => {}, onsaved: () => {} });
     const field = await screen.findByTestId("breaker-limit");
     await fireEvent.click(screen.getByTestId("settings-save"));
-    await screen.findByTestId("settings-error");
+    // Said under the field, in its own words, and the field takes the caret.
+    const said = await screen.findByTestId("field-error");
+    expect(field.closest("label")?.contains(said)).toBe(true);
+    expect(said.textContent).toBe("“Same reply this often = no progress” is out of range");
+    expect(screen.queryByTestId("settings-error")).toBeNull();
     expect(field.closest("label")?.classList.contains("bad")).toBe(true);
+    expect(document.activeElement).toBe(field);
   });
 });

@@ -70,6 +70,19 @@ describe("session reducer", () => {
     ]);
   });
 
+  it("remembers a review put off with Not now until the plan is reviewed again", () => {
+    seq = 0;
+    const opened = (id: string) => ev("questionnaire.opened", { id, question: { kind: "plan_approval", payload: planApproval({}) } });
+    const answered = (id: string, answer: "defer" | "reject") =>
+      ev("questionnaire.answered", { id, kind: "plan_approval", answer: { answer } });
+    let s = run([opened("q1"), answered("q1", "defer")]);
+    expect(s.deferred).toBe(true);
+    s = [opened("q2")].reduce(applyEvent, s);
+    expect(s.deferred).toBe(false);
+    s = [answered("q2", "defer"), ev("plan.mode_changed", { mode: "default", reason: "command" })].reduce(applyEvent, s);
+    expect(s.deferred).toBe(false);
+  });
+
   it("lists every file the tools changed, first changed first, with each change in order", () => {
     seq = 0;
     const change = (path: string, op: string, diff: string) => ({ path, op, diff, note: null });

@@ -41,6 +41,8 @@ export type Asked = Record<string, { version: number | null; answer: Answer | nu
 export type SessionState = {
   id: string;
   asked: Asked;
+  /** The user put the plan's review off ("Not now") and has not reviewed it since. */
+  deferred: boolean;
   /** The session's folder (paths under it are shown relative to it); null until known. */
   workspace: string | null;
   items: Item[];
@@ -65,7 +67,7 @@ export type SessionState = {
 };
 
 export function emptySession(id: string): SessionState {
-  return { id, asked: {}, workspace: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null };
+  return { id, asked: {}, deferred: false, workspace: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -274,7 +276,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
     }
     case "questionnaire.opened": {
       const version = e.question.kind === "plan_approval" ? e.question.payload.version : null;
-      return { ...s, asked: { ...s.asked, [e.id]: { version, answer: null } }, pending: { id: e.id, question: e.question, status: "pending", answer: null } };
+      return { ...s, deferred: e.question.kind === "plan_approval" ? false : s.deferred, asked: { ...s.asked, [e.id]: { version, answer: null } }, pending: { id: e.id, question: e.question, status: "pending", answer: null } };
     }
     case "questionnaire.answered": {
       const asked = { ...s.asked, [e.id]: { version: s.asked[e.id]?.version ?? null, answer: e.answer } };
@@ -286,7 +288,8 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
         items = s.bulk ? s.items : s.items.slice();
         items[at] = answerCard(card.from, asked) ?? card;
       }
-      return { ...s, asked, items, pending: s.pending && s.pending.id === e.id ? null : s.pending };
+      const deferred = e.kind === "plan_approval" ? e.answer.answer === "defer" : s.deferred;
+      return { ...s, asked, items, deferred, pending: s.pending && s.pending.id === e.id ? null : s.pending };
     }
     case "session.idle":
       return { ...s, running: false, streaming: null };
@@ -295,7 +298,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
     case "session.error":
       return { ...s, items: append(s, chip(e, e.error.message, "error")) };
     case "plan.mode_changed":
-      return { ...s, mode: e.mode, items: append(s, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")) };
+      return { ...s, mode: e.mode, deferred: e.mode === "plan" && s.deferred, items: append(s, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")) };
     case "plan.revision":
       return { ...s, items: append(s, chip(e, `Plan revision v${e.version} by ${e.author}`, "plan")) };
     case "plan.commented":

@@ -11,6 +11,8 @@ describe("tool calls as the transcript reads them", () => {
     expect(relative("/wsx/a", "/ws")).toBe("/wsx/a");
     expect(relative("notes/a.txt", "/ws")).toBe("notes/a.txt");
     expect(relative("/ws/a", null)).toBe("/ws/a");
+    // The session's own plan file, by its name.
+    expect(relative("/home/u/.local/share/waymark/sessions/s-1x/artifacts/plan.md", "/ws")).toBe("plan.md");
   });
 
   it("says what each call was asked: the command, the path, the pattern, a patch's files", () => {

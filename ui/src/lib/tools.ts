@@ -2,8 +2,11 @@
 // the workspace, the pattern) and how it ended (a shell command's exit code).
 import type { ToolItem } from "./session";
 
-/** `path` relative to `workspace` when it lies under it; as given otherwise. */
+/** `path` relative to `workspace` when it lies under it; a session's own file (the plan)
+ *  by its name in the session's folder; as given otherwise. */
 export function relative(path: string, workspace: string | null): string {
+  const own = path.match(/\/sessions\/[^/]+\/artifacts\/([^/].*)$/);
+  if (own) return own[1];
   if (!workspace) return path;
   const ws = workspace.endsWith("/") ? workspace : `${workspace}/`;
   if (path === workspace) return ".";

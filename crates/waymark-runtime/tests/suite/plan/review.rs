@@ -180,6 +180,28 @@ async fn pm_17_defer_stays_in_plan_mode_and_changes_nothing() {
     s.shutdown().await.unwrap();
 }
 
+/// After "Not now", the plan submitted again unchanged is the same revision (the comments
+/// drafted on it still apply); a changed one is the next.
+#[tokio::test]
+async fn pm_17_a_plan_submitted_again_unchanged_after_not_now_is_the_same_revision() {
+    let h = Harness::new(Config::default());
+    let exit = json!({"tool_calls": [{"name": "ExitPlanMode", "arguments": {}}]});
+    let s = h.session(
+        json!({"responses": [write_and_exit(GOOD_PLAN), exit, write_and_exit("## Summary\nChanged.\n")]}),
+        PermissionMode::AutoEdit,
+    );
+    let version = |h: &Harness, q: &str| questionnaire(h, &s, q).payload["version"].as_u64();
+    let q1 = waiting_on(&run(&s, plan_entry("plan the rename")).await);
+    assert_eq!(version(&h, &q1), Some(1));
+    run(&s, answer(&q1, Answer::Defer)).await;
+    let q2 = waiting_on(&run(&s, user("submit it again")).await);
+    assert_eq!(version(&h, &q2), Some(1), "unchanged: the same revision");
+    run(&s, answer(&q2, Answer::Defer)).await;
+    let q3 = waiting_on(&run(&s, user("change it")).await);
+    assert_eq!(version(&h, &q3), Some(2));
+    s.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn pm_17_revise_continues_in_plan_mode_with_the_feedback() {
     let (h, s, ev) = outcome(Answer::Revise {
