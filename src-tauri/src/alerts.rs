@@ -93,6 +93,29 @@ pub fn decide(
     }
 }
 
+/// `text` as a notification server shows it literally: servers that read body markup
+/// (links, sizes, colours) get it escaped, and format characters (bidi overrides,
+/// zero-width ones) are spelled out instead of reordering or hiding what is said.
+pub fn as_plain_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{feff}' => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            }
+            c if c.is_control() && c != '\n' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `text` on one line, cut to `max` characters with an ellipsis.
 fn one_paragraph(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -132,8 +155,8 @@ mod linux {
         std::thread::spawn(move || {
             let shown = notify_rust::Notification::new()
                 .appname("Waymark")
-                .summary(&alert.title)
-                .body(&alert.body)
+                .summary(&super::as_plain_text(&alert.title))
+                .body(&super::as_plain_text(&alert.body))
                 .action("default", "Open")
                 .show();
             match shown {
@@ -241,6 +264,19 @@ mod tests {
         let a = decide(&paused, "Rename", Some("stale question"), true).unwrap();
         assert!(!a.body.contains("stale"), "{}", a.body);
         assert!(a.body.starts_with("Paused: no progress"), "{}", a.body);
+    }
+
+    /// What a hostile model asks cannot style or link a notification, nor hide or reorder
+    /// its words.
+    #[test]
+    fn a_notification_shows_the_question_as_plain_text() {
+        let shown =
+            as_plain_text("<a href=\"https://x\">y</a> & <b>bold</b>\u{202e}gnp.exe\u{200b}");
+        assert_eq!(
+            shown,
+            "&lt;a href=\"https://x\"&gt;y&lt;/a&gt; &amp; &lt;b&gt;bold&lt;/b&gt;\\u{202e}gnp.exe\\u{200b}"
+        );
+        assert!(!shown.contains('<') && !shown.contains('\u{202e}'));
     }
 
     #[test]

@@ -246,12 +246,24 @@ pub const RENDER_BATCH: usize = 64;
 /// The longest message rendered as Markdown; a longer one shows as plain text.
 pub const RENDER_CAP: usize = 512 * 1024;
 
+/// The most text one `render_markdown` call renders; the messages past it come back as
+/// plain text.
+pub const RENDER_BATCH_BYTES: usize = 2 * 1024 * 1024;
+
 /// Agent messages as sanitized HTML, by the renderer plans use (model-written HTML stays
 /// inert, links keep safe schemes, images load nothing), in the order given. `None` for a
-/// message past [`RENDER_CAP`], which the window shows as plain text.
-#[tauri::command(async)]
+/// message past [`RENDER_CAP`] (or past [`RENDER_BATCH_BYTES`] in all), which the window
+/// shows as plain text. The work runs on a thread for blocking work, never on the ones the
+/// session commands and events go through.
+#[tauri::command]
 #[specta::specta]
-pub fn render_markdown(texts: Vec<String>) -> IpcResult<Vec<Option<String>>> {
+pub async fn render_markdown(texts: Vec<String>) -> IpcResult<Vec<Option<String>>> {
+    tauri::async_runtime::spawn_blocking(move || render_all(texts))
+        .await
+        .map_err(|e| IpcError::new("failed", e.to_string()))?
+}
+
+pub fn render_all(texts: Vec<String>) -> IpcResult<Vec<Option<String>>> {
     if texts.len() > RENDER_BATCH {
         return Err(IpcError::new(
             "too_large",
@@ -261,9 +273,14 @@ pub fn render_markdown(texts: Vec<String>) -> IpcResult<Vec<Option<String>>> {
             ),
         ));
     }
+    let mut budget = RENDER_BATCH_BYTES;
     Ok(texts
         .iter()
-        .map(|t| (t.len() <= RENDER_CAP).then(|| waymark_runtime::plan::render::render(t)))
+        .map(|t| {
+            let fits = t.len() <= RENDER_CAP && t.len() <= budget;
+            budget = budget.saturating_sub(t.len());
+            fits.then(|| waymark_runtime::plan::render::render(t))
+        })
         .collect())
 }
 

@@ -65,6 +65,22 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
         .dangerously_cast_bigints_to_number()
 }
 
+/// Whether the window may load `url`: the app's own pages (the bundled UI; the Vite server
+/// on loopback in a development build). Anything else opens in the system browser instead,
+/// through `open_link`, when the user clicks it.
+pub fn may_navigate(url: &tauri::Url) -> bool {
+    match url.scheme() {
+        "tauri" => url.host_str() == Some("localhost"),
+        "http" | "https" => {
+            url.host_str() == Some("tauri.localhost")
+                || (cfg!(debug_assertions)
+                    && url.host_str() == Some("localhost")
+                    && url.port() == Some(5173))
+        }
+        _ => false,
+    }
+}
+
 /// Where the generated bindings live (committed; a test fails when they are stale).
 pub const BINDINGS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/src/bindings.ts");
 
@@ -283,6 +299,12 @@ fn run() -> anyhow::Result<()> {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
+        // The window shows the app's own pages only: a link a model wrote never replaces it.
+        .plugin(
+            tauri::plugin::Builder::<tauri::Wry, ()>::new("navigation-guard")
+                .on_navigation(|_, url| may_navigate(url))
+                .build(),
+        )
         .manage(host)
         .invoke_handler(specta.invoke_handler())
         .on_window_event(|window, event| {

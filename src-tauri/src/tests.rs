@@ -167,7 +167,9 @@ fn keys_under_any_name_come_from_the_keyring_first() {
 /// inert. Too many messages at once, or one too long, are refused or left as plain text.
 #[test]
 fn agent_messages_render_with_the_plan_renderer_and_hostile_html_stays_inert() {
-    use crate::commands::{RENDER_BATCH, RENDER_CAP, render_markdown};
+    use crate::commands::{
+        RENDER_BATCH, RENDER_BATCH_BYTES, RENDER_CAP, render_all as render_markdown,
+    };
     let hostile = "## Done\n\n- one\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nfn main() {}\n```\n\n<script>alert(1)</script><img src=\"https://evil.example/x.png\" onerror=\"alert(2)\"><a href=\"javascript:alert(3)\">x</a><div onclick=\"alert(4)\">y</div>";
     let out = render_markdown(vec![hostile.into(), "x".repeat(RENDER_CAP + 1)]).unwrap();
     let html = out[0].as_deref().unwrap();
@@ -192,6 +194,12 @@ fn agent_messages_render_with_the_plan_renderer_and_hostile_html_stays_inert() {
     assert_eq!(out[1], None, "a message past the cap shows as plain text");
     let e = render_markdown(vec![String::new(); RENDER_BATCH + 1]).unwrap_err();
     assert_eq!(e.code, "too_large");
+    // Many large messages at once: those past the batch's budget show as plain text.
+    let big = "a".repeat(RENDER_CAP);
+    let n = RENDER_BATCH_BYTES / RENDER_CAP + 2;
+    let out = render_markdown(vec![big; n]).unwrap();
+    let rendered = out.iter().filter(|h| h.is_some()).count();
+    assert_eq!(rendered, RENDER_BATCH_BYTES / RENDER_CAP);
 }
 
 /// The window names each goal reason with the same words as the notifications.
@@ -201,5 +209,25 @@ fn the_window_and_the_notifications_name_goal_reasons_alike() {
     for r in waymark_protocol::GoalReason::ALL {
         let line = format!("{}: {:?},", r.as_str(), r.words());
         assert!(ts.contains(&line), "ui/src/lib/goal.ts lacks `{line}`");
+    }
+}
+
+/// Only the app's own pages load in the window: a link in a reply or a plan (a phishing
+/// page, a file, a data URL) never replaces the app.
+#[test]
+fn the_window_loads_only_the_apps_own_pages() {
+    let ok = |u: &str| super::may_navigate(&tauri::Url::parse(u).unwrap());
+    assert!(ok("tauri://localhost/index.html"));
+    assert!(ok("http://tauri.localhost/"));
+    for bad in [
+        "https://evil.example/login",
+        "http://localhost:8080/",
+        "tauri://evil.example/",
+        "file:///etc/passwd",
+        "data:text/html,<script>1</script>",
+        "javascript:alert(1)",
+        "https://tauri.localhost.evil.example/",
+    ] {
+        assert!(!ok(bad), "{bad}");
     }
 }

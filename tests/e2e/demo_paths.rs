@@ -21,6 +21,17 @@ async fn plan_demo(desk: &Desk) -> App {
     app
 }
 
+/// Drafts a comment on the plan's "Run the test" line.
+async fn comment_on_the_test_step(app: &App) {
+    app.click("[data-testid=comment-mode]").await;
+    app.wait_text("[data-testid=plan-lines]", "Run the test")
+        .await;
+    app.click("[data-testid=line-7]").await;
+    app.type_into("[data-testid=comment-text]", "Show the test's output too.")
+        .await;
+    app.click("[data-testid=comment-add]").await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn demo_approve_as_goal_ends_complete() {
     let desk = Desk::start();
@@ -49,13 +60,7 @@ async fn demo_approve_as_goal_ends_complete() {
 async fn demo_not_now_then_review_again_keeps_the_comment() {
     let desk = Desk::start();
     let app = plan_demo(&desk).await;
-    app.click("[data-testid=comment-mode]").await;
-    app.wait_text("[data-testid=plan-lines]", "Run the test")
-        .await;
-    app.click("[data-testid=line-7]").await;
-    app.type_into("[data-testid=comment-text]", "Show the test's output too.")
-        .await;
-    app.click("[data-testid=comment-add]").await;
+    comment_on_the_test_step(&app).await;
     app.wait_text("[data-testid=comment-drafts]", "output too")
         .await;
     app.click("[data-testid=defer]").await;
@@ -81,13 +86,7 @@ async fn demo_not_now_then_review_again_keeps_the_comment() {
 async fn demo_revise_with_a_comment_gives_the_revised_plan_then_the_demo_runs_again() {
     let desk = Desk::start();
     let app = plan_demo(&desk).await;
-    app.click("[data-testid=comment-mode]").await;
-    app.wait_text("[data-testid=plan-lines]", "Run the test")
-        .await;
-    app.click("[data-testid=line-7]").await;
-    app.type_into("[data-testid=comment-text]", "Show the test's output too.")
-        .await;
-    app.click("[data-testid=comment-add]").await;
+    comment_on_the_test_step(&app).await;
     app.click("[data-testid=revise]").await;
     app.click("[data-testid=revise-send]").await;
     app.wait_text("[data-testid=approval-bar]", "v2").await;

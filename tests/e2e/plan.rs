@@ -70,6 +70,8 @@ async fn plan_edited_in_the_app_then_approved_implements_the_edit() {
         .await;
     app.wait_text("[data-testid=plan-doc]", "EDITED BY THE USER")
         .await;
+    // The review is of the user's revision now, and says so.
+    app.wait_text("[data-testid=approval-bar]", "v2").await;
 
     app.click("[data-testid=approve]").await;
     app.wait_text(
@@ -78,6 +80,8 @@ async fn plan_edited_in_the_app_then_approved_implements_the_edit() {
     )
     .await;
     // The implementation message is a card; what the agent was sent holds the edit.
+    app.wait_text("[data-testid=card]", "Implementing the approved plan v2")
+        .await;
     app.click("[data-testid=card] .card-detail summary").await;
     app.wait_text("[data-testid=card]", "EDITED BY THE USER")
         .await;

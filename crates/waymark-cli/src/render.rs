@@ -213,7 +213,9 @@ impl Printer {
                     (r, None) => outln!("[turn ended: {}]", r.as_str()),
                 }
             }
-            EventKind::QuestionnaireOpened { .. } | EventKind::QuestionnaireAnswered { .. } => {}
+            EventKind::QuestionnaireOpened { .. }
+            | EventKind::QuestionnaireUpdated { .. }
+            | EventKind::QuestionnaireAnswered { .. } => {}
             EventKind::SessionIdle {} | EventKind::SessionWaiting { .. } => self.end_line(),
             EventKind::PlanModeChanged { mode, reason, .. } => {
                 self.end_line();

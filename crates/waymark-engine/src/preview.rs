@@ -176,9 +176,13 @@ fn patch_files(patch: &str, private: impl Fn(&str) -> bool) -> Vec<FileChange> {
     out
 }
 
-/// A unified diff between two texts, labelled `from` and `to`.
+/// A unified diff between two texts, labelled `from` and `to`. The diff gives up looking for
+/// the smallest one after a moment (two large, unlike files would otherwise hold the turn):
+/// it is still a correct diff, only a longer one.
 fn unified_diff(old: &str, new: &str, from: &str, to: &str) -> String {
-    similar::TextDiff::from_lines(old, new)
+    similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(250))
+        .diff_lines(old, new)
         .unified_diff()
         .context_radius(3)
         .header(from, to)

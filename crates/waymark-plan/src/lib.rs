@@ -326,7 +326,15 @@ pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
             // What a goal would take from the plan follows the user's version too.
             review.budget = review::budget(&content);
             review.steps = review::steps(&content);
-            tx.update_question(&q.id, &waymark_protocol::Question::PlanApproval(review))?;
+            let question = waymark_protocol::Question::PlanApproval(review);
+            tx.update_question(&q.id, &question)?;
+            tx.emit(
+                api.id(),
+                EventKind::QuestionnaireUpdated {
+                    id: q.id.clone(),
+                    question: Box::new(question),
+                },
+            )?;
         }
         // The file last: if recording failed, the file is untouched.
         waymark_tools::fs_policy::write_atomic(&path, text.as_bytes())

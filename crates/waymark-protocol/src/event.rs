@@ -153,6 +153,13 @@ pub enum EventKind {
         id: String,
         question: Box<crate::Question>,
     },
+    /// A pending questionnaire now asks about something else (the user edited the plan under
+    /// review: the review is of their revision).
+    #[serde(rename = "questionnaire.updated")]
+    QuestionnaireUpdated {
+        id: String,
+        question: Box<crate::Question>,
+    },
     #[serde(rename = "questionnaire.answered")]
     QuestionnaireAnswered {
         id: String,
@@ -251,6 +258,7 @@ impl EventKind {
             EventKind::ContextCompacted { .. } => "context.compacted",
             EventKind::TurnFinished { .. } => "turn.finished",
             EventKind::QuestionnaireOpened { .. } => "questionnaire.opened",
+            EventKind::QuestionnaireUpdated { .. } => "questionnaire.updated",
             EventKind::QuestionnaireAnswered { .. } => "questionnaire.answered",
             EventKind::SessionIdle {} => "session.idle",
             EventKind::SessionWaiting { .. } => "session.waiting",
@@ -285,6 +293,7 @@ impl EventKind {
             | EventKind::ContextCompacted { .. }
             | EventKind::TurnFinished { .. }
             | EventKind::QuestionnaireOpened { .. }
+            | EventKind::QuestionnaireUpdated { .. }
             | EventKind::QuestionnaireAnswered { .. }
             | EventKind::SessionIdle {}
             | EventKind::SessionWaiting { .. }

@@ -319,14 +319,19 @@ impl Runtime {
         self.attach(&id, resolved, false, spec.hold, Changes::default())
     }
 
-    /// Reopens a stored session (taking its lease).
-    pub fn open_session(&self, id: &str, spec: SessionSpec) -> Result<SessionHandle> {
+    /// A stored session's row, its workspace and its own folder.
+    fn stored(&self, id: &str) -> Result<(store::SessionRow, PathBuf, PathBuf)> {
         let row = self
             .store
             .read(|c| store::sessions::get(c, id))?
             .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
         let ws = PathBuf::from(&row.workspace);
-        let sd = paths::session_dir(&self.opts.data_dir, id);
+        Ok((row, ws, paths::session_dir(&self.opts.data_dir, id)))
+    }
+
+    /// Reopens a stored session (taking its lease).
+    pub fn open_session(&self, id: &str, spec: SessionSpec) -> Result<SessionHandle> {
+        let (row, ws, sd) = self.stored(id)?;
         std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
         let model_spec = self.model_spec(spec.model.as_deref(), row.model.as_deref())?;
         let resolved =
@@ -471,12 +476,7 @@ impl Runtime {
     /// (at most `limit`; the project's ignore rules apply; hidden files and private places
     /// are left out).
     pub fn workspace_files(&self, id: &str, query: &str, limit: usize) -> Result<Vec<String>> {
-        let row = self
-            .store
-            .read(|c| store::sessions::get(c, id))?
-            .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
-        let ws = PathBuf::from(&row.workspace);
-        let sd = paths::session_dir(&self.opts.data_dir, id);
+        let (_, ws, sd) = self.stored(id)?;
         let sandbox = crate::sandbox::Sandbox::new(
             self.opts.sandbox_helper.clone(),
             (self.opts.env)(crate::sandbox::FORCE_ENV),
@@ -506,9 +506,16 @@ impl Runtime {
                 title.chars().count()
             )));
         }
-        if title.chars().any(char::is_control) {
+        // Control and format characters (line breaks, bidi overrides, zero-width ones)
+        // would break the list's line or make it say something else than it shows.
+        let hidden = |c: char| {
+            c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+        };
+        if title.chars().any(hidden) {
             return Err(Error::Refused(
-                "a session's title is one line of text, without control characters".into(),
+                "a session's title is one line of plain text, without control or format characters"
+                    .into(),
             ));
         }
         let (found, _) = self
@@ -561,8 +568,9 @@ impl Runtime {
     pub fn list_sessions(&self) -> Result<Vec<SessionSummary>> {
         let mut list = self.store.view(store::sessions::list)?;
         self.store.view(|c| {
+            // One unreadable row leaves its session without a badge, not the list empty.
             for s in &mut list {
-                s.needs_you = needs_you(c, s)?;
+                s.needs_you = needs_you(c, s).unwrap_or(None);
             }
             Ok::<_, Error>(())
         })?;

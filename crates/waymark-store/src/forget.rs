@@ -36,9 +36,20 @@ fn references(conn: &rusqlite::Connection) -> Result<Vec<Reference>> {
     let mut out = Vec::new();
     for t in &tables {
         let mut stmt = conn.prepare(&format!("PRAGMA foreign_key_list({})", ident(t)))?;
-        let keys: Vec<(String, String, Option<String>)> = stmt
-            .query_map([], |r| Ok((r.get(2)?, r.get(3)?, r.get(4)?)))?
+        let keys: Vec<(i64, String, String, Option<String>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
             .collect::<std::result::Result<_, _>>()?;
+        // A key over several columns would need all of them matched at once; none exists,
+        // and deleting by one column alone could take another session's rows: refused.
+        let mut ids: Vec<i64> = keys.iter().map(|k| k.0).collect();
+        ids.sort();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return Err(StoreError::Corrupt(format!(
+                "table {t} has a foreign key over several columns; sessions cannot be deleted safely"
+            )));
+        }
+        let keys: Vec<(String, String, Option<String>)> =
+            keys.into_iter().map(|(_, p, c, to)| (p, c, to)).collect();
         let declared = keys.iter().any(|(_, column, _)| column == "session_id");
         for (parent, column, to) in keys {
             let parent_column = match to {
@@ -197,5 +208,37 @@ impl Tx<'_> {
         }
         conn.execute("DELETE FROM temp.waymark_doomed", [])?;
         Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Store, StoreError};
+
+    /// A table whose key spans several columns (an extension's, say) is never deleted by
+    /// one of its columns alone, which could take another session's rows: refused.
+    #[test]
+    fn a_key_over_several_columns_refuses_the_delete() {
+        let store = Store::open_in_memory().unwrap();
+        store
+            .write(1, |tx| {
+                tx.conn().execute_batch(
+                    "INSERT INTO workspaces (id, path, created_at) VALUES (1, '/w', 0);
+                     INSERT INTO sessions (id, workspace_id, created_at, updated_at) VALUES ('s1', 1, 0, 0);
+                     CREATE TABLE pair (a TEXT, b INTEGER, PRIMARY KEY (a, b));
+                     CREATE TABLE pair_notes (session_id TEXT REFERENCES sessions(id), a TEXT, b INTEGER,
+                         FOREIGN KEY (a, b) REFERENCES pair (a, b));",
+                )?;
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        let e = store.write(2, |tx| tx.delete_session("s1")).unwrap_err();
+        assert!(e.to_string().contains("several columns"), "{e}");
+        let left: i64 = store
+            .read(|c| {
+                Ok::<_, StoreError>(c.query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))?)
+            })
+            .unwrap();
+        assert_eq!(left, 1, "nothing was deleted");
     }
 }

@@ -5,6 +5,8 @@
 import type { HLJSApi } from "highlight.js";
 
 let loading: Promise<HLJSApi> | null = null;
+/** The longest code block coloured, in characters. */
+const MAX_CODE = 64 * 1024;
 
 /** The languages registered, by the name a fence uses (aliases come with each). */
 const LANGUAGES = {
@@ -54,6 +56,8 @@ export async function highlightIn(root: HTMLElement): Promise<void> {
   const hljs = await load();
   for (const code of blocks) {
     if (!code.isConnected || (code as HTMLElement).dataset.highlighted) continue;
+    // A huge block stays plain: colouring it would hold the page for too long.
+    if ((code.textContent?.length ?? 0) > MAX_CODE) continue;
     const lang = languageOf(code, hljs);
     if (!lang) continue;
     const { value } = hljs.highlight(code.textContent ?? "", { language: lang, ignoreIllegals: true });

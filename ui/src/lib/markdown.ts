@@ -6,6 +6,8 @@ import { commands } from "../bindings";
 
 /** How many rendered texts are kept. */
 export const KEPT = 400;
+/** How much the kept texts and their HTML may take, in characters. */
+export const KEPT_BYTES = 8 * 1024 * 1024;
 /** The most texts one call takes (the app refuses more). */
 const BATCH = 64;
 
@@ -25,10 +27,22 @@ export function createRenderer(call: (texts: string[]) => Promise<Rendered[]>): 
   const asked = new Map<string, Promise<Rendered>>();
   let queue: Waiting[] = [];
 
+  let bytes = 0;
+  const size = (text: string, html: Rendered) => text.length + (html?.length ?? 0);
   function keep(text: string, html: Rendered) {
-    kept.delete(text);
+    const old = kept.get(text);
+    if (old !== undefined) {
+      bytes -= size(text, old);
+      kept.delete(text);
+    }
     kept.set(text, html);
-    if (kept.size > KEPT) kept.delete(kept.keys().next().value as string);
+    bytes += size(text, html);
+    // At most KEPT texts and KEPT_BYTES in all: the oldest go first.
+    while (kept.size > KEPT || (bytes > KEPT_BYTES && kept.size > 1)) {
+      const first = kept.keys().next().value as string;
+      bytes -= size(first, kept.get(first) ?? null);
+      kept.delete(first);
+    }
   }
 
   async function flush() {

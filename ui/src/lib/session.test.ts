@@ -70,6 +70,17 @@ describe("session reducer", () => {
     ]);
   });
 
+  it("follows a review the user's edit moved to their revision", () => {
+    seq = 0;
+    const s = run([
+      ev("questionnaire.opened", { id: "q1", question: { kind: "plan_approval", payload: planApproval({ version: 1 }) } }),
+      ev("questionnaire.updated", { id: "q1", question: { kind: "plan_approval", payload: planApproval({ version: 2 }) } }),
+    ]);
+    const q = s.pending?.question;
+    expect(q?.kind === "plan_approval" && q.payload.version).toBe(2);
+    expect(s.asked.q1.version).toBe(2);
+  });
+
   it("remembers a review put off with Not now until the plan is reviewed again", () => {
     seq = 0;
     const opened = (id: string) => ev("questionnaire.opened", { id, question: { kind: "plan_approval", payload: planApproval({}) } });

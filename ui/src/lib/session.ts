@@ -278,6 +278,12 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       const version = e.question.kind === "plan_approval" ? e.question.payload.version : null;
       return { ...s, deferred: e.question.kind === "plan_approval" ? false : s.deferred, asked: { ...s.asked, [e.id]: { version, answer: null } }, pending: { id: e.id, question: e.question, status: "pending", answer: null } };
     }
+    case "questionnaire.updated": {
+      const version = e.question.kind === "plan_approval" ? e.question.payload.version : null;
+      const asked = { ...s.asked, [e.id]: { version, answer: s.asked[e.id]?.answer ?? null } };
+      const pending = s.pending && s.pending.id === e.id ? { ...s.pending, question: e.question } : s.pending;
+      return { ...s, asked, pending };
+    }
     case "questionnaire.answered": {
       const asked = { ...s.asked, [e.id]: { version: s.asked[e.id]?.version ?? null, answer: e.answer } };
       // A card made before its answer was logged says now what the answer was.

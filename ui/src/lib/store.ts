@@ -192,6 +192,10 @@ function follow(s: Store, before: SessionState, e: WireEvent): Step {
     case "questionnaire.answered":
       if (e.kind === "plan_approval") effects.push({ kind: "load-plan", id: e.session_id });
       break;
+    case "questionnaire.updated":
+      // The review moved to another revision: the tab reads it anew.
+      if (e.question.kind === "plan_approval") effects.push({ kind: "load-plan", id: e.session_id });
+      break;
     default:
       break;
   }

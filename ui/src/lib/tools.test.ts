@@ -36,5 +36,9 @@ describe("tool calls as the transcript reads them", () => {
   it("reads a unified diff's lines by what they do", () => {
     const kinds = diffLines("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n").map((l) => l.kind);
     expect(kinds).toEqual(["head", "head", "hunk", "same", "del", "add"]);
+    // Inside a hunk, lines starting with `---` and `+++` are changes, not headers; after it,
+    // the next file's headers are headers again.
+    const two = diffLines("--- a/x\n+++ b/x\n@@ -1 +1 @@\n--- old\n+++ new\n--- a/y\n+++ b/y\n@@ -0,0 +1 @@\n+y\n");
+    expect(two.map((l) => l.kind)).toEqual(["head", "head", "hunk", "del", "add", "head", "head", "hunk", "add"]);
   });
 });

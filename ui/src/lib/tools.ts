@@ -44,11 +44,31 @@ export function shellResult(output: string): { body: string; code: number | null
 /** The lines of a unified diff with what each is: a header, a hunk, added, removed, kept. */
 export function diffLines(diff: string): { kind: "head" | "hunk" | "add" | "del" | "same"; text: string }[] {
   const lines = diff.endsWith("\n") ? diff.slice(0, -1).split("\n") : diff.split("\n");
+  // A hunk holds as many lines as its `@@ -a,b +c,d @@` counts: inside it an added `++x`
+  // or a removed `--x` is a change like any other; outside, lines are file headers.
+  let old = 0;
+  let neu = 0;
   return lines.map((text) => {
-    if (text.startsWith("+++") || text.startsWith("---")) return { kind: "head", text };
-    if (text.startsWith("@@")) return { kind: "hunk", text };
-    if (text.startsWith("+")) return { kind: "add", text };
-    if (text.startsWith("-")) return { kind: "del", text };
+    if (old <= 0 && neu <= 0) {
+      const m = text.match(/^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/);
+      if (m) {
+        old = m[1] === undefined ? 1 : Number(m[1]);
+        neu = m[2] === undefined ? 1 : Number(m[2]);
+        return { kind: "hunk", text };
+      }
+      return { kind: "head", text };
+    }
+    if (text.startsWith("\\")) return { kind: "same", text };
+    if (text.startsWith("+")) {
+      neu--;
+      return { kind: "add", text };
+    }
+    if (text.startsWith("-")) {
+      old--;
+      return { kind: "del", text };
+    }
+    old--;
+    neu--;
     return { kind: "same", text };
   });
 }

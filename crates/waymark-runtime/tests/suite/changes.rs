@@ -80,7 +80,6 @@ async fn a_file_tool_result_carries_the_diff_of_what_it_changed() {
         patched.diff.as_deref().unwrap().contains("+delta"),
         "{patched:?}"
     );
-    // The model's history holds none of it.
     let log = h.runtime.events(s.id(), 0, 10_000).unwrap();
     assert_eq!(changes(&log), got, "the log keeps what was streamed");
     s.shutdown().await.unwrap();

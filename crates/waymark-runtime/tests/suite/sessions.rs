@@ -118,6 +118,20 @@ async fn a_hostile_id_deletes_nothing() {
     let id = s.id().to_string();
     s.shutdown().await.unwrap();
     let data = h.dir.path().join("data");
+    // Rows under those names, as a corrupt or hostile database could hold: still nothing
+    // outside a session's own folder is touched.
+    h.runtime
+        .store()
+        .write(1, |tx| {
+            for id in ["..", "x/../../.."] {
+                tx.conn().execute(
+                    "INSERT INTO sessions (id, workspace_id, created_at, updated_at) SELECT ?1, workspace_id, 0, 0 FROM sessions LIMIT 1",
+                    [id],
+                )?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
     let before = counts(&h);
     for id in ["..", "../..", ".", "", "sessions/../..", "/", "x/../../.."] {
         let e = h.runtime.delete_session(id).unwrap_err();
@@ -142,7 +156,15 @@ async fn a_session_is_renamed_and_bad_titles_are_refused() {
     assert_eq!(title(&h), "first words");
     h.runtime.rename_session(s.id(), "  Retry logic  ").unwrap();
     assert_eq!(title(&h), "Retry logic");
-    for bad in ["", "   ", "two\nlines", &"x".repeat(201)] {
+    for bad in [
+        "",
+        "   ",
+        "two\nlines",
+        &"x".repeat(201),
+        "invoice\u{202e}fdp.exe",
+        "a\u{200b}b",
+        "a\u{2028}b",
+    ] {
         let e = h.runtime.rename_session(s.id(), bad).unwrap_err();
         assert_eq!(e.code(), "refused", "{bad:?}: {e}");
     }
