@@ -45,6 +45,20 @@ async fn side_columns_collapse_and_a_narrow_window_keeps_the_transcript_wide() {
     assert!(width_of(&app, "[data-testid=side-panel]").await > 0);
     app.shot("layout-1-both").await;
 
+    // `?` lists the shortcuts (outside a text field); Escape closes the list.
+    app.js("document.activeElement?.blur(); return true").await;
+    app.press_char('?').await;
+    app.wait_text("[data-testid=shortcuts]", "Ctrl+K").await;
+    app.shot("layout-1b-shortcuts").await;
+    app.press(Key::Escape).await;
+    app.wait_gone("[data-testid=shortcuts]").await;
+    // Ctrl+K switches session by name.
+    app.chord(Key::Control, 'k').await;
+    app.el("[data-testid=quick-picker-input]").await;
+    app.type_more("[data-testid=quick-picker-input]", "Hi\u{E007}")
+        .await;
+    app.wait_gone("[data-testid=quick-picker]").await;
+
     // Ctrl+B closes the session list: the transcript takes its width.
     app.chord(Key::Control, 'b').await;
     let without_list = wait_width(
