@@ -284,7 +284,16 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             if budget.is_empty() {
                 return Err(Error::Refused("no budget change given (budget=…, turns=… or time=…)".into()));
             }
-            apply_budgets(tx, &mut g, &args_of(budget)?, GoalActor::User)?;
+            let args = args_of(budget)?;
+            // Saving the budget as it is changes nothing: no new revision, nothing logged
+            // (the timeline would repeat the goal's last state as if it were news).
+            let same = args.tokens.is_none_or(|t| t == g.token_budget)
+                && args.turns.is_none_or(|t| t == g.turn_budget)
+                && args.time_ms.is_none_or(|t| t == g.time_budget_ms);
+            if same {
+                return Ok(format!("The budget is unchanged.\n{}", describe(&snapshot(&g), tx.now())));
+            }
+            apply_budgets(tx, &mut g, &args, GoalActor::User)?;
             describe(&snapshot(&g), tx.now())
         }
         GoalOp::Set { objective, budget, replace } => {

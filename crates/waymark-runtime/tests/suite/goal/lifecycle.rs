@@ -264,6 +264,25 @@ async fn g_1_one_current_goal_and_g_9_lifecycle_commands() {
         status(&goal(&h, &s)),
         (GoalStatus::Paused, GoalReason::UserRequested)
     );
+    // The budget saved as it is: no new revision, no goal update logged (the timeline
+    // would repeat the goal's last state as news), the goal stays paused by the user.
+    let updates = |h: &Harness| {
+        h.runtime
+            .events(s.id(), 0, 10_000)
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind.type_name() == "goal.update")
+            .count()
+    };
+    let (logged, revision) = (updates(&h), goal(&h, &s).revision);
+    let said = out(s.submit(user("/goal budget=50K")).await.unwrap());
+    assert!(said.contains("unchanged"), "{said}");
+    assert_eq!(goal(&h, &s).revision, revision);
+    assert_eq!(updates(&h), logged);
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::Paused, GoalReason::UserRequested)
+    );
     out(s.submit(user("/goal resume")).await.unwrap());
     assert_eq!(
         status(&goal(&h, &s)),
