@@ -256,6 +256,23 @@ pub fn finished(events: &[Event]) -> Vec<(TurnEndReason, Option<String>)> {
 }
 
 pub fn results(events: &[Event]) -> Vec<(String, ToolStatus, String)> {
+    tool_results(events, |name, status, content, _| {
+        (name.to_string(), status, content.to_string())
+    })
+}
+
+/// Each tool result's name, status and the files it reports changed, in order.
+pub fn changes(events: &[Event]) -> Vec<(String, ToolStatus, Vec<waymark_protocol::FileChange>)> {
+    tool_results(events, |name, status, _, changes| {
+        (name.to_string(), status, changes.to_vec())
+    })
+}
+
+/// `f` of every tool result in `events` (name, status, content, changes), in order.
+fn tool_results<T>(
+    events: &[Event],
+    f: impl Fn(&str, ToolStatus, &str, &[waymark_protocol::FileChange]) -> T,
+) -> Vec<T> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -263,8 +280,9 @@ pub fn results(events: &[Event]) -> Vec<(String, ToolStatus, String)> {
                 name,
                 status,
                 content,
+                changes,
                 ..
-            } => Some((name.clone(), *status, content.clone())),
+            } => Some(f(name, *status, content, changes)),
             _ => None,
         })
         .collect()

@@ -2,28 +2,10 @@
 //! changes view: each file with its diff, only for calls that succeeded. (A private file's
 //! contents stay out: `red_team::private_places`.)
 
-use super::harness::{Harness, run, user};
+use super::harness::{Harness, changes, run, user};
 use serde_json::json;
 use waymark_protocol::config::Config;
-use waymark_protocol::{EventKind, FileChange, PermissionMode, ToolStatus};
-
-/// Each result's name, status and changes, in order.
-pub(super) fn changes(
-    events: &[waymark_protocol::Event],
-) -> Vec<(String, ToolStatus, Vec<FileChange>)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ToolResult {
-                name,
-                status,
-                changes,
-                ..
-            } => Some((name.clone(), *status, changes.clone())),
-            _ => None,
-        })
-        .collect()
-}
+use waymark_protocol::{PermissionMode, ToolStatus};
 
 #[tokio::test]
 async fn a_file_tool_result_carries_the_diff_of_what_it_changed() {

@@ -512,7 +512,7 @@ async fn the_diff_of_an_allowed_private_edit_shows_only_the_requested_change() {
     );
     let (q, _) = permission_asked(&run(&s, user("edit")).await).expect("the edit asked");
     let ev = run(&s, answer(&q, waymark_protocol::Answer::AllowOnce)).await;
-    let got = super::super::changes::changes(&ev);
+    let got = super::super::harness::changes(&ev);
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].1, ToolStatus::Ok, "{got:?}");
     let diff = got[0].2[0].diff.as_deref().expect("a diff");
