@@ -367,6 +367,19 @@ impl Desk {
         std::fs::read_to_string(self.dir.path().join("opened.log")).unwrap_or_default()
     }
 
+    /// Waits until the app asked the system browser to open `url`.
+    pub async fn wait_opened(&self, url: &str) {
+        let start = Instant::now();
+        while !self.opened().contains(url) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{url} did not reach the browser: {:?}",
+                self.opened()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// The `Notify` calls the bus monitor saw so far.
     pub fn notifications(&self) -> String {
         std::fs::read_to_string(&self.monitor_log).unwrap_or_default()

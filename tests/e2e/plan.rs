@@ -253,15 +253,7 @@ async fn an_xss_payload_in_plan_md_does_not_run_in_the_webview() {
     // A real click on an http link goes to the system browser, the webview stays put.
     app.click("[data-testid=plan-doc] a[href^='https://example.com']")
         .await;
-    let start = Instant::now();
-    while !desk.opened().contains("https://example.com/docs?from=plan") {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the link did not reach the browser: {:?}",
-            desk.opened()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    desk.wait_opened("https://example.com/docs?from=plan").await;
     assert!(
         app.client
             .current_url()

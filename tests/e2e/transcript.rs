@@ -47,18 +47,8 @@ async fn replies_render_as_markdown_and_tool_calls_show_diffs_output_and_changes
     // A link the model wrote opens in the system browser; the window stays the app.
     app.click("[data-testid=markdown] a[href^='https://example.com']")
         .await;
-    let start = Instant::now();
-    while !desk
-        .opened()
-        .contains("https://example.com/docs?from=reply")
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the link did not reach the browser: {:?}",
-            desk.opened()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    desk.wait_opened("https://example.com/docs?from=reply")
+        .await;
     let url = app.client.current_url().await.unwrap();
     assert!(url.as_str().starts_with("tauri://localhost"), "{url}");
 
