@@ -10,6 +10,10 @@ import threading
 
 # Tests set this to see which API key the client sent.
 AUTH_LOG = os.environ.get("MOCK_AUTH_LOG")
+# Set, the one key taken (others get the real API's 401), and the models served (others get
+# its 404), as a real account behaves.
+API_KEY = os.environ.get("MOCK_API_KEY")
+MODELS = [m for m in os.environ.get("MOCK_MODELS", "").split(",") if m]
 
 _replies = itertools.count(1)
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,6 +66,12 @@ class Handler(BaseHTTPRequestHandler):
                 f.write(self.headers.get("authorization", "<none>") + "\n")
         length = int(self.headers.get("content-length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
+        if API_KEY and self.headers.get("authorization") != f"Bearer {API_KEY}":
+            return self.refuse(401, {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                     "code": "invalid_api_key"})
+        if MODELS and body.get("model") not in MODELS:
+            return self.refuse(404, {"message": f"The model `{body.get('model')}` does not exist or you do not have access to it.",
+                                     "type": "invalid_request_error", "code": "model_not_found"})
         out = b""
         for ev in reply_for(body.get("messages", [])):
             out += b"data: " + json.dumps(ev).encode() + b"\n\n"
@@ -69,6 +79,13 @@ class Handler(BaseHTTPRequestHandler):
         # Head and body in one write: separate small writes meet Nagle's algorithm and
         # delayed ACKs, adding tens of milliseconds of latency that is the server's, not ours.
         head = ("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                f"content-length: {len(out)}\r\n\r\n").encode()
+        self.wfile.write(head + out)
+        self.wfile.flush()
+
+    def refuse(self, status, error):
+        out = json.dumps({"error": error}).encode()
+        head = (f"HTTP/1.1 {status} Refused\r\ncontent-type: application/json\r\n"
                 f"content-length: {len(out)}\r\n\r\n").encode()
         self.wfile.write(head + out)
         self.wfile.flush()

@@ -93,6 +93,25 @@ pub fn decide(
     }
 }
 
+/// Where an alert is said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// A toast in the window, which the user is looking at.
+    InWindow,
+    /// A desktop notification: the window is in the background.
+    System,
+}
+
+/// An alert goes to the window while it has the focus, else to the desktop: one of the two,
+/// so the toast never repeats a notification the user already saw.
+pub fn delivery(focused: bool) -> Delivery {
+    if focused {
+        Delivery::InWindow
+    } else {
+        Delivery::System
+    }
+}
+
 /// `text` as a notification server shows it literally: servers that read body markup
 /// (links, sizes, colours) get it escaped, and format characters (bidi overrides,
 /// zero-width ones) are spelled out instead of reordering or hiding what is said.

@@ -2,12 +2,13 @@
 //! (`#[tauri::command]` functions live in a module: at the crate root they clash with the
 //! macro's generated names.)
 
-use crate::dto::{AppInfo, KeyStatus, SettingsView, Submitted};
+use crate::dto::{AppInfo, KeyStatus, SettingsView, SetupCheck, Submitted};
 use crate::error::{IpcError, IpcResult};
 use crate::host::Host;
 use crate::settings::{self, Keyring};
 use tauri::{AppHandle, State};
 use waymark_protocol::config::Config;
+use waymark_protocol::setup::{ModelSetup, SETUP_KEY};
 use waymark_protocol::{
     Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanRevisionText,
     PlanView, Position, RevisionRef, SessionSummary, SessionView,
@@ -31,6 +32,7 @@ pub fn app_info(host: State<'_, Host>) -> AppInfo {
         data_dir: opts.data_dir.display().to_string(),
         settings_file: host.settings_path.display().to_string(),
         demo: config.model.is_none(),
+        default_model: config.model.clone(),
         settings_error: host
             .settings_error
             .lock()
@@ -53,15 +55,19 @@ pub async fn pick_workspace<R: tauri::Runtime>(app: AppHandle<R>) -> Option<Stri
     use tauri_plugin_dialog::DialogExt;
     let host = app.state::<Host>();
     // It opens beside the project used last (projects usually sit side by side), else in
-    // the home folder — not in GTK's "Recent" list, which holds files, not projects.
-    let start = host
-        .runtime
-        .list_sessions()
-        .ok()
-        .and_then(|l| l.first().map(|s| std::path::PathBuf::from(&s.workspace)))
-        .and_then(|w| w.parent().map(std::path::Path::to_path_buf))
-        .filter(|d| d.is_dir())
-        .or_else(|| std::env::var_os("HOME").map(std::path::PathBuf::from));
+    // the home folder — not in GTK's "Recent" list, which holds files, not projects, and
+    // never in the app's own data folder (where the demo's sample projects live).
+    let data_dir = host.runtime.options().data_dir.clone();
+    let start = start_folder(
+        host.runtime
+            .list_sessions()
+            .ok()
+            .unwrap_or_default()
+            .iter()
+            .map(|s| std::path::Path::new(&s.workspace)),
+        &data_dir,
+    )
+    .or_else(|| std::env::var_os("HOME").map(std::path::PathBuf::from));
     let mut dialog = app.dialog().file().set_title("Open a project folder");
     if let Some(dir) = start {
         dialog = dialog.set_directory(dir);
@@ -71,6 +77,21 @@ pub async fn pick_workspace<R: tauri::Runtime>(app: AppHandle<R>) -> Option<Stri
         let _ = tx.send(p.and_then(|p| p.into_path().ok()));
     });
     rx.await.ok().flatten().map(|p| p.display().to_string())
+}
+
+/// Where the folder picker opens: beside the newest workspace that is a folder outside the
+/// app's data folder, if any.
+pub(crate) fn start_folder<'a>(
+    newest_first: impl Iterator<Item = &'a std::path::Path>,
+    data_dir: &std::path::Path,
+) -> Option<std::path::PathBuf> {
+    let data_dir = data_dir
+        .canonicalize()
+        .unwrap_or_else(|_| data_dir.to_path_buf());
+    newest_first
+        .filter(|w| !w.starts_with(&data_dir))
+        .filter_map(|w| w.parent().map(std::path::Path::to_path_buf))
+        .find(|d| d.is_dir())
 }
 
 /// Creates a session in `workspace` (the settings' model unless `model` names one).
@@ -213,6 +234,28 @@ pub async fn answer(
 #[specta::specta]
 pub async fn stop(host: State<'_, Host>, id: String) -> IpcResult<()> {
     host.handle(&id)?.submit(Op::Stop).await?;
+    Ok(())
+}
+
+/// The header's mode picker: tool calls decided from now on follow `mode`.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_permission_mode(
+    host: State<'_, Host>,
+    id: String,
+    mode: PermissionMode,
+) -> IpcResult<()> {
+    host.handle(&id)?
+        .submit(Op::SetPermissionMode { mode })
+        .await?;
+    Ok(())
+}
+
+/// The header's model picker: the session's next model call goes to `model` (a spec).
+#[tauri::command]
+#[specta::specta]
+pub async fn set_model(host: State<'_, Host>, id: String, model: String) -> IpcResult<()> {
+    host.handle(&id)?.submit(Op::SetModel { model }).await?;
     Ok(())
 }
 
@@ -380,6 +423,75 @@ pub async fn get_settings(host: State<'_, Host>) -> IpcResult<SettingsView> {
 #[tauri::command]
 #[specta::specta]
 pub fn save_settings(host: State<'_, Host>, config: Config) -> IpcResult<()> {
+    store_settings(&host, config)
+}
+
+/// "Test connection" on the setup card: one small call to the model it describes, with the
+/// key typed (not stored yet) or, when none is, the one in the keyring or the environment.
+#[tauri::command]
+#[specta::specta]
+pub async fn test_model_setup(
+    host: State<'_, Host>,
+    setup: ModelSetup,
+    key: Option<String>,
+) -> IpcResult<SetupCheck> {
+    let (plan, key) = planned(&host, &setup, key)?;
+    let opts = host.runtime.options();
+    let probe =
+        waymark_runtime::setup::try_model(&plan, key.as_deref(), opts.env.clone(), &opts.cwd)
+            .await?;
+    Ok(SetupCheck {
+        model: probe.model,
+        millis: probe.millis,
+    })
+}
+
+/// "Save and start" on the setup card: the key into the keyring, then the model into the
+/// settings (nothing is saved when the key cannot be stored); the model spec now in force.
+#[tauri::command]
+#[specta::specta]
+pub fn save_model_setup(
+    host: State<'_, Host>,
+    setup: ModelSetup,
+    key: Option<String>,
+) -> IpcResult<String> {
+    let (plan, key) = planned(&host, &setup, key)?;
+    let on_key = |message: String| {
+        let mut e = IpcError::new("invalid_key", message);
+        e.setting = Some(SETUP_KEY.to_string());
+        e
+    };
+    match (&plan.key_env, key) {
+        (Some(var), Some(k)) => {
+            settings::check_env_name(var)?;
+            Keyring::set(var, &k).map_err(|e| on_key(e.to_string()))?;
+        }
+        (Some(var), None) if (host.runtime.options().env)(var).is_none() => {
+            return Err(on_key(format!(
+                "paste the API key: there is none for {var} in the keyring or the environment"
+            )));
+        }
+        (Some(_), None) | (None, _) => {}
+    }
+    store_settings(&host, plan.config)?;
+    Ok(plan.spec)
+}
+
+/// What the setup card's answer comes to with the settings in force, and the key as typed
+/// (surrounding blanks dropped, an empty field taken as none).
+fn planned(
+    host: &Host,
+    setup: &ModelSetup,
+    key: Option<String>,
+) -> IpcResult<(waymark_protocol::setup::SetupPlan, Option<String>)> {
+    let key = key.map(|k| k.trim().to_string()).filter(|k| !k.is_empty());
+    let plan = waymark_protocol::setup::plan(&host.runtime.config(), setup, key.is_some())?;
+    Ok((plan, key))
+}
+
+/// Validates and writes the settings (an unreadable file is kept aside first), then puts
+/// them in force for new and open sessions.
+fn store_settings(host: &Host, config: Config) -> IpcResult<()> {
     config.validate()?;
     let now = host.runtime.options().clock.now_ms();
     waymark_runtime::settings::keep_aside(&host.settings_path, now);

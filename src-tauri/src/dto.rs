@@ -9,8 +9,10 @@ pub struct AppInfo {
     pub version: String,
     pub data_dir: String,
     pub settings_file: String,
-    /// No model is configured: the UI shows the demo banner.
+    /// No model is configured: the UI shows the setup card.
     pub demo: bool,
+    /// The settings' default model, when there is one (the model picker offers it).
+    pub default_model: Option<String>,
     /// Settings could not be read; the app runs on defaults and says why.
     pub settings_error: Option<String>,
 }
@@ -29,6 +31,15 @@ pub struct SettingsView {
     pub keys: Vec<KeyStatus>,
     /// Why the OS keyring cannot be used, when it cannot.
     pub keyring_error: Option<String>,
+}
+
+/// A model the setup card reached.
+#[derive(Debug, Clone, Serialize, Type)]
+pub struct SetupCheck {
+    /// As its provider names it (`custom:m1`).
+    pub model: String,
+    /// How long the test call took.
+    pub millis: u64,
 }
 
 /// What a submitted message did.

@@ -228,14 +228,19 @@ async fn forward<R: tauri::Runtime>(
                 .and_then(|g| g.question);
             alerts::decide(&event, &title, question.as_deref(), focused)
         });
-        if let Some(alert) = alert {
-            alerts::raise(&app, &alert);
-            let _ = AlertRaised {
-                session_id: alert.session_id,
-                title: alert.title,
-                body: alert.body,
+        // Said once, where the user is: in the window while it has the focus, else by the
+        // system's notification (never both).
+        match alert.map(|a| (alerts::delivery(focused), a)) {
+            Some((alerts::Delivery::InWindow, alert)) => {
+                let _ = AlertRaised {
+                    session_id: alert.session_id,
+                    title: alert.title,
+                    body: alert.body,
+                }
+                .emit(&app);
             }
-            .emit(&app);
+            Some((alerts::Delivery::System, alert)) => alerts::raise(&app, &alert),
+            None => {}
         }
         if matches!(event.kind, waymark_protocol::EventKind::TurnFinished { .. }) {
             crate::memory::TRIM.request();

@@ -48,6 +48,10 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::parse_goal,
             commands::get_settings,
             commands::save_settings,
+            commands::set_permission_mode,
+            commands::set_model,
+            commands::test_model_setup,
+            commands::save_model_setup,
             commands::set_api_key,
             commands::delete_api_key,
             commands::open_link::<tauri::Wry>,
@@ -324,15 +328,10 @@ fn run() -> anyhow::Result<()> {
             if let Some(w) = app.get_webview_window("main") {
                 lean_webview(&w);
             }
+            // The offline demo starts when the user asks for it on the setup card, or at once
+            // with WAYMARK_DEMO=1 (the memory benchmark, a quick look).
             let handle = app.handle().clone();
-            let host = app.state::<Host>();
-            let first_run = host.runtime.config().model.is_none()
-                && host
-                    .runtime
-                    .list_sessions()
-                    .map(|l| l.is_empty())
-                    .unwrap_or(false);
-            if first_run && std::env::var_os("WAYMARK_NO_DEMO").is_none() {
+            if std::env::var_os("WAYMARK_DEMO").is_some_and(|v| v == "1") {
                 tauri::async_runtime::spawn(async move {
                     let host = handle.state::<Host>();
                     if let Err(e) = demo::start(&handle, &host).await {

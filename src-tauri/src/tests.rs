@@ -231,3 +231,25 @@ fn the_window_loads_only_the_apps_own_pages() {
         assert!(!ok(bad), "{bad}");
     }
 }
+
+#[test]
+fn the_folder_picker_opens_beside_the_newest_project_never_in_the_data_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let data = root.join("data");
+    let demo = data.join("demo/1/greet-plan-demo");
+    let project = root.join("code/app");
+    std::fs::create_dir_all(&demo).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let gone = root.join("removed/project");
+    // Newest first: the demo's sample project, a folder since removed, then a real project.
+    let listed = [demo.as_path(), gone.as_path(), project.as_path()];
+    assert_eq!(
+        commands::start_folder(listed.into_iter(), &data),
+        Some(root.join("code"))
+    );
+    assert_eq!(
+        commands::start_folder([demo.as_path()].into_iter(), &data),
+        None
+    );
+}

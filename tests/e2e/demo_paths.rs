@@ -8,15 +8,8 @@ use super::*;
 /// Opens the plan demo of a first run and waits for its review.
 async fn plan_demo(desk: &Desk) -> App {
     let app = desk.launch().await;
-    app.el("[data-testid=demo-banner]").await;
-    let id = app
-        .wait_js(
-            "return [...document.querySelectorAll('[data-testid=session]')].find(b => b.textContent.includes('Plan first'))?.dataset.sessionId",
-            "the plan demo in the list",
-        )
-        .await;
-    app.open_session(id.as_str().unwrap()).await;
-    app.click("[data-testid=tab-plan]").await;
+    app.start_demo().await;
+    app.open_plan_demo().await;
     app.wait_text("[data-testid=approval-bar]", "v1").await;
     app
 }
@@ -105,6 +98,58 @@ async fn demo_revise_with_a_comment_gives_the_revised_plan_then_the_demo_runs_ag
     app.wait_js(
         "return document.querySelectorAll('[data-testid=session]').length === 2 || null",
         "the demo replaced, not copied",
+    )
+    .await;
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn focus_review_gives_the_plan_the_window_beside_its_comments() {
+    let desk = Desk::start();
+    let app = plan_demo(&desk).await;
+    app.click("[data-testid=focus-review]").await;
+    app.wait_text("[data-testid=plan-lines]", "Run the test")
+        .await;
+    // The side panel has the whole window; the list and the transcript are out of the way.
+    let g = app
+        .js("const w = (s) => document.querySelector(s)?.getBoundingClientRect().width ?? 0; return [w('[data-testid=side-panel]'), innerWidth, w('[data-testid=transcript]'), w('[data-testid=sidebar]')]")
+        .await;
+    let g: Vec<f64> = serde_json::from_value(g).unwrap();
+    assert!(g[0] >= g[1] - 2.0, "{g:?}");
+    assert_eq!((g[2], g[3]), (0.0, 0.0), "{g:?}");
+    // A comment is written beside the lines, not under them.
+    app.click("[data-testid=line-7]").await;
+    app.type_into("[data-testid=comment-text]", "Show the test's output too.")
+        .await;
+    app.click("[data-testid=comment-add]").await;
+    let beside = app
+        .js("const l = document.querySelector('[data-testid=plan-lines]').getBoundingClientRect(); const d = document.querySelector('[data-testid=comment-drafts]').getBoundingClientRect(); return d.left >= l.right && d.top < l.bottom")
+        .await;
+    assert_eq!(beside, true);
+    app.shot("focus-1-review-beside-comments").await;
+    // Escape leaves it, with the comment kept for the review.
+    app.js("document.activeElement?.blur(); return true").await;
+    app.press(fantoccini::key::Key::Escape).await;
+    app.wait_js(
+        "return (document.querySelector('[data-testid=transcript]')?.getBoundingClientRect().width ?? 0) > 300",
+        "the transcript back",
+    )
+    .await;
+    app.click("[data-testid=comment-mode]").await;
+    app.wait_text(
+        "[data-testid=comment-drafts]",
+        "Show the test's output too.",
+    )
+    .await;
+    // Sent back from focus review, the review ends and so does the focus.
+    app.click("[data-testid=focus-review]").await;
+    app.click("[data-testid=revise]").await;
+    app.type_into("[data-testid=revise-text]", "One more step, please.")
+        .await;
+    app.click("[data-testid=revise-send]").await;
+    app.wait_js(
+        "return (document.querySelector('[data-testid=transcript]')?.getBoundingClientRect().width ?? 0) > 300",
+        "the transcript back after the answer",
     )
     .await;
     app.close().await;

@@ -2,6 +2,7 @@
 //! Xvfb, driven over WebDriver; the model is the offline scripted one. Every test saves
 //! screenshots to target/e2e-screenshots/.
 
+mod a11y;
 mod composer;
 mod demo;
 mod demo_paths;
@@ -11,6 +12,7 @@ mod layout;
 mod plan;
 mod sessions;
 mod settings;
+mod setup;
 mod state;
 mod transcript;
 mod window;

@@ -16,6 +16,8 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(log.contains("budget_limited"), "{log}");
     let app = desk.launch().await;
+    // Notifications are for a window in the background.
+    let _other = desk.focus_elsewhere();
     app.el("[data-testid=session].current").await;
     app.click("[data-testid=tab-goal]").await;
     app.wait_text("[data-testid=goal-status]", "budget limited")
@@ -210,6 +212,8 @@ async fn a_rate_limited_goal_counts_down_resumes_by_itself_then_notifies_at_the_
         &["--permission", "auto", "Hello"],
     ));
     let app = desk.launch().await;
+    // Notifications are for a window in the background.
+    let _other = desk.focus_elsewhere();
     app.el("[data-testid=session].current").await;
     app.type_into("[data-testid=composer]", "/goal File both notes")
         .await;

@@ -362,6 +362,47 @@ impl Desk {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// Picks `folder` in the native folder chooser (GTK) the app opened, by typing it into
+    /// the chooser's location bar with real X input; `screen`, when given, names a screenshot
+    /// of the chooser.
+    pub fn choose_folder(&self, folder: &Path, screen: Option<&str>) {
+        let dialog = self.xdotool(&[
+            "search",
+            "--sync",
+            "--onlyvisible",
+            "--name",
+            "Open a project folder",
+        ]);
+        self.xdotool(&["windowfocus", "--sync", &dialog]);
+        self.xdotool(&["key", "--clearmodifiers", "ctrl+l"]);
+        self.xdotool(&["type", "--delay", "2", folder.to_str().unwrap()]);
+        if let Some(name) = screen {
+            self.screen(name);
+        }
+        self.xdotool(&["key", "Return"]);
+    }
+
+    /// Gives the keyboard focus to another window (an image viewer), as when the user works
+    /// in another program; the window stays while the returned process lives.
+    pub fn focus_elsewhere(&self) -> Proc {
+        let other = spawn(
+            Command::new("display")
+                .args(["-size", "320x200", "-title", "elsewhere", "xc:lightgray"])
+                .env("DISPLAY", &self.display)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        let elsewhere = self.xdotool(&["search", "--sync", "--onlyvisible", "--name", "elsewhere"]);
+        self.xdotool(&["windowfocus", "--sync", &elsewhere]);
+        other
+    }
+
+    /// Gives the keyboard focus to the app's window.
+    pub fn focus_app(&self) {
+        let window = self.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+        self.xdotool(&["windowfocus", "--sync", &window]);
+    }
+
     /// What the app asked the system browser to open.
     pub fn opened(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("opened.log")).unwrap_or_default()
@@ -650,6 +691,25 @@ impl App {
     /// Types `text` after what the field holds.
     pub async fn type_more(&self, css: &str, text: &str) {
         self.el(css).await.send_keys(text).await.unwrap();
+    }
+
+    /// A first run with no model: the setup card's "Use the offline demo instead", then the
+    /// demo's banner.
+    pub async fn start_demo(&self) {
+        self.click("[data-testid=setup-demo]").await;
+        self.el("[data-testid=demo-banner]").await;
+    }
+
+    /// Opens the demo's plan session (once it is in the list) on its Plan tab.
+    pub async fn open_plan_demo(&self) {
+        let id = self
+            .wait_js(
+                "return [...document.querySelectorAll('[data-testid=session]')].find(b => b.textContent.includes('Plan first'))?.dataset.sessionId",
+                "the plan demo in the list",
+            )
+            .await;
+        self.open_session(id.as_str().unwrap()).await;
+        self.click("[data-testid=tab-plan]").await;
     }
 
     /// Opens the session whose list entry has this id.

@@ -102,18 +102,7 @@ async fn open_folder_uses_the_native_chooser_and_a_plan_ready_while_unfocused_no
     let app = desk.launch().await;
     app.click("[data-testid=open-folder]").await;
     // The native folder chooser (GTK): type the folder into its location bar, real X input.
-    let dialog = desk.xdotool(&[
-        "search",
-        "--sync",
-        "--onlyvisible",
-        "--name",
-        "Open a project folder",
-    ]);
-    desk.xdotool(&["windowfocus", "--sync", &dialog]);
-    desk.xdotool(&["key", "--clearmodifiers", "ctrl+l"]);
-    desk.xdotool(&["type", "--delay", "2", ws.to_str().unwrap()]);
-    desk.screen("folder-1-chooser");
-    desk.xdotool(&["key", "Return"]);
+    desk.choose_folder(&ws, Some("folder-1-chooser"));
     // A session in that folder opens.
     app.wait_text("[data-testid=session].current", "").await;
     let listed = desk.cli(&["sessions"]);
@@ -124,8 +113,7 @@ async fn open_folder_uses_the_native_chooser_and_a_plan_ready_while_unfocused_no
     app.shot("folder-2-session-opened").await;
 
     // While the window has the focus, a plan ready for review raises no notification…
-    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
-    desk.xdotool(&["windowfocus", "--sync", &window]);
+    desk.focus_app();
     app.send_with_plan_chip("Plan the change").await;
     app.wait_text("[data-testid=plan-doc]", "Draft 1").await;
     app.el("[data-testid=approval-bar]").await;
@@ -139,15 +127,7 @@ async fn open_folder_uses_the_native_chooser_and_a_plan_ready_while_unfocused_no
     app.wait_gone("[data-testid=approval-bar]").await;
 
     // …but when another window has it, the next draft does.
-    let _other = harness::spawn(
-        std::process::Command::new("display")
-            .args(["-size", "320x200", "-title", "elsewhere", "xc:lightgray"])
-            .env("DISPLAY", &desk.display)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null()),
-    );
-    let elsewhere = desk.xdotool(&["search", "--sync", "--onlyvisible", "--name", "elsewhere"]);
-    desk.xdotool(&["windowfocus", "--sync", &elsewhere]);
+    let _other = desk.focus_elsewhere();
     app.type_into("[data-testid=composer]", "Add a rollback step\u{E007}")
         .await;
     desk.wait_notification("Plan ready for review").await;
@@ -186,8 +166,11 @@ fn toast_place(needle: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_goal_blocked_toast_never_covers_the_composer() {
     let desk = Desk::start();
-    // First run: the offline demo, whose goal session opens first and ends blocked.
+    // First run: the offline demo, whose goal session opens first and ends blocked; the
+    // window has the focus, so that is said by a toast.
     let app = desk.launch().await;
+    desk.focus_app();
+    app.start_demo().await;
     let place = app
         .wait_js(&toast_place("Goal blocked"), "the goal-blocked toast")
         .await;
@@ -222,5 +205,26 @@ async fn the_goal_blocked_toast_never_covers_the_composer() {
     }
     sizes.dedup();
     assert_eq!(sizes.len(), 3, "the window did not resize: {sizes:?}");
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_alert_is_a_toast_while_the_window_has_the_focus_and_never_also_a_notification() {
+    let desk = Desk::start();
+    let app = desk.launch().await;
+    app.el("[data-testid=setup-card]").await;
+    desk.focus_app();
+    // The goal demo gets blocked and asks a question: said in the window, with the question…
+    app.start_demo().await;
+    let said = app.wait_text("[data-testid=toast]", "Goal blocked").await;
+    assert!(said.contains("It asks:"), "{said}");
+    app.shot("alert-1-toast-while-focused").await;
+    // …and not a second time by the desktop.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !desk.notifications().contains("Goal blocked"),
+        "{}",
+        desk.notifications()
+    );
     app.close().await;
 }

@@ -74,6 +74,20 @@ export const commands = {
 	getSettings: () => typedError<SettingsView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("get_settings")),
 	/**  Validates and saves the settings; they apply at once to new and open sessions. */
 	saveSettings: (config: Config_Deserialize) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("save_settings", { config })),
+	/**  The header's mode picker: tool calls decided from now on follow `mode`. */
+	setPermissionMode: (id: string, mode: PermissionMode) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("set_permission_mode", { id, mode })),
+	/**  The header's model picker: the session's next model call goes to `model` (a spec). */
+	setModel: (id: string, model: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("set_model", { id, model })),
+	/**
+	 *  "Test connection" on the setup card: one small call to the model it describes, with the
+	 *  key typed (not stored yet) or, when none is, the one in the keyring or the environment.
+	 */
+	testModelSetup: (setup: ModelSetup, key: string | null) => typedError<SetupCheck, ErrorInfo_Serialize>(__TAURI_INVOKE("test_model_setup", { setup, key })),
+	/**
+	 *  "Save and start" on the setup card: the key into the keyring, then the model into the
+	 *  settings (nothing is saved when the key cannot be stored); the model spec now in force.
+	 */
+	saveModelSetup: (setup: ModelSetup, key: string | null) => typedError<string, ErrorInfo_Serialize>(__TAURI_INVOKE("save_model_setup", { setup, key })),
 	/**  Stores an API key in the OS keyring under the variable name the provider reads. */
 	setApiKey: (envName: string, key: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("set_api_key", { envName, key })),
 	deleteApiKey: (envName: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("delete_api_key", { envName })),
@@ -146,8 +160,10 @@ export type AppInfo_Deserialize = {
 	version: string,
 	data_dir: string,
 	settings_file: string,
-	/**  No model is configured: the UI shows the demo banner. */
+	/**  No model is configured: the UI shows the setup card. */
 	demo: boolean,
+	/**  The settings' default model, when there is one (the model picker offers it). */
+	default_model?: string | null,
 	/**  Settings could not be read; the app runs on defaults and says why. */
 	settings_error?: string | null,
 };
@@ -157,8 +173,10 @@ export type AppInfo_Serialize = {
 	version: string,
 	data_dir: string,
 	settings_file: string,
-	/**  No model is configured: the UI shows the demo banner. */
+	/**  No model is configured: the UI shows the setup card. */
 	demo: boolean,
+	/**  The settings' default model, when there is one (the model picker offers it). */
+	default_model: string | null,
 	/**  Settings could not be read; the app runs on defaults and says why. */
 	settings_error: string | null,
 };
@@ -378,6 +396,10 @@ export type EventKind_Deserialize =
 ({ type: "session.started"; workspace: string; session_dir: string; model: string; permission_mode: PermissionMode; interaction_mode: InteractionMode; resumed: boolean; 
 /**  The model's context window in tokens (0 in logs from before it was recorded). */
 context_window?: number }) & { actor?: never; after_tokens?: never; answer?: never; arguments?: never; attempt?: never; author?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; command?: never; comments?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; name?: never; path?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; sha256?: never; source?: never; status?: never; steps?: never; summary?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never } | 
+/**  The user switched the session's model or permission mode; what it runs with now. */
+({ type: "session.configured"; model: string; permission_mode: PermissionMode; 
+/**  The model's context window in tokens. */
+context_window: number }) & { actor?: never; after_tokens?: never; answer?: never; arguments?: never; attempt?: never; author?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; command?: never; comments?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; name?: never; path?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; summary?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A message entered the queue. */
 ({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string | null }) & { actor?: never; after_tokens?: never; answer?: never; arguments?: never; attempt?: never; author?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; command?: never; comments?: never; content?: never; context_window?: never; error?: never; goal?: never; goal_id?: never; id?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; path?: never; permission_mode?: never; plan_id?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; summary?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**
@@ -452,6 +474,10 @@ export type EventKind_Serialize =
 ({ type: "session.started"; workspace: string; session_dir: string; model: string; permission_mode: PermissionMode; interaction_mode: InteractionMode; resumed: boolean; 
 /**  The model's context window in tokens (0 in logs from before it was recorded). */
 context_window: number }) & { actor?: never; after_tokens?: never; answer?: never; arguments?: never; attempt?: never; author?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; command?: never; comments?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; name?: never; path?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; sha256?: never; source?: never; status?: never; steps?: never; summary?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never } | 
+/**  The user switched the session's model or permission mode; what it runs with now. */
+({ type: "session.configured"; model: string; permission_mode: PermissionMode; 
+/**  The model's context window in tokens. */
+context_window: number }) & { actor?: never; after_tokens?: never; answer?: never; arguments?: never; attempt?: never; author?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; command?: never; comments?: never; content?: never; error?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message_id?: never; mode?: never; name?: never; path?: never; plan_id?: never; position?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; summary?: never; text?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A message entered the queue. */
 ({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string }) & { actor?: never; after_tokens?: never; answer?: never; arguments?: never; attempt?: never; author?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; command?: never; comments?: never; content?: never; context_window?: never; error?: never; goal?: never; goal_id?: never; id?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; mode?: never; model?: never; name?: never; path?: never; permission_mode?: never; plan_id?: never; question?: never; questionnaire_id?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; summary?: never; tool_calls?: never; truncated?: never; turn_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**
@@ -887,6 +913,13 @@ export type MessageSource = "user" | "goal" | "questionnaire" | "system";
 
 /**  Where a queued message stands. */
 export type MessageStatus = "queued" | "running" | "done" | "dropped";
+
+/**  What the setup card sends (the key goes separately, straight to the keyring). */
+export type ModelSetup = {
+	provider: SetupProvider,
+	base_url: string,
+	model: string,
+};
 
 /**  What the agent may do without asking. */
 export type PermissionMode = 
@@ -1496,6 +1529,19 @@ export type SettingsView_Serialize = {
 	/**  Why the OS keyring cannot be used, when it cannot. */
 	keyring_error: string | null,
 };
+
+/**  A model the setup card reached. */
+export type SetupCheck = {
+	/**  As its provider names it (`custom:m1`). */
+	model: string,
+	/**  How long the test call took. */
+	millis: number,
+};
+
+/**  The kinds of provider the setup card offers. */
+export type SetupProvider = "openai" | "anthropic" | "ollama" | 
+/**  Any server speaking the OpenAI format (a proxy, vLLM, LM Studio, a gateway). */
+"compatible";
 
 /**  The `shell` section: how tool processes are started. */
 export type ShellConfig = ShellConfig_Serialize | ShellConfig_Deserialize;

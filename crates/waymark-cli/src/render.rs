@@ -108,6 +108,13 @@ impl Printer {
                     }
                 );
             }
+            EventKind::SessionConfigured {
+                model,
+                permission_mode,
+                ..
+            } => {
+                outln!("● now on model {model} · permissions {permission_mode}");
+            }
             EventKind::MessageAdmitted { source, text, .. } => {
                 self.end_line();
                 if *source != waymark_protocol::MessageSource::User {

@@ -15,6 +15,12 @@ pub mod session;
 mod turn;
 
 pub use open::{Attach, LiveSession, attach};
+
+/// Makes a provider of a model spec: the normalized spec and the provider (what the runtime
+/// resolves with the settings and keys in force).
+pub type Resolve = std::sync::Arc<
+    dyn Fn(&str) -> Result<(String, std::sync::Arc<dyn provider::ModelProvider>)> + Send + Sync,
+>;
 pub use waymark_extension as extension;
 pub use waymark_extension::{clock, error, guard, paths};
 pub use waymark_protocol::{display, secrets};

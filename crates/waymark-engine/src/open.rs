@@ -35,6 +35,8 @@ pub struct Attach<'a> {
     /// The model spec and the provider made from it.
     pub model: String,
     pub provider: Arc<dyn ModelProvider>,
+    /// Makes the provider of another model spec, for `Op::SetModel`.
+    pub resolve: crate::Resolve,
     /// The extensions plugged into the session, in hook order.
     pub extensions: Vec<Arc<dyn Extension>>,
     pub sandbox: &'a SandboxFor<'a>,
@@ -133,7 +135,8 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         clock: a.clock,
         ids: a.ids,
         config: SessionCore::new_config(a.config),
-        provider: a.provider,
+        provider: std::sync::RwLock::new(a.provider),
+        resolve: a.resolve,
         tools: parts.tools,
         session_tools: parts.session_tools,
         guards: parts.guards,

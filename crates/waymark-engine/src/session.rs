@@ -76,7 +76,11 @@ pub(crate) struct SessionCore {
     /// The settings; replaced whole by `Op::Configure`, read per use so a change applies
     /// from the next check on.
     pub(crate) config: std::sync::RwLock<Arc<Config>>,
-    pub provider: Arc<dyn ModelProvider>,
+    /// The model; swapped by `Op::SetModel`, read per call so a switch applies from the next
+    /// model call on.
+    pub(crate) provider: std::sync::RwLock<Arc<dyn ModelProvider>>,
+    /// Makes a provider of a model spec (the runtime's resolution: settings, keys).
+    pub(crate) resolve: crate::Resolve,
     pub tools: ToolRegistry,
     /// The extensions' tools, which run with the session's handle (by name; also in `tools`).
     pub session_tools:
@@ -120,6 +124,21 @@ pub(crate) struct SessionCore {
 impl SessionCore {
     pub(crate) fn new_config(config: Config) -> std::sync::RwLock<Arc<Config>> {
         std::sync::RwLock::new(Arc::new(config))
+    }
+
+    /// The session's model now.
+    pub fn provider(&self) -> Arc<dyn ModelProvider> {
+        match self.provider.read() {
+            Ok(p) => p.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_provider(&self, provider: Arc<dyn ModelProvider>) {
+        match self.provider.write() {
+            Ok(mut p) => *p = provider,
+            Err(poisoned) => *poisoned.into_inner() = provider,
+        }
     }
 
     /// The settings in force now.
@@ -496,6 +515,27 @@ impl Actor {
                 self.core.set_config(*config);
                 Ok(OpOutcome::Done)
             }
+            Op::SetPermissionMode { mode } => {
+                let core = &self.core;
+                core.write(|tx| {
+                    tx.set_permission_mode(&core.id, mode)?;
+                    configured(tx, core, None)
+                })?;
+                changed(core);
+                Ok(OpOutcome::Done)
+            }
+            Op::SetModel { model } => {
+                let core = &self.core;
+                // Resolved first: a spec that names no usable model changes nothing.
+                let (spec, provider) = (core.resolve)(model.trim())?;
+                core.write(|tx| {
+                    tx.set_model(&core.id, &spec)?;
+                    configured(tx, core, Some(provider.context_tokens()))
+                })?;
+                core.set_provider(provider);
+                changed(core);
+                Ok(OpOutcome::Done)
+            }
             Op::Shutdown => Ok(OpOutcome::Done),
             other => {
                 // Ops of a feature (editing the plan) go to the extension that owns them.
@@ -705,6 +745,22 @@ pub(crate) fn admit(
 }
 
 /// Tells every extension its view may have changed (after commit).
+/// Says what the session runs with now, after the user switched its model (whose context
+/// window is `window`) or its permission mode.
+fn configured(tx: &mut store::Tx<'_>, core: &SessionCore, window: Option<u64>) -> Result<()> {
+    let row = store::sessions::get(tx.conn(), &core.id)?
+        .ok_or_else(|| Error::SessionNotFound(core.id.clone()))?;
+    let window = window.unwrap_or_else(|| core.provider().context_tokens());
+    Ok(tx.emit(
+        &core.id,
+        EventKind::SessionConfigured {
+            model: row.model.unwrap_or_default(),
+            permission_mode: row.permission_mode,
+            context_window: core.config().turn.context_tokens.unwrap_or(window),
+        },
+    )?)
+}
+
 fn changed(core: &Arc<SessionCore>) {
     changed_in(&SessionApi::new(core.clone()));
 }

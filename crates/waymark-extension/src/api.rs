@@ -45,7 +45,8 @@ pub trait SessionHost: Send + Sync {
     fn transient(&self, kind: EventKind);
     /// Runs `f` once on the whole conversation.
     fn history_with(&self, f: &mut dyn FnMut(&History)) -> Result<()>;
-    fn provider(&self) -> &Arc<dyn ModelProvider>;
+    /// The session's model now (the user may switch it between two calls).
+    fn provider(&self) -> Arc<dyn ModelProvider>;
     /// Every tool the session has.
     fn tools(&self) -> &ToolRegistry;
     /// The session's shell sandbox.
@@ -161,7 +162,8 @@ impl SessionApi {
         })?;
         ran(out)
     }
-    pub fn provider(&self) -> &Arc<dyn ModelProvider> {
+    /// The session's model now (the user may switch it between two calls).
+    pub fn provider(&self) -> Arc<dyn ModelProvider> {
         self.host.provider()
     }
     /// Every tool the session has.

@@ -174,9 +174,10 @@ pub(crate) async fn verify(
             purpose: CallPurpose::Verifier,
         };
         let sink = |_: StreamEvent| {};
+        let provider = api.provider();
         let reply = tokio::select! {
             r = tracing::Instrument::instrument(
-                api.provider().call(&request, &sink),
+                provider.call(&request, &sink),
                 tracing::info_span!("model_call", step, purpose = "verifier"),
             ) => r,
             _ = cancel.cancelled() => {

@@ -235,12 +235,13 @@ pub fn render(markdown: &str) -> String {
                     Event::End(TagEnd::FootnoteDefinition) => {
                         events.push(Event::Html(CowStr::from("</div>\n")));
                     }
-                    // Task-list boxes: always disabled, never an input of the page.
+                    // Task-list boxes: always disabled, never an input of the page; named, so a
+                    // screen reader says what the box means.
                     Event::TaskListMarker(done) => {
                         events.push(Event::Html(CowStr::from(if done {
-                            "<input disabled=\"\" type=\"checkbox\" checked=\"\"/>\n"
+                            "<input disabled=\"\" type=\"checkbox\" checked=\"\" aria-label=\"done\"/>\n"
                         } else {
-                            "<input disabled=\"\" type=\"checkbox\"/>\n"
+                            "<input disabled=\"\" type=\"checkbox\" aria-label=\"not done\"/>\n"
                         })));
                     }
                     other => events.push(other),
@@ -472,7 +473,8 @@ mod tests {
         for needle in [
             "<h2>Summary</h2>",
             "type=\"checkbox\"",
-            "checked",
+            "checked=\"\" aria-label=\"done\"",
+            "aria-label=\"not done\"",
             "<table>",
             "<del>old</del>",
             "class=\"language-rust\"",

@@ -309,7 +309,8 @@ impl Config {
     pub fn check_model(&self, spec: &str) -> Result<(), ConfigError> {
         let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
         let ok = match kind {
-            "openai" | "anthropic" | "ollama" | "scripted" => !rest.trim().is_empty(),
+            "scripted" => !rest.trim().is_empty(),
+            name if crate::setup::builtin(name).is_some() => !rest.trim().is_empty(),
             name => self
                 .providers
                 .get(name)

@@ -50,6 +50,14 @@ pub enum EventKind {
         #[serde(default)]
         context_window: u64,
     },
+    /// The user switched the session's model or permission mode; what it runs with now.
+    #[serde(rename = "session.configured")]
+    SessionConfigured {
+        model: String,
+        permission_mode: PermissionMode,
+        /// The model's context window in tokens.
+        context_window: u64,
+    },
     /// A message entered the queue.
     #[serde(rename = "message.admitted")]
     MessageAdmitted {
@@ -245,6 +253,7 @@ impl EventKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             EventKind::SessionStarted { .. } => "session.started",
+            EventKind::SessionConfigured { .. } => "session.configured",
             EventKind::MessageAdmitted { .. } => "message.admitted",
             EventKind::MessageDropped { .. } => "message.dropped",
             EventKind::CommandOutput { .. } => "command.output",
@@ -282,6 +291,7 @@ impl EventKind {
             | EventKind::SessionError { .. }
             | EventKind::GoalUpdated { .. } => true,
             EventKind::SessionStarted { .. }
+            | EventKind::SessionConfigured { .. }
             | EventKind::MessageAdmitted { .. }
             | EventKind::MessageDropped { .. }
             | EventKind::CommandOutput { .. }

@@ -13,6 +13,7 @@ mod history;
 mod op;
 mod question;
 pub mod secrets;
+pub mod setup;
 mod types;
 mod views;
 pub mod wire;

@@ -1,6 +1,6 @@
 //! What a front end asks the runtime to do.
 
-use crate::MessageSource;
+use crate::{MessageSource, PermissionMode};
 use serde::{Deserialize, Serialize};
 
 /// Where a message is inserted into the queue.
@@ -194,6 +194,12 @@ pub enum Op {
     /// Replace the session's settings (the desktop's Settings page): checks made from now
     /// on (beta flags, goal limits, turn limits) use the new values.
     Configure { config: Box<crate::config::Config> },
+    /// The user switches the session's permission mode: tool calls decided from now on
+    /// (the running turn's next ones included) follow it.
+    SetPermissionMode { mode: PermissionMode },
+    /// The user switches the session's model (a spec, as `--model` takes): used from the next
+    /// model call on. A spec that names no usable model is refused and changes nothing.
+    SetModel { model: String },
     /// Stop the running turn: the running tool is killed, partial output kept.
     Stop,
     /// Run queued or parked work, if any.

@@ -74,55 +74,44 @@ pub fn resolve_model(
                 spec,
             });
         }
-        "openai" | "anthropic" | "ollama" => {
+        name if waymark_protocol::setup::builtin(name).is_some() => {
+            let Some(b) = waymark_protocol::setup::builtin(name) else {
+                return Err(bad(FORMS.into()));
+            };
             if rest.is_empty() {
                 return Err(bad(format!("name the model: {kind}:<model>")));
             }
-            let (base_env, key_env, default_base, ctx) = match kind {
-                "openai" => (
-                    "OPENAI_BASE_URL",
-                    Some("OPENAI_API_KEY"),
-                    "https://api.openai.com/v1",
-                    128_000,
-                ),
-                "anthropic" => (
-                    "ANTHROPIC_BASE_URL",
-                    Some("ANTHROPIC_API_KEY"),
-                    "https://api.anthropic.com",
-                    200_000,
-                ),
-                _ => ("OLLAMA_BASE_URL", None, "http://localhost:11434/v1", 32_000),
-            };
-            let base = env(base_env).filter(|b| !b.is_empty());
-            let api_key = key_env.and_then(&env).filter(|k| !k.is_empty());
-            if let Some(k) = key_env
+            let base = env(b.base_env).filter(|b| !b.is_empty());
+            let api_key = b.key_env.and_then(env).filter(|k| !k.is_empty());
+            if let Some(k) = b.key_env
                 && api_key.is_none()
                 && base.is_none()
             {
                 return Err(SpecError::Provider(super::ProviderError::new(
                     super::ProviderErrorKind::Auth,
                     format!(
-                        "{k} is not set: export your API key, or set {base_env} for a server that needs none"
+                        "{k} is not set: export your API key, or set {} for a server that needs none",
+                        b.base_env
                     ),
                 )));
             }
             let endpoint = Endpoint {
                 label: kind.to_string(),
                 base_url: base
-                    .unwrap_or_else(|| default_base.to_string())
+                    .unwrap_or_else(|| b.base_url.to_string())
                     .trim_end_matches('/')
                     .to_string(),
                 model: rest.to_string(),
                 api_key,
-                key_hint: key_env.unwrap_or("the server settings").to_string(),
+                key_hint: b.key_env.unwrap_or("the server settings").to_string(),
                 route: RouteKind::OwnKey,
                 context_tokens: config
                     .turn
                     .context_tokens
                     .or_else(|| known_context_window(rest))
-                    .unwrap_or(ctx),
+                    .unwrap_or(b.context_tokens),
             };
-            wire(kind == "anthropic", endpoint, opts)?
+            wire(b.anthropic, endpoint, opts)?
         }
         name => {
             let Some(p) = config.providers.get(name) else {

@@ -6,6 +6,7 @@ pub mod builtin;
 pub mod logging;
 pub mod runtime;
 pub mod settings;
+pub mod setup;
 mod views;
 
 pub use waymark_engine::{

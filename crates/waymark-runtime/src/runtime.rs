@@ -398,26 +398,38 @@ impl Runtime {
 
     /// What [`Runtime::provider`] does, detached from the runtime: the settings in force
     /// and the environment (keyring first, in the app) at the time it is called.
-    fn rebuild_provider(&self, spec: String, ws: PathBuf, sd: PathBuf) -> provider::Rebuild {
+    fn resolver(&self, ws: PathBuf, sd: PathBuf) -> waymark_engine::Resolve {
+        if let Some(p) = &self.opts.provider_override {
+            let p = p.clone();
+            return Arc::new(move |spec: &str| Ok((spec.to_string(), p.clone())));
+        }
         let config = self.config.clone();
         let env = self.opts.env.clone();
         let cwd = self.opts.cwd.clone();
         let http = self.opts.http.clone();
-        Box::new(move || {
+        Arc::new(move |spec: &str| {
             let config = read_config(&config);
             let env = env.clone();
-            resolve_model(
-                &spec,
+            let r = resolve_model(
+                spec,
                 &config,
                 &move |k| env(k),
                 &cwd,
                 &ws,
                 Some(&sd),
                 http.clone(),
-            )
-            .map(|r| r.provider)
-            .map_err(|e| match e {
-                provider::SpecError::Provider(e) => e,
+            )?;
+            Ok((r.spec, r.provider))
+        })
+    }
+
+    /// Builds a session's provider again, as the stand-in for one that could not be built
+    /// does before each call.
+    fn rebuild_provider(&self, spec: String, ws: PathBuf, sd: PathBuf) -> provider::Rebuild {
+        let resolve = self.resolver(ws, sd);
+        Box::new(move || {
+            resolve(&spec).map(|(_, p)| p).map_err(|e| match e {
+                Error::Provider(e) => e,
                 other => provider::ProviderError::new(
                     provider::ProviderErrorKind::RequestRejected,
                     other.to_string(),
@@ -444,6 +456,8 @@ impl Runtime {
                 self.read_scope(workspace, artifacts),
             ))
         };
+        let (_, ws, sd) = self.stored(id)?;
+        let resolve = self.resolver(ws, sd);
         let (handle, live) = waymark_engine::attach(
             id,
             waymark_engine::Attach {
@@ -454,6 +468,7 @@ impl Runtime {
                 data_dir: &self.opts.data_dir,
                 model,
                 provider,
+                resolve,
                 extensions: self.extensions(),
                 sandbox: &sandbox,
                 process_env: self.opts.process_env.clone(),

@@ -1,6 +1,7 @@
 // Keeps the store (`store.ts`) live: feeds it the app's typed events and command results,
 // and runs the fetches it asks for. The only module here that talks to the app.
 import { commands, events } from "../bindings";
+import type { PermissionMode } from "../bindings";
 import { emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
 import type { Answer, GoalOp, IpcError, WireEvent } from "./types";
 
@@ -53,6 +54,17 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
         });
         return;
     }
+  }
+
+  /** Changes the open session with `change`; false when there is none or it was refused
+   *  (which is said). */
+  async function switchOpen(change: (id: string) => Promise<{ status: "ok" } | { status: "error"; error: IpcError }>): Promise<boolean> {
+    const id = store.open?.id;
+    if (!id) return false;
+    const r = await change(id);
+    if (r.status === "error") notify(r.error);
+    else listSoon();
+    return r.status === "ok";
   }
 
   /** Refreshes the session list, once for a burst of events. */
@@ -128,6 +140,11 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
     },
 
     /** Gives a session a new title; false (and a note) when it was refused. */
+    /** Switches the open session's model (from its next model call). */
+    setModel: (model: string) => switchOpen((id) => commands.setModel(id, model)),
+    /** Switches the open session's permission mode (from its next tool call). */
+    setMode: (mode: PermissionMode) => switchOpen((id) => commands.setPermissionMode(id, mode)),
+
     async rename(id: string, title: string): Promise<boolean> {
       const r = await commands.renameSession(id, title);
       if (r.status === "error") {
@@ -159,7 +176,9 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       if (r.status === "error") notify(r.error);
       else {
         listSoon();
-        await open(r.data[0]);
+        // The newest (the goal demo), which heads the list.
+        const newest = r.data.at(-1);
+        if (newest) await open(newest);
       }
     },
 

@@ -17,6 +17,17 @@ function run(events: WireEvent[]): SessionState {
 const usage = { input_tokens: 10, output_tokens: 5, cached_tokens: 0 };
 
 describe("session reducer", () => {
+  it("follows the model and permission mode the user switches to, saying so in a line", () => {
+    seq = 0;
+    const s = run([
+      ev("session.started", { workspace: "/w", session_dir: "/d", model: "scripted:/tmp/a/demo.json", permission_mode: "ask", interaction_mode: "default", resumed: false, context_window: 8000 }),
+      ev("session.configured", { model: "openai:gpt-4.1", permission_mode: "read-only", context_window: 128000 }),
+    ]);
+    expect([s.model, s.permission, s.context?.window]).toEqual(["openai:gpt-4.1", "read-only", 128000]);
+    const said = s.items.at(-1);
+    expect(said?.kind === "chip" && said.text).toBe("Now on openai:gpt-4.1 · Read only");
+  });
+
   it("builds user, streamed assistant text, tool calls and results in order", () => {
     seq = 0;
     const s = run([

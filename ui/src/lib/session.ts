@@ -1,6 +1,6 @@
 // The open session as the window shows it, rebuilt from the runtime's typed event stream.
 // Everything here is a pure function of (state, event) so it is unit-tested without a window.
-import type { FileChange_Serialize } from "../bindings";
+import type { FileChange_Serialize, PermissionMode } from "../bindings";
 import { REASON_WORDS } from "./goal";
 import type { Answer } from "./types";
 import type { EventOf, Goal, InstructionFile, MessageSource, Mode, Questionnaire, SessionView, ToolStatus, WireEvent } from "./types";
@@ -45,6 +45,9 @@ export type SessionState = {
   deferred: boolean;
   /** The session's folder (paths under it are shown relative to it); null until known. */
   workspace: string | null;
+  /** The model spec and permission mode it runs with now; null until known. */
+  model: string | null;
+  permission: PermissionMode | null;
   items: Item[];
   /** Text streamed for the running model call, by turn. */
   streaming: { turnId: number; text: string } | null;
@@ -66,8 +69,19 @@ export type SessionState = {
   bulk?: boolean;
 };
 
+/** A model spec as the window shows it: a script or file path by its file name. */
+export const modelLabel = (spec: string) => spec.replace(/^([\w-]+):(?:.*\/)?([^/]+)$/, "$1:$2");
+
+/** A permission mode in words (the header's picker uses the same). */
+export const PERMISSION_WORDS = {
+  ask: "Ask before changes",
+  "auto-edit": "Allow edits",
+  auto: "Allow everything",
+  "read-only": "Read only",
+} satisfies Record<PermissionMode, string>;
+
 export function emptySession(id: string): SessionState {
-  return { id, asked: {}, deferred: false, workspace: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null };
+  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -221,7 +235,15 @@ function admitted(e: EventOf<"message.admitted">, asked: Asked): Item {
 function reduce(s: SessionState, e: WireEvent): SessionState {
   switch (e.type) {
     case "session.started":
-      return { ...s, workspace: e.workspace, mode: e.interaction_mode, context: e.context_window > 0 ? { used: s.context?.used ?? 0, window: e.context_window } : s.context };
+      return { ...s, workspace: e.workspace, model: e.model, permission: e.permission_mode, mode: e.interaction_mode, context: e.context_window > 0 ? { used: s.context?.used ?? 0, window: e.context_window } : s.context };
+    case "session.configured":
+      return {
+        ...s,
+        model: e.model,
+        permission: e.permission_mode,
+        context: e.context_window > 0 ? { used: s.context?.used ?? 0, window: e.context_window } : s.context,
+        items: append(s, chip(e, `Now on ${modelLabel(e.model)} · ${PERMISSION_WORDS[e.permission_mode]}`, "system")),
+      };
     case "message.admitted":
       return { ...s, items: append(s, admitted(e, s.asked)) };
     case "message.dropped":

@@ -68,6 +68,20 @@ describe("store", () => {
     expect(asked.effects).toContainEqual({ kind: "list-sessions" });
   });
 
+  it("lists the sessions again when what the list shows changes: a goal, the model, a wait", () => {
+    const s = opened([said(1, "hi")]);
+    const blocked = { ...goal, status: "blocked" as const, reason: "worker_reported" as const, question: "Which one?" };
+    for (const e of [
+      ev(2, "goal.create", { goal }),
+      ev(3, "goal.update", { goal: blocked, kind: "status", status: "blocked", reason: "worker_reported", actor: "model", usage_limit: null } as unknown as Body<"goal.update">),
+      ev(4, "session.configured", { model: "openai:gpt-4.1", permission_mode: "auto", context_window: 1000 }),
+    ]) {
+      expect(reduce(s, { kind: "event", event: e }).effects, e.type).toContainEqual({ kind: "list-sessions" });
+    }
+    // Streamed text changes nothing the list shows.
+    expect(reduce(s, { kind: "event", event: ev(1, "assistant.delta", { turn_id: 1, text: "x" }) }).effects).toEqual([]);
+  });
+
   it("follows the plan file, and asks for the review again when one is pending", () => {
     const s = opened([said(1, "hi")]);
     const change = { session_id: S, html: "<p>new</p>", markdown: "new", seen_at_ms: null };

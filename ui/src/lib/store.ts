@@ -209,7 +209,10 @@ function isRevision(r: { plan_id: string; version: number }, review: { plan_id: 
 /** Events that change how a session is listed (title, badges, order). */
 function listChanged(s: Store, e: WireEvent): boolean {
   if (!s.sessions.some((x) => x.id === e.session_id)) return true;
-  return e.type === "questionnaire.opened" || e.type === "questionnaire.answered" || e.type === "plan.mode_changed" || e.type === "session.idle";
+  // What the list shows of a session: its title and mode, its model, and whether it needs
+  // the user (a question, a review, a goal blocked or paused).
+  const shown: WireEvent["type"][] = ["questionnaire.opened", "questionnaire.answered", "plan.mode_changed", "session.idle", "session.waiting", "session.configured", "goal.create", "goal.update", "goal.clear"];
+  return shown.includes(e.type);
 }
 
 function catchUp(open: SessionState): Effect[] {

@@ -53,8 +53,8 @@ impl SessionHost for SessionCore {
     fn history_with(&self, f: &mut dyn FnMut(&[(Option<i64>, store::HistoryItem)])) -> Result<()> {
         self.with_history(f)
     }
-    fn provider(&self) -> &Arc<dyn ModelProvider> {
-        &self.provider
+    fn provider(&self) -> Arc<dyn ModelProvider> {
+        SessionCore::provider(self)
     }
     fn tools(&self) -> &ToolRegistry {
         &self.tools

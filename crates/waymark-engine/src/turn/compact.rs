@@ -51,9 +51,10 @@ pub(super) async fn compact(
     };
     let request = c::request(previous.as_ref(), &prefix, window);
     let sink = |_: StreamEvent| {};
+    let provider = core.provider();
     let reply = tokio::select! {
         r = tracing::Instrument::instrument(
-            core.provider.call(&request, &sink),
+            provider.call(&request, &sink),
             tracing::info_span!("compaction_call", items = prefix.len()),
         ) => r,
         _ = cancel.cancelled() => return Ok(Compacted::Cancelled),
@@ -131,7 +132,7 @@ pub(crate) async fn compact_between_turns(
         .config()
         .turn
         .context_tokens
-        .unwrap_or_else(|| core.provider.context_tokens());
+        .unwrap_or_else(|| core.provider().context_tokens());
     let said = |text: &str| {
         core.write(|tx| {
             Ok(tx.emit(

@@ -226,7 +226,7 @@ async fn drive(
             .config()
             .turn
             .context_tokens
-            .unwrap_or_else(|| core.provider.context_tokens());
+            .unwrap_or_else(|| core.provider().context_tokens());
         let system = context::system_prompt(
             &core.workspace,
             &core.session_dir,
@@ -320,9 +320,11 @@ async fn drive(
                 error: error.info(),
             }),
         };
+        // The model in force now: a switch made during the turn applies from this call on.
+        let provider = core.provider();
         let reply = tokio::select! {
             r = tracing::Instrument::instrument(
-                core.provider.call(&request, &sink),
+                provider.call(&request, &sink),
                 tracing::info_span!("model_call", step = steps),
             ) => r,
             _ = cancel.cancelled() => {

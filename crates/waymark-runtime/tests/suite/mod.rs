@@ -2,6 +2,7 @@ pub(crate) use waymark_test_support::{harness, mock_server};
 
 mod changes;
 mod compaction;
+mod configure;
 mod extension;
 mod goal;
 mod instructions;
@@ -12,6 +13,7 @@ mod providers;
 mod red_team;
 mod runtime;
 mod sessions;
+mod setup;
 mod upgrade;
 
 /// The harness runs sessions with the real sandbox helper of this package.

@@ -1,0 +1,408 @@
+//! Connecting a model for the first time: the providers Waymark knows by name, what the setup
+//! card asks (a provider, its address and a model; the key travels apart and goes to the
+//! keyring), and how an answer becomes settings ([`plan`]).
+
+use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
+use crate::types::RouteKind;
+use serde::{Deserialize, Serialize};
+
+/// A provider reached by its own name in a model spec (`openai:gpt-4.1`), with no entry in
+/// the settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Builtin {
+    /// The spec's prefix.
+    pub name: &'static str,
+    /// Where it is unless `base_env` says otherwise.
+    pub base_url: &'static str,
+    /// The environment variable that moves it (a proxy, a local server).
+    pub base_env: &'static str,
+    /// The variable its API key is read from; none for a local server.
+    pub key_env: Option<&'static str>,
+    /// Speaks the Anthropic Messages format (else OpenAI Chat Completions).
+    pub anthropic: bool,
+    /// The context window assumed when the model is not one Waymark knows.
+    pub context_tokens: u64,
+}
+
+/// The providers known by name.
+pub const BUILTINS: [Builtin; 3] = [
+    Builtin {
+        name: "openai",
+        base_url: "https://api.openai.com/v1",
+        base_env: "OPENAI_BASE_URL",
+        key_env: Some("OPENAI_API_KEY"),
+        anthropic: false,
+        context_tokens: 128_000,
+    },
+    Builtin {
+        name: "anthropic",
+        base_url: "https://api.anthropic.com",
+        base_env: "ANTHROPIC_BASE_URL",
+        key_env: Some("ANTHROPIC_API_KEY"),
+        anthropic: true,
+        context_tokens: 200_000,
+    },
+    Builtin {
+        name: "ollama",
+        base_url: "http://localhost:11434/v1",
+        base_env: "OLLAMA_BASE_URL",
+        key_env: None,
+        anthropic: false,
+        context_tokens: 32_000,
+    },
+];
+
+/// The provider known by `name`, if it is one.
+pub fn builtin(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
+/// The kinds of provider the setup card offers.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum SetupProvider {
+    Openai,
+    Anthropic,
+    Ollama,
+    /// Any server speaking the OpenAI format (a proxy, vLLM, LM Studio, a gateway).
+    Compatible,
+}
+
+impl SetupProvider {
+    /// The provider known by name behind this choice (none for a compatible server).
+    pub fn builtin(self) -> Option<&'static Builtin> {
+        match self {
+            SetupProvider::Openai => builtin("openai"),
+            SetupProvider::Anthropic => builtin("anthropic"),
+            SetupProvider::Ollama => builtin("ollama"),
+            SetupProvider::Compatible => None,
+        }
+    }
+
+    /// The address the card fills in (empty for a compatible server: only the user knows it).
+    pub fn default_base_url(self) -> &'static str {
+        self.builtin().map_or("", |b| b.base_url)
+    }
+}
+
+/// What the setup card sends (the key goes separately, straight to the keyring).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(deny_unknown_fields)]
+pub struct ModelSetup {
+    pub provider: SetupProvider,
+    pub base_url: String,
+    pub model: String,
+}
+
+/// The settings keys of the card's fields, as errors name them.
+pub const SETUP_BASE_URL: &str = "setup.base_url";
+pub const SETUP_MODEL: &str = "setup.model";
+pub const SETUP_KEY: &str = "setup.key";
+
+/// What an answer of the setup card comes to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetupPlan {
+    /// The settings with the new model (and, for an address of the user's, its provider).
+    pub config: Config,
+    /// The model spec now the default (`openai:gpt-4.1`, `custom:llama3`).
+    pub spec: String,
+    /// The variable the key is stored under; none when the server takes no key.
+    pub key_env: Option<String>,
+}
+
+/// Longest model name taken (real ones are far shorter).
+const MODEL_MAX: usize = 200;
+/// Longest address taken.
+const URL_MAX: usize = 2048;
+
+/// Turns the card's answer into settings. `with_key`: the user gave a key, so a compatible
+/// server gets a key variable (the others' are fixed). The provider known by name is used
+/// when its address is left as it is; any other address becomes a provider entry of its own,
+/// under a name no existing entry holds with other settings.
+pub fn plan(config: &Config, setup: &ModelSetup, with_key: bool) -> Result<SetupPlan, ConfigError> {
+    let model = check_model_name(&setup.model)?;
+    let url = check_base_url(&setup.base_url)?;
+    let mut config = config.clone();
+    if let Some(b) = setup.provider.builtin()
+        && url == b.base_url
+    {
+        let spec = format!("{}:{model}", b.name);
+        config.model = Some(spec.clone());
+        return Ok(SetupPlan {
+            config,
+            spec,
+            key_env: b.key_env.map(str::to_string),
+        });
+    }
+    let base = match setup.provider {
+        SetupProvider::Compatible => "custom",
+        SetupProvider::Openai => "openai-custom",
+        SetupProvider::Anthropic => "anthropic-custom",
+        SetupProvider::Ollama => "ollama-custom",
+    };
+    let key_env = match setup.provider.builtin() {
+        Some(b) => b.key_env.map(str::to_string),
+        None => {
+            with_key.then(|| format!("{}_API_KEY", base.to_ascii_uppercase().replace('-', "_")))
+        }
+    };
+    let entry = ProviderConfig {
+        kind: if setup.provider == SetupProvider::Anthropic {
+            ProviderKind::Anthropic
+        } else {
+            ProviderKind::Openai
+        },
+        base_url: url,
+        api_key_env: key_env.clone(),
+        route: RouteKind::OwnKey,
+        model: Some(model.clone()),
+        context_tokens: None,
+    };
+    let name = free_name(&config, base, &entry)?;
+    let spec = format!("{name}:{model}");
+    config.providers.insert(name, entry);
+    config.model = Some(spec.clone());
+    config.check_model(&spec)?;
+    Ok(SetupPlan {
+        config,
+        spec,
+        key_env,
+    })
+}
+
+/// `base`, or `base-2`, `base-3`…: the first name that is free or already holds the same
+/// provider (its model aside), so setting up twice does not pile up entries or overwrite one
+/// the user made.
+fn free_name(config: &Config, base: &str, entry: &ProviderConfig) -> Result<String, ConfigError> {
+    let same = |p: &ProviderConfig| {
+        p.kind == entry.kind
+            && p.base_url == entry.base_url
+            && p.api_key_env == entry.api_key_env
+            && p.route == entry.route
+    };
+    for n in 1..=100 {
+        let name = if n == 1 {
+            base.to_string()
+        } else {
+            format!("{base}-{n}")
+        };
+        match config.providers.get(&name) {
+            None => return Ok(name),
+            Some(p) if same(p) => return Ok(name),
+            Some(_) => {}
+        }
+    }
+    Err(ConfigError::new(
+        SETUP_BASE_URL,
+        format!("the settings already hold 100 providers named {base}…: remove some in Settings"),
+    ))
+}
+
+fn check_model_name(model: &str) -> Result<String, ConfigError> {
+    let model = model.trim();
+    let bad = |why: &str| Err(ConfigError::new(SETUP_MODEL, why.to_string()));
+    if model.is_empty() {
+        return bad("name the model, for example gpt-4.1, claude-sonnet-4-5 or qwen3");
+    }
+    if model.chars().count() > MODEL_MAX {
+        return bad("this is longer than any model name (200 characters at most)");
+    }
+    if model.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("a model name has no spaces or control characters");
+    }
+    Ok(model.to_string())
+}
+
+fn check_base_url(url: &str) -> Result<String, ConfigError> {
+    let url = url.trim().trim_end_matches('/');
+    let bad = |why: String| Err(ConfigError::new(SETUP_BASE_URL, why));
+    if url.is_empty() {
+        return bad("give the server's address, for example http://localhost:8000/v1".into());
+    }
+    if url.len() > URL_MAX {
+        return bad("this address is too long (2048 characters at most)".into());
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("an address has no spaces or control characters".into());
+    }
+    let rest = match url.split_once("://") {
+        Some((scheme, rest))
+            if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
+        {
+            rest
+        }
+        _ => return bad("the address starts with http:// or https://".into()),
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() || host.contains('@') {
+        return bad("the address names no server (http://host:port/…)".into());
+    }
+    Ok(url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(provider: SetupProvider, url: &str, model: &str) -> ModelSetup {
+        ModelSetup {
+            provider,
+            base_url: url.into(),
+            model: model.into(),
+        }
+    }
+
+    #[test]
+    fn a_provider_at_its_own_address_is_used_by_name() {
+        let p = plan(
+            &Config::default(),
+            &setup(
+                SetupProvider::Openai,
+                "https://api.openai.com/v1/",
+                " gpt-4.1 ",
+            ),
+            true,
+        )
+        .unwrap();
+        assert_eq!(p.spec, "openai:gpt-4.1");
+        assert_eq!(p.config.model.as_deref(), Some("openai:gpt-4.1"));
+        assert!(p.config.providers.is_empty());
+        assert_eq!(p.key_env.as_deref(), Some("OPENAI_API_KEY"));
+        let o = plan(
+            &Config::default(),
+            &setup(SetupProvider::Ollama, "http://localhost:11434/v1", "qwen3"),
+            false,
+        )
+        .unwrap();
+        assert_eq!((o.spec.as_str(), o.key_env), ("ollama:qwen3", None));
+    }
+
+    #[test]
+    fn another_address_becomes_a_provider_of_its_own() {
+        let s = setup(SetupProvider::Compatible, "http://127.0.0.1:8000/v1", "m1");
+        let p = plan(&Config::default(), &s, true).unwrap();
+        assert_eq!(p.spec, "custom:m1");
+        assert_eq!(p.key_env.as_deref(), Some("CUSTOM_API_KEY"));
+        let entry = &p.config.providers["custom"];
+        assert_eq!(entry.base_url, "http://127.0.0.1:8000/v1");
+        assert_eq!(entry.kind, ProviderKind::Openai);
+        assert_eq!(entry.api_key_env.as_deref(), Some("CUSTOM_API_KEY"));
+        // Without a key, none is sent.
+        let none = plan(&Config::default(), &s, false).unwrap();
+        assert_eq!(none.config.providers["custom"].api_key_env, None);
+        // Anthropic behind a proxy keeps its wire format and its key.
+        let a = plan(
+            &Config::default(),
+            &setup(
+                SetupProvider::Anthropic,
+                "https://gw.example/anthropic",
+                "claude-sonnet-4-5",
+            ),
+            true,
+        )
+        .unwrap();
+        assert_eq!(a.spec, "anthropic-custom:claude-sonnet-4-5");
+        assert_eq!(
+            a.config.providers["anthropic-custom"].kind,
+            ProviderKind::Anthropic
+        );
+        assert_eq!(a.key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn a_provider_the_user_made_is_never_overwritten() {
+        let mine = Config::from_json(
+            r#"{"providers": {"custom": {"kind": "openai", "base_url": "http://10.0.0.9/v1", "model": "x"}}}"#,
+        )
+        .unwrap();
+        let s = setup(SetupProvider::Compatible, "http://127.0.0.1:8000/v1", "m1");
+        let p = plan(&mine, &s, false).unwrap();
+        assert_eq!(p.spec, "custom-2:m1");
+        assert_eq!(p.config.providers["custom"], mine.providers["custom"]);
+        // Setting up the same server again reuses its entry.
+        let again = plan(
+            &p.config,
+            &setup(SetupProvider::Compatible, "http://127.0.0.1:8000/v1", "m2"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(again.spec, "custom-2:m2");
+        assert_eq!(again.config.providers.len(), 2);
+    }
+
+    #[test]
+    fn bad_answers_name_their_field_in_words() {
+        let cases = [
+            (
+                setup(SetupProvider::Openai, "https://api.openai.com/v1", ""),
+                SETUP_MODEL,
+                "name the model",
+            ),
+            (
+                setup(SetupProvider::Openai, "https://api.openai.com/v1", "gpt 4"),
+                SETUP_MODEL,
+                "no spaces",
+            ),
+            (
+                setup(
+                    SetupProvider::Openai,
+                    "https://api.openai.com/v1",
+                    &"m".repeat(201),
+                ),
+                SETUP_MODEL,
+                "200 characters",
+            ),
+            (
+                setup(SetupProvider::Compatible, "", "m1"),
+                SETUP_BASE_URL,
+                "give the server's address",
+            ),
+            (
+                setup(SetupProvider::Compatible, "ftp://host/v1", "m1"),
+                SETUP_BASE_URL,
+                "http:// or https://",
+            ),
+            (
+                setup(SetupProvider::Compatible, "localhost:8000", "m1"),
+                SETUP_BASE_URL,
+                "http:// or https://",
+            ),
+            (
+                setup(SetupProvider::Compatible, "http:///v1", "m1"),
+                SETUP_BASE_URL,
+                "names no server",
+            ),
+            (
+                setup(SetupProvider::Compatible, "http://user:pw@host/v1", "m1"),
+                SETUP_BASE_URL,
+                "names no server",
+            ),
+            (
+                setup(SetupProvider::Compatible, "http://host/v1\n", "m1\u{7}"),
+                SETUP_MODEL,
+                "control",
+            ),
+            (
+                setup(SetupProvider::Compatible, "http://ho st/v1", "m1"),
+                SETUP_BASE_URL,
+                "no spaces",
+            ),
+            (
+                setup(
+                    SetupProvider::Compatible,
+                    &format!("http://h/{}", "a".repeat(3000)),
+                    "m1",
+                ),
+                SETUP_BASE_URL,
+                "too long",
+            ),
+        ];
+        for (s, key, words) in cases {
+            let e = plan(&Config::default(), &s, false).unwrap_err();
+            assert_eq!(e.key, key, "{s:?}: {e}");
+            assert!(e.message.contains(words), "{s:?}: {e}");
+        }
+    }
+}

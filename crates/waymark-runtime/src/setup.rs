@@ -1,0 +1,231 @@
+//! Trying a model before it is saved: the setup card's "Test connection" makes one small
+//! call to the model its answer describes, and says which field to fix when it fails.
+
+use crate::provider::{
+    CallPurpose, HttpOptions, ModelMessage, ModelRequest, ProviderError, ProviderErrorKind,
+    RetryPolicy, SpecError, resolve_model,
+};
+use crate::runtime::EnvReader;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use waymark_protocol::ErrorInfo;
+use waymark_protocol::setup::{SETUP_BASE_URL, SETUP_KEY, SETUP_MODEL, SetupPlan};
+
+/// A model that answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    /// The model as its provider names it (`custom:m1`).
+    pub model: String,
+    /// From sending the call to the end of the reply.
+    pub millis: u64,
+}
+
+/// The longest a test call may take in all.
+const PROBE_LIMIT: Duration = Duration::from_secs(45);
+
+/// What the test asks: a reply of a word or two, so it costs next to nothing.
+fn request() -> ModelRequest {
+    ModelRequest {
+        system: "This is a connection check. Answer with one word.".into(),
+        messages: vec![ModelMessage::User {
+            text: "Say ready.".into(),
+        }],
+        tools: Vec::new(),
+        max_output_tokens: 32,
+        purpose: CallPurpose::Main,
+    }
+}
+
+/// Tries once, without retries, with shorter waits than a turn's: a user is watching.
+fn options() -> HttpOptions {
+    HttpOptions {
+        connect_timeout: Duration::from_secs(10),
+        first_byte_timeout: Duration::from_secs(30),
+        idle_timeout: Duration::from_secs(30),
+        error_body_timeout: Duration::from_secs(5),
+        retry: RetryPolicy {
+            max_tries: 1,
+            ..RetryPolicy::default()
+        },
+    }
+}
+
+/// Makes one small call to `plan`'s model. `key`, when given, is the key for the plan's key
+/// variable (not stored yet); other variables come from `env`. An error names the setup
+/// field to fix in `setting` when one is to blame.
+pub async fn try_model(
+    plan: &SetupPlan,
+    key: Option<&str>,
+    env: EnvReader,
+    cwd: &Path,
+) -> Result<Probe, ErrorInfo> {
+    let key = key
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_string);
+    let key_env = plan.key_env.clone();
+    let read = move |name: &str| match (&key, &key_env) {
+        (Some(k), Some(var)) if var == name => Some(k.clone()),
+        _ => env(name),
+    };
+    let resolved = resolve_model(&plan.spec, &plan.config, &read, cwd, cwd, None, options())
+        .map_err(|e| match e {
+            SpecError::Invalid { .. } => field(e.code(), e.to_string(), SETUP_MODEL),
+            SpecError::Provider(p) if p.kind == ProviderErrorKind::Auth => field(
+                p.kind.code(),
+                "no API key: paste the key (it is kept in the system keyring)".into(),
+                SETUP_KEY,
+            ),
+            SpecError::Provider(p) => blame(p),
+        })?;
+    let started = Instant::now();
+    let request = request();
+    let call = resolved.provider.call(&request, &|_| {});
+    match tokio::time::timeout(PROBE_LIMIT, call).await {
+        Err(_) => Err(field(
+            ProviderErrorKind::Timeout.code(),
+            format!(
+                "no complete answer within {} s: check the address",
+                PROBE_LIMIT.as_secs()
+            ),
+            SETUP_BASE_URL,
+        )),
+        Ok(Err(e)) => Err(blame(e)),
+        Ok(Ok(_)) => Ok(Probe {
+            model: resolved.provider.describe(),
+            millis: started.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
+        }),
+    }
+}
+
+fn field(code: &str, message: String, setting: &str) -> ErrorInfo {
+    let mut e = ErrorInfo::new(code, message);
+    e.setting = Some(setting.to_string());
+    e
+}
+
+/// Which field a failed call points at: a refused key, an address that does not answer (or
+/// not in the provider's format), a model the server does not have. A limit or a server
+/// failure blames none: the connection itself works.
+fn blame(e: ProviderError) -> ErrorInfo {
+    let code = e.kind.code();
+    let setting = match e.kind {
+        ProviderErrorKind::Auth => Some(SETUP_KEY),
+        ProviderErrorKind::Network
+        | ProviderErrorKind::Timeout
+        | ProviderErrorKind::BadResponse => Some(SETUP_BASE_URL),
+        ProviderErrorKind::RequestRejected if e.message.to_ascii_lowercase().contains("model") => {
+            Some(SETUP_MODEL)
+        }
+        ProviderErrorKind::RequestRejected if e.message.contains("HTTP 404") => {
+            Some(SETUP_BASE_URL)
+        }
+        ProviderErrorKind::RequestRejected
+        | ProviderErrorKind::RateLimited
+        | ProviderErrorKind::QuotaExhausted
+        | ProviderErrorKind::ServerError
+        | ProviderErrorKind::ContextTooLong
+        | ProviderErrorKind::ScriptExhausted => None,
+    };
+    let mut info = ErrorInfo::new(code, e.message);
+    info.setting = setting.map(str::to_string);
+    info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use waymark_protocol::config::Config;
+    use waymark_protocol::setup::{ModelSetup, SetupProvider, plan};
+
+    fn no_env() -> EnvReader {
+        Arc::new(|_| None)
+    }
+
+    fn at(url: &str) -> SetupPlan {
+        let s = ModelSetup {
+            provider: SetupProvider::Compatible,
+            base_url: url.into(),
+            model: "m1".into(),
+        };
+        plan(&Config::default(), &s, true).unwrap()
+    }
+
+    #[test]
+    fn failures_point_at_the_field_to_fix() {
+        let cases = [
+            (
+                ProviderErrorKind::Auth,
+                "refused (HTTP 401)",
+                Some(SETUP_KEY),
+            ),
+            (
+                ProviderErrorKind::Network,
+                "could not reach",
+                Some(SETUP_BASE_URL),
+            ),
+            (
+                ProviderErrorKind::BadResponse,
+                "not SSE",
+                Some(SETUP_BASE_URL),
+            ),
+            (
+                ProviderErrorKind::RequestRejected,
+                "(HTTP 404): The model `x` does not exist",
+                Some(SETUP_MODEL),
+            ),
+            (
+                ProviderErrorKind::RequestRejected,
+                "(HTTP 404): Not Found",
+                Some(SETUP_BASE_URL),
+            ),
+            (ProviderErrorKind::RateLimited, "slow down", None),
+            (ProviderErrorKind::ServerError, "HTTP 500", None),
+        ];
+        for (kind, message, setting) in cases {
+            let e = blame(ProviderError::new(kind, message));
+            assert_eq!(e.setting.as_deref(), setting, "{kind:?} {message}");
+            assert_eq!(e.message, message);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_key_that_is_needed_and_missing_is_asked_for() {
+        let p = plan(
+            &Config::default(),
+            &ModelSetup {
+                provider: SetupProvider::Openai,
+                base_url: "https://api.openai.com/v1".into(),
+                model: "gpt-4.1".into(),
+            },
+            false,
+        )
+        .unwrap();
+        // Nothing is sent: the missing key is found before any call.
+        let e = try_model(&p, None, no_env(), Path::new("/"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.setting.as_deref(), Some(SETUP_KEY), "{e}");
+        assert!(e.message.contains("paste the key"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_blames_the_address() {
+        // A port bound and then closed: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = try_model(
+            &at(&format!("http://127.0.0.1:{port}/v1")),
+            Some("k"),
+            no_env(),
+            Path::new("/"),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.setting.as_deref(), Some(SETUP_BASE_URL), "{e}");
+    }
+}

@@ -1,0 +1,87 @@
+//! Accessibility: axe-core (the npm package, as installed by `scripts/setup.sh`) checks the
+//! main views inside the real window; none may have a serious or critical violation.
+
+use super::*;
+
+impl App {
+    /// Runs axe-core on the page as it is now; the serious and critical violations, each as
+    /// "rule (impact): help — the elements".
+    async fn axe(&self) -> Vec<String> {
+        let loaded = self
+            .js("return typeof window.axe === 'object'")
+            .await
+            .as_bool()
+            .unwrap_or(false);
+        if !loaded {
+            let source = std::fs::read_to_string(root().join("node_modules/axe-core/axe.min.js"))
+                .expect("axe-core missing: scripts/setup.sh installs the npm packages");
+            // Run as the WebDriver script itself: the page's policy allows no inline script
+            // element, and its own code never loads axe.
+            let script = format!("{source}\n;return typeof window.axe === 'object'");
+            assert_eq!(self.js(&script).await, true, "axe-core did not load");
+        }
+        let found = self
+            .js_async(
+                "const done = arguments[arguments.length - 1];
+                 axe.run(document, { resultTypes: ['violations'] })
+                   .then((r) => done(r.violations
+                     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+                     .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 4).map((n) => n.target.join(' ')).join(', ')}`)))
+                   .catch((e) => done([`axe failed: ${e}`]));",
+            )
+            .await;
+        serde_json::from_value(found).unwrap()
+    }
+
+    /// The serious and critical violations of the view `name`, each prefixed with it (after
+    /// a screenshot).
+    async fn violations(&self, name: &str) -> Vec<String> {
+        let found = self.axe().await;
+        self.shot(&format!("a11y-{name}")).await;
+        found.into_iter().map(|v| format!("{name}: {v}")).collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_main_views_have_no_serious_accessibility_violations() {
+    let desk = Desk::start();
+    let app = desk.launch().await;
+    let mut found = Vec::new();
+    app.el("[data-testid=setup-card]").await;
+    found.extend(app.violations("setup-card").await);
+
+    // The demo: a goal session (gauges, timeline) and a plan review.
+    app.start_demo().await;
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-status]", "blocked").await;
+    found.extend(app.violations("goal-tab").await);
+    app.open_plan_demo().await;
+    app.el("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=plan-doc]", "Risks").await;
+    found.extend(app.violations("plan-review").await);
+    app.click("[data-testid=comment-mode]").await;
+    app.wait_text("[data-testid=plan-lines]", "Run the test")
+        .await;
+    app.click("[data-testid=line-7]").await;
+    found.extend(app.violations("plan-comments").await);
+    app.click("[data-testid=focus-review]").await;
+    found.extend(app.violations("focus-review").await);
+    app.click("[data-testid=focus-review]").await;
+
+    // Approved, the implementation asks before the test run: the permission dialog.
+    app.click("[data-testid=approve]").await;
+    app.el("[data-testid=question-dialog]").await;
+    found.extend(app.violations("permission-dialog").await);
+    app.click("[data-testid=allow-once]").await;
+    app.wait_text("[data-testid=transcript]", "the test passes")
+        .await;
+    app.click("[data-testid=tab-changes]").await;
+    found.extend(app.violations("transcript-and-changes").await);
+
+    // Settings.
+    app.click("[data-testid=open-settings]").await;
+    app.el("[data-testid=settings-save]").await;
+    found.extend(app.violations("settings").await);
+    app.close().await;
+    assert!(found.is_empty(), "{found:#?}");
+}

@@ -1,0 +1,84 @@
+import { describe, expect, it, vi } from "vitest";
+import { fireEvent, render, screen } from "@testing-library/svelte";
+import type { ModelSetup } from "../bindings";
+
+const calls = vi.hoisted(() => ({ tested: [] as [ModelSetup, string | null][], saved: [] as [ModelSetup, string | null][] }));
+vi.mock("../bindings", () => {
+  const view = { config: {}, keys: [{ env_name: "OPENAI_API_KEY", stored: true }, { env_name: "ANTHROPIC_API_KEY", stored: false }], keyring_error: null };
+  return {
+    commands: {
+      getSettings: async () => ({ status: "ok", data: view }),
+      // The server refuses the key; the card must put that under the key field.
+      testModelSetup: async (s: ModelSetup, key: string | null) => {
+        calls.tested.push([s, key]);
+        return key === "sk-good"
+          ? { status: "ok", data: { model: "custom:m1", millis: 42 } }
+          : { status: "error", error: { code: "auth", message: "the provider refused the credentials (HTTP 401)", setting: "setup.key" } };
+      },
+      saveModelSetup: async (s: ModelSetup, key: string | null) => {
+        calls.saved.push([s, key]);
+        return s.model === "" ? { status: "error", error: { code: "invalid_settings", message: "name the model", setting: "setup.model" } } : { status: "ok", data: "custom:m1" };
+      },
+    },
+  };
+});
+
+const { default: Card } = await import("./ModelSetup.svelte");
+
+describe("the setup card", () => {
+  it("fills the address for the provider picked and keeps one the user typed", async () => {
+    render(Card, { onsaved: () => {}, ondemo: () => {} });
+    const url = (await screen.findByTestId("setup-base-url")) as HTMLInputElement;
+    expect(url.value).toBe("https://api.openai.com/v1");
+    await fireEvent.click(screen.getByTestId("setup-provider-anthropic"));
+    expect(url.value).toBe("https://api.anthropic.com");
+    // Ollama takes no key: no key field.
+    await fireEvent.click(screen.getByTestId("setup-provider-ollama"));
+    expect(url.value).toBe("http://localhost:11434/v1");
+    expect(screen.queryByTestId("setup-key")).toBeNull();
+    await fireEvent.click(screen.getByTestId("setup-provider-compatible"));
+    expect(url.value).toBe("");
+    await fireEvent.input(url, { target: { value: "http://127.0.0.1:9/v1" } });
+    await fireEvent.click(screen.getByTestId("setup-provider-openai"));
+    expect(url.value).toBe("http://127.0.0.1:9/v1");
+    // A key already in the keyring is said, so the field may stay empty.
+    expect(screen.getByTestId("setup-key-note").textContent).toContain("OPENAI_API_KEY is already in the keyring");
+  });
+
+  it("puts a refused key under the key field, then says the model answered", async () => {
+    render(Card, { onsaved: () => {}, ondemo: () => {} });
+    await fireEvent.click(await screen.findByTestId("setup-provider-compatible"));
+    await fireEvent.input(screen.getByTestId("setup-base-url"), { target: { value: "http://127.0.0.1:9/v1" } });
+    await fireEvent.input(screen.getByTestId("setup-model"), { target: { value: "m1" } });
+    const key = screen.getByTestId("setup-key");
+    await fireEvent.input(key, { target: { value: "sk-bad" } });
+    await fireEvent.click(screen.getByTestId("setup-test"));
+    const said = await screen.findByTestId("setup-error-key");
+    expect(said.textContent).toContain("HTTP 401");
+    expect(key.closest("label")?.contains(said)).toBe(true);
+    expect(document.activeElement).toBe(key);
+    expect(calls.tested.at(-1)).toEqual([{ provider: "compatible", base_url: "http://127.0.0.1:9/v1", model: "m1" }, "sk-bad"]);
+    await fireEvent.input(key, { target: { value: "sk-good" } });
+    await fireEvent.click(screen.getByTestId("setup-test"));
+    expect((await screen.findByText(/answered in 42 ms/)).textContent).toContain("custom:m1");
+    expect(screen.queryByTestId("setup-error-key")).toBeNull();
+  });
+
+  it("saves, or shows the first error beside its field; the demo is one click away", async () => {
+    const onsaved = vi.fn();
+    const ondemo = vi.fn();
+    render(Card, { onsaved, ondemo });
+    await fireEvent.click(await screen.findByTestId("setup-save"));
+    const said = await screen.findByTestId("setup-error-model");
+    expect(document.activeElement).toBe(screen.getByTestId("setup-model"));
+    expect(said.textContent).toBe("name the model");
+    expect(onsaved).not.toHaveBeenCalled();
+    // An empty key field sends no key (the stored one is used).
+    expect(calls.saved.at(-1)?.[1]).toBeNull();
+    await fireEvent.input(screen.getByTestId("setup-model"), { target: { value: "m1" } });
+    await fireEvent.click(screen.getByTestId("setup-save"));
+    await vi.waitFor(() => expect(onsaved).toHaveBeenCalledWith("custom:m1"));
+    await fireEvent.click(screen.getByTestId("setup-demo"));
+    expect(ondemo).toHaveBeenCalled();
+  });
+});

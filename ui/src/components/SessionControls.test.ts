@@ -1,0 +1,35 @@
+import { describe, expect, it, vi } from "vitest";
+import { fireEvent, render, screen } from "@testing-library/svelte";
+
+const { default: Controls } = await import("./SessionControls.svelte");
+
+describe("the header's model and mode pickers", () => {
+  it("switch the model, or take a typed spec, and go back when the runtime refuses", async () => {
+    const onmodel = vi.fn(async (spec: string) => spec !== "bad:x");
+    const onmode = vi.fn(async () => false);
+    render(Controls, { model: "scripted:/tmp/x/plan.json", mode: "ask", models: ["openai:gpt-4.1", "scripted:/tmp/x/plan.json"], onmodel, onmode });
+    const picker = screen.getByTestId("model-picker") as HTMLSelectElement;
+    // The session's model once, by its file name; the others after it.
+    expect([...picker.options].map((o) => o.textContent)).toEqual(["scripted:plan.json", "openai:gpt-4.1", "Other model…"]);
+    await fireEvent.change(picker, { target: { value: "openai:gpt-4.1" } });
+    expect(onmodel).toHaveBeenLastCalledWith("openai:gpt-4.1");
+
+    await fireEvent.change(screen.getByTestId("model-picker"), { target: { value: "__other__" } });
+    const other = (await screen.findByTestId("model-other")) as HTMLInputElement;
+    expect(document.activeElement).toBe(other);
+    await fireEvent.input(other, { target: { value: "bad:x" } });
+    await fireEvent.keyDown(other, { key: "Enter" });
+    // Refused: the field stays for a correction.
+    expect(onmodel).toHaveBeenLastCalledWith("bad:x");
+    expect(screen.getByTestId("model-other")).toBeTruthy();
+    await fireEvent.keyDown(other, { key: "Escape" });
+    expect(screen.queryByTestId("model-other")).toBeNull();
+
+    const mode = screen.getByTestId("mode-picker") as HTMLSelectElement;
+    expect(mode.value).toBe("ask");
+    await fireEvent.change(mode, { target: { value: "auto" } });
+    expect(onmode).toHaveBeenCalledWith("auto");
+    // The runtime refused: the picker shows the mode in force.
+    await vi.waitFor(() => expect((screen.getByTestId("mode-picker") as HTMLSelectElement).value).toBe("ask"));
+  });
+});
