@@ -232,10 +232,12 @@ async fn forward<R: tauri::Runtime>(
         // system's notification (never both).
         match alert.map(|a| (alerts::delivery(focused), a)) {
             Some((alerts::Delivery::InWindow, alert)) => {
+                // The page shows text as text; format characters (bidi overrides) a model
+                // wrote into its question are spelled out, as in a notification.
                 let _ = AlertRaised {
                     session_id: alert.session_id,
-                    title: alert.title,
-                    body: alert.body,
+                    title: waymark_protocol::display::escape_block(&alert.title),
+                    body: waymark_protocol::display::escape_block(&alert.body),
                 }
                 .emit(&app);
             }

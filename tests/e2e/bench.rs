@@ -392,6 +392,17 @@ async fn main() {
         "opened a transcript of {items} items in {:.0} ms",
         now_ms() - t
     );
+    // Of which the view's call alone (the runtime's read, the IPC, the page's JSON parse),
+    // the session being open already.
+    let call = app
+        .js_async(&format!(
+            "const done = arguments[arguments.length - 1]; const t = performance.now(); \
+             window.__TAURI_INTERNALS__.invoke('open_session', {{ id: {long} }}).then( \
+               (v) => done([performance.now() - t, JSON.stringify(v).length, v.events.length]), \
+               (e) => done(String(e)));"
+        ))
+        .await;
+    println!("  the open_session call alone: [ms, bytes of JSON, events] {call}");
     for (label, step) in [
         ("idle (no scrolling)", 0),
         ("a wheel-like 120 px per frame", 120),

@@ -526,8 +526,17 @@ impl Actor {
             }
             Op::SetModel { model } => {
                 let core = &self.core;
+                let model = model.trim();
+                if model.is_empty()
+                    || model.chars().count() > MODEL_SPEC_MAX
+                    || model.chars().any(crate::display::needs_escape)
+                {
+                    return Err(Error::Refused(format!(
+                        "a model spec is provider:model, at most {MODEL_SPEC_MAX} characters with no control or invisible ones"
+                    )));
+                }
                 // Resolved first: a spec that names no usable model changes nothing.
-                let (spec, provider) = (core.resolve)(model.trim())?;
+                let (spec, provider) = (core.resolve)(model)?;
                 core.write(|tx| {
                     tx.set_model(&core.id, &spec)?;
                     configured(tx, core, Some(provider.context_tokens()))
@@ -745,6 +754,9 @@ pub(crate) fn admit(
 }
 
 /// Tells every extension its view may have changed (after commit).
+/// The longest model spec a switch takes (a script's path included).
+const MODEL_SPEC_MAX: usize = 1024;
+
 /// Says what the session runs with now, after the user switched its model (whose context
 /// window is `window`) or its permission mode.
 fn configured(tx: &mut store::Tx<'_>, core: &SessionCore, window: Option<u64>) -> Result<()> {

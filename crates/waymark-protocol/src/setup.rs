@@ -117,10 +117,12 @@ const MODEL_MAX: usize = 200;
 /// Longest address taken.
 const URL_MAX: usize = 2048;
 
-/// Turns the card's answer into settings. `with_key`: the user gave a key, so a compatible
-/// server gets a key variable (the others' are fixed). The provider known by name is used
-/// when its address is left as it is; any other address becomes a provider entry of its own,
-/// under a name no existing entry holds with other settings.
+/// Turns the card's answer into settings. `with_key`: the user typed a key. The provider
+/// known by name is used when its address is left as it is; any other address becomes a
+/// provider entry of its own, under a name no other entry holds with another address, and
+/// with a key variable of its own (`<NAME>_API_KEY`), so a key typed for one server is never
+/// sent to another. Setting up the same server again reuses its entry, keeping what the user
+/// set there.
 pub fn plan(config: &Config, setup: &ModelSetup, with_key: bool) -> Result<SetupPlan, ConfigError> {
     let model = check_model_name(&setup.model)?;
     let url = check_base_url(&setup.base_url)?;
@@ -142,29 +144,55 @@ pub fn plan(config: &Config, setup: &ModelSetup, with_key: bool) -> Result<Setup
         SetupProvider::Anthropic => "anthropic-custom",
         SetupProvider::Ollama => "ollama-custom",
     };
-    let key_env = match setup.provider.builtin() {
-        Some(b) => b.key_env.map(str::to_string),
-        None => {
-            with_key.then(|| format!("{}_API_KEY", base.to_ascii_uppercase().replace('-', "_")))
-        }
+    let kind = if setup.provider == SetupProvider::Anthropic {
+        ProviderKind::Anthropic
+    } else {
+        ProviderKind::Openai
     };
-    let entry = ProviderConfig {
-        kind: if setup.provider == SetupProvider::Anthropic {
-            ProviderKind::Anthropic
-        } else {
-            ProviderKind::Openai
-        },
-        base_url: url,
-        api_key_env: key_env.clone(),
-        route: RouteKind::OwnKey,
-        model: Some(model.clone()),
-        context_tokens: None,
-    };
-    let name = free_name(&config, base, &entry)?;
+    let name = free_name(&config, base, kind, &url)?;
+    // OpenAI's and Anthropic's APIs always take a key; another server only when one is given.
+    let needs_key = with_key
+        || matches!(
+            setup.provider,
+            SetupProvider::Openai | SetupProvider::Anthropic
+        );
+    let mut entry = config
+        .providers
+        .get(&name)
+        .cloned()
+        .unwrap_or(ProviderConfig {
+            kind,
+            base_url: url.clone(),
+            api_key_env: None,
+            route: RouteKind::OwnKey,
+            model: None,
+            context_tokens: None,
+        });
+    if needs_key && entry.api_key_env.is_none() {
+        entry.api_key_env = Some(format!(
+            "{}_API_KEY",
+            name.to_ascii_uppercase().replace('-', "_")
+        ));
+    }
+    if entry.api_key_env.is_some() && !carries_keys_safely(&url) {
+        return Err(ConfigError::new(
+            SETUP_BASE_URL,
+            "a key would cross the network unencrypted: use https:// (plain http:// is for a server on this machine or your own network)",
+        ));
+    }
+    entry.model = Some(model.clone());
+    let key_env = entry.api_key_env.clone();
     let spec = format!("{name}:{model}");
-    config.providers.insert(name, entry);
+    config.providers.insert(name.clone(), entry);
     config.model = Some(spec.clone());
     config.check_model(&spec)?;
+    config.validate().map_err(|e| {
+        if e.key.starts_with(&format!("providers.{name}.")) {
+            ConfigError::new(SETUP_BASE_URL, e.message)
+        } else {
+            e
+        }
+    })?;
     Ok(SetupPlan {
         config,
         spec,
@@ -172,16 +200,15 @@ pub fn plan(config: &Config, setup: &ModelSetup, with_key: bool) -> Result<Setup
     })
 }
 
-/// `base`, or `base-2`, `base-3`…: the first name that is free or already holds the same
-/// provider (its model aside), so setting up twice does not pile up entries or overwrite one
-/// the user made.
-fn free_name(config: &Config, base: &str, entry: &ProviderConfig) -> Result<String, ConfigError> {
-    let same = |p: &ProviderConfig| {
-        p.kind == entry.kind
-            && p.base_url == entry.base_url
-            && p.api_key_env == entry.api_key_env
-            && p.route == entry.route
-    };
+/// `base`, or `base-2`, `base-3`…: the first name that is free or already holds a provider
+/// of this kind at this address (reused), so setting up twice piles up no entries and one
+/// the user made for another server is never changed.
+fn free_name(
+    config: &Config,
+    base: &str,
+    kind: ProviderKind,
+    url: &str,
+) -> Result<String, ConfigError> {
     for n in 1..=100 {
         let name = if n == 1 {
             base.to_string()
@@ -190,7 +217,9 @@ fn free_name(config: &Config, base: &str, entry: &ProviderConfig) -> Result<Stri
         };
         match config.providers.get(&name) {
             None => return Ok(name),
-            Some(p) if same(p) => return Ok(name),
+            Some(p) if p.kind == kind && p.base_url == url && p.route == RouteKind::OwnKey => {
+                return Ok(name);
+            }
             Some(_) => {}
         }
     }
@@ -198,6 +227,34 @@ fn free_name(config: &Config, base: &str, entry: &ProviderConfig) -> Result<Stri
         SETUP_BASE_URL,
         format!("the settings already hold 100 providers named {base}…: remove some in Settings"),
     ))
+}
+
+/// Whether a key may go to `url`: over https, or over plain http to this machine or the
+/// local network (a loopback, private or link-local address; `localhost`, a `.local` name or
+/// a single-label host name).
+pub fn carries_keys_safely(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return url.starts_with("https://");
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            ip.is_loopback() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
+        }
+        Err(_) => {
+            host == "localhost"
+                || host.ends_with(".localhost")
+                || host.ends_with(".local")
+                || (!host.is_empty() && !host.contains('.'))
+        }
+    }
 }
 
 fn check_model_name(model: &str) -> Result<String, ConfigError> {
@@ -209,8 +266,11 @@ fn check_model_name(model: &str) -> Result<String, ConfigError> {
     if model.chars().count() > MODEL_MAX {
         return bad("this is longer than any model name (200 characters at most)");
     }
-    if model.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return bad("a model name has no spaces or control characters");
+    if model
+        .chars()
+        .any(|c| c.is_whitespace() || crate::display::needs_escape(c))
+    {
+        return bad("a model name has no spaces, control or invisible characters");
     }
     Ok(model.to_string())
 }
@@ -224,22 +284,31 @@ fn check_base_url(url: &str) -> Result<String, ConfigError> {
     if url.len() > URL_MAX {
         return bad("this address is too long (2048 characters at most)".into());
     }
-    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return bad("an address has no spaces or control characters".into());
+    if url
+        .chars()
+        .any(|c| c.is_whitespace() || crate::display::needs_escape(c))
+    {
+        return bad("an address has no spaces, control or invisible characters".into());
     }
-    let rest = match url.split_once("://") {
+    let (scheme, rest) = match url.split_once("://") {
         Some((scheme, rest))
             if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
         {
-            rest
+            (scheme.to_ascii_lowercase(), rest)
         }
         _ => return bad("the address starts with http:// or https://".into()),
     };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if rest.contains(['?', '#']) {
+        return bad(
+            "an address has no ?query or #part (a key goes in the key field, not in the address)"
+                .into(),
+        );
+    }
+    let host = rest.split('/').next().unwrap_or("");
     if host.is_empty() || host.contains('@') {
         return bad("the address names no server (http://host:port/…)".into());
     }
-    Ok(url.to_string())
+    Ok(format!("{scheme}://{rest}"))
 }
 
 #[cfg(test)]
@@ -308,7 +377,7 @@ mod tests {
             a.config.providers["anthropic-custom"].kind,
             ProviderKind::Anthropic
         );
-        assert_eq!(a.key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
+        assert_eq!(a.key_env.as_deref(), Some("ANTHROPIC_CUSTOM_API_KEY"));
     }
 
     #[test]
@@ -330,6 +399,130 @@ mod tests {
         .unwrap();
         assert_eq!(again.spec, "custom-2:m2");
         assert_eq!(again.config.providers.len(), 2);
+    }
+
+    #[test]
+    fn each_server_has_its_own_key_variable_so_no_key_reaches_another() {
+        let first = plan(
+            &Config::default(),
+            &setup(SetupProvider::Compatible, "http://127.0.0.1:8000/v1", "m1"),
+            true,
+        )
+        .unwrap();
+        let second = plan(
+            &first.config,
+            &setup(SetupProvider::Compatible, "https://b.example/v1", "m2"),
+            true,
+        )
+        .unwrap();
+        assert_eq!(second.spec, "custom-2:m2");
+        assert_eq!(second.key_env.as_deref(), Some("CUSTOM_2_API_KEY"));
+        assert_eq!(
+            second.config.providers["custom"].api_key_env.as_deref(),
+            Some("CUSTOM_API_KEY")
+        );
+        // OpenAI behind a gateway never reads (or overwrites) the OpenAI key.
+        let gw = plan(
+            &Config::default(),
+            &setup(SetupProvider::Openai, "https://gw.example/v1", "gpt-4.1"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(gw.key_env.as_deref(), Some("OPENAI_CUSTOM_API_KEY"));
+    }
+
+    #[test]
+    fn setting_up_a_server_again_keeps_what_the_user_set_there() {
+        let mine = Config::from_json(
+            r#"{"providers": {"custom": {"kind": "openai", "base_url": "http://127.0.0.1:8000/v1", "api_key_env": "LAB_KEY", "model": "old", "context_tokens": 32000}}}"#,
+        )
+        .unwrap();
+        let p = plan(
+            &mine,
+            &setup(SetupProvider::Compatible, "http://127.0.0.1:8000/v1", "m1"),
+            true,
+        )
+        .unwrap();
+        let entry = &p.config.providers["custom"];
+        assert_eq!(entry.context_tokens, Some(32000));
+        assert_eq!(entry.api_key_env.as_deref(), Some("LAB_KEY"));
+        assert_eq!(entry.model.as_deref(), Some("m1"));
+        assert_eq!(p.key_env.as_deref(), Some("LAB_KEY"));
+    }
+
+    #[test]
+    fn a_key_never_crosses_the_network_in_plain_http() {
+        let key = |url: &str| {
+            plan(
+                &Config::default(),
+                &setup(SetupProvider::Compatible, url, "m1"),
+                true,
+            )
+        };
+        let e = key("http://models.example.com/v1").unwrap_err();
+        assert_eq!(e.key, SETUP_BASE_URL);
+        assert!(e.message.contains("unencrypted"), "{e}");
+        for ok in [
+            "https://models.example.com/v1",
+            "http://127.0.0.1:8000/v1",
+            "http://192.168.1.20:8000/v1",
+            "http://gpu-box:8000/v1",
+            "http://[::1]:8000/v1",
+        ] {
+            assert!(key(ok).is_ok(), "{ok}");
+        }
+        // The scheme is kept in lower case, as the settings take it.
+        assert_eq!(
+            key("HTTP://127.0.0.1:9/v1").unwrap().config.providers["custom"].base_url,
+            "http://127.0.0.1:9/v1"
+        );
+        // Without a key, a plain address is the user's choice.
+        assert!(
+            plan(
+                &Config::default(),
+                &setup(
+                    SetupProvider::Compatible,
+                    "http://models.example.com/v1",
+                    "m1"
+                ),
+                false
+            )
+            .is_ok()
+        );
+        // OpenAI's own API always takes a key.
+        assert!(
+            plan(
+                &Config::default(),
+                &setup(SetupProvider::Openai, "http://api.openai.com/v1", "gpt-4.1"),
+                false
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn only_this_machine_and_the_local_network_may_see_a_key_in_plain_http() {
+        for (url, safe) in [
+            ("https://x.example/v1", true),
+            ("http://localhost:11434/v1", true),
+            ("http://api.localhost/v1", true),
+            ("http://box.local:8000", true),
+            ("http://gpu-box/v1", true),
+            ("http://127.0.0.1/v1", true),
+            ("http://10.1.2.3/v1", true),
+            ("http://172.16.0.1/v1", true),
+            ("http://169.254.1.1/v1", true),
+            ("http://[fd00::1]:8000/v1", true),
+            ("http://[fe80::1]/v1", true),
+            ("http://x.example/v1", false),
+            ("http://8.8.8.8/v1", false),
+            ("http://172.32.0.1/v1", false),
+            ("http://[2001:db8::1]/v1", false),
+            ("http://localhost.example.com/v1", false),
+            ("ftp://localhost/v1", false),
+        ] {
+            assert_eq!(carries_keys_safely(url), safe, "{url}");
+        }
     }
 
     #[test]
@@ -383,6 +576,30 @@ mod tests {
                 setup(SetupProvider::Compatible, "http://host/v1\n", "m1\u{7}"),
                 SETUP_MODEL,
                 "control",
+            ),
+            (
+                setup(
+                    SetupProvider::Compatible,
+                    "https://gw/v1?api-key=sk-1",
+                    "m1",
+                ),
+                SETUP_BASE_URL,
+                "no ?query",
+            ),
+            (
+                setup(SetupProvider::Compatible, "https://gw/v1#x", "m1"),
+                SETUP_BASE_URL,
+                "no ?query",
+            ),
+            (
+                setup(SetupProvider::Compatible, "https://gw\u{202e}/v1", "m1"),
+                SETUP_BASE_URL,
+                "invisible",
+            ),
+            (
+                setup(SetupProvider::Compatible, "https://gw/v1", "m\u{200b}1"),
+                SETUP_MODEL,
+                "invisible",
             ),
             (
                 setup(SetupProvider::Compatible, "http://ho st/v1", "m1"),

@@ -91,6 +91,9 @@ impl Wire {
             .get_or_init(|| {
                 reqwest::Client::builder()
                     .connect_timeout(self.opts.connect_timeout)
+                    // A redirect is an error, never followed: reqwest would carry some key
+                    // headers (Anthropic's `x-api-key`) to whatever host it names.
+                    .redirect(reqwest::redirect::Policy::none())
                     .build()
                     .map_err(|e| {
                         ProviderError::new(ProviderErrorKind::Network, format!("HTTP client: {e}"))
@@ -235,6 +238,23 @@ async fn send_once(
     let status = resp.status();
     if status.is_success() {
         return Ok(resp);
+    }
+    if status.is_redirection() {
+        let to = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(|l| {
+                waymark_protocol::display::escape_line(&l.chars().take(300).collect::<String>())
+            })
+            .unwrap_or_else(|| "nowhere".into());
+        return Err(ProviderError::new(
+            ProviderErrorKind::BadResponse,
+            format!(
+                "{url} answered with a redirect (HTTP {}) to {to}: redirects are not followed, so a key never goes to another address; give the address the server answers at",
+                status.as_u16()
+            ),
+        ));
     }
     let retry_after = retry_after(resp.headers());
     // A usage limit says when it resets (read before the body consumes the response).

@@ -18,6 +18,9 @@ use std::time::Duration;
 use waymark_protocol::ToolCallRecord;
 use waymark_protocol::{RouteKind, Usage};
 
+/// The largest script file read (the longest test scripts are a few MiB).
+pub const SCRIPT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
 /// What happens when a list runs out.
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
@@ -119,6 +122,24 @@ pub enum ScriptError {
 impl Script {
     /// Parses a script; the error names the file and the line.
     pub fn from_file(path: &Path) -> Result<Script, ProviderError> {
+        // A regular file of a sane size: never a FIFO (opening one blocks), a device or a
+        // huge file.
+        let refuse = |why: String| {
+            ProviderError::new(
+                ProviderErrorKind::RequestRejected,
+                format!("the scripted model file {}: {why}", path.display()),
+            )
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => return Err(refuse("not a regular file".into())),
+            Ok(m) if m.len() > SCRIPT_MAX_BYTES => {
+                return Err(refuse(format!(
+                    "{} bytes, more than the {SCRIPT_MAX_BYTES} a script may have",
+                    m.len()
+                )));
+            }
+            Ok(_) | Err(_) => {}
+        }
         let text = std::fs::read_to_string(path).map_err(|e| {
             ProviderError::new(
                 ProviderErrorKind::RequestRejected,

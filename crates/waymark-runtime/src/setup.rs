@@ -63,6 +63,31 @@ pub async fn try_model(
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .map(str::to_string);
+    let result = try_with(plan, key.clone(), env, cwd).await;
+    // What the server said goes to the screen: never with the key in it, and not at length.
+    result.map_err(|mut e| {
+        if let Some(k) = key.as_deref() {
+            e.message = e.message.replace(k, "[the key]");
+        }
+        if e.message.chars().count() > MESSAGE_MAX {
+            e.message = format!(
+                "{}…",
+                e.message.chars().take(MESSAGE_MAX).collect::<String>()
+            );
+        }
+        e
+    })
+}
+
+/// The longest failure shown on the card.
+const MESSAGE_MAX: usize = 600;
+
+async fn try_with(
+    plan: &SetupPlan,
+    key: Option<String>,
+    env: EnvReader,
+    cwd: &Path,
+) -> Result<Probe, ErrorInfo> {
     let key_env = plan.key_env.clone();
     let read = move |name: &str| match (&key, &key_env) {
         (Some(k), Some(var)) if var == name => Some(k.clone()),

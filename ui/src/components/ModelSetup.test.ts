@@ -41,7 +41,10 @@ describe("the setup card", () => {
     await fireEvent.input(url, { target: { value: "http://127.0.0.1:9/v1" } });
     await fireEvent.click(screen.getByTestId("setup-provider-openai"));
     expect(url.value).toBe("http://127.0.0.1:9/v1");
-    // A key already in the keyring is said, so the field may stay empty.
+    // A key already in the keyring is said, so the field may stay empty; but only for the
+    // provider's own address (another address gets a key of its own).
+    expect(screen.getByTestId("setup-key-note").textContent).not.toContain("already in the keyring");
+    await fireEvent.input(url, { target: { value: "https://api.openai.com/v1/" } });
     expect(screen.getByTestId("setup-key-note").textContent).toContain("OPENAI_API_KEY is already in the keyring");
   });
 

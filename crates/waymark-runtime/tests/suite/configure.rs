@@ -94,7 +94,20 @@ async fn another_model_answers_from_the_next_call_and_a_bad_spec_changes_nothing
 
     // A spec naming no model, and a script that is not there: refused, nothing logged, and
     // the session stays on B.
-    for bad in ["nonsense:x", "scripted:/no/such/script.json", ""] {
+    let fifo = h.ws.join("planted.json");
+    super::harness::mkfifo(&fifo);
+    let fifo = format!("scripted:{}", fifo.display());
+    let long = format!("openai:{}", "m".repeat(2000));
+    for bad in [
+        "nonsense:x",
+        "scripted:/no/such/script.json",
+        "",
+        // A FIFO the model planted never blocks the session (opening one would).
+        fifo.as_str(),
+        "scripted:/dev/zero",
+        long.as_str(),
+        "openai:gpt\u{202e}4",
+    ] {
         let e = s
             .submit(Op::SetModel { model: bad.into() })
             .await

@@ -153,3 +153,58 @@ async fn a_server_that_answers_nonsense_blames_the_address() {
         .unwrap_err();
     assert_eq!(e.setting.as_deref(), Some(SETUP_BASE_URL), "{e}");
 }
+
+#[tokio::test]
+async fn a_server_that_echoes_the_key_never_shows_it() {
+    let s = MockServer::start_with(|_| {
+        MockResponse::status(
+            401,
+            r#"{"error":{"message":"bad key sk-e2e-typed-secret-9, try again"}}"#,
+            &[("content-type", "application/json")],
+        )
+    })
+    .await;
+    let p = plan(
+        &Config::default(),
+        &setup(SetupProvider::Compatible, &s.url, "m1"),
+        true,
+    )
+    .unwrap();
+    let e = try_model(
+        &p,
+        Some("sk-e2e-typed-secret-9"),
+        Arc::new(|_| None),
+        Path::new("/"),
+    )
+    .await
+    .unwrap_err();
+    assert!(!e.message.contains("sk-e2e-typed-secret-9"), "{e}");
+    assert!(e.message.contains("[the key]"), "{e}");
+}
+
+/// A server that answers with a redirect to another host: the key never follows it, for
+/// either wire format (reqwest would carry Anthropic's `x-api-key` header along).
+#[tokio::test]
+async fn a_redirect_is_refused_and_the_key_never_reaches_the_other_host() {
+    let collector = MockServer::start_with(|_| reply(Flavor::Anthropic, "got it", None, 1)).await;
+    let to = format!("{}/v1/messages", collector.url);
+    let gateway = MockServer::start_with(move |_| {
+        MockResponse::status(307, "", &[("location", to.as_str())])
+    })
+    .await;
+    for provider in [SetupProvider::Anthropic, SetupProvider::Compatible] {
+        let p = plan(
+            &Config::default(),
+            &setup(provider, &gateway.url, "m1"),
+            true,
+        )
+        .unwrap();
+        let e = try_model(&p, Some("sk-good"), Arc::new(|_| None), Path::new("/"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.setting.as_deref(), Some(SETUP_BASE_URL), "{e}");
+        assert!(e.message.contains("redirect (HTTP 307)"), "{e}");
+    }
+    assert!(collector.recorded().is_empty(), "the key went to the other host");
+    assert_eq!(gateway.recorded().len(), 2);
+}
