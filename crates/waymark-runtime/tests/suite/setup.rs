@@ -205,6 +205,9 @@ async fn a_redirect_is_refused_and_the_key_never_reaches_the_other_host() {
         assert_eq!(e.setting.as_deref(), Some(SETUP_BASE_URL), "{e}");
         assert!(e.message.contains("redirect (HTTP 307)"), "{e}");
     }
-    assert!(collector.recorded().is_empty(), "the key went to the other host");
+    assert!(
+        collector.recorded().is_empty(),
+        "the key went to the other host"
+    );
     assert_eq!(gateway.recorded().len(), 2);
 }
