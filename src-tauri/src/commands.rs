@@ -19,8 +19,13 @@ use waymark_runtime::session::OpOutcome;
 // Views and settings are async commands: they run on the async runtime, where the store's
 // blocking calls step aside (`block_in_place`), never on the window's main thread.
 
-/// How many of the newest events a session view carries.
+/// How many events one read of the log returns.
 const VIEW_EVENTS: u64 = 50_000;
+
+/// How many of the newest events the view of a session being opened carries: enough for
+/// the screen and the scroll above it, so a long session opens as fast as a short one; the
+/// window then reads the rest of the log (`session_events` from the start).
+const VIEW_NEWEST: u64 = 2_000;
 
 #[tauri::command]
 #[specta::specta]
@@ -166,7 +171,7 @@ pub async fn open_session<R: tauri::Runtime>(
 fn view<R: tauri::Runtime>(app: &AppHandle<R>, host: &Host, id: &str) -> IpcResult<SessionView> {
     host.watch_plan(app, id)?;
     crate::memory::TRIM.request();
-    Ok(host.runtime.session_view(id, VIEW_EVENTS)?)
+    Ok(host.runtime.session_view(id, VIEW_NEWEST)?)
 }
 
 /// Logged events after `after` (the UI catches up after a gap).
@@ -437,9 +442,15 @@ pub async fn test_model_setup(
 ) -> IpcResult<SetupCheck> {
     let (plan, key) = planned(&host, &setup, key)?;
     let opts = host.runtime.options();
+    // Every secret the runtime knows (a stored key used for the test) is blanked out of what
+    // the server said, as in any other error.
     let probe =
         waymark_runtime::setup::try_model(&plan, key.as_deref(), opts.env.clone(), &opts.cwd)
-            .await?;
+            .await
+            .map_err(|mut e| {
+                e.message = host.runtime.redactor().redact(&e.message).into_owned();
+                e
+            })?;
     Ok(SetupCheck {
         model: probe.model,
         millis: probe.millis,

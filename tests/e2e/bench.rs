@@ -385,6 +385,15 @@ async fn main() {
     let long = app.js("return [...document.querySelectorAll('[data-testid=session]')].find(b => !b.textContent.includes('Plan it')).dataset.sessionId").await;
     let t = now_ms();
     app.open_session(long.as_str().unwrap()).await;
+    // The newest part on screen (the older part may still be on its way)…
+    let first = app
+        .wait_js("const t = document.querySelector('[data-testid=transcript]'); return t && t.querySelector('[data-testid=assistant-message]') ? Number(t.dataset.items) : null", "the newest messages")
+        .await;
+    println!(
+        "opened a {turns}-turn session: its newest {first} items on screen in {:.0} ms",
+        now_ms() - t
+    );
+    // …then the whole transcript.
     let items = app
         .wait_js("const t = document.querySelector('[data-testid=transcript]'); const n = t ? Number(t.dataset.items) : 0; return n > 5000 && t.querySelector('.item') ? n : null", "the long transcript")
         .await;
@@ -435,5 +444,18 @@ async fn main() {
         );
     }
     app.shot("bench-long-transcript").await;
+
+    // One message's render: a typical reply (a heading, a list, a code block, a table) in
+    // batches of 64, as the transcript asks for them, round trip included.
+    let per = app
+        .js_async(concat!(
+            "const done = arguments[arguments.length - 1];",
+            "const fence = '`'.repeat(3);",
+            "const reply = (i) => '## Step ' + i + '\\n\\nI read **src/main.rs** and changed `parse`:\\n\\n- one\\n- two\\n\\n' + fence + 'rust\\nfn main() { let n = ' + i + '; }\\n' + fence + '\\n\\n| a | b |\\n|---|---|\\n| ' + i + ' | x |\\n';",
+            "const batch = (k) => Array.from({ length: 64 }, (_, i) => reply(k * 64 + i));",
+            "(async () => { const t = performance.now(); for (let k = 0; k < 10; k++) await window.__TAURI_INTERNALS__.invoke('render_markdown', { texts: batch(k) }); done((performance.now() - t) / 640); })().catch((e) => done(String(e)));",
+        ))
+        .await;
+    println!("one reply rendered (ms per message, 640 messages in batches of 64): {per}");
     app.close().await;
 }

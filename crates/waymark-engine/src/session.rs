@@ -753,7 +753,6 @@ pub(crate) fn admit(
     })
 }
 
-/// Tells every extension its view may have changed (after commit).
 /// The longest model spec a switch takes (a script's path included).
 const MODEL_SPEC_MAX: usize = 1024;
 
@@ -773,6 +772,7 @@ fn configured(tx: &mut store::Tx<'_>, core: &SessionCore, window: Option<u64>) -
     )?)
 }
 
+/// Tells every extension its view may have changed (after commit).
 fn changed(core: &Arc<SessionCore>) {
     changed_in(&SessionApi::new(core.clone()));
 }

@@ -169,9 +169,18 @@ pub fn plan(config: &Config, setup: &ModelSetup, with_key: bool) -> Result<Setup
             context_tokens: None,
         });
     if needs_key && entry.api_key_env.is_none() {
-        entry.api_key_env = Some(format!(
-            "{}_API_KEY",
-            name.to_ascii_uppercase().replace('-', "_")
+        entry.api_key_env = Some(key_var(&name));
+    }
+    // A key variable another provider reads (or a built-in one) would send that provider's
+    // key to this server, or overwrite it: refused.
+    if let Some(var) = &entry.api_key_env
+        && key_var_shared(&config, &name, var)
+    {
+        return Err(ConfigError::new(
+            SETUP_KEY,
+            format!(
+                "the provider `{name}` reads its key from {var}, which another provider uses too: give it a key variable of its own in Settings first"
+            ),
         ));
     }
     if entry.api_key_env.is_some() && !carries_keys_safely(&url) {
@@ -200,6 +209,20 @@ pub fn plan(config: &Config, setup: &ModelSetup, with_key: bool) -> Result<Setup
     })
 }
 
+/// The key variable of a provider entry Waymark makes: `<NAME>_API_KEY`.
+fn key_var(name: &str) -> String {
+    format!("{}_API_KEY", name.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// Whether `var` is a built-in provider's key variable or one another entry than `name` reads.
+fn key_var_shared(config: &Config, name: &str, var: &str) -> bool {
+    BUILTINS.iter().any(|b| b.key_env == Some(var))
+        || config
+            .providers
+            .iter()
+            .any(|(n, p)| n != name && p.api_key_env.as_deref() == Some(var))
+}
+
 /// `base`, or `base-2`, `base-3`…: the first name that is free or already holds a provider
 /// of this kind at this address (reused), so setting up twice piles up no entries and one
 /// the user made for another server is never changed.
@@ -216,7 +239,8 @@ fn free_name(
             format!("{base}-{n}")
         };
         match config.providers.get(&name) {
-            None => return Ok(name),
+            None if !key_var_shared(config, &name, &key_var(&name)) => return Ok(name),
+            None => {}
             Some(p) if p.kind == kind && p.base_url == url && p.route == RouteKind::OwnKey => {
                 return Ok(name);
             }
@@ -231,29 +255,31 @@ fn free_name(
 
 /// Whether a key may go to `url`: over https, or over plain http to this machine or the
 /// local network (a loopback, private or link-local address; `localhost`, a `.local` name or
-/// a single-label host name).
+/// a single-label host name). The host is the one the HTTP client connects to: read by the
+/// same (WHATWG) rules, so `http://134744072/` is 8.8.8.8 and `http://a%2eb.com/` is a.b.com.
 pub fn carries_keys_safely(url: &str) -> bool {
-    let Some(rest) = url.strip_prefix("http://") else {
-        return url.starts_with("https://");
+    let Ok(u) = url::Url::parse(url) else {
+        return false;
     };
-    let authority = rest.split('/').next().unwrap_or("");
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    match host.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
-        Ok(std::net::IpAddr::V6(ip)) => {
+    match u.scheme() {
+        "https" => return true,
+        "http" => {}
+        _ => return false,
+    }
+    match u.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Some(url::Host::Ipv6(ip)) => {
             let first = ip.segments()[0];
             ip.is_loopback() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
         }
-        Err(_) => {
+        Some(url::Host::Domain(d)) => {
+            let host = d.trim_end_matches('.').to_ascii_lowercase();
             host == "localhost"
                 || host.ends_with(".localhost")
                 || host.ends_with(".local")
                 || (!host.is_empty() && !host.contains('.'))
         }
+        None => false,
     }
 }
 
@@ -276,39 +302,49 @@ fn check_model_name(model: &str) -> Result<String, ConfigError> {
 }
 
 fn check_base_url(url: &str) -> Result<String, ConfigError> {
-    let url = url.trim().trim_end_matches('/');
-    let bad = |why: String| Err(ConfigError::new(SETUP_BASE_URL, why));
+    let url = url.trim();
+    let bad = |why: &str| Err(ConfigError::new(SETUP_BASE_URL, why.to_string()));
     if url.is_empty() {
-        return bad("give the server's address, for example http://localhost:8000/v1".into());
+        return bad("give the server's address, for example http://localhost:8000/v1");
     }
     if url.len() > URL_MAX {
-        return bad("this address is too long (2048 characters at most)".into());
+        return bad("this address is too long (2048 characters at most)");
     }
     if url
         .chars()
         .any(|c| c.is_whitespace() || crate::display::needs_escape(c))
     {
-        return bad("an address has no spaces, control or invisible characters".into());
+        return bad("an address has no spaces, control or invisible characters");
     }
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest))
-            if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
-        {
-            (scheme.to_ascii_lowercase(), rest)
-        }
-        _ => return bad("the address starts with http:// or https://".into()),
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return bad("the address starts with http:// or https://");
     };
-    if rest.contains(['?', '#']) {
+    // The client would take `http:///v1` for the server `v1`.
+    if rest.is_empty() || rest.starts_with(['/', '\\']) {
+        return bad("the address names no server (http://host:port/…)");
+    }
+    if !(scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")) {
+        return bad("the address starts with http:// or https://");
+    }
+    if url.contains(['?', '#']) {
         return bad(
-            "an address has no ?query or #part (a key goes in the key field, not in the address)"
-                .into(),
+            "an address has no ?query or #part (a key goes in the key field, not in the address)",
         );
     }
-    let host = rest.split('/').next().unwrap_or("");
-    if host.is_empty() || host.contains('@') {
-        return bad("the address names no server (http://host:port/…)".into());
+    // Read as the HTTP client will read it; what is stored is that reading, so the settings
+    // hold the address the calls go to.
+    let Ok(parsed) = url::Url::parse(url) else {
+        return bad("this is not an address the HTTP client can read (http://host:port/…)");
+    };
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return bad("the address names no server (http://host:port/…)");
     }
-    Ok(format!("{scheme}://{rest}"))
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return bad(
+            "the address names no server (http://host:port/…): a key goes in the key field, not in the address",
+        );
+    }
+    Ok(parsed.as_str().trim_end_matches('/').to_string())
 }
 
 #[cfg(test)]
@@ -432,6 +468,54 @@ mod tests {
     }
 
     #[test]
+    fn a_key_variable_another_provider_reads_is_never_taken() {
+        // The user renamed an entry Waymark made, keeping its variable.
+        let mine = Config::from_json(
+            r#"{"providers": {"work-gw": {"kind": "openai", "base_url": "https://gw-a.example/v1", "api_key_env": "OPENAI_CUSTOM_API_KEY"}}}"#,
+        )
+        .unwrap();
+        let p = plan(
+            &mine,
+            &setup(SetupProvider::Openai, "https://gw-b.example/v1", "gpt-4.1"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.spec, "openai-custom-2:gpt-4.1");
+        assert_eq!(p.key_env.as_deref(), Some("OPENAI_CUSTOM_2_API_KEY"));
+        // Setting up again a server whose entry shares its variable is refused.
+        let shared = Config::from_json(
+            r#"{"providers": {"custom": {"kind": "openai", "base_url": "http://127.0.0.1:8000/v1", "api_key_env": "OPENAI_API_KEY"}}}"#,
+        )
+        .unwrap();
+        let e = plan(
+            &shared,
+            &setup(SetupProvider::Compatible, "http://127.0.0.1:8000/v1", "m1"),
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(e.key, SETUP_KEY, "{e}");
+        assert!(e.message.contains("OPENAI_API_KEY"), "{e}");
+    }
+
+    #[test]
+    fn settings_that_do_not_hold_are_refused_before_anything_is_stored() {
+        let broken = Config {
+            turn: crate::config::TurnConfig {
+                max_steps: 0,
+                ..Default::default()
+            },
+            ..Config::default()
+        };
+        let e = plan(
+            &broken,
+            &setup(SetupProvider::Compatible, "http://127.0.0.1:8000/v1", "m1"),
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "turn.max_steps", "{e}");
+    }
+
+    #[test]
     fn setting_up_a_server_again_keeps_what_the_user_set_there() {
         let mine = Config::from_json(
             r#"{"providers": {"custom": {"kind": "openai", "base_url": "http://127.0.0.1:8000/v1", "api_key_env": "LAB_KEY", "model": "old", "context_tokens": 32000}}}"#,
@@ -519,6 +603,14 @@ mod tests {
             ("http://172.32.0.1/v1", false),
             ("http://[2001:db8::1]/v1", false),
             ("http://localhost.example.com/v1", false),
+            ("http://localhost./v1", true),
+            // Read as the HTTP client reads them: each is a public host.
+            ("http://134744072/v1", false),
+            ("http://0x8080808/v1", false),
+            ("http://gpu%2eexample%2ecom/v1", false),
+            ("http://models\u{3002}example\u{3002}com/v1", false),
+            ("http://models.example.com\\.local/v1", false),
+            ("http://[::ffff:8.8.8.8]/v1", false),
             ("ftp://localhost/v1", false),
         ] {
             assert_eq!(carries_keys_safely(url), safe, "{url}");

@@ -24,7 +24,7 @@ impl AnthropicProvider {
     /// A client for the endpoint (its base URL ends before `/v1/messages`).
     pub fn new(endpoint: Endpoint, opts: HttpOptions) -> Result<Self, ProviderError> {
         Ok(AnthropicProvider {
-            wire: http::Wire::new(opts, &endpoint.key_hint),
+            wire: http::Wire::new(opts, &endpoint.key_hint, &endpoint.base_url),
             endpoint,
         })
     }

@@ -73,15 +73,21 @@ pub(crate) trait StreamFold: Default {
 pub(crate) struct Wire {
     opts: HttpOptions,
     key_hint: String,
+    /// The endpoint is plain http (a server on this machine or the network): reached
+    /// directly, never through a proxy the environment names, which would see the key.
+    direct: bool,
     /// Built on the first call: setting up TLS is a noticeable part of a short CLI run.
     client: std::sync::OnceLock<Result<reqwest::Client, ProviderError>>,
 }
 
 impl Wire {
-    pub(crate) fn new(opts: HttpOptions, key_hint: &str) -> Self {
+    pub(crate) fn new(opts: HttpOptions, key_hint: &str, base_url: &str) -> Self {
         Wire {
             opts,
             key_hint: key_hint.to_string(),
+            direct: base_url
+                .get(..7)
+                .is_some_and(|s| s.eq_ignore_ascii_case("http://")),
             client: std::sync::OnceLock::new(),
         }
     }
@@ -89,15 +95,19 @@ impl Wire {
     fn client(&self) -> Result<&reqwest::Client, ProviderError> {
         self.client
             .get_or_init(|| {
-                reqwest::Client::builder()
+                let builder = reqwest::Client::builder()
                     .connect_timeout(self.opts.connect_timeout)
                     // A redirect is an error, never followed: reqwest would carry some key
                     // headers (Anthropic's `x-api-key`) to whatever host it names.
-                    .redirect(reqwest::redirect::Policy::none())
-                    .build()
-                    .map_err(|e| {
-                        ProviderError::new(ProviderErrorKind::Network, format!("HTTP client: {e}"))
-                    })
+                    .redirect(reqwest::redirect::Policy::none());
+                let builder = if self.direct {
+                    builder.no_proxy()
+                } else {
+                    builder
+                };
+                builder.build().map_err(|e| {
+                    ProviderError::new(ProviderErrorKind::Network, format!("HTTP client: {e}"))
+                })
             })
             .as_ref()
             .map_err(Clone::clone)

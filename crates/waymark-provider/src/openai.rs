@@ -25,7 +25,7 @@ impl OpenAiProvider {
     /// A client for the endpoint (its base URL ends before `/chat/completions`).
     pub fn new(endpoint: Endpoint, opts: HttpOptions) -> Result<Self, ProviderError> {
         Ok(OpenAiProvider {
-            wire: http::Wire::new(opts, &endpoint.key_hint),
+            wire: http::Wire::new(opts, &endpoint.key_hint, &endpoint.base_url),
             endpoint,
         })
     }

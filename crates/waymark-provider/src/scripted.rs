@@ -21,6 +21,33 @@ use waymark_protocol::{RouteKind, Usage};
 /// The largest script file read (the longest test scripts are a few MiB).
 pub const SCRIPT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The text of `path` if it is a regular file of at most [`SCRIPT_MAX_BYTES`].
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut bytes = Vec::new();
+    file.take(SCRIPT_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > SCRIPT_MAX_BYTES {
+        return Err(format!(
+            "larger than the {SCRIPT_MAX_BYTES} bytes a script may have"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".into())
+}
+
 /// What happens when a list runs out.
 #[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
@@ -122,33 +149,16 @@ pub enum ScriptError {
 impl Script {
     /// Parses a script; the error names the file and the line.
     pub fn from_file(path: &Path) -> Result<Script, ProviderError> {
-        // A regular file of a sane size: never a FIFO (opening one blocks), a device or a
-        // huge file.
+        // A regular file of a sane size: never a FIFO (opening one would block), a device or a
+        // huge file. Opened once without blocking, then checked and read through that handle,
+        // so a file swapped in after a check is never the one read.
         let refuse = |why: String| {
             ProviderError::new(
                 ProviderErrorKind::RequestRejected,
                 format!("the scripted model file {}: {why}", path.display()),
             )
         };
-        match std::fs::metadata(path) {
-            Ok(m) if !m.is_file() => return Err(refuse("not a regular file".into())),
-            Ok(m) if m.len() > SCRIPT_MAX_BYTES => {
-                return Err(refuse(format!(
-                    "{} bytes, more than the {SCRIPT_MAX_BYTES} a script may have",
-                    m.len()
-                )));
-            }
-            Ok(_) | Err(_) => {}
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ProviderError::new(
-                ProviderErrorKind::RequestRejected,
-                format!(
-                    "cannot read the scripted model file {}: {e}",
-                    path.display()
-                ),
-            )
-        })?;
+        let text = read_bounded(path).map_err(refuse)?;
         serde_json::from_str(&text).map_err(|e| {
             ProviderError::new(
                 ProviderErrorKind::RequestRejected,
@@ -460,6 +470,24 @@ mod tests {
     use super::*;
     use crate::CallPurpose;
     use std::sync::Mutex as StdMutex;
+
+    #[test]
+    fn a_script_file_is_read_only_when_regular_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let huge = dir.path().join("huge.json");
+        // Sparse: the size is what counts, nothing is written.
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(SCRIPT_MAX_BYTES + 1)
+            .unwrap();
+        let e = Script::from_file(&huge).err().unwrap();
+        assert!(e.message.contains("larger than"), "{}", e.message);
+        let e = Script::from_file(dir.path()).err().unwrap();
+        assert!(e.message.contains("not a regular file"), "{}", e.message);
+        let ok = dir.path().join("ok.json");
+        std::fs::write(&ok, r#"{"responses": [{"text": "hi"}]}"#).unwrap();
+        assert!(Script::from_file(&ok).is_ok());
+    }
 
     fn req(purpose: CallPurpose) -> ModelRequest {
         ModelRequest {

@@ -67,7 +67,7 @@ pub async fn try_model(
     // What the server said goes to the screen: never with the key in it, and not at length.
     result.map_err(|mut e| {
         if let Some(k) = key.as_deref() {
-            e.message = e.message.replace(k, "[the key]");
+            e.message = blank_key(&e.message, k);
         }
         if e.message.chars().count() > MESSAGE_MAX {
             e.message = format!(
@@ -81,6 +81,25 @@ pub async fn try_model(
 
 /// The longest failure shown on the card.
 const MESSAGE_MAX: usize = 600;
+
+/// The shortest start of a key blanked on its own (a message cut short may end inside one).
+const KEY_PART_MIN: usize = 8;
+
+/// `text` with `key` blanked out, whole or its start where a cut left only that.
+fn blank_key(text: &str, key: &str) -> String {
+    let mut out = text.replace(key, "[the key]");
+    let ends: Vec<usize> = key
+        .char_indices()
+        .map(|(i, c)| i + c.len_utf8())
+        .filter(|&n| key[..n].chars().count() >= KEY_PART_MIN)
+        .collect();
+    for &n in ends.iter().rev() {
+        if out.contains(&key[..n]) {
+            out = out.replace(&key[..n], "[the key]");
+        }
+    }
+    out
+}
 
 async fn try_with(
     plan: &SetupPlan,
@@ -175,6 +194,21 @@ mod tests {
             model: "m1".into(),
         };
         plan(&Config::default(), &s, true).unwrap()
+    }
+
+    #[test]
+    fn a_key_is_blanked_whole_or_cut_and_a_long_message_is_cut() {
+        let key = "sk-proj-abcdefghijklmnop";
+        assert_eq!(
+            blank_key(&format!("bad key {key}, or {key}"), key),
+            "bad key [the key], or [the key]"
+        );
+        // A message cut inside the key shows no part of it 8 characters or longer.
+        assert_eq!(
+            blank_key("bad key sk-proj-abcd…", key),
+            "bad key [the key]…"
+        );
+        assert_eq!(blank_key("sk-proj", key), "sk-proj");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod patch;
 mod read;
 mod search;
 pub mod text;
+pub mod walk;
 mod write;
 
 pub use bash::Bash;

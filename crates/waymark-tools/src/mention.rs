@@ -19,9 +19,11 @@ pub fn workspace_files(
 ) -> Vec<String> {
     let q = query.trim().to_lowercase();
     let protected = protected.clone();
-    let walk = ignore::WalkBuilder::new(root)
+    let walk = crate::walk::builder(root)
         .hidden(true)
-        .filter_entry(move |e| e.depth() == 0 || protected.place_of(e.path()).is_none())
+        .filter_entry(move |e| {
+            (e.depth() == 0 || protected.place_of(e.path()).is_none()) && crate::walk::descend(e)
+        })
         .build();
     let mut found: Vec<(u8, usize, String)> = Vec::new();
     for entry in walk.take(WALK_LIMIT).flatten() {

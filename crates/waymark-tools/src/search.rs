@@ -104,10 +104,12 @@ fn cut_note(why: &str) -> String {
 /// they are read only when the user says so, one call at a time).
 fn walker(root: &Path, protected: &Protected) -> ignore::Walk {
     let protected = protected.clone();
-    ignore::WalkBuilder::new(root)
+    crate::walk::builder(root)
         .hidden(false)
         .filter_entry(move |e| {
-            e.file_name() != ".git" && (e.depth() == 0 || protected.place_of(e.path()).is_none())
+            e.file_name() != ".git"
+                && (e.depth() == 0 || protected.place_of(e.path()).is_none())
+                && crate::walk::descend(e)
         })
         .build()
 }

@@ -46,6 +46,12 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
           if (r.status === "ok") dispatch({ kind: "goal-events", id: f.id, events: r.data });
         });
         return;
+      case "load-history":
+        commands.sessionEvents(f.id, 0).then((r) => {
+          // Unread, the session stays on its newest part (said at the transcript's top).
+          dispatch({ kind: "history", id: f.id, events: r.status === "ok" ? r.data : [] });
+        });
+        return;
       case "read-log":
         commands.sessionEvents(f.id, f.after).then((r) => {
           if (r.status === "ok") dispatch({ kind: "log", id: f.id, events: r.data });

@@ -67,6 +67,9 @@ export type SessionState = {
   behind: number | null;
   /** Set only while replaying a log in bulk: items are appended in place instead of copied. */
   bulk?: boolean;
+  /** The older part of the log is not applied yet: the session opened on its newest events,
+   *  and the rest is being read (`withHistory`). */
+  partial: boolean;
 };
 
 /** A model spec as the window shows it: a script or file path by its file name. */
@@ -81,7 +84,7 @@ export const PERMISSION_WORDS = {
 } satisfies Record<PermissionMode, string>;
 
 export function emptySession(id: string): SessionState {
-  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null };
+  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null, partial: false };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -89,7 +92,7 @@ export function emptySession(id: string): SessionState {
 export function fromView(view: SessionView): SessionState {
   const first = view.events[0];
   // The view may hold only the newest part of the log: it starts where its events start.
-  let s: SessionState = { ...emptySession(view.snapshot.summary.id), lastSeq: first ? first.seq - 1 : view.snapshot.last_seq, bulk: true };
+  let s: SessionState = { ...emptySession(view.snapshot.summary.id), lastSeq: first ? first.seq - 1 : view.snapshot.last_seq, bulk: true, partial: !view.complete && first !== undefined && first.seq > 1 };
   for (const e of view.events) s = applyLogged(s, e);
   s = { ...s, bulk: false };
   const pending = view.snapshot.questionnaires.find((q) => q.status === "pending") ?? null;
@@ -103,6 +106,31 @@ export function fromView(view: SessionView): SessionState {
     behind: s.behind ?? (view.snapshot.last_seq > s.lastSeq ? view.snapshot.last_seq : null),
     // Work is running when a turn started after the last idle/waiting report.
     running: s.running && pending === null,
+  };
+}
+
+/**
+ * The open session `now` (opened on its newest events) rebuilt from the log read from its
+ * start: the transcript gains its older part. What the view knew beyond the log (the
+ * question waiting, the goal, the instructions) stays `now`'s; events applied to `now` past
+ * what was read are read again (`behind`).
+ */
+export function withHistory(now: SessionState, events: WireEvent[]): SessionState {
+  if (!events.length || events[0].seq !== 1) return { ...now, partial: false };
+  let s: SessionState = { ...emptySession(now.id), bulk: true };
+  for (const e of events) s = applyLogged(s, e);
+  const behind = now.lastSeq > s.lastSeq ? now.lastSeq : now.behind;
+  return {
+    ...s,
+    bulk: false,
+    partial: false,
+    workspace: now.workspace ?? s.workspace,
+    mode: now.mode,
+    pending: now.pending,
+    goal: now.goal,
+    instructions: now.instructions,
+    running: now.running,
+    behind: behind !== null && behind > s.lastSeq ? behind : null,
   };
 }
 

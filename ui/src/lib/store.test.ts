@@ -189,3 +189,27 @@ describe("catching up after a gap", () => {
     expect(reduce(s, { kind: "log", id: "other", events: [said(2, "two")] }).store).toBe(s);
   });
 });
+
+describe("a long session", () => {
+  it("opens on its newest events, then gains the older part without losing what came since", () => {
+    const all = Array.from({ length: 10 }, (_, i) => said(i + 1, `m${i + 1}`));
+    // The view holds the newest four: the transcript shows them and asks for the rest.
+    const newest = { ...view(all.slice(6)), complete: false };
+    const first = reduce(emptyStore(), { kind: "opened", view: newest });
+    expect(texts(first.store)).toEqual(["m7", "m8", "m9", "m10"]);
+    expect(first.store.open?.partial).toBe(true);
+    expect(first.effects).toContainEqual({ kind: "load-history", id: S });
+    // A message arrives before the older part is read…
+    const live = reduce(first.store, { kind: "event", event: said(11, "m11") }).store;
+    // …and the log read from the start ends before it: all eleven, and nothing to read again
+    // but what the read missed.
+    const full = reduce(live, { kind: "history", id: S, events: all });
+    expect(texts(full.store)).toEqual([...all.map((_, i) => `m${i + 1}`)]);
+    expect(full.store.open?.partial).toBe(false);
+    expect(reads(full.effects)).toEqual([{ kind: "read-log", id: S, after: 10 }]);
+    const caught = reduce(full.store, { kind: "log", id: S, events: [said(11, "m11")] }).store;
+    expect(texts(caught).slice(-2)).toEqual(["m10", "m11"]);
+    // A complete view asks for nothing more.
+    expect(reduce(emptyStore(), { kind: "opened", view: view(all) }).effects).not.toContainEqual({ kind: "load-history", id: S });
+  });
+});

@@ -2,7 +2,7 @@
 // its plan and its goal timeline. It changes only through `reduce`, a pure function of
 // (store, action) that also says what must be fetched next; `live.svelte.ts` runs those
 // fetches and feeds the results and the app's event stream back in as actions.
-import { applyEvent, applyLogged, catchUpAfter, fromView, placement, type SessionState } from "./session";
+import { applyEvent, applyLogged, catchUpAfter, fromView, placement, withHistory, type SessionState } from "./session";
 import type { PlanRevisionText } from "../bindings";
 import type { PlanFileChange, PlanView, SessionSummary, SessionView, WireEvent } from "./types";
 
@@ -37,6 +37,8 @@ export type Action =
   | { kind: "event"; event: WireEvent }
   /** Logged events read after a gap, oldest first. */
   | { kind: "log"; id: string; events: WireEvent[] }
+  /** The log from its start, read after the session opened on its newest events. */
+  | { kind: "history"; id: string; events: WireEvent[] }
   | { kind: "plan"; id: string; view: PlanView }
   /** The text of the revision under review, as read for the Plan tab. */
   | { kind: "submitted"; id: string; revision: PlanRevisionText }
@@ -49,6 +51,8 @@ export type Action =
 /** What the store needs fetched. */
 export type Effect =
   | { kind: "list-sessions" }
+  /** Read the log from its start (the session opened on its newest events). */
+  | { kind: "load-history"; id: string }
   | { kind: "load-plan"; id: string }
   | { kind: "load-revision"; id: string; planId: string; version: number }
   | { kind: "load-goal-events"; id: string }
@@ -70,7 +74,14 @@ export function reduce(s: Store, a: Action): Step {
       const open = fromView(a.view);
       const store: Store = { ...s, open, plan: NO_PLAN, goalEvents: [], panel: open.goal && !open.pending ? "goal" : "plan" };
       const effects: Effect[] = [{ kind: "load-plan", id: open.id }, { kind: "load-goal-events", id: open.id }, { kind: "list-sessions" }];
+      // A long session shows its newest part at once; the older part follows.
+      if (open.partial) effects.push({ kind: "load-history", id: open.id });
       return { store, effects: [...effects, ...catchUp(open)] };
+    }
+    case "history": {
+      if (s.open?.id !== a.id || !s.open.partial) return { store: s, effects: [] };
+      const open = withHistory(s.open, a.events);
+      return { store: { ...s, open }, effects: catchUp(open) };
     }
     case "event":
       return onEvent(s, a.event);

@@ -97,22 +97,31 @@ async fn another_model_answers_from_the_next_call_and_a_bad_spec_changes_nothing
     let fifo = h.ws.join("planted.json");
     super::harness::mkfifo(&fifo);
     let fifo = format!("scripted:{}", fifo.display());
-    let long = format!("openai:{}", "m".repeat(2000));
-    for bad in [
-        "nonsense:x",
-        "scripted:/no/such/script.json",
-        "",
+    // Specs that would resolve but for the check: a script whose name carries a
+    // right-to-left override, and a working path padded past the length allowed.
+    let hidden = h.ws.join("gpt\u{202e}4.json");
+    std::fs::copy(b.trim_start_matches("scripted:"), &hidden).unwrap();
+    let hidden = format!("scripted:{}", hidden.display());
+    let long = format!(
+        "scripted:{}{}",
+        "/.".repeat(600),
+        b.trim_start_matches("scripted:")
+    );
+    for (bad, why) in [
+        ("nonsense:x", "invalid model spec"),
+        ("scripted:/no/such/script.json", "No such file"),
+        ("", "a model spec is"),
         // A FIFO the model planted never blocks the session (opening one would).
-        fifo.as_str(),
-        "scripted:/dev/zero",
-        long.as_str(),
-        "openai:gpt\u{202e}4",
+        (fifo.as_str(), "not a regular file"),
+        ("scripted:/dev/zero", "not a regular file"),
+        (long.as_str(), "at most 1024 characters"),
+        (hidden.as_str(), "no control or invisible"),
     ] {
         let e = s
             .submit(Op::SetModel { model: bad.into() })
             .await
             .unwrap_err();
-        assert!(!e.to_string().is_empty());
+        assert!(e.to_string().contains(why), "{bad}: {e}");
     }
     let events = run(&s, user("still there?")).await;
     assert!(configured(&events).is_empty());
