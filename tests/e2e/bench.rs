@@ -352,12 +352,14 @@ async fn main() {
     );
     app.close().await;
 
-    // A transcript of more than 5,000 messages: a goal of 2,500 turns, two replies each.
+    // A transcript of more than 5,000 messages: a goal of 2,500 turns, two replies each, the
+    // second with Markdown and a code block.
     let turns = 2_500;
     let mut responses = Vec::new();
     for i in 0..turns {
         responses.push(json!({"text": format!("Turn {i}: checking the folder."), "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}], "usage": {"input_tokens": 100, "output_tokens": 20}}));
-        responses.push(json!({"text": format!("Turn {i} done; the folder holds one file, and the next step follows."), "usage": {"input_tokens": 50, "output_tokens": 10}}));
+        // Markdown and code, as real replies have them.
+        responses.push(json!({"text": format!("### Turn {i} done\n\nThe folder holds **one file**; next:\n\n- read `src/main.rs`\n- run the tests\n\n```rust\nfn turn() -> u32 {{ {i} }}\n```\n"), "usage": {"input_tokens": 50, "output_tokens": 10}}));
     }
     let script = desk.dir.path().join("long.json");
     std::fs::write(

@@ -40,6 +40,14 @@ async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notifi
         .await;
     app.wait_text("[data-testid=goal-timeline]", "blocked")
         .await;
+    // The list says it needs the user, while it is open, without a reload.
+    let badge = app
+        .wait_js(
+            "const b = document.querySelector('[data-testid=session].current [data-testid=needs-you]'); return b ? b.title : null",
+            "the blocked goal's badge in the list",
+        )
+        .await;
+    assert!(badge.as_str().unwrap().contains("blocked"), "{badge}");
     app.shot("demo-1-goal-blocked").await;
 
     // The window is in the background (nothing focused it): the notification went over

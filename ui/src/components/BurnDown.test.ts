@@ -14,6 +14,17 @@ describe("the burn-down", () => {
     expect(screen.getByTestId("burndown-budget-scale").textContent).toBe("50K");
   });
 
+  it("draws a long goal's turns in runs, so 2,500 turns make 60 bars", () => {
+    const points = Array.from({ length: 2500 }, (_, i) => ({ step: i + 1, spent: 10, used: 10 * (i + 1), remaining: null }));
+    render(BurnDown, { points, limit: null });
+    const fig = screen.getByTestId("burndown");
+    expect(fig.dataset.points).toBe("2500");
+    expect(fig.querySelectorAll("rect").length).toBeLessThanOrEqual(60);
+    expect(fig.querySelectorAll("text.tick").length).toBeLessThanOrEqual(14);
+    // Each bar sums its run: 42 turns of 10 tokens.
+    expect(screen.getByTestId("burndown-bar-scale").textContent).toBe("420");
+  });
+
   it("shows no budget scale without a budget", () => {
     render(BurnDown, { points: [{ step: 1, spent: 10, used: 10, remaining: null }], limit: null });
     expect(screen.queryByTestId("burndown-budget-scale")).toBeNull();

@@ -67,6 +67,20 @@ export function burnDown(events: WireEvent[], limit: number | null): BurnPoint[]
   return points;
 }
 
+/** Bars of the burn-down: one per turn, or, for a long goal, one per run of turns (at most
+ *  `most` bars; `first` is the run's first turn, `step` its last). */
+export type Bar = BurnPoint & { first: number };
+export function bars(points: BurnPoint[], most = 60): Bar[] {
+  const per = Math.max(1, Math.ceil(points.length / most));
+  const out: Bar[] = [];
+  for (let i = 0; i < points.length; i += per) {
+    const run = points.slice(i, i + per);
+    const last = run[run.length - 1];
+    out.push({ ...last, first: run[0].step, spent: run.reduce((n, p) => n + p.spent, 0) });
+  }
+  return out;
+}
+
 export type TimelineEntry = { seq: number; ts: number; label: string; actor: string; tone: "good" | "bad" | "neutral"; code?: string };
 
 function updateTone(e: EventOf<"goal.update">): TimelineEntry["tone"] {

@@ -3,6 +3,10 @@
 import { commands, events } from "../bindings";
 import type { PermissionMode } from "../bindings";
 import { emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
+import { foldLog, type SessionState } from "./session";
+
+/** Events applied between two paints while a long session's older part is read. */
+const HISTORY_PIECE = 1000;
 import type { Answer, GoalOp, IpcError, WireEvent } from "./types";
 
 /** Shows a note: plain text, or a command's error (which may name a setting to go to). */
@@ -47,10 +51,7 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
         });
         return;
       case "load-history":
-        commands.sessionEvents(f.id, 0).then((r) => {
-          // Unread, the session stays on its newest part (said at the transcript's top).
-          dispatch({ kind: "history", id: f.id, events: r.status === "ok" ? r.data : [] });
-        });
+        void loadHistory(f.id);
         return;
       case "read-log":
         commands.sessionEvents(f.id, f.after).then((r) => {
@@ -71,6 +72,21 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
     if (r.status === "error") notify(r.error);
     else listSoon();
     return r.status === "ok";
+  }
+
+  /** Reads the log of the open session from its start and applies it a piece at a time,
+   *  letting the window paint and answer between pieces; unread, the session stays on its
+   *  newest part (said at the transcript's top). */
+  async function loadHistory(id: string) {
+    const r = await commands.sessionEvents(id, 0);
+    const events = r.status === "ok" ? r.data : [];
+    let folded: SessionState | null = null;
+    for (let i = 0; i < events.length; i += HISTORY_PIECE) {
+      folded = foldLog(folded, id, events.slice(i, i + HISTORY_PIECE));
+      await new Promise((go) => setTimeout(go, 0));
+      if (store.open?.id !== id) return;
+    }
+    dispatch({ kind: "history", id, folded: folded ?? foldLog(null, id, []) });
   }
 
   /** Refreshes the session list, once for a burst of events. */

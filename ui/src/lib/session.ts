@@ -68,7 +68,7 @@ export type SessionState = {
   /** Set only while replaying a log in bulk: items are appended in place instead of copied. */
   bulk?: boolean;
   /** The older part of the log is not applied yet: the session opened on its newest events,
-   *  and the rest is being read (`withHistory`). */
+   *  and the rest is being read (`foldLog`, `withFolded`). */
   partial: boolean;
 };
 
@@ -109,16 +109,22 @@ export function fromView(view: SessionView): SessionState {
   };
 }
 
+/** The log of session `id` applied from its start, in pieces: `acc` is what the pieces
+ *  before gave (null for the first). The result goes to [`withFolded`]. */
+export function foldLog(acc: SessionState | null, id: string, events: WireEvent[]): SessionState {
+  let s: SessionState = acc ?? { ...emptySession(id), bulk: true };
+  for (const e of events) s = applyLogged(s, e);
+  return s;
+}
+
 /**
  * The open session `now` (opened on its newest events) rebuilt from the log read from its
- * start: the transcript gains its older part. What the view knew beyond the log (the
- * question waiting, the goal, the instructions) stays `now`'s; events applied to `now` past
- * what was read are read again (`behind`).
+ * start, folded by [`foldLog`]: the transcript gains its older part. What the view knew
+ * beyond the log (the question waiting, the goal, the instructions) stays `now`'s; events
+ * applied to `now` past what was read are read again (`behind`).
  */
-export function withHistory(now: SessionState, events: WireEvent[]): SessionState {
-  if (!events.length || events[0].seq !== 1) return { ...now, partial: false };
-  let s: SessionState = { ...emptySession(now.id), bulk: true };
-  for (const e of events) s = applyLogged(s, e);
+export function withFolded(now: SessionState, s: SessionState): SessionState {
+  if (s.lastSeq === 0) return { ...now, partial: false };
   const behind = now.lastSeq > s.lastSeq ? now.lastSeq : now.behind;
   return {
     ...s,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { emptyStore, reduce, type Action, type Effect, type Store } from "./store";
+import { foldLog } from "./session";
 import type { EventOf, EventType, Goal, PlanView, SessionView, WireEvent } from "./types";
 import { planApproval } from "../test/questions";
 
@@ -203,7 +204,7 @@ describe("a long session", () => {
     const live = reduce(first.store, { kind: "event", event: said(11, "m11") }).store;
     // …and the log read from the start ends before it: all eleven, and nothing to read again
     // but what the read missed.
-    const full = reduce(live, { kind: "history", id: S, events: all });
+    const full = reduce(live, { kind: "history", id: S, folded: foldLog(foldLog(null, S, all.slice(0, 5)), S, all.slice(5)) });
     expect(texts(full.store)).toEqual([...all.map((_, i) => `m${i + 1}`)]);
     expect(full.store.open?.partial).toBe(false);
     expect(reads(full.effects)).toEqual([{ kind: "read-log", id: S, after: 10 }]);

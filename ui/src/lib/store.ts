@@ -2,7 +2,7 @@
 // its plan and its goal timeline. It changes only through `reduce`, a pure function of
 // (store, action) that also says what must be fetched next; `live.svelte.ts` runs those
 // fetches and feeds the results and the app's event stream back in as actions.
-import { applyEvent, applyLogged, catchUpAfter, fromView, placement, withHistory, type SessionState } from "./session";
+import { applyEvent, applyLogged, catchUpAfter, fromView, placement, withFolded, type SessionState } from "./session";
 import type { PlanRevisionText } from "../bindings";
 import type { PlanFileChange, PlanView, SessionSummary, SessionView, WireEvent } from "./types";
 
@@ -37,8 +37,9 @@ export type Action =
   | { kind: "event"; event: WireEvent }
   /** Logged events read after a gap, oldest first. */
   | { kind: "log"; id: string; events: WireEvent[] }
-  /** The log from its start, read after the session opened on its newest events. */
-  | { kind: "history"; id: string; events: WireEvent[] }
+  /** The log from its start, read after the session opened on its newest events, and
+   *  applied (`foldLog`, in pieces, so the window stays responsive meanwhile). */
+  | { kind: "history"; id: string; folded: SessionState }
   | { kind: "plan"; id: string; view: PlanView }
   /** The text of the revision under review, as read for the Plan tab. */
   | { kind: "submitted"; id: string; revision: PlanRevisionText }
@@ -80,7 +81,7 @@ export function reduce(s: Store, a: Action): Step {
     }
     case "history": {
       if (s.open?.id !== a.id || !s.open.partial) return { store: s, effects: [] };
-      const open = withHistory(s.open, a.events);
+      const open = withFolded(s.open, a.folded);
       return { store: { ...s, open }, effects: catchUp(open) };
     }
     case "event":
