@@ -53,6 +53,13 @@ async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notifi
     // The window is in the background (nothing focused it): the notification went over
     // D-Bus to the notification daemon, and the window shows no toast repeating it.
     desk.wait_notification("Goal blocked").await;
+    // Its body carries the agent's question, so it can be answered from where the user is.
+    assert!(
+        desk.notifications()
+            .contains("It asks: Should names containing quotes be rejected or printed as given?"),
+        "{}",
+        desk.notifications()
+    );
     desk.screen("demo-2-notification-on-screen");
     assert!(!app.exists("[data-testid=toast]").await);
 
