@@ -72,6 +72,13 @@ async fn the_main_views_have_no_serious_accessibility_violations() {
     app.click("[data-testid=approve]").await;
     app.el("[data-testid=question-dialog]").await;
     found.extend(app.violations("permission-dialog").await);
+    // Nothing draws over the question: not the side panel, not a toast.
+    let covered = app
+        .js("const d = document.querySelector('[data-testid=question-dialog]').closest('.backdrop'); \
+             const over = ['[data-testid=side-panel]', '[data-testid=toast]'].map((s) => document.querySelector(s)).filter(Boolean).map((e) => { e.style.pointerEvents = 'auto'; const r = e.getBoundingClientRect(); return document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2); }); \
+             return over.every((e) => e && d.contains(e))")
+        .await;
+    assert_eq!(covered, true, "something draws over the question dialog");
     app.click("[data-testid=allow-once]").await;
     app.wait_text("[data-testid=transcript]", "the test passes")
         .await;

@@ -67,6 +67,14 @@ describe("the window with a session open", () => {
     await waitFor(() => expect(screen.getByTestId("toast").parentElement).toBe(screen.getByTestId("shell")));
   });
 
+  it("sends a new session to the setup card while no model is connected", async () => {
+    render(App);
+    await screen.findByTestId("composer");
+    await fireEvent.click(screen.getByTestId("open-folder"));
+    expect(await screen.findByTestId("setup-card")).toBeTruthy();
+    expect(screen.getByTestId("toast").textContent).toContain("Connect a model first");
+  });
+
   it("keeps the last session, the side columns' widths and a dismissed banner in the window state", async () => {
     render(App);
     await screen.findByTestId("composer");
