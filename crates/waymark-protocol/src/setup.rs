@@ -619,95 +619,62 @@ mod tests {
 
     #[test]
     fn bad_answers_name_their_field_in_words() {
-        let cases = [
-            (
-                setup(SetupProvider::Openai, "https://api.openai.com/v1", ""),
-                SETUP_MODEL,
-                "name the model",
-            ),
-            (
-                setup(SetupProvider::Openai, "https://api.openai.com/v1", "gpt 4"),
-                SETUP_MODEL,
-                "no spaces",
-            ),
-            (
-                setup(
-                    SetupProvider::Openai,
-                    "https://api.openai.com/v1",
-                    &"m".repeat(201),
+        let long_model = "m".repeat(201);
+        let long_url = format!("http://h/{}", "a".repeat(3000));
+        // (provider, address, model) → the field blamed and words the message holds.
+        let cases: [(SetupProvider, &str, &str, &str, &str); 16] = {
+            use SetupProvider::{Compatible as C, Openai as O};
+            const OPENAI: &str = "https://api.openai.com/v1";
+            [
+                (O, OPENAI, "", SETUP_MODEL, "name the model"),
+                (O, OPENAI, "gpt 4", SETUP_MODEL, "no spaces"),
+                (O, OPENAI, &long_model, SETUP_MODEL, "200 characters"),
+                (C, "", "m1", SETUP_BASE_URL, "give the server's address"),
+                (
+                    C,
+                    "ftp://host/v1",
+                    "m1",
+                    SETUP_BASE_URL,
+                    "http:// or https://",
                 ),
-                SETUP_MODEL,
-                "200 characters",
-            ),
-            (
-                setup(SetupProvider::Compatible, "", "m1"),
-                SETUP_BASE_URL,
-                "give the server's address",
-            ),
-            (
-                setup(SetupProvider::Compatible, "ftp://host/v1", "m1"),
-                SETUP_BASE_URL,
-                "http:// or https://",
-            ),
-            (
-                setup(SetupProvider::Compatible, "localhost:8000", "m1"),
-                SETUP_BASE_URL,
-                "http:// or https://",
-            ),
-            (
-                setup(SetupProvider::Compatible, "http:///v1", "m1"),
-                SETUP_BASE_URL,
-                "names no server",
-            ),
-            (
-                setup(SetupProvider::Compatible, "http://user:pw@host/v1", "m1"),
-                SETUP_BASE_URL,
-                "names no server",
-            ),
-            (
-                setup(SetupProvider::Compatible, "http://host/v1\n", "m1\u{7}"),
-                SETUP_MODEL,
-                "control",
-            ),
-            (
-                setup(
-                    SetupProvider::Compatible,
+                (
+                    C,
+                    "localhost:8000",
+                    "m1",
+                    SETUP_BASE_URL,
+                    "http:// or https://",
+                ),
+                (C, "http:///v1", "m1", SETUP_BASE_URL, "names no server"),
+                (
+                    C,
+                    "http://user:pw@host/v1",
+                    "m1",
+                    SETUP_BASE_URL,
+                    "names no server",
+                ),
+                (C, "http://host/v1\n", "m1\u{7}", SETUP_MODEL, "control"),
+                (
+                    C,
                     "https://gw/v1?api-key=sk-1",
                     "m1",
+                    SETUP_BASE_URL,
+                    "no ?query",
                 ),
-                SETUP_BASE_URL,
-                "no ?query",
-            ),
-            (
-                setup(SetupProvider::Compatible, "https://gw/v1#x", "m1"),
-                SETUP_BASE_URL,
-                "no ?query",
-            ),
-            (
-                setup(SetupProvider::Compatible, "https://gw\u{202e}/v1", "m1"),
-                SETUP_BASE_URL,
-                "invisible",
-            ),
-            (
-                setup(SetupProvider::Compatible, "https://gw/v1", "m\u{200b}1"),
-                SETUP_MODEL,
-                "invisible",
-            ),
-            (
-                setup(SetupProvider::Compatible, "http://ho st/v1", "m1"),
-                SETUP_BASE_URL,
-                "no spaces",
-            ),
-            (
-                setup(
-                    SetupProvider::Compatible,
-                    &format!("http://h/{}", "a".repeat(3000)),
+                (C, "https://gw/v1#x", "m1", SETUP_BASE_URL, "no ?query"),
+                (
+                    C,
+                    "https://gw\u{202e}/v1",
                     "m1",
+                    SETUP_BASE_URL,
+                    "invisible",
                 ),
-                SETUP_BASE_URL,
-                "too long",
-            ),
-        ];
+                (C, "https://gw/v1", "m\u{200b}1", SETUP_MODEL, "invisible"),
+                (C, "http://ho st/v1", "m1", SETUP_BASE_URL, "no spaces"),
+                (C, &long_url, "m1", SETUP_BASE_URL, "too long"),
+                (C, "http://[::1/v1", "m1", SETUP_BASE_URL, "client can read"),
+            ]
+        };
+        let cases = cases.map(|(p, url, model, key, words)| (setup(p, url, model), key, words));
         for (s, key, words) in cases {
             let e = plan(&Config::default(), &s, false).unwrap_err();
             assert_eq!(e.key, key, "{s:?}: {e}");
