@@ -308,6 +308,9 @@ export type Config_Deserialize = {
 	plan?: PlanConfig_Deserialize,
 	shell?: ShellConfig_Deserialize,
 	sandbox?: SandboxConfig_Deserialize,
+	/**  Model Context Protocol servers whose tools the agent may use, by name. */
+	mcp_servers?: { [key in string]: McpServerConfig_Deserialize },
+	mcp?: McpConfig_Deserialize,
 };
 
 /**  The whole settings file. */
@@ -327,6 +330,9 @@ export type Config_Serialize = {
 	plan: PlanConfig_Serialize,
 	shell: ShellConfig_Serialize,
 	sandbox: SandboxConfig_Serialize,
+	/**  Model Context Protocol servers whose tools the agent may use, by name. */
+	mcp_servers: { [key in string]: McpServerConfig_Serialize },
+	mcp: McpConfig_Serialize,
 };
 
 /**  What happened to a line between two revisions. */
@@ -898,6 +904,86 @@ export type LineComment = {
 	start: number,
 	end: number,
 	text: string,
+};
+
+/**  The `mcp` section: how MCP tools are offered. */
+export type McpConfig = McpConfig_Serialize | McpConfig_Deserialize;
+
+/**  The `mcp` section: how MCP tools are offered. */
+export type McpConfig_Deserialize = {
+	/**
+	 *  When the MCP tools' schemas would take more than this share of the model's context
+	 *  window (percent), the model gets `tool_search` instead of them.
+	 */
+	tool_search_percent?: number,
+};
+
+/**  The `mcp` section: how MCP tools are offered. */
+export type McpConfig_Serialize = {
+	/**
+	 *  When the MCP tools' schemas would take more than this share of the model's context
+	 *  window (percent), the model gets `tool_search` instead of them.
+	 */
+	tool_search_percent: number,
+};
+
+/**  One server: a command started as a child process (stdio), or a URL (Streamable HTTP). */
+export type McpServerConfig = McpServerConfig_Serialize | McpServerConfig_Deserialize;
+
+/**  One server: a command started as a child process (stdio), or a URL (Streamable HTTP). */
+export type McpServerConfig_Deserialize = {
+	/**  The program of a stdio server. */
+	command?: string | null,
+	/**  Its arguments (`${VAR}` is taken from the environment). */
+	args?: string[],
+	/**  Variables set for it (values may use `${VAR}`). */
+	env?: { [key in string]: string },
+	/**  The folder it starts in (the session's workspace when unset). */
+	cwd?: string | null,
+	/**  The endpoint of a Streamable HTTP server (`https://…/mcp`). */
+	url?: string | null,
+	/**  Headers sent to it (values may use `${VAR}`: a token belongs in the environment). */
+	headers?: { [key in string]: string },
+	enabled?: boolean,
+	/**  Tools the user vouches for as read-only (besides those the server marks so). */
+	read_only_tools?: string[],
+	/**  Tools never offered to the model. */
+	disabled_tools?: string[],
+	tool_timeout_ms?: number,
+	startup_timeout_ms?: number,
+	/**
+	 *  Let the server ask the session's model for completions (`sampling/createMessage`);
+	 *  declined unless this is set.
+	 */
+	allow_sampling?: boolean,
+};
+
+/**  One server: a command started as a child process (stdio), or a URL (Streamable HTTP). */
+export type McpServerConfig_Serialize = {
+	/**  The program of a stdio server. */
+	command?: string,
+	/**  Its arguments (`${VAR}` is taken from the environment). */
+	args?: string[],
+	/**  Variables set for it (values may use `${VAR}`). */
+	env?: { [key in string]: string },
+	/**  The folder it starts in (the session's workspace when unset). */
+	cwd?: string,
+	/**  The endpoint of a Streamable HTTP server (`https://…/mcp`). */
+	url?: string,
+	/**  Headers sent to it (values may use `${VAR}`: a token belongs in the environment). */
+	headers?: { [key in string]: string },
+	enabled: boolean,
+	/**  Tools the user vouches for as read-only (besides those the server marks so). */
+	read_only_tools?: string[],
+	/**  Tools never offered to the model. */
+	disabled_tools?: string[],
+	tool_timeout_ms: number,
+	startup_timeout_ms: number,
+	/**
+	 *  Let the server ask the session's model for completions (`sampling/createMessage`);
+	 *  declined unless this is set.
+	 */
+	allow_sampling?: boolean,
 };
 
 /**  One message in the queue or history of a session. */

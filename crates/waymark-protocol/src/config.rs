@@ -48,6 +48,9 @@ pub struct Config {
     pub plan: PlanConfig,
     pub shell: ShellConfig,
     pub sandbox: SandboxConfig,
+    /// Model Context Protocol servers whose tools the agent may use, by name.
+    pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
+    pub mcp: crate::mcp::McpConfig,
 }
 
 /// The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
@@ -466,6 +469,13 @@ impl Config {
                 range(&key("context_tokens"), c, 1000, 10_000_000)?;
             }
         }
+        crate::mcp::validate_servers(&self.mcp_servers)?;
+        range(
+            "mcp.tool_search_percent",
+            u64::from(self.mcp.tool_search_percent),
+            1,
+            100,
+        )?;
         Ok(())
     }
 }
@@ -586,6 +596,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.goal.verification, Some(Verification::None));
+    }
+
+    #[test]
+    fn mcp_servers_are_settings_checked_like_the_rest() {
+        let ok = Config::from_json(
+            r#"{"mcp_servers": {"fs": {"command": "npx", "args": ["server-filesystem"], "read_only_tools": ["read_file"]}},
+                "mcp": {"tool_search_percent": 25}}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.mcp_servers["fs"].read_only_tools, ["read_file"]);
+        assert_eq!(ok.mcp.tool_search_percent, 25);
+        assert_eq!(Config::default().mcp.tool_search_percent, 10);
+        for (json, key) in [
+            (
+                r#"{"mcp_servers": {"fs": {"command": "x", "enabled": "yes"}}}"#,
+                "mcp_servers.fs.enabled",
+            ),
+            (
+                r#"{"mcp_servers": {"fs": {"url": "gopher://x"}}}"#,
+                "mcp_servers.fs.url",
+            ),
+            (
+                r#"{"mcp": {"tool_search_percent": 0}}"#,
+                "mcp.tool_search_percent",
+            ),
+            (r#"{"mcp": {"search": 5}}"#, "mcp.search"),
+        ] {
+            let e = Config::from_json(json).unwrap_err();
+            assert_eq!(e.key, key, "{json}: {e}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod event;
 mod goal;
 pub mod goal_syntax;
 mod history;
+pub mod mcp;
 mod op;
 mod question;
 pub mod secrets;
