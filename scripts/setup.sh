@@ -3,7 +3,8 @@
 # a C compiler (SQLite is built from source), rustfmt/clippy, cargo-nextest; for the desktop
 # app the WebKitGTK/GTK development packages, and for its end-to-end tests Xvfb, a D-Bus
 # session bus with a notification daemon (dunst) and a Secret Service (gnome-keyring),
-# WebKitWebDriver, tauri-driver, and xdotool (real X input for the native folder chooser).
+# WebKitWebDriver, tauri-driver, and xdotool (real X input for the native folder chooser);
+# for the MCP tests, the reference MCP servers and the conformance suite (tests/mcp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -51,6 +52,12 @@ fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: installing the front end's npm packages"
   npm ci --no-audit --no-fund --loglevel=error
+fi
+# The MCP tests' real parts, pinned in tests/mcp/package-lock.json: the reference servers
+# (everything, filesystem), the official conformance suite and the Node 22 it needs.
+if [ ! -d tests/mcp/node_modules ] || [ tests/mcp/package-lock.json -nt tests/mcp/node_modules/.package-lock.json ]; then
+  echo "setup: installing the MCP test servers and the conformance suite (tests/mcp)"
+  npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
 fi
 if ! command -v tauri-driver >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/tauri-driver" ]; then
   echo "setup: installing tauri-driver (WebDriver for the end-to-end tests)"
