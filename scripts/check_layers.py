@@ -23,6 +23,7 @@ ALLOWED = {
     # Feature crates: the extension API and below, never the engine, the runtime or each other.
     "waymark-plan": LOW | {"waymark-extension"},
     "waymark-goal": LOW | {"waymark-extension"},
+    "waymark-mcp": LOW | {"waymark-extension"},
     # Test helpers are a dev-dependency only (see DEV_ONLY).
     "waymark-test-support": LOW | {"waymark-extension", "waymark-engine", "waymark-runtime",
                                    "waymark-plan", "waymark-goal"},
