@@ -45,18 +45,26 @@ async fn the_reference_server_answers_initialize_and_lists_its_tools() {
     assert!(tools.iter().all(|t| !t.description.is_empty()), "{tools:?}");
 }
 
-#[tokio::test]
-async fn a_server_that_never_answers_fails_within_its_start_up_time() {
+/// The error of server `name`, which must come well before 10 s with `startup` of a few.
+async fn fails_soon(
+    name: &str,
+    transport: McpTransport,
+    startup: Duration,
+) -> waymark_mcp::McpError {
     let started = Instant::now();
-    let e = list_tools("silent", &stdio("sleep", &["60"]), Duration::from_secs(1))
-        .await
-        .unwrap_err();
+    let e = list_tools(name, &transport, startup).await.unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(e.server, "silent");
+    assert_eq!(e.server, name, "{e}");
+    e
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_fails_within_its_start_up_time() {
+    let e = fails_soon("silent", stdio("sleep", &["60"]), Duration::from_secs(1)).await;
     assert!(
         e.to_string()
             .contains("no answer to `initialize` within 1 s"),
@@ -95,24 +103,16 @@ fn running(marker: &str) -> bool {
 
 #[tokio::test]
 async fn a_server_that_prints_garbage_is_an_error_and_leaves_no_process_behind() {
-    let started = Instant::now();
     // The shell's own child (the sleep) must go too: the whole process group is killed.
-    let e = list_tools(
+    fails_soon(
         "noise",
-        &stdio(
+        stdio(
             "sh",
             &["-c", "yes 'not json' | head -c 100000; sleep 61.25"],
         ),
         Duration::from_secs(2),
     )
-    .await
-    .unwrap_err();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(e.server, "noise", "{e}");
+    .await;
     let deadline = Instant::now() + Duration::from_secs(5);
     while running("sleep 61.25") {
         assert!(Instant::now() < deadline, "the server's child outlived it");

@@ -116,7 +116,7 @@ impl McpServerConfig {
             server: server.to_string(),
             message,
         };
-        let expand = |text: &str| expand_vars(text, env).map_err(&fail);
+        let expand = |text: &str| expand_vars(text, env).map_err(|e| fail(e.to_string()));
         match (&self.command, &self.url) {
             (Some(command), None) => Ok(McpTransport::Stdio {
                 command: command.clone(),
@@ -145,9 +145,23 @@ impl McpServerConfig {
     }
 }
 
+/// Why `${…}` in a server's settings could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    #[error("`${{` without its `}}` in `{0}`")]
+    Unclosed(String),
+    #[error("`${{{0}}}` is not a variable name (letters, digits and _)")]
+    NotAName(String),
+    #[error("${{{0}}} is not set in the environment")]
+    Unset(String),
+}
+
 /// `text` with each `${NAME}` replaced by the variable's value, or `${NAME:-default}` by the
 /// default when the variable is unset or empty. `$$` is a plain `$`.
-pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand_vars(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -164,21 +178,19 @@ pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<S
             continue;
         };
         let Some(end) = inner.find('}') else {
-            return Err(format!("`${{` without its `}}` in `{text}`"));
+            return Err(ExpandError::Unclosed(text.to_string()));
         };
         let (name, default) = match inner[..end].split_once(":-") {
             Some((n, d)) => (n, Some(d)),
             None => (&inner[..end], None),
         };
         if !is_var_name(name) {
-            return Err(format!(
-                "`${{{name}}}` is not a variable name (letters, digits and _)"
-            ));
+            return Err(ExpandError::NotAName(name.to_string()));
         }
         match (env(name).filter(|v| !v.is_empty()), default) {
             (Some(v), _) => out.push_str(&v),
             (None, Some(d)) => out.push_str(d),
-            (None, None) => return Err(format!("${{{name}}} is not set in the environment")),
+            (None, None) => return Err(ExpandError::Unset(name.to_string())),
         }
         rest = &inner[end + 1..];
     }
@@ -441,11 +453,13 @@ mod tests {
         assert!(
             expand_vars("${A", &vars)
                 .unwrap_err()
+                .to_string()
                 .contains("without its")
         );
         assert!(
             expand_vars("${A B}", &vars)
                 .unwrap_err()
+                .to_string()
                 .contains("not a variable name")
         );
         // A value is never expanded again.

@@ -22,30 +22,24 @@ use waymark_protocol::{RouteKind, Usage};
 pub const SCRIPT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The text of `path` if it is a regular file of at most [`SCRIPT_MAX_BYTES`].
-fn read_bounded(path: &Path) -> Result<String, String> {
+fn read_bounded(path: &Path) -> std::io::Result<String> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
     }
     let mut bytes = Vec::new();
-    file.take(SCRIPT_MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read it: {e}"))?;
+    file.take(SCRIPT_MAX_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > SCRIPT_MAX_BYTES {
-        return Err(format!(
+        return Err(std::io::Error::other(format!(
             "larger than the {SCRIPT_MAX_BYTES} bytes a script may have"
-        ));
+        )));
     }
-    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".into())
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("not UTF-8 text"))
 }
 
 /// What happens when a list runs out.
@@ -158,7 +152,7 @@ impl Script {
                 format!("the scripted model file {}: {why}", path.display()),
             )
         };
-        let text = read_bounded(path).map_err(refuse)?;
+        let text = read_bounded(path).map_err(|e| refuse(e.to_string()))?;
         serde_json::from_str(&text).map_err(|e| {
             ProviderError::new(
                 ProviderErrorKind::RequestRejected,
