@@ -26,8 +26,9 @@ ALLOWED = {
     "waymark-mcp": LOW | {"waymark-extension"},
     # Test helpers are a dev-dependency only (see DEV_ONLY).
     "waymark-test-support": LOW | {"waymark-extension", "waymark-engine", "waymark-runtime",
-                                   "waymark-plan", "waymark-goal"},
-    "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal"},
+                                   "waymark-plan", "waymark-goal", "waymark-mcp"},
+    "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal",
+                              "waymark-mcp"},
     # Thin front ends.
     "waymark-cli": {"waymark-protocol", "waymark-runtime"},
     "waymark-desktop": {"waymark-protocol", "waymark-runtime"},

@@ -150,6 +150,7 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         history: Default::default(),
         sandbox,
         process_env: a.process_env,
+        sources: parts.sources,
         tool_specs: Default::default(),
         extensions: a.extensions,
         slots: Default::default(),
@@ -168,7 +169,8 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
 /// What the extensions contribute to a session.
 struct Parts {
     tools: ToolRegistry,
-    session_tools: std::collections::HashMap<&'static str, Arc<dyn crate::extension::SessionTool>>,
+    session_tools: std::collections::HashMap<String, Arc<dyn crate::extension::SessionTool>>,
+    sources: Vec<Arc<dyn crate::extension::source::ToolSource>>,
     commands: CommandRegistry,
     guards: Vec<Arc<dyn ToolGuard>>,
     reminders: Vec<Arc<dyn crate::context::ReminderSource>>,
@@ -186,6 +188,7 @@ impl Parts {
         let mut reminders = Vec::new();
         let mut rules = Vec::new();
         let mut services = Services::default();
+        let mut sources = Vec::new();
         for ext in extensions {
             // No extension replaces a tool or command another one (or the engine) has: a
             // second `bash` or `/goal` would silently change what the user approved.
@@ -204,7 +207,8 @@ impl Parts {
                 }
                 tools.register(t);
             }
-            session_tools.extend(offered.into_iter().map(|t| (t.name(), t)));
+            session_tools.extend(offered.into_iter().map(|t| (t.name().to_string(), t)));
+            sources.extend(ext.tool_sources());
             for c in ext.commands() {
                 let name = c.spec().name;
                 if commands.specs().iter().any(|s| s.name == name) {
@@ -231,6 +235,7 @@ impl Parts {
         Ok(Parts {
             tools,
             session_tools,
+            sources,
             commands,
             guards,
             reminders,

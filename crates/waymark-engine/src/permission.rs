@@ -301,6 +301,9 @@ impl ToolGuard for PermissionGuard {
             ));
         }
         let mode = call.session.permission_mode;
+        if tool.is_external() {
+            return external_call(call, scope);
+        }
         let shell = tool.is_shell();
         if !shell && !tool.is_mutating() {
             return GuardDecision::Allow;
@@ -401,6 +404,63 @@ impl ToolGuard for PermissionGuard {
     }
 }
 
+/// A call to an external tool (an MCP server's). Its arguments name nothing the runtime can
+/// check, so the permission mode alone decides one that is not read-only: refused in
+/// `read-only`, run in `auto`, asked about in `ask` and `auto-edit` (each call, unless the
+/// user allowed that tool for the session).
+fn external_call(call: &GuardCall<'_>, scope: Option<&str>) -> GuardDecision {
+    let name = call.tool.name();
+    if !call.tool.is_mutating() {
+        return GuardDecision::Allow;
+    }
+    match call.session.permission_mode {
+        PermissionMode::Auto => return GuardDecision::Allow,
+        PermissionMode::ReadOnly => {
+            return GuardDecision::Deny(format!(
+                "`{}` is not allowed: it is not marked read-only, and the session is in read-only permission mode. Use read-only tools, or ask the user to change the permission mode.",
+                escape_line(name)
+            ));
+        }
+        PermissionMode::Ask | PermissionMode::AutoEdit => {}
+    }
+    if let Some(decision) = permission_answered(
+        call,
+        "call",
+        "Do not retry it; ask or take another approach.",
+    ) {
+        return decision;
+    }
+    if call.grants.iter().any(|g| covers(g, call, false, "")) {
+        return GuardDecision::Allow;
+    }
+    // The tool's description is the server's text and stays out of the question: only the
+    // name and the arguments, which the front ends show escaped in full.
+    GuardDecision::Ask(Box::new(PermissionQuestion {
+        tool: name.to_string(),
+        shell: false,
+        scope: scope.map(str::to_string),
+        arguments: call.arguments.clone(),
+        summary: format!(
+            "{} (a tool server's tool: it acts outside Waymark, with the arguments below)",
+            escape_line(name)
+        ),
+        command: None,
+        files: Vec::new(),
+        git: false,
+        grants: GrantOffer {
+            session: Some(String::new()),
+            session_text: Some(format!(
+                "every `{}` call in this session, with any arguments",
+                escape_line(name)
+            )),
+            prefix: None,
+            prefix_text: None,
+        },
+        call_id: String::new(),
+        call_sha256: String::new(),
+    }))
+}
+
 /// Of the rules' verdicts, the strictest: a refusal over a question over an allowance (the
 /// first of each kind), so no rule lets through what another one refuses or asks about,
 /// whatever order the extensions come in.
@@ -495,7 +555,8 @@ pub fn read_target(workspace: &Path, raw: &str) -> Option<PathBuf> {
 /// given: the reviewer is refused; in plan mode, and in every permission mode but `auto`,
 /// the user is asked, and no grant covers it. `None` for any other call.
 fn private_read(call: &GuardCall<'_>, scope: Option<&str>) -> Option<GuardDecision> {
-    if call.tool.is_shell() || call.tool.is_mutating() {
+    // An external tool's `path` is its server's, not a file the runtime could check.
+    if call.tool.is_shell() || call.tool.is_mutating() || call.tool.is_external() {
         return None;
     }
     let raw = call.arguments.get("path").and_then(Value::as_str)?;

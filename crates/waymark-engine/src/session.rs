@@ -63,6 +63,21 @@ pub enum OpOutcome {
     Done,
 }
 
+/// A tool found by name, and the session tool it runs as, if it is one.
+pub(crate) type FoundTool = (
+    Arc<dyn crate::tools::Tool>,
+    Option<Arc<dyn crate::extension::SessionTool>>,
+);
+
+/// The tools offered in one interaction mode, as last listed.
+pub(crate) struct ToolList {
+    /// The tool sources' generations they were listed at.
+    pub generations: Vec<u64>,
+    pub specs: Vec<crate::provider::ToolSpec>,
+    /// Their size in tokens.
+    pub tokens: u64,
+}
+
 /// Everything a turn needs, shared between the actor and the running turn.
 pub(crate) struct SessionCore {
     pub id: String,
@@ -83,8 +98,7 @@ pub(crate) struct SessionCore {
     pub(crate) resolve: crate::Resolve,
     pub tools: ToolRegistry,
     /// The extensions' tools, which run with the session's handle (by name; also in `tools`).
-    pub session_tools:
-        std::collections::HashMap<&'static str, Arc<dyn crate::extension::SessionTool>>,
+    pub session_tools: std::collections::HashMap<String, Arc<dyn crate::extension::SessionTool>>,
     pub guards: Vec<Arc<dyn ToolGuard>>,
     pub reminders: Vec<Arc<dyn ReminderSource>>,
     pub commands: CommandRegistry,
@@ -100,13 +114,12 @@ pub(crate) struct SessionCore {
     pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// The environment tool processes are derived from.
     pub process_env: Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// Tools whose set changes while the session runs (MCP servers'), asked before each
+    /// model call and when a called name is no fixed tool's.
+    pub sources: Vec<Arc<dyn crate::extension::source::ToolSource>>,
     /// Tool lists per interaction mode, with their size in tokens.
-    pub tool_specs: std::sync::Mutex<
-        std::collections::HashMap<
-            waymark_protocol::InteractionMode,
-            (Vec<crate::provider::ToolSpec>, u64),
-        >,
-    >,
+    pub tool_specs:
+        std::sync::Mutex<std::collections::HashMap<waymark_protocol::InteractionMode, ToolList>>,
     /// The extensions plugged into the session, in hook order.
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Their per-session state.
@@ -124,6 +137,18 @@ pub(crate) struct SessionCore {
 impl SessionCore {
     pub(crate) fn new_config(config: Config) -> std::sync::RwLock<Arc<Config>> {
         std::sync::RwLock::new(Arc::new(config))
+    }
+
+    /// The tool the model calls by `name`: a fixed one, else a tool source's (with the
+    /// handle it runs with).
+    pub fn find_tool(&self, name: &str) -> Option<FoundTool> {
+        if let Some(t) = self.tools.get(name) {
+            return Some((t.clone(), self.session_tools.get(name).cloned()));
+        }
+        self.sources
+            .iter()
+            .find_map(|s| s.find(&self.id, name))
+            .map(|t| (t.clone().as_tool(), Some(t)))
     }
 
     /// The session's model now.

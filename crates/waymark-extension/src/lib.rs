@@ -19,7 +19,7 @@
 //! | [`Extension::on_close`] | the session is shut down |
 //! | [`Extension::changed`] | after a command, an answer or a dropped message (push views) |
 //!
-//! Contributions: tools, guards, permission rules, reminders, slash commands, services for
+//! Contributions: tools (fixed ones, and [`source::ToolSource`]s whose set changes), guards, permission rules, reminders, slash commands, services for
 //! other extensions, system-prompt text and schema migrations for the extension's own
 //! tables. Hooks get a [`SessionApi`], a narrow handle on the session over the engine's
 //! [`SessionHost`] trait, never the engine itself; per-session state lives in typed slots
@@ -37,6 +37,7 @@ pub mod paths;
 pub mod reminder;
 pub mod rules;
 pub mod services;
+pub mod source;
 
 pub use api::{SessionApi, SessionHost, Slots};
 pub use error::{Error, Result};
@@ -167,6 +168,11 @@ pub trait Extension: Send + Sync {
         Vec::new()
     }
     fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
+        Vec::new()
+    }
+    /// Tools whose set changes while the session runs (an MCP server's), asked before each
+    /// model call. Their names must not be any fixed tool's.
+    fn tool_sources(&self) -> Vec<Arc<dyn source::ToolSource>> {
         Vec::new()
     }
     fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {

@@ -1,18 +1,62 @@
-//! MCP servers as tool sources for Waymark sessions, on the official SDK (`rmcp`). This part
-//! starts a stdio server, offers it the newest protocol version that still has an
-//! `initialize` handshake, within the server's start-up time, and lists its tools.
+//! MCP servers as tool sources for Waymark sessions, on the official SDK (`rmcp`).
+//!
+//! - [`connect`]: a stdio server as the leader of its own process group, or a Streamable
+//!   HTTP server, offered the newest protocol version that still has an `initialize`
+//!   handshake, within its start-up time, every message bounded in size.
+//! - [`hub`]: the runtime's servers, one connection each for all its sessions, started in
+//!   the background, restarted after they exit, listed again when their tools change.
+//! - [`tool`]: their tools as session tools (`mcp__<server>__<tool>`, [`names`]), each call
+//!   through the session's guard chain, its result shaped for the model ([`result`]).
+//! - [`extension`]: the extension that plugs them into sessions.
 
-use rmcp::ServiceExt as _;
-use rmcp::model::{ClientCapabilities, Implementation, InitializeRequestParams, ProtocolVersion};
+pub mod connect;
+pub mod extension;
+pub mod handler;
+pub mod hub;
+pub mod names;
+pub mod result;
+pub mod tool;
+
+pub use extension::McpExtension;
+pub use hub::{McpHub, Phase, ServerStatus};
+
 use std::time::Duration;
 use waymark_protocol::mcp::McpTransport;
 
-/// Why a server could not be used; names the server.
-#[derive(Debug, thiserror::Error)]
+/// Why a server could not be used, or a call failed; names the server.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("MCP server `{server}`: {message}")]
 pub struct McpError {
     pub server: String,
     pub message: String,
+}
+
+impl McpError {
+    pub fn new(server: &str, message: impl Into<String>) -> McpError {
+        McpError {
+            server: server.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// `1 s`, `2.5 s`: a duration as messages give it.
+pub(crate) fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// Puts rustls's ring provider in place before any https client is built (rmcp's reqwest is
+/// built without one, so there is no C crypto build); later calls do nothing.
+pub fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 /// A tool as a server lists it.
@@ -23,63 +67,33 @@ pub struct ServerTool {
     pub read_only: bool,
 }
 
-/// What Waymark says of itself in `initialize`.
-fn client_info() -> InitializeRequestParams {
-    InitializeRequestParams::new(
-        ClientCapabilities::default(),
-        Implementation::new("waymark", env!("CARGO_PKG_VERSION")),
-    )
-    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-}
-
-/// Starts the stdio server `transport` describes, within `startup`, and lists its tools.
+/// Connects to the server `transport` describes, within `startup`, lists its tools and
+/// disconnects (a stdio server is killed with its process group). A stdio server gets its
+/// own `env` with this process's `PATH` and `HOME` only.
 pub async fn list_tools(
     server: &str,
     transport: &McpTransport,
     startup: Duration,
 ) -> Result<Vec<ServerTool>, McpError> {
-    let fail = |message: String| McpError {
-        server: server.to_string(),
-        message,
-    };
-    let McpTransport::Stdio {
-        command,
-        args,
-        env,
-        cwd,
-    } = transport
-    else {
-        return Err(fail("only stdio servers are started so far".into()));
-    };
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args).envs(env);
-    if let Some(dir) = cwd {
-        cmd.current_dir(dir);
+    let mut transport = transport.clone();
+    if let McpTransport::Stdio { env, .. } = &mut transport {
+        for k in ["PATH", "HOME"] {
+            if let Ok(v) = std::env::var(k) {
+                env.entry(k.to_string()).or_insert(v);
+            }
+        }
     }
-    // The server leads a process group of its own, killed whole when it is dropped: nothing
-    // it started outlives it. Its stderr is not the app's (a later step logs it).
-    let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
-    wrapped
-        .wrap(process_wrap::tokio::ProcessGroup::leader())
-        .wrap(process_wrap::tokio::KillOnDrop);
-    let (child, _) = rmcp::transport::TokioChildProcess::builder(wrapped)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| fail(format!("cannot start `{command}`: {e}")))?;
-    let running = tokio::time::timeout(startup, client_info().serve(child))
+    let conn = connect::connect(
+        server,
+        &transport,
+        startup,
+        handler::Handler::default(),
+        false,
+    )
+    .await?;
+    let tools = tokio::time::timeout(startup, hub::list_raw(server, &conn))
         .await
-        .map_err(|_| {
-            fail(format!(
-                "no answer to `initialize` within {} s",
-                startup.as_secs()
-            ))
-        })?
-        .map_err(|e| fail(format!("`initialize` failed: {e}")))?;
-    let tools = tokio::time::timeout(startup, running.list_all_tools())
-        .await
-        .map_err(|_| fail("no tool list in time".into()))?
-        .map_err(|e| fail(format!("listing tools failed: {e}")))?;
-    let _ = running.cancel().await;
+        .map_err(|_| McpError::new(server, "no tool list in time"))??;
     Ok(tools
         .into_iter()
         .map(|t| ServerTool {

@@ -125,14 +125,20 @@ pub enum ToolError {
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     /// JSON schema of the arguments.
     fn schema(&self) -> Value;
-    /// Whether the tool changes files.
+    /// Whether the tool changes anything (files; for an external tool, anything at all).
     fn is_mutating(&self) -> bool;
     /// Whether the tool runs shell commands.
     fn is_shell(&self) -> bool {
+        false
+    }
+    /// Whether the tool acts through another program the runtime cannot see into (an MCP
+    /// server): its arguments name nothing the runtime can check (a `path` there is the
+    /// server's), so a mutating one is asked about in every mode but `auto`, as a whole.
+    fn is_external(&self) -> bool {
         false
     }
     /// Whether the tool is offered to the model in this session's current state (plan mode
@@ -151,7 +157,7 @@ pub trait Tool: Send + Sync {
         _ctx: &'a ToolContext,
         _args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let name = self.name();
+        let name = self.name().to_string();
         Box::pin(async move {
             Err(ToolError::Fatal(format!(
                 "`{name}` works on the session and runs only through it"

@@ -33,11 +33,14 @@ pub(crate) async fn decide(
 ) -> Result<Decided> {
     let core = api.core();
     let sid = core.id.clone();
-    let Some(tool) = core.tools.get(&call.name).cloned() else {
-        let names: Vec<&str> = core.tools.iter().map(|t| t.name()).collect();
+    let Some((tool, _)) = core.find_tool(&call.name) else {
+        let mut names: Vec<String> = core.tools.iter().map(|t| t.name().to_string()).collect();
+        for s in &core.sources {
+            names.extend(s.names(&sid));
+        }
         return Ok(Decided::Unknown(format!(
             "there is no tool named `{}`; the tools are: {}",
-            call.name,
+            crate::display::escape_line(&call.name),
             names.join(", ")
         )));
     };
@@ -156,11 +159,13 @@ pub(crate) async fn execute(
 ) -> Executed {
     let core = api.core();
     let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
-    let session_tool = core
-        .session_tools
-        .get(tool.name())
-        .map(|t| (t.as_ref(), api));
-    let run = run_tool(tool, session_tool, ctx, call.arguments.clone());
+    let session_tool = core.find_tool(tool.name()).and_then(|(_, s)| s);
+    let run = run_tool(
+        tool,
+        session_tool.as_deref().map(|t| (t, api)),
+        ctx,
+        call.arguments.clone(),
+    );
     let Some(result) = tracing::Instrument::instrument(run, span).await else {
         return Executed::Abandoned;
     };

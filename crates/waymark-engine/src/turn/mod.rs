@@ -169,11 +169,6 @@ async fn drive(
         .iter()
         .filter_map(|e| e.system_prompt(&api, &session))
         .collect();
-    let (tools, tools_tokens) = if offer_tools {
-        tool_specs(core, &session)
-    } else {
-        (Vec::new(), 0)
-    };
     loop {
         let pending = core.read(|c| Ok(store::turns::unresolved_calls(c, &sid, turn_id)?))?;
         if !pending.is_empty() {
@@ -222,6 +217,13 @@ async fn drive(
                 }
             }
         }
+        // Listed again before each call: a tool server that became ready, or whose list
+        // changed, since the last one is offered from this call on.
+        let (tools, tools_tokens) = if offer_tools {
+            tool_specs(core, &session)
+        } else {
+            (Vec::new(), 0)
+        };
         let window = core
             .config()
             .turn
@@ -270,7 +272,7 @@ async fn drive(
                 history,
                 current_turn: turn_id,
                 reminders: reminders.as_deref(),
-                tools: tools.clone(),
+                tools,
                 tools_tokens,
                 budget_tokens: window
                     .saturating_sub(u64::from(MAX_OUTPUT_TOKENS))
@@ -384,29 +386,55 @@ async fn drive(
     }
 }
 
-/// The tools offered in the session's current mode, and their size; built once per mode.
+/// The tools offered in the session's current mode, and their size: the fixed ones built
+/// once per mode, listed again only when a tool source's set has changed.
 pub(super) fn tool_specs(
     core: &SessionCore,
     session: &crate::store::SessionRow,
 ) -> (Vec<ToolSpec>, u64) {
+    let mode = session.interaction_mode;
+    let offered: Vec<_> = core
+        .sources
+        .iter()
+        .map(|s| s.offered(&core.id, mode))
+        .collect();
+    let generations: Vec<u64> = offered.iter().map(|o| o.generation).collect();
     let mut cache = core.tool_specs.lock().unwrap_or_else(|p| p.into_inner());
-    cache
-        .entry(session.interaction_mode)
-        .or_insert_with(|| {
-            let specs: Vec<ToolSpec> = core
-                .tools
-                .iter()
-                .filter(|t| t.offered(session.interaction_mode, &core.config()))
-                .map(|t| ToolSpec {
-                    name: t.name().to_string(),
-                    description: t.description().to_string(),
-                    parameters: t.schema(),
-                })
-                .collect();
-            let tokens = crate::provider::tools_tokens(&specs);
-            (specs, tokens)
-        })
-        .clone()
+    if let Some(c) = cache.get(&mode)
+        && c.generations == generations
+    {
+        return (c.specs.clone(), c.tokens);
+    }
+    let spec = |t: &dyn crate::tools::Tool| ToolSpec {
+        name: t.name().to_string(),
+        description: t.description().to_string(),
+        parameters: t.schema(),
+    };
+    let config = core.config();
+    let mut specs: Vec<ToolSpec> = core
+        .tools
+        .iter()
+        .filter(|t| t.offered(mode, &config))
+        .map(|t| spec(t.as_ref()))
+        .collect();
+    for o in &offered {
+        for t in &o.tools {
+            // A fixed tool's name is never a source's: the fixed one is what gets called.
+            if core.tools.get(t.name()).is_none() && !specs.iter().any(|s| s.name == t.name()) {
+                specs.push(spec(t.clone().as_tool().as_ref()));
+            }
+        }
+    }
+    let tokens = crate::provider::tools_tokens(&specs);
+    cache.insert(
+        mode,
+        crate::session::ToolList {
+            generations,
+            specs: specs.clone(),
+            tokens,
+        },
+    );
+    (specs, tokens)
 }
 
 /// Commits one model reply: history, usage, step count and events, in one transaction.

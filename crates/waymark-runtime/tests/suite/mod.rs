@@ -7,6 +7,7 @@ mod extension;
 mod goal;
 mod instructions;
 mod long_goal;
+mod mcp;
 mod plan;
 mod protocol;
 mod providers;

@@ -1,0 +1,32 @@
+//! Tools whose set changes while a session runs: an MCP server's appear once it is ready,
+//! change when it says its list changed, and a tool search loads some on demand. The engine
+//! asks a [`ToolSource`] before each model call which of its tools to offer, and looks a
+//! called name up in it when no fixed tool has that name.
+
+use crate::SessionTool;
+use std::sync::Arc;
+use waymark_protocol::InteractionMode;
+
+/// What a source offers the model now.
+#[derive(Clone, Default)]
+pub struct Offered {
+    /// The tools offered, in order.
+    pub tools: Vec<Arc<dyn SessionTool>>,
+    /// Changes whenever `tools` would: the engine lists the tools again only then.
+    pub generation: u64,
+}
+
+/// A changing set of tools, each run with the session's handle.
+pub trait ToolSource: Send + Sync {
+    /// The tools to offer in this session and mode now. Called before every model call, so it
+    /// must be cheap (a lock and a copy of `Arc`s).
+    fn offered(&self, session_id: &str, mode: InteractionMode) -> Offered;
+    /// A tool by the name the model called, offered or not: a tool search's match that was
+    /// never offered is loaded by calling it. `None` when there is no such tool.
+    fn find(&self, session_id: &str, name: &str) -> Option<Arc<dyn SessionTool>>;
+    /// Every name this source may answer to, for the message about an unknown tool.
+    fn names(&self, session_id: &str) -> Vec<String> {
+        let _ = session_id;
+        Vec::new()
+    }
+}

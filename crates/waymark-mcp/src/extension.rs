@@ -1,0 +1,45 @@
+//! MCP servers plugged into every session of a runtime: their tools as a tool source, and the
+//! servers started in the background when a session opens.
+
+use crate::hub::McpHub;
+use crate::tool::McpSource;
+use std::sync::Arc;
+use waymark_extension::source::ToolSource;
+use waymark_extension::store::Tx;
+use waymark_extension::{Extension, Result};
+
+pub struct McpExtension {
+    hub: Arc<McpHub>,
+    source: Arc<McpSource>,
+}
+
+impl McpExtension {
+    pub fn new(hub: Arc<McpHub>) -> McpExtension {
+        let source = Arc::new(McpSource::new(&hub));
+        McpExtension { hub, source }
+    }
+
+    pub fn hub(&self) -> &Arc<McpHub> {
+        &self.hub
+    }
+}
+
+impl Extension for McpExtension {
+    fn name(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn tool_sources(&self) -> Vec<Arc<dyn ToolSource>> {
+        vec![self.source.clone()]
+    }
+
+    fn on_open(&self, tx: &mut Tx<'_>, session_id: &str, _crashed: bool) -> Result<()> {
+        // The session's workspace is a root of every server; the servers start (once per
+        // runtime) without the session waiting for them.
+        if let Some(s) = waymark_extension::store::sessions::get(tx.conn(), session_id)? {
+            self.hub.add_root(std::path::Path::new(&s.workspace));
+        }
+        self.hub.start();
+        Ok(())
+    }
+}

@@ -1,0 +1,110 @@
+//! What Waymark answers a server: who it is and what it supports (`initialize`), the roots
+//! (the workspaces of the sessions using the server), and the notifications it acts on:
+//! progress of a running call and a changed tool list. Sampling is declined.
+#![allow(deprecated)] // Roots are deprecated by the SDK (SEP-2577) but still what servers ask for.
+
+use rmcp::model::{
+    ClientCapabilities, ClientInfo, Implementation, ListRootsResult, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, Root, RootsCapabilities,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// One progress report of a running call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Where a call's progress reports go.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What the handler shares with the server's connection owner.
+#[derive(Default)]
+pub struct Shared {
+    /// Running calls' progress sinks, by the token rmcp gave the request.
+    progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
+    /// Woken when the server says its tool list changed.
+    pub tools_changed: Notify,
+    /// The workspaces of the sessions using this server, as `file://` URIs.
+    roots: Mutex<BTreeSet<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// Sends the progress of request `token` to `sink` until [`Shared::unwatch`].
+    pub fn watch(&self, token: ProgressToken, sink: ProgressSink) {
+        lock(&self.progress).insert(token, sink);
+    }
+
+    pub fn unwatch(&self, token: &ProgressToken) {
+        lock(&self.progress).remove(token);
+    }
+
+    /// Adds a session's workspace to the roots; true when it was not one yet.
+    pub fn add_root(&self, workspace: &std::path::Path) -> bool {
+        let uri = format!("file://{}", workspace.display());
+        lock(&self.roots).insert(uri)
+    }
+}
+
+/// The rmcp client handler of one server connection.
+#[derive(Clone, Default)]
+pub struct Handler {
+    pub shared: Arc<Shared>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientInfo {
+        let mut capabilities = ClientCapabilities::default();
+        let mut roots = RootsCapabilities::default();
+        roots.list_changed = Some(true);
+        capabilities.roots = Some(roots);
+        ClientInfo::new(
+            capabilities,
+            Implementation::new("waymark", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = lock(&self.shared.roots).iter().map(Root::new).collect();
+        Ok(ListRootsResult::new(roots))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // A report for no running call (late, or made up) is dropped: nothing is kept.
+        let sink = lock(&self.shared.progress)
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(sink) = sink
+            && params.progress.is_finite()
+        {
+            sink(Progress {
+                progress: params.progress,
+                total: params.total.filter(|t| t.is_finite()),
+                message: params.message.map(|m| waymark_protocol::display::clip(&m)),
+            });
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // Many notifications before the next listing make one listing.
+        self.shared.tools_changed.notify_one();
+    }
+}

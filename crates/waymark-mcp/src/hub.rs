@@ -1,0 +1,555 @@
+//! The runtime's MCP servers: one connection per configured server, shared by every session
+//! of the runtime. Servers start in the background when the first session opens; a slow or
+//! failing one delays nothing, and its tools appear once it is ready. A server that exits is
+//! started again on the next call (the first time at once, then with a growing wait), and a
+//! changed tool list is listed again.
+
+use crate::connect::{Connection, connect};
+use crate::handler::{Handler, ProgressSink};
+use crate::result::{Shaped, shape};
+use crate::{McpError, seconds};
+use rmcp::model::{
+    CallToolRequestParams, CancelledNotificationParam, ClientRequest, PaginatedRequestParams,
+    Request, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use waymark_protocol::mcp::McpServerConfig;
+
+/// Reads an environment variable (for `${VAR}` in the servers' settings).
+pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The most tools one server may list (pages are followed up to this).
+pub const MAX_TOOLS: usize = 2000;
+
+/// How long a call may take.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// The longest wait without a word from the server (each progress report starts it
+    /// again): the server's `tool_timeout_ms`.
+    pub timeout: Duration,
+    /// Never past this, whatever the server says (the goal's time left).
+    pub deadline: Option<Duration>,
+}
+
+/// A server's state, as `waymark mcp list` and the Settings show it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phase {
+    Disabled,
+    Starting,
+    Ready,
+    Failed(String),
+}
+
+/// One tool of a server, as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    /// The server's name for it.
+    pub tool_name: String,
+    /// The name the model calls it by (`mcp__<server>__<tool>`).
+    pub model_name: String,
+    pub description: String,
+    /// The input schema, fit for every provider.
+    pub schema: serde_json::Value,
+    /// The user vouches for it (`read_only_tools`) or the server marks it `readOnlyHint`.
+    pub read_only: bool,
+}
+
+/// What the list shows of a server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerStatus {
+    pub name: String,
+    pub phase: Phase,
+    pub tools: Vec<ListedTool>,
+    /// Tools left out, with why (a schema no provider takes, a disabled tool).
+    pub skipped: Vec<(String, String)>,
+}
+
+struct State {
+    phase: Phase,
+    conn: Option<Arc<Connection>>,
+    tools: Arc<Vec<ListedTool>>,
+    skipped: Vec<(String, String)>,
+    /// Restarts since the last call that worked, and when the next may be tried.
+    restarts: u32,
+    next_try: Option<Instant>,
+}
+
+/// One configured server.
+pub struct Server {
+    pub name: String,
+    config: McpServerConfig,
+    handler: Handler,
+    state: Mutex<State>,
+    /// One start at a time.
+    starting: tokio::sync::Mutex<()>,
+}
+
+impl Server {
+    /// How long a call may go without a word from the server.
+    pub fn tool_timeout_ms(&self) -> u64 {
+        self.config.tool_timeout_ms
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The servers of one runtime.
+pub struct McpHub {
+    servers: Vec<Arc<Server>>,
+    env: EnvReader,
+    /// The environment servers start with (the process's, secrets removed), before their
+    /// own `env`.
+    base_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// Changes whenever any server's tools or state do.
+    generation: Arc<AtomicU64>,
+    started: std::sync::Once,
+    /// Cancelled when the hub is dropped: the watchers stop.
+    closing: CancellationToken,
+}
+
+impl Drop for McpHub {
+    fn drop(&mut self) {
+        self.closing.cancel();
+    }
+}
+
+impl McpHub {
+    pub fn new(
+        servers: &BTreeMap<String, McpServerConfig>,
+        env: EnvReader,
+        base_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    ) -> Arc<McpHub> {
+        Arc::new(McpHub {
+            servers: servers
+                .iter()
+                .map(|(name, config)| {
+                    Arc::new(Server {
+                        name: name.clone(),
+                        config: config.clone(),
+                        handler: Handler::default(),
+                        state: Mutex::new(State {
+                            phase: if config.enabled {
+                                Phase::Starting
+                            } else {
+                                Phase::Disabled
+                            },
+                            conn: None,
+                            tools: Default::default(),
+                            skipped: Vec::new(),
+                            restarts: 0,
+                            next_try: None,
+                        }),
+                        starting: Default::default(),
+                    })
+                })
+                .collect(),
+            env,
+            base_env,
+            generation: Default::default(),
+            started: std::sync::Once::new(),
+            closing: CancellationToken::new(),
+        })
+    }
+
+    /// Whether any server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn bump(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn server(&self, name: &str) -> Option<&Arc<Server>> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    /// Starts every enabled server in the background, once (later calls do nothing). Needs
+    /// a tokio runtime; without one nothing starts and the servers say why.
+    pub fn start(self: &Arc<Self>) {
+        self.started.call_once(|| {
+            let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                for s in &self.servers {
+                    let mut st = lock(&s.state);
+                    if st.phase == Phase::Starting {
+                        st.phase = Phase::Failed("no async runtime to start it in".into());
+                    }
+                }
+                return;
+            };
+            for s in self.servers.iter().filter(|s| s.config.enabled) {
+                let hub = Arc::downgrade(self);
+                let server = s.clone();
+                let closing = self.closing.clone();
+                rt.spawn(async move {
+                    if let Some(h) = hub.upgrade() {
+                        let _ = h.ensure(&server).await;
+                    }
+                    // A changed tool list is listed again, once per burst of notices.
+                    loop {
+                        tokio::select! {
+                            _ = closing.cancelled() => return,
+                            _ = server.handler.shared.tools_changed.notified() => {}
+                        }
+                        let Some(h) = hub.upgrade() else { return };
+                        h.relist(&server).await;
+                    }
+                });
+            }
+        });
+    }
+
+    /// Starts every enabled server and waits until each is ready or has failed (for
+    /// `waymark mcp list`).
+    pub async fn start_all(self: &Arc<Self>) {
+        let starts = self
+            .servers
+            .iter()
+            .filter(|s| s.config.enabled)
+            .map(|s| async move {
+                let _ = self.ensure(s).await;
+            });
+        futures_util::future::join_all(starts).await;
+    }
+
+    /// Adds a session's workspace to the servers' roots.
+    pub fn add_root(&self, workspace: &std::path::Path) {
+        for s in &self.servers {
+            s.handler.shared.add_root(workspace);
+        }
+    }
+
+    /// Every server's state and tools.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.servers
+            .iter()
+            .map(|s| {
+                let st = lock(&s.state);
+                let phase = match (&st.phase, &st.conn) {
+                    (Phase::Ready, Some(c)) if c.is_closed() => Phase::Failed(format!(
+                        "{}; it is started again on the next call",
+                        c.closed_reason()
+                    )),
+                    (p, _) => p.clone(),
+                };
+                ServerStatus {
+                    name: s.name.clone(),
+                    phase,
+                    tools: st.tools.as_ref().clone(),
+                    skipped: st.skipped.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// The tools of every ready server (with their server), cheap: `Arc`s under a lock.
+    pub fn tools(&self) -> Vec<(Arc<Server>, Arc<Vec<ListedTool>>)> {
+        self.servers
+            .iter()
+            .filter_map(|s| {
+                let st = lock(&s.state);
+                (st.phase == Phase::Ready).then(|| (s.clone(), st.tools.clone()))
+            })
+            .collect()
+    }
+
+    /// A live connection to `server`: the current one, or a new one when there is none or
+    /// it closed (the first restart at once, later ones after a growing wait).
+    async fn ensure(&self, server: &Server) -> Result<Arc<Connection>, McpError> {
+        let _one = server.starting.lock().await;
+        {
+            let st = lock(&server.state);
+            if let Some(c) = &st.conn
+                && !c.is_closed()
+            {
+                return Ok(c.clone());
+            }
+            if st.phase == Phase::Disabled {
+                return Err(McpError::new(&server.name, "the server is disabled"));
+            }
+            if let Some(at) = st.next_try
+                && Instant::now() < at
+            {
+                let why = match (&st.phase, &st.conn) {
+                    (_, Some(c)) => c.closed_reason(),
+                    (Phase::Failed(m), None) => m.clone(),
+                    _ => "it is not running".into(),
+                };
+                return Err(McpError::new(
+                    &server.name,
+                    format!(
+                        "{why}; it is tried again in {}",
+                        seconds(at.saturating_duration_since(Instant::now()))
+                    ),
+                ));
+            }
+        }
+        let result = self.open(server).await;
+        let mut st = lock(&server.state);
+        match result {
+            Ok((conn, tools, skipped)) => {
+                let conn = Arc::new(conn);
+                st.conn = Some(conn.clone());
+                st.tools = Arc::new(tools);
+                st.skipped = skipped;
+                st.phase = Phase::Ready;
+                drop(st);
+                self.bump();
+                Ok(conn)
+            }
+            Err(e) => {
+                // The first restart is at once; each later one waits twice as long, up to a
+                // minute.
+                st.restarts = st.restarts.saturating_add(1);
+                let wait =
+                    Duration::from_secs(1u64 << st.restarts.min(6)).min(Duration::from_secs(60));
+                st.next_try = Some(Instant::now() + wait);
+                st.conn = None;
+                st.tools = Default::default();
+                st.phase = Phase::Failed(e.message.clone());
+                drop(st);
+                self.bump();
+                Err(e)
+            }
+        }
+    }
+
+    /// Connects and lists the tools.
+    async fn open(
+        &self,
+        server: &Server,
+    ) -> Result<(Connection, Vec<ListedTool>, Vec<(String, String)>), McpError> {
+        let transport = server
+            .config
+            .transport(&server.name, &*self.env)
+            .map_err(|e| McpError::new(&server.name, e.message))?;
+        let transport = match transport {
+            waymark_protocol::mcp::McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                // The server starts from the environment tools get (no provider keys, no
+                // secret-looking variables), plus its own settings.
+                let mut full: BTreeMap<String, String> = self
+                    .base_env
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string())))
+                    .collect();
+                full.extend(env);
+                waymark_protocol::mcp::McpTransport::Stdio {
+                    command,
+                    args,
+                    env: full,
+                    cwd,
+                }
+            }
+            http => http,
+        };
+        let startup = Duration::from_millis(server.config.startup_timeout_ms);
+        let conn = connect(
+            &server.name,
+            &transport,
+            startup,
+            server.handler.clone(),
+            true,
+        )
+        .await?;
+        let (tools, skipped) = tokio::time::timeout(startup, list(server, &conn))
+            .await
+            .map_err(|_| {
+                McpError::new(
+                    &server.name,
+                    format!("no tool list within {}", seconds(startup)),
+                )
+            })??;
+        Ok((conn, tools, skipped))
+    }
+
+    /// Lists a ready server's tools again (its list changed).
+    async fn relist(&self, server: &Server) {
+        let conn = lock(&server.state).conn.clone();
+        let Some(conn) = conn else { return };
+        let startup = Duration::from_millis(server.config.startup_timeout_ms);
+        if let Ok(Ok((tools, skipped))) = tokio::time::timeout(startup, list(server, &conn)).await {
+            let mut st = lock(&server.state);
+            st.tools = Arc::new(tools);
+            st.skipped = skipped;
+            drop(st);
+            self.bump();
+        }
+    }
+
+    /// Calls `tool` of `server` with `args`, within its [`CallLimits`]. On
+    /// `cancel` the server is sent `notifications/cancelled` and the call returns at once.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+        limits: CallLimits,
+        cancel: &CancellationToken,
+        progress: Option<ProgressSink>,
+    ) -> Result<Shaped, McpError> {
+        let CallLimits { timeout, deadline } = limits;
+        let fail = |m: String| McpError::new(server, m);
+        let Some(s) = self.server(server) else {
+            return Err(fail("no such server is configured".into()));
+        };
+        let conn = tokio::select! {
+            c = self.ensure(s) => c?,
+            _ = cancel.cancelled() => return Err(fail("stopped before the server was ready".into())),
+        };
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let mut options = PeerRequestOptions::with_timeout(timeout).reset_timeout_on_progress();
+        if let Some(d) = deadline {
+            options = options.with_max_total_timeout(d);
+        }
+        let peer = conn.service.peer().clone();
+        let handle = peer
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(Request::new(params)),
+                options,
+            )
+            .await
+            .map_err(|e| fail(format!("the call could not be sent: {e}")))?;
+        let id = handle.id.clone();
+        let token = handle.progress_token.clone();
+        if let Some(sink) = progress {
+            s.handler.shared.watch(token.clone(), sink);
+        }
+        let outcome = tokio::select! {
+            r = handle.await_response() => Some(r),
+            _ = cancel.cancelled() => None,
+        };
+        s.handler.shared.unwatch(&token);
+        let Some(response) = outcome else {
+            let _ = tokio::time::timeout(
+                Duration::from_millis(300),
+                peer.notify_cancelled(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("stopped by the user".into()),
+                )),
+            )
+            .await;
+            return Err(fail(
+                "stopped by the user; the server was told to cancel the call".into(),
+            ));
+        };
+        match response {
+            Ok(ServerResult::CallToolResult(r)) => {
+                lock(&s.state).restarts = 0;
+                Ok(shape(&r))
+            }
+            Ok(ServerResult::InputRequiredResult(_)) => Err(fail(
+                "the server asked for more input mid-call, which Waymark does not support yet"
+                    .into(),
+            )),
+            Ok(ServerResult::CreateTaskResult(_)) => Err(fail(
+                "the server made the call a task, which Waymark does not support yet".into(),
+            )),
+            Ok(_) => Err(fail(
+                "the server answered the call with something other than a result".into(),
+            )),
+            Err(ServiceError::Timeout { timeout }) => Err(fail(format!(
+                "no answer within {} (the server's tool_timeout_ms); the call was cancelled",
+                seconds(timeout)
+            ))),
+            Err(ServiceError::McpError(e)) => Err(fail(format!("the call failed: {}", e.message))),
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                Err(fail(format!("{} during the call", conn.closed_reason())))
+            }
+            Err(e) => {
+                if conn.is_closed() {
+                    Err(fail(format!("{} during the call", conn.closed_reason())))
+                } else {
+                    Err(fail(format!("the call failed: {e}")))
+                }
+            }
+        }
+    }
+}
+
+/// A server's tools: pages followed up to [`MAX_TOOLS`], each tool named for the model,
+/// read-only as the user or the server says, and left out when disabled or unfit.
+async fn list(
+    server: &Server,
+    conn: &Connection,
+) -> Result<(Vec<ListedTool>, Vec<(String, String)>), McpError> {
+    let mut raw = list_raw(&server.name, conn).await?;
+    let mut tools: Vec<ListedTool> = Vec::new();
+    let mut skipped = Vec::new();
+    if raw.len() > MAX_TOOLS {
+        skipped.push((
+            format!("{} more", raw.len() - MAX_TOOLS),
+            format!("a server may list at most {MAX_TOOLS} tools"),
+        ));
+        raw.truncate(MAX_TOOLS);
+    }
+    for t in raw {
+        let name = t.name.to_string();
+        if server.config.disabled_tools.contains(&name) {
+            skipped.push((name, "listed in disabled_tools".into()));
+            continue;
+        }
+        let schema = match crate::names::input_schema(&t.input_schema) {
+            Ok(s) => s,
+            Err(why) => {
+                tracing::warn!(server = %server.name, tool = %name, "MCP tool left out: {why}");
+                skipped.push((name, why));
+                continue;
+            }
+        };
+        let model_name = crate::names::model_name(&server.name, &name);
+        if tools.iter().any(|o| o.model_name == model_name) {
+            skipped.push((name, "the server lists this name twice".into()));
+            continue;
+        }
+        let read_only = server.config.read_only_tools.contains(&name)
+            || t.annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false);
+        tools.push(ListedTool {
+            model_name,
+            description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+            schema,
+            read_only,
+            tool_name: name,
+        });
+    }
+    Ok((tools, skipped))
+}
+
+/// The tools a server lists, pages followed up to one past [`MAX_TOOLS`].
+pub(crate) async fn list_raw(
+    server: &str,
+    conn: &Connection,
+) -> Result<Vec<rmcp::model::Tool>, McpError> {
+    let peer = conn.service.peer();
+    let mut raw = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|e| McpError::new(server, format!("listing its tools failed: {e}")))?;
+        raw.extend(page.tools);
+        cursor = page.next_cursor;
+        if cursor.is_none() || raw.len() > MAX_TOOLS {
+            return Ok(raw);
+        }
+    }
+}

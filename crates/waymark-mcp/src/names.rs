@@ -1,0 +1,122 @@
+//! What the model sees of a server's tool: its name `mcp__<server>__<tool>` within the
+//! providers' limits, and an input schema every provider takes.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// The longest tool name the providers take (OpenAI and Anthropic: 64 of `[A-Za-z0-9_-]`).
+pub const MAX_NAME: usize = 64;
+
+/// The name the model calls `tool` of `server` by. Characters a provider refuses become
+/// `_`; a name that is too long, or that was changed, ends in a short hash of the real names
+/// so two tools never share one. Stable: the same tool gets the same name every time.
+pub fn model_name(server: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let plain = format!("mcp__{}__{}", clean(server), clean(tool));
+    let changed = clean(tool) != tool || clean(server) != server;
+    if plain.len() <= MAX_NAME && !changed {
+        return plain;
+    }
+    let digest = Sha256::digest(format!("{server}\0{tool}").as_bytes());
+    let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let keep = MAX_NAME - hash.len() - 1;
+    let mut cut = plain;
+    cut.truncate(keep.min(cut.len()));
+    format!("{cut}_{hash}")
+}
+
+/// The largest input schema offered (serialized); a bigger one is left out with a warning.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+
+/// The server's input schema made fit for every provider, or why the tool is left out. The
+/// top level must describe an object (a missing `type` is taken as one).
+pub fn input_schema(schema: &Map<String, Value>) -> Result<Value, String> {
+    let mut schema = schema.clone();
+    match schema.get("type") {
+        None => {
+            schema.insert("type".into(), Value::String("object".into()));
+        }
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "its input schema has type {other}, and providers take only an object"
+            ));
+        }
+    }
+    if let Some(p) = schema.get("properties")
+        && !p.is_object()
+    {
+        return Err("its input schema's `properties` is not an object".into());
+    }
+    if !schema.contains_key("properties") {
+        schema.insert("properties".into(), Value::Object(Map::new()));
+    }
+    let value = Value::Object(schema);
+    let size = value.to_string().len();
+    if size > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "its input schema is {size} bytes, over the {MAX_SCHEMA_BYTES} offered"
+        ));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn plain_names_stay_readable_and_odd_or_long_ones_are_cut_with_a_stable_hash() {
+        assert_eq!(model_name("everything", "echo"), "mcp__everything__echo");
+        assert_eq!(
+            model_name("everything", "get-sum"),
+            "mcp__everything__get-sum"
+        );
+        let odd = model_name("fs", "read.file");
+        assert!(odd.starts_with("mcp__fs__read_file_"), "{odd}");
+        // `read.file` and `read_file` must not meet on one name.
+        assert_ne!(odd, model_name("fs", "read_file"));
+        let long = "x".repeat(100);
+        let a = model_name("srv", &long);
+        let b = model_name("srv", &format!("{long}y"));
+        assert_eq!(a.len(), MAX_NAME);
+        assert_ne!(a, b, "two long names that share a start get two names");
+        assert_eq!(a, model_name("srv", &long), "stable");
+        for n in [&odd, &a, &b] {
+            assert!(
+                n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            );
+        }
+        // Unicode and control characters too.
+        let u = model_name("srv", "tööl\u{1b}[31m");
+        assert!(u.is_ascii() && u.len() <= MAX_NAME, "{u}");
+    }
+
+    #[test]
+    fn schemas_a_provider_would_refuse_are_fixed_or_refused() {
+        let obj = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(
+            input_schema(&obj(json!({}))).unwrap(),
+            json!({"type": "object", "properties": {}})
+        );
+        assert!(input_schema(&obj(json!({"type": "array"}))).is_err());
+        assert!(input_schema(&obj(json!({"type": "object", "properties": []}))).is_err());
+        let huge = json!({"type": "object", "description": "d".repeat(MAX_SCHEMA_BYTES)});
+        assert!(input_schema(&obj(huge)).unwrap_err().contains("bytes"));
+        let good =
+            json!({"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]});
+        assert_eq!(input_schema(&obj(good.clone())).unwrap(), good);
+    }
+}
