@@ -5,12 +5,14 @@
 //! or never resumes by itself).
 
 mod goal;
+mod mcp;
 mod plan;
 mod render;
 mod term;
 
 use clap::{Parser, Subcommand};
 use goal::{GoalCommand, goal_command};
+use mcp::{McpCommand, mcp_command};
 use plan::{PlanCommand, plan_command};
 use render::Printer;
 use std::path::PathBuf;
@@ -92,6 +94,11 @@ enum Command {
     Goal {
         #[command(subcommand)]
         command: GoalCommand,
+    },
+    /// MCP servers: list them with their state and tools, add or remove one.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
     },
     /// Answer a questionnaire, then run the session on.
     Answer {
@@ -403,6 +410,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Plan { command } => plan_command(&runtime, command).await,
         Command::Goal { command } => goal_command(&runtime, command).await,
+        Command::Mcp { command } => mcp_command(&runtime, &settings_path, command).await,
         Command::Events { session, after } => {
             print_events(&runtime, &session, after, |_| true)?;
             Ok(ExitCode::SUCCESS)

@@ -140,6 +140,24 @@ impl Printer {
                 self.end_line();
                 self.streamed = false;
             }
+            EventKind::ToolProgress {
+                progress,
+                total,
+                message,
+                ..
+            } => {
+                self.end_line();
+                let amount = match total {
+                    Some(t) if *t > 0.0 => {
+                        format!("{:.0}%", (progress / t * 100.0).clamp(0.0, 100.0))
+                    }
+                    _ => format!("{progress}"),
+                };
+                match message {
+                    Some(m) => outln!("  … {amount} {}", one_line(m, 100)),
+                    None => outln!("  … {amount}"),
+                }
+            }
             EventKind::ModelRetry {
                 attempt,
                 wait_ms,

@@ -16,11 +16,21 @@ pub struct Offered {
     pub generation: u64,
 }
 
+/// What a source is asked for its tools with.
+pub struct OfferContext<'a> {
+    pub session_id: &'a str,
+    pub mode: InteractionMode,
+    /// The model's context window in tokens (a source may offer a search instead of many
+    /// tools that would fill too much of it).
+    pub context_window: u64,
+    pub config: &'a waymark_protocol::config::Config,
+}
+
 /// A changing set of tools, each run with the session's handle.
 pub trait ToolSource: Send + Sync {
-    /// The tools to offer in this session and mode now. Called before every model call, so it
-    /// must be cheap (a lock and a copy of `Arc`s).
-    fn offered(&self, session_id: &str, mode: InteractionMode) -> Offered;
+    /// The tools to offer now. Called before every model call, so it must be cheap (a lock
+    /// and a copy of `Arc`s).
+    fn offered(&self, cx: &OfferContext<'_>) -> Offered;
     /// A tool by the name the model called, offered or not: a tool search's match that was
     /// never offered is loaded by calling it. `None` when there is no such tool.
     fn find(&self, session_id: &str, name: &str) -> Option<Arc<dyn SessionTool>>;

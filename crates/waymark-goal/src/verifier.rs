@@ -143,6 +143,7 @@ pub(crate) async fn verify(
         output_limit: api.config().turn.tool_output_limit as usize,
         timeouts: waymark_tools::Timeouts::from_config(&api.config().turn),
         turn_id,
+        call_id: String::new(),
         sandbox: None,
         protected: Default::default(),
         env: api.tool_env(),

@@ -4,6 +4,7 @@
 use crate::hub::McpHub;
 use crate::tool::McpSource;
 use std::sync::Arc;
+use waymark_extension::commands::{CommandContext, CommandSpec, SlashCommand};
 use waymark_extension::source::ToolSource;
 use waymark_extension::store::Tx;
 use waymark_extension::{Extension, Result};
@@ -24,9 +25,34 @@ impl McpExtension {
     }
 }
 
+/// `/mcp`: the servers, their state and their tools.
+struct McpCommand {
+    hub: Arc<McpHub>,
+}
+
+impl SlashCommand for McpCommand {
+    fn spec(&self) -> CommandSpec {
+        CommandSpec {
+            name: "mcp",
+            usage: "/mcp",
+            summary: "list the MCP servers, their state and their tools",
+        }
+    }
+
+    fn run(&self, _cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
+        Ok(crate::listing::describe(&self.hub.status()))
+    }
+}
+
 impl Extension for McpExtension {
     fn name(&self) -> &'static str {
         "mcp"
+    }
+
+    fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {
+        vec![Arc::new(McpCommand {
+            hub: self.hub.clone(),
+        })]
     }
 
     fn tool_sources(&self) -> Vec<Arc<dyn ToolSource>> {

@@ -19,12 +19,25 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::mcp::McpServerConfig;
+use waymark_protocol::mcp_view::{McpServerState, McpServerView, McpSkippedTool, McpToolView};
 
 /// Reads an environment variable (for `${VAR}` in the servers' settings).
 pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The most tools one server may list (pages are followed up to this).
 pub const MAX_TOOLS: usize = 2000;
+
+/// What a server is started by: its command line, or its URL (as the settings have them).
+pub fn target(config: &McpServerConfig) -> String {
+    match (&config.command, &config.url) {
+        (Some(c), _) => std::iter::once(c.as_str())
+            .chain(config.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, Some(u)) => u.clone(),
+        (None, None) => String::new(),
+    }
+}
 
 /// How long a call may take.
 #[derive(Debug, Clone, Copy)]
@@ -57,16 +70,6 @@ pub struct ListedTool {
     pub schema: serde_json::Value,
     /// The user vouches for it (`read_only_tools`) or the server marks it `readOnlyHint`.
     pub read_only: bool,
-}
-
-/// What the list shows of a server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerStatus {
-    pub name: String,
-    pub phase: Phase,
-    pub tools: Vec<ListedTool>,
-    /// Tools left out, with why (a schema no provider takes, a disabled tool).
-    pub skipped: Vec<(String, String)>,
 }
 
 struct State {
@@ -230,24 +233,48 @@ impl McpHub {
         }
     }
 
-    /// Every server's state and tools.
-    pub fn status(&self) -> Vec<ServerStatus> {
+    /// Every server's state and tools, as the front ends show them.
+    pub fn status(&self) -> Vec<McpServerView> {
         self.servers
             .iter()
             .map(|s| {
                 let st = lock(&s.state);
-                let phase = match (&st.phase, &st.conn) {
-                    (Phase::Ready, Some(c)) if c.is_closed() => Phase::Failed(format!(
-                        "{}; it is started again on the next call",
-                        c.closed_reason()
-                    )),
-                    (p, _) => p.clone(),
+                let (state, reason) = match (&st.phase, &st.conn) {
+                    (Phase::Ready, Some(c)) if c.is_closed() => (
+                        McpServerState::Failed,
+                        Some(format!(
+                            "{}; it is started again on the next call",
+                            c.closed_reason()
+                        )),
+                    ),
+                    (Phase::Ready, _) => (McpServerState::Ready, None),
+                    (Phase::Starting, _) => (McpServerState::Starting, None),
+                    (Phase::Disabled, _) => (McpServerState::Disabled, None),
+                    (Phase::Failed(m), _) => (McpServerState::Failed, Some(m.clone())),
                 };
-                ServerStatus {
+                McpServerView {
                     name: s.name.clone(),
-                    phase,
-                    tools: st.tools.as_ref().clone(),
-                    skipped: st.skipped.clone(),
+                    state,
+                    reason,
+                    target: target(&s.config),
+                    tools: st
+                        .tools
+                        .iter()
+                        .map(|t| McpToolView {
+                            name: t.tool_name.clone(),
+                            model_name: t.model_name.clone(),
+                            description: t.description.clone(),
+                            read_only: t.read_only,
+                        })
+                        .collect(),
+                    skipped: st
+                        .skipped
+                        .iter()
+                        .map(|(name, reason)| McpSkippedTool {
+                            name: name.clone(),
+                            reason: reason.clone(),
+                        })
+                        .collect(),
                 }
             })
             .collect()

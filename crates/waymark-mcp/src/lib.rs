@@ -13,12 +13,14 @@ pub mod connect;
 pub mod extension;
 pub mod handler;
 pub mod hub;
+pub mod listing;
 pub mod names;
 pub mod result;
+pub mod search;
 pub mod tool;
 
 pub use extension::McpExtension;
-pub use hub::{McpHub, Phase, ServerStatus};
+pub use hub::McpHub;
 
 use std::time::Duration;
 use waymark_protocol::mcp::McpTransport;

@@ -5,9 +5,10 @@
 use crate::hub::{ListedTool, McpHub};
 use futures_util::future::BoxFuture;
 use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use waymark_extension::source::{Offered, ToolSource};
+use waymark_extension::source::{OfferContext, Offered, ToolSource};
 use waymark_extension::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use waymark_extension::{SessionApi, SessionTool};
 use waymark_protocol::InteractionMode;
@@ -50,7 +51,7 @@ impl Tool for McpTool {
 impl SessionTool for McpTool {
     fn handle_in<'a>(
         &'a self,
-        _api: &'a SessionApi,
+        api: &'a SessionApi,
         ctx: &'a ToolContext,
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -81,7 +82,7 @@ impl SessionTool for McpTool {
                         deadline: ctx.timeouts.budget_left,
                     },
                     &ctx.cancel,
-                    None,
+                    Some(progress_events(api, ctx)),
                 )
                 .await
                 .map_err(|e| ToolError::Model(e.to_string()))?;
@@ -98,28 +99,82 @@ impl SessionTool for McpTool {
     }
 }
 
+/// The shortest gap between two progress events of one call; a report that ends the work
+/// always goes out. A server that floods reports costs the front ends nothing more.
+const PROGRESS_GAP: Duration = Duration::from_millis(100);
+
+/// Where a call's progress goes: the session's event stream, as `tool.progress`.
+fn progress_events(api: &SessionApi, ctx: &ToolContext) -> crate::handler::ProgressSink {
+    let api = api.clone();
+    let turn_id = ctx.turn_id;
+    let call_id = ctx.call_id.clone();
+    let last: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+    Arc::new(move |p: crate::handler::Progress| {
+        let done = p.total.is_some_and(|t| p.progress >= t);
+        {
+            let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+            let now = std::time::Instant::now();
+            if !done && last.is_some_and(|at| now.duration_since(at) < PROGRESS_GAP) {
+                return;
+            }
+            *last = Some(now);
+        }
+        api.transient(waymark_protocol::EventKind::ToolProgress {
+            turn_id,
+            call_id: call_id.clone(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        });
+    })
+}
+
 /// The hub's tools as a session's tool source, rebuilt only when the hub's generation moves.
+/// When their schemas would take more than `mcp.tool_search_percent` of the model's context
+/// window, the model is offered `tool_search` and the tools it has found (or called) instead.
 pub struct McpSource {
     hub: Weak<McpHub>,
-    cache: Mutex<(u64, Arc<Vec<Arc<McpTool>>>)>,
+    /// The hub's tools as session tools, and the tokens their schemas take.
+    cache: Mutex<Cached>,
+    /// Per session: the tools a search found or a call named (loaded for the rest of the
+    /// session in this process).
+    loaded: Arc<Mutex<HashMap<String, BTreeSet<String>>>>,
+    search: Arc<crate::search::ToolSearch>,
+}
+
+struct Cached {
+    generation: u64,
+    tools: Arc<Vec<Arc<McpTool>>>,
+    tokens: u64,
 }
 
 impl McpSource {
     pub fn new(hub: &Arc<McpHub>) -> McpSource {
+        let loaded: Arc<Mutex<HashMap<String, BTreeSet<String>>>> = Default::default();
         McpSource {
             hub: Arc::downgrade(hub),
-            cache: Mutex::new((u64::MAX, Default::default())),
+            cache: Mutex::new(Cached {
+                generation: u64::MAX,
+                tools: Default::default(),
+                tokens: 0,
+            }),
+            search: Arc::new(crate::search::ToolSearch::new(
+                Arc::downgrade(hub),
+                loaded.clone(),
+            )),
+            loaded,
         }
     }
 
-    fn all(&self) -> (u64, Arc<Vec<Arc<McpTool>>>) {
+    /// Every ready server's tools, and the tokens their schemas take.
+    fn all(&self) -> (u64, Arc<Vec<Arc<McpTool>>>, u64) {
         let Some(hub) = self.hub.upgrade() else {
-            return (0, Default::default());
+            return (0, Default::default(), 0);
         };
         let generation = hub.generation();
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.0 != generation {
-            let tools = hub
+        if cache.generation != generation {
+            let tools: Vec<Arc<McpTool>> = hub
                 .tools()
                 .into_iter()
                 .flat_map(|(server, tools)| {
@@ -138,33 +193,106 @@ impl McpSource {
                         .collect::<Vec<_>>()
                 })
                 .collect();
-            *cache = (generation, Arc::new(tools));
+            let specs: Vec<_> = tools
+                .iter()
+                .map(|t| waymark_extension::provider::ToolSpec {
+                    name: t.tool.model_name.clone(),
+                    description: t.tool.description.clone(),
+                    parameters: t.tool.schema.clone(),
+                })
+                .collect();
+            *cache = Cached {
+                generation,
+                tokens: waymark_extension::provider::tools_tokens(&specs),
+                tools: Arc::new(tools),
+            };
         }
-        (cache.0, cache.1.clone())
+        (cache.generation, cache.tools.clone(), cache.tokens)
+    }
+
+    fn loaded_in(&self, session_id: &str) -> BTreeSet<String> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session_id)
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
+/// Whether tools whose schemas take `tokens` go over `percent` of a `window`.
+pub fn over_threshold(tokens: u64, window: u64, percent: u32) -> bool {
+    tokens.saturating_mul(100) > window.saturating_mul(u64::from(percent))
+}
+
 impl ToolSource for McpSource {
-    fn offered(&self, _session_id: &str, mode: InteractionMode) -> Offered {
-        let (generation, all) = self.all();
+    fn offered(&self, cx: &OfferContext<'_>) -> Offered {
+        let (generation, all, tokens) = self.all();
+        if all.is_empty() {
+            return Offered {
+                tools: Vec::new(),
+                generation,
+            };
+        }
+        let search = over_threshold(tokens, cx.context_window, cx.config.mcp.tool_search_percent);
+        let loaded = if search {
+            Some(self.loaded_in(cx.session_id))
+        } else {
+            None
+        };
         // Plan mode offers read-only tools alone (and its guard refuses the others).
-        let tools = all
+        let mut tools: Vec<Arc<dyn SessionTool>> = all
             .iter()
-            .filter(|t| mode != InteractionMode::Plan || t.tool.read_only)
+            .filter(|t| cx.mode != InteractionMode::Plan || t.tool.read_only)
+            .filter(|t| {
+                loaded
+                    .as_ref()
+                    .is_none_or(|l| l.contains(&t.tool.model_name))
+            })
             .map(|t| t.clone() as Arc<dyn SessionTool>)
             .collect();
-        Offered { tools, generation }
+        if let Some(l) = &loaded {
+            tools.insert(0, self.search.clone());
+            // Each search that loads more changes the list.
+            return Offered {
+                tools,
+                generation: generation
+                    .wrapping_mul(1 << 20)
+                    .wrapping_add(l.len() as u64 + 1),
+            };
+        }
+        Offered {
+            tools,
+            generation: generation.wrapping_mul(1 << 20),
+        }
     }
 
-    fn find(&self, _session_id: &str, name: &str) -> Option<Arc<dyn SessionTool>> {
-        let (_, all) = self.all();
-        all.iter()
-            .find(|t| t.tool.model_name == name)
-            .map(|t| t.clone() as Arc<dyn SessionTool>)
+    fn find(&self, session_id: &str, name: &str) -> Option<Arc<dyn SessionTool>> {
+        if name == crate::search::TOOL_SEARCH {
+            return Some(self.search.clone());
+        }
+        let (_, all, _) = self.all();
+        let t = all.iter().find(|t| t.tool.model_name == name)?;
+        // Calling a tool that was not loaded loads it.
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(session_id.to_string())
+            .or_default()
+            .insert(name.to_string());
+        Some(t.clone() as Arc<dyn SessionTool>)
     }
 
     fn names(&self, _session_id: &str) -> Vec<String> {
-        let (_, all) = self.all();
+        let (_, all, _) = self.all();
         all.iter().map(|t| t.tool.model_name.clone()).collect()
     }
+}
+
+/// The tools a server-side search ranks: every ready server's.
+pub(crate) fn hub_tools(hub: &McpHub) -> Vec<crate::hub::ListedTool> {
+    hub.tools()
+        .into_iter()
+        .flat_map(|(_, tools)| tools.as_ref().clone())
+        .collect()
 }

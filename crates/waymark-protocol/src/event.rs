@@ -126,6 +126,18 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         changes: Vec<crate::FileChange>,
     },
+    /// A running call's progress, as its tool reports it (an MCP server's progress
+    /// notifications): `progress` of `total` when the total is known. Transient.
+    #[serde(rename = "tool.progress")]
+    ToolProgress {
+        turn_id: i64,
+        call_id: String,
+        progress: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// Old tool outputs were replaced by a short note so the context fits the model.
     #[serde(rename = "context.elided")]
     ContextElided {
@@ -263,6 +275,7 @@ impl EventKind {
             EventKind::ModelRetry { .. } => "model.retry",
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
+            EventKind::ToolProgress { .. } => "tool.progress",
             EventKind::ContextElided { .. } => "context.elided",
             EventKind::ContextCompacted { .. } => "context.compacted",
             EventKind::TurnFinished { .. } => "turn.finished",
@@ -289,6 +302,7 @@ impl EventKind {
             EventKind::AssistantDelta { .. }
             | EventKind::ModelRetry { .. }
             | EventKind::SessionError { .. }
+            | EventKind::ToolProgress { .. }
             | EventKind::GoalUpdated { .. } => true,
             EventKind::SessionStarted { .. }
             | EventKind::SessionConfigured { .. }

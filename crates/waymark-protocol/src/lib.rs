@@ -11,6 +11,7 @@ mod goal;
 pub mod goal_syntax;
 mod history;
 pub mod mcp;
+pub mod mcp_view;
 mod op;
 mod question;
 pub mod secrets;

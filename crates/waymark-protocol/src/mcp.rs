@@ -72,6 +72,26 @@ pub struct McpConfig {
     pub tool_search_percent: u32,
 }
 
+/// A server with every default and no way to reach it yet (give `command` or `url`).
+impl Default for McpServerConfig {
+    fn default() -> Self {
+        McpServerConfig {
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: None,
+            headers: BTreeMap::new(),
+            enabled: true,
+            read_only_tools: Vec::new(),
+            disabled_tools: Vec::new(),
+            tool_timeout_ms: DEFAULT_TOOL_TIMEOUT_MS,
+            startup_timeout_ms: DEFAULT_STARTUP_TIMEOUT_MS,
+            allow_sampling: false,
+        }
+    }
+}
+
 impl Default for McpConfig {
     fn default() -> Self {
         McpConfig {
@@ -389,6 +409,12 @@ pub fn project_servers(text: &str) -> Result<BTreeMap<String, McpServerConfig>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_server_is_what_an_empty_entry_reads_as() {
+        let read: McpServerConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(read, McpServerConfig::default());
+    }
 
     fn env(vars: &[(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         let vars = vars.to_vec();

@@ -4,6 +4,7 @@
 
 pub mod builtin;
 pub mod logging;
+pub mod mcp_settings;
 pub mod runtime;
 pub mod settings;
 pub mod setup;
@@ -19,6 +20,7 @@ pub use waymark_engine::{
     HistoryItem, MessageRow, QuestionnaireRow, SessionRow, ToolCallRecord, TurnRow,
 };
 pub use waymark_goal as goal;
+pub use waymark_mcp::listing::describe as describe_mcp_servers;
 pub use waymark_plan as plan;
 
 pub use runtime::{Runtime, RuntimeOptions};

@@ -100,9 +100,8 @@ pub struct Runtime {
     /// The settings in force; starts as `opts.config`, replaced by [`Runtime::set_config`].
     config: Arc<std::sync::RwLock<Arc<Config>>>,
     store: Arc<Store>,
-    /// The MCP servers of the settings it opened with, shared by all its sessions (none
-    /// when no server is configured).
-    mcp: Option<Arc<waymark_mcp::McpExtension>>,
+    /// The MCP servers of the settings it opened with, shared by all its sessions.
+    mcp: Arc<waymark_mcp::McpExtension>,
 }
 
 /// The settings in force (a writer that panicked left a whole value behind: it is used).
@@ -206,14 +205,12 @@ impl Runtime {
         crate::sandbox::make_undumpable();
         let store = Arc::new(Store::open(&paths::database_file(&opts.data_dir))?);
         let config = Arc::new(std::sync::RwLock::new(Arc::new(opts.config.clone())));
-        let mcp = (!opts.config.mcp_servers.is_empty()).then(|| {
-            let base = crate::secrets::ToolEnv::build(&opts.process_env, &opts.config).plain;
-            Arc::new(waymark_mcp::McpExtension::new(waymark_mcp::McpHub::new(
-                &opts.config.mcp_servers,
-                opts.env.clone(),
-                base,
-            )))
-        });
+        let base = crate::secrets::ToolEnv::build(&opts.process_env, &opts.config).plain;
+        let mcp = Arc::new(waymark_mcp::McpExtension::new(waymark_mcp::McpHub::new(
+            &opts.config.mcp_servers,
+            opts.env.clone(),
+            base,
+        )));
         let rt = Runtime {
             opts,
             open: Default::default(),
@@ -295,16 +292,26 @@ impl Runtime {
     /// Every extension of this runtime's sessions: the built-in ones, then the options'.
     pub fn extensions(&self) -> Vec<Arc<dyn Extension>> {
         let mut all = crate::builtin::builtin();
-        if let Some(m) = &self.mcp {
-            all.push(m.clone());
-        }
+        all.push(self.mcp.clone());
         all.extend(self.opts.extensions.iter().cloned());
         all
     }
 
-    /// The MCP servers of this runtime (`None` when the settings name none).
-    pub fn mcp(&self) -> Option<&Arc<waymark_mcp::McpHub>> {
-        self.mcp.as_ref().map(|m| m.hub())
+    /// The MCP servers of this runtime.
+    pub fn mcp(&self) -> &Arc<waymark_mcp::McpHub> {
+        self.mcp.hub()
+    }
+
+    /// The MCP servers' state and tools; with `wait`, every enabled server is started first
+    /// and each is ready or has failed when this returns (within its start-up time).
+    pub async fn mcp_servers(&self, wait: bool) -> Vec<waymark_protocol::mcp_view::McpServerView> {
+        let hub = self.mcp();
+        if wait {
+            hub.start_all().await;
+        } else {
+            hub.start();
+        }
+        hub.status()
     }
 
     /// Creates a session and opens it.

@@ -44,6 +44,8 @@ pub struct ToolContext {
     pub timeouts: Timeouts,
     /// The turn the call belongs to.
     pub turn_id: i64,
+    /// The call's runtime id (empty outside a call), for the progress it reports.
+    pub call_id: String,
     /// When set, shell commands run under this read-only sandbox (plan mode).
     pub sandbox: Option<waymark_sandbox::SandboxSpec>,
     /// The environments tool processes start with (secrets removed).
@@ -295,6 +297,7 @@ pub(crate) mod test_support {
                     budget_left: None,
                 },
                 turn_id: 0,
+                call_id: String::new(),
                 sandbox: None,
                 protected: Default::default(),
                 env: Arc::new(waymark_protocol::secrets::ToolEnv::build(

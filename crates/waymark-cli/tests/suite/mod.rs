@@ -1,6 +1,7 @@
 mod cli;
 mod crash;
 mod goal;
+mod mcp;
 mod output;
 mod plan;
 mod red_team;

@@ -125,6 +125,7 @@ pub(crate) async fn decide(
         sandbox,
         timeouts,
         protected,
+        call_id: call.id.clone(),
         ..base_ctx.clone()
     };
     Ok(Decided::Decided {

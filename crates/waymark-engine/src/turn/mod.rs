@@ -154,6 +154,7 @@ async fn drive(
         output_limit: core.config().turn.tool_output_limit as usize,
         timeouts: crate::tools::Timeouts::from_config(&core.config().turn),
         turn_id,
+        call_id: String::new(),
         sandbox: None,
         protected: Default::default(),
         env: core.tool_env(),
@@ -393,11 +394,17 @@ pub(super) fn tool_specs(
     session: &crate::store::SessionRow,
 ) -> (Vec<ToolSpec>, u64) {
     let mode = session.interaction_mode;
-    let offered: Vec<_> = core
-        .sources
-        .iter()
-        .map(|s| s.offered(&core.id, mode))
-        .collect();
+    let config = core.config();
+    let cx = crate::extension::source::OfferContext {
+        session_id: &core.id,
+        mode,
+        context_window: config
+            .turn
+            .context_tokens
+            .unwrap_or_else(|| core.provider().context_tokens()),
+        config: &config,
+    };
+    let offered: Vec<_> = core.sources.iter().map(|s| s.offered(&cx)).collect();
     let generations: Vec<u64> = offered.iter().map(|o| o.generation).collect();
     let mut cache = core.tool_specs.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(c) = cache.get(&mode)
@@ -410,7 +417,6 @@ pub(super) fn tool_specs(
         description: t.description().to_string(),
         parameters: t.schema(),
     };
-    let config = core.config();
     let mut specs: Vec<ToolSpec> = core
         .tools
         .iter()

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use waymark_protocol::config::Config;
+use waymark_protocol::mcp_view::McpServerState;
 use waymark_protocol::{Answer, Op, PermissionMode, ToolStatus};
 use waymark_runtime::SessionHandle;
 
@@ -53,14 +54,11 @@ fn script(calls: Vec<Value>) -> Value {
 /// Waits until every configured server has started or failed (they start in the background
 /// when the first session opens).
 async fn settled(rt: &waymark_runtime::Runtime) {
-    let hub = rt.mcp().expect("servers are configured");
+    let hub = rt.mcp();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let status = hub.status();
-        if status
-            .iter()
-            .all(|s| !matches!(s.phase, waymark_mcp::Phase::Starting))
-        {
+        if status.iter().all(|s| s.state != McpServerState::Starting) {
             return;
         }
         assert!(
@@ -357,12 +355,12 @@ async fn a_changed_tool_list_is_listed_again() {
         PermissionMode::Auto,
     )
     .await;
-    let hub = h.runtime.mcp().unwrap();
+    let hub = h.runtime.mcp();
     let names = |hub: &waymark_mcp::McpHub| -> Vec<String> {
         hub.status()[0]
             .tools
             .iter()
-            .map(|t| t.tool_name.clone())
+            .map(|t| t.name.clone())
             .collect()
     };
     assert_eq!(names(hub), vec!["act"]);
@@ -393,10 +391,11 @@ async fn a_failed_server_says_why_and_delays_nothing() {
         PermissionMode::Auto,
     )
     .await;
-    let status = h.runtime.mcp().unwrap().status();
-    let reason = |name: &str| match &status.iter().find(|s| s.name == name).unwrap().phase {
-        waymark_mcp::Phase::Failed(m) => m.clone(),
-        other => panic!("{other:?}"),
+    let status = h.runtime.mcp().status();
+    let reason = |name: &str| {
+        let s = status.iter().find(|s| s.name == name).unwrap();
+        assert_eq!(s.state, McpServerState::Failed, "{s:?}");
+        s.reason.clone().unwrap()
     };
     assert!(reason("ghost").contains("cannot start"), "{status:?}");
     assert!(
@@ -405,5 +404,242 @@ async fn a_failed_server_says_why_and_delays_nothing() {
     );
     let r = results(&run(&s, user("list")).await);
     assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    s.shutdown().await.unwrap();
+}
+
+/// A long operation's progress reaches the session as `tool.progress` events, and Stop ends
+/// the call within a second, telling the server to cancel.
+#[tokio::test]
+async fn a_long_operation_shows_progress_and_stops_within_a_second() {
+    let h = Harness::new(config(&[("everything", everything())]));
+    let s = session(
+        &h,
+        vec![call(
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 30, "steps": 30}),
+        )],
+        PermissionMode::Auto,
+    )
+    .await;
+    let mut rx = s.subscribe();
+    s.submit(user("go")).await.unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (call_id, progress) = loop {
+        let ev = tokio::time::timeout_at(deadline.into(), rx.recv())
+            .await
+            .expect("a progress event")
+            .unwrap();
+        if let waymark_protocol::EventKind::ToolProgress {
+            call_id,
+            progress,
+            total,
+            ..
+        } = ev.kind
+        {
+            assert_eq!(total, Some(30.0));
+            break (call_id, progress);
+        }
+    };
+    assert!(progress >= 1.0);
+    let stopped = Instant::now();
+    s.submit(Op::Stop).await.unwrap();
+    let ev = super::harness::collect(&mut rx).await;
+    // Within the engine's grace by design; a little slack for a loaded machine.
+    assert!(
+        stopped.elapsed() < Duration::from_millis(1500),
+        "Stop took {:?}",
+        stopped.elapsed()
+    );
+    let r: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            waymark_protocol::EventKind::ToolResult {
+                call_id: c,
+                content,
+                ..
+            } if *c == call_id => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(r.iter().any(|c| c.contains("stopped by the user")), "{r:?}");
+    s.shutdown().await.unwrap();
+}
+
+/// Stop tells the server: `notifications/cancelled` for the very request.
+#[tokio::test]
+async fn stop_sends_the_server_a_cancellation() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cancelled.log");
+    let mut server = hostile("hang");
+    server["env"] = json!({"HOSTILE_LOG": log.display().to_string()});
+    let h = Harness::new(config(&[("slow", server)]));
+    let s = session(
+        &h,
+        vec![call("mcp__slow__act", json!({}))],
+        PermissionMode::Auto,
+    )
+    .await;
+    let mut rx = s.subscribe();
+    s.submit(user("go")).await.unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    // The call is under way once the server has it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("call")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    s.submit(Op::Stop).await.unwrap();
+    super::harness::collect(&mut rx).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        let call_id = text.lines().find_map(|l| l.strip_prefix("call "));
+        if let Some(id) = call_id
+            && text.lines().any(|l| l == format!("cancelled {id}"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    s.shutdown().await.unwrap();
+}
+
+/// With 300 tools whose schemas would fill more than the threshold of the context window,
+/// the first request carries `tool_search` and none of them; after a search the matches are
+/// offered and callable, and a tool never found is still callable by its name.
+#[tokio::test]
+async fn many_tools_are_searched_for_instead_of_offered() {
+    let (h, rec) = Harness::recording(
+        config(&[("many", hostile("many"))]),
+        json!({"responses": [
+            {"tool_calls": [call("tool_search", json!({"query": "042"}))]},
+            {"tool_calls": [call("mcp__many__tool_042", json!({})), call("mcp__many__tool_100", json!({}))]},
+            {"text": "done"}
+        ]}),
+    );
+    let s = h.recorded_session(PermissionMode::Auto);
+    settled(&h.runtime).await;
+    assert_eq!(h.runtime.mcp().status()[0].tools.len(), 300);
+    let ev = run(&s, user("find the tool for widget 42")).await;
+    let r = results(&ev);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(r[0].2.contains("mcp__many__tool_042"), "{r:?}");
+    assert_eq!(r[1].1, ToolStatus::Ok, "{r:?}");
+    assert_eq!(
+        r[2].1,
+        ToolStatus::Ok,
+        "a tool called by name is loaded: {r:?}"
+    );
+    let requests = rec.requests.lock().unwrap().clone();
+    let names =
+        |i: usize| -> Vec<String> { requests[i].tools.iter().map(|t| t.name.clone()).collect() };
+    let first = names(0);
+    assert!(first.contains(&"tool_search".to_string()), "{first:?}");
+    assert!(!first.iter().any(|n| n.starts_with("mcp__")), "{first:?}");
+    assert!(
+        first.contains(&"bash".to_string()),
+        "built-in tools are always offered"
+    );
+    let second = names(1);
+    assert!(
+        second.contains(&"mcp__many__tool_042".to_string()),
+        "{second:?}"
+    );
+    assert_eq!(
+        second.iter().filter(|n| n.starts_with("mcp__")).count(),
+        1,
+        "{second:?}"
+    );
+    let third = names(2);
+    assert!(
+        third.contains(&"mcp__many__tool_100".to_string()),
+        "{third:?}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// Below the threshold every tool is offered and there is no search.
+#[tokio::test]
+async fn a_few_tools_are_offered_without_a_search() {
+    let (h, rec) = Harness::recording(
+        config(&[("one", hostile("echo"))]),
+        json!({"responses": [{"text": "ok"}]}),
+    );
+    let s = h.recorded_session(PermissionMode::Auto);
+    settled(&h.runtime).await;
+    run(&s, user("hi")).await;
+    let names: Vec<String> = rec.requests.lock().unwrap()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(names.contains(&"mcp__one__act".to_string()), "{names:?}");
+    assert!(!names.contains(&"tool_search".to_string()), "{names:?}");
+    s.shutdown().await.unwrap();
+}
+
+/// Peak resident memory of this test process, in KiB.
+fn peak_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// 200,000 notifications (50 MB of them) before an answer: handled as they come, none
+/// kept, and the call still answers.
+#[tokio::test]
+async fn a_server_that_floods_notifications_stays_in_bounded_memory() {
+    let h = Harness::new(config(&[("loud", hostile("flood"))]));
+    let s = session(
+        &h,
+        vec![call("mcp__loud__act", json!({}))],
+        PermissionMode::Auto,
+    )
+    .await;
+    let before = peak_kib();
+    let r = results(&run(&s, user("go")).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    let grown = peak_kib().saturating_sub(before);
+    eprintln!("peak grew by {grown} KiB");
+    assert!(grown < 32 * 1024, "peak memory grew by {grown} KiB");
+    s.shutdown().await.unwrap();
+}
+
+/// A tool description with terminal escapes and a fake permission prompt is shown escaped,
+/// on its own line, by `/mcp`; the permission question names the tool alone.
+#[tokio::test]
+async fn a_servers_escapes_and_fake_prompts_are_shown_escaped() {
+    let h = Harness::new(config(&[("evil", hostile("ansi"))]));
+    let s = session(&h, vec![], PermissionMode::Ask).await;
+    let ev = run(&s, user("/mcp")).await;
+    let out: Vec<String> = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            waymark_protocol::EventKind::CommandOutput { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(
+        !out[0].contains('\u{1b}') && !out[0].contains('\u{7}'),
+        "{out:?}"
+    );
+    let line = out[0].lines().find(|l| l.contains("act")).unwrap();
+    assert!(
+        line.contains("Allow every command"),
+        "the prompt stays on the tool's line: {out:?}"
+    );
+    assert_eq!(out[0].lines().count(), 2, "{out:?}");
     s.shutdown().await.unwrap();
 }
