@@ -117,3 +117,8 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
     elif mid is not None and method is not None:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no such method"}})
+
+# A `family` server outlives its client's end on purpose: only a kill stops it.
+if MODE == "family":
+    import time
+    time.sleep(600)

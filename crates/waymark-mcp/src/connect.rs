@@ -82,6 +82,7 @@ pub async fn connect(
             cmd.args(args)
                 .env_clear()
                 .envs(env)
+                .env(crate::reap::OWNER_VAR, crate::reap::owner_mark())
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .stderr(if log_stderr {
@@ -92,6 +93,7 @@ pub async fn connect(
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }
+            crate::reap::die_with_parent(&mut cmd);
             // The server leads a process group of its own, killed whole when it is dropped:
             // nothing it started outlives it.
             let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);

@@ -113,6 +113,7 @@ pub struct McpHub {
     /// Changes whenever any server's tools or state do.
     generation: Arc<AtomicU64>,
     started: std::sync::Once,
+    reaped: std::sync::atomic::AtomicBool,
     /// Cancelled when the hub is dropped: the watchers stop.
     closing: CancellationToken,
 }
@@ -157,6 +158,7 @@ impl McpHub {
             base_env,
             generation: Default::default(),
             started: std::sync::Once::new(),
+            reaped: Default::default(),
             closing: CancellationToken::new(),
         })
     }
@@ -191,6 +193,8 @@ impl McpHub {
                 }
                 return;
             };
+            // Not waited for: it kills only what no live process owns.
+            drop(self.reap());
             for s in self.servers.iter().filter(|s| s.config.enabled) {
                 let hub = Arc::downgrade(self);
                 let server = s.clone();
@@ -213,9 +217,23 @@ impl McpHub {
         });
     }
 
+    /// Kills, once per hub and off the async threads (a scan of /proc), what the servers of
+    /// an earlier run that was killed outright left behind.
+    fn reap(&self) -> Option<tokio::task::JoinHandle<usize>> {
+        let stdio = self
+            .servers
+            .iter()
+            .any(|s| s.config.enabled && s.config.command.is_some());
+        (stdio && !self.reaped.swap(true, Ordering::AcqRel))
+            .then(|| tokio::task::spawn_blocking(crate::reap::reap_orphans))
+    }
+
     /// Starts every enabled server and waits until each is ready or has failed (for
     /// `waymark mcp list`).
     pub async fn start_all(self: &Arc<Self>) {
+        if let Some(reaping) = self.reap() {
+            let _ = reaping.await;
+        }
         let starts = self
             .servers
             .iter()

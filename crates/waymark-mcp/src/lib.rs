@@ -15,6 +15,7 @@ pub mod handler;
 pub mod hub;
 pub mod listing;
 pub mod names;
+pub mod reap;
 pub mod result;
 pub mod search;
 pub mod tool;

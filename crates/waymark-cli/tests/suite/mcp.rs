@@ -139,3 +139,78 @@ fn slash_mcp_lists_the_servers_in_a_session() {
     assert_eq!(out.len(), 1, "{out:?}");
     assert!(out[0].starts_with("everything — "), "{out:?}");
 }
+
+/// Whether process `pid` is gone (or a zombie nobody has reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat[stat.rfind(')').unwrap() + 1..]
+            .trim_start()
+            .starts_with('Z'),
+    }
+}
+
+fn wait_gone(pid: u32, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} ({pid}) is still running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `kill -9` of the app: the server dies with it (the kernel kills the leader), and what the
+/// server started is killed at the next start.
+#[test]
+fn a_stdio_server_never_outlives_the_app_even_after_kill_9() {
+    let env = Env::new();
+    let pids = env.dir.path().join("pids");
+    let hostile =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/hostile_server.py");
+    env.settings(
+        &json!({"mcp_servers": {"family": {
+            "command": "python3",
+            "args": [hostile.display().to_string(), "family"],
+            "env": {"HOSTILE_PID_FILE": pids.display().to_string()}
+        }}})
+        .to_string(),
+    );
+    // The reply comes after the server has started; the next one keeps the app running.
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            {"delay_ms": 3000, "tool_calls": [{"name": "mcp__family__act", "arguments": {}}]},
+            {"delay_ms": 120000, "text": "never"}
+        ]}),
+    );
+    let mut app = env
+        .cmd()
+        .args(env.exec_args(&model, &["--permission", "auto", "go"]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (leader, grandchild) = loop {
+        if let Ok(t) = std::fs::read_to_string(&pids)
+            && let Some((a, b)) = t.split_once(' ')
+        {
+            break (a.parse::<u32>().unwrap(), b.parse::<u32>().unwrap());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never ran the call"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(!gone(leader) && !gone(grandchild));
+    app.kill().unwrap(); // SIGKILL: nothing of the app runs after this
+    app.wait().unwrap();
+    wait_gone(leader, "the server");
+    // The next start kills what the server left.
+    let o = env.run(&["mcp", "list"]);
+    assert!(o.status.success(), "{}", text(&o));
+    wait_gone(grandchild, "the server's child");
+}

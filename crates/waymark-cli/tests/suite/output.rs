@@ -232,7 +232,10 @@ fn every_subcommand_prints_escaped_and_redacted() {
         ),
         ("answer", vec!["answer", "--session", s, HOSTILE, "approve"]),
         ("mcp add", vec!["mcp", "add", HOSTILE, "--", HOSTILE]),
-        ("mcp add", vec!["mcp", "add", "h", "--env", HOSTILE, "--", HOSTILE]),
+        (
+            "mcp add",
+            vec!["mcp", "add", "h", "--env", HOSTILE, "--", HOSTILE],
+        ),
         ("mcp list", vec!["mcp", "list"]),
         ("mcp list", vec!["mcp", "list", "--json"]),
         ("mcp remove", vec!["mcp", "remove", HOSTILE]),
