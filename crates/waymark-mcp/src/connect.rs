@@ -41,6 +41,14 @@ impl Drop for Group {
 }
 
 impl Connection {
+    /// Whether the server said it offers resources.
+    pub fn has_resources(&self) -> bool {
+        self.service
+            .peer()
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_some())
+    }
+
     /// Whether the server has gone (exited, closed its stream, or was cut off).
     pub fn is_closed(&self) -> bool {
         self.service.is_transport_closed()
@@ -155,6 +163,12 @@ pub async fn connect(
             (service, None)
         }
     };
+    // Every listing and read goes to the server: rmcp's response cache could answer with
+    // what it had before an error.
+    service
+        .peer()
+        .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
     Ok(Connection {
         service,
         oversized,

@@ -16,6 +16,7 @@ pub mod hub;
 pub mod listing;
 pub mod names;
 pub mod reap;
+pub mod resources;
 pub mod result;
 pub mod search;
 pub mod tool;

@@ -26,6 +26,26 @@ fn size(bytes: usize) -> String {
     }
 }
 
+/// A resource's contents as text: its URI, then its text, or one line for binary content.
+pub fn resource_text(r: &ResourceContents) -> String {
+    match r {
+        ResourceContents::TextResourceContents { uri, text, .. } => {
+            format!("[resource {uri}]\n{text}")
+        }
+        ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            ..
+        } => format!(
+            "[resource {uri}: {}, {}]",
+            mime_type.as_deref().unwrap_or("binary"),
+            size(decoded_len(blob))
+        ),
+        _ => "[resource of a kind Waymark does not know]".into(),
+    }
+}
+
 /// Shapes `r`. A result with nothing in it says so, so the model never reads an empty
 /// success as a missing answer.
 pub fn shape(r: &CallToolResult) -> Shaped {
@@ -43,22 +63,7 @@ pub fn shape(r: &CallToolResult) -> Shaped {
                 waymark_protocol::display::escape_line(&a.mime_type),
                 size(decoded_len(&a.data))
             ),
-            ContentBlock::Resource(e) => match &e.resource {
-                ResourceContents::TextResourceContents { uri, text, .. } => {
-                    format!("[resource {uri}]\n{text}")
-                }
-                ResourceContents::BlobResourceContents {
-                    uri,
-                    mime_type,
-                    blob,
-                    ..
-                } => format!(
-                    "[resource {uri}: {}, {}]",
-                    mime_type.as_deref().unwrap_or("binary"),
-                    size(decoded_len(blob))
-                ),
-                _ => "[resource of a kind Waymark does not know]".into(),
-            },
+            ContentBlock::Resource(e) => resource_text(&e.resource),
             ContentBlock::ResourceLink(l) => match &l.description {
                 Some(d) => format!("[link {} ({}): {d}]", l.uri, l.name),
                 None => format!("[link {} ({})]", l.uri, l.name),

@@ -140,6 +140,7 @@ pub struct McpSource {
     /// session in this process).
     loaded: Arc<Mutex<HashMap<String, BTreeSet<String>>>>,
     search: Arc<crate::search::ToolSearch>,
+    resources: [Arc<crate::resources::ResourceTool>; 2],
 }
 
 struct Cached {
@@ -163,6 +164,24 @@ impl McpSource {
                 loaded.clone(),
             )),
             loaded,
+            resources: [crate::resources::Kind::List, crate::resources::Kind::Read].map(|kind| {
+                Arc::new(crate::resources::ResourceTool {
+                    hub: Arc::downgrade(hub),
+                    kind,
+                })
+            }),
+        }
+    }
+
+    /// The resource tools, when a ready server has resources.
+    fn resource_tools(&self) -> Vec<Arc<dyn SessionTool>> {
+        match self.hub.upgrade() {
+            Some(hub) if hub.has_resources() => self
+                .resources
+                .iter()
+                .map(|t| t.clone() as Arc<dyn SessionTool>)
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -251,6 +270,7 @@ impl ToolSource for McpSource {
             })
             .map(|t| t.clone() as Arc<dyn SessionTool>)
             .collect();
+        tools.extend(self.resource_tools());
         if let Some(l) = &loaded {
             tools.insert(0, self.search.clone());
             // Each search that loads more changes the list.
@@ -270,6 +290,9 @@ impl ToolSource for McpSource {
     fn find(&self, session_id: &str, name: &str) -> Option<Arc<dyn SessionTool>> {
         if name == crate::search::TOOL_SEARCH {
             return Some(self.search.clone());
+        }
+        if name == crate::resources::LIST || name == crate::resources::READ {
+            return self.resource_tools().into_iter().find(|t| t.name() == name);
         }
         let (_, all, _) = self.all();
         let t = all.iter().find(|t| t.tool.model_name == name)?;

@@ -643,3 +643,94 @@ async fn a_servers_escapes_and_fake_prompts_are_shown_escaped() {
     assert_eq!(out[0].lines().count(), 2, "{out:?}");
     s.shutdown().await.unwrap();
 }
+
+/// The reference server over Streamable HTTP on a loopback port, killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_everything() -> HttpServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP server did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    HttpServer {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+#[tokio::test]
+async fn the_reference_server_works_over_streamable_http() {
+    let server = http_everything();
+    let h = Harness::new(config(&[("web", json!({"url": server.url}))]));
+    let s = session(
+        &h,
+        vec![
+            call("mcp__web__echo", json!({"message": "over http"})),
+            call("mcp__web__get-sum", json!({"a": 20, "b": 22})),
+        ],
+        PermissionMode::Ask,
+    )
+    .await;
+    let status = h.runtime.mcp().status();
+    assert_eq!(status[0].state, McpServerState::Ready, "{status:?}");
+    let r = results(&run(&s, user("go")).await);
+    assert_eq!(r[0].2, "Echo: over http", "{r:?}");
+    assert!(r[1].2.contains("42"), "{r:?}");
+    s.shutdown().await.unwrap();
+}
+
+/// A server with resources brings the two resource tools: the list names them, and one is
+/// read by its URI.
+#[tokio::test]
+async fn a_resource_of_the_reference_server_is_listed_and_read() {
+    let uri = "demo://resource/static/document/architecture.md";
+    let h = Harness::new(config(&[("everything", everything())]));
+    let s = session(
+        &h,
+        vec![
+            call("list_mcp_resources", json!({})),
+            call(
+                "read_mcp_resource",
+                json!({"server": "everything", "uri": uri}),
+            ),
+            call(
+                "read_mcp_resource",
+                json!({"server": "nowhere", "uri": uri}),
+            ),
+        ],
+        PermissionMode::ReadOnly,
+    )
+    .await;
+    let r = results(&run(&s, user("read it")).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(r[0].2.contains(&format!("everything: {uri}")), "{r:?}");
+    assert_eq!(r[1].1, ToolStatus::Ok, "{r:?}");
+    assert!(r[1].2.starts_with(&format!("[resource {uri}]\n")), "{r:?}");
+    assert!(r[1].2.len() > 100, "{r:?}");
+    assert_eq!(r[2].1, ToolStatus::Error, "{r:?}");
+    assert!(r[2].2.contains("the servers are: everything"), "{r:?}");
+    s.shutdown().await.unwrap();
+}
