@@ -4,8 +4,9 @@
 #![allow(deprecated)] // Roots are deprecated by the SDK (SEP-2577) but still what servers ask for.
 
 use rmcp::model::{
-    ClientCapabilities, ClientInfo, Implementation, ListRootsResult, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, Root, RootsCapabilities,
+    ClientCapabilities, ClientInfo, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, FormElicitationCapability, Implementation, ListRootsResult,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, Root, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
@@ -56,10 +57,47 @@ impl Shared {
     }
 }
 
+/// A server's request for input (`elicitation/create` in form mode).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elicitation {
+    pub message: String,
+    /// The requested schema: an object of primitive fields, each maybe with a `default`.
+    pub schema: serde_json::Value,
+}
+
+/// What the user answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitAnswer {
+    Accept(serde_json::Value),
+    Decline,
+    Cancel,
+}
+
+/// Who answers a server's requests for input.
+pub type Elicitor = Arc<
+    dyn Fn(Elicitation) -> futures_util::future::BoxFuture<'static, ElicitAnswer> + Send + Sync,
+>;
+
+/// The values a form starts with: each field's `default` (SEP-1034), for the fields that
+/// have one.
+pub fn form_defaults(schema: &serde_json::Value) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
+        for (name, field) in props {
+            if let Some(d) = field.get("default") {
+                out.insert(name.clone(), d.clone());
+            }
+        }
+    }
+    serde_json::Value::Object(out)
+}
+
 /// The rmcp client handler of one server connection.
 #[derive(Clone, Default)]
 pub struct Handler {
     pub shared: Arc<Shared>,
+    /// Answers requests for input; without one, none is offered and each is declined.
+    pub elicitor: Option<Elicitor>,
 }
 
 impl ClientHandler for Handler {
@@ -68,6 +106,10 @@ impl ClientHandler for Handler {
         let mut roots = RootsCapabilities::default();
         roots.list_changed = Some(true);
         capabilities.roots = Some(roots);
+        if self.elicitor.is_some() {
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        }
         ClientInfo::new(
             capabilities,
             Implementation::new("waymark", env!("CARGO_PKG_VERSION")),
@@ -81,6 +123,33 @@ impl ClientHandler for Handler {
     ) -> Result<ListRootsResult, ErrorData> {
         let roots = lock(&self.shared.roots).iter().map(Root::new).collect();
         Ok(ListRootsResult::new(roots))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let (
+            Some(elicitor),
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            },
+        ) = (&self.elicitor, request)
+        else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let schema = serde_json::to_value(&requested_schema)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        Ok(match elicitor(Elicitation { message, schema }).await {
+            ElicitAnswer::Accept(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(content)
+            }
+            ElicitAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
     }
 
     async fn on_progress(
@@ -106,5 +175,24 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         // Many notifications before the next listing make one listing.
         self.shared.tools_changed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_starts_with_each_fields_default() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "note": {"type": "string"}
+        }});
+        assert_eq!(
+            form_defaults(&schema),
+            serde_json::json!({"name": "John Doe", "age": 30})
+        );
+        assert_eq!(form_defaults(&serde_json::json!({})), serde_json::json!({}));
     }
 }
