@@ -734,3 +734,53 @@ async fn a_resource_of_the_reference_server_is_listed_and_read() {
     assert!(r[2].2.contains("the servers are: everything"), "{r:?}");
     s.shutdown().await.unwrap();
 }
+
+/// Through a mock model on each provider's real wire protocol: the server's tool is offered
+/// with its schema, the model's call reaches the server, and its answer goes back to the
+/// model as that provider's tool result.
+#[tokio::test]
+async fn get_sum_round_trips_through_openai_and_anthropic_wire_protocols() {
+    use super::mock_server::{Flavor, MockServer, on_mock, reply};
+    for flavor in [Flavor::OpenAi, Flavor::Anthropic] {
+        let server = MockServer::start(vec![
+            reply(
+                flavor,
+                "",
+                Some(("mcp__everything__get-sum", json!({"a": 2, "b": 3}))),
+                100,
+            ),
+            reply(flavor, "done", None, 120),
+        ])
+        .await;
+        let h = Harness::new(config(&[("everything", everything())]));
+        let (rt, s) = on_mock(&h, flavor, &server, |_| {});
+        settled(&rt).await;
+        let ev = run(&s, user("add them")).await;
+        let r = results(&ev);
+        assert_eq!(r[0].1, ToolStatus::Ok, "{flavor:?}: {r:?}");
+        let recorded = server.recorded();
+        assert_eq!(recorded.len(), 2, "{flavor:?}");
+        let first = recorded[0].body.to_string();
+        assert!(
+            first.contains("mcp__everything__get-sum"),
+            "{flavor:?}: offered"
+        );
+        let second = &recorded[1].body;
+        let answer = "The sum of 2 and 3 is 5.";
+        let carried = match flavor {
+            Flavor::OpenAi => second["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["role"] == "tool" && m["content"].to_string().contains(answer)),
+            Flavor::Anthropic => second["messages"].as_array().unwrap().iter().any(|m| {
+                m["content"].as_array().is_some_and(|c| {
+                    c.iter()
+                        .any(|b| b["type"] == "tool_result" && b.to_string().contains(answer))
+                })
+            }),
+        };
+        assert!(carried, "{flavor:?}: {second}");
+        s.shutdown().await.unwrap();
+    }
+}
