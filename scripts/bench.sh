@@ -41,6 +41,9 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 python3 scripts/bench_callgrind.py target/release/waymark
 cargo bench --locked -p waymark-runtime --bench sandbox
+# The runtime's own time per MCP call against the real server-everything, and the first model
+# call of a session with five servers configured against none.
+cargo bench --locked -p waymark-runtime --bench mcp
 cargo bench --locked -p waymark-runtime --bench runtime --bench plan_render --bench goal -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
 python3 - <<'PY'
 import glob, json

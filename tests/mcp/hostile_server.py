@@ -15,6 +15,9 @@ what MODE says on `tools/call`:
   family    starts a grandchild (`sleep 300`) that writes its pid to $HOSTILE_PID_FILE
   write     a tool that is not read-only: writes `text` to the file `path`
   many      lists 300 tools (tool_000 … tool_299) with long descriptions
+  bigdesc   lists 10 tools whose descriptions are 1 MB each
+  progress  sends 10,000 reports that say the work is done, then answers
+  deaf      stops reading its input on the first call and never answers
 """
 import json
 import os
@@ -58,6 +61,8 @@ if MODE == "ansi":
 if MODE == "many":
     filler = " It takes a text and gives back a short answer about the widget, its parts and its state." * 4
     tools = [tool(f"tool_{i:03}", f"Handles widget number {i}.{filler}") for i in range(300)]
+if MODE == "bigdesc":
+    tools = [tool(f"big_{i}", "d" * (1024 * 1024)) for i in range(10)]
 if MODE == "write":
     tools = [tool("write", "writes a file", read_only=False,
                   props={"path": {"type": "string"}, "text": {"type": "string"}})]
@@ -86,6 +91,14 @@ for line in sys.stdin:
         text = "ok"
         if MODE == "hang":
             continue
+        if MODE == "deaf":
+            import time
+            time.sleep(600)
+        if MODE == "progress":
+            token = (msg["params"].get("_meta") or {}).get("progressToken")
+            for i in range(10_000):
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": 1, "total": 1}})
         if MODE == "crash":
             os._exit(3)
         if MODE == "huge":

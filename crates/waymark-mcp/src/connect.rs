@@ -25,8 +25,8 @@ pub struct Connection {
     pub service: RunningService<RoleClient, Handler>,
     /// Set when the server sent a message over [`MAX_MESSAGE_BYTES`] (the reason it closed).
     pub oversized: Arc<AtomicBool>,
-    /// The stdio server's process group, held for its drop (which kills it).
-    _group: Option<Group>,
+    /// The stdio server's process group, killed when dropped (or by [`Connection::kill`]).
+    group: std::sync::Mutex<Option<Group>>,
 }
 
 /// A stdio server's process group: killed whole (the leader and all it started) when
@@ -47,6 +47,13 @@ impl Connection {
             .peer()
             .peer_info()
             .is_some_and(|i| i.capabilities.resources.is_some())
+    }
+
+    /// Ends the connection at once: a stdio server's process group is killed, an HTTP
+    /// session dropped. For a server that no longer answers even a cancellation.
+    pub fn kill(&self) {
+        drop(self.group.lock().unwrap_or_else(|p| p.into_inner()).take());
+        self.service.cancellation_token().cancel();
     }
 
     /// Whether the server has gone (exited, closed its stream, or was cut off).
@@ -105,12 +112,13 @@ pub async fn connect(
             // The server leads a process group of its own, killed whole when it is dropped:
             // nothing it started outlives it.
             let mut wrapped = process_wrap::tokio::CommandWrap::from(cmd);
+            // Started from the one thread that lives as long as the app (see `reap`).
             wrapped
                 .wrap(process_wrap::tokio::ProcessGroup::leader())
                 .wrap(process_wrap::tokio::KillOnDrop);
             let mut child = Group(
-                wrapped
-                    .spawn()
+                crate::reap::spawn(wrapped)
+                    .await
                     .map_err(|e| fail(format!("cannot start `{command}`: {e}")))?,
             );
             let (Some(stdin), Some(stdout)) = (child.0.stdin().take(), child.0.stdout().take())
@@ -172,7 +180,7 @@ pub async fn connect(
     Ok(Connection {
         service,
         oversized,
-        _group: child,
+        group: std::sync::Mutex::new(child),
     })
 }
 

@@ -10,7 +10,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
@@ -22,6 +22,9 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// The longest progress message passed on; a longer one is dropped (the report still goes).
+pub const MAX_PROGRESS_MESSAGE: usize = 2048;
+
 /// Where a call's progress reports go.
 pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
@@ -32,8 +35,8 @@ pub struct Shared {
     progress: Mutex<HashMap<ProgressToken, ProgressSink>>,
     /// Woken when the server says its tool list changed.
     pub tools_changed: Notify,
-    /// The workspaces of the sessions using this server, as `file://` URIs.
-    roots: Mutex<BTreeSet<String>>,
+    /// The workspaces of the sessions using this server, in the order they came.
+    roots: Mutex<Vec<std::path::PathBuf>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -52,8 +55,17 @@ impl Shared {
 
     /// Adds a session's workspace to the roots; true when it was not one yet.
     pub fn add_root(&self, workspace: &std::path::Path) -> bool {
-        let uri = format!("file://{}", workspace.display());
-        lock(&self.roots).insert(uri)
+        let mut roots = lock(&self.roots);
+        if roots.iter().any(|r| r == workspace) {
+            return false;
+        }
+        roots.push(workspace.to_path_buf());
+        true
+    }
+
+    /// The first session's workspace: where a server without a `cwd` setting starts.
+    pub fn first_root(&self) -> Option<std::path::PathBuf> {
+        lock(&self.roots).first().cloned()
     }
 }
 
@@ -121,7 +133,11 @@ impl ClientHandler for Handler {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let roots = lock(&self.shared.roots).iter().map(Root::new).collect();
+        let roots = lock(&self.shared.roots)
+            .iter()
+            .filter_map(|p| url::Url::from_file_path(p).ok())
+            .map(|u| Root::new(u.to_string()))
+            .collect();
         Ok(ListRootsResult::new(roots))
     }
 
@@ -167,7 +183,9 @@ impl ClientHandler for Handler {
             sink(Progress {
                 progress: params.progress,
                 total: params.total.filter(|t| t.is_finite()),
-                message: params.message.map(|m| waymark_protocol::display::clip(&m)),
+                // Whole or not at all: a cut could leave part of a secret that redaction
+                // (after this) would not recognise. Front ends shorten it for display.
+                message: params.message.filter(|m| m.len() <= MAX_PROGRESS_MESSAGE),
             });
         }
     }

@@ -26,6 +26,17 @@ pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The most tools one server may list (pages are followed up to this).
 pub const MAX_TOOLS: usize = 2000;
+/// How long past its limits a call may go before the runtime ends it itself.
+const WATCHDOG_GRACE: Duration = Duration::from_secs(2);
+
+/// The most pages of a tool list followed.
+pub const MAX_PAGES: usize = 100;
+/// The longest tool description kept, in bytes (a longer one is cut).
+pub const MAX_DESCRIPTION: usize = 4096;
+/// The most bytes of names, descriptions and schemas kept of one server's tools.
+pub const MAX_LISTING_BYTES: usize = 8 * 1024 * 1024;
+/// Marks a schema that was dropped for its size (the key holds the size).
+const OVERSIZED: &str = "\u{0}oversized";
 
 /// What a server is started by: its command line, or its URL (as the settings have them).
 pub fn target(config: &McpServerConfig) -> String {
@@ -394,6 +405,14 @@ impl McpHub {
                     .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string())))
                     .collect();
                 full.extend(env);
+                // Without a `cwd` setting, a server starts in the first session's workspace.
+                let cwd = cwd.or_else(|| {
+                    server
+                        .handler
+                        .shared
+                        .first_root()
+                        .map(|p| p.display().to_string())
+                });
                 waymark_protocol::mcp::McpTransport::Stdio {
                     command,
                     args,
@@ -472,15 +491,51 @@ impl McpHub {
             .map_err(|e| fail(format!("the call could not be sent: {e}")))?;
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
-        if let Some(sink) = progress {
-            s.handler.shared.watch(token.clone(), sink);
-        }
+        // Each report from the server counts as a word from it, for the watchdog below.
+        let heard = Arc::new(Mutex::new(Instant::now()));
+        let heard_in = heard.clone();
+        s.handler.shared.watch(
+            token.clone(),
+            Arc::new(move |p| {
+                *lock(&heard_in) = Instant::now();
+                if let Some(sink) = &progress {
+                    sink(p);
+                }
+            }),
+        );
+        // rmcp's own timeout waits to write its cancellation, which a server that stopped
+        // reading never lets happen: past the limits and a grace, the call ends here and the
+        // connection with it.
+        let started = Instant::now();
+        let watchdog = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let idle = lock(&heard).elapsed();
+                if idle > timeout + WATCHDOG_GRACE
+                    || deadline.is_some_and(|d| started.elapsed() > d + WATCHDOG_GRACE)
+                {
+                    return;
+                }
+            }
+        };
         let outcome = tokio::select! {
-            r = handle.await_response() => Some(r),
+            r = handle.await_response() => Some(Ok(r)),
             _ = cancel.cancelled() => None,
+            _ = watchdog => Some(Err(())),
         };
         s.handler.shared.unwatch(&token);
-        let Some(response) = outcome else {
+        let response = match outcome {
+            Some(Ok(r)) => Some(r),
+            Some(Err(())) => {
+                conn.kill();
+                return Err(fail(format!(
+                    "no answer within {} (the server's tool_timeout_ms), and it did not take the cancellation; it was stopped and starts again on the next call",
+                    seconds(timeout)
+                )));
+            }
+            None => None,
+        };
+        let Some(response) = response else {
             let _ = tokio::time::timeout(
                 Duration::from_millis(300),
                 peer.notify_cancelled(CancelledNotificationParam::new(
@@ -672,6 +727,16 @@ async fn list(
     }
     for t in raw {
         let name = t.name.to_string();
+        if let Some(size) = t.input_schema.get(OVERSIZED) {
+            skipped.push((
+                name,
+                format!(
+                    "its input schema is {size} bytes, over the {} offered",
+                    crate::names::MAX_SCHEMA_BYTES
+                ),
+            ));
+            continue;
+        }
         if server.config.disabled_tools.contains(&name) {
             skipped.push((name, "listed in disabled_tools".into()));
             continue;
@@ -713,15 +778,46 @@ pub(crate) async fn list_raw(
     let peer = conn.service.peer();
     let mut raw = Vec::new();
     let mut cursor = None;
-    loop {
+    let mut kept = 0usize;
+    for _ in 0..MAX_PAGES {
         let page = peer
             .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
             .await
             .map_err(|e| McpError::new(server, format!("listing its tools failed: {e}")))?;
-        raw.extend(page.tools);
+        for mut t in page.tools {
+            // What is kept of a tool is bounded as it arrives: its description cut, a schema
+            // too big to offer dropped (it is left out, saying why, when listed).
+            if let Some(d) = &t.description
+                && d.len() > MAX_DESCRIPTION
+            {
+                let mut end = MAX_DESCRIPTION;
+                while !d.is_char_boundary(end) {
+                    end -= 1;
+                }
+                t.description = Some(format!("{}…", &d[..end]).into());
+            }
+            let schema =
+                serde_json::to_vec(t.input_schema.as_ref()).map_or(usize::MAX, |v| v.len());
+            if schema > crate::names::MAX_SCHEMA_BYTES {
+                t.input_schema = std::sync::Arc::new(serde_json::Map::from_iter([(
+                    OVERSIZED.to_string(),
+                    serde_json::Value::from(schema),
+                )]));
+            }
+            kept = kept.saturating_add(
+                t.name.len()
+                    + t.description.as_ref().map_or(0, |d| d.len())
+                    + schema.min(crate::names::MAX_SCHEMA_BYTES),
+            );
+            raw.push(t);
+            if raw.len() > MAX_TOOLS || kept > MAX_LISTING_BYTES {
+                return Ok(raw);
+            }
+        }
         cursor = page.next_cursor;
-        if cursor.is_none() || raw.len() > MAX_TOOLS {
+        if cursor.is_none() {
             return Ok(raw);
         }
     }
+    Ok(raw)
 }

@@ -108,16 +108,24 @@ fn progress_events(api: &SessionApi, ctx: &ToolContext) -> crate::handler::Progr
     let api = api.clone();
     let turn_id = ctx.turn_id;
     let call_id = ctx.call_id.clone();
-    let last: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+    // When the last report went out, and whether a finishing one has (only one may skip
+    // the gap, however many the server sends).
+    let last: Mutex<(Option<std::time::Instant>, bool)> = Mutex::new((None, false));
     Arc::new(move |p: crate::handler::Progress| {
         let done = p.total.is_some_and(|t| p.progress >= t);
         {
             let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
             let now = std::time::Instant::now();
-            if !done && last.is_some_and(|at| now.duration_since(at) < PROGRESS_GAP) {
+            let early = last
+                .0
+                .is_some_and(|at| now.duration_since(at) < PROGRESS_GAP);
+            // Early reports are dropped, except the first that says the work is done.
+            let first_done = done && !last.1;
+            if early && !first_done {
                 return;
             }
-            *last = Some(now);
+            last.1 |= done;
+            last.0 = Some(now);
         }
         api.transient(waymark_protocol::EventKind::ToolProgress {
             turn_id,
@@ -193,6 +201,7 @@ impl McpSource {
         let generation = hub.generation();
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.generation != generation {
+            let mut seen = std::collections::HashSet::new();
             let tools: Vec<Arc<McpTool>> = hub
                 .tools()
                 .into_iter()
@@ -210,6 +219,14 @@ impl McpSource {
                             })
                         })
                         .collect::<Vec<_>>()
+                })
+                // Two servers' tools never share a name: the first keeps it.
+                .filter(|t| {
+                    let fresh = seen.insert(t.tool.model_name.clone());
+                    if !fresh {
+                        tracing::warn!(server = %t.server, tool = %t.tool.model_name, "MCP tool left out: another server's tool has its name");
+                    }
+                    fresh
                 })
                 .collect();
             let specs: Vec<_> = tools

@@ -6,6 +6,11 @@ use crate::config::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The variable each stdio server's process starts with, naming the app process that owns
+/// it (what a later start uses to find the leftovers of a killed app). Never passed on to
+/// tool processes, which inherit it from nowhere else.
+pub const OWNER_VAR: &str = "WAYMARK_MCP_OWNER";
+
 /// How long one tool call may take unless the server's settings say otherwise.
 pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 120_000;
 /// How long a server may take to start and answer `initialize`.
@@ -238,6 +243,9 @@ pub fn validate_servers(servers: &BTreeMap<String, McpServerConfig>) -> Result<(
         let named = !name.is_empty()
             && name.len() <= SERVER_NAME_MAX
             && !name.contains("__")
+            // `a_` and tool `b` would be named like `a` and tool `_b`.
+            && !name.starts_with('_')
+            && !name.ends_with('_')
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
@@ -245,7 +253,7 @@ pub fn validate_servers(servers: &BTreeMap<String, McpServerConfig>) -> Result<(
             return Err(ConfigError::new(
                 format!("mcp_servers.{name}"),
                 format!(
-                    "server names use letters, digits, `-` and `_` (no `__`), at most {SERVER_NAME_MAX} characters"
+                    "server names use letters, digits, `-` and `_` (no `__`, and not first or last), at most {SERVER_NAME_MAX} characters"
                 ),
             ));
         }
@@ -500,6 +508,16 @@ mod tests {
                 r#"{"a__b": {"command": "x"}}"#,
                 "mcp_servers.a__b",
                 "no `__`",
+            ),
+            (
+                r#"{"a_": {"command": "x"}}"#,
+                "mcp_servers.a_",
+                "not first or last",
+            ),
+            (
+                r#"{"_a": {"command": "x"}}"#,
+                "mcp_servers._a",
+                "not first or last",
             ),
             (
                 r#"{"has space": {"command": "x"}}"#,

@@ -86,7 +86,7 @@ impl ToolEnv {
                 // A name that is not UTF-8 cannot be checked against the patterns.
                 return false;
             };
-            if keys.iter().any(|k| k == n) {
+            if keys.iter().any(|k| k == n) || n == crate::mcp::OWNER_VAR {
                 return false;
             }
             if rules.exclude.iter().any(|p| wildcard(p, n)) {
@@ -273,6 +273,23 @@ mod tests {
 
     fn base(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
+    }
+
+    /// A Waymark started from inside a server's shell inherits that server's owner mark; its
+    /// tools never pass it on (a later start would take them for a killed app's leftovers).
+    #[test]
+    fn the_mcp_owner_mark_is_not_passed_to_tools() {
+        let env = ToolEnv::build(
+            &base(&[(crate::mcp::OWNER_VAR, "1:2:pid:[3]"), ("PATH", "/bin")]),
+            &Config::default(),
+        );
+        assert!(env.plain.iter().any(|(k, _)| k == "PATH"));
+        assert!(!env.plain.iter().any(|(k, _)| k == crate::mcp::OWNER_VAR));
+        assert!(
+            !env.sandboxed
+                .iter()
+                .any(|(k, _)| k == crate::mcp::OWNER_VAR)
+        );
     }
 
     #[test]

@@ -10,39 +10,107 @@ use waymark_protocol::mcp::McpServerConfig;
 /// Header names that carry credentials.
 fn secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    n == "authorization"
-        || n == "proxy-authorization"
-        || n == "cookie"
-        || n.contains("token")
-        || n.contains("key")
-        || n.contains("secret")
+    n == "cookie"
+        || [
+            "auth",
+            "token",
+            "key",
+            "secret",
+            "password",
+            "session",
+            "credential",
+        ]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
-/// Whether `value` takes its text from the environment (holds a `${…}`).
-fn from_environment(value: &str) -> bool {
-    value.contains("${")
+/// What is left of `value` once its `${VAR}` and `${VAR:-default}` references are taken out.
+fn literal_part(value: &str) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        match rest[i..].find('}') {
+            Some(j) => rest = &rest[i + j + 1..],
+            None => {
+                out.push_str(&rest[i..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
-/// Refuses a literal secret in a server's `env` or `headers`, naming the key.
+/// Whether `value` holds literal text that could be a secret: a run of eight or more
+/// letters, digits, `_`, `-`, `.`, `+`, `/` or `=` outside the `${…}` references (`Bearer `
+/// before a reference is fine; `ghp_…${X:-}` is not).
+fn holds_literal_secret(value: &str) -> bool {
+    let lit = literal_part(value);
+    let mut run = 0;
+    for c in lit.chars() {
+        if c.is_ascii_alphanumeric() || "_-.+/=".contains(c) {
+            run += 1;
+            if run >= 8 {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
+fn refused(key: String, message: String) -> Error {
+    Error::Config(ConfigError::new(key, message))
+}
+
+/// Refuses a literal secret in a server's `env`, `headers`, `args` (`NAME=value` with a
+/// secret's name, as `docker run -e` takes them) or URL (credentials, or a query value named
+/// like a secret), naming the key.
 pub fn check_no_literal_secrets(name: &str, server: &McpServerConfig) -> Result<()> {
+    let env_hint = |k: &str| {
+        format!(
+            "`{k}` holds a secret, which never goes in the settings file: give it as `{k}=${{{k}}}` and set {k} in the environment"
+        )
+    };
     for (k, v) in &server.env {
-        if crate::secrets::is_secret_name(k) && !from_environment(v) {
-            return Err(Error::Config(ConfigError::new(
-                format!("mcp_servers.{name}.env.{k}"),
-                format!(
-                    "`{k}` holds a secret, which never goes in the settings file: give it as `{k}=${{{k}}}` and set {k} in the environment"
-                ),
-            )));
+        if crate::secrets::is_secret_name(k) && holds_literal_secret(v) {
+            return Err(refused(format!("mcp_servers.{name}.env.{k}"), env_hint(k)));
+        }
+    }
+    for (i, a) in server.args.iter().enumerate() {
+        if let Some((k, v)) = a.split_once('=')
+            && crate::secrets::is_secret_name(k.trim_start_matches('-'))
+            && holds_literal_secret(v)
+        {
+            return Err(refused(
+                format!("mcp_servers.{name}.args[{i}]"),
+                env_hint(k.trim_start_matches('-')),
+            ));
         }
     }
     for (k, v) in &server.headers {
-        if secret_header(k) && !from_environment(v) {
-            return Err(Error::Config(ConfigError::new(
+        if secret_header(k) && holds_literal_secret(v) {
+            return Err(refused(
                 format!("mcp_servers.{name}.headers.{k}"),
                 format!(
                     "the `{k}` header carries a credential, which never goes in the settings file: write it with a variable, e.g. `{k}: Bearer ${{MY_TOKEN}}`, and set MY_TOKEN in the environment"
                 ),
-            )));
+            ));
+        }
+    }
+    if let Some(u) = &server.url
+        && let Ok(url) = url::Url::parse(u)
+    {
+        let query_secret = url.query_pairs().any(|(k, v)| {
+            (crate::secrets::is_secret_name(&k) || secret_header(&k)) && holds_literal_secret(&v)
+        });
+        if !url.username().is_empty() || url.password().is_some() || query_secret {
+            return Err(refused(
+                format!("mcp_servers.{name}.url"),
+                "the URL carries a credential, which never goes in the settings file: send it in a header written with a variable (`Authorization: Bearer ${MY_TOKEN}`)".into(),
+            ));
         }
     }
     Ok(())
@@ -135,7 +203,11 @@ mod tests {
     #[test]
     fn a_literal_secret_is_refused_with_its_key_named_and_a_reference_is_taken() {
         let mut c = Config::default();
-        let s = stdio_server(&strs(&["npx", "srv"]), &strs(&["GITHUB_TOKEN=ghp_abc"])).unwrap();
+        let s = stdio_server(
+            &strs(&["npx", "srv"]),
+            &strs(&["GITHUB_TOKEN=ghp_abc0123456789"]),
+        )
+        .unwrap();
         let e = add_server(&mut c, "gh", s).unwrap_err();
         assert!(e.to_string().contains("GITHUB_TOKEN"), "{e}");
         assert!(c.mcp_servers.is_empty(), "nothing added");
@@ -148,7 +220,7 @@ mod tests {
         assert_eq!(c.mcp_servers["gh"].env["LEVEL"], "debug");
         let h = http_server(
             "https://example.com/mcp",
-            &strs(&["Authorization: Bearer xyz"]),
+            &strs(&["Authorization: Bearer xyz0123456789abcdef"]),
         )
         .unwrap();
         let e = add_server(&mut c, "web", h).unwrap_err();
@@ -159,6 +231,49 @@ mod tests {
         )
         .unwrap();
         add_server(&mut c, "web", h).unwrap();
+    }
+
+    #[test]
+    fn secrets_in_arguments_urls_and_half_references_are_refused_too() {
+        let refuse = |s: McpServerConfig| check_no_literal_secrets("x", &s).is_err();
+        let args = |a: &[&str]| stdio_server(&strs(a), &[]).unwrap();
+        assert!(refuse(args(&[
+            "docker",
+            "run",
+            "-e",
+            "GITHUB_TOKEN=ghp_0123456789",
+            "img"
+        ])));
+        assert!(!refuse(args(&[
+            "docker",
+            "run",
+            "-e",
+            "GITHUB_TOKEN=${GITHUB_TOKEN}",
+            "img"
+        ])));
+        assert!(!refuse(args(&[
+            "docker",
+            "run",
+            "-e",
+            "GITHUB_TOKEN",
+            "img"
+        ])));
+        let env = |e: &str| stdio_server(&strs(&["srv"]), &strs(&[e])).unwrap();
+        assert!(refuse(env("API_TOKEN=ghp_0123456789${N:-}")));
+        assert!(refuse(env("API_TOKEN=ghp_0123456789$${")));
+        assert!(!refuse(env("API_TOKEN=${API_TOKEN:-}")));
+        let http = |u: &str, h: &[&str]| http_server(u, &strs(h)).unwrap();
+        assert!(refuse(http("https://u:p@example.com/mcp", &[])));
+        assert!(refuse(http(
+            "https://example.com/mcp?api_key=abcdef0123456",
+            &[]
+        )));
+        assert!(!refuse(http("https://example.com/mcp?page=2", &[])));
+        assert!(refuse(http("https://e/mcp", &["X-Auth: abcdef0123456"])));
+        assert!(!refuse(http(
+            "https://e/mcp",
+            &["Authorization: Bearer ${TOKEN}"]
+        )));
     }
 
     #[test]

@@ -12,7 +12,9 @@ pub(crate) enum Decided {
     /// No such tool; the message lists the tools.
     Unknown(String),
     Decided {
-        tool: std::sync::Arc<dyn Tool>,
+        /// The tool the guards decided on, and the session tool it runs as: the very one
+        /// that runs (a tool source could answer the name differently later).
+        tool: crate::session::FoundTool,
         decision: GuardDecision,
         ctx: Box<ToolContext>,
         /// What an allowed file tool will change, for its result's event.
@@ -33,7 +35,7 @@ pub(crate) async fn decide(
 ) -> Result<Decided> {
     let core = api.core();
     let sid = core.id.clone();
-    let Some((tool, _)) = core.find_tool(&call.name) else {
+    let Some(found) = core.find_tool(&call.name) else {
         let mut names: Vec<String> = core.tools.iter().map(|t| t.name().to_string()).collect();
         for s in &core.sources {
             names.extend(s.names(&sid));
@@ -80,6 +82,7 @@ pub(crate) async fn decide(
         None => None,
     };
     let protected = core.sandbox.protected(&core.config().sandbox.read_allow);
+    let tool = found.0.clone();
     let guard_call = GuardCall {
         tool: tool.as_ref(),
         call_id: &call.id,
@@ -129,7 +132,7 @@ pub(crate) async fn decide(
         ..base_ctx.clone()
     };
     Ok(Decided::Decided {
-        tool,
+        tool: found,
         decision,
         ctx: Box::new(ctx),
         changes,
@@ -154,16 +157,15 @@ pub(crate) enum Executed {
 /// Runs an allowed tool and shapes its result.
 pub(crate) async fn execute(
     api: &SessionApi,
-    tool: &dyn Tool,
+    found: &crate::session::FoundTool,
     ctx: &ToolContext,
     call: &ToolCallRecord,
 ) -> Executed {
     let core = api.core();
     let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
-    let session_tool = core.find_tool(tool.name()).and_then(|(_, s)| s);
     let run = run_tool(
-        tool,
-        session_tool.as_deref().map(|t| (t, api)),
+        found.0.as_ref(),
+        found.1.as_deref().map(|t| (t, api)),
         ctx,
         call.arguments.clone(),
     );
@@ -327,7 +329,7 @@ pub(crate) async fn run_unattended(
         } => match decision {
             GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
             GuardDecision::Ask(_) => (ToolStatus::Denied, when_asked.to_string()),
-            GuardDecision::Allow => match execute(api, tool.as_ref(), &ctx, call).await {
+            GuardDecision::Allow => match execute(api, &tool, &ctx, call).await {
                 Executed::Done {
                     status, content, ..
                 } => (status, content),

@@ -628,7 +628,7 @@ async fn process_call(
             })?;
             Ok(CallOutcome::Parked)
         }
-        GuardDecision::Allow => match execute(api, tool.as_ref(), &ctx, call).await {
+        GuardDecision::Allow => match execute(api, &tool, &ctx, call).await {
             Executed::Abandoned => {
                 recorded(ToolStatus::Error, abandoned(&call.name), Vec::new())?;
                 Ok(CallOutcome::Aborted)

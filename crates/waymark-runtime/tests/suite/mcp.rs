@@ -75,6 +75,19 @@ async fn session(h: &Harness, calls: Vec<Value>, mode: PermissionMode) -> Sessio
     s
 }
 
+/// One turn calling `tool` with `args` in a new session of `h`: the results.
+async fn call_once(
+    h: &Harness,
+    tool: &str,
+    args: Value,
+    mode: PermissionMode,
+) -> Vec<(String, ToolStatus, String)> {
+    let s = session(h, vec![call(tool, args)], mode).await;
+    let r = results(&run(&s, user("go")).await);
+    s.shutdown().await.unwrap();
+    r
+}
+
 #[tokio::test]
 async fn echo_and_get_sum_round_trip_through_the_reference_server() {
     let h = Harness::new(config(&[("everything", everything())]));
@@ -253,32 +266,18 @@ async fn a_server_that_hangs_hits_its_timeout() {
 #[tokio::test]
 async fn a_server_that_crashes_mid_call_gives_a_tool_error_and_restarts() {
     let h = Harness::new(config(&[("crashy", hostile("crash"))]));
-    let s = session(
-        &h,
-        vec![call("mcp__crashy__act", json!({}))],
-        PermissionMode::Auto,
-    )
-    .await;
-    let r = results(&run(&s, user("go")).await);
+    let r = call_once(&h, "mcp__crashy__act", json!({}), PermissionMode::Auto).await;
     assert_eq!(r[0].1, ToolStatus::Error, "{r:?}");
     assert!(
         r[0].2.contains("MCP server `crashy`") && r[0].2.contains("during the call"),
         "{r:?}"
     );
-    s.shutdown().await.unwrap();
     // The next call starts the server again (at once, the first time).
-    let s = session(
-        &h,
-        vec![call("mcp__crashy__act", json!({}))],
-        PermissionMode::Auto,
-    )
-    .await;
-    let r = results(&run(&s, user("again")).await);
+    let r = call_once(&h, "mcp__crashy__act", json!({}), PermissionMode::Auto).await;
     assert!(
         r[0].2.contains("during the call"),
         "restarted and crashed again: {r:?}"
     );
-    s.shutdown().await.unwrap();
 }
 
 /// A 50 MB answer is refused past the message limit, with a message saying so, and the
@@ -286,17 +285,10 @@ async fn a_server_that_crashes_mid_call_gives_a_tool_error_and_restarts() {
 #[tokio::test]
 async fn a_server_that_sends_50_mb_is_cut_off_in_bounded_memory() {
     let h = Harness::new(config(&[("big", hostile("huge"))]));
-    let s = session(
-        &h,
-        vec![call("mcp__big__act", json!({}))],
-        PermissionMode::Auto,
-    )
-    .await;
-    let r = results(&run(&s, user("go")).await);
+    let r = call_once(&h, "mcp__big__act", json!({}), PermissionMode::Auto).await;
     assert_eq!(r[0].1, ToolStatus::Error, "{r:?}");
     assert!(r[0].2.contains("over 16 MiB"), "{r:?}");
     assert!(r[0].2.len() < 1000);
-    s.shutdown().await.unwrap();
 }
 
 /// A secret the runtime knows, echoed by a server, is redacted before the model or the
@@ -783,4 +775,70 @@ async fn get_sum_round_trips_through_openai_and_anthropic_wire_protocols() {
         assert!(carried, "{flavor:?}: {second}");
         s.shutdown().await.unwrap();
     }
+}
+
+/// Reports that all say "done" pass the rate limit once: the screen gets a handful of
+/// progress events, not ten thousand.
+#[tokio::test]
+async fn a_flood_of_finished_reports_is_rate_limited() {
+    let h = Harness::new(config(&[("busy", hostile("progress"))]));
+    let s = session(
+        &h,
+        vec![call("mcp__busy__act", json!({}))],
+        PermissionMode::Auto,
+    )
+    .await;
+    let ev = run(&s, user("go")).await;
+    let progress = ev
+        .iter()
+        .filter(|e| matches!(e.kind, waymark_protocol::EventKind::ToolProgress { .. }))
+        .count();
+    assert_eq!(results(&ev)[0].1, ToolStatus::Ok);
+    assert!(progress <= 20, "{progress} progress events");
+    s.shutdown().await.unwrap();
+}
+
+/// Descriptions of a megabyte each are cut to what a tool may carry.
+#[tokio::test]
+async fn huge_descriptions_are_cut() {
+    let h = Harness::new(config(&[("wordy", hostile("bigdesc"))]));
+    let _s = session(&h, vec![], PermissionMode::Auto).await;
+    let status = h.runtime.mcp().status();
+    assert_eq!(status[0].tools.len(), 10, "{:?}", status[0]);
+    for t in &status[0].tools {
+        assert!(
+            t.description.len() <= waymark_mcp::hub::MAX_DESCRIPTION + 4,
+            "{}",
+            t.description.len()
+        );
+    }
+}
+
+/// A server that stops reading its input cannot hold a call past its timeout: the runtime
+/// ends the call and the connection itself, and the session goes on.
+#[tokio::test]
+async fn a_server_that_stops_reading_cannot_hold_a_call() {
+    let mut server = hostile("deaf");
+    server["tool_timeout_ms"] = json!(1000);
+    let h = Harness::new(config(&[("deaf", server)]));
+    let big = "x".repeat(200 * 1024);
+    let s = session(
+        &h,
+        vec![
+            call("mcp__deaf__act", json!({})),
+            call("mcp__deaf__act", json!({"text": big})),
+        ],
+        PermissionMode::Auto,
+    )
+    .await;
+    let started = Instant::now();
+    let r = results(&run(&s, user("go")).await);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r.iter().all(|(_, st, _)| *st == ToolStatus::Error), "{r:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    s.shutdown().await.unwrap();
 }
