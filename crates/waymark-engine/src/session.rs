@@ -7,6 +7,9 @@ mod answer;
 mod close;
 mod history;
 mod host;
+mod tools;
+
+pub(crate) use tools::{FoundTool, ToolList};
 
 pub(crate) use history::HistoryCache;
 pub(crate) use host::CoreOf;
@@ -61,21 +64,6 @@ pub enum OpOutcome {
     },
     Answered,
     Done,
-}
-
-/// A tool found by name, and the session tool it runs as, if it is one.
-pub(crate) type FoundTool = (
-    Arc<dyn crate::tools::Tool>,
-    Option<Arc<dyn crate::extension::SessionTool>>,
-);
-
-/// The tools offered in one interaction mode, as last listed.
-pub(crate) struct ToolList {
-    /// The tool sources' generations they were listed at.
-    pub generations: Vec<u64>,
-    pub specs: Vec<crate::provider::ToolSpec>,
-    /// Their size in tokens.
-    pub tokens: u64,
 }
 
 /// Everything a turn needs, shared between the actor and the running turn.
@@ -137,18 +125,6 @@ pub(crate) struct SessionCore {
 impl SessionCore {
     pub(crate) fn new_config(config: Config) -> std::sync::RwLock<Arc<Config>> {
         std::sync::RwLock::new(Arc::new(config))
-    }
-
-    /// The tool the model calls by `name`: a fixed one, else a tool source's (with the
-    /// handle it runs with).
-    pub fn find_tool(&self, name: &str) -> Option<FoundTool> {
-        if let Some(t) = self.tools.get(name) {
-            return Some((t.clone(), self.session_tools.get(name).cloned()));
-        }
-        self.sources
-            .iter()
-            .find_map(|s| s.find(&self.id, name))
-            .map(|t| (t.clone().as_tool(), Some(t)))
     }
 
     /// The session's model now.

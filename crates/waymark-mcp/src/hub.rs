@@ -83,9 +83,9 @@ pub struct ListedTool {
     pub read_only: bool,
 }
 
-struct State {
-    phase: Phase,
-    conn: Option<Arc<Connection>>,
+pub(crate) struct State {
+    pub(crate) phase: Phase,
+    pub(crate) conn: Option<Arc<Connection>>,
     tools: Arc<Vec<ListedTool>>,
     skipped: Vec<(String, String)>,
     /// Restarts since the last call that worked, and when the next may be tried.
@@ -96,9 +96,9 @@ struct State {
 /// One configured server.
 pub struct Server {
     pub name: String,
-    config: McpServerConfig,
+    pub(crate) config: McpServerConfig,
     handler: Handler,
-    state: Mutex<State>,
+    pub(crate) state: Mutex<State>,
     /// One start at a time.
     starting: tokio::sync::Mutex<()>,
 }
@@ -110,13 +110,13 @@ impl Server {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The servers of one runtime.
 pub struct McpHub {
-    servers: Vec<Arc<Server>>,
+    pub(crate) servers: Vec<Arc<Server>>,
     env: EnvReader,
     /// The environment servers start with (the process's, secrets removed), before their
     /// own `env`.
@@ -322,7 +322,7 @@ impl McpHub {
 
     /// A live connection to `server`: the current one, or a new one when there is none or
     /// it closed (the first restart at once, later ones after a growing wait).
-    async fn ensure(&self, server: &Server) -> Result<Arc<Connection>, McpError> {
+    pub(crate) async fn ensure(&self, server: &Server) -> Result<Arc<Connection>, McpError> {
         let _one = server.starting.lock().await;
         {
             let st = lock(&server.state);
@@ -579,133 +579,6 @@ impl McpHub {
                 }
             }
         }
-    }
-}
-
-/// The most resources listed per server.
-pub const MAX_RESOURCES: usize = 500;
-
-impl McpHub {
-    /// Whether a ready server offers resources.
-    pub fn has_resources(&self) -> bool {
-        self.servers.iter().any(|s| {
-            let st = lock(&s.state);
-            st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
-        })
-    }
-
-    /// A ready server's live connection, for a request other than a tool call.
-    async fn request_conn(
-        &self,
-        server: &str,
-        cancel: &CancellationToken,
-    ) -> Result<(Arc<Server>, Arc<Connection>), McpError> {
-        let Some(s) = self.server(server) else {
-            let names: Vec<&str> = self.servers.iter().map(|s| s.name.as_str()).collect();
-            return Err(McpError::new(
-                server,
-                format!("no such server; the servers are: {}", names.join(", ")),
-            ));
-        };
-        let conn = tokio::select! {
-            c = self.ensure(s) => c?,
-            _ = cancel.cancelled() => return Err(McpError::new(server, "stopped")),
-        };
-        Ok((s.clone(), conn))
-    }
-
-    /// The resources of `server`, or of every ready server that has any, one a line.
-    pub async fn list_resources(
-        &self,
-        server: Option<&str>,
-        cancel: &CancellationToken,
-    ) -> Result<String, McpError> {
-        let names: Vec<String> = match server {
-            Some(n) => vec![n.to_string()],
-            None => self
-                .servers
-                .iter()
-                .filter(|s| {
-                    let st = lock(&s.state);
-                    st.conn.as_ref().is_some_and(|c| c.has_resources())
-                })
-                .map(|s| s.name.clone())
-                .collect(),
-        };
-        let mut out = String::new();
-        for name in names {
-            let (s, conn) = self.request_conn(&name, cancel).await?;
-            let timeout = Duration::from_millis(s.config.tool_timeout_ms);
-            let peer = conn.service.peer().clone();
-            let listing = async {
-                let mut all = Vec::new();
-                let mut cursor = None;
-                loop {
-                    let page = peer
-                        .list_resources(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-                        .await?;
-                    all.extend(page.resources);
-                    cursor = page.next_cursor;
-                    if cursor.is_none() || all.len() >= MAX_RESOURCES {
-                        return Ok::<_, ServiceError>(all);
-                    }
-                }
-            };
-            let listed = tokio::select! {
-                r = tokio::time::timeout(timeout, listing) => r,
-                _ = cancel.cancelled() => return Err(McpError::new(&name, "stopped by the user")),
-            }
-            .map_err(|_| {
-                McpError::new(
-                    &name,
-                    format!("no resource list within {}", seconds(timeout)),
-                )
-            })?
-            .map_err(|e| McpError::new(&name, format!("listing resources failed: {e}")))?;
-            for r in listed.iter().take(MAX_RESOURCES) {
-                out.push_str(&format!("{name}: {} — {}", r.uri, r.name));
-                if let Some(m) = &r.mime_type {
-                    out.push_str(&format!(" ({m})"));
-                }
-                if let Some(d) = &r.description {
-                    out.push_str(&format!(": {}", d.lines().next().unwrap_or("")));
-                }
-                out.push('\n');
-            }
-        }
-        if out.is_empty() {
-            return Ok("No MCP server offers resources.".into());
-        }
-        Ok(out.trim_end().to_string())
-    }
-
-    /// Resource `uri` of `server`: text as is, binary content in one line.
-    pub async fn read_resource(
-        &self,
-        server: &str,
-        uri: &str,
-        cancel: &CancellationToken,
-    ) -> Result<String, McpError> {
-        let (s, conn) = self.request_conn(server, cancel).await?;
-        let timeout = Duration::from_millis(s.config.tool_timeout_ms);
-        let peer = conn.service.peer().clone();
-        let read = peer.read_resource(rmcp::model::ReadResourceRequestParams::new(uri));
-        let r = tokio::select! {
-            r = tokio::time::timeout(timeout, read) => r,
-            _ = cancel.cancelled() => return Err(McpError::new(server, "stopped by the user")),
-        }
-        .map_err(|_| McpError::new(server, format!("no answer within {}", seconds(timeout))))?
-        .map_err(|e| McpError::new(server, format!("reading {uri} failed: {e}")))?;
-        let parts: Vec<String> = r
-            .contents
-            .iter()
-            .map(crate::result::resource_text)
-            .collect();
-        Ok(if parts.is_empty() {
-            format!("{uri} is empty")
-        } else {
-            parts.join("\n")
-        })
     }
 }
 

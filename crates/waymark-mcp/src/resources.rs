@@ -1,10 +1,16 @@
 //! The servers' resources as two read-only tools, offered when a ready server has any:
 //! `list_mcp_resources` and `read_mcp_resource`.
 
-use crate::hub::McpHub;
+use crate::connect::Connection;
+use crate::hub::{McpHub, Phase, Server, lock};
+use crate::{McpError, seconds};
 use futures_util::future::BoxFuture;
+use rmcp::model::PaginatedRequestParams;
+use rmcp::service::ServiceError;
 use serde_json::{Value, json};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 use waymark_extension::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use waymark_extension::{SessionApi, SessionTool};
 
@@ -96,5 +102,132 @@ impl SessionTool for ResourceTool {
 
     fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
         self
+    }
+}
+
+/// The most resources listed per server.
+pub const MAX_RESOURCES: usize = 500;
+
+impl McpHub {
+    /// Whether a ready server offers resources.
+    pub fn has_resources(&self) -> bool {
+        self.servers.iter().any(|s| {
+            let st = lock(&s.state);
+            st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
+        })
+    }
+
+    /// A ready server's live connection, for a request other than a tool call.
+    async fn request_conn(
+        &self,
+        server: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(Arc<Server>, Arc<Connection>), McpError> {
+        let Some(s) = self.server(server) else {
+            let names: Vec<&str> = self.servers.iter().map(|s| s.name.as_str()).collect();
+            return Err(McpError::new(
+                server,
+                format!("no such server; the servers are: {}", names.join(", ")),
+            ));
+        };
+        let conn = tokio::select! {
+            c = self.ensure(s) => c?,
+            _ = cancel.cancelled() => return Err(McpError::new(server, "stopped")),
+        };
+        Ok((s.clone(), conn))
+    }
+
+    /// The resources of `server`, or of every ready server that has any, one a line.
+    pub async fn list_resources(
+        &self,
+        server: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<String, McpError> {
+        let names: Vec<String> = match server {
+            Some(n) => vec![n.to_string()],
+            None => self
+                .servers
+                .iter()
+                .filter(|s| {
+                    let st = lock(&s.state);
+                    st.conn.as_ref().is_some_and(|c| c.has_resources())
+                })
+                .map(|s| s.name.clone())
+                .collect(),
+        };
+        let mut out = String::new();
+        for name in names {
+            let (s, conn) = self.request_conn(&name, cancel).await?;
+            let timeout = Duration::from_millis(s.config.tool_timeout_ms);
+            let peer = conn.service.peer().clone();
+            let listing = async {
+                let mut all = Vec::new();
+                let mut cursor = None;
+                loop {
+                    let page = peer
+                        .list_resources(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                        .await?;
+                    all.extend(page.resources);
+                    cursor = page.next_cursor;
+                    if cursor.is_none() || all.len() >= MAX_RESOURCES {
+                        return Ok::<_, ServiceError>(all);
+                    }
+                }
+            };
+            let listed = tokio::select! {
+                r = tokio::time::timeout(timeout, listing) => r,
+                _ = cancel.cancelled() => return Err(McpError::new(&name, "stopped by the user")),
+            }
+            .map_err(|_| {
+                McpError::new(
+                    &name,
+                    format!("no resource list within {}", seconds(timeout)),
+                )
+            })?
+            .map_err(|e| McpError::new(&name, format!("listing resources failed: {e}")))?;
+            for r in listed.iter().take(MAX_RESOURCES) {
+                out.push_str(&format!("{name}: {} — {}", r.uri, r.name));
+                if let Some(m) = &r.mime_type {
+                    out.push_str(&format!(" ({m})"));
+                }
+                if let Some(d) = &r.description {
+                    out.push_str(&format!(": {}", d.lines().next().unwrap_or("")));
+                }
+                out.push('\n');
+            }
+        }
+        if out.is_empty() {
+            return Ok("No MCP server offers resources.".into());
+        }
+        Ok(out.trim_end().to_string())
+    }
+
+    /// Resource `uri` of `server`: text as is, binary content in one line.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<String, McpError> {
+        let (s, conn) = self.request_conn(server, cancel).await?;
+        let timeout = Duration::from_millis(s.config.tool_timeout_ms);
+        let peer = conn.service.peer().clone();
+        let read = peer.read_resource(rmcp::model::ReadResourceRequestParams::new(uri));
+        let r = tokio::select! {
+            r = tokio::time::timeout(timeout, read) => r,
+            _ = cancel.cancelled() => return Err(McpError::new(server, "stopped by the user")),
+        }
+        .map_err(|_| McpError::new(server, format!("no answer within {}", seconds(timeout))))?
+        .map_err(|e| McpError::new(server, format!("reading {uri} failed: {e}")))?;
+        let parts: Vec<String> = r
+            .contents
+            .iter()
+            .map(crate::result::resource_text)
+            .collect();
+        Ok(if parts.is_empty() {
+            format!("{uri} is empty")
+        } else {
+            parts.join("\n")
+        })
     }
 }

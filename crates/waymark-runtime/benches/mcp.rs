@@ -31,12 +31,16 @@ fn everything() -> String {
 }
 
 fn config(servers: usize) -> Config {
+    config_of(servers, &everything(), &["stdio"])
+}
+
+/// `servers` servers started by `command args`.
+fn config_of(servers: usize, command: &str, args: &[&str]) -> Config {
     let mut c = Config::default();
     for i in 0..servers {
         c.mcp_servers.insert(
             format!("s{i}"),
-            serde_json::from_value(serde_json::json!({"command": everything(), "args": ["stdio"]}))
-                .unwrap(),
+            serde_json::from_value(serde_json::json!({"command": command, "args": args})).unwrap(),
         );
     }
     c.turn.max_steps = 10_000;
@@ -176,20 +180,24 @@ async fn steps(
 }
 
 fn runtime(dir: &std::path::Path, servers: usize) -> Runtime {
-    let mut opts = RuntimeOptions::new(dir.join(format!("data{servers}")), config(servers));
+    runtime_with(dir, config(servers))
+}
+
+fn runtime_with(dir: &std::path::Path, config: Config) -> Runtime {
+    let mut opts = RuntimeOptions::new(dir.join("data"), config);
     opts.process_env = Arc::new(env());
     opts.cwd = dir.to_path_buf();
     Runtime::open(opts).unwrap()
 }
 
 /// From a new session's creation to its first model call's reply being recorded.
-async fn first_call(servers: usize) -> f64 {
+async fn first_call(config: impl Fn() -> Config) -> f64 {
     let mut times = Vec::new();
     for _ in 0..10 {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
-        let rt = runtime(dir.path(), servers);
+        let rt = runtime_with(dir.path(), config());
         let script = dir.path().join("s.json");
         std::fs::write(&script, r#"{"responses": [{"text": "hi"}]}"#).unwrap();
         let started = Instant::now();
@@ -246,8 +254,9 @@ fn main() {
         println!(
             "mcp/own_time: the runtime's own time per MCP call, beyond any tool call and the server: {own:.3} ms (target <= 1 ms)"
         );
-        let none = first_call(0).await;
-        let five = first_call(5).await;
-        println!("mcp/first_call: a new session's first model call {none:.1} ms with no server, {five:.1} ms with 5 servers configured");
+        let none = first_call(|| config(0)).await;
+        let five = first_call(|| config(5)).await;
+        let silent = first_call(|| config_of(5, "sleep", &["30"])).await;
+        println!("mcp/first_call: a new session's first model call {none:.1} ms with no server, {five:.1} ms with 5 reference servers configured, {silent:.1} ms with 5 that never answer");
     });
 }
