@@ -257,6 +257,18 @@ fn main() {
         let none = first_call(|| config(0)).await;
         let five = first_call(|| config(5)).await;
         let silent = first_call(|| config_of(5, "sleep", &["30"])).await;
+        if std::env::var_os("MCP_BENCH_PROBE").is_some() {
+            let off = first_call(|| {
+                let mut c = config_of(5, "sleep", &["30"]);
+                for s in c.mcp_servers.values_mut() {
+                    s.enabled = false;
+                }
+                c
+            })
+            .await;
+            let missing = first_call(|| config_of(5, "/nonexistent/server", &[])).await;
+            println!("mcp/probe: 5 disabled {off:.1} ms, 5 missing programs {missing:.1} ms");
+        }
         println!("mcp/first_call: a new session's first model call {none:.1} ms with no server, {five:.1} ms with 5 reference servers configured, {silent:.1} ms with 5 that never answer");
     });
 }
