@@ -320,6 +320,9 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
     }
     case "context.compacted":
       return { ...s, context: s.context && { ...s.context, used: e.after_tokens }, items: append(s, { kind: "divider", key: `e${e.seq}`, text: compactedText(e) }) };
+    // A running call's progress (an MCP server's reports): not shown in the transcript yet.
+    case "tool.progress":
+      return s;
     case "context.elided":
       return { ...s, items: append(s, chip(e, `Older tool output shortened to fit the model (${e.items} items)`, "system")) };
     case "turn.finished": {
