@@ -25,6 +25,8 @@ pub struct Connection {
     pub service: RunningService<RoleClient, Handler>,
     /// Set when the server sent a message over [`MAX_MESSAGE_BYTES`] (the reason it closed).
     pub oversized: Arc<AtomicBool>,
+    /// Set by [`Connection::kill`]: closed from then on, whatever rmcp has noticed yet.
+    killed: AtomicBool,
     /// The stdio server's process group, killed when dropped (or by [`Connection::kill`]).
     group: std::sync::Mutex<Option<Group>>,
 }
@@ -52,13 +54,14 @@ impl Connection {
     /// Ends the connection at once: a stdio server's process group is killed, an HTTP
     /// session dropped. For a server that no longer answers even a cancellation.
     pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
         drop(self.group.lock().unwrap_or_else(|p| p.into_inner()).take());
         self.service.cancellation_token().cancel();
     }
 
     /// Whether the server has gone (exited, closed its stream, or was cut off).
     pub fn is_closed(&self) -> bool {
-        self.service.is_transport_closed()
+        self.killed.load(Ordering::Acquire) || self.service.is_transport_closed()
     }
 
     /// Why the connection closed, when it is known.
@@ -116,11 +119,11 @@ pub async fn connect(
             wrapped
                 .wrap(process_wrap::tokio::ProcessGroup::leader())
                 .wrap(process_wrap::tokio::KillOnDrop);
-            let mut child = Group(
-                crate::reap::spawn(wrapped)
-                    .await
-                    .map_err(|e| fail(format!("cannot start `{command}`: {e}")))?,
-            );
+            let spawned = tokio::time::timeout(startup, crate::reap::spawn(wrapped))
+                .await
+                .map_err(|_| no_answer(server, startup))?;
+            let mut child =
+                Group(spawned.map_err(|e| fail(format!("cannot start `{command}`: {e}")))?);
             let (Some(stdin), Some(stdout)) = (child.0.stdin().take(), child.0.stdout().take())
             else {
                 return Err(fail(
@@ -180,6 +183,7 @@ pub async fn connect(
     Ok(Connection {
         service,
         oversized,
+        killed: AtomicBool::new(false),
         group: std::sync::Mutex::new(child),
     })
 }

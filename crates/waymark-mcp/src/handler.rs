@@ -62,11 +62,6 @@ impl Shared {
         roots.push(workspace.to_path_buf());
         true
     }
-
-    /// The first session's workspace: where a server without a `cwd` setting starts.
-    pub fn first_root(&self) -> Option<std::path::PathBuf> {
-        lock(&self.roots).first().cloned()
-    }
 }
 
 /// A server's request for input (`elicitation/create` in form mode).

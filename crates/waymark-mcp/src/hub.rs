@@ -35,8 +35,6 @@ pub const MAX_PAGES: usize = 100;
 pub const MAX_DESCRIPTION: usize = 4096;
 /// The most bytes of names, descriptions and schemas kept of one server's tools.
 pub const MAX_LISTING_BYTES: usize = 8 * 1024 * 1024;
-/// Marks a schema that was dropped for its size (the key holds the size).
-const OVERSIZED: &str = "\u{0}oversized";
 
 /// What a server is started by: its command line, or its URL (as the settings have them).
 pub fn target(config: &McpServerConfig) -> String {
@@ -405,14 +403,6 @@ impl McpHub {
                     .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string())))
                     .collect();
                 full.extend(env);
-                // Without a `cwd` setting, a server starts in the first session's workspace.
-                let cwd = cwd.or_else(|| {
-                    server
-                        .handler
-                        .shared
-                        .first_root()
-                        .map(|p| p.display().to_string())
-                });
                 waymark_protocol::mcp::McpTransport::Stdio {
                     command,
                     args,
@@ -588,9 +578,11 @@ async fn list(
     server: &Server,
     conn: &Connection,
 ) -> Result<(Vec<ListedTool>, Vec<(String, String)>), McpError> {
-    let mut raw = list_raw(&server.name, conn).await?;
+    let Listing {
+        tools: mut raw,
+        dropped: mut skipped,
+    } = list_raw(&server.name, conn).await?;
     let mut tools: Vec<ListedTool> = Vec::new();
-    let mut skipped = Vec::new();
     if raw.len() > MAX_TOOLS {
         skipped.push((
             format!("{} more", raw.len() - MAX_TOOLS),
@@ -600,16 +592,6 @@ async fn list(
     }
     for t in raw {
         let name = t.name.to_string();
-        if let Some(size) = t.input_schema.get(OVERSIZED) {
-            skipped.push((
-                name,
-                format!(
-                    "its input schema is {size} bytes, over the {} offered",
-                    crate::names::MAX_SCHEMA_BYTES
-                ),
-            ));
-            continue;
-        }
         if server.config.disabled_tools.contains(&name) {
             skipped.push((name, "listed in disabled_tools".into()));
             continue;
@@ -643,13 +625,24 @@ async fn list(
     Ok((tools, skipped))
 }
 
-/// The tools a server lists, pages followed up to one past [`MAX_TOOLS`].
-pub(crate) async fn list_raw(
-    server: &str,
-    conn: &Connection,
-) -> Result<Vec<rmcp::model::Tool>, McpError> {
+/// What a listing kept: the tools, and those left out as they arrived, with why.
+pub(crate) struct Listing {
+    pub tools: Vec<rmcp::model::Tool>,
+    pub dropped: Vec<(String, String)>,
+}
+
+/// The longest tool name kept (a longer one is left out).
+const MAX_TOOL_NAME: usize = 256;
+
+/// The tools a server lists, pages followed up to one past [`MAX_TOOLS`], each bounded as it
+/// arrives: fields Waymark does not use cleared, the description cut, and a tool whose name
+/// or schema is too big left out (kept only as a line saying so).
+pub(crate) async fn list_raw(server: &str, conn: &Connection) -> Result<Listing, McpError> {
     let peer = conn.service.peer();
-    let mut raw = Vec::new();
+    let mut out = Listing {
+        tools: Vec::new(),
+        dropped: Vec::new(),
+    };
     let mut cursor = None;
     let mut kept = 0usize;
     for _ in 0..MAX_PAGES {
@@ -658,8 +651,24 @@ pub(crate) async fn list_raw(
             .await
             .map_err(|e| McpError::new(server, format!("listing its tools failed: {e}")))?;
         for mut t in page.tools {
-            // What is kept of a tool is bounded as it arrives: its description cut, a schema
-            // too big to offer dropped (it is left out, saying why, when listed).
+            t.output_schema = None;
+            t.icons = None;
+            t.meta = None;
+            t.title = None;
+            if let Some(a) = t.annotations.as_mut() {
+                a.title = None;
+            }
+            if t.name.len() > MAX_TOOL_NAME {
+                let mut end = 60;
+                while !t.name.is_char_boundary(end) {
+                    end -= 1;
+                }
+                out.dropped.push((
+                    format!("{}…", &t.name[..end]),
+                    format!("its name is over {MAX_TOOL_NAME} bytes"),
+                ));
+                continue;
+            }
             if let Some(d) = &t.description
                 && d.len() > MAX_DESCRIPTION
             {
@@ -672,25 +681,27 @@ pub(crate) async fn list_raw(
             let schema =
                 serde_json::to_vec(t.input_schema.as_ref()).map_or(usize::MAX, |v| v.len());
             if schema > crate::names::MAX_SCHEMA_BYTES {
-                t.input_schema = std::sync::Arc::new(serde_json::Map::from_iter([(
-                    OVERSIZED.to_string(),
-                    serde_json::Value::from(schema),
-                )]));
+                out.dropped.push((
+                    t.name.to_string(),
+                    format!(
+                        "its input schema is {schema} bytes, over the {} offered",
+                        crate::names::MAX_SCHEMA_BYTES
+                    ),
+                ));
+                continue;
             }
             kept = kept.saturating_add(
-                t.name.len()
-                    + t.description.as_ref().map_or(0, |d| d.len())
-                    + schema.min(crate::names::MAX_SCHEMA_BYTES),
+                t.name.len() + t.description.as_ref().map_or(0, |d| d.len()) + schema,
             );
-            raw.push(t);
-            if raw.len() > MAX_TOOLS || kept > MAX_LISTING_BYTES {
-                return Ok(raw);
+            out.tools.push(t);
+            if out.tools.len() > MAX_TOOLS || kept > MAX_LISTING_BYTES {
+                return Ok(out);
             }
         }
         cursor = page.next_cursor;
         if cursor.is_none() {
-            return Ok(raw);
+            return Ok(out);
         }
     }
-    Ok(raw)
+    Ok(out)
 }

@@ -99,6 +99,7 @@ pub async fn list_tools(
         .await
         .map_err(|_| McpError::new(server, "no tool list in time"))??;
     Ok(tools
+        .tools
         .into_iter()
         .map(|t| ServerTool {
             read_only: t

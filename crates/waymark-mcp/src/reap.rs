@@ -137,8 +137,9 @@ pub fn die_with_parent(cmd: &mut tokio::process::Command) {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            // No allocation between fork and exec: a raw OS error only.
             if u32::try_from(libc::getppid()).ok() != Some(parent) {
-                return Err(std::io::Error::other("the app is gone"));
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
             Ok(())
         });
@@ -165,8 +166,15 @@ fn spawner() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> 
                 .name("waymark-mcp-spawn".into())
                 .spawn(move || {
                     for mut job in rx {
-                        let _in = job.rt.enter();
-                        let _ = job.reply.send(job.cmd.spawn());
+                        // A panic in one start (a runtime without I/O) must not end the
+                        // thread: the kernel would then kill every server it started.
+                        let spawned =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                let _in = job.rt.enter();
+                                job.cmd.spawn()
+                            }))
+                            .unwrap_or_else(|_| Err(std::io::Error::other("starting it panicked")));
+                        let _ = job.reply.send(spawned);
                     }
                 })
                 .ok()

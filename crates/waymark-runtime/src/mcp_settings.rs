@@ -24,14 +24,21 @@ fn secret_header(name: &str) -> bool {
         .any(|w| n.contains(w))
 }
 
-/// What is left of `value` once its `${VAR}` and `${VAR:-default}` references are taken out.
+/// What is left of `value` once its `${VAR}` references are taken out; the default of a
+/// `${VAR:-default}` stays, since it is what the server gets when VAR is unset.
 fn literal_part(value: &str) -> String {
     let mut out = String::new();
     let mut rest = value;
     while let Some(i) = rest.find("${") {
         out.push_str(&rest[..i]);
         match rest[i..].find('}') {
-            Some(j) => rest = &rest[i + j + 1..],
+            Some(j) => {
+                let inner = &rest[i + 2..i + j];
+                if let Some((_, default)) = inner.split_once(":-") {
+                    out.push_str(default);
+                }
+                rest = &rest[i + j + 1..];
+            }
             None => {
                 out.push_str(&rest[i..]);
                 rest = "";
@@ -42,23 +49,13 @@ fn literal_part(value: &str) -> String {
     out
 }
 
-/// Whether `value` holds literal text that could be a secret: a run of eight or more
-/// letters, digits, `_`, `-`, `.`, `+`, `/` or `=` outside the `${…}` references (`Bearer `
-/// before a reference is fine; `ghp_…${X:-}` is not).
+/// Whether `value`, meant to hold a secret, holds any of it literally: anything but blanks
+/// and an authorization scheme (`Bearer `, `Basic `, `Token `) outside the `${VAR}`
+/// references.
 fn holds_literal_secret(value: &str) -> bool {
-    let lit = literal_part(value);
-    let mut run = 0;
-    for c in lit.chars() {
-        if c.is_ascii_alphanumeric() || "_-.+/=".contains(c) {
-            run += 1;
-            if run >= 8 {
-                return true;
-            }
-        } else {
-            run = 0;
-        }
-    }
-    false
+    literal_part(value)
+        .split_whitespace()
+        .any(|w| !["bearer", "basic", "token"].contains(&w.to_ascii_lowercase().as_str()))
 }
 
 fn refused(key: String, message: String) -> Error {
@@ -80,14 +77,20 @@ pub fn check_no_literal_secrets(name: &str, server: &McpServerConfig) -> Result<
         }
     }
     for (i, a) in server.args.iter().enumerate() {
-        if let Some((k, v)) = a.split_once('=')
-            && crate::secrets::is_secret_name(k.trim_start_matches('-'))
-            && holds_literal_secret(v)
+        let key = format!("mcp_servers.{name}.args[{i}]");
+        // `NAME=value` (`docker run -e`, `--token=…`), or `--token VALUE` as two arguments.
+        let (k, v) = match a.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None if a.starts_with('-') => (a.as_str(), server.args.get(i + 1).map(String::as_str)),
+            None => ("", None),
+        };
+        let k = k.trim_start_matches('-');
+        if !k.is_empty() && crate::secrets::is_secret_name(k) && v.is_some_and(holds_literal_secret)
         {
-            return Err(refused(
-                format!("mcp_servers.{name}.args[{i}]"),
-                env_hint(k.trim_start_matches('-')),
-            ));
+            return Err(refused(key, env_hint(k)));
+        }
+        if a.contains("://") && url_holds_credential(a) {
+            return Err(refused(key, url_hint()));
         }
     }
     for (k, v) in &server.headers {
@@ -101,19 +104,33 @@ pub fn check_no_literal_secrets(name: &str, server: &McpServerConfig) -> Result<
         }
     }
     if let Some(u) = &server.url
-        && let Ok(url) = url::Url::parse(u)
+        && url_holds_credential(u)
     {
-        let query_secret = url.query_pairs().any(|(k, v)| {
-            (crate::secrets::is_secret_name(&k) || secret_header(&k)) && holds_literal_secret(&v)
-        });
-        if !url.username().is_empty() || url.password().is_some() || query_secret {
-            return Err(refused(
-                format!("mcp_servers.{name}.url"),
-                "the URL carries a credential, which never goes in the settings file: send it in a header written with a variable (`Authorization: Bearer ${MY_TOKEN}`)".into(),
-            ));
-        }
+        return Err(refused(format!("mcp_servers.{name}.url"), url_hint()));
     }
     Ok(())
+}
+
+/// Whether a URL (a server's, or one in an argument such as a database address) carries a
+/// user name, a password or a query value named like a secret.
+fn url_holds_credential(u: &str) -> bool {
+    let Some(start) = u.find(|c: char| c.is_ascii_alphabetic()) else {
+        return false;
+    };
+    let Ok(url) = url::Url::parse(&u[start..]) else {
+        return false;
+    };
+    let user = literal_part(url.username());
+    let password = url.password().map(literal_part).unwrap_or_default();
+    !user.is_empty()
+        || !password.is_empty()
+        || url.query_pairs().any(|(k, v)| {
+            (crate::secrets::is_secret_name(&k) || secret_header(&k)) && holds_literal_secret(&v)
+        })
+}
+
+fn url_hint() -> String {
+    "the URL carries a credential, which never goes in the settings file: send it in a header written with a variable (`Authorization: Bearer ${MY_TOKEN}`), or give the URL itself as `${MY_URL}`".into()
 }
 
 /// Adds server `name`; refused when one of that name exists or the result is invalid.
@@ -203,11 +220,7 @@ mod tests {
     #[test]
     fn a_literal_secret_is_refused_with_its_key_named_and_a_reference_is_taken() {
         let mut c = Config::default();
-        let s = stdio_server(
-            &strs(&["npx", "srv"]),
-            &strs(&["GITHUB_TOKEN=ghp_abc0123456789"]),
-        )
-        .unwrap();
+        let s = stdio_server(&strs(&["npx", "srv"]), &strs(&["GITHUB_TOKEN=ghp_abc"])).unwrap();
         let e = add_server(&mut c, "gh", s).unwrap_err();
         assert!(e.to_string().contains("GITHUB_TOKEN"), "{e}");
         assert!(c.mcp_servers.is_empty(), "nothing added");
@@ -220,7 +233,7 @@ mod tests {
         assert_eq!(c.mcp_servers["gh"].env["LEVEL"], "debug");
         let h = http_server(
             "https://example.com/mcp",
-            &strs(&["Authorization: Bearer xyz0123456789abcdef"]),
+            &strs(&["Authorization: Bearer xyz"]),
         )
         .unwrap();
         let e = add_server(&mut c, "web", h).unwrap_err();
@@ -261,6 +274,12 @@ mod tests {
         let env = |e: &str| stdio_server(&strs(&["srv"]), &strs(&[e])).unwrap();
         assert!(refuse(env("API_TOKEN=ghp_0123456789${N:-}")));
         assert!(refuse(env("API_TOKEN=ghp_0123456789$${")));
+        assert!(refuse(env("API_TOKEN=${UNSET:-ghp_realtoken123}")));
+        assert!(refuse(env("DB_PASSWORD=P@ss:w0rd!")));
+        assert!(refuse(args(&["srv", "--token", "ghp_abc"])));
+        assert!(!refuse(args(&["srv", "--token", "${GH_TOKEN}"])));
+        assert!(refuse(args(&["srv", "postgresql://u:pass@host/db"])));
+        assert!(!refuse(args(&["srv", "postgresql://host/db"])));
         assert!(!refuse(env("API_TOKEN=${API_TOKEN:-}")));
         let http = |u: &str, h: &[&str]| http_server(u, &strs(h)).unwrap();
         assert!(refuse(http("https://u:p@example.com/mcp", &[])));

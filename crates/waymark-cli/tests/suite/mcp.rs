@@ -101,7 +101,7 @@ fn a_literal_secret_is_refused_and_nothing_is_written() {
         "--url",
         "https://example.com/mcp",
         "--header",
-        "Authorization: Bearer abc0123456789abcdef",
+        "Authorization: Bearer abc",
     ]);
     assert!(!o.status.success());
     assert!(!read(env.dir.path().join("settings.json")).contains("Bearer"));
