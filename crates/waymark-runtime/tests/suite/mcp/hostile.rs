@@ -274,21 +274,9 @@ async fn many_tools_are_searched_for_instead_of_offered() {
 /// Below the threshold every tool is offered and there is no search.
 #[tokio::test]
 async fn a_few_tools_are_offered_without_a_search() {
-    let (h, rec) = Harness::recording(
-        config(&[("one", hostile("echo"))]),
-        json!({"responses": [{"text": "ok"}]}),
-    );
-    let s = h.recorded_session(PermissionMode::Auto);
-    settled(&h.runtime).await;
-    run(&s, user("hi")).await;
-    let names: Vec<String> = rec.requests.lock().unwrap()[0]
-        .tools
-        .iter()
-        .map(|t| t.name.clone())
-        .collect();
+    let names = first_offered(&[("one", hostile("echo"))], PermissionMode::Auto).await;
     assert!(names.contains(&"mcp__one__act".to_string()), "{names:?}");
     assert!(!names.contains(&"tool_search".to_string()), "{names:?}");
-    s.shutdown().await.unwrap();
 }
 
 /// Peak resident memory of this test process, in KiB.

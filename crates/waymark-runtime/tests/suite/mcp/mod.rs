@@ -88,5 +88,17 @@ pub(super) async fn call_once(
     r
 }
 
+/// The tools a model was offered on its first call, in a session of `mode` with `servers`
+/// that says "ok".
+async fn first_offered(servers: &[(&str, Value)], mode: PermissionMode) -> Vec<String> {
+    let (h, rec) = Harness::recording(config(servers), json!({"responses": [{"text": "ok"}]}));
+    let s = h.recorded_session(mode);
+    settled(&h.runtime).await;
+    run(&s, user("hi")).await;
+    s.shutdown().await.unwrap();
+    let requests = rec.requests.lock().unwrap().clone();
+    requests[0].tools.iter().map(|t| t.name.clone()).collect()
+}
+
 mod hostile;
 mod reference;

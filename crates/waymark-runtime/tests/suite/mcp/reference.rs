@@ -42,24 +42,12 @@ async fn echo_and_get_sum_round_trip_through_the_reference_server() {
 
 #[tokio::test]
 async fn the_model_is_offered_the_servers_tools_by_their_prefixed_names() {
-    let (h, rec) = Harness::recording(
-        config(&[("everything", everything())]),
-        json!({"responses": [{"text": "ok"}]}),
-    );
-    let s = h.recorded_session(PermissionMode::Ask);
-    settled(&h.runtime).await;
-    run(&s, user("hi")).await;
-    let names: Vec<String> = rec.requests.lock().unwrap()[0]
-        .tools
-        .iter()
-        .map(|t| t.name.clone())
-        .collect();
+    let names = first_offered(&[("everything", everything())], PermissionMode::Ask).await;
     assert!(
         names.contains(&"mcp__everything__echo".to_string()),
         "{names:?}"
     );
     assert!(names.contains(&"bash".to_string()), "built-in tools stay");
-    s.shutdown().await.unwrap();
 }
 
 fn filesystem(root: &std::path::Path) -> Value {
