@@ -8,7 +8,6 @@ mod close;
 mod history;
 mod host;
 mod tools;
-
 pub(crate) use tools::{FoundTool, ToolList};
 
 pub(crate) use history::HistoryCache;

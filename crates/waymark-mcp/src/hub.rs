@@ -600,7 +600,7 @@ async fn list(
             Ok(s) => s,
             Err(why) => {
                 tracing::warn!(server = %server.name, tool = %name, "MCP tool left out: {why}");
-                skipped.push((name, why));
+                skipped.push((name, why.to_string()));
                 continue;
             }
         };

@@ -38,25 +38,32 @@ pub fn model_name(server: &str, tool: &str) -> String {
 /// The largest input schema offered (serialized); a bigger one is left out with a warning.
 pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 
+/// Why a tool's input schema is not offered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("its input schema has type {0}, and providers take only an object")]
+    NotAnObject(Value),
+    #[error("its input schema's `properties` is not an object")]
+    BadProperties,
+    #[error("its input schema is {0} bytes, over the {MAX_SCHEMA_BYTES} offered")]
+    TooBig(usize),
+}
+
 /// The server's input schema made fit for every provider, or why the tool is left out. The
 /// top level must describe an object (a missing `type` is taken as one).
-pub fn input_schema(schema: &Map<String, Value>) -> Result<Value, String> {
+pub fn input_schema(schema: &Map<String, Value>) -> Result<Value, SchemaError> {
     let mut schema = schema.clone();
     match schema.get("type") {
         None => {
             schema.insert("type".into(), Value::String("object".into()));
         }
         Some(Value::String(t)) if t == "object" => {}
-        Some(other) => {
-            return Err(format!(
-                "its input schema has type {other}, and providers take only an object"
-            ));
-        }
+        Some(other) => return Err(SchemaError::NotAnObject(other.clone())),
     }
     if let Some(p) = schema.get("properties")
         && !p.is_object()
     {
-        return Err("its input schema's `properties` is not an object".into());
+        return Err(SchemaError::BadProperties);
     }
     if !schema.contains_key("properties") {
         schema.insert("properties".into(), Value::Object(Map::new()));
@@ -64,9 +71,7 @@ pub fn input_schema(schema: &Map<String, Value>) -> Result<Value, String> {
     let value = Value::Object(schema);
     let size = value.to_string().len();
     if size > MAX_SCHEMA_BYTES {
-        return Err(format!(
-            "its input schema is {size} bytes, over the {MAX_SCHEMA_BYTES} offered"
-        ));
+        return Err(SchemaError::TooBig(size));
     }
     Ok(value)
 }
@@ -114,7 +119,10 @@ mod tests {
         assert!(input_schema(&obj(json!({"type": "array"}))).is_err());
         assert!(input_schema(&obj(json!({"type": "object", "properties": []}))).is_err());
         let huge = json!({"type": "object", "description": "d".repeat(MAX_SCHEMA_BYTES)});
-        assert!(input_schema(&obj(huge)).unwrap_err().contains("bytes"));
+        assert!(matches!(
+            input_schema(&obj(huge)),
+            Err(SchemaError::TooBig(_))
+        ));
         let good =
             json!({"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]});
         assert_eq!(input_schema(&obj(good.clone())).unwrap(), good);

@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use waymark_mcp::McpError;
 use waymark_mcp::connect::connect;
 use waymark_mcp::handler::{ElicitAnswer, Handler, form_defaults};
 use waymark_protocol::mcp::McpTransport;
@@ -29,7 +30,8 @@ fn arguments(schema: &serde_json::Value) -> serde_json::Map<String, serde_json::
     out
 }
 
-async fn run(url: &str) -> Result<(), String> {
+async fn run(url: &str) -> Result<(), McpError> {
+    let fail = |m: String| McpError::new("conformance", m);
     let mut handler = Handler::default();
     handler.elicitor = Some(Arc::new(|e: waymark_mcp::handler::Elicitation| {
         Box::pin(async move { ElicitAnswer::Accept(form_defaults(&e.schema)) })
@@ -45,21 +47,20 @@ async fn run(url: &str) -> Result<(), String> {
         handler,
         false,
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     let peer = conn.service.peer().clone();
     let tools = peer
         .list_all_tools()
         .await
-        .map_err(|e| format!("tools/list: {e}"))?;
+        .map_err(|e| fail(format!("tools/list: {e}")))?;
     for t in tools {
         let schema = serde_json::Value::Object(t.input_schema.as_ref().clone());
         let params = rmcp::model::CallToolRequestParams::new(t.name.to_string())
             .with_arguments(arguments(&schema));
         let r = tokio::time::timeout(Duration::from_secs(20), peer.call_tool(params))
             .await
-            .map_err(|_| format!("tools/call {}: no answer", t.name))?
-            .map_err(|e| format!("tools/call {}: {e}", t.name))?;
+            .map_err(|_| fail(format!("tools/call {}: no answer", t.name)))?
+            .map_err(|e| fail(format!("tools/call {}: {e}", t.name)))?;
         println!("{}: {}", t.name, waymark_mcp::result::shape(&r).text);
     }
     let _ = conn.service.cancel().await;
