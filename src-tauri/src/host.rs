@@ -77,6 +77,10 @@ impl Host {
         app: &tauri::AppHandle<R>,
         spec: SessionSpec,
     ) -> IpcResult<String> {
+        // Held until the new session is in the map: the window may ask to open it the moment
+        // it appears in the list (a session.started event), and an `open` in between would
+        // attach a second time and meet the first one's lease.
+        let _one_at_a_time = lock(&self.opening);
         let handle = self.runtime.create_session(spec)?;
         let id = handle.id().to_string();
         self.adopt(app, handle);
