@@ -17,8 +17,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use waymark_protocol::config::Config;
-use waymark_protocol::{EventKind, MessageSource, Op, PermissionMode, Position};
+use waymark_protocol::{EventKind, Op, PermissionMode};
 use waymark_runtime::{Runtime, RuntimeOptions, SessionSpec};
+use waymark_test_support::harness::user;
 
 const CALLS: usize = 300;
 const STEPS: usize = 100;
@@ -120,16 +121,6 @@ async fn hub_call() -> f64 {
         }
     }
     median(times)
-}
-
-fn user(text: &str) -> Op {
-    Op::Submit {
-        text: text.into(),
-        source: MessageSource::User,
-        position: Position::Tail,
-        idempotency_key: None,
-        intent: None,
-    }
 }
 
 /// Runs one turn of `STEPS` steps, each calling `tool` with `args`; the turn's wall time.
