@@ -18,6 +18,8 @@ what MODE says on `tools/call`:
   bigdesc   lists 10 tools whose descriptions are 1 MB each
   progress  sends 10,000 reports that say the work is done, then answers
   deaf      stops reading its input on the first call and never answers
+  forms     sends a form (elicitation) as soon as it is initialized, when no call runs;
+            on a call, sends two forms at once and answers the call with what came back
 """
 import json
 import os
@@ -67,13 +69,28 @@ if MODE == "write":
     tools = [tool("write", "writes a file", read_only=False,
                   props={"path": {"type": "string"}, "text": {"type": "string"}})]
 
+FORM = {"message": "Your name?", "requestedSchema": {
+    "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}
 calls = 0
+form_call, form_replies = None, {}
 for line in sys.stdin:
     try:
         msg = json.loads(line)
     except ValueError:
         continue
     method, mid = msg.get("method"), msg.get("id")
+    if method is None and mid in ("stray", "f1", "f2"):
+        reply = msg.get("result") or {"action": "error"}
+        note(f"form {mid} {reply.get('action')} {json.dumps(reply.get('content'))}")
+        form_replies[mid] = reply.get("action")
+        if form_call is not None and "f1" in form_replies and "f2" in form_replies:
+            text = f"f1={form_replies['f1']} f2={form_replies['f2']}"
+            send({"jsonrpc": "2.0", "id": form_call, "result": {"content": [{"type": "text", "text": text}]}})
+            form_call = None
+        continue
+    if method == "notifications/initialized" and MODE == "forms":
+        send({"jsonrpc": "2.0", "id": "stray", "method": "elicitation/create", "params": FORM})
+        continue
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": msg["params"]["protocolVersion"],
@@ -90,6 +107,11 @@ for line in sys.stdin:
         args = msg["params"].get("arguments") or {}
         text = "ok"
         if MODE == "hang":
+            continue
+        if MODE == "forms":
+            form_call = mid
+            for fid in ("f1", "f2"):
+                send({"jsonrpc": "2.0", "id": fid, "method": "elicitation/create", "params": FORM})
             continue
         if MODE == "deaf":
             import time

@@ -134,7 +134,13 @@ as_goal?: BudgetChange_Deserialize | null } | { answer: "defer" } | { answer: "r
 /**  General feedback (may be empty when there are comments). */
 text?: string; 
 /**  Comments on lines of the revision under review (PM-25). */
-comments?: LineComment[] } | { answer: "reject" } | { answer: "withdraw" };
+comments?: LineComment[] } | { answer: "reject" } | { answer: "withdraw" } | 
+/**  A server's form, filled in: field name to value. */
+{ answer: "accept"; content?: Value } | 
+/**  A server's form, refused. */
+{ answer: "decline" } | 
+/**  A server's form, dismissed without a decision. */
+{ answer: "cancel" };
 
 /**  An answer to a questionnaire. Which answers a questionnaire accepts depends on its kind. */
 export type Answer_Serialize = { answer: "allow_once" } | 
@@ -150,7 +156,13 @@ as_goal?: BudgetChange_Serialize } | { answer: "defer" } | { answer: "revise";
 /**  General feedback (may be empty when there are comments). */
 text: string; 
 /**  Comments on lines of the revision under review (PM-25). */
-comments?: LineComment[] } | { answer: "reject" } | { answer: "withdraw" };
+comments?: LineComment[] } | { answer: "reject" } | { answer: "withdraw" } | 
+/**  A server's form, filled in: field name to value. */
+{ answer: "accept"; content: Value } | 
+/**  A server's form, refused. */
+{ answer: "decline" } | 
+/**  A server's form, dismissed without a decision. */
+{ answer: "cancel" };
 
 /**  Facts the UI needs at start. */
 export type AppInfo = AppInfo_Serialize | AppInfo_Deserialize;
@@ -270,6 +282,12 @@ export type BudgetReport_Serialize = {
  */
 export type CallActor = "main" | "verifier";
 
+/**  An option of a choice: the value sent back and the label shown. */
+export type Choice = {
+	value: string,
+	label: string,
+};
+
 /**  Where a comment's passage stands in the newest revision of its plan. */
 export type CommentState = 
 /**  No later revision yet. */
@@ -355,6 +373,44 @@ export type DiffRow_Serialize = {
 	kind: DiffKind,
 	old: string | null,
 	new: string | null,
+};
+
+/**
+ *  A form a tool server sends during a call. Texts are escaped for display; the server's
+ *  words are its own, never Waymark's.
+ */
+export type ElicitationQuestion = ElicitationQuestion_Serialize | ElicitationQuestion_Deserialize;
+
+/**
+ *  A form a tool server sends during a call. Texts are escaped for display; the server's
+ *  words are its own, never Waymark's.
+ */
+export type ElicitationQuestion_Deserialize = {
+	/**  The server that asks. */
+	server: string,
+	/**  The tool whose call it asks during (its name as the model sees it). */
+	tool: string,
+	/**  The call it asks during. */
+	call_id: string,
+	/**  What the server says it wants. */
+	message: string,
+	fields: FormField_Deserialize[],
+};
+
+/**
+ *  A form a tool server sends during a call. Texts are escaped for display; the server's
+ *  words are its own, never Waymark's.
+ */
+export type ElicitationQuestion_Serialize = {
+	/**  The server that asks. */
+	server: string,
+	/**  The tool whose call it asks during (its name as the model sees it). */
+	tool: string,
+	/**  The call it asks during. */
+	call_id: string,
+	/**  What the server says it wants. */
+	message: string,
+	fields: FormField_Serialize[],
 };
 
 /**  A typed error as it crosses a boundary (IPC, CLI JSON, event log). */
@@ -582,6 +638,23 @@ export type Event_Serialize = {
 	transient: boolean,
 } & EventKind_Serialize;
 
+/**  What a field takes. */
+export type FieldKind = FieldKind_Serialize | FieldKind_Deserialize;
+
+/**  What a field takes. */
+export type FieldKind_Deserialize = { type: "text"; 
+/**  `email`, `uri`, `date` or `date-time`, when the server named one. */
+format?: string | null; min_length?: number | null; max_length?: number | null } | { type: "number"; integer: boolean; minimum?: number | null; maximum?: number | null } | { type: "boolean" } | 
+/**  One of the options, or (`multiple`) a list of them. */
+{ type: "choice"; options: Choice[]; multiple: boolean; min_items?: number | null; max_items?: number | null };
+
+/**  What a field takes. */
+export type FieldKind_Serialize = { type: "text"; 
+/**  `email`, `uri`, `date` or `date-time`, when the server named one. */
+format: string | null; min_length: number | null; max_length: number | null } | { type: "number"; integer: boolean; minimum: number | null; maximum: number | null } | { type: "boolean" } | 
+/**  One of the options, or (`multiple`) a list of them. */
+{ type: "choice"; options: Choice[]; multiple: boolean; min_items: number | null; max_items: number | null };
+
 /**  A file a write, edit or patch would change. */
 export type FileChange = FileChange_Serialize | FileChange_Deserialize;
 
@@ -616,6 +689,33 @@ export type FileChange_Serialize = {
 /**  The user asked (through a notification or a second launch) to see a session. */
 export type FocusSession = {
 	session_id: string,
+};
+
+/**  One field of a form. Texts (title, description, labels) are escaped for display. */
+export type FormField = FormField_Serialize | FormField_Deserialize;
+
+/**  One field of a form. Texts (title, description, labels) are escaped for display. */
+export type FormField_Deserialize = {
+	/**  The key the answer carries the value under. */
+	name: string,
+	title?: string | null,
+	description?: string | null,
+	required?: boolean,
+	kind: FieldKind_Deserialize,
+	/**  The value the field starts with (the server's `default`), already checked. */
+	default?: Value | null,
+};
+
+/**  One field of a form. Texts (title, description, labels) are escaped for display. */
+export type FormField_Serialize = {
+	/**  The key the answer carries the value under. */
+	name: string,
+	title: string | null,
+	description: string | null,
+	required: boolean,
+	kind: FieldKind_Serialize,
+	/**  The value the field starts with (the server's `default`), already checked. */
+	default: Value | null,
 };
 
 /**  Who caused a goal transition. */
@@ -1403,7 +1503,12 @@ export type Question_Deserialize =
 /**  A frozen plan revision waits for review (ExitPlanMode or a user edit). */
 { kind: "plan_approval"; payload: PlanApprovalQuestion_Deserialize } | 
 /**  The agent proposes a goal (create_goal). */
-{ kind: "goal_approval"; payload: GoalApprovalQuestion_Deserialize };
+{ kind: "goal_approval"; payload: GoalApprovalQuestion_Deserialize } | 
+/**
+ *  A tool server asks the user to fill in a form during one of its calls (MCP
+ *  elicitation).
+ */
+{ kind: "elicitation"; payload: ElicitationQuestion_Deserialize };
 
 /**  What a questionnaire asks, by kind. On the wire: `{"kind": …, "payload": {…}}`. */
 export type Question_Serialize = 
@@ -1414,7 +1519,12 @@ export type Question_Serialize =
 /**  A frozen plan revision waits for review (ExitPlanMode or a user edit). */
 { kind: "plan_approval"; payload: PlanApprovalQuestion_Serialize } | 
 /**  The agent proposes a goal (create_goal). */
-{ kind: "goal_approval"; payload: GoalApprovalQuestion_Serialize };
+{ kind: "goal_approval"; payload: GoalApprovalQuestion_Serialize } | 
+/**
+ *  A tool server asks the user to fill in a form during one of its calls (MCP
+ *  elicitation).
+ */
+{ kind: "elicitation"; payload: ElicitationQuestion_Serialize };
 
 /**  A pending or answered questionnaire. */
 export type QuestionnaireInfo = QuestionnaireInfo_Serialize | QuestionnaireInfo_Deserialize;
@@ -1436,7 +1546,7 @@ export type QuestionnaireInfo_Serialize = {
 };
 
 /**  Kinds of pending decisions the user must answer. */
-export type QuestionnaireKind = "permission" | "plan_entry" | "plan_approval" | "goal_approval";
+export type QuestionnaireKind = "permission" | "plan_entry" | "plan_approval" | "goal_approval" | "elicitation";
 
 /**  Where a questionnaire stands. */
 export type QuestionnaireStatus = "pending" | "answered" | "withdrawn";

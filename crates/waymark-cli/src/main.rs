@@ -105,8 +105,12 @@ enum Command {
         #[arg(long)]
         session: String,
         questionnaire: String,
-        /// allow_once | allow_for_session | allow_prefix | deny | approve | defer | revise | reject | withdraw
+        /// allow_once | allow_for_session | allow_prefix | deny | approve | defer | revise | reject | withdraw;
+        /// a tool server's form: accept | decline | cancel
         answer: String,
+        /// With `accept`: a field of the form, `name=value` (repeatable; a list as `a,b`).
+        #[arg(long = "field", value_name = "NAME=VALUE")]
+        fields: Vec<String>,
         /// Message for deny, feedback for revise.
         #[arg(long)]
         text: Option<String>,
@@ -327,8 +331,27 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             budget,
             no_run,
             json,
+            fields,
         } => {
-            let answer = build_answer(&answer, text, option, &comments, as_goal, budget)?;
+            let mut answer = build_answer(&answer, text, option, &comments, as_goal, budget)?;
+            if let Answer::Accept { content } = &mut answer {
+                *content = form_values(&fields)?;
+            } else if !fields.is_empty() {
+                anyhow::bail!("--field goes with `accept`");
+            }
+            // A form belongs to a call running now, likely in another process: the answer
+            // goes through the store to that process.
+            if matches!(
+                answer,
+                Answer::Accept { .. } | Answer::Decline | Answer::Cancel
+            ) {
+                runtime.answer_form(&session, &questionnaire, &answer)?;
+                outln!(
+                    "[answered {questionnaire}: {}; the call waiting on it goes on]",
+                    answer.name()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             let op = Op::Answer {
                 questionnaire_id: questionnaire,
                 answer,
@@ -484,6 +507,30 @@ fn build_answer(
         _ => {}
     }
     Ok(answer)
+}
+
+/// `name=value` pairs as a form's answer (each value as text; the form reads it as its
+/// field's type).
+fn form_values(fields: &[String]) -> anyhow::Result<serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    for f in fields {
+        let Some((k, v)) = f.split_once('=') else {
+            anyhow::bail!(
+                "--field `{}` is not name=value",
+                waymark_protocol::display::clip(f)
+            );
+        };
+        if out
+            .insert(
+                k.trim().to_string(),
+                serde_json::Value::String(v.to_string()),
+            )
+            .is_some()
+        {
+            anyhow::bail!("--field `{}` is given twice", k.trim());
+        }
+    }
+    Ok(serde_json::Value::Object(out))
 }
 
 async fn submit_without_running(runtime: &Runtime, session: &str, op: Op) -> anyhow::Result<()> {
@@ -660,6 +707,19 @@ async fn drive(
                             };
                         }
                         EventKind::SessionError { error } => failure = Some(error.clone()),
+                        // A tool server's form: its call waits on it while the turn runs,
+                        // so it is shown now, with how to answer it from another terminal.
+                        EventKind::QuestionnaireOpened { id, question }
+                            if !json && question.kind() == waymark_protocol::QuestionnaireKind::Elicitation =>
+                        {
+                            let q = waymark_protocol::QuestionnaireInfo {
+                                id: id.clone(),
+                                question: (**question).clone(),
+                                status: waymark_protocol::QuestionnaireStatus::Pending,
+                                answer: None,
+                            };
+                            outln!("{}", render::questionnaire(handle.id(), &q));
+                        }
                         EventKind::TurnStarted { .. } => waiting = None,
                         EventKind::GoalUpdate { status, .. } => {
                             limited = *status == waymark_protocol::GoalStatus::UsageLimited;

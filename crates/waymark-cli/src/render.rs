@@ -328,6 +328,63 @@ impl Printer {
     }
 }
 
+/// A tool server's form: its message (the server's words), each field, and the answers.
+fn form(out: &mut String, e: &waymark_protocol::ElicitationQuestion, cmd: &dyn Fn(&str) -> String) {
+    use waymark_protocol::form::FieldKind;
+    // Texts are escaped by the runtime; the message is the server's, set apart as such.
+    out.push_str(&format!(
+        "? MCP server `{}` asks for input during `{}`:\n",
+        e.server, e.tool
+    ));
+    for line in e.message.lines() {
+        out.push_str(&format!("    │ {line}\n"));
+    }
+    for f in &e.fields {
+        let takes = match &f.kind {
+            FieldKind::Text { format, .. } => format.clone().unwrap_or_else(|| "text".into()),
+            FieldKind::Number { integer: true, .. } => "whole number".into(),
+            FieldKind::Number { .. } => "number".into(),
+            FieldKind::Boolean => "true/false".into(),
+            FieldKind::Choice {
+                options, multiple, ..
+            } => format!(
+                "{}: {}",
+                if *multiple { "some of" } else { "one of" },
+                options
+                    .iter()
+                    .map(|o| if o.label == o.value {
+                        o.value.clone()
+                    } else {
+                        format!("{} ({})", o.value, o.label)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let default = f
+            .default
+            .as_ref()
+            .map(|d| format!(", default {}", safe(&d.to_string())))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {}{} ({takes}{default}){}\n",
+            f.name,
+            if f.required { " *" } else { "" },
+            f.title
+                .iter()
+                .chain(f.description.iter())
+                .map(|t| format!(" — {t}"))
+                .collect::<String>()
+        ));
+    }
+    out.push_str("  Answer with one of:\n");
+    out.push_str(&cmd("accept --field NAME=VALUE …"));
+    out.push('\n');
+    out.push_str(&cmd("decline"));
+    out.push('\n');
+    out.push_str(&cmd("cancel"));
+}
+
 /// The readable form of a waiting questionnaire, with the commands that answer it.
 pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
     let cmd = |a: &str| format!("    waymark answer --session {session} {} {a}", q.id);
@@ -433,6 +490,7 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
             out.push('\n');
             out.push_str(&cmd("reject"));
         }
+        Question::Elicitation(e) => form(&mut out, e, &cmd),
     }
     out.trim_end().to_string()
 }

@@ -240,7 +240,10 @@ pub fn grant_for(answer: &Answer, q: &PermissionQuestion) -> Option<Grant> {
         | Answer::Defer
         | Answer::Revise { .. }
         | Answer::Reject
-        | Answer::Withdraw => None,
+        | Answer::Withdraw
+        | Answer::Accept { .. }
+        | Answer::Decline
+        | Answer::Cancel => None,
     }
 }
 

@@ -84,7 +84,10 @@ pub fn permission_answered(
         | Answer::Defer
         | Answer::Revise { .. }
         | Answer::Reject
-        | Answer::Withdraw => GuardDecision::Deny("The permission request was not granted.".into()),
+        | Answer::Withdraw
+        | Answer::Accept { .. }
+        | Answer::Decline
+        | Answer::Cancel => GuardDecision::Deny("The permission request was not granted.".into()),
     })
 }
 

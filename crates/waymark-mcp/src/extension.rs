@@ -7,7 +7,8 @@ use std::sync::Arc;
 use waymark_extension::commands::{CommandContext, CommandSpec, SlashCommand};
 use waymark_extension::source::ToolSource;
 use waymark_extension::store::Tx;
-use waymark_extension::{Extension, Result};
+use waymark_extension::{Extension, Result, SessionApi};
+use waymark_protocol::{Answer, QuestionnaireKind};
 
 pub struct McpExtension {
     hub: Arc<McpHub>,
@@ -57,6 +58,32 @@ impl Extension for McpExtension {
 
     fn tool_sources(&self) -> Vec<Arc<dyn ToolSource>> {
         vec![self.source.clone()]
+    }
+
+    fn answers(&self) -> &'static [QuestionnaireKind] {
+        &[QuestionnaireKind::Elicitation]
+    }
+
+    fn on_answer(
+        &self,
+        _tx: &mut Tx<'_>,
+        api: &SessionApi,
+        questionnaire: &waymark_extension::store::QuestionnaireRow,
+        _answer: &Answer,
+    ) -> Result<()> {
+        // The call waiting on the form reads the answer once this commits.
+        api.state::<crate::elicit::FormWaits>()
+            .wake(&questionnaire.id);
+        Ok(())
+    }
+
+    fn on_turn_closed(
+        &self,
+        tx: &mut Tx<'_>,
+        turn: &waymark_extension::store::TurnRow,
+        _recovered: bool,
+    ) -> Result<()> {
+        crate::elicit::withdraw_open(tx, &turn.session_id, turn.id)
     }
 
     fn on_open(&self, tx: &mut Tx<'_>, session_id: &str, _crashed: bool) -> Result<()> {

@@ -1,6 +1,7 @@
 //! What Waymark answers a server: who it is and what it supports (`initialize`), the roots
 //! (the workspaces of the sessions using the server), and the notifications it acts on:
-//! progress of a running call and a changed tool list. Sampling is declined.
+//! progress of a running call and a changed tool list. A form the server sends during a call
+//! (elicitation) goes to the session whose call runs on it. Sampling is declined.
 #![allow(deprecated)] // Roots are deprecated by the SDK (SEP-2577) but still what servers ask for.
 
 use rmcp::model::{
@@ -11,6 +12,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
@@ -37,6 +39,24 @@ pub struct Shared {
     pub tools_changed: Notify,
     /// The workspaces of the sessions using this server, in the order they came.
     roots: Mutex<Vec<std::path::PathBuf>>,
+    /// Who answers a form the server sends: the running calls that take one, oldest first.
+    askers: Mutex<Vec<(u64, Elicitor)>>,
+    next_asker: AtomicU64,
+    /// Forms waiting on the user: calls do not time out meanwhile, and a second form is
+    /// declined until the first is answered.
+    asking: AtomicUsize,
+}
+
+/// A running call's place among those who answer forms; dropped when the call ends.
+pub struct AskerGuard {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for AskerGuard {
+    fn drop(&mut self) {
+        lock(&self.shared.askers).retain(|(i, _)| *i != self.id);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -51,6 +71,22 @@ impl Shared {
 
     pub fn unwatch(&self, token: &ProgressToken) {
         lock(&self.progress).remove(token);
+    }
+
+    /// Forms the server sends go to `asker` (after any call registered before) until the
+    /// guard is dropped.
+    pub fn ask_with(self: &Arc<Self>, asker: Elicitor) -> AskerGuard {
+        let id = self.next_asker.fetch_add(1, Ordering::Relaxed);
+        lock(&self.askers).push((id, asker));
+        AskerGuard {
+            shared: self.clone(),
+            id,
+        }
+    }
+
+    /// Whether a form waits on the user.
+    pub fn asking(&self) -> bool {
+        self.asking.load(Ordering::Acquire) > 0
     }
 
     /// Adds a session's workspace to the roots; true when it was not one yet.
@@ -103,8 +139,20 @@ pub fn form_defaults(schema: &serde_json::Value) -> serde_json::Value {
 #[derive(Clone, Default)]
 pub struct Handler {
     pub shared: Arc<Shared>,
-    /// Answers requests for input; without one, none is offered and each is declined.
+    /// Answers every request for input (a client with no sessions: the conformance one).
     pub elicitor: Option<Elicitor>,
+    /// Offer forms, answered by the running calls' askers ([`Shared::ask_with`]); a form
+    /// with no call to take it is declined.
+    pub forms: bool,
+}
+
+/// Counts a form as waiting on the user while it lives.
+struct Asking<'a>(&'a AtomicUsize);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl ClientHandler for Handler {
@@ -113,7 +161,7 @@ impl ClientHandler for Handler {
         let mut roots = RootsCapabilities::default();
         roots.list_changed = Some(true);
         capabilities.roots = Some(roots);
-        if self.elicitor.is_some() {
+        if self.elicitor.is_some() || self.forms {
             capabilities.elicitation =
                 Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
         }
@@ -139,22 +187,43 @@ impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let (
-            Some(elicitor),
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            },
-        ) = (&self.elicitor, request)
+        let decline = Ok(ElicitResult::new(ElicitationAction::Decline));
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
         else {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
+            return decline;
         };
+        // The oldest running call takes the form; with none, nobody would see it.
+        let asker = self
+            .elicitor
+            .clone()
+            .or_else(|| lock(&self.shared.askers).first().map(|(_, a)| a.clone()));
+        let Some(asker) = asker else {
+            return decline;
+        };
+        // One form at a time: a server cannot stack questions on the user.
+        if self
+            .shared
+            .asking
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return decline;
+        }
+        let _asking = Asking(&self.shared.asking);
         let schema = serde_json::to_value(&requested_schema)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        Ok(match elicitor(Elicitation { message, schema }).await {
+        let answer = tokio::select! {
+            a = asker(Elicitation { message, schema }) => a,
+            // The server withdrew its request.
+            _ = context.ct.cancelled() => ElicitAnswer::Cancel,
+        };
+        Ok(match answer {
             ElicitAnswer::Accept(content) => {
                 ElicitResult::new(ElicitationAction::Accept).with_content(content)
             }

@@ -5,7 +5,7 @@
 //! changed tool list is listed again.
 
 use crate::connect::{Connection, connect};
-use crate::handler::{Handler, ProgressSink};
+use crate::handler::{Elicitor, Handler, ProgressSink};
 use crate::result::{Shaped, shape};
 use crate::{McpError, seconds};
 use rmcp::model::{
@@ -56,6 +56,15 @@ pub struct CallLimits {
     pub timeout: Duration,
     /// Never past this, whatever the server says (the goal's time left).
     pub deadline: Option<Duration>,
+}
+
+/// What a call does with what the server sends while it runs.
+#[derive(Default, Clone)]
+pub struct CallHooks {
+    /// Where its progress reports go.
+    pub progress: Option<ProgressSink>,
+    /// Who answers a form the server sends during it (without one, forms are declined).
+    pub asker: Option<Elicitor>,
 }
 
 /// A server's state, as `waymark mcp list` and the Settings show it.
@@ -146,7 +155,10 @@ impl McpHub {
                     Arc::new(Server {
                         name: name.clone(),
                         config: config.clone(),
-                        handler: Handler::default(),
+                        handler: Handler {
+                            forms: true,
+                            ..Handler::default()
+                        },
                         state: Mutex::new(State {
                             phase: if config.enabled {
                                 Phase::Starting
@@ -455,7 +467,7 @@ impl McpHub {
         args: serde_json::Map<String, serde_json::Value>,
         limits: CallLimits,
         cancel: &CancellationToken,
-        progress: Option<ProgressSink>,
+        hooks: CallHooks,
     ) -> Result<Shaped, McpError> {
         let CallLimits { timeout, deadline } = limits;
         let fail = |m: String| McpError::new(server, m);
@@ -467,23 +479,24 @@ impl McpHub {
             _ = cancel.cancelled() => return Err(fail("stopped before the server was ready".into())),
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        let mut options = PeerRequestOptions::with_timeout(timeout).reset_timeout_on_progress();
-        if let Some(d) = deadline {
-            options = options.with_max_total_timeout(d);
-        }
+        // The limits are kept here, not by rmcp: a form waiting on the user stops the
+        // clock, and a server that stopped reading cannot hold the call while rmcp waits to
+        // write its cancellation.
         let peer = conn.service.peer().clone();
         let handle = peer
             .send_cancellable_request(
                 ClientRequest::CallToolRequest(Request::new(params)),
-                options,
+                PeerRequestOptions::no_options(),
             )
             .await
             .map_err(|e| fail(format!("the call could not be sent: {e}")))?;
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
-        // Each report from the server counts as a word from it, for the watchdog below.
+        let _asker = hooks.asker.map(|a| s.handler.shared.ask_with(a));
+        // Each report from the server counts as a word from it.
         let heard = Arc::new(Mutex::new(Instant::now()));
         let heard_in = heard.clone();
+        let progress = hooks.progress;
         s.handler.shared.watch(
             token.clone(),
             Arc::new(move |p| {
@@ -493,50 +506,63 @@ impl McpHub {
                 }
             }),
         );
-        // rmcp's own timeout waits to write its cancellation, which a server that stopped
-        // reading never lets happen: past the limits and a grace, the call ends here and the
-        // connection with it.
         let started = Instant::now();
-        let watchdog = async {
+        let shared = s.handler.shared.clone();
+        let limit = async {
             loop {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                let idle = lock(&heard).elapsed();
-                if idle > timeout + WATCHDOG_GRACE
-                    || deadline.is_some_and(|d| started.elapsed() > d + WATCHDOG_GRACE)
-                {
-                    return;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if shared.asking() {
+                    *lock(&heard) = Instant::now();
+                }
+                if deadline.is_some_and(|d| started.elapsed() > d) {
+                    return "the goal's time budget ran out during the call".to_string();
+                }
+                if lock(&heard).elapsed() > timeout {
+                    return format!(
+                        "no answer within {} (the server's tool_timeout_ms)",
+                        seconds(timeout)
+                    );
                 }
             }
         };
         let outcome = tokio::select! {
-            r = handle.await_response() => Some(Ok(r)),
-            _ = cancel.cancelled() => None,
-            _ = watchdog => Some(Err(())),
+            r = handle.await_response() => Ok(r),
+            _ = cancel.cancelled() => Err(None),
+            why = limit => Err(Some(why)),
         };
         s.handler.shared.unwatch(&token);
         let response = match outcome {
-            Some(Ok(r)) => Some(r),
-            Some(Err(())) => {
-                conn.kill();
-                return Err(fail(format!(
-                    "no answer within {} (the server's tool_timeout_ms), and it did not take the cancellation; it was stopped and starts again on the next call",
-                    seconds(timeout)
-                )));
+            Ok(r) => r,
+            Err(why) => {
+                let reason = if why.is_some() {
+                    "timed out"
+                } else {
+                    "stopped by the user"
+                };
+                let told = tokio::time::timeout(
+                    if why.is_some() {
+                        WATCHDOG_GRACE
+                    } else {
+                        Duration::from_millis(300)
+                    },
+                    peer.notify_cancelled(CancelledNotificationParam::new(
+                        Some(id),
+                        Some(reason.into()),
+                    )),
+                )
+                .await
+                .is_ok_and(|r| r.is_ok());
+                return Err(fail(match why {
+                    None => "stopped by the user; the server was told to cancel the call".into(),
+                    Some(why) if told => format!("{why}; the call was cancelled"),
+                    Some(why) => {
+                        conn.kill();
+                        format!(
+                            "{why}, and it did not take the cancellation; it was stopped and starts again on the next call"
+                        )
+                    }
+                }));
             }
-            None => None,
-        };
-        let Some(response) = response else {
-            let _ = tokio::time::timeout(
-                Duration::from_millis(300),
-                peer.notify_cancelled(CancelledNotificationParam::new(
-                    Some(id),
-                    Some("stopped by the user".into()),
-                )),
-            )
-            .await;
-            return Err(fail(
-                "stopped by the user; the server was told to cancel the call".into(),
-            ));
         };
         match response {
             Ok(ServerResult::CallToolResult(r)) => {
@@ -553,10 +579,6 @@ impl McpHub {
             Ok(_) => Err(fail(
                 "the server answered the call with something other than a result".into(),
             )),
-            Err(ServiceError::Timeout { timeout }) => Err(fail(format!(
-                "no answer within {} (the server's tool_timeout_ms); the call was cancelled",
-                seconds(timeout)
-            ))),
             Err(ServiceError::McpError(e)) => Err(fail(format!("the call failed: {}", e.message))),
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                 Err(fail(format!("{} during the call", conn.closed_reason())))

@@ -7,9 +7,11 @@
 //!   the background, restarted after they exit, listed again when their tools change.
 //! - [`tool`]: their tools as session tools (`mcp__<server>__<tool>`, [`names`]), each call
 //!   through the session's guard chain, its result shaped for the model ([`result`]).
+//! - [`elicit`]: a form a server sends during a call, asked as a questionnaire.
 //! - [`extension`]: the extension that plugs them into sessions.
 
 pub mod connect;
+pub mod elicit;
 pub mod extension;
 pub mod handler;
 pub mod hub;

@@ -72,6 +72,20 @@ impl SessionTool for McpTool {
                     self.server
                 )));
             };
+            // A form the server sends during the call is asked in this session, and
+            // withdrawn when the call ends.
+            let done = tokio_util::sync::CancellationToken::new();
+            let _done = done.clone().drop_guard();
+            let asker = crate::elicit::asker(
+                api,
+                crate::elicit::CallSite {
+                    server: self.server.clone(),
+                    tool: self.tool.model_name.clone(),
+                    call_id: ctx.call_id.clone(),
+                    turn_id: ctx.turn_id,
+                    done,
+                },
+            );
             let r = hub
                 .call(
                     &self.server,
@@ -82,7 +96,10 @@ impl SessionTool for McpTool {
                         deadline: ctx.timeouts.budget_left,
                     },
                     &ctx.cancel,
-                    Some(progress_events(api, ctx)),
+                    crate::hub::CallHooks {
+                        progress: Some(progress_events(api, ctx)),
+                        asker: Some(asker),
+                    },
                 )
                 .await
                 .map_err(|e| ToolError::Model(e.to_string()))?;

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod display;
 mod event;
+pub mod form;
 mod goal;
 pub mod goal_syntax;
 mod history;

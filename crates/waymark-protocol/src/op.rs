@@ -90,6 +90,15 @@ pub enum Answer {
     },
     Reject,
     Withdraw,
+    /// A server's form, filled in: field name to value.
+    Accept {
+        #[serde(default)]
+        content: serde_json::Value,
+    },
+    /// A server's form, refused.
+    Decline,
+    /// A server's form, dismissed without a decision.
+    Cancel,
 }
 
 impl Answer {
@@ -105,6 +114,9 @@ impl Answer {
             Answer::Revise { .. } => "revise",
             Answer::Reject => "reject",
             Answer::Withdraw => "withdraw",
+            Answer::Accept { .. } => "accept",
+            Answer::Decline => "decline",
+            Answer::Cancel => "cancel",
         }
     }
 
@@ -133,6 +145,11 @@ impl Answer {
             },
             "reject" => Answer::Reject,
             "withdraw" => Answer::Withdraw,
+            "accept" => Answer::Accept {
+                content: serde_json::Value::Object(Default::default()),
+            },
+            "decline" => Answer::Decline,
+            "cancel" => Answer::Cancel,
             other => return Err(AnswerParseError::Unknown(other.to_string())),
         })
     }
@@ -146,7 +163,7 @@ pub enum AnswerParseError {
     #[error("`{0}` is not a line comment: write 12-14:\"text\" or 12:\"text\" (lines from 1)")]
     BadComment(String),
     #[error(
-        "unknown answer `{0}`; answers are allow_once, allow_for_session, allow_prefix, deny, approve, defer, revise, reject, withdraw"
+        "unknown answer `{0}`; answers are allow_once, allow_for_session, allow_prefix, deny, approve, defer, revise, reject, withdraw, accept, decline, cancel"
     )]
     Unknown(String),
 }

@@ -18,6 +18,25 @@ pub enum Question {
     PlanApproval(PlanApprovalQuestion),
     /// The agent proposes a goal (create_goal).
     GoalApproval(GoalApprovalQuestion),
+    /// A tool server asks the user to fill in a form during one of its calls (MCP
+    /// elicitation).
+    Elicitation(ElicitationQuestion),
+}
+
+/// A form a tool server sends during a call. Texts are escaped for display; the server's
+/// words are its own, never Waymark's.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ElicitationQuestion {
+    /// The server that asks.
+    pub server: String,
+    /// The tool whose call it asks during (its name as the model sees it).
+    pub tool: String,
+    /// The call it asks during.
+    pub call_id: String,
+    /// What the server says it wants.
+    pub message: String,
+    pub fields: Vec<crate::form::FormField>,
 }
 
 /// A file a write, edit or patch would change.
@@ -198,6 +217,15 @@ pub enum PlanReview {
     Withdraw,
 }
 
+/// An answer to a server's form: what goes back to the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FormReply {
+    /// The checked values.
+    Accept(serde_json::Map<String, serde_json::Value>),
+    Decline,
+    Cancel,
+}
+
 /// An answer checked against the question it answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TypedAnswer {
@@ -205,6 +233,7 @@ pub enum TypedAnswer {
     PlanEntry(Approval),
     PlanApproval(PlanReview),
     GoalApproval(Approval),
+    Elicitation(FormReply),
 }
 
 /// An answer the question does not take; names what it does take.
@@ -223,6 +252,7 @@ impl Question {
             Question::PlanEntry(_) => QuestionnaireKind::PlanEntry,
             Question::PlanApproval(_) => QuestionnaireKind::PlanApproval,
             Question::GoalApproval(_) => QuestionnaireKind::GoalApproval,
+            Question::Elicitation(_) => QuestionnaireKind::Elicitation,
         }
     }
 
@@ -242,11 +272,22 @@ impl Question {
             }
             Question::PlanEntry(_) | Question::GoalApproval(_) => vec!["approve", "reject"],
             Question::PlanApproval(_) => vec!["approve", "defer", "revise", "reject", "withdraw"],
+            Question::Elicitation(_) => vec!["accept", "decline", "cancel"],
         }
     }
 
     /// Checks `answer` against this question: the typed answer, or what it takes instead.
+    /// A form's values are checked field by field ([`crate::form::check_answer`]).
     pub fn accepts(&self, answer: &Answer) -> Result<TypedAnswer, WrongAnswer> {
+        if let (Question::Elicitation(q), Answer::Accept { content }) = (self, answer) {
+            return crate::form::check_answer(&q.fields, content)
+                .map(|m| TypedAnswer::Elicitation(FormReply::Accept(m)))
+                .map_err(|why| WrongAnswer {
+                    answer: format!("accept ({why})"),
+                    kind: self.kind().as_str().to_string(),
+                    allowed: "values that fit the form".into(),
+                });
+        }
         let wrong = || WrongAnswer {
             answer: answer.name().to_string(),
             kind: self.kind().as_str().to_string(),
@@ -292,6 +333,12 @@ impl Question {
                 _ => None,
             }
             .map(TypedAnswer::PlanApproval),
+            Question::Elicitation(_) => match answer {
+                Answer::Decline => Some(FormReply::Decline),
+                Answer::Cancel => Some(FormReply::Cancel),
+                _ => None,
+            }
+            .map(TypedAnswer::Elicitation),
         };
         typed.ok_or_else(wrong)
     }

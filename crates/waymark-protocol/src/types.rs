@@ -232,6 +232,7 @@ pub enum QuestionnaireKind {
     PlanEntry,
     PlanApproval,
     GoalApproval,
+    Elicitation,
 }
 
 impl QuestionnaireKind {

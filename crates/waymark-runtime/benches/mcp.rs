@@ -112,7 +112,7 @@ async fn hub_call() -> f64 {
                 deadline: None,
             },
             &cancel,
-            None,
+            Default::default(),
         )
         .await
         .unwrap();

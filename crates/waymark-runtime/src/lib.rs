@@ -3,6 +3,7 @@
 //! Front ends (the CLI, the desktop app) hold no business logic: they call this crate.
 
 pub mod builtin;
+mod forms;
 pub mod logging;
 pub mod mcp_settings;
 pub mod runtime;

@@ -122,6 +122,7 @@ fn needs_you(c: &rusqlite::Connection, s: &SessionSummary) -> Result<Option<Stri
             match kind {
                 Some(QuestionnaireKind::PlanApproval) => "A plan waits for your review",
                 Some(QuestionnaireKind::Permission) => "A tool call waits for your permission",
+                Some(QuestionnaireKind::Elicitation) => "A tool server asks for your input",
                 _ => "A question waits for your answer",
             }
             .to_string(),
@@ -138,7 +139,7 @@ fn needs_you(c: &rusqlite::Connection, s: &SessionSummary) -> Result<Option<Stri
 }
 
 #[allow(unsafe_code)]
-fn pid_alive(pid: i64) -> bool {
+pub(crate) fn pid_alive(pid: i64) -> bool {
     if pid <= 0 || pid > i64::from(i32::MAX) {
         return false;
     }

@@ -214,3 +214,103 @@ fn a_stdio_server_never_outlives_the_app_even_after_kill_9() {
     assert!(o.status.success(), "{}", text(&o));
     wait_gone(grandchild, "the server's child");
 }
+
+/// A server's form during a `waymark exec` is answered from another terminal with `waymark
+/// answer … accept --field`, and the values reach the server; a second answer is refused.
+#[test]
+fn a_servers_form_is_answered_with_waymark_answer_from_another_process() {
+    let env = Env::new();
+    env.settings(&format!(
+        r#"{{"mcp_servers": {{"everything": {{"command": {:?}, "args": ["stdio"]}}}}}}"#,
+        everything()
+    ));
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            {"delay_ms": 2000, "tool_calls": [{"name": "mcp__everything__trigger-elicitation-request", "arguments": {}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let out = env.dir.path().join("exec.out");
+    let app = env
+        .cmd()
+        .args(env.exec_args(&model, &["--json", "--permission", "auto", "go"]))
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (session, form) = loop {
+        let lines: Vec<Value> = read(&out)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if let Some(e) = lines
+            .iter()
+            .find(|e| e["type"] == "questionnaire.opened" && e["question"]["kind"] == "elicitation")
+        {
+            break (
+                e["session_id"].as_str().unwrap().to_string(),
+                e["id"].as_str().unwrap().to_string(),
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no form was asked: {}",
+            read(&out)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // A value outside the form is refused, naming the field; nothing is sent.
+    let o = env.run(&[
+        "answer",
+        "--session",
+        &session,
+        &form,
+        "accept",
+        "--field",
+        "name=Ann",
+        "--field",
+        "integer=500",
+    ]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("`integer`"), "{}", text(&o));
+    let o = env.run(&[
+        "answer",
+        "--session",
+        &session,
+        &form,
+        "accept",
+        "--field",
+        "name=Ann",
+        "--field",
+        "integer=7",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = env.run(&["answer", "--session", &session, &form, "decline"]);
+    assert!(!o.status.success(), "answered once only");
+    let status = wait_exit(app);
+    assert!(status.success(), "{}", read(&out));
+    let result = read(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "tool.result")
+        .expect("a tool result");
+    let content = result["content"].as_str().unwrap();
+    assert!(content.contains("Name: Ann"), "{content}");
+    assert!(content.contains("Favorite Integer: 7"), "{content}");
+}
+
+fn wait_exit(mut child: std::process::Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the app did not finish");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

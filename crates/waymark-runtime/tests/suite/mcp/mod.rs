@@ -100,5 +100,6 @@ async fn first_offered(servers: &[(&str, Value)], mode: PermissionMode) -> Vec<S
     requests[0].tools.iter().map(|t| t.name.clone()).collect()
 }
 
+mod forms;
 mod hostile;
 mod reference;
