@@ -108,9 +108,46 @@ pub struct Server {
     pub(crate) state: Mutex<State>,
     /// One start at a time.
     starting: tokio::sync::Mutex<()>,
+    /// Cancelled when the settings no longer have this server as it is.
+    retired: CancellationToken,
 }
 
 impl Server {
+    fn new(name: &str, config: &McpServerConfig) -> Arc<Server> {
+        Arc::new(Server {
+            name: name.to_string(),
+            config: config.clone(),
+            handler: Handler {
+                forms: true,
+                ..Handler::default()
+            },
+            state: Mutex::new(State {
+                phase: if config.enabled {
+                    Phase::Starting
+                } else {
+                    Phase::Disabled
+                },
+                conn: None,
+                tools: Default::default(),
+                skipped: Vec::new(),
+                restarts: 0,
+                next_try: None,
+            }),
+            starting: Default::default(),
+            retired: CancellationToken::new(),
+        })
+    }
+
+    /// Stops it for good: its process is killed and nothing starts it again.
+    fn retire(&self) {
+        self.retired.cancel();
+        let mut st = lock(&self.state);
+        if let Some(c) = st.conn.take() {
+            c.kill();
+        }
+        st.phase = Phase::Disabled;
+    }
+
     /// How long a call may go without a word from the server.
     pub fn tool_timeout_ms(&self) -> u64 {
         self.config.tool_timeout_ms
@@ -123,7 +160,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The servers of one runtime.
 pub struct McpHub {
-    pub(crate) servers: Vec<Arc<Server>>,
+    /// The configured servers; replaced whole when the settings change.
+    servers: std::sync::RwLock<Arc<Vec<Arc<Server>>>>,
+    /// The sessions' workspaces, for servers configured later.
+    roots: Mutex<Vec<std::path::PathBuf>>,
     env: EnvReader,
     /// The environment servers start with (the process's, secrets removed), before their
     /// own `env`.
@@ -149,32 +189,13 @@ impl McpHub {
         base_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     ) -> Arc<McpHub> {
         Arc::new(McpHub {
-            servers: servers
-                .iter()
-                .map(|(name, config)| {
-                    Arc::new(Server {
-                        name: name.clone(),
-                        config: config.clone(),
-                        handler: Handler {
-                            forms: true,
-                            ..Handler::default()
-                        },
-                        state: Mutex::new(State {
-                            phase: if config.enabled {
-                                Phase::Starting
-                            } else {
-                                Phase::Disabled
-                            },
-                            conn: None,
-                            tools: Default::default(),
-                            skipped: Vec::new(),
-                            restarts: 0,
-                            next_try: None,
-                        }),
-                        starting: Default::default(),
-                    })
-                })
-                .collect(),
+            servers: std::sync::RwLock::new(Arc::new(
+                servers
+                    .iter()
+                    .map(|(name, config)| Server::new(name, config))
+                    .collect(),
+            )),
+            roots: Default::default(),
             env,
             base_env,
             generation: Default::default(),
@@ -184,9 +205,86 @@ impl McpHub {
         })
     }
 
+    /// The configured servers now.
+    pub(crate) fn list(&self) -> Arc<Vec<Arc<Server>>> {
+        self.servers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Takes changed settings: a server that is new or whose settings changed starts afresh
+    /// (in the background, once the hub has started), one that is gone or changed is
+    /// stopped, and the others go on untouched.
+    pub fn reconfigure(self: &Arc<Self>, servers: &BTreeMap<String, McpServerConfig>) {
+        let old = self.list();
+        let roots = lock(&self.roots).clone();
+        let next: Vec<Arc<Server>> = servers
+            .iter()
+            .map(|(name, config)| match old.iter().find(|s| &s.name == name) {
+                Some(s) if s.config == *config => s.clone(),
+                _ => {
+                    let s = Server::new(name, config);
+                    for r in &roots {
+                        s.handler.shared.add_root(r);
+                    }
+                    s
+                }
+            })
+            .collect();
+        let fresh: Vec<Arc<Server>> = next
+            .iter()
+            .filter(|n| !old.iter().any(|o| Arc::ptr_eq(o, n)))
+            .cloned()
+            .collect();
+        for gone in old.iter().filter(|o| !next.iter().any(|n| Arc::ptr_eq(o, n))) {
+            gone.retire();
+        }
+        if fresh.is_empty() && old.len() == next.len() {
+            return;
+        }
+        *self.servers.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.bump();
+        if self.started.is_completed()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            if fresh.iter().any(|s| s.config.enabled && s.config.command.is_some()) {
+                drop(self.reap());
+            }
+            for s in fresh.into_iter().filter(|s| s.config.enabled) {
+                self.watch(&rt, s);
+            }
+        }
+    }
+
+    /// Starts `server` and lists its tools again each time it says they changed, until it
+    /// is retired or the hub closes.
+    fn watch(self: &Arc<Self>, rt: &tokio::runtime::Handle, server: Arc<Server>) {
+        let hub = Arc::downgrade(self);
+        let closing = self.closing.clone();
+        rt.spawn(async move {
+            if let Some(h) = hub.upgrade() {
+                tokio::select! {
+                    _ = server.retired.cancelled() => return,
+                    _ = h.ensure(&server) => {}
+                }
+            }
+            // A changed tool list is listed again, once per burst of notices.
+            loop {
+                tokio::select! {
+                    _ = closing.cancelled() => return,
+                    _ = server.retired.cancelled() => return,
+                    _ = server.handler.shared.tools_changed.notified() => {}
+                }
+                let Some(h) = hub.upgrade() else { return };
+                h.relist(&server).await;
+            }
+        });
+    }
+
     /// Whether any server is configured.
     pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
+        self.list().is_empty()
     }
 
     pub fn generation(&self) -> u64 {
@@ -197,8 +295,8 @@ impl McpHub {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    pub fn server(&self, name: &str) -> Option<&Arc<Server>> {
-        self.servers.iter().find(|s| s.name == name)
+    pub fn server(&self, name: &str) -> Option<Arc<Server>> {
+        self.list().iter().find(|s| s.name == name).cloned()
     }
 
     /// Starts every enabled server in the background, once (later calls do nothing). Needs
@@ -206,7 +304,7 @@ impl McpHub {
     pub fn start(self: &Arc<Self>) {
         self.started.call_once(|| {
             let Ok(rt) = tokio::runtime::Handle::try_current() else {
-                for s in &self.servers {
+                for s in self.list().iter() {
                     let mut st = lock(&s.state);
                     if st.phase == Phase::Starting {
                         st.phase = Phase::Failed("no async runtime to start it in".into());
@@ -216,24 +314,8 @@ impl McpHub {
             };
             // Not waited for: it kills only what no live process owns.
             drop(self.reap());
-            for s in self.servers.iter().filter(|s| s.config.enabled) {
-                let hub = Arc::downgrade(self);
-                let server = s.clone();
-                let closing = self.closing.clone();
-                rt.spawn(async move {
-                    if let Some(h) = hub.upgrade() {
-                        let _ = h.ensure(&server).await;
-                    }
-                    // A changed tool list is listed again, once per burst of notices.
-                    loop {
-                        tokio::select! {
-                            _ = closing.cancelled() => return,
-                            _ = server.handler.shared.tools_changed.notified() => {}
-                        }
-                        let Some(h) = hub.upgrade() else { return };
-                        h.relist(&server).await;
-                    }
-                });
+            for s in self.list().iter().filter(|s| s.config.enabled) {
+                self.watch(&rt, s.clone());
             }
         });
     }
@@ -242,7 +324,7 @@ impl McpHub {
     /// an earlier run that was killed outright left behind.
     fn reap(&self) -> Option<tokio::task::JoinHandle<usize>> {
         let stdio = self
-            .servers
+            .list()
             .iter()
             .any(|s| s.config.enabled && s.config.command.is_some());
         (stdio && !self.reaped.swap(true, Ordering::AcqRel))
@@ -255,8 +337,8 @@ impl McpHub {
         if let Some(reaping) = self.reap() {
             let _ = reaping.await;
         }
-        let starts = self
-            .servers
+        let servers = self.list();
+        let starts = servers
             .iter()
             .filter(|s| s.config.enabled)
             .map(|s| async move {
@@ -267,14 +349,20 @@ impl McpHub {
 
     /// Adds a session's workspace to the servers' roots.
     pub fn add_root(&self, workspace: &std::path::Path) {
-        for s in &self.servers {
+        {
+            let mut roots = lock(&self.roots);
+            if !roots.iter().any(|r| r == workspace) {
+                roots.push(workspace.to_path_buf());
+            }
+        }
+        for s in self.list().iter() {
             s.handler.shared.add_root(workspace);
         }
     }
 
     /// Every server's state and tools, as the front ends show them.
     pub fn status(&self) -> Vec<McpServerView> {
-        self.servers
+        self.list()
             .iter()
             .map(|s| {
                 let st = lock(&s.state);
@@ -304,6 +392,7 @@ impl McpHub {
                             model_name: t.model_name.clone(),
                             description: t.description.clone(),
                             read_only: t.read_only,
+                            vouched: s.config.read_only_tools.contains(&t.tool_name),
                         })
                         .collect(),
                     skipped: st
@@ -321,7 +410,7 @@ impl McpHub {
 
     /// The tools of every ready server (with their server), cheap: `Arc`s under a lock.
     pub fn tools(&self) -> Vec<(Arc<Server>, Arc<Vec<ListedTool>>)> {
-        self.servers
+        self.list()
             .iter()
             .filter_map(|s| {
                 let st = lock(&s.state);
@@ -364,6 +453,14 @@ impl McpHub {
         let result = self.open(server).await;
         let mut st = lock(&server.state);
         match result {
+            // The settings dropped or changed it meanwhile.
+            Ok((conn, ..)) if server.retired.is_cancelled() => {
+                conn.kill();
+                Err(McpError::new(
+                    &server.name,
+                    "its settings changed; the new ones apply",
+                ))
+            }
             Ok((conn, tools, skipped)) => {
                 let conn = Arc::new(conn);
                 st.conn = Some(conn.clone());
@@ -475,7 +572,7 @@ impl McpHub {
             return Err(fail("no such server is configured".into()));
         };
         let conn = tokio::select! {
-            c = self.ensure(s) => c?,
+            c = self.ensure(&s) => c?,
             _ = cancel.cancelled() => return Err(fail("stopped before the server was ready".into())),
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);

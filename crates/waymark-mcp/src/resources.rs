@@ -111,7 +111,7 @@ pub const MAX_RESOURCES: usize = 500;
 impl McpHub {
     /// Whether a ready server offers resources.
     pub fn has_resources(&self) -> bool {
-        self.servers.iter().any(|s| {
+        self.list().iter().any(|s| {
             let st = lock(&s.state);
             st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
         })
@@ -124,17 +124,18 @@ impl McpHub {
         cancel: &CancellationToken,
     ) -> Result<(Arc<Server>, Arc<Connection>), McpError> {
         let Some(s) = self.server(server) else {
-            let names: Vec<&str> = self.servers.iter().map(|s| s.name.as_str()).collect();
+            let servers = self.list();
+            let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
             return Err(McpError::new(
                 server,
                 format!("no such server; the servers are: {}", names.join(", ")),
             ));
         };
         let conn = tokio::select! {
-            c = self.ensure(s) => c?,
+            c = self.ensure(&s) => c?,
             _ = cancel.cancelled() => return Err(McpError::new(server, "stopped")),
         };
-        Ok((s.clone(), conn))
+        Ok((s, conn))
     }
 
     /// The resources of `server`, or of every ready server that has any, one a line.
@@ -146,7 +147,7 @@ impl McpHub {
         let names: Vec<String> = match server {
             Some(n) => vec![n.to_string()],
             None => self
-                .servers
+                .list()
                 .iter()
                 .filter(|s| {
                     let st = lock(&s.state);

@@ -30,6 +30,10 @@ pub struct McpToolView {
     /// Listed in `read_only_tools`, or marked `readOnlyHint` by the server: runs in plan
     /// mode and without asking.
     pub read_only: bool,
+    /// The user lists it in `read_only_tools` (else a read-only tool is so by the server's
+    /// own `readOnlyHint`).
+    #[serde(default)]
+    pub vouched: bool,
 }
 
 /// A tool the model is not offered, and why.

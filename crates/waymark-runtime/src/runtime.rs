@@ -269,6 +269,8 @@ impl Runtime {
     /// nothing, when the settings are invalid.
     pub fn apply_settings(&self, config: Config) -> Result<()> {
         self.set_config(config.clone())?;
+        // Tool servers added, changed or removed start or stop now.
+        self.mcp().reconfigure(&config.mcp_servers);
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         open.retain(|s| s.configure(&config));
         Ok(())

@@ -5,6 +5,7 @@
 use super::super::harness::{Harness, permission_asked, results, run, user};
 use super::*;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use waymark_protocol::mcp_view::McpServerState;
 use waymark_protocol::{Answer, Op, PermissionMode, ToolStatus};
@@ -343,4 +344,38 @@ async fn get_sum_round_trips_through_openai_and_anthropic_wire_protocols() {
         assert!(carried, "{flavor:?}: {second}");
         s.shutdown().await.unwrap();
     }
+}
+
+/// A server added in the settings while sessions are open starts at once and its tools are
+/// callable; a removed one is stopped and its tools are gone.
+#[tokio::test]
+async fn servers_added_and_removed_in_the_settings_apply_at_once() {
+    let h = Harness::new(config(&[]));
+    let s = session(
+        &h,
+        vec![call("mcp__everything__echo", json!({"message": "hi"}))],
+        PermissionMode::Auto,
+    )
+    .await;
+    let mut c = h.runtime.config().as_ref().clone();
+    c.mcp_servers.insert(
+        "everything".into(),
+        serde_json::from_value(everything()).unwrap(),
+    );
+    h.runtime.apply_settings(c.clone()).unwrap();
+    settled(&h.runtime).await;
+    let status = h.runtime.mcp().status();
+    assert_eq!(status[0].state, McpServerState::Ready, "{status:?}");
+    let r = results(&run(&s, user("go")).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(r[0].2.contains("hi"), "{r:?}");
+    // The same settings again change nothing: the running server goes on.
+    let tools = h.runtime.mcp().tools();
+    h.runtime.apply_settings(c.clone()).unwrap();
+    assert!(Arc::ptr_eq(&tools[0].0, &h.runtime.mcp().tools()[0].0));
+    c.mcp_servers.clear();
+    h.runtime.apply_settings(c).unwrap();
+    assert!(h.runtime.mcp().status().is_empty());
+    assert!(h.runtime.mcp().tools().is_empty());
+    s.shutdown().await.unwrap();
 }
