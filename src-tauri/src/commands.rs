@@ -502,7 +502,7 @@ fn planned(
 
 /// Validates and writes the settings (an unreadable file is kept aside first), then puts
 /// them in force for new and open sessions.
-fn store_settings(host: &Host, config: Config) -> IpcResult<()> {
+pub(crate) fn store_settings(host: &Host, config: Config) -> IpcResult<()> {
     config.validate()?;
     let now = host.runtime.options().clock.now_ms();
     waymark_runtime::settings::keep_aside(&host.settings_path, now);

@@ -8,6 +8,7 @@ pub mod dto;
 pub mod error;
 pub mod events;
 mod host;
+pub mod mcp;
 mod memory;
 pub mod plan_watch;
 pub mod settings;
@@ -56,6 +57,11 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::delete_api_key,
             commands::open_link::<tauri::Wry>,
             commands::start_demo::<tauri::Wry>,
+            mcp::mcp_servers,
+            mcp::mcp_add_server,
+            mcp::mcp_remove_server,
+            mcp::mcp_set_enabled,
+            mcp::mcp_set_read_only,
             ui_state::ui_state_get::<tauri::Wry>,
             ui_state::ui_state_set::<tauri::Wry>,
         ])

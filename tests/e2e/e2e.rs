@@ -9,6 +9,7 @@ mod demo_paths;
 mod goal;
 mod harness;
 mod layout;
+mod mcp;
 mod plan;
 mod sessions;
 mod settings;

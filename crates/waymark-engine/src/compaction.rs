@@ -331,6 +331,7 @@ mod tests {
         (
             Some(1),
             HistoryItem::ToolResult {
+                images: Vec::new(),
                 call_id: "c".into(),
                 wire_id: None,
                 name: "read_file".into(),

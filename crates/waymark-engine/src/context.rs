@@ -112,11 +112,13 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
                 name,
                 status,
                 content,
+                images,
             } => ModelMessage::ToolResult {
                 call_id: wire_id.clone().unwrap_or_else(|| call_id.clone()),
                 name: name.clone(),
                 content: content.clone(),
                 is_error: *status != ToolStatus::Ok,
+                images: images.clone(),
             },
         });
     }
@@ -207,6 +209,7 @@ mod tests {
             h.push((
                 Some(1),
                 HistoryItem::ToolResult {
+                    images: Vec::new(),
                     call_id: format!("c{i}"),
                     wire_id: None,
                     name: "read_file".into(),

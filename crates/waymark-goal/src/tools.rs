@@ -124,6 +124,7 @@ impl SessionTool for CreateGoal {
                     "The goal was proposed to the user; it exists only once they approve. Stop here.".into()
                 },
                 terminate: true,
+                images: Vec::new(),
             })
         })
     }
@@ -287,6 +288,7 @@ impl SessionTool for UpdateGoal {
                     Ok(ToolOutput {
                         content: "Proposal recorded; the runtime settles it when this turn ends. Stop here.".into(),
                         terminate: true,
+                        images: Vec::new(),
                     })
                 }
                 "token_budget" => {

@@ -235,6 +235,7 @@ pub(crate) async fn verify(
                 name: call.name.clone(),
                 content,
                 is_error: status != ToolStatus::Ok,
+                images: Vec::new(),
             });
         }
         account(0, &mut clock)?;

@@ -171,6 +171,9 @@ pub struct McpHub {
     /// Changes whenever any server's tools or state do.
     generation: Arc<AtomicU64>,
     started: std::sync::Once,
+    /// The async runtime the hub started in, where later servers start too (settings may
+    /// change on a thread that has none).
+    rt: std::sync::OnceLock<tokio::runtime::Handle>,
     reaped: std::sync::atomic::AtomicBool,
     /// Cancelled when the hub is dropped: the watchers stop.
     closing: CancellationToken,
@@ -200,6 +203,7 @@ impl McpHub {
             base_env,
             generation: Default::default(),
             started: std::sync::Once::new(),
+            rt: std::sync::OnceLock::new(),
             reaped: Default::default(),
             closing: CancellationToken::new(),
         })
@@ -221,23 +225,28 @@ impl McpHub {
         let roots = lock(&self.roots).clone();
         let next: Vec<Arc<Server>> = servers
             .iter()
-            .map(|(name, config)| match old.iter().find(|s| &s.name == name) {
-                Some(s) if s.config == *config => s.clone(),
-                _ => {
-                    let s = Server::new(name, config);
-                    for r in &roots {
-                        s.handler.shared.add_root(r);
+            .map(
+                |(name, config)| match old.iter().find(|s| &s.name == name) {
+                    Some(s) if s.config == *config => s.clone(),
+                    _ => {
+                        let s = Server::new(name, config);
+                        for r in &roots {
+                            s.handler.shared.add_root(r);
+                        }
+                        s
                     }
-                    s
-                }
-            })
+                },
+            )
             .collect();
         let fresh: Vec<Arc<Server>> = next
             .iter()
             .filter(|n| !old.iter().any(|o| Arc::ptr_eq(o, n)))
             .cloned()
             .collect();
-        for gone in old.iter().filter(|o| !next.iter().any(|n| Arc::ptr_eq(o, n))) {
+        for gone in old
+            .iter()
+            .filter(|o| !next.iter().any(|n| Arc::ptr_eq(o, n)))
+        {
             gone.retire();
         }
         if fresh.is_empty() && old.len() == next.len() {
@@ -245,14 +254,16 @@ impl McpHub {
         }
         *self.servers.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         self.bump();
-        if self.started.is_completed()
-            && let Ok(rt) = tokio::runtime::Handle::try_current()
-        {
-            if fresh.iter().any(|s| s.config.enabled && s.config.command.is_some()) {
+        if let Some(rt) = self.rt.get() {
+            let _in = rt.enter();
+            if fresh
+                .iter()
+                .any(|s| s.config.enabled && s.config.command.is_some())
+            {
                 drop(self.reap());
             }
             for s in fresh.into_iter().filter(|s| s.config.enabled) {
-                self.watch(&rt, s);
+                self.watch(rt, s);
             }
         }
     }
@@ -312,6 +323,7 @@ impl McpHub {
                 }
                 return;
             };
+            let _ = self.rt.set(rt.clone());
             // Not waited for: it kills only what no live process owns.
             drop(self.reap());
             for s in self.list().iter().filter(|s| s.config.enabled) {

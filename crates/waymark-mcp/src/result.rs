@@ -1,6 +1,7 @@
 //! A server's tool result as the model reads it: text as is, images and audio in one line
 //! each, embedded resources and links as text with their URI, `structuredContent` as JSON.
-//! The engine then redacts and cuts it like any tool's output.
+//! The engine then redacts and cuts it like any tool's output. Images that are what they say
+//! they are also go beside the text, for models that take images.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
@@ -9,6 +10,65 @@ use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 pub struct Shaped {
     pub text: String,
     pub is_error: bool,
+    /// The images passed on (each also has its line in `text`).
+    pub images: Vec<waymark_protocol::ToolImage>,
+}
+
+/// Why an image is not passed on, or `None` when it is fit: a type providers take, within
+/// the size limit, valid base64 whose first bytes are that type's signature (a server that
+/// lies about an image must not make every later model call fail).
+fn unfit(mime: &str, data: &str, kept: usize) -> Option<String> {
+    use waymark_protocol::{IMAGE_TYPES, MAX_IMAGE_BASE64, MAX_IMAGES};
+    if !IMAGE_TYPES.contains(&mime) {
+        return Some("a type models do not take".into());
+    }
+    if kept >= MAX_IMAGES {
+        return Some(format!(
+            "only the first {MAX_IMAGES} images of a result are"
+        ));
+    }
+    if data.len() > MAX_IMAGE_BASE64 {
+        return Some(format!("over the {} limit", size(MAX_IMAGE_BASE64 / 4 * 3)));
+    }
+    let valid = data.len().is_multiple_of(4)
+        && data.bytes().enumerate().all(|(i, b)| {
+            b.is_ascii_alphanumeric()
+                || b == b'+'
+                || b == b'/'
+                || (b == b'=' && i + 2 >= data.len())
+        });
+    let head = valid.then(|| decode_head(data)).flatten();
+    let signed = head.is_some_and(|h| match mime {
+        "image/png" => h.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "image/jpeg" => h.starts_with(&[0xff, 0xd8, 0xff]),
+        "image/gif" => h.starts_with(b"GIF87a") || h.starts_with(b"GIF89a"),
+        "image/webp" => h.starts_with(b"RIFF") && h.get(8..12) == Some(b"WEBP"),
+        _ => false,
+    });
+    (!signed).then(|| format!("its data is not a {mime} image"))
+}
+
+/// The first 12 bytes of base64 `data` (its first 16 characters).
+fn decode_head(data: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let head = data.as_bytes().get(..16)?;
+    let mut out = Vec::with_capacity(12);
+    for quad in head.chunks(4) {
+        let n = quad
+            .iter()
+            .try_fold(0u32, |acc, &c| Some(acc << 6 | value(c)?))?;
+        out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8, n as u8]);
+    }
+    Some(out)
 }
 
 /// The base64 text of `n` characters holds about this many bytes.
@@ -50,14 +110,27 @@ pub fn resource_text(r: &ResourceContents) -> String {
 /// success as a missing answer.
 pub fn shape(r: &CallToolResult) -> Shaped {
     let mut parts: Vec<String> = Vec::new();
+    let mut images = Vec::new();
     for block in &r.content {
         parts.push(match block {
             ContentBlock::Text(t) => t.text.clone(),
-            ContentBlock::Image(i) => format!(
-                "[image: {}, {}]",
-                waymark_protocol::display::escape_line(&i.mime_type),
-                size(decoded_len(&i.data))
-            ),
+            ContentBlock::Image(i) => {
+                let line = format!(
+                    "[image: {}, {}",
+                    waymark_protocol::display::escape_line(&i.mime_type),
+                    size(decoded_len(&i.data))
+                );
+                match unfit(&i.mime_type, &i.data, images.len()) {
+                    None => {
+                        images.push(waymark_protocol::ToolImage {
+                            mime: i.mime_type.clone(),
+                            data: i.data.clone(),
+                        });
+                        format!("{line}]")
+                    }
+                    Some(why) => format!("{line}; not passed on: {why}]"),
+                }
+            }
             ContentBlock::Audio(a) => format!(
                 "[audio: {}, {}]",
                 waymark_protocol::display::escape_line(&a.mime_type),
@@ -88,7 +161,11 @@ pub fn shape(r: &CallToolResult) -> Shaped {
             "(the tool returned nothing)".into()
         };
     }
-    Shaped { text, is_error }
+    Shaped {
+        text,
+        is_error,
+        images,
+    }
 }
 
 #[cfg(test)]
@@ -114,7 +191,37 @@ mod tests {
         assert!(!s.is_error);
         assert_eq!(
             s.text,
-            "hello\n[image: image/png, 3 B]\n[resource test://a]\ninside\n[link test://b (b)]"
+            "hello\n[image: image/png, 3 B; not passed on: its data is not a image/png image]\n[resource test://a]\ninside\n[link test://b (b)]"
+        );
+        assert!(s.images.is_empty());
+    }
+
+    /// Only images that are what they say pass on: a hostile server's fake PNG, an unknown
+    /// type or a fifth image is only described.
+    #[test]
+    fn only_true_images_within_the_limits_pass_on() {
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        let img = |mime: &str, data: &str| json!({"type": "image", "data": data, "mimeType": mime});
+        let r = parse(json!({"content": [
+            img("image/png", png),
+            img("image/png", "R0lGODlhAQABAAAAACw="),
+            img("image/tiff", png),
+            img("image/png", "not base64!!"),
+            img("image/png", png), img("image/png", png), img("image/png", png), img("image/png", png),
+        ]}));
+        let s = shape(&r);
+        assert_eq!(s.images.len(), 4, "{}", s.text);
+        assert_eq!(s.images[0].data, png);
+        assert!(
+            s.text.contains("its data is not a image/png image"),
+            "{}",
+            s.text
+        );
+        assert!(s.text.contains("a type models do not take"), "{}", s.text);
+        assert!(s.text.contains("only the first 4"), "{}", s.text);
+        assert_eq!(
+            decode_head("R0lGODlhAQABAAAAACw=").unwrap()[..6],
+            *b"GIF89a"
         );
     }
 

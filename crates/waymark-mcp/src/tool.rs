@@ -106,7 +106,10 @@ impl SessionTool for McpTool {
             if r.is_error {
                 Err(ToolError::Model(r.text))
             } else {
-                Ok(ToolOutput::text(r.text))
+                Ok(ToolOutput {
+                    images: r.images,
+                    ..ToolOutput::text(r.text)
+                })
             }
         })
     }

@@ -84,6 +84,7 @@ impl SessionTool for EnterPlanMode {
             Ok(ToolOutput {
                 content: "Asked the user whether to switch to plan mode. Stop here; the answer comes as the next message.".into(),
                 terminate: true,
+                images: Vec::new(),
             })
         })
     }
@@ -203,6 +204,7 @@ impl SessionTool for ExitPlanMode {
             Ok(ToolOutput {
                 content,
                 terminate: true,
+                images: Vec::new(),
             })
         })
     }

@@ -125,6 +125,9 @@ pub enum EventKind {
         /// transcript and the changes view; the model never sees it.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         changes: Vec<crate::FileChange>,
+        /// Images the tool returned, for the transcript.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<crate::ToolImage>,
     },
     /// A running call's progress, as its tool reports it (an MCP server's progress
     /// notifications): `progress` of `total` when the total is known. Transient.
@@ -364,9 +367,10 @@ mod tests {
 
     #[test]
     fn events_stay_small_for_the_broadcast_buffer() {
-        // Every slot of a session's event channel holds one; large payloads are boxed.
+        // Every slot of a session's event channel holds one; large payloads are boxed. The
+        // largest is a tool result with its two lists (changes, images).
         assert!(
-            std::mem::size_of::<Event>() <= 160,
+            std::mem::size_of::<Event>() <= 192,
             "{}",
             std::mem::size_of::<Event>()
         );

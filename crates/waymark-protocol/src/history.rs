@@ -39,6 +39,24 @@ impl ToolCallRecord {
     }
 }
 
+/// An image a tool returned (an MCP server's image content): passed to models that take
+/// images and shown in the transcript. Its one-line description stays in the text result.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ToolImage {
+    /// One of [`IMAGE_TYPES`].
+    pub mime: String,
+    /// The image, base64.
+    pub data: String,
+}
+
+/// The image types passed on (those every provider with images takes).
+pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+/// The most images one result passes on.
+pub const MAX_IMAGES: usize = 4;
+/// The largest image passed on, in base64 bytes (a larger one is only described).
+pub const MAX_IMAGE_BASE64: usize = 1024 * 1024;
+
 /// One entry of the conversation.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -63,6 +81,8 @@ pub enum HistoryItem {
         name: String,
         status: ToolStatus,
         content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ToolImage>,
     },
 }
 

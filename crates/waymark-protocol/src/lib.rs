@@ -26,7 +26,9 @@ pub use goal::{
     BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalOp, GoalReason, GoalSnapshot,
     GoalStatus, GoalStep, GoalUpdateKind, Limit, UsageLimit,
 };
-pub use history::{HistoryItem, ToolCallRecord};
+pub use history::{
+    HistoryItem, IMAGE_TYPES, MAX_IMAGE_BASE64, MAX_IMAGES, ToolCallRecord, ToolImage,
+};
 pub use op::{Answer, AnswerParseError, Intent, LineComment, Op, Position};
 pub use question::*;
 pub use types::*;

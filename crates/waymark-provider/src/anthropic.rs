@@ -67,11 +67,24 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
                 call_id,
                 content,
                 is_error,
+                images,
                 ..
-            } => push(
-                "user",
-                json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
-            ),
+            } => {
+                // Images go in the result itself, as base64 image blocks after its text.
+                let content = if images.is_empty() {
+                    json!(content)
+                } else {
+                    let mut blocks = vec![json!({"type": "text", "text": content})];
+                    blocks.extend(images.iter().map(|i| {
+                        json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}})
+                    }));
+                    Value::Array(blocks)
+                };
+                push(
+                    "user",
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
+                )
+            }
         }
     }
     let messages: Vec<Value> = messages
@@ -383,12 +396,17 @@ mod tests {
                     name: "x".into(),
                     content: "1".into(),
                     is_error: false,
+                    images: vec![waymark_protocol::ToolImage {
+                        mime: "image/png".into(),
+                        data: "iVBO".into(),
+                    }],
                 },
                 ModelMessage::ToolResult {
                     call_id: "b".into(),
                     name: "y".into(),
                     content: "2".into(),
                     is_error: true,
+                    images: vec![],
                 },
             ],
             tools: vec![],
@@ -401,6 +419,14 @@ mod tests {
         assert_eq!(msgs[1]["content"].as_array().unwrap().len(), 2);
         assert_eq!(msgs[2]["role"], "user");
         assert_eq!(msgs[2]["content"][1]["is_error"], true);
+        // An image travels inside its result, after the text.
+        let first = &msgs[2]["content"][0]["content"];
+        assert_eq!(first[0], json!({"type": "text", "text": "1"}));
+        assert_eq!(
+            first[1],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}})
+        );
+        assert_eq!(msgs[2]["content"][1]["content"], "2");
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub enum ModelMessage {
         name: String,
         content: String,
         is_error: bool,
+        /// Images beside the text, for providers that take them (the text describes each
+        /// in a line for those that do not).
+        images: Vec<waymark_protocol::ToolImage>,
     },
 }
 
@@ -94,6 +97,8 @@ impl ModelRequest {
     }
 
     /// Rough size of the system prompt and messages alone.
+    ///
+    /// An image counts as [`IMAGE_BYTES`].
     pub fn message_tokens(&self) -> u64 {
         let mut bytes = self.system.len();
         for m in &self.messages {
@@ -102,7 +107,11 @@ impl ModelRequest {
                 ModelMessage::Assistant {
                     text, tool_calls, ..
                 } => text.len() + calls_bytes(tool_calls),
-                ModelMessage::ToolResult { content, .. } => content.len() + RESULT_OVERHEAD_BYTES,
+                // Providers count an image as a fixed number of tokens, about 1.6k for a
+                // small one, whatever its bytes.
+                ModelMessage::ToolResult {
+                    content, images, ..
+                } => content.len() + RESULT_OVERHEAD_BYTES + images.len() * IMAGE_BYTES,
             };
         }
         estimate_tokens(bytes)
@@ -111,6 +120,8 @@ impl ModelRequest {
 
 /// What a tool result adds to its content in a request (ids, role), in bytes.
 pub const RESULT_OVERHEAD_BYTES: usize = 16;
+/// What an image counts as in the size estimates, in bytes of text.
+pub const IMAGE_BYTES: usize = 6400;
 
 /// The size of a reply's tool calls in a request, in bytes (names and arguments).
 pub fn calls_bytes(calls: &[ToolCallRecord]) -> usize {

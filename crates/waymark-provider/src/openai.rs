@@ -33,12 +33,47 @@ impl OpenAiProvider {
 
 /// The request body, serialized straight from borrowed parts: the history can be large and
 /// is sent on every call, so it is not copied into an intermediate JSON tree.
-pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
+/// With `images`, the images tools returned follow their results as one user message of
+/// image parts (a tool message carries text only); without, their lines in the text are all
+/// the model gets.
+pub(crate) fn request_body(
+    model: &str,
+    req: &ModelRequest,
+    images: bool,
+) -> Result<Vec<u8>, ProviderError> {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     messages.push(Msg::System {
         content: &req.system,
     });
+    // Images of the run of tool results being written, sent once the run ends.
+    let mut shown: Vec<(&str, &waymark_protocol::ToolImage)> = Vec::new();
+    let flush = |messages: &mut Vec<Msg<'_>>,
+                 shown: &mut Vec<(&str, &waymark_protocol::ToolImage)>| {
+        if shown.is_empty() {
+            return;
+        }
+        let mut parts = vec![Part::Text {
+            text: "The images the tool calls above returned, in order:".into(),
+        }];
+        for (name, i) in shown.drain(..) {
+            parts.push(Part::Text {
+                text: format!("from {name}:"),
+            });
+            parts.push(Part::ImageUrl {
+                image_url: ImageUrl {
+                    url: format!("data:{};base64,{}", i.mime, i.data),
+                },
+            });
+        }
+        messages.push(Msg::UserParts { content: parts });
+    };
     for m in &req.messages {
+        if !matches!(m, ModelMessage::ToolResult { .. }) {
+            flush(&mut messages, &mut shown);
+        }
+        if images && let ModelMessage::ToolResult { name, images, .. } = m {
+            shown.extend(images.iter().map(|i| (name.as_str(), i)));
+        }
         messages.push(match m {
             ModelMessage::User { text } => Msg::User { content: text },
             ModelMessage::Assistant {
@@ -71,6 +106,7 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Result<Vec<u8>, P
             },
         });
     }
+    flush(&mut messages, &mut shown);
     let body = Body {
         model,
         stream: true,
@@ -136,6 +172,22 @@ enum Msg<'a> {
         tool_call_id: &'a str,
         content: &'a str,
     },
+    #[serde(rename = "user")]
+    UserParts {
+        content: Vec<Part>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
 }
 
 #[derive(Serialize)]
@@ -352,7 +404,8 @@ impl ModelProvider for OpenAiProvider {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
             let ep = &self.endpoint;
-            let body = request_body(&ep.model, request)?;
+            // OpenAI's own endpoint takes images; a compatible server may not.
+            let body = request_body(&ep.model, request, ep.label == "openai")?;
             let mut headers = Vec::new();
             if let Some(k) = &ep.api_key {
                 headers.push(("authorization", format!("Bearer {k}")));
@@ -426,6 +479,7 @@ mod tests {
                     name: "read_file".into(),
                     content: "text".into(),
                     is_error: false,
+                    images: vec![],
                 },
             ],
             tools: vec![ToolSpec {
@@ -436,7 +490,7 @@ mod tests {
             max_output_tokens: 99,
             purpose: CallPurpose::Main,
         };
-        let v: Value = serde_json::from_slice(&request_body("m", &req).unwrap()).unwrap();
+        let v: Value = serde_json::from_slice(&request_body("m", &req, true).unwrap()).unwrap();
         assert_eq!(
             v,
             json!({
@@ -451,6 +505,49 @@ mod tests {
                 "tools": [{"type": "function", "function": {"name": "read_file", "description": "d", "parameters": {"type": "object"}}}]
             })
         );
+    }
+
+    /// Images follow the run of tool results as one user message of image parts (a tool
+    /// message takes text only), and only where the endpoint takes images.
+    #[test]
+    fn images_follow_the_tool_results_as_image_parts() {
+        let result = |id: &str, images| ModelMessage::ToolResult {
+            call_id: id.into(),
+            name: "mcp__s__img".into(),
+            content: "[image]".into(),
+            is_error: false,
+            images,
+        };
+        let png = waymark_protocol::ToolImage {
+            mime: "image/png".into(),
+            data: "iVBO".into(),
+        };
+        let req = ModelRequest {
+            system: "sys".into(),
+            messages: vec![
+                result("a", vec![png.clone()]),
+                result("b", vec![]),
+                ModelMessage::User {
+                    text: "next".into(),
+                },
+            ],
+            tools: vec![],
+            max_output_tokens: 9,
+            purpose: crate::CallPurpose::Main,
+        };
+        let v: Value = serde_json::from_slice(&request_body("m", &req, true).unwrap()).unwrap();
+        let roles: Vec<&str> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "tool", "tool", "user", "user"]);
+        let parts = &v["messages"][3]["content"];
+        assert_eq!(parts[2]["type"], "image_url");
+        assert_eq!(parts[2]["image_url"]["url"], "data:image/png;base64,iVBO");
+        let v: Value = serde_json::from_slice(&request_body("m", &req, false).unwrap()).unwrap();
+        assert_eq!(v["messages"].as_array().unwrap().len(), 4, "no images sent");
     }
 
     #[test]

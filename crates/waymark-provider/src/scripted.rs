@@ -537,6 +537,7 @@ mod tests {
                     name: "read_file".into(),
                     content: "approved by the tool".into(),
                     is_error: false,
+                    images: vec![],
                 },
             ],
             ..req(CallPurpose::Main)

@@ -223,6 +223,7 @@ fn open_and_read(c: &mut Criterion) {
                         tx.emit(
                             "s-bench",
                             EventKind::ToolResult {
+                                images: Vec::new(),
                                 turn_id: chunk,
                                 call_id: format!("call-{chunk}-{i}"),
                                 name: "read_file".into(),
@@ -282,6 +283,7 @@ fn context_assembly(c: &mut Criterion) {
         history.push((
             Some(t),
             HistoryItem::ToolResult {
+                images: Vec::new(),
                 call_id: format!("c{t}"),
                 wire_id: None,
                 name: "read_file".into(),

@@ -334,6 +334,7 @@ mod tests {
                     &s,
                     Some(turn),
                     &HistoryItem::ToolResult {
+                        images: Vec::new(),
                         call_id: "a".into(),
                         wire_id: None,
                         name: "bash".into(),

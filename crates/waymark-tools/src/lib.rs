@@ -103,6 +103,8 @@ pub struct ToolOutput {
     pub content: String,
     /// Ends the turn after this call (plan mode's Enter/ExitPlanMode use it).
     pub terminate: bool,
+    /// Images beside the text (an MCP server's), for models that take them.
+    pub images: Vec<waymark_protocol::ToolImage>,
 }
 
 impl ToolOutput {
@@ -110,6 +112,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             terminate: false,
+            images: Vec::new(),
         }
     }
 }

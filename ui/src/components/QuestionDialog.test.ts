@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { fireEvent, render, screen } from "@testing-library/svelte";
 import QuestionDialog from "./QuestionDialog.svelte";
-import type { Answer, Question } from "../lib/types";
+import type { Answer, IpcError, Question, QuestionOf } from "../lib/types";
 import { noGrants, pending, permission } from "../test/questions";
 
 function setup(question: Question) {
@@ -152,5 +152,83 @@ describe("QuestionDialog (keys)", () => {
     expect(answers.map((a) => a.answer)).toEqual(["deny", "allow_for_session", "allow_once"]);
     expect(screen.getByTestId("allow-once").textContent).toContain("1");
     clock.mockRestore();
+  });
+});
+
+describe("QuestionDialog (a server's form)", () => {
+  const options = [
+    { value: "r", label: "Red" },
+    { value: "g", label: "Green" },
+  ];
+  const form: QuestionOf<"elicitation"> = {
+    server: "everything",
+    tool: "mcp__everything__trigger-elicitation-request",
+    call_id: "c1",
+    message: "Please <b>tell</b> us about yourself",
+    fields: [
+      { name: "name", title: "Your name", description: "As on <i>your</i> passport", required: true, kind: { type: "text", format: null, min_length: null, max_length: 40 }, default: "Ada" },
+      { name: "email", title: null, description: null, required: false, kind: { type: "text", format: "email", min_length: null, max_length: null }, default: null },
+      { name: "age", title: "Age", description: null, required: false, kind: { type: "number", integer: true, minimum: 0, maximum: 150 }, default: null },
+      { name: "agree", title: "I agree", description: null, required: false, kind: { type: "boolean" }, default: null },
+      { name: "color", title: "Colour", description: null, required: true, kind: { type: "choice", options, multiple: false, min_items: null, max_items: null }, default: "g" },
+      { name: "tags", title: "Tags", description: null, required: false, kind: { type: "choice", options: [...options, { value: "b", label: "Blue" }], multiple: true, min_items: null, max_items: null }, default: ["b"] },
+    ],
+  };
+
+  function open(refusal: IpcError | null = null) {
+    const sent: Answer[] = [];
+    render(QuestionDialog, {
+      pending: pending({ kind: "elicitation", payload: form }),
+      onanswer: () => {},
+      onformanswer: async (a: Answer) => {
+        sent.push(a);
+        return refusal;
+      },
+      onescape: () => {},
+    });
+    return sent;
+  }
+  const input = (name: string, selector = "input") => screen.getByTestId(`form-field-${name}`).querySelector(selector) as HTMLInputElement;
+
+  it("shows the server's words as its own, as text, with one input per field", () => {
+    open();
+    const dialog = screen.getByRole("dialog");
+    expect(dialog.dataset.kind).toBe("elicitation");
+    expect(screen.getByRole("heading").textContent).toBe("everything asks for input");
+    expect(screen.getByTestId("form-message").textContent).toBe("Please <b>tell</b> us about yourself");
+    expect(dialog.querySelector("b, i")).toBeNull();
+    expect(input("name").value).toBe("Ada");
+    expect(input("name").required).toBe(true);
+    expect(screen.getByTestId("form-field-name").textContent).toContain("(required)");
+    expect(input("email").type).toBe("email");
+    expect([input("age").type, input("age").step, input("age").min, input("age").max]).toEqual(["number", "1", "0", "150"]);
+    expect(input("agree").type).toBe("checkbox");
+    expect(input("color", "input[value=g]").checked).toBe(true);
+    expect(input("tags", "input[type=checkbox]:checked").parentElement?.textContent?.trim()).toBe("Blue");
+  });
+
+  it("accepts with the values typed as their fields are", async () => {
+    const sent = open();
+    await fireEvent.input(input("age"), { target: { value: "42" } });
+    await fireEvent.click(input("agree"));
+    await fireEvent.click(input("color", "input[value=r]"));
+    await fireEvent.click(input("tags", "input[value=r]"));
+    await fireEvent.click(screen.getByTestId("form-accept"));
+    await vi.waitFor(() => expect(sent).toHaveLength(1));
+    expect(sent[0]).toEqual({ answer: "accept", content: { name: "Ada", age: 42, agree: true, color: "r", tags: ["r", "b"] } });
+  });
+
+  it("says a refusal in the form, which stays open, and declines or cancels too", async () => {
+    const sent = open({ code: "invalid_answer", message: "this question takes values that fit the form, not accept (`name` is required)" });
+    await fireEvent.input(input("name"), { target: { value: "" } });
+    await fireEvent.click(screen.getByTestId("form-accept"));
+    const said = await screen.findByTestId("form-error");
+    expect(said.textContent).toContain("`name` is required");
+    expect((sent[0] as Extract<Answer, { answer: "accept" }>).content).not.toHaveProperty("name");
+    expect(screen.getByTestId("form-dialog")).toBeTruthy();
+    await fireEvent.click(screen.getByTestId("form-decline"));
+    await vi.waitFor(() => expect(sent).toHaveLength(2));
+    await fireEvent.click(screen.getByTestId("form-cancel"));
+    await vi.waitFor(() => expect(sent.map((a) => a.answer)).toEqual(["accept", "decline", "cancel"]));
   });
 });

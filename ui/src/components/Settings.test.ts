@@ -13,7 +13,7 @@ vi.mock("../bindings", () => {
   const view: SettingsView_Serialize = { config, keys: [], keyring_error: null };
   // The refusal names its key only in `setting`: the page must not need the message for it.
   const refused = { code: "invalid_settings", message: "goal.breaker.repeated_reply_limit is out of range", setting: "goal.breaker.repeated_reply_limit" };
-  return { commands: { getSettings: async () => ({ status: "ok", data: view }), saveSettings: async () => ({ status: "error", error: refused }) } };
+  return { commands: { getSettings: async () => ({ status: "ok", data: view }), saveSettings: async () => ({ status: "error", error: refused }), mcpServers: async () => ({ status: "ok", data: [] }) } };
 });
 
 const { default: Settings } = await import("./Settings.svelte");
@@ -36,5 +36,12 @@ describe("Settings", () => {
     expect(screen.queryByTestId("settings-error")).toBeNull();
     expect(field.closest("label")?.classList.contains("bad")).toBe(true);
     expect(document.activeElement).toBe(field);
+  });
+
+  it("has the tool servers' section with its add form", async () => {
+    render(Settings, { onclose: () => {}, onsaved: () => {} });
+    const section = await screen.findByTestId("tool-servers");
+    expect(section.closest("section")?.querySelector("h2")?.textContent).toBe("Tool servers");
+    expect(screen.getByTestId("add-server-submit")).toBeTruthy();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { fireEvent, render, screen } from "@testing-library/svelte";
 import type { Config_Serialize, SettingsView_Serialize } from "../bindings";
-import type { Goal, PlanView } from "../lib/types";
+import type { Goal, PlanView, QuestionOf } from "../lib/types";
 import { pending, permission, planApproval } from "../test/questions";
 
 // The Settings page reads the settings when it opens.
@@ -15,7 +15,8 @@ vi.mock("../bindings", () => {
     goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 }, usage_limit: { auto_resumes: 3 } },
   } as unknown as Config_Serialize;
   const view: SettingsView_Serialize = { config, keys: [{ env_name: "OPENAI_API_KEY", stored: false }], keyring_error: null };
-  return { commands: { getSettings: async () => ({ status: "ok", data: view }) } };
+  const server = { name: "everything", state: "ready", target: "mcp-server-everything stdio", tools: [{ name: "echo", model_name: "mcp__everything__echo", description: "", read_only: false, vouched: false }] };
+  return { commands: { getSettings: async () => ({ status: "ok", data: view }), mcpServers: async () => ({ status: "ok", data: [server] }) } };
 });
 
 const { default: Composer } = await import("./Composer.svelte");
@@ -51,6 +52,34 @@ describe("every input, textarea and select has a name", () => {
     expect(unnamed(d.container)).toEqual([]);
   });
 
+  it("in a server's form", () => {
+    const choice = (multiple: boolean, n: number) => ({ type: "choice" as const, options: Array.from({ length: n }, (_, i) => ({ value: `v${i}`, label: `V${i}` })), multiple, min_items: null, max_items: null });
+    const field = (name: string, kind: QuestionOf<"elicitation">["fields"][number]["kind"]) => ({ name, title: null, description: "about it", required: false, kind, default: null });
+    const d = render(QuestionDialog, {
+      pending: pending({
+        kind: "elicitation",
+        payload: {
+          server: "srv",
+          tool: "mcp__srv__ask",
+          call_id: "c1",
+          message: "Fill this in",
+          fields: [
+            field("t", { type: "text", format: "date", min_length: null, max_length: null }),
+            field("n", { type: "number", integer: false, minimum: null, maximum: null }),
+            field("b", { type: "boolean" }),
+            field("few", choice(false, 2)),
+            field("lots", choice(false, 9)),
+            field("many", choice(true, 3)),
+          ],
+        },
+      }),
+      onanswer: () => {},
+      onescape: () => {},
+    });
+    expect(d.container.querySelectorAll("input, select").length).toBe(10);
+    expect(unnamed(d.container)).toEqual([]);
+  });
+
   it("in the Plan tab, reading and editing", async () => {
     const p = render(PlanPanel, { sessionId: "s", view: plan, html: plan.html, markdown: plan.markdown, pending: null, mode: "plan", onanswer: () => {}, onerror: () => {} });
     expect(p.container.querySelectorAll("select")).toHaveLength(2);
@@ -70,6 +99,7 @@ describe("every input, textarea and select has a name", () => {
   it("in Settings", async () => {
     const s = render(Settings, { onclose: () => {}, onsaved: () => {} });
     await screen.findByTestId("key-input");
+    await screen.findByTestId("tool-server-everything");
     expect(s.container.querySelectorAll("input, select").length).toBeGreaterThan(10);
     expect(unnamed(s.container)).toEqual([]);
   });

@@ -227,6 +227,16 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       return r.status === "ok";
     },
 
+    /** Answers the open session's questionnaire and gives back the app's refusal, or null:
+     *  the form that asked says it beside its fields (a server's form, whose values the
+     *  runtime checks). */
+    async answerForm(a: Answer): Promise<IpcError | null> {
+      const open = store.open;
+      if (!open?.pending) return null;
+      const r = await commands.answer(open.id, open.pending.id, a);
+      return r.status === "error" ? r.error : null;
+    },
+
     /** Changes the open session's goal; false when the app refused. The Goal tab follows
      *  the change from the session's events, so what the app says back is not shown. */
     async goal(op: GoalOp): Promise<boolean> {

@@ -60,6 +60,32 @@ describe("session reducer", () => {
     expect(last.kind === "assistant" && last.tools.map((x) => [x.name, x.verifier])).toEqual([["bash", true]]);
   });
 
+  it("keeps a running call's newest progress until its result, which brings its images", () => {
+    seq = 0;
+    const name = "mcp__everything__trigger-long-running-operation";
+    let s = run([
+      ev("turn.started", { turn_id: 1, message_id: 1, source: "user" }),
+      ev("tool.call", { turn_id: 1, call_id: "c1", name, arguments: { duration: 4, steps: 8 } }),
+    ]);
+    const tool = () => {
+      const it = s.items.at(-1);
+      return it?.kind === "assistant" ? it.tools[0] : null;
+    };
+    s = applyEvent(s, ev("tool.progress", { turn_id: 1, call_id: "c1", progress: 2, total: 8, message: "Step 2 of 8" }, true));
+    expect(tool()?.progress).toEqual({ progress: 2, total: 8, message: "Step 2 of 8" });
+    s = applyEvent(s, ev("tool.progress", { turn_id: 1, call_id: "c1", progress: 3 }, true));
+    expect(tool()?.progress).toEqual({ progress: 3, total: null, message: null });
+    // Another call's progress changes nothing here.
+    const before = s;
+    s = applyEvent(s, ev("tool.progress", { turn_id: 1, call_id: "other", progress: 1 }, true));
+    expect(s).toBe(before);
+    s = applyEvent(s, ev("tool.result", { turn_id: 1, call_id: "c1", name, status: "ok", content: "done", images: [{ mime: "image/png", data: "iVBORw0KGgo=" }] }));
+    expect(tool()).toMatchObject({ status: "ok", progress: null, images: [{ mime: "image/png", data: "iVBORw0KGgo=" }] });
+    // A report that arrives after the result is not shown.
+    s = applyEvent(s, ev("tool.progress", { turn_id: 1, call_id: "c1", progress: 8, total: 8 }, true));
+    expect(tool()?.progress).toBeNull();
+  });
+
   it("shows the messages written for the user's answers as cards, in the user's own words", () => {
     seq = 0;
     const opened = (id: string, version: number) => ev("questionnaire.opened", { id, question: { kind: "plan_approval", payload: planApproval({ version }) } });

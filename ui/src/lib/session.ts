@@ -3,7 +3,7 @@
 import type { FileChange_Serialize, PermissionMode } from "../bindings";
 import { REASON_WORDS } from "./goal";
 import type { Answer } from "./types";
-import type { EventOf, Goal, InstructionFile, MessageSource, Mode, Questionnaire, SessionView, ToolStatus, WireEvent } from "./types";
+import type { EventOf, Goal, InstructionFile, MessageSource, Mode, Questionnaire, SessionView, ToolImage, ToolStatus, WireEvent } from "./types";
 
 export type ToolItem = {
   callId: string;
@@ -15,7 +15,15 @@ export type ToolItem = {
   verifier: boolean;
   /** What a file tool changed, each file with its diff (once it succeeded). */
   changes: FileChange[];
+  /** The running call's newest progress report (an MCP server's), until its result. */
+  progress?: ToolProgress | null;
+  /** The images its result carries (an MCP tool's), shown under it. */
+  images?: ToolImage[];
 };
+
+/** How far a running call has come, as its tool last said: `progress` of `total` when the
+ *  total is known; `progress` null when the report had no number. */
+export type ToolProgress = { progress: number | null; total: number | null; message: string | null };
 
 /** A file a tool changed, as its result reports it. */
 export type FileChange = FileChange_Serialize;
@@ -223,6 +231,17 @@ function withAssistant(s: SessionState, turnId: number, seq: number, f: (a: Extr
   return append(s, f({ kind: "assistant", key: `a${seq}`, turnId, text: "", tools: [] }));
 }
 
+/** The items with the call `callId` of turn `turnId` changed by `f`; unchanged when the call
+ *  is not in the transcript. */
+function withTool(s: SessionState, turnId: number, callId: string, f: (t: ToolItem) => ToolItem): Item[] {
+  const at = s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === turnId && it.tools.some((t) => t.callId === callId));
+  if (at < 0) return s.items;
+  const items = s.bulk ? s.items : s.items.slice();
+  const it = items[at];
+  if (it.kind === "assistant") items[at] = { ...it, tools: it.tools.map((t) => (t.callId === callId ? f(t) : t)) };
+  return items;
+}
+
 /** The card of a message the runtime wrote for an answer, from its idempotency key (which
  *  names the purpose and the question); null for any other message. */
 export function answerCard(e: CardSource, asked: Asked): Item | null {
@@ -309,20 +328,18 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
         })),
       };
     case "tool.result": {
-      const at = s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === e.turn_id && it.tools.some((t) => t.callId === e.call_id));
-      if (at < 0) return s;
-      const items = s.bulk ? s.items : s.items.slice();
-      const it = items[at];
-      if (it.kind === "assistant") {
-        items[at] = { ...it, tools: it.tools.map((t) => (t.callId === e.call_id ? { ...t, status: e.status, output: e.content, changes: e.changes ?? [] } : t)) };
-      }
-      return { ...s, items };
+      const items = withTool(s, e.turn_id, e.call_id, (t) => ({ ...t, status: e.status, output: e.content, changes: e.changes ?? [], progress: null, images: e.images ?? [] }));
+      return items === s.items ? s : { ...s, items };
     }
     case "context.compacted":
       return { ...s, context: s.context && { ...s.context, used: e.after_tokens }, items: append(s, { kind: "divider", key: `e${e.seq}`, text: compactedText(e) }) };
-    // A running call's progress (an MCP server's reports): not shown in the transcript yet.
-    case "tool.progress":
-      return s;
+    // A running call's progress (an MCP server's reports; transient): the newest report
+    // replaces the one before, and the result takes it away.
+    case "tool.progress": {
+      const progress: ToolProgress = { progress: e.progress ?? null, total: e.total ?? null, message: e.message ?? null };
+      const items = withTool(s, e.turn_id, e.call_id, (t) => (t.status === "running" ? { ...t, progress } : t));
+      return items === s.items ? s : { ...s, items };
+    }
     case "context.elided":
       return { ...s, items: append(s, chip(e, `Older tool output shortened to fit the model (${e.items} items)`, "system")) };
     case "turn.finished": {

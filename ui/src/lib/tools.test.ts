@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { diffLines, relative, shellResult, summary } from "./tools";
+import { diffLines, imageSource, mcpName, relative, shellResult, summary } from "./tools";
 
 const change = (path: string) => ({ path, op: "modify", diff: null, note: null });
 
@@ -40,5 +40,23 @@ describe("tool calls as the transcript reads them", () => {
     // the next file's headers are headers again.
     const two = diffLines("--- a/x\n+++ b/x\n@@ -1 +1 @@\n--- old\n+++ new\n--- a/y\n+++ b/y\n@@ -0,0 +1 @@\n+y\n");
     expect(two.map((l) => l.kind)).toEqual(["head", "head", "hunk", "del", "add", "head", "head", "hunk", "add"]);
+  });
+
+  it("reads an MCP tool's name as its server and its own name", () => {
+    expect(mcpName("mcp__everything__get-tiny-image")).toEqual({ server: "everything", tool: "get-tiny-image" });
+    // A server's name never holds `__`; the tool's may.
+    expect(mcpName("mcp__gh__list__all")).toEqual({ server: "gh", tool: "list__all" });
+    expect(mcpName("mcp__fs-2__read_file_3a4b5c6d")).toEqual({ server: "fs-2", tool: "read_file_3a4b5c6d" });
+    expect(mcpName("bash")).toBeNull();
+    expect(mcpName("mcp__only")).toBeNull();
+    expect(mcpName("xmcp__a__b")).toBeNull();
+  });
+
+  it("shows only the image types a page can safely load, as data URLs", () => {
+    expect(imageSource({ mime: "image/png", data: "iVBORw0KGgo=" })).toEqual({ src: "data:image/png;base64,iVBORw0KGgo=" });
+    expect(imageSource({ mime: "IMAGE/WEBP", data: "UklG\nRg==" })).toEqual({ src: "data:image/webp;base64,UklGRg==" });
+    expect(imageSource({ mime: "image/svg+xml", data: "PHN2Zz4=" })).toEqual({ refused: "image of type image/svg+xml not shown" });
+    expect(imageSource({ mime: "text/html", data: "PGI+" })).toEqual({ refused: "image of type text/html not shown" });
+    expect("refused" in imageSource({ mime: "image/gif", data: 'x" onerror="alert(1)' })).toBe(true);
   });
 });

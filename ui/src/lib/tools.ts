@@ -1,6 +1,7 @@
 // How a tool call reads in the transcript: what it was asked (the command, the path under
 // the workspace, the pattern) and how it ended (a shell command's exit code).
 import type { ToolItem } from "./session";
+import type { ToolImage } from "./types";
 
 /** `path` relative to `workspace` when it lies under it; a session's own file (the plan)
  *  by its name in the session's folder; as given otherwise. */
@@ -71,4 +72,24 @@ export function diffLines(diff: string): { kind: "head" | "hunk" | "add" | "del"
     neu--;
     return { kind: "same", text };
   });
+}
+
+/** An MCP tool's name as the model calls it, `mcp__<server>__<tool>`, split into the server
+ *  and the tool's own name (a server's name never holds `__`); null for any other tool. */
+export function mcpName(name: string): { server: string; tool: string } | null {
+  const m = /^mcp__(.+?)__(.+)$/s.exec(name);
+  return m ? { server: m[1], tool: m[2] } : null;
+}
+
+/** The image types the transcript shows; anything else a server sends is named, not shown. */
+export const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+/** A result's image as the page may load it (a `data:` URL of an allowed type), or why it is
+ *  not shown. */
+export function imageSource(img: ToolImage): { src: string } | { refused: string } {
+  const mime = img.mime.trim().toLowerCase();
+  if (!IMAGE_TYPES.has(mime)) return { refused: `image of type ${img.mime} not shown` };
+  const data = img.data.replace(/\s+/g, "");
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data)) return { refused: `image of type ${mime} not shown: its data is not base64` };
+  return { src: `data:${mime};base64,${data}` };
 }

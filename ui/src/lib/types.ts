@@ -16,6 +16,7 @@ import type {
   SessionSummary_Serialize,
   SessionView_Serialize,
   ToolStatus,
+  commands,
 } from "../bindings";
 
 export type WireEvent = Event_Serialize;
@@ -38,3 +39,12 @@ export type BudgetChange = BudgetChange_Deserialize;
 export type IpcError = ErrorInfo_Serialize;
 export type Mode = InteractionMode;
 export type { Limit, MessageSource, ToolStatus };
+
+/** What a command of the app gives back when it succeeds. */
+type Returned<C extends (...args: never[]) => Promise<unknown>> = Extract<Awaited<ReturnType<C>>, { status: "ok" }> extends { data: infer D } ? D : never;
+/** A tool server (MCP) as the Settings' "Tool servers" list shows it: its state and tools. */
+export type McpServer = Returned<typeof commands.mcpServers>[number];
+export type McpTool = McpServer["tools"][number];
+export type McpServerState = McpServer["state"];
+/** An image a tool's result carries (base64 `data` of type `mime`). */
+export type ToolImage = NonNullable<EventOf<"tool.result">["images"]>[number];

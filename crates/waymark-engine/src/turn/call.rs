@@ -147,6 +147,7 @@ pub(crate) enum Executed {
         status: ToolStatus,
         content: String,
         terminate: bool,
+        images: Vec<waymark_protocol::ToolImage>,
     },
     /// The tool failed in a way that ends the turn.
     Fatal(String),
@@ -183,11 +184,13 @@ pub(crate) async fn execute(
             status: ToolStatus::Ok,
             content: shape(&out.content),
             terminate: out.terminate,
+            images: out.images,
         },
         Err(ToolError::Model(m)) => Executed::Done {
             status: ToolStatus::Error,
             content: shape(&m),
             terminate: false,
+            images: Vec::new(),
         },
         Err(ToolError::Fatal(m)) => Executed::Fatal(m),
     }
@@ -349,6 +352,7 @@ pub(crate) async fn run_unattended(
                 content: content.clone(),
                 actor,
                 changes: Vec::new(),
+                images: Vec::new(),
             },
         )?)
     })?;

@@ -499,7 +499,17 @@ fn record_result(
     changes: Vec<waymark_protocol::FileChange>,
 ) -> Result<()> {
     let sid = core.id.as_str();
-    core.write(|tx| write_result(tx, sid, turn_id, call, status, content, changes))
+    core.write(|tx| {
+        write_result(
+            tx,
+            sid,
+            turn_id,
+            call,
+            status,
+            (content, Vec::new()),
+            changes,
+        )
+    })
 }
 
 /// Records a call's result in the history and the log; `changes` (what a file tool changed)
@@ -510,7 +520,7 @@ fn write_result(
     turn_id: i64,
     call: &ToolCallRecord,
     status: ToolStatus,
-    content: String,
+    (content, images): (String, Vec<waymark_protocol::ToolImage>),
     changes: Vec<waymark_protocol::FileChange>,
 ) -> Result<()> {
     tx.append_history(
@@ -522,6 +532,7 @@ fn write_result(
             name: call.name.clone(),
             status,
             content: content.clone(),
+            images: images.clone(),
         },
     )?;
     Ok(tx.emit(
@@ -538,6 +549,7 @@ fn write_result(
             } else {
                 Vec::new()
             },
+            images,
         },
     )?)
 }
@@ -552,7 +564,7 @@ pub(crate) fn close_unresolved(tx: &mut Tx<'_>, sid: &str, turn_id: i64, why: &s
             turn_id,
             &call,
             ToolStatus::Error,
-            why.to_string(),
+            (why.to_string(), Vec::new()),
             Vec::new(),
         )?;
     }
@@ -568,8 +580,8 @@ async fn process_call(
     let core = api.core();
     let sid = core.id.clone();
     // The result is recorded, then every extension hears of it.
-    let recorded = |status: ToolStatus, content: String, changes| -> Result<()> {
-        record_result(core, turn_id, call, status, content, changes)?;
+    let recorded = |status: ToolStatus, content: String, changes, images| -> Result<()> {
+        core.write(|tx| write_result(tx, &sid, turn_id, call, status, (content, images), changes))?;
         for ext in &core.extensions {
             ext.after_tool(api, turn_id, call, status)?;
         }
@@ -594,7 +606,7 @@ async fn process_call(
     let (tool, decision, ctx, changes) =
         match decide(api, CallActor::Main, turn_id, call, answer, base_ctx).await? {
             Decided::Unknown(msg) => {
-                recorded(ToolStatus::Error, msg, Vec::new())?;
+                recorded(ToolStatus::Error, msg, Vec::new(), Vec::new())?;
                 return Ok(CallOutcome::Done { terminate: false });
             }
             Decided::Decided {
@@ -606,7 +618,7 @@ async fn process_call(
         };
     match decision {
         GuardDecision::Deny(msg) => {
-            recorded(ToolStatus::Denied, msg, Vec::new())?;
+            recorded(ToolStatus::Denied, msg, Vec::new(), Vec::new())?;
             Ok(CallOutcome::Done { terminate: false })
         }
         GuardDecision::Ask(mut asked) => {
@@ -630,11 +642,16 @@ async fn process_call(
         }
         GuardDecision::Allow => match execute(api, &tool, &ctx, call).await {
             Executed::Abandoned => {
-                recorded(ToolStatus::Error, abandoned(&call.name), Vec::new())?;
+                recorded(
+                    ToolStatus::Error,
+                    abandoned(&call.name),
+                    Vec::new(),
+                    Vec::new(),
+                )?;
                 Ok(CallOutcome::Aborted)
             }
             Executed::Fatal(m) => {
-                recorded(ToolStatus::Error, m.clone(), Vec::new())?;
+                recorded(ToolStatus::Error, m.clone(), Vec::new(), Vec::new())?;
                 finish(
                     core,
                     turn_id,
@@ -647,8 +664,9 @@ async fn process_call(
                 status,
                 content,
                 terminate,
+                images,
             } => {
-                recorded(status, content, changes)?;
+                recorded(status, content, changes, images)?;
                 if ctx.cancel.is_cancelled() {
                     return Ok(CallOutcome::Aborted);
                 }

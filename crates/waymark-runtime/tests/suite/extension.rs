@@ -238,6 +238,7 @@ async fn an_extension_cannot_replace_a_tool_or_command() {
         ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
             Box::pin(async {
                 Ok(ToolOutput {
+                    images: Vec::new(),
                     content: String::new(),
                     terminate: false,
                 })

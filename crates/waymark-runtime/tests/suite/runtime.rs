@@ -556,6 +556,7 @@ mod extension_points {
         ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
             Box::pin(async {
                 Ok(ToolOutput {
+                    images: Vec::new(),
                     content: "waiting for the user".into(),
                     terminate: true,
                 })

@@ -362,7 +362,10 @@ async fn servers_added_and_removed_in_the_settings_apply_at_once() {
         "everything".into(),
         serde_json::from_value(everything()).unwrap(),
     );
-    h.runtime.apply_settings(c.clone()).unwrap();
+    // From a thread with no async runtime, as the app's settings commands run.
+    std::thread::scope(|t| {
+        t.spawn(|| h.runtime.apply_settings(c.clone()).unwrap());
+    });
     settled(&h.runtime).await;
     let status = h.runtime.mcp().status();
     assert_eq!(status[0].state, McpServerState::Ready, "{status:?}");
@@ -378,4 +381,57 @@ async fn servers_added_and_removed_in_the_settings_apply_at_once() {
     assert!(h.runtime.mcp().status().is_empty());
     assert!(h.runtime.mcp().tools().is_empty());
     s.shutdown().await.unwrap();
+}
+
+/// `get-tiny-image` reaches the model as image content on both wire protocols (inside the
+/// tool result for Anthropic, as an image part after the tool results for OpenAI), and the
+/// transcript gets the image with the result.
+#[tokio::test]
+async fn get_tiny_image_reaches_the_model_as_image_content() {
+    use super::super::mock_server::{Flavor, MockServer, on_mock, reply};
+    for flavor in [Flavor::OpenAi, Flavor::Anthropic] {
+        let server = MockServer::start(vec![
+            reply(
+                flavor,
+                "",
+                Some(("mcp__everything__get-tiny-image", json!({}))),
+                100,
+            ),
+            reply(flavor, "done", None, 120),
+        ])
+        .await;
+        let h = Harness::new(config(&[("everything", everything())]));
+        let (rt, s) = on_mock(&h, flavor, &server, |_| {});
+        settled(&rt).await;
+        let ev = run(&s, user("show me")).await;
+        assert_eq!(results(&ev)[0].1, ToolStatus::Ok, "{flavor:?}");
+        let shown = ev.iter().find_map(|e| match &e.kind {
+            waymark_protocol::EventKind::ToolResult { images, .. } => Some(images.clone()),
+            _ => None,
+        });
+        let shown = shown.unwrap();
+        assert_eq!(shown.len(), 1, "{flavor:?}");
+        assert_eq!(shown[0].mime, "image/png");
+        let second = &server.recorded()[1].body;
+        let data = &shown[0].data;
+        let carried = second["messages"].as_array().unwrap().iter().any(|m| {
+            m["content"].as_array().is_some_and(|blocks| {
+                blocks.iter().any(|b| match flavor {
+                    Flavor::OpenAi => {
+                        b["type"] == "image_url"
+                            && b["image_url"]["url"] == format!("data:image/png;base64,{data}")
+                    }
+                    Flavor::Anthropic => {
+                        b["type"] == "tool_result"
+                            && b["content"].as_array().is_some_and(|c| {
+                                c.iter()
+                                    .any(|x| x["type"] == "image" && x["source"]["data"] == *data)
+                            })
+                    }
+                })
+            })
+        });
+        assert!(carried, "{flavor:?}: {second}");
+        s.shutdown().await.unwrap();
+    }
 }
