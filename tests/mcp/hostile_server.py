@@ -71,6 +71,7 @@ if MODE == "write":
 
 FORM = {"message": "Your name?", "requestedSchema": {
     "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}
+note("started")
 calls = 0
 form_call, form_replies = None, {}
 for line in sys.stdin:

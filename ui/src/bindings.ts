@@ -1568,6 +1568,57 @@ export type PlanView_Serialize = {
 /**  Where a message is inserted into the queue. */
 export type Position = "head" | "tail";
 
+/**  One server of a project's `.mcp.json`. */
+export type ProjectServer = ProjectServer_Serialize | ProjectServer_Deserialize;
+
+/**  One server of a project's `.mcp.json`. */
+export type ProjectServer_Deserialize = {
+	name: string,
+	/**  The whole command line, or the URL (`${VAR}` unexpanded). */
+	target: string,
+	/**  The names of the variables it is given (never their values). */
+	env?: string[],
+};
+
+/**  One server of a project's `.mcp.json`. */
+export type ProjectServer_Serialize = {
+	name: string,
+	/**  The whole command line, or the URL (`${VAR}` unexpanded). */
+	target: string,
+	/**  The names of the variables it is given (never their values). */
+	env: string[],
+};
+
+/**
+ *  The servers a project's `.mcp.json` would start, each as it would be started. Texts are
+ *  escaped for display.
+ */
+export type ProjectServersQuestion = ProjectServersQuestion_Serialize | ProjectServersQuestion_Deserialize;
+
+/**
+ *  The servers a project's `.mcp.json` would start, each as it would be started. Texts are
+ *  escaped for display.
+ */
+export type ProjectServersQuestion_Deserialize = {
+	/**  The file. */
+	path: string,
+	/**  SHA-256 of its bytes: the answer covers exactly this content. */
+	sha256: string,
+	servers: ProjectServer_Deserialize[],
+};
+
+/**
+ *  The servers a project's `.mcp.json` would start, each as it would be started. Texts are
+ *  escaped for display.
+ */
+export type ProjectServersQuestion_Serialize = {
+	/**  The file. */
+	path: string,
+	/**  SHA-256 of its bytes: the answer covers exactly this content. */
+	sha256: string,
+	servers: ProjectServer_Serialize[],
+};
+
 /**  A named provider from the settings file. */
 export type ProviderConfig = ProviderConfig_Serialize | ProviderConfig_Deserialize;
 
@@ -1617,7 +1668,9 @@ export type Question_Deserialize =
  *  A tool server asks the user to fill in a form during one of its calls (MCP
  *  elicitation).
  */
-{ kind: "elicitation"; payload: ElicitationQuestion_Deserialize };
+{ kind: "elicitation"; payload: ElicitationQuestion_Deserialize } | 
+/**  A project's `.mcp.json` asks to start its servers. */
+{ kind: "project_servers"; payload: ProjectServersQuestion_Deserialize };
 
 /**  What a questionnaire asks, by kind. On the wire: `{"kind": …, "payload": {…}}`. */
 export type Question_Serialize = 
@@ -1633,7 +1686,9 @@ export type Question_Serialize =
  *  A tool server asks the user to fill in a form during one of its calls (MCP
  *  elicitation).
  */
-{ kind: "elicitation"; payload: ElicitationQuestion_Serialize };
+{ kind: "elicitation"; payload: ElicitationQuestion_Serialize } | 
+/**  A project's `.mcp.json` asks to start its servers. */
+{ kind: "project_servers"; payload: ProjectServersQuestion_Serialize };
 
 /**  A pending or answered questionnaire. */
 export type QuestionnaireInfo = QuestionnaireInfo_Serialize | QuestionnaireInfo_Deserialize;
@@ -1655,7 +1710,7 @@ export type QuestionnaireInfo_Serialize = {
 };
 
 /**  Kinds of pending decisions the user must answer. */
-export type QuestionnaireKind = "permission" | "plan_entry" | "plan_approval" | "goal_approval" | "elicitation";
+export type QuestionnaireKind = "permission" | "plan_entry" | "plan_approval" | "goal_approval" | "elicitation" | "project_servers";
 
 /**  Where a questionnaire stands. */
 export type QuestionnaireStatus = "pending" | "answered" | "withdrawn";

@@ -491,6 +491,24 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
             out.push_str(&cmd("reject"));
         }
         Question::Elicitation(e) => form(&mut out, e, &cmd),
+        Question::ProjectServers(p) => {
+            // Escaped by the runtime: each line is what would run, in full.
+            out.push_str(&format!(
+                "? {} asks to start {} MCP server(s); they run as you, with these commands:\n",
+                p.path,
+                p.servers.len()
+            ));
+            for s in &p.servers {
+                out.push_str(&format!("  {}: {}\n", s.name, s.target));
+                if !s.env.is_empty() {
+                    out.push_str(&format!("    given: {}\n", s.env.join(", ")));
+                }
+            }
+            out.push_str("  Answer with one of (remembered for this content of the file):\n");
+            out.push_str(&cmd("approve"));
+            out.push('\n');
+            out.push_str(&cmd("reject"));
+        }
     }
     out.trim_end().to_string()
 }

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use waymark_extension::SessionApi;
 use waymark_extension::store;
 use waymark_protocol::display::{escape_block, escape_line, needs_escape};
-use waymark_protocol::form::{Choice, FieldKind, FormField, MAX_CHOICES, MAX_FIELDS};
+use waymark_protocol::form::{Choice, FieldKind, FormError, FormField, MAX_CHOICES, MAX_FIELDS};
 use waymark_protocol::{
     Answer, ElicitationQuestion, EventKind, FormReply, Question, QuestionnaireStatus, TypedAnswer,
 };
@@ -27,16 +27,13 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// The fields of a requested schema, or why it is not a form Waymark can show (then the
 /// form is declined without asking).
-pub fn fields(schema: &Value) -> Result<Vec<FormField>, String> {
+pub fn fields(schema: &Value) -> Result<Vec<FormField>, FormError> {
     let props = schema
         .get("properties")
         .and_then(|p| p.as_object())
-        .ok_or("the form has no properties")?;
+        .ok_or(FormError::from("the form has no properties"))?;
     if props.len() > MAX_FIELDS {
-        return Err(format!(
-            "the form has {} fields, over {MAX_FIELDS}",
-            props.len()
-        ));
+        return Err(format!("the form has {} fields, over {MAX_FIELDS}", props.len()).into());
     }
     let required: Vec<&str> = schema
         .get("required")
@@ -46,7 +43,7 @@ pub fn fields(schema: &Value) -> Result<Vec<FormField>, String> {
     let mut out = Vec::new();
     for (name, p) in props {
         if name.is_empty() || name.len() > 128 || name.chars().any(needs_escape) {
-            return Err(format!("a field is named `{}`", escape_line(name)));
+            return Err(format!("a field is named `{}`", escape_line(name)).into());
         }
         let text = |k: &str| {
             p.get(k)
@@ -69,7 +66,7 @@ pub fn fields(schema: &Value) -> Result<Vec<FormField>, String> {
     Ok(out)
 }
 
-fn kind(name: &str, p: &Value) -> Result<FieldKind, String> {
+fn kind(name: &str, p: &Value) -> Result<FieldKind, FormError> {
     let u32_of = |k: &str| {
         p.get(k)
             .and_then(|v| v.as_u64())
@@ -77,7 +74,7 @@ fn kind(name: &str, p: &Value) -> Result<FieldKind, String> {
     };
     let f64_of = |k: &str| p.get(k).and_then(|v| v.as_f64());
     let ty = p.get("type").and_then(|t| t.as_str()).unwrap_or("");
-    let choices = |p: &Value| -> Result<Option<Vec<Choice>>, String> {
+    let choices = |p: &Value| -> Result<Option<Vec<Choice>>, FormError> {
         let mut options = Vec::new();
         if let Some(values) = p.get("enum").and_then(|e| e.as_array()) {
             let names = p.get("enumNames").and_then(|n| n.as_array());
@@ -101,7 +98,7 @@ fn kind(name: &str, p: &Value) -> Result<FieldKind, String> {
             return Ok(None);
         }
         if options.len() > MAX_CHOICES {
-            return Err(format!("`{name}` offers over {MAX_CHOICES} choices"));
+            return Err(format!("`{name}` offers over {MAX_CHOICES} choices").into());
         }
         options
             .into_iter()
@@ -112,7 +109,7 @@ fn kind(name: &str, p: &Value) -> Result<FieldKind, String> {
                         label: escape_line(&cut(label.unwrap_or(s), 256)),
                     })
                 }
-                _ => Err(format!("`{name}` offers a choice that is not plain text")),
+                _ => Err(format!("`{name}` offers a choice that is not plain text").into()),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
@@ -149,16 +146,15 @@ fn kind(name: &str, p: &Value) -> Result<FieldKind, String> {
                 max_items: u32_of("maxItems"),
             },
             None => {
-                return Err(format!(
-                    "`{name}` is a list of something other than choices"
-                ));
+                return Err(format!("`{name}` is a list of something other than choices").into());
             }
         },
         other => {
             return Err(format!(
                 "`{name}` has type `{}`, which a form cannot take",
                 escape_line(&cut(other, 40))
-            ));
+            )
+            .into());
         }
     })
 }

@@ -60,17 +60,27 @@ impl Extension for McpExtension {
         vec![self.source.clone()]
     }
 
+    fn migrations(&self) -> &'static [&'static str] {
+        &[include_str!("../migrations/0001_project_approvals.sql")]
+    }
+
     fn answers(&self) -> &'static [QuestionnaireKind] {
-        &[QuestionnaireKind::Elicitation]
+        &[
+            QuestionnaireKind::Elicitation,
+            QuestionnaireKind::ProjectServers,
+        ]
     }
 
     fn on_answer(
         &self,
-        _tx: &mut Tx<'_>,
+        tx: &mut Tx<'_>,
         api: &SessionApi,
         questionnaire: &waymark_extension::store::QuestionnaireRow,
-        _answer: &Answer,
+        answer: &Answer,
     ) -> Result<()> {
+        if questionnaire.kind() == QuestionnaireKind::ProjectServers {
+            return crate::project::on_answer(&self.hub, tx, api, questionnaire, answer);
+        }
         // The call waiting on the form reads the answer once this commits.
         api.state::<crate::elicit::FormWaits>()
             .wake(&questionnaire.id);
@@ -90,7 +100,11 @@ impl Extension for McpExtension {
         // The session's workspace is a root of every server; the servers start (once per
         // runtime) without the session waiting for them.
         if let Some(s) = waymark_extension::store::sessions::get(tx.conn(), session_id)? {
-            self.hub.add_root(std::path::Path::new(&s.workspace));
+            let workspace = std::path::Path::new(&s.workspace);
+            self.hub.add_root(workspace);
+            self.hub.open_session(session_id, workspace);
+            // A project's own servers start only once approved.
+            crate::project::on_open(&self.hub, tx, session_id, workspace)?;
         }
         self.hub.start();
         Ok(())

@@ -110,11 +110,14 @@ pub struct Server {
     starting: tokio::sync::Mutex<()>,
     /// Cancelled when the settings no longer have this server as it is.
     retired: CancellationToken,
+    /// The project folder whose `.mcp.json` has it; `None` for the user's settings.
+    pub scope: Option<std::path::PathBuf>,
 }
 
 impl Server {
-    fn new(name: &str, config: &McpServerConfig) -> Arc<Server> {
+    fn new(name: &str, config: &McpServerConfig, scope: Option<std::path::PathBuf>) -> Arc<Server> {
         Arc::new(Server {
+            scope,
             name: name.to_string(),
             config: config.clone(),
             handler: Handler {
@@ -164,6 +167,15 @@ pub struct McpHub {
     servers: std::sync::RwLock<Arc<Vec<Arc<Server>>>>,
     /// The sessions' workspaces, for servers configured later.
     roots: Mutex<Vec<std::path::PathBuf>>,
+    /// The servers of the user's settings, and those of approved projects (`.mcp.json`) by
+    /// project folder.
+    #[allow(clippy::type_complexity)]
+    wanted: Mutex<(
+        BTreeMap<String, McpServerConfig>,
+        BTreeMap<std::path::PathBuf, BTreeMap<String, McpServerConfig>>,
+    )>,
+    /// Each open session's workspace: a project's servers serve its sessions alone.
+    sessions: Mutex<std::collections::HashMap<String, std::path::PathBuf>>,
     env: EnvReader,
     /// The environment servers start with (the process's, secrets removed), before their
     /// own `env`.
@@ -195,10 +207,12 @@ impl McpHub {
             servers: std::sync::RwLock::new(Arc::new(
                 servers
                     .iter()
-                    .map(|(name, config)| Server::new(name, config))
+                    .map(|(name, config)| Server::new(name, config, None))
                     .collect(),
             )),
             roots: Default::default(),
+            wanted: Mutex::new((servers.clone(), BTreeMap::new())),
+            sessions: Default::default(),
             env,
             base_env,
             generation: Default::default(),
@@ -221,15 +235,74 @@ impl McpHub {
     /// (in the background, once the hub has started), one that is gone or changed is
     /// stopped, and the others go on untouched.
     pub fn reconfigure(self: &Arc<Self>, servers: &BTreeMap<String, McpServerConfig>) {
+        lock(&self.wanted).0 = servers.clone();
+        self.apply();
+    }
+
+    /// Adds the servers of an approved project's `.mcp.json` (replacing what it had): they
+    /// serve the sessions of that folder alone. A name the settings or another project
+    /// already use is left out.
+    pub fn add_project(
+        self: &Arc<Self>,
+        folder: &std::path::Path,
+        servers: BTreeMap<String, McpServerConfig>,
+    ) {
+        lock(&self.wanted).1.insert(folder.to_path_buf(), servers);
+        self.apply();
+    }
+
+    /// Stops the servers of a project's `.mcp.json` (gone, changed or refused).
+    pub fn drop_project(self: &Arc<Self>, folder: &std::path::Path) {
+        if lock(&self.wanted).1.remove(folder).is_some() {
+            self.apply();
+        }
+    }
+
+    /// The session's workspace, for the project servers it may use.
+    pub fn open_session(&self, session_id: &str, workspace: &std::path::Path) {
+        lock(&self.sessions).insert(session_id.to_string(), workspace.to_path_buf());
+    }
+
+    /// Whether a server of `scope` serves `session_id`: a settings server (no scope)
+    /// serves all, a project's only the sessions in its folder.
+    pub fn serves(&self, scope: Option<&std::path::Path>, session_id: &str) -> bool {
+        match scope {
+            None => true,
+            Some(folder) => lock(&self.sessions)
+                .get(session_id)
+                .is_some_and(|w| w == folder),
+        }
+    }
+
+    /// Brings the running servers in line with what is wanted.
+    fn apply(self: &Arc<Self>) {
+        type Wanted = (String, McpServerConfig, Option<std::path::PathBuf>);
+        let desired: Vec<Wanted> = {
+            let (user, projects) = &*lock(&self.wanted);
+            let mut d: Vec<Wanted> = user
+                .iter()
+                .map(|(n, c)| (n.clone(), c.clone(), None))
+                .collect();
+            for (folder, servers) in projects {
+                for (n, c) in servers {
+                    if d.iter().any(|(m, _, _)| m == n) {
+                        tracing::warn!(server = %n, project = %folder.display(), "a project's MCP server is left out: the name is taken");
+                        continue;
+                    }
+                    d.push((n.clone(), c.clone(), Some(folder.clone())));
+                }
+            }
+            d
+        };
         let old = self.list();
         let roots = lock(&self.roots).clone();
-        let next: Vec<Arc<Server>> = servers
+        let next: Vec<Arc<Server>> = desired
             .iter()
             .map(
-                |(name, config)| match old.iter().find(|s| &s.name == name) {
-                    Some(s) if s.config == *config => s.clone(),
+                |(name, config, scope)| match old.iter().find(|s| &s.name == name) {
+                    Some(s) if s.config == *config && s.scope == *scope => s.clone(),
                     _ => {
-                        let s = Server::new(name, config);
+                        let s = Server::new(name, config, scope.clone());
                         for r in &roots {
                             s.handler.shared.add_root(r);
                         }

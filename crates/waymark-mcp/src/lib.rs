@@ -17,6 +17,7 @@ pub mod handler;
 pub mod hub;
 pub mod listing;
 pub mod names;
+pub mod project;
 pub mod reap;
 pub mod resources;
 pub mod result;

@@ -100,7 +100,7 @@ impl SessionTool for ToolSearch {
             let Some(hub) = self.hub.upgrade() else {
                 return Err(ToolError::Model("the runtime is closing".into()));
             };
-            let tools = crate::tool::hub_tools(&hub);
+            let tools = crate::tool::hub_tools(&hub, api.id());
             let found = rank(query, &tools, MAX_MATCHES);
             if found.is_empty() {
                 return Ok(ToolOutput::text(format!(

@@ -19,6 +19,8 @@ pub struct McpTool {
     server: String,
     tool: ListedTool,
     timeout: Duration,
+    /// The project whose sessions alone it serves (a `.mcp.json` server).
+    scope: Option<std::path::PathBuf>,
 }
 
 impl McpTool {
@@ -236,6 +238,7 @@ impl McpSource {
                                 server: server.name.clone(),
                                 tool: t.clone(),
                                 timeout,
+                                scope: server.scope.clone(),
                             })
                         })
                         .collect::<Vec<_>>()
@@ -264,6 +267,13 @@ impl McpSource {
             };
         }
         (cache.generation, cache.tools.clone(), cache.tokens)
+    }
+
+    /// Whether `t`'s server serves the session (a project's server: its sessions alone).
+    fn serves(&self, t: &McpTool, session_id: &str) -> bool {
+        self.hub
+            .upgrade()
+            .is_some_and(|h| h.serves(t.scope.as_deref(), session_id))
     }
 
     fn loaded_in(&self, session_id: &str) -> BTreeSet<String> {
@@ -299,6 +309,7 @@ impl ToolSource for McpSource {
         // Plan mode offers read-only tools alone (and its guard refuses the others).
         let mut tools: Vec<Arc<dyn SessionTool>> = all
             .iter()
+            .filter(|t| self.serves(t, cx.session_id))
             .filter(|t| cx.mode != InteractionMode::Plan || t.tool.read_only)
             .filter(|t| {
                 loaded
@@ -332,7 +343,9 @@ impl ToolSource for McpSource {
             return self.resource_tools().into_iter().find(|t| t.name() == name);
         }
         let (_, all, _) = self.all();
-        let t = all.iter().find(|t| t.tool.model_name == name)?;
+        let t = all
+            .iter()
+            .find(|t| t.tool.model_name == name && self.serves(t, session_id))?;
         // Calling a tool that was not loaded loads it.
         self.loaded
             .lock()
@@ -343,16 +356,20 @@ impl ToolSource for McpSource {
         Some(t.clone() as Arc<dyn SessionTool>)
     }
 
-    fn names(&self, _session_id: &str) -> Vec<String> {
+    fn names(&self, session_id: &str) -> Vec<String> {
         let (_, all, _) = self.all();
-        all.iter().map(|t| t.tool.model_name.clone()).collect()
+        all.iter()
+            .filter(|t| self.serves(t, session_id))
+            .map(|t| t.tool.model_name.clone())
+            .collect()
     }
 }
 
 /// The tools a server-side search ranks: every ready server's.
-pub(crate) fn hub_tools(hub: &McpHub) -> Vec<crate::hub::ListedTool> {
+pub(crate) fn hub_tools(hub: &McpHub, session_id: &str) -> Vec<crate::hub::ListedTool> {
     hub.tools()
         .into_iter()
+        .filter(|(s, _)| hub.serves(s.scope.as_deref(), session_id))
         .flat_map(|(_, tools)| tools.as_ref().clone())
         .collect()
 }

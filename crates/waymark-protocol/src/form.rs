@@ -11,6 +11,23 @@ pub const MAX_CHOICES: usize = 256;
 /// The longest text a field takes when the form sets no shorter limit.
 pub const MAX_TEXT: usize = 16 * 1024;
 
+/// Why a value or a form does not fit (names the field).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FormError(pub String);
+
+impl From<String> for FormError {
+    fn from(s: String) -> Self {
+        FormError(s)
+    }
+}
+
+impl From<&str> for FormError {
+    fn from(s: &str) -> Self {
+        FormError(s.to_string())
+    }
+}
+
 /// One field of a form. Texts (title, description, labels) are escaped for display.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -73,7 +90,7 @@ pub struct Choice {
 impl FormField {
     /// The field's value from `given` (a string is read as the field's type, so a value
     /// typed on a command line works), or why it is not one.
-    pub fn check(&self, given: &Value) -> Result<Value, String> {
+    pub fn check(&self, given: &Value) -> Result<Value, FormError> {
         let name = &self.name;
         match &self.kind {
             FieldKind::Text {
@@ -82,7 +99,7 @@ impl FormField {
                 max_length,
             } => {
                 let Value::String(s) = given else {
-                    return Err(format!("`{name}` takes text"));
+                    return Err(format!("`{name}` takes text").into());
                 };
                 let n = s.chars().count();
                 let max = max_length
@@ -90,17 +107,17 @@ impl FormField {
                     .unwrap_or(MAX_TEXT)
                     .min(MAX_TEXT);
                 if n > max {
-                    return Err(format!("`{name}` takes at most {max} characters"));
+                    return Err(format!("`{name}` takes at most {max} characters").into());
                 }
                 if let Some(min) = min_length
                     && n < *min as usize
                 {
-                    return Err(format!("`{name}` takes at least {min} characters"));
+                    return Err(format!("`{name}` takes at least {min} characters").into());
                 }
                 if let Some(f) = format
                     && !matches_format(f, s)
                 {
-                    return Err(format!("`{name}` takes {}", format_words(f)));
+                    return Err(format!("`{name}` takes {}", format_words(f)).into());
                 }
                 Ok(given.clone())
             }
@@ -115,29 +132,30 @@ impl FormField {
                     _ => None,
                 }
                 .filter(|n| n.is_finite())
-                .ok_or_else(|| format!("`{name}` takes a number"))?;
+                .ok_or_else(|| FormError(format!("`{name}` takes a number")))?;
                 if *integer && n.fract() != 0.0 {
-                    return Err(format!("`{name}` takes a whole number"));
+                    return Err(format!("`{name}` takes a whole number").into());
                 }
                 if minimum.is_some_and(|m| n < m) || maximum.is_some_and(|m| n > m) {
                     return Err(format!(
                         "`{name}` takes a number from {} to {}",
                         minimum.map_or("any".into(), |m| m.to_string()),
                         maximum.map_or("any".into(), |m| m.to_string())
-                    ));
+                    )
+                    .into());
                 }
                 if *integer && n.abs() < 9.0e15 {
                     return Ok(Value::from(n as i64));
                 }
                 serde_json::Number::from_f64(n)
                     .map(Value::Number)
-                    .ok_or_else(|| format!("`{name}` takes a number"))
+                    .ok_or_else(|| format!("`{name}` takes a number").into())
             }
             FieldKind::Boolean => match given {
                 Value::Bool(b) => Ok(Value::Bool(*b)),
                 Value::String(s) if matches!(s.as_str(), "true" | "yes" | "y") => Ok(true.into()),
                 Value::String(s) if matches!(s.as_str(), "false" | "no" | "n") => Ok(false.into()),
-                _ => Err(format!("`{name}` takes true or false")),
+                _ => Err(format!("`{name}` takes true or false").into()),
             },
             FieldKind::Choice {
                 options,
@@ -145,7 +163,7 @@ impl FormField {
                 min_items,
                 max_items,
             } => {
-                let one = |v: &Value| -> Result<Value, String> {
+                let one = |v: &Value| -> Result<Value, FormError> {
                     match v {
                         Value::String(s) if options.iter().any(|o| &o.value == s) => Ok(v.clone()),
                         _ => Err(format!(
@@ -155,7 +173,8 @@ impl FormField {
                                 .map(|o| o.value.as_str())
                                 .collect::<Vec<_>>()
                                 .join(", ")
-                        )),
+                        )
+                        .into()),
                     }
                 };
                 if !multiple {
@@ -170,7 +189,7 @@ impl FormField {
                         .filter(|p| !p.is_empty())
                         .map(|p| Value::String(p.to_string()))
                         .collect(),
-                    _ => return Err(format!("`{name}` takes a list")),
+                    _ => return Err(format!("`{name}` takes a list").into()),
                 };
                 let items = items.iter().map(one).collect::<Result<Vec<_>, _>>()?;
                 if min_items.is_some_and(|m| items.len() < m as usize)
@@ -180,7 +199,8 @@ impl FormField {
                         "`{name}` takes from {} to {} choices",
                         min_items.unwrap_or(0),
                         max_items.map_or("any".into(), |m| m.to_string())
-                    ));
+                    )
+                    .into());
                 }
                 Ok(Value::Array(items))
             }
@@ -190,7 +210,10 @@ impl FormField {
 
 /// Checks a whole answer against the form: every value checked, every required field
 /// present, nothing the form did not ask for. Returns the values as the server gets them.
-pub fn check_answer(fields: &[FormField], content: &Value) -> Result<Map<String, Value>, String> {
+pub fn check_answer(
+    fields: &[FormField],
+    content: &Value,
+) -> Result<Map<String, Value>, FormError> {
     let given = match content {
         Value::Object(m) => m,
         Value::Null => &Map::new(),
@@ -202,7 +225,8 @@ pub fn check_answer(fields: &[FormField], content: &Value) -> Result<Map<String,
             "the form has no field `{}`; its fields are: {}",
             crate::display::escape_line(k),
             names.join(", ")
-        ));
+        )
+        .into());
     }
     let mut out = Map::new();
     for f in fields {
@@ -210,7 +234,7 @@ pub fn check_answer(fields: &[FormField], content: &Value) -> Result<Map<String,
             Some(v) => {
                 out.insert(f.name.clone(), f.check(v)?);
             }
-            None if f.required => return Err(format!("`{}` is required", f.name)),
+            None if f.required => return Err(format!("`{}` is required", f.name).into()),
             None => {}
         }
     }
@@ -340,7 +364,7 @@ mod tests {
             (json!(["name"]), "object"),
         ] {
             let e = check_answer(&f, &content).unwrap_err();
-            assert!(e.contains(says), "{content}: {e}");
+            assert!(e.0.contains(says), "{content}: {e}");
         }
     }
 

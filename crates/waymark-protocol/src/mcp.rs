@@ -406,6 +406,19 @@ pub fn project_servers(text: &str) -> Result<BTreeMap<String, McpServerConfig>, 
                 "does not match how the server is reached (`command` is stdio, `url` is http)",
             ));
         }
+        // Only the user's own settings vouch for tools or hand a server the model.
+        if !server.read_only_tools.is_empty() {
+            return Err(ConfigError::new(
+                format!("{key}.read_only_tools"),
+                "a project cannot mark its own tools read-only: list them in your settings instead",
+            ));
+        }
+        if server.allow_sampling {
+            return Err(ConfigError::new(
+                format!("{key}.allow_sampling"),
+                "a project cannot let its servers use your model: set it in your settings instead",
+            ));
+        }
         servers.insert(name.clone(), server);
     }
     validate_servers(&servers).map_err(|e| {

@@ -21,6 +21,32 @@ pub enum Question {
     /// A tool server asks the user to fill in a form during one of its calls (MCP
     /// elicitation).
     Elicitation(ElicitationQuestion),
+    /// A project's `.mcp.json` asks to start its servers.
+    ProjectServers(ProjectServersQuestion),
+}
+
+/// The servers a project's `.mcp.json` would start, each as it would be started. Texts are
+/// escaped for display.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ProjectServersQuestion {
+    /// The file.
+    pub path: String,
+    /// SHA-256 of its bytes: the answer covers exactly this content.
+    pub sha256: String,
+    pub servers: Vec<ProjectServer>,
+}
+
+/// One server of a project's `.mcp.json`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ProjectServer {
+    pub name: String,
+    /// The whole command line, or the URL (`${VAR}` unexpanded).
+    pub target: String,
+    /// The names of the variables it is given (never their values).
+    #[serde(default)]
+    pub env: Vec<String>,
 }
 
 /// A form a tool server sends during a call. Texts are escaped for display; the server's
@@ -234,6 +260,7 @@ pub enum TypedAnswer {
     PlanApproval(PlanReview),
     GoalApproval(Approval),
     Elicitation(FormReply),
+    ProjectServers(Approval),
 }
 
 /// An answer the question does not take; names what it does take.
@@ -253,6 +280,7 @@ impl Question {
             Question::PlanApproval(_) => QuestionnaireKind::PlanApproval,
             Question::GoalApproval(_) => QuestionnaireKind::GoalApproval,
             Question::Elicitation(_) => QuestionnaireKind::Elicitation,
+            Question::ProjectServers(_) => QuestionnaireKind::ProjectServers,
         }
     }
 
@@ -270,7 +298,9 @@ impl Question {
                 a.push("deny");
                 a
             }
-            Question::PlanEntry(_) | Question::GoalApproval(_) => vec!["approve", "reject"],
+            Question::PlanEntry(_) | Question::GoalApproval(_) | Question::ProjectServers(_) => {
+                vec!["approve", "reject"]
+            }
             Question::PlanApproval(_) => vec!["approve", "defer", "revise", "reject", "withdraw"],
             Question::Elicitation(_) => vec!["accept", "decline", "cancel"],
         }
@@ -318,6 +348,7 @@ impl Question {
             .map(TypedAnswer::Permission),
             Question::PlanEntry(_) => approval(answer).map(TypedAnswer::PlanEntry),
             Question::GoalApproval(_) => approval(answer).map(TypedAnswer::GoalApproval),
+            Question::ProjectServers(_) => approval(answer).map(TypedAnswer::ProjectServers),
             Question::PlanApproval(_) => match answer {
                 Answer::Approve { option, as_goal } => Some(PlanReview::Approve {
                     option: *option,

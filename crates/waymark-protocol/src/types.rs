@@ -233,6 +233,7 @@ pub enum QuestionnaireKind {
     PlanApproval,
     GoalApproval,
     Elicitation,
+    ProjectServers,
 }
 
 impl QuestionnaireKind {

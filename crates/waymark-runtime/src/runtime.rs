@@ -123,6 +123,9 @@ fn needs_you(c: &rusqlite::Connection, s: &SessionSummary) -> Result<Option<Stri
                 Some(QuestionnaireKind::PlanApproval) => "A plan waits for your review",
                 Some(QuestionnaireKind::Permission) => "A tool call waits for your permission",
                 Some(QuestionnaireKind::Elicitation) => "A tool server asks for your input",
+                Some(QuestionnaireKind::ProjectServers) => {
+                    "The project asks to start its tool servers"
+                }
                 _ => "A question waits for your answer",
             }
             .to_string(),

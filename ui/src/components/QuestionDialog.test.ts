@@ -232,3 +232,23 @@ describe("QuestionDialog (a server's form)", () => {
     await vi.waitFor(() => expect(sent.map((a) => a.answer)).toEqual(["accept", "decline", "cancel"]));
   });
 });
+
+describe("QuestionDialog (a project's servers)", () => {
+  it("lists each command in full, as text, and answers approve or reject", async () => {
+    const answers = setup({
+      kind: "project_servers",
+      payload: {
+        path: "/w/.mcp.json",
+        sha256: "a".repeat(64),
+        servers: [{ name: "db", target: "npx -y <b>evil</b> \\x1b[2J", env: ["DB_URL"] }],
+      },
+    });
+    const list = screen.getByTestId("project-servers");
+    expect(list.textContent).toContain("npx -y <b>evil</b> \\x1b[2J");
+    expect(list.querySelector("b")).toBeNull();
+    expect(list.textContent).toContain("DB_URL");
+    await fireEvent.click(screen.getByTestId("reject-project"));
+    await fireEvent.click(screen.getByTestId("approve-project"));
+    expect(answers).toEqual([{ answer: "reject" }, { answer: "approve", option: null }]);
+  });
+});

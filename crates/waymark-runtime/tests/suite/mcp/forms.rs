@@ -171,6 +171,19 @@ async fn a_server_cannot_ask_outside_a_call_or_stack_forms() {
     s.submit(Op::Resume).await.unwrap();
     let (id, q) = next_form(&mut rx).await;
     assert_eq!(q.message, "Your name?");
+    // The other form, sent at the same time, is declined while this one waits.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(log.path())
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("form f") && l.contains(" decline"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the second form was not declined"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     s.submit(Op::Answer {
         questionnaire_id: id,
         answer: Answer::Accept {

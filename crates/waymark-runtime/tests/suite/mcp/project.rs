@@ -1,0 +1,158 @@
+//! A project's own `.mcp.json`: nothing starts before the user approves it, the decision is
+//! remembered for that content, a change asks again, and a project cannot vouch for its own
+//! tools.
+
+use super::super::harness::{Harness, results, run, user};
+use super::*;
+use serde_json::json;
+use waymark_protocol::{Answer, EventKind, Op, Question};
+
+/// Writes the project's file: one hostile `echo` server that logs its start to `log`.
+fn write_project(h: &Harness, log: &std::path::Path, extra_arg: Option<&str>) {
+    let mut args = vec![
+        mcp_dir().join("hostile_server.py").display().to_string(),
+        "echo".to_string(),
+    ];
+    args.extend(extra_arg.map(str::to_string));
+    let file = json!({"mcpServers": {"proj": {
+        "type": "stdio", "command": "python3", "args": args,
+        "env": {"HOSTILE_LOG": log.display().to_string()}
+    }}});
+    std::fs::write(h.ws.join(".mcp.json"), file.to_string()).unwrap();
+}
+
+/// The project question the session waits on, from its log.
+fn asked(
+    h: &Harness,
+    s: &SessionHandle,
+) -> Option<(String, waymark_protocol::ProjectServersQuestion)> {
+    h.runtime
+        .events(s.id(), 0, 10_000)
+        .unwrap()
+        .into_iter()
+        .rev()
+        .find_map(|e| match e.kind {
+            EventKind::QuestionnaireOpened { id, question } => match *question {
+                Question::ProjectServers(p) => Some((id, p)),
+                _ => None,
+            },
+            _ => None,
+        })
+}
+
+fn started(log: &std::path::Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .matches("started")
+        .count()
+}
+
+#[tokio::test]
+async fn a_projects_servers_start_only_once_approved_and_a_change_asks_again() {
+    let h = Harness::new(config(&[]));
+    let log = h.ws.join("../project-server.log");
+    write_project(&h, &log, None);
+    let script = || {
+        script(vec![call(
+            "mcp__proj__act",
+            json!({"text": "from the project"}),
+        )])
+    };
+    let s = h.session(script(), PermissionMode::Auto);
+    let ev = run(&s, user("go")).await;
+    assert!(
+        matches!(
+            ev.last().map(|e| &e.kind),
+            Some(EventKind::SessionWaiting { .. })
+        ),
+        "the session waits on the question"
+    );
+    let (q, p) = asked(&h, &s).expect("asked");
+    assert_eq!(p.servers.len(), 1);
+    assert!(p.servers[0].target.starts_with("python3 "), "{p:?}");
+    assert!(
+        p.servers[0].target.contains("hostile_server.py echo"),
+        "{p:?}"
+    );
+    assert_eq!(p.servers[0].env, ["HOSTILE_LOG"]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(started(&log), 0, "nothing starts before approval");
+    assert!(h.runtime.mcp().status().is_empty());
+    s.submit(Op::Answer {
+        questionnaire_id: q,
+        answer: Answer::Approve {
+            option: None,
+            as_goal: None,
+        },
+    })
+    .await
+    .unwrap();
+    settled(&h.runtime).await;
+    let status = h.runtime.mcp().status();
+    assert_eq!(status[0].state, McpServerState::Ready, "{status:?}");
+    assert_eq!(started(&log), 1);
+    s.shutdown().await.unwrap();
+
+    // Remembered: the next session is not asked, and the project's tool works there.
+    let s = h.session(script(), PermissionMode::Auto);
+    settled(&h.runtime).await;
+    let r = results(&run(&s, user("go")).await);
+    assert_eq!(r[0].2, "from the project", "{r:?}");
+    assert!(asked(&h, &s).is_none());
+    s.shutdown().await.unwrap();
+
+    // Changed: asked again, and the servers of the old content stop.
+    write_project(&h, &log, Some("--changed"));
+    let s = h.session(script(), PermissionMode::Auto);
+    let (q, p) = asked(&h, &s).expect("a changed file asks again");
+    assert!(p.servers[0].target.ends_with("--changed"), "{p:?}");
+    assert!(h.runtime.mcp().status().is_empty(), "old servers stop");
+    s.submit(Op::Answer {
+        questionnaire_id: q,
+        answer: Answer::Reject,
+    })
+    .await
+    .unwrap();
+    s.shutdown().await.unwrap();
+    // Refused: not asked again for this content, and nothing starts.
+    let s = h.session(script(), PermissionMode::Auto);
+    assert!(asked(&h, &s).is_none());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.runtime.mcp().status().is_empty());
+    assert_eq!(started(&log), 1);
+    s.shutdown().await.unwrap();
+}
+
+/// A project that marks its own tools read-only (to run them in plan mode, unasked) or
+/// lets its server use the model is refused whole, with the key named; nothing is asked.
+#[tokio::test]
+async fn a_project_cannot_vouch_for_its_own_tools() {
+    let h = Harness::new(config(&[]));
+    for (key, value) in [
+        ("read_only_tools", json!(["write"])),
+        ("allow_sampling", json!(true)),
+    ] {
+        let mut server = json!({"command": "python3", "args": ["x.py"]});
+        server[key] = value;
+        std::fs::write(
+            h.ws.join(".mcp.json"),
+            json!({"mcpServers": {"proj": server}}).to_string(),
+        )
+        .unwrap();
+        let s = h.session(script(vec![]), PermissionMode::Auto);
+        let said = h
+            .runtime
+            .events(s.id(), 0, 10_000)
+            .unwrap()
+            .into_iter()
+            .find_map(|e| match e.kind {
+                EventKind::SessionError { error } => Some(error.message),
+                _ => None,
+            })
+            .expect("the session says why");
+        assert!(said.contains(&format!("mcpServers.proj.{key}")), "{said}");
+        assert!(asked(&h, &s).is_none());
+        assert!(h.runtime.mcp().status().is_empty());
+        s.shutdown().await.unwrap();
+    }
+}
