@@ -504,6 +504,9 @@ fn planned(
 /// them in force for new and open sessions.
 pub(crate) fn store_settings(host: &Host, config: Config) -> IpcResult<()> {
     config.validate()?;
+    // A tool server added or changed here is held to what `mcp add` checks: no literal
+    // secret in its variables, arguments, headers or URL.
+    crate::mcp::check_changed_servers(&host.runtime.config(), &config)?;
     let now = host.runtime.options().clock.now_ms();
     waymark_runtime::settings::keep_aside(&host.settings_path, now);
     waymark_runtime::settings::save(&host.settings_path, &config)?;

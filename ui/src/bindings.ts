@@ -1576,8 +1576,12 @@ export type ProjectServer_Deserialize = {
 	name: string,
 	/**  The whole command line, or the URL (`${VAR}` unexpanded). */
 	target: string,
-	/**  The names of the variables it is given (never their values). */
+	/**  Its variables as the file writes them (`NAME=value`, `${VAR}` unexpanded). */
 	env?: string[],
+	/**  Its HTTP headers as the file writes them (`Name: value`). */
+	headers?: string[],
+	/**  The folder it starts in, when the file names one (else the project's). */
+	cwd?: string | null,
 };
 
 /**  One server of a project's `.mcp.json`. */
@@ -1585,8 +1589,12 @@ export type ProjectServer_Serialize = {
 	name: string,
 	/**  The whole command line, or the URL (`${VAR}` unexpanded). */
 	target: string,
-	/**  The names of the variables it is given (never their values). */
+	/**  Its variables as the file writes them (`NAME=value`, `${VAR}` unexpanded). */
 	env: string[],
+	/**  Its HTTP headers as the file writes them (`Name: value`). */
+	headers: string[],
+	/**  The folder it starts in, when the file names one (else the project's). */
+	cwd: string | null,
 };
 
 /**

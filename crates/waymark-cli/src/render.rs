@@ -500,8 +500,14 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
             ));
             for s in &p.servers {
                 out.push_str(&format!("  {}: {}\n", s.name, s.target));
-                if !s.env.is_empty() {
-                    out.push_str(&format!("    given: {}\n", s.env.join(", ")));
+                for line in &s.env {
+                    out.push_str(&format!("    env {line}\n"));
+                }
+                for line in &s.headers {
+                    out.push_str(&format!("    header {line}\n"));
+                }
+                if let Some(dir) = &s.cwd {
+                    out.push_str(&format!("    in {dir}\n"));
                 }
             }
             out.push_str("  Answer with one of (remembered for this content of the file):\n");

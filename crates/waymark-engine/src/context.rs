@@ -122,6 +122,17 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
             },
         });
     }
+    // Only the newest images go to the model (each result's text still describes its own):
+    // old ones cost tokens on every call, and a provider's limit on images per request
+    // must not end a long session.
+    let mut kept = 0;
+    for m in messages.iter_mut().rev() {
+        if let ModelMessage::ToolResult { images, .. } = m {
+            let room = IMAGES_SENT.saturating_sub(kept);
+            images.truncate(room);
+            kept += images.len();
+        }
+    }
     // The current turn's first message was compacted away: the reminders go at the start of
     // the conversation (the compaction's summary) instead, never lost.
     if let (Some(r), false) = (parts.reminders, reminded)
@@ -139,6 +150,9 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
     let elision = fit(&mut request, parts.budget_tokens, parts.tools_tokens);
     (request, elision)
 }
+
+/// The most images one request carries (the newest).
+pub const IMAGES_SENT: usize = 8;
 
 /// Replaces the oldest tool outputs (all but the newest) with a note until the request fits.
 fn fit(request: &mut ModelRequest, budget: u64, tools_tokens: u64) -> Elision {

@@ -511,7 +511,14 @@ fn instruction_file_writes_ask_except_in_auto_and_no_grant_covers_them() {
     let ws = dir.path().canonicalize().unwrap();
     std::fs::write(ws.join("AGENTS.md"), "be careful\n").unwrap();
     std::os::unix::fs::symlink(ws.join("AGENTS.md"), ws.join("notes.md")).unwrap();
-    for path in ["AGENTS.md", "sub/dir/CLAUDE.md", "agents.md", "notes.md"] {
+    // `.mcp.json` too: a later session asks to start what it names (red-team finding).
+    for path in [
+        "AGENTS.md",
+        "sub/dir/CLAUDE.md",
+        "agents.md",
+        "notes.md",
+        ".mcp.json",
+    ] {
         assert_protected_write(&ws, path);
     }
     let patch = "--- a/AGENTS.md\n+++ b/AGENTS.md\n@@ -1 +1 @@\n-be careful\n+anything goes\n";
@@ -532,6 +539,7 @@ fn instruction_file_writes_ask_except_in_auto_and_no_grant_covers_them() {
     assert!(prefix_covers("cat", "cat a.md b.md"));
     assert!(!prefix_covers("cat", "cat evil.md AGENTS.md"));
     assert!(!prefix_covers("cat", "cat evil.md sub/claude.md"));
+    assert!(!prefix_covers("cat", "cat evil.md .mcp.json"));
     // A glob names the file without spelling it (red-team finding); `.git` the same way.
     assert!(!prefix_covers("cat", "cat notes.md AGENT[S].md"));
     assert!(!prefix_covers("cat", "cat cfg .gi[t]/config"));

@@ -24,6 +24,9 @@ use waymark_protocol::{
 pub const MAX_MESSAGE: usize = 4096;
 /// How often the store is read for an answer given by another process.
 const POLL: Duration = Duration::from_millis(250);
+/// The longest a form waits on the user; then it is withdrawn and the server told it was
+/// cancelled (a form nobody will answer must not hold its call for ever).
+pub const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
 
 /// The fields of a requested schema, or why it is not a form Waymark can show (then the
 /// form is declined without asking).
@@ -290,11 +293,13 @@ async fn ask(api: &SessionApi, site: &CallSite, e: Elicitation) -> ElicitAnswer 
         open.closed = true;
         return ElicitAnswer::Decline;
     }
+    let until = tokio::time::Instant::now() + MAX_WAIT;
     loop {
         let woken = tokio::select! {
             _ = notify.notified() => true,
             _ = tokio::time::sleep(POLL) => false,
             _ = site.done.cancelled() => return ElicitAnswer::Cancel,
+            _ = tokio::time::sleep_until(until) => return ElicitAnswer::Cancel,
         };
         let row = match api.read(|c| Ok(store::questionnaires::get(c, &qid)?)) {
             Ok(Some(r)) => r,

@@ -40,22 +40,37 @@ pub struct Shared {
     /// The workspaces of the sessions using this server, in the order they came.
     roots: Mutex<Vec<std::path::PathBuf>>,
     /// Who answers a form the server sends: the running calls that take one, oldest first.
-    askers: Mutex<Vec<(u64, Elicitor)>>,
+    askers: Mutex<Vec<Asker>>,
     next_asker: AtomicU64,
     /// Forms waiting on the user: calls do not time out meanwhile, and a second form is
     /// declined until the first is answered.
     asking: AtomicUsize,
 }
 
+/// A running call that takes forms: who answers them, and whether one waits on the user.
+struct Asker {
+    id: u64,
+    answer: Elicitor,
+    waiting: Arc<std::sync::atomic::AtomicBool>,
+}
+
 /// A running call's place among those who answer forms; dropped when the call ends.
 pub struct AskerGuard {
     shared: Arc<Shared>,
     id: u64,
+    waiting: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl AskerGuard {
+    /// Whether a form of this call waits on the user (its clock stops meanwhile).
+    pub fn waiting(&self) -> bool {
+        self.waiting.load(Ordering::Acquire)
+    }
 }
 
 impl Drop for AskerGuard {
     fn drop(&mut self) {
-        lock(&self.shared.askers).retain(|(i, _)| *i != self.id);
+        lock(&self.shared.askers).retain(|a| a.id != self.id);
     }
 }
 
@@ -77,16 +92,17 @@ impl Shared {
     /// guard is dropped.
     pub fn ask_with(self: &Arc<Self>, asker: Elicitor) -> AskerGuard {
         let id = self.next_asker.fetch_add(1, Ordering::Relaxed);
-        lock(&self.askers).push((id, asker));
+        let waiting = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        lock(&self.askers).push(Asker {
+            id,
+            answer: asker,
+            waiting: waiting.clone(),
+        });
         AskerGuard {
             shared: self.clone(),
             id,
+            waiting,
         }
-    }
-
-    /// Whether a form waits on the user.
-    pub fn asking(&self) -> bool {
-        self.asking.load(Ordering::Acquire) > 0
     }
 
     /// Adds a session's workspace to the roots; true when it was not one yet.
@@ -146,11 +162,14 @@ pub struct Handler {
     pub forms: bool,
 }
 
-/// Counts a form as waiting on the user while it lives.
-struct Asking<'a>(&'a AtomicUsize);
+/// Counts a form as waiting on the user (on the server, and on its call) while it lives.
+struct Asking<'a>(&'a AtomicUsize, Option<Arc<std::sync::atomic::AtomicBool>>);
 
 impl Drop for Asking<'_> {
     fn drop(&mut self) {
+        if let Some(w) = &self.1 {
+            w.store(false, Ordering::Release);
+        }
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -198,13 +217,17 @@ impl ClientHandler for Handler {
         else {
             return decline;
         };
-        // The oldest running call takes the form; with none, nobody would see it.
-        let asker = self
-            .elicitor
-            .clone()
-            .or_else(|| lock(&self.shared.askers).first().map(|(_, a)| a.clone()));
-        let Some(asker) = asker else {
-            return decline;
+        // The call running on the server takes the form. With none nobody would see it;
+        // with several (sessions sharing the server) it could reach the wrong one: declined.
+        let (asker, waiting) = match &self.elicitor {
+            Some(e) => (e.clone(), None),
+            None => {
+                let askers = lock(&self.shared.askers);
+                let [only] = askers.as_slice() else {
+                    return decline;
+                };
+                (only.answer.clone(), Some(only.waiting.clone()))
+            }
         };
         // One form at a time: a server cannot stack questions on the user.
         if self
@@ -215,7 +238,10 @@ impl ClientHandler for Handler {
         {
             return decline;
         }
-        let _asking = Asking(&self.shared.asking);
+        if let Some(w) = &waiting {
+            w.store(true, Ordering::Release);
+        }
+        let _asking = Asking(&self.shared.asking, waiting);
         let schema = serde_json::to_value(&requested_schema)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let answer = tokio::select! {

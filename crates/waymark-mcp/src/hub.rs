@@ -174,6 +174,8 @@ pub struct McpHub {
         BTreeMap<String, McpServerConfig>,
         BTreeMap<std::path::PathBuf, BTreeMap<String, McpServerConfig>>,
     )>,
+    /// Held while the running servers are brought in line.
+    applying: Mutex<()>,
     /// Each open session's workspace: a project's servers serve its sessions alone.
     sessions: Mutex<std::collections::HashMap<String, std::path::PathBuf>>,
     env: EnvReader,
@@ -213,6 +215,7 @@ impl McpHub {
             roots: Default::default(),
             wanted: Mutex::new((servers.clone(), BTreeMap::new())),
             sessions: Default::default(),
+            applying: Mutex::new(()),
             env,
             base_env,
             generation: Default::default(),
@@ -276,6 +279,8 @@ impl McpHub {
 
     /// Brings the running servers in line with what is wanted.
     fn apply(self: &Arc<Self>) {
+        // One at a time: two overlapping changes must not each keep the other's servers.
+        let _one = lock(&self.applying);
         type Wanted = (String, McpServerConfig, Option<std::path::PathBuf>);
         let desired: Vec<Wanted> = {
             let (user, projects) = &*lock(&self.wanted);
@@ -303,8 +308,16 @@ impl McpHub {
                     Some(s) if s.config == *config && s.scope == *scope => s.clone(),
                     _ => {
                         let s = Server::new(name, config, scope.clone());
-                        for r in &roots {
-                            s.handler.shared.add_root(r);
+                        match scope {
+                            // A project's server knows its own folder alone.
+                            Some(folder) => {
+                                s.handler.shared.add_root(folder);
+                            }
+                            None => {
+                                for r in &roots {
+                                    s.handler.shared.add_root(r);
+                                }
+                            }
                         }
                         s
                     }
@@ -440,7 +453,8 @@ impl McpHub {
                 roots.push(workspace.to_path_buf());
             }
         }
-        for s in self.list().iter() {
+        // A project's server knows its own folder alone.
+        for s in self.list().iter().filter(|s| s.scope.is_none()) {
             s.handler.shared.add_root(workspace);
         }
     }
@@ -578,10 +592,20 @@ impl McpHub {
         &self,
         server: &Server,
     ) -> Result<(Connection, Vec<ListedTool>, Vec<(String, String)>), McpError> {
-        let transport = server
-            .config
-            .transport(&server.name, &*self.env)
-            .map_err(|e| McpError::new(&server.name, e.message))?;
+        // A project's server may name only variables the tools' environment already has
+        // (no provider key, no secret-looking variable): approving a file never hands it
+        // more than a command in the project could read.
+        let tools_env = |k: &str| {
+            self.base_env
+                .iter()
+                .find(|(n, _)| n.to_str() == Some(k))
+                .and_then(|(_, v)| v.to_str().map(str::to_string))
+        };
+        let transport = match &server.scope {
+            None => server.config.transport(&server.name, &*self.env),
+            Some(_) => server.config.transport(&server.name, &tools_env),
+        }
+        .map_err(|e| McpError::new(&server.name, e.message))?;
         let transport = match transport {
             waymark_protocol::mcp::McpTransport::Stdio {
                 command,
@@ -597,6 +621,16 @@ impl McpHub {
                     .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string())))
                     .collect();
                 full.extend(env);
+                // A project's server starts in its folder (or a folder it names from there).
+                let cwd = match &server.scope {
+                    Some(folder) => Some(
+                        folder
+                            .join(cwd.as_deref().unwrap_or("."))
+                            .display()
+                            .to_string(),
+                    ),
+                    None => cwd,
+                };
                 waymark_protocol::mcp::McpTransport::Stdio {
                     command,
                     args,
@@ -674,7 +708,7 @@ impl McpHub {
             .map_err(|e| fail(format!("the call could not be sent: {e}")))?;
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
-        let _asker = hooks.asker.map(|a| s.handler.shared.ask_with(a));
+        let asker = hooks.asker.map(|a| s.handler.shared.ask_with(a));
         // Each report from the server counts as a word from it.
         let heard = Arc::new(Mutex::new(Instant::now()));
         let heard_in = heard.clone();
@@ -689,11 +723,11 @@ impl McpHub {
             }),
         );
         let started = Instant::now();
-        let shared = s.handler.shared.clone();
         let limit = async {
             loop {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                if shared.asking() {
+                // A form of this call waiting on the user stops its clock (only this one's).
+                if asker.as_ref().is_some_and(|a| a.waiting()) {
                     *lock(&heard) = Instant::now();
                 }
                 if deadline.is_some_and(|d| started.elapsed() > d) {
@@ -813,11 +847,13 @@ async fn list(
             skipped.push((name, "the server lists this name twice".into()));
             continue;
         }
+        // A project's server is not believed about its own tools: none is read-only.
         let read_only = server.config.read_only_tools.contains(&name)
-            || t.annotations
-                .as_ref()
-                .and_then(|a| a.read_only_hint)
-                .unwrap_or(false);
+            || (server.scope.is_none()
+                && t.annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false));
         tools.push(ListedTool {
             model_name,
             description: t.description.map(|d| d.to_string()).unwrap_or_default(),

@@ -41,16 +41,35 @@ pub struct ProjectFile {
 
 /// The file of `folder`, read; `None` when there is none.
 pub fn read(folder: &Path) -> std::result::Result<Option<ProjectFile>, ProjectFileError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let path = folder.join(FILE);
-    let meta = match std::fs::metadata(&path) {
-        Ok(m) => m,
+    let fail = |what: String| ProjectFileError(format!("{}: {what}", path.display()));
+    // Never through a link (it could point at a device or outside the project), and only a
+    // plain file, read up to the limit whatever size it claims.
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+    {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display()).into()),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(fail("a symbolic link, which is not read".into()));
+        }
+        Err(e) => return Err(fail(e.to_string())),
     };
-    if meta.len() > MAX_BYTES {
-        return Err(format!("{} is over {} KiB", path.display(), MAX_BYTES / 1024).into());
+    let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(fail("not a plain file".into()));
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(e.to_string()))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(fail(format!("over {} KiB", MAX_BYTES / 1024)));
+    }
     let text =
         std::str::from_utf8(&bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
     let servers = project_servers(text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -136,7 +155,17 @@ pub(crate) fn on_open(
             .map(|(name, s)| ProjectServer {
                 name: escape_line(name),
                 target: escape_line(&target(s)),
-                env: s.env.keys().map(|k| escape_line(k)).collect(),
+                env: s
+                    .env
+                    .iter()
+                    .map(|(k, v)| escape_line(&format!("{k}={v}")))
+                    .collect(),
+                headers: s
+                    .headers
+                    .iter()
+                    .map(|(k, v)| escape_line(&format!("{k}: {v}")))
+                    .collect(),
+                cwd: s.cwd.as_deref().map(escape_line),
             })
             .collect(),
     });

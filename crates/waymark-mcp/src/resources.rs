@@ -73,7 +73,7 @@ impl Tool for ResourceTool {
 impl SessionTool for ResourceTool {
     fn handle_in<'a>(
         &'a self,
-        _api: &'a SessionApi,
+        api: &'a SessionApi,
         ctx: &'a ToolContext,
         args: Value,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -81,9 +81,10 @@ impl SessionTool for ResourceTool {
             let Some(hub) = self.hub.upgrade() else {
                 return Err(ToolError::Model("the runtime is closing".into()));
             };
+            let sid = api.id();
             let server = args.get("server").and_then(Value::as_str);
             let text = match self.kind {
-                Kind::List => hub.list_resources(server, &ctx.cancel).await,
+                Kind::List => hub.list_resources(sid, server, &ctx.cancel).await,
                 Kind::Read => {
                     let (Some(server), Some(uri)) =
                         (server, args.get("uri").and_then(Value::as_str))
@@ -92,7 +93,7 @@ impl SessionTool for ResourceTool {
                             "`{READ}` takes `server` and `uri`"
                         )));
                     };
-                    hub.read_resource(server, uri, &ctx.cancel).await
+                    hub.read_resource(sid, server, uri, &ctx.cancel).await
                 }
             }
             .map_err(|e| ToolError::Model(e.to_string()))?;
@@ -109,23 +110,35 @@ impl SessionTool for ResourceTool {
 pub const MAX_RESOURCES: usize = 500;
 
 impl McpHub {
-    /// Whether a ready server offers resources.
-    pub fn has_resources(&self) -> bool {
-        self.list().iter().any(|s| {
-            let st = lock(&s.state);
-            st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
-        })
+    /// Whether a ready server that serves the session offers resources.
+    pub fn has_resources(&self, session_id: &str) -> bool {
+        self.list()
+            .iter()
+            .filter(|s| self.serves(s.scope.as_deref(), session_id))
+            .any(|s| {
+                let st = lock(&s.state);
+                st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
+            })
     }
 
     /// A ready server's live connection, for a request other than a tool call.
     async fn request_conn(
         &self,
+        session_id: &str,
         server: &str,
         cancel: &CancellationToken,
     ) -> Result<(Arc<Server>, Arc<Connection>), McpError> {
-        let Some(s) = self.server(server) else {
+        // Another folder's project server is no server of this session's.
+        let Some(s) = self
+            .server(server)
+            .filter(|s| self.serves(s.scope.as_deref(), session_id))
+        else {
             let servers = self.list();
-            let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+            let names: Vec<&str> = servers
+                .iter()
+                .filter(|s| self.serves(s.scope.as_deref(), session_id))
+                .map(|s| s.name.as_str())
+                .collect();
             return Err(McpError::new(
                 server,
                 format!("no such server; the servers are: {}", names.join(", ")),
@@ -141,6 +154,7 @@ impl McpHub {
     /// The resources of `server`, or of every ready server that has any, one a line.
     pub async fn list_resources(
         &self,
+        session_id: &str,
         server: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<String, McpError> {
@@ -149,6 +163,7 @@ impl McpHub {
             None => self
                 .list()
                 .iter()
+                .filter(|s| self.serves(s.scope.as_deref(), session_id))
                 .filter(|s| {
                     let st = lock(&s.state);
                     st.conn.as_ref().is_some_and(|c| c.has_resources())
@@ -158,7 +173,7 @@ impl McpHub {
         };
         let mut out = String::new();
         for name in names {
-            let (s, conn) = self.request_conn(&name, cancel).await?;
+            let (s, conn) = self.request_conn(session_id, &name, cancel).await?;
             let timeout = Duration::from_millis(s.config.tool_timeout_ms);
             let peer = conn.service.peer().clone();
             let listing = async {
@@ -206,11 +221,12 @@ impl McpHub {
     /// Resource `uri` of `server`: text as is, binary content in one line.
     pub async fn read_resource(
         &self,
+        session_id: &str,
         server: &str,
         uri: &str,
         cancel: &CancellationToken,
     ) -> Result<String, McpError> {
-        let (s, conn) = self.request_conn(server, cancel).await?;
+        let (s, conn) = self.request_conn(session_id, server, cancel).await?;
         let timeout = Duration::from_millis(s.config.tool_timeout_ms);
         let peer = conn.service.peer().clone();
         let read = peer.read_resource(rmcp::model::ReadResourceRequestParams::new(uri));

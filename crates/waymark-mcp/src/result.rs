@@ -38,17 +38,41 @@ fn unfit(mime: &str, data: &str, kept: usize) -> Option<String> {
                 || (b == b'=' && i + 2 >= data.len())
         });
     let head = valid.then(|| decode_head(data)).flatten();
-    let signed = head.is_some_and(|h| match mime {
+    let signed = head.as_ref().is_some_and(|h| match mime {
         "image/png" => h.starts_with(b"\x89PNG\r\n\x1a\n"),
         "image/jpeg" => h.starts_with(&[0xff, 0xd8, 0xff]),
         "image/gif" => h.starts_with(b"GIF87a") || h.starts_with(b"GIF89a"),
         "image/webp" => h.starts_with(b"RIFF") && h.get(8..12) == Some(b"WEBP"),
         _ => false,
     });
-    (!signed).then(|| format!("its data is not a {mime} image"))
+    if !signed {
+        return Some(format!("its data is not a {mime} image"));
+    }
+    // Providers refuse a side over 8000 pixels, and would then refuse every later request
+    // that carries it: read from the header where the type puts it there.
+    let side = head.and_then(|h| match mime {
+        "image/png" => Some((
+            u32::from_be_bytes(h.get(16..20)?.try_into().ok()?),
+            u32::from_be_bytes(h.get(20..24)?.try_into().ok()?),
+        )),
+        "image/gif" => Some((
+            u32::from(u16::from_le_bytes(h.get(6..8)?.try_into().ok()?)),
+            u32::from(u16::from_le_bytes(h.get(8..10)?.try_into().ok()?)),
+        )),
+        _ => None,
+    });
+    match side {
+        Some((w, h)) if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE => {
+            Some(format!("{w}×{h} pixels, over {MAX_SIDE} a side"))
+        }
+        _ => None,
+    }
 }
 
-/// The first 12 bytes of base64 `data` (its first 16 characters).
+/// The longest side of an image passed on, in pixels.
+pub const MAX_SIDE: u32 = 8000;
+
+/// The first 24 bytes of base64 `data` (its first 32 characters; fewer if it is shorter).
 fn decode_head(data: &str) -> Option<Vec<u8>> {
     let value = |c: u8| -> Option<u32> {
         Some(match c {
@@ -60,8 +84,10 @@ fn decode_head(data: &str) -> Option<Vec<u8>> {
             _ => return None,
         } as u32)
     };
-    let head = data.as_bytes().get(..16)?;
-    let mut out = Vec::with_capacity(12);
+    // Whole groups before any padding.
+    let n = data.find('=').unwrap_or(data.len()).min(32) / 4 * 4;
+    let head = data.as_bytes().get(..n).filter(|h| h.len() >= 16)?;
+    let mut out = Vec::with_capacity(24);
     for quad in head.chunks(4) {
         let n = quad
             .iter()
@@ -223,6 +249,23 @@ mod tests {
             decode_head("R0lGODlhAQABAAAAACw=").unwrap()[..6],
             *b"GIF89a"
         );
+        // A true PNG header that claims 9000×1 pixels (a provider would refuse it).
+        let mut wide = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        wide.extend(9000u32.to_be_bytes());
+        wide.extend(1u32.to_be_bytes());
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let b64: String = wide
+            .chunks(3)
+            .flat_map(|c| {
+                let n = u32::from(c[0]) << 16
+                    | u32::from(*c.get(1).unwrap_or(&0)) << 8
+                    | u32::from(*c.get(2).unwrap_or(&0));
+                (0..4).map(move |i| A[(n >> (18 - 6 * i) & 63) as usize] as char)
+            })
+            .collect();
+        let why = unfit("image/png", &b64, 0).unwrap();
+        assert!(why.contains("9000×1"), "{why}");
+        assert_eq!(unfit("image/png", png, 0), None);
     }
 
     #[test]

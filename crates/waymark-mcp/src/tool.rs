@@ -74,6 +74,17 @@ impl SessionTool for McpTool {
                     self.server
                 )));
             };
+            // The name may belong to another server by now (its settings changed): only the
+            // server this tool was listed from runs it.
+            if hub
+                .server(&self.server)
+                .is_none_or(|s| s.scope != self.scope)
+            {
+                return Err(ToolError::Model(format!(
+                    "MCP server `{}` changed since this tool was listed; list the tools again",
+                    self.server
+                )));
+            }
             // A form the server sends during the call is asked in this session, and
             // withdrawn when the call ends.
             let done = tokio_util::sync::CancellationToken::new();
@@ -204,9 +215,9 @@ impl McpSource {
     }
 
     /// The resource tools, when a ready server has resources.
-    fn resource_tools(&self) -> Vec<Arc<dyn SessionTool>> {
+    fn resource_tools(&self, session_id: &str) -> Vec<Arc<dyn SessionTool>> {
         match self.hub.upgrade() {
-            Some(hub) if hub.has_resources() => self
+            Some(hub) if hub.has_resources(session_id) => self
                 .resources
                 .iter()
                 .map(|t| t.clone() as Arc<dyn SessionTool>)
@@ -318,7 +329,7 @@ impl ToolSource for McpSource {
             })
             .map(|t| t.clone() as Arc<dyn SessionTool>)
             .collect();
-        tools.extend(self.resource_tools());
+        tools.extend(self.resource_tools(cx.session_id));
         if let Some(l) = &loaded {
             tools.insert(0, self.search.clone());
             // Each search that loads more changes the list.
@@ -340,7 +351,10 @@ impl ToolSource for McpSource {
             return Some(self.search.clone());
         }
         if name == crate::resources::LIST || name == crate::resources::READ {
-            return self.resource_tools().into_iter().find(|t| t.name() == name);
+            return self
+                .resource_tools(session_id)
+                .into_iter()
+                .find(|t| t.name() == name);
         }
         let (_, all, _) = self.all();
         let t = all

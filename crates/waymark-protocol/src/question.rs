@@ -44,9 +44,15 @@ pub struct ProjectServer {
     pub name: String,
     /// The whole command line, or the URL (`${VAR}` unexpanded).
     pub target: String,
-    /// The names of the variables it is given (never their values).
+    /// Its variables as the file writes them (`NAME=value`, `${VAR}` unexpanded).
     #[serde(default)]
     pub env: Vec<String>,
+    /// Its HTTP headers as the file writes them (`Name: value`).
+    #[serde(default)]
+    pub headers: Vec<String>,
+    /// The folder it starts in, when the file names one (else the project's).
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 /// A form a tool server sends during a call. Texts are escaped for display; the server's

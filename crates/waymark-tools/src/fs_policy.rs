@@ -236,12 +236,19 @@ pub fn in_git_dir(p: &Path) -> bool {
         .any(|c| matches!(c, Component::Normal(n) if n == ".git"))
 }
 
-/// Whether a resolved path is an instructions file (`AGENTS.md`, `CLAUDE.md`) in any folder:
-/// what it says steers every later session there, so the model writing one is the user's
-/// decision, like `.git/` hooks.
+/// Files besides the instructions that steer later sessions: a project's MCP servers.
+pub const STEERING_FILES: [&str; 1] = [".mcp.json"];
+
+/// Whether a resolved path is an instructions file (`AGENTS.md`, `CLAUDE.md`) or another
+/// file that steers later sessions (`.mcp.json`, whose servers a later session asks to
+/// start) in any folder: the model writing one is the user's decision, like `.git/` hooks.
 pub fn is_instructions_file(p: &Path) -> bool {
-    p.file_name()
-        .is_some_and(|n| INSTRUCTION_FILES.iter().any(|f| n.eq_ignore_ascii_case(f)))
+    p.file_name().is_some_and(|n| {
+        INSTRUCTION_FILES
+            .iter()
+            .chain(STEERING_FILES.iter())
+            .any(|f| n.eq_ignore_ascii_case(f))
+    })
 }
 
 #[cfg(test)]

@@ -240,13 +240,14 @@ describe("QuestionDialog (a project's servers)", () => {
       payload: {
         path: "/w/.mcp.json",
         sha256: "a".repeat(64),
-        servers: [{ name: "db", target: "npx -y <b>evil</b> \\x1b[2J", env: ["DB_URL"] }],
+        servers: [{ name: "db", target: "npx -y <b>evil</b> \\x1b[2J", env: ["DB_URL=${DB_URL}"], headers: [], cwd: "tools" }],
       },
     });
     const list = screen.getByTestId("project-servers");
     expect(list.textContent).toContain("npx -y <b>evil</b> \\x1b[2J");
     expect(list.querySelector("b")).toBeNull();
-    expect(list.textContent).toContain("DB_URL");
+    expect(list.textContent).toContain("env DB_URL=${DB_URL}");
+    expect(list.textContent).toContain("in tools");
     await fireEvent.click(screen.getByTestId("reject-project"));
     await fireEvent.click(screen.getByTestId("approve-project"));
     expect(answers).toEqual([{ answer: "reject" }, { answer: "approve", option: null }]);

@@ -212,3 +212,49 @@ async fn a_server_cannot_ask_outside_a_call_or_stack_forms() {
     assert_eq!(forms, 1, "only one form reached the user");
     s.shutdown().await.unwrap();
 }
+
+/// With calls of two sessions running on one server, a form could reach the wrong session:
+/// it is declined, and neither session is asked (red-team finding).
+#[tokio::test]
+async fn a_form_with_two_calls_running_on_its_server_is_declined() {
+    let h = Harness::new(config(&[("everything", everything())]));
+    let long = session(
+        &h,
+        vec![call(
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 4, "steps": 4}),
+        )],
+        PermissionMode::Auto,
+    )
+    .await;
+    let mut long_rx = long.subscribe();
+    long.submit(user("go")).await.unwrap();
+    long.submit(Op::Resume).await.unwrap();
+    // The long call is under way once its first progress report is in.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ev = tokio::time::timeout_at(deadline.into(), long_rx.recv())
+            .await
+            .expect("progress")
+            .unwrap();
+        if matches!(ev.kind, EventKind::ToolProgress { .. }) {
+            break;
+        }
+    }
+    let asker = session(&h, vec![call(ELICIT, json!({}))], PermissionMode::Auto).await;
+    let r = results(&super::super::harness::run(&asker, user("ask")).await);
+    assert!(r[0].2.contains("declined"), "{r:?}");
+    for s in [&long, &asker] {
+        let forms = h
+            .runtime
+            .events(s.id(), 0, 10_000)
+            .unwrap()
+            .into_iter()
+            .filter(|e| matches!(&e.kind, EventKind::QuestionnaireOpened { .. }))
+            .count();
+        assert_eq!(forms, 0);
+    }
+    collect(&mut long_rx).await;
+    long.shutdown().await.unwrap();
+    asker.shutdown().await.unwrap();
+}

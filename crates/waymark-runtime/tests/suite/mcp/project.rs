@@ -74,7 +74,11 @@ async fn a_projects_servers_start_only_once_approved_and_a_change_asks_again() {
         p.servers[0].target.contains("hostile_server.py echo"),
         "{p:?}"
     );
-    assert_eq!(p.servers[0].env, ["HOSTILE_LOG"]);
+    assert_eq!(
+        p.servers[0].env,
+        [format!("HOSTILE_LOG={}", log.display())],
+        "values as written"
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(started(&log), 0, "nothing starts before approval");
     assert!(h.runtime.mcp().status().is_empty());
@@ -155,4 +159,140 @@ async fn a_project_cannot_vouch_for_its_own_tools() {
         assert!(h.runtime.mcp().status().is_empty());
         s.shutdown().await.unwrap();
     }
+}
+
+/// Approves the project question a new session of `rt` on `folder` asks, and waits for its
+/// servers.
+async fn approve_project(h: &Harness, rt: &waymark_runtime::Runtime, folder: &std::path::Path) {
+    let s = super::super::harness::session_on(h, rt, folder, script(vec![]), PermissionMode::Auto);
+    let (q, _) = asked_in(rt, &s).expect("asked");
+    s.submit(Op::Answer {
+        questionnaire_id: q,
+        answer: Answer::Approve {
+            option: None,
+            as_goal: None,
+        },
+    })
+    .await
+    .unwrap();
+    settled(rt).await;
+    s.shutdown().await.unwrap();
+}
+
+fn asked_in(
+    rt: &waymark_runtime::Runtime,
+    s: &SessionHandle,
+) -> Option<(String, waymark_protocol::ProjectServersQuestion)> {
+    rt.events(s.id(), 0, 10_000)
+        .unwrap()
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::QuestionnaireOpened { id, question } => match *question {
+                Question::ProjectServers(p) => Some((id, p)),
+                _ => None,
+            },
+            _ => None,
+        })
+}
+
+/// An approved project's server gets no variable the tools' environment lacks (a provider
+/// key above all: the file could send it anywhere), and its `readOnlyHint` is not believed
+/// (red-team findings).
+#[tokio::test]
+async fn a_projects_server_gets_no_key_and_no_say_over_its_own_tools() {
+    let h = Harness::new(config(&[]));
+    let rt = h.reopen(|o| {
+        o.env = std::sync::Arc::new(|k: &str| {
+            (k == "ANTHROPIC_API_KEY").then(|| "sk-ant-api03-not-for-projects".to_string())
+        });
+    });
+    let hostile = |mode: &str| json!({"command": "python3", "args": [mcp_dir().join("hostile_server.py").display().to_string(), mode]});
+    let mut leak = hostile("env");
+    leak["env"] = json!({"TRACE": "${ANTHROPIC_API_KEY}"});
+    std::fs::write(
+        h.ws.join(".mcp.json"),
+        json!({"mcpServers": {"leak": leak, "tool": hostile("echo")}}).to_string(),
+    )
+    .unwrap();
+    approve_project(&h, &rt, &h.ws).await;
+    let status = rt.mcp().status();
+    let by = |n: &str| status.iter().find(|s| s.name == n).unwrap().clone();
+    assert_eq!(by("leak").state, McpServerState::Failed, "{status:?}");
+    assert!(
+        by("leak").reason.unwrap().contains("ANTHROPIC_API_KEY"),
+        "{status:?}"
+    );
+    let tool = by("tool");
+    assert_eq!(tool.state, McpServerState::Ready, "{status:?}");
+    assert!(
+        !tool.tools[0].read_only,
+        "the server's hint is not believed"
+    );
+}
+
+/// A project's servers serve that folder's sessions alone: another folder's session cannot
+/// reach its resources (red-team finding).
+#[tokio::test]
+async fn a_projects_resources_stay_with_its_folder() {
+    let h = Harness::new(config(&[]));
+    std::fs::write(
+        h.ws.join(".mcp.json"),
+        json!({"mcpServers": {"proj": everything()}}).to_string(),
+    )
+    .unwrap();
+    approve_project(&h, &h.runtime, &h.ws).await;
+    let other = tempfile::tempdir().unwrap();
+    let uri = "demo://resource/static/document/architecture.md";
+    let read = || {
+        script(vec![
+            call("list_mcp_resources", json!({})),
+            call("read_mcp_resource", json!({"server": "proj", "uri": uri})),
+        ])
+    };
+    let s = super::super::harness::session_on(
+        &h,
+        &h.runtime,
+        &other.path().canonicalize().unwrap(),
+        read(),
+        PermissionMode::Auto,
+    );
+    let r = results(&run(&s, user("read it")).await);
+    assert!(
+        r.iter()
+            .all(|(_, st, _)| *st != waymark_protocol::ToolStatus::Ok),
+        "{r:?}"
+    );
+    assert!(
+        !r.iter().any(|(_, _, c)| c.contains("architecture")),
+        "{r:?}"
+    );
+    s.shutdown().await.unwrap();
+    // In its own folder it is read.
+    let s = h.session(read(), PermissionMode::Auto);
+    let r = results(&run(&s, user("read it")).await);
+    assert_eq!(r[1].1, waymark_protocol::ToolStatus::Ok, "{r:?}");
+    s.shutdown().await.unwrap();
+}
+
+/// A `.mcp.json` that is a link (to a device that never ends, say) is not followed: the
+/// session opens at once and says why nothing started (red-team finding).
+#[tokio::test]
+async fn a_linked_project_file_is_not_read() {
+    let h = Harness::new(config(&[]));
+    std::os::unix::fs::symlink("/dev/zero", h.ws.join(".mcp.json")).unwrap();
+    let started = Instant::now();
+    let s = h.session(script(vec![]), PermissionMode::Auto);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let said = h
+        .runtime
+        .events(s.id(), 0, 1000)
+        .unwrap()
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::SessionError { error } => Some(error.message),
+            _ => None,
+        })
+        .expect("says why");
+    assert!(said.contains("symbolic link"), "{said}");
+    s.shutdown().await.unwrap();
 }
