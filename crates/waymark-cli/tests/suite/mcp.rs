@@ -262,30 +262,24 @@ fn a_servers_form_is_answered_with_waymark_answer_from_another_process() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     // A value outside the form is refused, naming the field; nothing is sent.
-    let o = env.run(&[
-        "answer",
-        "--session",
-        &session,
-        &form,
-        "accept",
-        "--field",
-        "name=Ann",
-        "--field",
-        "integer=500",
-    ]);
+    let accept = |integer: &str| {
+        let integer = format!("integer={integer}");
+        env.run(&[
+            "answer",
+            "--session",
+            &session,
+            &form,
+            "accept",
+            "--field",
+            "name=Ann",
+            "--field",
+            &integer,
+        ])
+    };
+    let o = accept("500");
     assert!(!o.status.success());
     assert!(text(&o).contains("`integer`"), "{}", text(&o));
-    let o = env.run(&[
-        "answer",
-        "--session",
-        &session,
-        &form,
-        "accept",
-        "--field",
-        "name=Ann",
-        "--field",
-        "integer=7",
-    ]);
+    let o = accept("7");
     assert!(o.status.success(), "{}", text(&o));
     let o = env.run(&["answer", "--session", &session, &form, "decline"]);
     assert!(!o.status.success(), "answered once only");

@@ -26,16 +26,17 @@ fn asked(
     h: &Harness,
     s: &SessionHandle,
 ) -> Option<(String, waymark_protocol::ProjectServersQuestion)> {
+    asked_in(&h.runtime, s)
+}
+
+/// What the session said went wrong, from its log.
+fn session_error(h: &Harness, s: &SessionHandle) -> Option<String> {
     h.runtime
         .events(s.id(), 0, 10_000)
         .unwrap()
         .into_iter()
-        .rev()
         .find_map(|e| match e.kind {
-            EventKind::QuestionnaireOpened { id, question } => match *question {
-                Question::ProjectServers(p) => Some((id, p)),
-                _ => None,
-            },
+            EventKind::SessionError { error } => Some(error.message),
             _ => None,
         })
 }
@@ -82,16 +83,7 @@ async fn a_projects_servers_start_only_once_approved_and_a_change_asks_again() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(started(&log), 0, "nothing starts before approval");
     assert!(h.runtime.mcp().status().is_empty());
-    s.submit(Op::Answer {
-        questionnaire_id: q,
-        answer: Answer::Approve {
-            option: None,
-            as_goal: None,
-        },
-    })
-    .await
-    .unwrap();
-    settled(&h.runtime).await;
+    approve(&h.runtime, &s, q).await;
     let status = h.runtime.mcp().status();
     assert_eq!(status[0].state, McpServerState::Ready, "{status:?}");
     assert_eq!(started(&log), 1);
@@ -144,16 +136,7 @@ async fn a_project_cannot_vouch_for_its_own_tools() {
         )
         .unwrap();
         let s = h.session(script(vec![]), PermissionMode::Auto);
-        let said = h
-            .runtime
-            .events(s.id(), 0, 10_000)
-            .unwrap()
-            .into_iter()
-            .find_map(|e| match e.kind {
-                EventKind::SessionError { error } => Some(error.message),
-                _ => None,
-            })
-            .expect("the session says why");
+        let said = session_error(&h, &s).expect("the session says why");
         assert!(said.contains(&format!("mcpServers.proj.{key}")), "{said}");
         assert!(asked(&h, &s).is_none());
         assert!(h.runtime.mcp().status().is_empty());
@@ -166,6 +149,12 @@ async fn a_project_cannot_vouch_for_its_own_tools() {
 async fn approve_project(h: &Harness, rt: &waymark_runtime::Runtime, folder: &std::path::Path) {
     let s = super::super::harness::session_on(h, rt, folder, script(vec![]), PermissionMode::Auto);
     let (q, _) = asked_in(rt, &s).expect("asked");
+    approve(rt, &s, q).await;
+    s.shutdown().await.unwrap();
+}
+
+/// Approves project question `q` of `s` and waits for the servers.
+async fn approve(rt: &waymark_runtime::Runtime, s: &SessionHandle, q: String) {
     s.submit(Op::Answer {
         questionnaire_id: q,
         answer: Answer::Approve {
@@ -176,7 +165,6 @@ async fn approve_project(h: &Harness, rt: &waymark_runtime::Runtime, folder: &st
     .await
     .unwrap();
     settled(rt).await;
-    s.shutdown().await.unwrap();
 }
 
 fn asked_in(
@@ -186,6 +174,7 @@ fn asked_in(
     rt.events(s.id(), 0, 10_000)
         .unwrap()
         .into_iter()
+        .rev()
         .find_map(|e| match e.kind {
             EventKind::QuestionnaireOpened { id, question } => match *question {
                 Question::ProjectServers(p) => Some((id, p)),
@@ -283,16 +272,7 @@ async fn a_linked_project_file_is_not_read() {
     let started = Instant::now();
     let s = h.session(script(vec![]), PermissionMode::Auto);
     assert!(started.elapsed() < Duration::from_secs(5));
-    let said = h
-        .runtime
-        .events(s.id(), 0, 1000)
-        .unwrap()
-        .into_iter()
-        .find_map(|e| match e.kind {
-            EventKind::SessionError { error } => Some(error.message),
-            _ => None,
-        })
-        .expect("says why");
+    let said = session_error(&h, &s).expect("says why");
     assert!(said.contains("symbolic link"), "{said}");
     s.shutdown().await.unwrap();
 }

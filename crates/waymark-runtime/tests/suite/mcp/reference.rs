@@ -296,27 +296,39 @@ async fn a_resource_of_the_reference_server_is_listed_and_read() {
     s.shutdown().await.unwrap();
 }
 
+/// One turn on a mock model of `flavor`'s wire protocol that calls `tool` with `args`, then
+/// says "done": the mock (with the requests it got) and the turn's events.
+async fn on_wire(
+    flavor: super::super::mock_server::Flavor,
+    tool: &str,
+    args: Value,
+) -> (
+    super::super::mock_server::MockServer,
+    Vec<waymark_protocol::Event>,
+) {
+    use super::super::mock_server::{MockServer, on_mock, reply};
+    let server = MockServer::start(vec![
+        reply(flavor, "", Some((tool, args)), 100),
+        reply(flavor, "done", None, 120),
+    ])
+    .await;
+    let h = Harness::new(config(&[("everything", everything())]));
+    let (rt, s) = on_mock(&h, flavor, &server, |_| {});
+    settled(&rt).await;
+    let ev = run(&s, user("go")).await;
+    s.shutdown().await.unwrap();
+    (server, ev)
+}
+
 /// Through a mock model on each provider's real wire protocol: the server's tool is offered
 /// with its schema, the model's call reaches the server, and its answer goes back to the
 /// model as that provider's tool result.
 #[tokio::test]
 async fn get_sum_round_trips_through_openai_and_anthropic_wire_protocols() {
-    use super::super::mock_server::{Flavor, MockServer, on_mock, reply};
+    use super::super::mock_server::Flavor;
     for flavor in [Flavor::OpenAi, Flavor::Anthropic] {
-        let server = MockServer::start(vec![
-            reply(
-                flavor,
-                "",
-                Some(("mcp__everything__get-sum", json!({"a": 2, "b": 3}))),
-                100,
-            ),
-            reply(flavor, "done", None, 120),
-        ])
-        .await;
-        let h = Harness::new(config(&[("everything", everything())]));
-        let (rt, s) = on_mock(&h, flavor, &server, |_| {});
-        settled(&rt).await;
-        let ev = run(&s, user("add them")).await;
+        let (server, ev) =
+            on_wire(flavor, "mcp__everything__get-sum", json!({"a": 2, "b": 3})).await;
         let r = results(&ev);
         assert_eq!(r[0].1, ToolStatus::Ok, "{flavor:?}: {r:?}");
         let recorded = server.recorded();
@@ -342,7 +354,6 @@ async fn get_sum_round_trips_through_openai_and_anthropic_wire_protocols() {
             }),
         };
         assert!(carried, "{flavor:?}: {second}");
-        s.shutdown().await.unwrap();
     }
 }
 
@@ -388,22 +399,9 @@ async fn servers_added_and_removed_in_the_settings_apply_at_once() {
 /// transcript gets the image with the result.
 #[tokio::test]
 async fn get_tiny_image_reaches_the_model_as_image_content() {
-    use super::super::mock_server::{Flavor, MockServer, on_mock, reply};
+    use super::super::mock_server::Flavor;
     for flavor in [Flavor::OpenAi, Flavor::Anthropic] {
-        let server = MockServer::start(vec![
-            reply(
-                flavor,
-                "",
-                Some(("mcp__everything__get-tiny-image", json!({}))),
-                100,
-            ),
-            reply(flavor, "done", None, 120),
-        ])
-        .await;
-        let h = Harness::new(config(&[("everything", everything())]));
-        let (rt, s) = on_mock(&h, flavor, &server, |_| {});
-        settled(&rt).await;
-        let ev = run(&s, user("show me")).await;
+        let (server, ev) = on_wire(flavor, "mcp__everything__get-tiny-image", json!({})).await;
         assert_eq!(results(&ev)[0].1, ToolStatus::Ok, "{flavor:?}");
         let shown = ev.iter().find_map(|e| match &e.kind {
             waymark_protocol::EventKind::ToolResult { images, .. } => Some(images.clone()),
@@ -432,6 +430,5 @@ async fn get_tiny_image_reaches_the_model_as_image_content() {
             })
         });
         assert!(carried, "{flavor:?}: {second}");
-        s.shutdown().await.unwrap();
     }
 }
