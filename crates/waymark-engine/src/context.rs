@@ -310,4 +310,42 @@ mod tests {
         assert_eq!(last_result.unwrap().len(), 4000);
         assert!(req.estimated_tokens() <= 3000 || el.items == 4);
     }
+
+    /// A long session of images: a request carries only the newest [`IMAGES_SENT`], so a
+    /// provider's limit on images per request never ends it (red-team finding).
+    #[test]
+    fn only_the_newest_images_go_to_the_model() {
+        let mut h = hist();
+        let img = |n: usize| waymark_protocol::ToolImage {
+            mime: "image/png".into(),
+            data: format!("img{n}"),
+        };
+        let mut n = 0;
+        for (_, item) in h.iter_mut() {
+            if let HistoryItem::ToolResult { images, .. } = item {
+                *images = (0..3)
+                    .map(|_| {
+                        n += 1;
+                        img(n)
+                    })
+                    .collect();
+            }
+        }
+        let (req, _) = build_request(parts(&h, 1_000_000, None));
+        let sent: Vec<String> = req
+            .messages
+            .iter()
+            .flat_map(|m| match m {
+                ModelMessage::ToolResult { images, .. } => {
+                    images.iter().map(|i| i.data.clone()).collect()
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(sent.len(), IMAGES_SENT);
+        assert!(
+            sent.contains(&"img15".to_string()) && !sent.contains(&"img1".to_string()),
+            "{sent:?}"
+        );
+    }
 }
