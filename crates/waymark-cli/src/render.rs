@@ -510,6 +510,7 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
                     out.push_str(&format!("    in {dir}\n"));
                 }
             }
+            out.push_str("  They may run code from this checkout; later changes to that code are not asked about.\n");
             out.push_str("  Answer with one of (remembered for this content of the file):\n");
             out.push_str(&cmd("approve"));
             out.push('\n');

@@ -197,7 +197,13 @@ pub(crate) struct CallSite {
     pub turn_id: i64,
     /// Cancelled when the call ends (a form still open is withdrawn).
     pub done: CancellationToken,
+    /// Forms this call has asked.
+    pub asked: std::sync::atomic::AtomicUsize,
 }
+
+/// The most forms one call asks; later ones are declined (a server cannot hold a call, or
+/// the user, with one form after another).
+pub const MAX_FORMS_PER_CALL: usize = 3;
 
 /// Asks a call's forms as questionnaires of `api`'s session.
 pub(crate) fn asker(api: &SessionApi, site: CallSite) -> Elicitor {
@@ -249,6 +255,10 @@ impl Drop for Open<'_> {
 }
 
 async fn ask(api: &SessionApi, site: &CallSite, e: Elicitation) -> ElicitAnswer {
+    if site.asked.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= MAX_FORMS_PER_CALL {
+        tracing::warn!(server = %site.server, "a form was declined: the call has asked {MAX_FORMS_PER_CALL} already");
+        return ElicitAnswer::Decline;
+    }
     let fields = match fields(&e.schema) {
         Ok(f) => f,
         Err(why) => {

@@ -36,6 +36,15 @@ pub const MAX_DESCRIPTION: usize = 4096;
 /// The most bytes of names, descriptions and schemas kept of one server's tools.
 pub const MAX_LISTING_BYTES: usize = 8 * 1024 * 1024;
 
+/// Where a project's server starts: the folder its file names inside the project, else the
+/// root (outside the checkout).
+pub fn project_cwd(folder: &std::path::Path, cwd: Option<&str>) -> String {
+    match cwd {
+        Some(c) => folder.join(c).display().to_string(),
+        None => "/".to_string(),
+    }
+}
+
 /// What a server is started by: its command line, or its URL (as the settings have them).
 pub fn target(config: &McpServerConfig) -> String {
     match (&config.command, &config.url) {
@@ -621,16 +630,19 @@ impl McpHub {
                     .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string())))
                     .collect();
                 full.extend(env);
-                // A project's server starts in its folder (or a folder it names from there).
+                // A project's server starts outside the checkout unless its file names a
+                // folder in it (else the checkout's `.npmrc`, `pkg.py` or `node_modules`
+                // would steer a command that looks harmless), and gets no way to the
+                // keyring or the SSH agent.
                 let cwd = match &server.scope {
-                    Some(folder) => Some(
-                        folder
-                            .join(cwd.as_deref().unwrap_or("."))
-                            .display()
-                            .to_string(),
-                    ),
+                    Some(folder) => Some(project_cwd(folder, cwd.as_deref())),
                     None => cwd,
                 };
+                if server.scope.is_some() {
+                    for k in waymark_protocol::secrets::SANDBOX_REMOVED {
+                        full.remove(*k);
+                    }
+                }
                 waymark_protocol::mcp::McpTransport::Stdio {
                     command,
                     args,

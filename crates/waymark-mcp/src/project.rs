@@ -165,7 +165,10 @@ pub(crate) fn on_open(
                     .iter()
                     .map(|(k, v)| escape_line(&format!("{k}: {v}")))
                     .collect(),
-                cwd: s.cwd.as_deref().map(escape_line),
+                cwd: s
+                    .command
+                    .is_some()
+                    .then(|| escape_line(&crate::hub::project_cwd(workspace, s.cwd.as_deref()))),
             })
             .collect(),
     });

@@ -106,37 +106,38 @@ impl SessionTool for ResourceTool {
     }
 }
 
+/// Whether the resource tools reach `s`: a server of the user's settings. A project's server
+/// is not (a resource read is a free-form request to it that no permission rule can judge, and
+/// the tools run unasked); its tools are the way to it.
+fn readable(s: &Server) -> bool {
+    s.scope.is_none()
+}
+
 /// The most resources listed per server.
 pub const MAX_RESOURCES: usize = 500;
 
 impl McpHub {
     /// Whether a ready server that serves the session offers resources.
-    pub fn has_resources(&self, session_id: &str) -> bool {
-        self.list()
-            .iter()
-            .filter(|s| self.serves(s.scope.as_deref(), session_id))
-            .any(|s| {
-                let st = lock(&s.state);
-                st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
-            })
+    pub fn has_resources(&self, _session_id: &str) -> bool {
+        self.list().iter().filter(|s| readable(s)).any(|s| {
+            let st = lock(&s.state);
+            st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
+        })
     }
 
     /// A ready server's live connection, for a request other than a tool call.
     async fn request_conn(
         &self,
-        session_id: &str,
+        _session_id: &str,
         server: &str,
         cancel: &CancellationToken,
     ) -> Result<(Arc<Server>, Arc<Connection>), McpError> {
         // Another folder's project server is no server of this session's.
-        let Some(s) = self
-            .server(server)
-            .filter(|s| self.serves(s.scope.as_deref(), session_id))
-        else {
+        let Some(s) = self.server(server).filter(|s| readable(s)) else {
             let servers = self.list();
             let names: Vec<&str> = servers
                 .iter()
-                .filter(|s| self.serves(s.scope.as_deref(), session_id))
+                .filter(|s| readable(s))
                 .map(|s| s.name.as_str())
                 .collect();
             return Err(McpError::new(
@@ -163,7 +164,7 @@ impl McpHub {
             None => self
                 .list()
                 .iter()
-                .filter(|s| self.serves(s.scope.as_deref(), session_id))
+                .filter(|s| readable(s))
                 .filter(|s| {
                     let st = lock(&s.state);
                     st.conn.as_ref().is_some_and(|c| c.has_resources())

@@ -39,7 +39,7 @@ fn unfit(mime: &str, data: &str, kept: usize) -> Option<String> {
         });
     let head = valid.then(|| decode_head(data)).flatten();
     let signed = head.as_ref().is_some_and(|h| match mime {
-        "image/png" => h.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "image/png" => h.starts_with(b"\x89PNG\r\n\x1a\n") && h.get(12..16) == Some(b"IHDR"),
         "image/jpeg" => h.starts_with(&[0xff, 0xd8, 0xff]),
         "image/gif" => h.starts_with(b"GIF87a") || h.starts_with(b"GIF89a"),
         "image/webp" => h.starts_with(b"RIFF") && h.get(8..12) == Some(b"WEBP"),

@@ -97,6 +97,7 @@ impl SessionTool for McpTool {
                     call_id: ctx.call_id.clone(),
                     turn_id: ctx.turn_id,
                     done,
+                    asked: Default::default(),
                 },
             );
             let r = hub

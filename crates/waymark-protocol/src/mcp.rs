@@ -406,6 +406,18 @@ pub fn project_servers(text: &str) -> Result<BTreeMap<String, McpServerConfig>, 
                 "does not match how the server is reached (`command` is stdio, `url` is http)",
             ));
         }
+        // A folder inside the project, named from it: nothing absolute, nothing above.
+        if let Some(c) = &server.cwd
+            && (c.starts_with('/')
+                || std::path::Path::new(c)
+                    .components()
+                    .any(|p| matches!(p, std::path::Component::ParentDir)))
+        {
+            return Err(ConfigError::new(
+                format!("{key}.cwd"),
+                "must be a folder inside the project, named from it (no `/` at the start, no `..`)",
+            ));
+        }
         // Only the user's own settings vouch for tools or hand a server the model.
         if !server.read_only_tools.is_empty() {
             return Err(ConfigError::new(

@@ -200,15 +200,29 @@ async fn first_call(config: impl Fn() -> Config) -> f64 {
                 hold: false,
             })
             .unwrap();
+        let created = started.elapsed();
         let mut rx = s.subscribe();
         s.submit(user("go")).await.unwrap();
+        let submitted = started.elapsed();
         s.submit(Op::Resume).await.unwrap();
+        let mut turn = Duration::ZERO;
         loop {
-            if let EventKind::AssistantMessage { .. } = rx.recv().await.unwrap().kind {
-                break;
+            match rx.recv().await.unwrap().kind {
+                EventKind::TurnStarted { .. } => turn = started.elapsed(),
+                EventKind::AssistantMessage { .. } => break,
+                _ => {}
             }
         }
         times.push(started.elapsed());
+        if std::env::var_os("MCP_BENCH_PROBE").is_some() {
+            println!(
+                "mcp/probe: created {:.1} ms, submitted {:.1} ms, turn {:.1} ms, reply {:.1} ms",
+                created.as_secs_f64() * 1e3,
+                submitted.as_secs_f64() * 1e3,
+                turn.as_secs_f64() * 1e3,
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
         s.shutdown().await.unwrap();
         drop(rt);
         // Let the servers of this round go before the next.

@@ -127,6 +127,7 @@ async fn a_project_cannot_vouch_for_its_own_tools() {
     for (key, value) in [
         ("read_only_tools", json!(["write"])),
         ("allow_sampling", json!(true)),
+        ("cwd", json!("../outside")),
     ] {
         let mut server = json!({"command": "python3", "args": ["x.py"]});
         server[key] = value;
@@ -194,13 +195,17 @@ async fn a_projects_server_gets_no_key_and_no_say_over_its_own_tools() {
         o.env = std::sync::Arc::new(|k: &str| {
             (k == "ANTHROPIC_API_KEY").then(|| "sk-ant-api03-not-for-projects".to_string())
         });
+        let mut env = (*o.process_env).clone();
+        env.push(("SSH_AUTH_SOCK".into(), "/tmp/agent.sock".into()));
+        o.process_env = std::sync::Arc::new(env);
     });
     let hostile = |mode: &str| json!({"command": "python3", "args": [mcp_dir().join("hostile_server.py").display().to_string(), mode]});
     let mut leak = hostile("env");
     leak["env"] = json!({"TRACE": "${ANTHROPIC_API_KEY}"});
     std::fs::write(
         h.ws.join(".mcp.json"),
-        json!({"mcpServers": {"leak": leak, "tool": hostile("echo")}}).to_string(),
+        json!({"mcpServers": {"leak": leak, "tool": hostile("echo"), "dump": hostile("env")}})
+            .to_string(),
     )
     .unwrap();
     approve_project(&h, &rt, &h.ws).await;
@@ -217,12 +222,32 @@ async fn a_projects_server_gets_no_key_and_no_say_over_its_own_tools() {
         !tool.tools[0].read_only,
         "the server's hint is not believed"
     );
+    // No way to the SSH agent or the keyring.
+    let env = rt
+        .mcp()
+        .call(
+            "dump",
+            "act",
+            Default::default(),
+            waymark_mcp::hub::CallLimits {
+                timeout: Duration::from_secs(10),
+                deadline: None,
+            },
+            &Default::default(),
+            Default::default(),
+        )
+        .await
+        .unwrap()
+        .text;
+    assert!(env.contains("PATH="), "{env}");
+    assert!(!env.contains("SSH_AUTH_SOCK"), "{env}");
 }
 
-/// A project's servers serve that folder's sessions alone: another folder's session cannot
-/// reach its resources (red-team finding).
+/// The resource tools never reach a project's server, in its folder or another (a resource
+/// read is a free-form request no permission rule can judge, and they run unasked:
+/// red-team finding).
 #[tokio::test]
-async fn a_projects_resources_stay_with_its_folder() {
+async fn a_projects_resources_are_not_offered() {
     let h = Harness::new(config(&[]));
     std::fs::write(
         h.ws.join(".mcp.json"),
@@ -256,10 +281,14 @@ async fn a_projects_resources_stay_with_its_folder() {
         "{r:?}"
     );
     s.shutdown().await.unwrap();
-    // In its own folder it is read.
+    // Nor in its own folder.
     let s = h.session(read(), PermissionMode::Auto);
     let r = results(&run(&s, user("read it")).await);
-    assert_eq!(r[1].1, waymark_protocol::ToolStatus::Ok, "{r:?}");
+    assert!(
+        r.iter()
+            .all(|(_, st, _)| *st != waymark_protocol::ToolStatus::Ok),
+        "{r:?}"
+    );
     s.shutdown().await.unwrap();
 }
 
