@@ -26,6 +26,8 @@ pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The most tools one server may list (pages are followed up to this).
 pub const MAX_TOOLS: usize = 2000;
+/// How long after the first session opens the servers start.
+pub const START_DELAY: Duration = Duration::from_millis(250);
 /// How long past its limits a call may go before the runtime ends it itself.
 const WATCHDOG_GRACE: Duration = Duration::from_secs(2);
 
@@ -198,6 +200,9 @@ pub struct McpHub {
     /// change on a thread that has none).
     rt: std::sync::OnceLock<tokio::runtime::Handle>,
     reaped: std::sync::atomic::AtomicBool,
+    /// Set once the servers have been started (after [`START_DELAY`]); changed settings
+    /// start their servers at once only from then on.
+    launched: std::sync::atomic::AtomicBool,
     /// Cancelled when the hub is dropped: the watchers stop.
     closing: CancellationToken,
 }
@@ -231,6 +236,7 @@ impl McpHub {
             started: std::sync::Once::new(),
             rt: std::sync::OnceLock::new(),
             reaped: Default::default(),
+            launched: Default::default(),
             closing: CancellationToken::new(),
         })
     }
@@ -349,7 +355,9 @@ impl McpHub {
         }
         *self.servers.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         self.bump();
-        if let Some(rt) = self.rt.get() {
+        if self.launched.load(Ordering::Acquire)
+            && let Some(rt) = self.rt.get()
+        {
             let _in = rt.enter();
             if fresh
                 .iter()
@@ -405,8 +413,11 @@ impl McpHub {
         self.list().iter().find(|s| s.name == name).cloned()
     }
 
-    /// Starts every enabled server in the background, once (later calls do nothing). Needs
-    /// a tokio runtime; without one nothing starts and the servers say why.
+    /// Starts every enabled server in the background, once (later calls do nothing), a
+    /// moment after it is asked ([`START_DELAY`]): the session that opened goes first, so
+    /// its first request is not slowed by servers booting on the same cores. A call or
+    /// `waymark mcp list` that needs a server before then starts it at once. Needs a tokio
+    /// runtime; without one nothing starts and the servers say why.
     pub fn start(self: &Arc<Self>) {
         self.started.call_once(|| {
             let Ok(rt) = tokio::runtime::Handle::try_current() else {
@@ -419,12 +430,35 @@ impl McpHub {
                 return;
             };
             let _ = self.rt.set(rt.clone());
-            // Not waited for: it kills only what no live process owns.
-            drop(self.reap());
-            for s in self.list().iter().filter(|s| s.config.enabled) {
-                self.watch(&rt, s.clone());
-            }
+            let hub = Arc::downgrade(self);
+            let closing = self.closing.clone();
+            rt.spawn(async move {
+                tokio::select! {
+                    _ = closing.cancelled() => return,
+                    _ = tokio::time::sleep(START_DELAY) => {}
+                }
+                if let Some(h) = hub.upgrade() {
+                    h.launch();
+                }
+            });
         });
+    }
+
+    /// Starts the servers configured now; those configured later start as they come.
+    fn launch(self: &Arc<Self>) {
+        let Some(rt) = self.rt.get() else { return };
+        // Under the settings' lock: a change made meanwhile is either in this list or
+        // starts its own servers.
+        let _one = lock(&self.applying);
+        if self.launched.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let _in = rt.enter();
+        // Not waited for: it kills only what no live process owns.
+        drop(self.reap());
+        for s in self.list().iter().filter(|s| s.config.enabled) {
+            self.watch(rt, s.clone());
+        }
     }
 
     /// Kills, once per hub and off the async threads (a scan of /proc), what the servers of

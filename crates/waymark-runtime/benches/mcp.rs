@@ -9,7 +9,8 @@
 //!
 //! The runtime's own time per MCP call is the step difference minus the floor (target
 //! ≤ 1 ms). Also: how long a new session takes to its first model call with five servers
-//! configured and with none (the servers start in the background). Prints; asserts nothing.
+//! configured and with none (the servers start in the background, a moment after the session
+//! opens), and when those five are ready. Prints; asserts nothing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code
 
@@ -181,9 +182,11 @@ fn runtime_with(dir: &std::path::Path, config: Config) -> Runtime {
     Runtime::open(opts).unwrap()
 }
 
-/// From a new session's creation to its first model call's reply being recorded.
-async fn first_call(config: impl Fn() -> Config) -> f64 {
+/// From a new session's creation to its first model call's reply being recorded; and to
+/// every server being ready (`None` when some never is within 10 s).
+async fn first_call(config: impl Fn() -> Config) -> (f64, Option<f64>) {
     let mut times = Vec::new();
+    let mut ready = Vec::new();
     for _ in 0..10 {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
@@ -223,12 +226,24 @@ async fn first_call(config: impl Fn() -> Config) -> f64 {
                 started.elapsed().as_secs_f64() * 1e3
             );
         }
+        while started.elapsed() < Duration::from_secs(10) {
+            let servers = rt.mcp_servers(false).await;
+            if servers
+                .iter()
+                .all(|v| v.state == waymark_protocol::mcp_view::McpServerState::Ready)
+            {
+                ready.push(started.elapsed());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         s.shutdown().await.unwrap();
         drop(rt);
         // Let the servers of this round go before the next.
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    median(times)
+    let all_ready = (ready.len() == times.len()).then(|| median(ready));
+    (median(times), all_ready)
 }
 
 fn main() {
@@ -259,9 +274,9 @@ fn main() {
         println!(
             "mcp/own_time: the runtime's own time per MCP call, beyond any tool call and the server: {own:.3} ms (target <= 1 ms)"
         );
-        let none = first_call(|| config(0)).await;
-        let five = first_call(|| config(5)).await;
-        let silent = first_call(|| config_of(5, "sleep", &["30"])).await;
+        let (none, _) = first_call(|| config(0)).await;
+        let (five, ready) = first_call(|| config(5)).await;
+        let (silent, _) = first_call(|| config_of(5, "sleep", &["30"])).await;
         if std::env::var_os("MCP_BENCH_PROBE").is_some() {
             let off = first_call(|| {
                 let mut c = config_of(5, "sleep", &["30"]);
@@ -270,10 +285,17 @@ fn main() {
                 }
                 c
             })
-            .await;
-            let missing = first_call(|| config_of(5, "/nonexistent/server", &[])).await;
+            .await
+            .0;
+            let missing = first_call(|| config_of(5, "/nonexistent/server", &[]))
+                .await
+                .0;
             println!("mcp/probe: 5 disabled {off:.1} ms, 5 missing programs {missing:.1} ms");
         }
         println!("mcp/first_call: a new session's first model call {none:.1} ms with no server, {five:.1} ms with 5 reference servers configured, {silent:.1} ms with 5 that never answer");
+        match ready {
+            Some(r) => println!("mcp/servers_ready: the 5 reference servers are ready {r:.0} ms after the session opens (they start {} ms after it)", waymark_mcp::hub::START_DELAY.as_millis()),
+            None => println!("mcp/servers_ready: some of the 5 reference servers were not ready within 10 s"),
+        }
     });
 }
