@@ -3,6 +3,7 @@
 //! call reads as its server's tool, with its progress while it runs and the image it returns.
 
 use super::*;
+use fantoccini::key::Key;
 use serde_json::json;
 
 /// A program of the MCP test servers (`scripts/setup.sh` installs them in tests/mcp).
@@ -197,5 +198,19 @@ async fn an_mcp_call_shows_its_server_its_progress_and_the_image_it_returns() {
     app.js("document.querySelector('[data-testid=tool-image]').scrollIntoView({block: 'center'}); return true")
         .await;
     app.shot("mcp-call-image").await;
+
+    // The server's prompts complete as commands; one sent becomes the user's message.
+    app.type_into("[data-testid=composer]", "/mcp__everything__sim")
+        .await;
+    app.wait_text("[data-testid=completion]", "/mcp__everything__simple-prompt")
+        .await;
+    app.shot("mcp-prompt-completion").await;
+    app.press(Key::Tab).await;
+    app.press(Key::Enter).await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "This is a simple prompt without arguments.",
+    )
+    .await;
     app.close().await;
 }

@@ -1061,6 +1061,50 @@ export type McpConfig_Serialize = {
 	tool_search_percent: number,
 };
 
+/**  One argument of a prompt. */
+export type McpPromptArgument = McpPromptArgument_Serialize | McpPromptArgument_Deserialize;
+
+/**  One argument of a prompt. */
+export type McpPromptArgument_Deserialize = {
+	name: string,
+	/**  The server's text: escape it before showing it. */
+	description?: string,
+	required?: boolean,
+};
+
+/**  One argument of a prompt. */
+export type McpPromptArgument_Serialize = {
+	name: string,
+	/**  The server's text: escape it before showing it. */
+	description: string,
+	required: boolean,
+};
+
+/**  One prompt of a server, typed as the slash command `/<command> arg=value…`. */
+export type McpPromptView = McpPromptView_Serialize | McpPromptView_Deserialize;
+
+/**  One prompt of a server, typed as the slash command `/<command> arg=value…`. */
+export type McpPromptView_Deserialize = {
+	/**  The server's name for it. */
+	name: string,
+	/**  The command, without its `/` (`mcp__<server>__<prompt>`). */
+	command: string,
+	/**  The server's text: escape it before showing it. */
+	description?: string,
+	arguments?: McpPromptArgument_Deserialize[],
+};
+
+/**  One prompt of a server, typed as the slash command `/<command> arg=value…`. */
+export type McpPromptView_Serialize = {
+	/**  The server's name for it. */
+	name: string,
+	/**  The command, without its `/` (`mcp__<server>__<prompt>`). */
+	command: string,
+	/**  The server's text: escape it before showing it. */
+	description: string,
+	arguments: McpPromptArgument_Serialize[],
+};
+
 /**  One server: a command started as a child process (stdio), or a URL (Streamable HTTP). */
 export type McpServerConfig = McpServerConfig_Serialize | McpServerConfig_Deserialize;
 
@@ -1142,6 +1186,8 @@ export type McpServerView_Deserialize = {
 	target: string,
 	tools: McpToolView_Deserialize[],
 	skipped?: McpSkippedTool[],
+	/**  Its prompts, each a slash command. */
+	prompts?: McpPromptView_Deserialize[],
 };
 
 /**  One configured server. */
@@ -1154,6 +1200,8 @@ export type McpServerView_Serialize = {
 	target: string,
 	tools: McpToolView_Serialize[],
 	skipped?: McpSkippedTool[],
+	/**  Its prompts, each a slash command. */
+	prompts?: McpPromptView_Serialize[],
 };
 
 /**  A tool the model is not offered, and why. */

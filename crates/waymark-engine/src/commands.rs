@@ -1,11 +1,13 @@
 //! Slash commands, parsed at admission. A command never reaches the model; its output is an
 //! event. The engine's own commands (`/help`, `/compact`, `/instructions`) and those the
-//! extensions contribute share one registry.
+//! extensions contribute share one registry. A name none of them has may be one an
+//! extension expands into a message to the model (an MCP prompt, [`expand`]).
 
 use crate::error::{Error, Result};
-use crate::session::CoreOf;
+use crate::session::{CoreOf, SessionCore};
 use crate::store::Tx;
 use std::sync::Arc;
+use waymark_protocol::{MessageSource, Op};
 
 pub use waymark_extension::commands::{CommandContext, CommandSpec, SlashCommand, parse, unescape};
 
@@ -32,6 +34,11 @@ impl CommandRegistry {
         let name = c.spec().name;
         self.commands.retain(|x| x.spec().name != name);
         self.commands.push(c);
+    }
+
+    /// Whether a command of that name is registered.
+    pub fn has(&self, name: &str) -> bool {
+        self.commands.iter().any(|c| c.spec().name == name)
     }
 
     pub fn specs(&self) -> Vec<CommandSpec> {
@@ -65,6 +72,50 @@ impl CommandRegistry {
             args,
         )
     }
+}
+
+/// A user's `/name args` that no command has but an extension expands (an MCP server's
+/// prompt) becomes the message it expands to. The expansion may wait on a server, so it
+/// runs in the submitter's task (`SessionHandle::submit`), not the session's: the session
+/// goes on meanwhile, Stop included.
+pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
+    let Op::Submit {
+        text,
+        source: MessageSource::User,
+        position,
+        idempotency_key,
+        intent,
+    } = op
+    else {
+        return Ok(op);
+    };
+    let keep = |text: String| Op::Submit {
+        text,
+        source: MessageSource::User,
+        position,
+        idempotency_key: idempotency_key.clone(),
+        intent,
+    };
+    let Some((name, args)) = parse(&text) else {
+        return Ok(keep(text));
+    };
+    if core.commands.has(name) {
+        return Ok(keep(text));
+    }
+    let api = crate::extension::SessionApi::new(core.clone());
+    for ext in &core.extensions {
+        if let Some(expanding) = ext.expand(&api, name, args) {
+            let expanded = expanding.await?;
+            // Taken as text, never as a command: one that starts with `/` is escaped.
+            let expanded = if expanded.trim_start().starts_with('/') {
+                format!("/{}", expanded.trim_start())
+            } else {
+                expanded
+            };
+            return Ok(keep(expanded));
+        }
+    }
+    Ok(keep(text))
 }
 
 /// `/help`: lists the commands.

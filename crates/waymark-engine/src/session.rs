@@ -3,6 +3,7 @@
 //! transaction that wrote them commits. Admission, answers, Stop and the run loop live here;
 //! the turn itself is in `turn/`, answering questionnaires in `session/answer.rs`.
 
+mod admit;
 mod answer;
 mod close;
 mod history;
@@ -23,6 +24,7 @@ use crate::provider::ModelProvider;
 use crate::store::{self, Store, TurnStatus, Tx};
 use crate::tools::ToolRegistry;
 use crate::turn::{self, TurnExit, TurnStart};
+use admit::admit;
 use answer::answer_questionnaire;
 use close::{abort_parked_turn, close_panicked_turn, close_stopped_turn};
 use std::path::PathBuf;
@@ -243,6 +245,8 @@ pub struct SessionHandle {
     task: Option<tokio::task::JoinHandle<()>>,
     /// Events written while opening (before anyone could subscribe).
     pub startup: Vec<Event>,
+    /// For commands an extension expands into a message, before the actor gets it.
+    core: Arc<SessionCore>,
 }
 
 impl SessionHandle {
@@ -257,6 +261,7 @@ impl SessionHandle {
 
     /// Sends an op and waits until the session has taken it (not until work finishes).
     pub async fn submit(&self, op: Op) -> Result<OpOutcome> {
+        let op = commands::expand(&self.core, op).await?;
         let (tx, rx) = oneshot::channel();
         self.ops.send((op, tx)).map_err(|_| Error::SessionClosed)?;
         rx.await.map_err(|_| Error::SessionClosed)?
@@ -308,6 +313,7 @@ pub(crate) fn spawn(
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let events = core.events.clone();
     let id = core.id.clone();
+    let handle_core = core.clone();
     let actor = Actor {
         core,
         lease_owner,
@@ -325,6 +331,7 @@ pub(crate) fn spawn(
         events,
         task: Some(task),
         startup,
+        core: handle_core,
     }
 }
 
@@ -670,87 +677,6 @@ impl Actor {
         }
         Ok(None)
     }
-}
-
-/// Queues a message in `tx` and logs `message.admitted`; with an idempotency key already used
-/// in the session, returns the existing message (`false`) and logs nothing.
-pub(crate) fn admit_message(
-    tx: &mut Tx<'_>,
-    sid: &str,
-    source: MessageSource,
-    text: &str,
-    position: Position,
-    key: Option<&str>,
-) -> Result<(store::MessageRow, bool)> {
-    Ok(tx.admit_message(sid, source, text, position, key)?)
-}
-
-/// Admits a message in one transaction: slash commands run here and never reach the model;
-/// intents apply here; an idempotency key already used returns the existing message.
-pub(crate) fn admit(
-    core: &Arc<SessionCore>,
-    text: &str,
-    source: MessageSource,
-    position: Position,
-    key: Option<&str>,
-    intent: Option<Intent>,
-) -> Result<OpOutcome> {
-    let sid = core.id.as_str();
-    let api = SessionApi::new(core.clone());
-    if source == MessageSource::User
-        && let Some((name, args)) = commands::parse(text)
-    {
-        let output = core.write(|tx| {
-            let out = core.commands.run(tx, &api, name, args)?;
-            tx.emit(
-                sid,
-                EventKind::CommandOutput {
-                    command: name.to_string(),
-                    text: out.clone(),
-                },
-            )?;
-            Ok(out)
-        })?;
-        changed(core);
-        return Ok(OpOutcome::Command { output });
-    }
-    let text = commands::unescape(text);
-    if text.trim().is_empty() {
-        return Err(Error::Refused("the message is empty".into()));
-    }
-    core.write(|tx| {
-        // The intent takes effect in the same transaction that admits the message (PM-6).
-        if let Some(intent) = intent {
-            let mut handled = false;
-            for ext in &core.extensions {
-                if ext.on_intent(tx, &api, intent)? {
-                    handled = true;
-                    break;
-                }
-            }
-            if !handled {
-                return Err(Error::Refused(format!(
-                    "no extension of this session handles the intent {intent:?}"
-                )));
-            }
-        }
-        let (m, created) = admit_message(tx, sid, source, text, position, key)?;
-        if created {
-            if source == MessageSource::User {
-                let title: String = text.lines().next().unwrap_or("").chars().take(80).collect();
-                tx.set_title_if_missing(sid, &title)?;
-            }
-            tx.touch_session(sid)?;
-        }
-        // Last: an extension that moves files does so once everything else succeeded.
-        for ext in &core.extensions {
-            ext.on_admit(tx, &api, &m, intent, created)?;
-        }
-        Ok(OpOutcome::Admitted {
-            message_id: m.id,
-            created,
-        })
-    })
 }
 
 /// The longest model spec a switch takes (a script's path included).

@@ -194,6 +194,18 @@ pub trait Extension: Send + Sync {
         &[]
     }
 
+    /// Expands `/name args`, a command no one registered, into the text of a message to the
+    /// model (an MCP server's prompt); `None` when the name is not one of its. Runs where
+    /// the message is submitted, before it is admitted; an error is the submitter's.
+    fn expand<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _name: &'a str,
+        _args: &'a str,
+    ) -> Option<BoxFuture<'a, Result<String>>> {
+        None
+    }
+
     /// The session is being opened, in the transaction that takes its lease; `crashed`
     /// when the previous process died holding it.
     fn on_open(&self, _tx: &mut Tx<'_>, _session_id: &str, _crashed: bool) -> Result<()> {

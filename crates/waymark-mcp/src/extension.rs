@@ -87,6 +87,35 @@ impl Extension for McpExtension {
         Ok(())
     }
 
+    fn expand<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        name: &'a str,
+        args: &'a str,
+    ) -> Option<futures_util::future::BoxFuture<'a, Result<String>>> {
+        if !name.starts_with("mcp__") {
+            return None;
+        }
+        let refused = move |m: String| waymark_extension::Error::Refused(format!("/{name}: {m}"));
+        let Some((server, prompt)) = self.hub.prompt(api.id(), name) else {
+            return Some(Box::pin(async move {
+                Err(refused(
+                    "no ready MCP server of this session has that prompt (`/mcp` lists them)"
+                        .into(),
+                ))
+            }));
+        };
+        Some(Box::pin(async move {
+            let args = crate::prompts::arguments(&prompt, args).map_err(refused)?;
+            let result = self
+                .hub
+                .get_prompt(&server, &prompt.name, args)
+                .await
+                .map_err(|e| refused(e.to_string()))?;
+            crate::prompts::message(&result).map_err(refused)
+        }))
+    }
+
     fn on_turn_closed(
         &self,
         tx: &mut Tx<'_>,

@@ -284,6 +284,11 @@ impl ClientHandler for Handler {
         // Many notifications before the next listing make one listing.
         self.shared.tools_changed.notify_one();
     }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // The tools and the prompts are listed again together.
+        self.shared.tools_changed.notify_one();
+    }
 }
 
 #[cfg(test)]

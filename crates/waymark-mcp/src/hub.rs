@@ -9,8 +9,7 @@ use crate::handler::{Elicitor, Handler, ProgressSink};
 use crate::result::{Shaped, shape};
 use crate::{McpError, seconds};
 use rmcp::model::{
-    CallToolRequestParams, CancelledNotificationParam, ClientRequest, PaginatedRequestParams,
-    Request, ServerResult,
+    CallToolRequestParams, CancelledNotificationParam, ClientRequest, Request, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use std::collections::BTreeMap;
@@ -19,7 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::mcp::McpServerConfig;
-use waymark_protocol::mcp_view::{McpServerState, McpServerView, McpSkippedTool, McpToolView};
+use waymark_protocol::mcp_view::{
+    McpPromptView, McpServerState, McpServerView, McpSkippedTool, McpToolView,
+};
 
 /// Reads an environment variable (for `${VAR}` in the servers' settings).
 pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -106,6 +107,8 @@ pub(crate) struct State {
     pub(crate) conn: Option<Arc<Connection>>,
     tools: Arc<Vec<ListedTool>>,
     skipped: Vec<(String, String)>,
+    /// Its prompts (slash commands).
+    pub(crate) prompts: Arc<Vec<McpPromptView>>,
     /// Restarts since the last call that worked, and when the next may be tried.
     restarts: u32,
     next_try: Option<Instant>,
@@ -144,6 +147,7 @@ impl Server {
                 conn: None,
                 tools: Default::default(),
                 skipped: Vec::new(),
+                prompts: Default::default(),
                 restarts: 0,
                 next_try: None,
             }),
@@ -545,6 +549,7 @@ impl McpHub {
                             reason: reason.clone(),
                         })
                         .collect(),
+                    prompts: st.prompts.to_vec(),
                 }
             })
             .collect()
@@ -603,11 +608,12 @@ impl McpHub {
                     "its settings changed; the new ones apply",
                 ))
             }
-            Ok((conn, tools, skipped)) => {
+            Ok((conn, tools, skipped, prompts)) => {
                 let conn = Arc::new(conn);
                 st.conn = Some(conn.clone());
                 st.tools = Arc::new(tools);
                 st.skipped = skipped;
+                st.prompts = Arc::new(prompts);
                 st.phase = Phase::Ready;
                 drop(st);
                 self.bump();
@@ -622,6 +628,7 @@ impl McpHub {
                 st.next_try = Some(Instant::now() + wait);
                 st.conn = None;
                 st.tools = Default::default();
+                st.prompts = Default::default();
                 st.phase = Phase::Failed(e.message.clone());
                 drop(st);
                 self.bump();
@@ -630,11 +637,20 @@ impl McpHub {
         }
     }
 
-    /// Connects and lists the tools.
+    /// Connects and lists the tools and the prompts.
+    #[allow(clippy::type_complexity)]
     async fn open(
         &self,
         server: &Server,
-    ) -> Result<(Connection, Vec<ListedTool>, Vec<(String, String)>), McpError> {
+    ) -> Result<
+        (
+            Connection,
+            Vec<ListedTool>,
+            Vec<(String, String)>,
+            Vec<McpPromptView>,
+        ),
+        McpError,
+    > {
         // A project's server may name only variables the tools' environment already has
         // (no provider key, no secret-looking variable): approving a file never hands it
         // more than a command in the project could read.
@@ -695,7 +711,7 @@ impl McpHub {
             true,
         )
         .await?;
-        let (tools, skipped) = tokio::time::timeout(startup, list(server, &conn))
+        let (tools, skipped) = tokio::time::timeout(startup, crate::catalog::list(server, &conn))
             .await
             .map_err(|_| {
                 McpError::new(
@@ -703,18 +719,27 @@ impl McpHub {
                     format!("no tool list within {}", seconds(startup)),
                 )
             })??;
-        Ok((conn, tools, skipped))
+        let prompts = tokio::time::timeout(startup, crate::catalog::list_prompts(server, &conn))
+            .await
+            .unwrap_or_default();
+        Ok((conn, tools, skipped, prompts))
     }
 
-    /// Lists a ready server's tools again (its list changed).
+    /// Lists a ready server's tools and prompts again (it said they changed).
     async fn relist(&self, server: &Server) {
         let conn = lock(&server.state).conn.clone();
         let Some(conn) = conn else { return };
         let startup = Duration::from_millis(server.config.startup_timeout_ms);
-        if let Ok(Ok((tools, skipped))) = tokio::time::timeout(startup, list(server, &conn)).await {
+        let listed = tokio::time::timeout(startup, async {
+            let tools = crate::catalog::list(server, &conn).await;
+            (tools, crate::catalog::list_prompts(server, &conn).await)
+        })
+        .await;
+        if let Ok((Ok((tools, skipped)), prompts)) = listed {
             let mut st = lock(&server.state);
             st.tools = Arc::new(tools);
             st.skipped = skipped;
+            st.prompts = Arc::new(prompts);
             drop(st);
             self.bump();
         }
@@ -854,140 +879,4 @@ impl McpHub {
             }
         }
     }
-}
-
-/// A server's tools: pages followed up to [`MAX_TOOLS`], each tool named for the model,
-/// read-only as the user or the server says, and left out when disabled or unfit.
-async fn list(
-    server: &Server,
-    conn: &Connection,
-) -> Result<(Vec<ListedTool>, Vec<(String, String)>), McpError> {
-    let Listing {
-        tools: mut raw,
-        dropped: mut skipped,
-    } = list_raw(&server.name, conn).await?;
-    let mut tools: Vec<ListedTool> = Vec::new();
-    if raw.len() > MAX_TOOLS {
-        skipped.push((
-            format!("{} more", raw.len() - MAX_TOOLS),
-            format!("a server may list at most {MAX_TOOLS} tools"),
-        ));
-        raw.truncate(MAX_TOOLS);
-    }
-    for t in raw {
-        let name = t.name.to_string();
-        if server.config.disabled_tools.contains(&name) {
-            skipped.push((name, "listed in disabled_tools".into()));
-            continue;
-        }
-        let schema = match crate::names::input_schema(&t.input_schema) {
-            Ok(s) => s,
-            Err(why) => {
-                tracing::warn!(server = %server.name, tool = %name, "MCP tool left out: {why}");
-                skipped.push((name, why.to_string()));
-                continue;
-            }
-        };
-        let model_name = crate::names::model_name(&server.name, &name);
-        if tools.iter().any(|o| o.model_name == model_name) {
-            skipped.push((name, "the server lists this name twice".into()));
-            continue;
-        }
-        // A project's server is not believed about its own tools: none is read-only.
-        let read_only = server.config.read_only_tools.contains(&name)
-            || (server.scope.is_none()
-                && t.annotations
-                    .as_ref()
-                    .and_then(|a| a.read_only_hint)
-                    .unwrap_or(false));
-        tools.push(ListedTool {
-            model_name,
-            description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-            schema,
-            read_only,
-            tool_name: name,
-        });
-    }
-    Ok((tools, skipped))
-}
-
-/// What a listing kept: the tools, and those left out as they arrived, with why.
-pub(crate) struct Listing {
-    pub tools: Vec<rmcp::model::Tool>,
-    pub dropped: Vec<(String, String)>,
-}
-
-/// The longest tool name kept (a longer one is left out).
-const MAX_TOOL_NAME: usize = 256;
-
-/// The tools a server lists, pages followed up to one past [`MAX_TOOLS`], each bounded as it
-/// arrives: fields Waymark does not use cleared, the description cut, and a tool whose name
-/// or schema is too big left out (kept only as a line saying so).
-pub(crate) async fn list_raw(server: &str, conn: &Connection) -> Result<Listing, McpError> {
-    let peer = conn.service.peer();
-    let mut out = Listing {
-        tools: Vec::new(),
-        dropped: Vec::new(),
-    };
-    let mut cursor = None;
-    let mut kept = 0usize;
-    for _ in 0..MAX_PAGES {
-        let page = peer
-            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-            .await
-            .map_err(|e| McpError::new(server, format!("listing its tools failed: {e}")))?;
-        for mut t in page.tools {
-            t.output_schema = None;
-            t.icons = None;
-            t.meta = None;
-            t.title = None;
-            if let Some(a) = t.annotations.as_mut() {
-                a.title = None;
-            }
-            if t.name.len() > MAX_TOOL_NAME {
-                let mut end = 60;
-                while !t.name.is_char_boundary(end) {
-                    end -= 1;
-                }
-                out.dropped.push((
-                    format!("{}…", &t.name[..end]),
-                    format!("its name is over {MAX_TOOL_NAME} bytes"),
-                ));
-                continue;
-            }
-            if let Some(d) = &t.description
-                && d.len() > MAX_DESCRIPTION
-            {
-                let mut end = MAX_DESCRIPTION;
-                while !d.is_char_boundary(end) {
-                    end -= 1;
-                }
-                t.description = Some(format!("{}…", &d[..end]).into());
-            }
-            let schema =
-                serde_json::to_vec(t.input_schema.as_ref()).map_or(usize::MAX, |v| v.len());
-            if schema > crate::names::MAX_SCHEMA_BYTES {
-                out.dropped.push((
-                    t.name.to_string(),
-                    format!(
-                        "its input schema is {schema} bytes, over the {} offered",
-                        crate::names::MAX_SCHEMA_BYTES
-                    ),
-                ));
-                continue;
-            }
-            kept = kept.saturating_add(
-                t.name.len() + t.description.as_ref().map_or(0, |d| d.len()) + schema,
-            );
-            out.tools.push(t);
-            if out.tools.len() > MAX_TOOLS || kept > MAX_LISTING_BYTES {
-                return Ok(out);
-            }
-        }
-        cursor = page.next_cursor;
-        if cursor.is_none() {
-            return Ok(out);
-        }
-    }
-    Ok(out)
 }

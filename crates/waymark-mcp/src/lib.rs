@@ -10,6 +10,7 @@
 //! - [`elicit`]: a form a server sends during a call, asked as a questionnaire.
 //! - [`extension`]: the extension that plugs them into sessions.
 
+pub mod catalog;
 pub mod connect;
 pub mod elicit;
 pub mod extension;
@@ -18,6 +19,7 @@ pub mod hub;
 pub mod listing;
 pub mod names;
 pub mod project;
+pub mod prompts;
 pub mod reap;
 pub mod resources;
 pub mod result;
@@ -98,7 +100,7 @@ pub async fn list_tools(
         false,
     )
     .await?;
-    let tools = tokio::time::timeout(startup, hub::list_raw(server, &conn))
+    let tools = tokio::time::timeout(startup, catalog::list_raw(server, &conn))
         .await
         .map_err(|_| McpError::new(server, "no tool list in time"))??;
     Ok(tools

@@ -44,6 +44,48 @@ pub struct McpSkippedTool {
     pub reason: String,
 }
 
+/// One argument of a prompt.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct McpPromptArgument {
+    pub name: String,
+    /// The server's text: escape it before showing it.
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// One prompt of a server, typed as the slash command `/<command> arg=value…`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct McpPromptView {
+    /// The server's name for it.
+    pub name: String,
+    /// The command, without its `/` (`mcp__<server>__<prompt>`).
+    pub command: String,
+    /// The server's text: escape it before showing it.
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+impl McpPromptView {
+    /// How the command is typed: `/mcp__s__p city=… [state=…]`.
+    pub fn usage(&self) -> String {
+        let mut out = format!("/{}", self.command);
+        for a in &self.arguments {
+            if a.required {
+                out.push_str(&format!(" {}=…", a.name));
+            } else {
+                out.push_str(&format!(" [{}=…]", a.name));
+            }
+        }
+        out
+    }
+}
+
 /// One configured server.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -58,6 +100,9 @@ pub struct McpServerView {
     pub tools: Vec<McpToolView>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<McpSkippedTool>,
+    /// Its prompts, each a slash command.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<McpPromptView>,
 }
 
 impl McpServerState {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { commandMatches, mentionAt, takeMention } from "./complete";
+import { commandMatches, mentionAt, promptCommands, takeMention } from "./complete";
 
 describe("composer completion", () => {
   it("finds the @word before the caret, and only one", () => {
@@ -22,5 +22,39 @@ describe("composer completion", () => {
     expect(commandMatches("/help", cmds)).toEqual([]);
     expect(commandMatches("/goal\nmore", cmds)).toEqual([]);
     expect(commandMatches("hello", cmds)).toEqual([]);
+  });
+});
+
+describe("MCP prompts as commands", () => {
+  const servers = [
+    {
+      state: "ready",
+      prompts: [
+        { command: "mcp__e__simple", description: "", arguments: [] },
+        {
+          command: "mcp__e__args",
+          description: "Weather\n  for a city",
+          arguments: [
+            { name: "city", required: true },
+            { name: "state", required: false },
+          ],
+        },
+      ],
+    },
+    { state: "failed", prompts: [{ command: "mcp__down__p", description: "gone", arguments: [] }] },
+    { state: "ready" },
+  ];
+
+  it("offers the ready servers' prompts, a space after those that take arguments", () => {
+    expect(promptCommands(servers)).toEqual([
+      { name: "/mcp__e__simple", hint: "MCP prompt" },
+      { name: "/mcp__e__args ", hint: "Weather for a city · city=… [state=…]" },
+    ]);
+  });
+
+  it("completes them like the app's own commands", () => {
+    const all = promptCommands(servers);
+    expect(commandMatches("/mcp__e", all).map((c) => c.name)).toEqual(["/mcp__e__simple", "/mcp__e__args "]);
+    expect(commandMatches("/mcp__down", all)).toEqual([]);
   });
 });

@@ -19,6 +19,26 @@ export function takeMention(text: string, caret: number, start: number, path: st
 
 export type Command = { name: string; hint: string };
 
+/** A server's prompt as the list shows it: its command, and what the server says it does
+ *  (its arguments when it says nothing). */
+type Prompt = { command: string; description: string; arguments: { name: string; required: boolean }[] };
+
+/** The prompts of the ready servers, as commands (`/mcp__server__prompt `, with a space to
+ *  type the arguments after when it takes any). */
+export function promptCommands(servers: { state: string; prompts?: Prompt[] }[]): Command[] {
+  return servers
+    .filter((s) => s.state === "ready")
+    .flatMap((s) => s.prompts ?? [])
+    .map((p) => {
+      const args = p.arguments.map((a) => (a.required ? `${a.name}=…` : `[${a.name}=…]`)).join(" ");
+      const about = p.description.replace(/\s+/g, " ").trim();
+      return {
+        name: `/${p.command}${p.arguments.length ? " " : ""}`,
+        hint: [about || "MCP prompt", args].filter(Boolean).join(" · "),
+      };
+    });
+}
+
 /** The commands `text` is the beginning of (none once it is a whole command or has a line
  *  break). */
 export function commandMatches(text: string, commands: Command[]): Command[] {

@@ -103,4 +103,5 @@ async fn first_offered(servers: &[(&str, Value)], mode: PermissionMode) -> Vec<S
 mod forms;
 mod hostile;
 mod project;
+mod prompts;
 mod reference;

@@ -1,0 +1,221 @@
+//! What a server offers, as listed: its tools (named for the model, read-only as the user
+//! or the server says, left out when disabled or unfit) and its prompts.
+
+use crate::McpError;
+use crate::connect::Connection;
+use crate::hub::{ListedTool, MAX_DESCRIPTION, MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS, Server};
+use rmcp::model::PaginatedRequestParams;
+use waymark_protocol::mcp_view::{McpPromptArgument, McpPromptView};
+
+/// A server's tools: pages followed up to [`MAX_TOOLS`], each tool named for the model,
+/// read-only as the user or the server says, and left out when disabled or unfit.
+pub(crate) async fn list(
+    server: &Server,
+    conn: &Connection,
+) -> Result<(Vec<ListedTool>, Vec<(String, String)>), McpError> {
+    let Listing {
+        tools: mut raw,
+        dropped: mut skipped,
+    } = list_raw(&server.name, conn).await?;
+    let mut tools: Vec<ListedTool> = Vec::new();
+    if raw.len() > MAX_TOOLS {
+        skipped.push((
+            format!("{} more", raw.len() - MAX_TOOLS),
+            format!("a server may list at most {MAX_TOOLS} tools"),
+        ));
+        raw.truncate(MAX_TOOLS);
+    }
+    for t in raw {
+        let name = t.name.to_string();
+        if server.config.disabled_tools.contains(&name) {
+            skipped.push((name, "listed in disabled_tools".into()));
+            continue;
+        }
+        let schema = match crate::names::input_schema(&t.input_schema) {
+            Ok(s) => s,
+            Err(why) => {
+                tracing::warn!(server = %server.name, tool = %name, "MCP tool left out: {why}");
+                skipped.push((name, why.to_string()));
+                continue;
+            }
+        };
+        let model_name = crate::names::model_name(&server.name, &name);
+        if tools.iter().any(|o| o.model_name == model_name) {
+            skipped.push((name, "the server lists this name twice".into()));
+            continue;
+        }
+        // A project's server is not believed about its own tools: none is read-only.
+        let read_only = server.config.read_only_tools.contains(&name)
+            || (server.scope.is_none()
+                && t.annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false));
+        tools.push(ListedTool {
+            model_name,
+            description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+            schema,
+            read_only,
+            tool_name: name,
+        });
+    }
+    Ok((tools, skipped))
+}
+
+/// What a listing kept: the tools, and those left out as they arrived, with why.
+pub(crate) struct Listing {
+    pub tools: Vec<rmcp::model::Tool>,
+    pub dropped: Vec<(String, String)>,
+}
+
+/// The longest tool name kept (a longer one is left out).
+const MAX_TOOL_NAME: usize = 256;
+
+/// The tools a server lists, pages followed up to one past [`MAX_TOOLS`], each bounded as it
+/// arrives: fields Waymark does not use cleared, the description cut, and a tool whose name
+/// or schema is too big left out (kept only as a line saying so).
+pub(crate) async fn list_raw(server: &str, conn: &Connection) -> Result<Listing, McpError> {
+    let peer = conn.service.peer();
+    let mut out = Listing {
+        tools: Vec::new(),
+        dropped: Vec::new(),
+    };
+    let mut cursor = None;
+    let mut kept = 0usize;
+    for _ in 0..MAX_PAGES {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|e| McpError::new(server, format!("listing its tools failed: {e}")))?;
+        for mut t in page.tools {
+            t.output_schema = None;
+            t.icons = None;
+            t.meta = None;
+            t.title = None;
+            if let Some(a) = t.annotations.as_mut() {
+                a.title = None;
+            }
+            if t.name.len() > MAX_TOOL_NAME {
+                let mut end = 60;
+                while !t.name.is_char_boundary(end) {
+                    end -= 1;
+                }
+                out.dropped.push((
+                    format!("{}…", &t.name[..end]),
+                    format!("its name is over {MAX_TOOL_NAME} bytes"),
+                ));
+                continue;
+            }
+            if let Some(d) = &t.description
+                && d.len() > MAX_DESCRIPTION
+            {
+                let mut end = MAX_DESCRIPTION;
+                while !d.is_char_boundary(end) {
+                    end -= 1;
+                }
+                t.description = Some(format!("{}…", &d[..end]).into());
+            }
+            let schema =
+                serde_json::to_vec(t.input_schema.as_ref()).map_or(usize::MAX, |v| v.len());
+            if schema > crate::names::MAX_SCHEMA_BYTES {
+                out.dropped.push((
+                    t.name.to_string(),
+                    format!(
+                        "its input schema is {schema} bytes, over the {} offered",
+                        crate::names::MAX_SCHEMA_BYTES
+                    ),
+                ));
+                continue;
+            }
+            kept = kept.saturating_add(
+                t.name.len() + t.description.as_ref().map_or(0, |d| d.len()) + schema,
+            );
+            out.tools.push(t);
+            if out.tools.len() > MAX_TOOLS || kept > MAX_LISTING_BYTES {
+                return Ok(out);
+            }
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(out);
+        }
+    }
+    Ok(out)
+}
+
+/// The most prompts one server may list (more are left out).
+pub const MAX_PROMPTS: usize = 500;
+/// The most arguments one prompt may declare (more are left out).
+const MAX_PROMPT_ARGUMENTS: usize = 32;
+
+/// `text` cut to [`MAX_DESCRIPTION`] bytes, on a character boundary.
+fn cut(mut text: String) -> String {
+    if text.len() > MAX_DESCRIPTION {
+        let mut end = MAX_DESCRIPTION;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
+
+/// A server's prompts, when it says it has any, each named as the command
+/// `/mcp__<server>__<prompt>` (pages followed up to [`MAX_PROMPTS`]). Prompts are an extra:
+/// a listing that fails leaves none, with a warning, and the server stays ready.
+pub(crate) async fn list_prompts(server: &Server, conn: &Connection) -> Vec<McpPromptView> {
+    let peer = conn.service.peer();
+    if peer
+        .peer_info()
+        .is_none_or(|i| i.capabilities.prompts.is_none())
+    {
+        return Vec::new();
+    }
+    let mut out: Vec<McpPromptView> = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let page = match peer
+            .list_prompts(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(server = %server.name, "listing its prompts failed: {e}");
+                return out;
+            }
+        };
+        for p in page.prompts {
+            if p.name.len() > MAX_TOOL_NAME || out.len() >= MAX_PROMPTS {
+                continue;
+            }
+            let command = crate::names::model_name(&server.name, &p.name);
+            if out.iter().any(|o| o.command == command) {
+                continue;
+            }
+            let arguments = p
+                .arguments
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|a| a.name.len() <= MAX_TOOL_NAME)
+                .take(MAX_PROMPT_ARGUMENTS)
+                .map(|a| McpPromptArgument {
+                    name: a.name,
+                    description: cut(a.description.unwrap_or_default()),
+                    required: a.required.unwrap_or(false),
+                })
+                .collect();
+            out.push(McpPromptView {
+                name: p.name,
+                command,
+                description: cut(p.description.unwrap_or_default()),
+                arguments,
+            });
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() || out.len() >= MAX_PROMPTS {
+            break;
+        }
+    }
+    out
+}

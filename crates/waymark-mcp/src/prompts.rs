@@ -1,0 +1,301 @@
+//! A server's prompts as slash commands. `/mcp__<server>__<prompt> name=value …` asks the
+//! server for the prompt (`prompts/get`), and what it returns becomes the user's message to
+//! the model, shown in the transcript like any message the user typed (and redacted like
+//! one when it is stored).
+
+use crate::McpError;
+use crate::hub::{McpHub, Server, lock};
+use rmcp::model::{CallToolResult, GetPromptResult, Role};
+use rmcp::service::ServiceError;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use waymark_protocol::mcp_view::McpPromptView;
+
+/// The longest message a prompt may become; a longer one is refused.
+pub const MAX_PROMPT_TEXT: usize = 256 * 1024;
+
+/// `args` split into words: spaces separate them, and "double" or 'single' quotes keep a
+/// value's spaces (a backslash in double quotes keeps the next character as it is).
+fn words(args: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut started = false;
+    let mut chars = args.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' | '\'' => {
+                started = true;
+                let close = c;
+                loop {
+                    match chars.next() {
+                        None => return Err(format!("a {close} quote is not closed")),
+                        Some(q) if q == close => break,
+                        Some('\\') if close == '"' => match chars.next() {
+                            Some(e) => word.push(e),
+                            None => return Err(format!("a {close} quote is not closed")),
+                        },
+                        Some(q) => word.push(q),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if started {
+                    out.push(std::mem::take(&mut word));
+                    started = false;
+                }
+            }
+            c => {
+                started = true;
+                word.push(c);
+            }
+        }
+    }
+    if started {
+        out.push(word);
+    }
+    Ok(out)
+}
+
+/// The arguments `/command args` gives `prompt`: `name=value` words, or, when none names an
+/// argument, the words in the order the prompt declares its arguments (the last one takes
+/// the rest). Every value is text, as MCP has it.
+pub fn arguments(prompt: &McpPromptView, args: &str) -> Result<Map<String, Value>, String> {
+    let names: Vec<&str> = prompt.arguments.iter().map(|a| a.name.as_str()).collect();
+    let takes = || {
+        if names.is_empty() {
+            "it takes no arguments".to_string()
+        } else {
+            format!("it takes {}", names.join(", "))
+        }
+    };
+    let words = words(args)?;
+    let keyed = words
+        .iter()
+        .any(|w| names.iter().any(|n| w.starts_with(&format!("{n}="))));
+    let mut out = Map::new();
+    if keyed {
+        for w in &words {
+            let Some((k, v)) = w.split_once('=') else {
+                return Err(format!(
+                    "`{w}` is not name=value (once one argument is named, all are); {}",
+                    takes()
+                ));
+            };
+            if !names.contains(&k) {
+                return Err(format!("`{k}` is not one of its arguments; {}", takes()));
+            }
+            if out
+                .insert(k.to_string(), Value::String(v.to_string()))
+                .is_some()
+            {
+                return Err(format!("`{k}` is given twice"));
+            }
+        }
+    } else if !words.is_empty() {
+        if names.is_empty() {
+            return Err(takes());
+        }
+        let (last, first) = names.split_last().unwrap_or((&"", &[]));
+        for (i, w) in words.iter().enumerate() {
+            match first.get(i) {
+                Some(n) => {
+                    out.insert(n.to_string(), Value::String(w.clone()));
+                }
+                None => {
+                    let rest = words[i..].join(" ");
+                    out.insert(last.to_string(), Value::String(rest));
+                    break;
+                }
+            }
+        }
+    }
+    let missing: Vec<&str> = prompt
+        .arguments
+        .iter()
+        .filter(|a| a.required && !out.contains_key(&a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "missing {}; type it as {}",
+            missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            prompt.usage()
+        ));
+    }
+    Ok(out)
+}
+
+/// The message a prompt's result becomes: its messages' text (resources with their URI,
+/// images as one line each, as tool results have them), the speaker named on each part
+/// when the prompt holds the assistant's side too.
+pub fn message(r: &GetPromptResult) -> Result<String, String> {
+    let both = r.messages.iter().any(|m| m.role != Role::User);
+    let mut parts = Vec::new();
+    for m in &r.messages {
+        let text = crate::result::shape(&CallToolResult::success(vec![m.content.clone()])).text;
+        if text.trim().is_empty() {
+            continue;
+        }
+        parts.push(match (both, &m.role) {
+            (false, _) => text,
+            (true, Role::User) => format!("User:\n{text}"),
+            (true, _) => format!("Assistant:\n{text}"),
+        });
+    }
+    let out = parts.join("\n\n");
+    if out.trim().is_empty() {
+        return Err("the server's prompt has no text".into());
+    }
+    if out.len() > MAX_PROMPT_TEXT {
+        return Err(format!(
+            "the server's prompt is {} KiB, over the {} KiB a message may be",
+            out.len() / 1024,
+            MAX_PROMPT_TEXT / 1024
+        ));
+    }
+    Ok(out)
+}
+
+impl McpHub {
+    /// The prompt typed as `/command` in `session_id`, and its server: one of a ready
+    /// server that serves that session.
+    pub fn prompt(&self, session_id: &str, command: &str) -> Option<(Arc<Server>, McpPromptView)> {
+        self.list().iter().find_map(|s| {
+            if !self.serves(s.scope.as_deref(), session_id) {
+                return None;
+            }
+            let p = lock(&s.state)
+                .prompts
+                .iter()
+                .find(|p| p.command == command)
+                .cloned()?;
+            Some((s.clone(), p))
+        })
+    }
+
+    /// The messages of `prompt` of `server` with `args`, within the server's tool timeout.
+    pub async fn get_prompt(
+        &self,
+        server: &Server,
+        prompt: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<rmcp::model::GetPromptResult, McpError> {
+        let fail = |m: String| McpError::new(&server.name, m);
+        let conn = self.ensure(server).await?;
+        let timeout = Duration::from_millis(server.config.tool_timeout_ms);
+        let params = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(args);
+        match tokio::time::timeout(timeout, conn.service.peer().get_prompt(params)).await {
+            Err(_) => Err(fail(format!(
+                "no answer for prompt `{prompt}` within {} (the server's tool_timeout_ms)",
+                crate::seconds(timeout)
+            ))),
+            Ok(Err(ServiceError::McpError(e))) => {
+                Err(fail(format!("prompt `{prompt}` failed: {}", e.message)))
+            }
+            Ok(Err(_)) if conn.is_closed() => Err(fail(format!(
+                "{} while it made prompt `{prompt}`",
+                conn.closed_reason()
+            ))),
+            Ok(Err(e)) => Err(fail(format!("prompt `{prompt}` failed: {e}"))),
+            Ok(Ok(r)) => Ok(r),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::PromptMessage;
+    use waymark_protocol::mcp_view::McpPromptArgument;
+
+    fn prompt(args: &[(&str, bool)]) -> McpPromptView {
+        McpPromptView {
+            name: "p".into(),
+            command: "mcp__s__p".into(),
+            description: String::new(),
+            arguments: args
+                .iter()
+                .map(|(n, r)| McpPromptArgument {
+                    name: n.to_string(),
+                    description: String::new(),
+                    required: *r,
+                })
+                .collect(),
+        }
+    }
+
+    fn get(p: &McpPromptView, args: &str) -> Result<Vec<(String, String)>, String> {
+        Ok(arguments(p, args)?
+            .into_iter()
+            .map(|(k, v)| (k, v.as_str().unwrap().to_string()))
+            .collect())
+    }
+
+    #[test]
+    fn arguments_by_name_by_position_and_quoted() {
+        let p = prompt(&[("city", true), ("state", false)]);
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(get(&p, "city=Paris").unwrap(), vec![pair("city", "Paris")]);
+        assert_eq!(
+            get(&p, r#"state="New York" city='Buffalo'"#).unwrap(),
+            vec![pair("city", "Buffalo"), pair("state", "New York")]
+        );
+        assert_eq!(
+            get(&p, "Austin Texas and more").unwrap(),
+            vec![pair("city", "Austin"), pair("state", "Texas and more")]
+        );
+        assert_eq!(
+            get(&p, r#"city="a \"b\" c""#).unwrap(),
+            vec![pair("city", r#"a "b" c"#)]
+        );
+        // A value may hold `=`.
+        assert_eq!(get(&p, "city=a=b").unwrap(), vec![pair("city", "a=b")]);
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        let p = prompt(&[("city", true), ("state", false)]);
+        let e = get(&p, "state=NY").unwrap_err();
+        assert!(
+            e.contains("missing `city`") && e.contains("/mcp__s__p city=… [state=…]"),
+            "{e}"
+        );
+        let e = get(&p, "city=x zip=1").unwrap_err();
+        assert!(
+            e.contains("`zip=1` is not name=value") || e.contains("`zip`"),
+            "{e}"
+        );
+        let e = get(&p, "city=x city=y").unwrap_err();
+        assert!(e.contains("given twice"), "{e}");
+        let e = get(&p, "city=\"open").unwrap_err();
+        assert!(e.contains("not closed"), "{e}");
+        let e = get(&prompt(&[]), "anything").unwrap_err();
+        assert!(e.contains("takes no arguments"), "{e}");
+        assert!(get(&prompt(&[]), "  ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_prompts_messages_become_one_text() {
+        let only_user = GetPromptResult::new(vec![
+            PromptMessage::new_text(Role::User, "first"),
+            PromptMessage::new_text(Role::User, "second"),
+        ]);
+        assert_eq!(message(&only_user).unwrap(), "first\n\nsecond");
+        let both = GetPromptResult::new(vec![
+            PromptMessage::new_text(Role::User, "q"),
+            PromptMessage::new_text(Role::Assistant, "a"),
+        ]);
+        assert_eq!(message(&both).unwrap(), "User:\nq\n\nAssistant:\na");
+        assert!(message(&GetPromptResult::new(vec![])).is_err());
+        let huge = GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            "x".repeat(MAX_PROMPT_TEXT + 1),
+        )]);
+        assert!(message(&huge).unwrap_err().contains("KiB"));
+    }
+}
