@@ -20,6 +20,8 @@ what MODE says on `tools/call`:
   deaf      stops reading its input on the first call and never answers
   forms     sends a form (elicitation) as soon as it is initialized, when no call runs;
             on a call, sends two forms at once and answers the call with what came back
+  manyforms on a call, sends five forms one after the other (each once the last is
+            answered) and answers the call with what came back, in order
   prompts   offers prompts: `inject` is text that starts with a slash command, `leak`
             is its own $TOKEN, `hang` never answers
 """
@@ -91,6 +93,16 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": form_call, "result": {"content": [{"type": "text", "text": text}]}})
             form_call = None
         continue
+    if method is None and isinstance(mid, str) and mid.startswith("m") and form_call is not None:
+        reply = msg.get("result") or {"action": "error"}
+        form_replies[mid] = reply.get("action")
+        if len(form_replies) < 5:
+            send({"jsonrpc": "2.0", "id": f"m{len(form_replies) + 1}", "method": "elicitation/create", "params": FORM})
+        else:
+            text = ",".join(form_replies[f"m{i}"] for i in range(1, 6))
+            send({"jsonrpc": "2.0", "id": form_call, "result": {"content": [{"type": "text", "text": text}]}})
+            form_call = None
+        continue
     if method == "notifications/initialized" and MODE == "forms":
         send({"jsonrpc": "2.0", "id": "stray", "method": "elicitation/create", "params": FORM})
         continue
@@ -126,6 +138,10 @@ for line in sys.stdin:
         args = msg["params"].get("arguments") or {}
         text = "ok"
         if MODE == "hang":
+            continue
+        if MODE == "manyforms":
+            form_call, form_replies = mid, {}
+            send({"jsonrpc": "2.0", "id": "m1", "method": "elicitation/create", "params": FORM})
             continue
         if MODE == "forms":
             form_call = mid

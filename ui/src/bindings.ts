@@ -1984,7 +1984,8 @@ export type ShellConfig_Serialize = {
 
 /**
  *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
- *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*`, and the provider key variables)
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*_PASS`, `*_PWD`,
+ *  `*_PAT`, and the provider key variables)
  *  are removed; `include` lets named ones through again (provider keys never), `exclude`
  *  removes more, `set` sets values. Names may use `*` wildcards.
  */
@@ -1992,7 +1993,8 @@ export type ShellEnvConfig = ShellEnvConfig_Serialize | ShellEnvConfig_Deseriali
 
 /**
  *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
- *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*`, and the provider key variables)
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*_PASS`, `*_PWD`,
+ *  `*_PAT`, and the provider key variables)
  *  are removed; `include` lets named ones through again (provider keys never), `exclude`
  *  removes more, `set` sets values. Names may use `*` wildcards.
  */
@@ -2004,7 +2006,8 @@ export type ShellEnvConfig_Deserialize = {
 
 /**
  *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
- *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*CREDENTIAL*`, and the provider key variables)
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*_PASS`, `*_PWD`,
+ *  `*_PAT`, and the provider key variables)
  *  are removed; `include` lets named ones through again (provider keys never), `exclude`
  *  removes more, `set` sets values. Names may use `*` wildcards.
  */

@@ -126,12 +126,24 @@ pub struct Server {
     retired: CancellationToken,
     /// The project folder whose `.mcp.json` has it; `None` for the user's settings.
     pub scope: Option<std::path::PathBuf>,
+    /// The tools' environment it starts from (when the settings change it, the server is
+    /// started afresh).
+    base: BaseEnv,
 }
 
+/// The environment servers start from: the tools' (the process's, secrets removed).
+pub type BaseEnv = Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>;
+
 impl Server {
-    fn new(name: &str, config: &McpServerConfig, scope: Option<std::path::PathBuf>) -> Arc<Server> {
+    fn new(
+        name: &str,
+        config: &McpServerConfig,
+        scope: Option<std::path::PathBuf>,
+        base: BaseEnv,
+    ) -> Arc<Server> {
         Arc::new(Server {
             scope,
+            base,
             name: name.to_string(),
             config: config.clone(),
             handler: Handler {
@@ -195,8 +207,8 @@ pub struct McpHub {
     sessions: Mutex<std::collections::HashMap<String, std::path::PathBuf>>,
     env: EnvReader,
     /// The environment servers start with (the process's, secrets removed), before their
-    /// own `env`.
-    base_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// own `env`; replaced when the settings change it.
+    base_env: std::sync::RwLock<BaseEnv>,
     /// Changes whenever any server's tools or state do.
     generation: Arc<AtomicU64>,
     started: std::sync::Once,
@@ -223,11 +235,12 @@ impl McpHub {
         env: EnvReader,
         base_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     ) -> Arc<McpHub> {
+        let base_env: BaseEnv = Arc::new(base_env);
         Arc::new(McpHub {
             servers: std::sync::RwLock::new(Arc::new(
                 servers
                     .iter()
-                    .map(|(name, config)| Server::new(name, config, None))
+                    .map(|(name, config)| Server::new(name, config, None, base_env.clone()))
                     .collect(),
             )),
             roots: Default::default(),
@@ -235,7 +248,7 @@ impl McpHub {
             sessions: Default::default(),
             applying: Mutex::new(()),
             env,
-            base_env,
+            base_env: std::sync::RwLock::new(base_env),
             generation: Default::default(),
             started: std::sync::Once::new(),
             rt: std::sync::OnceLock::new(),
@@ -256,7 +269,19 @@ impl McpHub {
     /// Takes changed settings: a server that is new or whose settings changed starts afresh
     /// (in the background, once the hub has started), one that is gone or changed is
     /// stopped, and the others go on untouched.
-    pub fn reconfigure(self: &Arc<Self>, servers: &BTreeMap<String, McpServerConfig>) {
+    /// `base_env` is the tools' environment the settings now give: a server started from
+    /// another one starts afresh.
+    pub fn reconfigure(
+        self: &Arc<Self>,
+        servers: &BTreeMap<String, McpServerConfig>,
+        base_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    ) {
+        {
+            let mut base = self.base_env.write().unwrap_or_else(|p| p.into_inner());
+            if **base != base_env {
+                *base = Arc::new(base_env);
+            }
+        }
         lock(&self.wanted).0 = servers.clone();
         self.apply();
     }
@@ -320,13 +345,24 @@ impl McpHub {
         };
         let old = self.list();
         let roots = lock(&self.roots).clone();
+        let base = self
+            .base_env
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let next: Vec<Arc<Server>> = desired
             .iter()
             .map(
                 |(name, config, scope)| match old.iter().find(|s| &s.name == name) {
-                    Some(s) if s.config == *config && s.scope == *scope => s.clone(),
+                    Some(s)
+                        if s.config == *config
+                            && s.scope == *scope
+                            && Arc::ptr_eq(&s.base, &base) =>
+                    {
+                        s.clone()
+                    }
                     _ => {
-                        let s = Server::new(name, config, scope.clone());
+                        let s = Server::new(name, config, scope.clone(), base.clone());
                         match scope {
                             // A project's server knows its own folder alone.
                             Some(folder) => {
@@ -655,7 +691,8 @@ impl McpHub {
         // (no provider key, no secret-looking variable): approving a file never hands it
         // more than a command in the project could read.
         let tools_env = |k: &str| {
-            self.base_env
+            server
+                .base
                 .iter()
                 .find(|(n, _)| n.to_str() == Some(k))
                 .and_then(|(_, v)| v.to_str().map(str::to_string))
@@ -674,8 +711,8 @@ impl McpHub {
             } => {
                 // The server starts from the environment tools get (no provider keys, no
                 // secret-looking variables), plus its own settings.
-                let mut full: BTreeMap<String, String> = self
-                    .base_env
+                let mut full: BTreeMap<String, String> = server
+                    .base
                     .iter()
                     .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string())))
                     .collect();

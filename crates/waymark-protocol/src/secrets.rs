@@ -10,8 +10,17 @@ use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
 
 /// Variable names that hold secrets, as wildcard patterns (matched without regard to case).
-pub const SECRET_NAME_PATTERNS: &[&str] =
-    &["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*"];
+pub const SECRET_NAME_PATTERNS: &[&str] = &[
+    "*KEY*",
+    "*SECRET*",
+    "*TOKEN*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*_PASS",
+    "*_PWD",
+    "*_PAT",
+];
 
 /// Variables that open a door out of a sandboxed shell (the session bus, the SSH agent, the
 /// display server, the user's runtime folder of sockets): removed there.
@@ -301,10 +310,25 @@ mod tests {
             "AWS_SECRET_ACCESS_KEY",
             "GOOGLE_APPLICATION_CREDENTIALS",
             "KEYRING",
+            "MYSQL_PWD",
+            "SMTP_PASS",
+            "GITHUB_PAT",
+            "HTPASSWD_FILE",
         ] {
             assert!(is_secret_name(n), "{n}");
         }
-        for n in ["PATH", "HOME", "LANG", "CARGO_HOME", "TERM"] {
+        for n in [
+            "PATH",
+            "HOME",
+            "LANG",
+            "CARGO_HOME",
+            "TERM",
+            "PWD",
+            "OLDPWD",
+            "MANPATH",
+            "CLASSPATH",
+            "PASSAGE",
+        ] {
             assert!(!is_secret_name(n), "{n}");
         }
         assert!(wildcard("GH_*", "gh_host"));

@@ -273,7 +273,8 @@ impl Runtime {
     pub fn apply_settings(&self, config: Config) -> Result<()> {
         self.set_config(config.clone())?;
         // Tool servers added, changed or removed start or stop now.
-        self.mcp().reconfigure(&config.mcp_servers);
+        let base = crate::secrets::ToolEnv::build(&self.opts.process_env, &config).plain;
+        self.mcp().reconfigure(&config.mcp_servers, base);
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         open.retain(|s| s.configure(&config));
         Ok(())

@@ -258,3 +258,47 @@ async fn a_form_with_two_calls_running_on_its_server_is_declined() {
     long.shutdown().await.unwrap();
     asker.shutdown().await.unwrap();
 }
+
+/// A server that asks form after form during one call reaches the user
+/// `MAX_FORMS_PER_CALL` times; the rest are declined without asking.
+#[tokio::test]
+async fn a_call_asks_at_most_three_forms() {
+    let h = Harness::new(config(&[("many", hostile("manyforms"))]));
+    let s = session(
+        &h,
+        vec![call("mcp__many__act", json!({}))],
+        PermissionMode::Auto,
+    )
+    .await;
+    let mut rx = s.subscribe();
+    s.submit(user("go")).await.unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    let mut asked = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let result = loop {
+        let ev = tokio::time::timeout_at(deadline.into(), rx.recv())
+            .await
+            .expect("the call ends")
+            .unwrap();
+        match ev.kind {
+            EventKind::QuestionnaireOpened { id, question }
+                if matches!(*question, Question::Elicitation(_)) =>
+            {
+                asked += 1;
+                s.submit(Op::Answer {
+                    questionnaire_id: id,
+                    answer: Answer::Accept {
+                        content: json!({"name": "Ann"}),
+                    },
+                })
+                .await
+                .unwrap();
+            }
+            EventKind::ToolResult { content, .. } => break content,
+            _ => {}
+        }
+    };
+    assert_eq!(asked, waymark_mcp::elicit::MAX_FORMS_PER_CALL);
+    assert_eq!(result, "accept,accept,accept,decline,decline");
+    s.shutdown().await.unwrap();
+}

@@ -402,3 +402,41 @@ async fn a_server_that_stops_reading_cannot_hold_a_call() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// A variable the settings take out of the tools' environment (`shell.env.exclude`) is gone
+/// from a server that was already running: it starts afresh from the new environment.
+#[tokio::test]
+async fn a_server_loses_a_variable_the_settings_take_out_of_the_tools_environment() {
+    let h = Harness::new(config(&[("env", hostile("env"))]));
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k == "PATH" || k == "HOME")
+        .collect();
+    env.push(("INTERNAL_ENDPOINT".into(), "db.internal:5432".into()));
+    let env = std::sync::Arc::new(env);
+    let rt = h.reopen(|o| o.process_env = env.clone());
+    let dump = |rt: &waymark_runtime::Runtime| {
+        super::super::harness::session_on(
+            &h,
+            rt,
+            &h.ws,
+            script(vec![call("mcp__env__act", json!({}))]),
+            PermissionMode::Auto,
+        )
+    };
+    let s = dump(&rt);
+    settled(&rt).await;
+    let r = results(&run(&s, user("go")).await);
+    assert!(r[0].2.contains("INTERNAL_ENDPOINT=db.internal"), "{r:?}");
+    s.shutdown().await.unwrap();
+
+    let mut changed = (*rt.config()).clone();
+    changed.shell.env.exclude = vec!["INTERNAL_*".into()];
+    rt.apply_settings(changed).unwrap();
+    let s = dump(&rt);
+    settled(&rt).await;
+    let r = results(&run(&s, user("go")).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(!r[0].2.contains("INTERNAL_ENDPOINT"), "{r:?}");
+    assert!(r[0].2.contains("PATH="), "{r:?}");
+    s.shutdown().await.unwrap();
+}

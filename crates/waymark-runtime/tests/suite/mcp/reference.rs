@@ -432,3 +432,22 @@ async fn get_tiny_image_reaches_the_model_as_image_content() {
         assert!(carried, "{flavor:?}: {second}");
     }
 }
+
+/// A tool the server runs only as a task (`simulate-research-query`, `taskSupport:
+/// "required"`), which Waymark does not do yet (rmcp's tool listing drops `execution`, so it
+/// cannot be left out): calling it is a tool error in the server's words, and the turn goes
+/// on.
+#[tokio::test]
+async fn a_tool_that_needs_tasks_fails_clearly() {
+    let h = Harness::new(config(&[("everything", everything())]));
+    let r = call_once(
+        &h,
+        "mcp__everything__simulate-research-query",
+        json!({"topic": "rust"}),
+        PermissionMode::Auto,
+    )
+    .await;
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0].1, ToolStatus::Error, "{r:?}");
+    assert!(r[0].2.contains("requires task augmentation"), "{r:?}");
+}
