@@ -27,6 +27,7 @@ const COMMANDS: &[&str] = &[
     "get_settings",
     "save_settings",
     "mcp_servers",
+    "mcp_prompts",
     "mcp_add_server",
     "mcp_remove_server",
     "mcp_set_enabled",

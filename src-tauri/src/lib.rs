@@ -58,6 +58,7 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::open_link::<tauri::Wry>,
             commands::start_demo::<tauri::Wry>,
             mcp::mcp_servers,
+            mcp::mcp_prompts,
             mcp::mcp_add_server,
             mcp::mcp_remove_server,
             mcp::mcp_set_enabled,

@@ -9,7 +9,7 @@ use crate::host::Host;
 use tauri::State;
 use waymark_protocol::config::Config;
 use waymark_protocol::mcp::McpServerConfig;
-use waymark_protocol::mcp_view::McpServerView;
+use waymark_protocol::mcp_view::{McpPromptView, McpServerView};
 use waymark_runtime::mcp_settings;
 
 /// Every configured server with its state and tools. Servers not started yet are started
@@ -18,6 +18,14 @@ use waymark_runtime::mcp_settings;
 #[specta::specta]
 pub async fn mcp_servers(host: State<'_, Host>) -> IpcResult<Vec<McpServerView>> {
     Ok(host.runtime.mcp_servers(false).await)
+}
+
+/// The prompts session `id` may type as commands: those of the ready servers that serve
+/// it (a project's serve only its folder's sessions).
+#[tauri::command]
+#[specta::specta]
+pub async fn mcp_prompts(host: State<'_, Host>, id: String) -> IpcResult<Vec<McpPromptView>> {
+    Ok(host.runtime.mcp().prompts_for(&id))
 }
 
 /// Adds server `name`, started by `command` (program, then arguments; `env` as `NAME=value`

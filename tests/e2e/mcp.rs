@@ -202,8 +202,11 @@ async fn an_mcp_call_shows_its_server_its_progress_and_the_image_it_returns() {
     // The server's prompts complete as commands; one sent becomes the user's message.
     app.type_into("[data-testid=composer]", "/mcp__everything__sim")
         .await;
-    app.wait_text("[data-testid=completion]", "/mcp__everything__simple-prompt")
-        .await;
+    app.wait_text(
+        "[data-testid=completion]",
+        "/mcp__everything__simple-prompt",
+    )
+    .await;
     app.shot("mcp-prompt-completion").await;
     app.press(Key::Tab).await;
     app.press(Key::Enter).await;

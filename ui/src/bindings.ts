@@ -101,6 +101,11 @@ export const commands = {
 	 */
 	mcpServers: () => typedError<McpServerView_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("mcp_servers")),
 	/**
+	 *  The prompts session `id` may type as commands: those of the ready servers that serve
+	 *  it (a project's serve only its folder's sessions).
+	 */
+	mcpPrompts: (id: string) => typedError<McpPromptView_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("mcp_prompts", { id })),
+	/**
 	 *  Adds server `name`, started by `command` (program, then arguments; `env` as `NAME=value`
 	 *  lines) or reached at `url` (`headers` as `Name: value` lines). Secrets go in as `${VAR}`
 	 *  references: a literal one is refused, naming where it is.
@@ -1984,8 +1989,8 @@ export type ShellConfig_Serialize = {
 
 /**
  *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
- *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*_PASS`, `*_PWD`,
- *  `*_PAT`, and the provider key variables)
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*PASSPHRASE*`, `*CREDENTIAL*`, `*_PASS`,
+ *  `*_PWD`, `*_PAT`, `*_DSN`, and the provider key variables)
  *  are removed; `include` lets named ones through again (provider keys never), `exclude`
  *  removes more, `set` sets values. Names may use `*` wildcards.
  */
@@ -1993,8 +1998,8 @@ export type ShellEnvConfig = ShellEnvConfig_Serialize | ShellEnvConfig_Deseriali
 
 /**
  *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
- *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*_PASS`, `*_PWD`,
- *  `*_PAT`, and the provider key variables)
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*PASSPHRASE*`, `*CREDENTIAL*`, `*_PASS`,
+ *  `*_PWD`, `*_PAT`, `*_DSN`, and the provider key variables)
  *  are removed; `include` lets named ones through again (provider keys never), `exclude`
  *  removes more, `set` sets values. Names may use `*` wildcards.
  */
@@ -2006,8 +2011,8 @@ export type ShellEnvConfig_Deserialize = {
 
 /**
  *  Which environment variables tool processes get. Secrets (names matching `*KEY*`,
- *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*_PASS`, `*_PWD`,
- *  `*_PAT`, and the provider key variables)
+ *  `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*PASSPHRASE*`, `*CREDENTIAL*`, `*_PASS`,
+ *  `*_PWD`, `*_PAT`, `*_DSN`, and the provider key variables)
  *  are removed; `include` lets named ones through again (provider keys never), `exclude`
  *  removes more, `set` sets values. Names may use `*` wildcards.
  */

@@ -105,7 +105,14 @@ pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
     let api = crate::extension::SessionApi::new(core.clone());
     for ext in &core.extensions {
         if let Some(expanding) = ext.expand(&api, name, args) {
-            let expanded = expanding.await?;
+            // The error may quote the server: redacted whole, then kept to a readable size.
+            let expanded = expanding.await.map_err(|e| match e {
+                Error::Refused(m) => {
+                    let m = core.store.redactor().redact(&m).into_owned();
+                    Error::Refused(cut_error(m))
+                }
+                other => other,
+            })?;
             // Taken as text, never as a command: one that starts with `/` is escaped.
             let expanded = if expanded.trim_start().starts_with('/') {
                 format!("/{}", expanded.trim_start())
@@ -116,6 +123,21 @@ pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
         }
     }
     Ok(keep(text))
+}
+
+/// The longest error an expansion may give, in bytes (past it, cut with `…`).
+const MAX_EXPAND_ERROR: usize = 2000;
+
+fn cut_error(mut m: String) -> String {
+    if m.len() > MAX_EXPAND_ERROR {
+        let mut end = MAX_EXPAND_ERROR;
+        while !m.is_char_boundary(end) {
+            end -= 1;
+        }
+        m.truncate(end);
+        m.push('…');
+    }
+    m
 }
 
 /// `/help`: lists the commands.

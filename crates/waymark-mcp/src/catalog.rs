@@ -147,11 +147,16 @@ pub(crate) async fn list_raw(server: &str, conn: &Connection) -> Result<Listing,
 pub const MAX_PROMPTS: usize = 500;
 /// The most arguments one prompt may declare (more are left out).
 const MAX_PROMPT_ARGUMENTS: usize = 32;
+/// The longest argument description kept, in bytes (a longer one is cut).
+const MAX_ARGUMENT_DESCRIPTION: usize = 512;
+/// The most bytes of names and descriptions kept of one server's prompts (the rest are left
+/// out).
+pub const MAX_PROMPT_LISTING_BYTES: usize = 1024 * 1024;
 
-/// `text` cut to [`MAX_DESCRIPTION`] bytes, on a character boundary.
-fn cut(mut text: String) -> String {
-    if text.len() > MAX_DESCRIPTION {
-        let mut end = MAX_DESCRIPTION;
+/// `text` cut to `max` bytes, on a character boundary.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
         while !text.is_char_boundary(end) {
             end -= 1;
         }
@@ -173,6 +178,7 @@ pub(crate) async fn list_prompts(server: &Server, conn: &Connection) -> Vec<McpP
         return Vec::new();
     }
     let mut out: Vec<McpPromptView> = Vec::new();
+    let mut kept = 0usize;
     let mut cursor = None;
     for _ in 0..MAX_PAGES {
         let page = match peer
@@ -201,16 +207,29 @@ pub(crate) async fn list_prompts(server: &Server, conn: &Connection) -> Vec<McpP
                 .take(MAX_PROMPT_ARGUMENTS)
                 .map(|a| McpPromptArgument {
                     name: a.name,
-                    description: cut(a.description.unwrap_or_default()),
+                    description: cut(a.description.unwrap_or_default(), MAX_ARGUMENT_DESCRIPTION),
                     required: a.required.unwrap_or(false),
                 })
                 .collect();
-            out.push(McpPromptView {
+            let view = McpPromptView {
                 name: p.name,
                 command,
-                description: cut(p.description.unwrap_or_default()),
+                description: cut(p.description.unwrap_or_default(), MAX_DESCRIPTION),
                 arguments,
-            });
+            };
+            kept += view.name.len()
+                + view.command.len()
+                + view.description.len()
+                + view
+                    .arguments
+                    .iter()
+                    .map(|a| a.name.len() + a.description.len())
+                    .sum::<usize>();
+            if kept > MAX_PROMPT_LISTING_BYTES {
+                tracing::warn!(server = %server.name, "prompts left out: the listing is over {MAX_PROMPT_LISTING_BYTES} bytes");
+                return out;
+            }
+            out.push(view);
         }
         cursor = page.next_cursor;
         if cursor.is_none() || out.len() >= MAX_PROMPTS {

@@ -40,8 +40,10 @@ impl SlashCommand for McpCommand {
         }
     }
 
-    fn run(&self, _cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
-        Ok(crate::listing::describe(&self.hub.status()))
+    fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
+        Ok(crate::listing::describe(
+            &self.hub.status_for(cx.session_id),
+        ))
     }
 }
 
@@ -97,15 +99,13 @@ impl Extension for McpExtension {
             return None;
         }
         let refused = move |m: String| waymark_extension::Error::Refused(format!("/{name}: {m}"));
-        let Some((server, prompt)) = self.hub.prompt(api.id(), name) else {
-            return Some(Box::pin(async move {
-                Err(refused(
+        Some(Box::pin(async move {
+            let Some((server, prompt)) = self.hub.find_prompt(api.id(), name).await else {
+                return Err(refused(
                     "no ready MCP server of this session has that prompt (`/mcp` lists them)"
                         .into(),
-                ))
-            }));
-        };
-        Some(Box::pin(async move {
+                ));
+            };
             let args = crate::prompts::arguments(&prompt, args).map_err(refused)?;
             let result = self
                 .hub

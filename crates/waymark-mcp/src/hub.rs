@@ -544,8 +544,18 @@ impl McpHub {
 
     /// Every server's state and tools, as the front ends show them.
     pub fn status(&self) -> Vec<McpServerView> {
+        self.status_where(|_| true)
+    }
+
+    /// The servers one session may use (a project's serve only its folder's sessions).
+    pub fn status_for(&self, session_id: &str) -> Vec<McpServerView> {
+        self.status_where(|s| self.serves(s.scope.as_deref(), session_id))
+    }
+
+    fn status_where(&self, keep: impl Fn(&Server) -> bool) -> Vec<McpServerView> {
         self.list()
             .iter()
+            .filter(|s| keep(s))
             .map(|s| {
                 let st = lock(&s.state);
                 let (state, reason) = match (&st.phase, &st.conn) {

@@ -10,10 +10,13 @@ use rmcp::service::ServiceError;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
+use waymark_protocol::display::escape_line;
 use waymark_protocol::mcp_view::McpPromptView;
 
 /// The longest message a prompt may become; a longer one is refused.
 pub const MAX_PROMPT_TEXT: usize = 256 * 1024;
+/// The longest the user waits for a prompt, whatever the server's tool timeout says.
+pub const PROMPT_WAIT: Duration = Duration::from_secs(30);
 
 /// `args` split into words: spaces separate them, and "double" or 'single' quotes keep a
 /// value's spaces (a backslash in double quotes keeps the next character as it is).
@@ -178,7 +181,39 @@ impl McpHub {
         })
     }
 
-    /// The messages of `prompt` of `server` with `args`, within the server's tool timeout.
+    /// Like [`McpHub::prompt`], but when no listed prompt has that command, the servers of
+    /// the session that are not ready yet (the session just opened) are started first,
+    /// within [`PROMPT_WAIT`].
+    pub async fn find_prompt(
+        &self,
+        session_id: &str,
+        command: &str,
+    ) -> Option<(Arc<Server>, McpPromptView)> {
+        if let Some(found) = self.prompt(session_id, command) {
+            return Some(found);
+        }
+        let servers = self.list();
+        let starts = servers
+            .iter()
+            .filter(|s| s.config.enabled && self.serves(s.scope.as_deref(), session_id))
+            .map(|s| async move {
+                let _ = self.ensure(s).await;
+            });
+        let _ = tokio::time::timeout(PROMPT_WAIT, futures_util::future::join_all(starts)).await;
+        self.prompt(session_id, command)
+    }
+
+    /// Every prompt the session may use: those of the ready servers that serve it.
+    pub fn prompts_for(&self, session_id: &str) -> Vec<McpPromptView> {
+        self.list()
+            .iter()
+            .filter(|s| self.serves(s.scope.as_deref(), session_id))
+            .flat_map(|s| lock(&s.state).prompts.to_vec())
+            .collect()
+    }
+
+    /// The messages of `prompt` of `server` with `args`: the server started if it must be,
+    /// all within its tool timeout and never past [`PROMPT_WAIT`] (the user waits on it).
     pub async fn get_prompt(
         &self,
         server: &Server,
@@ -186,24 +221,34 @@ impl McpHub {
         args: serde_json::Map<String, serde_json::Value>,
     ) -> Result<rmcp::model::GetPromptResult, McpError> {
         let fail = |m: String| McpError::new(&server.name, m);
-        let conn = self.ensure(server).await?;
-        let timeout = Duration::from_millis(server.config.tool_timeout_ms);
-        let params = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(args);
-        match tokio::time::timeout(timeout, conn.service.peer().get_prompt(params)).await {
-            Err(_) => Err(fail(format!(
-                "no answer for prompt `{prompt}` within {} (the server's tool_timeout_ms)",
-                crate::seconds(timeout)
-            ))),
-            Ok(Err(ServiceError::McpError(e))) => {
-                Err(fail(format!("prompt `{prompt}` failed: {}", e.message)))
+        let wait = Duration::from_millis(server.config.tool_timeout_ms).min(PROMPT_WAIT);
+        let asked = async {
+            let conn = self.ensure(server).await?;
+            let params = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(args);
+            // The server's words, on one line: the message is shown as an error.
+            match conn.service.peer().get_prompt(params).await {
+                Err(ServiceError::McpError(e)) => Err(fail(format!(
+                    "prompt `{prompt}` failed: {}",
+                    escape_line(&e.message)
+                ))),
+                Err(_) if conn.is_closed() => Err(fail(format!(
+                    "{} while it made prompt `{prompt}`",
+                    conn.closed_reason()
+                ))),
+                Err(e) => Err(fail(format!(
+                    "prompt `{prompt}` failed: {}",
+                    escape_line(&e.to_string())
+                ))),
+                Ok(r) => Ok(r),
             }
-            Ok(Err(_)) if conn.is_closed() => Err(fail(format!(
-                "{} while it made prompt `{prompt}`",
-                conn.closed_reason()
-            ))),
-            Ok(Err(e)) => Err(fail(format!("prompt `{prompt}` failed: {e}"))),
-            Ok(Ok(r)) => Ok(r),
-        }
+        };
+        tokio::time::timeout(wait, asked).await.unwrap_or_else(|_| {
+            Err(fail(format!(
+                "no answer for prompt `{prompt}` within {} (its tool_timeout_ms, at most {})",
+                crate::seconds(wait),
+                crate::seconds(PROMPT_WAIT)
+            )))
+        })
     }
 }
 

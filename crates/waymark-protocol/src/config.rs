@@ -94,8 +94,8 @@ pub struct ShellConfig {
 }
 
 /// Which environment variables tool processes get. Secrets (names matching `*KEY*`,
-/// `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*_PASS`, `*_PWD`,
-/// `*_PAT`, and the provider key variables)
+/// `*SECRET*`, `*TOKEN*`, `*PASSWORD*`, `*PASSWD*`, `*PASSPHRASE*`, `*CREDENTIAL*`, `*_PASS`,
+/// `*_PWD`, `*_PAT`, `*_DSN`, and the provider key variables)
 /// are removed; `include` lets named ones through again (provider keys never), `exclude`
 /// removes more, `set` sets values. Names may use `*` wildcards.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]

@@ -16,10 +16,12 @@ pub const SECRET_NAME_PATTERNS: &[&str] = &[
     "*TOKEN*",
     "*PASSWORD*",
     "*PASSWD*",
+    "*PASSPHRASE*",
     "*CREDENTIAL*",
     "*_PASS",
     "*_PWD",
     "*_PAT",
+    "*_DSN",
 ];
 
 /// Variables that open a door out of a sandboxed shell (the session bus, the SSH agent, the
@@ -314,6 +316,8 @@ mod tests {
             "SMTP_PASS",
             "GITHUB_PAT",
             "HTPASSWD_FILE",
+            "GPG_PASSPHRASE",
+            "SENTRY_DSN",
         ] {
             assert!(is_secret_name(n), "{n}");
         }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { commandMatches, mentionAt, promptCommands, takeMention } from "./complete";
+import { asText, becomesMessage, commandMatches, mentionAt, promptCommands, takeMention } from "./complete";
 
 describe("composer completion", () => {
   it("finds the @word before the caret, and only one", () => {
@@ -26,35 +26,39 @@ describe("composer completion", () => {
 });
 
 describe("MCP prompts as commands", () => {
-  const servers = [
+  const prompts = [
+    { command: "mcp__e__simple", description: "", arguments: [] },
     {
-      state: "ready",
-      prompts: [
-        { command: "mcp__e__simple", description: "", arguments: [] },
-        {
-          command: "mcp__e__args",
-          description: "Weather\n  for a city",
-          arguments: [
-            { name: "city", required: true },
-            { name: "state", required: false },
-          ],
-        },
+      command: "mcp__e__args",
+      description: "Weather\n  for a city",
+      arguments: [
+        { name: "city", required: true },
+        { name: "state", required: false },
       ],
     },
-    { state: "failed", prompts: [{ command: "mcp__down__p", description: "gone", arguments: [] }] },
-    { state: "ready" },
   ];
 
-  it("offers the ready servers' prompts, a space after those that take arguments", () => {
-    expect(promptCommands(servers)).toEqual([
+  it("offers the session's prompts, a space after those that take arguments", () => {
+    expect(promptCommands(prompts)).toEqual([
       { name: "/mcp__e__simple", hint: "MCP prompt" },
       { name: "/mcp__e__args ", hint: "Weather for a city · city=… [state=…]" },
     ]);
   });
 
   it("completes them like the app's own commands", () => {
-    const all = promptCommands(servers);
+    const all = promptCommands(prompts);
     expect(commandMatches("/mcp__e", all).map((c) => c.name)).toEqual(["/mcp__e__simple", "/mcp__e__args "]);
     expect(commandMatches("/mcp__down", all)).toEqual([]);
+  });
+
+  it("sends a stored message again as text, never as a command", () => {
+    expect(asText("/plan off and go")).toBe("//plan off and go");
+    expect(asText("//x")).toBe("///x");
+    expect(asText("plain")).toBe("plain");
+  });
+
+  it("lets Plan apply to a prompt, not to the app's own commands", () => {
+    expect(becomesMessage("/mcp__e__simple")).toBe(true);
+    expect(becomesMessage("/goal clear")).toBe(false);
   });
 });

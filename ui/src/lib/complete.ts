@@ -23,20 +23,30 @@ export type Command = { name: string; hint: string };
  *  (its arguments when it says nothing). */
 type Prompt = { command: string; description: string; arguments: { name: string; required: boolean }[] };
 
-/** The prompts of the ready servers, as commands (`/mcp__server__prompt `, with a space to
- *  type the arguments after when it takes any). */
-export function promptCommands(servers: { state: string; prompts?: Prompt[] }[]): Command[] {
-  return servers
-    .filter((s) => s.state === "ready")
-    .flatMap((s) => s.prompts ?? [])
-    .map((p) => {
-      const args = p.arguments.map((a) => (a.required ? `${a.name}=…` : `[${a.name}=…]`)).join(" ");
-      const about = p.description.replace(/\s+/g, " ").trim();
-      return {
-        name: `/${p.command}${p.arguments.length ? " " : ""}`,
-        hint: [about || "MCP prompt", args].filter(Boolean).join(" · "),
-      };
-    });
+/** A session's prompts, as commands (`/mcp__server__prompt `, with a space to type the
+ *  arguments after when it takes any). */
+export function promptCommands(prompts: Prompt[]): Command[] {
+  return prompts.map((p) => {
+    const args = p.arguments.map((a) => (a.required ? `${a.name}=…` : `[${a.name}=…]`)).join(" ");
+    const about = p.description.replace(/\s+/g, " ").trim();
+    return {
+      name: `/${p.command}${p.arguments.length ? " " : ""}`,
+      hint: [about || "MCP prompt", args].filter(Boolean).join(" · "),
+    };
+  });
+}
+
+/** A stored message, to send again as the text it is: one that starts with `/` was sent as
+ *  text (typed with `//`, or a prompt's text), so it is escaped again, never run as a
+ *  command. */
+export function asText(message: string): string {
+  return message.startsWith("/") ? `/${message}` : message;
+}
+
+/** Whether a command is one the runtime turns into a message to the model (an MCP prompt),
+ *  so "next message enters Plan" applies to it. */
+export function becomesMessage(text: string): boolean {
+  return text.startsWith("/mcp__");
 }
 
 /** The commands `text` is the beginning of (none once it is a whole command or has a line

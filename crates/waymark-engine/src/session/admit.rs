@@ -69,7 +69,16 @@ pub(super) fn admit(
         let (m, created) = admit_message(tx, sid, source, text, position, key)?;
         if created {
             if source == MessageSource::User {
-                let title: String = text.lines().next().unwrap_or("").chars().take(80).collect();
+                // From the stored text, redacted whole: a secret cut at 80 characters would
+                // no longer match and its start would show in the session list.
+                let title: String = m
+                    .text
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(80)
+                    .collect();
                 tx.set_title_if_missing(sid, &title)?;
             }
             tx.touch_session(sid)?;

@@ -305,3 +305,54 @@ async fn a_linked_project_file_is_not_read() {
     assert!(said.contains("symbolic link"), "{said}");
     s.shutdown().await.unwrap();
 }
+
+/// A project's prompts are offered to, listed for and run from its folder's sessions only:
+/// another folder's session neither sees their names nor can send one.
+#[tokio::test]
+async fn a_projects_prompts_stay_in_its_folder() {
+    let h = Harness::new(config(&[]));
+    let rt = h.reopen(|_| {});
+    let server = json!({"command": "python3", "args": [mcp_dir().join("hostile_server.py").display().to_string(), "prompts"]});
+    std::fs::write(
+        h.ws.join(".mcp.json"),
+        json!({"mcpServers": {"proj": server}}).to_string(),
+    )
+    .unwrap();
+    approve_project(&h, &rt, &h.ws).await;
+    let here =
+        super::super::harness::session_on(&h, &rt, &h.ws, script(vec![]), PermissionMode::Auto);
+    let elsewhere = h.dir.path().join("other");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let there = super::super::harness::session_on(
+        &h,
+        &rt,
+        &elsewhere,
+        script(vec![]),
+        PermissionMode::Auto,
+    );
+    settled(&rt).await;
+    let names = |s: &SessionHandle| -> Vec<String> {
+        rt.mcp()
+            .prompts_for(s.id())
+            .into_iter()
+            .map(|p| p.command)
+            .collect()
+    };
+    assert!(
+        names(&here).contains(&"mcp__proj__inject".to_string()),
+        "{:?}",
+        names(&here)
+    );
+    assert!(names(&there).is_empty(), "{:?}", names(&there));
+    let listed = |s: &SessionHandle| rt.mcp().status_for(s.id());
+    assert_eq!(listed(&here).len(), 1);
+    assert!(listed(&there).is_empty());
+    let e = there
+        .submit(user("/mcp__proj__inject"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no ready MCP server"), "{e}");
+    here.shutdown().await.unwrap();
+    there.shutdown().await.unwrap();
+}

@@ -114,7 +114,7 @@ async fn a_hostile_servers_prompts_run_no_command_leak_no_secret_and_hang_nothin
     settled(&rt).await;
     assert_eq!(
         rt.mcp().status()[0].prompts.len(),
-        3,
+        4,
         "{:?}",
         rt.mcp().status()
     );
@@ -137,6 +137,16 @@ async fn a_hostile_servers_prompts_run_no_command_leak_no_secret_and_hang_nothin
     assert!(!text.contains(secret), "{text}");
     assert!(!serde_json::to_string(&ev).unwrap().contains(secret));
 
+    // An error quoting the token is redacted, on one line, without escapes.
+    let e = s
+        .submit(user("/mcp__evil__fail"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad token"), "{e}");
+    assert!(!e.contains(secret), "{e}");
+    assert!(!e.contains('\n') && !e.contains('\u{1b}'), "{e}");
+
     // The prompt that never comes holds only its own submission.
     let started = Instant::now();
     let (hung, help) = tokio::join!(s.submit(user("/mcp__evil__hang")), async {
@@ -150,5 +160,61 @@ async fn a_hostile_servers_prompts_run_no_command_leak_no_secret_and_hang_nothin
     let e = hung.unwrap_err().to_string();
     assert!(e.contains("MCP server `evil`"), "{e}");
     assert!(e.contains("tool_timeout_ms"), "{e}");
+    s.shutdown().await.unwrap();
+}
+
+/// A server that lists prompts by the megabyte is kept to a bounded listing: fewer prompts,
+/// at most 32 arguments each, descriptions cut.
+#[tokio::test]
+async fn a_huge_prompt_listing_is_bounded() {
+    let h = Harness::new(config(&[("many", hostile("manyprompts"))]));
+    let s = h.session(texts(1), PermissionMode::Auto);
+    settled(&h.runtime).await;
+    let status = h.runtime.mcp().status();
+    assert_eq!(
+        status[0].state,
+        McpServerState::Ready,
+        "{:?}",
+        status[0].reason
+    );
+    let prompts = &status[0].prompts;
+    assert!(!prompts.is_empty());
+    assert!(prompts.len() < 300, "{}", prompts.len());
+    let bytes: usize = prompts
+        .iter()
+        .map(|p| {
+            p.name.len()
+                + p.command.len()
+                + p.description.len()
+                + p.arguments
+                    .iter()
+                    .map(|a| a.name.len() + a.description.len())
+                    .sum::<usize>()
+        })
+        .sum();
+    assert!(
+        bytes <= waymark_mcp::catalog::MAX_PROMPT_LISTING_BYTES,
+        "{bytes}"
+    );
+    assert!(prompts.iter().all(|p| p.arguments.len() <= 32));
+    assert!(prompts.iter().all(|p| {
+        p.arguments
+            .iter()
+            .all(|a| a.description.len() <= 512 + '…'.len_utf8())
+    }));
+    s.shutdown().await.unwrap();
+}
+
+/// A prompt sent the moment a session opens (`waymark exec "/mcp__…"`), before any server
+/// has started, starts them and is sent.
+#[tokio::test]
+async fn a_prompt_sent_as_the_session_opens_waits_for_its_server() {
+    let (h, rec) = Harness::recording(config(&[("everything", everything())]), texts(1));
+    let s = h.recorded_session(PermissionMode::Auto);
+    run(&s, user("/mcp__everything__simple-prompt")).await;
+    assert_eq!(
+        last_user_text(&rec),
+        "This is a simple prompt without arguments."
+    );
     s.shutdown().await.unwrap();
 }

@@ -392,3 +392,33 @@ async fn goal_objectives_and_answers_quoting_a_secret_are_stored_redacted() {
     s.shutdown().await.unwrap();
     assert_clean(&database_bytes(&h), "the database");
 }
+
+/// A first line that a secret straddles at the title's 80th character: the title is cut
+/// from the redacted text, so no piece of the secret is left to show in the session list.
+#[tokio::test]
+async fn a_secret_cut_by_the_titles_length_does_not_show_in_the_title() {
+    let h = Harness::new(Config::default());
+    let process_env = Arc::new(env_with_secrets(&h));
+    let rt = h.reopen(|o| o.process_env = process_env.clone());
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(h.script(json!({"responses": [{"text": "ok"}]}))),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: true,
+        })
+        .unwrap();
+    let text = format!("{}{GH_TOKEN} and more", "x".repeat(70));
+    s.submit(user(&text)).await.unwrap();
+    let title = rt
+        .list_sessions()
+        .unwrap()
+        .into_iter()
+        .find(|x| x.id == s.id())
+        .and_then(|x| x.title)
+        .unwrap_or_default();
+    assert!(!title.contains(&GH_TOKEN[..10]), "{title}");
+    assert!(title.starts_with("xxxxxxxx"), "{title}");
+    s.shutdown().await.unwrap();
+    assert!(!database_bytes(&h).contains(&GH_TOKEN[..10]));
+}
