@@ -109,7 +109,7 @@ pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
             let expanded = expanding.await.map_err(|e| match e {
                 Error::Refused(m) => {
                     let m = core.store.redactor().redact(&m).into_owned();
-                    Error::Refused(cut_error(m))
+                    Error::Refused(waymark_protocol::display::cut_at(m, MAX_EXPAND_ERROR))
                 }
                 other => other,
             })?;
@@ -127,18 +127,6 @@ pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
 
 /// The longest error an expansion may give, in bytes (past it, cut with `…`).
 const MAX_EXPAND_ERROR: usize = 2000;
-
-fn cut_error(mut m: String) -> String {
-    if m.len() > MAX_EXPAND_ERROR {
-        let mut end = MAX_EXPAND_ERROR;
-        while !m.is_char_boundary(end) {
-            end -= 1;
-        }
-        m.truncate(end);
-        m.push('…');
-    }
-    m
-}
 
 /// `/help`: lists the commands.
 struct Help;

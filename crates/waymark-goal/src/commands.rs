@@ -58,9 +58,10 @@ pub(crate) fn create(
     check_budgets(&budgets)?;
     let id = api.new_id("goal");
     tx.create_goal(&id, api.id(), objective.trim(), criteria, budgets, actor)?;
-    // A session started by `/goal …` has no user message to name it: the objective does.
-    let title: String = objective
-        .trim()
+    // A session started by `/goal …` has no user message to name it: the objective does,
+    // redacted whole before it is cut (a cut secret would no longer be recognised).
+    let redacted = tx.redact(objective.trim()).into_owned();
+    let title: String = redacted
         .lines()
         .next()
         .unwrap_or("")

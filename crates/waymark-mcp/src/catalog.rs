@@ -5,6 +5,7 @@ use crate::McpError;
 use crate::connect::Connection;
 use crate::hub::{ListedTool, MAX_DESCRIPTION, MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS, Server};
 use rmcp::model::PaginatedRequestParams;
+use waymark_protocol::display::cut_at;
 use waymark_protocol::mcp_view::{McpPromptArgument, McpPromptView};
 
 /// A server's tools: pages followed up to [`MAX_TOOLS`], each tool named for the model,
@@ -109,11 +110,7 @@ pub(crate) async fn list_raw(server: &str, conn: &Connection) -> Result<Listing,
             if let Some(d) = &t.description
                 && d.len() > MAX_DESCRIPTION
             {
-                let mut end = MAX_DESCRIPTION;
-                while !d.is_char_boundary(end) {
-                    end -= 1;
-                }
-                t.description = Some(format!("{}…", &d[..end]).into());
+                t.description = Some(cut_at(d.to_string(), MAX_DESCRIPTION).into());
             }
             let schema =
                 serde_json::to_vec(t.input_schema.as_ref()).map_or(usize::MAX, |v| v.len());
@@ -152,19 +149,6 @@ const MAX_ARGUMENT_DESCRIPTION: usize = 512;
 /// The most bytes of names and descriptions kept of one server's prompts (the rest are left
 /// out).
 pub const MAX_PROMPT_LISTING_BYTES: usize = 1024 * 1024;
-
-/// `text` cut to `max` bytes, on a character boundary.
-fn cut(mut text: String, max: usize) -> String {
-    if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push('…');
-    }
-    text
-}
 
 /// A server's prompts, when it says it has any, each named as the command
 /// `/mcp__<server>__<prompt>` (pages followed up to [`MAX_PROMPTS`]). Prompts are an extra:
@@ -207,14 +191,17 @@ pub(crate) async fn list_prompts(server: &Server, conn: &Connection) -> Vec<McpP
                 .take(MAX_PROMPT_ARGUMENTS)
                 .map(|a| McpPromptArgument {
                     name: a.name,
-                    description: cut(a.description.unwrap_or_default(), MAX_ARGUMENT_DESCRIPTION),
+                    description: cut_at(
+                        a.description.unwrap_or_default(),
+                        MAX_ARGUMENT_DESCRIPTION,
+                    ),
                     required: a.required.unwrap_or(false),
                 })
                 .collect();
             let view = McpPromptView {
                 name: p.name,
                 command,
-                description: cut(p.description.unwrap_or_default(), MAX_DESCRIPTION),
+                description: cut_at(p.description.unwrap_or_default(), MAX_DESCRIPTION),
                 arguments,
             };
             kept += view.name.len()

@@ -98,21 +98,37 @@ impl Extension for McpExtension {
         if !name.starts_with("mcp__") {
             return None;
         }
-        let refused = move |m: String| waymark_extension::Error::Refused(format!("/{name}: {m}"));
+        // The server's words (names, errors) on one line, whatever path they came by.
+        let refused = move |m: String| {
+            waymark_extension::Error::Refused(format!(
+                "/{name}: {}",
+                waymark_protocol::display::escape_line(&m)
+            ))
+        };
         Some(Box::pin(async move {
-            let Some((server, prompt)) = self.hub.find_prompt(api.id(), name).await else {
-                return Err(refused(
-                    "no ready MCP server of this session has that prompt (`/mcp` lists them)"
-                        .into(),
-                ));
-            };
-            let args = crate::prompts::arguments(&prompt, args).map_err(refused)?;
-            let result = self
-                .hub
-                .get_prompt(&server, &prompt.name, args)
-                .await
-                .map_err(|e| refused(e.to_string()))?;
-            crate::prompts::message(&result).map_err(refused)
+            // One budget for all of it: starting the server, finding the prompt, getting it.
+            tokio::time::timeout(crate::prompts::PROMPT_WAIT, async {
+                let Some((server, prompt)) = self.hub.find_prompt(api.id(), name).await else {
+                    return Err(refused(
+                        "no ready MCP server of this session has that prompt (`/mcp` lists them)"
+                            .into(),
+                    ));
+                };
+                let args = crate::prompts::arguments(&prompt, args).map_err(refused)?;
+                let result = self
+                    .hub
+                    .get_prompt(&server, &prompt.name, args)
+                    .await
+                    .map_err(|e| refused(e.to_string()))?;
+                crate::prompts::message(&result).map_err(refused)
+            })
+            .await
+            .unwrap_or_else(|_| {
+                Err(refused(format!(
+                    "no answer within {} (the longest a prompt is waited for)",
+                    crate::seconds(crate::prompts::PROMPT_WAIT)
+                )))
+            })
         }))
     }
 

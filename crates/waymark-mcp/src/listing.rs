@@ -7,6 +7,18 @@ use waymark_protocol::mcp_view::{McpServerState, McpServerView};
 /// The longest tool description shown on one line.
 const DESCRIPTION_SHOWN: usize = 100;
 
+/// A server's description on one line, escaped, cut to [`DESCRIPTION_SHOWN`] characters.
+fn shown(description: &str) -> String {
+    let mut d: String = escape_line(description)
+        .chars()
+        .take(DESCRIPTION_SHOWN)
+        .collect();
+    if description.chars().count() > DESCRIPTION_SHOWN {
+        d.push('…');
+    }
+    d
+}
+
 pub fn describe(servers: &[McpServerView]) -> String {
     if servers.is_empty() {
         return "No MCP servers are configured. Add one with `waymark mcp add NAME -- COMMAND ARGS…` or `waymark mcp add NAME --url URL`.".into();
@@ -27,13 +39,7 @@ pub fn describe(servers: &[McpServerView]) -> String {
             escape_line(&s.target)
         ));
         for t in &s.tools {
-            let mut d: String = escape_line(&t.description)
-                .chars()
-                .take(DESCRIPTION_SHOWN)
-                .collect();
-            if t.description.chars().count() > DESCRIPTION_SHOWN {
-                d.push('…');
-            }
+            let d = shown(&t.description);
             out.push_str(&format!(
                 "  {}{} — {d}\n",
                 escape_line(&t.name),
@@ -41,13 +47,7 @@ pub fn describe(servers: &[McpServerView]) -> String {
             ));
         }
         for p in &s.prompts {
-            let mut d: String = escape_line(&p.description)
-                .chars()
-                .take(DESCRIPTION_SHOWN)
-                .collect();
-            if p.description.chars().count() > DESCRIPTION_SHOWN {
-                d.push('…');
-            }
+            let d = shown(&p.description);
             out.push_str(&format!("  prompt {} — {d}\n", escape_line(&p.usage())));
         }
         for t in &s.skipped {

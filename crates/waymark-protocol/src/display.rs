@@ -118,6 +118,19 @@ pub fn escape_line(s: &str) -> String {
     out
 }
 
+/// `s` cut to at most `max` bytes (at a character boundary), with `…` when it was cut.
+pub fn cut_at(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
 /// Text cut to its first 200 bytes (at a character boundary) with `…`, for an error message
 /// that quotes what was wrong.
 pub fn clip(s: &str) -> String {

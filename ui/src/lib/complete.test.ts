@@ -59,6 +59,7 @@ describe("MCP prompts as commands", () => {
 
   it("lets Plan apply to a prompt, not to the app's own commands", () => {
     expect(becomesMessage("/mcp__e__simple")).toBe(true);
+    expect(becomesMessage("//plan off, as text")).toBe(true);
     expect(becomesMessage("/goal clear")).toBe(false);
   });
 });

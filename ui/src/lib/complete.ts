@@ -43,10 +43,10 @@ export function asText(message: string): string {
   return message.startsWith("/") ? `/${message}` : message;
 }
 
-/** Whether a command is one the runtime turns into a message to the model (an MCP prompt),
- *  so "next message enters Plan" applies to it. */
+/** Whether text that starts with `/` still goes to the model as a message (`//…`, sent as
+ *  text, or an MCP prompt), so "next message enters Plan" applies to it. */
 export function becomesMessage(text: string): boolean {
-  return text.startsWith("/mcp__");
+  return text.startsWith("//") || text.startsWith("/mcp__");
 }
 
 /** The commands `text` is the beginning of (none once it is a whole command or has a line

@@ -23,6 +23,18 @@ async fn form_asked(
     (s, rx, id, q)
 }
 
+/// Accepts form `id` with the one field the forms here ask, `name`.
+async fn accept_name(s: &SessionHandle, id: String, name: &str) {
+    s.submit(Op::Answer {
+        questionnaire_id: id,
+        answer: Answer::Accept {
+            content: json!({ "name": name }),
+        },
+    })
+    .await
+    .unwrap();
+}
+
 async fn next_form(rx: &mut Receiver<Event>) -> (String, ElicitationQuestion) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -102,14 +114,7 @@ async fn a_form_waiting_on_the_user_stops_the_calls_clock() {
     let h = Harness::new(config(&[("everything", server)]));
     let (s, mut rx, id, _) = form_asked(&h, vec![call(ELICIT, json!({}))]).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    s.submit(Op::Answer {
-        questionnaire_id: id,
-        answer: Answer::Accept {
-            content: json!({"name": "Slow"}),
-        },
-    })
-    .await
-    .unwrap();
+    accept_name(&s, id, "Slow").await;
     let r = results(&collect(&mut rx).await);
     assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
     assert!(r[0].2.contains("Name: Slow"), "{r:?}");
@@ -184,14 +189,7 @@ async fn a_server_cannot_ask_outside_a_call_or_stack_forms() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    s.submit(Op::Answer {
-        questionnaire_id: id,
-        answer: Answer::Accept {
-            content: json!({"name": "Ann"}),
-        },
-    })
-    .await
-    .unwrap();
+    accept_name(&s, id, "Ann").await;
     let r = results(&collect(&mut rx).await);
     // Which of the two came first is the scheduler's choice; one is asked, one declined.
     let text = &r[0].2;
@@ -285,14 +283,7 @@ async fn a_call_asks_at_most_three_forms() {
                 if matches!(*question, Question::Elicitation(_)) =>
             {
                 asked += 1;
-                s.submit(Op::Answer {
-                    questionnaire_id: id,
-                    answer: Answer::Accept {
-                        content: json!({"name": "Ann"}),
-                    },
-                })
-                .await
-                .unwrap();
+                accept_name(&s, id, "Ann").await;
             }
             EventKind::ToolResult { content, .. } => break content,
             _ => {}

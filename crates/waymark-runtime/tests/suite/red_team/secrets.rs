@@ -420,5 +420,28 @@ async fn a_secret_cut_by_the_titles_length_does_not_show_in_the_title() {
     assert!(!title.contains(&GH_TOKEN[..10]), "{title}");
     assert!(title.starts_with("xxxxxxxx"), "{title}");
     s.shutdown().await.unwrap();
+
+    // A goal names a session it starts by its objective, cut at 72 characters.
+    let s = rt
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(h.script(json!({"responses": [{"text": "ok"}]}))),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: true,
+        })
+        .unwrap();
+    s.submit(user(&format!("/goal {}{GH_TOKEN} now", "y".repeat(62))))
+        .await
+        .unwrap();
+    let title = rt
+        .list_sessions()
+        .unwrap()
+        .into_iter()
+        .find(|x| x.id == s.id())
+        .and_then(|x| x.title)
+        .unwrap_or_default();
+    assert!(title.starts_with("Goal: yyyy"), "{title}");
+    assert!(!title.contains(&GH_TOKEN[..10]), "{title}");
+    s.shutdown().await.unwrap();
     assert!(!database_bytes(&h).contains(&GH_TOKEN[..10]));
 }
