@@ -24,11 +24,13 @@ ALLOWED = {
     "waymark-plan": LOW | {"waymark-extension"},
     "waymark-goal": LOW | {"waymark-extension"},
     "waymark-mcp": LOW | {"waymark-extension"},
+    "waymark-checkpoint": LOW | {"waymark-extension"},
     # Test helpers are a dev-dependency only (see DEV_ONLY).
     "waymark-test-support": LOW | {"waymark-extension", "waymark-engine", "waymark-runtime",
-                                   "waymark-plan", "waymark-goal", "waymark-mcp"},
+                                   "waymark-plan", "waymark-goal", "waymark-mcp",
+                                   "waymark-checkpoint"},
     "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal",
-                              "waymark-mcp"},
+                              "waymark-mcp", "waymark-checkpoint"},
     # Thin front ends.
     "waymark-cli": {"waymark-protocol", "waymark-runtime"},
     "waymark-desktop": {"waymark-protocol", "waymark-runtime"},

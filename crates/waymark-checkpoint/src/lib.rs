@@ -1,0 +1,238 @@
+//! Checkpoints of a workspace, for rewind. A checkpoint is a git tree in a private object
+//! store (loose objects through `gix-odb`, in the session's data folder; never the
+//! project's own `.git`), so identical content is stored once. It covers what `.gitignore`
+//! and `.git/info/exclude` leave in, symlinks as links and empty folders; `.git/` and files
+//! over the size limit are left out, the latter noted.
+//!
+//! A restore brings every covered path back to its state in the checkpoint, removes what
+//! came since, and never writes through a link: a folder that became a link is put back as
+//! a folder, and anything in the way of a restored path is moved aside into the store (never
+//! deleted), so nothing is lost.
+
+mod restore;
+mod snapshot;
+
+pub use restore::Restored;
+pub use snapshot::{Skipped, Snapshot};
+
+use gix_hash::ObjectId;
+use gix_object::tree::EntryKind;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What went wrong, naming the path or the object.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store is missing an object or holds one that does not decode: it was changed or
+    /// deleted outside Waymark.
+    #[error("the checkpoint store at {store} is damaged: {message}")]
+    Corrupt { store: String, message: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T> = std::result::Result<T, CheckpointError>;
+
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
+    move |source| CheckpointError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// How big a file a checkpoint takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Files larger than this are left out (and noted).
+    pub max_file_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_file_bytes: 10 * 1024 * 1024,
+        }
+    }
+}
+
+/// One path of a checkpoint: what it is and the object holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    pub id: ObjectId,
+}
+
+/// How a path differs between two checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    Added(String),
+    Modified(String),
+    Deleted(String),
+}
+
+impl Change {
+    pub fn path(&self) -> &str {
+        match self {
+            Change::Added(p) | Change::Modified(p) | Change::Deleted(p) => p,
+        }
+    }
+}
+
+/// A private object store of checkpoints.
+pub struct Store {
+    dir: PathBuf,
+    objects: gix_odb::loose::Store,
+}
+
+impl Store {
+    /// Opens the store in `dir`, creating it (0700) if it is not there.
+    pub fn open(dir: &Path) -> Result<Store> {
+        let objects = dir.join("objects");
+        match std::fs::symlink_metadata(&objects) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(CheckpointError::Corrupt {
+                    store: dir.display().to_string(),
+                    message: "`objects` is not a folder".into(),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&objects).map_err(io(&objects))?;
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(io(dir))?;
+            }
+            Err(e) => return Err(io(&objects)(e)),
+        }
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            objects: gix_odb::loose::Store::at(objects, gix_hash::Kind::Sha1),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn corrupt(&self, message: String) -> CheckpointError {
+        CheckpointError::Corrupt {
+            store: self.dir.display().to_string(),
+            message,
+        }
+    }
+
+    pub(crate) fn write(&self, kind: gix_object::Kind, data: &[u8]) -> Result<ObjectId> {
+        gix_object::Write::write_buf(&self.objects, kind, data)
+            .map_err(|e| self.corrupt(format!("an object could not be written: {e}")))
+    }
+
+    /// The bytes of object `id`, which must be of `kind`.
+    pub(crate) fn read(&self, id: &ObjectId, kind: gix_object::Kind) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        let found = self
+            .objects
+            .try_find(id, &mut buf)
+            .map_err(|e| self.corrupt(format!("object {id} cannot be read: {e}")))?;
+        match found {
+            Some(d) if d.kind == kind => Ok(d.data.to_vec()),
+            Some(d) => Err(self.corrupt(format!("object {id} is a {}, not a {kind}", d.kind))),
+            None => Err(self.corrupt(format!("object {id} is missing"))),
+        }
+    }
+
+    /// Every path of checkpoint `tree` (folders only when empty), with what it holds.
+    pub fn files(&self, tree: &ObjectId) -> Result<BTreeMap<String, Entry>> {
+        let mut out = BTreeMap::new();
+        self.flatten(tree, "", &mut out, 0)?;
+        Ok(out)
+    }
+
+    fn flatten(
+        &self,
+        tree: &ObjectId,
+        prefix: &str,
+        out: &mut BTreeMap<String, Entry>,
+        depth: usize,
+    ) -> Result<()> {
+        if depth > 256 {
+            return Err(self.corrupt(format!("tree {tree} nests deeper than 256 folders")));
+        }
+        let data = self.read(tree, gix_object::Kind::Tree)?;
+        let decoded = gix_object::TreeRef::from_bytes(&data, gix_hash::Kind::Sha1)
+            .map_err(|e| self.corrupt(format!("tree {tree} does not decode: {e}")))?;
+        if decoded.entries.is_empty() && !prefix.is_empty() {
+            out.insert(
+                prefix.trim_end_matches('/').to_string(),
+                Entry {
+                    kind: EntryKind::Tree,
+                    id: *tree,
+                },
+            );
+        }
+        for e in &decoded.entries {
+            let name = std::str::from_utf8(e.filename)
+                .map_err(|_| self.corrupt(format!("tree {tree} has a name that is not UTF-8")))?;
+            if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+                return Err(self.corrupt(format!("tree {tree} has the name {name:?}")));
+            }
+            let path = format!("{prefix}{name}");
+            match e.mode.kind() {
+                EntryKind::Tree => {
+                    self.flatten(&e.oid.to_owned(), &format!("{path}/"), out, depth + 1)?
+                }
+                EntryKind::Commit => {}
+                kind => {
+                    out.insert(
+                        path,
+                        Entry {
+                            kind,
+                            id: e.oid.to_owned(),
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What changed from checkpoint `from` (none: an empty workspace) to `to`, by path.
+    pub fn changes(&self, from: Option<&ObjectId>, to: &ObjectId) -> Result<Vec<Change>> {
+        let before = match from {
+            Some(f) => self.files(f)?,
+            None => BTreeMap::new(),
+        };
+        let after = self.files(to)?;
+        Ok(diff(&before, &after))
+    }
+}
+
+/// The changes from `before` to `after`, sorted by path.
+pub(crate) fn diff(
+    before: &BTreeMap<String, Entry>,
+    after: &BTreeMap<String, Entry>,
+) -> Vec<Change> {
+    let mut out = Vec::new();
+    for (p, e) in after {
+        match before.get(p) {
+            None => out.push(Change::Added(p.clone())),
+            Some(b) if b != e => out.push(Change::Modified(p.clone())),
+            Some(_) => {}
+        }
+    }
+    for p in before.keys() {
+        if !after.contains_key(p) {
+            out.push(Change::Deleted(p.clone()));
+        }
+    }
+    out.sort_by(|a, b| a.path().cmp(b.path()));
+    out
+}
+
+#[cfg(test)]
+mod tests;

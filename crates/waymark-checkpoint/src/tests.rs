@@ -1,0 +1,314 @@
+use super::*;
+use std::os::unix::fs::PermissionsExt as _;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    outside: PathBuf,
+    store: Store,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let store = Store::open(&dir.path().join("store")).unwrap();
+    Fixture {
+        _dir: dir,
+        ws,
+        outside,
+        store,
+    }
+}
+
+fn write(ws: &Path, rel: &str, text: &str) {
+    let p = ws.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn snap(f: &Fixture) -> Snapshot {
+    f.store.snapshot(&f.ws, &Limits::default()).unwrap()
+}
+
+/// Restores `target` from the workspace's state now; the tree it then has.
+fn rewind(f: &Fixture, target: &ObjectId) -> (Restored, ObjectId) {
+    let now = snap(f);
+    let done = f.store.restore(&f.ws, &now.tree, target).unwrap();
+    (done, snap(f).tree)
+}
+
+#[test]
+fn every_kind_of_change_rewinds_exactly_and_the_rewind_undoes() {
+    let f = fixture();
+    write(&f.ws, "keep.txt", "same");
+    write(&f.ws, "edit.txt", "before");
+    write(&f.ws, "gone.txt", "deleted later");
+    write(&f.ws, "src/lib.rs", "fn a() {}");
+    write(&f.ws, "script.sh", "#!/bin/sh\n");
+    std::os::unix::fs::symlink("keep.txt", f.ws.join("link")).unwrap();
+    let a = snap(&f);
+
+    write(&f.ws, "edit.txt", "after");
+    std::fs::remove_file(f.ws.join("gone.txt")).unwrap();
+    write(&f.ws, "new/deep/file.txt", "created");
+    std::fs::create_dir_all(f.ws.join("empty/dir")).unwrap();
+    std::fs::set_permissions(
+        f.ws.join("script.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::remove_file(f.ws.join("link")).unwrap();
+    std::os::unix::fs::symlink("edit.txt", f.ws.join("link")).unwrap();
+    std::fs::remove_file(f.ws.join("src/lib.rs")).unwrap();
+    std::fs::remove_dir(f.ws.join("src")).unwrap();
+    write(&f.ws, "src", "a file where a folder was");
+    let b = snap(&f);
+    assert_ne!(a.tree, b.tree);
+    let changed: Vec<String> = f
+        .store
+        .changes(Some(&a.tree), &b.tree)
+        .unwrap()
+        .iter()
+        .map(|c| c.path().to_string())
+        .collect();
+    for p in [
+        "edit.txt",
+        "gone.txt",
+        "new/deep/file.txt",
+        "empty/dir",
+        "script.sh",
+        "link",
+        "src",
+        "src/lib.rs",
+    ] {
+        assert!(changed.contains(&p.to_string()), "{p} in {changed:?}");
+    }
+    assert!(!changed.contains(&"keep.txt".to_string()));
+
+    let (_, back) = rewind(&f, &a.tree);
+    assert_eq!(back, a.tree);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("edit.txt")).unwrap(),
+        "before"
+    );
+    assert!(!f.ws.join("new").exists() && !f.ws.join("empty").exists());
+    assert_eq!(
+        std::fs::read_link(f.ws.join("link")).unwrap(),
+        Path::new("keep.txt")
+    );
+    assert_eq!(
+        std::fs::metadata(f.ws.join("script.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o111,
+        0
+    );
+    // Undo: forward again to the later state.
+    let (_, forward) = rewind(&f, &b.tree);
+    assert_eq!(forward, b.tree);
+    assert!(f.ws.join("empty/dir").is_dir());
+}
+
+#[test]
+fn identical_content_is_stored_once_and_git_is_left_out() {
+    let f = fixture();
+    std::fs::create_dir_all(f.ws.join(".git/objects")).unwrap();
+    write(&f.ws, ".git/HEAD", "ref: refs/heads/main\n");
+    write(&f.ws, "a.txt", "same bytes");
+    write(&f.ws, "b.txt", "same bytes");
+    let s = snap(&f);
+    let files = f.store.files(&s.tree).unwrap();
+    assert_eq!(files["a.txt"].id, files["b.txt"].id);
+    assert!(!files.keys().any(|p| p.starts_with(".git")), "{files:?}");
+    // Taking it again writes nothing new.
+    let count = || walk_count(&f.store.dir().join("objects"));
+    let before = count();
+    assert_eq!(snap(&f).tree, s.tree);
+    assert_eq!(count(), before);
+}
+
+fn store_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                store_bytes(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
+
+fn walk_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            if e.file_type().unwrap().is_dir() {
+                walk_count(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn ignored_files_are_neither_taken_nor_touched() {
+    let f = fixture();
+    write(&f.ws, ".gitignore", "target/\n*.log\n");
+    std::fs::create_dir_all(f.ws.join(".git/info")).unwrap();
+    write(&f.ws, ".git/info/exclude", "secret.env\n");
+    write(&f.ws, "target/big.bin", "build output");
+    write(&f.ws, "run.log", "log");
+    write(&f.ws, "secret.env", "X=1");
+    write(&f.ws, "main.rs", "v1");
+    let a = snap(&f);
+    let files = f.store.files(&a.tree).unwrap();
+    assert_eq!(
+        files.keys().cloned().collect::<Vec<_>>(),
+        vec![".gitignore".to_string(), "main.rs".to_string()]
+    );
+    write(&f.ws, "main.rs", "v2");
+    write(&f.ws, "run.log", "more log");
+    rewind(&f, &a.tree);
+    assert_eq!(std::fs::read_to_string(f.ws.join("main.rs")).unwrap(), "v1");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("run.log")).unwrap(),
+        "more log"
+    );
+    assert!(f.ws.join("target/big.bin").exists() && f.ws.join("secret.env").exists());
+}
+
+/// A folder swapped for a link that points outside the workspace is put back as a folder:
+/// nothing is written through the link, and the link is kept aside, not lost.
+#[test]
+fn a_folder_swapped_for_a_link_out_is_not_written_through() {
+    let f = fixture();
+    write(&f.ws, "conf/settings.toml", "mine");
+    let a = snap(&f);
+    std::fs::remove_dir_all(f.ws.join("conf")).unwrap();
+    std::os::unix::fs::symlink(&f.outside, f.ws.join("conf")).unwrap();
+    write(&f.outside, "settings.toml", "outside, untouched");
+    let now = snap(&f);
+    let done = f.store.restore(&f.ws, &now.tree, &a.tree).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.outside.join("settings.toml")).unwrap(),
+        "outside, untouched"
+    );
+    assert!(
+        std::fs::symlink_metadata(f.ws.join("conf"))
+            .unwrap()
+            .is_dir()
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("conf/settings.toml")).unwrap(),
+        "mine"
+    );
+    assert_eq!(snap(&f).tree, a.tree);
+    // The link was in the checkpoint just taken, so it is removed, not followed.
+    assert!(done.removed.contains(&"conf".to_string()), "{done:?}");
+}
+
+/// The same, when the link appears after the checkpoint taken before the restore: the
+/// folders are checked as they are written.
+#[test]
+fn a_link_that_appears_during_the_restore_is_moved_aside() {
+    let f = fixture();
+    write(&f.ws, "conf/settings.toml", "mine");
+    let a = snap(&f);
+    std::fs::remove_dir_all(f.ws.join("conf")).unwrap();
+    let now = snap(&f);
+    std::os::unix::fs::symlink(&f.outside, f.ws.join("conf")).unwrap();
+    let done = f.store.restore(&f.ws, &now.tree, &a.tree).unwrap();
+    assert!(
+        !f.outside.join("settings.toml").exists(),
+        "written through the link"
+    );
+    assert!(
+        std::fs::symlink_metadata(f.ws.join("conf"))
+            .unwrap()
+            .is_dir()
+    );
+    let aside = done.moved_aside.expect("the link was moved aside");
+    assert!(
+        std::fs::symlink_metadata(aside.join("conf"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+/// A 2 GB sparse file is left out with a note, without being read.
+#[test]
+fn a_huge_sparse_file_is_skipped_with_a_note() {
+    let f = fixture();
+    let big = std::fs::File::create(f.ws.join("disk.img")).unwrap();
+    big.set_len(2 * 1024 * 1024 * 1024).unwrap();
+    write(&f.ws, "small.txt", "x");
+    let s = snap(&f);
+    // Not read into the store either.
+    assert!(store_bytes(&f.store.dir().join("objects")) < 64 * 1024);
+    assert_eq!(s.skipped.len(), 1, "{:?}", s.skipped);
+    assert_eq!(s.skipped[0].path, "disk.img");
+    assert!(s.skipped[0].reason.contains("10 MB"), "{:?}", s.skipped);
+    assert!(f.store.files(&s.tree).unwrap().contains_key("small.txt"));
+    // A rewind leaves what it could not keep alone.
+    write(&f.ws, "small.txt", "y");
+    rewind(&f, &s.tree);
+    assert_eq!(
+        std::fs::metadata(f.ws.join("disk.img")).unwrap().len(),
+        2 * 1024 * 1024 * 1024
+    );
+}
+
+/// A store whose objects were deleted or damaged gives a clear error and changes nothing.
+#[test]
+fn a_damaged_store_is_a_clear_error_and_changes_nothing() {
+    let f = fixture();
+    write(&f.ws, "a.txt", "one");
+    let a = snap(&f);
+    write(&f.ws, "a.txt", "two");
+    let now = snap(&f);
+    let blob = f.store.files(&a.tree).unwrap()["a.txt"]
+        .id
+        .to_hex()
+        .to_string();
+    std::fs::remove_file(
+        f.store
+            .dir()
+            .join("objects")
+            .join(&blob[..2])
+            .join(&blob[2..]),
+    )
+    .unwrap();
+    let e = f.store.restore(&f.ws, &now.tree, &a.tree).unwrap_err();
+    assert!(matches!(e, CheckpointError::Corrupt { .. }), "{e}");
+    assert!(e.to_string().contains("missing"), "{e}");
+    assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "two");
+    // Garbage in place of an object.
+    let tree = a.tree.to_hex().to_string();
+    std::fs::write(
+        f.store
+            .dir()
+            .join("objects")
+            .join(&tree[..2])
+            .join(&tree[2..]),
+        b"junk",
+    )
+    .unwrap();
+    let e = f.store.files(&a.tree).unwrap_err();
+    assert!(e.to_string().contains("damaged"), "{e}");
+    // A store folder that is not one.
+    let bad = f.store.dir().parent().unwrap().join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("objects"), b"").unwrap();
+    assert!(Store::open(&bad).is_err());
+}
