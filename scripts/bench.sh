@@ -44,6 +44,8 @@ cargo bench --locked -p waymark-runtime --bench sandbox
 # The runtime's own time per MCP call against the real server-everything, and the first model
 # call of a session with five servers configured against none.
 cargo bench --locked -p waymark-runtime --bench mcp
+# Checkpoint cost on 10,000 files / 200 MB against `git status --porcelain` on the same tree.
+cargo bench --locked -p waymark-checkpoint --bench checkpoint
 cargo bench --locked -p waymark-runtime --bench runtime --bench plan_render --bench goal -- --noplot 2>&1 | grep -E "^[a-z_/0-9]+|time:"
 python3 - <<'PY'
 import glob, json

@@ -9,6 +9,7 @@
 //! a folder, and anything in the way of a restored path is moved aside into the store (never
 //! deleted), so nothing is lost.
 
+mod cache;
 mod restore;
 mod snapshot;
 
@@ -88,6 +89,8 @@ impl Change {
 pub struct Store {
     dir: PathBuf,
     objects: gix_odb::loose::Store,
+    /// What the last checkpoint learnt of the files (loaded on the first one).
+    cache: std::sync::Mutex<Option<cache::Cache>>,
 }
 
 impl Store {
@@ -113,6 +116,7 @@ impl Store {
         Ok(Store {
             dir: dir.to_path_buf(),
             objects: gix_odb::loose::Store::at(objects, gix_hash::Kind::Sha1),
+            cache: Default::default(),
         })
     }
 

@@ -40,6 +40,52 @@ impl Dir {
     }
 }
 
+/// Every path below `root` that the ignore files leave in (`.git/` never), with its own
+/// metadata (links not followed), sorted; listed on all cores, as `git status` does.
+type Listed = Vec<(std::path::PathBuf, std::io::Result<std::fs::Metadata>)>;
+
+fn walk(root: &Path) -> Result<Listed> {
+    let found = std::sync::Mutex::new(Vec::new());
+    let failed = std::sync::Mutex::new(None);
+    ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .parents(false)
+        .git_global(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .require_git(false)
+        .ignore(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build_parallel()
+        .run(|| {
+            let (found, failed) = (&found, &failed);
+            Box::new(move |entry| match entry {
+                Ok(e) if e.path() == root => ignore::WalkState::Continue,
+                Ok(e) => {
+                    let meta = std::fs::symlink_metadata(e.path());
+                    found
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((e.into_path(), meta));
+                    ignore::WalkState::Continue
+                }
+                Err(e) => {
+                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    ignore::WalkState::Quit
+                }
+            })
+        });
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(CheckpointError::Invalid(format!(
+            "walking the workspace: {e}"
+        )));
+    }
+    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(found)
+}
+
 /// The workspace-relative path of `path`, as `/`-separated UTF-8 parts; `None` for a name
 /// that is not UTF-8 (left out: trees here hold UTF-8 names only).
 fn parts<'a>(root: &Path, path: &'a Path) -> Option<Vec<&'a str>> {
@@ -60,26 +106,20 @@ impl Store {
                 root.display()
             )));
         }
+        let mut held = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let cache_file = self.dir().join("stat-cache");
+        let cache = held.get_or_insert_with(|| crate::cache::Cache::load(&cache_file));
+        let mut seen = std::collections::HashMap::new();
         let mut top = Dir::default();
         let mut skipped = Vec::new();
-        let walk = ignore::WalkBuilder::new(&root)
-            .hidden(false)
-            .parents(false)
-            .git_global(false)
-            .git_ignore(true)
-            .git_exclude(true)
-            .require_git(false)
-            .ignore(false)
-            .follow_links(false)
-            .filter_entry(|e| e.file_name() != ".git")
-            .build();
-        for entry in walk {
-            let entry = entry
-                .map_err(|e| CheckpointError::Invalid(format!("walking the workspace: {e}")))?;
-            let path = entry.path();
-            if path == root {
-                continue;
-            }
+        for (path, meta) in walk(&root)? {
+            let path = path.as_path();
+            let meta = match meta {
+                Ok(m) => m,
+                // Gone between the listing and the look: not there to keep.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(path)(e)),
+            };
             let Some(parts) = parts(&root, path) else {
                 skipped.push(Skipped {
                     path: path.display().to_string(),
@@ -88,7 +128,6 @@ impl Store {
                 });
                 continue;
             };
-            let meta = std::fs::symlink_metadata(path).map_err(io(path))?;
             let Some((name, parent)) = parts.split_last() else {
                 continue;
             };
@@ -116,8 +155,16 @@ impl Store {
                     });
                     continue;
                 }
-                let data = std::fs::read(path).map_err(io(path))?;
-                let id = self.write(gix_object::Kind::Blob, &data)?;
+                let stat = crate::cache::Stat::of(&meta);
+                let rel = parts.join("/");
+                let id = match cache.blob(&rel, &stat) {
+                    Some(id) => id,
+                    None => {
+                        let data = std::fs::read(path).map_err(io(path))?;
+                        self.write(gix_object::Kind::Blob, &data)?
+                    }
+                };
+                seen.insert(rel, (stat, id));
                 let kind = if meta.permissions().mode() & 0o111 != 0 {
                     EntryKind::BlobExecutable
                 } else {
@@ -129,18 +176,28 @@ impl Store {
             }
             // Sockets, pipes and devices are not files to keep.
         }
-        let tree = self.write_dir(&top)?;
+        let mut trees = Vec::new();
+        let tree = self.write_dir(&top, cache, &mut trees)?;
+        let mut next = cache.next(seen, &trees);
+        // A cache that cannot be saved only makes the next checkpoint slower.
+        let _ = next.save(&cache_file);
+        *cache = next;
         Ok(Snapshot { tree, skipped })
     }
 
     /// Writes `dir` and every folder in it as trees; its id.
-    fn write_dir(&self, dir: &Dir) -> Result<ObjectId> {
+    fn write_dir(
+        &self,
+        dir: &Dir,
+        cache: &crate::cache::Cache,
+        trees: &mut Vec<ObjectId>,
+    ) -> Result<ObjectId> {
         let mut entries = Vec::with_capacity(dir.leaves.len() + dir.dirs.len());
         for (name, sub) in &dir.dirs {
             entries.push(TreeEntry {
                 mode: EntryKind::Tree.into(),
                 filename: name.as_str().into(),
-                oid: self.write_dir(sub)?,
+                oid: self.write_dir(sub, cache, trees)?,
             });
         }
         for (name, (kind, id)) in &dir.leaves {
@@ -155,6 +212,12 @@ impl Store {
         let mut buf = Vec::new();
         gix_object::WriteTo::write_to(&tree, &mut buf)
             .map_err(|e| CheckpointError::Invalid(format!("a tree could not be encoded: {e}")))?;
+        let id = gix_object::compute_hash(gix_hash::Kind::Sha1, gix_object::Kind::Tree, &buf)
+            .map_err(|e| CheckpointError::Invalid(format!("a tree could not be hashed: {e}")))?;
+        trees.push(id);
+        if cache.has_tree(&id) {
+            return Ok(id);
+        }
         self.write(gix_object::Kind::Tree, &buf)
     }
 }

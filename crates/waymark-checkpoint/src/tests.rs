@@ -312,3 +312,38 @@ fn a_damaged_store_is_a_clear_error_and_changes_nothing() {
     std::fs::write(bad.join("objects"), b"").unwrap();
     assert!(Store::open(&bad).is_err());
 }
+
+/// The stat cache never hides a change: a file rewritten with the same size and its old
+/// modification time put back is still taken anew; a cache file that is garbage is rebuilt.
+#[test]
+fn the_stat_cache_misses_no_change_and_survives_garbage() {
+    let f = fixture();
+    write(&f.ws, "a.txt", "aaaa");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(f.ws.join("a.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let a = snap(&f);
+    std::fs::write(f.ws.join("a.txt"), "bbbb").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(f.ws.join("a.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let b = snap(&f);
+    assert_ne!(a.tree, b.tree, "the rewrite was missed");
+    std::fs::write(
+        f.store.dir().join("stat-cache"),
+        "waymark-stat-cache 1 x\n\0garbage",
+    )
+    .unwrap();
+    let reopened = Store::open(f.store.dir()).unwrap();
+    assert_eq!(
+        reopened.snapshot(&f.ws, &Limits::default()).unwrap().tree,
+        b.tree
+    );
+}

@@ -1,0 +1,154 @@
+//! What the last checkpoint learnt of each file (its stat and blob), so the next one reads
+//! and hashes only files that changed, as git's index does; and the trees already stored,
+//! so an unchanged folder is not written again. Kept in the store as `stat-cache`; a cache
+//! that is missing or does not parse is simply rebuilt.
+
+use gix_hash::ObjectId;
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt as _;
+use std::path::Path;
+
+/// A file's stat as the cache compares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    mtime_ns: i128,
+    ctime_ns: i128,
+    size: u64,
+    ino: u64,
+    mode: u32,
+}
+
+impl Stat {
+    pub(crate) fn of(m: &std::fs::Metadata) -> Stat {
+        Stat {
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+            size: m.size(),
+            ino: m.ino(),
+            mode: m.mode(),
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Cache {
+    files: HashMap<String, (Stat, ObjectId)>,
+    trees: HashSet<ObjectId>,
+    /// When the cache was last saved (ns since the epoch): a file changed within the clock's
+    /// step of it could look unchanged, so such a file is read again ("racy git").
+    saved_ns: i128,
+}
+
+/// How close to the save a change must be to be read again whatever its stat says.
+const RACY_NS: i128 = 2_000_000_000;
+
+impl Cache {
+    pub(crate) fn load(path: &Path) -> Cache {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Cache::default();
+        };
+        let mut lines = text.lines();
+        let Some(saved_ns) = lines
+            .next()
+            .and_then(|l| l.strip_prefix("waymark-stat-cache 1 "))
+            .and_then(|v| v.parse().ok())
+        else {
+            return Cache::default();
+        };
+        let mut cache = Cache {
+            saved_ns,
+            ..Cache::default()
+        };
+        for line in lines {
+            let mut f = line.split('\0');
+            match (f.next(), f.next()) {
+                (Some("t"), Some(id)) => {
+                    if let Ok(id) = ObjectId::from_hex(id.as_bytes()) {
+                        cache.trees.insert(id);
+                    }
+                }
+                (Some("f"), Some(path)) => {
+                    let nums: Vec<&str> = f.by_ref().take(5).collect();
+                    let (Some(id), [m, c, s, i, mo]) = (f.next(), nums.as_slice()) else {
+                        return Cache::default();
+                    };
+                    let (Ok(mtime_ns), Ok(ctime_ns), Ok(size), Ok(ino), Ok(mode), Ok(id)) = (
+                        m.parse(),
+                        c.parse(),
+                        s.parse(),
+                        i.parse(),
+                        mo.parse(),
+                        ObjectId::from_hex(id.as_bytes()),
+                    ) else {
+                        return Cache::default();
+                    };
+                    cache.files.insert(
+                        path.to_string(),
+                        (
+                            Stat {
+                                mtime_ns,
+                                ctime_ns,
+                                size,
+                                ino,
+                                mode,
+                            },
+                            id,
+                        ),
+                    );
+                }
+                _ => return Cache::default(),
+            }
+        }
+        cache
+    }
+
+    /// The blob of `path` if its stat is the one cached (and not too close to the save).
+    pub(crate) fn blob(&self, path: &str, stat: &Stat) -> Option<ObjectId> {
+        let (s, id) = self.files.get(path)?;
+        let racy =
+            stat.mtime_ns >= self.saved_ns - RACY_NS || stat.ctime_ns >= self.saved_ns - RACY_NS;
+        (s == stat && !racy).then_some(*id)
+    }
+
+    pub(crate) fn has_tree(&self, id: &ObjectId) -> bool {
+        self.trees.contains(id)
+    }
+
+    /// The cache for the next checkpoint: these files, and every tree known.
+    pub(crate) fn next(
+        &self,
+        files: HashMap<String, (Stat, ObjectId)>,
+        trees: &[ObjectId],
+    ) -> Cache {
+        let mut known = self.trees.clone();
+        known.extend(trees.iter().copied());
+        Cache {
+            files,
+            trees: known,
+            saved_ns: 0,
+        }
+    }
+
+    /// Saves it to `path` (written beside it and renamed, so a crash leaves the old one).
+    pub(crate) fn save(&mut self, path: &Path) -> std::io::Result<()> {
+        self.saved_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        let mut out = format!("waymark-stat-cache 1 {}\n", self.saved_ns);
+        for id in &self.trees {
+            out.push_str(&format!("t\0{id}\n"));
+        }
+        for (p, (s, id)) in &self.files {
+            if p.contains('\n') || p.contains('\0') {
+                continue;
+            }
+            out.push_str(&format!(
+                "f\0{p}\0{}\0{}\0{}\0{}\0{}\0{id}\n",
+                s.mtime_ns, s.ctime_ns, s.size, s.ino, s.mode
+            ));
+        }
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, out)?;
+        std::fs::rename(tmp, path)
+    }
+}
