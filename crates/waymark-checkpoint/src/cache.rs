@@ -47,6 +47,9 @@ impl Cache {
         let Ok(text) = std::fs::read_to_string(path) else {
             return Cache::default();
         };
+        let Some(text) = text.strip_suffix("end\n") else {
+            return Cache::default();
+        };
         let mut lines = text.lines();
         let Some(saved_ns) = lines
             .next()
@@ -129,7 +132,9 @@ impl Cache {
         }
     }
 
-    /// Saves it to `path` (written beside it and renamed, so a crash leaves the old one).
+    /// Saves it to `path`, in place (a new file each time costs an inode allocation, which
+    /// is slow on ext4). A save cut short leaves a cache that does not parse, which the next
+    /// load throws away: the cache only saves work, it never decides what a checkpoint holds.
     pub(crate) fn save(&mut self, path: &Path) -> std::io::Result<()> {
         self.saved_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -147,8 +152,7 @@ impl Cache {
                 s.mtime_ns, s.ctime_ns, s.size, s.ino, s.mode
             ));
         }
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, out)?;
-        std::fs::rename(tmp, path)
+        out.push_str("end\n");
+        std::fs::write(path, out)
     }
 }
