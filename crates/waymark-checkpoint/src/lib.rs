@@ -21,6 +21,10 @@ use gix_object::tree::EntryKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The deepest folder a checkpoint goes into (deeper ones are left out), and the deepest
+/// tree one may hold.
+pub const MAX_DEPTH: usize = 256;
+
 /// What went wrong, naming the path or the object.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
@@ -164,8 +168,8 @@ impl Store {
         out: &mut BTreeMap<String, Entry>,
         depth: usize,
     ) -> Result<()> {
-        if depth > 256 {
-            return Err(self.corrupt(format!("tree {tree} nests deeper than 256 folders")));
+        if depth > MAX_DEPTH {
+            return Err(self.corrupt(format!("tree {tree} nests deeper than {MAX_DEPTH} folders")));
         }
         let data = self.read(tree, gix_object::Kind::Tree)?;
         let decoded = gix_object::TreeRef::from_bytes(&data, gix_hash::Kind::Sha1)
@@ -182,7 +186,12 @@ impl Store {
         for e in &decoded.entries {
             let name = std::str::from_utf8(e.filename)
                 .map_err(|_| self.corrupt(format!("tree {tree} has a name that is not UTF-8")))?;
-            if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+            if name.is_empty()
+                || name == "."
+                || name == ".."
+                || name.contains('/')
+                || name.eq_ignore_ascii_case(".git")
+            {
                 return Err(self.corrupt(format!("tree {tree} has the name {name:?}")));
             }
             let path = format!("{prefix}{name}");

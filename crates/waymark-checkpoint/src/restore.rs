@@ -86,6 +86,14 @@ impl Store {
             };
             let dir = mover.folder(parents)?;
             let path = dir.join(name);
+            // Something there that the checkpoint just taken does not hold (too big,
+            // ignored, or come since) is not the checkpoint's to replace: it goes aside.
+            if !now.contains_key(&p)
+                && e.kind != EntryKind::Tree
+                && std::fs::symlink_metadata(&path).is_ok()
+            {
+                mover.move_aside(&path)?;
+            }
             match e.kind {
                 EntryKind::Tree => match std::fs::symlink_metadata(&path) {
                     Ok(m) if m.is_dir() => {}
@@ -97,10 +105,7 @@ impl Store {
                 },
                 EntryKind::Link => {
                     clear(&mut mover, &path)?;
-                    let target =
-                        std::ffi::OsStr::new(std::str::from_utf8(&data).map_err(|_| {
-                            CheckpointError::Invalid(format!("the link {p} is not UTF-8"))
-                        })?);
+                    let target: &std::ffi::OsStr = std::os::unix::ffi::OsStrExt::from_bytes(&data);
                     std::os::unix::fs::symlink(target, &path).map_err(io(&path))?;
                 }
                 kind => {
@@ -177,8 +182,10 @@ fn write_file(dir: &Path, name: &str, data: &[u8], executable: bool) -> Result<(
             path.display()
         )));
     }
-    let tmp = dir.join(format!(".{name}.waymark-restore"));
-    let _ = std::fs::remove_file(&tmp);
+    // A name no one else uses (never an existing file or link: `create_new`).
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".waymark-restore-{}-{n}", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -41,12 +41,13 @@ impl Dir {
 }
 
 /// Every path below `root` that the ignore files leave in (`.git/` never), with its own
-/// metadata (links not followed), sorted; listed on all cores, as `git status` does.
+/// metadata (links not followed), sorted; listed on all cores, as `git status` does. Also
+/// what could not be listed (a folder it may not read), as messages.
 type Listed = Vec<(std::path::PathBuf, std::io::Result<std::fs::Metadata>)>;
 
-fn walk(root: &Path) -> Result<Listed> {
+fn walk(root: &Path) -> (Listed, Vec<String>) {
     let found = std::sync::Mutex::new(Vec::new());
-    let failed = std::sync::Mutex::new(None);
+    let failed = std::sync::Mutex::new(Vec::new());
     ignore::WalkBuilder::new(root)
         .hidden(false)
         .parents(false)
@@ -56,34 +57,70 @@ fn walk(root: &Path) -> Result<Listed> {
         .require_git(false)
         .ignore(false)
         .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .filter_entry(|e| !e.file_name().eq_ignore_ascii_case(".git"))
+        .max_depth(Some(crate::MAX_DEPTH))
         .build_parallel()
         .run(|| {
             let (found, failed) = (&found, &failed);
-            Box::new(move |entry| match entry {
-                Ok(e) if e.path() == root => ignore::WalkState::Continue,
-                Ok(e) => {
-                    let meta = std::fs::symlink_metadata(e.path());
-                    found
+            Box::new(move |entry| {
+                match entry {
+                    Ok(e) if e.path() == root => {}
+                    Ok(e) => {
+                        let meta = std::fs::symlink_metadata(e.path());
+                        found
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((e.into_path(), meta));
+                    }
+                    // Left out, noted; the rest is still taken.
+                    Err(e) => failed
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .push((e.into_path(), meta));
-                    ignore::WalkState::Continue
+                        .push(e.to_string()),
                 }
-                Err(e) => {
-                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                    ignore::WalkState::Quit
-                }
+                ignore::WalkState::Continue
             })
         });
-    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(CheckpointError::Invalid(format!(
-            "walking the workspace: {e}"
-        )));
-    }
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     found.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(found)
+    (
+        found,
+        failed.into_inner().unwrap_or_else(|p| p.into_inner()),
+    )
+}
+
+/// The bytes of regular file `path`, which the walk saw as `seen`: opened without following
+/// a link or waiting on a pipe, checked to be that same file, and read no further than
+/// `limit` (a file that grew past it is left out). `Err` says why it is left out.
+fn read_file(
+    path: &Path,
+    seen: &std::fs::Metadata,
+    limit: u64,
+) -> std::result::Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("it cannot be read: {e}"))?;
+    let m = f
+        .metadata()
+        .map_err(|e| format!("it cannot be read: {e}"))?;
+    if !m.is_file() || m.ino() != seen.ino() || m.dev() != seen.dev() {
+        return Err("it changed while the checkpoint was taken".into());
+    }
+    let mut data = Vec::with_capacity(usize::try_from(m.len().min(limit)).unwrap_or(0));
+    f.take(limit + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| format!("it cannot be read: {e}"))?;
+    if data.len() as u64 > limit {
+        return Err(format!(
+            "it grew over {} MB while it was read (checkpoints.max_file_mb)",
+            limit / (1024 * 1024)
+        ));
+    }
+    Ok(data)
 }
 
 /// The workspace-relative path of `path`, as `/`-separated UTF-8 parts; `None` for a name
@@ -112,7 +149,13 @@ impl Store {
         let mut seen = std::collections::HashMap::new();
         let mut top = Dir::default();
         let mut skipped = Vec::new();
-        for (path, meta) in walk(&root)? {
+        let (listed, failed) = walk(&root);
+        skipped.extend(failed.into_iter().map(|reason| Skipped {
+            path: String::new(),
+            bytes: 0,
+            reason,
+        }));
+        for (path, meta) in listed {
             let path = path.as_path();
             let meta = match meta {
                 Ok(m) => m,
@@ -135,7 +178,9 @@ impl Store {
             if ft.is_dir() {
                 top.at(&parts);
             } else if ft.is_symlink() {
-                let target = std::fs::read_link(path).map_err(io(path))?;
+                let Ok(target) = std::fs::read_link(path) else {
+                    continue;
+                };
                 let id = self.write(
                     gix_object::Kind::Blob,
                     std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()),
@@ -159,10 +204,17 @@ impl Store {
                 let rel = parts.join("/");
                 let id = match cache.blob(&rel, &stat) {
                     Some(id) => id,
-                    None => {
-                        let data = std::fs::read(path).map_err(io(path))?;
-                        self.write(gix_object::Kind::Blob, &data)?
-                    }
+                    None => match read_file(path, &meta, limits.max_file_bytes) {
+                        Ok(data) => self.write(gix_object::Kind::Blob, &data)?,
+                        Err(reason) => {
+                            skipped.push(Skipped {
+                                path: rel,
+                                bytes: meta.len(),
+                                reason,
+                            });
+                            continue;
+                        }
+                    },
                 };
                 seen.insert(rel, (stat, id));
                 let kind = if meta.permissions().mode() & 0o111 != 0 {

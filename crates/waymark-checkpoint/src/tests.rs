@@ -347,3 +347,73 @@ fn the_stat_cache_misses_no_change_and_survives_garbage() {
         b.tree
     );
 }
+
+/// A file the checkpoint just taken could not hold (now over the size limit) is moved aside
+/// by a rewind, not overwritten: nothing that no checkpoint holds is lost.
+#[test]
+fn a_file_no_checkpoint_holds_is_moved_aside_not_overwritten() {
+    let f = fixture();
+    let small = Limits {
+        max_file_bytes: 4096,
+    };
+    write(&f.ws, "model.bin", "small");
+    let a = f.store.snapshot(&f.ws, &small).unwrap();
+    std::fs::write(f.ws.join("model.bin"), vec![7u8; 8192]).unwrap();
+    let now = f.store.snapshot(&f.ws, &small).unwrap();
+    assert_eq!(now.skipped.len(), 1, "{:?}", now.skipped);
+    let done = f.store.restore(&f.ws, &now.tree, &a.tree).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("model.bin")).unwrap(),
+        "small"
+    );
+    let aside = done.moved_aside.expect("the big file was moved aside");
+    assert_eq!(
+        std::fs::read(aside.join("model.bin")).unwrap(),
+        vec![7u8; 8192]
+    );
+}
+
+/// `.GIT` (another case of `.git`, the same folder on a case-blind disk) is left out too,
+/// and a link whose target is not UTF-8 comes back as it was.
+#[test]
+fn git_in_any_case_is_left_out_and_odd_link_targets_round_trip() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let f = fixture();
+    write(&f.ws, ".GIT/config", "[core]");
+    let odd = std::ffi::OsStr::from_bytes(b"target-\xff");
+    std::os::unix::fs::symlink(odd, f.ws.join("odd")).unwrap();
+    let a = snap(&f);
+    assert!(
+        !f.store
+            .files(&a.tree)
+            .unwrap()
+            .keys()
+            .any(|p| p.to_ascii_lowercase().starts_with(".git"))
+    );
+    std::fs::remove_file(f.ws.join("odd")).unwrap();
+    rewind(&f, &a.tree);
+    assert_eq!(
+        std::fs::read_link(f.ws.join("odd")).unwrap().as_os_str(),
+        odd
+    );
+}
+
+/// A pipe in the workspace is not a file to keep: the checkpoint neither waits on it nor
+/// holds it.
+#[test]
+fn a_pipe_is_left_out_without_waiting() {
+    let f = fixture();
+    let fifo = f.ws.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    write(&f.ws, "a.txt", "x");
+    let s = snap(&f);
+    let files = f.store.files(&s.tree).unwrap();
+    assert!(
+        files.contains_key("a.txt") && !files.contains_key("pipe"),
+        "{files:?}"
+    );
+}
