@@ -1,11 +1,15 @@
-//! Putting a workspace back as a checkpoint has it. Only what differs is touched; nothing
-//! is written through a link; what is in the way is moved aside into the store.
+//! Putting a workspace back as a checkpoint has it. Only what differs is touched. Every
+//! change is made relative to an open folder (`openat`, `mkdirat`, `unlinkat`, `renameat`,
+//! `symlinkat`), each folder opened without following a link, so a folder swapped for a link
+//! at any moment, even during the restore, cannot send a write outside the workspace. What
+//! is in the way is moved aside into the store, never deleted.
 
-use crate::{CheckpointError, Result, Store, diff, io};
+use crate::{CheckpointError, Result, Store, diff};
 use gix_hash::ObjectId;
 use gix_object::tree::EntryKind;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt as _;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 /// What a restore did.
@@ -15,24 +19,126 @@ pub struct Restored {
     pub written: Vec<String>,
     /// Paths removed (they came after the checkpoint).
     pub removed: Vec<String>,
-    /// Where things in the way were moved, if anything was.
+    /// The folder things in the way were moved into, if anything was. Each keeps its path
+    /// in its name (`/` as `%`), after a number.
     pub moved_aside: Option<PathBuf>,
+}
+
+/// A folder opened for the changes below it: never through a link.
+const DIR: OFlags = OFlags::DIRECTORY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::RDONLY);
+
+fn err(what: &str, e: rustix::io::Errno) -> CheckpointError {
+    CheckpointError::Io {
+        path: what.to_string(),
+        source: e.into(),
+    }
+}
+
+/// What is at `name` in `dir` (a link is a link), or `None`.
+fn kind_at(dir: &OwnedFd, name: &str) -> std::result::Result<Option<FileType>, rustix::io::Errno> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(FileType::from_raw_mode(st.st_mode))),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The workspace, held open, and where things in the way go.
+struct Fs<'a> {
+    root: OwnedFd,
+    aside: &'a Path,
+    aside_fd: Option<OwnedFd>,
+    moved: usize,
+}
+
+impl Fs<'_> {
+    /// Moves `name` of `dir` (the path `rel`) aside into the store.
+    fn move_aside(&mut self, dir: &OwnedFd, name: &str, rel: &str) -> Result<()> {
+        if self.aside_fd.is_none() {
+            std::fs::create_dir_all(self.aside).map_err(crate::io(self.aside))?;
+            let fd = rustix::fs::openat(rustix::fs::CWD, self.aside, DIR, Mode::empty())
+                .map_err(|e| err(&self.aside.display().to_string(), e))?;
+            self.aside_fd = Some(fd);
+        }
+        let Some(aside) = &self.aside_fd else {
+            return Ok(());
+        };
+        self.moved += 1;
+        let to = format!("{:06}-{}", self.moved, rel.replace('/', "%"));
+        rustix::fs::renameat(dir, name, aside, to.as_str()).map_err(|e| match e {
+            rustix::io::Errno::XDEV => CheckpointError::Invalid(format!(
+                "{rel} is in the way and cannot be moved aside into {}: it is on another file system (keep the data folder on the workspace's)",
+                self.aside.display()
+            )),
+            e => err(rel, e),
+        })
+    }
+
+    /// Folder `parts` below the root, each made a real folder (whatever stood in its place
+    /// moved aside), opened.
+    fn folder(&mut self, parts: &[&str]) -> Result<OwnedFd> {
+        let mut dir =
+            rustix::fs::openat(&self.root, ".", DIR, Mode::empty()).map_err(|e| err(".", e))?;
+        for (i, p) in parts.iter().enumerate() {
+            let rel = parts[..=i].join("/");
+            match rustix::fs::openat(&dir, *p, DIR, Mode::empty()) {
+                Ok(next) => dir = next,
+                Err(rustix::io::Errno::NOENT) => {
+                    rustix::fs::mkdirat(&dir, *p, Mode::from_raw_mode(0o755))
+                        .map_err(|e| err(&rel, e))?;
+                    dir = rustix::fs::openat(&dir, *p, DIR, Mode::empty())
+                        .map_err(|e| err(&rel, e))?;
+                }
+                // A link (to anywhere) or a file where a folder belongs.
+                Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+                    self.move_aside(&dir, p, &rel)?;
+                    rustix::fs::mkdirat(&dir, *p, Mode::from_raw_mode(0o755))
+                        .map_err(|e| err(&rel, e))?;
+                    dir = rustix::fs::openat(&dir, *p, DIR, Mode::empty())
+                        .map_err(|e| err(&rel, e))?;
+                }
+                Err(e) => return Err(err(&rel, e)),
+            }
+        }
+        Ok(dir)
+    }
+
+    /// Folder `parts` below the root if every one of them is a real folder; else `None`
+    /// (what is there is not what the checkpoint saw, and nothing is removed through it).
+    fn existing(&self, parts: &[&str]) -> Option<OwnedFd> {
+        let mut dir = rustix::fs::openat(&self.root, ".", DIR, Mode::empty()).ok()?;
+        for p in parts {
+            dir = rustix::fs::openat(&dir, *p, DIR, Mode::empty()).ok()?;
+        }
+        Some(dir)
+    }
+}
+
+/// `path` split into its folders and its name.
+fn split(path: &str) -> Option<(Vec<&str>, &str)> {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop()?;
+    Some((parts, name))
 }
 
 impl Store {
     /// Puts `workspace` back as checkpoint `target` has it, from its state in `current` (a
     /// checkpoint just taken of it). Paths left out of either (ignored, too big) are not
-    /// touched.
+    /// touched, except that something a restored path would replace and `current` does
+    /// not hold is moved aside.
     pub fn restore(
         &self,
         workspace: &Path,
         current: &ObjectId,
         target: &ObjectId,
     ) -> Result<Restored> {
-        let root = workspace.canonicalize().map_err(io(workspace))?;
+        let root = rustix::fs::openat(rustix::fs::CWD, workspace, DIR, Mode::empty())
+            .map_err(|e| err(&workspace.display().to_string(), e))?;
         let now = self.files(current)?;
         let want = self.files(target)?;
-        let mut done = Restored::default();
         let aside = self.dir().join("aside").join(format!(
             "{}",
             std::time::SystemTime::now()
@@ -40,11 +146,13 @@ impl Store {
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
         ));
-        let mut mover = Mover {
-            root: &root,
+        let mut fs = Fs {
+            root,
             aside: &aside,
-            used: false,
+            aside_fd: None,
+            moved: 0,
         };
+        let mut done = Restored::default();
         // Read every object first: a damaged store fails before anything changes.
         let mut contents = Vec::new();
         for change in diff(&now, &want) {
@@ -58,62 +166,67 @@ impl Store {
                 contents.push((p.clone(), *e, data));
             }
         }
-        // What came since goes, deepest first.
+        // What came since goes, deepest first, and only through real folders.
         let mut gone: Vec<&String> = now.keys().filter(|p| !want.contains_key(*p)).collect();
         gone.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
         for p in gone {
-            let path = root.join(p);
-            // Never through a link: a path whose folders are not all real folders is not
-            // the one the checkpoint saw.
-            if !real_folders(&root, p) {
+            let Some((parents, name)) = split(p) else {
                 continue;
-            }
-            match std::fs::symlink_metadata(&path) {
-                Ok(m) if m.is_dir() => {
-                    // An empty folder of the checkpoint: removed only if still empty.
-                    let _ = std::fs::remove_dir(&path);
+            };
+            let Some(dir) = fs.existing(&parents) else {
+                continue;
+            };
+            match kind_at(&dir, name).map_err(|e| err(p, e))? {
+                // An empty folder of the checkpoint: removed only if still empty.
+                Some(FileType::Directory) => {
+                    let _ = rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR);
                 }
-                Ok(_) => std::fs::remove_file(&path).map_err(io(&path))?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io(&path)(e)),
+                Some(_) => {
+                    rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| err(p, e))?
+                }
+                None => {}
             }
             done.removed.push(p.clone());
         }
         for (p, e, data) in contents {
-            let parts: Vec<&str> = p.split('/').collect();
-            let Some((name, parents)) = parts.split_last() else {
+            let Some((parents, name)) = split(&p) else {
                 continue;
             };
-            let dir = mover.folder(parents)?;
-            let path = dir.join(name);
+            let dir = fs.folder(&parents)?;
+            let there = kind_at(&dir, name).map_err(|e| err(&p, e))?;
             // Something there that the checkpoint just taken does not hold (too big,
             // ignored, or come since) is not the checkpoint's to replace: it goes aside.
-            if !now.contains_key(&p)
-                && e.kind != EntryKind::Tree
-                && std::fs::symlink_metadata(&path).is_ok()
-            {
-                mover.move_aside(&path)?;
+            if e.kind != EntryKind::Tree && there.is_some() && !now.contains_key(&p) {
+                fs.move_aside(&dir, name, &p)?;
             }
+            let there = kind_at(&dir, name).map_err(|e| err(&p, e))?;
             match e.kind {
-                EntryKind::Tree => match std::fs::symlink_metadata(&path) {
-                    Ok(m) if m.is_dir() => {}
-                    Ok(_) => {
-                        mover.move_aside(&path)?;
-                        std::fs::create_dir(&path).map_err(io(&path))?;
+                EntryKind::Tree => match there {
+                    Some(FileType::Directory) => {}
+                    Some(_) => {
+                        fs.move_aside(&dir, name, &p)?;
+                        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755))
+                            .map_err(|e| err(&p, e))?;
                     }
-                    Err(_) => std::fs::create_dir(&path).map_err(io(&path))?,
+                    None => rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755))
+                        .map_err(|e| err(&p, e))?,
                 },
                 EntryKind::Link => {
-                    clear(&mut mover, &path)?;
+                    match there {
+                        Some(FileType::Directory) => fs.move_aside(&dir, name, &p)?,
+                        Some(_) => rustix::fs::unlinkat(&dir, name, AtFlags::empty())
+                            .map_err(|e| err(&p, e))?,
+                        None => {}
+                    }
                     let target: &std::ffi::OsStr = std::os::unix::ffi::OsStrExt::from_bytes(&data);
-                    std::os::unix::fs::symlink(target, &path).map_err(io(&path))?;
+                    rustix::fs::symlinkat(target, &dir, name).map_err(|e| err(&p, e))?;
                 }
                 kind => {
                     // A folder where the checkpoint has a file goes aside, whole.
-                    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-                        mover.move_aside(&path)?;
+                    if there == Some(FileType::Directory) {
+                        fs.move_aside(&dir, name, &p)?;
                     }
-                    write_file(&dir, name, &data, kind == EntryKind::BlobExecutable)?;
+                    write_file(&dir, name, &p, &data, kind == EntryKind::BlobExecutable)?;
                 }
             }
             done.written.push(p);
@@ -136,110 +249,44 @@ impl Store {
             .collect();
         folders.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
         for d in folders {
-            let path = root.join(&d);
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-                let _ = std::fs::remove_dir(&path);
+            if let Some((parents, name)) = split(&d)
+                && let Some(dir) = fs.existing(&parents)
+            {
+                let _ = rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR);
             }
         }
-        done.moved_aside = mover.used.then_some(aside);
+        done.moved_aside = (fs.moved > 0).then_some(aside);
         Ok(done)
     }
 }
 
-/// Whether every folder above `rel` (below `root`) is a real folder, not a link.
-fn real_folders(root: &Path, rel: &str) -> bool {
-    let mut dir = root.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').collect();
-    let Some((_, parents)) = parts.split_last() else {
-        return false;
-    };
-    parents.iter().all(|p| {
-        dir.push(p);
-        std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
-    })
-}
-
-/// Makes room at `path` for a link: a file or link there is removed (it is in the
-/// checkpoint taken just before), a folder moved aside.
-fn clear(mover: &mut Mover<'_>, path: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => mover.move_aside(path),
-        Ok(_) => std::fs::remove_file(path).map_err(io(path)),
-        Err(_) => Ok(()),
-    }
-}
-
-/// Writes `data` as file `name` of folder `dir` (a real folder inside the workspace): into
-/// a new file beside it, then renamed over whatever is there (a link there is replaced, never
-/// followed).
-fn write_file(dir: &Path, name: &str, data: &[u8], executable: bool) -> Result<()> {
+/// Writes `data` as file `name` of the open folder `dir`: into a new file beside it (a
+/// name no one uses, created exclusively, never through a link), then renamed over whatever
+/// is there (a link there is replaced, never followed).
+fn write_file(dir: &OwnedFd, name: &str, rel: &str, data: &[u8], executable: bool) -> Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let path = dir.join(name);
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-        return Err(CheckpointError::Invalid(format!(
-            "{} is a folder where the checkpoint has a file",
-            path.display()
-        )));
-    }
-    // A name no one else uses (never an existing file or link: `create_new`).
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".waymark-restore-{}-{n}", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(if executable { 0o755 } else { 0o644 })
-        .open(&tmp)
-        .map_err(io(&tmp))?;
-    f.write_all(data).map_err(io(&tmp))?;
-    drop(f);
-    std::fs::set_permissions(
-        &tmp,
-        std::fs::Permissions::from_mode(if executable { 0o755 } else { 0o644 }),
+    let tmp = format!(".waymark-restore-{}-{n}", std::process::id());
+    let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
+    let fd = rustix::fs::openat(
+        dir,
+        tmp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        mode,
     )
-    .map_err(io(&tmp))?;
-    std::fs::rename(&tmp, &path).map_err(io(&path))
-}
-
-/// Makes the folders of a path real folders inside the workspace, moving aside whatever
-/// stands in their place (a link above all).
-struct Mover<'a> {
-    root: &'a Path,
-    aside: &'a Path,
-    used: bool,
-}
-
-impl Mover<'_> {
-    fn move_aside(&mut self, path: &Path) -> Result<()> {
-        let rel = path.strip_prefix(self.root).unwrap_or(path);
-        let to = self.aside.join(rel);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent).map_err(io(parent))?;
-        }
-        std::fs::rename(path, &to).map_err(io(path))?;
-        self.used = true;
-        Ok(())
+    .map_err(|e| err(rel, e))?;
+    // The umask may have narrowed it.
+    rustix::fs::fchmod(&fd, mode).map_err(|e| err(rel, e))?;
+    let mut f = std::fs::File::from(fd);
+    let written = f.write_all(data);
+    drop(f);
+    if let Err(e) = written {
+        let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+        return Err(CheckpointError::Io {
+            path: rel.to_string(),
+            source: e,
+        });
     }
-
-    /// The folder `parts` below the root, each a real folder when this returns.
-    fn folder(&mut self, parts: &[&str]) -> Result<PathBuf> {
-        let mut dir = self.root.to_path_buf();
-        for p in parts {
-            dir.push(p);
-            match std::fs::symlink_metadata(&dir) {
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => {
-                    // A link (to anywhere) or a file where a folder belongs.
-                    self.move_aside(&dir)?;
-                    std::fs::create_dir(&dir).map_err(io(&dir))?;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    std::fs::create_dir(&dir).map_err(io(&dir))?;
-                }
-                Err(e) => return Err(io(&dir)(e)),
-            }
-        }
-        Ok(dir)
-    }
+    rustix::fs::renameat(dir, tmp.as_str(), dir, name).map_err(|e| err(rel, e))
 }
