@@ -47,17 +47,41 @@ type Listed = Vec<(std::path::PathBuf, std::io::Result<std::fs::Metadata>)>;
 
 fn walk(root: &Path) -> (Listed, Vec<String>) {
     let found = std::sync::Mutex::new(Vec::new());
-    let failed = std::sync::Mutex::new(Vec::new());
+    let failed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    // The walker reads a folder's ignore files as it enters it, following links and with
+    // no limit: a pipe there would hang every checkpoint. Such a folder is left out, noted;
+    // at the top, the ignore files are then not used at all.
+    let top_plain = odd_ignore_file(root).is_none();
+    if let Some(why) = odd_ignore_file(root) {
+        failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(format!("the workspace's ignore files are not used: {why}"));
+    }
+    let odd = failed.clone();
     ignore::WalkBuilder::new(root)
         .hidden(false)
         .parents(false)
         .git_global(false)
-        .git_ignore(true)
-        .git_exclude(true)
+        .git_ignore(top_plain)
+        .git_exclude(top_plain)
         .require_git(false)
         .ignore(false)
         .follow_links(false)
-        .filter_entry(|e| !e.file_name().eq_ignore_ascii_case(".git"))
+        .filter_entry(move |e| {
+            if e.file_name().eq_ignore_ascii_case(".git") {
+                return false;
+            }
+            if e.file_type().is_some_and(|t| t.is_dir())
+                && let Some(why) = odd_ignore_file(e.path())
+            {
+                odd.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(format!("{} is left out: {why}", e.path().display()));
+                return false;
+            }
+            true
+        })
         .max_depth(Some(crate::MAX_DEPTH))
         .build_parallel()
         .run(|| {
@@ -83,10 +107,29 @@ fn walk(root: &Path) -> (Listed, Vec<String>) {
         });
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     found.sort_by(|a, b| a.0.cmp(&b.0));
-    (
-        found,
-        failed.into_inner().unwrap_or_else(|p| p.into_inner()),
-    )
+    let failed = std::mem::take(&mut *failed.lock().unwrap_or_else(|p| p.into_inner()));
+    (found, failed)
+}
+
+/// The largest ignore file read.
+const MAX_IGNORE_FILE: u64 = 1024 * 1024;
+
+/// Why folder `dir`'s ignore files (`.gitignore`, a `.git` file, `.git/info/exclude`) are
+/// not safe to read (not a plain file, or over 1 MiB), if they are not.
+fn odd_ignore_file(dir: &Path) -> Option<String> {
+    let plain = |p: &Path| match std::fs::symlink_metadata(p) {
+        Err(_) => None,
+        Ok(m) if m.is_file() && m.len() <= MAX_IGNORE_FILE => None,
+        Ok(m) if m.is_file() => Some(format!("{} is over 1 MiB", p.display())),
+        Ok(_) => Some(format!("{} is not a plain file", p.display())),
+    };
+    let git = dir.join(".git");
+    let git_odd = match std::fs::symlink_metadata(&git) {
+        Ok(m) if m.is_dir() => plain(&git.join("info").join("exclude")),
+        Ok(_) => plain(&git),
+        Err(_) => None,
+    };
+    plain(&dir.join(".gitignore")).or(git_odd)
 }
 
 /// The bytes of regular file `path`, which the walk saw as `seen`: opened without following

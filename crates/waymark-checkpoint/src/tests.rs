@@ -428,3 +428,42 @@ fn a_pipe_is_left_out_without_waiting() {
         "{files:?}"
     );
 }
+
+/// An ignore file that is a pipe (the walker would wait on it forever) or a link leaves its
+/// folder out, noted; at the top, the ignore files are then not used; either way the
+/// checkpoint ends.
+#[test]
+fn an_ignore_file_that_is_a_pipe_or_a_link_hangs_nothing() {
+    let f = fixture();
+    write(&f.ws, "sub/a.txt", "a");
+    write(&f.ws, "ok/b.txt", "b");
+    let made = std::process::Command::new("mkfifo")
+        .arg(f.ws.join("sub/.gitignore"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let s = snap(&f);
+    let files = f.store.files(&s.tree).unwrap();
+    assert!(
+        files.contains_key("ok/b.txt") && !files.contains_key("sub/a.txt"),
+        "{files:?}"
+    );
+    assert!(
+        s.skipped
+            .iter()
+            .any(|k| k.reason.contains("not a plain file")),
+        "{:?}",
+        s.skipped
+    );
+    // At the top: a link to a device.
+    std::os::unix::fs::symlink("/dev/zero", f.ws.join(".gitignore")).unwrap();
+    let s = snap(&f);
+    assert!(f.store.files(&s.tree).unwrap().contains_key("ok/b.txt"));
+    assert!(
+        s.skipped
+            .iter()
+            .any(|k| k.reason.contains("ignore files are not used")),
+        "{:?}",
+        s.skipped
+    );
+}
