@@ -136,39 +136,26 @@ fn identical_content_is_stored_once_and_git_is_left_out() {
     assert_eq!(files["a.txt"].id, files["b.txt"].id);
     assert!(!files.keys().any(|p| p.starts_with(".git")), "{files:?}");
     // Taking it again writes nothing new.
-    let count = || walk_count(&f.store.dir().join("objects"));
+    let count = || tally(&f.store.dir().join("objects")).0;
     let before = count();
     assert_eq!(snap(&f).tree, s.tree);
     assert_eq!(count(), before);
 }
 
-fn store_bytes(dir: &Path) -> u64 {
+/// The files under `dir`: how many, and their bytes.
+fn tally(dir: &Path) -> (usize, u64) {
     std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|e| {
             let m = e.metadata().unwrap();
             if m.is_dir() {
-                store_bytes(&e.path())
+                tally(&e.path())
             } else {
-                m.len()
+                (1, m.len())
             }
         })
-        .sum()
-}
-
-fn walk_count(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| {
-            if e.file_type().unwrap().is_dir() {
-                walk_count(&e.path())
-            } else {
-                1
-            }
-        })
-        .sum()
+        .fold((0, 0), |(n, b), (m, c)| (n + m, b + c))
 }
 
 #[test]
@@ -266,7 +253,7 @@ fn a_huge_sparse_file_is_skipped_with_a_note() {
     write(&f.ws, "small.txt", "x");
     let s = snap(&f);
     // Not read into the store either.
-    assert!(store_bytes(&f.store.dir().join("objects")) < 64 * 1024);
+    assert!(tally(&f.store.dir().join("objects")).1 < 64 * 1024);
     assert_eq!(s.skipped.len(), 1, "{:?}", s.skipped);
     assert_eq!(s.skipped[0].path, "disk.img");
     assert!(s.skipped[0].reason.contains("10 MB"), "{:?}", s.skipped);
@@ -324,6 +311,15 @@ fn a_damaged_store_is_a_clear_error_and_changes_nothing() {
     assert!(Store::open(&bad).is_err());
 }
 
+fn set_mtime(path: &Path, when: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
 /// The stat cache never hides a change: a file rewritten with the same size and its old
 /// modification time put back is still taken anew; a cache file that is garbage is rebuilt.
 #[test]
@@ -331,20 +327,10 @@ fn the_stat_cache_misses_no_change_and_survives_garbage() {
     let f = fixture();
     write(&f.ws, "a.txt", "aaaa");
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(f.ws.join("a.txt"))
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    set_mtime(&f.ws.join("a.txt"), old);
     let a = snap(&f);
     std::fs::write(f.ws.join("a.txt"), "bbbb").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(f.ws.join("a.txt"))
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    set_mtime(&f.ws.join("a.txt"), old);
     let b = snap(&f);
     assert_ne!(a.tree, b.tree, "the rewrite was missed");
     std::fs::write(
