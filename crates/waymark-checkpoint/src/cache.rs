@@ -139,18 +139,21 @@ impl Cache {
         self.saved_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i128);
-        let mut out = format!("waymark-stat-cache 1 {}\n", self.saved_ns);
+        use std::fmt::Write as _;
+        let mut out = String::with_capacity(64 + self.trees.len() * 44 + self.files.len() * 120);
+        let _ = writeln!(out, "waymark-stat-cache 1 {}", self.saved_ns);
         for id in &self.trees {
-            out.push_str(&format!("t\0{id}\n"));
+            let _ = writeln!(out, "t\0{id}");
         }
         for (p, (s, id)) in &self.files {
             if p.contains('\n') || p.contains('\0') {
                 continue;
             }
-            out.push_str(&format!(
-                "f\0{p}\0{}\0{}\0{}\0{}\0{}\0{id}\n",
+            let _ = writeln!(
+                out,
+                "f\0{p}\0{}\0{}\0{}\0{}\0{}\0{id}",
                 s.mtime_ns, s.ctime_ns, s.size, s.ino, s.mode
-            ));
+            );
         }
         out.push_str("end\n");
         std::fs::write(path, out)

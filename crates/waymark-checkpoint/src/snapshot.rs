@@ -41,7 +41,7 @@ impl Dir {
 }
 
 /// Every path below `root` that the ignore files leave in (`.git/` never), with its own
-/// metadata (links not followed), sorted; listed on all cores, as `git status` does. Also
+/// metadata (links not followed), in no order; listed on all cores, as `git status` does. Also
 /// what could not be listed (a folder it may not read), as messages.
 type Listed = Vec<(std::path::PathBuf, std::io::Result<std::fs::Metadata>)>;
 
@@ -105,8 +105,8 @@ fn walk(root: &Path) -> (Listed, Vec<String>) {
                 ignore::WalkState::Continue
             })
         });
-    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
-    found.sort_by(|a, b| a.0.cmp(&b.0));
+    // In no order: the folders gathered are sorted maps.
+    let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     let failed = std::mem::take(&mut *failed.lock().unwrap_or_else(|p| p.into_inner()));
     (found, failed)
 }
@@ -277,6 +277,7 @@ impl Store {
         // A cache that cannot be saved only makes the next checkpoint slower.
         let _ = next.save(&cache_file);
         *cache = next;
+        skipped.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Snapshot { tree, skipped })
     }
 
