@@ -132,6 +132,17 @@ fn odd_ignore_file(dir: &Path) -> Option<String> {
     plain(&dir.join(".gitignore")).or(git_odd)
 }
 
+/// Why a file is left out of a checkpoint after all.
+#[derive(Debug, thiserror::Error)]
+enum Unread {
+    #[error("it cannot be read: {0}")]
+    Io(std::io::Error),
+    #[error("it changed while the checkpoint was taken")]
+    Changed,
+    #[error("it grew over {0} MB while it was read (checkpoints.max_file_mb)")]
+    Grew(u64),
+}
+
 /// The bytes of regular file `path`, which the walk saw as `seen`: opened without following
 /// a link or waiting on a pipe, checked to be that same file, and read no further than
 /// `limit` (a file that grew past it is left out). `Err` says why it is left out.
@@ -139,29 +150,24 @@ fn read_file(
     path: &Path,
     seen: &std::fs::Metadata,
     limit: u64,
-) -> std::result::Result<Vec<u8>, String> {
+) -> std::result::Result<Vec<u8>, Unread> {
     use std::io::Read as _;
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| format!("it cannot be read: {e}"))?;
-    let m = f
-        .metadata()
-        .map_err(|e| format!("it cannot be read: {e}"))?;
+        .map_err(Unread::Io)?;
+    let m = f.metadata().map_err(Unread::Io)?;
     if !m.is_file() || m.ino() != seen.ino() || m.dev() != seen.dev() {
-        return Err("it changed while the checkpoint was taken".into());
+        return Err(Unread::Changed);
     }
     let mut data = Vec::with_capacity(usize::try_from(m.len().min(limit)).unwrap_or(0));
     f.take(limit + 1)
         .read_to_end(&mut data)
-        .map_err(|e| format!("it cannot be read: {e}"))?;
+        .map_err(Unread::Io)?;
     if data.len() as u64 > limit {
-        return Err(format!(
-            "it grew over {} MB while it was read (checkpoints.max_file_mb)",
-            limit / (1024 * 1024)
-        ));
+        return Err(Unread::Grew(limit / (1024 * 1024)));
     }
     Ok(data)
 }
@@ -249,11 +255,11 @@ impl Store {
                     Some(id) => id,
                     None => match read_file(path, &meta, limits.max_file_bytes) {
                         Ok(data) => self.write(gix_object::Kind::Blob, &data)?,
-                        Err(reason) => {
+                        Err(why) => {
                             skipped.push(Skipped {
                                 path: rel,
                                 bytes: meta.len(),
-                                reason,
+                                reason: why.to_string(),
                             });
                             continue;
                         }

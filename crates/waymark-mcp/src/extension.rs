@@ -114,13 +114,14 @@ impl Extension for McpExtension {
                             .into(),
                     ));
                 };
-                let args = crate::prompts::arguments(&prompt, args).map_err(refused)?;
+                let args =
+                    crate::prompts::arguments(&prompt, args).map_err(|e| refused(e.to_string()))?;
                 let result = self
                     .hub
                     .get_prompt(&server, &prompt.name, args)
                     .await
                     .map_err(|e| refused(e.to_string()))?;
-                crate::prompts::message(&result).map_err(refused)
+                crate::prompts::message(&result).map_err(|e| refused(e.to_string()))
             })
             .await
             .unwrap_or_else(|_| {

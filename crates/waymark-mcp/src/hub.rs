@@ -6,12 +6,7 @@
 
 use crate::connect::{Connection, connect};
 use crate::handler::{Elicitor, Handler, ProgressSink};
-use crate::result::{Shaped, shape};
 use crate::{McpError, seconds};
-use rmcp::model::{
-    CallToolRequestParams, CancelledNotificationParam, ClientRequest, Request, ServerResult,
-};
-use rmcp::service::{PeerRequestOptions, ServiceError};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,7 +25,7 @@ pub const MAX_TOOLS: usize = 2000;
 /// How long after the first session opens the servers start.
 pub const START_DELAY: Duration = Duration::from_millis(250);
 /// How long past its limits a call may go before the runtime ends it itself.
-const WATCHDOG_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const WATCHDOG_GRACE: Duration = Duration::from_secs(2);
 
 /// The most pages of a tool list followed.
 pub const MAX_PAGES: usize = 100;
@@ -110,7 +105,7 @@ pub(crate) struct State {
     /// Its prompts (slash commands).
     pub(crate) prompts: Arc<Vec<McpPromptView>>,
     /// Restarts since the last call that worked, and when the next may be tried.
-    restarts: u32,
+    pub(crate) restarts: u32,
     next_try: Option<Instant>,
 }
 
@@ -118,7 +113,7 @@ pub(crate) struct State {
 pub struct Server {
     pub name: String,
     pub(crate) config: McpServerConfig,
-    handler: Handler,
+    pub(crate) handler: Handler,
     pub(crate) state: Mutex<State>,
     /// One start at a time.
     starting: tokio::sync::Mutex<()>,
@@ -789,141 +784,6 @@ impl McpHub {
             st.prompts = Arc::new(prompts);
             drop(st);
             self.bump();
-        }
-    }
-
-    /// Calls `tool` of `server` with `args`, within its [`CallLimits`]. On
-    /// `cancel` the server is sent `notifications/cancelled` and the call returns at once.
-    pub async fn call(
-        &self,
-        server: &str,
-        tool: &str,
-        args: serde_json::Map<String, serde_json::Value>,
-        limits: CallLimits,
-        cancel: &CancellationToken,
-        hooks: CallHooks,
-    ) -> Result<Shaped, McpError> {
-        let CallLimits { timeout, deadline } = limits;
-        let fail = |m: String| McpError::new(server, m);
-        let Some(s) = self.server(server) else {
-            return Err(fail("no such server is configured".into()));
-        };
-        let conn = tokio::select! {
-            c = self.ensure(&s) => c?,
-            _ = cancel.cancelled() => return Err(fail("stopped before the server was ready".into())),
-        };
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        // The limits are kept here, not by rmcp: a form waiting on the user stops the
-        // clock, and a server that stopped reading cannot hold the call while rmcp waits to
-        // write its cancellation.
-        let peer = conn.service.peer().clone();
-        let handle = peer
-            .send_cancellable_request(
-                ClientRequest::CallToolRequest(Request::new(params)),
-                PeerRequestOptions::no_options(),
-            )
-            .await
-            .map_err(|e| fail(format!("the call could not be sent: {e}")))?;
-        let id = handle.id.clone();
-        let token = handle.progress_token.clone();
-        let asker = hooks.asker.map(|a| s.handler.shared.ask_with(a));
-        // Each report from the server counts as a word from it.
-        let heard = Arc::new(Mutex::new(Instant::now()));
-        let heard_in = heard.clone();
-        let progress = hooks.progress;
-        s.handler.shared.watch(
-            token.clone(),
-            Arc::new(move |p| {
-                *lock(&heard_in) = Instant::now();
-                if let Some(sink) = &progress {
-                    sink(p);
-                }
-            }),
-        );
-        let started = Instant::now();
-        let limit = async {
-            loop {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                // A form of this call waiting on the user stops its clock (only this one's).
-                if asker.as_ref().is_some_and(|a| a.waiting()) {
-                    *lock(&heard) = Instant::now();
-                }
-                if deadline.is_some_and(|d| started.elapsed() > d) {
-                    return "the goal's time budget ran out during the call".to_string();
-                }
-                if lock(&heard).elapsed() > timeout {
-                    return format!(
-                        "no answer within {} (the server's tool_timeout_ms)",
-                        seconds(timeout)
-                    );
-                }
-            }
-        };
-        let outcome = tokio::select! {
-            r = handle.await_response() => Ok(r),
-            _ = cancel.cancelled() => Err(None),
-            why = limit => Err(Some(why)),
-        };
-        s.handler.shared.unwatch(&token);
-        let response = match outcome {
-            Ok(r) => r,
-            Err(why) => {
-                let reason = if why.is_some() {
-                    "timed out"
-                } else {
-                    "stopped by the user"
-                };
-                let told = tokio::time::timeout(
-                    if why.is_some() {
-                        WATCHDOG_GRACE
-                    } else {
-                        Duration::from_millis(300)
-                    },
-                    peer.notify_cancelled(CancelledNotificationParam::new(
-                        Some(id),
-                        Some(reason.into()),
-                    )),
-                )
-                .await
-                .is_ok_and(|r| r.is_ok());
-                return Err(fail(match why {
-                    None => "stopped by the user; the server was told to cancel the call".into(),
-                    Some(why) if told => format!("{why}; the call was cancelled"),
-                    Some(why) => {
-                        conn.kill();
-                        format!(
-                            "{why}, and it did not take the cancellation; it was stopped and starts again on the next call"
-                        )
-                    }
-                }));
-            }
-        };
-        match response {
-            Ok(ServerResult::CallToolResult(r)) => {
-                lock(&s.state).restarts = 0;
-                Ok(shape(&r))
-            }
-            Ok(ServerResult::InputRequiredResult(_)) => Err(fail(
-                "the server asked for more input mid-call, which Waymark does not support yet"
-                    .into(),
-            )),
-            Ok(ServerResult::CreateTaskResult(_)) => Err(fail(
-                "the server made the call a task, which Waymark does not support yet".into(),
-            )),
-            Ok(_) => Err(fail(
-                "the server answered the call with something other than a result".into(),
-            )),
-            Err(ServiceError::McpError(e)) => Err(fail(format!("the call failed: {}", e.message))),
-            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                Err(fail(format!("{} during the call", conn.closed_reason())))
-            }
-            Err(e) => {
-                if conn.is_closed() {
-                    Err(fail(format!("{} during the call", conn.closed_reason())))
-                } else {
-                    Err(fail(format!("the call failed: {e}")))
-                }
-            }
         }
     }
 }

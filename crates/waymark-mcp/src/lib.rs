@@ -10,6 +10,7 @@
 //! - [`elicit`]: a form a server sends during a call, asked as a questionnaire.
 //! - [`extension`]: the extension that plugs them into sessions.
 
+mod call;
 pub mod catalog;
 pub mod connect;
 pub mod elicit;

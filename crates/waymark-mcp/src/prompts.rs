@@ -18,9 +18,30 @@ pub const MAX_PROMPT_TEXT: usize = 256 * 1024;
 /// The longest the user waits for a prompt, whatever the server's tool timeout says.
 pub const PROMPT_WAIT: Duration = Duration::from_secs(30);
 
+/// Why a prompt command cannot be sent, or what the server gave cannot be one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error("a {0} quote is not closed")]
+    UnclosedQuote(char),
+    #[error("`{word}` is not name=value (once one argument is named, all are); {takes}")]
+    NotNameValue { word: String, takes: String },
+    #[error("`{name}` is not one of its arguments; {takes}")]
+    UnknownArgument { name: String, takes: String },
+    #[error("`{0}` is given twice")]
+    Twice(String),
+    #[error("{0}")]
+    NoArguments(String),
+    #[error("missing {names}; type it as {usage}")]
+    Missing { names: String, usage: String },
+    #[error("the server's prompt has no text")]
+    Empty,
+    #[error("the server's prompt is {kib} KiB, over the {max} KiB a message may be")]
+    TooLong { kib: usize, max: usize },
+}
+
 /// `args` split into words: spaces separate them, and "double" or 'single' quotes keep a
 /// value's spaces (a backslash in double quotes keeps the next character as it is).
-fn words(args: &str) -> Result<Vec<String>, String> {
+fn words(args: &str) -> Result<Vec<String>, PromptError> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut started = false;
@@ -32,11 +53,11 @@ fn words(args: &str) -> Result<Vec<String>, String> {
                 let close = c;
                 loop {
                     match chars.next() {
-                        None => return Err(format!("a {close} quote is not closed")),
+                        None => return Err(PromptError::UnclosedQuote(close)),
                         Some(q) if q == close => break,
                         Some('\\') if close == '"' => match chars.next() {
                             Some(e) => word.push(e),
-                            None => return Err(format!("a {close} quote is not closed")),
+                            None => return Err(PromptError::UnclosedQuote(close)),
                         },
                         Some(q) => word.push(q),
                     }
@@ -63,7 +84,7 @@ fn words(args: &str) -> Result<Vec<String>, String> {
 /// The arguments `/command args` gives `prompt`: `name=value` words, or, when none names an
 /// argument, the words in the order the prompt declares its arguments (the last one takes
 /// the rest). Every value is text, as MCP has it.
-pub fn arguments(prompt: &McpPromptView, args: &str) -> Result<Map<String, Value>, String> {
+pub fn arguments(prompt: &McpPromptView, args: &str) -> Result<Map<String, Value>, PromptError> {
     let names: Vec<&str> = prompt.arguments.iter().map(|a| a.name.as_str()).collect();
     let takes = || {
         if names.is_empty() {
@@ -80,24 +101,27 @@ pub fn arguments(prompt: &McpPromptView, args: &str) -> Result<Map<String, Value
     if keyed {
         for w in &words {
             let Some((k, v)) = w.split_once('=') else {
-                return Err(format!(
-                    "`{w}` is not name=value (once one argument is named, all are); {}",
-                    takes()
-                ));
+                return Err(PromptError::NotNameValue {
+                    word: w.clone(),
+                    takes: takes(),
+                });
             };
             if !names.contains(&k) {
-                return Err(format!("`{k}` is not one of its arguments; {}", takes()));
+                return Err(PromptError::UnknownArgument {
+                    name: k.to_string(),
+                    takes: takes(),
+                });
             }
             if out
                 .insert(k.to_string(), Value::String(v.to_string()))
                 .is_some()
             {
-                return Err(format!("`{k}` is given twice"));
+                return Err(PromptError::Twice(k.to_string()));
             }
         }
     } else if !words.is_empty() {
         if names.is_empty() {
-            return Err(takes());
+            return Err(PromptError::NoArguments(takes()));
         }
         let (last, first) = names.split_last().unwrap_or((&"", &[]));
         for (i, w) in words.iter().enumerate() {
@@ -120,15 +144,14 @@ pub fn arguments(prompt: &McpPromptView, args: &str) -> Result<Map<String, Value
         .map(|a| a.name.as_str())
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
-            "missing {}; type it as {}",
-            missing
+        return Err(PromptError::Missing {
+            names: missing
                 .iter()
                 .map(|m| format!("`{m}`"))
                 .collect::<Vec<_>>()
                 .join(", "),
-            prompt.usage()
-        ));
+            usage: prompt.usage(),
+        });
     }
     Ok(out)
 }
@@ -136,7 +159,7 @@ pub fn arguments(prompt: &McpPromptView, args: &str) -> Result<Map<String, Value
 /// The message a prompt's result becomes: its messages' text (resources with their URI,
 /// images as one line each, as tool results have them), the speaker named on each part
 /// when the prompt holds the assistant's side too.
-pub fn message(r: &GetPromptResult) -> Result<String, String> {
+pub fn message(r: &GetPromptResult) -> Result<String, PromptError> {
     let both = r.messages.iter().any(|m| m.role != Role::User);
     let mut parts = Vec::new();
     for m in &r.messages {
@@ -152,14 +175,13 @@ pub fn message(r: &GetPromptResult) -> Result<String, String> {
     }
     let out = parts.join("\n\n");
     if out.trim().is_empty() {
-        return Err("the server's prompt has no text".into());
+        return Err(PromptError::Empty);
     }
     if out.len() > MAX_PROMPT_TEXT {
-        return Err(format!(
-            "the server's prompt is {} KiB, over the {} KiB a message may be",
-            out.len() / 1024,
-            MAX_PROMPT_TEXT / 1024
-        ));
+        return Err(PromptError::TooLong {
+            kib: out.len() / 1024,
+            max: MAX_PROMPT_TEXT / 1024,
+        });
     }
     Ok(out)
 }
@@ -274,7 +296,7 @@ mod tests {
         }
     }
 
-    fn get(p: &McpPromptView, args: &str) -> Result<Vec<(String, String)>, String> {
+    fn get(p: &McpPromptView, args: &str) -> Result<Vec<(String, String)>, PromptError> {
         Ok(arguments(p, args)?
             .into_iter()
             .map(|(k, v)| (k, v.as_str().unwrap().to_string()))
@@ -305,21 +327,21 @@ mod tests {
     #[test]
     fn bad_arguments_are_named() {
         let p = prompt(&[("city", true), ("state", false)]);
-        let e = get(&p, "state=NY").unwrap_err();
+        let e = get(&p, "state=NY").unwrap_err().to_string();
         assert!(
             e.contains("missing `city`") && e.contains("/mcp__s__p city=… [state=…]"),
             "{e}"
         );
-        let e = get(&p, "city=x zip=1").unwrap_err();
+        let e = get(&p, "city=x zip=1").unwrap_err().to_string();
         assert!(
             e.contains("`zip=1` is not name=value") || e.contains("`zip`"),
             "{e}"
         );
-        let e = get(&p, "city=x city=y").unwrap_err();
+        let e = get(&p, "city=x city=y").unwrap_err().to_string();
         assert!(e.contains("given twice"), "{e}");
-        let e = get(&p, "city=\"open").unwrap_err();
+        let e = get(&p, "city=\"open").unwrap_err().to_string();
         assert!(e.contains("not closed"), "{e}");
-        let e = get(&prompt(&[]), "anything").unwrap_err();
+        let e = get(&prompt(&[]), "anything").unwrap_err().to_string();
         assert!(e.contains("takes no arguments"), "{e}");
         assert!(get(&prompt(&[]), "  ").unwrap().is_empty());
     }
@@ -341,6 +363,6 @@ mod tests {
             Role::User,
             "x".repeat(MAX_PROMPT_TEXT + 1),
         )]);
-        assert!(message(&huge).unwrap_err().contains("KiB"));
+        assert!(message(&huge).unwrap_err().to_string().contains("KiB"));
     }
 }

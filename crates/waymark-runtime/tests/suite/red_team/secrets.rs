@@ -393,6 +393,15 @@ async fn goal_objectives_and_answers_quoting_a_secret_are_stored_redacted() {
     assert_clean(&database_bytes(&h), "the database");
 }
 
+fn title_of(rt: &waymark_runtime::Runtime, id: &str) -> String {
+    rt.list_sessions()
+        .unwrap()
+        .into_iter()
+        .find(|x| x.id == id)
+        .and_then(|x| x.title)
+        .unwrap_or_default()
+}
+
 /// A first line that a secret straddles at the title's 80th character: the title is cut
 /// from the redacted text, so no piece of the secret is left to show in the session list.
 #[tokio::test]
@@ -410,13 +419,7 @@ async fn a_secret_cut_by_the_titles_length_does_not_show_in_the_title() {
         .unwrap();
     let text = format!("{}{GH_TOKEN} and more", "x".repeat(70));
     s.submit(user(&text)).await.unwrap();
-    let title = rt
-        .list_sessions()
-        .unwrap()
-        .into_iter()
-        .find(|x| x.id == s.id())
-        .and_then(|x| x.title)
-        .unwrap_or_default();
+    let title = title_of(&rt, s.id());
     assert!(!title.contains(&GH_TOKEN[..10]), "{title}");
     assert!(title.starts_with("xxxxxxxx"), "{title}");
     s.shutdown().await.unwrap();
@@ -433,13 +436,7 @@ async fn a_secret_cut_by_the_titles_length_does_not_show_in_the_title() {
     s.submit(user(&format!("/goal {}{GH_TOKEN} now", "y".repeat(62))))
         .await
         .unwrap();
-    let title = rt
-        .list_sessions()
-        .unwrap()
-        .into_iter()
-        .find(|x| x.id == s.id())
-        .and_then(|x| x.title)
-        .unwrap_or_default();
+    let title = title_of(&rt, s.id());
     assert!(title.starts_with("Goal: yyyy"), "{title}");
     assert!(!title.contains(&GH_TOKEN[..10]), "{title}");
     s.shutdown().await.unwrap();
