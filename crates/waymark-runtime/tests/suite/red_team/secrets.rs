@@ -409,14 +409,7 @@ async fn a_secret_cut_by_the_titles_length_does_not_show_in_the_title() {
     let h = Harness::new(Config::default());
     let process_env = Arc::new(env_with_secrets(&h));
     let rt = h.reopen(|o| o.process_env = process_env.clone());
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(h.script(json!({"responses": [{"text": "ok"}]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: true,
-        })
-        .unwrap();
+    let s = super::super::harness::idle_session(&h, &rt);
     let text = format!("{}{GH_TOKEN} and more", "x".repeat(70));
     s.submit(user(&text)).await.unwrap();
     let title = title_of(&rt, s.id());
@@ -425,14 +418,7 @@ async fn a_secret_cut_by_the_titles_length_does_not_show_in_the_title() {
     s.shutdown().await.unwrap();
 
     // A goal names a session it starts by its objective, cut at 72 characters.
-    let s = rt
-        .create_session(SessionSpec {
-            workspace: Some(h.ws.clone()),
-            model: Some(h.script(json!({"responses": [{"text": "ok"}]}))),
-            permission_mode: Some(PermissionMode::Auto),
-            hold: true,
-        })
-        .unwrap();
+    let s = super::super::harness::idle_session(&h, &rt);
     s.submit(user(&format!("/goal {}{GH_TOKEN} now", "y".repeat(62))))
         .await
         .unwrap();
