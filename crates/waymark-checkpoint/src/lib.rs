@@ -1,5 +1,7 @@
-//! Checkpoints of a workspace, for rewind. A checkpoint is a git tree in a private object
-//! store (loose objects through `gix-odb`, in the session's data folder; never the
+//! Checkpoints of a workspace, for rewind: the store (this module, `snapshot`, `restore`)
+//! and the extension that takes them in sessions (`extension`, its rows in `db`).
+//!
+//! A checkpoint is a git tree in a private object store (loose objects through `gix-odb`, in the session's data folder; never the
 //! project's own `.git`), so identical content is stored once. It covers what `.gitignore`
 //! and `.git/info/exclude` leave in, symlinks as links and empty folders; `.git/` and files
 //! over the size limit are left out, the latter noted.
@@ -10,9 +12,14 @@
 //! deleted), so nothing is lost.
 
 mod cache;
+pub mod db;
+mod extension;
+pub mod listing;
+pub mod preview;
 mod restore;
 mod snapshot;
 
+pub use extension::{CheckpointExtension, MIGRATIONS, shared, store_dir};
 pub use restore::Restored;
 pub use snapshot::{Skipped, Snapshot};
 
@@ -95,6 +102,9 @@ pub struct Store {
     objects: gix_odb::loose::Store,
     /// What the last checkpoint learnt of the files (loaded on the first one).
     cache: std::sync::Mutex<Option<cache::Cache>>,
+    /// The objects folder the cache was learnt against (device, inode): a store deleted
+    /// and made again under it holds none of what the cache knows.
+    objects_id: std::sync::Mutex<Option<(u64, u64)>>,
 }
 
 impl Store {
@@ -121,7 +131,40 @@ impl Store {
             dir: dir.to_path_buf(),
             objects: gix_odb::loose::Store::at(objects, gix_hash::Kind::Sha1),
             cache: Default::default(),
+            objects_id: Default::default(),
         })
+    }
+
+    /// Makes sure the objects folder is there (deleted outside Waymark, it is made again),
+    /// and drops the cache when it is not the folder the cache was learnt against.
+    pub(crate) fn check_objects(&self, cache: &mut Option<cache::Cache>) -> Result<()> {
+        use std::os::unix::fs::MetadataExt as _;
+        let objects = self.dir.join("objects");
+        let meta = match std::fs::symlink_metadata(&objects) {
+            Ok(m) if m.is_dir() => m,
+            Ok(_) => return Err(self.corrupt("`objects` is not a folder".into())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&objects).map_err(io(&objects))?;
+                std::fs::symlink_metadata(&objects).map_err(io(&objects))?
+            }
+            Err(e) => return Err(io(&objects)(e)),
+        };
+        let id = (meta.dev(), meta.ino());
+        let mut known = self.objects_id.lock().unwrap_or_else(|p| p.into_inner());
+        // The first time in this process, the folder the saved cache was learnt against.
+        let mark = self.dir.join("objects-id");
+        let stamp = format!("{} {}\n", id.0, id.1);
+        let same = match *known {
+            Some(k) => k == id,
+            None => std::fs::read_to_string(&mark).is_ok_and(|t| t == stamp),
+        };
+        if !same {
+            *cache = None;
+            let _ = std::fs::remove_file(self.dir.join("stat-cache"));
+            std::fs::write(&mark, stamp).map_err(io(&mark))?;
+        }
+        *known = Some(id);
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -214,14 +257,141 @@ impl Store {
         Ok(())
     }
 
-    /// What changed from checkpoint `from` (none: an empty workspace) to `to`, by path.
+    /// What changed from checkpoint `from` (none: an empty workspace) to `to`, by path,
+    /// sorted. Folders whose tree is the same on both sides are not read.
     pub fn changes(&self, from: Option<&ObjectId>, to: &ObjectId) -> Result<Vec<Change>> {
-        let before = match from {
-            Some(f) => self.files(f)?,
-            None => BTreeMap::new(),
-        };
-        let after = self.files(to)?;
-        Ok(diff(&before, &after))
+        let mut out = Vec::new();
+        match from {
+            Some(f) => self.diff_trees(f, to, "", &mut out, 0)?,
+            None => out = diff(&BTreeMap::new(), &self.files(to)?),
+        }
+        out.sort_by(|a, b| a.path().cmp(b.path()));
+        Ok(out)
+    }
+
+    /// The entries of tree `id` by name.
+    fn entries(&self, id: &ObjectId) -> Result<BTreeMap<String, (EntryKind, ObjectId)>> {
+        let data = self.read(id, gix_object::Kind::Tree)?;
+        let decoded = gix_object::TreeRef::from_bytes(&data, gix_hash::Kind::Sha1)
+            .map_err(|e| self.corrupt(format!("tree {id} does not decode: {e}")))?;
+        let mut out = BTreeMap::new();
+        for e in &decoded.entries {
+            let name = std::str::from_utf8(e.filename)
+                .map_err(|_| self.corrupt(format!("tree {id} has a name that is not UTF-8")))?;
+            out.insert(name.to_string(), (e.mode.kind(), e.oid.to_owned()));
+        }
+        Ok(out)
+    }
+
+    /// What is at `path` as a flat map (an empty folder as one entry), from its entry.
+    fn flat_at(
+        &self,
+        entry: Option<&(EntryKind, ObjectId)>,
+        path: &str,
+        depth: usize,
+    ) -> Result<BTreeMap<String, Entry>> {
+        let mut out = BTreeMap::new();
+        match entry {
+            None | Some((EntryKind::Commit, _)) => {}
+            Some((EntryKind::Tree, id)) => {
+                self.flatten(id, &format!("{path}/"), &mut out, depth)?
+            }
+            Some((kind, id)) => {
+                out.insert(
+                    path.to_string(),
+                    Entry {
+                        kind: *kind,
+                        id: *id,
+                    },
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    fn diff_trees(
+        &self,
+        a: &ObjectId,
+        b: &ObjectId,
+        prefix: &str,
+        out: &mut Vec<Change>,
+        depth: usize,
+    ) -> Result<()> {
+        if a == b {
+            return Ok(());
+        }
+        if depth > MAX_DEPTH {
+            return Err(self.corrupt(format!("tree {b} nests deeper than {MAX_DEPTH} folders")));
+        }
+        let (ea, eb) = (self.entries(a)?, self.entries(b)?);
+        let names: std::collections::BTreeSet<&String> = ea.keys().chain(eb.keys()).collect();
+        let empty = ObjectId::empty_tree(gix_hash::Kind::Sha1);
+        for name in names {
+            let (x, y) = (ea.get(name), eb.get(name));
+            if x == y {
+                continue;
+            }
+            let path = format!("{prefix}{name}");
+            match (x, y) {
+                (Some((EntryKind::Tree, ta)), Some((EntryKind::Tree, tb)))
+                    if *ta != empty && *tb != empty =>
+                {
+                    self.diff_trees(ta, tb, &format!("{path}/"), out, depth + 1)?
+                }
+                _ => out.extend(diff(
+                    &self.flat_at(x, &path, depth + 1)?,
+                    &self.flat_at(y, &path, depth + 1)?,
+                )),
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes every object no tree of `keep` reaches (after old checkpoints were
+    /// dropped), and forgets what the stat cache knew. Returns how many objects went.
+    pub fn prune(&self, keep: &[ObjectId]) -> Result<u64> {
+        let mut held = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = std::collections::HashSet::new();
+        let mut todo: Vec<ObjectId> = keep.to_vec();
+        while let Some(t) = todo.pop() {
+            if !live.insert(t) {
+                continue;
+            }
+            for (_, (kind, id)) in self.entries(&t)? {
+                match kind {
+                    EntryKind::Tree => todo.push(id),
+                    EntryKind::Commit => {}
+                    _ => {
+                        live.insert(id);
+                    }
+                }
+            }
+        }
+        let objects = self.dir.join("objects");
+        let mut removed = 0;
+        for fan in std::fs::read_dir(&objects).map_err(io(&objects))?.flatten() {
+            let fan_name = fan.file_name();
+            let Some(prefix) = fan_name.to_str().filter(|n| n.len() == 2) else {
+                continue;
+            };
+            let Ok(files) = std::fs::read_dir(fan.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let name = f.file_name();
+                let Some(rest) = name.to_str() else { continue };
+                let Ok(id) = ObjectId::from_hex(format!("{prefix}{rest}").as_bytes()) else {
+                    continue;
+                };
+                if !live.contains(&id) && std::fs::remove_file(f.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        // The cache may name objects that are gone now: start it again.
+        *held = None;
+        let _ = std::fs::remove_file(self.dir.join("stat-cache"));
+        Ok(removed)
     }
 }
 

@@ -193,6 +193,7 @@ impl Store {
             )));
         }
         let mut held = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        self.check_objects(&mut held)?;
         let cache_file = self.dir().join("stat-cache");
         let cache = held.get_or_insert_with(|| crate::cache::Cache::load(&cache_file));
         let mut seen = std::collections::HashMap::new();

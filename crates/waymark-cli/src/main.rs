@@ -4,12 +4,15 @@
 //! questionnaire, 4 a goal stopped by a usage limit that resets later than `--wait-limit`
 //! or never resumes by itself).
 
+mod answer;
+mod checkpoint;
 mod goal;
 mod mcp;
 mod plan;
 mod render;
 mod term;
 
+use answer::{build_answer, form_values};
 use clap::{Parser, Subcommand};
 use goal::{GoalCommand, goal_command};
 use mcp::{McpCommand, mcp_command};
@@ -144,6 +147,31 @@ enum Command {
     Show {
         #[arg(long)]
         session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A session's checkpoints, oldest first: id, turn, time, why, files changed since the
+    /// one before.
+    Checkpoints {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put the files and the conversation back as checkpoint --to had them (both unless
+    /// --files or --conversation). It can be undone: it says how.
+    Rewind {
+        #[arg(long)]
+        session: String,
+        /// The checkpoint (see `waymark checkpoints`).
+        #[arg(long)]
+        to: String,
+        /// Only the files; the conversation goes on as it is.
+        #[arg(long, conflicts_with = "conversation")]
+        files: bool,
+        /// Only the conversation; the files stay as they are.
+        #[arg(long)]
+        conversation: bool,
         #[arg(long)]
         json: bool,
     },
@@ -434,6 +462,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan { command } => plan_command(&runtime, command).await,
         Command::Goal { command } => goal_command(&runtime, command).await,
         Command::Mcp { command } => mcp_command(&runtime, &settings_path, command).await,
+        Command::Checkpoints { session, json } => checkpoint::list(&runtime, &session, json),
+        Command::Rewind {
+            session,
+            to,
+            files,
+            conversation,
+            json,
+        } => {
+            let scope = match (files, conversation) {
+                (true, _) => waymark_protocol::checkpoint::RewindScope::Files,
+                (_, true) => waymark_protocol::checkpoint::RewindScope::Conversation,
+                _ => waymark_protocol::checkpoint::RewindScope::Both,
+            };
+            checkpoint::rewind(&runtime, &session, to, scope, json).await
+        }
         Command::Events { session, after } => {
             print_events(&runtime, &session, after, |_| true)?;
             Ok(ExitCode::SUCCESS)
@@ -459,78 +502,6 @@ fn print_events(
             crate::term::json(e, false)?;
         }
     }
-}
-
-/// Applies `op` to a held session (no queued work starts), then closes it.
-/// An answer from the command line: its name, `--text`, `--option`, `--comment`s and
-/// `--as-goal [--budget]`, each checked against what the answer takes.
-fn build_answer(
-    name: &str,
-    text: Option<String>,
-    option: Option<u32>,
-    comments: &[String],
-    as_goal: bool,
-    budget: Option<String>,
-) -> anyhow::Result<Answer> {
-    let comments = comments
-        .iter()
-        .map(|c| waymark_protocol::LineComment::parse(c))
-        .collect::<Result<Vec<_>, _>>()?;
-    let is = |n: &str| name.replace('-', "_") == n;
-    if !comments.is_empty() && !is("revise") {
-        anyhow::bail!("--comment goes with `revise`");
-    }
-    if as_goal && !is("approve") {
-        anyhow::bail!("--as-goal goes with `approve`");
-    }
-    let mut answer = if is("revise") && !comments.is_empty() {
-        Answer::Revise {
-            text: text.unwrap_or_default(),
-            comments: Vec::new(),
-        }
-    } else {
-        Answer::parse(name, text, option)?
-    };
-    match &mut answer {
-        Answer::Revise { comments: c, .. } => *c = comments,
-        Answer::Approve { as_goal: goal, .. } if as_goal => {
-            *goal = Some(match budget {
-                None => waymark_protocol::BudgetChange::default(),
-                Some(b) => match waymark_runtime::goal::parse_command(&b)? {
-                    waymark_protocol::GoalOp::EditBudget { budget } => budget,
-                    _ => anyhow::bail!(
-                        "--budget `{b}` is not a budget: write budget=50K turns=20 time=2h"
-                    ),
-                },
-            });
-        }
-        _ => {}
-    }
-    Ok(answer)
-}
-
-/// `name=value` pairs as a form's answer (each value as text; the form reads it as its
-/// field's type).
-fn form_values(fields: &[String]) -> anyhow::Result<serde_json::Value> {
-    let mut out = serde_json::Map::new();
-    for f in fields {
-        let Some((k, v)) = f.split_once('=') else {
-            anyhow::bail!(
-                "--field `{}` is not name=value",
-                waymark_protocol::display::clip(f)
-            );
-        };
-        if out
-            .insert(
-                k.trim().to_string(),
-                serde_json::Value::String(v.to_string()),
-            )
-            .is_some()
-        {
-            anyhow::bail!("--field `{}` is given twice", k.trim());
-        }
-    }
-    Ok(serde_json::Value::Object(out))
 }
 
 async fn submit_without_running(runtime: &Runtime, session: &str, op: Op) -> anyhow::Result<()> {

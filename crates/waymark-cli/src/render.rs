@@ -324,6 +324,23 @@ impl Printer {
                 self.end_line();
                 errln!("error: {}: {}", error.code, safe(&error.message));
             }
+            EventKind::SessionRewound {
+                checkpoint_id,
+                files,
+                rewound_turns,
+                ..
+            } => {
+                self.end_line();
+                outln!(
+                    "[rewound to {checkpoint_id}: {} file(s) changed, {} turn(s) out of the conversation]",
+                    files.len(),
+                    rewound_turns.len()
+                );
+            }
+            EventKind::CheckpointFailed { message, .. } => {
+                self.end_line();
+                errln!("warning: {}", safe(message));
+            }
         }
     }
 }

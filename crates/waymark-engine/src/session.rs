@@ -8,6 +8,7 @@ mod answer;
 mod close;
 mod history;
 mod host;
+mod rewind;
 mod tools;
 pub(crate) use tools::{FoundTool, ToolList};
 
@@ -550,6 +551,11 @@ impl Actor {
                 })?;
                 core.set_provider(provider);
                 changed(core);
+                Ok(OpOutcome::Done)
+            }
+            Op::Rewind { checkpoint, scope } => {
+                rewind::rewind(&self.core, self.running.is_some(), &checkpoint, scope).await?;
+                self.announced = Announced::Nothing;
                 Ok(OpOutcome::Done)
             }
             Op::Shutdown => Ok(OpOutcome::Done),

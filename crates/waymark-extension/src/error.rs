@@ -58,6 +58,16 @@ pub enum Error {
     Provider(#[from] ProviderError),
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// A turn is running or waits on a question: what was asked needs the session idle.
+    #[error("{0}")]
+    Busy(String),
+    #[error(
+        "no checkpoint `{0}` in this session: list them with `waymark checkpoints --session <id>` or /rewind"
+    )]
+    CheckpointNotFound(String),
+    /// The checkpoint store could not do what was asked (damaged, missing, a path in the way).
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
     #[error("the session has shut down")]
     SessionClosed,
     #[error(
@@ -83,6 +93,9 @@ impl Error {
             Error::ModelSpec { .. } => "invalid_model_spec",
             Error::Provider(e) => e.kind.code(),
             Error::Corrupt(_) => "corrupt_data",
+            Error::Busy(_) => "turn_running",
+            Error::CheckpointNotFound(_) => "checkpoint_not_found",
+            Error::Checkpoint(_) => "checkpoint_failed",
             Error::SessionClosed => "session_closed",
             Error::LeaseLost { .. } => "lease_lost",
         }

@@ -9,12 +9,15 @@
 //! | [`Extension::handle_op`] | an op the core does not handle itself arrives |
 //! | [`Extension::recheck`] | a queued message is about to run |
 //! | [`Extension::on_turn_start`] | a turn starts (same transaction) |
+//! | [`Extension::before_turn`] | a new turn starts, before its first model call (no transaction) |
 //! | [`Extension::offers_tools`], [`Extension::may_call_model`] | before each model call |
 //! | [`Extension::before_tool`], [`Extension::after_tool`] | around each tool call (besides guards) |
+//! | [`Extension::before_run`] | a call the guards allowed is about to run |
 //! | [`Extension::on_turn_closed`] | a turn is closed (same transaction) |
 //! | [`Extension::settle`] | after a finished turn, outside any transaction |
 //! | [`Extension::on_turn_lost`] | a turn was closed from outside (Stop overran, panic) |
 //! | [`Extension::on_answer`] | a questionnaire of a kind it [`answers`](Extension::answers) is answered |
+//! | [`Extension::rewind`], [`Extension::on_rewound`] | `Op::Rewind`: the checkpoint keeper restores, then everyone hears of it |
 //! | [`Extension::next_work`] | the session would go idle |
 //! | [`Extension::on_close`] | the session is shut down |
 //! | [`Extension::changed`] | after a command, an answer or a dropped message (push views) |
@@ -35,6 +38,7 @@ pub mod error;
 pub mod guard;
 pub mod paths;
 pub mod reminder;
+pub mod rewind;
 pub mod rules;
 pub mod services;
 pub mod source;
@@ -247,6 +251,11 @@ pub trait Extension: Send + Sync {
     ) -> Result<()> {
         Ok(())
     }
+    /// A new turn starts, after its first transaction and before its first model call
+    /// (checkpoints take the workspace's state here). Not called when a parked turn resumes.
+    fn before_turn<'a>(&'a self, _api: &'a SessionApi, _turn_id: i64) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
     /// Whether the session's sandbox should be probed before this turn's reminders are
     /// gathered (a reminder that says which sandbox layers hold).
     fn probes_sandbox(&self, _session: &SessionRow) -> bool {
@@ -269,6 +278,18 @@ pub trait Extension: Send + Sync {
         _prep: &mut CallPrep,
     ) -> Result<()> {
         Ok(())
+    }
+    /// A call of the session's agent that the guard chain allowed is about to run; `writes`
+    /// when the tool may change anything (a write tool, an unconfined shell, another
+    /// program's tool that is not read-only). A checkpoint is taken here.
+    fn before_run<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _turn_id: i64,
+        _call: &'a ToolCallRecord,
+        _writes: bool,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
     }
     /// After a call of the session's agent has its result recorded.
     fn after_tool(
@@ -307,6 +328,26 @@ pub trait Extension: Send + Sync {
         _api: &SessionApi,
         _questionnaire: &QuestionnaireRow,
         _answer: &Answer,
+    ) -> Result<()> {
+        Ok(())
+    }
+    /// `Op::Rewind` to checkpoint `to`: the extension that keeps checkpoints answers `Some`.
+    /// It takes a checkpoint of the state now, restores the files when `scope` says so, and
+    /// says where the conversation stood at `to`. Called only while no turn is open.
+    fn rewind<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _to: &'a str,
+        _scope: waymark_protocol::checkpoint::RewindScope,
+    ) -> Option<BoxFuture<'a, Result<rewind::RewindPlan>>> {
+        None
+    }
+    /// The session was rewound, in the transaction that records it (an active goal pauses).
+    fn on_rewound(
+        &self,
+        _tx: &mut Tx<'_>,
+        _api: &SessionApi,
+        _rewound: &rewind::Rewound,
     ) -> Result<()> {
         Ok(())
     }

@@ -144,6 +144,14 @@ impl Extension for GoalExtension {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(runner::settle(api, turn_id, cancel))
     }
+    fn on_rewound(
+        &self,
+        tx: &mut Tx<'_>,
+        api: &SessionApi,
+        _rewound: &waymark_extension::rewind::Rewound,
+    ) -> Result<()> {
+        runner::pause_for_rewind(tx, api.id())
+    }
     fn on_turn_lost(&self, tx: &mut Tx<'_>, session_id: &str, why: TurnLost) -> Result<()> {
         match why {
             TurnLost::Stopped => runner::stop_for_user(tx, session_id),

@@ -595,6 +595,18 @@ pub(crate) fn stop_for_user(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
     )
 }
 
+/// The user rewound the session: an active goal pauses (`user_requested`, by the user) so
+/// it does not carry on from a state it did not reach; what it spent stays spent.
+pub(crate) fn pause_for_rewind(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    end_active(
+        tx,
+        session_id,
+        GoalReason::UserRequested,
+        GoalActor::User,
+        GoalUpdateKind::Lifecycle,
+    )
+}
+
 /// A turn failed outside settlement (its task panicked): an active goal stops as
 /// `turn_error` so it does not continue into the same failure.
 pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {

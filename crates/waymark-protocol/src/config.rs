@@ -51,6 +51,30 @@ pub struct Config {
     /// Model Context Protocol servers whose tools the agent may use, by name.
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
     pub mcp: crate::mcp::McpConfig,
+    pub checkpoints: CheckpointConfig,
+}
+
+/// The `checkpoints` section: the workspace snapshots rewind goes back to.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointConfig {
+    /// Take checkpoints (before each turn and each tool call that may write).
+    pub enabled: bool,
+    /// Files larger than this many MB are left out of checkpoints (and noted).
+    pub max_file_mb: u64,
+    /// Checkpoints older than this many days are pruned.
+    pub keep_days: u32,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig {
+            enabled: true,
+            max_file_mb: 10,
+            keep_days: 30,
+        }
+    }
 }
 
 /// The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
@@ -389,6 +413,18 @@ impl Config {
         if let Some(c) = t.context_tokens {
             range("turn.context_tokens", c, 1000, 10_000_000)?;
         }
+        range(
+            "checkpoints.max_file_mb",
+            self.checkpoints.max_file_mb,
+            1,
+            4096,
+        )?;
+        range(
+            "checkpoints.keep_days",
+            u64::from(self.checkpoints.keep_days),
+            1,
+            3650,
+        )?;
         range(
             "turn.compact_at_percent",
             u64::from(t.compact_at_percent),

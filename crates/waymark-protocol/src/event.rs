@@ -258,6 +258,29 @@ pub enum EventKind {
         #[serde(flatten)]
         goal: Box<GoalSnapshot>,
     },
+    /// The session was rewound to checkpoint `checkpoint_id` (files, conversation or
+    /// both). `undo_checkpoint_id` holds the state before: rewinding to it undoes this.
+    /// `rewound_turns` lists every turn now out of the model's history (the transcript
+    /// shows them folded); `files` what the rewind changed in the workspace.
+    #[serde(rename = "session.rewound")]
+    SessionRewound {
+        checkpoint_id: String,
+        undo_checkpoint_id: String,
+        scope: crate::checkpoint::RewindScope,
+        rewound_turns: Vec<i64>,
+        files: Vec<crate::checkpoint::PathChange>,
+        /// Where things in the way of the restore were moved (nothing is deleted).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        moved_aside: Option<String>,
+    },
+    /// A checkpoint could not be taken (the turn goes on without it). Said once until
+    /// checkpoints work again.
+    #[serde(rename = "checkpoint.failed")]
+    CheckpointFailed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<i64>,
+        message: String,
+    },
     /// A session-level error that is not part of a turn (transient).
     #[serde(rename = "session.error")]
     SessionError { error: ErrorInfo },
@@ -288,6 +311,8 @@ impl EventKind {
             EventKind::SessionIdle {} => "session.idle",
             EventKind::SessionWaiting { .. } => "session.waiting",
             EventKind::SessionError { .. } => "session.error",
+            EventKind::SessionRewound { .. } => "session.rewound",
+            EventKind::CheckpointFailed { .. } => "checkpoint.failed",
             EventKind::PlanModeChanged { .. } => "plan.mode_changed",
             EventKind::PlanRevision { .. } => "plan.revision",
             EventKind::PlanCommented { .. } => "plan.commented",
@@ -324,6 +349,8 @@ impl EventKind {
             | EventKind::QuestionnaireAnswered { .. }
             | EventKind::SessionIdle {}
             | EventKind::SessionWaiting { .. }
+            | EventKind::SessionRewound { .. }
+            | EventKind::CheckpointFailed { .. }
             | EventKind::PlanModeChanged { .. }
             | EventKind::PlanRevision { .. }
             | EventKind::PlanCommented { .. }

@@ -4,6 +4,7 @@
 //! the two pure text services every layer shares: escaping for display ([`display`]) and
 //! knowing and redacting secrets ([`secrets`]).
 
+pub mod checkpoint;
 pub mod config;
 pub mod display;
 mod event;

@@ -217,6 +217,15 @@ pub enum Op {
     /// The user switches the session's model (a spec, as `--model` takes): used from the next
     /// model call on. A spec that names no usable model is refused and changes nothing.
     SetModel { model: String },
+    /// Put the workspace's files and the conversation (or one of them, `scope`) back as
+    /// they were at checkpoint `checkpoint`. Refused while a turn runs or waits on a
+    /// question. A checkpoint of the state before is taken first, so the rewind can be
+    /// undone by rewinding to it; an active goal is paused, its spent budget kept.
+    Rewind {
+        checkpoint: String,
+        #[serde(default)]
+        scope: crate::checkpoint::RewindScope,
+    },
     /// Stop the running turn: the running tool is killed, partial output kept.
     Stop,
     /// Run queued or parked work, if any.

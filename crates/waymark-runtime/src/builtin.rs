@@ -1,15 +1,16 @@
-//! The extensions every session gets: plan mode and thread goals, in the order their guards
-//! and hooks run.
+//! The extensions every session gets: plan mode, thread goals and checkpoints, in the order
+//! their guards and hooks run.
 
 use crate::error::Result;
 use crate::extension::Extension;
 use std::sync::Arc;
 
-/// Plan mode and thread goals, in the order their guards and hooks run.
+/// Plan mode, thread goals and checkpoints, in the order their guards and hooks run.
 pub fn builtin() -> Vec<Arc<dyn Extension>> {
     vec![
         Arc::new(crate::plan::PlanExtension),
         Arc::new(crate::goal::GoalExtension),
+        Arc::new(crate::checkpoint::CheckpointExtension),
     ]
 }
 
@@ -83,8 +84,9 @@ mod store_tests {
             })
             .unwrap();
         // Plan at version 4 (comments, grant scopes, its own session table), goal at 5
-        // (question, usage limit, steps and its own session and turn tables on top).
-        assert_eq!((objective.as_str(), versions), ("keep me", 9));
+        // (question, usage limit, steps and its own session and turn tables on top),
+        // checkpoints at 1.
+        assert_eq!((objective.as_str(), versions), ("keep me", 10));
         // The current goal moved to the goal's own table; the core columns are empty.
         let (current, left): (String, Option<String>) = store
             .read(|c| {

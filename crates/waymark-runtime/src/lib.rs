@@ -11,6 +11,7 @@ pub mod settings;
 pub mod setup;
 mod views;
 
+pub use waymark_checkpoint as checkpoint;
 pub use waymark_engine::{
     Clock, IdSource, ManualClock, RandomIds, SystemClock, clock, commands, compaction, context,
     display, error, extension, guard, instructions, paths, permission, provider, sandbox, secrets,

@@ -2,7 +2,7 @@
 
 use super::Tx;
 use super::{Result, StoreError as Error};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 /// One stored compaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,9 +31,12 @@ impl Tx<'_> {
         let pinned = serde_json::to_string(&row.pinned).unwrap_or_else(|_| "[]".into());
         let summary = self.redact(&row.summary).into_owned();
         let pinned = self.redact(&pinned).into_owned();
+        // What the summary left out, so a rewind that changes it retires the summary.
+        let rewound = super::turns::rewound_upto(self.conn(), session_id, row.upto)?;
+        let rewound = serde_json::to_string(&rewound).unwrap_or_else(|_| "[]".into());
         self.conn().execute(
-            "INSERT INTO compactions (session_id, turn_id, upto, summary, files, pinned, before_tokens, after_tokens, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO compactions (session_id, turn_id, upto, summary, files, pinned, before_tokens, after_tokens, created_at, rewound)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 session_id,
                 turn_id,
@@ -43,43 +46,59 @@ impl Tx<'_> {
                 pinned,
                 super::clamp_i64(row.before_tokens),
                 super::clamp_i64(row.after_tokens),
-                now
+                now,
+                rewound
             ],
         )?;
         Ok(())
     }
 }
 
-/// The session's newest compaction, if any.
+/// The session's newest compaction that still stands: one whose summary left out exactly
+/// the turns that are rewound now among the rows it covers (a rewind since, or its undo,
+/// retires it and an older one or the whole history is used).
 pub fn latest(conn: &Connection, session_id: &str) -> Result<Option<CompactionRow>> {
-    let row = conn
+    type Raw = (i64, String, String, String, i64, i64, String);
+    let rows: Vec<Raw> = conn
         .prepare_cached(
-            "SELECT upto, summary, files, pinned, before_tokens, after_tokens FROM compactions
-             WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+            "SELECT upto, summary, files, pinned, before_tokens, after_tokens, rewound
+             FROM compactions WHERE session_id = ?1 ORDER BY id DESC",
         )?
-        .query_row([session_id], |r| {
+        .query_map([session_id], |r| {
             Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, i64>(5)?,
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
             ))
-        })
-        .optional()?;
-    let Some((upto, summary, files, pinned, before, after)) = row else {
-        return Ok(None);
-    };
+        })?
+        .collect::<rusqlite::Result<_>>()?;
     let corrupt = |what: &str, e: serde_json::Error| {
         Error::Corrupt(format!("compaction of session {session_id}: {what}: {e}"))
     };
-    Ok(Some(CompactionRow {
-        upto,
-        summary,
-        files: serde_json::from_str(&files).map_err(|e| corrupt("files", e))?,
-        pinned: serde_json::from_str(&pinned).map_err(|e| corrupt("pinned messages", e))?,
-        before_tokens: before.max(0) as u64,
-        after_tokens: after.max(0) as u64,
-    }))
+    let none_rewound = super::turns::rewound(conn, session_id)?.is_empty();
+    for (upto, summary, files, pinned, before, after, rewound) in rows {
+        let left_out: Vec<i64> =
+            serde_json::from_str(&rewound).map_err(|e| corrupt("rewound turns", e))?;
+        let stands = if none_rewound {
+            left_out.is_empty()
+        } else {
+            left_out == super::turns::rewound_upto(conn, session_id, upto)?
+        };
+        if !stands {
+            continue;
+        }
+        return Ok(Some(CompactionRow {
+            upto,
+            summary,
+            files: serde_json::from_str(&files).map_err(|e| corrupt("files", e))?,
+            pinned: serde_json::from_str(&pinned).map_err(|e| corrupt("pinned messages", e))?,
+            before_tokens: before.max(0) as u64,
+            after_tokens: after.max(0) as u64,
+        }));
+    }
+    Ok(None)
 }

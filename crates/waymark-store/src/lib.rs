@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0009_grant_scope.sql"),
     include_str!("../migrations/0010_feature_free_checks.sql"),
     include_str!("../migrations/0011_deleting_sessions.sql"),
+    include_str!("../migrations/0012_rewind.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);

@@ -145,6 +145,19 @@ impl super::Tx<'_> {
         Ok(turn)
     }
 
+    /// Makes exactly the turns `rewound` of the session out of the model's history (and
+    /// every other turn of it back in). Ids that are not the session's turns are ignored.
+    pub fn set_rewound(&mut self, session_id: &str, rewound: &[i64]) -> Result<()> {
+        let list = serde_json::to_string(rewound).map_err(|e| Error::Corrupt(e.to_string()))?;
+        self.conn()
+            .prepare_cached(
+                "UPDATE turns SET rewound = (id IN (SELECT value FROM json_each(?2)))
+                 WHERE session_id = ?1",
+            )?
+            .execute(params![session_id, list])?;
+        Ok(())
+    }
+
     /// Appends one conversation item.
     pub fn append_history(
         &mut self,
@@ -230,8 +243,10 @@ pub fn history_after(
     session_id: &str,
     after: i64,
 ) -> Result<Vec<(i64, Option<i64>, HistoryItem)>> {
+    // A rewound turn's rows stay for the transcript, out of what the model sees.
     let mut stmt = conn.prepare_cached(
-        "SELECT id, turn_id, body FROM history WHERE session_id = ?1 AND id > ?2 ORDER BY id",
+        "SELECT h.id, h.turn_id, h.body FROM history h LEFT JOIN turns t ON t.id = h.turn_id
+         WHERE h.session_id = ?1 AND h.id > ?2 AND COALESCE(t.rewound, 0) = 0 ORDER BY h.id",
     )?;
     let rows = stmt.query_map(params![session_id, after], |r| {
         Ok((
@@ -248,6 +263,31 @@ pub fn history_after(
         out.push((id, turn, item));
     }
     Ok(out)
+}
+
+/// The session's turns that are out of the model's history (rewound), in order.
+pub fn rewound(conn: &Connection, session_id: &str) -> Result<Vec<i64>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT id FROM turns WHERE session_id = ?1 AND rewound = 1 ORDER BY id")?;
+    let rows = stmt.query_map([session_id], |r| r.get::<_, i64>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The session's turns, oldest first (ids only).
+pub fn ids(conn: &Connection, session_id: &str) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM turns WHERE session_id = ?1 ORDER BY id")?;
+    let rows = stmt.query_map([session_id], |r| r.get::<_, i64>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The rewound turns among those with a history row at or below `upto`, in order.
+pub fn rewound_upto(conn: &Connection, session_id: &str, upto: i64) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT h.turn_id FROM history h JOIN turns t ON t.id = h.turn_id
+         WHERE h.session_id = ?1 AND h.id <= ?2 AND t.rewound = 1 ORDER BY h.turn_id",
+    )?;
+    let rows = stmt.query_map(params![session_id, upto], |r| r.get::<_, i64>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// The conversation items of one turn, in order.
@@ -409,5 +449,78 @@ mod tests {
             )?)
         });
         assert!(r.is_err());
+    }
+    /// A rewound turn's rows leave what the model reads; putting it back brings them back;
+    /// a compaction stands in only while the rewound turns among its rows are the same.
+    #[test]
+    fn rewound_turns_leave_the_history_and_retire_the_summaries_of_them() {
+        let store = Store::open_in_memory().unwrap();
+        let s = make_session(&store);
+        let other = make_session(&store);
+        let mut turns = Vec::new();
+        for (n, sid) in [(1, &s), (2, &s), (3, &other), (4, &s)] {
+            let (t, _) = store
+                .write(n, |tx| {
+                    let (m, _) =
+                        tx.insert_message(sid, MessageSource::User, "m", Position::Tail, None)?;
+                    let t = tx.start_turn(sid, m.id)?;
+                    tx.append_history(
+                        sid,
+                        Some(t),
+                        &HistoryItem::User {
+                            text: format!("turn {n}"),
+                            source: MessageSource::User,
+                        },
+                    )?;
+                    Ok::<_, crate::StoreError>(t)
+                })
+                .unwrap();
+            turns.push(t);
+        }
+        let texts = |store: &Store| -> Vec<String> {
+            store
+                .read(|c| history(c, &s))
+                .unwrap()
+                .into_iter()
+                .map(|(_, i)| match i {
+                    HistoryItem::User { text, .. } => text,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(texts(&store), ["turn 1", "turn 2", "turn 4"]);
+        // A summary of the first two rows, made while nothing was rewound.
+        let summary = crate::compactions::CompactionRow {
+            upto: 2,
+            summary: "first two".into(),
+            files: vec![],
+            pinned: vec![],
+            before_tokens: 10,
+            after_tokens: 2,
+        };
+        store
+            .write(5, |tx| tx.insert_compaction(&s, None, &summary))
+            .unwrap();
+        let latest = |store: &Store| store.read(|c| crate::compactions::latest(c, &s)).unwrap();
+        assert!(latest(&store).is_some());
+        // Turn 2 rewound (and another session's turn named by mistake: ignored).
+        store
+            .write(6, |tx| tx.set_rewound(&s, &[turns[1], turns[2]]))
+            .unwrap();
+        assert_eq!(texts(&store), ["turn 1", "turn 4"]);
+        assert_eq!(store.read(|c| rewound(c, &s)).unwrap(), [turns[1]]);
+        assert!(store.read(|c| rewound(c, &other)).unwrap().is_empty());
+        assert_eq!(store.read(|c| rewound_upto(c, &s, 2)).unwrap(), [turns[1]]);
+        assert_eq!(latest(&store), None, "the summary covered turn 2");
+        // Turn 4 rewound instead: the summary's rows are as they were, so it stands again.
+        store
+            .write(7, |tx| tx.set_rewound(&s, &[turns[3]]))
+            .unwrap();
+        assert_eq!(texts(&store), ["turn 1", "turn 2"]);
+        assert_eq!(latest(&store).map(|c| c.summary), Some("first two".into()));
+        assert_eq!(
+            store.read(|c| ids(c, &s)).unwrap(),
+            [turns[0], turns[1], turns[3]]
+        );
     }
 }

@@ -29,7 +29,7 @@ export type ToolProgress = { progress: number | null; total: number | null; mess
 export type FileChange = FileChange_Serialize;
 
 export type Item =
-  | { kind: "user"; key: string; text: string; source: Extract<MessageSource, "user" | "questionnaire"> }
+  | { kind: "user"; key: string; text: string; source: Extract<MessageSource, "user" | "questionnaire">; turn?: number }
   | { kind: "chip"; key: string; text: string; tone: "goal" | "system" | "plan" | "error" }
   | { kind: "assistant"; key: string; turnId: number; text: string; tools: ToolItem[] }
   | { kind: "command"; key: string; command: string; text: string }
@@ -78,6 +78,10 @@ export type SessionState = {
   /** The older part of the log is not applied yet: the session opened on its newest events,
    *  and the rest is being read (`foldLog`, `withFolded`). */
   partial: boolean;
+  /** The turns out of the model's history after a rewind (the transcript folds them). */
+  rewound: number[];
+  /** The newest rewind: where to, and the checkpoint that undoes it ("Undo rewind"). */
+  lastRewind: { checkpoint: string; undo: string; files: number; turns: number } | null;
 };
 
 /** A model spec as the window shows it: a script or file path by its file name. */
@@ -92,7 +96,7 @@ export const PERMISSION_WORDS = {
 } satisfies Record<PermissionMode, string>;
 
 export function emptySession(id: string): SessionState {
-  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null, partial: false };
+  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null, partial: false, rewound: [], lastRewind: null };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -303,8 +307,17 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       return s;
     case "command.output":
       return { ...s, items: append(s, { kind: "command", key: `e${e.seq}`, command: e.command, text: e.text }) };
-    case "turn.started":
-      return { ...s, running: true, streaming: null };
+    case "turn.started": {
+      // The message that started the turn is where "Rewind to here" goes.
+      const at = s.items.findLastIndex((it) => it.key === `m${e.message_id}`);
+      const found = s.items[at];
+      let items = s.items;
+      if (found?.kind === "user") {
+        items = s.bulk ? s.items : s.items.slice();
+        items[at] = { ...found, turn: e.turn_id };
+      }
+      return { ...s, items, running: true, streaming: null };
+    }
     case "assistant.delta": {
       const prev = s.streaming && s.streaming.turnId === e.turn_id ? s.streaming.text : "";
       return { ...s, streaming: { turnId: e.turn_id, text: prev + e.text } };
@@ -379,6 +392,13 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       return { ...s, running: false, streaming: null };
     case "session.error":
       return { ...s, items: append(s, chip(e, e.error.message, "error")) };
+    case "session.rewound": {
+      const what = e.scope === "files" ? "files" : e.scope === "conversation" ? "conversation" : "files and conversation";
+      const lastRewind = { checkpoint: e.checkpoint_id, undo: e.undo_checkpoint_id, files: e.files.length, turns: e.rewound_turns.length };
+      return { ...s, rewound: e.rewound_turns, lastRewind, items: append(s, chip(e, `Rewound (${what}): ${e.files.length} file${e.files.length === 1 ? "" : "s"} changed`, "system")) };
+    }
+    case "checkpoint.failed":
+      return { ...s, items: append(s, chip(e, e.message, "error")) };
     case "plan.mode_changed":
       return { ...s, mode: e.mode, deferred: e.mode === "plan" && s.deferred, items: append(s, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")) };
     case "plan.revision":

@@ -90,6 +90,9 @@ fn every_subcommand_prints_escaped_and_redacted() {
     outputs.push(("exec", out));
     let sessions: Value = serde_json::from_slice(&run(&["sessions", "--json"]).stdout).unwrap();
     let sid = sessions[0]["id"].as_str().unwrap().to_string();
+    // A file whose name carries the escapes (and whose content is the key), made between
+    // two turns: the next turn's checkpoint lists it, and a rewind removes it.
+    std::fs::write(env.ws.join(format!("evil{HOSTILE}.txt")), KEY).unwrap();
     let q = pending_questionnaire(&env, &sid);
     let out = run(&[
         "answer",
@@ -156,6 +159,9 @@ fn every_subcommand_prints_escaped_and_redacted() {
         format!("## Summary\nMine {HOSTILE} {KEY}\n\n## Steps\n1. x\n"),
     )
     .unwrap();
+    let checkpoints: Value =
+        serde_json::from_slice(&run(&["checkpoints", "--session", &sid, "--json"]).stdout).unwrap();
+    let first_cp = checkpoints[0]["id"].as_str().unwrap().to_string();
     let s = sid.as_str();
     let g = gid.as_str();
     let cases: Vec<(&str, Vec<&str>)> = vec![
@@ -239,6 +245,14 @@ fn every_subcommand_prints_escaped_and_redacted() {
         ("mcp list", vec!["mcp", "list"]),
         ("mcp list", vec!["mcp", "list", "--json"]),
         ("mcp remove", vec!["mcp", "remove", HOSTILE]),
+        ("checkpoints", vec!["checkpoints", "--session", s]),
+        ("checkpoints", vec!["checkpoints", "--session", s, "--json"]),
+        ("rewind", vec!["rewind", "--session", s, "--to", HOSTILE]),
+        // Last: it removes the file with the hostile name, and says so.
+        (
+            "rewind",
+            vec!["rewind", "--session", s, "--to", &first_cp, "--files"],
+        ),
     ];
     for (what, args) in &cases {
         outputs.push((what, run(args)));
@@ -286,6 +300,19 @@ fn every_subcommand_prints_escaped_and_redacted() {
         "{}",
         shown("plan read")
     );
+    // The file with the hostile name: listed as the next turn's change, removed by the
+    // rewind, its name escaped both times.
+    assert!(
+        shown("checkpoints").contains("+evil\\x1b]52;c;"),
+        "{}",
+        shown("checkpoints")
+    );
+    assert!(
+        shown("rewind").contains("removed   evil\\x1b]52;c;"),
+        "{}",
+        shown("rewind")
+    );
+    assert!(!env.ws.join(format!("evil{HOSTILE}.txt")).exists());
 }
 
 /// `plan edit --file` reads a regular file of at most the plan size limit, and says so

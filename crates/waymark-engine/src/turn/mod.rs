@@ -87,6 +87,11 @@ pub(crate) async fn run(
                 }
                 Ok(id)
             })?;
+            // Outside the transaction: a checkpoint of the workspace as the turn starts.
+            let api = SessionApi::new(core.clone());
+            for ext in &core.extensions {
+                ext.before_turn(&api, id).await?;
+            }
             (id, m.source)
         }
         TurnStart::Resume(t) => {
@@ -640,39 +645,66 @@ async fn process_call(
             })?;
             Ok(CallOutcome::Parked)
         }
-        GuardDecision::Allow => match execute(api, &tool, &ctx, call).await {
-            Executed::Abandoned => {
-                recorded(
-                    ToolStatus::Error,
-                    abandoned(&call.name),
-                    Vec::new(),
-                    Vec::new(),
-                )?;
-                Ok(CallOutcome::Aborted)
+        GuardDecision::Allow => {
+            // A confined shell writes nothing of the workspace; anything else that may
+            // write gets a checkpoint first.
+            let writes = tool.0.is_mutating() && ctx.sandbox.is_none();
+            for ext in &core.extensions {
+                ext.before_run(api, turn_id, call, writes).await?;
             }
-            Executed::Fatal(m) => {
-                recorded(ToolStatus::Error, m.clone(), Vec::new(), Vec::new())?;
-                finish(
-                    core,
-                    turn_id,
-                    TurnEndReason::Error,
-                    Some(ErrorInfo::new("tool_failed", m)),
-                )?;
-                Ok(CallOutcome::Aborted)
+            run_allowed(api, turn_id, call, &tool, &ctx, changes, recorded).await
+        }
+    }
+}
+
+/// Runs a call the guards allowed and records how it ended.
+async fn run_allowed(
+    api: &SessionApi,
+    turn_id: i64,
+    call: &ToolCallRecord,
+    tool: &crate::session::FoundTool,
+    ctx: &ToolContext,
+    changes: Vec<waymark_protocol::FileChange>,
+    recorded: impl Fn(
+        ToolStatus,
+        String,
+        Vec<waymark_protocol::FileChange>,
+        Vec<waymark_protocol::ToolImage>,
+    ) -> Result<()>,
+) -> Result<CallOutcome> {
+    let core = api.core();
+    match execute(api, tool, ctx, call).await {
+        Executed::Abandoned => {
+            recorded(
+                ToolStatus::Error,
+                abandoned(&call.name),
+                Vec::new(),
+                Vec::new(),
+            )?;
+            Ok(CallOutcome::Aborted)
+        }
+        Executed::Fatal(m) => {
+            recorded(ToolStatus::Error, m.clone(), Vec::new(), Vec::new())?;
+            finish(
+                core,
+                turn_id,
+                TurnEndReason::Error,
+                Some(ErrorInfo::new("tool_failed", m)),
+            )?;
+            Ok(CallOutcome::Aborted)
+        }
+        Executed::Done {
+            status,
+            content,
+            terminate,
+            images,
+        } => {
+            recorded(status, content, changes, images)?;
+            if ctx.cancel.is_cancelled() {
+                return Ok(CallOutcome::Aborted);
             }
-            Executed::Done {
-                status,
-                content,
-                terminate,
-                images,
-            } => {
-                recorded(status, content, changes, images)?;
-                if ctx.cancel.is_cancelled() {
-                    return Ok(CallOutcome::Aborted);
-                }
-                Ok(CallOutcome::Done { terminate })
-            }
-        },
+            Ok(CallOutcome::Done { terminate })
+        }
     }
 }
 

@@ -150,10 +150,12 @@ pub(super) fn tree_hash(root: &Path, skip: &Path) -> Vec<(PathBuf, String)> {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
             let ft = e.file_type().unwrap();
-            // The plan file may change; the scripted model keeps its position beside it.
+            // The plan file may change; the scripted model keeps its position beside it, and
+            // the runtime its checkpoints of the workspace (no tool writes there).
             if p == skip
                 || p.file_name()
                     .is_some_and(|n| n == "scripted-model.cursor.json")
+                || p == waymark_runtime::checkpoint::store_dir(root)
             {
                 continue;
             }

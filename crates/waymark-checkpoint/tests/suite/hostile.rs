@@ -1,0 +1,229 @@
+//! Acceptance 2 of issue 23: rewinds against a hostile workspace and a damaged store. A
+//! link swapped in for a folder is not written through, a 2 GB sparse file is left out with
+//! a note, a rewind while a turn runs is refused, and a damaged or deleted store is a clear
+//! error while the session goes on.
+
+use super::harness::{Harness, collect, finished, run, user};
+use super::{manifest, rewind, turn_starts};
+use serde_json::json;
+use waymark_protocol::checkpoint::RewindScope;
+use waymark_protocol::config::Config;
+use waymark_protocol::{EventKind, PermissionMode, TurnEndReason};
+
+fn bash(command: &str) -> serde_json::Value {
+    json!({"tool_calls": [{"name": "bash", "arguments": {"command": command}}]})
+}
+
+fn done() -> serde_json::Value {
+    json!({"text": "done"})
+}
+
+#[tokio::test]
+async fn a_link_swapped_in_for_a_folder_is_not_written_through() {
+    let h = Harness::new(Config::default());
+    let outside = h.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("theirs.txt"), "not the workspace's\n").unwrap();
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [{"name": "write", "arguments": {"path": "dir/f.txt", "content": "inside\n"}}]},
+            done(),
+            bash(&format!("rm -r dir && ln -s {} dir", outside.display())),
+            done(),
+        ]}),
+        PermissionMode::Auto,
+    );
+    run(&s, user("make it")).await;
+    let made = manifest(&h.ws);
+    run(&s, user("swap it")).await;
+    assert!(
+        std::fs::symlink_metadata(h.ws.join("dir"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let starts = turn_starts(&h.runtime, s.id());
+    let ev = rewind(&s, &starts[1].id, RewindScope::Files).await.unwrap();
+    // The folder is a folder again, with its file; nothing went through the link.
+    assert_eq!(manifest(&h.ws), made);
+    assert!(
+        std::fs::symlink_metadata(h.ws.join("dir"))
+            .unwrap()
+            .is_dir()
+    );
+    let theirs: Vec<String> = std::fs::read_dir(&outside)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(theirs, ["theirs.txt"], "a write went through the link");
+    let EventKind::SessionRewound { files, .. } = &ev.kind else {
+        unreachable!()
+    };
+    assert!(files.iter().any(|f| f.path == "dir/f.txt"), "{files:?}");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_2_gb_sparse_file_is_left_out_with_a_note() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            bash("truncate -s 2G big.bin && echo small > small.txt"),
+            done(),
+            done(),
+        ]}),
+        PermissionMode::Auto,
+    );
+    run(&s, user("make a big one")).await;
+    run(&s, user("again")).await;
+    let starts = turn_starts(&h.runtime, s.id());
+    let skipped = &starts[1].skipped;
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].path, "big.bin");
+    assert_eq!(skipped[0].bytes, 2 << 30);
+    assert!(
+        skipped[0].reason.contains("checkpoints.max_file_mb"),
+        "{skipped:?}"
+    );
+    // The store holds what it took, not the 2 GB.
+    let store = h.session_dir(s.id()).join("checkpoints");
+    let used: u64 = super::bytes_under(&store)
+        .values()
+        .map(|b| b.len() as u64)
+        .sum();
+    assert!(used < 1 << 20, "the store holds {used} bytes");
+    // A rewind to before it leaves what it never took alone.
+    rewind(&s, &starts[0].id, RewindScope::Files).await.unwrap();
+    assert!(!h.ws.join("small.txt").exists());
+    assert_eq!(
+        std::fs::metadata(h.ws.join("big.bin")).unwrap().len(),
+        2 << 30
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_rewind_while_a_turn_runs_or_waits_is_refused() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"text": "slow", "delay_ms": 20000},
+            {"tool_calls": [{"name": "write", "arguments": {"path": "x.txt", "content": "x"}}]},
+            done(),
+        ]}),
+        PermissionMode::Ask,
+    );
+    let mut rx = s.subscribe();
+    s.submit(user("take your time")).await.unwrap();
+    loop {
+        let ev = rx.recv().await.unwrap();
+        if matches!(ev.kind, EventKind::TurnStarted { .. }) {
+            break;
+        }
+    }
+    // The turn's own checkpoint is taken before its model call.
+    let mut starts = Vec::new();
+    for _ in 0..100 {
+        starts = turn_starts(&h.runtime, s.id());
+        if !starts.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let before = manifest(&h.ws);
+    let e = rewind(&s, &starts[0].id, RewindScope::Both)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "turn_running", "{e}");
+    assert!(e.to_string().contains("stop it"), "{e}");
+    s.submit(waymark_protocol::Op::Stop).await.unwrap();
+    collect(&mut rx).await;
+    // A turn parked on a question is open too.
+    let ev = run(&s, user("write it")).await;
+    assert!(matches!(
+        ev.last().unwrap().kind,
+        EventKind::SessionWaiting { .. }
+    ));
+    let e = rewind(&s, &starts[0].id, RewindScope::Both)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "turn_running", "{e}");
+    assert!(e.to_string().contains("waits on a question"), "{e}");
+    assert_eq!(manifest(&h.ws), before);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_deleted_or_damaged_store_is_a_clear_error_and_the_session_goes_on() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "one"}}]},
+            done(),
+            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "two"}}]},
+            done(),
+            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "three"}}]},
+            done(),
+            done(),
+            done(),
+        ]}),
+        PermissionMode::Auto,
+    );
+    let store = h.session_dir(s.id()).join("checkpoints");
+    run(&s, user("one")).await;
+    run(&s, user("two")).await;
+    // Deleted outside Waymark: the next turn works, its checkpoints in a new store.
+    std::fs::remove_dir_all(&store).unwrap();
+    let ev = run(&s, user("three")).await;
+    assert_eq!(finished(&ev), [(TurnEndReason::Completed, None)]);
+    let starts = turn_starts(&h.runtime, s.id());
+    assert_eq!(starts.len(), 3);
+    // The old checkpoints' files are gone with it: a clear error, and nothing changes.
+    let before = manifest(&h.ws);
+    let e = rewind(&s, &starts[0].id, RewindScope::Both)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "checkpoint_failed", "{e}");
+    assert!(
+        e.to_string().contains("damaged") && e.to_string().contains("missing"),
+        "{e}"
+    );
+    assert_eq!(manifest(&h.ws), before);
+    // The new one works.
+    rewind(&s, &starts[2].id, RewindScope::Files).await.unwrap();
+    assert_eq!(std::fs::read_to_string(h.ws.join("a.txt")).unwrap(), "two");
+
+    // Every object garbage: a clear error, nothing changed.
+    for (rel, _) in super::bytes_under(&store.join("objects")) {
+        std::fs::write(store.join("objects").join(rel), b"garbage").unwrap();
+    }
+    let before = manifest(&h.ws);
+    let e = rewind(&s, &starts[2].id, RewindScope::Both)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "checkpoint_failed", "{e}");
+    assert!(e.to_string().contains("damaged"), "{e}");
+    assert_eq!(manifest(&h.ws), before);
+
+    // A store that cannot be used at all (a file where its objects belong): turns go on,
+    // and the user is told once.
+    std::fs::remove_dir_all(&store).unwrap();
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(store.join("objects"), b"not a folder").unwrap();
+    let mut said = Vec::new();
+    for text in ["four", "five"] {
+        let ev = run(&s, user(text)).await;
+        assert_eq!(finished(&ev), [(TurnEndReason::Completed, None)]);
+        said.extend(ev.into_iter().filter_map(|e| match e.kind {
+            EventKind::CheckpointFailed { message, .. } => Some(message),
+            _ => None,
+        }));
+    }
+    assert_eq!(said.len(), 1, "said once: {said:?}");
+    assert!(
+        said[0].contains("objects") && said[0].contains("cannot be rewound"),
+        "{said:?}"
+    );
+    s.shutdown().await.unwrap();
+}

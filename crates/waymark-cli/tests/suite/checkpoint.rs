@@ -1,0 +1,118 @@
+//! `waymark checkpoints` and `waymark rewind` through the binary (G-28, G-29): the list,
+//! a rewind of the files and the conversation, its undo, and a rewind refused while another
+//! process runs a turn of the session.
+
+use super::support::{Env, json_lines, spawn_until_tool_result, text};
+use serde_json::{Value, json};
+
+fn write(path: &str, content: &str) -> Value {
+    json!({"tool_calls": [{"name": "write", "arguments": {"path": path, "content": content}}]})
+}
+
+fn checkpoints(env: &Env, sid: &str) -> Vec<Value> {
+    let out = env.run(&["checkpoints", "--session", sid, "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn checkpoints_list_and_rewind_undoes_and_is_undone() {
+    let env = Env::new();
+    let model = env.script(
+        "m.json",
+        json!({"responses": [
+            write("a.txt", "first\n"), {"text": "one"},
+            write("a.txt", "second\n"), {"text": "two"},
+        ]}),
+    );
+    let out = env.exec(&model, &["--permission", "auto", "first"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let sid = env.only_session();
+    let out = env.exec_session(&sid, &["second"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let list = checkpoints(&env, &sid);
+    let starts: Vec<&Value> = list
+        .iter()
+        .filter(|c| c["trigger"] == "turn_start")
+        .collect();
+    assert_eq!(starts.len(), 2, "{list:?}");
+    assert_eq!(
+        starts[1]["changed"],
+        json!([{"path": "a.txt", "change": "added"}])
+    );
+    // The text listing says the same, with how to rewind.
+    let out = env.run(&["checkpoints", "--session", &sid]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("before turn") && shown.contains("+a.txt"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("waymark rewind --session {sid} --to")),
+        "{shown}"
+    );
+
+    let to = starts[1]["id"].as_str().unwrap();
+    let out = env.run(&["rewind", "--session", &sid, "--to", to]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(shown.contains("reverted  a.txt"), "{shown}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "first\n"
+    );
+    let undo = shown
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("Undo with: waymark rewind --session {sid} --to ")))
+        .expect("how to undo")
+        .to_string();
+    // Undo, with the event as JSON.
+    let out = env.run(&["rewind", "--session", &sid, "--to", &undo, "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let ev = &json_lines(&out)[0];
+    assert_eq!(ev["type"], "session.rewound");
+    assert_eq!(ev["rewound_turns"], json!([]));
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "second\n"
+    );
+    // An unknown checkpoint is named, with where to find them.
+    let out = env.run(&["rewind", "--session", &sid, "--to", "cp-nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no checkpoint `cp-nope`") && err.contains("waymark checkpoints"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rewind_while_another_process_runs_a_turn_is_refused_and_changes_nothing() {
+    let env = Env::new();
+    let model = env.script(
+        "slow.json",
+        json!({"responses": [
+            write("a.txt", "made\n"),
+            {"text": "slow", "delay_ms": 30000},
+        ]}),
+    );
+    let (mut child, sid, _rest) = spawn_until_tool_result(&env, &model, "go");
+    let to = checkpoints(&env, &sid)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = env.run(&["rewind", "--session", &sid, "--to", &to]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("driven by another process"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "made\n"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
