@@ -5,7 +5,6 @@
 
 use gix_hash::ObjectId;
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
 /// A file's stat as the cache compares it.
@@ -19,13 +18,13 @@ pub(crate) struct Stat {
 }
 
 impl Stat {
-    pub(crate) fn of(m: &std::fs::Metadata) -> Stat {
+    pub(crate) fn of(m: &rustix::fs::Stat) -> Stat {
         Stat {
-            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
-            size: m.size(),
-            ino: m.ino(),
-            mode: m.mode(),
+            mtime_ns: i128::from(m.st_mtime) * 1_000_000_000 + i128::from(m.st_mtime_nsec),
+            ctime_ns: i128::from(m.st_ctime) * 1_000_000_000 + i128::from(m.st_ctime_nsec),
+            size: m.st_size as u64,
+            ino: m.st_ino,
+            mode: m.st_mode,
         }
     }
 }
@@ -113,8 +112,22 @@ impl Cache {
         (s == stat && !racy).then_some(*id)
     }
 
+    /// How many files it knows.
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
+    }
+
     pub(crate) fn has_tree(&self, id: &ObjectId) -> bool {
         self.trees.contains(id)
+    }
+
+    /// Whether it already holds exactly these files and every one of these trees.
+    pub(crate) fn knows(
+        &self,
+        files: &HashMap<String, (Stat, ObjectId)>,
+        trees: &[ObjectId],
+    ) -> bool {
+        self.files == *files && trees.iter().all(|t| self.trees.contains(t))
     }
 
     /// The cache for the next checkpoint: these files, and every tree known.

@@ -125,6 +125,13 @@ pub fn at_turn_start(
     .map_err(|e| corrupt(session_id, e))
 }
 
+/// When the session's oldest checkpoint was taken.
+pub fn oldest(conn: &Connection, session_id: &str) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT MIN(created_at) FROM checkpoints WHERE session_id = ?1")?
+        .query_row([session_id], |r| r.get::<_, Option<i64>>(0))?)
+}
+
 /// The trees of the session's checkpoints (what pruning keeps).
 pub fn trees(conn: &Connection, session_id: &str) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached("SELECT tree FROM checkpoints WHERE session_id = ?1")?;
@@ -242,6 +249,7 @@ mod tests {
         assert_eq!(all[0], want);
         assert_eq!(s.read(|c| last(c, "s")).unwrap().unwrap().id, "cp_b");
         assert_eq!(s.read(|c| get(c, "s", "cp_x")).unwrap(), None);
+        assert_eq!(s.read(|c| oldest(c, "s")).unwrap(), Some(10));
         let (gone, _) = s.write(30, |tx| tx.prune_checkpoints("s", 15)).unwrap();
         assert_eq!(gone, 1);
         assert_eq!(s.read(|c| trees(c, "s")).unwrap().len(), 1);

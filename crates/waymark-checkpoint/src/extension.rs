@@ -285,6 +285,13 @@ async fn prune(api: &SessionApi) -> Result<()> {
     let keep_ms = i64::from(api.config().checkpoints.keep_days).saturating_mul(86_400_000);
     let cutoff = api.now_ms().saturating_sub(keep_ms);
     let sid = api.id().to_string();
+    // Read first: most sessions have nothing that old, and a read costs no write.
+    if api
+        .read(|c| db::oldest(c, &sid))?
+        .is_none_or(|t| t >= cutoff)
+    {
+        return Ok(());
+    }
     let gone = api.write(|tx| tx.prune_checkpoints(&sid, cutoff))?;
     if gone == 0 {
         return Ok(());

@@ -18,6 +18,7 @@ pub mod listing;
 pub mod preview;
 mod restore;
 mod snapshot;
+mod walk;
 
 pub use extension::{CheckpointExtension, MIGRATIONS, shared, store_dir};
 pub use restore::Restored;
@@ -178,8 +179,15 @@ impl Store {
         }
     }
 
+    /// Stores an object unless the store has it already (a file per object costs an inode
+    /// and a rename on most file systems: an object known is only looked up).
     pub(crate) fn write(&self, kind: gix_object::Kind, data: &[u8]) -> Result<ObjectId> {
-        gix_object::Write::write_buf(&self.objects, kind, data)
+        let id = gix_object::compute_hash(gix_hash::Kind::Sha1, kind, data)
+            .map_err(|e| CheckpointError::Invalid(format!("an object could not be hashed: {e}")))?;
+        if self.objects.contains(&id) {
+            return Ok(id);
+        }
+        gix_object::Write::write_buf_with_known_id(&self.objects, kind, data, id)
             .map_err(|e| self.corrupt(format!("an object could not be written: {e}")))
     }
 

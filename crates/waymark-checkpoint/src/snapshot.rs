@@ -4,8 +4,8 @@
 use crate::{CheckpointError, Limits, Result, Store, io};
 use gix_hash::ObjectId;
 use gix_object::tree::{Entry as TreeEntry, EntryKind};
+use rustix::fs::FileType;
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 /// A file left out of a checkpoint, and why.
@@ -31,106 +31,24 @@ struct Dir {
 }
 
 impl Dir {
-    fn at(&mut self, parts: &[&str]) -> &mut Dir {
+    /// The folder at workspace-relative path `rel` (`""`: this one), made if missing.
+    fn at(&mut self, rel: &str) -> &mut Dir {
         let mut d = self;
-        for p in parts {
-            d = d.dirs.entry((*p).to_string()).or_default();
+        if rel.is_empty() {
+            return d;
+        }
+        for p in rel.split('/') {
+            d = d.dirs.entry(p.to_string()).or_default();
         }
         d
     }
 }
 
-/// Every path below `root` that the ignore files leave in (`.git/` never), with its own
-/// metadata (links not followed), in no order; listed on all cores, as `git status` does. Also
-/// what could not be listed (a folder it may not read), as messages.
-type Listed = Vec<(std::path::PathBuf, std::io::Result<std::fs::Metadata>)>;
-
-fn walk(root: &Path) -> (Listed, Vec<String>) {
-    let found = std::sync::Mutex::new(Vec::new());
-    let failed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    // The walker reads a folder's ignore files as it enters it, following links and with
-    // no limit: a pipe there would hang every checkpoint. Such a folder is left out, noted;
-    // at the top, the ignore files are then not used at all.
-    let top_plain = odd_ignore_file(root).is_none();
-    if let Some(why) = odd_ignore_file(root) {
-        failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(format!("the workspace's ignore files are not used: {why}"));
-    }
-    let odd = failed.clone();
-    ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .parents(false)
-        .git_global(false)
-        .git_ignore(top_plain)
-        .git_exclude(top_plain)
-        .require_git(false)
-        .ignore(false)
-        .follow_links(false)
-        .filter_entry(move |e| {
-            if e.file_name().eq_ignore_ascii_case(".git") {
-                return false;
-            }
-            if e.file_type().is_some_and(|t| t.is_dir())
-                && let Some(why) = odd_ignore_file(e.path())
-            {
-                odd.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(format!("{} is left out: {why}", e.path().display()));
-                return false;
-            }
-            true
-        })
-        .max_depth(Some(crate::MAX_DEPTH))
-        .build_parallel()
-        .run(|| {
-            let (found, failed) = (&found, &failed);
-            Box::new(move |entry| {
-                match entry {
-                    Ok(e) if e.path() == root => {}
-                    Ok(e) => {
-                        let meta = std::fs::symlink_metadata(e.path());
-                        found
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push((e.into_path(), meta));
-                    }
-                    // Left out, noted; the rest is still taken.
-                    Err(e) => failed
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(e.to_string()),
-                }
-                ignore::WalkState::Continue
-            })
-        });
-    // In no order: the folders gathered are sorted maps.
-    let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
-    let failed = std::mem::take(&mut *failed.lock().unwrap_or_else(|p| p.into_inner()));
-    (found, failed)
-}
-
-/// The largest ignore file read.
-const MAX_IGNORE_FILE: u64 = 1024 * 1024;
-
-/// Why folder `dir`'s ignore files (`.gitignore`, a `.git` file, `.git/info/exclude`) are
-/// not safe to read (not a plain file, or over 1 MiB), if they are not.
-fn odd_ignore_file(dir: &Path) -> Option<String> {
-    let plain = |p: &Path| match std::fs::symlink_metadata(p) {
-        Err(_) => None,
-        Ok(m) if m.is_file() && m.len() <= MAX_IGNORE_FILE => None,
-        Ok(m) if m.is_file() => Some(format!("{} is over 1 MiB", p.display())),
-        Ok(_) => Some(format!("{} is not a plain file", p.display())),
-    };
-    let git = dir.join(".git");
-    let git_odd = match std::fs::symlink_metadata(&git) {
-        Ok(m) if m.is_dir() => plain(&git.join("info").join("exclude")),
-        Ok(_) => plain(&git),
-        Err(_) => None,
-    };
-    plain(&dir.join(".gitignore")).or(git_odd)
-}
+/// From this many files (as the last checkpoint counted), the workspace is listed on every
+/// core; below, starting threads costs more than it saves.
+const PARALLEL_FROM: usize = 2000;
+/// From this many files to read, they are read and stored on every core.
+const PARALLEL_READS: usize = 256;
 
 /// Why a file is left out of a checkpoint after all.
 #[derive(Debug, thiserror::Error)]
@@ -148,7 +66,7 @@ enum Unread {
 /// `limit` (a file that grew past it is left out). `Err` says why it is left out.
 fn read_file(
     path: &Path,
-    seen: &std::fs::Metadata,
+    seen: &rustix::fs::Stat,
     limit: u64,
 ) -> std::result::Result<Vec<u8>, Unread> {
     use std::io::Read as _;
@@ -159,7 +77,7 @@ fn read_file(
         .open(path)
         .map_err(Unread::Io)?;
     let m = f.metadata().map_err(Unread::Io)?;
-    if !m.is_file() || m.ino() != seen.ino() || m.dev() != seen.dev() {
+    if !m.is_file() || m.ino() != seen.st_ino || m.dev() != seen.st_dev {
         return Err(Unread::Changed);
     }
     let mut data = Vec::with_capacity(usize::try_from(m.len().min(limit)).unwrap_or(0));
@@ -172,120 +90,190 @@ fn read_file(
     Ok(data)
 }
 
-/// The workspace-relative path of `path`, as `/`-separated UTF-8 parts; `None` for a name
-/// that is not UTF-8 (left out: trees here hold UTF-8 names only).
-fn parts<'a>(root: &Path, path: &'a Path) -> Option<Vec<&'a str>> {
-    path.strip_prefix(root)
-        .ok()?
-        .components()
-        .map(|c| c.as_os_str().to_str())
-        .collect()
-}
-
 impl Store {
     /// Takes a checkpoint of `workspace` (a folder; a link to one is taken as the folder).
     pub fn snapshot(&self, workspace: &Path, limits: &Limits) -> Result<Snapshot> {
-        let root = workspace.canonicalize().map_err(io(workspace))?;
-        if !root.is_dir() {
-            return Err(CheckpointError::Invalid(format!(
-                "{} is not a folder",
-                root.display()
-            )));
-        }
+        let (root, root_fd) = match crate::walk::open_root(workspace) {
+            Ok(r) => r,
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                return Err(CheckpointError::Invalid(format!(
+                    "{} is not a folder",
+                    workspace.display()
+                )));
+            }
+            Err(e) => return Err(io(workspace)(e)),
+        };
         let mut held = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         self.check_objects(&mut held)?;
         let cache_file = self.dir().join("stat-cache");
         let cache = held.get_or_insert_with(|| crate::cache::Cache::load(&cache_file));
-        let mut seen = std::collections::HashMap::new();
+        let threads = if cache.len() >= PARALLEL_FROM {
+            std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+        } else {
+            1
+        };
+        let listing = crate::walk::list(&root, root_fd, threads);
+        let mut seen = std::collections::HashMap::with_capacity(listing.found.len());
         let mut top = Dir::default();
-        let mut skipped = Vec::new();
-        let (listed, failed) = walk(&root);
-        skipped.extend(failed.into_iter().map(|reason| Skipped {
-            path: String::new(),
+        let mut skipped: Vec<Skipped> = listing
+            .notes
+            .into_iter()
+            .map(|reason| Skipped {
+                path: String::new(),
+                bytes: 0,
+                reason,
+            })
+            .collect();
+        skipped.extend(listing.not_utf8.into_iter().map(|path| Skipped {
+            path,
             bytes: 0,
-            reason,
+            reason: "its name is not UTF-8".into(),
         }));
-        for (path, meta) in listed {
-            let path = path.as_path();
-            let meta = match meta {
-                Ok(m) => m,
-                // Gone between the listing and the look: not there to keep.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(io(path)(e)),
+        // Files the cache does not vouch for, read after the listing (on every core when
+        // there are many, as on a first checkpoint).
+        let mut unread = Vec::new();
+        for found in listing.found {
+            let kind = found.kind();
+            let st = &found.stat;
+            let rel = found.rel;
+            let (parent, name) = match rel.rsplit_once('/') {
+                Some((p, n)) => (p, n),
+                None => ("", rel.as_str()),
             };
-            let Some(parts) = parts(&root, path) else {
-                skipped.push(Skipped {
-                    path: path.display().to_string(),
-                    bytes: 0,
-                    reason: "its name is not UTF-8".into(),
-                });
-                continue;
-            };
-            let Some((name, parent)) = parts.split_last() else {
-                continue;
-            };
-            let ft = meta.file_type();
-            if ft.is_dir() {
-                top.at(&parts);
-            } else if ft.is_symlink() {
-                let Ok(target) = std::fs::read_link(path) else {
-                    continue;
-                };
-                let id = self.write(
-                    gix_object::Kind::Blob,
-                    std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()),
-                )?;
-                top.at(parent)
-                    .leaves
-                    .insert((*name).to_string(), (EntryKind::Link, id));
-            } else if ft.is_file() {
-                if meta.len() > limits.max_file_bytes {
-                    skipped.push(Skipped {
-                        path: parts.join("/"),
-                        bytes: meta.len(),
-                        reason: format!(
-                            "it is over {} MB (checkpoints.max_file_mb)",
-                            limits.max_file_bytes / (1024 * 1024)
-                        ),
-                    });
+            let stat = crate::cache::Stat::of(st);
+            let (entry_kind, id) = match kind {
+                FileType::Directory => {
+                    top.at(&rel);
                     continue;
                 }
-                let stat = crate::cache::Stat::of(&meta);
-                let rel = parts.join("/");
-                let id = match cache.blob(&rel, &stat) {
-                    Some(id) => id,
-                    None => match read_file(path, &meta, limits.max_file_bytes) {
-                        Ok(data) => self.write(gix_object::Kind::Blob, &data)?,
-                        Err(why) => {
-                            skipped.push(Skipped {
-                                path: rel,
-                                bytes: meta.len(),
-                                reason: why.to_string(),
-                            });
+                FileType::Symlink => {
+                    let id = match cache.blob(&rel, &stat) {
+                        Some(id) => id,
+                        None => {
+                            let Ok(target) = std::fs::read_link(root.join(&rel)) else {
+                                continue;
+                            };
+                            self.write(
+                                gix_object::Kind::Blob,
+                                std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()),
+                            )?
+                        }
+                    };
+                    (EntryKind::Link, id)
+                }
+                FileType::RegularFile => {
+                    let size = st.st_size as u64;
+                    if size > limits.max_file_bytes {
+                        skipped.push(Skipped {
+                            path: rel,
+                            bytes: size,
+                            reason: format!(
+                                "it is over {} MB (checkpoints.max_file_mb)",
+                                limits.max_file_bytes / (1024 * 1024)
+                            ),
+                        });
+                        continue;
+                    }
+                    let kind = if st.st_mode & 0o111 != 0 {
+                        EntryKind::BlobExecutable
+                    } else {
+                        EntryKind::Blob
+                    };
+                    match cache.blob(&rel, &stat) {
+                        Some(id) => (kind, id),
+                        None => {
+                            unread.push((rel, found.stat, kind));
                             continue;
                         }
-                    },
-                };
-                seen.insert(rel, (stat, id));
-                let kind = if meta.permissions().mode() & 0o111 != 0 {
-                    EntryKind::BlobExecutable
-                } else {
-                    EntryKind::Blob
-                };
-                top.at(parent)
-                    .leaves
-                    .insert((*name).to_string(), (kind, id));
+                    }
+                }
+                // Sockets, pipes and devices are not files to keep.
+                _ => continue,
+            };
+            top.at(parent)
+                .leaves
+                .insert(name.to_string(), (entry_kind, id));
+            seen.insert(rel, (stat, id));
+        }
+        for ((rel, st, kind), read) in self.read_all(&root, &unread, limits)? {
+            let stat = crate::cache::Stat::of(&st);
+            match read {
+                Ok(id) => {
+                    let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
+                    top.at(parent).leaves.insert(name.to_string(), (kind, id));
+                    seen.insert(rel, (stat, id));
+                }
+                Err(why) => skipped.push(Skipped {
+                    path: rel,
+                    bytes: st.st_size as u64,
+                    reason: why.to_string(),
+                }),
             }
-            // Sockets, pipes and devices are not files to keep.
         }
         let mut trees = Vec::new();
         let tree = self.write_dir(&top, cache, &mut trees)?;
-        let mut next = cache.next(seen, &trees);
-        // A cache that cannot be saved only makes the next checkpoint slower.
-        let _ = next.save(&cache_file);
-        *cache = next;
+        // Saved only when it learnt something (a cache that cannot be saved only makes the
+        // next checkpoint slower).
+        if !cache.knows(&seen, &trees) {
+            let mut next = cache.next(seen, &trees);
+            let _ = next.save(&cache_file);
+            *cache = next;
+        }
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Snapshot { tree, skipped })
+    }
+
+    /// Reads and stores each of `files` (workspace-relative, with the stat the walk saw):
+    /// each with its blob, or why it is left out after all. On every core when there are
+    /// enough of them to be worth the threads.
+    #[allow(clippy::type_complexity)]
+    fn read_all(
+        &self,
+        root: &Path,
+        files: &[(String, rustix::fs::Stat, EntryKind)],
+        limits: &Limits,
+    ) -> Result<
+        Vec<(
+            (String, rustix::fs::Stat, EntryKind),
+            std::result::Result<ObjectId, Unread>,
+        )>,
+    > {
+        let one = |(rel, st, _): &(String, rustix::fs::Stat, EntryKind)| -> Result<std::result::Result<ObjectId, Unread>> {
+            Ok(match read_file(&root.join(rel), st, limits.max_file_bytes) {
+                Ok(data) => Ok(self.write(gix_object::Kind::Blob, &data)?),
+                Err(why) => Err(why),
+            })
+        };
+        let threads = if files.len() >= PARALLEL_READS {
+            std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+        } else {
+            1
+        };
+        let results: Vec<Result<std::result::Result<ObjectId, Unread>>> = if threads <= 1 {
+            files.iter().map(one).collect()
+        } else {
+            let per = files.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                let parts: Vec<_> = files
+                    .chunks(per)
+                    .map(|chunk| s.spawn(move || chunk.iter().map(one).collect::<Vec<_>>()))
+                    .collect();
+                let mut all = Vec::with_capacity(files.len());
+                for h in parts {
+                    all.extend(h.join().map_err(|_| {
+                        CheckpointError::Invalid(
+                            "a thread reading files for the checkpoint failed".into(),
+                        )
+                    })?);
+                }
+                Ok::<_, CheckpointError>(all)
+            })?
+        };
+        let mut out = Vec::with_capacity(files.len());
+        for (f, r) in files.iter().zip(results) {
+            out.push((f.clone(), r?));
+        }
+        Ok(out)
     }
 
     /// Writes `dir` and every folder in it as trees; its id.

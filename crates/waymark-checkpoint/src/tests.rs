@@ -453,3 +453,41 @@ fn an_ignore_file_that_is_a_pipe_or_a_link_hangs_nothing() {
         s.skipped
     );
 }
+
+/// The rules git applies: a folder's own `.gitignore` wins over its parents', `!` takes a
+/// file back, an ignored folder is not entered, and a worktree (`.git` a file) uses the
+/// exclude file of the repository it belongs to.
+#[test]
+fn nested_ignore_files_apply_as_git_applies_them() {
+    let f = fixture();
+    write(&f.ws, ".gitignore", "*.log\n!keep.log\nbuild/\n");
+    write(&f.ws, "a.log", "x");
+    write(&f.ws, "keep.log", "x");
+    write(&f.ws, "build/out.o", "x");
+    write(&f.ws, "sub/.gitignore", "!*.log\nlocal.txt\n");
+    write(&f.ws, "sub/b.log", "x");
+    write(&f.ws, "sub/local.txt", "x");
+    write(&f.ws, "sub/deeper/c.log", "x");
+    write(&f.ws, "sub/deeper/local.txt", "x");
+    // A worktree: `.git` names its folder in the main repository, whose exclude applies.
+    let main = f.outside.join("main");
+    write(&main, ".git/info/exclude", "private.txt\n");
+    write(&main, ".git/worktrees/wt/commondir", "../..\n");
+    write(
+        &f.ws,
+        ".git",
+        &format!("gitdir: {}\n", main.join(".git/worktrees/wt").display()),
+    );
+    write(&f.ws, "private.txt", "x");
+    let files = f.store.files(&snap(&f).tree).unwrap();
+    assert_eq!(
+        files.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            ".gitignore",
+            "keep.log",
+            "sub/.gitignore",
+            "sub/b.log",
+            "sub/deeper/c.log"
+        ]
+    );
+}

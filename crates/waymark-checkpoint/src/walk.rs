@@ -1,0 +1,352 @@
+//! Listing a workspace for a checkpoint: every path the ignore files leave in (`.git/`
+//! never), with its own stat (links not followed). Each folder is opened without following
+//! a link and read through its descriptor, and each entry is looked at relative to it, so
+//! no path is walked from the root again (what makes `git status` fast makes this fast).
+//! Ignore files are read from the opened folder, only when they are small regular files: a
+//! pipe or a link there leaves its folder out, noted, and can never hang the walk.
+
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// A folder opened for reading its entries: never through a link.
+const DIR: OFlags = OFlags::DIRECTORY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::RDONLY);
+
+/// The largest ignore file read.
+const MAX_IGNORE_FILE: u64 = 1024 * 1024;
+
+/// One path found: relative to the workspace, `/`-separated.
+pub(crate) struct Found {
+    pub rel: String,
+    pub stat: rustix::fs::Stat,
+}
+
+impl Found {
+    pub(crate) fn kind(&self) -> FileType {
+        FileType::from_raw_mode(self.stat.st_mode)
+    }
+}
+
+/// The ignore rules in force in a folder: its own `.gitignore` last (it wins), each with
+/// the workspace-relative folder it applies from.
+type Rules = Vec<(String, Arc<Gitignore>)>;
+
+/// A folder still to read.
+struct Todo {
+    fd: OwnedFd,
+    rel: String,
+    depth: usize,
+    rules: Arc<Rules>,
+}
+
+/// What the walk gathered: the paths, and notes on what it left out.
+#[derive(Default)]
+pub(crate) struct Listing {
+    pub found: Vec<Found>,
+    pub notes: Vec<String>,
+    /// Paths left out for a name that is not UTF-8.
+    pub not_utf8: Vec<String>,
+}
+
+/// Reads the ignore file `name` of the open folder `dir` (whose path is `path`): `Ok(None)`
+/// when there is none, `Err` saying why it cannot be used (not a regular file, too big).
+fn ignore_file(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read as _;
+    let shown = path.join(name);
+    let fd = match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(rustix::io::Errno::LOOP) => {
+            return Err(format!("{} is not a plain file", shown.display()));
+        }
+        Err(e) => return Err(format!("{} cannot be read: {e}", shown.display())),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("{}: {e}", shown.display()))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(format!("{} is not a plain file", shown.display()));
+    }
+    if st.st_size as u64 > MAX_IGNORE_FILE {
+        return Err(format!("{} is over 1 MiB", shown.display()));
+    }
+    let mut data = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_IGNORE_FILE + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| format!("{} cannot be read: {e}", shown.display()))?;
+    if data.len() as u64 > MAX_IGNORE_FILE {
+        return Err(format!("{} is over 1 MiB", shown.display()));
+    }
+    Ok(Some(data))
+}
+
+/// The rules of an ignore file's text, applying from `root`.
+fn rules_of(root: &Path, text: &[u8]) -> Option<Arc<Gitignore>> {
+    let mut b = GitignoreBuilder::new(root);
+    for line in String::from_utf8_lossy(text).lines() {
+        // A line the parser refuses is skipped, as git skips it.
+        let _ = b.add_line(None, line);
+    }
+    b.build().ok().filter(|g| !g.is_empty()).map(Arc::new)
+}
+
+/// The repository's own exclude file for a workspace at `root`: `.git/info/exclude`, or,
+/// for a worktree (`.git` a file naming its folder), the main repository's.
+fn exclude_file(root_fd: &OwnedFd, root: &Path) -> Result<Option<Vec<u8>>, String> {
+    let git = match rustix::fs::statat(root_fd, ".git", AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => FileType::from_raw_mode(st.st_mode),
+        Err(_) => return Ok(None),
+    };
+    let info = match git {
+        FileType::Directory => root.join(".git"),
+        FileType::RegularFile => {
+            let Some(text) = ignore_file(root_fd, ".git", root)? else {
+                return Ok(None);
+            };
+            let text = String::from_utf8_lossy(&text);
+            let Some(dir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+                return Ok(None);
+            };
+            let dir = root.join(dir.trim());
+            // A worktree keeps its excludes in the repository it belongs to.
+            match std::fs::read_to_string(dir.join("commondir")) {
+                Ok(common) if common.len() < 4096 => dir.join(common.trim()),
+                _ => dir,
+            }
+        }
+        _ => {
+            return Err(format!(
+                "{} is not a folder or a plain file",
+                root.join(".git").display()
+            ));
+        }
+    };
+    let info_dir = info.join("info");
+    let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &info_dir, DIR, Mode::empty()) else {
+        return Ok(None);
+    };
+    ignore_file(&fd, "exclude", &info_dir)
+}
+
+/// Whether `rel` (a `dir` if `is_dir`) is ignored: the deepest rule that speaks decides.
+fn ignored(rules: &Rules, rel: &str, is_dir: bool) -> bool {
+    for (from, g) in rules.iter().rev() {
+        let inside = if from.is_empty() {
+            rel
+        } else {
+            match rel
+                .strip_prefix(from.as_str())
+                .and_then(|r| r.strip_prefix('/'))
+            {
+                Some(r) => r,
+                None => continue,
+            }
+        };
+        match g.matched(inside, is_dir) {
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+            Match::None => {}
+        }
+    }
+    false
+}
+
+/// Reads one folder: its entries into `out`, its folders into `more`.
+fn read_dir(root: &Path, todo: Todo, out: &mut Listing, more: &mut Vec<Todo>) {
+    let here = root.join(&todo.rel);
+    let mut rules = todo.rules;
+    match ignore_file(&todo.fd, ".gitignore", &here) {
+        Ok(None) => {}
+        Ok(Some(text)) => {
+            if let Some(g) = rules_of(&here, &text) {
+                let mut r = (*rules).clone();
+                r.push((todo.rel.clone(), g));
+                rules = Arc::new(r);
+            }
+        }
+        Err(why) if todo.rel.is_empty() => {
+            out.notes
+                .push(format!("the workspace's ignore files are not used: {why}"));
+        }
+        Err(why) => {
+            out.notes
+                .push(format!("{} is left out: {why}", here.display()));
+            return;
+        }
+    }
+    let dir = match rustix::fs::Dir::read_from(&todo.fd) {
+        Ok(d) => d,
+        Err(e) => {
+            out.notes
+                .push(format!("{} cannot be listed: {e}", here.display()));
+            return;
+        }
+    };
+    for entry in dir {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                out.notes
+                    .push(format!("{} cannot be listed: {e}", here.display()));
+                break;
+            }
+        };
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." || name.eq_ignore_ascii_case(b".git") {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(name) else {
+            out.not_utf8.push(
+                here.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name))
+                    .display()
+                    .to_string(),
+            );
+            continue;
+        };
+        let rel = if todo.rel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}/{name}", todo.rel)
+        };
+        let stat = match rustix::fs::statat(&todo.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            // Gone between the listing and the look: not there to keep.
+            Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => {
+                out.notes.push(format!(
+                    "{} cannot be looked at: {e}",
+                    here.join(name).display()
+                ));
+                continue;
+            }
+        };
+        let is_dir = FileType::from_raw_mode(stat.st_mode) == FileType::Directory;
+        if ignored(&rules, &rel, is_dir) {
+            continue;
+        }
+        if is_dir && todo.depth < crate::MAX_DEPTH {
+            match rustix::fs::openat(&todo.fd, name, DIR, Mode::empty()) {
+                Ok(fd) => more.push(Todo {
+                    fd,
+                    rel: rel.clone(),
+                    depth: todo.depth + 1,
+                    rules: rules.clone(),
+                }),
+                // Swapped for something else since it was looked at: not there.
+                Err(
+                    rustix::io::Errno::NOENT | rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR,
+                ) => continue,
+                Err(e) => {
+                    out.notes.push(format!(
+                        "{} cannot be listed: {e}",
+                        here.join(name).display()
+                    ));
+                    continue;
+                }
+            }
+        }
+        out.found.push(Found { rel, stat });
+    }
+}
+
+/// Lists the workspace at `root` (opened as `root_fd`), on `threads` threads.
+pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize) -> Listing {
+    let mut out = Listing::default();
+    let mut base: Rules = Vec::new();
+    match exclude_file(&root_fd, root) {
+        Ok(Some(text)) => {
+            if let Some(g) = rules_of(root, &text) {
+                base.push((String::new(), g));
+            }
+        }
+        Ok(None) => {}
+        Err(why) => out
+            .notes
+            .push(format!("the repository's exclude file is not used: {why}")),
+    }
+    let first = Todo {
+        fd: root_fd,
+        rel: String::new(),
+        depth: 0,
+        rules: Arc::new(base),
+    };
+    if threads <= 1 {
+        let mut todo = vec![first];
+        while let Some(t) = todo.pop() {
+            read_dir(root, t, &mut out, &mut todo);
+        }
+        return out;
+    }
+    // A shared stack of folders; a worker waits while others may still add to it.
+    struct Work {
+        todo: Vec<Todo>,
+        busy: usize,
+    }
+    let work = Mutex::new(Work {
+        todo: vec![first],
+        busy: 0,
+    });
+    let woken = Condvar::new();
+    let parts: Vec<Listing> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Listing::default();
+                    let mut more = Vec::new();
+                    loop {
+                        let next = {
+                            let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
+                            loop {
+                                if let Some(t) = w.todo.pop() {
+                                    w.busy += 1;
+                                    break Some(t);
+                                }
+                                if w.busy == 0 {
+                                    break None;
+                                }
+                                w = woken.wait(w).unwrap_or_else(|p| p.into_inner());
+                            }
+                        };
+                        let Some(t) = next else {
+                            woken.notify_all();
+                            return mine;
+                        };
+                        read_dir(root, t, &mut mine, &mut more);
+                        let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
+                        w.todo.append(&mut more);
+                        w.busy -= 1;
+                        drop(w);
+                        woken.notify_all();
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for p in parts {
+        out.found.extend(p.found);
+        out.notes.extend(p.notes);
+        out.not_utf8.extend(p.not_utf8);
+    }
+    out
+}
+
+/// The workspace's folder opened for listing, and its real path.
+pub(crate) fn open_root(workspace: &Path) -> std::io::Result<(PathBuf, OwnedFd)> {
+    let root = workspace.canonicalize()?;
+    let fd = rustix::fs::openat(rustix::fs::CWD, &root, DIR, Mode::empty())?;
+    Ok((root, fd))
+}
