@@ -221,6 +221,8 @@ mod tests {
                     tokens: line,
                     main_turns: line,
                     active_seconds: line,
+                    cost: line,
+                    cost_unpriced_calls: 0,
                 }),
                 usage_limit: usage_limit.map(Box::new),
             },

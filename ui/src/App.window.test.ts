@@ -9,7 +9,7 @@ vi.mock("./bindings", () => {
   const listen = () => Promise.resolve(() => {});
   const summary = { id: "s1", workspace: "/w", title: "Fix it", created_at: 0, updated_at: 0, interaction_mode: "default", permission_mode: "ask", model: null, queued: 0, pending_questionnaire: null };
   const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
-  const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, last_seq: 0 }, events: [], complete: true, goal: null, instructions: [] } as unknown as SessionView;
+  const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 0 }, events: [], complete: true, goal: null, instructions: [] } as unknown as SessionView;
   const config = { model: null, permission_mode: "ask", providers: {}, beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: true }, goal: { verification: null, budget: {}, breaker: {}, verifier: {}, usage_limit: {} } };
   return {
     commands: {

@@ -439,6 +439,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 snap.usage.input_tokens,
                 snap.usage.output_tokens
             );
+            let today = runtime.daily_spend()?;
+            let cap = today
+                .cap_usd
+                .and_then(waymark_protocol::cost::micros)
+                .map(|c| format!(" of the {} cap", waymark_protocol::cost::label(c)))
+                .unwrap_or_default();
+            outln!(
+                "cost        {} · today {} across all sessions{cap}",
+                snap.spend.label(),
+                today.spend.label()
+            );
             outln!("events      {}", snap.last_seq);
             outln!("messages:");
             for m in &snap.messages {

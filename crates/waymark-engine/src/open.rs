@@ -136,6 +136,7 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         ids: a.ids,
         config: SessionCore::new_config(a.config),
         provider: std::sync::RwLock::new(a.provider),
+        model_spec: std::sync::RwLock::new(a.model.clone()),
         resolve: a.resolve,
         tools: parts.tools,
         session_tools: parts.session_tools,

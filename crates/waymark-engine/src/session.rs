@@ -84,6 +84,8 @@ pub(crate) struct SessionCore {
     /// The model; swapped by `Op::SetModel`, read per call so a switch applies from the next
     /// model call on.
     pub(crate) provider: std::sync::RwLock<Arc<dyn ModelProvider>>,
+    /// The model spec of `provider`: what its calls are priced by.
+    pub(crate) model_spec: std::sync::RwLock<String>,
     /// Makes a provider of a model spec (the runtime's resolution: settings, keys).
     pub(crate) resolve: crate::Resolve,
     pub tools: ToolRegistry,
@@ -137,11 +139,59 @@ impl SessionCore {
         }
     }
 
-    fn set_provider(&self, provider: Arc<dyn ModelProvider>) {
+    fn set_provider(&self, spec: String, provider: Arc<dyn ModelProvider>) {
         match self.provider.write() {
             Ok(mut p) => *p = provider,
             Err(poisoned) => *poisoned.into_inner() = provider,
         }
+        match self.model_spec.write() {
+            Ok(mut s) => *s = spec,
+            Err(poisoned) => *poisoned.into_inner() = spec,
+        }
+    }
+
+    /// The model spec the session's calls go to now.
+    pub fn model_spec(&self) -> String {
+        match self.model_spec.read() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// What one call with `usage` to the session's model is charged, by the prices in force
+    /// (G-31): its cost, or `None` when the model has no price.
+    pub(crate) fn charge_of(&self, usage: &waymark_protocol::Usage) -> store::spend::Charge {
+        let price = waymark_protocol::cost::price_of(&self.model_spec(), &self.config().pricing);
+        store::spend::Charge {
+            micros: price.map(|p| p.cost_micros(usage)),
+            day: crate::clock::local_day(self.clock.now_ms()),
+        }
+    }
+
+    /// Why no model call may start now, if one may not: the day's spending across every
+    /// session has reached `limits.daily_cost_usd` (G-33). The error says until when.
+    pub(crate) fn spend_cap(&self) -> Result<Option<waymark_protocol::ErrorInfo>> {
+        let Some(cap) = self.config().limits.daily_cost_usd else {
+            return Ok(None);
+        };
+        let now = self.clock.now_ms();
+        let day = crate::clock::local_day(now);
+        let spent = self.read(|c| Ok(store::spend::day(c, &day)?))?;
+        let cap_micros = waymark_protocol::cost::micros(cap).unwrap_or(u64::MAX);
+        if spent.micros < cap_micros {
+            return Ok(None);
+        }
+        let mut info = waymark_protocol::ErrorInfo::new(
+            "spend_cap",
+            format!(
+                "today's spending cap is reached: {} of {} spent on model calls across all sessions (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
+                waymark_protocol::cost::label(spent.micros),
+                waymark_protocol::cost::label(cap_micros)
+            ),
+        );
+        info.setting = Some("limits.daily_cost_usd".into());
+        info.resets_in_ms = Some(crate::clock::until_local_midnight(now));
+        Ok(Some(info))
     }
 
     /// The settings in force now.
@@ -549,7 +599,7 @@ impl Actor {
                     tx.set_model(&core.id, &spec)?;
                     configured(tx, core, Some(provider.context_tokens()))
                 })?;
-                core.set_provider(provider);
+                core.set_provider(spec, provider);
                 changed(core);
                 Ok(OpOutcome::Done)
             }

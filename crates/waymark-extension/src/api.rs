@@ -47,6 +47,12 @@ pub trait SessionHost: Send + Sync {
     fn history_with(&self, f: &mut dyn FnMut(&History)) -> Result<()>;
     /// The session's model now (the user may switch it between two calls).
     fn provider(&self) -> Arc<dyn ModelProvider>;
+    /// The model spec of [`SessionHost::provider`] (`openai:gpt-4.1`).
+    fn model_spec(&self) -> String;
+    /// What one call with `usage` to the session's model is charged now (G-31).
+    fn charge_of(&self, usage: &waymark_protocol::Usage) -> waymark_store::spend::Charge;
+    /// Why no model call may start now (the daily spending cap, G-33), if one may not.
+    fn spend_cap(&self) -> Result<Option<waymark_protocol::ErrorInfo>>;
     /// Every tool the session has.
     fn tools(&self) -> &ToolRegistry;
     /// The session's shell sandbox.
@@ -165,6 +171,22 @@ impl SessionApi {
     /// The session's model now (the user may switch it between two calls).
     pub fn provider(&self) -> Arc<dyn ModelProvider> {
         self.host.provider()
+    }
+    /// The model spec of [`SessionApi::provider`].
+    pub fn model_spec(&self) -> String {
+        self.host.model_spec()
+    }
+    /// The price of the session's model by the settings in force, if it has one.
+    pub fn model_price(&self) -> Option<waymark_protocol::cost::Price> {
+        waymark_protocol::cost::price_of(&self.model_spec(), &self.config().pricing)
+    }
+    /// What one call with `usage` to the session's model is charged now (G-31).
+    pub fn charge_of(&self, usage: &waymark_protocol::Usage) -> waymark_store::spend::Charge {
+        self.host.charge_of(usage)
+    }
+    /// Why no model call may start now (the daily spending cap, G-33), if one may not.
+    pub fn spend_cap(&self) -> Result<Option<waymark_protocol::ErrorInfo>> {
+        self.host.spend_cap()
     }
     /// Every tool the session has.
     pub fn tools(&self) -> &ToolRegistry {

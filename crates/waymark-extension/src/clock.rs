@@ -101,6 +101,35 @@ pub fn utc_label(ms: i64) -> String {
     )
 }
 
+/// The machine's local offset from UTC at Unix time `ms`, in seconds (0 when the system
+/// cannot say).
+#[allow(unsafe_code)]
+fn local_offset_s(ms: i64) -> i64 {
+    let t: libc::time_t = ms.div_euclid(1000) as libc::time_t;
+    // SAFETY: localtime_r writes only into the `tm` we own, and reads the time zone the C
+    // library loaded; both pointers are valid for the call.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return 0;
+        }
+        tm.tm_gmtoff
+    }
+}
+
+/// The local date at Unix time `ms`, `YYYY-MM-DD` (the day a daily limit counts in).
+pub fn local_day(ms: i64) -> String {
+    let local = ms + local_offset_s(ms) * 1000;
+    utc_label(local)[..10].to_string()
+}
+
+/// How long from Unix time `ms` to the next local midnight, in milliseconds (at least 1).
+pub fn until_local_midnight(ms: i64) -> u64 {
+    let local = ms + local_offset_s(ms) * 1000;
+    let into_day = local.rem_euclid(86_400_000);
+    (86_400_000 - into_day).max(1) as u64
+}
+
 /// A span as people read it: `42s`, `4m 05s`, `1h 05m`, `2d 03h` (rounded up to the second).
 pub fn span_label(ms: u64) -> String {
     let s = ms.div_ceil(1000);
@@ -180,6 +209,23 @@ mod tests {
         assert!(span_label(u64::MAX).ends_with('h'));
         // Absurd times still print (a corrupt reset time must not panic a status line).
         assert!(utc_label(i64::MAX).ends_with("UTC") && utc_label(i64::MIN).ends_with("UTC"));
+    }
+
+    #[test]
+    fn the_local_day_and_its_end_follow_the_offset() {
+        // Whatever the machine's zone: the day is a date, and midnight is within a day.
+        let now = 1_796_137_445_999;
+        let day = local_day(now);
+        assert_eq!(day.len(), 10);
+        assert_eq!(&day[4..5], "-");
+        let left = until_local_midnight(now);
+        assert!((1..=86_400_000).contains(&left), "{left}");
+        assert_ne!(
+            local_day(now + left as i64),
+            day,
+            "the next day starts then"
+        );
+        assert_eq!(local_day(now + left as i64 - 1), day);
     }
 
     #[test]

@@ -58,6 +58,11 @@ pub enum Error {
     Provider(#[from] ProviderError),
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// A cost budget on a model that has no price: its cost could not be counted.
+    #[error(
+        "the model `{0}` has no price, so a cost budget cannot be counted: add it to the `pricing` setting (for example \"pricing\": {{\"{0}\": {{\"input_per_mtok\": 3, \"output_per_mtok\": 15}}}}, USD per million tokens)"
+    )]
+    Unpriced(String),
     /// A turn is running or waits on a question: what was asked needs the session idle.
     #[error("{0}")]
     Busy(String),
@@ -94,6 +99,7 @@ impl Error {
             Error::Provider(e) => e.kind.code(),
             Error::Corrupt(_) => "corrupt_data",
             Error::Busy(_) => "turn_running",
+            Error::Unpriced(_) => "unpriced_model",
             Error::CheckpointNotFound(_) => "checkpoint_not_found",
             Error::Checkpoint(_) => "checkpoint_failed",
             Error::SessionClosed => "session_closed",
@@ -106,6 +112,7 @@ impl Error {
     pub fn setting(&self) -> Option<&str> {
         match self {
             Error::FeatureOff { setting, .. } => Some(setting),
+            Error::Unpriced(_) => Some("pricing"),
             Error::Config(e) | Error::InvalidSettings { source: e, .. } => Some(&e.key),
             _ => None,
         }

@@ -54,8 +54,10 @@ pub(crate) fn create(
         tokens: budgets.tokens.or(d.default_tokens),
         turns: budgets.turns.or(d.default_main_turns),
         time_ms: budgets.time_ms.or(default_ms),
+        cost: budgets.cost,
     };
     check_budgets(&budgets)?;
+    check_priced(api, budgets.cost)?;
     let id = api.new_id("goal");
     tx.create_goal(&id, api.id(), objective.trim(), criteria, budgets, actor)?;
     // A session started by `/goal …` has no user message to name it: the objective does,
@@ -80,6 +82,15 @@ pub(crate) fn create(
     Ok(g)
 }
 
+/// Refuses a cost budget for a session whose model has no price (G-32): its spend could not
+/// be counted, so the budget would never be reached.
+pub(crate) fn check_priced(api: &SessionApi, cost: Option<u64>) -> Result<()> {
+    if cost.is_some() && api.model_price().is_none() {
+        return Err(Error::Unpriced(api.model_spec()));
+    }
+    Ok(())
+}
+
 /// Refuses budgets out of their accepted ranges (whatever set them), naming the range.
 pub(crate) fn check_budgets(b: &Budgets) -> Result<()> {
     use waymark_protocol::goal_syntax::{Kind, MAX_SECONDS, check};
@@ -90,6 +101,17 @@ pub(crate) fn check_budgets(b: &Budgets) -> Result<()> {
     }
     if let Some(t) = b.turns {
         check(Kind::Turns, t).map_err(refuse)?;
+    }
+    if let Some(c) = b.cost
+        && !(1..=waymark_protocol::cost::micros(waymark_protocol::cost::MAX_COST_USD)
+            .unwrap_or(u64::MAX))
+            .contains(&c)
+    {
+        return Err(Error::Refused(format!(
+            "the cost budget must be between $0.000001 and ${} (got {})",
+            waymark_protocol::cost::MAX_COST_USD,
+            waymark_protocol::cost::label(c)
+        )));
     }
     if let Some(ms) = b.time_ms
         && !(1..=MAX_SECONDS * 1000).contains(&ms)
@@ -116,12 +138,14 @@ pub(crate) fn apply_budgets(
         tokens: b.tokens.unwrap_or(g.token_budget),
         turns: b.turns.unwrap_or(g.turn_budget),
         time_ms: b.time_ms.unwrap_or(g.time_budget_ms),
+        cost: b.cost.unwrap_or(g.cost_budget),
     };
     check_budgets(&new)?;
     tx.set_goal_budgets(&g.id, new)?;
     g.token_budget = new.tokens;
     g.turn_budget = new.turns;
     g.time_budget_ms = new.time_ms;
+    g.cost_budget = new.cost;
     g.revision += 1;
     g.counters.grace_used = 0;
     if g.status == GoalStatus::BudgetLimited {
@@ -130,9 +154,10 @@ pub(crate) fn apply_budgets(
             Some(Dimension::Tokens) => b.tokens.is_some(),
             Some(Dimension::MainTurns) => b.turns.is_some(),
             Some(Dimension::ActiveSeconds) => b.time_ms.is_some(),
+            Some(Dimension::Cost) => b.cost.is_some(),
             None => false,
         };
-        let still = exhausted(&report(g, 0, 0, 0));
+        let still = exhausted(&report(g, super::Extra::default()));
         if changed && still != limited {
             super::check_transition(g, GoalReason::BudgetRaised, actor, limited)
                 .map_err(|e| Error::Refused(e.to_string()))?;
@@ -172,6 +197,7 @@ pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
         tokens: limit(c.tokens),
         turns: limit(c.turns),
         time_ms,
+        cost: limit(c.cost),
     })
 }
 
@@ -283,14 +309,16 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 return Err(Error::Refused("no goal is set; give an objective".into()));
             };
             if budget.is_empty() {
-                return Err(Error::Refused("no budget change given (budget=…, turns=… or time=…)".into()));
+                return Err(Error::Refused("no budget change given (budget=…, turns=…, time=… or cost=…)".into()));
             }
             let args = args_of(budget)?;
             // Saving the budget as it is changes nothing: no new revision, nothing logged
             // (the timeline would repeat the goal's last state as if it were news).
             let same = args.tokens.is_none_or(|t| t == g.token_budget)
                 && args.turns.is_none_or(|t| t == g.turn_budget)
-                && args.time_ms.is_none_or(|t| t == g.time_budget_ms);
+                && args.time_ms.is_none_or(|t| t == g.time_budget_ms)
+                && args.cost.is_none_or(|c| c == g.cost_budget);
+            check_priced(api, args.cost.flatten())?;
             if same {
                 return Ok(format!("The budget is unchanged.\n{}", describe(&snapshot(&g), tx.now())));
             }
@@ -343,6 +371,7 @@ pub(crate) fn budgets_of(b: &BudgetArgs) -> Budgets {
         tokens: b.tokens.flatten(),
         turns: b.turns.flatten(),
         time_ms: b.time_ms.flatten(),
+        cost: b.cost.flatten(),
     }
 }
 
@@ -362,6 +391,7 @@ mod tests {
                     tokens: Some(Limit::To(50_000)),
                     turns: None,
                     seconds: Some(Limit::To(7200)),
+                    cost: None,
                 },
                 replace: false,
             }

@@ -30,6 +30,10 @@ pub struct GoalRow {
     pub usage_limit: Option<UsageLimit>,
     /// The steps of the plan the goal implements, with the verifier's latest verdicts.
     pub steps: Vec<GoalStep>,
+    /// The cost budget in micro-dollars (G-32).
+    pub cost_budget: Option<u64>,
+    /// What the goal's calls cost so far, and how many had no price.
+    pub cost: waymark_protocol::cost::Spend,
 }
 
 /// Settlement's memory between turns.
@@ -54,12 +58,15 @@ pub struct Budgets {
     pub tokens: Option<u64>,
     pub turns: Option<u64>,
     pub time_ms: Option<u64>,
+    /// In micro-dollars.
+    pub cost: Option<u64>,
 }
 
 const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, actor, revision, \
      token_budget, turn_budget, time_budget_ms, tokens_used, turns_used, active_ms, continuations, \
      repeated_replies, toolless_turns, last_reply, completion_claimed, not_met_count, last_gaps, \
-     grace_used, summary_due, question, usage_limit, limit_resumes, steps";
+     grace_used, summary_due, question, usage_limit, limit_resumes, steps, cost_budget_micros, \
+     cost_used_micros, cost_unpriced_calls";
 
 fn opt_u64(v: Option<i64>) -> Option<u64> {
     v.map(|x| x.max(0) as u64)
@@ -111,6 +118,11 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
             question: r.get(23)?,
             usage_limit: None,
             steps: Vec::new(),
+            cost_budget: opt_u64(r.get(27)?),
+            cost: waymark_protocol::cost::Spend {
+                micros: r.get::<_, i64>(28)?.max(0) as u64,
+                unpriced_calls: r.get::<_, i64>(29)?.max(0) as u64,
+            },
         },
         status,
         reason,
@@ -177,6 +189,8 @@ pub trait GoalWrites {
     fn set_goal_usage_limit(&mut self, id: &str, limit: &UsageLimit) -> Result<()>;
     /// Adds a turn's usage.
     fn add_goal_usage(&mut self, id: &str, tokens: u64, turns: u64, active_ms: u64) -> Result<()>;
+    /// Adds what calls of the goal cost (G-32).
+    fn add_goal_cost(&mut self, id: &str, spend: waymark_protocol::cost::Spend) -> Result<()>;
     /// Replaces the budgets (None clears a dimension); bumps the revision.
     fn set_goal_budgets(&mut self, id: &str, budgets: Budgets) -> Result<()>;
     /// Changes the objective; bumps the revision.
@@ -211,8 +225,8 @@ impl GoalWrites for super::Tx<'_> {
         let criteria = criteria.map(|c| self.redact(c).into_owned());
         self.conn().execute(
             "INSERT INTO goals (id, session_id, objective, criteria, status, reason, actor,
-                token_budget, turn_budget, time_budget_ms, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, 'active', 'created', ?5, ?6, ?7, ?8, ?9, ?9)",
+                token_budget, turn_budget, time_budget_ms, created_at, updated_at, cost_budget_micros)
+             VALUES (?1, ?2, ?3, ?4, 'active', 'created', ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
             params![
                 id,
                 session_id,
@@ -222,7 +236,8 @@ impl GoalWrites for super::Tx<'_> {
                 budgets.tokens.map(clamp_i64),
                 budgets.turns.map(clamp_i64),
                 budgets.time_ms.map(clamp_i64),
-                now
+                now,
+                budgets.cost.map(clamp_i64)
             ],
         )?;
         self.conn().execute(
@@ -287,17 +302,37 @@ impl GoalWrites for super::Tx<'_> {
         Ok(())
     }
 
+    fn add_goal_cost(&mut self, id: &str, spend: waymark_protocol::cost::Spend) -> Result<()> {
+        self.conn()
+            .prepare_cached(
+                "UPDATE goals SET
+                   cost_used_micros = CASE WHEN cost_used_micros > 9223372036854775807 - ?2
+                                      THEN 9223372036854775807 ELSE cost_used_micros + ?2 END,
+                   cost_unpriced_calls = CASE WHEN cost_unpriced_calls > 9223372036854775807 - ?3
+                                         THEN 9223372036854775807 ELSE cost_unpriced_calls + ?3 END
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                clamp_i64(spend.micros),
+                clamp_i64(spend.unpriced_calls)
+            ])?;
+        Ok(())
+    }
+
     fn set_goal_budgets(&mut self, id: &str, budgets: Budgets) -> Result<()> {
         let now = self.now();
         self.conn().execute(
             "UPDATE goals SET token_budget = ?2, turn_budget = ?3, time_budget_ms = ?4,
-             revision = revision + 1, grace_used = 0, updated_at = ?5 WHERE id = ?1",
+             cost_budget_micros = ?6, revision = revision + 1, grace_used = 0, updated_at = ?5
+             WHERE id = ?1",
             params![
                 id,
                 budgets.tokens.map(clamp_i64),
                 budgets.turns.map(clamp_i64),
                 budgets.time_ms.map(clamp_i64),
-                now
+                now,
+                budgets.cost.map(clamp_i64)
             ],
         )?;
         Ok(())
@@ -513,6 +548,7 @@ mod tests {
             tokens: Some(50_000),
             turns: Some(10),
             time_ms: None,
+            cost: Some(2_500_000),
         };
         store
             .write(1, |tx| {

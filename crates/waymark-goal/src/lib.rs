@@ -54,6 +54,7 @@ impl Extension for GoalExtension {
             include_str!("../migrations/0003_usage_limit.sql"),
             include_str!("../migrations/0004_steps.sql"),
             include_str!("../migrations/0005_own_session_state.sql"),
+            include_str!("../migrations/0006_cost.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
@@ -194,6 +195,8 @@ pub enum Dimension {
     Tokens,
     MainTurns,
     ActiveSeconds,
+    /// Micro-dollars (G-32).
+    Cost,
 }
 
 impl Dimension {
@@ -203,6 +206,7 @@ impl Dimension {
             GoalReason::Tokens => Some(Dimension::Tokens),
             GoalReason::MainTurns => Some(Dimension::MainTurns),
             GoalReason::ActiveSeconds => Some(Dimension::ActiveSeconds),
+            GoalReason::Cost => Some(Dimension::Cost),
             GoalReason::Created
             | GoalReason::Resumed
             | GoalReason::BudgetRaised
@@ -219,7 +223,8 @@ impl Dimension {
             | GoalReason::ProviderError
             | GoalReason::AppClosed
             | GoalReason::RateLimited
-            | GoalReason::QuotaExhausted => None,
+            | GoalReason::QuotaExhausted
+            | GoalReason::SpendCap => None,
         }
     }
 
@@ -228,19 +233,37 @@ impl Dimension {
             Dimension::Tokens => GoalReason::Tokens,
             Dimension::MainTurns => GoalReason::MainTurns,
             Dimension::ActiveSeconds => GoalReason::ActiveSeconds,
+            Dimension::Cost => GoalReason::Cost,
         }
     }
 }
 
+/// What a running turn has spent that its goal has not counted yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extra {
+    pub tokens: u64,
+    pub turns: u64,
+    pub ms: u64,
+    pub cost: waymark_protocol::cost::Spend,
+}
+
 /// The budget report of a goal (G-7); `extra` adds usage not yet stored (the running turn).
-pub fn report(g: &GoalRow, extra_tokens: u64, extra_turns: u64, extra_ms: u64) -> BudgetReport {
+pub fn report(g: &GoalRow, extra: Extra) -> BudgetReport {
     BudgetReport {
-        tokens: BudgetLine::new(g.token_budget, g.tokens_used.saturating_add(extra_tokens)),
-        main_turns: BudgetLine::new(g.turn_budget, g.turns_used.saturating_add(extra_turns)),
+        tokens: BudgetLine::new(g.token_budget, g.tokens_used.saturating_add(extra.tokens)),
+        main_turns: BudgetLine::new(g.turn_budget, g.turns_used.saturating_add(extra.turns)),
         active_seconds: BudgetLine::new(
             g.time_budget_ms.map(|ms| ms / 1000),
-            g.active_ms.saturating_add(extra_ms) / 1000,
+            g.active_ms.saturating_add(extra.ms) / 1000,
         ),
+        cost: BudgetLine::new(
+            g.cost_budget,
+            g.cost.micros.saturating_add(extra.cost.micros),
+        ),
+        cost_unpriced_calls: g
+            .cost
+            .unpriced_calls
+            .saturating_add(extra.cost.unpriced_calls),
     }
 }
 
@@ -252,6 +275,8 @@ pub fn exhausted(r: &BudgetReport) -> Option<Dimension> {
         Some(Dimension::MainTurns)
     } else if r.active_seconds.reached {
         Some(Dimension::ActiveSeconds)
+    } else if r.cost.reached {
+        Some(Dimension::Cost)
     } else {
         None
     }
@@ -259,7 +284,7 @@ pub fn exhausted(r: &BudgetReport) -> Option<Dimension> {
 
 /// The snapshot front ends show.
 pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
-    let budget = report(g, 0, 0, 0);
+    let budget = report(g, Extra::default());
     GoalSnapshot {
         goal_id: g.id.clone(),
         objective: g.objective.clone(),
@@ -362,15 +387,37 @@ pub fn describe(s: &GoalSnapshot, now_ms: i64) -> String {
         .map(|l| format!("\n{l}"))
         .unwrap_or_default();
     format!(
-        "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}{question}{limit}",
+        "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}\n{}{question}{limit}",
         s.objective,
         s.status.as_str(),
         s.reason.as_str(),
         s.actor.as_str(),
         line("tokens", s.budget.tokens),
         line("turns", s.budget.main_turns),
-        line("seconds", s.budget.active_seconds)
+        line("seconds", s.budget.active_seconds),
+        cost_line(&s.budget)
     )
+}
+
+/// The cost line of `goal show` (G-32): spent, the budget and what is left, in dollars;
+/// unknown when the goal's model had no price.
+pub fn cost_line(b: &BudgetReport) -> String {
+    use waymark_protocol::cost::{Spend, label};
+    let spent = Spend {
+        micros: b.cost.used,
+        unpriced_calls: b.cost_unpriced_calls,
+    }
+    .label();
+    match b.cost.limit {
+        Some(limit) => format!(
+            "  {:<8} {spent} / {} ({} left){}",
+            "cost",
+            label(limit),
+            label(b.cost.remaining.unwrap_or(0)),
+            if b.cost.reached { " — reached" } else { "" }
+        ),
+        None => format!("  {:<8} {spent} (no limit)", "cost"),
+    }
 }
 
 /// A refused goal transition.
@@ -411,11 +458,11 @@ pub fn check_transition(
                 GoalActor::User,
                 GoalReason::Resumed | GoalReason::Edited | GoalReason::BudgetRaised,
             ) => Ok(()),
-            // The runtime's own resume when a rate limit resets: only one it scheduled, never
-            // after a quota or billing limit.
+            // The runtime's own resume when a rate limit resets (or the day's spending cap
+            // lifts): only one it scheduled, never after a quota or billing limit.
             (GoalActor::System, GoalReason::Resumed)
                 if g.status == GoalStatus::UsageLimited
-                    && g.reason == GoalReason::RateLimited
+                    && matches!(g.reason, GoalReason::RateLimited | GoalReason::SpendCap)
                     && g.usage_limit.is_some_and(|l| l.auto_resume) =>
             {
                 Ok(())
@@ -479,6 +526,8 @@ mod tests {
             question: None,
             usage_limit: None,
             steps: Vec::new(),
+            cost_budget: None,
+            cost: Default::default(),
         }
     }
 
@@ -487,11 +536,25 @@ mod tests {
         let mut g = goal(GoalStatus::BudgetLimited, GoalReason::Tokens);
         g.criteria = Some("tests pass".into());
         g.time_budget_ms = None;
+        g.cost_budget = Some(5_000_000);
+        g.cost.micros = 1_234_567;
         assert_eq!(
             describe(&snapshot(&g), 0),
             "Goal: o\nCriteria: tests pass\nStatus: budget_limited (tokens, by runtime)\n  \
              tokens   1000 / 1000 (0 left) — reached\n  turns    2 / 5 (3 left)\n  \
-             seconds  30 (no limit)"
+             seconds  30 (no limit)\n  cost     $1.23 / $5.00 ($3.77 left)"
+        );
+        // A model with no price: the cost is unknown, never $0.
+        g.cost = waymark_protocol::cost::Spend {
+            micros: 0,
+            unpriced_calls: 3,
+        };
+        g.cost_budget = None;
+        assert!(
+            describe(&snapshot(&g), 0)
+                .ends_with("cost     unknown (no price for the model) (no limit)"),
+            "{}",
+            describe(&snapshot(&g), 0)
         );
     }
 
@@ -503,7 +566,13 @@ mod tests {
         assert_eq!(s.budget.main_turns.remaining, Some(3));
         assert_eq!(s.budget.active_seconds.used, 30);
         assert_eq!(exhausted(&s.budget), Some(Dimension::Tokens));
-        let r = report(&g, 0, 3, 0);
+        let r = report(
+            &g,
+            Extra {
+                turns: 3,
+                ..Extra::default()
+            },
+        );
         assert!(r.main_turns.reached);
     }
 

@@ -22,7 +22,7 @@ pub fn untrusted_objective(g: &GoalRow) -> String {
 }
 
 fn budget_line(g: &GoalRow) -> String {
-    let r = super::report(g, 0, 0, 0);
+    let r = super::report(g, super::Extra::default());
     let dim = |name: &str, l: waymark_protocol::BudgetLine| match l.limit {
         Some(limit) => format!("{name} {} of {limit} used", l.used),
         None => format!("{name} {} used (no limit)", l.used),

@@ -45,7 +45,7 @@ pub(crate) fn emit_update(
             status: g.status,
             reason: g.reason,
             actor,
-            usage: Box::new(report(g, 0, 0, 0)),
+            usage: Box::new(report(g, super::Extra::default())),
             usage_limit: g.usage_limit.map(Box::new),
         },
     )?)
@@ -184,7 +184,8 @@ pub(crate) fn add_turn_usage(
     } else {
         (tx.now() - turn.started_at).max(0) as u64
     };
-    tx.add_goal_usage(&goal_id, turn.usage.total(), 1, active_ms)
+    tx.add_goal_usage(&goal_id, turn.usage.total(), 1, active_ms)?;
+    tx.add_goal_cost(&goal_id, turn.spend)
 }
 
 /// Whether a goal turn must make no further model call: its budget is used up, or it is
@@ -203,7 +204,13 @@ pub(crate) fn budget_spent(api: &SessionApi, turn_id: i64) -> Result<bool> {
             return Ok(false);
         };
         let elapsed = (api.now_ms() - t.started_at).max(0) as u64;
-        Ok(exhausted(&report(&g, t.usage.total(), 0, elapsed)).is_some())
+        let extra = super::Extra {
+            tokens: t.usage.total(),
+            ms: elapsed,
+            cost: t.spend,
+            ..Default::default()
+        };
+        Ok(exhausted(&report(&g, extra)).is_some())
     })
 }
 
@@ -426,7 +433,7 @@ pub(crate) fn recheck(api: &SessionApi, m: &MessageRow) -> Result<Dequeue> {
         if store::messages::queued_user_count(tx.conn(), api.id())? > 0 {
             return Ok(Dequeue::Drop("the user's message goes first".into()));
         }
-        if let Some(d) = exhausted(&report(&g, 0, 0, 0)) {
+        if let Some(d) = exhausted(&report(&g, super::Extra::default())) {
             transition(
                 tx,
                 &mut g,
@@ -458,6 +465,7 @@ fn dimension_name(d: Dimension) -> &'static str {
         Dimension::Tokens => "token",
         Dimension::MainTurns => "turn",
         Dimension::ActiveSeconds => "time",
+        Dimension::Cost => "cost",
     }
 }
 
@@ -467,7 +475,7 @@ pub(crate) fn auto_resume_at(g: &GoalRow) -> Option<i64> {
         .filter(|l| {
             l.auto_resume
                 && g.status == GoalStatus::UsageLimited
-                && g.reason == GoalReason::RateLimited
+                && matches!(g.reason, GoalReason::RateLimited | GoalReason::SpendCap)
         })
         .map(|l| l.resets_at)
 }
@@ -624,7 +632,7 @@ pub(crate) fn stop_after_turn_error(tx: &mut Tx<'_>, session_id: &str) -> Result
 pub(crate) fn time_left(api: &SessionApi, turn_id: i64) -> Result<Option<Duration>> {
     Ok(goal_of_turn(api, turn_id)?.and_then(|(g, t)| {
         let budget = g.time_budget_ms?;
-        let used = g.active_ms.saturating_add(t.elapsed_ms);
+        let used = g.active_ms.saturating_add(t.ms);
         Some(Duration::from_millis(budget.saturating_sub(used)))
     }))
 }
@@ -635,20 +643,14 @@ pub(crate) fn turn_report(
     turn_id: i64,
 ) -> Result<Option<(GoalRow, waymark_protocol::BudgetReport)>> {
     Ok(goal_of_turn(api, turn_id)?.map(|(g, t)| {
-        let r = report(&g, t.tokens, 0, t.elapsed_ms);
+        let r = report(&g, t);
         (g, r)
     }))
 }
 
-/// What a running turn has spent and not yet added to its goal.
-struct Unsettled {
-    tokens: u64,
-    elapsed_ms: u64,
-}
-
 /// The goal a turn works for and what the turn has spent so far (nothing once it has
 /// finished: its usage is in the goal then; the verifier runs after it).
-fn goal_of_turn(api: &SessionApi, turn_id: i64) -> Result<Option<(GoalRow, Unsettled)>> {
+fn goal_of_turn(api: &SessionApi, turn_id: i64) -> Result<Option<(GoalRow, super::Extra)>> {
     if turn_goal_of(api, turn_id)?.goal_id.is_none() {
         return Ok(None);
     }
@@ -658,14 +660,13 @@ fn goal_of_turn(api: &SessionApi, turn_id: i64) -> Result<Option<(GoalRow, Unset
             return Ok(None);
         };
         let spent = if t.status == store::TurnStatus::Finished {
-            Unsettled {
-                tokens: 0,
-                elapsed_ms: 0,
-            }
+            super::Extra::default()
         } else {
-            Unsettled {
+            super::Extra {
                 tokens: t.usage.total(),
-                elapsed_ms: api.now_ms().saturating_sub(t.started_at).max(0) as u64,
+                ms: api.now_ms().saturating_sub(t.started_at).max(0) as u64,
+                cost: t.spend,
+                ..Default::default()
             }
         };
         Ok(Some((g, spent)))

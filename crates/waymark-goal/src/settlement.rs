@@ -109,8 +109,12 @@ pub enum Flow {
 impl Pipeline {
     pub fn new(goal: GoalRow, facts: TurnFacts) -> Self {
         let mut counters = goal.counters.clone();
-        // A turn that did not run into a rate limit ends the run of automatic resumes.
-        if facts.error_code.as_deref() != Some("rate_limited") {
+        // A turn that did not run into a rate limit (or the day's cap) ends the run of
+        // automatic resumes.
+        if !matches!(
+            facts.error_code.as_deref(),
+            Some("rate_limited" | "spend_cap")
+        ) {
             counters.limit_resumes = 0;
         }
         Pipeline {
@@ -129,7 +133,7 @@ impl Pipeline {
 
     /// 1 — usage: a dimension over budget stops the goal as `budget_limited(dimension)`.
     pub fn usage(&mut self) -> Flow {
-        match super::exhausted(&super::report(&self.goal, 0, 0, 0)) {
+        match super::exhausted(&super::report(&self.goal, super::Extra::default())) {
             Some(d) => {
                 self.budget_stop = Some(d);
                 self.outcome = Some((d.reason(), GoalActor::Runtime));
@@ -157,6 +161,7 @@ impl Pipeline {
             TurnEndReason::Error => Some(match self.facts.error_code.as_deref() {
                 Some("rate_limited") => GoalReason::RateLimited,
                 Some("quota_exhausted") => GoalReason::QuotaExhausted,
+                Some("spend_cap") => GoalReason::SpendCap,
                 Some(
                     "auth" | "server_error" | "bad_response" | "timeout" | "network"
                     | "request_rejected" | "context_too_long" | "script_exhausted",
@@ -336,13 +341,16 @@ impl Pipeline {
                 .resets_in_ms
                 .unwrap_or(LIMIT_BACKOFF_MS[(used as usize).min(LIMIT_BACKOFF_MS.len() - 1)]),
             GoalReason::QuotaExhausted => self.facts.resets_in_ms?,
+            // The day's cap lifts at the next local midnight (the engine says when).
+            GoalReason::SpendCap => self.facts.resets_in_ms.unwrap_or(MAX_LIMIT_WAIT_MS),
             _ => return None,
         }
         .min(MAX_LIMIT_WAIT_MS);
+        let lifts = matches!(reason, GoalReason::RateLimited | GoalReason::SpendCap);
         Some(UsageLimit {
             resets_at: self.facts.now_ms.saturating_add(wait as i64),
             from_provider: self.facts.resets_in_ms.is_some(),
-            auto_resume: reason == GoalReason::RateLimited && used < limits.auto_resumes,
+            auto_resume: lifts && used < limits.auto_resumes,
             auto_resumes_used: used,
             auto_resumes_max: limits.auto_resumes,
         })

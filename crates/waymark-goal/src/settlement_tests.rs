@@ -22,6 +22,8 @@ fn goal() -> GoalRow {
         question: None,
         usage_limit: None,
         steps: Vec::new(),
+        cost_budget: None,
+        cost: Default::default(),
     }
 }
 

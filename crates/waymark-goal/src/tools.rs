@@ -82,10 +82,12 @@ impl SessionTool for CreateGoal {
                 .map(super::budget::seconds_to_ms)
                 .transpose()
                 .map_err(|e| ToolError::Model(e.to_string()))?;
+            // A cost budget is the user's to set, not the model's.
             let budgets = Budgets {
                 tokens: a.token_budget,
                 turns: a.turn_budget,
                 time_ms,
+                cost: None,
             };
             super::commands::check_budgets(&budgets).map_err(tool_error)?;
             let sid = api.id().to_string();
@@ -151,6 +153,7 @@ pub(crate) fn on_answer(
             .map(super::budget::seconds_to_ms)
             .transpose()
             .map_err(|e| Error::Refused(e.to_string()))?,
+        cost: None,
     };
     let mut g = create(
         tx,

@@ -159,6 +159,18 @@ pub(crate) async fn verify(
         *clock = now;
         api.write(|tx| tx.add_goal_usage(&g.id, tokens, 0, ms))
     };
+    // What a call cost: charged to the turn it checks (and its day), and to the goal (G-31).
+    let charge = |usage: &waymark_protocol::Usage| -> Result<()> {
+        let charge = api.charge_of(usage);
+        let spend = waymark_protocol::cost::Spend {
+            micros: charge.micros.unwrap_or(0),
+            unpriced_calls: u64::from(charge.micros.is_none()),
+        };
+        api.write(|tx| {
+            tx.charge(Some(turn_id), &charge)?;
+            tx.add_goal_cost(&g.id, spend)
+        })
+    };
     let steps = if mode == Mode::Subagent { MAX_STEPS } else { 1 };
     for step in 0..steps {
         if cancel.is_cancelled() {
@@ -166,6 +178,11 @@ pub(crate) async fn verify(
             return Ok(Checked::Stopped);
         }
         let last = step + 1 == steps;
+        // The daily spending cap stops the reviewer's calls too (G-33).
+        if let Some(capped) = api.spend_cap()? {
+            account(0, &mut clock)?;
+            return Ok(Checked::Verdict(Verdict::Error(capped.message)));
+        }
         let request = ModelRequest {
             system: "You review whether a coding goal is achieved. You cannot change anything."
                 .into(),
@@ -196,6 +213,7 @@ pub(crate) async fn verify(
             }
         };
         account(reply.usage.total(), &mut clock)?;
+        charge(&reply.usage)?;
         if reply.tool_calls.is_empty() {
             let verdict = parse_verdict(&reply.text);
             if matches!(verdict, Verdict::Error(_)) {

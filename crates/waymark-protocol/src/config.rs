@@ -52,6 +52,21 @@ pub struct Config {
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
     pub mcp: crate::mcp::McpConfig,
     pub checkpoints: CheckpointConfig,
+    /// Prices of models by pattern (`openai:gpt-4.1*`, `kimi:*`), in USD per million
+    /// tokens; they win over the built-in ones. A model with no price has an unknown cost.
+    pub pricing: BTreeMap<String, crate::cost::Price>,
+    pub limits: LimitsConfig,
+}
+
+/// The `limits` section: what this machine may spend.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// The most all sessions on this machine may spend on model calls in one local day, in
+    /// USD. Reaching it pauses every goal and starts no model call until the next day (or
+    /// a higher cap).
+    pub daily_cost_usd: Option<f64>,
 }
 
 /// The `checkpoints` section: the workspace snapshots rewind goes back to.

@@ -170,6 +170,10 @@ pub enum EventKind {
         /// True when the turn was found interrupted on reopen after a crash.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         recovered: bool,
+        /// What the turn's model calls cost in USD; absent when a call's model had no price
+        /// (the cost is unknown, never $0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     #[serde(rename = "questionnaire.opened")]
     QuestionnaireOpened {
@@ -381,6 +385,7 @@ mod tests {
                 steps: 50,
                 error: None,
                 recovered: false,
+                cost_usd: None,
             },
         };
         let v = serde_json::to_value(&ev).unwrap();

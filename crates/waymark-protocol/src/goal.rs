@@ -74,10 +74,14 @@ pub enum GoalReason {
     ActiveSeconds,
     RateLimited,
     QuotaExhausted,
+    /// The cost budget is used up (G-32).
+    Cost,
+    /// The daily spending cap of `limits.daily_cost_usd` is reached (G-33).
+    SpendCap,
 }
 
 impl GoalReason {
-    pub const ALL: [GoalReason; 20] = [
+    pub const ALL: [GoalReason; 22] = [
         GoalReason::Created,
         GoalReason::Resumed,
         GoalReason::BudgetRaised,
@@ -98,6 +102,8 @@ impl GoalReason {
         GoalReason::ActiveSeconds,
         GoalReason::RateLimited,
         GoalReason::QuotaExhausted,
+        GoalReason::Cost,
+        GoalReason::SpendCap,
     ];
 
     /// The serde name (as in JSON and the database).
@@ -131,6 +137,8 @@ impl GoalReason {
             GoalReason::ActiveSeconds => "Stopped: the time budget is used up",
             GoalReason::RateLimited => "Waiting: the provider's rate limit",
             GoalReason::QuotaExhausted => "Stopped: the provider's quota is used up",
+            GoalReason::Cost => "Stopped: the cost budget is used up",
+            GoalReason::SpendCap => "Waiting: today's spending cap is reached",
         }
     }
 
@@ -156,10 +164,13 @@ impl GoalReason {
             | GoalReason::TurnError
             | GoalReason::ProviderError
             | GoalReason::AppClosed => GoalStatus::Paused,
-            GoalReason::Tokens | GoalReason::MainTurns | GoalReason::ActiveSeconds => {
-                GoalStatus::BudgetLimited
+            GoalReason::Tokens
+            | GoalReason::MainTurns
+            | GoalReason::ActiveSeconds
+            | GoalReason::Cost => GoalStatus::BudgetLimited,
+            GoalReason::RateLimited | GoalReason::QuotaExhausted | GoalReason::SpendCap => {
+                GoalStatus::UsageLimited
             }
-            GoalReason::RateLimited | GoalReason::QuotaExhausted => GoalStatus::UsageLimited,
         }
     }
 }
@@ -185,11 +196,17 @@ pub struct BudgetChange {
     pub turns: Option<Limit>,
     #[serde(default)]
     pub seconds: Option<Limit>,
+    /// In micro-dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Limit>,
 }
 
 impl BudgetChange {
     pub fn is_empty(&self) -> bool {
-        self.tokens.is_none() && self.turns.is_none() && self.seconds.is_none()
+        self.tokens.is_none()
+            && self.turns.is_none()
+            && self.seconds.is_none()
+            && self.cost.is_none()
     }
 }
 
@@ -273,7 +290,22 @@ pub struct BudgetLine {
     pub reached: bool,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Default for BudgetLine {
+    fn default() -> Self {
+        BudgetLine::new(None, 0)
+    }
+}
+
 impl BudgetLine {
+    /// No limit and nothing used.
+    pub fn is_unused(&self) -> bool {
+        self.limit.is_none() && self.used == 0
+    }
+
     pub fn new(limit: Option<u64>, used: u64) -> Self {
         BudgetLine {
             limit,
@@ -291,6 +323,13 @@ pub struct BudgetReport {
     pub tokens: BudgetLine,
     pub main_turns: BudgetLine,
     pub active_seconds: BudgetLine,
+    /// In micro-dollars (G-32). What calls without a price cost is not in it. Left out
+    /// while it has no limit and nothing is spent (as in logs from before costs).
+    #[serde(default, skip_serializing_if = "BudgetLine::is_unused")]
+    pub cost: BudgetLine,
+    /// Calls of the goal whose model had no price: its cost is then not fully known.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_unpriced_calls: u64,
 }
 
 /// The full snapshot of a goal pushed to front ends after every change (`goal.updated`).

@@ -1,5 +1,5 @@
 //! The `/goal` grammar (G-9) and its budget syntax (G-8): tokens as `50K`, `1.5M`, `200000`;
-//! turns as a plain integer; time as `90s`, `45m`, `2h`. Invalid values are refused with the accepted forms, values out of
+//! turns as a plain integer; time as `90s`, `45m`, `2h`; cost as `$5` or `0.50` (USD). Invalid values are refused with the accepted forms, values out of
 //! range with the accepted range; every path that sets a budget (the `/goal` command, the
 //! model's `create_goal`, an approved proposal, the settings) goes through [`check`].
 
@@ -27,13 +27,14 @@ pub enum BudgetSyntaxError {
         max: u64,
         value: String,
     },
-    #[error("`{key}=` is given twice; give each of budget=, turns= and time= at most once")]
+    #[error("`{key}=` is given twice; give each of budget=, turns=, time= and cost= at most once")]
     Twice { key: &'static str },
 }
 
 const TOKEN_FORMS: &str = "a number of tokens such as 200000, 50K or 1.5M";
 const TURN_FORMS: &str = "a whole number of turns such as 20";
 const TIME_FORMS: &str = "a duration such as 90s, 45m or 2h";
+const COST_FORMS: &str = "an amount of USD such as $5, 0.50 or $0.01";
 
 fn err(value: &str, what: &'static str, forms: &'static str) -> BudgetSyntaxError {
     BudgetSyntaxError::Syntax {
@@ -163,13 +164,42 @@ pub fn parse_seconds(s: &str) -> Result<u64, BudgetSyntaxError> {
     }
 }
 
-/// Budget changes in `budget=… turns=… time=…` form: `None` leaves a dimension,
+/// Cost: `$5`, `5`, `0.50`, `$0.01` (USD, at most a cent's hundredth below a
+/// micro-dollar is rounded); returns micro-dollars.
+pub fn parse_cost(s: &str) -> Result<u64, BudgetSyntaxError> {
+    let t = s.trim();
+    let bad = || err(s, "cost budget", COST_FORMS);
+    let num = t.strip_prefix('$').unwrap_or(t);
+    if num.is_empty()
+        || !num.chars().all(|c| c.is_ascii_digit() || c == '.')
+        || num.matches('.').count() > 1
+        || num.starts_with('.')
+    {
+        return Err(bad());
+    }
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    if v > crate::cost::MAX_COST_USD {
+        return Err(BudgetSyntaxError::Range {
+            what: "cost budget in USD",
+            max: crate::cost::MAX_COST_USD as u64,
+            value: t.to_string(),
+        });
+    }
+    match crate::cost::micros(v) {
+        Some(m) if m >= 1 => Ok(m),
+        _ => Err(bad()),
+    }
+}
+
+/// Budget changes in `budget=… turns=… time=… cost=…` form: `None` leaves a dimension,
 /// `Some(None)` clears it (`clear`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetArgs {
     pub tokens: Option<Option<u64>>,
     pub turns: Option<Option<u64>>,
     pub time_ms: Option<Option<u64>>,
+    /// In micro-dollars.
+    pub cost: Option<Option<u64>>,
 }
 
 /// Splits `args` into the objective words and budget settings.
@@ -203,6 +233,9 @@ pub fn split_args(args: &str) -> Result<(String, BudgetArgs), BudgetSyntaxError>
         } else if let Some(v) = w.strip_prefix("time=") {
             once("time", b.time_ms.is_some())?;
             b.time_ms = Some(setting(v, parse_seconds)?.map(|s| s * 1000)); // ≤ a year: no overflow
+        } else if let Some(v) = w.strip_prefix("cost=") {
+            once("cost", b.cost.is_some())?;
+            b.cost = Some(setting(v, parse_cost)?);
         } else {
             words.push(w);
         }
@@ -217,6 +250,7 @@ pub fn change_of(b: &BudgetArgs) -> BudgetChange {
         tokens: limit(b.tokens),
         turns: limit(b.turns),
         seconds: limit(b.time_ms.map(|t| t.map(|ms| ms / 1000))),
+        cost: limit(b.cost),
     }
 }
 
@@ -339,7 +373,8 @@ mod tests {
             BudgetArgs {
                 tokens: Some(Some(50_000)),
                 turns: Some(Some(10)),
-                time_ms: Some(Some(7_200_000))
+                time_ms: Some(Some(7_200_000)),
+                cost: None,
             }
         );
         let (o, b) = split_args("budget=clear").unwrap();
@@ -350,5 +385,46 @@ mod tests {
                 .to_string()
                 .contains("50K or 1.5M")
         );
+    }
+
+    #[test]
+    fn g_32_a_cost_budget_is_usd_in_micro_dollars() {
+        assert_eq!(parse_cost("$5").unwrap(), 5_000_000);
+        assert_eq!(parse_cost("0.50").unwrap(), 500_000);
+        assert_eq!(parse_cost("$0.01").unwrap(), 10_000);
+        for bad in [
+            "",
+            "$",
+            "-1",
+            "$0",
+            "5 USD",
+            "1e3",
+            "$.5",
+            "1.2.3",
+            "$0.0000001",
+        ] {
+            assert!(
+                parse_cost(bad)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("$5, 0.50"),
+                "{bad}"
+            );
+        }
+        assert!(
+            parse_cost("$2000000")
+                .unwrap_err()
+                .to_string()
+                .contains("between 1 and 1000000")
+        );
+        let (o, b) = split_args("fix it cost=$5 budget=50K").unwrap();
+        assert_eq!((o.as_str(), b.cost), ("fix it", Some(Some(5_000_000))));
+        assert!(
+            split_args("x cost=1 cost=2")
+                .unwrap_err()
+                .to_string()
+                .contains("cost=")
+        );
+        assert_eq!(change_of(&b).cost, Some(Limit::To(5_000_000)));
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod checkpoint;
 pub mod config;
+pub mod cost;
 pub mod display;
 mod event;
 pub mod form;

@@ -308,6 +308,12 @@ pub struct SessionSnapshot {
     pub questionnaires: Vec<QuestionnaireInfo>,
     pub turns: u64,
     pub usage: Usage,
+    /// What the session's model calls cost (G-31).
+    #[serde(default)]
+    pub spend: crate::cost::Spend,
+    /// The same in USD; `None` when a call's model had no price (unknown, never $0).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
     pub last_seq: u64,
 }
 

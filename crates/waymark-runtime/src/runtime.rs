@@ -634,6 +634,7 @@ impl Runtime {
                 .find(|s| s.id == id)
                 .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
             let (turns, usage) = store::turns::totals(c, id)?;
+            let spend = store::spend::session(c, id)?;
             Ok(SessionSnapshot {
                 summary,
                 session_dir: paths::session_dir(&self.opts.data_dir, id)
@@ -646,6 +647,8 @@ impl Runtime {
                     .collect(),
                 turns,
                 usage,
+                spend,
+                cost_usd: spend.usd(),
                 last_seq: store::events::last_seq(c, id)?,
             })
         })

@@ -12,6 +12,7 @@ mod grants;
 pub mod messages;
 pub mod questionnaires;
 pub mod sessions;
+pub mod spend;
 pub mod turns;
 
 pub use grants::{Grant, GrantKind, Instructions};
@@ -46,6 +47,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0010_feature_free_checks.sql"),
     include_str!("../migrations/0011_deleting_sessions.sql"),
     include_str!("../migrations/0012_rewind.sql"),
+    include_str!("../migrations/0013_cost.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);

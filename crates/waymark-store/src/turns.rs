@@ -25,12 +25,14 @@ pub struct TurnRow {
     pub steps: u32,
     pub usage: Usage,
     pub started_at: i64,
+    /// What its model calls cost (G-31).
+    pub spend: waymark_protocol::cost::Spend,
 }
 
 pub use waymark_protocol::{HistoryItem, ToolCallRecord};
 
 const TURN_COLUMNS: &str = "id, session_id, message_id, status, reason, steps, input_tokens, \
-     output_tokens, cached_tokens, started_at";
+     output_tokens, cached_tokens, started_at, cost_micros, unpriced_calls";
 
 fn row_to_turn(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRow> {
     let reason: Option<String> = r.get(4)?;
@@ -57,6 +59,10 @@ fn row_to_turn(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRow> {
             cached_tokens: r.get::<_, i64>(8)?.max(0) as u64,
         },
         started_at: r.get(9)?,
+        spend: waymark_protocol::cost::Spend {
+            micros: r.get::<_, i64>(10)?.max(0) as u64,
+            unpriced_calls: r.get::<_, i64>(11)?.max(0) as u64,
+        },
     })
 }
 
@@ -74,15 +80,27 @@ impl super::Tx<'_> {
         Ok(c.last_insert_rowid())
     }
 
-    /// Adds one model call's usage and counts the step.
-    pub fn record_step(&mut self, turn_id: i64, usage: Usage) -> Result<()> {
-        self.add_turn_usage(turn_id, usage, 1)
+    /// Adds one model call's usage and cost and counts the step.
+    pub fn record_step(
+        &mut self,
+        turn_id: i64,
+        usage: Usage,
+        charge: &super::spend::Charge,
+    ) -> Result<()> {
+        self.add_turn_usage(turn_id, usage, 1)?;
+        self.charge(Some(turn_id), charge)
     }
 
-    /// Adds a call's usage to a turn without counting a step (a compaction call): it
-    /// counts toward the turn, and so toward a goal's budget.
-    pub fn add_usage(&mut self, turn_id: i64, usage: Usage) -> Result<()> {
-        self.add_turn_usage(turn_id, usage, 0)
+    /// Adds a call's usage and cost to a turn without counting a step (a compaction call):
+    /// it counts toward the turn, and so toward a goal's budget.
+    pub fn add_usage(
+        &mut self,
+        turn_id: i64,
+        usage: Usage,
+        charge: &super::spend::Charge,
+    ) -> Result<()> {
+        self.add_turn_usage(turn_id, usage, 0)?;
+        self.charge(Some(turn_id), charge)
     }
 
     fn add_turn_usage(&mut self, turn_id: i64, usage: Usage, steps: i64) -> Result<()> {
@@ -388,6 +406,10 @@ mod tests {
                         input_tokens: 5,
                         output_tokens: 2,
                         cached_tokens: 0,
+                    },
+                    &crate::spend::Charge {
+                        micros: Some(12),
+                        day: "2026-12-04".into(),
                     },
                 )
             })

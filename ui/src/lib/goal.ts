@@ -28,6 +28,8 @@ export const REASON_WORDS: Record<Goal["reason"], string> = {
   active_seconds: "Stopped: the time budget is used up",
   rate_limited: "Waiting: the provider's rate limit",
   quota_exhausted: "Stopped: the provider's quota is used up",
+  cost: "Stopped: the cost budget is used up",
+  spend_cap: "Waiting: today's spending cap is reached",
 };
 
 /** Who acted, in words. */
@@ -154,6 +156,11 @@ export function limitNotice(goal: Goal, now: number): LimitNotice | null {
   const at = l ? clock(l.resets_at, true) : "";
   const resets = l && left !== null ? (left > 0 ? `The limit resets at ${at}, in ${duration(left)}` : `The limit reset at ${at}`) : "";
   const source = l && !l.from_provider ? " (the provider named no time: backoff)" : "";
+  if (goal.reason === "spend_cap") {
+    const when = resets ? ` ${resets}.` : "";
+    const auto = l?.auto_resume ?? false;
+    return { auto, left, text: `Today's spending cap (limits.daily_cost_usd) is reached: no model call starts until the next day.${when}${auto ? " The goal resumes by itself then; raise the cap and resume to go on sooner." : " Raise the cap and resume to go on."}` };
+  }
   if (goal.reason === "quota_exhausted") {
     const when = resets ? ` ${resets}.` : "";
     return { auto: false, left, text: `The provider's quota or billing limit is used up.${when} A quota never resumes by itself: resume once it allows.` };

@@ -268,7 +268,7 @@ describe("bulk replay", () => {
     }
     const stepwise = run(events);
     const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
-    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 50, usage, last_seq: seq }, events, complete: true, goal: null, instructions: [] };
+    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 50, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: seq }, events, complete: true, goal: null, instructions: [] };
     const bulk = fromView(view);
     expect(bulk.items).toEqual(stepwise.items);
     expect(bulk.bulk).toBe(false);
@@ -315,8 +315,8 @@ describe("opening a log cut off by a closed app", () => {
     ];
     const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
     const summary = { id: "s", workspace: "/w", title: null, model: null, permission_mode: "auto", interaction_mode: "default", created_at: 0, updated_at: 0, queued: 0, pending_questionnaire: null } as never;
-    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, last_seq: 2 }, events, complete: true, goal: null, instructions: [] } as never;
+    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 2 }, events, complete: true, goal: null, instructions: [] } as never;
     expect(fromView(view).running).toBe(false);
-    expect(fromView({ ...(view as object), events: events.slice(0, 1), snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, last_seq: 1 } } as never).running).toBe(true);
+    expect(fromView({ ...(view as object), events: events.slice(0, 1), snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 1 } } as never).running).toBe(true);
   });
 });

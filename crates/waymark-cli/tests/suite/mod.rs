@@ -1,5 +1,6 @@
 mod checkpoint;
 mod cli;
+mod cost;
 mod crash;
 mod goal;
 mod mcp;

@@ -56,6 +56,15 @@ impl SessionHost for SessionCore {
     fn provider(&self) -> Arc<dyn ModelProvider> {
         SessionCore::provider(self)
     }
+    fn model_spec(&self) -> String {
+        SessionCore::model_spec(self)
+    }
+    fn charge_of(&self, usage: &waymark_protocol::Usage) -> store::spend::Charge {
+        SessionCore::charge_of(self, usage)
+    }
+    fn spend_cap(&self) -> Result<Option<waymark_protocol::ErrorInfo>> {
+        SessionCore::spend_cap(self)
+    }
     fn tools(&self) -> &ToolRegistry {
         &self.tools
     }

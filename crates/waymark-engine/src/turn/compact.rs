@@ -49,6 +49,13 @@ pub(super) async fn compact(
         let kept: u64 = cache.tokens[k..].iter().sum();
         (prefix, cache.ids[k - 1], cache.compaction.clone(), kept)
     };
+    // The daily spending cap stops this call too (G-33).
+    if let Some(capped) = core.spend_cap()? {
+        return Ok(Compacted::Failed(crate::provider::ProviderError::new(
+            crate::provider::ProviderErrorKind::RequestRejected,
+            capped.message,
+        )));
+    }
     let request = c::request(previous.as_ref(), &prefix, window);
     let sink = |_: StreamEvent| {};
     let provider = core.provider();
@@ -85,8 +92,11 @@ pub(super) async fn compact(
     let sid = core.id.as_str();
     core.write(|tx| {
         tx.insert_compaction(sid, turn_id, &row)?;
-        if let Some(turn_id) = turn_id {
-            tx.add_usage(turn_id, reply.usage)?;
+        let charge = core.charge_of(&reply.usage);
+        match turn_id {
+            Some(turn_id) => tx.add_usage(turn_id, reply.usage, &charge)?,
+            // Between turns: the call belongs to no turn, but its day pays for it.
+            None => tx.charge(None, &charge)?,
         }
         Ok(tx.emit(
             sid,

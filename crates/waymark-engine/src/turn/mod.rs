@@ -299,6 +299,11 @@ async fn drive(
                 )?)
             })?;
         }
+        // No model call starts once the day's spending cap is reached (G-33).
+        if let Some(capped) = core.spend_cap()? {
+            tracing::warn!("model call refused: {}", capped.message);
+            return finish(core, turn_id, TurnEndReason::Error, Some(capped));
+        }
         let streamed = Mutex::new(String::new());
         // Deltas are shown as they come, except an end that could be the start of a secret.
         let redactor = core.store.redactor();
@@ -461,7 +466,7 @@ fn record_reply(core: &SessionCore, turn_id: i64, r: &ModelResponse) -> Result<(
                 tool_calls: r.tool_calls.clone(),
             },
         )?;
-        tx.record_step(turn_id, r.usage)?;
+        tx.record_step(turn_id, r.usage, &core.charge_of(&r.usage))?;
         tx.emit(
             sid,
             EventKind::AssistantMessage {
@@ -780,6 +785,7 @@ pub(crate) fn close_turn(
             steps: row.steps,
             error: error.cloned().map(Box::new),
             recovered,
+            cost_usd: row.spend.usd(),
         },
     )?)
 }

@@ -2,5 +2,6 @@
 //! tables that the desktop returns over IPC and the CLI prints, so both show the same thing.
 
 mod checkpoint;
+mod cost;
 mod goal;
 mod plan;

@@ -4,6 +4,7 @@
 #![allow(unused_imports)] // the shared imports serve the submodules
 
 mod budgets;
+mod cost;
 mod lifecycle;
 mod usage_limit;
 mod verification;

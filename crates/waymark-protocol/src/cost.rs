@@ -1,0 +1,307 @@
+//! What model calls cost (G-31): prices per million tokens by model pattern, the built-in
+//! defaults, and the arithmetic. Money is counted in whole micro-dollars (millionths of a
+//! USD), so sums are exact; a model with no price has an unknown cost, never $0.
+
+use crate::Usage;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Micro-dollars in a dollar.
+pub const MICROS_PER_USD: u64 = 1_000_000;
+
+/// The largest price per million tokens a setting may give, in USD.
+pub const MAX_PRICE_PER_MTOK: f64 = 10_000.0;
+
+/// The largest cost budget or daily cap, in USD.
+pub const MAX_COST_USD: f64 = 1_000_000.0;
+
+/// What a model charges, in USD per million tokens.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Input read from the provider's prompt cache; the input price when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_mtok: Option<f64>,
+}
+
+impl Price {
+    const fn of(input: f64, cached: f64, output: f64) -> Price {
+        Price {
+            input_per_mtok: input,
+            output_per_mtok: output,
+            cached_input_per_mtok: Some(cached),
+        }
+    }
+
+    /// What one call with `usage` costs, in micro-dollars (the input includes the cached
+    /// part, as both providers report it). Saturates rather than overflow.
+    pub fn cost_micros(&self, usage: &Usage) -> u64 {
+        let cached = usage.cached_tokens.min(usage.input_tokens);
+        let fresh = usage.input_tokens - cached;
+        // Tokens × USD per million tokens is micro-dollars.
+        let micros = fresh as f64 * self.input_per_mtok
+            + cached as f64 * self.cached_input_per_mtok.unwrap_or(self.input_per_mtok)
+            + usage.output_tokens as f64 * self.output_per_mtok;
+        if micros.is_finite() && micros > 0.0 {
+            micros.round().min(u64::MAX as f64) as u64
+        } else {
+            0
+        }
+    }
+
+    /// Why the price is not one a setting may give, if it is not.
+    pub fn invalid(&self) -> Option<String> {
+        let fields = [
+            ("input_per_mtok", Some(self.input_per_mtok)),
+            ("output_per_mtok", Some(self.output_per_mtok)),
+            ("cached_input_per_mtok", self.cached_input_per_mtok),
+        ];
+        fields.into_iter().find_map(|(name, v)| {
+            let v = v?;
+            (!(v.is_finite() && (0.0..=MAX_PRICE_PER_MTOK).contains(&v))).then(|| {
+                format!("{name} must be a number of USD from 0 to {MAX_PRICE_PER_MTOK} (got {v})")
+            })
+        })
+    }
+}
+
+/// The built-in prices: list prices in USD per million tokens as the providers published them
+/// on their pricing pages (openai.com/api/pricing, anthropic.com/pricing), taken on
+/// 2025-11-24. The user's `pricing` entries win over these. Local models (Ollama) cost
+/// nothing per token.
+pub const BUILTIN_PRICES: &[(&str, Price)] = &[
+    ("openai:gpt-5", Price::of(1.25, 0.125, 10.0)),
+    ("openai:gpt-5-*", Price::of(1.25, 0.125, 10.0)),
+    ("openai:gpt-5-mini*", Price::of(0.25, 0.025, 2.0)),
+    ("openai:gpt-5-nano*", Price::of(0.05, 0.005, 0.4)),
+    ("openai:gpt-4.1", Price::of(2.0, 0.5, 8.0)),
+    ("openai:gpt-4.1-2*", Price::of(2.0, 0.5, 8.0)),
+    ("openai:gpt-4.1-mini*", Price::of(0.4, 0.1, 1.6)),
+    ("openai:gpt-4.1-nano*", Price::of(0.1, 0.025, 0.4)),
+    ("openai:gpt-4o", Price::of(2.5, 1.25, 10.0)),
+    ("openai:gpt-4o-2*", Price::of(2.5, 1.25, 10.0)),
+    ("openai:gpt-4o-mini*", Price::of(0.15, 0.075, 0.6)),
+    ("openai:o3", Price::of(2.0, 0.5, 8.0)),
+    ("openai:o3-2*", Price::of(2.0, 0.5, 8.0)),
+    ("openai:o4-mini*", Price::of(1.1, 0.275, 4.4)),
+    ("anthropic:claude-opus-4-5*", Price::of(5.0, 0.5, 25.0)),
+    ("anthropic:claude-opus-4-1*", Price::of(15.0, 1.5, 75.0)),
+    ("anthropic:claude-opus-4-2*", Price::of(15.0, 1.5, 75.0)),
+    ("anthropic:claude-sonnet-4*", Price::of(3.0, 0.3, 15.0)),
+    ("anthropic:claude-3-7-sonnet*", Price::of(3.0, 0.3, 15.0)),
+    ("anthropic:claude-haiku-4-5*", Price::of(1.0, 0.1, 5.0)),
+    ("anthropic:claude-3-5-haiku*", Price::of(0.8, 0.08, 4.0)),
+    ("ollama:*", Price::of(0.0, 0.0, 0.0)),
+];
+
+/// Whether `spec` matches `pattern`, where `*` stands for any run of characters (and is
+/// the only special character).
+pub fn matches(pattern: &str, spec: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let Some((first, rest)) = parts.split_first() else {
+        return false;
+    };
+    let Some(mut left) = spec.strip_prefix(first) else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return left.is_empty();
+    };
+    for part in middle {
+        match left.find(part) {
+            Some(i) => left = &left[i + part.len()..],
+            None => return false,
+        }
+    }
+    left.len() >= last.len() && left.ends_with(last)
+}
+
+/// The most specific of `entries` matching `spec`: the one with the most characters that
+/// are not `*` (the first of those in order on a tie).
+fn best<'a>(entries: impl Iterator<Item = (&'a str, &'a Price)>, spec: &str) -> Option<Price> {
+    let mut found: Option<(usize, Price)> = None;
+    for (pattern, price) in entries {
+        if !matches(pattern, spec) {
+            continue;
+        }
+        let weight = pattern.chars().filter(|c| *c != '*').count();
+        if found.is_none_or(|(w, _)| weight > w) {
+            found = Some((weight, *price));
+        }
+    }
+    found.map(|(_, p)| p)
+}
+
+/// The price of model `spec` (`openai:gpt-4.1`): the user's most specific entry, else the
+/// built-in one; `None` when neither names it (its cost is then unknown).
+pub fn price_of(spec: &str, user: &BTreeMap<String, Price>) -> Option<Price> {
+    best(user.iter().map(|(k, v)| (k.as_str(), v)), spec)
+        .or_else(|| best(BUILTIN_PRICES.iter().map(|(k, v)| (*k, v)), spec))
+}
+
+/// Micro-dollars as dollars.
+pub fn usd(micros: u64) -> f64 {
+    micros as f64 / MICROS_PER_USD as f64
+}
+
+/// Dollars as whole micro-dollars, when they are a sane amount (finite, 0 to
+/// [`MAX_COST_USD`]).
+pub fn micros(usd: f64) -> Option<u64> {
+    (usd.is_finite() && (0.0..=MAX_COST_USD).contains(&usd))
+        .then(|| (usd * MICROS_PER_USD as f64).round() as u64)
+}
+
+/// An amount as people read it: `$0.0123`, `$4.20`, `$1,234.50`.
+pub fn label(micros: u64) -> String {
+    let usd = usd(micros);
+    if usd < 1.0 && micros > 0 {
+        return format!("${usd:.4}");
+    }
+    let cents = (micros + 5_000) / 10_000;
+    let (whole, cents) = (cents / 100, cents % 100);
+    let digits = whole.to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("${grouped}.{cents:02}")
+}
+
+/// What a set of calls cost: the priced part, and how many calls had no price (then the
+/// total is unknown).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Spend {
+    pub micros: u64,
+    pub unpriced_calls: u64,
+}
+
+impl Spend {
+    /// The total in USD, or `None` when a call had no price.
+    pub fn usd(&self) -> Option<f64> {
+        (self.unpriced_calls == 0).then(|| usd(self.micros))
+    }
+
+    /// As people read it: `$4.20`, or `unknown` when a call had no price (`at least $4.20`
+    /// when some had one).
+    pub fn label(&self) -> String {
+        match (self.unpriced_calls, self.micros) {
+            (0, m) => label(m),
+            (_, 0) => "unknown (no price for the model)".into(),
+            (_, m) => format!("at least {} (some calls had no price)", label(m)),
+        }
+    }
+}
+
+/// Spending across every session on this machine on one local day.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DailySpend {
+    /// The local date, `YYYY-MM-DD`.
+    pub day: String,
+    pub spend: Spend,
+    pub cost_usd: Option<f64>,
+    /// `limits.daily_cost_usd`, when set.
+    pub cap_usd: Option<f64>,
+    /// The cap is reached: no model call starts until the next day or a higher cap.
+    pub capped: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_costs_its_tokens_at_the_price_to_the_micro_dollar() {
+        let p = Price::of(2.0, 0.5, 8.0);
+        let u = Usage {
+            input_tokens: 1_200_000,
+            output_tokens: 300_000,
+            cached_tokens: 200_000,
+        };
+        // 1,000,000 fresh × $2 + 200,000 cached × $0.50 + 300,000 out × $8 = $4.50.
+        assert_eq!(p.cost_micros(&u), 4_500_000);
+        assert_eq!(label(p.cost_micros(&u)), "$4.50");
+        // No cached price: cached input costs the input price.
+        let plain = Price {
+            cached_input_per_mtok: None,
+            ..p
+        };
+        assert_eq!(plain.cost_micros(&u), 4_800_000);
+        // Absurd usage saturates instead of wrapping.
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX,
+            cached_tokens: 0,
+        };
+        assert_eq!(
+            Price::of(10_000.0, 0.0, 10_000.0).cost_micros(&huge),
+            u64::MAX
+        );
+    }
+
+    #[test]
+    fn patterns_match_with_stars_and_the_most_specific_wins() {
+        assert!(matches("openai:gpt-4.1*", "openai:gpt-4.1-mini"));
+        assert!(matches("kimi:*", "kimi:moonshot-v1"));
+        assert!(matches("a*b*c", "axxbyyc"));
+        assert!(!matches("a*b*c", "axxbyy"));
+        assert!(!matches("openai:gpt-4.1", "openai:gpt-4.1-mini"));
+        assert!(matches("*", "anything"));
+        let mut user = BTreeMap::new();
+        user.insert("openai:*".to_string(), Price::of(1.0, 1.0, 1.0));
+        user.insert("openai:gpt-4.1*".to_string(), Price::of(9.0, 9.0, 9.0));
+        assert_eq!(
+            price_of("openai:gpt-4.1-mini", &user)
+                .unwrap()
+                .input_per_mtok,
+            9.0
+        );
+        // The user's entries win over the built-in ones, even a less specific one.
+        assert_eq!(
+            price_of("openai:gpt-4o", &user).unwrap().input_per_mtok,
+            1.0
+        );
+        let none = BTreeMap::new();
+        assert_eq!(
+            price_of("openai:gpt-4.1-mini", &none)
+                .unwrap()
+                .input_per_mtok,
+            0.4
+        );
+        assert_eq!(
+            price_of("anthropic:claude-sonnet-4-5", &none)
+                .unwrap()
+                .output_per_mtok,
+            15.0
+        );
+        // Unknown stays unknown.
+        assert_eq!(price_of("kimi:moonshot-v1", &none), None);
+        assert_eq!(price_of("scripted:/tmp/x.json", &none), None);
+    }
+
+    #[test]
+    fn amounts_read_as_money_and_unknown_is_never_zero() {
+        assert_eq!(label(0), "$0.00");
+        assert_eq!(label(12_300), "$0.0123");
+        assert_eq!(label(1_234_500_000), "$1,234.50");
+        assert_eq!(micros(0.01), Some(10_000));
+        assert_eq!(micros(-1.0), None);
+        assert_eq!(micros(f64::NAN), None);
+        let unknown = Spend {
+            micros: 0,
+            unpriced_calls: 2,
+        };
+        assert_eq!(unknown.usd(), None);
+        assert!(unknown.label().starts_with("unknown"));
+        assert!(Price::of(f64::INFINITY, 0.0, 0.0).invalid().is_some());
+        assert!(Price::of(-1.0, 0.0, 0.0).invalid().is_some());
+        assert_eq!(Price::of(3.0, 0.3, 15.0).invalid(), None);
+    }
+}

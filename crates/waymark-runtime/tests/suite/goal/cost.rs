@@ -1,0 +1,276 @@
+//! What model calls cost (G-31), a goal's cost budget (G-32) and the daily spending cap
+//! (G-33), end to end: against mock servers on both wire protocols, and the scripted model
+//! with a price set for it.
+
+use super::super::mock_server::{Flavor, MockResponse, MockServer, on_mock};
+use super::*;
+use waymark_protocol::cost::{Price, Spend};
+
+/// The scripted model priced at $1 in / $2 out per million tokens: a call of 10,000 input
+/// and 1,000 output tokens costs $0.012.
+fn priced(mut c: Config) -> Config {
+    c.pricing.insert(
+        "scripted:*".into(),
+        Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 2.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    c
+}
+
+fn call_usage() -> Value {
+    json!({"input_tokens": 10_000, "output_tokens": 1_000})
+}
+
+/// One reply with a tool call and one that ends the turn, each costing $0.012.
+fn two_calls(tag: &str) -> [Value; 2] {
+    [
+        json!({"text": format!("working {tag}"), "usage": call_usage(),
+               "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}),
+        json!({"text": format!("done {tag}"), "usage": call_usage()}),
+    ]
+}
+
+fn turn_costs(events: &[waymark_protocol::Event]) -> Vec<Option<f64>> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnFinished { cost_usd, .. } => Some(*cost_usd),
+            _ => None,
+        })
+        .collect()
+}
+
+/// An OpenAI reply with the usage given, and an Anthropic one (cache reads apart).
+fn openai_reply(text: &str, call: bool, prompt: u64, cached: u64, out: u64) -> MockResponse {
+    let mut s = String::new();
+    let mut ev = |v: Value| s.push_str(&format!("data: {v}\n\n"));
+    ev(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}));
+    if call {
+        ev(
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+            "function": {"name": "list_dir", "arguments": "{\"path\":\".\"}"}}]}}]}),
+        );
+    }
+    let finish = if call { "tool_calls" } else { "stop" };
+    ev(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}));
+    ev(
+        json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": out,
+        "prompt_tokens_details": {"cached_tokens": cached}}}),
+    );
+    s.push_str("data: [DONE]\n\n");
+    MockResponse::sse(&s)
+}
+
+fn anthropic_reply(text: &str, input: u64, read: u64, out: u64) -> MockResponse {
+    let mut s = String::new();
+    let mut ev = |name: &str, v: Value| s.push_str(&format!("event: {name}\ndata: {v}\n\n"));
+    ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "m",
+        "usage": {"input_tokens": input, "cache_read_input_tokens": read, "output_tokens": 1}}}),
+    );
+    ev(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    );
+    ev(
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+    );
+    ev(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    );
+    ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": out}}),
+    );
+    ev("message_stop", json!({"type": "message_stop"}));
+    MockResponse::sse(&s)
+}
+
+#[tokio::test]
+async fn g_31_each_call_is_priced_to_the_cent_on_both_wire_protocols() {
+    let mut c = Config::default();
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 2.5,
+            output_per_mtok: 10.0,
+            cached_input_per_mtok: Some(0.25),
+        },
+    );
+    c.pricing.insert(
+        "anthropic:claude-mock".into(),
+        Price {
+            input_per_mtok: 3.0,
+            output_per_mtok: 15.0,
+            cached_input_per_mtok: Some(0.3),
+        },
+    );
+    // OpenAI: a call with a tool and one without. By hand:
+    //   100,000 fresh × $2.50 + 23,456 cached × $0.25 + 7,890 out × $10 = $0.334764
+    //    50,000 fresh × $2.50 + 150,000 cached × $0.25 + 1,000 out × $10 = $0.172500
+    let server = MockServer::start_with(|r| {
+        if r.body.to_string().contains("\"tool\"") {
+            openai_reply("done", false, 200_000, 150_000, 1_000)
+        } else {
+            openai_reply("looking", true, 123_456, 23_456, 7_890)
+        }
+    })
+    .await;
+    let h = Harness::new(c.clone());
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let ev = run(&s, user("price it")).await;
+    assert_eq!(turn_costs(&ev), [Some(0.507264)]);
+    let snap = rt.snapshot(s.id()).unwrap();
+    assert_eq!(
+        snap.spend,
+        Spend {
+            micros: 507_264,
+            unpriced_calls: 0
+        }
+    );
+    assert_eq!(format!("{:.2}", snap.cost_usd.unwrap()), "0.51");
+    s.shutdown().await.unwrap();
+    // Anthropic (cache reads reported apart from the input):
+    //   40,000 fresh × $3 + 60,000 read × $0.30 + 2,000 out × $15 = $0.168000
+    let server = MockServer::start_with(|_| anthropic_reply("hi", 40_000, 60_000, 2_000)).await;
+    let (rt, s) = on_mock(&h, Flavor::Anthropic, &server, |_| {});
+    let ev = run(&s, user("price it")).await;
+    assert_eq!(turn_costs(&ev), [Some(0.168)]);
+    // The day counts both sessions.
+    let day = rt.daily_spend().unwrap();
+    assert_eq!(day.spend.micros, 507_264 + 168_000);
+    assert_eq!(day.cap_usd, None);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_31_a_model_with_no_price_costs_unknown_never_zero() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [{"text": "hi", "usage": call_usage()}]}),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, user("hello")).await;
+    assert_eq!(turn_costs(&ev), [None]);
+    let snap = h.runtime.snapshot(s.id()).unwrap();
+    assert_eq!((snap.cost_usd, snap.spend.unpriced_calls), (None, 1));
+    assert!(
+        snap.spend.label().starts_with("unknown"),
+        "{}",
+        snap.spend.label()
+    );
+    assert_eq!(h.runtime.daily_spend().unwrap().cost_usd, None);
+    // A cost budget for it is refused, naming the setting to give it a price.
+    let e = s.submit(user("/goal fix it cost=$5")).await.unwrap_err();
+    assert_eq!(
+        (e.code(), e.info().setting.as_deref()),
+        ("unpriced_model", Some("pricing"))
+    );
+    assert!(e.to_string().contains("scripted:"), "{e}");
+    assert!(h.runtime.goal(s.id()).unwrap().is_none());
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_32_a_cost_budget_ends_the_goal_with_no_tool_run_after_and_raising_it_resumes() {
+    let mut script: Vec<Value> = two_calls("one").into();
+    // The summary turn, then the work after the budget is raised.
+    script.push(json!({"text": "Summary: listed once.", "usage": call_usage()}));
+    script.extend(two_calls("two"));
+    let h = Harness::new(priced(config(Verification::None)));
+    let s = h.session(
+        json!({"responses": script, "when_exhausted": "repeat_last"}),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, user("/goal list the folder cost=$0.01")).await;
+    let g = goal(&h, &s);
+    assert_eq!(status(&g), (GoalStatus::BudgetLimited, GoalReason::Cost));
+    assert_eq!(g.budget.cost.limit, Some(10_000));
+    assert!(
+        g.budget.cost.reached && g.budget.cost.used >= 12_000,
+        "{:?}",
+        g.budget
+    );
+    // The first call already spent $0.012: its tool call is refused, none runs after.
+    let r = results(&ev);
+    assert!(!r.is_empty());
+    assert!(r.iter().all(|x| x.1 == ToolStatus::Denied), "{r:?}");
+    // Raising it resumes the goal.
+    let ev = run(&s, user("/goal cost=$1")).await;
+    let g = goal(&h, &s);
+    assert!(ev.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::GoalUpdate {
+            reason: GoalReason::BudgetRaised,
+            ..
+        }
+    )));
+    assert!(
+        results(&ev).iter().any(|x| x.1 == ToolStatus::Ok),
+        "{:?}",
+        results(&ev)
+    );
+    assert_eq!(g.budget.cost.limit, Some(1_000_000));
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn g_33_the_daily_cap_pauses_the_goals_of_two_sessions_and_starts_no_call() {
+    let mut c = priced(config(Verification::None));
+    c.limits.daily_cost_usd = Some(0.03);
+    let h = Harness::new(c);
+    let script = |tag: &str| {
+        let mut v: Vec<Value> = two_calls(&format!("{tag}1")).into();
+        v.extend(two_calls(&format!("{tag}2")));
+        v.extend(two_calls(&format!("{tag}3")));
+        json!({"responses": v})
+    };
+    let a = h.session(script("a"), PermissionMode::Auto);
+    let b = h.session(script("b"), PermissionMode::Auto);
+    // A spends $0.024 in its first turn, $0.012 more in its second, and then the cap of
+    // $0.03 is reached: its next call does not start.
+    run(&a, user("/goal work on a")).await;
+    let ga = h.runtime.goal(a.id()).unwrap().unwrap();
+    assert_eq!(
+        status(&ga),
+        (GoalStatus::UsageLimited, GoalReason::SpendCap)
+    );
+    let limit = ga.usage_limit.expect("when the cap lifts");
+    assert!(limit.auto_resume, "the next day lifts it");
+    // B's goal never gets a call.
+    let ev = run(&b, user("/goal work on b")).await;
+    let gb = h.runtime.goal(b.id()).unwrap().unwrap();
+    assert_eq!(
+        status(&gb),
+        (GoalStatus::UsageLimited, GoalReason::SpendCap)
+    );
+    let errors: Vec<String> = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnFinished { error: Some(e), .. } => Some(e.code.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors, ["spend_cap"]);
+    let day = h.runtime.daily_spend().unwrap();
+    assert!(day.capped && day.spend.micros == 36_000, "{day:?}");
+    assert_eq!(
+        h.runtime.snapshot(b.id()).unwrap().spend.micros,
+        0,
+        "B made no call"
+    );
+    // A higher cap lets calls start again.
+    let mut higher = h.runtime.config().as_ref().clone();
+    higher.limits.daily_cost_usd = Some(1.0);
+    h.runtime.apply_settings(higher).unwrap();
+    run(&b, user("/goal resume")).await;
+    assert!(h.runtime.snapshot(b.id()).unwrap().spend.micros > 0);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
