@@ -25,12 +25,13 @@ ALLOWED = {
     "waymark-goal": LOW | {"waymark-extension"},
     "waymark-mcp": LOW | {"waymark-extension"},
     "waymark-checkpoint": LOW | {"waymark-extension"},
+    "waymark-worktree": LOW | {"waymark-extension"},
     # Test helpers are a dev-dependency only (see DEV_ONLY).
     "waymark-test-support": LOW | {"waymark-extension", "waymark-engine", "waymark-runtime",
                                    "waymark-plan", "waymark-goal", "waymark-mcp",
-                                   "waymark-checkpoint"},
+                                   "waymark-checkpoint", "waymark-worktree"},
     "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal",
-                              "waymark-mcp", "waymark-checkpoint"},
+                              "waymark-mcp", "waymark-checkpoint", "waymark-worktree"},
     # Thin front ends.
     "waymark-cli": {"waymark-protocol", "waymark-runtime"},
     "waymark-desktop": {"waymark-protocol", "waymark-runtime"},

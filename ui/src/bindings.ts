@@ -2047,6 +2047,8 @@ export type SessionSummary_Deserialize = {
 	 *  open, or its goal is blocked or paused. The lists badge it.
 	 */
 	needs_you?: string | null,
+	/**  The branch of the git worktree the session works in (`waymark/<name>`), if it has one. */
+	worktree?: string | null,
 };
 
 /**  A session as listed by `waymark sessions` and the desktop session list. */
@@ -2066,6 +2068,8 @@ export type SessionSummary_Serialize = {
 	 *  open, or its goal is blocked or paused. The lists badge it.
 	 */
 	needs_you?: string,
+	/**  The branch of the git worktree the session works in (`waymark/<name>`), if it has one. */
+	worktree?: string,
 };
 
 /**  An open session: its snapshot, the newest page of its log and its goal. */

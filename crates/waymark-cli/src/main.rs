@@ -7,14 +7,17 @@
 mod answer;
 mod checkpoint;
 mod goal;
+mod limits;
 mod mcp;
 mod plan;
 mod render;
 mod term;
+mod worktree;
 
 use answer::{build_answer, form_values};
 use clap::{Parser, Subcommand};
 use goal::{GoalCommand, goal_command};
+use limits::{LimitWait, goal_stopped_line, left_until, limit_wait, now_ms};
 use mcp::{McpCommand, mcp_command};
 use plan::{PlanCommand, plan_command};
 use render::Printer;
@@ -28,6 +31,7 @@ use waymark_protocol::{
 };
 use waymark_runtime::session::OpOutcome;
 use waymark_runtime::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox};
+use worktree::{WorktreeCommand, worktree_command};
 
 #[derive(Parser)]
 #[command(
@@ -85,6 +89,11 @@ enum Command {
         /// Otherwise exit with code 4, printing when it resets.
         #[arg(long, value_name = "TIME", default_value = "10m", value_parser = parse_wait)]
         wait_limit: std::time::Duration,
+        /// Work in a new git worktree of the project (branch `waymark/<NAME>`, a name made
+        /// from the prompt when none is given), so the checkout stays untouched; finish it
+        /// with `waymark worktree`. `/goal … worktree` asks the same.
+        #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+        worktree: Option<String>,
         /// The message; without it, queued or parked work resumes.
         prompt: Option<String>,
     },
@@ -102,6 +111,11 @@ enum Command {
     Mcp {
         #[command(subcommand)]
         command: McpCommand,
+    },
+    /// A session's git worktree: status, diff, merge into the branch it came from, discard.
+    Worktree {
+        #[command(subcommand)]
+        command: WorktreeCommand,
     },
     /// Answer a questionnaire, then run the session on.
     Answer {
@@ -325,19 +339,42 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             verification: _,
             context_window: _,
             wait_limit,
+            worktree,
         } => {
             if plan && prompt.is_none() {
                 anyhow::bail!("--plan needs a prompt: the message that starts the plan");
             }
+            // `/goal … worktree` is `--worktree` with the goal.
+            let (prompt, worktree) = match prompt
+                .as_deref()
+                .and_then(waymark_protocol::goal_syntax::take_worktree)
+            {
+                Some((rest, name)) => (Some(rest), Some(name.or(worktree).unwrap_or_default())),
+                None => (prompt, worktree),
+            };
             let spec = SessionSpec {
                 workspace,
                 model,
                 permission_mode: permission,
                 hold: false,
             };
-            let handle = match &session {
-                Some(id) => runtime.open_session(id, spec)?,
-                None => runtime.create_session(spec)?,
+            let handle = match (&session, &worktree) {
+                (Some(_), Some(_)) => anyhow::bail!(
+                    "--worktree starts a new session in a new worktree: it does not go with --session"
+                ),
+                (Some(id), None) => runtime.open_session(id, spec)?,
+                (None, Some(name)) => {
+                    let h = runtime.create_session_in_worktree(
+                        spec,
+                        Some(name.as_str()),
+                        prompt.as_deref().unwrap_or("session"),
+                    )?;
+                    if !json {
+                        outln!("{}", worktree::made_line(&runtime, h.id())?);
+                    }
+                    h
+                }
+                (None, None) => runtime.create_session(spec)?,
             };
             let op = prompt.map(|text| Op::Submit {
                 text,
@@ -474,6 +511,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Goal { command } => goal_command(&runtime, command).await,
         Command::Mcp { command } => mcp_command(&runtime, &settings_path, command).await,
         Command::Checkpoints { session, json } => checkpoint::list(&runtime, &session, json),
+        Command::Worktree { command } => worktree_command(&runtime, command),
         Command::Rewind {
             session,
             to,
@@ -544,79 +582,6 @@ async fn submit_without_running_for(
 
 /// Sends `op` (if any), then runs the session until it is idle (exit 0) or waits on a
 /// questionnaire (exit 3). Ctrl-C stops the running turn; a second Ctrl-C quits.
-/// A goal whose run ended with its process (the app closed, a crash, a killed `exec`) is
-/// named when its session opens again, with how to carry on: it never resumes by itself.
-fn goal_stopped_line(runtime: &Runtime, id: &str) -> anyhow::Result<Option<String>> {
-    let Some(g) = runtime.goal(id)? else {
-        return Ok(None);
-    };
-    if let Some(line) = waymark_runtime::goal::limit_line(&g, now_ms()) {
-        return Ok(Some(format!(
-            "[goal \"{}\" is stopped by the provider's usage limit. {line}]",
-            g.objective
-        )));
-    }
-    Ok((g.status == waymark_protocol::GoalStatus::Paused
-        && g.reason == waymark_protocol::GoalReason::AppClosed)
-        .then(|| {
-            format!(
-                "[goal paused: its run ended when the process running it stopped (app closed, crash or kill) — \"{}\". It does not resume by itself: send `/goal resume` to carry on.]",
-                g.objective
-            )
-        }))
-}
-
-/// The time now, in Unix ms (the clock the runtime uses).
-fn now_ms() -> i64 {
-    use waymark_runtime::clock::Clock;
-    waymark_runtime::clock::SystemClock.now_ms()
-}
-
-/// How long until `at` (Unix ms), as people read it.
-fn left_until(at: i64) -> String {
-    waymark_runtime::clock::span_label(at.saturating_sub(now_ms()).max(0) as u64)
-}
-
-/// What a run does about a goal a usage limit stopped, once the session is idle.
-enum LimitWait {
-    /// The goal resumes by itself at this time (Unix ms), within the wait limit.
-    Until(i64),
-    /// It resumes later than the wait limit, or never by itself: say so and exit 4.
-    Exit(String),
-}
-
-fn limit_wait(
-    runtime: &Runtime,
-    id: &str,
-    wait_limit: std::time::Duration,
-) -> anyhow::Result<Option<LimitWait>> {
-    use waymark_runtime::clock::{span_label, utc_label};
-    let Some(g) = runtime
-        .goal(id)?
-        .filter(|g| g.status == waymark_protocol::GoalStatus::UsageLimited)
-    else {
-        return Ok(None);
-    };
-    let now = now_ms();
-    if let Some(l) = g.usage_limit.filter(|l| l.auto_resume) {
-        let left = l.resets_at.saturating_sub(now).max(0) as u64;
-        if u128::from(left) <= wait_limit.as_millis() {
-            return Ok(Some(LimitWait::Until(l.resets_at)));
-        }
-        return Ok(Some(LimitWait::Exit(format!(
-            "[usage limit: the provider's limit resets at {} (in {}), later than --wait-limit {}. \
-             Exit code {EXIT_USAGE_LIMIT}; after that time, carry on with: waymark exec --session {id} \"/goal resume\"]",
-            utc_label(l.resets_at),
-            span_label(left),
-            span_label(u64::try_from(wait_limit.as_millis()).unwrap_or(u64::MAX)),
-        ))));
-    }
-    let line = waymark_runtime::goal::limit_line(&g, now).unwrap_or_default();
-    Ok(Some(LimitWait::Exit(format!(
-        "[{line} Exit code {EXIT_USAGE_LIMIT}.]"
-    ))))
-}
-
 async fn drive(
     runtime: &Runtime,
     handle: SessionHandle,

@@ -63,6 +63,10 @@ pub enum Error {
         "the model `{0}` has no price, so a cost budget cannot be counted: add it to the `pricing` setting (for example \"pricing\": {{\"{0}\": {{\"input_per_mtok\": 3, \"output_per_mtok\": 15}}}}, USD per million tokens)"
     )]
     Unpriced(String),
+    /// A worktree operation that could not be done, with its own code (`merge_conflict`,
+    /// `target_dirty`, `not_a_repository`, …).
+    #[error("{message}")]
+    Worktree { code: &'static str, message: String },
     /// A turn is running or waits on a question: what was asked needs the session idle.
     #[error("{0}")]
     Busy(String),
@@ -100,6 +104,7 @@ impl Error {
             Error::Corrupt(_) => "corrupt_data",
             Error::Busy(_) => "turn_running",
             Error::Unpriced(_) => "unpriced_model",
+            Error::Worktree { code, .. } => code,
             Error::CheckpointNotFound(_) => "checkpoint_not_found",
             Error::Checkpoint(_) => "checkpoint_failed",
             Error::SessionClosed => "session_closed",

@@ -30,6 +30,11 @@ pub fn session_dir(data_dir: &Path, session_id: &str) -> PathBuf {
     data_dir.join("sessions").join(session_id)
 }
 
+/// Where sessions' git worktrees are made (G-34).
+pub fn worktrees_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("worktrees")
+}
+
 /// The session's artifacts folder (the plan file lives here).
 pub fn artifacts_dir(session_dir: &Path) -> PathBuf {
     session_dir.join("artifacts")

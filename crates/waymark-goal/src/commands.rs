@@ -203,6 +203,12 @@ pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
 
 /// Parses the arguments of `/goal` into the op they ask for (G-9).
 pub(crate) fn parse(args: &str) -> Result<GoalOp> {
+    // A goal in its own worktree is a new session: the front ends start it (G-34).
+    if waymark_protocol::goal_syntax::take_worktree(&format!("/goal {args}")).is_some() {
+        return Err(Error::Refused(
+            "a goal in its own worktree runs in a new session: start it with `waymark exec --worktree \"/goal …\"`, or Run in a new worktree in the app".into(),
+        ));
+    }
     waymark_protocol::goal_syntax::parse(args).map_err(|e| Error::Refused(e.to_string()))
 }
 

@@ -254,6 +254,30 @@ pub fn change_of(b: &BudgetArgs) -> BudgetChange {
     }
 }
 
+/// A `/goal …` message that asks for its own git worktree (`/goal fix it worktree` or
+/// `worktree=NAME`, G-34): the message without that word, and the name if one was given.
+/// `None` for any other message. The front ends start such a goal in a new session.
+pub fn take_worktree(text: &str) -> Option<(String, Option<String>)> {
+    let t = text.trim_start();
+    if !(t.starts_with("/goal ") || t == "/goal") {
+        return None;
+    }
+    let mut name = None;
+    let mut found = false;
+    let mut kept = Vec::new();
+    for w in t.split_whitespace() {
+        if w == "worktree" && !found {
+            found = true;
+        } else if let Some(n) = w.strip_prefix("worktree=").filter(|_| !found) {
+            found = true;
+            name = Some(n.to_string());
+        } else {
+            kept.push(w);
+        }
+    }
+    found.then(|| (kept.join(" "), name))
+}
+
 /// Parses the arguments of `/goal` into the op they ask for (G-9).
 pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
     let (verb, rest) = match args.trim().split_once(char::is_whitespace) {
@@ -385,6 +409,20 @@ mod tests {
                 .to_string()
                 .contains("50K or 1.5M")
         );
+    }
+
+    #[test]
+    fn g_34_a_goal_may_ask_for_its_own_worktree() {
+        assert_eq!(
+            take_worktree("/goal fix the build worktree cost=$5"),
+            Some(("/goal fix the build cost=$5".into(), None))
+        );
+        assert_eq!(
+            take_worktree("/goal worktree=fix-1 fix it"),
+            Some(("/goal fix it".into(), Some("fix-1".into())))
+        );
+        assert_eq!(take_worktree("/goal fix the worktrees"), None);
+        assert_eq!(take_worktree("please use a worktree"), None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod setup;
 mod types;
 mod views;
 pub mod wire;
+pub mod worktree;
 
 pub use event::{Event, EventKind, ToolCallSummary};
 pub use goal::{

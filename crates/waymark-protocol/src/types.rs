@@ -276,6 +276,9 @@ pub struct SessionSummary {
     /// open, or its goal is blocked or paused. The lists badge it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needs_you: Option<String>,
+    /// The branch of the git worktree the session works in (`waymark/<name>`), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
 }
 
 /// A pending or answered questionnaire.

@@ -11,6 +11,7 @@ pub fn builtin() -> Vec<Arc<dyn Extension>> {
         Arc::new(crate::plan::PlanExtension),
         Arc::new(crate::goal::GoalExtension),
         Arc::new(crate::checkpoint::CheckpointExtension),
+        Arc::new(crate::worktree::WorktreeExtension),
     ]
 }
 
@@ -85,8 +86,8 @@ mod store_tests {
             .unwrap();
         // Plan at version 4 (comments, grant scopes, its own session table), goal at 5
         // (question, usage limit, steps, its own session and turn tables and the cost budget
-        // on top), checkpoints at 1.
-        assert_eq!((objective.as_str(), versions), ("keep me", 11));
+        // on top), checkpoints and worktrees at 1.
+        assert_eq!((objective.as_str(), versions), ("keep me", 12));
         // The current goal moved to the goal's own table; the core columns are empty.
         let (current, left): (String, Option<String>) = store
             .read(|c| {

@@ -9,7 +9,7 @@ pub mod mcp_settings;
 pub mod runtime;
 pub mod settings;
 pub mod setup;
-mod views;
+pub(crate) mod views;
 
 pub use waymark_checkpoint as checkpoint;
 pub use waymark_engine::{
@@ -24,5 +24,6 @@ pub use waymark_engine::{
 pub use waymark_goal as goal;
 pub use waymark_mcp::listing::describe as describe_mcp_servers;
 pub use waymark_plan as plan;
+pub use waymark_worktree as worktree;
 
 pub use runtime::{Runtime, RuntimeOptions};

@@ -323,6 +323,26 @@ impl Runtime {
 
     /// Creates a session and opens it.
     pub fn create_session(&self, spec: SessionSpec) -> Result<SessionHandle> {
+        self.create(spec, None)
+    }
+
+    /// Creates a session in a new git worktree of the project `spec.workspace` is in (its
+    /// current commit, on the branch `waymark/<name>`, in the data folder; G-34), and opens
+    /// it. `name` is checked; none makes one from `hint` (the goal's objective, the prompt).
+    pub fn create_session_in_worktree(
+        &self,
+        spec: SessionSpec,
+        name: Option<&str>,
+        hint: &str,
+    ) -> Result<SessionHandle> {
+        let name = match name {
+            Some(n) if !n.trim().is_empty() => n.trim().to_string(),
+            _ => waymark_worktree::derive_name(hint),
+        };
+        self.create(spec, Some(&name))
+    }
+
+    fn create(&self, spec: SessionSpec, worktree: Option<&str>) -> Result<SessionHandle> {
         let ws = spec
             .workspace
             .clone()
@@ -340,16 +360,39 @@ impl Runtime {
         let model_spec = self.model_spec(spec.model.as_deref(), None)?;
         // Resolve before creating anything, so a bad spec leaves no half-made session.
         let resolved = self.provider(&model_spec, &ws, &sd)?;
-        std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
-        let mode = spec
-            .permission_mode
-            .unwrap_or(self.config().permission_mode);
-        let instructions =
-            crate::instructions::discover(&ws, self.opts.user_instructions.as_deref());
-        self.store.write(self.opts.clock.now_ms(), |tx| {
-            tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)?;
-            tx.set_instructions(&id, &instructions)
-        })?;
+        let made = match worktree {
+            Some(name) => Some(waymark_worktree::create(
+                &ws,
+                &paths::worktrees_dir(&self.opts.data_dir),
+                name,
+            )?),
+            None => None,
+        };
+        let ws = made.as_ref().map_or(ws, |m| m.workspace.clone());
+        let created = (|| {
+            std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
+            let mode = spec
+                .permission_mode
+                .unwrap_or(self.config().permission_mode);
+            let instructions =
+                crate::instructions::discover(&ws, self.opts.user_instructions.as_deref());
+            self.store.write(self.opts.clock.now_ms(), |tx| {
+                tx.create_session(&id, &ws.display().to_string(), Some(&resolved.0), mode)?;
+                tx.set_instructions(&id, &instructions)?;
+                if let Some(m) = &made {
+                    use waymark_worktree::db::WorktreeWrites as _;
+                    tx.insert_worktree(&crate::views::worktree::row_of(&id, m, tx.now()))?;
+                }
+                Ok::<_, Error>(())
+            })
+        })();
+        if let Err(e) = created {
+            // Nothing half made is left: the worktree goes with the session that failed.
+            if let Some(m) = &made {
+                let _ = waymark_worktree::discard(&crate::views::worktree::row_of(&id, m, 0));
+            }
+            return Err(e);
+        }
         self.attach(&id, resolved, false, spec.hold, Changes::default())
     }
 
@@ -618,8 +661,13 @@ impl Runtime {
         let mut list = self.store.view(store::sessions::list)?;
         self.store.view(|c| {
             // One unreadable row leaves its session without a badge, not the list empty.
+            let branches = waymark_worktree::db::active_branches(c).unwrap_or_default();
             for s in &mut list {
                 s.needs_you = needs_you(c, s).unwrap_or(None);
+                s.worktree = branches
+                    .iter()
+                    .find(|(sid, _)| *sid == s.id)
+                    .map(|(_, b)| b.clone());
             }
             Ok::<_, Error>(())
         })?;

@@ -284,6 +284,7 @@ pub fn list(conn: &Connection) -> Result<Vec<SessionSummary>> {
             queued: r.get::<_, i64>(8)? as u64,
             pending_questionnaire: r.get(9)?,
             needs_you: None,
+            worktree: None,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

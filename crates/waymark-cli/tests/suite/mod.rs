@@ -9,3 +9,4 @@ mod plan;
 mod red_team;
 mod support;
 mod upgrade;
+mod worktree;

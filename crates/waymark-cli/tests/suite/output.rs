@@ -245,6 +245,23 @@ fn every_subcommand_prints_escaped_and_redacted() {
         ("mcp list", vec!["mcp", "list"]),
         ("mcp list", vec!["mcp", "list", "--json"]),
         ("mcp remove", vec!["mcp", "remove", HOSTILE]),
+        (
+            "worktree status",
+            vec!["worktree", "status", "--session", s],
+        ),
+        (
+            "worktree status",
+            vec!["worktree", "status", "--session", HOSTILE],
+        ),
+        ("worktree diff", vec!["worktree", "diff", "--session", s]),
+        (
+            "worktree merge",
+            vec!["worktree", "merge", "--session", HOSTILE],
+        ),
+        (
+            "worktree discard",
+            vec!["worktree", "discard", "--session", HOSTILE, "--yes"],
+        ),
         ("checkpoints", vec!["checkpoints", "--session", s]),
         ("checkpoints", vec!["checkpoints", "--session", s, "--json"]),
         ("rewind", vec!["rewind", "--session", s, "--to", HOSTILE]),

@@ -5,3 +5,4 @@ mod checkpoint;
 mod cost;
 mod goal;
 mod plan;
+pub(crate) mod worktree;

@@ -16,6 +16,7 @@ mod runtime;
 mod sessions;
 mod setup;
 mod upgrade;
+mod worktree;
 
 /// The harness runs sessions with the real sandbox helper of this package.
 #[test]

@@ -1,0 +1,172 @@
+//! `waymark worktree`: a session's git worktree (G-34): where it stands, its diff, merging
+//! it into the branch it came from, and discarding it.
+
+use crate::term::{errln, outln};
+use clap::Subcommand;
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use waymark_protocol::checkpoint::PathChangeKind;
+use waymark_protocol::display::escape_line;
+use waymark_runtime::Runtime;
+
+#[derive(Subcommand)]
+pub(crate) enum WorktreeCommand {
+    /// The worktree, its branch and what changed in it since it started.
+    Status {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The diff from the worktree's start to what it holds now (committed or not).
+    Diff {
+        #[arg(long)]
+        session: String,
+    },
+    /// Commit what the worktree holds and merge its branch into the branch it came from,
+    /// with your git identity. Refused, changing nothing, on uncommitted changes to the same
+    /// files in that checkout or on a conflict.
+    Merge {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the worktree and its branch (asks first; --yes does not).
+    Discard {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// The first line the CLI prints of a session made in a worktree.
+pub(crate) fn made_line(runtime: &Runtime, id: &str) -> anyhow::Result<String> {
+    let Some(w) = runtime.worktree(id)? else {
+        return Ok(String::new());
+    };
+    let included = if w.included.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; copied from .worktreeinclude: {}",
+            w.included
+                .iter()
+                .map(|p| escape_line(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Ok(format!(
+        "● worktree {} at {} (from {} at {}){included}",
+        escape_line(&w.branch),
+        escape_line(&w.path),
+        escape_line(&w.base_branch),
+        &w.base_commit[..w.base_commit.len().min(10)]
+    ))
+}
+
+pub(crate) fn worktree_command(
+    runtime: &Runtime,
+    cmd: WorktreeCommand,
+) -> anyhow::Result<ExitCode> {
+    match cmd {
+        WorktreeCommand::Status { session, json } => {
+            let Some(w) = runtime.worktree(&session)? else {
+                anyhow::bail!(
+                    "session {session} has no worktree of its own: it works in the project's checkout"
+                );
+            };
+            if json {
+                crate::term::json(&w, true)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            outln!(
+                "worktree    {} ({})",
+                escape_line(&w.path),
+                w.state.as_str()
+            );
+            outln!("branch      {}", escape_line(&w.branch));
+            outln!(
+                "from        {} at {} in {}",
+                escape_line(&w.base_branch),
+                &w.base_commit[..w.base_commit.len().min(10)],
+                escape_line(&w.repo)
+            );
+            outln!("commits     {}", w.commits);
+            outln!("changed     {} file(s)", w.changed.len());
+            for c in &w.changed {
+                let sign = match c.change {
+                    PathChangeKind::Added => '+',
+                    PathChangeKind::Modified => '~',
+                    PathChangeKind::Deleted => '-',
+                };
+                outln!("  {sign} {}", escape_line(&c.path));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WorktreeCommand::Diff { session } => {
+            outln!("{}", runtime.worktree_diff(&session)?.trim_end());
+            Ok(ExitCode::SUCCESS)
+        }
+        WorktreeCommand::Merge { session, json } => {
+            let done = runtime.worktree_merge(&session)?;
+            if json {
+                crate::term::json(&done, true)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if let Some(c) = &done.committed {
+                outln!(
+                    "committed   {} (what the worktree held)",
+                    &c[..c.len().min(10)]
+                );
+            }
+            outln!(
+                "merged      into {} as {} ({} file(s))",
+                escape_line(&done.base_branch),
+                &done.merged[..done.merged.len().min(10)],
+                done.files.len()
+            );
+            outln!(
+                "The worktree stays until you discard it: waymark worktree --session {session} discard"
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        WorktreeCommand::Discard { session, yes } => {
+            let Some(w) = runtime.worktree(&session)? else {
+                anyhow::bail!("session {session} has no worktree of its own");
+            };
+            if !yes {
+                if !std::io::stdin().is_terminal() {
+                    anyhow::bail!(
+                        "discarding removes {} and the branch {} with {} changed file(s): pass --yes to confirm",
+                        escape_line(&w.path),
+                        escape_line(&w.branch),
+                        w.changed.len()
+                    );
+                }
+                errln!(
+                    "Discard {} and the branch {} ({} changed file(s), {} commit(s))? This cannot be undone. [y/N]",
+                    escape_line(&w.path),
+                    escape_line(&w.branch),
+                    w.changed.len(),
+                    w.commits
+                );
+                let mut answer = String::new();
+                std::io::stdin().read_line(&mut answer)?;
+                if !matches!(answer.trim(), "y" | "Y" | "yes") {
+                    outln!("Kept.");
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+            runtime.worktree_discard(&session)?;
+            outln!(
+                "Discarded {} and its branch {}.",
+                escape_line(&w.path),
+                escape_line(&w.branch)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! A session in its own git worktree (G-34), as front ends see it.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a worktree stands.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum WorktreeState {
+    /// The session works in it.
+    Active,
+    /// Its branch was merged into the branch it came from.
+    Merged,
+    /// Removed, with its branch.
+    Discarded,
+}
+
+impl WorktreeState {
+    pub fn as_str(self) -> &'static str {
+        crate::wire::name(&self)
+    }
+}
+
+/// A session's worktree and how it differs from where it came from.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct WorktreeView {
+    pub name: String,
+    /// `waymark/<name>`.
+    pub branch: String,
+    /// The worktree's folder (the session's workspace).
+    pub path: String,
+    /// The main checkout it was made from.
+    pub repo: String,
+    /// The branch it came from, which a merge brings it into.
+    pub base_branch: String,
+    /// The commit it started at.
+    pub base_commit: String,
+    pub state: WorktreeState,
+    /// Files that differ from the start: committed on its branch or not yet.
+    pub changed: Vec<crate::checkpoint::PathChange>,
+    /// Commits on its branch since it started.
+    pub commits: u32,
+    /// Files copied into it at the start because `.worktreeinclude` named them.
+    pub included: Vec<String>,
+}
+
+/// What merging a worktree did.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct MergeOutcome {
+    /// The commit made of what the worktree held (none when everything was committed).
+    pub committed: Option<String>,
+    /// The merge commit on the base branch (or the commit it fast-forwarded to).
+    pub merged: String,
+    pub base_branch: String,
+    pub files: Vec<String>,
+}

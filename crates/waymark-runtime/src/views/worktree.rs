@@ -1,0 +1,133 @@
+//! A session's git worktree (G-34): where it stands, its diff, merging it into the branch
+//! it came from and discarding it. Merging and discarding need the session idle: no turn
+//! open and no other process driving it.
+
+use crate::error::{Error, Result};
+use crate::runtime::{Runtime, pid_alive};
+use crate::store;
+use waymark_protocol::worktree::{MergeOutcome, WorktreeState, WorktreeView};
+use waymark_worktree::db::{self, WorktreeRow, WorktreeWrites as _};
+
+/// The row recording worktree `m` for session `id`.
+pub(crate) fn row_of(id: &str, m: &waymark_worktree::Made, now: i64) -> WorktreeRow {
+    WorktreeRow {
+        session_id: id.to_string(),
+        name: m.name.clone(),
+        branch: m.branch.clone(),
+        path: m.path.display().to_string(),
+        repo: m.repo.display().to_string(),
+        base_branch: m.base_branch.clone(),
+        base_commit: m.base_commit.clone(),
+        state: WorktreeState::Active,
+        included: m.included.clone(),
+        created_at: now,
+    }
+}
+
+impl Runtime {
+    fn worktree_row(&self, id: &str) -> Result<WorktreeRow> {
+        self.store()
+            .view(|c| {
+                store::sessions::get(c, id)?
+                    .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+                db::get(c, id)
+            })?
+            .ok_or_else(|| {
+                Error::Refused(format!(
+                    "session {id} has no worktree of its own: it works in the project's checkout"
+                ))
+            })
+    }
+
+    /// Session `id`'s worktree and what changed in it; `None` when it has none.
+    pub fn worktree(&self, id: &str) -> Result<Option<WorktreeView>> {
+        let row = match self.worktree_row(id) {
+            Ok(r) => r,
+            Err(Error::Refused(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let (changed, commits) = waymark_worktree::status(&row)?;
+        Ok(Some(WorktreeView {
+            name: row.name,
+            branch: row.branch,
+            path: row.path,
+            repo: row.repo,
+            base_branch: row.base_branch,
+            base_commit: row.base_commit,
+            state: row.state,
+            changed,
+            commits,
+            included: row.included,
+        }))
+    }
+
+    /// The diff from the worktree's start to what it holds now (committed or not).
+    pub fn worktree_diff(&self, id: &str) -> Result<String> {
+        Ok(waymark_worktree::diff(&self.worktree_row(id)?)?)
+    }
+
+    /// Refuses while a turn of session `id` is open or another process drives it.
+    fn idle(&self, id: &str, what: &str) -> Result<()> {
+        let now = self.options().clock.now_ms();
+        let stale = self.options().lease_stale.as_millis() as i64;
+        let (open, lease) = self.store().view(|c| {
+            Ok::<_, Error>((
+                store::turns::open_turn(c, id)?,
+                store::sessions::lease(c, id)?,
+            ))
+        })?;
+        if let Some(t) = open {
+            return Err(Error::Busy(format!(
+                "turn {} of session {id} is open: stop it or answer its question, then {what}",
+                t.id
+            )));
+        }
+        if let Some(l) = lease
+            && l.pid != i64::from(std::process::id())
+            && now - l.heartbeat < stale
+            && pid_alive(l.pid)
+        {
+            return Err(Error::Busy(format!(
+                "session {id} is driven by another process (pid {}): wait for it to finish, then {what}",
+                l.pid
+            )));
+        }
+        Ok(())
+    }
+
+    /// Merges session `id`'s worktree into the branch it came from: what it holds is
+    /// committed (the message: the goal's objective, else the session's title), then
+    /// merged, with the user's own git identity. Refused, changing nothing, on uncommitted
+    /// changes to the same files in the target checkout or a conflict.
+    pub fn worktree_merge(&self, id: &str) -> Result<MergeOutcome> {
+        self.idle(id, "merge")?;
+        let row = self.worktree_row(id)?;
+        let message = self
+            .goal(id)?
+            .map(|g| g.objective)
+            .or_else(|| {
+                self.store()
+                    .view(|c| store::sessions::get(c, id))
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.title)
+            })
+            .unwrap_or_else(|| format!("Work of Waymark session {id}"));
+        let done = waymark_worktree::merge(&row, &message)?;
+        self.store().write(self.options().clock.now_ms(), |tx| {
+            tx.set_worktree_state(id, WorktreeState::Merged)
+        })?;
+        Ok(done)
+    }
+
+    /// Removes session `id`'s worktree and its branch (the caller has asked the user).
+    pub fn worktree_discard(&self, id: &str) -> Result<()> {
+        self.idle(id, "discard")?;
+        let row = self.worktree_row(id)?;
+        waymark_worktree::discard(&row)?;
+        self.store().write(self.options().clock.now_ms(), |tx| {
+            tx.set_worktree_state(id, WorktreeState::Discarded)
+        })?;
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! The worktree of each session that has one (the extension's own table).
+
+use rusqlite::{Connection, OptionalExtension, params};
+use waymark_extension::error::{Error, Result};
+use waymark_protocol::worktree::WorktreeState;
+use waymark_store::Tx;
+
+/// A session's worktree as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeRow {
+    pub session_id: String,
+    pub name: String,
+    pub branch: String,
+    pub path: String,
+    pub repo: String,
+    pub base_branch: String,
+    pub base_commit: String,
+    pub state: WorktreeState,
+    pub included: Vec<String>,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str =
+    "session_id, name, branch, path, repo, base_branch, base_commit, state, included, created_at";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<WorktreeRow> {
+    let included: String = r.get(8)?;
+    Ok(WorktreeRow {
+        session_id: r.get(0)?,
+        name: r.get(1)?,
+        branch: r.get(2)?,
+        path: r.get(3)?,
+        repo: r.get(4)?,
+        base_branch: r.get(5)?,
+        base_commit: r.get(6)?,
+        state: waymark_store::enum_col(r, 7)?,
+        included: serde_json::from_str(&included).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(8, rusqlite::types::Type::Text, e.into())
+        })?,
+        created_at: r.get(9)?,
+    })
+}
+
+fn corrupt(e: rusqlite::Error) -> Error {
+    match e {
+        rusqlite::Error::FromSqlConversionFailure(_, _, why) => {
+            Error::Corrupt(format!("a worktree row does not read: {why}"))
+        }
+        other => other.into(),
+    }
+}
+
+/// Session `session_id`'s worktree, if it has one.
+pub fn get(conn: &Connection, session_id: &str) -> Result<Option<WorktreeRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM worktrees WHERE session_id = ?1"
+    ))?
+    .query_row([session_id], row)
+    .optional()
+    .map_err(corrupt)
+}
+
+/// Every session's worktree branch that is still active, by session.
+pub fn active_branches(conn: &Connection) -> Result<Vec<(String, String)>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT session_id, branch FROM worktrees WHERE state = 'active'")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The worktree writes, in the caller's transaction.
+pub trait WorktreeWrites {
+    fn insert_worktree(&mut self, row: &WorktreeRow) -> Result<()>;
+    fn set_worktree_state(&mut self, session_id: &str, state: WorktreeState) -> Result<()>;
+}
+
+impl WorktreeWrites for Tx<'_> {
+    fn insert_worktree(&mut self, r: &WorktreeRow) -> Result<()> {
+        let included = serde_json::to_string(&r.included).unwrap_or_else(|_| "[]".into());
+        self.conn().execute(
+            &format!(
+                "INSERT INTO worktrees ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+            ),
+            params![
+                r.session_id,
+                r.name,
+                r.branch,
+                r.path,
+                r.repo,
+                r.base_branch,
+                r.base_commit,
+                r.state.as_str(),
+                included,
+                r.created_at
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn set_worktree_state(&mut self, session_id: &str, state: WorktreeState) -> Result<()> {
+        self.conn().execute(
+            "UPDATE worktrees SET state = ?2 WHERE session_id = ?1",
+            params![session_id, state.as_str()],
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,516 @@
+//! Sessions in their own git worktree (G-34): a worktree of the project's `HEAD` on a new
+//! branch `waymark/<name>`, in Waymark's data folder, with the files `.worktreeinclude`
+//! names copied in (`.env`, local settings); then reviewed (`status`, `diff`), merged back
+//! into the branch it came from with the user's own git identity, or discarded. Every git
+//! operation is the real `git`. A merge first checks, without changing anything, that the
+//! target checkout has no uncommitted change to the same files and that nothing conflicts;
+//! when something does, it says what to do and leaves everything as it was.
+
+pub mod db;
+mod extension;
+mod git;
+mod include;
+
+pub use extension::{MIGRATIONS, WorktreeExtension};
+
+use std::path::{Path, PathBuf};
+use waymark_protocol::checkpoint::{PathChange, PathChangeKind};
+use waymark_protocol::worktree::{MergeOutcome, WorktreeState};
+
+/// What went wrong, in words that say what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum WorktreeError {
+    #[error("git is not installed (or not on PATH): worktrees need it")]
+    NoGit,
+    #[error(
+        "{0} is not in a git repository: a goal in its own worktree needs one (run `git init` and commit, or start without a worktree)"
+    )]
+    NotARepo(String),
+    #[error(
+        "{0} has no commit yet: a worktree starts from the current commit (commit once, then try again)"
+    )]
+    NoCommit(String),
+    #[error(
+        "{0} is not on a branch (detached HEAD): a worktree's work is merged back into the branch it came from, so check out a branch first"
+    )]
+    Detached(String),
+    #[error("`{name}` cannot name a worktree: {why}")]
+    BadName { name: String, why: String },
+    #[error("{0} already exists: choose another name")]
+    Exists(String),
+    #[error("{command} failed in {dir}: {message}")]
+    Git {
+        command: String,
+        dir: String,
+        message: String,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the merge is refused: {repo} has uncommitted changes to files the worktree also changed ({files}). Commit or stash them there, then merge again. Nothing was changed."
+    )]
+    TargetDirty { repo: String, files: String },
+    #[error(
+        "the merge is refused: it conflicts in {files}. Merge {branch} by hand in {repo} (git merge {branch}), or bring {base} into the worktree and resolve it there, then merge again. Nothing was changed."
+    )]
+    Conflict {
+        files: String,
+        branch: String,
+        base: String,
+        repo: String,
+    },
+    #[error(
+        "{repo} is on {now}, not on {base}, which the worktree came from: check out {base} there to merge. Nothing was changed."
+    )]
+    BranchMoved {
+        repo: String,
+        now: String,
+        base: String,
+    },
+    #[error("the worktree is {0}: there is nothing to do with it any more")]
+    NotActive(&'static str),
+}
+
+impl WorktreeError {
+    /// A stable code for front ends.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WorktreeError::NoGit => "git_missing",
+            WorktreeError::NotARepo(_) => "not_a_repository",
+            WorktreeError::NoCommit(_) => "no_commit",
+            WorktreeError::Detached(_) => "detached_head",
+            WorktreeError::BadName { .. } => "bad_worktree_name",
+            WorktreeError::Exists(_) => "worktree_exists",
+            WorktreeError::Git { .. } => "git_failed",
+            WorktreeError::Io { .. } => "io",
+            WorktreeError::TargetDirty { .. } => "target_dirty",
+            WorktreeError::Conflict { .. } => "merge_conflict",
+            WorktreeError::BranchMoved { .. } => "branch_moved",
+            WorktreeError::NotActive(_) => "worktree_closed",
+        }
+    }
+}
+
+impl From<WorktreeError> for waymark_extension::Error {
+    fn from(e: WorktreeError) -> Self {
+        waymark_extension::Error::Worktree {
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, WorktreeError>;
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorktreeError + '_ {
+    move |source| WorktreeError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// A worktree made for a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Made {
+    pub name: String,
+    pub branch: String,
+    /// The worktree's root.
+    pub path: PathBuf,
+    /// The session's workspace in it (the same folder of the project the session was asked
+    /// for, which may be below the repository's root).
+    pub workspace: PathBuf,
+    pub repo: PathBuf,
+    pub base_branch: String,
+    pub base_commit: String,
+    pub included: Vec<String>,
+}
+
+/// The longest worktree name.
+const MAX_NAME: usize = 48;
+
+/// Checks a name given for a worktree (the branch is `waymark/<name>`).
+pub fn check_name(name: &str) -> Result<()> {
+    let bad = |why: &str| {
+        Err(WorktreeError::BadName {
+            name: name.to_string(),
+            why: why.to_string(),
+        })
+    };
+    if name.is_empty() || name.len() > MAX_NAME {
+        return bad(&format!("use 1 to {MAX_NAME} characters"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+    {
+        return bad("use lowercase letters, digits, `-`, `_` and `.`");
+    }
+    if name.starts_with(['-', '.'])
+        || name.ends_with('.')
+        || name.contains("..")
+        || name.ends_with(".lock")
+    {
+        return bad("it may not start with `-` or `.`, end with `.` or `.lock`, or hold `..`");
+    }
+    Ok(())
+}
+
+/// A name from `hint` (the goal's objective, the first words of the prompt): its first
+/// words as a slug, and a short random tail so two goals never share one.
+pub fn derive_name(hint: &str) -> String {
+    let mut slug = String::new();
+    for word in hint
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty() && *w != "goal")
+        .take(5)
+    {
+        if slug.len() + word.len() + 1 > 32 {
+            break;
+        }
+        if !slug.is_empty() {
+            slug.push('-');
+        }
+        slug.push_str(&word.to_ascii_lowercase());
+    }
+    if slug.is_empty() {
+        slug.push_str("session");
+    }
+    let tail: String = (0..4)
+        .map(|_| {
+            let n = fastrand::u8(0..36);
+            char::from(if n < 10 { b'0' + n } else { b'a' + n - 10 })
+        })
+        .collect();
+    format!("{slug}-{tail}")
+}
+
+/// Makes a worktree of the repository `workspace` lies in, at its current commit, on the
+/// new branch `waymark/<name>`, under `root` (Waymark's folder for worktrees), and copies in
+/// what `.worktreeinclude` names.
+pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
+    check_name(name)?;
+    let top = match git::run_env(workspace, &["rev-parse", "--show-toplevel"], &[]) {
+        Ok(out) if out.status.success() => {
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        }
+        Ok(_) => return Err(WorktreeError::NotARepo(workspace.display().to_string())),
+        Err(e) => return Err(e),
+    };
+    let repo = top.canonicalize().map_err(io(&top))?;
+    let inside = workspace
+        .canonicalize()
+        .map_err(io(workspace))?
+        .strip_prefix(&repo)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let shown = repo.display().to_string();
+    let base_commit = match git::run_env(&repo, &["rev-parse", "--verify", "-q", "HEAD"], &[])? {
+        out if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        _ => return Err(WorktreeError::NoCommit(shown)),
+    };
+    let base_branch = match git::run_env(&repo, &["symbolic-ref", "--short", "-q", "HEAD"], &[])? {
+        out if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        _ => return Err(WorktreeError::Detached(shown)),
+    };
+    let branch = format!("waymark/{name}");
+    let check = git::run_env(&repo, &["check-ref-format", "--branch", &branch], &[])?;
+    if !check.status.success() {
+        return Err(WorktreeError::BadName {
+            name: name.to_string(),
+            why: git::said(&check),
+        });
+    }
+    let exists = git::run_env(
+        &repo,
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{branch}"),
+        ],
+        &[],
+    )?;
+    if exists.status.success() {
+        return Err(WorktreeError::Exists(format!("the branch {branch}")));
+    }
+    let folder = repo
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repo".into());
+    let path = root.join(format!("{folder}-{name}"));
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Err(WorktreeError::Exists(path.display().to_string()));
+    }
+    std::fs::create_dir_all(root).map_err(io(root))?;
+    let path_s = path.display().to_string();
+    git::run(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &branch,
+            &path_s,
+            &base_commit,
+        ],
+    )?;
+    let path = path.canonicalize().map_err(io(&path))?;
+    let included = include::copy(&repo, &path)?;
+    Ok(Made {
+        name: name.to_string(),
+        branch,
+        workspace: path.join(&inside),
+        path,
+        repo,
+        base_branch,
+        base_commit,
+        included,
+    })
+}
+
+/// The tree of everything the worktree holds now, committed or not (ignored files aside),
+/// made through a throwaway index so the worktree's own is not touched.
+fn tree_now(wt: &Path) -> Result<String> {
+    let index = std::env::temp_dir().join(format!(
+        "waymark-index-{}-{}",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    let idx = index.display().to_string();
+    let env = [("GIT_INDEX_FILE", idx.as_str())];
+    let r = (|| {
+        for args in [&["read-tree", "HEAD"][..], &["add", "-A"][..]] {
+            git::ok(wt, args, git::run_env(wt, args, &env)?)?;
+        }
+        let args = ["write-tree"];
+        git::ok(wt, &args, git::run_env(wt, &args, &env)?).map(|s| s.trim().to_string())
+    })();
+    let _ = std::fs::remove_file(&index);
+    r
+}
+
+/// Which files differ between two trees or commits (`a` → `b`).
+fn changed(wt: &Path, a: &str, b: &str) -> Result<Vec<PathChange>> {
+    let out = git::run(wt, &["diff", "--no-renames", "--name-status", "-z", a, b])?;
+    let mut parts = git::paths(&out).into_iter();
+    let mut list = Vec::new();
+    while let (Some(status), Some(path)) = (parts.next(), parts.next()) {
+        let change = match status.chars().next() {
+            Some('A') => PathChangeKind::Added,
+            Some('D') => PathChangeKind::Deleted,
+            _ => PathChangeKind::Modified,
+        };
+        list.push(PathChange { path, change });
+    }
+    Ok(list)
+}
+
+/// What differs from the start, committed or not, and the commits made since.
+pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
+    if m.state != WorktreeState::Active {
+        return Ok((Vec::new(), 0));
+    }
+    let wt = Path::new(&m.path);
+    let tree = tree_now(wt)?;
+    let files = changed(wt, &m.base_commit, &tree)?;
+    let commits = git::run(
+        wt,
+        &["rev-list", "--count", &format!("{}..HEAD", m.base_commit)],
+    )?
+    .trim()
+    .parse()
+    .unwrap_or(0);
+    Ok((files, commits))
+}
+
+/// The whole diff from the start to what the worktree holds now.
+pub fn diff(m: &db::WorktreeRow) -> Result<String> {
+    let wt = Path::new(&m.path);
+    let tree = tree_now(wt)?;
+    git::run(
+        wt,
+        &["diff", "--no-renames", "--no-color", &m.base_commit, &tree],
+    )
+}
+
+/// Merges the worktree into the branch it came from: what it holds is committed first (one
+/// commit, `message`), then merged with a merge commit, both with the user's git identity.
+/// Refused, changing nothing, when the target checkout has uncommitted changes to the same
+/// files, is on another branch, or the merge conflicts.
+pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
+    if m.state != WorktreeState::Active {
+        return Err(WorktreeError::NotActive(m.state.as_str()));
+    }
+    let (wt, repo) = (Path::new(&m.path), Path::new(&m.repo));
+    let now = git::run_env(repo, &["symbolic-ref", "--short", "-q", "HEAD"], &[])?;
+    let now = String::from_utf8_lossy(&now.stdout).trim().to_string();
+    if now != m.base_branch {
+        return Err(WorktreeError::BranchMoved {
+            repo: m.repo.clone(),
+            now: if now.is_empty() {
+                "a detached HEAD".into()
+            } else {
+                now
+            },
+            base: m.base_branch.clone(),
+        });
+    }
+    // What would be merged: a commit of what the worktree holds, made but not yet put on
+    // its branch, so a refusal leaves the branch as it was.
+    let tree = tree_now(wt)?;
+    let head_tree = git::run(wt, &["rev-parse", "HEAD^{tree}"])?
+        .trim()
+        .to_string();
+    let tip = if tree == head_tree {
+        git::run(wt, &["rev-parse", "HEAD"])?.trim().to_string()
+    } else {
+        git::run(wt, &["commit-tree", &tree, "-p", "HEAD", "-m", message])?
+            .trim()
+            .to_string()
+    };
+    let files: Vec<String> = changed(wt, &m.base_commit, &tip)?
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    let dirty: Vec<String> = {
+        let out = git::run(
+            repo,
+            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+        )?;
+        let mut list = Vec::new();
+        let mut it = git::paths(&out).into_iter();
+        while let Some(entry) = it.next() {
+            let (code, path) = entry.split_at(entry.len().min(3));
+            // A rename names its old path next.
+            if code.starts_with('R') || code.starts_with('C') {
+                it.next();
+            }
+            list.push(path.to_string());
+        }
+        list
+    };
+    let both: Vec<&String> = files.iter().filter(|f| dirty.contains(f)).collect();
+    if !both.is_empty() {
+        return Err(WorktreeError::TargetDirty {
+            repo: m.repo.clone(),
+            files: list_of(&both),
+        });
+    }
+    let check = git::run_env(
+        repo,
+        &[
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "-z",
+            "HEAD",
+            &tip,
+        ],
+        &[],
+    )?;
+    match check.status.code() {
+        Some(0) => {}
+        Some(1) => {
+            // The tree, then the conflicted files, then the messages.
+            let out = String::from_utf8_lossy(&check.stdout).into_owned();
+            let conflicted: Vec<String> = out
+                .split("\0\0")
+                .next()
+                .map(git::paths)
+                .unwrap_or_default()
+                .into_iter()
+                .skip(1)
+                .collect();
+            let conflicted: Vec<&String> = conflicted.iter().collect();
+            return Err(WorktreeError::Conflict {
+                files: list_of(&conflicted),
+                branch: m.branch.clone(),
+                base: m.base_branch.clone(),
+                repo: m.repo.clone(),
+            });
+        }
+        _ => {
+            return Err(WorktreeError::Git {
+                command: "git merge-tree".into(),
+                dir: m.repo.clone(),
+                message: git::said(&check),
+            });
+        }
+    }
+    // Checked: now for real. The commit is made in the worktree so its index follows.
+    let committed = if tree == head_tree {
+        None
+    } else {
+        git::run(wt, &["add", "-A"])?;
+        git::run(wt, &["commit", "-q", "--no-verify", "-m", message])?;
+        Some(git::run(wt, &["rev-parse", "HEAD"])?.trim().to_string())
+    };
+    let title = format!(
+        "Merge {}: {}",
+        m.branch,
+        message.lines().next().unwrap_or("")
+    );
+    let merged = git::run_env(
+        repo,
+        &[
+            "merge",
+            "--no-ff",
+            "--no-edit",
+            "-q",
+            "-m",
+            &title,
+            &m.branch,
+        ],
+        &[],
+    )?;
+    if !merged.status.success() {
+        let _ = git::run_env(repo, &["merge", "--abort"], &[]);
+        return Err(WorktreeError::Git {
+            command: format!("git merge {}", m.branch),
+            dir: m.repo.clone(),
+            message: git::said(&merged),
+        });
+    }
+    Ok(MergeOutcome {
+        committed,
+        merged: git::run(repo, &["rev-parse", "HEAD"])?.trim().to_string(),
+        base_branch: m.base_branch.clone(),
+        files,
+    })
+}
+
+/// Removes the worktree and its branch.
+pub fn discard(m: &db::WorktreeRow) -> Result<()> {
+    if m.state == WorktreeState::Discarded {
+        return Err(WorktreeError::NotActive(m.state.as_str()));
+    }
+    let repo = Path::new(&m.repo);
+    if Path::new(&m.path).exists() {
+        git::run(repo, &["worktree", "remove", "--force", &m.path])?;
+    } else {
+        git::run(repo, &["worktree", "prune"])?;
+    }
+    let gone = git::run_env(repo, &["branch", "-D", &m.branch], &[])?;
+    // A branch deleted by hand already is gone all the same.
+    if !gone.status.success() && !git::said(&gone).contains("not found") {
+        return git::ok(repo, &["branch", "-D", &m.branch], gone).map(|_| ());
+    }
+    Ok(())
+}
+
+/// Up to ten paths, then how many more.
+fn list_of(paths: &[&String]) -> String {
+    let mut s: Vec<String> = paths.iter().take(10).map(|p| p.to_string()).collect();
+    if paths.len() > 10 {
+        s.push(format!("and {} more", paths.len() - 10));
+    }
+    s.join(", ")
+}
+
+#[cfg(test)]
+mod tests;
