@@ -42,6 +42,17 @@ const COMMANDS: &[&str] = &[
     "start_demo",
     "ui_state_get",
     "ui_state_set",
+    "checkpoints",
+    "rewind_preview",
+    "rewind",
+    "worktree",
+    "worktree_diff",
+    "worktree_merge",
+    "worktree_discard",
+    "create_worktree_session",
+    "goal_board",
+    "board_reply",
+    "daily_spend",
 ];
 
 /// What the main window may use besides the commands: event listening, the read-only

@@ -168,7 +168,11 @@ pub async fn open_session<R: tauri::Runtime>(
     view(&app, &host, &id)
 }
 
-fn view<R: tauri::Runtime>(app: &AppHandle<R>, host: &Host, id: &str) -> IpcResult<SessionView> {
+pub(crate) fn view<R: tauri::Runtime>(
+    app: &AppHandle<R>,
+    host: &Host,
+    id: &str,
+) -> IpcResult<SessionView> {
     host.watch_plan(app, id)?;
     crate::memory::TRIM.request();
     Ok(host.runtime.session_view(id, VIEW_NEWEST)?)

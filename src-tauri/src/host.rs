@@ -87,6 +87,22 @@ impl Host {
         Ok(id)
     }
 
+    /// Creates a session in a new git worktree of `spec.workspace`'s project and opens it.
+    pub fn create_in_worktree<R: tauri::Runtime>(
+        &self,
+        app: &tauri::AppHandle<R>,
+        spec: SessionSpec,
+        name: Option<&str>,
+    ) -> IpcResult<String> {
+        let _one_at_a_time = lock(&self.opening);
+        let handle = self
+            .runtime
+            .create_session_in_worktree(spec, name, "session")?;
+        let id = handle.id().to_string();
+        self.adopt(app, handle);
+        Ok(id)
+    }
+
     fn adopt<R: tauri::Runtime>(&self, app: &tauri::AppHandle<R>, handle: SessionHandle) {
         let id = handle.id().to_string();
         let rx = handle.subscribe();

@@ -11,6 +11,7 @@ mod host;
 pub mod mcp;
 mod memory;
 pub mod plan_watch;
+pub mod safety;
 pub mod settings;
 mod ui_state;
 
@@ -57,6 +58,17 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::delete_api_key,
             commands::open_link::<tauri::Wry>,
             commands::start_demo::<tauri::Wry>,
+            safety::checkpoints,
+            safety::rewind_preview::<tauri::Wry>,
+            safety::rewind,
+            safety::worktree::<tauri::Wry>,
+            safety::worktree_diff::<tauri::Wry>,
+            safety::worktree_merge::<tauri::Wry>,
+            safety::worktree_discard::<tauri::Wry>,
+            safety::create_worktree_session::<tauri::Wry>,
+            safety::goal_board,
+            safety::board_reply::<tauri::Wry>,
+            safety::daily_spend,
             mcp::mcp_servers,
             mcp::mcp_prompts,
             mcp::mcp_add_server,

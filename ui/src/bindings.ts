@@ -95,6 +95,43 @@ export const commands = {
 	openLink: (url: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("open_link", { url })),
 	/**  Starts the offline demo (two scripted sessions); returns their ids. */
 	startDemo: () => typedError<string[], ErrorInfo_Serialize>(__TAURI_INVOKE("start_demo")),
+	/**  The session's checkpoints, oldest first. */
+	checkpoints: (id: string) => typedError<CheckpointView_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("checkpoints", { id })),
+	/**
+	 *  What "Rewind to here" on turn `turn` would do: the checkpoint taken as it started, each
+	 *  file that would change with its diff, and the turns that would leave the conversation.
+	 */
+	rewindPreview: (id: string, turn: number | null, checkpoint: string | null) => typedError<RewindPreview_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("rewind_preview", { id, turn, checkpoint })),
+	/**
+	 *  Rewinds the session to `checkpoint` (files, conversation or both); refused while a turn
+	 *  runs. The `session.rewound` event names the checkpoint that undoes it.
+	 */
+	rewind: (id: string, checkpoint: string, scope: RewindScope) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("rewind", { id, checkpoint, scope })),
+	/**  The session's worktree and what changed in it; none when it works in the checkout. */
+	worktree: (id: string) => typedError<WorktreeView | null, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree", { id })),
+	/**  The worktree's whole diff from its start ("Review & merge"). */
+	worktreeDiff: (id: string) => typedError<string, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_diff", { id })),
+	/**
+	 *  Merges the worktree into the branch it came from (refused, changing nothing, on a
+	 *  conflict or uncommitted changes to the same files there).
+	 */
+	worktreeMerge: (id: string) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id })),
+	/**  Removes the worktree and its branch (the window asked the user first). */
+	worktreeDiscard: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_discard", { id })),
+	/**
+	 *  Creates a session in a new git worktree of the project `workspace` is in ("Run in a new
+	 *  worktree"); `name` names its branch `waymark/<name>`, none makes one.
+	 */
+	createWorktreeSession: (workspace: string, name: string | null) => typedError<SessionView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("create_worktree_session", { workspace, name })),
+	/**  Every session with a goal, across projects (the Goals view). */
+	goalBoard: () => typedError<BoardRow_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("goal_board")),
+	/**
+	 *  Answers a blocked goal's question from the board: the session is opened here if it is
+	 *  not, then the reply goes to it as `/goal reply` does.
+	 */
+	boardReply: (id: string, text: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("board_reply", { id, text })),
+	/**  Today's spending across every session, against `limits.daily_cost_usd`. */
+	dailySpend: () => typedError<DailySpend_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("daily_spend")),
 	/**
 	 *  Every configured server with its state and tools. Servers not started yet are started
 	 *  (in the background: this returns at once, a starting one says so).
@@ -235,6 +272,33 @@ export type BetaFlags_Serialize = {
 	thread_goal: boolean,
 };
 
+/**  One session with a goal, as the goal board shows it (G-35). */
+export type BoardRow = BoardRow_Serialize | BoardRow_Deserialize;
+
+/**  One session with a goal, as the goal board shows it (G-35). */
+export type BoardRow_Deserialize = {
+	session: SessionSummary_Deserialize,
+	goal: GoalSnapshot_Deserialize,
+	/**  What the session's model calls cost so far. */
+	spend: Spend,
+	/**  Unix ms of the session's newest logged event. */
+	last_activity: number,
+	/**  Whether this process has the session open now. */
+	open_here: boolean,
+};
+
+/**  One session with a goal, as the goal board shows it (G-35). */
+export type BoardRow_Serialize = {
+	session: SessionSummary_Serialize,
+	goal: GoalSnapshot_Serialize,
+	/**  What the session's model calls cost so far. */
+	spend: Spend,
+	/**  Unix ms of the session's newest logged event. */
+	last_activity: number,
+	/**  Whether this process has the session open now. */
+	open_here: boolean,
+};
+
 /**  The no-progress breaker. */
 export type BreakerConfig = BreakerConfig_Serialize | BreakerConfig_Deserialize;
 
@@ -348,6 +412,55 @@ export type CheckpointConfig_Serialize = {
 	keep_days: number,
 };
 
+/**  Why a checkpoint was taken. */
+export type CheckpointTrigger = 
+/**  Before a turn starts. */
+"turn_start" | 
+/**
+ *  Before a tool call that may write runs (every write tool, every shell command, every
+ *  tool of another program that is not read-only).
+ */
+"before_tool" | 
+/**  Before a rewind changed anything: rewinding to it undoes the rewind. */
+"rewind";
+
+/**  One checkpoint of a session's workspace. */
+export type CheckpointView = CheckpointView_Serialize | CheckpointView_Deserialize;
+
+/**  One checkpoint of a session's workspace. */
+export type CheckpointView_Deserialize = {
+	id: string,
+	/**  The turn it was taken in (or before, for `turn_start`); none for a rewind's. */
+	turn?: number | null,
+	/**  Unix time in milliseconds. */
+	time: number,
+	trigger: CheckpointTrigger,
+	/**  The tool call it was taken before (`before_tool`). */
+	call_id?: string | null,
+	tool?: string | null,
+	/**  What changed in the workspace since the previous checkpoint. */
+	changed: PathChange[],
+	/**  What it left out. */
+	skipped?: SkippedFile[],
+};
+
+/**  One checkpoint of a session's workspace. */
+export type CheckpointView_Serialize = {
+	id: string,
+	/**  The turn it was taken in (or before, for `turn_start`); none for a rewind's. */
+	turn: number | null,
+	/**  Unix time in milliseconds. */
+	time: number,
+	trigger: CheckpointTrigger,
+	/**  The tool call it was taken before (`before_tool`). */
+	call_id?: string,
+	tool?: string,
+	/**  What changed in the workspace since the previous checkpoint. */
+	changed: PathChange[],
+	/**  What it left out. */
+	skipped?: SkippedFile[],
+};
+
 /**  An option of a choice: the value sent back and the label shown. */
 export type Choice = {
 	value: string,
@@ -431,6 +544,33 @@ export type Config_Serialize = {
 	 */
 	pricing: { [key in string]: Price_Serialize },
 	limits: LimitsConfig_Serialize,
+};
+
+/**  Spending across every session on this machine on one local day. */
+export type DailySpend = DailySpend_Serialize | DailySpend_Deserialize;
+
+/**  Spending across every session on this machine on one local day. */
+export type DailySpend_Deserialize = {
+	/**  The local date, `YYYY-MM-DD`. */
+	day: string,
+	spend: Spend,
+	cost_usd?: number | null,
+	/**  `limits.daily_cost_usd`, when set. */
+	cap_usd?: number | null,
+	/**  The cap is reached: no model call starts until the next day or a higher cap. */
+	capped: boolean,
+};
+
+/**  Spending across every session on this machine on one local day. */
+export type DailySpend_Serialize = {
+	/**  The local date, `YYYY-MM-DD`. */
+	day: string,
+	spend: Spend,
+	cost_usd: number | null,
+	/**  `limits.daily_cost_usd`, when set. */
+	cap_usd: number | null,
+	/**  The cap is reached: no model call starts until the next day or a higher cap. */
+	capped: boolean,
 };
 
 /**  What happened to a line between two revisions. */
@@ -1378,6 +1518,29 @@ export type McpToolView_Serialize = {
 	vouched: boolean,
 };
 
+/**  What merging a worktree did. */
+export type MergeOutcome = MergeOutcome_Serialize | MergeOutcome_Deserialize;
+
+/**  What merging a worktree did. */
+export type MergeOutcome_Deserialize = {
+	/**  The commit made of what the worktree held (none when everything was committed). */
+	committed?: string | null,
+	/**  The merge commit on the base branch (or the commit it fast-forwarded to). */
+	merged: string,
+	base_branch: string,
+	files: string[],
+};
+
+/**  What merging a worktree did. */
+export type MergeOutcome_Serialize = {
+	/**  The commit made of what the worktree held (none when everything was committed). */
+	committed: string | null,
+	/**  The merge commit on the base branch (or the commit it fast-forwarded to). */
+	merged: string,
+	base_branch: string,
+	files: string[],
+};
+
 /**  One message in the queue or history of a session. */
 export type MessageInfo = {
 	id: number,
@@ -1943,6 +2106,27 @@ export type RevisionRef = {
 	version: number,
 };
 
+/**  What rewinding to a checkpoint would do, shown before it acts. */
+export type RewindPreview = RewindPreview_Serialize | RewindPreview_Deserialize;
+
+/**  What rewinding to a checkpoint would do, shown before it acts. */
+export type RewindPreview_Deserialize = {
+	checkpoint: CheckpointView_Deserialize,
+	/**  Each file that would change, with its diff from now to the checkpoint. */
+	files: FileChange_Deserialize[],
+	/**  The turns that would leave the model's history (a conversation rewind). */
+	turns: number[],
+};
+
+/**  What rewinding to a checkpoint would do, shown before it acts. */
+export type RewindPreview_Serialize = {
+	checkpoint: CheckpointView_Serialize,
+	/**  Each file that would change, with its diff from now to the checkpoint. */
+	files: FileChange_Serialize[],
+	/**  The turns that would leave the model's history (a conversation rewind). */
+	turns: number[],
+};
+
 /**  What a rewind brings back. Both by default. */
 export type RewindScope = 
 /**  The files and the conversation. */
@@ -2199,6 +2383,16 @@ export type ShellNetwork =
 "allow";
 
 /**
+ *  A file a checkpoint left out, and why (too big, unreadable, changed while read). An
+ *  empty path stands for a folder or ignore file noted as a whole in the reason.
+ */
+export type SkippedFile = {
+	path: string,
+	bytes: number,
+	reason: string,
+};
+
+/**
  *  What a set of calls cost: the priced part, and how many calls had no price (then the
  *  total is unknown).
  */
@@ -2376,6 +2570,37 @@ export type VerifierConfig_Deserialize = {
 /**  Limits of the verifier. */
 export type VerifierConfig_Serialize = {
 	repeated_not_met_limit: number,
+};
+
+/**  Where a worktree stands. */
+export type WorktreeState = 
+/**  The session works in it. */
+"active" | 
+/**  Its branch was merged into the branch it came from. */
+"merged" | 
+/**  Removed, with its branch. */
+"discarded";
+
+/**  A session's worktree and how it differs from where it came from. */
+export type WorktreeView = {
+	name: string,
+	/**  `waymark/<name>`. */
+	branch: string,
+	/**  The worktree's folder (the session's workspace). */
+	path: string,
+	/**  The main checkout it was made from. */
+	repo: string,
+	/**  The branch it came from, which a merge brings it into. */
+	base_branch: string,
+	/**  The commit it started at. */
+	base_commit: string,
+	state: WorktreeState,
+	/**  Files that differ from the start: committed on its branch or not yet. */
+	changed: PathChange[],
+	/**  Commits on its branch since it started. */
+	commits: number,
+	/**  Files copied into it at the start because `.worktreeinclude` named them. */
+	included: string[],
 };
 
 /* Tauri Specta runtime */

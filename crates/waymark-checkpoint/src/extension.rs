@@ -141,6 +141,20 @@ impl Slot {
     }
 }
 
+/// What a checkpoint of a session takes: files up to `max_file_mb`, and never Waymark's own
+/// data folder (the session folder's grandparent), should the workspace hold it.
+pub fn limits_for(max_file_mb: u64, session_dir: &Path) -> Limits {
+    Limits {
+        max_file_bytes: max_file_mb.saturating_mul(1024 * 1024),
+        skip: session_dir
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .into_iter()
+            .collect(),
+    }
+}
+
 /// Where the conversation stands for a checkpoint taken now (`turn`: the turn it is in or
 /// before).
 fn conversation_point(
@@ -178,13 +192,7 @@ async fn take(
     let store = slot.store(api)?;
     let ws = api.workspace().to_path_buf();
     slot.check_root(&ws)?;
-    let limits = Limits {
-        max_file_bytes: api
-            .config()
-            .checkpoints
-            .max_file_mb
-            .saturating_mul(1024 * 1024),
-    };
+    let limits = limits_for(api.config().checkpoints.max_file_mb, api.session_dir());
     let sid = api.id().to_string();
     let prev = api
         .read(|c| db::last(c, &sid))?
@@ -328,13 +336,28 @@ async fn rewind(api: &SessionApi, to: &str, scope: RewindScope) -> Result<Rewind
         let ws = api.workspace().to_path_buf();
         slot.check_root(&ws)?;
         let s = store.clone();
-        let (restored, changes) = blocking(move || {
+        let left_out: Vec<String> = row.skipped.iter().map(|k| k.path.clone()).collect();
+        let restored = blocking(move || {
             let changes = s.changes(Some(&now), &target)?;
-            Ok((s.restore(&ws, &now, &target)?, changes))
+            Ok((s.restore(&ws, &now, &target, &left_out), changes))
         })
         .await?;
+        let (restored, changes) = match restored {
+            (Ok(r), changes) => (r, changes),
+            // Stopped partway: what the files were before is in the undo checkpoint.
+            (Err(e), _) => {
+                return Err(Error::Checkpoint(format!(
+                    "the rewind stopped partway: {e}. The files as they were before it are in checkpoint {}: rewind to it (waymark rewind --session {sid} --to {} --files) to put them back",
+                    undo.id, undo.id
+                )));
+            }
+        };
         (
-            changes.into_iter().map(path_change).collect(),
+            changes
+                .into_iter()
+                .filter(|c| !restored.kept.iter().any(|k| k == c.path()))
+                .map(path_change)
+                .collect(),
             restored.moved_aside.map(|p| p.display().to_string()),
         )
     } else {

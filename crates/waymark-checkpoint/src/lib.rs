@@ -14,13 +14,14 @@
 mod cache;
 pub mod db;
 mod extension;
+mod keep;
 pub mod listing;
 pub mod preview;
 mod restore;
 mod snapshot;
 mod walk;
 
-pub use extension::{CheckpointExtension, MIGRATIONS, shared, store_dir};
+pub use extension::{CheckpointExtension, MIGRATIONS, limits_for, shared, store_dir};
 pub use restore::Restored;
 pub use snapshot::{Skipped, Snapshot};
 
@@ -59,17 +60,21 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError 
     }
 }
 
-/// How big a file a checkpoint takes.
-#[derive(Debug, Clone, Copy)]
+/// What a checkpoint takes: files up to a size, and no folder of `skip`.
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// Files larger than this are left out (and noted).
     pub max_file_bytes: u64,
+    /// Folders never taken wherever they appear in the workspace (Waymark's own data
+    /// folder, when a workspace holds it: its store and database are not the project's).
+    pub skip: Vec<PathBuf>,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_file_bytes: 10 * 1024 * 1024,
+            skip: Vec::new(),
         }
     }
 }
@@ -146,6 +151,9 @@ impl Store {
             Ok(_) => return Err(self.corrupt("`objects` is not a folder".into())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(&objects).map_err(io(&objects))?;
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(io(&self.dir))?;
                 std::fs::symlink_metadata(&objects).map_err(io(&objects))?
             }
             Err(e) => return Err(io(&objects)(e)),

@@ -33,8 +33,15 @@ pub fn files(
     } else {
         (store.files(&now.tree)?, store.files(&target)?)
     };
+    // What the checkpoint left out stays, so it is not shown as going.
+    let left_out: Vec<String> = row.skipped.iter().map(|s| s.path.clone()).collect();
+    let keeper = crate::keep::Keeper::of(store, &after, &left_out)?;
+    let changes: Vec<&Change> = changes
+        .iter()
+        .filter(|c| !matches!(c, Change::Deleted(p) if keeper.keeps(p)))
+        .collect();
     let mut out = Vec::with_capacity(changes.len());
-    for (n, c) in changes.iter().enumerate() {
+    for (n, c) in changes.into_iter().enumerate() {
         let path = c.path();
         let (op, old, new) = match c {
             // In the checkpoint, not in the workspace now: it comes back.

@@ -19,8 +19,11 @@ pub struct Restored {
     pub written: Vec<String>,
     /// Paths removed (they came after the checkpoint).
     pub removed: Vec<String>,
-    /// The folder things in the way were moved into, if anything was. Each keeps its path
-    /// in its name (`/` as `%`), after a number.
+    /// Paths the target left out (ignored by its own rules, too big, in a folder it could
+    /// not list), kept as they are though the checkpoint does not hold them.
+    pub kept: Vec<String>,
+    /// The folder things in the way were moved into, if anything was: each under a number,
+    /// its path in the folder's `manifest`.
     pub moved_aside: Option<PathBuf>,
 }
 
@@ -49,32 +52,62 @@ fn kind_at(dir: &OwnedFd, name: &str) -> std::result::Result<Option<FileType>, r
 /// The workspace, held open, and where things in the way go.
 struct Fs<'a> {
     root: OwnedFd,
-    aside: &'a Path,
+    /// The store's folder, and the aside folder's name in its `aside/`.
+    store: &'a Path,
+    aside: String,
     aside_fd: Option<OwnedFd>,
     moved: usize,
 }
 
+/// Folder `name` of `dir`, made if missing, opened without following a link.
+fn sub(dir: &OwnedFd, name: &str, shown: &Path) -> Result<OwnedFd> {
+    match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        Err(e) => return Err(err(&shown.display().to_string(), e)),
+    }
+    rustix::fs::openat(dir, name, DIR, Mode::empty())
+        .map_err(|e| err(&shown.display().to_string(), e))
+}
+
 impl Fs<'_> {
-    /// Moves `name` of `dir` (the path `rel`) aside into the store.
+    /// The folder things in the way go to: `aside/<time>` in the store, each step opened
+    /// without following a link (a link planted there sends nothing elsewhere).
+    fn aside_dir(&self) -> PathBuf {
+        self.store.join("aside").join(&self.aside)
+    }
+
+    /// Moves `name` of `dir` (the path `rel`) aside into the store, under a number; the
+    /// folder's `manifest` says which path each number was.
     fn move_aside(&mut self, dir: &OwnedFd, name: &str, rel: &str) -> Result<()> {
         if self.aside_fd.is_none() {
-            std::fs::create_dir_all(self.aside).map_err(crate::io(self.aside))?;
-            let fd = rustix::fs::openat(rustix::fs::CWD, self.aside, DIR, Mode::empty())
-                .map_err(|e| err(&self.aside.display().to_string(), e))?;
-            self.aside_fd = Some(fd);
+            let store = rustix::fs::openat(rustix::fs::CWD, self.store, DIR, Mode::empty())
+                .map_err(|e| err(&self.store.display().to_string(), e))?;
+            let all = sub(&store, "aside", &self.store.join("aside"))?;
+            self.aside_fd = Some(sub(&all, &self.aside.clone(), &self.aside_dir())?);
         }
         let Some(aside) = &self.aside_fd else {
             return Ok(());
         };
         self.moved += 1;
-        let to = format!("{:06}-{}", self.moved, rel.replace('/', "%"));
+        let to = format!("{:06}", self.moved);
         rustix::fs::renameat(dir, name, aside, to.as_str()).map_err(|e| match e {
             rustix::io::Errno::XDEV => CheckpointError::Invalid(format!(
                 "{rel} is in the way and cannot be moved aside into {}: it is on another file system (keep the data folder on the workspace's)",
-                self.aside.display()
+                self.aside_dir().display()
             )),
             e => err(rel, e),
-        })
+        })?;
+        use std::io::Write as _;
+        let manifest = rustix::fs::openat(
+            aside,
+            "manifest",
+            OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| err(&self.aside_dir().join("manifest").display().to_string(), e))?;
+        std::fs::File::from(manifest)
+            .write_all(format!("{to}\t{}\n", rel.replace(['\n', '\t'], " ")).as_bytes())
+            .map_err(crate::io(&self.aside_dir()))
     }
 
     /// Folder `parts` below the root, each made a real folder (whatever stood in its place
@@ -126,29 +159,33 @@ fn split(path: &str) -> Option<(Vec<&str>, &str)> {
 
 impl Store {
     /// Puts `workspace` back as checkpoint `target` has it, from its state in `current` (a
-    /// checkpoint just taken of it). Paths left out of either (ignored, too big) are not
-    /// touched, except that something a restored path would replace and `current` does
-    /// not hold is moved aside.
+    /// checkpoint just taken of it). Paths left out of either are not touched: what the
+    /// target left out (`left_out`: the paths it noted, files or folders; and what its own
+    /// ignore files ignore) stays even when it came since. Something a restored path would
+    /// replace and `current` does not hold is moved aside.
     pub fn restore(
         &self,
         workspace: &Path,
         current: &ObjectId,
         target: &ObjectId,
+        left_out: &[String],
     ) -> Result<Restored> {
         let root = rustix::fs::openat(rustix::fs::CWD, workspace, DIR, Mode::empty())
             .map_err(|e| err(&workspace.display().to_string(), e))?;
         let now = self.files(current)?;
         let want = self.files(target)?;
-        let aside = self.dir().join("aside").join(format!(
+        let keeper = crate::keep::Keeper::of(self, &want, left_out)?;
+        let aside = format!(
             "{}",
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos())
                 .unwrap_or(0)
-        ));
+        );
         let mut fs = Fs {
             root,
-            aside: &aside,
+            store: self.dir(),
+            aside,
             aside_fd: None,
             moved: 0,
         };
@@ -166,8 +203,16 @@ impl Store {
                 contents.push((p.clone(), *e, data));
             }
         }
-        // What came since goes, deepest first, and only through real folders.
-        let mut gone: Vec<&String> = now.keys().filter(|p| !want.contains_key(*p)).collect();
+        // What came since goes, deepest first, and only through real folders; what the
+        // target left out stays.
+        let mut gone: Vec<&String> = Vec::new();
+        for p in now.keys().filter(|p| !want.contains_key(*p)) {
+            if keeper.keeps(p) {
+                done.kept.push(p.clone());
+            } else {
+                gone.push(p);
+            }
+        }
         gone.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
         for p in gone {
             let Some((parents, name)) = split(p) else {
@@ -255,7 +300,7 @@ impl Store {
                 let _ = rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR);
             }
         }
-        done.moved_aside = (fs.moved > 0).then_some(aside);
+        done.moved_aside = (fs.moved > 0).then(|| fs.aside_dir());
         Ok(done)
     }
 }

@@ -112,14 +112,14 @@ impl Store {
         } else {
             1
         };
-        let listing = crate::walk::list(&root, root_fd, threads);
+        let listing = crate::walk::list(&root, root_fd, threads, &limits.skip);
         let mut seen = std::collections::HashMap::with_capacity(listing.found.len());
         let mut top = Dir::default();
         let mut skipped: Vec<Skipped> = listing
             .notes
             .into_iter()
-            .map(|reason| Skipped {
-                path: String::new(),
+            .map(|(path, reason)| Skipped {
+                path,
                 bytes: 0,
                 reason,
             })

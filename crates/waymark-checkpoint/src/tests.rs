@@ -29,15 +29,18 @@ fn write(ws: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
-/// What was moved aside for path `rel` (its name ends with the path, `/` as `%`).
+/// What was moved aside for path `rel` (the folder's manifest names it by number).
 fn aside_entry(aside: &Path, rel: &str) -> PathBuf {
-    let want = format!("-{}", rel.replace('/', "%"));
-    std::fs::read_dir(aside)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.file_name().unwrap().to_str().unwrap().ends_with(&want))
-        .unwrap_or_else(|| panic!("{rel} not moved aside into {}", aside.display()))
+    let manifest = std::fs::read_to_string(aside.join("manifest")).unwrap_or_default();
+    let n = manifest
+        .lines()
+        .find_map(|l| {
+            l.split_once('\t')
+                .filter(|(_, p)| *p == rel)
+                .map(|(n, _)| n.to_string())
+        })
+        .unwrap_or_else(|| panic!("{rel} not moved aside into {}: {manifest}", aside.display()));
+    aside.join(n)
 }
 
 fn snap(f: &Fixture) -> Snapshot {
@@ -47,7 +50,7 @@ fn snap(f: &Fixture) -> Snapshot {
 /// Restores `target` from the workspace's state now; the tree it then has.
 fn rewind(f: &Fixture, target: &ObjectId) -> (Restored, ObjectId) {
     let now = snap(f);
-    let done = f.store.restore(&f.ws, &now.tree, target).unwrap();
+    let done = f.store.restore(&f.ws, &now.tree, target, &[]).unwrap();
     (done, snap(f).tree)
 }
 
@@ -196,7 +199,7 @@ fn a_folder_swapped_for_a_link_out_is_not_written_through() {
     std::os::unix::fs::symlink(&f.outside, f.ws.join("conf")).unwrap();
     write(&f.outside, "settings.toml", "outside, untouched");
     let now = snap(&f);
-    let done = f.store.restore(&f.ws, &now.tree, &a.tree).unwrap();
+    let done = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap();
     assert_eq!(
         std::fs::read_to_string(f.outside.join("settings.toml")).unwrap(),
         "outside, untouched"
@@ -225,7 +228,7 @@ fn a_link_that_appears_during_the_restore_is_moved_aside() {
     std::fs::remove_dir_all(f.ws.join("conf")).unwrap();
     let now = snap(&f);
     std::os::unix::fs::symlink(&f.outside, f.ws.join("conf")).unwrap();
-    let done = f.store.restore(&f.ws, &now.tree, &a.tree).unwrap();
+    let done = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap();
     assert!(
         !f.outside.join("settings.toml").exists(),
         "written through the link"
@@ -287,7 +290,7 @@ fn a_damaged_store_is_a_clear_error_and_changes_nothing() {
             .join(&blob[2..]),
     )
     .unwrap();
-    let e = f.store.restore(&f.ws, &now.tree, &a.tree).unwrap_err();
+    let e = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap_err();
     assert!(matches!(e, CheckpointError::Corrupt { .. }), "{e}");
     assert!(e.to_string().contains("missing"), "{e}");
     assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "two");
@@ -352,13 +355,14 @@ fn a_file_no_checkpoint_holds_is_moved_aside_not_overwritten() {
     let f = fixture();
     let small = Limits {
         max_file_bytes: 4096,
+        ..Limits::default()
     };
     write(&f.ws, "model.bin", "small");
     let a = f.store.snapshot(&f.ws, &small).unwrap();
     std::fs::write(f.ws.join("model.bin"), vec![7u8; 8192]).unwrap();
     let now = f.store.snapshot(&f.ws, &small).unwrap();
     assert_eq!(now.skipped.len(), 1, "{:?}", now.skipped);
-    let done = f.store.restore(&f.ws, &now.tree, &a.tree).unwrap();
+    let done = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap();
     assert_eq!(
         std::fs::read_to_string(f.ws.join("model.bin")).unwrap(),
         "small"
@@ -489,5 +493,177 @@ fn nested_ignore_files_apply_as_git_applies_them() {
             "sub/b.log",
             "sub/deeper/c.log"
         ]
+    );
+}
+
+/// A worktree's `.git` file may name a folder whose `commondir` is a pipe or a link to an
+/// endless device: it is read as every ignore file is, so no checkpoint waits on it.
+#[test]
+fn a_commondir_that_is_a_pipe_or_dev_zero_hangs_nothing() {
+    for planted in ["fifo", "zero"] {
+        let f = fixture();
+        write(&f.ws, "a.txt", "a");
+        std::fs::create_dir_all(f.ws.join("evil")).unwrap();
+        match planted {
+            "fifo" => {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(f.ws.join("evil/commondir"))
+                    .status()
+                    .unwrap();
+                assert!(made.success());
+            }
+            _ => std::os::unix::fs::symlink("/dev/zero", f.ws.join("evil/commondir")).unwrap(),
+        }
+        write(&f.ws, ".git", "gitdir: evil\n");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (store, ws) = (f.store, f.ws.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(store.snapshot(&ws, &Limits::default()).map(|s| s.tree));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("the checkpoint waits on a {planted} commondir"));
+        assert!(got.is_ok(), "{got:?}");
+    }
+}
+
+/// What the target left out (ignored by its own rules then, too big then) is not taken for
+/// something that came since: a rewind leaves it where it is.
+#[test]
+fn what_the_target_left_out_is_kept_by_a_rewind() {
+    let f = fixture();
+    let small = Limits {
+        max_file_bytes: 4096,
+        ..Limits::default()
+    };
+    write(&f.ws, ".gitignore", "secret.env\nsrc/\n");
+    write(&f.ws, "secret.env", "TOKEN=mine\n");
+    write(&f.ws, "src/lib.rs", "fn a() {}\n");
+    std::fs::write(f.ws.join("big.bin"), vec![1u8; 8192]).unwrap();
+    write(&f.ws, "keep.txt", "v1");
+    let t = f.store.snapshot(&f.ws, &small).unwrap();
+    let left_out: Vec<String> = t.skipped.iter().map(|s| s.path.clone()).collect();
+    assert_eq!(left_out, ["big.bin"]);
+    // Since then: the ignore rules were dropped, the big file got small, a file came.
+    write(&f.ws, ".gitignore", "");
+    std::fs::write(f.ws.join("big.bin"), b"small now").unwrap();
+    write(&f.ws, "new.txt", "came since");
+    write(&f.ws, "keep.txt", "v2");
+    let u = f.store.snapshot(&f.ws, &small).unwrap();
+    let done = f.store.restore(&f.ws, &u.tree, &t.tree, &left_out).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("secret.env")).unwrap(),
+        "TOKEN=mine\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("src/lib.rs")).unwrap(),
+        "fn a() {}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("big.bin")).unwrap(),
+        "small now"
+    );
+    assert!(!f.ws.join("new.txt").exists(), "what came since goes");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("keep.txt")).unwrap(),
+        "v1"
+    );
+    assert_eq!(done.kept, ["big.bin", "secret.env", "src/lib.rs"]);
+}
+
+/// A workspace that holds Waymark's data folder: the folder is never taken, so a rewind
+/// cannot delete the store's own objects or roll its database back.
+#[test]
+fn the_data_folder_inside_a_workspace_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("home");
+    let data = ws.join(".local/share/waymark");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("waymark.db"), b"the live database").unwrap();
+    let store = Store::open(&data.join("sessions/s/checkpoints")).unwrap();
+    let limits = Limits {
+        skip: vec![data.clone()],
+        ..Limits::default()
+    };
+    write(&ws, "notes.txt", "one");
+    let t = store.snapshot(&ws, &limits).unwrap();
+    assert!(
+        store
+            .files(&t.tree)
+            .unwrap()
+            .keys()
+            .all(|p| !p.starts_with(".local/share/waymark")),
+        "the data folder was taken"
+    );
+    std::fs::write(data.join("waymark.db"), b"the database, later").unwrap();
+    write(&ws, "notes.txt", "two");
+    let u = store.snapshot(&ws, &limits).unwrap();
+    store.restore(&ws, &u.tree, &t.tree, &[]).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "one"
+    );
+    assert_eq!(
+        std::fs::read(data.join("waymark.db")).unwrap(),
+        b"the database, later"
+    );
+    store
+        .files(&u.tree)
+        .expect("the undo checkpoint still reads");
+}
+
+/// A path too long to keep in a name is moved aside under a number all the same.
+#[test]
+fn a_long_path_in_the_way_is_moved_aside_under_a_number() {
+    let f = fixture();
+    let small = Limits {
+        max_file_bytes: 4096,
+        ..Limits::default()
+    };
+    let long = format!("deep/{}", "n".repeat(240));
+    write(&f.ws, &long, "small");
+    let t = f.store.snapshot(&f.ws, &small).unwrap();
+    std::fs::write(f.ws.join(&long), vec![7u8; 8192]).unwrap();
+    let u = f.store.snapshot(&f.ws, &small).unwrap();
+    let done = f.store.restore(&f.ws, &u.tree, &t.tree, &[]).unwrap();
+    assert_eq!(std::fs::read_to_string(f.ws.join(&long)).unwrap(), "small");
+    let aside = done.moved_aside.expect("moved aside");
+    assert_eq!(
+        std::fs::read(aside_entry(&aside, &long)).unwrap().len(),
+        8192
+    );
+}
+
+/// A workspace of many folders does not hold a descriptor for each at once: with the
+/// process allowed 64, every file of 300 folders is still taken (run in a child process,
+/// so the limit is its own).
+#[test]
+fn many_folders_do_not_run_out_of_descriptors() {
+    const CHILD: &str = "WAYMARK_CHECKPOINT_FD_CHILD";
+    if let Some(ws) = std::env::var_os(CHILD) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let s = store.snapshot(Path::new(&ws), &Limits::default()).unwrap();
+        let files = store.files(&s.tree).unwrap();
+        assert_eq!((files.len(), s.skipped.len()), (300, 0), "{:?}", s.skipped);
+        return;
+    }
+    let f = fixture();
+    for i in 0..300 {
+        write(&f.ws, &format!("d{i:03}/f.txt"), "x");
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" --exact tests::many_folders_do_not_run_out_of_descriptors --nocapture")
+        .arg(&exe)
+        .env(CHILD, &f.ws)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }

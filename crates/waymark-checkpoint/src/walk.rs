@@ -35,21 +35,32 @@ impl Found {
 
 /// The ignore rules in force in a folder: its own `.gitignore` last (it wins), each with
 /// the workspace-relative folder it applies from.
-type Rules = Vec<(String, Arc<Gitignore>)>;
+pub(crate) type Rules = Vec<(String, Arc<Gitignore>)>;
 
-/// A folder still to read.
+/// Folders never taken, by (device, inode).
+type Skip = Vec<(u64, u64)>;
+
+/// A folder still to read: opened only when its turn comes (a folder of thousands of
+/// folders would otherwise hold a descriptor for each at once).
 struct Todo {
-    fd: OwnedFd,
+    place: Place,
     rel: String,
     depth: usize,
     rules: Arc<Rules>,
 }
 
-/// What the walk gathered: the paths, and notes on what it left out.
+enum Place {
+    Open(OwnedFd),
+    /// `name` in the open folder.
+    In(Arc<OwnedFd>, String),
+}
+
+/// What the walk gathered: the paths, and notes on what it left out (the folder each is
+/// about, workspace-relative, `""` for the whole workspace; the reason).
 #[derive(Default)]
 pub(crate) struct Listing {
     pub found: Vec<Found>,
-    pub notes: Vec<String>,
+    pub notes: Vec<(String, String)>,
     /// Paths left out for a name that is not UTF-8.
     pub not_utf8: Vec<String>,
 }
@@ -91,7 +102,7 @@ fn ignore_file(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<Vec<u8>
 }
 
 /// The rules of an ignore file's text, applying from `root`.
-fn rules_of(root: &Path, text: &[u8]) -> Option<Arc<Gitignore>> {
+pub(crate) fn rules_of(root: &Path, text: &[u8]) -> Option<Arc<Gitignore>> {
     let mut b = GitignoreBuilder::new(root);
     for line in String::from_utf8_lossy(text).lines() {
         // A line the parser refuses is skipped, as git skips it.
@@ -118,10 +129,15 @@ fn exclude_file(root_fd: &OwnedFd, root: &Path) -> Result<Option<Vec<u8>>, Strin
                 return Ok(None);
             };
             let dir = root.join(dir.trim());
-            // A worktree keeps its excludes in the repository it belongs to.
-            match std::fs::read_to_string(dir.join("commondir")) {
-                Ok(common) if common.len() < 4096 => dir.join(common.trim()),
-                _ => dir,
+            // A worktree keeps its excludes in the repository it belongs to. Read as every
+            // ignore file is: never through a link, never waiting on a pipe, bounded.
+            let common = rustix::fs::openat(rustix::fs::CWD, &dir, DIR, Mode::empty())
+                .ok()
+                .and_then(|fd| ignore_file(&fd, "commondir", &dir).ok().flatten())
+                .filter(|c| c.len() < 4096);
+            match common {
+                Some(c) => dir.join(String::from_utf8_lossy(&c).trim()),
+                None => dir,
             }
         }
         _ => {
@@ -139,7 +155,7 @@ fn exclude_file(root_fd: &OwnedFd, root: &Path) -> Result<Option<Vec<u8>>, Strin
 }
 
 /// Whether `rel` (a `dir` if `is_dir`) is ignored: the deepest rule that speaks decides.
-fn ignored(rules: &Rules, rel: &str, is_dir: bool) -> bool {
+pub(crate) fn ignored(rules: &Rules, rel: &str, is_dir: bool) -> bool {
     for (from, g) in rules.iter().rev() {
         let inside = if from.is_empty() {
             rel
@@ -162,10 +178,30 @@ fn ignored(rules: &Rules, rel: &str, is_dir: bool) -> bool {
 }
 
 /// Reads one folder: its entries into `out`, its folders into `more`.
-fn read_dir(root: &Path, todo: Todo, out: &mut Listing, more: &mut Vec<Todo>) {
+fn read_dir(root: &Path, skip: &Skip, todo: Todo, out: &mut Listing, more: &mut Vec<Todo>) {
     let here = root.join(&todo.rel);
+    let fd = match todo.place {
+        Place::Open(fd) => fd,
+        Place::In(parent, name) => {
+            match rustix::fs::openat(&*parent, name.as_str(), DIR, Mode::empty()) {
+                Ok(fd) => fd,
+                // Swapped for something else since it was looked at: not there.
+                Err(
+                    rustix::io::Errno::NOENT | rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR,
+                ) => return,
+                Err(e) => {
+                    out.notes.push((
+                        todo.rel.clone(),
+                        format!("{} cannot be listed: {e}", here.display()),
+                    ));
+                    return;
+                }
+            }
+        }
+    };
+    let fd = Arc::new(fd);
     let mut rules = todo.rules;
-    match ignore_file(&todo.fd, ".gitignore", &here) {
+    match ignore_file(&*fd, ".gitignore", &here) {
         Ok(None) => {}
         Ok(Some(text)) => {
             if let Some(g) = rules_of(&here, &text) {
@@ -175,20 +211,26 @@ fn read_dir(root: &Path, todo: Todo, out: &mut Listing, more: &mut Vec<Todo>) {
             }
         }
         Err(why) if todo.rel.is_empty() => {
-            out.notes
-                .push(format!("the workspace's ignore files are not used: {why}"));
+            out.notes.push((
+                String::new(),
+                format!("the workspace's ignore files are not used: {why}"),
+            ));
         }
         Err(why) => {
-            out.notes
-                .push(format!("{} is left out: {why}", here.display()));
+            out.notes.push((
+                todo.rel.clone(),
+                format!("{} is left out: {why}", here.display()),
+            ));
             return;
         }
     }
-    let dir = match rustix::fs::Dir::read_from(&todo.fd) {
+    let dir = match rustix::fs::Dir::read_from(&*fd) {
         Ok(d) => d,
         Err(e) => {
-            out.notes
-                .push(format!("{} cannot be listed: {e}", here.display()));
+            out.notes.push((
+                todo.rel.clone(),
+                format!("{} cannot be listed: {e}", here.display()),
+            ));
             return;
         }
     };
@@ -196,8 +238,10 @@ fn read_dir(root: &Path, todo: Todo, out: &mut Listing, more: &mut Vec<Todo>) {
         let entry = match entry {
             Ok(e) => e,
             Err(e) => {
-                out.notes
-                    .push(format!("{} cannot be listed: {e}", here.display()));
+                out.notes.push((
+                    todo.rel.clone(),
+                    format!("{} cannot be listed: {e}", here.display()),
+                ));
                 break;
             }
         };
@@ -218,14 +262,14 @@ fn read_dir(root: &Path, todo: Todo, out: &mut Listing, more: &mut Vec<Todo>) {
         } else {
             format!("{}/{name}", todo.rel)
         };
-        let stat = match rustix::fs::statat(&todo.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+        let stat = match rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             // Gone between the listing and the look: not there to keep.
             Err(rustix::io::Errno::NOENT) => continue,
             Err(e) => {
-                out.notes.push(format!(
-                    "{} cannot be looked at: {e}",
-                    here.join(name).display()
+                out.notes.push((
+                    rel.clone(),
+                    format!("{} cannot be looked at: {e}", here.join(name).display()),
                 ));
                 continue;
             }
@@ -234,33 +278,47 @@ fn read_dir(root: &Path, todo: Todo, out: &mut Listing, more: &mut Vec<Todo>) {
         if ignored(&rules, &rel, is_dir) {
             continue;
         }
-        if is_dir && todo.depth < crate::MAX_DEPTH {
-            match rustix::fs::openat(&todo.fd, name, DIR, Mode::empty()) {
-                Ok(fd) => more.push(Todo {
-                    fd,
+        if is_dir && skip.contains(&(stat.st_dev, stat.st_ino)) {
+            out.notes.push((
+                rel,
+                "Waymark's own data folder is not the project's: left out".into(),
+            ));
+            continue;
+        }
+        if is_dir {
+            if todo.depth < crate::MAX_DEPTH {
+                more.push(Todo {
+                    place: Place::In(fd.clone(), name.to_string()),
                     rel: rel.clone(),
                     depth: todo.depth + 1,
                     rules: rules.clone(),
-                }),
-                // Swapped for something else since it was looked at: not there.
-                Err(
-                    rustix::io::Errno::NOENT | rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR,
-                ) => continue,
-                Err(e) => {
-                    out.notes.push(format!(
-                        "{} cannot be listed: {e}",
-                        here.join(name).display()
-                    ));
-                    continue;
-                }
+                });
+            } else {
+                // Too deep to go on: noted, so a rewind leaves what is below it alone.
+                out.notes.push((
+                    rel.clone(),
+                    format!(
+                        "{} is deeper than {} folders: left out",
+                        here.join(name).display(),
+                        crate::MAX_DEPTH
+                    ),
+                ));
+                continue;
             }
         }
         out.found.push(Found { rel, stat });
     }
 }
 
-/// Lists the workspace at `root` (opened as `root_fd`), on `threads` threads.
-pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize) -> Listing {
+/// Lists the workspace at `root` (opened as `root_fd`), on `threads` threads, leaving out
+/// the folders of `skip`.
+pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize, skip: &[PathBuf]) -> Listing {
+    let skip: Skip = skip
+        .iter()
+        .filter_map(|p| rustix::fs::stat(p).ok())
+        .map(|st| (st.st_dev, st.st_ino))
+        .collect();
+    let skip = &skip;
     let mut out = Listing::default();
     let mut base: Rules = Vec::new();
     match exclude_file(&root_fd, root) {
@@ -270,12 +328,13 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize) -> Listing {
             }
         }
         Ok(None) => {}
-        Err(why) => out
-            .notes
-            .push(format!("the repository's exclude file is not used: {why}")),
+        Err(why) => out.notes.push((
+            String::new(),
+            format!("the repository's exclude file is not used: {why}"),
+        )),
     }
     let first = Todo {
-        fd: root_fd,
+        place: Place::Open(root_fd),
         rel: String::new(),
         depth: 0,
         rules: Arc::new(base),
@@ -283,7 +342,7 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize) -> Listing {
     if threads <= 1 {
         let mut todo = vec![first];
         while let Some(t) = todo.pop() {
-            read_dir(root, t, &mut out, &mut todo);
+            read_dir(root, skip, t, &mut out, &mut todo);
         }
         return out;
     }
@@ -321,7 +380,7 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize) -> Listing {
                             woken.notify_all();
                             return mine;
                         };
-                        read_dir(root, t, &mut mine, &mut more);
+                        read_dir(root, skip, t, &mut mine, &mut more);
                         let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
                         w.todo.append(&mut more);
                         w.busy -= 1;
@@ -333,7 +392,16 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize) -> Listing {
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_default())
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Listing {
+                    // A thread that failed leaves its part out, said.
+                    notes: vec![(
+                        String::new(),
+                        "a thread listing the workspace failed; part of it may be left out".into(),
+                    )],
+                    ..Listing::default()
+                })
+            })
             .collect()
     });
     for p in parts {

@@ -604,7 +604,23 @@ impl Actor {
                 Ok(OpOutcome::Done)
             }
             Op::Rewind { checkpoint, scope } => {
-                rewind::rewind(&self.core, self.running.is_some(), &checkpoint, scope).await?;
+                // A rewind of a big workspace may take a while: the lease is kept alive
+                // meanwhile, so no other process takes the session halfway.
+                let work = rewind::rewind(&self.core, self.running.is_some(), &checkpoint, scope);
+                tokio::pin!(work);
+                let mut beat = tokio::time::interval_at(
+                    tokio::time::Instant::now() + self.heartbeat,
+                    self.heartbeat,
+                );
+                let (id, owner) = (self.core.id.clone(), self.lease_owner.clone());
+                loop {
+                    tokio::select! {
+                        r = &mut work => break r?,
+                        _ = beat.tick() => {
+                            let _ = self.core.write(|tx| Ok(tx.heartbeat(&id, &owner)?));
+                        }
+                    }
+                }
                 self.announced = Announced::Nothing;
                 Ok(OpOutcome::Done)
             }

@@ -55,6 +55,20 @@ pub struct GoalView {
     pub timeline: Vec<Event>,
 }
 
+/// One session with a goal, as the goal board shows it (G-35).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct BoardRow {
+    pub session: crate::SessionSummary,
+    pub goal: GoalSnapshot,
+    /// What the session's model calls cost so far.
+    pub spend: crate::cost::Spend,
+    /// Unix ms of the session's newest logged event.
+    pub last_activity: i64,
+    /// Whether this process has the session open now.
+    pub open_here: bool,
+}
+
 /// One frozen plan revision.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]

@@ -33,6 +33,15 @@ pub fn last_seq(conn: &Connection, session_id: &str) -> Result<u64> {
     Ok(seq as u64)
 }
 
+/// When the session's newest logged event happened (Unix ms), if it has any.
+pub fn last_ts(conn: &Connection, session_id: &str) -> Result<Option<i64>> {
+    use rusqlite::OptionalExtension as _;
+    Ok(conn
+        .prepare_cached("SELECT ts FROM events WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1")?
+        .query_row([session_id], |r| r.get(0))
+        .optional()?)
+}
+
 fn decode(session_id: &str, (seq, ts, json): (i64, i64, String)) -> Result<Event> {
     let corrupt = |e: serde_json::Error| Error::Corrupt(format!("event {session_id}#{seq}: {e}"));
     let kind: EventKind = match serde_json::from_str(&json) {
@@ -109,11 +118,13 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let a = make_session(&store);
         let b = make_session(&store);
-        for sid in [&a, &b, &a] {
+        assert_eq!(store.read(|c| last_ts(c, &a)).unwrap(), None);
+        for (at, sid) in [(1, &a), (5, &b), (7, &a)] {
             store
-                .write(1, |tx| tx.emit(sid, EventKind::SessionIdle {}))
+                .write(at, |tx| tx.emit(sid, EventKind::SessionIdle {}))
                 .unwrap();
         }
+        assert_eq!(store.read(|c| last_ts(c, &a)).unwrap(), Some(7));
         let ev = store.read(|c| list(c, &a, 0, 100)).unwrap();
         let seqs: Vec<u64> = ev.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1, 2]);

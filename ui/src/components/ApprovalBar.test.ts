@@ -61,10 +61,11 @@ describe("ApprovalBar", () => {
 
   it("reads a budget line into fields and back, leaving empty fields out", async () => {
     const { budgetFields, budgetLine } = await import("./ApprovalBar.svelte");
-    expect(budgetFields("budget=40K turns=6 time=1h")).toEqual({ tokens: "40K", turns: "6", time: "1h" });
-    expect(budgetFields("turns=3")).toEqual({ tokens: "", turns: "3", time: "" });
-    expect(budgetLine({ tokens: " 50 K", turns: "", time: "2h" })).toBe("budget=50K time=2h");
-    expect(budgetLine({ tokens: "", turns: "", time: "" })).toBe("");
+    expect(budgetFields("budget=40K turns=6 time=1h cost=$5")).toEqual({ tokens: "40K", turns: "6", time: "1h", cost: "$5" });
+    expect(budgetFields("turns=3")).toEqual({ tokens: "", turns: "3", time: "", cost: "" });
+    expect(budgetLine({ tokens: " 50 K", turns: "", time: "2h", cost: "" })).toBe("budget=50K time=2h");
+    expect(budgetLine({ tokens: "", turns: "", time: "", cost: "$0.50" })).toBe("cost=$0.50");
+    expect(budgetLine({ tokens: "", turns: "", time: "", cost: "" })).toBe("");
   });
 
   it("sends the line comments with the revise, general text optional", async () => {

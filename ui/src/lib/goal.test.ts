@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { budgetText, burnDown, compact, duration, gaugeLevel, limitNotice, timeline } from "./goal";
+import { budgetText, burnDown, compact, costDown, duration, gaugeLevel, limitNotice, money, timeline } from "./goal";
 import type { Goal, WireEvent } from "./types";
 
 const line = (limit: number | null, used: number) => ({ limit, used, remaining: limit === null ? null : Math.max(0, limit - used), reached: limit !== null && used >= limit });
@@ -44,7 +44,8 @@ describe("goal figures", () => {
   });
 
   it("writes the budget form as /goal text, an empty field clearing its limit", () => {
-    expect(budgetText({ tokens: " 20K ", turns: "", time: "90s" })).toBe("budget=20K turns=clear time=90s");
+    expect(budgetText({ tokens: " 20K ", turns: "", time: "90s", cost: "" })).toBe("budget=20K turns=clear time=90s cost=clear");
+    expect(budgetText({ tokens: "", turns: "", time: "", cost: "$5" })).toBe("budget=clear turns=clear time=clear cost=$5");
   });
 
   it("formats figures compactly", () => {
@@ -83,5 +84,30 @@ describe("limitNotice", () => {
   it("names a cancelled resume and a cap that is used up", () => {
     expect(limitNotice({ ...base, usage_limit: limit(false, 1) }, 1_000_000)!.text).toContain("The automatic resume was cancelled");
     expect(limitNotice({ ...base, usage_limit: limit(false, 3) }, 1_000_000)!.text).toContain("No automatic resumes left (3 in a row allowed)");
+  });
+});
+
+describe("cost", () => {
+  const finished = (seq: number, turn: number, cost: number | null) =>
+    ({ session_id: "s", seq, ts: seq, transient: false, type: "turn.finished", turn_id: turn, reason: "completed", usage: { input_tokens: 1, output_tokens: 1, cached_tokens: 0 }, steps: 1, ...(cost === null ? {} : { cost_usd: cost }) }) as never;
+  const created = { session_id: "s", seq: 1, ts: 1, transient: false, type: "goal.create", goal: { objective: "o", actor: "user" } } as never;
+
+  it("reads each turn's cost since the goal was set, an unpriced turn as unknown", () => {
+    const points = costDown([created, finished(2, 7, 0.0125), finished(3, 8, null), finished(4, 9, 0.5)], 1_000_000);
+    expect(points.map((p) => [p.spent, p.unknown, p.turn])).toEqual([[12_500, false, 7], [0, true, 8], [500_000, false, 9]]);
+    expect(points.at(-1)?.remaining).toBe(487_500);
+  });
+
+  it("says amounts as the app does", () => {
+    expect(money(0)).toBe("$0.00");
+    expect(money(12_300)).toBe("$0.0123");
+    expect(money(4_200_000)).toBe("$4.20");
+    expect(money(1_234_500_000)).toBe("$1,234.50");
+  });
+
+  it("ties each timeline row to the turn it is about", () => {
+    const update = { session_id: "s", seq: 3, ts: 3, transient: false, type: "goal.update", goal_id: "g", kind: "lifecycle", status: "paused", reason: "user_requested", actor: "user", usage: {} } as never;
+    const rows = timeline([created, finished(2, 7, null), update]);
+    expect(rows.map((r) => r.turn)).toEqual([7, 7]);
   });
 });

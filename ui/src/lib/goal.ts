@@ -51,7 +51,9 @@ export function gaugeFraction(line: BudgetLine_Serialize): number {
   return Math.min(1, line.used / line.limit);
 }
 
-export type BurnPoint = { step: number; used: number; spent: number; remaining: number | null };
+/** A turn of the burn-down: `spent` what it used (tokens, or micro-dollars for the cost
+ *  chart), `used` the running total; `unknown` when its cost is unknown (no price). */
+export type BurnPoint = { step: number; used: number; spent: number; remaining: number | null; unknown?: boolean; turn?: number };
 
 /** Tokens of each turn since the current goal was set (input + output, as the goal counts
  *  them), with the running total and what is left of `limit`. */
@@ -64,9 +66,33 @@ export function burnDown(events: WireEvent[], limit: number | null): BurnPoint[]
     if (e.type !== "turn.finished") continue;
     const spent = e.usage.input_tokens + e.usage.output_tokens;
     used += spent;
-    points.push({ step: points.length + 1, used, spent, remaining: limit === null ? null : Math.max(0, limit - used) });
+    points.push({ step: points.length + 1, used, spent, remaining: limit === null ? null : Math.max(0, limit - used), turn: e.turn_id });
   }
   return points;
+}
+
+/** What each turn since the current goal was set cost, in micro-dollars (G-32); a turn
+ *  whose model had no price counts 0 and is marked unknown. */
+export function costDown(events: WireEvent[], limit: number | null): BurnPoint[] {
+  const start = events.findLastIndex((e) => e.type === "goal.create");
+  if (start < 0) return [];
+  const points: BurnPoint[] = [];
+  let used = 0;
+  for (const e of events.slice(start + 1)) {
+    if (e.type !== "turn.finished") continue;
+    const spent = e.cost_usd == null ? 0 : Math.round(e.cost_usd * 1_000_000);
+    used += spent;
+    points.push({ step: points.length + 1, used, spent, remaining: limit === null ? null : Math.max(0, limit - used), unknown: e.cost_usd == null, turn: e.turn_id });
+  }
+  return points;
+}
+
+/** Micro-dollars as people read an amount: `$0.0123`, `$4.20`, `$1,234.50` (the app's
+ *  own words, `cost::label`). */
+export function money(micros: number): string {
+  const usd = micros / 1_000_000;
+  if (usd < 1 && micros > 0) return `$${usd.toFixed(4)}`;
+  return `$${usd.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 }
 
 /** Bars of the burn-down: one per turn, or, for a long goal, one per run of turns (at most
@@ -83,7 +109,9 @@ export function bars(points: BurnPoint[], most = 60): Bar[] {
   return out;
 }
 
-export type TimelineEntry = { seq: number; ts: number; label: string; actor: string; tone: "good" | "bad" | "neutral"; code?: string };
+/** A row of the goal's timeline; `turn`: the turn it is about, which "Rewind to here" goes
+ *  back to the start of. */
+export type TimelineEntry = { seq: number; ts: number; label: string; actor: string; tone: "good" | "bad" | "neutral"; code?: string; turn?: number };
 
 function updateTone(e: EventOf<"goal.update">): TimelineEntry["tone"] {
   switch (e.status) {
@@ -102,16 +130,23 @@ function updateTone(e: EventOf<"goal.update">): TimelineEntry["tone"] {
 /** The goal's events as timeline rows, oldest first. */
 export function timeline(events: WireEvent[]): TimelineEntry[] {
   const rows: TimelineEntry[] = [];
-  for (const e of events) {
+  // A change is about the turn that finished just before it; a new goal, the first after.
+  let lastTurn: number | undefined;
+  const firstTurnAfter = (i: number) => {
+    const next = events.slice(i + 1).find((x) => x.type === "turn.finished");
+    return next?.type === "turn.finished" ? next.turn_id : undefined;
+  };
+  for (const [i, e] of events.entries()) {
+    if (e.type === "turn.finished") lastTurn = e.turn_id;
     if (e.type === "goal.create") {
-      rows.push({ seq: e.seq, ts: e.ts, label: `Created: ${e.goal.objective}`, actor: e.goal.actor, tone: "neutral" });
+      rows.push({ seq: e.seq, ts: e.ts, label: `Created: ${e.goal.objective}`, actor: e.goal.actor, tone: "neutral", turn: firstTurnAfter(i) });
     } else if (e.type === "goal.update") {
       if (e.kind === "completion" && e.status === "active") continue; // an ordinary settled turn
       let label = REASON_WORDS[e.reason] ?? e.reason.replace(/_/g, " ");
       const limit = e.usage_limit;
       if (e.kind === "lifecycle" && e.status === "usage_limited" && limit && !limit.auto_resume) label = "Automatic resume cancelled";
       else if (limit) label += limit.auto_resume ? ` · resumes at ${clock(limit.resets_at, true)}` : ` · resets at ${clock(limit.resets_at, true)}`;
-      rows.push({ seq: e.seq, ts: e.ts, label, actor: e.actor, tone: updateTone(e), code: `${e.status} · ${e.reason}` });
+      rows.push({ seq: e.seq, ts: e.ts, label, actor: e.actor, tone: updateTone(e), code: `${e.status} · ${e.reason}`, turn: lastTurn });
     } else if (e.type === "goal.clear") {
       rows.push({ seq: e.seq, ts: e.ts, label: "Cleared", actor: e.actor, tone: "neutral" });
     }
@@ -120,9 +155,9 @@ export function timeline(events: WireEvent[]): TimelineEntry[] {
 }
 
 /** The budget form as `/goal` text: an empty field removes that limit. */
-export function budgetText(fields: { tokens: string; turns: string; time: string }): string {
+export function budgetText(fields: { tokens: string; turns: string; time: string; cost: string }): string {
   const v = (t: string) => (t.trim() === "" ? "clear" : t.replace(/\s+/g, ""));
-  return `budget=${v(fields.tokens)} turns=${v(fields.turns)} time=${v(fields.time)}`;
+  return `budget=${v(fields.tokens)} turns=${v(fields.turns)} time=${v(fields.time)} cost=${v(fields.cost)}`;
 }
 
 /** Formats a token count compactly (12.3K, 1.2M). */
