@@ -92,7 +92,10 @@ export function costDown(events: WireEvent[], limit: number | null): BurnPoint[]
 export function money(micros: number): string {
   const usd = micros / 1_000_000;
   if (usd < 1 && micros > 0) return `$${usd.toFixed(4)}`;
-  return `$${usd.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+  // Grouped by hand: locale formatting would load ICU's data into the web process.
+  const cents = Math.round(micros / 10_000);
+  const whole = String(Math.floor(cents / 100)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return `$${whole}.${String(cents % 100).padStart(2, "0")}`;
 }
 
 /** Bars of the burn-down: one per turn, or, for a long goal, one per run of turns (at most

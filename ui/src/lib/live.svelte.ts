@@ -1,7 +1,7 @@
 // Keeps the store (`store.ts`) live: feeds it the app's typed events and command results,
 // and runs the fetches it asks for. The only module here that talks to the app.
 import { commands, events } from "../bindings";
-import type { PermissionMode } from "../bindings";
+import type { PermissionMode, RewindScope } from "../bindings";
 import { emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
 import { foldLog, type SessionState } from "./session";
 
@@ -19,6 +19,8 @@ type Opening = { id: string; early: WireEvent[]; done: Promise<void> };
 export function createLive(notify: Notify, onopened: (id: string) => void = () => {}) {
   // Replaced whole by each reduction, never mutated: no deep proxy over long transcripts.
   let store = $state.raw(emptyStore());
+  /** How many session events have arrived (the goal board reads its rows again on each). */
+  let events_seen = $state(0);
   /** The session being opened, and its events that arrive before its view does. */
   let opening: Opening | null = null;
   let listTimer: ReturnType<typeof setTimeout> | null = null;
@@ -127,11 +129,15 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
   function onEvent(event: WireEvent) {
     if (opening?.id === event.session_id) opening.early.push(event);
     dispatch({ kind: "event", event });
+    if (!event.transient || event.type === "goal.updated") events_seen++;
   }
 
   return {
     get store() {
       return store;
+    },
+    get eventsSeen() {
+      return events_seen;
     },
     open,
 
@@ -191,6 +197,32 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
         listSoon();
         await open(r.data.snapshot.summary.id);
       }
+    },
+
+    /** A session in a new git worktree of `workspace`'s project ("Run in a new worktree"). */
+    async createInWorktree(workspace: string) {
+      const r = await commands.createWorktreeSession(workspace, null);
+      if (r.status === "error") notify(r.error);
+      else {
+        listSoon();
+        await open(r.data.snapshot.summary.id);
+      }
+    },
+
+    /** Rewinds the open session to `checkpoint`; the app's refusal, or null. */
+    async rewind(checkpoint: string, scope: RewindScope): Promise<IpcError | null> {
+      const id = store.open?.id;
+      if (!id) return null;
+      const r = await commands.rewind(id, checkpoint, scope);
+      return r.status === "error" ? r.error : null;
+    },
+
+    /** Answers a blocked goal's question from the board (the session opens here if it is
+     *  not); false when refused (said). */
+    async boardReply(id: string, text: string): Promise<boolean> {
+      const r = await commands.boardReply(id, text);
+      if (r.status === "error") notify(r.error);
+      return r.status === "ok";
     },
 
     async startDemo() {
