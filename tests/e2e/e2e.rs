@@ -11,6 +11,7 @@ mod harness;
 mod layout;
 mod mcp;
 mod plan;
+mod safety;
 mod sessions;
 mod settings;
 mod setup;

@@ -354,10 +354,19 @@ impl Store {
                 {
                     self.diff_trees(ta, tb, &format!("{path}/"), out, depth + 1)?
                 }
-                _ => out.extend(diff(
-                    &self.flat_at(x, &path, depth + 1)?,
-                    &self.flat_at(y, &path, depth + 1)?,
-                )),
+                _ => {
+                    let (mut fa, mut fb) = (
+                        self.flat_at(x, &path, depth + 1)?,
+                        self.flat_at(y, &path, depth + 1)?,
+                    );
+                    // A folder on both sides, empty on one: the folder itself stays, only
+                    // what is in it changes.
+                    if let (Some((EntryKind::Tree, _)), Some((EntryKind::Tree, _))) = (x, y) {
+                        fa.remove(&path);
+                        fb.remove(&path);
+                    }
+                    out.extend(diff(&fa, &fb))
+                }
             }
         }
         Ok(())

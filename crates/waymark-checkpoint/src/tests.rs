@@ -127,6 +127,44 @@ fn every_kind_of_change_rewinds_exactly_and_the_rewind_undoes() {
     assert!(f.ws.join("empty/dir").is_dir());
 }
 
+/// A folder emptied (or filled) between two checkpoints is no change of its own: only the
+/// files in it are (the preview once listed the folder itself as going).
+#[test]
+fn a_folder_emptied_lists_only_its_files() {
+    let f = fixture();
+    write(&f.ws, "src/greet.sh", "echo hi");
+    let a = snap(&f);
+    std::fs::remove_file(f.ws.join("src/greet.sh")).unwrap();
+    let b = snap(&f);
+    let paths = |from: &ObjectId, to: &ObjectId| -> Vec<(String, &'static str)> {
+        f.store
+            .changes(Some(from), to)
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let kind = match c {
+                    Change::Added(_) => "added",
+                    Change::Modified(_) => "modified",
+                    Change::Deleted(_) => "deleted",
+                };
+                (c.path().to_string(), kind)
+            })
+            .collect()
+    };
+    assert_eq!(
+        paths(&a.tree, &b.tree),
+        [("src/greet.sh".to_string(), "deleted")]
+    );
+    assert_eq!(
+        paths(&b.tree, &a.tree),
+        [("src/greet.sh".to_string(), "added")]
+    );
+    // The empty folder itself still rewinds: gone when the target has none.
+    std::fs::remove_dir(f.ws.join("src")).unwrap();
+    let c = snap(&f);
+    assert_eq!(paths(&b.tree, &c.tree), [("src".to_string(), "deleted")]);
+}
+
 #[test]
 fn identical_content_is_stored_once_and_git_is_left_out() {
     let f = fixture();

@@ -661,7 +661,7 @@ impl Runtime {
         let mut list = self.store.view(store::sessions::list)?;
         self.store.view(|c| {
             // One unreadable row leaves its session without a badge, not the list empty.
-            let branches = waymark_worktree::db::active_branches(c).unwrap_or_default();
+            let branches = waymark_worktree::db::branches_on_disk(c).unwrap_or_default();
             for s in &mut list {
                 s.needs_you = needs_you(c, s).unwrap_or(None);
                 s.worktree = branches

@@ -60,10 +60,11 @@ pub fn get(conn: &Connection, session_id: &str) -> Result<Option<WorktreeRow>> {
     .map_err(corrupt)
 }
 
-/// Every session's worktree branch that is still active, by session.
-pub fn active_branches(conn: &Connection) -> Result<Vec<(String, String)>> {
+/// The branch of every session whose worktree is still on disk (active or merged, not
+/// discarded), by session.
+pub fn branches_on_disk(conn: &Connection) -> Result<Vec<(String, String)>> {
     let mut stmt =
-        conn.prepare_cached("SELECT session_id, branch FROM worktrees WHERE state = 'active'")?;
+        conn.prepare_cached("SELECT session_id, branch FROM worktrees WHERE state != 'discarded'")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -98,9 +98,17 @@ describe("GoalPanel", () => {
     const costly: Goal = { ...goal, budget: { ...goal.budget, cost: { limit: 5_000_000, used: 1_234_567, remaining: 3_765_433, reached: false }, cost_unpriced_calls: 2 } };
     setup(costly);
     const gauge = screen.getByTestId("gauge-cost");
-    expect(gauge.textContent).toContain("$1.23");
+    expect(gauge.textContent).toContain("≥ $1.23");
     expect(gauge.textContent).toContain("$5.00");
     expect(screen.getByTestId("goal-cost-unknown").textContent).toContain("2 calls had no price");
+  });
+
+  it("calls a cost with no priced call unknown, never $0", () => {
+    const unpriced: Goal = { ...goal, budget: { ...goal.budget, cost: { limit: null, used: 0, remaining: null, reached: false }, cost_unpriced_calls: 3 } };
+    setup(unpriced);
+    const gauge = screen.getByTestId("gauge-cost");
+    expect(gauge.querySelector(".used")?.textContent).toBe("unknown");
+    expect(gauge.textContent).not.toContain("$0.00");
   });
 
   it("sets a new goal with the budgets typed after it", async () => {

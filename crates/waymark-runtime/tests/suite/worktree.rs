@@ -54,14 +54,21 @@ async fn two_worktree_goals_run_at_once_without_touching_each_other() {
             .unwrap()
     };
     let (a, b) = (start("alpha"), start("beta"));
-    let started = std::time::Instant::now();
     let (ea, eb) = tokio::join!(
         run(&a, user("/goal work alpha")),
         run(&b, user("/goal work beta"))
     );
     assert!(!ea.is_empty() && !eb.is_empty());
-    // They overlapped: both waited their 300 ms at once.
-    assert!(started.elapsed() < std::time::Duration::from_millis(2_500));
+    // They overlapped: each began before the other ended (one after the other, the second
+    // would begin only once the first had ended).
+    let span = |e: &[waymark_protocol::Event]| {
+        (
+            e.iter().map(|x| x.ts).min().unwrap(),
+            e.iter().map(|x| x.ts).max().unwrap(),
+        )
+    };
+    let ((a0, a1), (b0, b1)) = (span(&ea), span(&eb));
+    assert!(a0 < b1 && b0 < a1, "alpha {a0}..{a1}, beta {b0}..{b1}");
     for (s, mine, theirs) in [(&a, "alpha", "beta"), (&b, "beta", "alpha")] {
         let w = h.runtime.worktree(s.id()).unwrap().expect("a worktree");
         let path = Path::new(&w.path);
@@ -106,6 +113,21 @@ async fn two_worktree_goals_run_at_once_without_touching_each_other() {
         2,
         "{listed:?}"
     );
+    let (ia, ib) = (a.id().to_string(), b.id().to_string());
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
+    // A merged worktree is still the session's workspace and still listed; a discarded one
+    // is not.
+    h.runtime.worktree_merge(&ia).unwrap();
+    h.runtime.worktree_discard(&ib).unwrap();
+    let listed: Vec<(String, Option<String>)> = h
+        .runtime
+        .list_sessions()
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.id, s.worktree))
+        .collect();
+    let branch_of = |id: &str| listed.iter().find(|(s, _)| s == id).unwrap().1.clone();
+    assert!(branch_of(&ia).is_some(), "{listed:?}");
+    assert_eq!(branch_of(&ib), None, "{listed:?}");
 }

@@ -1,0 +1,352 @@
+//! The safety net in the real window (issue 23): "Rewind to here" with its preview and the
+//! undo banner, a worktree goal reviewed and merged, the cost gauge, and the Goals board with
+//! an active, a blocked and a budget-limited goal.
+
+use super::*;
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn settings(desk: &Desk, json: &str) {
+    std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
+    std::fs::write(desk.settings_file(), json).unwrap();
+}
+
+/// The id of the one session a CLI run printed first (`exec --json`).
+fn session_of(out: &std::process::Output) -> String {
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let v: serde_json::Value = serde_json::from_str(&first)
+        .unwrap_or_else(|e| panic!("{e}: {first:?} {}", String::from_utf8_lossy(&out.stderr)));
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+/// Two turns: the first writes notes.txt, the second rewrites it from the shell, adds
+/// out/extra.txt and removes src/greet.sh. "Rewind to here" on the second turn puts all three
+/// back, folds the turn, and "Undo rewind" brings the second state again.
+#[tokio::test(flavor = "multi_thread")]
+async fn rewind_to_here_previews_the_files_then_undo_brings_them_back() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "rewind");
+    let first = desk.exec(
+        &ws,
+        &script("rewind.json"),
+        &["--permission", "auto", "Write a first draft"],
+    );
+    succeeded(&first);
+    let id = session_of(&first);
+    succeeded(&desk.cli(&[
+        "exec",
+        "--json",
+        "--session",
+        &id,
+        "--permission",
+        "auto",
+        "Rework the draft",
+    ]));
+    let notes = ws.join("notes.txt");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "second draft\n");
+    assert!(ws.join("out/extra.txt").exists());
+    assert!(!ws.join("src/greet.sh").exists());
+
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.wait_text("[data-testid=transcript]", "Second draft written")
+        .await;
+    // One "Rewind to here" per turn; the second turn's opens its preview.
+    let turns = app
+        .js("return [...document.querySelectorAll('[data-testid=rewind-here]')].map(b => Number(b.dataset.turn))")
+        .await;
+    let turns: Vec<u64> = serde_json::from_value(turns).unwrap();
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    let second = turns[1];
+    app.click(&format!("[data-testid=rewind-here][data-turn='{second}']"))
+        .await;
+    app.el("[data-testid=rewind-dialog]").await;
+    app.el("[data-testid=rewind-files]").await;
+    let files = app.text("[data-testid=rewind-files]").await.to_lowercase();
+    assert_eq!(
+        app.text("[data-testid=rewind-file-count]").await,
+        "3",
+        "{files}"
+    );
+    for (op, path) in [
+        ("revert", "notes.txt"),
+        ("delete", "out/extra.txt"),
+        ("restore", "src/greet.sh"),
+    ] {
+        assert!(
+            files.contains(op) && files.contains(path),
+            "{op} {path}: {files}"
+        );
+    }
+    assert!(
+        app.text("[data-testid=rewind-turns]")
+            .await
+            .contains("1 turn leaves"),
+    );
+    // Each file unfolds to its diff.
+    app.click("[data-testid=rewind-files] li:first-child button")
+        .await;
+    app.wait_text("[data-testid=rewind-files]", "second draft")
+        .await;
+    app.shot("safety-1-rewind-preview").await;
+    // Nothing has moved yet.
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "second draft\n");
+
+    app.click("[data-testid=rewind-both]").await;
+    app.wait_gone("[data-testid=rewind-dialog]").await;
+    let banner = app
+        .wait_text("[data-testid=undo-rewind-banner]", "Rewound")
+        .await;
+    assert!(banner.contains("3 files changed"), "{banner}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "first draft\n");
+    assert!(!ws.join("out/extra.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/greet.sh")).unwrap(),
+        "echo \"Hello, ${1:-world}\"\n"
+    );
+    // The rewound turn is folded in the transcript, and offers no rewind of its own.
+    app.wait_text("[data-testid=rewound-turn]", "Rewound turn")
+        .await;
+    let offered = app
+        .js("return document.querySelectorAll('[data-testid=rewind-here]').length")
+        .await;
+    assert_eq!(offered, 1);
+    app.shot("safety-2-rewound-with-undo").await;
+
+    app.click("[data-testid=undo-rewind]").await;
+    let start = Instant::now();
+    while std::fs::read_to_string(&notes).unwrap() != "second draft\n" {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the undo did not bring the second draft back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ws.join("out/extra.txt").exists());
+    assert!(!ws.join("src/greet.sh").exists());
+    app.wait_js(
+        "return document.querySelector('[data-testid=rewound-turn]') === null",
+        "the second turn to come back into the conversation",
+    )
+    .await;
+    let listed = desk.cli(&["checkpoints", "--session", &id, "--json"]);
+    succeeded(&listed);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let rewinds = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["trigger"] == "rewind")
+        .count();
+    assert_eq!(rewinds, 2, "{listed}");
+    app.quit().await;
+}
+
+/// A goal run with `exec --worktree` leaves the checkout alone; the header's worktree chip
+/// opens "Review & merge" with the diff, and Merge brings the commit into `main`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
+    let desk = Desk::start();
+    settings(&desk, r#"{"goal": {"verification": "none"}}"#);
+    let ws = workspace(&desk, "project");
+    git(&ws, &["init", "-q", "-b", "main"]);
+    git(&ws, &["config", "user.name", "Dev Eloper"]);
+    git(&ws, &["config", "user.email", "dev@example.invalid"]);
+    std::fs::write(ws.join(".gitignore"), ".env\n").unwrap();
+    std::fs::write(ws.join(".worktreeinclude"), ".env\n").unwrap();
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-qm", "start"]);
+    std::fs::write(ws.join(".env"), "TOKEN=local\n").unwrap();
+    let out = desk.exec(
+        &ws,
+        &script("worktree_goal.json"),
+        &[
+            "--permission",
+            "auto",
+            "--worktree",
+            "feature",
+            "/goal Add the feature file",
+        ],
+    );
+    succeeded(&out);
+    let id = session_of(&out);
+    assert!(!ws.join("feature.txt").exists());
+    assert!(git(&ws, &["status", "--porcelain"]).is_empty());
+
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    let bar = app
+        .wait_text("[data-testid=worktree-bar]", "waymark/feature")
+        .await;
+    assert!(bar.contains("Review & merge"), "{bar}");
+    app.click("[data-testid=worktree-chip]").await;
+    app.wait_text("[data-testid=worktree-branch]", "waymark/feature")
+        .await;
+    app.wait_text("[data-testid=worktree-files]", "feature.txt")
+        .await;
+    app.wait_text("[data-testid=worktree-dialog]", "made in the worktree")
+        .await;
+    app.shot("safety-3-worktree-review").await;
+    app.click("[data-testid=worktree-merge]").await;
+    app.wait_text("[data-testid=toast]", "Merged into main")
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("feature.txt")).unwrap(),
+        "made in the worktree\n"
+    );
+    let log = git(&ws, &["log", "--format=%an <%ae>|%s", "-3"]);
+    assert!(
+        log.starts_with("Dev Eloper <dev@example.invalid>|"),
+        "{log}"
+    );
+    assert!(log.contains("Add the feature file"), "{log}");
+    app.wait_text("[data-testid=worktree-merged]", "Merged into main")
+        .await;
+    app.shot("safety-4-worktree-merged").await;
+    // The board names the goal's worktree.
+    app.click("[data-testid=worktree-close]").await;
+    app.click("[data-testid=open-board]").await;
+    app.wait_text("[data-testid=board-worktree]", "waymark/feature")
+        .await;
+    app.quit().await;
+}
+
+/// Three goals on the board: one active (run by the app), one blocked with its question and
+/// a reply box, one stopped by its cost budget. The reply resumes the blocked goal from the
+/// board; a row opens its session, whose Goal tab shows the cost gauge.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_board_shows_three_goals_and_a_reply_resumes_the_blocked_one() {
+    let desk = Desk::start();
+    settings(
+        &desk,
+        r#"{"goal": {"verification": "none"},
+            "pricing": {"scripted:*": {"input_per_mtok": 3, "output_per_mtok": 15}}}"#,
+    );
+    let limited = desk.exec(
+        &workspace(&desk, "limited"),
+        &script("goal_budget.json"),
+        &["--permission", "auto", "/goal Do the two steps cost=$0.01"],
+    );
+    succeeded(&limited);
+    let limited = session_of(&limited);
+    let blocked = desk.exec(
+        &workspace(&desk, "blocked"),
+        &script("blocked_reply.json"),
+        &["--permission", "auto", "/goal Rename the tool"],
+    );
+    succeeded(&blocked);
+    let blocked = session_of(&blocked);
+    let active = desk.exec(
+        &workspace(&desk, "active"),
+        &script("goal_slow.json"),
+        &["--permission", "auto", "Hello"],
+    );
+    succeeded(&active);
+    let active = session_of(&active);
+
+    let app = desk.launch().await;
+    app.open_session(&active).await;
+    app.type_into("[data-testid=composer]", "/goal keep checking the folder")
+        .await;
+    app.click("[data-testid=send]").await;
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-status]", "active").await;
+
+    app.click("[data-testid=open-board]").await;
+    app.el("[data-testid=goal-board]").await;
+    app.wait_js(
+        "return document.querySelectorAll('[data-testid=board-row]').length === 3 || null",
+        "three rows on the board",
+    )
+    .await;
+    let row = |id: &str| format!("[data-testid=board-row][data-session-id='{id}']");
+    app.wait_text(
+        &format!("{} [data-testid=board-status]", row(&active)),
+        "active",
+    )
+    .await;
+    app.wait_text(
+        &format!("{} [data-testid=board-status]", row(&limited)),
+        "budget limited",
+    )
+    .await;
+    let cost = app
+        .text(&format!("{} [data-testid=board-cost]", row(&limited)))
+        .await;
+    assert!(cost.starts_with('$'), "{cost}");
+    let level = app
+        .js(&format!(
+            "return document.querySelector(\"{} [data-testid=board-gauge-cost]\").className",
+            row(&limited)
+        ))
+        .await;
+    assert!(level.as_str().unwrap().contains("danger"), "{level}");
+    let question = app
+        .text(&format!("{} [data-testid=board-question]", row(&blocked)))
+        .await;
+    assert!(question.contains("full one or the short one"), "{question}");
+    app.shot("safety-5-board").await;
+
+    // The reply from the board resumes the blocked goal, which then completes.
+    app.type_into(
+        &format!("{} [data-testid=board-reply]", row(&blocked)),
+        "The short one.",
+    )
+    .await;
+    app.click(&format!("{} [data-testid=board-reply-send]", row(&blocked)))
+        .await;
+    app.wait_text(
+        &format!("{} [data-testid=board-status]", row(&blocked)),
+        "complete",
+    )
+    .await;
+    app.shot("safety-6-board-after-reply").await;
+
+    // A row opens its session; its Goal tab shows the cost gauge at the limit.
+    app.click(&format!("{} [data-testid=board-open]", row(&limited)))
+        .await;
+    app.wait_js(
+        &format!("return document.querySelector('[data-testid=session].current')?.dataset.sessionId === '{limited}' || null"),
+        "the budget-limited session to open",
+    )
+    .await;
+    app.click("[data-testid=tab-goal]").await;
+    let gauge = app.wait_text("[data-testid=gauge-cost]", "$").await;
+    assert!(gauge.contains("$0.01"), "{gauge}");
+    let level = app
+        .js("return document.querySelector('[data-testid=gauge-cost]').dataset.level")
+        .await;
+    assert_eq!(level, "danger");
+    app.wait_text("[data-testid=goal-reason]", "cost").await;
+    app.shot("safety-7-cost-gauge").await;
+
+    // At 900×600 the board still reads: the rows keep their status and question.
+    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+    desk.xdotool(&["windowsize", &window, "900", "600"]);
+    app.wait_js(
+        "return window.innerWidth <= 900 || null",
+        "the window to shrink",
+    )
+    .await;
+    app.click("[data-testid=open-board]").await;
+    app.wait_js(
+        "return document.querySelectorAll('[data-testid=board-row]').length === 3 || null",
+        "three rows on the narrow board",
+    )
+    .await;
+    app.shot("safety-8-board-900x600").await;
+    app.quit().await;
+}
