@@ -175,7 +175,17 @@ pub(crate) fn view<R: tauri::Runtime>(
 ) -> IpcResult<SessionView> {
     host.watch_plan(app, id)?;
     crate::memory::TRIM.request();
-    Ok(host.runtime.session_view(id, VIEW_NEWEST)?)
+    // Shown from here: its events all go to the page (they may start before the view is
+    // read; the page puts the two together by `seq`).
+    let previous = host.show(id);
+    match host.runtime.session_view(id, VIEW_NEWEST) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            // The page goes on showing what it showed.
+            host.show_again(previous);
+            Err(e.into())
+        }
+    }
 }
 
 /// Logged events after `after` (the UI catches up after a gap).

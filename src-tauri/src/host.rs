@@ -25,6 +25,8 @@ pub struct Host {
     /// list's first choice and a click) must not both try to take its lease.
     opening: Mutex<()>,
     watch: Mutex<Option<PlanWatch>>,
+    /// The session the window shows (the last one it opened a view of).
+    shown: Mutex<Option<String>>,
     /// The main window has focus (plan-approval notifications only when it has not).
     pub focused: AtomicBool,
 }
@@ -42,6 +44,7 @@ impl Host {
             opening: Mutex::new(()),
             sessions: Mutex::new(HashMap::new()),
             watch: Mutex::new(None),
+            shown: Mutex::new(None),
             focused: AtomicBool::new(true),
         }
     }
@@ -126,6 +129,21 @@ impl Host {
             }),
             None => id.to_string(),
         }
+    }
+
+    /// Notes that the window shows session `id` now; the one it showed before.
+    pub fn show(&self, id: &str) -> Option<String> {
+        lock(&self.shown).replace(id.to_string())
+    }
+
+    /// The window shows `previous` again (its view of another session failed).
+    pub fn show_again(&self, previous: Option<String>) {
+        *lock(&self.shown) = previous;
+    }
+
+    /// Whether the window shows session `id`.
+    pub fn shows(&self, id: &str) -> bool {
+        lock(&self.shown).as_deref() == Some(id)
     }
 
     /// Watches the plan file of the session shown in the window (one at a time).
@@ -218,6 +236,30 @@ pub fn now_ms() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The events that change what the session list or the Goals board shows of a session (its
+/// title, mode and model, whether it needs the user, its goal and what it spent): of a
+/// session the window does not show, only these go to the page.
+pub(crate) const LISTED_EVENTS: &[&str] = &[
+    "session.started",
+    "session.configured",
+    "session.idle",
+    "session.waiting",
+    "session.error",
+    "message.admitted",
+    "turn.finished",
+    "questionnaire.opened",
+    "questionnaire.answered",
+    "plan.mode_changed",
+    "goal.create",
+    "goal.update",
+    "goal.clear",
+    "goal.updated",
+];
+
+fn concerns_the_lists(kind: &waymark_protocol::EventKind) -> bool {
+    LISTED_EVENTS.contains(&kind.type_name())
+}
+
 /// Pushes a session's events to the webview and raises the notifications they call for.
 async fn forward<R: tauri::Runtime>(
     app: tauri::AppHandle<R>,
@@ -266,6 +308,14 @@ async fn forward<R: tauri::Runtime>(
         }
         if matches!(event.kind, waymark_protocol::EventKind::TurnFinished { .. }) {
             crate::memory::TRIM.request();
+        }
+        // Of a session the window does not show, only what the session list and the Goals
+        // board show is sent: the page has no use for the rest (it reads the log when it
+        // opens the session), and with twenty goals running the rest is most of the traffic.
+        if !concerns_the_lists(&event.kind)
+            && host.as_ref().is_some_and(|h| !h.shows(&event.session_id))
+        {
+            continue;
         }
         let _ = SessionEvent(event).emit(&app);
     }

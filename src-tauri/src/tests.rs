@@ -253,3 +253,33 @@ fn the_folder_picker_opens_beside_the_newest_project_never_in_the_data_folder() 
         None
     );
 }
+
+/// Of a session the window does not show, the page gets only the events its lists react to:
+/// every type the session list reloads on (store.ts) and the goal figures the board reads.
+#[test]
+fn the_page_gets_every_event_its_lists_react_to() {
+    let store = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/lib/store.ts"),
+    )
+    .unwrap();
+    let line = store
+        .lines()
+        .find(|l| l.contains("const shown: WireEvent[\"type\"][] = ["))
+        .expect("the list's event types in store.ts");
+    let names: Vec<&str> = line
+        .split('"')
+        .skip(3)
+        .step_by(2)
+        .filter(|n| n.contains('.'))
+        .collect();
+    assert!(names.len() >= 9, "{names:?}");
+    for n in names.iter().chain(&["goal.updated", "turn.finished"]) {
+        assert!(
+            crate::host::LISTED_EVENTS.contains(n),
+            "{n} is not sent for sessions the window does not show"
+        );
+    }
+    for n in ["assistant.delta", "tool.progress", "assistant.message"] {
+        assert!(!crate::host::LISTED_EVENTS.contains(&n), "{n}");
+    }
+}

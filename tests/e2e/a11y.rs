@@ -6,7 +6,7 @@ use super::*;
 impl App {
     /// Runs axe-core on the page as it is now; the serious and critical violations, each as
     /// "rule (impact): help — the elements".
-    async fn axe(&self) -> Vec<String> {
+    pub(crate) async fn axe(&self) -> Vec<String> {
         let loaded = self
             .js("return typeof window.axe === 'object'")
             .await
@@ -35,7 +35,7 @@ impl App {
 
     /// The serious and critical violations of the view `name`, each prefixed with it (after
     /// a screenshot).
-    async fn violations(&self, name: &str) -> Vec<String> {
+    pub(crate) async fn violations(&self, name: &str) -> Vec<String> {
         let found = self.axe().await;
         self.shot(&format!("a11y-{name}")).await;
         found.into_iter().map(|v| format!("{name}: {v}")).collect()

@@ -1,8 +1,11 @@
 //! Desktop benchmarks (a bench target, `scripts/bench.sh --desktop` runs it; it prints figures):
 //! cold start to the first session on screen, idle memory of every app process, plan-file
-//! change to repaint latency, and scrolling a transcript of more than 5,000 messages. The
+//! change to repaint latency, scrolling a transcript of more than 5,000 messages, and the
+//! Goals board with twenty goals running (`bench_board.rs`). The
 //! timings are taken from outside the app: scripts run over WebDriver watch the page.
 
+#[path = "bench_board.rs"]
+mod board;
 mod harness;
 
 use harness::{Desk, root, watch_plan_paint};
@@ -237,6 +240,11 @@ fn stats_of(v: Vec<Option<f64>>) -> String {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
+    // `BENCH_ONLY_BOARD=1`: the Goals board with twenty goals running, alone.
+    if std::env::var_os("BENCH_ONLY_BOARD").is_some() {
+        board::run(&Desk::start()).await;
+        return;
+    }
     let desk = Desk::start();
     let ws = workspace(&desk);
     let plan_script = root().join("tests/e2e/scripts/plan_wait.json");
@@ -460,4 +468,8 @@ async fn main() {
         .await;
     println!("one reply rendered (ms per message, 640 messages in batches of 64): {per}");
     app.close().await;
+    drop(desk);
+
+    // The Goals board on a desk of its own (its settings turn verification off).
+    board::run(&Desk::start()).await;
 }

@@ -102,6 +102,7 @@ async fn rewind_to_here_previews_the_files_then_undo_brings_them_back() {
     app.wait_text("[data-testid=rewind-files]", "second draft")
         .await;
     app.shot("safety-1-rewind-preview").await;
+    let mut a11y = app.violations("rewind-preview").await;
     // Nothing has moved yet.
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "second draft\n");
 
@@ -125,6 +126,8 @@ async fn rewind_to_here_previews_the_files_then_undo_brings_them_back() {
         .await;
     assert_eq!(offered, 1);
     app.shot("safety-2-rewound-with-undo").await;
+    a11y.extend(app.violations("rewound-with-undo").await);
+    assert!(a11y.is_empty(), "{a11y:#?}");
 
     app.click("[data-testid=undo-rewind]").await;
     let start = Instant::now();
@@ -200,6 +203,8 @@ async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
     app.wait_text("[data-testid=worktree-dialog]", "made in the worktree")
         .await;
     app.shot("safety-3-worktree-review").await;
+    let a11y = app.violations("worktree-review").await;
+    assert!(a11y.is_empty(), "{a11y:#?}");
     app.click("[data-testid=worktree-merge]").await;
     app.wait_text("[data-testid=toast]", "Merged into main")
         .await;
@@ -299,6 +304,8 @@ async fn the_board_shows_three_goals_and_a_reply_resumes_the_blocked_one() {
         .await;
     assert!(question.contains("full one or the short one"), "{question}");
     app.shot("safety-5-board").await;
+    let a11y = app.violations("goal-board").await;
+    assert!(a11y.is_empty(), "{a11y:#?}");
 
     // The reply from the board resumes the blocked goal, which then completes.
     app.type_into(

@@ -1,4 +1,4 @@
-//! Checkpoints in sessions: one before every turn and before every tool call that may
+//! Checkpoints in sessions (G-27, G-30): one before every turn and before every tool call that may
 //! write, kept in the session's private store (`checkpoints/` in its folder), recorded in
 //! the extension's own table; and the file half of a rewind. A checkpoint that cannot be
 //! taken is said once (`checkpoint.failed`) and the session goes on.

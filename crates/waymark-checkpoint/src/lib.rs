@@ -1,4 +1,4 @@
-//! Checkpoints of a workspace, for rewind: the store (this module, `snapshot`, `restore`)
+//! Checkpoints of a workspace, for rewind (G-27 … G-30): the store (this module, `snapshot`, `restore`)
 //! and the extension that takes them in sessions (`extension`, its rows in `db`).
 //!
 //! A checkpoint is a git tree in a private object store (loose objects through `gix-odb`, in the session's data folder; never the

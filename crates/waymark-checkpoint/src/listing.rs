@@ -1,4 +1,4 @@
-//! The checkpoints of a session as text: `/rewind` and `waymark checkpoints` print this.
+//! The checkpoints of a session as text (G-28): `/rewind` and `waymark checkpoints` print this.
 
 use crate::db;
 use waymark_extension::clock::utc_label;

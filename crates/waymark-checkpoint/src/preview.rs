@@ -1,4 +1,4 @@
-//! What a rewind would change, shown before it acts: each file with its diff from the
+//! What a rewind would change, shown before it acts (G-29, the app's preview): each file with its diff from the
 //! workspace now to the checkpoint. The workspace is read as a checkpoint is (the same
 //! ignore rules, links as links), but nothing is recorded.
 

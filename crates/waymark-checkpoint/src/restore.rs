@@ -1,4 +1,4 @@
-//! Putting a workspace back as a checkpoint has it. Only what differs is touched. Every
+//! Putting a workspace back as a checkpoint has it (G-29). Only what differs is touched. Every
 //! change is made relative to an open folder (`openat`, `mkdirat`, `unlinkat`, `renameat`,
 //! `symlinkat`), each folder opened without following a link, so a folder swapped for a link
 //! at any moment, even during the restore, cannot send a write outside the workspace. What

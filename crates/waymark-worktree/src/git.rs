@@ -2,7 +2,7 @@
 //! repository from the environment, and reports git's own words when it fails.
 
 use crate::{Result, WorktreeError};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Variables that would point git at another repository than the folder named.
@@ -16,6 +16,100 @@ const REPO_VARS: &[&str] = &[
     "GIT_NAMESPACE",
     "GIT_CEILING_DIRECTORIES",
 ];
+
+/// A worktree as Waymark hands it to git: its folder and its own git folder in the project's
+/// `.git/worktrees/`, found from the project's side. The worktree's `.git` file is never
+/// read: it is in the agent's workspace, and a `.git` pointing at a git folder of the agent's
+/// making would have git run whatever program that folder's settings name (`core.fsmonitor`,
+/// `diff.external`, hooks) outside the sandbox.
+pub(crate) struct Worktree {
+    pub work: PathBuf,
+    pub gitdir: PathBuf,
+}
+
+/// Longest `gitdir` file read (it holds one path).
+const GITDIR_FILE_MAX: u64 = 8 * 1024;
+
+impl Worktree {
+    /// The worktree at `work` of the project checked out at `repo`, as the project's own git
+    /// folder records it.
+    pub(crate) fn of(repo: &Path, work: &Path) -> Result<Worktree> {
+        let common = run(
+            repo,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )?;
+        let admin = Path::new(common.trim()).join("worktrees");
+        let work = work.canonicalize().map_err(|e| WorktreeError::Io {
+            path: work.display().to_string(),
+            source: e,
+        })?;
+        let entries = std::fs::read_dir(&admin).map_err(|e| WorktreeError::Io {
+            path: admin.display().to_string(),
+            source: e,
+        })?;
+        for e in entries.flatten() {
+            let Ok(f) = std::fs::File::open(e.path().join("gitdir")) else {
+                continue;
+            };
+            let mut text = String::new();
+            use std::io::Read as _;
+            if f.take(GITDIR_FILE_MAX).read_to_string(&mut text).is_err() {
+                continue;
+            }
+            // It names the worktree's `.git`: the worktree is the folder holding it.
+            let named = Path::new(text.trim());
+            let folder = named.parent().and_then(|p| p.canonicalize().ok());
+            if named.file_name() == Some(std::ffi::OsStr::new(".git"))
+                && folder.as_deref() == Some(work.as_path())
+            {
+                return Ok(Worktree {
+                    work,
+                    gitdir: e.path(),
+                });
+            }
+        }
+        Err(WorktreeError::Unregistered {
+            path: work.display().to_string(),
+            repo: repo.display().to_string(),
+        })
+    }
+
+    /// `git <args>` on this worktree, with `env` added.
+    pub(crate) fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
+        let git_dir = format!("--git-dir={}", self.gitdir.display());
+        let work_tree = format!("--work-tree={}", self.work.display());
+        let mut all = vec![git_dir.as_str(), work_tree.as_str()];
+        all.extend_from_slice(args);
+        run_env(&self.work, &all, env)
+    }
+
+    /// `git <args>` on this worktree, which must succeed: its standard output.
+    pub(crate) fn run(&self, args: &[&str]) -> Result<String> {
+        ok(&self.work, args, self.run_env(args, &[])?)
+    }
+
+    /// Puts the worktree's `.git` file back as git wrote it (whatever the agent left there
+    /// is removed, never written through), so git's own commands accept the worktree.
+    pub(crate) fn restore_link(&self) -> Result<()> {
+        let dot = self.work.join(".git");
+        let io = |e| WorktreeError::Io {
+            path: dot.display().to_string(),
+            source: e,
+        };
+        match std::fs::symlink_metadata(&dot) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&dot).map_err(io)?,
+            Ok(_) => std::fs::remove_file(&dot).map_err(io)?,
+            Err(_) => {}
+        }
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&dot)
+            .and_then(|mut f| writeln!(f, "gitdir: {}", self.gitdir.display()))
+            .map_err(io)
+    }
+}
 
 /// `git <args>` in `dir`, with `env` added.
 pub(crate) fn run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {

@@ -44,6 +44,10 @@ pub enum WorktreeError {
         dir: String,
         message: String,
     },
+    #[error(
+        "{path} is no longer a worktree that {repo} knows of (it was removed or moved by hand): discard it, then start a new one"
+    )]
+    Unregistered { path: String, repo: String },
     #[error("{path}: {source}")]
     Io {
         path: String,
@@ -86,6 +90,7 @@ impl WorktreeError {
             WorktreeError::BadName { .. } => "bad_worktree_name",
             WorktreeError::Exists(_) => "worktree_exists",
             WorktreeError::Git { .. } => "git_failed",
+            WorktreeError::Unregistered { .. } => "worktree_unregistered",
             WorktreeError::Io { .. } => "io",
             WorktreeError::TargetDirty { .. } => "target_dirty",
             WorktreeError::Conflict { .. } => "merge_conflict",
@@ -275,7 +280,7 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
 
 /// The tree of everything the worktree holds now, committed or not (ignored files aside),
 /// made through a throwaway index so the worktree's own is not touched.
-fn tree_now(wt: &Path) -> Result<String> {
+fn tree_now(wt: &git::Worktree) -> Result<String> {
     let index = std::env::temp_dir().join(format!(
         "waymark-index-{}-{}",
         std::process::id(),
@@ -285,18 +290,18 @@ fn tree_now(wt: &Path) -> Result<String> {
     let env = [("GIT_INDEX_FILE", idx.as_str())];
     let r = (|| {
         for args in [&["read-tree", "HEAD"][..], &["add", "-A"][..]] {
-            git::ok(wt, args, git::run_env(wt, args, &env)?)?;
+            git::ok(&wt.work, args, wt.run_env(args, &env)?)?;
         }
         let args = ["write-tree"];
-        git::ok(wt, &args, git::run_env(wt, &args, &env)?).map(|s| s.trim().to_string())
+        git::ok(&wt.work, &args, wt.run_env(&args, &env)?).map(|s| s.trim().to_string())
     })();
     let _ = std::fs::remove_file(&index);
     r
 }
 
 /// Which files differ between two trees or commits (`a` → `b`).
-fn changed(wt: &Path, a: &str, b: &str) -> Result<Vec<PathChange>> {
-    let out = git::run(wt, &["diff", "--no-renames", "--name-status", "-z", a, b])?;
+fn changed(wt: &git::Worktree, a: &str, b: &str) -> Result<Vec<PathChange>> {
+    let out = wt.run(&["diff", "--no-renames", "--name-status", "-z", a, b])?;
     let mut parts = git::paths(&out).into_iter();
     let mut list = Vec::new();
     while let (Some(status), Some(path)) = (parts.next(), parts.next()) {
@@ -315,27 +320,30 @@ pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
     if m.state != WorktreeState::Active {
         return Ok((Vec::new(), 0));
     }
-    let wt = Path::new(&m.path);
+    let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
     let tree = tree_now(wt)?;
     let files = changed(wt, &m.base_commit, &tree)?;
-    let commits = git::run(
-        wt,
-        &["rev-list", "--count", &format!("{}..HEAD", m.base_commit)],
-    )?
-    .trim()
-    .parse()
-    .unwrap_or(0);
+    let commits = wt
+        .run(&["rev-list", "--count", &format!("{}..HEAD", m.base_commit)])?
+        .trim()
+        .parse()
+        .unwrap_or(0);
     Ok((files, commits))
 }
 
 /// The whole diff from the start to what the worktree holds now.
 pub fn diff(m: &db::WorktreeRow) -> Result<String> {
-    let wt = Path::new(&m.path);
+    let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
     let tree = tree_now(wt)?;
-    git::run(
-        wt,
-        &["diff", "--no-renames", "--no-color", &m.base_commit, &tree],
-    )
+    wt.run(&[
+        "diff",
+        "--no-renames",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        &m.base_commit,
+        &tree,
+    ])
 }
 
 /// Merges the worktree into the branch it came from: what it holds is committed first (one
@@ -346,7 +354,8 @@ pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
     if m.state != WorktreeState::Active {
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
-    let (wt, repo) = (Path::new(&m.path), Path::new(&m.repo));
+    let repo = Path::new(&m.repo);
+    let wt = &git::Worktree::of(repo, Path::new(&m.path))?;
     let now = git::run_env(repo, &["symbolic-ref", "--short", "-q", "HEAD"], &[])?;
     let now = String::from_utf8_lossy(&now.stdout).trim().to_string();
     if now != m.base_branch {
@@ -363,13 +372,11 @@ pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
     // What would be merged: a commit of what the worktree holds, made but not yet put on
     // its branch, so a refusal leaves the branch as it was.
     let tree = tree_now(wt)?;
-    let head_tree = git::run(wt, &["rev-parse", "HEAD^{tree}"])?
-        .trim()
-        .to_string();
+    let head_tree = wt.run(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
     let tip = if tree == head_tree {
-        git::run(wt, &["rev-parse", "HEAD"])?.trim().to_string()
+        wt.run(&["rev-parse", "HEAD"])?.trim().to_string()
     } else {
-        git::run(wt, &["commit-tree", &tree, "-p", "HEAD", "-m", message])?
+        wt.run(&["commit-tree", &tree, "-p", "HEAD", "-m", message])?
             .trim()
             .to_string()
     };
@@ -446,9 +453,9 @@ pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
     let committed = if tree == head_tree {
         None
     } else {
-        git::run(wt, &["add", "-A"])?;
-        git::run(wt, &["commit", "-q", "--no-verify", "-m", message])?;
-        Some(git::run(wt, &["rev-parse", "HEAD"])?.trim().to_string())
+        wt.run(&["add", "-A"])?;
+        wt.run(&["commit", "-q", "--no-verify", "-m", message])?;
+        Some(wt.run(&["rev-parse", "HEAD"])?.trim().to_string())
     };
     let title = format!(
         "Merge {}: {}",
@@ -491,6 +498,11 @@ pub fn discard(m: &db::WorktreeRow) -> Result<()> {
     }
     let repo = Path::new(&m.repo);
     if Path::new(&m.path).exists() {
+        // git checks that the worktree's `.git` points back at its git folder: put it back
+        // as git wrote it first (the agent may have changed it).
+        if let Ok(wt) = git::Worktree::of(repo, Path::new(&m.path)) {
+            wt.restore_link()?;
+        }
         git::run(repo, &["worktree", "remove", "--force", &m.path])?;
     } else {
         git::run(repo, &["worktree", "prune"])?;

@@ -221,3 +221,77 @@ fn discard_removes_the_worktree_and_its_branch() {
     gone.state = WorktreeState::Discarded;
     assert_eq!(discard(&gone).unwrap_err().code(), "worktree_closed");
 }
+
+/// The worktree is the agent's to write, its `.git` file included. An agent that points that
+/// file at a git folder of its own making, whose settings name a program for git to run
+/// (`core.fsmonitor`, `diff.external`, a hook folder), gets nothing run when the user
+/// reviews, diffs, merges or discards: Waymark names the worktree's real git folder itself.
+#[test]
+fn a_worktree_git_file_rewritten_by_the_agent_runs_nothing() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let r = repo();
+    let m = create(&r.main, &r.root, "evil").unwrap();
+    let fake = m.path.join("notes/fake-git");
+    std::fs::create_dir_all(fake.join("hooks")).unwrap();
+    let marker = r._dir.path().join("ran");
+    let prog = m.path.join("notes/prog.sh");
+    std::fs::write(
+        &prog,
+        format!(
+            "#!/bin/sh\necho \"$0 $*\" >> {}\nexit 0\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A git folder of the agent's own (a repository made elsewhere, moved in), its settings
+    // naming the agent's program.
+    let scratch = r._dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    git(&scratch, &["init", "-q", "-b", "main"]);
+    std::fs::remove_dir_all(&fake).unwrap();
+    std::fs::rename(scratch.join(".git"), &fake).unwrap();
+    std::fs::create_dir_all(fake.join("hooks")).unwrap();
+    std::fs::write(
+        fake.join("config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = {p}\n\thooksPath = {h}\n[diff]\n\texternal = {p}\n",
+            p = prog.display(),
+            h = fake.join("hooks").display()
+        ),
+    )
+    .unwrap();
+    for hook in ["pre-commit", "post-commit", "commit-msg", "post-merge"] {
+        std::fs::copy(&prog, fake.join("hooks").join(hook)).unwrap();
+    }
+    // It sees the project's objects and stands on the worktree's commit, so git goes on.
+    std::fs::write(
+        fake.join("objects/info/alternates"),
+        format!("{}\n", r.main.join(".git/objects").display()),
+    )
+    .unwrap();
+    std::fs::write(fake.join("HEAD"), format!("{}\n", m.base_commit)).unwrap();
+    std::fs::write(m.path.join(".git"), format!("gitdir: {}\n", fake.display())).unwrap();
+    std::fs::write(m.path.join("README.md"), "changed by the agent\n").unwrap();
+
+    let row = row(&m);
+    let (files, _) = status(&row).unwrap();
+    assert!(files.iter().any(|f| f.path == "README.md"), "{files:?}");
+    let d = diff(&row).unwrap();
+    assert!(d.contains("changed by the agent"), "{d}");
+    merge(&row, "the agent's work").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(r.main.join("README.md")).unwrap(),
+        "changed by the agent\n"
+    );
+    assert!(
+        !marker.exists(),
+        "git ran the agent's program: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    let mut merged = row.clone();
+    merged.state = WorktreeState::Merged;
+    discard(&merged).unwrap();
+    assert!(!marker.exists());
+    assert!(!m.path.exists());
+}

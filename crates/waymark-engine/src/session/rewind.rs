@@ -1,4 +1,4 @@
-//! `Op::Rewind`: the files come back through the extension that keeps checkpoints, the
+//! `Op::Rewind` (G-29): the files come back through the extension that keeps checkpoints, the
 //! conversation here (the turns after the checkpoint leave the model's history; their rows
 //! stay for the transcript and for undoing). Only while no turn is open.
 
