@@ -1,7 +1,8 @@
 //! Checkpoints of a workspace, for rewind (G-27 … G-30): the store (this module, `snapshot`, `restore`)
 //! and the extension that takes them in sessions (`extension`, its rows in `db`).
 //!
-//! A checkpoint is a git tree in a private object store (loose objects through `gix-odb`, in the session's data folder; never the
+//! A checkpoint is a git tree in a private object store (loose objects, or one pack for many
+//! new ones, read through `gix-odb`, in the session's data folder; never the
 //! project's own `.git`), so identical content is stored once. It covers what `.gitignore`
 //! and `.git/info/exclude` leave in, symlinks as links and empty folders; `.git/` and files
 //! over the size limit are left out, the latter noted.
@@ -16,6 +17,7 @@ pub mod db;
 mod extension;
 mod keep;
 pub mod listing;
+mod pack;
 pub mod preview;
 mod restore;
 mod snapshot;
@@ -26,6 +28,7 @@ pub use restore::Restored;
 pub use snapshot::{Skipped, Snapshot};
 
 use gix_hash::ObjectId;
+use gix_object::Find as _;
 use gix_object::tree::EntryKind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -105,7 +108,12 @@ impl Change {
 /// A private object store of checkpoints.
 pub struct Store {
     dir: PathBuf,
+    /// Where single objects are written.
     objects: gix_odb::loose::Store,
+    /// Where objects are read and looked up: loose ones and packs alike.
+    odb: std::sync::Mutex<std::sync::Arc<gix_odb::Store>>,
+    /// The pack new objects go to while one is open (see `pack`).
+    batch: std::sync::Mutex<Option<pack::PackWriter>>,
     /// What the last checkpoint learnt of the files (loaded on the first one).
     cache: std::sync::Mutex<Option<cache::Cache>>,
     /// The objects folder the cache was learnt against (device, inode): a store deleted
@@ -135,6 +143,8 @@ impl Store {
         }
         Ok(Store {
             dir: dir.to_path_buf(),
+            odb: std::sync::Mutex::new(odb_at(&objects)?),
+            batch: Default::default(),
             objects: gix_odb::loose::Store::at(objects, gix_hash::Kind::Sha1),
             cache: Default::default(),
             objects_id: Default::default(),
@@ -171,6 +181,7 @@ impl Store {
             *cache = None;
             let _ = std::fs::remove_file(self.dir.join("stat-cache"));
             std::fs::write(&mark, stamp).map_err(io(&mark))?;
+            self.reopen()?;
         }
         *known = Some(id);
         Ok(())
@@ -187,23 +198,82 @@ impl Store {
         }
     }
 
+    /// A handle on the objects for this thread.
+    fn handle(&self) -> gix_odb::store::Handle<std::sync::Arc<gix_odb::Store>> {
+        self.odb
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .to_handle_arc()
+    }
+
+    /// Reads the objects folder afresh (after packs were added or removed, or the folder
+    /// was made again).
+    fn reopen(&self) -> Result<()> {
+        let odb = odb_at(&self.dir.join("objects"))?;
+        *self.odb.lock().unwrap_or_else(|p| p.into_inner()) = odb;
+        Ok(())
+    }
+
     /// Stores an object unless the store has it already (a file per object costs an inode
-    /// and a rename on most file systems: an object known is only looked up).
+    /// and a rename on most file systems: an object known is only looked up). While a pack
+    /// is open, new objects go into it.
     pub(crate) fn write(&self, kind: gix_object::Kind, data: &[u8]) -> Result<ObjectId> {
         let id = gix_object::compute_hash(gix_hash::Kind::Sha1, kind, data)
             .map_err(|e| CheckpointError::Invalid(format!("an object could not be hashed: {e}")))?;
-        if self.objects.contains(&id) {
+        let packing = {
+            let batch = self.batch.lock().unwrap_or_else(|p| p.into_inner());
+            match batch.as_ref() {
+                Some(b) if b.has(&id) => return Ok(id),
+                Some(_) => true,
+                None => false,
+            }
+        };
+        if self.handle().exists_without_refresh(&id) {
             return Ok(id);
         }
+        let failed = |e: &dyn std::fmt::Display| {
+            self.corrupt(format!("an object could not be written: {e}"))
+        };
+        if packing {
+            // Deflated on this thread; only the append is one at a time.
+            let entry = pack::entry(kind, data).map_err(|e| failed(&e))?;
+            let mut batch = self.batch.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(b) = batch.as_mut() {
+                b.add(id, &entry).map_err(|e| failed(&e))?;
+                return Ok(id);
+            }
+        }
         gix_object::Write::write_buf_with_known_id(&self.objects, kind, data, id)
-            .map_err(|e| self.corrupt(format!("an object could not be written: {e}")))
+            .map_err(|e| failed(&e))
+    }
+
+    /// From here until [`Store::end_pack`], new objects go into one pack.
+    pub(crate) fn begin_pack(&self) -> Result<()> {
+        let objects = self.dir.join("objects");
+        let w = pack::PackWriter::start(&objects)
+            .map_err(|e| self.corrupt(format!("a pack could not be started: {e}")))?;
+        *self.batch.lock().unwrap_or_else(|p| p.into_inner()) = Some(w);
+        Ok(())
+    }
+
+    /// Ends the pack begun: written out when `keep`, else dropped with what it held.
+    pub(crate) fn end_pack(&self, keep: bool) -> Result<()> {
+        let w = self.batch.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match w {
+            Some(w) if keep => {
+                w.finish()
+                    .map_err(|e| self.corrupt(format!("a pack could not be written: {e}")))?;
+                self.reopen()
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The bytes of object `id`, which must be of `kind`.
     pub(crate) fn read(&self, id: &ObjectId, kind: gix_object::Kind) -> Result<Vec<u8>> {
         let mut buf = Vec::new();
         let found = self
-            .objects
+            .handle()
             .try_find(id, &mut buf)
             .map_err(|e| self.corrupt(format!("object {id} cannot be read: {e}")))?;
         match found {
@@ -413,11 +483,48 @@ impl Store {
                 }
             }
         }
+        // A pack none of whose objects is still needed goes whole (a pack partly needed
+        // stays: it is the base most checkpoints share).
+        let packs = objects.join("pack");
+        let mut packs_gone = false;
+        for e in std::fs::read_dir(&packs).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.extension().is_none_or(|x| x != "idx") {
+                continue;
+            }
+            let Some(ids) = pack::ids_of_index(&path) else {
+                continue;
+            };
+            if ids.iter().any(|id| live.contains(id)) {
+                continue;
+            }
+            if std::fs::remove_file(path.with_extension("pack")).is_ok()
+                && std::fs::remove_file(&path).is_ok()
+            {
+                removed += ids.len() as u64;
+                packs_gone = true;
+            }
+        }
+        if packs_gone {
+            self.reopen()?;
+        }
         // The cache may name objects that are gone now: start it again.
         *held = None;
         let _ = std::fs::remove_file(self.dir.join("stat-cache"));
         Ok(removed)
     }
+}
+
+/// The object database of an `objects` folder: loose objects and packs.
+fn odb_at(objects: &Path) -> Result<std::sync::Arc<gix_odb::Store>> {
+    gix_odb::Store::at_opts(
+        objects.to_path_buf(),
+        gix_hash::Kind::Sha1,
+        &mut std::iter::empty(),
+        Default::default(),
+    )
+    .map(std::sync::Arc::new)
+    .map_err(io(objects))
 }
 
 /// The changes from `before` to `after`, sorted by path.

@@ -49,6 +49,8 @@ impl Dir {
 const PARALLEL_FROM: usize = 2000;
 /// From this many files to read, they are read and stored on every core.
 const PARALLEL_READS: usize = 256;
+/// From this many files to read, the new objects go into one pack (`crate::pack`).
+const PACK_FROM: usize = 256;
 
 /// Why a file is left out of a checkpoint after all.
 #[derive(Debug, thiserror::Error)]
@@ -195,7 +197,49 @@ impl Store {
                 .insert(name.to_string(), (entry_kind, id));
             seen.insert(rel, (stat, id));
         }
-        for ((rel, st, kind), read) in self.read_all(&root, &unread, limits)? {
+        // Many new files (a first checkpoint) go into one pack, not a file each.
+        let packing = unread.len() >= PACK_FROM;
+        if packing {
+            self.begin_pack()?;
+        }
+        let built = self.read_in(
+            &root,
+            &unread,
+            limits,
+            &mut top,
+            &mut seen,
+            &mut skipped,
+            cache,
+        );
+        if packing {
+            self.end_pack(built.is_ok())?;
+        }
+        let (tree, trees) = built?;
+        // Saved only when it learnt something (a cache that cannot be saved only makes the
+        // next checkpoint slower).
+        if !cache.knows(&seen, &trees) {
+            let mut next = cache.next(seen, &trees);
+            let _ = next.save(&cache_file);
+            *cache = next;
+        }
+        skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Snapshot { tree, skipped })
+    }
+
+    /// Reads and stores the files the cache did not vouch for, then writes the trees: the
+    /// root tree and the trees written.
+    #[allow(clippy::too_many_arguments)]
+    fn read_in(
+        &self,
+        root: &Path,
+        unread: &[(String, rustix::fs::Stat, EntryKind)],
+        limits: &Limits,
+        top: &mut Dir,
+        seen: &mut std::collections::HashMap<String, (crate::cache::Stat, ObjectId)>,
+        skipped: &mut Vec<Skipped>,
+        cache: &crate::cache::Cache,
+    ) -> Result<(ObjectId, Vec<ObjectId>)> {
+        for ((rel, st, kind), read) in self.read_all(root, unread, limits)? {
             let stat = crate::cache::Stat::of(&st);
             match read {
                 Ok(id) => {
@@ -211,16 +255,8 @@ impl Store {
             }
         }
         let mut trees = Vec::new();
-        let tree = self.write_dir(&top, cache, &mut trees)?;
-        // Saved only when it learnt something (a cache that cannot be saved only makes the
-        // next checkpoint slower).
-        if !cache.knows(&seen, &trees) {
-            let mut next = cache.next(seen, &trees);
-            let _ = next.save(&cache_file);
-            *cache = next;
-        }
-        skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Snapshot { tree, skipped })
+        let tree = self.write_dir(top, cache, &mut trees)?;
+        Ok((tree, trees))
     }
 
     /// Reads and stores each of `files` (workspace-relative, with the stat the walk saw):
