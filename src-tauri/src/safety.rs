@@ -6,7 +6,7 @@ use crate::host::Host;
 use tauri::{AppHandle, State};
 use waymark_protocol::checkpoint::{CheckpointView, RewindPreview, RewindScope};
 use waymark_protocol::cost::DailySpend;
-use waymark_protocol::worktree::{MergeOutcome, WorktreeView};
+use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeView};
 use waymark_protocol::{BoardRow, GoalOp, Op, SessionView};
 use waymark_runtime::SessionSpec;
 
@@ -84,21 +84,32 @@ pub async fn worktree<R: tauri::Runtime>(
 /// The worktree's whole diff from its start ("Review & merge").
 #[tauri::command]
 #[specta::specta]
-pub async fn worktree_diff<R: tauri::Runtime>(app: AppHandle<R>, id: String) -> IpcResult<String> {
+pub async fn worktree_diff<R: tauri::Runtime>(
+    app: AppHandle<R>,
+    id: String,
+) -> IpcResult<WorktreeDiff> {
     use tauri::Manager;
     blocking(move || Ok(app.state::<Host>().runtime.worktree_diff(&id)?)).await
 }
 
 /// Merges the worktree into the branch it came from (refused, changing nothing, on a
-/// conflict or uncommitted changes to the same files there).
+/// conflict or uncommitted changes to the same files there), holding it to `tree`, the tree
+/// of the diff the user reviewed: when the worktree changed since, it is refused.
 #[tauri::command]
 #[specta::specta]
 pub async fn worktree_merge<R: tauri::Runtime>(
     app: AppHandle<R>,
     id: String,
+    tree: String,
 ) -> IpcResult<MergeOutcome> {
     use tauri::Manager;
-    blocking(move || Ok(app.state::<Host>().runtime.worktree_merge(&id)?)).await
+    blocking(move || {
+        Ok(app
+            .state::<Host>()
+            .runtime
+            .worktree_merge(&id, Some(&tree))?)
+    })
+    .await
 }
 
 /// Removes the worktree and its branch (the window asked the user first).

@@ -108,14 +108,15 @@ export const commands = {
 	 */
 	rewind: (id: string, checkpoint: string, scope: RewindScope) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("rewind", { id, checkpoint, scope })),
 	/**  The session's worktree and what changed in it; none when it works in the checkout. */
-	worktree: (id: string) => typedError<WorktreeView | null, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree", { id })),
+	worktree: (id: string) => typedError<WorktreeView_Serialize | null, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree", { id })),
 	/**  The worktree's whole diff from its start ("Review & merge"). */
-	worktreeDiff: (id: string) => typedError<string, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_diff", { id })),
+	worktreeDiff: (id: string) => typedError<WorktreeDiff, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_diff", { id })),
 	/**
 	 *  Merges the worktree into the branch it came from (refused, changing nothing, on a
-	 *  conflict or uncommitted changes to the same files there).
+	 *  conflict or uncommitted changes to the same files there), holding it to `tree`, the tree
+	 *  of the diff the user reviewed: when the worktree changed since, it is refused.
 	 */
-	worktreeMerge: (id: string) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id })),
+	worktreeMerge: (id: string, tree: string) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id, tree })),
 	/**  Removes the worktree and its branch (the window asked the user first). */
 	worktreeDiscard: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_discard", { id })),
 	/**
@@ -2572,6 +2573,17 @@ export type VerifierConfig_Serialize = {
 	repeated_not_met_limit: number,
 };
 
+/**
+ *  A worktree's changes as the user reviews them: the diff from where it came from, and the
+ *  tree it shows, which a merge may be asked to hold to.
+ */
+export type WorktreeDiff = {
+	/**  The git tree of everything the worktree held when the diff was taken. */
+	tree: string,
+	/**  `git diff` from the commit the worktree came from to that tree. */
+	diff: string,
+};
+
 /**  Where a worktree stands. */
 export type WorktreeState = 
 /**  The session works in it. */
@@ -2582,7 +2594,10 @@ export type WorktreeState =
 "discarded";
 
 /**  A session's worktree and how it differs from where it came from. */
-export type WorktreeView = {
+export type WorktreeView = WorktreeView_Serialize | WorktreeView_Deserialize;
+
+/**  A session's worktree and how it differs from where it came from. */
+export type WorktreeView_Deserialize = {
 	name: string,
 	/**  `waymark/<name>`. */
 	branch: string,
@@ -2601,6 +2616,38 @@ export type WorktreeView = {
 	commits: number,
 	/**  Files copied into it at the start because `.worktreeinclude` named them. */
 	included: string[],
+	/**
+	 *  Why what changed could not be read (then `changed` is empty and a merge is refused
+	 *  for the same reason; discarding still works).
+	 */
+	problem?: string | null,
+};
+
+/**  A session's worktree and how it differs from where it came from. */
+export type WorktreeView_Serialize = {
+	name: string,
+	/**  `waymark/<name>`. */
+	branch: string,
+	/**  The worktree's folder (the session's workspace). */
+	path: string,
+	/**  The main checkout it was made from. */
+	repo: string,
+	/**  The branch it came from, which a merge brings it into. */
+	base_branch: string,
+	/**  The commit it started at. */
+	base_commit: string,
+	state: WorktreeState,
+	/**  Files that differ from the start: committed on its branch or not yet. */
+	changed: PathChange[],
+	/**  Commits on its branch since it started. */
+	commits: number,
+	/**  Files copied into it at the start because `.worktreeinclude` named them. */
+	included: string[],
+	/**
+	 *  Why what changed could not be read (then `changed` is empty and a merge is refused
+	 *  for the same reason; discarding still works).
+	 */
+	problem?: string,
 };
 
 /* Tauri Specta runtime */

@@ -95,7 +95,7 @@ fn text_of(store: &Store, e: Option<&Entry>) -> crate::Result<Result<String, Str
     })
 }
 
-fn diff_of(
+pub(crate) fn diff_of(
     store: &Store,
     path: &str,
     old: Option<&Entry>,
@@ -117,12 +117,13 @@ fn diff_of(
     match (a, b) {
         (Ok(a), Ok(b)) => {
             let from = if old.is_some() {
-                format!("a/{path}")
+                // One line whatever the name holds (a newline in it would forge hunks).
+                format!("a/{}", escape_line(path))
             } else {
                 "/dev/null".into()
             };
             let to = if new.is_some() {
-                format!("b/{path}")
+                format!("b/{}", escape_line(path))
             } else {
                 "/dev/null".into()
             };

@@ -796,3 +796,27 @@ fn a_first_checkpoint_of_many_files_is_one_pack_git_can_read() {
     let (_, now) = rewind(&f, &c.tree);
     assert_eq!(now, c.tree);
 }
+
+/// A file name with line breaks in it cannot forge lines in a rewind preview's diff: the
+/// header names it on one line.
+#[test]
+fn a_file_name_with_newlines_forges_no_diff_lines() {
+    let f = fixture();
+    let id = f.store.write(gix_object::Kind::Blob, b"ok\n").unwrap();
+    let name = "n\n@@ -1 +1 @@\n-rm -rf /\n+ok";
+    let entry = Entry {
+        kind: EntryKind::Blob,
+        id,
+    };
+    let (diff, _) = crate::preview::diff_of(&f.store, name, None, Some(&entry)).unwrap();
+    let diff = diff.unwrap();
+    assert!(
+        !diff.lines().any(|l| l == "-rm -rf /"),
+        "a forged line: {diff}"
+    );
+    assert_eq!(
+        diff.lines().filter(|l| l.starts_with("@@")).count(),
+        1,
+        "{diff}"
+    );
+}

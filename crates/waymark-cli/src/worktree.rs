@@ -29,6 +29,9 @@ pub(crate) enum WorktreeCommand {
     Merge {
         #[arg(long)]
         session: String,
+        /// Merge only if the worktree still holds this tree (the one `diff` reported).
+        #[arg(long)]
+        tree: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -94,6 +97,9 @@ pub(crate) fn worktree_command(
                 &w.base_commit[..w.base_commit.len().min(10)],
                 escape_line(&w.repo)
             );
+            if let Some(p) = &w.problem {
+                outln!("problem     {}", escape_line(p));
+            }
             outln!("commits     {}", w.commits);
             outln!("changed     {} file(s)", w.changed.len());
             for c in &w.changed {
@@ -107,11 +113,21 @@ pub(crate) fn worktree_command(
             Ok(ExitCode::SUCCESS)
         }
         WorktreeCommand::Diff { session } => {
-            outln!("{}", runtime.worktree_diff(&session)?.trim_end());
+            let d = runtime.worktree_diff(&session)?;
+            outln!("{}", d.diff.trim_end());
+            errln!(
+                "tree {}: `waymark worktree --session {session} merge --tree {}` merges exactly this",
+                d.tree,
+                d.tree
+            );
             Ok(ExitCode::SUCCESS)
         }
-        WorktreeCommand::Merge { session, json } => {
-            let done = runtime.worktree_merge(&session)?;
+        WorktreeCommand::Merge {
+            session,
+            tree,
+            json,
+        } => {
+            let done = runtime.worktree_merge(&session, tree.as_deref())?;
             if json {
                 crate::term::json(&done, true)?;
                 return Ok(ExitCode::SUCCESS);

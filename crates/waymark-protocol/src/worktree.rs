@@ -43,6 +43,10 @@ pub struct WorktreeView {
     pub commits: u32,
     /// Files copied into it at the start because `.worktreeinclude` named them.
     pub included: Vec<String>,
+    /// Why what changed could not be read (then `changed` is empty and a merge is refused
+    /// for the same reason; discarding still works).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// What merging a worktree did.
@@ -55,4 +59,15 @@ pub struct MergeOutcome {
     pub merged: String,
     pub base_branch: String,
     pub files: Vec<String>,
+}
+
+/// A worktree's changes as the user reviews them: the diff from where it came from, and the
+/// tree it shows, which a merge may be asked to hold to.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct WorktreeDiff {
+    /// The git tree of everything the worktree held when the diff was taken.
+    pub tree: String,
+    /// `git diff` from the commit the worktree came from to that tree.
+    pub diff: String,
 }

@@ -15,7 +15,7 @@ pub use extension::{MIGRATIONS, WorktreeExtension};
 
 use std::path::{Path, PathBuf};
 use waymark_protocol::checkpoint::{PathChange, PathChangeKind};
-use waymark_protocol::worktree::{MergeOutcome, WorktreeState};
+use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeState};
 
 /// What went wrong, in words that say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +44,22 @@ pub enum WorktreeError {
         dir: String,
         message: String,
     },
+    #[error(
+        "the worktree holds another git repository ({paths}): Waymark runs no git command over a repository made in the worktree, since its settings could name programs to run. Remove it from the worktree (or discard the worktree), then try again"
+    )]
+    NestedRepo { paths: String },
+    #[error(
+        "the merge is refused: it would overwrite or remove what {repo} ignores ({files}), which git would do without asking. Move those files aside there, or take them out of the worktree's changes, then merge again. Nothing was changed."
+    )]
+    TargetIgnored { repo: String, files: String },
+    #[error(
+        "the merge is refused: {repo} is in the middle of a {what}. Finish it or abort it there, then merge again. Nothing was changed."
+    )]
+    TargetBusy { repo: String, what: &'static str },
+    #[error(
+        "the merge is refused: the worktree changed since you reviewed it. Review the changes again, then merge. Nothing was changed."
+    )]
+    ChangedSinceReview,
     #[error(
         "{path} is no longer a worktree that {repo} knows of (it was removed or moved by hand): discard it, then start a new one"
     )]
@@ -91,6 +107,10 @@ impl WorktreeError {
             WorktreeError::Exists(_) => "worktree_exists",
             WorktreeError::Git { .. } => "git_failed",
             WorktreeError::Unregistered { .. } => "worktree_unregistered",
+            WorktreeError::NestedRepo { .. } => "nested_repository",
+            WorktreeError::TargetIgnored { .. } => "target_ignored",
+            WorktreeError::TargetBusy { .. } => "target_busy",
+            WorktreeError::ChangedSinceReview => "changed_since_review",
             WorktreeError::Io { .. } => "io",
             WorktreeError::TargetDirty { .. } => "target_dirty",
             WorktreeError::Conflict { .. } => "merge_conflict",
@@ -281,6 +301,7 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
 /// The tree of everything the worktree holds now, committed or not (ignored files aside),
 /// made through a throwaway index so the worktree's own is not touched.
 fn tree_now(wt: &git::Worktree) -> Result<String> {
+    refuse_nested(wt)?;
     let index = std::env::temp_dir().join(format!(
         "waymark-index-{}-{}",
         std::process::id(),
@@ -297,6 +318,120 @@ fn tree_now(wt: &git::Worktree) -> Result<String> {
     })();
     let _ = std::fs::remove_file(&index);
     r
+}
+
+/// Refuses a worktree that holds another repository git would enter: one the worktree does
+/// not track (`git ls-files` names it `dir/` without going in), or one at the path of a
+/// submodule of HEAD or the index. There `git add` runs git inside it, under that
+/// repository's own settings (`core.fsmonitor`, filters), which the agent wrote.
+fn refuse_nested(wt: &git::Worktree) -> Result<()> {
+    let mut found: Vec<String> =
+        git::paths(&wt.run(&["ls-files", "-z", "--others", "--exclude-standard"])?)
+            .into_iter()
+            .filter(|p| p.ends_with('/'))
+            .collect();
+    let mut links = Vec::new();
+    for args in [
+        &["ls-files", "-z", "--stage"][..],
+        &["ls-tree", "-r", "-z", "HEAD"][..],
+    ] {
+        for entry in git::paths(&wt.run(args)?) {
+            // "<mode> <id> <stage or type>\t<path>": a submodule's mode is 160000.
+            if let Some((meta, path)) = entry.split_once('\t')
+                && meta.starts_with("160000 ")
+            {
+                links.push(path.to_string());
+            }
+        }
+    }
+    for l in links {
+        if std::fs::symlink_metadata(wt.work.join(&l).join(".git")).is_ok() && !found.contains(&l) {
+            found.push(l);
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    let found: Vec<&String> = found.iter().collect();
+    Err(WorktreeError::NestedRepo {
+        paths: list_of(&found),
+    })
+}
+
+/// The paths of the user's checkout that the worktree's changes would touch although the
+/// checkout ignores them (a changed path that is an ignored file or folder, lies in one, or
+/// is a folder holding one): git's merge overwrites and removes those without asking.
+fn ignored_in_the_way(repo: &Path, files: &[String]) -> Result<Vec<String>> {
+    let ignored = git::paths(&git::run(
+        repo,
+        &[
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+        ],
+    )?);
+    let ignored: Vec<&str> = ignored.iter().map(|p| p.trim_end_matches('/')).collect();
+    let mut out = Vec::new();
+    for f in files {
+        let hit = ignored.iter().any(|i| {
+            f == i
+                || f.strip_prefix(i).is_some_and(|r| r.starts_with('/'))
+                || i.strip_prefix(f.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        });
+        if hit {
+            out.push(f.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// What the user's checkout is in the middle of, if anything (a merge, a rebase…).
+fn in_progress(repo: &Path) -> Result<Option<&'static str>> {
+    for (head, what) in [
+        ("MERGE_HEAD", "merge"),
+        ("CHERRY_PICK_HEAD", "cherry-pick"),
+        ("REVERT_HEAD", "revert"),
+    ] {
+        let out = git::run_env(repo, &["rev-parse", "-q", "--verify", head], &[])?;
+        if out.status.success() {
+            return Ok(Some(what));
+        }
+    }
+    for (dir, what) in [("rebase-merge", "rebase"), ("rebase-apply", "rebase or am")] {
+        let path = git::run(
+            repo,
+            &["rev-parse", "--path-format=absolute", "--git-path", dir],
+        )?;
+        if Path::new(path.trim()).exists() {
+            return Ok(Some(what));
+        }
+    }
+    Ok(None)
+}
+
+/// The paths `git status --porcelain=v1 -z` lists, both of a rename or copy.
+fn status_paths(z: &str) -> Vec<String> {
+    let mut list = Vec::new();
+    let mut it = git::paths(z).into_iter();
+    while let Some(entry) = it.next() {
+        if entry.len() < 4 {
+            continue;
+        }
+        let (code, path) = entry.split_at(3);
+        list.push(path.to_string());
+        // A rename or copy (in either column) names its source next.
+        if code[..2].contains(['R', 'C'])
+            && let Some(from) = it.next()
+        {
+            list.push(from);
+        }
+    }
+    list
 }
 
 /// Which files differ between two trees or commits (`a` → `b`).
@@ -332,10 +467,10 @@ pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
 }
 
 /// The whole diff from the start to what the worktree holds now.
-pub fn diff(m: &db::WorktreeRow) -> Result<String> {
+pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
     let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
     let tree = tree_now(wt)?;
-    wt.run(&[
+    let text = wt.run(&[
         "diff",
         "--no-renames",
         "--no-color",
@@ -343,19 +478,30 @@ pub fn diff(m: &db::WorktreeRow) -> Result<String> {
         "--no-textconv",
         &m.base_commit,
         &tree,
-    ])
+    ])?;
+    Ok(WorktreeDiff { tree, diff: text })
 }
 
 /// Merges the worktree into the branch it came from: what it holds is committed first (one
 /// commit, `message`), then merged with a merge commit, both with the user's git identity.
 /// Refused, changing nothing, when the target checkout has uncommitted changes to the same
 /// files, is on another branch, or the merge conflicts.
-pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
+///
+/// `reviewed`: the tree of the diff the user saw ([`WorktreeDiff::tree`]); the merge is refused
+/// when the worktree no longer holds it. What is merged is the tree checked, never the
+/// worktree read again.
+pub fn merge(m: &db::WorktreeRow, message: &str, reviewed: Option<&str>) -> Result<MergeOutcome> {
     if m.state != WorktreeState::Active {
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
     let repo = Path::new(&m.repo);
     let wt = &git::Worktree::of(repo, Path::new(&m.path))?;
+    if let Some(what) = in_progress(repo)? {
+        return Err(WorktreeError::TargetBusy {
+            repo: m.repo.clone(),
+            what,
+        });
+    }
     let now = git::run_env(repo, &["symbolic-ref", "--short", "-q", "HEAD"], &[])?;
     let now = String::from_utf8_lossy(&now.stdout).trim().to_string();
     if now != m.base_branch {
@@ -372,9 +518,13 @@ pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
     // What would be merged: a commit of what the worktree holds, made but not yet put on
     // its branch, so a refusal leaves the branch as it was.
     let tree = tree_now(wt)?;
+    if reviewed.is_some_and(|r| r != tree) {
+        return Err(WorktreeError::ChangedSinceReview);
+    }
+    let head = wt.run(&["rev-parse", "HEAD"])?.trim().to_string();
     let head_tree = wt.run(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
     let tip = if tree == head_tree {
-        wt.run(&["rev-parse", "HEAD"])?.trim().to_string()
+        head.clone()
     } else {
         wt.run(&["commit-tree", &tree, "-p", "HEAD", "-m", message])?
             .trim()
@@ -384,28 +534,22 @@ pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
         .into_iter()
         .map(|c| c.path)
         .collect();
-    let dirty: Vec<String> = {
-        let out = git::run(
-            repo,
-            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
-        )?;
-        let mut list = Vec::new();
-        let mut it = git::paths(&out).into_iter();
-        while let Some(entry) = it.next() {
-            let (code, path) = entry.split_at(entry.len().min(3));
-            // A rename names its old path next.
-            if code.starts_with('R') || code.starts_with('C') {
-                it.next();
-            }
-            list.push(path.to_string());
-        }
-        list
-    };
+    let dirty = status_paths(&git::run(
+        repo,
+        &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+    )?);
     let both: Vec<&String> = files.iter().filter(|f| dirty.contains(f)).collect();
     if !both.is_empty() {
         return Err(WorktreeError::TargetDirty {
             repo: m.repo.clone(),
             files: list_of(&both),
+        });
+    }
+    let ignored = ignored_in_the_way(repo, &files)?;
+    if !ignored.is_empty() {
+        return Err(WorktreeError::TargetIgnored {
+            repo: m.repo.clone(),
+            files: list_of(&ignored.iter().collect::<Vec<_>>()),
         });
     }
     let check = git::run_env(
@@ -449,13 +593,22 @@ pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
             });
         }
     }
-    // Checked: now for real. The commit is made in the worktree so its index follows.
+    // Checked: now for real. The branch takes the commit of the tree checked (if it still
+    // points where it did), and the worktree's index follows it; files changed since stay
+    // as changes in the worktree.
     let committed = if tree == head_tree {
         None
     } else {
-        wt.run(&["add", "-A"])?;
-        wt.run(&["commit", "-q", "--no-verify", "-m", message])?;
-        Some(wt.run(&["rev-parse", "HEAD"])?.trim().to_string())
+        wt.run(&[
+            "update-ref",
+            "-m",
+            "waymark: merge",
+            &format!("refs/heads/{}", m.branch),
+            &tip,
+            &head,
+        ])?;
+        wt.run(&["read-tree", &tip])?;
+        Some(tip.clone())
     };
     let title = format!(
         "Merge {}: {}",
@@ -464,18 +617,11 @@ pub fn merge(m: &db::WorktreeRow, message: &str) -> Result<MergeOutcome> {
     );
     let merged = git::run_env(
         repo,
-        &[
-            "merge",
-            "--no-ff",
-            "--no-edit",
-            "-q",
-            "-m",
-            &title,
-            &m.branch,
-        ],
+        &["merge", "--no-ff", "--no-edit", "-q", "-m", &title, &tip],
         &[],
     )?;
     if !merged.status.success() {
+        // Only the merge started here: none was in progress before it.
         let _ = git::run_env(repo, &["merge", "--abort"], &[]);
         return Err(WorktreeError::Git {
             command: format!("git merge {}", m.branch),

@@ -135,8 +135,8 @@ fn merge_commits_what_the_worktree_holds_and_brings_it_in_with_the_users_identit
     let (files, commits) = status(&w).unwrap();
     let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!((names, commits), (vec!["NEW.md", "src/lib.rs"], 0));
-    assert!(diff(&w).unwrap().contains("+fn a() { /* better */ }"));
-    let done = merge(&w, "Make a better").unwrap();
+    assert!(diff(&w).unwrap().diff.contains("+fn a() { /* better */ }"));
+    let done = merge(&w, "Make a better", None).unwrap();
     assert!(done.committed.is_some());
     assert_eq!(done.files, ["NEW.md", "src/lib.rs"]);
     assert_eq!(
@@ -154,6 +154,9 @@ fn merge_commits_what_the_worktree_holds_and_brings_it_in_with_the_users_identit
     );
     // The main checkout's own untracked files stay.
     assert!(r.main.join(".env").exists());
+    // The worktree's own index follows the commit: nothing shows as changed there.
+    let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    assert_eq!(wt.run(&["status", "--porcelain"]).unwrap(), "");
 }
 
 #[test]
@@ -171,7 +174,7 @@ fn a_conflicting_or_dirty_target_is_refused_and_nothing_changes() {
         )
     };
     let before = heads(&r);
-    let e = merge(&w, "Readme").unwrap_err();
+    let e = merge(&w, "Readme", None).unwrap_err();
     assert_eq!(e.code(), "target_dirty", "{e}");
     assert!(
         e.to_string().contains("README.md") && e.to_string().contains("Nothing was changed"),
@@ -185,7 +188,7 @@ fn a_conflicting_or_dirty_target_is_refused_and_nothing_changes() {
     // Committed there instead: now the merge would conflict.
     git(&r.main, &["commit", "-qam", "my readme"]);
     let before = heads(&r);
-    let e = merge(&w, "Readme").unwrap_err();
+    let e = merge(&w, "Readme", None).unwrap_err();
     assert_eq!(e.code(), "merge_conflict", "{e}");
     assert!(
         e.to_string().contains("README.md") && e.to_string().contains("git merge waymark/clash"),
@@ -205,7 +208,7 @@ fn a_conflicting_or_dirty_target_is_refused_and_nothing_changes() {
     );
     // On another branch: refused too.
     git(&r.main, &["checkout", "-q", "-b", "elsewhere"]);
-    assert_eq!(merge(&w, "x").unwrap_err().code(), "branch_moved");
+    assert_eq!(merge(&w, "x", None).unwrap_err().code(), "branch_moved");
 }
 
 #[test]
@@ -278,8 +281,8 @@ fn a_worktree_git_file_rewritten_by_the_agent_runs_nothing() {
     let (files, _) = status(&row).unwrap();
     assert!(files.iter().any(|f| f.path == "README.md"), "{files:?}");
     let d = diff(&row).unwrap();
-    assert!(d.contains("changed by the agent"), "{d}");
-    merge(&row, "the agent's work").unwrap();
+    assert!(d.diff.contains("changed by the agent"), "{d:?}");
+    merge(&row, "the agent's work", None).unwrap();
     assert_eq!(
         std::fs::read_to_string(r.main.join("README.md")).unwrap(),
         "changed by the agent\n"
@@ -294,4 +297,212 @@ fn a_worktree_git_file_rewritten_by_the_agent_runs_nothing() {
     discard(&merged).unwrap();
     assert!(!marker.exists());
     assert!(!m.path.exists());
+}
+
+/// A program the agent names in the settings of a repository it puts in the worktree, where
+/// the project has a submodule or anywhere else, is never run: Waymark runs no git command
+/// over such a worktree and says why. (`git add` would run `git status` inside the nested
+/// repository, under its own settings.)
+#[test]
+fn a_repository_the_agent_makes_inside_the_worktree_runs_nothing() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let r = repo();
+    // The project has a submodule at vendor/lib (not checked out in a new worktree).
+    let head = git(&r.main, &["rev-parse", "HEAD"]);
+    git(
+        &r.main,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{},vendor/lib", head.trim()),
+        ],
+    );
+    git(&r.main, &["commit", "-qm", "a submodule"]);
+    let m = create(&r.main, &r.root, "nested").unwrap();
+    let marker = r._dir.path().join("ran");
+    let prog = r._dir.path().join("prog.sh");
+    std::fs::write(
+        &prog,
+        format!(
+            "#!/bin/sh\necho \"$0 $*\" >> {}\nexit 0\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The agent's repository at the submodule's path: HEAD names a branch with no commit.
+    let nested = m.path.join("vendor/lib/.git");
+    std::fs::create_dir_all(nested.join("objects")).unwrap();
+    std::fs::create_dir_all(nested.join("refs/heads")).unwrap();
+    std::fs::write(nested.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        nested.join("config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = {}\n",
+            prog.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
+    let w = row(&m);
+    let before = git(&r.main, &["rev-parse", "HEAD"]);
+    for e in [
+        status(&w).map(|_| ()).unwrap_err(),
+        diff(&w).map(|_| ()).unwrap_err(),
+        merge(&w, "x", None).map(|_| ()).unwrap_err(),
+    ] {
+        assert_eq!(e.code(), "nested_repository", "{e}");
+        assert!(e.to_string().contains("vendor/lib"), "{e}");
+    }
+    assert!(!marker.exists(), "git ran the agent's program");
+    assert_eq!(git(&r.main, &["rev-parse", "HEAD"]), before);
+    // Anywhere else too: a repository of its own, committed, with the same setting.
+    std::fs::remove_dir_all(m.path.join("vendor")).unwrap();
+    let x = m.path.join("tools/x");
+    std::fs::create_dir_all(&x).unwrap();
+    git(&x, &["init", "-q"]);
+    std::fs::write(x.join("f"), "f").unwrap();
+    git(&x, &["add", "f"]);
+    git(
+        &x,
+        &[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b.invalid",
+            "commit",
+            "-qm",
+            "f",
+        ],
+    );
+    git(
+        &x,
+        &["config", "core.fsmonitor", &prog.display().to_string()],
+    );
+    let e = diff(&w).unwrap_err();
+    assert_eq!(e.code(), "nested_repository", "{e}");
+    assert!(e.to_string().contains("tools/x"), "{e}");
+    assert!(!marker.exists(), "git ran the agent's program");
+    // Discarding still works, and runs nothing either.
+    discard(&w).unwrap();
+    assert!(!marker.exists());
+}
+
+/// git's merge overwrites and deletes what the target checkout ignores without asking: a
+/// merge whose changes would touch an ignored file or folder there is refused instead.
+#[test]
+fn a_merge_that_would_clobber_ignored_files_is_refused() {
+    let r = repo();
+    std::fs::write(
+        r.main.join(".gitignore"),
+        ".env\n*.local\ntarget/\nprivate/\n",
+    )
+    .unwrap();
+    git(&r.main, &["commit", "-qam", "ignore private"]);
+    std::fs::create_dir_all(r.main.join("private/deep")).unwrap();
+    std::fs::write(r.main.join("private/deep/notes.txt"), "mine\n").unwrap();
+    let m = create(&r.main, &r.root, "clobber").unwrap();
+    let w = row(&m);
+    // The agent un-ignores and puts a file where the user's ignored folder is.
+    std::fs::write(m.path.join(".gitignore"), "").unwrap();
+    std::fs::write(m.path.join("private"), "a file now\n").unwrap();
+    let before = git(&r.main, &["rev-parse", "HEAD"]);
+    let e = merge(&w, "x", None).unwrap_err();
+    assert_eq!(e.code(), "target_ignored", "{e}");
+    assert!(e.to_string().contains("private"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(r.main.join("private/deep/notes.txt")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(git(&r.main, &["rev-parse", "HEAD"]), before);
+    // The user's secrets file, un-ignored and changed in the worktree: refused too.
+    std::fs::remove_file(m.path.join("private")).unwrap();
+    std::fs::write(m.path.join(".env"), "TOKEN=the agent's\n").unwrap();
+    let e = merge(&w, "x", None).unwrap_err();
+    assert_eq!(e.code(), "target_ignored", "{e}");
+    assert!(e.to_string().contains(".env"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(r.main.join(".env")).unwrap(),
+        "TOKEN=local\n"
+    );
+    assert_eq!(git(&r.main, &["rev-parse", "HEAD"]), before);
+}
+
+/// The user's checkout in the middle of a merge of its own: refused, and that merge (with the
+/// resolution staged) is left as it was, not aborted.
+#[test]
+fn a_merge_the_user_has_in_progress_is_left_alone() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "busy").unwrap();
+    std::fs::write(m.path.join("other.txt"), "from the worktree\n").unwrap();
+    git(&r.main, &["checkout", "-q", "-b", "side"]);
+    std::fs::write(r.main.join("README.md"), "side\n").unwrap();
+    git(&r.main, &["commit", "-qam", "side"]);
+    git(&r.main, &["checkout", "-q", "main"]);
+    std::fs::write(r.main.join("README.md"), "main\n").unwrap();
+    git(&r.main, &["commit", "-qam", "main"]);
+    let clash = git::run_env(&r.main, &["merge", "side"], &[]).unwrap();
+    assert!(!clash.status.success());
+    std::fs::write(r.main.join("README.md"), "resolved\n").unwrap();
+    git(&r.main, &["add", "README.md"]);
+    let e = merge(&row(&m), "x", None).unwrap_err();
+    assert_eq!(e.code(), "target_busy", "{e}");
+    assert!(e.to_string().contains("merge"), "{e}");
+    assert!(
+        r.main.join(".git/MERGE_HEAD").exists(),
+        "the user's merge was aborted"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.main.join("README.md")).unwrap(),
+        "resolved\n"
+    );
+    assert!(git(&r.main, &["diff", "--cached", "--name-only"]).contains("README.md"));
+}
+
+/// A merge holds to the tree the user reviewed: changed since, it is refused; and it merges
+/// that tree, not what the worktree holds a moment later.
+#[test]
+fn a_merge_holds_to_the_reviewed_tree() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "held").unwrap();
+    let w = row(&m);
+    std::fs::write(m.path.join("a.txt"), "reviewed\n").unwrap();
+    let seen = diff(&w).unwrap();
+    std::fs::write(m.path.join("a.txt"), "slipped in after the review\n").unwrap();
+    let branch = git(&r.main, &["rev-parse", "waymark/held"]);
+    let e = merge(&w, "x", Some(&seen.tree)).unwrap_err();
+    assert_eq!(e.code(), "changed_since_review", "{e}");
+    assert_eq!(git(&r.main, &["rev-parse", "waymark/held"]), branch);
+    assert!(!r.main.join("a.txt").exists());
+    // Put back as reviewed: the merge goes through with exactly that.
+    std::fs::write(m.path.join("a.txt"), "reviewed\n").unwrap();
+    merge(&w, "x", Some(&seen.tree)).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(r.main.join("a.txt")).unwrap(),
+        "reviewed\n"
+    );
+}
+
+/// A rename staged in the user's checkout names both of its paths: a worktree that changed
+/// the renamed file is refused before anything is committed.
+#[test]
+fn a_rename_in_the_target_counts_both_its_paths() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "renamed").unwrap();
+    std::fs::write(m.path.join("README.md"), "the agent's\n").unwrap();
+    git(&r.main, &["mv", "README.md", "READ.md"]);
+    let branch = git(&r.main, &["rev-parse", "waymark/renamed"]);
+    let e = merge(&row(&m), "x", None).unwrap_err();
+    assert_eq!(e.code(), "target_dirty", "{e}");
+    assert!(e.to_string().contains("README.md"), "{e}");
+    assert_eq!(
+        git(&r.main, &["rev-parse", "waymark/renamed"]),
+        branch,
+        "nothing committed"
+    );
+    assert_eq!(
+        status_paths("R  READ.md\0README.md\0 M x\0"),
+        ["READ.md", "README.md", "x"]
+    );
 }

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::runtime::{Runtime, pid_alive};
 use crate::store;
-use waymark_protocol::worktree::{MergeOutcome, WorktreeState, WorktreeView};
+use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeState, WorktreeView};
 use waymark_worktree::db::{self, WorktreeRow, WorktreeWrites as _};
 
 /// The row recording worktree `m` for session `id`.
@@ -46,7 +46,11 @@ impl Runtime {
             Err(Error::Refused(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let (changed, commits) = waymark_worktree::status(&row)?;
+        // A worktree whose changes cannot be read is still shown (and can be discarded).
+        let (changed, commits, problem) = match waymark_worktree::status(&row) {
+            Ok((changed, commits)) => (changed, commits, None),
+            Err(e) => (Vec::new(), 0, Some(e.to_string())),
+        };
         Ok(Some(WorktreeView {
             name: row.name,
             branch: row.branch,
@@ -58,11 +62,12 @@ impl Runtime {
             changed,
             commits,
             included: row.included,
+            problem,
         }))
     }
 
     /// The diff from the worktree's start to what it holds now (committed or not).
-    pub fn worktree_diff(&self, id: &str) -> Result<String> {
+    pub fn worktree_diff(&self, id: &str) -> Result<WorktreeDiff> {
         Ok(waymark_worktree::diff(&self.worktree_row(id)?)?)
     }
 
@@ -99,7 +104,10 @@ impl Runtime {
     /// committed (the message: the goal's objective, else the session's title), then
     /// merged, with the user's own git identity. Refused, changing nothing, on uncommitted
     /// changes to the same files in the target checkout or a conflict.
-    pub fn worktree_merge(&self, id: &str) -> Result<MergeOutcome> {
+    ///
+    /// `reviewed`: the tree of the diff the user reviewed ([`WorktreeDiff::tree`]); the merge
+    /// is refused when the worktree holds something else now.
+    pub fn worktree_merge(&self, id: &str, reviewed: Option<&str>) -> Result<MergeOutcome> {
         self.idle(id, "merge")?;
         let row = self.worktree_row(id)?;
         let message = self
@@ -113,7 +121,7 @@ impl Runtime {
                     .and_then(|s| s.title)
             })
             .unwrap_or_else(|| format!("Work of Waymark session {id}"));
-        let done = waymark_worktree::merge(&row, &message)?;
+        let done = waymark_worktree::merge(&row, &message, reviewed)?;
         self.store().write(self.options().clock.now_ms(), |tx| {
             tx.set_worktree_state(id, WorktreeState::Merged)
         })?;

@@ -118,7 +118,7 @@ async fn two_worktree_goals_run_at_once_without_touching_each_other() {
     b.shutdown().await.unwrap();
     // A merged worktree is still the session's workspace and still listed; a discarded one
     // is not.
-    h.runtime.worktree_merge(&ia).unwrap();
+    h.runtime.worktree_merge(&ia, None).unwrap();
     h.runtime.worktree_discard(&ib).unwrap();
     let listed: Vec<(String, Option<String>)> = h
         .runtime
