@@ -50,6 +50,7 @@ const COMMANDS: &[&str] = &[
     "worktree_merge",
     "worktree_discard",
     "create_worktree_session",
+    "approve_in_worktree",
     "goal_board",
     "board_reply",
     "daily_spend",

@@ -106,6 +106,31 @@ impl Host {
         Ok(id)
     }
 
+    /// "Approve & pursue as goal" in a new worktree (G-36): the plan under review in open
+    /// session `id`'s questionnaire `qid` is implemented by a new session in a new worktree,
+    /// opened here and started; its id.
+    pub async fn approve_in_worktree<R: tauri::Runtime>(
+        &self,
+        app: &tauri::AppHandle<R>,
+        id: &str,
+        qid: &str,
+        option: Option<u32>,
+        as_goal: Option<waymark_protocol::BudgetChange>,
+        name: Option<&str>,
+    ) -> IpcResult<String> {
+        let plan = self.handle(id)?;
+        let made = self
+            .runtime
+            .approve_in_worktree(&plan, qid, option, as_goal, name)
+            .await?;
+        let made_id = made.id().to_string();
+        self.adopt(app, made);
+        self.handle(&made_id)?
+            .submit(waymark_protocol::Op::Resume)
+            .await?;
+        Ok(made_id)
+    }
+
     fn adopt<R: tauri::Runtime>(&self, app: &tauri::AppHandle<R>, handle: SessionHandle) {
         let id = handle.id().to_string();
         let rx = handle.subscribe();

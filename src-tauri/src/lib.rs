@@ -66,6 +66,7 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             safety::worktree_merge::<tauri::Wry>,
             safety::worktree_discard::<tauri::Wry>,
             safety::create_worktree_session::<tauri::Wry>,
+            safety::approve_in_worktree::<tauri::Wry>,
             safety::goal_board,
             safety::board_reply::<tauri::Wry>,
             safety::daily_spend,

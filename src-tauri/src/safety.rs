@@ -7,7 +7,7 @@ use tauri::{AppHandle, State};
 use waymark_protocol::checkpoint::{CheckpointView, RewindPreview, RewindScope};
 use waymark_protocol::cost::DailySpend;
 use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeView};
-use waymark_protocol::{BoardRow, GoalOp, Op, SessionView};
+use waymark_protocol::{BoardRow, BudgetChange, GoalOp, Op, SessionView};
 use waymark_runtime::SessionSpec;
 
 /// Runs blocking work (a walk of the workspace, git) off the async threads.
@@ -118,6 +118,34 @@ pub async fn worktree_merge<R: tauri::Runtime>(
 pub async fn worktree_discard<R: tauri::Runtime>(app: AppHandle<R>, id: String) -> IpcResult<()> {
     use tauri::Manager;
     blocking(move || Ok(app.state::<Host>().runtime.worktree_discard(&id)?)).await
+}
+
+/// Approves the plan under review in session `id`'s questionnaire `questionnaire_id` (with
+/// `option`, as a goal with `as_goal`) to be implemented by a new session in a new git
+/// worktree of the project ("Approve & pursue as goal" with "Run in a new worktree", G-36);
+/// the new session, opened and running.
+#[tauri::command]
+#[specta::specta]
+pub async fn approve_in_worktree<R: tauri::Runtime>(
+    app: AppHandle<R>,
+    host: State<'_, Host>,
+    id: String,
+    questionnaire_id: String,
+    option: Option<u32>,
+    as_goal: Option<BudgetChange>,
+    name: Option<String>,
+) -> IpcResult<SessionView> {
+    let made = host
+        .approve_in_worktree(
+            &app,
+            &id,
+            &questionnaire_id,
+            option,
+            as_goal,
+            name.as_deref(),
+        )
+        .await?;
+    crate::commands::view(&app, &host, &made)
 }
 
 /// Creates a session in a new git worktree of the project `workspace` is in ("Run in a new

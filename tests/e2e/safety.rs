@@ -357,3 +357,76 @@ async fn the_board_shows_three_goals_and_a_reply_resumes_the_blocked_one() {
     app.shot("safety-8-board-900x600").await;
     app.quit().await;
 }
+
+/// "Approve & pursue as goal" with "Run in a new worktree" (G-36): the window opens the new
+/// session, which implements the plan on its own branch; the plan session's review is closed
+/// and the checkout untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_approved_as_a_goal_runs_in_a_new_worktree_from_the_window() {
+    let desk = Desk::start();
+    settings(&desk, r#"{"goal": {"verification": "none"}}"#);
+    let ws = workspace(&desk, "planned");
+    git(&ws, &["init", "-q", "-b", "main"]);
+    git(&ws, &["config", "user.name", "Dev Eloper"]);
+    git(&ws, &["config", "user.email", "dev@example.invalid"]);
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-qm", "start"]);
+    let out = desk.exec(
+        &ws,
+        &script("plan_worktree.json"),
+        &[
+            "--permission",
+            "auto-edit",
+            "--plan",
+            "Plan the feature first.",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan = session_of(&out);
+    let app = desk.launch().await;
+    app.open_session(&plan).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.click("[data-testid=approve-goal]").await;
+    app.click("[data-testid=approve-goal-worktree]").await;
+    app.wait_text("[data-testid=approve-goal-send]", "new worktree")
+        .await;
+    app.shot("safety-9-approve-in-worktree").await;
+    app.click("[data-testid=approve-goal-send]").await;
+    // The new session opens, in its worktree, and its goal runs to the end.
+    app.wait_js(
+        &format!("return (document.querySelector('[data-testid=session].current')?.dataset.sessionId ?? {plan:?}) !== {plan:?} || null"),
+        "the implementing session to open",
+    )
+    .await;
+    app.wait_text("[data-testid=worktree-bar]", "waymark/")
+        .await;
+    app.click("[data-testid=tab-goal]").await;
+    app.wait_text("[data-testid=goal-status]", "complete").await;
+    app.shot("safety-10-implemented-in-worktree").await;
+    assert!(!ws.join("feature.txt").exists(), "the checkout was touched");
+    let wt = desk.data_dir().join("worktrees");
+    let made: Vec<_> = std::fs::read_dir(&wt).unwrap().flatten().collect();
+    assert_eq!(made.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(made[0].path().join("feature.txt")).unwrap(),
+        "made in the worktree\n"
+    );
+    // The plan session's review is closed.
+    let show = desk.cli(&["show", "--session", &plan, "--json"]);
+    succeeded(&show);
+    let show: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert!(
+        show["questionnaires"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|q| q["status"] != "pending"),
+        "{show}"
+    );
+    app.quit().await;
+}

@@ -124,6 +124,13 @@ export const commands = {
 	 *  worktree"); `name` names its branch `waymark/<name>`, none makes one.
 	 */
 	createWorktreeSession: (workspace: string, name: string | null) => typedError<SessionView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("create_worktree_session", { workspace, name })),
+	/**
+	 *  Approves the plan under review in session `id`'s questionnaire `questionnaire_id` (with
+	 *  `option`, as a goal with `as_goal`) to be implemented by a new session in a new git
+	 *  worktree of the project ("Approve & pursue as goal" with "Run in a new worktree", G-36);
+	 *  the new session, opened and running.
+	 */
+	approveInWorktree: (id: string, questionnaireId: string, option: number | null, asGoal: BudgetChange_Deserialize | null, name: string | null) => typedError<SessionView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("approve_in_worktree", { id, questionnaireId, option, asGoal, name })),
 	/**  Every session with a goal, across projects (the Goals view). */
 	goalBoard: () => typedError<BoardRow_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("goal_board")),
 	/**
@@ -193,7 +200,13 @@ export type Answer_Deserialize = { answer: "allow_once" } |
  *  Implement the plan as a goal (PM-27), with this budget; `None` implements it as
  *  an ordinary task. An empty change takes the plan's own `## Budget`.
  */
-as_goal?: BudgetChange_Deserialize | null } | { answer: "defer" } | { answer: "revise"; 
+as_goal?: BudgetChange_Deserialize | null; 
+/**
+ *  The plan is implemented in this other session (made in a worktree of the project,
+ *  G-34, which adopted it with [`Op::AdoptPlan`]), not here: this session only
+ *  records the approval and leaves plan mode.
+ */
+handed_to?: string | null } | { answer: "defer" } | { answer: "revise"; 
 /**  General feedback (may be empty when there are comments). */
 text?: string; 
 /**  Comments on lines of the revision under review (PM-25). */
@@ -215,7 +228,13 @@ export type Answer_Serialize = { answer: "allow_once" } |
  *  Implement the plan as a goal (PM-27), with this budget; `None` implements it as
  *  an ordinary task. An empty change takes the plan's own `## Budget`.
  */
-as_goal?: BudgetChange_Serialize } | { answer: "defer" } | { answer: "revise"; 
+as_goal?: BudgetChange_Serialize; 
+/**
+ *  The plan is implemented in this other session (made in a worktree of the project,
+ *  G-34, which adopted it with [`Op::AdoptPlan`]), not here: this session only
+ *  records the approval and leaves plan mode.
+ */
+handed_to?: string } | { answer: "defer" } | { answer: "revise"; 
 /**  General feedback (may be empty when there are comments). */
 text: string; 
 /**  Comments on lines of the revision under review (PM-25). */
@@ -2234,6 +2253,11 @@ export type SessionSummary_Deserialize = {
 	needs_you?: string | null,
 	/**  The branch of the git worktree the session works in (`waymark/<name>`), if it has one. */
 	worktree?: string | null,
+	/**
+	 *  For a session in a worktree, the folder of the project's checkout it stands for (the
+	 *  session list groups it there).
+	 */
+	project?: string | null,
 };
 
 /**  A session as listed by `waymark sessions` and the desktop session list. */
@@ -2255,6 +2279,11 @@ export type SessionSummary_Serialize = {
 	needs_you?: string,
 	/**  The branch of the git worktree the session works in (`waymark/<name>`), if it has one. */
 	worktree?: string,
+	/**
+	 *  For a session in a worktree, the folder of the project's checkout it stands for (the
+	 *  session list groups it there).
+	 */
+	project?: string,
 };
 
 /**  An open session: its snapshot, the newest page of its log and its goal. */

@@ -1,7 +1,9 @@
 //! Answers typed on the command line: the answer's name with `--text`, `--option`,
 //! `--comment`s, `--as-goal [--budget]`, and a form's `--field name=value`s.
 
-use waymark_protocol::Answer;
+use std::process::ExitCode;
+use waymark_protocol::{Answer, Op};
+use waymark_runtime::{Runtime, SessionSpec};
 
 /// An answer from the command line: its name, `--text`, `--option`, `--comment`s and
 /// `--as-goal [--budget]`, each checked against what the answer takes.
@@ -72,4 +74,55 @@ pub(crate) fn form_values(fields: &[String]) -> anyhow::Result<serde_json::Value
         }
     }
     Ok(serde_json::Value::Object(out))
+}
+
+/// `answer … approve --worktree [NAME]` (G-36): the plan is implemented by a new session in a
+/// new worktree of the project, which then runs (unless `no_run`); the plan session records
+/// the approval.
+pub(crate) async fn approve_in_worktree(
+    runtime: &Runtime,
+    (session, questionnaire): (&str, &str),
+    answer: Answer,
+    name: &str,
+    no_run: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let Answer::Approve {
+        option, as_goal, ..
+    } = answer
+    else {
+        anyhow::bail!("--worktree goes with `approve`");
+    };
+    let plan = runtime.open_session(
+        session,
+        SessionSpec {
+            hold: true,
+            ..SessionSpec::default()
+        },
+    )?;
+    let name = Some(name.trim()).filter(|n| !n.is_empty());
+    let made = runtime
+        .approve_in_worktree(&plan, questionnaire, option, as_goal, name)
+        .await;
+    plan.shutdown().await?;
+    let made = made?;
+    if !json {
+        crate::term::outln!("{}", crate::worktree::made_line(runtime, made.id())?);
+        crate::term::outln!(
+            "● the plan of session {session} is implemented in session {}",
+            made.id()
+        );
+    }
+    if no_run {
+        made.shutdown().await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    crate::drive(
+        runtime,
+        made,
+        Some(Op::Resume),
+        json,
+        crate::DEFAULT_WAIT_LIMIT,
+    )
+    .await
 }

@@ -146,6 +146,11 @@ enum Command {
         /// time=2h`), instead of the plan's.
         #[arg(long, requires = "as_goal")]
         budget: Option<String>,
+        /// With `approve`: implement the plan in a new session in a new git worktree of the
+        /// project (branch `waymark/<NAME>`), which then runs; this session records the
+        /// approval.
+        #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+        worktree: Option<String>,
         /// Only record the answer; do not run the session.
         #[arg(long)]
         no_run: bool,
@@ -394,11 +399,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             comments,
             as_goal,
             budget,
+            worktree,
             no_run,
             json,
             fields,
         } => {
             let mut answer = build_answer(&answer, text, option, &comments, as_goal, budget)?;
+            if let Some(name) = worktree {
+                return answer::approve_in_worktree(
+                    &runtime,
+                    (&session, &questionnaire),
+                    answer,
+                    &name,
+                    no_run,
+                    json,
+                )
+                .await;
+            }
             if let Answer::Accept { content } = &mut answer {
                 *content = form_values(&fields)?;
             } else if !fields.is_empty() {

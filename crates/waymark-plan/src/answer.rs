@@ -89,6 +89,104 @@ pub(crate) fn queue_first(tx: &mut Tx<'_>, sid: &str, text: &str, key: &str) -> 
     Ok(())
 }
 
+/// The option chosen, checked against what the plan offers.
+fn chosen<'a>(
+    review: &'a waymark_protocol::PlanApprovalQuestion,
+    option: Option<u32>,
+    q: &QuestionnaireRow,
+) -> Result<Option<(u32, &'a str)>> {
+    let options = &review.options;
+    match option {
+        None => Ok(None),
+        Some(n) => match options.get((n as usize).wrapping_sub(1)) {
+            Some(label) => Ok(Some((n, label.as_str()))),
+            None => Err(Error::InvalidAnswer {
+                answer: format!("approve --option {n}"),
+                kind: q.kind().as_str().into(),
+                allowed: if options.is_empty() {
+                    "approve (this plan offers no options)".into()
+                } else {
+                    format!("approve --option 1..{}", options.len())
+                },
+            }),
+        },
+    }
+}
+
+/// Queues the implementation of the frozen revision `review` approves in the session of
+/// `api` (at the head, under idempotency key `key`) and, with `as_goal`, starts it as that
+/// session's goal.
+fn implement(
+    tx: &mut Tx<'_>,
+    api: &SessionApi,
+    review: &waymark_protocol::PlanApprovalQuestion,
+    option: Option<u32>,
+    as_goal: Option<waymark_protocol::BudgetChange>,
+    key: &str,
+    q: &QuestionnaireRow,
+) -> Result<()> {
+    let snapshot = snapshot_text(tx, &review.key)?;
+    let chosen = chosen(review, option, q)?;
+    queue_first(
+        tx,
+        api.id(),
+        &implementation_message(&snapshot, chosen),
+        key,
+    )?;
+    // Pursued as a goal: the implementation turn is the goal's first; its objective
+    // cites the frozen revision and its verifier checks the plan's steps (PM-27).
+    if let Some(budget) = as_goal {
+        let Some(goals) = api.service::<dyn StartObjective>() else {
+            return Err(Error::Refused(
+                "this runtime pursues no goals: approve without pursuing the plan as a goal".into(),
+            ));
+        };
+        goals.start(tx, api, as_objective(review, &snapshot, budget))?;
+    }
+    Ok(())
+}
+
+/// `Op::AdoptPlan` (G-36): this session takes on the plan session `from`'s user is
+/// approving in its pending questionnaire `qid`, the frozen revision under review, as if
+/// approved here. The other session records the approval as handed over afterwards.
+pub(crate) fn adopt(
+    api: &SessionApi,
+    from: &str,
+    qid: &str,
+    option: Option<u32>,
+    as_goal: Option<waymark_protocol::BudgetChange>,
+) -> Result<()> {
+    if from == api.id() {
+        return Err(Error::Refused(
+            "a session cannot adopt its own plan: approve it instead".into(),
+        ));
+    }
+    api.write(|tx| {
+        let q = waymark_store::questionnaires::get(tx.conn(), qid)?
+            .filter(|q| q.session_id == from)
+            .ok_or_else(|| Error::Refused(format!("session {from} has no questionnaire {qid}")))?;
+        if q.status != waymark_protocol::QuestionnaireStatus::Pending {
+            return Err(Error::Refused(format!(
+                "questionnaire {qid} of session {from} was already answered"
+            )));
+        }
+        let Question::PlanApproval(review) = &q.question else {
+            return Err(Error::Refused(format!(
+                "questionnaire {qid} of session {from} is not a plan review"
+            )));
+        };
+        implement(
+            tx,
+            api,
+            review,
+            option,
+            as_goal,
+            &format!("plan-adopted:{qid}"),
+            &q,
+        )
+    })
+}
+
 /// Applies an answer to a plan questionnaire (others are not plan mode's business).
 pub(crate) fn on_answer(
     tx: &mut Tx<'_>,
@@ -122,43 +220,26 @@ pub(crate) fn on_answer(
         ),
         (
             Question::PlanApproval(review),
-            TypedAnswer::PlanApproval(PlanReview::Approve { option, as_goal }),
+            TypedAnswer::PlanApproval(PlanReview::Approve {
+                option,
+                as_goal,
+                handed_to,
+            }),
         ) => {
-            let snapshot = snapshot_text(tx, &review.key)?;
-            let options = &review.options;
-            let chosen = match option {
-                None => None,
-                Some(n) => match options.get((n as usize).wrapping_sub(1)) {
-                    Some(label) => Some((n, label.as_str())),
-                    None => {
-                        return Err(Error::InvalidAnswer {
-                            answer: format!("approve --option {n}"),
-                            kind: q.kind().as_str().into(),
-                            allowed: if options.is_empty() {
-                                "approve (this plan offers no options)".into()
-                            } else {
-                                format!("approve --option 1..{}", options.len())
-                            },
-                        });
-                    }
-                },
-            };
-            queue_first(
-                tx,
-                sid,
-                &implementation_message(&snapshot, chosen),
-                &format!("plan-approval:{}", q.id),
-            )?;
-            // Pursued as a goal: the implementation turn is the goal's first; its objective
-            // cites the frozen revision and its verifier checks the plan's steps (PM-27).
-            if let Some(budget) = as_goal {
-                let Some(goals) = api.service::<dyn StartObjective>() else {
-                    return Err(Error::Refused(
-                        "this runtime pursues no goals: approve without pursuing the plan as a goal"
-                            .into(),
-                    ));
-                };
-                goals.start(tx, api, as_objective(review, &snapshot, budget))?;
+            // Checked here too: an option the plan does not offer is refused either way.
+            chosen(review, option, q)?;
+            // Implemented elsewhere (a session in a worktree adopted it, G-36): this session
+            // records the approval and leaves plan mode, with nothing queued here.
+            if handed_to.is_none() {
+                implement(
+                    tx,
+                    api,
+                    review,
+                    option,
+                    as_goal,
+                    &format!("plan-approval:{}", q.id),
+                    q,
+                )?;
             }
             super::leave(tx, api, PlanStatus::Approved, PlanModeReason::Approved)
         }

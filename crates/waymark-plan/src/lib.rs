@@ -134,6 +134,14 @@ impl Extension for PlanExtension {
     fn handle_op(&self, api: &SessionApi, op: &Op) -> Option<Result<Option<String>>> {
         match op {
             Op::EditPlan { text } => Some(edit_by_user(api, text).map(|_| None)),
+            Op::AdoptPlan {
+                from_session,
+                questionnaire_id,
+                option,
+                as_goal,
+            } => Some(
+                answer::adopt(api, from_session, questionnaire_id, *option, *as_goal).map(|_| None),
+            ),
             Op::ExportPlan {
                 plan_id,
                 version,

@@ -78,6 +78,11 @@ pub enum Answer {
         /// an ordinary task. An empty change takes the plan's own `## Budget`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         as_goal: Option<crate::BudgetChange>,
+        /// The plan is implemented in this other session (made in a worktree of the project,
+        /// G-34, which adopted it with [`Op::AdoptPlan`]), not here: this session only
+        /// records the approval and leaves plan mode.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handed_to: Option<String>,
     },
     Defer,
     Revise {
@@ -134,6 +139,7 @@ impl Answer {
             "approve" => Answer::Approve {
                 option,
                 as_goal: None,
+                handed_to: None,
             },
             "defer" | "not_now" => Answer::Defer,
             "revise" => match text {
@@ -205,6 +211,19 @@ pub enum Op {
         path: Option<String>,
         #[serde(default)]
         confirm: bool,
+    },
+    /// Take on a plan another session's user is approving: its frozen revision under review
+    /// in `from_session`'s pending questionnaire `questionnaire_id` becomes this session's
+    /// implementation message (with the option chosen), and with `as_goal` its goal (PM-27).
+    /// The other session then records the approval as handed over (`Answer::Approve`'s
+    /// `handed_to`). Used for "Approve & pursue as goal" in a new worktree (G-36).
+    AdoptPlan {
+        from_session: String,
+        questionnaire_id: String,
+        #[serde(default)]
+        option: Option<u32>,
+        #[serde(default)]
+        as_goal: Option<crate::BudgetChange>,
     },
     /// Change the session's goal (the same as the `/goal` command).
     Goal { op: crate::GoalOp },

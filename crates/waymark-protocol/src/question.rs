@@ -239,6 +239,8 @@ pub enum PlanReview {
     Approve {
         option: Option<u32>,
         as_goal: Option<crate::BudgetChange>,
+        /// Implemented in that other session, not here.
+        handed_to: Option<String>,
     },
     Defer,
     Revise {
@@ -336,6 +338,9 @@ impl Question {
             // Only a plan review can be approved as a goal.
             Answer::Approve {
                 as_goal: Some(_), ..
+            }
+            | Answer::Approve {
+                handed_to: Some(_), ..
             } => None,
             Answer::Approve { .. } => Some(Approval::Approve),
             Answer::Reject => Some(Approval::Reject),
@@ -356,9 +361,14 @@ impl Question {
             Question::GoalApproval(_) => approval(answer).map(TypedAnswer::GoalApproval),
             Question::ProjectServers(_) => approval(answer).map(TypedAnswer::ProjectServers),
             Question::PlanApproval(_) => match answer {
-                Answer::Approve { option, as_goal } => Some(PlanReview::Approve {
+                Answer::Approve {
+                    option,
+                    as_goal,
+                    handed_to,
+                } => Some(PlanReview::Approve {
                     option: *option,
                     as_goal: *as_goal,
+                    handed_to: handed_to.clone(),
                 }),
                 Answer::Defer => Some(PlanReview::Defer),
                 Answer::Revise { text, comments } => Some(PlanReview::Revise {
@@ -472,7 +482,8 @@ mod tests {
         assert!(
             p.accepts(&Answer::Approve {
                 option: None,
-                as_goal: None
+                as_goal: None,
+                handed_to: None,
             })
             .is_err()
         );

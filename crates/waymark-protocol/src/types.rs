@@ -279,6 +279,10 @@ pub struct SessionSummary {
     /// The branch of the git worktree the session works in (`waymark/<name>`), if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<String>,
+    /// For a session in a worktree, the folder of the project's checkout it stands for (the
+    /// session list groups it there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// A pending or answered questionnaire.

@@ -4,6 +4,7 @@
 
 pub mod builtin;
 mod forms;
+mod handoff;
 pub mod logging;
 pub mod mcp_settings;
 pub mod runtime;

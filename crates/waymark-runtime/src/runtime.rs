@@ -397,7 +397,7 @@ impl Runtime {
     }
 
     /// A stored session's row, its workspace and its own folder.
-    fn stored(&self, id: &str) -> Result<(store::SessionRow, PathBuf, PathBuf)> {
+    pub(crate) fn stored(&self, id: &str) -> Result<(store::SessionRow, PathBuf, PathBuf)> {
         let row = self
             .store
             .read(|c| store::sessions::get(c, id))?
@@ -661,13 +661,17 @@ impl Runtime {
         let mut list = self.store.view(store::sessions::list)?;
         self.store.view(|c| {
             // One unreadable row leaves its session without a badge, not the list empty.
-            let branches = waymark_worktree::db::branches_on_disk(c).unwrap_or_default();
+            let trees = waymark_worktree::db::on_disk(c).unwrap_or_default();
             for s in &mut list {
                 s.needs_you = needs_you(c, s).unwrap_or(None);
-                s.worktree = branches
-                    .iter()
-                    .find(|(sid, _)| *sid == s.id)
-                    .map(|(_, b)| b.clone());
+                if let Some(w) = trees.iter().find(|w| w.session_id == s.id) {
+                    s.worktree = Some(w.branch.clone());
+                    // The same folder in the checkout the worktree stands for.
+                    let inside = Path::new(&s.workspace)
+                        .strip_prefix(&w.path)
+                        .unwrap_or(Path::new(""));
+                    s.project = Some(Path::new(&w.repo).join(inside).display().to_string());
+                }
             }
             Ok::<_, Error>(())
         })?;

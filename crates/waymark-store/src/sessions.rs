@@ -285,6 +285,7 @@ pub fn list(conn: &Connection) -> Result<Vec<SessionSummary>> {
             pending_questionnaire: r.get(9)?,
             needs_you: None,
             worktree: None,
+            project: None,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

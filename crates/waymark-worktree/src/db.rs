@@ -60,12 +60,29 @@ pub fn get(conn: &Connection, session_id: &str) -> Result<Option<WorktreeRow>> {
     .map_err(corrupt)
 }
 
-/// The branch of every session whose worktree is still on disk (active or merged, not
-/// discarded), by session.
-pub fn branches_on_disk(conn: &Connection) -> Result<Vec<(String, String)>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT session_id, branch FROM worktrees WHERE state != 'discarded'")?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+/// A session's worktree still on disk (active or merged, not discarded), as the session
+/// list names it.
+pub struct OnDisk {
+    pub session_id: String,
+    pub branch: String,
+    /// The worktree's folder and the checkout it was made from.
+    pub path: String,
+    pub repo: String,
+}
+
+/// Every session's worktree still on disk.
+pub fn on_disk(conn: &Connection) -> Result<Vec<OnDisk>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT session_id, branch, path, repo FROM worktrees WHERE state != 'discarded'",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(OnDisk {
+            session_id: r.get(0)?,
+            branch: r.get(1)?,
+            path: r.get(2)?,
+            repo: r.get(3)?,
+        })
+    })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 

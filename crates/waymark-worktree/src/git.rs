@@ -111,9 +111,18 @@ impl Worktree {
     }
 }
 
-/// `git <args>` in `dir`, with `env` added.
+/// `git <args>` in `dir`, with `env` added. No hook and no file-system monitor runs, in the
+/// worktree or in the user's checkout: a relative `core.hooksPath` (husky's `.husky/_`) or
+/// `core.fsmonitor` in the user's settings names a program in the folder git works in, which
+/// in a worktree the agent wrote, and which a merge has just brought into the checkout.
 pub(crate) fn run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
     let mut c = Command::new("git");
+    c.args([
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+    ]);
     c.arg("-C").arg(dir).args(args);
     for v in REPO_VARS {
         c.env_remove(v);
@@ -122,6 +131,16 @@ pub(crate) fn run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result
     c.env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_EDITOR", "true")
         .env("GIT_MERGE_AUTOEDIT", "no");
+    // Programs git starts are found on the PATH's absolute folders only: a relative one
+    // (`node_modules/.bin`) would be looked up in the worktree git works in.
+    if let Some(path) = std::env::var_os("PATH") {
+        let kept: Vec<PathBuf> = std::env::split_paths(&path)
+            .filter(|p| p.is_absolute())
+            .collect();
+        if let Ok(joined) = std::env::join_paths(kept) {
+            c.env("PATH", joined);
+        }
+    }
     for (k, v) in env {
         c.env(k, v);
     }
@@ -174,4 +193,23 @@ pub(crate) fn paths(z: &str) -> Vec<String> {
         .filter(|p| !p.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// Whether the git installed takes `--attr-source` (2.40 and later), asked once.
+pub(crate) fn has_attr_source() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        let Ok(out) = Command::new("git").arg("--version").output() else {
+            return false;
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut nums = text
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or("")
+            .split('.')
+            .map(|n| n.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
+        (major, minor) >= (2, 40)
+    })
 }

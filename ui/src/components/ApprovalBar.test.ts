@@ -78,4 +78,22 @@ describe("ApprovalBar", () => {
     await fireEvent.click(send);
     expect(answers).toEqual([{ answer: "revise", text: "", comments: [{ start: 5, end: 6, text: "Why two steps?" }] }]);
   });
+
+  it("approves as a goal in a new worktree when that is ticked, and offers it only when it can", async () => {
+    const handed: [number | null, unknown][] = [];
+    const answers = setup({ version: 1, budget: "budget=40K turns=6" }, { parse, onworktree: async (o: number | null, g: unknown) => (handed.push([o, g]), true) });
+    await fireEvent.click(screen.getByTestId("approve-goal"));
+    await fireEvent.click(screen.getByTestId("approve-goal-worktree"));
+    expect(screen.getByTestId("approve-goal-send").textContent).toContain("new worktree");
+    await fireEvent.click(screen.getByTestId("approve-goal-send"));
+    await waitFor(() => expect(handed).toHaveLength(1));
+    expect(handed[0]).toEqual([null, { tokens: { to: 40000 }, turns: { to: 6 } }]);
+    expect(answers).toEqual([]);
+  });
+
+  it("has no worktree choice without a way to make one", async () => {
+    setup({ version: 1 });
+    await fireEvent.click(screen.getByTestId("approve-goal"));
+    expect(screen.queryByTestId("approve-goal-worktree")).toBeNull();
+  });
 });

@@ -1,7 +1,7 @@
 // Keeps the store (`store.ts`) live: feeds it the app's typed events and command results,
 // and runs the fetches it asks for. The only module here that talks to the app.
 import { commands, events } from "../bindings";
-import type { PermissionMode, RewindScope } from "../bindings";
+import type { BudgetChange, PermissionMode, RewindScope } from "../bindings";
 import { emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
 import { foldLog, type SessionState } from "./session";
 
@@ -207,6 +207,22 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
         listSoon();
         await open(r.data.snapshot.summary.id);
       }
+    },
+
+    /** "Approve & pursue as goal" with "Run in a new worktree": the plan under review in
+     *  the open session is implemented by a new session in a new worktree, which opens;
+     *  false when refused (said). */
+    async approveInWorktree(option: number | null, asGoal: BudgetChange): Promise<boolean> {
+      const from = store.open;
+      if (!from?.pending) return false;
+      const r = await commands.approveInWorktree(from.id, from.pending.id, option, asGoal, null);
+      if (r.status === "error") {
+        notify(r.error);
+        return false;
+      }
+      listSoon();
+      await open(r.data.snapshot.summary.id);
+      return true;
     },
 
     /** Rewinds the open session to `checkpoint`; the app's refusal, or null. */

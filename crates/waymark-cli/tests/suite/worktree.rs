@@ -178,3 +178,89 @@ fn outside_a_repository_a_worktree_is_refused_clearly() {
         "no session left half made"
     );
 }
+
+/// `answer … approve --as-goal --worktree NAME` (G-36): the plan session records the
+/// approval, a new session in a new worktree implements the plan as its goal and runs to
+/// the end, and the checkout stays untouched until a merge.
+#[test]
+fn a_plan_approved_as_a_goal_runs_in_a_new_worktree() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    project(&env);
+    let plan = "## Summary\nAdd the feature file.\n\n## Steps\n1. Write feature.txt\n";
+    let model = env.script(
+        "plan.json",
+        json!({
+            "responses": [{"text": "Plan written.", "tool_calls": [
+                {"name": "write", "arguments": {"path": "${session_dir}/artifacts/plan.md", "content": plan}},
+                {"name": "ExitPlanMode", "arguments": {}}
+            ]}],
+            "branches": [{"when": "Implement the plan below", "responses": [
+                {"tool_calls": [{"name": "write", "arguments": {"path": "feature.txt", "content": "made\n"}}]},
+                {"text": "done", "tool_calls": [{"name": "update_goal", "arguments":
+                    {"mode": "status", "status": "complete", "message": "feature.txt written"}}]},
+            ]}],
+        }),
+    );
+    let out = env.exec(
+        &model,
+        &["--permission", "auto-edit", "--plan", "plan the feature"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let sid = env.only_session();
+    let q = super::support::pending_questionnaire(&env, &sid);
+    let out = env.run(&[
+        "answer",
+        "--session",
+        &sid,
+        &q,
+        "approve",
+        "--as-goal",
+        "--worktree",
+        "feat",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("● worktree waymark/feat"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "the plan of session {sid} is implemented in session"
+        )),
+        "{said}"
+    );
+    let sessions: Value = serde_json::from_slice(&env.run(&["sessions", "--json"]).stdout).unwrap();
+    let made = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["worktree"] == "waymark/feat")
+        .expect("the implementing session");
+    let wid = made["id"].as_str().unwrap();
+    let w = worktree_of(&env, wid);
+    let path = Path::new(w["path"].as_str().unwrap()).to_path_buf();
+    assert_eq!(
+        std::fs::read_to_string(path.join("feature.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(!env.ws.join("feature.txt").exists());
+    let g: Value = serde_json::from_slice(
+        &env.run(&["goal", "show", "--session", wid, "--json"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(g["goal"]["status"], "complete", "{g}");
+    assert_eq!(g["goal"]["objective"], "Add the feature file", "{g}");
+    // The plan session's review is closed, and it implemented nothing itself.
+    let show = env.show(&sid);
+    assert!(
+        show["questionnaires"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|q| q["status"] != "pending"),
+        "{show}"
+    );
+    // --worktree goes with approve only.
+    let out = env.run(&["answer", "--session", &sid, &q, "reject", "--worktree"]);
+    assert_ne!(out.status.code(), Some(0));
+}

@@ -53,6 +53,7 @@ async fn a_deleted_session_leaves_no_row_anywhere_and_no_folder() {
             Answer::Approve {
                 option: None,
                 as_goal: Some(BudgetChange::default()),
+                handed_to: None,
             },
         ),
     )

@@ -1,11 +1,12 @@
 //! Two goals in two worktrees of one project run at the same time in one process without
-//! touching each other's files or the checkout, and both show in the session list (G-34).
+//! touching each other's files or the checkout, and both show in the session list (G-34);
+//! a plan approved as a goal "in a new worktree" is implemented by a new session there (G-36).
 
-use super::harness::{Harness, run, user};
+use super::harness::{Harness, run, user, waiting_on};
 use serde_json::json;
 use std::path::Path;
 use waymark_protocol::config::{Config, Verification};
-use waymark_protocol::{GoalStatus, PermissionMode};
+use waymark_protocol::{GoalStatus, Op, PermissionMode};
 use waymark_runtime::SessionSpec;
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -130,4 +131,154 @@ async fn two_worktree_goals_run_at_once_without_touching_each_other() {
     let branch_of = |id: &str| listed.iter().find(|(s, _)| s == id).unwrap().1.clone();
     assert!(branch_of(&ia).is_some(), "{listed:?}");
     assert_eq!(branch_of(&ib), None, "{listed:?}");
+}
+
+/// A git repository in the harness's workspace, one commit on `main`.
+fn repo(h: &Harness) {
+    git(&h.ws, &["init", "-q", "-b", "main"]);
+    git(&h.ws, &["config", "user.name", "Dev"]);
+    git(&h.ws, &["config", "user.email", "dev@example.invalid"]);
+    std::fs::write(h.ws.join("shared.txt"), "base\n").unwrap();
+    git(&h.ws, &["add", "-A"]);
+    git(&h.ws, &["commit", "-qm", "start"]);
+}
+
+const FEATURE_PLAN: &str = "## Summary\nAdd the feature file.\n\n## Steps\n1. Write feature.txt\n";
+
+/// The plan session's script: write the plan and submit it; the implementing session (whose
+/// first message is the implementation message) writes the file and completes the goal.
+fn plan_then_implement() -> serde_json::Value {
+    json!({
+        "responses": [super::plan::write_and_exit(FEATURE_PLAN)],
+        "branches": [{"when": "Implement the plan below", "responses": [
+            {"tool_calls": [{"name": "write", "arguments": {"path": "feature.txt", "content": "made\n"}}]},
+            {"text": "done", "tool_calls": [{"name": "update_goal", "arguments":
+                {"mode": "status", "status": "complete", "message": "feature.txt written"}}]},
+        ]}],
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g_36_a_plan_approved_as_a_goal_in_a_new_worktree_is_implemented_there() {
+    let mut c = Config::default();
+    c.goal.verification = Some(Verification::None);
+    let h = Harness::new(c);
+    repo(&h);
+    let s = h.session(plan_then_implement(), PermissionMode::AutoEdit);
+    let q = waiting_on(&run(&s, super::plan::plan_entry("plan the feature")).await);
+    let w = h
+        .runtime
+        .approve_in_worktree(&s, &q, None, Some(Default::default()), Some("feat"))
+        .await
+        .unwrap();
+    // The plan session recorded the approval, handed over, and left plan mode with nothing
+    // queued; the review is closed.
+    let snap = h.runtime.snapshot(s.id()).unwrap();
+    assert_eq!(
+        snap.summary.interaction_mode,
+        waymark_protocol::InteractionMode::Default
+    );
+    assert!(snap.summary.pending_questionnaire.is_none());
+    assert!(
+        !snap
+            .messages
+            .iter()
+            .any(|m| m.text.starts_with("Implement the plan below")),
+        "the plan session queued the implementation itself"
+    );
+    // The new session works in its worktree on waymark/feat, its goal the plan's.
+    let view = h.runtime.worktree(w.id()).unwrap().expect("a worktree");
+    assert_eq!(view.branch, "waymark/feat");
+    let goal = h.runtime.goal(w.id()).unwrap().expect("a goal");
+    assert_eq!(goal.objective, "Add the feature file");
+    assert_eq!(goal.status, GoalStatus::Active);
+    // Held until resumed; then it implements and completes, in the worktree only.
+    let ev = run(&w, Op::Resume).await;
+    assert!(!ev.is_empty());
+    assert_eq!(
+        h.runtime.goal(w.id()).unwrap().unwrap().status,
+        GoalStatus::Complete
+    );
+    let path = Path::new(&view.path);
+    assert_eq!(
+        std::fs::read_to_string(path.join("feature.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(
+        !h.ws.join("feature.txt").exists(),
+        "the checkout was touched"
+    );
+    let listed = h.runtime.list_sessions().unwrap();
+    let titles: Vec<_> = listed
+        .iter()
+        .filter(|x| x.id == s.id() || x.id == w.id())
+        .map(|x| x.title.clone())
+        .collect();
+    assert_eq!(titles[0], titles[1], "named as a pair");
+    w.shutdown().await.unwrap();
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g_36_a_failed_hand_over_leaves_the_review_open_and_nothing_behind() {
+    let h = Harness::new(Config::default());
+    // Not a repository: no worktree can be made.
+    let s = h.session(plan_then_implement(), PermissionMode::AutoEdit);
+    let q = waiting_on(&run(&s, super::plan::plan_entry("plan the feature")).await);
+    let before = h.runtime.list_sessions().unwrap().len();
+    let e = h
+        .runtime
+        .approve_in_worktree(&s, &q, None, None, None)
+        .await
+        .err()
+        .expect("refused outside a repository");
+    assert!(e.to_string().contains("not in a git repository"), "{e}");
+    assert_eq!(h.runtime.list_sessions().unwrap().len(), before);
+    assert_eq!(
+        h.runtime
+            .snapshot(s.id())
+            .unwrap()
+            .summary
+            .pending_questionnaire
+            .as_deref(),
+        Some(q.as_str())
+    );
+    // In a repository, but an option the plan does not offer: the session made for it goes
+    // with its worktree and branch, and the review stays open.
+    repo(&h);
+    let e = h
+        .runtime
+        .approve_in_worktree(&s, &q, Some(7), None, Some("nope"))
+        .await
+        .err()
+        .expect("refused: no such option");
+    assert!(e.to_string().contains("option"), "{e}");
+    assert_eq!(h.runtime.list_sessions().unwrap().len(), before);
+    assert!(
+        git(&h.ws, &["branch", "--list", "waymark/nope"])
+            .trim()
+            .is_empty()
+    );
+    assert_eq!(
+        h.runtime
+            .snapshot(s.id())
+            .unwrap()
+            .summary
+            .pending_questionnaire
+            .as_deref(),
+        Some(q.as_str())
+    );
+    // A plan session cannot adopt its own plan, and a questionnaire of another kind or of
+    // another session is refused.
+    let e = s
+        .submit(Op::AdoptPlan {
+            from_session: s.id().into(),
+            questionnaire_id: q.clone(),
+            option: None,
+            as_goal: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("own plan"), "{e}");
+    s.shutdown().await.unwrap();
 }

@@ -108,6 +108,7 @@ async fn g_11_create_goal_asks_for_approval() {
             answer: Answer::Approve {
                 option: None,
                 as_goal: None,
+                handed_to: None,
             },
         },
     )

@@ -161,6 +161,7 @@ async fn approve(rt: &waymark_runtime::Runtime, s: &SessionHandle, q: String) {
         answer: Answer::Approve {
             option: None,
             as_goal: None,
+            handed_to: None,
         },
     })
     .await

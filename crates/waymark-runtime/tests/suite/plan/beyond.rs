@@ -38,6 +38,7 @@ fn as_goal(budget: BudgetChange) -> Answer {
     Answer::Approve {
         option: None,
         as_goal: Some(budget),
+        handed_to: None,
     }
 }
 
@@ -388,6 +389,7 @@ async fn pm_27_the_users_edit_sets_the_budget_and_steps() {
         Answer::Approve {
             option: None,
             as_goal: Some(BudgetChange::default()),
+            handed_to: None,
         },
     ))
     .await

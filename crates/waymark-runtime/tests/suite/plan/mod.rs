@@ -50,6 +50,7 @@ pub(super) fn approve() -> Answer {
     Answer::Approve {
         option: None,
         as_goal: None,
+        handed_to: None,
     }
 }
 

@@ -249,6 +249,7 @@ async fn pm_17_options_are_offered_and_the_choice_reaches_the_implementation() {
             Answer::Approve {
                 option: Some(3),
                 as_goal: None,
+                handed_to: None,
             },
         ))
         .await
@@ -261,6 +262,7 @@ async fn pm_17_options_are_offered_and_the_choice_reaches_the_implementation() {
             Answer::Approve {
                 option: Some(2),
                 as_goal: None,
+                handed_to: None,
             },
         ),
     )
