@@ -107,6 +107,17 @@ describe("session reducer", () => {
     ]);
   });
 
+  it("says where a plan approved into a new worktree is implemented", () => {
+    seq = 0;
+    const s = run([
+      ev("questionnaire.opened", { id: "q1", question: { kind: "plan_approval", payload: planApproval({ version: 1 }) } }),
+      ev("questionnaire.answered", { id: "q1", kind: "plan_approval", answer: { answer: "approve", as_goal: {}, handed_to: "s-two" } }),
+    ]);
+    const said = s.items.filter((i) => i.kind === "chip").map((i) => (i.kind === "chip" ? i.text : ""));
+    expect(said).toContain("Plan approved: implemented as a goal by session s-two, in its own worktree");
+    expect(s.pending).toBeNull();
+  });
+
   it("follows a review the user's edit moved to their revision", () => {
     seq = 0;
     const s = run([

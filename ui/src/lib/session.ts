@@ -384,6 +384,12 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
         items[at] = answerCard(card.from, asked) ?? card;
       }
       const deferred = e.kind === "plan_approval" ? e.answer.answer === "defer" : s.deferred;
+      // Approved to be implemented by another session, in a worktree: said here, since
+      // nothing else of it happens in this one.
+      if (e.answer.answer === "approve" && e.answer.handed_to) {
+        const how = e.answer.as_goal ? "as a goal " : "";
+        items = append({ ...s, items }, chip(e, `Plan approved: implemented ${how}by session ${e.answer.handed_to}, in its own worktree`, "system"));
+      }
       return { ...s, asked, items, deferred, pending: s.pending && s.pending.id === e.id ? null : s.pending };
     }
     case "session.idle":
