@@ -69,8 +69,19 @@ pub fn files(
     Ok(out)
 }
 
+/// Why a side of a change has no text to diff (the preview says it instead).
+#[derive(Debug, thiserror::Error)]
+enum NoText {
+    #[error("a link to {0}")]
+    Link(String),
+    #[error("{0} bytes, too large to diff")]
+    TooLarge(usize),
+    #[error("{0} bytes, not text")]
+    Binary(usize),
+}
+
 /// The text of a blob entry, or why there is none to diff.
-fn text_of(store: &Store, e: Option<&Entry>) -> crate::Result<Result<String, String>> {
+fn text_of(store: &Store, e: Option<&Entry>) -> crate::Result<Result<String, NoText>> {
     let Some(e) = e else {
         return Ok(Ok(String::new()));
     };
@@ -78,18 +89,14 @@ fn text_of(store: &Store, e: Option<&Entry>) -> crate::Result<Result<String, Str
         EntryKind::Tree => Ok(String::new()),
         EntryKind::Link => {
             let target = store.read(&e.id, gix_object::Kind::Blob)?;
-            Err(format!(
-                "a link to {}",
-                escape_line(&String::from_utf8_lossy(&target))
-            ))
+            Err(NoText::Link(escape_line(&String::from_utf8_lossy(&target))))
         }
         _ => {
             let data = store.read(&e.id, gix_object::Kind::Blob)?;
             if data.len() > MAX_DIFF_INPUT {
-                Err(format!("{} bytes, too large to diff", data.len()))
+                Err(NoText::TooLarge(data.len()))
             } else {
-                String::from_utf8(data)
-                    .map_err(|e| format!("{} bytes, not text", e.into_bytes().len()))
+                String::from_utf8(data).map_err(|e| NoText::Binary(e.into_bytes().len()))
             }
         }
     })
@@ -136,7 +143,7 @@ pub(crate) fn diff_of(
                 .to_string();
             Ok((Some(escape_block(&cut(d))), note))
         }
-        (Err(why), _) | (_, Err(why)) => Ok((None, Some(why))),
+        (Err(why), _) | (_, Err(why)) => Ok((None, Some(why.to_string()))),
     }
 }
 

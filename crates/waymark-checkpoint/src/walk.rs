@@ -65,9 +65,23 @@ pub(crate) struct Listing {
     pub not_utf8: Vec<String>,
 }
 
+/// Why an ignore file (or the `.git` entry leading to one) cannot be used; the listing notes
+/// it and leaves out what it would have ruled.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unusable {
+    #[error("{} is not a plain file", .0.display())]
+    NotPlain(PathBuf),
+    #[error("{} is over 1 MiB", .0.display())]
+    TooBig(PathBuf),
+    #[error("{} cannot be read: {}", .0.display(), .1)]
+    Unreadable(PathBuf, std::io::Error),
+    #[error("{} is not a folder or a plain file", .0.display())]
+    OddGit(PathBuf),
+}
+
 /// Reads the ignore file `name` of the open folder `dir` (whose path is `path`): `Ok(None)`
 /// when there is none, `Err` saying why it cannot be used (not a regular file, too big).
-fn ignore_file(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<Vec<u8>>, String> {
+fn ignore_file(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<Vec<u8>>, Unusable> {
     use std::io::Read as _;
     let shown = path.join(name);
     let fd = match rustix::fs::openat(
@@ -78,25 +92,28 @@ fn ignore_file(dir: impl AsFd, name: &str, path: &Path) -> Result<Option<Vec<u8>
     ) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(rustix::io::Errno::LOOP) => {
-            return Err(format!("{} is not a plain file", shown.display()));
-        }
-        Err(e) => return Err(format!("{} cannot be read: {e}", shown.display())),
+        Err(rustix::io::Errno::LOOP) => return Err(Unusable::NotPlain(shown)),
+        Err(e) => return Err(Unusable::Unreadable(shown, e.into())),
     };
-    let st = rustix::fs::fstat(&fd).map_err(|e| format!("{}: {e}", shown.display()))?;
+    let st = match rustix::fs::fstat(&fd) {
+        Ok(st) => st,
+        Err(e) => return Err(Unusable::Unreadable(shown, e.into())),
+    };
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(format!("{} is not a plain file", shown.display()));
+        return Err(Unusable::NotPlain(shown));
     }
     if st.st_size as u64 > MAX_IGNORE_FILE {
-        return Err(format!("{} is over 1 MiB", shown.display()));
+        return Err(Unusable::TooBig(shown));
     }
     let mut data = Vec::new();
-    std::fs::File::from(fd)
+    if let Err(e) = std::fs::File::from(fd)
         .take(MAX_IGNORE_FILE + 1)
         .read_to_end(&mut data)
-        .map_err(|e| format!("{} cannot be read: {e}", shown.display()))?;
+    {
+        return Err(Unusable::Unreadable(shown, e));
+    }
     if data.len() as u64 > MAX_IGNORE_FILE {
-        return Err(format!("{} is over 1 MiB", shown.display()));
+        return Err(Unusable::TooBig(shown));
     }
     Ok(Some(data))
 }
@@ -113,7 +130,7 @@ pub(crate) fn rules_of(root: &Path, text: &[u8]) -> Option<Arc<Gitignore>> {
 
 /// The repository's own exclude file for a workspace at `root`: `.git/info/exclude`, or,
 /// for a worktree (`.git` a file naming its folder), the main repository's.
-fn exclude_file(root_fd: &OwnedFd, root: &Path) -> Result<Option<Vec<u8>>, String> {
+fn exclude_file(root_fd: &OwnedFd, root: &Path) -> Result<Option<Vec<u8>>, Unusable> {
     let git = match rustix::fs::statat(root_fd, ".git", AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => FileType::from_raw_mode(st.st_mode),
         Err(_) => return Ok(None),
@@ -140,12 +157,7 @@ fn exclude_file(root_fd: &OwnedFd, root: &Path) -> Result<Option<Vec<u8>>, Strin
                 None => dir,
             }
         }
-        _ => {
-            return Err(format!(
-                "{} is not a folder or a plain file",
-                root.join(".git").display()
-            ));
-        }
+        _ => return Err(Unusable::OddGit(root.join(".git"))),
     };
     let info_dir = info.join("info");
     let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &info_dir, DIR, Mode::empty()) else {

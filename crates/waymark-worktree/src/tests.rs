@@ -57,6 +57,19 @@ fn row(m: &Made) -> WorktreeRow {
     }
 }
 
+/// The agent's program at `prog`: it notes each run in `marker` (which must stay absent),
+/// passing its input through (as a filter would).
+fn agent_program(prog: &Path, marker: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(prog.parent().unwrap()).unwrap();
+    std::fs::write(
+        prog,
+        format!("#!/bin/sh\necho \"$0 $*\" >> {}\ncat\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 #[test]
 fn a_worktree_starts_from_head_on_its_branch_with_the_included_files() {
     let r = repo();
@@ -231,22 +244,13 @@ fn discard_removes_the_worktree_and_its_branch() {
 /// reviews, diffs, merges or discards: Waymark names the worktree's real git folder itself.
 #[test]
 fn a_worktree_git_file_rewritten_by_the_agent_runs_nothing() {
-    use std::os::unix::fs::PermissionsExt as _;
     let r = repo();
     let m = create(&r.main, &r.root, "evil").unwrap();
     let fake = m.path.join("notes/fake-git");
     std::fs::create_dir_all(fake.join("hooks")).unwrap();
     let marker = r._dir.path().join("ran");
     let prog = m.path.join("notes/prog.sh");
-    std::fs::write(
-        &prog,
-        format!(
-            "#!/bin/sh\necho \"$0 $*\" >> {}\nexit 0\n",
-            marker.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    agent_program(&prog, &marker);
     // A git folder of the agent's own (a repository made elsewhere, moved in), its settings
     // naming the agent's program.
     let scratch = r._dir.path().join("scratch");
@@ -305,7 +309,6 @@ fn a_worktree_git_file_rewritten_by_the_agent_runs_nothing() {
 /// repository, under its own settings.)
 #[test]
 fn a_repository_the_agent_makes_inside_the_worktree_runs_nothing() {
-    use std::os::unix::fs::PermissionsExt as _;
     let r = repo();
     // The project has a submodule at vendor/lib (not checked out in a new worktree).
     let head = git(&r.main, &["rev-parse", "HEAD"]);
@@ -322,15 +325,7 @@ fn a_repository_the_agent_makes_inside_the_worktree_runs_nothing() {
     let m = create(&r.main, &r.root, "nested").unwrap();
     let marker = r._dir.path().join("ran");
     let prog = r._dir.path().join("prog.sh");
-    std::fs::write(
-        &prog,
-        format!(
-            "#!/bin/sh\necho \"$0 $*\" >> {}\nexit 0\n",
-            marker.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    agent_program(&prog, &marker);
     // The agent's repository at the submodule's path: HEAD names a branch with no commit.
     let nested = m.path.join("vendor/lib/.git");
     std::fs::create_dir_all(nested.join("objects")).unwrap();
@@ -512,13 +507,11 @@ fn a_rename_in_the_target_counts_both_its_paths() {
 /// merge.
 #[test]
 fn relative_hook_and_monitor_settings_run_nothing_of_the_agents() {
-    use std::os::unix::fs::PermissionsExt as _;
     let r = repo();
     git(&r.main, &["config", "core.hooksPath", ".husky/_"]);
     git(&r.main, &["config", "core.fsmonitor", "tools/monitor.sh"]);
     let m = create(&r.main, &r.root, "hooks").unwrap();
     let marker = r._dir.path().join("ran");
-    let script = format!("#!/bin/sh\necho \"$0\" >> {}\nexit 0\n", marker.display());
     for p in [
         ".husky/_/post-index-change",
         ".husky/_/reference-transaction",
@@ -526,10 +519,7 @@ fn relative_hook_and_monitor_settings_run_nothing_of_the_agents() {
         ".husky/_/post-merge",
         "tools/monitor.sh",
     ] {
-        let path = m.path.join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        agent_program(&m.path.join(p), &marker);
     }
     std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
     let w = row(&m);
@@ -547,7 +537,6 @@ fn relative_hook_and_monitor_settings_run_nothing_of_the_agents() {
 /// the user reviews) is still never entered: the submodule stays as HEAD has it.
 #[test]
 fn a_repository_at_a_submodule_path_is_never_entered() {
-    use std::os::unix::fs::PermissionsExt as _;
     let r = repo();
     let head = git(&r.main, &["rev-parse", "HEAD"]);
     git(
@@ -563,12 +552,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     let m = create(&r.main, &r.root, "race").unwrap();
     let marker = r._dir.path().join("ran");
     let prog = r._dir.path().join("prog.sh");
-    std::fs::write(
-        &prog,
-        format!("#!/bin/sh\necho ran >> {}\ncat\n", marker.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    agent_program(&prog, &marker);
     // A repository at `sub` on the submodule's commit, with a monitor and a filter of its own.
     let sub = m.path.join("sub");
     std::fs::create_dir_all(&sub).unwrap();
