@@ -111,7 +111,7 @@ describe("session reducer", () => {
     seq = 0;
     const s = run([
       ev("questionnaire.opened", { id: "q1", question: { kind: "plan_approval", payload: planApproval({ version: 1 }) } }),
-      ev("questionnaire.answered", { id: "q1", kind: "plan_approval", answer: { answer: "approve", as_goal: {}, handed_to: "s-two" } }),
+      ev("questionnaire.answered", { id: "q1", kind: "plan_approval", answer: { answer: "approve", as_goal: { tokens: null, turns: null, seconds: null }, handed_to: "s-two" } }),
     ]);
     const said = s.items.filter((i) => i.kind === "chip").map((i) => (i.kind === "chip" ? i.text : ""));
     expect(said).toContain("Plan approved: implemented as a goal by session s-two, in its own worktree");
