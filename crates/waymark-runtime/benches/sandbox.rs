@@ -89,6 +89,7 @@ fn main() {
     let scope = ReadScope {
         workspace: ws.clone(),
         artifacts,
+        project: Vec::new(),
         homes: homes.clone(),
         owner: Owner {
             waymark: vec![data],

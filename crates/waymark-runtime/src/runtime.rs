@@ -194,6 +194,7 @@ impl Runtime {
         crate::sandbox::reads::ReadScope {
             workspace: workspace.to_path_buf(),
             artifacts: artifacts.to_path_buf(),
+            project: self.project_git(workspace),
             homes,
             owner: crate::sandbox::private::Owner {
                 waymark,

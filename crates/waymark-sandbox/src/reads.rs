@@ -107,6 +107,9 @@ pub struct ReadScope {
     pub homes: Vec<PathBuf>,
     /// Whose private places to keep out (Waymark's folders, every home, the environment).
     pub owner: Owner,
+    /// Folders of the session's project outside its workspace that it reads: for a session
+    /// in a git worktree, the project's git folder (the worktree's history lives there).
+    pub project: Vec<PathBuf>,
 }
 
 impl ReadScope {
@@ -155,6 +158,7 @@ impl ReadScope {
     fn chosen(&self, read_allow: &[PathBuf]) -> Vec<PathBuf> {
         let mut chosen = vec![self.workspace.clone(), self.artifacts.clone()];
         chosen.extend(git_root(&self.workspace));
+        chosen.extend(self.project.iter().cloned());
         chosen.extend(read_allow.iter().cloned());
         chosen
     }
@@ -350,6 +354,7 @@ mod tests {
         ReadScope {
             workspace: root.join("ws"),
             artifacts: root.join("data/sessions/s1/artifacts"),
+            project: Vec::new(),
             homes: vec![home.clone()],
             owner: Owner {
                 waymark: vec![root.join("data"), home.join(".config/waymark")],

@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::runtime::{Runtime, pid_alive};
 use crate::store;
+use std::path::{Path, PathBuf};
 use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeState, WorktreeView};
 use waymark_worktree::db::{self, WorktreeRow, WorktreeWrites as _};
 
@@ -25,6 +26,21 @@ pub(crate) fn row_of(id: &str, m: &waymark_worktree::Made, now: i64) -> Worktree
 }
 
 impl Runtime {
+    /// For a workspace in one of Waymark's worktrees, the project's git folder, found from
+    /// the worktree's row (never from the worktree's `.git` file, which the agent may write).
+    pub(crate) fn project_git(&self, workspace: &Path) -> Vec<PathBuf> {
+        let trees = self
+            .store()
+            .view(|c| Ok::<_, Error>(waymark_worktree::db::on_disk(c).unwrap_or_default()))
+            .unwrap_or_default();
+        trees
+            .into_iter()
+            .filter(|w| workspace.starts_with(&w.path))
+            .map(|w| Path::new(&w.repo).join(".git"))
+            .filter(|g| g.is_dir())
+            .collect()
+    }
+
     fn worktree_row(&self, id: &str) -> Result<WorktreeRow> {
         self.store()
             .view(|c| {

@@ -2,7 +2,7 @@
 //! touching each other's files or the checkout, and both show in the session list (G-34);
 //! a plan approved as a goal "in a new worktree" is implemented by a new session there (G-36).
 
-use super::harness::{Harness, run, user, waiting_on};
+use super::harness::{Harness, results, run, user, waiting_on};
 use serde_json::json;
 use std::path::Path;
 use waymark_protocol::config::{Config, Verification};
@@ -280,5 +280,49 @@ async fn g_36_a_failed_hand_over_leaves_the_review_open_and_nothing_behind() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("own plan"), "{e}");
+    s.shutdown().await.unwrap();
+}
+
+/// In plan mode (its shell sandboxed) a session in a worktree reads its history with git:
+/// the project's git folder is in its read set, found from Waymark's own record of the
+/// worktree, not from the worktree's `.git` file. It still writes none of it: a commit is
+/// refused by the sandbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_in_a_worktree_reads_its_history_in_plan_mode_and_writes_none_of_it() {
+    let h = Harness::new(Config::default());
+    repo(&h);
+    let script = json!({"responses": [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "git log -1 --format=%s && echo read"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "git commit -q --allow-empty -m sneaky && echo committed"}}]},
+        {"text": "Looked."},
+    ]});
+    let s = h
+        .runtime
+        .create_session_in_worktree(
+            SessionSpec {
+                workspace: Some(h.ws.clone()),
+                model: Some(h.script(script)),
+                permission_mode: Some(PermissionMode::Auto),
+                hold: false,
+            },
+            Some("reader"),
+            "read",
+        )
+        .unwrap();
+    let ev = run(&s, super::plan::plan_entry("look at the history")).await;
+    let out = results(&ev);
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert!(
+        out[0].2.contains("start\nread"),
+        "git could not read the history: {out:?}"
+    );
+    assert!(
+        !out[1].2.contains("committed"),
+        "the agent committed: {out:?}"
+    );
+    assert_eq!(
+        git(&h.ws, &["log", "-1", "--format=%s", "waymark/reader"]).trim(),
+        "start"
+    );
     s.shutdown().await.unwrap();
 }
