@@ -269,6 +269,17 @@ impl Store {
         }
     }
 
+    /// That blob `id` is in the store (its header read, its content not).
+    pub(crate) fn check_blob(&self, id: &ObjectId) -> Result<()> {
+        use gix_object::FindHeader as _;
+        match self.handle().try_header(id) {
+            Ok(Some(h)) if h.kind == gix_object::Kind::Blob => Ok(()),
+            Ok(Some(h)) => Err(self.corrupt(format!("object {id} is a {}, not a blob", h.kind))),
+            Ok(None) => Err(self.corrupt(format!("object {id} is missing"))),
+            Err(e) => Err(self.corrupt(format!("object {id} cannot be read: {e}"))),
+        }
+    }
+
     /// The bytes of object `id`, which must be of `kind`.
     pub(crate) fn read(&self, id: &ObjectId, kind: gix_object::Kind) -> Result<Vec<u8>> {
         let mut buf = Vec::new();

@@ -12,6 +12,14 @@ use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+/// How many bytes of the files a restore brings back are read before it changes anything;
+/// the others are checked to be in the store, then read one at a time.
+const PRELOAD_MAX: u64 = if cfg!(test) {
+    64 * 1024
+} else {
+    256 * 1024 * 1024
+};
+
 /// What a restore did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Restored {
@@ -190,15 +198,26 @@ impl Store {
             moved: 0,
         };
         let mut done = Restored::default();
-        // Read every object first: a damaged store fails before anything changes.
+        // Read every object first: a damaged store fails before anything changes. Past
+        // `PRELOAD_MAX` bytes the rest are only looked up now (there, and blobs) and read
+        // when their turn comes, so memory stays bounded however much comes back.
         let mut contents = Vec::new();
+        let mut held = 0u64;
         for change in diff(&now, &want) {
             if let crate::Change::Added(p) | crate::Change::Modified(p) = &change
                 && let Some(e) = want.get(p)
             {
                 let data = match e.kind {
-                    EntryKind::Tree => Vec::new(),
-                    _ => self.read(&e.id, gix_object::Kind::Blob)?,
+                    EntryKind::Tree => Some(Vec::new()),
+                    _ if held < PRELOAD_MAX => {
+                        let data = self.read(&e.id, gix_object::Kind::Blob)?;
+                        held += data.len() as u64;
+                        Some(data)
+                    }
+                    _ => {
+                        self.check_blob(&e.id)?;
+                        None
+                    }
                 };
                 contents.push((p.clone(), *e, data));
             }
@@ -236,6 +255,10 @@ impl Store {
         for (p, e, data) in contents {
             let Some((parents, name)) = split(&p) else {
                 continue;
+            };
+            let data = match data {
+                Some(d) => d,
+                None => self.read(&e.id, gix_object::Kind::Blob)?,
             };
             let dir = fs.folder(&parents)?;
             let there = kind_at(&dir, name).map_err(|e| err(&p, e))?;

@@ -707,3 +707,53 @@ fn many_folders_do_not_run_out_of_descriptors() {
 }
 
 mod pack;
+
+/// A restore bringing back more than it reads up front (`PRELOAD_MAX`, 64 KiB in tests)
+/// reads the rest one file at a time and comes out exact; one of those missing from the
+/// store is still found before anything changes.
+#[test]
+fn a_large_restore_reads_in_turn_and_still_checks_first() {
+    let f = fixture();
+    for i in 0..40 {
+        write(
+            &f.ws,
+            &format!("f{i:02}.txt"),
+            &format!("{i:04} ").repeat(800),
+        );
+    }
+    let a = snap(&f);
+    for i in 0..40 {
+        write(&f.ws, &format!("f{i:02}.txt"), "changed");
+    }
+    let (_, back) = rewind(&f, &a.tree);
+    assert_eq!(back, a.tree);
+    assert_eq!(
+        std::fs::read_to_string(f.ws.join("f39.txt")).unwrap(),
+        "0039 ".repeat(800)
+    );
+    // The last file's object gone: refused with everything as it was.
+    for i in 0..40 {
+        write(&f.ws, &format!("f{i:02}.txt"), "again");
+    }
+    let now = snap(&f);
+    let blob = f.store.files(&a.tree).unwrap()["f39.txt"]
+        .id
+        .to_hex()
+        .to_string();
+    std::fs::remove_file(
+        f.store
+            .dir()
+            .join("objects")
+            .join(&blob[..2])
+            .join(&blob[2..]),
+    )
+    .unwrap();
+    let e = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap_err();
+    assert!(e.to_string().contains("missing"), "{e}");
+    for i in 0..40 {
+        assert_eq!(
+            std::fs::read_to_string(f.ws.join(format!("f{i:02}.txt"))).unwrap(),
+            "again"
+        );
+    }
+}
