@@ -1,7 +1,7 @@
 //! Desktop notifications (G-26): which runtime events deserve one, and raising it. Clicking
 //! a notification brings the window forward on that session.
 
-use waymark_protocol::{Event, EventKind, GoalActor, GoalStatus, Question};
+use waymark_protocol::{Event, EventKind, GoalActor, GoalReason, GoalStatus, Question};
 
 /// A notification to raise.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +36,11 @@ pub fn decide(
             let what = match status {
                 GoalStatus::Blocked => "Goal blocked",
                 GoalStatus::BudgetLimited => "Goal stopped: budget reached",
+                // The day's spending cap is the user's own limit: reaching it is said, even
+                // though the goal resumes by itself the next day (G-33).
+                GoalStatus::UsageLimited if *reason == GoalReason::SpendCap => {
+                    "Goal stopped: today's spending cap"
+                }
                 // A limit the goal resumes from by itself, or whose resume the user just
                 // called off, needs nobody's attention.
                 GoalStatus::UsageLimited
@@ -336,6 +341,27 @@ mod tests {
         assert!(
             rate(GoalActor::Runtime, None).is_some(),
             "no reset time known"
+        );
+        // The day's spending cap is said although the goal resumes by itself (G-33).
+        let cap = decide(
+            &limited_update(
+                GoalStatus::UsageLimited,
+                GoalReason::SpendCap,
+                GoalActor::Runtime,
+                Some(waymark_protocol::UsageLimit {
+                    from_provider: false,
+                    ..limit(true, 0)
+                }),
+            ),
+            "Long job",
+            None,
+            true,
+        )
+        .expect("an alert at the spending cap");
+        assert!(
+            cap.title.starts_with("Goal stopped: today's spending cap"),
+            "{}",
+            cap.title
         );
     }
 
