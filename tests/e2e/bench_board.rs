@@ -31,6 +31,42 @@ fn pss_mb() -> (f64, String) {
     (sum, list)
 }
 
+/// The app process's PSS (MB) by kind of mapping: heap and anonymous memory, files mapped
+/// (the checkpoint stores' packs and indexes among them), and the rest.
+fn app_breakdown() -> String {
+    let pid = app_pid().expect("the app's process");
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let (mut anon, mut file, mut other) = (0u64, 0u64, 0u64);
+    let mut kind = 0;
+    for line in smaps.lines() {
+        let mut parts = line.split_whitespace();
+        let first = parts.next().unwrap_or("");
+        if first.contains('-') && first.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) {
+            let name = parts.nth(4).unwrap_or("");
+            kind = if name.is_empty() || name == "[heap]" {
+                0
+            } else if name.starts_with('/') {
+                1
+            } else {
+                2
+            };
+        } else if first == "Pss:" {
+            let v: u64 = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+            match kind {
+                0 => anon += v,
+                1 => file += v,
+                _ => other += v,
+            }
+        }
+    }
+    format!(
+        "app process: heap and anonymous {:.1} MB, files {:.1} MB, other {:.1} MB",
+        anon as f64 / 1024.0,
+        file as f64 / 1024.0,
+        other as f64 / 1024.0
+    )
+}
+
 /// A goal's script: a greeting, then turns that each list the folder (with a model delay)
 /// and say a different thing, so the no-progress breaker never trips.
 fn script(desk: &Desk) -> std::path::PathBuf {
@@ -81,6 +117,7 @@ pub async fn run(desk: &Desk) {
     app.el("[data-testid=session].current").await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let before = pss_mb();
+    println!("  one session open: {}", app_breakdown());
 
     // Every session opened in this process, idle, then each given a goal.
     for id in &ids {
@@ -95,6 +132,7 @@ pub async fn run(desk: &Desk) {
     }
     tokio::time::sleep(Duration::from_secs(8)).await;
     let opened = pss_mb();
+    println!("  {}", app_breakdown());
     println!(
         "idle PSS, all app processes: {:.1} MB with one session open, {:.1} MB with {GOALS} open: {:.2} MB per session opened (target <= 2)",
         before.0,
@@ -179,6 +217,7 @@ pub async fn run(desk: &Desk) {
             (after.0 - before.0) / (GOALS - 1) as f64,
             after.1
         );
+        println!("  {}", app_breakdown());
     }
     app.close().await;
 }

@@ -8,7 +8,7 @@ use gix_hash::ObjectId;
 use gix_object::tree::EntryKind;
 use std::path::Path;
 use waymark_protocol::FileChange;
-use waymark_protocol::display::{escape_block, escape_line};
+use waymark_protocol::display::{cut_diff, escape_block, escape_line};
 
 /// Files larger than this are not diffed (the preview says so).
 const MAX_DIFF_INPUT: usize = 1024 * 1024;
@@ -148,16 +148,5 @@ pub(crate) fn diff_of(
 }
 
 fn cut(diff: String) -> String {
-    if diff.len() <= MAX_DIFF {
-        return diff;
-    }
-    let mut end = MAX_DIFF;
-    while !diff.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}\n[… the diff goes on for {} more bytes …]\n",
-        &diff[..end],
-        diff.len() - end
-    )
+    cut_diff(diff, MAX_DIFF)
 }

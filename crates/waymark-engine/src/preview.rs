@@ -2,7 +2,7 @@
 //! the operation, and the diff — computed the way the tool will apply it, escaped for
 //! display, never cut below a generous size.
 
-use crate::display::{escape_block, escape_line};
+use crate::display::{cut_diff, escape_block, escape_line};
 use crate::guard::GuardCall;
 use crate::tools::fs_policy::resolve_target;
 use serde_json::Value;
@@ -14,22 +14,7 @@ const MAX_DIFF_INPUT: u64 = 4 * 1024 * 1024;
 const MAX_DIFF: usize = 512 * 1024;
 
 fn cut(diff: String) -> String {
-    cut_to(diff, MAX_DIFF)
-}
-
-fn cut_to(diff: String, max: usize) -> String {
-    if diff.len() <= max {
-        return diff;
-    }
-    let mut end = max;
-    while !diff.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}\n[… the diff goes on for {} more bytes …]\n",
-        &diff[..end],
-        diff.len() - end
-    )
+    cut_diff(diff, MAX_DIFF)
 }
 
 /// The note on a change to a private place, whose current contents the question leaves out.
@@ -50,7 +35,7 @@ pub(crate) fn changes_to_show(call: &GuardCall<'_>) -> Vec<FileChange> {
     let mut files = file_changes(call);
     for f in &mut files {
         if let Some(d) = f.diff.take() {
-            f.diff = Some(cut_to(d, MAX_SHOWN_DIFF));
+            f.diff = Some(cut_diff(d, MAX_SHOWN_DIFF));
         }
     }
     files

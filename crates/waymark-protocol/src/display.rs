@@ -131,6 +131,23 @@ pub fn cut_at(mut s: String, max: usize) -> String {
     s
 }
 
+/// A diff cut to at most `max` bytes (at a character boundary), with a line saying how much
+/// more there was.
+pub fn cut_diff(diff: String, max: usize) -> String {
+    if diff.len() <= max {
+        return diff;
+    }
+    let mut end = max;
+    while !diff.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[… the diff goes on for {} more bytes …]\n",
+        &diff[..end],
+        diff.len() - end
+    )
+}
+
 /// Text cut to its first 200 bytes (at a character boundary) with `…`, for an error message
 /// that quotes what was wrong.
 pub fn clip(s: &str) -> String {

@@ -59,6 +59,16 @@ fn row(m: &Made) -> WorktreeRow {
 
 /// The agent's program at `prog`: it notes each run in `marker` (which must stay absent),
 /// passing its input through (as a filter would).
+/// Commits a submodule at `path` (a gitlink to HEAD's own commit, never checked out), and
+/// returns that commit.
+fn add_submodule(main: &Path, path: &str) -> String {
+    let head = git(main, &["rev-parse", "HEAD"]);
+    let link = format!("160000,{},{path}", head.trim());
+    git(main, &["update-index", "--add", "--cacheinfo", &link]);
+    git(main, &["commit", "-qm", "a submodule"]);
+    head.trim().to_string()
+}
+
 fn agent_program(prog: &Path, marker: &Path) {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::create_dir_all(prog.parent().unwrap()).unwrap();
@@ -311,17 +321,7 @@ fn a_worktree_git_file_rewritten_by_the_agent_runs_nothing() {
 fn a_repository_the_agent_makes_inside_the_worktree_runs_nothing() {
     let r = repo();
     // The project has a submodule at vendor/lib (not checked out in a new worktree).
-    let head = git(&r.main, &["rev-parse", "HEAD"]);
-    git(
-        &r.main,
-        &[
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("160000,{},vendor/lib", head.trim()),
-        ],
-    );
-    git(&r.main, &["commit", "-qm", "a submodule"]);
+    add_submodule(&r.main, "vendor/lib");
     let m = create(&r.main, &r.root, "nested").unwrap();
     let marker = r._dir.path().join("ran");
     let prog = r._dir.path().join("prog.sh");
@@ -538,17 +538,7 @@ fn relative_hook_and_monitor_settings_run_nothing_of_the_agents() {
 #[test]
 fn a_repository_at_a_submodule_path_is_never_entered() {
     let r = repo();
-    let head = git(&r.main, &["rev-parse", "HEAD"]);
-    git(
-        &r.main,
-        &[
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("160000,{},sub", head.trim()),
-        ],
-    );
-    git(&r.main, &["commit", "-qm", "a submodule"]);
+    let head = add_submodule(&r.main, "sub");
     let m = create(&r.main, &r.root, "race").unwrap();
     let marker = r._dir.path().join("ran");
     let prog = r._dir.path().join("prog.sh");

@@ -48,6 +48,16 @@ fn snap(f: &Fixture) -> Snapshot {
 }
 
 /// Restores `target` from the workspace's state now; the tree it then has.
+/// Where the store keeps object `id` as a loose file.
+fn loose(f: &Fixture, id: &ObjectId) -> PathBuf {
+    let hex = id.to_hex().to_string();
+    f.store
+        .dir()
+        .join("objects")
+        .join(&hex[..2])
+        .join(&hex[2..])
+}
+
 fn rewind(f: &Fixture, target: &ObjectId) -> (Restored, ObjectId) {
     let now = snap(f);
     let done = f.store.restore(&f.ws, &now.tree, target, &[]).unwrap();
@@ -316,33 +326,14 @@ fn a_damaged_store_is_a_clear_error_and_changes_nothing() {
     let a = snap(&f);
     write(&f.ws, "a.txt", "two");
     let now = snap(&f);
-    let blob = f.store.files(&a.tree).unwrap()["a.txt"]
-        .id
-        .to_hex()
-        .to_string();
-    std::fs::remove_file(
-        f.store
-            .dir()
-            .join("objects")
-            .join(&blob[..2])
-            .join(&blob[2..]),
-    )
-    .unwrap();
+    let blob = f.store.files(&a.tree).unwrap()["a.txt"].id;
+    std::fs::remove_file(loose(&f, &blob)).unwrap();
     let e = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap_err();
     assert!(matches!(e, CheckpointError::Corrupt { .. }), "{e}");
     assert!(e.to_string().contains("missing"), "{e}");
     assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "two");
     // Garbage in place of an object.
-    let tree = a.tree.to_hex().to_string();
-    std::fs::write(
-        f.store
-            .dir()
-            .join("objects")
-            .join(&tree[..2])
-            .join(&tree[2..]),
-        b"junk",
-    )
-    .unwrap();
+    std::fs::write(loose(&f, &a.tree), b"junk").unwrap();
     let e = f.store.files(&a.tree).unwrap_err();
     assert!(e.to_string().contains("damaged"), "{e}");
     // A store folder that is not one.
@@ -736,18 +727,8 @@ fn a_large_restore_reads_in_turn_and_still_checks_first() {
         write(&f.ws, &format!("f{i:02}.txt"), "again");
     }
     let now = snap(&f);
-    let blob = f.store.files(&a.tree).unwrap()["f39.txt"]
-        .id
-        .to_hex()
-        .to_string();
-    std::fs::remove_file(
-        f.store
-            .dir()
-            .join("objects")
-            .join(&blob[..2])
-            .join(&blob[2..]),
-    )
-    .unwrap();
+    let blob = f.store.files(&a.tree).unwrap()["f39.txt"].id;
+    std::fs::remove_file(loose(&f, &blob)).unwrap();
     let e = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap_err();
     assert!(e.to_string().contains("missing"), "{e}");
     for i in 0..40 {
