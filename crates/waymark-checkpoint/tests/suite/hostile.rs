@@ -1,7 +1,7 @@
 //! Acceptance 2 of issue 23: rewinds against a hostile workspace and a damaged store. A
 //! link swapped in for a folder is not written through, a 2 GB sparse file is left out with
 //! a note, a rewind while a turn runs is refused, and a damaged or deleted store is a clear
-//! error while the session goes on.
+//! error while the session goes on. A long rewind keeps the session's lease alive.
 
 use super::harness::{Harness, collect, finished, run, user};
 use super::{manifest, rewind, turn_starts};
@@ -224,6 +224,83 @@ async fn a_deleted_or_damaged_store_is_a_clear_error_and_the_session_goes_on() {
     assert!(
         said[0].contains("objects") && said[0].contains("cannot be rewound"),
         "{said:?}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// A rewind of a big workspace takes a while; the session's lease is kept alive meanwhile, so
+/// another process never takes the session over halfway through (and then writes into a
+/// workspace being restored).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_rewind_keeps_the_sessions_lease_alive() {
+    use std::time::{Duration, Instant};
+    let period = Duration::from_millis(20);
+    let h = Harness::new(Config::default());
+    let rt = h.reopen(|o| o.heartbeat = period);
+    let model = h.script(json!({"responses": [done(), done()]}));
+    let s = rt
+        .create_session(waymark_runtime::SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(model),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    run(&s, user("hello")).await;
+    let start = turn_starts(&rt, s.id())[0].id.clone();
+    // Thousands of files appear after the checkpoint: the rewind records each in its undo
+    // checkpoint, then removes it.
+    for i in 0..6000 {
+        std::fs::write(h.ws.join(format!("f{i:04}.txt")), format!("file {i}\n")).unwrap();
+    }
+    let heartbeat = {
+        let store = rt.store().clone();
+        let id = s.id().to_string();
+        move || {
+            store
+                .read(|c| waymark_runtime::store::sessions::lease(c, &id))
+                .unwrap()
+                .expect("the session's lease")
+                .heartbeat
+        }
+    };
+    // The heartbeat read every 2 ms while the rewind runs, with when it was read.
+    let done_flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let started = Instant::now();
+    let sampler = {
+        let done_flag = done_flag.clone();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !done_flag.load(std::sync::atomic::Ordering::Acquire) {
+                seen.push((started.elapsed(), heartbeat()));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            seen
+        })
+    };
+    rewind(&s, &start, RewindScope::Files).await.unwrap();
+    let took = started.elapsed();
+    done_flag.store(true, std::sync::atomic::Ordering::Release);
+    let seen = sampler.join().unwrap();
+    assert!(
+        !h.ws.join("f0000.txt").exists(),
+        "the rewind removed the new files"
+    );
+    // Long enough for several heartbeats, or the test would show nothing.
+    assert!(
+        took >= period * 8,
+        "the rewind took only {took:?}: make the workspace bigger"
+    );
+    // Well inside the rewind (not the beats just before it or those caught up after it), the
+    // heartbeat still moved.
+    let inside: std::collections::BTreeSet<i64> = seen
+        .iter()
+        .filter(|(at, _)| *at >= period * 2 && *at + period * 2 <= took)
+        .map(|(_, beat)| *beat)
+        .collect();
+    assert!(
+        inside.len() >= 2,
+        "the lease's heartbeat stalled during a {took:?} rewind: {inside:?}"
     );
     s.shutdown().await.unwrap();
 }
