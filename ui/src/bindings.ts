@@ -418,6 +418,16 @@ export type CheckpointConfig_Deserialize = {
 	enabled?: boolean,
 	/**  Files larger than this many MB are left out of checkpoints (and noted). */
 	max_file_mb?: number,
+	/**
+	 *  A workspace with more entries than this to keep (files, links and folders, after the
+	 *  ignore files) is not checkpointed: the session says so once and goes on.
+	 */
+	max_files?: number,
+	/**
+	 *  A workspace with more than this many MB of files to keep is not checkpointed either
+	 *  (a first checkpoint copies all of it into the session's store).
+	 */
+	max_total_mb?: number,
 	/**  Checkpoints older than this many days are pruned. */
 	keep_days?: number,
 };
@@ -428,6 +438,16 @@ export type CheckpointConfig_Serialize = {
 	enabled: boolean,
 	/**  Files larger than this many MB are left out of checkpoints (and noted). */
 	max_file_mb: number,
+	/**
+	 *  A workspace with more entries than this to keep (files, links and folders, after the
+	 *  ignore files) is not checkpointed: the session says so once and goes on.
+	 */
+	max_files: number,
+	/**
+	 *  A workspace with more than this many MB of files to keep is not checkpointed either
+	 *  (a first checkpoint copies all of it into the session's store).
+	 */
+	max_total_mb: number,
 	/**  Checkpoints older than this many days are pruned. */
 	keep_days: number,
 };

@@ -19,6 +19,7 @@ use waymark_protocol::EventKind;
 use waymark_protocol::checkpoint::{
     CheckpointTrigger, PathChange, PathChangeKind, RewindScope, SkippedFile,
 };
+use waymark_protocol::config::CheckpointConfig;
 use waymark_store::ToolCallRecord;
 
 /// The extension's migrations (its own `checkpoints` table).
@@ -38,6 +39,9 @@ struct Slot {
     root: Mutex<Option<(u64, u64)>>,
     /// Old checkpoints were pruned in this process.
     pruned: AtomicBool,
+    /// The last checkpoint was refused for the workspace's size: the calls of the turn do
+    /// not walk it again (the next turn start tries again).
+    too_big: AtomicBool,
 }
 
 /// Where a session keeps its checkpoint store.
@@ -141,11 +145,14 @@ impl Slot {
     }
 }
 
-/// What a checkpoint of a session takes: files up to `max_file_mb`, and never Waymark's own
-/// data folder (the session folder's grandparent), should the workspace hold it.
-pub fn limits_for(max_file_mb: u64, session_dir: &Path) -> Limits {
+/// What a checkpoint of a session takes: files up to `max_file_mb`, a workspace within
+/// `max_files` and `max_total_mb`, and never Waymark's own data folder (the session folder's
+/// grandparent), should the workspace hold it.
+pub fn limits_for(config: &CheckpointConfig, session_dir: &Path) -> Limits {
     Limits {
-        max_file_bytes: max_file_mb.saturating_mul(1024 * 1024),
+        max_file_bytes: config.max_file_mb.saturating_mul(1024 * 1024),
+        max_entries: usize::try_from(config.max_files).unwrap_or(usize::MAX),
+        max_total_bytes: config.max_total_mb.saturating_mul(1024 * 1024),
         skip: session_dir
             .parent()
             .and_then(Path::parent)
@@ -192,14 +199,19 @@ async fn take(
     let store = slot.store(api)?;
     let ws = api.workspace().to_path_buf();
     slot.check_root(&ws)?;
-    let limits = limits_for(api.config().checkpoints.max_file_mb, api.session_dir());
+    let limits = limits_for(&api.config().checkpoints, api.session_dir());
     let sid = api.id().to_string();
     let prev = api
         .read(|c| db::last(c, &sid))?
         .and_then(|p| ObjectId::from_hex(p.tree.as_bytes()).ok());
     let s = store.clone();
+    let sizes = slot.clone();
     let (snap, changed) = blocking(move || {
-        let snap = s.snapshot(&ws, &limits)?;
+        let snap = s.snapshot(&ws, &limits).inspect_err(|e| {
+            if matches!(e, CheckpointError::TooBig(_)) {
+                sizes.too_big.store(true, Ordering::Relaxed);
+            }
+        })?;
         // A store made again since the previous checkpoint no longer has its tree: the
         // change is then counted from nothing.
         let changed = match prev {
@@ -244,6 +256,7 @@ async fn take(
         Ok(row)
     })?;
     slot.failing.store(false, Ordering::Relaxed);
+    slot.too_big.store(false, Ordering::Relaxed);
     Ok(Some(row))
 }
 
@@ -266,7 +279,7 @@ async fn take_or_say(
             let slot = api.state::<Slot>();
             if !slot.failing.swap(true, Ordering::Relaxed) {
                 let message = format!(
-                    "no checkpoint could be taken, so this turn cannot be rewound: {e}. The session goes on; checkpoints resume once the store works again."
+                    "no checkpoint could be taken, so this turn cannot be rewound: {e}. The session goes on, and checkpoints resume as soon as one can be taken."
                 );
                 api.write(|tx| {
                     Ok(tx.emit(
@@ -400,7 +413,7 @@ impl Extension for CheckpointExtension {
         writes: bool,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            if !writes {
+            if !writes || api.state::<Slot>().too_big.load(Ordering::Relaxed) {
                 return Ok(());
             }
             take_or_say(api, CheckpointTrigger::BeforeTool, turn_id, Some(call)).await

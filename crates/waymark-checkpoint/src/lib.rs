@@ -52,6 +52,9 @@ pub enum CheckpointError {
     Corrupt { store: String, message: String },
     #[error("{0}")]
     Invalid(String),
+    /// The workspace holds more to keep than the limits allow: nothing was stored.
+    #[error("{0}")]
+    TooBig(String),
 }
 
 pub type Result<T> = std::result::Result<T, CheckpointError>;
@@ -68,6 +71,10 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError 
 pub struct Limits {
     /// Files larger than this are left out (and noted).
     pub max_file_bytes: u64,
+    /// More entries to keep than this (files, links, folders) and no checkpoint is taken.
+    pub max_entries: usize,
+    /// More bytes of files to keep than this and no checkpoint is taken.
+    pub max_total_bytes: u64,
     /// Folders never taken wherever they appear in the workspace (Waymark's own data
     /// folder, when a workspace holds it: its store and database are not the project's).
     pub skip: Vec<PathBuf>,
@@ -77,6 +84,8 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_file_bytes: 10 * 1024 * 1024,
+            max_entries: 100_000,
+            max_total_bytes: 2048 * 1024 * 1024,
             skip: Vec::new(),
         }
     }

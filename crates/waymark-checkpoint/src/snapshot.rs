@@ -114,7 +114,27 @@ impl Store {
         } else {
             1
         };
-        let listing = crate::walk::list(&root, root_fd, threads, &limits.skip);
+        let listing = crate::walk::list(&root, root_fd, threads, &limits.skip, limits.max_entries);
+        if listing.over {
+            return Err(CheckpointError::TooBig(format!(
+                "the workspace holds more than {} files, links and folders to keep (checkpoints.max_files): leave its big folders out with .gitignore, or raise the setting",
+                limits.max_entries
+            )));
+        }
+        let total: u64 = listing
+            .found
+            .iter()
+            .filter(|f| f.kind() == FileType::RegularFile)
+            .map(|f| f.stat.st_size as u64)
+            .filter(|size| *size <= limits.max_file_bytes)
+            .sum();
+        if total > limits.max_total_bytes {
+            return Err(CheckpointError::TooBig(format!(
+                "the workspace holds {} MB of files to keep, over {} MB (checkpoints.max_total_mb): leave its big folders out with .gitignore, or raise the setting",
+                total.div_ceil(1024 * 1024),
+                limits.max_total_bytes / (1024 * 1024)
+            )));
+        }
         let mut seen = std::collections::HashMap::with_capacity(listing.found.len());
         let mut top = Dir::default();
         let mut skipped: Vec<Skipped> = listing

@@ -63,6 +63,8 @@ pub(crate) struct Listing {
     pub notes: Vec<(String, String)>,
     /// Paths left out for a name that is not UTF-8.
     pub not_utf8: Vec<String>,
+    /// The walk stopped early: it found more than the entries it was allowed.
+    pub over: bool,
 }
 
 /// Why an ignore file (or the `.git` entry leading to one) cannot be used; the listing notes
@@ -323,8 +325,14 @@ fn read_dir(root: &Path, skip: &Skip, todo: Todo, out: &mut Listing, more: &mut 
 }
 
 /// Lists the workspace at `root` (opened as `root_fd`), on `threads` threads, leaving out
-/// the folders of `skip`.
-pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize, skip: &[PathBuf]) -> Listing {
+/// the folders of `skip`. Past `max` entries found it stops, and says so (`over`).
+pub(crate) fn list(
+    root: &Path,
+    root_fd: OwnedFd,
+    threads: usize,
+    skip: &[PathBuf],
+    max: usize,
+) -> Listing {
     let skip: Skip = skip
         .iter()
         .filter_map(|p| rustix::fs::stat(p).ok())
@@ -355,6 +363,10 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize, skip: &[PathBu
         let mut todo = vec![first];
         while let Some(t) = todo.pop() {
             read_dir(root, skip, t, &mut out, &mut todo);
+            if out.found.len() > max {
+                out.over = true;
+                break;
+            }
         }
         return out;
     }
@@ -362,10 +374,15 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize, skip: &[PathBu
     struct Work {
         todo: Vec<Todo>,
         busy: usize,
+        /// Entries found by every worker so far.
+        found: usize,
+        over: bool,
     }
     let work = Mutex::new(Work {
         todo: vec![first],
         busy: 0,
+        found: 0,
+        over: false,
     });
     let woken = Condvar::new();
     let parts: Vec<Listing> = std::thread::scope(|s| {
@@ -378,6 +395,9 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize, skip: &[PathBu
                         let next = {
                             let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
                             loop {
+                                if w.over {
+                                    break None;
+                                }
                                 if let Some(t) = w.todo.pop() {
                                     w.busy += 1;
                                     break Some(t);
@@ -392,10 +412,16 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize, skip: &[PathBu
                             woken.notify_all();
                             return mine;
                         };
+                        let had = mine.found.len();
                         read_dir(root, skip, t, &mut mine, &mut more);
                         let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
                         w.todo.append(&mut more);
                         w.busy -= 1;
+                        w.found += mine.found.len() - had;
+                        if w.found > max {
+                            w.over = true;
+                            w.todo.clear();
+                        }
                         drop(w);
                         woken.notify_all();
                     }
@@ -416,6 +442,7 @@ pub(crate) fn list(root: &Path, root_fd: OwnedFd, threads: usize, skip: &[PathBu
             })
             .collect()
     });
+    out.over = work.into_inner().unwrap_or_else(|p| p.into_inner()).over;
     for p in parts {
         out.found.extend(p.found);
         out.notes.extend(p.notes);

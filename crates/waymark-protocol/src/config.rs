@@ -78,6 +78,12 @@ pub struct CheckpointConfig {
     pub enabled: bool,
     /// Files larger than this many MB are left out of checkpoints (and noted).
     pub max_file_mb: u64,
+    /// A workspace with more entries than this to keep (files, links and folders, after the
+    /// ignore files) is not checkpointed: the session says so once and goes on.
+    pub max_files: u64,
+    /// A workspace with more than this many MB of files to keep is not checkpointed either
+    /// (a first checkpoint copies all of it into the session's store).
+    pub max_total_mb: u64,
     /// Checkpoints older than this many days are pruned.
     pub keep_days: u32,
 }
@@ -87,6 +93,8 @@ impl Default for CheckpointConfig {
         CheckpointConfig {
             enabled: true,
             max_file_mb: 10,
+            max_files: 100_000,
+            max_total_mb: 2048,
             keep_days: 30,
         }
     }
@@ -435,6 +443,18 @@ impl Config {
             4096,
         )?;
         range(
+            "checkpoints.max_files",
+            self.checkpoints.max_files,
+            100,
+            10_000_000,
+        )?;
+        range(
+            "checkpoints.max_total_mb",
+            self.checkpoints.max_total_mb,
+            1,
+            1_048_576,
+        )?;
+        range(
             "checkpoints.keep_days",
             u64::from(self.checkpoints.keep_days),
             1,
@@ -576,6 +596,18 @@ mod tests {
         let e = Config::from_json(r#"{"turn": {"max_steps": 0}}"#).unwrap_err();
         assert_eq!(e.key, "turn.max_steps");
         assert!(e.message.contains("between 1 and 1000"), "{e}");
+        for (json, key) in [
+            (
+                r#"{"checkpoints": {"max_files": 5}}"#,
+                "checkpoints.max_files",
+            ),
+            (
+                r#"{"checkpoints": {"max_total_mb": 0}}"#,
+                "checkpoints.max_total_mb",
+            ),
+        ] {
+            assert_eq!(Config::from_json(json).unwrap_err().key, key);
+        }
     }
 
     #[test]

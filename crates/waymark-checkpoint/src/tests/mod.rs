@@ -47,7 +47,6 @@ fn snap(f: &Fixture) -> Snapshot {
     f.store.snapshot(&f.ws, &Limits::default()).unwrap()
 }
 
-/// Restores `target` from the workspace's state now; the tree it then has.
 /// Where the store keeps object `id` as a loose file.
 fn loose(f: &Fixture, id: &ObjectId) -> PathBuf {
     let hex = id.to_hex().to_string();
@@ -58,6 +57,7 @@ fn loose(f: &Fixture, id: &ObjectId) -> PathBuf {
         .join(&hex[2..])
 }
 
+/// Restores `target` from the workspace's state now; the tree it then has.
 fn rewind(f: &Fixture, target: &ObjectId) -> (Restored, ObjectId) {
     let now = snap(f);
     let done = f.store.restore(&f.ws, &now.tree, target, &[]).unwrap();
@@ -737,4 +737,62 @@ fn a_large_restore_reads_in_turn_and_still_checks_first() {
             "again"
         );
     }
+}
+
+/// A workspace over the limits (entries, or bytes to keep) is refused before anything is
+/// read or stored, on one thread (a first checkpoint) or on every core (a big one after).
+#[test]
+fn a_workspace_over_the_limits_is_refused_and_nothing_is_stored() {
+    let f = fixture();
+    for i in 0..150 {
+        write(&f.ws, &format!("d{}/f{i:03}.txt", i % 7), "x");
+    }
+    let few = Limits {
+        max_entries: 100,
+        ..Limits::default()
+    };
+    let e = f.store.snapshot(&f.ws, &few).unwrap_err();
+    assert!(matches!(e, CheckpointError::TooBig(_)), "{e}");
+    assert!(e.to_string().contains("checkpoints.max_files"), "{e}");
+    assert_eq!(tally(&f.store.dir().join("objects")).0, 0, "objects stored");
+    // Bytes: three files of 600 KB over a 1 MB cap; a file over max_file_mb does not count.
+    let g = fixture();
+    for i in 0..3 {
+        std::fs::write(g.ws.join(format!("big{i}.bin")), vec![1u8; 600 * 1024]).unwrap();
+    }
+    let small = Limits {
+        max_total_bytes: 1024 * 1024,
+        ..Limits::default()
+    };
+    let e = g.store.snapshot(&g.ws, &small).unwrap_err();
+    assert!(e.to_string().contains("checkpoints.max_total_mb"), "{e}");
+    assert!(e.to_string().contains("2 MB"), "{e}");
+    assert_eq!(tally(&g.store.dir().join("objects")).0, 0, "objects stored");
+    let left_out = Limits {
+        max_file_bytes: 500 * 1024,
+        ..small
+    };
+    let s = g.store.snapshot(&g.ws, &left_out).unwrap();
+    assert_eq!(s.skipped.len(), 3);
+    // A workspace listed on every core (the cache knows over 2000 paths) stops there too.
+    let h = fixture();
+    for i in 0..2100 {
+        write(&h.ws, &format!("d{}/f{i:04}.txt", i % 13), "y");
+    }
+    h.store.snapshot(&h.ws, &Limits::default()).unwrap();
+    for i in 0..200 {
+        write(&h.ws, &format!("e{}/g{i:04}.txt", i % 5), "z");
+    }
+    let e = h
+        .store
+        .snapshot(
+            &h.ws,
+            &Limits {
+                max_entries: 2150,
+                ..Limits::default()
+            },
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("more than 2150"), "{e}");
+    h.store.snapshot(&h.ws, &Limits::default()).unwrap();
 }

@@ -304,3 +304,67 @@ async fn a_long_rewind_keeps_the_sessions_lease_alive() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// A workspace with more to keep than `checkpoints.max_files` is not copied into the store:
+/// the session says so once and goes on, checkpoints resume once the big folder is ignored,
+/// and a rewind that could not record the state it leaves is refused with nothing changed.
+#[tokio::test]
+async fn a_workspace_too_big_to_keep_is_said_once_and_the_session_goes_on() {
+    let mut config = Config::default();
+    config.checkpoints.max_files = 100;
+    let h = Harness::new(config);
+    for i in 0..150 {
+        std::fs::create_dir_all(h.ws.join("gen")).unwrap();
+        std::fs::write(h.ws.join(format!("gen/f{i:03}.txt")), "x").unwrap();
+    }
+    let write = |path: &str| json!({"tool_calls": [{"name": "write", "arguments": {"path": path, "content": "mine\n"}}]});
+    let s = h.session(
+        json!({"responses": [write("a.txt"), done(), write("b.txt"), done(), done(), done()]}),
+        PermissionMode::Auto,
+    );
+    let failures = |ev: &[waymark_protocol::Event]| -> Vec<String> {
+        ev.iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::CheckpointFailed { message, .. } => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut said = Vec::new();
+    for text in ["one", "two"] {
+        let ev = run(&s, user(text)).await;
+        assert_eq!(finished(&ev), [(TurnEndReason::Completed, None)]);
+        said.extend(failures(&ev));
+    }
+    assert_eq!(said.len(), 1, "said once: {said:?}");
+    assert!(
+        said[0].contains("checkpoints.max_files") && said[0].contains(".gitignore"),
+        "{said:?}"
+    );
+    assert!(h.ws.join("a.txt").exists() && h.ws.join("b.txt").exists());
+    assert!(h.runtime.checkpoints(s.id()).unwrap().is_empty());
+    let store = h.session_dir(s.id()).join("checkpoints").join("objects");
+    assert!(
+        super::bytes_under(&store).is_empty(),
+        "the workspace was copied into the store"
+    );
+    // The big folder ignored: the next turn is checkpointed, without it.
+    std::fs::write(h.ws.join(".gitignore"), "gen/\n").unwrap();
+    let ev = run(&s, user("three")).await;
+    assert!(failures(&ev).is_empty(), "{:?}", failures(&ev));
+    let starts = turn_starts(&h.runtime, s.id());
+    assert_eq!(starts.len(), 1);
+    // It grows past the limit again: a rewind cannot record the state it would leave, so it
+    // is refused and nothing changes.
+    for i in 0..150 {
+        std::fs::create_dir_all(h.ws.join("more")).unwrap();
+        std::fs::write(h.ws.join(format!("more/f{i:03}.txt")), "y").unwrap();
+    }
+    let before = manifest(&h.ws);
+    let e = rewind(&s, &starts[0].id, RewindScope::Both)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("checkpoints.max_files"), "{e}");
+    assert_eq!(manifest(&h.ws), before);
+    s.shutdown().await.unwrap();
+}

@@ -48,7 +48,7 @@ impl Runtime {
         let sd = paths::session_dir(&self.options().data_dir, id);
         let checkpoints = waymark_checkpoint::shared(&waymark_checkpoint::store_dir(&sd))
             .map_err(|e| Error::Checkpoint(e.to_string()))?;
-        let limits = waymark_checkpoint::limits_for(self.config().checkpoints.max_file_mb, &sd);
+        let limits = waymark_checkpoint::limits_for(&self.config().checkpoints, &sd);
         let files = waymark_checkpoint::preview::files(
             &checkpoints,
             std::path::Path::new(&ws),
