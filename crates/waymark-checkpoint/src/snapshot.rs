@@ -54,7 +54,7 @@ const PACK_FROM: usize = 256;
 
 /// Why a file is left out of a checkpoint after all.
 #[derive(Debug, thiserror::Error)]
-enum Unread {
+pub(crate) enum Unread {
     #[error("it cannot be read: {0}")]
     Io(std::io::Error),
     #[error("it changed while the checkpoint was taken")]
@@ -283,7 +283,7 @@ impl Store {
     /// each with its blob, or why it is left out after all. On every core when there are
     /// enough of them to be worth the threads.
     #[allow(clippy::type_complexity)]
-    fn read_all(
+    pub(crate) fn read_all(
         &self,
         root: &Path,
         files: &[(String, rustix::fs::Stat, EntryKind)],
@@ -294,9 +294,28 @@ impl Store {
             std::result::Result<ObjectId, Unread>,
         )>,
     > {
+        // What was read in all: files that grew after the listing (sizes the checks above
+        // trusted) still stop the checkpoint at the limit.
+        let read = std::sync::atomic::AtomicU64::new(0);
+        let grew = || {
+            CheckpointError::TooBig(format!(
+                "the workspace's files grew past {} MB to keep while the checkpoint was taken (checkpoints.max_total_mb): leave its big folders out with .gitignore, or raise the setting",
+                limits.max_total_bytes / (1024 * 1024)
+            ))
+        };
         let one = |(rel, st, _): &(String, rustix::fs::Stat, EntryKind)| -> Result<std::result::Result<ObjectId, Unread>> {
+            if read.load(std::sync::atomic::Ordering::Relaxed) > limits.max_total_bytes {
+                return Err(grew());
+            }
             Ok(match read_file(&root.join(rel), st, limits.max_file_bytes) {
-                Ok(data) => Ok(self.write(gix_object::Kind::Blob, &data)?),
+                Ok(data) => {
+                    let n = data.len() as u64;
+                    let before = read.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    if before.saturating_add(n) > limits.max_total_bytes {
+                        return Err(grew());
+                    }
+                    Ok(self.write(gix_object::Kind::Blob, &data)?)
+                }
                 Err(why) => Err(why),
             })
         };

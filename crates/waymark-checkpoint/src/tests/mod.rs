@@ -796,3 +796,30 @@ fn a_workspace_over_the_limits_is_refused_and_nothing_is_stored() {
     assert!(e.to_string().contains("more than 2150"), "{e}");
     h.store.snapshot(&h.ws, &Limits::default()).unwrap();
 }
+
+/// Files that grow after the listing (a background job racing the checkpoint) are still held
+/// to the limit on what one checkpoint reads and stores.
+#[test]
+fn files_that_grow_after_the_listing_are_held_to_the_total() {
+    let f = fixture();
+    let mut files = Vec::new();
+    for i in 0..4 {
+        let rel = format!("g{i}.bin");
+        write(&f.ws, &rel, "small");
+        let st = rustix::fs::stat(f.ws.join(&rel)).unwrap();
+        files.push((rel, st, EntryKind::Blob));
+    }
+    for (i, (rel, _, _)) in files.iter().enumerate() {
+        std::fs::write(f.ws.join(rel), vec![i as u8; 400 * 1024]).unwrap();
+    }
+    let limits = Limits {
+        max_total_bytes: 1024 * 1024,
+        ..Limits::default()
+    };
+    let root = f.ws.canonicalize().unwrap();
+    let e = f.store.read_all(&root, &files, &limits).unwrap_err();
+    assert!(matches!(e, CheckpointError::TooBig(_)), "{e}");
+    assert!(e.to_string().contains("checkpoints.max_total_mb"), "{e}");
+    let (stored, _) = tally(&f.store.dir().join("objects"));
+    assert!(stored <= 2, "{stored} objects stored past the limit");
+}
