@@ -52,6 +52,47 @@ const PARALLEL_READS: usize = 256;
 /// From this many files to read, the new objects go into one pack (`crate::pack`).
 const PACK_FROM: usize = 256;
 
+/// The bytes one checkpoint reads to store (files, link targets), shared by its threads and
+/// held to `checkpoints.max_total_mb`.
+pub(crate) struct Reads {
+    max: u64,
+    done: std::sync::atomic::AtomicU64,
+}
+
+impl Reads {
+    pub(crate) fn new(max: u64) -> Reads {
+        Reads {
+            max,
+            done: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn over(&self) -> CheckpointError {
+        CheckpointError::TooBig(format!(
+            "the workspace's files grew past {} MB to keep while the checkpoint was taken (checkpoints.max_total_mb): leave its big folders out with .gitignore, or raise the setting",
+            self.max / (1024 * 1024)
+        ))
+    }
+
+    /// What is left to read; an error once nothing is.
+    fn left(&self) -> Result<u64> {
+        let done = self.done.load(std::sync::atomic::Ordering::Relaxed);
+        if done >= self.max {
+            return Err(self.over());
+        }
+        Ok(self.max - done)
+    }
+
+    /// Counts `n` bytes read; an error when they go past the limit.
+    fn count(&self, n: u64) -> Result<()> {
+        let before = self.done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        if before.saturating_add(n) > self.max {
+            return Err(self.over());
+        }
+        Ok(())
+    }
+}
+
 /// Why a file is left out of a checkpoint after all.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Unread {
@@ -121,12 +162,19 @@ impl Store {
                 limits.max_entries
             )));
         }
+        // Files to keep, link targets, and every path's name.
         let total: u64 = listing
             .found
             .iter()
-            .filter(|f| f.kind() == FileType::RegularFile)
-            .map(|f| f.stat.st_size as u64)
-            .filter(|size| *size <= limits.max_file_bytes)
+            .map(|f| {
+                let size = f.stat.st_size as u64;
+                let kept = match f.kind() {
+                    FileType::RegularFile if size <= limits.max_file_bytes => size,
+                    FileType::Symlink => size,
+                    _ => 0,
+                };
+                kept + f.rel.len() as u64
+            })
             .sum();
         if total > limits.max_total_bytes {
             return Err(CheckpointError::TooBig(format!(
@@ -154,6 +202,9 @@ impl Store {
         // Files the cache does not vouch for, read after the listing (on every core when
         // there are many, as on a first checkpoint).
         let mut unread = Vec::new();
+        // What this checkpoint read to store: held to the limit as it reads, whatever
+        // changed since the listing.
+        let read = Reads::new(limits.max_total_bytes);
         for found in listing.found {
             let kind = found.kind();
             let st = &found.stat;
@@ -175,6 +226,7 @@ impl Store {
                             let Ok(target) = std::fs::read_link(root.join(&rel)) else {
                                 continue;
                             };
+                            read.count(target.as_os_str().len() as u64)?;
                             self.write(
                                 gix_object::Kind::Blob,
                                 std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()),
@@ -226,6 +278,7 @@ impl Store {
             &root,
             &unread,
             limits,
+            &read,
             &mut top,
             &mut seen,
             &mut skipped,
@@ -254,14 +307,15 @@ impl Store {
         root: &Path,
         unread: &[(String, rustix::fs::Stat, EntryKind)],
         limits: &Limits,
+        read: &Reads,
         top: &mut Dir,
         seen: &mut std::collections::HashMap<String, (crate::cache::Stat, ObjectId)>,
         skipped: &mut Vec<Skipped>,
         cache: &crate::cache::Cache,
     ) -> Result<(ObjectId, Vec<ObjectId>)> {
-        for ((rel, st, kind), read) in self.read_all(root, unread, limits)? {
+        for ((rel, st, kind), got) in self.read_all(root, unread, limits, read)? {
             let stat = crate::cache::Stat::of(&st);
-            match read {
+            match got {
                 Ok(id) => {
                     let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
                     top.at(parent).leaves.insert(name.to_string(), (kind, id));
@@ -288,33 +342,25 @@ impl Store {
         root: &Path,
         files: &[(String, rustix::fs::Stat, EntryKind)],
         limits: &Limits,
+        read: &Reads,
     ) -> Result<
         Vec<(
             (String, rustix::fs::Stat, EntryKind),
             std::result::Result<ObjectId, Unread>,
         )>,
     > {
-        // What was read in all: files that grew after the listing (sizes the checks above
-        // trusted) still stop the checkpoint at the limit.
-        let read = std::sync::atomic::AtomicU64::new(0);
-        let grew = || {
-            CheckpointError::TooBig(format!(
-                "the workspace's files grew past {} MB to keep while the checkpoint was taken (checkpoints.max_total_mb): leave its big folders out with .gitignore, or raise the setting",
-                limits.max_total_bytes / (1024 * 1024)
-            ))
-        };
         let one = |(rel, st, _): &(String, rustix::fs::Stat, EntryKind)| -> Result<std::result::Result<ObjectId, Unread>> {
-            if read.load(std::sync::atomic::Ordering::Relaxed) > limits.max_total_bytes {
-                return Err(grew());
-            }
-            Ok(match read_file(&root.join(rel), st, limits.max_file_bytes) {
+            // Never read further than what is left of the limit.
+            let limit = read.left()?.min(limits.max_file_bytes);
+            Ok(match read_file(&root.join(rel), st, limit) {
                 Ok(data) => {
-                    let n = data.len() as u64;
-                    let before = read.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-                    if before.saturating_add(n) > limits.max_total_bytes {
-                        return Err(grew());
-                    }
+                    read.count(data.len() as u64)?;
                     Ok(self.write(gix_object::Kind::Blob, &data)?)
+                }
+                Err(Unread::Grew(_)) => {
+                    // Read up to the limit and one byte more, all of it counted.
+                    read.count(limit + 1)?;
+                    Err(Unread::Grew(limits.max_file_bytes / (1024 * 1024)))
                 }
                 Err(why) => Err(why),
             })

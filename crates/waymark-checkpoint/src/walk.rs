@@ -10,6 +10,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// A folder opened for reading its entries: never through a link.
@@ -20,6 +21,58 @@ const DIR: OFlags = OFlags::DIRECTORY
 
 /// The largest ignore file read.
 const MAX_IGNORE_FILE: u64 = 1024 * 1024;
+/// The most ignore-file bytes one walk reads, all folders together; a folder whose ignore
+/// file would go past it is left out, noted.
+const MAX_IGNORE_BYTES: u64 = 16 * 1024 * 1024;
+/// A folder whose path is longer than this (bytes) is not entered, noted.
+const MAX_PATH: usize = 4096;
+/// Entries looked at, ignored ones included, as a multiple of the entries one walk may keep.
+const LOOKED_AT_FACTOR: usize = 10;
+
+/// What one walk may take before it stops, shared by its threads: entries kept (found, or
+/// noted as left out), entries looked at (ignored ones too), and ignore-file bytes read.
+struct Budget {
+    max: usize,
+    kept: AtomicUsize,
+    looked_at: AtomicUsize,
+    ignore_bytes: AtomicU64,
+    over: AtomicBool,
+}
+
+impl Budget {
+    fn new(max: usize) -> Budget {
+        Budget {
+            max,
+            kept: AtomicUsize::new(0),
+            looked_at: AtomicUsize::new(0),
+            ignore_bytes: AtomicU64::new(0),
+            over: AtomicBool::new(false),
+        }
+    }
+
+    /// Counts one entry looked at (`kept`: also kept or noted); false once over the limits.
+    fn take(&self, kept: bool) -> bool {
+        let looked = self.looked_at.fetch_add(1, Ordering::Relaxed) + 1;
+        let within = if kept {
+            self.kept.fetch_add(1, Ordering::Relaxed) < self.max
+        } else {
+            true
+        } && looked <= self.max.saturating_mul(LOOKED_AT_FACTOR);
+        if !within {
+            self.over.store(true, Ordering::Relaxed);
+        }
+        within
+    }
+
+    fn over(&self) -> bool {
+        self.over.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` ignore-file bytes read; false once past [`MAX_IGNORE_BYTES`].
+    fn ignore_text(&self, n: usize) -> bool {
+        self.ignore_bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64 <= MAX_IGNORE_BYTES
+    }
+}
 
 /// One path found: relative to the workspace, `/`-separated.
 pub(crate) struct Found {
@@ -79,6 +132,8 @@ pub(crate) enum Unusable {
     Unreadable(PathBuf, std::io::Error),
     #[error("{} is not a folder or a plain file", .0.display())]
     OddGit(PathBuf),
+    #[error("{} would take the ignore files read past 16 MiB in all", .0.display())]
+    Budget(PathBuf),
 }
 
 /// Reads the ignore file `name` of the open folder `dir` (whose path is `path`): `Ok(None)`
@@ -191,8 +246,16 @@ pub(crate) fn ignored(rules: &Rules, rel: &str, is_dir: bool) -> bool {
     false
 }
 
-/// Reads one folder: its entries into `out`, its folders into `more`.
-fn read_dir(root: &Path, skip: &Skip, todo: Todo, out: &mut Listing, more: &mut Vec<Todo>) {
+/// Reads one folder: its entries into `out`, its folders into `more`; it stops partway once
+/// the walk is over its `budget`.
+fn read_dir(
+    root: &Path,
+    skip: &Skip,
+    budget: &Budget,
+    todo: Todo,
+    out: &mut Listing,
+    more: &mut Vec<Todo>,
+) {
     let here = root.join(&todo.rel);
     let fd = match todo.place {
         Place::Open(fd) => fd,
@@ -215,7 +278,11 @@ fn read_dir(root: &Path, skip: &Skip, todo: Todo, out: &mut Listing, more: &mut 
     };
     let fd = Arc::new(fd);
     let mut rules = todo.rules;
-    match ignore_file(&*fd, ".gitignore", &here) {
+    let read = ignore_file(&*fd, ".gitignore", &here).and_then(|text| match text {
+        Some(t) if !budget.ignore_text(t.len()) => Err(Unusable::Budget(here.join(".gitignore"))),
+        other => Ok(other),
+    });
+    match read {
         Ok(None) => {}
         Ok(Some(text)) => {
             if let Some(g) = rules_of(&here, &text) {
@@ -263,7 +330,13 @@ fn read_dir(root: &Path, skip: &Skip, todo: Todo, out: &mut Listing, more: &mut 
         if name == b"." || name == b".." || name.eq_ignore_ascii_case(b".git") {
             continue;
         }
+        if budget.over() {
+            return;
+        }
         let Ok(name) = std::str::from_utf8(name) else {
+            if !budget.take(true) {
+                return;
+            }
             out.not_utf8.push(
                 here.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name))
                     .display()
@@ -281,6 +354,9 @@ fn read_dir(root: &Path, skip: &Skip, todo: Todo, out: &mut Listing, more: &mut 
             // Gone between the listing and the look: not there to keep.
             Err(rustix::io::Errno::NOENT) => continue,
             Err(e) => {
+                if !budget.take(true) {
+                    return;
+                }
                 out.notes.push((
                     rel.clone(),
                     format!("{} cannot be looked at: {e}", here.join(name).display()),
@@ -289,7 +365,11 @@ fn read_dir(root: &Path, skip: &Skip, todo: Todo, out: &mut Listing, more: &mut 
             }
         };
         let is_dir = FileType::from_raw_mode(stat.st_mode) == FileType::Directory;
-        if ignored(&rules, &rel, is_dir) {
+        let ignore = ignored(&rules, &rel, is_dir);
+        if !budget.take(!ignore) {
+            return;
+        }
+        if ignore {
             continue;
         }
         if is_dir && skip.contains(&(stat.st_dev, stat.st_ino)) {
@@ -300,6 +380,21 @@ fn read_dir(root: &Path, skip: &Skip, todo: Todo, out: &mut Listing, more: &mut 
             continue;
         }
         if is_dir {
+            if rel.len() > MAX_PATH {
+                // A path too long to name: noted, so a rewind leaves what is below it alone.
+                out.notes.push((
+                    rel.clone(),
+                    format!(
+                        "{}… has a path longer than {MAX_PATH} bytes: left out",
+                        here.display()
+                            .to_string()
+                            .chars()
+                            .take(200)
+                            .collect::<String>()
+                    ),
+                ));
+                continue;
+            }
             if todo.depth < crate::MAX_DEPTH {
                 more.push(Todo {
                     place: Place::In(fd.clone(), name.to_string()),
@@ -359,30 +454,26 @@ pub(crate) fn list(
         depth: 0,
         rules: Arc::new(base),
     };
+    let budget = &Budget::new(max);
     if threads <= 1 {
         let mut todo = vec![first];
         while let Some(t) = todo.pop() {
-            read_dir(root, skip, t, &mut out, &mut todo);
-            if out.found.len() > max {
-                out.over = true;
+            read_dir(root, skip, budget, t, &mut out, &mut todo);
+            if budget.over() {
                 break;
             }
         }
+        out.over = budget.over();
         return out;
     }
     // A shared stack of folders; a worker waits while others may still add to it.
     struct Work {
         todo: Vec<Todo>,
         busy: usize,
-        /// Entries found by every worker so far.
-        found: usize,
-        over: bool,
     }
     let work = Mutex::new(Work {
         todo: vec![first],
         busy: 0,
-        found: 0,
-        over: false,
     });
     let woken = Condvar::new();
     let parts: Vec<Listing> = std::thread::scope(|s| {
@@ -395,7 +486,7 @@ pub(crate) fn list(
                         let next = {
                             let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
                             loop {
-                                if w.over {
+                                if budget.over() {
                                     break None;
                                 }
                                 if let Some(t) = w.todo.pop() {
@@ -412,14 +503,11 @@ pub(crate) fn list(
                             woken.notify_all();
                             return mine;
                         };
-                        let had = mine.found.len();
-                        read_dir(root, skip, t, &mut mine, &mut more);
+                        read_dir(root, skip, budget, t, &mut mine, &mut more);
                         let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
                         w.todo.append(&mut more);
                         w.busy -= 1;
-                        w.found += mine.found.len() - had;
-                        if w.found > max {
-                            w.over = true;
+                        if budget.over() {
                             w.todo.clear();
                         }
                         drop(w);
@@ -442,7 +530,7 @@ pub(crate) fn list(
             })
             .collect()
     });
-    out.over = work.into_inner().unwrap_or_else(|p| p.into_inner()).over;
+    out.over = budget.over();
     for p in parts {
         out.found.extend(p.found);
         out.notes.extend(p.notes);

@@ -817,9 +817,133 @@ fn files_that_grow_after_the_listing_are_held_to_the_total() {
         ..Limits::default()
     };
     let root = f.ws.canonicalize().unwrap();
-    let e = f.store.read_all(&root, &files, &limits).unwrap_err();
+    let reads = crate::snapshot::Reads::new(limits.max_total_bytes);
+    let e = f
+        .store
+        .read_all(&root, &files, &limits, &reads)
+        .unwrap_err();
     assert!(matches!(e, CheckpointError::TooBig(_)), "{e}");
     assert!(e.to_string().contains("checkpoints.max_total_mb"), "{e}");
     let (stored, _) = tally(&f.store.dir().join("objects"));
     assert!(stored <= 2, "{stored} objects stored past the limit");
+    // Files that grew past max_file_mb are left out, but what was read of them counts: sparse
+    // growth cannot make one checkpoint read without end.
+    let g = fixture();
+    let mut files = Vec::new();
+    for i in 0..8 {
+        let rel = format!("s{i}.bin");
+        write(&g.ws, &rel, "small");
+        let st = rustix::fs::stat(g.ws.join(&rel)).unwrap();
+        files.push((rel, st, EntryKind::Blob));
+    }
+    for (rel, _, _) in &files {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(g.ws.join(rel))
+            .unwrap();
+        file.set_len(256 * 1024 + 1).unwrap();
+    }
+    let limits = Limits {
+        max_file_bytes: 256 * 1024,
+        max_total_bytes: 1024 * 1024,
+        ..Limits::default()
+    };
+    let root = g.ws.canonicalize().unwrap();
+    let reads = crate::snapshot::Reads::new(limits.max_total_bytes);
+    let e = g
+        .store
+        .read_all(&root, &files, &limits, &reads)
+        .unwrap_err();
+    assert!(e.to_string().contains("checkpoints.max_total_mb"), "{e}");
+}
+
+/// Entries a checkpoint does not keep but notes (names that are not UTF-8), link targets and
+/// the entries of one huge folder all count: none of them gets a workspace past the limits.
+#[test]
+fn what_the_limits_count_cannot_be_dodged() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let few = Limits {
+        max_entries: 100,
+        ..Limits::default()
+    };
+    // Names that are not UTF-8 (each noted in the checkpoint).
+    let f = fixture();
+    for i in 0..200u8 {
+        let name = [b'f', 0xff, b'0' + i / 100, b'0' + i / 10 % 10, b'0' + i % 10];
+        std::fs::write(f.ws.join(std::ffi::OsStr::from_bytes(&name)), "x").unwrap();
+    }
+    let e = f.store.snapshot(&f.ws, &few).unwrap_err();
+    assert!(e.to_string().contains("checkpoints.max_files"), "{e}");
+    // Link targets count as bytes to keep.
+    let g = fixture();
+    for i in 0..300 {
+        std::os::unix::fs::symlink("t".repeat(4000), g.ws.join(format!("l{i:03}"))).unwrap();
+    }
+    let small = Limits {
+        max_total_bytes: 1024 * 1024,
+        ..Limits::default()
+    };
+    let e = g.store.snapshot(&g.ws, &small).unwrap_err();
+    assert!(e.to_string().contains("checkpoints.max_total_mb"), "{e}");
+    assert_eq!(tally(&g.store.dir().join("objects")).0, 0, "objects stored");
+    // One folder of many entries: the walk stops inside it, not after it.
+    let h = fixture();
+    for i in 0..1000 {
+        write(&h.ws, &format!("f{i:04}.txt"), "y");
+    }
+    let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
+    let listing = crate::walk::list(&root, fd, 1, &[], 100);
+    assert!(listing.over);
+    assert!(listing.found.len() <= 101, "{}", listing.found.len());
+    // Ignored entries are looked at, and bounded too (ten times the limit).
+    write(&h.ws, ".gitignore", "*.txt\n");
+    let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
+    let listing = crate::walk::list(&root, fd, 1, &[], 1000);
+    assert!(!listing.over, "{} ignored files", 1000);
+    let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
+    let listing = crate::walk::list(&root, fd, 1, &[], 50);
+    assert!(listing.over);
+}
+
+/// A folder whose path is longer than any the system can name is left out, noted (a rewind
+/// then leaves it alone), so paths stay bounded.
+#[test]
+fn a_folder_with_a_path_too_long_is_left_out_noted() {
+    let f = fixture();
+    let mut rel = String::new();
+    for i in 0..20 {
+        if !rel.is_empty() {
+            rel.push('/');
+        }
+        rel.push_str(&format!("{i:02}{}", "d".repeat(240)));
+    }
+    // Made one level at a time, relative to the last (the whole path is too long to name).
+    let mut dir = std::fs::File::open(&f.ws).unwrap();
+    for part in rel.split('/') {
+        rustix::fs::mkdirat(&dir, part, rustix::fs::Mode::from_raw_mode(0o755)).unwrap();
+        let fd = rustix::fs::openat(
+            &dir,
+            part,
+            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        dir = std::fs::File::from(fd);
+    }
+    let s = f.store.snapshot(&f.ws, &Limits::default()).unwrap();
+    assert!(
+        s.skipped
+            .iter()
+            .any(|k| k.reason.contains("longer than 4096 bytes")),
+        "{:?}",
+        s.skipped.iter().map(|k| &k.reason).collect::<Vec<_>>()
+    );
+    let deepest = f
+        .store
+        .files(&s.tree)
+        .unwrap()
+        .keys()
+        .map(|k| k.len())
+        .max();
+    assert!(deepest.unwrap_or(0) <= 4096 + 256, "{deepest:?}");
 }
