@@ -869,7 +869,13 @@ fn what_the_limits_count_cannot_be_dodged() {
     // Names that are not UTF-8 (each noted in the checkpoint).
     let f = fixture();
     for i in 0..200u8 {
-        let name = [b'f', 0xff, b'0' + i / 100, b'0' + i / 10 % 10, b'0' + i % 10];
+        let name = [
+            b'f',
+            0xff,
+            b'0' + i / 100,
+            b'0' + i / 10 % 10,
+            b'0' + i % 10,
+        ];
         std::fs::write(f.ws.join(std::ffi::OsStr::from_bytes(&name)), "x").unwrap();
     }
     let e = f.store.snapshot(&f.ws, &few).unwrap_err();
