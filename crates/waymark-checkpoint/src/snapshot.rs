@@ -74,22 +74,27 @@ impl Reads {
         ))
     }
 
-    /// What is left to read; an error once nothing is.
-    fn left(&self) -> Result<u64> {
-        let done = self.done.load(std::sync::atomic::Ordering::Relaxed);
-        if done >= self.max {
-            return Err(self.over());
-        }
-        Ok(self.max - done)
+    /// Reserves `n` bytes to read (or that were read); an error when they would go past the
+    /// limit, with nothing reserved.
+    fn reserve(&self, n: u64) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        self.done
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |done| {
+                done.checked_add(n).filter(|after| *after <= self.max)
+            })
+            .map(|_| ())
+            .map_err(|_| self.over())
     }
 
-    /// Counts `n` bytes read; an error when they go past the limit.
-    fn count(&self, n: u64) -> Result<()> {
-        let before = self.done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-        if before.saturating_add(n) > self.max {
-            return Err(self.over());
-        }
-        Ok(())
+    /// The bytes read (or reserved to read) so far.
+    #[cfg(test)]
+    pub(crate) fn done(&self) -> u64 {
+        self.done.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Gives back `n` reserved bytes that were not read.
+    fn give_back(&self, n: u64) {
+        self.done.fetch_sub(n, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -100,8 +105,8 @@ pub(crate) enum Unread {
     Io(std::io::Error),
     #[error("it changed while the checkpoint was taken")]
     Changed,
-    #[error("it grew over {0} MB while it was read (checkpoints.max_file_mb)")]
-    Grew(u64),
+    #[error("it grew while the checkpoint was taken (the next one takes it)")]
+    Grew,
 }
 
 /// The bytes of regular file `path`, which the walk saw as `seen`: opened without following
@@ -128,7 +133,7 @@ fn read_file(
         .read_to_end(&mut data)
         .map_err(Unread::Io)?;
     if data.len() as u64 > limit {
-        return Err(Unread::Grew(limit / (1024 * 1024)));
+        return Err(Unread::Grew);
     }
     Ok(data)
 }
@@ -156,13 +161,35 @@ impl Store {
             1
         };
         let listing = crate::walk::list(&root, root_fd, threads, &limits.skip, limits.max_entries);
-        if listing.over {
+        if let Some(over) = listing.over {
+            let what = match over {
+                crate::walk::Over::Kept => format!(
+                    "more than {} files, links and folders to keep (checkpoints.max_files)",
+                    limits.max_entries
+                ),
+                crate::walk::Over::LookedAt => format!(
+                    "more than {} entries to look at, ignored ones included (ten times checkpoints.max_files)",
+                    limits
+                        .max_entries
+                        .saturating_mul(crate::walk::LOOKED_AT_FACTOR)
+                ),
+                crate::walk::Over::IgnoreFiles => format!(
+                    "ignore files of more than {} MiB in all",
+                    crate::walk::MAX_IGNORE_BYTES / (1024 * 1024)
+                ),
+            };
             return Err(CheckpointError::TooBig(format!(
-                "the workspace holds more than {} files, links and folders to keep (checkpoints.max_files): leave its big folders out with .gitignore, or raise the setting",
-                limits.max_entries
+                "the workspace holds {what}: leave its big folders out with .gitignore, or raise the setting"
             )));
         }
-        // Files to keep, link targets, and every path's name.
+        // Files to keep, link targets, every path's name, and the notes the checkpoint
+        // records on what it left out.
+        let noted: u64 = listing
+            .notes
+            .iter()
+            .map(|(path, why)| (path.len() + why.len()) as u64)
+            .chain(listing.not_utf8.iter().map(|p| p.len() as u64))
+            .sum();
         let total: u64 = listing
             .found
             .iter()
@@ -175,7 +202,8 @@ impl Store {
                 };
                 kept + f.rel.len() as u64
             })
-            .sum();
+            .sum::<u64>()
+            + noted;
         if total > limits.max_total_bytes {
             return Err(CheckpointError::TooBig(format!(
                 "the workspace holds {} MB of files to keep, over {} MB (checkpoints.max_total_mb): leave its big folders out with .gitignore, or raise the setting",
@@ -226,7 +254,7 @@ impl Store {
                             let Ok(target) = std::fs::read_link(root.join(&rel)) else {
                                 continue;
                             };
-                            read.count(target.as_os_str().len() as u64)?;
+                            read.reserve(target.as_os_str().len() as u64)?;
                             self.write(
                                 gix_object::Kind::Blob,
                                 std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()),
@@ -350,19 +378,21 @@ impl Store {
         )>,
     > {
         let one = |(rel, st, _): &(String, rustix::fs::Stat, EntryKind)| -> Result<std::result::Result<ObjectId, Unread>> {
-            // Never read further than what is left of the limit.
-            let limit = read.left()?.min(limits.max_file_bytes);
-            Ok(match read_file(&root.join(rel), st, limit) {
+            // The size the listing saw, and one byte more to see a file that grew since: all
+            // of it reserved before it is read, so threads together never read past the limit.
+            let seen = (st.st_size as u64).min(limits.max_file_bytes);
+            read.reserve(seen + 1)?;
+            Ok(match read_file(&root.join(rel), st, seen) {
                 Ok(data) => {
-                    read.count(data.len() as u64)?;
+                    read.give_back(seen + 1 - data.len() as u64);
                     Ok(self.write(gix_object::Kind::Blob, &data)?)
                 }
-                Err(Unread::Grew(_)) => {
-                    // Read up to the limit and one byte more, all of it counted.
-                    read.count(limit + 1)?;
-                    Err(Unread::Grew(limits.max_file_bytes / (1024 * 1024)))
+                // Read as reserved: it stays counted.
+                Err(Unread::Grew) => Err(Unread::Grew),
+                Err(why) => {
+                    read.give_back(seen + 1);
+                    Err(why)
                 }
-                Err(why) => Err(why),
             })
         };
         let threads = if files.len() >= PARALLEL_READS {

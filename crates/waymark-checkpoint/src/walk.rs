@@ -10,7 +10,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// A folder opened for reading its entries: never through a link.
@@ -21,13 +21,23 @@ const DIR: OFlags = OFlags::DIRECTORY
 
 /// The largest ignore file read.
 const MAX_IGNORE_FILE: u64 = 1024 * 1024;
-/// The most ignore-file bytes one walk reads, all folders together; a folder whose ignore
-/// file would go past it is left out, noted.
-const MAX_IGNORE_BYTES: u64 = 16 * 1024 * 1024;
+/// The most ignore-file bytes one walk reads, all folders together: past it the walk stops.
+pub(crate) const MAX_IGNORE_BYTES: u64 = 16 * 1024 * 1024;
 /// A folder whose path is longer than this (bytes) is not entered, noted.
 const MAX_PATH: usize = 4096;
 /// Entries looked at, ignored ones included, as a multiple of the entries one walk may keep.
-const LOOKED_AT_FACTOR: usize = 10;
+pub(crate) const LOOKED_AT_FACTOR: usize = 10;
+
+/// Which limit stopped a walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Over {
+    /// More entries to keep than allowed.
+    Kept,
+    /// More entries looked at, ignored ones included, than [`LOOKED_AT_FACTOR`] times that.
+    LookedAt,
+    /// More than [`MAX_IGNORE_BYTES`] of ignore files.
+    IgnoreFiles,
+}
 
 /// What one walk may take before it stops, shared by its threads: entries kept (found, or
 /// noted as left out), entries looked at (ignored ones too), and ignore-file bytes read.
@@ -36,7 +46,8 @@ struct Budget {
     kept: AtomicUsize,
     looked_at: AtomicUsize,
     ignore_bytes: AtomicU64,
-    over: AtomicBool,
+    /// 0 while within the limits, else the [`Over`] that stopped the walk, plus one.
+    over: AtomicU8,
 }
 
 impl Budget {
@@ -46,31 +57,47 @@ impl Budget {
             kept: AtomicUsize::new(0),
             looked_at: AtomicUsize::new(0),
             ignore_bytes: AtomicU64::new(0),
-            over: AtomicBool::new(false),
+            over: AtomicU8::new(0),
         }
     }
 
-    /// Counts one entry looked at (`kept`: also kept or noted); false once over the limits.
-    fn take(&self, kept: bool) -> bool {
+    /// Stops the walk for `why` (the first reason stays); always false.
+    fn stop(&self, why: Over) -> bool {
+        let code = match why {
+            Over::Kept => 1,
+            Over::LookedAt => 2,
+            Over::IgnoreFiles => 3,
+        };
+        let _ = self
+            .over
+            .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+        false
+    }
+
+    /// Counts one entry the folder listing gave; false once over the limits.
+    fn look(&self) -> bool {
         let looked = self.looked_at.fetch_add(1, Ordering::Relaxed) + 1;
-        let within = if kept {
-            self.kept.fetch_add(1, Ordering::Relaxed) < self.max
-        } else {
-            true
-        } && looked <= self.max.saturating_mul(LOOKED_AT_FACTOR);
-        if !within {
-            self.over.store(true, Ordering::Relaxed);
-        }
-        within
+        looked <= self.max.saturating_mul(LOOKED_AT_FACTOR) || self.stop(Over::LookedAt)
     }
 
-    fn over(&self) -> bool {
-        self.over.load(Ordering::Relaxed)
+    /// Counts one entry kept or noted; false once over the limits.
+    fn keep(&self) -> bool {
+        self.kept.fetch_add(1, Ordering::Relaxed) < self.max || self.stop(Over::Kept)
+    }
+
+    fn over(&self) -> Option<Over> {
+        match self.over.load(Ordering::Relaxed) {
+            0 => None,
+            1 => Some(Over::Kept),
+            2 => Some(Over::LookedAt),
+            _ => Some(Over::IgnoreFiles),
+        }
     }
 
     /// Counts `n` ignore-file bytes read; false once past [`MAX_IGNORE_BYTES`].
     fn ignore_text(&self, n: usize) -> bool {
         self.ignore_bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64 <= MAX_IGNORE_BYTES
+            || self.stop(Over::IgnoreFiles)
     }
 }
 
@@ -116,8 +143,8 @@ pub(crate) struct Listing {
     pub notes: Vec<(String, String)>,
     /// Paths left out for a name that is not UTF-8.
     pub not_utf8: Vec<String>,
-    /// The walk stopped early: it found more than the entries it was allowed.
-    pub over: bool,
+    /// The walk stopped early, and which limit stopped it.
+    pub over: Option<Over>,
 }
 
 /// Why an ignore file (or the `.git` entry leading to one) cannot be used; the listing notes
@@ -132,8 +159,6 @@ pub(crate) enum Unusable {
     Unreadable(PathBuf, std::io::Error),
     #[error("{} is not a folder or a plain file", .0.display())]
     OddGit(PathBuf),
-    #[error("{} would take the ignore files read past 16 MiB in all", .0.display())]
-    Budget(PathBuf),
 }
 
 /// Reads the ignore file `name` of the open folder `dir` (whose path is `path`): `Ok(None)`
@@ -246,6 +271,10 @@ pub(crate) fn ignored(rules: &Rules, rel: &str, is_dir: bool) -> bool {
     false
 }
 
+/// A folder whose listing fails outright (tests only).
+#[cfg(test)]
+pub(crate) static FAIL_LISTING: Mutex<Option<String>> = Mutex::new(None);
+
 /// Reads one folder: its entries into `out`, its folders into `more`; it stops partway once
 /// the walk is over its `budget`.
 fn read_dir(
@@ -256,6 +285,15 @@ fn read_dir(
     out: &mut Listing,
     more: &mut Vec<Todo>,
 ) {
+    #[cfg(test)]
+    if FAIL_LISTING
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_deref()
+        == Some(todo.rel.as_str())
+    {
+        panic!("listing {} failed (test)", todo.rel);
+    }
     let here = root.join(&todo.rel);
     let fd = match todo.place {
         Place::Open(fd) => fd,
@@ -278,10 +316,12 @@ fn read_dir(
     };
     let fd = Arc::new(fd);
     let mut rules = todo.rules;
-    let read = ignore_file(&*fd, ".gitignore", &here).and_then(|text| match text {
-        Some(t) if !budget.ignore_text(t.len()) => Err(Unusable::Budget(here.join(".gitignore"))),
-        other => Ok(other),
-    });
+    let read = ignore_file(&*fd, ".gitignore", &here);
+    if let Ok(Some(t)) = &read
+        && !budget.ignore_text(t.len())
+    {
+        return;
+    }
     match read {
         Ok(None) => {}
         Ok(Some(text)) => {
@@ -326,15 +366,16 @@ fn read_dir(
                 break;
             }
         };
+        // Every entry the listing gives counts, whatever becomes of it.
+        if budget.over().is_some() || !budget.look() {
+            return;
+        }
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." || name.eq_ignore_ascii_case(b".git") {
             continue;
         }
-        if budget.over() {
-            return;
-        }
         let Ok(name) = std::str::from_utf8(name) else {
-            if !budget.take(true) {
+            if !budget.keep() {
                 return;
             }
             out.not_utf8.push(
@@ -354,7 +395,7 @@ fn read_dir(
             // Gone between the listing and the look: not there to keep.
             Err(rustix::io::Errno::NOENT) => continue,
             Err(e) => {
-                if !budget.take(true) {
+                if !budget.keep() {
                     return;
                 }
                 out.notes.push((
@@ -365,12 +406,11 @@ fn read_dir(
             }
         };
         let is_dir = FileType::from_raw_mode(stat.st_mode) == FileType::Directory;
-        let ignore = ignored(&rules, &rel, is_dir);
-        if !budget.take(!ignore) {
-            return;
-        }
-        if ignore {
+        if ignored(&rules, &rel, is_dir) {
             continue;
+        }
+        if !budget.keep() {
+            return;
         }
         if is_dir && skip.contains(&(stat.st_dev, stat.st_ino)) {
             out.notes.push((
@@ -385,8 +425,9 @@ fn read_dir(
                 out.notes.push((
                     rel.clone(),
                     format!(
-                        "{}… has a path longer than {MAX_PATH} bytes: left out",
-                        here.display()
+                        "a folder whose path is longer than {MAX_PATH} bytes ({}…): left out",
+                        here.join(name)
+                            .display()
                             .to_string()
                             .chars()
                             .take(200)
@@ -459,7 +500,7 @@ pub(crate) fn list(
         let mut todo = vec![first];
         while let Some(t) = todo.pop() {
             read_dir(root, skip, budget, t, &mut out, &mut todo);
-            if budget.over() {
+            if budget.over().is_some() {
                 break;
             }
         }
@@ -486,7 +527,7 @@ pub(crate) fn list(
                         let next = {
                             let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
                             loop {
-                                if budget.over() {
+                                if budget.over().is_some() {
                                     break None;
                                 }
                                 if let Some(t) = w.todo.pop() {
@@ -503,11 +544,25 @@ pub(crate) fn list(
                             woken.notify_all();
                             return mine;
                         };
-                        read_dir(root, skip, budget, t, &mut mine, &mut more);
+                        // A folder whose listing fails outright is left out, noted (a rewind
+                        // leaves it alone), and the other threads are never left waiting.
+                        let rel = t.rel.clone();
+                        let listed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            read_dir(root, skip, budget, t, &mut mine, &mut more)
+                        }));
+                        if listed.is_err() {
+                            mine.notes.push((
+                                rel.clone(),
+                                format!(
+                                    "{} could not be listed: the listing failed",
+                                    root.join(&rel).display()
+                                ),
+                            ));
+                        }
                         let mut w = work.lock().unwrap_or_else(|p| p.into_inner());
                         w.todo.append(&mut more);
                         w.busy -= 1;
-                        if budget.over() {
+                        if budget.over().is_some() {
                             w.todo.clear();
                         }
                         drop(w);

@@ -797,20 +797,25 @@ fn a_workspace_over_the_limits_is_refused_and_nothing_is_stored() {
     h.store.snapshot(&h.ws, &Limits::default()).unwrap();
 }
 
-/// Files that grow after the listing (a background job racing the checkpoint) are still held
-/// to the limit on what one checkpoint reads and stores.
+/// Files that grow after the listing (a background job racing the checkpoint, sparse growth
+/// included) are read no further than the size listed, and left out, noted; and the threads
+/// reading together never read past the limit on what one checkpoint reads.
 #[test]
 fn files_that_grow_after_the_listing_are_held_to_the_total() {
     let f = fixture();
     let mut files = Vec::new();
-    for i in 0..4 {
+    for i in 0..8 {
         let rel = format!("g{i}.bin");
         write(&f.ws, &rel, "small");
         let st = rustix::fs::stat(f.ws.join(&rel)).unwrap();
         files.push((rel, st, EntryKind::Blob));
     }
-    for (i, (rel, _, _)) in files.iter().enumerate() {
-        std::fs::write(f.ws.join(rel), vec![i as u8; 400 * 1024]).unwrap();
+    for (rel, _, _) in &files {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(f.ws.join(rel))
+            .unwrap();
+        file.set_len(1 << 30).unwrap();
     }
     let limits = Limits {
         max_total_bytes: 1024 * 1024,
@@ -818,36 +823,23 @@ fn files_that_grow_after_the_listing_are_held_to_the_total() {
     };
     let root = f.ws.canonicalize().unwrap();
     let reads = crate::snapshot::Reads::new(limits.max_total_bytes);
-    let e = f
-        .store
-        .read_all(&root, &files, &limits, &reads)
-        .unwrap_err();
-    assert!(matches!(e, CheckpointError::TooBig(_)), "{e}");
-    assert!(e.to_string().contains("checkpoints.max_total_mb"), "{e}");
-    let (stored, _) = tally(&f.store.dir().join("objects"));
-    assert!(stored <= 2, "{stored} objects stored past the limit");
-    // Files that grew past max_file_mb are left out, but what was read of them counts: sparse
-    // growth cannot make one checkpoint read without end.
+    let got = f.store.read_all(&root, &files, &limits, &reads).unwrap();
+    assert!(
+        got.iter()
+            .all(|(_, r)| r.as_ref().is_err_and(|e| e.to_string().contains("grew"))),
+        "every grown file left out"
+    );
+    assert_eq!(reads.done(), 8 * 6, "read past the sizes listed");
+    assert_eq!(tally(&f.store.dir().join("objects")).0, 0);
+    // Many files read on every core: what they read together stays within the limit.
     let g = fixture();
     let mut files = Vec::new();
-    for i in 0..8 {
-        let rel = format!("s{i}.bin");
-        write(&g.ws, &rel, "small");
+    for i in 0..300 {
+        let rel = format!("h{i:03}.bin");
+        std::fs::write(g.ws.join(&rel), vec![i as u8; 4096]).unwrap();
         let st = rustix::fs::stat(g.ws.join(&rel)).unwrap();
         files.push((rel, st, EntryKind::Blob));
     }
-    for (rel, _, _) in &files {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(g.ws.join(rel))
-            .unwrap();
-        file.set_len(256 * 1024 + 1).unwrap();
-    }
-    let limits = Limits {
-        max_file_bytes: 256 * 1024,
-        max_total_bytes: 1024 * 1024,
-        ..Limits::default()
-    };
     let root = g.ws.canonicalize().unwrap();
     let reads = crate::snapshot::Reads::new(limits.max_total_bytes);
     let e = g
@@ -855,6 +847,11 @@ fn files_that_grow_after_the_listing_are_held_to_the_total() {
         .read_all(&root, &files, &limits, &reads)
         .unwrap_err();
     assert!(e.to_string().contains("checkpoints.max_total_mb"), "{e}");
+    assert!(
+        reads.done() <= limits.max_total_bytes,
+        "{} bytes read past the limit",
+        reads.done()
+    );
 }
 
 /// Entries a checkpoint does not keep but notes (names that are not UTF-8), link targets and
@@ -899,16 +896,16 @@ fn what_the_limits_count_cannot_be_dodged() {
     }
     let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
     let listing = crate::walk::list(&root, fd, 1, &[], 100);
-    assert!(listing.over);
+    assert_eq!(listing.over, Some(crate::walk::Over::Kept));
     assert!(listing.found.len() <= 101, "{}", listing.found.len());
     // Ignored entries are looked at, and bounded too (ten times the limit).
     write(&h.ws, ".gitignore", "*.txt\n");
     let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
     let listing = crate::walk::list(&root, fd, 1, &[], 1000);
-    assert!(!listing.over, "{} ignored files", 1000);
+    assert_eq!(listing.over, None, "{} ignored files", 1000);
     let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
     let listing = crate::walk::list(&root, fd, 1, &[], 50);
-    assert!(listing.over);
+    assert_eq!(listing.over, Some(crate::walk::Over::LookedAt));
 }
 
 /// A folder whose path is longer than any the system can name is left out, noted (a rewind
@@ -952,4 +949,91 @@ fn a_folder_with_a_path_too_long_is_left_out_noted() {
         .map(|k| k.len())
         .max();
     assert!(deepest.unwrap_or(0) <= 4096 + 256, "{deepest:?}");
+}
+
+/// What a checkpoint records about what it left out counts as bytes to keep, and ignore files
+/// past 16 MiB in all stop the walk (rather than leave out whichever folder came last).
+#[test]
+fn notes_and_ignore_files_count_too() {
+    // A chain of folders close to 4096 bytes, then many folders past it: each is noted with
+    // its long path.
+    let f = fixture();
+    let mut dir = std::fs::File::open(&f.ws).unwrap();
+    let open = |at: &std::fs::File, name: &str| {
+        std::fs::File::from(
+            rustix::fs::openat(
+                at,
+                name,
+                rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+                rustix::fs::Mode::empty(),
+            )
+            .unwrap(),
+        )
+    };
+    for i in 0..16 {
+        let name = format!("{i:02}{}", "c".repeat(240));
+        rustix::fs::mkdirat(&dir, name.as_str(), rustix::fs::Mode::from_raw_mode(0o755)).unwrap();
+        dir = open(&dir, &name);
+    }
+    for i in 0..300 {
+        let name = format!("{i:03}{}", "e".repeat(240));
+        rustix::fs::mkdirat(&dir, name.as_str(), rustix::fs::Mode::from_raw_mode(0o755)).unwrap();
+    }
+    let small = Limits {
+        max_total_bytes: 1024 * 1024,
+        ..Limits::default()
+    };
+    let e = f.store.snapshot(&f.ws, &small).unwrap_err();
+    assert!(e.to_string().contains("checkpoints.max_total_mb"), "{e}");
+    // Seventeen folders with an ignore file of 1 MiB each (one file, linked).
+    let g = fixture();
+    let big = g._dir.path().join("ignore");
+    std::fs::write(&big, format!("#{}\n", "x".repeat(1024 * 1024 - 3))).unwrap();
+    for i in 0..17 {
+        let d = g.ws.join(format!("d{i:02}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::hard_link(&big, d.join(".gitignore")).unwrap();
+    }
+    let e = g.store.snapshot(&g.ws, &Limits::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("ignore files of more than 16 MiB"),
+        "{e}"
+    );
+}
+
+/// A folder whose listing fails outright on one of the walk's threads is left out, noted,
+/// and the walk still ends (the other threads are not left waiting on it).
+#[test]
+fn a_folder_whose_listing_fails_is_noted_and_the_walk_ends() {
+    let f = fixture();
+    for i in 0..40 {
+        write(&f.ws, &format!("d{}/f{i:02}.txt", i % 4), "x");
+    }
+    write(&f.ws, "zz-fails-here/kept.txt", "y");
+    *crate::walk::FAIL_LISTING.lock().unwrap() = Some("zz-fails-here".into());
+    let (root, fd) = crate::walk::open_root(&f.ws).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(crate::walk::list(&root, fd, 2, &[], 1000));
+    });
+    let listing = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the walk ended");
+    *crate::walk::FAIL_LISTING.lock().unwrap() = None;
+    assert!(
+        listing
+            .notes
+            .iter()
+            .any(|(rel, why)| rel == "zz-fails-here" && why.contains("could not be listed")),
+        "{:?}",
+        listing.notes
+    );
+    assert_eq!(
+        listing
+            .found
+            .iter()
+            .filter(|e| e.rel.starts_with("d"))
+            .count(),
+        44
+    );
 }
