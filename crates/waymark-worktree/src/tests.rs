@@ -59,6 +59,16 @@ fn row(m: &Made) -> WorktreeRow {
 
 /// The agent's program at `prog`: it notes each run in `marker` (which must stay absent),
 /// passing its input through (as a filter would).
+/// A repository of its own at `dir` (the agent's), with file `name` committed.
+fn committed_repo(dir: &Path, name: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q"]);
+    std::fs::write(dir.join(name), name).unwrap();
+    git(dir, &["add", name]);
+    let id = ["-c", "user.name=a", "-c", "user.email=a@b.invalid"];
+    git(dir, &[&id[..], &["commit", "-qm", name]].concat());
+}
+
 /// Commits a submodule at `path` (a gitlink to HEAD's own commit, never checked out), and
 /// returns that commit.
 fn add_submodule(main: &Path, path: &str) -> String {
@@ -355,22 +365,7 @@ fn a_repository_the_agent_makes_inside_the_worktree_runs_nothing() {
     // Anywhere else too: a repository of its own, committed, with the same setting.
     std::fs::remove_dir_all(m.path.join("vendor")).unwrap();
     let x = m.path.join("tools/x");
-    std::fs::create_dir_all(&x).unwrap();
-    git(&x, &["init", "-q"]);
-    std::fs::write(x.join("f"), "f").unwrap();
-    git(&x, &["add", "f"]);
-    git(
-        &x,
-        &[
-            "-c",
-            "user.name=a",
-            "-c",
-            "user.email=a@b.invalid",
-            "commit",
-            "-qm",
-            "f",
-        ],
-    );
+    committed_repo(&x, "f");
     git(
         &x,
         &["config", "core.fsmonitor", &prog.display().to_string()],
@@ -573,22 +568,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     );
     // A repository somewhere new is recorded as a new submodule: refused.
     let other = m.path.join("other");
-    std::fs::create_dir_all(&other).unwrap();
-    git(&other, &["init", "-q"]);
-    std::fs::write(other.join("g"), "g").unwrap();
-    git(&other, &["add", "g"]);
-    git(
-        &other,
-        &[
-            "-c",
-            "user.name=a",
-            "-c",
-            "user.email=a@b.invalid",
-            "commit",
-            "-qm",
-            "g",
-        ],
-    );
+    committed_repo(&other, "g");
     let e = tree_of(&wt).unwrap_err();
     assert_eq!(e.code(), "nested_repository", "{e}");
     assert!(!marker.exists());

@@ -226,6 +226,13 @@ async fn g_36_a_failed_hand_over_leaves_the_review_open_and_nothing_behind() {
     let s = h.session(plan_then_implement(), PermissionMode::AutoEdit);
     let q = waiting_on(&run(&s, super::plan::plan_entry("plan the feature")).await);
     let before = h.runtime.list_sessions().unwrap().len();
+    let pending = || {
+        h.runtime
+            .snapshot(s.id())
+            .unwrap()
+            .summary
+            .pending_questionnaire
+    };
     let e = h
         .runtime
         .approve_in_worktree(&s, &q, None, None, None)
@@ -234,15 +241,7 @@ async fn g_36_a_failed_hand_over_leaves_the_review_open_and_nothing_behind() {
         .expect("refused outside a repository");
     assert!(e.to_string().contains("not in a git repository"), "{e}");
     assert_eq!(h.runtime.list_sessions().unwrap().len(), before);
-    assert_eq!(
-        h.runtime
-            .snapshot(s.id())
-            .unwrap()
-            .summary
-            .pending_questionnaire
-            .as_deref(),
-        Some(q.as_str())
-    );
+    assert_eq!(pending().as_deref(), Some(q.as_str()));
     // In a repository, but an option the plan does not offer: the session made for it goes
     // with its worktree and branch, and the review stays open.
     repo(&h);
@@ -259,15 +258,7 @@ async fn g_36_a_failed_hand_over_leaves_the_review_open_and_nothing_behind() {
             .trim()
             .is_empty()
     );
-    assert_eq!(
-        h.runtime
-            .snapshot(s.id())
-            .unwrap()
-            .summary
-            .pending_questionnaire
-            .as_deref(),
-        Some(q.as_str())
-    );
+    assert_eq!(pending().as_deref(), Some(q.as_str()));
     // A plan session cannot adopt its own plan, and a questionnaire of another kind or of
     // another session is refused.
     let e = s
