@@ -113,7 +113,13 @@ pub async fn run(desk: &Desk) {
         ids.push(v["session_id"].as_str().unwrap().to_string());
     }
 
-    let app = desk.launch().await;
+    // `BENCH_BOARD_ENV="NAME=value …"`: more variables for the app (trying WebKit settings).
+    let extra = std::env::var("BENCH_BOARD_ENV").unwrap_or_default();
+    let extra: Vec<(&str, &str)> = extra
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    let app = desk.launch_with(&extra).await;
     app.el("[data-testid=session].current").await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let before = pss_mb();
@@ -218,6 +224,19 @@ pub async fn run(desk: &Desk) {
             after.1
         );
         println!("  {}", app_breakdown());
+    }
+    // `BENCH_BOARD_RELOAD=1`: the page loaded afresh, to tell what the page holds from what
+    // the processes keep.
+    if std::env::var_os("BENCH_BOARD_RELOAD").is_some() {
+        app.js("location.reload(); return 1").await;
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let after = pss_mb();
+        println!(
+            "idle PSS after the page was loaded afresh: {:.1} MB: {:.2} MB per session over one open ({})",
+            after.0,
+            (after.0 - before.0) / (GOALS - 1) as f64,
+            after.1
+        );
     }
     app.close().await;
 }
