@@ -358,6 +358,17 @@ pub(crate) async fn settle(
                     push_snapshot(api);
                     return Ok(());
                 }
+                // The day's cap stopped the reviewer: the goal settles as if the turn had
+                // met the cap, `usage_limited(spend_cap)`, and resumes when it lifts (the
+                // completion claim is checked again then).
+                super::verifier::Checked::Capped(info) => {
+                    let mut facts = p.facts.clone();
+                    facts.reason = waymark_protocol::TurnEndReason::Error;
+                    facts.error_code = Some(info.code);
+                    facts.resets_in_ms = info.resets_in_ms;
+                    p = Pipeline::new(p.goal.clone(), facts);
+                    None
+                }
             }
         } else {
             None

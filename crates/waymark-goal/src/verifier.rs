@@ -98,6 +98,8 @@ pub(crate) enum Checked {
     Verdict(Verdict),
     /// Stop came while the verifier ran.
     Stopped,
+    /// The day's spending cap was reached before the verifier's next call (G-33).
+    Capped(waymark_protocol::ErrorInfo),
 }
 
 /// Runs the check through the turn engine's call path — the same guard chain as the
@@ -181,7 +183,7 @@ pub(crate) async fn verify(
         // The daily spending cap stops the reviewer's calls too (G-33).
         if let Some(capped) = api.spend_cap()? {
             account(0, &mut clock)?;
-            return Ok(Checked::Verdict(Verdict::Error(capped.message)));
+            return Ok(Checked::Capped(capped));
         }
         let request = ModelRequest {
             system: "You review whether a coding goal is achieved. You cannot change anything."

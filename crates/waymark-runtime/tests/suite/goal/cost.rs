@@ -274,3 +274,40 @@ async fn g_33_the_daily_cap_pauses_the_goals_of_two_sessions_and_starts_no_call(
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+/// The day's cap reached by the worker's turn that claims completion stops the reviewer
+/// before its call: the goal is `usage_limited(spend_cap)` and resumes when the cap lifts (not
+/// paused as if the reviewer had failed), and the claim is checked again then.
+#[tokio::test]
+async fn g_33_the_daily_cap_met_at_review_limits_the_goal_and_the_claim_is_checked_later() {
+    let mut c = priced(config(Verification::Subagent));
+    c.limits.daily_cost_usd = Some(0.012);
+    let h = Harness::new(c);
+    // The claim (which ends the turn) costs $0.012: the cap is reached as the turn ends.
+    let mut first = claim("it is done");
+    first["usage"] = call_usage();
+    let mut again = claim("it is done");
+    again["usage"] = json!({"input_tokens": 1, "output_tokens": 1});
+    let script = json!({"responses": [first, again],
+        "verifier": [{"text": "All there.\nVERDICT: PASS"}]});
+    let s = h.session(script, PermissionMode::Auto);
+    run(&s, user("/goal finish it")).await;
+    assert!(h.runtime.daily_spend().unwrap().capped);
+    let g = h.runtime.goal(s.id()).unwrap().unwrap();
+    assert_eq!(
+        status(&g),
+        (GoalStatus::UsageLimited, GoalReason::SpendCap),
+        "the reviewer's stop is the cap's"
+    );
+    assert!(g.usage_limit.expect("when it lifts").auto_resume);
+    // A higher cap, and the goal resumed: the claim is made again and this time checked.
+    let mut higher = h.runtime.config().as_ref().clone();
+    higher.limits.daily_cost_usd = Some(1.0);
+    h.runtime.apply_settings(higher).unwrap();
+    run(&s, user("/goal resume")).await;
+    assert_eq!(
+        status(&h.runtime.goal(s.id()).unwrap().unwrap()),
+        (GoalStatus::Complete, GoalReason::VerifierMet)
+    );
+    s.shutdown().await.unwrap();
+}
