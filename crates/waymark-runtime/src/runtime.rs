@@ -382,7 +382,7 @@ impl Runtime {
                 tx.set_instructions(&id, &instructions)?;
                 if let Some(m) = &made {
                     use waymark_worktree::db::WorktreeWrites as _;
-                    tx.insert_worktree(&crate::views::worktree::row_of(&id, m, tx.now()))?;
+                    tx.insert_worktree(&m.row(&id, tx.now()))?;
                 }
                 Ok::<_, Error>(())
             })
@@ -390,7 +390,7 @@ impl Runtime {
         if let Err(e) = created {
             // Nothing half made is left: the worktree goes with the session that failed.
             if let Some(m) = &made {
-                let _ = waymark_worktree::discard(&crate::views::worktree::row_of(&id, m, 0));
+                let _ = waymark_worktree::discard(&m.row(&id, 0));
             }
             return Err(e);
         }

@@ -154,6 +154,24 @@ pub struct Made {
     pub included: Vec<String>,
 }
 
+impl Made {
+    /// The row that records this worktree for session `session_id`, made at `now`.
+    pub fn row(&self, session_id: &str, now: i64) -> db::WorktreeRow {
+        db::WorktreeRow {
+            session_id: session_id.to_string(),
+            name: self.name.clone(),
+            branch: self.branch.clone(),
+            path: self.path.display().to_string(),
+            repo: self.repo.display().to_string(),
+            base_branch: self.base_branch.clone(),
+            base_commit: self.base_commit.clone(),
+            state: WorktreeState::Active,
+            included: self.included.clone(),
+            created_at: now,
+        }
+    }
+}
+
 /// The longest worktree name.
 const MAX_NAME: usize = 48;
 

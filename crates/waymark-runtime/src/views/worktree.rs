@@ -9,22 +9,6 @@ use std::path::{Path, PathBuf};
 use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeState, WorktreeView};
 use waymark_worktree::db::{self, WorktreeRow, WorktreeWrites as _};
 
-/// The row recording worktree `m` for session `id`.
-pub(crate) fn row_of(id: &str, m: &waymark_worktree::Made, now: i64) -> WorktreeRow {
-    WorktreeRow {
-        session_id: id.to_string(),
-        name: m.name.clone(),
-        branch: m.branch.clone(),
-        path: m.path.display().to_string(),
-        repo: m.repo.display().to_string(),
-        base_branch: m.base_branch.clone(),
-        base_commit: m.base_commit.clone(),
-        state: WorktreeState::Active,
-        included: m.included.clone(),
-        created_at: now,
-    }
-}
-
 impl Runtime {
     /// For a workspace in one of Waymark's worktrees, the project's git folder, found from
     /// the worktree's row (never from the worktree's `.git` file, which the agent may write).
