@@ -10,10 +10,41 @@ use waymark_protocol::display::escape_line;
 /// How many changed paths a line names before it says how many more there are.
 const NAMED: usize = 5;
 
-/// One line per checkpoint, oldest first, with what changed since the one before.
-pub fn describe(session_id: &str, checkpoints: &[CheckpointView]) -> String {
+/// The newest `checkpoint.failed` of a session: when, and what it said.
+pub fn last_failure(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+) -> Result<Option<(i64, String)>> {
+    let newest = waymark_store::events::recent_of_type(conn, session_id, "checkpoint.failed", 1)?;
+    Ok(newest.into_iter().find_map(|e| match e.kind {
+        waymark_protocol::EventKind::CheckpointFailed { message, .. } => Some((e.ts, message)),
+        _ => None,
+    }))
+}
+
+/// One line per checkpoint, oldest first, with what changed since the one before; and, when
+/// the newest attempt to take one failed after them (`failure`, from [`last_failure`]), why
+/// none is being taken.
+pub fn describe(
+    session_id: &str,
+    checkpoints: &[CheckpointView],
+    failure: Option<&(i64, String)>,
+) -> String {
+    let newest = checkpoints.last().map(|c| c.time);
+    let failing = failure
+        .filter(|(at, _)| newest.is_none_or(|t| *at >= t))
+        .map(|(at, why)| {
+            format!(
+                "The newest attempt ({}) failed: {}\n",
+                utc_label(*at),
+                escape_line(why)
+            )
+        })
+        .unwrap_or_default();
     if checkpoints.is_empty() {
-        return "No checkpoints yet: one is taken before every turn and before each tool call that may write.".into();
+        return format!(
+            "No checkpoints yet: one is taken before every turn and before each tool call that may write.\n{failing}"
+        );
     }
     let mut out = format!(
         "Checkpoints, oldest first. Rewind with: waymark rewind --session {session_id} --to <id> [--files|--conversation]\n"
@@ -61,6 +92,7 @@ pub fn describe(session_id: &str, checkpoints: &[CheckpointView]) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&failing);
     out
 }
 
@@ -85,6 +117,7 @@ impl SlashCommand for RewindCommand {
         }
         let rows = db::list(cx.tx.conn(), cx.session_id)?;
         let views: Vec<CheckpointView> = rows.iter().map(db::CheckpointRow::view).collect();
-        Ok(describe(cx.session_id, &views))
+        let failure = last_failure(cx.tx.conn(), cx.session_id)?;
+        Ok(describe(cx.session_id, &views, failure.as_ref()))
     }
 }

@@ -17,9 +17,11 @@ pub(crate) fn list(runtime: &Runtime, session: &str, json: bool) -> anyhow::Resu
     if json {
         crate::term::json(&list, true)?;
     } else {
+        let failure = runtime.checkpoint_failure(session)?;
         outln!(
             "{}",
-            waymark_runtime::checkpoint::listing::describe(session, &list).trim_end()
+            waymark_runtime::checkpoint::listing::describe(session, &list, failure.as_ref())
+                .trim_end()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -14,6 +14,14 @@ fn bash(command: &str) -> serde_json::Value {
     json!({"tool_calls": [{"name": "bash", "arguments": {"command": command}}]})
 }
 
+/// What `/rewind` prints.
+async fn listed(s: &waymark_runtime::SessionHandle) -> String {
+    match s.submit(user("/rewind")).await.unwrap() {
+        waymark_runtime::session::OpOutcome::Command { output } => output,
+        other => panic!("{other:?}"),
+    }
+}
+
 fn done() -> serde_json::Value {
     json!({"text": "done"})
 }
@@ -343,6 +351,12 @@ async fn a_workspace_too_big_to_keep_is_said_once_and_the_session_goes_on() {
     );
     assert!(h.ws.join("a.txt").exists() && h.ws.join("b.txt").exists());
     assert!(h.runtime.checkpoints(s.id()).unwrap().is_empty());
+    // `/rewind` says why there is none.
+    let shown = listed(&s).await;
+    assert!(
+        shown.contains("No checkpoints yet") && shown.contains("checkpoints.max_files"),
+        "{shown}"
+    );
     let store = h.session_dir(s.id()).join("checkpoints").join("objects");
     assert!(
         super::bytes_under(&store).is_empty(),
@@ -354,6 +368,8 @@ async fn a_workspace_too_big_to_keep_is_said_once_and_the_session_goes_on() {
     assert!(failures(&ev).is_empty(), "{:?}", failures(&ev));
     let starts = turn_starts(&h.runtime, s.id());
     assert_eq!(starts.len(), 1);
+    let shown = listed(&s).await;
+    assert!(!shown.contains("newest attempt"), "{shown}");
     // It grows past the limit again: a rewind cannot record the state it would leave, so it
     // is refused and nothing changes.
     for i in 0..150 {

@@ -18,6 +18,12 @@ impl Runtime {
         })
     }
 
+    /// The newest failure to take a checkpoint in session `id`: when, and what it said.
+    pub fn checkpoint_failure(&self, id: &str) -> Result<Option<(i64, String)>> {
+        self.store()
+            .view(|c| waymark_checkpoint::listing::last_failure(c, id))
+    }
+
     /// The checkpoint taken as turn `turn` of session `id` started ("rewind to here").
     pub fn checkpoint_of_turn(&self, id: &str, turn: i64) -> Result<CheckpointView> {
         self.store()
