@@ -39,9 +39,6 @@ struct Slot {
     root: Mutex<Option<(u64, u64)>>,
     /// Old checkpoints were pruned in this process.
     pruned: AtomicBool,
-    /// The last checkpoint was refused for the workspace's size: the calls of the turn do
-    /// not walk it again (the next turn start tries again).
-    too_big: AtomicBool,
 }
 
 /// Where a session keeps its checkpoint store.
@@ -205,13 +202,8 @@ async fn take(
         .read(|c| db::last(c, &sid))?
         .and_then(|p| ObjectId::from_hex(p.tree.as_bytes()).ok());
     let s = store.clone();
-    let sizes = slot.clone();
     let (snap, changed) = blocking(move || {
-        let snap = s.snapshot(&ws, &limits).inspect_err(|e| {
-            if matches!(e, CheckpointError::TooBig(_)) {
-                sizes.too_big.store(true, Ordering::Relaxed);
-            }
-        })?;
+        let snap = s.snapshot(&ws, &limits)?;
         // A store made again since the previous checkpoint no longer has its tree: the
         // change is then counted from nothing.
         let changed = match prev {
@@ -256,7 +248,6 @@ async fn take(
         Ok(row)
     })?;
     slot.failing.store(false, Ordering::Relaxed);
-    slot.too_big.store(false, Ordering::Relaxed);
     Ok(Some(row))
 }
 
@@ -413,7 +404,7 @@ impl Extension for CheckpointExtension {
         writes: bool,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            if !writes || api.state::<Slot>().too_big.load(Ordering::Relaxed) {
+            if !writes {
                 return Ok(());
             }
             take_or_say(api, CheckpointTrigger::BeforeTool, turn_id, Some(call)).await

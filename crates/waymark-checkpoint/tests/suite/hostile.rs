@@ -384,3 +384,42 @@ async fn a_workspace_too_big_to_keep_is_said_once_and_the_session_goes_on() {
     assert_eq!(manifest(&h.ws), before);
     s.shutdown().await.unwrap();
 }
+
+/// A workspace over the limits at the turn's start does not switch checkpoints off for the
+/// turn: a model that shrinks it and then deletes the user's file meets a checkpoint first,
+/// so the user's latest edit can be brought back.
+#[tokio::test]
+async fn a_workspace_shrunk_within_the_turn_is_checkpointed_before_the_next_write() {
+    let mut config = Config::default();
+    config.checkpoints.max_files = 100;
+    let h = Harness::new(config);
+    std::fs::write(h.ws.join("mine.txt"), "first\n").unwrap();
+    let s = h.session(
+        json!({"responses": [done(), bash("rm -r gen"), bash("rm mine.txt"), done()]}),
+        PermissionMode::Auto,
+    );
+    run(&s, user("hello")).await;
+    // Between turns: the user edits their file, and the workspace is over the limit.
+    std::fs::write(h.ws.join("mine.txt"), "my latest edit\n").unwrap();
+    std::fs::create_dir_all(h.ws.join("gen")).unwrap();
+    for i in 0..150 {
+        std::fs::write(h.ws.join(format!("gen/f{i:03}")), "x").unwrap();
+    }
+    run(&s, user("tidy up")).await;
+    assert!(!h.ws.join("mine.txt").exists());
+    let before_delete = h
+        .runtime
+        .checkpoints(s.id())
+        .unwrap()
+        .into_iter()
+        .rfind(|c| c.trigger == waymark_protocol::checkpoint::CheckpointTrigger::BeforeTool)
+        .expect("a checkpoint before the delete");
+    rewind(&s, &before_delete.id, RewindScope::Files)
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("mine.txt")).unwrap(),
+        "my latest edit\n"
+    );
+    s.shutdown().await.unwrap();
+}
