@@ -104,13 +104,7 @@ pub async fn run(desk: &Desk) {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let first = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .next()
-            .unwrap()
-            .to_string();
-        let v: serde_json::Value = serde_json::from_str(&first).unwrap();
-        ids.push(v["session_id"].as_str().unwrap().to_string());
+        ids.push(crate::harness::session_of(&out));
     }
 
     // `BENCH_BOARD_ENV="NAME=value …"`: more variables for the app (trying WebKit settings).

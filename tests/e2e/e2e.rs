@@ -19,7 +19,7 @@ mod state;
 mod transcript;
 mod window;
 
-use harness::{App, Desk, root};
+use harness::{App, Desk, root, session_of};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -71,13 +71,7 @@ fn planned_session(
         "exec should stop at the plan approval: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let first = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .to_string();
-    let v: serde_json::Value = serde_json::from_str(&first).unwrap();
-    (v["session_id"].as_str().unwrap().to_string(), ws)
+    (session_of(&out), ws)
 }
 
 /// A planned session (see [`planned_session`]) opened in the app on its Plan tab.

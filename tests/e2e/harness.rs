@@ -768,3 +768,15 @@ impl App {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.client.close()).await;
     }
 }
+
+/// The id of the session a CLI run printed first (`exec --json`).
+pub fn session_of(out: &std::process::Output) -> String {
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let v: serde_json::Value = serde_json::from_str(&first)
+        .unwrap_or_else(|e| panic!("{e}: {first:?} {}", String::from_utf8_lossy(&out.stderr)));
+    v["session_id"].as_str().unwrap().to_string()
+}

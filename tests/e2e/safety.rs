@@ -20,18 +20,6 @@ fn settings(desk: &Desk, json: &str) {
     std::fs::write(desk.settings_file(), json).unwrap();
 }
 
-/// The id of the one session a CLI run printed first (`exec --json`).
-fn session_of(out: &std::process::Output) -> String {
-    let first = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let v: serde_json::Value = serde_json::from_str(&first)
-        .unwrap_or_else(|e| panic!("{e}: {first:?} {}", String::from_utf8_lossy(&out.stderr)));
-    v["session_id"].as_str().unwrap().to_string()
-}
-
 /// Two turns: the first writes notes.txt, the second rewrites it from the shell, adds
 /// out/extra.txt and removes src/greet.sh. "Rewind to here" on the second turn puts all three
 /// back, folds the turn, and "Undo rewind" brings the second state again.
@@ -71,6 +59,17 @@ async fn rewind_to_here_previews_the_files_then_undo_brings_them_back() {
     let turns: Vec<u64> = serde_json::from_value(turns).unwrap();
     assert_eq!(turns.len(), 2, "{turns:?}");
     let second = turns[1];
+    app.click(&format!("[data-testid=rewind-here][data-turn='{second}']"))
+        .await;
+    app.el("[data-testid=rewind-dialog]").await;
+    // A modal dialog: it takes the focus, and Escape closes it.
+    app.wait_js(
+        "return document.querySelector('[data-testid=rewind-dialog]').contains(document.activeElement) || null",
+        "the focus in the rewind dialog",
+    )
+    .await;
+    app.press(fantoccini::key::Key::Escape).await;
+    app.wait_gone("[data-testid=rewind-dialog]").await;
     app.click(&format!("[data-testid=rewind-here][data-turn='{second}']"))
         .await;
     app.el("[data-testid=rewind-dialog]").await;

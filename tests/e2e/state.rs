@@ -22,13 +22,7 @@ fn chat_session(desk: &Desk, ws: &str) -> String {
         &["--permission", "auto", "Hello"],
     );
     succeeded(&out);
-    let first = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .to_string();
-    let v: serde_json::Value = serde_json::from_str(&first).unwrap();
-    v["session_id"].as_str().unwrap().to_string()
+    crate::harness::session_of(&out)
 }
 
 /// Waits until the store's file holds what `check` looks for; its content.
