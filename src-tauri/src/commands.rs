@@ -550,20 +550,21 @@ pub fn delete_api_key(env_name: String) -> IpcResult<()> {
     Ok(Keyring::delete(&env_name)?)
 }
 
-/// Opens a link from the plan in the system browser (never in the webview).
+/// Opens a link from the plan in the system browser (never in the webview): only http(s)
+/// and `mailto:` links, the latter with only the fields of a message (no `attach=`).
 #[tauri::command]
 #[specta::specta]
 pub fn open_link<R: tauri::Runtime>(app: AppHandle<R>, url: String) -> IpcResult<()> {
     use tauri_plugin_opener::OpenerExt;
-    let allowed = ["https://", "http://", "mailto:"]
-        .iter()
-        .any(|p| url.to_ascii_lowercase().starts_with(p));
-    if !allowed {
+    let Some(url) = waymark_protocol::links::to_open(&url) else {
         return Err(IpcError::new(
             "link_refused",
-            format!("only http, https and mailto links open outside the app: {url}"),
+            format!(
+                "only http, https and mailto links open outside the app: {}",
+                waymark_protocol::display::escape_line(&url)
+            ),
         ));
-    }
+    };
     app.opener()
         .open_url(url, None::<&str>)
         .map_err(|e| IpcError::new("open_failed", e.to_string()))

@@ -6,7 +6,7 @@ use crate::host::Host;
 use tauri::{AppHandle, State};
 use waymark_protocol::checkpoint::{CheckpointView, RewindPreview, RewindScope};
 use waymark_protocol::cost::DailySpend;
-use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeView};
+use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeReview, WorktreeView};
 use waymark_protocol::{BoardRow, BudgetChange, GoalOp, Op, SessionView};
 use waymark_runtime::SessionSpec;
 
@@ -93,21 +93,22 @@ pub async fn worktree_diff<R: tauri::Runtime>(
 }
 
 /// Merges the worktree into the branch it came from (refused, changing nothing, on a
-/// conflict or uncommitted changes to the same files there), holding it to `tree`, the tree
-/// of the diff the user reviewed: when the worktree changed since, it is refused.
+/// conflict or uncommitted changes to the same files there), holding it to `reviewed`, the
+/// ends of the diff the user reviewed: when it would bring in anything else now, it is
+/// refused.
 #[tauri::command]
 #[specta::specta]
 pub async fn worktree_merge<R: tauri::Runtime>(
     app: AppHandle<R>,
     id: String,
-    tree: String,
+    reviewed: WorktreeReview,
 ) -> IpcResult<MergeOutcome> {
     use tauri::Manager;
     blocking(move || {
         Ok(app
             .state::<Host>()
             .runtime
-            .worktree_merge(&id, Some(&tree))?)
+            .worktree_merge(&id, Some(&reviewed))?)
     })
     .await
 }

@@ -181,6 +181,16 @@ fn agent_messages_render_with_the_plan_renderer_and_hostile_html_stays_inert() {
     ] {
         assert!(html.contains(kept), "{kept} missing: {html}");
     }
+    // What the page would not show is behind a marker, as escaped text only.
+    assert!(html.contains("plan-hidden-toggle"), "{html}");
+    let mut shown = String::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("class=\"plan-hidden-text\"") {
+        shown.push_str(&rest[..at]);
+        rest = &rest[at..];
+        rest = rest.find("</code>").map_or("", |end| &rest[end..]);
+    }
+    shown.push_str(rest);
     for gone in [
         "<script",
         "onerror",
@@ -189,7 +199,7 @@ fn agent_messages_render_with_the_plan_renderer_and_hostile_html_stays_inert() {
         "evil.example",
         "<img",
     ] {
-        assert!(!html.contains(gone), "{gone} survived: {html}");
+        assert!(!shown.contains(gone), "{gone} survived: {html}");
     }
     assert_eq!(out[1], None, "a message past the cap shows as plain text");
     let e = render_markdown(vec![String::new(); RENDER_BATCH + 1]).unwrap_err();

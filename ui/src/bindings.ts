@@ -91,7 +91,10 @@ export const commands = {
 	/**  Stores an API key in the OS keyring under the variable name the provider reads. */
 	setApiKey: (envName: string, key: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("set_api_key", { envName, key })),
 	deleteApiKey: (envName: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("delete_api_key", { envName })),
-	/**  Opens a link from the plan in the system browser (never in the webview). */
+	/**
+	 *  Opens a link from the plan in the system browser (never in the webview): only http(s)
+	 *  and `mailto:` links, the latter with only the fields of a message (no `attach=`).
+	 */
 	openLink: (url: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("open_link", { url })),
 	/**  Starts the offline demo (two scripted sessions); returns their ids. */
 	startDemo: () => typedError<string[], ErrorInfo_Serialize>(__TAURI_INVOKE("start_demo")),
@@ -113,10 +116,11 @@ export const commands = {
 	worktreeDiff: (id: string) => typedError<WorktreeDiff, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_diff", { id })),
 	/**
 	 *  Merges the worktree into the branch it came from (refused, changing nothing, on a
-	 *  conflict or uncommitted changes to the same files there), holding it to `tree`, the tree
-	 *  of the diff the user reviewed: when the worktree changed since, it is refused.
+	 *  conflict or uncommitted changes to the same files there), holding it to `reviewed`, the
+	 *  ends of the diff the user reviewed: when it would bring in anything else now, it is
+	 *  refused.
 	 */
-	worktreeMerge: (id: string, tree: string) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id, tree })),
+	worktreeMerge: (id: string, reviewed: WorktreeReview) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id, reviewed })),
 	/**  Removes the worktree and its branch (the window asked the user first). */
 	worktreeDiscard: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_discard", { id })),
 	/**
@@ -2181,13 +2185,13 @@ export type RouteKind = "own_key" | "managed";
 
 /**
  *  The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
- *  beyond the workspace, system folders and toolchains.
+ *  beyond the workspace, system folders and toolchains, and the temp space it may fill.
  */
 export type SandboxConfig = SandboxConfig_Serialize | SandboxConfig_Deserialize;
 
 /**
  *  The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
- *  beyond the workspace, system folders and toolchains.
+ *  beyond the workspace, system folders and toolchains, and the temp space it may fill.
  */
 export type SandboxConfig_Deserialize = {
 	/**
@@ -2195,11 +2199,17 @@ export type SandboxConfig_Deserialize = {
 	 *  One that names a credential store (`~/.aws`) makes that store readable.
 	 */
 	read_allow?: string[],
+	/**
+	 *  The most a sandboxed command may keep in its temp folder (`TMPDIR`, the one place it
+	 *  writes), in MB: past it the command is stopped. The folder is emptied when each
+	 *  command ends.
+	 */
+	temp_max_mb?: number,
 };
 
 /**
  *  The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
- *  beyond the workspace, system folders and toolchains.
+ *  beyond the workspace, system folders and toolchains, and the temp space it may fill.
  */
 export type SandboxConfig_Serialize = {
 	/**
@@ -2207,6 +2217,12 @@ export type SandboxConfig_Serialize = {
 	 *  One that names a credential store (`~/.aws`) makes that store readable.
 	 */
 	read_allow: string[],
+	/**
+	 *  The most a sandboxed command may keep in its temp folder (`TMPDIR`, the one place it
+	 *  writes), in MB: past it the command is stopped. The folder is emptied when each
+	 *  command ends.
+	 */
+	temp_max_mb: number,
 };
 
 /**  One runtime event of an open session, exactly as the runtime reported it. */
@@ -2595,6 +2611,11 @@ export type Usage_Deserialize = {
 	input_tokens: number,
 	output_tokens: number,
 	cached_tokens?: number,
+	/**
+	 *  Some figure is Waymark's estimate, not the provider's: it reported no usage, an
+	 *  empty one or null fields. For a sum, true when any part was.
+	 */
+	estimated?: boolean,
 };
 
 /**  Token usage of one model call or a sum of them. */
@@ -2602,6 +2623,11 @@ export type Usage_Serialize = {
 	input_tokens: number,
 	output_tokens: number,
 	cached_tokens: number,
+	/**
+	 *  Some figure is Waymark's estimate, not the provider's: it reported no usage, an
+	 *  empty one or null fields. For a sum, true when any part was.
+	 */
+	estimated?: boolean,
 };
 
 export type Value = null | boolean | number | string | Value[] | { [key in string]: Value };
@@ -2623,14 +2649,29 @@ export type VerifierConfig_Serialize = {
 };
 
 /**
- *  A worktree's changes as the user reviews them: the diff from where it came from, and the
- *  tree it shows, which a merge may be asked to hold to.
+ *  A worktree's changes as the user reviews them: exactly what a merge would bring in, the
+ *  diff from where the worktree's history meets the branch it merges into to what it holds;
+ *  a merge may be asked to hold to both ends.
  */
 export type WorktreeDiff = {
+	/**
+	 *  The commit the diff is from: where the worktree's history meets its branch now (the
+	 *  commit it started at, unless it brought that branch in since, `git merge main`).
+	 */
+	base: string,
 	/**  The git tree of everything the worktree held when the diff was taken. */
 	tree: string,
-	/**  `git diff` from the commit the worktree came from to that tree. */
+	/**  `git diff` from `base` to that tree. */
 	diff: string,
+};
+
+/**
+ *  The ends of a diff the user reviewed ([`WorktreeDiff::base`], [`WorktreeDiff::tree`]): a
+ *  merge given them brings in exactly that diff, or is refused.
+ */
+export type WorktreeReview = {
+	base: string,
+	tree: string,
 };
 
 /**  Where a worktree stands. */
@@ -2659,9 +2700,12 @@ export type WorktreeView_Deserialize = {
 	/**  The commit it started at. */
 	base_commit: string,
 	state: WorktreeState,
-	/**  Files that differ from the start: committed on its branch or not yet. */
+	/**
+	 *  Files a merge would change: what differs from where its history meets the branch it
+	 *  merges into (see [`WorktreeDiff::base`]), committed on its branch or not yet.
+	 */
 	changed: PathChange[],
-	/**  Commits on its branch since it started. */
+	/**  Commits on its branch since that meeting point. */
 	commits: number,
 	/**  Files copied into it at the start because `.worktreeinclude` named them. */
 	included: string[],
@@ -2686,9 +2730,12 @@ export type WorktreeView_Serialize = {
 	/**  The commit it started at. */
 	base_commit: string,
 	state: WorktreeState,
-	/**  Files that differ from the start: committed on its branch or not yet. */
+	/**
+	 *  Files a merge would change: what differs from where its history meets the branch it
+	 *  merges into (see [`WorktreeDiff::base`]), committed on its branch or not yet.
+	 */
 	changed: PathChange[],
-	/**  Commits on its branch since it started. */
+	/**  Commits on its branch since that meeting point. */
 	commits: number,
 	/**  Files copied into it at the start because `.worktreeinclude` named them. */
 	included: string[],

@@ -169,6 +169,6 @@ impl Cache {
             );
         }
         out.push_str("end\n");
-        std::fs::write(path, out)
+        crate::write_private(path, out.as_bytes())
     }
 }

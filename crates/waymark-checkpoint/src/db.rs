@@ -20,6 +20,9 @@ pub struct CheckpointRow {
     pub trigger: CheckpointTrigger,
     /// The tree's id (hex).
     pub tree: String,
+    /// The id (hex) of its record of permission bits; `None` for one taken before those were
+    /// recorded.
+    pub modes: Option<String>,
     pub conversation: ConversationPoint,
     pub changed: Vec<PathChange>,
     pub skipped: Vec<SkippedFile>,
@@ -43,7 +46,7 @@ impl CheckpointRow {
 }
 
 const COLUMNS: &str = "id, session_id, seq, turn_id, call_id, tool, trigger, tree, before_turn, \
-     hidden, changed, skipped, created_at";
+     hidden, changed, skipped, created_at, modes";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CheckpointRow> {
     let json = |idx: usize| -> rusqlite::Result<String> { r.get(idx) };
@@ -68,6 +71,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CheckpointRow> {
         changed: parse(10, &json(10)?)?,
         skipped: parse(11, &json(11)?)?,
         created_at: r.get(12)?,
+        modes: r.get(13)?,
     })
 }
 
@@ -132,10 +136,11 @@ pub fn oldest(conn: &Connection, session_id: &str) -> Result<Option<i64>> {
         .query_row([session_id], |r| r.get::<_, Option<i64>>(0))?)
 }
 
-/// The trees of the session's checkpoints (what pruning keeps).
-pub fn trees(conn: &Connection, session_id: &str) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached("SELECT tree FROM checkpoints WHERE session_id = ?1")?;
-    let rows = stmt.query_map([session_id], |r| r.get::<_, String>(0))?;
+/// The trees of the session's checkpoints, and their mode records (what pruning keeps).
+pub fn trees(conn: &Connection, session_id: &str) -> Result<Vec<(String, Option<String>)>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT tree, modes FROM checkpoints WHERE session_id = ?1")?;
+    let rows = stmt.query_map([session_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -157,7 +162,7 @@ impl CheckpointWrites for Tx<'_> {
             )?
             .query_row([&r.session_id], |row| row.get(0))?;
         c.prepare_cached(&format!(
-            "INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+            "INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
         ))?
         .execute(params![
             r.id,
@@ -173,6 +178,7 @@ impl CheckpointWrites for Tx<'_> {
             json(&r.changed),
             json(&r.skipped),
             r.created_at,
+            r.modes,
         ])?;
         Ok(seq)
     }
@@ -216,6 +222,7 @@ mod tests {
             tool: Some("bash".into()),
             trigger: CheckpointTrigger::BeforeTool,
             tree: "4b825dc642cb6eb9a060e54bf8d69288fbee4904".into(),
+            modes: Some("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391".into()),
             conversation: ConversationPoint {
                 before_turn: 4,
                 hidden: vec![2],

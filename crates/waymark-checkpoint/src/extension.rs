@@ -23,7 +23,10 @@ use waymark_protocol::config::CheckpointConfig;
 use waymark_store::ToolCallRecord;
 
 /// The extension's migrations (its own `checkpoints` table).
-pub const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_checkpoints.sql")];
+pub const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_checkpoints.sql"),
+    include_str!("../migrations/0002_modes.sql"),
+];
 
 /// Checkpoints and the file half of rewind, for every session.
 pub struct CheckpointExtension;
@@ -98,6 +101,23 @@ fn tree_id(row: &CheckpointRow) -> Result<ObjectId> {
             "checkpoint {} names tree `{}`, which is not an object id",
             row.id, row.tree
         ))
+    })
+}
+
+/// The checkpoint as a restore reads it: its tree and its mode record.
+fn point(row: &CheckpointRow) -> Result<crate::Point> {
+    let modes = match &row.modes {
+        None => None,
+        Some(m) => Some(ObjectId::from_hex(m.as_bytes()).map_err(|_| {
+            Error::Corrupt(format!(
+                "checkpoint {} names mode record `{m}`, which is not an object id",
+                row.id
+            ))
+        })?),
+    };
+    Ok(crate::Point {
+        tree: tree_id(row)?,
+        modes,
     })
 }
 
@@ -198,9 +218,11 @@ async fn take(
     slot.check_root(&ws)?;
     let limits = limits_for(&api.config().checkpoints, api.session_dir());
     let sid = api.id().to_string();
-    let prev = api
-        .read(|c| db::last(c, &sid))?
+    let last = api.read(|c| db::last(c, &sid))?;
+    let prev = last
+        .as_ref()
         .and_then(|p| ObjectId::from_hex(p.tree.as_bytes()).ok());
+    let prev_modes = last.and_then(|p| p.modes);
     let s = store.clone();
     let (snap, changed) = blocking(move || {
         let snap = s.snapshot(&ws, &limits)?;
@@ -216,8 +238,12 @@ async fn take(
         Ok((snap, changed))
     })
     .await?;
-    // Before a call, the same state as the newest checkpoint is that checkpoint.
-    if trigger == CheckpointTrigger::BeforeTool && prev == Some(snap.tree) {
+    // Before a call, the same state as the newest checkpoint (files and their bits) is that
+    // checkpoint.
+    if trigger == CheckpointTrigger::BeforeTool
+        && prev == Some(snap.tree)
+        && prev_modes.as_deref() == Some(snap.modes.to_string().as_str())
+    {
         return Ok(None);
     }
     let id = api.new_id("cp");
@@ -231,6 +257,7 @@ async fn take(
             tool: call.map(|c| c.name.clone()),
             trigger,
             tree: snap.tree.to_string(),
+            modes: Some(snap.modes.to_string()),
             conversation: conversation_point(tx.conn(), &sid, trigger, turn)?,
             changed: changed.into_iter().map(path_change).collect(),
             skipped: snap
@@ -308,13 +335,17 @@ async fn prune(api: &SessionApi) -> Result<()> {
     if gone == 0 {
         return Ok(());
     }
-    let keep: Vec<ObjectId> = api
-        .read(|c| db::trees(c, &sid))?
+    let kept = api.read(|c| db::trees(c, &sid))?;
+    let keep: Vec<ObjectId> = kept
         .iter()
-        .filter_map(|t| ObjectId::from_hex(t.as_bytes()).ok())
+        .filter_map(|(t, _)| ObjectId::from_hex(t.as_bytes()).ok())
+        .collect();
+    let keep_blobs: Vec<ObjectId> = kept
+        .iter()
+        .filter_map(|(_, m)| ObjectId::from_hex(m.as_deref()?.as_bytes()).ok())
         .collect();
     let store = slot.store(api)?;
-    let objects = blocking(move || store.prune(&keep)).await?;
+    let objects = blocking(move || store.prune(&keep, &keep_blobs)).await?;
     tracing::info!(checkpoints = gone, objects, "old checkpoints pruned");
     Ok(())
 }
@@ -325,24 +356,28 @@ async fn rewind(api: &SessionApi, to: &str, scope: RewindScope) -> Result<Rewind
     let row = api
         .read(|c| db::get(c, &sid, to))?
         .ok_or_else(|| Error::CheckpointNotFound(to.to_string()))?;
-    let target = tree_id(&row)?;
+    let target = point(&row)?;
     let slot = api.state::<Slot>();
     let store = slot.store(api)?;
     // Every object of the target is read before anything is taken or changed: a damaged
     // store is an error with nothing done.
     let s = store.clone();
-    blocking(move || s.files(&target).map(|_| ())).await?;
+    blocking(move || {
+        s.files(&target.tree)?;
+        target.modes.map(|m| s.modes(&m)).transpose().map(|_| ())
+    })
+    .await?;
     let undo = take(api, CheckpointTrigger::Rewind, None, None)
         .await?
         .ok_or_else(|| Error::Checkpoint("the state before the rewind was not recorded".into()))?;
     let (files, moved_aside) = if scope.files() {
-        let now = tree_id(&undo)?;
+        let now = point(&undo)?;
         let ws = api.workspace().to_path_buf();
         slot.check_root(&ws)?;
         let s = store.clone();
         let left_out: Vec<String> = row.skipped.iter().map(|k| k.path.clone()).collect();
         let restored = blocking(move || {
-            let changes = s.changes(Some(&now), &target)?;
+            let changes = s.changes(Some(&now.tree), &target.tree)?;
             Ok((s.restore(&ws, &now, &target, &left_out), changes))
         })
         .await?;

@@ -17,6 +17,7 @@ pub mod db;
 mod extension;
 mod keep;
 pub mod listing;
+mod modes;
 mod pack;
 pub mod preview;
 mod restore;
@@ -24,6 +25,7 @@ mod snapshot;
 mod walk;
 
 pub use extension::{CheckpointExtension, MIGRATIONS, limits_for, shared, store_dir};
+pub use modes::{Kind as ModeKind, Modes};
 pub use restore::Restored;
 pub use snapshot::{Skipped, Snapshot};
 
@@ -58,6 +60,32 @@ pub enum CheckpointError {
 }
 
 pub type Result<T> = std::result::Result<T, CheckpointError>;
+
+/// Writes `data` to a new or emptied file at `path` that only the user may read (0600): the
+/// store holds copies of the workspace's files.
+pub(crate) fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // One an older version left wider is narrowed too.
+    use std::os::unix::fs::PermissionsExt as _;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(data)
+}
+
+/// Makes folder `path` (and any parent it lacks) private to the user: 0700.
+pub(crate) fn private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
     move |source| CheckpointError::Io {
@@ -96,6 +124,14 @@ impl Default for Limits {
 pub struct Entry {
     pub kind: EntryKind,
     pub id: ObjectId,
+}
+
+/// A checkpoint as a restore reads it: its tree, and its mode record (`None` for a
+/// checkpoint taken before modes were recorded: its files get the user's umask).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    pub tree: ObjectId,
+    pub modes: Option<ObjectId>,
 }
 
 /// How a path differs between two checkpoints.
@@ -143,7 +179,7 @@ impl Store {
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(&objects).map_err(io(&objects))?;
+                private_dir(&objects).map_err(io(&objects))?;
                 use std::os::unix::fs::PermissionsExt as _;
                 std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
                     .map_err(io(dir))?;
@@ -169,7 +205,7 @@ impl Store {
             Ok(m) if m.is_dir() => m,
             Ok(_) => return Err(self.corrupt("`objects` is not a folder".into())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(&objects).map_err(io(&objects))?;
+                private_dir(&objects).map_err(io(&objects))?;
                 use std::os::unix::fs::PermissionsExt as _;
                 std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
                     .map_err(io(&self.dir))?;
@@ -189,7 +225,7 @@ impl Store {
         if !same {
             *cache = None;
             let _ = std::fs::remove_file(self.dir.join("stat-cache"));
-            std::fs::write(&mark, stamp).map_err(io(&mark))?;
+            write_private(&mark, stamp.as_bytes()).map_err(io(&mark))?;
             self.reopen()?;
         }
         *known = Some(id);
@@ -252,8 +288,17 @@ impl Store {
                 return Ok(id);
             }
         }
-        gix_object::Write::write_buf_with_known_id(&self.objects, kind, data, id)
-            .map_err(|e| failed(&e))
+        // Its fan-out folder private before git's writer makes it with the umask's bits; the
+        // object itself (read-only, as git leaves it) readable by the user alone.
+        let hex = id.to_hex().to_string();
+        let fan = self.dir.join("objects").join(&hex[..2]);
+        private_dir(&fan).map_err(|e| failed(&e))?;
+        let id = gix_object::Write::write_buf_with_known_id(&self.objects, kind, data, id)
+            .map_err(|e| failed(&e))?;
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(fan.join(&hex[2..]), std::fs::Permissions::from_mode(0o400))
+            .map_err(|e| failed(&e))?;
+        Ok(id)
     }
 
     /// From here until [`Store::end_pack`], new objects go into one pack.
@@ -287,6 +332,13 @@ impl Store {
             Ok(None) => Err(self.corrupt(format!("object {id} is missing"))),
             Err(e) => Err(self.corrupt(format!("object {id} cannot be read: {e}"))),
         }
+    }
+
+    /// The mode record of a checkpoint (blob `id`).
+    pub fn modes(&self, id: &ObjectId) -> Result<Modes> {
+        let data = self.read(id, gix_object::Kind::Blob)?;
+        Modes::decode(&data)
+            .ok_or_else(|| self.corrupt(format!("object {id} is not a record of file modes")))
     }
 
     /// The bytes of object `id`, which must be of `kind`.
@@ -462,16 +514,19 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes every object no tree of `keep` reaches (after old checkpoints were
-    /// dropped), and forgets what the stat cache knew. Returns how many objects went.
-    pub fn prune(&self, keep: &[ObjectId]) -> Result<u64> {
+    /// Deletes every object no tree of `keep` reaches, and every blob but those of
+    /// `keep_blobs` (the kept checkpoints' mode records), after old checkpoints were dropped;
+    /// forgets what the stat cache knew. Returns how many objects went.
+    pub fn prune(&self, keep: &[ObjectId], keep_blobs: &[ObjectId]) -> Result<u64> {
         let mut held = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let mut live = std::collections::HashSet::new();
+        let mut live: std::collections::HashSet<ObjectId> = keep_blobs.iter().copied().collect();
+        let mut done = std::collections::HashSet::new();
         let mut todo: Vec<ObjectId> = keep.to_vec();
         while let Some(t) = todo.pop() {
-            if !live.insert(t) {
+            if !done.insert(t) {
                 continue;
             }
+            live.insert(t);
             for (_, (kind, id)) in self.entries(&t)? {
                 match kind {
                     EntryKind::Tree => todo.push(id),

@@ -11,6 +11,7 @@
 use gix_hash::ObjectId;
 use std::collections::HashSet;
 use std::io::{BufWriter, Read as _, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 /// A pack being written.
@@ -58,7 +59,7 @@ impl PackWriter {
     /// Starts a pack in `objects/pack/` of the store's `objects` folder.
     pub(crate) fn start(objects: &Path) -> std::io::Result<PackWriter> {
         let dir = objects.join("pack");
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        crate::private_dir(&dir).map_err(io(&dir))?;
         // What an unfinished pack left behind.
         if let Ok(rd) = std::fs::read_dir(&dir) {
             for e in rd.flatten() {
@@ -71,6 +72,7 @@ impl PackWriter {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&body_path)
             .map_err(io(&body_path))?;
         Ok(PackWriter {
@@ -124,6 +126,7 @@ impl PackWriter {
             let file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
+                .mode(0o600)
                 .open(&pack_tmp)
                 .map_err(io(&pack_tmp))?;
             let mut out = BufWriter::with_capacity(1 << 20, file);
@@ -158,7 +161,7 @@ impl PackWriter {
         let idx_tmp = self
             .dir
             .join(format!("{TEMP_PREFIX}{:016x}.idx", fastrand::u64(..)));
-        std::fs::write(&idx_tmp, idx).map_err(io(&idx_tmp))?;
+        crate::write_private(&idx_tmp, &idx).map_err(io(&idx_tmp))?;
         let pack = self.dir.join(format!("{name}.pack"));
         let idx_path = self.dir.join(format!("{name}.idx"));
         std::fs::rename(pack_tmp, &pack).map_err(io(&pack))?;

@@ -4,11 +4,11 @@
 //! at any moment, even during the restore, cannot send a write outside the workspace. What
 //! is in the way is moved aside into the store, never deleted.
 
-use crate::{CheckpointError, Result, Store, diff};
-use gix_hash::ObjectId;
+use crate::modes::Kind as ModeKind;
+use crate::{CheckpointError, Modes, Point, Result, Store, diff};
 use gix_object::tree::EntryKind;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
@@ -65,6 +65,74 @@ struct Fs<'a> {
     aside: String,
     aside_fd: Option<OwnedFd>,
     moved: usize,
+    /// The target's mode record, when it has one.
+    modes: Option<&'a Modes>,
+}
+
+/// The bits a file gets: exactly those the checkpoint recorded, or (a checkpoint from before
+/// modes were recorded) the default left to the user's umask, never wider than `cap` (what the
+/// file it replaces had).
+#[derive(Debug, Clone, Copy)]
+enum Bits {
+    Exact(u32),
+    Umask { base: u32, cap: u32 },
+}
+
+impl Bits {
+    /// The mode to create with (the kernel narrows it by the umask).
+    fn create(self) -> u32 {
+        match self {
+            Bits::Exact(b) => b,
+            Bits::Umask { base, cap } => base & cap,
+        }
+    }
+}
+
+/// Makes folder `name` of `dir` (the path `rel`) with the bits the checkpoint recorded for it
+/// (the umask's default without a record).
+fn make_dir(dir: &OwnedFd, name: &str, rel: &str, modes: Option<&Modes>) -> Result<()> {
+    let bits = modes.map(|m| m.bits(rel, ModeKind::Folder));
+    rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(bits.unwrap_or(0o777)))
+        .map_err(|e| err(rel, e))?;
+    if let Some(b) = bits {
+        // The umask may have narrowed it: set exactly what was recorded.
+        let fd = rustix::fs::openat(dir, name, DIR, Mode::empty()).map_err(|e| err(rel, e))?;
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(b)).map_err(|e| err(rel, e))?;
+    }
+    Ok(())
+}
+
+/// Sets entry `name` of `dir` (a file or a folder, never a link) to `bits`: opened without
+/// following a link, so one swapped in meanwhile is not changed. An entry that cannot be
+/// opened to read (its owner took the read bit away) is opened to write instead.
+fn set_bits(dir: &OwnedFd, name: &str, rel: &str, folder: bool, bits: u32) -> Result<()> {
+    let open = |how: OFlags| {
+        rustix::fs::openat(
+            dir,
+            name,
+            how | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+    };
+    let fd = if folder {
+        rustix::fs::openat(dir, name, DIR, Mode::empty())
+    } else {
+        open(OFlags::RDONLY).or_else(|_| open(OFlags::WRONLY))
+    };
+    let fd = match fd {
+        Ok(fd) => fd,
+        // Gone, a link, or something else now: nothing of the checkpoint's to set.
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+            return Ok(());
+        }
+        Err(e) => return Err(err(rel, e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|e| err(rel, e))?;
+    let kind = FileType::from_raw_mode(st.st_mode);
+    if (folder && kind == FileType::Directory) || (!folder && kind == FileType::RegularFile) {
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(bits)).map_err(|e| err(rel, e))?;
+    }
+    Ok(())
 }
 
 /// Folder `name` of `dir`, made if missing, opened without following a link.
@@ -128,16 +196,14 @@ impl Fs<'_> {
             match rustix::fs::openat(&dir, *p, DIR, Mode::empty()) {
                 Ok(next) => dir = next,
                 Err(rustix::io::Errno::NOENT) => {
-                    rustix::fs::mkdirat(&dir, *p, Mode::from_raw_mode(0o755))
-                        .map_err(|e| err(&rel, e))?;
+                    make_dir(&dir, p, &rel, self.modes)?;
                     dir = rustix::fs::openat(&dir, *p, DIR, Mode::empty())
                         .map_err(|e| err(&rel, e))?;
                 }
                 // A link (to anywhere) or a file where a folder belongs.
                 Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
                     self.move_aside(&dir, p, &rel)?;
-                    rustix::fs::mkdirat(&dir, *p, Mode::from_raw_mode(0o755))
-                        .map_err(|e| err(&rel, e))?;
+                    make_dir(&dir, p, &rel, self.modes)?;
                     dir = rustix::fs::openat(&dir, *p, DIR, Mode::empty())
                         .map_err(|e| err(&rel, e))?;
                 }
@@ -170,18 +236,23 @@ impl Store {
     /// checkpoint just taken of it). Paths left out of either are not touched: what the
     /// target left out (`left_out`: the paths it noted, files or folders; and what its own
     /// ignore files ignore) stays even when it came since. Something a restored path would
-    /// replace and `current` does not hold is moved aside.
+    /// replace and `current` does not hold is moved aside. Files and folders get the
+    /// permission bits the target recorded, those whose content is the same included; a
+    /// target without a record gives what it writes the user's umask, never wider than what
+    /// it replaces.
     pub fn restore(
         &self,
         workspace: &Path,
-        current: &ObjectId,
-        target: &ObjectId,
+        current: &Point,
+        target: &Point,
         left_out: &[String],
     ) -> Result<Restored> {
         let root = rustix::fs::openat(rustix::fs::CWD, workspace, DIR, Mode::empty())
             .map_err(|e| err(&workspace.display().to_string(), e))?;
-        let now = self.files(current)?;
-        let want = self.files(target)?;
+        let now = self.files(&current.tree)?;
+        let want = self.files(&target.tree)?;
+        let now_modes = current.modes.map(|m| self.modes(&m)).transpose()?;
+        let want_modes = target.modes.map(|m| self.modes(&m)).transpose()?;
         let keeper = crate::keep::Keeper::of(self, &want, left_out)?;
         let aside = format!(
             "{}",
@@ -196,6 +267,7 @@ impl Store {
             aside,
             aside_fd: None,
             moved: 0,
+            modes: want_modes.as_ref(),
         };
         let mut done = Restored::default();
         // Read every object first: a damaged store fails before anything changes. Past
@@ -262,6 +334,15 @@ impl Store {
             };
             let dir = fs.folder(&parents)?;
             let there = kind_at(&dir, name).map_err(|e| err(&p, e))?;
+            // Without a record, never wider than the file it replaces.
+            let cap = match there {
+                Some(FileType::RegularFile) => {
+                    rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                        .map(|st| st.st_mode & 0o777)
+                        .unwrap_or(0o777)
+                }
+                _ => 0o777,
+            };
             // Something there that the checkpoint just taken does not hold (too big,
             // ignored, or come since) is not the checkpoint's to replace: it goes aside.
             if e.kind != EntryKind::Tree && there.is_some() && !now.contains_key(&p) {
@@ -273,11 +354,9 @@ impl Store {
                     Some(FileType::Directory) => {}
                     Some(_) => {
                         fs.move_aside(&dir, name, &p)?;
-                        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755))
-                            .map_err(|e| err(&p, e))?;
+                        make_dir(&dir, name, &p, fs.modes)?;
                     }
-                    None => rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755))
-                        .map_err(|e| err(&p, e))?,
+                    None => make_dir(&dir, name, &p, fs.modes)?,
                 },
                 EntryKind::Link => {
                     match there {
@@ -294,7 +373,22 @@ impl Store {
                     if there == Some(FileType::Directory) {
                         fs.move_aside(&dir, name, &p)?;
                     }
-                    write_file(&dir, name, &p, &data, kind == EntryKind::BlobExecutable)?;
+                    let executable = kind == EntryKind::BlobExecutable;
+                    let bits = match fs.modes {
+                        Some(m) => Bits::Exact(m.bits(
+                            &p,
+                            if executable {
+                                ModeKind::Executable
+                            } else {
+                                ModeKind::File
+                            },
+                        )),
+                        None => Bits::Umask {
+                            base: if executable { 0o777 } else { 0o666 },
+                            cap,
+                        },
+                    };
+                    write_file(&dir, name, &p, &data, bits)?;
                 }
             }
             done.written.push(p);
@@ -323,29 +417,69 @@ impl Store {
                 let _ = rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR);
             }
         }
+        // What kept its content may still have other bits now (a private file made readable
+        // by others): set back to what the target recorded.
+        if let (Some(want_m), Some(now_m)) = (want_modes.as_ref(), now_modes.as_ref()) {
+            let same = want
+                .iter()
+                .filter(|(p, e)| now.get(*p) == Some(e) && e.kind != EntryKind::Link);
+            for (p, e) in same {
+                let kind = match e.kind {
+                    EntryKind::BlobExecutable => ModeKind::Executable,
+                    EntryKind::Tree => ModeKind::Folder,
+                    _ => ModeKind::File,
+                };
+                let bits = want_m.bits(p, kind);
+                if now_m.bits(p, kind) != bits
+                    && let Some((parents, name)) = split(p)
+                    && let Some(dir) = fs.existing(&parents)
+                {
+                    set_bits(&dir, name, p, kind == ModeKind::Folder, bits)?;
+                }
+            }
+            // Folders that hold something, on both sides.
+            let folders = |files: &BTreeMap<String, crate::Entry>| -> BTreeSet<String> {
+                files
+                    .keys()
+                    .flat_map(|p| p.match_indices('/').map(move |(i, _)| p[..i].to_string()))
+                    .collect()
+            };
+            let before = folders(&now);
+            for d in folders(&want).intersection(&before) {
+                let bits = want_m.bits(d, ModeKind::Folder);
+                if now_m.bits(d, ModeKind::Folder) != bits
+                    && let Some((parents, name)) = split(d)
+                    && let Some(dir) = fs.existing(&parents)
+                {
+                    set_bits(&dir, name, d, true, bits)?;
+                }
+            }
+        }
         done.moved_aside = (fs.moved > 0).then(|| fs.aside_dir());
         Ok(done)
     }
 }
 
 /// Writes `data` as file `name` of the open folder `dir`: into a new file beside it (a
-/// name no one uses, created exclusively, never through a link), then renamed over whatever
-/// is there (a link there is replaced, never followed).
-fn write_file(dir: &OwnedFd, name: &str, rel: &str, data: &[u8], executable: bool) -> Result<()> {
+/// name no one uses, created exclusively, never through a link, and never wider than its
+/// `bits`), then renamed over whatever is there (a link there is replaced, never followed).
+fn write_file(dir: &OwnedFd, name: &str, rel: &str, data: &[u8], bits: Bits) -> Result<()> {
     use std::io::Write as _;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = format!(".waymark-restore-{}-{n}", std::process::id());
-    let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
     let fd = rustix::fs::openat(
         dir,
         tmp.as_str(),
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        mode,
+        Mode::from_raw_mode(bits.create()),
     )
     .map_err(|e| err(rel, e))?;
-    // The umask may have narrowed it.
-    rustix::fs::fchmod(&fd, mode).map_err(|e| err(rel, e))?;
+    // The umask may have narrowed recorded bits: set exactly those. Without a record, the
+    // umask's narrowing is the point.
+    if let Bits::Exact(b) = bits {
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(b)).map_err(|e| err(rel, e))?;
+    }
     let mut f = std::fs::File::from(fd);
     let written = f.write_all(data);
     drop(f);

@@ -16,11 +16,23 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// A checkpoint taken: its tree, and what it left out.
+/// A checkpoint taken: its tree, the record of its permission bits, and what it left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
     pub tree: ObjectId,
+    /// The blob of its [`crate::Modes`].
+    pub modes: ObjectId,
     pub skipped: Vec<Skipped>,
+}
+
+impl Snapshot {
+    /// What a restore needs of it.
+    pub fn point(&self) -> crate::Point {
+        crate::Point {
+            tree: self.tree,
+            modes: Some(self.modes),
+        }
+    }
 }
 
 /// A folder being gathered: its files and links, and its folders.
@@ -233,6 +245,8 @@ impl Store {
         // What this checkpoint read to store: held to the limit as it reads, whatever
         // changed since the listing.
         let read = Reads::new(limits.max_total_bytes);
+        // Every folder's and file's permission bits, for the checkpoint's mode record.
+        let mut bits: Vec<(String, crate::modes::Kind, u32)> = Vec::new();
         for found in listing.found {
             let kind = found.kind();
             let st = &found.stat;
@@ -245,6 +259,7 @@ impl Store {
             let (entry_kind, id) = match kind {
                 FileType::Directory => {
                     top.at(&rel);
+                    bits.push((rel, crate::modes::Kind::Folder, st.st_mode));
                     continue;
                 }
                 FileType::Symlink => {
@@ -281,6 +296,12 @@ impl Store {
                     } else {
                         EntryKind::Blob
                     };
+                    let mode_kind = if kind == EntryKind::BlobExecutable {
+                        crate::modes::Kind::Executable
+                    } else {
+                        crate::modes::Kind::File
+                    };
+                    bits.push((rel.clone(), mode_kind, st.st_mode));
                     match cache.blob(&rel, &stat) {
                         Some(id) => (kind, id),
                         None => {
@@ -312,10 +333,14 @@ impl Store {
             &mut skipped,
             cache,
         );
+        // The mode record goes with the rest (into the pack when there is one).
+        let modes = crate::Modes::of(bits.iter().map(|(p, k, m)| (p.as_str(), *k, *m)));
+        let built =
+            built.and_then(|b| Ok((b, self.write(gix_object::Kind::Blob, &modes.encode())?)));
         if packing {
             self.end_pack(built.is_ok())?;
         }
-        let (tree, trees) = built?;
+        let ((tree, trees), modes) = built?;
         // Saved only when it learnt something (a cache that cannot be saved only makes the
         // next checkpoint slower).
         if !cache.knows(&seen, &trees) {
@@ -324,7 +349,11 @@ impl Store {
             *cache = next;
         }
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Snapshot { tree, skipped })
+        Ok(Snapshot {
+            tree,
+            modes,
+            skipped,
+        })
     }
 
     /// Reads and stores the files the cache did not vouch for, then writes the trees: the

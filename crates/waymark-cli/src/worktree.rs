@@ -18,7 +18,9 @@ pub(crate) enum WorktreeCommand {
         #[arg(long)]
         json: bool,
     },
-    /// The diff from the worktree's start to what it holds now (committed or not).
+    /// What a merge would bring in: the diff from where the worktree meets its branch now
+    /// (where it started, unless it synced with that branch since) to what it holds now,
+    /// committed or not.
     Diff {
         #[arg(long)]
         session: String,
@@ -29,9 +31,12 @@ pub(crate) enum WorktreeCommand {
     Merge {
         #[arg(long)]
         session: String,
-        /// Merge only if the worktree still holds this tree (the one `diff` reported).
-        #[arg(long)]
+        /// Merge only if it brings in exactly the diff `diff` reported: its tree…
+        #[arg(long, requires = "base")]
         tree: Option<String>,
+        /// …and the commit it was taken from.
+        #[arg(long, requires = "tree")]
+        base: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -116,8 +121,10 @@ pub(crate) fn worktree_command(
             let d = runtime.worktree_diff(&session)?;
             outln!("{}", d.diff.trim_end());
             errln!(
-                "tree {}: `waymark worktree --session {session} merge --tree {}` merges exactly this",
+                "from {} to tree {}: `waymark worktree --session {session} merge --base {} --tree {}` merges exactly this",
+                d.base,
                 d.tree,
+                d.base,
                 d.tree
             );
             Ok(ExitCode::SUCCESS)
@@ -125,9 +132,13 @@ pub(crate) fn worktree_command(
         WorktreeCommand::Merge {
             session,
             tree,
+            base,
             json,
         } => {
-            let done = runtime.worktree_merge(&session, tree.as_deref())?;
+            let reviewed = tree
+                .zip(base)
+                .map(|(tree, base)| waymark_protocol::worktree::WorktreeReview { base, tree });
+            let done = runtime.worktree_merge(&session, reviewed.as_ref())?;
             if json {
                 crate::term::json(&done, true)?;
                 return Ok(ExitCode::SUCCESS);

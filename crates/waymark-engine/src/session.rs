@@ -168,30 +168,114 @@ impl SessionCore {
         }
     }
 
-    /// Why no model call may start now, if one may not: the day's spending across every
-    /// session has reached `limits.daily_cost_usd` (G-33). The error says until when.
-    pub(crate) fn spend_cap(&self) -> Result<Option<waymark_protocol::ErrorInfo>> {
-        let Some(cap) = self.config().limits.daily_cost_usd else {
-            return Ok(None);
-        };
+    /// Whether the next model call, `request` (of turn `turn_id`, if any), may start, and
+    /// within what (G-33): while a spending limit is set (`limits.daily_cost_usd`, or a goal's
+    /// cost budget an extension reports through [`Extension::cost_left`]), a call to a model
+    /// without a price is refused, since nothing could hold it to the limit; a call is refused
+    /// once the day's cap is reached or when its input alone would pass what the cap has left;
+    /// and its output (`max_output_tokens`) is cut to what the tightest limit can still pay
+    /// for. `Some` is why it may not start.
+    ///
+    /// [`Extension::cost_left`]: crate::extension::Extension::cost_left
+    pub(crate) fn gate_call(
+        &self,
+        api: &SessionApi,
+        turn_id: Option<i64>,
+        request: &mut crate::provider::ModelRequest,
+    ) -> Result<Option<waymark_protocol::ErrorInfo>> {
+        use waymark_protocol::cost;
+        let config = self.config();
         let now = self.clock.now_ms();
-        let day = crate::clock::local_day(now);
-        let spent = self.read(|c| Ok(store::spend::day(c, &day)?))?;
-        let cap_micros = waymark_protocol::cost::micros(cap).unwrap_or(u64::MAX);
-        if spent.micros < cap_micros {
+        // Each limit in force: what it is, and the micro-dollars it has left.
+        let mut limits: Vec<(&str, u64)> = Vec::new();
+        let mut daily_left = None;
+        let mut capped = None;
+        if let Some(cap) = config.limits.daily_cost_usd {
+            let day = crate::clock::local_day(now);
+            let spent = self.read(|c| Ok(store::spend::day(c, &day)?))?;
+            let cap_micros = cost::micros(cap).unwrap_or(u64::MAX);
+            let left = cap_micros.saturating_sub(spent.micros);
+            if left == 0 {
+                capped = Some((spent.micros, cap_micros));
+            }
+            daily_left = Some(left);
+            limits.push(("today's spending cap (limits.daily_cost_usd)", left));
+        }
+        for ext in &self.extensions {
+            if let Some(left) = ext.cost_left(api, turn_id)? {
+                limits.push(("the goal's cost budget", left));
+            }
+        }
+        if limits.is_empty() {
             return Ok(None);
         }
-        let mut info = waymark_protocol::ErrorInfo::new(
-            "spend_cap",
-            format!(
-                "today's spending cap is reached: {} of {} spent on model calls across all sessions (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
-                waymark_protocol::cost::label(spent.micros),
-                waymark_protocol::cost::label(cap_micros)
-            ),
-        );
+        let spec = self.model_spec();
+        let Some(price) = cost::price_of(&spec, &config.pricing) else {
+            let names: Vec<&str> = limits.iter().map(|(what, _)| *what).collect();
+            let shown = waymark_protocol::display::escape_line(&spec);
+            let mut info = waymark_protocol::ErrorInfo::new(
+                "unpriced_model",
+                format!(
+                    "the model `{shown}` has no price, so {} cannot hold its calls: no call is sent to it while a spending limit is set. Give it a price in the settings: `pricing` with the key `{shown}` (or a pattern that matches it, with `*`), and input_per_mtok and output_per_mtok in USD per million tokens; or switch to a priced model.",
+                    names.join(" and "),
+                ),
+            );
+            info.setting = Some("pricing".into());
+            return Ok(Some(info));
+        };
+        if let Some((spent, cap)) = capped {
+            return Ok(Some(self.cap_reached(
+                now,
+                format!(
+                    "today's spending cap is reached: {} of {} spent on model calls across all sessions (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
+                    cost::label(spent),
+                    cost::label(cap)
+                ),
+            )));
+        }
+        let input = price.cost_micros(&waymark_protocol::Usage {
+            input_tokens: request.estimated_tokens(),
+            ..Default::default()
+        });
+        if let Some(left) = daily_left
+            && input >= left
+        {
+            return Ok(Some(self.cap_reached(
+                now,
+                format!(
+                    "the next model call would pass today's spending cap: its input alone (about {} tokens) costs about {}, and {} of the cap is left (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
+                    request.estimated_tokens(),
+                    cost::label(input),
+                    cost::label(left)
+                ),
+            )));
+        }
+        // The output is what a call can still be held to: no more tokens than the tightest
+        // limit can pay for once the input is paid. A limit already at nothing is one its own
+        // guard enforces (a spent goal budget's summary call is the one allowed past it).
+        let per_token = price.output_per_mtok;
+        if per_token > 0.0 {
+            let tightest = limits
+                .iter()
+                .map(|(_, left)| *left)
+                .filter(|left| *left > 0)
+                .min();
+            if let Some(left) = tightest {
+                let affordable = left.saturating_sub(input) as f64 / per_token;
+                let bound = affordable.floor().clamp(1.0, f64::from(u32::MAX)) as u32;
+                request.max_output_tokens = request.max_output_tokens.min(bound);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The error of a call the daily cap stops: code `spend_cap`, the setting, and when the
+    /// day ends.
+    fn cap_reached(&self, now: i64, message: String) -> waymark_protocol::ErrorInfo {
+        let mut info = waymark_protocol::ErrorInfo::new("spend_cap", message);
         info.setting = Some("limits.daily_cost_usd".into());
         info.resets_in_ms = Some(crate::clock::until_local_midnight(now));
-        Ok(Some(info))
+        info
     }
 
     /// The settings in force now.

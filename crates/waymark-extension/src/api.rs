@@ -51,8 +51,14 @@ pub trait SessionHost: Send + Sync {
     fn model_spec(&self) -> String;
     /// What one call with `usage` to the session's model is charged now (G-31).
     fn charge_of(&self, usage: &waymark_protocol::Usage) -> waymark_store::spend::Charge;
-    /// Why no model call may start now (the daily spending cap, G-33), if one may not.
-    fn spend_cap(&self) -> Result<Option<waymark_protocol::ErrorInfo>>;
+    /// Whether model call `request` of turn `turn_id` may start now, and within what: see
+    /// [`SessionApi::gate_call`].
+    fn gate_call(
+        &self,
+        api: &SessionApi,
+        turn_id: Option<i64>,
+        request: &mut waymark_provider::ModelRequest,
+    ) -> Result<Option<waymark_protocol::ErrorInfo>>;
     /// Every tool the session has.
     fn tools(&self) -> &ToolRegistry;
     /// The session's shell sandbox.
@@ -184,9 +190,16 @@ impl SessionApi {
     pub fn charge_of(&self, usage: &waymark_protocol::Usage) -> waymark_store::spend::Charge {
         self.host.charge_of(usage)
     }
-    /// Why no model call may start now (the daily spending cap, G-33), if one may not.
-    pub fn spend_cap(&self) -> Result<Option<waymark_protocol::ErrorInfo>> {
-        self.host.spend_cap()
+    /// Whether model call `request` of turn `turn_id` may start now (G-33): `Some` says why
+    /// not (the daily spending cap is reached or the call's input would pass it; a spending
+    /// limit is set and the model has no price). When it may, its `max_output_tokens` may
+    /// have been cut to what the limits in force can still pay for.
+    pub fn gate_call(
+        &self,
+        turn_id: Option<i64>,
+        request: &mut waymark_provider::ModelRequest,
+    ) -> Result<Option<waymark_protocol::ErrorInfo>> {
+        self.host.gate_call(self, turn_id, request)
     }
     /// Every tool the session has.
     pub fn tools(&self) -> &ToolRegistry {

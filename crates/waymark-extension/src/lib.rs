@@ -270,6 +270,14 @@ pub trait Extension: Send + Sync {
     fn may_call_model(&self, _api: &SessionApi, _turn_id: i64, _steps: u32) -> Result<bool> {
         Ok(true)
     }
+    /// The micro-dollars the next model call of turn `turn_id` (or of no turn) may spend
+    /// under a spending limit this extension keeps (a goal's cost budget), or `None` when it
+    /// keeps none. While any limit is set, a call to a model without a price is refused and
+    /// a call's output is cut to what the tightest one can pay for; a limit at 0 is left to
+    /// the extension's own guard.
+    fn cost_left(&self, _api: &SessionApi, _turn_id: Option<i64>) -> Result<Option<u64>> {
+        Ok(None)
+    }
     /// Before the guard chain decides a call: set the sandbox or the time it may take.
     fn before_tool(
         &self,

@@ -20,6 +20,28 @@ pub fn default_config_file() -> PathBuf {
         .join("settings.json")
 }
 
+/// Makes folder `path` private to the user (0700): created as such with any parent it lacks,
+/// and narrowed to 0700 when it was there already, whatever its mode was. Everything Waymark
+/// keeps in its data folder goes into folders made this way.
+pub fn private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)?;
+    let m = std::fs::symlink_metadata(path)?;
+    if !m.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a folder",
+            path.display()
+        )));
+    }
+    if m.permissions().mode() & 0o7777 != 0o700 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 /// The database file inside a data dir.
 pub fn database_file(data_dir: &Path) -> PathBuf {
     data_dir.join("waymark.db")

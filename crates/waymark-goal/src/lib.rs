@@ -120,6 +120,9 @@ impl Extension for GoalExtension {
         // turn that follows is the one call made over budget (G-22).
         Ok(!runner::budget_spent(api, turn_id)?)
     }
+    fn cost_left(&self, api: &SessionApi, turn_id: Option<i64>) -> Result<Option<u64>> {
+        runner::cost_left(api, turn_id)
+    }
     fn before_tool(
         &self,
         api: &SessionApi,

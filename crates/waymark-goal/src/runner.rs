@@ -214,6 +214,36 @@ pub(crate) fn budget_spent(api: &SessionApi, turn_id: i64) -> Result<bool> {
     })
 }
 
+/// What the next model call of goal turn `turn_id` may still spend under the goal's cost
+/// budget (G-32, G-33), or `None` when it works for no goal with one. The calls of a turn
+/// still open are not on the goal yet, so they count here; a closed turn's (the reviewer
+/// checks it) already are.
+pub(crate) fn cost_left(api: &SessionApi, turn_id: Option<i64>) -> Result<Option<u64>> {
+    let Some(turn_id) = turn_id else {
+        return Ok(None);
+    };
+    let Some(goal_id) = turn_goal_of(api, turn_id)?.goal_id else {
+        return Ok(None);
+    };
+    api.read(|c| {
+        let (Some(g), Some(t)) = (current_goal(c, api.id())?, store::turns::get(c, turn_id)?)
+        else {
+            return Ok(None);
+        };
+        let Some(budget) = g.cost_budget.filter(|_| g.id == goal_id) else {
+            return Ok(None);
+        };
+        let open = if t.status == store::TurnStatus::Finished {
+            0
+        } else {
+            t.spend.micros
+        };
+        Ok(Some(
+            budget.saturating_sub(g.cost.micros.saturating_add(open)),
+        ))
+    })
+}
+
 /// Whether tools are offered in this turn (not in the summary turn).
 pub(crate) fn tools_offered(api: &SessionApi, turn_id: i64) -> Result<bool> {
     Ok(!turn_goal_of(api, turn_id)?.summary)

@@ -120,7 +120,7 @@ pub(crate) async fn verify(
         .spec(
             Vec::new(),
             waymark_protocol::config::ShellNetwork::Deny,
-            &api.config().sandbox.read_allow,
+            &api.config().sandbox,
         )
         .is_some();
     let mut tools: Vec<ToolSpec> = Vec::new();
@@ -180,12 +180,7 @@ pub(crate) async fn verify(
             return Ok(Checked::Stopped);
         }
         let last = step + 1 == steps;
-        // The daily spending cap stops the reviewer's calls too (G-33).
-        if let Some(capped) = api.spend_cap()? {
-            account(0, &mut clock)?;
-            return Ok(Checked::Capped(capped));
-        }
-        let request = ModelRequest {
+        let mut request = ModelRequest {
             system: "You review whether a coding goal is achieved. You cannot change anything."
                 .into(),
             messages: messages.clone(),
@@ -193,6 +188,16 @@ pub(crate) async fn verify(
             max_output_tokens: 4096,
             purpose: CallPurpose::Verifier,
         };
+        // The spending limits hold the reviewer's calls too (G-33): the day's cap reached
+        // limits the goal until it lifts; an unpriced model under a limit is an error.
+        if let Some(refused) = api.gate_call(Some(turn_id), &mut request)? {
+            account(0, &mut clock)?;
+            return Ok(if refused.code == "spend_cap" {
+                Checked::Capped(refused)
+            } else {
+                Checked::Verdict(Verdict::Error(refused.message))
+            });
+        }
         let sink = |_: StreamEvent| {};
         let provider = api.provider();
         let reply = tokio::select! {

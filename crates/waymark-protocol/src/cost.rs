@@ -52,8 +52,9 @@ impl Price {
         }
     }
 
-    /// Why the price is not one a setting may give, if it is not.
-    pub fn invalid(&self) -> Option<String> {
+    /// Why the price is not one a setting may give, if it is not: the field, and what is
+    /// wrong with it.
+    pub fn invalid(&self) -> Option<(&'static str, String)> {
         let fields = [
             ("input_per_mtok", Some(self.input_per_mtok)),
             ("output_per_mtok", Some(self.output_per_mtok)),
@@ -62,7 +63,12 @@ impl Price {
         fields.into_iter().find_map(|(name, v)| {
             let v = v?;
             (!(v.is_finite() && (0.0..=MAX_PRICE_PER_MTOK).contains(&v))).then(|| {
-                format!("{name} must be a number of USD from 0 to {MAX_PRICE_PER_MTOK} (got {v})")
+                (
+                    name,
+                    format!(
+                        "must be a number of USD per million tokens from 0 to {MAX_PRICE_PER_MTOK} (got {v})"
+                    ),
+                )
             })
         })
     }
@@ -96,6 +102,23 @@ pub const BUILTIN_PRICES: &[(&str, Price)] = &[
     ("anthropic:claude-3-5-haiku*", Price::of(0.8, 0.08, 4.0)),
     ("ollama:*", Price::of(0.0, 0.0, 0.0)),
 ];
+
+/// The longest model pattern a `pricing` key may be.
+const MAX_PATTERN: usize = 200;
+
+/// Why `pattern` cannot be a `pricing` key, if it cannot: empty, too long, or holding
+/// characters that are never in a model spec (blanks, control characters).
+pub fn invalid_pattern(pattern: &str) -> Option<String> {
+    if pattern.is_empty() || pattern.len() > MAX_PATTERN {
+        return Some(format!(
+            "a model pattern has 1 to {MAX_PATTERN} characters (`openai:gpt-4.1*`, `kimi:*`)"
+        ));
+    }
+    pattern
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control())
+        .then(|| "a model pattern holds no blanks or control characters".to_string())
+}
 
 /// Whether `spec` matches `pattern`, where `*` stands for any run of characters (and is
 /// the only special character).
@@ -224,6 +247,7 @@ mod tests {
             input_tokens: 1_200_000,
             output_tokens: 300_000,
             cached_tokens: 200_000,
+            estimated: false,
         };
         // 1,000,000 fresh × $2 + 200,000 cached × $0.50 + 300,000 out × $8 = $4.50.
         assert_eq!(p.cost_micros(&u), 4_500_000);
@@ -239,6 +263,7 @@ mod tests {
             input_tokens: u64::MAX,
             output_tokens: u64::MAX,
             cached_tokens: 0,
+            estimated: false,
         };
         assert_eq!(
             Price::of(10_000.0, 0.0, 10_000.0).cost_micros(&huge),
@@ -301,7 +326,14 @@ mod tests {
         assert_eq!(unknown.usd(), None);
         assert!(unknown.label().starts_with("unknown"));
         assert!(Price::of(f64::INFINITY, 0.0, 0.0).invalid().is_some());
-        assert!(Price::of(-1.0, 0.0, 0.0).invalid().is_some());
+        assert_eq!(
+            Price::of(1.0, -0.5, 1.0).invalid().map(|(f, _)| f),
+            Some("cached_input_per_mtok")
+        );
+        assert_eq!(
+            Price::of(1.0, 0.0, -2.0).invalid().map(|(f, _)| f),
+            Some("output_per_mtok")
+        );
         assert_eq!(Price::of(3.0, 0.3, 15.0).invalid(), None);
     }
 }

@@ -13,6 +13,7 @@ pub mod form;
 mod goal;
 pub mod goal_syntax;
 mod history;
+pub mod links;
 pub mod mcp;
 pub mod mcp_view;
 mod op;

@@ -140,6 +140,10 @@ pub struct Usage {
     pub output_tokens: u64,
     #[serde(default)]
     pub cached_tokens: u64,
+    /// Some figure is Waymark's estimate, not the provider's: it reported no usage, an
+    /// empty one or null fields. For a sum, true when any part was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 impl Usage {
@@ -152,6 +156,7 @@ impl Usage {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+        self.estimated |= other.estimated;
     }
 }
 

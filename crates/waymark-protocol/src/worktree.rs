@@ -37,9 +37,10 @@ pub struct WorktreeView {
     /// The commit it started at.
     pub base_commit: String,
     pub state: WorktreeState,
-    /// Files that differ from the start: committed on its branch or not yet.
+    /// Files a merge would change: what differs from where its history meets the branch it
+    /// merges into (see [`WorktreeDiff::base`]), committed on its branch or not yet.
     pub changed: Vec<crate::checkpoint::PathChange>,
-    /// Commits on its branch since it started.
+    /// Commits on its branch since that meeting point.
     pub commits: u32,
     /// Files copied into it at the start because `.worktreeinclude` named them.
     pub included: Vec<String>,
@@ -61,13 +62,26 @@ pub struct MergeOutcome {
     pub files: Vec<String>,
 }
 
-/// A worktree's changes as the user reviews them: the diff from where it came from, and the
-/// tree it shows, which a merge may be asked to hold to.
+/// A worktree's changes as the user reviews them: exactly what a merge would bring in, the
+/// diff from where the worktree's history meets the branch it merges into to what it holds;
+/// a merge may be asked to hold to both ends.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct WorktreeDiff {
+    /// The commit the diff is from: where the worktree's history meets its branch now (the
+    /// commit it started at, unless it brought that branch in since, `git merge main`).
+    pub base: String,
     /// The git tree of everything the worktree held when the diff was taken.
     pub tree: String,
-    /// `git diff` from the commit the worktree came from to that tree.
+    /// `git diff` from `base` to that tree.
     pub diff: String,
+}
+
+/// The ends of a diff the user reviewed ([`WorktreeDiff::base`], [`WorktreeDiff::tree`]): a
+/// merge given them brings in exactly that diff, or is refused.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct WorktreeReview {
+    pub base: String,
+    pub tree: String,
 }

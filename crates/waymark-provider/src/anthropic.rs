@@ -126,7 +126,11 @@ pub(crate) struct EventFolder {
     blocks: BTreeMap<u64, Block>,
     calls: Vec<ToolCallRecord>,
     usage: Usage,
-    saw_usage: bool,
+    /// The provider gave the input figure (`message_start`, or `message_delta`).
+    saw_input: bool,
+    /// The provider gave the final output figure (`message_delta`; the one `message_start`
+    /// carries counts only what was out by then).
+    saw_output: bool,
     done: bool,
 }
 
@@ -142,7 +146,6 @@ impl http::StreamFold for EventFolder {
         match ev.get("type").and_then(Value::as_str).unwrap_or("") {
             "message_start" => {
                 if let Some(u) = ev.pointer("/message/usage") {
-                    self.saw_usage = true;
                     let f = |k: &str| usage_figure(u.get(k), k);
                     let input = f("input_tokens")?;
                     let created = f("cache_creation_input_tokens")?;
@@ -151,6 +154,7 @@ impl http::StreamFold for EventFolder {
                     self.usage.input_tokens = input + created + read;
                     self.usage.cached_tokens = read;
                     self.usage.output_tokens = f("output_tokens")?;
+                    self.saw_input = u.get("input_tokens").is_some_and(|v| !v.is_null());
                 }
             }
             "content_block_start" => {
@@ -230,14 +234,15 @@ impl http::StreamFold for EventFolder {
             }
             "message_delta" => {
                 if let Some(u) = ev.get("usage") {
-                    self.saw_usage = true;
                     if u.get("output_tokens").is_some_and(|v| !v.is_null()) {
                         self.usage.output_tokens =
                             usage_figure(u.get("output_tokens"), "output_tokens")?;
+                        self.saw_output = true;
                     }
                     let i = usage_figure(u.get("input_tokens"), "input_tokens")?;
                     if i > 0 {
                         self.usage.input_tokens = i;
+                        self.saw_input = true;
                     }
                 }
             }
@@ -283,10 +288,18 @@ impl http::StreamFold for EventFolder {
                 "the model stream ended before message_stop",
             ));
         }
+        // What the provider did not say (no usage, `{}`, null fields) is estimated, and the
+        // record says so: a missing figure is never taken as zero.
         let mut usage = self.usage;
-        if !self.saw_usage {
+        if !self.saw_input {
             usage.input_tokens = estimate_input;
-            usage.output_tokens = super::estimate_tokens(self.text.len());
+            usage.estimated = true;
+        }
+        if !self.saw_output {
+            usage.output_tokens = usage.output_tokens.max(super::estimate_tokens(
+                self.text.len() + self.reasoning.len(),
+            ));
+            usage.estimated = true;
         }
         Ok(ModelResponse {
             text: self.text,

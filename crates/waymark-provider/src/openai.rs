@@ -231,9 +231,32 @@ pub(crate) struct ChunkFolder {
     text: String,
     reasoning: String,
     calls: BTreeMap<u64, PartialCall>,
-    usage: Option<Usage>,
+    usage: Option<Reported>,
     finished: bool,
     done: bool,
+}
+
+/// The usage a stream reported: each figure the provider gave (`None`: absent or null,
+/// then estimated).
+#[derive(Default, Clone, Copy)]
+struct Reported {
+    input: Option<u64>,
+    output: Option<u64>,
+    cached: Option<u64>,
+}
+
+impl ChunkFolder {
+    /// Takes a usage object: each figure it gives replaces the one seen before.
+    fn take_usage(&mut self, u: &Value) -> Result<(), ProviderError> {
+        let new = parse_usage(u)?;
+        let old = self.usage.unwrap_or_default();
+        self.usage = Some(Reported {
+            input: new.input.or(old.input),
+            output: new.output.or(old.output),
+            cached: new.cached.or(old.cached),
+        });
+        Ok(())
+    }
 }
 
 impl http::StreamFold for ChunkFolder {
@@ -270,12 +293,12 @@ impl http::StreamFold for ChunkFolder {
             ));
         }
         if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
-            self.usage = Some(parse_usage(u)?);
+            self.take_usage(u)?;
         }
         let choices = chunk.get("choices").and_then(Value::as_array);
         for choice in choices.into_iter().flatten() {
             if let Some(u) = choice.get("usage").filter(|u| !u.is_null()) {
-                self.usage = Some(parse_usage(u)?);
+                self.take_usage(u)?;
             }
             if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
                 self.finished = true;
@@ -351,11 +374,17 @@ impl http::StreamFold for ChunkFolder {
                 parse_arguments(&c.arguments),
             ));
         }
-        let usage = self.usage.unwrap_or_else(|| Usage {
-            input_tokens: estimate_input,
-            output_tokens: super::estimate_tokens(self.text.len() + self.reasoning.len()),
-            cached_tokens: 0,
-        });
+        // What the provider did not say (no usage, `{}`, null fields) is estimated, and
+        // the record says so: a missing figure is never taken as zero.
+        let got = self.usage.unwrap_or_default();
+        let usage = Usage {
+            input_tokens: got.input.unwrap_or(estimate_input),
+            output_tokens: got
+                .output
+                .unwrap_or_else(|| super::estimate_tokens(self.text.len() + self.reasoning.len())),
+            cached_tokens: got.cached.unwrap_or(0),
+            estimated: got.input.is_none() || got.output.is_none(),
+        };
         Ok(ModelResponse {
             text: self.text,
             reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
@@ -365,18 +394,24 @@ impl http::StreamFold for ChunkFolder {
     }
 }
 
-fn parse_usage(u: &Value) -> Result<Usage, ProviderError> {
-    Ok(Usage {
-        input_tokens: usage_figure(
+fn parse_usage(u: &Value) -> Result<Reported, ProviderError> {
+    let figure = |v: Option<&Value>, field: &str| -> Result<Option<u64>, ProviderError> {
+        match v.filter(|v| !v.is_null()) {
+            None => Ok(None),
+            some => usage_figure(some, field).map(Some),
+        }
+    };
+    Ok(Reported {
+        input: figure(
             u.get("prompt_tokens").or_else(|| u.get("input_tokens")),
             "prompt_tokens",
         )?,
-        output_tokens: usage_figure(
+        output: figure(
             u.get("completion_tokens")
                 .or_else(|| u.get("output_tokens")),
             "completion_tokens",
         )?,
-        cached_tokens: usage_figure(
+        cached: figure(
             u.pointer("/prompt_tokens_details/cached_tokens")
                 .or_else(|| u.get("cached_tokens")),
             "cached_tokens",
@@ -452,7 +487,8 @@ mod tests {
             Usage {
                 input_tokens: 10,
                 output_tokens: 4,
-                cached_tokens: 3
+                cached_tokens: 3,
+                estimated: false,
             }
         );
     }

@@ -279,10 +279,12 @@ impl ScriptedProvider {
         use std::os::unix::fs::FileExt as _;
         let mut file = self.cursor_file.lock().unwrap_or_else(|p| p.into_inner());
         if file.is_none() {
+            use std::os::unix::fs::OpenOptionsExt as _;
             *file = std::fs::OpenOptions::new()
                 .create(true)
                 .truncate(false)
                 .write(true)
+                .mode(0o600)
                 .open(path)
                 .ok();
         }
@@ -441,12 +443,14 @@ impl ModelProvider for ScriptedProvider {
                     input_tokens: u.input_tokens,
                     output_tokens: u.output_tokens,
                     cached_tokens: 0,
+                    estimated: false,
                 })?,
                 None => Usage {
                     input_tokens: request.estimated_tokens(),
                     output_tokens: estimate_tokens(text.len() + super::calls_bytes(&tool_calls))
                         .max(1),
                     cached_tokens: 0,
+                    estimated: true,
                 },
             };
             Ok(ModelResponse {

@@ -147,7 +147,7 @@ fn main() {
             direct.push(spawn(&direct_argv, &env, &ws));
             let t = Instant::now();
             let spec = sandbox
-                .spec(Vec::new(), ShellNetwork::Deny, &[])
+                .spec(Vec::new(), ShellNetwork::Deny, &Default::default())
                 .expect("every layer holds");
             let os_args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
             let argv = spec.command_line(std::ffi::OsStr::new(program), &os_args);

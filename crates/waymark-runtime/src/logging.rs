@@ -89,7 +89,7 @@ impl RotatingFile {
             source,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(file_err)?;
+            crate::paths::private_dir(dir).map_err(file_err)?;
         }
         let file = append(path).map_err(file_err)?;
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);

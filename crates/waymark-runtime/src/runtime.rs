@@ -208,6 +208,10 @@ impl Runtime {
         // The provider keys are in this process's environment: no other process of the
         // user's (a sandboxed command above all) may read it.
         crate::sandbox::make_undumpable();
+        // Private, whatever it was before: every session's transcript and plans are in it.
+        for dir in [opts.data_dir.clone(), opts.data_dir.join("sessions")] {
+            paths::private_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+        }
         let store = Arc::new(Store::open(&paths::database_file(&opts.data_dir))?);
         let config = Arc::new(std::sync::RwLock::new(Arc::new(opts.config.clone())));
         let base = crate::secrets::ToolEnv::build(&opts.process_env, &opts.config).plain;
@@ -371,7 +375,7 @@ impl Runtime {
         };
         let ws = made.as_ref().map_or(ws, |m| m.workspace.clone());
         let created = (|| {
-            std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
+            session_folders(&sd)?;
             let mode = spec
                 .permission_mode
                 .unwrap_or(self.config().permission_mode);
@@ -410,7 +414,7 @@ impl Runtime {
     /// Reopens a stored session (taking its lease).
     pub fn open_session(&self, id: &str, spec: SessionSpec) -> Result<SessionHandle> {
         let (row, ws, sd) = self.stored(id)?;
-        std::fs::create_dir_all(paths::artifacts_dir(&sd)).map_err(|e| Error::io(&sd, e))?;
+        session_folders(&sd)?;
         let model_spec = self.model_spec(spec.model.as_deref(), row.model.as_deref())?;
         let resolved =
             match self.provider(&model_spec, &ws, &sd) {
@@ -764,6 +768,14 @@ impl Runtime {
             .store
             .view(|c| store::events::recent_of_type(c, id, type_name, limit))?)
     }
+}
+
+/// Session folder `sd` and its artifacts folder, made private (0700) whatever they were.
+fn session_folders(sd: &Path) -> Result<()> {
+    for dir in [sd.to_path_buf(), paths::artifacts_dir(sd)] {
+        paths::private_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

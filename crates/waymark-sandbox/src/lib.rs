@@ -22,13 +22,14 @@ mod helper;
 pub mod private;
 pub mod reads;
 pub mod seccomp;
+pub mod temp;
 
 pub use helper::{FILE_SIZE_LIMIT, main as helper_main};
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use waymark_protocol::config::ShellNetwork;
+use waymark_protocol::config::{SandboxConfig, ShellNetwork};
 
 /// The argument that makes a Waymark binary act as the sandbox helper.
 pub const HELPER_ARG: &str = "__waymark-sandbox";
@@ -178,8 +179,10 @@ pub struct SandboxSpec {
     pub helper: Vec<OsString>,
     /// What may be read (see [`reads::read_set`]).
     pub read: Vec<PathBuf>,
-    /// The private temp folder (writable, `TMPDIR`).
+    /// The private temp folder (writable, `TMPDIR`), emptied when the command ends.
     pub tmp: PathBuf,
+    /// The most the temp folder may hold while the command runs (`sandbox.temp_max_mb`).
+    pub tmp_max_bytes: u64,
     /// Single files that stay writable (the plan file).
     pub writable_files: Vec<PathBuf>,
     /// Whether internet sockets are allowed (`plan.shell_network`).
@@ -382,8 +385,22 @@ impl Sandbox {
         if self.forced.as_deref() == Some("unsupported") {
             return missing_all(format!("{FORCE_ENV}=unsupported"));
         }
-        if let Err(e) = std::fs::create_dir_all(&self.tmp) {
+        let made = {
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.tmp)
+        };
+        if let Err(e) = made {
             return missing_all(format!("cannot create {}: {e}", self.tmp.display()));
+        }
+        // The first use in this process: what a command left when its process died goes.
+        if let Err(e) = temp::empty(&self.tmp) {
+            tracing::warn!(
+                "the sandbox temp folder {} was not emptied: {e}",
+                self.tmp.display()
+            );
         }
         let beside = self.tmp.parent().unwrap_or(Path::new("/"));
         let outside = beside.join(format!(".sandbox-probe-{}", std::process::id()));
@@ -445,19 +462,21 @@ impl Sandbox {
         probe
     }
 
-    /// The spec for running a command, when every layer holds here; `read_allow` adds to
-    /// what it may read (`sandbox.read_allow`: absolute paths, `~/` for the tools' home).
+    /// The spec for running a command, when every layer holds here; `settings.read_allow`
+    /// adds to what it may read (absolute paths, `~/` for the tools' home) and
+    /// `settings.temp_max_mb` bounds its temp folder.
     pub fn spec(
         &self,
         writable_files: Vec<PathBuf>,
         network: ShellNetwork,
-        read_allow: &[String],
+        settings: &SandboxConfig,
     ) -> Option<SandboxSpec> {
         match (&self.helper, self.probe().complete()) {
             (Some(helper), true) => Some(SandboxSpec {
                 helper: helper.clone(),
-                read: self.read_paths(&self.scope.expand(read_allow)),
+                read: self.read_paths(&self.scope.expand(&settings.read_allow)),
                 tmp: self.tmp.clone(),
+                tmp_max_bytes: settings.temp_max_mb.saturating_mul(1024 * 1024),
                 writable_files,
                 network,
             }),

@@ -32,7 +32,7 @@ pub struct TurnRow {
 pub use waymark_protocol::{HistoryItem, ToolCallRecord};
 
 const TURN_COLUMNS: &str = "id, session_id, message_id, status, reason, steps, input_tokens, \
-     output_tokens, cached_tokens, started_at, cost_micros, unpriced_calls";
+     output_tokens, cached_tokens, started_at, cost_micros, unpriced_calls, estimated_calls";
 
 fn row_to_turn(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRow> {
     let reason: Option<String> = r.get(4)?;
@@ -57,6 +57,7 @@ fn row_to_turn(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRow> {
             input_tokens: r.get::<_, i64>(6)?.max(0) as u64,
             output_tokens: r.get::<_, i64>(7)?.max(0) as u64,
             cached_tokens: r.get::<_, i64>(8)?.max(0) as u64,
+            estimated: r.get::<_, i64>(12)? > 0,
         },
         started_at: r.get(9)?,
         spend: waymark_protocol::cost::Spend {
@@ -107,14 +108,16 @@ impl super::Tx<'_> {
         self.conn()
             .prepare_cached(
                 "UPDATE turns SET steps = steps + ?5, input_tokens = input_tokens + ?2,
-                 output_tokens = output_tokens + ?3, cached_tokens = cached_tokens + ?4 WHERE id = ?1",
+                 output_tokens = output_tokens + ?3, cached_tokens = cached_tokens + ?4,
+                 estimated_calls = estimated_calls + ?6 WHERE id = ?1",
             )?
             .execute(params![
                 turn_id,
                 super::clamp_i64(usage.input_tokens),
                 super::clamp_i64(usage.output_tokens),
                 super::clamp_i64(usage.cached_tokens),
-                steps
+                steps,
+                i64::from(usage.estimated)
             ])?;
         Ok(())
     }
@@ -232,7 +235,8 @@ pub fn with_status(
 pub fn totals(conn: &Connection, session_id: &str) -> Result<(u64, Usage)> {
     Ok(conn.query_row(
         "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-                COALESCE(SUM(cached_tokens), 0) FROM turns WHERE session_id = ?1",
+                COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(estimated_calls), 0)
+         FROM turns WHERE session_id = ?1",
         [session_id],
         |r| {
             Ok((
@@ -241,6 +245,7 @@ pub fn totals(conn: &Connection, session_id: &str) -> Result<(u64, Usage)> {
                     input_tokens: r.get::<_, i64>(1)? as u64,
                     output_tokens: r.get::<_, i64>(2)? as u64,
                     cached_tokens: r.get::<_, i64>(3)? as u64,
+                    estimated: r.get::<_, i64>(4)? > 0,
                 },
             ))
         },
@@ -406,6 +411,7 @@ mod tests {
                         input_tokens: 5,
                         output_tokens: 2,
                         cached_tokens: 0,
+                        estimated: false,
                     },
                     &crate::spend::Charge {
                         micros: Some(12),

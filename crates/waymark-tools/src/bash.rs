@@ -86,6 +86,26 @@ enum End {
     Exited(Option<i32>),
     TimedOut,
     Stopped,
+    /// A sandboxed command's temp folder passed its limit.
+    TempFull,
+}
+
+/// Resolves once the sandboxed command's temp folder holds more than its limit (never for a
+/// command that is not sandboxed).
+async fn temp_full(sandbox: Option<&waymark_sandbox::SandboxSpec>) {
+    let Some(spec) = sandbox else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(waymark_sandbox::temp::WATCH_EVERY).await;
+        let (dir, max) = (spec.tmp.clone(), spec.tmp_max_bytes);
+        if tokio::task::spawn_blocking(move || waymark_sandbox::temp::over(&dir, max))
+            .await
+            .unwrap_or(false)
+        {
+            return;
+        }
+    }
 }
 
 impl Tool for Bash {
@@ -121,7 +141,12 @@ impl Tool for Bash {
             let mut cmd = match &ctx.sandbox {
                 // Plan mode: the helper confines the shell before it starts.
                 Some(spec) => {
-                    std::fs::create_dir_all(&spec.tmp).map_err(|e| {
+                    std::os::unix::fs::DirBuilderExt::mode(
+                        std::fs::DirBuilder::new().recursive(true),
+                        0o700,
+                    )
+                    .create(&spec.tmp)
+                    .map_err(|e| {
                         ToolError::Model(format!("cannot prepare the sandbox temp folder: {e}"))
                     })?;
                     let argv = spec.command_line(
@@ -175,6 +200,7 @@ impl Tool for Bash {
                 status = child.wait() => End::Exited(status.ok().and_then(|s| s.code())),
                 _ = tokio::time::sleep(timeout) => End::TimedOut,
                 _ = ctx.cancel.cancelled() => End::Stopped,
+                _ = temp_full(ctx.sandbox.as_ref()) => End::TempFull,
             };
             if ctx.sandbox.is_some() && matches!(end, End::Exited(_)) {
                 // Nothing a sandboxed command started outlives it (it cannot leave the group).
@@ -195,6 +221,16 @@ impl Tool for Bash {
             // Background jobs may hold the pipes open; give the readers a moment, then move on.
             for r in readers {
                 let _ = tokio::time::timeout(Duration::from_millis(150), r).await;
+            }
+            // Nothing of the group runs any more: what it left in the temp folder goes, so
+            // the data folder does not fill up command after command.
+            if let Some(spec) = &ctx.sandbox {
+                let dir = spec.tmp.clone();
+                let emptied =
+                    tokio::task::spawn_blocking(move || waymark_sandbox::temp::empty(&dir)).await;
+                if let Ok(Err(e)) = emptied {
+                    tracing::warn!("the sandbox temp folder was not emptied: {e}");
+                }
             }
             let text = out.lock().unwrap_or_else(|p| p.into_inner()).text();
             let body = truncate_middle(&text, ctx.output_limit);
@@ -223,6 +259,13 @@ impl Tool for Bash {
                 ))),
                 End::Stopped => Err(ToolError::Model(format!(
                     "{body}\n[stopped by the user; the command and its child processes were killed]"
+                ))),
+                End::TempFull => Err(ToolError::Model(format!(
+                    "{body}\n[stopped: the command's temp files passed the sandbox's limit of {} MB or {} entries (sandbox.temp_max_mb); the command and its child processes were killed and the temp folder emptied]",
+                    ctx.sandbox
+                        .as_ref()
+                        .map_or(0, |s| s.tmp_max_bytes / (1024 * 1024)),
+                    waymark_sandbox::temp::MAX_ENTRIES
                 ))),
             }
         })

@@ -213,3 +213,13 @@ pub(crate) fn has_attr_source() -> bool {
         (major, minor) >= (2, 40)
     })
 }
+
+/// `--attr-source=<commit>` where git takes it (2.40 and later): attributes then come from
+/// that commit alone, never from a work tree's `.gitattributes` (older git reads those).
+pub(crate) fn attr_source(commit: &str) -> Vec<String> {
+    if has_attr_source() {
+        vec![format!("--attr-source={commit}")]
+    } else {
+        Vec::new()
+    }
+}

@@ -15,7 +15,7 @@ pub use extension::{MIGRATIONS, WorktreeExtension};
 
 use std::path::{Path, PathBuf};
 use waymark_protocol::checkpoint::{PathChange, PathChangeKind};
-use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeState};
+use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeReview, WorktreeState};
 
 /// What went wrong, in words that say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -57,9 +57,21 @@ pub enum WorktreeError {
     )]
     TargetBusy { repo: String, what: &'static str },
     #[error(
-        "the merge is refused: the worktree changed since you reviewed it. Review the changes again, then merge. Nothing was changed."
+        "the merge is refused: what it would bring in changed since you reviewed it (the worktree's files, or the commit where its history meets the branch it merges into). Review the changes again, then merge. Nothing was changed."
     )]
     ChangedSinceReview,
+    #[error(
+        "the worktree's history shares no commit with {base} any more (its branch was moved to unrelated history), so Waymark cannot show what a merge would bring in. Merge by hand in {repo} if you mean to, or discard the worktree."
+    )]
+    UnrelatedHistory { base: String, repo: String },
+    #[error(
+        "the worktree's history meets {base} at several commits ({bases}: criss-cross merges), so no single diff shows what a merge would bring in. Merge by hand in {repo} if you mean to, or discard the worktree."
+    )]
+    TangledHistory {
+        base: String,
+        bases: String,
+        repo: String,
+    },
     #[error(
         "{path} is no longer a worktree that {repo} knows of (it was removed or moved by hand): discard it, then start a new one"
     )]
@@ -111,6 +123,8 @@ impl WorktreeError {
             WorktreeError::TargetIgnored { .. } => "target_ignored",
             WorktreeError::TargetBusy { .. } => "target_busy",
             WorktreeError::ChangedSinceReview => "changed_since_review",
+            WorktreeError::UnrelatedHistory { .. } => "unrelated_history",
+            WorktreeError::TangledHistory { .. } => "tangled_history",
             WorktreeError::Io { .. } => "io",
             WorktreeError::TargetDirty { .. } => "target_dirty",
             WorktreeError::Conflict { .. } => "merge_conflict",
@@ -288,7 +302,7 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
     if std::fs::symlink_metadata(&path).is_ok() {
         return Err(WorktreeError::Exists(path.display().to_string()));
     }
-    std::fs::create_dir_all(root).map_err(io(root))?;
+    waymark_extension::paths::private_dir(root).map_err(io(root))?;
     let path_s = path.display().to_string();
     git::run(
         &repo,
@@ -317,15 +331,17 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
 }
 
 /// The tree of everything the worktree holds now, committed or not (ignored files aside),
-/// made through a throwaway index so the worktree's own is not touched.
-fn tree_now(wt: &git::Worktree) -> Result<String> {
+/// made through a throwaway index so the worktree's own is not touched. Attributes come from
+/// `start` (the commit the worktree started at, the user's), never from what the agent
+/// committed or wrote since.
+fn tree_now(wt: &git::Worktree, start: &str) -> Result<String> {
     refuse_nested(wt)?;
-    tree_of(wt)
+    tree_of(wt, start)
 }
 
 /// [`tree_now`] without the check for repositories in the worktree (which only makes the
 /// refusal clear: a submodule path is never entered here anyway).
-fn tree_of(wt: &git::Worktree) -> Result<String> {
+fn tree_of(wt: &git::Worktree, start: &str) -> Result<String> {
     let index = std::env::temp_dir().join(format!(
         "waymark-index-{}-{}",
         std::process::id(),
@@ -333,15 +349,16 @@ fn tree_of(wt: &git::Worktree) -> Result<String> {
     ));
     let idx = index.display().to_string();
     let env = [("GIT_INDEX_FILE", idx.as_str())];
-    // Attributes from the commit, not the worktree's `.gitattributes` (which would pick
-    // the user's filter drivers to run on what the agent wrote), where git can.
-    let attrs: &[&str] = if git::has_attr_source() {
-        &["--attr-source=HEAD"]
-    } else {
-        &[]
-    };
+    // Attributes from the commit the worktree started at, not the worktree's
+    // `.gitattributes` nor its HEAD (both the agent's to write: either would pick the user's
+    // filter drivers to run on what the agent wrote), where git can.
+    let attrs = git::attr_source(start);
     let run = |args: &[&str]| {
-        let all: Vec<&str> = attrs.iter().chain(args).copied().collect();
+        let all: Vec<&str> = attrs
+            .iter()
+            .map(String::as_str)
+            .chain(args.iter().copied())
+            .collect();
         git::ok(&wt.work, args, wt.run_env(&all, &env)?)
     };
     let r = (|| {
@@ -499,9 +516,24 @@ fn status_paths(z: &str) -> Vec<String> {
     list
 }
 
-/// Which files differ between two trees or commits (`a` → `b`).
-fn changed(wt: &git::Worktree, a: &str, b: &str) -> Result<Vec<PathChange>> {
-    let out = wt.run(&["diff", "--no-renames", "--name-status", "-z", a, b])?;
+/// Which files differ between two trees or commits (`a` → `b`), attributes from `start`
+/// (the user's commit the worktree started at).
+fn changed(wt: &git::Worktree, start: &str, a: &str, b: &str) -> Result<Vec<PathChange>> {
+    let mut args: Vec<String> = git::attr_source(start);
+    args.extend(
+        [
+            "diff",
+            "--no-renames",
+            "--no-ext-diff",
+            "--name-status",
+            "-z",
+            a,
+            b,
+        ]
+        .map(String::from),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = wt.run(&args)?;
     let mut parts = git::paths(&out).into_iter();
     let mut list = Vec::new();
     while let (Some(status), Some(path)) = (parts.next(), parts.next()) {
@@ -515,56 +547,129 @@ fn changed(wt: &git::Worktree, a: &str, b: &str) -> Result<Vec<PathChange>> {
     Ok(list)
 }
 
-/// What differs from the start, committed or not, and the commits made since.
+/// The commit the worktree's changes are reviewed and merged against: where its history
+/// (`HEAD`) meets the branch it merges into, as that branch is now. A worktree that only added
+/// commits of its own meets it where it started; one that synced (`git merge main` in the
+/// worktree) meets it at the sync, so what the sync brought in is not shown as the agent's
+/// change, and what the agent changed after it (an old file written back over a fix) is. With
+/// the branch gone, the start. Refused when the histories meet nowhere or at several commits:
+/// then no one diff says what a merge would do.
+fn meeting_point(m: &db::WorktreeRow, wt: &git::Worktree, target: Option<&str>) -> Result<String> {
+    let Some(target) = target else {
+        return Ok(m.base_commit.clone());
+    };
+    let out = wt.run_env(&["merge-base", "--all", target, "HEAD"], &[])?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let bases: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    match (out.status.code(), bases.as_slice()) {
+        (Some(0), [one]) => Ok((*one).to_string()),
+        (Some(0), many) if many.len() > 1 => Err(WorktreeError::TangledHistory {
+            base: m.base_branch.clone(),
+            bases: many
+                .iter()
+                .map(|b| b.get(..10).unwrap_or(b))
+                .collect::<Vec<_>>()
+                .join(", "),
+            repo: m.repo.clone(),
+        }),
+        (Some(1), []) => Err(WorktreeError::UnrelatedHistory {
+            base: m.base_branch.clone(),
+            repo: m.repo.clone(),
+        }),
+        _ => Err(WorktreeError::Git {
+            command: "git merge-base --all".into(),
+            dir: m.path.clone(),
+            message: git::said(&out),
+        }),
+    }
+}
+
+/// The commit the branch the worktree came from points at now, if it still exists.
+fn branch_tip(m: &db::WorktreeRow) -> Result<Option<String>> {
+    let out = git::run_env(
+        Path::new(&m.repo),
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{}^{{commit}}", m.base_branch),
+        ],
+        &[],
+    )?;
+    Ok(out
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()))
+}
+
+/// What differs from where the worktree meets its branch now ([`meeting_point`]), committed
+/// or not, and the commits made since.
 pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
     if m.state != WorktreeState::Active {
         return Ok((Vec::new(), 0));
     }
     let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
-    let tree = tree_now(wt)?;
-    let files = changed(wt, &m.base_commit, &tree)?;
+    let tree = tree_now(wt, &m.base_commit)?;
+    let base = meeting_point(m, wt, branch_tip(m)?.as_deref())?;
+    let files = changed(wt, &m.base_commit, &base, &tree)?;
     let commits = wt
-        .run(&["rev-list", "--count", &format!("{}..HEAD", m.base_commit)])?
+        .run(&["rev-list", "--count", &format!("{base}..HEAD")])?
         .trim()
         .parse()
         .unwrap_or(0);
     Ok((files, commits))
 }
 
-/// The whole diff from the start to what the worktree holds now.
+/// The whole diff a merge would bring in now: from where the worktree meets its branch
+/// ([`meeting_point`]) to what it holds (committed or not).
 pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
     let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
-    let tree = tree_now(wt)?;
+    let tree = tree_now(wt, &m.base_commit)?;
+    let base = meeting_point(m, wt, branch_tip(m)?.as_deref())?;
     // Every file as text, its attributes from where the worktree started: the worktree's
     // own `.gitattributes` (`* -diff`) must not hide a change from the review.
-    let attrs = format!("--attr-source={}", m.base_commit);
-    let mut args: Vec<&str> = Vec::new();
-    if git::has_attr_source() {
-        args.push(&attrs);
-    }
-    args.extend([
-        "diff",
-        "--no-renames",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--text",
-        &m.base_commit,
-        &tree,
-    ]);
+    let mut args = git::attr_source(&m.base_commit);
+    args.extend(
+        [
+            "diff",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--text",
+            &base,
+            &tree,
+        ]
+        .map(String::from),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let text = wt.run(&args)?;
-    Ok(WorktreeDiff { tree, diff: text })
+    Ok(WorktreeDiff {
+        base,
+        tree,
+        diff: text,
+    })
 }
 
-/// Merges the worktree into the branch it came from: what it holds is committed first (one
-/// commit, `message`), then merged with a merge commit, both with the user's git identity.
-/// Refused, changing nothing, when the target checkout has uncommitted changes to the same
-/// files, is on another branch, or the merge conflicts.
+/// Merges the worktree into the branch it came from, bringing in exactly the diff a review
+/// shows ([`diff`]): from where the worktree's history meets that branch now to what the
+/// worktree holds, applied to the branch's tip as a three-way merge. What the worktree holds is
+/// committed first (one commit, `message`), then a merge commit of the result is made, both
+/// with the user's git identity, and the user's checkout fast-forwards to it.
 ///
-/// `reviewed`: the tree of the diff the user saw ([`WorktreeDiff::tree`]); the merge is refused
-/// when the worktree no longer holds it. What is merged is the tree checked, never the
-/// worktree read again.
-pub fn merge(m: &db::WorktreeRow, message: &str, reviewed: Option<&str>) -> Result<MergeOutcome> {
+/// Refused, changing nothing (no branch moves), when the target checkout has uncommitted
+/// changes to the same files, is on another branch or mid-operation, the merge conflicts, or
+/// git refuses the last step. With `reviewed`, refused when what it would bring in is no longer
+/// the diff reviewed. What is merged is the tree checked, never the worktree read again.
+pub fn merge(
+    m: &db::WorktreeRow,
+    message: &str,
+    reviewed: Option<&WorktreeReview>,
+) -> Result<MergeOutcome> {
     if m.state != WorktreeState::Active {
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
@@ -589,14 +694,20 @@ pub fn merge(m: &db::WorktreeRow, message: &str, reviewed: Option<&str>) -> Resu
             base: m.base_branch.clone(),
         });
     }
-    // What would be merged: a commit of what the worktree holds, made but not yet put on
-    // its branch, so a refusal leaves the branch as it was.
-    let tree = tree_now(wt)?;
-    if reviewed.is_some_and(|r| r != tree) {
+    // The target as it is now, named by its commit from here on: every step below works on
+    // this one, and the last refuses if the checkout moved meanwhile.
+    let target = git::run(repo, &["rev-parse", "--verify", "HEAD^{commit}"])?
+        .trim()
+        .to_string();
+    let tree = tree_now(wt, &m.base_commit)?;
+    let base = meeting_point(m, wt, Some(&target))?;
+    if reviewed.is_some_and(|r| r.tree != tree || r.base != base) {
         return Err(WorktreeError::ChangedSinceReview);
     }
     let head = wt.run(&["rev-parse", "HEAD"])?.trim().to_string();
     let head_tree = wt.run(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
+    // What would be merged: a commit of what the worktree holds, made but not put on its
+    // branch, so a refusal leaves the branch as it was.
     let tip = if tree == head_tree {
         head.clone()
     } else {
@@ -604,7 +715,63 @@ pub fn merge(m: &db::WorktreeRow, message: &str, reviewed: Option<&str>) -> Resu
             .trim()
             .to_string()
     };
-    let files: Vec<String> = changed(wt, &m.base_commit, &tip)?
+    let committed = (tip != head).then(|| tip.clone());
+    // Everything there is already on the branch (the review showed no change).
+    if tip == base {
+        return Ok(MergeOutcome {
+            committed: None,
+            merged: target,
+            base_branch: m.base_branch.clone(),
+            files: Vec::new(),
+        });
+    }
+    // The three-way merge of `base` → `tip` onto the target: `base` is the one commit where
+    // the two histories meet (checked above), so git's merge takes it as its base, and what
+    // comes in is exactly the reviewed diff. Attributes come from the target, the user's.
+    let mut args = git::attr_source(&target);
+    args.extend(
+        [
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "-z",
+            target.as_str(),
+            tip.as_str(),
+        ]
+        .map(String::from),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let check = git::run_env(repo, &args, &[])?;
+    let out = String::from_utf8_lossy(&check.stdout).into_owned();
+    let mut listed = out
+        .split("\0\0")
+        .next()
+        .map(git::paths)
+        .unwrap_or_default()
+        .into_iter();
+    let merged_tree = match check.status.code() {
+        Some(0) => listed.next().unwrap_or_default(),
+        Some(1) => {
+            // The tree, then the conflicted files, then the messages.
+            let conflicted: Vec<String> = listed.skip(1).collect();
+            let conflicted: Vec<&String> = conflicted.iter().collect();
+            return Err(WorktreeError::Conflict {
+                files: list_of(&conflicted),
+                branch: m.branch.clone(),
+                base: m.base_branch.clone(),
+                repo: m.repo.clone(),
+            });
+        }
+        _ => {
+            return Err(WorktreeError::Git {
+                command: "git merge-tree".into(),
+                dir: m.repo.clone(),
+                message: git::said(&check),
+            });
+        }
+    };
+    // What the checkout's update touches: the merge's result against the target.
+    let files: Vec<String> = changed(wt, &m.base_commit, &target, &merged_tree)?
         .into_iter()
         .map(|c| c.path)
         .collect();
@@ -638,86 +805,61 @@ pub fn merge(m: &db::WorktreeRow, message: &str, reviewed: Option<&str>) -> Resu
             files: list_of(&ignored.iter().collect::<Vec<_>>()),
         });
     }
-    let check = git::run_env(
-        repo,
-        &[
-            "merge-tree",
-            "--write-tree",
-            "--name-only",
-            "-z",
-            "HEAD",
-            &tip,
-        ],
-        &[],
-    )?;
-    match check.status.code() {
-        Some(0) => {}
-        Some(1) => {
-            // The tree, then the conflicted files, then the messages.
-            let out = String::from_utf8_lossy(&check.stdout).into_owned();
-            let conflicted: Vec<String> = out
-                .split("\0\0")
-                .next()
-                .map(git::paths)
-                .unwrap_or_default()
-                .into_iter()
-                .skip(1)
-                .collect();
-            let conflicted: Vec<&String> = conflicted.iter().collect();
-            return Err(WorktreeError::Conflict {
-                files: list_of(&conflicted),
-                branch: m.branch.clone(),
-                base: m.base_branch.clone(),
-                repo: m.repo.clone(),
-            });
-        }
-        _ => {
-            return Err(WorktreeError::Git {
-                command: "git merge-tree".into(),
-                dir: m.repo.clone(),
-                message: git::said(&check),
-            });
-        }
-    }
-    // Checked: now for real. The branch takes the commit of the tree checked (if it still
-    // points where it did), and the worktree's index follows it; files changed since stay
-    // as changes in the worktree.
-    let committed = if tree == head_tree {
-        None
-    } else {
-        wt.run(&[
-            "update-ref",
-            "-m",
-            "waymark: merge",
-            &format!("refs/heads/{}", m.branch),
-            &tip,
-            &head,
-        ])?;
-        wt.run(&["read-tree", &tip])?;
-        Some(tip.clone())
-    };
     let title = format!(
         "Merge {}: {}",
         m.branch,
         message.lines().next().unwrap_or("")
     );
-    let merged = git::run_env(
+    // The merge commit: the result checked, on the target and the worktree's commit. It is
+    // only an object until the checkout moves to it.
+    let merged = git::run(
         repo,
-        &["merge", "--no-ff", "--no-edit", "-q", "-m", &title, &tip],
-        &[],
-    )?;
-    if !merged.status.success() {
-        // Only the merge started here: none was in progress before it.
-        let _ = git::run_env(repo, &["merge", "--abort"], &[]);
+        &[
+            "commit-tree",
+            &merged_tree,
+            "-p",
+            &target,
+            "-p",
+            &tip,
+            "-m",
+            &title,
+        ],
+    )?
+    .trim()
+    .to_string();
+    // The checkout fast-forwards to it, as `git merge` would have ended: git refuses, moving
+    // nothing, when the checkout moved meanwhile or a change there would be overwritten.
+    let mut args = git::attr_source(&target);
+    args.extend(["merge", "--ff-only", "-q", merged.as_str()].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ff = git::run_env(repo, &args, &[])?;
+    if !ff.status.success() {
         return Err(WorktreeError::Git {
             command: format!("git merge {}", m.branch),
             dir: m.repo.clone(),
-            message: git::said(&merged),
+            message: format!("{}\nNothing was changed.", git::said(&ff)),
         });
+    }
+    // Merged: the worktree's branch takes the commit of what it held (if it still points
+    // where it did), and its index follows it; files changed since stay as changes there.
+    if committed.is_some() {
+        let moved = wt
+            .run(&[
+                "update-ref",
+                "-m",
+                "waymark: merge",
+                &format!("refs/heads/{}", m.branch),
+                &tip,
+                &head,
+            ])
+            .and_then(|_| wt.run(&["read-tree", &tip]));
+        if let Err(e) = moved {
+            tracing::warn!("merged, but the worktree's branch stays where it was: {e}");
+        }
     }
     Ok(MergeOutcome {
         committed,
-        merged: git::run(repo, &["rev-parse", "HEAD"])?.trim().to_string(),
+        merged,
         base_branch: m.base_branch.clone(),
         files,
     })

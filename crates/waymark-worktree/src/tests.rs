@@ -445,13 +445,17 @@ fn a_merge_holds_to_the_reviewed_tree() {
     let seen = diff(&w).unwrap();
     std::fs::write(m.path.join("a.txt"), "slipped in after the review\n").unwrap();
     let branch = git(&r.main, &["rev-parse", "waymark/held"]);
-    let e = merge(&w, "x", Some(&seen.tree)).unwrap_err();
+    let reviewed = WorktreeReview {
+        base: seen.base.clone(),
+        tree: seen.tree.clone(),
+    };
+    let e = merge(&w, "x", Some(&reviewed)).unwrap_err();
     assert_eq!(e.code(), "changed_since_review", "{e}");
     assert_eq!(git(&r.main, &["rev-parse", "waymark/held"]), branch);
     assert!(!r.main.join("a.txt").exists());
     // Put back as reviewed: the merge goes through with exactly that.
     std::fs::write(m.path.join("a.txt"), "reviewed\n").unwrap();
-    merge(&w, "x", Some(&seen.tree)).unwrap();
+    merge(&w, "x", Some(&reviewed)).unwrap();
     assert_eq!(
         std::fs::read_to_string(r.main.join("a.txt")).unwrap(),
         "reviewed\n"
@@ -540,7 +544,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
     let wt = git::Worktree::of(&r.main, &m.path).unwrap();
     // Past the check, as if the repository appeared just after it.
-    let tree = tree_of(&wt).unwrap();
+    let tree = tree_of(&wt, &m.base_commit).unwrap();
     assert!(
         !marker.exists(),
         "git entered the repository at the submodule's path"
@@ -553,7 +557,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     // A repository somewhere new is recorded as a new submodule: refused.
     let other = m.path.join("other");
     committed_repo(&other, "g");
-    let e = tree_of(&wt).unwrap_err();
+    let e = tree_of(&wt, &m.base_commit).unwrap_err();
     assert_eq!(e.code(), "nested_repository", "{e}");
     assert!(!marker.exists());
 }
@@ -619,4 +623,203 @@ fn the_reviewed_diff_shows_every_change_whatever_the_attributes() {
         d.diff
     );
     assert!(!d.diff.contains("Binary files"), "{}", d.diff);
+}
+
+/// What `path` holds in the user's checkout.
+fn read(r: &Repo, path: &str) -> String {
+    std::fs::read_to_string(r.main.join(path)).unwrap()
+}
+
+/// The red-team's attack: the agent syncs with `main` inside its worktree (`git merge main`,
+/// routine), then writes an old version of a file back over a fix the user committed on
+/// `main`. Review compared with the worktree's start showed only the agent's own file, and
+/// git's merge then reverted the fix. Now the review shows exactly what the merge brings in
+/// (the revert among it, for the user to see), the merge brings in that and nothing else,
+/// and a fix the user makes after the sync survives.
+#[test]
+fn a_sync_then_revert_is_shown_in_the_review_and_the_merge_brings_in_only_the_review() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "sync").unwrap();
+    let w = m.row("s", 0);
+    // The user fixes README.md on main.
+    std::fs::write(r.main.join("README.md"), "readme, fixed\n").unwrap();
+    git(&r.main, &["commit", "-qam", "fix the readme"]);
+    // The agent syncs, writes the old README back, and does its own work.
+    let id = ["-c", "user.name=agent", "-c", "user.email=agent@x.invalid"];
+    let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    wt.run(&[&id[..], &["merge", "-q", "--no-edit", "main"]].concat())
+        .unwrap();
+    std::fs::write(m.path.join("README.md"), "readme\n").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { /* the agent's */ }\n").unwrap();
+    // The user fixes another file on main after the sync.
+    std::fs::write(r.main.join("LATER.md"), "later fix\n").unwrap();
+    git(&r.main, &["add", "LATER.md"]);
+    git(&r.main, &["commit", "-qm", "a later fix"]);
+    let (files, _) = status(&w).unwrap();
+    let shown: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        shown,
+        ["README.md", "src/lib.rs"],
+        "the revert is in the review"
+    );
+    let seen = diff(&w).unwrap();
+    assert!(seen.diff.contains("-readme, fixed"), "{}", seen.diff);
+    assert_ne!(
+        seen.base, m.base_commit,
+        "compared with where it meets main now"
+    );
+    let before = git(&r.main, &["rev-parse", "HEAD"]).trim().to_string();
+    let reviewed = WorktreeReview {
+        base: seen.base.clone(),
+        tree: seen.tree.clone(),
+    };
+    let done = merge(&w, "the agent's work", Some(&reviewed)).unwrap();
+    // Exactly the reviewed files changed in the checkout, each to what the review showed.
+    let changed = git(&r.main, &["diff", "--name-only", &before, "HEAD"]);
+    let changed: Vec<&str> = changed.lines().collect();
+    assert_eq!(changed, shown);
+    assert_eq!(done.files, shown);
+    assert_eq!(read(&r, "README.md"), "readme\n");
+    assert_eq!(read(&r, "src/lib.rs"), "fn a() { /* the agent's */ }\n");
+    // The later fix, which the review never showed, is untouched.
+    assert_eq!(read(&r, "LATER.md"), "later fix\n");
+}
+
+/// A review is bound to both ends of its diff: after the agent syncs with main (here its
+/// files end up the same, since main made the same change), what a merge would bring in is
+/// another diff, so the review taken before is refused.
+#[test]
+fn a_review_from_before_a_sync_is_refused() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "stale").unwrap();
+    let w = m.row("s", 0);
+    let id = ["-c", "user.name=agent", "-c", "user.email=agent@x.invalid"];
+    let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    std::fs::write(m.path.join("README.md"), "readme, fixed\n").unwrap();
+    wt.run(&[&id[..], &["commit", "-qam", "mine"]].concat())
+        .unwrap();
+    let seen = diff(&w).unwrap();
+    let reviewed = WorktreeReview {
+        base: seen.base.clone(),
+        tree: seen.tree.clone(),
+    };
+    std::fs::write(r.main.join("README.md"), "readme, fixed\n").unwrap();
+    git(&r.main, &["commit", "-qam", "the same fix"]);
+    wt.run(&[&id[..], &["merge", "-q", "--no-edit", "main"]].concat())
+        .unwrap();
+    assert_eq!(diff(&w).unwrap().tree, seen.tree, "the same files");
+    let branch = git(&r.main, &["rev-parse", "waymark/stale"]);
+    let main = git(&r.main, &["rev-parse", "main"]);
+    let e = merge(&w, "x", Some(&reviewed)).unwrap_err();
+    assert_eq!(e.code(), "changed_since_review", "{e}");
+    assert_eq!(git(&r.main, &["rev-parse", "waymark/stale"]), branch);
+    assert_eq!(git(&r.main, &["rev-parse", "main"]), main);
+}
+
+/// A merge git refuses at its very last step (another git holds the checkout's index) moves
+/// no branch: not the target's, and not the worktree's, which used to be moved first.
+#[test]
+fn a_merge_refused_at_the_last_step_moves_no_branch() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "late").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { 2 }\n").unwrap();
+    let w = m.row("s", 0);
+    let lock = r.main.join(".git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let (main_before, branch_before) = (
+        git(&r.main, &["rev-parse", "main"]),
+        git(&r.main, &["rev-parse", "waymark/late"]),
+    );
+    let e = merge(&w, "x", None).unwrap_err();
+    assert!(e.to_string().contains("Nothing was changed"), "{e}");
+    assert_eq!(git(&r.main, &["rev-parse", "main"]), main_before);
+    assert_eq!(git(&r.main, &["rev-parse", "waymark/late"]), branch_before);
+    std::fs::remove_file(&lock).unwrap();
+    merge(&w, "x", None).unwrap();
+    assert_eq!(read(&r, "src/lib.rs"), "fn a() { 2 }\n");
+}
+
+/// The agent commits a `.gitattributes` that names the user's own filter driver, whose
+/// command the user configured with a relative path: in the worktree that is the agent's
+/// script. Review and merge take attributes from the commit the worktree started at (git
+/// 2.40 and later), so the script never runs. (The attack ran it once per file through
+/// `--attr-source=HEAD`, the HEAD the agent had just moved.)
+#[test]
+fn an_agent_committed_gitattributes_runs_no_filter_at_review_or_merge() {
+    if !git::has_attr_source() {
+        eprintln!("skipped: git before 2.40 takes no --attr-source (a known limit)");
+        return;
+    }
+    let r = repo();
+    let marker = r._dir.path().join("filter-ran");
+    git(
+        &r.main,
+        &["config", "filter.userfilter.clean", "sh ./tools/clean.sh"],
+    );
+    git(
+        &r.main,
+        &["config", "filter.userfilter.smudge", "sh ./tools/clean.sh"],
+    );
+    let m = create(&r.main, &r.root, "attrs").unwrap();
+    agent_program(&m.path.join("tools/clean.sh"), &marker);
+    std::fs::write(m.path.join(".gitattributes"), "* filter=userfilter\n").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { 3 }\n").unwrap();
+    let id = ["-c", "user.name=agent", "-c", "user.email=agent@x.invalid"];
+    let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    // Committed with filters off, as the agent can: its HEAD now names the filter.
+    let off = [
+        "-c",
+        "filter.userfilter.clean=cat",
+        "-c",
+        "filter.userfilter.smudge=cat",
+    ];
+    wt.run(&[&id[..], &off[..], &["add", "-A"]].concat())
+        .unwrap();
+    wt.run(&[&id[..], &off[..], &["commit", "-qm", "attributes"]].concat())
+        .unwrap();
+    assert!(!marker.exists(), "the setup ran nothing");
+    std::fs::write(m.path.join("README.md"), "more\n").unwrap();
+    let w = m.row("s", 0);
+    status(&w).unwrap();
+    diff(&w).unwrap();
+    merge(&w, "x", None).unwrap();
+    assert!(
+        !marker.exists(),
+        "the agent's filter ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    assert_eq!(read(&r, "src/lib.rs"), "fn a() { 3 }\n");
+}
+
+/// HEAD commits `config` as a link to a folder outside, while the user's checkout has a real
+/// `config/` folder holding a file `.worktreeinclude` names: the copy must not follow the
+/// worktree's link out.
+#[test]
+fn an_included_file_is_never_copied_through_a_link_the_worktree_has() {
+    let r = repo();
+    let outside = r._dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::remove_dir_all(r.main.join("config")).unwrap();
+    std::os::unix::fs::symlink(&outside, r.main.join("config")).unwrap();
+    git(&r.main, &["add", "config"]);
+    git(&r.main, &["commit", "-qm", "config is a link"]);
+    // The user's checkout has a real folder there again, with a file to include.
+    std::fs::remove_file(r.main.join("config")).unwrap();
+    std::fs::create_dir_all(r.main.join("config")).unwrap();
+    std::fs::write(r.main.join("config/db.local"), "db=local\n").unwrap();
+    let m = create(&r.main, &r.root, "linked").unwrap();
+    assert!(
+        std::fs::read_dir(&outside).unwrap().next().is_none(),
+        "nothing written outside the worktree"
+    );
+    assert!(!m.included.contains(&"config/db.local".to_string()));
+    // `.env` still comes, private as it was.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(r.main.join(".env"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let m2 = create(&r.main, &r.root, "linked-two").unwrap();
+    let mode = std::fs::metadata(m2.path.join(".env"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
 }

@@ -3,10 +3,28 @@
 import { commands } from "../bindings";
 import type { IpcError } from "./types";
 
+/** Shows or hides the text of a "hidden text" marker the renderer put where the page would
+ *  show nothing (an HTML comment, a dropped element, a link definition). */
+export function toggleHidden(button: HTMLElement) {
+  const text = button.parentElement?.querySelector<HTMLElement>(".plan-hidden-text");
+  if (!text) return;
+  const show = text.hidden;
+  text.hidden = !show;
+  button.setAttribute("aria-expanded", String(show));
+  button.textContent = button.textContent?.replace(show ? /· show$/ : /· hide$/, show ? "· hide" : "· show") ?? "";
+}
+
 /** A click handler for rendered Markdown: a link goes to the system browser (an emptied
- *  one, whose target the sanitizer refused, goes nowhere); a `#` link scrolls the page. */
+ *  one, whose target the sanitizer refused, goes nowhere); a `#` link scrolls the page; a
+ *  hidden-text marker shows or hides its text. */
 export function linkClicks(onerror: (e: IpcError) => void = () => {}) {
   return (ev: MouseEvent) => {
+    const toggle = (ev.target as HTMLElement | null)?.closest<HTMLElement>("[data-hidden-toggle]");
+    if (toggle) {
+      ev.preventDefault();
+      toggleHidden(toggle);
+      return;
+    }
     const a = (ev.target as HTMLElement | null)?.closest("a");
     if (!a) return;
     ev.preventDefault();

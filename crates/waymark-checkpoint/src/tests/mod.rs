@@ -58,9 +58,12 @@ fn loose(f: &Fixture, id: &ObjectId) -> PathBuf {
 }
 
 /// Restores `target` from the workspace's state now; the tree it then has.
-fn rewind(f: &Fixture, target: &ObjectId) -> (Restored, ObjectId) {
+fn rewind(f: &Fixture, target: &Snapshot) -> (Restored, ObjectId) {
     let now = snap(f);
-    let done = f.store.restore(&f.ws, &now.tree, target, &[]).unwrap();
+    let done = f
+        .store
+        .restore(&f.ws, &now.point(), &target.point(), &[])
+        .unwrap();
     (done, snap(f).tree)
 }
 
@@ -112,7 +115,7 @@ fn every_kind_of_change_rewinds_exactly_and_the_rewind_undoes() {
     }
     assert!(!changed.contains(&"keep.txt".to_string()));
 
-    let (_, back) = rewind(&f, &a.tree);
+    let (_, back) = rewind(&f, &a);
     assert_eq!(back, a.tree);
     assert_eq!(
         std::fs::read_to_string(f.ws.join("edit.txt")).unwrap(),
@@ -132,7 +135,7 @@ fn every_kind_of_change_rewinds_exactly_and_the_rewind_undoes() {
         0
     );
     // Undo: forward again to the later state.
-    let (_, forward) = rewind(&f, &b.tree);
+    let (_, forward) = rewind(&f, &b);
     assert_eq!(forward, b.tree);
     assert!(f.ws.join("empty/dir").is_dir());
 }
@@ -227,7 +230,7 @@ fn ignored_files_are_neither_taken_nor_touched() {
     );
     write(&f.ws, "main.rs", "v2");
     write(&f.ws, "run.log", "more log");
-    rewind(&f, &a.tree);
+    rewind(&f, &a);
     assert_eq!(std::fs::read_to_string(f.ws.join("main.rs")).unwrap(), "v1");
     assert_eq!(
         std::fs::read_to_string(f.ws.join("run.log")).unwrap(),
@@ -247,7 +250,10 @@ fn a_folder_swapped_for_a_link_out_is_not_written_through() {
     std::os::unix::fs::symlink(&f.outside, f.ws.join("conf")).unwrap();
     write(&f.outside, "settings.toml", "outside, untouched");
     let now = snap(&f);
-    let done = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap();
+    let done = f
+        .store
+        .restore(&f.ws, &now.point(), &a.point(), &[])
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(f.outside.join("settings.toml")).unwrap(),
         "outside, untouched"
@@ -276,7 +282,10 @@ fn a_link_that_appears_during_the_restore_is_moved_aside() {
     std::fs::remove_dir_all(f.ws.join("conf")).unwrap();
     let now = snap(&f);
     std::os::unix::fs::symlink(&f.outside, f.ws.join("conf")).unwrap();
-    let done = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap();
+    let done = f
+        .store
+        .restore(&f.ws, &now.point(), &a.point(), &[])
+        .unwrap();
     assert!(
         !f.outside.join("settings.toml").exists(),
         "written through the link"
@@ -311,7 +320,7 @@ fn a_huge_sparse_file_is_skipped_with_a_note() {
     assert!(f.store.files(&s.tree).unwrap().contains_key("small.txt"));
     // A rewind leaves what it could not keep alone.
     write(&f.ws, "small.txt", "y");
-    rewind(&f, &s.tree);
+    rewind(&f, &s);
     assert_eq!(
         std::fs::metadata(f.ws.join("disk.img")).unwrap().len(),
         2 * 1024 * 1024 * 1024
@@ -328,7 +337,10 @@ fn a_damaged_store_is_a_clear_error_and_changes_nothing() {
     let now = snap(&f);
     let blob = f.store.files(&a.tree).unwrap()["a.txt"].id;
     std::fs::remove_file(loose(&f, &blob)).unwrap();
-    let e = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap_err();
+    let e = f
+        .store
+        .restore(&f.ws, &now.point(), &a.point(), &[])
+        .unwrap_err();
     assert!(matches!(e, CheckpointError::Corrupt { .. }), "{e}");
     assert!(e.to_string().contains("missing"), "{e}");
     assert_eq!(std::fs::read_to_string(f.ws.join("a.txt")).unwrap(), "two");
@@ -391,7 +403,10 @@ fn a_file_no_checkpoint_holds_is_moved_aside_not_overwritten() {
     std::fs::write(f.ws.join("model.bin"), vec![7u8; 8192]).unwrap();
     let now = f.store.snapshot(&f.ws, &small).unwrap();
     assert_eq!(now.skipped.len(), 1, "{:?}", now.skipped);
-    let done = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap();
+    let done = f
+        .store
+        .restore(&f.ws, &now.point(), &a.point(), &[])
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(f.ws.join("model.bin")).unwrap(),
         "small"
@@ -421,7 +436,7 @@ fn git_in_any_case_is_left_out_and_odd_link_targets_round_trip() {
             .any(|p| p.to_ascii_lowercase().starts_with(".git"))
     );
     std::fs::remove_file(f.ws.join("odd")).unwrap();
-    rewind(&f, &a.tree);
+    rewind(&f, &a);
     assert_eq!(
         std::fs::read_link(f.ws.join("odd")).unwrap().as_os_str(),
         odd
@@ -579,7 +594,10 @@ fn what_the_target_left_out_is_kept_by_a_rewind() {
     write(&f.ws, "new.txt", "came since");
     write(&f.ws, "keep.txt", "v2");
     let u = f.store.snapshot(&f.ws, &small).unwrap();
-    let done = f.store.restore(&f.ws, &u.tree, &t.tree, &left_out).unwrap();
+    let done = f
+        .store
+        .restore(&f.ws, &u.point(), &t.point(), &left_out)
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(f.ws.join("secret.env")).unwrap(),
         "TOKEN=mine\n"
@@ -627,7 +645,7 @@ fn the_data_folder_inside_a_workspace_is_left_out() {
     std::fs::write(data.join("waymark.db"), b"the database, later").unwrap();
     write(&ws, "notes.txt", "two");
     let u = store.snapshot(&ws, &limits).unwrap();
-    store.restore(&ws, &u.tree, &t.tree, &[]).unwrap();
+    store.restore(&ws, &u.point(), &t.point(), &[]).unwrap();
     assert_eq!(
         std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
         "one"
@@ -654,7 +672,7 @@ fn a_long_path_in_the_way_is_moved_aside_under_a_number() {
     let t = f.store.snapshot(&f.ws, &small).unwrap();
     std::fs::write(f.ws.join(&long), vec![7u8; 8192]).unwrap();
     let u = f.store.snapshot(&f.ws, &small).unwrap();
-    let done = f.store.restore(&f.ws, &u.tree, &t.tree, &[]).unwrap();
+    let done = f.store.restore(&f.ws, &u.point(), &t.point(), &[]).unwrap();
     assert_eq!(std::fs::read_to_string(f.ws.join(&long)).unwrap(), "small");
     let aside = done.moved_aside.expect("moved aside");
     assert_eq!(
@@ -698,6 +716,7 @@ fn many_folders_do_not_run_out_of_descriptors() {
 }
 
 mod limits;
+mod modes;
 mod pack;
 
 /// A restore bringing back more than it reads up front (`PRELOAD_MAX`, 64 KiB in tests)
@@ -717,7 +736,7 @@ fn a_large_restore_reads_in_turn_and_still_checks_first() {
     for i in 0..40 {
         write(&f.ws, &format!("f{i:02}.txt"), "changed");
     }
-    let (_, back) = rewind(&f, &a.tree);
+    let (_, back) = rewind(&f, &a);
     assert_eq!(back, a.tree);
     assert_eq!(
         std::fs::read_to_string(f.ws.join("f39.txt")).unwrap(),
@@ -730,7 +749,10 @@ fn a_large_restore_reads_in_turn_and_still_checks_first() {
     let now = snap(&f);
     let blob = f.store.files(&a.tree).unwrap()["f39.txt"].id;
     std::fs::remove_file(loose(&f, &blob)).unwrap();
-    let e = f.store.restore(&f.ws, &now.tree, &a.tree, &[]).unwrap_err();
+    let e = f
+        .store
+        .restore(&f.ws, &now.point(), &a.point(), &[])
+        .unwrap_err();
     assert!(e.to_string().contains("missing"), "{e}");
     for i in 0..40 {
         assert_eq!(

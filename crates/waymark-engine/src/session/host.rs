@@ -62,8 +62,13 @@ impl SessionHost for SessionCore {
     fn charge_of(&self, usage: &waymark_protocol::Usage) -> store::spend::Charge {
         SessionCore::charge_of(self, usage)
     }
-    fn spend_cap(&self) -> Result<Option<waymark_protocol::ErrorInfo>> {
-        SessionCore::spend_cap(self)
+    fn gate_call(
+        &self,
+        api: &SessionApi,
+        turn_id: Option<i64>,
+        request: &mut crate::provider::ModelRequest,
+    ) -> Result<Option<waymark_protocol::ErrorInfo>> {
+        SessionCore::gate_call(self, api, turn_id, request)
     }
     fn tools(&self) -> &ToolRegistry {
         &self.tools

@@ -76,8 +76,7 @@ pub(crate) async fn decide(
                 CallActor::Main => prep.shell_network(),
                 CallActor::Verifier => waymark_protocol::config::ShellNetwork::Deny,
             };
-            core.sandbox
-                .spec(files, network, &core.config().sandbox.read_allow)
+            core.sandbox.spec(files, network, &core.config().sandbox)
         }
         None => None,
     };

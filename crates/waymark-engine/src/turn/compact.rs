@@ -26,7 +26,7 @@ pub(super) enum Compacted {
 /// sees then starts from it. `before`: the estimate that led here; `fixed`: the tokens of
 /// what is not history (system prompt, reminders, tools).
 pub(super) async fn compact(
-    core: &SessionCore,
+    api: &SessionApi,
     turn_id: Option<i64>,
     reason: CompactReason,
     window: u64,
@@ -35,6 +35,8 @@ pub(super) async fn compact(
     cancel: &CancellationToken,
 ) -> Result<Compacted> {
     use crate::compaction as c;
+    use crate::session::CoreOf as _;
+    let core = api.core();
     let (prefix, upto, previous, kept) = {
         let cache = core.history_cache()?;
         let first = usize::from(cache.compaction.is_some());
@@ -49,14 +51,14 @@ pub(super) async fn compact(
         let kept: u64 = cache.tokens[k..].iter().sum();
         (prefix, cache.ids[k - 1], cache.compaction.clone(), kept)
     };
-    // The daily spending cap stops this call too (G-33).
-    if let Some(capped) = core.spend_cap()? {
+    let mut request = c::request(previous.as_ref(), &prefix, window);
+    // The spending limits hold this call too (G-33).
+    if let Some(refused) = core.gate_call(api, turn_id, &mut request)? {
         return Ok(Compacted::Failed(crate::provider::ProviderError::new(
             crate::provider::ProviderErrorKind::RequestRejected,
-            capped.message,
+            refused.message,
         )));
     }
-    let request = c::request(previous.as_ref(), &prefix, window);
     let sink = |_: StreamEvent| {};
     let provider = core.provider();
     let reply = tokio::select! {
@@ -155,7 +157,7 @@ pub(crate) async fn compact_between_turns(
         })
     };
     match compact(
-        core,
+        &api,
         None,
         CompactReason::Manual,
         window,

@@ -261,7 +261,7 @@ async fn drive(
             } else {
                 CompactReason::Threshold
             };
-            match compact(core, Some(turn_id), reason, window, estimate, fixed, cancel).await? {
+            match compact(&api, Some(turn_id), reason, window, estimate, fixed, cancel).await? {
                 Compacted::Cancelled => return finish_aborted(core, turn_id),
                 Compacted::Failed(e) => {
                     // The request is cut to fit instead (older tool outputs elided).
@@ -272,7 +272,7 @@ async fn drive(
             }
         }
         // The estimate just read the history; only a compaction changed it since.
-        let (request, elided) = core.with_history_loaded(reload, |history| {
+        let (mut request, elided) = core.with_history_loaded(reload, |history| {
             context::build_request(RequestParts {
                 system: system.clone(),
                 history,
@@ -299,10 +299,11 @@ async fn drive(
                 )?)
             })?;
         }
-        // No model call starts once the day's spending cap is reached (G-33).
-        if let Some(capped) = core.spend_cap()? {
-            tracing::warn!("model call refused: {}", capped.message);
-            return finish(core, turn_id, TurnEndReason::Error, Some(capped));
+        // No model call starts past a spending limit, nor to an unpriced model under one;
+        // the output is held to what the limits can still pay for (G-33).
+        if let Some(refused) = core.gate_call(&api, Some(turn_id), &mut request)? {
+            tracing::warn!("model call refused: {}", refused.message);
+            return finish(core, turn_id, TurnEndReason::Error, Some(refused));
         }
         let streamed = Mutex::new(String::new());
         // Deltas are shown as they come, except an end that could be the start of a secret.
@@ -375,7 +376,7 @@ async fn drive(
                 context_retried = true;
                 core.underestimated();
                 let reason = CompactReason::ProviderLimit;
-                match compact(core, Some(turn_id), reason, window, estimate, fixed, cancel).await? {
+                match compact(&api, Some(turn_id), reason, window, estimate, fixed, cancel).await? {
                     Compacted::Done => continue,
                     Compacted::Cancelled => return finish_aborted(core, turn_id),
                     Compacted::Nothing | Compacted::Failed(_) => {

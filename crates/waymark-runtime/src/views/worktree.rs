@@ -105,9 +105,13 @@ impl Runtime {
     /// merged, with the user's own git identity. Refused, changing nothing, on uncommitted
     /// changes to the same files in the target checkout or a conflict.
     ///
-    /// `reviewed`: the tree of the diff the user reviewed ([`WorktreeDiff::tree`]); the merge
-    /// is refused when the worktree holds something else now.
-    pub fn worktree_merge(&self, id: &str, reviewed: Option<&str>) -> Result<MergeOutcome> {
+    /// `reviewed`: the ends of the diff the user reviewed ([`WorktreeDiff::base`] and
+    /// [`WorktreeDiff::tree`]); the merge is refused when it would bring in anything else now.
+    pub fn worktree_merge(
+        &self,
+        id: &str,
+        reviewed: Option<&waymark_protocol::worktree::WorktreeReview>,
+    ) -> Result<MergeOutcome> {
         self.idle(id, "merge")?;
         let row = self.worktree_row(id)?;
         let message = self

@@ -86,7 +86,8 @@ fn check_openai(r: &ModelResponse) {
         Usage {
             input_tokens: 120,
             output_tokens: 33,
-            cached_tokens: 100
+            cached_tokens: 100,
+            estimated: false,
         }
     );
 }
@@ -141,7 +142,8 @@ fn check_anthropic(r: &ModelResponse) {
         Usage {
             input_tokens: 70,
             output_tokens: 42,
-            cached_tokens: 20
+            cached_tokens: 20,
+            estimated: false,
         }
     );
 }
@@ -158,6 +160,67 @@ async fn anthropic_stream_with_input_json_usage_and_pings() {
     assert!(req.headers.contains("anthropic-version: 2023-06-01"));
     assert_eq!(req.body["system"], "be brief");
     assert_eq!(req.body["tools"][0]["input_schema"]["type"], "object");
+}
+
+/// A provider that reports `"usage": {}`, or null figures, has its tokens estimated as if it
+/// had reported no usage at all, and the record says so: a missing figure never counts as 0
+/// tokens (and so as $0 against a cap).
+#[tokio::test]
+async fn empty_or_null_usage_is_estimated_never_zero_on_both_wire_protocols() {
+    let openai = |usage: &str| {
+        MockResponse::sse(&format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n\
+             data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\n\
+             data: {{\"choices\":[],\"usage\":{usage}}}\n\n\
+             data: [DONE]\n\n",
+            "a reply long enough to be counted ".repeat(20)
+        ))
+    };
+    let anthropic = |start: &str, delta: &str| {
+        MockResponse::sse(&format!(
+            "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"m\",\"usage\":{start}}}}}\n\n\
+             event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n\
+             event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{}\"}}}}\n\n\
+             event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n\
+             event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\"}},\"usage\":{delta}}}\n\n\
+             event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n",
+            "a reply long enough to be counted ".repeat(20)
+        ))
+    };
+    let server = MockServer::start(vec![
+        openai("{}"),
+        openai(r#"{"prompt_tokens":null,"completion_tokens":null}"#),
+        openai(r#"{"prompt_tokens":900}"#),
+        anthropic("{}", "{}"),
+        anthropic(
+            r#"{"input_tokens":null,"output_tokens":null}"#,
+            r#"{"output_tokens":null}"#,
+        ),
+    ])
+    .await;
+    let o = OpenAiProvider::new(endpoint(&server.url, None), opts()).unwrap();
+    let a = AnthropicProvider::new(endpoint(&server.url, None), opts()).unwrap();
+    let mut got = Vec::new();
+    for p in [&o as &dyn ModelProvider, &o, &o, &a, &a] {
+        got.push(call(p).await.0.unwrap().usage);
+    }
+    for (i, u) in got.iter().enumerate() {
+        assert!(u.estimated, "reply {i} is marked estimated: {u:?}");
+        assert!(
+            u.input_tokens > 0,
+            "reply {i}: input estimated, not 0: {u:?}"
+        );
+        assert!(
+            u.output_tokens >= 100,
+            "reply {i}: 680 bytes of reply estimated as tokens, not 0: {u:?}"
+        );
+    }
+    // A figure the provider did give is kept; only the missing one is estimated.
+    assert_eq!(got[2].input_tokens, 900);
+    // What a full report gives is not marked.
+    let full = MockServer::start(vec![MockResponse::sse(OPENAI_STREAM)]).await;
+    let p = OpenAiProvider::new(endpoint(&full.url, None), opts()).unwrap();
+    assert!(!call(&p).await.0.unwrap().usage.estimated);
 }
 
 fn rt() -> tokio::runtime::Runtime {

@@ -311,3 +311,217 @@ async fn g_33_the_daily_cap_met_at_review_limits_the_goal_and_the_claim_is_check
     );
     s.shutdown().await.unwrap();
 }
+
+fn turn_errors(events: &[waymark_protocol::Event]) -> Vec<waymark_protocol::ErrorInfo> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnFinished { error: Some(e), .. } => Some((**e).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The red-team's attack: `limits.daily_cost_usd` set, and a model the built-in list does not
+/// price (`openai:gpt-5.1`). Its calls would count as unpriced, never toward the cap; so no call
+/// is sent to it while the cap is set, and the error names the model and the `pricing` key
+/// that would price it. With a price given, the same call goes.
+#[tokio::test]
+async fn g_33_an_unpriced_model_under_the_daily_cap_is_refused_before_it_is_sent() {
+    let mut c = Config::default();
+    c.limits.daily_cost_usd = Some(5.0);
+    let h = Harness::new(c);
+    let server = MockServer::start_with(|_| openai_reply("hi", false, 1_000, 0, 10)).await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    s.submit(Op::SetModel {
+        model: "openai:gpt-5.1".into(),
+    })
+    .await
+    .unwrap();
+    let ev = run(&s, user("spend freely")).await;
+    let errors = turn_errors(&ev);
+    assert_eq!(errors.len(), 1, "{ev:?}");
+    let e = &errors[0];
+    assert_eq!(
+        (e.code.as_str(), e.setting.as_deref()),
+        ("unpriced_model", Some("pricing"))
+    );
+    assert!(
+        e.message.contains("`openai:gpt-5.1`") && e.message.contains("limits.daily_cost_usd"),
+        "{}",
+        e.message
+    );
+    assert!(server.recorded().is_empty(), "nothing was sent");
+    // Priced, it goes, and it counts toward the cap.
+    let mut priced = rt.config().as_ref().clone();
+    priced.pricing.insert(
+        "openai:gpt-5.1".into(),
+        Price {
+            input_per_mtok: 1.25,
+            output_per_mtok: 10.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    rt.apply_settings(priced).unwrap();
+    let ev = run(&s, user("now priced")).await;
+    assert!(turn_errors(&ev).is_empty(), "{ev:?}");
+    assert_eq!(server.recorded().len(), 1);
+    assert!(rt.daily_spend().unwrap().spend.micros > 0);
+    s.shutdown().await.unwrap();
+}
+
+/// A goal's cost budget holds the same way: switched to an unpriced model after the budget
+/// was set (the budget itself is refused for an unpriced model), the goal's next call is
+/// refused before it is sent.
+#[tokio::test]
+async fn g_32_a_goal_cost_budget_refuses_a_model_switched_to_that_has_no_price() {
+    let mut c = config(Verification::None);
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 1.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    let h = Harness::new(c);
+    // The same reply each time: the no-progress breaker stops the goal after a few turns.
+    let server = MockServer::start_with(|_| openai_reply("working", false, 1_000, 0, 10)).await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    run(&s, user("/goal grind through it cost=$5")).await;
+    let g = rt.goal(s.id()).unwrap().unwrap();
+    assert_ne!(g.status, GoalStatus::Active, "{g:?}");
+    s.submit(Op::SetModel {
+        model: "openai:gpt-5.1".into(),
+    })
+    .await
+    .unwrap();
+    let before = server.recorded().len();
+    let ev = run(&s, user("/goal resume")).await;
+    let errors = turn_errors(&ev);
+    assert!(
+        errors.iter().any(|e| e.code == "unpriced_model"
+            && e.message.contains("the goal's cost budget")
+            && e.message.contains("`openai:gpt-5.1`")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        server.recorded().len(),
+        before,
+        "no call went to the unpriced model"
+    );
+    assert!(rt.goal(s.id()).unwrap().is_some());
+    s.shutdown().await.unwrap();
+}
+
+/// One call cannot overshoot the cap without bound: its output is held to what the cap has
+/// left once its input is paid (`max_tokens` on the wire), and a call whose input alone would
+/// pass what is left does not start.
+#[tokio::test]
+async fn g_33_a_call_output_is_held_to_what_the_cap_has_left() {
+    let mut c = Config::default();
+    // $10 per million output tokens is 10 micro-dollars a token; $1 per million input.
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 10.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    c.limits.daily_cost_usd = Some(0.02);
+    let h = Harness::new(c);
+    // The first call reports 10,000 input tokens ($0.01) and 100 output ($0.001).
+    let server = MockServer::start_with(|_| openai_reply("hi", false, 10_000, 0, 100)).await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    run(&s, user("first")).await;
+    let first = server.recorded()[0].body["max_tokens"].as_u64().unwrap();
+    // $0.02 left, less the cost of the request's input (system prompt and tools, about a
+    // thousand tokens): under 2,000 output tokens, not 8,192.
+    assert!((1_500..2_000).contains(&first), "max_tokens {first}");
+    // $0.011 spent, $0.009 left: the next call's output is held to under 900 tokens, about
+    // 1,100 fewer than the first's.
+    run(&s, user("second")).await;
+    let second = server.recorded()[1].body["max_tokens"].as_u64().unwrap();
+    assert!(
+        second < 900 && first - second >= 1_000,
+        "max_tokens {first} then {second}"
+    );
+    // Its reported 10,000 input tokens pass the cap: the day is capped, nothing more starts.
+    let ev = run(&s, user("third")).await;
+    assert_eq!(turn_errors(&ev)[0].code, "spend_cap");
+    assert_eq!(server.recorded().len(), 2);
+    assert!(rt.daily_spend().unwrap().capped);
+    s.shutdown().await.unwrap();
+}
+
+/// A call whose input alone would pass what the cap has left is not sent.
+#[tokio::test]
+async fn g_33_a_call_whose_input_alone_passes_the_cap_is_not_sent() {
+    let mut c = Config::default();
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 10_000.0,
+            output_per_mtok: 10.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    // A request of some hundreds of tokens at $10,000 per million costs dollars.
+    c.limits.daily_cost_usd = Some(0.5);
+    let h = Harness::new(c);
+    let server = MockServer::start_with(|_| openai_reply("hi", false, 10, 0, 10)).await;
+    let (_rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let ev = run(&s, user("a question long enough to cost more than is left")).await;
+    let e = &turn_errors(&ev)[0];
+    assert_eq!(e.code, "spend_cap");
+    assert!(e.message.contains("its input alone"), "{}", e.message);
+    assert!(server.recorded().is_empty());
+    s.shutdown().await.unwrap();
+}
+
+/// `"usage": {}` from the provider: the call is estimated, so a priced model's call costs
+/// money against the cap (not $0), and the turn's record says its usage is estimated.
+#[tokio::test]
+async fn g_31_an_empty_usage_is_estimated_and_charged_and_said_so() {
+    let mut c = Config::default();
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 1_000.0,
+            output_per_mtok: 1_000.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    let h = Harness::new(c);
+    let body = format!(
+        "data: {}\n\ndata: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": "a reply of some length ".repeat(10)}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json!({"choices": [], "usage": {}}),
+    );
+    let server = MockServer::start_with(move |_| MockResponse::sse(&body)).await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let ev = run(&s, user("hello")).await;
+    let usage = ev
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::AssistantMessage { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .unwrap();
+    assert!(usage.estimated && usage.input_tokens > 0 && usage.output_tokens > 0);
+    let finished = ev
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::TurnFinished { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .unwrap();
+    assert!(finished.estimated, "the turn's record says estimated");
+    assert!(
+        rt.daily_spend().unwrap().spend.micros > 0,
+        "charged, not $0"
+    );
+    s.shutdown().await.unwrap();
+}

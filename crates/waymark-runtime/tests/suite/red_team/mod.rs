@@ -4,6 +4,7 @@
 
 mod budgets;
 mod confinement;
+mod data_folder;
 mod edits;
 mod grants;
 mod identity;

@@ -19,6 +19,20 @@ fn attr_values<'a>(html: &'a str, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// `html` without the escaped source the markers of hidden text hold (what the user sees
+/// only on asking).
+fn without_hidden_text(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("class=\"plan-hidden-text\"") {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        rest = rest.find("</code>").map_or("", |end| &rest[end..]);
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Every `<input …>` tag in `html`.
 fn inputs(html: &str) -> Vec<&str> {
     let lower = html.to_ascii_lowercase();
@@ -86,7 +100,14 @@ async fn a_hostile_plan_renders_without_inputs_clobbering_ids_or_fake_alerts() {
             "{b}"
         );
     }
-    assert!(!html.contains("allow_for_session"), "{html}");
+    // The hidden input's value is no attribute of the page: only the marker of hidden text
+    // shows it, as escaped text the user may open.
+    assert!(
+        attr_values(&html, "value").is_empty()
+            && !without_hidden_text(&html).contains("allow_for_session"),
+        "{html}"
+    );
+    assert!(html.contains("class=\"plan-hidden-toggle\""), "{html}");
 
     // Every id is prefixed, and so is every in-page link.
     let ids = attr_values(&html, "id");

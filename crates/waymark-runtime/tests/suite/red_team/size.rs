@@ -158,6 +158,60 @@ async fn the_sandboxed_shell_cannot_write_a_file_past_the_size_limit() {
     s.shutdown().await.unwrap();
 }
 
+/// The red-team's attack: the plan-mode shell writes files under the per-file limit into its
+/// temp folder, one command after another, and they stayed in the data folder for good. Now
+/// each command's temp files go when it ends, a command holding more than
+/// `sandbox.temp_max_mb` is stopped, and what a dead process left is swept when the session's
+/// sandbox is first used.
+#[tokio::test]
+async fn the_plan_shell_cannot_fill_the_disk_through_its_temp_folder() {
+    let mut c = Config::default();
+    c.sandbox.temp_max_mb = 8;
+    let h = Harness::new(c);
+    let fill = |name: &str| {
+        json!({"name": "bash", "arguments": {"command": format!(
+            "head -c 3M /dev/zero > \"$TMPDIR/{name}\" && echo wrote {name}")}})
+    };
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "ls -A \"$TMPDIR\"; echo listed"}}]},
+            {"tool_calls": [fill("one")]},
+            {"tool_calls": [fill("two")]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command":
+                "for i in 1 2 3 4 5 6; do head -c 3M /dev/zero > \"$TMPDIR/f$i\"; done; sleep 20; echo never"}}]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Auto,
+    );
+    // What a crashed process left in the session's temp folder.
+    let tmp = h.session_dir(s.id()).join("sandbox-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(tmp.join("left-by-a-crash"), vec![1u8; 1 << 20]).unwrap();
+    let ev = run(&s, plan_entry("fill the temp folder")).await;
+    let r = results(&ev);
+    assert_eq!(r.len(), 4, "{r:?}");
+    assert!(
+        r[0].2.contains("listed") && !r[0].2.contains("left-by-a-crash"),
+        "swept before the first command: {r:?}"
+    );
+    assert!(
+        r[1].2.contains("wrote one") && r[2].2.contains("wrote two"),
+        "{r:?}"
+    );
+    assert_eq!(r[3].1, ToolStatus::Error, "{r:?}");
+    assert!(r[3].2.contains("sandbox.temp_max_mb"), "{r:?}");
+    assert!(
+        !r[3].2.contains("never"),
+        "stopped at the limit, not after its sleep: {r:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+    assert!(
+        left.is_empty(),
+        "the temp folder is empty after the commands: {left:?}"
+    );
+    s.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_plan_file_swapped_for_a_fifo_or_grown_huge_stalls_nothing() {
     let h = harness();
