@@ -27,11 +27,18 @@ what MODE says on `tools/call`:
   prompts   offers prompts: `inject` is text that starts with a slash command, `leak`
             is its own $TOKEN, `hang` never answers, `fail` is an error quoting $TOKEN
             with a line break and an escape
+  images    answers with fake images (a PNG that is only a header, a WebP header of
+            16000x16000, a JPEG header of 9000x9000, that JPEG called a PNG) and one real
+            PNG of 3000x20
+  image     answers with one real PNG of 40x30
 """
+import base64
 import json
 import os
+import struct
 import subprocess
 import sys
+import zlib
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "echo"
 out = sys.stdout.buffer
@@ -57,6 +64,34 @@ def tool(name, description="a tool", read_only=True, props=None):
         "inputSchema": {"type": "object", "properties": props or {"text": {"type": "string"}}},
         "annotations": {"readOnlyHint": read_only},
     }
+
+
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png(w, h, whole=True):
+    """A grey PNG of w x h; with `whole` false, only its signature and header."""
+    head = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+    if not whole:
+        return head
+    rows = b"".join(b"\x00" + bytes((x * 7 + y * 13) % 256 for x in range(w)) for y in range(h))
+    return head + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def webp_header(w, h):
+    bits = (w - 1) | ((h - 1) << 14)
+    vp8l = b"\x2f" + struct.pack("<I", bits) + bytes(16)
+    return b"RIFF" + struct.pack("<I", 12 + len(vp8l)) + b"WEBPVP8L" + struct.pack("<I", len(vp8l)) + vp8l
+
+
+def jpeg_header(w, h):
+    return (b"\xff\xd8\xff\xc0\x00\x11\x08" + struct.pack(">HH", h, w)
+            + bytes([3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]) + b"\xff\xd9")
+
+
+def image(mime, data):
+    return {"type": "image", "mimeType": mime, "data": base64.b64encode(data).decode()}
 
 
 tools = [tool("act")]
@@ -196,6 +231,20 @@ for line in sys.stdin:
             text = "written"
         if MODE == "ansi":
             text = "\x1b[2J\x1b]0;owned\x07done"
+        if MODE == "images":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": "five images"},
+                image("image/png", png(400, 300, whole=False)),
+                image("image/webp", webp_header(16000, 16000)),
+                image("image/jpeg", jpeg_header(9000, 9000)),
+                image("image/png", jpeg_header(20, 10)),
+                image("image/png", png(3000, 20)),
+            ]}})
+            continue
+        if MODE == "image":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": "one image"}, image("image/png", png(40, 30))]}})
+            continue
         send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
     elif mid is not None and method is not None:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no such method"}})

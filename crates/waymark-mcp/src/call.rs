@@ -124,7 +124,11 @@ impl McpHub {
         match response {
             Ok(ServerResult::CallToolResult(r)) => {
                 lock(&s.state).restarts = 0;
-                Ok(shape(&r))
+                // Images are decoded (and maybe scaled) as the result is shaped: off the
+                // async threads.
+                tokio::task::spawn_blocking(move || shape(&r))
+                    .await
+                    .map_err(|e| fail(format!("its result could not be read: {e}")))
             }
             Ok(ServerResult::InputRequiredResult(_)) => Err(fail(
                 "the server asked for more input mid-call, which Waymark does not support yet"

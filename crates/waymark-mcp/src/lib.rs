@@ -17,6 +17,7 @@ pub mod elicit;
 pub mod extension;
 pub mod handler;
 pub mod hub;
+pub mod image;
 pub mod listing;
 pub mod names;
 pub mod project;

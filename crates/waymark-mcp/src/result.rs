@@ -1,8 +1,9 @@
 //! A server's tool result as the model reads it: text as is, images and audio in one line
 //! each, embedded resources and links as text with their URI, `structuredContent` as JSON.
-//! The engine then redacts and cuts it like any tool's output. Images that are what they say
-//! they are also go beside the text, for models that take images.
+//! The engine then redacts and cuts it like any tool's output. Images that decode go beside
+//! the text too, for models that take images, scaled down when too big (`crate::image`).
 
+use crate::image::Fitted;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 /// What a call gave: the text for the model, and whether the server called it an error.
@@ -12,89 +13,6 @@ pub struct Shaped {
     pub is_error: bool,
     /// The images passed on (each also has its line in `text`).
     pub images: Vec<waymark_protocol::ToolImage>,
-}
-
-/// Why an image is not passed on, or `None` when it is fit: a type providers take, within
-/// the size limit, valid base64 whose first bytes are that type's signature (a server that
-/// lies about an image must not make every later model call fail).
-fn unfit(mime: &str, data: &str, kept: usize) -> Option<String> {
-    use waymark_protocol::{IMAGE_TYPES, MAX_IMAGE_BASE64, MAX_IMAGES};
-    if !IMAGE_TYPES.contains(&mime) {
-        return Some("a type models do not take".into());
-    }
-    if kept >= MAX_IMAGES {
-        return Some(format!(
-            "only the first {MAX_IMAGES} images of a result are"
-        ));
-    }
-    if data.len() > MAX_IMAGE_BASE64 {
-        return Some(format!("over the {} limit", size(MAX_IMAGE_BASE64 / 4 * 3)));
-    }
-    let valid = data.len().is_multiple_of(4)
-        && data.bytes().enumerate().all(|(i, b)| {
-            b.is_ascii_alphanumeric()
-                || b == b'+'
-                || b == b'/'
-                || (b == b'=' && i + 2 >= data.len())
-        });
-    let head = valid.then(|| decode_head(data)).flatten();
-    let signed = head.as_ref().is_some_and(|h| match mime {
-        "image/png" => h.starts_with(b"\x89PNG\r\n\x1a\n") && h.get(12..16) == Some(b"IHDR"),
-        "image/jpeg" => h.starts_with(&[0xff, 0xd8, 0xff]),
-        "image/gif" => h.starts_with(b"GIF87a") || h.starts_with(b"GIF89a"),
-        "image/webp" => h.starts_with(b"RIFF") && h.get(8..12) == Some(b"WEBP"),
-        _ => false,
-    });
-    if !signed {
-        return Some(format!("its data is not a {mime} image"));
-    }
-    // Providers refuse a side over 8000 pixels, and would then refuse every later request
-    // that carries it: read from the header where the type puts it there.
-    let side = head.and_then(|h| match mime {
-        "image/png" => Some((
-            u32::from_be_bytes(h.get(16..20)?.try_into().ok()?),
-            u32::from_be_bytes(h.get(20..24)?.try_into().ok()?),
-        )),
-        "image/gif" => Some((
-            u32::from(u16::from_le_bytes(h.get(6..8)?.try_into().ok()?)),
-            u32::from(u16::from_le_bytes(h.get(8..10)?.try_into().ok()?)),
-        )),
-        _ => None,
-    });
-    match side {
-        Some((w, h)) if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE => {
-            Some(format!("{w}×{h} pixels, over {MAX_SIDE} a side"))
-        }
-        _ => None,
-    }
-}
-
-/// The longest side of an image passed on, in pixels.
-pub const MAX_SIDE: u32 = 8000;
-
-/// The first 24 bytes of base64 `data` (its first 32 characters; fewer if it is shorter).
-fn decode_head(data: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    // Whole groups before any padding.
-    let n = data.find('=').unwrap_or(data.len()).min(32) / 4 * 4;
-    let head = data.as_bytes().get(..n).filter(|h| h.len() >= 16)?;
-    let mut out = Vec::with_capacity(24);
-    for quad in head.chunks(4) {
-        let n = quad
-            .iter()
-            .try_fold(0u32, |acc, &c| Some(acc << 6 | value(c)?))?;
-        out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8, n as u8]);
-    }
-    Some(out)
 }
 
 /// The base64 text of `n` characters holds about this many bytes.
@@ -146,15 +64,32 @@ pub fn shape(r: &CallToolResult) -> Shaped {
                     waymark_protocol::display::escape_line(&i.mime_type),
                     size(decoded_len(&i.data))
                 );
-                match unfit(&i.mime_type, &i.data, images.len()) {
-                    None => {
-                        images.push(waymark_protocol::ToolImage {
-                            mime: i.mime_type.clone(),
-                            data: i.data.clone(),
-                        });
+                let fitted = if images.len() >= waymark_protocol::MAX_IMAGES {
+                    Fitted::Described(format!(
+                        "only the first {} images of a result are",
+                        waymark_protocol::MAX_IMAGES
+                    ))
+                } else {
+                    crate::image::fit(&i.mime_type, &i.data)
+                };
+                match fitted {
+                    Fitted::AsSent(image) => {
+                        images.push(image);
                         format!("{line}]")
                     }
-                    Some(why) => format!("{line}; not passed on: {why}]"),
+                    Fitted::Scaled {
+                        image,
+                        from: (w, h),
+                    } => {
+                        let said = format!(
+                            "{line}; {w}×{h} pixels, passed on scaled down as {}, {}]",
+                            image.mime,
+                            size(decoded_len(&image.data))
+                        );
+                        images.push(image);
+                        said
+                    }
+                    Fitted::Described(why) => format!("{line}; not passed on: {why}]"),
                 }
             }
             ContentBlock::Audio(a) => format!(
@@ -245,27 +180,18 @@ mod tests {
         );
         assert!(s.text.contains("a type models do not take"), "{}", s.text);
         assert!(s.text.contains("only the first 4"), "{}", s.text);
-        assert_eq!(
-            decode_head("R0lGODlhAQABAAAAACw=").unwrap()[..6],
-            *b"GIF89a"
+        // A real image wider than a provider takes passes on scaled down, and says so.
+        let wide = crate::image::tests::picture(2600, 10, image::ImageFormat::Png);
+        let s = shape(&parse(
+            json!({"content": [{"type": "image", "data": wide, "mimeType": "image/png"}]}),
+        ));
+        assert_eq!(s.images.len(), 1, "{}", s.text);
+        assert!(
+            s.text
+                .contains("2600×10 pixels, passed on scaled down as image/png"),
+            "{}",
+            s.text
         );
-        // A true PNG header that claims 9000×1 pixels (a provider would refuse it).
-        let mut wide = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
-        wide.extend(9000u32.to_be_bytes());
-        wide.extend(1u32.to_be_bytes());
-        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let b64: String = wide
-            .chunks(3)
-            .flat_map(|c| {
-                let n = u32::from(c[0]) << 16
-                    | u32::from(*c.get(1).unwrap_or(&0)) << 8
-                    | u32::from(*c.get(2).unwrap_or(&0));
-                (0..4).map(move |i| A[(n >> (18 - 6 * i) & 63) as usize] as char)
-            })
-            .collect();
-        let why = unfit("image/png", &b64, 0).unwrap();
-        assert!(why.contains("9000×1"), "{why}");
-        assert_eq!(unfit("image/png", png, 0), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod call;
 mod compact;
+mod images;
 
 pub(crate) use compact::compact_between_turns;
 use compact::{Compacted, compact};
@@ -299,6 +300,8 @@ async fn drive(
                 )?)
             })?;
         }
+        // Images the provider refused before stay out.
+        api.state::<images::Refused>().leave_out(&mut request);
         // No model call starts past a spending limit, nor to an unpriced model under one;
         // the output is held to what the limits can still pay for (G-33).
         if let Some(refused) = core.gate_call(&api, Some(turn_id), &mut request)? {
@@ -384,6 +387,18 @@ async fn drive(
                         return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
                     }
                 }
+            }
+            // The provider refused an image it was sent: the images of this request stay out
+            // of the session's requests from now on, and the call goes again without them.
+            Err(e) if images::is_refusal(&e) && images::carries(&request) => {
+                let n = api.state::<images::Refused>().refuse(&request);
+                tracing::warn!("the provider refused an image; {n} left out from now on: {e}");
+                core.transient(EventKind::ModelRetry {
+                    attempt: 1,
+                    wait_ms: 0,
+                    error: e.info(),
+                });
+                continue;
             }
             Err(e) => {
                 tracing::warn!(kind = ?e.kind, "model call failed: {e}");

@@ -440,3 +440,100 @@ async fn a_server_loses_a_variable_the_settings_take_out_of_the_tools_environmen
     assert!(r[0].2.contains("PATH="), "{r:?}");
     s.shutdown().await.unwrap();
 }
+
+/// The images one request carried (OpenAI's wire format: image parts of user messages).
+fn images_sent(body: &serde_json::Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "image_url")
+        .filter_map(|b| b["image_url"]["url"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The red-team's images: a PNG that is only a header, a 16000×16000 WebP, a 9000×9000
+/// JPEG, a JPEG called a PNG. The old check read the first bytes and let them through; a
+/// provider would then refuse that request and every later one. Now each is decoded first:
+/// the fakes are described in one line and never sent, and a real image too wide for a
+/// provider goes scaled down.
+#[tokio::test]
+async fn fake_or_huge_images_from_a_server_never_reach_the_model() {
+    use super::super::mock_server::{Flavor, MockServer, on_mock, reply};
+    let server = MockServer::start(vec![
+        reply(Flavor::OpenAi, "", Some(("mcp__imgs__act", json!({}))), 100),
+        reply(Flavor::OpenAi, "seen", None, 120),
+    ])
+    .await;
+    let h = Harness::new(config(&[("imgs", hostile("images"))]));
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    settled(&rt).await;
+    let ev = run(&s, user("look")).await;
+    let r = results(&ev);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    let text = &r[0].2;
+    assert_eq!(text.matches("not passed on").count(), 4, "{text}");
+    for why in [
+        "image/png, 33 B; not passed on: it does not decode",
+        "16000×16000 pixels, too large to scale down",
+        "image/jpeg, 24 B; not passed on:",
+        "not a image/png image",
+    ] {
+        assert!(text.contains(why), "{why}: {text}");
+    }
+    assert!(
+        text.contains("3000×20 pixels, passed on scaled down"),
+        "{text}"
+    );
+    let sent = images_sent(&server.recorded()[1].body);
+    assert_eq!(sent.len(), 1, "only the real one goes: {sent:?}");
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(sent[0].trim_start_matches("data:image/png;base64,"))
+        .unwrap();
+    // Its width, from the PNG header: scaled to the longest side passed on.
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 2048);
+    s.shutdown().await.unwrap();
+}
+
+/// A provider that refuses an image it was sent fails that request; before, every later
+/// request carried the image again and the session was stuck. Now the call goes again
+/// without the images of the refused request, and no later request carries them.
+#[tokio::test]
+async fn an_image_the_provider_refuses_is_dropped_and_the_session_goes_on() {
+    use super::super::mock_server::{Flavor, MockResponse, MockServer, on_mock, reply};
+    let server = MockServer::start(vec![
+        reply(Flavor::OpenAi, "", Some(("mcp__img__act", json!({}))), 100),
+        MockResponse::status(
+            400,
+            r#"{"error":{"message":"Invalid image: the image could not be processed","type":"invalid_request_error"}}"#,
+            &[],
+        ),
+        reply(Flavor::OpenAi, "looked without it", None, 120),
+        reply(Flavor::OpenAi, "and again", None, 130),
+    ])
+    .await;
+    let h = Harness::new(config(&[("img", hostile("image"))]));
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    settled(&rt).await;
+    let ev = run(&s, user("look")).await;
+    let failed: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            waymark_protocol::EventKind::TurnFinished { error: Some(e), .. } => Some(e.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(failed.is_empty(), "the turn went on: {failed:?}");
+    let recorded = server.recorded();
+    assert_eq!(images_sent(&recorded[1].body).len(), 1, "sent once");
+    assert!(images_sent(&recorded[2].body).is_empty(), "not again");
+    run(&s, user("and now?")).await;
+    assert!(
+        images_sent(&server.recorded()[3].body).is_empty(),
+        "nor in a later turn"
+    );
+    s.shutdown().await.unwrap();
+}
