@@ -23,6 +23,9 @@ pub struct CheckpointRow {
     /// The id (hex) of its record of permission bits; `None` for one taken before those were
     /// recorded.
     pub modes: Option<String>,
+    /// The workspace folder it was taken of, `device:inode` (`None` for one taken before
+    /// that was recorded).
+    pub root: Option<String>,
     pub conversation: ConversationPoint,
     pub changed: Vec<PathChange>,
     pub skipped: Vec<SkippedFile>,
@@ -46,7 +49,7 @@ impl CheckpointRow {
 }
 
 const COLUMNS: &str = "id, session_id, seq, turn_id, call_id, tool, trigger, tree, before_turn, \
-     hidden, changed, skipped, created_at, modes";
+     hidden, changed, skipped, created_at, modes, root";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CheckpointRow> {
     let json = |idx: usize| -> rusqlite::Result<String> { r.get(idx) };
@@ -72,6 +75,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CheckpointRow> {
         skipped: parse(11, &json(11)?)?,
         created_at: r.get(12)?,
         modes: r.get(13)?,
+        root: r.get(14)?,
     })
 }
 
@@ -162,7 +166,7 @@ impl CheckpointWrites for Tx<'_> {
             )?
             .query_row([&r.session_id], |row| row.get(0))?;
         c.prepare_cached(&format!(
-            "INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+            "INSERT INTO checkpoints ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
         ))?
         .execute(params![
             r.id,
@@ -179,6 +183,7 @@ impl CheckpointWrites for Tx<'_> {
             json(&r.skipped),
             r.created_at,
             r.modes,
+            r.root,
         ])?;
         Ok(seq)
     }
@@ -223,6 +228,7 @@ mod tests {
             trigger: CheckpointTrigger::BeforeTool,
             tree: "4b825dc642cb6eb9a060e54bf8d69288fbee4904".into(),
             modes: Some("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391".into()),
+            root: Some("2049:131".into()),
             conversation: ConversationPoint {
                 before_turn: 4,
                 hidden: vec![2],

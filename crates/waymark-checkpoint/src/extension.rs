@@ -216,6 +216,7 @@ async fn take(
     let store = slot.store(api)?;
     let ws = api.workspace().to_path_buf();
     slot.check_root(&ws)?;
+    let root = folder_id(&ws)?;
     let limits = limits_for(&api.config().checkpoints, api.session_dir());
     let sid = api.id().to_string();
     let last = api.read(|c| db::last(c, &sid))?;
@@ -258,6 +259,7 @@ async fn take(
             trigger,
             tree: snap.tree.to_string(),
             modes: Some(snap.modes.to_string()),
+            root: Some(format!("{}:{}", root.0, root.1)),
             conversation: conversation_point(tx.conn(), &sid, trigger, turn)?,
             changed: changed.into_iter().map(path_change).collect(),
             skipped: snap
@@ -357,6 +359,18 @@ async fn rewind(api: &SessionApi, to: &str, scope: RewindScope) -> Result<Rewind
         .read(|c| db::get(c, &sid, to))?
         .ok_or_else(|| Error::CheckpointNotFound(to.to_string()))?;
     let target = point(&row)?;
+    // The workspace folder must be the one the checkpoint was taken of: a folder put in its
+    // place (a link to another, a new one) is not written into, whichever process rewinds.
+    if let Some(root) = &row.root {
+        let (dev, ino) = folder_id(api.workspace())?;
+        if *root != format!("{dev}:{ino}") {
+            return Err(Error::Checkpoint(format!(
+                "the workspace {} is not the folder checkpoint {} was taken of (it was replaced or moved since); nothing is restored into it",
+                api.workspace().display(),
+                row.id
+            )));
+        }
+    }
     let slot = api.state::<Slot>();
     let store = slot.store(api)?;
     // Every object of the target is read before anything is taken or changed: a damaged

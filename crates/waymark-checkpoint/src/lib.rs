@@ -12,6 +12,7 @@
 //! a folder, and anything in the way of a restored path is moved aside into the store (never
 //! deleted), so nothing is lost.
 
+mod access;
 mod cache;
 pub mod db;
 mod extension;
@@ -78,13 +79,9 @@ pub(crate) fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     f.write_all(data)
 }
 
-/// Makes folder `path` (and any parent it lacks) private to the user: 0700.
+/// Makes folder `path` (and any parent it lacks) private to the user, 0700, whatever it was.
 pub(crate) fn private_dir(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
+    waymark_extension::paths::private_dir(path)
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
@@ -170,6 +167,17 @@ impl Store {
     /// Opens the store in `dir`, creating it (0700) if it is not there.
     pub fn open(dir: &Path) -> Result<Store> {
         let objects = dir.join("objects");
+        // Private whatever it was (a store an older version made with the umask's bits).
+        if std::fs::symlink_metadata(&objects).is_ok_and(|m| m.is_dir()) {
+            private_dir(dir).map_err(io(dir))?;
+            private_dir(&objects).map_err(io(&objects))?;
+            // Its fan-out folders and packs' folder too (at most 257 of them).
+            for e in std::fs::read_dir(&objects).map_err(io(&objects))?.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    private_dir(&e.path()).map_err(io(&e.path()))?;
+                }
+            }
+        }
         match std::fs::symlink_metadata(&objects) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => {
@@ -349,7 +357,18 @@ impl Store {
             .try_find(id, &mut buf)
             .map_err(|e| self.corrupt(format!("object {id} cannot be read: {e}")))?;
         match found {
-            Some(d) if d.kind == kind => Ok(d.data.to_vec()),
+            // What the store holds must be what its name says: an object rewritten in place
+            // (a mode record opened up, a file's content changed) is damage, not a checkpoint.
+            Some(d)
+                if d.kind == kind
+                    && gix_object::compute_hash(gix_hash::Kind::Sha1, kind, d.data)
+                        .is_ok_and(|h| h == *id) =>
+            {
+                Ok(d.data.to_vec())
+            }
+            Some(d) if d.kind == kind => Err(self.corrupt(format!(
+                "object {id} does not hold what its name says (changed outside Waymark)"
+            ))),
             Some(d) => Err(self.corrupt(format!("object {id} is a {}, not a {kind}", d.kind))),
             None => Err(self.corrupt(format!("object {id} is missing"))),
         }

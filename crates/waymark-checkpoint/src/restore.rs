@@ -4,6 +4,7 @@
 //! at any moment, even during the restore, cannot send a write outside the workspace. What
 //! is in the way is moved aside into the store, never deleted.
 
+use crate::access::{DIR, in_folder, open_dir};
 use crate::modes::Kind as ModeKind;
 use crate::{CheckpointError, Modes, Point, Result, Store, diff};
 use gix_object::tree::EntryKind;
@@ -34,12 +35,6 @@ pub struct Restored {
     /// its path in the folder's `manifest`.
     pub moved_aside: Option<PathBuf>,
 }
-
-/// A folder opened for the changes below it: never through a link.
-const DIR: OFlags = OFlags::DIRECTORY
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC)
-    .union(OFlags::RDONLY);
 
 fn err(what: &str, e: rustix::io::Errno) -> CheckpointError {
     CheckpointError::Io {
@@ -88,49 +83,19 @@ impl Bits {
     }
 }
 
-/// Makes folder `name` of `dir` (the path `rel`) with the bits the checkpoint recorded for it
-/// (the umask's default without a record).
+/// Makes folder `name` of `dir` (the path `rel`). With a mode record, it is made the user's
+/// own to fill (0700), and gets its recorded bits once everything is in (a read-only folder
+/// made read-only first could not be filled); without one, it gets the umask's default.
 fn make_dir(dir: &OwnedFd, name: &str, rel: &str, modes: Option<&Modes>) -> Result<()> {
-    let bits = modes.map(|m| m.bits(rel, ModeKind::Folder));
-    rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(bits.unwrap_or(0o777)))
-        .map_err(|e| err(rel, e))?;
-    if let Some(b) = bits {
-        // The umask may have narrowed it: set exactly what was recorded.
-        let fd = rustix::fs::openat(dir, name, DIR, Mode::empty()).map_err(|e| err(rel, e))?;
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(b)).map_err(|e| err(rel, e))?;
-    }
-    Ok(())
-}
-
-/// Sets entry `name` of `dir` (a file or a folder, never a link) to `bits`: opened without
-/// following a link, so one swapped in meanwhile is not changed. An entry that cannot be
-/// opened to read (its owner took the read bit away) is opened to write instead.
-fn set_bits(dir: &OwnedFd, name: &str, rel: &str, folder: bool, bits: u32) -> Result<()> {
-    let open = |how: OFlags| {
-        rustix::fs::openat(
-            dir,
-            name,
-            how | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-            Mode::empty(),
-        )
-    };
-    let fd = if folder {
-        rustix::fs::openat(dir, name, DIR, Mode::empty())
-    } else {
-        open(OFlags::RDONLY).or_else(|_| open(OFlags::WRONLY))
-    };
-    let fd = match fd {
-        Ok(fd) => fd,
-        // Gone, a link, or something else now: nothing of the checkpoint's to set.
-        Err(rustix::io::Errno::NOENT | rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
-            return Ok(());
-        }
-        Err(e) => return Err(err(rel, e)),
-    };
-    let st = rustix::fs::fstat(&fd).map_err(|e| err(rel, e))?;
-    let kind = FileType::from_raw_mode(st.st_mode);
-    if (folder && kind == FileType::Directory) || (!folder && kind == FileType::RegularFile) {
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(bits)).map_err(|e| err(rel, e))?;
+    let bits = if modes.is_some() { 0o700 } else { 0o777 };
+    in_folder(dir, || {
+        rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(bits))
+    })
+    .map_err(|e| err(rel, e))?;
+    if modes.is_some() {
+        // The umask may have taken the owner's own bits.
+        let fd = open_dir(dir, name).map_err(|e| err(rel, e))?;
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o700)).map_err(|e| err(rel, e))?;
     }
     Ok(())
 }
@@ -166,7 +131,7 @@ impl Fs<'_> {
         };
         self.moved += 1;
         let to = format!("{:06}", self.moved);
-        rustix::fs::renameat(dir, name, aside, to.as_str()).map_err(|e| match e {
+        in_folder(dir, || rustix::fs::renameat(dir, name, aside, to.as_str())).map_err(|e| match e {
             rustix::io::Errno::XDEV => CheckpointError::Invalid(format!(
                 "{rel} is in the way and cannot be moved aside into {}: it is on another file system (keep the data folder on the workspace's)",
                 self.aside_dir().display()
@@ -193,19 +158,17 @@ impl Fs<'_> {
             rustix::fs::openat(&self.root, ".", DIR, Mode::empty()).map_err(|e| err(".", e))?;
         for (i, p) in parts.iter().enumerate() {
             let rel = parts[..=i].join("/");
-            match rustix::fs::openat(&dir, *p, DIR, Mode::empty()) {
+            match open_dir(&dir, p) {
                 Ok(next) => dir = next,
                 Err(rustix::io::Errno::NOENT) => {
                     make_dir(&dir, p, &rel, self.modes)?;
-                    dir = rustix::fs::openat(&dir, *p, DIR, Mode::empty())
-                        .map_err(|e| err(&rel, e))?;
+                    dir = open_dir(&dir, p).map_err(|e| err(&rel, e))?;
                 }
                 // A link (to anywhere) or a file where a folder belongs.
                 Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
                     self.move_aside(&dir, p, &rel)?;
                     make_dir(&dir, p, &rel, self.modes)?;
-                    dir = rustix::fs::openat(&dir, *p, DIR, Mode::empty())
-                        .map_err(|e| err(&rel, e))?;
+                    dir = open_dir(&dir, p).map_err(|e| err(&rel, e))?;
                 }
                 Err(e) => return Err(err(&rel, e)),
             }
@@ -218,7 +181,7 @@ impl Fs<'_> {
     fn existing(&self, parts: &[&str]) -> Option<OwnedFd> {
         let mut dir = rustix::fs::openat(&self.root, ".", DIR, Mode::empty()).ok()?;
         for p in parts {
-            dir = rustix::fs::openat(&dir, *p, DIR, Mode::empty()).ok()?;
+            dir = open_dir(&dir, p).ok()?;
         }
         Some(dir)
     }
@@ -251,7 +214,8 @@ impl Store {
             .map_err(|e| err(&workspace.display().to_string(), e))?;
         let now = self.files(&current.tree)?;
         let want = self.files(&target.tree)?;
-        let now_modes = current.modes.map(|m| self.modes(&m)).transpose()?;
+        // The current checkpoint's record is read too: a damaged one stops here.
+        current.modes.map(|m| self.modes(&m)).transpose()?;
         let want_modes = target.modes.map(|m| self.modes(&m)).transpose()?;
         let keeper = crate::keep::Keeper::of(self, &want, left_out)?;
         let aside = format!(
@@ -315,11 +279,12 @@ impl Store {
             match kind_at(&dir, name).map_err(|e| err(p, e))? {
                 // An empty folder of the checkpoint: removed only if still empty.
                 Some(FileType::Directory) => {
-                    let _ = rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR);
+                    let _ = in_folder(&dir, || {
+                        rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
+                    });
                 }
-                Some(_) => {
-                    rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| err(p, e))?
-                }
+                Some(_) => in_folder(&dir, || rustix::fs::unlinkat(&dir, name, AtFlags::empty()))
+                    .map_err(|e| err(p, e))?,
                 None => {}
             }
             done.removed.push(p.clone());
@@ -361,12 +326,15 @@ impl Store {
                 EntryKind::Link => {
                     match there {
                         Some(FileType::Directory) => fs.move_aside(&dir, name, &p)?,
-                        Some(_) => rustix::fs::unlinkat(&dir, name, AtFlags::empty())
-                            .map_err(|e| err(&p, e))?,
+                        Some(_) => {
+                            in_folder(&dir, || rustix::fs::unlinkat(&dir, name, AtFlags::empty()))
+                                .map_err(|e| err(&p, e))?
+                        }
                         None => {}
                     }
                     let target: &std::ffi::OsStr = std::os::unix::ffi::OsStrExt::from_bytes(&data);
-                    rustix::fs::symlinkat(target, &dir, name).map_err(|e| err(&p, e))?;
+                    in_folder(&dir, || rustix::fs::symlinkat(target, &dir, name))
+                        .map_err(|e| err(&p, e))?;
                 }
                 kind => {
                     // A folder where the checkpoint has a file goes aside, whole.
@@ -414,46 +382,15 @@ impl Store {
             if let Some((parents, name)) = split(&d)
                 && let Some(dir) = fs.existing(&parents)
             {
-                let _ = rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR);
+                let _ = in_folder(&dir, || {
+                    rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
+                });
             }
         }
-        // What kept its content may still have other bits now (a private file made readable
-        // by others): set back to what the target recorded.
-        if let (Some(want_m), Some(now_m)) = (want_modes.as_ref(), now_modes.as_ref()) {
-            let same = want
-                .iter()
-                .filter(|(p, e)| now.get(*p) == Some(e) && e.kind != EntryKind::Link);
-            for (p, e) in same {
-                let kind = match e.kind {
-                    EntryKind::BlobExecutable => ModeKind::Executable,
-                    EntryKind::Tree => ModeKind::Folder,
-                    _ => ModeKind::File,
-                };
-                let bits = want_m.bits(p, kind);
-                if now_m.bits(p, kind) != bits
-                    && let Some((parents, name)) = split(p)
-                    && let Some(dir) = fs.existing(&parents)
-                {
-                    set_bits(&dir, name, p, kind == ModeKind::Folder, bits)?;
-                }
-            }
-            // Folders that hold something, on both sides.
-            let folders = |files: &BTreeMap<String, crate::Entry>| -> BTreeSet<String> {
-                files
-                    .keys()
-                    .flat_map(|p| p.match_indices('/').map(move |(i, _)| p[..i].to_string()))
-                    .collect()
-            };
-            let before = folders(&now);
-            for d in folders(&want).intersection(&before) {
-                let bits = want_m.bits(d, ModeKind::Folder);
-                if now_m.bits(d, ModeKind::Folder) != bits
-                    && let Some((parents, name)) = split(d)
-                    && let Some(dir) = fs.existing(&parents)
-                {
-                    set_bits(&dir, name, d, true, bits)?;
-                }
-            }
+        // Every file and folder of the target ends with the bits it recorded, whatever they
+        // are on disk now: opened up, set-id, or changed with the content the same.
+        if let Some(m) = &want_modes {
+            self.settle_bits(&fs, &want, m)?;
         }
         done.moved_aside = (fs.moved > 0).then(|| fs.aside_dir());
         Ok(done)
@@ -468,12 +405,14 @@ fn write_file(dir: &OwnedFd, name: &str, rel: &str, data: &[u8], bits: Bits) -> 
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = format!(".waymark-restore-{}-{n}", std::process::id());
-    let fd = rustix::fs::openat(
-        dir,
-        tmp.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(bits.create()),
-    )
+    let fd = in_folder(dir, || {
+        rustix::fs::openat(
+            dir,
+            tmp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(bits.create()),
+        )
+    })
     .map_err(|e| err(rel, e))?;
     // The umask may have narrowed recorded bits: set exactly those. Without a record, the
     // umask's narrowing is the point.
@@ -490,5 +429,70 @@ fn write_file(dir: &OwnedFd, name: &str, rel: &str, data: &[u8], bits: Bits) -> 
             source: e,
         });
     }
-    rustix::fs::renameat(dir, tmp.as_str(), dir, name).map_err(|e| err(rel, e))
+    in_folder(dir, || rustix::fs::renameat(dir, tmp.as_str(), dir, name)).map_err(|e| err(rel, e))
+}
+
+impl Store {
+    /// Gives every file and folder of `want` (and the workspace folder itself) the bits record
+    /// `modes` has for it, comparing with what is on disk: files first (a file linked to
+    /// another name, inside or outside the workspace, is written again as a file of its own
+    /// rather than changed through the link), then folders from the deepest up, so a folder
+    /// recorded read-only is closed only once everything below it is in place.
+    fn settle_bits(
+        &self,
+        fs: &Fs<'_>,
+        want: &BTreeMap<String, crate::Entry>,
+        modes: &Modes,
+    ) -> Result<()> {
+        let mut folders: BTreeSet<String> = BTreeSet::new();
+        for (p, e) in want {
+            folders.extend(p.match_indices('/').map(|(i, _)| p[..i].to_string()));
+            let kind = match e.kind {
+                EntryKind::Tree => {
+                    folders.insert(p.clone());
+                    continue;
+                }
+                EntryKind::Link | EntryKind::Commit => continue,
+                EntryKind::BlobExecutable => ModeKind::Executable,
+                EntryKind::Blob => ModeKind::File,
+            };
+            let Some((parents, name)) = split(p) else {
+                continue;
+            };
+            let Some(dir) = fs.existing(&parents) else {
+                continue;
+            };
+            let Some(st) = crate::access::stat_at(&dir, name).map_err(|e| err(p, e))? else {
+                continue;
+            };
+            let bits = modes.bits(p, kind);
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+                || st.st_mode & 0o7777 == bits
+            {
+                continue;
+            }
+            if st.st_nlink > 1 {
+                let data = self.read(&e.id, gix_object::Kind::Blob)?;
+                write_file(&dir, name, p, &data, Bits::Exact(bits))?;
+            } else {
+                crate::access::set_bits(&dir, name, false, bits).map_err(|e| err(p, e))?;
+            }
+        }
+        let mut folders: Vec<String> = folders.into_iter().collect();
+        folders.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
+        for d in folders {
+            if let Some((parents, name)) = split(&d)
+                && let Some(dir) = fs.existing(&parents)
+            {
+                crate::access::set_bits(&dir, name, true, modes.bits(&d, ModeKind::Folder))
+                    .map_err(|e| err(&d, e))?;
+            }
+        }
+        let root = modes.bits(".", ModeKind::Folder);
+        let st = rustix::fs::fstat(&fs.root).map_err(|e| err(".", e))?;
+        if st.st_mode & 0o7777 != root {
+            rustix::fs::fchmod(&fs.root, Mode::from_raw_mode(root)).map_err(|e| err(".", e))?;
+        }
+        Ok(())
+    }
 }

@@ -172,6 +172,10 @@ impl Store {
         } else {
             1
         };
+        // The workspace folder's own bits go in the mode record too (as `.`).
+        let root_mode = rustix::fs::fstat(&root_fd)
+            .map(|st| st.st_mode)
+            .map_err(|e| io(workspace)(e.into()))?;
         let listing = crate::walk::list(&root, root_fd, threads, &limits.skip, limits.max_entries);
         if let Some(over) = listing.over {
             let what = match over {
@@ -246,7 +250,8 @@ impl Store {
         // changed since the listing.
         let read = Reads::new(limits.max_total_bytes);
         // Every folder's and file's permission bits, for the checkpoint's mode record.
-        let mut bits: Vec<(String, crate::modes::Kind, u32)> = Vec::new();
+        let mut bits: Vec<(String, crate::modes::Kind, u32)> =
+            vec![(".".into(), crate::modes::Kind::Folder, root_mode)];
         for found in listing.found {
             let kind = found.kind();
             let st = &found.stat;

@@ -135,8 +135,10 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         clock: a.clock,
         ids: a.ids,
         config: SessionCore::new_config(a.config),
-        provider: std::sync::RwLock::new(a.provider),
-        model_spec: std::sync::RwLock::new(a.model.clone()),
+        route: std::sync::RwLock::new(crate::provider::Route {
+            spec: a.model.clone(),
+            provider: a.provider,
+        }),
         resolve: a.resolve,
         tools: parts.tools,
         session_tools: parts.session_tools,

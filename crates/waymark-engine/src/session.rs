@@ -81,11 +81,9 @@ pub(crate) struct SessionCore {
     /// The settings; replaced whole by `Op::Configure`, read per use so a change applies
     /// from the next check on.
     pub(crate) config: std::sync::RwLock<Arc<Config>>,
-    /// The model; swapped by `Op::SetModel`, read per call so a switch applies from the next
-    /// model call on.
-    pub(crate) provider: std::sync::RwLock<Arc<dyn ModelProvider>>,
-    /// The model spec of `provider`: what its calls are priced by.
-    pub(crate) model_spec: std::sync::RwLock<String>,
+    /// The model and its spec (what its calls are priced by), together; swapped by
+    /// `Op::SetModel`, read per call so a switch applies from the next model call on.
+    pub(crate) route: std::sync::RwLock<crate::provider::Route>,
     /// Makes a provider of a model spec (the runtime's resolution: settings, keys).
     pub(crate) resolve: crate::Resolve,
     pub tools: ToolRegistry,
@@ -131,39 +129,43 @@ impl SessionCore {
         std::sync::RwLock::new(Arc::new(config))
     }
 
-    /// The session's model now.
-    pub fn provider(&self) -> Arc<dyn ModelProvider> {
-        match self.provider.read() {
-            Ok(p) => p.clone(),
+    /// The session's model now, with its spec: one call's route.
+    pub fn route(&self) -> crate::provider::Route {
+        match self.route.read() {
+            Ok(r) => r.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
+    /// The session's model now.
+    pub fn provider(&self) -> Arc<dyn ModelProvider> {
+        self.route().provider
+    }
+
     fn set_provider(&self, spec: String, provider: Arc<dyn ModelProvider>) {
-        match self.provider.write() {
-            Ok(mut p) => *p = provider,
-            Err(poisoned) => *poisoned.into_inner() = provider,
-        }
-        match self.model_spec.write() {
-            Ok(mut s) => *s = spec,
-            Err(poisoned) => *poisoned.into_inner() = spec,
+        let route = crate::provider::Route { spec, provider };
+        match self.route.write() {
+            Ok(mut r) => *r = route,
+            Err(poisoned) => *poisoned.into_inner() = route,
         }
     }
 
     /// The model spec the session's calls go to now.
     pub fn model_spec(&self) -> String {
-        match self.model_spec.read() {
-            Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.route().spec
     }
 
-    /// What one call with `usage` to the session's model is charged, by the prices in force
+    /// What one call with `usage` that went by `route` is charged, by the prices in force
     /// (G-31): its cost, or `None` when the model has no price.
-    pub(crate) fn charge_of(&self, usage: &waymark_protocol::Usage) -> store::spend::Charge {
-        let price = waymark_protocol::cost::price_of(&self.model_spec(), &self.config().pricing);
+    pub(crate) fn charge_for(
+        &self,
+        route: &crate::provider::Route,
+        usage: &waymark_protocol::Usage,
+    ) -> store::spend::Charge {
         store::spend::Charge {
-            micros: price.map(|p| p.cost_micros(usage)),
+            micros: route
+                .price(&self.config().pricing)
+                .map(|p| p.cost_micros(usage)),
             day: crate::clock::local_day(self.clock.now_ms()),
         }
     }
@@ -181,6 +183,7 @@ impl SessionCore {
         &self,
         api: &SessionApi,
         turn_id: Option<i64>,
+        route: &crate::provider::Route,
         request: &mut crate::provider::ModelRequest,
     ) -> Result<Option<waymark_protocol::ErrorInfo>> {
         use waymark_protocol::cost;
@@ -189,6 +192,7 @@ impl SessionCore {
         // Each limit in force: what it is, and the micro-dollars it has left.
         let mut limits: Vec<(&str, u64)> = Vec::new();
         let mut daily_left = None;
+        let mut goal_left: Option<u64> = None;
         let mut capped = None;
         if let Some(cap) = config.limits.daily_cost_usd {
             let day = crate::clock::local_day(now);
@@ -204,15 +208,16 @@ impl SessionCore {
         for ext in &self.extensions {
             if let Some(left) = ext.cost_left(api, turn_id)? {
                 limits.push(("the goal's cost budget", left));
+                goal_left = Some(goal_left.map_or(left, |g| g.min(left)));
             }
         }
         if limits.is_empty() {
             return Ok(None);
         }
-        let spec = self.model_spec();
-        let Some(price) = cost::price_of(&spec, &config.pricing) else {
+        let spec = &route.spec;
+        let Some(price) = route.price(&config.pricing) else {
             let names: Vec<&str> = limits.iter().map(|(what, _)| *what).collect();
-            let shown = waymark_protocol::display::escape_line(&spec);
+            let shown = waymark_protocol::display::escape_line(spec);
             let mut info = waymark_protocol::ErrorInfo::new(
                 "unpriced_model",
                 format!(
@@ -237,13 +242,32 @@ impl SessionCore {
             input_tokens: request.estimated_tokens(),
             ..Default::default()
         });
+        // A call that could not even pay for its input and one token of output is not sent:
+        // it could only pass the limit.
+        let one_token = price.output_per_mtok.ceil().max(0.0) as u64;
+        let unaffordable = |left: u64| input.saturating_add(one_token) > left;
         if let Some(left) = daily_left
-            && input >= left
+            && unaffordable(left)
         {
             return Ok(Some(self.cap_reached(
                 now,
                 format!(
                     "the next model call would pass today's spending cap: its input alone (about {} tokens) costs about {}, and {} of the cap is left (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
+                    request.estimated_tokens(),
+                    cost::label(input),
+                    cost::label(left)
+                ),
+            )));
+        }
+        // The same for a goal's budget, except when it is already spent: then the one call
+        // allowed past it is the summary's (G-22). The goal settles as `budget_limited(cost)`.
+        if let Some(left) = goal_left.filter(|l| *l > 0)
+            && unaffordable(left)
+        {
+            return Ok(Some(waymark_protocol::ErrorInfo::new(
+                "cost_budget",
+                format!(
+                    "the next model call would pass the goal's cost budget: its input alone (about {} tokens) costs about {}, and {} of the budget is left. Raise the budget to go on.",
                     request.estimated_tokens(),
                     cost::label(input),
                     cost::label(left)

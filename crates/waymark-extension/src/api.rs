@@ -49,14 +49,21 @@ pub trait SessionHost: Send + Sync {
     fn provider(&self) -> Arc<dyn ModelProvider>;
     /// The model spec of [`SessionHost::provider`] (`openai:gpt-4.1`).
     fn model_spec(&self) -> String;
-    /// What one call with `usage` to the session's model is charged now (G-31).
-    fn charge_of(&self, usage: &waymark_protocol::Usage) -> waymark_store::spend::Charge;
+    /// The session's model now with its spec, read together (one call's route).
+    fn route(&self) -> waymark_provider::Route;
+    /// What one call with `usage` that went by `route` is charged now (G-31).
+    fn charge_for(
+        &self,
+        route: &waymark_provider::Route,
+        usage: &waymark_protocol::Usage,
+    ) -> waymark_store::spend::Charge;
     /// Whether model call `request` of turn `turn_id` may start now, and within what: see
     /// [`SessionApi::gate_call`].
     fn gate_call(
         &self,
         api: &SessionApi,
         turn_id: Option<i64>,
+        route: &waymark_provider::Route,
         request: &mut waymark_provider::ModelRequest,
     ) -> Result<Option<waymark_protocol::ErrorInfo>>;
     /// Every tool the session has.
@@ -184,11 +191,20 @@ impl SessionApi {
     }
     /// The price of the session's model by the settings in force, if it has one.
     pub fn model_price(&self) -> Option<waymark_protocol::cost::Price> {
-        waymark_protocol::cost::price_of(&self.model_spec(), &self.config().pricing)
+        self.route().price(&self.config().pricing)
     }
-    /// What one call with `usage` to the session's model is charged now (G-31).
-    pub fn charge_of(&self, usage: &waymark_protocol::Usage) -> waymark_store::spend::Charge {
-        self.host.charge_of(usage)
+    /// The session's model now with its spec, read together: what one call goes by, is held
+    /// to the limits by ([`SessionApi::gate_call`]) and is charged by.
+    pub fn route(&self) -> waymark_provider::Route {
+        self.host.route()
+    }
+    /// What one call with `usage` that went by `route` is charged now (G-31).
+    pub fn charge_for(
+        &self,
+        route: &waymark_provider::Route,
+        usage: &waymark_protocol::Usage,
+    ) -> waymark_store::spend::Charge {
+        self.host.charge_for(route, usage)
     }
     /// Whether model call `request` of turn `turn_id` may start now (G-33): `Some` says why
     /// not (the daily spending cap is reached or the call's input would pass it; a spending
@@ -197,9 +213,10 @@ impl SessionApi {
     pub fn gate_call(
         &self,
         turn_id: Option<i64>,
+        route: &waymark_provider::Route,
         request: &mut waymark_provider::ModelRequest,
     ) -> Result<Option<waymark_protocol::ErrorInfo>> {
-        self.host.gate_call(self, turn_id, request)
+        self.host.gate_call(self, turn_id, route, request)
     }
     /// Every tool the session has.
     pub fn tools(&self) -> &ToolRegistry {

@@ -162,6 +162,8 @@ impl Pipeline {
                 Some("rate_limited") => GoalReason::RateLimited,
                 Some("quota_exhausted") => GoalReason::QuotaExhausted,
                 Some("spend_cap") => GoalReason::SpendCap,
+                // The next call could not be paid for within the goal's cost budget.
+                Some("cost_budget") => GoalReason::Cost,
                 Some(
                     "auth" | "server_error" | "bad_response" | "timeout" | "network"
                     | "request_rejected" | "context_too_long" | "script_exhausted",

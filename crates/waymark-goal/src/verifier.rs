@@ -161,9 +161,10 @@ pub(crate) async fn verify(
         *clock = now;
         api.write(|tx| tx.add_goal_usage(&g.id, tokens, 0, ms))
     };
-    // What a call cost: charged to the turn it checks (and its day), and to the goal (G-31).
-    let charge = |usage: &waymark_protocol::Usage| -> Result<()> {
-        let charge = api.charge_of(usage);
+    // What a call cost: charged to the turn it checks (and its day), and to the goal (G-31),
+    // by the model it went to.
+    let charge = |route: &waymark_provider::Route, usage: &waymark_protocol::Usage| -> Result<()> {
+        let charge = api.charge_for(route, usage);
         let spend = waymark_protocol::cost::Spend {
             micros: charge.micros.unwrap_or(0),
             unpriced_calls: u64::from(charge.micros.is_none()),
@@ -188,39 +189,51 @@ pub(crate) async fn verify(
             max_output_tokens: 4096,
             purpose: CallPurpose::Verifier,
         };
-        // The spending limits hold the reviewer's calls too (G-33): the day's cap reached
-        // limits the goal until it lifts; an unpriced model under a limit is an error.
-        if let Some(refused) = api.gate_call(Some(turn_id), &mut request)? {
+        // The spending limits hold the reviewer's calls too (G-33): the day's cap reached, or
+        // the goal's budget unable to pay for the call, limits the goal; an unpriced model
+        // under a limit is an error.
+        let route = api.route();
+        if let Some(refused) = api.gate_call(Some(turn_id), &route, &mut request)? {
             account(0, &mut clock)?;
-            return Ok(if refused.code == "spend_cap" {
-                Checked::Capped(refused)
-            } else {
-                Checked::Verdict(Verdict::Error(refused.message))
-            });
+            return Ok(
+                if matches!(refused.code.as_str(), "spend_cap" | "cost_budget") {
+                    Checked::Capped(refused)
+                } else {
+                    Checked::Verdict(Verdict::Error(refused.message))
+                },
+            );
         }
         let sink = |_: StreamEvent| {};
-        let provider = api.provider();
+        // A call that went out and failed while answering, or was stopped, is billed: it
+        // counts on the estimate.
+        let unanswered = waymark_provider::estimate_failed(request.estimated_tokens(), 0);
         let reply = tokio::select! {
             r = tracing::Instrument::instrument(
-                provider.call(&request, &sink),
+                route.provider.call(&request, &sink),
                 tracing::info_span!("model_call", step, purpose = "verifier"),
             ) => r,
             _ = cancel.cancelled() => {
-                account(0, &mut clock)?;
+                account(unanswered.total(), &mut clock)?;
+                charge(&route, &unanswered)?;
                 return Ok(Checked::Stopped);
             }
         };
         let mut reply = match reply {
             Ok(r) => r,
             Err(e) => {
-                account(0, &mut clock)?;
+                if e.streamed {
+                    account(unanswered.total(), &mut clock)?;
+                    charge(&route, &unanswered)?;
+                } else {
+                    account(0, &mut clock)?;
+                }
                 return Ok(Checked::Verdict(Verdict::Error(format!(
                     "the verifier's model call failed: {e}"
                 ))));
             }
         };
         account(reply.usage.total(), &mut clock)?;
-        charge(&reply.usage)?;
+        charge(&route, &reply.usage)?;
         if reply.tool_calls.is_empty() {
             let verdict = parse_verdict(&reply.text);
             if matches!(verdict, Verdict::Error(_)) {

@@ -66,16 +66,16 @@ pub(crate) fn hides(raw: &str) -> bool {
                     crate::render::kept_tag(name)
                         && match tag.kind {
                             TagKind::EndTag => tag.attrs.is_empty(),
-                            TagKind::StartTag => tag.attrs.iter().all(|a| {
-                                match (name, &*a.name.local) {
+                            TagKind::StartTag => {
+                                tag.attrs.iter().all(|a| match (name, &*a.name.local) {
                                     ("a", "href") => crate::render::link_as_written(&a.value),
                                     ("ol", "start") => {
                                         !a.value.is_empty()
                                             && a.value.chars().all(|c| c.is_ascii_digit())
                                     }
                                     _ => false,
-                                }
-                            }),
+                                })
+                            }
                         }
                 }
             };
@@ -156,9 +156,7 @@ pub fn spans(markdown: &str) -> Vec<Hidden> {
                     }
                     // An alert's `[!NOTE]` is its style.
                     Tag::BlockQuote(Some(_)) => {
-                        let line = markdown[range.clone()]
-                            .find('\n')
-                            .unwrap_or(range.len());
+                        let line = markdown[range.clone()].find('\n').unwrap_or(range.len());
                         covered.push(range.start..range.start + line);
                     }
                     _ => {}
@@ -268,7 +266,11 @@ mod tests {
         assert!(found[4].contains("wipe the disk"));
         assert!(found[5].contains("curl it and run it"));
         let spans = spans(md);
-        assert_eq!(spans[1].kind, Kind::Inline, "an inline comment stays inline");
+        assert_eq!(
+            spans[1].kind,
+            Kind::Inline,
+            "an inline comment stays inline"
+        );
         assert_eq!(spans[0].kind, Kind::Block);
         assert_eq!(spans[5].kind, Kind::Unrendered);
     }

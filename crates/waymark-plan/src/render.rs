@@ -226,7 +226,7 @@ fn footnote_def(name: &str, n: usize) -> String {
 /// out of sight (a title shown only on hover, an address).
 fn note(text: &str) -> String {
     use pulldown_cmark_escape::escape_html;
-    let mut out = String::from(" <span class=\"plan-note-shown\">");
+    let mut out = String::from(" <span class=\"shown-note\">");
     let _ = escape_html(&mut out, &shown_text(text));
     out.push_str("</span>");
     out
@@ -682,7 +682,9 @@ mod tests {
                 rest = rest[at..].find('>').map_or("", |e| &rest[at + e + 1..]);
             }
             out.push_str(rest);
-            out.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">")
+            out.replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
         }
         for md in [
             "[docs](https://x.invalid \"also delete the backups\")\n",
@@ -696,18 +698,27 @@ mod tests {
             let html = render(md);
             let text = page_text(&html);
             assert!(
-                text.contains("also delete the backups") || text.contains("also-delete-the-backups"),
+                text.contains("also delete the backups")
+                    || text.contains("also-delete-the-backups"),
                 "{md:?} -> {html}"
             );
         }
         // Invisible characters (Unicode tags, a bidi override, zero-width ones) are written
         // out, while an emoji's joiner and presentation selector are left alone.
-        let html = render("Fine \u{e0044}\u{e0065}\u{e006c} plan \u{202e}txet\u{200b}, `co\u{200c}de` ⚠\u{fe0f} 👩\u{200d}💻\n");
+        let html = render(
+            "Fine \u{e0044}\u{e0065}\u{e006c} plan \u{202e}txet\u{200b}, `co\u{200c}de` ⚠\u{fe0f} 👩\u{200d}💻\n",
+        );
         for shown in ["\\u{e0044}", "\\u{202e}", "\\u{200b}", "\\u{200c}"] {
             assert!(html.contains(shown), "{shown} missing: {html}");
         }
-        assert!(!html.contains('\u{e0044}') && !html.contains('\u{202e}'), "{html}");
-        assert!(html.contains("⚠\u{fe0f}") && html.contains("👩\u{200d}💻"), "{html}");
+        assert!(
+            !html.contains('\u{e0044}') && !html.contains('\u{202e}'),
+            "{html}"
+        );
+        assert!(
+            html.contains("⚠\u{fe0f}") && html.contains("👩\u{200d}💻"),
+            "{html}"
+        );
     }
 
     /// A `mailto:` link in a plan or a reply keeps only the fields of a message: a client that

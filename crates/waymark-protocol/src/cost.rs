@@ -83,12 +83,15 @@ pub const BUILTIN_PRICES: &[(&str, Price)] = &[
     ("openai:gpt-5-*", Price::of(1.25, 0.125, 10.0)),
     ("openai:gpt-5-mini*", Price::of(0.25, 0.025, 2.0)),
     ("openai:gpt-5-nano*", Price::of(0.05, 0.005, 0.4)),
+    // The pro model has no cached price: cached input costs the input price.
+    ("openai:gpt-5-pro*", Price::of(15.0, 15.0, 120.0)),
     ("openai:gpt-4.1", Price::of(2.0, 0.5, 8.0)),
     ("openai:gpt-4.1-2*", Price::of(2.0, 0.5, 8.0)),
     ("openai:gpt-4.1-mini*", Price::of(0.4, 0.1, 1.6)),
     ("openai:gpt-4.1-nano*", Price::of(0.1, 0.025, 0.4)),
     ("openai:gpt-4o", Price::of(2.5, 1.25, 10.0)),
     ("openai:gpt-4o-2*", Price::of(2.5, 1.25, 10.0)),
+    ("openai:gpt-4o-2024-05-13", Price::of(5.0, 5.0, 15.0)),
     ("openai:gpt-4o-mini*", Price::of(0.15, 0.075, 0.6)),
     ("openai:o3", Price::of(2.0, 0.5, 8.0)),
     ("openai:o3-2*", Price::of(2.0, 0.5, 8.0)),
@@ -159,10 +162,19 @@ fn best<'a>(entries: impl Iterator<Item = (&'a str, &'a Price)>, spec: &str) -> 
 }
 
 /// The price of model `spec` (`openai:gpt-4.1`): the user's most specific entry, else the
-/// built-in one; `None` when neither names it (its cost is then unknown).
-pub fn price_of(spec: &str, user: &BTreeMap<String, Price>) -> Option<Price> {
-    best(user.iter().map(|(k, v)| (k.as_str(), v)), spec)
-        .or_else(|| best(BUILTIN_PRICES.iter().map(|(k, v)| (*k, v)), spec))
+/// built-in one; `None` when neither names it (its cost is then unknown). The built-in price
+/// of nothing for Ollama's models holds only where the model runs on this machine or the
+/// local network (`local`): an `ollama:` spec pointed at a paid service elsewhere is unpriced.
+pub fn price_of(spec: &str, user: &BTreeMap<String, Price>, local: bool) -> Option<Price> {
+    best(user.iter().map(|(k, v)| (k.as_str(), v)), spec).or_else(|| {
+        best(
+            BUILTIN_PRICES
+                .iter()
+                .filter(|(k, _)| local || !k.starts_with("ollama:"))
+                .map(|(k, v)| (*k, v)),
+            spec,
+        )
+    })
 }
 
 /// Micro-dollars as dollars.
@@ -283,32 +295,53 @@ mod tests {
         user.insert("openai:*".to_string(), Price::of(1.0, 1.0, 1.0));
         user.insert("openai:gpt-4.1*".to_string(), Price::of(9.0, 9.0, 9.0));
         assert_eq!(
-            price_of("openai:gpt-4.1-mini", &user)
+            price_of("openai:gpt-4.1-mini", &user, false)
                 .unwrap()
                 .input_per_mtok,
             9.0
         );
         // The user's entries win over the built-in ones, even a less specific one.
         assert_eq!(
-            price_of("openai:gpt-4o", &user).unwrap().input_per_mtok,
+            price_of("openai:gpt-4o", &user, false)
+                .unwrap()
+                .input_per_mtok,
             1.0
         );
         let none = BTreeMap::new();
         assert_eq!(
-            price_of("openai:gpt-4.1-mini", &none)
+            price_of("openai:gpt-4.1-mini", &none, false)
                 .unwrap()
                 .input_per_mtok,
             0.4
         );
         assert_eq!(
-            price_of("anthropic:claude-sonnet-4-5", &none)
+            price_of("anthropic:claude-sonnet-4-5", &none, false)
                 .unwrap()
                 .output_per_mtok,
             15.0
         );
         // Unknown stays unknown.
-        assert_eq!(price_of("kimi:moonshot-v1", &none), None);
-        assert_eq!(price_of("scripted:/tmp/x.json", &none), None);
+        assert_eq!(price_of("kimi:moonshot-v1", &none, false), None);
+        assert_eq!(price_of("scripted:/tmp/x.json", &none, false), None);
+        // The third red-team's findings: Ollama is free only on this machine or the local
+        // network, and the pro and the first GPT-4o models have prices of their own.
+        assert_eq!(
+            price_of("ollama:llama3", &none, true).map(|p| p.output_per_mtok),
+            Some(0.0)
+        );
+        assert_eq!(price_of("ollama:llama3", &none, false), None);
+        assert_eq!(
+            price_of("openai:gpt-5-pro", &none, false).map(|p| p.output_per_mtok),
+            Some(120.0)
+        );
+        assert_eq!(
+            price_of("openai:gpt-4o-2024-05-13", &none, false).map(|p| p.input_per_mtok),
+            Some(5.0)
+        );
+        assert_eq!(
+            price_of("openai:gpt-4o-2024-08-06", &none, false).map(|p| p.input_per_mtok),
+            Some(2.5)
+        );
     }
 
     #[test]

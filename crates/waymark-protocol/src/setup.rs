@@ -262,10 +262,21 @@ pub fn carries_keys_safely(url: &str) -> bool {
         return false;
     };
     match u.scheme() {
-        "https" => return true,
-        "http" => {}
-        _ => return false,
+        "https" => true,
+        "http" => local_host(&u),
+        _ => false,
     }
+}
+
+/// Whether `url` (an `http(s)` address) names this machine or the local network: a
+/// loopback, private or link-local address, `localhost`, a `.local` name or a single-label
+/// host name.
+pub fn local_address(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && local_host(&u))
+}
+
+/// Whether `u`'s host is this machine or the local network (see [`local_address`]).
+fn local_host(u: &url::Url) -> bool {
     match u.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
         Some(url::Host::Ipv6(ip)) => {

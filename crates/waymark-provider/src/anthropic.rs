@@ -3,14 +3,15 @@
 use super::http::{self, HttpOptions};
 use super::{
     Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError,
-    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments, usage_figure,
+    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments,
 };
+use crate::usage::figure;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use waymark_protocol::RouteKind;
 use waymark_protocol::ToolCallRecord;
 use waymark_protocol::display::clip;
-use waymark_protocol::{RouteKind, Usage};
 
 const API_VERSION: &str = "2023-06-01";
 
@@ -125,13 +126,36 @@ pub(crate) struct EventFolder {
     reasoning: String,
     blocks: BTreeMap<u64, Block>,
     calls: Vec<ToolCallRecord>,
-    usage: Usage,
-    /// The provider gave the input figure (`message_start`, or `message_delta`).
-    saw_input: bool,
-    /// The provider gave the final output figure (`message_delta`; the one `message_start`
-    /// carries counts only what was out by then).
-    saw_output: bool,
+    /// The input figures reported: fresh, written to the cache, read from it. Each is taken
+    /// from `message_start` and replaced by a `message_delta` that gives it (its figures are
+    /// running totals).
+    input: Option<u64>,
+    created: Option<u64>,
+    read: Option<u64>,
+    /// The output figure of `message_delta` (the one `message_start` carries counts only
+    /// what was out by then).
+    output: Option<u64>,
     done: bool,
+}
+
+impl EventFolder {
+    /// Takes the input figures a usage object gives (each one it gives replaces the one seen
+    /// before).
+    fn take_input(&mut self, u: &Value) -> Result<(), ProviderError> {
+        if let Some(n) = figure(u.get("input_tokens"), "input_tokens")? {
+            self.input = Some(n);
+        }
+        if let Some(n) = figure(
+            u.get("cache_creation_input_tokens"),
+            "cache_creation_input_tokens",
+        )? {
+            self.created = Some(n);
+        }
+        if let Some(n) = figure(u.get("cache_read_input_tokens"), "cache_read_input_tokens")? {
+            self.read = Some(n);
+        }
+        Ok(())
+    }
 }
 
 impl http::StreamFold for EventFolder {
@@ -146,15 +170,7 @@ impl http::StreamFold for EventFolder {
         match ev.get("type").and_then(Value::as_str).unwrap_or("") {
             "message_start" => {
                 if let Some(u) = ev.pointer("/message/usage") {
-                    let f = |k: &str| usage_figure(u.get(k), k);
-                    let input = f("input_tokens")?;
-                    let created = f("cache_creation_input_tokens")?;
-                    let read = f("cache_read_input_tokens")?;
-                    // Each figure is bounded, so the sum cannot overflow.
-                    self.usage.input_tokens = input + created + read;
-                    self.usage.cached_tokens = read;
-                    self.usage.output_tokens = f("output_tokens")?;
-                    self.saw_input = u.get("input_tokens").is_some_and(|v| !v.is_null());
+                    self.take_input(u)?;
                 }
             }
             "content_block_start" => {
@@ -234,15 +250,9 @@ impl http::StreamFold for EventFolder {
             }
             "message_delta" => {
                 if let Some(u) = ev.get("usage") {
-                    if u.get("output_tokens").is_some_and(|v| !v.is_null()) {
-                        self.usage.output_tokens =
-                            usage_figure(u.get("output_tokens"), "output_tokens")?;
-                        self.saw_output = true;
-                    }
-                    let i = usage_figure(u.get("input_tokens"), "input_tokens")?;
-                    if i > 0 {
-                        self.usage.input_tokens = i;
-                        self.saw_input = true;
+                    self.take_input(u)?;
+                    if let Some(out) = figure(u.get("output_tokens"), "output_tokens")? {
+                        self.output = Some(out);
                     }
                 }
             }
@@ -289,18 +299,22 @@ impl http::StreamFold for EventFolder {
             ));
         }
         // What the provider did not say (no usage, `{}`, null fields) is estimated, and the
-        // record says so: a missing figure is never taken as zero.
-        let mut usage = self.usage;
-        if !self.saw_input {
-            usage.input_tokens = estimate_input;
-            usage.estimated = true;
+        // record says so: a missing figure is never taken as zero. The input is the fresh,
+        // the cache-written and the cache-read figures together, as OpenAI counts it.
+        let input = match (self.input, self.created, self.read) {
+            (None, None, None) => None,
+            // Each figure is bounded, so the sum cannot overflow.
+            (i, c, r) => Some(i.unwrap_or(0) + c.unwrap_or(0) + r.unwrap_or(0)),
+        };
+        let output = super::estimate_tokens(
+            self.text.len() + self.reasoning.len() + super::calls_bytes(&self.calls),
+        );
+        let usage = crate::usage::Reported {
+            input,
+            output: self.output,
+            cached: self.read,
         }
-        if !self.saw_output {
-            usage.output_tokens = usage.output_tokens.max(super::estimate_tokens(
-                self.text.len() + self.reasoning.len(),
-            ));
-            usage.estimated = true;
-        }
+        .settle(estimate_input, output);
         Ok(ModelResponse {
             text: self.text,
             reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
@@ -317,6 +331,10 @@ impl ModelProvider for AnthropicProvider {
 
     fn route(&self) -> RouteKind {
         self.endpoint.route
+    }
+
+    fn is_local(&self) -> bool {
+        waymark_protocol::setup::local_address(&self.endpoint.base_url)
     }
 
     fn context_tokens(&self) -> u64 {
@@ -440,6 +458,48 @@ mod tests {
             json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}})
         );
         assert_eq!(msgs[2]["content"][1]["content"], "2");
+    }
+
+    fn fold_events(events: &[serde_json::Value]) -> ModelResponse {
+        let mut f = EventFolder::default();
+        let sink = |_: StreamEvent| {};
+        for e in events {
+            f.push(&e.to_string(), &sink).unwrap();
+        }
+        f.finish(50).unwrap()
+    }
+
+    /// Third red-team: a `message_delta` carrying running totals (the official SDK's
+    /// `MessageDeltaUsage`: input, cache written, cache read) replaced the whole input with
+    /// the uncached part; and a reply of tool calls with no usage was estimated as 1 token out.
+    #[test]
+    fn running_totals_keep_cached_input_and_tool_calls_count_as_output() {
+        let start = json!({"type": "message_start", "message": {"usage":
+            {"input_tokens": 10, "cache_read_input_tokens": 100_000, "output_tokens": 1}}});
+        let delta = json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 50, "input_tokens": 10, "cache_read_input_tokens": 100_000}});
+        let r = fold_events(&[start, delta, json!({"type": "message_stop"})]);
+        assert_eq!(
+            (
+                r.usage.input_tokens,
+                r.usage.cached_tokens,
+                r.usage.output_tokens
+            ),
+            (100_010, 100_000, 50)
+        );
+        let big = "x".repeat(100_000);
+        let r = fold_events(&[
+            json!({"type": "message_start", "message": {"usage": {}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "write", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": format!("{{\"content\": \"{big}\"}}")}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_stop"}),
+        ]);
+        assert!(
+            r.usage.estimated && r.usage.output_tokens >= 25_000,
+            "{:?}",
+            r.usage
+        );
     }
 
     #[test]

@@ -132,14 +132,21 @@ impl Wire {
             sink,
         )
         .await?;
+        // Answered: a failure from here on is one the provider bills.
+        let answered = |mut e: ProviderError| {
+            e.streamed = true;
+            e
+        };
         let mut folder = F::default();
         while let Some(ev) = events.next().await {
-            folder.push(&ev?.data, sink)?;
+            folder
+                .push(&ev.map_err(answered)?.data, sink)
+                .map_err(answered)?;
             if folder.is_done() {
                 break;
             }
         }
-        folder.finish(estimate_input)
+        folder.finish(estimate_input).map_err(answered)
     }
 }
 

@@ -7,6 +7,7 @@ mod http;
 mod openai;
 mod scripted;
 mod spec;
+mod usage;
 
 pub use anthropic::AnthropicProvider;
 pub use http::{HttpOptions, RetryPolicy};
@@ -179,12 +180,36 @@ pub trait ModelProvider: Send + Sync {
     fn route(&self) -> RouteKind;
     /// The model's context window in tokens.
     fn context_tokens(&self) -> u64;
+    /// Whether it runs on this machine or the local network (a built-in price of nothing,
+    /// Ollama's, holds only there).
+    fn is_local(&self) -> bool {
+        false
+    }
     /// Runs one call, streaming pieces into `sink`.
     fn call<'a>(
         &'a self,
         request: &'a ModelRequest,
         sink: StreamSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
+}
+
+/// A session's model as one call goes to it: the provider and the spec it was made from,
+/// read together, so a call is limited and charged by the model it went to whatever the user
+/// switches to meanwhile.
+#[derive(Clone)]
+pub struct Route {
+    pub spec: String,
+    pub provider: Arc<dyn ModelProvider>,
+}
+
+impl Route {
+    /// The model's price by the settings' `pricing` (`None`: it has none).
+    pub fn price(
+        &self,
+        pricing: &std::collections::BTreeMap<String, waymark_protocol::cost::Price>,
+    ) -> Option<waymark_protocol::cost::Price> {
+        waymark_protocol::cost::price_of(&self.spec, pricing, self.provider.is_local())
+    }
 }
 
 /// Builds a session's provider again (what the stand-in tries before each model call).
@@ -231,6 +256,9 @@ impl ModelProvider for Unavailable {
     }
     fn context_tokens(&self) -> u64 {
         self.built.get().map_or(128_000, |p| p.context_tokens())
+    }
+    fn is_local(&self) -> bool {
+        self.built.get().is_some_and(|p| p.is_local())
     }
     fn call<'a>(
         &'a self,
@@ -306,6 +334,9 @@ pub struct ProviderError {
     /// `x-ratelimit-reset-*` headers and the `anthropic-ratelimit-*-reset` headers present
     /// (see [`http::limit_reset`]); None when the reply named none.
     pub resets_in: Option<Duration>,
+    /// The provider had begun answering (its reply was streaming) when the call failed: it
+    /// bills such a call, so the caller charges it on Waymark's estimate.
+    pub streamed: bool,
 }
 
 impl ProviderError {
@@ -315,6 +346,7 @@ impl ProviderError {
             message: message.into(),
             retry_after: None,
             resets_in: None,
+            streamed: false,
         }
     }
 
@@ -331,39 +363,7 @@ impl ProviderError {
     }
 }
 
-/// The most tokens one model call can plausibly report (input or output); a larger figure
-/// is a malformed reply, never arithmetic the runtime trusts.
-pub const MAX_CALL_TOKENS: u64 = 100_000_000;
-
-/// A usage figure from the wire: absent is 0; present, it must be a whole number from 0 to
-/// [`MAX_CALL_TOKENS`], else the reply is a `bad_response`.
-pub(crate) fn usage_figure(
-    v: Option<&serde_json::Value>,
-    field: &str,
-) -> Result<u64, ProviderError> {
-    match v {
-        None | Some(serde_json::Value::Null) => Ok(0),
-        Some(x) => match x.as_u64() {
-            Some(n) if n <= MAX_CALL_TOKENS => Ok(n),
-            _ => Err(ProviderError::bad_response(format!(
-                "the model reported an absurd usage figure `{field}`: {} (accepted: 0 to {MAX_CALL_TOKENS})",
-                waymark_protocol::display::clip(&x.to_string())
-            ))),
-        },
-    }
-}
-
-/// Checks a whole usage record against [`MAX_CALL_TOKENS`].
-pub(crate) fn check_usage(u: Usage) -> Result<Usage, ProviderError> {
-    for (field, n) in [
-        ("input_tokens", u.input_tokens),
-        ("output_tokens", u.output_tokens),
-        ("cached_tokens", u.cached_tokens),
-    ] {
-        usage_figure(Some(&serde_json::Value::from(n)), field)?;
-    }
-    Ok(u)
-}
+pub use usage::{MAX_CALL_TOKENS, estimate_failed};
 
 /// Parses a tool call's argument text; empty means no arguments. Text that is not JSON is
 /// passed on as a string so the tool can tell the model what is wrong.

@@ -4,16 +4,16 @@
 use super::http::{self, HttpOptions};
 use super::{
     Endpoint, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ProviderError,
-    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments, usage_figure,
+    ProviderErrorKind, StreamEvent, StreamSink, parse_arguments,
 };
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use waymark_protocol::RouteKind;
 use waymark_protocol::ToolCallRecord;
 use waymark_protocol::display::clip;
-use waymark_protocol::{RouteKind, Usage};
 
 /// A Chat Completions endpoint.
 pub struct OpenAiProvider {
@@ -231,18 +231,9 @@ pub(crate) struct ChunkFolder {
     text: String,
     reasoning: String,
     calls: BTreeMap<u64, PartialCall>,
-    usage: Option<Reported>,
+    usage: Option<crate::usage::Reported>,
     finished: bool,
     done: bool,
-}
-
-/// The usage a stream reported: each figure the provider gave (`None`: absent or null,
-/// then estimated).
-#[derive(Default, Clone, Copy)]
-struct Reported {
-    input: Option<u64>,
-    output: Option<u64>,
-    cached: Option<u64>,
 }
 
 impl ChunkFolder {
@@ -250,7 +241,7 @@ impl ChunkFolder {
     fn take_usage(&mut self, u: &Value) -> Result<(), ProviderError> {
         let new = parse_usage(u)?;
         let old = self.usage.unwrap_or_default();
-        self.usage = Some(Reported {
+        self.usage = Some(crate::usage::Reported {
             input: new.input.or(old.input),
             output: new.output.or(old.output),
             cached: new.cached.or(old.cached),
@@ -376,15 +367,13 @@ impl http::StreamFold for ChunkFolder {
         }
         // What the provider did not say (no usage, `{}`, null fields) is estimated, and
         // the record says so: a missing figure is never taken as zero.
-        let got = self.usage.unwrap_or_default();
-        let usage = Usage {
-            input_tokens: got.input.unwrap_or(estimate_input),
-            output_tokens: got
-                .output
-                .unwrap_or_else(|| super::estimate_tokens(self.text.len() + self.reasoning.len())),
-            cached_tokens: got.cached.unwrap_or(0),
-            estimated: got.input.is_none() || got.output.is_none(),
-        };
+        let output = super::estimate_tokens(
+            self.text.len() + self.reasoning.len() + super::calls_bytes(&tool_calls),
+        );
+        let usage = self
+            .usage
+            .unwrap_or_default()
+            .settle(estimate_input, output);
         Ok(ModelResponse {
             text: self.text,
             reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
@@ -394,14 +383,9 @@ impl http::StreamFold for ChunkFolder {
     }
 }
 
-fn parse_usage(u: &Value) -> Result<Reported, ProviderError> {
-    let figure = |v: Option<&Value>, field: &str| -> Result<Option<u64>, ProviderError> {
-        match v.filter(|v| !v.is_null()) {
-            None => Ok(None),
-            some => usage_figure(some, field).map(Some),
-        }
-    };
-    Ok(Reported {
+fn parse_usage(u: &Value) -> Result<crate::usage::Reported, ProviderError> {
+    use crate::usage::figure;
+    Ok(crate::usage::Reported {
         input: figure(
             u.get("prompt_tokens").or_else(|| u.get("input_tokens")),
             "prompt_tokens",
@@ -432,6 +416,10 @@ impl ModelProvider for OpenAiProvider {
         self.endpoint.context_tokens
     }
 
+    fn is_local(&self) -> bool {
+        waymark_protocol::setup::local_address(&self.endpoint.base_url)
+    }
+
     fn call<'a>(
         &'a self,
         request: &'a ModelRequest,
@@ -458,6 +446,7 @@ mod tests {
     use super::*;
     use crate::http::StreamFold as _;
     use serde_json::json;
+    use waymark_protocol::Usage;
 
     fn fold(chunks: &[&str]) -> Result<ModelResponse, ProviderError> {
         let mut f = ChunkFolder::default();
@@ -466,6 +455,52 @@ mod tests {
             f.push(c, &sink)?;
         }
         f.finish(0)
+    }
+
+    /// Third red-team: a reply of 200 KB of tool arguments with `"usage": {}` was estimated as
+    /// no output at all.
+    #[test]
+    fn tool_call_arguments_count_in_an_estimated_output() {
+        let big = "x".repeat(200_000);
+        let call = json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a",
+            "function": {"name": "write", "arguments": format!("{{\"c\": \"{big}\"}}")}}]}}]});
+        let r = fold(&[
+            &call.to_string(),
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}],"usage":{}}"#,
+            "[DONE]",
+        ])
+        .unwrap();
+        assert!(
+            r.usage.estimated && r.usage.output_tokens >= 50_000,
+            "{:?}",
+            r.usage
+        );
+    }
+
+    /// Third red-team: Ollama's built-in price of nothing held wherever its address pointed.
+    #[test]
+    fn only_an_endpoint_on_this_machine_or_network_is_local() {
+        let at = |url: &str| {
+            OpenAiProvider::new(
+                crate::Endpoint {
+                    label: "ollama".into(),
+                    base_url: url.into(),
+                    model: "m".into(),
+                    api_key: None,
+                    key_hint: "K".into(),
+                    route: RouteKind::OwnKey,
+                    context_tokens: 8000,
+                },
+                crate::HttpOptions::default(),
+            )
+            .unwrap()
+            .is_local()
+        };
+        assert!(at("http://localhost:11434/v1"));
+        assert!(at("http://127.0.0.1:11434/v1"));
+        assert!(at("http://192.168.1.20:11434/v1"));
+        assert!(!at("https://api.example.invalid/v1"));
+        assert!(!at("http://93.184.216.34/v1"));
     }
 
     #[test]

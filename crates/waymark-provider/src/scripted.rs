@@ -7,7 +7,7 @@
 
 use super::{
     CallPurpose, ModelProvider, ModelRequest, ModelResponse, ProviderError, ProviderErrorKind,
-    StreamEvent, StreamSink, check_usage, estimate_tokens,
+    StreamEvent, StreamSink, estimate_tokens,
 };
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -439,7 +439,7 @@ impl ModelProvider for ScriptedProvider {
                 })
                 .collect();
             let usage = match r.usage {
-                Some(u) => check_usage(Usage {
+                Some(u) => crate::usage::check(Usage {
                     input_tokens: u.input_tokens,
                     output_tokens: u.output_tokens,
                     cached_tokens: 0,

@@ -105,13 +105,17 @@ impl RotatingFile {
 }
 
 fn append(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    // Private like the database: tool output in the log may be sensitive.
-    OpenOptions::new()
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    // Private like the database: tool output in the log may be sensitive. Never through a
+    // link, and narrowed when an older file was wider.
+    let f = OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
-        .open(path)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(f)
 }
 
 impl Rotating {

@@ -392,6 +392,11 @@ impl Sandbox {
                 .mode(0o700)
                 .create(&self.tmp)
         };
+        // Private whatever it was before.
+        let made = made.and_then(|()| {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&self.tmp, std::fs::Permissions::from_mode(0o700))
+        });
         if let Err(e) = made {
             return missing_all(format!("cannot create {}: {e}", self.tmp.display()));
         }

@@ -178,6 +178,20 @@ impl Store {
         }
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
+        // SQLite makes its `-wal` and `-shm` files with the database's bits, but one left
+        // by an older version may be wider: they hold the same data.
+        for side in ["-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(side);
+            let p = std::path::PathBuf::from(p);
+            use std::os::unix::fs::PermissionsExt as _;
+            if std::fs::symlink_metadata(&p)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o077 != 0)
+            {
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))
+                    .map_err(|e| Error::io(&p, e))?;
+            }
+        }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // The CLI opens the database once per command. SQLite's checkpoint on close would
         // make every run pay an fsync and re-create the WAL; instead the WAL is kept and

@@ -179,23 +179,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
     placed.map_err(|e| ToolError::Model(format!("cannot write {}: {e}", path.display())))
 }
 
-/// `bytes` in a new hidden temp file beside `path` (parent folders created, the permissions
-/// of a file already at `path` kept); its path. Removed again if writing fails.
+/// `bytes` in a new hidden temp file beside `path` (parent folders created, the permission
+/// bits of a regular file already at `path` kept, set-id bits aside); its path. The temp file
+/// is never readable by more than that file is while the bytes go in (a private file's new
+/// content is private from the first byte). Removed again if writing fails.
 pub fn write_temp(path: &Path, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let parent = path
         .parent()
         .ok_or_else(|| std::io::Error::other("it has no parent folder"))?;
     std::fs::create_dir_all(parent)?;
     let tmp = temp_sibling(path);
+    // A link at `path` is replaced, not followed: its bits are not the file's.
+    let kept = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions().mode() & 0o777);
     let written = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(kept.unwrap_or(0o666))
             .open(&tmp)?;
-        f.write_all(bytes)?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            let _ = f.set_permissions(meta.permissions());
+        if let Some(bits) = kept {
+            // The umask may have narrowed them: exactly the file's.
+            f.set_permissions(std::fs::Permissions::from_mode(bits))?;
         }
+        f.write_all(bytes)?;
         Ok(())
     })();
     match written {
@@ -297,6 +307,32 @@ mod tests {
         }
         let e = resolve_write(&f.ctx, "loop-a").unwrap_err().to_string();
         assert!(e.contains("loop"), "{e}");
+    }
+
+    /// The second red-team's finding: a private file's new content sat in a temp file others
+    /// could read while the write tool wrote it. The temp file has the file's own bits from
+    /// its first byte (set-id bits aside), and a link in the file's place lends it none.
+    #[test]
+    fn a_private_files_new_content_is_never_readable_by_others() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let f = Fixture::new();
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+        let secret = f.ws().join("secret.env");
+        std::fs::write(&secret, "TOKEN=old\n").unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let tmp = write_temp(&secret, b"TOKEN=new\n").unwrap();
+        assert_eq!(mode(&tmp), 0o600);
+        std::fs::remove_file(&tmp).unwrap();
+        let tool = f.ws().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o4750)).unwrap();
+        write_atomic(&tool, b"#!/bin/sh\necho hi\n").unwrap();
+        assert_eq!(mode(&tool), 0o750, "no set-id bit kept");
+        let link = f.ws().join("link");
+        symlink(&secret, &link).unwrap();
+        write_atomic(&link, b"plain\n").unwrap();
+        assert_ne!(mode(&link) & 0o777, 0o777, "a link's bits are not lent");
+        assert_eq!(mode(&secret), 0o600);
     }
 
     #[test]

@@ -78,9 +78,12 @@ impl Worktree {
     pub(crate) fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
         let git_dir = format!("--git-dir={}", self.gitdir.display());
         let work_tree = format!("--work-tree={}", self.work.display());
-        let mut all = vec![git_dir.as_str(), work_tree.as_str()];
-        all.extend_from_slice(args);
-        run_env(&self.work, &all, env)
+        run_with(
+            &self.work,
+            &[git_dir.as_str(), work_tree.as_str()],
+            args,
+            env,
+        )
     }
 
     /// `git <args>` on this worktree, which must succeed: its standard output.
@@ -111,26 +114,27 @@ impl Worktree {
     }
 }
 
-/// `git <args>` in `dir`, with `env` added. No hook and no file-system monitor runs, in the
-/// worktree or in the user's checkout: a relative `core.hooksPath` (husky's `.husky/_`) or
-/// `core.fsmonitor` in the user's settings names a program in the folder git works in, which
-/// in a worktree the agent wrote, and which a merge has just brought into the checkout.
-pub(crate) fn run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
+/// Settings keys that name a program git would run on a file's content, or make a filter's
+/// absence an error: each is set empty (or false) on every call. An agent that can run git in
+/// its worktree writes the project's shared settings, so these may be its own.
+const PROGRAM_KEYS: &str =
+    r"^(filter|merge|diff)\..+\.(clean|smudge|process|driver|textconv|command|required)$";
+
+/// A git command in `dir` with `repo` (the options choosing the repository) first, every
+/// variable that would point it elsewhere removed, and no prompt.
+fn command(dir: &Path, repo: &[&str]) -> Command {
     let mut c = Command::new("git");
-    c.args([
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "core.fsmonitor=false",
-    ]);
-    c.arg("-C").arg(dir).args(args);
+    c.arg("-C").arg(dir).args(repo);
     for v in REPO_VARS {
         c.env_remove(v);
     }
-    // Never stop to ask (a credential prompt, an editor for a merge message).
+    // Never stop to ask (a credential prompt, an editor for a merge message); never read
+    // replacement objects or grafts, which would show one content and commit another.
     c.env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_EDITOR", "true")
-        .env("GIT_MERGE_AUTOEDIT", "no");
+        .env("GIT_MERGE_AUTOEDIT", "no")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_GRAFT_FILE", "/dev/null");
     // Programs git starts are found on the PATH's absolute folders only: a relative one
     // (`node_modules/.bin`) would be looked up in the worktree git works in.
     if let Some(path) = std::env::var_os("PATH") {
@@ -141,17 +145,78 @@ pub(crate) fn run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result
             c.env("PATH", joined);
         }
     }
-    for (k, v) in env {
-        c.env(k, v);
-    }
     c.stdin(std::process::Stdio::null());
-    c.output().map_err(|e| match e.kind() {
+    c
+}
+
+/// `-c` settings that switch off, for one call, every program the repository's settings
+/// name for file content (filter drivers, merge drivers, textconv, external diff), the
+/// attributes file they could name, hooks and the file-system monitor.
+fn neutral(dir: &Path, repo: &[&str]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = [
+        "core.hooksPath=/dev/null",
+        "core.fsmonitor=false",
+        "core.attributesFile=/dev/null",
+        "diff.external=",
+        "core.useReplaceRefs=false",
+    ]
+    .iter()
+    .flat_map(|kv| ["-c".to_string(), kv.to_string()])
+    .collect();
+    let listed = command(dir, repo)
+        .args([
+            "config",
+            "--null",
+            "--name-only",
+            "--get-regexp",
+            PROGRAM_KEYS,
+        ])
+        .output()
+        .map_err(|e| io_error(dir, e))?;
+    // Exit 1: none set.
+    for key in String::from_utf8_lossy(&listed.stdout)
+        .split('\0')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    {
+        out.push("-c".into());
+        out.push(if key.ends_with(".required") {
+            format!("{key}=false")
+        } else {
+            format!("{key}=")
+        });
+    }
+    Ok(out)
+}
+
+fn io_error(dir: &Path, e: std::io::Error) -> WorktreeError {
+    match e.kind() {
         std::io::ErrorKind::NotFound => WorktreeError::NoGit,
         _ => WorktreeError::Io {
             path: dir.display().to_string(),
             source: e,
         },
-    })
+    }
+}
+
+/// `git <args>` in `dir`, with `env` added. No hook, no file-system monitor, and no program
+/// the repository's settings name for file content runs, in the worktree or in the user's
+/// checkout: a relative `core.hooksPath` (husky's `.husky/_`) or `core.fsmonitor` in the
+/// user's settings names a program in the folder git works in, which in a worktree the agent
+/// wrote, and the agent's git calls in its worktree write the project's shared settings.
+pub(crate) fn run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
+    run_with(dir, &[], args, env)
+}
+
+/// [`run_env`] with `repo`, the options choosing the repository, first.
+fn run_with(dir: &Path, repo: &[&str], args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
+    let neutral = neutral(dir, repo)?;
+    let mut c = command(dir, &[]);
+    c.args(&neutral).args(repo).args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().map_err(|e| io_error(dir, e))
 }
 
 /// `git <args>` in `dir`, which must succeed: its standard output.

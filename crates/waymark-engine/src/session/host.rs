@@ -59,16 +59,24 @@ impl SessionHost for SessionCore {
     fn model_spec(&self) -> String {
         SessionCore::model_spec(self)
     }
-    fn charge_of(&self, usage: &waymark_protocol::Usage) -> store::spend::Charge {
-        SessionCore::charge_of(self, usage)
+    fn route(&self) -> crate::provider::Route {
+        SessionCore::route(self)
+    }
+    fn charge_for(
+        &self,
+        route: &crate::provider::Route,
+        usage: &waymark_protocol::Usage,
+    ) -> store::spend::Charge {
+        SessionCore::charge_for(self, route, usage)
     }
     fn gate_call(
         &self,
         api: &SessionApi,
         turn_id: Option<i64>,
+        route: &crate::provider::Route,
         request: &mut crate::provider::ModelRequest,
     ) -> Result<Option<waymark_protocol::ErrorInfo>> {
-        SessionCore::gate_call(self, api, turn_id, request)
+        SessionCore::gate_call(self, api, turn_id, route, request)
     }
     fn tools(&self) -> &ToolRegistry {
         &self.tools

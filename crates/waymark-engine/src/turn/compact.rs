@@ -52,28 +52,52 @@ pub(super) async fn compact(
         (prefix, cache.ids[k - 1], cache.compaction.clone(), kept)
     };
     let mut request = c::request(previous.as_ref(), &prefix, window);
+    let route = core.route();
     // The spending limits hold this call too (G-33).
-    if let Some(refused) = core.gate_call(api, turn_id, &mut request)? {
+    if let Some(refused) = core.gate_call(api, turn_id, &route, &mut request)? {
         return Ok(Compacted::Failed(crate::provider::ProviderError::new(
             crate::provider::ProviderErrorKind::RequestRejected,
             refused.message,
         )));
     }
     let sink = |_: StreamEvent| {};
-    let provider = core.provider();
+    // A call that went out is charged whatever comes of it: a failure while the provider
+    // answered, Stop, and a reply with no summary all cost what the provider bills.
+    let charge = |usage: waymark_protocol::Usage| -> Result<()> {
+        let charge = core.charge_for(&route, &usage);
+        core.write(|tx| {
+            match turn_id {
+                Some(turn_id) => tx.add_usage(turn_id, usage, &charge)?,
+                None => tx.charge(None, &charge)?,
+            }
+            Ok(())
+        })
+    };
     let reply = tokio::select! {
         r = tracing::Instrument::instrument(
-            provider.call(&request, &sink),
+            route.provider.call(&request, &sink),
             tracing::info_span!("compaction_call", items = prefix.len()),
         ) => r,
-        _ = cancel.cancelled() => return Ok(Compacted::Cancelled),
+        _ = cancel.cancelled() => {
+            charge(crate::provider::estimate_failed(request.estimated_tokens(), 0))?;
+            return Ok(Compacted::Cancelled);
+        }
     };
     let reply = match reply {
         Ok(r) => r,
-        Err(e) => return Ok(Compacted::Failed(e)),
+        Err(e) => {
+            if e.streamed {
+                charge(crate::provider::estimate_failed(
+                    request.estimated_tokens(),
+                    0,
+                ))?;
+            }
+            return Ok(Compacted::Failed(e));
+        }
     };
     let summary = reply.text.trim();
     if summary.is_empty() {
+        charge(reply.usage)?;
         return Ok(Compacted::Failed(
             crate::provider::ProviderError::bad_response("the compaction call returned no summary"),
         ));
@@ -94,7 +118,7 @@ pub(super) async fn compact(
     let sid = core.id.as_str();
     core.write(|tx| {
         tx.insert_compaction(sid, turn_id, &row)?;
-        let charge = core.charge_of(&reply.usage);
+        let charge = core.charge_for(&route, &reply.usage);
         match turn_id {
             Some(turn_id) => tx.add_usage(turn_id, reply.usage, &charge)?,
             // Between turns: the call belongs to no turn, but its day pays for it.

@@ -302,9 +302,12 @@ async fn drive(
         }
         // Images the provider refused before stay out.
         api.state::<images::Refused>().leave_out(&mut request);
+        // The model in force now, with its spec, read once: a switch made during the turn
+        // applies from the next call on, and this call is limited and charged as what it is.
+        let route = core.route();
         // No model call starts past a spending limit, nor to an unpriced model under one;
         // the output is held to what the limits can still pay for (G-33).
-        if let Some(refused) = core.gate_call(&api, Some(turn_id), &mut request)? {
+        if let Some(refused) = core.gate_call(&api, Some(turn_id), &route, &mut request)? {
             tracing::warn!("model call refused: {}", refused.message);
             return finish(core, turn_id, TurnEndReason::Error, Some(refused));
         }
@@ -337,18 +340,19 @@ async fn drive(
                 error: error.info(),
             }),
         };
-        // The model in force now: a switch made during the turn applies from this call on.
-        let provider = core.provider();
         let reply = tokio::select! {
             r = tracing::Instrument::instrument(
-                provider.call(&request, &sink),
+                route.provider.call(&request, &sink),
                 tracing::info_span!("model_call", step = steps),
             ) => r,
             _ = cancel.cancelled() => {
                 let partial = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
-                if !partial.is_empty() {
-                    let usage = Usage::default();
-                    record_reply(core, turn_id, &ModelResponse { text: partial, reasoning: None, tool_calls: vec![], usage })?;
+                // Stopped after it went out: the provider bills it, so it counts, estimated.
+                let usage = crate::provider::estimate_failed(request.estimated_tokens(), partial.len());
+                if partial.is_empty() {
+                    charge_unanswered(core, turn_id, &route, usage)?;
+                } else {
+                    record_reply(core, turn_id, &ModelResponse { text: partial, reasoning: None, tool_calls: vec![], usage }, &route)?;
                 }
                 return finish_aborted(core, turn_id);
             }
@@ -402,11 +406,17 @@ async fn drive(
             }
             Err(e) => {
                 tracing::warn!(kind = ?e.kind, "model call failed: {e}");
+                // It failed while the provider was answering: the provider bills it.
+                if e.streamed {
+                    let shown = streamed.lock().unwrap_or_else(|p| p.into_inner()).len();
+                    let usage = crate::provider::estimate_failed(request.estimated_tokens(), shown);
+                    charge_unanswered(core, turn_id, &route, usage)?;
+                }
                 return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
             }
         };
         identify_calls(&api, CallActor::Main, turn_id, steps, &mut reply.tool_calls)?;
-        record_reply(core, turn_id, &reply)?;
+        record_reply(core, turn_id, &reply, &route)?;
         if reply.tool_calls.is_empty() {
             return finish(core, turn_id, TurnEndReason::Completed, None);
         }
@@ -469,8 +479,26 @@ pub(super) fn tool_specs(
     (specs, tokens)
 }
 
-/// Commits one model reply: history, usage, step count and events, in one transaction.
-fn record_reply(core: &SessionCore, turn_id: i64, r: &ModelResponse) -> Result<()> {
+/// Charges a call that left no reply (it failed or was stopped after it went out) to the turn
+/// and its day, on `usage` (an estimate).
+fn charge_unanswered(
+    core: &SessionCore,
+    turn_id: i64,
+    route: &crate::provider::Route,
+    usage: Usage,
+) -> Result<()> {
+    let charge = core.charge_for(route, &usage);
+    core.write(|tx| Ok(tx.add_usage(turn_id, usage, &charge)?))
+}
+
+/// Commits one model reply: history, usage, step count and events, in one transaction; the
+/// call is charged by the route it went by.
+fn record_reply(
+    core: &SessionCore,
+    turn_id: i64,
+    r: &ModelResponse,
+    route: &crate::provider::Route,
+) -> Result<()> {
     let sid = core.id.as_str();
     core.write(|tx| {
         tx.append_history(
@@ -482,7 +510,7 @@ fn record_reply(core: &SessionCore, turn_id: i64, r: &ModelResponse) -> Result<(
                 tool_calls: r.tool_calls.clone(),
             },
         )?;
-        tx.record_step(turn_id, r.usage, &core.charge_of(&r.usage))?;
+        tx.record_step(turn_id, r.usage, &core.charge_for(route, &r.usage))?;
         tx.emit(
             sid,
             EventKind::AssistantMessage {

@@ -68,7 +68,10 @@ impl Runtime {
 
     /// The diff from the worktree's start to what it holds now (committed or not).
     pub fn worktree_diff(&self, id: &str) -> Result<WorktreeDiff> {
-        Ok(waymark_worktree::diff(&self.worktree_row(id)?)?)
+        let mut d = waymark_worktree::diff(&self.worktree_row(id)?)?;
+        // Bidi and invisible characters shown escaped, as in every other review.
+        d.diff = waymark_protocol::display::escape_block(&d.diff);
+        Ok(d)
     }
 
     /// Refuses while a turn of session `id` is open or another process drives it.

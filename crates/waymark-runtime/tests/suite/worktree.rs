@@ -317,3 +317,37 @@ async fn a_session_in_a_worktree_reads_its_history_in_plan_mode_and_writes_none_
     );
     s.shutdown().await.unwrap();
 }
+
+/// The review the app shows writes bidi and invisible characters out, as every other review
+/// does: a right-to-left override in a file the agent wrote cannot reorder what the user reads.
+#[tokio::test]
+async fn a_worktree_diff_shows_bidi_and_invisible_characters_escaped() {
+    let h = Harness::new(Config::default());
+    repo(&h);
+    let s = h
+        .runtime
+        .create_session_in_worktree(
+            SessionSpec {
+                workspace: Some(h.ws.clone()),
+                model: Some(h.script(json!({"responses": [
+                    {"tool_calls": [{"name": "write", "arguments": {"path": "x.rs",
+                        "content": "let ok = \"\u{202e}// check it\u{202c}\"; del\u{200b}ete();\n"}}]},
+                    {"text": "done"}
+                ]}))),
+                permission_mode: Some(PermissionMode::Auto),
+                hold: false,
+            },
+            None,
+            "bidi",
+        )
+        .unwrap();
+    run(&s, user("write it")).await;
+    let d = h.runtime.worktree_diff(s.id()).unwrap();
+    assert!(
+        d.diff.contains("\\u{202e}") && d.diff.contains("\\u{200b}"),
+        "{}",
+        d.diff
+    );
+    assert!(!d.diff.contains('\u{202e}') && !d.diff.contains('\u{200b}'));
+    s.shutdown().await.unwrap();
+}

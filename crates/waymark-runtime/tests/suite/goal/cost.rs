@@ -525,3 +525,147 @@ async fn g_31_an_empty_usage_is_estimated_and_charged_and_said_so() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// The spend of today, in micro-dollars.
+fn spent_today(rt: &waymark_runtime::Runtime) -> u64 {
+    rt.daily_spend().unwrap().spend.micros
+}
+
+/// Third red-team: a call that failed after the provider began answering (an error in the
+/// stream, a stream cut short) was charged $0 though the provider bills it. It is charged on
+/// the estimate of its request.
+#[tokio::test]
+async fn g_31_a_call_that_fails_while_answering_is_charged() {
+    let mut c = Config::default();
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 1_000.0,
+            output_per_mtok: 1_000.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    let h = Harness::new(c);
+    let broken = format!(
+        "data: {}\n\ndata: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": "a long answer ".repeat(50)}}]}),
+        json!({"error": {"message": "the server fell over", "code": "server_error"}}),
+    );
+    let server = MockServer::start_with(move |_| MockResponse::sse(&broken)).await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let ev = run(&s, user("answer at length")).await;
+    assert_eq!(turn_errors(&ev).len(), 1, "{ev:?}");
+    assert!(spent_today(&rt) > 0, "charged, not $0");
+    let finished = ev
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::TurnFinished { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        finished.estimated && finished.input_tokens > 0,
+        "{finished:?}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// Third red-team: a compaction whose reply holds no summary was never charged (and a
+/// compaction is tried again and again): its call is charged like any other.
+#[tokio::test]
+async fn g_31_a_compaction_with_no_summary_is_still_charged() {
+    let h = Harness::new(priced(Config::default()));
+    let s = h.session(
+        json!({"responses": [
+            {"text": "one ".repeat(200), "usage": {"input_tokens": 10, "output_tokens": 10}},
+            {"text": "two ".repeat(200), "usage": {"input_tokens": 10, "output_tokens": 10}},
+        ], "compact": [
+            {"text": "", "usage": {"input_tokens": 20_000, "output_tokens": 10}}
+        ]}),
+        PermissionMode::Auto,
+    );
+    run(&s, user("first")).await;
+    run(&s, user("second")).await;
+    let before = spent_today(&h.runtime);
+    run(&s, user("/compact")).await;
+    // 20,000 input tokens at $1 a million: $0.02 (and 10 out at $2).
+    assert_eq!(spent_today(&h.runtime) - before, 20_020);
+    s.shutdown().await.unwrap();
+}
+
+/// Third red-team: a goal's budget that cannot pay for the next call's input sent it anyway
+/// with `max_tokens: 1`, pure cost past the budget. The call is not sent, and the goal is
+/// `budget_limited(cost)`.
+#[tokio::test]
+async fn g_32_a_goal_budget_that_cannot_pay_for_the_next_call_stops_the_goal() {
+    let mut c = config(Verification::None);
+    // $100 a million in and out: a request of a few thousand tokens costs some tenths.
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 100.0,
+            output_per_mtok: 100.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    let h = Harness::new(c);
+    // The first reply reports 25,000 tokens in ($2.50): about $0.10 of the budget is left,
+    // less than the next request's input.
+    let server = MockServer::start_with(|_| openai_reply("working", true, 25_000, 0, 10)).await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    run(&s, user("/goal look around cost=$2.60")).await;
+    let g = rt.goal(s.id()).unwrap().unwrap();
+    assert_eq!(status(&g), (GoalStatus::BudgetLimited, GoalReason::Cost));
+    assert_eq!(server.recorded().len(), 1, "the second call was not sent");
+    assert_eq!(g.budget.cost.used, 2_501_000, "{:?}", g.budget.cost);
+    s.shutdown().await.unwrap();
+}
+
+/// Third red-team: a model switched while a call is under way charged the call at the new
+/// model's price (nothing, for an unpriced or local one). A call is charged by the model it
+/// went to.
+#[tokio::test]
+async fn g_31_a_call_is_charged_by_the_model_it_went_to() {
+    let mut c = Config::default();
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 1_000.0,
+            output_per_mtok: 1_000.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    let h = Harness::new(c);
+    let server = MockServer::start_with(|_| {
+        let mut r = openai_reply("slow", false, 1_000, 0, 10);
+        // Cut in pieces a moment apart: the switch lands while the call streams.
+        let body: Vec<u8> = r.chunks.concat();
+        r.chunks = body.chunks(16).map(<[u8]>::to_vec).collect();
+        r.pause = std::time::Duration::from_millis(40);
+        r
+    })
+    .await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let mut rx = s.subscribe();
+    s.submit(user("go")).await.unwrap();
+    // Wait for the call to start streaming, then switch to a model with no price.
+    loop {
+        let e = rx.recv().await.unwrap();
+        if matches!(e.kind, EventKind::AssistantDelta { .. }) {
+            break;
+        }
+    }
+    s.submit(Op::SetModel {
+        model: "openai:gpt-5.1".into(),
+    })
+    .await
+    .unwrap();
+    super::super::harness::collect(&mut rx).await;
+    let day = rt.daily_spend().unwrap().spend;
+    assert_eq!(day.unpriced_calls, 0, "{day:?}");
+    assert!(
+        day.micros >= 1_000_000,
+        "priced as the model it went to: {day:?}"
+    );
+    s.shutdown().await.unwrap();
+}

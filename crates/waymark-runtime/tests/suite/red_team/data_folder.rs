@@ -49,13 +49,49 @@ async fn the_data_folder_and_all_waymark_makes_in_it_are_private_whatever_was_th
         json!({"responses": [
             {"tool_calls": [{"name": "write_file", "arguments": {"path": "PLAN", "content": "x"}}]},
             {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi > \"$TMPDIR/t\""}}]},
-            {"text": "planned"}
+            {"text": "planned"},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "echo again > \"$TMPDIR/t\""}}]},
+            {"text": "planned again"}
         ]}),
         PermissionMode::Auto,
     );
     run(&s, plan_entry("plan something")).await;
+    let id = s.id().to_string();
     s.shutdown().await.unwrap();
     drop(rt);
+    // What an older version left wider (the second red-team's finding): a store and its
+    // objects' folders, the database's side files, a log. Opened again, all are narrowed.
+    let sd = h.session_dir(&id);
+    let mut widen = vec![sd.join("checkpoints"), sd.join("checkpoints/objects")];
+    for e in std::fs::read_dir(sd.join("checkpoints/objects"))
+        .unwrap()
+        .flatten()
+    {
+        widen.push(e.path());
+    }
+    for p in &widen {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for f in ["waymark.db-wal", "waymark.db-shm"] {
+        let p = data.join(f);
+        if p.exists() {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    std::fs::create_dir_all(data.join("sandbox-left")).unwrap();
+    std::fs::set_permissions(
+        sd.join("sandbox-tmp"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let rt = h.reopen(|_| {});
+    let s = rt
+        .open_session(&id, waymark_runtime::SessionSpec::default())
+        .unwrap();
+    run(&s, super::super::harness::user("plan again")).await;
+    s.shutdown().await.unwrap();
+    drop(rt);
+    std::fs::remove_dir_all(data.join("sandbox-left")).unwrap();
     let mut open = Vec::new();
     open_to_others(&data, &mut open);
     // The old session's folders are narrowed when that session is opened again.

@@ -1,0 +1,159 @@
+//! A reply's usage as it is charged: the figures the provider reported, each one it did not
+//! give estimated, and the record marked `estimated` then. A provider's usage is what spending
+//! limits are held to, so a missing figure is never taken as zero: one absent, null, or not a
+//! whole number (`"5000"`, `5000.5`) is estimated like a usage never sent; one far below what
+//! the request and the reply plainly hold (under an eighth of Waymark's estimate: a provider
+//! reporting 0 for a long reply) is estimated too. An absurd figure (negative, or past
+//! [`MAX_CALL_TOKENS`]) makes the reply a `bad_response`, and the failed call is charged on the
+//! estimate by its caller.
+
+use crate::ProviderError;
+use waymark_protocol::Usage;
+
+/// The most tokens one model call can plausibly report (input or output); a larger figure
+/// is a malformed reply, never arithmetic the runtime trusts.
+pub const MAX_CALL_TOKENS: u64 = 100_000_000;
+
+/// A figure reported as `v` (`field` names it in errors): `None` when it is absent, null or
+/// not a whole number; an error when it is absurd.
+pub(crate) fn figure(
+    v: Option<&serde_json::Value>,
+    field: &str,
+) -> Result<Option<u64>, ProviderError> {
+    let absurd = |x: &serde_json::Value| {
+        ProviderError::bad_response(format!(
+            "the model reported an absurd usage figure `{field}`: {} (accepted: 0 to {MAX_CALL_TOKENS})",
+            waymark_protocol::display::clip(&x.to_string())
+        ))
+    };
+    let Some(x @ serde_json::Value::Number(n)) = v else {
+        return Ok(None);
+    };
+    if let Some(n) = n.as_u64() {
+        return if n <= MAX_CALL_TOKENS {
+            Ok(Some(n))
+        } else {
+            Err(absurd(x))
+        };
+    }
+    match n.as_f64() {
+        Some(f) if f < 0.0 || f > MAX_CALL_TOKENS as f64 => Err(absurd(x)),
+        // `5e3` is 5000; `5000.5` is no count of tokens.
+        Some(f) if f.fract() == 0.0 => Ok(Some(f as u64)),
+        _ => Ok(None),
+    }
+}
+
+/// Checks a whole usage record against [`MAX_CALL_TOKENS`].
+pub(crate) fn check(u: Usage) -> Result<Usage, ProviderError> {
+    for (field, n) in [
+        ("input_tokens", u.input_tokens),
+        ("output_tokens", u.output_tokens),
+        ("cached_tokens", u.cached_tokens),
+    ] {
+        figure(Some(&serde_json::Value::from(n)), field)?;
+    }
+    Ok(u)
+}
+
+/// The figures a provider reported.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reported {
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+    pub cached: Option<u64>,
+}
+
+impl Reported {
+    /// The usage charged for a reply whose request Waymark estimates at `estimate_input`
+    /// tokens and whose text and tool calls at `estimate_output`.
+    pub(crate) fn settle(self, estimate_input: u64, estimate_output: u64) -> Usage {
+        // Estimates are held to the same bound as reported figures.
+        let (estimate_input, estimate_output) = (
+            estimate_input.min(MAX_CALL_TOKENS),
+            estimate_output.min(MAX_CALL_TOKENS),
+        );
+        let plausible = |got: Option<u64>, estimate: u64| got.filter(|n| *n >= estimate / 8);
+        let input = plausible(self.input, estimate_input);
+        let output = plausible(self.output, estimate_output);
+        Usage {
+            input_tokens: input.unwrap_or(estimate_input),
+            output_tokens: output.unwrap_or(estimate_output),
+            cached_tokens: self.cached.unwrap_or(0),
+            estimated: input.is_none() || output.is_none(),
+        }
+    }
+}
+
+/// What a reply that failed or was stopped after its request went out is charged: the
+/// request's estimate, and what had streamed of the reply (`streamed_bytes`), marked
+/// estimated. A provider bills a call it began answering.
+pub fn estimate_failed(request_tokens: u64, streamed_bytes: usize) -> Usage {
+    Usage {
+        input_tokens: request_tokens,
+        output_tokens: crate::estimate_tokens(streamed_bytes),
+        cached_tokens: 0,
+        estimated: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn figures_read_as_counts_or_as_missing_and_absurd_ones_are_errors() {
+        let f = |v: serde_json::Value| figure(Some(&v), "x");
+        assert_eq!(f(json!(5000)).unwrap(), Some(5000));
+        assert_eq!(f(json!(5e3)).unwrap(), Some(5000));
+        assert_eq!(f(json!(5000.0)).unwrap(), Some(5000));
+        for missing in [
+            json!(5000.5),
+            json!("5000"),
+            json!(null),
+            json!(true),
+            json!({}),
+        ] {
+            assert_eq!(f(missing.clone()).unwrap(), None, "{missing}");
+        }
+        for absurd in [json!(-1), json!(-0.5), json!(100_000_001), json!(1e300)] {
+            assert!(f(absurd.clone()).is_err(), "{absurd}");
+        }
+        assert_eq!(figure(None, "x").unwrap(), None);
+    }
+
+    /// A provider reporting zeros (or one token) for a request and a reply that plainly hold
+    /// thousands is not believed: the cap would never fill.
+    #[test]
+    fn implausibly_low_figures_are_estimated() {
+        let zeros = Reported {
+            input: Some(0),
+            output: Some(1),
+            cached: None,
+        };
+        let u = zeros.settle(4000, 800);
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.estimated),
+            (4000, 800, true)
+        );
+        let fair = Reported {
+            input: Some(3000),
+            output: Some(500),
+            cached: Some(100),
+        };
+        let u = fair.settle(4000, 800);
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.estimated),
+            (3000, 500, false)
+        );
+        // An empty reply reports 0 output honestly.
+        let u = Reported {
+            input: Some(3000),
+            output: Some(0),
+            cached: None,
+        }
+        .settle(4000, 0);
+        assert!(!u.estimated);
+    }
+}
