@@ -17,11 +17,20 @@ pub struct WorktreeRow {
     pub base_commit: String,
     pub state: WorktreeState,
     pub included: Vec<String>,
+    /// The user's git identity as it was when the worktree was made (rows from before it
+    /// was recorded have none).
+    pub author: Option<Identity>,
     pub created_at: i64,
 }
 
-const COLUMNS: &str =
-    "session_id, name, branch, path, repo, base_branch, base_commit, state, included, created_at";
+/// A git identity: the name and address commits carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub email: String,
+}
+
+const COLUMNS: &str = "session_id, name, branch, path, repo, base_branch, base_commit, state, included, created_at, author_name, author_email";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<WorktreeRow> {
     let included: String = r.get(8)?;
@@ -38,6 +47,13 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<WorktreeRow> {
             rusqlite::Error::FromSqlConversionFailure(8, rusqlite::types::Type::Text, e.into())
         })?,
         created_at: r.get(9)?,
+        author: match (
+            r.get::<_, Option<String>>(10)?,
+            r.get::<_, Option<String>>(11)?,
+        ) {
+            (Some(name), Some(email)) => Some(Identity { name, email }),
+            _ => None,
+        },
     })
 }
 
@@ -97,7 +113,7 @@ impl WorktreeWrites for Tx<'_> {
         let included = serde_json::to_string(&r.included).unwrap_or_else(|_| "[]".into());
         self.conn().execute(
             &format!(
-                "INSERT INTO worktrees ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                "INSERT INTO worktrees ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
             ),
             params![
                 r.session_id,
@@ -109,7 +125,9 @@ impl WorktreeWrites for Tx<'_> {
                 r.base_commit,
                 r.state.as_str(),
                 included,
-                r.created_at
+                r.created_at,
+                r.author.as_ref().map(|a| &a.name),
+                r.author.as_ref().map(|a| &a.email),
             ],
         )?;
         Ok(())

@@ -9,7 +9,10 @@ use waymark_extension::error::{Error, Result};
 use waymark_protocol::display::escape_line;
 
 /// The extension's migrations (its own `worktrees` table).
-pub const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_worktrees.sql")];
+pub const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_worktrees.sql"),
+    include_str!("../migrations/0002_author.sql"),
+];
 
 /// Sessions in their own git worktree.
 pub struct WorktreeExtension;

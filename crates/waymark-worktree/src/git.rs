@@ -39,10 +39,7 @@ impl Worktree {
             &["rev-parse", "--path-format=absolute", "--git-common-dir"],
         )?;
         let admin = Path::new(common.trim()).join("worktrees");
-        let work = work.canonicalize().map_err(|e| WorktreeError::Io {
-            path: work.display().to_string(),
-            source: e,
-        })?;
+        let work = real_folder(work)?;
         let entries = std::fs::read_dir(&admin).map_err(|e| WorktreeError::Io {
             path: admin.display().to_string(),
             source: e,
@@ -72,6 +69,11 @@ impl Worktree {
             path: work.display().to_string(),
             repo: repo.display().to_string(),
         })
+    }
+
+    /// The worktree's own index.
+    pub(crate) fn index(&self) -> PathBuf {
+        self.gitdir.join("index")
     }
 
     /// `git <args>` on this worktree, with `env` added.
@@ -114,26 +116,308 @@ impl Worktree {
     }
 }
 
+/// `path` itself, a folder reached through no link: a worktree's folder the agent moved away
+/// and replaced by a link (to `~/.ssh`, say) would have its review show, its merge commit and
+/// its discard delete what the link points at.
+pub(crate) fn real_folder(path: &Path) -> Result<PathBuf> {
+    let io = |e| WorktreeError::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(io)?;
+    let real = path.canonicalize().map_err(io)?;
+    if !meta.is_dir() || real != path {
+        return Err(WorktreeError::Replaced(path.display().to_string()));
+    }
+    Ok(real)
+}
+
+/// A git folder of Waymark's own for one review or merge. Git reads its settings (the
+/// project's object format, nothing else), its ignore list (a copy of the project's
+/// `info/exclude`) and its HEAD from here, and the project's objects from the project's own
+/// object folder; the index and the work tree are named for each call. No setting of the
+/// repository's is read (its `config`, nor the global or system ones), so no filter, merge
+/// driver, textconv, hook, monitor, `core.worktree`, `merge.autoStash` or diff prefix of the
+/// agent's is in force, and none can appear between a check and the call: the agent writes
+/// the project's shared settings, and a process of its own that outlived its turn can change
+/// them at any moment. Every call that reads or writes file content, or merges, goes through
+/// here; the project's own git folder is used only to read and move references.
+pub(crate) struct Sealed {
+    dir: PathBuf,
+    objects: PathBuf,
+    /// `core.excludesFile` as the user's settings name it when the review starts (a list of
+    /// names; the same for review and merge, which compare their trees).
+    excludes: Option<String>,
+}
+
+/// Longest `info/exclude` copied into a [`Sealed`] folder.
+const EXCLUDE_MAX: u64 = 1024 * 1024;
+
+impl Sealed {
+    /// A sealed folder for the repository checked out at `repo`.
+    pub(crate) fn of(repo: &Path) -> Result<Sealed> {
+        let common = run(
+            repo,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )?;
+        let common = PathBuf::from(common.trim());
+        let format = run(repo, &["rev-parse", "--show-object-format"])?;
+        let format = format.trim();
+        if !matches!(format, "sha1" | "sha256") {
+            return Err(WorktreeError::Git {
+                command: "git rev-parse --show-object-format".into(),
+                dir: repo.display().to_string(),
+                message: format!("unknown object format `{format}`"),
+            });
+        }
+        let excludes = run_env(
+            repo,
+            &["config", "--type=path", "--get", "core.excludesFile"],
+            &[],
+        )?;
+        let excludes = excludes
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&excludes.stdout).trim().to_string())
+            .filter(|e| !e.is_empty());
+        let dir = std::env::temp_dir().join(format!(
+            "waymark-git-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| io_error(&dir, e))?;
+        let sealed = Sealed {
+            objects: common.join("objects"),
+            excludes,
+            dir,
+        };
+        sealed.fill(&common, format)?;
+        Ok(sealed)
+    }
+
+    /// Writes the folder's settings, HEAD, `refs/` and ignore list.
+    fn fill(&self, common: &Path, format: &str) -> Result<()> {
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |e| io_error(&p, e)
+        };
+        for sub in ["refs", "info"] {
+            std::fs::create_dir(self.dir.join(sub)).map_err(io(&self.dir))?;
+        }
+        let config = if format == "sha1" {
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n".to_string()
+        } else {
+            format!(
+                "[core]\n\trepositoryformatversion = 1\n\tbare = false\n[extensions]\n\tobjectformat = {format}\n"
+            )
+        };
+        std::fs::write(self.dir.join("config"), config).map_err(io(&self.dir))?;
+        self.set_head(None)?;
+        // The project's ignore list, read without following a link or waiting on a pipe:
+        // the files it names stay out of review and merge alike, as they would in git.
+        let exclude = common.join("info/exclude");
+        let text = read_small(&exclude, EXCLUDE_MAX).unwrap_or_default();
+        std::fs::write(self.dir.join("info/exclude"), text).map_err(io(&self.dir))
+    }
+
+    /// Points the folder's HEAD at `commit` (detached), or at an unborn branch.
+    pub(crate) fn set_head(&self, commit: Option<&str>) -> Result<()> {
+        let head = match commit {
+            Some(c) => format!("{c}\n"),
+            None => "ref: refs/heads/waymark\n".into(),
+        };
+        std::fs::write(self.dir.join("HEAD"), head).map_err(|e| io_error(&self.dir, e))
+    }
+
+    /// A `git <args>` command on the project's objects, the work tree `work` and the index
+    /// `index` where named (else one of this folder's own).
+    fn command(&self, work: Option<&Path>, index: Option<&Path>, args: &[&str]) -> Command {
+        let mut repo = vec![format!("--git-dir={}", self.dir.display())];
+        if let Some(w) = work {
+            repo.push(format!("--work-tree={}", w.display()));
+        }
+        let repo: Vec<&str> = repo.iter().map(String::as_str).collect();
+        let mut c = command(work.unwrap_or(&self.dir), &repo);
+        let mut pairs: Vec<(String, String)> = FIXED
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        // Nothing of the folder's owner is read here, so whose folder it is does not matter.
+        pairs.push(("safe.directory".into(), "*".into()));
+        if let Some(x) = &self.excludes {
+            pairs.push(("core.excludesFile".into(), x.clone()));
+        }
+        configure(&mut c, &pairs);
+        c.env("GIT_OBJECT_DIRECTORY", &self.objects)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_GRAFT_FILE", self.dir.join("info/grafts"))
+            .env(
+                "GIT_INDEX_FILE",
+                index.map_or_else(|| self.dir.join("index"), Path::to_path_buf),
+            );
+        c.args(args);
+        c
+    }
+
+    /// `git <args>` with `env` added (see [`Sealed::command`]).
+    pub(crate) fn run_env(
+        &self,
+        work: Option<&Path>,
+        index: Option<&Path>,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Output> {
+        let mut c = self.command(work, index, args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().map_err(|e| io_error(&self.dir, e))
+    }
+
+    /// `git <args>` on the objects alone, which must succeed: its standard output.
+    pub(crate) fn run(&self, args: &[&str]) -> Result<String> {
+        ok(&self.dir, args, self.run_env(None, None, args, &[])?)
+    }
+
+    /// [`Sealed::run`] on the work tree `work` and the index `index`.
+    pub(crate) fn run_in(
+        &self,
+        work: Option<&Path>,
+        index: &Path,
+        args: &[&str],
+    ) -> Result<String> {
+        let dir = work.unwrap_or(&self.dir);
+        ok(dir, args, self.run_env(work, Some(index), args, &[])?)
+    }
+
+    /// `git <args>` on the objects alone, its output read up to `cap` bytes: past that git is
+    /// stopped, and the text is cut after its last whole line (`true` says it was cut).
+    pub(crate) fn run_capped(&self, args: &[&str], cap: usize) -> Result<(String, bool)> {
+        use std::io::Read as _;
+        let mut child = self
+            .command(None, None, args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| io_error(&self.dir, e))?;
+        let (Some(mut err), Some(mut stdout)) = (child.stderr.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io_error(
+                &self.dir,
+                std::io::Error::other("git's output could not be read"),
+            ));
+        };
+        let errors = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = (&mut err).take(64 * 1024).read_to_end(&mut buf);
+            // The rest is drained, so git never waits on a full pipe.
+            let _ = std::io::copy(&mut err, &mut std::io::sink());
+            buf
+        });
+        let mut out = Vec::new();
+        if let Err(e) = (&mut stdout).take(cap as u64 + 1).read_to_end(&mut out) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io_error(&self.dir, e));
+        }
+        let cut = out.len() > cap;
+        if cut {
+            let _ = child.kill();
+            out.truncate(cap);
+            let end = out.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            out.truncate(end);
+        }
+        drop(stdout);
+        let status = child.wait().map_err(|e| io_error(&self.dir, e))?;
+        let stderr = errors.join().unwrap_or_default();
+        if !cut && !status.success() {
+            return Err(WorktreeError::Git {
+                command: format!("git {}", args.join(" ")),
+                dir: self.dir.display().to_string(),
+                message: said(&Output {
+                    status,
+                    stdout: out,
+                    stderr,
+                }),
+            });
+        }
+        Ok((String::from_utf8_lossy(&out).into_owned(), cut))
+    }
+}
+
+impl Drop for Sealed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The content of the small regular file at `path`, read without following a link or
+/// waiting on a pipe, at most `max` bytes; `None` when it is not one.
+fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    f.take(max).read_to_end(&mut buf).ok()?;
+    Some(buf)
+}
+
 /// Settings keys that name a program git would run on a file's content, or make a filter's
-/// absence an error: each is set empty (or false) on every call. An agent that can run git in
-/// its worktree writes the project's shared settings, so these may be its own.
+/// absence an error: each is set empty (or false) on every call made with the repository's
+/// own settings. An agent that can run git in its worktree writes the project's shared
+/// settings, so these may be its own. (Calls that read or write file content go through
+/// [`Sealed`], which reads no settings of the repository's at all: listing keys and then
+/// calling git leaves a moment in which a key can appear.)
 const PROGRAM_KEYS: &str =
     r"^(filter|merge|diff)\..+\.(clean|smudge|process|driver|textconv|command|required)$";
+
+/// Settings every call gets, whatever the repository's say: no hook, no file-system monitor,
+/// no attributes file, no external diff, no replacement objects, no transport (a partial
+/// clone's missing object is never fetched: fetching runs `core.sshCommand`,
+/// `remote.*.uploadpack` or a credential helper, all of them settings the agent can write),
+/// and no hint in place of git's own error.
+const FIXED: &[(&str, &str)] = &[
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.attributesFile", "/dev/null"),
+    ("diff.external", ""),
+    ("core.useReplaceRefs", "false"),
+    ("protocol.allow", "never"),
+    ("advice.graftFileDeprecated", "false"),
+    // A directory renamed on one side never carries files the other side added along with
+    // it: that is a conflict, shown, never a move the review did not show.
+    ("merge.directoryRenames", "conflict"),
+];
 
 /// A git command in `dir` with `repo` (the options choosing the repository) first, every
 /// variable that would point it elsewhere removed, and no prompt.
 fn command(dir: &Path, repo: &[&str]) -> Command {
     let mut c = Command::new("git");
     c.arg("-C").arg(dir).args(repo);
-    for v in REPO_VARS {
+    for v in REPO_VARS.iter().chain(CONFIG_VARS) {
         c.env_remove(v);
     }
     // Never stop to ask (a credential prompt, an editor for a merge message); never read
-    // replacement objects or grafts, which would show one content and commit another.
+    // replacement objects or grafts, which would show one content and commit another; never
+    // fetch a missing object.
     c.env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_EDITOR", "true")
         .env("GIT_MERGE_AUTOEDIT", "no")
         .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_NO_LAZY_FETCH", "1")
         .env("GIT_GRAFT_FILE", "/dev/null");
     // Programs git starts are found on the PATH's absolute folders only: a relative one
     // (`node_modules/.bin`) would be looked up in the worktree git works in.
@@ -149,21 +433,32 @@ fn command(dir: &Path, repo: &[&str]) -> Command {
     c
 }
 
-/// `-c` settings that switch off, for one call, every program the repository's settings
-/// name for file content (filter drivers, merge drivers, textconv, external diff), the
-/// attributes file they could name, hooks and the file-system monitor.
-fn neutral(dir: &Path, repo: &[&str]) -> Result<Vec<String>> {
-    let mut out: Vec<String> = [
-        "core.hooksPath=/dev/null",
-        "core.fsmonitor=false",
-        "core.attributesFile=/dev/null",
-        "diff.external=",
-        "core.useReplaceRefs=false",
-    ]
-    .iter()
-    .flat_map(|kv| ["-c".to_string(), kv.to_string()])
-    .collect();
-    let listed = command(dir, repo)
+/// Variables that would add settings to a call from Waymark's own environment.
+const CONFIG_VARS: &[&str] = &["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG"];
+
+/// Gives `c` the settings `pairs` the way git takes them from its environment
+/// (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`, `GIT_CONFIG_VALUE_<n>`): a key is taken whole,
+/// whatever it holds (a `-c key=value` is split at its first `=`, so a driver named `a=b`
+/// would escape it).
+fn configure(c: &mut Command, pairs: &[(String, String)]) {
+    c.env("GIT_CONFIG_COUNT", pairs.len().to_string());
+    for (n, (k, v)) in pairs.iter().enumerate() {
+        c.env(format!("GIT_CONFIG_KEY_{n}"), k);
+        c.env(format!("GIT_CONFIG_VALUE_{n}"), v);
+    }
+}
+
+/// The settings that switch off, for one call with the repository's own settings, every
+/// program they name for file content (filter drivers, merge drivers, textconv, external
+/// diff), with [`FIXED`].
+fn neutral(dir: &Path, repo: &[&str]) -> Result<Vec<(String, String)>> {
+    let mut out: Vec<(String, String)> = FIXED
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut c = command(dir, repo);
+    configure(&mut c, &out);
+    let listed = c
         .args([
             "config",
             "--null",
@@ -179,12 +474,12 @@ fn neutral(dir: &Path, repo: &[&str]) -> Result<Vec<String>> {
         .map(str::trim)
         .filter(|k| !k.is_empty())
     {
-        out.push("-c".into());
-        out.push(if key.ends_with(".required") {
-            format!("{key}=false")
+        let off = if key.ends_with(".required") {
+            "false"
         } else {
-            format!("{key}=")
-        });
+            ""
+        };
+        out.push((key.to_string(), off.to_string()));
     }
     Ok(out)
 }
@@ -211,8 +506,9 @@ pub(crate) fn run_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result
 /// [`run_env`] with `repo`, the options choosing the repository, first.
 fn run_with(dir: &Path, repo: &[&str], args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
     let neutral = neutral(dir, repo)?;
-    let mut c = command(dir, &[]);
-    c.args(&neutral).args(repo).args(args);
+    let mut c = command(dir, repo);
+    configure(&mut c, &neutral);
+    c.args(args);
     for (k, v) in env {
         c.env(k, v);
     }

@@ -103,6 +103,10 @@ pub enum WorktreeError {
         now: String,
         base: String,
     },
+    #[error(
+        "{0} is no longer the worktree's own folder (it was moved, and a link or something else stands at its path): Waymark reads, merges and removes nothing through it. Put the folder back, or discard the worktree"
+    )]
+    Replaced(String),
     #[error("the worktree is {0}: there is nothing to do with it any more")]
     NotActive(&'static str),
 }
@@ -129,6 +133,7 @@ impl WorktreeError {
             WorktreeError::TargetDirty { .. } => "target_dirty",
             WorktreeError::Conflict { .. } => "merge_conflict",
             WorktreeError::BranchMoved { .. } => "branch_moved",
+            WorktreeError::Replaced(_) => "worktree_replaced",
             WorktreeError::NotActive(_) => "worktree_closed",
         }
     }
@@ -166,6 +171,10 @@ pub struct Made {
     pub base_branch: String,
     pub base_commit: String,
     pub included: Vec<String>,
+    /// The user's git identity when the worktree was made, before the agent ran: its
+    /// commits carry this one, whatever the project's settings say by the time of the merge
+    /// (the agent writes them).
+    pub author: Option<db::Identity>,
 }
 
 impl Made {
@@ -181,6 +190,7 @@ impl Made {
             base_commit: self.base_commit.clone(),
             state: WorktreeState::Active,
             included: self.included.clone(),
+            author: self.author.clone(),
             created_at: now,
         }
     }
@@ -269,9 +279,8 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
         out if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
         _ => return Err(WorktreeError::NoCommit(shown)),
     };
-    let base_branch = match git::run_env(&repo, &["symbolic-ref", "--short", "-q", "HEAD"], &[])? {
-        out if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
-        _ => return Err(WorktreeError::Detached(shown)),
+    let Some(base_branch) = branch_of(&repo)? else {
+        return Err(WorktreeError::Detached(shown));
     };
     let branch = format!("waymark/{name}");
     let check = git::run_env(&repo, &["check-ref-format", "--branch", &branch], &[])?;
@@ -321,7 +330,9 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
     // is in it keeps the project's bits).
     waymark_extension::paths::private_dir(&path).map_err(io(&path))?;
     let included = include::copy(&repo, &path)?;
+    let author = identity(&repo)?;
     Ok(Made {
+        author,
         name: name.to_string(),
         branch,
         workspace: path.join(&inside),
@@ -333,28 +344,86 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
     })
 }
 
+/// The branch `repo` has checked out (its short name), `None` on a detached HEAD. The full
+/// reference is read: a tag named like the branch (`git tag main`) would make the short form
+/// `heads/main`.
+fn branch_of(repo: &Path) -> Result<Option<String>> {
+    let out = git::run_env(repo, &["symbolic-ref", "-q", "HEAD"], &[])?;
+    let full = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Ok(out
+        .status
+        .success()
+        .then(|| full.strip_prefix("refs/heads/").map(str::to_string))
+        .flatten())
+}
+
+/// The git identity `repo`'s settings give now, if they give a whole one.
+fn identity(repo: &Path) -> Result<Option<db::Identity>> {
+    let get = |key: &str| -> Result<Option<String>> {
+        let out = git::run_env(repo, &["config", "--get", key], &[])?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+            .filter(|v| !v.is_empty()))
+    };
+    Ok(match (get("user.name")?, get("user.email")?) {
+        (Some(name), Some(email)) => Some(db::Identity { name, email }),
+        _ => None,
+    })
+}
+
+/// The variables that give a commit the identity `who`.
+fn identity_env(who: &Option<db::Identity>) -> Vec<(&'static str, String)> {
+    let Some(who) = who else {
+        return Vec::new();
+    };
+    vec![
+        ("GIT_AUTHOR_NAME", who.name.clone()),
+        ("GIT_AUTHOR_EMAIL", who.email.clone()),
+        ("GIT_COMMITTER_NAME", who.name.clone()),
+        ("GIT_COMMITTER_EMAIL", who.email.clone()),
+    ]
+}
+
+/// A commit of `tree` on `parents` with `message`, by `who`: only an object, on no branch.
+fn commit(
+    sealed: &git::Sealed,
+    who: &Option<db::Identity>,
+    tree: &str,
+    parents: &[&str],
+    message: &str,
+) -> Result<String> {
+    let mut args = vec!["commit-tree", tree];
+    for p in parents {
+        args.extend(["-p", p]);
+    }
+    args.extend(["-m", message]);
+    let env = identity_env(who);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = sealed.run_env(None, None, &args, &env)?;
+    Ok(git::ok(Path::new("."), &args, out)?.trim().to_string())
+}
+
 /// The tree of everything the worktree holds now, committed or not (ignored files aside),
 /// made through a throwaway index so the worktree's own is not touched. Attributes come from
 /// `start` (the commit the worktree started at, the user's), never from what the agent
 /// committed or wrote since.
-fn tree_now(wt: &git::Worktree, start: &str, head: &str) -> Result<String> {
-    refuse_nested(wt, head)?;
-    tree_of(wt, start, head)
+fn tree_now(wt: &git::Worktree, sealed: &git::Sealed, start: &str, head: &str) -> Result<String> {
+    refuse_nested(wt, sealed, head)?;
+    tree_of(wt, sealed, start, head)
 }
 
 /// [`tree_now`] without the check for repositories in the worktree (which only makes the
 /// refusal clear: a submodule path is never entered here anyway).
-fn tree_of(wt: &git::Worktree, start: &str, head: &str) -> Result<String> {
+fn tree_of(wt: &git::Worktree, sealed: &git::Sealed, start: &str, head: &str) -> Result<String> {
     let index = std::env::temp_dir().join(format!(
         "waymark-index-{}-{}",
         std::process::id(),
         fastrand::u64(..)
     ));
-    let idx = index.display().to_string();
-    let env = [("GIT_INDEX_FILE", idx.as_str())];
     // Attributes from the commit the worktree started at, not the worktree's
-    // `.gitattributes` nor its HEAD (both the agent's to write: either would pick the user's
-    // filter drivers to run on what the agent wrote), where git can.
+    // `.gitattributes` nor its HEAD (both the agent's to write), where git can.
     let attrs = git::attr_source(start);
     let run = |args: &[&str]| {
         let all: Vec<&str> = attrs
@@ -362,7 +431,7 @@ fn tree_of(wt: &git::Worktree, start: &str, head: &str) -> Result<String> {
             .map(String::as_str)
             .chain(args.iter().copied())
             .collect();
-        git::ok(&wt.work, args, wt.run_env(&all, &env)?)
+        sealed.run_in(Some(&wt.work), &index, &all)
     };
     let r = (|| {
         run(&["read-tree", head])?;
@@ -406,14 +475,18 @@ fn gitlinks(z: &str) -> Vec<String> {
 /// not track (`git ls-files` names it `dir/` without going in), or one at the path of a
 /// submodule of HEAD or the index. There `git add` runs git inside it, under that
 /// repository's own settings (`core.fsmonitor`, filters), which the agent wrote.
-fn refuse_nested(wt: &git::Worktree, head: &str) -> Result<()> {
-    let mut found: Vec<String> =
-        git::paths(&wt.run(&["ls-files", "-z", "--others", "--exclude-standard"])?)
-            .into_iter()
-            .filter(|p| p.ends_with('/'))
-            .collect();
-    let mut links = gitlinks(&wt.run(&["ls-files", "-z", "--stage"])?);
-    links.extend(gitlinks(&wt.run(&["ls-tree", "-r", "-z", head])?));
+fn refuse_nested(wt: &git::Worktree, sealed: &git::Sealed, head: &str) -> Result<()> {
+    let index = wt.index();
+    let mut found: Vec<String> = git::paths(&sealed.run_in(
+        Some(&wt.work),
+        &index,
+        &["ls-files", "-z", "--others", "--exclude-standard"],
+    )?)
+    .into_iter()
+    .filter(|p| p.ends_with('/'))
+    .collect();
+    let mut links = gitlinks(&sealed.run_in(None, &index, &["ls-files", "-z", "--stage"])?);
+    links.extend(gitlinks(&sealed.run(&["ls-tree", "-r", "-z", head])?));
     for l in links {
         if std::fs::symlink_metadata(wt.work.join(&l).join(".git")).is_ok() && !found.contains(&l) {
             found.push(l);
@@ -429,41 +502,179 @@ fn refuse_nested(wt: &git::Worktree, head: &str) -> Result<()> {
     })
 }
 
-/// The paths of the user's checkout that the worktree's changes would touch although the
-/// checkout ignores them (a changed path that is an ignored file or folder, lies in one, or
-/// is a folder holding one): git's merge overwrites and removes those without asking.
-fn ignored_in_the_way(repo: &Path, files: &[String]) -> Result<Vec<String>> {
-    let ignored = git::paths(&git::run(
-        repo,
-        &[
-            "ls-files",
-            "-z",
-            "--others",
-            "--ignored",
-            "--exclude-standard",
-            "--directory",
-        ],
-    )?);
-    // Untracked repositories inside the checkout: git lists none of their ignored files, yet
-    // its merge overwrites them all the same. Whatever is in one counts.
-    let nested = git::paths(&git::run(
-        repo,
-        &[
-            "ls-files",
-            "-z",
-            "--others",
-            "--exclude-standard",
-            "--directory",
-        ],
-    )?)
-    .into_iter()
-    .filter(|p| p.ends_with('/'));
-    let listed: Vec<String> = ignored.into_iter().chain(nested).collect();
-    Ok(files
-        .iter()
-        .filter(|f| listed.iter().any(|l| overlaps(f, l)))
-        .cloned()
-        .collect())
+/// The user's checkout at `repo` as a merge sees it: its own git folder (where its index,
+/// its references and the marks of an operation in progress are), read once.
+struct Checkout<'a> {
+    repo: &'a Path,
+    gitdir: PathBuf,
+}
+
+impl<'a> Checkout<'a> {
+    fn of(repo: &'a Path) -> Result<Checkout<'a>> {
+        let gitdir = git::run(repo, &["rev-parse", "--absolute-git-dir"])?;
+        Ok(Checkout {
+            repo,
+            gitdir: PathBuf::from(gitdir.trim()),
+        })
+    }
+
+    fn index(&self) -> PathBuf {
+        self.gitdir.join("index")
+    }
+
+    /// `git <args>` on the checkout's files and index, through `sealed`.
+    fn run(&self, sealed: &git::Sealed, args: &[&str]) -> Result<String> {
+        sealed.run_in(Some(self.repo), &self.index(), args)
+    }
+
+    /// What the checkout is in the middle of, if anything (a merge, a rebase…): the files
+    /// git leaves while one is under way, looked for as files (a tag named `MERGE_HEAD`
+    /// is not a merge in progress).
+    fn in_progress(&self) -> Result<Option<&'static str>> {
+        for (name, what) in [
+            ("MERGE_HEAD", "merge"),
+            ("CHERRY_PICK_HEAD", "cherry-pick"),
+            ("REVERT_HEAD", "revert"),
+            ("rebase-merge", "rebase"),
+            ("rebase-apply", "rebase or am"),
+        ] {
+            let path = git::run(
+                self.repo,
+                &["rev-parse", "--path-format=absolute", "--git-path", name],
+            )?;
+            if std::fs::symlink_metadata(path.trim()).is_ok() {
+                return Ok(Some(what));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The paths of the checkout that the worktree's changes would touch although the
+    /// checkout ignores them (a changed path that is an ignored file or folder, lies in one,
+    /// or is a folder holding one): git's merge overwrites and removes those without asking.
+    fn ignored_in_the_way(&self, sealed: &git::Sealed, files: &[String]) -> Result<Vec<String>> {
+        let ignored = git::paths(&self.run(
+            sealed,
+            &[
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+            ],
+        )?);
+        // Untracked repositories inside the checkout: git lists none of their ignored files,
+        // yet its merge overwrites them all the same. Whatever is in one counts.
+        let nested = git::paths(&self.run(
+            sealed,
+            &[
+                "ls-files",
+                "-z",
+                "--others",
+                "--exclude-standard",
+                "--directory",
+            ],
+        )?)
+        .into_iter()
+        .filter(|p| p.ends_with('/'));
+        let listed: Vec<String> = ignored.into_iter().chain(nested).collect();
+        Ok(files
+            .iter()
+            .filter(|f| listed.iter().any(|l| overlaps(f, l)))
+            .cloned()
+            .collect())
+    }
+
+    /// The checkout's paths with changes of the user's not committed (as `target`, the
+    /// commit checked out, has them), and the files the index is told not to look at.
+    fn dirty(&self, sealed: &git::Sealed, target: &str) -> Result<Vec<String>> {
+        sealed.set_head(Some(target))?;
+        let mut dirty = status_paths(&self.run(
+            sealed,
+            &[
+                "--no-optional-locks",
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+            ],
+        )?);
+        // Files the index is told not to look at (assume-unchanged, skip-worktree) may hold
+        // the user's edits that status does not show; a failed update would reset them.
+        for entry in git::paths(&self.run(sealed, &["ls-files", "-v", "-z"])?) {
+            if let Some((tag, path)) = entry.split_once(' ')
+                && (tag.chars().all(|c| c.is_ascii_lowercase()) || tag == "S")
+            {
+                dirty.push(path.to_string());
+            }
+        }
+        Ok(dirty)
+    }
+
+    /// Moves the checkout from `target` to `merged`, as `git merge --ff-only` would end but
+    /// under none of the project's settings: the branch first, only if it is still at
+    /// `target`; then the index and the files, by a two-tree `read-tree`, which refuses to
+    /// overwrite a change of the user's, staged or not, or a file it does not track; on a
+    /// refusal the branch is moved back. Staged changes to other files stay staged.
+    fn fast_forward(
+        &self,
+        sealed: &git::Sealed,
+        branch: &str,
+        target: &str,
+        merged: &str,
+    ) -> Result<()> {
+        let reference = format!("refs/heads/{branch}");
+        let moved = git::run_env(
+            self.repo,
+            &[
+                "update-ref",
+                "--no-deref",
+                "-m",
+                "waymark: merge",
+                &reference,
+                merged,
+                target,
+            ],
+            &[],
+        )?;
+        if !moved.status.success() {
+            return Err(WorktreeError::Git {
+                command: "git update-ref".into(),
+                dir: self.repo.display().to_string(),
+                message: format!("{}\nNothing was changed.", git::said(&moved)),
+            });
+        }
+        let args = ["read-tree", "-m", "-u", target, merged];
+        let out = sealed.run_env(Some(self.repo), Some(&self.index()), &args, &[])?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let back = git::run_env(
+            self.repo,
+            &[
+                "update-ref",
+                "--no-deref",
+                "-m",
+                "waymark: merge refused",
+                &reference,
+                target,
+                merged,
+            ],
+            &[],
+        );
+        let note = match back {
+            Ok(b) if b.status.success() => "Nothing was changed.".to_string(),
+            _ => format!(
+                "The branch {branch} now points at the merge commit {merged}, but the checkout's files were not updated: run `git reset --keep {target}` there to put it back."
+            ),
+        };
+        Err(WorktreeError::Git {
+            command: "git read-tree -m -u".into(),
+            dir: self.repo.display().to_string(),
+            message: format!("{}\n{note}", git::said(&out)),
+        })
+    }
 }
 
 /// Whether changing `path` touches `listed` (a path, or a folder with its `/`): the same
@@ -473,30 +684,6 @@ fn overlaps(path: &str, listed: &str) -> bool {
     path == l
         || path.strip_prefix(l).is_some_and(|r| r.starts_with('/'))
         || l.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
-}
-
-/// What the user's checkout is in the middle of, if anything (a merge, a rebase…).
-fn in_progress(repo: &Path) -> Result<Option<&'static str>> {
-    for (head, what) in [
-        ("MERGE_HEAD", "merge"),
-        ("CHERRY_PICK_HEAD", "cherry-pick"),
-        ("REVERT_HEAD", "revert"),
-    ] {
-        let out = git::run_env(repo, &["rev-parse", "-q", "--verify", head], &[])?;
-        if out.status.success() {
-            return Ok(Some(what));
-        }
-    }
-    for (dir, what) in [("rebase-merge", "rebase"), ("rebase-apply", "rebase or am")] {
-        let path = git::run(
-            repo,
-            &["rev-parse", "--path-format=absolute", "--git-path", dir],
-        )?;
-        if Path::new(path.trim()).exists() {
-            return Ok(Some(what));
-        }
-    }
-    Ok(None)
 }
 
 /// The paths `git status --porcelain=v1 -z` lists, both of a rename or copy.
@@ -521,7 +708,7 @@ fn status_paths(z: &str) -> Vec<String> {
 
 /// Which files differ between two trees or commits (`a` → `b`), attributes from `start`
 /// (the user's commit the worktree started at).
-fn changed(wt: &git::Worktree, start: &str, a: &str, b: &str) -> Result<Vec<PathChange>> {
+fn changed(sealed: &git::Sealed, start: &str, a: &str, b: &str) -> Result<Vec<PathChange>> {
     let mut args: Vec<String> = git::attr_source(start);
     args.extend(
         [
@@ -537,7 +724,7 @@ fn changed(wt: &git::Worktree, start: &str, a: &str, b: &str) -> Result<Vec<Path
         .map(String::from),
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = wt.run(&args)?;
+    let out = sealed.run(&args)?;
     let mut parts = git::paths(&out).into_iter();
     let mut list = Vec::new();
     while let (Some(status), Some(path)) = (parts.next(), parts.next()) {
@@ -560,14 +747,14 @@ fn changed(wt: &git::Worktree, start: &str, a: &str, b: &str) -> Result<Vec<Path
 /// then no one diff says what a merge would do.
 fn meeting_point(
     m: &db::WorktreeRow,
-    wt: &git::Worktree,
+    sealed: &git::Sealed,
     target: Option<&str>,
     head: &str,
 ) -> Result<String> {
     let Some(target) = target else {
         return Ok(m.base_commit.clone());
     };
-    let out = wt.run_env(&["merge-base", "--all", target, head], &[])?;
+    let out = sealed.run_env(None, None, &["merge-base", "--all", target, head], &[])?;
     let text = String::from_utf8_lossy(&out.stdout);
     let bases: Vec<&str> = text
         .lines()
@@ -624,18 +811,26 @@ fn head_of(wt: &git::Worktree) -> Result<String> {
         .to_string())
 }
 
+/// The worktree of row `m` and a sealed git folder for its project.
+fn open(m: &db::WorktreeRow) -> Result<(git::Worktree, git::Sealed)> {
+    let repo = Path::new(&m.repo);
+    let wt = git::Worktree::of(repo, Path::new(&m.path))?;
+    let sealed = git::Sealed::of(repo)?;
+    Ok((wt, sealed))
+}
+
 /// What differs from where the worktree meets its branch now ([`meeting_point`]), committed
 /// or not, and the commits made since.
 pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
     if m.state != WorktreeState::Active {
         return Ok((Vec::new(), 0));
     }
-    let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
+    let (wt, sealed) = &open(m)?;
     let head = head_of(wt)?;
-    let tree = tree_now(wt, &m.base_commit, &head)?;
-    let base = meeting_point(m, wt, branch_tip(m)?.as_deref(), &head)?;
-    let files = changed(wt, &m.base_commit, &base, &tree)?;
-    let commits = wt
+    let tree = tree_now(wt, sealed, &m.base_commit, &head)?;
+    let base = meeting_point(m, sealed, branch_tip(m)?.as_deref(), &head)?;
+    let files = changed(sealed, &m.base_commit, &base, &tree)?;
+    let commits = sealed
         .run(&["rev-list", "--count", &format!("{base}..{head}")])?
         .trim()
         .parse()
@@ -643,16 +838,21 @@ pub fn status(m: &db::WorktreeRow) -> Result<(Vec<PathChange>, u32)> {
     Ok((files, commits))
 }
 
+/// Most of a diff shown: past this the text is cut (at a line's end) and says so; the list
+/// of files changed is always whole.
+pub const DIFF_MAX: usize = 8 * 1024 * 1024;
+
 /// The whole diff a merge would bring in now: from where the worktree meets its branch
-/// ([`meeting_point`]) to what it holds (committed or not).
+/// ([`meeting_point`]) to what it holds (committed or not), at most [`DIFF_MAX`] bytes of it.
 pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
-    let wt = &git::Worktree::of(Path::new(&m.repo), Path::new(&m.path))?;
+    let (wt, sealed) = &open(m)?;
     let head = head_of(wt)?;
-    let tree = tree_now(wt, &m.base_commit, &head)?;
-    let base = meeting_point(m, wt, branch_tip(m)?.as_deref(), &head)?;
+    let tree = tree_now(wt, sealed, &m.base_commit, &head)?;
+    let base = meeting_point(m, sealed, branch_tip(m)?.as_deref(), &head)?;
     // Every file as text, its attributes from where the worktree started: the worktree's
     // own `.gitattributes` (`* -diff`) must not hide a change from the review, nor settings
-    // hide a submodule's new commit.
+    // hide a submodule's new commit; the names with git's own prefixes, whatever the
+    // settings say (`diff.srcPrefix` could make a file look like another).
     let mut args = git::attr_source(&m.base_commit);
     args.extend(
         [
@@ -663,6 +863,8 @@ pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
             "--no-textconv",
             "--ignore-submodules=none",
             "--submodule=short",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
             "--text",
             &base,
             &tree,
@@ -670,7 +872,14 @@ pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
         .map(String::from),
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let text = wt.run(&args)?;
+    let (mut text, cut) = sealed.run_capped(&args, DIFF_MAX)?;
+    if cut {
+        let files = changed(sealed, &m.base_commit, &base, &tree)?.len();
+        text.push_str(&format!(
+            "\n[The diff goes on past {} MiB and is cut here; {files} file(s) change in all. See the rest with `git diff {base} {tree}` in the worktree.]\n",
+            DIFF_MAX / (1024 * 1024)
+        ));
+    }
     Ok(WorktreeDiff {
         base,
         tree,
@@ -682,12 +891,15 @@ pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
 /// shows ([`diff`]): from where the worktree's history meets that branch now to what the
 /// worktree holds, applied to the branch's tip as a three-way merge. What the worktree holds is
 /// committed first (one commit, `message`), then a merge commit of the result is made, both
-/// with the user's git identity, and the user's checkout fast-forwards to it.
+/// with the user's git identity as it was when the worktree was made, and the user's checkout
+/// fast-forwards to it.
 ///
 /// Refused, changing nothing (no branch moves), when the target checkout has uncommitted
 /// changes to the same files, is on another branch or mid-operation, the merge conflicts, or
 /// git refuses the last step. With `reviewed`, refused when what it would bring in is no longer
-/// the diff reviewed. What is merged is the tree checked, never the worktree read again.
+/// the diff reviewed. What is merged is the tree checked, never the worktree read again. No
+/// setting of the project's is in force for any step that reads, merges or writes files
+/// ([`git::Sealed`]).
 pub fn merge(
     m: &db::WorktreeRow,
     message: &str,
@@ -697,39 +909,42 @@ pub fn merge(
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
     let repo = Path::new(&m.repo);
-    let wt = &git::Worktree::of(repo, Path::new(&m.path))?;
-    if let Some(what) = in_progress(repo)? {
+    let (wt, sealed) = &open(m)?;
+    let checkout = Checkout::of(repo)?;
+    if let Some(what) = checkout.in_progress()? {
         return Err(WorktreeError::TargetBusy {
             repo: m.repo.clone(),
             what,
         });
     }
-    let now = git::run_env(repo, &["symbolic-ref", "--short", "-q", "HEAD"], &[])?;
-    let now = String::from_utf8_lossy(&now.stdout).trim().to_string();
-    if now != m.base_branch {
+    let now = branch_of(repo)?;
+    if now.as_deref() != Some(m.base_branch.as_str()) {
         return Err(WorktreeError::BranchMoved {
             repo: m.repo.clone(),
-            now: if now.is_empty() {
-                "a detached HEAD".into()
-            } else {
-                now
-            },
+            now: now.unwrap_or_else(|| "a detached HEAD".into()),
             base: m.base_branch.clone(),
         });
     }
     // The target as it is now, named by its commit from here on: every step below works on
-    // this one, and the last refuses if the checkout moved meanwhile.
-    let target = git::run(repo, &["rev-parse", "--verify", "HEAD^{commit}"])?
-        .trim()
-        .to_string();
+    // this one, and the last refuses if the branch moved meanwhile.
+    let target = git::run(
+        repo,
+        &[
+            "rev-parse",
+            "--verify",
+            &format!("refs/heads/{}^{{commit}}", m.base_branch),
+        ],
+    )?
+    .trim()
+    .to_string();
     let head = head_of(wt)?;
-    let tree = tree_now(wt, &m.base_commit, &head)?;
-    let base = meeting_point(m, wt, Some(&target), &head)?;
+    let tree = tree_now(wt, sealed, &m.base_commit, &head)?;
+    let base = meeting_point(m, sealed, Some(&target), &head)?;
     if reviewed.is_some_and(|r| r.tree != tree || r.base != base) {
         return Err(WorktreeError::ChangedSinceReview);
     }
     // Everything there is already on the branch (the review showed no change).
-    let base_tree = wt.run(&["rev-parse", &format!("{base}^{{tree}}")])?;
+    let base_tree = sealed.run(&["rev-parse", &format!("{base}^{{tree}}")])?;
     if base_tree.trim() == tree {
         return Ok(MergeOutcome {
             committed: None,
@@ -738,14 +953,16 @@ pub fn merge(
             files: Vec::new(),
         });
     }
+    // Rows from before the identity was recorded: the settings as they are now.
+    let who = match &m.author {
+        Some(a) => Some(a.clone()),
+        None => identity(repo)?,
+    };
     // What is merged: one commit of the reviewed diff, what the worktree holds on top of the
     // meeting point, made but not put on any branch, so a refusal leaves everything as it
     // was. None of the worktree's own commits comes in: their history was never reviewed (an
     // `-s ours` merge there would mark another branch merged without its changes).
-    let tip = wt
-        .run(&["commit-tree", &tree, "-p", &base, "-m", message])?
-        .trim()
-        .to_string();
+    let tip = commit(sealed, &who, &tree, &[&base], message)?;
     // The three-way merge of `base` → `tip` onto the target, `base` named (git 2.40 and
     // later) though it is where `tip` and the target meet anyway: what comes in is exactly
     // the reviewed diff. Attributes come from the target, the user's.
@@ -756,7 +973,7 @@ pub fn merge(
     }
     args.extend([target.clone(), tip.clone()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let check = git::run_env(repo, &args, &[])?;
+    let check = sealed.run_env(None, None, &args, &[])?;
     let out = String::from_utf8_lossy(&check.stdout).into_owned();
     let mut listed = out
         .split("\0\0")
@@ -786,23 +1003,11 @@ pub fn merge(
         }
     };
     // What the checkout's update touches: the merge's result against the target.
-    let files: Vec<String> = changed(wt, &m.base_commit, &target, &merged_tree)?
+    let files: Vec<String> = changed(sealed, &m.base_commit, &target, &merged_tree)?
         .into_iter()
         .map(|c| c.path)
         .collect();
-    let mut dirty = status_paths(&git::run(
-        repo,
-        &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
-    )?);
-    // Files the index is told not to look at (assume-unchanged, skip-worktree) may hold
-    // the user's edits that status does not show; git's failed merge would reset them.
-    for entry in git::paths(&git::run(repo, &["ls-files", "-v", "-z"])?) {
-        if let Some((tag, path)) = entry.split_once(' ')
-            && (tag.chars().all(|c| c.is_ascii_lowercase()) || tag == "S")
-        {
-            dirty.push(path.to_string());
-        }
-    }
+    let dirty = checkout.dirty(sealed, &target)?;
     let both: Vec<&String> = files
         .iter()
         .filter(|f| dirty.iter().any(|d| overlaps(f, d)))
@@ -813,7 +1018,7 @@ pub fn merge(
             files: list_of(&both),
         });
     }
-    let ignored = ignored_in_the_way(repo, &files)?;
+    let ignored = checkout.ignored_in_the_way(sealed, &files)?;
     if !ignored.is_empty() {
         return Err(WorktreeError::TargetIgnored {
             repo: m.repo.clone(),
@@ -827,34 +1032,8 @@ pub fn merge(
     );
     // The merge commit: the result checked, on the target and the worktree's commit. It is
     // only an object until the checkout moves to it.
-    let merged = git::run(
-        repo,
-        &[
-            "commit-tree",
-            &merged_tree,
-            "-p",
-            &target,
-            "-p",
-            &tip,
-            "-m",
-            &title,
-        ],
-    )?
-    .trim()
-    .to_string();
-    // The checkout fast-forwards to it, as `git merge` would have ended: git refuses, moving
-    // nothing, when the checkout moved meanwhile or a change there would be overwritten.
-    let mut args = git::attr_source(&target);
-    args.extend(["merge", "--ff-only", "-q", merged.as_str()].map(String::from));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let ff = git::run_env(repo, &args, &[])?;
-    if !ff.status.success() {
-        return Err(WorktreeError::Git {
-            command: format!("git merge {}", m.branch),
-            dir: m.repo.clone(),
-            message: format!("{}\nNothing was changed.", git::said(&ff)),
-        });
-    }
+    let merged = commit(sealed, &who, &merged_tree, &[&target, &tip], &title)?;
+    checkout.fast_forward(sealed, &m.base_branch, &target, &merged)?;
     // Merged: the worktree's branch takes the commit merged (if it still points where it
     // did; the ref itself, never one it names), and its index follows it; files changed
     // since stay as changes there.
@@ -868,7 +1047,7 @@ pub fn merge(
             &tip,
             &head,
         ])
-        .and_then(|_| wt.run(&["read-tree", &tip]));
+        .and_then(|_| sealed.run_in(None, &wt.index(), &["read-tree", &tip]));
     if let Err(e) = moved {
         tracing::warn!("merged, but the worktree's branch stays where it was: {e}");
     }
@@ -880,22 +1059,32 @@ pub fn merge(
     })
 }
 
-/// Removes the worktree and its branch.
+/// Removes the worktree and its branch. A worktree folder replaced by a link is never
+/// removed through it: the link goes, and git forgets the worktree.
 pub fn discard(m: &db::WorktreeRow) -> Result<()> {
     if m.state == WorktreeState::Discarded {
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
     let repo = Path::new(&m.repo);
-    if Path::new(&m.path).exists() {
-        // git checks that the worktree's `.git` points back at its git folder: put it back
-        // as git wrote it first (the agent may have changed it).
-        if let Ok(wt) = git::Worktree::of(repo, Path::new(&m.path)) {
-            wt.restore_link()?;
+    let path = Path::new(&m.path);
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.is_dir() => {
+            std::fs::remove_file(path).map_err(io(path))?;
+            git::run(repo, &["worktree", "prune"])?;
         }
-        // Twice forced: a worktree the agent locked (`git worktree lock`) goes too.
-        git::run(repo, &["worktree", "remove", "--force", "--force", &m.path])?;
-    } else {
-        git::run(repo, &["worktree", "prune"])?;
+        Ok(_) => {
+            git::real_folder(path)?;
+            // git checks that the worktree's `.git` points back at its git folder: put it
+            // back as git wrote it first (the agent may have changed it).
+            if let Ok(wt) = git::Worktree::of(repo, path) {
+                wt.restore_link()?;
+            }
+            // Twice forced: a worktree the agent locked (`git worktree lock`) goes too.
+            git::run(repo, &["worktree", "remove", "--force", "--force", &m.path])?;
+        }
+        Err(_) => {
+            git::run(repo, &["worktree", "prune"])?;
+        }
     }
     let gone = git::run_env(repo, &["branch", "-D", &m.branch], &[])?;
     // A branch deleted by hand already is gone all the same.

@@ -543,8 +543,10 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     std::fs::write(sub.join(".git/HEAD"), format!("{}\n", head.trim())).unwrap();
     std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
     let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    let sealed = git::Sealed::of(&r.main).unwrap();
+    let at = head_of(&wt).unwrap();
     // Past the check, as if the repository appeared just after it.
-    let tree = tree_of(&wt, &m.base_commit, "HEAD").unwrap();
+    let tree = tree_of(&wt, &sealed, &m.base_commit, &at).unwrap();
     assert!(
         !marker.exists(),
         "git entered the repository at the submodule's path"
@@ -557,7 +559,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     // A repository somewhere new is recorded as a new submodule: refused.
     let other = m.path.join("other");
     committed_repo(&other, "g");
-    let e = tree_of(&wt, &m.base_commit, "HEAD").unwrap_err();
+    let e = tree_of(&wt, &sealed, &m.base_commit, &at).unwrap_err();
     assert_eq!(e.code(), "nested_repository", "{e}");
     assert!(!marker.exists());
 }
@@ -1086,4 +1088,335 @@ fn a_branch_switched_during_the_merge_never_reverts_the_users_work() {
         toggler.join().unwrap();
         assert_eq!(read(&r, "README.md"), "SECURITY FIX\n", "try {i}");
     }
+}
+
+/// Fourth red-team: the agent turns the project into a partial clone whose "remote" is a
+/// program of its own (`remote.origin.uploadpack`), and points its branch at a commit whose
+/// tree is missing: reading that tree would fetch it, running the program. Nothing is ever
+/// fetched: the review fails on the missing object and runs nothing.
+#[test]
+fn a_partial_clone_fetch_runs_nothing_at_review() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "lazy").unwrap();
+    let marker = r._dir.path().join("ran");
+    let prog = r._dir.path().join("prog.sh");
+    agent_program(&prog, &marker);
+    let main = r.main.display().to_string();
+    agent_git(&m, &r, &["config", "extensions.partialClone", "origin"]);
+    agent_git(&m, &r, &["config", "remote.origin.promisor", "true"]);
+    agent_git(&m, &r, &["config", "remote.origin.url", &main]);
+    agent_git(
+        &m,
+        &r,
+        &[
+            "config",
+            "remote.origin.uploadpack",
+            &format!("{}; false", prog.display()),
+        ],
+    );
+    let head = agent_git(&m, &r, &["rev-parse", "HEAD"]);
+    let forged = format!(
+        "tree 2222222222222222222222222222222222222222\nparent {}\nauthor a <a> 1 +0000\ncommitter a <a> 1 +0000\n\nx\n",
+        head.trim()
+    );
+    let path = r._dir.path().join("forged");
+    std::fs::write(&path, forged).unwrap();
+    let id = agent_git(
+        &m,
+        &r,
+        &[
+            "hash-object",
+            "-t",
+            "commit",
+            "--literally",
+            "-w",
+            &path.display().to_string(),
+        ],
+    );
+    agent_git(&m, &r, &["update-ref", "HEAD", id.trim()]);
+    let w = m.row("s", 0);
+    assert!(status(&w).is_err());
+    assert!(diff(&w).is_err());
+    assert!(merge(&w, "x", None).is_err());
+    assert!(
+        !marker.exists(),
+        "ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+}
+
+/// The agent names the user's project settings for the review: `filter.<name>.clean` in the
+/// project's shared settings, and `info/attributes` giving every file that filter.
+fn agent_filter(m: &Made, r: &Repo, name: &str, prog: &Path) {
+    std::fs::create_dir_all(r.main.join(".git/info")).unwrap();
+    std::fs::write(
+        r.main.join(".git/info/attributes"),
+        format!("* filter={name}\n"),
+    )
+    .unwrap();
+    let p = prog.display().to_string();
+    agent_git(m, r, &["config", &format!("filter.{name}.clean"), &p]);
+    agent_git(m, r, &["config", &format!("filter.{name}.smudge"), &p]);
+}
+
+/// Fourth red-team: a filter named `a=b`. Settings given as `-c key=value` are split at the
+/// first `=`, so switching `filter.a=b.clean` off that way switched `filter.a` off instead,
+/// and the agent's program ran on every file at review.
+#[test]
+fn a_filter_named_with_an_equals_sign_runs_nothing() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "eq").unwrap();
+    let marker = r._dir.path().join("ran");
+    let prog = r._dir.path().join("prog.sh");
+    agent_program(&prog, &marker);
+    agent_filter(&m, &r, "a=b", &prog);
+    std::fs::write(m.path.join("README.md"), "readme\nthe agent's line\n").unwrap();
+    let w = m.row("s", 0);
+    status(&w).unwrap();
+    diff(&w).unwrap();
+    merge(&w, "x", None).unwrap();
+    assert!(
+        !marker.exists(),
+        "ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    assert_eq!(read(&r, "README.md"), "readme\nthe agent's line\n");
+}
+
+/// Fourth red-team: a process of the agent's that outlived its turn keeps swapping an
+/// included settings file between empty and one defining a filter, so a filter can appear
+/// between Waymark listing the settings and git reading them. No review reads the project's
+/// settings at all, so nothing runs whatever the timing.
+#[test]
+fn settings_that_change_during_a_review_run_nothing() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "race").unwrap();
+    let marker = r._dir.path().join("ran");
+    let prog = r._dir.path().join("prog.sh");
+    agent_program(&prog, &marker);
+    std::fs::create_dir_all(r.main.join(".git/info")).unwrap();
+    std::fs::write(r.main.join(".git/info/attributes"), "* filter=zz\n").unwrap();
+    let included = r._dir.path().join("included");
+    std::fs::write(&included, "").unwrap();
+    agent_git(
+        &m,
+        &r,
+        &["config", "include.path", &included.display().to_string()],
+    );
+    std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, included) = (stop.clone(), included.clone());
+        let defined = format!("[filter \"zz\"]\n\tclean = {}\n", prog.display());
+        std::thread::spawn(move || {
+            let mut on = false;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                on = !on;
+                let next = included.with_extension("next");
+                std::fs::write(&next, if on { defined.as_str() } else { "" }).unwrap();
+                std::fs::rename(&next, &included).unwrap();
+            }
+        })
+    };
+    let w = m.row("s", 0);
+    for _ in 0..10 {
+        status(&w).unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(
+        !marker.exists(),
+        "ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+}
+
+/// Fourth red-team: `core.worktree` in the project's shared settings (which a linked
+/// worktree ignores but the user's checkout obeys) made the merge write the agent's files
+/// into a folder of its choosing; `core.bare` made every merge fail. The merge writes the
+/// user's checkout and nothing else, whatever the settings say.
+#[test]
+fn the_merge_writes_the_users_checkout_whatever_core_worktree_says() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "wt").unwrap();
+    let second = create(&r.main, &r.root, "bare").unwrap();
+    let outside = r._dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    agent_git(
+        &m,
+        &r,
+        &["config", "core.worktree", &outside.display().to_string()],
+    );
+    std::fs::write(m.path.join("planted.txt"), "planted\n").unwrap();
+    let w = m.row("s", 0);
+    merge(&w, "x", None).unwrap();
+    assert!(!outside.join("planted.txt").exists());
+    assert_eq!(read(&r, "planted.txt"), "planted\n");
+    // The user's checkout is whole: nothing shows as deleted or changed there.
+    let work_tree = format!("--work-tree={}", r.main.display());
+    let st = git(
+        &r.main,
+        &[&work_tree, "status", "--porcelain", "--untracked-files=no"],
+    );
+    assert_eq!(st, "");
+    // `core.bare` set by the agent does not stop the next merge.
+    agent_git(&second, &r, &["config", "core.bare", "true"]);
+    std::fs::write(second.path.join("second.txt"), "second\n").unwrap();
+    merge(&second.row("s", 0), "y", None).unwrap();
+    assert_eq!(read(&r, "second.txt"), "second\n");
+}
+
+/// Fourth red-team: the agent moves its worktree away and puts a link to another folder at
+/// its path. The review read that folder as the agent's changes, and discard deleted what
+/// was in it. Now review and merge refuse, and discard removes the link alone.
+#[test]
+fn a_worktree_folder_replaced_by_a_link_is_never_read_or_removed_through() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "moved").unwrap();
+    let victim = r._dir.path().join("victim");
+    std::fs::create_dir_all(victim.join("sub")).unwrap();
+    std::fs::write(victim.join("keep.txt"), "keep\n").unwrap();
+    std::fs::write(victim.join("sub/deep.txt"), "deep\n").unwrap();
+    let away = m.path.with_extension("real");
+    std::fs::rename(&m.path, &away).unwrap();
+    std::os::unix::fs::symlink(&victim, &m.path).unwrap();
+    let w = m.row("s", 0);
+    assert_eq!(status(&w).unwrap_err().code(), "worktree_replaced");
+    assert_eq!(diff(&w).unwrap_err().code(), "worktree_replaced");
+    assert_eq!(
+        merge(&w, "x", None).unwrap_err().code(),
+        "worktree_replaced"
+    );
+    assert_eq!(read(&r, "README.md"), "readme\n");
+    discard(&w).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(victim.join("keep.txt")).unwrap(),
+        "keep\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.join("sub/deep.txt")).unwrap(),
+        "deep\n"
+    );
+    assert!(std::fs::symlink_metadata(&m.path).is_err());
+}
+
+/// Fourth red-team: the agent renames a folder and sets `merge.directoryRenames`, so a file
+/// the user added to that folder meanwhile would be moved along by the merge, a move the
+/// review never showed. It is a conflict instead, and the user's file stays where it is.
+#[test]
+fn a_directory_rename_never_moves_files_the_review_did_not_show() {
+    let r = repo();
+    std::fs::create_dir_all(r.main.join("internal")).unwrap();
+    std::fs::write(r.main.join("internal/a.txt"), "a\n").unwrap();
+    git(&r.main, &["add", "-A"]);
+    git(&r.main, &["commit", "-qm", "internal"]);
+    let m = create(&r.main, &r.root, "dirs").unwrap();
+    agent_git(&m, &r, &["mv", "internal", "public"]);
+    agent_git(&m, &r, &["commit", "-qm", "publish"]);
+    agent_git(&m, &r, &["config", "merge.directoryRenames", "true"]);
+    std::fs::write(r.main.join("internal/creds.txt"), "secret\n").unwrap();
+    git(&r.main, &["add", "-A"]);
+    git(&r.main, &["commit", "-qm", "creds"]);
+    let e = merge(&m.row("s", 0), "x", None).unwrap_err();
+    assert_eq!(e.code(), "merge_conflict", "{e}");
+    assert_eq!(read(&r, "internal/creds.txt"), "secret\n");
+    assert!(!r.main.join("public/creds.txt").exists());
+}
+
+/// Fourth red-team: the agent sets `merge.autoStash`; git's merge then stashed the user's
+/// staged change and put it back unstaged. The merge leaves what the user staged staged.
+#[test]
+fn the_users_staged_change_stays_staged_after_a_merge() {
+    let r = repo();
+    std::fs::write(r.main.join("u.txt"), "v0\n").unwrap();
+    git(&r.main, &["add", "u.txt"]);
+    git(&r.main, &["commit", "-qm", "u"]);
+    let m = create(&r.main, &r.root, "stash").unwrap();
+    agent_git(&m, &r, &["config", "merge.autoStash", "true"]);
+    std::fs::write(m.path.join("README.md"), "agent\n").unwrap();
+    std::fs::write(r.main.join("u.txt"), "v1\n").unwrap();
+    git(&r.main, &["add", "u.txt"]);
+    std::fs::write(r.main.join("u.txt"), "v2\n").unwrap();
+    merge(&m.row("s", 0), "x", None).unwrap();
+    assert_eq!(read(&r, "README.md"), "agent\n");
+    assert_eq!(git(&r.main, &["show", ":u.txt"]), "v1\n");
+    assert_eq!(read(&r, "u.txt"), "v2\n");
+}
+
+/// Fourth red-team: a tag named `MERGE_HEAD` made the checkout look mid-merge, and a tag
+/// named like the branch made it look on another branch; every merge was refused. Neither is
+/// taken for what it is not.
+#[test]
+fn tags_named_like_git_states_or_the_branch_refuse_nothing() {
+    let r = repo();
+    git(&r.main, &["tag", "MERGE_HEAD"]);
+    git(&r.main, &["tag", "main"]);
+    let m = create(&r.main, &r.root, "tags").unwrap();
+    assert_eq!(m.base_branch, "main");
+    std::fs::write(m.path.join("t.txt"), "t\n").unwrap();
+    merge(&m.row("s", 0), "x", None).unwrap();
+    assert_eq!(read(&r, "t.txt"), "t\n");
+}
+
+/// Fourth red-team: the agent set `user.name` and `user.email` in the project's shared
+/// settings, and the merge's commits carried that name as the user's. They carry the
+/// identity the user had when the worktree was made; and the review's file names are git's
+/// own, whatever `diff.srcPrefix` says.
+#[test]
+fn the_agent_cannot_sign_the_merge_or_rename_the_reviewed_files() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "who").unwrap();
+    agent_git(&m, &r, &["config", "user.name", "Alice Colleague"]);
+    agent_git(&m, &r, &["config", "user.email", "alice@corp.invalid"]);
+    agent_git(&m, &r, &["config", "diff.srcPrefix", "tests/fixtures/"]);
+    agent_git(&m, &r, &["config", "diff.dstPrefix", "tests/fixtures/"]);
+    agent_git(&m, &r, &["config", "diff.noprefix", "true"]);
+    std::fs::write(m.path.join("README.md"), "agent\n").unwrap();
+    let w = m.row("s", 0);
+    let d = diff(&w).unwrap();
+    assert!(d.diff.contains("+++ b/README.md"), "{}", d.diff);
+    assert!(!d.diff.contains("fixtures"), "{}", d.diff);
+    merge(
+        &w,
+        "x",
+        Some(&WorktreeReview {
+            base: d.base,
+            tree: d.tree,
+        }),
+    )
+    .unwrap();
+    let said = |rev: &str| git(&r.main, &["log", "-1", "--format=%an <%ae>|%cn <%ce>", rev]);
+    let user = "Dev Eloper <dev@example.invalid>";
+    assert_eq!(said("HEAD").trim(), format!("{user}|{user}"));
+    assert_eq!(said("HEAD^2").trim(), format!("{user}|{user}"));
+}
+
+/// Fourth red-team: a diff of hundreds of megabytes was read whole, by the CLI and the app.
+/// It is cut at [`DIFF_MAX`], and says so.
+#[test]
+fn a_huge_diff_is_cut_and_says_so() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "huge").unwrap();
+    let line = "0123456789abcdef".repeat(8);
+    let big: String = (0..(DIFF_MAX / line.len() + 1000))
+        .map(|i| format!("{i} {line}\n"))
+        .collect();
+    std::fs::write(m.path.join("big.txt"), big).unwrap();
+    let d = diff(&m.row("s", 0)).unwrap();
+    assert!(d.diff.len() < DIFF_MAX + 1024, "{}", d.diff.len());
+    assert!(d.diff.contains("is cut here; 1 file(s) change"));
+    assert!(
+        !d.diff.contains(
+            "8 MiB and is cut here; 1 file(s) change in all. See the rest with `git diff\n"
+        )
+    );
+}
+
+/// git's own words reach the user: no hint about grafts stands in for them.
+#[test]
+fn gits_own_error_is_reported() {
+    let r = repo();
+    let e = git::run(&r.main, &["rev-parse", "--verify", "HEAD~5"]).unwrap_err();
+    assert!(!e.to_string().contains("graft"), "{e}");
+    assert!(e.to_string().contains("Needed a single revision"), "{e}");
 }

@@ -48,7 +48,14 @@ impl Runtime {
         };
         // A worktree whose changes cannot be read is still shown (and can be discarded).
         let (changed, commits, problem) = match waymark_worktree::status(&row) {
-            Ok((changed, commits)) => (changed, commits, None),
+            // Paths shown escaped (bidi and invisible characters in a file name the agent
+            // chose), as the CLI prints them.
+            Ok((mut changed, commits)) => {
+                for c in &mut changed {
+                    c.path = waymark_protocol::display::escape_line(&c.path);
+                }
+                (changed, commits, None)
+            }
             Err(e) => (Vec::new(), 0, Some(e.to_string())),
         };
         Ok(Some(WorktreeView {

@@ -319,7 +319,8 @@ async fn a_session_in_a_worktree_reads_its_history_in_plan_mode_and_writes_none_
 }
 
 /// The review the app shows writes bidi and invisible characters out, as every other review
-/// does: a right-to-left override in a file the agent wrote cannot reorder what the user reads.
+/// does: a right-to-left override in a file the agent wrote, or in its name, cannot reorder
+/// what the user reads.
 #[tokio::test]
 async fn a_worktree_diff_shows_bidi_and_invisible_characters_escaped() {
     let h = Harness::new(Config::default());
@@ -332,6 +333,8 @@ async fn a_worktree_diff_shows_bidi_and_invisible_characters_escaped() {
                 model: Some(h.script(json!({"responses": [
                     {"tool_calls": [{"name": "write", "arguments": {"path": "x.rs",
                         "content": "let ok = \"\u{202e}// check it\u{202c}\"; del\u{200b}ete();\n"}}]},
+                    {"tool_calls": [{"name": "write", "arguments": {"path": "notes\u{202e}txt.sh",
+                        "content": "x\n"}}]},
                     {"text": "done"}
                 ]}))),
                 permission_mode: Some(PermissionMode::Auto),
@@ -349,5 +352,10 @@ async fn a_worktree_diff_shows_bidi_and_invisible_characters_escaped() {
         d.diff
     );
     assert!(!d.diff.contains('\u{202e}') && !d.diff.contains('\u{200b}'));
+    // The list of changed files too (a file name can reorder what the user reads).
+    let w = h.runtime.worktree(s.id()).unwrap().unwrap();
+    let names: Vec<&str> = w.changed.iter().map(|c| c.path.as_str()).collect();
+    assert!(names.contains(&"notes\\u{202e}txt.sh"), "{names:?}");
+    assert!(names.iter().all(|n| !n.contains('\u{202e}')), "{names:?}");
     s.shutdown().await.unwrap();
 }
