@@ -642,6 +642,11 @@ async fn drive(
     }
     handle.submit(Op::Resume).await?;
     let mut interrupts = 0;
+    // SIGTERM and SIGHUP (a process manager, a closed terminal, `timeout`) stop the turn as
+    // Ctrl-C does, so a call under way is charged and the turn closes before the process
+    // ends; a second one quits at once.
+    let mut terminate = unix_signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut hangup = unix_signal(tokio::signal::unix::SignalKind::hangup())?;
     // The error the run ended with so far: set by a turn that failed or a session error,
     // cleared by a turn that finished well after it.
     let mut failure: Option<waymark_protocol::ErrorInfo> = None;
@@ -750,20 +755,33 @@ async fn drive(
                     errln!("[usage limit: the goal resumes in {}]", left_until(at));
                 }
             }
-            _ = tokio::signal::ctrl_c() => {
+            code = async {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => 130u8,
+                    _ = terminate.recv() => 143,
+                    _ = hangup.recv() => 129,
+                }
+            } => {
                 if waiting.is_some() {
                     errln!("\n[stopped waiting for the usage limit; the goal stays usage-limited until you resume it]");
-                    break ExitCode::from(130);
+                    break ExitCode::from(code);
                 }
                 interrupts += 1;
                 if interrupts > 1 {
-                    break ExitCode::from(130);
+                    break ExitCode::from(code);
                 }
-                errln!("\n[stopping the turn; press Ctrl-C again to quit at once]");
+                errln!("\n[stopping the turn; press Ctrl-C again (or signal again) to quit at once]");
                 handle.submit(Op::Stop).await?;
             }
         }
     };
     handle.shutdown().await?;
     Ok(code)
+}
+
+/// A stream of signal `kind` for the run loop.
+fn unix_signal(
+    kind: tokio::signal::unix::SignalKind,
+) -> anyhow::Result<tokio::signal::unix::Signal> {
+    Ok(tokio::signal::unix::signal(kind)?)
 }

@@ -55,9 +55,12 @@ about 600 words. Do not call tools.";
 pub fn item_tokens(item: &HistoryItem) -> u64 {
     let bytes = match item {
         HistoryItem::User { text, .. } => text.len(),
+        // Reasoning is sent back where the wire takes it: it counts.
         HistoryItem::Assistant {
-            text, tool_calls, ..
-        } => text.len() + calls_bytes(tool_calls),
+            text,
+            reasoning,
+            tool_calls,
+        } => text.len() + reasoning.as_ref().map_or(0, String::len) + calls_bytes(tool_calls),
         HistoryItem::ToolResult { content, .. } => content.len() + RESULT_OVERHEAD_BYTES,
     };
     estimate_tokens(bytes)

@@ -259,6 +259,13 @@ fn recover(
     for ext in extensions {
         ext.on_open(tx, id, crashed)?;
     }
+    // Calls whose process stopped before they were charged: each is charged, at the most it
+    // could cost (what was held for it), to its turn, before the turn closes (so a goal
+    // counts it).
+    let lost = tx.settle_holds(id)?;
+    if lost > 0 {
+        tracing::warn!("{lost} model call(s) cut off by a stopped process charged at their most");
+    }
     for t in store::turns::with_status(tx.conn(), id, store::TurnStatus::Running)? {
         crate::turn::close_turn(
             tx,

@@ -156,17 +156,28 @@ impl SessionCore {
     }
 
     /// What one call with `usage` that went by `route` is charged, by the prices in force
-    /// (G-31): its cost, or `None` when the model has no price.
+    /// (G-31): its cost, or `None` when the model has no price; it replaces the hold `hold`
+    /// taken for the call by [`SessionCore::gate_call`].
     pub(crate) fn charge_for(
         &self,
         route: &crate::provider::Route,
         usage: &waymark_protocol::Usage,
+        hold: Option<store::spend::Hold>,
     ) -> store::spend::Charge {
         store::spend::Charge {
             micros: route
                 .price(&self.config().pricing)
                 .map(|p| p.cost_micros(usage)),
             day: crate::clock::local_day(self.clock.now_ms()),
+            hold,
+        }
+    }
+
+    /// Takes hold `hold` off its day: its call never went out, or was not billed.
+    pub(crate) fn release(&self, hold: Option<store::spend::Hold>) -> Result<()> {
+        match hold {
+            Some(h) => self.write(|tx| Ok(tx.release(h)?)),
+            None => Ok(()),
         }
     }
 
@@ -174,9 +185,11 @@ impl SessionCore {
     /// within what (G-33): while a spending limit is set (`limits.daily_cost_usd`, or a goal's
     /// cost budget an extension reports through [`Extension::cost_left`]), a call to a model
     /// without a price is refused, since nothing could hold it to the limit; a call is refused
-    /// once the day's cap is reached or when its input alone would pass what the cap has left;
-    /// and its output (`max_output_tokens`) is cut to what the tightest limit can still pay
-    /// for. `Some` is why it may not start.
+    /// once the day's cap or the goal's budget is reached or when its input alone would pass
+    /// what one has left; its output (`max_output_tokens`) is cut to what the tightest limit
+    /// can still pay for; and its most possible cost (input and bounded output) is held
+    /// against the day until it is charged, so every process's limits see it in flight, and
+    /// a process killed mid-call leaves it counted.
     ///
     /// [`Extension::cost_left`]: crate::extension::Extension::cost_left
     pub(crate) fn gate_call(
@@ -185,7 +198,30 @@ impl SessionCore {
         turn_id: Option<i64>,
         route: &crate::provider::Route,
         request: &mut crate::provider::ModelRequest,
-    ) -> Result<Option<waymark_protocol::ErrorInfo>> {
+    ) -> Result<waymark_extension::Gate> {
+        use waymark_extension::Gate;
+        Ok(match self.limit_call(api, turn_id, route, request)? {
+            Err(refused) => Gate::Refused(refused),
+            Ok(None) => Gate::Go(None),
+            Ok(Some(micros)) => {
+                let day = crate::clock::local_day(self.clock.now_ms());
+                let sid = self.id.clone();
+                Gate::Go(Some(
+                    self.write(|tx| Ok(tx.hold(&sid, turn_id, &day, micros)?))?,
+                ))
+            }
+        })
+    }
+
+    /// [`SessionCore::gate_call`] without the hold: `Err` is why the call may not start;
+    /// `Ok(Some)` the micro-dollars to hold while it runs (a priced call under a limit).
+    fn limit_call(
+        &self,
+        api: &SessionApi,
+        turn_id: Option<i64>,
+        route: &crate::provider::Route,
+        request: &mut crate::provider::ModelRequest,
+    ) -> Result<std::result::Result<Option<u64>, waymark_protocol::ErrorInfo>> {
         use waymark_protocol::cost;
         let config = self.config();
         let now = self.clock.now_ms();
@@ -212,7 +248,7 @@ impl SessionCore {
             }
         }
         if limits.is_empty() {
-            return Ok(None);
+            return Ok(Ok(None));
         }
         let spec = &route.spec;
         let Some(price) = route.price(&config.pricing) else {
@@ -226,10 +262,10 @@ impl SessionCore {
                 ),
             );
             info.setting = Some("pricing".into());
-            return Ok(Some(info));
+            return Ok(Err(info));
         };
         if let Some((spent, cap)) = capped {
-            return Ok(Some(self.cap_reached(
+            return Ok(Err(self.cap_reached(
                 now,
                 format!(
                     "today's spending cap is reached: {} of {} spent on model calls across all sessions (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
@@ -249,7 +285,7 @@ impl SessionCore {
         if let Some(left) = daily_left
             && unaffordable(left)
         {
-            return Ok(Some(self.cap_reached(
+            return Ok(Err(self.cap_reached(
                 now,
                 format!(
                     "the next model call would pass today's spending cap: its input alone (about {} tokens) costs about {}, and {} of the cap is left (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
@@ -259,38 +295,44 @@ impl SessionCore {
                 ),
             )));
         }
-        // The same for a goal's budget, except when it is already spent: then the one call
-        // allowed past it is the summary's (G-22). The goal settles as `budget_limited(cost)`.
-        if let Some(left) = goal_left.filter(|l| *l > 0)
+        // The same for a goal's budget, spent or not: no call of a goal's turn or of its
+        // reviewer goes past it (the extension reports no budget for the summary turn, the
+        // one call allowed past it, G-22). The goal settles as `budget_limited(cost)`.
+        if let Some(left) = goal_left
             && unaffordable(left)
         {
-            return Ok(Some(waymark_protocol::ErrorInfo::new(
+            return Ok(Err(waymark_protocol::ErrorInfo::new(
                 "cost_budget",
-                format!(
-                    "the next model call would pass the goal's cost budget: its input alone (about {} tokens) costs about {}, and {} of the budget is left. Raise the budget to go on.",
-                    request.estimated_tokens(),
-                    cost::label(input),
-                    cost::label(left)
-                ),
+                if left == 0 {
+                    "the goal's cost budget is spent: no further model call is made for it. Raise the budget to go on.".to_string()
+                } else {
+                    format!(
+                        "the next model call would pass the goal's cost budget: its input alone (about {} tokens) costs about {}, and {} of the budget is left. Raise the budget to go on.",
+                        request.estimated_tokens(),
+                        cost::label(input),
+                        cost::label(left)
+                    )
+                },
             )));
         }
         // The output is what a call can still be held to: no more tokens than the tightest
-        // limit can pay for once the input is paid. A limit already at nothing is one its own
-        // guard enforces (a spent goal budget's summary call is the one allowed past it).
+        // limit can pay for once the input is paid.
         let per_token = price.output_per_mtok;
-        if per_token > 0.0 {
-            let tightest = limits
-                .iter()
-                .map(|(_, left)| *left)
-                .filter(|left| *left > 0)
-                .min();
-            if let Some(left) = tightest {
-                let affordable = left.saturating_sub(input) as f64 / per_token;
-                let bound = affordable.floor().clamp(1.0, f64::from(u32::MAX)) as u32;
-                request.max_output_tokens = request.max_output_tokens.min(bound);
-            }
+        if per_token > 0.0
+            && let Some(left) = limits.iter().map(|(_, left)| *left).min()
+        {
+            let affordable = left.saturating_sub(input) as f64 / per_token;
+            let bound = affordable.floor().clamp(1.0, f64::from(u32::MAX)) as u32;
+            request.max_output_tokens = request.max_output_tokens.min(bound);
         }
-        Ok(None)
+        // The most the call can cost: its input at the input price and every output token it
+        // may write.
+        let most = input.saturating_add(
+            (f64::from(request.max_output_tokens) * per_token.max(0.0))
+                .ceil()
+                .min(u64::MAX as f64) as u64,
+        );
+        Ok(Ok((most > 0).then_some(most)))
     }
 
     /// The error of a call the daily cap stops: code `spend_cap`, the setting, and when the

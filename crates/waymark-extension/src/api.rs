@@ -51,11 +51,13 @@ pub trait SessionHost: Send + Sync {
     fn model_spec(&self) -> String;
     /// The session's model now with its spec, read together (one call's route).
     fn route(&self) -> waymark_provider::Route;
-    /// What one call with `usage` that went by `route` is charged now (G-31).
+    /// What one call with `usage` that went by `route` is charged now (G-31), replacing the
+    /// hold `hold` taken for it.
     fn charge_for(
         &self,
         route: &waymark_provider::Route,
         usage: &waymark_protocol::Usage,
+        hold: Option<waymark_store::spend::Hold>,
     ) -> waymark_store::spend::Charge;
     /// Whether model call `request` of turn `turn_id` may start now, and within what: see
     /// [`SessionApi::gate_call`].
@@ -65,7 +67,7 @@ pub trait SessionHost: Send + Sync {
         turn_id: Option<i64>,
         route: &waymark_provider::Route,
         request: &mut waymark_provider::ModelRequest,
-    ) -> Result<Option<waymark_protocol::ErrorInfo>>;
+    ) -> Result<Gate>;
     /// Every tool the session has.
     fn tools(&self) -> &ToolRegistry;
     /// The session's shell sandbox.
@@ -198,24 +200,28 @@ impl SessionApi {
     pub fn route(&self) -> waymark_provider::Route {
         self.host.route()
     }
-    /// What one call with `usage` that went by `route` is charged now (G-31).
+    /// What one call with `usage` that went by `route` is charged now (G-31), replacing the
+    /// hold `hold` taken for it by [`SessionApi::gate_call`].
     pub fn charge_for(
         &self,
         route: &waymark_provider::Route,
         usage: &waymark_protocol::Usage,
+        hold: Option<waymark_store::spend::Hold>,
     ) -> waymark_store::spend::Charge {
-        self.host.charge_for(route, usage)
+        self.host.charge_for(route, usage, hold)
     }
-    /// Whether model call `request` of turn `turn_id` may start now (G-33): `Some` says why
-    /// not (the daily spending cap is reached or the call's input would pass it; a spending
-    /// limit is set and the model has no price). When it may, its `max_output_tokens` may
-    /// have been cut to what the limits in force can still pay for.
+    /// Whether model call `request` of turn `turn_id` may start now (G-33): refused when
+    /// the daily spending cap or a goal's cost budget is reached or the call's input would
+    /// pass it, or when a spending limit is set and the model has no price. When it may, its
+    /// `max_output_tokens` may have been cut to what the limits in force can still pay for,
+    /// and under a limit its most possible cost is held against the day until the call is
+    /// charged (the charge takes the hold; a call that never went out releases it).
     pub fn gate_call(
         &self,
         turn_id: Option<i64>,
         route: &waymark_provider::Route,
         request: &mut waymark_provider::ModelRequest,
-    ) -> Result<Option<waymark_protocol::ErrorInfo>> {
+    ) -> Result<Gate> {
         self.host.gate_call(self, turn_id, route, request)
     }
     /// Every tool the session has.
@@ -322,4 +328,15 @@ mod slot_tests {
         let got = std::panic::catch_unwind(|| slots.get::<Mutex<u64>>());
         assert!(got.is_err(), "a wrong-typed slot gave a fresh default");
     }
+}
+
+/// What [`SessionApi::gate_call`] says of a model call.
+#[derive(Debug)]
+pub enum Gate {
+    /// It may go. Under a spending limit its most possible cost is held against the day:
+    /// the call's charge takes the hold, and a call that never went out releases it
+    /// (`Tx::release`).
+    Go(Option<waymark_store::spend::Hold>),
+    /// It may not start: why.
+    Refused(waymark_protocol::ErrorInfo),
 }

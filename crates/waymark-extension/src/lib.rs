@@ -43,7 +43,7 @@ pub mod rules;
 pub mod services;
 pub mod source;
 
-pub use api::{SessionApi, SessionHost, Slots};
+pub use api::{Gate, SessionApi, SessionHost, Slots};
 pub use error::{Error, Result};
 pub use waymark_protocol::{display, secrets};
 pub use waymark_provider as provider;

@@ -215,14 +215,16 @@ pub(crate) fn budget_spent(api: &SessionApi, turn_id: i64) -> Result<bool> {
 }
 
 /// What the next model call of goal turn `turn_id` may still spend under the goal's cost
-/// budget (G-32, G-33), or `None` when it works for no goal with one. The calls of a turn
-/// still open are not on the goal yet, so they count here; a closed turn's (the reviewer
-/// checks it) already are.
+/// budget (G-32, G-33), or `None` when it works for no goal with one, or is the goal's
+/// summary turn (the one call allowed past a spent budget, G-22). The calls of a turn still
+/// open are not on the goal yet, so they count here; a closed turn's (the reviewer checks
+/// it) already are.
 pub(crate) fn cost_left(api: &SessionApi, turn_id: Option<i64>) -> Result<Option<u64>> {
     let Some(turn_id) = turn_id else {
         return Ok(None);
     };
-    let Some(goal_id) = turn_goal_of(api, turn_id)?.goal_id else {
+    let tg = turn_goal_of(api, turn_id)?;
+    let Some(goal_id) = tg.goal_id.filter(|_| !tg.summary) else {
         return Ok(None);
     };
     api.read(|c| {
@@ -380,6 +382,7 @@ pub(crate) async fn settle(
             {
                 p.goal.tokens_used = g.tokens_used;
                 p.goal.active_ms = g.active_ms;
+                p.goal.cost = g.cost;
             }
             match checked {
                 super::verifier::Checked::Verdict(v) => Some(v),

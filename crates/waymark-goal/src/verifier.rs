@@ -163,8 +163,11 @@ pub(crate) async fn verify(
     };
     // What a call cost: charged to the turn it checks (and its day), and to the goal (G-31),
     // by the model it went to.
-    let charge = |route: &waymark_provider::Route, usage: &waymark_protocol::Usage| -> Result<()> {
-        let charge = api.charge_for(route, usage);
+    let charge = |route: &waymark_provider::Route,
+                  usage: &waymark_protocol::Usage,
+                  hold: Option<waymark_store::spend::Hold>|
+     -> Result<()> {
+        let charge = api.charge_for(route, usage, hold);
         let spend = waymark_protocol::cost::Spend {
             micros: charge.micros.unwrap_or(0),
             unpriced_calls: u64::from(charge.micros.is_none()),
@@ -193,28 +196,42 @@ pub(crate) async fn verify(
         // the goal's budget unable to pay for the call, limits the goal; an unpriced model
         // under a limit is an error.
         let route = api.route();
-        if let Some(refused) = api.gate_call(Some(turn_id), &route, &mut request)? {
-            account(0, &mut clock)?;
-            return Ok(
-                if matches!(refused.code.as_str(), "spend_cap" | "cost_budget") {
-                    Checked::Capped(refused)
-                } else {
-                    Checked::Verdict(Verdict::Error(refused.message))
-                },
-            );
-        }
-        let sink = |_: StreamEvent| {};
-        // A call that went out and failed while answering, or was stopped, is billed: it
-        // counts on the estimate.
-        let unanswered = waymark_provider::estimate_failed(request.estimated_tokens(), 0);
+        let hold = match api.gate_call(Some(turn_id), &route, &mut request)? {
+            waymark_extension::Gate::Refused(refused) => {
+                account(0, &mut clock)?;
+                return Ok(
+                    if matches!(refused.code.as_str(), "spend_cap" | "cost_budget") {
+                        Checked::Capped(refused)
+                    } else {
+                        Checked::Verdict(Verdict::Error(refused.message))
+                    },
+                );
+            }
+            waymark_extension::Gate::Go(hold) => hold,
+        };
+        // How far the reply has come: a call that went out and failed while answering, or
+        // was stopped, is billed for what had streamed or been reported.
+        let progress = std::sync::Mutex::new(waymark_provider::Progress::default());
+        let sink = |ev: StreamEvent| {
+            if let StreamEvent::Progress(p) = ev {
+                *progress.lock().unwrap_or_else(|p| p.into_inner()) = p;
+            }
+        };
+        let unanswered = || {
+            progress
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .charge(request.estimated_tokens())
+        };
         let reply = tokio::select! {
             r = tracing::Instrument::instrument(
                 route.provider.call(&request, &sink),
                 tracing::info_span!("model_call", step, purpose = "verifier"),
             ) => r,
             _ = cancel.cancelled() => {
-                account(unanswered.total(), &mut clock)?;
-                charge(&route, &unanswered)?;
+                let usage = unanswered();
+                account(usage.total(), &mut clock)?;
+                charge(&route, &usage, hold)?;
                 return Ok(Checked::Stopped);
             }
         };
@@ -222,9 +239,11 @@ pub(crate) async fn verify(
             Ok(r) => r,
             Err(e) => {
                 if e.streamed {
-                    account(unanswered.total(), &mut clock)?;
-                    charge(&route, &unanswered)?;
+                    let usage = unanswered();
+                    account(usage.total(), &mut clock)?;
+                    charge(&route, &usage, hold)?;
                 } else {
+                    api.write(|tx| Ok(hold.map(|h| tx.release(h)).transpose()?))?;
                     account(0, &mut clock)?;
                 }
                 return Ok(Checked::Verdict(Verdict::Error(format!(
@@ -233,7 +252,7 @@ pub(crate) async fn verify(
             }
         };
         account(reply.usage.total(), &mut clock)?;
-        charge(&route, &reply.usage)?;
+        charge(&route, &reply.usage, hold)?;
         if reply.tool_calls.is_empty() {
             let verdict = parse_verdict(&reply.text);
             if matches!(verdict, Verdict::Error(_)) {

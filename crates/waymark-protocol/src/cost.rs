@@ -60,13 +60,28 @@ impl Price {
             ("output_per_mtok", Some(self.output_per_mtok)),
             ("cached_input_per_mtok", self.cached_input_per_mtok),
         ];
-        fields.into_iter().find_map(|(name, v)| {
+        let out_of_range = fields.into_iter().find_map(|(name, v)| {
             let v = v?;
             (!(v.is_finite() && (0.0..=MAX_PRICE_PER_MTOK).contains(&v))).then(|| {
                 (
                     name,
                     format!(
                         "must be a number of USD per million tokens from 0 to {MAX_PRICE_PER_MTOK} (got {v})"
+                    ),
+                )
+            })
+        });
+        // Cached input is a discount on input: priced above it, a limit's check (which
+        // prices a request's input at the input price) would let calls through that cost
+        // more than it reckoned.
+        out_of_range.or_else(|| {
+            let cached = self.cached_input_per_mtok?;
+            (cached > self.input_per_mtok).then(|| {
+                (
+                    "cached_input_per_mtok",
+                    format!(
+                        "must not be more than input_per_mtok ({}): cached input is input read from the provider's cache, never dearer (got {cached})",
+                        self.input_per_mtok
                     ),
                 )
             })
@@ -145,9 +160,12 @@ pub fn matches(pattern: &str, spec: &str) -> bool {
     left.len() >= last.len() && left.ends_with(last)
 }
 
-/// The most specific of `entries` matching `spec`: the one with the most characters that
-/// are not `*` (the first of those in order on a tie).
-fn best<'a>(entries: impl Iterator<Item = (&'a str, &'a Price)>, spec: &str) -> Option<Price> {
+/// The most specific of `entries` matching `spec`, with how specific it is: the one with the
+/// most characters that are not `*` (the first of those in order on a tie).
+fn best<'a>(
+    entries: impl Iterator<Item = (&'a str, &'a Price)>,
+    spec: &str,
+) -> Option<(usize, Price)> {
     let mut found: Option<(usize, Price)> = None;
     for (pattern, price) in entries {
         if !matches(pattern, spec) {
@@ -158,23 +176,30 @@ fn best<'a>(entries: impl Iterator<Item = (&'a str, &'a Price)>, spec: &str) -> 
             found = Some((weight, *price));
         }
     }
-    found.map(|(_, p)| p)
+    found
 }
 
-/// The price of model `spec` (`openai:gpt-4.1`): the user's most specific entry, else the
-/// built-in one; `None` when neither names it (its cost is then unknown). The built-in price
-/// of nothing for Ollama's models holds only where the model runs on this machine or the
-/// local network (`local`): an `ollama:` spec pointed at a paid service elsewhere is unpriced.
+/// The price of model `spec` (`openai:gpt-4.1`): the most specific pattern that matches it,
+/// the user's entries and the built-in ones taken together, the user's winning a tie; `None`
+/// when none names it (its cost is then unknown). So a broad entry of the user's (`*` at $0,
+/// for a free local server) never prices a model the built-in list names more exactly. The
+/// built-in price of nothing for Ollama's models holds only where the model runs on this
+/// machine or the local network (`local`): an `ollama:` spec pointed at a paid service
+/// elsewhere is unpriced.
 pub fn price_of(spec: &str, user: &BTreeMap<String, Price>, local: bool) -> Option<Price> {
-    best(user.iter().map(|(k, v)| (k.as_str(), v)), spec).or_else(|| {
-        best(
-            BUILTIN_PRICES
-                .iter()
-                .filter(|(k, _)| local || !k.starts_with("ollama:"))
-                .map(|(k, v)| (*k, v)),
-            spec,
-        )
-    })
+    let mine = best(user.iter().map(|(k, v)| (k.as_str(), v)), spec);
+    let builtin = best(
+        BUILTIN_PRICES
+            .iter()
+            .filter(|(k, _)| local || !k.starts_with("ollama:"))
+            .map(|(k, v)| (*k, v)),
+        spec,
+    );
+    match (mine, builtin) {
+        (Some((w, p)), Some((b, _))) if w >= b => Some(p),
+        (_, Some((_, p))) | (Some((_, p)), None) => Some(p),
+        (None, None) => None,
+    }
 }
 
 /// Micro-dollars as dollars.
@@ -295,17 +320,41 @@ mod tests {
         user.insert("openai:*".to_string(), Price::of(1.0, 1.0, 1.0));
         user.insert("openai:gpt-4.1*".to_string(), Price::of(9.0, 9.0, 9.0));
         assert_eq!(
-            price_of("openai:gpt-4.1-mini", &user, false)
+            price_of("openai:gpt-4.1-turbo", &user, false)
                 .unwrap()
                 .input_per_mtok,
             9.0
         );
-        // The user's entries win over the built-in ones, even a less specific one.
+        // The built-in entry more specific than any of the user's.
+        assert_eq!(
+            price_of("openai:gpt-4.1-mini", &user, false)
+                .unwrap()
+                .input_per_mtok,
+            0.4
+        );
+        // Fourth red-team: a broad entry of the user's (`openai:*`, `*` at $0) never prices a
+        // model the built-in list names more exactly; an entry as specific as the built-in
+        // one wins (a negotiated price).
         assert_eq!(
             price_of("openai:gpt-4o", &user, false)
                 .unwrap()
                 .input_per_mtok,
-            1.0
+            2.5
+        );
+        let mut free = BTreeMap::new();
+        free.insert("*".to_string(), Price::of(0.0, 0.0, 0.0));
+        assert_eq!(
+            price_of("openai:gpt-5-pro", &free, false).map(|p| p.output_per_mtok),
+            Some(120.0)
+        );
+        assert_eq!(
+            price_of("kimi:moonshot-v1", &free, false).map(|p| p.output_per_mtok),
+            Some(0.0)
+        );
+        free.insert("openai:gpt-5-pro*".to_string(), Price::of(7.0, 7.0, 70.0));
+        assert_eq!(
+            price_of("openai:gpt-5-pro", &free, false).map(|p| p.output_per_mtok),
+            Some(70.0)
         );
         let none = BTreeMap::new();
         assert_eq!(
@@ -368,5 +417,11 @@ mod tests {
             Some("output_per_mtok")
         );
         assert_eq!(Price::of(3.0, 0.3, 15.0).invalid(), None);
+        // Fourth red-team: cached input dearer than input is refused, named.
+        assert_eq!(
+            Price::of(1.0, 10_000.0, 1.0).invalid().map(|(f, _)| f),
+            Some("cached_input_per_mtok")
+        );
+        assert_eq!(Price::of(1.0, 1.0, 1.0).invalid(), None);
     }
 }

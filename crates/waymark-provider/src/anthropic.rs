@@ -135,10 +135,22 @@ pub(crate) struct EventFolder {
     /// The output figure of `message_delta` (the one `message_start` carries counts only
     /// what was out by then).
     output: Option<u64>,
+    /// Bytes of text, reasoning and tool calls streamed so far.
+    streamed: usize,
     done: bool,
 }
 
 impl EventFolder {
+    /// The input the provider reported: the fresh, the cache-written and the cache-read
+    /// figures together, as OpenAI counts it.
+    fn input_figure(&self) -> Option<u64> {
+        match (self.input, self.created, self.read) {
+            (None, None, None) => None,
+            // Each figure is bounded, so the sum cannot overflow.
+            (i, c, r) => Some(i.unwrap_or(0) + c.unwrap_or(0) + r.unwrap_or(0)),
+        }
+    }
+
     /// Takes the input figures a usage object gives (each one it gives replaces the one seen
     /// before).
     fn take_input(&mut self, u: &Value) -> Result<(), ProviderError> {
@@ -196,6 +208,7 @@ impl http::StreamFold for EventFolder {
                             && !t.is_empty()
                         {
                             self.text.push_str(t);
+                            self.streamed += t.len();
                             sink(StreamEvent::Text(t.to_string()));
                         }
                         Block::Text
@@ -216,16 +229,22 @@ impl http::StreamFold for EventFolder {
                 match delta.get("type").and_then(Value::as_str).unwrap_or("") {
                     "text_delta" => {
                         let t = s("text");
+                        self.streamed += t.len();
                         self.text.push_str(&t);
                         sink(StreamEvent::Text(t));
                     }
                     "thinking_delta" => {
                         let t = s("thinking");
+                        self.streamed += t.len();
                         self.reasoning.push_str(&t);
                         sink(StreamEvent::Reasoning(t));
                     }
                     "input_json_delta" => match self.blocks.get_mut(&index) {
-                        Some(Block::ToolUse { json, .. }) => json.push_str(&s("partial_json")),
+                        Some(Block::ToolUse { json, .. }) => {
+                            let part = s("partial_json");
+                            self.streamed += part.len();
+                            json.push_str(&part);
+                        }
                         _ => {
                             return Err(ProviderError::bad_response(format!(
                                 "input_json_delta for block {index}, which is not a tool call"
@@ -292,6 +311,15 @@ impl http::StreamFold for EventFolder {
         self.done
     }
 
+    fn progress(&self) -> crate::Progress {
+        crate::Progress {
+            output_bytes: self.streamed,
+            input: self.input_figure(),
+            output: self.output,
+            cached: self.read,
+        }
+    }
+
     fn finish(self, estimate_input: u64) -> Result<ModelResponse, ProviderError> {
         if !self.done {
             return Err(ProviderError::bad_response(
@@ -301,11 +329,7 @@ impl http::StreamFold for EventFolder {
         // What the provider did not say (no usage, `{}`, null fields) is estimated, and the
         // record says so: a missing figure is never taken as zero. The input is the fresh,
         // the cache-written and the cache-read figures together, as OpenAI counts it.
-        let input = match (self.input, self.created, self.read) {
-            (None, None, None) => None,
-            // Each figure is bounded, so the sum cannot overflow.
-            (i, c, r) => Some(i.unwrap_or(0) + c.unwrap_or(0) + r.unwrap_or(0)),
-        };
+        let input = self.input_figure();
         let output = super::estimate_tokens(
             self.text.len() + self.reasoning.len() + super::calls_bytes(&self.calls),
         );

@@ -66,6 +66,8 @@ pub(crate) trait StreamFold: Default {
     fn is_done(&self) -> bool;
     /// The reply, or `bad_response` if the stream stopped early.
     fn finish(self, estimate_input: u64) -> Result<super::ModelResponse, ProviderError>;
+    /// How far the reply has come.
+    fn progress(&self) -> super::Progress;
 }
 
 /// The HTTP side of one wire client: options, a lazily built client, and what to tell the
@@ -142,6 +144,8 @@ impl Wire {
             folder
                 .push(&ev.map_err(answered)?.data, sink)
                 .map_err(answered)?;
+            // What a failure or a stop from here on is charged for.
+            sink(super::StreamEvent::Progress(folder.progress()));
             if folder.is_done() {
                 break;
             }

@@ -105,9 +105,15 @@ impl ModelRequest {
         for m in &self.messages {
             bytes += match m {
                 ModelMessage::User { text } => text.len(),
+                // Reasoning is sent back where the wire takes it (`reasoning_content`), so it
+                // counts: limits and charges work from this figure.
                 ModelMessage::Assistant {
-                    text, tool_calls, ..
-                } => text.len() + calls_bytes(tool_calls),
+                    text,
+                    reasoning,
+                    tool_calls,
+                } => {
+                    text.len() + reasoning.as_ref().map_or(0, String::len) + calls_bytes(tool_calls)
+                }
                 // Providers count an image as a fixed number of tokens, about 1.6k for a
                 // small one, whatever its bytes.
                 ModelMessage::ToolResult {
@@ -152,6 +158,8 @@ pub fn estimate_tokens(bytes: usize) -> u64 {
 pub enum StreamEvent {
     Text(String),
     Reasoning(String),
+    /// How far the reply has come (sent after each event of a wire client's stream).
+    Progress(Progress),
     /// A failed attempt that will be retried after `wait`.
     Retry {
         attempt: u32,
@@ -363,7 +371,7 @@ impl ProviderError {
     }
 }
 
-pub use usage::{MAX_CALL_TOKENS, estimate_failed};
+pub use usage::{MAX_CALL_TOKENS, Progress};
 
 /// Parses a tool call's argument text; empty means no arguments. Text that is not JSON is
 /// passed on as a string so the tool can tell the model what is wrong.
@@ -377,3 +385,27 @@ pub(crate) fn parse_arguments(raw: &str) -> serde_json::Value {
 #[cfg(test)]
 #[path = "extreme_tests.rs"]
 mod extreme_tests;
+
+#[cfg(test)]
+mod estimate_tests {
+    use super::*;
+
+    /// Fourth red-team: reasoning sent back with each request (`reasoning_content`) was left out
+    /// of the request's estimate, so limits, the floor under reported figures and the charge of a
+    /// failed call all worked from a figure far too low. It counts.
+    #[test]
+    fn reasoning_sent_back_counts_in_the_request_estimate() {
+        let req = ModelRequest {
+            system: String::new(),
+            messages: vec![ModelMessage::Assistant {
+                text: String::new(),
+                reasoning: Some("r".repeat(32_000)),
+                tool_calls: vec![],
+            }],
+            tools: vec![],
+            max_output_tokens: 1,
+            purpose: CallPurpose::Main,
+        };
+        assert!(req.message_tokens() >= 8_000, "{}", req.message_tokens());
+    }
+}

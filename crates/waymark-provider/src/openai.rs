@@ -36,10 +36,14 @@ impl OpenAiProvider {
 /// With `images`, the images tools returned follow their results as one user message of
 /// image parts (a tool message carries text only); without, their lines in the text are all
 /// the model gets.
+/// With `completion_tokens`, the output is bounded by `max_completion_tokens`, which OpenAI's
+/// own service wants (its reasoning models, GPT-5 and the o-series, refuse `max_tokens`);
+/// other servers speaking the protocol take `max_tokens`.
 pub(crate) fn request_body(
     model: &str,
     req: &ModelRequest,
     images: bool,
+    completion_tokens: bool,
 ) -> Result<Vec<u8>, ProviderError> {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     messages.push(Msg::System {
@@ -114,7 +118,8 @@ pub(crate) fn request_body(
             include_usage: true,
         },
         messages,
-        max_tokens: req.max_output_tokens,
+        max_tokens: (!completion_tokens).then_some(req.max_output_tokens),
+        max_completion_tokens: completion_tokens.then_some(req.max_output_tokens),
         tools: req
             .tools
             .iter()
@@ -136,13 +141,34 @@ pub(crate) fn request_body(
     })
 }
 
+/// Whether `base_url` is OpenAI's own service (or Azure's), which bounds the output with
+/// `max_completion_tokens`.
+fn openai_service(base_url: &str) -> bool {
+    let rest = base_url
+        .split_once("://")
+        .map_or(base_url, |(_, r)| r)
+        .to_ascii_lowercase();
+    let host = rest
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or("")
+        .rsplit('@')
+        .next()
+        .unwrap_or("");
+    let host = host.split(':').next().unwrap_or("");
+    host == "api.openai.com" || host.ends_with(".openai.azure.com")
+}
+
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
     stream: bool,
     stream_options: StreamOptions,
     messages: Vec<Msg<'a>>,
-    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolDef<'a>>,
 }
@@ -232,6 +258,8 @@ pub(crate) struct ChunkFolder {
     reasoning: String,
     calls: BTreeMap<u64, PartialCall>,
     usage: Option<crate::usage::Reported>,
+    /// Bytes of text, reasoning and tool calls streamed so far.
+    streamed: usize,
     finished: bool,
     done: bool,
 }
@@ -301,6 +329,7 @@ impl http::StreamFold for ChunkFolder {
                 && !t.is_empty()
             {
                 self.text.push_str(t);
+                self.streamed += t.len();
                 sink(StreamEvent::Text(t.to_string()));
             }
             for key in ["reasoning_content", "reasoning"] {
@@ -308,6 +337,7 @@ impl http::StreamFold for ChunkFolder {
                     && !t.is_empty()
                 {
                     self.reasoning.push_str(t);
+                    self.streamed += t.len();
                     sink(StreamEvent::Reasoning(t.to_string()));
                 }
             }
@@ -331,9 +361,11 @@ impl http::StreamFold for ChunkFolder {
                 if let Some(f) = tc.get("function") {
                     if let Some(n) = f.get("name").and_then(Value::as_str) {
                         slot.name.push_str(n);
+                        self.streamed += n.len();
                     }
                     if let Some(a) = f.get("arguments").and_then(Value::as_str) {
                         slot.arguments.push_str(a);
+                        self.streamed += a.len();
                     }
                 }
             }
@@ -343,6 +375,16 @@ impl http::StreamFold for ChunkFolder {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    fn progress(&self) -> crate::Progress {
+        let u = self.usage.unwrap_or_default();
+        crate::Progress {
+            output_bytes: self.streamed,
+            input: u.input,
+            output: u.output,
+            cached: u.cached,
+        }
     }
 
     /// The reply, or `bad_response` if the stream stopped before the end.
@@ -428,7 +470,12 @@ impl ModelProvider for OpenAiProvider {
         Box::pin(async move {
             let ep = &self.endpoint;
             // OpenAI's own endpoint takes images; a compatible server may not.
-            let body = request_body(&ep.model, request, ep.label == "openai")?;
+            let body = request_body(
+                &ep.model,
+                request,
+                ep.label == "openai",
+                openai_service(&ep.base_url),
+            )?;
             let mut headers = Vec::new();
             if let Some(k) = &ep.api_key {
                 headers.push(("authorization", format!("Bearer {k}")));
@@ -561,7 +608,8 @@ mod tests {
             max_output_tokens: 99,
             purpose: CallPurpose::Main,
         };
-        let v: Value = serde_json::from_slice(&request_body("m", &req, true).unwrap()).unwrap();
+        let v: Value =
+            serde_json::from_slice(&request_body("m", &req, true, false).unwrap()).unwrap();
         assert_eq!(
             v,
             json!({
@@ -606,7 +654,8 @@ mod tests {
             max_output_tokens: 9,
             purpose: crate::CallPurpose::Main,
         };
-        let v: Value = serde_json::from_slice(&request_body("m", &req, true).unwrap()).unwrap();
+        let v: Value =
+            serde_json::from_slice(&request_body("m", &req, true, false).unwrap()).unwrap();
         let roles: Vec<&str> = v["messages"]
             .as_array()
             .unwrap()
@@ -617,7 +666,8 @@ mod tests {
         let parts = &v["messages"][3]["content"];
         assert_eq!(parts[2]["type"], "image_url");
         assert_eq!(parts[2]["image_url"]["url"], "data:image/png;base64,iVBO");
-        let v: Value = serde_json::from_slice(&request_body("m", &req, false).unwrap()).unwrap();
+        let v: Value =
+            serde_json::from_slice(&request_body("m", &req, false, false).unwrap()).unwrap();
         assert_eq!(v["messages"].as_array().unwrap().len(), 4, "no images sent");
     }
 
@@ -647,5 +697,38 @@ mod tests {
         assert_eq!(e.kind, ProviderErrorKind::BadResponse);
         let e = fold(&[r#"{"choices":[{"delta":"#]).unwrap_err();
         assert_eq!(e.kind, ProviderErrorKind::BadResponse);
+    }
+
+    /// Fourth red-team (an aside): OpenAI's own service refuses `max_tokens` for its
+    /// reasoning models (GPT-5, the o-series) and takes `max_completion_tokens`; other
+    /// servers speaking the protocol take `max_tokens`.
+    #[test]
+    fn openais_own_service_gets_max_completion_tokens() {
+        for (url, own) in [
+            ("https://api.openai.com/v1", true),
+            ("HTTPS://API.OPENAI.COM:443/v1", true),
+            ("https://me.openai.azure.com/openai/v1", true),
+            ("https://api.openai.com.evil.example/v1", false),
+            ("https://api.deepseek.com/v1", false),
+            ("http://127.0.0.1:11434/v1", false),
+            ("https://user@api.openai.com/v1", true),
+        ] {
+            assert_eq!(openai_service(url), own, "{url}");
+        }
+        let req = ModelRequest {
+            system: "s".into(),
+            messages: vec![],
+            tools: vec![],
+            max_output_tokens: 77,
+            purpose: crate::CallPurpose::Main,
+        };
+        let own: Value =
+            serde_json::from_slice(&request_body("m", &req, true, true).unwrap()).unwrap();
+        assert_eq!(own["max_completion_tokens"], 77);
+        assert!(own.get("max_tokens").is_none());
+        let other: Value =
+            serde_json::from_slice(&request_body("m", &req, true, false).unwrap()).unwrap();
+        assert_eq!(other["max_tokens"], 77);
+        assert!(other.get("max_completion_tokens").is_none());
     }
 }

@@ -76,24 +76,55 @@ impl Reported {
         let plausible = |got: Option<u64>, estimate: u64| got.filter(|n| *n >= estimate / 8);
         let input = plausible(self.input, estimate_input);
         let output = plausible(self.output, estimate_output);
+        // The cached figure is a part of the input figure: it counts only with the input it
+        // belongs to, and never past it (an input estimated because the one reported was
+        // not believed cannot be discounted by the cached figure that came with it).
+        let cached = match input {
+            Some(i) => self.cached.unwrap_or(0).min(i),
+            None => 0,
+        };
         Usage {
             input_tokens: input.unwrap_or(estimate_input),
             output_tokens: output.unwrap_or(estimate_output),
-            cached_tokens: self.cached.unwrap_or(0),
+            cached_tokens: cached,
             estimated: input.is_none() || output.is_none(),
         }
     }
 }
 
-/// What a reply that failed or was stopped after its request went out is charged: the
-/// request's estimate, and what had streamed of the reply (`streamed_bytes`), marked
-/// estimated. A provider bills a call it began answering.
-pub fn estimate_failed(request_tokens: u64, streamed_bytes: usize) -> Usage {
-    Usage {
-        input_tokens: request_tokens,
-        output_tokens: crate::estimate_tokens(streamed_bytes),
-        cached_tokens: 0,
-        estimated: true,
+/// How far a reply had come: the bytes of text, reasoning and tool-call arguments streamed
+/// so far, and the figures the provider had reported by then. Wire clients send it as
+/// [`crate::StreamEvent::Progress`] after each event of the stream, so a call that fails or
+/// is stopped midway is charged for what it had streamed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub output_bytes: usize,
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+    pub cached: Option<u64>,
+}
+
+impl Progress {
+    /// What a call that failed or was stopped after its request went out is charged, marked
+    /// estimated (a provider bills a call it began answering): the larger of the request's
+    /// estimate (`request_tokens`) and the input the provider reported, and the larger of
+    /// what streamed and the output it reported. The cached figure counts only with the
+    /// input figure it came with.
+    pub fn charge(&self, request_tokens: u64) -> Usage {
+        let request_tokens = request_tokens.min(MAX_CALL_TOKENS);
+        let reported_in = self.input.filter(|i| *i >= request_tokens);
+        let input = reported_in.unwrap_or(request_tokens);
+        let output = self
+            .output
+            .unwrap_or(0)
+            .max(crate::estimate_tokens(self.output_bytes))
+            .min(MAX_CALL_TOKENS);
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cached_tokens: reported_in.map_or(0, |i| self.cached.unwrap_or(0).min(i)),
+            estimated: true,
+        }
     }
 }
 
@@ -147,6 +178,23 @@ mod tests {
             (u.input_tokens, u.output_tokens, u.estimated),
             (3000, 500, false)
         );
+        // Fourth red-team: an input figure not believed takes its cached figure with it (it
+        // would price the estimate as read from the cache), and a cached figure never passes
+        // the input it is part of.
+        let u = Reported {
+            input: Some(0),
+            output: Some(10),
+            cached: Some(100_000_000),
+        }
+        .settle(1200, 10);
+        assert_eq!((u.input_tokens, u.cached_tokens), (1200, 0));
+        let u = Reported {
+            input: Some(3000),
+            output: Some(10),
+            cached: Some(90_000),
+        }
+        .settle(1200, 10);
+        assert_eq!((u.input_tokens, u.cached_tokens), (3000, 3000));
         // An empty reply reports 0 output honestly.
         let u = Reported {
             input: Some(3000),
@@ -155,5 +203,40 @@ mod tests {
         }
         .settle(4000, 0);
         assert!(!u.estimated);
+    }
+
+    /// Fourth red-team: a call that fails or is stopped after streaming is charged for what
+    /// streamed (reasoning and tool arguments too) or what the provider reported, whichever
+    /// is more; never less than the request.
+    #[test]
+    fn a_broken_call_is_charged_for_what_it_streamed_or_reported() {
+        let p = Progress {
+            output_bytes: 32_000,
+            input: Some(50_000),
+            output: Some(9_000),
+            cached: Some(60_000),
+        };
+        let u = p.charge(1_183);
+        assert_eq!(
+            (
+                u.input_tokens,
+                u.output_tokens,
+                u.cached_tokens,
+                u.estimated
+            ),
+            (50_000, 9_000, 50_000, true)
+        );
+        let u = Progress {
+            output_bytes: 32_000,
+            input: Some(10),
+            output: Some(1),
+            cached: Some(10),
+        }
+        .charge(1_183);
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.cached_tokens),
+            (1_183, 8_000, 0)
+        );
+        assert_eq!(Progress::default().charge(500).output_tokens, 0);
     }
 }

@@ -49,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0012_rewind.sql"),
     include_str!("../migrations/0013_cost.sql"),
     include_str!("../migrations/0014_estimated_usage.sql"),
+    include_str!("../migrations/0015_spend_holds.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);

@@ -416,6 +416,7 @@ mod tests {
                     &crate::spend::Charge {
                         micros: Some(12),
                         day: "2026-12-04".into(),
+                        hold: None,
                     },
                 )
             })

@@ -66,8 +66,9 @@ impl SessionHost for SessionCore {
         &self,
         route: &crate::provider::Route,
         usage: &waymark_protocol::Usage,
+        hold: Option<store::spend::Hold>,
     ) -> store::spend::Charge {
-        SessionCore::charge_for(self, route, usage)
+        SessionCore::charge_for(self, route, usage, hold)
     }
     fn gate_call(
         &self,
@@ -75,7 +76,7 @@ impl SessionHost for SessionCore {
         turn_id: Option<i64>,
         route: &crate::provider::Route,
         request: &mut crate::provider::ModelRequest,
-    ) -> Result<Option<waymark_protocol::ErrorInfo>> {
+    ) -> Result<waymark_extension::api::Gate> {
         SessionCore::gate_call(self, api, turn_id, route, request)
     }
     fn tools(&self) -> &ToolRegistry {

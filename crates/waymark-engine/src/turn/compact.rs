@@ -54,21 +54,38 @@ pub(super) async fn compact(
     let mut request = c::request(previous.as_ref(), &prefix, window);
     let route = core.route();
     // The spending limits hold this call too (G-33).
-    if let Some(refused) = core.gate_call(api, turn_id, &route, &mut request)? {
-        return Ok(Compacted::Failed(crate::provider::ProviderError::new(
-            crate::provider::ProviderErrorKind::RequestRejected,
-            refused.message,
-        )));
-    }
-    let sink = |_: StreamEvent| {};
+    let hold = match core.gate_call(api, turn_id, &route, &mut request)? {
+        waymark_extension::Gate::Refused(refused) => {
+            return Ok(Compacted::Failed(crate::provider::ProviderError::new(
+                crate::provider::ProviderErrorKind::RequestRejected,
+                refused.message,
+            )));
+        }
+        waymark_extension::Gate::Go(hold) => hold,
+    };
+    // How far the summary has come: what a failure or a stop midway is charged for.
+    let progress = std::sync::Mutex::new(crate::provider::Progress::default());
+    let sink = |ev: StreamEvent| {
+        if let StreamEvent::Progress(p) = ev {
+            *progress.lock().unwrap_or_else(|p| p.into_inner()) = p;
+        }
+    };
+    let billed = || {
+        progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .charge(request.estimated_tokens())
+    };
+    let sid = core.id.as_str();
     // A call that went out is charged whatever comes of it: a failure while the provider
-    // answered, Stop, and a reply with no summary all cost what the provider bills.
+    // answered, Stop, and a reply with no summary all cost what the provider bills. Between
+    // turns it is the session's.
     let charge = |usage: waymark_protocol::Usage| -> Result<()> {
-        let charge = core.charge_for(&route, &usage);
+        let charge = core.charge_for(&route, &usage, hold);
         core.write(|tx| {
             match turn_id {
                 Some(turn_id) => tx.add_usage(turn_id, usage, &charge)?,
-                None => tx.charge(None, &charge)?,
+                None => tx.charge_session(sid, &charge)?,
             }
             Ok(())
         })
@@ -79,7 +96,7 @@ pub(super) async fn compact(
             tracing::info_span!("compaction_call", items = prefix.len()),
         ) => r,
         _ = cancel.cancelled() => {
-            charge(crate::provider::estimate_failed(request.estimated_tokens(), 0))?;
+            charge(billed())?;
             return Ok(Compacted::Cancelled);
         }
     };
@@ -87,10 +104,9 @@ pub(super) async fn compact(
         Ok(r) => r,
         Err(e) => {
             if e.streamed {
-                charge(crate::provider::estimate_failed(
-                    request.estimated_tokens(),
-                    0,
-                ))?;
+                charge(billed())?;
+            } else {
+                core.release(hold)?;
             }
             return Ok(Compacted::Failed(e));
         }
@@ -115,14 +131,13 @@ pub(super) async fn compact(
         source: MessageSource::System,
     };
     row.after_tokens = c::item_tokens(&message) + kept + fixed;
-    let sid = core.id.as_str();
     core.write(|tx| {
         tx.insert_compaction(sid, turn_id, &row)?;
-        let charge = core.charge_for(&route, &reply.usage);
+        let charge = core.charge_for(&route, &reply.usage, hold);
         match turn_id {
             Some(turn_id) => tx.add_usage(turn_id, reply.usage, &charge)?,
-            // Between turns: the call belongs to no turn, but its day pays for it.
-            None => tx.charge(None, &charge)?,
+            // Between turns: the call belongs to no turn; the session and its day pay for it.
+            None => tx.charge_session(sid, &charge)?,
         }
         Ok(tx.emit(
             sid,

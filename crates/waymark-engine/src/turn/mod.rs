@@ -307,11 +307,23 @@ async fn drive(
         let route = core.route();
         // No model call starts past a spending limit, nor to an unpriced model under one;
         // the output is held to what the limits can still pay for (G-33).
-        if let Some(refused) = core.gate_call(&api, Some(turn_id), &route, &mut request)? {
-            tracing::warn!("model call refused: {}", refused.message);
-            return finish(core, turn_id, TurnEndReason::Error, Some(refused));
-        }
+        let hold = match core.gate_call(&api, Some(turn_id), &route, &mut request)? {
+            waymark_extension::Gate::Refused(refused) => {
+                tracing::warn!("model call refused: {}", refused.message);
+                return finish(core, turn_id, TurnEndReason::Error, Some(refused));
+            }
+            waymark_extension::Gate::Go(hold) => hold,
+        };
         let streamed = Mutex::new(String::new());
+        // How far the reply has come (text, reasoning, tool calls, the figures reported):
+        // what a failure or a stop midway is charged for.
+        let progress = Mutex::new(crate::provider::Progress::default());
+        let billed = || {
+            let mut at = *progress.lock().unwrap_or_else(|p| p.into_inner());
+            let text = streamed.lock().unwrap_or_else(|p| p.into_inner()).len();
+            at.output_bytes = at.output_bytes.max(text);
+            at.charge(request.estimated_tokens())
+        };
         // Deltas are shown as they come, except an end that could be the start of a secret.
         let redactor = core.store.redactor();
         let shown = Mutex::new(crate::secrets::StreamRedactor::default());
@@ -330,6 +342,7 @@ async fn drive(
                 }
             }
             StreamEvent::Reasoning(_) => {}
+            StreamEvent::Progress(p) => *progress.lock().unwrap_or_else(|p| p.into_inner()) = p,
             StreamEvent::Retry {
                 attempt,
                 wait,
@@ -346,13 +359,14 @@ async fn drive(
                 tracing::info_span!("model_call", step = steps),
             ) => r,
             _ = cancel.cancelled() => {
+                // Stopped after it went out: the provider bills it, so it counts, estimated
+                // on what had streamed (reasoning and tool calls too).
+                let usage = billed();
                 let partial = std::mem::take(&mut *streamed.lock().unwrap_or_else(|p| p.into_inner()));
-                // Stopped after it went out: the provider bills it, so it counts, estimated.
-                let usage = crate::provider::estimate_failed(request.estimated_tokens(), partial.len());
                 if partial.is_empty() {
-                    charge_unanswered(core, turn_id, &route, usage)?;
+                    charge_unanswered(core, turn_id, &route, usage, hold)?;
                 } else {
-                    record_reply(core, turn_id, &ModelResponse { text: partial, reasoning: None, tool_calls: vec![], usage }, &route)?;
+                    record_reply(core, turn_id, &ModelResponse { text: partial, reasoning: None, tool_calls: vec![], usage }, &route, hold)?;
                 }
                 return finish_aborted(core, turn_id);
             }
@@ -375,48 +389,52 @@ async fn drive(
                 context_retried = false;
                 r
             }
-            // Too long for the provider after all: compact once and send again.
-            Err(e)
-                if e.kind == crate::provider::ProviderErrorKind::ContextTooLong
-                    && !context_retried =>
-            {
-                context_retried = true;
-                core.underestimated();
-                let reason = CompactReason::ProviderLimit;
-                match compact(&api, Some(turn_id), reason, window, estimate, fixed, cancel).await? {
-                    Compacted::Done => continue,
-                    Compacted::Cancelled => return finish_aborted(core, turn_id),
-                    Compacted::Nothing | Compacted::Failed(_) => {
-                        tracing::warn!("model call failed: {e}");
-                        return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
+            Err(e) => {
+                // A call the provider began answering is billed whatever comes of it next
+                // (compacted and sent again, sent again without its images, or the end of
+                // the turn): charged on what had streamed or been reported. One it never
+                // answered takes its hold back.
+                if e.streamed {
+                    charge_unanswered(core, turn_id, &route, billed(), hold)?;
+                } else {
+                    core.release(hold)?;
+                }
+                // Too long for the provider after all: compact once and send again.
+                if e.kind == crate::provider::ProviderErrorKind::ContextTooLong && !context_retried
+                {
+                    context_retried = true;
+                    core.underestimated();
+                    let reason = CompactReason::ProviderLimit;
+                    match compact(&api, Some(turn_id), reason, window, estimate, fixed, cancel)
+                        .await?
+                    {
+                        Compacted::Done => continue,
+                        Compacted::Cancelled => return finish_aborted(core, turn_id),
+                        Compacted::Nothing | Compacted::Failed(_) => {
+                            tracing::warn!("model call failed: {e}");
+                            return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
+                        }
                     }
                 }
-            }
-            // The provider refused an image it was sent: the images of this request stay out
-            // of the session's requests from now on, and the call goes again without them.
-            Err(e) if images::is_refusal(&e) && images::carries(&request) => {
-                let n = api.state::<images::Refused>().refuse(&request);
-                tracing::warn!("the provider refused an image; {n} left out from now on: {e}");
-                core.transient(EventKind::ModelRetry {
-                    attempt: 1,
-                    wait_ms: 0,
-                    error: e.info(),
-                });
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!(kind = ?e.kind, "model call failed: {e}");
-                // It failed while the provider was answering: the provider bills it.
-                if e.streamed {
-                    let shown = streamed.lock().unwrap_or_else(|p| p.into_inner()).len();
-                    let usage = crate::provider::estimate_failed(request.estimated_tokens(), shown);
-                    charge_unanswered(core, turn_id, &route, usage)?;
+                // The provider refused an image it was sent: the images of this request stay
+                // out of the session's requests from now on, and the call goes again without
+                // them.
+                if images::is_refusal(&e) && images::carries(&request) {
+                    let n = api.state::<images::Refused>().refuse(&request);
+                    tracing::warn!("the provider refused an image; {n} left out from now on: {e}");
+                    core.transient(EventKind::ModelRetry {
+                        attempt: 1,
+                        wait_ms: 0,
+                        error: e.info(),
+                    });
+                    continue;
                 }
+                tracing::warn!(kind = ?e.kind, "model call failed: {e}");
                 return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
             }
         };
         identify_calls(&api, CallActor::Main, turn_id, steps, &mut reply.tool_calls)?;
-        record_reply(core, turn_id, &reply, &route)?;
+        record_reply(core, turn_id, &reply, &route, hold)?;
         if reply.tool_calls.is_empty() {
             return finish(core, turn_id, TurnEndReason::Completed, None);
         }
@@ -486,8 +504,9 @@ fn charge_unanswered(
     turn_id: i64,
     route: &crate::provider::Route,
     usage: Usage,
+    hold: Option<crate::store::spend::Hold>,
 ) -> Result<()> {
-    let charge = core.charge_for(route, &usage);
+    let charge = core.charge_for(route, &usage, hold);
     core.write(|tx| Ok(tx.add_usage(turn_id, usage, &charge)?))
 }
 
@@ -498,6 +517,7 @@ fn record_reply(
     turn_id: i64,
     r: &ModelResponse,
     route: &crate::provider::Route,
+    hold: Option<crate::store::spend::Hold>,
 ) -> Result<()> {
     let sid = core.id.as_str();
     core.write(|tx| {
@@ -510,7 +530,7 @@ fn record_reply(
                 tool_calls: r.tool_calls.clone(),
             },
         )?;
-        tx.record_step(turn_id, r.usage, &core.charge_for(route, &r.usage))?;
+        tx.record_step(turn_id, r.usage, &core.charge_for(route, &r.usage, hold))?;
         tx.emit(
             sid,
             EventKind::AssistantMessage {

@@ -669,3 +669,209 @@ async fn g_31_a_call_is_charged_by_the_model_it_went_to() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// A price of $1 a million tokens in and out for `model` (`openai:gpt-mock`).
+fn dollar_a_million(mut c: Config, model: &str) -> Config {
+    c.pricing.insert(
+        model.into(),
+        Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 1.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    c
+}
+
+fn finished_usage(events: &[waymark_protocol::Event]) -> waymark_protocol::Usage {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::TurnFinished { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .expect("a finished turn")
+}
+
+/// Fourth red-team: with the goal's budget spent by the reviewer's first call, the reviewer
+/// went on making its calls (eight in all) since a spent budget let every call through as if
+/// it were the summary's. No call of the goal's turn or its reviewer goes past a spent
+/// budget; only the summary turn does.
+#[tokio::test]
+async fn g_32_the_reviewer_makes_no_call_past_a_spent_goal_budget() {
+    let mut first = claim("it is done");
+    first["usage"] = call_usage();
+    let looking = json!({"text": "looking", "usage": call_usage(),
+        "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]});
+    let script = json!({
+        "responses": [first, {"text": "Summary: claimed.", "usage": {"input_tokens": 1, "output_tokens": 1}}],
+        "when_exhausted": "repeat_last",
+        "verifier": [looking.clone(), looking.clone(), looking.clone(), looking.clone(),
+                     looking.clone(), looking.clone(), looking.clone(), looking],
+    });
+    let h = Harness::new(priced(config(Verification::Subagent)));
+    let s = h.session(script, PermissionMode::Auto);
+    run(&s, user("/goal finish it cost=$0.013")).await;
+    let g = goal(&h, &s);
+    assert_eq!(status(&g), (GoalStatus::BudgetLimited, GoalReason::Cost));
+    // The claim ($0.012), the reviewer's one call the $0.001 left let out ($0.012), the
+    // summary: never the reviewer's seven more.
+    assert!(g.budget.cost.used <= 24_010, "{:?}", g.budget.cost);
+    s.shutdown().await.unwrap();
+}
+
+/// Fourth red-team: a call that broke after streaming 32 KB of tool-call arguments was
+/// charged no output (only streamed text counted). What streamed is charged, arguments and
+/// reasoning alike.
+#[tokio::test]
+async fn g_31_a_call_broken_after_streaming_tool_arguments_is_charged_for_them() {
+    let h = Harness::new(dollar_a_million(Config::default(), "openai:gpt-mock"));
+    let mut body = format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1",
+            "type": "function", "function": {"name": "write", "arguments": "{\"path\":\"a.txt\",\"content\":\""}}]}}]})
+    );
+    for _ in 0..32 {
+        body.push_str(&format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+                "function": {"arguments": "x".repeat(1000)}}]}}]})
+        ));
+    }
+    body.push_str("data: {not json\n\n");
+    let server = MockServer::start_with(move |_| MockResponse::sse(&body)).await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let ev = run(&s, user("write it")).await;
+    assert_eq!(turn_errors(&ev).len(), 1, "{ev:?}");
+    let u = finished_usage(&ev);
+    assert!(u.estimated && u.output_tokens >= 7_500, "{u:?}");
+    assert!(spent_today(&rt) >= 7_500, "{}", spent_today(&rt));
+    s.shutdown().await.unwrap();
+}
+
+/// Fourth red-team: an Anthropic stream that reported 50,000 input tokens, streamed 32 KB of
+/// thinking and then said "prompt is too long" was charged nothing (that error went straight
+/// to compaction). It is charged what the provider reported and what streamed.
+#[tokio::test]
+async fn g_31_a_stream_that_ends_too_long_after_answering_is_charged() {
+    let h = Harness::new(dollar_a_million(Config::default(), "anthropic:claude-mock"));
+    let mut body = String::new();
+    let mut ev = |name: &str, v: Value| body.push_str(&format!("event: {name}\ndata: {v}\n\n"));
+    ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "m",
+        "usage": {"input_tokens": 50_000, "output_tokens": 1}}}),
+    );
+    ev(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+    );
+    for _ in 0..32 {
+        ev(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "thinking_delta", "thinking": "t".repeat(1000)}}),
+        );
+    }
+    ev(
+        "error",
+        json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "prompt is too long: 250000 tokens > 200000 maximum"}}),
+    );
+    let server = MockServer::start_with(move |_| MockResponse::sse(&body)).await;
+    let (rt, s) = on_mock(&h, Flavor::Anthropic, &server, |_| {});
+    let ev = run(&s, user("think")).await;
+    assert_eq!(turn_errors(&ev).len(), 1, "{ev:?}");
+    let u = finished_usage(&ev);
+    assert!(
+        u.input_tokens >= 50_000 && u.output_tokens >= 7_500,
+        "{u:?}"
+    );
+    assert!(spent_today(&rt) >= 57_500, "{}", spent_today(&rt));
+    s.shutdown().await.unwrap();
+}
+
+/// Fourth red-team: Stop during a call that had streamed 32 KB of reasoning charged no
+/// output. What streamed is charged.
+#[tokio::test]
+async fn g_31_a_stopped_call_is_charged_for_the_reasoning_it_streamed() {
+    let h = Harness::new(dollar_a_million(Config::default(), "openai:gpt-mock"));
+    let thinking: String = (0..32)
+        .map(|_| {
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"reasoning_content": "r".repeat(1000)}}]})
+            )
+        })
+        .collect();
+    let server = MockServer::start_with(move |_| {
+        let mut r = MockResponse::sse(&thinking);
+        // The rest never comes in time.
+        r.chunks.push(b"data: [DONE]\n\n".to_vec());
+        r.pause = std::time::Duration::from_secs(60);
+        r
+    })
+    .await;
+    let (rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let mut rx = s.subscribe();
+    s.submit(user("think hard")).await.unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    // The reasoning is out (it is not shown as text): wait for the request, then a moment.
+    while server.recorded().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    s.submit(Op::Stop).await.unwrap();
+    let ev = super::super::harness::collect(&mut rx).await;
+    let u = finished_usage(&ev);
+    assert!(u.estimated && u.output_tokens >= 7_500, "{u:?}");
+    assert!(spent_today(&rt) >= 7_500, "{}", spent_today(&rt));
+    s.shutdown().await.unwrap();
+}
+
+/// Fourth red-team: a compaction between turns was charged to the day but to no session, so
+/// the session's cost left it out. It counts in the session's total.
+#[tokio::test]
+async fn g_31_a_compaction_between_turns_counts_in_the_sessions_cost() {
+    let h = Harness::new(priced(Config::default()));
+    let s = h.session(
+        json!({"responses": [
+            {"text": "one ".repeat(200), "usage": {"input_tokens": 10, "output_tokens": 10}},
+            {"text": "two ".repeat(200), "usage": {"input_tokens": 10, "output_tokens": 10}},
+        ], "compact": [
+            {"text": "the summary", "usage": {"input_tokens": 20_000, "output_tokens": 10}}
+        ]}),
+        PermissionMode::Auto,
+    );
+    run(&s, user("first")).await;
+    run(&s, user("second")).await;
+    let before = h.runtime.snapshot(s.id()).unwrap().spend.micros;
+    run(&s, user("/compact")).await;
+    let after = h.runtime.snapshot(s.id()).unwrap().spend.micros;
+    assert_eq!(after - before, 20_020);
+    s.shutdown().await.unwrap();
+}
+
+/// Fourth red-team: a goal's own update after its reviewer spent said the goal's cost was
+/// what the turn had spent, not reached: the goal settles on its cost as stored.
+#[tokio::test]
+async fn g_32_the_goal_update_after_review_carries_the_reviewers_cost() {
+    let mut first = claim("it is done");
+    first["usage"] = call_usage();
+    let mut pass = json!({"text": "All there.\nVERDICT: PASS"});
+    pass["usage"] = call_usage();
+    let script = json!({"responses": [first], "verifier": [pass]});
+    let h = Harness::new(priced(config(Verification::Subagent)));
+    let s = h.session(script, PermissionMode::Auto);
+    let ev = run(&s, user("/goal finish it cost=$1")).await;
+    let last = ev
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            EventKind::GoalUpdate { usage, .. } => Some(usage.cost.used),
+            _ => None,
+        })
+        .expect("a goal update");
+    assert_eq!(last, 24_000, "the claim's and the reviewer's calls");
+    s.shutdown().await.unwrap();
+}
