@@ -43,6 +43,62 @@ fn owned(st: &rustix::fs::Stat) -> bool {
     st.st_uid == rustix::process::geteuid().as_raw()
 }
 
+/// Runs `change` (of the bits or attributes of an entry the user may not own): one the user
+/// may not make (`EPERM`: another's entry, and no privilege over it) is `false`. Root's
+/// rewind, which may, must not leave an entry the agent gave away to another user with the
+/// set-id or wide bits it gave it.
+fn if_allowed(change: impl FnOnce() -> Result<(), Errno>) -> Result<bool, Errno> {
+    match change() {
+        Ok(()) => Ok(true),
+        Err(Errno::PERM) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The workspace folder at `path` (its last step not followed if a link), opened; when the
+/// user owns it but its bits shut them out (`chmod 000` on the workspace), the owner's bits
+/// are added first, as for any folder inside.
+pub(crate) fn open_root(path: &std::path::Path) -> Result<OwnedFd, Errno> {
+    match rustix::fs::openat(rustix::fs::CWD, path, DIR, Mode::empty()) {
+        Err(Errno::ACCESS) => {
+            let fd = rustix::fs::openat(
+                rustix::fs::CWD,
+                path,
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            let st = rustix::fs::fstat(&fd)?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::Directory || !owned(&st) {
+                return Err(Errno::ACCESS);
+            }
+            chmod_handle(&fd, (st.st_mode & 0o7777) | 0o700)?;
+            rustix::fs::openat(rustix::fs::CWD, path, DIR, Mode::empty())
+        }
+        r => r,
+    }
+}
+
+/// Runs `rename` (moving entry `name` of `dir` elsewhere) again after adding the owner's write
+/// bit to the entry, when it is a folder the user owns and may not write: moving a folder to
+/// another parent rewrites its `..`.
+pub(crate) fn movable<T>(
+    dir: &OwnedFd,
+    name: &str,
+    rename: impl Fn() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    match in_folder(dir, &rename) {
+        Err(Errno::ACCESS) => {
+            let (fd, st) = handle(dir, name)?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::Directory || !owned(&st) {
+                return Err(Errno::ACCESS);
+            }
+            chmod_handle(&fd, (st.st_mode & 0o7777) | 0o700)?;
+            rename()
+        }
+        r => r,
+    }
+}
+
 /// Folder `name` of `dir`, opened without following a link; when the user owns it but may not
 /// enter it, the owner's read, write and search bits are added first.
 pub(crate) fn open_dir(dir: &OwnedFd, name: &str) -> Result<OwnedFd, Errno> {
@@ -78,18 +134,33 @@ pub(crate) fn in_folder<T>(
     }
 }
 
-/// Sets entry `name` of `dir` to `bits` when it is still a `folder` (or a regular file) the
-/// user owns; a link, a missing entry or another kind is left alone. Its bits now: `None` when
-/// it was left alone.
+/// What [`set_bits`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Set {
+    /// The entry has the bits now.
+    Done,
+    /// A link, a missing entry, another kind, or one the user may not change: left alone.
+    Skipped,
+    /// A file with another name somewhere (a hard link): its bits are that other name's
+    /// too, so they are not changed; the caller writes the file again as one of its own.
+    Linked,
+}
+
+/// Sets entry `name` of `dir` to `bits` when it is still a `folder` (or a regular file with no
+/// other name) the user may change, and takes off what widens access beyond the bits (access
+/// control lists, file capabilities) when `fresh` (the entry changed since the checkpoint).
+/// The entry is held by a handle from the first look: what is checked is what is changed,
+/// whatever takes its name meanwhile.
 pub(crate) fn set_bits(
     dir: &OwnedFd,
     name: &str,
     folder: bool,
     bits: u32,
-) -> Result<Option<u32>, Errno> {
+    fresh: impl Fn(&rustix::fs::Stat) -> bool,
+) -> Result<Set, Errno> {
     let (fd, st) = match handle(dir, name) {
         Ok(h) => h,
-        Err(Errno::NOENT | Errno::LOOP) => return Ok(None),
+        Err(Errno::NOENT | Errno::LOOP) => return Ok(Set::Skipped),
         Err(e) => return Err(e),
     };
     let kind = FileType::from_raw_mode(st.st_mode);
@@ -98,13 +169,65 @@ pub(crate) fn set_bits(
     } else {
         kind == FileType::RegularFile
     };
-    if !fits || !owned(&st) {
-        return Ok(None);
+    if !fits {
+        return Ok(Set::Skipped);
     }
-    if st.st_mode & 0o7777 != bits {
-        chmod_handle(&fd, bits)?;
+    if !folder && st.st_nlink > 1 {
+        return Ok(Set::Linked);
     }
-    Ok(Some(bits))
+    let done = if_allowed(|| {
+        if fresh(&st) {
+            strip_extras(&fd)?;
+        }
+        if st.st_mode & 0o7777 != bits {
+            chmod_handle(&fd, bits)?;
+        }
+        Ok(())
+    })?;
+    Ok(if done { Set::Done } else { Set::Skipped })
+}
+
+/// Gives the workspace folder `root` (its stat `st`) the `bits` recorded, taking off what
+/// widens it when `fresh`; left as it is when the user may not change it (a folder of
+/// another user's that the user works in).
+pub(crate) fn set_root_bits(
+    root: &OwnedFd,
+    st: &rustix::fs::Stat,
+    bits: u32,
+    fresh: bool,
+) -> Result<(), Errno> {
+    if_allowed(|| {
+        if fresh {
+            strip_extras(root)?;
+        }
+        if st.st_mode & 0o7777 != bits {
+            rustix::fs::fchmod(root, Mode::from_raw_mode(bits))?;
+        }
+        Ok(())
+    })
+    .map(|_| ())
+}
+
+/// Extended attributes that give access or power beyond the permission bits: a checkpoint
+/// records none of them, so one set since the checkpoint is taken off.
+const EXTRAS: [&str; 3] = [
+    "system.posix_acl_access",
+    "system.posix_acl_default",
+    "security.capability",
+];
+
+/// Takes [`EXTRAS`] off what handle `fd` names (through `/proc/self/fd`, which follows the
+/// handle). One that is not there, a file system without them, or one the user may not take
+/// off (a file capability, which only a privileged process can have set) is nothing to do.
+pub(crate) fn strip_extras(fd: &OwnedFd) -> Result<(), Errno> {
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    for name in EXTRAS {
+        match rustix::fs::removexattr(path.as_str(), name) {
+            Ok(()) | Err(Errno::NODATA | Errno::NOTSUP | Errno::PERM) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// What entry `name` of `dir` is (a link is a link), with its bits and link count.

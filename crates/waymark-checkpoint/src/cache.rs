@@ -112,6 +112,14 @@ impl Cache {
         (s == stat && !racy).then_some(*id)
     }
 
+    /// Every file's stat as the last checkpoint listed it.
+    pub(crate) fn stats(&self) -> HashMap<String, Stat> {
+        self.files
+            .iter()
+            .map(|(p, (st, _))| (p.clone(), *st))
+            .collect()
+    }
+
     /// How many files it knows.
     pub(crate) fn len(&self) -> usize {
         self.files.len()

@@ -140,6 +140,19 @@ pub fn oldest(conn: &Connection, session_id: &str) -> Result<Option<i64>> {
         .query_row([session_id], |r| r.get::<_, Option<i64>>(0))?)
 }
 
+/// The workspace folder (`<device>:<inode>`) the session's first checkpoint that recorded
+/// one was taken of.
+pub fn first_root(conn: &Connection, session_id: &str) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT root FROM checkpoints WHERE session_id = ?1 AND root IS NOT NULL
+             ORDER BY seq LIMIT 1",
+        )?
+        .query_row([session_id], |r| r.get::<_, Option<String>>(0))
+        .optional()?
+        .flatten())
+}
+
 /// The trees of the session's checkpoints, and their mode records (what pruning keeps).
 pub fn trees(conn: &Connection, session_id: &str) -> Result<Vec<(String, Option<String>)>> {
     let mut stmt =

@@ -4,7 +4,7 @@
 //! taken is said once (`checkpoint.failed`) and the session goes on.
 
 use crate::db::{self, CheckpointRow, CheckpointWrites as _};
-use crate::{Change, CheckpointError, Limits, Store};
+use crate::{Change, CheckpointError, Limits, Root, Store};
 use futures_util::future::BoxFuture;
 use gix_hash::ObjectId;
 use std::collections::HashMap;
@@ -121,17 +121,15 @@ fn point(row: &CheckpointRow) -> Result<crate::Point> {
     })
 }
 
-/// The folder's (device, inode), not following a link.
-fn folder_id(path: &Path) -> Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
-    if !m.is_dir() {
-        return Err(Error::Checkpoint(format!(
+/// The workspace folder, opened once for a checkpoint or a rewind.
+fn open_root(path: &Path) -> Result<Arc<Root>> {
+    Root::open(path).map(Arc::new).map_err(|e| match e {
+        crate::CheckpointError::Invalid(_) => Error::Checkpoint(format!(
             "the workspace {} is no longer a folder (a link or a file stands in its place)",
             path.display()
-        )));
-    }
-    Ok((m.dev(), m.ino()))
+        )),
+        e => failed(e),
+    })
 }
 
 impl Slot {
@@ -145,9 +143,9 @@ impl Slot {
         Ok(s)
     }
 
-    /// Checks the workspace is still the folder the first checkpoint saw.
-    fn check_root(&self, ws: &Path) -> Result<()> {
-        let now = folder_id(ws)?;
+    /// Checks the workspace (held open as `at`) is still the folder the first checkpoint saw.
+    fn check_root(&self, ws: &Path, at: &Root) -> Result<()> {
+        let now = at.id;
         let mut root = self.root.lock().unwrap_or_else(|p| p.into_inner());
         match *root {
             Some(r) if r != now => Err(Error::Checkpoint(format!(
@@ -212,11 +210,23 @@ async fn take(
     turn: Option<i64>,
     call: Option<&ToolCallRecord>,
 ) -> Result<Option<CheckpointRow>> {
+    let root = open_root(api.workspace())?;
+    take_of(api, trigger, turn, call, root).await
+}
+
+/// [`take`] of the workspace held open as `at`.
+async fn take_of(
+    api: &SessionApi,
+    trigger: CheckpointTrigger,
+    turn: Option<i64>,
+    call: Option<&ToolCallRecord>,
+    at: Arc<Root>,
+) -> Result<Option<CheckpointRow>> {
     let slot = api.state::<Slot>();
     let store = slot.store(api)?;
     let ws = api.workspace().to_path_buf();
-    slot.check_root(&ws)?;
-    let root = folder_id(&ws)?;
+    slot.check_root(&ws, &at)?;
+    let root = at.id;
     let limits = limits_for(&api.config().checkpoints, api.session_dir());
     let sid = api.id().to_string();
     let last = api.read(|c| db::last(c, &sid))?;
@@ -226,7 +236,7 @@ async fn take(
     let prev_modes = last.and_then(|p| p.modes);
     let s = store.clone();
     let (snap, changed) = blocking(move || {
-        let snap = s.snapshot(&ws, &limits)?;
+        let snap = s.snapshot_of(&at, &limits)?;
         // A store made again since the previous checkpoint no longer has its tree: the
         // change is then counted from nothing.
         let changed = match prev {
@@ -359,17 +369,24 @@ async fn rewind(api: &SessionApi, to: &str, scope: RewindScope) -> Result<Rewind
         .read(|c| db::get(c, &sid, to))?
         .ok_or_else(|| Error::CheckpointNotFound(to.to_string()))?;
     let target = point(&row)?;
-    // The workspace folder must be the one the checkpoint was taken of: a folder put in its
-    // place (a link to another, a new one) is not written into, whichever process rewinds.
-    if let Some(root) = &row.root {
-        let (dev, ino) = folder_id(api.workspace())?;
-        if *root != format!("{dev}:{ino}") {
-            return Err(Error::Checkpoint(format!(
-                "the workspace {} is not the folder checkpoint {} was taken of (it was replaced or moved since); nothing is restored into it",
-                api.workspace().display(),
-                row.id
-            )));
-        }
+    // The workspace folder, opened once: it must be the one the checkpoint was taken of (a
+    // folder put in its place, a link to another or a new one, is not written into,
+    // whichever process rewinds), and the undo checkpoint and the restore both go through
+    // this one handle, whatever is put at the path meanwhile. A checkpoint from before
+    // roots were recorded is held to the session's first one that recorded one.
+    let at = open_root(api.workspace())?;
+    let recorded = match &row.root {
+        Some(r) => Some(r.clone()),
+        None => api.read(|c| db::first_root(c, &sid))?,
+    };
+    if let Some(root) = recorded
+        && root != at.label()
+    {
+        return Err(Error::Checkpoint(format!(
+            "the workspace {} is not the folder checkpoint {} was taken of (it was replaced or moved since); nothing is restored into it",
+            api.workspace().display(),
+            row.id
+        )));
     }
     let slot = api.state::<Slot>();
     let store = slot.store(api)?;
@@ -381,18 +398,24 @@ async fn rewind(api: &SessionApi, to: &str, scope: RewindScope) -> Result<Rewind
         target.modes.map(|m| s.modes(&m)).transpose().map(|_| ())
     })
     .await?;
-    let undo = take(api, CheckpointTrigger::Rewind, None, None)
+    let undo = take_of(api, CheckpointTrigger::Rewind, None, None, at.clone())
         .await?
         .ok_or_else(|| Error::Checkpoint("the state before the rewind was not recorded".into()))?;
     let (files, moved_aside) = if scope.files() {
         let now = point(&undo)?;
-        let ws = api.workspace().to_path_buf();
-        slot.check_root(&ws)?;
+        slot.check_root(api.workspace(), &at)?;
         let s = store.clone();
         let left_out: Vec<String> = row.skipped.iter().map(|k| k.path.clone()).collect();
+        let current_left_out: Vec<String> = undo.skipped.iter().map(|k| k.path.clone()).collect();
+        let since_ms = row.created_at;
         let restored = blocking(move || {
             let changes = s.changes(Some(&now.tree), &target.tree)?;
-            Ok((s.restore(&ws, &now, &target, &left_out), changes))
+            let opts = crate::RestoreOptions {
+                left_out: &left_out,
+                current_left_out: &current_left_out,
+                since_ms,
+            };
+            Ok((s.restore_at(&at, &now, &target, &opts), changes))
         })
         .await?;
         let (restored, changes) = match restored {

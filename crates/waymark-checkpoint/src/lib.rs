@@ -13,6 +13,7 @@
 //! deleted), so nothing is lost.
 
 mod access;
+mod aside;
 mod cache;
 pub mod db;
 mod extension;
@@ -22,12 +23,14 @@ mod modes;
 mod pack;
 pub mod preview;
 mod restore;
+mod root;
 mod snapshot;
 mod walk;
 
 pub use extension::{CheckpointExtension, MIGRATIONS, limits_for, shared, store_dir};
 pub use modes::{Kind as ModeKind, Modes};
-pub use restore::Restored;
+pub use restore::{RestoreOptions, Restored};
+pub use root::Root;
 pub use snapshot::{Skipped, Snapshot};
 
 use gix_hash::ObjectId;
@@ -281,8 +284,24 @@ impl Store {
                 None => false,
             }
         };
+        // One already there is read back first: a loose object whose content was changed in
+        // place would otherwise stand for this content in every checkpoint from now on (and
+        // a rewind to one of them would fail midway). A damaged one is written again.
         if self.handle().exists_without_refresh(&id) {
-            return Ok(id);
+            if self.read(&id, kind).is_ok() {
+                return Ok(id);
+            }
+            let hex = id.to_hex().to_string();
+            let loose = self.dir.join("objects").join(&hex[..2]).join(&hex[2..]);
+            match std::fs::remove_file(&loose) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(self.corrupt(format!(
+                        "object {id} is damaged in a pack and cannot be written again"
+                    )));
+                }
+                Err(e) => return Err(io(&loose)(e)),
+            }
         }
         let failed = |e: &dyn std::fmt::Display| {
             self.corrupt(format!("an object could not be written: {e}"))
@@ -329,6 +348,17 @@ impl Store {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Every file's stat as the newest checkpoint of this store listed it (empty when this
+    /// process has not taken one).
+    pub(crate) fn listed(&self) -> std::collections::HashMap<String, cache::Stat> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(cache::Cache::stats)
+            .unwrap_or_default()
     }
 
     /// That blob `id` is in the store (its header read, its content not).

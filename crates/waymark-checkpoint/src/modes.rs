@@ -2,7 +2,9 @@
 //! file is executable, so a checkpoint also stores this record beside its tree (a blob in the
 //! same store): a default for each kind of entry (the one most of them have) and every entry
 //! that differs from it. A rewind puts each file back with its own bits, so a private file
-//! (`0600`) never comes back readable by others. Set-id and sticky bits are not kept.
+//! (`0600`) never comes back readable by others. A folder keeps its sticky and set-group-id
+//! bits (a shared `1777` folder stays one where no one deletes another's files); a file's
+//! set-id bits are never kept.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -32,6 +34,14 @@ impl Kind {
         }
     }
 
+    /// The bits of an entry of this kind a record keeps.
+    fn kept(self) -> u32 {
+        match self {
+            Kind::File | Kind::Executable => 0o777,
+            Kind::Folder => FOLDER_BITS,
+        }
+    }
+
     /// The bits an entry of this kind has when nothing says otherwise.
     fn fallback(self) -> u32 {
         match self {
@@ -40,6 +50,9 @@ impl Kind {
         }
     }
 }
+
+/// The bits a folder's record keeps: its permissions, sticky and set-group-id.
+const FOLDER_BITS: u32 = 0o3777;
 
 /// The first line of a record, naming its format.
 const HEADER: &str = "waymark-modes 1";
@@ -56,7 +69,7 @@ impl Modes {
     pub(crate) fn of<'a>(entries: impl IntoIterator<Item = (&'a str, Kind, u32)>) -> Modes {
         let all: Vec<(&str, Kind, u32)> = entries
             .into_iter()
-            .map(|(p, k, m)| (p, k, m & 0o777))
+            .map(|(p, k, m)| (p, k, m & k.kept()))
             .collect();
         let mut counts: HashMap<(Kind, u32), usize> = HashMap::new();
         for (_, k, m) in &all {
@@ -89,6 +102,7 @@ impl Modes {
             .copied()
             .or_else(|| self.defaults.get(&kind).copied())
             .unwrap_or(kind.fallback())
+            & kind.kept()
     }
 
     /// The record as stored: the header, the defaults, then each entry that differs, each
@@ -112,7 +126,7 @@ impl Modes {
         if fields.next()? != HEADER {
             return None;
         }
-        let bits = |s: &str| u32::from_str_radix(s, 8).ok().filter(|b| *b <= 0o777);
+        let bits = |s: &str| u32::from_str_radix(s, 8).ok().filter(|b| *b <= FOLDER_BITS);
         let mut modes = Modes::default();
         for _ in 0..3 {
             let (tag, b) = fields.next()?.split_once(' ')?;
@@ -146,16 +160,19 @@ mod tests {
             ("tool", Kind::Executable, 0o104750),
             ("src", Kind::Folder, 0o40755),
             ("private", Kind::Folder, 0o40700),
+            ("shared", Kind::Folder, 0o41777),
+            ("group", Kind::Folder, 0o42775),
             ("name with\nnewline", Kind::File, 0o100640),
         ];
         let m = Modes::of(entries);
         for (path, kind, mode) in entries {
-            assert_eq!(m.bits(path, kind), mode & 0o777, "{path}");
+            let kept = if kind == Kind::Folder { 0o3777 } else { 0o777 };
+            assert_eq!(m.bits(path, kind), mode & kept, "{path}");
         }
         let stored = m.encode();
         assert_eq!(Modes::decode(&stored), Some(m.clone()));
         // Only what differs from the defaults is listed.
-        assert_eq!(m.own.len(), 4, "{:?}", m.own);
+        assert_eq!(m.own.len(), 6, "{:?}", m.own);
         // A path the record does not know gets its kind's default.
         assert_eq!(m.bits("new.txt", Kind::File), 0o644);
         // Under a umask of 077, everything private is the default: nothing is listed.
@@ -170,7 +187,7 @@ mod tests {
             &b""[..],
             b"waymark-modes 2\x00f 644\x00x 755\x00d 755\x00",
             b"waymark-modes 1\x00f 644\x00x 755\x00",
-            b"waymark-modes 1\x00f 644\x00x 755\x00d 1755\x00",
+            b"waymark-modes 1\x00f 644\x00x 755\x00d 4755\x00",
             b"waymark-modes 1\x00f 644\x00x 755\x00d 755\x00999 a\x00",
             b"waymark-modes 1\x00f 644\x00x 755\x00d 755\x00644 \x00",
             b"waymark-modes 1\x00q 644\x00x 755\x00d 755\x00",

@@ -1,15 +1,18 @@
 //! Putting a workspace back as a checkpoint has it (G-29). Only what differs is touched. Every
 //! change is made relative to an open folder (`openat`, `mkdirat`, `unlinkat`, `renameat`,
 //! `symlinkat`), each folder opened without following a link, so a folder swapped for a link
-//! at any moment, even during the restore, cannot send a write outside the workspace. What
-//! is in the way is moved aside into the store, never deleted.
+//! at any moment, even during the restore, cannot send a write outside the workspace; the
+//! workspace folder itself is the one held open since the rewind checked it. What is in the
+//! way is moved aside into the store, never deleted, and so is a file that changed since the
+//! undo checkpoint listed it (a process still writing it).
 
-use crate::access::{DIR, in_folder, open_dir};
+use crate::access::{DIR, Set, in_folder, open_dir};
+use crate::aside::Aside;
 use crate::modes::Kind as ModeKind;
-use crate::{CheckpointError, Modes, Point, Result, Store, diff};
+use crate::{CheckpointError, Modes, Point, Result, Root, Store, diff};
 use gix_object::tree::EntryKind;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
@@ -20,6 +23,21 @@ const PRELOAD_MAX: u64 = if cfg!(test) {
 } else {
     256 * 1024 * 1024
 };
+
+/// What a restore is told besides the two checkpoints.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreOptions<'a> {
+    /// The paths the target noted as left out (too big, unreadable, a folder it could not
+    /// list): they stay, even when they came since.
+    pub left_out: &'a [String],
+    /// The paths the undo checkpoint (`current`) noted as left out: what of them the target
+    /// neither holds nor leaves out came since, and goes aside.
+    pub current_left_out: &'a [String],
+    /// When the target was taken (ms since the epoch): an entry changed since then has the
+    /// access control lists and file capabilities it carries taken off (a checkpoint records
+    /// none). 0 takes them off every entry the restore settles.
+    pub since_ms: i64,
+}
 
 /// What a restore did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,13 +73,11 @@ fn kind_at(dir: &OwnedFd, name: &str) -> std::result::Result<Option<FileType>, r
 /// The workspace, held open, and where things in the way go.
 struct Fs<'a> {
     root: OwnedFd,
-    /// The store's folder, and the aside folder's name in its `aside/`.
-    store: &'a Path,
-    aside: String,
-    aside_fd: Option<OwnedFd>,
-    moved: usize,
+    aside: Aside<'a>,
     /// The target's mode record, when it has one.
     modes: Option<&'a Modes>,
+    /// The stat the undo checkpoint listed for each regular file.
+    listed: HashMap<String, crate::cache::Stat>,
 }
 
 /// The bits a file gets: exactly those the checkpoint recorded, or (a checkpoint from before
@@ -85,70 +101,26 @@ impl Bits {
 
 /// Makes folder `name` of `dir` (the path `rel`). With a mode record, it is made the user's
 /// own to fill (0700), and gets its recorded bits once everything is in (a read-only folder
-/// made read-only first could not be filled); without one, it gets the umask's default.
+/// made read-only first could not be filled); without one, it gets the umask's default. It
+/// carries no access list inherited from its folder (what the checkpoint recorded is its bits).
 fn make_dir(dir: &OwnedFd, name: &str, rel: &str, modes: Option<&Modes>) -> Result<()> {
     let bits = if modes.is_some() { 0o700 } else { 0o777 };
     in_folder(dir, || {
         rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(bits))
     })
     .map_err(|e| err(rel, e))?;
+    let fd = open_dir(dir, name).map_err(|e| err(rel, e))?;
+    crate::access::strip_extras(&fd).map_err(|e| err(rel, e))?;
     if modes.is_some() {
         // The umask may have taken the owner's own bits.
-        let fd = open_dir(dir, name).map_err(|e| err(rel, e))?;
         rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o700)).map_err(|e| err(rel, e))?;
     }
     Ok(())
 }
 
-/// Folder `name` of `dir`, made if missing, opened without following a link.
-fn sub(dir: &OwnedFd, name: &str, shown: &Path) -> Result<OwnedFd> {
-    match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-        Err(e) => return Err(err(&shown.display().to_string(), e)),
-    }
-    rustix::fs::openat(dir, name, DIR, Mode::empty())
-        .map_err(|e| err(&shown.display().to_string(), e))
-}
-
 impl Fs<'_> {
-    /// The folder things in the way go to: `aside/<time>` in the store, each step opened
-    /// without following a link (a link planted there sends nothing elsewhere).
-    fn aside_dir(&self) -> PathBuf {
-        self.store.join("aside").join(&self.aside)
-    }
-
-    /// Moves `name` of `dir` (the path `rel`) aside into the store, under a number; the
-    /// folder's `manifest` says which path each number was.
     fn move_aside(&mut self, dir: &OwnedFd, name: &str, rel: &str) -> Result<()> {
-        if self.aside_fd.is_none() {
-            let store = rustix::fs::openat(rustix::fs::CWD, self.store, DIR, Mode::empty())
-                .map_err(|e| err(&self.store.display().to_string(), e))?;
-            let all = sub(&store, "aside", &self.store.join("aside"))?;
-            self.aside_fd = Some(sub(&all, &self.aside.clone(), &self.aside_dir())?);
-        }
-        let Some(aside) = &self.aside_fd else {
-            return Ok(());
-        };
-        self.moved += 1;
-        let to = format!("{:06}", self.moved);
-        in_folder(dir, || rustix::fs::renameat(dir, name, aside, to.as_str())).map_err(|e| match e {
-            rustix::io::Errno::XDEV => CheckpointError::Invalid(format!(
-                "{rel} is in the way and cannot be moved aside into {}: it is on another file system (keep the data folder on the workspace's)",
-                self.aside_dir().display()
-            )),
-            e => err(rel, e),
-        })?;
-        use std::io::Write as _;
-        let manifest = rustix::fs::openat(
-            aside,
-            "manifest",
-            OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(|e| err(&self.aside_dir().join("manifest").display().to_string(), e))?;
-        std::fs::File::from(manifest)
-            .write_all(format!("{to}\t{}\n", rel.replace(['\n', '\t'], " ")).as_bytes())
-            .map_err(crate::io(&self.aside_dir()))
+        self.aside.put(dir, name, rel)
     }
 
     /// Folder `parts` below the root, each made a real folder (whatever stood in its place
@@ -185,6 +157,17 @@ impl Fs<'_> {
         }
         Some(dir)
     }
+
+    /// Whether regular file `name` of `dir` (the path `rel`) is still as the undo checkpoint
+    /// listed it (same inode, size, times and mode). One that changed since (a process of
+    /// the agent's still writing it) is not the checkpoint's to remove or replace.
+    fn as_listed(&self, dir: &OwnedFd, name: &str, rel: &str) -> bool {
+        let Some(listed) = self.listed.get(rel) else {
+            return false;
+        };
+        rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| crate::cache::Stat::of(&st) == *listed)
+    }
 }
 
 /// `path` split into its folders and its name.
@@ -194,15 +177,22 @@ fn split(path: &str) -> Option<(Vec<&str>, &str)> {
     Some((parts, name))
 }
 
+/// The user's umask, as the kernel reports it (`/proc/self/status`); 022 when it cannot say.
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
 impl Store {
     /// Puts `workspace` back as checkpoint `target` has it, from its state in `current` (a
-    /// checkpoint just taken of it). Paths left out of either are not touched: what the
-    /// target left out (`left_out`: the paths it noted, files or folders; and what its own
-    /// ignore files ignore) stays even when it came since. Something a restored path would
-    /// replace and `current` does not hold is moved aside. Files and folders get the
-    /// permission bits the target recorded, those whose content is the same included; a
-    /// target without a record gives what it writes the user's umask, never wider than what
-    /// it replaces.
+    /// checkpoint just taken of it): [`Store::restore_at`] on the folder at `workspace`, with
+    /// `left_out` the paths the target noted.
     pub fn restore(
         &self,
         workspace: &Path,
@@ -210,28 +200,43 @@ impl Store {
         target: &Point,
         left_out: &[String],
     ) -> Result<Restored> {
-        let root = rustix::fs::openat(rustix::fs::CWD, workspace, DIR, Mode::empty())
-            .map_err(|e| err(&workspace.display().to_string(), e))?;
+        let root = Root::open(workspace)?;
+        let opts = RestoreOptions {
+            left_out,
+            ..RestoreOptions::default()
+        };
+        self.restore_at(&root, current, target, &opts)
+    }
+
+    /// Puts the workspace held open as `root` back as checkpoint `target` has it, from its
+    /// state in `current` (a checkpoint just taken of it, through the same handle). Paths
+    /// left out of either are not touched: what the target left out (`opts.left_out`, and
+    /// what its own ignore files ignore) stays even when it came since; what `current` left
+    /// out that the target does not hold goes aside. Something a restored path would replace
+    /// and `current` does not hold, or that changed since `current` listed it, is moved aside.
+    /// Files and folders get the permission bits the target recorded, those whose content is
+    /// the same included, and lose what was added since to widen them (access lists, file
+    /// capabilities); a target without a record gives what it writes the user's umask,
+    /// never wider than what it replaces. Every object needed, the content of files linked
+    /// elsewhere included, is read before anything changes.
+    pub fn restore_at(
+        &self,
+        root: &Root,
+        current: &Point,
+        target: &Point,
+        opts: &RestoreOptions<'_>,
+    ) -> Result<Restored> {
         let now = self.files(&current.tree)?;
         let want = self.files(&target.tree)?;
         // The current checkpoint's record is read too: a damaged one stops here.
         current.modes.map(|m| self.modes(&m)).transpose()?;
         let want_modes = target.modes.map(|m| self.modes(&m)).transpose()?;
-        let keeper = crate::keep::Keeper::of(self, &want, left_out)?;
-        let aside = format!(
-            "{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
-        );
+        let keeper = crate::keep::Keeper::of(self, &want, opts.left_out)?;
         let mut fs = Fs {
-            root,
-            store: self.dir(),
-            aside,
-            aside_fd: None,
-            moved: 0,
+            root: root.handle()?,
+            aside: Aside::new(self.dir()),
             modes: want_modes.as_ref(),
+            listed: self.listed(),
         };
         let mut done = Restored::default();
         // Read every object first: a damaged store fails before anything changes. Past
@@ -258,10 +263,31 @@ impl Store {
                 contents.push((p.clone(), *e, data));
             }
         }
+        // Files the restore leaves as they are but that have another name (a hard link):
+        // they are written again as files of their own at the end, from the store, so their
+        // content is read now.
+        let linked = if want_modes.is_some() {
+            self.linked_contents(&fs, &now, &want)?
+        } else {
+            HashMap::new()
+        };
+        // Folders the target needs: a path of `current` that is one of them is never removed
+        // (it would come back a new folder, without what it carried).
+        let needed: BTreeSet<&str> = want
+            .keys()
+            .flat_map(|p| {
+                p.match_indices('/')
+                    .map(move |(i, _)| &p[..i])
+                    .chain(std::iter::once(p.as_str()))
+            })
+            .collect();
         // What came since goes, deepest first, and only through real folders; what the
         // target left out stays.
         let mut gone: Vec<&String> = Vec::new();
-        for p in now.keys().filter(|p| !want.contains_key(*p)) {
+        for p in now
+            .keys()
+            .filter(|p| !want.contains_key(*p) && !needed.contains(p.as_str()))
+        {
             if keeper.keeps(p) {
                 done.kept.push(p.clone());
             } else {
@@ -283,11 +309,33 @@ impl Store {
                         rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
                     });
                 }
+                // A file written since the undo checkpoint listed it: aside, not deleted.
+                Some(FileType::RegularFile) if !fs.as_listed(&dir, name, p) => {
+                    fs.move_aside(&dir, name, p)?;
+                }
                 Some(_) => in_folder(&dir, || rustix::fs::unlinkat(&dir, name, AtFlags::empty()))
                     .map_err(|e| err(p, e))?,
                 None => {}
             }
             done.removed.push(p.clone());
+        }
+        // What the undo checkpoint could not take (unreadable, too big, a folder it could not
+        // list) came since unless the target holds or leaves it out: it goes aside.
+        for p in opts.current_left_out {
+            // A folder it could not list goes whole, even one the target needs: what is in it
+            // is not known (the target's files in it are written again).
+            if p.is_empty() || want.contains_key(p) || keeper.keeps(p) {
+                continue;
+            }
+            let Some((parents, name)) = split(p) else {
+                continue;
+            };
+            if let Some(dir) = fs.existing(&parents)
+                && kind_at(&dir, name).map_err(|e| err(p, e))?.is_some()
+            {
+                fs.move_aside(&dir, name, p)?;
+                done.removed.push(p.clone());
+            }
         }
         for (p, e, data) in contents {
             let Some((parents, name)) = split(&p) else {
@@ -309,8 +357,13 @@ impl Store {
                 _ => 0o777,
             };
             // Something there that the checkpoint just taken does not hold (too big,
-            // ignored, or come since) is not the checkpoint's to replace: it goes aside.
-            if e.kind != EntryKind::Tree && there.is_some() && !now.contains_key(&p) {
+            // ignored, or come since), or a file changed since it was listed, is not the
+            // checkpoint's to replace: it goes aside.
+            if e.kind != EntryKind::Tree
+                && there.is_some()
+                && (!now.contains_key(&p)
+                    || (there == Some(FileType::RegularFile) && !fs.as_listed(&dir, name, &p)))
+            {
                 fs.move_aside(&dir, name, &p)?;
             }
             let there = kind_at(&dir, name).map_err(|e| err(&p, e))?;
@@ -362,18 +415,10 @@ impl Store {
             done.written.push(p);
         }
         // Folders the checkpoint did not have, left empty by the removals, go too.
-        let kept: BTreeSet<&str> = want
-            .keys()
-            .flat_map(|p| {
-                p.match_indices('/')
-                    .map(move |(i, _)| &p[..i])
-                    .chain(std::iter::once(p.as_str()))
-            })
-            .collect();
         let mut folders: Vec<String> = now
             .keys()
             .flat_map(|p| p.match_indices('/').map(move |(i, _)| p[..i].to_string()))
-            .filter(|d| !kept.contains(d.as_str()))
+            .filter(|d| !needed.contains(d.as_str()))
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -390,60 +435,114 @@ impl Store {
         // Every file and folder of the target ends with the bits it recorded, whatever they
         // are on disk now: opened up, set-id, or changed with the content the same.
         if let Some(m) = &want_modes {
-            self.settle_bits(&fs, &want, m)?;
+            self.settle_bits(&fs, &want, m, &linked, opts.since_ms)?;
         }
-        done.moved_aside = (fs.moved > 0).then(|| fs.aside_dir());
+        done.moved_aside = fs.aside.used();
         Ok(done)
+    }
+
+    /// The content, read from the store now, of each file of `want` the restore leaves as it
+    /// is (the same in `now`) that has another name on disk.
+    fn linked_contents(
+        &self,
+        fs: &Fs<'_>,
+        now: &BTreeMap<String, crate::Entry>,
+        want: &BTreeMap<String, crate::Entry>,
+    ) -> Result<HashMap<String, Vec<u8>>> {
+        let mut out = HashMap::new();
+        for (p, e) in want {
+            if !matches!(e.kind, EntryKind::Blob | EntryKind::BlobExecutable)
+                || now.get(p) != Some(e)
+            {
+                continue;
+            }
+            let Some((parents, name)) = split(p) else {
+                continue;
+            };
+            let Some(dir) = fs.existing(&parents) else {
+                continue;
+            };
+            if let Some(st) = crate::access::stat_at(&dir, name).map_err(|e| err(p, e))?
+                && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                && st.st_nlink > 1
+            {
+                out.insert(p.clone(), self.read(&e.id, gix_object::Kind::Blob)?);
+            }
+        }
+        Ok(out)
     }
 }
 
 /// Writes `data` as file `name` of the open folder `dir`: into a new file beside it (a
-/// name no one uses, created exclusively, never through a link, and never wider than its
-/// `bits`), then renamed over whatever is there (a link there is replaced, never followed).
+/// random name no one uses, created exclusively, never through a link, never wider than its
+/// `bits`, and carrying no access list inherited from the folder), then renamed over whatever
+/// is there (a link there is replaced, never followed).
 fn write_file(dir: &OwnedFd, name: &str, rel: &str, data: &[u8], bits: Bits) -> Result<()> {
     use std::io::Write as _;
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = format!(".waymark-restore-{}-{n}", std::process::id());
-    let fd = in_folder(dir, || {
-        rustix::fs::openat(
-            dir,
-            tmp.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(bits.create()),
-        )
-    })
-    .map_err(|e| err(rel, e))?;
+    let mut tries = 0;
+    let (tmp, fd) = loop {
+        let tmp = format!(".waymark-restore-{:016x}", fastrand::u64(..));
+        match in_folder(dir, || {
+            rustix::fs::openat(
+                dir,
+                tmp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(bits.create()),
+            )
+        }) {
+            Ok(fd) => break (tmp, fd),
+            // A name taken (by anything: a file, a pipe, a link): another.
+            Err(rustix::io::Errno::EXIST) if tries < 16 => tries += 1,
+            Err(e) => return Err(err(rel, e)),
+        }
+    };
+    let fail = |e: CheckpointError| {
+        let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+        e
+    };
+    crate::access::strip_extras(&fd).map_err(|e| fail(err(rel, e)))?;
     // The umask may have narrowed recorded bits: set exactly those. Without a record, the
-    // umask's narrowing is the point.
-    if let Bits::Exact(b) = bits {
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(b)).map_err(|e| err(rel, e))?;
-    }
+    // umask's narrowing is the point, and it is applied here too: a default access list on
+    // the folder would have the kernel skip it.
+    let mode = match bits {
+        Bits::Exact(b) => b,
+        Bits::Umask { base, cap } => base & cap & !umask(),
+    };
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)).map_err(|e| fail(err(rel, e)))?;
     let mut f = std::fs::File::from(fd);
     let written = f.write_all(data);
     drop(f);
     if let Err(e) = written {
-        let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
-        return Err(CheckpointError::Io {
+        return Err(fail(CheckpointError::Io {
             path: rel.to_string(),
             source: e,
-        });
+        }));
     }
     in_folder(dir, || rustix::fs::renameat(dir, tmp.as_str(), dir, name)).map_err(|e| err(rel, e))
 }
 
 impl Store {
     /// Gives every file and folder of `want` (and the workspace folder itself) the bits record
-    /// `modes` has for it, comparing with what is on disk: files first (a file linked to
-    /// another name, inside or outside the workspace, is written again as a file of its own
-    /// rather than changed through the link), then folders from the deepest up, so a folder
-    /// recorded read-only is closed only once everything below it is in place.
+    /// `modes` has for it, comparing with what is on disk: files first (a file with another
+    /// name, inside or outside the workspace, is written again as a file of its own from
+    /// `linked`, read before anything changed, rather than changed through the link), then
+    /// folders from the deepest up, so a folder recorded read-only is closed only once
+    /// everything below it is in place. An entry changed since `since_ms` loses the access
+    /// lists and capabilities it carries. What the user may not change (another's folder
+    /// holding the workspace) is left as it is.
     fn settle_bits(
         &self,
         fs: &Fs<'_>,
         want: &BTreeMap<String, crate::Entry>,
         modes: &Modes,
+        linked: &HashMap<String, Vec<u8>>,
+        since_ms: i64,
     ) -> Result<()> {
+        // A little before the checkpoint: a clock step must not let a change through.
+        let since_ns = i128::from(since_ms.saturating_sub(2_000)) * 1_000_000;
+        let fresh = |st: &rustix::fs::Stat| {
+            i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec) >= since_ns
+        };
         let mut folders: BTreeSet<String> = BTreeSet::new();
         for (p, e) in want {
             folders.extend(p.match_indices('/').map(|(i, _)| p[..i].to_string()));
@@ -467,15 +566,22 @@ impl Store {
             };
             let bits = modes.bits(p, kind);
             if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
-                || st.st_mode & 0o7777 == bits
+                || (st.st_mode & 0o7777 == bits && st.st_nlink == 1 && !fresh(&st))
             {
                 continue;
             }
-            if st.st_nlink > 1 {
-                let data = self.read(&e.id, gix_object::Kind::Blob)?;
-                write_file(&dir, name, p, &data, Bits::Exact(bits))?;
+            let set = if st.st_nlink > 1 {
+                Set::Linked
             } else {
-                crate::access::set_bits(&dir, name, false, bits).map_err(|e| err(p, e))?;
+                crate::access::set_bits(&dir, name, false, bits, fresh).map_err(|e| err(p, e))?
+            };
+            if set == Set::Linked {
+                // Linked since the content was read: read it now.
+                let data = match linked.get(p) {
+                    Some(d) => d.clone(),
+                    None => self.read(&e.id, gix_object::Kind::Blob)?,
+                };
+                write_file(&dir, name, p, &data, Bits::Exact(bits))?;
             }
         }
         let mut folders: Vec<String> = folders.into_iter().collect();
@@ -484,15 +590,12 @@ impl Store {
             if let Some((parents, name)) = split(&d)
                 && let Some(dir) = fs.existing(&parents)
             {
-                crate::access::set_bits(&dir, name, true, modes.bits(&d, ModeKind::Folder))
-                    .map_err(|e| err(&d, e))?;
+                let bits = modes.bits(&d, ModeKind::Folder);
+                crate::access::set_bits(&dir, name, true, bits, fresh).map_err(|e| err(&d, e))?;
             }
         }
         let root = modes.bits(".", ModeKind::Folder);
         let st = rustix::fs::fstat(&fs.root).map_err(|e| err(".", e))?;
-        if st.st_mode & 0o7777 != root {
-            rustix::fs::fchmod(&fs.root, Mode::from_raw_mode(root)).map_err(|e| err(".", e))?;
-        }
-        Ok(())
+        crate::access::set_root_bits(&fs.root, &st, root, fresh(&st)).map_err(|e| err(".", e))
     }
 }

@@ -153,16 +153,13 @@ fn read_file(
 impl Store {
     /// Takes a checkpoint of `workspace` (a folder; a link to one is taken as the folder).
     pub fn snapshot(&self, workspace: &Path, limits: &Limits) -> Result<Snapshot> {
-        let (root, root_fd) = match crate::walk::open_root(workspace) {
-            Ok(r) => r,
-            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-                return Err(CheckpointError::Invalid(format!(
-                    "{} is not a folder",
-                    workspace.display()
-                )));
-            }
-            Err(e) => return Err(io(workspace)(e)),
-        };
+        self.snapshot_of(&crate::Root::open(workspace)?, limits)
+    }
+
+    /// Takes a checkpoint of the workspace folder held open as `at`.
+    pub fn snapshot_of(&self, at: &crate::Root, limits: &Limits) -> Result<Snapshot> {
+        let workspace = at.path.as_path();
+        let (root, root_fd) = (at.path.clone(), at.handle()?);
         let mut held = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         self.check_objects(&mut held)?;
         let cache_file = self.dir().join("stat-cache");

@@ -593,10 +593,3 @@ pub(crate) fn list(
     }
     out
 }
-
-/// The workspace's folder opened for listing, and its real path.
-pub(crate) fn open_root(workspace: &Path) -> std::io::Result<(PathBuf, OwnedFd)> {
-    let root = workspace.canonicalize()?;
-    let fd = rustix::fs::openat(rustix::fs::CWD, &root, DIR, Mode::empty())?;
-    Ok((root, fd))
-}

@@ -158,16 +158,19 @@ fn what_the_limits_count_cannot_be_dodged() {
     for i in 0..1000 {
         write(&h.ws, &format!("f{i:04}.txt"), "y");
     }
-    let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
+    let at = crate::Root::open(&h.ws).unwrap();
+    let (root, fd) = (at.path.clone(), at.handle().unwrap());
     let listing = crate::walk::list(&root, fd, 1, &[], 100);
     assert_eq!(listing.over, Some(crate::walk::Over::Kept));
     assert!(listing.found.len() <= 101, "{}", listing.found.len());
     // Ignored entries are looked at, and bounded too (ten times the limit).
     write(&h.ws, ".gitignore", "*.txt\n");
-    let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
+    let at = crate::Root::open(&h.ws).unwrap();
+    let (root, fd) = (at.path.clone(), at.handle().unwrap());
     let listing = crate::walk::list(&root, fd, 1, &[], 1000);
     assert_eq!(listing.over, None, "{} ignored files", 1000);
-    let (root, fd) = crate::walk::open_root(&h.ws).unwrap();
+    let at = crate::Root::open(&h.ws).unwrap();
+    let (root, fd) = (at.path.clone(), at.handle().unwrap());
     let listing = crate::walk::list(&root, fd, 1, &[], 50);
     assert_eq!(listing.over, Some(crate::walk::Over::LookedAt));
 }
@@ -275,7 +278,8 @@ fn a_folder_whose_listing_fails_is_noted_and_the_walk_ends() {
     }
     write(&f.ws, "zz-fails-here/kept.txt", "y");
     *crate::walk::FAIL_LISTING.lock().unwrap() = Some("zz-fails-here".into());
-    let (root, fd) = crate::walk::open_root(&f.ws).unwrap();
+    let at = crate::Root::open(&f.ws).unwrap();
+    let (root, fd) = (at.path.clone(), at.handle().unwrap());
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(crate::walk::list(&root, fd, 2, &[], 1000));

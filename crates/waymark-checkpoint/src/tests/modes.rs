@@ -15,7 +15,7 @@ fn chmod(f: &Fixture, rel: &str, bits: u32) {
 }
 
 /// The process's umask, as the kernel reports it.
-fn umask() -> u32 {
+pub(super) fn umask() -> u32 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
     u32::from_str_radix(line["Umask:".len()..].trim(), 8).unwrap()
@@ -120,7 +120,7 @@ fn a_damaged_mode_record_changes_nothing() {
 /// permissions, as an ordinary user is (a no-op for one): the permission checks a user's
 /// rewind meets are the ones tested.
 #[allow(unsafe_code)]
-fn as_an_ordinary_user() {
+pub(super) fn as_an_ordinary_user() {
     #[repr(C)]
     struct Header {
         version: u32,

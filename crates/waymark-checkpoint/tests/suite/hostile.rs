@@ -101,11 +101,26 @@ async fn a_2_gb_sparse_file_is_left_out_with_a_note() {
         .map(|b| b.len() as u64)
         .sum();
     assert!(used < 1 << 20, "the store holds {used} bytes");
-    // A rewind to before it leaves what it never took alone.
-    rewind(&s, &starts[0].id, RewindScope::Files).await.unwrap();
+    // A rewind to before it: it came since, so it goes, aside (renamed, never copied), not
+    // deleted, though no checkpoint holds its content.
+    let ev = rewind(&s, &starts[0].id, RewindScope::Files).await.unwrap();
     assert!(!h.ws.join("small.txt").exists());
+    assert!(!h.ws.join("big.bin").exists());
+    let EventKind::SessionRewound {
+        moved_aside: Some(aside),
+        ..
+    } = &ev.kind
+    else {
+        panic!("nothing moved aside: {ev:?}");
+    };
+    let aside = std::path::PathBuf::from(aside);
+    let manifest = std::fs::read_to_string(aside.join("manifest")).unwrap();
+    let (number, _) = manifest
+        .lines()
+        .find_map(|l| l.split_once('\t').filter(|(_, p)| *p == "big.bin"))
+        .expect("big.bin in the manifest");
     assert_eq!(
-        std::fs::metadata(h.ws.join("big.bin")).unwrap().len(),
+        std::fs::metadata(aside.join(number)).unwrap().len(),
         2 << 30
     );
     s.shutdown().await.unwrap();

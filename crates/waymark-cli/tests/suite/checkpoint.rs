@@ -167,3 +167,42 @@ fn a_rewind_into_a_workspace_replaced_since_is_refused() {
     }
     assert!(other.join("z.txt").exists() && ws.join("q.txt").exists());
 }
+
+/// Fourth red-team: a checkpoint from before the folder was recorded (its row has no root)
+/// let a rewind into a replaced workspace through. It is held to the session's first
+/// checkpoint that recorded one.
+#[test]
+fn a_checkpoint_from_before_roots_were_recorded_is_held_to_the_sessions_first() {
+    let env = Env::new();
+    let model = env.script(
+        "m.json",
+        json!({"responses": [
+            write("a.txt", "first\n"), {"text": "one"},
+            write("a.txt", "second\n"), {"text": "two"},
+        ]}),
+    );
+    let out = env.exec(&model, &["--permission", "auto", "first"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let sid = env.only_session();
+    let out = env.exec_session(&sid, &["second"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let to = checkpoints(&env, &sid)
+        .iter()
+        .find(|c| c["trigger"] == "turn_start")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let db = rusqlite::Connection::open(env.data.join("waymark.db")).unwrap();
+    db.execute("UPDATE checkpoints SET root = NULL WHERE id = ?1", [&to])
+        .unwrap();
+    drop(db);
+    let ws = env.ws.clone();
+    std::fs::rename(&ws, ws.with_file_name("ws-moved")).unwrap();
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("other.txt"), "someone else's\n").unwrap();
+    let out = env.run(&["rewind", "--session", &sid, "--to", &to, "--files"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("not the folder"), "{}", text(&out));
+    assert!(ws.join("other.txt").exists());
+}
