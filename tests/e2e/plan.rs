@@ -407,3 +407,79 @@ async fn plan_comments_revise_approve_as_goal_history_and_export() {
     app.shot("plan-11-exported").await;
     app.close().await;
 }
+
+/// Trust, round three (item 11): text the review would not show (an HTML comment) is marked
+/// where it stands with a "hidden text" marker whose toggle shows it, and the approved plan
+/// reaches the implementing turn with that part between markers saying it was hidden.
+#[tokio::test(flavor = "multi_thread")]
+async fn hidden_plan_text_is_marked_shown_on_request_and_flagged_to_the_implementer() {
+    let desk = Desk::start();
+    let (app, id, _ws) = on_plan_tab(&desk, "hidden", "plan_hidden.json", "auto-edit").await;
+    app.el("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=plan-doc]", "VISIBLE-MARKER")
+        .await;
+    let before = hidden_state(&app).await;
+    assert_eq!(before["toggleShown"], true, "{before}");
+    assert_eq!(before["textShown"], false, "{before}");
+    assert!(
+        !before["page"]
+            .as_str()
+            .unwrap()
+            .contains("HIDDEN-INSTRUCTION"),
+        "{before}"
+    );
+    app.shot("plan-7-hidden-text-marked").await;
+    app.click("[data-testid=plan-doc] .plan-hidden-toggle")
+        .await;
+    app.wait_js(
+        "const t = document.querySelector('[data-testid=plan-doc] .plan-hidden-text'); \
+         return (t && !t.hidden) || null",
+        "the hidden text to show",
+    )
+    .await;
+    let after = hidden_state(&app).await;
+    assert_eq!(after["textShown"], true, "{after}");
+    assert!(
+        after["text"]
+            .as_str()
+            .unwrap()
+            .contains("HIDDEN-INSTRUCTION"),
+        "{after}"
+    );
+    app.shot("plan-8-hidden-text-shown").await;
+    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+    desk.xdotool(&["windowsize", &window, "900", "600"]);
+    app.wait_js(
+        "return window.innerWidth <= 900 || null",
+        "the window to narrow",
+    )
+    .await;
+    app.shot("plan-9-hidden-text-900x600").await;
+    // Approved: the implementing turn gets the frozen text, the hidden part flagged.
+    app.click("[data-testid=approve]").await;
+    app.wait_gone("[data-testid=approval-bar]").await;
+    app.wait_text("[data-testid=transcript]", "Implemented.")
+        .await;
+    let out = desk.cli(&["show", "--session", &id, "--json"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("the user saw only a marker here") && shown.contains("HIDDEN-INSTRUCTION"),
+        "{shown}"
+    );
+    app.close().await;
+}
+
+/// Whether the plan under review shows a hidden-text marker and its text.
+async fn hidden_state(app: &harness::App) -> serde_json::Value {
+    app.js(
+        "const d = document.querySelector('[data-testid=plan-doc]'); \
+         const b = d.querySelector('.plan-hidden-toggle'); \
+         const t = d.querySelector('.plan-hidden-text'); \
+         return { toggle: b ? b.textContent : null, \
+                  toggleShown: !!b && b.getBoundingClientRect().width > 0, \
+                  textShown: !!t && !t.hidden && t.getBoundingClientRect().height > 0, \
+                  text: t ? t.textContent : null, \
+                  page: d.innerText }",
+    )
+    .await
+}

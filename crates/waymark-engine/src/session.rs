@@ -200,60 +200,31 @@ impl SessionCore {
         request: &mut crate::provider::ModelRequest,
     ) -> Result<waymark_extension::Gate> {
         use waymark_extension::Gate;
-        Ok(match self.limit_call(api, turn_id, route, request)? {
-            Err(refused) => Gate::Refused(refused),
-            Ok(None) => Gate::Go(None),
-            Ok(Some(micros)) => {
-                let day = crate::clock::local_day(self.clock.now_ms());
-                let sid = self.id.clone();
-                Gate::Go(Some(
-                    self.write(|tx| Ok(tx.hold(&sid, turn_id, &day, micros)?))?,
-                ))
-            }
-        })
-    }
-
-    /// [`SessionCore::gate_call`] without the hold: `Err` is why the call may not start;
-    /// `Ok(Some)` the micro-dollars to hold while it runs (a priced call under a limit).
-    fn limit_call(
-        &self,
-        api: &SessionApi,
-        turn_id: Option<i64>,
-        route: &crate::provider::Route,
-        request: &mut crate::provider::ModelRequest,
-    ) -> Result<std::result::Result<Option<u64>, waymark_protocol::ErrorInfo>> {
         use waymark_protocol::cost;
         let config = self.config();
-        let now = self.clock.now_ms();
-        // Each limit in force: what it is, and the micro-dollars it has left.
-        let mut limits: Vec<(&str, u64)> = Vec::new();
-        let mut daily_left = None;
+        let cap = config
+            .limits
+            .daily_cost_usd
+            .map(|c| cost::micros(c).unwrap_or(u64::MAX));
+        // What a goal's budget has left, by the extensions that keep one.
         let mut goal_left: Option<u64> = None;
-        let mut capped = None;
-        if let Some(cap) = config.limits.daily_cost_usd {
-            let day = crate::clock::local_day(now);
-            let spent = self.read(|c| Ok(store::spend::day(c, &day)?))?;
-            let cap_micros = cost::micros(cap).unwrap_or(u64::MAX);
-            let left = cap_micros.saturating_sub(spent.micros);
-            if left == 0 {
-                capped = Some((spent.micros, cap_micros));
-            }
-            daily_left = Some(left);
-            limits.push(("today's spending cap (limits.daily_cost_usd)", left));
-        }
         for ext in &self.extensions {
             if let Some(left) = ext.cost_left(api, turn_id)? {
-                limits.push(("the goal's cost budget", left));
                 goal_left = Some(goal_left.map_or(left, |g| g.min(left)));
             }
         }
-        if limits.is_empty() {
-            return Ok(Ok(None));
+        if cap.is_none() && goal_left.is_none() {
+            return Ok(Gate::Go(None));
         }
-        let spec = &route.spec;
         let Some(price) = route.price(&config.pricing) else {
-            let names: Vec<&str> = limits.iter().map(|(what, _)| *what).collect();
-            let shown = waymark_protocol::display::escape_line(spec);
+            let names: Vec<&str> = [
+                cap.map(|_| "today's spending cap (limits.daily_cost_usd)"),
+                goal_left.map(|_| "the goal's cost budget"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let shown = waymark_protocol::display::escape_line(&route.spec);
             let mut info = waymark_protocol::ErrorInfo::new(
                 "unpriced_model",
                 format!(
@@ -262,77 +233,96 @@ impl SessionCore {
                 ),
             );
             info.setting = Some("pricing".into());
-            return Ok(Err(info));
+            return Ok(Gate::Refused(info));
         };
-        if let Some((spent, cap)) = capped {
-            return Ok(Err(self.cap_reached(
-                now,
-                format!(
-                    "today's spending cap is reached: {} of {} spent on model calls across all sessions (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
-                    cost::label(spent),
-                    cost::label(cap)
-                ),
-            )));
-        }
+        let tokens = request.estimated_tokens();
         let input = price.cost_micros(&waymark_protocol::Usage {
-            input_tokens: request.estimated_tokens(),
+            input_tokens: tokens,
             ..Default::default()
         });
         // A call that could not even pay for its input and one token of output is not sent:
         // it could only pass the limit.
         let one_token = price.output_per_mtok.ceil().max(0.0) as u64;
         let unaffordable = |left: u64| input.saturating_add(one_token) > left;
-        if let Some(left) = daily_left
-            && unaffordable(left)
-        {
-            return Ok(Err(self.cap_reached(
-                now,
-                format!(
-                    "the next model call would pass today's spending cap: its input alone (about {} tokens) costs about {}, and {} of the cap is left (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
-                    request.estimated_tokens(),
-                    cost::label(input),
-                    cost::label(left)
-                ),
-            )));
-        }
-        // The same for a goal's budget, spent or not: no call of a goal's turn or of its
-        // reviewer goes past it (the extension reports no budget for the summary turn, the
-        // one call allowed past it, G-22). The goal settles as `budget_limited(cost)`.
+        // A goal's budget, spent or not: no call of a goal's turn or of its reviewer goes past
+        // it (the extension reports no budget for the summary turn, the one call allowed past
+        // it, G-22). The goal settles as `budget_limited(cost)`.
         if let Some(left) = goal_left
             && unaffordable(left)
         {
-            return Ok(Err(waymark_protocol::ErrorInfo::new(
+            return Ok(Gate::Refused(waymark_protocol::ErrorInfo::new(
                 "cost_budget",
                 if left == 0 {
                     "the goal's cost budget is spent: no further model call is made for it. Raise the budget to go on.".to_string()
                 } else {
                     format!(
-                        "the next model call would pass the goal's cost budget: its input alone (about {} tokens) costs about {}, and {} of the budget is left. Raise the budget to go on.",
-                        request.estimated_tokens(),
+                        "the next model call would pass the goal's cost budget: its input alone (about {tokens} tokens) costs about {}, and {} of the budget is left. Raise the budget to go on.",
                         cost::label(input),
                         cost::label(left)
                     )
                 },
             )));
         }
-        // The output is what a call can still be held to: no more tokens than the tightest
-        // limit can pay for once the input is paid.
-        let per_token = price.output_per_mtok;
-        if per_token > 0.0
-            && let Some(left) = limits.iter().map(|(_, left)| *left).min()
-        {
-            let affordable = left.saturating_sub(input) as f64 / per_token;
-            let bound = affordable.floor().clamp(1.0, f64::from(u32::MAX)) as u32;
-            request.max_output_tokens = request.max_output_tokens.min(bound);
-        }
-        // The most the call can cost: its input at the input price and every output token it
-        // may write.
-        let most = input.saturating_add(
-            (f64::from(request.max_output_tokens) * per_token.max(0.0))
-                .ceil()
-                .min(u64::MAX as f64) as u64,
-        );
-        Ok(Ok((most > 0).then_some(most)))
+        // The day's part is read and held in one write transaction: two sessions (or
+        // processes) checking at the same moment are taken one after the other, each seeing
+        // what the other holds.
+        let now = self.clock.now_ms();
+        let day = crate::clock::local_day(now);
+        let sid = self.id.clone();
+        let per_token = price.output_per_mtok.max(0.0);
+        let max_output = &mut request.max_output_tokens;
+        let decided = self.write(|tx| {
+            let mut tightest = goal_left;
+            if let Some(cap) = cap {
+                let spent = store::spend::day(tx.conn(), &day)?.micros;
+                let left = cap.saturating_sub(spent);
+                if left == 0 {
+                    return Ok(Err(self.cap_reached(
+                        now,
+                        format!(
+                            "today's spending cap is reached: {} of {} spent on model calls across all sessions (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
+                            cost::label(spent),
+                            cost::label(cap)
+                        ),
+                    )));
+                }
+                if unaffordable(left) {
+                    return Ok(Err(self.cap_reached(
+                        now,
+                        format!(
+                            "the next model call would pass today's spending cap: its input alone (about {tokens} tokens) costs about {}, and {} of the cap is left (limits.daily_cost_usd). No model call starts until the next day, or raise the cap in the settings.",
+                            cost::label(input),
+                            cost::label(left)
+                        ),
+                    )));
+                }
+                tightest = Some(tightest.map_or(left, |g| g.min(left)));
+            }
+            // The output is what a call can still be held to: no more tokens than the
+            // tightest limit can pay for once the input is paid.
+            if per_token > 0.0
+                && let Some(left) = tightest
+            {
+                let affordable = left.saturating_sub(input) as f64 / per_token;
+                let bound = affordable.floor().clamp(1.0, f64::from(u32::MAX)) as u32;
+                *max_output = (*max_output).min(bound);
+            }
+            // The most the call can cost: its input at the input price and every output token
+            // it may write.
+            let most = input.saturating_add(
+                (f64::from(*max_output) * per_token)
+                    .ceil()
+                    .min(u64::MAX as f64) as u64,
+            );
+            if most == 0 {
+                return Ok(Ok(None));
+            }
+            Ok(Ok(Some(tx.hold(&sid, turn_id, &day, most)?)))
+        })?;
+        Ok(match decided {
+            Ok(hold) => Gate::Go(hold),
+            Err(refused) => Gate::Refused(refused),
+        })
     }
 
     /// The error of a call the daily cap stops: code `spend_cap`, the setting, and when the

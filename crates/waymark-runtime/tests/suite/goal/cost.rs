@@ -875,3 +875,64 @@ async fn g_32_the_goal_update_after_review_carries_the_reviewers_cost() {
     assert_eq!(last, 24_000, "the claim's and the reviewer's calls");
     s.shutdown().await.unwrap();
 }
+
+/// Fourth red-team: sessions calling at the same moment each saw all the cap had left, so
+/// together they could pass it by a call each. A call in flight holds its most possible cost
+/// against the day, checked and held in one transaction: another session, here in another
+/// process on the same data folder, sees it and gets only what is left.
+#[tokio::test]
+async fn g_33_a_call_in_flight_holds_its_cost_against_other_processes() {
+    let mut c = Config::default();
+    c.pricing.insert(
+        "openai:gpt-mock".into(),
+        Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 10.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    // 8,192 output tokens at $10 a million hold $0.082 of the $0.10.
+    c.limits.daily_cost_usd = Some(0.1);
+    let h = Harness::new(c);
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    let server = MockServer::start_with(move |_| {
+        let mut r = openai_reply("answer", false, 100, 0, 10);
+        if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            // The first call is slow: it is in flight while the other session calls.
+            let body: Vec<u8> = r.chunks.concat();
+            r.chunks = body
+                .chunks(body.len() / 2 + 1)
+                .map(<[u8]>::to_vec)
+                .collect();
+            r.pause = std::time::Duration::from_millis(1_500);
+        }
+        r
+    })
+    .await;
+    let (_rt_a, a) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let (rt_b, b) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let mut rx = a.subscribe();
+    a.submit(user("slow one")).await.unwrap();
+    a.submit(Op::Resume).await.unwrap();
+    while server.recorded().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        spent_today(&rt_b) >= 81_920,
+        "the first call's hold counts at once"
+    );
+    run(&b, user("quick one")).await;
+    let second = &server.recorded()[1].body;
+    let bound = second["max_tokens"].as_u64().unwrap();
+    assert!(
+        bound < 2_000,
+        "the second call got only what is left: {second}"
+    );
+    super::super::harness::collect(&mut rx).await;
+    // Both charged, both holds gone: the day holds the two calls' cost, far below a hold.
+    let day = spent_today(&rt_b);
+    assert!(day < 10_000, "{day}");
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
