@@ -51,7 +51,7 @@ pub(crate) enum WorktreeCommand {
 
 /// The first line the CLI prints of a session made in a worktree.
 pub(crate) fn made_line(runtime: &Runtime, id: &str) -> anyhow::Result<String> {
-    let Some(w) = runtime.worktree(id)? else {
+    let Some(w) = runtime.worktree_brief(id)? else {
         return Ok(String::new());
     };
     let included = if w.included.is_empty() {
@@ -161,7 +161,14 @@ pub(crate) fn worktree_command(
             Ok(ExitCode::SUCCESS)
         }
         WorktreeCommand::Discard { session, yes } => {
-            let Some(w) = runtime.worktree(&session)? else {
+            // With --yes nothing needs to be read from the worktree (git could wait on what
+            // the agent left there); asking shows what would go.
+            let w = if yes {
+                runtime.worktree_brief(&session)?
+            } else {
+                runtime.worktree(&session)?
+            };
+            let Some(w) = w else {
                 anyhow::bail!("session {session} has no worktree of its own");
             };
             if !yes {

@@ -47,18 +47,17 @@ impl SlashCommand for WorktreeCommand {
                 "this session has no worktree of its own: it works in the project's checkout. Start one with `waymark exec --worktree \"…\"` or Run in a new worktree in the app.".into(),
             ));
         };
-        let (files, commits) = crate::status(&w)?;
+        // No git runs here: a command runs inside the session's transaction, and git can be
+        // made to wait by what the agent left in the worktree.
         let sid = cx.session_id;
         Ok(format!(
-            "Worktree {} on branch {} ({}), from {} at {} in {}.\n{} file(s) changed, {} commit(s).\nReview: waymark worktree --session {sid} diff\nMerge into {}: waymark worktree --session {sid} merge\nDiscard: waymark worktree --session {sid} discard",
+            "Worktree {} on branch {} ({}), from {} at {} in {}.\nWhat changed: waymark worktree --session {sid} status (or diff)\nMerge into {}: waymark worktree --session {sid} merge\nDiscard: waymark worktree --session {sid} discard",
             escape_line(&w.path),
             escape_line(&w.branch),
             w.state.as_str(),
             escape_line(&w.base_branch),
             &w.base_commit[..w.base_commit.len().min(10)],
             escape_line(&w.repo),
-            files.len(),
-            commits,
             escape_line(&w.base_branch),
         ))
     }

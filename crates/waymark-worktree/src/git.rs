@@ -92,28 +92,6 @@ impl Worktree {
     pub(crate) fn run(&self, args: &[&str]) -> Result<String> {
         ok(&self.work, args, self.run_env(args, &[])?)
     }
-
-    /// Puts the worktree's `.git` file back as git wrote it (whatever the agent left there
-    /// is removed, never written through), so git's own commands accept the worktree.
-    pub(crate) fn restore_link(&self) -> Result<()> {
-        let dot = self.work.join(".git");
-        let io = |e| WorktreeError::Io {
-            path: dot.display().to_string(),
-            source: e,
-        };
-        match std::fs::symlink_metadata(&dot) {
-            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&dot).map_err(io)?,
-            Ok(_) => std::fs::remove_file(&dot).map_err(io)?,
-            Err(_) => {}
-        }
-        use std::io::Write as _;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&dot)
-            .and_then(|mut f| writeln!(f, "gitdir: {}", self.gitdir.display()))
-            .map_err(io)
-    }
 }
 
 /// `path` itself, a folder reached through no link: a worktree's folder the agent moved away
@@ -143,19 +121,25 @@ pub(crate) fn real_folder(path: &Path) -> Result<PathBuf> {
 /// them at any moment. Every call that reads or writes file content, or merges, goes through
 /// here; the project's own git folder is used only to read and move references.
 pub(crate) struct Sealed {
-    dir: PathBuf,
-    objects: PathBuf,
-    /// `core.excludesFile` as the user's settings name it when the review starts (a list of
-    /// names; the same for review and merge, which compare their trees).
-    excludes: Option<String>,
+    pub(crate) dir: PathBuf,
+    /// The project's object folder.
+    pub(crate) shared: PathBuf,
+    /// The private object folder every call uses once the objects a review or merge reads
+    /// were copied in and checked ([`crate::objects`]); until then the project's.
+    pub(crate) private: Option<PathBuf>,
 }
 
-/// Longest `info/exclude` copied into a [`Sealed`] folder.
+/// Longest ignore list (`info/exclude`, the user's own) copied into a [`Sealed`] folder.
 const EXCLUDE_MAX: u64 = 1024 * 1024;
 
+/// How the folders [`Sealed`] makes are named, before the process id.
+const SEALED_PREFIX: &str = ".waymark-git-";
+
 impl Sealed {
-    /// A sealed folder for the repository checked out at `repo`.
-    pub(crate) fn of(repo: &Path) -> Result<Sealed> {
+    /// A sealed folder for the repository checked out at `repo`, made in `home` (Waymark's
+    /// worktrees folder, which no session writes: the agent's temporary folder would let it
+    /// change what git reads here).
+    pub(crate) fn of(repo: &Path, home: &Path) -> Result<Sealed> {
         let common = run(
             repo,
             &["rev-parse", "--path-format=absolute", "--git-common-dir"],
@@ -170,18 +154,27 @@ impl Sealed {
                 message: format!("unknown object format `{format}`"),
             });
         }
-        let excludes = run_env(
+        // The user's own ignore list (`core.excludesFile`, else git's default place), copied
+        // once: the name comes from settings the agent can write, and what it names could be a
+        // pipe or change between review and merge.
+        let named = run_env(
             repo,
             &["config", "--type=path", "--get", "core.excludesFile"],
             &[],
         )?;
-        let excludes = excludes
+        let named = named
             .status
             .success()
-            .then(|| String::from_utf8_lossy(&excludes.stdout).trim().to_string())
-            .filter(|e| !e.is_empty());
-        let dir = std::env::temp_dir().join(format!(
-            "waymark-git-{}-{}",
+            .then(|| String::from_utf8_lossy(&named.stdout).trim().to_string())
+            .filter(|e| !e.is_empty())
+            .map(PathBuf::from)
+            .or_else(default_excludes);
+        let user_excludes = named
+            .and_then(|p| read_small(&p, EXCLUDE_MAX))
+            .unwrap_or_default();
+        sweep(home);
+        let dir = home.join(format!(
+            "{SEALED_PREFIX}{}-{}",
             std::process::id(),
             fastrand::u64(..)
         ));
@@ -191,16 +184,21 @@ impl Sealed {
             .create(&dir)
             .map_err(|e| io_error(&dir, e))?;
         let sealed = Sealed {
-            objects: common.join("objects"),
-            excludes,
+            shared: common.join("objects"),
+            private: None,
             dir,
         };
-        sealed.fill(&common, format)?;
+        sealed.fill(&common, format, &user_excludes)?;
         Ok(sealed)
     }
 
-    /// Writes the folder's settings, HEAD, `refs/` and ignore list.
-    fn fill(&self, common: &Path, format: &str) -> Result<()> {
+    /// A file name in this folder for a call's own use (an index).
+    pub(crate) fn scratch(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Writes the folder's settings, HEAD, `refs/` and ignore lists.
+    fn fill(&self, common: &Path, format: &str, user_excludes: &[u8]) -> Result<()> {
         let io = |p: &Path| {
             let p = p.to_path_buf();
             move |e| io_error(&p, e)
@@ -221,7 +219,8 @@ impl Sealed {
         // the files it names stay out of review and merge alike, as they would in git.
         let exclude = common.join("info/exclude");
         let text = read_small(&exclude, EXCLUDE_MAX).unwrap_or_default();
-        std::fs::write(self.dir.join("info/exclude"), text).map_err(io(&self.dir))
+        std::fs::write(self.dir.join("info/exclude"), text).map_err(io(&self.dir))?;
+        std::fs::write(self.dir.join("info/user-excludes"), user_excludes).map_err(io(&self.dir))
     }
 
     /// Points the folder's HEAD at `commit` (detached), or at an unborn branch.
@@ -233,9 +232,25 @@ impl Sealed {
         std::fs::write(self.dir.join("HEAD"), head).map_err(|e| io_error(&self.dir, e))
     }
 
-    /// A `git <args>` command on the project's objects, the work tree `work` and the index
-    /// `index` where named (else one of this folder's own).
+    /// The object folder calls use now: the private one once made, else the project's.
+    pub(crate) fn store(&self) -> &Path {
+        self.private.as_deref().unwrap_or(&self.shared)
+    }
+
+    /// A `git <args>` command on the objects of [`Sealed::store`], the work tree `work` and the
+    /// index `index` where named (else one of this folder's own).
     fn command(&self, work: Option<&Path>, index: Option<&Path>, args: &[&str]) -> Command {
+        self.command_on(self.store(), work, index, args)
+    }
+
+    /// [`Sealed::command`] on the objects in `store`.
+    pub(crate) fn command_on(
+        &self,
+        store: &Path,
+        work: Option<&Path>,
+        index: Option<&Path>,
+        args: &[&str],
+    ) -> Command {
         let mut repo = vec![format!("--git-dir={}", self.dir.display())];
         if let Some(w) = work {
             repo.push(format!("--work-tree={}", w.display()));
@@ -248,11 +263,12 @@ impl Sealed {
             .collect();
         // Nothing of the folder's owner is read here, so whose folder it is does not matter.
         pairs.push(("safe.directory".into(), "*".into()));
-        if let Some(x) = &self.excludes {
-            pairs.push(("core.excludesFile".into(), x.clone()));
-        }
+        pairs.push((
+            "core.excludesFile".into(),
+            self.dir.join("info/user-excludes").display().to_string(),
+        ));
         configure(&mut c, &pairs);
-        c.env("GIT_OBJECT_DIRECTORY", &self.objects)
+        c.env("GIT_OBJECT_DIRECTORY", store)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_GRAFT_FILE", self.dir.join("info/grafts"))
@@ -276,7 +292,7 @@ impl Sealed {
         for (k, v) in env {
             c.env(k, v);
         }
-        c.output().map_err(|e| io_error(&self.dir, e))
+        crate::run::run(c, work.unwrap_or(&self.dir), None).map(|(out, _)| out)
     }
 
     /// `git <args>` on the objects alone, which must succeed: its standard output.
@@ -298,62 +314,59 @@ impl Sealed {
     /// `git <args>` on the objects alone, its output read up to `cap` bytes: past that git is
     /// stopped, and the text is cut after its last whole line (`true` says it was cut).
     pub(crate) fn run_capped(&self, args: &[&str], cap: usize) -> Result<(String, bool)> {
-        use std::io::Read as _;
-        let mut child = self
-            .command(None, None, args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| io_error(&self.dir, e))?;
-        let (Some(mut err), Some(mut stdout)) = (child.stderr.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io_error(
-                &self.dir,
-                std::io::Error::other("git's output could not be read"),
-            ));
-        };
-        let errors = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = (&mut err).take(64 * 1024).read_to_end(&mut buf);
-            // The rest is drained, so git never waits on a full pipe.
-            let _ = std::io::copy(&mut err, &mut std::io::sink());
-            buf
-        });
-        let mut out = Vec::new();
-        if let Err(e) = (&mut stdout).take(cap as u64 + 1).read_to_end(&mut out) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io_error(&self.dir, e));
-        }
-        let cut = out.len() > cap;
+        let (mut out, cut) = crate::run::run(self.command(None, None, args), &self.dir, Some(cap))?;
         if cut {
-            let _ = child.kill();
-            out.truncate(cap);
-            let end = out.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-            out.truncate(end);
-        }
-        drop(stdout);
-        let status = child.wait().map_err(|e| io_error(&self.dir, e))?;
-        let stderr = errors.join().unwrap_or_default();
-        if !cut && !status.success() {
+            let end = out
+                .stdout
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            out.stdout.truncate(end);
+        } else if !out.status.success() {
             return Err(WorktreeError::Git {
                 command: format!("git {}", args.join(" ")),
                 dir: self.dir.display().to_string(),
-                message: said(&Output {
-                    status,
-                    stdout: out,
-                    stderr,
-                }),
+                message: said(&out),
             });
         }
-        Ok((String::from_utf8_lossy(&out).into_owned(), cut))
+        Ok((String::from_utf8_lossy(&out.stdout).into_owned(), cut))
     }
 }
 
 impl Drop for Sealed {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Where git looks for the user's ignore list when no setting names one.
+fn default_excludes() -> Option<PathBuf> {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(config.join("git/ignore"))
+}
+
+/// Removes the sealed folders in `home` of processes that are gone (one killed mid-merge).
+fn sweep(home: &Path) {
+    let Ok(entries) = std::fs::read_dir(home) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SEALED_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let real = e.file_type().is_ok_and(|t| t.is_dir());
+        if real && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -400,6 +413,11 @@ const FIXED: &[(&str, &str)] = &[
     // A directory renamed on one side never carries files the other side added along with
     // it: that is a conflict, shown, never a move the review did not show.
     ("merge.directoryRenames", "conflict"),
+    // An index git writes is whole: a split index would be written beside it as a shared
+    // file, in a git folder of ours that goes away.
+    ("core.splitIndex", "false"),
+    // No command goes into a submodule's repository, whose settings the agent can write.
+    ("submodule.recurse", "false"),
 ];
 
 /// A git command in `dir` with `repo` (the options choosing the repository) first, every
@@ -458,16 +476,14 @@ fn neutral(dir: &Path, repo: &[&str]) -> Result<Vec<(String, String)>> {
         .collect();
     let mut c = command(dir, repo);
     configure(&mut c, &out);
-    let listed = c
-        .args([
-            "config",
-            "--null",
-            "--name-only",
-            "--get-regexp",
-            PROGRAM_KEYS,
-        ])
-        .output()
-        .map_err(|e| io_error(dir, e))?;
+    c.args([
+        "config",
+        "--null",
+        "--name-only",
+        "--get-regexp",
+        PROGRAM_KEYS,
+    ]);
+    let (listed, _) = crate::run::run(c, dir, None)?;
     // Exit 1: none set.
     for key in String::from_utf8_lossy(&listed.stdout)
         .split('\0')
@@ -512,7 +528,7 @@ fn run_with(dir: &Path, repo: &[&str], args: &[&str], env: &[(&str, &str)]) -> R
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().map_err(|e| io_error(dir, e))
+    crate::run::run(c, dir, None).map(|(out, _)| out)
 }
 
 /// `git <args>` in `dir`, which must succeed: its standard output.

@@ -10,6 +10,9 @@ pub mod db;
 mod extension;
 mod git;
 mod include;
+mod index;
+mod objects;
+mod run;
 
 pub use extension::{MIGRATIONS, WorktreeExtension};
 
@@ -109,6 +112,14 @@ pub enum WorktreeError {
     Replaced(String),
     #[error("the worktree is {0}: there is nothing to do with it any more")]
     NotActive(&'static str),
+    #[error(
+        "the project's object store ({repo}) holds objects that are missing or whose content does not match their names ({ids}): something rewrote them behind git's back, so Waymark shows and merges nothing from it. Nothing was changed. Run `git fsck` in the project to see the damage."
+    )]
+    DamagedObjects { repo: String, ids: String },
+    #[error(
+        "{repo}'s index is in use ({lock} exists: another git command is running there, or one stopped without cleaning up). Wait for it to finish, or remove the file if none runs, then merge again. Nothing was changed."
+    )]
+    IndexBusy { repo: String, lock: String },
 }
 
 impl WorktreeError {
@@ -135,6 +146,8 @@ impl WorktreeError {
             WorktreeError::BranchMoved { .. } => "branch_moved",
             WorktreeError::Replaced(_) => "worktree_replaced",
             WorktreeError::NotActive(_) => "worktree_closed",
+            WorktreeError::DamagedObjects { .. } => "damaged_objects",
+            WorktreeError::IndexBusy { .. } => "index_busy",
         }
     }
 }
@@ -417,11 +430,7 @@ fn tree_now(wt: &git::Worktree, sealed: &git::Sealed, start: &str, head: &str) -
 /// [`tree_now`] without the check for repositories in the worktree (which only makes the
 /// refusal clear: a submodule path is never entered here anyway).
 fn tree_of(wt: &git::Worktree, sealed: &git::Sealed, start: &str, head: &str) -> Result<String> {
-    let index = std::env::temp_dir().join(format!(
-        "waymark-index-{}-{}",
-        std::process::id(),
-        fastrand::u64(..)
-    ));
+    let index = sealed.scratch(&format!("index-{:016x}", fastrand::u64(..)));
     // Attributes from the commit the worktree started at, not the worktree's
     // `.gitattributes` nor its HEAD (both the agent's to write), where git can.
     let attrs = git::attr_source(start);
@@ -598,6 +607,12 @@ impl<'a> Checkout<'a> {
                 "--porcelain=v1",
                 "-z",
                 "--untracked-files=all",
+                // Both paths of a rename are listed anyway; finding renames would read
+                // staged contents the merge's own objects do not hold.
+                "--no-renames",
+                // A submodule's own changes are not read: that runs git inside its
+                // repository, under settings the agent can write. Its commit still counts.
+                "--ignore-submodules=dirty",
             ],
         )?);
         // Files the index is told not to look at (assume-unchanged, skip-worktree) may hold
@@ -613,10 +628,11 @@ impl<'a> Checkout<'a> {
     }
 
     /// Moves the checkout from `target` to `merged`, as `git merge --ff-only` would end but
-    /// under none of the project's settings: the branch first, only if it is still at
-    /// `target`; then the index and the files, by a two-tree `read-tree`, which refuses to
-    /// overwrite a change of the user's, staged or not, or a file it does not track; on a
-    /// refusal the branch is moved back. Staged changes to other files stay staged.
+    /// under none of the project's settings. Under git's lock on the checkout's index, a copy
+    /// of the index and the files move first, by a two-tree `read-tree`, which refuses to
+    /// overwrite a change of the user's, staged or not, or a file it does not track; then the
+    /// branch, only if it is still at `target` (else the files move back); then the new index
+    /// takes the old one's place. Staged changes to other files stay staged.
     fn fast_forward(
         &self,
         sealed: &git::Sealed,
@@ -624,6 +640,19 @@ impl<'a> Checkout<'a> {
         target: &str,
         merged: &str,
     ) -> Result<()> {
+        let swap = index::IndexSwap::begin(&self.index(), &self.repo.display().to_string())?;
+        let read = |from: &str, to: &str| {
+            let args = ["read-tree", "-m", "-u", from, to];
+            sealed.run_env(Some(self.repo), Some(swap.path()), &args, &[])
+        };
+        let out = read(target, merged)?;
+        if !out.status.success() {
+            return Err(WorktreeError::Git {
+                command: "git read-tree -m -u".into(),
+                dir: self.repo.display().to_string(),
+                message: format!("{}\nNothing was changed.", git::said(&out)),
+            });
+        }
         let reference = format!("refs/heads/{branch}");
         let moved = git::run_env(
             self.repo,
@@ -639,41 +668,20 @@ impl<'a> Checkout<'a> {
             &[],
         )?;
         if !moved.status.success() {
+            let back = read(merged, target);
+            let note = match back {
+                Ok(b) if b.status.success() => "Nothing was changed.".to_string(),
+                _ => format!(
+                    "The checkout's files were partly updated to the merge {merged} and the branch {branch} was not moved: run `git checkout -- .` there to put the files back as the index has them."
+                ),
+            };
             return Err(WorktreeError::Git {
                 command: "git update-ref".into(),
                 dir: self.repo.display().to_string(),
-                message: format!("{}\nNothing was changed.", git::said(&moved)),
+                message: format!("{}\n{note}", git::said(&moved)),
             });
         }
-        let args = ["read-tree", "-m", "-u", target, merged];
-        let out = sealed.run_env(Some(self.repo), Some(&self.index()), &args, &[])?;
-        if out.status.success() {
-            return Ok(());
-        }
-        let back = git::run_env(
-            self.repo,
-            &[
-                "update-ref",
-                "--no-deref",
-                "-m",
-                "waymark: merge refused",
-                &reference,
-                target,
-                merged,
-            ],
-            &[],
-        );
-        let note = match back {
-            Ok(b) if b.status.success() => "Nothing was changed.".to_string(),
-            _ => format!(
-                "The branch {branch} now points at the merge commit {merged}, but the checkout's files were not updated: run `git reset --keep {target}` there to put it back."
-            ),
-        };
-        Err(WorktreeError::Git {
-            command: "git read-tree -m -u".into(),
-            dir: self.repo.display().to_string(),
-            message: format!("{}\n{note}", git::said(&out)),
-        })
+        swap.finish()
     }
 }
 
@@ -802,6 +810,15 @@ fn branch_tip(m: &db::WorktreeRow) -> Result<Option<String>> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()))
 }
 
+/// The tree of `commit`, as the project's store has it (the private store, once made, is
+/// checked to agree).
+fn tree_of_commit(sealed: &git::Sealed, commit: &str) -> Result<String> {
+    Ok(sealed
+        .run(&["rev-parse", "--verify", &format!("{commit}^{{tree}}")])?
+        .trim()
+        .to_string())
+}
+
 /// The commit the worktree's HEAD is now, read once: every step of one review or merge works
 /// on this one, whatever the worktree's HEAD becomes meanwhile.
 fn head_of(wt: &git::Worktree) -> Result<String> {
@@ -815,7 +832,9 @@ fn head_of(wt: &git::Worktree) -> Result<String> {
 fn open(m: &db::WorktreeRow) -> Result<(git::Worktree, git::Sealed)> {
     let repo = Path::new(&m.repo);
     let wt = git::Worktree::of(repo, Path::new(&m.path))?;
-    let sealed = git::Sealed::of(repo)?;
+    // Waymark's worktrees folder, which holds this worktree.
+    let home = wt.work.parent().unwrap_or(repo);
+    let sealed = git::Sealed::of(repo, home)?;
     Ok((wt, sealed))
 }
 
@@ -845,10 +864,18 @@ pub const DIFF_MAX: usize = 8 * 1024 * 1024;
 /// The whole diff a merge would bring in now: from where the worktree meets its branch
 /// ([`meeting_point`]) to what it holds (committed or not), at most [`DIFF_MAX`] bytes of it.
 pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
-    let (wt, sealed) = &open(m)?;
-    let head = head_of(wt)?;
-    let tree = tree_now(wt, sealed, &m.base_commit, &head)?;
-    let base = meeting_point(m, sealed, branch_tip(m)?.as_deref(), &head)?;
+    let (wt, mut sealed) = open(m)?;
+    let head = head_of(&wt)?;
+    let tree = tree_now(&wt, &sealed, &m.base_commit, &head)?;
+    let base = meeting_point(m, &sealed, branch_tip(m)?.as_deref(), &head)?;
+    // What the diff shows is read from objects checked against their names.
+    let base_tree = tree_of_commit(&sealed, &base)?;
+    sealed.seal_objects(&objects::Needed {
+        commits: &[&base],
+        trees: &[&base_tree, &tree],
+        changes: &[(&base_tree, &tree)],
+    })?;
+    let sealed = &sealed;
     // Every file as text, its attributes from where the worktree started: the worktree's
     // own `.gitattributes` (`* -diff`) must not hide a change from the review, nor settings
     // hide a submodule's new commit; the names with git's own prefixes, whatever the
@@ -874,11 +901,22 @@ pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (mut text, cut) = sealed.run_capped(&args, DIFF_MAX)?;
     if cut {
-        let files = changed(sealed, &m.base_commit, &base, &tree)?.len();
+        // Every changed file is named, so nothing the merge brings in goes unlisted (a git
+        // command to see the rest would read the project's objects and settings unchecked).
+        let files = changed(sealed, &m.base_commit, &base, &tree)?;
         text.push_str(&format!(
-            "\n[The diff goes on past {} MiB and is cut here; {files} file(s) change in all. See the rest with `git diff {base} {tree}` in the worktree.]\n",
-            DIFF_MAX / (1024 * 1024)
+            "\n[The diff goes on past {} MiB and is cut here. All {} file(s) it changes:]\n",
+            DIFF_MAX / (1024 * 1024),
+            files.len()
         ));
+        for f in files {
+            let sign = match f.change {
+                PathChangeKind::Added => 'A',
+                PathChangeKind::Deleted => 'D',
+                PathChangeKind::Modified => 'M',
+            };
+            text.push_str(&format!("{sign} {}\n", f.path));
+        }
     }
     Ok(WorktreeDiff {
         base,
@@ -909,7 +947,8 @@ pub fn merge(
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
     let repo = Path::new(&m.repo);
-    let (wt, sealed) = &open(m)?;
+    let (wt, mut sealed) = open(m)?;
+    let wt = &wt;
     let checkout = Checkout::of(repo)?;
     if let Some(what) = checkout.in_progress()? {
         return Err(WorktreeError::TargetBusy {
@@ -938,14 +977,14 @@ pub fn merge(
     .trim()
     .to_string();
     let head = head_of(wt)?;
-    let tree = tree_now(wt, sealed, &m.base_commit, &head)?;
-    let base = meeting_point(m, sealed, Some(&target), &head)?;
+    let tree = tree_now(wt, &sealed, &m.base_commit, &head)?;
+    let base = meeting_point(m, &sealed, Some(&target), &head)?;
     if reviewed.is_some_and(|r| r.tree != tree || r.base != base) {
         return Err(WorktreeError::ChangedSinceReview);
     }
     // Everything there is already on the branch (the review showed no change).
-    let base_tree = sealed.run(&["rev-parse", &format!("{base}^{{tree}}")])?;
-    if base_tree.trim() == tree {
+    let base_tree = tree_of_commit(&sealed, &base)?;
+    if base_tree == tree {
         return Ok(MergeOutcome {
             committed: None,
             merged: target,
@@ -953,6 +992,15 @@ pub fn merge(
             files: Vec::new(),
         });
     }
+    // Every step from here reads objects checked against their names, the same the review
+    // read, and writes its own into a private store until the checkout moves.
+    let target_tree = tree_of_commit(&sealed, &target)?;
+    sealed.seal_objects(&objects::Needed {
+        commits: &[&base, &target],
+        trees: &[&base_tree, &tree, &target_tree],
+        changes: &[(&base_tree, &tree), (&base_tree, &target_tree)],
+    })?;
+    let sealed = &sealed;
     // Rows from before the identity was recorded: the settings as they are now.
     let who = match &m.author {
         Some(a) => Some(a.clone()),
@@ -1033,10 +1081,11 @@ pub fn merge(
     // The merge commit: the result checked, on the target and the worktree's commit. It is
     // only an object until the checkout moves to it.
     let merged = commit(sealed, &who, &merged_tree, &[&target, &tip], &title)?;
+    sealed.publish_objects()?;
     checkout.fast_forward(sealed, &m.base_branch, &target, &merged)?;
     // Merged: the worktree's branch takes the commit merged (if it still points where it
-    // did; the ref itself, never one it names), and its index follows it; files changed
-    // since stay as changes there.
+    // did; the ref itself, never one it names), and its index follows it, written beside it
+    // and renamed over it; files changed since stay as changes there.
     let moved = wt
         .run(&[
             "update-ref",
@@ -1047,7 +1096,11 @@ pub fn merge(
             &tip,
             &head,
         ])
-        .and_then(|_| sealed.run_in(None, &wt.index(), &["read-tree", &tip]));
+        .and_then(|_| index::IndexSwap::begin(&wt.index(), &m.path))
+        .and_then(|swap| {
+            sealed.run_in(None, swap.path(), &["read-tree", &tip])?;
+            swap.finish()
+        });
     if let Err(e) = moved {
         tracing::warn!("merged, but the worktree's branch stays where it was: {e}");
     }
@@ -1059,33 +1112,32 @@ pub fn merge(
     })
 }
 
-/// Removes the worktree and its branch. A worktree folder replaced by a link is never
-/// removed through it: the link goes, and git forgets the worktree.
+/// Removes the worktree and its branch. The folder is first moved, under a name of
+/// Waymark's, out of the agent's reach, then removed without following a link: a worktree
+/// folder replaced by a link (before or during the discard) loses the link alone. Then git
+/// forgets the worktree, even one the agent locked (`git worktree lock`).
 pub fn discard(m: &db::WorktreeRow) -> Result<()> {
     if m.state == WorktreeState::Discarded {
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
     let repo = Path::new(&m.repo);
     let path = Path::new(&m.path);
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if !meta.is_dir() => {
-            std::fs::remove_file(path).map_err(io(path))?;
-            git::run(repo, &["worktree", "prune"])?;
-        }
-        Ok(_) => {
-            git::real_folder(path)?;
-            // git checks that the worktree's `.git` points back at its git folder: put it
-            // back as git wrote it first (the agent may have changed it).
-            if let Ok(wt) = git::Worktree::of(repo, path) {
-                wt.restore_link()?;
-            }
-            // Twice forced: a worktree the agent locked (`git worktree lock`) goes too.
-            git::run(repo, &["worktree", "remove", "--force", "--force", &m.path])?;
-        }
-        Err(_) => {
-            git::run(repo, &["worktree", "prune"])?;
-        }
+    let admin = git::Worktree::of(repo, path).ok().map(|w| w.gitdir);
+    if std::fs::symlink_metadata(path).is_ok() {
+        let home = path.parent().unwrap_or(repo);
+        let gone = home.join(format!(".waymark-discard-{:016x}", fastrand::u64(..)));
+        std::fs::rename(path, &gone).map_err(io(path))?;
+        // A rename moves a link itself; what was moved is looked at, not what it names.
+        let removed = match std::fs::symlink_metadata(&gone) {
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&gone),
+            _ => std::fs::remove_file(&gone),
+        };
+        removed.map_err(io(&gone))?;
     }
+    if let Some(admin) = admin {
+        let _ = std::fs::remove_file(admin.join("locked"));
+    }
+    git::run(repo, &["worktree", "prune"])?;
     let gone = git::run_env(repo, &["branch", "-D", &m.branch], &[])?;
     // A branch deleted by hand already is gone all the same.
     if !gone.status.success() && !git::said(&gone).contains("not found") {

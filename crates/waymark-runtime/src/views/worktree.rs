@@ -41,22 +41,33 @@ impl Runtime {
 
     /// Session `id`'s worktree and what changed in it; `None` when it has none.
     pub fn worktree(&self, id: &str) -> Result<Option<WorktreeView>> {
-        let row = match self.worktree_row(id) {
-            Ok(r) => r,
-            Err(Error::Refused(_)) => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(mut view) = self.worktree_brief(id)? else {
+            return Ok(None);
         };
+        let row = self.worktree_row(id)?;
         // A worktree whose changes cannot be read is still shown (and can be discarded).
-        let (changed, commits, problem) = match waymark_worktree::status(&row) {
+        match waymark_worktree::status(&row) {
             // Paths shown escaped (bidi and invisible characters in a file name the agent
             // chose), as the CLI prints them.
             Ok((mut changed, commits)) => {
                 for c in &mut changed {
                     c.path = waymark_protocol::display::escape_line(&c.path);
                 }
-                (changed, commits, None)
+                view.changed = changed;
+                view.commits = commits;
             }
-            Err(e) => (Vec::new(), 0, Some(e.to_string())),
+            Err(e) => view.problem = Some(e.to_string()),
+        }
+        Ok(Some(view))
+    }
+
+    /// Session `id`'s worktree as recorded, without running git (nothing changed listed):
+    /// what a discard or the first line of a run needs, however the worktree's files stand.
+    pub fn worktree_brief(&self, id: &str) -> Result<Option<WorktreeView>> {
+        let row = match self.worktree_row(id) {
+            Ok(r) => r,
+            Err(Error::Refused(_)) => return Ok(None),
+            Err(e) => return Err(e),
         };
         Ok(Some(WorktreeView {
             name: row.name,
@@ -66,10 +77,10 @@ impl Runtime {
             base_branch: row.base_branch,
             base_commit: row.base_commit,
             state: row.state,
-            changed,
-            commits,
+            changed: Vec::new(),
+            commits: 0,
             included: row.included,
-            problem,
+            problem: None,
         }))
     }
 

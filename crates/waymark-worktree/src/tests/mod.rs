@@ -543,7 +543,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     std::fs::write(sub.join(".git/HEAD"), format!("{}\n", head.trim())).unwrap();
     std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
     let wt = git::Worktree::of(&r.main, &m.path).unwrap();
-    let sealed = git::Sealed::of(&r.main).unwrap();
+    let sealed = git::Sealed::of(&r.main, &r.root).unwrap();
     let at = head_of(&wt).unwrap();
     // Past the check, as if the repository appeared just after it.
     let tree = tree_of(&wt, &sealed, &m.base_commit, &at).unwrap();
@@ -562,6 +562,35 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
     let e = tree_of(&wt, &sealed, &m.base_commit, &at).unwrap_err();
     assert_eq!(e.code(), "nested_repository", "{e}");
     assert!(!marker.exists());
+}
+
+/// Fifth red-team: a submodule checked out in the user's checkout has a repository of its own,
+/// whose settings the agent can write (`.git/modules/` is in the project's git folder). The
+/// merge's look at the checkout's changes never runs git in it.
+#[test]
+fn a_submodule_of_the_users_checkout_runs_nothing_at_merge() {
+    let r = repo();
+    let head = add_submodule(&r.main, "sub");
+    let marker = r._dir.path().join("ran");
+    let prog = r._dir.path().join("prog.sh");
+    agent_program(&prog, &marker);
+    let sub = r.main.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    git(&sub, &["init", "-q", "-b", "main"]);
+    for (k, v) in [
+        ("core.fsmonitor", prog.display().to_string()),
+        ("filter.ev.clean", prog.display().to_string()),
+    ] {
+        git(&sub, &["config", k, &v]);
+    }
+    std::fs::write(sub.join(".gitattributes"), "* filter=ev\n").unwrap();
+    std::fs::write(sub.join("f"), "x").unwrap();
+    std::fs::write(sub.join(".git/HEAD"), format!("{}\n", head.trim())).unwrap();
+    let m = create(&r.main, &r.root, "sub").unwrap();
+    std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
+    merge(&m.row("s", 0), "work", None).unwrap();
+    assert_eq!(read(&r, "README.md"), "changed\n");
+    assert!(!marker.exists(), "git ran in the checkout's submodule");
 }
 
 /// An untracked repository in the user's checkout: git lists none of its ignored files, and
@@ -1402,14 +1431,23 @@ fn a_huge_diff_is_cut_and_says_so() {
         .map(|i| format!("{i} {line}\n"))
         .collect();
     std::fs::write(m.path.join("big.txt"), big).unwrap();
+    // A change past the cut: still named, never hidden behind the big one.
+    std::fs::write(m.path.join("zz-after.txt"), "late\n").unwrap();
+    std::fs::remove_file(m.path.join("README.md")).unwrap();
     let d = diff(&m.row("s", 0)).unwrap();
     assert!(d.diff.len() < DIFF_MAX + 1024, "{}", d.diff.len());
-    assert!(d.diff.contains("is cut here; 1 file(s) change"));
-    assert!(
-        !d.diff.contains(
-            "8 MiB and is cut here; 1 file(s) change in all. See the rest with `git diff\n"
-        )
-    );
+    let note = d
+        .diff
+        .split("is cut here.")
+        .nth(1)
+        .expect("the cut is said");
+    assert!(note.contains("All 3 file(s) it changes:"), "{note}");
+    for f in ["D README.md\n", "A big.txt\n", "A zz-after.txt\n"] {
+        assert!(note.contains(f), "{f} in {note}");
+    }
+    // No command to see the rest: one would read the project's objects and settings
+    // unchecked.
+    assert!(!d.diff.contains("git diff "), "{note}");
 }
 
 /// git's own words reach the user: no hint about grafts stands in for them.
@@ -1420,3 +1458,7 @@ fn gits_own_error_is_reported() {
     assert!(!e.to_string().contains("graft"), "{e}");
     assert!(e.to_string().contains("Needed a single revision"), "{e}");
 }
+
+mod forged;
+mod index_links;
+mod waits;

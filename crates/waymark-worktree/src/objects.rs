@@ -1,0 +1,217 @@
+//! The objects a review or merge reads, copied from the project's object store into a private
+//! one and each checked against its name on the way; and the objects a merge made, copied back.
+//!
+//! The agent writes the project's object store (its commits in the worktree go there), and
+//! git never checks a stored object against its name when it reads one. A loose object
+//! rewritten under its old name (a blob of the reviewed tree, made to hold other bytes after
+//! the review) would have the merge write content the user never saw, under the very ids the
+//! review showed. So review and merge read from a folder of their own: git packs the objects
+//! named from the project's store and `index-pack` names each by the hash of what it holds, so
+//! an object whose content does not match its name arrives under another name, the one asked
+//! for is missing, and the review or merge stops before it shows or writes anything.
+
+use crate::git::{self, Sealed};
+use crate::{Result, WorktreeError, io};
+use std::path::Path;
+
+/// What one review or merge reads.
+pub(crate) struct Needed<'a> {
+    /// Commits read as objects (parents of the commits made, merge bases).
+    pub commits: &'a [&'a str],
+    /// Trees read whole, every folder of them (the reviewed tree, the target's).
+    pub trees: &'a [&'a str],
+    /// Pairs of trees whose changed files are read (diff, three-way merge).
+    pub changes: &'a [(&'a str, &'a str)],
+}
+
+/// Most missing objects named in an error.
+const NAMED_MAX: usize = 5;
+
+impl Sealed {
+    /// Copies `needed` from the project's store into a private one, checking every object
+    /// against its name, and has every later call read that one alone. Refused, naming what
+    /// is wrong, when an object is missing from the project's store or does not hold what its
+    /// name says.
+    pub(crate) fn seal_objects(&mut self, needed: &Needed) -> Result<()> {
+        let shared = self.shared.clone();
+        let mut ids: Vec<String> = needed.commits.iter().map(|c| c.to_string()).collect();
+        ids.extend(needed.trees.iter().map(|t| t.to_string()));
+        for tree in needed.trees {
+            let listed = self.run_on(
+                &shared,
+                &["ls-tree", "-r", "-d", "-z", "--format=%(objectname)", tree],
+            )?;
+            ids.extend(git::paths(&listed));
+        }
+        for (a, b) in needed.changes {
+            let raw = self.run_on(
+                &shared,
+                &[
+                    "diff-tree",
+                    "-r",
+                    "-z",
+                    "--no-renames",
+                    "--no-commit-id",
+                    a,
+                    b,
+                ],
+            )?;
+            ids.extend(changed_blobs(&raw));
+        }
+        ids.sort();
+        ids.dedup();
+        let private = self.dir.join("objects");
+        std::fs::create_dir_all(private.join("pack")).map_err(io(&private))?;
+        self.copy(&shared, &private, &ids)?;
+        let missing = self.missing(&private, &ids)?;
+        if !missing.is_empty() {
+            return Err(WorktreeError::DamagedObjects {
+                repo: shared.display().to_string(),
+                ids: named(&missing),
+            });
+        }
+        // Each commit's tree, read from its checked copy, must be one of the trees copied
+        // (the trees were named from the project's copy, which may have changed since).
+        for commit in needed.commits {
+            let of = format!("{commit}^{{tree}}");
+            let tree = self.run_on(&private, &["rev-parse", "--verify", &of])?;
+            if !needed.trees.contains(&tree.trim()) {
+                return Err(WorktreeError::DamagedObjects {
+                    repo: shared.display().to_string(),
+                    ids: commit.to_string(),
+                });
+            }
+        }
+        self.private = Some(private);
+        Ok(())
+    }
+
+    /// Copies into the project's store every object the private one holds and the project's
+    /// lacks (the commits and trees a merge made, merged file contents). An object that turns
+    /// up in the project's store meanwhile under the same name with other content stops it:
+    /// `index-pack` compares the two.
+    pub(crate) fn publish_objects(&self) -> Result<()> {
+        let Some(private) = &self.private else {
+            return Ok(());
+        };
+        let all = self.run_on(
+            private,
+            &[
+                "cat-file",
+                "--batch-all-objects",
+                "--batch-check=%(objectname)",
+            ],
+        )?;
+        let ids: Vec<String> = all.lines().map(str::to_string).collect();
+        let new = self.missing(&self.shared, &ids)?;
+        if new.is_empty() {
+            return Ok(());
+        }
+        self.copy(private, &self.shared, &new)
+    }
+
+    /// Packs `ids` from the store `from` and has `index-pack` take the pack into `to`,
+    /// naming each object by its content.
+    fn copy(&self, from: &Path, to: &Path, ids: &[String]) -> Result<()> {
+        let pack = self.scratch("transfer.pack");
+        let file = std::fs::File::create(&pack).map_err(io(&pack))?;
+        let mut input = ids.join("\n");
+        input.push('\n');
+        let c = self.command_on(from, None, None, &["pack-objects", "--stdout", "-q"]);
+        let feed = crate::run::Io::FeedInto {
+            input: input.into_bytes(),
+            to: file,
+        };
+        let packed = crate::run::run_io(c, &self.dir, feed)
+            .and_then(|(out, _)| git::ok(&self.dir, &["pack-objects"], out).map(|_| ()));
+        let taken = packed.and_then(|()| {
+            let file = std::fs::File::open(&pack).map_err(io(&pack))?;
+            let c = self.command_on(to, None, None, &["index-pack", "--stdin"]);
+            let (out, _) = crate::run::run_io(
+                c,
+                &self.dir,
+                crate::run::Io::Files {
+                    from: Some(file),
+                    to: None,
+                },
+            )?;
+            git::ok(&self.dir, &["index-pack", "--stdin"], out).map(|_| ())
+        });
+        let _ = std::fs::remove_file(&pack);
+        taken.map_err(|e| match e {
+            WorktreeError::Git { message, .. } if message.contains("COLLISION") => {
+                WorktreeError::DamagedObjects {
+                    repo: self.shared.display().to_string(),
+                    ids: message,
+                }
+            }
+            e => e,
+        })
+    }
+
+    /// Which of `ids` the store `store` does not hold.
+    fn missing(&self, store: &Path, ids: &[String]) -> Result<Vec<String>> {
+        let mut input = ids.join("\n");
+        input.push('\n');
+        let c = self.command_on(
+            store,
+            None,
+            None,
+            &["cat-file", "--batch-check=%(objectname)"],
+        );
+        let (out, _) = crate::run::run_io(c, &self.dir, crate::run::Io::Feed(input.into_bytes()))?;
+        let text = git::ok(&self.dir, &["cat-file", "--batch-check"], out)?;
+        Ok(text
+            .lines()
+            .filter_map(|l| l.strip_suffix(" missing"))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// `git <args>` on the objects in `store`, which must succeed: its standard output.
+    fn run_on(&self, store: &Path, args: &[&str]) -> Result<String> {
+        let c = self.command_on(store, None, None, args);
+        let (out, _) = crate::run::run(c, &self.dir, None)?;
+        git::ok(&self.dir, args, out)
+    }
+}
+
+/// The blob ids, old and new, of a `diff-tree -r -z` listing (submodules' commits and the
+/// zero id of an added or deleted side left out).
+fn changed_blobs(raw: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for entry in raw.split('\0').filter(|e| e.starts_with(':')) {
+        let fields: Vec<&str> = entry[1..].split(' ').collect();
+        let [old_mode, new_mode, old, new, ..] = fields.as_slice() else {
+            continue;
+        };
+        for (mode, id) in [(old_mode, old), (new_mode, new)] {
+            if *mode != "160000" && id.bytes().any(|b| b != b'0') {
+                ids.push(id.to_string());
+            }
+        }
+    }
+    ids
+}
+
+/// Up to [`NAMED_MAX`] ids, then how many more.
+fn named(ids: &[String]) -> String {
+    let mut s: Vec<String> = ids.iter().take(NAMED_MAX).cloned().collect();
+    if ids.len() > NAMED_MAX {
+        s.push(format!("and {} more", ids.len() - NAMED_MAX));
+    }
+    s.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn changed_blobs_skip_submodules_and_absent_sides() {
+        let z = "0".repeat(40);
+        let (a, b, s) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
+        let raw = format!(
+            ":100644 100644 {a} {b} M\0f\0:000000 100644 {z} {b} A\0g\0:160000 160000 {s} {s} M\0sub\0"
+        );
+        assert_eq!(super::changed_blobs(&raw), [a, b.clone(), b]);
+    }
+}
