@@ -295,10 +295,8 @@ fn exit_on_signal<R: Runtime>(app: tauri::AppHandle<R>) {
 fn run() -> anyhow::Result<()> {
     let specta = specta_builder::<tauri::Wry>();
     let settings_path = settings_file();
-    let (config, settings_error) = match settings::load(&settings_path) {
-        Ok(c) => (c, None),
-        Err(e) => (Default::default(), Some(e.to_string())),
-    };
+    // A file that does not load keeps its spending limit in force (or holds the cap at $0).
+    let (config, settings_error) = waymark_runtime::settings::load_guarded(&settings_path);
     let runtime = waymark_runtime::Runtime::open(runtime_options(config)).map_err(|e| {
         anyhow::anyhow!("cannot open the data folder {}: {e}", data_dir().display())
     })?;

@@ -263,8 +263,27 @@ fn recover(
     // could cost (what was held for it), to its turn, before the turn closes (so a goal
     // counts it).
     let lost = tx.settle_holds(id)?;
-    if lost > 0 {
-        tracing::warn!("{lost} model call(s) cut off by a stopped process charged at their most");
+    if !lost.is_empty() {
+        tracing::warn!(
+            "{} model call(s) cut off by a stopped process charged at their most",
+            lost.len()
+        );
+    }
+    // A turn closed already (the call was its reviewer's) is not closed again, so what it
+    // was charged reaches its extensions (the goal's cost) here.
+    for (turn, micros) in lost {
+        let Some(t) = turn else { continue };
+        let closed = store::turns::get(tx.conn(), t)?
+            .is_some_and(|r| r.status != store::TurnStatus::Running);
+        if closed {
+            let spend = waymark_protocol::cost::Spend {
+                micros,
+                unpriced_calls: 0,
+            };
+            for ext in extensions {
+                ext.on_late_charge(tx, t, spend)?;
+            }
+        }
     }
     for t in store::turns::with_status(tx.conn(), id, store::TurnStatus::Running)? {
         crate::turn::close_turn(

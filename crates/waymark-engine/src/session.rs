@@ -176,7 +176,7 @@ impl SessionCore {
     /// Takes hold `hold` off its day: its call never went out, or was not billed.
     pub(crate) fn release(&self, hold: Option<store::spend::Hold>) -> Result<()> {
         match hold {
-            Some(h) => self.write(|tx| Ok(tx.release(h)?)),
+            Some(h) => self.write(|tx| Ok(tx.release(h).map(drop)?)),
             None => Ok(()),
         }
     }

@@ -324,6 +324,18 @@ pub trait Extension: Send + Sync {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async { Ok(()) })
     }
+    /// A model call of turn `turn_id`, which had closed already (a goal's reviewer checks a
+    /// turn after it finished), is charged `spend` after the fact: its process stopped
+    /// mid-call, and the session's next open charges what was held for it. In the opening
+    /// transaction.
+    fn on_late_charge(
+        &self,
+        _tx: &mut Tx<'_>,
+        _turn_id: i64,
+        _spend: waymark_protocol::cost::Spend,
+    ) -> Result<()> {
+        Ok(())
+    }
     /// A turn was closed from outside its task, in the closing transaction.
     fn on_turn_lost(&self, _tx: &mut Tx<'_>, _session_id: &str, _why: TurnLost) -> Result<()> {
         Ok(())

@@ -94,6 +94,18 @@ impl Extension for GoalExtension {
         }
         Ok(())
     }
+    fn on_late_charge(
+        &self,
+        tx: &mut Tx<'_>,
+        turn_id: i64,
+        spend: waymark_protocol::cost::Spend,
+    ) -> Result<()> {
+        // A reviewer's call cut off by a stopped process counts toward the goal it checked.
+        if let Some(goal_id) = db::turn_goal(tx.conn(), turn_id)?.goal_id {
+            db::GoalWrites::add_goal_cost(tx, &goal_id, spend)?;
+        }
+        Ok(())
+    }
     fn handle_op(&self, api: &SessionApi, op: &Op) -> Option<Result<Option<String>>> {
         match op {
             Op::Goal { op } => Some(api.write(|tx| commands::apply(tx, api, op)).map(Some)),

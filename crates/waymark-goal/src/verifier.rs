@@ -218,10 +218,10 @@ pub(crate) async fn verify(
             }
         };
         let unanswered = || {
-            progress
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .charge(request.estimated_tokens())
+            progress.lock().unwrap_or_else(|p| p.into_inner()).charge(
+                request.estimated_tokens(),
+                u64::from(request.max_output_tokens),
+            )
         };
         let reply = tokio::select! {
             r = tracing::Instrument::instrument(

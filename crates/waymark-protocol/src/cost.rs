@@ -12,6 +12,11 @@ pub const MICROS_PER_USD: u64 = 1_000_000;
 /// The largest price per million tokens a setting may give, in USD.
 pub const MAX_PRICE_PER_MTOK: f64 = 10_000.0;
 
+/// The smallest price above nothing a setting may give, in USD per million tokens: below it
+/// a call of millions of tokens still costs under a micro-dollar, so a price of `1e-300`
+/// would make a model free while looking priced. Give 0 to say a model is free.
+pub const MIN_PRICE_PER_MTOK: f64 = 0.000_001;
+
 /// The largest cost budget or daily cap, in USD.
 pub const MAX_COST_USD: f64 = 1_000_000.0;
 
@@ -62,11 +67,13 @@ impl Price {
         ];
         let out_of_range = fields.into_iter().find_map(|(name, v)| {
             let v = v?;
-            (!(v.is_finite() && (0.0..=MAX_PRICE_PER_MTOK).contains(&v))).then(|| {
+            let in_range = v.is_finite()
+                && (v == 0.0 || (MIN_PRICE_PER_MTOK..=MAX_PRICE_PER_MTOK).contains(&v));
+            (!in_range).then(|| {
                 (
                     name,
                     format!(
-                        "must be a number of USD per million tokens from 0 to {MAX_PRICE_PER_MTOK} (got {v})"
+                        "must be a number of USD per million tokens: 0 (free), or from {MIN_PRICE_PER_MTOK} to {MAX_PRICE_PER_MTOK} (got {v})"
                     ),
                 )
             })
@@ -217,6 +224,10 @@ pub fn micros(usd: f64) -> Option<u64> {
 /// An amount as people read it: `$0.0123`, `$4.20`, `$1,234.50`.
 pub fn label(micros: u64) -> String {
     let usd = usd(micros);
+    // Something spent never reads as nothing.
+    if micros > 0 && micros < 50 {
+        return "<$0.0001".to_string();
+    }
     if usd < 1.0 && micros > 0 {
         return format!("${usd:.4}");
     }
@@ -397,6 +408,8 @@ mod tests {
     fn amounts_read_as_money_and_unknown_is_never_zero() {
         assert_eq!(label(0), "$0.00");
         assert_eq!(label(12_300), "$0.0123");
+        assert_eq!(label(30), "<$0.0001");
+        assert_eq!(label(50), "$0.0001");
         assert_eq!(label(1_234_500_000), "$1,234.50");
         assert_eq!(micros(0.01), Some(10_000));
         assert_eq!(micros(-1.0), None);
@@ -423,5 +436,16 @@ mod tests {
             Some("cached_input_per_mtok")
         );
         assert_eq!(Price::of(1.0, 1.0, 1.0).invalid(), None);
+        // Fifth red-team: a price of 1e-300 made a listed model free while it looked priced.
+        assert_eq!(
+            Price::of(1e-300, 0.0, 0.0).invalid().map(|(f, _)| f),
+            Some("input_per_mtok")
+        );
+        assert_eq!(
+            Price::of(1.0, 0.0, 1e-9).invalid().map(|(f, _)| f),
+            Some("output_per_mtok")
+        );
+        assert_eq!(Price::of(0.0, 0.0, 0.0).invalid(), None, "free, said so");
+        assert_eq!(Price::of(0.000_001, 0.0, 0.000_001).invalid(), None);
     }
 }

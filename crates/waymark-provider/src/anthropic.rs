@@ -317,6 +317,7 @@ impl http::StreamFold for EventFolder {
             input: self.input_figure(),
             output: self.output,
             cached: self.read,
+            reasoning_hidden: false,
         }
     }
 
@@ -384,7 +385,14 @@ impl ModelProvider for AnthropicProvider {
             }
             let url = format!("{}/v1/messages", ep.base_url);
             self.wire
-                .call::<EventFolder>(&url, &headers, &body, sink, request.estimated_tokens())
+                .call::<EventFolder>(
+                    &url,
+                    &headers,
+                    &body,
+                    sink,
+                    request.estimated_tokens(),
+                    false,
+                )
                 .await
         })
     }

@@ -115,7 +115,8 @@ impl Wire {
             .map_err(Clone::clone)
     }
 
-    /// Sends a request and folds its event stream into the reply.
+    /// Sends a request and folds its event stream into the reply. With `reasoning_hidden`,
+    /// the model reasons without streaming it (see [`super::Progress::reasoning_hidden`]).
     pub(crate) async fn call<F: StreamFold>(
         &self,
         url: &str,
@@ -123,6 +124,7 @@ impl Wire {
         body: &[u8],
         sink: StreamSink<'_>,
         estimate_input: u64,
+        reasoning_hidden: bool,
     ) -> Result<super::ModelResponse, ProviderError> {
         let mut events = post_sse(
             self.client()?,
@@ -140,12 +142,18 @@ impl Wire {
             e
         };
         let mut folder = F::default();
+        let progress = |folder: &F| super::Progress {
+            reasoning_hidden,
+            ..folder.progress()
+        };
+        // The provider has the request: a model reasoning out of sight is already at work.
+        sink(super::StreamEvent::Progress(progress(&folder)));
         while let Some(ev) = events.next().await {
             folder
                 .push(&ev.map_err(answered)?.data, sink)
                 .map_err(answered)?;
             // What a failure or a stop from here on is charged for.
-            sink(super::StreamEvent::Progress(folder.progress()));
+            sink(super::StreamEvent::Progress(progress(&folder)));
             if folder.is_done() {
                 break;
             }

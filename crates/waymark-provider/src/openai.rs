@@ -159,6 +159,18 @@ fn openai_service(base_url: &str) -> bool {
     host == "api.openai.com" || host.ends_with(".openai.azure.com")
 }
 
+/// Whether `model` reasons without streaming it: OpenAI's reasoning models (GPT-5 and the
+/// o-series, on whatever service names them, `openai/gpt-5` too) stream their answer only,
+/// and are billed for the reasoning that came before it.
+fn hides_reasoning(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    let m = m.rsplit('/').next().unwrap_or("");
+    m.starts_with("gpt-5")
+        || ["o1", "o3", "o4"]
+            .iter()
+            .any(|o| m == *o || m.starts_with(&format!("{o}-")))
+}
+
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
@@ -384,6 +396,7 @@ impl http::StreamFold for ChunkFolder {
             input: u.input,
             output: u.output,
             cached: u.cached,
+            reasoning_hidden: false,
         }
     }
 
@@ -481,8 +494,16 @@ impl ModelProvider for OpenAiProvider {
                 headers.push(("authorization", format!("Bearer {k}")));
             }
             let url = format!("{}/chat/completions", ep.base_url);
+            let hidden = hides_reasoning(&ep.model);
             self.wire
-                .call::<ChunkFolder>(&url, &headers, &body, sink, request.estimated_tokens())
+                .call::<ChunkFolder>(
+                    &url,
+                    &headers,
+                    &body,
+                    sink,
+                    request.estimated_tokens(),
+                    hidden,
+                )
                 .await
         })
     }
@@ -702,6 +723,31 @@ mod tests {
     /// Fourth red-team (an aside): OpenAI's own service refuses `max_tokens` for its
     /// reasoning models (GPT-5, the o-series) and takes `max_completion_tokens`; other
     /// servers speaking the protocol take `max_tokens`.
+    #[test]
+    fn reasoning_models_that_stream_no_reasoning_are_known() {
+        for m in [
+            "o3",
+            "o1-mini",
+            "o4-mini",
+            "gpt-5",
+            "gpt-5.1",
+            "openai/gpt-5-mini",
+            "O3",
+        ] {
+            assert!(super::hides_reasoning(m), "{m}");
+        }
+        for m in [
+            "gpt-4.1",
+            "o30",
+            "gpt-4o",
+            "claude-sonnet-4-5",
+            "deepseek-r1",
+            "llama3",
+        ] {
+            assert!(!super::hides_reasoning(m), "{m}");
+        }
+    }
+
     #[test]
     fn openais_own_service_gets_max_completion_tokens() {
         for (url, own) in [

@@ -102,6 +102,9 @@ pub struct Progress {
     pub input: Option<u64>,
     pub output: Option<u64>,
     pub cached: Option<u64>,
+    /// The model reasons without streaming it (OpenAI's reasoning models on OpenAI's own
+    /// service): what streamed says nothing of what it produced and the provider bills.
+    pub reasoning_hidden: bool,
 }
 
 impl Progress {
@@ -109,15 +112,23 @@ impl Progress {
     /// estimated (a provider bills a call it began answering): the larger of the request's
     /// estimate (`request_tokens`) and the input the provider reported, and the larger of
     /// what streamed and the output it reported. The cached figure counts only with the
-    /// input figure it came with.
-    pub fn charge(&self, request_tokens: u64) -> Usage {
+    /// input figure it came with. A model that reasons out of sight, stopped before the
+    /// provider reported its output, is charged the output it was allowed (`max_output`):
+    /// it may have reasoned up to that, and is billed for it.
+    pub fn charge(&self, request_tokens: u64, max_output: u64) -> Usage {
         let request_tokens = request_tokens.min(MAX_CALL_TOKENS);
         let reported_in = self.input.filter(|i| *i >= request_tokens);
         let input = reported_in.unwrap_or(request_tokens);
+        let unseen = if self.reasoning_hidden && self.output.is_none() {
+            max_output
+        } else {
+            0
+        };
         let output = self
             .output
             .unwrap_or(0)
             .max(crate::estimate_tokens(self.output_bytes))
+            .max(unseen)
             .min(MAX_CALL_TOKENS);
         Usage {
             input_tokens: input,
@@ -215,8 +226,9 @@ mod tests {
             input: Some(50_000),
             output: Some(9_000),
             cached: Some(60_000),
+            ..Progress::default()
         };
-        let u = p.charge(1_183);
+        let u = p.charge(1_183, 8_192);
         assert_eq!(
             (
                 u.input_tokens,
@@ -231,12 +243,39 @@ mod tests {
             input: Some(10),
             output: Some(1),
             cached: Some(10),
+            ..Progress::default()
         }
-        .charge(1_183);
+        .charge(1_183, 8_192);
         assert_eq!(
             (u.input_tokens, u.output_tokens, u.cached_tokens),
             (1_183, 8_000, 0)
         );
-        assert_eq!(Progress::default().charge(500).output_tokens, 0);
+        assert_eq!(Progress::default().charge(500, 8_192).output_tokens, 0);
+    }
+
+    /// Fifth red-team: an OpenAI reasoning model stopped while it reasoned out of sight had
+    /// streamed nothing and was charged for its input alone. Until the provider reports the
+    /// output, it is charged the output it was allowed.
+    #[test]
+    fn a_model_stopped_while_reasoning_out_of_sight_is_charged_what_it_was_allowed() {
+        let hidden = Progress {
+            reasoning_hidden: true,
+            ..Progress::default()
+        };
+        assert_eq!(hidden.charge(1_183, 8_192).output_tokens, 8_192);
+        // More streamed than allowed (a provider ignoring the bound): what streamed.
+        let past = Progress {
+            output_bytes: 40_000,
+            ..hidden
+        };
+        assert_eq!(past.charge(1_183, 8_192).output_tokens, 10_000);
+        // The provider's own figure, once reported, is believed as for any model.
+        let reported = Progress {
+            output: Some(300),
+            ..hidden
+        };
+        assert_eq!(reported.charge(1_183, 8_192).output_tokens, 300);
+        // A model that streams what it produces is charged what streamed.
+        assert_eq!(Progress::default().charge(1_183, 8_192).output_tokens, 0);
     }
 }

@@ -18,6 +18,48 @@ pub fn load(path: &Path, required: bool) -> Result<Config> {
     }
 }
 
+/// The settings at `path` for a front end that starts whatever the file holds (the app, in
+/// which the user then fixes it), and what to tell the user when it did not load. A file
+/// that does not load still has its spending limit and prices in force when those parts of
+/// it read and validate on their own; when they do not, no model call goes out (the day's
+/// cap is held at $0) until the file is fixed: a typo must never lift a cap.
+pub fn load_guarded(path: &Path) -> (Config, Option<String>) {
+    let e = match load(path, false) {
+        Ok(c) => return (c, None),
+        Err(e) => e,
+    };
+    let kept = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| {
+            let mut part = serde_json::Map::new();
+            for key in ["limits", "pricing"] {
+                if let Some(x) = v.get(key) {
+                    part.insert(key.into(), x.clone());
+                }
+            }
+            Config::from_json(&serde_json::Value::Object(part).to_string()).ok()
+        });
+    match kept {
+        Some(c) => (
+            c,
+            Some(format!(
+                "{e}. Its spending limit and prices are in force; nothing else of it is until it is fixed."
+            )),
+        ),
+        None => {
+            let mut c = Config::default();
+            c.limits.daily_cost_usd = Some(0.0);
+            (
+                c,
+                Some(format!(
+                    "{e}. Its spending limit could not be read, so no model call goes out until the file is fixed (the day's cap is held at $0)."
+                )),
+            )
+        }
+    }
+}
+
 /// Moves an unreadable settings file aside (`settings.json.invalid-<ms>`) so that saving
 /// does not lose what the user wrote; returns where it went.
 pub fn keep_aside(path: &Path, now_ms: i64) -> Option<PathBuf> {
@@ -164,6 +206,37 @@ fn drop_nulls(v: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fifth red-team: the app started with no cap when any part of the settings file was
+    /// wrong. The cap and prices stay in force when they read; when they do not, no call goes.
+    #[test]
+    fn a_settings_file_that_does_not_load_never_lifts_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        let cases = [
+            (
+                r#"{"limits": {"daily_cost_usd": 5}, "pricing": {"openai:x": {"input_per_mtok": 1, "output_per_mtok": 2}}, "modle": "typo"}"#,
+                Some(5.0),
+                true,
+            ),
+            (r#"{"limits": {"daily_cost_usd": -1}}"#, Some(0.0), false),
+            (r#"{"limits": {"daily_cost_usd": "20"}, "#, Some(0.0), false),
+            (r#"{"modle": "typo"}"#, None, false),
+        ];
+        for (text, cap, priced) in cases {
+            std::fs::write(&path, text).unwrap();
+            let (c, said) = load_guarded(&path);
+            let said = said.expect("the user is told");
+            assert_eq!(c.limits.daily_cost_usd, cap, "{text}: {said}");
+            assert_eq!(c.pricing.contains_key("openai:x"), priced, "{text}");
+            if cap == Some(0.0) {
+                assert!(said.contains("no model call goes out"), "{said}");
+            }
+        }
+        std::fs::write(&path, r#"{"limits": {"daily_cost_usd": 5}}"#).unwrap();
+        let (c, said) = load_guarded(&path);
+        assert_eq!((c.limits.daily_cost_usd, said), (Some(5.0), None));
+    }
 
     #[test]
     fn saved_settings_load_back_and_bad_ones_name_the_key() {

@@ -41,9 +41,9 @@ impl Tx<'_> {
         Ok(Hold(id))
     }
 
-    /// Takes hold `hold` off its day (the call is charged, or never went out). A hold
-    /// already taken off is nothing to do.
-    pub fn release(&mut self, hold: Hold) -> Result<()> {
+    /// Takes hold `hold` off its day (the call is charged, or never went out): the day it
+    /// was held against. A hold already taken off is nothing to do (`None`).
+    pub fn release(&mut self, hold: Hold) -> Result<Option<String>> {
         let c = self.conn();
         let Some((day, micros)) = c
             .prepare_cached("DELETE FROM spend_holds WHERE id = ?1 RETURNING day, cost_micros")?
@@ -52,19 +52,29 @@ impl Tx<'_> {
             })
             .optional()?
         else {
-            return Ok(());
+            return Ok(None);
         };
         c.prepare_cached(
             "UPDATE spend_days SET cost_micros = MAX(0, cost_micros - ?2) WHERE day = ?1",
         )?
         .execute(params![day, micros])?;
-        Ok(())
+        Ok(Some(day))
+    }
+
+    /// The day a call is charged to: the day its hold was taken against (the day whose cap
+    /// let it go out, though it may end after midnight), else the day of the charge.
+    fn charge_day(&mut self, charge: &Charge) -> Result<String> {
+        let held = match charge.hold {
+            Some(h) => self.release(h)?,
+            None => None,
+        };
+        Ok(held.unwrap_or_else(|| charge.day.clone()))
     }
 
     /// The holds of session `session_id` whose calls were never charged (the process that
     /// made them stopped mid-call): each is charged, at its amount, to its turn (or the
-    /// session), and stays in its day's total. How many there were.
-    pub fn settle_holds(&mut self, session_id: &str) -> Result<usize> {
+    /// session), and stays in its day's total. Each one's turn and amount.
+    pub fn settle_holds(&mut self, session_id: &str) -> Result<Vec<(Option<i64>, u64)>> {
         let held: Vec<(i64, Option<i64>, i64)> = self
             .conn()
             .prepare_cached(
@@ -89,26 +99,25 @@ impl Tx<'_> {
                 None => add_to_session(self.conn(), session_id, *micros, 0)?,
             }
         }
-        Ok(held.len())
+        Ok(held
+            .into_iter()
+            .map(|(_, turn, micros)| (turn, micros.max(0) as u64))
+            .collect())
     }
 
     /// Charges one call that belongs to no turn of session `session_id` (a compaction
     /// between turns) to the session and its day.
     pub fn charge_session(&mut self, session_id: &str, charge: &Charge) -> Result<()> {
-        if let Some(h) = charge.hold {
-            self.release(h)?;
-        }
+        let day = self.charge_day(charge)?;
         let micros = clamp_i64(charge.micros.unwrap_or(0));
         let unpriced = i64::from(charge.micros.is_none());
         add_to_session(self.conn(), session_id, micros, unpriced)?;
-        add_to_day(self.conn(), &charge.day, micros, unpriced)
+        add_to_day(self.conn(), &day, micros, unpriced)
     }
 
     /// Charges one call to `turn_id` (if any) and to its day.
     pub fn charge(&mut self, turn_id: Option<i64>, charge: &Charge) -> Result<()> {
-        if let Some(h) = charge.hold {
-            self.release(h)?;
-        }
+        let day = self.charge_day(charge)?;
         let micros = clamp_i64(charge.micros.unwrap_or(0));
         let unpriced = i64::from(charge.micros.is_none());
         let c = self.conn();
@@ -122,7 +131,7 @@ impl Tx<'_> {
             )?
             .execute(params![t, micros, unpriced])?;
         }
-        add_to_day(c, &charge.day, micros, unpriced)
+        add_to_day(c, &day, micros, unpriced)
     }
 }
 
@@ -298,17 +307,40 @@ mod tests {
         // Released twice (an error path after a charge): nothing more comes off.
         store.write(4, |tx| tx.release(h)).unwrap();
         assert_eq!(spent(), 1_200);
+        // Fifth red-team: a call held against one day and charged after midnight landed on
+        // the next day, whose cap never saw it. It counts on the day that let it go out.
+        let (late, _) = store
+            .write(4, |tx| tx.hold(&s, Some(turn), day, 900))
+            .unwrap();
+        store
+            .write(4, |tx| {
+                tx.charge(
+                    Some(turn),
+                    &Charge {
+                        micros: Some(800),
+                        day: "2026-12-06".into(),
+                        hold: Some(late),
+                    },
+                )
+            })
+            .unwrap();
+        assert_eq!(spent(), 2_000);
+        assert_eq!(
+            store.read(|c| super::day(c, "2026-12-06")).unwrap().micros,
+            0
+        );
         // A hold whose process died: counted, then charged to its turn at the next open.
         store
             .write(5, |tx| tx.hold(&s, Some(turn), day, 7_000))
             .unwrap();
         store.write(6, |tx| tx.hold(&s, None, day, 300)).unwrap();
-        assert_eq!(spent(), 8_500);
-        assert_eq!(store.write(7, |tx| tx.settle_holds(&s)).unwrap().0, 2);
-        assert_eq!(spent(), 8_500);
+        assert_eq!(spent(), 9_300);
+        let (settled, _) = store.write(7, |tx| tx.settle_holds(&s)).unwrap();
+        assert_eq!(settled, [(Some(turn), 7_000), (None, 300)]);
+        assert_eq!(spent(), 9_300);
         let t = store.read(|c| crate::turns::get(c, turn)).unwrap().unwrap();
-        assert_eq!(t.spend.micros, 8_200);
-        assert_eq!(store.read(|c| session(c, &s)).unwrap().micros, 8_500);
+        assert_eq!(t.spend.micros, 9_000);
+        assert_eq!(store.read(|c| session(c, &s)).unwrap().micros, 9_300);
         // A compaction between turns counts for the session and its day.
         store
             .write(8, |tx| {

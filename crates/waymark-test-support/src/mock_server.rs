@@ -271,14 +271,26 @@ pub fn on_mock(
     server: &MockServer,
     change: impl FnOnce(&mut waymark_runtime::RuntimeOptions),
 ) -> (waymark_runtime::Runtime, waymark_runtime::SessionHandle) {
+    let model = match flavor {
+        Flavor::OpenAi => "openai:gpt-mock",
+        Flavor::Anthropic => "anthropic:claude-mock",
+    };
+    on_mock_model(h, flavor, server, model, change)
+}
+
+/// [`on_mock`] with the session's model named `model` (`openai:o3`).
+pub fn on_mock_model(
+    h: &crate::harness::Harness,
+    flavor: Flavor,
+    server: &MockServer,
+    model: &str,
+    change: impl FnOnce(&mut waymark_runtime::RuntimeOptions),
+) -> (waymark_runtime::Runtime, waymark_runtime::SessionHandle) {
     let url = server.url.clone();
-    let (model, base_var, key_var) = match flavor {
-        Flavor::OpenAi => ("openai:gpt-mock", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
-        Flavor::Anthropic => (
-            "anthropic:claude-mock",
-            "ANTHROPIC_BASE_URL",
-            "ANTHROPIC_API_KEY",
-        ),
+    let model = model.to_string();
+    let (base_var, key_var) = match flavor {
+        Flavor::OpenAi => ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+        Flavor::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
     };
     let base = match flavor {
         Flavor::OpenAi => format!("{url}/v1"),
@@ -299,7 +311,7 @@ pub fn on_mock(
     let s = runtime
         .create_session(waymark_runtime::SessionSpec {
             workspace: Some(h.ws.clone()),
-            model: Some(model.into()),
+            model: Some(model),
             permission_mode: Some(waymark_protocol::PermissionMode::Auto),
             hold: false,
         })

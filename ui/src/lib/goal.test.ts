@@ -101,6 +101,7 @@ describe("cost", () => {
   it("says amounts as the app does", () => {
     expect(money(0)).toBe("$0.00");
     expect(money(12_300)).toBe("$0.0123");
+    expect(money(30)).toBe("<$0.0001");
     expect(money(4_200_000)).toBe("$4.20");
     expect(money(1_234_500_000)).toBe("$1,234.50");
   });

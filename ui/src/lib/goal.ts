@@ -91,6 +91,8 @@ export function costDown(events: WireEvent[], limit: number | null): BurnPoint[]
  *  own words, `cost::label`). */
 export function money(micros: number): string {
   const usd = micros / 1_000_000;
+  // Something spent never reads as nothing.
+  if (micros > 0 && micros < 50) return "<$0.0001";
   if (usd < 1 && micros > 0) return `$${usd.toFixed(4)}`;
   // Grouped by hand: locale formatting would load ICU's data into the web process.
   const cents = Math.round(micros / 10_000);

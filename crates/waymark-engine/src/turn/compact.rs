@@ -71,10 +71,10 @@ pub(super) async fn compact(
         }
     };
     let billed = || {
-        progress
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .charge(request.estimated_tokens())
+        progress.lock().unwrap_or_else(|p| p.into_inner()).charge(
+            request.estimated_tokens(),
+            u64::from(request.max_output_tokens),
+        )
     };
     let sid = core.id.as_str();
     // A call that went out is charged whatever comes of it: a failure while the provider

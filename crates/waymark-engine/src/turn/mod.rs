@@ -322,7 +322,10 @@ async fn drive(
             let mut at = *progress.lock().unwrap_or_else(|p| p.into_inner());
             let text = streamed.lock().unwrap_or_else(|p| p.into_inner()).len();
             at.output_bytes = at.output_bytes.max(text);
-            at.charge(request.estimated_tokens())
+            at.charge(
+                request.estimated_tokens(),
+                u64::from(request.max_output_tokens),
+            )
         };
         // Deltas are shown as they come, except an end that could be the start of a secret.
         let redactor = core.store.redactor();

@@ -829,6 +829,49 @@ async fn g_31_a_stopped_call_is_charged_for_the_reasoning_it_streamed() {
     s.shutdown().await.unwrap();
 }
 
+/// Fifth red-team: an OpenAI reasoning model stopped while it reasoned (nothing streams then)
+/// was charged for its input alone, though the provider bills the reasoning. Until the
+/// provider reports the output, such a call is charged the output it was allowed.
+#[tokio::test]
+async fn g_31_a_model_stopped_while_reasoning_out_of_sight_is_charged_its_allowed_output() {
+    let h = Harness::new(dollar_a_million(Config::default(), "openai:o3"));
+    let opening = format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+    );
+    let server = MockServer::start_with(move |_| {
+        let mut r = MockResponse::sse(&opening);
+        // The model reasons; its answer never comes in time.
+        r.chunks.push(b"data: [DONE]\n\n".to_vec());
+        r.pause = std::time::Duration::from_secs(60);
+        r
+    })
+    .await;
+    let (rt, s) =
+        super::super::mock_server::on_mock_model(&h, Flavor::OpenAi, &server, "openai:o3", |_| {});
+    let mut rx = s.subscribe();
+    s.submit(user("think hard")).await.unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    while server.recorded().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    s.submit(Op::Stop).await.unwrap();
+    let ev = super::super::harness::collect(&mut rx).await;
+    let sent = server.recorded()[0].body.clone();
+    let allowed = sent["max_tokens"]
+        .as_u64()
+        .or_else(|| sent["max_completion_tokens"].as_u64())
+        .unwrap();
+    let u = finished_usage(&ev);
+    assert!(
+        u.estimated && u.output_tokens == allowed,
+        "{u:?} of {allowed}"
+    );
+    assert!(spent_today(&rt) >= allowed, "{}", spent_today(&rt));
+    s.shutdown().await.unwrap();
+}
+
 /// Fourth red-team: a compaction between turns was charged to the day but to no session, so
 /// the session's cost left it out. It counts in the session's total.
 #[tokio::test]
@@ -873,6 +916,49 @@ async fn g_32_the_goal_update_after_review_carries_the_reviewers_cost() {
         })
         .expect("a goal update");
     assert_eq!(last, 24_000, "the claim's and the reviewer's calls");
+    s.shutdown().await.unwrap();
+}
+
+/// Fifth red-team: a process killed during the reviewer's call left its hold, which the next
+/// open charged to the (finished) turn the reviewer checked, but not to the goal: the goal's
+/// cost missed the call. It counts for the goal as for the turn and the day.
+#[tokio::test]
+async fn g_32_a_reviewer_call_cut_off_by_a_killed_process_counts_for_the_goal() {
+    let mut first = claim("it is done");
+    first["usage"] = call_usage();
+    let mut pass = json!({"text": "All there.\nVERDICT: PASS"});
+    pass["usage"] = call_usage();
+    let script = json!({"responses": [first], "verifier": [pass]});
+    let h = Harness::new(priced(config(Verification::Subagent)));
+    let s = h.session(script, PermissionMode::Auto);
+    run(&s, user("/goal finish it cost=$1")).await;
+    let id = s.id().to_string();
+    s.shutdown().await.unwrap();
+    let before = h.runtime.goal(&id).unwrap().unwrap().budget.cost.used;
+    assert_eq!(before, 24_000);
+    // What a reviewer's call in flight leaves when its process is killed: its hold, on the
+    // turn it checks, which had finished.
+    let store = h.runtime.store();
+    let turn = store
+        .read(|c| waymark_runtime::store::turns::ids(c, &id))
+        .unwrap()
+        .into_iter()
+        .max()
+        .unwrap();
+    store
+        .write(0, |tx| tx.hold(&id, Some(turn), "2026-12-05", 33_000))
+        .unwrap();
+    let s = h
+        .runtime
+        .open_session(&id, waymark_runtime::SessionSpec::default())
+        .unwrap();
+    let g = h.runtime.goal(&id).unwrap().unwrap();
+    assert_eq!(g.budget.cost.used, before + 33_000, "{:?}", g.budget.cost);
+    assert_eq!(
+        h.runtime.snapshot(&id).unwrap().spend.micros,
+        before + 33_000,
+        "the goal's cost and the session's agree"
+    );
     s.shutdown().await.unwrap();
 }
 
