@@ -38,37 +38,18 @@ impl Worktree {
             repo,
             &["rev-parse", "--path-format=absolute", "--git-common-dir"],
         )?;
-        let admin = Path::new(common.trim()).join("worktrees");
+        let common = Path::new(common.trim());
         let work = real_folder(work)?;
-        let entries = std::fs::read_dir(&admin).map_err(|e| WorktreeError::Io {
-            path: admin.display().to_string(),
-            source: e,
-        })?;
-        for e in entries.flatten() {
-            let Ok(f) = std::fs::File::open(e.path().join("gitdir")) else {
-                continue;
-            };
-            let mut text = String::new();
-            use std::io::Read as _;
-            if f.take(GITDIR_FILE_MAX).read_to_string(&mut text).is_err() {
-                continue;
-            }
-            // It names the worktree's `.git`: the worktree is the folder holding it.
-            let named = Path::new(text.trim());
-            let folder = named.parent().and_then(|p| p.canonicalize().ok());
-            if named.file_name() == Some(std::ffi::OsStr::new(".git"))
-                && folder.as_deref() == Some(work.as_path())
-            {
-                return Ok(Worktree {
-                    work,
-                    gitdir: e.path(),
-                });
-            }
+        match admin_name(common, &work)? {
+            Some(name) => Ok(Worktree {
+                work,
+                gitdir: common.join("worktrees").join(name),
+            }),
+            None => Err(WorktreeError::Unregistered {
+                path: work.display().to_string(),
+                repo: repo.display().to_string(),
+            }),
         }
-        Err(WorktreeError::Unregistered {
-            path: work.display().to_string(),
-            repo: repo.display().to_string(),
-        })
     }
 
     /// The worktree's own index.
@@ -92,6 +73,28 @@ impl Worktree {
     pub(crate) fn run(&self, args: &[&str]) -> Result<String> {
         ok(&self.work, args, self.run_env(args, &[])?)
     }
+}
+
+/// The name of git's folder (in `<common>/worktrees/`) for the worktree at `work`: the one
+/// whose `gitdir` file names `work`'s `.git`. Each is read without following a link or
+/// waiting on a pipe; `None` when none does.
+pub(crate) fn admin_name(common: &Path, work: &Path) -> Result<Option<String>> {
+    let worktrees = crate::at::Dir::open(common)?.walk("worktrees", false)?;
+    for name in worktrees.names()? {
+        let Ok(entry) = worktrees.walk(&name, false) else {
+            continue;
+        };
+        let Ok(Some(text)) = entry.read("gitdir", GITDIR_FILE_MAX) else {
+            continue;
+        };
+        // It names the worktree's `.git`: the worktree is the folder holding it.
+        let text = String::from_utf8_lossy(&text);
+        let named = Path::new(text.trim());
+        if named.file_name() == Some(std::ffi::OsStr::new(".git")) && named.parent() == Some(work) {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
 }
 
 /// `path` itself, a folder reached through no link: a worktree's folder the agent moved away
@@ -127,6 +130,8 @@ pub(crate) struct Sealed {
     /// The private object folder every call uses once the objects a review or merge reads
     /// were copied in and checked ([`crate::objects`]); until then the project's.
     pub(crate) private: Option<PathBuf>,
+    /// The ids copied into the private store from the project's, sorted.
+    pub(crate) copied: Vec<String>,
 }
 
 /// Longest ignore list (`info/exclude`, the user's own) copied into a [`Sealed`] folder.
@@ -186,6 +191,7 @@ impl Sealed {
         let sealed = Sealed {
             shared: common.join("objects"),
             private: None,
+            copied: Vec::new(),
             dir,
         };
         sealed.fill(&common, format, &user_excludes)?;
@@ -293,6 +299,20 @@ impl Sealed {
             c.env(k, v);
         }
         crate::run::run(c, work.unwrap_or(&self.dir), None).map(|(out, _)| out)
+    }
+
+    /// `git <args>` in the work tree `work`, reading `input`, which must succeed: its
+    /// standard output.
+    pub(crate) fn run_fed(
+        &self,
+        work: Option<&Path>,
+        args: &[&str],
+        input: Vec<u8>,
+    ) -> Result<String> {
+        let dir = work.unwrap_or(&self.dir);
+        let c = self.command(work, None, args);
+        let (out, _) = crate::run::run_io(c, dir, crate::run::Io::Feed(input))?;
+        ok(dir, args, out)
     }
 
     /// `git <args>` on the objects alone, which must succeed: its standard output.

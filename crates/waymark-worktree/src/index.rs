@@ -1,127 +1,118 @@
 //! Writing an index a merge changes (the user's checkout's, the worktree's) the way git's own
-//! commands do, but never through a link: under git's lock for that index, into a fresh
-//! file of a random name beside it, then renamed over it.
+//! commands do, but never through a link: under git's lock for that index, git works on a
+//! copy in Waymark's sealed folder, and the result is written into a fresh file of a random
+//! name beside the index, through its open folder, then renamed over it.
 //!
-//! Git writes an index by locking `<index>.lock` and renaming the lock over the index, and it
-//! follows a link at the index's path to do so. The worktree's index (and, for an agent whose
-//! commands run as the user, the checkout's) is in a folder the agent writes: an index made a
-//! link to `~/.bashrc` would have a merge write the index over that file.
+//! Git writes an index by locking `<index>.lock` and renaming the lock over the index, and
+//! it follows a link at the index's path (or at a lock's) to do so. The worktree's index is
+//! in a folder the agent writes, where a process it left running can swap any file for a link
+//! at any moment: an index made a link to `~/.ssh/authorized_keys` would have a merge write
+//! the index over that file.
 
+use crate::at::Dir;
 use crate::{Result, WorktreeError};
 use std::path::{Path, PathBuf};
 
 /// A new version of one index being made: git's lock taken, the current content copied.
 pub(crate) struct IndexSwap {
-    index: PathBuf,
-    lock: PathBuf,
-    temp: PathBuf,
-    done: bool,
+    dir: Dir,
+    work: PathBuf,
+    shared: Vec<PathBuf>,
 }
 
-/// Longest index copied (git refuses far smaller ones in practice).
-const INDEX_MAX: u64 = 4 * 1024 * 1024 * 1024;
+/// Longest index (or shared index of a split one) copied.
+const INDEX_MAX: u64 = 2 * 1024 * 1024 * 1024;
+
+/// Most shared index files (`sharedindex.*`, of a split index) copied with it.
+const SHARED_MAX: usize = 8;
 
 impl IndexSwap {
-    /// Takes git's lock on `index` (of the checkout at `repo`, for messages; refused when
-    /// another git command holds it) and copies the index, which must be a regular file or
-    /// absent, into a new file beside it.
-    pub(crate) fn begin(index: &Path, repo: &str) -> Result<IndexSwap> {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let lock = with_suffix(index, ".lock");
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&lock)
-        {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(WorktreeError::IndexBusy {
-                    repo: repo.to_string(),
-                    lock: lock.display().to_string(),
-                });
-            }
-            Err(e) => return Err(crate::io(&lock)(e)),
+    /// Takes git's lock on the index in `dir` (of the checkout at `repo`, for messages;
+    /// refused when another git command holds it) and copies the index, which must be a
+    /// regular file or absent, to `work` (in Waymark's sealed folder), with the shared index
+    /// files a split index needs beside it.
+    pub(crate) fn begin(dir: Dir, work: PathBuf, repo: &str) -> Result<IndexSwap> {
+        if !dir.create("index.lock", b"")? {
+            return Err(WorktreeError::IndexBusy {
+                repo: repo.to_string(),
+                lock: dir.path_of("index.lock").display().to_string(),
+            });
         }
         let mut swap = IndexSwap {
-            temp: with_suffix(index, &format!(".waymark-{:016x}", fastrand::u64(..))),
-            index: index.to_path_buf(),
-            lock,
-            done: false,
+            dir,
+            work,
+            shared: Vec::new(),
         };
         swap.copy()?;
         Ok(swap)
     }
 
-    /// Copies the index into the new file (nothing when there is no index yet).
+    /// Copies the index (nothing when there is none yet) and its shared files.
     fn copy(&mut self) -> Result<()> {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let from = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&self.index)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(self.not_a_file(e)),
+        let index = self
+            .dir
+            .read("index", INDEX_MAX)
+            .map_err(|e| self.not_a_file(e))?;
+        let Some(index) = index else {
+            return Ok(());
         };
-        let meta = from.metadata().map_err(crate::io(&self.index))?;
-        if !meta.is_file() {
-            return Err(self.not_a_file(std::io::Error::other("not a regular file")));
+        std::fs::write(&self.work, index).map_err(crate::io(&self.work))?;
+        let folder = self.work.parent().unwrap_or(Path::new("."));
+        let names = self.dir.names()?;
+        for name in names
+            .iter()
+            .filter(|n| n.starts_with("sharedindex."))
+            .take(SHARED_MAX)
+        {
+            if let Ok(Some(content)) = self.dir.read(name, INDEX_MAX) {
+                let to = folder.join(name);
+                std::fs::write(&to, content).map_err(crate::io(&to))?;
+                self.shared.push(to);
+            }
         }
-        let mut to = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o666)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&self.temp)
-            .map_err(crate::io(&self.temp))?;
-        use std::io::Read as _;
-        std::io::copy(&mut from.take(INDEX_MAX), &mut to).map_err(crate::io(&self.temp))?;
         Ok(())
     }
 
-    fn not_a_file(&self, e: std::io::Error) -> WorktreeError {
-        let why = if e.raw_os_error() == Some(libc::ELOOP) {
-            "it is a link, which git would write through".to_string()
-        } else {
-            e.to_string()
-        };
+    fn not_a_file(&self, e: WorktreeError) -> WorktreeError {
         WorktreeError::Io {
-            path: self.index.display().to_string(),
+            path: self.dir.path_of("index").display().to_string(),
             source: std::io::Error::other(format!(
-                "the index is not a file git wrote ({why}); Waymark writes no index through it. Nothing was changed."
+                "the index is not a file git wrote ({e}); Waymark writes no index through it. Nothing was changed."
             )),
         }
     }
 
-    /// The new index, for git to read and write (`GIT_INDEX_FILE`).
+    /// The copy, for git to read and write (`GIT_INDEX_FILE`).
     pub(crate) fn path(&self) -> &Path {
-        &self.temp
+        &self.work
     }
 
-    /// Puts the new index in place of the old (the entry at the index's path replaced,
-    /// whatever it is) and lets go of the lock.
-    pub(crate) fn finish(mut self) -> Result<()> {
-        std::fs::rename(&self.temp, &self.index).map_err(crate::io(&self.index))?;
-        self.done = true;
-        Ok(())
+    /// Puts the copy as git left it in place of the index: written into a new file beside
+    /// it, then renamed over it (whatever stands at the index's path is replaced, never
+    /// written through). The lock is let go.
+    pub(crate) fn finish(self) -> Result<()> {
+        let content = std::fs::read(&self.work).map_err(crate::io(&self.work))?;
+        let temp = format!("index.waymark-{:016x}", fastrand::u64(..));
+        if !self.dir.create(&temp, &content)? {
+            return Err(WorktreeError::Io {
+                path: self.dir.path_of(&temp).display().to_string(),
+                source: std::io::Error::other("a file of this name appeared; nothing was written"),
+            });
+        }
+        let placed = self.dir.rename(&temp, "index");
+        if placed.is_err() {
+            let _ = self.dir.remove(&temp);
+        }
+        placed
     }
 }
 
 impl Drop for IndexSwap {
     fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.temp);
-            let _ = std::fs::remove_file(with_suffix(&self.temp, ".lock"));
+        let _ = std::fs::remove_file(&self.work);
+        for f in &self.shared {
+            let _ = std::fs::remove_file(f);
         }
-        let _ = std::fs::remove_file(&self.lock);
+        let _ = self.dir.remove("index.lock");
     }
-}
-
-/// `path` with `suffix` added to its file name.
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(suffix);
-    path.with_file_name(name)
 }

