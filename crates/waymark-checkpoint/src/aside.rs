@@ -34,7 +34,16 @@ pub(crate) struct Aside<'a> {
     name: String,
     fd: Option<OwnedFd>,
     moved: usize,
+    /// Bytes one restore may still copy aside (from a workspace on another file system
+    /// than the store: a rename costs nothing, a copy costs the disk).
+    copy_left: u64,
 }
+
+/// Most bytes (by file size, so a sparse file counts whole) one restore copies aside.
+pub(crate) const COPY_MAX: u64 = 1024 * 1024 * 1024;
+/// Deepest folder copied aside, and most entries.
+const COPY_DEPTH: usize = 256;
+const COPY_ENTRIES: usize = 100_000;
 
 impl<'a> Aside<'a> {
     pub(crate) fn new(store: &'a Path) -> Aside<'a> {
@@ -50,6 +59,7 @@ impl<'a> Aside<'a> {
             name,
             fd: None,
             moved: 0,
+            copy_left: COPY_MAX,
         }
     }
 
@@ -80,8 +90,11 @@ impl<'a> Aside<'a> {
             rustix::fs::renameat(dir, name, aside, to.as_str())
         }) {
             Ok(()) => {}
-            // The store is on another file system: a copy, then the original removed.
+            // The store is on another file system: a copy, then the original removed, both
+            // held to what a copy may cost (measured first, without going deep).
             Err(Errno::XDEV) => {
+                let size = measure(dir, name, rel, self.copy_left)?;
+                self.copy_left -= size;
                 copy(dir, name, aside, &to, rel)?;
                 remove(dir, name, rel)?;
             }
@@ -99,6 +112,78 @@ impl<'a> Aside<'a> {
             .write_all(format!("{to}\t{}\n", rel.replace(['\n', '\t'], " ")).as_bytes())
             .map_err(crate::io(&self.dir()))
     }
+}
+
+/// The bytes entry `name` of `dir` holds (files by size, a folder with all in it), walked
+/// without recursion; refused when over `left` bytes, [`COPY_ENTRIES`] entries or
+/// [`COPY_DEPTH`] folders deep, or holding a name that is not UTF-8: it cannot be copied
+/// aside, and the user is told to move it.
+fn measure(dir: &OwnedFd, name: &str, rel: &str, left: u64) -> Result<u64> {
+    let refuse = |why: String| CheckpointError::Io {
+        path: rel.to_string(),
+        source: std::io::Error::other(format!(
+            "it is in the way of the rewind and would be copied aside (the workspace is on another file system than Waymark's data folder), but {why}: move it out of the workspace yourself, then rewind again"
+        )),
+    };
+    let mut total = 0u64;
+    let mut entries = 0usize;
+    // Folders still to list, by their names below `name` (opened again when their turn
+    // comes: holding every one open could run out of descriptors).
+    let mut stack: Vec<Vec<String>> = Vec::new();
+    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| err(rel, e))?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::Directory => stack.push(Vec::new()),
+        FileType::RegularFile => total = st.st_size as u64,
+        _ => {}
+    }
+    while let Some(steps) = stack.pop() {
+        if steps.len() >= COPY_DEPTH {
+            return Err(refuse(format!("it is more than {COPY_DEPTH} folders deep")));
+        }
+        let at = std::iter::once(rel)
+            .chain(steps.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut fd = crate::access::open_dir(dir, name).map_err(|e| err(rel, e))?;
+        for s in &steps {
+            fd = crate::access::open_dir(&fd, s).map_err(|e| err(&at, e))?;
+        }
+        let listing = rustix::fs::Dir::read_from(&fd).map_err(|e| err(&at, e))?;
+        for entry in listing {
+            let entry = entry.map_err(|e| err(&at, e))?;
+            let Ok(child) = entry.file_name().to_str() else {
+                return Err(refuse("it holds a name that is not UTF-8".into()));
+            };
+            if child == "." || child == ".." {
+                continue;
+            }
+            entries += 1;
+            if entries > COPY_ENTRIES {
+                return Err(refuse(format!("it holds more than {COPY_ENTRIES} entries")));
+            }
+            let st = rustix::fs::statat(&fd, child, AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| err(&at, e))?;
+            match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => {
+                    let mut deeper = steps.clone();
+                    deeper.push(child.to_string());
+                    stack.push(deeper);
+                }
+                FileType::RegularFile => total = total.saturating_add(st.st_size as u64),
+                _ => {}
+            }
+        }
+        if total > left {
+            break;
+        }
+    }
+    if total > left {
+        return Err(refuse(format!(
+            "it holds more than the {} MiB one rewind copies aside",
+            COPY_MAX / (1024 * 1024)
+        )));
+    }
+    Ok(total)
 }
 
 /// Copies entry `name` of `from` to `to_name` in `to`: a file's content (read without

@@ -33,13 +33,20 @@ impl Stat {
 pub(crate) struct Cache {
     files: HashMap<String, (Stat, ObjectId)>,
     trees: HashSet<ObjectId>,
-    /// When the cache was last saved (ns since the epoch): a file changed within the clock's
-    /// step of it could look unchanged, so such a file is read again ("racy git").
+    /// When the cache was last saved (ns since the epoch): a file changed shortly before it
+    /// could look unchanged, so such a file is read again ("racy git").
     saved_ns: i128,
+    /// The workspace is on a file system whose pages are never written back (tmpfs,
+    /// ramfs): a file can change there with no stat change at all, so no stat vouches.
+    volatile: bool,
 }
 
-/// How close to the save a change must be to be read again whatever its stat says.
-const RACY_NS: i128 = 2_000_000_000;
+/// How close to the save a change must be to be read again whatever its stat says. Not the
+/// clock's step alone: a process writing a file through a shared memory map changes its
+/// content with no new time once the page is dirty, until the kernel writes the page back
+/// (within about 35 s with the kernel's default settings), after which the next write
+/// stamps the time again. A file changed within this long of the save is read again.
+pub(crate) const RACY_NS: i128 = 60_000_000_000;
 
 impl Cache {
     pub(crate) fn load(path: &Path) -> Cache {
@@ -104,20 +111,58 @@ impl Cache {
         cache
     }
 
-    /// The blob of `path` if its stat is the one cached (and not too close to the save).
+    /// The blob of `path` if its stat is the one cached (and not too close to the save, nor
+    /// on a volatile file system).
     pub(crate) fn blob(&self, path: &str, stat: &Stat) -> Option<ObjectId> {
         let (s, id) = self.files.get(path)?;
-        let racy =
-            stat.mtime_ns >= self.saved_ns - RACY_NS || stat.ctime_ns >= self.saved_ns - RACY_NS;
-        (s == stat && !racy).then_some(*id)
+        (s == stat && self.vouches(stat)).then_some(*id)
     }
 
-    /// Every file's stat as the last checkpoint listed it.
-    pub(crate) fn stats(&self) -> HashMap<String, Stat> {
-        self.files
-            .iter()
-            .map(|(p, (st, _))| (p.clone(), *st))
-            .collect()
+    /// Whether a file whose stat is `stat` can be taken as unchanged by its stat alone.
+    pub(crate) fn vouches(&self, stat: &Stat) -> bool {
+        let racy =
+            stat.mtime_ns >= self.saved_ns - RACY_NS || stat.ctime_ns >= self.saved_ns - RACY_NS;
+        !racy && !self.volatile
+    }
+
+    /// Says whether the workspace's file system is volatile (see [`Cache::volatile`]).
+    pub(crate) fn set_volatile(&mut self, volatile: bool) {
+        self.volatile = volatile;
+    }
+
+    /// The files as the last checkpoint listed them (no trees), to tell later which
+    /// changed since.
+    pub(crate) fn listing(&self) -> Cache {
+        Cache {
+            files: self.files.clone(),
+            trees: HashSet::new(),
+            saved_ns: self.saved_ns,
+            volatile: self.volatile,
+        }
+    }
+
+    /// Whether the file at `path`, whose stat is now `stat`, is the one listed: the same
+    /// stat, and where the stat cannot vouch for it, the same content (`read` reads it).
+    pub(crate) fn unchanged(
+        &self,
+        path: &str,
+        stat: &Stat,
+        read: impl FnOnce() -> Option<Vec<u8>>,
+    ) -> bool {
+        let Some((s, id)) = self.files.get(path) else {
+            return false;
+        };
+        if s != stat {
+            return false;
+        }
+        if self.vouches(stat) {
+            return true;
+        }
+        read()
+            .and_then(|d| {
+                gix_object::compute_hash(gix_hash::Kind::Sha1, gix_object::Kind::Blob, &d).ok()
+            })
+            .is_some_and(|now| now == *id)
     }
 
     /// How many files it knows.
@@ -150,6 +195,7 @@ impl Cache {
             files,
             trees: known,
             saved_ns: 0,
+            volatile: self.volatile,
         }
     }
 

@@ -350,14 +350,14 @@ impl Store {
         }
     }
 
-    /// Every file's stat as the newest checkpoint of this store listed it (empty when this
+    /// The files as the newest checkpoint of this store listed them (none when this
     /// process has not taken one).
-    pub(crate) fn listed(&self) -> std::collections::HashMap<String, cache::Stat> {
+    pub(crate) fn listed(&self) -> cache::Cache {
         self.cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            .map(cache::Cache::stats)
+            .map(cache::Cache::listing)
             .unwrap_or_default()
     }
 

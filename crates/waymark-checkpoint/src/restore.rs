@@ -76,8 +76,8 @@ struct Fs<'a> {
     aside: Aside<'a>,
     /// The target's mode record, when it has one.
     modes: Option<&'a Modes>,
-    /// The stat the undo checkpoint listed for each regular file.
-    listed: HashMap<String, crate::cache::Stat>,
+    /// The regular files as the undo checkpoint listed them.
+    listed: crate::cache::Cache,
 }
 
 /// The bits a file gets: exactly those the checkpoint recorded, or (a checkpoint from before
@@ -159,14 +159,30 @@ impl Fs<'_> {
     }
 
     /// Whether regular file `name` of `dir` (the path `rel`) is still as the undo checkpoint
-    /// listed it (same inode, size, times and mode). One that changed since (a process of
-    /// the agent's still writing it) is not the checkpoint's to remove or replace.
+    /// listed it (same inode, size, times and mode, and where those cannot vouch for it, a
+    /// file written through a memory map, the same content). One that changed since (a
+    /// process of the agent's still writing it) is not the checkpoint's to remove or replace.
     fn as_listed(&self, dir: &OwnedFd, name: &str, rel: &str) -> bool {
-        let Some(listed) = self.listed.get(rel) else {
+        let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
             return false;
         };
-        rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| crate::cache::Stat::of(&st) == *listed)
+        let stat = crate::cache::Stat::of(&st);
+        self.listed.unchanged(rel, &stat, || {
+            let fd = rustix::fs::openat(
+                dir,
+                name,
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()?;
+            let mut data = Vec::new();
+            use std::io::Read as _;
+            std::fs::File::from(fd)
+                .take((st.st_size as u64).saturating_add(1))
+                .read_to_end(&mut data)
+                .ok()?;
+            Some(data)
+        })
     }
 }
 
@@ -442,7 +458,10 @@ impl Store {
     }
 
     /// The content, read from the store now, of each file of `want` the restore leaves as it
-    /// is (the same in `now`) that has another name on disk.
+    /// is (the same in `now`) that has another name on disk: every one is read (a damaged
+    /// object stops the restore before anything changes), and kept up to `PRELOAD_MAX` bytes
+    /// in all; the rest are read again when their turn comes, so memory stays bounded
+    /// however many such files there are.
     fn linked_contents(
         &self,
         fs: &Fs<'_>,
@@ -450,6 +469,7 @@ impl Store {
         want: &BTreeMap<String, crate::Entry>,
     ) -> Result<HashMap<String, Vec<u8>>> {
         let mut out = HashMap::new();
+        let mut held = 0u64;
         for (p, e) in want {
             if !matches!(e.kind, EntryKind::Blob | EntryKind::BlobExecutable)
                 || now.get(p) != Some(e)
@@ -466,7 +486,11 @@ impl Store {
                 && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
                 && st.st_nlink > 1
             {
-                out.insert(p.clone(), self.read(&e.id, gix_object::Kind::Blob)?);
+                let data = self.read(&e.id, gix_object::Kind::Blob)?;
+                held = held.saturating_add(data.len() as u64);
+                if held <= PRELOAD_MAX {
+                    out.insert(p.clone(), data);
+                }
             }
         }
         Ok(out)
@@ -577,11 +601,13 @@ impl Store {
             };
             if set == Set::Linked {
                 // Linked since the content was read: read it now.
-                let data = match linked.get(p) {
-                    Some(d) => d.clone(),
-                    None => self.read(&e.id, gix_object::Kind::Blob)?,
-                };
-                write_file(&dir, name, p, &data, Bits::Exact(bits))?;
+                match linked.get(p) {
+                    Some(d) => write_file(&dir, name, p, d, Bits::Exact(bits))?,
+                    None => {
+                        let data = self.read(&e.id, gix_object::Kind::Blob)?;
+                        write_file(&dir, name, p, &data, Bits::Exact(bits))?;
+                    }
+                }
             }
         }
         let mut folders: Vec<String> = folders.into_iter().collect();

@@ -150,6 +150,35 @@ fn read_file(
     Ok(data)
 }
 
+/// The target of the link at `rel` below the folder `root`, read through its folders opened
+/// one at a time without following a link, if it is still the entry listed (inode `ino`):
+/// a folder swapped for a link to `/proc/self` on the way reads nothing of Waymark's.
+fn link_target(root: &std::os::fd::OwnedFd, rel: &str, ino: u64) -> Option<Vec<u8>> {
+    let (parents, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let mut dir =
+        rustix::fs::openat(root, ".", crate::access::DIR, rustix::fs::Mode::empty()).ok()?;
+    for p in parents.split('/').filter(|p| !p.is_empty()) {
+        dir = rustix::fs::openat(&dir, p, crate::access::DIR, rustix::fs::Mode::empty()).ok()?;
+    }
+    let st = rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    if st.st_ino != ino
+        || rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Symlink
+    {
+        return None;
+    }
+    rustix::fs::readlinkat(&dir, name, Vec::new())
+        .ok()
+        .map(|t| t.into_bytes())
+}
+
+/// Whether the folder `fd` is on a file system whose pages are never written back (tmpfs,
+/// ramfs), where a file written through a memory map changes with no new time at all.
+pub(crate) fn volatile(fd: &std::os::fd::OwnedFd) -> bool {
+    const TMPFS: u64 = 0x0102_1994;
+    const RAMFS: u64 = 0x8584_58f6;
+    rustix::fs::fstatfs(fd).is_ok_and(|s| matches!(s.f_type as u64, TMPFS | RAMFS))
+}
+
 impl Store {
     /// Takes a checkpoint of `workspace` (a folder; a link to one is taken as the folder).
     pub fn snapshot(&self, workspace: &Path, limits: &Limits) -> Result<Snapshot> {
@@ -160,10 +189,13 @@ impl Store {
     pub fn snapshot_of(&self, at: &crate::Root, limits: &Limits) -> Result<Snapshot> {
         let workspace = at.path.as_path();
         let (root, root_fd) = (at.path.clone(), at.handle()?);
+        // Link targets are read from here, one folder at a time.
+        let links_from = at.handle()?;
         let mut held = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         self.check_objects(&mut held)?;
         let cache_file = self.dir().join("stat-cache");
         let cache = held.get_or_insert_with(|| crate::cache::Cache::load(&cache_file));
+        cache.set_volatile(volatile(&root_fd));
         let threads = if cache.len() >= PARALLEL_FROM {
             std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
         } else {
@@ -268,14 +300,16 @@ impl Store {
                     let id = match cache.blob(&rel, &stat) {
                         Some(id) => id,
                         None => {
-                            let Ok(target) = std::fs::read_link(root.join(&rel)) else {
+                            let Some(target) = link_target(&links_from, &rel, st.st_ino) else {
+                                skipped.push(Skipped {
+                                    path: rel,
+                                    bytes: 0,
+                                    reason: "it is a link that changed while it was read".into(),
+                                });
                                 continue;
                             };
-                            read.reserve(target.as_os_str().len() as u64)?;
-                            self.write(
-                                gix_object::Kind::Blob,
-                                std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()),
-                            )?
+                            read.reserve(target.len() as u64)?;
+                            self.write(gix_object::Kind::Blob, &target)?
                         }
                     };
                     (EntryKind::Link, id)

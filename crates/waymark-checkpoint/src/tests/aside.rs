@@ -203,3 +203,68 @@ fn a_damaged_object_of_a_linked_file_changes_nothing() {
         "two\n"
     );
 }
+
+/// Fifth red-team: with the workspace on another file system than the store, a 4 GB sparse
+/// file in the way was copied aside whole (a 1 TB one would fill the disk), and a folder
+/// 30,000 deep crashed the rewind (the copy went one call deeper per folder). Both are
+/// measured first, without going deep, and refused with a clear error naming them.
+#[test]
+fn what_cannot_be_copied_aside_is_refused_clearly() {
+    use std::os::unix::fs::MetadataExt as _;
+    let shm = tempfile::tempdir_in("/dev/shm").expect("a folder in /dev/shm");
+    let f = &fixture();
+    assert_ne!(
+        std::fs::metadata(shm.path()).unwrap().dev(),
+        std::fs::metadata(f.store.dir()).unwrap().dev(),
+        "the test needs two file systems"
+    );
+    let ws = shm.path().join("ws");
+    write(&ws, "a.txt", "one\n");
+    let a = f.store.snapshot(&ws, &Limits::default()).unwrap();
+    // Sparse: it takes no room in /dev/shm, and would take its whole size as a copy.
+    let big = std::fs::File::create(ws.join("big.bin")).unwrap();
+    big.set_len(crate::aside::COPY_MAX + 1).unwrap();
+    drop(big);
+    let e = rewind_err(f, &ws, &a);
+    assert!(e.to_string().contains("big.bin"), "{e}");
+    assert!(
+        e.to_string().contains("move it out of the workspace"),
+        "{e}"
+    );
+    assert!(ws.join("big.bin").exists(), "left where it was");
+    std::fs::remove_file(ws.join("big.bin")).unwrap();
+    // A folder deeper than a path can name (the checkpoint leaves its depths out), made
+    // one folder at a time.
+    let deep = ws.join("deep");
+    std::fs::create_dir(&deep).unwrap();
+    let mut at = rustix::fs::openat(
+        rustix::fs::CWD,
+        &deep,
+        crate::access::DIR,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    for _ in 0..3_000 {
+        rustix::fs::mkdirat(&at, "d", rustix::fs::Mode::from_raw_mode(0o755)).unwrap();
+        at = rustix::fs::openat(&at, "d", crate::access::DIR, rustix::fs::Mode::empty()).unwrap();
+    }
+    drop(at);
+    let e = rewind_err(f, &ws, &a);
+    assert!(e.to_string().contains("folders deep"), "{e}");
+    assert!(deep.exists());
+}
+
+/// Rewinds `ws` to `target` as a rewind does (an undo checkpoint first, what it left out
+/// told to the restore), which must fail.
+fn rewind_err(f: &Fixture, ws: &Path, target: &Snapshot) -> CheckpointError {
+    let root = crate::Root::open(ws).unwrap();
+    let now = f.store.snapshot_of(&root, &Limits::default()).unwrap();
+    let current: Vec<String> = now.skipped.iter().map(|s| s.path.clone()).collect();
+    let opts = RestoreOptions {
+        current_left_out: &current,
+        ..RestoreOptions::default()
+    };
+    f.store
+        .restore_at(&root, &now.point(), &target.point(), &opts)
+        .unwrap_err()
+}

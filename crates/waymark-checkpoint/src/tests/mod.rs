@@ -736,6 +736,7 @@ fn many_folders_do_not_run_out_of_descriptors() {
 mod aside;
 mod extras;
 mod limits;
+mod mapped;
 mod modes;
 mod pack;
 mod races;

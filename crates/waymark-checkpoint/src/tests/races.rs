@@ -184,3 +184,56 @@ fn names_planted_where_the_restore_writes_do_not_stop_it() {
     assert_eq!(tree, a.tree);
     assert_eq!(std::fs::metadata(f.ws.join("a.txt")).unwrap().nlink(), 1);
 }
+
+/// Fifth red-team: a folder holding a link, swapped again and again with a link to
+/// `/proc/self`, had a checkpoint read the target of Waymark's own `/proc/self/exe` into the
+/// store. Link targets are read through folders opened without following a link, from the
+/// entry listed.
+#[test]
+fn a_link_read_through_a_folder_swapped_for_proc_self_reads_nothing_of_waymarks() {
+    let f = fixture();
+    write(&f.ws, "d/keep.txt", "k\n");
+    std::os::unix::fs::symlink("target", f.ws.join("d/exe")).unwrap();
+    std::os::unix::fs::symlink("/proc/self", f.ws.join("e")).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let leaked = gix_object::compute_hash(
+        gix_hash::Kind::Sha1,
+        gix_object::Kind::Blob,
+        exe.as_os_str().as_encoded_bytes(),
+    )
+    .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, ws) = (stop.clone(), f.ws.clone());
+        std::thread::spawn(move || {
+            let dir = rustix::fs::openat(
+                rustix::fs::CWD,
+                &ws,
+                crate::access::DIR,
+                rustix::fs::Mode::empty(),
+            )
+            .unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = rustix::fs::renameat_with(
+                    &dir,
+                    "d",
+                    &dir,
+                    "e",
+                    rustix::fs::RenameFlags::EXCHANGE,
+                );
+            }
+        })
+    };
+    for _ in 0..200 {
+        // The stat cache would vouch for the link after the first read: start afresh.
+        let _ = std::fs::remove_file(f.store.dir().join("stat-cache"));
+        *f.store.cache.lock().unwrap() = None;
+        let _ = f.store.snapshot(&f.ws, &Limits::default());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(
+        f.store.check_blob(&leaked).is_err(),
+        "the target of Waymark's /proc/self/exe was stored"
+    );
+}
