@@ -108,13 +108,18 @@ impl Dir {
         Ok(true)
     }
 
-    /// Adds `line` at the end of the regular file `name`, if there is one (a link, a pipe
-    /// or a folder there gets nothing).
+    /// Adds `line` at the end of the regular file `name`, if there is one of its own (a link,
+    /// a pipe, a folder, or a file with another name, a hard link to a file outside, gets
+    /// nothing).
     pub(crate) fn append(&self, name: &str, line: &[u8]) -> Result<()> {
         let file = match self.open_file(name, OFlags::WRONLY | OFlags::APPEND) {
             Ok(Some(f)) => f,
             Ok(None) | Err(_) => return Ok(()),
         };
+        use std::os::unix::fs::MetadataExt as _;
+        if file.metadata().map_or(true, |m| m.nlink() != 1) {
+            return Ok(());
+        }
         use std::io::Write as _;
         (&file)
             .write_all(line)

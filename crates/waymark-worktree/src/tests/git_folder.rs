@@ -90,6 +90,25 @@ fn a_reflog_made_a_link_gets_nothing_at_merge() {
     assert_eq!(std::fs::read_to_string(&rc).unwrap(), "# the user's\n");
 }
 
+/// O_NOFOLLOW does not stop a hard link: a reflog made a second name of a file outside (on
+/// the same file system) gets nothing either.
+#[test]
+fn a_reflog_made_a_hard_link_gets_nothing_at_merge() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "hardlink").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { 1 }\n").unwrap();
+    let rc = r._dir.path().join("bashrc");
+    std::fs::write(&rc, "# the user's\n").unwrap();
+    for log in ["logs/HEAD", "logs/refs/heads/main"] {
+        let at = r.main.join(".git").join(log);
+        std::fs::remove_file(&at).unwrap();
+        std::fs::hard_link(&rc, &at).unwrap();
+    }
+    merge(&m.row("s", 0), "work", None).unwrap();
+    assert_eq!(read(&r, "src/lib.rs"), "fn a() { 1 }\n");
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "# the user's\n");
+}
+
 #[test]
 fn a_merge_writes_the_reflogs_git_keeps_with_the_users_identity() {
     let r = repo();
