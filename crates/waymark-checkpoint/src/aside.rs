@@ -93,10 +93,14 @@ impl<'a> Aside<'a> {
             // The store is on another file system: a copy, then the original removed, both
             // held to what a copy may cost (measured first, without going deep).
             Err(Errno::XDEV) => {
-                let size = measure(dir, name, rel, self.copy_left)?;
-                self.copy_left -= size;
-                copy(dir, name, aside, &to, rel)?;
-                remove(dir, name, rel)?;
+                measure(dir, name, rel, self.copy_left)?;
+                let mut budget = Copying {
+                    bytes: self.copy_left,
+                    copied: Vec::new(),
+                };
+                copy(dir, name, aside, &to, rel, "", &mut budget)?;
+                self.copy_left = budget.bytes;
+                remove_copied(dir, name, rel, &budget.copied)?;
             }
             Err(e) => return Err(err(rel, e)),
         }
@@ -186,10 +190,33 @@ fn measure(dir: &OwnedFd, name: &str, rel: &str, left: u64) -> Result<u64> {
     Ok(total)
 }
 
+/// What one copy aside may still use, and what it copied: each entry's path below the
+/// entry copied (`""` for itself) and inode, in the order copied.
+struct Copying {
+    bytes: u64,
+    copied: Vec<(String, u64)>,
+}
+
 /// Copies entry `name` of `from` to `to_name` in `to`: a file's content (read without
-/// following a link or waiting on a pipe), a link as a link, a folder with all it holds.
-/// Anything else (a pipe, a device) is left out of the copy.
-fn copy(from: &OwnedFd, name: &str, to: &OwnedFd, to_name: &str, rel: &str) -> Result<()> {
+/// following a link or waiting on a pipe), a link as a link, a folder with all it holds, at
+/// most `depth` folders below (`below` is its path below the entry copied). Anything else (a
+/// pipe, a device) is left out of the copy. Held to `budget`, whatever changed since it was
+/// measured (a file grown, a folder deepened): past it the copy stops with an error.
+fn copy(
+    from: &OwnedFd,
+    name: &str,
+    to: &OwnedFd,
+    to_name: &str,
+    rel: &str,
+    below: &str,
+    budget: &mut Copying,
+) -> Result<()> {
+    let refuse = |why: &str| CheckpointError::Io {
+        path: rel.to_string(),
+        source: std::io::Error::other(format!(
+            "it changed while it was copied aside ({why}): move it out of the workspace yourself, then rewind again"
+        )),
+    };
     let st = rustix::fs::statat(from, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| err(rel, e))?;
     match FileType::from_raw_mode(st.st_mode) {
         FileType::RegularFile => {
@@ -209,42 +236,95 @@ fn copy(from: &OwnedFd, name: &str, to: &OwnedFd, to_name: &str, rel: &str) -> R
                 Mode::from_raw_mode(st.st_mode & 0o777),
             )
             .map_err(|e| err(rel, e))?;
-            std::io::copy(&mut std::fs::File::from(src), &mut std::fs::File::from(dst))
+            use std::io::Read as _;
+            let mut limited = std::fs::File::from(src).take(budget.bytes.saturating_add(1));
+            let n = std::io::copy(&mut limited, &mut std::fs::File::from(dst))
                 .map_err(crate::io(Path::new(rel)))?;
+            if n > budget.bytes {
+                return Err(refuse("it grew past what one rewind copies"));
+            }
+            budget.bytes -= n;
         }
         FileType::Symlink => {
             let target = rustix::fs::readlinkat(from, name, Vec::new()).map_err(|e| err(rel, e))?;
             rustix::fs::symlinkat(target.as_c_str(), to, to_name).map_err(|e| err(rel, e))?;
         }
         FileType::Directory => {
+            if below.matches('/').count() + 1 > COPY_DEPTH {
+                return Err(refuse("it grew deeper than a copy goes"));
+            }
             let src = crate::access::open_dir(from, name).map_err(|e| err(rel, e))?;
             rustix::fs::mkdirat(to, to_name, Mode::from_raw_mode(0o700))
                 .map_err(|e| err(rel, e))?;
             let dst =
                 rustix::fs::openat(to, to_name, DIR, Mode::empty()).map_err(|e| err(rel, e))?;
+            budget.copied.push((below.to_string(), st.st_ino));
             for child in names(&src, rel)? {
-                copy(&src, &child, &dst, &child, &format!("{rel}/{child}"))?;
+                if budget.copied.len() > COPY_ENTRIES {
+                    return Err(refuse("it grew past what one rewind copies"));
+                }
+                let deeper = if below.is_empty() {
+                    child.clone()
+                } else {
+                    format!("{below}/{child}")
+                };
+                copy(
+                    &src,
+                    &child,
+                    &dst,
+                    &child,
+                    &format!("{rel}/{child}"),
+                    &deeper,
+                    budget,
+                )?;
             }
+            return Ok(());
         }
-        _ => {}
+        _ => return Ok(()),
     }
+    budget.copied.push((below.to_string(), st.st_ino));
     Ok(())
 }
 
-/// Removes entry `name` of `dir` and everything in it, never following a link.
-fn remove(dir: &OwnedFd, name: &str, rel: &str) -> Result<()> {
-    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| err(rel, e))?;
-    if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-        let inner = crate::access::open_dir(dir, name).map_err(|e| err(rel, e))?;
-        for child in names(&inner, rel)? {
-            remove(&inner, &child, &format!("{rel}/{child}"))?;
+/// Removes what [`copy`] copied of entry `name` of `dir`, and nothing else: the entries it
+/// recorded, deepest first, each only if it is still the one copied (its inode); a folder
+/// only once empty. What came or changed since the copy stays where it is.
+fn remove_copied(dir: &OwnedFd, name: &str, rel: &str, copied: &[(String, u64)]) -> Result<()> {
+    for (below, ino) in copied.iter().rev() {
+        let (parent, leaf) = match below.rsplit_once('/') {
+            Some((p, l)) => (Some(p), l),
+            None if below.is_empty() => (None, name),
+            None => (Some(""), below.as_str()),
+        };
+        let folder = match parent {
+            None => None,
+            Some(p) => {
+                let mut fd = crate::access::open_dir(dir, name).map_err(|e| err(rel, e))?;
+                for step in p.split('/').filter(|s| !s.is_empty()) {
+                    fd = crate::access::open_dir(&fd, step).map_err(|e| err(rel, e))?;
+                }
+                Some(fd)
+            }
+        };
+        let at = folder.as_ref().unwrap_or(dir);
+        let Ok(st) = rustix::fs::statat(at, leaf, AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        if st.st_ino != *ino {
+            continue;
         }
-        in_folder(dir, || rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR))
-            .map_err(|e| err(rel, e))
-    } else {
-        in_folder(dir, || rustix::fs::unlinkat(dir, name, AtFlags::empty()))
-            .map_err(|e| err(rel, e))
+        let flags = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+            AtFlags::REMOVEDIR
+        } else {
+            AtFlags::empty()
+        };
+        match in_folder(at, || rustix::fs::unlinkat(at, leaf, flags)) {
+            // A folder something came into since: it stays, with what came.
+            Ok(()) | Err(Errno::NOTEMPTY) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(err(rel, e)),
+        }
     }
+    Ok(())
 }
 
 /// The names in folder `dir` (`.` and `..` aside).
@@ -259,4 +339,55 @@ fn names(dir: &OwnedFd, rel: &str) -> Result<Vec<String>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(p: &Path) -> OwnedFd {
+        rustix::fs::openat(rustix::fs::CWD, p, DIR, Mode::empty()).unwrap()
+    }
+
+    /// Sixth red-team: what was measured was then copied without bound (a file grown since,
+    /// a folder deepened), and everything found afterwards was removed, what came after the
+    /// copy too. The copy holds to its budget whatever it finds, and only what it copied is
+    /// removed.
+    #[test]
+    fn a_copy_aside_holds_to_its_budget_and_removes_only_what_it_copied() {
+        let t = tempfile::tempdir().unwrap();
+        let (ws, out) = (t.path().join("ws"), t.path().join("out"));
+        std::fs::create_dir_all(ws.join("d/inner")).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(ws.join("d/a.txt"), "a".repeat(100)).unwrap();
+        std::fs::write(ws.join("d/inner/b.txt"), "b".repeat(100)).unwrap();
+        let (w, o) = (open(&ws), open(&out));
+        // A budget smaller than what is there now (it grew since it was measured).
+        let mut small = Copying {
+            bytes: 150,
+            copied: Vec::new(),
+        };
+        let e = copy(&w, "d", &o, "000001", "d", "", &mut small).unwrap_err();
+        assert!(e.to_string().contains("grew"), "{e}");
+        assert!(ws.join("d/a.txt").exists() && ws.join("d/inner/b.txt").exists());
+        // Within budget: copied; then something comes into the folder before the removal.
+        let mut budget = Copying {
+            bytes: 1_000,
+            copied: Vec::new(),
+        };
+        copy(&w, "d", &o, "000002", "d", "", &mut budget).unwrap();
+        assert_eq!(budget.bytes, 800);
+        std::fs::write(ws.join("d/inner/late.txt"), "late").unwrap();
+        remove_copied(&w, "d", "d", &budget.copied).unwrap();
+        assert!(!ws.join("d/a.txt").exists() && !ws.join("d/inner/b.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(ws.join("d/inner/late.txt")).unwrap(),
+            "late",
+            "what came after the copy stays"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("000002/inner/b.txt")).unwrap(),
+            "b".repeat(100)
+        );
+    }
 }

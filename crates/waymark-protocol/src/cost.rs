@@ -12,10 +12,12 @@ pub const MICROS_PER_USD: u64 = 1_000_000;
 /// The largest price per million tokens a setting may give, in USD.
 pub const MAX_PRICE_PER_MTOK: f64 = 10_000.0;
 
-/// The smallest price above nothing a setting may give, in USD per million tokens: below it
-/// a call of millions of tokens still costs under a micro-dollar, so a price of `1e-300`
-/// would make a model free while looking priced. Give 0 to say a model is free.
-pub const MIN_PRICE_PER_MTOK: f64 = 0.000_001;
+/// The smallest price above nothing a setting may give, in USD per million tokens. The
+/// cheapest list price is about $0.005 (cached input); below $0.001 a price is a mistake,
+/// most often a price per token pasted where a price per million goes (`0.000003` for $3),
+/// which would make a model all but free while it looked priced. Give 0 to say a model is
+/// free.
+pub const MIN_PRICE_PER_MTOK: f64 = 0.001;
 
 /// The largest cost budget or daily cap, in USD.
 pub const MAX_COST_USD: f64 = 1_000_000.0;
@@ -51,7 +53,8 @@ impl Price {
             + cached as f64 * self.cached_input_per_mtok.unwrap_or(self.input_per_mtok)
             + usage.output_tokens as f64 * self.output_per_mtok;
         if micros.is_finite() && micros > 0.0 {
-            micros.round().min(u64::MAX as f64) as u64
+            // Up: a priced call never costs nothing.
+            micros.ceil().min(u64::MAX as f64) as u64
         } else {
             0
         }
@@ -73,7 +76,7 @@ impl Price {
                 (
                     name,
                     format!(
-                        "must be a number of USD per million tokens: 0 (free), or from {MIN_PRICE_PER_MTOK} to {MAX_PRICE_PER_MTOK} (got {v})"
+                        "must be a number of USD per million tokens: 0 (free), or from {MIN_PRICE_PER_MTOK} to {MAX_PRICE_PER_MTOK} (got {v}; a price per token is a million times smaller: $3 per million is 3, not 0.000003)"
                     ),
                 )
             })
@@ -446,6 +449,20 @@ mod tests {
             Some("output_per_mtok")
         );
         assert_eq!(Price::of(0.0, 0.0, 0.0).invalid(), None, "free, said so");
-        assert_eq!(Price::of(0.000_001, 0.0, 0.000_001).invalid(), None);
+        // Sixth red-team: a price per token pasted in (OpenRouter's figures) made a model
+        // nearly free: refused, and a priced call never costs nothing.
+        assert_eq!(
+            Price::of(0.000_003, 0.0, 0.000_015)
+                .invalid()
+                .map(|(f, _)| f),
+            Some("input_per_mtok")
+        );
+        assert_eq!(Price::of(0.005, 0.001, 0.01).invalid(), None);
+        let cheap = Price::of(0.005, 0.005, 0.005);
+        let one = Usage {
+            input_tokens: 1,
+            ..Default::default()
+        };
+        assert_eq!(cheap.cost_micros(&one), 1);
     }
 }

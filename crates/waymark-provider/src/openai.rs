@@ -171,6 +171,22 @@ fn hides_reasoning(model: &str) -> bool {
             .any(|o| m == *o || m.starts_with(&format!("{o}-")))
 }
 
+/// Whether `model` at `base_url` may reason out of sight: a reasoning model by its name, or,
+/// on OpenAI's or Azure's own service, any name Waymark does not know to stream all it
+/// produces (an Azure deployment is named by its owner: `my-o3-deployment`).
+fn reasoning_hidden(base_url: &str, model: &str) -> bool {
+    hides_reasoning(model) || (openai_service(base_url) && !streams_everything(model))
+}
+
+/// Whether `model` is one of OpenAI's that stream all they produce (GPT-4 and GPT-3.5).
+fn streams_everything(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    let m = m.rsplit('/').next().unwrap_or("");
+    ["gpt-4", "gpt-3.5", "chatgpt-4o"]
+        .iter()
+        .any(|p| m.starts_with(p))
+}
+
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
@@ -494,7 +510,7 @@ impl ModelProvider for OpenAiProvider {
                 headers.push(("authorization", format!("Bearer {k}")));
             }
             let url = format!("{}/chat/completions", ep.base_url);
-            let hidden = hides_reasoning(&ep.model);
+            let hidden = reasoning_hidden(&ep.base_url, &ep.model);
             self.wire
                 .call::<ChunkFolder>(
                     &url,
@@ -746,6 +762,24 @@ mod tests {
         ] {
             assert!(!super::hides_reasoning(m), "{m}");
         }
+    }
+
+    /// Sixth red-team: an Azure deployment of o3 under its own name was charged as a model
+    /// that streams everything.
+    #[test]
+    fn a_deployment_under_its_own_name_on_azure_counts_as_reasoning() {
+        let azure = "https://acme.openai.azure.com/openai/deployments/x";
+        assert!(super::reasoning_hidden(azure, "my-o3-deployment"));
+        assert!(super::reasoning_hidden(
+            "https://api.openai.com/v1",
+            "codex-mini-latest"
+        ));
+        assert!(!super::reasoning_hidden(azure, "gpt-4.1"));
+        assert!(!super::reasoning_hidden(
+            "http://127.0.0.1:8080/v1",
+            "my-model"
+        ));
+        assert!(super::reasoning_hidden("http://127.0.0.1:8080/v1", "o3"));
     }
 
     #[test]

@@ -119,7 +119,8 @@ impl Progress {
         let request_tokens = request_tokens.min(MAX_CALL_TOKENS);
         let reported_in = self.input.filter(|i| *i >= request_tokens);
         let input = reported_in.unwrap_or(request_tokens);
-        let unseen = if self.reasoning_hidden && self.output.is_none() {
+        // An output of 0 reported before the end (a first usage chunk) says nothing yet.
+        let unseen = if self.reasoning_hidden && self.output.unwrap_or(0) == 0 {
             max_output
         } else {
             0
@@ -275,6 +276,12 @@ mod tests {
             ..hidden
         };
         assert_eq!(reported.charge(1_183, 8_192).output_tokens, 300);
+        // Sixth red-team: an early usage chunk saying 0 output does not stop it.
+        let early = Progress {
+            output: Some(0),
+            ..hidden
+        };
+        assert_eq!(early.charge(1_183, 8_192).output_tokens, 8_192);
         // A model that streams what it produces is charged what streamed.
         assert_eq!(Progress::default().charge(1_183, 8_192).output_tokens, 0);
     }

@@ -8,7 +8,7 @@ use waymark_protocol::config::Config;
 
 /// Reads the settings at `path`. A missing file gives the defaults unless `required`.
 pub fn load(path: &Path, required: bool) -> Result<Config> {
-    match std::fs::read_to_string(path) {
+    match read_text(path) {
         Ok(text) => Config::from_json(&text).map_err(|source| Error::InvalidSettings {
             path: path.display().to_string(),
             source,
@@ -16,6 +16,26 @@ pub fn load(path: &Path, required: bool) -> Result<Config> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Config::default()),
         Err(e) => Err(Error::io(path, e)),
     }
+}
+
+/// Longest settings file read.
+const SETTINGS_MAX: u64 = 16 * 1024 * 1024;
+
+/// The settings file's text, read without waiting on a pipe (a FIFO put at its path would
+/// hang the app at start), at most [`SETTINGS_MAX`] bytes.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = String::new();
+    f.take(SETTINGS_MAX).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// The settings at `path` for a front end that starts whatever the file holds (the app, in
@@ -28,8 +48,13 @@ pub fn load_guarded(path: &Path) -> (Config, Option<String>) {
         Ok(c) => return (c, None),
         Err(e) => e,
     };
-    let kept = std::fs::read_to_string(path)
+    // Only a cap that is plainly there counts: none found (a misspelt `limit`), or a file
+    // naming a key twice (the last would win here, the first the user may have meant), holds
+    // the cap at $0.
+    let duplicated = e.to_string().contains("duplicate");
+    let kept = read_text(path)
         .ok()
+        .filter(|_| !duplicated)
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| {
             let mut part = serde_json::Map::new();
@@ -39,7 +64,8 @@ pub fn load_guarded(path: &Path) -> (Config, Option<String>) {
                 }
             }
             Config::from_json(&serde_json::Value::Object(part).to_string()).ok()
-        });
+        })
+        .filter(|c| c.limits.daily_cost_usd.is_some());
     match kept {
         Some(c) => (
             c,
@@ -221,7 +247,14 @@ mod tests {
             ),
             (r#"{"limits": {"daily_cost_usd": -1}}"#, Some(0.0), false),
             (r#"{"limits": {"daily_cost_usd": "20"}, "#, Some(0.0), false),
-            (r#"{"modle": "typo"}"#, None, false),
+            // Sixth red-team: no cap found (a misspelt key) or a key named twice holds $0.
+            (r#"{"modle": "typo"}"#, Some(0.0), false),
+            (r#"{"limit": {"daily_cost_usd": 5}}"#, Some(0.0), false),
+            (
+                r#"{"limits": {"daily_cost_usd": 5}, "limits": {"daily_cost_usd": 500}}"#,
+                Some(0.0),
+                false,
+            ),
         ];
         for (text, cap, priced) in cases {
             std::fs::write(&path, text).unwrap();
@@ -236,6 +269,13 @@ mod tests {
         std::fs::write(&path, r#"{"limits": {"daily_cost_usd": 5}}"#).unwrap();
         let (c, said) = load_guarded(&path);
         assert_eq!((c.limits.daily_cost_usd, said), (Some(5.0), None));
+        // A pipe at the file's path is an error, never a wait.
+        std::fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        assert!(made.unwrap().success());
+        let (c, said) = load_guarded(&path);
+        assert_eq!(c.limits.daily_cost_usd, Some(0.0));
+        assert!(said.unwrap().contains("not a regular file"));
     }
 
     #[test]

@@ -108,22 +108,28 @@ impl Dir {
         Ok(true)
     }
 
-    /// Adds `line` at the end of the regular file `name`, if there is one of its own (a link,
-    /// a pipe, a folder, or a file with another name, a hard link to a file outside, gets
-    /// nothing).
-    pub(crate) fn append(&self, name: &str, line: &[u8]) -> Result<()> {
-        let file = match self.open_file(name, OFlags::WRONLY | OFlags::APPEND) {
-            Ok(Some(f)) => f,
-            Ok(None) | Err(_) => return Ok(()),
+    /// Adds `line` at the end of the regular file `name`, if there is one (a link, a pipe or
+    /// a folder there gets nothing) of at most `max` bytes. The file is never written in
+    /// place: what it held and the line go into a new file, renamed over it, so a name made a
+    /// second one of a file outside (a hard link, which no flag refuses) at any moment only
+    /// loses that name.
+    pub(crate) fn append(&self, name: &str, line: &[u8], max: u64) -> Result<()> {
+        let Ok(Some(mut content)) = self.read(name, max + 1) else {
+            return Ok(());
         };
-        use std::os::unix::fs::MetadataExt as _;
-        if file.metadata().map_or(true, |m| m.nlink() != 1) {
+        if content.len() as u64 > max {
             return Ok(());
         }
-        use std::io::Write as _;
-        (&file)
-            .write_all(line)
-            .map_err(crate::io(&self.path_of(name)))
+        content.extend_from_slice(line);
+        let temp = format!("{name}.waymark-{:016x}", fastrand::u64(..));
+        if !self.create(&temp, &content)? {
+            return Ok(());
+        }
+        let placed = self.rename(&temp, name);
+        if placed.is_err() {
+            let _ = self.remove(&temp);
+        }
+        placed
     }
 
     /// Renames `from` to `to` in this folder: whatever is at `to` (a link too) is replaced,
@@ -162,8 +168,8 @@ impl Dir {
 
 fn error(path: &Path, e: rustix::io::Errno) -> WorktreeError {
     let why = match e {
-        rustix::io::Errno::LOOP => std::io::Error::other(
-            "a link stands here, where git keeps a file or folder of its own: Waymark reads and writes nothing through it",
+        rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => std::io::Error::other(
+            "a link (or something else than git keeps) stands here, where git keeps a file or folder of its own: Waymark reads and writes nothing through it",
         ),
         rustix::io::Errno::INVAL => std::io::Error::other(
             "not a regular file or folder where git keeps one: Waymark reads and writes nothing through it",

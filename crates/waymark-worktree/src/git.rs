@@ -134,6 +134,20 @@ pub(crate) struct Sealed {
     pub(crate) copied: Vec<String>,
 }
 
+/// Which objects a sealed call reads, and where git puts those it makes.
+#[derive(Clone, Copy)]
+pub(crate) enum Store<'a> {
+    /// The project's, read only: what git makes (the worktree's files as objects) goes into
+    /// the sealed folder's own `written` folder, never into the project's store, where the
+    /// agent can have put links for git to write through.
+    Project,
+    /// The objects in this folder alone.
+    Only(&'a Path),
+    /// What git makes into this folder, the project's read beside it (so `index-pack`
+    /// compares what it takes with an object of the same name there).
+    Beside(&'a Path),
+}
+
 /// Longest ignore list (`info/exclude`, the user's own) copied into a [`Sealed`] folder.
 const EXCLUDE_MAX: u64 = 1024 * 1024;
 
@@ -177,6 +191,9 @@ impl Sealed {
         let user_excludes = named
             .and_then(|p| read_small(&p, EXCLUDE_MAX))
             .unwrap_or_default();
+        // In a folder of their own: a worktree's folder name never collides with theirs.
+        let home = &home.join(".sealed");
+        std::fs::create_dir_all(home).map_err(|e| io_error(home, e))?;
         sweep(home);
         let dir = home.join(format!(
             "{SEALED_PREFIX}{}-{}",
@@ -209,7 +226,7 @@ impl Sealed {
             let p = p.to_path_buf();
             move |e| io_error(&p, e)
         };
-        for sub in ["refs", "info"] {
+        for sub in ["refs", "info", "written"] {
             std::fs::create_dir(self.dir.join(sub)).map_err(io(&self.dir))?;
         }
         let config = if format == "sha1" {
@@ -238,9 +255,12 @@ impl Sealed {
         std::fs::write(self.dir.join("HEAD"), head).map_err(|e| io_error(&self.dir, e))
     }
 
-    /// The object folder calls use now: the private one once made, else the project's.
-    pub(crate) fn store(&self) -> &Path {
-        self.private.as_deref().unwrap_or(&self.shared)
+    /// The objects calls use now: the private ones once copied in, else the project's.
+    pub(crate) fn store(&self) -> Store<'_> {
+        match &self.private {
+            Some(p) => Store::Only(p),
+            None => Store::Project,
+        }
     }
 
     /// A `git <args>` command on the objects of [`Sealed::store`], the work tree `work` and the
@@ -249,10 +269,10 @@ impl Sealed {
         self.command_on(self.store(), work, index, args)
     }
 
-    /// [`Sealed::command`] on the objects in `store`.
+    /// [`Sealed::command`] on the objects of `store`.
     pub(crate) fn command_on(
         &self,
-        store: &Path,
+        store: Store<'_>,
         work: Option<&Path>,
         index: Option<&Path>,
         args: &[&str],
@@ -274,7 +294,16 @@ impl Sealed {
             self.dir.join("info/user-excludes").display().to_string(),
         ));
         configure(&mut c, &pairs);
-        c.env("GIT_OBJECT_DIRECTORY", store)
+        let written = self.dir.join("written");
+        let (objects, beside) = match store {
+            Store::Project => (written.as_path(), Some(self.shared.as_path())),
+            Store::Only(p) => (p, None),
+            Store::Beside(p) => (p, Some(self.shared.as_path())),
+        };
+        if let Some(shared) = beside {
+            c.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", shared);
+        }
+        c.env("GIT_OBJECT_DIRECTORY", objects)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_GRAFT_FILE", self.dir.join("info/grafts"))
@@ -415,7 +444,7 @@ fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
 /// [`Sealed`], which reads no settings of the repository's at all: listing keys and then
 /// calling git leaves a moment in which a key can appear.)
 const PROGRAM_KEYS: &str =
-    r"^(filter|merge|diff)\..+\.(clean|smudge|process|driver|textconv|command|required)$";
+    r"^(filter|merge|diff)\..*\.(clean|smudge|process|driver|textconv|command|required)$";
 
 /// Settings every call gets, whatever the repository's say: no hook, no file-system monitor,
 /// no attributes file, no external diff, no replacement objects, no transport (a partial

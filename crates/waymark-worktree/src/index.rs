@@ -20,11 +20,8 @@ pub(crate) struct IndexSwap {
     shared: Vec<PathBuf>,
 }
 
-/// Longest index (or shared index of a split one) copied.
-const INDEX_MAX: u64 = 2 * 1024 * 1024 * 1024;
-
-/// Most shared index files (`sharedindex.*`, of a split index) copied with it.
-const SHARED_MAX: usize = 8;
+/// Longest index (or shared index of a split one) copied: far past any real project's.
+const INDEX_MAX: u64 = 512 * 1024 * 1024;
 
 impl IndexSwap {
     /// Takes git's lock on the index in `dir` (of the checkout at `repo`, for messages;
@@ -56,21 +53,17 @@ impl IndexSwap {
         let Some(index) = index else {
             return Ok(());
         };
-        std::fs::write(&self.work, index).map_err(crate::io(&self.work))?;
         let folder = self.work.parent().unwrap_or(Path::new("."));
-        let names = self.dir.names()?;
-        for name in names
-            .iter()
-            .filter(|n| n.starts_with("sharedindex."))
-            .take(SHARED_MAX)
-        {
-            if let Ok(Some(content)) = self.dir.read(name, INDEX_MAX) {
-                let to = folder.join(name);
+        // A split index names its shared part in its `link` extension: that file alone is
+        // copied (the names of other files there say nothing).
+        for name in shared_named(&index) {
+            if let Ok(Some(content)) = self.dir.read(&name, INDEX_MAX) {
+                let to = folder.join(&name);
                 std::fs::write(&to, content).map_err(crate::io(&to))?;
                 self.shared.push(to);
             }
         }
-        Ok(())
+        std::fs::write(&self.work, index).map_err(crate::io(&self.work))
     }
 
     fn not_a_file(&self, e: WorktreeError) -> WorktreeError {
@@ -105,6 +98,27 @@ impl IndexSwap {
         }
         placed
     }
+}
+
+/// The shared index files (`sharedindex.<id>`) a split index may name: each place its bytes
+/// read `link`, then a size, then an id (git's extension), at most two.
+fn shared_named(index: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = index[at..].windows(4).position(|w| w == b"link") {
+        let start = at + i + 8;
+        for len in [20, 32] {
+            if let Some(id) = index.get(start..start + len) {
+                let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+                out.push(format!("sharedindex.{hex}"));
+            }
+        }
+        at += i + 4;
+        if out.len() >= 8 {
+            break;
+        }
+    }
+    out
 }
 
 impl Drop for IndexSwap {

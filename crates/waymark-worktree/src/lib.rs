@@ -327,7 +327,7 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
         return Err(WorktreeError::Exists(path.display().to_string()));
     }
     waymark_extension::paths::private_dir(root).map_err(io(root))?;
-    refuse_links(&repo)?;
+    refuse_links(&repo, name)?;
     let path_s = path.display().to_string();
     git::run(
         &repo,
@@ -363,7 +363,7 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
 /// Refuses a project whose git folder has a link where `git worktree add` writes (the
 /// worktrees' folders, the new branch's ref and reflog): git would write through it, outside.
 /// A session that ran before could have left one.
-fn refuse_links(repo: &Path) -> Result<()> {
+fn refuse_links(repo: &Path, name: &str) -> Result<()> {
     let common = git::run(
         repo,
         &["rev-parse", "--path-format=absolute", "--git-common-dir"],
@@ -385,6 +385,22 @@ fn refuse_links(repo: &Path) -> Result<()> {
                 path: at.display().to_string(),
                 source: std::io::Error::other(
                     "a link stands where git keeps a folder of its own, and git would write through it: remove it (it was not made by git), then try again",
+                ),
+            });
+        }
+    }
+    // The new branch has no ref and no reflog yet: anything at their place (a link, a second
+    // name of a file outside) was left there, and git would append to it.
+    for rel in [
+        format!("refs/heads/waymark/{name}"),
+        format!("logs/refs/heads/waymark/{name}"),
+    ] {
+        let at = common.join(rel);
+        if std::fs::symlink_metadata(&at).is_ok() {
+            return Err(WorktreeError::Io {
+                path: at.display().to_string(),
+                source: std::io::Error::other(
+                    "something stands where git would make the new branch's ref or reflog (left by an earlier session?), and git would write into it: remove it, or choose another name, then try again",
                 ),
             });
         }
@@ -605,11 +621,30 @@ impl<'a> Checkout<'a> {
             else {
                 continue;
             };
-            if !wanted.contains(path) || !matches!(mode, "100644" | "100755") {
+            if !wanted.contains(path) || !matches!(mode, "100644" | "100755" | "120000") {
                 continue;
             }
-            match std::fs::symlink_metadata(self.repo.join(path)) {
-                Ok(m) if m.is_file() => regular.push((path, id)),
+            // A name with a line break cannot go through `--stdin-paths`: counted edited.
+            if path.contains('\n') {
+                edited.push(path.to_string());
+                continue;
+            }
+            let on_disk = std::fs::symlink_metadata(self.repo.join(path));
+            match (mode, on_disk) {
+                ("120000", Ok(m)) if m.file_type().is_symlink() => {
+                    // A link's content is its target.
+                    let target =
+                        std::fs::read_link(self.repo.join(path)).map_err(io(path.as_ref()))?;
+                    let now = sealed.run_fed(
+                        None,
+                        &["hash-object", "--stdin"],
+                        target.into_os_string().into_encoded_bytes(),
+                    )?;
+                    if now.trim() != id {
+                        edited.push(path.to_string());
+                    }
+                }
+                ("100644" | "100755", Ok(m)) if m.is_file() => regular.push((path, id)),
                 // Gone or changed into something else: not the target's file.
                 _ => edited.push(path.to_string()),
             }

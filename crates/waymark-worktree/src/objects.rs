@@ -10,7 +10,7 @@
 //! an object whose content does not match its name arrives under another name, the one asked
 //! for is missing, and the review or merge stops before it shows or writes anything.
 
-use crate::git::{self, Sealed};
+use crate::git::{self, Sealed, Store};
 use crate::{Result, WorktreeError, io};
 use std::path::Path;
 
@@ -33,13 +33,12 @@ impl Sealed {
     /// is wrong, when an object is missing from the project's store or does not hold what its
     /// name says.
     pub(crate) fn seal_objects(&mut self, needed: &Needed) -> Result<()> {
-        let shared = self.shared.clone();
         let mut ids: Vec<String> = needed.commits.iter().map(|c| c.to_string()).collect();
         ids.extend(needed.trees.iter().map(|t| t.to_string()));
         for tree in needed.trees {
             // Folders only: a submodule's commit (also listed) is in another repository.
             let listed = self.run_on(
-                &shared,
+                Store::Project,
                 &[
                     "ls-tree",
                     "-r",
@@ -58,7 +57,7 @@ impl Sealed {
         }
         for (a, b) in needed.changes {
             let raw = self.run_on(
-                &shared,
+                Store::Project,
                 &[
                     "diff-tree",
                     "-r",
@@ -75,24 +74,18 @@ impl Sealed {
         ids.dedup();
         let private = self.dir.join("objects");
         std::fs::create_dir_all(private.join("pack")).map_err(io(&private))?;
-        self.copy(&shared, &private, &ids)?;
-        let missing = self.missing(&private, &ids)?;
+        self.copy(Store::Project, Store::Only(&private), &ids)?;
+        let missing = self.missing(Store::Only(&private), &ids)?;
         if !missing.is_empty() {
-            return Err(WorktreeError::DamagedObjects {
-                repo: shared.display().to_string(),
-                ids: named(&missing),
-            });
+            return Err(self.damaged(named(&missing)));
         }
         // Each commit's tree, read from its checked copy, must be one of the trees copied
         // (the trees were named from the project's copy, which may have changed since).
         for commit in needed.commits {
             let of = format!("{commit}^{{tree}}");
-            let tree = self.run_on(&private, &["rev-parse", "--verify", &of])?;
+            let tree = self.run_on(Store::Only(&private), &["rev-parse", "--verify", &of])?;
             if !needed.trees.contains(&tree.trim()) {
-                return Err(WorktreeError::DamagedObjects {
-                    repo: shared.display().to_string(),
-                    ids: commit.to_string(),
-                });
+                return Err(self.damaged(commit.to_string()));
             }
         }
         self.private = Some(private);
@@ -100,40 +93,79 @@ impl Sealed {
         Ok(())
     }
 
-    /// Copies into the project's store every object made in the private one (the commits and
-    /// trees a merge made, merged file contents), whether the project's store has one of
-    /// that name or not: `index-pack` compares the two, so one the agent planted under a name
-    /// it foresaw (a merged file's) with other content stops the merge.
+    /// Copies into the project's store what a merge brings that it lacks: every object made
+    /// in the private store (the commits and trees a merge made, merged file contents),
+    /// whether the project's store has one of that name or not (`index-pack` compares the
+    /// two, so one the agent planted under a name it foresaw, a merged file's, stops the
+    /// merge), and every one copied in that it does not have (what git recorded of the
+    /// worktree's files, kept out of the project's store until now). The pack is made in the
+    /// sealed folder and put into the project's `objects/pack` through folders opened without
+    /// following a link.
     pub(crate) fn publish_objects(&self) -> Result<()> {
         let Some(private) = &self.private else {
             return Ok(());
         };
         let all = self.run_on(
-            private,
+            Store::Only(private),
             &[
                 "cat-file",
                 "--batch-all-objects",
                 "--batch-check=%(objectname)",
             ],
         )?;
-        let made: Vec<String> = all
+        let (copied, made): (Vec<String>, Vec<String>) = all
             .lines()
-            .filter(|id| {
-                self.copied
-                    .binary_search_by(|c| c.as_str().cmp(id))
-                    .is_err()
-            })
             .map(str::to_string)
-            .collect();
-        if made.is_empty() {
+            .partition(|id| self.copied.binary_search(id).is_ok());
+        let mut out = made;
+        out.extend(self.missing(Store::Only(&self.shared), &copied)?);
+        if out.is_empty() {
             return Ok(());
         }
-        self.copy(private, &self.shared, &made)
+        let staging = self.dir.join("outgoing");
+        std::fs::create_dir_all(staging.join("pack")).map_err(io(&staging))?;
+        self.copy(Store::Only(private), Store::Beside(&staging), &out)?;
+        self.place_packs(&staging.join("pack"))
+    }
+
+    /// Puts the pack files in `from` into the project's `objects/pack`, each written into a
+    /// new file there and renamed into place, the index last (git uses a pack once its index
+    /// is there).
+    fn place_packs(&self, from: &Path) -> Result<()> {
+        let common = self.shared.parent().unwrap_or(&self.shared);
+        let packs = crate::at::Dir::open(common)?.walk("objects/pack", true)?;
+        let mut names: Vec<String> = std::fs::read_dir(from)
+            .map_err(io(from))?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| n.starts_with("pack-"))
+            .collect();
+        names.sort_by_key(|n| n.ends_with(".idx"));
+        for name in names {
+            let path = from.join(&name);
+            let content = std::fs::read(&path).map_err(io(&path))?;
+            let temp = format!("tmp_waymark_{:016x}", fastrand::u64(..));
+            if !packs.create(&temp, &content)? {
+                return Err(self.damaged(format!("{} (taken)", packs.path_of(&temp).display())));
+            }
+            if let Err(e) = packs.rename(&temp, &name) {
+                let _ = packs.remove(&temp);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn damaged(&self, ids: String) -> WorktreeError {
+        WorktreeError::DamagedObjects {
+            repo: self.shared.display().to_string(),
+            ids,
+        }
     }
 
     /// Packs `ids` from the store `from` and has `index-pack` take the pack into `to`,
     /// naming each object by its content.
-    fn copy(&self, from: &Path, to: &Path, ids: &[String]) -> Result<()> {
+    fn copy(&self, from: Store<'_>, to: Store<'_>, ids: &[String]) -> Result<()> {
         let pack = self.scratch("transfer.pack");
         let file = std::fs::File::create(&pack).map_err(io(&pack))?;
         let mut input = ids.join("\n");
@@ -161,17 +193,17 @@ impl Sealed {
         let _ = std::fs::remove_file(&pack);
         taken.map_err(|e| match e {
             WorktreeError::Git { message, .. } if message.contains("COLLISION") => {
-                WorktreeError::DamagedObjects {
-                    repo: self.shared.display().to_string(),
-                    ids: message,
-                }
+                self.damaged(message)
             }
             e => e,
         })
     }
 
     /// Which of `ids` the store `store` does not hold.
-    fn missing(&self, store: &Path, ids: &[String]) -> Result<Vec<String>> {
+    fn missing(&self, store: Store<'_>, ids: &[String]) -> Result<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut input = ids.join("\n");
         input.push('\n');
         let c = self.command_on(
@@ -189,8 +221,8 @@ impl Sealed {
             .collect())
     }
 
-    /// `git <args>` on the objects in `store`, which must succeed: its standard output.
-    fn run_on(&self, store: &Path, args: &[&str]) -> Result<String> {
+    /// `git <args>` on the objects of `store`, which must succeed: its standard output.
+    fn run_on(&self, store: Store<'_>, args: &[&str]) -> Result<String> {
         let c = self.command_on(store, None, None, args);
         let (out, _) = crate::run::run(c, &self.dir, None)?;
         git::ok(&self.dir, args, out)

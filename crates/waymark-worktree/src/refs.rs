@@ -11,9 +11,14 @@ use crate::at::Dir;
 use crate::{Result, WorktreeError, db, git};
 use std::path::Path;
 
-/// Longest loose ref or reflog read; `packed-refs` may be larger.
+/// Longest loose ref read; `packed-refs` and a reflog may be larger (past those, a branch is
+/// not deleted, and a reflog gets no line).
 const REF_MAX: u64 = 4096;
+#[cfg(not(test))]
 const PACKED_MAX: u64 = 256 * 1024 * 1024;
+#[cfg(test)]
+const PACKED_MAX: u64 = 1024 * 1024;
+const LOG_MAX: u64 = 64 * 1024 * 1024;
 
 /// Where a repository keeps its references.
 fn reftable(repo: &Path) -> bool {
@@ -116,7 +121,7 @@ pub(crate) fn move_branch(repo: &Path, common: &Path, m: &BranchMove) -> Result<
     }
     let line = log_line(old, new, who, message);
     if let Ok(logs) = root.walk(&format!("logs/refs/heads/{folder}"), false) {
-        logs.append(leaf, line.as_bytes())?;
+        logs.append(leaf, line.as_bytes(), LOG_MAX)?;
     }
     for head in heads {
         // A git folder inside the common one is reached from it, never through a link.
@@ -125,7 +130,7 @@ pub(crate) fn move_branch(repo: &Path, common: &Path, m: &BranchMove) -> Result<
             Err(_) => Dir::open(head).and_then(|d| d.walk("logs", false)),
         };
         if let Ok(logs) = logs {
-            logs.append("HEAD", line.as_bytes())?;
+            logs.append("HEAD", line.as_bytes(), LOG_MAX)?;
         }
     }
     Ok(())
@@ -144,9 +149,26 @@ pub(crate) fn delete_branch(repo: &Path, common: &Path, branch: &str) -> Result<
     let root = Dir::open(common)?;
     let (folder, leaf) = split(branch);
     let wanted = format!("refs/heads/{branch}");
-    // Out of `packed-refs` first, under git's lock for it.
-    let packed = root.read("packed-refs", PACKED_MAX)?;
-    if let Some(text) = packed {
+    // Out of `packed-refs` first: git's lock for it taken, then the file read (a `git
+    // pack-refs` running meanwhile is waited for by neither, and refused by the lock), and a
+    // file too big to read whole is left alone rather than cut.
+    if !root.create("packed-refs.lock", b"")? {
+        return Err(busy(branch, &root.path_of("packed-refs.lock")));
+    }
+    let rewritten = (|| {
+        let Some(text) = root.read("packed-refs", PACKED_MAX + 1)? else {
+            return Ok(());
+        };
+        if text.len() as u64 > PACKED_MAX {
+            return Err(WorktreeError::Git {
+                command: "refs".into(),
+                dir: root.path_of("packed-refs").display().to_string(),
+                message: format!(
+                    "packed-refs is over {} MiB: Waymark does not rewrite it. Delete the branch {branch} by hand (git branch -D {branch}).",
+                    PACKED_MAX / (1024 * 1024)
+                ),
+            });
+        }
         let text = String::from_utf8_lossy(&text).into_owned();
         let mut kept = String::with_capacity(text.len());
         let mut found = false;
@@ -163,21 +185,32 @@ pub(crate) fn delete_branch(repo: &Path, common: &Path, branch: &str) -> Result<
                 kept.push('\n');
             }
         }
-        if found {
-            if !root.create("packed-refs.lock", kept.as_bytes())? {
-                return Err(busy(branch, &root.path_of("packed-refs.lock")));
-            }
-            if let Err(e) = root.rename("packed-refs.lock", "packed-refs") {
-                let _ = root.remove("packed-refs.lock");
-                return Err(e);
-            }
+        if !found {
+            return Ok(());
         }
+        let temp = format!("packed-refs.waymark-{:016x}", fastrand::u64(..));
+        if !root.create(&temp, kept.as_bytes())? {
+            return Err(busy(branch, &root.path_of(&temp)));
+        }
+        let placed = root.rename(&temp, "packed-refs");
+        if placed.is_err() {
+            let _ = root.remove(&temp);
+        }
+        placed
+    })();
+    let _ = root.remove("packed-refs.lock");
+    rewritten?;
+    // Something else standing at the ref's or the reflog's place (a folder) is not the
+    // branch: left, said in the log, and the discard goes on.
+    if let Ok(dir) = root.walk(&format!("refs/heads/{folder}"), false)
+        && let Err(e) = dir.remove(leaf)
+    {
+        tracing::warn!("the branch {branch} is not a file: {e}");
     }
-    if let Ok(dir) = root.walk(&format!("refs/heads/{folder}"), false) {
-        dir.remove(leaf)?;
-    }
-    if let Ok(logs) = root.walk(&format!("logs/refs/heads/{folder}"), false) {
-        logs.remove(leaf)?;
+    if let Ok(logs) = root.walk(&format!("logs/refs/heads/{folder}"), false)
+        && let Err(e) = logs.remove(leaf)
+    {
+        tracing::warn!("the reflog of {branch} is not a file: {e}");
     }
     Ok(())
 }

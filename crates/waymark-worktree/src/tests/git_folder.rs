@@ -218,32 +218,24 @@ fn sha1(bytes: &[u8]) -> Vec<u8> {
     super::forged::hex_to_bytes(&hex[..40])
 }
 
-#[test]
-fn an_index_forged_to_hide_the_users_edit_never_loses_it() {
-    let r = repo();
-    let m = create(&r.main, &r.root, "forged-index").unwrap();
-    std::fs::write(m.path.join("README.md"), "the agent's readme\n").unwrap();
-    // The user edits README.md and has not committed it.
-    std::fs::write(r.main.join("README.md"), "the user's unsaved work\n").unwrap();
-    let old = git(&r.main, &["rev-parse", "HEAD:README.md"])
-        .trim()
-        .to_string();
-    // The agent records the edited file's size and time in the index, then puts the old
-    // content's id back in the entry (and the index's checksum right): status sees no change.
+/// The agent records `path`'s size and time as they are now in the user's index (after
+/// setting its time in the past, so nothing looks racy), then puts `old`, the committed
+/// content's id, back in the entry with the index's checksum made right: status sees no
+/// change at `path`.
+fn forge_index(r: &Repo, path: &str, old: &str) {
     let past = std::process::Command::new("touch")
-        .args(["-d", "@1700000000"])
-        .arg(r.main.join("README.md"))
+        .args(["-h", "-d", "@1700000000"])
+        .arg(r.main.join(path))
         .status();
     assert!(past.unwrap().success());
-    git(&r.main, &["update-index", "README.md"]);
-    let new = git(&r.main, &["hash-object", "README.md"])
-        .trim()
-        .to_string();
+    git(&r.main, &["update-index", path]);
+    let new = git(&r.main, &["ls-files", "-s", "--", path]);
+    let new = new.split_whitespace().nth(1).unwrap().to_string();
     let index = r.main.join(".git/index");
     let mut bytes = std::fs::read(&index).unwrap();
     let (from, to) = (
         super::forged::hex_to_bytes(&new),
-        super::forged::hex_to_bytes(&old),
+        super::forged::hex_to_bytes(old),
     );
     let at = bytes
         .windows(20)
@@ -259,9 +251,152 @@ fn an_index_forged_to_hide_the_users_edit_never_loses_it() {
         "",
         "the forged index hides the edit from status"
     );
+}
+
+#[test]
+fn an_index_forged_to_hide_the_users_edit_never_loses_it() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "forged-index").unwrap();
+    std::fs::write(m.path.join("README.md"), "the agent's readme\n").unwrap();
+    // The user edits README.md and has not committed it.
+    std::fs::write(r.main.join("README.md"), "the user's unsaved work\n").unwrap();
+    let old = git(&r.main, &["rev-parse", "HEAD:README.md"])
+        .trim()
+        .to_string();
+    forge_index(&r, "README.md", &old);
     let e = merge(&m.row("s", 0), "work", None).unwrap_err();
     assert_eq!(e.code(), "target_dirty", "{e}");
     assert_eq!(read(&r, "README.md"), "the user's unsaved work\n");
+}
+
+/// Sixth red-team: the same for a link the user pointed elsewhere and did not commit.
+#[test]
+fn an_index_forged_to_hide_the_users_link_edit_never_loses_it() {
+    let r = repo();
+    std::os::unix::fs::symlink("config.default", r.main.join("cfg")).unwrap();
+    git(&r.main, &["add", "cfg"]);
+    git(&r.main, &["commit", "-qm", "a link"]);
+    let m = create(&r.main, &r.root, "forged-link").unwrap();
+    std::fs::remove_file(m.path.join("cfg")).unwrap();
+    std::os::unix::fs::symlink("agent-target", m.path.join("cfg")).unwrap();
+    std::fs::remove_file(r.main.join("cfg")).unwrap();
+    std::os::unix::fs::symlink("config.local", r.main.join("cfg")).unwrap();
+    let old = git(&r.main, &["rev-parse", "HEAD:cfg"]).trim().to_string();
+    forge_index(&r, "cfg", &old);
+    let e = merge(&m.row("s", 0), "work", None).unwrap_err();
+    assert_eq!(e.code(), "target_dirty", "{e}");
+    assert_eq!(
+        std::fs::read_link(r.main.join("cfg")).unwrap(),
+        Path::new("config.local")
+    );
+}
+
+/// Sixth red-team: git writes the objects it makes through links in the project's object
+/// store (`objects/ab` or `objects/pack` made a link to a folder outside). Review writes no
+/// object there, and a merge puts its pack there through folders opened without following
+/// a link.
+#[test]
+fn links_in_the_object_store_get_nothing_at_review_or_merge() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "objects").unwrap();
+    let content = "agent payload\n";
+    std::fs::write(m.path.join("payload.txt"), content).unwrap();
+    let id = super::forged::blob_id(&r, content);
+    let outside = r._dir.path().join("outside-objects");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, r.main.join(".git/objects").join(&id[..2])).unwrap();
+    let w = m.row("s", 0);
+    status(&w).unwrap();
+    diff(&w).unwrap();
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    // The pack folder made a link: the merge writes nothing there, and says why.
+    let packs = r.main.join(".git/objects/pack");
+    let outside_packs = r._dir.path().join("outside-packs");
+    std::fs::create_dir_all(&outside_packs).unwrap();
+    std::fs::remove_dir_all(&packs).unwrap();
+    std::os::unix::fs::symlink(&outside_packs, &packs).unwrap();
+    let head = git(&r.main, &["rev-parse", "HEAD"]);
+    let e = merge(&w, "work", None).unwrap_err();
+    assert!(e.to_string().contains("link"), "{e}");
+    assert_eq!(std::fs::read_dir(&outside_packs).unwrap().count(), 0);
+    assert_eq!(git(&r.main, &["rev-parse", "HEAD"]), head);
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+/// Sixth red-team: a filter driver with an empty name (`[filter ""]`, chosen by `filter=`)
+/// escaped the settings switched off, and `git worktree add` ran it at creation.
+#[test]
+fn a_filter_with_an_empty_name_runs_nothing_at_creation() {
+    let r = repo();
+    let marker = r._dir.path().join("ran");
+    let prog = r._dir.path().join("prog.sh");
+    agent_program(&prog, &marker);
+    std::fs::write(r.main.join(".git/info/attributes"), "* filter=\n").unwrap();
+    git(
+        &r.main,
+        &["config", "filter..smudge", &prog.display().to_string()],
+    );
+    git(
+        &r.main,
+        &["config", "filter..clean", &prog.display().to_string()],
+    );
+    let m = create(&r.main, &r.root, "empty-filter").unwrap();
+    std::fs::write(m.path.join("src/lib.rs"), "fn a() { 1 }\n").unwrap();
+    status(&m.row("s", 0)).unwrap();
+    assert!(!marker.exists(), "the agent's filter ran");
+}
+
+/// Sixth red-team: a reflog left at the new branch's place (a link, or a second name of a
+/// file outside) had `git worktree add` append to it. Creation is refused.
+#[test]
+fn a_reflog_left_where_the_new_branch_goes_refuses_creation() {
+    let r = repo();
+    let rc = r._dir.path().join("bashrc");
+    std::fs::write(&rc, "# the user's\n").unwrap();
+    let logs = r.main.join(".git/logs/refs/heads/waymark");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::hard_link(&rc, logs.join("planted")).unwrap();
+    let e = create(&r.main, &r.root, "planted").unwrap_err();
+    assert!(e.to_string().contains("reflog"), "{e}");
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "# the user's\n");
+    create(&r.main, &r.root, "another").unwrap();
+}
+
+/// Sixth red-team: a `packed-refs` larger than what was read was cut to it when a branch was
+/// deleted (tags lost). It is refused instead, and the branch left for the user.
+#[test]
+fn a_huge_packed_refs_is_never_cut() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "packed").unwrap();
+    git(&r.main, &["pack-refs", "--all"]);
+    let packed = r.main.join(".git/packed-refs");
+    let head = git(&r.main, &["rev-parse", "HEAD"]).trim().to_string();
+    let mut text = std::fs::read_to_string(&packed).unwrap();
+    for i in 0..30_000 {
+        text.push_str(&format!("{head} refs/tags/t{i:06}\n"));
+    }
+    text.push_str(&format!("{head} refs/tags/zz-users-important-tag\n"));
+    std::fs::write(&packed, &text).unwrap();
+    let e = discard(&m.row("s", 0)).unwrap_err();
+    assert!(e.to_string().contains("does not rewrite it"), "{e}");
+    assert_eq!(std::fs::read_to_string(&packed).unwrap(), text);
+    git(
+        &r.main,
+        &["rev-parse", "--verify", "refs/tags/zz-users-important-tag"],
+    );
+    assert!(!r.main.join(".git/packed-refs.lock").exists());
+}
+
+/// Sixth red-team: a folder standing at the worktree branch's ref made every discard fail.
+#[test]
+fn a_folder_at_the_branchs_ref_does_not_stop_discard() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "folder").unwrap();
+    let at = r.main.join(".git/refs/heads").join(&m.branch);
+    std::fs::remove_file(&at).unwrap();
+    std::fs::create_dir_all(at.join("inside")).unwrap();
+    discard(&m.row("s", 0)).unwrap();
+    assert!(!m.path.exists());
 }
 
 #[test]

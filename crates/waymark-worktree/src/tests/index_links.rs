@@ -74,6 +74,11 @@ fn a_split_index_keeps_working_after_a_merge() {
     git(&r.main, &["add", "staged.txt"]);
     let m = create(&r.main, &r.root, "split").unwrap();
     std::fs::write(m.path.join("src/lib.rs"), "fn a() { 1 }\n").unwrap();
+    // Sixth red-team: many files of the name pushed the real shared index out of those
+    // copied. Only the one the index names is.
+    for i in 0..20 {
+        std::fs::write(r.main.join(format!(".git/sharedindex.{i:040}")), "junk").unwrap();
+    }
     merge(&m.row("s", 0), "work", None).unwrap();
     assert_eq!(read(&r, "src/lib.rs"), "fn a() { 1 }\n");
     // The user's staged file is still staged, and git reads the index as usual.

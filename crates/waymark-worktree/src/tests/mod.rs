@@ -551,7 +551,7 @@ fn a_repository_at_a_submodule_path_is_never_entered() {
         !marker.exists(),
         "git entered the repository at the submodule's path"
     );
-    let listed = git(&r.main, &["ls-tree", "-r", &tree]);
+    let listed = sealed.run(&["ls-tree", "-r", &tree]).unwrap();
     assert!(
         listed.contains(&format!("160000 commit {}\tsub", head.trim())),
         "{listed}"
