@@ -89,8 +89,10 @@ fn main() {
     let first_ms = started.elapsed().as_secs_f64() * 1000.0;
     let first_cpu = (cpu() - cpu0) * 1000.0;
     let after_first = bytes_of(&store.dir().join("objects"));
-    // Let the files' times fall out of the cache's racy window, as between real turns.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Let the files' times fall out of the cache's racy window (60 s: a file written through
+    // a memory map shows no new time until the kernel writes it back), as a project's files
+    // are between turns; the checkpoint after it is the one whose cache the rounds use.
+    std::thread::sleep(Duration::from_secs(61));
     store.snapshot(&ws, &limits).unwrap();
     let (mut ours, mut theirs, mut growth) = (Vec::new(), Vec::new(), Vec::new());
     let mut last = first.tree;
