@@ -191,10 +191,27 @@ fn measure(dir: &OwnedFd, name: &str, rel: &str, left: u64) -> Result<u64> {
 }
 
 /// What one copy aside may still use, and what it copied: each entry's path below the
-/// entry copied (`""` for itself) and inode, in the order copied.
+/// entry copied (`""` for itself) and what it was when copied, in the order copied.
 struct Copying {
     bytes: u64,
-    copied: Vec<(String, u64)>,
+    copied: Vec<(String, Seen)>,
+}
+
+/// An entry as the copy saw it before reading it: its inode and its change time (which any
+/// write since moves).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    ino: u64,
+    ctime: (i64, i64),
+}
+
+impl Seen {
+    fn of(st: &rustix::fs::Stat) -> Seen {
+        Seen {
+            ino: st.st_ino,
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
 }
 
 /// Copies entry `name` of `from` to `to_name` in `to`: a file's content (read without
@@ -258,7 +275,7 @@ fn copy(
                 .map_err(|e| err(rel, e))?;
             let dst =
                 rustix::fs::openat(to, to_name, DIR, Mode::empty()).map_err(|e| err(rel, e))?;
-            budget.copied.push((below.to_string(), st.st_ino));
+            budget.copied.push((below.to_string(), Seen::of(&st)));
             for child in names(&src, rel)? {
                 if budget.copied.len() > COPY_ENTRIES {
                     return Err(refuse("it grew past what one rewind copies"));
@@ -282,15 +299,16 @@ fn copy(
         }
         _ => return Ok(()),
     }
-    budget.copied.push((below.to_string(), st.st_ino));
+    budget.copied.push((below.to_string(), Seen::of(&st)));
     Ok(())
 }
 
 /// Removes what [`copy`] copied of entry `name` of `dir`, and nothing else: the entries it
-/// recorded, deepest first, each only if it is still the one copied (its inode); a folder
-/// only once empty. What came or changed since the copy stays where it is.
-fn remove_copied(dir: &OwnedFd, name: &str, rel: &str, copied: &[(String, u64)]) -> Result<()> {
-    for (below, ino) in copied.iter().rev() {
+/// recorded, deepest first, each only if it is still as the copy saw it (a file written
+/// since has another change time); a folder only once empty. What came or changed since
+/// the copy stays where it is.
+fn remove_copied(dir: &OwnedFd, name: &str, rel: &str, copied: &[(String, Seen)]) -> Result<()> {
+    for (below, seen) in copied.iter().rev() {
         let (parent, leaf) = match below.rsplit_once('/') {
             Some((p, l)) => (Some(p), l),
             None if below.is_empty() => (None, name),
@@ -310,10 +328,12 @@ fn remove_copied(dir: &OwnedFd, name: &str, rel: &str, copied: &[(String, u64)])
         let Ok(st) = rustix::fs::statat(at, leaf, AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
         };
-        if st.st_ino != *ino {
+        let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
+        // A folder's time moves as entries come and go; its removal fails if any came.
+        if st.st_ino != seen.ino || (!is_dir && Seen::of(&st) != *seen) {
             continue;
         }
-        let flags = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+        let flags = if is_dir {
             AtFlags::REMOVEDIR
         } else {
             AtFlags::empty()
@@ -378,8 +398,15 @@ mod tests {
         copy(&w, "d", &o, "000002", "d", "", &mut budget).unwrap();
         assert_eq!(budget.bytes, 800);
         std::fs::write(ws.join("d/inner/late.txt"), "late").unwrap();
+        // And a copied file is written again in place before the removal.
+        std::fs::write(ws.join("d/a.txt"), "rewritten").unwrap();
         remove_copied(&w, "d", "d", &budget.copied).unwrap();
-        assert!(!ws.join("d/a.txt").exists() && !ws.join("d/inner/b.txt").exists());
+        assert!(!ws.join("d/inner/b.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(ws.join("d/a.txt")).unwrap(),
+            "rewritten",
+            "a file written since its copy stays"
+        );
         assert_eq!(
             std::fs::read_to_string(ws.join("d/inner/late.txt")).unwrap(),
             "late",

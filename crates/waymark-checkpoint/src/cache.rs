@@ -36,9 +36,11 @@ pub(crate) struct Cache {
     /// When the cache was last saved (ns since the epoch): a file changed shortly before it
     /// could look unchanged, so such a file is read again ("racy git").
     saved_ns: i128,
-    /// The workspace is on a file system whose pages are never written back (tmpfs,
-    /// ramfs): a file can change there with no stat change at all, so no stat vouches.
-    volatile: bool,
+    /// The device whose files a stat may vouch for: the workspace's, unless its file system
+    /// never writes pages back (tmpfs, ramfs, an overlay that may sit on one), where a file
+    /// can change with no stat change at all. A file on another device (a file system mounted
+    /// inside the workspace, of whatever kind) is always read.
+    trusted: Option<u64>,
 }
 
 /// How close to the save a change must be to be read again whatever its stat says. Not the
@@ -113,21 +115,22 @@ impl Cache {
 
     /// The blob of `path` if its stat is the one cached (and not too close to the save, nor
     /// on a volatile file system).
-    pub(crate) fn blob(&self, path: &str, stat: &Stat) -> Option<ObjectId> {
+    pub(crate) fn blob(&self, path: &str, stat: &Stat, dev: u64) -> Option<ObjectId> {
         let (s, id) = self.files.get(path)?;
-        (s == stat && self.vouches(stat)).then_some(*id)
+        (s == stat && self.vouches(stat, dev)).then_some(*id)
     }
 
-    /// Whether a file whose stat is `stat` can be taken as unchanged by its stat alone.
-    pub(crate) fn vouches(&self, stat: &Stat) -> bool {
+    /// Whether a file whose stat is `stat`, on device `dev`, can be taken as unchanged by its
+    /// stat alone.
+    pub(crate) fn vouches(&self, stat: &Stat, dev: u64) -> bool {
         let racy =
             stat.mtime_ns >= self.saved_ns - RACY_NS || stat.ctime_ns >= self.saved_ns - RACY_NS;
-        !racy && !self.volatile
+        !racy && self.trusted == Some(dev)
     }
 
-    /// Says whether the workspace's file system is volatile (see [`Cache::volatile`]).
-    pub(crate) fn set_volatile(&mut self, volatile: bool) {
-        self.volatile = volatile;
+    /// Sets the device whose stats vouch (see [`Cache::trusted`]); `None`: no stat does.
+    pub(crate) fn set_trusted(&mut self, dev: Option<u64>) {
+        self.trusted = dev;
     }
 
     /// The files as the last checkpoint listed them (no trees), to tell later which
@@ -137,7 +140,7 @@ impl Cache {
             files: self.files.clone(),
             trees: HashSet::new(),
             saved_ns: self.saved_ns,
-            volatile: self.volatile,
+            trusted: self.trusted,
         }
     }
 
@@ -147,6 +150,7 @@ impl Cache {
         &self,
         path: &str,
         stat: &Stat,
+        dev: u64,
         read: impl FnOnce() -> Option<Vec<u8>>,
     ) -> bool {
         let Some((s, id)) = self.files.get(path) else {
@@ -155,7 +159,7 @@ impl Cache {
         if s != stat {
             return false;
         }
-        if self.vouches(stat) {
+        if self.vouches(stat, dev) {
             return true;
         }
         read()
@@ -195,7 +199,7 @@ impl Cache {
             files,
             trees: known,
             saved_ns: 0,
-            volatile: self.volatile,
+            trusted: self.trusted,
         }
     }
 

@@ -167,7 +167,7 @@ impl Fs<'_> {
             return false;
         };
         let stat = crate::cache::Stat::of(&st);
-        self.listed.unchanged(rel, &stat, || {
+        self.listed.unchanged(rel, &stat, st.st_dev, || {
             let fd = rustix::fs::openat(
                 dir,
                 name,

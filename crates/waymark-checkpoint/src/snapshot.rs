@@ -172,11 +172,13 @@ fn link_target(root: &std::os::fd::OwnedFd, rel: &str, ino: u64) -> Option<Vec<u
 }
 
 /// Whether the folder `fd` is on a file system whose pages are never written back (tmpfs,
-/// ramfs), where a file written through a memory map changes with no new time at all.
+/// ramfs), or may sit on one (an overlay, as containers use), where a file written through a
+/// memory map changes with no new time at all.
 pub(crate) fn volatile(fd: &std::os::fd::OwnedFd) -> bool {
     const TMPFS: u64 = 0x0102_1994;
     const RAMFS: u64 = 0x8584_58f6;
-    rustix::fs::fstatfs(fd).is_ok_and(|s| matches!(s.f_type as u64, TMPFS | RAMFS))
+    const OVERLAY: u64 = 0x794c_7630;
+    rustix::fs::fstatfs(fd).is_ok_and(|s| matches!(s.f_type as u64, TMPFS | RAMFS | OVERLAY))
 }
 
 impl Store {
@@ -195,7 +197,8 @@ impl Store {
         self.check_objects(&mut held)?;
         let cache_file = self.dir().join("stat-cache");
         let cache = held.get_or_insert_with(|| crate::cache::Cache::load(&cache_file));
-        cache.set_volatile(volatile(&root_fd));
+        let root_dev = rustix::fs::fstat(&root_fd).map(|st| st.st_dev).ok();
+        cache.set_trusted(root_dev.filter(|_| !volatile(&root_fd)));
         let threads = if cache.len() >= PARALLEL_FROM {
             std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
         } else {
@@ -297,7 +300,7 @@ impl Store {
                     continue;
                 }
                 FileType::Symlink => {
-                    let id = match cache.blob(&rel, &stat) {
+                    let id = match cache.blob(&rel, &stat, st.st_dev) {
                         Some(id) => id,
                         None => {
                             let Some(target) = link_target(&links_from, &rel, st.st_ino) else {
@@ -338,7 +341,7 @@ impl Store {
                         crate::modes::Kind::File
                     };
                     bits.push((rel.clone(), mode_kind, st.st_mode));
-                    match cache.blob(&rel, &stat) {
+                    match cache.blob(&rel, &stat, st.st_dev) {
                         Some(id) => (kind, id),
                         None => {
                             unread.push((rel, found.stat, kind));

@@ -156,7 +156,14 @@ fn openai_service(base_url: &str) -> bool {
         .next()
         .unwrap_or("");
     let host = host.split(':').next().unwrap_or("");
-    host == "api.openai.com" || host.ends_with(".openai.azure.com")
+    host == "api.openai.com"
+        || [
+            ".openai.azure.com",
+            ".cognitiveservices.azure.com",
+            ".services.ai.azure.com",
+        ]
+        .iter()
+        .any(|d| host.ends_with(d))
 }
 
 /// Whether `model` reasons without streaming it: OpenAI's reasoning models (GPT-5 and the

@@ -40,46 +40,19 @@ fn read_text(path: &Path) -> std::io::Result<String> {
 
 /// The settings at `path` for a front end that starts whatever the file holds (the app, in
 /// which the user then fixes it), and what to tell the user when it did not load. A file
-/// that does not load still has its spending limit and prices in force when those parts of
-/// it read and validate on their own; when they do not, no model call goes out (the day's
-/// cap is held at $0) until the file is fixed: a typo must never lift a cap.
+/// that does not load lifts no cap: no model call goes out (the day's cap is held at $0)
+/// until it is fixed, whatever part of it is wrong. (Reading the cap out of a broken file
+/// was tried; a misspelt key, or one named twice, made it the wrong cap.)
 pub fn load_guarded(path: &Path) -> (Config, Option<String>) {
-    let e = match load(path, false) {
-        Ok(c) => return (c, None),
-        Err(e) => e,
-    };
-    // Only a cap that is plainly there counts: none found (a misspelt `limit`), or a file
-    // naming a key twice (the last would win here, the first the user may have meant), holds
-    // the cap at $0.
-    let duplicated = e.to_string().contains("duplicate");
-    let kept = read_text(path)
-        .ok()
-        .filter(|_| !duplicated)
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| {
-            let mut part = serde_json::Map::new();
-            for key in ["limits", "pricing"] {
-                if let Some(x) = v.get(key) {
-                    part.insert(key.into(), x.clone());
-                }
-            }
-            Config::from_json(&serde_json::Value::Object(part).to_string()).ok()
-        })
-        .filter(|c| c.limits.daily_cost_usd.is_some());
-    match kept {
-        Some(c) => (
-            c,
-            Some(format!(
-                "{e}. Its spending limit and prices are in force; nothing else of it is until it is fixed."
-            )),
-        ),
-        None => {
+    match load(path, false) {
+        Ok(c) => (c, None),
+        Err(e) => {
             let mut c = Config::default();
             c.limits.daily_cost_usd = Some(0.0);
             (
                 c,
                 Some(format!(
-                    "{e}. Its spending limit could not be read, so no model call goes out until the file is fixed (the day's cap is held at $0)."
+                    "{e}. No model call goes out until the file is fixed (the day's spending cap is held at $0, so a mistake in the file never lifts yours)."
                 )),
             )
         }
@@ -233,44 +206,34 @@ fn drop_nulls(v: &mut serde_json::Value) {
 mod tests {
     use super::*;
 
-    /// Fifth red-team: the app started with no cap when any part of the settings file was
-    /// wrong. The cap and prices stay in force when they read; when they do not, no call goes.
+    /// Fifth and sixth red-teams: the app started with no cap when any part of the settings
+    /// file was wrong, and then with the wrong one when the cap was read out of the broken
+    /// file (a misspelt key, one named twice). A file that does not load holds the cap at $0.
     #[test]
     fn a_settings_file_that_does_not_load_never_lifts_the_cap() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("settings.json");
-        let cases = [
-            (
-                r#"{"limits": {"daily_cost_usd": 5}, "pricing": {"openai:x": {"input_per_mtok": 1, "output_per_mtok": 2}}, "modle": "typo"}"#,
-                Some(5.0),
-                true,
-            ),
-            (r#"{"limits": {"daily_cost_usd": -1}}"#, Some(0.0), false),
-            (r#"{"limits": {"daily_cost_usd": "20"}, "#, Some(0.0), false),
-            // Sixth red-team: no cap found (a misspelt key) or a key named twice holds $0.
-            (r#"{"modle": "typo"}"#, Some(0.0), false),
-            (r#"{"limit": {"daily_cost_usd": 5}}"#, Some(0.0), false),
-            (
-                r#"{"limits": {"daily_cost_usd": 5}, "limits": {"daily_cost_usd": 500}}"#,
-                Some(0.0),
-                false,
-            ),
-        ];
-        for (text, cap, priced) in cases {
+        for text in [
+            r#"{"limits": {"daily_cost_usd": 5}, "modle": "typo"}"#,
+            r#"{"limits": {"daily_cost_usd": -1}}"#,
+            r#"{"limits": {"daily_cost_usd": "20"}, "#,
+            r#"{"limit": {"daily_cost_usd": 5}}"#,
+            r#"{"modle": "x", "limits": {"daily_cost_usd": 5}, "limits": {"daily_cost_usd": 500}}"#,
+        ] {
             std::fs::write(&path, text).unwrap();
             let (c, said) = load_guarded(&path);
             let said = said.expect("the user is told");
-            assert_eq!(c.limits.daily_cost_usd, cap, "{text}: {said}");
-            assert_eq!(c.pricing.contains_key("openai:x"), priced, "{text}");
-            if cap == Some(0.0) {
-                assert!(said.contains("no model call goes out"), "{said}");
-            }
+            assert_eq!(c.limits.daily_cost_usd, Some(0.0), "{text}: {said}");
+            assert!(said.contains("No model call goes out"), "{said}");
         }
         std::fs::write(&path, r#"{"limits": {"daily_cost_usd": 5}}"#).unwrap();
         let (c, said) = load_guarded(&path);
         assert_eq!((c.limits.daily_cost_usd, said), (Some(5.0), None));
-        // A pipe at the file's path is an error, never a wait.
+        // No file: the defaults, no cap, nothing to say.
         std::fs::remove_file(&path).unwrap();
+        let (c, said) = load_guarded(&path);
+        assert_eq!((c.limits.daily_cost_usd, said), (None, None));
+        // A pipe at the file's path is an error, never a wait.
         let made = std::process::Command::new("mkfifo").arg(&path).status();
         assert!(made.unwrap().success());
         let (c, said) = load_guarded(&path);

@@ -329,12 +329,17 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
     waymark_extension::paths::private_dir(root).map_err(io(root))?;
     refuse_links(&repo, name)?;
     let path_s = path.display().to_string();
+    // No checkout by `git worktree add`: it would run under the project's settings as they
+    // are on the new branch in the new worktree (an `includeIf "onbranch:"` block can name a
+    // filter there that no listing from the user's checkout sees). The files come in below,
+    // through a sealed folder.
     git::run(
         &repo,
         &[
             "worktree",
             "add",
             "-q",
+            "--no-checkout",
             "-b",
             &branch,
             &path_s,
@@ -342,6 +347,7 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
         ],
     )?;
     let path = path.canonicalize().map_err(io(&path))?;
+    check_out(&repo, &path, &base_commit)?;
     // The worktree's folder is the user's alone, like everything in the data folder (what
     // is in it keeps the project's bits).
     waymark_extension::paths::private_dir(&path).map_err(io(&path))?;
@@ -358,6 +364,25 @@ pub fn create(workspace: &Path, root: &Path, name: &str) -> Result<Made> {
         base_commit,
         included,
     })
+}
+
+/// Fills the new worktree at `path` (of the project at `repo`) with `commit`'s files and its
+/// index, through a sealed folder: no setting of the project's is in force, so no filter
+/// runs; the index is written as a merge writes one ([`index::IndexSwap`]).
+fn check_out(repo: &Path, path: &Path, commit: &str) -> Result<()> {
+    let wt = git::Worktree::of(repo, path)?;
+    let sealed = git::Sealed::of(repo, path.parent().unwrap_or(repo))?;
+    let common = wt.gitdir.parent().and_then(Path::parent).unwrap_or(repo);
+    let admin = wt.gitdir.file_name().unwrap_or_default().to_string_lossy();
+    let dir = at::Dir::open(common)?.walk(&format!("worktrees/{admin}"), false)?;
+    let work = sealed.scratch(&format!("new-index-{:016x}", fastrand::u64(..)));
+    let swap = index::IndexSwap::begin(dir, work, &path.display().to_string())?;
+    sealed.run_in(
+        Some(path),
+        swap.path(),
+        &["read-tree", "--reset", "-u", commit],
+    )?;
+    swap.finish()
 }
 
 /// Refuses a project whose git folder has a link where `git worktree add` writes (the
@@ -1273,6 +1298,9 @@ pub fn discard(m: &db::WorktreeRow) -> Result<()> {
         &["rev-parse", "--path-format=absolute", "--git-common-dir"],
     )?;
     let common = PathBuf::from(common.trim());
+    // The branch first: a step that can be refused (a lock another git holds) comes before
+    // anything is removed, so a refusal changes nothing.
+    refs::delete_branch(repo, &common, &m.branch)?;
     // git's folder for the worktree, found before the worktree goes (by the path recorded:
     // the folder may be a link, or gone).
     let admin = git::admin_name(&common, path).ok().flatten();
@@ -1304,7 +1332,7 @@ pub fn discard(m: &db::WorktreeRow) -> Result<()> {
             Err(e) => tracing::warn!("git's record of the worktree stays: {e}"),
         }
     }
-    refs::delete_branch(repo, &common, &m.branch)
+    Ok(())
 }
 
 /// Up to ten paths, then how many more.

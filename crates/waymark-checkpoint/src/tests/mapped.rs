@@ -112,10 +112,13 @@ fn no_stat_vouches_for_a_file_on_a_volatile_file_system() {
     // Saving stamps when the cache was made.
     let dir = tempfile::tempdir().unwrap();
     c.save(&dir.path().join("stat-cache")).unwrap();
-    // `/`'s times are long past: the stat vouches, unless the file system is volatile.
-    assert_eq!(c.blob("f", &stat), Some(id));
-    c.set_volatile(true);
-    assert_eq!(c.blob("f", &stat), None);
+    // `/`'s times are long past: the stat vouches on the trusted device alone; no stat
+    // vouches on a volatile file system (none trusted), nor for a file mounted from another.
+    c.set_trusted(Some(st.st_dev));
+    assert_eq!(c.blob("f", &stat, st.st_dev), Some(id));
+    assert_eq!(c.blob("f", &stat, st.st_dev + 1), None);
+    c.set_trusted(None);
+    assert_eq!(c.blob("f", &stat, st.st_dev), None);
     // A tmpfs is seen as one.
     if let Ok(shm) = rustix::fs::openat(
         rustix::fs::CWD,

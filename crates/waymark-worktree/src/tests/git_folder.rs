@@ -346,6 +346,56 @@ fn a_filter_with_an_empty_name_runs_nothing_at_creation() {
     assert!(!marker.exists(), "the agent's filter ran");
 }
 
+/// Seventh red-team: settings that apply only on the new branch (`includeIf "onbranch:"`)
+/// named a filter that the listing from the user's checkout never saw, and `git worktree
+/// add` ran it while checking the files out. The files come in through a sealed folder.
+#[test]
+fn a_filter_named_only_on_the_new_branch_runs_nothing_at_creation() {
+    let r = repo();
+    let marker = r._dir.path().join("ran");
+    let prog = r._dir.path().join("prog.sh");
+    agent_program(&prog, &marker);
+    std::fs::write(r.main.join(".git/info/attributes"), "* filter=x\n").unwrap();
+    std::fs::write(
+        r.main.join(".git/evil.inc"),
+        format!("[filter \"x\"]\n\tsmudge = {}\n", prog.display()),
+    )
+    .unwrap();
+    git(
+        &r.main,
+        &["config", "includeIf.onbranch:waymark/**.path", "evil.inc"],
+    );
+    let m = create(&r.main, &r.root, "onbranch").unwrap();
+    assert!(!marker.exists(), "the agent's filter ran at creation");
+    // The worktree holds the commit's files, its index up to date, its included files in.
+    assert_eq!(
+        std::fs::read_to_string(m.path.join("src/lib.rs")).unwrap(),
+        "fn a() {}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.path.join(".env")).unwrap(),
+        "TOKEN=local\n"
+    );
+    let (changed, _) = status(&m.row("s", 0)).unwrap();
+    assert!(changed.is_empty(), "{changed:?}");
+    assert!(!marker.exists());
+}
+
+/// Seventh red-team: a `packed-refs.lock` left by the agent had discard remove the worktree
+/// and then say "Nothing was changed". The branch goes first: a refusal changes nothing.
+#[test]
+fn a_discard_refused_by_a_held_lock_changes_nothing() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "locked").unwrap();
+    std::fs::write(r.main.join(".git/packed-refs.lock"), "").unwrap();
+    let e = discard(&m.row("s", 0)).unwrap_err();
+    assert!(e.to_string().contains("Nothing was changed"), "{e}");
+    assert!(m.path.exists() && branch_exists(&r, &m.branch));
+    std::fs::remove_file(r.main.join(".git/packed-refs.lock")).unwrap();
+    discard(&m.row("s", 0)).unwrap();
+    assert!(!m.path.exists() && !branch_exists(&r, &m.branch));
+}
+
 /// Sixth red-team: a reflog left at the new branch's place (a link, or a second name of a
 /// file outside) had `git worktree add` append to it. Creation is refused.
 #[test]
