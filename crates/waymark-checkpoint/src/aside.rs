@@ -209,7 +209,7 @@ impl Seen {
     fn of(st: &rustix::fs::Stat) -> Seen {
         Seen {
             ino: st.st_ino,
-            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
         }
     }
 }
