@@ -202,7 +202,7 @@ struct Copying {
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Seen {
     ino: u64,
-    ctime: (i64, i64),
+    ctime: (i64, u64),
 }
 
 impl Seen {
