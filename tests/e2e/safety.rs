@@ -409,7 +409,12 @@ async fn a_plan_approved_as_a_goal_runs_in_a_new_worktree_from_the_window() {
     app.shot("safety-10-implemented-in-worktree").await;
     assert!(!ws.join("feature.txt").exists(), "the checkout was touched");
     let wt = desk.data_dir().join("worktrees");
-    let made: Vec<_> = std::fs::read_dir(&wt).unwrap().flatten().collect();
+    // Waymark's own folders there (the sealed git folders) start with a dot.
+    let made: Vec<_> = std::fs::read_dir(&wt)
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
     assert_eq!(made.len(), 1);
     assert_eq!(
         std::fs::read_to_string(made[0].path().join("feature.txt")).unwrap(),

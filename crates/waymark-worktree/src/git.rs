@@ -193,7 +193,7 @@ impl Sealed {
             .unwrap_or_default();
         // In a folder of their own: a worktree's folder name never collides with theirs.
         let home = &home.join(".sealed");
-        std::fs::create_dir_all(home).map_err(|e| io_error(home, e))?;
+        waymark_extension::paths::private_dir(home).map_err(|e| io_error(home, e))?;
         sweep(home);
         let dir = home.join(format!(
             "{SEALED_PREFIX}{}-{}",
