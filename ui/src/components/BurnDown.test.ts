@@ -25,6 +25,12 @@ describe("the burn-down", () => {
     expect(screen.getByTestId("burndown-bar-scale").textContent).toBe("420");
   });
 
+  it("says nothing spent as nothing", async () => {
+    const { money } = await import("../lib/goal");
+    render(BurnDown, { points: [{ step: 1, spent: 0, used: 0, remaining: null, unknown: true }], limit: null, format: money });
+    expect(screen.getByTestId("burndown-bar-scale").textContent).toBe("$0.00");
+  });
+
   it("shows no budget scale without a budget", () => {
     render(BurnDown, { points: [{ step: 1, spent: 10, used: 10, remaining: null }], limit: null });
     expect(screen.queryByTestId("burndown-budget-scale")).toBeNull();

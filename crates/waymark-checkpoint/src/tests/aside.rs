@@ -8,10 +8,10 @@ fn chmod(p: &Path, bits: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(bits)).unwrap();
 }
 
-/// Restores `target` from a checkpoint taken now with `limits`, telling the restore what
-/// that checkpoint left out.
-fn rewind_noting(f: &Fixture, target: &Snapshot, limits: &Limits) -> Restored {
-    let root = crate::Root::open(&f.ws).unwrap();
+/// Restores `target` into `ws` from a checkpoint taken now with `limits`, telling the
+/// restore what that checkpoint left out, as a rewind does.
+fn rewind_in(f: &Fixture, ws: &Path, target: &Snapshot, limits: &Limits) -> Result<Restored> {
+    let root = crate::Root::open(ws).unwrap();
     let now = f.store.snapshot_of(&root, limits).unwrap();
     let current: Vec<String> = now.skipped.iter().map(|s| s.path.clone()).collect();
     let opts = RestoreOptions {
@@ -20,7 +20,11 @@ fn rewind_noting(f: &Fixture, target: &Snapshot, limits: &Limits) -> Restored {
     };
     f.store
         .restore_at(&root, &now.point(), &target.point(), &opts)
-        .unwrap()
+}
+
+/// [`rewind_in`] the fixture's workspace, which must succeed.
+fn rewind_noting(f: &Fixture, target: &Snapshot, limits: &Limits) -> Restored {
+    rewind_in(f, &f.ws, target, limits).unwrap()
 }
 
 /// Fourth red-team: what came since but the undo checkpoint could not take (a file shut to
@@ -254,17 +258,7 @@ fn what_cannot_be_copied_aside_is_refused_clearly() {
     assert!(deep.exists());
 }
 
-/// Rewinds `ws` to `target` as a rewind does (an undo checkpoint first, what it left out
-/// told to the restore), which must fail.
+/// [`rewind_in`] `ws`, which must fail.
 fn rewind_err(f: &Fixture, ws: &Path, target: &Snapshot) -> CheckpointError {
-    let root = crate::Root::open(ws).unwrap();
-    let now = f.store.snapshot_of(&root, &Limits::default()).unwrap();
-    let current: Vec<String> = now.skipped.iter().map(|s| s.path.clone()).collect();
-    let opts = RestoreOptions {
-        current_left_out: &current,
-        ..RestoreOptions::default()
-    };
-    f.store
-        .restore_at(&root, &now.point(), &target.point(), &opts)
-        .unwrap_err()
+    rewind_in(f, ws, target, &Limits::default()).unwrap_err()
 }

@@ -6,6 +6,39 @@ use super::*;
 use crate::access::{Set, set_bits};
 use std::os::unix::fs::MetadataExt as _;
 
+/// A process of the agent's exchanging two names of folder `ws` again and again
+/// (`renameat2` with `RENAME_EXCHANGE`) until stopped.
+struct Exchanger {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Exchanger {
+    fn start(ws: &Path, a: &'static str, b: &'static str) -> Exchanger {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (flag, ws) = (stop.clone(), ws.to_path_buf());
+        let thread = std::thread::spawn(move || {
+            let dir = rustix::fs::openat(
+                rustix::fs::CWD,
+                &ws,
+                crate::access::DIR,
+                rustix::fs::Mode::empty(),
+            )
+            .unwrap();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ =
+                    rustix::fs::renameat_with(&dir, a, &dir, b, rustix::fs::RenameFlags::EXCHANGE);
+            }
+        });
+        Exchanger { stop, thread }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap();
+    }
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
 }
@@ -53,32 +86,10 @@ fn a_hard_link_swapped_in_during_the_rewind_never_opens_up_the_file_outside() {
         std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
         let _ = std::fs::remove_file(f.ws.join("g"));
         std::fs::hard_link(&secret, f.ws.join("g")).unwrap();
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let swapper = {
-            let (stop, ws) = (stop.clone(), f.ws.clone());
-            std::thread::spawn(move || {
-                let dir = rustix::fs::openat(
-                    rustix::fs::CWD,
-                    &ws,
-                    crate::access::DIR,
-                    rustix::fs::Mode::empty(),
-                )
-                .unwrap();
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let _ = rustix::fs::renameat_with(
-                        &dir,
-                        "f",
-                        &dir,
-                        "g",
-                        rustix::fs::RenameFlags::EXCHANGE,
-                    );
-                }
-            })
-        };
+        let swapper = Exchanger::start(&f.ws, "f", "g");
         let now = snap(&f);
         let _ = f.store.restore(&f.ws, &now.point(), &a.point(), &[]);
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        swapper.join().unwrap();
+        swapper.stop();
         assert_eq!(mode(&secret), 0o600, "try {i}");
         std::fs::remove_file(&secret).unwrap();
     }
@@ -202,36 +213,14 @@ fn a_link_read_through_a_folder_swapped_for_proc_self_reads_nothing_of_waymarks(
         exe.as_os_str().as_encoded_bytes(),
     )
     .unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let swapper = {
-        let (stop, ws) = (stop.clone(), f.ws.clone());
-        std::thread::spawn(move || {
-            let dir = rustix::fs::openat(
-                rustix::fs::CWD,
-                &ws,
-                crate::access::DIR,
-                rustix::fs::Mode::empty(),
-            )
-            .unwrap();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let _ = rustix::fs::renameat_with(
-                    &dir,
-                    "d",
-                    &dir,
-                    "e",
-                    rustix::fs::RenameFlags::EXCHANGE,
-                );
-            }
-        })
-    };
+    let swapper = Exchanger::start(&f.ws, "d", "e");
     for _ in 0..200 {
         // The stat cache would vouch for the link after the first read: start afresh.
         let _ = std::fs::remove_file(f.store.dir().join("stat-cache"));
         *f.store.cache.lock().unwrap() = None;
         let _ = f.store.snapshot(&f.ws, &Limits::default());
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    swapper.join().unwrap();
+    swapper.stop();
     assert!(
         f.store.check_blob(&leaked).is_err(),
         "the target of Waymark's /proc/self/exe was stored"
