@@ -1,6 +1,7 @@
 //! Worktrees against the real git, in temporary repositories.
 
 use super::*;
+use crate::checkout::status_paths;
 
 struct Repo {
     _dir: tempfile::TempDir,
