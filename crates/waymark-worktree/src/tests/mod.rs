@@ -64,6 +64,19 @@ fn add_submodule(main: &Path, path: &str) -> String {
     head.trim().to_string()
 }
 
+/// Reviews (status, diff) and merges the worktree of row `w`: the agent's program, which
+/// notes each run in `marker`, must not have run.
+fn review_and_merge_run_nothing(w: &db::WorktreeRow, marker: &Path) {
+    status(w).unwrap();
+    diff(w).unwrap();
+    merge(w, "x", None).unwrap();
+    assert!(
+        !marker.exists(),
+        "the agent's program ran: {}",
+        std::fs::read_to_string(marker).unwrap_or_default()
+    );
+}
+
 fn agent_program(prog: &Path, marker: &Path) {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::create_dir_all(prog.parent().unwrap()).unwrap();
@@ -507,14 +520,7 @@ fn relative_hook_and_monitor_settings_run_nothing_of_the_agents() {
     }
     std::fs::write(m.path.join("README.md"), "changed\n").unwrap();
     let w = m.row("s", 0);
-    status(&w).unwrap();
-    diff(&w).unwrap();
-    merge(&w, "x", None).unwrap();
-    assert!(
-        !marker.exists(),
-        "ran: {}",
-        std::fs::read_to_string(&marker).unwrap_or_default()
-    );
+    review_and_merge_run_nothing(&w, &marker);
 }
 
 /// A repository that appears at a submodule's path after the check (the agent works while
@@ -812,14 +818,7 @@ fn an_agent_committed_gitattributes_runs_no_filter_at_review_or_merge() {
     assert!(!marker.exists(), "the setup ran nothing");
     std::fs::write(m.path.join("README.md"), "more\n").unwrap();
     let w = m.row("s", 0);
-    status(&w).unwrap();
-    diff(&w).unwrap();
-    merge(&w, "x", None).unwrap();
-    assert!(
-        !marker.exists(),
-        "the agent's filter ran: {}",
-        std::fs::read_to_string(&marker).unwrap_or_default()
-    );
+    review_and_merge_run_nothing(&w, &marker);
     assert_eq!(read(&r, "src/lib.rs"), "fn a() { 3 }\n");
 }
 
@@ -978,14 +977,7 @@ fn settings_the_agent_writes_run_nothing_at_review_or_merge() {
     );
     std::fs::remove_file(&marker).ok();
     let w = m.row("s", 0);
-    status(&w).unwrap();
-    diff(&w).unwrap();
-    merge(&w, "x", None).unwrap();
-    assert!(
-        !marker.exists(),
-        "ran: {}",
-        std::fs::read_to_string(&marker).unwrap_or_default()
-    );
+    review_and_merge_run_nothing(&w, &marker);
     assert_eq!(
         read(&r, "README.md"),
         "the user's line\nreadme\nthe agent's line\n"
@@ -1202,14 +1194,7 @@ fn a_filter_named_with_an_equals_sign_runs_nothing() {
     agent_filter(&m, &r, "a=b", &prog);
     std::fs::write(m.path.join("README.md"), "readme\nthe agent's line\n").unwrap();
     let w = m.row("s", 0);
-    status(&w).unwrap();
-    diff(&w).unwrap();
-    merge(&w, "x", None).unwrap();
-    assert!(
-        !marker.exists(),
-        "ran: {}",
-        std::fs::read_to_string(&marker).unwrap_or_default()
-    );
+    review_and_merge_run_nothing(&w, &marker);
     assert_eq!(read(&r, "README.md"), "readme\nthe agent's line\n");
 }
 
