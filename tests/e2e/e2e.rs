@@ -17,6 +17,7 @@ mod settings;
 mod setup;
 mod state;
 mod transcript;
+mod truth;
 mod window;
 
 use harness::{App, Desk, root, session_of};

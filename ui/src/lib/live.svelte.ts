@@ -65,15 +65,15 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
     }
   }
 
-  /** Changes the open session with `change`; false when there is none or it was refused
-   *  (which is said). */
-  async function switchOpen(change: (id: string) => Promise<{ status: "ok" } | { status: "error"; error: IpcError }>): Promise<boolean> {
+  /** Changes the open session with `change`: null when done, else why not (for the
+   *  control that asked to say; no toast repeats it). */
+  async function switchOpen(change: (id: string) => Promise<{ status: "ok" } | { status: "error"; error: IpcError }>): Promise<string | null> {
     const id = store.open?.id;
-    if (!id) return false;
+    if (!id) return "no session is open";
     const r = await change(id);
-    if (r.status === "error") notify(r.error);
-    else listSoon();
-    return r.status === "ok";
+    if (r.status === "error") return r.error.message;
+    listSoon();
+    return null;
   }
 
   /** Reads the log of the open session from its start and applies it a piece at a time,

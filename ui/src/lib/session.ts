@@ -95,6 +95,14 @@ export const PERMISSION_WORDS = {
   "read-only": "Read only",
 } satisfies Record<PermissionMode, string>;
 
+/** What a permission mode lets the agent do, in a sentence (said once after a switch). */
+export const PERMISSION_MEANS = {
+  ask: "The agent asks before each change or command.",
+  "auto-edit": "The agent edits files without asking; commands still ask.",
+  auto: "The agent edits and runs commands without asking, inside the sandbox; plan mode and budgets still hold.",
+  "read-only": "The agent can read and search, but not change anything.",
+} satisfies Record<PermissionMode, string>;
+
 export function emptySession(id: string): SessionState {
   return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null, partial: false, rewound: [], lastRewind: null };
 }
