@@ -341,6 +341,10 @@ impl Printer {
                 self.end_line();
                 errln!("warning: {}", safe(message));
             }
+            EventKind::SessionNotice { text, .. } => {
+                self.end_line();
+                errln!("note: {}", safe(text));
+            }
         }
     }
 }

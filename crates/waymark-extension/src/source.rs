@@ -39,4 +39,15 @@ pub trait ToolSource: Send + Sync {
         let _ = session_id;
         Vec::new()
     }
+    /// Called when no tool answers to `name`: waits, within this source's own bound, for
+    /// the part of it that would have it to be ready (an MCP server still starting, or
+    /// starting again after it exited). True when it waited and the name may now be found.
+    fn wait_for<'a>(
+        &'a self,
+        session_id: &'a str,
+        name: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, bool> {
+        let _ = (session_id, name);
+        Box::pin(async { false })
+    }
 }

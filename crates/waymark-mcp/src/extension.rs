@@ -13,12 +13,18 @@ use waymark_protocol::{Answer, QuestionnaireKind};
 pub struct McpExtension {
     hub: Arc<McpHub>,
     source: Arc<McpSource>,
+    /// The sessions whose first model request has waited for the servers (in this process).
+    waited: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl McpExtension {
     pub fn new(hub: Arc<McpHub>) -> McpExtension {
         let source = Arc::new(McpSource::new(&hub));
-        McpExtension { hub, source }
+        McpExtension {
+            hub,
+            source,
+            waited: Default::default(),
+        }
     }
 
     pub fn hub(&self) -> &Arc<McpHub> {
@@ -131,6 +137,45 @@ impl Extension for McpExtension {
                 )))
             })
         }))
+    }
+
+    fn before_turn<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        turn_id: i64,
+    ) -> futures_util::future::BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let first = crate::hub::lock(&self.waited).insert(api.id().to_string());
+            if !first {
+                return Ok(());
+            }
+            // The session's first request offers the tools the user configured: it waits for
+            // the servers within a bound, and names those that are not ready by then.
+            let servers: Vec<_> = self
+                .hub
+                .serving(api.id())
+                .into_iter()
+                .filter(|s| !s.live())
+                .collect();
+            if servers.is_empty() {
+                return Ok(());
+            }
+            let bound = std::time::Duration::from_millis(api.config().mcp.first_request_wait_ms);
+            let late = self.hub.wait_ready(&servers, bound).await;
+            if !late.is_empty() {
+                let text = crate::listing::still_starting(&late);
+                api.write(|tx| {
+                    Ok(tx.emit(
+                        api.id(),
+                        waymark_protocol::EventKind::SessionNotice {
+                            turn_id: Some(turn_id),
+                            text,
+                        },
+                    )?)
+                })?;
+            }
+            Ok(())
+        })
     }
 
     fn on_turn_closed(

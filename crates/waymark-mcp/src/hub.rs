@@ -1,8 +1,9 @@
 //! The runtime's MCP servers: one connection per configured server, shared by every session
-//! of the runtime. Servers start in the background when the first session opens; a slow or
-//! failing one delays nothing, and its tools appear once it is ready. A server that exits is
-//! started again on the next call (the first time at once, then with a growing wait), and a
-//! changed tool list is listed again.
+//! of the runtime. Servers start in the background when the first session opens; a session's
+//! first model request and a call to a server's tool wait for it, each within a bound, and a
+//! slow or failing one delays nothing past that. A server that exits is started again on the
+//! next call (the first time at once, then with a growing wait), and a changed tool list is
+//! listed again.
 
 use crate::connect::{Connection, connect};
 use crate::handler::{Elicitor, Handler, ProgressSink};
@@ -22,8 +23,6 @@ pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The most tools one server may list (pages are followed up to this).
 pub const MAX_TOOLS: usize = 2000;
-/// How long after the first session opens the servers start.
-pub const START_DELAY: Duration = Duration::from_millis(250);
 /// How long past its limits a call may go before the runtime ends it itself.
 pub(crate) const WATCHDOG_GRACE: Duration = Duration::from_secs(2);
 
@@ -173,6 +172,12 @@ impl Server {
         st.phase = Phase::Disabled;
     }
 
+    /// Whether it is ready, with a connection that has not closed.
+    pub fn live(&self) -> bool {
+        let st = lock(&self.state);
+        st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| !c.is_closed())
+    }
+
     /// How long a call may go without a word from the server.
     pub fn tool_timeout_ms(&self) -> u64 {
         self.config.tool_timeout_ms
@@ -211,8 +216,8 @@ pub struct McpHub {
     /// change on a thread that has none).
     rt: std::sync::OnceLock<tokio::runtime::Handle>,
     reaped: std::sync::atomic::AtomicBool,
-    /// Set once the servers have been started (after [`START_DELAY`]); changed settings
-    /// start their servers at once only from then on.
+    /// Set once the servers have been started; changed settings start their servers at once
+    /// only from then on.
     launched: std::sync::atomic::AtomicBool,
     /// Cancelled when the hub is dropped: the watchers stop.
     closing: CancellationToken,
@@ -448,11 +453,8 @@ impl McpHub {
         self.list().iter().find(|s| s.name == name).cloned()
     }
 
-    /// Starts every enabled server in the background, once (later calls do nothing), a
-    /// moment after it is asked ([`START_DELAY`]): the session that opened goes first, so
-    /// its first request is not slowed by servers booting on the same cores. A call or
-    /// `waymark mcp list` that needs a server before then starts it at once. Needs a tokio
-    /// runtime; without one nothing starts and the servers say why.
+    /// Starts every enabled server in the background, once (later calls do nothing). Needs a
+    /// tokio runtime; without one nothing starts and the servers say why.
     pub fn start(self: &Arc<Self>) {
         self.started.call_once(|| {
             let Ok(rt) = tokio::runtime::Handle::try_current() else {
@@ -465,18 +467,36 @@ impl McpHub {
                 return;
             };
             let _ = self.rt.set(rt.clone());
-            let hub = Arc::downgrade(self);
-            let closing = self.closing.clone();
-            rt.spawn(async move {
-                tokio::select! {
-                    _ = closing.cancelled() => return,
-                    _ = tokio::time::sleep(START_DELAY) => {}
-                }
-                if let Some(h) = hub.upgrade() {
-                    h.launch();
-                }
-            });
+            self.launch();
         });
+    }
+
+    /// The enabled servers that serve `session_id`.
+    pub fn serving(&self, session_id: &str) -> Vec<Arc<Server>> {
+        self.list()
+            .iter()
+            .filter(|s| s.config.enabled && self.serves(s.scope.as_deref(), session_id))
+            .cloned()
+            .collect()
+    }
+
+    /// Waits until each of `servers` is ready (started, or started again after it exited)
+    /// or has failed, each at most `bound` and never past its own `startup_timeout_ms`;
+    /// the names of those that are not ready by then.
+    pub async fn wait_ready(&self, servers: &[Arc<Server>], bound: Duration) -> Vec<String> {
+        let waits = servers.iter().map(|s| async move {
+            let limit = bound.min(Duration::from_millis(s.config.startup_timeout_ms));
+            let ready = tokio::select! {
+                _ = s.retired.cancelled() => false,
+                r = tokio::time::timeout(limit, self.ensure(s)) => matches!(r, Ok(Ok(_))),
+            };
+            (!ready).then(|| s.name.clone())
+        });
+        futures_util::future::join_all(waits)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// Starts the servers configured now; those configured later start as they come.

@@ -11,17 +11,6 @@ pub const MAX_NAME: usize = 64;
 /// `_`; a name that is too long, or that was changed, ends in a short hash of the real names
 /// so two tools never share one. Stable: the same tool gets the same name every time.
 pub fn model_name(server: &str, tool: &str) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
     let plain = format!("mcp__{}__{}", clean(server), clean(tool));
     let changed = clean(tool) != tool || clean(server) != server;
     if plain.len() <= MAX_NAME && !changed {
@@ -33,6 +22,27 @@ pub fn model_name(server: &str, tool: &str) -> String {
     let mut cut = plain;
     cut.truncate(keep.min(cut.len()));
     format!("{cut}_{hash}")
+}
+
+/// `s` with every character a provider refuses in a name made `_`.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Whether the model name `name` may be one of `server`'s tools: it starts as that
+/// server's tools' names do (a long name cut to fit keeps its start).
+pub fn may_be_of(server: &str, name: &str) -> bool {
+    let prefix = format!("mcp__{}__", clean(server));
+    name.starts_with(&prefix)
+        || (name.len() == MAX_NAME && prefix.starts_with(&name[..name.len().min(prefix.len())]))
 }
 
 /// The largest input schema offered (serialized); a bigger one is left out with a warning.

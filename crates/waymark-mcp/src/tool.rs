@@ -371,6 +371,29 @@ impl ToolSource for McpSource {
         Some(t.clone() as Arc<dyn SessionTool>)
     }
 
+    fn wait_for<'a>(
+        &'a self,
+        session_id: &'a str,
+        name: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let Some(hub) = self.hub.upgrade() else {
+                return false;
+            };
+            let servers: Vec<_> = hub
+                .serving(session_id)
+                .into_iter()
+                .filter(|s| !s.live() && crate::names::may_be_of(&s.name, name))
+                .collect();
+            if servers.is_empty() {
+                return false;
+            }
+            // Each within its own `startup_timeout_ms`.
+            hub.wait_ready(&servers, Duration::MAX).await;
+            true
+        })
+    }
+
     fn names(&self, session_id: &str) -> Vec<String> {
         let (_, all, _) = self.all();
         all.iter()

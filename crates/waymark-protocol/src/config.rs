@@ -586,6 +586,12 @@ impl Config {
             1,
             100,
         )?;
+        range(
+            "mcp.first_request_wait_ms",
+            self.mcp.first_request_wait_ms,
+            0,
+            600_000,
+        )?;
         Ok(())
     }
 }
@@ -793,6 +799,14 @@ mod tests {
                 "mcp.tool_search_percent",
             ),
             (r#"{"mcp": {"search": 5}}"#, "mcp.search"),
+            (
+                r#"{"mcp": {"first_request_wait_ms": 86400000}}"#,
+                "mcp.first_request_wait_ms",
+            ),
+            (
+                r#"{"mcp": {"first_request_wait_ms": -1}}"#,
+                "mcp.first_request_wait_ms",
+            ),
         ] {
             let e = Config::from_json(json).unwrap_err();
             assert_eq!(e.key, key, "{json}: {e}");

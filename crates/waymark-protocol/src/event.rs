@@ -288,6 +288,14 @@ pub enum EventKind {
     /// A session-level error that is not part of a turn (transient).
     #[serde(rename = "session.error")]
     SessionError { error: ErrorInfo },
+    /// Something the user should know that changes what the agent can do, in words (an MCP
+    /// server still starting when the first request went out).
+    #[serde(rename = "session.notice")]
+    SessionNotice {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<i64>,
+        text: String,
+    },
 }
 
 impl EventKind {
@@ -317,6 +325,7 @@ impl EventKind {
             EventKind::SessionError { .. } => "session.error",
             EventKind::SessionRewound { .. } => "session.rewound",
             EventKind::CheckpointFailed { .. } => "checkpoint.failed",
+            EventKind::SessionNotice { .. } => "session.notice",
             EventKind::PlanModeChanged { .. } => "plan.mode_changed",
             EventKind::PlanRevision { .. } => "plan.revision",
             EventKind::PlanCommented { .. } => "plan.commented",
@@ -355,6 +364,7 @@ impl EventKind {
             | EventKind::SessionWaiting { .. }
             | EventKind::SessionRewound { .. }
             | EventKind::CheckpointFailed { .. }
+            | EventKind::SessionNotice { .. }
             | EventKind::PlanModeChanged { .. }
             | EventKind::PlanRevision { .. }
             | EventKind::PlanCommented { .. }

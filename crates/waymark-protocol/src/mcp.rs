@@ -75,7 +75,14 @@ pub struct McpConfig {
     /// When the MCP tools' schemas would take more than this share of the model's context
     /// window (percent), the model gets `tool_search` instead of them.
     pub tool_search_percent: u32,
+    /// How long a session's first model request waits for its servers to be ready
+    /// (milliseconds; never longer than a server's own `startup_timeout_ms`). 0 sends it at
+    /// once, and the tools of servers still starting come later.
+    pub first_request_wait_ms: u64,
 }
+
+/// The default of `mcp.first_request_wait_ms`.
+pub const DEFAULT_FIRST_REQUEST_WAIT_MS: u64 = 3_000;
 
 /// A server with every default and no way to reach it yet (give `command` or `url`).
 impl Default for McpServerConfig {
@@ -101,6 +108,7 @@ impl Default for McpConfig {
     fn default() -> Self {
         McpConfig {
             tool_search_percent: 10,
+            first_request_wait_ms: DEFAULT_FIRST_REQUEST_WAIT_MS,
         }
     }
 }

@@ -413,6 +413,8 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
     }
     case "checkpoint.failed":
       return { ...s, items: append(s, chip(e, e.message, "error")) };
+    case "session.notice":
+      return { ...s, items: append(s, chip(e, e.text, "system")) };
     case "plan.mode_changed":
       return { ...s, mode: e.mode, deferred: e.mode === "plan" && s.deferred, items: append(s, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")) };
     case "plan.revision":

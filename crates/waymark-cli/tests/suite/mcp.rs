@@ -308,3 +308,120 @@ fn wait_exit(mut child: std::process::Child) -> std::process::ExitStatus {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Issue 37, item 11: a session's first request waits for its servers, so an `exec` whose
+/// very first step calls a server's tool finds it offered and it runs; a server that cannot
+/// be ready in time is named, never silently missing, and delays nothing past the bound.
+#[test]
+fn the_first_request_offers_the_tools_of_the_configured_servers() {
+    let (first, result) = echo_on_the_first_step("");
+    assert!(
+        first.iter().any(|t| t == "mcp__everything__echo"),
+        "the first request offered {first:?}"
+    );
+    assert_eq!(result["status"], "ok", "{result}");
+}
+
+/// With no wait for the first request, the tool is not offered yet, but a call that names
+/// it waits for its server instead of failing as an unknown tool.
+#[test]
+fn a_call_to_a_server_still_starting_waits_for_it() {
+    let (first, result) = echo_on_the_first_step(r#", "mcp": {"first_request_wait_ms": 0}"#);
+    assert!(
+        !first.iter().any(|t| t == "mcp__everything__echo"),
+        "{first:?}"
+    );
+    assert_eq!(result["status"], "ok", "{result}");
+}
+
+/// An `exec` on a mock OpenAI server whose first reply calls the `everything` server's
+/// `echo` (`extra` adds to the settings): the tools the first request offered, and the
+/// call's result.
+fn echo_on_the_first_step(extra: &str) -> (Vec<String>, Value) {
+    use waymark_test_support::mock_server::{Flavor, MockServer, reply};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(MockServer::start(vec![
+        reply(
+            Flavor::OpenAi,
+            "",
+            Some(("mcp__everything__echo", json!({"message": "first step"}))),
+            100,
+        ),
+        reply(Flavor::OpenAi, "done", None, 100),
+    ]));
+    let env = Env::new();
+    env.settings(&format!(
+        r#"{{"mcp_servers": {{"everything": {{"command": {:?}, "args": ["stdio"]}}}}{extra}}}"#,
+        everything()
+    ));
+    let out = env
+        .cmd()
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .args([
+            "exec",
+            "--json",
+            "--permission",
+            "auto",
+            "--workspace",
+            env.ws.to_str().unwrap(),
+            "--model",
+            "openai:m",
+            "echo it",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let requests = server.recorded();
+    let first: Vec<String> = requests[0].body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "tool.result")
+        .expect("a tool result");
+    if result["status"] == "ok" {
+        assert!(
+            result["content"].as_str().unwrap().contains("first step"),
+            "{result}"
+        );
+    }
+    (first, result)
+}
+
+/// A server that never gets ready delays the first request by the bound alone, and the
+/// session says it is still starting.
+#[test]
+fn a_server_still_starting_is_named_and_delays_nothing_past_the_bound() {
+    let env = Env::new();
+    // Speaks no MCP: it reads stdin and never answers.
+    env.settings(
+        r#"{"mcp_servers": {"slow": {"command": "sleep", "args": ["30"]}}, "mcp": {"first_request_wait_ms": 500}}"#,
+    );
+    let model = env.script("s.json", json!({"responses": [{"text": "hi"}]}));
+    let started = std::time::Instant::now();
+    let out = env.exec(&model, &["--json", "hello"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "a server that never answers held the session {:?}",
+        started.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let notice = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "session.notice")
+        .unwrap_or_else(|| panic!("no notice: {stdout}"));
+    assert_eq!(
+        notice["text"], "slow is still starting; its tools come later",
+        "{notice}"
+    );
+}

@@ -35,7 +35,18 @@ pub(crate) async fn decide(
 ) -> Result<Decided> {
     let core = api.core();
     let sid = core.id.clone();
-    let Some(found) = core.find_tool(&call.name) else {
+    let mut found = core.find_tool(&call.name);
+    if found.is_none() {
+        // A tool of a source still starting (an MCP server not ready yet) is waited for,
+        // within the source's own bound, rather than refused as unknown.
+        for s in &core.sources {
+            if s.wait_for(&sid, &call.name).await {
+                found = core.find_tool(&call.name);
+                break;
+            }
+        }
+    }
+    let Some(found) = found else {
         let mut names: Vec<String> = core.tools.iter().map(|t| t.name().to_string()).collect();
         for s in &core.sources {
             names.extend(s.names(&sid));
