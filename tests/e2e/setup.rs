@@ -158,7 +158,37 @@ async fn bad_answers_stay_beside_their_field_and_nothing_is_saved() {
         .await;
     app.shot("setup-6-address-refused").await;
     assert!(!desk.settings_file().exists(), "nothing saved");
-    // The demo stays one click away.
-    app.start_demo().await;
+    // "Save and start" tests first: against the dead port it saves nothing, says so, and
+    // offers "Save anyway".
+    app.click("[data-testid=setup-save]").await;
+    app.wait_text("[data-testid=setup-untested]", "nothing was saved")
+        .await;
+    app.wait_text("[data-testid=setup-error-base_url]", "could not reach")
+        .await;
+    assert!(!desk.settings_file().exists(), "nothing saved");
+    assert!(
+        !app.text("[data-testid=setup-card]")
+            .await
+            .contains("Connected"),
+        "no 'Connected' for a model never reached"
+    );
+    app.shot("setup-7-save-tested-first").await;
+    // Saved untested only when asked, and said so.
+    app.click("[data-testid=setup-save-anyway]").await;
+    app.wait_text("[data-testid=toast]", "Saved without a working test")
+        .await;
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(desk.settings_file()).unwrap()).unwrap();
+    assert_eq!(saved["model"], "custom:m1", "{saved}");
+    // The demo stays reachable from the start page, and Settings has the same card with
+    // its test.
+    app.el("[data-testid=empty-demo]").await;
+    app.click("[data-testid=open-settings]").await;
+    app.el("[data-testid=settings] [data-testid=setup-test]")
+        .await;
+    app.shot("setup-8-settings-model-card").await;
+    app.click("[data-testid=open-settings]").await;
+    app.click("[data-testid=empty-demo]").await;
+    app.wait_text("[data-testid=transcript]", "greet.sh").await;
     app.close().await;
 }

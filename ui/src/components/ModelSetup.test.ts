@@ -11,6 +11,7 @@ vi.mock("../bindings", () => {
       // The server refuses the key; the card must put that under the key field.
       testModelSetup: async (s: ModelSetup, key: string | null) => {
         calls.tested.push([s, key]);
+        if (s.model === "") return { status: "error", error: { code: "invalid_settings", message: "name the model", setting: "setup.model" } };
         return key === "sk-good"
           ? { status: "ok", data: { model: "custom:m1", millis: 42 } }
           : { status: "error", error: { code: "auth", message: "the provider refused the credentials (HTTP 401)", setting: "setup.key" } };
@@ -67,21 +68,45 @@ describe("the setup card", () => {
     expect(screen.queryByTestId("setup-error-key")).toBeNull();
   });
 
-  it("saves, or shows the first error beside its field; the demo is one click away", async () => {
+  it("tests before it saves, and saves an untested model only on Save anyway", async () => {
     const onsaved = vi.fn();
     const ondemo = vi.fn();
     render(Card, { onsaved, ondemo });
+    const saved = calls.saved.length;
     await fireEvent.click(await screen.findByTestId("setup-save"));
     const said = await screen.findByTestId("setup-error-model");
     expect(document.activeElement).toBe(screen.getByTestId("setup-model"));
     expect(said.textContent).toBe("name the model");
     expect(onsaved).not.toHaveBeenCalled();
-    // An empty key field sends no key (the stored one is used).
-    expect(calls.saved.at(-1)?.[1]).toBeNull();
+    expect(calls.saved.length).toBe(saved);
+    // A model the test cannot reach: nothing saved, and "Save anyway" is offered.
     await fireEvent.input(screen.getByTestId("setup-model"), { target: { value: "m1" } });
+    await fireEvent.input(screen.getByTestId("setup-key"), { target: { value: "sk-bad" } });
     await fireEvent.click(screen.getByTestId("setup-save"));
-    await vi.waitFor(() => expect(onsaved).toHaveBeenCalledWith("custom:m1"));
+    await screen.findByTestId("setup-error-key");
+    expect((await screen.findByTestId("setup-untested")).textContent).toContain("nothing was saved");
+    expect(calls.saved.length).toBe(saved);
+    expect(screen.queryByText(/Connected/)).toBeNull();
+    await fireEvent.click(screen.getByTestId("setup-save-anyway"));
+    await vi.waitFor(() => expect(onsaved).toHaveBeenCalledWith("custom:m1", false));
+    expect(calls.saved.at(-1)?.[1]).toBe("sk-bad");
+    // A test that reached the model: the save after it sends no second test.
+    await fireEvent.input(screen.getByTestId("setup-key"), { target: { value: "sk-good" } });
+    await fireEvent.click(screen.getByTestId("setup-test"));
+    await screen.findByText(/answered in 42 ms/);
+    const tests = calls.tested.length;
+    await fireEvent.click(screen.getByTestId("setup-save"));
+    await vi.waitFor(() => expect(onsaved).toHaveBeenLastCalledWith("custom:m1", true));
+    expect(calls.tested.length).toBe(tests);
+    expect(screen.queryByTestId("setup-save-anyway")).toBeNull();
     await fireEvent.click(screen.getByTestId("setup-demo"));
     expect(ondemo).toHaveBeenCalled();
+  });
+
+  it("inside Settings: the same card, without the demo line", async () => {
+    render(Card, { onsaved: () => {}, embedded: true });
+    expect(await screen.findByTestId("setup-test")).toBeTruthy();
+    expect(screen.getByTestId("setup-save").textContent).toBe("Test and save");
+    expect(screen.queryByTestId("setup-demo")).toBeNull();
   });
 });
