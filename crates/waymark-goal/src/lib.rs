@@ -65,7 +65,7 @@ impl Extension for GoalExtension {
         ]
     }
     fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {
-        vec![(GuardStage::AfterPermission, Arc::new(guard::BudgetGuard))]
+        vec![(GuardStage::BeforePermission, Arc::new(guard::BudgetGuard))]
     }
     fn reminders(&self) -> Vec<Arc<dyn ReminderSource>> {
         vec![Arc::new(reminder::GoalReminders)]

@@ -205,3 +205,44 @@ async fn g_6_time_while_closed_does_not_count() {
     assert_eq!(g.budget.main_turns.used, 1);
     s.shutdown().await.unwrap();
 }
+
+/// Issue 37, item 3: a call the budget guard would refuse is never asked about. In `ask`
+/// mode, once the tokens are used up, a write is refused at once; no permission question
+/// is opened that an "Allow" would answer with "denied".
+#[tokio::test]
+async fn a_call_the_budget_refuses_is_never_asked_about() {
+    let mut c = config(Verification::None);
+    c.goal.budget.grace_steps = 1;
+    let (h, _rec) = Harness::recording(
+        c,
+        json!({"responses": [
+            {"text": "big step", "usage": {"input_tokens": 900, "output_tokens": 200}, "tool_calls": [
+                {"name": "write", "arguments": {"path": "a.txt", "content": "a"}}
+            ]},
+            {"text": "Summary: nothing written.", "usage": {"input_tokens": 50, "output_tokens": 20}}
+        ]}),
+    );
+    let s = h.recorded_session(PermissionMode::Ask);
+    let ev = run(&s, user("/goal big job budget=1K")).await;
+    let asked: Vec<_> = ev
+        .iter()
+        .filter(|e| {
+            matches!(
+                &e.kind,
+                EventKind::QuestionnaireOpened { question, .. }
+                    if question.kind() == QuestionnaireKind::Permission
+            )
+        })
+        .collect();
+    assert!(asked.is_empty(), "asked about a call the budget refuses: {asked:?}");
+    let r = results(&ev);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("budget"), "{r:?}");
+    assert!(!h.ws.join("a.txt").exists());
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::BudgetLimited, GoalReason::Tokens)
+    );
+    s.shutdown().await.unwrap();
+}
