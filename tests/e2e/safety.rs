@@ -1,6 +1,7 @@
 //! The safety net in the real window (issue 23): "Rewind to here" with its preview and the
 //! undo banner, a worktree goal reviewed and merged, the cost gauge, and the Goals board with
-//! an active, a blocked and a budget-limited goal.
+//! an active, a blocked and a budget-limited goal; and the permission dialog with a long diff
+//! in a small window (issue 37).
 
 use super::*;
 
@@ -432,5 +433,119 @@ async fn a_plan_approved_as_a_goal_runs_in_a_new_worktree_from_the_window() {
             .all(|q| q["status"] != "pending"),
         "{show}"
     );
+    app.quit().await;
+}
+
+/// A write of 80 lines asked about in a 900×600 window (issue 37): the diff scrolls inside
+/// the dialog while Allow and Deny stay in view, each with its number key shown; pressing
+/// Allow's key answers, and the file is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_diff_scrolls_while_allow_and_deny_stay_in_view_at_900x600() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "long");
+    let out = desk.exec(
+        &ws,
+        &script("long_write.json"),
+        &["--permission", "ask", "Write the long file"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "exec should stop at the permission question: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = session_of(&out);
+    assert!(!ws.join("long.txt").exists());
+
+    let app = desk.launch().await;
+    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+    desk.xdotool(&["windowsize", &window, "900", "600"]);
+    app.wait_js(
+        "return (window.innerWidth <= 900 && window.innerHeight <= 600) || null",
+        "the window to shrink to 900×600",
+    )
+    .await;
+    app.open_session(&id).await;
+    app.el("[data-testid=question-dialog][data-kind=permission]")
+        .await;
+    app.wait_js(
+        "return document.querySelectorAll('[data-testid=permission-diff] .add').length === 80 || null",
+        "the 80 added lines in the dialog",
+    )
+    .await;
+
+    // Where things are, as the window lays them out, before anything is scrolled.
+    let geometry = "const box = (s) => { const r = document.querySelector(s).getBoundingClientRect(); \
+           return { left: r.left, top: r.top, right: r.right, bottom: r.bottom }; }; \
+         const seen = (b) => b.left >= 0 && b.top >= 0 && b.right <= window.innerWidth && b.bottom <= window.innerHeight && b.right > b.left && b.bottom > b.top; \
+         const body = document.querySelector('[data-testid=question-body]'); \
+         const backdrop = document.querySelector('[data-testid=question-dialog]').closest('.backdrop'); \
+         const allow = box('[data-testid=allow-once]'), deny = box('[data-testid=deny]'); \
+         return { allow, deny, allowSeen: seen(allow), denySeen: seen(deny), \
+           width: window.innerWidth, height: window.innerHeight, \
+           bodyScroll: [body.scrollHeight, body.clientHeight], \
+           pageScroll: [backdrop.scrollHeight, backdrop.clientHeight, document.scrollingElement.scrollTop] };";
+    let at_top = app.js(geometry).await;
+    assert_eq!(
+        at_top["allowSeen"], true,
+        "Allow once out of view: {at_top}"
+    );
+    assert_eq!(at_top["denySeen"], true, "Deny out of view: {at_top}");
+    let (scroll, client) = (
+        at_top["bodyScroll"][0].as_f64().unwrap(),
+        at_top["bodyScroll"][1].as_f64().unwrap(),
+    );
+    assert!(scroll > client, "the diff area does not scroll: {at_top}");
+    // Nothing around the dialog scrolls (a pixel of rounding aside): the answers are in
+    // view without it.
+    let page: Vec<f64> = serde_json::from_value(at_top["pageScroll"].clone()).unwrap();
+    assert!(
+        page[0] <= page[1] + 1.0 && page[2] == 0.0,
+        "the page scrolls: {at_top}"
+    );
+    app.shot("safety-11-long-diff-900x600").await;
+
+    // Scrolled to its last line, the diff moves and the answers do not.
+    let last = app
+        .js("const body = document.querySelector('[data-testid=question-body]'); \
+             body.scrollTop = body.scrollHeight; \
+             const line = [...document.querySelectorAll('[data-testid=permission-diff] .add')].pop().getBoundingClientRect(); \
+             const shown = body.getBoundingClientRect(); \
+             return body.scrollTop > 0 && line.bottom <= shown.bottom + 1 && line.top >= shown.top")
+        .await;
+    assert_eq!(
+        last, true,
+        "the last line of the diff cannot be scrolled to"
+    );
+    let at_end = app.js(geometry).await;
+    assert_eq!(at_end["allow"], at_top["allow"], "{at_end}");
+    assert_eq!(at_end["deny"], at_top["deny"], "{at_end}");
+    app.shot("safety-12-long-diff-scrolled").await;
+    let a11y = app.violations("permission-long-diff").await;
+    assert!(a11y.is_empty(), "{a11y:#?}");
+
+    // Each answer shows its number key, and that key answers.
+    let keys = app
+        .js("return [...document.querySelectorAll('[data-testid=question-dialog] .buttons button')] \
+               .map((b) => [b.dataset.testid, b.querySelector('kbd')?.textContent, b.getAttribute('aria-keyshortcuts')])")
+        .await;
+    let keys: Vec<(String, Option<String>, Option<String>)> = serde_json::from_value(keys).unwrap();
+    assert_eq!(keys.first().map(|k| k.0.as_str()), Some("allow-once"));
+    assert_eq!(keys.last().map(|k| k.0.as_str()), Some("deny"));
+    for (i, (button, shown, named)) in keys.iter().enumerate() {
+        let n = (i + 1).to_string();
+        assert_eq!(shown.as_deref(), Some(n.as_str()), "{button}: {keys:?}");
+        assert_eq!(named.as_deref(), Some(n.as_str()), "{button}: {keys:?}");
+    }
+    // The focus on the dialog itself, where it was when the dialog opened (not in the
+    // reason field, where a digit is text).
+    app.js("document.querySelector('[data-testid=question-dialog]').focus(); return true")
+        .await;
+    app.press_char('1').await;
+    app.wait_gone("[data-testid=question-dialog]").await;
+    app.wait_text("[data-testid=transcript]", "long.txt is written")
+        .await;
+    let written = std::fs::read_to_string(ws.join("long.txt")).unwrap();
+    assert_eq!(written.lines().count(), 80);
     app.quit().await;
 }

@@ -52,16 +52,17 @@ async fn replies_render_as_markdown_and_tool_calls_show_diffs_output_and_changes
     let url = app.client.current_url().await.unwrap();
     assert!(url.as_str().starts_with("tauri://localhost"), "{url}");
 
-    // Tool calls read as what they did: paths under the workspace, the command, its exit code.
+    // Tool calls read in words as what they did: paths under the workspace, the command, its
+    // exit code.
     let args = app
-        .js("return [...document.querySelectorAll('[data-testid=tool-call]')].map(t => t.dataset.tool + ': ' + t.querySelector('[data-testid=tool-arg]').textContent + ' | ' + t.querySelector('[data-testid=tool-status]').textContent)")
+        .js("return [...document.querySelectorAll('[data-testid=tool-call]')].map(t => t.dataset.tool + ': ' + t.querySelector('[data-testid=tool-headline]').textContent + ' | ' + t.querySelector('[data-testid=tool-status]').textContent)")
         .await;
     assert_eq!(
         args,
         serde_json::json!([
-            "write: src/hello.rs | ok",
-            "edit: src/greet.sh | ok",
-            "bash: sh src/greet.sh Ada; exit 3 | exit 3"
+            "write: Wrote src/hello.rs | ok",
+            "edit: Edited src/greet.sh | ok",
+            "bash: Ran sh src/greet.sh Ada; exit 3 | exit 3"
         ])
     );
     // The edit's diff, line by line.

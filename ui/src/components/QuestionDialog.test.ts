@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { fireEvent, render, screen } from "@testing-library/svelte";
 import QuestionDialog from "./QuestionDialog.svelte";
 import type { Answer, IpcError, Question, QuestionOf } from "../lib/types";
+import { focusables } from "../lib/a11y";
 import { noGrants, pending, permission } from "../test/questions";
 
 function setup(question: Question) {
@@ -105,7 +106,7 @@ describe("QuestionDialog (keyboard)", () => {
 
   it("keeps Tab and Shift+Tab inside the dialog", async () => {
     const { dialog, before } = open();
-    const inside = [...dialog.querySelectorAll<HTMLElement>("input, button")];
+    const inside = focusables(dialog);
     const first = inside[0];
     const last = inside[inside.length - 1];
     last.focus();
@@ -152,6 +153,75 @@ describe("QuestionDialog (keys)", () => {
     expect(answers.map((a) => a.answer)).toEqual(["deny", "allow_for_session", "allow_once"]);
     expect(screen.getByTestId("allow-once").textContent).toContain("1");
     clock.mockRestore();
+  });
+});
+
+describe("QuestionDialog (numbered answers)", () => {
+  const grants = { session: "write", session_text: "every write of this session", prefix: "cargo test", prefix_text: "`cargo test` with plain arguments" };
+  const diff = ["--- /dev/null", "+++ b/long.txt", "@@ -0,0 +1,80 @@", ...Array.from({ length: 80 }, (_, i) => `+line ${i + 1}`)].join("\n");
+  const question = permission({ tool: "write", shell: false, summary: "write long.txt", files: [{ path: "long.txt", op: "create", diff, note: null }], grants });
+  const buttons = ["allow-once", "allow-session", "allow-prefix", "deny"];
+
+  /** The dialog, past the moment in which keys are ignored. */
+  async function armed() {
+    const { ARM_MS } = await import("./QuestionDialog.svelte");
+    const t0 = performance.now();
+    const clock = vi.spyOn(performance, "now").mockReturnValue(t0);
+    const answers = setup(question);
+    clock.mockReturnValue(t0 + ARM_MS + 1);
+    return { answers, dialog: screen.getByTestId("question-dialog"), done: () => clock.mockRestore() };
+  }
+
+  it("shows each answer's key on its button, named for assistive tech without the digit", async () => {
+    const { done } = await armed();
+    const shown = buttons.map((id) => screen.getByTestId(id).querySelector("kbd")?.textContent);
+    expect(shown).toEqual(["1", "2", "3", "4"]);
+    expect(buttons.map((id) => screen.getByTestId(id).getAttribute("aria-keyshortcuts"))).toEqual(["1", "2", "3", "4"]);
+    // The badge is not read as part of the name: "Allow once", not "1 Allow once".
+    expect(screen.getByRole("button", { name: "Allow once" })).toBe(screen.getByTestId("allow-once"));
+    expect(screen.getByRole("button", { name: "Deny" })).toBe(screen.getByTestId("deny"));
+    done();
+  });
+
+  it("answers with the choice whose key is pressed, from the dialog or its scrolling body", async () => {
+    const { answers, dialog, done } = await armed();
+    await fireEvent.keyDown(dialog, { key: "4" });
+    await fireEvent.keyDown(dialog, { key: "3" });
+    // Focus in the diff (scrolled with the keyboard) is not typing: its keys answer too.
+    const body = screen.getByTestId("question-body");
+    body.focus();
+    await fireEvent.keyDown(body, { key: "2" });
+    await fireEvent.keyDown(body, { key: "1" });
+    // A number with no answer, or one with a modifier held, does nothing.
+    await fireEvent.keyDown(dialog, { key: "5" });
+    await fireEvent.keyDown(dialog, { key: "1", ctrlKey: true });
+    expect(answers).toEqual([{ answer: "deny", message: null }, { answer: "allow_prefix" }, { answer: "allow_for_session" }, { answer: "allow_once" }]);
+    done();
+  });
+
+  it("leaves a digit typed in the reason field to the field", async () => {
+    const { answers, done } = await armed();
+    const reason = screen.getByRole("textbox", { name: "Why not (sent with Deny)" });
+    reason.focus();
+    for (const key of ["1", "2", "3", "4", "Enter"]) await fireEvent.keyDown(reason, { key });
+    expect(answers).toEqual([]);
+    // The reason then goes with Deny, by its key.
+    await fireEvent.input(reason, { target: { value: "not 4 lines, 40" } });
+    await fireEvent.keyDown(screen.getByTestId("question-dialog"), { key: "4" });
+    expect(answers).toEqual([{ answer: "deny", message: "not 4 lines, 40" }]);
+    done();
+  });
+
+  it("keeps the diff in the body that scrolls and the answers outside it", async () => {
+    const { done } = await armed();
+    const body = screen.getByTestId("question-body");
+    expect(body.contains(screen.getByTestId("permission-diff"))).toBe(true);
+    expect(screen.getByTestId("permission-diff").querySelectorAll(".add")).toHaveLength(80);
+    for (const id of buttons) expect(body.contains(screen.getByTestId(id))).toBe(false);
+    expect(body.contains(screen.getByRole("heading"))).toBe(false);
+    // Reachable with Tab, so the keyboard can scroll it.
+    expect(focusables(screen.getByTestId("question-dialog"))).toContain(body);
+    done();
   });
 });
 
@@ -251,5 +321,17 @@ describe("QuestionDialog (a project's servers)", () => {
     await fireEvent.click(screen.getByTestId("reject-project"));
     await fireEvent.click(screen.getByTestId("approve-project"));
     expect(answers).toEqual([{ answer: "reject" }, { answer: "approve", option: null }]);
+  });
+});
+
+describe("a question a goal's time budget may outlive", () => {
+  it("says so above the answers", () => {
+    render(QuestionDialog, { pending: pending(permission({ tool: "bash", command: "make" })), onanswer: () => {}, onescape: () => {}, timeNote: "The goal's time budget runs out in 1m 40s: answer before then, or the call is refused." });
+    expect(screen.getByTestId("permission-time-note").textContent).toContain("runs out in 1m 40s");
+  });
+
+  it("says nothing when there is time", () => {
+    setup(permission({ tool: "bash", command: "make" }));
+    expect(screen.queryByTestId("permission-time-note")).toBeNull();
   });
 });

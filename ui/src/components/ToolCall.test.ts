@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { render } from "@testing-library/svelte";
+import { fireEvent, render } from "@testing-library/svelte";
 import ToolCall from "./ToolCall.svelte";
 import { applyEvent, emptySession, type SessionState, type ToolItem } from "../lib/session";
 import type { WireEvent } from "../lib/types";
@@ -19,21 +19,73 @@ function toolOf(s: SessionState): ToolItem {
 const item = (p: Partial<ToolItem>): ToolItem => ({ callId: "c1", name: "mcp__everything__get-tiny-image", args: {}, status: "ok", output: "", verifier: false, changes: [], ...p });
 const props = (tool: ToolItem) => ({ tool, workspace: null, open: false, ontoggle: () => {} });
 
+const headlineOf = (view: { getByTestId: (id: string) => HTMLElement }) => view.getByTestId("tool-headline").textContent;
+
+describe("ToolCall (headline)", () => {
+  it("headlines a call in words, the tool's own name only in the fold", async () => {
+    const view = render(ToolCall, { ...props(item({ name: "read_file", args: { path: "/ws/src/main.rs" }, output: "fn main() {}" })), workspace: "/ws" });
+    expect(headlineOf(view)).toBe("Read src/main.rs");
+    expect(view.getByTestId("tool-arg").textContent).toBe("src/main.rs");
+    expect(view.getByTestId("tool-call").querySelector("summary")?.textContent).not.toContain("read_file");
+    expect(view.queryByTestId("tool-name")).toBeNull();
+    // Unfolded: the tool's name beside the raw arguments' toggle.
+    await view.rerender({ ...props(item({ name: "read_file", args: { path: "/ws/src/main.rs" }, output: "fn main() {}" })), workspace: "/ws", open: true });
+    expect(view.getByTestId("tool-name").textContent).toBe("read_file");
+    await fireEvent.click(view.getByTestId("tool-raw-toggle"));
+    expect(view.getByTestId("tool-raw").textContent).toContain('"path": "/ws/src/main.rs"');
+  });
+
+  it("headlines an MCP tool by its own name and its server", () => {
+    const view = render(ToolCall, props(item({ name: "mcp__everything__get-tiny-image" })));
+    expect(headlineOf(view)).toBe("Called get-tiny-image on everything");
+    expect(view.getByTestId("tool-arg").textContent).toBe("get-tiny-image");
+    expect(view.getByTestId("tool-headline").textContent).not.toContain("mcp__");
+    // The full name stays where tests look for it.
+    expect(view.getByTestId("tool-call").dataset.tool).toBe("mcp__everything__get-tiny-image");
+  });
+
+  it("says a command's exit code, and a running command as going on", async () => {
+    const bash = (p: Partial<ToolItem>) => props(item({ name: "bash", args: { command: "cargo test\n--all" }, ...p }));
+    const view = render(ToolCall, bash({ status: "running" }));
+    expect(headlineOf(view)).toBe("Running cargo test …");
+    expect(view.queryByTestId("tool-status")).toBeNull();
+    await view.rerender(bash({ status: "ok", output: "ok\n[exit code: 0]" }));
+    expect(headlineOf(view)).toBe("Ran cargo test …");
+    expect(view.getByTestId("tool-status").textContent).toBe("exit 0");
+    expect(view.container.querySelector(".tool.failed")).toBeNull();
+    await view.rerender(bash({ status: "error", output: "boom\n[exit code: 101]" }));
+    expect(view.getByTestId("tool-status").textContent).toBe("exit 101");
+    expect(view.container.querySelector(".tool.failed")).not.toBeNull();
+  });
+
+  it("shows a command the user stopped as stopped, not as an error", () => {
+    const view = render(ToolCall, props(item({ name: "bash", args: { command: "sleep 100" }, status: "error", output: "(no output)\n[stopped by the user; the command and its child processes were killed]" })));
+    expect(headlineOf(view)).toBe("Ran sleep 100");
+    expect(view.getByTestId("tool-status").textContent).toBe("stopped");
+    expect(view.container.querySelector(".failed")).toBeNull();
+    expect(view.container.textContent).not.toContain("error");
+  });
+
+  it("shows the agent asking for help as a question, never as denied", () => {
+    const ask = { mode: "status", status: "blocked", message: "Which database should the tests use?" };
+    for (const status of ["ok", "denied"] as const) {
+      const view = render(ToolCall, props(item({ name: "update_goal", args: ask, status, output: "" })));
+      expect(headlineOf(view)).toBe("Asked you for help: Which database should the tests use?");
+      expect(view.container.querySelector(".failed")).toBeNull();
+      expect(view.queryByTestId("tool-status")?.textContent ?? "").not.toContain("denied");
+      view.unmount();
+    }
+  });
+
+  it("still shows a refusal in red", () => {
+    const view = render(ToolCall, props(item({ name: "write", args: { path: "a.rs" }, status: "denied", output: "Plan mode: `write` is not allowed." })));
+    expect(headlineOf(view)).toBe("Wrote a.rs");
+    expect(view.getByTestId("tool-status").textContent).toBe("denied");
+    expect(view.container.querySelector(".tool.failed")).not.toBeNull();
+  });
+});
+
 describe("ToolCall (MCP)", () => {
-  it("names an MCP tool by its own name beside a badge of its server", () => {
-    const { container, getByTestId } = render(ToolCall, props(item({ name: "mcp__everything__get-tiny-image" })));
-    expect(getByTestId("server-badge").textContent).toBe("everything");
-    expect(container.querySelector(".name")?.textContent).toBe("get-tiny-image");
-    // The full name stays where tests and tooltips look for it.
-    expect(getByTestId("tool-call").dataset.tool).toBe("mcp__everything__get-tiny-image");
-  });
-
-  it("gives another tool no badge", () => {
-    const { container, queryByTestId } = render(ToolCall, props(item({ name: "read_file", args: { path: "a.rs" } })));
-    expect(queryByTestId("server-badge")).toBeNull();
-    expect(container.querySelector(".name")?.textContent).toBe("read_file");
-  });
-
   it("shows a progress bar while the call runs, and takes it away when the result arrives", async () => {
     seq = 0;
     const name = "mcp__everything__trigger-long-running-operation";
@@ -43,6 +95,7 @@ describe("ToolCall (MCP)", () => {
       ev("tool.progress", { turn_id: 1, call_id: "c1", progress: 3, total: 8, message: "Step 3 of <b>8</b>" }, true),
     ].reduce(applyEvent, emptySession(S));
     const view = render(ToolCall, props(toolOf(s)));
+    expect(headlineOf(view)).toBe("Calling trigger-long-running-operation on everything…");
     const bar = view.getByTestId("tool-progress") as HTMLProgressElement;
     expect([bar.value, bar.max]).toEqual([3, 8]);
     // The server's words as text.

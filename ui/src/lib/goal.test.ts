@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { budgetText, burnDown, compact, costDown, duration, gaugeLevel, limitNotice, money, timeline } from "./goal";
+import { budgetText, burnDown, compact, costDown, duration, gaugeLevel, limitNotice, money, timeline, timeNote, withLiveTime } from "./goal";
 import type { Goal, WireEvent } from "./types";
 
 const line = (limit: number | null, used: number) => ({ limit, used, remaining: limit === null ? null : Math.max(0, limit - used), reached: limit !== null && used >= limit });
@@ -110,5 +110,20 @@ describe("cost", () => {
     const update = { session_id: "s", seq: 3, ts: 3, transient: false, type: "goal.update", goal_id: "g", kind: "lifecycle", status: "paused", reason: "user_requested", actor: "user", usage: {} } as never;
     const rows = timeline([created, finished(2, 7, null), update]);
     expect(rows.map((r) => r.turn)).toEqual([7, 7]);
+  });
+
+  it("counts the time gauge on while a turn runs, and warns a question that may outlive it", () => {
+    const g: Goal = { goal_id: "g", objective: "o", criteria: null, status: "active", reason: "created", actor: "runtime", revision: 1, budget: { tokens: line(null, 0), main_turns: line(null, 0), active_seconds: line(600, 100) }, over_budget: false, question: null, usage_limit: null, steps: [] };
+    // Idle: it stands still; running: it counts the seconds since the snapshot arrived.
+    expect(withLiveTime(g, 1_000, 61_000, false)).toBe(g);
+    const live = withLiveTime(g, 1_000, 61_500, true);
+    expect(live.budget.active_seconds).toEqual({ limit: 600, used: 160, remaining: 440, reached: false });
+    expect(withLiveTime(g, 0, 10_000_000, true).budget.active_seconds).toMatchObject({ remaining: 0, reached: true });
+    expect(withLiveTime({ ...g, status: "paused" }, 0, 60_000, true)).toEqual({ ...g, status: "paused" });
+    // Plenty of time: no note; under five minutes: the dialog says so; none left: refused.
+    expect(timeNote(g)).toBeNull();
+    expect(timeNote(withLiveTime(g, 0, 400_000, true))).toContain("runs out in 1m 40s");
+    expect(timeNote(withLiveTime(g, 0, 600_000, true))).toContain("will be refused");
+    expect(timeNote({ ...g, budget: { ...g.budget, active_seconds: line(null, 5000) } })).toBeNull();
   });
 });

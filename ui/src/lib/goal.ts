@@ -215,3 +215,29 @@ export function limitNotice(goal: Goal, now: number): LimitNotice | null {
     : "The automatic resume was cancelled";
   return { auto: false, left, text: `${resets}${source}. ${why}: resume when you are ready.` };
 }
+
+/** The goal as it stands at `now` (ms): while a turn of it runs, the time gauge counts on
+ *  from the snapshot received at `at` (ms) instead of standing still until the next one. */
+export function withLiveTime(goal: Goal, at: number, now: number, running: boolean): Goal {
+  if (!running || goal.status !== "active") return goal;
+  const line = goal.budget.active_seconds;
+  const used = line.used + Math.max(0, Math.floor((now - at) / 1000));
+  if (used === line.used) return goal;
+  const remaining = line.limit === null ? null : Math.max(0, line.limit - used);
+  return { ...goal, budget: { ...goal.budget, active_seconds: { ...line, used, remaining, reached: remaining === 0 } } };
+}
+
+/** Below this much time left, a question the goal waits on says it may outlive the budget. */
+export const TIME_WARNING_SECONDS = 300;
+
+/** What a permission question says when the goal's time budget may run out before it is
+ *  answered (the call is then refused whatever the answer); null when there is time. */
+export function timeNote(goal: Goal | null): string | null {
+  const line = goal?.status === "active" ? goal.budget.active_seconds : null;
+  if (!line || line.limit === null) return null;
+  const left = Math.max(0, line.limit - line.used);
+  if (left > TIME_WARNING_SECONDS) return null;
+  return left === 0
+    ? "The goal's time budget is used up: this call will be refused whatever you answer."
+    : `The goal's time budget runs out in ${duration(left)}: answer before then, or the call is refused.`;
+}
