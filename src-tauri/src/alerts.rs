@@ -12,13 +12,15 @@ pub struct Alert {
 }
 
 /// Decides whether `event` needs the user's attention. `focused`: the main window has focus
-/// (a plan awaiting approval is then visible on screen already).
-/// `question`: what the agent asked when it reported the goal blocked, if it did.
+/// (a plan awaiting approval is then visible on screen already). `shown`: the window shows
+/// the event's session. `question`: what the agent asked when it reported the goal blocked,
+/// if it did.
 pub fn decide(
     event: &Event,
     session_title: &str,
     question: Option<&str>,
     focused: bool,
+    shown: bool,
 ) -> Option<Alert> {
     let alert = |title: String, body: String| Alert {
         session_id: event.session_id.clone(),
@@ -78,12 +80,15 @@ pub fn decide(
                 }
                 _ => String::new(),
             };
+            // A toast about the session the window shows: it is in front of the user already.
+            let next = if focused && shown {
+                ""
+            } else {
+                " Open the session to decide what next."
+            };
             Some(alert(
                 format!("{what} — {session_title}"),
-                format!(
-                    "{}.{asked}{limit} Open the session to decide what next.",
-                    reason.words()
-                ),
+                format!("{}.{asked}{limit}{next}", reason.words()),
             ))
         }
         EventKind::QuestionnaireOpened { question, .. }
@@ -252,7 +257,13 @@ mod tests {
             (GoalStatus::Complete, GoalReason::VerifierMet, Model, false),
         ];
         for (status, reason, actor, expected) in cases {
-            let a = decide(&goal_update(status, reason, actor), "Fix CI", None, true);
+            let a = decide(
+                &goal_update(status, reason, actor),
+                "Fix CI",
+                None,
+                true,
+                false,
+            );
             assert_eq!(a.is_some(), expected, "{status:?} {reason:?} {actor:?}");
             if let Some(a) = a {
                 assert_eq!(a.session_id, "s1");
@@ -270,13 +281,20 @@ mod tests {
             GoalReason::WorkerReported,
             GoalActor::Model,
         );
-        let a = decide(&blocked, "Rename", Some("Full name\nor short?"), true).unwrap();
+        let a = decide(
+            &blocked,
+            "Rename",
+            Some("Full name\nor short?"),
+            true,
+            false,
+        )
+        .unwrap();
         assert_eq!(
             a.body,
             "The agent says it is blocked. It asks: Full name or short? Open the session to decide what next."
         );
         let long = "why ".repeat(200);
-        let a = decide(&blocked, "Rename", Some(&long), true).unwrap();
+        let a = decide(&blocked, "Rename", Some(&long), true, false).unwrap();
         assert!(
             a.body.contains('…') && a.body.chars().count() < 400,
             "{}",
@@ -287,9 +305,44 @@ mod tests {
             GoalReason::NoProgress,
             GoalActor::Runtime,
         );
-        let a = decide(&paused, "Rename", Some("stale question"), true).unwrap();
+        let a = decide(&paused, "Rename", Some("stale question"), true, false).unwrap();
         assert!(!a.body.contains("stale"), "{}", a.body);
         assert!(a.body.starts_with("Paused: no progress"), "{}", a.body);
+    }
+
+    /// A toast about the session the window shows says what happened, but never to open
+    /// that session; a notification, or a toast about another session, still does.
+    #[test]
+    fn an_alert_about_the_session_on_screen_never_asks_to_open_it() {
+        let blocked = goal_update(
+            GoalStatus::Blocked,
+            GoalReason::WorkerReported,
+            GoalActor::Model,
+        );
+        let on_screen = decide(&blocked, "Rename", Some("Full or short?"), true, true).unwrap();
+        assert_eq!(
+            on_screen.body,
+            "The agent says it is blocked. It asks: Full or short?"
+        );
+        let spent = goal_update(
+            GoalStatus::BudgetLimited,
+            GoalReason::Tokens,
+            GoalActor::Runtime,
+        );
+        let on_screen = decide(&spent, "Rename", None, true, true).unwrap();
+        assert!(
+            !on_screen.body.contains("Open the session"),
+            "{}",
+            on_screen.body
+        );
+        for (focused, shown) in [(true, false), (false, true), (false, false)] {
+            let a = decide(&spent, "Rename", None, focused, shown).unwrap();
+            assert!(
+                a.body.ends_with("Open the session to decide what next."),
+                "focused {focused}, shown {shown}: {}",
+                a.body
+            );
+        }
     }
 
     /// What a hostile model asks cannot style or link a notification, nor hide or reorder
@@ -320,6 +373,7 @@ mod tests {
                 "Long job",
                 None,
                 true,
+                false,
             )
         };
         assert_eq!(rate(GoalActor::Runtime, Some(limit(true, 1))), None);
@@ -356,6 +410,7 @@ mod tests {
             "Long job",
             None,
             true,
+            false,
         )
         .expect("an alert at the spending cap");
         assert!(
@@ -390,9 +445,9 @@ mod tests {
                 )),
             },
         };
-        assert!(decide(&ev, "t", None, true).is_none());
+        assert!(decide(&ev, "t", None, true, false).is_none());
         assert!(
-            decide(&ev, "t", None, false)
+            decide(&ev, "t", None, false, false)
                 .unwrap()
                 .title
                 .starts_with("Plan ready")

@@ -25,6 +25,8 @@ pub struct Host {
     /// list's first choice and a click) must not both try to take its lease.
     opening: Mutex<()>,
     watch: Mutex<Option<PlanWatch>>,
+    /// Hand edits of the settings file, put in force as they are saved.
+    settings_watch: Mutex<Option<crate::settings_watch::SettingsWatch>>,
     /// The session the window shows (the last one it opened a view of).
     shown: Mutex<Option<String>>,
     /// The main window has focus (plan-approval notifications only when it has not).
@@ -44,9 +46,15 @@ impl Host {
             opening: Mutex::new(()),
             sessions: Mutex::new(HashMap::new()),
             watch: Mutex::new(None),
+            settings_watch: Mutex::new(None),
             shown: Mutex::new(None),
             focused: AtomicBool::new(true),
         }
+    }
+
+    /// Keeps the settings file watched for as long as the app runs.
+    pub fn keep_settings_watch(&self, w: crate::settings_watch::SettingsWatch) {
+        *lock(&self.settings_watch) = Some(w);
     }
 
     /// The handle of an open session.
@@ -302,8 +310,9 @@ async fn forward<R: tauri::Runtime>(
         let focused = host
             .as_ref()
             .is_some_and(|h| h.focused.load(Ordering::Relaxed));
+        let shown = host.as_ref().is_some_and(|h| h.shows(&event.session_id));
         // Named as the session is called now (its title may have come with its first message).
-        let alert = alerts::decide(&event, "", None, focused).and_then(|_| {
+        let alert = alerts::decide(&event, "", None, focused, shown).and_then(|_| {
             let host = host.as_ref()?;
             let title = host.title(&event.session_id);
             // What a blocked goal asks (read only for an alert that is raised).
@@ -313,7 +322,7 @@ async fn forward<R: tauri::Runtime>(
                 .ok()
                 .flatten()
                 .and_then(|g| g.question);
-            alerts::decide(&event, &title, question.as_deref(), focused)
+            alerts::decide(&event, &title, question.as_deref(), focused, shown)
         });
         // Said once, where the user is: in the window while it has the focus, else by the
         // system's notification (never both).

@@ -13,6 +13,7 @@ mod memory;
 pub mod plan_watch;
 pub mod safety;
 pub mod settings;
+pub mod settings_watch;
 mod ui_state;
 
 use host::Host;
@@ -292,6 +293,31 @@ fn exit_on_signal<R: Runtime>(app: tauri::AppHandle<R>) {
     });
 }
 
+/// Puts hand edits of the settings file in force while the app runs, and says so in the
+/// window (or why the file does not load).
+fn watch_settings(app: &tauri::AppHandle) {
+    use tauri_specta::Event;
+    let host = app.state::<Host>();
+    let (current, apply) = (app.clone(), app.clone());
+    let watch = settings_watch::SettingsWatch::start(
+        host.settings_path.clone(),
+        move || (*current.state::<Host>().runtime.config()).clone(),
+        move |change| {
+            let (title, body) = settings_watch::apply(&apply.state::<Host>(), change);
+            let _ = events::AlertRaised {
+                session_id: String::new(),
+                title,
+                body: waymark_protocol::display::escape_block(&body),
+            }
+            .emit(&apply);
+        },
+    );
+    match watch {
+        Ok(w) => host.keep_settings_watch(w),
+        Err(e) => eprintln!("waymark: the settings file is not watched: {e}"),
+    }
+}
+
 fn run() -> anyhow::Result<()> {
     let specta = specta_builder::<tauri::Wry>();
     let settings_path = settings_file();
@@ -348,6 +374,7 @@ fn run() -> anyhow::Result<()> {
             }
             // The offline demo starts when the user asks for it on the setup card, or at once
             // with WAYMARK_DEMO=1 (the memory benchmark, a quick look).
+            watch_settings(app.handle());
             let handle = app.handle().clone();
             if std::env::var_os("WAYMARK_DEMO").is_some_and(|v| v == "1") {
                 tauri::async_runtime::spawn(async move {

@@ -3,6 +3,8 @@
 //! screenshots to target/e2e-screenshots/.
 
 mod a11y;
+mod blocked;
+mod commands;
 mod composer;
 mod demo;
 mod demo_paths;

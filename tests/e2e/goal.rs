@@ -109,7 +109,14 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     app.click("[data-testid=goal-resume]").await;
     app.wait_text("[data-testid=goal-timeline]", "Resumed")
         .await;
+    // Clear asks first; "Keep it" keeps the goal, "Clear the goal" clears it.
     app.click("[data-testid=goal-clear]").await;
+    app.el("[data-testid=goal-clear-confirm]").await;
+    app.click("[data-testid=goal-clear-no]").await;
+    app.wait_gone("[data-testid=goal-clear-confirm]").await;
+    assert!(app.exists("[data-testid=goal-objective]").await);
+    app.click("[data-testid=goal-clear]").await;
+    app.click("[data-testid=goal-clear-yes]").await;
     app.wait_text("[data-testid=tab-goal]", "Goal").await;
     app.el("[data-testid=goal-new]").await;
     app.quit().await;

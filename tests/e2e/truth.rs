@@ -75,3 +75,100 @@ async fn the_mode_picker_never_shows_a_mode_the_session_is_not_in() {
     app.shot("truth-1-picker-agrees").await;
     app.close().await;
 }
+
+/// A running command's output shows in the transcript as it arrives, not behind a click and
+/// not only at its end.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_command_streams_its_output_into_the_transcript() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "ticks");
+    // The script goes on from the replies the session already has: the first is the chat's.
+    succeeded(&desk.exec(
+        &ws,
+        &script("chat.json"),
+        &["--permission", "auto", "Hello"],
+    ));
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.click("[data-testid=model-picker] option[value=__other__]")
+        .await;
+    app.type_into("[data-testid=model-other]", &script("ticks.json"))
+        .await;
+    app.type_more("[data-testid=model-other]", "\u{E007}").await;
+    app.wait_text("[data-testid=transcript]", "Now on scripted:ticks.json")
+        .await;
+    app.type_into("[data-testid=composer]", "Count again\u{E007}")
+        .await;
+    // The call is running: its first lines show while it still runs (six lines a second
+    // apart), in the transcript itself.
+    app.wait_js(
+        "return document.querySelector('[data-testid=tool-live]') ? true : null",
+        "the running command's live output",
+    )
+    .await;
+    let started = Instant::now();
+    let live = app
+        .wait_js(
+            "const l = document.querySelector('[data-testid=tool-live]'); return l && l.textContent.includes('tick 1') ? l.textContent : null",
+            "the first line",
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the first line took {:?}",
+        started.elapsed()
+    );
+    assert!(!live.as_str().unwrap().contains("tick 6"), "{live}");
+    app.shot("truth-2-live-command-output").await;
+    app.wait_text("[data-testid=transcript]", "Counted to six.")
+        .await;
+    assert!(!app.exists("[data-testid=tool-live]").await);
+    app.close().await;
+}
+
+/// A refused model switch stays beside the picker until dismissed; a provider written into
+/// the settings file while the app runs is usable at once, without a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_added_to_the_file_while_the_app_runs_is_usable_at_once() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "later");
+    succeeded(&desk.exec(&ws, &script("chat.json"), &["Hello"]));
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    let switch = |spec: &'static str| {
+        let app = &app;
+        async move {
+            app.click("[data-testid=model-picker] option[value=__other__]")
+                .await;
+            app.type_into("[data-testid=model-other]", spec).await;
+            app.type_more("[data-testid=model-other]", "\u{E007}").await;
+        }
+    };
+    switch("lab:m1").await;
+    app.wait_text("[data-testid=switch-refused]", "lab").await;
+    // Said in full, inside the window, its dismiss button in reach.
+    let inside = app
+        .js("const r = document.querySelector('[data-testid=switch-refused-dismiss]').getBoundingClientRect(); return r.right <= innerWidth && r.bottom <= innerHeight && r.width > 0")
+        .await;
+    assert_eq!(inside, true);
+    app.shot("truth-3-refused-switch").await;
+    // Still there a while later, until dismissed.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    assert!(app.exists("[data-testid=switch-refused]").await);
+    app.click("[data-testid=switch-refused-dismiss]").await;
+    app.wait_gone("[data-testid=switch-refused]").await;
+    app.press(fantoccini::key::Key::Escape).await;
+    std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
+    std::fs::write(
+        desk.settings_file(),
+        serde_json::json!({"providers": {"lab": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1"}}})
+            .to_string(),
+    )
+    .unwrap();
+    app.wait_text("[data-testid=toast]", "in force now").await;
+    switch("lab:m1").await;
+    app.wait_text("[data-testid=transcript]", "Now on lab:m1")
+        .await;
+    assert!(!app.exists("[data-testid=switch-refused]").await);
+    app.close().await;
+}

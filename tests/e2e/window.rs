@@ -159,10 +159,10 @@ fn toast_place(needle: &str) -> String {
 }
 
 /// The toast a blocked goal raises sits above the composer and inside the center column, at
-/// the window's size at start and at smaller and larger ones (each later toast is the output
-/// of `/help`, a tall one). Before, it sat at a fixed height over the window's bottom edge,
-/// centered on the window: over the side panel in a narrow window, and over the composer
-/// once that grew past the gap.
+/// the window's size at start and at smaller and larger ones (each later toast is the refusal
+/// of an unknown command, a tall one that lists the commands). Before, it sat at a fixed
+/// height over the window's bottom edge, centered on the window: over the side panel in a
+/// narrow window, and over the composer once that grew past the gap.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_goal_blocked_toast_never_covers_the_composer() {
     let desk = Desk::start();
@@ -192,10 +192,13 @@ async fn the_goal_blocked_toast_never_covers_the_composer() {
             )
             .await;
         sizes.push(seen.to_string());
-        app.type_into("[data-testid=composer]", "/help\u{E007}")
+        app.type_into("[data-testid=composer]", "/nosuch\u{E007}")
             .await;
         let place = app
-            .wait_js(&toast_place("Commands:"), "the /help toast")
+            .wait_js(
+                &toast_place("unknown command"),
+                "the unknown command's toast",
+            )
             .await;
         assert_eq!(place["overlaps"], false, "at {w}x{h}: {place}");
         assert_eq!(place["above"], true, "at {w}x{h}: {place}");

@@ -43,28 +43,54 @@ beforeAll(() => {
   Object.defineProperty(window, "innerWidth", { value: 1440, configurable: true });
 });
 
-const goalBlocked = { session_id: "s1", title: "Goal blocked — Fix it", body: "worker reported (by model). Open the session to decide what next." };
+const goalBlocked = { session_id: "s1", title: "Goal blocked — Fix it", body: "The agent says it is blocked. It asks: Full name or short?" };
 
 describe("the window with a session open", () => {
-  it("puts the goal-blocked toast on top of the composer's dock, not over the composer", async () => {
+  it("puts a toast at the top of the transcript's box, never over the composer or the end of the transcript", async () => {
     render(App);
     const composer = await screen.findByTestId("composer");
     app.alert(goalBlocked);
     const toast = await screen.findByTestId("toast");
     expect(toast.textContent).toContain("Goal blocked");
-    const dock = screen.getByTestId("composer-dock");
-    // Anchored to the dock (absolute, its bottom at the dock's top edge): it moves up with
-    // the composer whatever their heights, instead of sitting at a fixed distance from the
-    // window's bottom.
-    expect(toast.parentElement).toBe(dock);
-    expect(dock.contains(composer)).toBe(true);
+    // In an anchor laid over the transcript's box, before the transcript: at its top (its
+    // oldest lines), while a blocked goal's question and the composer are at the bottom.
+    const anchor = screen.getByTestId("toast-anchor");
+    const transcript = screen.getByTestId("transcript");
+    expect(toast.parentElement).toBe(anchor);
+    expect(anchor.parentElement).toBe(transcript.parentElement);
+    expect(anchor.compareDocumentPosition(transcript) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+    expect(screen.getByTestId("composer-dock").contains(toast)).toBe(false);
     expect(toast.compareDocumentPosition(composer) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+    expect(anchor.style.right).toBe("0px");
 
-    // No composer on screen (Settings): the toast belongs to the window again.
+    // No transcript on screen (Settings): the toast belongs to the window again.
     await fireEvent.click(screen.getByTestId("open-settings"));
     await waitFor(() => expect(screen.queryByTestId("composer")).toBeNull());
     app.alert(goalBlocked);
     await waitFor(() => expect(screen.getByTestId("toast").parentElement).toBe(screen.getByTestId("shell")));
+  });
+
+  it("keeps the toast clear of the drawer open in a narrow window (the plan's buttons are there)", async () => {
+    Object.defineProperty(window, "innerWidth", { value: 900, configurable: true });
+    try {
+      render(App);
+      await screen.findByTestId("composer");
+      await fireEvent.click(screen.getByTestId("toggle-right"));
+      const drawer = screen.getByTestId("side-panel");
+      expect(drawer.hidden).toBe(false);
+      expect(drawer.classList.contains("drawer")).toBe(true);
+      app.alert(goalBlocked);
+      await screen.findByTestId("toast");
+      // The drawer is as wide as the side panel, less 48 px of the window at most.
+      const right = parseInt(document.querySelector<HTMLElement>(".main")?.style.getPropertyValue("--right") ?? "", 10);
+      expect(right).toBeGreaterThan(0);
+      expect(screen.getByTestId("toast-anchor").style.right).toBe(`${Math.min(right, 900 - 48)}px`);
+      // Closed, the toast has the column's whole width again.
+      await fireEvent.click(screen.getByTestId("toggle-right"));
+      await waitFor(() => expect(screen.getByTestId("toast-anchor").style.right).toBe("0px"));
+    } finally {
+      Object.defineProperty(window, "innerWidth", { value: 1440, configurable: true });
+    }
   });
 
   it("sends a new session to the setup card while no model is connected", async () => {

@@ -140,6 +140,8 @@ impl Printer {
                 self.end_line();
                 self.streamed = false;
             }
+            // The result shows the command's output once it ends (`--json` has it live).
+            EventKind::ToolOutput { .. } => {}
             EventKind::ToolProgress {
                 progress,
                 total,

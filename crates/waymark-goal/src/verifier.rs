@@ -148,6 +148,7 @@ pub(crate) async fn verify(
         call_id: String::new(),
         sandbox: None,
         protected: Default::default(),
+        live: None,
         env: api.tool_env(),
     };
     let mut messages = vec![ModelMessage::User {

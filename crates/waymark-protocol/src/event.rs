@@ -141,6 +141,14 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// A running command's newest output lines, as they arrive (a few times a second,
+    /// redacted). Transient: the call's result carries all of it.
+    #[serde(rename = "tool.output")]
+    ToolOutput {
+        turn_id: i64,
+        call_id: String,
+        text: String,
+    },
     /// Old tool outputs were replaced by a short note so the context fits the model.
     #[serde(rename = "context.elided")]
     ContextElided {
@@ -314,6 +322,7 @@ impl EventKind {
             EventKind::ToolCall { .. } => "tool.call",
             EventKind::ToolResult { .. } => "tool.result",
             EventKind::ToolProgress { .. } => "tool.progress",
+            EventKind::ToolOutput { .. } => "tool.output",
             EventKind::ContextElided { .. } => "context.elided",
             EventKind::ContextCompacted { .. } => "context.compacted",
             EventKind::TurnFinished { .. } => "turn.finished",
@@ -344,6 +353,7 @@ impl EventKind {
             | EventKind::ModelRetry { .. }
             | EventKind::SessionError { .. }
             | EventKind::ToolProgress { .. }
+            | EventKind::ToolOutput { .. }
             | EventKind::GoalUpdated { .. } => true,
             EventKind::SessionStarted { .. }
             | EventKind::SessionConfigured { .. }

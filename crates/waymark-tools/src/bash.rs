@@ -30,10 +30,30 @@ struct Collected {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     total: usize,
+    /// What has arrived since the live view was last given output (its newest part).
+    unseen: std::collections::VecDeque<u8>,
 }
 
+/// How often a running command's new output lines go to the live view.
+const LIVE_EVERY: Duration = Duration::from_millis(200);
+/// The most output the live view is given at once (the newest part of it).
+const LIVE_MAX: usize = 8 * 1024;
+
 impl Collected {
+    /// The whole lines that arrived since the last call (a line still being written waits
+    /// for its end), at most [`LIVE_MAX`] bytes of the newest.
+    fn take_lines(&mut self) -> Option<String> {
+        let end = self.unseen.iter().rposition(|b| *b == b'\n')? + 1;
+        let lines: Vec<u8> = self.unseen.drain(..end).collect();
+        let start = lines.len().saturating_sub(LIVE_MAX);
+        Some(String::from_utf8_lossy(&lines[start..]).into_owned())
+    }
+
     fn push(&mut self, bytes: &[u8]) {
+        self.unseen.extend(bytes);
+        while self.unseen.len() > LIVE_MAX * 2 {
+            self.unseen.pop_front();
+        }
         self.total += bytes.len();
         let room = KEEP_BYTES.saturating_sub(self.head.len());
         let (h, t) = bytes.split_at(room.min(bytes.len()));
@@ -67,6 +87,23 @@ async fn pump(mut r: impl tokio::io::AsyncRead + Unpin, out: Arc<Mutex<Collected
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(&buf[..n]),
+        }
+    }
+}
+
+/// Gives the live view the command's new whole lines, a few times a second, for as long as
+/// it runs (never resolves; without a live view, only waits).
+async fn stream(live: Option<&crate::LiveOutput>, out: &Mutex<Collected>) {
+    let Some(live) = live else {
+        return std::future::pending().await;
+    };
+    let mut every = tokio::time::interval(LIVE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let lines = out.lock().unwrap_or_else(|p| p.into_inner()).take_lines();
+        if let Some(lines) = lines {
+            live(&lines);
         }
     }
 }
@@ -201,6 +238,7 @@ impl Tool for Bash {
                 _ = tokio::time::sleep(timeout) => End::TimedOut,
                 _ = ctx.cancel.cancelled() => End::Stopped,
                 _ = temp_full(ctx.sandbox.as_ref()) => End::TempFull,
+                _ = stream(ctx.live.as_ref(), &out) => unreachable!("the live view never ends"),
             };
             if ctx.sandbox.is_some() && matches!(end, End::Exited(_)) {
                 // Nothing a sandboxed command started outlives it (it cannot leave the group).
@@ -315,6 +353,44 @@ mod tests {
             !marker.exists(),
             "a child of the timed-out command kept running"
         );
+    }
+
+    /// Issue 37, item 8: a running command's lines reach the live view as they arrive, whole
+    /// lines only, long before it ends; the result still has all of it.
+    #[tokio::test]
+    async fn output_streams_live_while_the_command_runs() {
+        let mut f = Fixture::new();
+        let seen: Arc<Mutex<Vec<(std::time::Instant, String)>>> = Default::default();
+        let sink = seen.clone();
+        f.ctx.live = Some(Arc::new(move |s: &str| {
+            sink.lock()
+                .unwrap()
+                .push((std::time::Instant::now(), s.to_string()))
+        }));
+        let started = std::time::Instant::now();
+        let out = f
+            .run(
+                &Bash,
+                json!({"command": "for i in 1 2 3; do echo line $i; sleep 1; done; printf 'no end'"}),
+            )
+            .await
+            .unwrap();
+        let ended = std::time::Instant::now();
+        assert!(out.content.contains("line 3") && out.content.contains("no end"));
+        let seen = seen.lock().unwrap();
+        let first = seen
+            .iter()
+            .find(|(_, s)| s.contains("line 1"))
+            .unwrap_or_else(|| panic!("line 1 never streamed: {seen:?}"));
+        assert!(
+            ended.duration_since(first.0) > Duration::from_millis(1500),
+            "line 1 came only at the end: {:?} after the start, the command took {:?}",
+            first.0 - started,
+            ended - started
+        );
+        let all: String = seen.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(all.matches("line 1").count(), 1, "each line once: {all:?}");
+        assert!(all.ends_with('\n'), "whole lines only: {all:?}");
     }
 
     #[tokio::test]

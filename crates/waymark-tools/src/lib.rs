@@ -53,7 +53,13 @@ pub struct ToolContext {
     /// Private places the file tools refuse to read (unless the user let this call), and
     /// searches skip.
     pub protected: waymark_sandbox::private::Protected,
+    /// Where a running command's output goes as it arrives (whole lines, a few times a
+    /// second), for the front ends to show live; none outside a session's call.
+    pub live: Option<LiveOutput>,
 }
+
+/// Takes a running command's newest output lines (the result still carries all of it).
+pub type LiveOutput = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How long a shell command may run.
 #[derive(Debug, Clone, Copy)]
@@ -289,6 +295,7 @@ pub(crate) mod test_support {
             std::fs::create_dir_all(&ws).unwrap();
             std::fs::create_dir_all(sd.join("artifacts")).unwrap();
             let ctx = ToolContext {
+                live: None,
                 workspace: ws.canonicalize().unwrap(),
                 session_dir: sd.canonicalize().unwrap(),
                 artifacts: sd.join("artifacts").canonicalize().unwrap(),

@@ -75,7 +75,24 @@ describe("GoalPanel", () => {
     const { ops } = setup(goal);
     await fireEvent.click(screen.getByTestId("goal-pause"));
     await fireEvent.click(screen.getByTestId("goal-clear"));
+    await fireEvent.click(screen.getByTestId("goal-clear-yes"));
     expect(ops).toEqual([{ op: "pause" }, { op: "clear" }]);
+  });
+
+  it("asks before clearing the goal, and keeps it when told to", async () => {
+    const { ops } = setup(goal);
+    await fireEvent.click(screen.getByTestId("goal-clear"));
+    expect(ops).toEqual([]);
+    const ask = screen.getByTestId("goal-clear-confirm");
+    expect(ask.getAttribute("role")).toBe("group");
+    expect(ask.textContent).toContain("Clear the goal “ship”?");
+    await fireEvent.click(screen.getByTestId("goal-clear-no"));
+    expect(screen.queryByTestId("goal-clear-confirm")).toBeNull();
+    expect(ops).toEqual([]);
+    await fireEvent.click(screen.getByTestId("goal-clear"));
+    await fireEvent.click(screen.getByTestId("goal-clear-yes"));
+    expect(ops).toEqual([{ op: "clear" }]);
+    expect(screen.queryByTestId("goal-clear-confirm")).toBeNull();
   });
 
   it("saves the whole budget form as one change, and keeps it open when a field is wrong", async () => {
@@ -139,5 +156,20 @@ describe("GoalPanel steps", () => {
   it("has no steps section for an ordinary goal", () => {
     setup(goal);
     expect(screen.queryByTestId("goal-steps")).toBeNull();
+  });
+});
+
+describe("a goal started from a plan", () => {
+  it("reads as the plan's title and steps; the plan's id and hash wait in a closed fold", () => {
+    const criteria = "the approved plan plan-m1x2k9b200a1b2 revision v2 (sha256 0123456789ab) is implemented: every step of it is done: 1. Add the flag; 2. Test it";
+    const steps = [{ text: "Add the flag", met: true }, { text: "Test it", met: null }];
+    setup({ ...goal, objective: "Add a --shout flag", criteria, steps } as Goal);
+    expect(screen.getByTestId("goal-objective").textContent).toBe("Add a --shout flag");
+    expect(screen.getByTestId("goal-criteria").textContent).toBe("Done when revision v2 of the approved plan is implemented, every step of it");
+    expect(screen.getByTestId("goal-steps").textContent).toContain("Test it");
+    const fold = screen.getByTestId("goal-revision") as HTMLDetailsElement;
+    expect(fold.open).toBe(false);
+    expect(fold.textContent).toContain("plan-m1x2k9b200a1b2");
+    expect(fold.textContent).toContain("0123456789ab");
   });
 });

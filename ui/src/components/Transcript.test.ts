@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { fireEvent, render } from "@testing-library/svelte";
+import { fireEvent, render, waitFor } from "@testing-library/svelte";
 import Transcript from "./Transcript.svelte";
 import { emptySession, type Item, type SessionState } from "../lib/session";
+import type { Goal } from "../lib/types";
 
 beforeAll(() => {
   // jsdom has no layout, so no ResizeObserver: rows keep their estimated height.
@@ -81,3 +82,73 @@ describe("Transcript", () => {
     expect(bash.querySelector("[data-testid=tool-output]")?.textContent).toBe("nope");
   });
 });
+
+describe("a blocked goal's question in the transcript", () => {
+  const line = { limit: null, used: 0, remaining: null, reached: false };
+  const goal: Goal = { goal_id: "g1", objective: "Rename the tool", criteria: null, status: "blocked", reason: "worker_reported", actor: "model", revision: 1, budget: { tokens: line, main_turns: line, active_seconds: line }, over_budget: false, question: "Full name or short?", usage_limit: null, steps: [] };
+  const items: Item[] = [{ kind: "assistant", key: "a1", turnId: 1, text: "One thing first.", tools: [] }];
+
+  it("ends the transcript with the question and a box that answers it as the Goal tab does", async () => {
+    const sent: string[] = [];
+    const onreply = async (text: string) => (sent.push(text), true);
+    const { container, rerender } = render(Transcript, { state: { ...session(items), goal }, onreply });
+    const card = container.querySelector("[data-testid=blocked-question]") as HTMLElement;
+    expect(card.textContent).toContain("Full name or short?");
+    // It comes after every message: the end of the transcript, where the view follows.
+    const last = [...container.querySelectorAll("[data-testid=transcript] > *")].filter((e) => !e.classList.contains("spacer")).at(-1);
+    expect(last?.contains(card)).toBe(true);
+    const send = container.querySelector("[data-testid=blocked-reply-send]") as HTMLButtonElement;
+    expect(send.disabled).toBe(true);
+    await fireEvent.input(container.querySelector("[data-testid=blocked-reply]")!, { target: { value: "The short one." } });
+    await fireEvent.click(send);
+    await waitFor(() => expect(sent).toEqual(["The short one."]));
+    await waitFor(() => expect((container.querySelector("[data-testid=blocked-reply]") as HTMLTextAreaElement).value).toBe(""));
+    // Answered, the goal is active again and the card goes.
+    await rerender({ state: { ...session(items), goal: { ...goal, status: "active", reason: "resumed", actor: "user" } }, onreply });
+    expect(container.querySelector("[data-testid=blocked-question]")).toBeNull();
+  });
+
+  it("keeps what was written when the reply is refused", async () => {
+    const { container } = render(Transcript, { state: { ...session(items), goal }, onreply: async () => false });
+    const box = container.querySelector("[data-testid=blocked-reply]") as HTMLTextAreaElement;
+    await fireEvent.input(box, { target: { value: "Short." } });
+    await fireEvent.click(container.querySelector("[data-testid=blocked-reply-send]")!);
+    await waitFor(() => expect((container.querySelector("[data-testid=blocked-reply-send]") as HTMLButtonElement).disabled).toBe(false));
+    expect(box.value).toBe("Short.");
+  });
+
+  it("asks nothing of a goal blocked without a question, or when no reply is wired", () => {
+    const quiet = render(Transcript, { state: { ...session(items), goal: { ...goal, question: null } }, onreply: async () => true });
+    expect(quiet.container.querySelector("[data-testid=blocked-question]")).toBeNull();
+    const unwired = render(Transcript, { state: { ...session(items), goal } });
+    expect(unwired.container.querySelector("[data-testid=blocked-question]")).toBeNull();
+  });
+
+  it("keeps Retry after a model switch, and offers the settings for an error whose next step is there", async () => {
+    let opened = 0;
+    const items: Item[] = [
+      { kind: "user", key: "m1", text: "Fix the parser", source: "user" },
+      { kind: "chip", key: "e1", text: "Could not reach Ollama at localhost:11434 — is it running?", tone: "error", detail: "network: could not reach http://localhost:11434/v1", next: "settings" },
+      { kind: "chip", key: "e2", text: "Now on openai:gpt-4.1 · Ask before changes", tone: "system" },
+    ];
+    const { getByTestId, container } = render(Transcript, { state: session(items), onsettings: () => opened++ });
+    expect(getByTestId("retry-bar")).toBeTruthy();
+    await fireEvent.click(getByTestId("error-settings"));
+    expect(opened).toBe(1);
+    // The runtime's own words wait in a fold.
+    const fold = getByTestId("chip-detail") as HTMLDetailsElement;
+    expect(fold.open).toBe(false);
+    expect(container.textContent).not.toContain("could not reach http://");
+  });
+
+  it("offers no Retry once something other than a note came after the error", () => {
+    const items: Item[] = [
+      { kind: "user", key: "m1", text: "Fix the parser", source: "user" },
+      { kind: "chip", key: "e1", text: "Turn ended: boom", tone: "error" },
+      { kind: "user", key: "m2", text: "Something else", source: "user" },
+    ];
+    const { queryByTestId } = render(Transcript, { state: session(items) });
+    expect(queryByTestId("retry-bar")).toBeNull();
+  });
+});
+

@@ -17,7 +17,9 @@ export function takeMention(text: string, caret: number, start: number, path: st
   return { text: text.slice(0, start) + inserted + rest.replace(/^ /, ""), caret: start + inserted.length };
 }
 
-export type Command = { name: string; hint: string };
+/** A command as the list shows it: `name` is what taking it puts in the composer, `label`
+ *  how it reads when that differs (`/goal <objective>` for `/goal `). */
+export type Command = { name: string; hint: string; label?: string };
 
 /** A server's prompt as the list shows it: its command, and what the server says it does
  *  (its arguments when it says nothing). */

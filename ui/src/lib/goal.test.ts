@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { budgetText, burnDown, compact, costDown, duration, gaugeLevel, limitNotice, money, timeline, timeNote, withLiveTime } from "./goal";
+import { budgetText, burnDown, compact, costDown, criteriaShown, duration, gaugeLevel, limitNotice, money, timeline, timeNote, withLiveTime } from "./goal";
 import type { Goal, WireEvent } from "./types";
 
 const line = (limit: number | null, used: number) => ({ limit, used, remaining: limit === null ? null : Math.max(0, limit - used), reached: limit !== null && used >= limit });
@@ -125,5 +125,17 @@ describe("cost", () => {
     expect(timeNote(withLiveTime(g, 0, 400_000, true))).toContain("runs out in 1m 40s");
     expect(timeNote(withLiveTime(g, 0, 600_000, true))).toContain("will be refused");
     expect(timeNote({ ...g, budget: { ...g.budget, active_seconds: line(null, 5000) } })).toBeNull();
+  });
+});
+
+describe("a goal's criteria as shown", () => {
+  it("reads a plan goal's criteria by the plan's version, its id and hash left for the fold", () => {
+    const criteria = "the approved plan plan-m1x2k9b200a1b2 revision v2 (sha256 0123456789ab) is implemented: every step of it is done: 1. Add the flag; 2. Test it";
+    expect(criteriaShown(criteria)).toEqual({
+      words: "revision v2 of the approved plan is implemented, every step of it",
+      detail: "Plan plan-m1x2k9b200a1b2, revision v2, sha256 0123456789ab",
+    });
+    expect(criteriaShown("the approved plan plan-m1x2k9b200a1b2 revision v1 (sha256 0123456789ab) is implemented").words).toBe("revision v1 of the approved plan is implemented");
+    expect(criteriaShown("the tests pass")).toEqual({ words: "the tests pass", detail: null });
   });
 });

@@ -241,3 +241,24 @@ export function timeNote(goal: Goal | null): string | null {
     ? "The goal's time budget is used up: this call will be refused whatever you answer."
     : `The goal's time budget runs out in ${duration(left)}: answer before then, or the call is refused.`;
 }
+
+/** A goal's "done when" as the Goal tab shows it: `words` in plain terms, and the exact
+ *  revision (`detail`: the plan's id, version and hash) for a details fold, when it names
+ *  one. */
+export type CriteriaShown = { words: string; detail: string | null };
+
+/**
+ * The criteria of a goal started by approving a plan ("the approved plan <id> revision v2
+ * (sha256 <hash>) is implemented: every step of it is done: 1. …; 2. …") read as words: the
+ * plan by its version, its steps left to the steps list; its id and hash for the fold. Any
+ * other criteria are shown as they are.
+ */
+export function criteriaShown(criteria: string): CriteriaShown {
+  const m = criteria.match(/^the approved plan (\S+) revision v(\d+) \(sha256 ([0-9a-f]+)\) is implemented(: every step of it is done)?/);
+  if (!m) return { words: criteria, detail: null };
+  const [, plan, version, sha, steps] = m;
+  return {
+    words: `revision v${version} of the approved plan is implemented${steps ? ", every step of it" : ""}`,
+    detail: `Plan ${plan}, revision v${version}, sha256 ${sha}`,
+  };
+}

@@ -4,6 +4,7 @@ import { commands, events } from "../bindings";
 import type { BudgetChange, PermissionMode, RewindScope } from "../bindings";
 import { emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
 import { foldLog, type SessionState } from "./session";
+import { scrubCli } from "./slash";
 
 /** Events applied between two paints while a long session's older part is read. */
 const HISTORY_PIECE = 1000;
@@ -258,11 +259,11 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       if (!id) return false;
       const r = await commands.submit(id, text, planIntent, crypto.randomUUID());
       if (r.status === "error") {
-        notify(r.error);
+        // A command's refusal is written for the terminal too: said in the window's words.
+        notify(text.startsWith("/") ? { ...r.error, message: scrubCli(r.error.message) } : r.error);
         return false;
       }
-      // The Goal tab shows what a /goal command did; other command output is worth a note.
-      if (r.data.kind === "command" && r.data.output.trim() !== "" && !text.startsWith("/goal")) notify(r.data.output, "info");
+      // What a command said is in the transcript (its `command.output`): no toast repeats it.
       return true;
     },
 

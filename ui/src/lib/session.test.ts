@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyEvent, catchUpAfter, changedFiles, emptySession, fromView, placement, type SessionState } from "./session";
+import { applyEvent, catchUpAfter, changedFiles, emptySession, fromView, LIVE_LINES, placement, type SessionState } from "./session";
 import type { Goal, WireEvent } from "./types";
 import { planApproval } from "../test/questions";
 
@@ -86,6 +86,23 @@ describe("session reducer", () => {
     expect(tool()?.progress).toBeNull();
   });
 
+  it("keeps a running command's newest output lines as they arrive, and drops them at its result", () => {
+    seq = 0;
+    let s = run([ev("turn.started", { turn_id: 1, message_id: 1, source: "user" }), ev("tool.call", { turn_id: 1, call_id: "c1", name: "bash", arguments: { command: "make" } })]);
+    const tool = () => {
+      const it = s.items.at(-1);
+      return it?.kind === "assistant" ? it.tools[0] : null;
+    };
+    s = applyEvent(s, ev("tool.output", { turn_id: 1, call_id: "c1", text: "line 1\n" }, true));
+    s = applyEvent(s, ev("tool.output", { turn_id: 1, call_id: "c1", text: "line 2\nline 3\n" }, true));
+    expect(tool()?.live).toBe("line 1\nline 2\nline 3\n");
+    // Only the newest lines are kept.
+    for (let i = 4; i <= 40; i++) s = applyEvent(s, ev("tool.output", { turn_id: 1, call_id: "c1", text: `line ${i}\n` }, true));
+    expect(tool()?.live?.split("\n").filter(Boolean)).toEqual(Array.from({ length: LIVE_LINES }, (_, i) => `line ${40 - LIVE_LINES + 1 + i}`));
+    s = applyEvent(s, ev("tool.result", { turn_id: 1, call_id: "c1", name: "bash", status: "ok", content: "all\n[exit code: 0]" }));
+    expect(tool()?.live).toBeUndefined();
+  });
+
   it("shows the messages written for the user's answers as cards, in the user's own words", () => {
     seq = 0;
     const opened = (id: string, version: number) => ev("questionnaire.opened", { id, question: { kind: "plan_approval", payload: planApproval({ version }) } });
@@ -114,7 +131,7 @@ describe("session reducer", () => {
       ev("questionnaire.answered", { id: "q1", kind: "plan_approval", answer: { answer: "approve", as_goal: { tokens: null, turns: null, seconds: null }, handed_to: "s-two" } }),
     ]);
     const said = s.items.filter((i) => i.kind === "chip").map((i) => (i.kind === "chip" ? i.text : ""));
-    expect(said).toContain("Plan approved: implemented as a goal by session s-two, in its own worktree");
+    expect(said).toContain("Plan approved: implemented as a goal by a new session, in its own worktree");
     expect(s.pending).toBeNull();
   });
 
@@ -264,6 +281,66 @@ describe("transient events, told apart by their flag", () => {
   });
 });
 
+describe("a goal's budget running out", () => {
+  const report = { limit: 100, used: 40, remaining: 60, reached: false };
+  const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "active", reason: "created", actor: "user", revision: 1, budget: { tokens: report, main_turns: report, active_seconds: report }, over_budget: false, question: null, usage_limit: null, steps: [] };
+  const spent = { ...goal.budget, tokens: { ...report, used: 100, remaining: 0, reached: true } };
+  const chips = (s: SessionState) => s.items.map((i) => (i.kind === "chip" ? i.text : i.kind));
+  /** The stop as the runtime logs it, and the one summary turn it queues (`ev` numbers the
+   *  events as they are made, so each is made where it goes). */
+  const stop = () => ev("goal.update", { goal_id: "g1", kind: "completion", status: "budget_limited", reason: "tokens", actor: "runtime", usage: spent });
+  const summary = (message_id: number) => ev("message.admitted", { message_id, source: "goal", text: "Sum up.", position: "tail", idempotency_key: `goal-summary:g1:${goal.revision}` });
+  const summaryTurn = (turn_id: number, message_id: number) => [
+    ev("turn.started", { turn_id, message_id, source: "goal" }),
+    ev("assistant.message", { turn_id, text: "Step two done.", tool_calls: [], usage }),
+    ev("turn.finished", { turn_id, reason: "completed", usage, steps: 1 }),
+  ];
+  const firstTurn = () => [
+    ev("goal.create", { goal }),
+    ev("message.admitted", { message_id: 1, source: "goal", text: "contract", position: "tail", idempotency_key: "goal-cont:g1:1:1" }),
+    ev("turn.started", { turn_id: 1, message_id: 1, source: "goal" }),
+    ev("assistant.message", { turn_id: 1, text: "Working on step two.", tool_calls: [], usage }),
+    ev("turn.finished", { turn_id: 1, reason: "completed", usage, steps: 1 }),
+  ];
+  const ending = "Goal: Stopped: the token budget is used up · the agent sums up what it did";
+
+  it("ends in one line when the budget stops the goal after a turn: no 'Goal continues' under it", () => {
+    seq = 0;
+    const s = run([...firstTurn(), stop(), summary(2), ...summaryTurn(2, 2)]);
+    expect(chips(s)).toEqual(["Goal set: ship", "Goal continues", "assistant", ending, "assistant"]);
+  });
+
+  it("takes back the 'Goal continues' of a continuation dropped because the budget ran out", () => {
+    seq = 0;
+    const s = run([
+      ...firstTurn(),
+      // Queued while budget was left, found spent when its turn came (the runtime's recheck).
+      ev("message.admitted", { message_id: 2, source: "goal", text: "continue", position: "tail", idempotency_key: "goal-cont:g1:1:2" }),
+      stop(),
+      summary(3),
+      ev("message.dropped", { message_id: 2, reason: "the token budget is used up" }),
+      ...summaryTurn(2, 3),
+    ]);
+    const said = chips(s);
+    expect(said).toEqual(["Goal set: ship", "Goal continues", "assistant", ending, "assistant"]);
+    expect(said.slice(said.indexOf(ending)).includes("Goal continues")).toBe(false);
+  });
+
+  it("reads the same from the log as live", () => {
+    seq = 0;
+    const events = [...firstTurn(), stop(), summary(2), ...summaryTurn(2, 2)];
+    const about = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
+    const view = { snapshot: { summary: about, session_dir: "/d", messages: [], questionnaires: [], turns: 2, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: seq }, events, complete: true, goal: null, instructions: [] };
+    expect(chips(fromView(view))).toEqual(chips(run(events)));
+    expect(chips(fromView(view))).toContain(ending);
+  });
+
+  it("says the goal stopped when the stop itself is not in the transcript", () => {
+    seq = 0;
+    expect(chips(run([summary(5)]))).toEqual(["Goal stopped: the agent sums up what it did"]);
+  });
+});
+
 describe("bulk replay", () => {
   it("builds the same items as event-by-event application, and leaves a copying state", async () => {
     const { fromView } = await import("./session");
@@ -329,5 +406,24 @@ describe("opening a log cut off by a closed app", () => {
     const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 2 }, events, complete: true, goal: null, instructions: [] } as never;
     expect(fromView(view).running).toBe(false);
     expect(fromView({ ...(view as object), events: events.slice(0, 1), snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 1 } } as never).running).toBe(true);
+  });
+});
+
+describe("a command's output in the transcript", () => {
+  it("is a line in words, and none when the session's own events say it", () => {
+    seq = 0;
+    const plan = "plan-m1x2k9b200a1b2";
+    const s = run([
+      ev("plan.mode_changed", { mode: "plan", reason: "command" }),
+      ev("command.output", { command: "plan", text: `Plan mode is on (plan ${plan}). The next messages are planned, not implemented; the plan goes to /data/sessions/s-m1x2k9a100q7wz/artifacts/plan.md.` }),
+      ev("command.output", { command: "goal", text: "Goal paused." }),
+      ev("command.output", { command: "compact", text: "There is not enough conversation to summarize yet." }),
+    ]);
+    const lines = s.items.map((i) => (i.kind === "chip" ? [i.tone, i.text] : [i.kind]));
+    expect(lines).toEqual([
+      ["plan", "Plan mode on"],
+      ["plan", "Plan mode is on: your next messages are planned, not implemented (the plan shows in the Plan tab)."],
+      ["system", "There is not enough conversation to summarize yet."],
+    ]);
   });
 });

@@ -1,7 +1,9 @@
 // The open session as the window shows it, rebuilt from the runtime's typed event stream.
 // Everything here is a pure function of (state, event) so it is unit-tested without a window.
+import { sayError, type Said } from "./errors";
 import type { FileChange_Serialize, PermissionMode } from "../bindings";
 import { REASON_WORDS } from "./goal";
+import { commandNotice } from "./slash";
 import type { Answer } from "./types";
 import type { EventOf, Goal, InstructionFile, MessageSource, Mode, Questionnaire, SessionView, ToolImage, ToolStatus, WireEvent } from "./types";
 
@@ -17,6 +19,8 @@ export type ToolItem = {
   changes: FileChange[];
   /** The running call's newest progress report (an MCP server's), until its result. */
   progress?: ToolProgress | null;
+  /** A running command's newest output lines, as they arrive (gone once it ends). */
+  live?: string;
   /** The images its result carries (an MCP tool's), shown under it. */
   images?: ToolImage[];
 };
@@ -30,9 +34,8 @@ export type FileChange = FileChange_Serialize;
 
 export type Item =
   | { kind: "user"; key: string; text: string; source: Extract<MessageSource, "user" | "questionnaire">; turn?: number }
-  | { kind: "chip"; key: string; text: string; tone: "goal" | "system" | "plan" | "error" }
+  | { kind: "chip"; key: string; text: string; tone: "goal" | "system" | "plan" | "error"; detail?: string | null; next?: "settings" | "retry" | null }
   | { kind: "assistant"; key: string; turnId: number; text: string; tools: ToolItem[] }
-  | { kind: "command"; key: string; command: string; text: string }
   /** The model's view of the conversation was compacted here (everything stays shown). */
   | { kind: "divider"; key: string; text: string }
   /** A message the runtime wrote for the user's answer (the implementation of an approved
@@ -227,6 +230,11 @@ export function compactedText(e: EventOf<"context.compacted">): string {
   return `Earlier conversation summarized (${why}): about ${k(e.before_tokens)} → ${k(e.after_tokens)} tokens`;
 }
 
+/** A turn's error as a chip in words, with the runtime's own text for its fold. */
+function failed(e: WireEvent, said: Said, tone: "system" | "error"): Item {
+  return { kind: "chip", key: `e${e.seq}-${e.type}`, text: said.detail ? said.text : `Turn ended: ${said.text}`, tone, detail: said.detail, next: said.next };
+}
+
 function chip(e: WireEvent, text: string, tone: "goal" | "system" | "plan" | "error"): Item {
   return { kind: "chip", key: `e${e.seq}-${e.type}`, text, tone };
 }
@@ -290,10 +298,44 @@ function admitted(e: EventOf<"message.admitted">, asked: Asked): Item {
     case "questionnaire":
       return answerCard(e, asked) ?? { kind: "user", key: `m${e.message_id}`, text: e.text, source: "questionnaire" };
     case "goal":
-      return chip(e, "Goal continues", "goal");
+      // Keyed by the message: a continuation dropped before it ran takes its line away.
+      return { kind: "chip", key: `m${e.message_id}`, text: "Goal continues", tone: "goal" };
     case "system":
       return chip(e, "System message", "system");
   }
+}
+
+/** The message the runtime queues for the one summary turn after a goal's budget stop (its
+ *  key starts as the runtime's `SUMMARY_KEY`). */
+const isSummary = (e: EventOf<"message.admitted">) => (e.idempotency_key ?? "").startsWith("goal-summary:");
+
+/**
+ * The items once the summary turn after a budget stop is queued. The stop's own line says
+ * the goal ended; it gains that a summary follows, instead of a "Goal continues" under it
+ * that reads as if the goal went on.
+ */
+function summing(s: SessionState, e: EventOf<"message.admitted">): Item[] {
+  const note = "the agent sums up what it did";
+  for (let i = s.items.length - 1; i >= 0; i--) {
+    const it = s.items[i];
+    if (it.kind !== "chip") break;
+    if (it.key.endsWith("-goal.update")) {
+      const items = s.bulk ? s.items : s.items.slice();
+      items[i] = { ...it, text: `${it.text} · ${note}` };
+      return items;
+    }
+  }
+  return append(s, { kind: "chip", key: `m${e.message_id}`, text: `Goal stopped: ${note}`, tone: "goal" });
+}
+
+/** The most lines of a running command's output the transcript keeps while it runs. */
+export const LIVE_LINES = 12;
+
+/** The newest [`LIVE_LINES`] whole lines of `text` (and at most 4 KB of them). */
+export function liveTail(text: string): string {
+  const lines = text.slice(-4096).split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  return lines.slice(-LIVE_LINES).join("\n") + "\n";
 }
 
 /** What one event changes in the view (where it stands in the log is settled before). */
@@ -310,11 +352,21 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
         items: append(s, chip(e, `Now on ${modelLabel(e.model)} · ${PERMISSION_WORDS[e.permission_mode]}`, "system")),
       };
     case "message.admitted":
-      return { ...s, items: append(s, admitted(e, s.asked)) };
-    case "message.dropped":
-      return s;
-    case "command.output":
-      return { ...s, items: append(s, { kind: "command", key: `e${e.seq}`, command: e.command, text: e.text }) };
+      return { ...s, items: e.source === "goal" && isSummary(e) ? summing(s, e) : append(s, admitted(e, s.asked)) };
+    case "message.dropped": {
+      // A goal continuation that never ran (the goal stopped or changed first).
+      const at = s.items.findLastIndex((it) => it.kind === "chip" && it.key === `m${e.message_id}`);
+      if (at < 0) return s;
+      const items = s.bulk ? s.items : s.items.slice();
+      items.splice(at, 1);
+      return { ...s, items };
+    }
+    case "command.output": {
+      // A line in words; none when the session's own events say it already.
+      const notice = commandNotice(e.command, e.text);
+      const tone = e.command === "plan" ? "plan" : e.command === "goal" ? "goal" : "system";
+      return notice === null ? s : { ...s, items: append(s, chip(e, notice, tone)) };
+    }
     case "turn.started": {
       // The message that started the turn is where "Rewind to here" goes.
       const at = s.items.findLastIndex((it) => it.key === `m${e.message_id}`);
@@ -349,7 +401,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
         })),
       };
     case "tool.result": {
-      const items = withTool(s, e.turn_id, e.call_id, (t) => ({ ...t, status: e.status, output: e.content, changes: e.changes ?? [], progress: null, images: e.images ?? [] }));
+      const items = withTool(s, e.turn_id, e.call_id, (t) => ({ ...t, status: e.status, output: e.content, changes: e.changes ?? [], progress: null, live: undefined, images: e.images ?? [] }));
       return items === s.items ? s : { ...s, items };
     }
     case "context.compacted":
@@ -361,11 +413,15 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       const items = withTool(s, e.turn_id, e.call_id, (t) => (t.status === "running" ? { ...t, progress } : t));
       return items === s.items ? s : { ...s, items };
     }
+    case "tool.output": {
+      const items = withTool(s, e.turn_id, e.call_id, (t) => (t.status === "running" ? { ...t, live: liveTail((t.live ?? "") + e.text) } : t));
+      return items === s.items ? s : { ...s, items };
+    }
     case "context.elided":
       return { ...s, items: append(s, chip(e, `Older tool output shortened to fit the model (${e.items} items)`, "system")) };
     case "turn.finished": {
       const items = e.reason === "error" || e.reason === "step_capped" || e.reason === "aborted"
-        ? append(s, chip(e, e.error ? `Turn ended: ${e.error.message}` : `Turn ended: ${e.reason.replace("_", " ")}`, e.reason === "error" ? "error" : "system"))
+        ? append(s, e.error ? failed(e, sayError(e.error, s.model), e.reason === "error" ? "error" : "system") : chip(e, `Turn ended: ${e.reason.replace("_", " ")}`, "system"))
         : s.items;
       // Replaying a log, a finished turn is not running (a log cut off by a closed app has
       // no `session.idle` after it). Live, the next turn or `session.idle` says what follows.
@@ -396,7 +452,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       // nothing else of it happens in this one.
       if (e.answer.answer === "approve" && e.answer.handed_to) {
         const how = e.answer.as_goal ? "as a goal " : "";
-        items = append({ ...s, items }, chip(e, `Plan approved: implemented ${how}by session ${e.answer.handed_to}, in its own worktree`, "system"));
+        items = append({ ...s, items }, chip(e, `Plan approved: implemented ${how}by a new session, in its own worktree`, "system"));
       }
       return { ...s, asked, items, deferred, pending: s.pending && s.pending.id === e.id ? null : s.pending };
     }

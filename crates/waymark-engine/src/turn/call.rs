@@ -139,6 +139,7 @@ pub(crate) async fn decide(
         timeouts,
         protected,
         call_id: call.id.clone(),
+        live: Some(live_output(api, turn_id, &call.id)),
         ..base_ctx.clone()
     };
     Ok(Decided::Decided {
@@ -146,6 +147,21 @@ pub(crate) async fn decide(
         decision,
         ctx: Box::new(ctx),
         changes,
+    })
+}
+
+/// Where a running command's output goes as it arrives: to the front ends, redacted as
+/// its result will be, as a transient `tool.output`.
+fn live_output(api: &SessionApi, turn_id: i64, call_id: &str) -> crate::tools::LiveOutput {
+    let api = api.clone();
+    let call_id = call_id.to_string();
+    let redactor = api.core().store.redactor();
+    std::sync::Arc::new(move |text: &str| {
+        api.transient(EventKind::ToolOutput {
+            turn_id,
+            call_id: call_id.clone(),
+            text: redactor.redact(text).into_owned(),
+        })
     })
 }
 

@@ -163,6 +163,7 @@ async fn drive(
         call_id: String::new(),
         sandbox: None,
         protected: Default::default(),
+        live: None,
         env: core.tool_env(),
     };
     let mut last_elided = 0u64;

@@ -234,7 +234,10 @@ async fn a_call_the_budget_refuses_is_never_asked_about() {
             )
         })
         .collect();
-    assert!(asked.is_empty(), "asked about a call the budget refuses: {asked:?}");
+    assert!(
+        asked.is_empty(),
+        "asked about a call the budget refuses: {asked:?}"
+    );
     let r = results(&ev);
     assert_eq!(r.len(), 1, "{r:?}");
     assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");

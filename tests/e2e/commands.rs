@@ -1,0 +1,203 @@
+//! Slash commands in the real window (issue 37): each has a result of the app's own. `/help`
+//! opens the sheet of shortcuts and commands, `/rewind` the list of points named by message
+//! and time, `/goal` the Goal tab, `/mcp` Settings on the tool servers; `/plan on`,
+//! `/plan off` and `/plan status` come back as a line in words. None shows a `waymark …`
+//! command line, an internal id, a sha256 or a path in the data folder, and no toast repeats
+//! what the transcript says.
+
+use super::*;
+use fantoccini::key::Key;
+
+/// What the window shows that it must not, as a script: the visible text
+/// (`document.body.innerText`, the contents of closed `details` folds left out, their
+/// summaries kept) searched for a command line, an id, a hash and the data folder `data`.
+/// Returns the offending pieces (empty when none) and the text.
+fn terminal_text(data: &str) -> String {
+    format!(
+        "const hidden = []; \
+         for (const d of document.querySelectorAll('details:not([open])')) \
+           for (const c of d.children) if (c.tagName !== 'SUMMARY') {{ hidden.push([c, c.style.display]); c.style.display = 'none'; }} \
+         const text = document.body.innerText; \
+         for (const [c, was] of hidden) c.style.display = was; \
+         const found = []; \
+         const patterns = [['command line', /\\bwaymark [a-z][\\w-]*/g], ['id', /\\b(?:s|cp|plan)-[a-z0-9]{{6,}}/g], ['sha256', /\\b[0-9a-f]{{64}}\\b/g]]; \
+         for (const [what, re] of patterns) for (const m of text.matchAll(re)) found.push(what + ': ' + m[0]); \
+         if (text.includes({data:?})) found.push('a path in the data folder'); \
+         return {{ found, text }};"
+    )
+}
+
+/// Asserts that the window shows no terminal text and no toast, after `what`.
+async fn shows_words_only(app: &App, desk: &Desk, what: &str) {
+    let data = desk.data_dir().display().to_string();
+    let seen = app.js(&terminal_text(&data)).await;
+    assert_eq!(
+        seen["found"],
+        serde_json::json!([]),
+        "after {what} the window shows:\n{}",
+        seen["text"].as_str().unwrap_or_default()
+    );
+    assert!(
+        !app.exists("[data-testid=toast]").await,
+        "after {what} a toast shows: {}",
+        app.text("[data-testid=toast]").await
+    );
+}
+
+/// Types `text` in the composer and sends it with Enter.
+async fn command(app: &App, text: &str) {
+    app.type_into("[data-testid=composer]", &format!("{text}\u{E007}"))
+        .await;
+}
+
+/// Waits until the newest line of the transcript in words starts with `start`.
+async fn newest_chip(app: &App, start: &str) -> String {
+    let found = app
+        .wait_js(
+            &format!(
+                "const c = [...document.querySelectorAll('[data-testid=chip]')].at(-1); \
+                 return c && c.textContent.startsWith({start:?}) ? c.textContent : null"
+            ),
+            &format!("a line starting {start:?} in the transcript"),
+        )
+        .await;
+    found.as_str().unwrap_or_default().to_string()
+}
+
+/// Every command once in session `id`, the window at `size` (`1440x900`, `900x600`; a
+/// `narrow` one has the side panel as a drawer): each result checked and shot.
+async fn each_command(app: &App, desk: &Desk, id: &str, size: &str, narrow: bool) {
+    // `/help`: the sheet, the commands listed under the shortcuts.
+    command(app, "/help").await;
+    app.wait_text("[data-testid=shortcuts-commands]", "/rewind")
+        .await;
+    app.wait_text("[data-testid=shortcuts]", "Ctrl+K").await;
+    shows_words_only(app, desk, "/help").await;
+    app.shot(&format!("commands-1-help-{size}")).await;
+    app.press(Key::Escape).await;
+    app.wait_gone("[data-testid=shortcuts]").await;
+
+    // `/rewind`: the points by message and time, newest first; one opens its preview.
+    command(app, "/rewind").await;
+    app.el("[data-testid=rewind-list]").await;
+    let points = app
+        .wait_js(
+            "const p = [...document.querySelectorAll('[data-testid=rewind-point]')].map(b => b.innerText.replace(/\\s+/g, ' ')); \
+             return p.length === 2 ? p : null",
+            "two points to rewind to",
+        )
+        .await;
+    let points: Vec<String> = serde_json::from_value(points).unwrap();
+    assert!(
+        points[0].starts_with("Before your message “Now make it say good morning”"),
+        "{points:?}"
+    );
+    assert!(
+        points[1].starts_with("Before your message “Add a greeting to the script”"),
+        "{points:?}"
+    );
+    shows_words_only(app, desk, "/rewind").await;
+    app.shot(&format!("commands-2-rewind-list-{size}")).await;
+    app.click("[data-testid=rewind-list] li:last-child [data-testid=rewind-point]")
+        .await;
+    app.el("[data-testid=rewind-cancel]").await;
+    let title = app.text("[data-testid=rewind-title]").await;
+    assert_eq!(
+        title,
+        "Rewind to before your message “Add a greeting to the script”?"
+    );
+    shows_words_only(app, desk, "a point of /rewind").await;
+    app.shot(&format!("commands-3-rewind-preview-{size}")).await;
+    app.click("[data-testid=rewind-cancel]").await;
+    app.wait_gone("[data-testid=rewind-dialog]").await;
+
+    // `/goal` alone: the Goal tab.
+    command(app, "/goal").await;
+    app.el("[data-testid=tab-goal][aria-selected=true]").await;
+    shows_words_only(app, desk, "/goal").await;
+    app.shot(&format!("commands-4-goal-tab-{size}")).await;
+    if narrow {
+        // Escape closes the drawer it opened (it covers the header's Details button).
+        app.press(Key::Escape).await;
+        app.wait_js(
+            "return document.querySelector('[data-testid=side-panel]')?.hidden || null",
+            "the drawer to close",
+        )
+        .await;
+    }
+
+    // `/plan on` (after `/plan off`, on the second round) and `/plan status`: a line in words.
+    if narrow {
+        command(app, "/plan off").await;
+        newest_chip(app, "Plan mode is off.").await;
+        shows_words_only(app, desk, "/plan off").await;
+    }
+    command(app, "/plan on").await;
+    let on = newest_chip(app, "Plan mode is on:").await;
+    assert!(on.contains("planned, not implemented"), "{on}");
+    shows_words_only(app, desk, "/plan on").await;
+    app.shot(&format!("commands-5-plan-on-{size}")).await;
+    command(app, "/plan status").await;
+    newest_chip(app, "Plan mode is on;").await;
+    shows_words_only(app, desk, "/plan status").await;
+    app.shot(&format!("commands-6-plan-status-{size}")).await;
+
+    // `/mcp`: Settings, on the tool servers.
+    command(app, "/mcp").await;
+    app.wait_js(
+        "return document.activeElement?.dataset.testid === 'settings-tool-servers' || null",
+        "Settings on the tool servers",
+    )
+    .await;
+    shows_words_only(app, desk, "/mcp").await;
+    app.shot(&format!("commands-7-mcp-{size}")).await;
+    app.click("[data-testid=open-settings]").await;
+    app.el("[data-testid=composer]").await;
+
+    // Nothing of it reached the model: the session still has its two turns.
+    let out = desk.cli(&["show", "--session", id, "--json"]);
+    succeeded(&out);
+    let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(show["turns"], 2, "after the commands at {size}");
+}
+
+/// Resizes the window as a window manager would, and waits for the page to take the size.
+async fn resize(app: &App, desk: &Desk, w: u32, h: u32) {
+    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+    desk.xdotool(&["windowsize", &window, &w.to_string(), &h.to_string()]);
+    app.wait_js(
+        &format!("return window.innerWidth <= {w} && window.innerWidth > {w} - 80 || null"),
+        "the window to take its new size",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slash_commands_answer_in_the_window_in_words() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "commands");
+    let first = desk.exec(&ws, &script("chat.json"), &["Add a greeting to the script"]);
+    succeeded(&first);
+    let id = session_of(&first);
+    succeeded(&desk.cli(&[
+        "exec",
+        "--json",
+        "--session",
+        &id,
+        "Now make it say good morning",
+    ]));
+
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.wait_js(
+        "return document.querySelectorAll('[data-testid=assistant-message]').length === 2 || null",
+        "the two replies",
+    )
+    .await;
+    resize(&app, &desk, 1440, 900).await;
+    each_command(&app, &desk, &id, "1440x900", false).await;
+    // The same in a small window: the side panel is a drawer.
+    resize(&app, &desk, 900, 600).await;
+    each_command(&app, &desk, &id, "900x600", true).await;
+    app.close().await;
+}
