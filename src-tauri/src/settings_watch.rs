@@ -14,7 +14,7 @@ const DEBOUNCE: Duration = Duration::from_millis(150);
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reloaded {
     /// It loaded, and differs from the settings in force: these are now.
-    Applied(Config),
+    Applied(Box<Config>),
     /// It does not load: the message for the user. The settings in force stay, with the
     /// day's spending cap held at $0 until the file is fixed.
     Broken(String),
@@ -44,7 +44,9 @@ impl SettingsWatch {
                 return;
             }
             match waymark_runtime::settings::load_guarded(&path) {
-                (config, None) if config != current() => on_change(Reloaded::Applied(config)),
+                (config, None) if config != current() => {
+                    on_change(Reloaded::Applied(Box::new(config)))
+                }
                 (_, None) => {}
                 (_, Some(why)) => on_change(Reloaded::Broken(why)),
             }
@@ -68,7 +70,7 @@ pub fn apply(host: &crate::host::Host, change: Reloaded) -> (String, String) {
             .unwrap_or_else(|p| p.into_inner()) = why;
     };
     match change {
-        Reloaded::Applied(config) => match host.runtime.apply_settings(config) {
+        Reloaded::Applied(config) => match host.runtime.apply_settings(*config) {
             Ok(()) => {
                 said(None);
                 (
@@ -125,7 +127,7 @@ mod tests {
         };
         assert!(c.providers.contains_key("lab"));
         assert_eq!(c.model.as_deref(), Some("lab:m1"));
-        *in_force.lock().unwrap() = c.clone();
+        *in_force.lock().unwrap() = (*c).clone();
         // The same settings written again (the app's own save): nothing to do.
         std::fs::write(&path, serde_json::to_string(&c).unwrap()).unwrap();
         assert!(rx.recv_timeout(Duration::from_millis(600)).is_err());

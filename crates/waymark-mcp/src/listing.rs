@@ -61,6 +61,19 @@ pub fn describe(servers: &[McpServerView]) -> String {
     out.trim_end().to_string()
 }
 
+/// The note a session gets when its first request went out without some servers' tools:
+/// "github is still starting; its tools come later".
+pub fn still_starting(names: &[String]) -> String {
+    let names: Vec<String> = names.iter().map(|n| escape_line(n)).collect();
+    match names.as_slice() {
+        [one] => format!("{one} is still starting; its tools come later"),
+        _ => format!(
+            "{} are still starting; their tools come later",
+            names.join(", ")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,18 +122,5 @@ mod tests {
                 .unwrap()
                 .starts_with("  act (read-only) — ")
         );
-    }
-}
-
-/// The note a session gets when its first request went out without some servers' tools:
-/// "github is still starting; its tools come later".
-pub fn still_starting(names: &[String]) -> String {
-    let names: Vec<String> = names.iter().map(|n| escape_line(n)).collect();
-    match names.as_slice() {
-        [one] => format!("{one} is still starting; its tools come later"),
-        _ => format!(
-            "{} are still starting; their tools come later",
-            names.join(", ")
-        ),
     }
 }

@@ -32,6 +32,9 @@ struct Collected {
     total: usize,
     /// What has arrived since the live view was last given output (its newest part).
     unseen: std::collections::VecDeque<u8>,
+    /// A line too long for the live view is being skipped to its end: the view is only ever
+    /// given whole lines, so redaction sees every secret whole.
+    skipping: bool,
 }
 
 /// How often a running command's new output lines go to the live view.
@@ -45,14 +48,47 @@ impl Collected {
     fn take_lines(&mut self) -> Option<String> {
         let end = self.unseen.iter().rposition(|b| *b == b'\n')? + 1;
         let lines: Vec<u8> = self.unseen.drain(..end).collect();
-        let start = lines.len().saturating_sub(LIVE_MAX);
-        Some(String::from_utf8_lossy(&lines[start..]).into_owned())
+        // The newest lines that fit, cut at a line's start (never inside one).
+        let over = lines.len().saturating_sub(LIVE_MAX);
+        let start = if over == 0 {
+            0
+        } else {
+            lines[over..].iter().position(|b| *b == b'\n')? + over + 1
+        };
+        (start < lines.len()).then(|| String::from_utf8_lossy(&lines[start..]).into_owned())
     }
 
     fn push(&mut self, bytes: &[u8]) {
-        self.unseen.extend(bytes);
-        while self.unseen.len() > LIVE_MAX * 2 {
-            self.unseen.pop_front();
+        let mut fresh = bytes;
+        if self.skipping {
+            match fresh.iter().position(|b| *b == b'\n') {
+                Some(i) => {
+                    self.skipping = false;
+                    fresh = &fresh[i + 1..];
+                }
+                None => fresh = &[],
+            }
+        }
+        self.unseen.extend(fresh);
+        if self.unseen.len() > LIVE_MAX * 2 {
+            // Too much unseen: keep the whole lines at its end; a line still being written
+            // that is this long is skipped to its end.
+            match self.unseen.iter().rposition(|b| *b == b'\n') {
+                Some(i) if self.unseen.len() - (i + 1) <= LIVE_MAX => {
+                    let cut = self.unseen.len().saturating_sub(LIVE_MAX * 2);
+                    let from = self
+                        .unseen
+                        .iter()
+                        .skip(cut)
+                        .position(|b| *b == b'\n')
+                        .map_or(i + 1, |p| cut + p + 1);
+                    self.unseen.drain(..from);
+                }
+                _ => {
+                    self.unseen.clear();
+                    self.skipping = true;
+                }
+            }
         }
         self.total += bytes.len();
         let room = KEEP_BYTES.saturating_sub(self.head.len());
@@ -391,6 +427,50 @@ mod tests {
         let all: String = seen.iter().map(|(_, s)| s.as_str()).collect();
         assert_eq!(all.matches("line 1").count(), 1, "each line once: {all:?}");
         assert!(all.ends_with('\n'), "whole lines only: {all:?}");
+    }
+
+    /// Whatever the output's shape, the live view gets whole lines only: a secret is never
+    /// cut in two, where redaction would miss its halves.
+    #[test]
+    fn the_live_view_is_given_whole_lines_only() {
+        let secret = "sk-live-0123456789abcdef";
+        let mut c = Collected::default();
+        let mut given = Vec::new();
+        // A long line holding the secret, arriving in small pieces, past every cap.
+        let long = format!("{}{secret}{}\n", "x".repeat(LIVE_MAX * 3), "y".repeat(100));
+        for piece in long.as_bytes().chunks(1000) {
+            c.push(piece);
+            given.extend(c.take_lines());
+        }
+        // Many short lines, then a line cut by the cap.
+        for i in 0..5000 {
+            c.push(format!("line {i} {secret}\n").as_bytes());
+        }
+        given.extend(c.take_lines());
+        c.push(b"partial");
+        given.extend(c.take_lines());
+        // One piece that overflows the live view just past the secret's start: whatever is
+        // dropped, it is never the secret's head alone.
+        let mut c = Collected::default();
+        let piece = format!("{secret}\n{}", "c".repeat(LIVE_MAX * 2 - secret.len() + 9));
+        c.push(piece.as_bytes());
+        given.extend(c.take_lines());
+        for g in &given {
+            assert!(g.ends_with('\n'), "{g:?}");
+            for line in g.lines() {
+                assert!(
+                    !(line.contains("sk-live") || line.contains("89abcdef"))
+                        || line.contains(secret),
+                    "a cut secret: {line:?}"
+                );
+                assert!(
+                    line.starts_with("line ") || line.starts_with('x'),
+                    "{line:?}"
+                );
+            }
+        }
+        assert!(given.iter().any(|g| g.contains("line 4999")));
+        assert!(given.iter().all(|g| g.len() <= LIVE_MAX));
     }
 
     #[tokio::test]
