@@ -10,6 +10,7 @@ mod demo;
 mod demo_paths;
 mod goal;
 mod harness;
+mod keys;
 mod layout;
 mod mcp;
 mod plan;

@@ -150,6 +150,60 @@ async fn plan_tab_repaints_when_plan_md_changes_on_disk() {
     app.close().await;
 }
 
+/// Plan mode before anything is submitted: the Plan tab shows the agent's draft as such, not
+/// "No plan yet", and says the agent is investigating while there is no file; the Changes tab
+/// leaves the session's own plan file out.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draft_plan_shows_before_submission_and_is_not_a_change() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "draft");
+    let out = desk.exec(
+        &ws,
+        &script("plan_draft.json"),
+        &[
+            "--permission",
+            "ask",
+            "--plan",
+            "Plan the change before touching anything.",
+        ],
+    );
+    succeeded(&out);
+    let id = session_of(&out);
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.click("[data-testid=tab-plan]").await;
+    app.wait_text("[data-testid=plan-doc]", "DRAFT-MARKER")
+        .await;
+    app.wait_text("[data-testid=plan-draft]", "Draft — not submitted yet")
+        .await;
+    let side = app.text("[data-testid=side-panel]").await;
+    assert!(!side.contains("No plan yet"), "{side}");
+    assert!(!side.contains("/plan on"), "{side}");
+    app.shot("plan-12-draft-before-submission").await;
+
+    // The agent wrote only its plan file: nothing changed in the project.
+    app.click("[data-testid=tab-changes]").await;
+    app.el("[data-testid=changes-empty]").await;
+    let listed = app
+        .js("return [...document.querySelectorAll('[data-testid=changed-file]')].map(e => e.textContent).join('|')")
+        .await;
+    assert_eq!(listed, "", "{listed}");
+    let tab = app.text("[data-testid=tab-changes]").await;
+    assert!(!tab.chars().any(|c| c.is_ascii_digit()), "{tab}");
+
+    // No file yet (the agent still investigating): said so, never "turn plan mode on".
+    std::fs::remove_file(plan_path(&desk, &id)).unwrap();
+    app.click("[data-testid=tab-plan]").await;
+    app.wait_text(
+        "[data-testid=plan-empty]",
+        "The agent is investigating; the plan appears here as it is written.",
+    )
+    .await;
+    let side = app.text("[data-testid=side-panel]").await;
+    assert!(!side.contains("No plan yet"), "{side}");
+    app.close().await;
+}
+
 /// Under review the tab shows the revision that was submitted, which is what approving
 /// implements; when plan.md changes on disk it says so, keeps showing the submitted text,
 /// and shows the file only when asked.

@@ -292,6 +292,9 @@ async fn the_board_shows_three_goals_and_a_reply_resumes_the_blocked_one() {
         .text(&format!("{} [data-testid=board-cost]", row(&limited)))
         .await;
     assert!(cost.starts_with('$'), "{cost}");
+    // The figures at the right of the rows are named: what the sessions cost.
+    let head = app.text("[data-testid=board-cost-head]").await;
+    assert!(head.to_lowercase().starts_with("cost"), "{head}");
     let level = app
         .js(&format!(
             "return document.querySelector(\"{} [data-testid=board-gauge-cost]\").className",

@@ -1,6 +1,8 @@
-//! Settings: beta flags taking effect at once, validation, API keys in the keyring.
+//! Settings: beta flags taking effect at once, validation, API keys in the keyring; the
+//! page fits a small and a large window, and Back asks before unsaved edits are dropped.
 
 use super::*;
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
@@ -37,8 +39,11 @@ async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
     app.type_into("[data-testid=breaker-limit]", "0").await;
     app.click("[data-testid=settings-save]").await;
     // Next to the field, in the field's words, not the internal key.
-    app.wait_text("[data-testid=field-error]", "Same reply this often")
-        .await;
+    app.wait_text(
+        "[data-testid=field-error]",
+        "Same reply this often pauses the goal",
+    )
+    .await;
     app.shot("settings-3-validation").await;
     let kept: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(desk.settings_file()).unwrap()).unwrap();
@@ -195,5 +200,109 @@ async fn an_api_key_stored_in_the_keyring_is_what_the_provider_sends() {
             .contains("from-the")
     );
     app.shot("settings-5c-keyring-key-after-restart").await;
+    app.close().await;
+}
+
+/// What of the Settings page is wider than its box (and would scroll sideways): the page and
+/// each section whose content is wider than it, and any element that ends outside the page.
+const OVERFLOWING: &str = "\
+    const page = document.querySelector('[data-testid=settings]'); \
+    const name = (e) => e.dataset.testid ?? `${e.tagName.toLowerCase()}.${[...e.classList].join('.')}`; \
+    const wide = [page, ...page.querySelectorAll('section')] \
+        .filter((e) => e.scrollWidth > e.clientWidth) \
+        .map((e) => `${name(e)}: ${e.scrollWidth} > ${e.clientWidth}`); \
+    const edge = page.getBoundingClientRect().right; \
+    const outside = [...page.querySelectorAll('*')] \
+        .filter((e) => e.getBoundingClientRect().right > edge + 0.5) \
+        .slice(0, 5) \
+        .map((e) => `${name(e)} ends at ${Math.round(e.getBoundingClientRect().right)} > ${Math.round(edge)}`); \
+    return [...wide, ...outside];";
+
+/// Scrolls the Settings page so the Goals section starts just under its sticky header.
+const GOALS_IN_VIEW: &str = "\
+    const page = document.querySelector('[data-testid=settings]'); \
+    const goals = page.querySelector('[data-testid=settings-goals]'); \
+    const header = page.querySelector('header').getBoundingClientRect().bottom; \
+    page.scrollTop += goals.getBoundingClientRect().top - header - 8; \
+    return true";
+
+/// Resizes the app's window as a window manager would, and waits for the page to take the
+/// new size.
+async fn resize(desk: &Desk, app: &App, w: u32, h: u32) {
+    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+    desk.xdotool(&["windowsize", &window, &w.to_string(), &h.to_string()]);
+    app.wait_js(
+        &format!(
+            "return (innerWidth <= {w} && innerWidth > {w} - 80 && innerHeight <= {h} && innerHeight > {h} - 80) || null"
+        ),
+        &format!("the window to take {w}×{h}"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn settings_fit_the_window_at_900x600_and_1440x900_and_back_asks_before_dropping_edits() {
+    let desk = Desk::start();
+    // Long names in every section that shows them: a provider, its address and key, and a
+    // tool server that cannot start (its reason in full).
+    let long = "a-provider-with-a-rather-long-name-for-its-row";
+    std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
+    std::fs::write(
+        desk.settings_file(),
+        json!({
+            "model": script("chat.json"),
+            "providers": {long: {
+                "kind": "openai",
+                "base_url": "http://localhost:11434/v1/a/path/long/enough/to/fill/the/whole/field",
+                "api_key_env": "A_RATHER_LONG_ENVIRONMENT_VARIABLE_FOR_THE_KEY",
+            }},
+            "mcp_servers": {"broken": {"command": "/nonexistent/waymark-test-server"}},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let app = desk.launch().await;
+    app.click("[data-testid=open-settings]").await;
+    app.wait_text(
+        "[data-testid=tool-server-broken] [data-testid=tool-server-reason]",
+        "cannot start",
+    )
+    .await;
+    for (w, h) in [(900, 600), (1440, 900)] {
+        resize(&desk, &app, w, h).await;
+        app.el("[data-testid=settings-goals]").await;
+        let wide = app.js(OVERFLOWING).await;
+        assert_eq!(wide, json!([]), "Settings overflow sideways at {w}×{h}");
+        app.js(GOALS_IN_VIEW).await;
+        app.shot(&format!("settings-6-goals-{w}x{h}")).await;
+    }
+
+    // An edit not saved: Back asks, "Keep editing" keeps it, "Discard" leaves without it.
+    app.type_into("[data-testid=breaker-limit]", "7").await;
+    app.el("[data-testid=settings-unsaved-goals]").await;
+    app.click("[data-testid=settings-back]").await;
+    app.wait_text(
+        "[data-testid=settings-discard-confirm]",
+        "Discard your changes?",
+    )
+    .await;
+    app.shot("settings-7-back-asks").await;
+    app.click("[data-testid=settings-keep-editing]").await;
+    app.wait_gone("[data-testid=settings-discard-confirm]")
+        .await;
+    let kept = app
+        .js("return document.querySelector('[data-testid=breaker-limit]').value")
+        .await;
+    assert_eq!(kept, json!("7"));
+    app.click("[data-testid=settings-back]").await;
+    app.click("[data-testid=settings-discard]").await;
+    app.wait_gone("[data-testid=settings]").await;
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(desk.settings_file()).unwrap()).unwrap();
+    assert_ne!(
+        file["goal"]["breaker"]["repeated_reply_limit"],
+        json!(7),
+        "the edit was dropped, not saved: {file}"
+    );
     app.close().await;
 }

@@ -149,6 +149,7 @@ pub(crate) async fn verify(
         sandbox: None,
         protected: Default::default(),
         live: None,
+        redactor: None,
         env: api.tool_env(),
     };
     let mut messages = vec![ModelMessage::User {

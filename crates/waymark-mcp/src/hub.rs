@@ -483,12 +483,21 @@ impl McpHub {
     /// Waits until each of `servers` is ready (started, or started again after it exited)
     /// or has failed, each at most `bound` and never past its own `startup_timeout_ms`;
     /// the names of those that are not ready by then.
-    pub async fn wait_ready(&self, servers: &[Arc<Server>], bound: Duration) -> Vec<String> {
+    pub async fn wait_ready(
+        self: &Arc<Self>,
+        servers: &[Arc<Server>],
+        bound: Duration,
+    ) -> Vec<String> {
         let waits = servers.iter().map(|s| async move {
             let limit = bound.min(Duration::from_millis(s.config.startup_timeout_ms));
+            // The start goes on without its waiter: one that gives up never cuts a start
+            // short (which would skip the back-off, and let every later call start it again
+            // and wait the whole start-up time once more).
+            let (hub, server) = (self.clone(), s.clone());
+            let start = tokio::spawn(async move { hub.ensure(&server).await.is_ok() });
             let ready = tokio::select! {
                 _ = s.retired.cancelled() => false,
-                r = tokio::time::timeout(limit, self.ensure(s)) => matches!(r, Ok(Ok(_))),
+                r = tokio::time::timeout(limit, start) => matches!(r, Ok(Ok(true))),
             };
             (!ready).then(|| s.name.clone())
         });

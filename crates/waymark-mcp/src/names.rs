@@ -41,7 +41,8 @@ fn clean(s: &str) -> String {
 /// server's tools' names do (a long name cut to fit keeps its start).
 pub fn may_be_of(server: &str, name: &str) -> bool {
     let prefix = format!("mcp__{}__", clean(server));
-    name.starts_with(&prefix)
+    let (name, prefix) = (name.as_bytes(), prefix.as_bytes());
+    name.starts_with(prefix)
         || (name.len() == MAX_NAME && prefix.starts_with(&name[..name.len().min(prefix.len())]))
 }
 
@@ -136,5 +137,16 @@ mod tests {
         let good =
             json!({"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]});
         assert_eq!(input_schema(&obj(good.clone())).unwrap(), good);
+    }
+
+    /// A name the model chose, cut inside a character where a server's prefix would end, is
+    /// no panic (red team).
+    #[test]
+    fn a_name_cut_inside_a_character_is_no_panic() {
+        let name = format!("mcp__dead_é{}", "x".repeat(52));
+        assert_eq!(name.len(), 64);
+        assert!(!may_be_of("dead", &name));
+        assert!(may_be_of("dead", "mcp__dead__tool"));
+        assert!(!may_be_of("dead", "mcp__deadly__tool"));
     }
 }

@@ -217,7 +217,14 @@ impl Redactor {
         let replacement = format!("[REDACTED:{name}]");
         let escaped = serde_json::to_string(value).unwrap_or_default();
         let escaped = escaped.trim_matches('"').to_string();
-        for needle in [value.to_string(), escaped] {
+        // A secret of several lines (a PEM key, a credentials file) may be shown a line at a
+        // time (a running command's live output, a cut): each of its lines is one too.
+        let lines = value
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.len() != value.len() && l.chars().count() >= MIN_SECRET_LEN)
+            .map(str::to_string);
+        for needle in [value.to_string(), escaped].into_iter().chain(lines) {
             if !self.needles.iter().any(|(n, _)| *n == needle) {
                 self.needles.push((needle, replacement.clone()));
             }
@@ -429,5 +436,25 @@ mod tests {
             "abc is too short to redact"
         );
         assert!(matches!(r.redact("nothing"), Cow::Borrowed(_)));
+    }
+
+    /// Every line of a secret of several lines is redacted alone too: a running command's
+    /// output reaches the window a few lines at a time.
+    #[test]
+    fn every_line_of_a_secret_of_several_lines_is_redacted_alone() {
+        let mut r = Redactor::default();
+        r.add(
+            "DEPLOY_KEY",
+            "-----BEGIN TEST KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END TEST KEY-----",
+        );
+        let shown = r.redact("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n");
+        assert!(
+            !shown.contains("MIIEvQ") && !shown.contains("BKcwgg"),
+            "{shown}"
+        );
+        // A one-line secret adds no more than itself and its escaped form.
+        let mut one = Redactor::default();
+        one.add("TOKEN", "sk-abcdefghijklmnop");
+        assert_eq!(one.needles.len(), 1);
     }
 }

@@ -101,16 +101,32 @@ impl Collected {
     }
 
     fn text(&self) -> String {
-        let mut s = String::from_utf8_lossy(&self.head).into_owned();
-        if !self.tail.is_empty() {
-            let dropped = self.total - self.head.len() - self.tail.len();
-            if dropped > 0 {
-                s.push_str(&format!("\n[… {dropped} bytes of output omitted …]\n"));
-            }
+        let tail = {
             let (a, b) = self.tail.as_slices();
-            s.push_str(&String::from_utf8_lossy(&[a, b].concat()));
+            [a, b].concat()
+        };
+        let dropped = self.total - self.head.len() - self.tail.len();
+        if dropped == 0 {
+            let mut s = String::from_utf8_lossy(&self.head).into_owned();
+            s.push_str(&String::from_utf8_lossy(&tail));
+            return s;
         }
-        s
+        // Output was left out between the two: each is cut back to whole lines, so no line
+        // (and no secret in it) shows in part, where redaction would not find it.
+        let head = match self.head.iter().rposition(|b| *b == b'\n') {
+            Some(i) => &self.head[..=i],
+            None => &[][..],
+        };
+        let tail = match tail.iter().position(|b| *b == b'\n') {
+            Some(i) => &tail[i + 1..],
+            None => &[][..],
+        };
+        let omitted = self.total - head.len() - tail.len();
+        format!(
+            "{}[… {omitted} bytes of output omitted …]\n{}",
+            String::from_utf8_lossy(head),
+            String::from_utf8_lossy(tail)
+        )
     }
 }
 
@@ -307,6 +323,12 @@ impl Tool for Bash {
                 }
             }
             let text = out.lock().unwrap_or_else(|p| p.into_inner()).text();
+            // Secrets go before the cut: a cut through one would leave a piece of it that
+            // redaction no longer finds.
+            let text = match &ctx.redactor {
+                Some(r) => r.redact(&text).into_owned(),
+                None => text,
+            };
             let body = truncate_middle(&text, ctx.output_limit);
             let body = if body.is_empty() {
                 "(no output)".to_string()
@@ -471,6 +493,26 @@ mod tests {
         }
         assert!(given.iter().any(|g| g.contains("line 4999")));
         assert!(given.iter().all(|g| g.len() <= LIVE_MAX));
+    }
+
+    /// A secret across the place the output is cut to size is redacted before the cut, so
+    /// no piece of it reaches the model (red team).
+    #[tokio::test]
+    async fn a_secret_where_the_output_is_cut_is_redacted_first() {
+        let secret = "sk-test-0123456789abcdefghij";
+        let mut f = Fixture::new();
+        let mut r = waymark_protocol::secrets::Redactor::default();
+        r.add("TEST_API_KEY", secret);
+        f.ctx.redactor = Some(Arc::new(r));
+        f.ctx.output_limit = 30_000;
+        let cmd = format!(
+            "head -c 14990 /dev/zero | tr '\\0' a; printf '{secret}'; head -c 30000 /dev/zero | tr '\\0' b"
+        );
+        let out = f.run(&Bash, json!({ "command": cmd })).await.unwrap();
+        assert!(out.content.contains("aaaa") && out.content.contains("bbbb"));
+        for piece in ["sk-test-01", "sk-test", "456789abcdefghij", "cdefghij"] {
+            assert!(!out.content.contains(piece), "{piece} shows");
+        }
     }
 
     #[tokio::test]

@@ -56,6 +56,9 @@ pub struct ToolContext {
     /// Where a running command's output goes as it arrives (whole lines, a few times a
     /// second), for the front ends to show live; none outside a session's call.
     pub live: Option<LiveOutput>,
+    /// The secrets a tool hides before it cuts its output to size (a cut through a secret
+    /// would leave a piece redaction no longer finds); none outside a session's call.
+    pub redactor: Option<Arc<waymark_protocol::secrets::Redactor>>,
 }
 
 /// Takes a running command's newest output lines (the result still carries all of it).
@@ -296,6 +299,7 @@ pub(crate) mod test_support {
             std::fs::create_dir_all(sd.join("artifacts")).unwrap();
             let ctx = ToolContext {
                 live: None,
+                redactor: None,
                 workspace: ws.canonicalize().unwrap(),
                 session_dir: sd.canonicalize().unwrap(),
                 artifacts: sd.join("artifacts").canonicalize().unwrap(),

@@ -96,4 +96,61 @@ describe("ApprovalBar", () => {
     await fireEvent.click(screen.getByTestId("approve-goal"));
     expect(screen.queryByTestId("approve-goal-worktree")).toBeNull();
   });
+
+  it("approves with A and opens Revise… with R, the caret in its box, outside a text field", async () => {
+    const answers = setup({ version: 1 });
+    const approve = screen.getByTestId("approve");
+    const revise = screen.getByTestId("revise");
+    // The keys are shown on the buttons, hidden from screen readers, which read aria-keyshortcuts.
+    expect([approve, revise].map((b) => [b.querySelector("kbd")?.textContent, b.querySelector("kbd")?.getAttribute("aria-hidden"), b.getAttribute("aria-keyshortcuts")])).toEqual([
+      ["A", "true", "A"],
+      ["R", "true", "R"],
+    ]);
+    await fireEvent.keyDown(document.body, { key: "r" });
+    const box = await screen.findByTestId("revise-text");
+    await waitFor(() => expect(document.activeElement).toBe(box));
+    // In the box, the letters are text.
+    await fireEvent.keyDown(box, { key: "a" });
+    expect(answers).toEqual([]);
+    await fireEvent.click(screen.getByText("Cancel"));
+    await fireEvent.keyDown(document.body, { key: "a" });
+    expect(answers).toEqual([{ answer: "approve", option: null }]);
+  });
+
+  it("takes no key typed in a field, held with a modifier, meant for a dialog, or while busy", async () => {
+    const answers = setup({ version: 1 });
+    const field = document.body.appendChild(document.createElement("input"));
+    const dialog = document.body.appendChild(Object.assign(document.createElement("div"), { tabIndex: -1 }));
+    dialog.setAttribute("aria-modal", "true");
+    try {
+      await fireEvent.keyDown(field, { key: "a" });
+      await fireEvent.keyDown(dialog, { key: "a" });
+      await fireEvent.keyDown(document.body, { key: "a", ctrlKey: true });
+      await fireEvent.keyDown(document.body, { key: "A", shiftKey: true });
+      expect(answers).toEqual([]);
+      expect(screen.queryByTestId("revise-text")).toBeNull();
+    } finally {
+      field.remove();
+      dialog.remove();
+    }
+  });
+
+  it("takes no key while it is hidden (the side panel closed) or while busy", async () => {
+    const answers: Answer[] = [];
+    const { rerender } = render(ApprovalBar, { review: planApproval({ version: 1 }), onanswer: (a: Answer) => answers.push(a), busy: true });
+    await fireEvent.keyDown(document.body, { key: "a" });
+    await rerender({ busy: false });
+    screen.getByTestId("approval-bar").parentElement?.setAttribute("hidden", "");
+    await fireEvent.keyDown(document.body, { key: "a" });
+    expect(answers).toEqual([]);
+  });
+
+  it("approves the chosen option with A", async () => {
+    const answers = setup({ version: 3, options: ["Keep an alias", "Rename everywhere"] });
+    const second = screen.getByLabelText("Rename everywhere");
+    await fireEvent.click(second);
+    // A radio button is no text field: A from it approves.
+    await fireEvent.keyDown(second, { key: "a" });
+    expect(answers).toEqual([{ answer: "approve", option: 2 }]);
+  });
 });

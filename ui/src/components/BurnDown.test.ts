@@ -27,8 +27,23 @@ describe("the burn-down", () => {
 
   it("says nothing spent as nothing", async () => {
     const { money } = await import("../lib/goal");
-    render(BurnDown, { points: [{ step: 1, spent: 0, used: 0, remaining: null, unknown: true }], limit: null, format: money });
+    render(BurnDown, { points: [{ step: 1, spent: 0, used: 0, remaining: null, unknown: false }], limit: null, format: money });
     expect(screen.getByTestId("burndown-bar-scale").textContent).toBe("$0.00");
+  });
+
+  it("says there is no price instead of drawing a chart of zeros", async () => {
+    const { money } = await import("../lib/goal");
+    const unknown = (step: number) => ({ step, spent: 0, used: 0, remaining: null, unknown: true });
+    const { container, unmount } = render(BurnDown, { points: [unknown(1), unknown(2)], limit: null, format: money, unit: "cost", testid: "costdown" });
+    expect(screen.getByTestId("costdown-unpriced").textContent).toBe("Cost: no price known for this model.");
+    expect(container.querySelector("svg")).toBeNull();
+    expect(container.textContent).not.toContain("$0");
+    unmount();
+    // One priced turn among them: the chart, the unpriced bar titled the same way.
+    const priced = { step: 3, spent: 12_300, used: 12_300, remaining: null };
+    const r = render(BurnDown, { points: [unknown(1), priced], limit: null, format: money, unit: "cost", testid: "costdown" });
+    expect(screen.queryByTestId("costdown-unpriced")).toBeNull();
+    expect(r.container.querySelector("rect.unknown title")?.textContent).toBe("Turn 1: no price known for this model");
   });
 
   it("shows no budget scale without a budget", () => {

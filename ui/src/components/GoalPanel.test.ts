@@ -117,15 +117,24 @@ describe("GoalPanel", () => {
     const gauge = screen.getByTestId("gauge-cost");
     expect(gauge.textContent).toContain("≥ $1.23");
     expect(gauge.textContent).toContain("$5.00");
-    expect(screen.getByTestId("goal-cost-unknown").textContent).toContain("2 calls had no price");
+    expect(screen.getByTestId("goal-cost-unknown").textContent).toContain("No price known for this model for 2 calls: the cost is at least this");
   });
 
-  it("calls a cost with no priced call unknown, never $0", () => {
+  it("says a cost with no priced call in words, with no $0 gauge or chart of zeros", () => {
     const unpriced: Goal = { ...goal, budget: { ...goal.budget, cost: { limit: null, used: 0, remaining: null, reached: false }, cost_unpriced_calls: 3 } };
-    setup(unpriced);
+    const created = { session_id: "s", seq: 1, ts: 1, transient: false, type: "goal.create", goal: { objective: "ship", actor: "user" } };
+    const finished = (seq: number) => ({ session_id: "s", seq, ts: seq, transient: false, type: "turn.finished", turn_id: seq, reason: "completed", usage: { input_tokens: 5, output_tokens: 5, cached_tokens: 0 }, steps: 1 });
+    render(GoalPanel, { props: { goal: unpriced, events: [created, finished(2), finished(3)] as never, ongoal: async () => true, parse } });
     const gauge = screen.getByTestId("gauge-cost");
-    expect(gauge.querySelector(".used")?.textContent).toBe("unknown");
-    expect(gauge.textContent).not.toContain("$0.00");
+    expect(gauge.textContent).toContain("No price known for this model");
+    expect(gauge.querySelector("[role=meter]")).toBeNull();
+    expect(screen.getByTestId("costdown-unpriced").textContent).toBe("Cost: no price known for this model.");
+    expect(screen.getByTestId("costdown").querySelector("svg")).toBeNull();
+    // The tokens chart still draws: its turns are known.
+    expect(screen.getByTestId("burndown").querySelector("svg")).not.toBeNull();
+    const panel = gauge.closest("section")?.parentElement?.textContent ?? "";
+    expect(panel).not.toMatch(/\$0\.0/);
+    expect(panel).not.toContain("unknown");
   });
 
   it("sets a new goal with the budgets typed after it", async () => {

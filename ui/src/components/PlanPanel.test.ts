@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { fireEvent, render, screen, within } from "@testing-library/svelte";
+import { fireEvent, render, screen, waitFor, within } from "@testing-library/svelte";
 import type { PlanRevisionInfo, PlanSummary_Serialize } from "../bindings";
 import type { PlanView, Questionnaire } from "../lib/types";
 import { pending, planApproval } from "../test/questions";
@@ -103,6 +103,58 @@ describe("PlanPanel", () => {
 
     await fireEvent.click(screen.getByTestId("plan-old-close"));
     expect(listed()).toEqual(["v1"]);
+  });
+});
+
+describe("plan mode before the plan is submitted", () => {
+  const drafting = (html: string, markdown: string | null): PlanView => ({ ...base, html, markdown, plans: [summary("p1", { status: "rejected" }), summary("p2", { current: true, status: "drafting", revisions: 0 })], revisions: [rev("p1", 1)] });
+
+  it("shows the file as a draft not yet submitted", () => {
+    show(drafting("<h2>Summary</h2><p>DRAFT TEXT</p>", "## Summary\nDRAFT TEXT\n"));
+    expect(screen.getByTestId("plan-doc").textContent).toContain("DRAFT TEXT");
+    expect(screen.getByTestId("plan-draft").textContent).toBe("Draft — not submitted yet");
+    expect(screen.queryByTestId("plan-empty")).toBeNull();
+  });
+
+  it("says the agent is investigating while nothing is written, never to turn plan mode on", () => {
+    const { container } = show(drafting("", null));
+    expect(screen.getByTestId("plan-empty").textContent).toBe("The agent is investigating; the plan appears here as it is written.");
+    expect(container.textContent).not.toContain("No plan yet");
+    expect(container.textContent).not.toContain("/plan on");
+    expect(screen.queryByTestId("plan-draft")).toBeNull();
+  });
+
+  it("calls a submitted plan's file no draft, and outside plan mode asks for a plan", () => {
+    const submitted = show(base);
+    expect(within(submitted.container).queryByTestId("plan-draft")).toBeNull();
+    submitted.unmount();
+    render(PlanPanel, { sessionId: "s1", view: { ...base, html: "", markdown: null }, html: "", markdown: null, mode: "default", onanswer: () => {}, onerror: () => {}, pending: null });
+    expect(screen.getByTestId("plan-empty").textContent).toContain("No plan yet");
+  });
+});
+
+describe("review again after Not now", () => {
+  it("shows the submitted revision at once, then the review takes over", async () => {
+    app.read = [];
+    const onreviewagain = vi.fn();
+    const view: PlanView = { ...base, html: "<p>LIVE FILE</p>", plans: [summary("p1", { current: true, status: "drafting", revisions: 2 })], revisions: [rev("p1", 1), rev("p1", 2)] };
+    const props = { sessionId: "s1", view, html: view.html, markdown: view.markdown, mode: "plan" as const, onanswer: () => {}, onerror: () => {}, pending: null, deferred: true, onreviewagain };
+    const r = render(PlanPanel, props);
+    expect(screen.getByTestId("plan-doc").dataset.shows).toBe("file");
+    await fireEvent.click(screen.getByTestId("review-again"));
+    expect(onreviewagain).toHaveBeenCalledOnce();
+    await waitFor(() => expect(screen.getByTestId("plan-doc").textContent).toBe("p1 v2"));
+    expect(app.read).toEqual(["p1 v2"]);
+    expect(screen.getByTestId("plan-doc").dataset.shows).toBe("submitted");
+    expect(screen.getByTestId("plan-shown").textContent).toContain("v2 as submitted");
+
+    // The review opens: what it shows is the review's own revision as submitted.
+    const q = pending({ kind: "plan_approval", payload: planApproval({ plan_id: "p1", version: 2 }) });
+    await r.rerender({ ...props, deferred: false, pending: q, view: { ...view, review: { plan_id: "p1", version: 2, file_changed: false } }, submitted: { plan_id: "p1", version: 2, markdown: "# v2", html: "<h1>SUBMITTED V2</h1>" } });
+    expect(screen.getByTestId("plan-doc").textContent).toBe("SUBMITTED V2");
+    // Ended, and plan mode left: the file again, not the recalled revision.
+    await r.rerender({ ...props, deferred: false, mode: "default", pending: null, view });
+    expect(screen.getByTestId("plan-doc").textContent).toBe("LIVE FILE");
   });
 });
 

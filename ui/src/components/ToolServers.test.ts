@@ -100,4 +100,19 @@ describe("Tool servers", () => {
     await vi.waitFor(() => expect(screen.getByTestId("add-server-error").textContent).toContain("not closed"));
     expect(app.added).toHaveLength(2);
   });
+
+  it("tells the page while the add form holds a server not yet added, and says it acts at once", async () => {
+    const draft = vi.fn();
+    render(ToolServers, { ondraft: draft });
+    await screen.findByTestId("tool-server-everything");
+    expect(draft).toHaveBeenLastCalledWith(false);
+    expect(screen.getByTestId("add-server-when").textContent).toBe("Adds and starts it at once; the page's Save is not needed.");
+    await fireEvent.input(screen.getByTestId("add-server-url"), { target: { value: "https://example.com/mcp" } });
+    await vi.waitFor(() => expect(draft).toHaveBeenLastCalledWith(true));
+    await fireEvent.input(screen.getByTestId("add-server-name"), { target: { value: "remote" } });
+    await fireEvent.click(screen.getByTestId("add-server-submit"));
+    // Added: the form is empty again, and nothing is left to lose.
+    await vi.waitFor(() => expect(draft).toHaveBeenLastCalledWith(false));
+    expect(app.added.at(-1)).toEqual(["remote", [], "https://example.com/mcp", [], []]);
+  });
 });

@@ -12,6 +12,7 @@ describe("a turn's error in words", () => {
 
   it("names the next step for a refused key and a busy provider", () => {
     expect(sayError({ code: "auth", message: "HTTP 401" }, "openai:gpt-4.1")).toMatchObject({ text: "OpenAI refused the key — check it in Settings.", next: "settings" });
+    expect(sayError({ code: "auth", message: "auth: MOCK_AUTH is not set: export your API key, or set api_key_env" }, "mock:m1").text).toBe("mock needs an API key: MOCK_AUTH is not set — add the key in Settings.");
     expect(sayError({ code: "rate_limited", message: "HTTP 429" }, "anthropic:claude")).toMatchObject({ next: "retry" });
     expect(sayError({ code: "timeout", message: "no response from http://10.0.0.1:8000/v1 within 60 s" }, "lab:m")).toMatchObject({ text: "lab at 10.0.0.1:8000 did not answer in time — it may be busy or stuck; try again." });
   });

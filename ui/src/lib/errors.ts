@@ -28,8 +28,11 @@ export function sayError(error: IpcError, model: string | null): Said {
       return { text: `Could not reach ${who ?? "the model"}${at ? ` at ${at}` : ""} — is it running?`, next: "settings", detail: raw };
     case "timeout":
       return { text: `${who ?? "The model"}${at ? ` at ${at}` : ""} did not answer in time — it may be busy or stuck; try again.`, next: "retry", detail: raw };
-    case "auth":
+    case "auth": {
+      const missing = /\b([A-Z][A-Z0-9_]*) is not set\b/.exec(raw);
+      if (missing) return { text: `${who ?? "The provider"} needs an API key: ${missing[1]} is not set — add the key in Settings.`, next: "settings", detail: raw };
       return { text: `${who ?? "The provider"} refused the key — check it in Settings.`, next: "settings", detail: raw };
+    }
     case "rate_limited":
       return { text: `${who ?? "The provider"} is limiting requests — wait a moment and try again.`, next: "retry", detail: raw };
     case "quota_exhausted":

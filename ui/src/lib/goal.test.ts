@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { budgetText, burnDown, compact, costDown, criteriaShown, duration, gaugeLevel, limitNotice, money, timeline, timeNote, withLiveTime } from "./goal";
+import { budgetText, burnDown, compact, costDown, costWords, criteriaShown, duration, gaugeLevel, limitNotice, money, NO_PRICE, nothingPriced, timeline, timeNote, withLiveTime } from "./goal";
 import type { Goal, WireEvent } from "./types";
 
 const line = (limit: number | null, used: number) => ({ limit, used, remaining: limit === null ? null : Math.max(0, limit - used), reached: limit !== null && used >= limit });
@@ -104,6 +104,20 @@ describe("cost", () => {
     expect(money(30)).toBe("<$0.0001");
     expect(money(4_200_000)).toBe("$4.20");
     expect(money(1_234_500_000)).toBe("$1,234.50");
+  });
+
+  it("says a cost one way when calls had no price", () => {
+    expect(costWords(12_300, 0)).toBe("$0.0123");
+    expect(costWords(0, 0)).toBe("$0.00");
+    expect(costWords(12_300, 2)).toBe("≥ $0.0123");
+    expect(costWords(0, 3)).toBe(NO_PRICE);
+    expect(NO_PRICE).toBe("no price known for this model");
+  });
+
+  it("knows a cost chart with no priced turn from one with a free one", () => {
+    expect(nothingPriced(costDown([created, finished(2, 7, null), finished(3, 8, null)], null))).toBe(true);
+    expect(nothingPriced(costDown([created, finished(2, 7, null), finished(3, 8, 0)], null))).toBe(false);
+    expect(nothingPriced([])).toBe(false);
   });
 
   it("ties each timeline row to the turn it is about", () => {

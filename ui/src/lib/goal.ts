@@ -100,6 +100,21 @@ export function money(micros: number): string {
   return `$${whole}.${String(cents % 100).padStart(2, "0")}`;
 }
 
+/** How a cost with no price is said, the same wherever a cost shows. */
+export const NO_PRICE = "no price known for this model";
+
+/** A cost as the gauge and the board say it: the amount; "≥" it when some calls had no
+ *  price (the rest is not counted); `NO_PRICE` when none had one. */
+export function costWords(micros: number, unpricedCalls: number): string {
+  if (unpricedCalls === 0) return money(micros);
+  return micros === 0 ? NO_PRICE : `≥ ${money(micros)}`;
+}
+
+/** Whether a cost chart would draw only zeros: every turn's model had no price. */
+export function nothingPriced(points: BurnPoint[]): boolean {
+  return points.length > 0 && points.every((p) => p.unknown);
+}
+
 /** Bars of the burn-down: one per turn, or, for a long goal, one per run of turns (at most
  *  `most` bars; `first` is the run's first turn, `step` its last). */
 export type Bar = BurnPoint & { first: number };

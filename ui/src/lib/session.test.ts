@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyEvent, catchUpAfter, changedFiles, emptySession, fromView, LIVE_LINES, placement, type SessionState } from "./session";
+import { applyEvent, catchUpAfter, changedFiles, emptySession, fromView, isOwnPlanFile, LIVE_LINES, placement, type SessionState } from "./session";
 import type { Goal, WireEvent } from "./types";
 import { planApproval } from "../test/questions";
 
@@ -177,6 +177,24 @@ describe("session reducer", () => {
       ["a.txt", ["c1:+a", "c2:+a2"]],
       ["b.txt", ["c2:+b"]],
     ]);
+  });
+
+  it("leaves the session's own plan file out of the changed files", () => {
+    seq = 0;
+    const change = (path: string, resolved?: string) => ({ path, ...(resolved === undefined ? {} : { resolved }), op: "create", diff: "+x", note: null });
+    const s = run([
+      ev("tool.call", { turn_id: 1, call_id: "c1", name: "write", arguments: { path: "p" } }),
+      ev("tool.result", { turn_id: 1, call_id: "c1", name: "write", status: "ok", content: "ok", changes: [
+        // Given as the model wrote it; resolved with the data folder's symlink followed.
+        change(`/home/u/.local/share/waymark/sessions/${S}/artifacts/plan.md`, `/data/waymark/sessions/${S}/artifacts/plan.md`),
+        change("notes.md", "/ws/notes.md"),
+        // Another session's plan, and a project file that happens to be called plan.md.
+        change("/d/sessions/other/artifacts/plan.md"),
+        change("docs/plan.md", "/ws/docs/plan.md"),
+      ] }),
+    ]);
+    expect(changedFiles(s).map((f) => f.path)).toEqual(["notes.md", "/d/sessions/other/artifacts/plan.md", "docs/plan.md"]);
+    expect(isOwnPlanFile(change(`C:\\data\\sessions\\${S}\\artifacts\\plan.md`), S)).toBe(true);
   });
 
   it("shows goal continuations as chips and tracks the goal snapshot", () => {

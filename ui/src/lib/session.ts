@@ -497,14 +497,23 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
   }
 }
 
+/** Whether a change is to the session's own plan file, `<data>/sessions/<id>/artifacts/plan.md`
+ *  (the Plan tab shows it; it is not a change to the project). Matched by its tail: the
+ *  resolved path has symlinks followed, so the data folder's own spelling may differ. */
+export function isOwnPlanFile(change: FileChange, sessionId: string): boolean {
+  const path = (change.resolved ?? change.path).replace(/\\/g, "/");
+  return path.endsWith(`/sessions/${sessionId}/artifacts/plan.md`);
+}
+
 /** Every file the session's tools changed, in the order first changed, each with its diffs
- *  in order (the reviewer's calls change nothing). */
+ *  in order (the reviewer's calls change nothing; the session's own plan file is left out). */
 export function changedFiles(s: SessionState): { path: string; changes: { callId: string; change: FileChange }[] }[] {
   const byPath = new Map<string, { callId: string; change: FileChange }[]>();
   for (const it of s.items) {
     if (it.kind !== "assistant") continue;
     for (const t of it.tools) {
       for (const change of t.changes) {
+        if (isOwnPlanFile(change, s.id)) continue;
         const list = byPath.get(change.path) ?? [];
         if (!list.length) byPath.set(change.path, list);
         list.push({ callId: t.callId, change });

@@ -140,6 +140,7 @@ pub(crate) async fn decide(
         protected,
         call_id: call.id.clone(),
         live: Some(live_output(api, turn_id, &call.id)),
+        redactor: Some(core.store.redactor()),
         ..base_ctx.clone()
     };
     Ok(Decided::Decided {

@@ -164,6 +164,7 @@ async fn drive(
         sandbox: None,
         protected: Default::default(),
         live: None,
+        redactor: None,
         env: core.tool_env(),
     };
     let mut last_elided = 0u64;
