@@ -301,7 +301,15 @@ fn watch_settings(app: &tauri::AppHandle) {
     let (current, apply) = (app.clone(), app.clone());
     let watch = settings_watch::SettingsWatch::start(
         host.settings_path.clone(),
-        move || (*current.state::<Host>().runtime.config()).clone(),
+        move || {
+            let host = current.state::<Host>();
+            let saying = host
+                .settings_error
+                .lock()
+                .map(|e| e.is_some())
+                .unwrap_or(true);
+            (!saying).then(|| (*host.runtime.config()).clone())
+        },
         move |change| {
             let (title, body) = settings_watch::apply(&apply.state::<Host>(), change);
             let _ = events::AlertRaised {
@@ -332,6 +340,8 @@ fn run() -> anyhow::Result<()> {
         Ok(()) => settings_error,
         Err(e) => Some(settings_error.map_or(e.to_string(), |s| format!("{s}; {e}"))),
     };
+    // A value the file quotes back in its error may be a secret.
+    let settings_error = settings_error.map(|e| runtime.redactor().redact(&e).into_owned());
     let host = Host::new(runtime, settings_path, settings_error);
 
     let app = tauri::Builder::default()

@@ -27,10 +27,13 @@ pub struct SettingsWatch {
 
 impl SettingsWatch {
     /// Calls `on_change` whenever the file at `path` changes into settings other than
-    /// `current()` gives (the app's own saves, already in force, call nothing).
+    /// `current()` gives (the app's own saves, already in force, call nothing; `None` when a
+    /// load failure is still being said, so a file put back as it was is said too). A file
+    /// removed holds the cap like one that does not load: a missing file means defaults at
+    /// start, but mid-run it is most often a save in progress.
     pub fn start(
         path: PathBuf,
-        current: impl Fn() -> Config + Send + 'static,
+        current: impl Fn() -> Option<Config> + Send + 'static,
         on_change: impl Fn(Reloaded) + Send + 'static,
     ) -> notify::Result<SettingsWatch> {
         let folder = path
@@ -43,8 +46,15 @@ impl SettingsWatch {
             if !events.iter().any(|e| e.path.file_name() == name.as_deref()) {
                 return;
             }
+            if !path.exists() {
+                on_change(Reloaded::Broken(format!(
+                    "the settings file {} is gone. The settings in force stay, and no model call goes out until it is back (the day's spending cap is held at $0).",
+                    path.display()
+                )));
+                return;
+            }
             match waymark_runtime::settings::load_guarded(&path) {
-                (config, None) if config != current() => {
+                (config, None) if current().as_ref() != Some(&config) => {
                     on_change(Reloaded::Applied(Box::new(config)))
                 }
                 (_, None) => {}
@@ -81,6 +91,8 @@ pub fn apply(host: &crate::host::Host, change: Reloaded) -> (String, String) {
             Err(e) => ("Settings not applied".into(), e.to_string()),
         },
         Reloaded::Broken(why) => {
+            // A value the file quotes back in its error may be a secret.
+            let why = host.runtime.redactor().redact(&why).into_owned();
             let mut held = (*host.runtime.config()).clone();
             held.limits.daily_cost_usd = Some(0.0);
             let _ = host.runtime.apply_settings(held);
@@ -111,7 +123,7 @@ mod tests {
         let seen = in_force.clone();
         let _w = SettingsWatch::start(
             path.clone(),
-            move || seen.lock().unwrap().clone(),
+            move || Some(seen.lock().unwrap().clone()),
             move |r| {
                 let _ = tx.send(r);
             },
@@ -137,5 +149,11 @@ mod tests {
             panic!("not said")
         };
         assert!(why.contains("held at $0"), "{why}");
+        // Removed mid-run: said the same way, never taken as "defaults".
+        std::fs::remove_file(&path).unwrap();
+        let Reloaded::Broken(why) = next(&rx) else {
+            panic!("a removed file was taken as settings")
+        };
+        assert!(why.contains("is gone"), "{why}");
     }
 }

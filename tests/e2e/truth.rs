@@ -172,3 +172,39 @@ async fn a_provider_added_to_the_file_while_the_app_runs_is_usable_at_once() {
     assert!(!app.exists("[data-testid=switch-refused]").await);
     app.close().await;
 }
+
+/// A call the goal's budget would refuse is never asked about: in `ask` mode, once the
+/// tokens are used up, the write is refused at once and no permission question opens.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_permission_question_for_a_call_the_budget_would_refuse() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "spent");
+    // The script goes on from the replies the session already has: the first is the chat's.
+    succeeded(&desk.exec(&ws, &script("chat.json"), &["--permission", "ask", "Hello"]));
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.click("[data-testid=model-picker] option[value=__other__]")
+        .await;
+    app.type_into("[data-testid=model-other]", &script("budget_refuse.json"))
+        .await;
+    app.type_more("[data-testid=model-other]", "\u{E007}").await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Now on scripted:budget_refuse.json",
+    )
+    .await;
+    app.type_into(
+        "[data-testid=composer]",
+        "/goal Write the file budget=1K\u{E007}",
+    )
+    .await;
+    app.wait_text("[data-testid=transcript]", "Summary: nothing written.")
+        .await;
+    assert!(
+        !app.exists("[data-testid=question-dialog]").await,
+        "asked about a call the budget refuses"
+    );
+    assert!(!ws.join("a.txt").exists());
+    app.shot("truth-4-budget-refused-unasked").await;
+    app.close().await;
+}

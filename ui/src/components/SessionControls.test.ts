@@ -55,5 +55,11 @@ describe("the header's model and mode pickers", () => {
     // Another session that is in `ask` (the same value the picker had before): shown as ask.
     await r.rerender({ mode: "ask" });
     expect(mode.value).toBe("ask");
+    // What a mode means is said once: switching to it again says nothing more.
+    await fireEvent.click(screen.getByLabelText("Dismiss"));
+    await fireEvent.change(mode, { target: { value: "auto" } });
+    done(null);
+    await vi.waitFor(() => expect(screen.queryByTestId("switch-pending")).toBeNull());
+    expect(screen.queryByTestId("switch-means")).toBeNull();
   });
 });
