@@ -39,20 +39,6 @@ const TOAST_PLACE: &str = "\
              inWindow: toast.left >= 0 && toast.top >= 0 && toast.right <= innerWidth && toast.bottom <= innerHeight, \
              toast, dock, side: sideBox, window: [innerWidth, innerHeight] };";
 
-/// Resizes the app's window as a window manager would, and waits for the page to take the
-/// new size.
-async fn resize(desk: &Desk, app: &App, w: u32, h: u32) {
-    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
-    desk.xdotool(&["windowsize", &window, &w.to_string(), &h.to_string()]);
-    app.wait_js(
-        &format!(
-            "return (innerWidth <= {w} && innerWidth > {w} - 80 && innerHeight <= {h} && innerHeight > {h} - 80) || null"
-        ),
-        &format!("the window to take {w}×{h}"),
-    )
-    .await;
-}
-
 /// Waits until `text` is in the transcript as the user's message (the reply box, which is
 /// in the transcript too, held it before it was sent).
 async fn wait_user_message(app: &App, text: &str) {
@@ -101,7 +87,7 @@ async fn a_blocked_goal_is_answered_from_the_transcript_at_900x600_with_the_draw
     app.open_session(&id).await;
 
     // 900×600: the side panel is a drawer, and it is closed.
-    resize(&desk, &app, 900, 600).await;
+    desk.resize(&app, 900, 600).await;
     app.el(".main.narrow").await;
     let closed = app
         .js("const p = document.querySelector('[data-testid=side-panel]'); \
@@ -161,7 +147,7 @@ async fn a_blocked_goal_is_answered_from_the_transcript_at_900x600_with_the_draw
 
     // 1440×900: the side panel is a column again; the question is still at the transcript's
     // end, and answered from there, the next toast keeps clear of the panel too.
-    resize(&desk, &app, 1440, 900).await;
+    desk.resize(&app, 1440, 900).await;
     app.wait_js(
         "const p = document.querySelector('[data-testid=side-panel]'); return (p && !p.hidden && p.getBoundingClientRect().width > 0) || null",
         "the side panel as a column",

@@ -161,17 +161,6 @@ async fn each_command(app: &App, desk: &Desk, id: &str, size: &str, narrow: bool
     assert_eq!(show["turns"], 2, "after the commands at {size}");
 }
 
-/// Resizes the window as a window manager would, and waits for the page to take the size.
-async fn resize(app: &App, desk: &Desk, w: u32, h: u32) {
-    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
-    desk.xdotool(&["windowsize", &window, &w.to_string(), &h.to_string()]);
-    app.wait_js(
-        &format!("return window.innerWidth <= {w} && window.innerWidth > {w} - 80 || null"),
-        "the window to take its new size",
-    )
-    .await;
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn slash_commands_answer_in_the_window_in_words() {
     let desk = Desk::start();
@@ -194,10 +183,10 @@ async fn slash_commands_answer_in_the_window_in_words() {
         "the two replies",
     )
     .await;
-    resize(&app, &desk, 1440, 900).await;
+    desk.resize(&app, 1440, 900).await;
     each_command(&app, &desk, &id, "1440x900", false).await;
     // The same in a small window: the side panel is a drawer.
-    resize(&app, &desk, 900, 600).await;
+    desk.resize(&app, 900, 600).await;
     each_command(&app, &desk, &id, "900x600", true).await;
     app.close().await;
 }

@@ -226,20 +226,6 @@ const GOALS_IN_VIEW: &str = "\
     page.scrollTop += goals.getBoundingClientRect().top - header - 8; \
     return true";
 
-/// Resizes the app's window as a window manager would, and waits for the page to take the
-/// new size.
-async fn resize(desk: &Desk, app: &App, w: u32, h: u32) {
-    let window = desk.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
-    desk.xdotool(&["windowsize", &window, &w.to_string(), &h.to_string()]);
-    app.wait_js(
-        &format!(
-            "return (innerWidth <= {w} && innerWidth > {w} - 80 && innerHeight <= {h} && innerHeight > {h} - 80) || null"
-        ),
-        &format!("the window to take {w}×{h}"),
-    )
-    .await;
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn settings_fit_the_window_at_900x600_and_1440x900_and_back_asks_before_dropping_edits() {
     let desk = Desk::start();
@@ -269,7 +255,7 @@ async fn settings_fit_the_window_at_900x600_and_1440x900_and_back_asks_before_dr
     )
     .await;
     for (w, h) in [(900, 600), (1440, 900)] {
-        resize(&desk, &app, w, h).await;
+        desk.resize(&app, w, h).await;
         app.el("[data-testid=settings-goals]").await;
         let wide = app.js(OVERFLOWING).await;
         assert_eq!(wide, json!([]), "Settings overflow sideways at {w}×{h}");

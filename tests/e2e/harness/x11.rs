@@ -1,11 +1,25 @@
 //! Real X input and windows for what WebDriver cannot reach: native dialogs, the keyboard
 //! focus moving to another program.
 
-use super::{Desk, Proc, spawn};
+use super::{App, Desk, Proc, spawn};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 impl Desk {
+    /// Resizes the app's window as a window manager would, and waits for the page to take
+    /// the new size.
+    pub async fn resize(&self, app: &App, w: u32, h: u32) {
+        let window = self.xdotool(&["search", "--onlyvisible", "--name", "^Waymark$"]);
+        self.xdotool(&["windowsize", &window, &w.to_string(), &h.to_string()]);
+        app.wait_js(
+            &format!(
+                "return (innerWidth <= {w} && innerWidth > {w} - 80 && innerHeight <= {h} && innerHeight > {h} - 80) || null"
+            ),
+            &format!("the window to take {w}×{h}"),
+        )
+        .await;
+    }
+
     /// Runs `xdotool` on this desk's display (real X input, for native windows WebDriver
     /// cannot reach); its output.
     pub fn xdotool(&self, args: &[&str]) -> String {
