@@ -58,11 +58,6 @@ vi.mock("./bindings", () => {
 const { default: App } = await import("./App.svelte");
 
 beforeAll(() => {
-  globalThis.ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  } as unknown as typeof ResizeObserver;
   Object.defineProperty(window, "innerWidth", { value: 1440, configurable: true });
 });
 

@@ -33,12 +33,6 @@ const { default: App } = await import("./App.svelte");
 const { uiState } = await import("./lib/uistate");
 
 beforeAll(() => {
-  // jsdom has no layout, so no ResizeObserver (the transcript measures its rows with one).
-  globalThis.ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  } as unknown as typeof ResizeObserver;
   // A window wide enough for both side columns as set (jsdom's is 1024 px).
   Object.defineProperty(window, "innerWidth", { value: 1440, configurable: true });
 });

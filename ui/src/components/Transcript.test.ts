@@ -1,17 +1,9 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fireEvent, render, waitFor } from "@testing-library/svelte";
 import Transcript from "./Transcript.svelte";
 import { emptySession, type Item, type SessionState } from "../lib/session";
 import type { Goal } from "../lib/types";
 
-beforeAll(() => {
-  // jsdom has no layout, so no ResizeObserver: rows keep their estimated height.
-  globalThis.ResizeObserver ??= class {
-    observe() {}
-    unobserve() {}
-    disconnect() {}
-  } as unknown as typeof ResizeObserver;
-});
 
 function session(items: Item[]): SessionState {
   return { ...emptySession("s1"), items };
