@@ -5,14 +5,6 @@
 use super::*;
 use fantoccini::key::Key;
 
-async fn value(app: &App) -> String {
-    app.js("return document.querySelector('[data-testid=composer]').value")
-        .await
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn enter_escape_mentions_retry_and_edit_and_resend() {
     let desk = Desk::start();
@@ -35,7 +27,7 @@ async fn enter_escape_mentions_retry_and_edit_and_resend() {
     app.el("[data-testid=completion]").await;
     app.press(Key::Escape).await;
     app.wait_gone("[data-testid=completion]").await;
-    assert_eq!(value(&app).await, "/go");
+    assert_eq!(app.composer_value().await, "/go");
     // Typing opens it again; Enter on a whole command sends it, never a completion of it.
     app.type_more("[data-testid=composer]", "al").await;
     app.el("[data-testid=completion]").await;

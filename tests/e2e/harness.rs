@@ -276,6 +276,12 @@ impl Desk {
         self.home().join(".config/waymark/settings.json")
     }
 
+    /// Writes `settings` as the whole settings file (its folder made first).
+    pub fn write_settings(&self, settings: &serde_json::Value) {
+        std::fs::create_dir_all(self.settings_file().parent().unwrap()).unwrap();
+        std::fs::write(self.settings_file(), settings.to_string()).unwrap();
+    }
+
     /// The window's state, in Waymark's data folder beside the database.
     pub fn ui_state_file(&self) -> PathBuf {
         self.data_dir().join("ui-state.json")
@@ -551,6 +557,15 @@ impl App {
 
     pub async fn exists(&self, css: &str) -> bool {
         self.client.find(Locator::Css(css)).await.is_ok()
+    }
+
+    /// What the composer holds now.
+    pub async fn composer_value(&self) -> String {
+        self.js("return document.querySelector('[data-testid=composer]').value")
+            .await
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 
     pub async fn text(&self, css: &str) -> String {

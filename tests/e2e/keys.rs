@@ -5,14 +5,6 @@
 use super::*;
 use fantoccini::key::Key;
 
-async fn composer_value(app: &App) -> String {
-    app.js("return document.querySelector('[data-testid=composer]').value")
-        .await
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn escape_stops_the_turn_up_recalls_the_prompt_and_question_mark_lists_the_keys() {
     let desk = Desk::start();
@@ -40,7 +32,7 @@ async fn escape_stops_the_turn_up_recalls_the_prompt_and_question_mark_lists_the
     );
 
     // ↑ in the empty composer: the message sent last, then the one before; ↓ back down.
-    assert_eq!(composer_value(&app).await, "");
+    assert_eq!(app.composer_value().await, "");
     app.press(Key::Up).await;
     app.wait_js(
         "return document.querySelector('[data-testid=composer]').value === 'Run the long command' || null",

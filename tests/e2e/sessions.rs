@@ -22,12 +22,7 @@ async fn sessions_are_searched_renamed_deleted_and_started_in_the_same_folder() 
     }
     succeeded(&desk.exec(&beta, &script("blocked.json"), &["/goal Rename the tool"]));
     // A model in the settings: new sessions start without a file dialog or a question.
-    std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
-    std::fs::write(
-        desk.settings_file(),
-        serde_json::json!({ "model": script("chat.json") }).to_string(),
-    )
-    .unwrap();
+    desk.write_settings(&serde_json::json!({ "model": script("chat.json") }));
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
     app.wait_js(

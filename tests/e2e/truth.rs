@@ -34,12 +34,7 @@ async fn the_mode_picker_never_shows_a_mode_the_session_is_not_in() {
     let desk = Desk::start();
     let ws = workspace(&desk, "picker");
     succeeded(&desk.exec(&ws, &script("chat.json"), &["Hello"]));
-    std::fs::create_dir_all(desk.settings_file().parent().unwrap()).unwrap();
-    std::fs::write(
-        desk.settings_file(),
-        serde_json::json!({ "model": script("chat.json") }).to_string(),
-    )
-    .unwrap();
+    desk.write_settings(&serde_json::json!({ "model": script("chat.json") }));
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
     for round in 0..3 {
