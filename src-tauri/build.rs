@@ -5,6 +5,7 @@
 const COMMANDS: &[&str] = &[
     "app_info",
     "list_sessions",
+    "search_sessions",
     "pick_workspace",
     "create_session",
     "open_session",
@@ -16,6 +17,7 @@ const COMMANDS: &[&str] = &[
     "answer",
     "stop",
     "edit_plan",
+    "review_plan_again",
     "plan_view",
     "plan_diff",
     "plan_revision",

@@ -52,6 +52,13 @@ pub async fn list_sessions(host: State<'_, Host>) -> IpcResult<Vec<SessionSummar
     Ok(host.runtime.list_sessions()?)
 }
 
+/// Sessions whose messages (the user's, the agent's replies) hold `query`, newest first.
+#[tauri::command]
+#[specta::specta]
+pub async fn search_sessions(host: State<'_, Host>, query: String) -> IpcResult<Vec<String>> {
+    Ok(host.runtime.search_sessions(&query)?)
+}
+
 /// The folder picker behind "Open folder…"; `None` when the user cancels.
 #[tauri::command]
 #[specta::specta]
@@ -286,6 +293,14 @@ pub async fn edit_plan(host: State<'_, Host>, id: String, text: String) -> IpcRe
     Ok(())
 }
 
+/// "Review again" after "Not now": the put-off review opens again at once, with no model turn.
+#[tauri::command]
+#[specta::specta]
+pub async fn review_plan_again(host: State<'_, Host>, id: String) -> IpcResult<()> {
+    host.handle(&id)?.submit(Op::ReviewPlanAgain).await?;
+    Ok(())
+}
+
 #[tauri::command]
 #[specta::specta]
 pub async fn plan_view(host: State<'_, Host>, id: String) -> IpcResult<PlanView> {
@@ -397,7 +412,7 @@ pub async fn goal(host: State<'_, Host>, id: String, op: GoalOp) -> IpcResult<St
     }
 }
 
-/// What a goal form's text (`Fix the build budget=50K time=2h`, `budget=20K turns=clear`)
+/// What a goal form's text (`Fix the build tokens=50K time=2h`, `tokens=20K turns=clear`)
 /// asks for, parsed by the same grammar as `/goal`, so the forms need no rules of their own.
 #[tauri::command]
 #[specta::specta]

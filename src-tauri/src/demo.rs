@@ -21,7 +21,7 @@ const GOAL_SCRIPT: &str = include_str!("../../demo/desktop/goal.json");
 pub const PLAN_PROMPT: &str =
     "Plan first: give greet.sh a test and make the greeting end with an exclamation mark.";
 pub const GOAL_COMMAND: &str =
-    "/goal Make greet.sh handle any name safely budget=40K turns=8 time=30m";
+    "/goal Make greet.sh handle any name safely tokens=40K turns=8 time=30m";
 
 /// Copies the sample project into a new folder under the data dir.
 fn sample_workspace(data_dir: &Path, run: i64, name: &str) -> std::io::Result<std::path::PathBuf> {

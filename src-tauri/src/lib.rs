@@ -30,6 +30,7 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
         .commands(collect_commands![
             commands::app_info,
             commands::list_sessions,
+            commands::search_sessions,
             commands::pick_workspace::<tauri::Wry>,
             commands::create_session::<tauri::Wry>,
             commands::open_session::<tauri::Wry>,
@@ -41,6 +42,7 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::answer,
             commands::stop,
             commands::edit_plan,
+            commands::review_plan_again,
             commands::plan_view,
             commands::plan_diff,
             commands::plan_revision,

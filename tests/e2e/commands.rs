@@ -8,34 +8,12 @@
 use super::*;
 use fantoccini::key::Key;
 
-/// What the window shows that it must not, as a script: the visible text
-/// (`document.body.innerText`, the contents of closed `details` folds left out, their
-/// summaries kept) searched for a command line, an id, a hash and the data folder `data`.
-/// Returns the offending pieces (empty when none) and the text.
-fn terminal_text(data: &str) -> String {
-    format!(
-        "const hidden = []; \
-         for (const d of document.querySelectorAll('details:not([open])')) \
-           for (const c of d.children) if (c.tagName !== 'SUMMARY') {{ hidden.push([c, c.style.display]); c.style.display = 'none'; }} \
-         const text = document.body.innerText; \
-         for (const [c, was] of hidden) c.style.display = was; \
-         const found = []; \
-         const patterns = [['command line', /\\bwaymark [a-z][\\w-]*/g], ['id', /\\b(?:s|cp|plan)-[a-z0-9]{{6,}}/g], ['sha256', /\\b[0-9a-f]{{64}}\\b/g]]; \
-         for (const [what, re] of patterns) for (const m of text.matchAll(re)) found.push(what + ': ' + m[0]); \
-         if (text.includes({data:?})) found.push('a path in the data folder'); \
-         return {{ found, text }};"
-    )
-}
-
 /// Asserts that the window shows no terminal text and no toast, after `what`.
-async fn shows_words_only(app: &App, desk: &Desk, what: &str) {
-    let data = desk.data_dir().display().to_string();
-    let seen = app.js(&terminal_text(&data)).await;
-    assert_eq!(
-        seen["found"],
-        serde_json::json!([]),
-        "after {what} the window shows:\n{}",
-        seen["text"].as_str().unwrap_or_default()
+async fn shows_words_only(app: &App, what: &str) {
+    let (found, text) = app.internals_shown().await;
+    assert!(
+        found.is_empty(),
+        "after {what} the window shows {found:?}:\n{text}"
     );
     assert!(
         !app.exists("[data-testid=toast]").await,
@@ -72,7 +50,7 @@ async fn each_command(app: &App, desk: &Desk, id: &str, size: &str, narrow: bool
     app.wait_text("[data-testid=shortcuts-commands]", "/rewind")
         .await;
     app.wait_text("[data-testid=shortcuts]", "Ctrl+K").await;
-    shows_words_only(app, desk, "/help").await;
+    shows_words_only(app, "/help").await;
     app.shot(&format!("commands-1-help-{size}")).await;
     app.press(Key::Escape).await;
     app.wait_gone("[data-testid=shortcuts]").await;
@@ -96,7 +74,7 @@ async fn each_command(app: &App, desk: &Desk, id: &str, size: &str, narrow: bool
         points[1].starts_with("Before your message “Add a greeting to the script”"),
         "{points:?}"
     );
-    shows_words_only(app, desk, "/rewind").await;
+    shows_words_only(app, "/rewind").await;
     app.shot(&format!("commands-2-rewind-list-{size}")).await;
     app.click("[data-testid=rewind-list] li:last-child [data-testid=rewind-point]")
         .await;
@@ -106,7 +84,7 @@ async fn each_command(app: &App, desk: &Desk, id: &str, size: &str, narrow: bool
         title,
         "Rewind to before your message “Add a greeting to the script”?"
     );
-    shows_words_only(app, desk, "a point of /rewind").await;
+    shows_words_only(app, "a point of /rewind").await;
     app.shot(&format!("commands-3-rewind-preview-{size}")).await;
     app.click("[data-testid=rewind-cancel]").await;
     app.wait_gone("[data-testid=rewind-dialog]").await;
@@ -114,7 +92,7 @@ async fn each_command(app: &App, desk: &Desk, id: &str, size: &str, narrow: bool
     // `/goal` alone: the Goal tab.
     command(app, "/goal").await;
     app.el("[data-testid=tab-goal][aria-selected=true]").await;
-    shows_words_only(app, desk, "/goal").await;
+    shows_words_only(app, "/goal").await;
     app.shot(&format!("commands-4-goal-tab-{size}")).await;
     if narrow {
         // Escape closes the drawer it opened (it covers the header's Details button).
@@ -129,17 +107,17 @@ async fn each_command(app: &App, desk: &Desk, id: &str, size: &str, narrow: bool
     // `/plan on` (after `/plan off`, on the second round) and `/plan status`: a line in words.
     if narrow {
         command(app, "/plan off").await;
-        newest_chip(app, "Plan mode is off.").await;
-        shows_words_only(app, desk, "/plan off").await;
+        newest_chip(app, "Plan mode is off:").await;
+        shows_words_only(app, "/plan off").await;
     }
     command(app, "/plan on").await;
     let on = newest_chip(app, "Plan mode is on:").await;
     assert!(on.contains("planned, not implemented"), "{on}");
-    shows_words_only(app, desk, "/plan on").await;
+    shows_words_only(app, "/plan on").await;
     app.shot(&format!("commands-5-plan-on-{size}")).await;
     command(app, "/plan status").await;
     newest_chip(app, "Plan mode is on;").await;
-    shows_words_only(app, desk, "/plan status").await;
+    shows_words_only(app, "/plan status").await;
     app.shot(&format!("commands-6-plan-status-{size}")).await;
 
     // `/mcp`: Settings, on the tool servers.
@@ -149,7 +127,7 @@ async fn each_command(app: &App, desk: &Desk, id: &str, size: &str, narrow: bool
         "Settings on the tool servers",
     )
     .await;
-    shows_words_only(app, desk, "/mcp").await;
+    shows_words_only(app, "/mcp").await;
     app.shot(&format!("commands-7-mcp-{size}")).await;
     app.click("[data-testid=open-settings]").await;
     app.el("[data-testid=composer]").await;

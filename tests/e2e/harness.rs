@@ -698,6 +698,25 @@ impl App {
     }
 
     pub async fn shot(&self, name: &str) {
+        self.save_shot(name).await;
+        // Issue 37: no main view shows an internal id, a hash, a command line or the data
+        // folder outside its details folds.
+        let (found, text) = self.internals_shown().await;
+        assert!(
+            found.is_empty(),
+            "screenshot {name} shows {found:?} in its visible text:\n{text}"
+        );
+    }
+
+    /// A screenshot of a view that is meant to show what `shot` refuses (an opened fold of
+    /// raw details, the data folder in Settings): `why` says which.
+    pub async fn shot_of_internals(&self, name: &str, why: &str) {
+        assert!(!why.is_empty(), "say why {name} may show internals");
+        self.save_shot(name).await;
+    }
+
+    /// Saves a screenshot of the window as `name`.png in the screenshots folder.
+    async fn save_shot(&self, name: &str) {
         self.keep_painting().await;
         let png = tokio::time::timeout(WAIT, self.client.screenshot())
             .await
@@ -705,6 +724,46 @@ impl App {
             .unwrap();
         self.js("window.__shotMark = null; return true").await;
         std::fs::write(shots_dir().join(format!("{name}.png")), png).unwrap();
+    }
+
+    /// What the visible text shows that a main view must not: a `waymark …` command line, an
+    /// internal id (`s-…`, `cp-…`, `plan-…`), a sha256, or a path in the app's data folder.
+    /// The text is `document.body.innerText` with the contents of every `details` fold left
+    /// out (their summaries kept). Returns the offending pieces and the text.
+    pub async fn internals_shown(&self) -> (Vec<String>, String) {
+        let data = self
+            .pid()
+            .and_then(|pid| std::fs::read(format!("/proc/{pid}/environ")).ok())
+            .and_then(|env| {
+                env.split(|b| *b == 0)
+                    .find_map(|v| v.strip_prefix(b"WAYMARK_DATA_DIR=").map(<[u8]>::to_vec))
+            })
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .unwrap_or_default();
+        let seen = self
+            .js(&format!(
+                "const hidden = []; \
+                 for (const d of document.querySelectorAll('details')) \
+                   for (const c of d.children) if (c.tagName !== 'SUMMARY') {{ hidden.push([c, c.style.display]); c.style.display = 'none'; }} \
+                 const text = document.body.innerText; \
+                 for (const [c, was] of hidden) c.style.display = was; \
+                 const found = []; \
+                 const patterns = [['command line', /\\bwaymark [a-z][\\w-]*/g], ['id', /\\b(?:s|cp|plan)-[a-z0-9]{{6,}}/g], ['sha256', /\\b[0-9a-f]{{64}}\\b/g]]; \
+                 for (const [what, re] of patterns) for (const m of text.matchAll(re)) found.push(what + ': ' + m[0]); \
+                 const data = {data:?}; \
+                 if (data && text.includes(data)) found.push('a path in the data folder'); \
+                 return {{ found, text }};"
+            ))
+            .await;
+        let found = seen["found"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (found, seen["text"].as_str().unwrap_or_default().to_string())
     }
 
     /// Ends the test's use of the window: the app quits as on a desktop logout (SIGTERM),

@@ -44,8 +44,11 @@ async fn plan_review_not_now_revise_then_reject() {
     // Reject & exit: back to default mode, the workspace untouched.
     app.click("[data-testid=reject]").await;
     app.wait_gone("[data-testid=approval-bar]").await;
-    app.wait_text("[data-testid=transcript]", "Plan mode off (rejected)")
-        .await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Plan mode is off: you rejected the plan.",
+    )
+    .await;
     app.shot("plan-3-rejected").await;
     assert_eq!(
         std::fs::read_to_string(ws.join("src/greet.sh")).unwrap(),

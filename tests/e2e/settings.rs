@@ -79,7 +79,7 @@ async fn a_beta_flag_toggled_in_settings_changes_behaviour_without_a_restart() {
     app.click("[data-testid=open-settings]").await;
     app.type_into("[data-testid=composer]", "/plan on\u{E007}")
         .await;
-    app.wait_text("[data-testid=transcript]", "Plan mode on")
+    app.wait_text("[data-testid=transcript]", "Plan mode is on")
         .await;
     app.close().await;
 }

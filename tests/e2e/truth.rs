@@ -203,3 +203,60 @@ async fn no_permission_question_for_a_call_the_budget_would_refuse() {
     app.shot("truth-4-budget-refused-unasked").await;
     app.close().await;
 }
+
+/// A turn whose model cannot be reached is said in words with a next step (issue 37, 7):
+/// "Could not reach lab at 127.0.0.1:9 — is it running?" with Open settings and Retry, the
+/// raw error in a closed fold; Retry and Edit & resend stay after a switch of model, and Open
+/// settings opens Settings.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_cannot_be_reached_is_said_in_words_with_a_next_step() {
+    let desk = Desk::start();
+    // Port 9 on loopback: nothing listens there, so the connection is refused.
+    desk.write_settings(&serde_json::json!({"providers": {
+        "lab": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1"}
+    }}));
+    let ws = workspace(&desk, "unreachable");
+    succeeded(&desk.exec(&ws, &script("chat.json"), &["Hello"]));
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    let switch = |spec: &'static str| {
+        let app = &app;
+        async move {
+            app.click("[data-testid=model-picker] option[value=__other__]")
+                .await;
+            app.type_into("[data-testid=model-other]", spec).await;
+            app.type_more("[data-testid=model-other]", "\u{E007}").await;
+            app.wait_text("[data-testid=transcript]", &format!("Now on {spec}"))
+                .await;
+        }
+    };
+    switch("lab:m1").await;
+    app.type_into("[data-testid=composer]", "Say hello\u{E007}")
+        .await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Could not reach lab at 127.0.0.1:9 — is it running?",
+    )
+    .await;
+    for button in ["retry", "edit-resend", "error-settings"] {
+        assert!(
+            app.exists(&format!("[data-testid={button}]")).await,
+            "no {button} button"
+        );
+    }
+    // The runtime's own words wait in a closed fold.
+    let fold = app
+        .js("const d = [...document.querySelectorAll('[data-testid=chip-detail]')].at(-1); return d ? d.open : null")
+        .await;
+    assert_eq!(fold, false, "the raw error is in a closed fold");
+    app.shot("truth-7-error-next-step").await;
+    desk.resize(&app, 900, 600).await;
+    app.shot("truth-7-error-next-step-900x600").await;
+    // Another model: the failed message can still be sent again.
+    switch("lab:m2").await;
+    assert!(app.exists("[data-testid=retry]").await);
+    assert!(app.exists("[data-testid=edit-resend]").await);
+    app.click("[data-testid=error-settings]").await;
+    app.el("[data-testid=settings]").await;
+    app.close().await;
+}

@@ -115,7 +115,7 @@ describe("slash commands in the window", () => {
     expect(screen.queryByTestId("toast")).toBeNull();
   });
 
-  it("/plan on goes to the session and comes back as a line in words, with no toast", async () => {
+  it("/plan on goes to the session and comes back as one line in words, with no toast", async () => {
     app.submitted.length = 0;
     render(App);
     await screen.findByTestId("composer");
@@ -124,7 +124,11 @@ describe("slash commands in the window", () => {
     const ev = (type: string, body: object) => ({ session_id: S, seq: ++app.seq, ts: 0, transient: false, type, ...body }) as unknown as WireEvent;
     app.push(ev("plan.mode_changed", { mode: "plan", reason: "command" }));
     app.push(ev("command.output", { command: "plan", text: PLAN_ON }));
-    await waitFor(() => expect(screen.getByTestId("transcript").textContent).toContain("your next messages are planned, not implemented"));
+    // Both events are in by the time the first line shows (each is applied as it comes).
+    await waitFor(() => expect(screen.getByTestId("transcript").textContent).toContain("Plan mode"));
+    const plan = screen.getAllByTestId("chip").filter((c) => c.classList.contains("plan"));
+    expect(plan).toHaveLength(1);
+    expect(plan[0].textContent).toMatch(/^Plan mode (is )?on/);
     expect(screen.queryByTestId("toast")).toBeNull();
     noTerminalText();
   });

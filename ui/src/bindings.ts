@@ -7,6 +7,8 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 export const commands = {
 	appInfo: () => __TAURI_INVOKE<AppInfo_Serialize>("app_info"),
 	listSessions: () => typedError<SessionSummary_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("list_sessions")),
+	/**  Sessions whose messages (the user's, the agent's replies) hold `query`, newest first. */
+	searchSessions: (query: string) => typedError<string[], ErrorInfo_Serialize>(__TAURI_INVOKE("search_sessions", { query })),
 	/**  The folder picker behind "Open folder…"; `None` when the user cancels. */
 	pickWorkspace: () => __TAURI_INVOKE<string | null>("pick_workspace"),
 	/**  Creates a session in `workspace` (the settings' model unless `model` names one). */
@@ -38,6 +40,8 @@ export const commands = {
 	stop: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("stop", { id })),
 	/**  The user's own edit of the plan before approving it. */
 	editPlan: (id: string, text: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("edit_plan", { id, text })),
+	/**  "Review again" after "Not now": the put-off review opens again at once, with no model turn. */
+	reviewPlanAgain: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("review_plan_again", { id })),
 	planView: (id: string) => typedError<PlanView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("plan_view", { id })),
 	planDiff: (id: string, from: RevisionRef, to: RevisionRef) => typedError<PlanDiff_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("plan_diff", { id, from, to })),
 	/**  One revision of any plan of the session (earlier plans too), to read. */
@@ -67,7 +71,7 @@ export const commands = {
 	 */
 	goal: (id: string, op: GoalOp_Deserialize) => typedError<string, ErrorInfo_Serialize>(__TAURI_INVOKE("goal", { id, op })),
 	/**
-	 *  What a goal form's text (`Fix the build budget=50K time=2h`, `budget=20K turns=clear`)
+	 *  What a goal form's text (`Fix the build tokens=50K time=2h`, `tokens=20K turns=clear`)
 	 *  asks for, parsed by the same grammar as `/goal`, so the forms need no rules of their own.
 	 */
 	parseGoal: (text: string) => typedError<GoalOp_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("parse_goal", { text })),
@@ -1749,7 +1753,7 @@ export type PlanApprovalQuestion_Deserialize = {
 	/**  Approval options the plan offers (`approve --option N`, 1-based). */
 	options?: string[],
 	/**
-	 *  The plan's `## Budget` section in the `/goal` budget syntax (`budget=50K turns=20
+	 *  The plan's `## Budget` section in the `/goal` budget syntax (`tokens=50K turns=20
 	 *  time=2h`), the default budget when it is approved as a goal.
 	 */
 	budget?: string | null,
@@ -1772,7 +1776,7 @@ export type PlanApprovalQuestion_Serialize = {
 	/**  Approval options the plan offers (`approve --option N`, 1-based). */
 	options: string[],
 	/**
-	 *  The plan's `## Budget` section in the `/goal` budget syntax (`budget=50K turns=20
+	 *  The plan's `## Budget` section in the `/goal` budget syntax (`tokens=50K turns=20
 	 *  time=2h`), the default budget when it is approved as a goal.
 	 */
 	budget: string | null,
@@ -2022,6 +2026,12 @@ export type ProjectServer_Deserialize = {
 	headers?: string[],
 	/**  The folder it starts in, when the file names one (else the project's). */
 	cwd?: string | null,
+	/**
+	 *  Arguments that read as paths relative to the folder it starts in (`.`, `./x`,
+	 *  `--root=../x`) while the file names no folder: the server then starts in `/`, so
+	 *  such a path means a place under the filesystem root, not under the project.
+	 */
+	relative_args?: string[],
 };
 
 /**  One server of a project's `.mcp.json`. */
@@ -2035,6 +2045,12 @@ export type ProjectServer_Serialize = {
 	headers: string[],
 	/**  The folder it starts in, when the file names one (else the project's). */
 	cwd: string | null,
+	/**
+	 *  Arguments that read as paths relative to the folder it starts in (`.`, `./x`,
+	 *  `--root=../x`) while the file names no folder: the server then starts in `/`, so
+	 *  such a path means a place under the filesystem root, not under the project.
+	 */
+	relative_args: string[],
 };
 
 /**

@@ -42,7 +42,7 @@ pub(crate) fn build_answer(
                 Some(b) => match waymark_runtime::goal::parse_command(&b)? {
                     waymark_protocol::GoalOp::EditBudget { budget } => budget,
                     _ => anyhow::bail!(
-                        "--budget `{b}` is not a budget: write budget=50K turns=20 time=2h"
+                        "--budget `{b}` is not a budget: write tokens=50K turns=20 time=2h"
                     ),
                 },
             });

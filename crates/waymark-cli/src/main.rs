@@ -142,7 +142,7 @@ enum Command {
         /// `## Budget`, or --budget).
         #[arg(long)]
         as_goal: bool,
-        /// With `--as-goal`: the goal's budget in the /goal syntax (`budget=50K turns=20
+        /// With `--as-goal`: the goal's budget in the /goal syntax (`tokens=50K turns=20
         /// time=2h`), instead of the plan's.
         #[arg(long, requires = "as_goal")]
         budget: Option<String>,

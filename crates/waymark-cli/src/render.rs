@@ -469,7 +469,7 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
             out.push_str("  Answer with one of:\n");
             for a in [
                 "approve [--option N]",
-                "approve --as-goal [--budget \"budget=50K turns=20 time=2h\"]",
+                "approve --as-goal [--budget \"tokens=50K turns=20 time=2h\"]",
                 "defer",
                 "revise [--text \"feedback\"] [--comment 12-14:\"comment\" …]",
                 "reject",

@@ -317,7 +317,7 @@ mod tests {
         let specs = [
             CommandSpec {
                 name: "task",
-                usage: "/task [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
+                usage: "/task [<objective> [tokens=50K turns=N time=2h] | tokens=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
                 summary: "set or manage the session's task",
             },
             CommandSpec {

@@ -219,7 +219,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
     let no_goal = || Error::Refused("no goal is set".into());
     Ok(match op {
         GoalOp::Show => match current {
-            None => "No goal is set. Set one with /goal <objective> (optionally budget=50K turns=20 time=2h).".to_string(),
+            None => "No goal is set. Set one with /goal <objective> (optionally tokens=50K turns=20 time=2h).".to_string(),
             Some(g) => {
                 let queued = queued_goals(tx.conn(), api.id())?;
                 let mut s = describe(&snapshot(&g), tx.now());
@@ -315,7 +315,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 return Err(Error::Refused("no goal is set; give an objective".into()));
             };
             if budget.is_empty() {
-                return Err(Error::Refused("no budget change given (budget=…, turns=…, time=… or cost=…)".into()));
+                return Err(Error::Refused("no budget change given (tokens=…, turns=…, time=… or cost=…)".into()));
             }
             let args = args_of(budget)?;
             // Saving the budget as it is changes nothing: no new revision, nothing logged
@@ -358,7 +358,7 @@ impl SlashCommand for GoalCommand {
     fn spec(&self) -> CommandSpec {
         CommandSpec {
             name: "goal",
-            usage: "/goal [<objective> [budget=50K turns=N time=2h] | budget=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
+            usage: "/goal [<objective> [tokens=50K turns=N time=2h] | tokens=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
             summary: "set or manage the session's goal",
         }
     }

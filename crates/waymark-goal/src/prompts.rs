@@ -100,7 +100,7 @@ pub fn continuation(n: Nudge) -> String {
 }
 
 /// The reminder of the one summary turn after a budget stop (G-22).
-pub const SUMMARY_REMINDER: &str = "The goal's budget is used up and tools are disabled. Reply now with a short summary: what is done, what is not done yet, and that the user can raise the budget (for example `/goal budget=…`) to let you continue.";
+pub const SUMMARY_REMINDER: &str = "The goal's budget is used up and tools are disabled. Reply now with a short summary: what is done, what is not done yet, and that the user can raise the budget (for example `/goal tokens=…`) to let you continue.";
 
 /// The message that starts the summary turn.
 pub fn continuation_summary() -> String {

@@ -58,7 +58,7 @@ fn budget_decision(call: &GuardCall<'_>, mode: PermissionMode, budget: String) -
         PermissionMode::Auto => return GuardDecision::Allow,
         PermissionMode::ReadOnly => {
             return GuardDecision::Deny(
-                "The goal's budget cannot change in read-only permission mode; the user can change it with /goal budget=…".into(),
+                "The goal's budget cannot change in read-only permission mode; the user can change it with /goal tokens=…".into(),
             );
         }
         PermissionMode::Ask | PermissionMode::AutoEdit => {}

@@ -83,6 +83,17 @@ pub fn read(folder: &Path) -> std::result::Result<Option<ProjectFile>, ProjectFi
     }))
 }
 
+/// Whether a server's argument reads as a path relative to the folder it starts in: `.`,
+/// `..`, `./…`, `../…`, or such a path as an option's value (`--root=.`). Names such as
+/// `server.js` or `@scope/pkg` are left alone: they may as well be a package or a module.
+fn reads_as_relative_path(arg: &str) -> bool {
+    let value = match arg.split_once('=') {
+        Some((key, v)) if key.starts_with('-') => v,
+        _ => arg,
+    };
+    matches!(value, "." | "..") || value.starts_with("./") || value.starts_with("../")
+}
+
 fn decision(tx: &Tx<'_>, folder: &str, sha: &str) -> Result<Option<bool>> {
     use rusqlite::OptionalExtension;
     Ok(tx
@@ -169,6 +180,15 @@ pub(crate) fn on_open(
                     .command
                     .is_some()
                     .then(|| escape_line(&crate::hub::project_cwd(workspace, s.cwd.as_deref()))),
+                relative_args: if s.command.is_some() && s.cwd.is_none() {
+                    s.args
+                        .iter()
+                        .filter(|a| reads_as_relative_path(a))
+                        .map(|a| escape_line(a))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect(),
     });
@@ -242,4 +262,27 @@ pub(crate) fn on_answer(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reads_as_relative_path;
+
+    #[test]
+    fn relative_paths_among_a_servers_arguments_are_told_apart() {
+        for a in [".", "..", "./data", "../shared", "--root=.", "--dir=./x"] {
+            assert!(reads_as_relative_path(a), "{a}");
+        }
+        for a in [
+            "/srv/data",
+            "-y",
+            "@modelcontextprotocol/server-filesystem",
+            "server.js",
+            "--port=8080",
+            "x=./y",
+            ".env",
+        ] {
+            assert!(!reads_as_relative_path(a), "{a}");
+        }
+    }
 }

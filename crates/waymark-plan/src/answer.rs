@@ -40,6 +40,61 @@ pub(crate) fn implementation_message(snapshot: &str, option: Option<(u32, &str)>
     m
 }
 
+/// "Review again" after "Not now": a new review of the revision whose review was put off,
+/// asked without a model turn. Only the newest review of the session's current plan counts,
+/// and only if it was put off: a revision the agent submitted since has its own review.
+pub(crate) fn review_again(api: &SessionApi) -> Result<()> {
+    let sid = api.id().to_string();
+    let qid = api.new_id("q");
+    api.write(|tx| {
+        if !super::in_plan_mode(tx, &sid)? {
+            return Err(Error::Refused(
+                "there is no plan to review again: the session is not planning".into(),
+            ));
+        }
+        if let Some(q) = waymark_store::questionnaires::pending(tx.conn(), &sid)? {
+            return Err(Error::Refused(format!(
+                "the {} question waits for an answer first",
+                q.kind().as_str()
+            )));
+        }
+        if waymark_store::turns::open_turn(tx.conn(), &sid)?.is_some() {
+            return Err(Error::Busy(
+                "the agent is still working: review the plan when its turn ends".into(),
+            ));
+        }
+        let plan = crate::db::current_plan(tx.conn(), &sid)?
+            .ok_or_else(|| Error::Refused("the session has no plan to review".into()))?;
+        let newest = waymark_store::questionnaires::list(tx.conn(), &sid)?
+            .into_iter()
+            .rev()
+            .find(|q| matches!(&q.question, Question::PlanApproval(r) if r.plan_id == plan.id));
+        let review = match newest {
+            Some(QuestionnaireRow {
+                question: Question::PlanApproval(review),
+                answer: Some(Answer::Defer),
+                ..
+            }) => review,
+            _ => {
+                return Err(Error::Refused(
+                    "the plan has no review that was put off: the agent submits it for review when it is ready".into(),
+                ));
+            }
+        };
+        let question = Question::PlanApproval(review);
+        tx.open_questionnaire(&qid, &sid, None, &question)?;
+        tx.set_plan_status(&plan.id, PlanStatus::AwaitingApproval)?;
+        tx.emit(
+            &sid,
+            waymark_protocol::EventKind::QuestionnaireOpened {
+                id: qid.clone(),
+                question: Box::new(question),
+            },
+        )?;
+        Ok(())
+    })
+}
+
 /// The text of a frozen plan snapshot.
 fn snapshot_text(tx: &Tx<'_>, key: &str) -> Result<String> {
     let bytes = crate::db::blob(tx.conn(), key)?

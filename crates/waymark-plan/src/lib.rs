@@ -135,6 +135,7 @@ impl Extension for PlanExtension {
     fn handle_op(&self, api: &SessionApi, op: &Op) -> Option<Result<Option<String>>> {
         match op {
             Op::EditPlan { text } => Some(edit_by_user(api, text).map(|_| None)),
+            Op::ReviewPlanAgain => Some(answer::review_again(api).map(|_| None)),
             Op::AdoptPlan {
                 from_session,
                 questionnaire_id,

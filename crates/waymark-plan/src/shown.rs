@@ -297,7 +297,7 @@ pub fn steps(text: &str) -> Vec<String> {
 }
 
 /// The words of the plan's `## Budget` section in the `/goal` budget syntax
-/// (`budget=50K turns=20 time=2h`), when it names at least one, every one reads and no key
+/// (`tokens=50K turns=20 time=2h`), when it names at least one, every one reads and no key
 /// comes twice.
 pub fn budget(text: &str) -> Option<String> {
     let body = section(&blocks(text), "Budget")?;
@@ -317,7 +317,11 @@ pub fn budget(text: &str) -> Option<String> {
             w.trim_matches(|c: char| matches!(c, '`' | ',' | ';' | '.' | '(' | ')'))
                 .to_string()
         })
-        .filter(|w| w.starts_with("budget=") || w.starts_with("turns=") || w.starts_with("time="))
+        .filter(|w| {
+            ["tokens=", "budget=", "turns=", "time="]
+                .iter()
+                .any(|k| w.starts_with(k))
+        })
         .collect();
     if words.is_empty() {
         return None;

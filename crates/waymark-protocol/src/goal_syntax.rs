@@ -27,7 +27,7 @@ pub enum BudgetSyntaxError {
         max: u64,
         value: String,
     },
-    #[error("`{key}=` is given twice; give each of budget=, turns=, time= and cost= at most once")]
+    #[error("`{key}=` is given twice; give each of tokens=, turns=, time= and cost= at most once")]
     Twice { key: &'static str },
 }
 
@@ -191,7 +191,8 @@ pub fn parse_cost(s: &str) -> Result<u64, BudgetSyntaxError> {
     }
 }
 
-/// Budget changes in `budget=… turns=… time=… cost=…` form: `None` leaves a dimension,
+/// Budget changes in `tokens=… turns=… time=… cost=…` form (`budget=` is an older name for
+/// `tokens=`, still read): `None` leaves a dimension,
 /// `Some(None)` clears it (`clear`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetArgs {
@@ -216,7 +217,7 @@ pub fn split_args(args: &str) -> Result<(String, BudgetArgs), BudgetSyntaxError>
                 parse(v).map(Some)
             }
         };
-        // A key given twice is refused: `budget=5K budget=6K` must not hide one value
+        // A key given twice is refused: `tokens=5K budget=6K` must not hide one value
         // behind the other.
         let once = |key: &'static str, set: bool| -> Result<(), BudgetSyntaxError> {
             if set {
@@ -224,8 +225,11 @@ pub fn split_args(args: &str) -> Result<(String, BudgetArgs), BudgetSyntaxError>
             }
             Ok(())
         };
-        if let Some(v) = w.strip_prefix("budget=") {
-            once("budget", b.tokens.is_some())?;
+        if let Some(v) = w
+            .strip_prefix("tokens=")
+            .or_else(|| w.strip_prefix("budget="))
+        {
+            once("tokens", b.tokens.is_some())?;
             b.tokens = Some(setting(v, parse_tokens)?);
         } else if let Some(v) = w.strip_prefix("turns=") {
             once("turns", b.turns.is_some())?;
@@ -243,7 +247,7 @@ pub fn split_args(args: &str) -> Result<(String, BudgetArgs), BudgetSyntaxError>
     Ok((words.join(" "), b))
 }
 
-/// `BudgetArgs` as a typed change (what `/goal … budget=…` asks for).
+/// `BudgetArgs` as a typed change (what `/goal … tokens=…` asks for).
 pub fn change_of(b: &BudgetArgs) -> BudgetChange {
     let limit = |v: Option<Option<u64>>| v.map(|x| x.map_or(Limit::Clear, Limit::To));
     BudgetChange {
@@ -403,6 +407,11 @@ mod tests {
         );
         let (o, b) = split_args("budget=clear").unwrap();
         assert_eq!((o.as_str(), b.tokens), ("", Some(None)));
+        // `tokens=` is the word the form, the gauges and the plan use; `budget=` is kept.
+        let (o, b) = split_args("fix it tokens=40K").unwrap();
+        assert_eq!((o.as_str(), b.tokens), ("fix it", Some(Some(40_000))));
+        let e = split_args("tokens=5K budget=6K").unwrap_err().to_string();
+        assert!(e.contains("`tokens=` is given twice"), "{e}");
         assert!(
             split_args("x budget=lots")
                 .unwrap_err()

@@ -199,6 +199,10 @@ pub enum Op {
     /// The user's own edit of the plan file in plan mode: written to the file and frozen as
     /// a revision authored by the user; a pending review then approves this version.
     EditPlan { text: String },
+    /// "Review again" after "Not now" (PM-17): the review the user put off opens again on
+    /// the same frozen revision, with no model turn. Refused unless the session is in plan
+    /// mode with that review put off, nothing else waiting for an answer and no turn open.
+    ReviewPlanAgain,
     /// Copy an approved plan revision into the workspace (PM-28): by default the newest
     /// approved plan, to `docs/plans/<date>-<slug>.md`. The write is confined to the
     /// workspace and follows the permission mode: in `ask` it needs `confirm`.

@@ -53,6 +53,11 @@ pub struct ProjectServer {
     /// The folder it starts in, when the file names one (else the project's).
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Arguments that read as paths relative to the folder it starts in (`.`, `./x`,
+    /// `--root=../x`) while the file names no folder: the server then starts in `/`, so
+    /// such a path means a place under the filesystem root, not under the project.
+    #[serde(default)]
+    pub relative_args: Vec<String>,
 }
 
 /// A form a tool server sends during a call. Texts are escaped for display; the server's
@@ -193,7 +198,7 @@ pub struct PlanApprovalQuestion {
     /// Approval options the plan offers (`approve --option N`, 1-based).
     #[serde(default)]
     pub options: Vec<String>,
-    /// The plan's `## Budget` section in the `/goal` budget syntax (`budget=50K turns=20
+    /// The plan's `## Budget` section in the `/goal` budget syntax (`tokens=50K turns=20
     /// time=2h`), the default budget when it is approved as a goal.
     #[serde(default)]
     pub budget: Option<String>,

@@ -92,6 +92,12 @@ impl RuntimeOptions {
     }
 }
 
+/// The longest text [`Runtime::search_sessions`] looks for, in characters.
+const MAX_SEARCH: usize = 200;
+
+/// The most sessions one search returns.
+const SEARCH_LIMIT: usize = 200;
+
 /// The runtime of one process.
 pub struct Runtime {
     opts: RuntimeOptions,
@@ -675,12 +681,38 @@ impl Runtime {
                     let inside = Path::new(&s.workspace)
                         .strip_prefix(&w.path)
                         .unwrap_or(Path::new(""));
-                    s.project = Some(Path::new(&w.repo).join(inside).display().to_string());
+                    // (At the checkout's top, `inside` is empty, and joining it would add a
+                    // trailing `/` that no other session of the project has.)
+                    let project = if inside.as_os_str().is_empty() {
+                        Path::new(&w.repo).to_path_buf()
+                    } else {
+                        Path::new(&w.repo).join(inside)
+                    };
+                    s.project = Some(project.display().to_string());
                 }
             }
             Ok::<_, Error>(())
         })?;
         Ok(list)
+    }
+
+    /// The sessions whose messages hold `query` (trimmed; ASCII letters of either case): the
+    /// user's messages and the agent's replies. At most 200 ids, newest activity first. A
+    /// blank query finds nothing; one longer than 200 characters is refused.
+    pub fn search_sessions(&self, query: &str) -> Result<Vec<String>> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Ok(Vec::new());
+        }
+        let n = query.chars().count();
+        if n > MAX_SEARCH {
+            return Err(Error::Refused(format!(
+                "a search is at most {MAX_SEARCH} characters; this one has {n}"
+            )));
+        }
+        Ok(self
+            .store
+            .view(|c| store::sessions::search(c, query, SEARCH_LIMIT))?)
     }
 
     /// Everything `show` prints about a session.

@@ -114,12 +114,13 @@ fn doomed_rows(table: &str, refs: &[Reference]) -> Option<String> {
 
 impl Tx<'_> {
     /// Gives the session a title of the user's choosing; false when there is no such session.
+    /// A new name is not activity: the session keeps its place in the list (newest activity
+    /// first).
     pub fn rename_session(&mut self, id: &str, title: &str) -> Result<bool> {
         let title = self.redact(title).into_owned();
-        let now = self.now();
         let n = self.conn().execute(
-            "UPDATE sessions SET title = ?2, updated_at = ?3 WHERE id = ?1",
-            params![id, title, now],
+            "UPDATE sessions SET title = ?2 WHERE id = ?1",
+            params![id, title],
         )?;
         Ok(n == 1)
     }

@@ -291,6 +291,33 @@ pub fn list(conn: &Connection) -> Result<Vec<SessionSummary>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The sessions with a message the user sent, or a reply of the agent, whose text holds
+/// `needle` (ASCII letters of either case; `%` and `_` are plain characters): at most
+/// `limit` ids, newest activity first. An empty needle matches nothing.
+pub fn search(conn: &Connection, needle: &str, limit: usize) -> Result<Vec<String>> {
+    if needle.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The agent's replies are kept only in the history, as JSON: their text is searched,
+    // not the JSON around it (a row that is not JSON is passed over, not an error).
+    let mut stmt = conn.prepare_cached(
+        "SELECT s.id FROM sessions s
+         WHERE EXISTS (SELECT 1 FROM messages m
+                       WHERE m.session_id = s.id AND m.source = 'user'
+                         AND instr(lower(m.text), lower(?1)) > 0)
+            OR EXISTS (SELECT 1 FROM history h
+                       WHERE h.session_id = s.id AND h.kind = 'assistant'
+                         AND instr(lower(CASE WHEN json_valid(h.body)
+                                              THEN json_extract(h.body, '$.text') END),
+                                   lower(?1)) > 0)
+         ORDER BY s.updated_at DESC, s.id
+         LIMIT ?2",
+    )?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(params![needle, limit], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// The session's grants.
 pub fn grants(conn: &Connection, id: &str) -> Result<Vec<Grant>> {
     let mut stmt = conn.prepare_cached(
@@ -449,5 +476,76 @@ pub(crate) mod tests {
                 g("write", GrantKind::Tool, "")
             ]
         );
+    }
+
+    /// The user's messages and the agent's replies are searched, as plain text: `%` and `_`
+    /// are no wildcards, the JSON a reply is kept in is not searched, nor are other messages
+    /// (a goal's) or tool results.
+    #[test]
+    fn search_finds_the_users_messages_and_the_agents_replies_literally() {
+        use waymark_protocol::{HistoryItem, MessageSource, Position, ToolStatus};
+        let store = Store::open_in_memory().unwrap();
+        let asked = make_session(&store);
+        let answered = make_session(&store);
+        let other = make_session(&store);
+        let near = make_session(&store);
+        let say = |id: &str, source: MessageSource, text: &str| {
+            store
+                .write(1, |tx| {
+                    tx.insert_message(id, source, text, Position::Tail, None)
+                })
+                .unwrap();
+        };
+        say(&asked, MessageSource::User, "CPU at 100% in parse_tree?");
+        say(&answered, MessageSource::User, "hi");
+        say(&other, MessageSource::Goal, "Keep working on parse_tree.");
+        say(&near, MessageSource::User, "100 files in parseXtree");
+        store
+            .write(1, |tx| {
+                tx.append_history(
+                    &answered,
+                    None,
+                    &HistoryItem::Assistant {
+                        text: "The Parse_Tree walk was quadratic.".into(),
+                        reasoning: None,
+                        tool_calls: Vec::new(),
+                    },
+                )?;
+                tx.append_history(
+                    &other,
+                    None,
+                    &HistoryItem::ToolResult {
+                        call_id: "c".into(),
+                        wire_id: None,
+                        name: "bash".into(),
+                        status: ToolStatus::Ok,
+                        content: "parse_tree.rs".into(),
+                        images: Vec::new(),
+                    },
+                )
+            })
+            .unwrap();
+        // Newest activity first: `answered`, then `asked`.
+        store.write(30, |tx| tx.touch_session(&answered)).unwrap();
+        store.write(20, |tx| tx.touch_session(&asked)).unwrap();
+        let find = |needle: &str, limit| store.read(|c| search(c, needle, limit)).unwrap();
+
+        assert_eq!(
+            find("PARSE_TREE", 10),
+            vec![answered.clone(), asked.clone()]
+        );
+        assert_eq!(find("parse_tree", 1), vec![answered.clone()]);
+        assert_eq!(find("quadratic", 10), vec![answered.clone()]);
+        // As wildcards, these would match `near` ("100 files", "parseXtree") too.
+        assert_eq!(find("100%", 10), vec![asked.clone()]);
+        assert_eq!(find("%", 10), vec![asked.clone()]);
+        assert_eq!(find("e_t", 10), vec![answered.clone(), asked.clone()]);
+        assert_eq!(find("_", 10), vec![answered.clone(), asked.clone()]);
+        assert_eq!(find("parsextree", 10), vec![near.clone()]);
+        // The JSON keys of a reply, a goal's message, a tool's result, an empty needle.
+        assert!(find("text", 10).is_empty());
+        assert!(find("working", 10).is_empty());
+        assert!(find(".rs", 10).is_empty());
+        assert!(find("", 10).is_empty());
     }
 }

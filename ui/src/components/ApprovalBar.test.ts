@@ -11,8 +11,8 @@ function setup(p: Partial<QuestionOf<"plan_approval">>, extra: Record<string, un
 }
 
 async function parse(text: string): Promise<{ op: GoalOp } | { error: string }> {
-  if (text === "budget=40K turns=6") return { op: { op: "edit_budget", budget: { tokens: { to: 40000 }, turns: { to: 6 } } } };
-  if (text === "budget=40K turns=3") return { op: { op: "edit_budget", budget: { tokens: { to: 40000 }, turns: { to: 3 } } } };
+  if (text === "tokens=40K turns=6") return { op: { op: "edit_budget", budget: { tokens: { to: 40000 }, turns: { to: 6 } } } };
+  if (text === "tokens=40K turns=3") return { op: { op: "edit_budget", budget: { tokens: { to: 40000 }, turns: { to: 3 } } } };
   return { error: `cannot read \`${text}\`` };
 }
 
@@ -62,8 +62,11 @@ describe("ApprovalBar", () => {
   it("reads a budget line into fields and back, leaving empty fields out", async () => {
     const { budgetFields, budgetLine } = await import("./ApprovalBar.svelte");
     expect(budgetFields("budget=40K turns=6 time=1h cost=$5")).toEqual({ tokens: "40K", turns: "6", time: "1h", cost: "$5" });
+    // `tokens=` is the word everywhere; the form writes it.
+    expect(budgetFields("tokens=30K turns=2")).toEqual({ tokens: "30K", turns: "2", time: "", cost: "" });
+    expect(budgetLine({ tokens: "30K", turns: "", time: "", cost: "" })).toBe("tokens=30K");
     expect(budgetFields("turns=3")).toEqual({ tokens: "", turns: "3", time: "", cost: "" });
-    expect(budgetLine({ tokens: " 50 K", turns: "", time: "2h", cost: "" })).toBe("budget=50K time=2h");
+    expect(budgetLine({ tokens: " 50 K", turns: "", time: "2h", cost: "" })).toBe("tokens=50K time=2h");
     expect(budgetLine({ tokens: "", turns: "", time: "", cost: "$0.50" })).toBe("cost=$0.50");
     expect(budgetLine({ tokens: "", turns: "", time: "", cost: "" })).toBe("");
   });

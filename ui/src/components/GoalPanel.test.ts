@@ -9,7 +9,7 @@ const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "
 /** Stands in for the app's `/goal` grammar: the texts these tests type, and an error. */
 async function parse(text: string): Promise<{ op: GoalOp } | { error: string }> {
   const known: Record<string, GoalOp> = {
-    "budget=20K turns=clear time=3600s cost=clear": { op: "edit_budget", budget: { tokens: { to: 20_000 }, turns: "clear", seconds: { to: 3600 }, cost: "clear" } },
+    "tokens=20K turns=clear time=3600s cost=clear": { op: "edit_budget", budget: { tokens: { to: 20_000 }, turns: "clear", seconds: { to: 3600 }, cost: "clear" } },
     "Fix the build time=2h": { op: "set", objective: "Fix the build", budget: { seconds: { to: 7200 } }, replace: false },
     "turns=3": { op: "edit_budget", budget: { turns: { to: 3 } } },
   };
@@ -101,9 +101,9 @@ describe("GoalPanel", () => {
     expect((screen.getByTestId("budget-time") as HTMLInputElement).value).toBe("3600s");
     await fireEvent.input(screen.getByTestId("budget-turns"), { target: { value: "ten" } });
     await fireEvent.click(screen.getByTestId("budget-save"));
-    expect(texts).toEqual(["budget=5000 turns=ten time=3600s cost=clear"]);
+    expect(texts).toEqual(["tokens=5000 turns=ten time=3600s cost=clear"]);
     expect(ops).toEqual([]);
-    expect((await screen.findByTestId("goal-problem")).textContent).toContain("`budget=5000 turns=ten time=3600s cost=clear`");
+    expect((await screen.findByTestId("goal-problem")).textContent).toContain("`tokens=5000 turns=ten time=3600s cost=clear`");
     await fireEvent.input(screen.getByTestId("budget-tokens"), { target: { value: "20K" } });
     await fireEvent.input(screen.getByTestId("budget-turns"), { target: { value: "" } });
     await fireEvent.click(screen.getByTestId("budget-save"));

@@ -310,7 +310,7 @@ describe("QuestionDialog (a project's servers)", () => {
       payload: {
         path: "/w/.mcp.json",
         sha256: "a".repeat(64),
-        servers: [{ name: "db", target: "npx -y <b>evil</b> \\x1b[2J", env: ["DB_URL=${DB_URL}"], headers: [], cwd: "tools" }],
+        servers: [{ name: "db", target: "npx -y <b>evil</b> \\x1b[2J", env: ["DB_URL=${DB_URL}"], headers: [], cwd: "tools", relative_args: [] }],
       },
     });
     const list = screen.getByTestId("project-servers");
@@ -321,6 +321,21 @@ describe("QuestionDialog (a project's servers)", () => {
     await fireEvent.click(screen.getByTestId("reject-project"));
     await fireEvent.click(screen.getByTestId("approve-project"));
     expect(answers).toEqual([{ answer: "reject" }, { answer: "approve", option: null }]);
+    expect(screen.queryByTestId("relative-args")).toBeNull();
+  });
+
+  it("flags arguments that are relative paths while the server starts in the root", () => {
+    setup({
+      kind: "project_servers",
+      payload: {
+        path: "/w/.mcp.json",
+        sha256: "a".repeat(64),
+        servers: [{ name: "files", target: "npx -y server-filesystem .", env: [], headers: [], cwd: "/", relative_args: ["."] }],
+      },
+    });
+    const flag = screen.getByTestId("relative-args").textContent ?? "";
+    expect(flag).toContain("“.” points under /");
+    expect(flag).toContain("cwd");
   });
 });
 

@@ -44,8 +44,8 @@ describe("goal figures", () => {
   });
 
   it("writes the budget form as /goal text, an empty field clearing its limit", () => {
-    expect(budgetText({ tokens: " 20K ", turns: "", time: "90s", cost: "" })).toBe("budget=20K turns=clear time=90s cost=clear");
-    expect(budgetText({ tokens: "", turns: "", time: "", cost: "$5" })).toBe("budget=clear turns=clear time=clear cost=$5");
+    expect(budgetText({ tokens: " 20K ", turns: "", time: "90s", cost: "" })).toBe("tokens=20K turns=clear time=90s cost=clear");
+    expect(budgetText({ tokens: "", turns: "", time: "", cost: "$5" })).toBe("tokens=clear turns=clear time=clear cost=$5");
   });
 
   it("formats figures compactly", () => {

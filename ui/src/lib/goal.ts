@@ -177,7 +177,7 @@ export function timeline(events: WireEvent[]): TimelineEntry[] {
 /** The budget form as `/goal` text: an empty field removes that limit. */
 export function budgetText(fields: { tokens: string; turns: string; time: string; cost: string }): string {
   const v = (t: string) => (t.trim() === "" ? "clear" : t.replace(/\s+/g, ""));
-  return `budget=${v(fields.tokens)} turns=${v(fields.turns)} time=${v(fields.time)} cost=${v(fields.cost)}`;
+  return `tokens=${v(fields.tokens)} turns=${v(fields.turns)} time=${v(fields.time)} cost=${v(fields.cost)}`;
 }
 
 /** Formats a token count compactly (12.3K, 1.2M). */

@@ -2,7 +2,7 @@
 // and runs the fetches it asks for. The only module here that talks to the app.
 import { commands, events } from "../bindings";
 import type { BudgetChange, PermissionMode, RewindScope } from "../bindings";
-import { emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
+import { blankLeft, emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
 import { foldLog, type SessionState } from "./session";
 import { scrubCli } from "./slash";
 
@@ -25,6 +25,9 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
   /** The session being opened, and its events that arrive before its view does. */
   let opening: Opening | null = null;
   let listTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Sessions something was sent to, or a goal or title given, from this window: kept
+   *  when left even before the app's events say so. */
+  const touched = new Set<string>();
 
   function dispatch(a: Action) {
     const step = reduce(store, a);
@@ -121,10 +124,19 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       notify(r.error);
       return;
     }
+    // A session left blank (nothing ever sent, no title) is not kept once left.
+    const blank = blankLeft(store, mine.id, touched);
     dispatch({ kind: "opened", view: r.data });
+    if (blank) void dropBlank(blank);
     // Those the view already holds are skipped by `seq`; the rest follow on from it.
     for (const event of mine.early) dispatch({ kind: "event", event });
     onopened(mine.id);
+  }
+
+  /** Deletes a blank session the window left; if the app refuses, it simply stays. */
+  async function dropBlank(id: string) {
+    const r = await commands.deleteSession(id);
+    if (r.status === "ok") dispatch({ kind: "deleted", id });
   }
 
   function onEvent(event: WireEvent) {
@@ -168,19 +180,24 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       return () => subs.forEach((p) => p.then((un) => un()));
     },
 
-    /** Gives a session a new title; false (and a note) when it was refused. */
     /** Switches the open session's model (from its next model call). */
     setModel: (model: string) => switchOpen((id) => commands.setModel(id, model)),
     /** Switches the open session's permission mode (from its next tool call). */
     setMode: (mode: PermissionMode) => switchOpen((id) => commands.setPermissionMode(id, mode)),
 
+    /** Gives a session a new title; false (and a note) when it was refused. The list
+     *  keeps its order: a new title is not activity. */
     async rename(id: string, title: string): Promise<boolean> {
+      touched.add(id);
+      // Read before the app changes it: a list that arrives meanwhile may have the new time.
+      const before = store.sessions.find((x) => x.id === id)?.updated_at;
       const r = await commands.renameSession(id, title);
       if (r.status === "error") {
         notify(r.error);
         return false;
       }
-      listSoon();
+      if (before === undefined) listSoon();
+      else dispatch({ kind: "renamed", id, title: title.trim(), before });
       return true;
     },
 
@@ -257,6 +274,7 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
     async send(text: string, planIntent: boolean): Promise<boolean> {
       const id = store.open?.id;
       if (!id) return false;
+      touched.add(id);
       const r = await commands.submit(id, text, planIntent, crypto.randomUUID());
       if (r.status === "error") {
         // A command's refusal is written for the terminal too: said in the window's words.
@@ -265,6 +283,15 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       }
       // What a command said is in the transcript (its `command.output`): no toast repeats it.
       return true;
+    },
+
+    /** "Review again" after "Not now": the put-off review opens again, with no model turn. */
+    async reviewAgain(): Promise<boolean> {
+      const id = store.open?.id;
+      if (!id) return false;
+      const r = await commands.reviewPlanAgain(id);
+      if (r.status === "error") notify(r.error);
+      return r.status === "ok";
     },
 
     /** Answers the open session's questionnaire; false when the app refused (said). */
@@ -291,6 +318,7 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
     async goal(op: GoalOp): Promise<boolean> {
       const id = store.open?.id;
       if (!id) return false;
+      touched.add(id);
       const r = await commands.goal(id, op);
       if (r.status === "error") notify(r.error);
       return r.status === "ok";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { CheckpointView_Serialize } from "../bindings";
-import { capitalized, rewindPoints, turnLabel } from "./rewind";
+import { capitalized, promptOf, rewindBanner, rewindPoints, turnLabel } from "./rewind";
 import type { Item } from "./session";
 
 const user = (key: string, turn: number, text: string): Item => ({ kind: "user", key, text, source: "user", turn });
@@ -46,5 +46,29 @@ describe("rewind points", () => {
       { turn: 1, label: "before your message “Add a greeting to the script”", time: 1_000 },
     ]);
     for (const p of points) expect(p.label).not.toMatch(/cp-|turn \d/);
+  });
+});
+
+describe("after a rewind", () => {
+  it("finds the message of the user's a turn started with, to put back in the composer", () => {
+    expect(promptOf(items, 2)).toBe("Now make it say good morning instead, and keep the name argument as it is please");
+    // A goal's turn or an answer's: nothing of the user's to put back.
+    expect(promptOf(items, 3)).toBeNull();
+    expect(promptOf(items, 4)).toBeNull();
+    expect(promptOf(items, 9)).toBeNull();
+  });
+
+  it("offers Undo, then says Undone without offering it again, and is gone once closed", () => {
+    const rewound = { checkpoint: "cp-2", undo: "cp-u1", files: 2, turns: 1, undid: false };
+    expect(rewindBanner(rewound, null, null)).toEqual({ kind: "rewound", undo: "cp-u1", files: 2, turns: 1 });
+    // Undo rewinds to cp-u1; the rewind that lands there is the undo.
+    const undo = { checkpoint: "cp-u1", undo: "cp-u2", files: 2, turns: 0, undid: false };
+    expect(rewindBanner(undo, "cp-u1", null)).toEqual({ kind: "undone", undo: "cp-u2" });
+    // Known from the session's own log too (a window opened later, an undo from the terminal).
+    expect(rewindBanner({ ...undo, undid: true }, null, null)).toEqual({ kind: "undone", undo: "cp-u2" });
+    expect(rewindBanner(undo, "cp-u1", "cp-u2")).toBeNull();
+    // A later rewind of the user's offers Undo again.
+    expect(rewindBanner({ checkpoint: "cp-1", undo: "cp-u3", files: 0, turns: 2, undid: false }, "cp-u1", "cp-u2")?.kind).toBe("rewound");
+    expect(rewindBanner(null, null, null)).toBeNull();
   });
 });

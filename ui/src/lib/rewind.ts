@@ -1,8 +1,9 @@
 // Where a rewind can go, named as the user knows it: the start of a turn, called after what
 // started it ("before your message “…”") and the time it was taken, never by its turn number
-// or checkpoint id.
+// or checkpoint id; and what the window says after one (the banner that offers Undo, then
+// "Undone").
 import type { CheckpointView_Serialize } from "../bindings";
-import type { Item } from "./session";
+import type { Item, SessionState } from "./session";
 
 /** A turn the session can be rewound to the start of. `label` starts in lower case ("before
  *  your message “…”"), to follow "Rewind to"; `time` is when its checkpoint was taken. */
@@ -60,3 +61,27 @@ export function rewindPoints(items: Item[], rewound: number[], checkpoints: Chec
 
 /** `label` as the start of a sentence. */
 export const capitalized = (label: string) => label.charAt(0).toUpperCase() + label.slice(1);
+
+/** The message of the user's that started `turn`, as they wrote it; null when something else
+ *  started it (a goal's turn, an answer). A conversation rewound to before it puts it back in
+ *  the composer. */
+export function promptOf(items: Item[], turn: number): string | null {
+  const first = turnStarts(items).get(turn)?.first;
+  return first?.kind === "user" && first.source === "user" ? first.text : null;
+}
+
+/** What the banner over the transcript says of the newest rewind: what it changed, with Undo;
+ *  "Undone" once Undo went through (no second Undo: that would only redo the rewind); or
+ *  nothing once closed. */
+export type RewindBanner = { kind: "rewound"; undo: string; files: number; turns: number } | { kind: "undone"; undo: string };
+
+/**
+ * The banner for the session's newest rewind. `undone`: the checkpoint Undo rewound to (the
+ * rewind it undid kept the state there), so the rewind that lands on it is the undo itself;
+ * `dismissed`: the undo checkpoint of the banner the user closed.
+ */
+export function rewindBanner(last: SessionState["lastRewind"], undone: string | null, dismissed: string | null): RewindBanner | null {
+  if (!last || last.undo === dismissed) return null;
+  if (last.undid || last.checkpoint === undone) return { kind: "undone", undo: last.undo };
+  return { kind: "rewound", undo: last.undo, files: last.files, turns: last.turns };
+}

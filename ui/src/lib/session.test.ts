@@ -17,6 +17,17 @@ function run(events: WireEvent[]): SessionState {
 const usage = { input_tokens: 10, output_tokens: 5, cached_tokens: 0 };
 
 describe("session reducer", () => {
+  it("knows from the log that a rewind undid the one before it", () => {
+    seq = 0;
+    const rewound = (to: string, undo: string) => ev("session.rewound", { checkpoint_id: to, undo_checkpoint_id: undo, scope: "both", rewound_turns: [], files: [{ path: "a.txt", change: "modified" }] });
+    const s = run([rewound("cp-2", "cp-u1"), rewound("cp-u1", "cp-u2")]);
+    expect(s.lastRewind).toEqual({ checkpoint: "cp-u1", undo: "cp-u2", files: 1, turns: 0, undid: true });
+    const said = s.items.at(-1);
+    expect(said?.kind === "chip" && said.text).toBe("Undid the rewind: 1 file changed back");
+    seq = 0;
+    expect(run([rewound("cp-2", "cp-u1")]).lastRewind?.undid).toBe(false);
+  });
+
   it("follows the model and permission mode the user switches to, saying so in a line", () => {
     seq = 0;
     const s = run([
@@ -439,7 +450,7 @@ describe("a command's output in the transcript", () => {
     ]);
     const lines = s.items.map((i) => (i.kind === "chip" ? [i.tone, i.text] : [i.kind]));
     expect(lines).toEqual([
-      ["plan", "Plan mode on"],
+      // `/plan on`: one line, from the mode's own event.
       ["plan", "Plan mode is on: your next messages are planned, not implemented (the plan shows in the Plan tab)."],
       ["system", "There is not enough conversation to summarize yet."],
     ]);

@@ -3,6 +3,7 @@
 import { sayError, type Said } from "./errors";
 import type { FileChange_Serialize, PermissionMode } from "../bindings";
 import { REASON_WORDS } from "./goal";
+import { planModeNotice } from "./plan";
 import { commandNotice } from "./slash";
 import type { Answer } from "./types";
 import type { EventOf, Goal, InstructionFile, MessageSource, Mode, Questionnaire, SessionView, ToolImage, ToolStatus, WireEvent } from "./types";
@@ -84,7 +85,12 @@ export type SessionState = {
   /** The turns out of the model's history after a rewind (the transcript folds them). */
   rewound: number[];
   /** The newest rewind: where to, and the checkpoint that undoes it ("Undo rewind"). */
-  lastRewind: { checkpoint: string; undo: string; files: number; turns: number } | null;
+  /** The newest rewind; `undid`: it was the Undo of the rewind before it (it went back to
+   *  that rewind's undo point). */
+  lastRewind: { checkpoint: string; undo: string; files: number; turns: number; undid: boolean } | null;
+  /** A message was ever admitted or queued (the user's, a goal's, the system's): the session
+   *  is no longer a blank one the window may drop when it is left. */
+  messaged: boolean;
 };
 
 /** A model spec as the window shows it: a script or file path by its file name. */
@@ -107,7 +113,7 @@ export const PERMISSION_MEANS = {
 } satisfies Record<PermissionMode, string>;
 
 export function emptySession(id: string): SessionState {
-  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null, partial: false, rewound: [], lastRewind: null };
+  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null, partial: false, rewound: [], lastRewind: null, messaged: false };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -126,6 +132,8 @@ export function fromView(view: SessionView): SessionState {
     pending,
     goal: view.goal,
     instructions: view.instructions,
+    // The view may start after the first message: the snapshot lists them all.
+    messaged: s.messaged || view.snapshot.messages.length > 0,
     behind: s.behind ?? (view.snapshot.last_seq > s.lastSeq ? view.snapshot.last_seq : null),
     // Work is running when a turn started after the last idle/waiting report.
     running: s.running && pending === null,
@@ -159,6 +167,7 @@ export function withFolded(now: SessionState, s: SessionState): SessionState {
     goal: now.goal,
     instructions: now.instructions,
     running: now.running,
+    messaged: now.messaged || s.messaged,
     behind: behind !== null && behind > s.lastSeq ? behind : null,
   };
 }
@@ -352,7 +361,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
         items: append(s, chip(e, `Now on ${modelLabel(e.model)} · ${PERMISSION_WORDS[e.permission_mode]}`, "system")),
       };
     case "message.admitted":
-      return { ...s, items: e.source === "goal" && isSummary(e) ? summing(s, e) : append(s, admitted(e, s.asked)) };
+      return { ...s, messaged: true, items: e.source === "goal" && isSummary(e) ? summing(s, e) : append(s, admitted(e, s.asked)) };
     case "message.dropped": {
       // A goal continuation that never ran (the goal stopped or changed first).
       const at = s.items.findLastIndex((it) => it.kind === "chip" && it.key === `m${e.message_id}`);
@@ -464,15 +473,17 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       return { ...s, items: append(s, chip(e, e.error.message, "error")) };
     case "session.rewound": {
       const what = e.scope === "files" ? "files" : e.scope === "conversation" ? "conversation" : "files and conversation";
-      const lastRewind = { checkpoint: e.checkpoint_id, undo: e.undo_checkpoint_id, files: e.files.length, turns: e.rewound_turns.length };
-      return { ...s, rewound: e.rewound_turns, lastRewind, items: append(s, chip(e, `Rewound (${what}): ${e.files.length} file${e.files.length === 1 ? "" : "s"} changed`, "system")) };
+      const undid = s.lastRewind !== null && e.checkpoint_id === s.lastRewind.undo;
+      const lastRewind = { checkpoint: e.checkpoint_id, undo: e.undo_checkpoint_id, files: e.files.length, turns: e.rewound_turns.length, undid };
+      const files = `${e.files.length} file${e.files.length === 1 ? "" : "s"} changed`;
+      return { ...s, rewound: e.rewound_turns, lastRewind, items: append(s, chip(e, undid ? `Undid the rewind: ${files} back` : `Rewound (${what}): ${files}`, "system")) };
     }
     case "checkpoint.failed":
       return { ...s, items: append(s, chip(e, e.message, "error")) };
     case "session.notice":
       return { ...s, items: append(s, chip(e, e.text, "system")) };
     case "plan.mode_changed":
-      return { ...s, mode: e.mode, deferred: e.mode === "plan" && s.deferred, items: append(s, chip(e, e.mode === "plan" ? "Plan mode on" : `Plan mode off (${e.reason})`, "plan")) };
+      return { ...s, mode: e.mode, deferred: e.mode === "plan" && s.deferred, items: append(s, chip(e, planModeNotice(e.mode, e.reason), "plan")) };
     case "plan.revision":
       return { ...s, items: append(s, chip(e, `Plan revision v${e.version} by ${e.author}`, "plan")) };
     case "plan.commented":

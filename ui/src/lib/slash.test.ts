@@ -77,17 +77,17 @@ describe("scrubCli", () => {
 });
 
 describe("commandNotice", () => {
-  it("says /plan on and /plan status in a sentence, without the plan's id or file path", () => {
-    const on = commandNotice("plan", `Plan mode is on (plan ${PLAN}). The next messages are planned, not implemented; the plan goes to ${PLAN_FILE}.`);
-    expect(on).toBe("Plan mode is on: your next messages are planned, not implemented (the plan shows in the Plan tab).");
+  it("says /plan status in a sentence, without the plan's id or file path; /plan on and off not again", () => {
+    // The session's `plan.mode_changed` says those (`planModeNotice`): one line, not two.
+    expect(commandNotice("plan", `Plan mode is on (plan ${PLAN}). The next messages are planned, not implemented; the plan goes to ${PLAN_FILE}.`)).toBeNull();
+    expect(commandNotice("plan", "Plan mode is off. Nothing from the plan was implemented.")).toBeNull();
     const status = commandNotice("plan", `Plan mode: on\nPlan file: ${PLAN_FILE}\nPlan: ${PLAN} (awaiting_approval, 2 revisions)\nWaiting for: plan_approval (q-m1x2k9c300zz11)`);
     expect(status).toBe("Plan mode is on; the plan waits for your review (2 revisions); waiting for your review of the plan.");
     expect(commandNotice("plan", `Plan mode: off\nPlan file: ${PLAN_FILE}`)).toBe("Plan mode is off; no plan yet.");
     expect(commandNotice("plan", `Plan mode: on\nPlan file: ${PLAN_FILE}\nPlan: ${PLAN} (drafting, 0 revisions)`)).toBe("Plan mode is on; the plan is being drafted.");
-    expect(commandNotice("plan", "Plan mode is off. Nothing from the plan was implemented.")).toBe("Plan mode is off. Nothing from the plan was implemented.");
     expect(commandNotice("plan", `${PLAN_FILE}:\n\n# Plan\n\n1. Do it`)).toBe("The plan shows in the Plan tab.");
     expect(commandNotice("plan", `There is no plan file yet (${PLAN_FILE}).`)).toBe("There is no plan yet.");
-    for (const line of [on, status]) terminalFree(line ?? "");
+    terminalFree(status ?? "");
   });
 
   it("says nothing for a goal change the goal's own events say, and a line for the rest", () => {

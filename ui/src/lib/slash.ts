@@ -15,12 +15,12 @@ export const SLASH_COMMANDS: Command[] = [
   { name: "/plan status", hint: "plan mode and the plan's state" },
   { name: "/plan view", hint: "show the plan" },
   // Before the bare `/goal`: Tab on `/go` takes this one, ready for the objective.
-  { name: "/goal ", label: "/goal <objective>", hint: "set a goal; add budget=50K turns=20 time=2h to limit it" },
+  { name: "/goal ", label: "/goal <objective>", hint: "set a goal; add tokens=50K turns=20 time=2h to limit it" },
   { name: "/goal", hint: "show the goal" },
   { name: "/goal pause", hint: "pause the goal" },
   { name: "/goal resume", hint: "resume the goal" },
   { name: "/goal clear", hint: "remove the goal" },
-  { name: "/goal budget=", label: "/goal budget=…", hint: "change budgets: budget=… turns=… time=…" },
+  { name: "/goal tokens=", label: "/goal tokens=…", hint: "change budgets: tokens=… turns=… time=…" },
   { name: "/compact", hint: "summarize the older conversation" },
   { name: "/instructions", hint: "which AGENTS.md files this session follows" },
   { name: "/mcp", hint: "the tool servers, in Settings" },
@@ -138,9 +138,11 @@ function planStatus(text: string): string {
   return `${parts.join("; ")}.`;
 }
 
-function planNotice(text: string): string {
+function planNotice(text: string): string | null {
   const first = firstLine(text);
-  if (first.startsWith("Plan mode is on")) return "Plan mode is on: your next messages are planned, not implemented (the plan shows in the Plan tab).";
+  // `/plan on` and `/plan off`: the session's `plan.mode_changed` says it (`planModeNotice`),
+  // once.
+  if (/^Plan mode is (?:on|off)\b/.test(first)) return null;
   if (/^Plan mode: /.test(first)) return planStatus(text);
   if (first.startsWith("There is no plan file yet")) return "There is no plan yet.";
   if (/ is empty\.$/.test(first)) return "The plan is empty.";
@@ -192,8 +194,8 @@ function mcpNotice(text: string): string {
 
 /**
  * What a command the session ran said, as one line in words for the transcript; null when
- * the session's own events already say it (a goal set, paused or cleared). `command` is its
- * name without the slash, `text` what the runtime answered.
+ * the session's own events already say it (plan mode on or off; a goal set, paused or
+ * cleared). `command` is its name without the slash, `text` what the runtime answered.
  */
 export function commandNotice(command: string, text: string): string | null {
   if (text.trim() === "") return null;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { emptyStore, reduce, type Action, type Effect, type Store } from "./store";
+import { blankLeft, emptyStore, reduce, type Action, type Effect, type Store } from "./store";
 import { foldLog } from "./session";
-import type { EventOf, EventType, Goal, PlanView, SessionView, WireEvent } from "./types";
+import type { EventOf, EventType, Goal, PlanView, SessionSummary, SessionView, WireEvent } from "./types";
 import { planApproval } from "../test/questions";
 
 const S = "s1";
@@ -212,5 +212,77 @@ describe("a long session", () => {
     expect(texts(caught).slice(-2)).toEqual(["m10", "m11"]);
     // A complete view asks for nothing more.
     expect(reduce(emptyStore(), { kind: "opened", view: view(all) }).effects).not.toContainEqual({ kind: "load-history", id: S });
+  });
+});
+
+describe("the session list", () => {
+  const listed = (id: string, updated_at: number, title: string | null = null): SessionSummary => ({ ...view([]).snapshot.summary, id, title, updated_at });
+  const order = (s: Store) => s.sessions.map((x) => x.id);
+
+  it("keeps a renamed session where it was: a new title is not activity", () => {
+    // Newest activity first, as the app lists them.
+    let s = reduce(emptyStore(), { kind: "listed", sessions: [listed("a", 300), listed("b", 200), listed("c", 100)] }).store;
+    const renamed = reduce(s, { kind: "renamed", id: "c", title: "Fix the login", before: 100 });
+    expect(renamed.effects).toEqual([{ kind: "list-sessions" }]);
+    expect(renamed.store.sessions.find((x) => x.id === "c")?.title).toBe("Fix the login");
+    // The app stamps the rename as activity and lists the session first: it stays last.
+    s = reduce(renamed.store, { kind: "listed", sessions: [listed("c", 400, "Fix the login"), listed("a", 300), listed("b", 200)] }).store;
+    expect(order(s)).toEqual(["a", "b", "c"]);
+    expect(s.sessions[2]).toMatchObject({ title: "Fix the login", updated_at: 100 });
+    // Listed again with nothing new: still there.
+    s = reduce(s, { kind: "listed", sessions: [listed("c", 400, "Fix the login"), listed("a", 300), listed("b", 200)] }).store;
+    expect(order(s)).toEqual(["a", "b", "c"]);
+    // Real activity since the rename moves it up, as any session's does.
+    s = reduce(s, { kind: "listed", sessions: [listed("c", 500, "Fix the login"), listed("a", 300), listed("b", 200)] }).store;
+    expect(order(s)).toEqual(["c", "a", "b"]);
+    expect(s.renamed).toEqual({});
+  });
+
+  it("keeps the order when a list asked for before the rename arrives after it", () => {
+    let s = reduce(emptyStore(), { kind: "listed", sessions: [listed("a", 300), listed("b", 200)] }).store;
+    s = reduce(s, { kind: "renamed", id: "b", title: "Docs", before: 200 }).store;
+    s = reduce(s, { kind: "listed", sessions: [listed("a", 300), listed("b", 200)] }).store;
+    s = reduce(s, { kind: "listed", sessions: [listed("b", 400, "Docs"), listed("a", 300)] }).store;
+    expect(order(s)).toEqual(["a", "b"]);
+  });
+});
+
+describe("a blank session left behind", () => {
+  const summary = { ...view([]).snapshot.summary };
+  const empty: PlanView = { ...plan, markdown: null, html: "" };
+  /** The session `S`, listed and open, with its plan read; `events` in its log. */
+  function left(events: WireEvent[], extra: { summary?: Partial<SessionSummary>; plan?: Partial<PlanView>; view?: Partial<SessionView> } = {}): Store {
+    const listedNow = reduce(emptyStore(), { kind: "listed", sessions: [{ ...summary, ...extra.summary }] }).store;
+    return apply(listedNow, { kind: "opened", view: view(events, extra.view) }, { kind: "plan", id: S, view: { ...empty, ...extra.plan } }).store;
+  }
+  const none = new Set<string>();
+
+  it("is dropped when nothing was ever sent and it has no title", () => {
+    const s = left([ev(1, "session.configured", { model: "openai:gpt-4.1", permission_mode: "auto", context_window: 1000 })]);
+    expect(blankLeft(s, "other", none)).toBe(S);
+    // Not when it is the one being opened again.
+    expect(blankLeft(s, S, none)).toBeNull();
+  });
+
+  it("is kept with a message, a title, a goal, a plan, a question, or work running", () => {
+    expect(blankLeft(left([said(1, "hi")]), "other", none)).toBeNull();
+    // A message the view's log does not reach (a long session) is in its snapshot.
+    expect(blankLeft(left([], { view: { snapshot: { ...view([]).snapshot, messages: [{}] } } as unknown as Partial<SessionView> }), "other", none)).toBeNull();
+    expect(blankLeft(left([], { summary: { title: "Notes" } }), "other", none)).toBeNull();
+    expect(blankLeft(left([], { summary: { queued: 1 } }), "other", none)).toBeNull();
+    expect(blankLeft(left([], { summary: { worktree: "waymark/try" } }), "other", none)).toBeNull();
+    expect(blankLeft(left([], { view: { goal } }), "other", none)).toBeNull();
+    expect(blankLeft(left([], { plan: { markdown: "# Plan" } }), "other", none)).toBeNull();
+    expect(blankLeft(left([ev(1, "turn.started", { turn_id: 1, message_id: 1, source: "user" })]), "other", none)).toBeNull();
+    // Something was sent from the window and its event has not come yet.
+    expect(blankLeft(left([]), "other", new Set([S]))).toBeNull();
+  });
+
+  it("is kept while what it holds is not all known", () => {
+    const listedNow = reduce(emptyStore(), { kind: "listed", sessions: [summary] }).store;
+    // Its plan not read yet.
+    expect(blankLeft(reduce(listedNow, { kind: "opened", view: view([]) }).store, "other", none)).toBeNull();
+    // Not listed yet.
+    expect(blankLeft(apply(emptyStore(), { kind: "opened", view: view([]) }, { kind: "plan", id: S, view: empty }).store, "other", none)).toBeNull();
   });
 });

@@ -29,6 +29,9 @@ export type Store = {
    *  first: the timeline and the burn-down. */
   goalEvents: WireEvent[];
   panel: Panel;
+  /** Sessions renamed here, by id: the activity time each had before (a rename is not
+   *  activity, so the list keeps its place), and the time the rename set, once listed. */
+  renamed: Record<string, { before: number; after: number | null }>;
 };
 
 export type Action =
@@ -47,7 +50,9 @@ export type Action =
   | { kind: "goal-events"; id: string; events: WireEvent[] }
   | { kind: "panel"; panel: Panel }
   /** A session was deleted: gone from the list, and from the window if it was open. */
-  | { kind: "deleted"; id: string };
+  | { kind: "deleted"; id: string }
+  /** A session was given a new title; `before`: its activity time before that. */
+  | { kind: "renamed"; id: string; title: string; before: number };
 
 /** What the store needs fetched. */
 export type Effect =
@@ -64,13 +69,13 @@ export type Step = { store: Store; effects: Effect[] };
 const NO_PLAN: PlanState = { view: null, html: "", markdown: null, submitted: null };
 
 export function emptyStore(): Store {
-  return { sessions: [], open: null, plan: NO_PLAN, goalEvents: [], panel: "plan" };
+  return { sessions: [], open: null, plan: NO_PLAN, goalEvents: [], panel: "plan", renamed: {} };
 }
 
 export function reduce(s: Store, a: Action): Step {
   switch (a.kind) {
     case "listed":
-      return { store: { ...s, sessions: a.sessions }, effects: [] };
+      return { store: { ...s, ...inPlace(a.sessions, s.renamed) }, effects: [] };
     case "opened": {
       const open = fromView(a.view);
       const store: Store = { ...s, open, plan: NO_PLAN, goalEvents: [], panel: open.goal && !open.pending ? "goal" : "plan" };
@@ -119,7 +124,59 @@ export function reduce(s: Store, a: Action): Step {
       if (s.open?.id !== a.id) return { store: { ...s, sessions }, effects: [{ kind: "list-sessions" }] };
       return { store: { ...s, sessions, open: null, plan: NO_PLAN, goalEvents: [] }, effects: [{ kind: "list-sessions" }] };
     }
+    case "renamed": {
+      // Renamed again: it keeps the time of its last activity, not of the first rename.
+      const before = s.renamed[a.id]?.before ?? a.before;
+      const sessions = s.sessions.map((x) => (x.id === a.id ? { ...x, title: a.title } : x));
+      return { store: { ...s, ...inPlace(sessions, { ...s.renamed, [a.id]: { before, after: null } }) }, effects: [{ kind: "list-sessions" }] };
+    }
   }
+}
+
+/**
+ * The list as the app sent it (newest activity first), with each session renamed here back
+ * at the time of its last activity: the app counts a rename as activity, which would move
+ * the session to the top. A session that has been active since takes its new time.
+ */
+function inPlace(listed: SessionSummary[], renamed: Store["renamed"]): Pick<Store, "sessions" | "renamed"> {
+  const kept: Store["renamed"] = {};
+  let moved = false;
+  const sessions = listed.map((x) => {
+    const pin = renamed[x.id];
+    if (!pin) return x;
+    // Listed as before the rename (a list asked for earlier): nothing to put back yet.
+    if (x.updated_at === pin.before) {
+      kept[x.id] = pin;
+      return x;
+    }
+    // The first new time listed is the rename's; a time past it is activity since.
+    const after = pin.after ?? x.updated_at;
+    if (x.updated_at !== after) return x;
+    kept[x.id] = { before: pin.before, after };
+    moved = true;
+    return { ...x, updated_at: pin.before };
+  });
+  // The app's order: newest activity first, then by id.
+  if (moved) sessions.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { sessions, renamed: kept };
+}
+
+/**
+ * The open session, when it is blank and may be dropped as the window leaves it for
+ * `next`: no title, no message ever (sent, queued or being sent: `touched`), no goal, no
+ * plan, nothing running or waiting, not in a worktree (deleting it would leave the worktree
+ * behind), and all of it known (listed, its plan read, its log read whole).
+ */
+export function blankLeft(s: Store, next: string, touched: ReadonlySet<string>): string | null {
+  const open = s.open;
+  if (!open || open.id === next || touched.has(open.id)) return null;
+  const listed = s.sessions.find((x) => x.id === open.id);
+  if (!listed || listed.title || listed.queued > 0 || listed.pending_questionnaire || listed.needs_you || listed.worktree) return null;
+  if (open.messaged || open.goal || open.pending || open.running || open.streaming || open.partial || open.behind !== null) return null;
+  if (open.items.some((it) => it.kind !== "chip")) return null;
+  const plan = s.plan.view;
+  if (!plan || open.mode === "plan" || plan.revisions.length > 0 || (plan.plans?.length ?? 0) > 0 || (plan.markdown ?? "").trim() !== "") return null;
+  return open.id;
 }
 
 /** A live event: the session list may change for any session; the rest only for the open one. */

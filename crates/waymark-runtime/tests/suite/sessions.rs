@@ -155,7 +155,30 @@ async fn a_session_is_renamed_and_bad_titles_are_refused() {
             .unwrap_or_default()
     };
     assert_eq!(title(&h), "first words");
+    // A newer session is listed first, and renaming the older one does not move it up.
+    let newer = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Auto);
+    run(&newer, user("second")).await;
+    let order = |h: &Harness| -> Vec<String> {
+        h.runtime
+            .list_sessions()
+            .unwrap()
+            .into_iter()
+            .map(|x| x.id)
+            .collect()
+    };
+    let before = order(&h);
+    assert_eq!(before[0], newer.id());
     h.runtime.rename_session(s.id(), "  Retry logic  ").unwrap();
+    assert_eq!(order(&h), before, "a rename is not activity");
+    let title = |h: &Harness| {
+        h.runtime
+            .list_sessions()
+            .unwrap()
+            .into_iter()
+            .find(|x| x.id == s.id())
+            .and_then(|x| x.title)
+            .unwrap_or_default()
+    };
     assert_eq!(title(&h), "Retry logic");
     for bad in [
         "",
@@ -174,5 +197,43 @@ async fn a_session_is_renamed_and_bad_titles_are_refused() {
         h.runtime.rename_session("s-none", "x").unwrap_err().code(),
         "session_not_found"
     );
+    newer.shutdown().await.unwrap();
     s.shutdown().await.unwrap();
+}
+
+/// A session is found by what was said in it, the user's words or the agent's, whatever the
+/// case; `%` and `_` are plain characters. A blank search finds nothing, an overlong one is
+/// refused.
+#[tokio::test]
+async fn sessions_are_found_by_their_messages_and_the_agents_replies() {
+    let h = Harness::new(Config::default());
+    let asked = h.session(
+        json!({"responses": [{"text": "Looking into it."}]}),
+        PermissionMode::Auto,
+    );
+    run(&asked, user("Why does the 100%_CPU spin happen?")).await;
+    let answered = h.session(
+        json!({"responses": [{"text": "The Retry Loop never backs off."}]}),
+        PermissionMode::Auto,
+    );
+    run(&answered, user("what is wrong")).await;
+    let search = |q: &str| h.runtime.search_sessions(q).unwrap();
+
+    assert_eq!(search("retry loop"), [answered.id()]);
+    assert_eq!(search("  100%_cpu "), [asked.id()]);
+    assert_eq!(search("%"), [asked.id()]);
+    assert_eq!(search("looking into"), [asked.id()]);
+    let mut both = search("the");
+    both.sort();
+    let mut ids = vec![asked.id().to_string(), answered.id().to_string()];
+    ids.sort();
+    assert_eq!(both, ids);
+    assert!(search("nowhere said").is_empty());
+    assert!(search("").is_empty());
+    assert!(search("   ").is_empty());
+    assert!(search(&"x".repeat(200)).is_empty());
+    let e = h.runtime.search_sessions(&"x".repeat(201)).unwrap_err();
+    assert_eq!(e.code(), "refused", "{e}");
+    answered.shutdown().await.unwrap();
+    asked.shutdown().await.unwrap();
 }

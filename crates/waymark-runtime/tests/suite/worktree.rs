@@ -97,14 +97,17 @@ async fn two_worktree_goals_run_at_once_without_touching_each_other() {
         "base\n"
     );
     assert!(!h.ws.join("alpha.txt").exists() && !h.ws.join("beta.txt").exists());
-    // Both show in the list with their branches.
-    let listed: Vec<Option<String>> = h
-        .runtime
-        .list_sessions()
-        .unwrap()
-        .into_iter()
-        .map(|s| s.worktree)
-        .collect();
+    // Both show in the list with their branches, under the checkout's own folder as their
+    // project (spelt as the checkout is, so the window puts them under one heading).
+    let sessions = h.runtime.list_sessions().unwrap();
+    for s in sessions.iter().filter(|s| s.worktree.is_some()) {
+        assert_eq!(
+            s.project.as_deref(),
+            Some(h.ws.display().to_string().as_str()),
+            "{s:?}"
+        );
+    }
+    let listed: Vec<Option<String>> = sessions.into_iter().map(|s| s.worktree).collect();
     assert_eq!(
         listed
             .iter()

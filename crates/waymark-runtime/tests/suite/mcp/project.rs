@@ -80,6 +80,7 @@ async fn a_projects_servers_start_only_once_approved_and_a_change_asks_again() {
         [format!("HOSTILE_LOG={}", log.display())],
         "values as written"
     );
+    assert!(p.servers[0].relative_args.is_empty(), "{p:?}");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(started(&log), 0, "nothing starts before approval");
     assert!(h.runtime.mcp().status().is_empty());
@@ -98,10 +99,13 @@ async fn a_projects_servers_start_only_once_approved_and_a_change_asks_again() {
     s.shutdown().await.unwrap();
 
     // Changed: asked again, and the servers of the old content stop.
-    write_project(&h, &log, Some("--changed"));
+    // (Its new argument is a relative path, which the question flags: the server starts in
+    // `/`, where `.` is the filesystem root.)
+    write_project(&h, &log, Some("--root=."));
     let s = h.session(script(), PermissionMode::Auto);
     let (q, p) = asked(&h, &s).expect("a changed file asks again");
-    assert!(p.servers[0].target.ends_with("--changed"), "{p:?}");
+    assert!(p.servers[0].target.ends_with("--root=."), "{p:?}");
+    assert_eq!(p.servers[0].relative_args, ["--root=."], "{p:?}");
     assert!(h.runtime.mcp().status().is_empty(), "old servers stop");
     s.submit(Op::Answer {
         questionnaire_id: q,

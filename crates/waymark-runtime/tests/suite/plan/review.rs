@@ -180,6 +180,47 @@ async fn pm_17_defer_stays_in_plan_mode_and_changes_nothing() {
     s.shutdown().await.unwrap();
 }
 
+/// "Review again" after "Not now" opens the same revision's review at once, with no model
+/// turn; approving it then implements the frozen plan. It is refused with nothing put off
+/// and while a review already waits.
+#[tokio::test]
+async fn pm_17_review_again_after_not_now_asks_at_once_without_a_model_turn() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        with_plan_script(vec![json!({"text": "implementing"})]),
+        PermissionMode::AutoEdit,
+    );
+    let refused = s.submit(Op::ReviewPlanAgain).await.unwrap_err().to_string();
+    assert!(refused.contains("not planning"), "{refused}");
+    let q1 = to_approval(&h, &s).await;
+    let again = s.submit(Op::ReviewPlanAgain).await.unwrap_err().to_string();
+    assert!(again.contains("waits for an answer"), "{again}");
+    run(&s, answer(&q1, Answer::Defer)).await;
+    let ev = run(&s, Op::ReviewPlanAgain).await;
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::TurnStarted { .. })),
+        "no model turn: {ev:#?}"
+    );
+    let q2 = waiting_on(&ev);
+    assert_ne!(q2, q1);
+    let (first, second) = (questionnaire(&h, &s, &q1), questionnaire(&h, &s, &q2));
+    assert_eq!(second.payload["version"], first.payload["version"]);
+    assert_eq!(second.payload["sha256"], first.payload["sha256"]);
+    let ev = run(&s, answer(&q2, approve())).await;
+    assert_eq!(implementation_messages(&h, &s), 1);
+    assert_eq!(mode(&h, &s), InteractionMode::Default);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e.kind, EventKind::TurnStarted { .. })),
+        "the approved plan is implemented"
+    );
+    // Once answered, there is nothing put off to review again.
+    let late = s.submit(Op::ReviewPlanAgain).await.unwrap_err().to_string();
+    assert!(late.contains("not planning"), "{late}");
+    s.shutdown().await.unwrap();
+}
+
 /// After "Not now", the plan submitted again unchanged is the same revision (the comments
 /// drafted on it still apply); a changed one is the next.
 #[tokio::test]

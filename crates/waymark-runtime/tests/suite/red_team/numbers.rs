@@ -120,7 +120,8 @@ async fn a_goal_budget_key_given_twice_is_refused() {
     let h = harness();
     let s = h.session(json!({"responses": []}), PermissionMode::Auto);
     for (cmd, key) in [
-        ("/goal fix it budget=5K budget=6K", "budget"),
+        ("/goal fix it budget=5K budget=6K", "tokens"),
+        ("/goal fix it tokens=5K budget=6K", "tokens"),
         ("/goal fix it turns=3 time=1h turns=30", "turns"),
         ("/goal fix it time=1h time=clear", "time"),
     ] {
