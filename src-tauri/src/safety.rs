@@ -95,20 +95,22 @@ pub async fn worktree_diff<R: tauri::Runtime>(
 /// Merges the worktree into the branch it came from (refused, changing nothing, on a
 /// conflict or uncommitted changes to the same files there), holding it to `reviewed`, the
 /// ends of the diff the user reviewed: when it would bring in anything else now, it is
-/// refused.
+/// refused. `message`: the merge's message as the user edited it (by default the goal's
+/// objective).
 #[tauri::command]
 #[specta::specta]
 pub async fn worktree_merge<R: tauri::Runtime>(
     app: AppHandle<R>,
     id: String,
     reviewed: WorktreeReview,
+    message: Option<String>,
 ) -> IpcResult<MergeOutcome> {
     use tauri::Manager;
     blocking(move || {
         Ok(app
             .state::<Host>()
             .runtime
-            .worktree_merge(&id, Some(&reviewed))?)
+            .worktree_merge(&id, Some(&reviewed), message.as_deref())?)
     })
     .await
 }

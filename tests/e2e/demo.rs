@@ -70,6 +70,12 @@ async fn first_run_demo_plans_implements_and_its_goal_ends_blocked_with_a_notifi
         "rejected or printed as given",
     )
     .await;
+    // An answer that is neither choice: the agent asks again instead of guessing.
+    app.type_into("[data-testid=goal-reply]", "You decide.")
+        .await;
+    app.click("[data-testid=goal-reply-send]").await;
+    app.wait_text("[data-testid=goal-question]", "could not tell which")
+        .await;
     app.type_into("[data-testid=goal-reply]", "Print them as given.")
         .await;
     app.shot("demo-2b-goal-reply").await;

@@ -195,6 +195,11 @@ async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
         .wait_text("[data-testid=worktree-bar]", "waymark/feature")
         .await;
     assert!(bar.contains("Review & merge"), "{bar}");
+    // It says that what the checkout had not committed is not in the worktree.
+    assert!(
+        bar.contains("changes not committed in your checkout are not in it"),
+        "{bar}"
+    );
     app.click("[data-testid=worktree-chip]").await;
     app.wait_text("[data-testid=worktree-branch]", "waymark/feature")
         .await;
@@ -205,6 +210,12 @@ async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
     app.shot("safety-3-worktree-review").await;
     let a11y = app.violations("worktree-review").await;
     assert!(a11y.is_empty(), "{a11y:#?}");
+    // The merge says what the user writes.
+    app.type_into(
+        "[data-testid=worktree-message]",
+        "Feature file, as reviewed",
+    )
+    .await;
     app.click("[data-testid=worktree-merge]").await;
     app.wait_text("[data-testid=toast]", "Merged into main")
         .await;
@@ -217,7 +228,7 @@ async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
         log.starts_with("Dev Eloper <dev@example.invalid>|"),
         "{log}"
     );
-    assert!(log.contains("Add the feature file"), "{log}");
+    assert!(log.contains("Feature file, as reviewed"), "{log}");
     app.wait_text("[data-testid=worktree-merged]", "Merged into main")
         .await;
     app.shot("safety-4-worktree-merged").await;

@@ -122,9 +122,10 @@ export const commands = {
 	 *  Merges the worktree into the branch it came from (refused, changing nothing, on a
 	 *  conflict or uncommitted changes to the same files there), holding it to `reviewed`, the
 	 *  ends of the diff the user reviewed: when it would bring in anything else now, it is
-	 *  refused.
+	 *  refused. `message`: the merge's message as the user edited it (by default the goal's
+	 *  objective).
 	 */
-	worktreeMerge: (id: string, reviewed: WorktreeReview) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id, reviewed })),
+	worktreeMerge: (id: string, reviewed: WorktreeReview, message: string | null) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id, reviewed, message })),
 	/**  Removes the worktree and its branch (the window asked the user first). */
 	worktreeDiscard: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_discard", { id })),
 	/**

@@ -37,6 +37,10 @@ pub(crate) enum WorktreeCommand {
         /// …and the commit it was taken from.
         #[arg(long, requires = "tree")]
         base: Option<String>,
+        /// The merge's message (its first line the subject); by default the goal's objective
+        /// or the session's title.
+        #[arg(long)]
+        message: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -133,12 +137,13 @@ pub(crate) fn worktree_command(
             session,
             tree,
             base,
+            message,
             json,
         } => {
             let reviewed = tree
                 .zip(base)
                 .map(|(tree, base)| waymark_protocol::worktree::WorktreeReview { base, tree });
-            let done = runtime.worktree_merge(&session, reviewed.as_ref())?;
+            let done = runtime.worktree_merge(&session, reviewed.as_ref(), message.as_deref())?;
             if json {
                 crate::term::json(&done, true)?;
                 return Ok(ExitCode::SUCCESS);

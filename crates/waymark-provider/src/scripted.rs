@@ -2,8 +2,9 @@
 //! feeds verifier calls). Its position survives restarts in the session directory, so a
 //! session driven by several processes (exec, then answer) walks one script. A script may
 //! branch on what the user said: while the newest user-side message holds a branch's `when`
-//! text, that branch's replies play, each list from its own position (the demo's review
-//! paths: approve, revise, reply to a blocked goal).
+//! text (and, if given, one of its `when_any` words and none of its `unless_any` words),
+//! that branch's replies play, each list from its own position (the demo's review paths:
+//! approve, revise, and an answer to a blocked goal followed whichever way it goes).
 
 use super::{
     CallPurpose, ModelProvider, ModelRequest, ModelResponse, ProviderError, ProviderErrorKind,
@@ -57,8 +58,8 @@ pub enum WhenExhausted {
 pub struct Script {
     #[serde(default)]
     pub responses: Vec<ScriptResponse>,
-    /// Replies played instead of `responses` while the newest user-side message holds the
-    /// branch's `when` (the first branch that matches).
+    /// Replies played instead of `responses` while the newest user-side message matches
+    /// the branch (the first branch that matches).
     #[serde(default)]
     pub branches: Vec<Branch>,
     #[serde(default)]
@@ -78,14 +79,44 @@ pub struct Script {
     pub reject_over_window: bool,
 }
 
-/// A list of replies for one kind of message (see [`Script::branches`]).
+/// A list of replies for one kind of message (see [`Script::branches`]). Every condition
+/// given must hold; a branch with neither `when` nor `when_any` never plays.
 #[derive(Deserialize, Debug, Clone, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Branch {
-    /// Text the newest user-side message must hold (case-sensitive, never empty).
+    /// Text the newest user-side message must hold (case-sensitive, the runtime's
+    /// reminders included).
+    #[serde(default)]
     pub when: String,
+    /// Words of which what the user wrote must hold at least one, ignoring case: the
+    /// newest user-side message without the `<system_reminder>` block the runtime puts
+    /// first (so an answer is matched however it is worded, never by the reminder's text).
+    #[serde(default)]
+    pub when_any: Vec<String>,
+    /// Words of which what the user wrote must hold none, ignoring case (an answer naming
+    /// both choices, or negating one, then plays neither branch).
+    #[serde(default)]
+    pub unless_any: Vec<String>,
     #[serde(default)]
     pub responses: Vec<ScriptResponse>,
+}
+
+impl Branch {
+    /// Whether `newest`, the newest user-side message, calls for this branch.
+    fn matches(&self, newest: &str) -> bool {
+        if self.when.is_empty() && self.when_any.is_empty() {
+            return false;
+        }
+        let said = newest
+            .strip_prefix("<system_reminder>")
+            .and_then(|rest| rest.split_once("</system_reminder>"))
+            .map_or(newest, |(_, after)| after)
+            .to_lowercase();
+        let holds = |word: &String| !word.is_empty() && said.contains(&word.to_lowercase());
+        (self.when.is_empty() || newest.contains(&self.when))
+            && (self.when_any.is_empty() || self.when_any.iter().any(holds))
+            && !self.unless_any.iter().any(holds)
+    }
 }
 
 /// One scripted reply.
@@ -220,10 +251,7 @@ impl ScriptedProvider {
             crate::ModelMessage::User { text } => Some(text.as_str()),
             _ => None,
         })?;
-        self.script
-            .branches
-            .iter()
-            .position(|b| !b.when.is_empty() && newest.contains(&b.when))
+        self.script.branches.iter().position(|b| b.matches(newest))
     }
 
     fn next(
@@ -603,6 +631,46 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.kind, ProviderErrorKind::ScriptExhausted);
         assert!(e.message.contains("branches[1]"), "{e}");
+    }
+
+    /// `when_any` and `unless_any` look at what the user wrote, ignoring case and the
+    /// reminder block before it; `when` still looks at the whole message. An answer naming
+    /// both choices plays neither, and a branch without `when` or `when_any` never plays.
+    #[tokio::test]
+    async fn a_branch_can_ask_for_one_of_some_words_and_none_of_others() {
+        let s = script(
+            r#"{"responses":[{"text":"main"}],
+                "branches":[{"unless_any":["zzz"],"responses":[{"text":"never"}]},
+                            {"when":"[goal]","when_any":["print","as given"],"unless_any":["reject","not"],"responses":[{"text":"print"}]},
+                            {"when_any":["REJECT"],"unless_any":["print"],"responses":[{"text":"reject"}]}],
+                "when_exhausted":"repeat_last"}"#,
+        );
+        let p = ScriptedProvider::new("scripted", s, Path::new("/ws"), None);
+        let sink = |_: StreamEvent| {};
+        let cases = [
+            ("[goal] Print them as given.", "print"),
+            ("[goal] As given, please", "print"),
+            ("Reject them", "reject"),
+            ("[goal] rEjEcTeD", "reject"),
+            // Both choices named, or a negation: neither branch guesses.
+            ("[goal] Don't reject them, print them", "main"),
+            ("[goal] Do not print them", "main"),
+            // `when` must hold too.
+            ("Print them as given.", "main"),
+            ("[goal] You decide.", "main"),
+            // The words of the reminder block do not count; `when` may be in it.
+            (
+                "<system_reminder>\n[goal] do not reject\n</system_reminder>\n\nprint them",
+                "print",
+            ),
+        ];
+        for (message, played) in cases {
+            assert_eq!(
+                p.call(&said(message), &sink).await.map(|r| r.text).unwrap(),
+                played,
+                "{message}"
+            );
+        }
     }
 
     #[tokio::test]

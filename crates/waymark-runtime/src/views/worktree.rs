@@ -132,9 +132,13 @@ impl Runtime {
         &self,
         id: &str,
         reviewed: Option<&waymark_protocol::worktree::WorktreeReview>,
+        message: Option<&str>,
     ) -> Result<MergeOutcome> {
         self.idle(id, "merge")?;
         let row = self.worktree_row(id)?;
+        if let Some(m) = message {
+            return self.merge_as(id, &row, reviewed, &merge_message(m)?);
+        }
         let message = self
             .goal(id)?
             .map(|g| g.objective)
@@ -146,7 +150,18 @@ impl Runtime {
                     .and_then(|s| s.title)
             })
             .unwrap_or_else(|| format!("Work of Waymark session {id}"));
-        let done = waymark_worktree::merge(&row, &message, reviewed)?;
+        self.merge_as(id, &row, reviewed, &message)
+    }
+
+    /// The merge itself, its commits saying `message`.
+    fn merge_as(
+        &self,
+        id: &str,
+        row: &WorktreeRow,
+        reviewed: Option<&waymark_protocol::worktree::WorktreeReview>,
+        message: &str,
+    ) -> Result<MergeOutcome> {
+        let done = waymark_worktree::merge(row, message, reviewed)?;
         self.store().write(self.options().clock.now_ms(), |tx| {
             tx.set_worktree_state(id, WorktreeState::Merged)
         })?;
@@ -163,4 +178,28 @@ impl Runtime {
         })?;
         Ok(())
     }
+}
+
+/// The most bytes a merge message the user wrote may hold.
+const MERGE_MESSAGE_BYTES: usize = 4096;
+
+/// A merge message the user wrote, checked: its first line is the commit's subject, so it
+/// must say something, and a NUL or a huge text is refused rather than cut.
+fn merge_message(text: &str) -> Result<String> {
+    let t = text.trim();
+    if t.lines().next().is_none_or(|l| l.trim().is_empty()) {
+        return Err(Error::Refused(
+            "the merge message is empty: its first line names the change".into(),
+        ));
+    }
+    if t.len() > MERGE_MESSAGE_BYTES {
+        return Err(Error::Refused(format!(
+            "the merge message is {} bytes, more than {MERGE_MESSAGE_BYTES}",
+            t.len()
+        )));
+    }
+    if t.contains('\0') {
+        return Err(Error::Refused("the merge message holds a NUL byte".into()));
+    }
+    Ok(t.to_string())
 }

@@ -122,7 +122,24 @@ async fn two_worktree_goals_run_at_once_without_touching_each_other() {
     b.shutdown().await.unwrap();
     // A merged worktree is still the session's workspace and still listed; a discarded one
     // is not.
-    h.runtime.worktree_merge(&ia, None).unwrap();
+    // A message the user wrote: refused when empty, else the subject of the merge.
+    let empty = h
+        .runtime
+        .worktree_merge(&ia, None, Some("  \n "))
+        .unwrap_err();
+    assert!(empty.to_string().contains("empty"), "{empty}");
+    h.runtime
+        .worktree_merge(&ia, None, Some("Alpha, as reviewed\n\nDetails."))
+        .unwrap();
+    let subject = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%s"])
+        .current_dir(&h.ws)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&subject.stdout).contains("Alpha, as reviewed"),
+        "{subject:?}"
+    );
     h.runtime.worktree_discard(&ib).unwrap();
     let listed: Vec<(String, Option<String>)> = h
         .runtime
