@@ -708,6 +708,16 @@ impl App {
         );
     }
 
+    /// Switches the open session's model through the picker's "Other model…" box: `spec`
+    /// typed there and sent with Enter (what the switch did is for the caller to wait for).
+    pub async fn pick_other_model(&self, spec: &str) {
+        self.click("[data-testid=model-picker] option[value=__other__]")
+            .await;
+        self.type_into("[data-testid=model-other]", spec).await;
+        self.type_more("[data-testid=model-other]", "\u{E007}")
+            .await;
+    }
+
     /// A screenshot of a view that is meant to show what `shot` refuses (an opened fold of
     /// raw details, the data folder in Settings): `why` says which.
     pub async fn shot_of_internals(&self, name: &str, why: &str) {
@@ -727,9 +737,12 @@ impl App {
     }
 
     /// What the visible text shows that a main view must not: a `waymark …` command line, an
-    /// internal id (`s-…`, `cp-…`, `plan-…`), a sha256, or a path in the app's data folder.
-    /// The text is `document.body.innerText` with the contents of every `details` fold left
-    /// out (their summaries kept). Returns the offending pieces and the text.
+    /// internal id (`s-…`, `cp-…`, `plan-…`, `q-…`, `goal-…`, `m-…`, `wt-…`, in any case,
+    /// as the app's own `ID` pattern in ui/src/lib/slash.ts reads them), a sha256, or a path
+    /// in the app's data folder. The text is `document.body.innerText` plus the values and
+    /// placeholders of text fields, with the contents of closed `details` folds left out
+    /// (their summaries kept; an opened fold shows, so a test that opens one on purpose
+    /// shoots it with `shot_of_internals`). Returns the offending pieces and the text.
     pub async fn internals_shown(&self) -> (Vec<String>, String) {
         let data = self
             .pid()
@@ -740,15 +753,20 @@ impl App {
             })
             .map(|v| String::from_utf8_lossy(&v).into_owned())
             .unwrap_or_default();
+        assert!(
+            !data.is_empty(),
+            "the app's data folder is unknown: the check would not see it"
+        );
         let seen = self
             .js(&format!(
                 "const hidden = []; \
-                 for (const d of document.querySelectorAll('details')) \
+                 for (const d of document.querySelectorAll('details:not([open])')) \
                    for (const c of d.children) if (c.tagName !== 'SUMMARY') {{ hidden.push([c, c.style.display]); c.style.display = 'none'; }} \
-                 const text = document.body.innerText; \
+                 const fields = [...document.querySelectorAll('input, textarea')].filter((f) => f.offsetParent !== null).map((f) => f.value + ' ' + (f.placeholder || '')); \
+                 const text = document.body.innerText + '\\n' + fields.join('\\n'); \
                  for (const [c, was] of hidden) c.style.display = was; \
                  const found = []; \
-                 const patterns = [['command line', /\\bwaymark [a-z][\\w-]*/g], ['id', /\\b(?:s|cp|plan)-[a-z0-9]{{6,}}/g], ['sha256', /\\b[0-9a-f]{{64}}\\b/g]]; \
+                 const patterns = [['command line', /\\bwaymark [a-z][\\w-]*/g], ['id', /\\b(?:s|cp|plan|q|goal|m|wt)-(?=[a-z0-9]*\\d)[a-z0-9]{{6,}}\\b/gi], ['sha256', /\\b[0-9a-f]{{64}}\\b/g]]; \
                  for (const [what, re] of patterns) for (const m of text.matchAll(re)) found.push(what + ': ' + m[0]); \
                  const data = {data:?}; \
                  if (data && text.includes(data)) found.push('a path in the data folder'); \

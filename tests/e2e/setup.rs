@@ -107,11 +107,7 @@ async fn first_run_connects_a_model_with_field_errors_then_a_session_uses_it() {
         .await;
     app.wait_text("[data-testid=transcript]", "Now on custom:m1 · Read only")
         .await;
-    app.click("[data-testid=model-picker] option[value=__other__]")
-        .await;
-    app.type_into("[data-testid=model-other]", &script("chat.json"))
-        .await;
-    app.type_more("[data-testid=model-other]", "\u{E007}").await;
+    app.pick_other_model(&script("chat.json")).await;
     app.wait_text("[data-testid=transcript]", "Now on scripted:chat.json")
         .await;
     app.type_into("[data-testid=composer]", "Who is there?\u{E007}")

@@ -42,11 +42,7 @@ async fn the_mode_picker_never_shows_a_mode_the_session_is_not_in() {
         // session at once, and the same there.
         for _ in 0..2 {
             let (before, _) = shown(&app).await;
-            app.click("[data-testid=model-picker] option[value=__other__]")
-                .await;
-            app.type_into("[data-testid=model-other]", &script("blocked.json"))
-                .await;
-            app.type_more("[data-testid=model-other]", "\u{E007}").await;
+            app.pick_other_model(&script("blocked.json")).await;
             app.click("[data-testid=mode-picker] option[value=auto]")
                 .await;
             app.chord(Key::Control, 'n').await;
@@ -85,11 +81,7 @@ async fn a_running_command_streams_its_output_into_the_transcript() {
     ));
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
-    app.click("[data-testid=model-picker] option[value=__other__]")
-        .await;
-    app.type_into("[data-testid=model-other]", &script("ticks.json"))
-        .await;
-    app.type_more("[data-testid=model-other]", "\u{E007}").await;
+    app.pick_other_model(&script("ticks.json")).await;
     app.wait_text("[data-testid=transcript]", "Now on scripted:ticks.json")
         .await;
     app.type_into("[data-testid=composer]", "Count again\u{E007}")
@@ -130,16 +122,7 @@ async fn a_provider_added_to_the_file_while_the_app_runs_is_usable_at_once() {
     succeeded(&desk.exec(&ws, &script("chat.json"), &["Hello"]));
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
-    let switch = |spec: &'static str| {
-        let app = &app;
-        async move {
-            app.click("[data-testid=model-picker] option[value=__other__]")
-                .await;
-            app.type_into("[data-testid=model-other]", spec).await;
-            app.type_more("[data-testid=model-other]", "\u{E007}").await;
-        }
-    };
-    switch("lab:m1").await;
+    app.pick_other_model("lab:m1").await;
     app.wait_text("[data-testid=switch-refused]", "lab").await;
     // Said in full, inside the window, its dismiss button in reach.
     let inside = app
@@ -161,7 +144,7 @@ async fn a_provider_added_to_the_file_while_the_app_runs_is_usable_at_once() {
     )
     .unwrap();
     app.wait_text("[data-testid=toast]", "in force now").await;
-    switch("lab:m1").await;
+    app.pick_other_model("lab:m1").await;
     app.wait_text("[data-testid=transcript]", "Now on lab:m1")
         .await;
     assert!(!app.exists("[data-testid=switch-refused]").await);
@@ -178,11 +161,7 @@ async fn no_permission_question_for_a_call_the_budget_would_refuse() {
     succeeded(&desk.exec(&ws, &script("chat.json"), &["--permission", "ask", "Hello"]));
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
-    app.click("[data-testid=model-picker] option[value=__other__]")
-        .await;
-    app.type_into("[data-testid=model-other]", &script("budget_refuse.json"))
-        .await;
-    app.type_more("[data-testid=model-other]", "\u{E007}").await;
+    app.pick_other_model(&script("budget_refuse.json")).await;
     app.wait_text(
         "[data-testid=transcript]",
         "Now on scripted:budget_refuse.json",
@@ -222,10 +201,7 @@ async fn a_model_that_cannot_be_reached_is_said_in_words_with_a_next_step() {
     let switch = |spec: &'static str| {
         let app = &app;
         async move {
-            app.click("[data-testid=model-picker] option[value=__other__]")
-                .await;
-            app.type_into("[data-testid=model-other]", spec).await;
-            app.type_more("[data-testid=model-other]", "\u{E007}").await;
+            app.pick_other_model(spec).await;
             app.wait_text("[data-testid=transcript]", &format!("Now on {spec}"))
                 .await;
         }

@@ -58,7 +58,11 @@ pub(crate) fn review_again(api: &SessionApi) -> Result<()> {
                 q.kind().as_str()
             )));
         }
-        if waymark_store::turns::open_turn(tx.conn(), &sid)?.is_some() {
+        // A message waiting to start its turn counts as work too: the review must not open
+        // under a turn about to run.
+        if waymark_store::turns::open_turn(tx.conn(), &sid)?.is_some()
+            || waymark_store::messages::queued_count(tx.conn(), &sid)? > 0
+        {
             return Err(Error::Busy(
                 "the agent is still working: review the plan when its turn ends".into(),
             ));
@@ -69,7 +73,7 @@ pub(crate) fn review_again(api: &SessionApi) -> Result<()> {
             .into_iter()
             .rev()
             .find(|q| matches!(&q.question, Question::PlanApproval(r) if r.plan_id == plan.id));
-        let review = match newest {
+        let mut review = match newest {
             Some(QuestionnaireRow {
                 question: Question::PlanApproval(review),
                 answer: Some(Answer::Defer),
@@ -81,6 +85,26 @@ pub(crate) fn review_again(api: &SessionApi) -> Result<()> {
                 ));
             }
         };
+        // The user's own edit since the review was put off (the only revision that comes
+        // without a review of its own) is what this review approves, as a pending review
+        // would have taken it (PM-23).
+        if let Some(newest) = crate::db::revisions(tx.conn(), &plan.id)?.pop()
+            && newest.version > review.version
+        {
+            if newest.author != waymark_protocol::RevisionAuthor::User {
+                return Err(Error::Refused(
+                    "the plan has a newer revision than the review that was put off".into(),
+                ));
+            }
+            let content = snapshot_text(tx, &newest.key)?;
+            review.version = newest.version;
+            review.key = newest.key;
+            review.sha256 = newest.sha256;
+            review.bytes = newest.bytes;
+            review.truncated = newest.truncated;
+            review.budget = super::review::budget(&content);
+            review.steps = super::review::steps(&content);
+        }
         let question = Question::PlanApproval(review);
         tx.open_questionnaire(&qid, &sid, None, &question)?;
         tx.set_plan_status(&plan.id, PlanStatus::AwaitingApproval)?;

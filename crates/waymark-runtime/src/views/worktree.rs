@@ -150,7 +150,23 @@ impl Runtime {
                     .and_then(|s| s.title)
             })
             .unwrap_or_else(|| format!("Work of Waymark session {id}"));
-        self.merge_as(id, &row, reviewed, &message)
+        // The default comes from text the agent may have written (a goal's objective): only
+        // its first line, cut, so it cannot add lines (trailers such as `Signed-off-by:`)
+        // the user never saw.
+        let first: String = message
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(200)
+            .collect();
+        let message = if first.trim().is_empty() {
+            format!("Work of Waymark session {id}")
+        } else {
+            first
+        };
+        self.merge_as(id, &row, reviewed, &merge_message(&message)?)
     }
 
     /// The merge itself, its commits saying `message`.

@@ -221,6 +221,35 @@ async fn pm_17_review_again_after_not_now_asks_at_once_without_a_model_turn() {
     s.shutdown().await.unwrap();
 }
 
+/// "Review again" after the user's own edit reviews that edit (PM-23), not the revision
+/// put off; and it never opens while a message waits to start a turn.
+#[tokio::test]
+async fn pm_17_review_again_reviews_the_users_own_edit_and_waits_for_queued_work() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        with_plan_script(vec![json!({"text": "noted"})]),
+        PermissionMode::AutoEdit,
+    );
+    let q1 = to_approval(&h, &s).await;
+    run(&s, answer(&q1, Answer::Defer)).await;
+    s.submit(Op::EditPlan {
+        text: "## Summary\nThe user's own plan.\n\n## Steps\n1. Only this\n".into(),
+    })
+    .await
+    .unwrap();
+    let q2 = waiting_on(&run(&s, Op::ReviewPlanAgain).await);
+    let second = questionnaire(&h, &s, &q2);
+    assert_eq!(second.payload["version"], 2, "{:?}", second.payload);
+    assert_eq!(second.payload["steps"], json!(["Only this"]));
+    // Put off again, then a message of the user's waits in the queue: no review opens
+    // under the turn it is about to start.
+    run(&s, answer(&q2, Answer::Defer)).await;
+    s.submit(user("one more thing")).await.unwrap();
+    let busy = s.submit(Op::ReviewPlanAgain).await.unwrap_err().to_string();
+    assert!(busy.contains("still working"), "{busy}");
+    s.shutdown().await.unwrap();
+}
+
 /// After "Not now", the plan submitted again unchanged is the same revision (the comments
 /// drafted on it still apply); a changed one is the next.
 #[tokio::test]
