@@ -9,36 +9,21 @@ const S = "s-m1x2k9a100q7wz";
 const PLAN = "plan-m1x2k9b200a1b2";
 const PLAN_ON = `Plan mode is on (plan ${PLAN}). The next messages are planned, not implemented; the plan goes to /home/ada/.local/share/waymark/sessions/${S}/artifacts/plan.md.`;
 const app = vi.hoisted(() => ({ push: (_e: unknown) => {}, submitted: [] as string[], seq: 8 }));
-vi.mock("./bindings", () => {
-  const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
-  const listen = () => Promise.resolve(() => {});
+vi.mock("./bindings", async () => {
+  const { mockBindings, ok, sentBy, sessionLog, sessionView, summary } = await import("./test/bindings");
   const S = "s-m1x2k9a100q7wz";
-  const summary = { id: S, workspace: "/w", title: "Greet", created_at: 0, updated_at: 0, interaction_mode: "default", permission_mode: "ask", model: null, queued: 0, pending_questionnaire: null };
-  const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
+  const session = summary(S);
   const at = new Date(2026, 0, 2, 9, 30, 0).getTime();
-  let seq = 0;
-  const ev = (type: string, body: object) => ({ session_id: S, seq: ++seq, ts: at, transient: false, type, ...body });
-  const turn = (n: number, text: string) => [
-    ev("message.admitted", { message_id: n, source: "user", text, position: "tail" }),
-    ev("turn.started", { turn_id: n, message_id: n }),
-    ev("assistant.message", { turn_id: n, text: `Reply ${n}.`, tool_calls: [], usage }),
-    ev("turn.finished", { turn_id: n, reason: "completed", usage, steps: 1 }),
-  ];
-  const events = [...turn(1, "Add a greeting"), ...turn(2, "Make it say good morning")];
-  const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 2, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: events.length }, events, complete: true, goal: null, instructions: [] };
+  const log = sessionLog(S, at);
+  const view = sessionView(session, [...log.turn(1, "Add a greeting"), ...log.turn(2, "Make it say good morning")], 2);
   const cp = (turn: number, minutes: number) => ({ id: `cp-m1x2k9a1${turn}0abcd`, turn, time: at + minutes * 60_000, trigger: "turn_start", changed: [] });
   const config = { model: null, permission_mode: "ask", providers: {}, mcp_servers: {}, beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: true }, goal: { verification: null, budget: {}, breaker: {}, verifier: {}, usage_limit: {} } };
-  return {
+  return mockBindings({
     commands: {
-      appInfo: async () => ({ version: "0", data_dir: "/d", settings_file: "/s", demo: false, settings_error: null }),
-      listSessions: () => ok([summary]),
+      listSessions: () => ok([session]),
       openSession: () => ok(view),
-      planView: () => ok({ path: "/p", markdown: null, html: "", revisions: [], review: null, plans: [], comments: [] }),
-      goalTimeline: () => ok([]),
       getSettings: () => ok({ config, keys: [], keyring_error: null }),
       mcpServers: () => ok([]),
-      mcpPrompts: () => ok([]),
-      workspaceFiles: () => ok([]),
       checkpoints: () => ok([cp(1, 0), cp(2, 5)]),
       rewindPreview: () => ok({ checkpoint: cp(1, 0), files: [], turns: [1, 2] }),
       submit: (_id: string, text: string) => {
@@ -46,13 +31,8 @@ vi.mock("./bindings", () => {
         return ok({ kind: "command", output: "Plan mode is on (plan plan-m1x2k9b200a1b2). The next messages are planned, not implemented; the plan goes to /home/ada/plan.md." });
       },
     },
-    events: {
-      sessionEvent: { listen: (cb: (e: { payload: unknown }) => void) => ((app.push = (p) => cb({ payload: p })), listen()) },
-      planFileChanged: { listen },
-      focusSession: { listen },
-      alertRaised: { listen },
-    },
-  };
+    events: { sessionEvent: sentBy((send) => (app.push = send)) },
+  });
 });
 
 const { default: App } = await import("./App.svelte");

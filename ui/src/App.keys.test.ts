@@ -4,14 +4,10 @@ import { KEYS } from "./lib/keys";
 
 // A session whose second turn is still running, open in the window; Stop is recorded.
 const app = vi.hoisted(() => ({ stopped: [] as string[] }));
-vi.mock("./bindings", () => {
-  const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
-  const listen = () => Promise.resolve(() => {});
-  const S = "s-m1x2k9a100q7wz";
-  const summary = { id: S, workspace: "/w", title: "Greet", created_at: 0, updated_at: 0, interaction_mode: "default", permission_mode: "ask", model: null, queued: 0, pending_questionnaire: null };
-  const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
-  let seq = 0;
-  const ev = (type: string, body: object) => ({ session_id: S, seq: ++seq, ts: 0, transient: false, type, ...body });
+vi.mock("./bindings", async () => {
+  const { mockBindings, ok, sessionLog, sessionView, summary, usage } = await import("./test/bindings");
+  const session = summary("s-m1x2k9a100q7wz");
+  const { ev } = sessionLog(session.id);
   const events = [
     ev("message.admitted", { message_id: 1, source: "user", text: "Add a greeting", position: "tail" }),
     ev("turn.started", { turn_id: 1, message_id: 1 }),
@@ -21,28 +17,17 @@ vi.mock("./bindings", () => {
     ev("message.admitted", { message_id: 2, source: "user", text: "/tmp is full", position: "tail" }),
     ev("turn.started", { turn_id: 2, message_id: 2 }),
   ];
-  const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 2, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: events.length }, events, complete: true, goal: null, instructions: [] };
-  return {
+  const view = sessionView(session, events, 2);
+  return mockBindings({
     commands: {
-      appInfo: async () => ({ version: "0", data_dir: "/d", settings_file: "/s", demo: false, settings_error: null }),
-      listSessions: () => ok([summary]),
+      listSessions: () => ok([session]),
       openSession: () => ok(view),
-      planView: () => ok({ path: "/p", markdown: null, html: "", revisions: [], review: null, plans: [], comments: [] }),
-      goalTimeline: () => ok([]),
-      mcpPrompts: () => ok([]),
-      workspaceFiles: () => ok([]),
       stop: (id: string) => {
         app.stopped.push(id);
         return ok(null);
       },
     },
-    events: {
-      sessionEvent: { listen },
-      planFileChanged: { listen },
-      focusSession: { listen },
-      alertRaised: { listen },
-    },
-  };
+  });
 });
 
 const { default: App } = await import("./App.svelte");

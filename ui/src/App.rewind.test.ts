@@ -5,34 +5,18 @@ import { fireEvent, render, screen, waitFor } from "@testing-library/svelte";
 // the command goes through and its `session.rewound` follows, with a new checkpoint that
 // undoes it (Undo is a rewind to that one).
 const app = vi.hoisted(() => ({ push: (_e: unknown) => {}, rewinds: [] as [string, string][], seq: 8, undos: 0 }));
-vi.mock("./bindings", () => {
-  const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
-  const listen = () => Promise.resolve(() => {});
+vi.mock("./bindings", async () => {
+  const { mockBindings, ok, sentBy, sessionLog, sessionView, summary } = await import("./test/bindings");
   const S = "s-m1x2k9a100q7wz";
-  const summary = { id: S, workspace: "/w", title: "Greet", created_at: 0, updated_at: 0, interaction_mode: "default", permission_mode: "ask", model: null, queued: 0, pending_questionnaire: null };
-  const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
+  const session = summary(S);
   const at = new Date(2026, 0, 2, 9, 30, 0).getTime();
-  let seq = 0;
-  const ev = (type: string, body: object) => ({ session_id: S, seq: ++seq, ts: at, transient: false, type, ...body });
-  const turn = (n: number, text: string) => [
-    ev("message.admitted", { message_id: n, source: "user", text, position: "tail" }),
-    ev("turn.started", { turn_id: n, message_id: n }),
-    ev("assistant.message", { turn_id: n, text: `Reply ${n}.`, tool_calls: [], usage }),
-    ev("turn.finished", { turn_id: n, reason: "completed", usage, steps: 1 }),
-  ];
-  const events = [...turn(1, "Add a greeting"), ...turn(2, "Make it say good morning")];
-  const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 2, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: events.length }, events, complete: true, goal: null, instructions: [] };
+  const log = sessionLog(S, at);
+  const view = sessionView(session, [...log.turn(1, "Add a greeting"), ...log.turn(2, "Make it say good morning")], 2);
   const cp = (turn: number) => ({ id: `cp-turn${turn}`, turn, time: at, trigger: "turn_start", changed: [] });
-  return {
+  return mockBindings({
     commands: {
-      appInfo: async () => ({ version: "0", data_dir: "/d", settings_file: "/s", demo: false, settings_error: null }),
-      listSessions: () => ok([summary]),
+      listSessions: () => ok([session]),
       openSession: () => ok(view),
-      planView: () => ok({ path: "/p", markdown: null, html: "", revisions: [], review: null, plans: [], comments: [] }),
-      goalTimeline: () => ok([]),
-      mcpPrompts: () => ok([]),
-      workspaceFiles: () => ok([]),
-      sessionEvents: () => ok([]),
       checkpoints: () => ok([cp(1), cp(2)]),
       rewindPreview: (_id: string, turn: number) => ok({ checkpoint: cp(turn), files: [{ path: "greet.sh", op: "revert", diff: null, note: null }], turns: [turn] }),
       rewind: (_id: string, to: string, scope: string) => {
@@ -43,13 +27,8 @@ vi.mock("./bindings", () => {
         return ok(null);
       },
     },
-    events: {
-      sessionEvent: { listen: (cb: (e: { payload: unknown }) => void) => ((app.push = (p) => cb({ payload: p })), listen()) },
-      planFileChanged: { listen },
-      focusSession: { listen },
-      alertRaised: { listen },
-    },
-  };
+    events: { sessionEvent: sentBy((send) => (app.push = send)) },
+  });
 });
 
 const { default: App } = await import("./App.svelte");

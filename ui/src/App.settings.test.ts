@@ -4,30 +4,21 @@ import { fireEvent, render, screen, waitFor } from "@testing-library/svelte";
 // Two sessions, the first open; Settings readable. The sessions opened and created are
 // recorded.
 const app = vi.hoisted(() => ({ opened: [] as string[], created: [] as string[] }));
-vi.mock("./bindings", () => {
-  const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
-  const listen = () => Promise.resolve(() => {});
-  const summary = (id: string, title: string) => ({ id, workspace: "/w", title, created_at: 0, updated_at: 0, interaction_mode: "default", permission_mode: "ask", model: null, queued: 0, pending_questionnaire: null });
-  const sessions = [summary("s1", "Fix it"), summary("s2", "Write docs")];
-  const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
-  const view = (id: string) => ({ snapshot: { summary: sessions.find((s) => s.id === id), session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 0 }, events: [], complete: true, goal: null, instructions: [] });
+vi.mock("./bindings", async () => {
+  const { mockBindings, ok, sessionView, summary } = await import("./test/bindings");
+  const sessions = [summary("s1", { title: "Fix it" }), summary("s2", { title: "Write docs" })];
+  const view = (id: string) => sessionView(sessions.find((s) => s.id === id));
   const config = { model: null, permission_mode: "ask", providers: {}, mcp_servers: {}, beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: false }, goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 }, usage_limit: { auto_resumes: 3 } } };
-  return {
+  return mockBindings({
     commands: {
-      appInfo: async () => ({ version: "0", data_dir: "/d", settings_file: "/s", demo: false, settings_error: null }),
       listSessions: () => ok(sessions),
       openSession: (id: string) => (app.opened.push(id), ok(view(id))),
       createSession: (ws: string) => (app.created.push(ws), ok(view("s1"))),
-      planView: () => ok({ path: "/p", markdown: null, html: "", revisions: [], review: null, plans: [], comments: [] }),
-      goalTimeline: () => ok([]),
       goalBoard: () => ok([]),
       getSettings: () => ok({ config, keys: [], keyring_error: null }),
       mcpServers: () => ok([]),
-      mcpPrompts: () => ok([]),
-      workspaceFiles: () => ok([]),
     },
-    events: { sessionEvent: { listen }, planFileChanged: { listen }, focusSession: { listen }, alertRaised: { listen } },
-  };
+  });
 });
 
 const { default: App } = await import("./App.svelte");

@@ -3,8 +3,8 @@ import { fireEvent, render, screen } from "@testing-library/svelte";
 
 // The app as the window sees it at start: no sessions to open, settings readable, and the
 // session list refused for a reason that names a setting.
-vi.mock("./bindings", () => {
-  const listen = () => Promise.resolve(() => {});
+vi.mock("./bindings", async () => {
+  const { mockBindings } = await import("./test/bindings");
   const config = {
     model: null,
     permission_mode: "ask",
@@ -13,14 +13,12 @@ vi.mock("./bindings", () => {
     goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 }, usage_limit: { auto_resumes: 3 } },
   };
   const refused = { code: "feature_off", message: "goals are turned off", setting: "beta.thread_goal" };
-  return {
+  return mockBindings({
     commands: {
-      appInfo: async () => ({ version: "0", data_dir: "/d", settings_file: "/s", demo: false, settings_error: null }),
       listSessions: async () => ({ status: "error", error: refused }),
       getSettings: async () => ({ status: "ok", data: { config, keys: [], keyring_error: null } }),
     },
-    events: { sessionEvent: { listen }, planFileChanged: { listen }, focusSession: { listen }, alertRaised: { listen } },
-  };
+  });
 });
 
 const { default: App } = await import("./App.svelte");

@@ -1,32 +1,22 @@
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { fireEvent, render, screen, waitFor } from "@testing-library/svelte";
-import type { SessionView } from "./lib/types";
 
 // The app with one session to open (in demo mode), and an alert the test raises.
 const app = vi.hoisted(() => ({ alert: (_p: unknown) => {} }));
-vi.mock("./bindings", () => {
-  const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
-  const listen = () => Promise.resolve(() => {});
-  const summary = { id: "s1", workspace: "/w", title: "Fix it", created_at: 0, updated_at: 0, interaction_mode: "default", permission_mode: "ask", model: null, queued: 0, pending_questionnaire: null };
-  const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
-  const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 0 }, events: [], complete: true, goal: null, instructions: [] } as unknown as SessionView;
+vi.mock("./bindings", async () => {
+  const { appInfo, mockBindings, ok, sentBy, sessionView, summary } = await import("./test/bindings");
+  const session = summary("s1", { title: "Fix it" });
+  const view = sessionView(session);
   const config = { model: null, permission_mode: "ask", providers: {}, beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: true }, goal: { verification: null, budget: {}, breaker: {}, verifier: {}, usage_limit: {} } };
-  return {
+  return mockBindings({
     commands: {
-      appInfo: async () => ({ version: "0", data_dir: "/d", settings_file: "/s", demo: true, settings_error: null }),
-      listSessions: () => ok([summary]),
+      appInfo: async () => ({ ...appInfo, demo: true }),
+      listSessions: () => ok([session]),
       openSession: () => ok(view),
-      planView: () => ok({ path: "/p", markdown: null, html: "", revisions: [], review: null, plans: [], comments: [] }),
-      goalTimeline: () => ok([]),
       getSettings: () => ok({ config, keys: [], keyring_error: null }),
     },
-    events: {
-      sessionEvent: { listen },
-      planFileChanged: { listen },
-      focusSession: { listen },
-      alertRaised: { listen: (cb: (e: { payload: unknown }) => void) => ((app.alert = (p) => cb({ payload: p })), listen()) },
-    },
-  };
+    events: { alertRaised: sentBy((send) => (app.alert = send)) },
+  });
 });
 
 const { default: App } = await import("./App.svelte");
