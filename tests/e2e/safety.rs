@@ -119,7 +119,7 @@ async fn rewind_to_here_previews_the_files_then_undo_brings_them_back() {
         "echo \"Hello, ${1:-world}\"\n"
     );
     // The rewound turn is folded in the transcript, and offers no rewind of its own.
-    app.wait_text("[data-testid=rewound-turn]", "Rewound turn")
+    app.wait_text("[data-testid=rewound-turn]", "Rewound: your message")
         .await;
     let offered = app
         .js("return document.querySelectorAll('[data-testid=rewind-here]').length")

@@ -10,6 +10,19 @@ function session(items: Item[]): SessionState {
 }
 
 describe("Transcript", () => {
+  it("names a rewound turn by the message that started it, never by its number", () => {
+    const items: Item[] = [
+      { kind: "user", key: "m1", text: "Rework the draft\nwith care", source: "user", turn: 7 },
+      { kind: "assistant", key: "a1", turnId: 7, text: "Reworked.", tools: [] },
+      { kind: "assistant", key: "a2", turnId: 8, text: "Going on with the goal.", tools: [] },
+    ];
+    const { container } = render(Transcript, { state: { ...session(items), rewound: [7, 8] } });
+    const folds = [...container.querySelectorAll("[data-testid=rewound-turn]")].map((f) => f.textContent?.trim());
+    expect(folds[0]).toContain("Rewound: your message “Rework the draft”");
+    expect(folds[1]).toContain("Rewound: “Going on with the goal.”");
+    expect(folds.join(" ")).not.toMatch(/turn \d/);
+  });
+
   it("puts only the rows near the viewport in the page, however long the transcript", () => {
     const items: Item[] = Array.from({ length: 5000 }, (_, i) => ({ kind: "user", key: `m${i}`, text: `message ${i}`, source: "user" }));
     const { container } = render(Transcript, { state: session(items) });
