@@ -10,12 +10,8 @@ const PLAN = "plan-m1x2k9b200a1b2";
 const PLAN_ON = `Plan mode is on (plan ${PLAN}). The next messages are planned, not implemented; the plan goes to /home/ada/.local/share/waymark/sessions/${S}/artifacts/plan.md.`;
 const app = vi.hoisted(() => ({ push: (_e: unknown) => {}, submitted: [] as string[], seq: 8 }));
 vi.mock("./bindings", async () => {
-  const { mockBindings, ok, sentBy, sessionLog, sessionView, summary } = await import("./test/bindings");
-  const S = "s-m1x2k9a100q7wz";
-  const session = summary(S);
-  const at = new Date(2026, 0, 2, 9, 30, 0).getTime();
-  const log = sessionLog(S, at);
-  const view = sessionView(session, [...log.turn(1, "Add a greeting"), ...log.turn(2, "Make it say good morning")], 2);
+  const { mockBindings, ok, sentBy, twoTurnSession } = await import("./test/bindings");
+  const { at, session, view } = twoTurnSession();
   const cp = (turn: number, minutes: number) => ({ id: `cp-m1x2k9a1${turn}0abcd`, turn, time: at + minutes * 60_000, trigger: "turn_start", changed: [] });
   const config = { model: null, permission_mode: "ask", providers: {}, mcp_servers: {}, beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: true }, goal: { verification: null, budget: {}, breaker: {}, verifier: {}, usage_limit: {} } };
   return mockBindings({

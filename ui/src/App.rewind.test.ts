@@ -6,12 +6,8 @@ import { fireEvent, render, screen, waitFor } from "@testing-library/svelte";
 // undoes it (Undo is a rewind to that one).
 const app = vi.hoisted(() => ({ push: (_e: unknown) => {}, rewinds: [] as [string, string][], seq: 8, undos: 0 }));
 vi.mock("./bindings", async () => {
-  const { mockBindings, ok, sentBy, sessionLog, sessionView, summary } = await import("./test/bindings");
-  const S = "s-m1x2k9a100q7wz";
-  const session = summary(S);
-  const at = new Date(2026, 0, 2, 9, 30, 0).getTime();
-  const log = sessionLog(S, at);
-  const view = sessionView(session, [...log.turn(1, "Add a greeting"), ...log.turn(2, "Make it say good morning")], 2);
+  const { mockBindings, ok, sentBy, twoTurnSession } = await import("./test/bindings");
+  const { id: S, at, session, view } = twoTurnSession();
   const cp = (turn: number) => ({ id: `cp-turn${turn}`, turn, time: at, trigger: "turn_start", changed: [] });
   return mockBindings({
     commands: {

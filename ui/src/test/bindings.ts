@@ -42,6 +42,17 @@ export function sessionLog(id: string, ts = 0) {
   return { ev, turn };
 }
 
+/** The two-turn session several App tests open: its id, the time its events carry, its
+ *  summary and the view `openSession` returns. */
+export function twoTurnSession() {
+  const id = "s-m1x2k9a100q7wz";
+  const at = new Date(2026, 0, 2, 9, 30, 0).getTime();
+  const session = summary(id);
+  const log = sessionLog(id, at);
+  const view = sessionView(session, [...log.turn(1, "Add a greeting"), ...log.turn(2, "Make it say good morning")], 2);
+  return { id, at, session, view };
+}
+
 export const appInfo = { version: "0", data_dir: "/d", settings_file: "/s", demo: false, settings_error: null };
 
 /** The bindings module: these commands and listeners over the defaults. */
