@@ -150,22 +150,7 @@ impl Runtime {
                     .and_then(|s| s.title)
             })
             .unwrap_or_else(|| format!("Work of Waymark session {id}"));
-        // The default comes from text the agent may have written (a goal's objective): only
-        // its first line, cut, so it cannot add lines (trailers such as `Signed-off-by:`)
-        // the user never saw.
-        let first: String = message
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(200)
-            .collect();
-        let message = if first.trim().is_empty() {
-            format!("Work of Waymark session {id}")
-        } else {
-            first
-        };
+        let message = default_merge_message(&message, id);
         self.merge_as(id, &row, reviewed, &merge_message(&message)?)
     }
 
@@ -218,4 +203,47 @@ fn merge_message(text: &str) -> Result<String> {
         return Err(Error::Refused("the merge message holds a NUL byte".into()));
     }
     Ok(t.to_string())
+}
+
+/// The merge message when the user wrote none, from `text` (a goal's objective or the
+/// session's title, which the agent may have written): only its first line, control
+/// characters dropped and cut to 200 characters, so it cannot add lines (trailers such as
+/// `Signed-off-by:`) the user never saw.
+fn default_merge_message(text: &str, id: &str) -> String {
+    let first: String = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect();
+    if first.trim().is_empty() {
+        format!("Work of Waymark session {id}")
+    } else {
+        first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_objective_the_agent_wrote_cannot_add_lines_to_the_merge() {
+        let forged = "Add the feature\n\nSigned-off-by: Ada <ada@example.invalid>\n";
+        assert_eq!(default_merge_message(forged, "s-1"), "Add the feature");
+        assert_eq!(
+            default_merge_message("\n  \nFix\u{1b}[2J it", "s-1"),
+            "Fix[2J it"
+        );
+        assert_eq!(
+            default_merge_message("", "s-1"),
+            "Work of Waymark session s-1"
+        );
+        assert_eq!(default_merge_message(&"x".repeat(500), "s-1").len(), 200);
+        assert!(merge_message(" \n ").is_err());
+        assert!(merge_message("a\0b").is_err());
+        assert!(merge_message(&"y".repeat(5000)).is_err());
+    }
 }
