@@ -227,7 +227,9 @@ async fn pm_17_review_again_after_not_now_asks_at_once_without_a_model_turn() {
 async fn pm_17_review_again_reviews_the_users_own_edit_and_waits_for_queued_work() {
     let h = Harness::new(Config::default());
     let s = h.session(
-        with_plan_script(vec![json!({"text": "noted"})]),
+        // The reply to the later message is slow, so its turn is still to come or running
+        // when Review again is asked for.
+        with_plan_script(vec![json!({"text": "noted", "delay_ms": 3000})]),
         PermissionMode::AutoEdit,
     );
     let q1 = to_approval(&h, &s).await;
