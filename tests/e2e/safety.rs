@@ -130,16 +130,18 @@ async fn rewind_to_here_previews_the_files_then_undo_brings_them_back() {
     assert!(a11y.is_empty(), "{a11y:#?}");
 
     app.click("[data-testid=undo-rewind]").await;
+    // The undo writes the files one after another; wait for all three.
     let start = Instant::now();
-    while std::fs::read_to_string(&notes).unwrap() != "second draft\n" {
+    while std::fs::read_to_string(&notes).unwrap() != "second draft\n"
+        || !ws.join("out/extra.txt").exists()
+        || ws.join("src/greet.sh").exists()
+    {
         assert!(
             start.elapsed() < Duration::from_secs(20),
-            "the undo did not bring the second draft back"
+            "the undo did not bring the second turn's files back"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(ws.join("out/extra.txt").exists());
-    assert!(!ws.join("src/greet.sh").exists());
     app.wait_js(
         "return document.querySelector('[data-testid=rewound-turn]') === null",
         "the second turn to come back into the conversation",
