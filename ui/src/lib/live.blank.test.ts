@@ -3,7 +3,7 @@ import type { SessionSummary } from "./types";
 
 // Three sessions: "blank" (nothing ever sent, no title), "said" (a message) and "named"
 // (a title, no message). What the window deletes and renames is recorded; as the app does,
-// a rename stamps the session as active now (its list puts it first).
+// a rename keeps the session's activity time.
 const app = vi.hoisted(() => ({ deleted: [] as string[], renamed: {} as Record<string, string> }));
 vi.mock("../bindings", () => {
   const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
@@ -15,7 +15,7 @@ vi.mock("../bindings", () => {
   const sessions = () =>
     [summary("blank", null, 300), summary("said", null, 200), summary("named", "Notes", 100)]
       .filter((s) => !app.deleted.includes(s.id))
-      .map((s) => (app.renamed[s.id] ? { ...s, title: app.renamed[s.id], updated_at: 999 } : s))
+      .map((s) => (app.renamed[s.id] ? { ...s, title: app.renamed[s.id] } : s))
       .sort((a, b) => b.updated_at - a.updated_at);
   const view = (id: string) => {
     const evs = events[id] ?? [];
@@ -95,8 +95,10 @@ describe("renaming", () => {
     expect(ids(live.store.sessions)).toEqual(["blank", "said", "named"]);
     await live.rename("named", "Notes, kept");
     expect(live.store.sessions.find((s) => s.id === "named")?.title).toBe("Notes, kept");
-    // The app lists it again, first: the window keeps it where it was.
-    await vi.waitFor(() => expect(live.store.renamed.named?.after).toBe(999));
+    // The app lists it again, with its new title, where it was.
+    await vi.waitFor(() => expect(app.renamed).toEqual({ named: "Notes, kept" }));
+    await new Promise((go) => setTimeout(go, 50));
     expect(ids(live.store.sessions)).toEqual(["blank", "said", "named"]);
+    expect(live.store.sessions.find((s) => s.id === "named")?.title).toBe("Notes, kept");
   });
 });

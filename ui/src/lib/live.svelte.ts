@@ -189,15 +189,12 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
      *  keeps its order: a new title is not activity. */
     async rename(id: string, title: string): Promise<boolean> {
       touched.add(id);
-      // Read before the app changes it: a list that arrives meanwhile may have the new time.
-      const before = store.sessions.find((x) => x.id === id)?.updated_at;
       const r = await commands.renameSession(id, title);
       if (r.status === "error") {
         notify(r.error);
         return false;
       }
-      if (before === undefined) listSoon();
-      else dispatch({ kind: "renamed", id, title: title.trim(), before });
+      dispatch({ kind: "renamed", id, title: title.trim() });
       return true;
     },
 

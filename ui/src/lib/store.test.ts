@@ -219,31 +219,18 @@ describe("the session list", () => {
   const listed = (id: string, updated_at: number, title: string | null = null): SessionSummary => ({ ...view([]).snapshot.summary, id, title, updated_at });
   const order = (s: Store) => s.sessions.map((x) => x.id);
 
-  it("keeps a renamed session where it was: a new title is not activity", () => {
-    // Newest activity first, as the app lists them.
-    let s = reduce(emptyStore(), { kind: "listed", sessions: [listed("a", 300), listed("b", 200), listed("c", 100)] }).store;
-    const renamed = reduce(s, { kind: "renamed", id: "c", title: "Fix the login", before: 100 });
+  it("shows a new title at once and asks for the list again", () => {
+    const s = reduce(emptyStore(), { kind: "listed", sessions: [listed("a", 300), listed("b", 200), listed("c", 100)] }).store;
+    const renamed = reduce(s, { kind: "renamed", id: "c", title: "Fix the login" });
     expect(renamed.effects).toEqual([{ kind: "list-sessions" }]);
-    expect(renamed.store.sessions.find((x) => x.id === "c")?.title).toBe("Fix the login");
-    // The app stamps the rename as activity and lists the session first: it stays last.
-    s = reduce(renamed.store, { kind: "listed", sessions: [listed("c", 400, "Fix the login"), listed("a", 300), listed("b", 200)] }).store;
-    expect(order(s)).toEqual(["a", "b", "c"]);
-    expect(s.sessions[2]).toMatchObject({ title: "Fix the login", updated_at: 100 });
-    // Listed again with nothing new: still there.
-    s = reduce(s, { kind: "listed", sessions: [listed("c", 400, "Fix the login"), listed("a", 300), listed("b", 200)] }).store;
-    expect(order(s)).toEqual(["a", "b", "c"]);
-    // Real activity since the rename moves it up, as any session's does.
-    s = reduce(s, { kind: "listed", sessions: [listed("c", 500, "Fix the login"), listed("a", 300), listed("b", 200)] }).store;
-    expect(order(s)).toEqual(["c", "a", "b"]);
-    expect(s.renamed).toEqual({});
+    expect(order(renamed.store)).toEqual(["a", "b", "c"]);
+    expect(renamed.store.sessions[2]).toMatchObject({ title: "Fix the login", updated_at: 100 });
   });
 
-  it("keeps the order when a list asked for before the rename arrives after it", () => {
+  it("takes the app's order as listed", () => {
     let s = reduce(emptyStore(), { kind: "listed", sessions: [listed("a", 300), listed("b", 200)] }).store;
-    s = reduce(s, { kind: "renamed", id: "b", title: "Docs", before: 200 }).store;
-    s = reduce(s, { kind: "listed", sessions: [listed("a", 300), listed("b", 200)] }).store;
-    s = reduce(s, { kind: "listed", sessions: [listed("b", 400, "Docs"), listed("a", 300)] }).store;
-    expect(order(s)).toEqual(["a", "b"]);
+    s = reduce(s, { kind: "listed", sessions: [listed("b", 400), listed("a", 300)] }).store;
+    expect(order(s)).toEqual(["b", "a"]);
   });
 });
 

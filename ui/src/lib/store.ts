@@ -29,9 +29,6 @@ export type Store = {
    *  first: the timeline and the burn-down. */
   goalEvents: WireEvent[];
   panel: Panel;
-  /** Sessions renamed here, by id: the activity time each had before (a rename is not
-   *  activity, so the list keeps its place), and the time the rename set, once listed. */
-  renamed: Record<string, { before: number; after: number | null }>;
 };
 
 export type Action =
@@ -51,8 +48,8 @@ export type Action =
   | { kind: "panel"; panel: Panel }
   /** A session was deleted: gone from the list, and from the window if it was open. */
   | { kind: "deleted"; id: string }
-  /** A session was given a new title; `before`: its activity time before that. */
-  | { kind: "renamed"; id: string; title: string; before: number };
+  /** A session was given a new title (not activity: the app keeps its place in the list). */
+  | { kind: "renamed"; id: string; title: string };
 
 /** What the store needs fetched. */
 export type Effect =
@@ -69,13 +66,13 @@ export type Step = { store: Store; effects: Effect[] };
 const NO_PLAN: PlanState = { view: null, html: "", markdown: null, submitted: null };
 
 export function emptyStore(): Store {
-  return { sessions: [], open: null, plan: NO_PLAN, goalEvents: [], panel: "plan", renamed: {} };
+  return { sessions: [], open: null, plan: NO_PLAN, goalEvents: [], panel: "plan" };
 }
 
 export function reduce(s: Store, a: Action): Step {
   switch (a.kind) {
     case "listed":
-      return { store: { ...s, ...inPlace(a.sessions, s.renamed) }, effects: [] };
+      return { store: { ...s, sessions: a.sessions }, effects: [] };
     case "opened": {
       const open = fromView(a.view);
       const store: Store = { ...s, open, plan: NO_PLAN, goalEvents: [], panel: open.goal && !open.pending ? "goal" : "plan" };
@@ -125,40 +122,10 @@ export function reduce(s: Store, a: Action): Step {
       return { store: { ...s, sessions, open: null, plan: NO_PLAN, goalEvents: [] }, effects: [{ kind: "list-sessions" }] };
     }
     case "renamed": {
-      // Renamed again: it keeps the time of its last activity, not of the first rename.
-      const before = s.renamed[a.id]?.before ?? a.before;
       const sessions = s.sessions.map((x) => (x.id === a.id ? { ...x, title: a.title } : x));
-      return { store: { ...s, ...inPlace(sessions, { ...s.renamed, [a.id]: { before, after: null } }) }, effects: [{ kind: "list-sessions" }] };
+      return { store: { ...s, sessions }, effects: [{ kind: "list-sessions" }] };
     }
   }
-}
-
-/**
- * The list as the app sent it (newest activity first), with each session renamed here back
- * at the time of its last activity: the app counts a rename as activity, which would move
- * the session to the top. A session that has been active since takes its new time.
- */
-function inPlace(listed: SessionSummary[], renamed: Store["renamed"]): Pick<Store, "sessions" | "renamed"> {
-  const kept: Store["renamed"] = {};
-  let moved = false;
-  const sessions = listed.map((x) => {
-    const pin = renamed[x.id];
-    if (!pin) return x;
-    // Listed as before the rename (a list asked for earlier): nothing to put back yet.
-    if (x.updated_at === pin.before) {
-      kept[x.id] = pin;
-      return x;
-    }
-    // The first new time listed is the rename's; a time past it is activity since.
-    const after = pin.after ?? x.updated_at;
-    if (x.updated_at !== after) return x;
-    kept[x.id] = { before: pin.before, after };
-    moved = true;
-    return { ...x, updated_at: pin.before };
-  });
-  // The app's order: newest activity first, then by id.
-  if (moved) sessions.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return { sessions, renamed: kept };
 }
 
 /**
