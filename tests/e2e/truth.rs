@@ -82,7 +82,7 @@ async fn a_running_command_streams_its_output_into_the_transcript() {
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
     app.pick_other_model(&script("ticks.json")).await;
-    app.wait_text("[data-testid=transcript]", "Now on scripted:ticks.json")
+    app.wait_text("[data-testid=transcript]", "Now on Offline script (ticks.json)")
         .await;
     app.type_into("[data-testid=composer]", "Count again\u{E007}")
         .await;
@@ -164,7 +164,7 @@ async fn no_permission_question_for_a_call_the_budget_would_refuse() {
     app.pick_other_model(&script("budget_refuse.json")).await;
     app.wait_text(
         "[data-testid=transcript]",
-        "Now on scripted:budget_refuse.json",
+        "Now on Offline script (budget_refuse.json)",
     )
     .await;
     app.type_into(

@@ -10,7 +10,7 @@ describe("the header's model and mode pickers", () => {
     render(Controls, { model: "scripted:/tmp/x/plan.json", mode: "ask", models: ["openai:gpt-4.1", "scripted:/tmp/x/plan.json"], onmodel, onmode });
     const picker = screen.getByTestId("model-picker") as HTMLSelectElement;
     // The session's model once, by its file name; the others after it.
-    expect([...picker.options].map((o) => o.textContent)).toEqual(["scripted:plan.json", "openai:gpt-4.1", "Other model…"]);
+    expect([...picker.options].map((o) => o.textContent)).toEqual(["Offline script (plan.json)", "openai:gpt-4.1", "Other model…"]);
     await fireEvent.change(picker, { target: { value: "openai:gpt-4.1" } });
     expect(onmodel).toHaveBeenLastCalledWith("openai:gpt-4.1");
 

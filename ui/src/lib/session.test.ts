@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyEvent, catchUpAfter, changedFiles, emptySession, fromView, isOwnPlanFile, LIVE_LINES, placement, type SessionState } from "./session";
+import { applyEvent, catchUpAfter, changedFiles, emptySession, fromView, isOwnPlanFile, LIVE_LINES, modelLabel, placement, type SessionState } from "./session";
 import type { Goal, WireEvent } from "./types";
 import { planApproval } from "../test/questions";
 
@@ -454,5 +454,14 @@ describe("a command's output in the transcript", () => {
       ["plan", "Plan mode is on: your next messages are planned, not implemented (the plan shows in the Plan tab)."],
       ["system", "There is not enough conversation to summarize yet."],
     ]);
+  });
+});
+
+describe("a model as the window names it", () => {
+  it("shows a path by its file name and a script in words", () => {
+    expect(modelLabel("openai:gpt-4.1")).toBe("openai:gpt-4.1");
+    expect(modelLabel("local:/models/llama-3.gguf")).toBe("local:llama-3.gguf");
+    expect(modelLabel("scripted:/tmp/demo/goal.json")).toBe("Offline script (goal.json)");
+    expect(modelLabel("ollama")).toBe("ollama");
   });
 });

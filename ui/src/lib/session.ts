@@ -93,8 +93,12 @@ export type SessionState = {
   messaged: boolean;
 };
 
-/** A model spec as the window shows it: a script or file path by its file name. */
-export const modelLabel = (spec: string) => spec.replace(/^([\w-]+):(?:.*\/)?([^/]+)$/, "$1:$2");
+/** A model spec as the window shows it: a script or file path by its file name, and a
+ *  scripted model (the offline demo's) in words. */
+export const modelLabel = (spec: string) => {
+  const short = spec.replace(/^([\w-]+):(?:.*\/)?([^/]+)$/, "$1:$2");
+  return short.startsWith("scripted:") ? `Offline script (${short.slice("scripted:".length)})` : short;
+};
 
 /** A permission mode in words (the header's picker uses the same). */
 export const PERMISSION_WORDS = {
