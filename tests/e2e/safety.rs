@@ -212,6 +212,11 @@ async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
     app.shot("safety-3-worktree-review").await;
     let a11y = app.violations("worktree-review").await;
     assert!(a11y.is_empty(), "{a11y:#?}");
+    // The merge message shown is the one the app would write: the objective.
+    let shown = app
+        .js("return document.querySelector('[data-testid=worktree-message]').value")
+        .await;
+    assert_eq!(shown, "Add the feature file");
     // The merge says what the user writes.
     app.type_into(
         "[data-testid=worktree-message]",

@@ -2763,6 +2763,11 @@ export type WorktreeView_Deserialize = {
 	 *  for the same reason; discarding still works).
 	 */
 	problem?: string | null,
+	/**
+	 *  The message a merge writes when the user gives none: the first line of the goal's
+	 *  objective, else of the session's title (shown in the merge box, to keep or edit).
+	 */
+	merge_message?: string,
 };
 
 /**  A session's worktree and how it differs from where it came from. */
@@ -2793,6 +2798,11 @@ export type WorktreeView_Serialize = {
 	 *  for the same reason; discarding still works).
 	 */
 	problem?: string,
+	/**
+	 *  The message a merge writes when the user gives none: the first line of the goal's
+	 *  objective, else of the session's title (shown in the merge box, to keep or edit).
+	 */
+	merge_message: string,
 };
 
 /* Tauri Specta runtime */

@@ -48,6 +48,10 @@ pub struct WorktreeView {
     /// for the same reason; discarding still works).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// The message a merge writes when the user gives none: the first line of the goal's
+    /// objective, else of the session's title (shown in the merge box, to keep or edit).
+    #[serde(default)]
+    pub merge_message: String,
 }
 
 /// What merging a worktree did.

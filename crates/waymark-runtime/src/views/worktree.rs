@@ -81,7 +81,21 @@ impl Runtime {
             commits: 0,
             included: row.included,
             problem: None,
+            merge_message: self.default_merge_message(id)?,
         }))
+    }
+
+    /// The merge message when the user gives none: from the goal's objective, else the
+    /// session's title (see [`default_merge_message`]).
+    fn default_merge_message(&self, id: &str) -> Result<String> {
+        let text = match self.goal(id)? {
+            Some(g) => Some(g.objective),
+            None => self
+                .store()
+                .view(|c| store::sessions::get(c, id))?
+                .and_then(|s| s.title),
+        };
+        Ok(default_merge_message(text.as_deref().unwrap_or(""), id))
     }
 
     /// The diff from the worktree's start to what it holds now (committed or not).
@@ -139,18 +153,7 @@ impl Runtime {
         if let Some(m) = message {
             return self.merge_as(id, &row, reviewed, &merge_message(m)?);
         }
-        let message = self
-            .goal(id)?
-            .map(|g| g.objective)
-            .or_else(|| {
-                self.store()
-                    .view(|c| store::sessions::get(c, id))
-                    .ok()
-                    .flatten()
-                    .and_then(|s| s.title)
-            })
-            .unwrap_or_else(|| format!("Work of Waymark session {id}"));
-        let message = default_merge_message(&message, id);
+        let message = self.default_merge_message(id)?;
         self.merge_as(id, &row, reviewed, &merge_message(&message)?)
     }
 

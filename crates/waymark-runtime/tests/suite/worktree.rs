@@ -122,6 +122,9 @@ async fn two_worktree_goals_run_at_once_without_touching_each_other() {
     b.shutdown().await.unwrap();
     // A merged worktree is still the session's workspace and still listed; a discarded one
     // is not.
+    // The view offers the message a merge would write: the goal's objective.
+    let view = h.runtime.worktree(&ia).unwrap().unwrap();
+    assert_eq!(view.merge_message, "work alpha");
     // A message the user wrote: refused when empty, else the subject of the merge.
     let empty = h
         .runtime
