@@ -9,7 +9,9 @@ scripts/setup.sh
 if [ "${1:-}" = "--desktop" ]; then
   # The release app in a real window: cold start, idle memory, plan repaint, long transcript.
   npm run build --silent
-  cargo build --locked --release -p waymark-desktop -p waymark-cli
+  # The app as users run it (the size-built `desktop` profile), and the CLI the tests drive.
+  cargo build --locked --profile desktop -p waymark-desktop
+  cargo build --locked --release -p waymark-cli
   target="${CARGO_TARGET_DIR:-$PWD/target}"
   # The floor: a blank Tauri 2 window (the reference skeleton), built in release from a
   # copy (its build writes generated files next to its sources). BLANK_TAURI_SRC overrides.
@@ -21,6 +23,16 @@ if [ "${1:-}" = "--desktop" ]; then
     # Its src-tauri/tauri.conf.json is a link to the top-level one (it may arrive as a
     # plain file holding the link's target).
     ln -sfn ../tauri.conf.json "$target/blank-tauri/src-tauri/tauri.conf.json"
+    # Its window opens at the app's size: a larger window holds larger pictures of itself in
+    # both processes (about 3 MB from 800x600 to 1280x800), which is not the app's own cost.
+    python3 - "$target/blank-tauri/tauri.conf.json" src-tauri/tauri.conf.json <<'PY'
+import json, sys
+blank, ours = sys.argv[1], json.load(open(sys.argv[2]))["app"]["windows"][0]
+conf = json.load(open(blank))
+for w in conf["app"]["windows"]:
+    w["width"], w["height"] = ours["width"], ours["height"]
+json.dump(conf, open(blank, "w"), indent=2)
+PY
     # Its page builds with this repository's node_modules (found by walking up).
     (cd "$target/blank-tauri" && npx --no-install vite build --config vite.config.ts >/dev/null)
     cargo build --release --manifest-path "$target/blank-tauri/Cargo.toml" --target-dir "$target"
@@ -28,7 +40,7 @@ if [ "${1:-}" = "--desktop" ]; then
   else
     echo "no blank Tauri app at $blank_src: the idle-memory ratio is skipped" >&2
   fi
-  BLANK_TAURI_APP="$blank_app" E2E_APP="$target/release/waymark-desktop" WAYMARK_CLI="$target/release/waymark" \
+  BLANK_TAURI_APP="$blank_app" E2E_APP="$target/desktop/waymark-desktop" WAYMARK_CLI="$target/release/waymark" \
     cargo bench --locked --manifest-path tests/e2e/Cargo.toml --target-dir "$target" --bench desktop
   exit 0
 fi

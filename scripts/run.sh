@@ -10,9 +10,10 @@ if [ "${1:-}" = "--cli" ]; then
   exec scripts/demo_cli.sh "$@"
 fi
 npm run build --silent
-# The release build: the first impression should be the fast app (tests keep debug builds).
-cargo build --locked --release -p waymark-desktop
-app="${CARGO_TARGET_DIR:-$PWD/target}/release/waymark-desktop"
+# The optimised build, for size (the `desktop` profile): the first impression should be the
+# fast, light app (tests keep debug builds).
+cargo build --locked --profile desktop -p waymark-desktop
+app="${CARGO_TARGET_DIR:-$PWD/target}/desktop/waymark-desktop"
 if [ -n "${DISPLAY:-}" ]; then exec "$app"; fi
 echo "No display: running under Xvfb (screen 1440x900)."
 exec xvfb-run -a -s "-screen 0 1440x900x24" dbus-run-session -- "$app"

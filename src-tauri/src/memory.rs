@@ -41,6 +41,22 @@ impl Debounced {
 /// Returns free heap pages to the system a second after the last burst began.
 pub(crate) static TRIM: Debounced = Debounced::new(Duration::from_secs(1), release_free_heap);
 
+/// Keeps glibc to two malloc arenas (from 8 per core). Every thread that allocates would
+/// otherwise get an arena of its own: the async runtime's workers, its blocking threads, the
+/// file watchers, GTK's. Each keeps its free pages and its fragments, while the app allocates
+/// little per thread, so two arenas cost no waiting and keep about a megabyte less at idle.
+/// Call it first thing, before other threads start. Returns whether glibc took it.
+pub(crate) fn fewer_arenas() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a glibc tunable; it takes no pointers.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2) == 1
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    true
+}
+
 fn release_free_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own arenas under their locks; it takes no
@@ -61,6 +77,11 @@ mod tests {
         RUNS.fetch_add(1, Ordering::SeqCst);
     }
     static WORK: Debounced = Debounced::new(Duration::from_millis(50), count);
+
+    #[test]
+    fn glibc_takes_the_arena_limit() {
+        assert!(fewer_arenas());
+    }
 
     /// A burst of requests runs the work once, after the delay; a later request runs it again.
     #[test]

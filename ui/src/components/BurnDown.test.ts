@@ -19,8 +19,9 @@ describe("the burn-down", () => {
     render(BurnDown, { points, limit: null });
     const fig = screen.getByTestId("burndown");
     expect(fig.dataset.points).toBe("2500");
-    expect(fig.querySelectorAll("rect").length).toBeLessThanOrEqual(60);
-    expect(fig.querySelectorAll("text.tick").length).toBeLessThanOrEqual(14);
+    expect(fig.querySelectorAll(".bar").length).toBeLessThanOrEqual(60);
+    const labelled = [...fig.querySelectorAll(".step")].filter((s) => s.textContent !== "");
+    expect(labelled.length).toBeLessThanOrEqual(14);
     // Each bar sums its run: 42 turns of 10 tokens.
     expect(screen.getByTestId("burndown-bar-scale").textContent).toBe("420");
   });
@@ -36,14 +37,27 @@ describe("the burn-down", () => {
     const unknown = (step: number) => ({ step, spent: 0, used: 0, remaining: null, unknown: true });
     const { container, unmount } = render(BurnDown, { points: [unknown(1), unknown(2)], limit: null, format: money, unit: "cost", testid: "costdown" });
     expect(screen.getByTestId("costdown-unpriced").textContent).toBe("Cost: no price known for this model.");
-    expect(container.querySelector("svg")).toBeNull();
+    expect(container.querySelector(".chart")).toBeNull();
     expect(container.textContent).not.toContain("$0");
     unmount();
     // One priced turn among them: the chart, the unpriced bar titled the same way.
     const priced = { step: 3, spent: 12_300, used: 12_300, remaining: null };
     const r = render(BurnDown, { points: [unknown(1), priced], limit: null, format: money, unit: "cost", testid: "costdown" });
     expect(screen.queryByTestId("costdown-unpriced")).toBeNull();
-    expect(r.container.querySelector("rect.unknown title")?.textContent).toBe("Turn 1: no price known for this model");
+    expect(r.container.querySelector(".bar.unknown")?.getAttribute("title")).toBe("Turn 1: no price known for this model");
+  });
+
+  it("keeps every bar and budget mark inside the plot, over budget too", () => {
+    const points = [
+      { step: 1, spent: 30_000, used: 30_000, remaining: 10_000 },
+      { step: 2, spent: 25_000, used: 55_000, remaining: 0 },
+    ];
+    const { container } = render(BurnDown, { points, limit: 40_000 });
+    const share = (el: Element, prop: "height" | "bottom") => Number((el as HTMLElement).style[prop].replace("%", ""));
+    for (const b of container.querySelectorAll(".bar")) expect(share(b, "height")).toBeGreaterThan(0), expect(share(b, "height")).toBeLessThanOrEqual(100);
+    const marks = [...container.querySelectorAll(".left")].map((m) => share(m, "bottom"));
+    expect(marks).toEqual([(10_000 / 55_000) * 100, 0]);
+    expect(container.querySelector("svg")).toBeNull();
   });
 
   it("shows no budget scale without a budget", () => {
