@@ -83,6 +83,23 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(head + out)
         self.wfile.flush()
 
+    def do_GET(self):
+        # The model listing, as the real API answers it (`GET /v1/models`), behind the same key.
+        if self.path.rstrip("/") != "/v1/models":
+            return self.refuse(404, {"message": f"Unknown path {self.path}", "type": "invalid_request_error"})
+        if AUTH_LOG:
+            with open(AUTH_LOG, "a") as f:
+                f.write(self.headers.get("authorization", "<none>") + "\n")
+        if API_KEY and self.headers.get("authorization") != f"Bearer {API_KEY}":
+            return self.refuse(401, {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                     "code": "invalid_api_key"})
+        listed = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "mock"} for m in MODELS]}
+        out = json.dumps(listed).encode()
+        head = ("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(out)}\r\n\r\n").encode()
+        self.wfile.write(head + out)
+        self.wfile.flush()
+
     def refuse(self, status, error):
         out = json.dumps({"error": error}).encode()
         head = (f"HTTP/1.1 {status} Refused\r\ncontent-type: application/json\r\n"

@@ -37,6 +37,7 @@ const COMMANDS: &[&str] = &[
     "set_permission_mode",
     "set_model",
     "test_model_setup",
+    "list_setup_models",
     "save_model_setup",
     "set_api_key",
     "delete_api_key",

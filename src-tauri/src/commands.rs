@@ -486,6 +486,37 @@ pub async fn test_model_setup(
     })
 }
 
+/// "List models" on the setup card: the models the server it describes offers, asked with
+/// the key typed (not stored yet) or, when none is, the one in the keyring or the
+/// environment. The card need not name a model yet.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_setup_models(
+    host: State<'_, Host>,
+    setup: ModelSetup,
+    key: Option<String>,
+) -> IpcResult<Vec<String>> {
+    let setup = if setup.model.trim().is_empty() {
+        // A stand-in: the listing asks the server, not a model.
+        ModelSetup {
+            model: "any".into(),
+            ..setup
+        }
+    } else {
+        setup
+    };
+    let (plan, key) = planned(&host, &setup, key)?;
+    let opts = host.runtime.options();
+    let names =
+        waymark_runtime::setup::list_models(&plan, key.as_deref(), opts.env.clone(), &opts.cwd)
+            .await
+            .map_err(|mut e| {
+                e.message = host.runtime.redactor().redact(&e.message).into_owned();
+                e
+            })?;
+    Ok(names)
+}
+
 /// "Save and start" on the setup card: the key into the keyring, then the model into the
 /// settings (nothing is saved when the key cannot be stored); the model spec now in force.
 #[tauri::command]

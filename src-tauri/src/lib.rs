@@ -56,6 +56,7 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::set_permission_mode,
             commands::set_model,
             commands::test_model_setup,
+            commands::list_setup_models,
             commands::save_model_setup,
             commands::set_api_key,
             commands::delete_api_key,
@@ -254,6 +255,8 @@ pub fn main() -> ExitCode {
                 .clamp(0, 255) as u8,
         );
     }
+    // Before any other thread starts (the sandbox helper above runs alone and exits).
+    memory::fewer_arenas();
     #[cfg(target_os = "linux")]
     for (name, value) in webview_env(
         |name| std::env::var_os(name),

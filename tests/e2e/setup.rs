@@ -50,13 +50,28 @@ async fn first_run_connects_a_model_with_field_errors_then_a_session_uses_it() {
     app.wait_text("[data-testid=setup-error-model]", "does not exist")
         .await;
     assert!(!app.exists("[data-testid=setup-error-key]").await);
-    app.type_into("[data-testid=setup-model]", "m1").await;
+    // The server lists the models it has (GET /v1/models with the key): pick one.
+    app.click("[data-testid=setup-list-models]").await;
+    app.wait_text("[data-testid=setup-models]", "1 model on this server")
+        .await;
+    app.shot("setup-3-models-listed").await;
+    app.js("const s = document.querySelector('[data-testid=setup-models]'); s.value = 'm1'; s.dispatchEvent(new Event('change', { bubbles: true })); return null")
+        .await;
+    app.wait_js(
+        "return document.querySelector('[data-testid=setup-model]').value === 'm1' || null",
+        "the model picked from the list in the model field",
+    )
+    .await;
     app.click("[data-testid=setup-test]").await;
     app.wait_text("[data-testid=setup-status]", "Connected: custom:m1")
         .await;
-    app.shot("setup-3-connected").await;
+    app.shot("setup-4-connected").await;
     let tried = std::fs::read_to_string(&auth_log).unwrap();
-    assert_eq!(tried.lines().count(), 3, "one call per test: {tried}");
+    assert_eq!(
+        tried.lines().count(),
+        4,
+        "one call per test and one listing: {tried}"
+    );
 
     // Saved: the key in the keyring, never in the file; the model in the settings.
     app.click("[data-testid=setup-save]").await;
@@ -75,7 +90,7 @@ async fn first_run_connects_a_model_with_field_errors_then_a_session_uses_it() {
         saved["providers"]["custom"]["api_key_env"],
         "CUSTOM_API_KEY"
     );
-    app.shot("setup-4-saved").await;
+    app.shot("setup-5-saved").await;
 
     // A folder opened now runs on that server with the stored key.
     // No sub-folder: the chooser's location bar would complete the path into it.

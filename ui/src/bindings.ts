@@ -88,6 +88,12 @@ export const commands = {
 	 */
 	testModelSetup: (setup: ModelSetup, key: string | null) => typedError<SetupCheck, ErrorInfo_Serialize>(__TAURI_INVOKE("test_model_setup", { setup, key })),
 	/**
+	 *  "List models" on the setup card: the models the server it describes offers, asked with
+	 *  the key typed (not stored yet) or, when none is, the one in the keyring or the
+	 *  environment. The card need not name a model yet.
+	 */
+	listSetupModels: (setup: ModelSetup, key: string | null) => typedError<string[], ErrorInfo_Serialize>(__TAURI_INVOKE("list_setup_models", { setup, key })),
+	/**
 	 *  "Save and start" on the setup card: the key into the keyring, then the model into the
 	 *  settings (nothing is saved when the key cannot be stored); the model spec now in force.
 	 */

@@ -366,6 +366,19 @@ impl ModelProvider for AnthropicProvider {
         self.endpoint.context_tokens
     }
 
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        Box::pin(async move {
+            let ep = &self.endpoint;
+            let mut headers = vec![("anthropic-version", API_VERSION.to_string())];
+            if let Some(k) = &ep.api_key {
+                headers.push(("x-api-key", k.clone()));
+            }
+            let url = format!("{}/v1/models?limit=1000", ep.base_url);
+            let body = self.wire.get(&url, &headers).await?;
+            super::models::parse(&body, super::models::Listing::Data, &url)
+        })
+    }
+
     fn call<'a>(
         &'a self,
         request: &'a ModelRequest,

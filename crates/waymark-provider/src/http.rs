@@ -115,6 +115,52 @@ impl Wire {
             .map_err(Clone::clone)
     }
 
+    /// GETs `url` once (no retries: a user is waiting) and returns its body, at most
+    /// [`LISTING_CAP`] bytes read within the idle timeout; a longer or slower one is an error.
+    pub(crate) async fn get(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+    ) -> Result<String, ProviderError> {
+        let mut resp = send_once(
+            self.client()?,
+            url,
+            headers,
+            None,
+            &self.opts,
+            &self.key_hint,
+        )
+        .await?;
+        let mut buf = Vec::new();
+        let read = async {
+            while let Some(chunk) = resp.chunk().await.map_err(|e| {
+                ProviderError::bad_response(format!("{url} broke off: {}", error_chain(&e)))
+            })? {
+                if buf.len() + chunk.len() > LISTING_CAP {
+                    return Err(ProviderError::bad_response(format!(
+                        "{url} sent more than {} KiB",
+                        LISTING_CAP / 1024
+                    )));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            Ok(())
+        };
+        tokio::time::timeout(self.opts.idle_timeout, read)
+            .await
+            .map_err(|_| {
+                ProviderError::new(
+                    ProviderErrorKind::Timeout,
+                    format!(
+                        "{url} did not finish within {} s",
+                        self.opts.idle_timeout.as_secs()
+                    ),
+                )
+            })??;
+        String::from_utf8(buf)
+            .map_err(|_| ProviderError::bad_response(format!("{url} sent text that is not UTF-8")))
+    }
+
     /// Sends a request and folds its event stream into the reply. With `reasoning_hidden`,
     /// the model reasons without streaming it (see [`super::Progress::reasoning_hidden`]).
     pub(crate) async fn call<F: StreamFold>(
@@ -183,7 +229,7 @@ async fn post_sse(
     let attempt = std::sync::atomic::AtomicU32::new(0);
     let send = || async {
         attempt.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        send_once(client, url, headers, body, opts, key_hint).await
+        send_once(client, url, headers, Some(body), opts, key_hint).await
     };
     let cap = policy.retry_after_cap;
     let response = send
@@ -230,19 +276,23 @@ async fn post_sse(
     Ok(Box::pin(stream))
 }
 
+/// Sends one request: a POST of `body` for an event stream, or, with none, a GET for JSON.
 async fn send_once(
     client: &reqwest::Client,
     url: &str,
     headers: &[(&str, String)],
-    body: &[u8],
+    body: Option<&[u8]>,
     opts: &HttpOptions,
     key_hint: &str,
 ) -> Result<reqwest::Response, ProviderError> {
-    let mut req = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body.to_vec())
-        .header("accept", "text/event-stream");
+    let mut req = match body {
+        Some(body) => client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.to_vec())
+            .header("accept", "text/event-stream"),
+        None => client.get(url).header("accept", "application/json"),
+    };
     for (k, v) in headers {
         req = req.header(*k, v);
     }
@@ -332,6 +382,9 @@ async fn send_once(
     err.resets_in = limit_reset(limit_headers.as_ref(), now);
     Err(err)
 }
+
+/// The most a model listing may hold (a thousand names fit many times over).
+const LISTING_CAP: usize = 2 * 1024 * 1024;
 
 /// Reads an error body with a size cap and a time limit, so a server that answers an error
 /// with an endless or huge body cannot hold the turn or fill memory.

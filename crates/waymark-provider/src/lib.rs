@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod http;
+mod models;
 mod openai;
 mod scripted;
 mod spec;
@@ -11,6 +12,7 @@ mod usage;
 
 pub use anthropic::AnthropicProvider;
 pub use http::{HttpOptions, RetryPolicy};
+pub use models::MAX_MODELS;
 pub use openai::OpenAiProvider;
 pub use scripted::{Script, ScriptedProvider};
 pub use spec::{ResolvedModel, SpecError, resolve_model};
@@ -199,6 +201,12 @@ pub trait ModelProvider: Send + Sync {
         request: &'a ModelRequest,
         sink: StreamSink<'a>,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
+    /// The models its server offers, checked for display (see `models.rs`); an error when
+    /// the server cannot say.
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        let who = self.describe();
+        Box::pin(async move { Err(models::unsupported(&who)) })
+    }
 }
 
 /// A session's model as one call goes to it: the provider and the spec it was made from,

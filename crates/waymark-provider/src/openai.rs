@@ -498,6 +498,29 @@ impl ModelProvider for OpenAiProvider {
         waymark_protocol::setup::local_address(&self.endpoint.base_url)
     }
 
+    fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        Box::pin(async move {
+            let ep = &self.endpoint;
+            let mut headers = Vec::new();
+            if let Some(k) = &ep.api_key {
+                headers.push(("authorization", format!("Bearer {k}")));
+            }
+            let url = format!("{}/models", ep.base_url);
+            match self.wire.get(&url, &headers).await {
+                Ok(body) => super::models::parse(&body, super::models::Listing::Data, &url),
+                // An Ollama older than its OpenAI-compatible listing: its own, `/api/tags`.
+                Err(e) if super::models::not_found(&e) => {
+                    let Some(tags) = super::models::tags_url(&ep.base_url) else {
+                        return Err(e);
+                    };
+                    let body = self.wire.get(&tags, &headers).await.map_err(|_| e)?;
+                    super::models::parse(&body, super::models::Listing::Tags, &tags)
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+
     fn call<'a>(
         &'a self,
         request: &'a ModelRequest,

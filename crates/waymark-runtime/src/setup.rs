@@ -59,14 +59,70 @@ pub async fn try_model(
     env: EnvReader,
     cwd: &Path,
 ) -> Result<Probe, ErrorInfo> {
-    let key = key
-        .map(str::trim)
+    let key = typed(key);
+    let used = used_key(plan, key.as_deref(), &env);
+    let result = try_with(plan, key, env, cwd).await;
+    result.map_err(|e| shown(e, used.as_deref()))
+}
+
+/// The models the server `plan` describes offers, for the setup card to pick from: the key
+/// and errors handled as [`try_model`]'s (an error names the field to fix: the key, or the
+/// address when the server does not answer a listing).
+pub async fn list_models(
+    plan: &SetupPlan,
+    key: Option<&str>,
+    env: EnvReader,
+    cwd: &Path,
+) -> Result<Vec<String>, ErrorInfo> {
+    let key = typed(key);
+    let used = used_key(plan, key.as_deref(), &env);
+    let result = async {
+        let resolved = resolve(plan, key, env, cwd)?;
+        match tokio::time::timeout(PROBE_LIMIT, resolved.provider.list_models()).await {
+            Err(_) => Err(field(
+                ProviderErrorKind::Timeout.code(),
+                format!(
+                    "no list of models within {} s: check the address",
+                    PROBE_LIMIT.as_secs()
+                ),
+                SETUP_BASE_URL,
+            )),
+            Ok(Err(e)) => {
+                let setting = match e.kind {
+                    ProviderErrorKind::Auth => SETUP_KEY,
+                    _ => SETUP_BASE_URL,
+                };
+                Err(field(e.kind.code(), e.message, setting))
+            }
+            Ok(Ok(names)) => Ok(names),
+        }
+    }
+    .await;
+    result.map_err(|e| shown(e, used.as_deref()))
+}
+
+/// The key a call of `plan` sends: the one typed, else the stored one its variable holds
+/// (blanked from what the server says, whole or cut, before anything is cut short).
+fn used_key(plan: &SetupPlan, typed: Option<&str>, env: &EnvReader) -> Option<String> {
+    typed
+        .map(str::to_string)
+        .or_else(|| plan.key_env.as_deref().and_then(|v| env(v)))
+        .filter(|k| !k.trim().is_empty())
+}
+
+/// A key as typed: surrounding blanks dropped, an empty one none.
+fn typed(key: Option<&str>) -> Option<String> {
+    key.map(str::trim)
         .filter(|k| !k.is_empty())
-        .map(str::to_string);
-    let result = try_with(plan, key.clone(), env, cwd).await;
-    // What the server said goes to the screen: never with the key in it, and not at length.
-    result.map_err(|mut e| {
-        if let Some(k) = key.as_deref() {
+        .map(str::to_string)
+}
+
+/// An error as the card shows it: what the server said goes to the screen, never with the
+/// key in it, and not at length.
+fn shown(e: ErrorInfo, key: Option<&str>) -> ErrorInfo {
+    let mut e = e;
+    {
+        if let Some(k) = key {
             e.message = blank_key(&e.message, k);
         }
         if e.message.chars().count() > MESSAGE_MAX {
@@ -76,7 +132,7 @@ pub async fn try_model(
             );
         }
         e
-    })
+    }
 }
 
 /// The longest failure shown on the card.
@@ -107,21 +163,7 @@ async fn try_with(
     env: EnvReader,
     cwd: &Path,
 ) -> Result<Probe, ErrorInfo> {
-    let key_env = plan.key_env.clone();
-    let read = move |name: &str| match (&key, &key_env) {
-        (Some(k), Some(var)) if var == name => Some(k.clone()),
-        _ => env(name),
-    };
-    let resolved = resolve_model(&plan.spec, &plan.config, &read, cwd, cwd, None, options())
-        .map_err(|e| match e {
-            SpecError::Invalid { .. } => field(e.code(), e.to_string(), SETUP_MODEL),
-            SpecError::Provider(p) if p.kind == ProviderErrorKind::Auth => field(
-                p.kind.code(),
-                "no API key: paste the key (it is kept in the system keyring)".into(),
-                SETUP_KEY,
-            ),
-            SpecError::Provider(p) => blame(p),
-        })?;
+    let resolved = resolve(plan, key, env, cwd)?;
     let started = Instant::now();
     let request = request();
     let call = resolved.provider.call(&request, &|_| {});
@@ -140,6 +182,37 @@ async fn try_with(
             millis: started.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
         }),
     }
+}
+
+/// `plan`'s model, reached with `key` for the plan's key variable and `env` for the rest.
+fn resolve(
+    plan: &SetupPlan,
+    key: Option<String>,
+    env: EnvReader,
+    cwd: &Path,
+) -> Result<crate::provider::ResolvedModel, ErrorInfo> {
+    let key_env = plan.key_env.clone();
+    // The card has its own address field: a built-in's base-URL variable (`OPENAI_BASE_URL`)
+    // must not send the key the card is given somewhere the card does not show.
+    let base_env = plan
+        .spec
+        .split_once(':')
+        .and_then(|(kind, _)| waymark_protocol::setup::builtin(kind))
+        .map(|b| b.base_env);
+    let read = move |name: &str| match (&key, &key_env) {
+        _ if Some(name) == base_env => None,
+        (Some(k), Some(var)) if var == name => Some(k.clone()),
+        _ => env(name),
+    };
+    resolve_model(&plan.spec, &plan.config, &read, cwd, cwd, None, options()).map_err(|e| match e {
+        SpecError::Invalid { .. } => field(e.code(), e.to_string(), SETUP_MODEL),
+        SpecError::Provider(p) if p.kind == ProviderErrorKind::Auth => field(
+            p.kind.code(),
+            "no API key: paste the key (it is kept in the system keyring)".into(),
+            SETUP_KEY,
+        ),
+        SpecError::Provider(p) => blame(p),
+    })
 }
 
 fn field(code: &str, message: String, setting: &str) -> ErrorInfo {
@@ -194,6 +267,49 @@ mod tests {
             model: "m1".into(),
         };
         plan(&Config::default(), &s, true).unwrap()
+    }
+
+    /// The card's address is the one asked, whatever a base-URL variable says, and a stored
+    /// key the server echoes is blanked even where the message cuts it.
+    #[tokio::test]
+    async fn the_card_address_wins_and_a_stored_key_is_blanked() {
+        let s = ModelSetup {
+            provider: SetupProvider::Ollama,
+            base_url: "http://localhost:11434/v1".into(),
+            model: "m1".into(),
+        };
+        let p = plan(&Config::default(), &s, false).unwrap();
+        let env: EnvReader =
+            Arc::new(|n| (n == "OLLAMA_BASE_URL").then(|| "http://127.0.0.1:9/v1".into()));
+        let e = list_models(&p, None, env, Path::new("/"))
+            .await
+            .unwrap_err();
+        assert!(!e.message.contains("127.0.0.1:9"), "{e:?}");
+        let key = "sk-stored-0123456789abcdef";
+        let mut p = at("http://127.0.0.1:9/v1");
+        p.key_env = Some("CUSTOM_API_KEY".into());
+        let env: EnvReader = Arc::new(move |n| (n == "CUSTOM_API_KEY").then(|| key.to_string()));
+        let cut = format!("{} {}", "x".repeat(590), key);
+        let shown = shown(
+            ErrorInfo::new("bad", cut),
+            used_key(&p, None, &env).as_deref(),
+        );
+        assert!(!shown.message.contains(&key[..10]), "{}", shown.message);
+    }
+
+    /// A listing from an address where nothing answers points at the address field.
+    #[tokio::test]
+    async fn a_listing_nobody_answers_points_at_the_address() {
+        let e = list_models(
+            &at("http://127.0.0.1:9/v1"),
+            Some("sk-unused"),
+            no_env(),
+            Path::new("/"),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.setting.as_deref(), Some(SETUP_BASE_URL), "{e:?}");
+        assert!(e.message.contains("127.0.0.1:9"), "{e:?}");
     }
 
     #[test]

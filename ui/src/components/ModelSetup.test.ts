@@ -16,6 +16,11 @@ vi.mock("../bindings", () => {
           ? { status: "ok", data: { model: "custom:m1", millis: 42 } }
           : { status: "error", error: { code: "auth", message: "the provider refused the credentials (HTTP 401)", setting: "setup.key" } };
       },
+      // The good key lists two models; any other is refused, under the key field.
+      listSetupModels: async (_s: ModelSetup, key: string | null) =>
+        (key === "sk-slow" && (await new Promise((go) => setTimeout(go, 30)))) || key === "sk-good" || key === "sk-slow"
+          ? { status: "ok", data: ["m1", "m2"] }
+          : { status: "error", error: { code: "auth", message: "the provider refused the credentials (HTTP 401)", setting: "setup.key" } },
       saveModelSetup: async (s: ModelSetup, key: string | null) => {
         calls.saved.push([s, key]);
         return s.model === "" ? { status: "error", error: { code: "invalid_settings", message: "name the model", setting: "setup.model" } } : { status: "ok", data: "custom:m1" };
@@ -108,5 +113,32 @@ describe("the setup card", () => {
     expect(await screen.findByTestId("setup-test")).toBeTruthy();
     expect(screen.getByTestId("setup-save").textContent).toBe("Test and save");
     expect(screen.queryByTestId("setup-demo")).toBeNull();
+  });
+
+  it("lists the server's models to pick from, and says a refused key under its field", async () => {
+    render(Card, { onsaved: () => {}, ondemo: () => {} });
+    await fireEvent.click(await screen.findByTestId("setup-provider-compatible"));
+    await fireEvent.input(screen.getByTestId("setup-base-url"), { target: { value: "http://127.0.0.1:9/v1" } });
+    const key = screen.getByTestId("setup-key");
+    await fireEvent.input(key, { target: { value: "sk-bad" } });
+    await fireEvent.click(screen.getByTestId("setup-list-models"));
+    expect((await screen.findByTestId("setup-error-key")).textContent).toContain("HTTP 401");
+    expect(screen.queryByTestId("setup-models")).toBeNull();
+    await fireEvent.input(key, { target: { value: "sk-good" } });
+    await fireEvent.click(screen.getByTestId("setup-list-models"));
+    const list = (await screen.findByTestId("setup-models")) as HTMLSelectElement;
+    expect([...list.options].map((o) => o.value)).toEqual(["", "m1", "m2"]);
+    expect(list.options[0].textContent).toContain("2 models on this server");
+    await fireEvent.change(list, { target: { value: "m2" } });
+    expect((screen.getByTestId("setup-model") as HTMLInputElement).value).toBe("m2");
+    // Another address: the list was that server's.
+    await fireEvent.input(screen.getByTestId("setup-base-url"), { target: { value: "http://127.0.0.1:8/v1" } });
+    expect(screen.queryByTestId("setup-models")).toBeNull();
+    // A reply that comes back after the provider changed is dropped.
+    await fireEvent.input(key, { target: { value: "sk-slow" } });
+    await fireEvent.click(screen.getByTestId("setup-list-models"));
+    await fireEvent.click(screen.getByTestId("setup-provider-ollama"));
+    await new Promise((go) => setTimeout(go, 60));
+    expect(screen.queryByTestId("setup-models")).toBeNull();
   });
 });

@@ -429,3 +429,98 @@ async fn a_stalled_stream_is_a_timeout() {
     assert_eq!(e.kind, ProviderErrorKind::Timeout);
     assert!(e.message.contains("sent nothing"), "{e}");
 }
+
+/// The setup card's model list: OpenAI's and every compatible server's `GET /models` with the
+/// key as a bearer token, Anthropic's `GET /v1/models` with its own headers, and an Ollama
+/// without the compatible listing answered from `/api/tags`.
+#[tokio::test]
+async fn each_kind_of_server_lists_its_models_with_its_own_headers() {
+    let listed = r#"{"object":"list","data":[{"id":"m2"},{"id":"m1"}]}"#;
+    let server = MockServer::start(vec![MockResponse::status(200, listed, &[])]).await;
+    let p = OpenAiProvider::new(
+        endpoint(&format!("{}/v1", server.url), Some("sk-t")),
+        opts(),
+    )
+    .unwrap();
+    assert_eq!(p.list_models().await.unwrap(), ["m1", "m2"]);
+    let asked = &server.recorded()[0];
+    assert!(
+        asked.headers.starts_with("get /v1/models "),
+        "{}",
+        asked.headers
+    );
+    assert!(
+        asked.headers.contains("authorization: bearer sk-t"),
+        "{}",
+        asked.headers
+    );
+
+    let server = MockServer::start(vec![MockResponse::status(200, listed, &[])]).await;
+    let p = AnthropicProvider::new(endpoint(&server.url, Some("sk-ant")), opts()).unwrap();
+    assert_eq!(p.list_models().await.unwrap(), ["m1", "m2"]);
+    let asked = &server.recorded()[0].headers;
+    assert!(asked.starts_with("get /v1/models?limit=1000 "), "{asked}");
+    assert!(
+        asked.contains("x-api-key: sk-ant") && asked.contains("anthropic-version:"),
+        "{asked}"
+    );
+
+    let tags = r#"{"models":[{"name":"qwen3:8b"},{"name":"llama3.2:latest"}]}"#;
+    let server = MockServer::start(vec![
+        MockResponse::status(404, "404 page not found", &[]),
+        MockResponse::status(200, tags, &[]),
+    ])
+    .await;
+    let p = OpenAiProvider::new(endpoint(&format!("{}/v1", server.url), None), opts()).unwrap();
+    assert_eq!(
+        p.list_models().await.unwrap(),
+        ["llama3.2:latest", "qwen3:8b"]
+    );
+    let paths: Vec<String> = server.recorded().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/v1/models", "/api/tags"]);
+}
+
+/// A hostile or broken server: a refused key is an auth error (the card puts it under the key
+/// field), a redirect is not followed (the key would go with it), and a listing without end
+/// is cut off with an error instead of filling memory.
+#[tokio::test]
+async fn a_listing_that_refuses_redirects_or_never_ends_is_an_error() {
+    let server = MockServer::start(vec![MockResponse::status(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided."}}"#,
+        &[],
+    )])
+    .await;
+    let p = OpenAiProvider::new(
+        endpoint(&format!("{}/v1", server.url), Some("sk-bad")),
+        opts(),
+    )
+    .unwrap();
+    let e = p.list_models().await.unwrap_err();
+    assert_eq!(e.kind, ProviderErrorKind::Auth, "{e:?}");
+
+    let server = MockServer::start(vec![MockResponse::status(
+        302,
+        "",
+        &[("location", "http://127.0.0.1:9/steal")],
+    )])
+    .await;
+    let p = OpenAiProvider::new(
+        endpoint(&format!("{}/v1", server.url), Some("sk-t")),
+        opts(),
+    )
+    .unwrap();
+    let e = p.list_models().await.unwrap_err();
+    assert!(e.message.contains("redirect"), "{e:?}");
+    assert_eq!(server.recorded().len(), 1);
+
+    let huge = format!(
+        r#"{{"data":[{}]}}"#,
+        vec![r#"{"id":"m"}"#; 400_000].join(",")
+    );
+    let server = MockServer::start(vec![MockResponse::status(200, &huge, &[])]).await;
+    let p = OpenAiProvider::new(endpoint(&format!("{}/v1", server.url), None), opts()).unwrap();
+    let e = p.list_models().await.unwrap_err();
+    assert_eq!(e.kind, ProviderErrorKind::BadResponse, "{e:?}");
+    assert!(e.message.contains("more than"), "{e:?}");
+}
