@@ -123,8 +123,11 @@ async fn first_run_connects_a_model_with_field_errors_then_a_session_uses_it() {
     app.wait_text("[data-testid=transcript]", "Now on custom:m1 · Read only")
         .await;
     app.pick_other_model(&script("chat.json")).await;
-    app.wait_text("[data-testid=transcript]", "Now on Offline script (chat.json)")
-        .await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Now on Offline script (chat.json)",
+    )
+    .await;
     app.type_into("[data-testid=composer]", "Who is there?\u{E007}")
         .await;
     app.wait_text("[data-testid=transcript]", "Hello! Ready when you are.")

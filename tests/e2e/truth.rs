@@ -82,8 +82,11 @@ async fn a_running_command_streams_its_output_into_the_transcript() {
     let app = desk.launch().await;
     app.el("[data-testid=session].current").await;
     app.pick_other_model(&script("ticks.json")).await;
-    app.wait_text("[data-testid=transcript]", "Now on Offline script (ticks.json)")
-        .await;
+    app.wait_text(
+        "[data-testid=transcript]",
+        "Now on Offline script (ticks.json)",
+    )
+    .await;
     app.type_into("[data-testid=composer]", "Count again\u{E007}")
         .await;
     // The call is running: its first lines show while it still runs (six lines a second
