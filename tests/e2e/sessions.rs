@@ -111,13 +111,18 @@ async fn sessions_are_searched_renamed_deleted_and_started_in_the_same_folder() 
         "the caret in the new session's composer",
     )
     .await;
+    let blank = app
+        .js("return document.querySelector('[data-testid=session].current').dataset.sessionId")
+        .await;
+    let blank = blank.as_str().unwrap().to_string();
     app.chord(Key::Control, 'n').await;
+    // Another new session; the blank one it left (no title, nothing sent) is not kept.
     app.wait_js(
         &format!(
-            "return document.querySelectorAll('[data-testid=session]').length === {} || null",
-            before + 2
+            "const cur = document.querySelector('[data-testid=session].current');              return (cur && cur.dataset.sessionId !== '{blank}'                && !document.querySelector(\"[data-session-id='{blank}']\")                && document.querySelectorAll('[data-testid=session]').length === {}) || null",
+            before + 1
         ),
-        "another new session (Ctrl+N)",
+        "another new session (Ctrl+N), the blank one left behind gone",
     )
     .await;
     app.wait_js(
