@@ -471,15 +471,10 @@ pub async fn test_model_setup(
 ) -> IpcResult<SetupCheck> {
     let (plan, key) = planned(&host, &setup, key)?;
     let opts = host.runtime.options();
-    // Every secret the runtime knows (a stored key used for the test) is blanked out of what
-    // the server said, as in any other error.
     let probe =
         waymark_runtime::setup::try_model(&plan, key.as_deref(), opts.env.clone(), &opts.cwd)
             .await
-            .map_err(|mut e| {
-                e.message = host.runtime.redactor().redact(&e.message).into_owned();
-                e
-            })?;
+            .map_err(|e| redacted(&host, e))?;
     Ok(SetupCheck {
         model: probe.model,
         millis: probe.millis,
@@ -510,11 +505,15 @@ pub async fn list_setup_models(
     let names =
         waymark_runtime::setup::list_models(&plan, key.as_deref(), opts.env.clone(), &opts.cwd)
             .await
-            .map_err(|mut e| {
-                e.message = host.runtime.redactor().redact(&e.message).into_owned();
-                e
-            })?;
+            .map_err(|e| redacted(&host, e))?;
     Ok(names)
+}
+
+/// A setup card's error with every secret the runtime knows (a stored key used for the call)
+/// blanked out of what the server said, as in any other error.
+fn redacted(host: &Host, mut e: waymark_protocol::ErrorInfo) -> waymark_protocol::ErrorInfo {
+    e.message = host.runtime.redactor().redact(&e.message).into_owned();
+    e
 }
 
 /// "Save and start" on the setup card: the key into the keyring, then the model into the
