@@ -111,6 +111,15 @@ mod tests {
         rx.recv_timeout(Duration::from_secs(5)).unwrap()
     }
 
+    /// Writes `text` as the whole file at once (a new file renamed over it, as the app and
+    /// most editors save): a plain write truncates first, and the watch may read the empty
+    /// file in between, which is one more "broken" than the test means to make.
+    fn put(path: &std::path::Path, text: &str) {
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, path).unwrap();
+    }
+
     /// A provider written into the file by hand is in force at once; a save that changes
     /// nothing calls nothing; a broken file is said and lifts no cap.
     #[test]
@@ -129,11 +138,10 @@ mod tests {
             },
         )
         .unwrap();
-        std::fs::write(
+        put(
             &path,
             r#"{"providers": {"lab": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1"}}, "model": "lab:m1"}"#,
-        )
-        .unwrap();
+        );
         let Reloaded::Applied(c) = next(&rx) else {
             panic!("not applied")
         };
@@ -141,10 +149,10 @@ mod tests {
         assert_eq!(c.model.as_deref(), Some("lab:m1"));
         *in_force.lock().unwrap() = (*c).clone();
         // The same settings written again (the app's own save): nothing to do.
-        std::fs::write(&path, serde_json::to_string(&c).unwrap()).unwrap();
+        put(&path, &serde_json::to_string(&c).unwrap());
         assert!(rx.recv_timeout(Duration::from_millis(600)).is_err());
         // A broken file: said, with the cap held at $0.
-        std::fs::write(&path, r#"{"model": "#).unwrap();
+        put(&path, r#"{"model": "#);
         let Reloaded::Broken(why) = next(&rx) else {
             panic!("not said")
         };
