@@ -119,20 +119,17 @@ fn typed(key: Option<&str>) -> Option<String> {
 
 /// An error as the card shows it: what the server said goes to the screen, never with the
 /// key in it, and not at length.
-fn shown(e: ErrorInfo, key: Option<&str>) -> ErrorInfo {
-    let mut e = e;
-    {
-        if let Some(k) = key {
-            e.message = blank_key(&e.message, k);
-        }
-        if e.message.chars().count() > MESSAGE_MAX {
-            e.message = format!(
-                "{}…",
-                e.message.chars().take(MESSAGE_MAX).collect::<String>()
-            );
-        }
-        e
+fn shown(mut e: ErrorInfo, key: Option<&str>) -> ErrorInfo {
+    if let Some(k) = key {
+        e.message = blank_key(&e.message, k);
     }
+    if e.message.chars().count() > MESSAGE_MAX {
+        e.message = format!(
+            "{}…",
+            e.message.chars().take(MESSAGE_MAX).collect::<String>()
+        );
+    }
+    e
 }
 
 /// The longest failure shown on the card.
