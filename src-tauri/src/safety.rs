@@ -6,7 +6,9 @@ use crate::host::Host;
 use tauri::{AppHandle, State};
 use waymark_protocol::checkpoint::{CheckpointView, RewindPreview, RewindScope};
 use waymark_protocol::cost::DailySpend;
-use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeReview, WorktreeView};
+use waymark_protocol::worktree::{
+    MergeOutcome, MergeStyle, WorktreeDiff, WorktreeReview, WorktreeView,
+};
 use waymark_protocol::{BoardRow, BudgetChange, GoalOp, Op, SessionView};
 use waymark_runtime::SessionSpec;
 
@@ -96,7 +98,7 @@ pub async fn worktree_diff<R: tauri::Runtime>(
 /// conflict or uncommitted changes to the same files there), holding it to `reviewed`, the
 /// ends of the diff the user reviewed: when it would bring in anything else now, it is
 /// refused. `message`: the merge's message as the user edited it (by default the goal's
-/// objective).
+/// objective). `style`: a merge commit, or the work squashed into one commit.
 #[tauri::command]
 #[specta::specta]
 pub async fn worktree_merge<R: tauri::Runtime>(
@@ -104,13 +106,16 @@ pub async fn worktree_merge<R: tauri::Runtime>(
     id: String,
     reviewed: WorktreeReview,
     message: Option<String>,
+    style: MergeStyle,
 ) -> IpcResult<MergeOutcome> {
     use tauri::Manager;
     blocking(move || {
-        Ok(app
-            .state::<Host>()
-            .runtime
-            .worktree_merge(&id, Some(&reviewed), message.as_deref())?)
+        Ok(app.state::<Host>().runtime.worktree_merge(
+            &id,
+            Some(&reviewed),
+            message.as_deref(),
+            style,
+        )?)
     })
     .await
 }

@@ -161,7 +161,8 @@ async fn rewind_to_here_previews_the_files_then_undo_brings_them_back() {
 }
 
 /// A goal run with `exec --worktree` leaves the checkout alone; the header's worktree chip
-/// opens "Review & merge" with the diff, and Merge brings the commit into `main`.
+/// opens "Review & merge" with the diff, and a squash brings it into `main` as one commit with
+/// the message the user wrote.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
     let desk = Desk::start();
@@ -217,14 +218,18 @@ async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
         .js("return document.querySelector('[data-testid=worktree-message]').value")
         .await;
     assert_eq!(shown, "Add the feature file");
-    // The merge says what the user writes.
+    // Squashed, saying what the user writes.
+    app.click("[data-testid=worktree-style-squash]").await;
     app.type_into(
         "[data-testid=worktree-message]",
         "Feature file, as reviewed",
     )
     .await;
+    app.wait_text("[data-testid=worktree-merge]", "Squash into main")
+        .await;
+    app.shot("safety-3b-worktree-squash").await;
     app.click("[data-testid=worktree-merge]").await;
-    app.wait_text("[data-testid=toast]", "Merged into main")
+    app.wait_text("[data-testid=toast]", "Squashed into main as one commit")
         .await;
     assert_eq!(
         std::fs::read_to_string(ws.join("feature.txt")).unwrap(),
@@ -235,7 +240,17 @@ async fn a_worktree_goal_is_reviewed_and_merged_from_the_window() {
         log.starts_with("Dev Eloper <dev@example.invalid>|"),
         "{log}"
     );
-    assert!(log.contains("Feature file, as reviewed"), "{log}");
+    assert!(
+        log.starts_with("Dev Eloper <dev@example.invalid>|Feature file, as reviewed\n"),
+        "{log}"
+    );
+    // One commit on `main`'s old tip alone: no merge commit.
+    assert_eq!(
+        git(&ws, &["log", "-1", "--format=%P"])
+            .split_whitespace()
+            .count(),
+        1
+    );
     app.wait_text("[data-testid=worktree-merged]", "Merged into main")
         .await;
     app.shot("safety-4-worktree-merged").await;

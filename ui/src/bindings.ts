@@ -129,9 +129,9 @@ export const commands = {
 	 *  conflict or uncommitted changes to the same files there), holding it to `reviewed`, the
 	 *  ends of the diff the user reviewed: when it would bring in anything else now, it is
 	 *  refused. `message`: the merge's message as the user edited it (by default the goal's
-	 *  objective).
+	 *  objective). `style`: a merge commit, or the work squashed into one commit.
 	 */
-	worktreeMerge: (id: string, reviewed: WorktreeReview, message: string | null) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id, reviewed, message })),
+	worktreeMerge: (id: string, reviewed: WorktreeReview, message: string | null, style: MergeStyle) => typedError<MergeOutcome_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_merge", { id, reviewed, message, style })),
 	/**  Removes the worktree and its branch (the window asked the user first). */
 	worktreeDiscard: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("worktree_discard", { id })),
 	/**
@@ -1612,8 +1612,13 @@ export type MergeOutcome = MergeOutcome_Serialize | MergeOutcome_Deserialize;
 export type MergeOutcome_Deserialize = {
 	/**  The commit made of what the worktree held (none when everything was committed). */
 	committed?: string | null,
-	/**  The merge commit on the base branch (or the commit it fast-forwarded to). */
+	/**
+	 *  The merge commit on the base branch (or the commit it fast-forwarded to); for a
+	 *  squash, the one commit made there.
+	 */
 	merged: string,
+	/**  How it was merged. */
+	style?: MergeStyle,
 	base_branch: string,
 	files: string[],
 };
@@ -1622,11 +1627,29 @@ export type MergeOutcome_Deserialize = {
 export type MergeOutcome_Serialize = {
 	/**  The commit made of what the worktree held (none when everything was committed). */
 	committed: string | null,
-	/**  The merge commit on the base branch (or the commit it fast-forwarded to). */
+	/**
+	 *  The merge commit on the base branch (or the commit it fast-forwarded to); for a
+	 *  squash, the one commit made there.
+	 */
 	merged: string,
+	/**  How it was merged. */
+	style: MergeStyle,
 	base_branch: string,
 	files: string[],
 };
+
+/**  How a worktree's work lands on the branch it came from. */
+export type MergeStyle = 
+/**
+ *  A merge commit whose second parent is the commit of what the worktree held: the
+ *  branch's history shows where the work came from.
+ */
+"merge" | 
+/**
+ *  One ordinary commit on the branch, with the message given: the work as a single
+ *  change, the branch's history kept linear.
+ */
+"squash";
 
 /**  One message in the queue or history of a session. */
 export type MessageInfo = {

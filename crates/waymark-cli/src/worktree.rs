@@ -7,6 +7,7 @@ use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use waymark_protocol::checkpoint::PathChangeKind;
 use waymark_protocol::display::escape_line;
+use waymark_protocol::worktree::MergeStyle;
 use waymark_runtime::Runtime;
 
 #[derive(Subcommand)]
@@ -41,6 +42,10 @@ pub(crate) enum WorktreeCommand {
         /// or the session's title.
         #[arg(long)]
         message: Option<String>,
+        /// Land the work as one ordinary commit (the message its whole text) instead of a
+        /// merge commit.
+        #[arg(long)]
+        squash: bool,
         #[arg(long)]
         json: bool,
     },
@@ -138,12 +143,19 @@ pub(crate) fn worktree_command(
             tree,
             base,
             message,
+            squash,
             json,
         } => {
             let reviewed = tree
                 .zip(base)
                 .map(|(tree, base)| waymark_protocol::worktree::WorktreeReview { base, tree });
-            let done = runtime.worktree_merge(&session, reviewed.as_ref(), message.as_deref())?;
+            let style = if squash {
+                MergeStyle::Squash
+            } else {
+                MergeStyle::Merge
+            };
+            let done =
+                runtime.worktree_merge(&session, reviewed.as_ref(), message.as_deref(), style)?;
             if json {
                 crate::term::json(&done, true)?;
                 return Ok(ExitCode::SUCCESS);
@@ -155,7 +167,8 @@ pub(crate) fn worktree_command(
                 );
             }
             outln!(
-                "merged      into {} as {} ({} file(s))",
+                "{:<11} into {} as {} ({} file(s))",
+                if squash { "squashed" } else { "merged" },
                 escape_line(&done.base_branch),
                 &done.merged[..done.merged.len().min(10)],
                 done.files.len()

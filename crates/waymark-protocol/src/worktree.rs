@@ -54,14 +54,32 @@ pub struct WorktreeView {
     pub merge_message: String,
 }
 
+/// How a worktree's work lands on the branch it came from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum MergeStyle {
+    /// A merge commit whose second parent is the commit of what the worktree held: the
+    /// branch's history shows where the work came from.
+    #[default]
+    Merge,
+    /// One ordinary commit on the branch, with the message given: the work as a single
+    /// change, the branch's history kept linear.
+    Squash,
+}
+
 /// What merging a worktree did.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MergeOutcome {
     /// The commit made of what the worktree held (none when everything was committed).
     pub committed: Option<String>,
-    /// The merge commit on the base branch (or the commit it fast-forwarded to).
+    /// The merge commit on the base branch (or the commit it fast-forwarded to); for a
+    /// squash, the one commit made there.
     pub merged: String,
+    /// How it was merged.
+    #[serde(default)]
+    pub style: MergeStyle,
     pub base_branch: String,
     pub files: Vec<String>,
 }

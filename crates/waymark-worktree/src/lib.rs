@@ -22,7 +22,9 @@ pub use extension::{MIGRATIONS, WorktreeExtension};
 use checkout::{Checkout, overlaps};
 use std::path::{Path, PathBuf};
 use waymark_protocol::checkpoint::{PathChange, PathChangeKind};
-use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeReview, WorktreeState};
+use waymark_protocol::worktree::{
+    MergeOutcome, MergeStyle, WorktreeDiff, WorktreeReview, WorktreeState,
+};
 
 /// What went wrong, in words that say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -820,6 +822,18 @@ pub fn merge(
     message: &str,
     reviewed: Option<&WorktreeReview>,
 ) -> Result<MergeOutcome> {
+    merge_as(m, message, reviewed, MergeStyle::Merge)
+}
+
+/// [`merge`] in the `style` asked for: with [`MergeStyle::Squash`] the branch takes one
+/// ordinary commit, `message` its message, of the same merged tree, on the branch's tip
+/// alone; every check and refusal is the same.
+pub fn merge_as(
+    m: &db::WorktreeRow,
+    message: &str,
+    reviewed: Option<&WorktreeReview>,
+    style: MergeStyle,
+) -> Result<MergeOutcome> {
     if m.state != WorktreeState::Active {
         return Err(WorktreeError::NotActive(m.state.as_str()));
     }
@@ -865,6 +879,7 @@ pub fn merge(
         return Ok(MergeOutcome {
             committed: None,
             merged: target,
+            style,
             base_branch: m.base_branch.clone(),
             files: Vec::new(),
         });
@@ -951,14 +966,20 @@ pub fn merge(
             files: list_of(&ignored.iter().collect::<Vec<_>>()),
         });
     }
-    let title = format!(
-        "Merge {}: {}",
-        m.branch,
-        message.lines().next().unwrap_or("")
-    );
-    // The merge commit: the result checked, on the target and the worktree's commit. It is
-    // only an object until the checkout moves to it.
-    let merged = commit(sealed, &who, &merged_tree, &[&target, &tip], &title)?;
+    // The merge commit: the result checked, on the target and the worktree's commit; or,
+    // squashed, on the target alone with the user's message. It is only an object until the
+    // checkout moves to it.
+    let merged = match style {
+        MergeStyle::Merge => {
+            let title = format!(
+                "Merge {}: {}",
+                m.branch,
+                message.lines().next().unwrap_or("")
+            );
+            commit(sealed, &who, &merged_tree, &[&target, &tip], &title)?
+        }
+        MergeStyle::Squash => commit(sealed, &who, &merged_tree, &[&target], message)?,
+    };
     sealed.publish_objects()?;
     checkout.fast_forward(sealed, &m.base_branch, &who, &target, &merged)?;
     // Merged: the worktree's branch takes the commit merged (if it still points where it
@@ -990,6 +1011,7 @@ pub fn merge(
     Ok(MergeOutcome {
         committed: Some(tip),
         merged,
+        style,
         base_branch: m.base_branch.clone(),
         files,
     })

@@ -140,13 +140,16 @@ fn a_conflicting_merge_is_refused_with_nothing_changed() {
         git(&env.ws, &["rev-parse", "HEAD"]),
         git(&env.ws, &["rev-parse", "waymark/clash"]),
     );
-    let out = env.run(&["worktree", "merge", "--session", &sid]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("conflicts in app.txt") && err.contains("Nothing was changed"),
-        "{err}"
-    );
+    // A squash is refused the same way.
+    for squash in [&[][..], &["--squash"][..]] {
+        let out = env.run(&[&["worktree", "merge", "--session", &sid][..], squash].concat());
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("conflicts in app.txt") && err.contains("Nothing was changed"),
+            "{err}"
+        );
+    }
     assert_eq!(
         (
             git(&env.ws, &["rev-parse", "HEAD"]),

@@ -6,7 +6,9 @@ use crate::error::{Error, Result};
 use crate::runtime::{Runtime, pid_alive};
 use crate::store;
 use std::path::{Path, PathBuf};
-use waymark_protocol::worktree::{MergeOutcome, WorktreeDiff, WorktreeState, WorktreeView};
+use waymark_protocol::worktree::{
+    MergeOutcome, MergeStyle, WorktreeDiff, WorktreeState, WorktreeView,
+};
 use waymark_worktree::db::{self, WorktreeRow, WorktreeWrites as _};
 
 impl Runtime {
@@ -142,19 +144,21 @@ impl Runtime {
     ///
     /// `reviewed`: the ends of the diff the user reviewed ([`WorktreeDiff::base`] and
     /// [`WorktreeDiff::tree`]); the merge is refused when it would bring in anything else now.
+    /// `style`: a merge commit, or the work squashed into one commit.
     pub fn worktree_merge(
         &self,
         id: &str,
         reviewed: Option<&waymark_protocol::worktree::WorktreeReview>,
         message: Option<&str>,
+        style: MergeStyle,
     ) -> Result<MergeOutcome> {
         self.idle(id, "merge")?;
         let row = self.worktree_row(id)?;
-        if let Some(m) = message {
-            return self.merge_as(id, &row, reviewed, &merge_message(m)?);
-        }
-        let message = self.default_merge_message(id)?;
-        self.merge_as(id, &row, reviewed, &merge_message(&message)?)
+        let message = match message {
+            Some(m) => m.to_string(),
+            None => self.default_merge_message(id)?,
+        };
+        self.merge_as(id, &row, reviewed, &merge_message(&message)?, style)
     }
 
     /// The merge itself, its commits saying `message`.
@@ -164,8 +168,9 @@ impl Runtime {
         row: &WorktreeRow,
         reviewed: Option<&waymark_protocol::worktree::WorktreeReview>,
         message: &str,
+        style: MergeStyle,
     ) -> Result<MergeOutcome> {
-        let done = waymark_worktree::merge(row, message, reviewed)?;
+        let done = waymark_worktree::merge_as(row, message, reviewed, style)?;
         self.store().write(self.options().clock.now_ms(), |tx| {
             tx.set_worktree_state(id, WorktreeState::Merged)
         })?;

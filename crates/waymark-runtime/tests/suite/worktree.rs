@@ -6,6 +6,7 @@ use super::harness::{Harness, results, run, user, waiting_on};
 use serde_json::json;
 use std::path::Path;
 use waymark_protocol::config::{Config, Verification};
+use waymark_protocol::worktree::MergeStyle;
 use waymark_protocol::{GoalStatus, Op, PermissionMode};
 use waymark_runtime::SessionSpec;
 
@@ -128,21 +129,29 @@ async fn two_worktree_goals_run_at_once_without_touching_each_other() {
     // A message the user wrote: refused when empty, else the subject of the merge.
     let empty = h
         .runtime
-        .worktree_merge(&ia, None, Some("  \n "))
+        .worktree_merge(&ia, None, Some("  \n "), MergeStyle::Squash)
         .unwrap_err();
     assert!(empty.to_string().contains("empty"), "{empty}");
-    h.runtime
-        .worktree_merge(&ia, None, Some("Alpha, as reviewed\n\nDetails."))
+    // Squashed: one commit on `main`, on its old tip alone, saying the message whole.
+    let done = h
+        .runtime
+        .worktree_merge(
+            &ia,
+            None,
+            Some("Alpha, as reviewed\n\nDetails."),
+            MergeStyle::Squash,
+        )
         .unwrap();
-    let subject = std::process::Command::new("git")
-        .args(["log", "-1", "--format=%s"])
+    assert_eq!(done.style, MergeStyle::Squash);
+    let log = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%P|%B"])
         .current_dir(&h.ws)
         .output()
         .unwrap();
-    assert!(
-        String::from_utf8_lossy(&subject.stdout).contains("Alpha, as reviewed"),
-        "{subject:?}"
-    );
+    let log = String::from_utf8_lossy(&log.stdout);
+    let (parents, body) = log.split_once('|').unwrap();
+    assert_eq!(parents.split_whitespace().count(), 1, "{log}");
+    assert_eq!(body.trim(), "Alpha, as reviewed\n\nDetails.", "{log}");
     h.runtime.worktree_discard(&ib).unwrap();
     let listed: Vec<(String, Option<String>)> = h
         .runtime

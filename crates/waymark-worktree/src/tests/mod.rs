@@ -191,6 +191,52 @@ fn merge_commits_what_the_worktree_holds_and_brings_it_in_with_the_users_identit
 }
 
 #[test]
+fn a_squash_lands_one_commit_on_the_branch_tip_with_the_users_message_and_history_kept() {
+    let r = repo();
+    let m = create(&r.main, &r.root, "squashed").unwrap();
+    let w = m.row("s", 0);
+    // The agent's own commits in the worktree, then more left uncommitted.
+    std::fs::write(m.path.join("A.md"), "a\n").unwrap();
+    let wt = git::Worktree::of(&r.main, &m.path).unwrap();
+    let id = ["-c", "user.name=agent", "-c", "user.email=agent@x.invalid"];
+    wt.run(&["add", "A.md"]).unwrap();
+    wt.run(&[&id[..], &["commit", "-qm", "wip 1"]].concat())
+        .unwrap();
+    std::fs::write(m.path.join("B.md"), "b\n").unwrap();
+    // The user's own commit on main meanwhile: the squash goes on top of it and keeps it.
+    std::fs::write(r.main.join("MINE.md"), "mine\n").unwrap();
+    git(&r.main, &["add", "MINE.md"]);
+    git(&r.main, &["commit", "-qm", "my own work"]);
+    let mine = git(&r.main, &["rev-parse", "HEAD"]);
+    let done = merge_as(&w, "Add A and B\n\nBoth files.", None, MergeStyle::Squash).unwrap();
+    assert_eq!(done.style, MergeStyle::Squash);
+    assert_eq!(done.files, ["A.md", "B.md"]);
+    assert_eq!(git(&r.main, &["rev-parse", "HEAD"]).trim(), done.merged);
+    // One parent, the user's commit; the message whole; the user's identity.
+    assert_eq!(
+        git(&r.main, &["log", "-1", "--format=%P"]).trim(),
+        mine.trim()
+    );
+    assert_eq!(
+        git(&r.main, &["log", "-1", "--format=%an <%ae>|%B"]).trim(),
+        "Dev Eloper <dev@example.invalid>|Add A and B\n\nBoth files."
+    );
+    // None of the agent's commits is in the branch's history.
+    let subjects = git(&r.main, &["log", "--format=%s"]);
+    assert_eq!(
+        subjects.lines().collect::<Vec<_>>(),
+        ["Add A and B", "my own work", "start"]
+    );
+    for f in ["A.md", "B.md", "MINE.md"] {
+        assert!(r.main.join(f).exists(), "{f}");
+    }
+    assert_eq!(
+        git(&r.main, &["status", "--porcelain", "--untracked-files=no"]),
+        ""
+    );
+}
+
+#[test]
 fn a_conflicting_or_dirty_target_is_refused_and_nothing_changes() {
     let r = repo();
     let m = create(&r.main, &r.root, "clash").unwrap();
