@@ -1,7 +1,9 @@
 //! The `before_tool_call` chain: every tool call passes each guard in order (the guards of
 //! extensions placed before the permission guard, the engine's permission guard, those
-//! placed after); the first guard that does not allow decides. A guard may allow,
-//! deny with a message for the model, or ask the user through a questionnaire.
+//! placed after). A guard may allow, deny with a message for the model, or ask the user
+//! through a questionnaire. The first refusal decides; a question is asked only when no
+//! guard after it refuses the call, so no one is asked about a call that could not run
+//! whatever they answered.
 
 use crate::display::{escape_block, escape_line};
 use serde_json::Value;
@@ -52,15 +54,22 @@ pub trait ToolGuard: Send + Sync {
     fn before_tool_call(&self, call: &GuardCall<'_>) -> GuardDecision;
 }
 
-/// Runs the chain: the first verdict other than `Allow` wins.
+/// Runs the chain: the first refusal wins, else the first question, else the call runs.
+/// The guards after one that asks still run, so a refusal anywhere (the goal's budget after
+/// plan mode's question about an unconfined command) is never preceded by a question an
+/// "Allow" would answer with "denied".
 pub fn run_chain(guards: &[std::sync::Arc<dyn ToolGuard>], call: &GuardCall<'_>) -> GuardDecision {
+    let mut asked = None;
     for g in guards {
         match g.before_tool_call(call) {
-            GuardDecision::Allow => continue,
-            other => return other,
+            GuardDecision::Allow => {}
+            GuardDecision::Deny(why) => return GuardDecision::Deny(why),
+            GuardDecision::Ask(q) => {
+                asked.get_or_insert(q);
+            }
         }
     }
-    GuardDecision::Allow
+    asked.map_or(GuardDecision::Allow, GuardDecision::Ask)
 }
 
 /// What the user's answer to this call's permission question decides, if it was answered:

@@ -342,6 +342,46 @@ async fn leaving_plan_mode_withdraws_its_pending_shell_question() {
     s.shutdown().await.unwrap();
 }
 
+/// Issue 37, item 3, in plan mode: an unconfined command there is asked about, but not when
+/// the goal's budget is used up and would refuse it whatever the answer. The refusal comes
+/// at once; no question opens that an "Allow" would answer with "denied".
+#[tokio::test]
+async fn in_plan_mode_a_command_the_budget_refuses_is_never_asked_about() {
+    let mut c = Config::default();
+    c.goal.verification = Some(waymark_protocol::config::Verification::None);
+    c.goal.budget.grace_steps = 1;
+    let (h, _rec) = Harness::recording(
+        c,
+        json!({"responses": [
+            {"text": "big step", "usage": {"input_tokens": 900, "output_tokens": 200}, "tool_calls": [bash("touch made.txt")]},
+            {"text": "Summary: nothing ran.", "usage": {"input_tokens": 50, "output_tokens": 20}}
+        ], "when_exhausted": "repeat_last"}),
+    );
+    let (_rt, s) = unsandboxed_session(&h, PermissionMode::Auto);
+    run(&s, user("/plan on")).await;
+    let ev = run(&s, user("/goal look around tokens=1K")).await;
+    let asked: Vec<_> = ev
+        .iter()
+        .filter(|e| {
+            matches!(
+                &e.kind,
+                EventKind::QuestionnaireOpened { question, .. }
+                    if question.kind() == QuestionnaireKind::Permission
+            )
+        })
+        .collect();
+    assert!(
+        asked.is_empty(),
+        "asked about a command the budget refuses: {asked:?}"
+    );
+    let r = results(&ev);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("budget"), "{r:?}");
+    assert!(!h.ws.join("made.txt").exists());
+    s.shutdown().await.unwrap();
+}
+
 /// The recorded model's session on a runtime whose shell sandbox is unsupported (every
 /// plan-mode shell command then asks).
 fn unsandboxed_session(
