@@ -12,6 +12,7 @@ const COMMANDS: &[&str] = &[
     "rename_session",
     "workspace_files",
     "delete_session",
+    "drop_blank_session",
     "session_events",
     "submit",
     "answer",

@@ -163,6 +163,14 @@ pub async fn delete_session(host: State<'_, Host>, id: String) -> IpcResult<()> 
     host.delete(&id).await
 }
 
+/// Deletes a session the window left while it was blank, if it still is: the app decides,
+/// in the step that deletes it, so a message that reached it meanwhile keeps it. False: kept.
+#[tauri::command]
+#[specta::specta]
+pub async fn drop_blank_session(host: State<'_, Host>, id: String) -> IpcResult<bool> {
+    host.delete_blank(&id).await
+}
+
 /// Opens a session in this window (taking its lease) and returns what the window shows.
 #[tauri::command]
 #[specta::specta]

@@ -210,6 +210,24 @@ impl Host {
     /// Closes session `id` in this window (its lease released; a running turn stops) and
     /// deletes it with its data.
     pub async fn delete(&self, id: &str) -> IpcResult<()> {
+        self.close(id).await;
+        self.deleted(id, false).await.map(|_| ())
+    }
+
+    /// Deletes session `id` if it is blank, as the backend decides when it deletes it (the
+    /// window's belief that it is blank is not trusted); false when it was kept. A session
+    /// found to hold anything is not even closed.
+    pub async fn delete_blank(&self, id: &str) -> IpcResult<bool> {
+        if !self.runtime.session_is_blank(id)? {
+            return Ok(false);
+        }
+        self.close(id).await;
+        self.deleted(id, true).await
+    }
+
+    /// Closes session `id` in this window: its plan no longer watched, its handle shut down
+    /// (its lease released; a running turn stops).
+    async fn close(&self, id: &str) {
         {
             let mut w = lock(&self.watch);
             if w.as_ref().is_some_and(|w| w.session_id == id) {
@@ -229,10 +247,19 @@ impl Host {
                 }
             }
         }
+    }
+
+    /// Deletes session `id` once its lease is given up (`only_blank`: if it is blank).
+    async fn deleted(&self, id: &str, only_blank: bool) -> IpcResult<bool> {
         // A session shutting down gives its lease up within moments.
         let mut tries = 0;
         loop {
-            match self.runtime.delete_session(id) {
+            let done = if only_blank {
+                self.runtime.delete_blank_session(id)
+            } else {
+                self.runtime.delete_session(id).map(|()| true)
+            };
+            match done {
                 Err(waymark_runtime::Error::Refused(m))
                     if tries < 20 && m.contains("open here") =>
                 {

@@ -37,6 +37,7 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::rename_session,
             commands::workspace_files::<tauri::Wry>,
             commands::delete_session,
+            commands::drop_blank_session,
             commands::session_events,
             commands::submit,
             commands::answer,

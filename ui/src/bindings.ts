@@ -27,6 +27,11 @@ export const commands = {
 	 *  the user to confirm before calling this.
 	 */
 	deleteSession: (id: string) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("delete_session", { id })),
+	/**
+	 *  Deletes a session the window left while it was blank, if it still is: the app decides,
+	 *  in the step that deletes it, so a message that reached it meanwhile keeps it. False: kept.
+	 */
+	dropBlankSession: (id: string) => typedError<boolean, ErrorInfo_Serialize>(__TAURI_INVOKE("drop_blank_session", { id })),
 	/**  Logged events after `after` (the UI catches up after a gap). */
 	sessionEvents: (id: string, after: number) => typedError<Event_Serialize[], ErrorInfo_Serialize>(__TAURI_INVOKE("session_events", { id, after })),
 	/**

@@ -634,6 +634,25 @@ impl Runtime {
     /// data folder (plan files, artifacts). Refused while a live process holds its lease:
     /// this one (close the session first) or another.
     pub fn delete_session(&self, id: &str) -> Result<()> {
+        self.delete_if(id, false).map(|_| ())
+    }
+
+    /// Whether session `id` holds nothing yet (see [`waymark_store::forget::is_blank`]).
+    pub fn session_is_blank(&self, id: &str) -> Result<bool> {
+        Ok(self
+            .store
+            .view(|c| waymark_store::forget::is_blank(c, id))?)
+    }
+
+    /// Deletes session `id` only if it is blank, decided in the transaction that deletes it:
+    /// a window leaving a session it believes empty never loses a message that reached it
+    /// meanwhile (from this window or any other process). False: it was kept.
+    pub fn delete_blank_session(&self, id: &str) -> Result<bool> {
+        self.delete_if(id, true)
+    }
+
+    /// Deletes session `id`, when `only_blank` only if it is blank; false when it was kept.
+    fn delete_if(&self, id: &str, only_blank: bool) -> Result<bool> {
         // Only a plain name can be a session's id: nothing else ever reaches the folders.
         if id.is_empty() || id == "." || id == ".." || id.contains(['/', '\0']) {
             return Err(Error::SessionNotFound(id.to_string()));
@@ -654,15 +673,21 @@ impl Runtime {
                     "session {id} cannot be deleted while {who}"
                 )));
             }
-            Ok(tx.delete_session(id)?)
+            if only_blank && !waymark_store::forget::is_blank(tx.conn(), id)? {
+                return Ok(None);
+            }
+            Ok(Some(tx.delete_session(id)?))
         })?;
+        let Some(removed) = removed else {
+            return Ok(false);
+        };
         if removed == 0 {
             return Err(Error::SessionNotFound(id.to_string()));
         }
         let sd = paths::session_dir(&self.opts.data_dir, id);
         match std::fs::remove_dir_all(&sd) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
             Err(e) => Err(Error::io(&sd, e)),
         }
     }

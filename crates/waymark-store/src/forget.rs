@@ -10,6 +10,10 @@ use rusqlite::params;
 /// The longest title a session may have, in characters.
 pub const MAX_TITLE: usize = 200;
 
+/// Tables whose rows for a session say nothing of its content: its event log (a mode or
+/// model switch is no content) and the project instructions it took when it started.
+const SESSION_OWN: &[&str] = &["sessions", "events", "session_instructions"];
+
 /// One foreign key: `table.column` refers to `parent.parent_column`.
 #[derive(Debug, Clone)]
 struct Reference {
@@ -110,6 +114,47 @@ fn doomed_rows(table: &str, refs: &[Reference]) -> Option<String> {
         })
         .collect();
     (!parts.is_empty()).then(|| parts.join(" OR "))
+}
+
+/// Whether session `id` is blank: no title, and no row of any table that refers to it (a
+/// message, a turn, a goal, a plan, a question, a worktree, a grant: any table an extension
+/// adds counts too) other than those every new session has (`SESSION_OWN`). False when there is no such
+/// session. Read in the transaction that deletes it, so a message that arrives first keeps
+/// the session.
+pub fn is_blank(conn: &rusqlite::Connection, id: &str) -> Result<bool> {
+    let titled: Option<bool> = conn
+        .query_row(
+            "SELECT title IS NOT NULL AND title <> '' FROM sessions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })?;
+    if titled != Some(false) {
+        return Ok(false);
+    }
+    for r in references(conn)?
+        .iter()
+        .filter(|r| r.parent == "sessions" && !SESSION_OWN.contains(&r.table.as_str()))
+    {
+        let held: bool = conn.query_row(
+            &format!(
+                "SELECT EXISTS (SELECT 1 FROM {} WHERE {} = (SELECT {} FROM sessions WHERE id = ?1))",
+                ident(&r.table),
+                ident(&r.column),
+                ident(&r.parent_column)
+            ),
+            [id],
+            |row| row.get(0),
+        )?;
+        if held {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 impl Tx<'_> {

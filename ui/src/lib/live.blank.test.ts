@@ -4,7 +4,8 @@ import type { SessionSummary } from "./types";
 // Three sessions: "blank" (nothing ever sent, no title), "said" (a message) and "named"
 // (a title, no message). What the window deletes and renames is recorded; as the app does,
 // a rename keeps the session's activity time.
-const app = vi.hoisted(() => ({ deleted: [] as string[], renamed: {} as Record<string, string> }));
+// The app decides blankness itself: ids in `filled` got a message the window never saw.
+const app = vi.hoisted(() => ({ deleted: [] as string[], renamed: {} as Record<string, string>, filled: [] as string[] }));
 vi.mock("../bindings", () => {
   const ok = <T,>(data: T) => Promise.resolve({ status: "ok" as const, data });
   const listen = () => Promise.resolve(() => {});
@@ -27,7 +28,8 @@ vi.mock("../bindings", () => {
       openSession: (id: string) => ok(view(id)),
       planView: () => ok({ path: "/p", markdown: null, html: "", revisions: [], review: null, plans: [], comments: [] }),
       goalTimeline: () => ok([]),
-      deleteSession: (id: string) => (app.deleted.push(id), ok(null)),
+      deleteSession: (id: string) => Promise.reject(new Error(`deleteSession(${id}) is the user's delete; leaving a session must not call it`)),
+      dropBlankSession: (id: string) => (app.filled.includes(id) ? ok(false) : (app.deleted.push(id), ok(true))),
       renameSession: (id: string, title: string) => ((app.renamed[id] = title), ok(null)),
       submit: () => ok({ kind: "queued" }),
     },
@@ -49,6 +51,7 @@ const ids = (list: SessionSummary[]) => list.map((s) => s.id);
 beforeEach(() => {
   app.deleted = [];
   app.renamed = {};
+  app.filled = [];
 });
 
 describe("leaving a session", () => {
@@ -79,6 +82,15 @@ describe("leaving a session", () => {
     await new Promise((go) => setTimeout(go, 50));
     expect(app.deleted).toEqual([]);
     expect(Object.keys(app.renamed)).toEqual(["blank"]);
+  });
+
+  it("keeps it listed when the app finds it no longer blank", async () => {
+    app.filled = ["blank"];
+    const live = await openOn("blank");
+    await live.open("said");
+    await new Promise((go) => setTimeout(go, 50));
+    expect(app.deleted).toEqual([]);
+    expect(ids(live.store.sessions)).toContain("blank");
   });
 
   it("keeps it when it is opened again", async () => {

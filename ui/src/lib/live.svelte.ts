@@ -133,10 +133,11 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
     onopened(mine.id);
   }
 
-  /** Deletes a blank session the window left; if the app refuses, it simply stays. */
+  /** Deletes a blank session the window left, if the app finds it still blank; else (or if
+   *  the app refuses) it simply stays. */
   async function dropBlank(id: string) {
-    const r = await commands.deleteSession(id);
-    if (r.status === "ok") dispatch({ kind: "deleted", id });
+    const r = await commands.dropBlankSession(id);
+    if (r.status === "ok" && r.data) dispatch({ kind: "deleted", id });
   }
 
   function onEvent(event: WireEvent) {

@@ -29,6 +29,47 @@ fn counts(h: &Harness) -> Vec<(String, i64)> {
         .unwrap()
 }
 
+/// The window drops a session it left blank by asking the app, which decides in the step
+/// that deletes it: one that got a message meanwhile (the window's belief is stale, or a
+/// hostile page asks for any id) or a title is kept, whole; a blank one goes.
+#[tokio::test]
+async fn only_a_blank_session_is_dropped_whatever_the_window_believes() {
+    let h = Harness::new(Config::default());
+    let listed = |id: &str| {
+        h.runtime
+            .list_sessions()
+            .unwrap()
+            .iter()
+            .any(|x| x.id == id)
+    };
+    let blank = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Ask);
+    let blank_id = blank.id().to_string();
+    // Open here: refused like any delete, and kept.
+    assert!(h.runtime.delete_blank_session(&blank_id).is_err());
+    blank.shutdown().await.unwrap();
+    assert!(h.runtime.session_is_blank(&blank_id).unwrap());
+
+    let said = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Ask);
+    run(&said, user("hello")).await;
+    let said_id = said.id().to_string();
+    said.shutdown().await.unwrap();
+    let titled = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Ask);
+    let titled_id = titled.id().to_string();
+    titled.shutdown().await.unwrap();
+    h.runtime.rename_session(&titled_id, "Ideas").unwrap();
+
+    let before = counts(&h);
+    for id in [&said_id, &titled_id] {
+        assert!(!h.runtime.session_is_blank(id).unwrap(), "{id}");
+        assert!(!h.runtime.delete_blank_session(id).unwrap(), "{id}");
+        assert!(listed(id), "{id}");
+    }
+    assert_eq!(counts(&h), before, "nothing of a kept session went");
+    assert!(h.runtime.delete_blank_session(&blank_id).unwrap());
+    assert!(!listed(&blank_id));
+    assert!(!h.runtime.session_is_blank(&blank_id).unwrap(), "gone");
+}
+
 #[tokio::test]
 async fn a_deleted_session_leaves_no_row_anywhere_and_no_folder() {
     let h = Harness::new(Config::default());
