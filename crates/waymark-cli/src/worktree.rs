@@ -162,8 +162,9 @@ pub(crate) fn worktree_command(
             }
             if let Some(c) = &done.committed {
                 outln!(
-                    "committed   {} (what the worktree held)",
-                    &c[..c.len().min(10)]
+                    "committed   {} (what the worktree held{})",
+                    &c[..c.len().min(10)],
+                    if squash { ", on its own branch only" } else { "" }
                 );
             }
             outln!(

@@ -637,11 +637,14 @@ impl Runtime {
         self.delete_if(id, false).map(|_| ())
     }
 
-    /// Whether session `id` holds nothing yet (see [`waymark_store::forget::is_blank`]).
+    /// Whether session `id` holds nothing yet: no content in the store (see
+    /// [`waymark_store::forget::is_blank`]) and no file in its folder (a plan written there
+    /// by an editor has no row).
     pub fn session_is_blank(&self, id: &str) -> Result<bool> {
         Ok(self
             .store
-            .view(|c| waymark_store::forget::is_blank(c, id))?)
+            .view(|c| waymark_store::forget::is_blank(c, id))?
+            && !holds_files(&paths::session_dir(&self.opts.data_dir, id)))
     }
 
     /// Deletes session `id` only if it is blank, decided in the transaction that deletes it:
@@ -673,7 +676,10 @@ impl Runtime {
                     "session {id} cannot be deleted while {who}"
                 )));
             }
-            if only_blank && !waymark_store::forget::is_blank(tx.conn(), id)? {
+            if only_blank
+                && (!waymark_store::forget::is_blank(tx.conn(), id)?
+                    || holds_files(&paths::session_dir(&self.opts.data_dir, id)))
+            {
                 return Ok(None);
             }
             Ok(Some(tx.delete_session(id)?))
@@ -828,6 +834,27 @@ impl Runtime {
 }
 
 /// Session folder `sd` and its artifacts folder, made private (0700) whatever they were.
+/// Whether anything but folders is under `dir` (links not followed; an unreadable folder
+/// counts as holding something, so a doubt keeps the session).
+fn holds_files(dir: &Path) -> bool {
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(_) => return true,
+        };
+        for entry in entries {
+            let Ok(entry) = entry else { return true };
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => todo.push(entry.path()),
+                _ => return true,
+            }
+        }
+    }
+    false
+}
+
 fn session_folders(sd: &Path) -> Result<()> {
     for dir in [sd.to_path_buf(), paths::artifacts_dir(sd)] {
         paths::private_dir(&dir).map_err(|e| Error::io(&dir, e))?;

@@ -116,7 +116,8 @@ fn doomed_rows(table: &str, refs: &[Reference]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(" OR "))
 }
 
-/// Whether session `id` is blank: no title, and no row of any table that refers to it (a
+/// Whether session `id` is blank: no title, not in plan mode (a plan may be being written,
+/// with no row yet), and no row of any table that refers to it (a
 /// message, a turn, a goal, a plan, a question, a worktree, a grant: any table an extension
 /// adds counts too) other than those every new session has (`SESSION_OWN`). False when there is no such
 /// session. Read in the transaction that deletes it, so a message that arrives first keeps
@@ -124,7 +125,7 @@ fn doomed_rows(table: &str, refs: &[Reference]) -> Option<String> {
 pub fn is_blank(conn: &rusqlite::Connection, id: &str) -> Result<bool> {
     let titled: Option<bool> = conn
         .query_row(
-            "SELECT title IS NOT NULL AND title <> '' FROM sessions WHERE id = ?1",
+            "SELECT (title IS NOT NULL AND title <> '') OR interaction_mode = 'plan' FROM sessions WHERE id = ?1",
             [id],
             |r| r.get(0),
         )

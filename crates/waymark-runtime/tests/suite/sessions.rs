@@ -58,13 +58,35 @@ async fn only_a_blank_session_is_dropped_whatever_the_window_believes() {
     titled.shutdown().await.unwrap();
     h.runtime.rename_session(&titled_id, "Ideas").unwrap();
 
+    // Put in plan mode with nothing else yet (a plan may be being written): kept.
+    let drafting = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Ask);
+    let drafting_id = drafting.id().to_string();
+    drafting.shutdown().await.unwrap();
+    h.runtime
+        .store()
+        .write(1, |tx| {
+            tx.conn().execute(
+                "UPDATE sessions SET interaction_mode = 'plan' WHERE id = ?1",
+                [&drafting_id],
+            )?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    // Out of plan mode, but a file is in its folder: kept too.
+    let filed = h.session(json!({"responses": [{"text": "ok"}]}), PermissionMode::Ask);
+    let filed_id = filed.id().to_string();
+    filed.shutdown().await.unwrap();
+    let draft = h.session_dir(&filed_id).join("artifacts/plan.md");
+    std::fs::write(&draft, "# My own notes\n").unwrap();
+
     let before = counts(&h);
-    for id in [&said_id, &titled_id] {
+    for id in [&said_id, &titled_id, &drafting_id, &filed_id] {
         assert!(!h.runtime.session_is_blank(id).unwrap(), "{id}");
         assert!(!h.runtime.delete_blank_session(id).unwrap(), "{id}");
         assert!(listed(id), "{id}");
     }
     assert_eq!(counts(&h), before, "nothing of a kept session went");
+    assert!(draft.exists());
     assert!(h.runtime.delete_blank_session(&blank_id).unwrap());
     assert!(!listed(&blank_id));
     assert!(!h.runtime.session_is_blank(&blank_id).unwrap(), "gone");
