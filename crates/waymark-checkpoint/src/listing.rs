@@ -105,6 +105,7 @@ impl SlashCommand for RewindCommand {
             name: "rewind",
             usage: "/rewind",
             summary: "list the session's checkpoints (rewind to one with `waymark rewind` or Rewind to here in the app)",
+            details: "",
         }
     }
 

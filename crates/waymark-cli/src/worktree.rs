@@ -164,7 +164,11 @@ pub(crate) fn worktree_command(
                 outln!(
                     "committed   {} (what the worktree held{})",
                     &c[..c.len().min(10)],
-                    if squash { ", on its own branch only" } else { "" }
+                    if squash {
+                        ", on its own branch only"
+                    } else {
+                        ""
+                    }
                 );
             }
             outln!(

@@ -135,13 +135,34 @@ impl SlashCommand for Help {
     fn spec(&self) -> CommandSpec {
         CommandSpec {
             name: "help",
-            usage: "/help",
-            summary: "list the commands",
+            usage: "/help [command]",
+            summary: "list the commands, or say all about one (/help goal)",
+            details: "",
         }
     }
 
-    fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
-        Ok(help_text(cx.all))
+    fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
+        let name = args.trim().trim_start_matches('/');
+        if name.is_empty() {
+            return Ok(help_text(cx.all));
+        }
+        let Some(s) = cx.all.iter().find(|s| s.name == name) else {
+            return Err(Error::Refused(format!(
+                "there is no command /{name}: /help lists them"
+            )));
+        };
+        let mut out = format!(
+            "{}
+  {}
+",
+            s.usage, s.summary
+        );
+        if !s.details.is_empty() {
+            out.push('\n');
+            out.push_str(s.details);
+            out.push('\n');
+        }
+        Ok(out)
     }
 }
 
@@ -217,6 +238,7 @@ impl SlashCommand for CompactCommand {
             name: "compact",
             usage: "/compact",
             summary: "summarize the older conversation (at once, or before the running turn's next model call)",
+            details: "",
         }
     }
 
@@ -247,6 +269,7 @@ impl SlashCommand for InstructionsCommand {
             name: "instructions",
             usage: "/instructions",
             summary: "show which AGENTS.md files this session follows",
+            details: "",
         }
     }
 
@@ -319,16 +342,19 @@ mod tests {
                 name: "task",
                 usage: "/task [<objective> [tokens=50K turns=N time=2h] | tokens=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
                 summary: "set or manage the session's task",
+                details: "",
             },
             CommandSpec {
                 name: "help",
                 usage: "/help",
                 summary: "list the commands, each with what it does, in words long enough to need a second line here",
+                details: "",
             },
             CommandSpec {
                 name: "x",
                 usage: "/x",
                 summary: "a-word-far-longer-than-any-line-of-the-help-could-ever-hold-so-it-is-cut-where-it-must",
+                details: "",
             },
         ];
         let text = help_text(&specs);

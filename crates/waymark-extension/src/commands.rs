@@ -11,6 +11,8 @@ pub struct CommandSpec {
     pub name: &'static str,
     pub usage: &'static str,
     pub summary: &'static str,
+    /// More than the summary, for `/help <name>` (empty: the usage and summary say it all).
+    pub details: &'static str,
 }
 
 /// What a command runs against.

@@ -358,8 +358,9 @@ impl SlashCommand for GoalCommand {
     fn spec(&self) -> CommandSpec {
         CommandSpec {
             name: "goal",
-            usage: "/goal [<objective> [tokens=50K turns=N time=2h] | tokens=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
-            summary: "set or manage the session's goal",
+            usage: "/goal [<objective> [tokens=50K turns=N time=2h] | status|tokens=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
+            summary: "set or manage the session's goal (/help goal for the whole grammar)",
+            details: waymark_protocol::goal_syntax::GRAMMAR,
         }
     }
 

@@ -43,6 +43,7 @@ impl SlashCommand for McpCommand {
             name: "mcp",
             usage: "/mcp",
             summary: "list the MCP servers, their state and their tools",
+            details: "",
         }
     }
 

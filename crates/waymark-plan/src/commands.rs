@@ -15,6 +15,7 @@ impl SlashCommand for PlanCommand {
             name: "plan",
             usage: "/plan on|off|status|view",
             summary: "enter or leave plan mode, show its state, print the plan file",
+            details: "",
         }
     }
 

@@ -29,7 +29,29 @@ pub enum BudgetSyntaxError {
     },
     #[error("`{key}=` is given twice; give each of tokens=, turns=, time= and cost= at most once")]
     Twice { key: &'static str },
+    /// The words do not follow the `/goal` grammar (a command word with words after it, an
+    /// unclosed quote); the text says how to write it.
+    #[error("{0}")]
+    Grammar(String),
 }
+
+/// The words `/goal` reads as commands when they come first: an objective that starts with
+/// one is written in quotes (`/goal "status page redesign"`).
+pub const COMMAND_WORDS: &[&str] = &[
+    "status", "pause", "resume", "clear", "cancel", "edit", "reply", "replace", "next",
+];
+
+/// The `/goal` grammar in a few lines, for `/help goal` and refusals.
+pub const GRAMMAR: &str = "/goal                         show the goal and the queue (also /goal status)
+/goal <objective> [budgets]   set a goal; budgets: tokens=50K turns=20 time=2h cost=$5
+/goal tokens=… turns=…        change the budgets (clear removes one: time=clear)
+/goal pause | resume          pause the goal, or resume it
+/goal clear                   drop the goal (also /goal cancel)
+/goal edit <objective>        reword the objective
+/goal reply <answer>          answer a goal that is blocked on you
+/goal replace <objective>     drop the goal and set this one
+/goal next <objective>        queue a goal to start when this one is done
+An objective that starts with one of these words goes in quotes: /goal \"pause the build\" tokens=50K";
 
 const TOKEN_FORMS: &str = "a number of tokens such as 200000, 50K or 1.5M";
 const TURN_FORMS: &str = "a whole number of turns such as 20";
@@ -203,8 +225,30 @@ pub struct BudgetArgs {
     pub cost: Option<Option<u64>>,
 }
 
-/// Splits `args` into the objective words and budget settings.
+/// Splits `args` into the objective words and budget settings. An objective in double
+/// quotes is taken whole (a command word or `tokens=` inside it is just a word); only budget
+/// settings may follow it.
 pub fn split_args(args: &str) -> Result<(String, BudgetArgs), BudgetSyntaxError> {
+    let t = args.trim_start();
+    if let Some(inner) = t.strip_prefix('"') {
+        let Some((quoted, after)) = inner.split_once('"') else {
+            return Err(BudgetSyntaxError::Grammar(
+                "the objective's opening quote is never closed: write /goal \"…\" with a closing quote".into(),
+            ));
+        };
+        let (extra, b) = settings(after)?;
+        if !extra.is_empty() {
+            return Err(BudgetSyntaxError::Grammar(format!(
+                "only budget settings (tokens=, turns=, time=, cost=) may follow the quoted objective, not `{extra}`"
+            )));
+        }
+        return Ok((quoted.trim().to_string(), b));
+    }
+    settings(t)
+}
+
+/// The words of `args` that are not budget settings, and the settings.
+fn settings(args: &str) -> Result<(String, BudgetArgs), BudgetSyntaxError> {
     let mut words = Vec::new();
     let mut b = BudgetArgs::default();
     for w in args.split_whitespace() {
@@ -288,19 +332,46 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
         Some((v, r)) => (v, r.trim()),
         None => (args.trim(), ""),
     };
+    // A command word that takes nothing never has words after it: `/goal clear the cache`
+    // is refused rather than clearing the goal or setting "clear the cache" as one.
+    let alone = |op: GoalOp| {
+        if rest.is_empty() {
+            Ok(op)
+        } else {
+            Err(BudgetSyntaxError::Grammar(format!(
+                "`/goal {verb}` takes nothing after it. To set a goal that starts with \"{verb}\", put the objective in quotes: /goal \"{verb} {rest}\""
+            )))
+        }
+    };
+    // One that takes text needs some, unquoted or in quotes.
+    let text = |what: &str| -> Result<String, BudgetSyntaxError> {
+        let (t, b) = split_args(rest)?;
+        if b != BudgetArgs::default() {
+            return Err(BudgetSyntaxError::Grammar(format!(
+                "`/goal {verb}` takes {what}, not budget settings: change budgets with /goal tokens=… turns=… time=… cost=…"
+            )));
+        }
+        if t.is_empty() {
+            return Err(BudgetSyntaxError::Grammar(format!(
+                "`/goal {verb}` needs {what}: /goal {verb} <{what}>"
+            )));
+        }
+        Ok(t)
+    };
     Ok(match verb {
         "" => GoalOp::Show,
-        "pause" => GoalOp::Pause,
-        "resume" => GoalOp::Resume,
-        "clear" => GoalOp::Clear,
+        "status" => alone(GoalOp::Show)?,
+        "pause" => alone(GoalOp::Pause)?,
+        "resume" => alone(GoalOp::Resume)?,
+        "clear" | "cancel" => alone(GoalOp::Clear)?,
         "edit" => GoalOp::EditObjective {
-            objective: rest.to_string(),
+            objective: text("the new objective")?,
         },
         "reply" => GoalOp::Reply {
             text: rest.to_string(),
         },
         "next" => GoalOp::Queue {
-            objective: rest.to_string(),
+            objective: text("an objective")?,
         },
         "replace" => {
             let (objective, b) = split_args(rest)?;
@@ -418,6 +489,73 @@ mod tests {
                 .to_string()
                 .contains("50K or 1.5M")
         );
+    }
+
+    /// Issue 38, item 3 (G-40): command words are commands, never objectives.
+    #[test]
+    fn g_40_command_words_never_become_objectives() {
+        assert_eq!(parse("status").unwrap(), GoalOp::Show);
+        assert_eq!(parse("  status ").unwrap(), GoalOp::Show);
+        assert_eq!(parse("cancel").unwrap(), GoalOp::Clear);
+        assert_eq!(parse("clear").unwrap(), GoalOp::Clear);
+        assert_eq!(parse("pause").unwrap(), GoalOp::Pause);
+        assert_eq!(parse("resume").unwrap(), GoalOp::Resume);
+        // A command word with words after it is refused, saying how to quote.
+        for bad in [
+            "status page redesign",
+            "clear the cache",
+            "pause the build",
+            "cancel it",
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("takes nothing after it") && e.contains("in quotes"),
+                "{bad}: {e}"
+            );
+        }
+        // In quotes, any words are the objective; budgets may follow.
+        assert_eq!(
+            parse("\"status page redesign\" tokens=50K").unwrap(),
+            GoalOp::Set {
+                objective: "status page redesign".into(),
+                budget: change_of(&BudgetArgs {
+                    tokens: Some(Some(50_000)),
+                    ..Default::default()
+                }),
+                replace: false,
+            }
+        );
+        assert_eq!(
+            parse("replace \"clear the cache\"").unwrap(),
+            GoalOp::Set {
+                objective: "clear the cache".into(),
+                budget: BudgetChange::default(),
+                replace: true,
+            }
+        );
+        assert_eq!(
+            parse("edit \"pause less\"").unwrap(),
+            GoalOp::EditObjective {
+                objective: "pause less".into()
+            }
+        );
+        let e = parse("\"unclosed tokens=5K").unwrap_err().to_string();
+        assert!(e.contains("never closed"), "{e}");
+        let e = parse("\"fix it\" now please").unwrap_err().to_string();
+        assert!(e.contains("only budget settings"), "{e}");
+        // Commands that need text say so.
+        for bad in ["edit", "next", "edit tokens=5K"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        // Budgets alone change the budgets; a plain objective is still a goal.
+        assert!(matches!(
+            parse("tokens=5K").unwrap(),
+            GoalOp::EditBudget { .. }
+        ));
+        assert!(matches!(
+            parse("statuses of the builds").unwrap(),
+            GoalOp::Set { objective, .. } if objective == "statuses of the builds"
+        ));
     }
 
     #[test]

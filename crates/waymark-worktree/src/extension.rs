@@ -38,6 +38,7 @@ impl SlashCommand for WorktreeCommand {
             name: "worktree",
             usage: "/worktree",
             summary: "where the session's git worktree stands, and how to merge or discard it",
+            details: "",
         }
     }
 

@@ -596,6 +596,7 @@ mod extension_points {
                 name: "ping",
                 usage: "/ping",
                 summary: "answers pong",
+                details: "",
             }
         }
         fn run(

@@ -317,6 +317,64 @@ async fn g_1_one_current_goal_and_g_9_lifecycle_commands() {
     s.shutdown().await.unwrap();
 }
 
+/// G-40 (issue 38, item 3): a command word is a command, never an objective. `/goal status`
+/// with no goal creates nothing; one with words after it is refused and nothing changes; in
+/// quotes it is an objective; `/help goal` gives the grammar.
+#[tokio::test]
+async fn g_40_command_words_never_become_goals() {
+    let h = Harness::new(config(Verification::None));
+    let s = h.held_session(
+        json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}),
+        PermissionMode::Auto,
+    );
+    let out = |o| match o {
+        waymark_runtime::session::OpOutcome::Command { output } => output,
+        other => panic!("{other:?}"),
+    };
+    for word in ["status", "cancel", "clear", "pause", "resume"] {
+        let said = s.submit(user(&format!("/goal {word}"))).await;
+        assert!(
+            h.runtime.goal(s.id()).unwrap().is_none(),
+            "{word}: {said:?}"
+        );
+    }
+    assert!(out(s.submit(user("/goal status")).await.unwrap()).contains("No goal is set"));
+    out(s.submit(user("/goal ship it tokens=50K")).await.unwrap());
+    let before = goal(&h, &s);
+    // `/goal clear the cache` used to clear the goal; `/goal status page` to be refused as a
+    // second goal at best. Both are refused now, naming the quotes, and nothing changes.
+    for bad in [
+        "/goal clear the cache",
+        "/goal status page redesign",
+        "/goal pause now",
+    ] {
+        let e = s.submit(user(bad)).await.unwrap_err().to_string();
+        assert!(e.contains("in quotes"), "{bad}: {e}");
+    }
+    let after = goal(&h, &s);
+    assert_eq!(
+        (after.objective, after.status, after.revision),
+        (before.objective, before.status, before.revision)
+    );
+    out(s.submit(user("/goal cancel")).await.unwrap());
+    assert!(h.runtime.goal(s.id()).unwrap().is_none());
+    out(s
+        .submit(user("/goal \"status page redesign\" turns=3"))
+        .await
+        .unwrap());
+    let g = goal(&h, &s);
+    assert_eq!(
+        (g.objective.as_str(), g.budget.main_turns.limit),
+        ("status page redesign", Some(3))
+    );
+    let help = out(s.submit(user("/help goal")).await.unwrap());
+    assert!(
+        help.contains("/goal next <objective>") && help.contains("in quotes"),
+        "{help}"
+    );
+    s.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn g_4_goal_events_are_logged_and_snapshots_pushed() {
     let h = Harness::new(config(Verification::None));
