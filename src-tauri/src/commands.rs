@@ -223,7 +223,7 @@ pub async fn submit(
     host: State<'_, Host>,
     id: String,
     text: String,
-    plan: bool,
+    intent: Option<Intent>,
     key: Option<String>,
 ) -> IpcResult<Submitted> {
     let outcome = host
@@ -233,7 +233,7 @@ pub async fn submit(
             source: MessageSource::User,
             position: Position::Tail,
             idempotency_key: key,
-            intent: plan.then_some(Intent::PlanEntry),
+            intent,
         })
         .await?;
     Ok(match outcome {

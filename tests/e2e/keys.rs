@@ -114,3 +114,56 @@ async fn a_plan_under_review_is_approved_with_its_key() {
     );
     app.close().await;
 }
+
+/// Shift+Tab in and out of plan mode (PM-4, PM-21): armed outside plan mode, the next message
+/// enters Plan; armed in plan mode, the next message leaves it, implementing nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn shift_tab_enters_plan_mode_and_in_plan_mode_leaves_it() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "shift-tab");
+    let out = desk.exec(&ws, &script("chat.json"), &["Hi"]);
+    succeeded(&out);
+    let id = session_of(&out);
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.send_with_plan_chip("Look around first").await;
+    app.wait_text(
+        "[data-testid=composer-dock]",
+        "Plan mode · read-only investigation",
+    )
+    .await;
+    app.wait_text("[data-testid=composer-dock]", "Shift+Tab: leave Plan")
+        .await;
+    app.shot("keys-4-plan-mode").await;
+    // Armed in plan mode: the chip says the next message leaves; again cancels.
+    app.el("[data-testid=composer]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    app.shift_tab().await;
+    app.wait_text("[data-testid=plan-chip]", "Next message leaves Plan")
+        .await;
+    app.shift_tab().await;
+    app.wait_gone("[data-testid=plan-chip]").await;
+    app.shift_tab().await;
+    app.wait_text("[data-testid=plan-chip]", "Next message leaves Plan")
+        .await;
+    app.shot("keys-5-leaves-plan-armed").await;
+    app.type_into("[data-testid=composer]", "Never mind, just answer\u{E007}")
+        .await;
+    app.wait_text("[data-testid=composer-dock]", "Shift+Tab: plan first")
+        .await;
+    app.shot("keys-6-left-plan").await;
+    let shown = desk.cli(&["sessions", "--json"]);
+    succeeded(&shown);
+    let listed: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let mode = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id.as_str())
+        .map(|s| s["interaction_mode"].clone());
+    assert_eq!(mode, Some(serde_json::json!("default")), "{listed}");
+    app.quit().await;
+}

@@ -38,7 +38,7 @@ export const commands = {
 	 *  Sends a message (slash commands included). `plan`: the composer's "next message enters
 	 *  Plan" chip (PM-4). `key` makes a retried send idempotent.
 	 */
-	submit: (id: string, text: string, plan: boolean, key: string | null) => typedError<Submitted, ErrorInfo_Serialize>(__TAURI_INVOKE("submit", { id, text, plan, key })),
+	submit: (id: string, text: string, intent: Intent | null, key: string | null) => typedError<Submitted, ErrorInfo_Serialize>(__TAURI_INVOKE("submit", { id, text, intent, key })),
 	/**  Answers a questionnaire (plan approval, permission prompt, plan entry, goal approval). */
 	answer: (id: string, questionnaireId: string, answer: Answer_Deserialize) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("answer", { id, questionnaireId, answer })),
 	/**  The Stop button: the running turn stops, the running tool is killed. */
@@ -1173,7 +1173,12 @@ export type GoalReason = "created" | "resumed" | "budget_raised" | "edited" | "v
 /**  The cost budget is used up (G-32). */
 "cost" | 
 /**  The daily spending cap of `limits.daily_cost_usd` is reached (G-33). */
-"spend_cap";
+"spend_cap" | 
+/**
+ *  The model declined to answer (a refusal or a content filter, G-41): the user decides
+ *  what to change before it goes on.
+ */
+"provider_refusal";
 
 /**  The full snapshot of a goal pushed to front ends after every change (`goal.updated`). */
 export type GoalSnapshot = GoalSnapshot_Serialize | GoalSnapshot_Deserialize;
@@ -1335,6 +1340,9 @@ export type InstructionScope =
 "user" | 
 /**  `AGENTS.md` (or `CLAUDE.md`) in the workspace or a parent folder up to the git root. */
 "project";
+
+/**  An intent attached to a submitted message, applied in the admission transaction. */
+export type Intent = "plan-entry" | "plan-exit";
 
 /**
  *  Interaction mode of a session (plan mode lives in its own issue; the column exists from

@@ -236,6 +236,7 @@ impl Dimension {
             | GoalReason::VerifierError
             | GoalReason::TurnError
             | GoalReason::ProviderError
+            | GoalReason::ProviderRefusal
             | GoalReason::AppClosed
             | GoalReason::RateLimited
             | GoalReason::QuotaExhausted

@@ -182,14 +182,18 @@ pub(crate) fn add_turn_usage(
     let active_ms = if recovered {
         0
     } else {
-        (tx.now() - turn.started_at).max(0) as u64
+        turn.active_ms(tx.now())
     };
     tx.add_goal_usage(&goal_id, turn.usage.total(), 1, active_ms)?;
     tx.add_goal_cost(&goal_id, turn.spend)
 }
 
 /// Whether a goal turn must make no further model call: its budget is used up, or it is
-/// the summary turn, which is exactly one call.
+/// the summary turn, which is exactly one call. A spent budget still allows the model its
+/// grace (G-22): once the budget guard has refused a call with "reply now with a short
+/// summary", the model is called again to answer, until `grace_steps` calls have been
+/// refused; a budget found spent with no call refused yet (the time ran out during a
+/// command) gets no further call, and the summary turn follows.
 pub(crate) fn budget_spent(api: &SessionApi, turn_id: i64) -> Result<bool> {
     let tg = turn_goal_of(api, turn_id)?;
     if tg.goal_id.is_none() {
@@ -203,14 +207,18 @@ pub(crate) fn budget_spent(api: &SessionApi, turn_id: i64) -> Result<bool> {
         else {
             return Ok(false);
         };
-        let elapsed = (api.now_ms() - t.started_at).max(0) as u64;
+        let elapsed = t.active_ms(api.now_ms());
         let extra = super::Extra {
             tokens: t.usage.total(),
             ms: elapsed,
             cost: t.spend,
             ..Default::default()
         };
-        Ok(exhausted(&report(&g, extra)).is_some())
+        if exhausted(&report(&g, extra)).is_none() {
+            return Ok(false);
+        }
+        let grace = g.counters.grace_used;
+        Ok(!(grace > 0 && grace <= api.config().goal.budget.grace_steps))
     })
 }
 
@@ -269,9 +277,11 @@ pub(crate) fn mode(api: &SessionApi, g: &GoalRow) -> Mode {
 
 fn facts(api: &SessionApi, turn_id: i64, revision_at_start: u32) -> Result<Option<TurnFacts>> {
     // The turn's items are the newest of the conversation the session already holds.
-    let (final_reply, used_tools) = api.with_history(|items| {
+    let (final_reply, used_tools, ended_with_reply) = api.with_history(|items| {
         let mut final_reply: Option<&str> = None;
         let mut used_tools = false;
+        // The newest step: a reply with no tool call ends the turn by the model's choice.
+        let mut ended_with_reply = None;
         for (_, item) in items
             .iter()
             .rev()
@@ -283,10 +293,15 @@ fn facts(api: &SessionApi, turn_id: i64, revision_at_start: u32) -> Result<Optio
             } = item
             {
                 final_reply.get_or_insert(text);
+                ended_with_reply.get_or_insert(tool_calls.is_empty() && !text.trim().is_empty());
                 used_tools |= !tool_calls.is_empty();
             }
         }
-        (final_reply.unwrap_or_default().to_string(), used_tools)
+        (
+            final_reply.unwrap_or_default().to_string(),
+            used_tools,
+            ended_with_reply.unwrap_or(false),
+        )
     })?;
     api.read(|c| {
         let Some(t) = store::turns::get(c, turn_id)? else {
@@ -305,6 +320,7 @@ fn facts(api: &SessionApi, turn_id: i64, revision_at_start: u32) -> Result<Optio
             now_ms: api.now_ms(),
             final_reply,
             used_tools,
+            ended_with_reply,
             user_started: source == Some(MessageSource::User),
             proposal: tg
                 .proposal
@@ -708,7 +724,7 @@ fn goal_of_turn(api: &SessionApi, turn_id: i64) -> Result<Option<(GoalRow, super
         } else {
             super::Extra {
                 tokens: t.usage.total(),
-                ms: api.now_ms().saturating_sub(t.started_at).max(0) as u64,
+                ms: t.active_ms(api.now_ms()),
                 cost: t.spend,
                 ..Default::default()
             }

@@ -64,6 +64,8 @@ pub struct TurnFacts {
     pub now_ms: i64,
     pub final_reply: String,
     pub used_tools: bool,
+    /// The turn's last step was a reply with text and no tool call.
+    pub ended_with_reply: bool,
     pub user_started: bool,
     pub proposal: Option<Proposal>,
     /// The goal's revision when the turn started.
@@ -164,6 +166,8 @@ impl Pipeline {
                 Some("spend_cap") => GoalReason::SpendCap,
                 // The next call could not be paid for within the goal's cost budget.
                 Some("cost_budget") => GoalReason::Cost,
+                // Declined, not failed: never settled as a normal turn, never retried.
+                Some("provider_refusal") => GoalReason::ProviderRefusal,
                 Some(
                     "auth" | "server_error" | "bad_response" | "timeout" | "network"
                     | "request_rejected" | "context_too_long" | "script_exhausted",
@@ -193,10 +197,15 @@ impl Pipeline {
         }
     }
 
-    /// 4 — budget wrap-up: after a budget stop, one summary turn is scheduled.
+    /// 4 — budget wrap-up: after a budget stop, one summary turn is scheduled, unless the
+    /// model already wrote its summary: told by a refused call to reply with one (its grace,
+    /// G-22), it ended the turn with a reply.
     pub fn budget_wrap_up(&mut self) -> Flow {
         if self.budget_stop.is_some() {
-            self.schedule_summary = !self.counters.summary_due;
+            let summarized = self.counters.grace_used > 0
+                && self.facts.ended_with_reply
+                && self.facts.reason == TurnEndReason::Completed;
+            self.schedule_summary = !self.counters.summary_due && !summarized;
             self.counters.summary_due = true;
             return Flow::Stop;
         }

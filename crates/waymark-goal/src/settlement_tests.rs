@@ -35,6 +35,7 @@ fn facts() -> TurnFacts {
         now_ms: 1_000_000,
         final_reply: "did things".into(),
         used_tools: true,
+        ended_with_reply: false,
         user_started: false,
         proposal: None,
         revision_at_start: 1,
@@ -104,6 +105,11 @@ fn g_15_stage_3_anomalies() {
             TurnEndReason::Error,
             Some("tool_failed"),
             GoalReason::TurnError,
+        ),
+        (
+            TurnEndReason::Error,
+            Some("provider_refusal"),
+            GoalReason::ProviderRefusal,
         ),
     ];
     for (reason, code, expect) in cases {
@@ -363,6 +369,7 @@ fn g_15_stage_8_breaker_nudges_then_pauses_and_user_messages_reset_it() {
         g,
         TurnFacts {
             used_tools: false,
+            ended_with_reply: false,
             final_reply: "new".into(),
             ..facts()
         },

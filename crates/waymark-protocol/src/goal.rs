@@ -78,10 +78,13 @@ pub enum GoalReason {
     Cost,
     /// The daily spending cap of `limits.daily_cost_usd` is reached (G-33).
     SpendCap,
+    /// The model declined to answer (a refusal or a content filter, G-41): the user decides
+    /// what to change before it goes on.
+    ProviderRefusal,
 }
 
 impl GoalReason {
-    pub const ALL: [GoalReason; 22] = [
+    pub const ALL: [GoalReason; 23] = [
         GoalReason::Created,
         GoalReason::Resumed,
         GoalReason::BudgetRaised,
@@ -104,6 +107,7 @@ impl GoalReason {
         GoalReason::QuotaExhausted,
         GoalReason::Cost,
         GoalReason::SpendCap,
+        GoalReason::ProviderRefusal,
     ];
 
     /// The serde name (as in JSON and the database).
@@ -139,6 +143,7 @@ impl GoalReason {
             GoalReason::QuotaExhausted => "Stopped: the provider's quota is used up",
             GoalReason::Cost => "Stopped: the cost budget is used up",
             GoalReason::SpendCap => "Waiting: today's spending cap is reached",
+            GoalReason::ProviderRefusal => "Paused: the model declined to answer",
         }
     }
 
@@ -163,6 +168,7 @@ impl GoalReason {
             | GoalReason::VerifierError
             | GoalReason::TurnError
             | GoalReason::ProviderError
+            | GoalReason::ProviderRefusal
             | GoalReason::AppClosed => GoalStatus::Paused,
             GoalReason::Tokens
             | GoalReason::MainTurns

@@ -138,6 +138,8 @@ pub(crate) struct EventFolder {
     /// Bytes of text, reasoning and tool calls streamed so far.
     streamed: usize,
     done: bool,
+    /// `stop_reason: "refusal"` was seen.
+    refused: bool,
 }
 
 impl EventFolder {
@@ -268,6 +270,8 @@ impl http::StreamFold for EventFolder {
                 }
             }
             "message_delta" => {
+                self.refused |=
+                    ev.pointer("/delta/stop_reason").and_then(Value::as_str) == Some("refusal");
                 if let Some(u) = ev.get("usage") {
                     self.take_input(u)?;
                     if let Some(out) = figure(u.get("output_tokens"), "output_tokens")? {
@@ -326,6 +330,9 @@ impl http::StreamFold for EventFolder {
             return Err(ProviderError::bad_response(
                 "the model stream ended before message_stop",
             ));
+        }
+        if self.refused {
+            return Err(super::refused(&self.text));
         }
         // What the provider did not say (no usage, `{}`, null fields) is estimated, and the
         // record says so: a missing figure is never taken as zero. The input is the fresh,

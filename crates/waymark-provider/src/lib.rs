@@ -132,6 +132,22 @@ pub const RESULT_OVERHEAD_BYTES: usize = 16;
 /// What an image counts as in the size estimates, in bytes of text.
 pub const IMAGE_BYTES: usize = 6400;
 
+/// The error for a reply the model declined to give; `said` is what it said instead (its
+/// refusal, or the text before the stop), shown cut and on one line.
+pub(crate) fn refused(said: &str) -> ProviderError {
+    let said = waymark_protocol::display::escape_line(said.trim());
+    let said: String = said.chars().take(300).collect();
+    ProviderError::new(
+        ProviderErrorKind::Refused,
+        if said.is_empty() {
+            "the model declined to answer (its provider's content filter stopped the reply)"
+                .to_string()
+        } else {
+            format!("the model declined to answer: {said}")
+        },
+    )
+}
+
 /// The size of a reply's tool calls in a request, in bytes (names and arguments).
 pub fn calls_bytes(calls: &[ToolCallRecord]) -> usize {
     calls
@@ -303,6 +319,9 @@ pub enum ProviderErrorKind {
     /// `context_length_exceeded`, Anthropic "prompt is too long"): compact and send again.
     ContextTooLong,
     ScriptExhausted,
+    /// The model declined to answer: OpenAI's `finish_reason: "content_filter"` or a
+    /// `refusal` in the reply, Anthropic's `stop_reason: "refusal"`. Never tried again.
+    Refused,
 }
 
 impl ProviderErrorKind {
@@ -318,6 +337,7 @@ impl ProviderErrorKind {
             ProviderErrorKind::RequestRejected => "request_rejected",
             ProviderErrorKind::ContextTooLong => "context_too_long",
             ProviderErrorKind::ScriptExhausted => "script_exhausted",
+            ProviderErrorKind::Refused => "provider_refusal",
         }
     }
 
@@ -333,7 +353,8 @@ impl ProviderErrorKind {
             | ProviderErrorKind::Timeout
             | ProviderErrorKind::RequestRejected
             | ProviderErrorKind::ContextTooLong
-            | ProviderErrorKind::ScriptExhausted => false,
+            | ProviderErrorKind::ScriptExhausted
+            | ProviderErrorKind::Refused => false,
         }
     }
 }

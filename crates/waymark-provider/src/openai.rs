@@ -297,6 +297,10 @@ pub(crate) struct ChunkFolder {
     streamed: usize,
     finished: bool,
     done: bool,
+    /// `finish_reason: "content_filter"` was seen.
+    filtered: bool,
+    /// The model's refusal (`delta.refusal`), when it gave one.
+    refusal: String,
 }
 
 impl ChunkFolder {
@@ -354,12 +358,17 @@ impl http::StreamFold for ChunkFolder {
             if let Some(u) = choice.get("usage").filter(|u| !u.is_null()) {
                 self.take_usage(u)?;
             }
-            if choice.get("finish_reason").is_some_and(|f| !f.is_null()) {
+            if let Some(f) = choice.get("finish_reason").filter(|f| !f.is_null()) {
                 self.finished = true;
+                self.filtered |= f.as_str() == Some("content_filter");
             }
             let Some(delta) = choice.get("delta") else {
                 continue;
             };
+            if let Some(t) = delta.get("refusal").and_then(Value::as_str) {
+                self.refusal.push_str(t);
+                self.streamed += t.len();
+            }
             if let Some(t) = delta.get("content").and_then(Value::as_str)
                 && !t.is_empty()
             {
@@ -429,6 +438,9 @@ impl http::StreamFold for ChunkFolder {
             return Err(ProviderError::bad_response(
                 "the model stream ended before the reply was complete",
             ));
+        }
+        if self.filtered || !self.refusal.is_empty() {
+            return Err(super::refused(&self.refusal));
         }
         let mut tool_calls = Vec::new();
         for (index, c) in self.calls {

@@ -54,6 +54,7 @@ fn settlement(c: &mut Criterion) {
                 now_ms: 0,
                 final_reply: format!("finished step {n}"),
                 used_tools: true,
+                ended_with_reply: false,
                 user_started: false,
                 proposal: None,
                 revision_at_start: goal.revision,

@@ -239,7 +239,8 @@ fn blame(e: ProviderError) -> ErrorInfo {
         | ProviderErrorKind::QuotaExhausted
         | ProviderErrorKind::ServerError
         | ProviderErrorKind::ContextTooLong
-        | ProviderErrorKind::ScriptExhausted => None,
+        | ProviderErrorKind::ScriptExhausted
+        | ProviderErrorKind::Refused => None,
     };
     let mut info = ErrorInfo::new(code, e.message);
     info.setting = setting.map(str::to_string);

@@ -27,12 +27,28 @@ pub struct TurnRow {
     pub started_at: i64,
     /// What its model calls cost (G-31).
     pub spend: waymark_protocol::cost::Spend,
+    /// The time it spent parked in waits that ended, in ms.
+    pub parked_ms: u64,
+    /// When the wait it is parked in began (none while it runs or once it finished).
+    pub parked_at: Option<i64>,
+}
+
+impl TurnRow {
+    /// The time the turn has been at work by `now` (Unix ms): since it started, less every
+    /// wait on the user (a turn still parked stops counting when it parked).
+    pub fn active_ms(&self, now: i64) -> u64 {
+        let waiting = self.parked_at.map_or(0, |p| (now - p).max(0) as u64);
+        ((now - self.started_at).max(0) as u64)
+            .saturating_sub(self.parked_ms)
+            .saturating_sub(waiting)
+    }
 }
 
 pub use waymark_protocol::{HistoryItem, ToolCallRecord};
 
 const TURN_COLUMNS: &str = "id, session_id, message_id, status, reason, steps, input_tokens, \
-     output_tokens, cached_tokens, started_at, cost_micros, unpriced_calls, estimated_calls";
+     output_tokens, cached_tokens, started_at, cost_micros, unpriced_calls, estimated_calls, \
+     parked_ms, parked_at";
 
 fn row_to_turn(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRow> {
     let reason: Option<String> = r.get(4)?;
@@ -64,6 +80,8 @@ fn row_to_turn(r: &rusqlite::Row<'_>) -> rusqlite::Result<TurnRow> {
             micros: r.get::<_, i64>(10)?.max(0) as u64,
             unpriced_calls: r.get::<_, i64>(11)?.max(0) as u64,
         },
+        parked_ms: r.get::<_, i64>(13)?.max(0) as u64,
+        parked_at: r.get(14)?,
     })
 }
 
@@ -127,9 +145,19 @@ impl super::Tx<'_> {
             return Err(Error::Corrupt("finish a turn with finish_turn".into()));
         }
         let s = waymark_protocol::wire::name(&status);
+        let now = self.now();
+        // Parking starts the clock of a wait (once: parked again stays one wait); running
+        // again adds the wait to the turn's parked time.
         self.conn()
-            .prepare_cached("UPDATE turns SET status = ?2 WHERE id = ?1 AND status <> 'finished'")?
-            .execute(params![turn_id, s])?;
+            .prepare_cached(
+                "UPDATE turns SET
+                   parked_ms = parked_ms + CASE WHEN ?2 <> 'parked' AND parked_at IS NOT NULL
+                                                THEN max(?3 - parked_at, 0) ELSE 0 END,
+                   parked_at = CASE WHEN ?2 = 'parked' THEN coalesce(parked_at, ?3) ELSE NULL END,
+                   status = ?2
+                 WHERE id = ?1 AND status <> 'finished'",
+            )?
+            .execute(params![turn_id, s, now])?;
         Ok(())
     }
 
@@ -146,7 +174,10 @@ impl super::Tx<'_> {
         let n = c
             .prepare_cached(
                 "UPDATE turns SET status = 'finished', reason = ?2, error_code = ?3, error_message = ?4,
-                 ended_at = ?5, error_resets_in_ms = ?6 WHERE id = ?1 AND status <> 'finished'",
+                 ended_at = ?5, error_resets_in_ms = ?6,
+                 parked_ms = parked_ms + CASE WHEN parked_at IS NOT NULL THEN max(?5 - parked_at, 0) ELSE 0 END,
+                 parked_at = NULL
+                 WHERE id = ?1 AND status <> 'finished'",
             )?
             .execute(params![
                 turn_id,

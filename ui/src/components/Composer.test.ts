@@ -80,3 +80,29 @@ describe("the composer's history", () => {
     expect(input.value).toBe("");
   });
 });
+
+describe("Shift+Tab (PM-4, PM-21)", () => {
+  const shiftTab = (el: HTMLElement) => fireEvent.keyDown(el, { key: "Tab", code: "Tab", shiftKey: true });
+  for (const [mode, intent, chip] of [
+    ["default", "plan-entry", "Next message enters Plan"],
+    ["plan", "plan-exit", "Next message leaves Plan"],
+  ] as const) {
+    it(`in ${mode} mode arms ${intent} for the next message; again cancels it`, async () => {
+      const sent: [string, string | null][] = [];
+      render(Composer, { running: false, mode, onstop: () => {}, onsend: async (t: string, i: string | null) => (sent.push([t, i]), true) });
+      const input = screen.getByTestId("composer") as HTMLTextAreaElement;
+      await shiftTab(input);
+      expect(screen.getByTestId("plan-chip").textContent).toContain(chip);
+      await shiftTab(input);
+      expect(screen.queryByTestId("plan-chip")).toBeNull();
+      await shiftTab(input);
+      await fireEvent.input(input, { target: { value: "go on" } });
+      await fireEvent.keyDown(input, { key: "Enter" });
+      await fireEvent.input(input, { target: { value: "and then" } });
+      await fireEvent.keyDown(input, { key: "Enter" });
+      await new Promise((go) => setTimeout(go, 0));
+      // Armed for one message only.
+      expect(sent).toEqual([["go on", intent], ["and then", null]]);
+    });
+  }
+});

@@ -22,6 +22,7 @@ export const REASON_WORDS: Record<Goal["reason"], string> = {
   verifier_error: "Paused: the reviewer could not check it",
   turn_error: "Paused: a turn failed",
   provider_error: "Paused: the model could not be reached",
+  provider_refusal: "Paused: the model declined to answer",
   app_closed: "Stopped: Waymark closed",
   tokens: "Stopped: the token budget is used up",
   main_turns: "Stopped: the turn budget is used up",

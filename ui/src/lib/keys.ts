@@ -46,7 +46,7 @@ export const KEYS = {
   close: { label: "Esc", what: "Close a list, a dialog or the drawer; leave focus review", where: "window" },
   help: { label: "?", what: "This sheet (outside a text field; or /help in the composer)", where: "window", chord: { key: "?" } },
   send: { label: "Enter", what: "Send (Shift+Enter: a new line)", where: "composer" },
-  planFirst: { label: "Shift+Tab", what: "Plan first: the next message enters plan mode (again: cancel)", where: "composer", chord: { key: "Tab", code: "Tab", shift: true } },
+  planFirst: { label: "Shift+Tab", what: "Plan first: the next message enters plan mode; in plan mode, it leaves it (again: cancel)", where: "composer", chord: { key: "Tab", code: "Tab", shift: true } },
   complete: { label: "/ and @", what: "Commands and workspace files: ↑ ↓ choose, Tab or Enter takes one, Esc closes the list", where: "composer" },
   previous: { label: "↑", what: "In an empty composer: the message you sent before; again, an older one", where: "composer", chord: { key: "ArrowUp", shift: false } },
   next: { label: "↓", what: "Back through those to a newer message, then to an empty composer", where: "composer", chord: { key: "ArrowDown", shift: false } },

@@ -74,7 +74,7 @@ describe("leaving a session", () => {
 
   it("keeps a blank one something was just sent to, or that was just renamed", async () => {
     const sent = await openOn("blank");
-    await sent.send("hello", false);
+    await sent.send("hello", null);
     await sent.open("said");
     const renamed = await openOn("blank");
     await renamed.rename("blank", "Ideas");

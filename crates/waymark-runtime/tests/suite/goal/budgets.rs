@@ -70,6 +70,91 @@ async fn g_22_token_budget_denials_then_one_summary_turn_without_tools() {
     s.shutdown().await.unwrap();
 }
 
+/// Issue 38, item 8 (G-22): a budget spent in the middle of a turn gives the model its grace.
+/// The next call is refused with "reply now with a short summary", the model **is** called
+/// again in the same turn, and the summary it writes there is the last word: no separate
+/// summary turn follows.
+#[tokio::test]
+async fn g_22_grace_the_model_is_called_again_and_writes_the_summary_itself() {
+    let mut c = config(Verification::None);
+    c.goal.budget.grace_steps = 1;
+    let (h, rec) = Harness::recording(
+        c,
+        json!({"responses": [
+            {"text": "big step", "usage": {"input_tokens": 900, "output_tokens": 200}, "tool_calls": [
+                {"name": "write", "arguments": {"path": "a.txt", "content": "a"}}
+            ]},
+            {"text": "Summary: nothing written; the budget ran out.", "usage": {"input_tokens": 50, "output_tokens": 20}},
+            {"text": "A summary turn that must never happen."}
+        ]}),
+    );
+    let s = h.recorded_session(PermissionMode::Auto);
+    let ev = run(&s, user("/goal big job tokens=1K")).await;
+    assert_eq!(
+        status(&goal(&h, &s)),
+        (GoalStatus::BudgetLimited, GoalReason::Tokens)
+    );
+    let r = results(&ev);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("short summary"), "{r:?}");
+    assert!(!h.ws.join("a.txt").exists());
+    let reqs = rec.requests.lock().unwrap().clone();
+    assert_eq!(
+        reqs.len(),
+        2,
+        "the grace call, then nothing: {}",
+        reqs.len()
+    );
+    assert!(
+        !reqs[1].tools.is_empty(),
+        "the grace call is in the same turn"
+    );
+    let replies: Vec<String> = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::AssistantMessage { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        replies.last().is_some_and(|t| t.starts_with("Summary:")),
+        "{replies:?}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// After its grace the model gets no further call in the turn: a second tool call is
+/// refused with "Tools are disabled", and since it wrote no summary, the summary turn (no
+/// tools offered) follows.
+#[tokio::test]
+async fn g_22_past_the_grace_tools_are_disabled_and_the_summary_turn_follows() {
+    let mut c = config(Verification::None);
+    c.goal.budget.grace_steps = 1;
+    let (h, rec) = Harness::recording(
+        c,
+        json!({"responses": [
+            {"text": "big step", "usage": {"input_tokens": 900, "output_tokens": 200}, "tool_calls": [
+                {"name": "list_dir", "arguments": {"path": "."}}
+            ]},
+            {"text": "one more", "usage": {"input_tokens": 50, "output_tokens": 20}, "tool_calls": [
+                {"name": "list_dir", "arguments": {"path": "."}}
+            ]},
+            {"text": "Summary: listed nothing.", "usage": {"input_tokens": 50, "output_tokens": 20}}
+        ]}),
+    );
+    let s = h.recorded_session(PermissionMode::Auto);
+    let ev = run(&s, user("/goal big job tokens=1K")).await;
+    let r = results(&ev);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r[0].2.contains("short summary"), "{r:?}");
+    assert!(r[1].2.contains("Tools are disabled"), "{r:?}");
+    let reqs = rec.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 3, "work, grace, then the summary turn");
+    assert!(reqs[2].tools.is_empty(), "the summary turn offers no tools");
+    s.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn g_22_main_turns_budget() {
     let h = Harness::new(config(Verification::None));
@@ -147,6 +232,53 @@ async fn g_6_verifier_tokens_count_toward_the_goal() {
         "verifier": [{"text": "VERDICT: PASS", "usage": {"input_tokens": 1000, "output_tokens": 5}}]});
     let (s, _) = set_goal(&h, script, Verification::Evaluator, "/goal count").await;
     assert_eq!(goal(&h, &s).budget.tokens.used, 110 + 1005);
+    s.shutdown().await.unwrap();
+}
+
+/// G-6 (issue 38, item 6): a goal turn that waits ten minutes on a permission question adds
+/// none of them to the goal's active time; the work around the wait counts.
+#[tokio::test]
+async fn g_6_a_turn_waiting_on_a_permission_question_adds_no_active_time() {
+    use waymark_runtime::ManualClock;
+    let h = Harness::new(config(Verification::None));
+    let clock = ManualClock::new(1_000_000);
+    let rt = h.reopen(|o| o.clock = clock.clone());
+    let s = super::super::harness::session_on(
+        &h,
+        &rt,
+        &h.ws,
+        json!({"responses": [
+            {"text": "writing", "tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "a"}}]},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Ask,
+    );
+    let ev = run(&s, user("/goal write a file time=1h")).await;
+    let q = waiting_on(&ev);
+    // Ten minutes on the question, then the user allows it.
+    clock.advance_ms(600_000);
+    let answered = rt.goal(s.id()).unwrap().unwrap();
+    assert!(
+        answered.budget.active_seconds.used < 60,
+        "the gauge counts the wait while it lasts: {}",
+        answered.budget.active_seconds.used
+    );
+    run(
+        &s,
+        Op::Answer {
+            questionnaire_id: q,
+            answer: Answer::AllowOnce,
+        },
+    )
+    .await;
+    let g = rt.goal(s.id()).unwrap().unwrap();
+    assert!(h.ws.join("a.txt").exists());
+    assert!(g.budget.main_turns.used >= 1, "the turn is counted");
+    assert!(
+        g.budget.active_seconds.used < 60,
+        "the 600 s wait is not counted: {}",
+        g.budget.active_seconds.used
+    );
     s.shutdown().await.unwrap();
 }
 
