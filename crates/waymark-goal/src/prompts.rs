@@ -84,7 +84,18 @@ pub enum Nudge {
 
 /// A later continuation: short, so the history prefix stays stable.
 pub fn continuation(n: Nudge) -> String {
-    wrap(match n {
+    continuation_of(&[n])
+}
+
+/// A continuation said in parts: the primary prompt, then what is added to it (the audit,
+/// the no-progress nudge), one paragraph each.
+pub fn continuation_of(parts: &[Nudge]) -> String {
+    let texts: Vec<String> = parts.iter().cloned().map(part).collect();
+    wrap(&texts.join("\n\n"))
+}
+
+fn part(n: Nudge) -> String {
+    match n {
         Nudge::Edited => "The goal was updated by the user. Call get_goal to read the new version, then continue.".to_string(),
         Nudge::Resumed => "The goal was resumed. Call get_goal first to check its state and budget, then continue.".to_string(),
         Nudge::Gaps(g) => format!(
@@ -96,7 +107,6 @@ pub fn continuation(n: Nudge) -> String {
         Nudge::Audit => "Status check: in one or two sentences, say what is done and what is left, then continue with the next concrete step.".to_string(),
         Nudge::Plain => "Continue working toward the goal.".to_string(),
     }
-    .as_str())
 }
 
 /// The reminder of the one summary turn after a budget stop (G-22).
@@ -154,6 +164,19 @@ mod tests {
         .collect::<Vec<_>>()
         .join("\n\n");
         insta::assert_snapshot!("goal_continuations", all);
+        // Parts add up in one element: the gaps, the audit, then the no-progress nudge.
+        let joined = continuation_of(&[
+            Nudge::Gaps("- docs".into()),
+            Nudge::Audit,
+            Nudge::Repetition,
+        ]);
+        assert_eq!(joined.matches("<waymark_internal_context").count(), 1);
+        let (gaps, audit, nudge) = (
+            joined.find("Gaps:").unwrap(),
+            joined.find("Status check").unwrap(),
+            joined.find("Do not repeat yourself").unwrap(),
+        );
+        assert!(gaps < audit && audit < nudge, "{joined}");
         insta::assert_snapshot!("goal_summary_turn", continuation_summary());
     }
 

@@ -95,10 +95,15 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, g: &GoalRow, text: &str, key: &str) -> Re
 
 /// Queues the next continuation of an active goal: the contract first, short prompts after.
 pub(crate) fn continue_goal(tx: &mut Tx<'_>, g: &mut GoalRow, nudge: Nudge) -> Result<()> {
+    continue_goal_with(tx, g, &[nudge])
+}
+
+/// [`continue_goal`] with a prompt of several parts, said in order.
+pub(crate) fn continue_goal_with(tx: &mut Tx<'_>, g: &mut GoalRow, parts: &[Nudge]) -> Result<()> {
     let text = if g.counters.continuations == 0 {
         prompts::contract(g)
     } else {
-        prompts::continuation(nudge)
+        prompts::continuation_of(parts)
     };
     g.counters.continuations += 1;
     let key = format!(

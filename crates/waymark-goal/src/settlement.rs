@@ -96,6 +96,9 @@ pub struct Pipeline {
     /// Settlement waits for a dependency; no continuation now.
     pub suspended: bool,
     pub nudge: Option<Nudge>,
+    /// The breaker counts turns without progress: the continuation ends with the nudge to
+    /// change approach.
+    pub stalled: bool,
     pub counters: GoalCounters,
     /// With a usage-limit outcome: when it resets and whether the goal resumes then.
     pub usage_limit: Option<UsageLimit>,
@@ -128,6 +131,7 @@ impl Pipeline {
             schedule_summary: false,
             suspended: false,
             nudge: None,
+            stalled: false,
             counters,
             usage_limit: None,
         }
@@ -327,9 +331,9 @@ impl Pipeline {
             self.outcome = Some((reason, GoalActor::Runtime));
             return Flow::Stop;
         }
-        if count >= 2 && self.nudge.is_none() {
-            self.nudge = Some(Nudge::Repetition);
-        }
+        // Turns in a row without progress (a reply said again, or no tool used): the nudge
+        // goes after whatever the continuation says first.
+        self.stalled = c.repeated_replies.saturating_sub(1).max(c.toolless_turns) > 0;
         Flow::Next
     }
 
@@ -391,14 +395,21 @@ impl Pipeline {
     }
 
     /// The short prompt of the next continuation (G-21), or the full contract on the first.
-    pub fn next_prompt(&self) -> Nudge {
-        if let Some(n) = &self.nudge {
-            return n.clone();
+    pub fn next_prompt(&self) -> Vec<Nudge> {
+        // The primary prompt: the reviewer's gaps, the step limit, or the short one; every
+        // fifth continuation is the audit, which no nudge crowds out; the no-progress nudge
+        // goes last, added to whichever came first (G-21).
+        let audit = (self.counters.continuations + 1).is_multiple_of(5);
+        let mut parts = match (&self.nudge, audit) {
+            (Some(n), true) => vec![n.clone(), Nudge::Audit],
+            (Some(n), false) => vec![n.clone()],
+            (None, true) => vec![Nudge::Audit],
+            (None, false) => vec![Nudge::Plain],
+        };
+        if self.stalled {
+            parts.push(Nudge::Repetition);
         }
-        if (self.counters.continuations + 1).is_multiple_of(5) {
-            return Nudge::Audit;
-        }
-        Nudge::Plain
+        parts
     }
 }
 
@@ -440,7 +451,7 @@ pub fn continuation(
         super::runner::enqueue(tx, g, &super::prompts::continuation_summary(), &key)?;
     }
     if p.continues() {
-        super::runner::continue_goal(tx, g, p.next_prompt())?;
+        super::runner::continue_goal_with(tx, g, &p.next_prompt())?;
     }
     Ok(())
 }

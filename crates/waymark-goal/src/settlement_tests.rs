@@ -133,7 +133,7 @@ fn g_15_stage_3_anomalies() {
     );
     capped.run(Mode::None, None, LIMITS);
     assert!(capped.continues());
-    assert_eq!(capped.next_prompt(), Nudge::StepLimit);
+    assert_eq!(capped.next_prompt(), [Nudge::StepLimit]);
 }
 
 fn limited(code: &str, resets_in_ms: Option<u64>, resumes_so_far: u32) -> Pipeline {
@@ -290,7 +290,7 @@ fn g_15_stage_7_verification_outcomes() {
         }),
     );
     assert!(fail.continues());
-    assert_eq!(fail.next_prompt(), Nudge::Gaps("- tests".into()));
+    assert_eq!(fail.next_prompt(), [Nudge::Gaps("- tests".into())]);
     // The same gaps five times in a row: no progress.
     let mut g = goal();
     g.counters.last_gaps = Some("- tests".into());
@@ -325,11 +325,18 @@ fn g_15_stage_8_breaker_nudges_then_pauses_and_user_messages_reset_it() {
             },
         );
         p.run(Mode::None, None, LIMITS);
-        kinds.push((p.outcome.map(|o| o.0), p.nudge.clone()));
+        kinds.push((
+            p.outcome.map(|o| o.0),
+            p.continues().then(|| p.next_prompt()),
+        ));
         g.counters = p.counters;
     }
-    assert_eq!(kinds[0], (None, None));
-    assert_eq!(kinds[1], (None, Some(Nudge::Repetition)));
+    assert_eq!(kinds[0], (None, Some(vec![Nudge::Plain])));
+    // The reply said again: the nudge is added to the short prompt.
+    assert_eq!(
+        kinds[1],
+        (None, Some(vec![Nudge::Plain, Nudge::Repetition]))
+    );
     assert_eq!(kinds[2].0, Some(GoalReason::NoProgress));
     // After a completion claim the reason says so.
     let mut g = goal();
@@ -384,7 +391,25 @@ fn every_fifth_continuation_is_an_audit() {
     g.counters.continuations = 4;
     let mut p = Pipeline::new(g, facts());
     p.run(Mode::None, None, LIMITS);
-    assert_eq!(p.next_prompt(), Nudge::Audit);
+    assert_eq!(p.next_prompt(), [Nudge::Audit]);
+    // A nudge never crowds the audit out, and the no-progress nudge is added after both.
+    let mut g = goal();
+    g.counters.continuations = 9;
+    g.counters.repeated_replies = 1;
+    g.counters.last_reply = Some("same".into());
+    let mut p = Pipeline::new(
+        g,
+        TurnFacts {
+            final_reply: "same".into(),
+            reason: TurnEndReason::StepCapped,
+            ..facts()
+        },
+    );
+    p.run(Mode::None, None, LIMITS);
+    assert_eq!(
+        p.next_prompt(),
+        [Nudge::StepLimit, Nudge::Audit, Nudge::Repetition]
+    );
 }
 
 #[test]

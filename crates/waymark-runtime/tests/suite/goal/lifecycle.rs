@@ -375,6 +375,42 @@ async fn g_40_command_words_never_become_goals() {
     s.shutdown().await.unwrap();
 }
 
+/// G-21 (issue 38, item 9): continuation prompts add up. After a turn without progress the
+/// short prompt comes first and the no-progress nudge is added after it, in one message.
+#[tokio::test]
+async fn g_21_the_no_progress_nudge_is_added_to_the_continuation() {
+    let (h, rec) = Harness::recording(
+        config(Verification::None),
+        json!({"responses": [{"text": "Thinking about it."}], "when_exhausted": "repeat_last"}),
+    );
+    let s = h.recorded_session(PermissionMode::Auto);
+    run(&s, user("/goal tidy the docs")).await;
+    let reqs = rec.requests.lock().unwrap().clone();
+    assert!(reqs.len() >= 2, "{}", reqs.len());
+    let last_user = |i: usize| {
+        reqs[i]
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                ModelMessage::User { text } => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let second = last_user(1);
+    let (plain, nudge) = (
+        second.find("Continue working toward the goal."),
+        second.find("Do not repeat yourself"),
+    );
+    assert!(
+        matches!((plain, nudge), (Some(a), Some(b)) if a < b),
+        "{second}"
+    );
+    assert_eq!(second.matches("<waymark_internal_context").count(), 1);
+    s.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn g_4_goal_events_are_logged_and_snapshots_pushed() {
     let h = Harness::new(config(Verification::None));
