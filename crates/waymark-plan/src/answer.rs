@@ -297,7 +297,7 @@ pub(crate) fn on_answer(
                 &format!("plan-entry:{}", q.id),
             )?;
             // Files last: if anything above failed, nothing was moved.
-            super::prepare_draft(api.artifacts())
+            super::prepare_draft(tx, api.artifacts())
         }
         (Question::PlanEntry(_), TypedAnswer::PlanEntry(Approval::Reject)) => queue_first(
             tx,

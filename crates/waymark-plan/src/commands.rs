@@ -27,7 +27,7 @@ impl SlashCommand for PlanCommand {
         match args.trim() {
             "on" => {
                 let id = super::enter(cx.tx, api, PlanModeReason::Command)?;
-                super::prepare_draft(api.artifacts())?;
+                super::prepare_draft(cx.tx, api.artifacts())?;
                 Ok(format!(
                     "Plan mode is on (plan {id}). The next messages are planned, not implemented; the plan goes to {}.",
                     path.display()

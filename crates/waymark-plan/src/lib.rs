@@ -120,7 +120,7 @@ impl Extension for PlanExtension {
     ) -> Result<()> {
         if intent == Some(Intent::PlanEntry) {
             // Files last: if admission failed before this, no plan file was moved.
-            return prepare_draft(api.artifacts());
+            return prepare_draft(tx, api.artifacts());
         }
         // The user interjected while planning: the next plan turn gets the full reminder.
         if created
@@ -281,9 +281,10 @@ pub(crate) fn leave(
     )?)
 }
 
-/// Moves an existing plan file aside and creates an empty draft (PM-3). If creating the
-/// draft fails, the earlier file is put back.
-pub(crate) fn prepare_draft(artifacts: &Path) -> Result<()> {
+/// Moves an existing plan file aside and creates an empty draft (PM-3), within `tx`: if
+/// creating the draft fails, or the transaction does not commit (even its COMMIT failing),
+/// the earlier file is put back.
+pub(crate) fn prepare_draft(tx: &mut Tx<'_>, artifacts: &Path) -> Result<()> {
     waymark_extension::paths::private_dir(artifacts).map_err(|e| Error::io(artifacts, e))?;
     let plan = plan_path(artifacts);
     let backup = artifacts.join(BACKUP_FILE);
@@ -306,6 +307,13 @@ pub(crate) fn prepare_draft(artifacts: &Path) -> Result<()> {
         }
         return Err(Error::io(&plan, e));
     }
+    tx.on_rollback(move || {
+        // The new draft (empty: nothing ran in plan mode yet) goes, the earlier file returns.
+        let _ = std::fs::remove_file(&plan);
+        if moved {
+            let _ = std::fs::rename(&backup, &plan);
+        }
+    });
     Ok(())
 }
 
@@ -401,3 +409,6 @@ pub(crate) fn in_plan_mode(tx: &Tx<'_>, session_id: &str) -> Result<bool> {
     Ok(store::sessions::get(tx.conn(), session_id)?
         .is_some_and(|s| s.interaction_mode == InteractionMode::Plan))
 }
+
+#[cfg(test)]
+mod entry_tests;

@@ -141,6 +141,9 @@ pub struct Tx<'c> {
     now: i64,
     events: Vec<Event>,
     redactor: Arc<Redactor>,
+    /// What puts back the files the transaction changed, run (newest first) when it does not
+    /// commit: the closure failed, or the COMMIT itself did.
+    undo: Vec<Box<dyn FnOnce() + Send>>,
 }
 
 /// Rolls back a transaction that was neither committed nor rolled back (a panic inside it).
@@ -333,23 +336,35 @@ impl Store {
             now,
             events: Vec::new(),
             redactor: self.redactor(),
+            undo: Vec::new(),
         };
         let value = f(&mut t);
         let events = t.events;
+        let undo = |actions: Vec<Box<dyn FnOnce() + Send>>| {
+            for a in actions.into_iter().rev() {
+                a();
+            }
+        };
         match value {
             Ok(v) => {
                 // A failed COMMIT leaves the transaction open; the guard rolls it back.
-                conn.prepare_cached("COMMIT")
+                if let Err(e) = conn
+                    .prepare_cached("COMMIT")
                     .and_then(|mut c| c.execute([]))
-                    .map_err(sql)?;
+                {
+                    undo(t.undo);
+                    return Err(sql(e));
+                }
                 open.done = true;
                 Ok((v, events))
             }
             Err(e) => {
                 open.done = true;
-                conn.prepare_cached("ROLLBACK")
-                    .and_then(|mut r| r.execute([]))
-                    .map_err(sql)?;
+                let rolled = conn
+                    .prepare_cached("ROLLBACK")
+                    .and_then(|mut r| r.execute([]));
+                undo(t.undo);
+                rolled.map_err(sql)?;
                 Err(e)
             }
         }
@@ -403,6 +418,12 @@ impl Store {
 }
 
 impl Tx<'_> {
+    /// Registers what undoes a change to files made within this transaction: it runs if the
+    /// transaction does not commit (newest first), so files and rows stay in step.
+    pub fn on_rollback(&mut self, undo: impl FnOnce() + Send + 'static) {
+        self.undo.push(Box::new(undo));
+    }
+
     /// The transaction's timestamp.
     pub fn now(&self) -> i64 {
         self.now
