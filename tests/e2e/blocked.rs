@@ -79,7 +79,7 @@ async fn a_blocked_goal_is_answered_from_the_transcript_at_900x600_with_the_draw
         &script("blocked_twice.json"),
         &["/goal Rename the tool"],
     );
-    succeeded(&out);
+    ended(&out, 3);
     let id = session_of(&out);
     let app = desk.launch().await;
     // The window has the focus: an alert is said by a toast.

@@ -43,6 +43,17 @@ fn succeeded(out: &std::process::Output) {
     );
 }
 
+/// Asserts that a CLI run ended with exit code `code` (G-42: 3 a goal blocked on you, 5 its
+/// budget spent, 6 paused).
+fn ended(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A workspace folder with one file in it.
 fn workspace(desk: &Desk, name: &str) -> PathBuf {
     let ws = desk.dir.path().join(name);

@@ -15,6 +15,7 @@ async fn goal_gauges_follow_the_run_and_raising_a_spent_budget_resumes_it() {
     );
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(log.contains("budget_limited"), "{log}");
+    ended(&out, 5);
     let app = desk.launch().await;
     // Notifications are for a window in the background.
     let _other = desk.focus_elsewhere();

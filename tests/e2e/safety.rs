@@ -278,14 +278,14 @@ async fn the_board_shows_three_goals_and_a_reply_resumes_the_blocked_one() {
         &script("goal_budget.json"),
         &["--permission", "auto", "/goal Do the two steps cost=$0.01"],
     );
-    succeeded(&limited);
+    ended(&limited, 5);
     let limited = session_of(&limited);
     let blocked = desk.exec(
         &workspace(&desk, "blocked"),
         &script("blocked_reply.json"),
         &["--permission", "auto", "/goal Rename the tool"],
     );
-    succeeded(&blocked);
+    ended(&blocked, 3);
     let blocked = session_of(&blocked);
     let active = desk.exec(
         &workspace(&desk, "active"),

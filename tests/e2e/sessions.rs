@@ -20,7 +20,10 @@ async fn sessions_are_searched_renamed_deleted_and_started_in_the_same_folder() 
     for text in ["Fix the parser", "Write the docs"] {
         succeeded(&desk.exec(&alpha, &script("chat.json"), &[text]));
     }
-    succeeded(&desk.exec(&beta, &script("blocked.json"), &["/goal Rename the tool"]));
+    ended(
+        &desk.exec(&beta, &script("blocked.json"), &["/goal Rename the tool"]),
+        3,
+    );
     // A model in the settings: new sessions start without a file dialog or a question.
     desk.write_settings(&serde_json::json!({ "model": script("chat.json") }));
     let app = desk.launch().await;

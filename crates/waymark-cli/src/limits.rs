@@ -1,7 +1,7 @@
 //! What a run says and does about a goal a usage limit stopped or a closed process left
 //! paused: the line naming it when the session opens again, and whether to wait.
 
-use crate::EXIT_USAGE_LIMIT;
+use crate::exit::EXIT_USAGE_LIMIT;
 use waymark_runtime::Runtime;
 
 /// A goal whose run ended with its process (the app closed, a crash, a killed `exec`) is

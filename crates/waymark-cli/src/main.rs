@@ -6,6 +6,7 @@
 
 mod answer;
 mod checkpoint;
+mod exit;
 mod goal;
 mod limits;
 mod mcp;
@@ -204,10 +205,7 @@ enum Command {
     },
 }
 
-const EXIT_WAITING: u8 = 3;
-/// A goal stopped by a usage limit that resets later than `--wait-limit`, or that never
-/// resumes by itself (a quota, the automatic resumes used up).
-const EXIT_USAGE_LIMIT: u8 = 4;
+use exit::{EXIT_USAGE_LIMIT, EXIT_WAITING};
 /// How long a run waits for a usage limit to reset unless `--wait-limit` says otherwise.
 const DEFAULT_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
@@ -713,22 +711,10 @@ async fn drive(
                                 }
                                 None => {}
                             }
-                            break match &failure {
-                                Some(e) => {
-                                    errln!("error: the run ended in an error ({}); exit code 1", e.code);
-                                    ExitCode::FAILURE
-                                }
-                                None => ExitCode::SUCCESS,
-                            };
+                            break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
                         }
                         EventKind::SessionIdle {} => {
-                            break match &failure {
-                                Some(e) => {
-                                    errln!("error: the run ended in an error ({}); exit code 1", e.code);
-                                    ExitCode::FAILURE
-                                }
-                                None => ExitCode::SUCCESS,
-                            };
+                            break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
                         }
                         EventKind::SessionWaiting { questionnaire_id, .. } => {
                             if !json

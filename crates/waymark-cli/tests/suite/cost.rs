@@ -25,7 +25,8 @@ fn show_and_goal_show_print_the_cost_and_json_carries_it() {
         &model,
         &["--permission", "auto", "/goal tidy up cost=$2.50"],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    // The goal ends blocked on the user: exit 3.
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let sid = env.only_session();
     let out = env.run(&["show", "--session", &sid]);
     let shown = String::from_utf8_lossy(&out.stdout);

@@ -139,8 +139,15 @@ fn goal_scenarios_reach_the_expected_status_and_reason() {
         env.settings(&c.settings.to_string());
         let model = env.script("s.json", c.script);
         let out = env.exec(&model, &["--permission", "auto", c.prompt]);
-        // A goal a usage limit stopped, which will not resume within the run, exits 4.
-        let code = if c.expect.0 == "usage_limited" { 4 } else { 0 };
+        // The exit code says how the goal ended (G-42): a usage limit that will not lift within
+        // the run 4, a spent budget 5, a paused goal 6, blocked 3, complete 0.
+        let code = match c.expect.0 {
+            "usage_limited" => 4,
+            "budget_limited" => 5,
+            "paused" => 6,
+            "blocked" => 3,
+            _ => 0,
+        };
         assert_eq!(out.status.code(), Some(code), "{}: {}", c.name, text(&out));
         let sid = env.only_session();
         assert_eq!(
@@ -182,13 +189,15 @@ fn raising_the_exhausted_budget_reactivates_and_create_goal_needs_approval() {
     let sid = env.only_session();
     let q = pending_questionnaire(&env, &sid);
     let out = env.run(&["answer", "--session", &sid, &q, "approve"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // The approved goal spent its one turn: exit 5, saying how to raise it.
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(text(&out).contains("/goal turns="), "{}", text(&out));
     assert_eq!(
         final_goal(&env, &sid),
         ("budget_limited".into(), "main_turns".into())
     );
     let out = env.run(&["exec", "--session", &sid, "/goal budget=20K"]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(5), "still out of turns");
     assert_eq!(
         final_goal(&env, &sid),
         ("budget_limited".into(), "main_turns".into()),
@@ -297,7 +306,7 @@ fn a_killed_goal_run_is_paused_as_app_closed_on_reopen() {
     child.kill().unwrap();
     child.wait().unwrap();
     let out = env.run(&["exec", "--session", &sid]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
     assert_eq!(
         final_goal(&env, &sid),
         ("paused".into(), "app_closed".into())
@@ -320,8 +329,8 @@ fn ctrl_c_pauses_the_goal_as_user_requested() {
     }
     for _ in lines.by_ref() {}
     let status = child.wait().unwrap();
-    // The stopped turn ended aborted: the run failed to finish, whoever stopped it.
-    assert_eq!(status.code(), Some(1));
+    // Stopped by the user, the goal is paused: exit 6 (paused), not an error.
+    assert_eq!(status.code(), Some(6));
     assert_eq!(
         final_goal(&env, &sid),
         ("paused".into(), "user_requested".into())
@@ -364,7 +373,9 @@ fn a_blocked_goal_is_answered_with_goal_reply() {
         &model,
         &["--permission", "auto", "/goal make greet.sh safe"],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    // Blocked on the user: exit 3, and it says how to see the question.
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("goal blocked"), "{}", text(&out));
     let sid = env.only_session();
     let shown = text(&env.run(&["goal", "show", "--session", &sid]));
     assert!(
@@ -404,7 +415,8 @@ fn a_goal_killed_mid_run_is_named_and_not_resumed() {
     child.wait().unwrap();
 
     let out = env.run(&["exec", "--session", &sid]);
-    assert!(out.status.success(), "{}", text(&out));
+    // The goal stays paused until the user resumes it: exit 6.
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
     let said = text(&out);
     assert!(
         said.contains("[goal paused: its run ended when the process running it stopped"),
