@@ -1112,6 +1112,11 @@ export type GoalConfig = GoalConfig_Serialize | GoalConfig_Deserialize;
 export type GoalConfig_Deserialize = {
 	/**  Unset: decided by the model route (own key → none, managed → subagent). */
 	verification?: Verification | null,
+	/**
+	 *  The model the `evaluator` check runs on (`provider:model`), a smaller one than the
+	 *  session's, say; unset: the session's model.
+	 */
+	evaluator_model?: string | null,
 	budget?: GoalBudgetConfig_Deserialize,
 	breaker?: BreakerConfig_Deserialize,
 	verifier?: VerifierConfig_Deserialize,
@@ -1122,6 +1127,11 @@ export type GoalConfig_Deserialize = {
 export type GoalConfig_Serialize = {
 	/**  Unset: decided by the model route (own key → none, managed → subagent). */
 	verification: Verification | null,
+	/**
+	 *  The model the `evaluator` check runs on (`provider:model`), a smaller one than the
+	 *  session's, say; unset: the session's model.
+	 */
+	evaluator_model?: string,
 	budget: GoalBudgetConfig_Serialize,
 	breaker: BreakerConfig_Serialize,
 	verifier: VerifierConfig_Serialize,

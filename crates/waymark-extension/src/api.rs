@@ -51,6 +51,9 @@ pub trait SessionHost: Send + Sync {
     fn model_spec(&self) -> String;
     /// The session's model now with its spec, read together (one call's route).
     fn route(&self) -> waymark_provider::Route;
+    /// A route to the model `spec` names (`provider:model`), resolved as a switch would be
+    /// (for a call on another model: the evaluator's `goal.evaluator_model`).
+    fn route_for(&self, spec: &str) -> Result<waymark_provider::Route>;
     /// What one call with `usage` that went by `route` is charged now (G-31), replacing the
     /// hold `hold` taken for it.
     fn charge_for(
@@ -199,6 +202,10 @@ impl SessionApi {
     /// to the limits by ([`SessionApi::gate_call`]) and is charged by.
     pub fn route(&self) -> waymark_provider::Route {
         self.host.route()
+    }
+    /// A route to the model `spec` names (see [`SessionHost::route_for`]).
+    pub fn route_for(&self, spec: &str) -> Result<waymark_provider::Route> {
+        self.host.route_for(spec)
     }
     /// What one call with `usage` that went by `route` is charged now (G-31), replacing the
     /// hold `hold` taken for it by [`SessionApi::gate_call`].

@@ -63,6 +63,23 @@ fn recent_work(items: &[(Option<i64>, HistoryItem)]) -> String {
     lines.join("\n")
 }
 
+/// The model a check runs on: `goal.evaluator_model` for the `evaluator` check when it is
+/// set, else the session's (G-43). A spec that cannot be used is said, so the goal pauses as
+/// the reviewer could not check it.
+fn evaluator_route(
+    api: &SessionApi,
+    mode: Mode,
+) -> std::result::Result<waymark_provider::Route, String> {
+    match api.config().goal.evaluator_model.as_deref().map(str::trim) {
+        Some(spec) if mode == Mode::Evaluator && !spec.is_empty() => {
+            api.route_for(spec).map_err(|e| {
+                format!("the evaluator model `{spec}` (goal.evaluator_model) cannot be used: {e}")
+            })
+        }
+        _ => Ok(api.route()),
+    }
+}
+
 /// Keeps the reviewer's verdict on each plan step it named (steps it did not name keep their
 /// last verdict): the Goal tab's "steps met n/m". Returns whether it found a step not met.
 fn record_steps(api: &SessionApi, g: &GoalRow, reply: &str) -> Result<bool> {
@@ -197,7 +214,14 @@ pub(crate) async fn verify(
         // The spending limits hold the reviewer's calls too (G-33): the day's cap reached, or
         // the goal's budget unable to pay for the call, limits the goal; an unpriced model
         // under a limit is an error.
-        let route = api.route();
+        let route = match evaluator_route(api, mode) {
+            Ok(r) => r,
+            Err(why) => {
+                tracing::warn!("{why}");
+                account(0, &mut clock)?;
+                return Ok(Checked::Verdict(Verdict::Error(why)));
+            }
+        };
         let hold = match api.gate_call(Some(turn_id), &route, &mut request)? {
             waymark_extension::Gate::Refused(refused) => {
                 account(0, &mut clock)?;

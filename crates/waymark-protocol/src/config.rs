@@ -184,6 +184,10 @@ pub enum Verification {
 pub struct GoalConfig {
     /// Unset: decided by the model route (own key → none, managed → subagent).
     pub verification: Option<Verification>,
+    /// The model the `evaluator` check runs on (`provider:model`), a smaller one than the
+    /// session's, say; unset: the session's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluator_model: Option<String>,
     pub budget: GoalBudgetConfig,
     pub breaker: BreakerConfig,
     pub verifier: VerifierConfig,
@@ -530,6 +534,22 @@ impl Config {
         {
             return Err(ConfigError::new("model", "must not be empty"));
         }
+        if let Some(m) = &g.evaluator_model
+            && (m
+                .trim()
+                .split_once(':')
+                .is_none_or(|(p, n)| p.is_empty() || n.is_empty())
+                || m.chars().count() > 200
+                || m.chars().any(|c| c.is_control() || c.is_whitespace()))
+        {
+            return Err(ConfigError::new(
+                "goal.evaluator_model",
+                format!(
+                    "must be a model spec such as openai:gpt-4.1-mini (got `{}`)",
+                    m.escape_debug()
+                ),
+            ));
+        }
         for (name, p) in &self.providers {
             let key = |k: &str| format!("providers.{name}.{k}");
             if name.is_empty()
@@ -627,6 +647,29 @@ mod tests {
         assert!(c.beta.desktop_plan_mode);
         assert!(!c.beta.desktop_plan_mode_agent_entry);
         assert!(c.beta.thread_goal);
+    }
+
+    #[test]
+    fn g_43_the_evaluator_model_is_a_model_spec() {
+        let ok =
+            Config::from_json(r#"{"goal": {"evaluator_model": "openai:gpt-4.1-mini"}}"#).unwrap();
+        assert_eq!(
+            ok.goal.evaluator_model.as_deref(),
+            Some("openai:gpt-4.1-mini")
+        );
+        for bad in [
+            "",
+            "gpt-4.1-mini",
+            ":x",
+            "openai:",
+            "openai:gpt 4",
+            r"openai:\u0007x",
+        ] {
+            let json = format!(r#"{{"goal": {{"evaluator_model": "{bad}"}}}}"#);
+            let e = Config::from_json(&json).unwrap_err();
+            assert_eq!(e.key, "goal.evaluator_model", "{bad}: {e}");
+            assert!(e.message.contains("model spec"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -62,6 +62,11 @@ impl SessionHost for SessionCore {
     fn route(&self) -> crate::provider::Route {
         SessionCore::route(self)
     }
+    fn route_for(&self, spec: &str) -> waymark_extension::error::Result<crate::provider::Route> {
+        let (spec, provider) = (self.resolve)(spec)
+            .map_err(|e| waymark_extension::error::Error::Refused(e.to_string()))?;
+        Ok(crate::provider::Route { spec, provider })
+    }
     fn charge_for(
         &self,
         route: &crate::provider::Route,

@@ -190,3 +190,32 @@ async fn g_16_verification_follows_the_route_unless_configured() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// G-43 (issue 38, item 11): `goal.evaluator_model` runs the evaluator check on another
+/// model. The session's own model would fail the claim; the evaluator's model passes it, so
+/// the goal completes by its verdict. A model that cannot be used pauses the goal, saying
+/// which setting names it.
+#[tokio::test]
+async fn g_43_the_evaluator_runs_on_the_model_goal_evaluator_model_names() {
+    let mut c = config(Verification::Evaluator);
+    let h = Harness::new(c.clone());
+    let evaluator =
+        h.script(json!({"responses": [], "verifier": [{"text": "Checked.\nVERDICT: PASS"}]}));
+    c.goal.evaluator_model = Some(evaluator);
+    let rt = h.reopen(|o| o.config = c.clone());
+    let own = json!({"responses": [work(1), claim("done")],
+        "verifier": [{"text": "- nothing done\nVERDICT: FAIL"}], "when_exhausted": "repeat_last"});
+    let s = super::super::harness::session_on(&h, &rt, &h.ws, own.clone(), PermissionMode::Auto);
+    run(&s, user("/goal make it so")).await;
+    let g = rt.goal(s.id()).unwrap().unwrap();
+    assert_eq!(status(&g), (GoalStatus::Complete, GoalReason::VerifierMet));
+    s.shutdown().await.unwrap();
+
+    c.goal.evaluator_model = Some("nowhere:model".into());
+    let rt = h.reopen(|o| o.config = c.clone());
+    let s = super::super::harness::session_on(&h, &rt, &h.ws, own, PermissionMode::Auto);
+    run(&s, user("/goal make it so")).await;
+    let g = rt.goal(s.id()).unwrap().unwrap();
+    assert_eq!(status(&g), (GoalStatus::Paused, GoalReason::VerifierError));
+    s.shutdown().await.unwrap();
+}
