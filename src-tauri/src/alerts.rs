@@ -1,6 +1,7 @@
 //! Desktop notifications (G-26): which runtime events deserve one, and raising it. Clicking
 //! a notification brings the window forward on that session.
 
+use waymark_protocol::config::NotificationsConfig;
 use waymark_protocol::{Event, EventKind, GoalActor, GoalReason, GoalStatus, Question};
 
 /// A notification to raise.
@@ -11,16 +12,17 @@ pub struct Alert {
     pub body: String,
 }
 
-/// Decides whether `event` needs the user's attention. `focused`: the main window has focus
-/// (a plan awaiting approval is then visible on screen already). `shown`: the window shows
-/// the event's session. `question`: what the agent asked when it reported the goal blocked,
-/// if it did.
+/// Decides whether `event` needs the user's attention, as the `notifications` settings say
+/// (`on`, G-44). `focused`: the main window has focus (a plan awaiting approval, or a turn
+/// that finished, is then visible on screen already). `shown`: the window shows the event's
+/// session. `question`: what the agent asked when it reported the goal blocked, if it did.
 pub fn decide(
     event: &Event,
     session_title: &str,
     question: Option<&str>,
     focused: bool,
     shown: bool,
+    on: &NotificationsConfig,
 ) -> Option<Alert> {
     let alert = |title: String, body: String| Alert {
         session_id: event.session_id.clone(),
@@ -35,26 +37,28 @@ pub fn decide(
             usage_limit,
             ..
         } => {
-            let what = match status {
-                GoalStatus::Blocked => "Goal blocked",
-                GoalStatus::BudgetLimited => "Goal stopped: budget reached",
+            let (what, wanted) = match status {
+                GoalStatus::Blocked => ("Goal blocked", on.goal_blocked),
+                GoalStatus::BudgetLimited => ("Goal stopped: budget reached", on.budget_spent),
                 // The day's spending cap is the user's own limit: reaching it is said, even
                 // though the goal resumes by itself the next day (G-33).
                 GoalStatus::UsageLimited if *reason == GoalReason::SpendCap => {
-                    "Goal stopped: today's spending cap"
+                    ("Goal stopped: today's spending cap", on.spending_cap)
                 }
-                // A limit the goal resumes from by itself, or whose resume the user just
-                // called off, needs nobody's attention.
-                GoalStatus::UsageLimited
-                    if *actor == GoalActor::User
-                        || usage_limit.as_ref().is_some_and(|l| l.auto_resume) =>
-                {
-                    return None;
+                // A limit whose resume the user just called off needs nobody's attention.
+                GoalStatus::UsageLimited if *actor == GoalActor::User => return None,
+                // A wait the goal resumes from by itself: said only when asked for.
+                GoalStatus::UsageLimited if usage_limit.as_ref().is_some_and(|l| l.auto_resume) => {
+                    ("Goal waiting: usage limit", on.usage_limit_wait)
                 }
-                GoalStatus::UsageLimited => "Goal stopped: usage limit",
-                GoalStatus::Paused if *actor != GoalActor::User => "Goal paused",
-                GoalStatus::Paused | GoalStatus::Active | GoalStatus::Complete => return None,
+                GoalStatus::UsageLimited => ("Goal stopped: usage limit", on.usage_limit_stop),
+                GoalStatus::Paused if *actor != GoalActor::User => ("Goal paused", on.goal_paused),
+                GoalStatus::Complete => ("Goal complete", on.goal_complete),
+                GoalStatus::Paused | GoalStatus::Active => return None,
             };
+            if !wanted {
+                return None;
+            }
             let limit = usage_limit
                 .as_ref()
                 .map(|l| {
@@ -81,7 +85,7 @@ pub fn decide(
                 _ => String::new(),
             };
             // A toast about the session the window shows: it is in front of the user already.
-            let next = if focused && shown {
+            let next = if (focused && shown) || *status == GoalStatus::Complete {
                 ""
             } else {
                 " Open the session to decide what next."
@@ -92,13 +96,19 @@ pub fn decide(
             ))
         }
         EventKind::QuestionnaireOpened { question, .. }
-            if !focused && matches!(**question, Question::PlanApproval(_)) =>
+            if on.plan_awaiting_approval
+                && !focused
+                && matches!(**question, Question::PlanApproval(_)) =>
         {
             Some(alert(
                 format!("Plan ready for review — {session_title}"),
                 "The agent finished its plan and waits for your approval.".to_string(),
             ))
         }
+        EventKind::TurnFinished { reason, .. } if on.turn_finished && !focused => Some(alert(
+            format!("Turn finished — {session_title}"),
+            format!("The turn ended ({}).", reason.as_str().replace('_', " ")),
+        )),
         _ => None,
     }
 }
@@ -239,6 +249,76 @@ mod tests {
         }
     }
 
+    /// `decide` with the default switches.
+    fn on_defaults(
+        event: &Event,
+        title: &str,
+        question: Option<&str>,
+        focused: bool,
+        shown: bool,
+    ) -> Option<Alert> {
+        decide(
+            event,
+            title,
+            question,
+            focused,
+            shown,
+            &NotificationsConfig::default(),
+        )
+    }
+
+    /// G-44: each switch turned off silences its alert, and only its own; the ones off by
+    /// default (a usage-limit wait, each turn) say nothing until turned on.
+    #[test]
+    fn g_44_a_switch_turned_off_gives_no_alert() {
+        use GoalActor::*;
+        let paused = goal_update(GoalStatus::Paused, GoalReason::NoProgress, Runtime);
+        let done = goal_update(GoalStatus::Complete, GoalReason::VerifierMet, Runtime);
+        let mut on = NotificationsConfig::default();
+        assert!(decide(&paused, "Fix CI", None, false, false, &on).is_some());
+        on.goal_paused = false;
+        assert!(decide(&paused, "Fix CI", None, false, false, &on).is_none());
+        assert!(decide(&done, "Fix CI", None, false, false, &on).is_some());
+        on.goal_complete = false;
+        assert!(decide(&done, "Fix CI", None, false, false, &on).is_none());
+        let finished = Event {
+            session_id: "s1".into(),
+            seq: 4,
+            ts: 0,
+            transient: false,
+            kind: EventKind::TurnFinished {
+                turn_id: 1,
+                reason: waymark_protocol::TurnEndReason::Completed,
+                usage: Default::default(),
+                steps: 1,
+                error: None,
+                recovered: false,
+                cost_usd: None,
+            },
+        };
+        assert!(decide(&finished, "Fix CI", None, false, false, &on).is_none());
+        on.turn_finished = true;
+        let a = decide(&finished, "Fix CI", None, false, false, &on).unwrap();
+        assert_eq!(a.title, "Turn finished — Fix CI");
+        // Not while the user is looking at the window.
+        assert!(decide(&finished, "Fix CI", None, true, true, &on).is_none());
+        let waiting = limited_update(
+            GoalStatus::UsageLimited,
+            GoalReason::RateLimited,
+            System,
+            Some(waymark_protocol::UsageLimit {
+                resets_at: 0,
+                from_provider: false,
+                auto_resume: true,
+                auto_resumes_used: 0,
+                auto_resumes_max: 3,
+            }),
+        );
+        assert!(on_defaults(&waiting, "Fix CI", None, false, false).is_none());
+        on.usage_limit_wait = true;
+        assert!(decide(&waiting, "Fix CI", None, false, false, &on).is_some());
+    }
+
     #[test]
     fn goal_states_that_need_the_user_raise_one_alert() {
         use GoalActor::*;
@@ -254,10 +334,11 @@ mod tests {
             (GoalStatus::Paused, GoalReason::AppClosed, System, true),
             (GoalStatus::Paused, GoalReason::UserRequested, User, false),
             (GoalStatus::Active, GoalReason::Resumed, User, false),
-            (GoalStatus::Complete, GoalReason::VerifierMet, Model, false),
+            // Done is worth saying too (G-44, on by default).
+            (GoalStatus::Complete, GoalReason::VerifierMet, Model, true),
         ];
         for (status, reason, actor, expected) in cases {
-            let a = decide(
+            let a = on_defaults(
                 &goal_update(status, reason, actor),
                 "Fix CI",
                 None,
@@ -281,7 +362,7 @@ mod tests {
             GoalReason::WorkerReported,
             GoalActor::Model,
         );
-        let a = decide(
+        let a = on_defaults(
             &blocked,
             "Rename",
             Some("Full name\nor short?"),
@@ -294,7 +375,7 @@ mod tests {
             "The agent says it is blocked. It asks: Full name or short? Open the session to decide what next."
         );
         let long = "why ".repeat(200);
-        let a = decide(&blocked, "Rename", Some(&long), true, false).unwrap();
+        let a = on_defaults(&blocked, "Rename", Some(&long), true, false).unwrap();
         assert!(
             a.body.contains('…') && a.body.chars().count() < 400,
             "{}",
@@ -305,7 +386,7 @@ mod tests {
             GoalReason::NoProgress,
             GoalActor::Runtime,
         );
-        let a = decide(&paused, "Rename", Some("stale question"), true, false).unwrap();
+        let a = on_defaults(&paused, "Rename", Some("stale question"), true, false).unwrap();
         assert!(!a.body.contains("stale"), "{}", a.body);
         assert!(a.body.starts_with("Paused: no progress"), "{}", a.body);
     }
@@ -319,7 +400,8 @@ mod tests {
             GoalReason::WorkerReported,
             GoalActor::Model,
         );
-        let on_screen = decide(&blocked, "Rename", Some("Full or short?"), true, true).unwrap();
+        let on_screen =
+            on_defaults(&blocked, "Rename", Some("Full or short?"), true, true).unwrap();
         assert_eq!(
             on_screen.body,
             "The agent says it is blocked. It asks: Full or short?"
@@ -329,14 +411,14 @@ mod tests {
             GoalReason::Tokens,
             GoalActor::Runtime,
         );
-        let on_screen = decide(&spent, "Rename", None, true, true).unwrap();
+        let on_screen = on_defaults(&spent, "Rename", None, true, true).unwrap();
         assert!(
             !on_screen.body.contains("Open the session"),
             "{}",
             on_screen.body
         );
         for (focused, shown) in [(true, false), (false, true), (false, false)] {
-            let a = decide(&spent, "Rename", None, focused, shown).unwrap();
+            let a = on_defaults(&spent, "Rename", None, focused, shown).unwrap();
             assert!(
                 a.body.ends_with("Open the session to decide what next."),
                 "focused {focused}, shown {shown}: {}",
@@ -368,7 +450,7 @@ mod tests {
             auto_resumes_max: 3,
         };
         let rate = |actor, l| {
-            decide(
+            on_defaults(
                 &limited_update(GoalStatus::UsageLimited, GoalReason::RateLimited, actor, l),
                 "Long job",
                 None,
@@ -397,7 +479,7 @@ mod tests {
             "no reset time known"
         );
         // The day's spending cap is said although the goal resumes by itself (G-33).
-        let cap = decide(
+        let cap = on_defaults(
             &limited_update(
                 GoalStatus::UsageLimited,
                 GoalReason::SpendCap,
@@ -445,9 +527,9 @@ mod tests {
                 )),
             },
         };
-        assert!(decide(&ev, "t", None, true, false).is_none());
+        assert!(on_defaults(&ev, "t", None, true, false).is_none());
         assert!(
-            decide(&ev, "t", None, false, false)
+            on_defaults(&ev, "t", None, false, false)
                 .unwrap()
                 .title
                 .starts_with("Plan ready")

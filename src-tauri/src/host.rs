@@ -338,8 +338,13 @@ async fn forward<R: tauri::Runtime>(
             .as_ref()
             .is_some_and(|h| h.focused.load(Ordering::Relaxed));
         let shown = host.as_ref().is_some_and(|h| h.shows(&event.session_id));
+        // Which events alert: the settings as they are now (a switch saved takes at once).
+        let on = host
+            .as_ref()
+            .map(|h| h.runtime.config().notifications.clone())
+            .unwrap_or_default();
         // Named as the session is called now (its title may have come with its first message).
-        let alert = alerts::decide(&event, "", None, focused, shown).and_then(|_| {
+        let alert = alerts::decide(&event, "", None, focused, shown, &on).and_then(|_| {
             let host = host.as_ref()?;
             let title = host.title(&event.session_id);
             // What a blocked goal asks (read only for an alert that is raised).
@@ -349,7 +354,7 @@ async fn forward<R: tauri::Runtime>(
                 .ok()
                 .flatten()
                 .and_then(|g| g.question);
-            alerts::decide(&event, &title, question.as_deref(), focused, shown)
+            alerts::decide(&event, &title, question.as_deref(), focused, shown, &on)
         });
         // Said once, where the user is: in the window while it has the focus, else by the
         // system's notification (never both).

@@ -278,3 +278,47 @@ async fn a_rate_limited_goal_counts_down_resumes_by_itself_then_notifies_at_the_
     app.wait_text("[data-testid=goal-status]", "complete").await;
     app.quit().await;
 }
+
+/// G-44: an alert switched off in Settings gives no notification. The goal's state still
+/// shows in the window; only the interruption goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_alert_switched_off_in_settings_gives_no_notification() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "quiet");
+    let out = desk.exec(
+        &ws,
+        &script("goal_budget.json"),
+        &["--permission", "auto", "/goal Do the two steps budget=5K"],
+    );
+    ended(&out, 5);
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.click("[data-testid=open-settings]").await;
+    app.click("[data-testid=alert-goal_paused]").await;
+    app.click("[data-testid=settings-save]").await;
+    app.el("[data-testid=settings-saved]").await;
+    app.shot("alerts-1-goal-paused-off").await;
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(desk.settings_file()).unwrap()).unwrap();
+    assert_eq!(saved["notifications"]["goal_paused"], false, "{saved}");
+    assert_eq!(saved["notifications"]["goal_blocked"], true, "{saved}");
+    app.click("[data-testid=open-settings]").await;
+
+    // In the background, the goal resumes with a larger budget, then the breaker pauses it.
+    let _other = desk.focus_elsewhere();
+    app.click("[data-testid=tab-goal]").await;
+    app.click("[data-testid=goal-budget]").await;
+    app.type_into("[data-testid=budget-tokens]", "20K").await;
+    app.click("[data-testid=budget-save]").await;
+    app.wait_text("[data-testid=goal-status]", "paused").await;
+    app.wait_text("[data-testid=goal-reason]", "no progress")
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !desk.notifications().contains("Goal paused"),
+        "switched off, yet notified: {}",
+        desk.notifications()
+    );
+    app.shot("alerts-2-paused-quietly").await;
+    app.quit().await;
+}

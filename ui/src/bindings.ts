@@ -575,6 +575,7 @@ export type Config_Deserialize = {
 	 */
 	pricing?: { [key in string]: Price_Deserialize },
 	limits?: LimitsConfig_Deserialize,
+	notifications?: NotificationsConfig_Deserialize,
 };
 
 /**  The whole settings file. */
@@ -604,6 +605,7 @@ export type Config_Serialize = {
 	 */
 	pricing: { [key in string]: Price_Serialize },
 	limits: LimitsConfig_Serialize,
+	notifications: NotificationsConfig_Serialize,
 };
 
 /**  Spending across every session on this machine on one local day. */
@@ -1693,6 +1695,65 @@ export type ModelSetup = {
 	provider: SetupProvider,
 	base_url: string,
 	model: string,
+};
+
+/**
+ *  The `notifications` section: which goal and plan events alert the user (a toast while the
+ *  window has the focus, else a desktop notification), each on or off (G-44). Alerts follow
+ *  the goal's state, not each turn.
+ */
+export type NotificationsConfig = NotificationsConfig_Serialize | NotificationsConfig_Deserialize;
+
+/**
+ *  The `notifications` section: which goal and plan events alert the user (a toast while the
+ *  window has the focus, else a desktop notification), each on or off (G-44). Alerts follow
+ *  the goal's state, not each turn.
+ */
+export type NotificationsConfig_Deserialize = {
+	/**  The agent reports the goal blocked on the user. */
+	goal_blocked?: boolean,
+	/**  A plan waits for approval (while the window is in the background). */
+	plan_awaiting_approval?: boolean,
+	/**  The goal's budget (tokens, turns, time or cost) is used up. */
+	budget_spent?: boolean,
+	/**  The goal is complete. */
+	goal_complete?: boolean,
+	/**  The goal paused by itself: no progress (the breaker), an error, a declined reply. */
+	goal_paused?: boolean,
+	/**  The day's spending cap is reached. */
+	spending_cap?: boolean,
+	/**  A provider's usage limit stopped the goal for good (a quota, no resumes left). */
+	usage_limit_stop?: boolean,
+	/**  A provider's usage limit began a wait the goal resumes from by itself. */
+	usage_limit_wait?: boolean,
+	/**  Each turn finished (while the window is in the background). */
+	turn_finished?: boolean,
+};
+
+/**
+ *  The `notifications` section: which goal and plan events alert the user (a toast while the
+ *  window has the focus, else a desktop notification), each on or off (G-44). Alerts follow
+ *  the goal's state, not each turn.
+ */
+export type NotificationsConfig_Serialize = {
+	/**  The agent reports the goal blocked on the user. */
+	goal_blocked: boolean,
+	/**  A plan waits for approval (while the window is in the background). */
+	plan_awaiting_approval: boolean,
+	/**  The goal's budget (tokens, turns, time or cost) is used up. */
+	budget_spent: boolean,
+	/**  The goal is complete. */
+	goal_complete: boolean,
+	/**  The goal paused by itself: no progress (the breaker), an error, a declined reply. */
+	goal_paused: boolean,
+	/**  The day's spending cap is reached. */
+	spending_cap: boolean,
+	/**  A provider's usage limit stopped the goal for good (a quota, no resumes left). */
+	usage_limit_stop: boolean,
+	/**  A provider's usage limit began a wait the goal resumes from by itself. */
+	usage_limit_wait: boolean,
+	/**  Each turn finished (while the window is in the background). */
+	turn_finished: boolean,
 };
 
 /**  A path that changed, relative to the workspace (`/`-separated). */

@@ -56,6 +56,50 @@ pub struct Config {
     /// tokens; they win over the built-in ones. A model with no price has an unknown cost.
     pub pricing: BTreeMap<String, crate::cost::Price>,
     pub limits: LimitsConfig,
+    pub notifications: NotificationsConfig,
+}
+
+/// The `notifications` section: which goal and plan events alert the user (a toast while the
+/// window has the focus, else a desktop notification), each on or off (G-44). Alerts follow
+/// the goal's state, not each turn.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct NotificationsConfig {
+    /// The agent reports the goal blocked on the user.
+    pub goal_blocked: bool,
+    /// A plan waits for approval (while the window is in the background).
+    pub plan_awaiting_approval: bool,
+    /// The goal's budget (tokens, turns, time or cost) is used up.
+    pub budget_spent: bool,
+    /// The goal is complete.
+    pub goal_complete: bool,
+    /// The goal paused by itself: no progress (the breaker), an error, a declined reply.
+    pub goal_paused: bool,
+    /// The day's spending cap is reached.
+    pub spending_cap: bool,
+    /// A provider's usage limit stopped the goal for good (a quota, no resumes left).
+    pub usage_limit_stop: bool,
+    /// A provider's usage limit began a wait the goal resumes from by itself.
+    pub usage_limit_wait: bool,
+    /// Each turn finished (while the window is in the background).
+    pub turn_finished: bool,
+}
+
+impl Default for NotificationsConfig {
+    fn default() -> Self {
+        NotificationsConfig {
+            goal_blocked: true,
+            plan_awaiting_approval: true,
+            budget_spent: true,
+            goal_complete: true,
+            goal_paused: true,
+            spending_cap: true,
+            usage_limit_stop: true,
+            usage_limit_wait: false,
+            turn_finished: false,
+        }
+    }
 }
 
 /// The `limits` section: what this machine may spend.
