@@ -322,3 +322,42 @@ async fn an_alert_switched_off_in_settings_gives_no_notification() {
     app.shot("alerts-2-paused-quietly").await;
     app.quit().await;
 }
+
+/// Issue 38, item 10: the dialog for a goal the agent proposes offers the permission mode of
+/// the goal's run; the mode chosen is the session's before the goal's first turn.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proposed_goal_is_set_with_the_permission_mode_chosen_in_its_dialog() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "proposal");
+    let out = desk.exec(&ws, &script("chat.json"), &["Hello"]);
+    succeeded(&out);
+    let id = session_of(&out);
+    let app = desk.launch().await;
+    app.open_session(&id).await;
+    app.pick_other_model(&script("goal_proposal.json")).await;
+    app.type_into("[data-testid=composer]", "Tidy up my notes\u{E007}")
+        .await;
+    app.wait_text("[role=dialog]", "Tidy the notes folder")
+        .await;
+    let shown = app
+        .js("return document.querySelector('[data-testid=goal-mode]').value")
+        .await;
+    assert_eq!(shown, "ask");
+    app.js("const s = document.querySelector('[data-testid=goal-mode]'); s.value = 'auto-edit'; s.dispatchEvent(new Event('change', {bubbles: true})); return true")
+        .await;
+    app.shot("goal-4-proposal-mode").await;
+    app.click("[data-testid=approve-goal]").await;
+    app.wait_text("[data-testid=transcript]", "Tidying the notes.")
+        .await;
+    let listed = desk.cli(&["sessions", "--json"]);
+    succeeded(&listed);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let mode = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id.as_str())
+        .map(|s| s["permission_mode"].clone());
+    assert_eq!(mode, Some(serde_json::json!("auto-edit")), "{listed}");
+    app.quit().await;
+}

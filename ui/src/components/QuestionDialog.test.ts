@@ -82,6 +82,45 @@ describe("QuestionDialog (plan entry, goal proposal)", () => {
     await fireEvent.click(screen.getByTestId("approve-goal"));
     expect(answers).toEqual([{ answer: "approve", option: null }]);
   });
+
+  const proposal = { kind: "goal_approval" as const, payload: { objective: "Make CI green", criteria: null, token_budget: null, turn_budget: null, time_budget_seconds: null } };
+
+  it("offers the permission mode for the goal's run, switching it before the goal is set", async () => {
+    const order: string[] = [];
+    render(QuestionDialog, {
+      pending: pending(proposal),
+      onanswer: (a: Answer) => order.push(`answer ${a.answer}`),
+      onescape: () => {},
+      mode: "ask",
+      onmode: async (m: string) => (order.push(`mode ${m}`), null),
+    });
+    const pick = screen.getByTestId("goal-mode") as HTMLSelectElement;
+    expect(pick.value).toBe("ask");
+    await fireEvent.change(pick, { target: { value: "auto-edit" } });
+    await fireEvent.click(screen.getByTestId("approve-goal"));
+    await vi.waitFor(() => expect(order).toEqual(["mode auto-edit", "answer approve"]));
+  });
+
+  it("keeps the mode as it is when it is not changed, and sets no goal when the switch is refused", async () => {
+    const order: string[] = [];
+    const props = {
+      pending: pending(proposal),
+      onanswer: (a: Answer) => order.push(`answer ${a.answer}`),
+      onescape: () => {},
+      mode: "ask" as const,
+      onmode: async (m: string) => (order.push(`mode ${m}`), m === "auto" ? "plan mode keeps this session in ask" : null),
+    };
+    const view = render(QuestionDialog, props);
+    await fireEvent.click(screen.getByTestId("approve-goal"));
+    await vi.waitFor(() => expect(order).toEqual(["answer approve"]));
+    view.unmount();
+    order.length = 0;
+    render(QuestionDialog, props);
+    await fireEvent.change(screen.getByTestId("goal-mode"), { target: { value: "auto" } });
+    await fireEvent.click(screen.getByTestId("approve-goal"));
+    await screen.findByTestId("goal-mode-problem");
+    expect(order).toEqual(["mode auto"]);
+  });
 });
 
 describe("QuestionDialog (keyboard)", () => {
