@@ -11,7 +11,7 @@ use crate::db::GoalRow;
 use crate::db::GoalWrites;
 use tokio_util::sync::CancellationToken;
 use waymark_extension::SessionApi;
-use waymark_extension::error::Result;
+use waymark_extension::error::{Error, Result};
 use waymark_protocol::{CallActor, ToolStatus};
 use waymark_provider::{CallPurpose, ModelMessage, ModelRequest, StreamEvent, ToolSpec};
 use waymark_store::HistoryItem;
@@ -66,14 +66,13 @@ fn recent_work(items: &[(Option<i64>, HistoryItem)]) -> String {
 /// The model a check runs on: `goal.evaluator_model` for the `evaluator` check when it is
 /// set, else the session's (G-43). A spec that cannot be used is said, so the goal pauses as
 /// the reviewer could not check it.
-fn evaluator_route(
-    api: &SessionApi,
-    mode: Mode,
-) -> std::result::Result<waymark_provider::Route, String> {
+fn evaluator_route(api: &SessionApi, mode: Mode) -> Result<waymark_provider::Route> {
     match api.config().goal.evaluator_model.as_deref().map(str::trim) {
         Some(spec) if mode == Mode::Evaluator && !spec.is_empty() => {
             api.route_for(spec).map_err(|e| {
-                format!("the evaluator model `{spec}` (goal.evaluator_model) cannot be used: {e}")
+                Error::Refused(format!(
+                    "the evaluator model `{spec}` (goal.evaluator_model) cannot be used: {e}"
+                ))
             })
         }
         _ => Ok(api.route()),
@@ -219,7 +218,7 @@ pub(crate) async fn verify(
             Err(why) => {
                 tracing::warn!("{why}");
                 account(0, &mut clock)?;
-                return Ok(Checked::Verdict(Verdict::Error(why)));
+                return Ok(Checked::Verdict(Verdict::Error(why.to_string())));
             }
         };
         let hold = match api.gate_call(Some(turn_id), &route, &mut request)? {

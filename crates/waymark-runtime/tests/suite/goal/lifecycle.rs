@@ -18,6 +18,14 @@ use waymark_protocol::{
 use waymark_runtime::provider::ModelMessage;
 use waymark_runtime::{Clock, SessionHandle};
 
+/// What a slash command said (the op must have been one).
+fn out(o: waymark_runtime::session::OpOutcome) -> String {
+    match o {
+        waymark_runtime::session::OpOutcome::Command { output } => output,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn g_15_rate_limits_make_the_goal_usage_limited() {
     let h = Harness::new(config(Verification::None));
@@ -249,10 +257,6 @@ async fn g_1_one_current_goal_and_g_9_lifecycle_commands() {
         json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}),
         PermissionMode::Auto,
     );
-    let out = |o| match o {
-        waymark_runtime::session::OpOutcome::Command { output } => output,
-        other => panic!("{other:?}"),
-    };
     assert!(out(s.submit(user("/goal")).await.unwrap()).contains("No goal is set"));
     out(s
         .submit(user("/goal first objective budget=50K"))
@@ -327,10 +331,6 @@ async fn g_40_command_words_never_become_goals() {
         json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}),
         PermissionMode::Auto,
     );
-    let out = |o| match o {
-        waymark_runtime::session::OpOutcome::Command { output } => output,
-        other => panic!("{other:?}"),
-    };
     for word in ["status", "cancel", "clear", "pause", "resume"] {
         let said = s.submit(user(&format!("/goal {word}"))).await;
         assert!(
