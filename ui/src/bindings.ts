@@ -1155,8 +1155,11 @@ export type GoalOp_Deserialize =
 { op: "show" } | 
 /**  Set a goal; `replace` clears one that is not complete first. */
 { op: "set"; objective: string; budget?: BudgetChange_Deserialize; replace?: boolean } | 
-/**  Queue an objective to become the goal when the current one completes. */
-{ op: "queue"; objective: string } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Deserialize } | { op: "edit_objective"; objective: string } | 
+/**
+ *  Queue an objective to become the goal when the current one completes or is cleared
+ *  (at once when none is unfinished), with the budgets it starts with (G-46).
+ */
+{ op: "queue"; objective: string; budget?: BudgetChange_Deserialize } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Deserialize } | { op: "edit_objective"; objective: string } | 
 /**
  *  Answer a goal the worker reported blocked: `text` goes to the agent as the user's
  *  message and the goal is active again (by the user).
@@ -1172,8 +1175,11 @@ export type GoalOp_Serialize =
 { op: "show" } | 
 /**  Set a goal; `replace` clears one that is not complete first. */
 { op: "set"; objective: string; budget: BudgetChange_Serialize; replace: boolean } | 
-/**  Queue an objective to become the goal when the current one completes. */
-{ op: "queue"; objective: string } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Serialize } | { op: "edit_objective"; objective: string } | 
+/**
+ *  Queue an objective to become the goal when the current one completes or is cleared
+ *  (at once when none is unfinished), with the budgets it starts with (G-46).
+ */
+{ op: "queue"; objective: string; budget: BudgetChange_Serialize } | { op: "pause" } | { op: "resume" } | { op: "clear" } | { op: "edit_budget"; budget: BudgetChange_Serialize } | { op: "edit_objective"; objective: string } | 
 /**
  *  Answer a goal the worker reported blocked: `text` goes to the agent as the user's
  *  message and the goal is active again (by the user).

@@ -276,7 +276,12 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             let g = current.ok_or_else(no_goal)?;
             tx.clear_goal(api.id())?;
             tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
-            "Goal cleared.".into()
+            // The next queued goal, if any, takes its place.
+            if super::runner::start_next_goal(tx, api)? {
+                "Goal cleared; the next queued goal has started.".into()
+            } else {
+                "Goal cleared.".into()
+            }
         }
         GoalOp::EditObjective { objective } => {
             let mut g = current.ok_or_else(no_goal)?;
@@ -302,13 +307,25 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             }
             "Goal updated.".into()
         }
-        GoalOp::Queue { objective } => {
+        GoalOp::Queue { objective, budget } => {
             let objective = objective.trim();
             if objective.is_empty() {
                 return Err(Error::Refused("/goal next needs an objective".into()));
             }
-            tx.enqueue_goal(api.id(), objective)?;
-            "Queued as the next goal; it starts when the current one completes.".into()
+            // The budgets are checked now, not when the goal starts.
+            let budgets = budgets_of(&args_of(budget)?);
+            check_budgets(&budgets)?;
+            check_priced(api, budgets.cost)?;
+            // With no unfinished goal, it starts at once; a paused or blocked goal is the
+            // user's to decide, so the queue waits behind it.
+            if current.as_ref().is_none_or(|g| g.status.is_terminal()) {
+                let mut g = create(tx, api, objective, None, budgets, GoalActor::User)?;
+                continue_goal(tx, &mut g, Nudge::Plain)?;
+                return Ok(format!("No goal was unfinished: it starts now.\n{}", describe(&snapshot(&g), tx.now())));
+            }
+            tx.enqueue_goal(api.id(), objective, &budgets)?;
+            let n = queued_goals(tx.conn(), api.id())?.len();
+            format!("Queued ({n} in line); it starts when the current goal completes or is cleared.")
         }
         GoalOp::EditBudget { budget } => {
             let Some(mut g) = current else {

@@ -203,10 +203,11 @@ pub trait GoalWrites {
     fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()>;
     /// Removes the session's current goal (the row stays for the record).
     fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>>;
-    /// Appends an objective to the queue of upcoming goals.
-    fn enqueue_goal(&mut self, session_id: &str, objective: &str) -> Result<i64>;
-    /// Takes the oldest queued objective.
-    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<String>>;
+    /// Appends an objective, with the budgets it starts with, to the queue of upcoming goals.
+    fn enqueue_goal(&mut self, session_id: &str, objective: &str, budgets: &Budgets)
+    -> Result<i64>;
+    /// Takes the oldest queued objective, with its budgets.
+    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<(String, Budgets)>>;
 }
 
 impl GoalWrites for super::Tx<'_> {
@@ -414,30 +415,58 @@ impl GoalWrites for super::Tx<'_> {
         Ok(id)
     }
 
-    fn enqueue_goal(&mut self, session_id: &str, objective: &str) -> Result<i64> {
+    fn enqueue_goal(
+        &mut self,
+        session_id: &str,
+        objective: &str,
+        budgets: &Budgets,
+    ) -> Result<i64> {
         let now = self.now();
         let objective = self.redact(objective).into_owned();
+        let n = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
         self.conn().execute(
-            "INSERT INTO goal_queue (session_id, objective, created_at) VALUES (?1, ?2, ?3)",
-            params![session_id, objective, now],
+            "INSERT INTO goal_queue (session_id, objective, created_at, token_budget, turn_budget,
+             time_budget_ms, cost_budget_micros) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                session_id,
+                objective,
+                now,
+                n(budgets.tokens),
+                n(budgets.turns),
+                n(budgets.time_ms),
+                n(budgets.cost)
+            ],
         )?;
         Ok(self.conn().last_insert_rowid())
     }
 
-    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<String>> {
-        let row: Option<(i64, String)> = self
+    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<(String, Budgets)>> {
+        let u = |v: Option<i64>| v.map(|v| v.max(1) as u64);
+        let row: Option<(i64, String, Budgets)> = self
             .conn()
             .query_row(
-                "SELECT id, objective FROM goal_queue WHERE session_id = ?1 ORDER BY id LIMIT 1",
+                "SELECT id, objective, token_budget, turn_budget, time_budget_ms, cost_budget_micros
+                 FROM goal_queue WHERE session_id = ?1 ORDER BY id LIMIT 1",
                 [session_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        Budgets {
+                            tokens: u(r.get(2)?),
+                            turns: u(r.get(3)?),
+                            time_ms: u(r.get(4)?),
+                            cost: u(r.get(5)?),
+                        },
+                    ))
+                },
             )
             .optional()?;
         match row {
-            Some((id, objective)) => {
+            Some((id, objective, budgets)) => {
                 self.conn()
                     .execute("DELETE FROM goal_queue WHERE id = ?1", [id])?;
-                Ok(Some(objective))
+                Ok(Some((objective, budgets)))
             }
             None => Ok(None),
         }
@@ -604,14 +633,16 @@ mod tests {
         assert_eq!(g.objective, "fix the build on CI");
         assert_eq!(g.counters.repeated_replies, 2);
         store
-            .write(3, |tx| tx.enqueue_goal(&s, "then the docs"))
+            .write(3, |tx| {
+                tx.enqueue_goal(&s, "then the docs", &Budgets::default())
+            })
             .unwrap();
         assert_eq!(
             store.read(|c| queued_goals(c, &s)).unwrap(),
             vec!["then the docs"]
         );
         let (next, _) = store.write(4, |tx| tx.pop_goal_queue(&s)).unwrap();
-        assert_eq!(next.as_deref(), Some("then the docs"));
+        assert_eq!(next.map(|(o, _)| o).as_deref(), Some("then the docs"));
         let (cleared, _) = store.write(5, |tx| tx.clear_goal(&s)).unwrap();
         assert_eq!(cleared.as_deref(), Some("g1"));
         assert!(store.read(|c| current_goal(c, &s)).unwrap().is_none());

@@ -453,20 +453,15 @@ pub(crate) async fn settle(
     Ok(())
 }
 
-/// After a goal completes, the next queued objective becomes the goal (`/goal next`).
-fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<()> {
-    if let Some(objective) = tx.pop_goal_queue(api.id())? {
-        let mut g = super::commands::create(
-            tx,
-            api,
-            &objective,
-            None,
-            Default::default(),
-            GoalActor::User,
-        )?;
-        continue_goal(tx, &mut g, Nudge::Plain)?;
-    }
-    Ok(())
+/// After a goal completes or is cleared, the next queued objective becomes the goal, with
+/// the budgets it was queued with (`/goal next`, G-46). Returns whether one started.
+pub(crate) fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<bool> {
+    let Some((objective, budgets)) = tx.pop_goal_queue(api.id())? else {
+        return Ok(false);
+    };
+    let mut g = super::commands::create(tx, api, &objective, None, budgets, GoalActor::User)?;
+    continue_goal(tx, &mut g, Nudge::Plain)?;
+    Ok(true)
 }
 
 /// The final recheck of a goal continuation before it runs.

@@ -232,9 +232,12 @@ pub enum GoalOp {
         #[serde(default)]
         replace: bool,
     },
-    /// Queue an objective to become the goal when the current one completes.
+    /// Queue an objective to become the goal when the current one completes or is cleared
+    /// (at once when none is unfinished), with the budgets it starts with (G-46).
     Queue {
         objective: String,
+        #[serde(default)]
+        budget: BudgetChange,
     },
     Pause,
     Resume,

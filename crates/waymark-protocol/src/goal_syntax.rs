@@ -370,9 +370,18 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
         "reply" => GoalOp::Reply {
             text: rest.to_string(),
         },
-        "next" => GoalOp::Queue {
-            objective: text("an objective")?,
-        },
+        "next" => {
+            let (objective, b) = split_args(rest)?;
+            if objective.is_empty() {
+                return Err(BudgetSyntaxError::Grammar(
+                    "`/goal next` needs an objective: /goal next <objective> [tokens=… turns=… time=… cost=…]".into(),
+                ));
+            }
+            GoalOp::Queue {
+                objective,
+                budget: change_of(&b),
+            }
+        }
         "replace" => {
             let (objective, b) = split_args(rest)?;
             GoalOp::Set {

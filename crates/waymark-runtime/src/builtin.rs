@@ -85,10 +85,10 @@ mod store_tests {
             })
             .unwrap();
         // Plan at version 4 (comments, grant scopes, its own session table), goal at 5
-        // (question, usage limit, steps, its own session and turn tables and the cost budget
-        // on top), checkpoints at 2 (their mode records) and worktrees at 2 (the user's
-        // identity).
-        assert_eq!((objective.as_str(), versions), ("keep me", 14));
+        // (question, usage limit, steps, its own session and turn tables, the cost budget and
+        // the queued goals' budgets on top), checkpoints at 2 (their mode records) and
+        // worktrees at 2 (the user's identity).
+        assert_eq!((objective.as_str(), versions), ("keep me", 15));
         // The current goal moved to the goal's own table; the core columns are empty.
         let (current, left): (String, Option<String>) = store
             .read(|c| {

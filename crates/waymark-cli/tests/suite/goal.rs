@@ -222,18 +222,10 @@ fn goal_next_and_a_refused_budget_change_in_a_continuation() {
     ]}));
     let out = env.exec(
         &model,
-        &["--permission", "auto", "/goal next write the docs"],
+        &["--permission", "auto", "--json", "/goal fix the bug budget=50K"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let sid = env.only_session();
-    let out = env.run(&[
-        "exec",
-        "--session",
-        &sid,
-        "--json",
-        "/goal fix the bug budget=50K",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let ev = json_lines(&out);
     let refused = ev
         .iter()
@@ -250,6 +242,9 @@ fn goal_next_and_a_refused_budget_change_in_a_continuation() {
         ev.iter().any(|e| e["type"] == "goal.updated"),
         "--json shows the snapshots"
     );
+    // With no goal unfinished, the next one starts at once (G-46).
+    let out = env.run(&["exec", "--session", &sid, "/goal next write the docs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let show: Value = serde_json::from_slice(
         &env.run(&["goal", "show", "--session", &sid, "--json"])
             .stdout,

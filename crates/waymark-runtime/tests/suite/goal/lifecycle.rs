@@ -138,8 +138,9 @@ async fn g_9_goal_next_starts_after_completion() {
         json!({"responses": [claim("first done"), claim("second done")]}),
         PermissionMode::Auto,
     );
-    s.submit(user("/goal next write the docs")).await.unwrap();
-    run(&s, user("/goal fix the bug")).await;
+    // Queued behind the running goal (or, had that one finished first, started at once).
+    s.submit(user("/goal fix the bug")).await.unwrap();
+    run(&s, user("/goal next write the docs")).await;
     let g = goal(&h, &s);
     assert_eq!(g.objective, "write the docs");
     assert_eq!(
@@ -371,6 +372,60 @@ async fn g_40_command_words_never_become_goals() {
     assert!(
         help.contains("/goal next <objective>") && help.contains("in quotes"),
         "{help}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// G-46 (issue 38, item 4): the goal queue. A queued goal never starts over a paused goal
+/// (the user decides that one); it starts when the goal is cleared, with the budgets it was
+/// queued with, which were checked when it was queued; with no unfinished goal it starts at
+/// once.
+#[tokio::test]
+async fn g_46_a_queued_goal_starts_after_clear_never_over_a_paused_goal() {
+    let h = Harness::new(config(Verification::None));
+    let s = h.held_session(
+        json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}),
+        PermissionMode::Auto,
+    );
+    out(s.submit(user("/goal first job")).await.unwrap());
+    out(s.submit(user("/goal pause")).await.unwrap());
+    let said = out(s
+        .submit(user("/goal next second job tokens=5K"))
+        .await
+        .unwrap());
+    assert!(said.contains("1 in line"), "{said}");
+    let g = goal(&h, &s);
+    assert_eq!(
+        (g.objective.as_str(), g.status),
+        ("first job", GoalStatus::Paused),
+        "nothing starts over a paused goal"
+    );
+    // Checked when queued: a cost budget on a model with no price is refused now.
+    let e = s
+        .submit(user("/goal next third job cost=$1"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("price"), "{e}");
+    // Cleared: the queued goal takes its place, with its budget.
+    let said = out(s.submit(user("/goal clear")).await.unwrap());
+    assert!(said.contains("next queued goal has started"), "{said}");
+    let g = goal(&h, &s);
+    assert_eq!(
+        (g.objective.as_str(), g.status, g.budget.tokens.limit),
+        ("second job", GoalStatus::Active, Some(5_000))
+    );
+    // Nothing queued is left: cleared, the session has no goal; the next one starts at once.
+    out(s.submit(user("/goal clear")).await.unwrap());
+    assert!(h.runtime.goal(s.id()).unwrap().is_none());
+    let said = out(s
+        .submit(user("/goal next \"fourth job\" turns=3"))
+        .await
+        .unwrap());
+    assert!(said.contains("starts now"), "{said}");
+    let g = goal(&h, &s);
+    assert_eq!(
+        (g.objective.as_str(), g.budget.main_turns.limit),
+        ("fourth job", Some(3))
     );
     s.shutdown().await.unwrap();
 }
