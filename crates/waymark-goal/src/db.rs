@@ -206,8 +206,10 @@ pub trait GoalWrites {
     /// Appends an objective, with the budgets it starts with, to the queue of upcoming goals.
     fn enqueue_goal(&mut self, session_id: &str, objective: &str, budgets: &Budgets)
     -> Result<i64>;
-    /// Takes the oldest queued objective, with its budgets.
-    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<(String, Budgets)>>;
+    /// The oldest queued objective, with its id and budgets (left queued).
+    fn next_queued_goal(&mut self, session_id: &str) -> Result<Option<(i64, String, Budgets)>>;
+    /// Removes a queued objective (it started).
+    fn drop_queued_goal(&mut self, id: i64) -> Result<()>;
 }
 
 impl GoalWrites for super::Tx<'_> {
@@ -440,7 +442,7 @@ impl GoalWrites for super::Tx<'_> {
         Ok(self.conn().last_insert_rowid())
     }
 
-    fn pop_goal_queue(&mut self, session_id: &str) -> Result<Option<(String, Budgets)>> {
+    fn next_queued_goal(&mut self, session_id: &str) -> Result<Option<(i64, String, Budgets)>> {
         let u = |v: Option<i64>| v.map(|v| v.max(1) as u64);
         let row: Option<(i64, String, Budgets)> = self
             .conn()
@@ -462,14 +464,13 @@ impl GoalWrites for super::Tx<'_> {
                 },
             )
             .optional()?;
-        match row {
-            Some((id, objective, budgets)) => {
-                self.conn()
-                    .execute("DELETE FROM goal_queue WHERE id = ?1", [id])?;
-                Ok(Some((objective, budgets)))
-            }
-            None => Ok(None),
-        }
+        Ok(row)
+    }
+
+    fn drop_queued_goal(&mut self, id: i64) -> Result<()> {
+        self.conn()
+            .execute("DELETE FROM goal_queue WHERE id = ?1", [id])?;
+        Ok(())
     }
 }
 
@@ -641,8 +642,11 @@ mod tests {
             store.read(|c| queued_goals(c, &s)).unwrap(),
             vec!["then the docs"]
         );
-        let (next, _) = store.write(4, |tx| tx.pop_goal_queue(&s)).unwrap();
-        assert_eq!(next.map(|(o, _)| o).as_deref(), Some("then the docs"));
+        let (next, _) = store.write(4, |tx| tx.next_queued_goal(&s)).unwrap();
+        let (id, objective, _) = next.unwrap();
+        assert_eq!(objective, "then the docs");
+        store.write(4, |tx| tx.drop_queued_goal(id)).unwrap();
+        assert!(store.read(|c| queued_goals(c, &s)).unwrap().is_empty());
         let (cleared, _) = store.write(5, |tx| tx.clear_goal(&s)).unwrap();
         assert_eq!(cleared.as_deref(), Some("g1"));
         assert!(store.read(|c| current_goal(c, &s)).unwrap().is_none());

@@ -11,7 +11,7 @@ use crate::db::{GoalRow, TurnGoal, current_goal, turn_goal};
 use std::time::Duration;
 use waymark_extension::Dequeue;
 use waymark_extension::SessionApi;
-use waymark_extension::error::Result;
+use waymark_extension::error::{Error, Result};
 use waymark_protocol::GoalUpdateKind;
 use waymark_protocol::config::Verification;
 use waymark_protocol::{
@@ -208,8 +208,12 @@ pub(crate) fn budget_spent(api: &SessionApi, turn_id: i64) -> Result<bool> {
         return Ok(true);
     }
     api.read(|c| {
-        let (Some(g), Some(t)) = (current_goal(c, api.id())?, store::turns::get(c, turn_id)?)
-        else {
+        // The turn's own goal: one that replaced it meanwhile (cleared, the next queued one
+        // started) is not this turn's to spend.
+        let (Some(g), Some(t)) = (
+            current_goal(c, api.id())?.filter(|g| tg.goal_id.as_deref() == Some(g.id.as_str())),
+            store::turns::get(c, turn_id)?,
+        ) else {
             return Ok(false);
         };
         let elapsed = t.active_ms(api.now_ms());
@@ -455,13 +459,32 @@ pub(crate) async fn settle(
 
 /// After a goal completes or is cleared, the next queued objective becomes the goal, with
 /// the budgets it was queued with (`/goal next`, G-46). Returns whether one started.
+/// A queued goal that can no longer start (its cost budget on a model that lost its price)
+/// stays queued, and the session says why: the goal that ended, or the clear, stands.
 pub(crate) fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<bool> {
-    let Some((objective, budgets)) = tx.pop_goal_queue(api.id())? else {
+    let Some((id, objective, budgets)) = tx.next_queued_goal(api.id())? else {
         return Ok(false);
     };
-    let mut g = super::commands::create(tx, api, &objective, None, budgets, GoalActor::User)?;
-    continue_goal(tx, &mut g, Nudge::Plain)?;
-    Ok(true)
+    match super::commands::create(tx, api, &objective, None, budgets, GoalActor::User) {
+        Ok(mut g) => {
+            tx.drop_queued_goal(id)?;
+            continue_goal(tx, &mut g, Nudge::Plain)?;
+            Ok(true)
+        }
+        Err(e @ (Error::Refused(_) | Error::Unpriced(_))) => {
+            tx.emit(
+                api.id(),
+                EventKind::CommandOutput {
+                    command: "goal".into(),
+                    text: format!(
+                        "The next queued goal did not start: {e}. It stays queued; start it with /goal next after changing what stopped it."
+                    ),
+                },
+            )?;
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The final recheck of a goal continuation before it runs.
@@ -711,12 +734,15 @@ pub(crate) fn turn_report(
 /// The goal a turn works for and what the turn has spent so far (nothing once it has
 /// finished: its usage is in the goal then; the verifier runs after it).
 fn goal_of_turn(api: &SessionApi, turn_id: i64) -> Result<Option<(GoalRow, super::Extra)>> {
-    if turn_goal_of(api, turn_id)?.goal_id.is_none() {
+    let Some(goal_id) = turn_goal_of(api, turn_id)?.goal_id else {
         return Ok(None);
-    }
+    };
     api.read(|c| {
-        let (Some(g), Some(t)) = (current_goal(c, api.id())?, store::turns::get(c, turn_id)?)
-        else {
+        // Only the turn's own goal: a goal that took its place meanwhile is not charged.
+        let (Some(g), Some(t)) = (
+            current_goal(c, api.id())?.filter(|g| g.id == goal_id),
+            store::turns::get(c, turn_id)?,
+        ) else {
             return Ok(None);
         };
         let spent = if t.status == store::TurnStatus::Finished {

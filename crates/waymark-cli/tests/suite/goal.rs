@@ -222,7 +222,12 @@ fn goal_next_and_a_refused_budget_change_in_a_continuation() {
     ]}));
     let out = env.exec(
         &model,
-        &["--permission", "auto", "--json", "/goal fix the bug budget=50K"],
+        &[
+            "--permission",
+            "auto",
+            "--json",
+            "/goal fix the bug budget=50K",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let sid = env.only_session();

@@ -430,6 +430,53 @@ async fn g_46_a_queued_goal_starts_after_clear_never_over_a_paused_goal() {
     s.shutdown().await.unwrap();
 }
 
+/// The red-team's attack on the queue: a queued goal with a cost budget whose model lost its
+/// price by the time it is due. It cannot start, so it stays queued and the session says why;
+/// the clear (as a completion would) still stands, never failing or looping.
+#[tokio::test]
+async fn g_46_a_queued_goal_that_cannot_start_stays_queued_and_the_clear_stands() {
+    let h = Harness::new(config(Verification::None));
+    let priced = h.script(json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}));
+    let unpriced =
+        h.script(json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"}));
+    let mut c = config(Verification::None);
+    c.pricing.insert(
+        priced.clone(),
+        waymark_protocol::cost::Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 2.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    let rt = h.reopen(|o| o.config = c.clone());
+    let s = rt
+        .create_session(waymark_runtime::SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(priced),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: true,
+        })
+        .unwrap();
+    out(s.submit(user("/goal first job")).await.unwrap());
+    out(s
+        .submit(user("/goal next second job cost=$1"))
+        .await
+        .unwrap());
+    s.submit(Op::SetModel { model: unpriced }).await.unwrap();
+    let said = out(s.submit(user("/goal clear")).await.unwrap());
+    assert_eq!(said, "Goal cleared.");
+    assert!(rt.goal(s.id()).unwrap().is_none(), "the clear stands");
+    let events = rt.events(s.id(), 0, 10_000).unwrap();
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+            EventKind::CommandOutput { text, .. } if text.contains("did not start") && text.contains("stays queued"))),
+        "the session says why"
+    );
+    let shown = out(s.submit(user("/goal status")).await.unwrap());
+    assert!(shown.contains("No goal is set"), "{shown}");
+    s.shutdown().await.unwrap();
+}
+
 /// G-21 (issue 38, item 9): continuation prompts add up. After a turn without progress the
 /// short prompt comes first and the no-progress nudge is added after it, in one message.
 #[tokio::test]
