@@ -584,7 +584,8 @@ impl Config {
                 .split_once(':')
                 .is_none_or(|(p, n)| p.is_empty() || n.is_empty())
                 || m.chars().count() > 200
-                || m.chars().any(|c| c.is_control() || c.is_whitespace()))
+                || m.chars()
+                    .any(|c| c.is_whitespace() || crate::display::needs_escape(c)))
         {
             return Err(ConfigError::new(
                 "goal.evaluator_model",
@@ -708,6 +709,9 @@ mod tests {
             "openai:",
             "openai:gpt 4",
             r"openai:\u0007x",
+            // Invisible ones too (a bidi override, a zero-width space), as a switch refuses.
+            r"openai:gpt\u202e4",
+            r"openai:gpt\u200b4",
         ] {
             let json = format!(r#"{{"goal": {{"evaluator_model": "{bad}"}}}}"#);
             let e = Config::from_json(&json).unwrap_err();
