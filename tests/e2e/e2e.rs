@@ -54,6 +54,18 @@ fn ended(out: &std::process::Output, code: i32) {
     );
 }
 
+/// Session `id` as `waymark sessions --json` lists it (what the store holds).
+fn listed_session(desk: &Desk, id: &str) -> serde_json::Value {
+    let out = desk.cli(&["sessions", "--json"]);
+    succeeded(&out);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    listed
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["id"] == id))
+        .cloned()
+        .unwrap_or_else(|| panic!("session {id} is not listed: {listed}"))
+}
+
 /// A workspace folder with one file in it.
 fn workspace(desk: &Desk, name: &str) -> PathBuf {
     let ws = desk.dir.path().join(name);

@@ -349,15 +349,6 @@ async fn a_proposed_goal_is_set_with_the_permission_mode_chosen_in_its_dialog() 
     app.click("[data-testid=approve-goal]").await;
     app.wait_text("[data-testid=transcript]", "Tidying the notes.")
         .await;
-    let listed = desk.cli(&["sessions", "--json"]);
-    succeeded(&listed);
-    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
-    let mode = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id.as_str())
-        .map(|s| s["permission_mode"].clone());
-    assert_eq!(mode, Some(serde_json::json!("auto-edit")), "{listed}");
+    assert_eq!(listed_session(&desk, &id)["permission_mode"], "auto-edit");
     app.quit().await;
 }

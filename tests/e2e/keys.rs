@@ -155,15 +155,6 @@ async fn shift_tab_enters_plan_mode_and_in_plan_mode_leaves_it() {
     app.wait_text("[data-testid=composer-dock]", "Shift+Tab: plan first")
         .await;
     app.shot("keys-6-left-plan").await;
-    let shown = desk.cli(&["sessions", "--json"]);
-    succeeded(&shown);
-    let listed: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-    let mode = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == id.as_str())
-        .map(|s| s["interaction_mode"].clone());
-    assert_eq!(mode, Some(serde_json::json!("default")), "{listed}");
+    assert_eq!(listed_session(&desk, &id)["interaction_mode"], "default");
     app.quit().await;
 }

@@ -489,18 +489,8 @@ async fn g_21_the_no_progress_nudge_is_added_to_the_continuation() {
     run(&s, user("/goal tidy the docs")).await;
     let reqs = rec.requests.lock().unwrap().clone();
     assert!(reqs.len() >= 2, "{}", reqs.len());
-    let last_user = |i: usize| {
-        reqs[i]
-            .messages
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                ModelMessage::User { text } => Some(text.clone()),
-                _ => None,
-            })
-            .unwrap()
-    };
-    let second = last_user(1);
+    // The newest user message of the second request: its continuation.
+    let second = super::super::plan::first_user_text(&reqs[1]);
     let (plain, nudge) = (
         second.find("Continue working toward the goal."),
         second.find("Do not repeat yourself"),
