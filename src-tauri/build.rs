@@ -57,6 +57,7 @@ const COMMANDS: &[&str] = &[
     "approve_in_worktree",
     "goal_board",
     "board_reply",
+    "board_goal",
     "daily_spend",
 ];
 

@@ -74,6 +74,7 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             safety::approve_in_worktree::<tauri::Wry>,
             safety::goal_board,
             safety::board_reply::<tauri::Wry>,
+            safety::board_goal::<tauri::Wry>,
             safety::daily_spend,
             mcp::mcp_servers,
             mcp::mcp_prompts,

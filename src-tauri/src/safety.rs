@@ -203,6 +203,23 @@ pub async fn board_reply<R: tauri::Runtime>(
     Ok(())
 }
 
+/// Changes a board row's goal or its queue (G-46): the session is opened here if it is
+/// not, then `op` goes to it as from its Goal tab.
+#[tauri::command]
+#[specta::specta]
+pub async fn board_goal<R: tauri::Runtime>(
+    app: AppHandle<R>,
+    host: State<'_, Host>,
+    id: String,
+    op: GoalOp,
+) -> IpcResult<String> {
+    host.open(&app, &id)?;
+    match host.handle(&id)?.submit(Op::Goal { op }).await? {
+        waymark_runtime::session::OpOutcome::Command { output } => Ok(output),
+        _ => Ok(String::new()),
+    }
+}
+
 /// Today's spending across every session, against `limits.daily_cost_usd`.
 #[tauri::command]
 #[specta::specta]

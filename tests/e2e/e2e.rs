@@ -14,6 +14,7 @@ mod keys;
 mod layout;
 mod mcp;
 mod plan;
+mod queue;
 mod safety;
 mod sessions;
 mod settings;

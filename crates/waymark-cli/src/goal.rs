@@ -35,6 +35,45 @@ pub(crate) enum GoalCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The goals queued to follow the session's goal (G-46).
+    Queue {
+        #[command(subcommand)]
+        action: QueueAction,
+    },
+}
+
+/// What `waymark goal queue` does. Queued goals are named by their place in line (1 first),
+/// as `list` shows them.
+#[derive(Subcommand)]
+pub(crate) enum QueueAction {
+    /// The queue in line order (`--json`: the queued goals with their ids and budgets).
+    List {
+        #[arg(long)]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Queue a goal: the objective, optionally followed by budgets as in `/goal`
+    /// (`"Write the release notes" tokens=20K time=1h`). With no unfinished goal it starts
+    /// at once (run the session with `waymark exec --session …`).
+    Add {
+        #[arg(long)]
+        session: String,
+        text: String,
+    },
+    /// Take the goal at place `place` out of the queue.
+    Remove {
+        #[arg(long)]
+        session: String,
+        place: usize,
+    },
+    /// Move the goal at place `from` to place `to`.
+    Move {
+        #[arg(long)]
+        session: String,
+        from: usize,
+        to: usize,
+    },
 }
 
 pub(crate) async fn goal_command(
@@ -75,6 +114,83 @@ pub(crate) async fn goal_command(
             let handle = runtime.open_session(&session, SessionSpec::default())?;
             return drive(runtime, handle, Some(op), json, DEFAULT_WAIT_LIMIT).await;
         }
+        GoalCommand::Queue { action } => return queue_command(runtime, action).await,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn queue_command(runtime: &Runtime, action: QueueAction) -> anyhow::Result<ExitCode> {
+    use waymark_protocol::GoalOp;
+    // A place in line as the list shows it, to the queued goal's id.
+    let id_at = |session: &str, place: usize| -> anyhow::Result<i64> {
+        let queue = runtime.goal_queue(session)?;
+        place
+            .checked_sub(1)
+            .and_then(|i| queue.get(i))
+            .map(|q| q.id)
+            .ok_or_else(|| match queue.len() {
+                0 => anyhow::anyhow!("the goal queue is empty"),
+                n => anyhow::anyhow!(
+                    "there is no place {place} in the queue: it holds {n} (1 to {n})"
+                ),
+            })
+    };
+    let (session, op) = match action {
+        QueueAction::List { session, json } => {
+            let queue = runtime.goal_queue(&session)?;
+            if json {
+                crate::term::json(&queue, true)?;
+            } else if queue.is_empty() {
+                outln!("the goal queue is empty");
+            } else {
+                for (i, q) in queue.iter().enumerate() {
+                    outln!("{}. {}{}", i + 1, q.objective, budget_words(q));
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        QueueAction::Add { session, text } => {
+            let (objective, budget) =
+                match waymark_runtime::goal::parse_command(&format!("next {text}")) {
+                    Ok(GoalOp::Queue { objective, budget }) => (objective, budget),
+                    Ok(_) => return Err(anyhow::anyhow!("give the objective to queue")),
+                    Err(e) => return Err(anyhow::anyhow!("{e}")),
+                };
+            (session, GoalOp::Queue { objective, budget })
+        }
+        QueueAction::Remove { session, place } => {
+            let id = id_at(&session, place)?;
+            (session, GoalOp::Unqueue { id })
+        }
+        QueueAction::Move { session, from, to } => {
+            let id = id_at(&session, from)?;
+            let to = u32::try_from(to.max(1) - 1).unwrap_or(u32::MAX);
+            (session, GoalOp::MoveQueued { id, to })
+        }
+    };
+    let said = crate::submit_without_running_for(runtime, &session, Op::Goal { op }).await?;
+    outln!("{said}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A queued goal's budgets in words (empty when it has none of its own).
+fn budget_words(q: &waymark_protocol::QueuedGoal) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = q.tokens {
+        parts.push(format!("tokens={t}"));
+    }
+    if let Some(t) = q.turns {
+        parts.push(format!("turns={t}"));
+    }
+    if let Some(s) = q.seconds {
+        parts.push(format!("time={s}s"));
+    }
+    if let Some(c) = q.cost_micros {
+        parts.push(format!("cost=${:.2}", c as f64 / 1e6));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("  ({})", parts.join(" "))
+    }
 }

@@ -322,6 +322,17 @@ impl Printer {
                 outln!("◎ goal cleared");
             }
             EventKind::GoalUpdated { .. } => {}
+            EventKind::GoalQueue { queue } => {
+                self.end_line();
+                match queue.first() {
+                    Some(q) => outln!(
+                        "◎ goal queue: {} waiting, next: {}",
+                        queue.len(),
+                        safe(&q.objective)
+                    ),
+                    None => outln!("◎ goal queue empty"),
+                }
+            }
             EventKind::SessionError { error } => {
                 self.end_line();
                 errln!("error: {}: {}", error.code, safe(&error.message));

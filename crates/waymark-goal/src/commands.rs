@@ -5,7 +5,7 @@ use super::prompts::Nudge;
 use super::runner::{continue_goal, emit_update, transition};
 use super::{Dimension, describe, exhausted, report, snapshot};
 use crate::db::GoalWrites;
-use crate::db::{Budgets, GoalRow, current_goal, queued_goals};
+use crate::db::{Budgets, GoalRow, current_goal, queued_goal, queued_goals};
 use waymark_extension::SessionApi;
 use waymark_extension::commands::{CommandContext, CommandSpec, SlashCommand};
 use waymark_extension::error::{Error, Result};
@@ -224,7 +224,8 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 let queued = queued_goals(tx.conn(), api.id())?;
                 let mut s = describe(&snapshot(&g), tx.now());
                 if !queued.is_empty() {
-                    s.push_str(&format!("\nNext: {}", queued.join(" · ")));
+                    let line: Vec<&str> = queued.iter().map(|q| q.objective.as_str()).collect();
+                    s.push_str(&format!("\nNext: {}", line.join(" · ")));
                 }
                 s
             }
@@ -323,9 +324,56 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 continue_goal(tx, &mut g, Nudge::Plain)?;
                 return Ok(format!("No goal was unfinished: it starts now.\n{}", describe(&snapshot(&g), tx.now())));
             }
+            if queued_goals(tx.conn(), api.id())?.len() >= MAX_QUEUED {
+                return Err(Error::Refused(format!("the queue is full ({MAX_QUEUED} goals): start or remove one first")));
+            }
             tx.enqueue_goal(api.id(), objective, &budgets)?;
             let n = queued_goals(tx.conn(), api.id())?.len();
             format!("Queued ({n} in line); it starts when the current goal completes or is cleared.")
+        }
+        GoalOp::Unqueue { id } => {
+            if !tx.drop_queued_goal(api.id(), *id)? {
+                return Err(not_queued(*id));
+            }
+            "Taken out of the queue.".into()
+        }
+        GoalOp::MoveQueued { id, to } => {
+            if !tx.move_queued_goal(api.id(), *id, *to)? {
+                return Err(not_queued(*id));
+            }
+            "Queue reordered.".into()
+        }
+        GoalOp::EditQueued { id, objective, budget } => {
+            let (old, mut budgets) = queued_goal(tx.conn(), api.id(), *id)?.ok_or_else(|| not_queued(*id))?;
+            let objective = match objective.trim() {
+                "" => old,
+                o => o.to_string(),
+            };
+            // Checked as when it was queued: the new budgets must hold when it starts.
+            let args = args_of(budget)?;
+            let keep = |change: Option<Option<u64>>, was: Option<u64>| change.unwrap_or(was);
+            budgets = Budgets {
+                tokens: keep(args.tokens, budgets.tokens),
+                turns: keep(args.turns, budgets.turns),
+                time_ms: keep(args.time_ms, budgets.time_ms),
+                cost: keep(args.cost, budgets.cost),
+            };
+            check_budgets(&budgets)?;
+            check_priced(api, budgets.cost)?;
+            tx.edit_queued_goal(api.id(), *id, &objective, &budgets)?;
+            "Queued goal changed.".into()
+        }
+        GoalOp::StartQueued { id } => {
+            let (objective, budgets) = queued_goal(tx.conn(), api.id(), *id)?.ok_or_else(|| not_queued(*id))?;
+            // The user chose it over the goal in hand: that one is cleared, kept for the record.
+            if let Some(g) = current {
+                tx.clear_goal(api.id())?;
+                tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
+            }
+            let mut g = create(tx, api, &objective, None, budgets, GoalActor::User)?;
+            tx.drop_queued_goal(api.id(), *id)?;
+            continue_goal(tx, &mut g, Nudge::Plain)?;
+            format!("Started from the queue.\n{}", describe(&snapshot(&g), tx.now()))
         }
         GoalOp::EditBudget { budget } => {
             let Some(mut g) = current else {
@@ -388,6 +436,15 @@ impl SlashCommand for GoalCommand {
         check_enabled(api)?;
         apply(cx.tx, api, &parse(args)?)
     }
+}
+
+/// How many goals may wait in one session's queue.
+const MAX_QUEUED: usize = 100;
+
+fn not_queued(id: i64) -> Error {
+    Error::Refused(format!(
+        "no goal #{id} is in this session's queue (it may have started or been removed)"
+    ))
 }
 
 pub(crate) fn budgets_of(b: &BudgetArgs) -> Budgets {

@@ -203,13 +203,23 @@ pub trait GoalWrites {
     fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()>;
     /// Removes the session's current goal (the row stays for the record).
     fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>>;
-    /// Appends an objective, with the budgets it starts with, to the queue of upcoming goals.
+    /// Appends an objective, with the budgets it starts with, to the end of the queue.
     fn enqueue_goal(&mut self, session_id: &str, objective: &str, budgets: &Budgets)
     -> Result<i64>;
-    /// The oldest queued objective, with its id and budgets (left queued).
+    /// The first queued goal in line, with its id and budgets (left queued).
     fn next_queued_goal(&mut self, session_id: &str) -> Result<Option<(i64, String, Budgets)>>;
-    /// Removes a queued objective (it started).
-    fn drop_queued_goal(&mut self, id: i64) -> Result<()>;
+    /// Removes a queued goal (it started, or the user took it out); false if it is not queued.
+    fn drop_queued_goal(&mut self, session_id: &str, id: i64) -> Result<bool>;
+    /// Moves a queued goal to line position `to` (0 first; past the end, last).
+    fn move_queued_goal(&mut self, session_id: &str, id: i64, to: u32) -> Result<bool>;
+    /// Changes a queued goal's objective and budgets.
+    fn edit_queued_goal(
+        &mut self,
+        session_id: &str,
+        id: i64,
+        objective: &str,
+        budgets: &Budgets,
+    ) -> Result<bool>;
 }
 
 impl GoalWrites for super::Tx<'_> {
@@ -428,7 +438,9 @@ impl GoalWrites for super::Tx<'_> {
         let n = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
         self.conn().execute(
             "INSERT INTO goal_queue (session_id, objective, created_at, token_budget, turn_budget,
-             time_budget_ms, cost_budget_micros) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             time_budget_ms, cost_budget_micros, position)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,
+                 (SELECT COALESCE(MAX(position), 0) + 1 FROM goal_queue WHERE session_id = ?1))",
             params![
                 session_id,
                 objective,
@@ -439,39 +451,118 @@ impl GoalWrites for super::Tx<'_> {
                 n(budgets.cost)
             ],
         )?;
-        Ok(self.conn().last_insert_rowid())
+        let id = self.conn().last_insert_rowid();
+        emit_queue(self, session_id)?;
+        Ok(id)
     }
 
     fn next_queued_goal(&mut self, session_id: &str) -> Result<Option<(i64, String, Budgets)>> {
-        let u = |v: Option<i64>| v.map(|v| v.max(1) as u64);
-        let row: Option<(i64, String, Budgets)> = self
-            .conn()
-            .query_row(
-                "SELECT id, objective, token_budget, turn_budget, time_budget_ms, cost_budget_micros
-                 FROM goal_queue WHERE session_id = ?1 ORDER BY id LIMIT 1",
-                [session_id],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        Budgets {
-                            tokens: u(r.get(2)?),
-                            turns: u(r.get(3)?),
-                            time_ms: u(r.get(4)?),
-                            cost: u(r.get(5)?),
-                        },
-                    ))
-                },
-            )
-            .optional()?;
-        Ok(row)
+        Ok(queued(self.conn(), session_id)?
+            .into_iter()
+            .next()
+            .map(|(id, objective, b)| (id, objective, b)))
     }
 
-    fn drop_queued_goal(&mut self, id: i64) -> Result<()> {
-        self.conn()
-            .execute("DELETE FROM goal_queue WHERE id = ?1", [id])?;
-        Ok(())
+    fn drop_queued_goal(&mut self, session_id: &str, id: i64) -> Result<bool> {
+        let n = self.conn().execute(
+            "DELETE FROM goal_queue WHERE id = ?1 AND session_id = ?2",
+            params![id, session_id],
+        )?;
+        if n > 0 {
+            emit_queue(self, session_id)?;
+        }
+        Ok(n > 0)
     }
+
+    fn move_queued_goal(&mut self, session_id: &str, id: i64, to: u32) -> Result<bool> {
+        let mut ids: Vec<i64> = queued(self.conn(), session_id)?
+            .into_iter()
+            .map(|(id, ..)| id)
+            .collect();
+        let Some(from) = ids.iter().position(|&q| q == id) else {
+            return Ok(false);
+        };
+        ids.remove(from);
+        ids.insert((to as usize).min(ids.len()), id);
+        for (i, q) in ids.iter().enumerate() {
+            self.conn().execute(
+                "UPDATE goal_queue SET position = ?1 WHERE id = ?2",
+                params![i as i64 + 1, q],
+            )?;
+        }
+        emit_queue(self, session_id)?;
+        Ok(true)
+    }
+
+    fn edit_queued_goal(
+        &mut self,
+        session_id: &str,
+        id: i64,
+        objective: &str,
+        budgets: &Budgets,
+    ) -> Result<bool> {
+        let objective = self.redact(objective).into_owned();
+        let n = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+        let changed = self.conn().execute(
+            "UPDATE goal_queue SET objective = ?3, token_budget = ?4, turn_budget = ?5,
+                time_budget_ms = ?6, cost_budget_micros = ?7
+             WHERE id = ?1 AND session_id = ?2",
+            params![
+                id,
+                session_id,
+                objective,
+                n(budgets.tokens),
+                n(budgets.turns),
+                n(budgets.time_ms),
+                n(budgets.cost)
+            ],
+        )?;
+        if changed > 0 {
+            emit_queue(self, session_id)?;
+        }
+        Ok(changed > 0)
+    }
+}
+
+/// Logs the queue as it now stands, so front ends follow every change (`goal.queue`).
+fn emit_queue(tx: &mut super::Tx<'_>, session_id: &str) -> Result<()> {
+    let queue = queued_goals(tx.conn(), session_id)?;
+    tx.emit(session_id, waymark_protocol::EventKind::GoalQueue { queue })?;
+    Ok(())
+}
+
+/// The queue in line order: id, objective and budgets.
+fn queued(conn: &Connection, session_id: &str) -> Result<Vec<(i64, String, Budgets)>> {
+    let u = |v: Option<i64>| v.map(|v| v.max(1) as u64);
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, objective, token_budget, turn_budget, time_budget_ms, cost_budget_micros
+         FROM goal_queue WHERE session_id = ?1 ORDER BY position, id",
+    )?;
+    let rows = stmt.query_map([session_id], |r| {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            Budgets {
+                tokens: u(r.get(2)?),
+                turns: u(r.get(3)?),
+                time_ms: u(r.get(4)?),
+                cost: u(r.get(5)?),
+            },
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// One queued goal of the session: its objective and budgets.
+pub fn queued_goal(
+    conn: &Connection,
+    session_id: &str,
+    id: i64,
+) -> Result<Option<(String, Budgets)>> {
+    Ok(queued(conn, session_id)?
+        .into_iter()
+        .find(|(q, ..)| *q == id)
+        .map(|(_, o, b)| (o, b)))
 }
 
 /// What a turn did for a goal.
@@ -557,12 +648,22 @@ pub fn current_goal(conn: &Connection, session_id: &str) -> Result<Option<GoalRo
     .transpose()
 }
 
-/// Objectives waiting in the goal queue, oldest first.
-pub fn queued_goals(conn: &Connection, session_id: &str) -> Result<Vec<String>> {
-    let mut stmt =
-        conn.prepare("SELECT objective FROM goal_queue WHERE session_id = ?1 ORDER BY id")?;
-    let rows = stmt.query_map([session_id], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+/// The goals waiting in the session's queue, in line order, as front ends show them.
+pub fn queued_goals(
+    conn: &Connection,
+    session_id: &str,
+) -> Result<Vec<waymark_protocol::QueuedGoal>> {
+    Ok(queued(conn, session_id)?
+        .into_iter()
+        .map(|(id, objective, b)| waymark_protocol::QueuedGoal {
+            id,
+            objective,
+            tokens: b.tokens,
+            turns: b.turns,
+            seconds: b.time_ms.map(|ms| ms / 1000),
+            cost_micros: b.cost,
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -638,14 +739,48 @@ mod tests {
                 tx.enqueue_goal(&s, "then the docs", &Budgets::default())
             })
             .unwrap();
+        let objectives = |store: &waymark_store::Store| -> Vec<String> {
+            store
+                .read(|c| queued_goals(c, &s))
+                .unwrap()
+                .into_iter()
+                .map(|q| q.objective)
+                .collect()
+        };
+        assert_eq!(objectives(&store), vec!["then the docs"]);
+        let (ids, _) = store
+            .write(3, |tx| {
+                Ok::<_, Error>((
+                    tx.enqueue_goal(&s, "then the release", &Budgets::default())?,
+                    tx.enqueue_goal(&s, "then the blog post", &Budgets::default())?,
+                ))
+            })
+            .unwrap();
+        // Moved first, then past the end (last); a goal of another session is not moved.
+        store
+            .write(3, |tx| tx.move_queued_goal(&s, ids.1, 0))
+            .unwrap();
         assert_eq!(
-            store.read(|c| queued_goals(c, &s)).unwrap(),
-            vec!["then the docs"]
+            objectives(&store),
+            ["then the blog post", "then the docs", "then the release"]
         );
+        store
+            .write(3, |tx| tx.move_queued_goal(&s, ids.1, 99))
+            .unwrap();
+        assert_eq!(
+            objectives(&store),
+            ["then the docs", "then the release", "then the blog post"]
+        );
+        let (moved, _) = store
+            .write(3, |tx| tx.move_queued_goal("other", ids.1, 0))
+            .unwrap();
+        assert!(!moved);
+        store.write(3, |tx| tx.drop_queued_goal(&s, ids.0)).unwrap();
+        store.write(3, |tx| tx.drop_queued_goal(&s, ids.1)).unwrap();
         let (next, _) = store.write(4, |tx| tx.next_queued_goal(&s)).unwrap();
         let (id, objective, _) = next.unwrap();
         assert_eq!(objective, "then the docs");
-        store.write(4, |tx| tx.drop_queued_goal(id)).unwrap();
+        store.write(4, |tx| tx.drop_queued_goal(&s, id)).unwrap();
         assert!(store.read(|c| queued_goals(c, &s)).unwrap().is_empty());
         let (cleared, _) = store.write(5, |tx| tx.clear_goal(&s)).unwrap();
         assert_eq!(cleared.as_deref(), Some("g1"));

@@ -56,6 +56,7 @@ impl Extension for GoalExtension {
             include_str!("../migrations/0005_own_session_state.sql"),
             include_str!("../migrations/0006_cost.sql"),
             include_str!("../migrations/0007_queue_budgets.sql"),
+            include_str!("../migrations/0008_queue_order.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {

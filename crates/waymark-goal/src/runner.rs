@@ -467,7 +467,7 @@ pub(crate) fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<bool>
     };
     match super::commands::create(tx, api, &objective, None, budgets, GoalActor::User) {
         Ok(mut g) => {
-            tx.drop_queued_goal(id)?;
+            tx.drop_queued_goal(api.id(), id)?;
             continue_goal(tx, &mut g, Nudge::Plain)?;
             Ok(true)
         }
@@ -477,7 +477,7 @@ pub(crate) fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<bool>
                 EventKind::CommandOutput {
                     command: "goal".into(),
                     text: format!(
-                        "The next queued goal did not start: {e}. It stays queued; start it with /goal next after changing what stopped it."
+                        "The next queued goal did not start: {e}. It stays queued: change it, or start it from the queue, once what stopped it is fixed."
                     ),
                 },
             )?;

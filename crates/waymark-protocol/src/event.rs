@@ -264,6 +264,10 @@ pub enum EventKind {
     /// The goal was removed from the session.
     #[serde(rename = "goal.clear")]
     GoalClear { goal_id: String, actor: GoalActor },
+    /// The goal queue after a change (queued, removed, moved, edited or started), in line
+    /// order (G-46).
+    #[serde(rename = "goal.queue")]
+    GoalQueue { queue: Vec<crate::QueuedGoal> },
     /// The full goal snapshot after any change (transient: front ends redraw from it).
     #[serde(rename = "goal.updated")]
     GoalUpdated {
@@ -342,6 +346,7 @@ impl EventKind {
             EventKind::GoalCreate { .. } => "goal.create",
             EventKind::GoalUpdate { .. } => "goal.update",
             EventKind::GoalClear { .. } => "goal.clear",
+            EventKind::GoalQueue { .. } => "goal.queue",
             EventKind::GoalUpdated { .. } => "goal.updated",
         }
     }
@@ -381,7 +386,8 @@ impl EventKind {
             | EventKind::PlanExported { .. }
             | EventKind::GoalCreate { .. }
             | EventKind::GoalUpdate { .. }
-            | EventKind::GoalClear { .. } => false,
+            | EventKind::GoalClear { .. }
+            | EventKind::GoalQueue { .. } => false,
         }
     }
 }

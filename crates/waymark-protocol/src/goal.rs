@@ -253,6 +253,41 @@ pub enum GoalOp {
     Reply {
         text: String,
     },
+    /// Take a goal out of the queue (G-46).
+    Unqueue {
+        id: i64,
+    },
+    /// Move a queued goal to `to` (0 = first in line, past the end = last).
+    MoveQueued {
+        id: i64,
+        to: u32,
+    },
+    /// Change a queued goal's objective and budgets (checked as when it was queued).
+    EditQueued {
+        id: i64,
+        objective: String,
+        #[serde(default)]
+        budget: BudgetChange,
+    },
+    /// Start a queued goal now; an unfinished goal it replaces is cleared (kept for the
+    /// record, as `replace` does).
+    StartQueued {
+        id: i64,
+    },
+}
+
+/// A goal waiting in the session's queue, in line order (G-46).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct QueuedGoal {
+    pub id: i64,
+    pub objective: String,
+    /// The budgets it starts with (None: no limit in that dimension).
+    pub tokens: Option<u64>,
+    pub turns: Option<u64>,
+    pub seconds: Option<u64>,
+    /// In micro-dollars.
+    pub cost_micros: Option<u64>,
 }
 
 /// What a `goal.update` event reports.

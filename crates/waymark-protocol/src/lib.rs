@@ -28,7 +28,7 @@ pub mod worktree;
 pub use event::{Event, EventKind, ToolCallSummary};
 pub use goal::{
     BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalOp, GoalReason, GoalSnapshot,
-    GoalStatus, GoalStep, GoalUpdateKind, Limit, UsageLimit,
+    GoalStatus, GoalStep, GoalUpdateKind, Limit, QueuedGoal, UsageLimit,
 };
 pub use history::{
     HistoryItem, IMAGE_TYPES, MAX_IMAGE_BASE64, MAX_IMAGES, ToolCallRecord, ToolImage,

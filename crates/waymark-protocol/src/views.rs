@@ -15,6 +15,8 @@ pub struct SessionView {
     /// Whether `events` starts at the beginning of the log.
     pub complete: bool,
     pub goal: Option<GoalSnapshot>,
+    /// The goals queued behind it, in line order (G-46).
+    pub goal_queue: Vec<crate::QueuedGoal>,
     /// The project-instruction files read when the session started, in the order the model
     /// sees them (empty for a session started before they were read).
     pub instructions: Vec<InstructionFile>,
@@ -61,6 +63,8 @@ pub struct GoalView {
 pub struct BoardRow {
     pub session: crate::SessionSummary,
     pub goal: GoalSnapshot,
+    /// The goals queued behind it, in line order (G-46).
+    pub queue: Vec<crate::QueuedGoal>,
     /// What the session's model calls cost so far.
     pub spend: crate::cost::Spend,
     /// Unix ms of the session's newest logged event.

@@ -783,6 +783,7 @@ impl Runtime {
         Ok(waymark_protocol::SessionView {
             complete: after == 0,
             goal: self.goal(id)?,
+            goal_queue: self.goal_queue(id)?,
             snapshot,
             events,
             instructions: self.instructions(id)?.map(|i| i.files).unwrap_or_default(),

@@ -1,6 +1,6 @@
 // Goal tab figures derived from the goal's events: gauge levels, burn-down, timeline.
 import type { BudgetLine_Serialize } from "../bindings";
-import type { EventOf, Goal, WireEvent } from "./types";
+import type { BudgetChange, EventOf, Goal, QueuedGoal, WireEvent } from "./types";
 import { clock } from "./time";
 
 export type Level = "ok" | "warn" | "danger" | "open";
@@ -179,6 +179,24 @@ export function timeline(events: WireEvent[]): TimelineEntry[] {
 export function budgetText(fields: { tokens: string; turns: string; time: string; cost: string }): string {
   const v = (t: string) => (t.trim() === "" ? "clear" : t.replace(/\s+/g, ""));
   return `tokens=${v(fields.tokens)} turns=${v(fields.turns)} time=${v(fields.time)} cost=${v(fields.cost)}`;
+}
+
+/** A queued goal's budgets as `/goal` budget text (empty: none of its own), for the edit
+ *  box and the line under its objective. */
+export function queuedBudgetText(q: QueuedGoal): string {
+  const parts: string[] = [];
+  if (q.tokens !== null) parts.push(`tokens=${q.tokens}`);
+  if (q.turns !== null) parts.push(`turns=${q.turns}`);
+  if (q.seconds !== null) parts.push(`time=${q.seconds % 3600 === 0 ? `${q.seconds / 3600}h` : q.seconds % 60 === 0 ? `${q.seconds / 60}m` : `${q.seconds}s`}`);
+  if (q.cost_micros !== null) parts.push(`cost=$${(q.cost_micros / 1_000_000).toFixed(2)}`);
+  return parts.join(" ");
+}
+
+/** The budget an edited queued goal gets from the budget text: what the text leaves out has
+ *  no limit (the box showed every budget it had). */
+export function wholeBudget(change: BudgetChange | null): BudgetChange {
+  const c = change ?? {};
+  return { tokens: c.tokens ?? "clear", turns: c.turns ?? "clear", seconds: c.seconds ?? "clear", cost: c.cost ?? "clear" };
 }
 
 /** Formats a token count compactly (12.3K, 1.2M). */

@@ -20,7 +20,7 @@ vi.mock("../bindings", () => {
       .sort((a, b) => b.updated_at - a.updated_at);
   const view = (id: string) => {
     const evs = events[id] ?? [];
-    return { snapshot: { summary: sessions().find((s) => s.id === id), session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: evs.length }, events: evs, complete: true, goal: null, instructions: [] };
+    return { snapshot: { summary: sessions().find((s) => s.id === id), session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: evs.length }, events: evs, complete: true, goal: null, goal_queue: [], instructions: [] };
   };
   return {
     commands: {

@@ -257,6 +257,14 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       return r.status === "ok";
     },
 
+    /** Changes a board row's goal or queue (the session opens here if it is not). */
+    async boardGoal(id: string, op: GoalOp): Promise<boolean> {
+      touched.add(id);
+      const r = await commands.boardGoal(id, op);
+      if (r.status === "error") notify(r.error);
+      return r.status === "ok";
+    },
+
     async startDemo() {
       const r = await commands.startDemo();
       if (r.status === "error") notify(r.error);

@@ -5,7 +5,7 @@ const S = "s1";
 const said = (seq: number, text: string) => ({ session_id: S, seq, ts: seq, transient: false, type: "message.admitted", message_id: seq, source: "user", text, position: "tail" }) as unknown as WireEvent;
 const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
 const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
-const view: SessionView = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 2 }, events: [said(1, "one"), said(2, "two")], complete: true, goal: null, instructions: [] };
+const view: SessionView = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 2 }, events: [said(1, "one"), said(2, "two")], complete: true, goal: null, goal_queue: [], instructions: [] };
 const log = [said(3, "three"), said(4, "four"), said(5, "five")];
 
 // The app, as far as the store's wrapper sees it: commands answer from the data above, and

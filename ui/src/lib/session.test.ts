@@ -222,6 +222,12 @@ describe("session reducer", () => {
     expect(s.goal?.actor).toBe("model");
     const cleared = applyEvent(s, ev("goal.clear", { goal_id: "g1", actor: "user" }));
     expect(cleared.goal).toBeNull();
+    // The queue follows its logged changes, whole each time, with no transcript line.
+    const docs = { id: 3, objective: "docs", tokens: null, turns: 2, seconds: null, cost_micros: null };
+    const queued = applyEvent(cleared, ev("goal.queue", { queue: [docs] }));
+    expect(queued.goalQueue).toEqual([docs]);
+    expect(queued.items.length).toBe(cleared.items.length);
+    expect(applyEvent(queued, ev("goal.queue", { queue: [] })).goalQueue).toEqual([]);
   });
 
   it("opens and closes questionnaires and follows plan mode", () => {
@@ -359,7 +365,7 @@ describe("a goal's budget running out", () => {
     seq = 0;
     const events = [...firstTurn(), stop(), summary(2), ...summaryTurn(2, 2)];
     const about = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
-    const view = { snapshot: { summary: about, session_dir: "/d", messages: [], questionnaires: [], turns: 2, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: seq }, events, complete: true, goal: null, instructions: [] };
+    const view = { snapshot: { summary: about, session_dir: "/d", messages: [], questionnaires: [], turns: 2, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: seq }, events, complete: true, goal: null, goal_queue: [], instructions: [] };
     expect(chips(fromView(view))).toEqual(chips(run(events)));
     expect(chips(fromView(view))).toContain(ending);
   });
@@ -385,7 +391,7 @@ describe("bulk replay", () => {
     }
     const stepwise = run(events);
     const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
-    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 50, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: seq }, events, complete: true, goal: null, instructions: [] };
+    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 50, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: seq }, events, complete: true, goal: null, goal_queue: [], instructions: [] };
     const bulk = fromView(view);
     expect(bulk.items).toEqual(stepwise.items);
     expect(bulk.bulk).toBe(false);
@@ -432,7 +438,7 @@ describe("opening a log cut off by a closed app", () => {
     ];
     const usage = { input_tokens: 0, output_tokens: 0, cached_tokens: 0 };
     const summary = { id: "s", workspace: "/w", title: null, model: null, permission_mode: "auto", interaction_mode: "default", created_at: 0, updated_at: 0, queued: 0, pending_questionnaire: null } as never;
-    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 2 }, events, complete: true, goal: null, instructions: [] } as never;
+    const view = { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 2 }, events, complete: true, goal: null, goal_queue: [], instructions: [] } as never;
     expect(fromView(view).running).toBe(false);
     expect(fromView({ ...(view as object), events: events.slice(0, 1), snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 1, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: 1 } } as never).running).toBe(true);
   });

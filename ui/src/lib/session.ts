@@ -6,7 +6,7 @@ import { REASON_WORDS } from "./goal";
 import { planModeNotice } from "./plan";
 import { commandNotice } from "./slash";
 import type { Answer } from "./types";
-import type { EventOf, Goal, InstructionFile, MessageSource, Mode, Questionnaire, SessionView, ToolImage, ToolStatus, WireEvent } from "./types";
+import type { EventOf, Goal, InstructionFile, QueuedGoal, MessageSource, Mode, Questionnaire, SessionView, ToolImage, ToolStatus, WireEvent } from "./types";
 
 export type ToolItem = {
   callId: string;
@@ -67,6 +67,8 @@ export type SessionState = {
   mode: Mode;
   pending: Questionnaire | null;
   goal: Goal | null;
+  /** The goals queued behind it, in line order (G-46). */
+  goalQueue: QueuedGoal[];
   /** How full the model's context window is: the tokens of the newest request (as the
    *  provider counted them) or of the history after a compaction; null until known. */
   context: { used: number; window: number } | null;
@@ -117,7 +119,7 @@ export const PERMISSION_MEANS = {
 } satisfies Record<PermissionMode, string>;
 
 export function emptySession(id: string): SessionState {
-  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, context: null, instructions: [], lastSeq: 0, behind: null, partial: false, rewound: [], lastRewind: null, messaged: false };
+  return { id, asked: {}, deferred: false, workspace: null, model: null, permission: null, items: [], streaming: null, running: false, mode: "default", pending: null, goal: null, goalQueue: [], context: null, instructions: [], lastSeq: 0, behind: null, partial: false, rewound: [], lastRewind: null, messaged: false };
 }
 
 /** Builds the state of a freshly opened session from its view (thousands of events: the
@@ -135,6 +137,7 @@ export function fromView(view: SessionView): SessionState {
     mode: view.snapshot.summary.interaction_mode,
     pending,
     goal: view.goal,
+    goalQueue: view.goal_queue,
     instructions: view.instructions,
     // The view may start after the first message: the snapshot lists them all.
     messaged: s.messaged || view.snapshot.messages.length > 0,
@@ -169,6 +172,7 @@ export function withFolded(now: SessionState, s: SessionState): SessionState {
     mode: now.mode,
     pending: now.pending,
     goal: now.goal,
+    goalQueue: now.goalQueue,
     instructions: now.instructions,
     running: now.running,
     messaged: now.messaged || s.messaged,
@@ -505,6 +509,8 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
     }
     case "goal.clear":
       return { ...s, goal: null, items: append(s, chip(e, "Goal cleared", "goal")) };
+    case "goal.queue":
+      return { ...s, goalQueue: e.queue };
     case "goal.updated": {
       const { session_id: _sid, seq: _seq, ts: _ts, transient: _transient, type: _type, ...goal } = e;
       return { ...s, goal };

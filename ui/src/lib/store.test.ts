@@ -19,7 +19,7 @@ const goal: Goal = { goal_id: "g1", objective: "ship", criteria: null, status: "
 function view(events: WireEvent[], extra: Partial<SessionView> = {}): SessionView {
   const summary = { id: S, workspace: "/w", title: null, created_at: 0, updated_at: 0, interaction_mode: "default" as const, permission_mode: "ask" as const, model: null, queued: 0, pending_questionnaire: null };
   const last = events.length ? events[events.length - 1].seq : 0;
-  return { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: last }, events, complete: true, goal: null, instructions: [], ...extra };
+  return { snapshot: { summary, session_dir: "/d", messages: [], questionnaires: [], turns: 0, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: last }, events, complete: true, goal: null, goal_queue: [], instructions: [], ...extra };
 }
 const plan: PlanView = { path: "/d/artifacts/plan.md", markdown: "# Plan", html: "<h1>Plan</h1>", revisions: [], review: null, plans: [], comments: [] };
 

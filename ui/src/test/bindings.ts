@@ -25,7 +25,7 @@ export const summary = (id: string, over: Partial<typeof summaryBase> = {}) => (
 /** A session as `openSession` returns it: `events` are the whole log, its newest last. */
 export function sessionView(sum: ReturnType<typeof summary> | undefined, events: object[] = [], turns = 0) {
   const snapshot = { summary: sum, session_dir: "/d", messages: [], questionnaires: [], turns, usage, spend: { micros: 0, unpriced_calls: 0 }, cost_usd: 0, last_seq: events.length };
-  return { snapshot, events, complete: true, goal: null, instructions: [] };
+  return { snapshot, events, complete: true, goal: null, goal_queue: [], instructions: [] };
 }
 
 /** Logged events of session `id`, all at `ts`, numbered from 1 in the order made. */

@@ -395,6 +395,72 @@ fn a_blocked_goal_is_answered_with_goal_reply() {
     assert!(text(&out).contains("not blocked"), "{}", text(&out));
 }
 
+/// `waymark goal queue` lists, adds, moves and removes queued goals by their place in line
+/// (G-46); a place not in line is refused with the places there are, and changes nothing.
+#[test]
+fn the_goal_queue_is_managed_from_the_command_line() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let ask = json!({"text": "Which one?", "tool_calls": [{"name": "update_goal", "arguments":
+        {"mode": "status", "status": "blocked", "message": "Which one?"}}]});
+    let model = env.script("s.json", json!({"responses": [ask]}));
+    let out = env.exec(&model, &["--permission", "auto", "/goal tidy the docs"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let sid = env.only_session();
+    let queue = |args: &[&str]| {
+        let mut all = vec!["goal", "queue"];
+        all.extend_from_slice(&args[..1]);
+        all.extend_from_slice(&["--session", &sid]);
+        all.extend_from_slice(&args[1..]);
+        env.run(&all)
+    };
+    let listed = |env: &Env| {
+        String::from_utf8(
+            env.run(&["goal", "queue", "list", "--session", &sid])
+                .stdout,
+        )
+        .unwrap()
+    };
+    assert!(listed(&env).contains("the goal queue is empty"));
+    for add in [
+        "write the changelog tokens=20K",
+        "\"tag the release\" turns=3",
+        "announce it",
+    ] {
+        let out = queue(&["add", add]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("Queued"), "{}", text(&out));
+    }
+    assert!(
+        listed(&env).contains(
+            "1. write the changelog  (tokens=20000)\n2. tag the release  (turns=3)\n3. announce it"
+        ),
+        "{}",
+        listed(&env)
+    );
+    assert!(queue(&["move", "3", "1"]).status.success());
+    assert!(queue(&["remove", "2"]).status.success());
+    assert!(
+        listed(&env).starts_with("1. announce it\n2. tag the release"),
+        "{}",
+        listed(&env)
+    );
+    let out = queue(&["remove", "7"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("no place 7") && text(&out).contains("1 to 2"),
+        "{}",
+        text(&out)
+    );
+    let json: serde_json::Value = serde_json::from_slice(
+        &env.run(&["goal", "queue", "list", "--session", &sid, "--json"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json[1]["objective"], "tag the release");
+    assert_eq!(json[1]["turns"], 3);
+}
+
 /// A goal whose `exec` is killed mid-run is paused when its session opens again, and the
 /// CLI says so with a line; opening the session does not resume it (G-24).
 #[test]

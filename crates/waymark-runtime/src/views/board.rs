@@ -22,6 +22,7 @@ impl Runtime {
                 rows.push(BoardRow {
                     open_here: open_here.contains(&s.id),
                     goal: crate::goal::snapshot(&g),
+                    queue: crate::goal::db::queued_goals(c, &s.id)?,
                     session: s,
                     spend,
                     last_activity,

@@ -13,6 +13,14 @@ impl Runtime {
         })
     }
 
+    /// The goals queued behind the session's goal, in line order (G-46).
+    pub fn goal_queue(&self, id: &str) -> Result<Vec<waymark_protocol::QueuedGoal>> {
+        self.store().view(|c| {
+            store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            Ok(crate::goal::db::queued_goals(c, id)?)
+        })
+    }
+
     /// The Goal tab: the goal, and its timeline (goal events and the turns finished since
     /// the newest goal was set, oldest first).
     pub fn goal_view(&self, id: &str) -> Result<waymark_protocol::GoalView> {

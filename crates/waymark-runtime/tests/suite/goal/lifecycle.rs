@@ -477,6 +477,137 @@ async fn g_46_a_queued_goal_that_cannot_start_stays_queued_and_the_clear_stands(
     s.shutdown().await.unwrap();
 }
 
+/// G-46: the queue is the user's to manage. Goals are reordered, edited (budgets checked
+/// again), removed and started at once; each change is logged with the whole queue, and the
+/// session view and the board show the line. An id from another session's queue is refused
+/// and changes nothing there.
+#[tokio::test]
+async fn g_46_the_user_reorders_edits_removes_and_starts_queued_goals() {
+    use waymark_protocol::{BudgetChange, GoalOp, Limit};
+    let h = Harness::new(config(Verification::None));
+    let script = json!({"responses": [{"text": "ok"}], "when_exhausted": "repeat_last"});
+    let s = h.held_session(script.clone(), PermissionMode::Auto);
+    let other = h.held_session(script, PermissionMode::Auto);
+    let op = |op: GoalOp| Op::Goal { op };
+    let queue = |s: &SessionHandle| -> Vec<(i64, String)> {
+        h.runtime
+            .goal_queue(s.id())
+            .unwrap()
+            .into_iter()
+            .map(|q| (q.id, q.objective))
+            .collect()
+    };
+    out(s.submit(user("/goal first job")).await.unwrap());
+    for next in [
+        "/goal next docs",
+        "/goal next release turns=4",
+        "/goal next blog",
+    ] {
+        out(s.submit(user(next)).await.unwrap());
+    }
+    let q = queue(&s);
+    let names = |q: &[(i64, String)]| q.iter().map(|(_, o)| o.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&q), ["docs", "release", "blog"]);
+    let (docs, release, blog) = (q[0].0, q[1].0, q[2].0);
+
+    // Another session's queue is not this one's to change.
+    out(other.submit(user("/goal other job")).await.unwrap());
+    for hostile in [
+        GoalOp::Unqueue { id: docs },
+        GoalOp::MoveQueued { id: docs, to: 0 },
+        GoalOp::StartQueued { id: docs },
+        GoalOp::EditQueued {
+            id: docs,
+            objective: "stolen".into(),
+            budget: BudgetChange::default(),
+        },
+    ] {
+        let e = other.submit(op(hostile)).await.unwrap_err();
+        assert!(e.to_string().contains("queue"), "{e}");
+    }
+    assert_eq!(names(&queue(&s)), ["docs", "release", "blog"]);
+
+    out(s
+        .submit(op(GoalOp::MoveQueued { id: blog, to: 0 }))
+        .await
+        .unwrap());
+    assert_eq!(names(&queue(&s)), ["blog", "docs", "release"]);
+    // Edited: the objective and one budget change; the other budget stays; an absurd one is
+    // refused as when queued.
+    let budget = BudgetChange {
+        tokens: Some(Limit::To(9_000)),
+        ..Default::default()
+    };
+    out(s
+        .submit(op(GoalOp::EditQueued {
+            id: release,
+            objective: "release 1.2".into(),
+            budget,
+        }))
+        .await
+        .unwrap());
+    let shown = h.runtime.goal_queue(s.id()).unwrap();
+    let edited = shown.iter().find(|q| q.id == release).unwrap();
+    assert_eq!(
+        (edited.objective.as_str(), edited.tokens, edited.turns),
+        ("release 1.2", Some(9_000), Some(4))
+    );
+    let absurd = BudgetChange {
+        turns: Some(Limit::To(u64::MAX)),
+        ..Default::default()
+    };
+    assert!(
+        s.submit(op(GoalOp::EditQueued {
+            id: release,
+            objective: String::new(),
+            budget: absurd
+        }))
+        .await
+        .is_err()
+    );
+    out(s.submit(op(GoalOp::Unqueue { id: docs })).await.unwrap());
+    assert_eq!(names(&queue(&s)), ["blog", "release 1.2"]);
+    let view = h.runtime.session_view(s.id(), 100).unwrap();
+    assert_eq!(view.goal_queue.len(), 2);
+    let board = h.runtime.goal_board(&[]).unwrap();
+    let row = board.iter().find(|r| r.session.id == s.id()).unwrap();
+    assert_eq!(
+        row.queue
+            .iter()
+            .map(|q| q.objective.as_str())
+            .collect::<Vec<_>>(),
+        ["blog", "release 1.2"]
+    );
+
+    // Started now over the unfinished goal: that one is cleared, the queued one runs with its
+    // budgets, and it leaves the line.
+    let said = out(s
+        .submit(op(GoalOp::StartQueued { id: release }))
+        .await
+        .unwrap());
+    assert!(said.contains("Started from the queue"), "{said}");
+    let g = goal(&h, &s);
+    assert_eq!(
+        (g.objective.as_str(), g.status, g.budget.tokens.limit),
+        ("release 1.2", GoalStatus::Active, Some(9_000))
+    );
+    assert_eq!(names(&queue(&s)), ["blog"]);
+    // Every change logged the whole line, the newest last.
+    let logged: Vec<usize> = h
+        .runtime
+        .events(s.id(), 0, 10_000)
+        .unwrap()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::GoalQueue { queue } => Some(queue.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logged, [1, 2, 3, 3, 3, 2, 1]);
+    s.shutdown().await.unwrap();
+    other.shutdown().await.unwrap();
+}
+
 /// G-21 (issue 38, item 9): continuation prompts add up. After a turn without progress the
 /// short prompt comes first and the no-progress nudge is added after it, in one message.
 #[tokio::test]
