@@ -54,6 +54,10 @@ pub fn decide(
                 GoalStatus::UsageLimited => ("Goal stopped: usage limit", on.usage_limit_stop),
                 GoalStatus::Paused if *actor != GoalActor::User => ("Goal paused", on.goal_paused),
                 GoalStatus::Complete => ("Goal complete", on.goal_complete),
+                // The agent's wait is over by itself (its time, its check), not by the user.
+                GoalStatus::Active if *reason == GoalReason::Woke && *actor != GoalActor::User => {
+                    ("Goal woke", on.goal_woke)
+                }
                 GoalStatus::Paused | GoalStatus::Active => return None,
             };
             if !wanted {
@@ -317,6 +321,33 @@ mod tests {
         assert!(on_defaults(&waiting, "Fix CI", None, false, false).is_none());
         on.usage_limit_wait = true;
         assert!(decide(&waiting, "Fix CI", None, false, false, &on).is_some());
+        // A goal that woke from the agent's wait by itself: on by default; the user's own
+        // "Wake now" is never announced back to them.
+        let woke = goal_update(GoalStatus::Active, GoalReason::Woke, Runtime);
+        let a = on_defaults(&woke, "Ship it", None, false, false).unwrap();
+        assert!(a.title.starts_with("Goal woke"), "{}", a.title);
+        assert!(
+            on_defaults(
+                &goal_update(GoalStatus::Active, GoalReason::Woke, User),
+                "Ship it",
+                None,
+                false,
+                false
+            )
+            .is_none()
+        );
+        assert!(
+            on_defaults(
+                &goal_update(GoalStatus::Active, GoalReason::Waiting, Model),
+                "Ship it",
+                None,
+                false,
+                false
+            )
+            .is_none()
+        );
+        on.goal_woke = false;
+        assert!(decide(&woke, "Ship it", None, false, false, &on).is_none());
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod setup;
 mod state;
 mod transcript;
 mod truth;
+mod wait;
 mod window;
 
 use harness::{App, Desk, root, session_of};

@@ -1142,6 +1142,11 @@ export type GoalConfig_Deserialize = {
 	breaker?: BreakerConfig_Deserialize,
 	verifier?: VerifierConfig_Deserialize,
 	usage_limit?: UsageLimitConfig_Deserialize,
+	/**
+	 *  The longest one wait of the agent's (the `wait` tool) lasts, in seconds; past it the
+	 *  goal pauses. Unset: 86 400 (24 h).
+	 */
+	max_wait?: number | null,
 };
 
 /**  The `goal` section (G-10). */
@@ -1157,6 +1162,11 @@ export type GoalConfig_Serialize = {
 	breaker: BreakerConfig_Serialize,
 	verifier: VerifierConfig_Serialize,
 	usage_limit: UsageLimitConfig_Serialize,
+	/**
+	 *  The longest one wait of the agent's (the `wait` tool) lasts, in seconds; past it the
+	 *  goal pauses. Unset: 86 400 (24 h).
+	 */
+	max_wait?: number,
 };
 
 /**
@@ -1194,7 +1204,9 @@ export type GoalOp_Deserialize =
  *  Start a queued goal now; an unfinished goal it replaces is cleared (kept for the
  *  record, as `replace` does).
  */
-{ op: "start_queued"; id: number };
+{ op: "start_queued"; id: number } | 
+/**  End the agent's wait now: the goal carries on at once (G-47). */
+{ op: "wake_now" };
 
 /**
  *  What a user does to the session's goal. The desktop sends these (`Op::Goal`) and
@@ -1225,7 +1237,9 @@ export type GoalOp_Serialize =
  *  Start a queued goal now; an unfinished goal it replaces is cleared (kept for the
  *  record, as `replace` does).
  */
-{ op: "start_queued"; id: number };
+{ op: "start_queued"; id: number } | 
+/**  End the agent's wait now: the goal carries on at once (G-47). */
+{ op: "wake_now" };
 
 /**  Why a goal reached its status (the closed table of G-3). */
 export type GoalReason = "created" | "resumed" | "budget_raised" | "edited" | "verifier_met" | "worker_proposal" | "worker_reported" | "user_requested" | "no_progress" | "no_progress_after_completion_claim" | "verifier_partial" | "verifier_error" | "turn_error" | "provider_error" | "app_closed" | "tokens" | "main_turns" | "active_seconds" | "rate_limited" | "quota_exhausted" | 
@@ -1237,7 +1251,16 @@ export type GoalReason = "created" | "resumed" | "budget_raised" | "edited" | "v
  *  The model declined to answer (a refusal or a content filter, G-41): the user decides
  *  what to change before it goes on.
  */
-"provider_refusal";
+"provider_refusal" | 
+/**
+ *  The agent waits for a time or a check (the `wait` tool, G-47): the goal stays active
+ *  and no model call happens until it wakes.
+ */
+"waiting" | 
+/**  The wait is over (the time came, the check passed, "Wake now", or a message). */
+"woke" | 
+/**  The wait reached `goal.max_wait` without waking: the user decides what next. */
+"wait_expired";
 
 /**  The full snapshot of a goal pushed to front ends after every change (`goal.updated`). */
 export type GoalSnapshot = GoalSnapshot_Serialize | GoalSnapshot_Deserialize;
@@ -1268,6 +1291,8 @@ export type GoalSnapshot_Deserialize = {
 	 *  verdict on each (PM-27). Empty for other goals.
 	 */
 	steps?: GoalStep_Deserialize[],
+	/**  While the agent waits (G-47): for what, and until when at the latest. */
+	wait?: GoalWait_Deserialize | null,
 };
 
 /**  The full snapshot of a goal pushed to front ends after every change (`goal.updated`). */
@@ -1296,6 +1321,8 @@ export type GoalSnapshot_Serialize = {
 	 *  verdict on each (PM-27). Empty for other goals.
 	 */
 	steps: GoalStep_Serialize[],
+	/**  While the agent waits (G-47): for what, and until when at the latest. */
+	wait?: GoalWait_Serialize,
 };
 
 /**  Where a goal stands. Only `active` continues; `complete` is terminal. */
@@ -1331,6 +1358,71 @@ export type GoalUpdateKind =
 "lifecycle" | 
 /**  Settlement or the runtime moved it (met, blocked, limited, stopped). */
 "completion";
+
+/**
+ *  What an active goal waits for (the `wait` tool, G-47). No model call happens until it
+ *  wakes: at `until`, when `check` exits 0, on "Wake now" or a message; past `deadline`
+ *  (`goal.max_wait` after it began) the goal pauses instead.
+ */
+export type GoalWait = GoalWait_Serialize | GoalWait_Deserialize;
+
+/**
+ *  What an active goal waits for (the `wait` tool, G-47). No model call happens until it
+ *  wakes: at `until`, when `check` exits 0, on "Wake now" or a message; past `deadline`
+ *  (`goal.max_wait` after it began) the goal pauses instead.
+ */
+export type GoalWait_Deserialize = {
+	/**  Why the agent waits, in its words (redacted). */
+	reason: string,
+	/**  Unix ms it began. */
+	since: number,
+	/**  Unix ms it wakes at, when it waits for a time. */
+	until?: number | null,
+	/**  The command whose success wakes it, run by the runtime in the read-only sandbox. */
+	check?: string | null,
+	/**  Seconds between two runs of the check. */
+	every_seconds: number,
+	/**  Unix ms past which the goal pauses (`wait_expired`) if nothing woke it. */
+	deadline: number,
+	/**  The newest run of the check. */
+	last_check?: WaitCheck_Deserialize | null,
+	/**  Unix ms the check runs next (at once when a process opens the session again). */
+	next_check?: number,
+	/**
+	 *  Unix ms up to which its time counts toward the goal's time budget (waiting counts
+	 *  only while a process runs the session).
+	 */
+	counted_to?: number,
+};
+
+/**
+ *  What an active goal waits for (the `wait` tool, G-47). No model call happens until it
+ *  wakes: at `until`, when `check` exits 0, on "Wake now" or a message; past `deadline`
+ *  (`goal.max_wait` after it began) the goal pauses instead.
+ */
+export type GoalWait_Serialize = {
+	/**  Why the agent waits, in its words (redacted). */
+	reason: string,
+	/**  Unix ms it began. */
+	since: number,
+	/**  Unix ms it wakes at, when it waits for a time. */
+	until: number | null,
+	/**  The command whose success wakes it, run by the runtime in the read-only sandbox. */
+	check: string | null,
+	/**  Seconds between two runs of the check. */
+	every_seconds: number,
+	/**  Unix ms past which the goal pauses (`wait_expired`) if nothing woke it. */
+	deadline: number,
+	/**  The newest run of the check. */
+	last_check: WaitCheck_Serialize | null,
+	/**  Unix ms the check runs next (at once when a process opens the session again). */
+	next_check: number,
+	/**
+	 *  Unix ms up to which its time counts toward the goal's time budget (waiting counts
+	 *  only while a process runs the session).
+	 */
+	counted_to: number,
+};
 
 /**
  *  The grants a permission question offers besides "allow once" and "deny"; `None` where
@@ -1775,6 +1867,8 @@ export type NotificationsConfig_Deserialize = {
 	usage_limit_wait?: boolean,
 	/**  Each turn finished (while the window is in the background). */
 	turn_finished?: boolean,
+	/**  A goal woke from the agent's wait and carries on. */
+	goal_woke?: boolean,
 };
 
 /**
@@ -1801,6 +1895,8 @@ export type NotificationsConfig_Serialize = {
 	usage_limit_wait: boolean,
 	/**  Each turn finished (while the window is in the background). */
 	turn_finished: boolean,
+	/**  A goal woke from the agent's wait and carries on. */
+	goal_woke: boolean,
 };
 
 /**  A path that changed, relative to the workspace (`/`-separated). */
@@ -2886,6 +2982,31 @@ export type VerifierConfig_Deserialize = {
 /**  Limits of the verifier. */
 export type VerifierConfig_Serialize = {
 	repeated_not_met_limit: number,
+};
+
+/**  One run of a wait's check. */
+export type WaitCheck = WaitCheck_Serialize | WaitCheck_Deserialize;
+
+/**  One run of a wait's check. */
+export type WaitCheck_Deserialize = {
+	/**  Unix ms it ended. */
+	at: number,
+	passed: boolean,
+	/**  The exit code (None: it timed out or could not start). */
+	exit_code?: number | null,
+	/**  The last line it printed (redacted, cut to 300 characters). */
+	line: string,
+};
+
+/**  One run of a wait's check. */
+export type WaitCheck_Serialize = {
+	/**  Unix ms it ended. */
+	at: number,
+	passed: boolean,
+	/**  The exit code (None: it timed out or could not start). */
+	exit_code: number | null,
+	/**  The last line it printed (redacted, cut to 300 characters). */
+	line: string,
 };
 
 /**

@@ -10,6 +10,7 @@
 //! | 4    | at a usage limit that lifts later than `--wait-limit`, or never by itself |
 //! | 5    | with the goal's budget used up (tokens, turns, time or cost)              |
 //! | 6    | with the goal paused (no progress, a declined reply, by you)               |
+//! | 7    | with the goal waiting (the agent's `wait`) past `--wait-limit`             |
 //! | 129, 130, 143 | by a signal (hang-up, Ctrl-C, terminate)                         |
 
 use std::process::ExitCode;
@@ -25,6 +26,8 @@ pub(crate) const EXIT_USAGE_LIMIT: u8 = 4;
 pub(crate) const EXIT_BUDGET_SPENT: u8 = 5;
 /// The goal is paused.
 pub(crate) const EXIT_PAUSED: u8 = 6;
+/// The goal waits (the agent's `wait`) longer than `--wait-limit`: a later `exec` resumes it.
+pub(crate) const EXIT_GOAL_WAITING: u8 = 7;
 
 /// How a run that went idle ends: by its goal's state when it has one, else by whether a
 /// turn failed. What it prints says why, with the code.

@@ -37,6 +37,48 @@ pub(crate) fn left_until(at: i64) -> String {
     waymark_runtime::clock::span_label(at.saturating_sub(now_ms()).max(0) as u64)
 }
 
+/// What a run does about a goal that waits (the agent's `wait`, G-47), once the session is
+/// idle: wait with it while that is within the wait limit (counted from `since`, when the
+/// run began waiting), else say when it wakes and exit 7.
+pub(crate) enum GoalWaiting {
+    /// Wait on, until this time at the latest (Unix ms); the line says what for.
+    Until(i64, String),
+    /// Say this and exit 7.
+    Exit(String),
+}
+
+pub(crate) fn goal_waiting(
+    runtime: &Runtime,
+    id: &str,
+    wait_limit: std::time::Duration,
+    since: i64,
+) -> anyhow::Result<Option<GoalWaiting>> {
+    use crate::exit::EXIT_GOAL_WAITING;
+    use waymark_runtime::clock::utc_label;
+    let Some(w) = runtime
+        .goal(id)?
+        .filter(|g| g.status == waymark_protocol::GoalStatus::Active)
+        .and_then(|g| g.wait)
+    else {
+        return Ok(None);
+    };
+    let now = now_ms();
+    let said = waymark_runtime::goal::wait_line(&w, now);
+    let limit_at = since.saturating_add(i64::try_from(wait_limit.as_millis()).unwrap_or(i64::MAX));
+    // It wakes at a known time (or gives up at its deadline) unless a check passes first.
+    let latest = w.until.map_or(w.deadline, |t| t.min(w.deadline));
+    if latest <= limit_at {
+        return Ok(Some(GoalWaiting::Until(latest, said)));
+    }
+    if w.check.is_some() && now < limit_at {
+        return Ok(Some(GoalWaiting::Until(limit_at, said)));
+    }
+    Ok(Some(GoalWaiting::Exit(format!(
+        "[goal waiting, past --wait-limit: {said}. It wakes by {} at the latest. Exit code {EXIT_GOAL_WAITING}; `waymark exec --session {id}` waits on (and runs its check at once).]",
+        utc_label(latest)
+    ))))
+}
+
 /// What a run does about a goal a usage limit stopped, once the session is idle.
 pub(crate) enum LimitWait {
     /// The goal resumes by itself at this time (Unix ms), within the wait limit.

@@ -18,7 +18,9 @@ mod worktree;
 use answer::{build_answer, form_values};
 use clap::{Parser, Subcommand};
 use goal::{GoalCommand, goal_command};
-use limits::{LimitWait, goal_stopped_line, left_until, limit_wait, now_ms};
+use limits::{
+    GoalWaiting, LimitWait, goal_stopped_line, goal_waiting, left_until, limit_wait, now_ms,
+};
 use mcp::{McpCommand, mcp_command};
 use plan::{PlanCommand, plan_command};
 use render::Printer;
@@ -651,6 +653,10 @@ async fn drive(
     // A goal a usage limit stopped during this run, and the reset the run waits for.
     let mut limited = false;
     let mut waiting: Option<i64> = None;
+    // The goal's own wait (the agent's `wait`): when this run began waiting with it, the
+    // latest it waits to, and the newest check result printed.
+    let mut goal_wait: Option<(i64, i64)> = None;
+    let mut check_seen: Option<i64> = None;
     let countdown_every = std::time::Duration::from_secs(30);
     let mut countdown = tokio::time::interval(countdown_every);
     let code = loop {
@@ -687,7 +693,24 @@ async fn drive(
                             };
                             outln!("{}", render::questionnaire(handle.id(), &q));
                         }
-                        EventKind::TurnStarted { .. } => waiting = None,
+                        EventKind::TurnStarted { .. } => {
+                            waiting = None;
+                            goal_wait = None;
+                        }
+                        // Each run of a waiting goal's check: its outcome and last line.
+                        EventKind::GoalUpdated { goal } if !json => {
+                            if let Some(c) = goal.wait.as_ref().and_then(|w| w.last_check.as_ref())
+                                && check_seen != Some(c.at)
+                            {
+                                check_seen = Some(c.at);
+                                let how = match (c.passed, c.exit_code) {
+                                    (true, _) => "passed".to_string(),
+                                    (false, Some(code)) => format!("exit {code}"),
+                                    (false, None) => "did not finish".to_string(),
+                                };
+                                errln!("[wait check {how}: {}]", render::safe(&c.line));
+                            }
+                        }
                         EventKind::GoalUpdate { status, .. } => {
                             limited = *status == waymark_protocol::GoalStatus::UsageLimited;
                         }
@@ -714,6 +737,22 @@ async fn drive(
                             break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
                         }
                         EventKind::SessionIdle {} => {
+                            let since = goal_wait.map_or_else(now_ms, |(s, _)| s);
+                            match goal_waiting(runtime, handle.id(), wait_limit, since)? {
+                                Some(GoalWaiting::Until(at, said)) => {
+                                    if goal_wait.is_none() {
+                                        errln!("[{said}. Waiting with it (Ctrl-C stops waiting; the goal keeps waiting).]");
+                                        countdown.reset_after(countdown_every);
+                                    }
+                                    goal_wait = Some((since, at));
+                                    continue;
+                                }
+                                Some(GoalWaiting::Exit(line)) => {
+                                    errln!("{line}");
+                                    break ExitCode::from(exit::EXIT_GOAL_WAITING);
+                                }
+                                None => {}
+                            }
                             break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
                         }
                         EventKind::SessionWaiting { questionnaire_id, .. } => {
@@ -730,6 +769,33 @@ async fn drive(
                 Err(RecvError::Lagged(n)) => errln!("[{n} events were skipped: the terminal could not keep up]"),
                 Err(RecvError::Closed) => break ExitCode::FAILURE,
             },
+            _ = async {
+                match goal_wait {
+                    Some((_, at)) => {
+                        let left = at.saturating_sub(now_ms()).max(0) as u64;
+                        // A little after: the session's own wake-up at that time goes first.
+                        tokio::time::sleep(std::time::Duration::from_millis(left + 1_000)).await
+                    }
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some((since, at)) = goal_wait {
+                    // Past the latest this run waits: the goal waits on without it.
+                    if now_ms() >= at {
+                        match goal_waiting(runtime, handle.id(), wait_limit, since)? {
+                            Some(GoalWaiting::Exit(line)) => {
+                                errln!("{line}");
+                                break ExitCode::from(exit::EXIT_GOAL_WAITING);
+                            }
+                            // Woken meanwhile, or its time is now: the session runs it.
+                            Some(GoalWaiting::Until(at, _)) => {
+                                goal_wait = Some((since, at.max(now_ms() + 5_000)));
+                            }
+                            None => goal_wait = None,
+                        }
+                    }
+                }
+            }
             _ = countdown.tick(), if waiting.is_some() => {
                 if let Some(at) = waiting {
                     // Two minutes past the reset and nothing ran: something is wrong (the
@@ -750,6 +816,10 @@ async fn drive(
             } => {
                 if waiting.is_some() {
                     errln!("\n[stopped waiting for the usage limit; the goal stays usage-limited until you resume it]");
+                    break ExitCode::from(code);
+                }
+                if goal_wait.is_some() {
+                    errln!("\n[stopped waiting with the goal; it keeps waiting, and `waymark exec --session {}` waits on]", handle.id());
                     break ExitCode::from(code);
                 }
                 interrupts += 1;

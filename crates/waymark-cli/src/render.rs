@@ -16,7 +16,7 @@ pub struct Printer {
 
 /// Untrusted text (model output, commands, tool output) as the terminal may show it:
 /// escapes and other control characters escaped, never interpreted.
-fn safe(s: &str) -> String {
+pub(crate) fn safe(s: &str) -> String {
     waymark_runtime::display::escape_block(s)
 }
 

@@ -161,6 +161,7 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         services: Arc::new(parts.services),
         instructions,
         compact_requested: Default::default(),
+        poked: Default::default(),
     });
     let live = LiveSession(Arc::downgrade(&core));
     Ok((

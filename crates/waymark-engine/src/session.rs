@@ -122,6 +122,9 @@ pub(crate) struct SessionCore {
     pub instructions: String,
     /// `/compact` was typed: compact before the next model call.
     pub compact_requested: std::sync::atomic::AtomicBool,
+    /// Something an extension ran in the background finished: the idle session looks for
+    /// work again ([`SessionHost::poke`]).
+    pub poked: tokio::sync::Notify,
 }
 
 impl SessionCore {
@@ -605,6 +608,9 @@ impl Actor {
                     // held) must not leave a past wake-up that fires again at once.
                     let fired = self.wake.take();
                     self.drive_woken(fired);
+                }
+                _ = self.core.poked.notified() => {
+                    self.drive();
                 }
                 _ = beat.tick() => {
                     let (id, owner) = (self.core.id.clone(), self.lease_owner.clone());

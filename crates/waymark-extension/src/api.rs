@@ -103,6 +103,9 @@ pub trait SessionHost: Send + Sync {
     ) -> BoxFuture<'a, Result<(ToolStatus, String)>>;
     /// The host itself, for the engine's own modules to find their type again.
     fn as_any(&self) -> &dyn Any;
+    /// Asks the idle session to look for work again now (something an extension ran in the
+    /// background finished): its extensions' `next_work` and `wake_at` are asked again.
+    fn poke(&self);
 }
 
 /// The session as extensions see it: its identity, settings, paths, the store (through
@@ -257,6 +260,11 @@ impl SessionApi {
             .admit_message(self.id(), source, text, Position::Tail, key)?
             .0
             .id)
+    }
+
+    /// See [`SessionHost::poke`].
+    pub fn poke(&self) {
+        self.host.poke()
     }
 
     /// The session's value of type `T` (created with `T::default()` on first use).

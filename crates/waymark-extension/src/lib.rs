@@ -265,6 +265,11 @@ pub trait Extension: Send + Sync {
     fn offers_tools(&self, _api: &SessionApi, _turn_id: i64) -> Result<bool> {
         Ok(true)
     }
+    /// Tools of its own this extension keeps back for the whole turn (the goal's `wait`
+    /// while no goal is active): not offered, though a call to one still reaches it.
+    fn withheld_tools(&self, _api: &SessionApi, _turn_id: i64) -> Result<&'static [&'static str]> {
+        Ok(&[])
+    }
     /// Whether the turn may make another model call after `steps` calls (all must agree;
     /// a refusal completes the turn).
     fn may_call_model(&self, _api: &SessionApi, _turn_id: i64, _steps: u32) -> Result<bool> {

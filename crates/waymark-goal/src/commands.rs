@@ -375,6 +375,15 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             continue_goal(tx, &mut g, Nudge::Plain)?;
             format!("Started from the queue.\n{}", describe(&snapshot(&g), tx.now()))
         }
+        GoalOp::WakeNow => {
+            let mut g = current.ok_or_else(no_goal)?;
+            if g.status != GoalStatus::Active || g.wait.is_none() {
+                return Err(Error::Refused("the goal is not waiting".into()));
+            }
+            let now = tx.now();
+            super::wait::wake(tx, &mut g, now, GoalActor::User, "you woke it", true)?;
+            "Woken: the goal carries on now.".into()
+        }
         GoalOp::EditBudget { budget } => {
             let Some(mut g) = current else {
                 return Err(Error::Refused("no goal is set; give an objective".into()));

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 use waymark_extension::error::{Error, Result};
-use waymark_protocol::{GoalActor, GoalReason, GoalStatus, GoalStep, UsageLimit};
+use waymark_protocol::{GoalActor, GoalReason, GoalStatus, GoalStep, GoalWait, UsageLimit};
 use waymark_store::clamp_i64;
 
 /// A goal as stored.
@@ -30,6 +30,8 @@ pub struct GoalRow {
     pub usage_limit: Option<UsageLimit>,
     /// The steps of the plan the goal implements, with the verifier's latest verdicts.
     pub steps: Vec<GoalStep>,
+    /// What the agent waits for (G-47), while it waits.
+    pub wait: Option<GoalWait>,
     /// The cost budget in micro-dollars (G-32).
     pub cost_budget: Option<u64>,
     /// What the goal's calls cost so far, and how many had no price.
@@ -66,7 +68,7 @@ const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, acto
      token_budget, turn_budget, time_budget_ms, tokens_used, turns_used, active_ms, continuations, \
      repeated_replies, toolless_turns, last_reply, completion_claimed, not_met_count, last_gaps, \
      grace_used, summary_due, question, usage_limit, limit_resumes, steps, cost_budget_micros, \
-     cost_used_micros, cost_unpriced_calls";
+     cost_used_micros, cost_unpriced_calls, wait";
 
 fn opt_u64(v: Option<i64>) -> Option<u64> {
     v.map(|x| x.max(0) as u64)
@@ -79,6 +81,7 @@ type RawGoal = (
     String,
     String,
     String,
+    Option<String>,
     Option<String>,
     Option<String>,
 );
@@ -118,6 +121,7 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
             question: r.get(23)?,
             usage_limit: None,
             steps: Vec::new(),
+            wait: None,
             cost_budget: opt_u64(r.get(27)?),
             cost: waymark_protocol::cost::Spend {
                 micros: r.get::<_, i64>(28)?.max(0) as u64,
@@ -129,11 +133,20 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
         actor,
         r.get(24)?,
         r.get(26)?,
+        r.get(30)?,
     ))
 }
 
 fn decode(parts: RawGoal) -> Result<GoalRow> {
-    let (mut g, status, reason, actor, limit, steps) = parts;
+    let (mut g, status, reason, actor, limit, steps, wait) = parts;
+    // An unreadable wait is no wait: the goal carries on rather than sleeping forever.
+    g.wait = wait.and_then(|w| match serde_json::from_str::<GoalWait>(&w) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(goal = %g.id, "the goal's wait is unreadable, ignored: {e}");
+            None
+        }
+    });
     // Unreadable steps leave a usable goal without them rather than a broken session.
     g.steps = steps
         .and_then(|s| match serde_json::from_str::<Vec<GoalStep>>(&s) {
@@ -201,6 +214,8 @@ pub trait GoalWrites {
     fn set_goal_question(&mut self, id: &str, question: &str) -> Result<()>;
     /// Stores settlement's counters.
     fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()>;
+    /// Sets (or with None ends) what the goal waits for.
+    fn set_goal_wait(&mut self, id: &str, wait: Option<&GoalWait>) -> Result<()>;
     /// Removes the session's current goal (the row stays for the record).
     fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>>;
     /// Appends an objective, with the budgets it starts with, to the end of the queue.
@@ -279,6 +294,18 @@ impl GoalWrites for super::Tx<'_> {
             "UPDATE goals SET status = ?2, reason = ?3, actor = ?4, updated_at = ?5, question = NULL,
              usage_limit = ?6 WHERE id = ?1",
             params![id, status.as_str(), reason.as_str(), actor.as_str(), now, limit],
+        )?;
+        Ok(())
+    }
+
+    fn set_goal_wait(&mut self, id: &str, wait: Option<&GoalWait>) -> Result<()> {
+        let json = wait
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| Error::Corrupt(format!("goal {id}: wait: {e}")))?;
+        self.conn().execute(
+            "UPDATE goals SET wait = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, json, self.now()],
         )?;
         Ok(())
     }
@@ -457,10 +484,7 @@ impl GoalWrites for super::Tx<'_> {
     }
 
     fn next_queued_goal(&mut self, session_id: &str) -> Result<Option<(i64, String, Budgets)>> {
-        Ok(queued(self.conn(), session_id)?
-            .into_iter()
-            .next()
-            .map(|(id, objective, b)| (id, objective, b)))
+        Ok(queued(self.conn(), session_id)?.into_iter().next())
     }
 
     fn drop_queued_goal(&mut self, session_id: &str, id: i64) -> Result<bool> {

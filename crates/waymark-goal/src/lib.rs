@@ -14,6 +14,7 @@ pub(crate) mod runner;
 pub mod settlement;
 mod tools;
 mod verifier;
+pub mod wait;
 
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub fn parse_command(args: &str) -> Result<waymark_protocol::GoalOp> {
 }
 
 pub use plan_goal::{parse_steps, proposed_budget};
+pub use wait::describe as wait_line;
 
 /// Thread goals as an extension of every session.
 pub struct GoalExtension;
@@ -57,6 +59,7 @@ impl Extension for GoalExtension {
             include_str!("../migrations/0006_cost.sql"),
             include_str!("../migrations/0007_queue_budgets.sql"),
             include_str!("../migrations/0008_queue_order.sql"),
+            include_str!("../migrations/0009_wait.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
@@ -64,6 +67,7 @@ impl Extension for GoalExtension {
             Arc::new(tools::CreateGoal),
             Arc::new(tools::GetGoal),
             Arc::new(tools::UpdateGoal),
+            Arc::new(wait::WaitTool),
         ]
     }
     fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {
@@ -89,6 +93,10 @@ impl Extension for GoalExtension {
     fn on_open(&self, tx: &mut Tx<'_>, session_id: &str, crashed: bool) -> Result<()> {
         // An automatic resume belongs to the process that scheduled it.
         runner::cancel_schedule(tx, session_id)?;
+        // A waiting goal counts its time from now: the time closed is not counted.
+        if let Some(mut g) = db::current_goal(tx.conn(), session_id)? {
+            wait::on_open(tx, &mut g)?;
+        }
         // The previous process died holding the session: an active goal stays paused until
         // the user resumes it (G-24).
         if crashed {
@@ -192,6 +200,14 @@ impl Extension for GoalExtension {
     fn wake_at(&self, api: &SessionApi) -> Result<Option<i64>> {
         runner::wake_at(api)
     }
+    fn withheld_tools(&self, api: &SessionApi, turn_id: i64) -> Result<&'static [&'static str]> {
+        // `wait` is for a turn working on an active goal only.
+        Ok(if runner::turn_goal_of(api, turn_id)?.goal_id.is_some() {
+            &[]
+        } else {
+            &["wait"]
+        })
+    }
     fn on_close(&self, tx: &mut Tx<'_>, session_id: &str, waiting: bool) -> Result<()> {
         runner::cancel_schedule(tx, session_id)?;
         // Waiting for the user is a pause in itself: the goal resumes with the answer (G-15
@@ -242,7 +258,10 @@ impl Dimension {
             | GoalReason::AppClosed
             | GoalReason::RateLimited
             | GoalReason::QuotaExhausted
-            | GoalReason::SpendCap => None,
+            | GoalReason::SpendCap
+            | GoalReason::Waiting
+            | GoalReason::Woke
+            | GoalReason::WaitExpired => None,
         }
     }
 
@@ -314,6 +333,7 @@ pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
         question: g.question.clone(),
         usage_limit: g.usage_limit,
         steps: g.steps.clone(),
+        wait: g.wait.clone(),
         over_budget: exhausted(&budget).is_some(),
         budget,
     }
@@ -401,9 +421,20 @@ pub fn describe(s: &GoalSnapshot, now_ms: i64) -> String {
             )
         })
         .unwrap_or_default();
-    let limit = limit_line(s, now_ms)
+    let mut limit = limit_line(s, now_ms)
         .map(|l| format!("\n{l}"))
         .unwrap_or_default();
+    if let Some(w) = &s.wait {
+        limit.push_str(&format!("\n{}", wait::describe(w, now_ms)));
+        if let Some(c) = &w.last_check {
+            limit.push_str(&format!(
+                "\nLast check: {} — {}",
+                if c.passed { "passed" } else { "not yet" },
+                c.line
+            ));
+        }
+        limit.push_str("\nWake it now with /goal wake.");
+    }
     format!(
         "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}\n{}{question}{limit}",
         s.objective,
@@ -544,6 +575,7 @@ mod tests {
             question: None,
             usage_limit: None,
             steps: Vec::new(),
+            wait: None,
             cost_budget: None,
             cost: Default::default(),
         }

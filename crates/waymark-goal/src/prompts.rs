@@ -58,6 +58,7 @@ pub fn contract(g: &GoalRow) -> String {
          - When you believe the goal is fully achieved, call update_goal with mode \"status\", status \"complete\" and a message listing the evidence (what changed, what you ran, results). The claim may be checked by an independent reviewer.\n\
          - If you cannot go on without the user (missing access, a decision only they can make), call update_goal with status \"blocked\" and say exactly what you need.\n\
          - Do not claim completion early and do not repeat the same answer: if you are stuck, try a different approach or report blocked.\n\
+         - To wait for something outside your control (a CI run, a time), call wait instead of polling: no turn runs while the goal waits.\n\
          - The budget is enforced: when it runs out, tools stop working and you will be asked for a short summary.",
         untrusted_objective(g),
         budget_line(g)
@@ -80,6 +81,8 @@ pub enum Nudge {
     /// Every 5th continuation.
     Audit,
     Plain,
+    /// The agent's wait is over, for the reason given (G-47).
+    Woke(String),
 }
 
 /// A later continuation: short, so the history prefix stays stable.
@@ -106,6 +109,10 @@ fn part(n: Nudge) -> String {
         Nudge::Repetition => "Do not repeat yourself. Make concrete progress with a different approach, or report blocked with update_goal if you cannot.".to_string(),
         Nudge::Audit => "Status check: in one or two sentences, say what is done and what is left, then continue with the next concrete step.".to_string(),
         Nudge::Plain => "Continue working toward the goal.".to_string(),
+        Nudge::Woke(why) => format!(
+            "Your wait is over: {}. Check what you were waiting for, then continue toward the goal.",
+            escape(why.trim())
+        ),
     }
 }
 

@@ -152,7 +152,13 @@ pub(crate) fn on_turn_start(
         return Ok(());
     }
     let mut tg = TurnGoal::default();
-    if let Some(g) = current_goal(tx.conn(), api.id())? {
+    if let Some(mut g) = current_goal(tx.conn(), api.id())? {
+        // A turn that starts while the goal waits is the user's message: it wakes the goal,
+        // and that message is its next turn (G-47).
+        if g.wait.is_some() && g.status == GoalStatus::Active {
+            let now = tx.now();
+            super::wait::wake(tx, &mut g, now, GoalActor::User, "your message", false)?;
+        }
         let summary = is_summary(m);
         if g.status == GoalStatus::Active || summary {
             tx.set_turn_goal(turn_id, &g.id, g.revision, summary)?;
@@ -363,6 +369,20 @@ pub(crate) async fn settle(
         push_snapshot(api);
         return Ok(());
     }
+    // The turn began a wait (G-47): nothing to verify, no progress to count, no continuation,
+    // unless its budget is spent, which ends the wait and settles as usual.
+    let goal = if goal.wait.is_some() {
+        if exhausted(&report(&goal, super::Extra::default())).is_none() {
+            push_snapshot(api);
+            return Ok(());
+        }
+        api.write(|tx| {
+            tx.set_goal_wait(&goal.id, None)?;
+            Ok(GoalRow { wait: None, ..goal })
+        })?
+    } else {
+        goal
+    };
     let Some(facts) = facts(api, turn_id, tg.revision.unwrap_or(goal.revision))? else {
         return Ok(());
     };
@@ -575,7 +595,10 @@ pub(crate) fn wake_at(api: &SessionApi) -> Result<Option<i64>> {
     if !api.config().beta.thread_goal {
         return Ok(None);
     }
-    api.read(|c| Ok(current_goal(c, api.id())?.and_then(|g| scheduled(api, &g))))
+    api.read(|c| {
+        Ok(current_goal(c, api.id())?
+            .and_then(|g| scheduled(api, &g).or_else(|| super::wait::wake_at(api, &g))))
+    })
 }
 
 /// Keeps an active goal moving when the session would otherwise go idle (after a suspended
@@ -585,10 +608,15 @@ pub(crate) fn ensure_continuation(api: &SessionApi) -> Result<bool> {
     if !api.config().beta.thread_goal {
         return Ok(false);
     }
+    // A waiting goal wakes (or gives up) by its own rules, and never continues while it waits.
+    if super::wait::look(api)? {
+        return Ok(true);
+    }
     let now = api.now_ms();
     // Read first: going idle must not cost a write transaction when there is nothing to do.
     let due = |g: &GoalRow| {
-        g.status == GoalStatus::Active || scheduled(api, g).is_some_and(|at| now >= at)
+        (g.status == GoalStatus::Active && g.wait.is_none())
+            || scheduled(api, g).is_some_and(|at| now >= at)
     };
     if !api.read(|c| Ok(current_goal(c, api.id())?.is_some_and(|g| due(&g))))? {
         return Ok(false);
@@ -648,6 +676,13 @@ pub(crate) fn cancel_schedule(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
 
 /// The app closed (or crashed) while a goal was active: it stays paused until resumed (G-24).
 pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
+    // A waiting goal is not running: its wait survives the restart, its time counted so far.
+    if let Some(mut g) = current_goal(tx.conn(), session_id)?
+        && g.status == GoalStatus::Active
+        && g.wait.is_some()
+    {
+        return super::wait::on_close(tx, &mut g);
+    }
     end_active(
         tx,
         session_id,

@@ -22,6 +22,7 @@ fn goal() -> GoalRow {
         question: None,
         usage_limit: None,
         steps: Vec::new(),
+        wait: None,
         cost_budget: None,
         cost: Default::default(),
     }

@@ -84,6 +84,8 @@ pub struct NotificationsConfig {
     pub usage_limit_wait: bool,
     /// Each turn finished (while the window is in the background).
     pub turn_finished: bool,
+    /// A goal woke from the agent's wait and carries on.
+    pub goal_woke: bool,
 }
 
 impl Default for NotificationsConfig {
@@ -98,6 +100,7 @@ impl Default for NotificationsConfig {
             usage_limit_stop: true,
             usage_limit_wait: false,
             turn_finished: false,
+            goal_woke: true,
         }
     }
 }
@@ -236,6 +239,20 @@ pub struct GoalConfig {
     pub breaker: BreakerConfig,
     pub verifier: VerifierConfig,
     pub usage_limit: UsageLimitConfig,
+    /// The longest one wait of the agent's (the `wait` tool) lasts, in seconds; past it the
+    /// goal pauses. Unset: 86 400 (24 h).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wait: Option<u64>,
+}
+
+impl GoalConfig {
+    /// The longest wait when `max_wait` is unset.
+    pub const DEFAULT_MAX_WAIT: u64 = 24 * 3600;
+
+    /// `max_wait` in seconds, its default filled in.
+    pub fn max_wait_seconds(&self) -> u64 {
+        self.max_wait.unwrap_or(Self::DEFAULT_MAX_WAIT)
+    }
 }
 
 /// What happens when a provider's usage limit stops a goal.
@@ -569,6 +586,9 @@ impl Config {
         }
         if let Some(t) = g.budget.default_main_turns {
             range("goal.budget.default_main_turns", t, 1, 1_000_000)?;
+        }
+        if let Some(t) = g.max_wait {
+            range("goal.max_wait", t, 60, 7 * 24 * 3600)?;
         }
         if let Some(t) = g.budget.default_active_seconds {
             range("goal.budget.default_active_seconds", t, 1, 365 * 24 * 3600)?;

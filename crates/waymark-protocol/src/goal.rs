@@ -81,10 +81,17 @@ pub enum GoalReason {
     /// The model declined to answer (a refusal or a content filter, G-41): the user decides
     /// what to change before it goes on.
     ProviderRefusal,
+    /// The agent waits for a time or a check (the `wait` tool, G-47): the goal stays active
+    /// and no model call happens until it wakes.
+    Waiting,
+    /// The wait is over (the time came, the check passed, "Wake now", or a message).
+    Woke,
+    /// The wait reached `goal.max_wait` without waking: the user decides what next.
+    WaitExpired,
 }
 
 impl GoalReason {
-    pub const ALL: [GoalReason; 23] = [
+    pub const ALL: [GoalReason; 26] = [
         GoalReason::Created,
         GoalReason::Resumed,
         GoalReason::BudgetRaised,
@@ -108,6 +115,9 @@ impl GoalReason {
         GoalReason::Cost,
         GoalReason::SpendCap,
         GoalReason::ProviderRefusal,
+        GoalReason::Waiting,
+        GoalReason::Woke,
+        GoalReason::WaitExpired,
     ];
 
     /// The serde name (as in JSON and the database).
@@ -144,6 +154,9 @@ impl GoalReason {
             GoalReason::Cost => "Stopped: the cost budget is used up",
             GoalReason::SpendCap => "Waiting: today's spending cap is reached",
             GoalReason::ProviderRefusal => "Paused: the model declined to answer",
+            GoalReason::Waiting => "Waiting",
+            GoalReason::Woke => "Woke from its wait",
+            GoalReason::WaitExpired => "Paused: the wait went on past its longest time",
         }
     }
 
@@ -158,7 +171,9 @@ impl GoalReason {
             GoalReason::Created
             | GoalReason::Resumed
             | GoalReason::BudgetRaised
-            | GoalReason::Edited => GoalStatus::Active,
+            | GoalReason::Edited
+            | GoalReason::Waiting
+            | GoalReason::Woke => GoalStatus::Active,
             GoalReason::VerifierMet | GoalReason::WorkerProposal => GoalStatus::Complete,
             GoalReason::WorkerReported => GoalStatus::Blocked,
             GoalReason::UserRequested
@@ -169,6 +184,7 @@ impl GoalReason {
             | GoalReason::TurnError
             | GoalReason::ProviderError
             | GoalReason::ProviderRefusal
+            | GoalReason::WaitExpired
             | GoalReason::AppClosed => GoalStatus::Paused,
             GoalReason::Tokens
             | GoalReason::MainTurns
@@ -274,6 +290,8 @@ pub enum GoalOp {
     StartQueued {
         id: i64,
     },
+    /// End the agent's wait now: the goal carries on at once (G-47).
+    WakeNow,
 }
 
 /// A goal waiting in the session's queue, in line order (G-46).
@@ -401,6 +419,51 @@ pub struct GoalSnapshot {
     /// verdict on each (PM-27). Empty for other goals.
     #[serde(default)]
     pub steps: Vec<GoalStep>,
+    /// While the agent waits (G-47): for what, and until when at the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<GoalWait>,
+}
+
+/// What an active goal waits for (the `wait` tool, G-47). No model call happens until it
+/// wakes: at `until`, when `check` exits 0, on "Wake now" or a message; past `deadline`
+/// (`goal.max_wait` after it began) the goal pauses instead.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct GoalWait {
+    /// Why the agent waits, in its words (redacted).
+    pub reason: String,
+    /// Unix ms it began.
+    pub since: i64,
+    /// Unix ms it wakes at, when it waits for a time.
+    pub until: Option<i64>,
+    /// The command whose success wakes it, run by the runtime in the read-only sandbox.
+    pub check: Option<String>,
+    /// Seconds between two runs of the check.
+    pub every_seconds: u32,
+    /// Unix ms past which the goal pauses (`wait_expired`) if nothing woke it.
+    pub deadline: i64,
+    /// The newest run of the check.
+    pub last_check: Option<WaitCheck>,
+    /// Unix ms the check runs next (at once when a process opens the session again).
+    #[serde(default)]
+    pub next_check: i64,
+    /// Unix ms up to which its time counts toward the goal's time budget (waiting counts
+    /// only while a process runs the session).
+    #[serde(default)]
+    pub counted_to: i64,
+}
+
+/// One run of a wait's check.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct WaitCheck {
+    /// Unix ms it ended.
+    pub at: i64,
+    pub passed: bool,
+    /// The exit code (None: it timed out or could not start).
+    pub exit_code: Option<i32>,
+    /// The last line it printed (redacted, cut to 300 characters).
+    pub line: String,
 }
 
 /// One step of the plan a goal implements, and whether the verifier last found it met

@@ -38,7 +38,7 @@ pub enum BudgetSyntaxError {
 /// The words `/goal` reads as commands when they come first: an objective that starts with
 /// one is written in quotes (`/goal "status page redesign"`).
 pub const COMMAND_WORDS: &[&str] = &[
-    "status", "pause", "resume", "clear", "cancel", "edit", "reply", "replace", "next",
+    "status", "pause", "resume", "clear", "cancel", "edit", "reply", "replace", "next", "wake",
 ];
 
 /// The `/goal` grammar in a few lines, for `/help goal` and refusals.
@@ -51,6 +51,7 @@ pub const GRAMMAR: &str = "/goal                         show the goal and the q
 /goal reply <answer>          answer a goal that is blocked on you
 /goal replace <objective>     drop the goal and set this one
 /goal next <objective>        queue a goal to start when this one is done
+/goal wake                    end the agent's wait now (it waits with its wait tool)
 An objective that starts with one of these words goes in quotes: /goal \"pause the build\" tokens=50K";
 
 const TOKEN_FORMS: &str = "a number of tokens such as 200000, 50K or 1.5M";
@@ -362,6 +363,7 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
         "" => GoalOp::Show,
         "status" => alone(GoalOp::Show)?,
         "pause" => alone(GoalOp::Pause)?,
+        "wake" => alone(GoalOp::WakeNow)?,
         "resume" => alone(GoalOp::Resume)?,
         "clear" | "cancel" => alone(GoalOp::Clear)?,
         "edit" => GoalOp::EditObjective {

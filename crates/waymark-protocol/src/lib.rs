@@ -28,7 +28,7 @@ pub mod worktree;
 pub use event::{Event, EventKind, ToolCallSummary};
 pub use goal::{
     BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalOp, GoalReason, GoalSnapshot,
-    GoalStatus, GoalStep, GoalUpdateKind, Limit, QueuedGoal, UsageLimit,
+    GoalStatus, GoalStep, GoalUpdateKind, GoalWait, Limit, QueuedGoal, UsageLimit, WaitCheck,
 };
 pub use history::{
     HistoryItem, IMAGE_TYPES, MAX_IMAGE_BASE64, MAX_IMAGES, ToolCallRecord, ToolImage,

@@ -26,6 +26,26 @@ function setup(g: Goal | null, accept = true) {
 }
 
 describe("GoalPanel", () => {
+  it("counts down a goal's wait, shows its check, and wakes it on request", async () => {
+    vi.useFakeTimers({ toFake: ["Date", "setInterval", "clearInterval"] });
+    try {
+      const now = Date.now();
+      const wait = { reason: "CI run 42", since: now, until: now + 125_000, check: "gh run view 42", every_seconds: 60, deadline: now + 86_400_000, last_check: { at: now, passed: false, exit_code: 1, line: "in progress" }, next_check: now + 60_000, counted_to: now };
+      const { ops } = setup({ ...goal, reason: "waiting", actor: "model", wait });
+      const text = () => screen.getByTestId("goal-wait-text").textContent;
+      expect(text()).toContain("Waiting for `gh run view 42` to succeed — checked every 60 s");
+      expect(text()).toContain("in 2m 05s");
+      expect(text()).toContain("CI run 42");
+      expect(screen.getByTestId("goal-wait-check").textContent).toBe("Last check exit 1: in progress. Next check in 1m 00s.");
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(text()).toContain("in 2m 00s");
+      await fireEvent.click(screen.getByTestId("goal-wake-now"));
+      expect(ops).toEqual([{ op: "wake_now" }]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("shows what the agent asked of a blocked goal and sends the answer as a reply", async () => {
     const blocked: Goal = { ...goal, status: "blocked", reason: "worker_reported", actor: "model", question: "Should names with quotes be rejected or escaped?" };
     const { ops } = setup(blocked);

@@ -14,7 +14,7 @@ const app = vi.hoisted(() => {
       mcp_servers: {},
       beta: { desktop_plan_mode: true, desktop_plan_mode_agent_entry: false, thread_goal: false },
       goal: { verification: null, budget: { default_tokens: null, default_main_turns: null, default_active_seconds: null, grace_steps: 2 }, breaker: { repeated_reply_limit: 3 }, verifier: { repeated_not_met_limit: 3 }, usage_limit: { auto_resumes: 3 } },
-      notifications: { goal_blocked: true, plan_awaiting_approval: true, budget_spent: true, goal_complete: true, goal_paused: true, spending_cap: true, usage_limit_stop: true, usage_limit_wait: false, turn_finished: false },
+      notifications: { goal_blocked: true, plan_awaiting_approval: true, budget_spent: true, goal_complete: true, goal_paused: true, spending_cap: true, usage_limit_stop: true, usage_limit_wait: false, turn_finished: false, goal_woke: true },
     }) as unknown as Config_Serialize;
   /** A stdio server as the settings file holds it. */
   const server = (command: string[]): McpServerConfig_Serialize => ({ command: command[0], args: command.slice(1), enabled: true, tool_timeout_ms: 60000, startup_timeout_ms: 30000 });

@@ -1,7 +1,7 @@
 // Goal tab figures derived from the goal's events: gauge levels, burn-down, timeline.
 import type { BudgetLine_Serialize } from "../bindings";
-import type { BudgetChange, EventOf, Goal, QueuedGoal, WireEvent } from "./types";
-import { clock } from "./time";
+import type { BudgetChange, EventOf, Goal, GoalWait, QueuedGoal, WireEvent } from "./types";
+import { clock, day } from "./time";
 
 export type Level = "ok" | "warn" | "danger" | "open";
 
@@ -23,6 +23,9 @@ export const REASON_WORDS: Record<Goal["reason"], string> = {
   turn_error: "Paused: a turn failed",
   provider_error: "Paused: the model could not be reached",
   provider_refusal: "Paused: the model declined to answer",
+  waiting: "Waiting",
+  woke: "Woke from its wait",
+  wait_expired: "Paused: the wait went on past its longest time",
   app_closed: "Stopped: Waymark closed",
   tokens: "Stopped: the token budget is used up",
   main_turns: "Stopped: the turn budget is used up",
@@ -248,6 +251,32 @@ export function limitNotice(goal: Goal, now: number): LimitNotice | null {
     ? `No automatic resumes left (${l.auto_resumes_max} in a row allowed)`
     : "The automatic resume was cancelled";
   return { auto: false, left, text: `${resets}${source}. ${why}: resume when you are ready.` };
+}
+
+/** What a waiting goal shows at `now` (ms): what it waits for, the countdown to its time
+ *  (null for a check alone), the check's newest run and when it runs next, and when the
+ *  wait gives up (G-47). */
+export function waitNotice(w: GoalWait, now: number): { text: string; left: number | null; check: string | null; gives: string } {
+  const secs = (ms: number) => Math.max(0, Math.ceil((ms - now) / 1000));
+  const left = w.until !== null && w.until <= w.deadline ? secs(w.until) : null;
+  let text: string;
+  if (w.check !== null) {
+    text = `Waiting for \`${w.check.split("\n")[0]}\` to succeed — checked every ${w.every_seconds} s`;
+    if (left !== null) text += `, or until ${clock(w.until!)} (in ${duration(left)})`;
+  } else if (left !== null) {
+    text = `Waiting until ${clock(w.until!)} — in ${duration(left)}`;
+  } else {
+    text = "Waiting";
+  }
+  text += ` — ${w.reason}`;
+  let check: string | null = null;
+  if (w.check !== null) {
+    const next = secs(w.next_check);
+    const c = w.last_check;
+    const last = c ? `Last check ${c.passed ? "passed" : c.exit_code === null ? "did not finish" : `exit ${c.exit_code}`}${c.line ? `: ${c.line}` : ""}. ` : "Not checked yet. ";
+    check = `${last}${next > 0 ? `Next check in ${duration(next)}.` : "Checking now."}`;
+  }
+  return { text, left, check, gives: `Gives up at ${clock(w.deadline)} ${day(w.deadline)}, then the goal pauses.` };
 }
 
 /** The goal as it stands at `now` (ms): while a turn of it runs, the time gauge counts on

@@ -23,6 +23,8 @@ export type WireEvent = Event_Serialize;
 export type EventType = WireEvent["type"];
 export type EventOf<T extends EventType> = Extract<WireEvent, { type: T }>;
 export type Goal = GoalSnapshot_Serialize;
+/** What an active goal waits for (the agent's `wait`, G-47). */
+export type GoalWait = NonNullable<Goal["wait"]>;
 /** A goal waiting in the session's queue (G-46). */
 export type QueuedGoal = SessionView_Serialize["goal_queue"][number];
 export type Questionnaire = QuestionnaireInfo_Serialize;

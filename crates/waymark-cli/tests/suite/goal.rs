@@ -395,6 +395,50 @@ fn a_blocked_goal_is_answered_with_goal_reply() {
     assert!(text(&out).contains("not blocked"), "{}", text(&out));
 }
 
+/// A goal waiting on its check outlives `--wait-limit`: `exec` exits 7 saying what it waits
+/// for and when it gives up; once the check would pass, a later `exec` with no prompt runs
+/// the check at once, the goal wakes, and the run ends with it complete (G-47).
+#[test]
+fn a_waiting_goal_outlives_exec_and_wakes_on_its_check_in_a_later_one() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let wait = json!({"text": "CI is still running.", "tool_calls": [{"name": "wait", "arguments":
+        {"check": "test -f ready", "every": 30, "reason": "CI run 7"}}]});
+    let model = env.script("s.json", json!({"responses": [wait, claim("released")]}));
+    let out = env.exec(
+        &model,
+        &[
+            "--permission",
+            "auto",
+            "--wait-limit",
+            "1s",
+            "/goal ship it",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("Waiting for `test -f ready` to succeed") && said.contains("CI run 7"),
+        "{said}"
+    );
+    assert!(
+        said.contains("past --wait-limit") && said.contains("waymark exec --session"),
+        "{said}"
+    );
+    let sid = env.only_session();
+    let shown = text(&env.run(&["goal", "show", "--session", &sid]));
+    assert!(shown.contains("waiting"), "{shown}");
+
+    std::fs::write(env.ws.join("ready"), "").unwrap();
+    let out = env.exec_session(&sid, &["--wait-limit", "2m"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("wait check passed"), "{}", text(&out));
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("complete".into(), "worker_proposal".into())
+    );
+}
+
 /// `waymark goal queue` lists, adds, moves and removes queued goals by their place in line
 /// (G-46); a place not in line is refused with the places there are, and changes nothing.
 #[test]

@@ -236,6 +236,10 @@ fn every_subcommand_prints_escaped_and_redacted() {
                 "--no-run",
             ],
         ),
+        (
+            "goal queue",
+            vec!["goal", "queue", "add", "--session", g, HOSTILE],
+        ),
         ("answer", vec!["answer", "--session", s, HOSTILE, "approve"]),
         ("mcp add", vec!["mcp", "add", HOSTILE, "--", HOSTILE]),
         (

@@ -32,6 +32,9 @@ impl SessionHost for SessionCore {
     fn new_id(&self, prefix: &str) -> String {
         self.ids.new_id(prefix)
     }
+    fn poke(&self) {
+        self.poked.notify_one();
+    }
     fn workspace(&self) -> &std::path::Path {
         &self.workspace
     }

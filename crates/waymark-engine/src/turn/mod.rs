@@ -170,8 +170,10 @@ async fn drive(
     let mut last_elided = 0u64;
     let mut context_retried = false;
     let mut offer_tools = true;
+    let mut withheld: Vec<&'static str> = Vec::new();
     for ext in &core.extensions {
         offer_tools &= ext.offers_tools(&api, turn_id)?;
+        withheld.extend_from_slice(ext.withheld_tools(&api, turn_id)?);
     }
     let extra_prompt: Vec<String> = core
         .extensions
@@ -229,7 +231,15 @@ async fn drive(
         // Listed again before each call: a tool server that became ready, or whose list
         // changed, since the last one is offered from this call on.
         let (tools, tools_tokens) = if offer_tools {
-            tool_specs(core, &session)
+            let (mut tools, mut tokens) = tool_specs(core, &session);
+            if !withheld.is_empty() {
+                let (kept, held): (Vec<_>, Vec<_>) = tools
+                    .into_iter()
+                    .partition(|t| !withheld.contains(&t.name.as_str()));
+                tools = kept;
+                tokens = tokens.saturating_sub(crate::provider::tools_tokens(&held));
+            }
+            (tools, tokens)
         } else {
             (Vec::new(), 0)
         };

@@ -17,7 +17,7 @@ impl Runtime {
     pub fn goal_queue(&self, id: &str) -> Result<Vec<waymark_protocol::QueuedGoal>> {
         self.store().view(|c| {
             store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
-            Ok(crate::goal::db::queued_goals(c, id)?)
+            crate::goal::db::queued_goals(c, id)
         })
     }
 

@@ -9,6 +9,7 @@ mod lifecycle;
 mod refusal;
 mod usage_limit;
 mod verification;
+mod wait;
 
 use super::harness::{Harness, collect, finished, results, run, user, waiting_on};
 use serde_json::{Value, json};

@@ -1,0 +1,588 @@
+//! Waiting that spends nothing (G-47): the agent's `wait` tool, what the idle session looks
+//! at while a goal waits (the time, the check, the longest wait, the time budget), and the
+//! check command the runtime runs itself in the read-only sandbox. No model call happens
+//! while a goal waits; it wakes at its time, when its check exits 0, on "Wake now" or on the
+//! user's message.
+
+use super::commands::check_enabled;
+use super::prompts::Nudge;
+use super::runner::{continue_goal, push_snapshot, transition, turn_goal_of};
+use crate::db::{GoalRow, GoalWrites, current_goal};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use waymark_extension::error::{Error, Result};
+use waymark_extension::{SessionApi, SessionTool, tool_error};
+use waymark_protocol::config::Config;
+use waymark_protocol::{
+    GoalActor, GoalReason, GoalStatus, GoalUpdateKind, GoalWait, InteractionMode, WaitCheck,
+};
+use waymark_store::Tx;
+use waymark_tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+
+/// The least time between two runs of a check.
+pub const MIN_EVERY_SECONDS: u32 = 30;
+/// Between two runs of a check when the agent names no interval.
+pub const DEFAULT_EVERY_SECONDS: u32 = 60;
+/// The longest one run of a check may take.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest a wait's reason, a check's shown line and a check command may be.
+const REASON_MAX: usize = 300;
+const LINE_MAX: usize = 300;
+const CHECK_MAX: usize = 2000;
+
+pub(crate) struct WaitTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitArgs {
+    #[serde(default)]
+    until: Option<String>,
+    #[serde(default)]
+    seconds: Option<u64>,
+    #[serde(default)]
+    check: Option<String>,
+    #[serde(default)]
+    every: Option<u64>,
+    reason: String,
+}
+
+impl Tool for WaitTool {
+    fn name(&self) -> &'static str {
+        "wait"
+    }
+    fn description(&self) -> &'static str {
+        "Pause work on the goal until something outside your control is ready, instead of polling: until a time (`until`, RFC 3339 such as 2026-12-06T06:00:00Z), for `seconds`, or until the shell command `check` exits 0 (run read-only by the runtime every `every` seconds, at least 30, each run at most 60 s). Give a short `reason`. Your turn ends at once; no turn runs until the wait is over, and the next one says why it ended."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "until": {"type": "string", "description": "RFC 3339 time to wake at"},
+            "seconds": {"type": "integer", "minimum": 1},
+            "check": {"type": "string", "description": "shell command; exit 0 wakes the goal"},
+            "every": {"type": "integer", "minimum": MIN_EVERY_SECONDS},
+            "reason": {"type": "string"}
+        }, "required": ["reason"]})
+    }
+    fn is_mutating(&self) -> bool {
+        false
+    }
+    fn offered(&self, _mode: InteractionMode, config: &Config) -> bool {
+        config.beta.thread_goal
+    }
+}
+
+impl SessionTool for WaitTool {
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
+        self
+    }
+    fn handle_in<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, std::result::Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let a: WaitArgs = parse_args(self.name(), args)?;
+            check_enabled(api).map_err(tool_error)?;
+            let now = api.now_ms();
+            let config = api.config();
+            let wait = shape(&a, now, config.goal.max_wait_seconds()).map_err(ToolError::Model)?;
+            if wait.check.is_some() && check_context(api, &config).await.is_none() {
+                return Err(ToolError::Model("a check needs the read-only sandbox, which this machine does not have: wait for a time instead (`until` or `seconds`)".into()));
+            }
+            let goal_id = turn_goal_of(api, ctx.turn_id).map_err(tool_error)?.goal_id;
+            let said = api
+                .write(|tx| {
+                    let Some(mut g) = current_goal(tx.conn(), api.id())?.filter(|g| {
+                        g.status == GoalStatus::Active && goal_id.as_deref() == Some(g.id.as_str())
+                    }) else {
+                        return Err(Error::Refused(
+                            "wait is only for a turn working on an active goal".into(),
+                        ));
+                    };
+                    let mut wait = wait.clone();
+                    wait.reason = tx.redact(&wait.reason).into_owned();
+                    tx.set_goal_wait(&g.id, Some(&wait))?;
+                    g.wait = Some(wait.clone());
+                    transition(
+                        tx,
+                        &mut g,
+                        GoalReason::Waiting,
+                        GoalActor::Model,
+                        GoalUpdateKind::Lifecycle,
+                    )?;
+                    Ok(describe(&wait, now))
+                })
+                .map_err(tool_error)?;
+            push_snapshot(api);
+            Ok(ToolOutput {
+                content: format!(
+                    "{said}. Your turn ends now; the next one says why the wait ended."
+                ),
+                terminate: true,
+                images: Vec::new(),
+            })
+        })
+    }
+}
+
+/// The wait the arguments ask for, begun at `now`, or why they ask for none.
+fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> std::result::Result<GoalWait, String> {
+    let reason: String = a.reason.trim().chars().take(REASON_MAX).collect();
+    if reason.is_empty() {
+        return Err("give a short `reason` for the wait".into());
+    }
+    let until = match (&a.until, a.seconds) {
+        (Some(_), Some(_)) => return Err("give `until` or `seconds`, not both".into()),
+        (Some(t), None) => {
+            let at: jiff::Timestamp = t.trim().parse().map_err(|e| {
+                format!("`until` must be an RFC 3339 time such as 2026-12-06T06:00:00Z ({e})")
+            })?;
+            let ms = at.as_millisecond();
+            if ms <= now {
+                return Err(format!(
+                    "`until` ({t}) is already past: it is {} now",
+                    utc(now)
+                ));
+            }
+            Some(ms)
+        }
+        (None, Some(0)) => return Err("`seconds` must be at least 1".into()),
+        (None, Some(s)) => {
+            Some(now.saturating_add(i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX)))
+        }
+        (None, None) => None,
+    };
+    let check = match a.check.as_deref().map(str::trim) {
+        None => None,
+        Some("") => return Err("`check` is empty".into()),
+        Some(c) if c.chars().count() > CHECK_MAX => {
+            return Err(format!("`check` is longer than {CHECK_MAX} characters"));
+        }
+        Some(c) => Some(c.to_string()),
+    };
+    if until.is_none() && check.is_none() {
+        return Err("say what to wait for: `until`, `seconds` or `check`".into());
+    }
+    let every = match a.every {
+        None => DEFAULT_EVERY_SECONDS,
+        Some(e) if e < u64::from(MIN_EVERY_SECONDS) => {
+            return Err(format!(
+                "`every` must be at least {MIN_EVERY_SECONDS} seconds"
+            ));
+        }
+        Some(e) => u32::try_from(e.min(max_wait_seconds)).unwrap_or(u32::MAX),
+    };
+    let deadline = now
+        .saturating_add(i64::try_from(max_wait_seconds.saturating_mul(1000)).unwrap_or(i64::MAX));
+    Ok(GoalWait {
+        reason,
+        since: now,
+        until,
+        every_seconds: if check.is_some() { every } else { 0 },
+        check,
+        deadline,
+        last_check: None,
+        next_check: now.saturating_add(i64::from(every) * 1000),
+        counted_to: now,
+    })
+}
+
+/// A wait in words: "Waiting until 2026-12-06 06:00 UTC — reason", or for a check.
+pub fn describe(w: &GoalWait, now: i64) -> String {
+    let mut s = match (&w.check, w.until) {
+        (Some(c), _) => format!(
+            "Waiting for `{}` to succeed — checked every {} s",
+            c.lines().next().unwrap_or(""),
+            w.every_seconds
+        ),
+        (None, Some(t)) => format!("Waiting until {} (in {})", utc(t), span(t - now)),
+        (None, None) => "Waiting".to_string(),
+    };
+    if let (Some(_), Some(t)) = (&w.check, w.until) {
+        s.push_str(&format!(", or until {}", utc(t)));
+    }
+    s.push_str(&format!(" — {}", w.reason));
+    if w.until.is_none_or(|t| t > w.deadline) {
+        s.push_str(&format!(
+            "; it gives up at {} (goal.max_wait) and the goal pauses",
+            utc(w.deadline)
+        ));
+    }
+    s
+}
+
+fn utc(ms: i64) -> String {
+    waymark_extension::clock::utc_label(ms)
+}
+
+fn span(ms: i64) -> String {
+    waymark_extension::clock::span_label(ms.max(0) as u64)
+}
+
+/// The check run in the background now, for the wait begun at `since`.
+#[derive(Default)]
+pub(crate) struct CheckSlot(Mutex<Option<(i64, tokio::task::JoinHandle<()>)>>);
+
+impl CheckSlot {
+    fn running_for(&self, since: i64) -> bool {
+        let slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref()
+            .is_some_and(|(s, h)| *s == since && !h.is_finished())
+    }
+}
+
+/// What the idle session does about a waiting goal (called before the usual continuation):
+/// wakes it when its time came or its check passed, pauses it past the longest wait, stops
+/// it when the time budget is used up, or starts the check when one is due. Returns whether
+/// a continuation was queued.
+pub(crate) fn look(api: &SessionApi) -> Result<bool> {
+    let now = api.now_ms();
+    let Some(g) = api.read(|c| current_goal(c, api.id()))? else {
+        return Ok(false);
+    };
+    let Some(w) = g.wait.clone().filter(|_| g.status == GoalStatus::Active) else {
+        return Ok(false);
+    };
+    let passed = w.last_check.as_ref().is_some_and(|c| c.passed);
+    let timed_out = time_budget_spent_at(&g, &w).is_some_and(|at| now >= at);
+    if passed
+        || w.until.is_some_and(|t| now >= t && t <= w.deadline)
+        || now >= w.deadline
+        || timed_out
+    {
+        let woke = api.write(|tx| {
+            let Some(mut g) = current_goal(tx.conn(), api.id())?.filter(|x| x.id == g.id) else {
+                return Ok(false);
+            };
+            if g.wait.as_ref().is_none_or(|x| x.since != w.since) || g.status != GoalStatus::Active
+            {
+                return Ok(false);
+            }
+            if timed_out {
+                end(tx, &mut g, now)?;
+                transition(
+                    tx,
+                    &mut g,
+                    GoalReason::ActiveSeconds,
+                    GoalActor::Runtime,
+                    GoalUpdateKind::Completion,
+                )?;
+                return Ok(false);
+            }
+            if passed || w.until.is_some_and(|t| now >= t && t <= w.deadline) {
+                let why = if passed {
+                    format!("its check `{}` succeeded", w.check.as_deref().unwrap_or(""))
+                } else {
+                    "the time it waited for came".to_string()
+                };
+                wake(tx, &mut g, now, GoalActor::Runtime, &why, true)?;
+                return Ok(true);
+            }
+            end(tx, &mut g, now)?;
+            transition(
+                tx,
+                &mut g,
+                GoalReason::WaitExpired,
+                GoalActor::Runtime,
+                GoalUpdateKind::Completion,
+            )?;
+            Ok(false)
+        })?;
+        push_snapshot(api);
+        return Ok(woke);
+    }
+    if let Some(check) = &w.check
+        && now >= w.next_check
+        && !api.state::<CheckSlot>().running_for(w.since)
+    {
+        start_check(api, &g.id, w.since, check.clone());
+    }
+    Ok(false)
+}
+
+/// When the session should look at a waiting goal again: its time, its deadline, its next
+/// check, or when its time budget runs out, whichever comes first.
+pub(crate) fn wake_at(api: &SessionApi, g: &GoalRow) -> Option<i64> {
+    let w = g.wait.as_ref().filter(|_| g.status == GoalStatus::Active)?;
+    let mut at = w.deadline;
+    if let Some(t) = w.until {
+        at = at.min(t);
+    }
+    if w.check.is_some() {
+        // A check running now pokes the session when it ends; this is the backstop.
+        let next = if api.state::<CheckSlot>().running_for(w.since) {
+            api.now_ms()
+                .saturating_add(CHECK_TIMEOUT.as_millis() as i64 + 5_000)
+        } else {
+            w.next_check
+        };
+        at = at.min(next);
+    }
+    if let Some(t) = time_budget_spent_at(g, w) {
+        at = at.min(t);
+    }
+    Some(at)
+}
+
+/// When the goal's time budget runs out while it waits (waiting counts toward it).
+fn time_budget_spent_at(g: &GoalRow, w: &GoalWait) -> Option<i64> {
+    let budget = g.time_budget_ms?;
+    let left = budget.saturating_sub(g.active_ms);
+    Some(
+        w.counted_to
+            .saturating_add(i64::try_from(left).unwrap_or(i64::MAX)),
+    )
+}
+
+/// Adds the time waited since it was last counted to the goal's active time (waiting
+/// counts toward the time budget while a process runs the session).
+fn credit(tx: &mut Tx<'_>, g: &mut GoalRow, now: i64) -> Result<()> {
+    let Some(w) = g.wait.as_mut() else {
+        return Ok(());
+    };
+    let ms = now.saturating_sub(w.counted_to).max(0) as u64;
+    w.counted_to = now.max(w.counted_to);
+    g.active_ms = g.active_ms.saturating_add(ms);
+    tx.add_goal_usage(&g.id, 0, 0, ms)?;
+    tx.set_goal_wait(&g.id, g.wait.as_ref())
+}
+
+/// Ends the wait: its time counted, the wait gone.
+fn end(tx: &mut Tx<'_>, g: &mut GoalRow, now: i64) -> Result<()> {
+    credit(tx, g, now)?;
+    g.wait = None;
+    tx.set_goal_wait(&g.id, None)
+}
+
+/// Wakes a waiting goal: the wait ends, the goal says it woke (`woke`, by `actor`), and
+/// unless the user's own message is the next turn (`continue_now` false) a continuation
+/// saying why is queued.
+pub(crate) fn wake(
+    tx: &mut Tx<'_>,
+    g: &mut GoalRow,
+    now: i64,
+    actor: GoalActor,
+    why: &str,
+    continue_now: bool,
+) -> Result<()> {
+    end(tx, g, now)?;
+    transition(tx, g, GoalReason::Woke, actor, GoalUpdateKind::Lifecycle)?;
+    if continue_now {
+        continue_goal(tx, g, Nudge::Woke(why.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The process holding the session stops: the waited time so far is counted, and the wait
+/// stays (it survives a restart; the time the session is closed is not counted).
+pub(crate) fn on_close(tx: &mut Tx<'_>, g: &mut GoalRow) -> Result<()> {
+    credit(tx, g, tx.now())
+}
+
+/// A process opens the session: the wait counts its time from now on, and its check runs
+/// at once (whatever changed while it was closed is seen now).
+pub(crate) fn on_open(tx: &mut Tx<'_>, g: &mut GoalRow) -> Result<()> {
+    if let Some(w) = g.wait.as_mut() {
+        w.counted_to = tx.now();
+        if w.check.is_some() {
+            w.next_check = tx.now();
+        }
+        tx.set_goal_wait(&g.id, g.wait.as_ref())?;
+    }
+    Ok(())
+}
+
+/// What the check runs with: the agent's shell tool, confined read-only, with plan mode's
+/// network rule. None when this machine has no complete sandbox (a check then is refused).
+async fn check_context(api: &SessionApi, config: &Config) -> Option<(Arc<dyn Tool>, ToolContext)> {
+    api.sandbox().probe_async().await;
+    let spec = api
+        .sandbox()
+        .spec(Vec::new(), config.plan.shell_network, &config.sandbox)?;
+    let tool = api.tools().iter().find(|t| t.is_shell())?.clone();
+    let ctx = ToolContext {
+        workspace: api.workspace().to_path_buf(),
+        session_dir: api.session_dir().to_path_buf(),
+        artifacts: api.artifacts().to_path_buf(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        output_limit: 16 * 1024,
+        timeouts: waymark_tools::Timeouts {
+            default: CHECK_TIMEOUT,
+            max: CHECK_TIMEOUT,
+            budget_left: None,
+        },
+        turn_id: 0,
+        call_id: String::new(),
+        sandbox: Some(spec),
+        protected: api.sandbox().protected(&config.sandbox.read_allow),
+        live: None,
+        redactor: None,
+        env: api.tool_env(),
+    };
+    Some((tool, ctx))
+}
+
+/// Runs the check in the background; its result is stored on the wait it belongs to (if
+/// that wait still stands) and the session is poked to look again.
+fn start_check(api: &SessionApi, goal_id: &str, since: i64, check: String) {
+    let (api2, goal_id) = (api.clone(), goal_id.to_string());
+    let handle = tokio::spawn(async move {
+        let config = api2.config();
+        let ran = match check_context(&api2, &config).await {
+            None => (
+                false,
+                None,
+                "the read-only sandbox is not available here".to_string(),
+            ),
+            Some((tool, ctx)) => {
+                let args =
+                    json!({"command": check, "timeout_ms": CHECK_TIMEOUT.as_millis() as u64});
+                let run = tokio::time::timeout(
+                    CHECK_TIMEOUT + Duration::from_secs(5),
+                    tool.handle(&ctx, args),
+                )
+                .await;
+                match run {
+                    Ok(Ok(out)) => (true, Some(0), out.content),
+                    Ok(Err(e)) => {
+                        let text = e.to_string();
+                        (false, exit_code(&text), text)
+                    }
+                    Err(_) => (false, None, "the check took longer than 60 s".to_string()),
+                }
+            }
+        };
+        let stored = api2.write(|tx| {
+            let Some(mut g) = current_goal(tx.conn(), api2.id())?.filter(|g| g.id == goal_id)
+            else {
+                return Ok(());
+            };
+            if g.status != GoalStatus::Active || g.wait.as_ref().is_none_or(|w| w.since != since) {
+                return Ok(());
+            }
+            let now = tx.now();
+            let line: String = tx
+                .redact(last_line(&ran.2))
+                .chars()
+                .take(LINE_MAX)
+                .collect();
+            if let Some(w) = g.wait.as_mut() {
+                w.next_check =
+                    now.saturating_add(i64::from(w.every_seconds.max(MIN_EVERY_SECONDS)) * 1000);
+                w.last_check = Some(WaitCheck {
+                    at: now,
+                    passed: ran.0,
+                    exit_code: ran.1,
+                    line,
+                });
+            }
+            credit(tx, &mut g, now)
+        });
+        if let Err(e) = stored {
+            tracing::warn!("a goal's wait check could not be recorded: {e}");
+        }
+        push_snapshot(&api2);
+        api2.poke();
+    });
+    let slot = api.state::<CheckSlot>();
+    *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((since, handle));
+}
+
+/// The exit code the shell tool reports at the end of its output.
+fn exit_code(text: &str) -> Option<i32> {
+    let tail = text.rsplit("[exit code: ").next()?;
+    tail.split(']').next()?.trim().parse().ok()
+}
+
+/// The last line a check printed (its exit-code line left out).
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("[exit code:"))
+        .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> WaitArgs {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_wait_is_for_a_time_a_span_or_a_check_and_never_nothing() {
+        let now = 1_800_000_000_000;
+        let w = shape(&args(json!({"seconds": 60, "reason": "CI"})), now, 86_400).unwrap();
+        assert_eq!(
+            (w.until, w.deadline),
+            (Some(now + 60_000), now + 86_400_000)
+        );
+        // `now` is 2027-01-15T08:00:00Z; an offset is honoured.
+        let w = shape(
+            &args(json!({"until": "2027-01-15T10:00:00Z", "reason": "x"})),
+            now,
+            86_400,
+        )
+        .unwrap();
+        assert_eq!(w.until, Some(now + 7_200_000));
+        let w = shape(
+            &args(json!({"until": "2027-01-15T11:00:00+01:00", "reason": "x"})),
+            now,
+            86_400,
+        )
+        .unwrap();
+        assert_eq!(w.until, Some(now + 7_200_000));
+        let w = shape(
+            &args(json!({"check": "gh run view 1", "reason": "CI"})),
+            now,
+            86_400,
+        )
+        .unwrap();
+        assert_eq!((w.until, w.every_seconds), (None, DEFAULT_EVERY_SECONDS));
+        for (bad, says) in [
+            (json!({"reason": "x"}), "say what to wait for"),
+            (
+                json!({"seconds": 5, "until": "2030-01-01T00:00:00Z", "reason": "x"}),
+                "not both",
+            ),
+            (json!({"until": "tomorrow", "reason": "x"}), "RFC 3339"),
+            (
+                json!({"until": "2001-01-01T00:00:00Z", "reason": "x"}),
+                "already past",
+            ),
+            (json!({"seconds": 0, "reason": "x"}), "at least 1"),
+            (
+                json!({"check": "true", "every": 5, "reason": "x"}),
+                "at least 30",
+            ),
+            (json!({"check": "  ", "reason": "x"}), "empty"),
+            (json!({"seconds": 5, "reason": "  "}), "reason"),
+        ] {
+            let e = shape(&args(bad.clone()), now, 86_400).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        // Absurd numbers saturate rather than wrap.
+        let w = shape(
+            &args(json!({"seconds": u64::MAX, "reason": "x"})),
+            now,
+            86_400,
+        )
+        .unwrap();
+        assert_eq!(w.until, Some(i64::MAX));
+    }
+
+    #[test]
+    fn the_last_line_and_exit_code_of_a_check_are_read_from_the_shell_output() {
+        let out = "building\nrun 123: in progress\n\n[exit code: 1]";
+        assert_eq!(
+            (last_line(out), exit_code(out)),
+            ("run 123: in progress", Some(1))
+        );
+        assert_eq!((last_line(""), exit_code("timed out")), ("", None));
+    }
+}

@@ -1,0 +1,386 @@
+//! Waiting that spends nothing (issue 38, item 5, G-47): the agent's `wait` ends its turn and
+//! no model call happens until the goal wakes, at its time, when its check passes, on "Wake
+//! now" or on the user's message; past `goal.max_wait` it pauses. Driven by an injected clock
+//! against a mock server speaking OpenAI's wire protocol; the check runs in the real sandbox.
+
+use super::super::harness::{Harness, collect, run, user};
+use super::super::mock_server::{Flavor, MockResponse, MockServer, on_mock, reply};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use waymark_protocol::config::{Config, Verification};
+use waymark_protocol::{EventKind, GoalActor, GoalOp, GoalReason, GoalSnapshot, GoalStatus, Op};
+use waymark_runtime::{ManualClock, Runtime, SessionHandle};
+
+/// 2026-12-01 15:04:05 UTC.
+const T0: i64 = 1_796_137_445_000;
+const HOUR: i64 = 3_600_000;
+
+struct Setup {
+    h: Harness,
+    clock: Arc<ManualClock>,
+    runtime: Runtime,
+    s: SessionHandle,
+    calls: Arc<AtomicUsize>,
+    _server: MockServer,
+}
+
+fn done() -> MockResponse {
+    let args = json!({"mode": "status", "status": "complete", "message": "the release is out"});
+    reply(Flavor::OpenAi, "Done.", Some(("update_goal", args)), 900)
+}
+
+/// A goal session whose model's first call asks to `wait` with `args`, and whose later calls
+/// claim the goal complete.
+async fn setup(args: Value, change: impl FnOnce(&mut Config)) -> Setup {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let server = MockServer::start_with(move |_| match c.fetch_add(1, Ordering::SeqCst) {
+        0 => reply(
+            Flavor::OpenAi,
+            "Waiting for it.",
+            Some(("wait", args.clone())),
+            900,
+        ),
+        _ => done(),
+    })
+    .await;
+    let mut config = Config::default();
+    config.goal.verification = Some(Verification::None);
+    change(&mut config);
+    let h = Harness::new(config);
+    let clock = ManualClock::new(T0);
+    let cl = clock.clone();
+    let (runtime, s) = on_mock(&h, Flavor::OpenAi, &server, move |o| {
+        o.clock = cl;
+        o.http.retry.max_tries = 1;
+    });
+    Setup {
+        h,
+        clock,
+        runtime,
+        s,
+        calls,
+        _server: server,
+    }
+}
+
+impl Setup {
+    fn goal(&self) -> GoalSnapshot {
+        self.runtime.goal(self.s.id()).unwrap().expect("a goal")
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// Moves the clock; the goal still waits and no model call is made.
+    async fn advance_quietly(&self, ms: i64) {
+        let before = self.calls();
+        self.clock.advance_ms(ms);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            self.calls(),
+            before,
+            "a model call was made while the goal waits"
+        );
+        let g = self.goal();
+        assert_eq!(
+            (g.status, g.reason),
+            (GoalStatus::Active, GoalReason::Waiting),
+            "{g:?}"
+        );
+        assert!(g.wait.is_some());
+    }
+
+    /// Moves the clock and collects what the session does until it is idle again.
+    async fn advance(&self, ms: i64) -> Vec<waymark_protocol::Event> {
+        let mut rx = self.s.subscribe();
+        self.clock.advance_ms(ms);
+        collect(&mut rx).await
+    }
+
+    /// The goal once it no longer waits (in real time, a few seconds at most).
+    async fn settled(&self) -> GoalSnapshot {
+        for _ in 0..200 {
+            let g = self.goal();
+            if g.wait.is_none() {
+                return g;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the goal still waits: {:?}", self.goal());
+    }
+
+    /// Waits (in real time) until the check has run `n` times in all.
+    async fn check_runs(&self, at_least_at: i64) -> waymark_protocol::WaitCheck {
+        for _ in 0..200 {
+            if let Some(c) = self
+                .goal()
+                .wait
+                .and_then(|w| w.last_check)
+                .filter(|c| c.at >= at_least_at)
+            {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the check did not run: {:?}", self.goal());
+    }
+}
+
+fn woke(events: &[waymark_protocol::Event]) -> Option<GoalActor> {
+    events.iter().find_map(|e| match e.kind {
+        EventKind::GoalUpdate {
+            reason: GoalReason::Woke,
+            actor,
+            ..
+        } => Some(actor),
+        _ => None,
+    })
+}
+
+/// Six hours pass through an eight-hour wait with no model call; at its time the goal wakes
+/// (by the runtime), the continuation says why, and the next turn completes it. The hours it
+/// waited count toward its time, as it waited in a running process.
+#[tokio::test]
+async fn g_47_six_hours_of_waiting_make_no_model_call() {
+    let t = setup(
+        json!({"seconds": 8 * 3600, "reason": "the nightly build runs at 06:00"}),
+        |_| {},
+    )
+    .await;
+    run(&t.s, user("/goal Ship the release")).await;
+    assert_eq!(t.calls(), 1);
+    let w = t.goal().wait.expect("waiting");
+    assert_eq!((w.until, w.deadline), (Some(T0 + 8 * HOUR), T0 + 24 * HOUR));
+    assert_eq!(w.reason, "the nightly build runs at 06:00");
+    for _ in 0..6 {
+        t.advance_quietly(HOUR).await;
+    }
+    let events = t.advance(2 * HOUR).await;
+    assert_eq!(woke(&events), Some(GoalActor::Runtime), "the goal woke");
+    let g = t.goal();
+    assert_eq!(
+        (g.status, g.reason),
+        (GoalStatus::Complete, GoalReason::WorkerProposal)
+    );
+    assert!(g.wait.is_none());
+    assert_eq!(t.calls(), 2, "one call after the wait, none during it");
+    let said = events.iter().any(|e| matches!(&e.kind,
+        EventKind::MessageAdmitted { text, .. } if text.contains("Your wait is over: the time it waited for came")));
+    assert!(said, "the continuation says why it woke");
+    assert!(
+        g.budget.active_seconds.used >= 8 * 3600,
+        "{:?}",
+        g.budget.active_seconds
+    );
+    t.s.shutdown().await.unwrap();
+}
+
+/// A check that fails keeps the goal waiting, with its last line kept; once it passes, the
+/// goal wakes at the next run: within one interval of the change.
+#[tokio::test]
+async fn g_47_a_check_that_starts_passing_wakes_the_goal_within_one_interval() {
+    let t = setup(
+        json!({"check": "test -f ready || { echo 'run 42: in progress'; exit 1; }", "every": 30, "reason": "CI run 42"}),
+        |_| {},
+    )
+    .await;
+    run(&t.s, user("/goal Ship the release")).await;
+    let w = t.goal().wait.expect("waiting");
+    assert_eq!((w.every_seconds, w.until), (30, None));
+    // Before its interval, nothing runs; at it, the check runs and fails.
+    t.advance_quietly(29_000).await;
+    assert!(t.goal().wait.unwrap().last_check.is_none());
+    t.clock.advance_ms(1_000);
+    let c = t.check_runs(T0).await;
+    assert_eq!(
+        (c.passed, c.exit_code, c.line.as_str()),
+        (false, Some(1), "run 42: in progress")
+    );
+    t.advance_quietly(0).await;
+    // The run turns green: the next check, one interval later, wakes the goal.
+    std::fs::write(t.h.ws.join("ready"), "").unwrap();
+    let mut rx = t.s.subscribe();
+    t.clock.advance_ms(30_000);
+    let events = collect(&mut rx).await;
+    assert_eq!(woke(&events), Some(GoalActor::Runtime));
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::MessageAdmitted { text, .. } if text.contains("check `test -f ready"))));
+    assert_eq!(t.goal().status, GoalStatus::Complete);
+    assert_eq!(t.calls(), 2);
+    t.s.shutdown().await.unwrap();
+}
+
+/// The check runs read-only: a check that writes to the workspace cannot, so it never passes.
+#[tokio::test]
+async fn g_47_the_check_cannot_change_the_workspace() {
+    let t = setup(
+        json!({"check": "echo gamed > gamed.txt", "every": 30, "reason": "hostile"}),
+        |_| {},
+    )
+    .await;
+    run(&t.s, user("/goal Ship the release")).await;
+    t.clock.advance_ms(30_000);
+    let c = t.check_runs(T0).await;
+    assert!(!c.passed, "{c:?}");
+    assert!(!t.h.ws.join("gamed.txt").exists());
+    t.advance_quietly(0).await;
+    t.s.shutdown().await.unwrap();
+}
+
+/// "Wake now" ends the wait at once (by the user); a message the user sends while the goal
+/// waits wakes it too, and is itself the next turn.
+#[tokio::test]
+async fn g_47_wake_now_and_a_message_end_the_wait() {
+    let t = setup(json!({"seconds": 3600, "reason": "cool-down"}), |_| {}).await;
+    run(&t.s, user("/goal Ship the release")).await;
+    let mut rx = t.s.subscribe();
+    t.s.submit(Op::Goal {
+        op: GoalOp::WakeNow,
+    })
+    .await
+    .unwrap();
+    let events = collect(&mut rx).await;
+    assert_eq!(woke(&events), Some(GoalActor::User));
+    assert_eq!(t.goal().status, GoalStatus::Complete);
+    // Nothing waits now: "Wake now" is refused, saying why.
+    let e =
+        t.s.submit(Op::Goal {
+            op: GoalOp::WakeNow,
+        })
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("not waiting"), "{e}");
+
+    let t = setup(json!({"seconds": 3600, "reason": "cool-down"}), |_| {}).await;
+    run(&t.s, user("/goal Ship the release")).await;
+    let events = run(&t.s, user("Any news?")).await;
+    assert_eq!(woke(&events), Some(GoalActor::User));
+    let admitted: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::MessageAdmitted { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(admitted.first().map(String::as_str), Some("Any news?"));
+    assert!(t.goal().wait.is_none());
+    t.s.shutdown().await.unwrap();
+}
+
+/// Past `goal.max_wait` with nothing woken, the goal pauses with its own reason and makes no
+/// model call; a time budget is spent by waiting too (only while a process runs it).
+#[tokio::test]
+async fn g_47_a_wait_past_its_longest_time_pauses_and_waiting_spends_the_time_budget() {
+    let t = setup(json!({"seconds": 3 * 3600, "reason": "long"}), |c| {
+        c.goal.max_wait = Some(3600);
+    })
+    .await;
+    run(&t.s, user("/goal Ship the release")).await;
+    t.clock.advance_ms(HOUR);
+    let g = t.settled().await;
+    assert_eq!(
+        (g.status, g.reason),
+        (GoalStatus::Paused, GoalReason::WaitExpired)
+    );
+    assert_eq!(t.calls(), 1);
+
+    let t = setup(json!({"seconds": 3 * 3600, "reason": "long"}), |_| {}).await;
+    run(&t.s, user("/goal Ship the release time=1h")).await;
+    t.clock.advance_ms(HOUR);
+    let g = t.settled().await;
+    assert_eq!(
+        (g.status, g.reason),
+        (GoalStatus::BudgetLimited, GoalReason::ActiveSeconds)
+    );
+    assert_eq!(t.calls(), 1);
+}
+
+/// The wait survives the session closing: reopened, the goal still waits, the hours it was
+/// closed are not counted, and it wakes at its time.
+#[tokio::test]
+async fn g_47_a_wait_survives_a_restart_and_closed_time_is_not_counted() {
+    let t = setup(json!({"seconds": 4 * 3600, "reason": "overnight"}), |_| {}).await;
+    run(&t.s, user("/goal Ship the release")).await;
+    t.advance_quietly(HOUR).await;
+    let id = t.s.id().to_string();
+    t.s.shutdown().await.unwrap();
+    let (runtime, clock, calls) = (t.runtime, t.clock, t.calls);
+    let calls = || calls.load(Ordering::SeqCst);
+    let g = runtime.goal(&id).unwrap().unwrap();
+    assert_eq!(
+        (g.status, g.reason),
+        (GoalStatus::Active, GoalReason::Waiting),
+        "not paused by the close"
+    );
+    let counted = g.budget.active_seconds.used;
+    assert!(counted >= 3600, "{counted}");
+    // Two hours closed, then opened again.
+    clock.advance_ms(2 * HOUR);
+    let s = runtime.open_session(&id, Default::default()).unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(calls(), 1);
+    let mut rx = s.subscribe();
+    clock.advance_ms(HOUR);
+    let events = collect(&mut rx).await;
+    assert_eq!(woke(&events), Some(GoalActor::Runtime));
+    let g = runtime.goal(&id).unwrap().unwrap();
+    let waited = g.budget.active_seconds.used - counted;
+    assert!(
+        (3600..3700).contains(&waited),
+        "only the hour open after the restart counts: {waited}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// `wait` is offered only to a turn working on an active goal; a model that calls it anyway
+/// is refused and nothing waits.
+#[tokio::test]
+async fn g_47_wait_is_offered_only_while_a_goal_is_active() {
+    let (h, rec) = Harness::recording(
+        super::config(Verification::None),
+        json!({"responses": [
+            {"text": "Let me wait.", "tool_calls": [{"name": "wait", "arguments": {"seconds": 60, "reason": "x"}}]},
+            {"text": "ok"}
+        ]}),
+    );
+    let s = h.recorded_session(waymark_protocol::PermissionMode::Auto);
+    let events = run(&s, user("hello")).await;
+    let offered = |i: usize| -> bool {
+        rec.requests.lock().unwrap()[i]
+            .tools
+            .iter()
+            .any(|t| t.name == "wait")
+    };
+    assert!(!offered(0), "no goal: no wait tool");
+    let refused = events.iter().any(|e| matches!(&e.kind,
+        EventKind::ToolResult { content, .. } if content.contains("only for a turn working on an active goal")));
+    assert!(
+        refused,
+        "{:#?}",
+        events
+            .iter()
+            .map(|e| e.kind.type_name())
+            .collect::<Vec<_>>()
+    );
+    s.shutdown().await.unwrap();
+
+    let (h, rec) = Harness::recording(
+        super::config(Verification::None),
+        json!({"responses": [super::claim("done")]}),
+    );
+    let s = h.recorded_session(waymark_protocol::PermissionMode::Auto);
+    run(&s, user("/goal tidy")).await;
+    assert!(
+        rec.requests.lock().unwrap()[0]
+            .tools
+            .iter()
+            .any(|t| t.name == "wait"),
+        "a goal turn is offered wait"
+    );
+    s.shutdown().await.unwrap();
+}
