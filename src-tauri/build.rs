@@ -27,6 +27,7 @@ const COMMANDS: &[&str] = &[
     "goal_timeline",
     "goal",
     "parse_goal",
+    "draft_goal",
     "get_settings",
     "save_settings",
     "mcp_servers",

@@ -420,6 +420,19 @@ pub async fn goal(host: State<'_, Host>, id: String, op: GoalOp) -> IpcResult<St
     }
 }
 
+/// "Help me write this goal" (G-48): one model call turns rough words into a draft the Goal
+/// tab shows for editing; nothing is set.
+#[tauri::command]
+#[specta::specta]
+pub async fn draft_goal(
+    host: State<'_, Host>,
+    id: String,
+    text: String,
+) -> IpcResult<waymark_protocol::GoalDraft> {
+    let api = host.handle(&id)?.api();
+    Ok(waymark_runtime::goal::draft::draft(&api, &text).await?)
+}
+
 /// What a goal form's text (`Fix the build tokens=50K time=2h`, `tokens=20K turns=clear`)
 /// asks for, parsed by the same grammar as `/goal`, so the forms need no rules of their own.
 #[tauri::command]

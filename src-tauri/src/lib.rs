@@ -52,6 +52,7 @@ pub fn specta_builder<R: Runtime>() -> Builder<R> {
             commands::goal_timeline,
             commands::goal,
             commands::parse_goal,
+            commands::draft_goal,
             commands::get_settings,
             commands::save_settings,
             commands::set_permission_mode,

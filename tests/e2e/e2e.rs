@@ -8,6 +8,7 @@ mod commands;
 mod composer;
 mod demo;
 mod demo_paths;
+mod draft;
 mod goal;
 mod harness;
 mod keys;

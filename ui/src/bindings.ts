@@ -80,6 +80,11 @@ export const commands = {
 	 *  asks for, parsed by the same grammar as `/goal`, so the forms need no rules of their own.
 	 */
 	parseGoal: (text: string) => typedError<GoalOp_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("parse_goal", { text })),
+	/**
+	 *  "Help me write this goal" (G-48): one model call turns rough words into a draft the Goal
+	 *  tab shows for editing; nothing is set.
+	 */
+	draftGoal: (id: string, text: string) => typedError<GoalDraft_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("draft_goal", { id, text })),
 	getSettings: () => typedError<SettingsView_Serialize, ErrorInfo_Serialize>(__TAURI_INVOKE("get_settings")),
 	/**  Validates and saves the settings; they apply at once to new and open sessions. */
 	saveSettings: (config: Config_Deserialize) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("save_settings", { config })),
@@ -1170,6 +1175,44 @@ export type GoalConfig_Serialize = {
 };
 
 /**
+ *  A goal drafted from the user's rough words (`/goal draft`, "Help me write this goal",
+ *  G-48): shown for the user to edit; nothing starts until they set it.
+ */
+export type GoalDraft = GoalDraft_Serialize | GoalDraft_Deserialize;
+
+/**
+ *  A goal drafted from the user's rough words (`/goal draft`, "Help me write this goal",
+ *  G-48): shown for the user to edit; nothing starts until they set it.
+ */
+export type GoalDraft_Deserialize = {
+	objective: string,
+	/**  Measurable completion criteria, one per item. */
+	criteria: string[],
+	/**  The suggested budget (None: no suggestion in that dimension). */
+	tokens?: number | null,
+	turns?: number | null,
+	seconds?: number | null,
+	/**  Why that budget, in one line. */
+	reasoning: string,
+};
+
+/**
+ *  A goal drafted from the user's rough words (`/goal draft`, "Help me write this goal",
+ *  G-48): shown for the user to edit; nothing starts until they set it.
+ */
+export type GoalDraft_Serialize = {
+	objective: string,
+	/**  Measurable completion criteria, one per item. */
+	criteria: string[],
+	/**  The suggested budget (None: no suggestion in that dimension). */
+	tokens: number | null,
+	turns: number | null,
+	seconds: number | null,
+	/**  Why that budget, in one line. */
+	reasoning: string,
+};
+
+/**
  *  What a user does to the session's goal. The desktop sends these (`Op::Goal`) and
  *  `/goal …` parses into them, so both take one path.
  */
@@ -1183,7 +1226,9 @@ export type GoalOp_Deserialize =
 /**  Describe the goal (and the queued ones). */
 { op: "show" } | 
 /**  Set a goal; `replace` clears one that is not complete first. */
-{ op: "set"; objective: string; budget?: BudgetChange_Deserialize; replace?: boolean } | 
+{ op: "set"; objective: string; budget?: BudgetChange_Deserialize; replace?: boolean; 
+/**  How to tell it is done (a draft's criteria, kept with the goal). */
+criteria?: string | null } | 
 /**
  *  Queue an objective to become the goal when the current one completes or is cleared
  *  (at once when none is unfinished), with the budgets it starts with (G-46).
@@ -1216,7 +1261,9 @@ export type GoalOp_Serialize =
 /**  Describe the goal (and the queued ones). */
 { op: "show" } | 
 /**  Set a goal; `replace` clears one that is not complete first. */
-{ op: "set"; objective: string; budget: BudgetChange_Serialize; replace: boolean } | 
+{ op: "set"; objective: string; budget: BudgetChange_Serialize; replace: boolean; 
+/**  How to tell it is done (a draft's criteria, kept with the goal). */
+criteria?: string } | 
 /**
  *  Queue an objective to become the goal when the current one completes or is cleared
  *  (at once when none is unfinished), with the budgets it starts with (G-46).

@@ -35,6 +35,15 @@ pub(crate) enum GoalCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Draft a goal from rough words (one model call): an objective, completion criteria and
+    /// a suggested budget, printed for you to edit. Nothing is set.
+    Draft {
+        #[arg(long)]
+        session: String,
+        text: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// The goals queued to follow the session's goal (G-46).
     Queue {
         #[command(subcommand)]
@@ -115,6 +124,52 @@ pub(crate) async fn goal_command(
             return drive(runtime, handle, Some(op), json, DEFAULT_WAIT_LIMIT).await;
         }
         GoalCommand::Queue { action } => return queue_command(runtime, action).await,
+        GoalCommand::Draft {
+            session,
+            text,
+            json,
+        } => {
+            let handle = runtime.open_session(
+                &session,
+                SessionSpec {
+                    hold: true,
+                    ..SessionSpec::default()
+                },
+            )?;
+            let drafted = waymark_runtime::goal::draft::draft(&handle.api(), &text).await;
+            handle.shutdown().await?;
+            let d = drafted?;
+            if json {
+                crate::term::json(&d, true)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            outln!("Objective: {}", d.objective);
+            if !d.criteria.is_empty() {
+                outln!("Done when:");
+                for c in &d.criteria {
+                    outln!("  - {c}");
+                }
+            }
+            let budget = draft_budget(&d);
+            outln!(
+                "Budget: {}{}",
+                if budget.is_empty() {
+                    "none suggested"
+                } else {
+                    &budget
+                },
+                if d.reasoning.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", d.reasoning)
+                }
+            );
+            outln!("Nothing is set. To set it as it is (edit first as you like):");
+            outln!(
+                "  waymark exec --session {session} '/goal \"{}\" {budget}'",
+                d.objective.replace('\'', "'\\''").replace('"', "'")
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -171,6 +226,21 @@ async fn queue_command(runtime: &Runtime, action: QueueAction) -> anyhow::Result
     let said = crate::submit_without_running_for(runtime, &session, Op::Goal { op }).await?;
     outln!("{said}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A draft's suggested budget as `/goal` budget text.
+fn draft_budget(d: &waymark_protocol::GoalDraft) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = d.tokens {
+        parts.push(format!("tokens={t}"));
+    }
+    if let Some(t) = d.turns {
+        parts.push(format!("turns={t}"));
+    }
+    if let Some(s) = d.seconds {
+        parts.push(format!("time={s}s"));
+    }
+    parts.join(" ")
 }
 
 /// A queued goal's budgets in words (empty when it has none of its own).

@@ -713,6 +713,12 @@ async fn drive(
                         }
                         EventKind::GoalUpdate { status, .. } => {
                             limited = *status == waymark_protocol::GoalStatus::UsageLimited;
+                            // A goal this run waits with stopped without a turn (past its
+                            // longest wait, its time budget spent): the session stays idle,
+                            // so the run ends here, by the goal's state.
+                            if goal_wait.is_some() && *status != waymark_protocol::GoalStatus::Active {
+                                break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
+                            }
                         }
                         EventKind::SessionIdle {} if limited => {
                             match limit_wait(runtime, handle.id(), wait_limit)? {
@@ -791,7 +797,18 @@ async fn drive(
                             Some(GoalWaiting::Until(at, _)) => {
                                 goal_wait = Some((since, at.max(now_ms() + 5_000)));
                             }
-                            None => goal_wait = None,
+                            // It no longer waits: woken (a turn is under way, whose end is
+                            // awaited), or stopped with no turn (paused past its longest
+                            // wait, its time budget spent), which ends the run by its state.
+                            None => {
+                                goal_wait = None;
+                                let running = runtime
+                                    .goal(handle.id())?
+                                    .is_some_and(|g| g.status == waymark_protocol::GoalStatus::Active);
+                                if !running {
+                                    break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
+                                }
+                            }
                         }
                     }
                 }

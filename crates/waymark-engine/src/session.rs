@@ -448,6 +448,12 @@ impl SessionHandle {
         &self.id
     }
 
+    /// The session as its extensions see it, for work a front end asks of one outside the
+    /// op queue (a goal draft's one model call).
+    pub fn api(&self) -> SessionApi {
+        SessionApi::new(self.core.clone())
+    }
+
     /// A receiver of every event from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()

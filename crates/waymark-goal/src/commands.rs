@@ -313,6 +313,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             if objective.is_empty() {
                 return Err(Error::Refused("/goal next needs an objective".into()));
             }
+            check_objective(objective)?;
             // The budgets are checked now, not when the goal starts.
             let budgets = budgets_of(&args_of(budget)?);
             check_budgets(&budgets)?;
@@ -349,6 +350,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 "" => old,
                 o => o.to_string(),
             };
+            check_objective(&objective)?;
             // Checked as when it was queued: the new budgets must hold when it starts.
             let args = args_of(budget)?;
             let keep = |change: Option<Option<u64>>, was: Option<u64>| change.unwrap_or(was);
@@ -405,7 +407,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             apply_budgets(tx, &mut g, &args, GoalActor::User)?;
             describe(&snapshot(&g), tx.now())
         }
-        GoalOp::Set { objective, budget, replace } => {
+        GoalOp::Set { objective, budget, replace, criteria } => {
             let b = args_of(budget)?;
             if *replace {
                 if let Some(g) = current {
@@ -420,7 +422,11 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                     g.status.as_str()
                 )));
             }
-            let mut g = create(tx, api, objective, None, budgets_of(&b), GoalActor::User)?;
+            let criteria = criteria.as_deref().map(str::trim).filter(|c| !c.is_empty());
+            if criteria.is_some_and(|c| c.chars().count() > CRITERIA_MAX) {
+                return Err(Error::Refused(format!("the completion criteria are longer than {CRITERIA_MAX} characters")));
+            }
+            let mut g = create(tx, api, objective, criteria, budgets_of(&b), GoalActor::User)?;
             continue_goal(tx, &mut g, Nudge::Plain)?;
             let verb = if *replace { "replaced" } else { "set" };
             format!("Goal {verb}.\n{}", describe(&snapshot(&g), tx.now()))
@@ -447,8 +453,23 @@ impl SlashCommand for GoalCommand {
     }
 }
 
+/// The longest completion criteria a goal set by the user may have.
+const CRITERIA_MAX: usize = 4000;
+
 /// How many goals may wait in one session's queue.
 const MAX_QUEUED: usize = 100;
+
+/// The longest objective a queued goal may have (each change logs the whole queue).
+const QUEUED_OBJECTIVE_MAX: usize = 4000;
+
+fn check_objective(objective: &str) -> Result<()> {
+    if objective.chars().count() > QUEUED_OBJECTIVE_MAX {
+        return Err(Error::Refused(format!(
+            "the objective is longer than {QUEUED_OBJECTIVE_MAX} characters"
+        )));
+    }
+    Ok(())
+}
 
 fn not_queued(id: i64) -> Error {
     Error::Refused(format!(
@@ -484,6 +505,7 @@ mod tests {
                     cost: None,
                 },
                 replace: false,
+                criteria: None,
             }
         );
         assert_eq!(

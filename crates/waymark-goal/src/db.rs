@@ -30,8 +30,10 @@ pub struct GoalRow {
     pub usage_limit: Option<UsageLimit>,
     /// The steps of the plan the goal implements, with the verifier's latest verdicts.
     pub steps: Vec<GoalStep>,
-    /// What the agent waits for (G-47), while it waits.
+    /// What the agent waits for (G-47), while it waits; its check shown redacted.
     pub wait: Option<GoalWait>,
+    /// The wait's check command as it runs (unredacted; never shown).
+    pub wait_command: Option<String>,
     /// The cost budget in micro-dollars (G-32).
     pub cost_budget: Option<u64>,
     /// What the goal's calls cost so far, and how many had no price.
@@ -52,6 +54,8 @@ pub struct GoalCounters {
     pub summary_due: bool,
     /// Automatic resumes after a usage limit since a turn last got through.
     pub limit_resumes: u32,
+    /// Waits the agent began in a row with no other turn between them (G-47).
+    pub waits_in_row: u32,
 }
 
 /// Budgets of a new goal.
@@ -68,7 +72,7 @@ const COLUMNS: &str = "id, session_id, objective, criteria, status, reason, acto
      token_budget, turn_budget, time_budget_ms, tokens_used, turns_used, active_ms, continuations, \
      repeated_replies, toolless_turns, last_reply, completion_claimed, not_met_count, last_gaps, \
      grace_used, summary_due, question, usage_limit, limit_resumes, steps, cost_budget_micros, \
-     cost_used_micros, cost_unpriced_calls, wait";
+     cost_used_micros, cost_unpriced_calls, wait, wait_command, waits_in_row";
 
 fn opt_u64(v: Option<i64>) -> Option<u64> {
     v.map(|x| x.max(0) as u64)
@@ -117,11 +121,13 @@ fn row_to_goal(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawGoal> {
                 grace_used: r.get::<_, i64>(21)? as u32,
                 summary_due: r.get::<_, i64>(22)? != 0,
                 limit_resumes: r.get::<_, i64>(25)?.clamp(0, i64::from(u32::MAX)) as u32,
+                waits_in_row: r.get::<_, i64>(32)?.clamp(0, i64::from(u32::MAX)) as u32,
             },
             question: r.get(23)?,
             usage_limit: None,
             steps: Vec::new(),
             wait: None,
+            wait_command: r.get(31)?,
             cost_budget: opt_u64(r.get(27)?),
             cost: waymark_protocol::cost::Spend {
                 micros: r.get::<_, i64>(28)?.max(0) as u64,
@@ -216,6 +222,8 @@ pub trait GoalWrites {
     fn set_goal_counters(&mut self, id: &str, c: &GoalCounters) -> Result<()>;
     /// Sets (or with None ends) what the goal waits for.
     fn set_goal_wait(&mut self, id: &str, wait: Option<&GoalWait>) -> Result<()>;
+    /// Sets (or with None clears) the command a wait's check runs.
+    fn set_goal_wait_command(&mut self, id: &str, command: Option<&str>) -> Result<()>;
     /// Removes the session's current goal (the row stays for the record).
     fn clear_goal(&mut self, session_id: &str) -> Result<Option<String>>;
     /// Appends an objective, with the budgets it starts with, to the end of the queue.
@@ -303,9 +311,20 @@ impl GoalWrites for super::Tx<'_> {
             .map(serde_json::to_string)
             .transpose()
             .map_err(|e| Error::Corrupt(format!("goal {id}: wait: {e}")))?;
+        // Ending the wait ends its command too.
         self.conn().execute(
-            "UPDATE goals SET wait = ?2, updated_at = ?3 WHERE id = ?1",
+            "UPDATE goals SET wait = ?2, updated_at = ?3,
+                 wait_command = CASE WHEN ?2 IS NULL THEN NULL ELSE wait_command END
+             WHERE id = ?1",
             params![id, json, self.now()],
+        )?;
+        Ok(())
+    }
+
+    fn set_goal_wait_command(&mut self, id: &str, command: Option<&str>) -> Result<()> {
+        self.conn().execute(
+            "UPDATE goals SET wait_command = ?2 WHERE id = ?1",
+            params![id, command],
         )?;
         Ok(())
     }
@@ -412,7 +431,8 @@ impl GoalWrites for super::Tx<'_> {
             .prepare_cached(
                 "UPDATE goals SET continuations = ?2, repeated_replies = ?3, toolless_turns = ?4,
                  last_reply = ?5, completion_claimed = ?6, not_met_count = ?7, last_gaps = ?8,
-                 grace_used = ?9, summary_due = ?10, limit_resumes = ?11 WHERE id = ?1",
+                 grace_used = ?9, summary_due = ?10, limit_resumes = ?11, waits_in_row = ?12
+                 WHERE id = ?1",
             )?
             .execute(params![
                 id,
@@ -425,7 +445,8 @@ impl GoalWrites for super::Tx<'_> {
                 c.last_gaps,
                 c.grace_used,
                 c.summary_due,
-                c.limit_resumes
+                c.limit_resumes,
+                c.waits_in_row
             ])?;
         Ok(())
     }

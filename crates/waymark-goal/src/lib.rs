@@ -5,6 +5,7 @@
 pub use waymark_protocol::goal_syntax as budget;
 mod commands;
 pub mod db;
+pub mod draft;
 mod guard;
 mod plan_goal;
 pub mod prompts;
@@ -60,6 +61,7 @@ impl Extension for GoalExtension {
             include_str!("../migrations/0007_queue_budgets.sql"),
             include_str!("../migrations/0008_queue_order.sql"),
             include_str!("../migrations/0009_wait.sql"),
+            include_str!("../migrations/0010_wait_guards.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
@@ -209,6 +211,7 @@ impl Extension for GoalExtension {
         })
     }
     fn on_close(&self, tx: &mut Tx<'_>, session_id: &str, waiting: bool) -> Result<()> {
+        wait::stop_checks(session_id);
         runner::cancel_schedule(tx, session_id)?;
         // Waiting for the user is a pause in itself: the goal resumes with the answer (G-15
         // stage 5); anything else closing pauses it (G-24).
@@ -576,6 +579,7 @@ mod tests {
             usage_limit: None,
             steps: Vec::new(),
             wait: None,
+            wait_command: None,
             cost_budget: None,
             cost: Default::default(),
         }

@@ -21,8 +21,62 @@ impl PermissionRule for GoalRules {
         if call.actor == CallActor::Verifier {
             return Some(verifier_policy(call));
         }
+        if let Some(check) = wait_check(call) {
+            return Some(check_decision(call, call.session.permission_mode, check));
+        }
         budget_change(call).map(|b| budget_decision(call, call.session.permission_mode, b))
     }
+}
+
+/// The command a `wait` call asks the runtime to run as its check (G-47), if it gives one.
+fn wait_check(call: &GuardCall<'_>) -> Option<String> {
+    (call.tool.name() == "wait")
+        .then(|| call.arguments.get("check").and_then(Value::as_str))
+        .flatten()
+        .map(str::to_string)
+}
+
+/// A wait's check is a command run again and again while nobody watches: it is allowed as
+/// a command would be. It runs in `auto`; read-only mode refuses it; otherwise the user is
+/// asked once, shown the command (no grant covers it).
+fn check_decision(call: &GuardCall<'_>, mode: PermissionMode, check: String) -> GuardDecision {
+    match mode {
+        PermissionMode::Auto => return GuardDecision::Allow,
+        PermissionMode::ReadOnly => {
+            return GuardDecision::Deny(
+                "A wait's check runs a command, which read-only permission mode does not allow. Wait for a time instead (`until` or `seconds`).".into(),
+            );
+        }
+        PermissionMode::Ask | PermissionMode::AutoEdit => {}
+    }
+    if let Some(decision) = permission_answered(
+        call,
+        "wait check",
+        "Wait for a time instead (`until` or `seconds`), or go on without waiting.",
+    ) {
+        return decision;
+    }
+    let every = call
+        .arguments
+        .get("every")
+        .and_then(Value::as_u64)
+        .unwrap_or(u64::from(super::wait::DEFAULT_EVERY_SECONDS));
+    GuardDecision::Ask(Box::new(PermissionQuestion {
+        tool: call.tool.name().to_string(),
+        shell: false,
+        scope: None,
+        arguments: call.arguments.clone(),
+        summary: format!(
+            "wait, running `{}` read-only every {every} s until it succeeds",
+            escape_line(&check)
+        ),
+        command: Some(check),
+        files: Vec::new(),
+        git: false,
+        grants: GrantOffer::default(),
+        call_id: String::new(),
+        call_sha256: String::new(),
+    }))
 }
 
 /// The reviewer's read-only policy, whatever the session's permission mode: reading and

@@ -73,6 +73,12 @@ pub(crate) fn transition(
     g.reason = reason;
     g.actor = actor;
     g.question = None;
+    // A wait ends with any change but its own start: a goal that stops, or one the user
+    // changed, no longer waits (and its time so far is counted).
+    if g.wait.is_some() && reason != GoalReason::Waiting {
+        let now = tx.now();
+        super::wait::end(tx, g, now)?;
+    }
     if g.status != GoalStatus::UsageLimited {
         g.usage_limit = None;
     }
@@ -378,7 +384,11 @@ pub(crate) async fn settle(
         }
         api.write(|tx| {
             tx.set_goal_wait(&goal.id, None)?;
-            Ok(GoalRow { wait: None, ..goal })
+            Ok(GoalRow {
+                wait: None,
+                wait_command: None,
+                ..goal
+            })
         })?
     } else {
         goal
@@ -393,6 +403,8 @@ pub(crate) async fn settle(
     };
     let mode = mode(api, &goal);
     let mut p = Pipeline::new(goal, facts);
+    // A turn that did not wait ends a run of waits.
+    p.counters.waits_in_row = 0;
     // Stages 1–6 decide whether stage 7 needs a verdict; the verifier runs outside any
     // transaction, adding its tokens and time to the goal as it goes.
     let mut probe = p.clone();
@@ -532,6 +544,10 @@ pub(crate) fn recheck(api: &SessionApi, m: &MessageRow) -> Result<Dequeue> {
         }
         if g.status != GoalStatus::Active {
             return Ok(Dequeue::Drop(format!("the goal is {}", g.status.as_str())));
+        }
+        // Queued before the agent began to wait: the wait decides when the goal goes on.
+        if g.wait.is_some() {
+            return Ok(Dequeue::Drop("the goal waits".into()));
         }
         if store::messages::queued_user_count(tx.conn(), api.id())? > 0 {
             return Ok(Dequeue::Drop("the user's message goes first".into()));

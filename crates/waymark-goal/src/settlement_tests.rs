@@ -23,6 +23,7 @@ fn goal() -> GoalRow {
         usage_limit: None,
         steps: Vec::new(),
         wait: None,
+        wait_command: None,
         cost_budget: None,
         cost: Default::default(),
     }

@@ -11,7 +11,8 @@ use crate::db::{GoalRow, GoalWrites, current_goal};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 use waymark_extension::error::{Error, Result};
 use waymark_extension::{SessionApi, SessionTool, tool_error};
@@ -28,8 +29,14 @@ pub const MIN_EVERY_SECONDS: u32 = 30;
 pub const DEFAULT_EVERY_SECONDS: u32 = 60;
 /// The longest one run of a check may take.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
-/// The longest a wait's reason, a check's shown line and a check command may be.
+/// The shortest wait for a time: shorter ones would be polling by another name.
+pub const MIN_WAIT_SECONDS: u64 = 30;
+/// Waits the agent may begin in a row with no other turn between them.
+pub const MAX_WAITS_IN_ROW: u32 = 20;
+/// The longest a wait's reason (kept, after redaction), a check's shown line and a check
+/// command may be.
 const REASON_MAX: usize = 300;
+const REASON_IN_MAX: usize = 4000;
 const LINE_MAX: usize = 300;
 const CHECK_MAX: usize = 2000;
 
@@ -102,9 +109,20 @@ impl SessionTool for WaitTool {
                             "wait is only for a turn working on an active goal".into(),
                         ));
                     };
+                    if g.counters.waits_in_row >= MAX_WAITS_IN_ROW {
+                        return Err(Error::Refused(format!(
+                            "you began {MAX_WAITS_IN_ROW} waits in a row with no other turn between them: wait once with a `check` or a later `until`, report blocked with update_goal, or go on with the goal"
+                        )));
+                    }
+                    g.counters.waits_in_row += 1;
+                    tx.set_goal_counters(&g.id, &g.counters)?;
                     let mut wait = wait.clone();
-                    wait.reason = tx.redact(&wait.reason).into_owned();
+                    // Shown redacted, the reason cut to size after; the command runs as given.
+                    wait.reason = tx.redact(&wait.reason).chars().take(REASON_MAX).collect();
+                    let command = wait.check.clone();
+                    wait.check = command.as_deref().map(|c| tx.redact(c).into_owned());
                     tx.set_goal_wait(&g.id, Some(&wait))?;
+                    tx.set_goal_wait_command(&g.id, command.as_deref())?;
                     g.wait = Some(wait.clone());
                     transition(
                         tx,
@@ -130,10 +148,17 @@ impl SessionTool for WaitTool {
 
 /// The wait the arguments ask for, begun at `now`, or why they ask for none.
 fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> std::result::Result<GoalWait, String> {
-    let reason: String = a.reason.trim().chars().take(REASON_MAX).collect();
+    // Cut to size only after redaction (a secret cut in two would no longer be found).
+    let reason = a.reason.trim().to_string();
     if reason.is_empty() {
         return Err("give a short `reason` for the wait".into());
     }
+    if reason.chars().count() > REASON_IN_MAX {
+        return Err(format!(
+            "`reason` is longer than {REASON_IN_MAX} characters"
+        ));
+    }
+    let soon = now.saturating_add(MIN_WAIT_SECONDS as i64 * 1000);
     let until = match (&a.until, a.seconds) {
         (Some(_), Some(_)) => return Err("give `until` or `seconds`, not both".into()),
         (Some(t), None) => {
@@ -147,9 +172,18 @@ fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> std::result::Result<G
                     utc(now)
                 ));
             }
+            if ms < soon {
+                return Err(format!(
+                    "`until` must be at least {MIN_WAIT_SECONDS} s away: for less, just go on"
+                ));
+            }
             Some(ms)
         }
-        (None, Some(0)) => return Err("`seconds` must be at least 1".into()),
+        (None, Some(s)) if s < MIN_WAIT_SECONDS => {
+            return Err(format!(
+                "`seconds` must be at least {MIN_WAIT_SECONDS}: for less, just go on"
+            ));
+        }
         (None, Some(s)) => {
             Some(now.saturating_add(i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX)))
         }
@@ -222,15 +256,49 @@ fn span(ms: i64) -> String {
     waymark_extension::clock::span_label(ms.max(0) as u64)
 }
 
-/// The check run in the background now, for the wait begun at `since`.
-#[derive(Default)]
-pub(crate) struct CheckSlot(Mutex<Option<(i64, tokio::task::JoinHandle<()>)>>);
+/// The check a session runs in the background, by session id: kept beside the sessions
+/// (not in one), so closing a session stops its check wherever the close comes from.
+struct Running {
+    /// The wait it belongs to, and when it started (the session clock's ms).
+    since: i64,
+    started: i64,
+    cancel: tokio_util::sync::CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
 
-impl CheckSlot {
-    fn running_for(&self, since: i64) -> bool {
-        let slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        slot.as_ref()
-            .is_some_and(|(s, h)| *s == since && !h.is_finished())
+static CHECKS: LazyLock<Mutex<HashMap<String, Running>>> = LazyLock::new(Default::default);
+
+fn checks() -> std::sync::MutexGuard<'static, HashMap<String, Running>> {
+    CHECKS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether the wait begun at `since` has its check running now.
+fn running_for(session: &str, since: i64) -> bool {
+    checks()
+        .get(session)
+        .is_some_and(|r| r.since == since && !r.task.is_finished())
+}
+
+/// Whether a check of the wait begun at `since` may start at `now`: none runs, and the last
+/// one started at least the least interval ago, whatever the store says (a failed write of
+/// its result must not make checks run back to back).
+fn may_start(session: &str, since: i64, now: i64) -> bool {
+    checks().get(session).is_none_or(|r| {
+        r.task.is_finished()
+            && (r.since != since
+                || now
+                    >= r.started
+                        .saturating_add(i64::from(MIN_EVERY_SECONDS) * 1000))
+    })
+}
+
+/// The session closes: its check, if one runs, is stopped (its process group killed) and
+/// its result is not recorded.
+pub(crate) fn stop_checks(session: &str) {
+    if let Some(r) = checks().remove(session) {
+        // The shell tool, told to stop, kills the check's process group; the task then ends
+        // without recording anything. (Aborting it instead would drop the command unkilled.)
+        r.cancel.cancel();
     }
 }
 
@@ -294,11 +362,11 @@ pub(crate) fn look(api: &SessionApi) -> Result<bool> {
         push_snapshot(api);
         return Ok(woke);
     }
-    if let Some(check) = &w.check
+    if let Some(command) = g.wait_command.as_ref().filter(|_| w.check.is_some())
         && now >= w.next_check
-        && !api.state::<CheckSlot>().running_for(w.since)
+        && may_start(api.id(), w.since, now)
     {
-        start_check(api, &g.id, w.since, check.clone());
+        start_check(api, &g.id, w.since, command.clone());
     }
     Ok(false)
 }
@@ -313,7 +381,7 @@ pub(crate) fn wake_at(api: &SessionApi, g: &GoalRow) -> Option<i64> {
     }
     if w.check.is_some() {
         // A check running now pokes the session when it ends; this is the backstop.
-        let next = if api.state::<CheckSlot>().running_for(w.since) {
+        let next = if running_for(api.id(), w.since) {
             api.now_ms()
                 .saturating_add(CHECK_TIMEOUT.as_millis() as i64 + 5_000)
         } else {
@@ -351,9 +419,10 @@ fn credit(tx: &mut Tx<'_>, g: &mut GoalRow, now: i64) -> Result<()> {
 }
 
 /// Ends the wait: its time counted, the wait gone.
-fn end(tx: &mut Tx<'_>, g: &mut GoalRow, now: i64) -> Result<()> {
+pub(crate) fn end(tx: &mut Tx<'_>, g: &mut GoalRow, now: i64) -> Result<()> {
     credit(tx, g, now)?;
     g.wait = None;
+    g.wait_command = None;
     tx.set_goal_wait(&g.id, None)
 }
 
@@ -429,7 +498,9 @@ async fn check_context(api: &SessionApi, config: &Config) -> Option<(Arc<dyn Too
 /// that wait still stands) and the session is poked to look again.
 fn start_check(api: &SessionApi, goal_id: &str, since: i64, check: String) {
     let (api2, goal_id) = (api.clone(), goal_id.to_string());
-    let handle = tokio::spawn(async move {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let stopped = cancel.clone();
+    let task = tokio::spawn(async move {
         let config = api2.config();
         let ran = match check_context(&api2, &config).await {
             None => (
@@ -437,7 +508,8 @@ fn start_check(api: &SessionApi, goal_id: &str, since: i64, check: String) {
                 None,
                 "the read-only sandbox is not available here".to_string(),
             ),
-            Some((tool, ctx)) => {
+            Some((tool, mut ctx)) => {
+                ctx.cancel = stopped.clone();
                 let args =
                     json!({"command": check, "timeout_ms": CHECK_TIMEOUT.as_millis() as u64});
                 let run = tokio::time::timeout(
@@ -455,6 +527,10 @@ fn start_check(api: &SessionApi, goal_id: &str, since: i64, check: String) {
                 }
             }
         };
+        // The session closed meanwhile: nothing is recorded for it.
+        if stopped.is_cancelled() {
+            return;
+        }
         let stored = api2.write(|tx| {
             let Some(mut g) = current_goal(tx.conn(), api2.id())?.filter(|g| g.id == goal_id)
             else {
@@ -487,8 +563,16 @@ fn start_check(api: &SessionApi, goal_id: &str, since: i64, check: String) {
         push_snapshot(&api2);
         api2.poke();
     });
-    let slot = api.state::<CheckSlot>();
-    *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((since, handle));
+    let started = api.now_ms();
+    checks().insert(
+        api.id().to_string(),
+        Running {
+            since,
+            started,
+            cancel,
+            task,
+        },
+    );
 }
 
 /// The exit code the shell tool reports at the end of its output.
@@ -518,6 +602,20 @@ mod tests {
     fn a_wait_is_for_a_time_a_span_or_a_check_and_never_nothing() {
         let now = 1_800_000_000_000;
         let w = shape(&args(json!({"seconds": 60, "reason": "CI"})), now, 86_400).unwrap();
+        assert!(
+            shape(&args(json!({"seconds": 29, "reason": "CI"})), now, 86_400)
+                .unwrap_err()
+                .contains("at least 30")
+        );
+        assert!(
+            shape(
+                &args(json!({"until": "2027-01-15T08:00:10Z", "reason": "CI"})),
+                now,
+                86_400
+            )
+            .unwrap_err()
+            .contains("at least 30 s away")
+        );
         assert_eq!(
             (w.until, w.deadline),
             (Some(now + 60_000), now + 86_400_000)
@@ -555,7 +653,7 @@ mod tests {
                 json!({"until": "2001-01-01T00:00:00Z", "reason": "x"}),
                 "already past",
             ),
-            (json!({"seconds": 0, "reason": "x"}), "at least 1"),
+            (json!({"seconds": 0, "reason": "x"}), "at least 30"),
             (
                 json!({"check": "true", "every": 5, "reason": "x"}),
                 "at least 30",

@@ -247,6 +247,9 @@ pub enum GoalOp {
         budget: BudgetChange,
         #[serde(default)]
         replace: bool,
+        /// How to tell it is done (a draft's criteria, kept with the goal).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        criteria: Option<String>,
     },
     /// Queue an objective to become the goal when the current one completes or is cleared
     /// (at once when none is unfinished), with the budgets it starts with (G-46).
@@ -292,6 +295,22 @@ pub enum GoalOp {
     },
     /// End the agent's wait now: the goal carries on at once (G-47).
     WakeNow,
+}
+
+/// A goal drafted from the user's rough words (`/goal draft`, "Help me write this goal",
+/// G-48): shown for the user to edit; nothing starts until they set it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct GoalDraft {
+    pub objective: String,
+    /// Measurable completion criteria, one per item.
+    pub criteria: Vec<String>,
+    /// The suggested budget (None: no suggestion in that dimension).
+    pub tokens: Option<u64>,
+    pub turns: Option<u64>,
+    pub seconds: Option<u64>,
+    /// Why that budget, in one line.
+    pub reasoning: String,
 }
 
 /// A goal waiting in the session's queue, in line order (G-46).

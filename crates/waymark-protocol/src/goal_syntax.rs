@@ -39,6 +39,7 @@ pub enum BudgetSyntaxError {
 /// one is written in quotes (`/goal "status page redesign"`).
 pub const COMMAND_WORDS: &[&str] = &[
     "status", "pause", "resume", "clear", "cancel", "edit", "reply", "replace", "next", "wake",
+    "draft",
 ];
 
 /// The `/goal` grammar in a few lines, for `/help goal` and refusals.
@@ -52,6 +53,7 @@ pub const GRAMMAR: &str = "/goal                         show the goal and the q
 /goal replace <objective>     drop the goal and set this one
 /goal next <objective>        queue a goal to start when this one is done
 /goal wake                    end the agent's wait now (it waits with its wait tool)
+/goal draft <rough words>     draft an objective, criteria and a budget for you to edit
 An objective that starts with one of these words goes in quotes: /goal \"pause the build\" tokens=50K";
 
 const TOKEN_FORMS: &str = "a number of tokens such as 200000, 50K or 1.5M";
@@ -364,6 +366,12 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
         "status" => alone(GoalOp::Show)?,
         "pause" => alone(GoalOp::Pause)?,
         "wake" => alone(GoalOp::WakeNow)?,
+        // Drafting is one model call the front end makes and shows for editing (G-48).
+        "draft" => {
+            return Err(BudgetSyntaxError::Grammar(
+                "`/goal draft <rough words>` drafts a goal for you to edit: type it in the app's composer, or run `waymark goal draft --session … \"…\"`".into(),
+            ));
+        }
         "resume" => alone(GoalOp::Resume)?,
         "clear" | "cancel" => alone(GoalOp::Clear)?,
         "edit" => GoalOp::EditObjective {
@@ -390,6 +398,7 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
                 objective,
                 budget: change_of(&b),
                 replace: true,
+                criteria: None,
             }
         }
         _ => {
@@ -403,6 +412,7 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
                     objective,
                     budget: change_of(&b),
                     replace: false,
+                    criteria: None,
                 }
             }
         }
@@ -534,6 +544,7 @@ mod tests {
                     ..Default::default()
                 }),
                 replace: false,
+                criteria: None,
             }
         );
         assert_eq!(
@@ -542,6 +553,7 @@ mod tests {
                 objective: "clear the cache".into(),
                 budget: BudgetChange::default(),
                 replace: true,
+                criteria: None,
             }
         );
         assert_eq!(

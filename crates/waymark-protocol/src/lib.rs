@@ -27,7 +27,7 @@ pub mod worktree;
 
 pub use event::{Event, EventKind, ToolCallSummary};
 pub use goal::{
-    BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalOp, GoalReason, GoalSnapshot,
+    BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalDraft, GoalOp, GoalReason, GoalSnapshot,
     GoalStatus, GoalStep, GoalUpdateKind, GoalWait, Limit, QueuedGoal, UsageLimit, WaitCheck,
 };
 pub use history::{

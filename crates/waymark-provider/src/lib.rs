@@ -81,6 +81,8 @@ pub enum CallPurpose {
     Verifier,
     /// Summarizing older history to fit the context window.
     Compact,
+    /// Turning the user's rough words into a goal draft (one call, no tools).
+    Draft,
 }
 
 /// A model request.

@@ -73,6 +73,10 @@ pub struct Script {
     /// naming how many messages it covered (so any script survives compaction).
     #[serde(default)]
     pub compact: Vec<ScriptResponse>,
+    /// Replies to goal-draft calls, in order; without any, a draft is made from the user's
+    /// words (so the offline demo can draft a goal).
+    #[serde(default)]
+    pub draft: Vec<ScriptResponse>,
     /// Refuse a request whose estimated size passes `context_tokens`, as a real provider
     /// does (`context_too_long`).
     #[serde(default)]
@@ -199,9 +203,44 @@ struct Cursor {
     verifier: usize,
     #[serde(default)]
     compact: usize,
+    #[serde(default)]
+    draft: usize,
     /// The position in each branch, by index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     branches: Vec<usize>,
+}
+
+/// The scripted model's own goal draft when its script has none: the user's words (inside
+/// `<rough_goal>` in the newest user message, else its last line) as the objective, with
+/// plain criteria and a small budget, as the JSON a real model is asked for.
+fn scripted_draft(request: &ModelRequest) -> String {
+    let text = request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            crate::ModelMessage::User { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    let words = text
+        .rsplit_once("<rough_goal>")
+        .and_then(|(_, rest)| rest.split_once("</rough_goal>"))
+        .map(|(w, _)| w)
+        .unwrap_or_else(|| {
+            text.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+        })
+        .trim();
+    serde_json::json!({
+        "objective": words,
+        "criteria": ["The change is made and the project's tests pass", "What changed is summarized"],
+        "budget": {"tokens": 200_000, "turns": 20, "seconds": 3600},
+        "reasoning": "A small, single-area change: a few turns, well under an hour."
+    })
+    .to_string()
 }
 
 /// Plays a [`Script`].
@@ -277,6 +316,7 @@ impl ScriptedProvider {
             (CallPurpose::Main, None) => (&self.script.responses, &mut cur.responses, "responses"),
             (CallPurpose::Verifier, _) => (&self.script.verifier, &mut cur.verifier, "verifier"),
             (CallPurpose::Compact, _) => (&self.script.compact, &mut cur.compact, "compact"),
+            (CallPurpose::Draft, _) => (&self.script.draft, &mut cur.draft, "draft"),
         };
         let item = match list.get(*index) {
             Some(r) => r.clone(),
@@ -408,6 +448,11 @@ impl ModelProvider for ScriptedProvider {
                         "Scripted summary of the {} earlier messages.",
                         request.messages.len()
                     )),
+                    ..ScriptResponse::default()
+                }
+            } else if request.purpose == CallPurpose::Draft && self.script.draft.is_empty() {
+                ScriptResponse {
+                    text: Some(scripted_draft(request)),
                     ..ScriptResponse::default()
                 }
             } else {

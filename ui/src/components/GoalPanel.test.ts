@@ -25,6 +25,38 @@ function setup(g: Goal | null, accept = true) {
   return { ops, texts };
 }
 
+describe("GoalPanel drafts", () => {
+  it("drafts a goal from rough words, lets it be edited, and sets only what the user sets", async () => {
+    const ops: GoalOp[] = [];
+    const asked: string[] = [];
+    const draft = async (t: string) => (asked.push(t), { draft: { objective: "Make the parser accept trailing commas", criteria: ["cargo test -p parser passes", "a test covers [1, 2,]"], tokens: 150_000, turns: 12, seconds: 2700, reasoning: "One module." } });
+    const parseBudget = async (t: string): Promise<{ op: GoalOp } | { error: string }> =>
+      t === "tokens=150000 turns=12 time=2700s" ? { op: { op: "edit_budget", budget: { tokens: { to: 150_000 }, turns: { to: 12 }, seconds: { to: 2700 } } } } : { error: `cannot read ${t}` };
+    render(GoalPanel, { props: { goal: null, events: [], ongoal: async (op: GoalOp) => (ops.push(op), true), parse: parseBudget, draft } });
+    await fireEvent.input(screen.getByTestId("goal-new"), { target: { value: "parser should take trailing commas" } });
+    await fireEvent.click(screen.getByTestId("goal-draft"));
+    await screen.findByTestId("goal-draft-form");
+    expect(asked).toEqual(["parser should take trailing commas"]);
+    expect(ops).toEqual([]);
+    expect((screen.getByTestId("goal-draft-criteria") as HTMLTextAreaElement).value).toBe("cargo test -p parser passes\na test covers [1, 2,]");
+    expect(screen.getByTestId("goal-draft-reasoning").textContent).toContain("One module.");
+    await fireEvent.input(screen.getByTestId("goal-draft-criteria"), { target: { value: "cargo test -p parser passes\n\n" } });
+    await fireEvent.click(screen.getByTestId("goal-draft-set"));
+    await waitFor(() => expect(ops.length).toBe(1));
+    expect(ops[0]).toEqual({ op: "set", objective: "Make the parser accept trailing commas", budget: { tokens: { to: 150_000 }, turns: { to: 12 }, seconds: { to: 2700 } }, replace: false, criteria: "cargo test -p parser passes" });
+  });
+
+  it("says what went wrong when the draft fails, and asks for words first", async () => {
+    render(GoalPanel, { props: { goal: null, events: [], ongoal: async () => true, parse, draft: async () => ({ error: "the model could not draft the goal: offline" }) } });
+    await fireEvent.click(screen.getByTestId("goal-draft"));
+    expect((await screen.findByTestId("goal-problem")).textContent).toContain("Say roughly");
+    await fireEvent.input(screen.getByTestId("goal-new"), { target: { value: "x" } });
+    await fireEvent.click(screen.getByTestId("goal-draft"));
+    await waitFor(() => expect(screen.getByTestId("goal-problem").textContent).toContain("offline"));
+    expect(screen.queryByTestId("goal-draft-form")).toBeNull();
+  });
+});
+
 describe("GoalPanel", () => {
   it("counts down a goal's wait, shows its check, and wakes it on request", async () => {
     vi.useFakeTimers({ toFake: ["Date", "setInterval", "clearInterval"] });

@@ -8,7 +8,7 @@ import { scrubCli } from "./slash";
 
 /** Events applied between two paints while a long session's older part is read. */
 const HISTORY_PIECE = 1000;
-import type { Answer, GoalOp, IpcError, WireEvent } from "./types";
+import type { Answer, GoalDraft, GoalOp, IpcError, WireEvent } from "./types";
 
 /** Shows a note: plain text, or a command's error (which may name a setting to go to). */
 export type Notify = (what: string | IpcError, tone?: "error" | "info") => void;
@@ -328,6 +328,14 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
       const r = await commands.goal(id, op);
       if (r.status === "error") notify(r.error);
       return r.status === "ok";
+    },
+
+    /** Drafts a goal from rough words (one model call; nothing is set). */
+    async draftGoal(text: string): Promise<{ draft: GoalDraft } | { error: string }> {
+      const id = store.open?.id;
+      if (!id) return { error: "no session is open" };
+      const r = await commands.draftGoal(id, text);
+      return r.status === "ok" ? { draft: r.data } : { error: r.error.message };
     },
 
     /** Reads goal-form text with the app's `/goal` grammar. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { commandNotice, scrubCli, SLASH_COMMANDS, windowCommand } from "./slash";
+import { commandNotice, draftWords, scrubCli, SLASH_COMMANDS, windowCommand } from "./slash";
 import { commandMatches } from "./complete";
 
 // What the runtime answers, as it writes it for the terminal (ids and paths as it makes them).
@@ -27,6 +27,10 @@ describe("windowCommand", () => {
     expect(windowCommand("/plan view")).toBe("plan");
     expect(windowCommand("/mcp")).toBe("mcp");
     expect(windowCommand("/worktree")).toBe("worktree");
+    // `/goal draft <words>` drafts in the Goal tab; a goal about drafts is still a goal.
+    expect(windowCommand("/goal draft parser takes trailing commas")).toBe("goal-draft");
+    expect(draftWords("  /goal draft   parser takes trailing commas ")).toBe("parser takes trailing commas");
+    expect(windowCommand("/goal drafting the docs")).toBeNull();
   });
 
   it("leaves the rest to the session: a goal with words, other plan commands, prompts, escapes", () => {

@@ -33,7 +33,7 @@ export const SLASH_COMMANDS: Command[] = [
 
 /** What the window does itself for a command: the `?` sheet, the rewind list, the Goal or
  *  Plan tab, Settings on the tool servers, the worktree's review. */
-export type WindowCommand = "help" | "rewind" | "goal" | "plan" | "mcp" | "worktree";
+export type WindowCommand = "help" | "rewind" | "goal" | "goal-draft" | "plan" | "mcp" | "worktree";
 
 /**
  * The command the window answers itself for `text`, or null when it goes to the session.
@@ -51,6 +51,9 @@ export function windowCommand(text: string): WindowCommand | null {
     case "mcp":
       return m[1];
     case "goal":
+      // `/goal draft <rough words>`: the Goal tab drafts a goal for the user to edit.
+      if (/^draft(\s|$)/.test(args)) return "goal-draft";
+      return args === "" ? m[1] : null;
     case "worktree":
       return args === "" ? m[1] : null;
     case "plan":
@@ -58,6 +61,11 @@ export function windowCommand(text: string): WindowCommand | null {
     default:
       return null;
   }
+}
+
+/** The rough words of `/goal draft <words>`. */
+export function draftWords(text: string): string {
+  return text.trim().replace(/^\/goal\s+draft\b/, "").trim();
 }
 
 /** An id the runtime makes (`s-…`, `cp-…`, `plan-…`): a prefix, then base-36 time and

@@ -5,6 +5,7 @@ import type {
   BudgetChange_Deserialize,
   ErrorInfo_Serialize,
   Event_Serialize,
+  GoalDraft_Serialize,
   GoalOp_Deserialize,
   GoalSnapshot_Serialize,
   InteractionMode,
@@ -23,6 +24,8 @@ export type WireEvent = Event_Serialize;
 export type EventType = WireEvent["type"];
 export type EventOf<T extends EventType> = Extract<WireEvent, { type: T }>;
 export type Goal = GoalSnapshot_Serialize;
+/** A goal drafted from rough words, for the user to edit (G-48). */
+export type GoalDraft = GoalDraft_Serialize;
 /** What an active goal waits for (the agent's `wait`, G-47). */
 export type GoalWait = NonNullable<Goal["wait"]>;
 /** A goal waiting in the session's queue (G-46). */

@@ -439,6 +439,67 @@ fn a_waiting_goal_outlives_exec_and_wakes_on_its_check_in_a_later_one() {
     );
 }
 
+/// A goal that stops while `exec` waits with it (its time budget spent by waiting) ends the
+/// run at once with the goal's code, never leaving `exec` waiting for nothing.
+#[test]
+fn exec_ends_when_a_waiting_goal_stops_without_a_turn() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let wait = json!({"text": "Waiting.", "tool_calls": [{"name": "wait", "arguments":
+        {"seconds": 300, "reason": "cool-down"}}]});
+    let model = env.script("s.json", json!({"responses": [wait]}));
+    let start = std::time::Instant::now();
+    let out = env.exec(&model, &["--permission", "auto", "/goal ship it time=3s"]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(60),
+        "exec waited on"
+    );
+    let sid = env.only_session();
+    assert_eq!(
+        final_goal(&env, &sid),
+        ("budget_limited".into(), "active_seconds".into())
+    );
+}
+
+/// `waymark goal draft` prints a draft (the scripted model drafts from the words) and sets
+/// nothing; `/goal draft` sent as a message says where drafting happens instead of setting a
+/// goal named "draft …".
+#[test]
+fn a_goal_is_drafted_from_rough_words_and_nothing_is_set() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let model = env.script("s.json", json!({"responses": [{"text": "Hello."}]}));
+    let out = env.exec(&model, &["hi"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let sid = env.only_session();
+    let out = env.run(&[
+        "goal",
+        "draft",
+        "--session",
+        &sid,
+        "make the parser take trailing commas",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("Objective: make the parser take trailing commas"),
+        "{said}"
+    );
+    assert!(
+        said.contains("Done when:") && said.contains("tokens=200000 turns=20 time=3600s"),
+        "{said}"
+    );
+    assert!(said.contains("Nothing is set"), "{said}");
+    let shown = text(&env.run(&["goal", "show", "--session", &sid]));
+    assert!(shown.contains("no goal is set"), "{shown}");
+    let out = env.exec_session(&sid, &["/goal draft fix the flaky test"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("waymark goal draft"), "{}", text(&out));
+    let shown = text(&env.run(&["goal", "show", "--session", &sid]));
+    assert!(shown.contains("no goal is set"), "{shown}");
+}
+
 /// `waymark goal queue` lists, adds, moves and removes queued goals by their place in line
 /// (G-46); a place not in line is refused with the places there are, and changes nothing.
 #[test]

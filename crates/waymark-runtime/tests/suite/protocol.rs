@@ -25,6 +25,7 @@ async fn goal_ops_and_the_slash_command_take_the_same_path() {
                 ..Default::default()
             },
             replace: false,
+            criteria: None,
         },
     };
     let out = s.submit(set("ship the docs")).await.unwrap();

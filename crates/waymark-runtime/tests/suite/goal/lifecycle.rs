@@ -552,6 +552,22 @@ async fn g_46_the_user_reorders_edits_removes_and_starts_queued_goals() {
         (edited.objective.as_str(), edited.tokens, edited.turns),
         ("release 1.2", Some(9_000), Some(4))
     );
+    // An objective too long to log with the whole line at every change is refused.
+    let long = "x".repeat(4001);
+    let e = s
+        .submit(user(&format!("/goal next {long}")))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("longer than 4000"), "{e}");
+    let e = s
+        .submit(op(GoalOp::EditQueued {
+            id: release,
+            objective: long,
+            budget: BudgetChange::default(),
+        }))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("longer than 4000"), "{e}");
     let absurd = BudgetChange {
         turns: Some(Limit::To(u64::MAX)),
         ..Default::default()

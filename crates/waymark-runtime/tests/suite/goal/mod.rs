@@ -5,6 +5,7 @@
 
 mod budgets;
 mod cost;
+mod draft;
 mod lifecycle;
 mod refusal;
 mod usage_limit;

@@ -384,3 +384,196 @@ async fn g_47_wait_is_offered_only_while_a_goal_is_active() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// The red-team's findings, each an attack that must fail.
+mod red_team {
+    use super::*;
+    use waymark_protocol::PermissionMode;
+
+    fn wait_with_check(check: &str) -> Value {
+        json!({"responses": [
+            {"text": "Waiting.", "tool_calls": [{"name": "wait", "arguments": {"check": check, "every": 30, "reason": "CI"}}]},
+            {"text": "ok"}
+        ], "when_exhausted": "repeat_last"})
+    }
+
+    /// A check is a command run unattended: read-only mode refuses it, and in `ask` mode the
+    /// user is asked first, shown the command.
+    #[tokio::test]
+    async fn a_check_is_allowed_as_a_command_would_be() {
+        let h = Harness::new(super::super::config(Verification::None));
+        let s = h.session(
+            wait_with_check("curl -s https://example.invalid"),
+            PermissionMode::ReadOnly,
+        );
+        let events = run(&s, user("/goal Ship it")).await;
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::ToolResult { content, .. } if content.contains("read-only permission mode does not allow"))));
+        assert!(h.runtime.goal(s.id()).unwrap().unwrap().wait.is_none());
+        s.shutdown().await.unwrap();
+
+        let s = h.session(
+            wait_with_check("curl -s https://example.invalid"),
+            PermissionMode::Ask,
+        );
+        let events = run(&s, user("/goal Ship it")).await;
+        let qid = super::super::waiting_on(&events);
+        let asked = super::super::super::harness::questionnaire(&h, &s, &qid);
+        assert_eq!(asked.kind, waymark_protocol::QuestionnaireKind::Permission);
+        assert!(
+            asked
+                .payload
+                .to_string()
+                .contains("curl -s https://example.invalid"),
+            "{}",
+            asked.payload
+        );
+        assert!(
+            h.runtime.goal(s.id()).unwrap().unwrap().wait.is_none(),
+            "nothing waits before the answer"
+        );
+        s.shutdown().await.unwrap();
+    }
+
+    /// A secret the model puts in a wait is never shown: not in the goal's view, the log or
+    /// the wait's reason (tool arguments reach the tool redacted, and the wait redacts what
+    /// it shows again).
+    #[tokio::test]
+    async fn a_secret_in_the_check_is_never_shown() {
+        const KEY: &str = "sk-live-OPENAIKEY-0123456789abcdef";
+        let t = setup(
+            json!({"check": format!("test {KEY} = {KEY}"), "every": 30, "reason": format!("token {KEY}")}),
+            |c| {
+                c.shell.env.set.insert("DEPLOY_TOKEN".into(), KEY.into());
+            },
+        )
+        .await;
+        run(&t.s, user("/goal Ship the release")).await;
+        let view = serde_json::to_string(&t.runtime.goal_view(t.s.id()).unwrap()).unwrap();
+        assert!(!view.contains(KEY), "{view}");
+        let shown = t.goal().wait.unwrap();
+        assert!(!shown.check.unwrap().contains(KEY));
+        assert!(!shown.reason.contains(KEY));
+        let mut rx = t.s.subscribe();
+        t.clock.advance_ms(30_000);
+        let events = collect(&mut rx).await;
+        assert_eq!(woke(&events), Some(GoalActor::Runtime));
+        let logged =
+            serde_json::to_string(&t.runtime.events(t.s.id(), 0, 10_000).unwrap()).unwrap();
+        assert!(!logged.contains(KEY));
+        t.s.shutdown().await.unwrap();
+    }
+
+    /// Pausing a waiting goal ends its wait; resumed later, the paused hours are not charged.
+    #[tokio::test]
+    async fn a_paused_goal_no_longer_waits_and_its_pause_is_not_charged() {
+        let t = setup(json!({"seconds": 3600, "reason": "cool-down"}), |_| {}).await;
+        run(&t.s, user("/goal Ship the release time=3h")).await;
+        t.clock.advance_ms(10 * 60_000);
+        t.s.submit(user("/goal pause")).await.unwrap();
+        let g = t.goal();
+        assert_eq!(g.status, GoalStatus::Paused);
+        assert!(g.wait.is_none(), "{g:?}");
+        let used = g.budget.active_seconds.used;
+        t.clock.advance_ms(10 * HOUR);
+        let mut rx = t.s.subscribe();
+        t.s.submit(user("/goal resume")).await.unwrap();
+        collect(&mut rx).await;
+        let g = t.goal();
+        assert_eq!(g.status, GoalStatus::Complete, "{g:?}");
+        assert!(
+            g.budget.active_seconds.used < used + 60,
+            "the pause was charged: {used} → {}",
+            g.budget.active_seconds.used
+        );
+        t.s.shutdown().await.unwrap();
+    }
+
+    /// A model that only ever waits is stopped after 20 waits in a row; a 1-second wait is
+    /// refused outright.
+    #[tokio::test]
+    async fn waits_in_a_row_are_capped_and_short_waits_refused() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let server = MockServer::start_with(move |_| {
+            let n = c.fetch_add(1, Ordering::SeqCst);
+            let args = if n == 0 {
+                json!({"seconds": 1, "reason": "tick"})
+            } else {
+                json!({"seconds": 30, "reason": "tick"})
+            };
+            reply(Flavor::OpenAi, "Waiting.", Some(("wait", args)), 900)
+        })
+        .await;
+        let mut config = Config::default();
+        config.goal.verification = Some(Verification::None);
+        config.goal.breaker.repeated_reply_limit = 1000;
+        let h = Harness::new(config);
+        let clock = ManualClock::new(T0);
+        let cl = clock.clone();
+        let (runtime, s) = on_mock(&h, Flavor::OpenAi, &server, move |o| {
+            o.clock = cl;
+            o.http.retry.max_tries = 1;
+        });
+        let events = run(&s, user("/goal Ship the release")).await;
+        assert!(events.iter().any(|e| matches!(&e.kind,
+            EventKind::ToolResult { content, .. } if content.contains("at least 30"))));
+        let mut refused = false;
+        for _ in 0..40 {
+            let mut rx = s.subscribe();
+            clock.advance_ms(30_000);
+            let events = collect(&mut rx).await;
+            if events.iter().any(|e| {
+                matches!(&e.kind,
+                EventKind::ToolResult { content, .. } if content.contains("20 waits in a row"))
+            }) {
+                refused = true;
+                break;
+            }
+        }
+        assert!(refused, "the 21st wait in a row was not refused");
+        // It refused the 21st: 1 short wait refused, then 20 waits (one call each), then
+        // the refused one.
+        assert!(calls.load(Ordering::SeqCst) >= 22);
+        let _ = runtime;
+        s.shutdown().await.unwrap();
+    }
+
+    /// A check still running when the session closes is stopped (its process is gone at
+    /// once), and nothing of it is recorded afterwards.
+    #[tokio::test]
+    async fn a_check_running_at_close_is_stopped_and_not_recorded() {
+        // A sleep no other process here has: found by its command line.
+        const MARK: &str = "7.3141";
+        let running = || {
+            std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+                std::fs::read(p.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(MARK))
+            })
+        };
+        let t = setup(
+            json!({"check": format!("sleep {MARK}; exit 0"), "every": 30, "reason": "slow CI"}),
+            |_| {},
+        )
+        .await;
+        run(&t.s, user("/goal Ship the release")).await;
+        let id = t.s.id().to_string();
+        t.clock.advance_ms(30_000);
+        let mut seen = false;
+        for _ in 0..100 {
+            seen = running();
+            if seen {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(seen, "the check never started");
+        t.s.shutdown().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!running(), "the check outlived its session");
+        let g = t.runtime.goal(&id).unwrap().unwrap();
+        let w = g.wait.expect("still waiting after the close");
+        assert!(w.last_check.is_none(), "{w:?}");
+        assert_eq!(t.calls.load(Ordering::SeqCst), 1);
+    }
+}
