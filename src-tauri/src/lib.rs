@@ -365,6 +365,7 @@ fn run() -> anyhow::Result<()> {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_store::Builder::new().build())
         // The window shows the app's own pages only: a link a model wrote never replaces it.
         .plugin(
             tauri::plugin::Builder::<tauri::Wry, ()>::new("navigation-guard")
