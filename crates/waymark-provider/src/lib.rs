@@ -138,7 +138,7 @@ pub const IMAGE_BYTES: usize = 6400;
 /// refusal, or the text before the stop), shown cut and on one line.
 pub(crate) fn refused(said: &str) -> ProviderError {
     let said = waymark_protocol::display::escape_line(said.trim());
-    let said: String = said.chars().take(300).collect();
+    let said = cut_at_word(&said, 300);
     ProviderError::new(
         ProviderErrorKind::Refused,
         if said.is_empty() {
@@ -148,6 +148,22 @@ pub(crate) fn refused(said: &str) -> ProviderError {
             format!("the model declined to answer: {said}")
         },
     )
+}
+
+/// `text` cut to at most `max` characters at a space, with `…` when cut: a word is kept whole
+/// or left out, so a secret the redactor knows is never cut into a piece it would not find
+/// (the runtime redacts the message after the provider made it).
+fn cut_at_word(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max).collect();
+    // A word running past the cut is dropped whole (nothing is left of one that fills it).
+    let whole = match text.chars().nth(max) {
+        Some(c) if !c.is_whitespace() => head.rfind(char::is_whitespace).map_or("", |i| &head[..i]),
+        _ => head.as_str(),
+    };
+    format!("{}…", whole.trim_end())
 }
 
 /// The size of a reply's tool calls in a request, in bytes (names and arguments).
@@ -438,5 +454,29 @@ mod estimate_tests {
             purpose: CallPurpose::Main,
         };
         assert!(req.message_tokens() >= 8_000, "{}", req.message_tokens());
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+
+    /// A refusal is cut at a word, so a secret the runtime redacts afterwards is whole or
+    /// gone, never a piece it would not recognise.
+    #[test]
+    fn a_refusal_is_cut_at_a_word_never_through_a_secret() {
+        let secret = "sk-live-OPENAIKEY-0123456789abcdef";
+        let said = format!("{} {secret} and more", "word ".repeat(55));
+        let e = refused(&said);
+        let shown = e.to_string();
+        assert!(!shown.contains("sk-live-OPENAI"), "{shown}");
+        assert!(shown.ends_with('…'), "{shown}");
+        // A short one is kept whole; one word longer than the cut leaves nothing of it.
+        assert!(
+            refused("I cannot help with that.")
+                .to_string()
+                .ends_with("I cannot help with that.")
+        );
+        assert!(!refused(&"x".repeat(400)).to_string().contains("xxx"));
     }
 }
