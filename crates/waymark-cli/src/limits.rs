@@ -38,8 +38,9 @@ pub(crate) fn left_until(at: i64) -> String {
 }
 
 /// What a run does about a goal that waits (the agent's `wait`, G-47), once the session is
-/// idle: wait with it while that is within the wait limit (counted from `since`, when the
-/// run began waiting), else say when it wakes and exit 7.
+/// idle: wait with it while that is within the wait limit (counted from `since`: when the
+/// run began waiting, less what it waited in earlier waits), else say when it wakes and
+/// exit 7.
 pub(crate) enum GoalWaiting {
     /// Wait on, until this time at the latest (Unix ms); the line says what for.
     Until(i64, String),

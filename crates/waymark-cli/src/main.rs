@@ -656,6 +656,9 @@ async fn drive(
     // The goal's own wait (the agent's `wait`): when this run began waiting with it, the
     // latest it waits to, and the newest check result printed.
     let mut goal_wait: Option<(i64, i64)> = None;
+    // How long this run has waited with the goal in earlier waits: `--wait-limit` bounds the
+    // run's waiting in all, so a model cannot hold it open by waiting again and again.
+    let mut waited_ms: i64 = 0;
     let mut check_seen: Option<i64> = None;
     let countdown_every = std::time::Duration::from_secs(30);
     let mut countdown = tokio::time::interval(countdown_every);
@@ -695,7 +698,9 @@ async fn drive(
                         }
                         EventKind::TurnStarted { .. } => {
                             waiting = None;
-                            goal_wait = None;
+                            if let Some((since, _)) = goal_wait.take() {
+                                waited_ms = now_ms().saturating_sub(since).max(0);
+                            }
                         }
                         // Each run of a waiting goal's check: its outcome and last line.
                         EventKind::GoalUpdated { goal } if !json => {
@@ -743,7 +748,8 @@ async fn drive(
                             break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
                         }
                         EventKind::SessionIdle {} => {
-                            let since = goal_wait.map_or_else(now_ms, |(s, _)| s);
+                            let since = goal_wait
+                                .map_or_else(|| now_ms().saturating_sub(waited_ms), |(s, _)| s);
                             match goal_waiting(runtime, handle.id(), wait_limit, since)? {
                                 Some(GoalWaiting::Until(at, said)) => {
                                     if goal_wait.is_none() {

@@ -422,6 +422,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                     g.status.as_str()
                 )));
             }
+            check_objective(objective.trim())?;
             let criteria = criteria.as_deref().map(str::trim).filter(|c| !c.is_empty());
             if criteria.is_some_and(|c| c.chars().count() > CRITERIA_MAX) {
                 return Err(Error::Refused(format!("the completion criteria are longer than {CRITERIA_MAX} characters")));
@@ -459,7 +460,8 @@ const CRITERIA_MAX: usize = 4000;
 /// How many goals may wait in one session's queue.
 const MAX_QUEUED: usize = 100;
 
-/// The longest objective a queued goal may have (each change logs the whole queue).
+/// The longest objective a goal set or queued by the user may have (each change to the queue
+/// logs the whole line).
 const QUEUED_OBJECTIVE_MAX: usize = 4000;
 
 fn check_objective(objective: &str) -> Result<()> {

@@ -59,14 +59,20 @@ pub async fn draft(api: &SessionApi, rough: &str) -> Result<GoalDraft> {
     let reply = match route.provider.call(&request, &|_| {}).await {
         Ok(r) => r,
         Err(e) => {
-            api.write(|tx| Ok(hold.map(|h| tx.release(h)).transpose()?))?;
+            // What a provider says (an error body, a refusal) may quote a secret.
+            let said = api.write(|tx| {
+                if let Some(h) = hold {
+                    tx.release(h)?;
+                }
+                Ok(tx.redact(&e.to_string()).into_owned())
+            })?;
             return Err(Error::Refused(format!(
-                "the model could not draft the goal: {e}"
+                "the model could not draft the goal: {said}"
             )));
         }
     };
     let charge = api.charge_for(&route, &reply.usage, hold);
-    api.write(|tx| Ok(tx.charge(None, &charge)?))?;
+    api.write(|tx| Ok(tx.charge_session(api.id(), &charge)?))?;
     parse(&reply.text).map_err(|why| {
         Error::Refused(format!(
             "the model's draft could not be read ({why}); try again, or write the goal yourself"
@@ -84,9 +90,15 @@ pub fn parse(reply: &str) -> std::result::Result<GoalDraft, String> {
         .ok_or("no JSON object")?;
     let v: serde_json::Value =
         serde_json::from_str(&reply[start..=end]).map_err(|e| format!("not JSON: {e}"))?;
+    // One line each, without control, bidi or invisible characters (a bidi override could
+    // show one objective and give the agent another).
     let text = |v: &serde_json::Value, max: usize| -> String {
         v.as_str()
             .unwrap_or("")
+            .replace(
+                |c: char| !c.is_whitespace() && waymark_protocol::display::needs_escape(c),
+                "",
+            )
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
@@ -131,6 +143,9 @@ mod tests {
         assert_eq!(d.criteria, ["cargo test passes"]);
         assert_eq!((d.tokens, d.turns, d.seconds), (Some(150_000), None, None));
         assert_eq!(d.reasoning, "One crate.");
+        // Control, bidi and invisible characters are dropped.
+        let d = parse(r#"{"objective": "Fix \u202etset\u200b the \u001b[31mbuild"}"#).unwrap();
+        assert_eq!(d.objective, "Fix tset the [31mbuild");
         for bad in ["no json here", "{\"criteria\": []}", "{not json}", "}{"] {
             assert!(parse(bad).is_err(), "{bad}");
         }

@@ -292,6 +292,18 @@ fn may_start(session: &str, since: i64, now: i64) -> bool {
     })
 }
 
+/// The earliest the next check of the wait begun at `since` may start, by the last start
+/// this process made (the least interval after it).
+fn not_before(session: &str, since: i64) -> i64 {
+    checks()
+        .get(session)
+        .filter(|r| r.since == since)
+        .map_or(i64::MIN, |r| {
+            r.started
+                .saturating_add(i64::from(MIN_EVERY_SECONDS) * 1000)
+        })
+}
+
 /// The session closes: its check, if one runs, is stopped (its process group killed) and
 /// its result is not recorded.
 pub(crate) fn stop_checks(session: &str) {
@@ -316,7 +328,11 @@ pub(crate) fn look(api: &SessionApi) -> Result<bool> {
     };
     let passed = w.last_check.as_ref().is_some_and(|c| c.passed);
     let timed_out = time_budget_spent_at(&g, &w).is_some_and(|at| now >= at);
+    // A check with no command to run (a wait begun before the command was kept apart) can
+    // never pass: the goal wakes rather than waiting a day for nothing.
+    let orphan = w.check.is_some() && g.wait_command.is_none();
     if passed
+        || orphan
         || w.until.is_some_and(|t| now >= t && t <= w.deadline)
         || now >= w.deadline
         || timed_out
@@ -340,9 +356,12 @@ pub(crate) fn look(api: &SessionApi) -> Result<bool> {
                 )?;
                 return Ok(false);
             }
-            if passed || w.until.is_some_and(|t| now >= t && t <= w.deadline) {
+            if passed || orphan || w.until.is_some_and(|t| now >= t && t <= w.deadline) {
                 let why = if passed {
                     format!("its check `{}` succeeded", w.check.as_deref().unwrap_or(""))
+                } else if orphan {
+                    "its check could not be run after an update; wait again if you still need to"
+                        .to_string()
                 } else {
                     "the time it waited for came".to_string()
                 };
@@ -379,15 +398,20 @@ pub(crate) fn wake_at(api: &SessionApi, g: &GoalRow) -> Option<i64> {
     if let Some(t) = w.until {
         at = at.min(t);
     }
-    if w.check.is_some() {
-        // A check running now pokes the session when it ends; this is the backstop.
+    if w.check.is_some() && g.wait_command.is_some() {
+        // A check running now pokes the session when it ends; this is the backstop. The next
+        // one is never sooner than the least interval after the last one started, whatever
+        // the store says (its result may not have been written).
         let next = if running_for(api.id(), w.since) {
             api.now_ms()
                 .saturating_add(CHECK_TIMEOUT.as_millis() as i64 + 5_000)
         } else {
-            w.next_check
+            w.next_check.max(not_before(api.id(), w.since))
         };
         at = at.min(next);
+    } else if w.check.is_some() {
+        // A check with no command: looked at once, now, and woken (see `look`).
+        at = at.min(api.now_ms());
     }
     if let Some(t) = time_budget_spent_at(g, w) {
         at = at.min(t);

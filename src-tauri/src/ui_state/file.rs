@@ -67,37 +67,42 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Makes `path` safe for the store plugin to open: anything but a regular file within
-/// [`CAP`] holding a JSON object (a FIFO a read would wait on forever, a link, a huge file, a
-/// file cut short) is moved aside under a name no other file has, so start-up never hangs,
-/// the plugin never follows a link and nothing the user wrote is written over. Returns where
-/// a file went when it was set aside. A missing file is fine (the store starts empty).
-pub(super) fn check(path: &Path, tag: u32) -> std::io::Result<Option<PathBuf>> {
+/// What the window kept at `path`, read on one open file, for the store plugin to hold: the
+/// plugin never opens the file itself. Anything but a regular file within [`CAP`] holding a
+/// JSON object (a FIFO a read would wait on forever, a link, a huge file, a file cut short)
+/// is moved aside under a name no other file has, so start-up never hangs, no link is
+/// followed and nothing the user wrote is written over; the state then starts empty, and
+/// where the file went is returned. A missing file is an empty state.
+pub(super) fn check(
+    path: &Path,
+    tag: u32,
+) -> std::io::Result<(serde_json::Map<String, Value>, Option<PathBuf>)> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     waymark_runtime::settings::sweep_temps(path, waymark_runtime::settings::STALE_TEMP);
-    let fine = match read_capped(path) {
-        Ok(bytes) => matches!(
-            serde_json::from_slice::<Value>(&bytes),
-            Ok(Value::Object(_))
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    let taken = match read_capped(path) {
+        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Some(map),
+            _ => None,
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((serde_json::Map::new(), None));
+        }
         // What the file is (a link, a socket, not a regular file, too large): set aside.
         Err(e)
             if e.kind() == std::io::ErrorKind::InvalidData
                 || matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENXIO)) =>
         {
-            false
+            None
         }
         // Anything passing (no file handles left, a lease, a disk error): the file stays as
         // it is, and this run keeps no state.
         Err(e) => return Err(e),
     };
-    if fine {
-        Ok(None)
-    } else {
-        set_aside(path, tag).map(Some)
+    match taken {
+        Some(map) => Ok((map, None)),
+        None => Ok((serde_json::Map::new(), Some(set_aside(path, tag)?))),
     }
 }
 
@@ -164,8 +169,11 @@ mod tests {
             [FILE],
             "no temporary file is left behind"
         );
-        assert_eq!(check(&path, 1).unwrap(), None);
-        assert_eq!(std::fs::read(&path).unwrap(), br#"{"last-session":"s1"}"#);
+        let (kept, aside) = check(&path, 1).unwrap();
+        assert_eq!(
+            (kept.get("last-session"), aside),
+            (Some(&Value::from("s1")), None)
+        );
     }
 
     /// When the file cannot be written, the write says so and leaves nothing half-written.
@@ -186,7 +194,7 @@ mod tests {
         let old = dir.path().join(FILE);
         std::fs::write(&old, r#"{"last-session":"s1"}"#).unwrap();
         std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert_eq!(check(&old, 1).unwrap(), None);
+        assert_eq!(check(&old, 1).unwrap().1, None);
         assert_eq!(mode(&old), 0o600);
     }
 
@@ -250,7 +258,9 @@ mod tests {
         std::fs::write(&target, r#"{"last-session":"theirs"}"#).unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
         for p in [&fifo, &big, &cut, &array, &link] {
-            let aside = check(p, 7).unwrap().expect("set aside");
+            let (kept, aside) = check(p, 7).unwrap();
+            assert!(kept.is_empty());
+            let aside = aside.expect("set aside");
             assert_eq!(aside, p.with_extension("json.set-aside-7"));
             assert!(
                 std::fs::symlink_metadata(&aside).is_ok(),

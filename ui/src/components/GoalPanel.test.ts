@@ -46,6 +46,16 @@ describe("GoalPanel drafts", () => {
     expect(ops[0]).toEqual({ op: "set", objective: "Make the parser accept trailing commas", budget: { tokens: { to: 150_000 }, turns: { to: 12 }, seconds: { to: 2700 } }, replace: false, criteria: "cargo test -p parser passes" });
   });
 
+  it("drafts once from `/goal draft` words and lets the ask go", async () => {
+    const asked: string[] = [];
+    let let_go = 0;
+    const draft = async (t: string) => (asked.push(t), { draft: { objective: t, criteria: [], tokens: null, turns: null, seconds: null, reasoning: "" } });
+    render(GoalPanel, { props: { goal: null, events: [], ongoal: async () => true, parse, draft, ask: { text: "tidy the docs", n: 1 }, onasked: () => let_go++ } });
+    await screen.findByTestId("goal-draft-form");
+    expect(asked).toEqual(["tidy the docs"]);
+    expect(let_go).toBe(1);
+  });
+
   it("says what went wrong when the draft fails, and asks for words first", async () => {
     render(GoalPanel, { props: { goal: null, events: [], ongoal: async () => true, parse, draft: async () => ({ error: "the model could not draft the goal: offline" }) } });
     await fireEvent.click(screen.getByTestId("goal-draft"));

@@ -439,6 +439,38 @@ fn a_waiting_goal_outlives_exec_and_wakes_on_its_check_in_a_later_one() {
     );
 }
 
+/// `--wait-limit` bounds a run's waiting in all: two waits each within it, together past it,
+/// end the run at the second (exit 7) rather than letting a model hold `exec` open by waiting
+/// again and again.
+#[test]
+fn the_wait_limit_bounds_all_the_waits_of_a_run() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let wait = json!({"text": "Waiting.", "tool_calls": [{"name": "wait", "arguments":
+        {"seconds": 30, "reason": "cool-down"}}]});
+    let model = env.script(
+        "s.json",
+        json!({"responses": [wait.clone(), wait, claim("done")]}),
+    );
+    let start = std::time::Instant::now();
+    let out = env.exec(
+        &model,
+        &[
+            "--permission",
+            "auto",
+            "--wait-limit",
+            "45s",
+            "/goal ship it",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    assert!(text(&out).contains("past --wait-limit"), "{}", text(&out));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(50),
+        "it waited both"
+    );
+}
+
 /// A goal that stops while `exec` waits with it (its time budget spent by waiting) ends the
 /// run at once with the goal's code, never leaving `exec` waiting for nothing.
 #[test]

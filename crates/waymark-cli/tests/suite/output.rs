@@ -240,6 +240,7 @@ fn every_subcommand_prints_escaped_and_redacted() {
             "goal queue",
             vec!["goal", "queue", "add", "--session", g, HOSTILE],
         ),
+        ("goal draft", vec!["goal", "draft", "--session", g, HOSTILE]),
         ("answer", vec!["answer", "--session", s, HOSTILE, "approve"]),
         ("mcp add", vec!["mcp", "add", HOSTILE, "--", HOSTILE]),
         (

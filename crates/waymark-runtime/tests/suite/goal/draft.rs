@@ -40,7 +40,12 @@ async fn g_48_a_draft_is_one_call_without_tools_and_sets_nothing() {
     assert_eq!(sent.matches("</rough_goal>").count(), 1, "{sent}");
     // Nothing is set, nothing ran.
     assert!(h.runtime.goal(s.id()).unwrap().is_none());
-    assert!(h.runtime.snapshot(s.id()).unwrap().messages.is_empty());
+    let snap = h.runtime.snapshot(s.id()).unwrap();
+    assert!(snap.messages.is_empty());
+    assert_eq!(
+        snap.spend.unpriced_calls, 1,
+        "the call is on the session's spending"
+    );
     s.shutdown().await.unwrap();
 }
 

@@ -577,3 +577,77 @@ mod red_team {
         assert_eq!(t.calls.load(Ordering::SeqCst), 1);
     }
 }
+
+/// A check wait whose command is gone (begun before the command was kept apart, or a
+/// damaged row) wakes the goal at once when the session opens, instead of spinning or
+/// waiting a day for a check that can never run.
+#[tokio::test]
+async fn g_47_a_check_with_no_command_wakes_the_goal_instead_of_spinning() {
+    let t = setup(
+        json!({"check": "false", "every": 30, "reason": "CI"}),
+        |_| {},
+    )
+    .await;
+    run(&t.s, user("/goal Ship the release")).await;
+    let id = t.s.id().to_string();
+    t.s.shutdown().await.unwrap();
+    let db = rusqlite::Connection::open(t.h.dir.path().join("data/waymark.db")).unwrap();
+    assert_eq!(
+        db.execute("UPDATE goals SET wait_command = NULL", [])
+            .unwrap(),
+        1
+    );
+    drop(db);
+    let s = t.runtime.open_session(&id, Default::default()).unwrap();
+    let mut rx = s.subscribe();
+    s.submit(Op::Resume).await.unwrap();
+    let events = collect(&mut rx).await;
+    let events = if woke(&events).is_some() {
+        events
+    } else {
+        collect(&mut rx).await
+    };
+    assert_eq!(woke(&events), Some(GoalActor::Runtime));
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::MessageAdmitted { text, .. } if text.contains("could not be run after an update"))));
+    assert_eq!(t.calls.load(Ordering::SeqCst), 2);
+    s.shutdown().await.unwrap();
+}
+
+/// A continuation queued before the agent began to wait (the user edited the goal while the
+/// turn ran) does not run once the goal waits: the wait decides when the goal goes on.
+#[tokio::test]
+async fn g_47_a_continuation_queued_before_the_wait_is_dropped() {
+    let h = Harness::new(super::config(Verification::None));
+    let s = h.session(
+        json!({"responses": [
+            {"text": "Waiting for CI.", "delay_ms": 600, "tool_calls": [{"name": "wait", "arguments": {"seconds": 3600, "reason": "CI"}}]},
+            {"text": "Going on."}
+        ]}),
+        waymark_protocol::PermissionMode::Auto,
+    );
+    let mut rx = s.subscribe();
+    s.submit(user("/goal Ship the release")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    s.submit(user("/goal edit Ship release 1.2")).await.unwrap();
+    let mut events = collect(&mut rx).await;
+    // The first idle may come before the queued continuation was looked at.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    while let Ok(e) = rx.try_recv() {
+        events.push(e);
+    }
+    let g = h.runtime.goal(s.id()).unwrap().unwrap();
+    assert!(g.wait.is_some(), "the goal no longer waits: {g:?}");
+    assert!(
+        events.iter().any(|e| matches!(&e.kind,
+        EventKind::MessageDropped { reason, .. } if reason.contains("the goal waits"))),
+        "{:#?}",
+        events
+            .iter()
+            .map(|e| e.kind.type_name())
+            .collect::<Vec<_>>()
+    );
+    assert!(!events.iter().any(|e| matches!(&e.kind,
+        EventKind::AssistantMessage { text, .. } if text == "Going on.")));
+    s.shutdown().await.unwrap();
+}
