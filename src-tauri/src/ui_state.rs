@@ -67,7 +67,7 @@ impl<R: Runtime> UiState<R> {
         let current: BTreeMap<String, Value> = store.entries().into_iter().collect();
         let bytes = next_file(&current, key, &value)?;
         // On disk first: a value the file could not take is not kept in memory either.
-        file::write(path, &bytes).map_err(|e| not_kept(&e))?;
+        file::write(path, &bytes).map_err(|e| not_kept(&e.to_string()))?;
         store.set(key, value);
         Ok(())
     }
@@ -176,13 +176,26 @@ pub fn open<R: Runtime>(app: &AppHandle<R>, data_dir: &Path) {
     });
 }
 
+/// Why the window's state could not be opened.
+#[derive(Debug, thiserror::Error)]
+enum OpenError {
+    #[error("{0}")]
+    File(#[from] std::io::Error),
+    #[error("the store plugin: {0}")]
+    Store(#[from] tauri_plugin_store::Error),
+}
+
 /// The plugin's store for the file at `path`, holding what [`file::check`] read from it (a
 /// file it could not take set aside, said on stderr), the keys the window keeps only. The
 /// plugin never touches the file: it does not load it (a FIFO swapped in after the check
 /// would hang the start) and cannot save it, at exit either (its save writes in place,
 /// through a link, with the default mode), so a write is only ever ours.
-fn store<R: Runtime>(app: &AppHandle<R>, path: &Path, tag: u32) -> Result<Arc<Store<R>>, String> {
-    let (values, aside) = file::check(path, tag).map_err(|e| e.to_string())?;
+fn store<R: Runtime>(
+    app: &AppHandle<R>,
+    path: &Path,
+    tag: u32,
+) -> Result<Arc<Store<R>>, OpenError> {
+    let (values, aside) = file::check(path, tag)?;
     if let Some(aside) = aside {
         eprintln!(
             "waymark: {FILE} was not a regular file of at most {CAP} bytes holding a JSON object; it was moved to {} and the window starts afresh",
@@ -193,8 +206,7 @@ fn store<R: Runtime>(app: &AppHandle<R>, path: &Path, tag: u32) -> Result<Arc<St
         .create_new()
         .disable_auto_save()
         .serialize(|_| Err("the window's state is written by Waymark, atomically".into()))
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     for (k, v) in values {
         if KEYS.contains(&k.as_str()) {
             store.set(k, v);

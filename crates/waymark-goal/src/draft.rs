@@ -80,16 +80,26 @@ pub async fn draft(api: &SessionApi, rough: &str) -> Result<GoalDraft> {
     })
 }
 
+/// Why a model's answer is no draft.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    #[error("no JSON object")]
+    NoObject,
+    #[error("not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    #[error("no objective")]
+    NoObjective,
+}
+
 /// Reads the model's answer: the first JSON object in it, its fields checked and cut to
 /// size; a budget outside the accepted ranges is left out rather than suggested.
-pub fn parse(reply: &str) -> std::result::Result<GoalDraft, String> {
-    let start = reply.find('{').ok_or("no JSON object")?;
+pub fn parse(reply: &str) -> std::result::Result<GoalDraft, Unreadable> {
+    let start = reply.find('{').ok_or(Unreadable::NoObject)?;
     let end = reply
         .rfind('}')
         .filter(|e| *e > start)
-        .ok_or("no JSON object")?;
-    let v: serde_json::Value =
-        serde_json::from_str(&reply[start..=end]).map_err(|e| format!("not JSON: {e}"))?;
+        .ok_or(Unreadable::NoObject)?;
+    let v: serde_json::Value = serde_json::from_str(&reply[start..=end])?;
     // One line each, without control, bidi or invisible characters (a bidi override could
     // show one objective and give the agent another).
     let text = |v: &serde_json::Value, max: usize| -> String {
@@ -108,7 +118,7 @@ pub fn parse(reply: &str) -> std::result::Result<GoalDraft, String> {
     };
     let objective = text(&v["objective"], 1000);
     if objective.is_empty() {
-        return Err("no objective".into());
+        return Err(Unreadable::NoObjective);
     }
     let criteria: Vec<String> = v["criteria"]
         .as_array()

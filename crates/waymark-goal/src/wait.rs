@@ -95,7 +95,7 @@ impl SessionTool for WaitTool {
             check_enabled(api).map_err(tool_error)?;
             let now = api.now_ms();
             let config = api.config();
-            let wait = shape(&a, now, config.goal.max_wait_seconds()).map_err(ToolError::Model)?;
+            let wait = shape(&a, now, config.goal.max_wait_seconds()).map_err(tool_error)?;
             if wait.check.is_some() && check_context(api, &config).await.is_none() {
                 return Err(ToolError::Model("a check needs the read-only sandbox, which this machine does not have: wait for a time instead (`until` or `seconds`)".into()));
             }
@@ -147,42 +147,46 @@ impl SessionTool for WaitTool {
 }
 
 /// The wait the arguments ask for, begun at `now`, or why they ask for none.
-fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> std::result::Result<GoalWait, String> {
+fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> Result<GoalWait> {
     // Cut to size only after redaction (a secret cut in two would no longer be found).
     let reason = a.reason.trim().to_string();
     if reason.is_empty() {
-        return Err("give a short `reason` for the wait".into());
+        return Err(Error::Refused("give a short `reason` for the wait".into()));
     }
     if reason.chars().count() > REASON_IN_MAX {
-        return Err(format!(
+        return Err(Error::Refused(format!(
             "`reason` is longer than {REASON_IN_MAX} characters"
-        ));
+        )));
     }
     let soon = now.saturating_add(MIN_WAIT_SECONDS as i64 * 1000);
     let until = match (&a.until, a.seconds) {
-        (Some(_), Some(_)) => return Err("give `until` or `seconds`, not both".into()),
+        (Some(_), Some(_)) => {
+            return Err(Error::Refused("give `until` or `seconds`, not both".into()));
+        }
         (Some(t), None) => {
             let at: jiff::Timestamp = t.trim().parse().map_err(|e| {
-                format!("`until` must be an RFC 3339 time such as 2026-12-06T06:00:00Z ({e})")
+                Error::Refused(format!(
+                    "`until` must be an RFC 3339 time such as 2026-12-06T06:00:00Z ({e})"
+                ))
             })?;
             let ms = at.as_millisecond();
             if ms <= now {
-                return Err(format!(
+                return Err(Error::Refused(format!(
                     "`until` ({t}) is already past: it is {} now",
                     utc(now)
-                ));
+                )));
             }
             if ms < soon {
-                return Err(format!(
+                return Err(Error::Refused(format!(
                     "`until` must be at least {MIN_WAIT_SECONDS} s away: for less, just go on"
-                ));
+                )));
             }
             Some(ms)
         }
         (None, Some(s)) if s < MIN_WAIT_SECONDS => {
-            return Err(format!(
+            return Err(Error::Refused(format!(
                 "`seconds` must be at least {MIN_WAIT_SECONDS}: for less, just go on"
-            ));
+            )));
         }
         (None, Some(s)) => {
             Some(now.saturating_add(i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX)))
@@ -191,21 +195,25 @@ fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> std::result::Result<G
     };
     let check = match a.check.as_deref().map(str::trim) {
         None => None,
-        Some("") => return Err("`check` is empty".into()),
+        Some("") => return Err(Error::Refused("`check` is empty".into())),
         Some(c) if c.chars().count() > CHECK_MAX => {
-            return Err(format!("`check` is longer than {CHECK_MAX} characters"));
+            return Err(Error::Refused(format!(
+                "`check` is longer than {CHECK_MAX} characters"
+            )));
         }
         Some(c) => Some(c.to_string()),
     };
     if until.is_none() && check.is_none() {
-        return Err("say what to wait for: `until`, `seconds` or `check`".into());
+        return Err(Error::Refused(
+            "say what to wait for: `until`, `seconds` or `check`".into(),
+        ));
     }
     let every = match a.every {
         None => DEFAULT_EVERY_SECONDS,
         Some(e) if e < u64::from(MIN_EVERY_SECONDS) => {
-            return Err(format!(
+            return Err(Error::Refused(format!(
                 "`every` must be at least {MIN_EVERY_SECONDS} seconds"
-            ));
+            )));
         }
         Some(e) => u32::try_from(e.min(max_wait_seconds)).unwrap_or(u32::MAX),
     };
@@ -629,6 +637,7 @@ mod tests {
         assert!(
             shape(&args(json!({"seconds": 29, "reason": "CI"})), now, 86_400)
                 .unwrap_err()
+                .to_string()
                 .contains("at least 30")
         );
         assert!(
@@ -638,6 +647,7 @@ mod tests {
                 86_400
             )
             .unwrap_err()
+            .to_string()
             .contains("at least 30 s away")
         );
         assert_eq!(
@@ -685,7 +695,9 @@ mod tests {
             (json!({"check": "  ", "reason": "x"}), "empty"),
             (json!({"seconds": 5, "reason": "  "}), "reason"),
         ] {
-            let e = shape(&args(bad.clone()), now, 86_400).unwrap_err();
+            let e = shape(&args(bad.clone()), now, 86_400)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
         // Absurd numbers saturate rather than wrap.

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use super::CAP;
 
 /// Writes the state file whole, atomically and private to the user.
-pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    waymark_runtime::settings::write_private(path, bytes).map_err(|e| e.to_string())
+pub(super) fn write(path: &Path, bytes: &[u8]) -> waymark_runtime::Result<()> {
+    waymark_runtime::settings::write_private(path, bytes)
 }
 
 /// Moves the file from where an earlier build kept it, when there is none at `to` yet. A
