@@ -85,7 +85,10 @@ def main():
         # The turn budget stops the goal: exit 5 (README's exit-code table).
         if code not in (0, 5):
             sys.exit("goal run failed:\n" + "\n".join(lines[-20:]))
-        goal_turns = sum(1 for line in lines if json.loads(line)["type"] == "turn.finished")
+        # The events, one JSON object per line; the line saying why the run ended (stderr,
+        # which shares the file) is not one.
+        goal_turns = sum(1 for line in lines
+                         if line.startswith("{") and json.loads(line)["type"] == "turn.finished")
         _, _, goal_rss, _ = run_turn(goal_args[:-1] + ["/goal keep checking again turns=10"], env, out_path, True)
         # Start-up alone: the same process on an idle session with nothing to do.
         startup = sorted(run_turn(common + ["--session", session], env, out_path, False)[1]
