@@ -3,6 +3,7 @@
 //! these.
 
 pub use waymark_protocol::goal_syntax as budget;
+pub mod check_counts;
 mod commands;
 pub mod db;
 pub mod draft;
