@@ -483,7 +483,6 @@ impl GoalWrites for super::Tx<'_> {
     ) -> Result<i64> {
         let now = self.now();
         let objective = self.redact(objective).into_owned();
-        let n = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
         self.conn().execute(
             "INSERT INTO goal_queue (session_id, objective, created_at, token_budget, turn_budget,
              time_budget_ms, cost_budget_micros, position)
@@ -493,10 +492,10 @@ impl GoalWrites for super::Tx<'_> {
                 session_id,
                 objective,
                 now,
-                n(budgets.tokens),
-                n(budgets.turns),
-                n(budgets.time_ms),
-                n(budgets.cost)
+                budgets.tokens.map(clamp_i64),
+                budgets.turns.map(clamp_i64),
+                budgets.time_ms.map(clamp_i64),
+                budgets.cost.map(clamp_i64)
             ],
         )?;
         let id = self.conn().last_insert_rowid();
@@ -547,7 +546,6 @@ impl GoalWrites for super::Tx<'_> {
         budgets: &Budgets,
     ) -> Result<bool> {
         let objective = self.redact(objective).into_owned();
-        let n = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
         let changed = self.conn().execute(
             "UPDATE goal_queue SET objective = ?3, token_budget = ?4, turn_budget = ?5,
                 time_budget_ms = ?6, cost_budget_micros = ?7
@@ -556,10 +554,10 @@ impl GoalWrites for super::Tx<'_> {
                 id,
                 session_id,
                 objective,
-                n(budgets.tokens),
-                n(budgets.turns),
-                n(budgets.time_ms),
-                n(budgets.cost)
+                budgets.tokens.map(clamp_i64),
+                budgets.turns.map(clamp_i64),
+                budgets.time_ms.map(clamp_i64),
+                budgets.cost.map(clamp_i64)
             ],
         )?;
         if changed > 0 {

@@ -150,3 +150,72 @@ mod budget_precision {
         }
     }
 }
+
+/// A goal session on a mock provider speaking `flavor`'s wire protocol, behind an injected
+/// clock that starts at `t0`, with one HTTP try per call (the client's own retries are not
+/// what these tests look at). The provider answers its n-th call (from 1) with `answer(n)`.
+pub(super) struct Clocked {
+    pub h: Harness,
+    pub clock: Arc<waymark_runtime::ManualClock>,
+    pub runtime: waymark_runtime::Runtime,
+    pub s: SessionHandle,
+    pub calls: Arc<std::sync::atomic::AtomicUsize>,
+    pub _server: super::mock_server::MockServer,
+}
+
+pub(super) async fn clocked(
+    flavor: super::mock_server::Flavor,
+    config: Config,
+    t0: i64,
+    answer: impl Fn(usize) -> super::mock_server::MockResponse + Send + Sync + 'static,
+) -> Clocked {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = calls.clone();
+    let server = super::mock_server::MockServer::start_with(move |_| {
+        answer(c.fetch_add(1, Ordering::SeqCst) + 1)
+    })
+    .await;
+    let h = Harness::new(config);
+    let clock = waymark_runtime::ManualClock::new(t0);
+    let cl = clock.clone();
+    let (runtime, s) = super::mock_server::on_mock(&h, flavor, &server, move |o| {
+        o.clock = cl;
+        o.http.retry.max_tries = 1;
+    });
+    Clocked {
+        h,
+        clock,
+        runtime,
+        s,
+        calls,
+        _server: server,
+    }
+}
+
+impl Clocked {
+    pub fn goal(&self) -> GoalSnapshot {
+        self.runtime.goal(self.s.id()).unwrap().expect("a goal")
+    }
+
+    /// Model calls made so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// Moves the clock and waits a moment: no model call may be made meanwhile. The goal
+    /// then, for the caller to check.
+    pub async fn advance_without_calls(&self, ms: i64) -> GoalSnapshot {
+        let before = self.calls();
+        self.clock.advance_ms(ms);
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        assert_eq!(self.calls(), before, "a model call was made");
+        self.goal()
+    }
+
+    /// Moves the clock and collects what the session does until it is idle again.
+    pub async fn advance(&self, ms: i64) -> Vec<waymark_protocol::Event> {
+        let mut rx = self.s.subscribe();
+        self.clock.advance_ms(ms);
+        collect(&mut rx).await
+    }
+}

@@ -47,14 +47,7 @@ fn done(flavor: Flavor) -> MockResponse {
     )
 }
 
-struct Setup {
-    _h: Harness,
-    clock: Arc<ManualClock>,
-    runtime: Runtime,
-    s: SessionHandle,
-    calls: Arc<AtomicUsize>,
-    _server: MockServer,
-}
+type Setup = super::Clocked;
 
 /// A goal session on a mock provider that answers its n-th call (from 1) with `answer(n)`.
 async fn setup(
@@ -62,60 +55,25 @@ async fn setup(
     auto_resumes: u32,
     answer: impl Fn(usize) -> MockResponse + Send + Sync + 'static,
 ) -> Setup {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let c = calls.clone();
-    let server =
-        MockServer::start_with(move |_| answer(c.fetch_add(1, Ordering::SeqCst) + 1)).await;
     let mut config = Config::default();
     config.goal.verification = Some(Verification::None);
     config.goal.usage_limit.auto_resumes = auto_resumes;
-    let h = Harness::new(config);
-    let clock = ManualClock::new(T0);
-    let cl = clock.clone();
-    let (runtime, s) = on_mock(&h, flavor, &server, move |o| {
-        o.clock = cl;
-        // One try: the HTTP client's own retries are not what is tested here.
-        o.http.retry.max_tries = 1;
-    });
-    Setup {
-        _h: h,
-        clock,
-        runtime,
-        s,
-        calls,
-        _server: server,
-    }
+    super::clocked(flavor, config, T0, answer).await
 }
 
 impl Setup {
-    fn goal(&self) -> GoalSnapshot {
-        self.runtime.goal(self.s.id()).unwrap().expect("a goal")
-    }
-
     fn limit(&self) -> UsageLimit {
         let g = self.goal();
         assert_eq!(g.status, GoalStatus::UsageLimited, "{g:?}");
         g.usage_limit.expect("a usage limit")
     }
 
-    fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-
     /// Moves the clock; nothing may happen: no model call, the goal still waits.
     async fn advance_quietly(&self, ms: i64) {
-        let before = self.calls();
-        self.clock.advance_ms(ms);
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(self.calls(), before, "a model call was made");
-        assert_eq!(self.goal().status, GoalStatus::UsageLimited);
-    }
-
-    /// Moves the clock and collects what the session does until it is idle again.
-    async fn advance(&self, ms: i64) -> Vec<Event> {
-        let mut rx = self.s.subscribe();
-        self.clock.advance_ms(ms);
-        collect(&mut rx).await
+        assert_eq!(
+            self.advance_without_calls(ms).await.status,
+            GoalStatus::UsageLimited
+        );
     }
 
     async fn command(&self, text: &str) -> String {

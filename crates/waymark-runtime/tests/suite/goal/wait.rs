@@ -17,14 +17,7 @@ use waymark_runtime::{ManualClock, Runtime, SessionHandle};
 const T0: i64 = 1_796_137_445_000;
 const HOUR: i64 = 3_600_000;
 
-struct Setup {
-    h: Harness,
-    clock: Arc<ManualClock>,
-    runtime: Runtime,
-    s: SessionHandle,
-    calls: Arc<AtomicUsize>,
-    _server: MockServer,
-}
+type Setup = super::Clocked;
 
 fn done() -> MockResponse {
     let args = json!({"mode": "status", "status": "complete", "message": "the release is out"});
@@ -34,10 +27,11 @@ fn done() -> MockResponse {
 /// A goal session whose model's first call asks to `wait` with `args`, and whose later calls
 /// claim the goal complete.
 async fn setup(args: Value, change: impl FnOnce(&mut Config)) -> Setup {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let c = calls.clone();
-    let server = MockServer::start_with(move |_| match c.fetch_add(1, Ordering::SeqCst) {
-        0 => reply(
+    let mut config = Config::default();
+    config.goal.verification = Some(Verification::None);
+    change(&mut config);
+    super::clocked(Flavor::OpenAi, config, T0, move |n| match n {
+        1 => reply(
             Flavor::OpenAi,
             "Waiting for it.",
             Some(("wait", args.clone())),
@@ -45,60 +39,19 @@ async fn setup(args: Value, change: impl FnOnce(&mut Config)) -> Setup {
         ),
         _ => done(),
     })
-    .await;
-    let mut config = Config::default();
-    config.goal.verification = Some(Verification::None);
-    change(&mut config);
-    let h = Harness::new(config);
-    let clock = ManualClock::new(T0);
-    let cl = clock.clone();
-    let (runtime, s) = on_mock(&h, Flavor::OpenAi, &server, move |o| {
-        o.clock = cl;
-        o.http.retry.max_tries = 1;
-    });
-    Setup {
-        h,
-        clock,
-        runtime,
-        s,
-        calls,
-        _server: server,
-    }
+    .await
 }
 
 impl Setup {
-    fn goal(&self) -> GoalSnapshot {
-        self.runtime.goal(self.s.id()).unwrap().expect("a goal")
-    }
-
-    fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-
     /// Moves the clock; the goal still waits and no model call is made.
-    async fn advance_quietly(&self, ms: i64) {
-        let before = self.calls();
-        self.clock.advance_ms(ms);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(
-            self.calls(),
-            before,
-            "a model call was made while the goal waits"
-        );
-        let g = self.goal();
+    async fn advance_waiting(&self, ms: i64) {
+        let g = self.advance_without_calls(ms).await;
         assert_eq!(
             (g.status, g.reason),
             (GoalStatus::Active, GoalReason::Waiting),
             "{g:?}"
         );
         assert!(g.wait.is_some());
-    }
-
-    /// Moves the clock and collects what the session does until it is idle again.
-    async fn advance(&self, ms: i64) -> Vec<waymark_protocol::Event> {
-        let mut rx = self.s.subscribe();
-        self.clock.advance_ms(ms);
-        collect(&mut rx).await
     }
 
     /// The goal once it no longer waits (in real time, a few seconds at most).
@@ -157,7 +110,7 @@ async fn g_47_six_hours_of_waiting_make_no_model_call() {
     assert_eq!((w.until, w.deadline), (Some(T0 + 8 * HOUR), T0 + 24 * HOUR));
     assert_eq!(w.reason, "the nightly build runs at 06:00");
     for _ in 0..6 {
-        t.advance_quietly(HOUR).await;
+        t.advance_waiting(HOUR).await;
     }
     let events = t.advance(2 * HOUR).await;
     assert_eq!(woke(&events), Some(GoalActor::Runtime), "the goal woke");
@@ -192,7 +145,7 @@ async fn g_47_a_check_that_starts_passing_wakes_the_goal_within_one_interval() {
     let w = t.goal().wait.expect("waiting");
     assert_eq!((w.every_seconds, w.until), (30, None));
     // Before its interval, nothing runs; at it, the check runs and fails.
-    t.advance_quietly(29_000).await;
+    t.advance_waiting(29_000).await;
     assert!(t.goal().wait.unwrap().last_check.is_none());
     t.clock.advance_ms(1_000);
     let c = t.check_runs(T0).await;
@@ -200,7 +153,7 @@ async fn g_47_a_check_that_starts_passing_wakes_the_goal_within_one_interval() {
         (c.passed, c.exit_code, c.line.as_str()),
         (false, Some(1), "run 42: in progress")
     );
-    t.advance_quietly(0).await;
+    t.advance_waiting(0).await;
     // The run turns green: the next check, one interval later, wakes the goal.
     std::fs::write(t.h.ws.join("ready"), "").unwrap();
     let mut rx = t.s.subscribe();
@@ -227,7 +180,7 @@ async fn g_47_the_check_cannot_change_the_workspace() {
     let c = t.check_runs(T0).await;
     assert!(!c.passed, "{c:?}");
     assert!(!t.h.ws.join("gamed.txt").exists());
-    t.advance_quietly(0).await;
+    t.advance_waiting(0).await;
     t.s.shutdown().await.unwrap();
 }
 
@@ -305,7 +258,7 @@ async fn g_47_a_wait_past_its_longest_time_pauses_and_waiting_spends_the_time_bu
 async fn g_47_a_wait_survives_a_restart_and_closed_time_is_not_counted() {
     let t = setup(json!({"seconds": 4 * 3600, "reason": "overnight"}), |_| {}).await;
     run(&t.s, user("/goal Ship the release")).await;
-    t.advance_quietly(HOUR).await;
+    t.advance_waiting(HOUR).await;
     let id = t.s.id().to_string();
     t.s.shutdown().await.unwrap();
     let (runtime, clock, calls) = (t.runtime, t.clock, t.calls);
@@ -493,11 +446,19 @@ mod red_team {
     /// refused outright.
     #[tokio::test]
     async fn waits_in_a_row_are_capped_and_short_waits_refused() {
-        let calls = Arc::new(AtomicUsize::new(0));
-        let c = calls.clone();
-        let server = MockServer::start_with(move |_| {
-            let n = c.fetch_add(1, Ordering::SeqCst);
-            let args = if n == 0 {
+        let mut config = Config::default();
+        config.goal.verification = Some(Verification::None);
+        config.goal.breaker.repeated_reply_limit = 1000;
+        let super::super::Clocked {
+            clock,
+            runtime,
+            s,
+            calls,
+            // Held to the end: the data folder and the mock server.
+            h: _h,
+            _server: _mock,
+        } = super::super::clocked(Flavor::OpenAi, config, T0, |n| {
+            let args = if n == 1 {
                 json!({"seconds": 1, "reason": "tick"})
             } else {
                 json!({"seconds": 30, "reason": "tick"})
@@ -505,16 +466,6 @@ mod red_team {
             reply(Flavor::OpenAi, "Waiting.", Some(("wait", args)), 900)
         })
         .await;
-        let mut config = Config::default();
-        config.goal.verification = Some(Verification::None);
-        config.goal.breaker.repeated_reply_limit = 1000;
-        let h = Harness::new(config);
-        let clock = ManualClock::new(T0);
-        let cl = clock.clone();
-        let (runtime, s) = on_mock(&h, Flavor::OpenAi, &server, move |o| {
-            o.clock = cl;
-            o.http.retry.max_tries = 1;
-        });
         let events = run(&s, user("/goal Ship the release")).await;
         assert!(events.iter().any(|e| matches!(&e.kind,
             EventKind::ToolResult { content, .. } if content.contains("at least 30"))));
