@@ -6,7 +6,7 @@
 //! already started it in a new session (no controlling terminal) with stdin from
 //! /dev/null and a scrubbed environment.
 
-use super::{Layers, NOT_ENFORCED_EXIT, caps, seccomp};
+use super::{Layers, NOT_ENFORCED_EXIT, caps, mount, scratch::Scratch, seccomp};
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
     RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
@@ -183,6 +183,8 @@ struct Args {
     network: seccomp::Network,
     probe: Option<PathBuf>,
     probe_read: Option<PathBuf>,
+    /// A scratch shell: the workspace under a writable throwaway layer ([`mount`]).
+    scratch: Option<Scratch>,
     program: Vec<OsString>,
 }
 
@@ -194,6 +196,7 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
         network: seccomp::Network::Deny,
         probe: None,
         probe_read: None,
+        scratch: None,
         program: Vec::new(),
     };
     let mut it = args.iter();
@@ -204,6 +207,24 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
             Some("--rw-file") => a.rw_files.extend(it.next().map(PathBuf::from)),
             Some("--probe") => a.probe = it.next().map(PathBuf::from),
             Some("--probe-read") => a.probe_read = it.next().map(PathBuf::from),
+            Some("--scratch") => {
+                let (Some(workspace), Some(layer), Some(max)) = (it.next(), it.next(), it.next())
+                else {
+                    return Err(UsageError(
+                        "--scratch takes a workspace, a layer folder and a size in bytes".into(),
+                    ));
+                };
+                let max_bytes = max.to_str().and_then(|m| m.parse().ok()).ok_or_else(|| {
+                    UsageError(format!(
+                        "--scratch's size is not a number of bytes: {max:?}"
+                    ))
+                })?;
+                a.scratch = Some(Scratch {
+                    workspace: workspace.into(),
+                    layer: layer.into(),
+                    max_bytes,
+                });
+            }
             Some("--net") => {
                 a.network = match it.next().and_then(|v| v.to_str()) {
                     Some("deny") => seccomp::Network::Deny,
@@ -234,7 +255,7 @@ struct UsageError(String);
 /// probe's report goes to `out`, refusals to `err` (the binaries pass their stdout and
 /// stderr, which become the command's output).
 pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let a = match parse(args) {
+    let mut a = match parse(args) {
         Ok(a) => a,
         Err(e) => {
             let _ = writeln!(err, "waymark sandbox: {e}");
@@ -243,7 +264,27 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
     };
     // Checked before Landlock, which would refuse the open for its own reasons.
     let no_tty = std::fs::File::open("/dev/tty").is_err();
-    let confined = limit_file_size(FILE_SIZE_LIMIT).and_then(|()| {
+    let (mut file_limit, mut metadata) = (FILE_SIZE_LIMIT, seccomp::Metadata::Refused);
+    if let Some(s) = a.scratch.clone() {
+        match mount::enter(&s, &a.rw_dirs, &a.rw_files) {
+            Err(e) => {
+                let _ = writeln!(
+                    err,
+                    "waymark sandbox: the scratch shell could not be set up ({e}); the command did not run"
+                );
+                return NOT_ENFORCED_EXIT;
+            }
+            Ok(mount::Side::Parent(code)) => return code,
+            Ok(mount::Side::Child) => {
+                // Writable now: the overlay over the workspace (every other mount is
+                // read-only, so mode and time changes can land only in the layer).
+                a.rw_dirs.push(s.workspace.clone());
+                file_limit = s.max_bytes.max(1);
+                metadata = seccomp::Metadata::ModeAndTimes;
+            }
+        }
+    }
+    let confined = limit_file_size(file_limit).and_then(|()| {
         landlock(
             &a.read,
             &a.rw_dirs,
@@ -269,7 +310,7 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
         );
         return NOT_ENFORCED_EXIT;
     }
-    if let Err(e) = seccomp::apply(a.network) {
+    if let Err(e) = seccomp::apply(a.network, metadata) {
         let _ = writeln!(
             err,
             "waymark sandbox: the seccomp filter could not be installed ({e}); the command did not run"

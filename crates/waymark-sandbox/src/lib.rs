@@ -19,8 +19,10 @@
 
 mod caps;
 mod helper;
+pub mod mount;
 pub mod private;
 pub mod reads;
+pub mod scratch;
 pub mod seccomp;
 pub mod temp;
 
@@ -187,6 +189,9 @@ pub struct SandboxSpec {
     pub writable_files: Vec<PathBuf>,
     /// Whether internet sockets are allowed (`plan.shell_network`).
     pub network: ShellNetwork,
+    /// A scratch shell: the workspace writable through a throwaway layer, unchanged
+    /// underneath ([`mount`]); `None` keeps the workspace read-only.
+    pub scratch: Option<scratch::Scratch>,
 }
 
 impl SandboxSpec {
@@ -210,6 +215,9 @@ impl SandboxSpec {
             ShellNetwork::Deny => "deny".into(),
             ShellNetwork::Allow => "allow".into(),
         });
+        if let Some(s) = &self.scratch {
+            v.extend(mount::args(s));
+        }
         v.push("--".into());
         v.push(program.to_os_string());
         v.extend(args.iter().map(|a| a.to_os_string()));
@@ -484,6 +492,7 @@ impl Sandbox {
                 tmp_max_bytes: settings.temp_max_mb.saturating_mul(1024 * 1024),
                 writable_files,
                 network,
+                scratch: None,
             }),
             (Some(_), false) | (None, _) => None,
         }

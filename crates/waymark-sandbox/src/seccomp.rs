@@ -46,6 +46,34 @@ pub enum Network {
     Allow,
 }
 
+/// Whether mode and time changes go through: refused in the read-only shell; allowed in the
+/// scratch shell, where every mount but the scratch layer, the temp folder and the plan file
+/// is read-only (so a change can land only there), and where linkers mark their output
+/// executable and build tools stamp times. Ownership and xattrs stay refused in both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metadata {
+    Refused,
+    ModeAndTimes,
+}
+
+/// The mode and time calls [`Metadata::ModeAndTimes`] lets through.
+fn mode_and_time_calls() -> Vec<i64> {
+    let mut v = vec![
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        nr::FCHMODAT2,
+        libc::SYS_utimensat,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.extend([
+        libc::SYS_chmod,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ]);
+    v
+}
+
 /// TIOCSTI: push a byte into a terminal's input (the same number on x86_64 and aarch64).
 const TIOCSTI: u64 = 0x5412;
 /// TIOCLINUX (not in every libc): console ioctls, which can also inject input.
@@ -206,7 +234,7 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Filte
 }
 
 /// The compiled filter for this machine's architecture.
-pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
+pub fn program(network: Network, metadata: Metadata) -> Result<BpfProgram, FilterError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     let socket_rules = match network {
@@ -250,8 +278,14 @@ pub fn program(network: Network) -> Result<BpfProgram, FilterError> {
             })
             .collect::<Result<_, FilterError>>()?,
     );
+    let allowed = match metadata {
+        Metadata::Refused => Vec::new(),
+        Metadata::ModeAndTimes => mode_and_time_calls(),
+    };
     for nr in refused_calls() {
-        rules.insert(nr, Vec::new());
+        if !allowed.contains(&nr) {
+            rules.insert(nr, Vec::new());
+        }
     }
     // Limits, priorities and CPU placement of other processes (`prlimit --pid`, `renice`,
     // `taskset -p`): a limit set on the user's editor can kill it. Only the shell's own
@@ -388,8 +422,8 @@ pub fn enosys_program() -> Result<BpfProgram, FilterError> {
 }
 
 /// Installs the filters on the calling thread (they are inherited by everything it starts).
-pub fn apply(network: Network) -> Result<(), FilterError> {
-    let prog = program(network)?;
+pub fn apply(network: Network, metadata: Metadata) -> Result<(), FilterError> {
+    let prog = program(network, metadata)?;
     seccompiler::apply_filter(&prog)?;
     Ok(seccompiler::apply_filter(&enosys_program()?)?)
 }
@@ -446,8 +480,21 @@ mod tests {
 
     #[test]
     fn filters_compile_for_this_machine() {
-        assert!(!program(Network::Deny).unwrap().is_empty());
-        assert!(!program(Network::Allow).unwrap().is_empty());
+        assert!(
+            !program(Network::Deny, Metadata::Refused)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            !program(Network::Allow, Metadata::Refused)
+                .unwrap()
+                .is_empty()
+        );
+        let scratch = program(Network::Deny, Metadata::ModeAndTimes).unwrap();
+        assert!(
+            scratch.len() < program(Network::Deny, Metadata::Refused).unwrap().len(),
+            "the scratch shell's filter refuses fewer calls"
+        );
         assert!(!enosys_program().unwrap().is_empty());
     }
 }

@@ -13,6 +13,7 @@ mod protocol;
 mod providers;
 mod red_team;
 mod runtime;
+mod scratch;
 mod sessions;
 mod setup;
 mod upgrade;
