@@ -63,3 +63,18 @@ if ! command -v tauri-driver >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.car
   echo "setup: installing tauri-driver (WebDriver for the end-to-end tests)"
   cargo install tauri-driver --locked
 fi
+# The goal checks' real test runners (issue 39): pytest, pinned in tests/checks/requirements.txt,
+# into a folder of this checkout that the tests put on PYTHONPATH (Debian's python3 has no pip:
+# then python3-pip comes from apt first).
+if [ ! -f tests/checks/site/.installed ] || [ tests/checks/requirements.txt -nt tests/checks/site/.installed ]; then
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "setup: installing pip for python3"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip
+  fi
+  echo "setup: installing pytest for the goal-check tests (tests/checks)"
+  rm -rf tests/checks/site
+  python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --target tests/checks/site -r tests/checks/requirements.txt
+  touch tests/checks/site/.installed
+fi

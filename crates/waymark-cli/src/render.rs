@@ -322,6 +322,33 @@ impl Printer {
                 outln!("◎ goal cleared");
             }
             EventKind::GoalUpdated { .. } => {}
+            EventKind::GoalCheck {
+                command,
+                exit_code,
+                duration_ms,
+                passed,
+                failed,
+                note,
+                ..
+            } => {
+                self.end_line();
+                let verdict = match exit_code {
+                    Some(0) => "passes".to_string(),
+                    Some(c) => format!("fails (exit {c})"),
+                    None => note.clone().unwrap_or_else(|| "did not finish".into()),
+                };
+                let counted = match (passed, failed) {
+                    (Some(p), Some(f)) => format!(", {p} passed, {f} failed"),
+                    _ => String::new(),
+                };
+                outln!(
+                    "◎ goal check `{}` {}{} in {:.1} s",
+                    safe(command),
+                    safe(&verdict),
+                    counted,
+                    *duration_ms as f64 / 1000.0
+                );
+            }
             EventKind::GoalQueue { queue } => {
                 self.end_line();
                 match queue.first() {

@@ -106,6 +106,7 @@ pub struct CallPrep {
     writable: Option<Vec<PathBuf>>,
     network: Option<waymark_protocol::config::ShellNetwork>,
     time_left: Option<Duration>,
+    scratch: Option<String>,
 }
 
 impl CallPrep {
@@ -132,6 +133,20 @@ impl CallPrep {
     /// The network a confined shell gets.
     pub fn shell_network(&self) -> waymark_protocol::config::ShellNetwork {
         self.network.unwrap_or_default()
+    }
+
+    /// A confined shell writes over the workspace into the scratch layer `owner` (kept for
+    /// the owner's next command; the workspace stays as it was), where this machine has the
+    /// scratch shell; otherwise it stays read-only. The first hook to name an owner wins.
+    pub fn scratch(&mut self, owner: impl Into<String>) {
+        if self.scratch.is_none() {
+            self.scratch = Some(owner.into());
+        }
+    }
+
+    /// The scratch layer's owner, when a hook asked for one.
+    pub fn scratch_owner(&self) -> Option<&str> {
+        self.scratch.as_deref()
     }
 
     /// An allowed call takes at most `left` (plus the core's grace).

@@ -82,6 +82,13 @@ pub(crate) fn create(
     Ok(g)
 }
 
+/// The goal's checks as lines for `/goal` and `goal show` (nothing without checks); shown
+/// redacted like everything else the session prints.
+fn listed_checks(conn: &rusqlite::Connection, goal_id: &str) -> Result<String> {
+    let checks = crate::checks::checks_of(conn, goal_id)?;
+    Ok(checks.iter().map(|c| format!("\nCheck: {c}")).collect())
+}
+
 /// Refuses a cost budget for a session whose model has no price (G-32): its spend could not
 /// be counted, so the budget would never be reached.
 pub(crate) fn check_priced(api: &SessionApi, cost: Option<u64>) -> Result<()> {
@@ -223,6 +230,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             Some(g) => {
                 let queued = queued_goals(tx.conn(), api.id())?;
                 let mut s = describe(&snapshot(&g), tx.now());
+                s.push_str(&listed_checks(tx.conn(), &g.id)?);
                 if !queued.is_empty() {
                     let line: Vec<&str> = queued.iter().map(|q| q.objective.as_str()).collect();
                     s.push_str(&format!("\nNext: {}", line.join(" · ")));
@@ -275,7 +283,9 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
         }
         GoalOp::Clear => {
             let g = current.ok_or_else(no_goal)?;
-            tx.clear_goal(api.id())?;
+            if let Some(gone) = tx.clear_goal(api.id())? {
+                crate::checks::drop_layer(api, &gone);
+            }
             tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
             // The next queued goal, if any, takes its place.
             if super::runner::start_next_goal(tx, api)? {
@@ -369,7 +379,9 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             let (objective, budgets) = queued_goal(tx.conn(), api.id(), *id)?.ok_or_else(|| not_queued(*id))?;
             // The user chose it over the goal in hand: that one is cleared, kept for the record.
             if let Some(g) = current {
-                tx.clear_goal(api.id())?;
+                if let Some(gone) = tx.clear_goal(api.id())? {
+                crate::checks::drop_layer(api, &gone);
+            }
                 tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
             }
             let mut g = create(tx, api, &objective, None, budgets, GoalActor::User)?;
@@ -407,11 +419,13 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             apply_budgets(tx, &mut g, &args, GoalActor::User)?;
             describe(&snapshot(&g), tx.now())
         }
-        GoalOp::Set { objective, budget, replace, criteria } => {
+        GoalOp::Set { objective, budget, replace, criteria, checks } => {
             let b = args_of(budget)?;
             if *replace {
                 if let Some(g) = current {
-                    tx.clear_goal(api.id())?;
+                    if let Some(gone) = tx.clear_goal(api.id())? {
+                crate::checks::drop_layer(api, &gone);
+            }
                     tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id, actor: GoalActor::User })?;
                 }
             } else if let Some(g) = &current
@@ -427,10 +441,14 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             if criteria.is_some_and(|c| c.chars().count() > CRITERIA_MAX) {
                 return Err(Error::Refused(format!("the completion criteria are longer than {CRITERIA_MAX} characters")));
             }
+            // No checks of its own: the folder's (G-49).
+            let checks = if checks.is_empty() { &api.config().goal.checks } else { checks };
+            crate::checks::refuse_checks(checks)?;
             let mut g = create(tx, api, objective, criteria, budgets_of(&b), GoalActor::User)?;
+            crate::checks::set_checks(tx, &g.id, checks)?;
             continue_goal(tx, &mut g, Nudge::Plain)?;
             let verb = if *replace { "replaced" } else { "set" };
-            format!("Goal {verb}.\n{}", describe(&snapshot(&g), tx.now()))
+            format!("Goal {verb}.\n{}{}", describe(&snapshot(&g), tx.now()), listed_checks(tx.conn(), &g.id)?)
         }
     })
 }
@@ -499,6 +517,7 @@ mod tests {
         assert_eq!(
             parse("fix it budget=50K time=2h").unwrap(),
             GoalOp::Set {
+                checks: Vec::new(),
                 objective: "fix it".into(),
                 budget: BudgetChange {
                     tokens: Some(Limit::To(50_000)),

@@ -4,6 +4,7 @@
 
 pub use waymark_protocol::goal_syntax as budget;
 pub mod check_counts;
+pub mod checks;
 mod commands;
 pub mod db;
 pub mod draft;
@@ -29,7 +30,7 @@ use waymark_extension::reminder::ReminderSource;
 use waymark_extension::{
     CallInfo, CallPrep, Dequeue, Extension, GuardStage, SessionApi, SessionTool, TurnLost,
 };
-use waymark_protocol::{Answer, Op, QuestionnaireKind};
+use waymark_protocol::{Answer, CallActor, Op, QuestionnaireKind};
 use waymark_store::{MessageRow, QuestionnaireRow, TurnRow, Tx};
 
 use crate::db::GoalRow;
@@ -63,6 +64,7 @@ impl Extension for GoalExtension {
             include_str!("../migrations/0008_queue_order.sql"),
             include_str!("../migrations/0009_wait.sql"),
             include_str!("../migrations/0010_wait_guards.sql"),
+            include_str!("../migrations/0011_checks.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
@@ -159,6 +161,14 @@ impl Extension for GoalExtension {
         // with the reason, and anything it still allows gets only the grace.
         if let Some(left) = runner::time_left(api, call.turn_id).unwrap_or(Some(Duration::ZERO)) {
             prep.cap(left);
+        }
+        // The reviewer builds and runs the tests in the goal's scratch layer, the one its
+        // checks use (G-50).
+        if call.actor == CallActor::Verifier
+            && api.config().sandbox.scratch_shell
+            && let Some(goal_id) = runner::turn_goal_of(api, call.turn_id)?.goal_id
+        {
+            prep.scratch(checks::scratch_owner(&goal_id));
         }
         Ok(())
     }
@@ -265,7 +275,8 @@ impl Dimension {
             | GoalReason::SpendCap
             | GoalReason::Waiting
             | GoalReason::Woke
-            | GoalReason::WaitExpired => None,
+            | GoalReason::WaitExpired
+            | GoalReason::ChecksPassed => None,
         }
     }
 

@@ -402,12 +402,14 @@ pub(crate) async fn settle(
         auto_resumes: api.config().goal.usage_limit.auto_resumes,
     };
     let mode = mode(api, &goal);
+    let checks = api.read(|c| super::checks::checks_of(c, &goal.id))?;
     let mut p = Pipeline::new(goal, facts);
     // A turn that did not wait ends a run of waits.
     p.counters.waits_in_row = 0;
     // Stages 1–6 decide whether stage 7 needs a verdict; the verifier runs outside any
     // transaction, adding its tokens and time to the goal as it goes.
     let mut probe = p.clone();
+    let mut checks_passed;
     let verdict: Option<Verdict> = {
         for f in [
             Pipeline::usage,
@@ -421,7 +423,39 @@ pub(crate) async fn settle(
                 break;
             }
         }
-        if probe.outcome.is_none() && !probe.suspended && probe.wants_verdict(mode) {
+        let claimed = probe.outcome.is_none() && !probe.suspended && probe.claims_complete();
+        // The goal's own checks come first (G-49): a failing one is the verdict, with no
+        // reviewer call; when they all pass, the reviewer (if any) judges the rest.
+        let ran = if claimed && !checks.is_empty() {
+            let runs = super::checks::run_all(api, &p.goal.id, &checks, cancel).await?;
+            if cancel.is_cancelled() {
+                api.write(|tx| stop_for_user(tx, api.id()))?;
+                push_snapshot(api);
+                return Ok(());
+            }
+            Some(runs)
+        } else {
+            None
+        };
+        let checks_verdict = ran.as_ref().map(|runs| {
+            if let Some(r) = runs.iter().find(|r| r.unjudged()) {
+                Verdict::Error(format!(
+                    "the check `{}` {}",
+                    r.command,
+                    r.note.as_deref().unwrap_or("did not run")
+                ))
+            } else if runs.iter().all(super::checks::CheckRun::passed) {
+                Verdict::Pass
+            } else {
+                Verdict::Fail {
+                    gaps: super::checks::gaps(runs),
+                }
+            }
+        });
+        checks_passed = checks_verdict == Some(Verdict::Pass);
+        if checks_verdict.is_some() && !checks_passed {
+            checks_verdict
+        } else if claimed && probe.wants_verdict(mode) {
             let claim = probe
                 .proposal
                 .as_ref()
@@ -457,14 +491,24 @@ pub(crate) async fn settle(
                     facts.error_code = Some(info.code);
                     facts.resets_in_ms = info.resets_in_ms;
                     p = Pipeline::new(p.goal.clone(), facts);
+                    checks_passed = false;
                     None
                 }
             }
         } else {
-            None
+            checks_verdict
         }
     };
+    // Checks give a verdict even where no reviewer is configured.
+    let mode = if checks.is_empty() || mode != Mode::None {
+        mode
+    } else {
+        Mode::Subagent
+    };
     p.run(mode, verdict, limits);
+    if checks_passed && p.outcome.is_some_and(|(r, _)| r == GoalReason::VerifierMet) {
+        p.outcome = Some((GoalReason::ChecksPassed, GoalActor::Runtime));
+    }
     // Stopped while the turn ended: whatever the limit, nothing resumes by itself.
     if cancel.is_cancelled()
         && let Some(l) = p.usage_limit.as_mut()
@@ -481,6 +525,7 @@ pub(crate) async fn settle(
         let mut g = super::settlement::commit(tx, &p)?;
         super::settlement::continuation(tx, &mut g, &p)?;
         if g.status == GoalStatus::Complete {
+            super::checks::drop_layer(api, &g.id);
             start_next_goal(tx, api)?;
         }
         Ok(())

@@ -241,6 +241,17 @@ impl Pipeline {
         Flow::Next
     }
 
+    /// Whether the turn proposed `complete`.
+    pub fn claims_complete(&self) -> bool {
+        matches!(
+            self.proposal,
+            Some(Proposal {
+                status: ProposedStatus::Complete,
+                ..
+            })
+        )
+    }
+
     /// Whether stage 7 needs a verdict from the verifier.
     pub fn wants_verdict(&self, mode: Mode) -> bool {
         mode != Mode::None
@@ -283,7 +294,10 @@ impl Pipeline {
                 Flow::Stop
             }
             Some(Verdict::Fail { gaps }) => {
-                let same = self.counters.last_gaps.as_deref() == Some(gaps.as_str());
+                // Failing checks are the same gap while the same checks fail, whatever
+                // their output says this time.
+                let key = |g: &str| crate::checks::failing_key(g).to_string();
+                let same = self.counters.last_gaps.as_deref().map(key) == Some(key(&gaps));
                 self.counters.not_met_count = if same {
                     self.counters.not_met_count + 1
                 } else {

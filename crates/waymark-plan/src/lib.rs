@@ -44,6 +44,9 @@ use waymark_store::{self as store, MessageRow, QuestionnaireRow, SessionRow, Tx}
 
 /// File name of the canonical plan inside the session's `artifacts/`.
 pub const PLAN_FILE: &str = "plan.md";
+
+/// The scratch layer of plan mode's shell (one per session, dropped when plan mode ends).
+pub const SCRATCH_OWNER: &str = "plan";
 /// Where an earlier plan file is moved when a new plan starts.
 pub const BACKUP_FILE: &str = ".plan.md.plan-entry-backup";
 
@@ -166,6 +169,10 @@ impl Extension for PlanExtension {
         if call.actor == CallActor::Main && call.session.interaction_mode == InteractionMode::Plan {
             prep.confine(vec![plan_path(api.artifacts())]);
             prep.network(api.config().plan.shell_network);
+            // Builds and tests run: they write into a throwaway layer over the workspace.
+            if api.config().sandbox.scratch_shell {
+                prep.scratch(SCRATCH_OWNER);
+            }
         }
         Ok(())
     }
@@ -268,6 +275,14 @@ pub(crate) fn leave(
         tx.set_plan_status(&p.id, status)?;
     }
     tx.set_interaction_mode(api.id(), InteractionMode::Default)?;
+    // What plan mode's shell built goes with it (off this thread: a command still running
+    // there holds the layer until it ends).
+    let sandbox = api.sandbox().clone();
+    std::thread::spawn(move || {
+        if let Err(e) = sandbox.discard_scratch(SCRATCH_OWNER) {
+            tracing::warn!("plan mode's scratch layer was not removed: {e}");
+        }
+    });
     // What the user allowed while planning ends with planning.
     tx.drop_scoped_grants(api.id(), rules::PLAN_SCOPE)?;
     tx.set_exit_reminder(api.id(), Some(crate::db::ExitReminder::Due))?;

@@ -14,7 +14,7 @@ pub(crate) struct PlanReminders;
 const PRIORITY: i32 = 100;
 
 /// The full plan-mode reminder.
-pub fn full_text(plan: &Path, missing: &[Layer]) -> String {
+pub fn full_text(plan: &Path, missing: &[Layer], scratch: bool) -> String {
     format!(
         "PLAN MODE is on. Investigate, then write a plan; do not change anything yet.\n\
          \n\
@@ -26,21 +26,27 @@ pub fn full_text(plan: &Path, missing: &[Layer]) -> String {
          \n\
          Write the plan to the file (not only in the chat) before calling ExitPlanMode. The file starts with `## Summary` (a few sentences, never empty), then as needed: goal and scope; current state and the files affected; approach and the end-to-end flow; state and failure recovery; tests and acceptance; open questions. List the work as a numbered `## Steps` section, one checkable step per item: a reviewer may check each step when the plan is implemented. End with a `## Budget` section estimating what implementing it takes, in the form `tokens=<e.g. 80K> turns=<N> time=<e.g. 45m>`; the user may run the plan as a goal with that budget. Write both in plain Markdown: a section holding HTML is not read. If there are real alternatives, describe them and pass their short labels to ExitPlanMode as `options`.",
         plan = plan.display(),
-        shell = shell_line(missing),
+        shell = shell_line(missing, scratch),
     )
 }
 
 /// The short plan-mode reminder for the turns in between.
-pub fn short_text(plan: &Path, missing: &[Layer]) -> String {
+pub fn short_text(plan: &Path, missing: &[Layer], scratch: bool) -> String {
     format!(
         "PLAN MODE is still on: read-only investigation; the only file you may write is {}. {} Call ExitPlanMode once the plan file is complete.",
         plan.display(),
-        shell_line(missing)
+        shell_line(missing, scratch)
     )
 }
 
-fn shell_line(missing: &[Layer]) -> String {
-    if missing.is_empty() {
+/// What the shell can do here: `scratch` when this machine has the scratch shell.
+fn shell_line(missing: &[Layer], scratch: bool) -> String {
+    if missing.is_empty() && scratch {
+        format!(
+            "Shell commands run in a scratch sandbox: the workspace looks writable, but every change lands in a throwaway layer over it (kept for your next command, so builds stay incremental, and dropped when plan mode ends) and the workspace itself never changes, so build and run the tests freely; .git and everything outside the workspace stay read-only, and there is no network, no unix socket and no terminal. {}",
+            waymark_sandbox::reads::SUMMARY
+        )
+    } else if missing.is_empty() {
         format!(
             "Shell commands run in a read-only sandbox: writes outside a private temp folder fail, file permissions and times cannot change, and there is no network, no unix socket and no terminal. {}",
             waymark_sandbox::reads::SUMMARY
@@ -73,10 +79,16 @@ impl ReminderSource for PlanReminders {
                     .unwrap_or(true);
                 let path = super::plan_path(api.artifacts());
                 let missing = api.sandbox().probe().layers.missing();
+                let settings = &api.config().sandbox;
+                let scratch = settings.scratch_shell
+                    && api
+                        .sandbox()
+                        .scratch(super::SCRATCH_OWNER, settings)
+                        .is_ok();
                 if full {
-                    full_text(&path, &missing)
+                    full_text(&path, &missing, scratch)
                 } else {
-                    short_text(&path, &missing)
+                    short_text(&path, &missing, scratch)
                 }
             }
             InteractionMode::Default => {

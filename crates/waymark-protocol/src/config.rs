@@ -160,6 +160,14 @@ pub struct SandboxConfig {
     /// writes), in MB: past it the command is stopped. The folder is emptied when each
     /// command ends.
     pub temp_max_mb: u64,
+    /// The most one scratch layer may hold, in MB: what the scratch shell (plan mode, the
+    /// goal's reviewer and checks) wrote over the workspace, builds included. Past it the
+    /// command is stopped and the layer emptied.
+    pub scratch_max_mb: u64,
+    /// Whether plan mode's shell and the goal's reviewer run in a scratch layer too (builds
+    /// and tests run; the workspace stays as it was); off, theirs is the read-only shell.
+    /// A goal's checks always run in one.
+    pub scratch_shell: bool,
 }
 
 impl Default for SandboxConfig {
@@ -167,6 +175,8 @@ impl Default for SandboxConfig {
         SandboxConfig {
             read_allow: Vec::new(),
             temp_max_mb: 512,
+            scratch_max_mb: 8192,
+            scratch_shell: false,
         }
     }
 }
@@ -243,9 +253,28 @@ pub struct GoalConfig {
     /// goal pauses. Unset: 86 400 (24 h).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_wait: Option<u64>,
+    /// Commands that define done for goals set in this folder without checks of their own
+    /// (G-49): `cargo test`, `pytest tests/api`, `npm test`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+    /// The longest one check runs, in seconds, before it is killed with everything it
+    /// started. Unset: 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_timeout: Option<u64>,
+    /// Whether checks may use the network (off: no sockets but local pipes).
+    #[serde(default)]
+    pub check_network: ShellNetwork,
 }
 
 impl GoalConfig {
+    /// The longest check when `check_timeout` is unset.
+    pub const DEFAULT_CHECK_TIMEOUT: u64 = 600;
+
+    /// `check_timeout` in seconds, its default filled in.
+    pub fn check_timeout_seconds(&self) -> u64 {
+        self.check_timeout.unwrap_or(Self::DEFAULT_CHECK_TIMEOUT)
+    }
+
     /// The longest wait when `max_wait` is unset.
     pub const DEFAULT_MAX_WAIT: u64 = 24 * 3600;
 
@@ -493,6 +522,12 @@ impl Config {
             1,
             1_048_576,
         )?;
+        range(
+            "sandbox.scratch_max_mb",
+            self.sandbox.scratch_max_mb,
+            1,
+            16_777_216,
+        )?;
         let env = &self.shell.env;
         for (key, list) in [
             ("shell.env.include", &env.include),
@@ -589,6 +624,19 @@ impl Config {
         }
         if let Some(t) = g.max_wait {
             range("goal.max_wait", t, 60, 7 * 24 * 3600)?;
+        }
+        if let Some(t) = g.check_timeout {
+            range("goal.check_timeout", t, 1, 24 * 3600)?;
+        }
+        if g.checks.len() > crate::goal_syntax::MAX_CHECKS {
+            return Err(ConfigError::new(
+                "goal.checks",
+                format!("at most {} checks", crate::goal_syntax::MAX_CHECKS),
+            ));
+        }
+        for c in &g.checks {
+            crate::goal_syntax::check_command(c)
+                .map_err(|e| ConfigError::new("goal.checks", e.to_string()))?;
         }
         if let Some(t) = g.budget.default_active_seconds {
             range("goal.budget.default_active_seconds", t, 1, 365 * 24 * 3600)?;

@@ -268,6 +268,24 @@ pub enum EventKind {
     /// order (G-46).
     #[serde(rename = "goal.queue")]
     GoalQueue { queue: Vec<crate::QueuedGoal> },
+    /// The runtime ran one of the goal's checks (G-49): its exit, how long it took, how many
+    /// tests passed and failed where the runner says, and the end of its output (redacted,
+    /// capped). `exit_code` is `None` when it was killed at its time limit or did not run.
+    #[serde(rename = "goal.check")]
+    GoalCheck {
+        goal_id: String,
+        command: String,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        passed: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed: Option<u64>,
+        /// Why it did not run or was stopped, in plain words.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+        tail: String,
+    },
     /// The full goal snapshot after any change (transient: front ends redraw from it).
     #[serde(rename = "goal.updated")]
     GoalUpdated {
@@ -347,6 +365,7 @@ impl EventKind {
             EventKind::GoalUpdate { .. } => "goal.update",
             EventKind::GoalClear { .. } => "goal.clear",
             EventKind::GoalQueue { .. } => "goal.queue",
+            EventKind::GoalCheck { .. } => "goal.check",
             EventKind::GoalUpdated { .. } => "goal.updated",
         }
     }
@@ -387,7 +406,8 @@ impl EventKind {
             | EventKind::GoalCreate { .. }
             | EventKind::GoalUpdate { .. }
             | EventKind::GoalClear { .. }
-            | EventKind::GoalQueue { .. } => false,
+            | EventKind::GoalQueue { .. }
+            | EventKind::GoalCheck { .. } => false,
         }
     }
 }

@@ -88,10 +88,13 @@ pub enum GoalReason {
     Woke,
     /// The wait reached `goal.max_wait` without waking: the user decides what next.
     WaitExpired,
+    /// Every check of the goal exits 0 (and the reviewer, where one is configured, agreed):
+    /// complete on the project's own tests, not on a model's word (G-49).
+    ChecksPassed,
 }
 
 impl GoalReason {
-    pub const ALL: [GoalReason; 26] = [
+    pub const ALL: [GoalReason; 27] = [
         GoalReason::Created,
         GoalReason::Resumed,
         GoalReason::BudgetRaised,
@@ -118,6 +121,7 @@ impl GoalReason {
         GoalReason::Waiting,
         GoalReason::Woke,
         GoalReason::WaitExpired,
+        GoalReason::ChecksPassed,
     ];
 
     /// The serde name (as in JSON and the database).
@@ -157,6 +161,7 @@ impl GoalReason {
             GoalReason::Waiting => "Waiting",
             GoalReason::Woke => "Woke from its wait",
             GoalReason::WaitExpired => "Paused: the wait went on past its longest time",
+            GoalReason::ChecksPassed => "Done: the goal's checks pass",
         }
     }
 
@@ -174,7 +179,9 @@ impl GoalReason {
             | GoalReason::Edited
             | GoalReason::Waiting
             | GoalReason::Woke => GoalStatus::Active,
-            GoalReason::VerifierMet | GoalReason::WorkerProposal => GoalStatus::Complete,
+            GoalReason::VerifierMet | GoalReason::WorkerProposal | GoalReason::ChecksPassed => {
+                GoalStatus::Complete
+            }
             GoalReason::WorkerReported => GoalStatus::Blocked,
             GoalReason::UserRequested
             | GoalReason::NoProgress
@@ -250,6 +257,10 @@ pub enum GoalOp {
         /// How to tell it is done (a draft's criteria, kept with the goal).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         criteria: Option<String>,
+        /// Commands that define done, run by the runtime (`check="…"`, G-49); none: the
+        /// folder's `goal.checks`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        checks: Vec<String>,
     },
     /// Queue an objective to become the goal when the current one completes or is cleared
     /// (at once when none is unfinished), with the budgets it starts with (G-46).

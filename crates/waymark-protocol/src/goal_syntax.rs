@@ -45,6 +45,7 @@ pub const COMMAND_WORDS: &[&str] = &[
 /// The `/goal` grammar in a few lines, for `/help goal` and refusals.
 pub const GRAMMAR: &str = "/goal                         show the goal and the queue (also /goal status)
 /goal <objective> [budgets]   set a goal; budgets: tokens=50K turns=20 time=2h cost=$5
+/goal <objective> check=\"cargo test\"   done only when the command exits 0 (repeatable)
 /goal tokens=… turns=…        change the budgets (clear removes one: time=clear)
 /goal pause | resume          pause the goal, or resume it
 /goal clear                   drop the goal (also /goal cancel)
@@ -55,6 +56,75 @@ pub const GRAMMAR: &str = "/goal                         show the goal and the q
 /goal wake                    end the agent's wait now (it waits with its wait tool)
 /goal draft <rough words>     draft an objective, criteria and a budget for you to edit
 An objective that starts with one of these words goes in quotes: /goal \"pause the build\" tokens=50K";
+
+/// The most checks one goal carries.
+pub const MAX_CHECKS: usize = 10;
+
+/// The longest check command, in characters.
+pub const MAX_CHECK_CHARS: usize = 2000;
+
+/// Refuses a check command that is empty, too long, or holds a line break or NUL.
+pub fn check_command(c: &str) -> Result<(), BudgetSyntaxError> {
+    if c.trim().is_empty() {
+        return Err(BudgetSyntaxError::Grammar(
+            "a check is an empty command".into(),
+        ));
+    }
+    if c.chars().count() > MAX_CHECK_CHARS {
+        return Err(BudgetSyntaxError::Grammar(format!(
+            "a check is at most {MAX_CHECK_CHARS} characters (got {})",
+            c.chars().count()
+        )));
+    }
+    if c.contains(['\n', '\r', '\0']) {
+        return Err(BudgetSyntaxError::Grammar(
+            "a check is one line: join several commands with && or put them in a script".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Takes the `check="…"` (or `check=word`) settings out of `args`: the rest, and the
+/// checks in order.
+pub fn take_checks(args: &str) -> Result<(String, Vec<String>), BudgetSyntaxError> {
+    let mut rest = String::new();
+    let mut checks = Vec::new();
+    let mut s = args;
+    loop {
+        // The next `check=` that starts a word.
+        let at = s
+            .match_indices("check=")
+            .map(|(i, _)| i)
+            .find(|&i| i == 0 || s[..i].ends_with(char::is_whitespace));
+        let Some(i) = at else {
+            rest.push_str(s);
+            break;
+        };
+        rest.push_str(&s[..i]);
+        let after = &s[i + "check=".len()..];
+        let (command, tail) = if let Some(inner) = after.strip_prefix('"') {
+            let Some((c, t)) = inner.split_once('"') else {
+                return Err(BudgetSyntaxError::Grammar(
+                    "a check's opening quote is never closed: write check=\"cargo test\"".into(),
+                ));
+            };
+            (c, t)
+        } else {
+            let end = after.find(char::is_whitespace).unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        check_command(command)?;
+        checks.push(command.trim().to_string());
+        s = tail;
+    }
+    if checks.len() > MAX_CHECKS {
+        return Err(BudgetSyntaxError::Grammar(format!(
+            "a goal carries at most {MAX_CHECKS} checks (got {})",
+            checks.len()
+        )));
+    }
+    Ok((rest, checks))
+}
 
 const TOKEN_FORMS: &str = "a number of tokens such as 200000, 50K or 1.5M";
 const TURN_FORMS: &str = "a whole number of turns such as 20";
@@ -331,6 +401,31 @@ pub fn take_worktree(text: &str) -> Option<(String, Option<String>)> {
 
 /// Parses the arguments of `/goal` into the op they ask for (G-9).
 pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
+    let (args, checks) = take_checks(args)?;
+    let op = parse_words(&args)?;
+    match op {
+        GoalOp::Set {
+            objective,
+            budget,
+            replace,
+            criteria,
+            ..
+        } => Ok(GoalOp::Set {
+            objective,
+            budget,
+            replace,
+            criteria,
+            checks,
+        }),
+        _ if !checks.is_empty() => Err(BudgetSyntaxError::Grammar(
+            "check= goes with a new goal: /goal <objective> check=\"cargo test\"".into(),
+        )),
+        op => Ok(op),
+    }
+}
+
+/// [`parse`] without the checks.
+fn parse_words(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
     let (verb, rest) = match args.trim().split_once(char::is_whitespace) {
         Some((v, r)) => (v, r.trim()),
         None => (args.trim(), ""),
@@ -399,6 +494,7 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
                 budget: change_of(&b),
                 replace: true,
                 criteria: None,
+                checks: Vec::new(),
             }
         }
         _ => {
@@ -413,6 +509,7 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
                     budget: change_of(&b),
                     replace: false,
                     criteria: None,
+                    checks: Vec::new(),
                 }
             }
         }
@@ -422,6 +519,50 @@ pub fn parse(args: &str) -> Result<GoalOp, BudgetSyntaxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checks_are_taken_whole_from_quotes_and_refused_where_they_do_not_belong() {
+        let GoalOp::Set {
+            objective,
+            checks,
+            budget,
+            ..
+        } = parse(r#"fix the parser check="cargo test -p parser" check=make tokens=5K"#).unwrap()
+        else {
+            panic!("not a new goal")
+        };
+        assert_eq!(objective, "fix the parser");
+        assert_eq!(checks, ["cargo test -p parser", "make"]);
+        assert_eq!(budget.tokens, Some(Limit::To(5_000)));
+        // `check=` inside a word is a word.
+        let GoalOp::Set {
+            objective, checks, ..
+        } = parse("precheck=fine words").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (objective.as_str(), checks.len()),
+            ("precheck=fine words", 0)
+        );
+        for bad in [
+            r#"fix it check="cargo test"#,
+            "fix it check=\"\"",
+            "pause check=make",
+        ] {
+            assert!(
+                matches!(parse(bad), Err(BudgetSyntaxError::Grammar(_))),
+                "{bad}"
+            );
+        }
+        let many = (0..11)
+            .map(|i| format!("check=c{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(parse(&format!("fix it {many}")).is_err());
+        assert!(check_command(&"x".repeat(MAX_CHECK_CHARS + 1)).is_err());
+        assert!(check_command("a\nb").is_err());
+    }
 
     #[test]
     fn g_8_accepted_forms() {
@@ -545,6 +686,7 @@ mod tests {
                 }),
                 replace: false,
                 criteria: None,
+                checks: Vec::new(),
             }
         );
         assert_eq!(
@@ -554,6 +696,7 @@ mod tests {
                 budget: BudgetChange::default(),
                 replace: true,
                 criteria: None,
+                checks: Vec::new(),
             }
         );
         assert_eq!(

@@ -84,11 +84,12 @@ mod store_tests {
                 ))
             })
             .unwrap();
-        // Plan at version 4 (comments, grant scopes, its own session table), goal at 10
+        // Plan at version 4 (comments, grant scopes, its own session table), goal at 11
         // (question, usage limit, steps, its own session and turn tables, the cost budget,
-        // the queued goals' budgets and order, and the agent's wait and its guards on top),
-        // checkpoints at 2 (their mode records) and worktrees at 2 (the user's identity).
-        assert_eq!((objective.as_str(), versions), ("keep me", 18));
+        // the queued goals' budgets and order, the agent's wait and its guards, and the
+        // checks on top), checkpoints at 2 (their mode records) and worktrees at 2 (the
+        // user's identity).
+        assert_eq!((objective.as_str(), versions), ("keep me", 19));
         // The current goal moved to the goal's own table; the core columns are empty.
         let (current, left): (String, Option<String>) = store
             .read(|c| {

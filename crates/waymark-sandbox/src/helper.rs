@@ -38,6 +38,7 @@ struct Landlocked {
 fn landlock(
     read: &[PathBuf],
     rw_dirs: &[PathBuf],
+    write_dirs: &[PathBuf],
     rw_files: &[PathBuf],
     deny_net: bool,
 ) -> Result<Landlocked, NotEnforced> {
@@ -48,7 +49,7 @@ fn landlock(
             ioctl: abi >= ABI::V5,
             scope: abi >= ABI::V6,
         };
-        match try_landlock(abi, got, read, rw_dirs, rw_files) {
+        match try_landlock(abi, got, read, rw_dirs, write_dirs, rw_files) {
             Ok(()) => return Ok(got),
             Err(e) => last = e.0,
         }
@@ -93,6 +94,7 @@ fn try_landlock(
     parts: Landlocked,
     read: &[PathBuf],
     rw_dirs: &[PathBuf],
+    write_dirs: &[PathBuf],
     rw_files: &[PathBuf],
 ) -> Result<(), NotEnforced> {
     let e = |e: landlock::RulesetError| NotEnforced(e.to_string());
@@ -122,6 +124,12 @@ fn try_landlock(
         .map_err(e)?
         .add_rules(
             rules(rw_dirs, AccessFs::from_all(abi), abi)
+                .into_iter()
+                .map(Ok::<_, landlock::RulesetError>),
+        )
+        .map_err(e)?
+        .add_rules(
+            rules(write_dirs, AccessFs::from_write(abi), abi)
                 .into_iter()
                 .map(Ok::<_, landlock::RulesetError>),
         )
@@ -180,6 +188,9 @@ struct Args {
     read: Vec<PathBuf>,
     rw_dirs: Vec<PathBuf>,
     rw_files: Vec<PathBuf>,
+    /// Folders written but read only as far as the read set goes (the scratch overlay:
+    /// write rights alone, so a private place inside the workspace stays unreadable).
+    write_dirs: Vec<PathBuf>,
     network: seccomp::Network,
     probe: Option<PathBuf>,
     probe_read: Option<PathBuf>,
@@ -193,6 +204,7 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
         read: Vec::new(),
         rw_dirs: Vec::new(),
         rw_files: Vec::new(),
+        write_dirs: Vec::new(),
         network: seccomp::Network::Deny,
         probe: None,
         probe_read: None,
@@ -278,7 +290,7 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
             Ok(mount::Side::Child) => {
                 // Writable now: the overlay over the workspace (every other mount is
                 // read-only, so mode and time changes can land only in the layer).
-                a.rw_dirs.push(s.workspace.clone());
+                a.write_dirs.push(s.workspace.clone());
                 file_limit = s.max_bytes.max(1);
                 metadata = seccomp::Metadata::ModeAndTimes;
             }
@@ -288,6 +300,7 @@ pub fn main(args: &[OsString], out: &mut dyn Write, err: &mut dyn Write) -> i32 
         landlock(
             &a.read,
             &a.rw_dirs,
+            &a.write_dirs,
             &a.rw_files,
             a.network == seccomp::Network::Deny,
         )

@@ -318,6 +318,8 @@ pub struct Sandbox {
     /// The fixed part of the read set, worked out on first use.
     reads: OnceLock<reads::ReadSet>,
     probe: OnceLock<Probe>,
+    /// Whether the scratch shell works here, or why not (probed on first use).
+    scratch_probe: OnceLock<Result<(), String>>,
 }
 
 impl Sandbox {
@@ -336,6 +338,123 @@ impl Sandbox {
             private: OnceLock::new(),
             reads: OnceLock::new(),
             probe: OnceLock::new(),
+            scratch_probe: OnceLock::new(),
+        }
+    }
+
+    /// The folder of this session's scratch layers, beside its temp folder.
+    fn scratch_root(&self) -> PathBuf {
+        self.tmp.parent().unwrap_or(&self.tmp).join("scratch")
+    }
+
+    /// The scratch layer `owner` uses (`plan`, `goal-<id>`), when the scratch shell works
+    /// here; otherwise why not. Its commands see the workspace writable and leave it as it
+    /// was ([`mount`]).
+    pub fn scratch(
+        &self,
+        owner: &str,
+        settings: &SandboxConfig,
+    ) -> Result<scratch::Scratch, String> {
+        self.scratch_probe
+            .get_or_init(|| self.run_scratch_probe())
+            .clone()?;
+        Ok(self.scratch_layer(owner, settings))
+    }
+
+    fn scratch_layer(&self, owner: &str, settings: &SandboxConfig) -> scratch::Scratch {
+        let name: String = owner
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        scratch::Scratch {
+            workspace: self.scope.workspace.clone(),
+            layer: self.scratch_root().join(name),
+            max_bytes: settings.scratch_max_mb.saturating_mul(1024 * 1024),
+        }
+    }
+
+    /// Drops the scratch layer of `owner` (its goal ended, it left plan mode).
+    pub fn discard_scratch(&self, owner: &str) -> std::io::Result<()> {
+        self.scratch_layer(owner, &SandboxConfig::default())
+            .discard()
+    }
+
+    /// [`Sandbox::scratch`], run off the async threads the first time.
+    pub async fn scratch_async(
+        self: &std::sync::Arc<Self>,
+        owner: &str,
+        settings: &SandboxConfig,
+    ) -> Result<scratch::Scratch, String> {
+        if self.scratch_probe.get().is_none() {
+            let me = self.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                me.scratch_probe.get_or_init(|| me.run_scratch_probe());
+            })
+            .await;
+        }
+        self.scratch(owner, settings)
+    }
+
+    /// Runs the helper in probe mode with a scratch layer over an empty folder: it works
+    /// here when the probe gets as far as its report.
+    fn run_scratch_probe(&self) -> Result<(), String> {
+        let Some(helper) = &self.helper else {
+            return Err("no sandbox helper is configured".into());
+        };
+        if self.forced.as_deref() == Some("unsupported")
+            || self.forced.as_deref().is_some_and(|f| {
+                f.strip_prefix("without:")
+                    .is_some_and(|l| l.split(',').any(|l| l.trim() == "scratch"))
+            })
+        {
+            return Err(format!("{FORCE_ENV} turns the scratch shell off"));
+        }
+        let root = self
+            .scratch_root()
+            .join(format!(".probe-{}", std::process::id()));
+        let probe = scratch::Scratch {
+            workspace: root.join("ws"),
+            layer: root.join("layer"),
+            max_bytes: 1 << 20,
+        };
+        let _ = {
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&probe.workspace)
+        };
+        let mut cmd = std::process::Command::new(&helper[0]);
+        cmd.args(&helper[1..])
+            .arg("--rw")
+            .arg(&self.tmp)
+            .arg("--net")
+            .arg("deny")
+            .args(mount::args(&probe))
+            .arg("--probe")
+            .arg(root.join("outside"))
+            .env_clear()
+            .current_dir(&probe.workspace)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        new_session(&mut cmd);
+        let out = cmd.output();
+        let _ = probe.discard();
+        let _ = scratch::remove_tree(&root);
+        match out {
+            Err(e) => Err(format!("the sandbox helper did not start: {e}")),
+            Ok(o) if Layers::decode(&String::from_utf8_lossy(&o.stdout)).is_some() => Ok(()),
+            Ok(o) => Err(String::from_utf8_lossy(&o.stderr)
+                .trim()
+                .trim_start_matches("waymark sandbox: ")
+                .to_string()),
         }
     }
 

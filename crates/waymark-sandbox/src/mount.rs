@@ -150,6 +150,8 @@ pub fn enter(
     scratch.prepare().map_err(setup)?;
     // Held by this process until it exits, after the child: one command per layer.
     let lock = scratch.lock().map_err(setup)?;
+    // Again under the lock: a discard that held it before may have removed the folders.
+    scratch.prepare().map_err(setup)?;
     scratch
         .refresh()
         .map_err(|e| MountError(format!("the scratch layer could not be refreshed: {e}")))?;
@@ -195,6 +197,15 @@ pub fn enter(
         mount(Some(&from), &to, None, libc::MS_BIND, None)?;
         set_read_only(&to, true, false)?;
     }
+    // The layer's writable mount goes now that the overlay holds its own: by its path the
+    // command reaches only the read-only mount under it (no chmod of the layer's folders).
+    // SAFETY: umount2(2) reads a NUL-terminated path.
+    #[allow(unsafe_code)]
+    let detached =
+        unsafe { libc::umount2(c_path(&scratch.layer)?.as_ptr(), libc::MNT_DETACH) } == 0;
+    if !detached {
+        return Err(last_error("detaching the layer's mount"));
+    }
     for p in rw_dirs.iter().chain(rw_files) {
         if p.exists() {
             bind_writable(p)?;
@@ -226,7 +237,9 @@ fn fork(scratch: &Scratch, lock: std::fs::File) -> Result<Side, MountError> {
             Some(&name),
             &proc,
             Some(&name),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            // Read-only: a generic /proc entry's mode is one for the whole machine, and the
+            // command owns them when it runs as root.
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY,
             None,
         )?;
         return Ok(Side::Child);

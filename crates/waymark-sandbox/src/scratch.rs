@@ -70,12 +70,16 @@ impl Scratch {
     /// Holds the layer's lock until the returned file is closed (blocking while another
     /// command has it).
     pub fn lock(&self) -> Result<std::fs::File, ScratchError> {
-        let path = self.layer.join("lock");
+        // Beside the layer, never removed: a discard that removed it while a command waited
+        // on it would let the next command lock a new file and mount the layer alongside.
+        let path = self.layer.with_extension("lock");
         let err = |source| ScratchError::Prepare {
             path: path.clone(),
             source,
         };
+        use std::os::unix::fs::OpenOptionsExt as _;
         let f = std::fs::OpenOptions::new()
+            .mode(0o600)
             .create(true)
             .truncate(false)
             .write(true)
@@ -126,7 +130,13 @@ impl Scratch {
         remove_tree(&self.upper())?;
         remove_tree(&self.work())?;
         drop(lock);
-        std::fs::remove_dir_all(&self.layer)
+        // A command that waited for the lock makes the folders again; then they stay.
+        match std::fs::remove_dir(&self.layer) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(_) if self.upper().exists() => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }
 

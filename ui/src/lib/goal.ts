@@ -26,6 +26,7 @@ export const REASON_WORDS: Record<Goal["reason"], string> = {
   waiting: "Waiting",
   woke: "Woke from its wait",
   wait_expired: "Paused: the wait went on past its longest time",
+  checks_passed: "Done: the goal's checks pass",
   app_closed: "Stopped: Waymark closed",
   tokens: "Stopped: the token budget is used up",
   main_turns: "Stopped: the turn budget is used up",

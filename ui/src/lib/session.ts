@@ -511,6 +511,10 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       return { ...s, goal: null, items: append(s, chip(e, "Goal cleared", "goal")) };
     case "goal.queue":
       return { ...s, goalQueue: e.queue };
+    case "goal.check":
+      // A check's run (G-49): the transcript's log has it; the Goal tab's pass-count gauge
+      // is still to come (issue 39).
+      return s;
     case "goal.updated": {
       const { session_id: _sid, seq: _seq, ts: _ts, transient: _transient, type: _type, ...goal } = e;
       return { ...s, goal };

@@ -87,7 +87,13 @@ pub(crate) async fn decide(
                 CallActor::Main => prep.shell_network(),
                 CallActor::Verifier => waymark_protocol::config::ShellNetwork::Deny,
             };
-            core.sandbox.spec(files, network, &core.config().sandbox)
+            let settings = &core.config().sandbox;
+            let mut spec = core.sandbox.spec(files, network, settings);
+            if let (Some(spec), Some(owner)) = (spec.as_mut(), prep.scratch_owner()) {
+                // Where the scratch shell is missing, the read-only one stands in.
+                spec.scratch = core.sandbox.scratch_async(owner, settings).await.ok();
+            }
+            spec
         }
         None => None,
     };

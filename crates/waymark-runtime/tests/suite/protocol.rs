@@ -26,6 +26,7 @@ async fn goal_ops_and_the_slash_command_take_the_same_path() {
             },
             replace: false,
             criteria: None,
+            checks: Vec::new(),
         },
     };
     let out = s.submit(set("ship the docs")).await.unwrap();

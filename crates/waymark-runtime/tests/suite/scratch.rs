@@ -248,6 +248,44 @@ fn scratch_links_out_of_the_workspace_write_nowhere() {
     assert!(!b.scratch.upper().join("a.txt").exists());
 }
 
+/// A private place inside the workspace (a workspace that is a home folder, with its
+/// `.ssh`) stays unreadable: the overlay is granted write rights, never reads beyond the
+/// read set.
+#[test]
+fn scratch_a_private_place_inside_the_workspace_stays_unreadable() {
+    let mut b = setup(64 << 20);
+    std::fs::create_dir_all(b.ws.join(".ssh")).unwrap();
+    std::fs::write(b.ws.join(".ssh/id_ed25519"), "ssh-secret").unwrap();
+    let data = b.root.join("data");
+    let scope = ReadScope {
+        workspace: b.ws.clone(),
+        artifacts: data.join("sessions/s1/artifacts"),
+        project: Vec::new(),
+        homes: vec![b.ws.clone()],
+        owner: Owner {
+            waymark: vec![data.clone()],
+            homes: vec![b.ws.clone()],
+            env: std::env::vars_os().filter(|(k, _)| k == "PATH").collect(),
+        },
+    };
+    let helper = vec![OsString::from(env!("CARGO_BIN_EXE_waymark-sandbox"))];
+    b.sandbox = Sandbox::new(
+        Some(helper),
+        None,
+        data.join("sessions/s1/sandbox-tmp"),
+        scope,
+    );
+    assert!(b.sandbox.probe().complete());
+    let (code, out) = b.run("cat .ssh/id_ed25519; cat a.txt");
+    assert!(!out.contains("ssh-secret"), "{out}");
+    assert!(
+        out.contains("alpha"),
+        "the rest of the workspace reads: {out}"
+    );
+    assert!(out.contains("Permission denied"), "{out}");
+    assert_eq!(code, 0);
+}
+
 /// Mounts cannot be undone from inside: the overlay, the read-only `.git` and the read-only
 /// rest stay.
 #[test]
@@ -259,10 +297,28 @@ fn scratch_mounts_cannot_be_undone_from_inside() {
         format!("umount -l {ws}/.git"),
         "mount -o remount,rw /".into(),
         "unshare -Urm true".into(),
+        // The layer's own folder, found in the mount table.
+        r#"L=$(sed -nE 's/.*upperdir=([^,]*)\/upper.*/\1/p' /proc/1/mountinfo); chmod 777 "$L""#
+            .into(),
+        // A /proc entry's mode is the machine's (as root the command owns it).
+        "chmod 0440 /proc/version".into(),
     ] {
         let (code, out) = b.run(&attack);
         assert_ne!(code, 0, "{attack} went through: {out}");
     }
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let version = Path::new("/proc/version");
+    if mode(version) != 0o444 {
+        // Put back what a broken rule let through (root only), then fail.
+        let _ = std::fs::set_permissions(version, std::fs::Permissions::from_mode(0o444));
+        panic!("the command changed /proc/version's mode for the whole machine");
+    }
+    assert_eq!(
+        mode(&b.scratch.layer),
+        0o700,
+        "the layer's folder is as it was"
+    );
 }
 
 /// A command that fills the layer is stopped at its cap, said, and the layer is emptied

@@ -4,6 +4,7 @@
 #![allow(unused_imports)] // the shared imports serve the submodules
 
 mod budgets;
+mod checks;
 mod cost;
 mod draft;
 mod lifecycle;
