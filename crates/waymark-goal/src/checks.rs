@@ -116,7 +116,8 @@ pub(crate) async fn run_all(
         let scratch = api
             .sandbox()
             .scratch_async(&scratch_owner(goal_id), &config.sandbox)
-            .await?;
+            .await
+            .map_err(|e| e.to_string())?;
         let mut spec = api
             .sandbox()
             .spec(Vec::new(), config.goal.check_network, &config.sandbox)

@@ -290,6 +290,12 @@ pub fn is_dumpable() -> bool {
     }
 }
 
+/// Why the scratch shell cannot run on this machine (no user namespaces, overlayfs refused,
+/// no helper), in plain words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ScratchUnavailable(pub String);
+
 /// What the probe found, and why layers are missing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
@@ -319,7 +325,7 @@ pub struct Sandbox {
     reads: OnceLock<reads::ReadSet>,
     probe: OnceLock<Probe>,
     /// Whether the scratch shell works here, or why not (probed on first use).
-    scratch_probe: OnceLock<Result<(), String>>,
+    scratch_probe: OnceLock<Result<(), ScratchUnavailable>>,
 }
 
 impl Sandbox {
@@ -354,7 +360,7 @@ impl Sandbox {
         &self,
         owner: &str,
         settings: &SandboxConfig,
-    ) -> Result<scratch::Scratch, String> {
+    ) -> Result<scratch::Scratch, ScratchUnavailable> {
         self.scratch_probe
             .get_or_init(|| self.run_scratch_probe())
             .clone()?;
@@ -390,7 +396,7 @@ impl Sandbox {
         self: &std::sync::Arc<Self>,
         owner: &str,
         settings: &SandboxConfig,
-    ) -> Result<scratch::Scratch, String> {
+    ) -> Result<scratch::Scratch, ScratchUnavailable> {
         if self.scratch_probe.get().is_none() {
             let me = self.clone();
             let _ = tokio::task::spawn_blocking(move || {
@@ -403,9 +409,9 @@ impl Sandbox {
 
     /// Runs the helper in probe mode with a scratch layer over an empty folder: it works
     /// here when the probe gets as far as its report.
-    fn run_scratch_probe(&self) -> Result<(), String> {
+    fn run_scratch_probe(&self) -> Result<(), ScratchUnavailable> {
         let Some(helper) = &self.helper else {
-            return Err("no sandbox helper is configured".into());
+            return Err(ScratchUnavailable("no sandbox helper is configured".into()));
         };
         if self.forced.as_deref() == Some("unsupported")
             || self.forced.as_deref().is_some_and(|f| {
@@ -413,7 +419,9 @@ impl Sandbox {
                     .is_some_and(|l| l.split(',').any(|l| l.trim() == "scratch"))
             })
         {
-            return Err(format!("{FORCE_ENV} turns the scratch shell off"));
+            return Err(ScratchUnavailable(format!(
+                "{FORCE_ENV} turns the scratch shell off"
+            )));
         }
         let root = self
             .scratch_root()
@@ -449,12 +457,16 @@ impl Sandbox {
         let _ = probe.discard();
         let _ = scratch::remove_tree(&root);
         match out {
-            Err(e) => Err(format!("the sandbox helper did not start: {e}")),
+            Err(e) => Err(ScratchUnavailable(format!(
+                "the sandbox helper did not start: {e}"
+            ))),
             Ok(o) if Layers::decode(&String::from_utf8_lossy(&o.stdout)).is_some() => Ok(()),
-            Ok(o) => Err(String::from_utf8_lossy(&o.stderr)
-                .trim()
-                .trim_start_matches("waymark sandbox: ")
-                .to_string()),
+            Ok(o) => Err(ScratchUnavailable(
+                String::from_utf8_lossy(&o.stderr)
+                    .trim()
+                    .trim_start_matches("waymark sandbox: ")
+                    .to_string(),
+            )),
         }
     }
 

@@ -41,9 +41,7 @@ fn tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
-fn checks_of(
-    ev: &[waymark_protocol::Event],
-) -> Vec<(Option<i32>, Option<u64>, Option<u64>, String)> {
+fn checks_of(ev: &[waymark_protocol::Event]) -> Vec<Ran> {
     ev.iter()
         .filter_map(|e| match &e.kind {
             EventKind::GoalCheck {
@@ -57,6 +55,9 @@ fn checks_of(
         })
         .collect()
 }
+
+/// A check's run as its event says: exit code, tests passed, failed, and its output's end.
+type Ran = (Option<i32>, Option<u64>, Option<u64>, String);
 
 /// The model claims complete while a test fails: not complete, and the failure is in the
 /// next request; it fixes the code and claims again: complete on the checks, and the
