@@ -13,6 +13,7 @@ missing_apt=()
 command -v cc >/dev/null 2>&1 || missing_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || missing_apt+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing_apt+=(python3)
+command -v pgrep >/dev/null 2>&1 || missing_apt+=(procps)
 desktop_apt=(file libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libssl-dev
   libayatana-appindicator3-dev librsvg2-dev libxdo-dev xvfb xauth webkit2gtk-driver
   fonts-dejavu-core imagemagick dbus dunst gnome-keyring xdotool)

@@ -249,6 +249,7 @@ mod tests {
                     cost_unpriced_calls: 0,
                 }),
                 usage_limit: usage_limit.map(Box::new),
+                findings: Box::default(),
             },
         }
     }
@@ -554,6 +555,7 @@ mod tests {
                         options: Vec::new(),
                         budget: None,
                         steps: Vec::new(),
+                        checks: Vec::new(),
                     },
                 )),
             },

@@ -4,6 +4,7 @@
 
 mod a11y;
 mod blocked;
+mod checks;
 mod commands;
 mod composer;
 mod demo;

@@ -540,7 +540,18 @@ impl App {
         loop {
             match self.el(css).await.click().await {
                 Ok(()) => break,
-                Err(e) if tries >= 10 => panic!("click {css}: {e:?}"),
+                Err(e) if tries >= 40 => {
+                    // Say what lies over the element's middle, so a failure names its cause.
+                    let over = self
+                        .js(&format!(
+                            "const e = document.querySelector({css:?}); if (!e) return 'gone'; \
+                             const r = e.getBoundingClientRect(); \
+                             const t = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2); \
+                             return `at ${{Math.round(r.left)}},${{Math.round(r.top)}} ${{Math.round(r.width)}}x${{Math.round(r.height)}} in ${{innerWidth}}x${{innerHeight}}; over it: ${{t ? t.outerHTML.slice(0, 300) : 'nothing'}}`"
+                        ))
+                        .await;
+                    panic!("click {css}: {e:?}; {over}")
+                }
                 Err(_) => {
                     // WebDriver may scroll it under a sticky header (the Settings page's):
                     // into the middle of its scroller, then again.
@@ -673,12 +684,28 @@ impl App {
 
     /// Opens the session whose list entry has this id.
     pub async fn open_session(&self, id: &str) {
-        self.click(&format!("[data-session-id='{id}']")).await;
-        self.wait_js(
-            &format!("return document.querySelector(\"[data-session-id='{id}']\")?.classList.contains('current')"),
-            "the session to open",
-        )
-        .await;
+        let current = format!(
+            "return document.querySelector(\"[data-session-id='{id}']\")?.classList.contains('current')"
+        );
+        // The app may be opening it already (at start it opens the last session), and a
+        // question that session asks then covers the list with its backdrop: a refused
+        // click is fine once the session is open.
+        let entry = format!("[data-session-id='{id}']");
+        let mut tries = 0;
+        loop {
+            if self.js(&current).await.as_bool() == Some(true) {
+                return;
+            }
+            match self.el(&entry).await.click().await {
+                Ok(()) => break,
+                Err(e) if tries >= 40 => panic!("open session {id}: {e:?}"),
+                Err(_) => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        self.wait_js(&current, "the session to open").await;
     }
 
     /// Makes the page paint every frame until `window.__shotMark` is set to null: WebKit

@@ -457,7 +457,12 @@ impl Extension for CheckpointExtension {
     fn commands(&self) -> Vec<Arc<dyn SlashCommand>> {
         vec![Arc::new(crate::listing::RewindCommand)]
     }
-    fn before_turn<'a>(&'a self, api: &'a SessionApi, turn_id: i64) -> BoxFuture<'a, Result<()>> {
+    fn before_turn<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        turn_id: i64,
+        _cancel: &'a tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             if !api.config().checkpoints.enabled {
                 return Ok(());

@@ -293,6 +293,7 @@ impl Printer {
                 reason,
                 actor,
                 usage_limit,
+                findings,
                 ..
             } => {
                 self.end_line();
@@ -316,6 +317,9 @@ impl Printer {
                     reason.as_str(),
                     actor.as_str()
                 );
+                for f in findings {
+                    outln!("  weakened: {}", safe(f));
+                }
             }
             EventKind::GoalClear { .. } => {
                 self.end_line();
@@ -329,6 +333,7 @@ impl Printer {
                 passed,
                 failed,
                 note,
+                baseline,
                 ..
             } => {
                 self.end_line();
@@ -342,7 +347,8 @@ impl Printer {
                     _ => String::new(),
                 };
                 outln!(
-                    "◎ goal check `{}` {}{} in {:.1} s",
+                    "◎ goal {} `{}` {}{} in {:.1} s",
+                    if *baseline { "baseline check" } else { "check" },
                     safe(command),
                     safe(&verdict),
                     counted,

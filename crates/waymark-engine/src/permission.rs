@@ -249,19 +249,7 @@ pub fn grant_for(answer: &Answer, q: &PermissionQuestion) -> Option<Grant> {
 
 /// The paths a file tool call writes (several for a patch), as the model named them.
 fn written_paths(call: &GuardCall<'_>) -> Vec<String> {
-    if call.tool.name() == "apply_patch" {
-        return call
-            .arguments
-            .get("patch")
-            .and_then(Value::as_str)
-            .and_then(|p| crate::tools::patch_paths(p).ok())
-            .unwrap_or_default();
-    }
-    call.arguments
-        .get("path")
-        .and_then(Value::as_str)
-        .map(|p| vec![p.to_string()])
-        .unwrap_or_default()
+    crate::tools::fs_policy::written_paths(call.tool.name(), call.arguments)
 }
 
 pub(crate) use crate::tools::fs_policy::{in_git_dir, is_instructions_file};
@@ -364,6 +352,12 @@ impl ToolGuard for PermissionGuard {
                     || call.protected.is_git_settings(t)
                     || call.protected.place_of(t).is_some()
             });
+        // A file an extension protects (a goal's checks and CI files, G-52): asked about in
+        // every mode, `auto` included, and no grant covers it.
+        let guarded = targets
+            .iter()
+            .find_map(|t| self.rules.iter().find_map(|r| r.protects(call, t)));
+        let touches_git = touches_git || guarded.is_some();
         // A file an extension's rule lets go (the plan file in plan mode), when nothing above
         // asks about it.
         if !touches_git
@@ -373,7 +367,7 @@ impl ToolGuard for PermissionGuard {
             return GuardDecision::Allow;
         }
         let needs_asking = match mode {
-            PermissionMode::Auto => false,
+            PermissionMode::Auto => guarded.is_some(),
             PermissionMode::AutoEdit => shell || touches_git,
             PermissionMode::Ask => true,
             PermissionMode::ReadOnly => {
@@ -403,7 +397,11 @@ impl ToolGuard for PermissionGuard {
         if !touches_git && call.grants.iter().any(|g| covers(g, call, shell, command)) {
             return GuardDecision::Allow;
         }
-        GuardDecision::Ask(Box::new(question(call, command, touches_git, scope)))
+        let mut q = question(call, command, touches_git, scope);
+        if let Some(why) = guarded {
+            q.summary = format!("{} ({})", q.summary, escape_line(&why));
+        }
+        GuardDecision::Ask(Box::new(q))
     }
 }
 

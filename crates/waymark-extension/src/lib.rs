@@ -267,8 +267,14 @@ pub trait Extension: Send + Sync {
         Ok(())
     }
     /// A new turn starts, after its first transaction and before its first model call
-    /// (checkpoints take the workspace's state here). Not called when a parked turn resumes.
-    fn before_turn<'a>(&'a self, _api: &'a SessionApi, _turn_id: i64) -> BoxFuture<'a, Result<()>> {
+    /// (checkpoints take the workspace's state here; a goal its baseline). Not called when a
+    /// parked turn resumes. Stop cancels `cancel`.
+    fn before_turn<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _turn_id: i64,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async { Ok(()) })
     }
     /// Whether the session's sandbox should be probed before this turn's reminders are

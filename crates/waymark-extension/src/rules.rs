@@ -11,6 +11,8 @@
 //! 2. [`PermissionRule::allows_write`], for a write whose every target is inside the
 //!    workspace or the artifacts folder and is no file that always asks: any rule may let it
 //!    go without asking.
+//!    Before that, [`PermissionRule::protects`] may name a target as protected: the write
+//!    then asks in every mode, `auto` included, and no grant covers it.
 //! 3. [`PermissionRule::scope`], when a question is asked or answered: the scope the grant
 //!    belongs to. The owner clears a scope's grants when it ends
 //!    (`Tx::drop_scoped_grants`); while a scope is in force, reading a private place asks
@@ -30,6 +32,12 @@ pub trait PermissionRule: Send + Sync {
     /// Whether writing `targets` may go without asking in any permission mode that writes.
     fn allows_write(&self, _call: &GuardCall<'_>, _targets: &[PathBuf]) -> bool {
         false
+    }
+    /// Why writing `target` (canonical, inside the workspace) must be the user's decision in
+    /// every permission mode, `auto` included, with no grant covering it: a goal's protected
+    /// files (G-52). `None`: this rule does not protect it.
+    fn protects(&self, _call: &GuardCall<'_>, _target: &std::path::Path) -> Option<String> {
+        None
     }
     /// The scope grants given now belong to (`None`: the session's).
     fn scope(&self, _session: &SessionRow) -> Option<&'static str> {

@@ -39,6 +39,8 @@ pub struct Objective {
     pub criteria: Option<String>,
     /// The steps the reviewer gives a verdict on, in order.
     pub steps: Vec<String>,
+    /// Commands that define it done (G-49); none: the folder's `goal.checks`.
+    pub checks: Vec<String>,
     /// The budget proposed with it, in the `/goal` syntax.
     pub proposed_budget: Option<String>,
     /// The user's budget; an empty change takes the proposed one.

@@ -102,12 +102,14 @@ fn tail(text: &str, max: usize) -> String {
 }
 
 /// Runs every check of the goal in order, in its scratch shell, logging each as a
-/// `goal.check` event. Stop ends the run: the checks not run yet are left out.
+/// `goal.check` event and storing it (as the baseline when `baseline`). Stop ends the run:
+/// the checks not run yet are left out.
 pub(crate) async fn run_all(
     api: &SessionApi,
     goal_id: &str,
     checks: &[String],
     cancel: &tokio_util::sync::CancellationToken,
+    baseline: bool,
 ) -> Result<Vec<CheckRun>> {
     let config = api.config();
     let limit = Duration::from_secs(config.goal.check_timeout_seconds());
@@ -122,7 +124,12 @@ pub(crate) async fn run_all(
             .sandbox()
             .spec(Vec::new(), config.goal.check_network, &config.sandbox)
             .ok_or_else(|| "the sandbox is incomplete on this machine".to_string())?;
-        spec.scratch = Some(scratch);
+        // The run that decides must not see what an earlier check's code left in the
+        // layer: only build output and caches stay between checks (G-51).
+        spec.scratch = Some(waymark_sandbox::scratch::Scratch {
+            keep: waymark_sandbox::scratch::Keep::BuildOutput,
+            ..scratch
+        });
         let tool = api
             .tools()
             .iter()
@@ -210,17 +217,54 @@ pub(crate) async fn run_all(
                     command: tx.redact(&run.command).into_owned(),
                     exit_code: run.exit_code,
                     duration_ms: run.duration_ms,
-                    passed: run.counts.map(|c| c.passed),
-                    failed: run.counts.map(|c| c.failed),
+                    passed: run
+                        .counts
+                        .map(|c| u32::try_from(c.passed).unwrap_or(u32::MAX)),
+                    failed: run
+                        .counts
+                        .map(|c| u32::try_from(c.failed).unwrap_or(u32::MAX)),
                     note: run.note.clone(),
                     tail: run.tail.clone(),
+                    baseline,
                 },
             )?;
+            super::baseline::record_run(tx, goal_id, &run, baseline)?;
             Ok(())
         })?;
         runs.push(run);
     }
+    record_steps(api, goal_id, &runs)?;
     Ok(runs)
+}
+
+/// Each plan step with a check of its own takes that check's result as its verdict.
+fn record_steps(api: &SessionApi, goal_id: &str, runs: &[CheckRun]) -> Result<()> {
+    use crate::db::GoalWrites;
+    api.write(|tx| {
+        let Some(now) = crate::db::current_goal(tx.conn(), api.id())?.filter(|g| g.id == goal_id)
+        else {
+            return Ok(());
+        };
+        if !now.steps.iter().any(|s| s.check.is_some()) {
+            return Ok(());
+        }
+        let steps: Vec<_> = now
+            .steps
+            .into_iter()
+            .map(|mut s| {
+                if let Some(r) = s
+                    .check
+                    .as_ref()
+                    .and_then(|c| runs.iter().find(|r| &r.command == c))
+                    .filter(|r| !r.unjudged())
+                {
+                    s.met = Some(r.passed());
+                }
+                s
+            })
+            .collect();
+        tx.set_goal_steps(goal_id, &steps)
+    })
 }
 
 /// What the next continuation is told about the failing checks: a first line naming them

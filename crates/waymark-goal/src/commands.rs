@@ -60,6 +60,11 @@ pub(crate) fn create(
     check_priced(api, budgets.cost)?;
     let id = api.new_id("goal");
     tx.create_goal(&id, api.id(), objective.trim(), criteria, budgets, actor)?;
+    // Every goal starts with the folder's checks (G-49), whoever sets it (the model's
+    // `create_goal`, the queue); a caller with checks of its own replaces them.
+    let defaults = &api.config().goal.checks;
+    crate::checks::refuse_checks(defaults)?;
+    crate::checks::set_checks(tx, &id, defaults)?;
     // A session started by `/goal …` has no user message to name it: the objective does,
     // redacted whole before it is cut (a cut secret would no longer be recognised).
     let redacted = tx.redact(objective.trim()).into_owned();
@@ -80,13 +85,6 @@ pub(crate) fn create(
         },
     )?;
     Ok(g)
-}
-
-/// The goal's checks as lines for `/goal` and `goal show` (nothing without checks); shown
-/// redacted like everything else the session prints.
-fn listed_checks(conn: &rusqlite::Connection, goal_id: &str) -> Result<String> {
-    let checks = crate::checks::checks_of(conn, goal_id)?;
-    Ok(checks.iter().map(|c| format!("\nCheck: {c}")).collect())
 }
 
 /// Refuses a cost budget for a session whose model has no price (G-32): its spend could not
@@ -229,8 +227,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             None => "No goal is set. Set one with /goal <objective> (optionally tokens=50K turns=20 time=2h).".to_string(),
             Some(g) => {
                 let queued = queued_goals(tx.conn(), api.id())?;
-                let mut s = describe(&snapshot(&g), tx.now());
-                s.push_str(&listed_checks(tx.conn(), &g.id)?);
+                let mut s = describe(&crate::snapshot_in(tx.conn(), &g)?, tx.now());
                 if !queued.is_empty() {
                     let line: Vec<&str> = queued.iter().map(|q| q.objective.as_str()).collect();
                     s.push_str(&format!("\nNext: {}", line.join(" · ")));
@@ -444,11 +441,13 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             // No checks of its own: the folder's (G-49).
             let checks = if checks.is_empty() { &api.config().goal.checks } else { checks };
             crate::checks::refuse_checks(checks)?;
+            // A `goal.protect` glob that does not parse is said now, not at the first write.
+            crate::baseline::protected(api, checks)?;
             let mut g = create(tx, api, objective, criteria, budgets_of(&b), GoalActor::User)?;
             crate::checks::set_checks(tx, &g.id, checks)?;
             continue_goal(tx, &mut g, Nudge::Plain)?;
             let verb = if *replace { "replaced" } else { "set" };
-            format!("Goal {verb}.\n{}{}", describe(&snapshot(&g), tx.now()), listed_checks(tx.conn(), &g.id)?)
+            format!("Goal {verb}.\n{}", describe(&crate::snapshot_in(tx.conn(), &g)?, tx.now()))
         }
     })
 }

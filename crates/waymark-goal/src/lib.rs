@@ -3,18 +3,22 @@
 //! these.
 
 pub use waymark_protocol::goal_syntax as budget;
+mod baseline;
 pub mod check_counts;
 pub mod checks;
+mod code_lines;
 mod commands;
 pub mod db;
 pub mod draft;
 mod guard;
 mod plan_goal;
 pub mod prompts;
+mod protect;
 mod reminder;
 mod rules;
 pub(crate) mod runner;
 pub mod settlement;
+mod test_files;
 mod tools;
 mod verifier;
 pub mod wait;
@@ -65,6 +69,7 @@ impl Extension for GoalExtension {
             include_str!("../migrations/0009_wait.sql"),
             include_str!("../migrations/0010_wait_guards.sql"),
             include_str!("../migrations/0011_checks.sql"),
+            include_str!("../migrations/0012_baseline.sql"),
         ]
     }
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
@@ -172,6 +177,33 @@ impl Extension for GoalExtension {
         }
         Ok(())
     }
+    fn before_turn<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        _turn_id: i64,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<()>> {
+        // A goal with checks takes its baseline before its first turn (G-51).
+        Box::pin(baseline::before_turn(api, cancel))
+    }
+    fn before_run<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        _turn_id: i64,
+        call: &'a waymark_protocol::ToolCallRecord,
+        _writes: bool,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { baseline::before_write(api, call) })
+    }
+    fn after_tool(
+        &self,
+        api: &SessionApi,
+        _turn_id: i64,
+        call: &waymark_protocol::ToolCallRecord,
+        status: waymark_protocol::ToolStatus,
+    ) -> Result<()> {
+        baseline::after_write(api, call, status == waymark_protocol::ToolStatus::Ok)
+    }
     fn on_turn_closed(&self, tx: &mut Tx<'_>, turn: &TurnRow, recovered: bool) -> Result<()> {
         runner::add_turn_usage(tx, turn, recovered)
     }
@@ -276,7 +308,8 @@ impl Dimension {
             | GoalReason::Waiting
             | GoalReason::Woke
             | GoalReason::WaitExpired
-            | GoalReason::ChecksPassed => None,
+            | GoalReason::ChecksPassed
+            | GoalReason::ChecksWeakened => None,
         }
     }
 
@@ -334,7 +367,20 @@ pub fn exhausted(r: &BudgetReport) -> Option<Dimension> {
     }
 }
 
-/// The snapshot front ends show.
+/// The snapshot front ends show, with the goal's checks and what weakened them.
+pub fn snapshot_in(conn: &rusqlite::Connection, g: &GoalRow) -> Result<GoalSnapshot> {
+    Ok(GoalSnapshot {
+        checks: baseline::states(conn, &g.id)?,
+        weakened: if g.reason == GoalReason::ChecksWeakened {
+            baseline::findings(conn, &g.id)?
+        } else {
+            Vec::new()
+        },
+        ..snapshot(g)
+    })
+}
+
+/// The snapshot of the goal row alone (no checks).
 pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
     let budget = report(g, Extra::default());
     GoalSnapshot {
@@ -351,6 +397,8 @@ pub fn snapshot(g: &GoalRow) -> GoalSnapshot {
         wait: g.wait.clone(),
         over_budget: exhausted(&budget).is_some(),
         budget,
+        checks: Vec::new(),
+        weakened: Vec::new(),
     }
 }
 
@@ -410,6 +458,41 @@ pub fn limit_line(s: &GoalSnapshot, now_ms: i64) -> Option<String> {
     })
 }
 
+/// A passing count as people read it: `38/40 tests passing`, or the exit code alone.
+fn check_result(r: &waymark_protocol::CheckResult) -> String {
+    match (r.passed, r.failed) {
+        (Some(p), Some(f)) => format!("{p}/{} tests passing", p.saturating_add(f)),
+        _ => match r.exit_code {
+            Some(0) => "passes".into(),
+            Some(c) => format!("fails (exit {c})"),
+            None => "did not finish".into(),
+        },
+    }
+}
+
+/// The goal's checks with their newest and first results, and what weakened them.
+fn checks_lines(s: &GoalSnapshot) -> String {
+    let mut out = String::new();
+    for c in &s.checks {
+        let state = match (c.runs.last(), &c.baseline) {
+            (Some(l), Some(b)) => {
+                format!("{} (at the start: {})", check_result(l), check_result(b))
+            }
+            (Some(l), None) => check_result(l),
+            (None, Some(b)) => format!("{} at the start", check_result(b)),
+            (None, None) => "not run yet".into(),
+        };
+        out.push_str(&format!("\nCheck: {} — {state}", c.command));
+    }
+    if !s.weakened.is_empty() {
+        out.push_str("\nWeakened since the goal started:");
+        for w in &s.weakened {
+            out.push_str(&format!("\n  - {w}"));
+        }
+    }
+    out
+}
+
 /// The goal as people read it at `now_ms`: objective, criteria, status, one line per budget,
 /// and what a usage limit waits for.
 pub fn describe(s: &GoalSnapshot, now_ms: i64) -> String {
@@ -450,6 +533,7 @@ pub fn describe(s: &GoalSnapshot, now_ms: i64) -> String {
         }
         limit.push_str("\nWake it now with /goal wake.");
     }
+    limit.push_str(&checks_lines(s));
     format!(
         "Goal: {}\n{criteria}Status: {} ({}, by {})\n{}\n{}\n{}\n{}{question}{limit}",
         s.objective,

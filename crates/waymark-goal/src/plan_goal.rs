@@ -45,6 +45,27 @@ impl StartObjective for StartGoal {
         }
         let change = proposed_budget(o.proposed_budget.as_deref(), o.budget)?;
         let budgets = budgets_of(&args_of(&change)?);
+        // The plan's `## Checks` and its steps' own, else the folder's (G-49).
+        let steps: Vec<GoalStep> = o
+            .steps
+            .into_iter()
+            .map(|text| GoalStep {
+                check: step_check(&text),
+                text,
+                met: None,
+            })
+            .collect();
+        let mut checks = o.checks;
+        for c in steps.iter().filter_map(|s| s.check.clone()) {
+            if !checks.contains(&c) {
+                checks.push(c);
+            }
+        }
+        if checks.is_empty() {
+            checks = api.config().goal.checks.clone();
+        }
+        crate::checks::refuse_checks(&checks)?;
+        crate::baseline::protected(api, &checks)?;
         let g = create(
             tx,
             api,
@@ -53,16 +74,24 @@ impl StartObjective for StartGoal {
             budgets,
             GoalActor::User,
         )?;
-        if !o.steps.is_empty() {
-            let steps: Vec<GoalStep> = o
-                .steps
-                .into_iter()
-                .map(|text| GoalStep { text, met: None })
-                .collect();
+        if !steps.is_empty() {
             tx.set_goal_steps(&g.id, &steps)?;
         }
+        crate::checks::set_checks(tx, &g.id, &checks)?;
         Ok(())
     }
+}
+
+/// The check a plan step names for itself: the command in backticks after `check:`
+/// (``2. Accept trailing commas (check: `cargo test -p parser commas`)``).
+pub fn step_check(step: &str) -> Option<String> {
+    let lower = step.to_ascii_lowercase();
+    let at = lower.find("check: `").or_else(|| lower.find("check:`"))?;
+    let rest = &step[at..];
+    let open = rest.find('`')? + 1;
+    let close = rest[open..].find('`')?;
+    let cmd = rest[open..open + close].trim();
+    (!cmd.is_empty()).then(|| cmd.to_string())
 }
 
 /// Reads the per-step lines of a verifier's reply (`STEP 2: MET`, `STEP 3: NOT MET`) into a
@@ -124,6 +153,20 @@ mod tests {
                 .is_empty()
         );
         assert!(proposed_budget(Some("do it all"), BudgetChange::default()).is_err());
+    }
+
+    #[test]
+    fn a_step_names_its_own_check_in_backticks_after_check() {
+        assert_eq!(
+            step_check("Accept trailing commas (check: `cargo test -p parser commas`)").as_deref(),
+            Some("cargo test -p parser commas")
+        );
+        assert_eq!(
+            step_check("Write docs; Check:`make docs`").as_deref(),
+            Some("make docs")
+        );
+        assert_eq!(step_check("Check the parser by hand"), None);
+        assert_eq!(step_check("check: `` nothing"), None);
     }
 
     #[test]

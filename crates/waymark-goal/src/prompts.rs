@@ -142,6 +142,17 @@ pub fn verifier_brief(g: &GoalRow, evidence: &str, claim: &str) -> String {
     )
 }
 
+/// The reviewer's brief with the diff of the test files since the goal started, if any.
+pub fn with_test_diff(brief: String, diff: &str) -> String {
+    if diff.is_empty() {
+        return brief;
+    }
+    format!(
+        "{brief}\n\nThe test files changed since the goal started. Tests deleted, skipped or stripped of assertions are not progress: name any as a gap.\n<untrusted_test_diff>\n{}\n</untrusted_test_diff>",
+        escape(diff)
+    )
+}
+
 fn verifier_brief_plain(g: &GoalRow, evidence: &str, claim: &str) -> String {
     format!(
         "You are an independent reviewer. Decide whether the goal below is fully achieved in the workspace as it is now. You may read files, list and search, and run read-only commands; you cannot change anything.\n\n{}\n\nThe worker's claim:\n<claim>\n{}\n</claim>\n\nRecent work (summary):\n<evidence>\n{}\n</evidence>\n\nCheck the claim against the workspace, not against the worker's words. If something is missing, list the gaps as short bullet points. End your reply with exactly one line: `VERDICT: PASS`, `VERDICT: FAIL` or `VERDICT: PARTIAL`.",

@@ -26,6 +26,48 @@ impl PermissionRule for GoalRules {
         }
         budget_change(call).map(|b| budget_decision(call, call.session.permission_mode, b))
     }
+
+    fn protects(&self, call: &GuardCall<'_>, target: &std::path::Path) -> Option<String> {
+        if call.actor != CallActor::Main {
+            return None;
+        }
+        let api = call.api?;
+        let rel = target.strip_prefix(call.workspace).ok()?.to_str()?;
+        protected_now(api, rel)
+    }
+}
+
+/// Why `rel` may be written only on the user's word while the session's goal is active
+/// (G-52); `None` when it may be written as the mode allows. Anything that cannot be read
+/// protects it (the safe side).
+pub(crate) fn protected_now(api: &waymark_extension::SessionApi, rel: &str) -> Option<String> {
+    let read = api.read(|c| {
+        let goal = crate::db::current_goal(c, api.id())?
+            .filter(|g| g.status == waymark_protocol::GoalStatus::Active);
+        match goal {
+            Some(g) => Ok(Some(crate::checks::checks_of(c, &g.id)?)),
+            None => Ok(None),
+        }
+    });
+    let checks = match read {
+        Ok(Some(checks)) => checks,
+        Ok(None) => return None,
+        Err(e) => {
+            return Some(format!(
+                "the goal could not be read ({e}), so every write asks"
+            ));
+        }
+    };
+    match crate::baseline::protected(api, &checks) {
+        Ok(p) if p.matches(rel) => Some(format!(
+            "`{}` is protected while the goal runs: its checks, CI files and goal.protect decide when it is done, so only you may change them",
+            escape_line(rel)
+        )),
+        Ok(_) => None,
+        Err(e) => Some(format!(
+            "{e}; until it is fixed, every write asks while the goal runs"
+        )),
+    }
 }
 
 /// The command a `wait` call asks the runtime to run as its check (G-47), if it gives one.

@@ -4,7 +4,7 @@
 
 use super::prompts::{self, Nudge};
 use super::settlement::{Limits, Mode, Pipeline, Proposal, TurnFacts, Verdict};
-use super::{Dimension, exhausted, report, snapshot};
+use super::{Dimension, exhausted, report};
 use crate::db::GoalTurnWrites;
 use crate::db::GoalWrites;
 use crate::db::{GoalRow, TurnGoal, current_goal, turn_goal};
@@ -47,16 +47,23 @@ pub(crate) fn emit_update(
             actor,
             usage: Box::new(report(g, super::Extra::default())),
             usage_limit: g.usage_limit.map(Box::new),
+            findings: if g.reason == GoalReason::ChecksWeakened {
+                super::baseline::findings(tx.conn(), &g.id)?.into()
+            } else {
+                Box::default()
+            },
         },
     )?)
 }
 
 /// Pushes the full snapshot to front ends (after commit).
 pub(crate) fn push_snapshot(api: &SessionApi) {
-    if let Ok(Some(g)) = api.read(|c| current_goal(c, api.id())) {
-        api.transient(EventKind::GoalUpdated {
-            goal: Box::new(snapshot(&g)),
-        });
+    let snap = api.read(|c| match current_goal(c, api.id())? {
+        Some(g) => Ok(Some(super::snapshot_in(c, &g)?)),
+        None => Ok(None),
+    });
+    if let Ok(Some(s)) = snap {
+        api.transient(EventKind::GoalUpdated { goal: Box::new(s) });
     }
 }
 
@@ -410,6 +417,8 @@ pub(crate) async fn settle(
     // transaction, adding its tokens and time to the goal as it goes.
     let mut probe = p.clone();
     let mut checks_passed;
+    // What the claim's comparison with the baseline found, when the checks ran and passed.
+    let mut findings: Option<Vec<String>> = None;
     let verdict: Option<Verdict> = {
         for f in [
             Pipeline::usage,
@@ -426,8 +435,26 @@ pub(crate) async fn settle(
         let claimed = probe.outcome.is_none() && !probe.suspended && probe.claims_complete();
         // The goal's own checks come first (G-49): a failing one is the verdict, with no
         // reviewer call; when they all pass, the reviewer (if any) judges the rest.
+        // Every N goal turns the checks run for the gauge alone (`goal.check_every_turns`).
+        let every = u64::from(api.config().goal.check_every_turns.unwrap_or(0));
+        if !claimed
+            && !checks.is_empty()
+            && probe.outcome.is_none()
+            && every > 0
+            && p.goal.turns_used > 0
+            && p.goal.turns_used.is_multiple_of(every)
+        {
+            super::checks::run_all(api, &p.goal.id, &checks, cancel, false).await?;
+            if cancel.is_cancelled() {
+                api.write(|tx| stop_for_user(tx, api.id()))?;
+                push_snapshot(api);
+                return Ok(());
+            }
+        }
+        let mut before = super::baseline::Hashes::new();
         let ran = if claimed && !checks.is_empty() {
-            let runs = super::checks::run_all(api, &p.goal.id, &checks, cancel).await?;
+            before = super::baseline::hashes_now(api, &checks).await?;
+            let runs = super::checks::run_all(api, &p.goal.id, &checks, cancel, false).await?;
             if cancel.is_cancelled() {
                 api.write(|tx| stop_for_user(tx, api.id()))?;
                 push_snapshot(api);
@@ -437,7 +464,7 @@ pub(crate) async fn settle(
         } else {
             None
         };
-        let checks_verdict = ran.as_ref().map(|runs| {
+        let mut checks_verdict = ran.as_ref().map(|runs| {
             if let Some(r) = runs.iter().find(|r| r.unjudged()) {
                 Verdict::Error(format!(
                     "the check `{}` {}",
@@ -452,6 +479,24 @@ pub(crate) async fn settle(
                 }
             }
         });
+        // Passing checks are compared with the goal's baseline (G-51): weakened ones do not
+        // complete it.
+        if let (Some(Verdict::Pass), Some(runs)) = (&checks_verdict, &ran) {
+            let found = super::baseline::weakened(
+                api,
+                &p.goal.id,
+                &checks,
+                runs,
+                std::mem::take(&mut before),
+            )
+            .await?;
+            if !found.is_empty() {
+                checks_verdict = Some(Verdict::Weakened {
+                    findings: found.clone(),
+                });
+            }
+            findings = Some(found);
+        }
         checks_passed = checks_verdict == Some(Verdict::Pass);
         if checks_verdict.is_some() && !checks_passed {
             checks_verdict
@@ -521,6 +566,9 @@ pub(crate) async fn settle(
         match current_goal(tx.conn(), api.id())? {
             Some(now) if now.id == p.goal.id && now.status == GoalStatus::Active => {}
             _ => return Ok(()),
+        }
+        if let Some(found) = &findings {
+            super::baseline::set_findings(tx, &p.goal.id, found)?;
         }
         let mut g = super::settlement::commit(tx, &p)?;
         super::settlement::continuation(tx, &mut g, &p)?;

@@ -43,6 +43,10 @@ pub enum Verdict {
     Partial,
     /// No verdict line, a crash, or malformed output.
     Error(String),
+    /// The goal's checks pass, but weaker than at its start (G-51): what changed.
+    Weakened {
+        findings: Vec<String>,
+    },
 }
 
 /// How completion claims are checked.
@@ -287,6 +291,10 @@ impl Pipeline {
             }
             Some(Verdict::Partial) => {
                 self.outcome = Some((GoalReason::VerifierPartial, GoalActor::Runtime));
+                Flow::Stop
+            }
+            Some(Verdict::Weakened { .. }) => {
+                self.outcome = Some((GoalReason::ChecksWeakened, GoalActor::Runtime));
                 Flow::Stop
             }
             Some(Verdict::Error(_)) | None => {

@@ -85,7 +85,12 @@ fn record_steps(api: &SessionApi, g: &GoalRow, reply: &str) -> Result<bool> {
     if g.steps.is_empty() {
         return Ok(false);
     }
-    let verdicts = super::parse_steps(reply, g.steps.len());
+    // A step with a check of its own is judged by it, not by the reviewer's reading.
+    let verdicts: Vec<Option<bool>> = super::parse_steps(reply, g.steps.len())
+        .into_iter()
+        .zip(&g.steps)
+        .map(|(v, s)| if s.check.is_some() { None } else { v })
+        .collect();
     let unmet = verdicts.contains(&Some(false));
     api.write(|tx| {
         let Some(now) = crate::db::current_goal(tx.conn(), api.id())?
@@ -117,6 +122,9 @@ pub(crate) enum Checked {
     /// The day's spending cap was reached before the verifier's next call (G-33).
     Capped(waymark_protocol::ErrorInfo),
 }
+
+/// The most of the test files' diff the reviewer is given.
+const TEST_DIFF_CHARS: usize = 20_000;
 
 /// Runs the check through the turn engine's call path — the same guard chain as the
 /// agent's calls, under the verifier's read-only policy and the goal's budget guard — and
@@ -168,8 +176,10 @@ pub(crate) async fn verify(
         redactor: None,
         env: api.tool_env(),
     };
+    // The test files' diff since the goal started (G-51): a weakened test is not progress.
+    let diff = super::baseline::test_diff(api, &g.id, TEST_DIFF_CHARS)?;
     let mut messages = vec![ModelMessage::User {
-        text: verifier_brief(g, &evidence(api), claim),
+        text: super::prompts::with_test_diff(verifier_brief(g, &evidence(api), claim), &diff),
     }];
     let mut clock = api.now_ms();
     // Tokens and time spent since the last call, added to the goal as they accrue.

@@ -144,6 +144,7 @@ impl Extension for McpExtension {
         &'a self,
         api: &'a SessionApi,
         turn_id: i64,
+        _cancel: &'a tokio_util::sync::CancellationToken,
     ) -> futures_util::future::BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let first = crate::hub::lock(&self.waited).insert(api.id().to_string());

@@ -156,6 +156,7 @@ fn as_objective(
         text: title.unwrap_or_else(|| format!("Implement the approved plan v{}", review.version)),
         criteria: Some(criteria),
         steps: review.steps.clone(),
+        checks: review.checks.clone(),
         proposed_budget: review.budget.clone(),
         budget,
     }

@@ -5,7 +5,7 @@
 use waymark_protocol::{CommentState, LineComment};
 
 use super::shown::cut_chars;
-pub use super::shown::{MAX_STEPS, budget, steps, title};
+pub use super::shown::{MAX_STEPS, budget, checks, steps, title};
 /// Most comments one revise answer may carry.
 pub const MAX_COMMENTS: usize = 100;
 /// Longest comment text.

@@ -67,6 +67,8 @@ enum Block {
     },
     /// A paragraph, table cell or other text outside headings and items.
     Text(String),
+    /// A fenced or indented code block's text, as the page shows it.
+    Code(String),
     /// Raw HTML, a quotation or a footnote: where the page and the Markdown part ways, or
     /// the page sets text apart from the section around it.
     Aside,
@@ -114,6 +116,7 @@ fn blocks(markdown: &str) -> Vec<Block> {
     let mut lists = 0usize;
     let mut html_depth = 0i64;
     let mut code = false;
+    let mut code_text = String::new();
     // Inside a quotation or a footnote: its items are not the section's own.
     let mut containers = 0usize;
     // Inside struck-out text: the page shows it crossed out.
@@ -137,8 +140,20 @@ fn blocks(markdown: &str) -> Vec<Block> {
                     });
                 }
             }
-            Event::Start(Tag::CodeBlock(_)) => code = true,
-            Event::End(TagEnd::CodeBlock) => code = false,
+            Event::Start(Tag::CodeBlock(_)) => {
+                code = true;
+                code_text.clear();
+            }
+            Event::End(TagEnd::CodeBlock) => {
+                code = false;
+                // Code in a quotation, struck out or inside raw HTML is not the section's.
+                if containers == 0 && struck == 0 && html_depth == 0 {
+                    out.push(Block::Code(std::mem::take(&mut code_text)));
+                } else {
+                    out.push(Block::Aside);
+                }
+            }
+            Event::Text(t) if code => code_text.push_str(&t),
             Event::Start(Tag::Heading { level: l, .. }) => {
                 open.push(Open::Heading(level(l), String::new()))
             }
@@ -178,6 +193,16 @@ fn blocks(markdown: &str) -> Vec<Block> {
                     Some(Open::Text(text)) => out.push(Block::Text(text)),
                     None => {}
                 }
+            }
+            // A list item keeps its code spans marked, so a step's ``check: `…` `` is read
+            // exactly (G-49).
+            Event::Code(t)
+                if html_depth == 0
+                    && !code
+                    && struck == 0
+                    && matches!(open.last(), Some(Open::Item(..))) =>
+            {
+                push_text(&mut open, &format!("`{t}`"))
             }
             Event::Text(t) | Event::Code(t) if html_depth == 0 && !code && struck == 0 => {
                 push_text(&mut open, &t)
@@ -259,7 +284,7 @@ pub fn title(text: &str) -> Option<String> {
                 Block::Text(t) | Block::Item { text: t, .. } => {
                     Some(squeeze(&t)).filter(|t| !t.is_empty())
                 }
-                Block::Heading { .. } | Block::Aside => None,
+                Block::Heading { .. } | Block::Code(_) | Block::Aside => None,
             })
         })
         .or_else(|| {
@@ -296,6 +321,38 @@ pub fn steps(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The plan's checks: the lines of the code blocks of its `## Checks` section, one command
+/// each (blank lines and `#` comments left out), for a goal it is approved as (G-49). None
+/// when the section holds anything set apart (raw HTML, a quotation), or a line is no usable
+/// check; at most the goal's number of checks.
+pub fn checks(text: &str) -> Vec<String> {
+    let Some(body) = section(&blocks(text), "Checks") else {
+        return Vec::new();
+    };
+    if body.contains(&Block::Aside) {
+        return Vec::new();
+    }
+    let lines: Vec<String> = body
+        .iter()
+        .filter_map(|b| match b {
+            Block::Code(c) => Some(
+                c.lines()
+                    .map(str::trim)
+                    .map(str::to_string)
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        })
+        .flatten()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let usable = lines.len() <= waymark_protocol::goal_syntax::MAX_CHECKS
+        && lines
+            .iter()
+            .all(|l| waymark_protocol::goal_syntax::check_command(l).is_ok());
+    if usable { lines } else { Vec::new() }
+}
+
 /// The words of the plan's `## Budget` section in the `/goal` budget syntax
 /// (`tokens=50K turns=20 time=2h`), when it names at least one, every one reads and no key
 /// comes twice.
@@ -311,7 +368,7 @@ pub fn budget(text: &str) -> Option<String> {
                 .split_whitespace()
                 .map(str::to_string)
                 .collect::<Vec<_>>(),
-            Block::Aside => Vec::new(),
+            Block::Code(_) | Block::Aside => Vec::new(),
         })
         .map(|w| {
             w.trim_matches(|c: char| matches!(c, '`' | ',' | ';' | '.' | '(' | ')'))
@@ -339,6 +396,30 @@ mod tests {
     use super::*;
 
     const PLAN: &str = "## Summary\nAdd a retry to the uploader. It fails on flaky networks.\n\n## Steps\n1. Wrap the call in a retry loop\n   - with backoff\n2. Add a test\n- Update the docs\n\n## Budget\nAbout `budget=40K turns=12 time=1h`.\n";
+
+    #[test]
+    fn checks_are_the_lines_of_the_checks_code_block_and_nothing_set_apart() {
+        let plan = "## Summary\nFix it.\n\n## Checks\nRun these:\n\n```sh\n# the parser\ncargo test -p parser\n\nnpm test\n```\n\n## Steps\n1. Fix\n";
+        assert_eq!(checks(plan), ["cargo test -p parser", "npm test"]);
+        // Quoted, struck out, inside raw HTML, or with a line that is no check: none.
+        for hidden in [
+            "## Summary\nx\n\n## Checks\n> ```\n> true\n> ```\n",
+            "## Summary\nx\n\n## Checks\n<!--\n```\ntrue\n```\n-->\n",
+            "## Summary\nx\n\n## Checks\n<div>\n\n```\ntrue\n```\n\n</div>\n",
+        ] {
+            assert_eq!(checks(hidden), Vec::<String>::new(), "{hidden}");
+        }
+        let many: String = (0..11).map(|i| format!("test {i}\n")).collect();
+        assert_eq!(
+            checks(&format!("## Summary\nx\n\n## Checks\n```\n{many}```\n")),
+            Vec::<String>::new()
+        );
+        // Code elsewhere is not a check; a plan without the section has none.
+        assert_eq!(
+            checks("## Summary\nx\n\n```\nrm -rf /\n```\n"),
+            Vec::<String>::new()
+        );
+    }
 
     #[test]
     fn title_steps_and_budget_come_from_the_markdown() {

@@ -189,6 +189,7 @@ impl SessionTool for ExitPlanMode {
                     options,
                     budget: super::review::budget(&content),
                     steps: super::review::steps(&content),
+                    checks: super::review::checks(&content),
                 });
                 tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), &question)?;
                 tx.set_plan_status(&plan.id, PlanStatus::AwaitingApproval)?;

@@ -264,6 +264,15 @@ pub struct GoalConfig {
     /// Whether checks may use the network (off: no sockets but local pipes).
     #[serde(default)]
     pub check_network: ShellNetwork,
+    /// Run the checks every this many goal turns as well, for the pass counts on the gauge
+    /// (G-49). Unset or 0: only at the goal's start and at completion claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_every_turns: Option<u32>,
+    /// What a goal's worker may not change without the user (G-52), as globs relative to
+    /// the workspace, beside the defaults (CI files, and the scripts a check names). While a
+    /// goal runs, a file tool's write there asks in every permission mode, `auto` included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protect: Vec<String>,
 }
 
 impl GoalConfig {
@@ -627,6 +636,23 @@ impl Config {
         }
         if let Some(t) = g.check_timeout {
             range("goal.check_timeout", t, 1, 24 * 3600)?;
+        }
+        if let Some(n) = g.check_every_turns {
+            range("goal.check_every_turns", u64::from(n), 0, 10_000)?;
+        }
+        if g.protect.len() > 200 {
+            return Err(ConfigError::new("goal.protect", "at most 200 globs"));
+        }
+        for p in &g.protect {
+            if p.trim().is_empty() || p.len() > 500 || p.contains(['\n', '\0']) {
+                return Err(ConfigError::new(
+                    "goal.protect",
+                    format!(
+                        "`{}` is not a usable glob: empty, over 500 characters, or a line break",
+                        p.escape_debug()
+                    ),
+                ));
+            }
         }
         if g.checks.len() > crate::goal_syntax::MAX_CHECKS {
             return Err(ConfigError::new(

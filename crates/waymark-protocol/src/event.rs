@@ -260,6 +260,10 @@ pub enum EventKind {
         /// With `usage_limited`: when the limit resets and whether the goal resumes then.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage_limit: Option<Box<crate::UsageLimit>>,
+        /// With `checks_weakened`: what weakened the checks since the goal started, in plain
+        /// words (G-51).
+        #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+        findings: Box<[String]>,
     },
     /// The goal was removed from the session.
     #[serde(rename = "goal.clear")]
@@ -278,13 +282,16 @@ pub enum EventKind {
         exit_code: Option<i32>,
         duration_ms: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        passed: Option<u64>,
+        passed: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        failed: Option<u64>,
+        failed: Option<u32>,
         /// Why it did not run or was stopped, in plain words.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
         tail: String,
+        /// The run at the goal's start that later runs are compared with (G-51).
+        #[serde(default)]
+        baseline: bool,
     },
     /// The full goal snapshot after any change (transient: front ends redraw from it).
     #[serde(rename = "goal.updated")]

@@ -91,10 +91,14 @@ pub enum GoalReason {
     /// Every check of the goal exits 0 (and the reviewer, where one is configured, agreed):
     /// complete on the project's own tests, not on a model's word (G-49).
     ChecksPassed,
+    /// The checks pass, but they were weakened since the goal started (fewer tests ran, a
+    /// test file deleted, skip markers added, assertions removed, a protected file changed):
+    /// the user decides (G-51).
+    ChecksWeakened,
 }
 
 impl GoalReason {
-    pub const ALL: [GoalReason; 27] = [
+    pub const ALL: [GoalReason; 28] = [
         GoalReason::Created,
         GoalReason::Resumed,
         GoalReason::BudgetRaised,
@@ -122,6 +126,7 @@ impl GoalReason {
         GoalReason::Woke,
         GoalReason::WaitExpired,
         GoalReason::ChecksPassed,
+        GoalReason::ChecksWeakened,
     ];
 
     /// The serde name (as in JSON and the database).
@@ -162,6 +167,7 @@ impl GoalReason {
             GoalReason::Woke => "Woke from its wait",
             GoalReason::WaitExpired => "Paused: the wait went on past its longest time",
             GoalReason::ChecksPassed => "Done: the goal's checks pass",
+            GoalReason::ChecksWeakened => "Paused: the checks pass, but they were weakened",
         }
     }
 
@@ -192,6 +198,7 @@ impl GoalReason {
             | GoalReason::ProviderError
             | GoalReason::ProviderRefusal
             | GoalReason::WaitExpired
+            | GoalReason::ChecksWeakened
             | GoalReason::AppClosed => GoalStatus::Paused,
             GoalReason::Tokens
             | GoalReason::MainTurns
@@ -452,6 +459,42 @@ pub struct GoalSnapshot {
     /// While the agent waits (G-47): for what, and until when at the latest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<GoalWait>,
+    /// The goal's checks (G-49): each one's baseline and its runs since. Empty without
+    /// checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<GoalCheckState>,
+    /// What weakened the checks since the goal started, in plain words, as the last
+    /// completion claim found it (G-51). Empty when nothing did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weakened: Vec<String>,
+}
+
+/// One check of a goal: its command, its run when the goal started, and its runs since
+/// (oldest first, the newest [`GoalCheckState::MAX_RUNS`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct GoalCheckState {
+    pub command: String,
+    pub baseline: Option<CheckResult>,
+    pub runs: Vec<CheckResult>,
+}
+
+impl GoalCheckState {
+    /// The most runs a snapshot carries.
+    pub const MAX_RUNS: usize = 50;
+}
+
+/// One run of a goal's check.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct CheckResult {
+    /// Unix ms it ended.
+    pub at: i64,
+    /// `None`: killed at its time limit, or it did not run.
+    pub exit_code: Option<i32>,
+    /// Tests passed and failed, where the runner says.
+    pub passed: Option<u64>,
+    pub failed: Option<u64>,
 }
 
 /// What an active goal waits for (the `wait` tool, G-47). No model call happens until it
@@ -503,6 +546,10 @@ pub struct WaitCheck {
 pub struct GoalStep {
     pub text: String,
     pub met: Option<bool>,
+    /// The command that judges this step (a plan step's ``check: `…` ``): its exit code is
+    /// the step's verdict, not the reviewer's reading (G-49).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
 }
 
 /// A goal stopped by a provider's usage limit: when the limit resets, and whether the

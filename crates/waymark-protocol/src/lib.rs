@@ -27,8 +27,9 @@ pub mod worktree;
 
 pub use event::{Event, EventKind, ToolCallSummary};
 pub use goal::{
-    BudgetChange, BudgetLine, BudgetReport, GoalActor, GoalDraft, GoalOp, GoalReason, GoalSnapshot,
-    GoalStatus, GoalStep, GoalUpdateKind, GoalWait, Limit, QueuedGoal, UsageLimit, WaitCheck,
+    BudgetChange, BudgetLine, BudgetReport, CheckResult, GoalActor, GoalCheckState, GoalDraft,
+    GoalOp, GoalReason, GoalSnapshot, GoalStatus, GoalStep, GoalUpdateKind, GoalWait, Limit,
+    QueuedGoal, UsageLimit, WaitCheck,
 };
 pub use history::{
     HistoryItem, IMAGE_TYPES, MAX_IMAGE_BASE64, MAX_IMAGES, ToolCallRecord, ToolImage,

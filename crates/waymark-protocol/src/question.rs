@@ -205,6 +205,10 @@ pub struct PlanApprovalQuestion {
     /// The plan's steps (its `## Steps` list), which a goal's verifier checks one by one.
     #[serde(default)]
     pub steps: Vec<String>,
+    /// The plan's checks (the commands in its `## Checks` code block): a goal it is approved
+    /// as is complete only when they pass (G-49).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
 }
 
 /// A goal the agent proposes.

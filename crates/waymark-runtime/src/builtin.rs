@@ -89,7 +89,7 @@ mod store_tests {
         // the queued goals' budgets and order, the agent's wait and its guards, and the
         // checks on top), checkpoints at 2 (their mode records) and worktrees at 2 (the
         // user's identity).
-        assert_eq!((objective.as_str(), versions), ("keep me", 19));
+        assert_eq!((objective.as_str(), versions), ("keep me", 20));
         // The current goal moved to the goal's own table; the core columns are empty.
         let (current, left): (String, Option<String>) = store
             .read(|c| {

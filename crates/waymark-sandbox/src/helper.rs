@@ -211,6 +211,7 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
         scratch: None,
         program: Vec::new(),
     };
+    let mut build_only = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.to_str() {
@@ -235,8 +236,10 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
                     workspace: workspace.into(),
                     layer: layer.into(),
                     max_bytes,
+                    keep: crate::scratch::Keep::All,
                 });
             }
+            Some("--scratch-build-only") => build_only = true,
             Some("--net") => {
                 a.network = match it.next().and_then(|v| v.to_str()) {
                     Some("deny") => seccomp::Network::Deny,
@@ -252,6 +255,16 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
                 a.program = it.by_ref().cloned().collect();
             }
             _ => return Err(UsageError(format!("unexpected argument {arg:?}"))),
+        }
+    }
+    if build_only {
+        match a.scratch.as_mut() {
+            Some(s) => s.keep = crate::scratch::Keep::BuildOutput,
+            None => {
+                return Err(UsageError(
+                    "--scratch-build-only goes with --scratch".into(),
+                ));
+            }
         }
     }
     Ok(a)

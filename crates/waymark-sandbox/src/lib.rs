@@ -382,6 +382,7 @@ impl Sandbox {
             workspace: self.scope.workspace.clone(),
             layer: self.scratch_root().join(name),
             max_bytes: settings.scratch_max_mb.saturating_mul(1024 * 1024),
+            keep: scratch::Keep::All,
         }
     }
 
@@ -430,6 +431,7 @@ impl Sandbox {
             workspace: root.join("ws"),
             layer: root.join("layer"),
             max_bytes: 1 << 20,
+            keep: scratch::Keep::All,
         };
         let _ = {
             use std::os::unix::fs::DirBuilderExt as _;

@@ -328,10 +328,14 @@ fn watch(scratch: &Scratch, pid: libc::pid_t) -> bool {
 
 /// The arguments that ask the helper for a scratch shell (see [`crate::SandboxSpec`]).
 pub fn args(scratch: &Scratch) -> Vec<std::ffi::OsString> {
-    vec![
+    let mut a = vec![
         "--scratch".into(),
         scratch.workspace.clone().into_os_string(),
         scratch.layer.clone().into_os_string(),
         OsStr::new(&scratch.max_bytes.to_string()).to_os_string(),
-    ]
+    ];
+    if scratch.keep == crate::scratch::Keep::BuildOutput {
+        a.push("--scratch-build-only".into());
+    }
+    a
 }

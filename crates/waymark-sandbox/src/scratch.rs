@@ -18,7 +18,60 @@ pub struct Scratch {
     /// The most the layer may hold (bytes on disk); past it the command is stopped and the
     /// layer emptied before the next one.
     pub max_bytes: u64,
+    /// What the layer keeps from one command to the next.
+    pub keep: Keep,
 }
+
+/// What a layer keeps between commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// Everything a command wrote, but what the workspace changed since (plan mode: a
+    /// file made by one command is there for the next).
+    #[default]
+    All,
+    /// Only build output and caches (`target/`, `node_modules/`, `__pycache__/`, lock
+    /// files…): a goal's checks, so code a check ran cannot leave a changed test, a
+    /// `conftest.py` or a `.cargo/config.toml` behind for the run that decides (G-51).
+    BuildOutput,
+}
+
+/// Folders (anywhere) and files a build or a test runner makes and reads back: what a
+/// [`Keep::BuildOutput`] layer keeps.
+const BUILD_OUTPUT: &[&str] = &[
+    "target",
+    "node_modules",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "dist",
+    "build",
+    "_build",
+    ".gradle",
+    ".next",
+    ".nuxt",
+    ".svelte-kit",
+    ".turbo",
+    ".parcel-cache",
+    ".cache",
+    "coverage",
+    ".hypothesis",
+    ".eggs",
+    ".dart_tool",
+    "zig-cache",
+    "zig-out",
+    "Cargo.lock",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "go.sum",
+    ".coverage",
+];
 
 /// Why a layer could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -118,7 +171,10 @@ impl Scratch {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
-        drop_stale(&self.workspace, &self.upper())
+        match self.keep {
+            Keep::All => drop_stale(&self.workspace, &self.upper()),
+            Keep::BuildOutput => keep_build_output(&self.upper()),
+        }
     }
 
     /// Removes the layer (the lock held while it goes).
@@ -202,6 +258,45 @@ fn drop_stale(workspace: &Path, upper: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Drops every entry of `upper` but build output and caches ([`BUILD_OUTPUT`], and
+/// `*.egg-info`), whatever made it: a change, a new file, a deletion.
+fn keep_build_output(upper: &Path) -> std::io::Result<()> {
+    prune(upper, 0).map(|_| ())
+}
+
+/// [`keep_build_output`] under `dir`; whether `dir` is empty afterwards (an empty folder
+/// left in the layer goes too: the workspace's own shows through, or none).
+fn prune(dir: &Path, depth: usize) -> std::io::Result<bool> {
+    // Deeper than any real tree: removed whole rather than walked further.
+    if depth > 256 {
+        remove_tree(dir)?;
+        return Ok(true);
+    }
+    let mut empty = true;
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if BUILD_OUTPUT.contains(&name.as_ref()) || name.ends_with(".egg-info") {
+            empty = false;
+            continue;
+        }
+        let path = e.path();
+        match path.symlink_metadata() {
+            // A folder merged with the workspace's: its entries are judged one by one.
+            Ok(m) if m.is_dir() && !opaque(&path) => {
+                if prune(&path, depth + 1)? {
+                    std::fs::remove_dir(&path)?;
+                } else {
+                    empty = false;
+                }
+            }
+            Ok(_) => remove_tree(&path)?,
+            Err(_) => {}
+        }
+    }
+    Ok(empty)
+}
+
 /// Removes `path` (a file, link or folder tree, links never followed). Folders overlayfs
 /// made without permissions (its work folder) are opened up first.
 pub fn remove_tree(path: &Path) -> std::io::Result<()> {
@@ -239,6 +334,7 @@ mod tests {
             workspace: dir.join("ws"),
             layer: dir.join("layer"),
             max_bytes: 1 << 20,
+            keep: Keep::All,
         };
         std::fs::create_dir_all(&s.workspace).unwrap();
         s.prepare().unwrap();
@@ -308,6 +404,7 @@ mod tests {
             workspace: dir.path().join("a,b"),
             layer: dir.path().join("layer"),
             max_bytes: 1,
+            keep: Keep::All,
         };
         let e = s.prepare().unwrap_err().to_string();
         assert!(e.contains("a,b") && e.contains("comma"), "{e}");

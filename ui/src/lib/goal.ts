@@ -1,5 +1,5 @@
 // Goal tab figures derived from the goal's events: gauge levels, burn-down, timeline.
-import type { BudgetLine_Serialize } from "../bindings";
+import type { BudgetLine_Serialize, GoalCheckState } from "../bindings";
 import type { BudgetChange, EventOf, Goal, GoalWait, QueuedGoal, WireEvent } from "./types";
 import { clock, day } from "./time";
 
@@ -27,6 +27,7 @@ export const REASON_WORDS: Record<Goal["reason"], string> = {
   woke: "Woke from its wait",
   wait_expired: "Paused: the wait went on past its longest time",
   checks_passed: "Done: the goal's checks pass",
+  checks_weakened: "Paused: the checks pass, but they were weakened",
   app_closed: "Stopped: Waymark closed",
   tokens: "Stopped: the token budget is used up",
   main_turns: "Stopped: the turn budget is used up",
@@ -174,9 +175,27 @@ export function timeline(events: WireEvent[]): TimelineEntry[] {
       rows.push({ seq: e.seq, ts: e.ts, label, actor: e.actor, tone: updateTone(e), code: `${e.status} · ${e.reason}`, turn: lastTurn });
     } else if (e.type === "goal.clear") {
       rows.push({ seq: e.seq, ts: e.ts, label: "Cleared", actor: e.actor, tone: "neutral" });
+    } else if (e.type === "goal.check") {
+      const counted = e.passed != null && e.failed != null ? `, ${e.passed}/${e.passed + e.failed} tests passing` : "";
+      const how = e.exit_code === 0 ? "passes" : e.exit_code != null ? `fails (exit ${e.exit_code})` : (e.note ?? "did not finish");
+      const label = `${e.baseline ? "Baseline check" : "Check"} \`${e.command}\` ${how}${counted} in ${(e.duration_ms / 1000).toFixed(1)} s`;
+      rows.push({ seq: e.seq, ts: e.ts, label, actor: "runtime", tone: e.exit_code === 0 ? "good" : "bad", code: e.command, turn: lastTurn });
     }
   }
   return rows;
+}
+
+/** The checks' newest results together (the baseline where a check has not run since): tests
+ *  passing of tests run where the runners count them, else checks passing of checks. */
+export function checksSummary(checks: GoalCheckState[]): { passed: number; total: number; unit: "tests" | "checks" } | null {
+  if (!checks.length) return null;
+  const latest = checks.map((c) => c.runs[c.runs.length - 1] ?? c.baseline ?? null);
+  if (latest.every((r) => r && r.passed != null && r.failed != null)) {
+    const passed = latest.reduce((n, r) => n + (r?.passed ?? 0), 0);
+    const total = latest.reduce((n, r) => n + (r?.passed ?? 0) + (r?.failed ?? 0), 0);
+    return { passed, total, unit: "tests" };
+  }
+  return { passed: latest.filter((r) => r?.exit_code === 0).length, total: checks.length, unit: "checks" };
 }
 
 /** The budget form as `/goal` text: an empty field removes that limit. */

@@ -91,7 +91,7 @@ pub(crate) async fn run(
             // Outside the transaction: a checkpoint of the workspace as the turn starts.
             let api = SessionApi::new(core.clone());
             for ext in &core.extensions {
-                ext.before_turn(&api, id).await?;
+                ext.before_turn(&api, id, &cancel).await?;
             }
             (id, m.source)
         }

@@ -21,7 +21,7 @@ impl Runtime {
                 let last_activity = store::events::last_ts(c, &s.id)?.unwrap_or(s.updated_at);
                 rows.push(BoardRow {
                     open_here: open_here.contains(&s.id),
-                    goal: crate::goal::snapshot(&g),
+                    goal: crate::goal::snapshot_in(c, &g)?,
                     queue: crate::goal::db::queued_goals(c, &s.id)?,
                     session: s,
                     spend,

@@ -9,7 +9,10 @@ impl Runtime {
     pub fn goal(&self, id: &str) -> Result<Option<waymark_protocol::GoalSnapshot>> {
         self.store().view(|c| {
             store::sessions::get(c, id)?.ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
-            Ok(crate::goal::db::current_goal(c, id)?.map(|g| crate::goal::snapshot(&g)))
+            match crate::goal::db::current_goal(c, id)? {
+                Some(g) => Ok(Some(crate::goal::snapshot_in(c, &g)?)),
+                None => Ok(None),
+            }
         })
     }
 
@@ -21,13 +24,13 @@ impl Runtime {
         })
     }
 
-    /// The Goal tab: the goal, and its timeline (goal events and the turns finished since
-    /// the newest goal was set, oldest first).
+    /// The Goal tab: the goal, and its timeline (goal events, its checks' runs, and the turns
+    /// finished since the newest goal was set, oldest first).
     pub fn goal_view(&self, id: &str) -> Result<waymark_protocol::GoalView> {
         const RECENT: u64 = 2_000;
         let goal = self.goal(id)?;
         let mut timeline = Vec::new();
-        for t in ["goal.create", "goal.update", "goal.clear"] {
+        for t in ["goal.create", "goal.update", "goal.clear", "goal.check"] {
             timeline.extend(self.recent_events_of_type(id, t, RECENT)?);
         }
         let since = timeline

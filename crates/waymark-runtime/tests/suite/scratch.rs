@@ -79,6 +79,7 @@ fn setup(max_bytes: u64) -> Box_ {
         workspace: ws.clone(),
         layer: data.join("sessions/s1/goals/g1/layer"),
         max_bytes,
+        keep: waymark_sandbox::scratch::Keep::All,
     };
     let b = Box_ {
         _dir: dir,
@@ -407,6 +408,39 @@ fn scratch_the_workspace_edit_after_a_copy_up_is_what_the_next_command_sees() {
     std::fs::write(b.ws.join("a.txt"), "the agent's edit\n").unwrap();
     let (_, out) = b.run("cat a.txt");
     assert_eq!(out, "the agent's edit\n");
+}
+
+/// A goal's layer keeps build output between checks and nothing else: what one check's
+/// code wrote or changed (a hook file, a changed test, a deleted one) is gone for the next,
+/// while `target/` stays for an incremental build (G-51).
+#[test]
+fn scratch_a_checks_layer_keeps_build_output_and_drops_what_code_left_behind() {
+    let mut b = setup(64 << 20);
+    let poison = "echo hook > conftest.py && mkdir -p .cargo && echo x > .cargo/config.toml && \
+                  echo changed >> a.txt && rm b.txt && mkdir -p target/debug && echo built > target/debug/out && \
+                  mkdir -p src/__pycache__ && echo c > src/__pycache__/lib.pyc";
+    let look = "ls -a; cat a.txt; cat target/debug/out src/__pycache__/lib.pyc";
+    // Plan mode's layer keeps everything for the next command.
+    let (code, out) = b.run(poison);
+    assert_eq!(code, 0, "{out}");
+    let (_, kept) = b.run(look);
+    assert!(
+        kept.contains("conftest.py") && kept.contains("changed"),
+        "{kept}"
+    );
+    // A check's layer: the build output only.
+    b.scratch.keep = waymark_sandbox::scratch::Keep::BuildOutput;
+    let (code, out) = b.run(poison);
+    assert_eq!(code, 0, "{out}");
+    let (_, seen) = b.run(look);
+    assert!(!seen.contains("conftest.py"), "{seen}");
+    assert!(!seen.contains(".cargo"), "{seen}");
+    assert!(!seen.contains("changed"), "{seen}");
+    assert!(seen.contains("b.txt"), "the deletion is undone: {seen}");
+    assert!(
+        seen.contains("built\nc\n"),
+        "the build output stays: {seen}"
+    );
 }
 
 /// Two commands on one layer run one after the other, never both over it at once.

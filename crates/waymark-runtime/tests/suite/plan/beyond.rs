@@ -510,3 +510,54 @@ async fn pm_27_budget_and_steps_hidden_in_raw_html_or_given_twice_are_not_taken(
     assert!(asked["budget"].is_null(), "{asked}");
     s.shutdown().await.unwrap();
 }
+
+/// G-49 with PM-27: a plan's `## Checks` and its steps' own checks become the goal's checks;
+/// the steps are judged by them, and the goal completes only when they all pass.
+#[tokio::test]
+async fn pm_27_a_plans_checks_and_step_checks_judge_the_goal() {
+    const PLAN: &str = "## Summary\nMake the two files.\n\n## Steps\n1. Create a.txt (check: `test -f a.txt`)\n2. Create b.txt (check: `test -f b.txt`)\n\n## Checks\n```\ntest -f a.txt\n```\n";
+    let claim = |msg: &str| json!({"text": "claiming", "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": msg}}]});
+    let write = |p: &str| json!({"text": "writing", "tool_calls": [{"name": "write", "arguments": {"path": p, "content": "x"}}]});
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({
+            "responses": [write_and_exit(PLAN), claim("done"), write("a.txt"), claim("a is done"), write("b.txt"), claim("both")],
+            // The reviewer reads the rest once the checks pass; its word on the steps with
+            // checks of their own is not taken.
+            "verifier": [{"text": "STEP 1: NOT MET\nSTEP 2: NOT MET\nVERDICT: PASS"}]
+        }),
+        PermissionMode::AutoEdit,
+    );
+    let ev = run(&s, plan_entry("plan the files")).await;
+    let q = waiting_on(&ev);
+    let asked = questionnaire(&h, &s, &q);
+    assert_eq!(asked.payload["checks"], json!(["test -f a.txt"]));
+    let ev = run(&s, answer(&q, as_goal(BudgetChange::default()))).await;
+    let g = h.runtime.goal(s.id()).unwrap().unwrap();
+    assert_eq!(
+        (g.status, g.reason),
+        (
+            GoalStatus::Complete,
+            waymark_protocol::GoalReason::ChecksPassed
+        ),
+        "{g:?}"
+    );
+    let commands: Vec<&str> = g.checks.iter().map(|c| c.command.as_str()).collect();
+    assert_eq!(commands, ["test -f a.txt", "test -f b.txt"]);
+    // Step verdicts from the checks: none met at the start, then a.txt's, then both.
+    let met: Vec<Vec<Option<bool>>> = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::GoalUpdated { goal } => Some(goal.steps.iter().map(|s| s.met).collect()),
+            _ => None,
+        })
+        .collect();
+    for want in [
+        vec![Some(false), Some(false)],
+        vec![Some(true), Some(false)],
+        vec![Some(true), Some(true)],
+    ] {
+        assert!(met.contains(&want), "{want:?} not in {met:?}");
+    }
+    s.shutdown().await.unwrap();
+}
