@@ -24,7 +24,8 @@ describe("GoalChecks", () => {
     expect(screen.getByTestId("goal-check-baseline").textContent).toBe("At the start: 12/40 tests passing");
     expect(screen.getByTestId("goal-check-history").querySelectorAll(".run")).toHaveLength(3);
     const items = screen.getAllByTestId("goal-weakened-item").map((e) => e.textContent);
-    expect(items).toEqual(["`cargo test` ran 40 tests at the start and 38 now", "`tests/a.rs` gained 1 skip marker"]);
+    expect(items).toEqual(["cargo test ran 40 tests at the start and 38 now", "tests/a.rs gained 1 skip marker"]);
+    expect(screen.getAllByTestId("goal-weakened-item")[0].querySelector("code")?.textContent).toBe("cargo test");
   });
 
   it("says nothing of weakening when nothing weakened, and nothing at all without checks", () => {
