@@ -53,6 +53,9 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 python3 scripts/bench_callgrind.py target/release/waymark
 cargo bench --locked -p waymark-runtime --bench sandbox
+# The scratch layer on 10,000 files / 200 MB: a check's own set-up and tear-down, and a
+# second `cargo test` in the layer against one in a copy of the tree.
+cargo bench --locked -p waymark-runtime --bench scratch
 # The runtime's own time per MCP call against the real server-everything, and the first model
 # call of a session with five servers configured against none.
 cargo bench --locked -p waymark-runtime --bench mcp

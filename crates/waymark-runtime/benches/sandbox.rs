@@ -7,96 +7,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code
 
-use std::os::unix::process::ExitStatusExt as _;
-use std::path::PathBuf;
+mod support;
+
 use std::time::{Duration, Instant};
+use support::{median, spawn};
 use waymark_protocol::config::ShellNetwork;
-use waymark_runtime::sandbox::private::Owner;
-use waymark_runtime::sandbox::reads::{Private, ReadScope, ReadSet};
-use waymark_runtime::sandbox::{Sandbox, new_session};
+use waymark_runtime::sandbox::Sandbox;
+use waymark_runtime::sandbox::reads::{Private, ReadSet};
 
 const RUNS: usize = 300;
 
-/// Wall time and CPU time (user + system of the child) of one command.
-fn spawn(
-    argv: &[std::ffi::OsString],
-    env: &[(std::ffi::OsString, std::ffi::OsString)],
-    cwd: &std::path::Path,
-) -> (Duration, Duration) {
-    let started = Instant::now();
-    let mut cmd = std::process::Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    new_session(&mut cmd);
-    // Reaped by wait4 below, which also gives the child's CPU time.
-    #[allow(clippy::zombie_processes)]
-    let child = cmd.spawn().expect("spawn");
-    let (status, cpu) = wait4(child.id() as i32);
-    let wall = started.elapsed();
-    assert!(
-        status.success(),
-        "{argv:?} failed: {:?}",
-        status.code().or(status.signal())
-    );
-    (wall, cpu)
-}
-
-#[allow(unsafe_code)]
-fn wait4(pid: i32) -> (std::process::ExitStatus, Duration) {
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value; wait4(2) fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is a child this process started and has not waited for.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(rc, pid, "wait4");
-    let t = |tv: libc::timeval| {
-        Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
-    };
-    (
-        std::process::ExitStatus::from_raw(status),
-        t(usage.ru_utime) + t(usage.ru_stime),
-    )
-}
-
-fn median(mut v: Vec<Duration>) -> f64 {
-    v.sort();
-    v[v.len() / 2].as_secs_f64() * 1000.0
-}
-
 fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical");
-    let ws = root.join("ws");
-    let data = root.join("data");
-    let tmp = data.join("sessions/s1/sandbox-tmp");
-    let artifacts = data.join("sessions/s1/artifacts");
-    for d in [&ws, &tmp, &artifacts] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-        .filter(|(k, _)| k == "PATH" || k == "HOME" || k == "LANG")
-        .collect();
-    let homes: Vec<PathBuf> = env
-        .iter()
-        .filter(|(k, _)| k == "HOME")
-        .map(|(_, v)| PathBuf::from(v))
-        .collect();
-    let scope = ReadScope {
-        workspace: ws.clone(),
-        artifacts,
-        project: Vec::new(),
-        homes: homes.clone(),
-        owner: Owner {
-            waymark: vec![data],
-            homes,
-            env: env.clone(),
-        },
-    };
+    let (ws, tmp, env, scope) = support::layout(dir.path());
     // What every session pays on its first tool call: the private places outside /etc (the
     // file tools check them); then a sandboxed session's read set, once, and per command.
     let t = Instant::now();
