@@ -219,6 +219,11 @@ pub fn enter(
 /// Step 5: the child mounts its `/proc` and returns; the parent waits for it.
 #[allow(unsafe_code)]
 fn fork(scratch: &Scratch, lock: std::fs::File) -> Result<Side, MountError> {
+    // Stopped from outside (the runtime's timeout, Stop), this process kills the command and
+    // waits for it before the lock goes: the command, the first process of its namespace,
+    // takes no signal from here but SIGKILL. Caught from before the fork, so no stop is
+    // missed while the parent waits to be scheduled; the child goes back to the default.
+    catch_stops(true);
     // SAFETY: the helper is single-threaded here (no thread is started before this point),
     // so the child may run any code.
     let pid = unsafe { libc::fork() };
@@ -226,6 +231,7 @@ fn fork(scratch: &Scratch, lock: std::fs::File) -> Result<Side, MountError> {
         return Err(last_error("fork"));
     }
     if pid == 0 {
+        catch_stops(false);
         drop(lock);
         // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag of this process.
         unsafe {
@@ -246,7 +252,7 @@ fn fork(scratch: &Scratch, lock: std::fs::File) -> Result<Side, MountError> {
     }
     // No thread can start here (this process's new children live in another PID namespace,
     // which threads may not): the layer is measured between waits on the child's pidfd.
-    let full = watch(scratch, pid);
+    let watched = watch(scratch, pid);
     let mut status = 0;
     loop {
         // SAFETY: waitpid(2) writes the status into `status`, which outlives the call.
@@ -273,7 +279,10 @@ fn fork(scratch: &Scratch, lock: std::fs::File) -> Result<Side, MountError> {
         }
     }
     drop(lock);
-    if full {
+    if let Watched::Stopped(signal) = watched {
+        return Ok(Side::Parent(128 + signal));
+    }
+    if watched == Watched::Full {
         eprintln!(
             "waymark sandbox: the scratch layer passed its cap of {} MB (or {} entries); the command was stopped, and the layer is emptied before the next one",
             scratch.max_bytes / (1024 * 1024),
@@ -288,17 +297,63 @@ fn fork(scratch: &Scratch, lock: std::fs::File) -> Result<Side, MountError> {
     }))
 }
 
-/// Waits until the child `pid` ends or the layer passes its cap (the child is then killed):
-/// whether it was the cap.
+/// The signal that asked this process to stop, if one did (set by [`on_stop`]).
+static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_stop(signal: libc::c_int) {
+    STOPPED_BY.store(signal, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Makes SIGTERM, SIGINT and SIGHUP interrupt the wait instead of ending this process
+/// (`catch`), or end it again (the default).
 #[allow(unsafe_code)]
-fn watch(scratch: &Scratch, pid: libc::pid_t) -> bool {
+fn catch_stops(catch: bool) {
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: an all-zero sigaction is valid; the handler only stores to an atomic,
+        // which is async-signal-safe. No SA_RESTART: poll(2) returns EINTR.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = if catch {
+                on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t
+            } else {
+                libc::SIG_DFL
+            };
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// How the wait for the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    Ended,
+    /// The layer passed its cap: the command was killed.
+    Full,
+    /// This process was asked to stop by this signal: the command was killed.
+    Stopped(i32),
+}
+
+/// Waits until the child `pid` ends, the layer passes its cap, or this process is asked to
+/// stop (in both of the last the child is killed).
+#[allow(unsafe_code)]
+fn watch(scratch: &Scratch, pid: libc::pid_t) -> Watched {
     // SAFETY: pidfd_open(2) returns a new descriptor (owned below) or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
     let every = crate::temp::WATCH_EVERY.as_millis() as libc::c_int;
     if fd < 0 {
         // Only kernels before 5.3 lack pidfds, and they lack Landlock too: never here.
-        return false;
+        return Watched::Ended;
     }
+    let kill = |why: Watched| {
+        // SAFETY: kill(2) on the child this process forked, then closing the pidfd this
+        // function opened; no memory access.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::close(fd);
+        }
+        why
+    };
     loop {
         let mut p = libc::pollfd {
             fd,
@@ -307,23 +362,21 @@ fn watch(scratch: &Scratch, pid: libc::pid_t) -> bool {
         };
         // SAFETY: poll(2) on one pollfd that lives across the call.
         let ended = unsafe { libc::poll(&mut p, 1, every) } > 0;
+        let signal = STOPPED_BY.load(std::sync::atomic::Ordering::SeqCst);
+        if signal != 0 {
+            return kill(Watched::Stopped(signal));
+        }
         if ended {
             break;
         }
         let (bytes, entries) = scratch.usage();
         if bytes > scratch.max_bytes || entries > crate::temp::MAX_ENTRIES {
-            // SAFETY: kill(2) on the child this process forked; no memory access.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-            // SAFETY: closing the pidfd this function opened.
-            unsafe { libc::close(fd) };
-            return true;
+            return kill(Watched::Full);
         }
     }
     // SAFETY: closing the pidfd this function opened.
     unsafe { libc::close(fd) };
-    false
+    Watched::Ended
 }
 
 /// The arguments that ask the helper for a scratch shell (see [`crate::SandboxSpec`]).

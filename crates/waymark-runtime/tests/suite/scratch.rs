@@ -397,6 +397,59 @@ fn scratch_a_daemon_left_running_is_killed_when_the_command_ends() {
     }
 }
 
+/// Stopped from outside (the runtime's timeout, Stop: SIGTERM to the helper), the scratch
+/// shell kills its command and waits for it before it lets the layer go: nothing of the
+/// command is left running when the helper has ended, and it says it was stopped.
+#[test]
+fn scratch_a_stopped_command_is_gone_before_its_layer_is_free() {
+    let b = setup(64 << 20);
+    let tag = format!("{}.{}", 400, std::process::id());
+    let mut child = b
+        .command(&format!("sleep {tag}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The command itself, not the helper whose arguments name it.
+    let sleeping = || {
+        running(&format!("sleep {tag}"))
+            .into_iter()
+            .filter(|p| *p != child.id())
+            .count()
+    };
+    let started = std::time::Instant::now();
+    while sleeping() == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) of the helper this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    // Checked at once: the command must already be gone, not dying after its helper.
+    let left: Vec<u32> = running(&format!("sleep {tag}"));
+    for pid in &left {
+        #[allow(unsafe_code)]
+        // SAFETY: kill(2) of a `sleep` this test started (its tag is in the command).
+        unsafe {
+            libc::kill(*pid as i32, libc::SIGKILL);
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "the command outlived its stopped helper: {left:?}"
+    );
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    // The layer is free and mounts again.
+    let (code, out) = b.run("echo again");
+    assert_eq!((code, out.as_str()), (0, "again\n"));
+}
+
 /// The agent's edit made after a command copied the file into the layer wins: the next
 /// command sees the workspace's file, not the stale copy.
 #[test]
