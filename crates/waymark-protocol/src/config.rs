@@ -176,7 +176,7 @@ impl Default for SandboxConfig {
             read_allow: Vec::new(),
             temp_max_mb: 512,
             scratch_max_mb: 8192,
-            scratch_shell: false,
+            scratch_shell: true,
         }
     }
 }

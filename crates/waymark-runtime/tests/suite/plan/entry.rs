@@ -346,8 +346,9 @@ async fn pm_11_pm_12_reminder_text_and_cadence() {
         full.contains(&plan),
         "the reminder names the exact plan path"
     );
+    // The scratch shell is on by default, and this machine has it.
     assert!(
-        full.contains("read-only sandbox"),
+        full.contains("scratch sandbox"),
         "the shell line matches the sandbox state"
     );
     let redacted = full.replace(&plan, "<plan file>");

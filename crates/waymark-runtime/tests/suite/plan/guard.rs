@@ -148,7 +148,10 @@ async fn pm_13_a_symlink_at_the_plan_path_does_not_redirect_the_write() {
 
 #[tokio::test]
 async fn pm_14_shell_battery_under_landlock() {
-    let h = Harness::new(Config::default());
+    let mut c = Config::default();
+    // The read-only shell (the scratch shell off, as where the kernel refuses it).
+    c.sandbox.scratch_shell = false;
+    let h = Harness::new(c);
     std::fs::write(h.ws.join("a.txt"), "hello world\n").unwrap();
     std::fs::write(
         h.ws.join("Cargo.toml"),

@@ -96,7 +96,10 @@ fn mode_of(p: &Path) -> u32 {
 
 #[tokio::test]
 async fn the_plan_mode_shell_cannot_change_metadata_keep_capabilities_or_read_secrets() {
-    let h = Harness::new(Config::default());
+    let mut c = Config::default();
+    // The read-only shell (the scratch shell off, as where the kernel refuses it).
+    c.sandbox.scratch_shell = false;
+    let h = Harness::new(c);
     let home = fake_home(h.dir.path());
     let data = h.dir.path().join("data").canonicalize().unwrap();
     std::fs::write(h.ws.join("README"), "read me\n").unwrap();
@@ -349,6 +352,8 @@ async fn a_workspace_holding_the_home_folder_still_hides_its_credential_stores()
 #[tokio::test]
 async fn the_reviewer_shell_in_ask_mode_changes_no_metadata_and_reads_no_secret() {
     let mut c = Config::default();
+    // The read-only shell (the scratch shell off, as where the kernel refuses it).
+    c.sandbox.scratch_shell = false;
     c.goal.verification = Some(Verification::Subagent);
     let h = Harness::new(c);
     let home = fake_home(h.dir.path());

@@ -143,7 +143,10 @@ async fn read_file_reads_only_the_window_asked_for() {
 
 #[tokio::test]
 async fn the_sandboxed_shell_cannot_write_a_file_past_the_size_limit() {
-    let h = Harness::new(Config::default());
+    let mut c = Config::default();
+    // The read-only shell (the scratch shell off, as where the kernel refuses it).
+    c.sandbox.scratch_shell = false;
+    let h = Harness::new(c);
     let s = h.session(
         json!({"responses": [{"tool_calls": [{"name": "bash", "arguments": {"command":
             "head -c 300M /dev/zero > \"$TMPDIR/fill\"; stat -c 'size=%s' \"$TMPDIR/fill\"; rm -f \"$TMPDIR/fill\""}}]},
