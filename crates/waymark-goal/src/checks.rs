@@ -130,11 +130,7 @@ pub(crate) async fn run_all(
             keep: waymark_sandbox::scratch::Keep::BuildOutput,
             ..scratch
         });
-        let tool = api
-            .tools()
-            .iter()
-            .find(|t| t.is_shell())
-            .cloned()
+        let tool = crate::runtime_shell::shell_tool(api)
             .ok_or_else(|| "no shell tool is loaded".to_string())?;
         Ok::<_, String>((tool, spec))
     }
@@ -157,25 +153,13 @@ pub(crate) async fn run_all(
                 tail: String::new(),
             },
             Ok((tool, spec)) => {
-                let ctx = waymark_tools::ToolContext {
-                    workspace: api.workspace().to_path_buf(),
-                    session_dir: api.session_dir().to_path_buf(),
-                    artifacts: api.artifacts().to_path_buf(),
-                    cancel: cancel.clone(),
-                    output_limit: 256 * 1024,
-                    timeouts: waymark_tools::Timeouts {
-                        default: limit,
-                        max: limit,
-                        budget_left: None,
-                    },
-                    turn_id: 0,
-                    call_id: String::new(),
-                    sandbox: Some(spec.clone()),
-                    protected: api.sandbox().protected(&config.sandbox.read_allow),
-                    live: None,
-                    redactor: None,
-                    env: api.tool_env(),
-                };
+                let ctx = crate::runtime_shell::context(
+                    api,
+                    spec.clone(),
+                    limit,
+                    256 * 1024,
+                    cancel.clone(),
+                );
                 let args = serde_json::json!({
                     "command": command,
                     "timeout_ms": limit.as_millis() as u64,

@@ -17,6 +17,7 @@ mod protect;
 mod reminder;
 mod rules;
 pub(crate) mod runner;
+mod runtime_shell;
 pub mod settlement;
 mod test_files;
 mod tools;

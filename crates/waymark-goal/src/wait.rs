@@ -503,26 +503,14 @@ async fn check_context(api: &SessionApi, config: &Config) -> Option<(Arc<dyn Too
     let spec = api
         .sandbox()
         .spec(Vec::new(), config.plan.shell_network, &config.sandbox)?;
-    let tool = api.tools().iter().find(|t| t.is_shell())?.clone();
-    let ctx = ToolContext {
-        workspace: api.workspace().to_path_buf(),
-        session_dir: api.session_dir().to_path_buf(),
-        artifacts: api.artifacts().to_path_buf(),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        output_limit: 16 * 1024,
-        timeouts: waymark_tools::Timeouts {
-            default: CHECK_TIMEOUT,
-            max: CHECK_TIMEOUT,
-            budget_left: None,
-        },
-        turn_id: 0,
-        call_id: String::new(),
-        sandbox: Some(spec),
-        protected: api.sandbox().protected(&config.sandbox.read_allow),
-        live: None,
-        redactor: None,
-        env: api.tool_env(),
-    };
+    let tool = crate::runtime_shell::shell_tool(api)?;
+    let ctx = crate::runtime_shell::context(
+        api,
+        spec,
+        CHECK_TIMEOUT,
+        16 * 1024,
+        tokio_util::sync::CancellationToken::new(),
+    );
     Some((tool, ctx))
 }
 

@@ -41,9 +41,11 @@ describe("GoalPanel drafts", () => {
     expect((screen.getByTestId("goal-draft-criteria") as HTMLTextAreaElement).value).toBe("cargo test -p parser passes\na test covers [1, 2,]");
     expect(screen.getByTestId("goal-draft-reasoning").textContent).toContain("One module.");
     await fireEvent.input(screen.getByTestId("goal-draft-criteria"), { target: { value: "cargo test -p parser passes\n\n" } });
+    // Checks the runtime runs, one per line, blank lines left out.
+    await fireEvent.input(screen.getByTestId("goal-draft-checks"), { target: { value: "cargo test -p parser\n\n npm test \n" } });
     await fireEvent.click(screen.getByTestId("goal-draft-set"));
     await waitFor(() => expect(ops.length).toBe(1));
-    expect(ops[0]).toEqual({ op: "set", objective: "Make the parser accept trailing commas", budget: { tokens: { to: 150_000 }, turns: { to: 12 }, seconds: { to: 2700 } }, replace: false, criteria: "cargo test -p parser passes" });
+    expect(ops[0]).toEqual({ op: "set", objective: "Make the parser accept trailing commas", budget: { tokens: { to: 150_000 }, turns: { to: 12 }, seconds: { to: 2700 } }, replace: false, criteria: "cargo test -p parser passes", checks: ["cargo test -p parser", "npm test"] });
   });
 
   it("drafts once from `/goal draft` words and lets the ask go", async () => {

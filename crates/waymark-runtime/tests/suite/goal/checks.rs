@@ -702,3 +702,38 @@ async fn g_51_a_test_file_changed_while_the_checks_run_is_named() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// G-50, the reviewer: it builds and runs the project's tests in the goal's scratch layer,
+/// and the workspace is byte for byte as it was.
+#[tokio::test]
+async fn g_50_the_reviewer_runs_cargo_test_and_the_workspace_is_unchanged() {
+    let h = Harness::new(config(Verification::Subagent));
+    rust_crate(&h.ws);
+    std::fs::write(h.ws.join("src/lib.rs"), LIB_WRONG.replace("a - b", "a + b")).unwrap();
+    let before = tree(&h.ws);
+    let s = h.session(
+        json!({
+            "responses": [claim("done")],
+            "verifier": [
+                {"text": "Running the tests.", "tool_calls": [{"name": "bash", "arguments": {"command": "cargo test --offline 2>&1 | grep 'test result'"}}]},
+                {"text": "They pass.\nVERDICT: PASS"}
+            ]
+        }),
+        PermissionMode::Auto,
+    );
+    run(&s, user("/goal make add add")).await;
+    let reviewed = waymark_test_support::harness::verifier_results(&h.runtime, s.id());
+    assert!(
+        reviewed
+            .iter()
+            .any(|r| r.contains("test result: ok. 2 passed")),
+        "{reviewed:?}"
+    );
+    assert_eq!(status(&goal(&h, &s)).0, GoalStatus::Complete);
+    assert_eq!(
+        tree(&h.ws),
+        before,
+        "the workspace is byte for byte as it was"
+    );
+    s.shutdown().await.unwrap();
+}
