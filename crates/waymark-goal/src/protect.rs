@@ -37,6 +37,14 @@ pub const DEFAULT_GLOBS: &[&str] = &[
     ".mocharc*",
 ];
 
+/// A `goal.protect` glob that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("goal.protect: `{glob}` is not a glob: {reason}")]
+pub struct BadGlob {
+    pub glob: String,
+    pub reason: String,
+}
+
 /// The protected set of one goal.
 #[derive(Debug)]
 pub struct Protected {
@@ -52,16 +60,20 @@ impl Protected {
         user_globs: &[String],
         checks: &[String],
         workspace: &Path,
-    ) -> Result<Protected, String> {
+    ) -> Result<Protected, BadGlob> {
+        let bad = |glob: &str, e: globset::Error| BadGlob {
+            glob: glob.escape_debug().to_string(),
+            reason: e.to_string(),
+        };
         let mut b = GlobSetBuilder::new();
         for g in DEFAULT_GLOBS {
-            b.add(Glob::new(g).map_err(|e| format!("`{g}`: {e}"))?);
+            b.add(Glob::new(g).map_err(|e| bad(g, e))?);
         }
         for g in user_globs {
             let glob = globset::GlobBuilder::new(g.trim_start_matches("./"))
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("goal.protect: `{}` is not a glob: {e}", g.escape_debug()))?;
+                .map_err(|e| bad(g, e))?;
             b.add(glob);
             // `dir/` and `dir` protect what is inside too.
             let inside = format!("{}/**", g.trim_start_matches("./").trim_end_matches('/'));
@@ -69,9 +81,7 @@ impl Protected {
                 b.add(glob);
             }
         }
-        let globs = b
-            .build()
-            .map_err(|e| format!("goal.protect: the globs do not combine: {e}"))?;
+        let globs = b.build().map_err(|e| bad("(all of them together)", e))?;
         let named = checks.iter().flat_map(|c| named_by(c, workspace)).collect();
         Ok(Protected { globs, named })
     }
@@ -250,6 +260,11 @@ mod tests {
     fn a_glob_that_does_not_parse_is_named() {
         let ws = tempfile::tempdir().unwrap();
         let e = Protected::new(&["src/[".into()], &[], ws.path()).unwrap_err();
-        assert!(e.contains("`src/[`"), "{e}");
+        assert_eq!(e.glob, "src/[");
+        assert!(
+            e.to_string()
+                .starts_with("goal.protect: `src/[` is not a glob"),
+            "{e}"
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod harness;
 pub mod mock_server;
+pub mod sandbox_layout;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

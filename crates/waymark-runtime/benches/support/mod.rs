@@ -7,55 +7,14 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use waymark_runtime::sandbox::new_session;
-use waymark_runtime::sandbox::private::Owner;
 use waymark_runtime::sandbox::reads::ReadScope;
+pub use waymark_test_support::sandbox_layout::EnvVar;
 
-/// An environment variable as a command gets it.
-pub type EnvVar = (std::ffi::OsString, std::ffi::OsString);
-
-/// Under `root`: a workspace, a session's temp and artifacts folders and its data folder;
-/// returns the workspace, the temp folder, the environment commands get (`PATH`, `HOME`,
-/// `LANG` and the Rust toolchain's own) and the read scope.
+/// Under `root`: a session's folders (see `waymark_test_support::sandbox_layout`); returns
+/// the workspace, the temp folder, the environment commands get and the read scope.
 pub fn layout(root: &Path) -> (PathBuf, PathBuf, Vec<EnvVar>, ReadScope) {
-    let root = root.canonicalize().expect("canonical");
-    let ws = root.join("ws");
-    let data = root.join("data");
-    let tmp = data.join("sessions/s1/sandbox-tmp");
-    let artifacts = data.join("sessions/s1/artifacts");
-    for d in [&ws, &tmp, &artifacts] {
-        std::fs::create_dir_all(d).expect("mkdir");
-    }
-    let env: Vec<EnvVar> = std::env::vars_os()
-        .filter(|(k, _)| {
-            [
-                "PATH",
-                "HOME",
-                "LANG",
-                "RUSTUP_HOME",
-                "CARGO_HOME",
-                "RUSTUP_TOOLCHAIN",
-            ]
-            .iter()
-            .any(|n| k == n)
-        })
-        .collect();
-    let homes: Vec<PathBuf> = env
-        .iter()
-        .filter(|(k, _)| k == "HOME")
-        .map(|(_, v)| PathBuf::from(v))
-        .collect();
-    let scope = ReadScope {
-        workspace: ws.clone(),
-        artifacts,
-        project: Vec::new(),
-        homes: homes.clone(),
-        owner: Owner {
-            waymark: vec![data],
-            homes,
-            env: env.clone(),
-        },
-    };
-    (ws, tmp, env, scope)
+    let l = waymark_test_support::sandbox_layout::layout(root);
+    (l.ws, l.tmp, l.env, l.scope)
 }
 
 /// Wall time and CPU time (user + system of the child) of one command.

@@ -38,13 +38,14 @@ fn git(ws: &Path, args: &[&str]) {
 fn setup(max_bytes: u64) -> Box_ {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let ws = root.join("ws");
-    let data = root.join("data");
-    let tmp = data.join("sessions/s1/sandbox-tmp");
-    let artifacts = data.join("sessions/s1/artifacts");
-    for d in [&ws, &tmp, &artifacts, &root.join("outside")] {
-        std::fs::create_dir_all(d).unwrap();
-    }
+    let waymark_test_support::sandbox_layout::Layout {
+        ws,
+        data,
+        tmp,
+        scope,
+        ..
+    } = waymark_test_support::sandbox_layout::layout(&root);
+    std::fs::create_dir_all(root.join("outside")).unwrap();
     std::fs::write(root.join("outside/keep.txt"), "outside\n").unwrap();
     std::fs::create_dir_all(ws.join("src")).unwrap();
     std::fs::write(ws.join("a.txt"), "alpha\n").unwrap();
@@ -53,25 +54,6 @@ fn setup(max_bytes: u64) -> Box_ {
     git(&ws, &["init", "-q"]);
     git(&ws, &["add", "-A"]);
     git(&ws, &["commit", "-qm", "first"]);
-    let env: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(k, _)| k == "PATH" || k == "HOME" || k == "LANG")
-        .collect();
-    let homes: Vec<PathBuf> = env
-        .iter()
-        .filter(|(k, _)| k == "HOME")
-        .map(|(_, v)| PathBuf::from(v))
-        .collect();
-    let scope = ReadScope {
-        workspace: ws.clone(),
-        artifacts,
-        project: Vec::new(),
-        homes: homes.clone(),
-        owner: Owner {
-            waymark: vec![data.clone()],
-            homes,
-            env,
-        },
-    };
     let helper = vec![OsString::from(env!("CARGO_BIN_EXE_waymark-sandbox"))];
     let sandbox = Sandbox::new(Some(helper), None, tmp, scope);
     assert!(sandbox.probe().complete(), "{:?}", sandbox.probe());
