@@ -105,6 +105,21 @@ async fn g_49_a_failing_cargo_test_keeps_the_goal_active_and_a_passing_one_compl
         c.runs.iter().map(|r| r.passed).collect::<Vec<_>>(),
         [Some(1), Some(2)]
     );
+    // `/goal` (and `waymark goal show`) says the same in words.
+    let shown = run(&s, user("/goal")).await;
+    let text = shown
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::CommandOutput { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        text.contains(
+            "Check: cargo test --offline — 2/2 tests passing (at the start: 1/2 tests passing)"
+        ),
+        "{text}"
+    );
     let reqs = rec.requests.lock().unwrap().clone();
     assert!(
         reqs.iter().any(|r| r.messages.iter().any(|m| matches!(m,
