@@ -354,8 +354,12 @@ impl ToolGuard for PermissionGuard {
             });
         // A file an extension protects (a goal's checks and CI files, G-52): asked about in
         // every mode, `auto` included, and no grant covers it.
+        // Judged where the write lands and by the name it gives (a link named like a
+        // protected file is one, wherever it leads).
+        let named: Vec<PathBuf> = raw.iter().map(|p| call.workspace.join(p)).collect();
         let guarded = targets
             .iter()
+            .chain(&named)
             .find_map(|t| self.rules.iter().find_map(|r| r.protects(call, t)));
         let touches_git = touches_git || guarded.is_some();
         // A file an extension's rule lets go (the plan file in plan mode), when nothing above

@@ -85,10 +85,22 @@ pub(crate) async fn before_turn(
     if cancel.is_cancelled() || runs.len() < checks.len() {
         return Ok(());
     }
+    // Its build output becomes the base every later check starts from.
+    let (sandbox, owner) = (
+        api.sandbox().clone(),
+        crate::checks::scratch_owner(&goal.id),
+    );
+    // Unfrozen, later checks simply build from nothing: slower, never less safe.
+    match tokio::task::spawn_blocking(move || sandbox.freeze_scratch(&owner)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("the goal's baseline build was not kept: {e}"),
+        Err(e) => tracing::warn!("the goal's baseline build was not kept: {e}"),
+    }
     let ws = api.workspace().to_path_buf();
-    let files = tokio::task::spawn_blocking(move || test_files::scan(&ws, |p| protect.matches(p)))
-        .await
-        .map_err(|e| Error::Corrupt(format!("the test-file scan failed: {e}")))?;
+    let files =
+        tokio::task::spawn_blocking(move || test_files::scan(&ws, |p| protect.matches(p)).files)
+            .await
+            .map_err(|e| Error::Corrupt(format!("the test-file scan failed: {e}")))?;
     let protect = protected(api, &checks)?;
     api.write(|tx| {
         let now = tx.now();
@@ -306,9 +318,11 @@ fn base_runs(conn: &rusqlite::Connection, goal_id: &str) -> Result<Vec<(String, 
 pub(crate) async fn hashes_now(api: &SessionApi, checks: &[String]) -> Result<Hashes> {
     let protect = protected(api, checks)?;
     let ws = api.workspace().to_path_buf();
-    tokio::task::spawn_blocking(move || hashes(&test_files::scan(&ws, |p| protect.matches(p))))
-        .await
-        .map_err(|e| Error::Corrupt(format!("the test-file scan failed: {e}")))
+    tokio::task::spawn_blocking(move || {
+        hashes(&test_files::scan(&ws, |p| protect.matches(p)).files)
+    })
+    .await
+    .map_err(|e| Error::Corrupt(format!("the test-file scan failed: {e}")))
 }
 
 /// Files by path, with their hashes.
@@ -345,7 +359,7 @@ pub(crate) async fn weakened(
         let mut found = compare(&ws, &protect, &base_runs, &base_files, &runs);
         // What the checks saw must be what is judged: a file that changed while they ran
         // (a process left behind, swapping a test in and out) is named.
-        let after = hashes(&test_files::scan(&ws, |p| protect.matches(p)));
+        let after = hashes(&test_files::scan(&ws, |p| protect.matches(p)).files);
         let moved: Vec<&String> = before
             .keys()
             .chain(after.keys())
@@ -398,7 +412,13 @@ fn compare(
             Some(_) => {}
         }
     }
-    let now: BTreeMap<String, Scanned> = test_files::scan(ws, |p| protect.matches(p))
+    let scan = test_files::scan(ws, |p| protect.matches(p));
+    if let Some(why) = scan.incomplete {
+        // What was left out could hide anything: not complete on its strength.
+        found.push(format!("the test files could not all be compared: {why}"));
+    }
+    let now: BTreeMap<String, Scanned> = scan
+        .files
         .into_iter()
         .map(|s| (s.path.clone(), s))
         .collect();
@@ -590,7 +610,7 @@ pub(crate) fn test_diff(api: &SessionApi, goal_id: &str, max: usize) -> Result<S
             break;
         }
     }
-    for s in test_files::scan(ws, |_| false) {
+    for s in test_files::scan(ws, |_| false).files {
         if !seen.contains(&s.path) && out.len() <= max {
             out.push_str(&format!("{} is new since the goal started\n", s.path));
         }

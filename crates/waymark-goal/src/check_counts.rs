@@ -32,6 +32,7 @@ pub fn counts(output: &str) -> Option<TestCounts> {
         .or_else(|| node_tap(&lines))
         .or_else(|| pytest(&lines))
         .or_else(|| go(&lines))
+        .or_else(|| unittest(&lines))
         .or_else(|| plain(&lines))
 }
 
@@ -120,6 +121,37 @@ fn go(lines: &[&str]) -> Option<TestCounts> {
         skipped: n("--- SKIP:"),
     };
     (c != TestCounts::default()).then_some(c)
+}
+
+/// Python's unittest: `Ran 5 tests in 0.01s`, then `OK`, `OK (skipped=1)` or
+/// `FAILED (failures=1, errors=1, skipped=1)`.
+fn unittest(lines: &[&str]) -> Option<TestCounts> {
+    let at = lines
+        .iter()
+        .rposition(|l| l.starts_with("Ran ") && l.contains(" test"))?;
+    let ran: u64 = lines[at]["Ran ".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let verdict = lines[at + 1..].iter().find(|l| !l.is_empty())?;
+    let field = |name: &str| -> u64 {
+        verdict
+            .split(['(', ')', ','])
+            .filter_map(|part| part.trim().strip_prefix(name)?.strip_prefix('='))
+            .filter_map(|n| n.trim().parse::<u64>().ok())
+            .sum()
+    };
+    if !verdict.starts_with("OK") && !verdict.starts_with("FAILED") {
+        return None;
+    }
+    let skipped = field("skipped") + field("expected failures");
+    let failed = field("failures") + field("errors") + field("unexpected successes");
+    Some(TestCounts {
+        passed: ran.saturating_sub(skipped).saturating_sub(failed),
+        failed,
+        skipped,
+    })
 }
 
 /// The plain `N passed, N failed` on the last line that says it.
@@ -329,6 +361,29 @@ mod tests {
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(counts(&text), c(1, 1, 1), "{text}");
+    }
+
+    #[test]
+    fn unittest_reads_ran_and_its_verdict() {
+        let ok = "..s\n----------------------------------------------------------------------\nRan 3 tests in 0.001s\n\nOK (skipped=1)\n";
+        assert_eq!(
+            counts(ok),
+            Some(TestCounts {
+                passed: 2,
+                failed: 0,
+                skipped: 1
+            })
+        );
+        let failed = "Ran 4 tests in 0.002s\n\nFAILED (failures=1, errors=1)\n";
+        assert_eq!(
+            counts(failed),
+            Some(TestCounts {
+                passed: 2,
+                failed: 2,
+                skipped: 0
+            })
+        );
+        assert_eq!(counts("Ran the build\nall good\n"), None);
     }
 
     #[test]

@@ -124,10 +124,15 @@ pub(crate) async fn run_all(
             .sandbox()
             .spec(Vec::new(), config.goal.check_network, &config.sandbox)
             .ok_or_else(|| "the sandbox is incomplete on this machine".to_string())?;
-        // The run that decides must not see what an earlier check's code left in the
-        // layer: only build output and caches stay between checks (G-51).
+        // The baseline builds (the user's code as the goal found it: its build output is
+        // then frozen as the layer's base); every later check starts from that base alone,
+        // so nothing code from an earlier state of the workspace wrote reaches it (G-51).
         spec.scratch = Some(waymark_sandbox::scratch::Scratch {
-            keep: waymark_sandbox::scratch::Keep::BuildOutput,
+            keep: if baseline {
+                waymark_sandbox::scratch::Keep::BuildOutput
+            } else {
+                waymark_sandbox::scratch::Keep::Nothing
+            },
             ..scratch
         });
         let tool = crate::runtime_shell::shell_tool(api)

@@ -45,7 +45,8 @@ impl StartObjective for StartGoal {
         }
         let change = proposed_budget(o.proposed_budget.as_deref(), o.budget)?;
         let budgets = budgets_of(&args_of(&change)?);
-        // The plan's `## Checks` and its steps' own, else the folder's (G-49).
+        // The folder's checks, then the plan's `## Checks` and its steps' own (G-49): a plan,
+        // which the agent wrote, adds checks but never drops the user's.
         let steps: Vec<GoalStep> = o
             .steps
             .into_iter()
@@ -55,14 +56,15 @@ impl StartObjective for StartGoal {
                 met: None,
             })
             .collect();
-        let mut checks = o.checks;
-        for c in steps.iter().filter_map(|s| s.check.clone()) {
+        let mut checks: Vec<String> = Vec::new();
+        let from_plan = o
+            .checks
+            .into_iter()
+            .chain(steps.iter().filter_map(|s| s.check.clone()));
+        for c in api.config().goal.checks.iter().cloned().chain(from_plan) {
             if !checks.contains(&c) {
                 checks.push(c);
             }
-        }
-        if checks.is_empty() {
-            checks = api.config().goal.checks.clone();
         }
         crate::checks::refuse_checks(&checks)?;
         crate::baseline::protected(api, &checks)?;

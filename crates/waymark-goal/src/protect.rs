@@ -35,6 +35,13 @@ pub const DEFAULT_GLOBS: &[&str] = &[
     "jest.config.*",
     "vitest.config.*",
     ".mocharc*",
+    "setup.cfg",
+    "tox.ini",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    "sitecustomize.py",
+    "**/sitecustomize.py",
+    "usercustomize.py",
 ];
 
 /// A `goal.protect` glob that does not parse.

@@ -32,8 +32,17 @@ impl PermissionRule for GoalRules {
             return None;
         }
         let api = call.api?;
-        let rel = target.strip_prefix(call.workspace).ok()?.to_str()?;
-        protected_now(api, rel)
+        // `/`-separated with no `.` parts, however the path was spelled.
+        let rel: Vec<&str> = target
+            .strip_prefix(call.workspace)
+            .ok()?
+            .components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(n) => n.to_str(),
+                _ => None,
+            })
+            .collect();
+        protected_now(api, &rel.join("/"))
     }
 }
 

@@ -31,10 +31,15 @@ pub struct Scanned {
     pub content: Option<String>,
 }
 
-/// The most files a scan looks at; a larger tree is scanned up to here.
+/// The most files (and links) a scan looks at; past it the scan says it is incomplete.
 const MAX_FILES: usize = 50_000;
-/// Larger files are not test files anyone writes by hand: left out.
-const MAX_BYTES: u64 = 2 * 1024 * 1024;
+/// Larger files are hashed but not counted: no one writes a test file that big by hand.
+const TALLY_BYTES: u64 = 1024 * 1024;
+/// Larger files are known by their size alone (a hostile tree of huge sparse files would
+/// otherwise take hours to hash).
+const HASH_BYTES: u64 = 64 * 1024 * 1024;
+/// The most one scan reads, all files together; past it the scan says it is incomplete.
+const SCAN_BYTES: u64 = 256 * 1024 * 1024;
 /// Text kept for the diff, per file.
 pub const KEEP_BYTES: usize = 64 * 1024;
 
@@ -223,16 +228,46 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads one file of the workspace as the scan sees it: `None` when it is missing, too large
-/// or unreadable. `is_test` as the scan judges it.
+/// Reads one entry of the workspace as the scan sees it: a file (counted when small, hashed
+/// when not huge), or a link (known by where it leads; never followed). `None` when it is
+/// missing, unreadable or something else (a FIFO is never opened).
 pub fn read_one(workspace: &Path, rel: &str) -> Option<Scanned> {
     let full = workspace.join(rel);
     let meta = std::fs::symlink_metadata(&full).ok()?;
-    if !meta.is_file() || meta.len() > MAX_BYTES {
+    let by_name = lang(Path::new(rel)).is_some_and(|l| named_as_test(Path::new(rel), l));
+    let plain = |sha256: String| Scanned {
+        path: rel.to_string(),
+        sha256,
+        tally: Tally::default(),
+        is_test: by_name,
+        content: None,
+    };
+    if meta.file_type().is_symlink() {
+        let to = std::fs::read_link(&full).ok()?;
+        let mut bytes = b"link:".to_vec();
+        bytes.extend_from_slice(to.as_os_str().as_encoded_bytes());
+        return Some(plain(sha256_hex(&bytes)));
+    }
+    if !meta.is_file() {
         return None;
     }
-    let bytes = std::fs::read(&full).ok()?;
-    Some(judge(rel, &bytes))
+    if meta.len() <= TALLY_BYTES {
+        let bytes = std::fs::read(&full).ok()?;
+        return Some(judge(rel, &bytes));
+    }
+    if meta.len() > HASH_BYTES {
+        return Some(plain(format!("too-large:{}", meta.len())));
+    }
+    let mut hasher = Sha256::new();
+    let mut file = std::fs::File::open(&full).ok()?;
+    std::io::copy(&mut file, &mut hasher).ok()?;
+    Some(plain(
+        hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    ))
 }
 
 fn judge(rel: &str, bytes: &[u8]) -> Scanned {
@@ -255,11 +290,21 @@ fn judge(rel: &str, bytes: &[u8]) -> Scanned {
     }
 }
 
-/// The test files of the workspace, and the files `also` picks (the protected ones), in
-/// path order. `.gitignore` is not honoured (an agent could ignore a file to hide it); `.git`
-/// and build output and caches are left out by name, and links are not followed.
-pub fn scan(workspace: &Path, also: impl Fn(&str) -> bool) -> Vec<Scanned> {
-    let mut out = Vec::new();
+/// What a scan found, and why it is incomplete if it is.
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub files: Vec<Scanned>,
+    /// Set when the tree held more than a scan reads (files or bytes): what was left out
+    /// cannot be compared.
+    pub incomplete: Option<String>,
+}
+
+/// The test files of the workspace, and the files and links `also` picks (the protected
+/// ones), in path order. `.gitignore` is not honoured (an agent could ignore a file to hide
+/// it); `.git` and build output and caches are left out by name; links are read, never
+/// followed.
+pub fn scan(workspace: &Path, also: impl Fn(&str) -> bool) -> Scan {
+    let mut out = Scan::default();
     let walk = ignore::WalkBuilder::new(workspace)
         .hidden(false)
         .git_ignore(false)
@@ -291,9 +336,18 @@ pub fn scan(workspace: &Path, also: impl Fn(&str) -> bool) -> Vec<Scanned> {
             )
         })
         .build();
-    for entry in walk.flatten().take(MAX_FILES) {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
+    let (mut seen, mut read) = (0usize, 0u64);
+    for entry in walk.flatten() {
+        let Some(kind) = entry.file_type() else {
             continue;
+        };
+        if !kind.is_file() && !kind.is_symlink() {
+            continue;
+        }
+        seen += 1;
+        if seen > MAX_FILES {
+            out.incomplete = Some(format!("the workspace holds more than {MAX_FILES} files"));
+            break;
         }
         let Ok(rel) = entry.path().strip_prefix(workspace) else {
             continue;
@@ -308,11 +362,19 @@ pub fn scan(workspace: &Path, also: impl Fn(&str) -> bool) -> Vec<Scanned> {
         if !picked && !candidate {
             continue;
         }
+        read = read.saturating_add(entry.metadata().map_or(0, |m| m.len().min(HASH_BYTES)));
+        if read > SCAN_BYTES {
+            out.incomplete = Some(format!(
+                "its test and protected files hold more than {} MB",
+                SCAN_BYTES / (1024 * 1024)
+            ));
+            break;
+        }
         if let Some(s) = read_one(workspace, rel_text).filter(|s| s.is_test || picked) {
-            out.push(s);
+            out.files.push(s);
         }
     }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.files.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
 
@@ -389,6 +451,44 @@ mod tests {
     }
 
     #[test]
+    fn links_and_large_files_are_seen_and_a_scan_past_its_budget_says_so() {
+        let ws = tempfile::tempdir().unwrap();
+        let w = ws.path();
+        std::fs::create_dir_all(w.join("helpers")).unwrap();
+        std::fs::write(w.join("helpers/plug.py"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink("helpers/plug.py", w.join("conftest.py")).unwrap();
+        let big = std::fs::File::create(w.join("test_big.py")).unwrap();
+        big.set_len(3 * 1024 * 1024).unwrap();
+        let s = scan(w, |p| p == "conftest.py");
+        let paths: Vec<&str> = s.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["conftest.py", "test_big.py"]);
+        assert_eq!(s.files[0].sha256, sha256_hex(b"link:helpers/plug.py"));
+        assert!(s.files[1].is_test && s.files[1].content.is_none());
+        assert!(s.incomplete.is_none());
+        // A FIFO named like a test is never opened (reading one would block).
+        let made = std::process::Command::new("mkfifo")
+            .arg(w.join("test_pipe.py"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(read_one(w, "test_pipe.py").is_none());
+        // Sparse files past the scan's budget: said, not read for hours.
+        std::fs::create_dir_all(w.join("junk")).unwrap();
+        for i in 0..5 {
+            let f = std::fs::File::create(w.join(format!("junk/f{i}_test.py"))).unwrap();
+            f.set_len(HASH_BYTES + 1).unwrap();
+        }
+        let s = scan(w, |_| false);
+        assert!(
+            s.incomplete
+                .as_deref()
+                .is_some_and(|w| w.contains("more than 256 MB")),
+            "{:?}",
+            s.incomplete
+        );
+    }
+
+    #[test]
     fn the_scan_finds_test_files_by_name_or_by_their_tests_and_skips_ignored_folders() {
         let ws = tempfile::tempdir().unwrap();
         let w = ws.path();
@@ -418,6 +518,7 @@ mod tests {
         std::fs::write(w.join(".gitignore"), "pkg/\n").unwrap();
         std::fs::write(w.join(".git/test_x.py"), "def test_x(): pass\n").unwrap();
         let found: Vec<(String, bool)> = scan(w, |p| p.starts_with(".github/"))
+            .files
             .into_iter()
             .map(|s| (s.path, s.is_test))
             .collect();

@@ -211,7 +211,7 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
         scratch: None,
         program: Vec::new(),
     };
-    let mut build_only = false;
+    let mut keep = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.to_str() {
@@ -239,7 +239,8 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
                     keep: crate::scratch::Keep::All,
                 });
             }
-            Some("--scratch-build-only") => build_only = true,
+            Some("--scratch-build-only") => keep = Some(crate::scratch::Keep::BuildOutput),
+            Some("--scratch-fresh") => keep = Some(crate::scratch::Keep::Nothing),
             Some("--net") => {
                 a.network = match it.next().and_then(|v| v.to_str()) {
                     Some("deny") => seccomp::Network::Deny,
@@ -257,12 +258,12 @@ fn parse(args: &[OsString]) -> Result<Args, UsageError> {
             _ => return Err(UsageError(format!("unexpected argument {arg:?}"))),
         }
     }
-    if build_only {
+    if let Some(keep) = keep {
         match a.scratch.as_mut() {
-            Some(s) => s.keep = crate::scratch::Keep::BuildOutput,
+            Some(s) => s.keep = keep,
             None => {
                 return Err(UsageError(
-                    "--scratch-build-only goes with --scratch".into(),
+                    "--scratch-build-only and --scratch-fresh go with --scratch".into(),
                 ));
             }
         }

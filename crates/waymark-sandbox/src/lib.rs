@@ -392,6 +392,12 @@ impl Sandbox {
             .discard()
     }
 
+    /// Freezes the scratch layer of `owner` as its base (see [`scratch::Scratch::freeze`]).
+    pub fn freeze_scratch(&self, owner: &str) -> std::io::Result<()> {
+        self.scratch_layer(owner, &SandboxConfig::default())
+            .freeze()
+    }
+
     /// [`Sandbox::scratch`], run off the async threads the first time.
     pub async fn scratch_async(
         self: &std::sync::Arc<Self>,

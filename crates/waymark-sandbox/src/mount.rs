@@ -175,9 +175,16 @@ pub fn enter(
             .filter(|f| f.metadata().is_ok_and(|m| m.is_dir() || m.is_file()))
     };
     let ws = c_path(&scratch.workspace)?;
+    // The layer's frozen base (a goal's baseline build), if it has one, lies between the
+    // workspace and the changes: overlayfs takes the leftmost lower layer as the top one.
+    let base = scratch.base();
+    let lower = if base.is_dir() {
+        format!("{}:{}", base.display(), scratch.workspace.display())
+    } else {
+        scratch.workspace.display().to_string()
+    };
     let options = format!(
-        "lowerdir={},upperdir={},workdir={},userxattr,index=off,xino=off,volatile",
-        scratch.workspace.display(),
+        "lowerdir={lower},upperdir={},workdir={},userxattr,index=off,xino=off,volatile",
         scratch.upper().display(),
         scratch.work().display()
     );
@@ -387,8 +394,10 @@ pub fn args(scratch: &Scratch) -> Vec<std::ffi::OsString> {
         scratch.layer.clone().into_os_string(),
         OsStr::new(&scratch.max_bytes.to_string()).to_os_string(),
     ];
-    if scratch.keep == crate::scratch::Keep::BuildOutput {
-        a.push("--scratch-build-only".into());
+    match scratch.keep {
+        crate::scratch::Keep::All => {}
+        crate::scratch::Keep::BuildOutput => a.push("--scratch-build-only".into()),
+        crate::scratch::Keep::Nothing => a.push("--scratch-fresh".into()),
     }
     a
 }

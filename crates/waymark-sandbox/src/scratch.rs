@@ -30,9 +30,12 @@ pub enum Keep {
     #[default]
     All,
     /// Only build output and caches (`target/`, `node_modules/`, `__pycache__/`, lock
-    /// files…): a goal's checks, so code a check ran cannot leave a changed test, a
-    /// `conftest.py` or a `.cargo/config.toml` behind for the run that decides (G-51).
+    /// files…): a goal's baseline run, whose build is then frozen as the layer's base.
     BuildOutput,
+    /// Nothing: the command starts from the frozen base alone. A goal's checks after the
+    /// baseline, so no output of code from an earlier state of the workspace (a planted
+    /// `.pyc`, a changed test binary, a `conftest.py`) reaches the run that decides (G-51).
+    Nothing,
 }
 
 /// Folders (anywhere) and files a build or a test runner makes and reads back: what a
@@ -174,7 +177,37 @@ impl Scratch {
         match self.keep {
             Keep::All => drop_stale(&self.workspace, &self.upper()),
             Keep::BuildOutput => keep_build_output(&self.upper()),
+            Keep::Nothing => {
+                remove_tree(&self.upper())?;
+                std::fs::create_dir(self.upper())
+            }
         }
+    }
+
+    /// The frozen base: build output of a trusted run, a read-only layer under the changes.
+    pub fn base(&self) -> PathBuf {
+        self.layer.join("base")
+    }
+
+    /// Freezes what the layer holds, pruned to build output and caches, as its base (the
+    /// one before goes), and starts the changes empty: the goal's baseline build, made by
+    /// the user's code as it was when the goal started, stays for every later check.
+    pub fn freeze(&self) -> std::io::Result<()> {
+        if !self.layer.exists() {
+            return Ok(());
+        }
+        let lock = self.lock().map_err(std::io::Error::other)?;
+        keep_build_output(&self.upper())?;
+        remove_tree(&self.base())?;
+        std::fs::rename(self.upper(), self.base())?;
+        {
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(self.upper())?;
+        }
+        drop(lock);
+        Ok(())
     }
 
     /// Removes the layer (the lock held while it goes).
@@ -184,6 +217,7 @@ impl Scratch {
         }
         let lock = self.lock().map_err(std::io::Error::other)?;
         remove_tree(&self.upper())?;
+        remove_tree(&self.base())?;
         remove_tree(&self.work())?;
         drop(lock);
         // A command that waited for the lock makes the folders again; then they stay.

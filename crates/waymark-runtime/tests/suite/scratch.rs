@@ -478,6 +478,40 @@ fn scratch_a_checks_layer_keeps_build_output_and_drops_what_code_left_behind() {
     );
 }
 
+/// A goal's checks after its baseline start from the baseline's frozen build alone: a cache
+/// or a hook file a later check's code planted (a `.pyc` standing in for a test, a
+/// `conftest.py`) is gone for the next one, while the baseline's build stays (G-51).
+#[test]
+fn scratch_a_claim_run_sees_the_frozen_baseline_build_and_nothing_a_later_check_planted() {
+    let mut b = setup(64 << 20);
+    b.scratch.keep = waymark_sandbox::scratch::Keep::BuildOutput;
+    let (code, out) = b.run(
+        "mkdir -p target/debug src/__pycache__ && echo built > target/debug/out && echo trusted > src/__pycache__/lib.pyc",
+    );
+    assert_eq!(code, 0, "{out}");
+    b.scratch.freeze().unwrap();
+    b.scratch.keep = waymark_sandbox::scratch::Keep::Nothing;
+    let (code, out) = b.run(
+        "echo planted > src/__pycache__/test_x.pyc && echo planted > src/__pycache__/lib.pyc && echo hook > conftest.py && echo tampered >> target/debug/out",
+    );
+    assert_eq!(code, 0, "{out}");
+    let (_, seen) = b.run("ls -a . src/__pycache__; cat target/debug/out src/__pycache__/lib.pyc");
+    assert!(
+        !seen.contains("test_x.pyc") && !seen.contains("conftest.py"),
+        "{seen}"
+    );
+    assert!(
+        !seen.contains("planted") && !seen.contains("tampered"),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("built\ntrusted\n"),
+        "the baseline's build stays: {seen}"
+    );
+    // The workspace has none of it.
+    assert!(!b.ws.join("target").exists() && !b.ws.join("conftest.py").exists());
+}
+
 /// Two commands on one layer run one after the other, never both over it at once.
 #[test]
 fn scratch_two_commands_on_one_layer_take_turns() {

@@ -752,3 +752,47 @@ async fn g_50_the_reviewer_runs_cargo_test_and_the_workspace_is_unchanged() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// G-51, G-52 with links: a runner hook added by the shell as a link to an unprotected file
+/// is named at the claim; a file-tool write through a link named like a protected file asks.
+#[tokio::test]
+async fn g_52_a_protected_name_that_is_a_link_is_still_protected() {
+    let h = Harness::new(config(Verification::None));
+    std::fs::create_dir_all(h.ws.join("tests")).unwrap();
+    std::fs::write(
+        h.ws.join("tests/test_a.py"),
+        "def test_a():\n    assert True\n",
+    )
+    .unwrap();
+    let s = h.session(
+        json!({"responses": [
+            bash("mkdir -p helpers && echo 'x = 1' > helpers/plug.py && ln -s ../helpers/plug.py tests/conftest.py"),
+            claim("done"),
+        ]}),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, user("/goal keep it green check=true")).await;
+    assert_weakened(
+        &goal(&h, &s),
+        &ev,
+        &["the protected file `tests/conftest.py` was added without your approval"],
+    );
+    s.shutdown().await.unwrap();
+
+    let h = Harness::new(config(Verification::None));
+    std::fs::create_dir_all(h.ws.join("helpers")).unwrap();
+    std::fs::write(h.ws.join("helpers/plug.py"), "x = 1\n").unwrap();
+    std::os::unix::fs::symlink("helpers/plug.py", h.ws.join("conftest.py")).unwrap();
+    let s = h.session(
+        json!({"responses": [
+            json!({"text": "hooking", "tool_calls": [{"name": "write", "arguments": {"path": "conftest.py", "content": "def pytest_runtest_makereport(): pass\n"}}]}),
+        ]}),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, user("/goal keep it green check=true")).await;
+    assert!(
+        waymark_test_support::harness::permission_asked(&ev).is_some(),
+        "a write through a link named conftest.py asks"
+    );
+    s.shutdown().await.unwrap();
+}
