@@ -341,6 +341,7 @@ pub(crate) async fn weakened(
     checks: &[String],
     runs: &[CheckRun],
     before: Hashes,
+    touched: std::collections::BTreeSet<String>,
 ) -> Result<Vec<String>> {
     let (taken, base_runs, base_files) = api.read(|c| {
         Ok((
@@ -360,10 +361,19 @@ pub(crate) async fn weakened(
         // What the checks saw must be what is judged: a file that changed while they ran
         // (a process left behind, swapping a test in and out) is named.
         let after = hashes(&test_files::scan(&ws, |p| protect.matches(p)).files);
+        // Also what was written and put back while they ran: a test or protected file, by
+        // what it was before or is now, or by its name.
+        let judged = |p: &String| {
+            before.contains_key(p)
+                || after.contains_key(p)
+                || protect.matches(p)
+                || test_files::read_one(&ws, p).is_some_and(|s| s.is_test)
+        };
         let moved: Vec<&String> = before
             .keys()
             .chain(after.keys())
             .filter(|p| before.get(*p) != after.get(*p))
+            .chain(touched.iter().filter(|p| judged(p)))
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();

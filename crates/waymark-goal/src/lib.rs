@@ -10,6 +10,7 @@ mod code_lines;
 mod commands;
 pub mod db;
 pub mod draft;
+mod during;
 mod guard;
 mod plan_goal;
 pub mod prompts;

@@ -452,9 +452,14 @@ pub(crate) async fn settle(
             }
         }
         let mut before = super::baseline::Hashes::new();
+        let mut touched = std::collections::BTreeSet::new();
         let ran = if claimed && !checks.is_empty() {
             before = super::baseline::hashes_now(api, &checks).await?;
+            let during = super::during::During::start(api.workspace(), before.keys());
             let runs = super::checks::run_all(api, &p.goal.id, &checks, cancel, false).await?;
+            touched = during
+                .map(super::during::During::touched)
+                .unwrap_or_default();
             if cancel.is_cancelled() {
                 api.write(|tx| stop_for_user(tx, api.id()))?;
                 push_snapshot(api);
@@ -488,6 +493,7 @@ pub(crate) async fn settle(
                 &checks,
                 runs,
                 std::mem::take(&mut before),
+                std::mem::take(&mut touched),
             )
             .await?;
             if !found.is_empty() {

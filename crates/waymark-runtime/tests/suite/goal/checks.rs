@@ -703,8 +703,9 @@ async fn g_51_a_test_file_changed_while_the_checks_run_is_named() {
         "def test_a():\n    assert True\n",
     )
     .unwrap();
-    // It waits for the check's own process, then edits the file under it.
-    let daemon = "setsid sh -c 'while ! pgrep -f \"sleep 2.25\" >/dev/null; do sleep 0.05; done; echo \"# swapped\" >> tests/test_a.py' >/dev/null 2>&1 </dev/null &";
+    // It waits for the check's own process (the pattern never matches its own command
+    // line), then edits the file under it; it gives up after 30 s whatever happens.
+    let daemon = "setsid timeout 30 sh -c 'while ! pgrep -f \"slee[p] 2.25\" >/dev/null; do sleep 0.05; done; echo \"# swapped\" >> tests/test_a.py' >/dev/null 2>&1 </dev/null &";
     let s = h.session(
         json!({"responses": [bash(daemon), claim("done")]}),
         PermissionMode::Auto,
@@ -794,5 +795,42 @@ async fn g_52_a_protected_name_that_is_a_link_is_still_protected() {
         waymark_test_support::harness::permission_asked(&ev).is_some(),
         "a write through a link named conftest.py asks"
     );
+    s.shutdown().await.unwrap();
+}
+
+/// G-51: a process the agent left running that swaps a test file in while the checks run
+/// and puts it back before they end (the same file before and after) is named: the runtime
+/// watches the files it judges for the length of the run.
+#[tokio::test]
+async fn g_51_a_test_file_swapped_and_put_back_while_the_checks_run_is_named() {
+    let h = Harness::new(config(Verification::None));
+    std::fs::create_dir_all(h.ws.join("tests")).unwrap();
+    std::fs::write(
+        h.ws.join("tests/test_a.py"),
+        "def test_a():\n    assert False\n",
+    )
+    .unwrap();
+    // While the check's own process lives, the file passes for a second; then the original
+    // comes back, before the check ends.
+    let daemon = "cp tests/test_a.py keep.txt; setsid timeout 30 sh -c 'while ! pgrep -f \"slee[p] 2.5\" >/dev/null; do sleep 0.05; done; printf \"def test_a():\\n    assert True\\n\" > tests/test_a.py; sleep 1; cat keep.txt > tests/test_a.py' >/dev/null 2>&1 </dev/null &";
+    let s = h.session(
+        json!({"responses": [bash(daemon), claim("done")]}),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, user("/goal make it pass check=\"sleep 2.5\"")).await;
+    let g = goal(&h, &s);
+    // Wait for the daemon to put the file back, then judge.
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(h.ws.join("tests/test_a.py"))
+        .unwrap()
+        .contains("True")
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the file never came back"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_weakened(&g, &ev, &["`tests/test_a.py` changed while the checks ran"]);
     s.shutdown().await.unwrap();
 }
