@@ -653,6 +653,15 @@ impl Config {
                     ),
                 ));
             }
+            if let Err(e) = globset::GlobBuilder::new(p.trim_start_matches("./"))
+                .literal_separator(true)
+                .build()
+            {
+                return Err(ConfigError::new(
+                    "goal.protect",
+                    format!("`{}` is not a glob: {e}", p.escape_debug()),
+                ));
+            }
         }
         if g.checks.len() > crate::goal_syntax::MAX_CHECKS {
             return Err(ConfigError::new(
@@ -818,6 +827,15 @@ mod tests {
     fn wrong_type_names_the_key() {
         let e = Config::from_json(r#"{"turn": {"max_steps": "many"}}"#).unwrap_err();
         assert_eq!(e.key, "turn.max_steps");
+    }
+
+    #[test]
+    fn a_protect_glob_that_does_not_parse_is_refused_when_the_settings_load() {
+        let e =
+            Config::from_json(r#"{"goal": {"protect": ["fixtures/**", "src/["]}}"#).unwrap_err();
+        assert_eq!(e.key, "goal.protect");
+        assert!(e.message.contains("`src/[` is not a glob"), "{e}");
+        assert!(Config::from_json(r#"{"goal": {"protect": ["./ci/*.sh", "*.snap"]}}"#).is_ok());
     }
 
     #[test]
