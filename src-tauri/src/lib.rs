@@ -253,10 +253,10 @@ fn runtime_options(config: waymark_protocol::config::Config) -> RuntimeOptions {
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).and_then(|a| a.to_str()) == Some(sandbox::HELPER_ARG) {
-        return ExitCode::from(
-            sandbox::helper_main(&args[2..], &mut std::io::stdout(), &mut std::io::stderr())
-                .clamp(0, 255) as u8,
-        );
+        // The sandbox helper's streams are the command's.
+        #[allow(clippy::disallowed_methods)]
+        let code = sandbox::helper_main(&args[2..], &mut std::io::stdout(), &mut std::io::stderr());
+        return ExitCode::from(code.clamp(0, 255) as u8);
     }
     // Before any other thread starts (the sandbox helper above runs alone and exits).
     memory::fewer_arenas();

@@ -4,6 +4,9 @@
 //! questionnaire, 4 a goal stopped by a usage limit that resets later than `--wait-limit`
 //! or never resumes by itself).
 
+// Everything the CLI prints goes through `term` (cleaned, redacted, flushed).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod answer;
 mod checkpoint;
 mod exit;
@@ -248,10 +251,10 @@ fn main() -> ExitCode {
     // Re-executed as the plan-mode sandbox helper: apply Landlock, then exec the command.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).and_then(|a| a.to_str()) == Some(sandbox::HELPER_ARG) {
-        return ExitCode::from(
-            sandbox::helper_main(&args[2..], &mut std::io::stdout(), &mut std::io::stderr())
-                .clamp(0, 255) as u8,
-        );
+        // The sandbox helper's streams are the command's.
+        #[allow(clippy::disallowed_methods)]
+        let code = sandbox::helper_main(&args[2..], &mut std::io::stdout(), &mut std::io::stderr());
+        return ExitCode::from(code.clamp(0, 255) as u8);
     }
     default_sigpipe();
     // Usage errors and help go through the terminal sink too: an argument echoed back in

@@ -640,6 +640,7 @@ impl Sandbox {
 
 /// The helper as a whole program (a binary whose `main` is this): its arguments, with or
 /// without [`HELPER_ARG`] first, and its exit code.
+#[allow(clippy::disallowed_methods)] // the helper's streams are the command's
 pub fn run_as_program() -> ! {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let args = match args.first().and_then(|a| a.to_str()) {
