@@ -692,25 +692,37 @@ async fn g_52_a_protected_change_is_approved_only_by_the_users_answer_to_its_own
     s.shutdown().await.unwrap();
 }
 
-/// G-51: a process the agent leaves running that changes a test file while the checks run
-/// (so they pass on one version and the verdict reads another) is named.
-#[tokio::test]
-async fn g_51_a_test_file_changed_while_the_checks_run_is_named() {
+/// A goal whose model starts `daemon` in the shell, then claims; the workspace holds
+/// `tests/test_a.py` with `test`. The harness, the session and its events.
+async fn with_daemon(
+    test: &str,
+    daemon: &str,
+    goal: &str,
+) -> (Harness, SessionHandle, Vec<waymark_protocol::Event>) {
     let h = Harness::new(config(Verification::None));
     std::fs::create_dir_all(h.ws.join("tests")).unwrap();
-    std::fs::write(
-        h.ws.join("tests/test_a.py"),
-        "def test_a():\n    assert True\n",
-    )
-    .unwrap();
-    // It waits for the check's own process (the pattern never matches its own command
-    // line), then edits the file under it; it gives up after 30 s whatever happens.
-    let daemon = "setsid timeout 30 sh -c 'while ! pgrep -f \"slee[p] 2.25\" >/dev/null; do sleep 0.05; done; echo \"# swapped\" >> tests/test_a.py' >/dev/null 2>&1 </dev/null &";
+    std::fs::write(h.ws.join("tests/test_a.py"), test).unwrap();
     let s = h.session(
         json!({"responses": [bash(daemon), claim("done")]}),
         PermissionMode::Auto,
     );
-    let ev = run(&s, user("/goal keep the tests check=\"sleep 2.25\"")).await;
+    let ev = run(&s, user(goal)).await;
+    (h, s, ev)
+}
+
+/// G-51: a process the agent leaves running that changes a test file while the checks run
+/// (so they pass on one version and the verdict reads another) is named.
+#[tokio::test]
+async fn g_51_a_test_file_changed_while_the_checks_run_is_named() {
+    // It waits for the check's own process (the pattern never matches its own command
+    // line), then edits the file under it; it gives up after 30 s whatever happens.
+    let daemon = "setsid timeout 30 sh -c 'while ! pgrep -f \"slee[p] 2.25\" >/dev/null; do sleep 0.05; done; echo \"# swapped\" >> tests/test_a.py' >/dev/null 2>&1 </dev/null &";
+    let (h, s, ev) = with_daemon(
+        "def test_a():\n    assert True\n",
+        daemon,
+        "/goal keep the tests check=\"sleep 2.25\"",
+    )
+    .await;
     assert_weakened(
         &goal(&h, &s),
         &ev,
@@ -803,21 +815,15 @@ async fn g_52_a_protected_name_that_is_a_link_is_still_protected() {
 /// watches the files it judges for the length of the run.
 #[tokio::test]
 async fn g_51_a_test_file_swapped_and_put_back_while_the_checks_run_is_named() {
-    let h = Harness::new(config(Verification::None));
-    std::fs::create_dir_all(h.ws.join("tests")).unwrap();
-    std::fs::write(
-        h.ws.join("tests/test_a.py"),
-        "def test_a():\n    assert False\n",
-    )
-    .unwrap();
     // While the check's own process lives, the file passes for a second; then the original
     // comes back, before the check ends.
     let daemon = "cp tests/test_a.py keep.txt; setsid timeout 30 sh -c 'while ! pgrep -f \"slee[p] 2.5\" >/dev/null; do sleep 0.05; done; printf \"def test_a():\\n    assert True\\n\" > tests/test_a.py; sleep 1; cat keep.txt > tests/test_a.py' >/dev/null 2>&1 </dev/null &";
-    let s = h.session(
-        json!({"responses": [bash(daemon), claim("done")]}),
-        PermissionMode::Auto,
-    );
-    let ev = run(&s, user("/goal make it pass check=\"sleep 2.5\"")).await;
+    let (h, s, ev) = with_daemon(
+        "def test_a():\n    assert False\n",
+        daemon,
+        "/goal make it pass check=\"sleep 2.5\"",
+    )
+    .await;
     let g = goal(&h, &s);
     // Wait for the daemon to put the file back, then judge.
     let started = std::time::Instant::now();
