@@ -15,6 +15,7 @@ cargo fmt --all --check
 cargo fmt --manifest-path tests/e2e/Cargo.toml --check
 echo "== the crates keep to their layers"
 python3 scripts/check_layers.py --self-test
+python3 scripts/check_layers.py --circles-self-test
 python3 scripts/check_layers.py
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
