@@ -13,13 +13,16 @@ import tempfile
 import file_circles
 
 # What each crate may depend on (normal dependencies, Waymark crates only).
-LOW = {"waymark-protocol", "waymark-store", "waymark-tools", "waymark-sandbox", "waymark-provider"}
+LOW = {"waymark-protocol", "waymark-config", "waymark-store", "waymark-tools", "waymark-sandbox", "waymark-provider"}
 ALLOWED = {
+    # Wire types only.
     "waymark-protocol": set(),
-    "waymark-sandbox": {"waymark-protocol"},
-    "waymark-provider": {"waymark-protocol"},
-    "waymark-store": {"waymark-protocol"},
-    "waymark-tools": {"waymark-protocol", "waymark-sandbox"},
+    # The settings and what is read from them (prices, secrets, MCP servers, model set-up).
+    "waymark-config": {"waymark-protocol"},
+    "waymark-sandbox": {"waymark-protocol", "waymark-config"},
+    "waymark-provider": {"waymark-protocol", "waymark-config"},
+    "waymark-store": {"waymark-protocol", "waymark-config"},
+    "waymark-tools": {"waymark-protocol", "waymark-config", "waymark-sandbox"},
     # The extension API hands out the session's model (the goal's reviewer calls it), so it
     # sits above the provider too.
     "waymark-extension": LOW,
@@ -37,23 +40,14 @@ ALLOWED = {
     "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal",
                               "waymark-mcp", "waymark-checkpoint", "waymark-worktree"},
     # Thin front ends.
-    "waymark-cli": {"waymark-protocol", "waymark-runtime"},
-    "waymark-desktop": {"waymark-protocol", "waymark-runtime"},
+    "waymark-cli": {"waymark-protocol", "waymark-config", "waymark-runtime"},
+    "waymark-desktop": {"waymark-protocol", "waymark-config", "waymark-runtime"},
 }
 
 # Import circles between the files of one crate that stand today, each as its files. The check
 # fails on any other circle, on one that grew, and on one listed here that is gone (then the
 # list is brought down to the truth). The aim is an empty list.
 KNOWN_CIRCLES = [
-    ["crates/waymark-protocol/src/checkpoint.rs",
-     "crates/waymark-protocol/src/config.rs",
-     "crates/waymark-protocol/src/cost.rs",
-     "crates/waymark-protocol/src/goal_syntax.rs",
-     "crates/waymark-protocol/src/mcp.rs",
-     "crates/waymark-protocol/src/op.rs",
-     "crates/waymark-protocol/src/question.rs",
-     "crates/waymark-protocol/src/setup.rs",
-     "crates/waymark-protocol/src/types.rs"],
     ["crates/waymark-provider/src/lib.rs",
      "crates/waymark-provider/src/models.rs"],
     ["crates/waymark-tools/src/fs_policy.rs",

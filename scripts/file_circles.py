@@ -164,24 +164,25 @@ class Crate:
         return None
 
     def landing(self, segs, depth=0):
-        """The file that defines what an absolute path names, following re-exports."""
+        """The file that defines what an absolute path names, following re-exports, the
+        name, and whether the definition was found (else the file is the module named)."""
         module = ()
         while segs and segs[0] in self.children.get(module, {}):
             module = self.children[module][segs[0]]
             segs = segs[1:]
         if not segs or segs[0] == "*" or depth > 6:
-            return self.file_of(module), None
+            return self.file_of(module), None, True
         name = segs[0]
         if self.defines(module, name):
-            return self.file_of(module), name
+            return self.file_of(module), name, True
         for shown, target in self.reexports(module):
             if shown == name:
                 return self.landing(target + segs[1:], depth + 1)
             if shown == "*":
-                f, n = self.landing(target[:-1] + [name], depth + 1)
-                if n:
-                    return f, n
-        return self.file_of(module), name
+                f, n, found = self.landing(target[:-1] + [name], depth + 1)
+                if found:
+                    return f, n, found
+        return self.file_of(module), name, False
 
     def uses(self):
         """file -> {used file: names}."""
@@ -199,7 +200,7 @@ class Crate:
                 absolute = self.absolute(module, segs)
                 if absolute is None:
                     continue
-                target, name = self.landing(absolute)
+                target, name, _ = self.landing(absolute)
                 if target and target != path:
                     edges.setdefault(path, {}).setdefault(target, set()).add(name or "(module)")
         return edges

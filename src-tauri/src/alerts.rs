@@ -1,7 +1,7 @@
 //! Desktop notifications (G-26): which runtime events deserve one, and raising it. Clicking
 //! a notification brings the window forward on that session.
 
-use waymark_protocol::config::NotificationsConfig;
+use waymark_config::NotificationsConfig;
 use waymark_protocol::{Event, EventKind, GoalActor, GoalReason, GoalStatus, Question};
 
 /// A notification to raise.

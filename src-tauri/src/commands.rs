@@ -7,8 +7,8 @@ use crate::error::{IpcError, IpcResult};
 use crate::host::Host;
 use crate::settings::{self, Keyring};
 use tauri::{AppHandle, State};
-use waymark_protocol::config::Config;
-use waymark_protocol::setup::{ModelSetup, SETUP_KEY};
+use waymark_config::Config;
+use waymark_config::setup::{ModelSetup, SETUP_KEY};
 use waymark_protocol::{
     Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanRevisionText,
     PlanView, Position, RevisionRef, SessionSummary, SessionView,
@@ -574,24 +574,18 @@ fn planned(
     host: &Host,
     setup: &ModelSetup,
     key: Option<String>,
-) -> IpcResult<(waymark_protocol::setup::SetupPlan, Option<String>)> {
+) -> IpcResult<(waymark_config::setup::SetupPlan, Option<String>)> {
     let key = key.map(|k| k.trim().to_string()).filter(|k| !k.is_empty());
-    let plan = waymark_protocol::setup::plan(&host.runtime.config(), setup, key.is_some())?;
+    let plan = waymark_config::setup::plan(&host.runtime.config(), setup, key.is_some())?;
     Ok((plan, key))
 }
 
 /// Validates and writes the settings (an unreadable file is kept aside first), then puts
 /// them in force for new and open sessions.
 pub(crate) fn store_settings(host: &Host, config: Config) -> IpcResult<()> {
-    config.validate()?;
-    // A tool server added or changed here is held to what `mcp add` checks: no literal
-    // secret in its variables, arguments, headers or URL.
-    crate::mcp::check_changed_servers(&host.runtime.config(), &config)?;
-    let now = host.runtime.options().clock.now_ms();
-    waymark_runtime::settings::keep_aside(&host.settings_path, now);
-    waymark_runtime::settings::save(&host.settings_path, &config)?;
-    // New sessions and every open one use them from the next check on.
-    host.runtime.apply_settings(config)?;
+    // Checked (a tool server added or changed is held to what `mcp add` checks), saved and
+    // put in force for new and open sessions, as every front end saves.
+    host.runtime.save_settings(&host.settings_path, config)?;
     if let Ok(mut e) = host.settings_error.lock() {
         *e = None;
     }

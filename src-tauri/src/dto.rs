@@ -27,7 +27,7 @@ pub struct KeyStatus {
 /// The Settings page.
 #[derive(Debug, Clone, Serialize, Type)]
 pub struct SettingsView {
-    pub config: waymark_protocol::config::Config,
+    pub config: waymark_config::Config,
     pub keys: Vec<KeyStatus>,
     /// Why the OS keyring cannot be used, when it cannot.
     pub keyring_error: Option<String>,

@@ -224,7 +224,7 @@ fn read_var(
 }
 
 /// Runtime options of the app: API keys come from the OS keyring first, then the environment.
-fn runtime_options(config: waymark_protocol::config::Config) -> RuntimeOptions {
+fn runtime_options(config: waymark_config::Config) -> RuntimeOptions {
     let mut opts = RuntimeOptions::new(data_dir(), config);
     // The window's views run while sessions work: they read through their own connections.
     opts.read_pool = true;

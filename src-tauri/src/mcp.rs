@@ -7,8 +7,8 @@ use crate::commands::store_settings;
 use crate::error::{IpcError, IpcResult};
 use crate::host::Host;
 use tauri::State;
-use waymark_protocol::config::Config;
-use waymark_protocol::mcp::McpServerConfig;
+use waymark_config::Config;
+use waymark_config::mcp::McpServerConfig;
 use waymark_protocol::mcp_view::{McpPromptView, McpServerView};
 use waymark_runtime::mcp_settings;
 
@@ -136,38 +136,9 @@ fn vouch(server: &mut McpServerConfig, tool: &str, read_only: bool) -> IpcResult
     Ok(())
 }
 
-/// The tool servers `new` adds or changes over `current`, held to what `waymark mcp add`
-/// checks: no literal secret in a variable, an argument, a header or the URL. Servers left
-/// as they were are not checked again (a hand-written file keeps working).
-pub(crate) fn check_changed_servers(current: &Config, new: &Config) -> IpcResult<()> {
-    for (name, server) in &new.mcp_servers {
-        if current.mcp_servers.get(name) != Some(server) {
-            mcp_settings::check_no_literal_secrets(name, server)?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Saving the whole settings from the window cannot slip in a literal secret that the
-    /// add form would refuse (red-team finding).
-    #[test]
-    fn saved_settings_are_checked_for_literal_secrets_in_changed_servers() {
-        let current = Config::default();
-        let mut new = Config::default();
-        let mut s = server_from(&strs(&["srv"]), None, &[], &[]).unwrap();
-        s.env.insert(
-            "GITHUB_TOKEN".into(),
-            "ghp_abcdefghijklmnopqrstuvwxyz0123456789".into(),
-        );
-        new.mcp_servers.insert("gh".into(), s);
-        assert!(check_changed_servers(&current, &new).is_err());
-        // The same server already in force is not checked again.
-        assert!(check_changed_servers(&new, &new).is_ok());
-    }
 
     fn strs(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

@@ -3,7 +3,7 @@
 
 use crate::error::{IpcError, IpcResult};
 use std::path::Path;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 
 /// Keyring service name under which API keys are stored (one entry per variable name).
 pub const KEYRING_SERVICE: &str = "waymark";

@@ -5,7 +5,7 @@
 use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer, notify};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 
 /// Quiet period before a burst of file events is handled (an editor's save is several).
 const DEBOUNCE: Duration = Duration::from_millis(150);

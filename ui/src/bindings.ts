@@ -615,6 +615,12 @@ export type Config_Deserialize = {
 	pricing?: { [key in string]: Price_Deserialize },
 	limits?: LimitsConfig_Deserialize,
 	notifications?: NotificationsConfig_Deserialize,
+	/**
+	 *  The sections extensions own, by extension name (`extensions.<name>`). Each is checked
+	 *  by its extension when the runtime takes the settings; a name no extension has is
+	 *  refused. New features keep their settings here, not in a field of this struct.
+	 */
+	extensions?: { [key in string]: Value },
 };
 
 /**  The whole settings file. */
@@ -645,6 +651,12 @@ export type Config_Serialize = {
 	pricing: { [key in string]: Price_Serialize },
 	limits: LimitsConfig_Serialize,
 	notifications: NotificationsConfig_Serialize,
+	/**
+	 *  The sections extensions own, by extension name (`extensions.<name>`). Each is checked
+	 *  by its extension when the runtime takes the settings; a name no extension has is
+	 *  refused. New features keep their settings here, not in a field of this struct.
+	 */
+	extensions?: { [key in string]: Value },
 };
 
 /**  Spending across every session on this machine on one local day. */

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use waymark_config::CheckpointConfig;
 use waymark_extension::commands::SlashCommand;
 use waymark_extension::error::{Error, Result};
 use waymark_extension::rewind::{ConversationPoint, RewindPlan};
@@ -19,7 +20,6 @@ use waymark_protocol::EventKind;
 use waymark_protocol::checkpoint::{
     CheckpointTrigger, PathChange, PathChangeKind, RewindScope, SkippedFile,
 };
-use waymark_protocol::config::CheckpointConfig;
 use waymark_store::ToolCallRecord;
 
 /// The extension's migrations (its own `checkpoints` table).

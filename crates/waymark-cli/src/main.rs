@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use term::{errln, outln};
 use tokio::sync::broadcast::error::RecvError;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position,
 };
@@ -310,9 +310,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     {
         if let Some(v) = verification {
             config.goal.verification = Some(match v.as_str() {
-                "none" => waymark_protocol::config::Verification::None,
-                "subagent" => waymark_protocol::config::Verification::Subagent,
-                _ => waymark_protocol::config::Verification::Evaluator,
+                "none" => waymark_config::Verification::None,
+                "subagent" => waymark_config::Verification::Subagent,
+                _ => waymark_config::Verification::Evaluator,
             });
         }
         if let Some(n) = context_window {
@@ -355,7 +355,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // `/goal … worktree` is `--worktree` with the goal.
             let (prompt, worktree) = match prompt
                 .as_deref()
-                .and_then(waymark_protocol::goal_syntax::take_worktree)
+                .and_then(waymark_runtime::goal::syntax::take_worktree)
             {
                 Some((rest, name)) => (Some(rest), Some(name.or(worktree).unwrap_or_default())),
                 None => (prompt, worktree),

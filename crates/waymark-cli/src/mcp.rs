@@ -72,18 +72,30 @@ pub(crate) async fn mcp_command(
                 None => mcp_settings::stdio_server(&command, &env)?,
             };
             server.read_only_tools = read_only;
-            let mut config = settings::load(settings_path, false)?;
+            let before = settings::load(settings_path, false)?;
+            let mut config = before.clone();
             mcp_settings::add_server(&mut config, &name, server)?;
-            settings::save(settings_path, &config)?;
+            settings::save_checked(
+                settings_path,
+                &before,
+                &config,
+                runtime.options().clock.now_ms(),
+            )?;
             outln!(
                 "added MCP server `{name}` to {}; sessions opened from now on use it (check it with `waymark mcp list`)",
                 settings_path.display()
             );
         }
         McpCommand::Remove { name } => {
-            let mut config = settings::load(settings_path, false)?;
+            let before = settings::load(settings_path, false)?;
+            let mut config = before.clone();
             mcp_settings::remove_server(&mut config, &name)?;
-            settings::save(settings_path, &config)?;
+            settings::save_checked(
+                settings_path,
+                &before,
+                &config,
+                runtime.options().clock.now_ms(),
+            )?;
             outln!(
                 "removed MCP server `{name}` from {}",
                 settings_path.display()

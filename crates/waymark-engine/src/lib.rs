@@ -21,9 +21,10 @@ pub use open::{Attach, LiveSession, attach};
 pub type Resolve = std::sync::Arc<
     dyn Fn(&str) -> Result<(String, std::sync::Arc<dyn provider::ModelProvider>)> + Send + Sync,
 >;
+pub use waymark_config::secrets;
 pub use waymark_extension as extension;
 pub use waymark_extension::{clock, error, guard, paths};
-pub use waymark_protocol::{display, secrets};
+pub use waymark_protocol::display;
 pub use waymark_provider as provider;
 pub use waymark_sandbox as sandbox;
 pub use waymark_store as store;

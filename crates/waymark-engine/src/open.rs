@@ -19,7 +19,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::broadcast;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, PermissionMode, TurnEndReason};
 
 /// Builds a session's sandbox from its canonical workspace, session folder and artifacts.

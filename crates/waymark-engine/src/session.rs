@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position, TurnEndReason,
 };
@@ -78,7 +78,7 @@ pub(crate) struct SessionCore {
     pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdSource>,
-    /// The settings; replaced whole by `Op::Configure`, read per use so a change applies
+    /// The settings; replaced whole when the runtime applies new ones, read per use so a change applies
     /// from the next check on.
     pub(crate) config: std::sync::RwLock<Arc<Config>>,
     /// The model and its spec (what its calls are priced by), together; swapped by
@@ -716,13 +716,6 @@ impl Actor {
             Op::Resume => {
                 self.announced = Announced::Nothing;
                 self.auto_run = true;
-                Ok(OpOutcome::Done)
-            }
-            Op::Configure { config } => {
-                config
-                    .validate()
-                    .map_err(|e| Error::Refused(e.to_string()))?;
-                self.core.set_config(*config);
                 Ok(OpOutcome::Done)
             }
             Op::SetPermissionMode { mode } => {

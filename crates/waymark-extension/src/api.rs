@@ -10,7 +10,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{CallActor, EventKind, MessageSource, Position, ToolStatus};
 use waymark_provider::ModelProvider;
 use waymark_store::{HistoryItem, ToolCallRecord, Tx};
@@ -76,7 +76,7 @@ pub trait SessionHost: Send + Sync {
     /// The session's shell sandbox.
     fn sandbox(&self) -> &Arc<waymark_sandbox::Sandbox>;
     /// The environments tool processes start with.
-    fn tool_env(&self) -> Arc<waymark_protocol::secrets::ToolEnv>;
+    fn tool_env(&self) -> Arc<waymark_config::secrets::ToolEnv>;
     /// The extensions' typed state of this session.
     fn slots(&self) -> &Slots;
     /// What the extensions offer one another.
@@ -198,7 +198,7 @@ impl SessionApi {
         self.host.model_spec()
     }
     /// The price of the session's model by the settings in force, if it has one.
-    pub fn model_price(&self) -> Option<waymark_protocol::cost::Price> {
+    pub fn model_price(&self) -> Option<waymark_config::pricing::Price> {
         self.route().price(&self.config().pricing)
     }
     /// The session's model now with its spec, read together: what one call goes by, is held
@@ -243,7 +243,7 @@ impl SessionApi {
         self.host.sandbox()
     }
     /// The environments tool processes start with.
-    pub fn tool_env(&self) -> Arc<waymark_protocol::secrets::ToolEnv> {
+    pub fn tool_env(&self) -> Arc<waymark_config::secrets::ToolEnv> {
         self.host.tool_env()
     }
     /// Queues a message at the tail in `tx` (logged as `message.admitted`); a `key` already

@@ -1,7 +1,7 @@
 //! Errors of the runtime, by layer. Every variant maps to a stable `code` for the CLI and IPC.
 
+use waymark_config::ConfigError;
 use waymark_protocol::ErrorInfo;
-use waymark_protocol::config::ConfigError;
 use waymark_provider::ProviderError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

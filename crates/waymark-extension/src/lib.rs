@@ -45,7 +45,8 @@ pub mod source;
 
 pub use api::{Gate, SessionApi, SessionHost, Slots};
 pub use error::{Error, Result};
-pub use waymark_protocol::{display, secrets};
+pub use waymark_config::secrets;
+pub use waymark_protocol::display;
 pub use waymark_provider as provider;
 pub use waymark_sandbox as sandbox;
 pub use waymark_store as store;
@@ -104,7 +105,7 @@ pub struct CallInfo<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct CallPrep {
     writable: Option<Vec<PathBuf>>,
-    network: Option<waymark_protocol::config::ShellNetwork>,
+    network: Option<waymark_config::ShellNetwork>,
     time_left: Option<Duration>,
     scratch: Option<String>,
 }
@@ -121,8 +122,8 @@ impl CallPrep {
 
     /// A confined shell may use the network as far as `network` lets it (and every other
     /// hook lets it too); a confined shell no hook lets out has none.
-    pub fn network(&mut self, network: waymark_protocol::config::ShellNetwork) {
-        use waymark_protocol::config::ShellNetwork::{Allow, Deny};
+    pub fn network(&mut self, network: waymark_config::ShellNetwork) {
+        use waymark_config::ShellNetwork::{Allow, Deny};
         self.network = Some(match (self.network, network) {
             (None, n) => n,
             (Some(Allow), Allow) => Allow,
@@ -131,7 +132,7 @@ impl CallPrep {
     }
 
     /// The network a confined shell gets.
-    pub fn shell_network(&self) -> waymark_protocol::config::ShellNetwork {
+    pub fn shell_network(&self) -> waymark_config::ShellNetwork {
         self.network.unwrap_or_default()
     }
 
@@ -200,6 +201,18 @@ pub trait Extension: Send + Sync {
     /// Rules the permission guard applies besides the permission mode ([`PermissionRule`]).
     fn permission_rules(&self) -> Vec<Arc<dyn PermissionRule>> {
         Vec::new()
+    }
+    /// Checks the extension's own settings section, `extensions.<name>` of the settings
+    /// file, whenever the runtime takes new settings (at start, on a save, on a reload).
+    /// `None`: the extension has no section, and one under its name is refused as unknown.
+    /// An error's key is relative to the section (`max_chars` is reported as
+    /// `extensions.<name>.max_chars`; an empty key names the section). The extension reads
+    /// the section from the settings in force ([`SessionApi::config`]).
+    fn check_settings(
+        &self,
+        _section: &serde_json::Value,
+    ) -> Option<Result<(), waymark_config::ConfigError>> {
+        None
     }
     /// Services this extension offers the others ([`services`]), registered when a session
     /// is opened.
@@ -478,7 +491,7 @@ mod tests {
         v.confine(vec![plan]);
         assert_eq!(v.writable(), Some(&[][..]));
         // The network: none unless a hook lets it out, and one refusal is enough.
-        use waymark_protocol::config::ShellNetwork::{Allow, Deny};
+        use waymark_config::ShellNetwork::{Allow, Deny};
         assert_eq!(v.shell_network(), Deny);
         v.network(Allow);
         assert_eq!(v.shell_network(), Allow);

@@ -23,7 +23,7 @@ pub struct OfferContext<'a> {
     /// The model's context window in tokens (a source may offer a search instead of many
     /// tools that would fill too much of it).
     pub context_window: u64,
-    pub config: &'a waymark_protocol::config::Config,
+    pub config: &'a waymark_config::Config,
 }
 
 /// A changing set of tools, each run with the session's handle.

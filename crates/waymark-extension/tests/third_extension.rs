@@ -1,16 +1,16 @@
 //! A third extension, built only against the public APIs of the crates (no test feature): a
 //! notebook that adds a tool (`take_note`), a guard (no note may hold a password), a permission
-//! rule (taking a note writes only the notebook's own table, so it never asks) and its own
-//! table. The test runs it in a real session of the runtime against the scripted model.
+//! rule (taking a note writes only the notebook's own table, so it never asks), its own
+//! table and its own settings section (`extensions.notebook`). The test runs it in a real session of the runtime against the scripted model.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use waymark_config::{Config, ConfigError};
 use waymark_extension::guard::{GuardCall, GuardDecision, ToolGuard};
 use waymark_extension::rules::PermissionRule;
 use waymark_extension::{Extension, GuardStage, SessionApi, SessionTool, tool_error};
-use waymark_protocol::config::Config;
 use waymark_protocol::{Event, EventKind, PermissionMode, ToolStatus};
 use waymark_runtime::{Runtime, RuntimeOptions, SessionSpec};
 use waymark_test_support::harness::{run, user};
@@ -50,6 +50,18 @@ impl SessionTool for TakeNote {
                 .as_str()
                 .ok_or_else(|| ToolError::Model("`text` must be a string".into()))?
                 .to_string();
+            // The notebook's own settings, as in force now.
+            let max = api
+                .config()
+                .extensions
+                .get("notebook")
+                .map_or(Ok(DEFAULT_MAX_CHARS), notebook_settings)
+                .unwrap_or(DEFAULT_MAX_CHARS);
+            if text.chars().count() as u64 > max {
+                return Err(ToolError::Model(format!(
+                    "a note is at most {max} characters"
+                )));
+            }
             let sid = api.id().to_string();
             api.write(|tx| {
                 tx.conn().execute(
@@ -64,6 +76,30 @@ impl SessionTool for TakeNote {
     }
     fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
         self
+    }
+}
+
+/// The longest note unless the settings say otherwise.
+const DEFAULT_MAX_CHARS: u64 = 10_000;
+
+/// The notebook's settings section, `{"max_chars": 1 to 10000}`: the longest note.
+fn notebook_settings(section: &Value) -> Result<u64, ConfigError> {
+    let Some(map) = section.as_object() else {
+        return Err(ConfigError::new(
+            "",
+            "the notebook's settings are an object such as {\"max_chars\": 200}",
+        ));
+    };
+    if let Some(k) = map.keys().find(|k| *k != "max_chars") {
+        return Err(ConfigError::new(k.clone(), "not a setting of the notebook"));
+    }
+    match map.get("max_chars").map(Value::as_u64) {
+        None => Ok(DEFAULT_MAX_CHARS),
+        Some(Some(n @ 1..=DEFAULT_MAX_CHARS)) => Ok(n),
+        Some(_) => Err(ConfigError::new(
+            "max_chars",
+            "a whole number of characters from 1 to 10000",
+        )),
     }
 }
 
@@ -120,6 +156,9 @@ impl Extension for Notebook {
             Vec::new()
         }
     }
+    fn check_settings(&self, section: &Value) -> Option<Result<(), ConfigError>> {
+        Some(notebook_settings(section).map(|_| ()))
+    }
 }
 
 fn note(text: &str) -> Value {
@@ -128,6 +167,14 @@ fn note(text: &str) -> Value {
 
 /// A runtime with the notebook, and a session in `ask` mode whose model takes two notes.
 async fn notebook_session(with_rule: bool) -> (tempfile::TempDir, Runtime, Vec<Event>, String) {
+    notebook_session_with(with_rule, Config::default()).await
+}
+
+/// [`notebook_session`] with these settings.
+async fn notebook_session_with(
+    with_rule: bool,
+    config: Config,
+) -> (tempfile::TempDir, Runtime, Vec<Event>, String) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
@@ -138,7 +185,7 @@ async fn notebook_session(with_rule: bool) -> (tempfile::TempDir, Runtime, Vec<E
         {"text": "done"}
     ]});
     std::fs::write(&script, responses.to_string()).unwrap();
-    let mut opts = RuntimeOptions::new(dir.path().join("data"), Config::default());
+    let mut opts = RuntimeOptions::new(dir.path().join("data"), config);
     opts.cwd = dir.path().to_path_buf();
     opts.extensions = vec![Arc::new(Notebook { with_rule })];
     let runtime = Runtime::open(opts).unwrap();
@@ -211,4 +258,64 @@ async fn without_its_rule_a_note_asks_like_any_write() {
         "no question without the rule"
     );
     assert!(notes(&runtime, &id).is_empty());
+}
+
+/// Settings with `section` as the notebook's.
+fn with_notebook(section: Value) -> Config {
+    let mut c = Config::default();
+    c.extensions.insert("notebook".into(), section);
+    c
+}
+
+/// Why a runtime with the notebook does not open with `config`.
+fn refused_at_start(config: Config) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = RuntimeOptions::new(dir.path().join("data"), config);
+    opts.extensions = vec![Arc::new(Notebook { with_rule: true })];
+    match Runtime::open(opts) {
+        Ok(_) => panic!("the runtime opened"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The notebook owns `extensions.notebook`: the runtime hands the section to it, a bad one is
+/// refused with its key named (at start and when new settings come), a section no extension
+/// owns is refused, and the extension works by the value in force.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_checks_its_own_settings_section_and_works_by_it() {
+    let e = refused_at_start(with_notebook(json!({"max_chars": 0})));
+    assert!(e.contains("`extensions.notebook.max_chars`"), "{e}");
+    assert!(e.contains("from 1 to 10000"), "{e}");
+    let e = refused_at_start(with_notebook(json!({"max_chars": 5, "colour": "red"})));
+    assert!(e.contains("`extensions.notebook.colour`"), "{e}");
+    let e = refused_at_start(with_notebook(json!("short")));
+    assert!(e.contains("`extensions.notebook`"), "{e}");
+    let mut misspelt = Config::default();
+    misspelt.extensions.insert("notbook".into(), json!({}));
+    let e = refused_at_start(misspelt);
+    assert!(e.contains("`extensions.notbook`"), "{e}");
+    assert!(
+        e.contains("`notebook`"),
+        "the sections that exist are named: {e}"
+    );
+
+    // In force: the first note (32 characters) is longer than 20 and refused by the tool.
+    let (_dir, runtime, events, id) =
+        notebook_session_with(true, with_notebook(json!({"max_chars": 20}))).await;
+    let r = results(&events);
+    assert_eq!(r[0].1, "a note is at most 20 characters", "{r:?}");
+    assert!(notes(&runtime, &id).is_empty());
+    // New settings with a bad section are refused, naming it, and change nothing.
+    let e = runtime
+        .set_config(with_notebook(json!({"max_chars": "twenty"})))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`extensions.notebook.max_chars`"), "{e}");
+    assert_eq!(
+        runtime.config().extensions["notebook"],
+        json!({"max_chars": 20})
+    );
+    runtime
+        .set_config(with_notebook(json!({"max_chars": 100})))
+        .unwrap();
 }

@@ -6,11 +6,11 @@ use super::runner::{continue_goal, emit_update, transition};
 use super::{Dimension, describe, exhausted, report, snapshot};
 use crate::db::GoalWrites;
 use crate::db::{Budgets, GoalRow, current_goal, queued_goal, queued_goals};
+pub(crate) use waymark_config::budget::BudgetArgs;
 use waymark_extension::SessionApi;
 use waymark_extension::commands::{CommandContext, CommandSpec, SlashCommand};
 use waymark_extension::error::{Error, Result};
 use waymark_protocol::GoalUpdateKind;
-pub(crate) use waymark_protocol::goal_syntax::BudgetArgs;
 use waymark_protocol::{
     BudgetChange, EventKind, GoalActor, GoalOp, GoalReason, GoalStatus, Limit, MessageSource,
     Position,
@@ -47,7 +47,7 @@ pub(crate) fn create(
     let d = &api.config().goal.budget;
     let default_ms = d
         .default_active_seconds
-        .map(waymark_protocol::goal_syntax::seconds_to_ms)
+        .map(waymark_config::budget::seconds_to_ms)
         .transpose()
         .map_err(|e| Error::Refused(e.to_string()))?;
     let budgets = Budgets {
@@ -98,9 +98,8 @@ pub(crate) fn check_priced(api: &SessionApi, cost: Option<u64>) -> Result<()> {
 
 /// Refuses budgets out of their accepted ranges (whatever set them), naming the range.
 pub(crate) fn check_budgets(b: &Budgets) -> Result<()> {
-    use waymark_protocol::goal_syntax::{Kind, MAX_SECONDS, check};
-    let refuse =
-        |e: waymark_protocol::goal_syntax::BudgetSyntaxError| Error::Refused(e.to_string());
+    use waymark_config::budget::{Kind, MAX_SECONDS, check};
+    let refuse = |e: waymark_config::budget::BudgetSyntaxError| Error::Refused(e.to_string());
     if let Some(t) = b.tokens {
         check(Kind::Tokens, t).map_err(refuse)?;
     }
@@ -121,13 +120,11 @@ pub(crate) fn check_budgets(b: &Budgets) -> Result<()> {
     if let Some(ms) = b.time_ms
         && !(1..=MAX_SECONDS * 1000).contains(&ms)
     {
-        return Err(refuse(
-            waymark_protocol::goal_syntax::BudgetSyntaxError::Range {
-                what: "time budget in seconds",
-                max: MAX_SECONDS,
-                value: (ms / 1000).to_string(),
-            },
-        ));
+        return Err(refuse(waymark_config::budget::BudgetSyntaxError::Range {
+            what: "time budget in seconds",
+            max: MAX_SECONDS,
+            value: (ms / 1000).to_string(),
+        }));
     }
     Ok(())
 }
@@ -193,8 +190,7 @@ pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
     };
     let time_ms = match limit(c.seconds) {
         Some(Some(s)) => Some(Some(
-            waymark_protocol::goal_syntax::seconds_to_ms(s)
-                .map_err(|e| Error::Refused(e.to_string()))?,
+            waymark_config::budget::seconds_to_ms(s).map_err(|e| Error::Refused(e.to_string()))?,
         )),
         other => other,
     };
@@ -209,12 +205,12 @@ pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
 /// Parses the arguments of `/goal` into the op they ask for (G-9).
 pub(crate) fn parse(args: &str) -> Result<GoalOp> {
     // A goal in its own worktree is a new session: the front ends start it (G-34).
-    if waymark_protocol::goal_syntax::take_worktree(&format!("/goal {args}")).is_some() {
+    if crate::syntax::take_worktree(&format!("/goal {args}")).is_some() {
         return Err(Error::Refused(
             "a goal in its own worktree runs in a new session: start it with `waymark exec --worktree \"/goal …\"`, or Run in a new worktree in the app".into(),
         ));
     }
-    waymark_protocol::goal_syntax::parse(args).map_err(|e| Error::Refused(e.to_string()))
+    crate::syntax::parse(args).map_err(|e| Error::Refused(e.to_string()))
 }
 
 /// Applies a user's goal op in `tx`; returns what to tell the user.
@@ -458,7 +454,7 @@ impl SlashCommand for GoalCommand {
             name: "goal",
             usage: "/goal [<objective> [tokens=50K turns=N time=2h] | status|tokens=…|edit …|pause|resume|reply <answer>|clear|replace …|next …]",
             summary: "set or manage the session's goal (/help goal for the whole grammar)",
-            details: waymark_protocol::goal_syntax::GRAMMAR,
+            details: crate::syntax::GRAMMAR,
         }
     }
 

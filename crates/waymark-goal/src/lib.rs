@@ -2,7 +2,7 @@
 //! reports and syntax. Settlement, the budget guard, verification and continuation build on
 //! these.
 
-pub use waymark_protocol::goal_syntax as budget;
+pub use waymark_config::budget;
 mod baseline;
 pub mod check_counts;
 pub mod checks;
@@ -20,6 +20,7 @@ mod rules;
 pub(crate) mod runner;
 mod runtime_shell;
 pub mod settlement;
+pub mod syntax;
 mod test_files;
 mod tools;
 mod verifier;

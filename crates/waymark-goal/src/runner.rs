@@ -9,11 +9,11 @@ use crate::db::GoalTurnWrites;
 use crate::db::GoalWrites;
 use crate::db::{GoalRow, TurnGoal, current_goal, turn_goal};
 use std::time::Duration;
+use waymark_config::Verification;
 use waymark_extension::Dequeue;
 use waymark_extension::SessionApi;
 use waymark_extension::error::{Error, Result};
 use waymark_protocol::GoalUpdateKind;
-use waymark_protocol::config::Verification;
 use waymark_protocol::{
     EventKind, GoalActor, GoalReason, GoalStatus, MessageSource, Position, RouteKind,
 };

@@ -11,10 +11,10 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use waymark_config::Config;
 use waymark_extension::error::{Error, Result};
 use waymark_extension::{SessionApi, SessionTool, tool_error};
 use waymark_protocol::InteractionMode;
-use waymark_protocol::config::Config;
 use waymark_protocol::{
     Approval, EventKind, GoalActor, GoalApprovalQuestion, MessageSource, PermissionMode, Question,
     TypedAnswer,

@@ -143,7 +143,7 @@ pub(crate) async fn verify(
         .sandbox()
         .spec(
             Vec::new(),
-            waymark_protocol::config::ShellNetwork::Deny,
+            waymark_config::ShellNetwork::Deny,
             &api.config().sandbox,
         )
         .is_some();

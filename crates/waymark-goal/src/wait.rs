@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
+use waymark_config::Config;
 use waymark_extension::error::{Error, Result};
 use waymark_extension::{SessionApi, SessionTool, tool_error};
-use waymark_protocol::config::Config;
 use waymark_protocol::{
     GoalActor, GoalReason, GoalStatus, GoalUpdateKind, GoalWait, InteractionMode, WaitCheck,
 };

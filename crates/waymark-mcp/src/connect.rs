@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, ReadBuf};
-use waymark_protocol::mcp::McpTransport;
+use waymark_config::mcp::McpTransport;
 
 /// The largest message a server may send (one JSON-RPC line over stdio, one HTTP body or
 /// SSE event). A bigger one closes the connection, with a message saying why.

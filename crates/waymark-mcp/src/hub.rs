@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use waymark_protocol::mcp::McpServerConfig;
+use waymark_config::mcp::McpServerConfig;
 use waymark_protocol::mcp_view::{
     McpPromptView, McpServerState, McpServerView, McpSkippedTool, McpToolView,
 };
@@ -737,7 +737,7 @@ impl McpHub {
         }
         .map_err(|e| McpError::new(&server.name, e.message))?;
         let transport = match transport {
-            waymark_protocol::mcp::McpTransport::Stdio {
+            waymark_config::mcp::McpTransport::Stdio {
                 command,
                 args,
                 env,
@@ -760,11 +760,11 @@ impl McpHub {
                     None => cwd,
                 };
                 if server.scope.is_some() {
-                    for k in waymark_protocol::secrets::SANDBOX_REMOVED {
+                    for k in waymark_config::secrets::SANDBOX_REMOVED {
                         full.remove(*k);
                     }
                 }
-                waymark_protocol::mcp::McpTransport::Stdio {
+                waymark_config::mcp::McpTransport::Stdio {
                     command,
                     args,
                     env: full,

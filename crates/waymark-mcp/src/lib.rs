@@ -32,7 +32,7 @@ pub use extension::McpExtension;
 pub use hub::McpHub;
 
 use std::time::Duration;
-use waymark_protocol::mcp::McpTransport;
+use waymark_config::mcp::McpTransport;
 
 /// Why a server could not be used, or a call failed; names the server.
 #[derive(Debug, Clone, thiserror::Error)]

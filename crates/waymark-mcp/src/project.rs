@@ -9,10 +9,10 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use waymark_config::mcp::{McpServerConfig, project_servers};
 use waymark_extension::store::{self, Tx};
 use waymark_extension::{Result, SessionApi};
 use waymark_protocol::display::escape_line;
-use waymark_protocol::mcp::{McpServerConfig, project_servers};
 use waymark_protocol::{
     Approval, ErrorInfo, EventKind, ProjectServer, ProjectServersQuestion, Question, TypedAnswer,
 };

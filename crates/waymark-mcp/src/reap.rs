@@ -5,7 +5,7 @@
 //! children) and killed at the next start, once that owner is gone.
 #![allow(unsafe_code)] // prctl and kill: plain system calls on values checked here.
 
-pub use waymark_protocol::mcp::OWNER_VAR;
+pub use waymark_config::mcp::OWNER_VAR;
 
 /// The pid namespace of process `pid` (a pid means something only inside it).
 fn pid_namespace(pid: &str) -> Option<String> {

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use waymark_config::mcp::McpTransport;
 use waymark_mcp::list_tools;
-use waymark_protocol::mcp::McpTransport;
 
 fn everything() -> PathBuf {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -163,7 +163,7 @@ pub struct LivePlan {
 /// Reads and renders the plan file for live display: at most [`SNAPSHOT_LIMIT`] bytes are
 /// rendered, and a note says when the rest is left out or the file cannot be shown.
 /// Known secrets in the file are shown redacted.
-pub fn live_plan(path: &Path, redactor: &waymark_protocol::secrets::Redactor) -> LivePlan {
+pub fn live_plan(path: &Path, redactor: &waymark_config::secrets::Redactor) -> LivePlan {
     let note = |text: String| {
         format!(
             "<p class=\"plan-note\" data-testid=\"plan-note\">{}</p>",

@@ -346,10 +346,10 @@ pub fn checks(text: &str) -> Vec<String> {
         .flatten()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
-    let usable = lines.len() <= waymark_protocol::goal_syntax::MAX_CHECKS
+    let usable = lines.len() <= waymark_config::budget::MAX_CHECKS
         && lines
             .iter()
-            .all(|l| waymark_protocol::goal_syntax::check_command(l).is_ok());
+            .all(|l| waymark_config::budget::check_command(l).is_ok());
     if usable { lines } else { Vec::new() }
 }
 
@@ -384,11 +384,10 @@ pub fn budget(text: &str) -> Option<String> {
         return None;
     }
     let text = words.join(" ");
-    matches!(
-        waymark_protocol::goal_syntax::parse(&text),
-        Ok(waymark_protocol::GoalOp::EditBudget { .. })
-    )
-    .then_some(text)
+    // Budget settings alone, as `/goal tokens=…` would take them.
+    waymark_config::budget::split_args(&text)
+        .is_ok_and(|(objective, _)| objective.is_empty())
+        .then_some(text)
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use waymark_config::Config;
 use waymark_extension::error::{Error, Result};
 use waymark_extension::{SessionApi, SessionTool, tool_error};
-use waymark_protocol::config::Config;
 use waymark_protocol::{
     EventKind, InteractionMode, PermissionMode, PlanApprovalQuestion, PlanEntryQuestion, Question,
 };

@@ -1,30 +1,26 @@
 //! Wire types of the Waymark runtime: what a front end asks ([`Op`]), what the runtime
-//! reports ([`Event`]), the DTOs both carry and the settings ([`config::Config`]).
-//! No I/O lives here; the desktop app and the CLI depend on these types alone. Beside them,
-//! the two pure text services every layer shares: escaping for display ([`display`]) and
-//! knowing and redacting secrets ([`secrets`]).
+//! reports ([`Event`]) and the DTOs both carry. No I/O lives here. Beside them, the pure text
+//! service every layer shares: escaping for display ([`display`]). The settings live in
+//! `waymark-config`.
 
+mod answer;
 pub mod checkpoint;
-pub mod config;
 pub mod cost;
 pub mod display;
 mod event;
 pub mod form;
 mod goal;
-pub mod goal_syntax;
 mod history;
 pub mod links;
-pub mod mcp;
 pub mod mcp_view;
 mod op;
 mod question;
-pub mod secrets;
-pub mod setup;
 mod types;
 mod views;
 pub mod wire;
 pub mod worktree;
 
+pub use answer::{Answer, AnswerParseError, LineComment};
 pub use event::{Event, EventKind, ToolCallSummary};
 pub use goal::{
     BudgetChange, BudgetLine, BudgetReport, CheckResult, GoalActor, GoalCheckState, GoalDraft,
@@ -34,7 +30,7 @@ pub use goal::{
 pub use history::{
     HistoryItem, IMAGE_TYPES, MAX_IMAGE_BASE64, MAX_IMAGES, ToolCallRecord, ToolImage,
 };
-pub use op::{Answer, AnswerParseError, Intent, LineComment, Op, Position};
+pub use op::{Intent, Op, Position};
 pub use question::*;
 pub use types::*;
 pub use views::*;

@@ -1,7 +1,10 @@
 //! The read views both front ends show, assembled by the runtime: the desktop returns them
 //! over IPC and the CLI prints them with `--json`, so both see the same types.
 
-use crate::{DiffRow, Event, GoalSnapshot, PlanStatus, RevisionAuthor, SessionSnapshot};
+use crate::{
+    DiffRow, Event, GoalSnapshot, InteractionMode, MessageSource, MessageStatus, PermissionMode,
+    PlanStatus, RevisionAuthor, Usage,
+};
 use serde::{Deserialize, Serialize};
 
 /// An open session: its snapshot, the newest page of its log and its goal.
@@ -187,4 +190,70 @@ pub struct RevisionRef {
 pub struct PlanDiff {
     pub unified: String,
     pub rows: Vec<DiffRow>,
+}
+
+/// A session as listed by `waymark sessions` and the desktop session list.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct SessionSummary {
+    pub id: String,
+    pub workspace: String,
+    pub title: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub interaction_mode: InteractionMode,
+    pub permission_mode: PermissionMode,
+    pub model: Option<String>,
+    pub queued: u64,
+    pub pending_questionnaire: Option<String>,
+    /// Why the session waits on the user, in words, when it does: a question or review is
+    /// open, or its goal is blocked or paused. The lists badge it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_you: Option<String>,
+    /// The branch of the git worktree the session works in (`waymark/<name>`), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    /// For a session in a worktree, the folder of the project's checkout it stands for (the
+    /// session list groups it there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
+/// A pending or answered questionnaire.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct QuestionnaireInfo {
+    pub id: String,
+    pub question: crate::Question,
+    pub status: crate::QuestionnaireStatus,
+    pub answer: Option<crate::Answer>,
+}
+
+/// One message in the queue or history of a session.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct MessageInfo {
+    pub id: i64,
+    pub source: MessageSource,
+    pub text: String,
+    pub status: MessageStatus,
+}
+
+/// Everything `waymark show` prints.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct SessionSnapshot {
+    pub summary: SessionSummary,
+    pub session_dir: String,
+    pub messages: Vec<MessageInfo>,
+    pub questionnaires: Vec<QuestionnaireInfo>,
+    pub turns: u64,
+    pub usage: Usage,
+    /// What the session's model calls cost (G-31).
+    #[serde(default)]
+    pub spend: crate::cost::Spend,
+    /// The same in USD; `None` when a call's model had no price (unknown, never $0).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    pub last_seq: u64,
 }

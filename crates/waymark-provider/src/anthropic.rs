@@ -366,7 +366,7 @@ impl ModelProvider for AnthropicProvider {
     }
 
     fn is_local(&self) -> bool {
-        waymark_protocol::setup::local_address(&self.endpoint.base_url)
+        waymark_config::setup::local_address(&self.endpoint.base_url)
     }
 
     fn context_tokens(&self) -> u64 {

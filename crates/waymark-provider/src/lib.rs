@@ -256,9 +256,9 @@ impl Route {
     /// The model's price by the settings' `pricing` (`None`: it has none).
     pub fn price(
         &self,
-        pricing: &std::collections::BTreeMap<String, waymark_protocol::cost::Price>,
-    ) -> Option<waymark_protocol::cost::Price> {
-        waymark_protocol::cost::price_of(&self.spec, pricing, self.provider.is_local())
+        pricing: &std::collections::BTreeMap<String, waymark_config::pricing::Price>,
+    ) -> Option<waymark_config::pricing::Price> {
+        waymark_config::pricing::price_of(&self.spec, pricing, self.provider.is_local())
     }
 }
 

@@ -507,7 +507,7 @@ impl ModelProvider for OpenAiProvider {
     }
 
     fn is_local(&self) -> bool {
-        waymark_protocol::setup::local_address(&self.endpoint.base_url)
+        waymark_config::setup::local_address(&self.endpoint.base_url)
     }
 
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {

@@ -5,8 +5,8 @@ use super::http::HttpOptions;
 use super::{AnthropicProvider, Endpoint, ModelProvider, OpenAiProvider, Script, ScriptedProvider};
 use std::path::Path;
 use std::sync::Arc;
+use waymark_config::{Config, ProviderKind};
 use waymark_protocol::RouteKind;
-use waymark_protocol::config::{Config, ProviderKind};
 
 /// Why a model spec names no usable model.
 #[derive(Debug, thiserror::Error)]
@@ -74,8 +74,8 @@ pub fn resolve_model(
                 spec,
             });
         }
-        name if waymark_protocol::setup::builtin(name).is_some() => {
-            let Some(b) = waymark_protocol::setup::builtin(name) else {
+        name if waymark_config::catalog::builtin(name).is_some() => {
+            let Some(b) = waymark_config::catalog::builtin(name) else {
                 return Err(bad(FORMS.into()));
             };
             if rest.is_empty() {

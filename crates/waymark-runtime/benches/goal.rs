@@ -9,7 +9,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{
     EventKind, GoalActor, MessageSource, Op, PermissionMode, Position, TurnEndReason,
 };

@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, Op, PermissionMode};
 use waymark_runtime::{Runtime, RuntimeOptions, SessionSpec};
 use waymark_test_support::harness::user;
@@ -61,7 +61,7 @@ fn env() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
 }
 
 async fn floor() -> f64 {
-    let transport = waymark_protocol::mcp::McpTransport::Stdio {
+    let transport = waymark_config::mcp::McpTransport::Stdio {
         command: everything(),
         args: vec!["stdio".into()],
         env: env()

@@ -14,7 +14,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, MessageSource, Op, PermissionMode, Position};
 use waymark_runtime::store::Store;
 use waymark_runtime::{Runtime, RuntimeOptions, SessionSpec};

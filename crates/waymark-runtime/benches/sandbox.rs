@@ -11,7 +11,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 use support::{median, spawn};
-use waymark_protocol::config::ShellNetwork;
+use waymark_config::ShellNetwork;
 use waymark_runtime::sandbox::Sandbox;
 use waymark_runtime::sandbox::reads::{Private, ReadSet};
 

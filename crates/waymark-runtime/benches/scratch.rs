@@ -16,7 +16,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use support::{EnvVar, median, spawn};
-use waymark_protocol::config::ShellNetwork;
+use waymark_config::ShellNetwork;
 use waymark_runtime::sandbox::Sandbox;
 use waymark_runtime::sandbox::scratch::{Keep, Scratch};
 

@@ -8,6 +8,7 @@ mod handoff;
 pub mod logging;
 pub mod mcp_settings;
 pub mod runtime;
+mod sections;
 pub mod settings;
 pub mod setup;
 pub(crate) mod views;

@@ -4,8 +4,8 @@
 //! (`${VAR}`).
 
 use crate::error::{Error, Result};
-use waymark_protocol::config::{Config, ConfigError};
-use waymark_protocol::mcp::McpServerConfig;
+use waymark_config::mcp::McpServerConfig;
+use waymark_config::{Config, ConfigError};
 
 /// Header names that carry credentials.
 fn secret_header(name: &str) -> bool {
@@ -133,6 +133,18 @@ fn url_hint() -> String {
     "the URL carries a credential, which never goes in the settings file: send it in a header written with a variable (`Authorization: Bearer ${MY_TOKEN}`), or give the URL itself as `${MY_URL}`".into()
 }
 
+/// The tool servers `new` adds or changes over `current`, held to what `waymark mcp add`
+/// checks: no literal secret in a variable, an argument, a header or the URL. Servers left
+/// as they were are not checked again (a hand-written file keeps working).
+pub fn check_changed_servers(current: &Config, new: &Config) -> Result<()> {
+    for (name, server) in &new.mcp_servers {
+        if current.mcp_servers.get(name) != Some(server) {
+            check_no_literal_secrets(name, server)?;
+        }
+    }
+    Ok(())
+}
+
 /// Adds server `name`; refused when one of that name exists or the result is invalid.
 pub fn add_server(config: &mut Config, name: &str, server: McpServerConfig) -> Result<()> {
     if config.mcp_servers.contains_key(name) {
@@ -212,6 +224,23 @@ pub fn http_server(url: &str, headers: &[String]) -> Result<McpServerConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Saving the whole settings from the window cannot slip in a literal secret that the
+    /// add form would refuse (red-team finding).
+    #[test]
+    fn saved_settings_are_checked_for_literal_secrets_in_changed_servers() {
+        let current = Config::default();
+        let mut new = Config::default();
+        let mut s = stdio_server(&["srv".to_string()], &[]).unwrap();
+        s.env.insert(
+            "GITHUB_TOKEN".into(),
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789".into(),
+        );
+        new.mcp_servers.insert("gh".into(), s);
+        assert!(check_changed_servers(&current, &new).is_err());
+        // The same server already in force is not checked again.
+        assert!(check_changed_servers(&new, &new).is_ok());
+    }
 
     fn strs(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

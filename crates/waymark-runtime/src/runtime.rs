@@ -12,8 +12,8 @@ use crate::store::{self, Store};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use waymark_config::Config;
 use waymark_engine::LiveSession;
-use waymark_protocol::config::Config;
 use waymark_protocol::{Event, SessionSnapshot, SessionSummary};
 
 /// What opening a session changes in its stored row (applied once the lease is held).
@@ -233,6 +233,8 @@ impl Runtime {
             store,
             mcp,
         };
+        // Each extension checks its own settings section before anything is changed.
+        crate::sections::check(&rt.opts.config, &rt.extensions()).map_err(Error::Config)?;
         if rt.opts.read_pool {
             rt.store.use_read_pool();
         }
@@ -266,10 +268,11 @@ impl Runtime {
         read_config(&self.config)
     }
 
-    /// Replaces the settings for sessions opened from now on (open sessions take
-    /// `Op::Configure`). Refused when the settings are invalid.
+    /// Replaces the settings for sessions opened from now on ([`Runtime::apply_settings`]
+    /// also puts them in force for the open ones). Refused when the settings are invalid.
     pub fn set_config(&self, config: Config) -> Result<()> {
         config.validate().map_err(Error::Config)?;
+        crate::sections::check(&config, &self.extensions()).map_err(Error::Config)?;
         match self.config.write() {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
@@ -289,6 +292,16 @@ impl Runtime {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         open.retain(|s| s.configure(&config));
         Ok(())
+    }
+
+    /// Saves the settings at `path` the one way every front end does
+    /// ([`crate::settings::save_checked`], held against the settings in force), then puts them
+    /// in force for new and open sessions. Nothing is written or changed when they are refused.
+    pub fn save_settings(&self, path: &Path, config: Config) -> Result<()> {
+        let now = self.opts.clock.now_ms();
+        crate::sections::check(&config, &self.extensions()).map_err(Error::Config)?;
+        crate::settings::save_checked(path, &self.config(), &config, now)?;
+        self.apply_settings(config)
     }
 
     /// The secrets redacted from what is stored, sent or shown.
@@ -455,7 +468,7 @@ impl Runtime {
             .map(str::to_string)
             .ok_or_else(|| {
                 // Named as the `model` setting, so the desktop offers to open it.
-                Error::Config(waymark_protocol::config::ConfigError::new(
+                Error::Config(waymark_config::ConfigError::new(
                     "model",
                     "no model is set up yet: choose one as the default model in the settings (for example openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen3), or give one with --model on the command line",
                 ))

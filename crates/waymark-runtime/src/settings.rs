@@ -1,18 +1,23 @@
 //! The settings file: load (defaults when there is none, an error naming the file and the
-//! key when it is invalid), validate, and save (atomically, private to the user). Both front
-//! ends go through here; [`crate::Runtime::apply_settings`] puts saved settings in force.
+//! key when it is invalid), validate, and save (atomically, private to the user). Every front
+//! end saves through [`save_checked`]; [`crate::Runtime::save_settings`] saves and puts the
+//! settings in force.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 
 /// Reads the settings at `path`. A missing file gives the defaults unless `required`.
 pub fn load(path: &Path, required: bool) -> Result<Config> {
     match read_text(path) {
-        Ok(text) => Config::from_json(&text).map_err(|source| Error::InvalidSettings {
-            path: path.display().to_string(),
-            source,
-        }),
+        // The sections of the built-in extensions are checked here too, so a front end that
+        // starts whatever the file holds ([`load_guarded`]) hears of a bad one.
+        Ok(text) => Config::from_json(&text)
+            .and_then(|c| crate::sections::check(&c, &crate::builtin::builtin()).map(|()| c))
+            .map_err(|source| Error::InvalidSettings {
+                path: path.display().to_string(),
+                source,
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Config::default()),
         Err(e) => Err(Error::io(path, e)),
     }
@@ -85,6 +90,18 @@ pub fn save(path: &Path, config: &Config) -> Result<()> {
     text.push('\n');
     sweep_temps(path, STALE_TEMP);
     write_private(path, text.as_bytes())
+}
+
+/// The one way a front end saves settings (the desktop's Settings page and setup card,
+/// `waymark mcp add/remove`): checked as [`save`] checks them, with every MCP server that
+/// `new` adds or changes over `current` held to what `waymark mcp add` checks (no literal
+/// secret), and an unreadable file kept aside first so nothing the user wrote is lost.
+/// [`crate::Runtime::save_settings`] also puts them in force.
+pub fn save_checked(path: &Path, current: &Config, new: &Config, now_ms: i64) -> Result<()> {
+    new.validate()?;
+    crate::mcp_settings::check_changed_servers(current, new)?;
+    keep_aside(path, now_ms);
+    save(path, new)
 }
 
 /// How old a temporary file must be before [`sweep_temps`] takes it for a crash's leftover.
@@ -239,6 +256,31 @@ mod tests {
         let (c, said) = load_guarded(&path);
         assert_eq!(c.limits.daily_cost_usd, Some(0.0));
         assert!(said.unwrap().contains("not a regular file"));
+    }
+
+    /// A section no built-in extension owns does not load (the app then starts as for any
+    /// file that does not load, saying which key), and is not saved either.
+    #[test]
+    fn an_extension_section_no_extension_owns_is_refused_at_load_and_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, r#"{"extensions": {"pland": {"on": true}}}"#).unwrap();
+        let (c, said) = load_guarded(&path);
+        let said = said.expect("the user is told");
+        assert!(said.contains("`extensions.pland`"), "{said}");
+        assert_eq!(c.limits.daily_cost_usd, Some(0.0));
+        let rt = crate::Runtime::open(crate::RuntimeOptions::new(
+            dir.path().join("data"),
+            Config::default(),
+        ))
+        .unwrap();
+        let mut bad = Config::default();
+        bad.extensions
+            .insert("pland".into(), serde_json::json!({"on": true}));
+        let saved = dir.path().join("saved.json");
+        let e = rt.save_settings(&saved, bad).unwrap_err().to_string();
+        assert!(e.contains("`extensions.pland`"), "{e}");
+        assert!(!saved.exists(), "nothing is written");
     }
 
     #[test]

@@ -8,8 +8,8 @@ use crate::provider::{
 use crate::runtime::EnvReader;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use waymark_config::setup::{SETUP_BASE_URL, SETUP_KEY, SETUP_MODEL, SetupPlan};
 use waymark_protocol::ErrorInfo;
-use waymark_protocol::setup::{SETUP_BASE_URL, SETUP_KEY, SETUP_MODEL, SetupPlan};
 
 /// A model that answered.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,7 +194,7 @@ fn resolve(
     let base_env = plan
         .spec
         .split_once(':')
-        .and_then(|(kind, _)| waymark_protocol::setup::builtin(kind))
+        .and_then(|(kind, _)| waymark_config::catalog::builtin(kind))
         .map(|b| b.base_env);
     let read = move |name: &str| match (&key, &key_env) {
         _ if Some(name) == base_env => None,
@@ -251,8 +251,8 @@ fn blame(e: ProviderError) -> ErrorInfo {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use waymark_protocol::config::Config;
-    use waymark_protocol::setup::{ModelSetup, SetupProvider, plan};
+    use waymark_config::Config;
+    use waymark_config::setup::{ModelSetup, SetupProvider, plan};
 
     fn no_env() -> EnvReader {
         Arc::new(|_| None)

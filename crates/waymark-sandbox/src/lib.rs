@@ -10,7 +10,7 @@
 //! | unix sockets | D-Bus, the SSH agent, docker.sock, X11 | seccomp |
 //! | terminal | TIOCSTI into the user's terminal | a new session, stdin from /dev/null (+ seccomp, Landlock ABI 5) |
 //! | scoping | signals to, and abstract sockets of, processes outside | Landlock ABI 6 (Linux 6.12) |
-//! | environment | secrets, the session bus, agent and display variables | nothing (see [`waymark_protocol::secrets`]) |
+//! | environment | secrets, the session bus, agent and display variables | nothing (see [`waymark_config::secrets`]) |
 //!
 //! Each layer is probed once per session by running the helper in probe mode. Nothing runs
 //! with a layer missing: where one is, every shell command asks the user first, and the plan
@@ -31,7 +31,7 @@ pub use helper::{FILE_SIZE_LIMIT, main as helper_main};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use waymark_protocol::config::{SandboxConfig, ShellNetwork};
+use waymark_config::{SandboxConfig, ShellNetwork};
 
 /// The argument that makes a Waymark binary act as the sandbox helper.
 pub const HELPER_ARG: &str = "__waymark-sandbox";

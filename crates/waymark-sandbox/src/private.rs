@@ -164,7 +164,7 @@ impl Owner {
         }
         for (k, v) in &self.env {
             if k.to_str()
-                .is_some_and(waymark_protocol::secrets::is_secret_name)
+                .is_some_and(waymark_config::secrets::is_secret_name)
             {
                 out.extend(
                     std::env::split_paths(v)

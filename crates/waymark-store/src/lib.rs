@@ -28,7 +28,7 @@ pub use error::{Result, StoreError};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use waymark_protocol::secrets::Redactor;
+use waymark_config::secrets::Redactor;
 use waymark_protocol::{Event, EventKind};
 
 /// Migrations in order; the version of each is its index + 1.

@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     Event, EventKind, MessageSource, Op, PermissionMode, Position, RouteKind, ToolStatus,
     TurnEndReason,

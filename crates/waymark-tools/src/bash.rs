@@ -501,7 +501,7 @@ mod tests {
     async fn a_secret_where_the_output_is_cut_is_redacted_first() {
         let secret = "sk-test-0123456789abcdefghij";
         let mut f = Fixture::new();
-        let mut r = waymark_protocol::secrets::Redactor::default();
+        let mut r = waymark_config::secrets::Redactor::default();
         r.add("TEST_API_KEY", secret);
         f.ctx.redactor = Some(Arc::new(r));
         f.ctx.output_limit = 30_000;

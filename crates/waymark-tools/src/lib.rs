@@ -49,7 +49,7 @@ pub struct ToolContext {
     /// When set, shell commands run under this read-only sandbox (plan mode).
     pub sandbox: Option<waymark_sandbox::SandboxSpec>,
     /// The environments tool processes start with (secrets removed).
-    pub env: Arc<waymark_protocol::secrets::ToolEnv>,
+    pub env: Arc<waymark_config::secrets::ToolEnv>,
     /// Private places the file tools refuse to read (unless the user let this call), and
     /// searches skip.
     pub protected: waymark_sandbox::private::Protected,
@@ -58,7 +58,7 @@ pub struct ToolContext {
     pub live: Option<LiveOutput>,
     /// The secrets a tool hides before it cuts its output to size (a cut through a secret
     /// would leave a piece redaction no longer finds); none outside a session's call.
-    pub redactor: Option<Arc<waymark_protocol::secrets::Redactor>>,
+    pub redactor: Option<Arc<waymark_config::secrets::Redactor>>,
 }
 
 /// Takes a running command's newest output lines (the result still carries all of it).
@@ -79,7 +79,7 @@ pub struct Timeouts {
 pub const BUDGET_GRACE: Duration = Duration::from_secs(5);
 
 impl Timeouts {
-    pub fn from_config(t: &waymark_protocol::config::TurnConfig) -> Timeouts {
+    pub fn from_config(t: &waymark_config::TurnConfig) -> Timeouts {
         Timeouts {
             default: Duration::from_millis(t.bash_timeout_ms),
             max: Duration::from_millis(t.max_bash_timeout_ms.max(t.bash_timeout_ms)),
@@ -160,7 +160,7 @@ pub trait Tool: Send + Sync {
     fn offered(
         &self,
         _mode: waymark_protocol::InteractionMode,
-        _config: &waymark_protocol::config::Config,
+        _config: &waymark_config::Config,
     ) -> bool {
         true
     }
@@ -314,7 +314,7 @@ pub(crate) mod test_support {
                 call_id: String::new(),
                 sandbox: None,
                 protected: Default::default(),
-                env: Arc::new(waymark_protocol::secrets::ToolEnv::build(
+                env: Arc::new(waymark_config::secrets::ToolEnv::build(
                     &std::env::vars_os().collect::<Vec<_>>(),
                     &Default::default(),
                 )),

@@ -5,8 +5,8 @@
 use super::harness::{Harness, Recording, run, session_on, user};
 use super::{rewind, turn_starts, undo_of};
 use serde_json::json;
+use waymark_config::{Config, Verification};
 use waymark_protocol::checkpoint::RewindScope;
-use waymark_protocol::config::{Config, Verification};
 use waymark_protocol::{GoalActor, GoalReason, GoalStatus, Op, PermissionMode};
 use waymark_runtime::SessionSpec;
 

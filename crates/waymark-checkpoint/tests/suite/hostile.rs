@@ -6,8 +6,8 @@
 use super::harness::{Harness, collect, finished, run, user};
 use super::{manifest, rewind, turn_starts};
 use serde_json::json;
+use waymark_config::Config;
 use waymark_protocol::checkpoint::RewindScope;
-use waymark_protocol::config::Config;
 use waymark_protocol::{EventKind, PermissionMode, TurnEndReason};
 
 fn bash(command: &str) -> serde_json::Value {

@@ -7,8 +7,8 @@
 use super::harness::{Harness, Recording, run, user};
 use super::{bytes_under, manifest, rewind, tree_now, tree_of, turn_starts, undo_of};
 use serde_json::json;
+use waymark_config::Config;
 use waymark_protocol::checkpoint::{CheckpointTrigger, RewindScope};
-use waymark_protocol::config::Config;
 use waymark_protocol::{EventKind, PermissionMode};
 
 fn call(name: &str, arguments: serde_json::Value) -> serde_json::Value {

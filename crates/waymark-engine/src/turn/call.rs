@@ -85,7 +85,7 @@ pub(crate) async fn decide(
             // The network only as far as the hooks let it out (the verifier's never is).
             let network = match actor {
                 CallActor::Main => prep.shell_network(),
-                CallActor::Verifier => waymark_protocol::config::ShellNetwork::Deny,
+                CallActor::Verifier => waymark_config::ShellNetwork::Deny,
             };
             let settings = &core.config().sandbox;
             let mut spec = core.sandbox.spec(files, network, settings);

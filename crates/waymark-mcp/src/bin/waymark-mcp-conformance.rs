@@ -7,10 +7,10 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use waymark_config::mcp::McpTransport;
 use waymark_mcp::McpError;
 use waymark_mcp::connect::connect;
 use waymark_mcp::handler::{ElicitAnswer, Handler, form_defaults};
-use waymark_protocol::mcp::McpTransport;
 
 /// Arguments a tool's schema asks for: numbers 1, 2, 3…, strings "test", booleans true.
 fn arguments(schema: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {

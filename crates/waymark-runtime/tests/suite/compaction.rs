@@ -3,7 +3,7 @@
 
 use super::harness::{Harness, finished, run, user};
 use serde_json::json;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{CompactReason, EventKind, PermissionMode, TurnEndReason};
 use waymark_runtime::provider::{CallPurpose, ModelMessage};
 

@@ -4,7 +4,7 @@
 
 use super::harness::{Harness, results, run, user};
 use serde_json::json;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, Op, PermissionMode, ToolStatus};
 
 fn write(path: &str) -> serde_json::Value {

@@ -8,7 +8,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use tokio_util::sync::CancellationToken;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, MessageSource, PermissionMode, ToolStatus, TurnEndReason};
 use waymark_runtime::extension::{CallInfo, CallPrep, Dequeue, Extension, SessionApi};
 use waymark_runtime::store::{MessageRow, SessionRow, ToolCallRecord, TurnRow, Tx};

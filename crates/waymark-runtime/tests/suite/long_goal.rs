@@ -8,7 +8,7 @@ use super::mock_server::{Flavor, MockResponse, MockServer, Recorded, on_mock, re
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{CompactReason, EventKind, GoalStatus};
 
 const WINDOW: u64 = 16_000;

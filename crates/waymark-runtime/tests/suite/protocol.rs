@@ -4,7 +4,7 @@
 
 use super::harness::{Harness, run, user};
 use serde_json::json;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     BudgetChange, EventKind, GoalOp, GoalReason, GoalStatus, Limit, Op, PermissionMode,
 };

@@ -3,7 +3,7 @@
 
 use super::harness::{Harness, collect, finished, results, run, types, user, waiting_on};
 use serde_json::json;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     Answer, EventKind, MessageSource, Op, PermissionMode, Position, ToolStatus, TurnEndReason,
 };
@@ -525,7 +525,7 @@ mod extension_points {
     use futures_util::future::BoxFuture;
     use serde_json::{Value, json};
     use std::sync::Arc;
-    use waymark_protocol::config::Config;
+    use waymark_config::Config;
     use waymark_protocol::{EventKind, PermissionMode, ToolStatus, TurnEndReason};
     use waymark_runtime::SessionSpec;
     use waymark_runtime::commands::{CommandContext, CommandSpec, SlashCommand};

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use waymark_protocol::config::ShellNetwork;
+use waymark_config::ShellNetwork;
 use waymark_sandbox::mount::SCRATCH_FULL_EXIT;
 use waymark_sandbox::private::Owner;
 use waymark_sandbox::reads::ReadScope;

@@ -5,7 +5,7 @@ use super::harness::{Harness, run, user, waiting_on};
 use super::plan::{answer, write_and_exit};
 use super::red_team::plan_entry;
 use serde_json::json;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{Answer, BudgetChange, PermissionMode};
 use waymark_runtime::store::StoreError;
 

@@ -4,8 +4,8 @@
 use super::mock_server::{Flavor, MockResponse, MockServer, reply};
 use std::path::Path;
 use std::sync::Arc;
-use waymark_protocol::config::Config;
-use waymark_protocol::setup::{
+use waymark_config::Config;
+use waymark_config::setup::{
     ModelSetup, SETUP_BASE_URL, SETUP_KEY, SETUP_MODEL, SetupProvider, plan,
 };
 use waymark_runtime::setup::try_model;

@@ -7,7 +7,7 @@ use super::harness::{Recording, collect};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{Answer, Op};
 use waymark_runtime::provider::ModelMessage;
 use waymark_runtime::{Runtime, RuntimeOptions, SessionSpec};

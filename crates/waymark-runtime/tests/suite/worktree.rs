@@ -5,7 +5,7 @@
 use super::harness::{Harness, results, run, user, waiting_on};
 use serde_json::json;
 use std::path::Path;
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::worktree::MergeStyle;
 use waymark_protocol::{GoalStatus, Op, PermissionMode};
 use waymark_runtime::SessionSpec;

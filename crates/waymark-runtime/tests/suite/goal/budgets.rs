@@ -10,7 +10,7 @@ use super::super::harness::{Harness, collect, finished, results, run, user, wait
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{
     Answer, EventKind, GoalReason, GoalSnapshot, GoalStatus, MessageSource, Op, PermissionMode,
     Position, QuestionnaireKind, ToolStatus, TurnEndReason,

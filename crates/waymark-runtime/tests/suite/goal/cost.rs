@@ -4,7 +4,8 @@
 
 use super::super::mock_server::{Flavor, MockResponse, MockServer, on_mock};
 use super::*;
-use waymark_protocol::cost::{Price, Spend};
+use waymark_config::pricing::Price;
+use waymark_protocol::cost::Spend;
 
 /// The scripted model priced at $1 in / $2 out per million tokens: a call of 10,000 input
 /// and 1,000 output tokens costs $0.012.

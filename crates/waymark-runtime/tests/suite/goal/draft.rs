@@ -3,7 +3,7 @@
 
 use super::super::harness::Harness;
 use serde_json::json;
-use waymark_protocol::config::Verification;
+use waymark_config::Verification;
 
 #[tokio::test]
 async fn g_48_a_draft_is_one_call_without_tools_and_sets_nothing() {

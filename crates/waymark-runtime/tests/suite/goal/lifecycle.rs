@@ -10,7 +10,7 @@ use super::super::harness::{
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{
     Answer, EventKind, GoalReason, GoalSnapshot, GoalStatus, MessageSource, Op, PermissionMode,
     Position, QuestionnaireKind, ToolStatus, TurnEndReason,
@@ -442,7 +442,7 @@ async fn g_46_a_queued_goal_that_cannot_start_stays_queued_and_the_clear_stands(
     let mut c = config(Verification::None);
     c.pricing.insert(
         priced.clone(),
-        waymark_protocol::cost::Price {
+        waymark_config::pricing::Price {
             input_per_mtok: 1.0,
             output_per_mtok: 2.0,
             cached_input_per_mtok: None,

@@ -17,7 +17,7 @@ use super::harness::{Harness, collect, finished, results, run, user, waiting_on}
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{
     Answer, EventKind, GoalReason, GoalSnapshot, GoalStatus, MessageSource, Op, PermissionMode,
     Position, QuestionnaireKind, ToolStatus, TurnEndReason,
@@ -74,7 +74,7 @@ mod budget_precision {
     use super::super::harness::{Harness, run, user};
     use proptest::prelude::*;
     use serde_json::{Value, json};
-    use waymark_protocol::config::{Config, Verification};
+    use waymark_config::{Config, Verification};
     use waymark_protocol::{EventKind, GoalStatus, PermissionMode, ToolStatus};
 
     fn response(input: u64, output: u64, tools: usize) -> Value {

@@ -9,7 +9,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{
     Event, EventKind, GoalActor, GoalReason, GoalSnapshot, GoalStatus, Op, UsageLimit,
 };
@@ -351,11 +351,7 @@ async fn turning_automatic_resumes_off_stops_a_scheduled_one() {
     let mut config = Config::default();
     config.goal.verification = Some(Verification::None);
     config.goal.usage_limit.auto_resumes = 0;
-    t.s.submit(Op::Configure {
-        config: Box::new(config),
-    })
-    .await
-    .unwrap();
+    t.runtime.apply_settings(config).unwrap();
     t.advance_quietly(5 * MINUTE).await;
     t.s.shutdown().await.unwrap();
 }

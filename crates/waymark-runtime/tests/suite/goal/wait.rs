@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{EventKind, GoalActor, GoalOp, GoalReason, GoalSnapshot, GoalStatus, Op};
 use waymark_runtime::{ManualClock, Runtime, SessionHandle};
 

@@ -6,7 +6,7 @@ use super::harness::{Harness, results, run, user};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::mcp_view::McpServerState;
 use waymark_protocol::{PermissionMode, ToolStatus};
 use waymark_runtime::SessionHandle;

@@ -7,7 +7,7 @@ use super::*;
 use super::super::harness::{Harness, collect, finished, results, run, user, waiting_on};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     Answer, EventKind, Intent, InteractionMode, MessageSource, Op, PermissionMode, Position,
     QuestionnaireKind, ToolStatus, TurnEndReason,
@@ -264,18 +264,10 @@ async fn settings_changed_on_an_open_session_apply_to_the_next_entry() {
     let s = h.session(json!({"responses": []}), PermissionMode::AutoEdit);
     let mut off = Config::default();
     off.beta.desktop_plan_mode = false;
-    s.submit(Op::Configure {
-        config: Box::new(off.clone()),
-    })
-    .await
-    .unwrap();
+    h.runtime.apply_settings(off.clone()).unwrap();
     let e = s.submit(user("/plan on")).await.unwrap_err();
     assert!(e.to_string().contains("beta.desktop_plan_mode"), "{e}");
-    s.submit(Op::Configure {
-        config: Box::new(Config::default()),
-    })
-    .await
-    .unwrap();
+    h.runtime.apply_settings(Config::default()).unwrap();
     s.submit(user("/plan on")).await.unwrap();
     assert_eq!(
         h.runtime.snapshot(s.id()).unwrap().summary.interaction_mode,
@@ -284,12 +276,7 @@ async fn settings_changed_on_an_open_session_apply_to_the_next_entry() {
     // Invalid settings are refused and change nothing.
     let mut bad = Config::default();
     bad.turn.max_steps = 0;
-    let e = s
-        .submit(Op::Configure {
-            config: Box::new(bad.clone()),
-        })
-        .await
-        .unwrap_err();
+    let e = h.runtime.apply_settings(bad.clone()).unwrap_err();
     assert!(e.to_string().contains("max_steps"), "{e}");
     assert!(h.runtime.set_config(bad).is_err());
     // The runtime's settings reach sessions opened later.
@@ -368,11 +355,7 @@ async fn settings_changed_on_an_open_session_change_the_tools_offered() {
     run(&s, user("first")).await;
     let mut off = Config::default();
     off.beta.thread_goal = false;
-    s.submit(Op::Configure {
-        config: Box::new(off),
-    })
-    .await
-    .unwrap();
+    h.runtime.apply_settings(off).unwrap();
     run(&s, user("second")).await;
     let names = |i: usize| -> Vec<String> {
         rec.requests.lock().unwrap()[i]

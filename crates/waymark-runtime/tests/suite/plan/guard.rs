@@ -7,7 +7,7 @@ use super::*;
 use super::super::harness::{Harness, collect, finished, results, run, user, waiting_on};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     Answer, EventKind, Intent, InteractionMode, MessageSource, Op, PermissionMode, Position,
     QuestionnaireKind, ToolStatus, TurnEndReason,
@@ -351,7 +351,7 @@ async fn leaving_plan_mode_withdraws_its_pending_shell_question() {
 #[tokio::test]
 async fn in_plan_mode_a_command_the_budget_refuses_is_never_asked_about() {
     let mut c = Config::default();
-    c.goal.verification = Some(waymark_protocol::config::Verification::None);
+    c.goal.verification = Some(waymark_config::Verification::None);
     c.goal.budget.grace_steps = 1;
     let (h, _rec) = Harness::recording(
         c,

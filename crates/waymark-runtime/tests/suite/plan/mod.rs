@@ -12,7 +12,7 @@ mod sandbox;
 use super::harness::{Harness, collect, finished, questionnaire, results, run, user, waiting_on};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     Answer, EventKind, Intent, InteractionMode, MessageSource, Op, PermissionMode, Position,
     QuestionnaireKind, ToolStatus, TurnEndReason,

@@ -9,7 +9,7 @@ use super::super::harness::{
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{
     Answer, EventKind, Intent, InteractionMode, MessageSource, Op, PermissionMode, Position,
     QuestionnaireKind, ToolStatus, TurnEndReason,

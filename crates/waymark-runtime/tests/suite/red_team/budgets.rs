@@ -5,7 +5,7 @@
 use super::super::harness::{Harness, results, run, user};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, Op, PermissionMode, ToolStatus};
 
 fn sleeper(seconds: u64, timeout_ms: u64) -> serde_json::Value {

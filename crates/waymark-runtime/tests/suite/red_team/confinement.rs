@@ -12,7 +12,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
 
 pub(super) fn bash(c: &str) -> Value {

@@ -7,8 +7,8 @@ use super::plan_entry;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
+use waymark_config::Config;
 use waymark_protocol::PermissionMode;
-use waymark_protocol::config::Config;
 
 /// Every entry under `dir` (links not followed; a worktree's files are the project's, not
 /// Waymark's) whose mode lets anyone but the owner in.

@@ -3,7 +3,7 @@
 use super::super::harness::{Harness, questionnaire, results, run, user, waiting_on};
 use super::harness;
 use serde_json::json;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{Answer, Op, PermissionMode, ToolStatus};
 
 fn answer(q: &str, a: Answer) -> Op {

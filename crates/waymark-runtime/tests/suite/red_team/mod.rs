@@ -21,8 +21,8 @@ mod verifier;
 use super::harness::Harness;
 use super::mock_server::{MockResponse, MockServer};
 use std::sync::Arc;
+use waymark_config::Config;
 use waymark_protocol::PermissionMode;
-use waymark_protocol::config::Config;
 use waymark_runtime::{SessionHandle, SessionSpec};
 
 /// One OpenAI Chat Completions stream: optional text, then tool calls given as

@@ -176,7 +176,7 @@ async fn a_panicking_turn_is_closed_once_not_retried_in_a_loop() {
         }
     }
     let (h, rec) = super::super::harness::Harness::recording(
-        waymark_protocol::config::Config::default(),
+        waymark_config::Config::default(),
         json!({"responses": [{"tool_calls": [{"name": "explode"}]}], "when_exhausted": "repeat_last"}),
     );
     let rt = h.reopen(|o| o.extensions.push(Arc::new(WithExplode)));

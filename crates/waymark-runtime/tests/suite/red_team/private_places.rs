@@ -12,7 +12,7 @@ use super::plan_entry;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{PermissionMode, ToolStatus};
 
 fn answer(q: &str, a: waymark_protocol::Answer) -> waymark_protocol::Op {

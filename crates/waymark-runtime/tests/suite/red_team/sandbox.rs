@@ -6,15 +6,15 @@
 use super::super::harness::{Harness, run, user, verifier_results};
 use serde_json::json;
 use std::os::unix::net::UnixListener;
+use waymark_config::{Config, Verification};
 use waymark_protocol::PermissionMode;
-use waymark_protocol::config::{Config, Verification};
 
 #[tokio::test]
 async fn the_verifier_shell_reaches_no_network_socket_terminal_or_secret() {
     let mut c = Config::default();
     c.goal.verification = Some(Verification::Subagent);
     // Network allowed for the plan-mode shell: the verifier's still gets none.
-    c.plan.shell_network = waymark_protocol::config::ShellNetwork::Allow;
+    c.plan.shell_network = waymark_config::ShellNetwork::Allow;
     let h = Harness::new(c);
     let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = tcp.local_addr().unwrap().port();

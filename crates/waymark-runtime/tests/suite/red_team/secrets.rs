@@ -6,7 +6,7 @@ use super::super::mock_server::{MockResponse, MockServer};
 use serde_json::json;
 use std::ffi::OsString;
 use std::sync::Arc;
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
 use waymark_runtime::SessionSpec;
 
@@ -223,7 +223,7 @@ async fn the_data_dir_is_private_and_the_database_0600() {
 async fn the_verifier_never_sends_a_secret_to_the_model() {
     use super::super::harness::Recording;
     let mut c = Config::default();
-    c.goal.verification = Some(waymark_protocol::config::Verification::Subagent);
+    c.goal.verification = Some(waymark_config::Verification::Subagent);
     let h = Harness::new(c);
     std::fs::write(
         h.ws.join("deploy.env"),

@@ -8,7 +8,7 @@ use super::{harness, plan_entry};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, PermissionMode, ToolStatus, TurnEndReason};
 use waymark_runtime::SessionSpec;
 

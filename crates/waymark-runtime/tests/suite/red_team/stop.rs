@@ -9,7 +9,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use waymark_protocol::config::Config;
+use waymark_config::Config;
 use waymark_protocol::{EventKind, Op, PermissionMode, ToolStatus, TurnEndReason};
 use waymark_runtime::SessionSpec;
 use waymark_runtime::extension::Extension;

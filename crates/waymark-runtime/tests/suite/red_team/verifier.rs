@@ -5,7 +5,7 @@
 use super::super::harness::{Harness, run, user};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use waymark_protocol::config::{Config, Verification};
+use waymark_config::{Config, Verification};
 use waymark_protocol::{CallActor, Event, EventKind, GoalReason, Op, PermissionMode, ToolStatus};
 
 fn config() -> Config {

@@ -1,61 +1,12 @@
-//! Connecting a model for the first time: the providers Waymark knows by name, what the setup
+//! Connecting a model for the first time: what the setup
 //! card asks (a provider, its address and a model; the key travels apart and goes to the
 //! keyring), and how an answer becomes settings ([`plan`]).
 
-use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
-use crate::types::RouteKind;
+use crate::catalog::{BUILTINS, Builtin, builtin};
+use crate::error::ConfigError;
+use crate::settings::{Config, ProviderConfig, ProviderKind};
 use serde::{Deserialize, Serialize};
-
-/// A provider reached by its own name in a model spec (`openai:gpt-4.1`), with no entry in
-/// the settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Builtin {
-    /// The spec's prefix.
-    pub name: &'static str,
-    /// Where it is unless `base_env` says otherwise.
-    pub base_url: &'static str,
-    /// The environment variable that moves it (a proxy, a local server).
-    pub base_env: &'static str,
-    /// The variable its API key is read from; none for a local server.
-    pub key_env: Option<&'static str>,
-    /// Speaks the Anthropic Messages format (else OpenAI Chat Completions).
-    pub anthropic: bool,
-    /// The context window assumed when the model is not one Waymark knows.
-    pub context_tokens: u64,
-}
-
-/// The providers known by name.
-pub const BUILTINS: [Builtin; 3] = [
-    Builtin {
-        name: "openai",
-        base_url: "https://api.openai.com/v1",
-        base_env: "OPENAI_BASE_URL",
-        key_env: Some("OPENAI_API_KEY"),
-        anthropic: false,
-        context_tokens: 128_000,
-    },
-    Builtin {
-        name: "anthropic",
-        base_url: "https://api.anthropic.com",
-        base_env: "ANTHROPIC_BASE_URL",
-        key_env: Some("ANTHROPIC_API_KEY"),
-        anthropic: true,
-        context_tokens: 200_000,
-    },
-    Builtin {
-        name: "ollama",
-        base_url: "http://localhost:11434/v1",
-        base_env: "OLLAMA_BASE_URL",
-        key_env: None,
-        anthropic: false,
-        context_tokens: 32_000,
-    },
-];
-
-/// The provider known by `name`, if it is one.
-pub fn builtin(name: &str) -> Option<&'static Builtin> {
-    BUILTINS.iter().find(|b| b.name == name)
-}
+use waymark_protocol::RouteKind;
 
 /// The kinds of provider the setup card offers.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,7 +256,7 @@ fn check_model_name(model: &str) -> Result<String, ConfigError> {
     }
     if model
         .chars()
-        .any(|c| c.is_whitespace() || crate::display::needs_escape(c))
+        .any(|c| c.is_whitespace() || waymark_protocol::display::needs_escape(c))
     {
         return bad("a model name has no spaces, control or invisible characters");
     }
@@ -323,7 +274,7 @@ fn check_base_url(url: &str) -> Result<String, ConfigError> {
     }
     if url
         .chars()
-        .any(|c| c.is_whitespace() || crate::display::needs_escape(c))
+        .any(|c| c.is_whitespace() || waymark_protocol::display::needs_escape(c))
     {
         return bad("an address has no spaces, control or invisible characters");
     }
@@ -511,7 +462,7 @@ mod tests {
     #[test]
     fn settings_that_do_not_hold_are_refused_before_anything_is_stored() {
         let broken = Config {
-            turn: crate::config::TurnConfig {
+            turn: crate::settings::TurnConfig {
                 max_steps: 0,
                 ..Default::default()
             },

@@ -2,7 +2,7 @@
 //! project's `.mcp.json` read into the same form, and `${VAR}` taken from the environment
 //! when a server is started. No I/O here: the MCP client crate starts what this describes.
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! and everything streamed to front ends ([`Redactor`]), so it is never stored, sent to the
 //! model or shown.
 
-use crate::config::{Config, ShellEnvConfig};
+use crate::settings::{Config, ShellEnvConfig};
 use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
 

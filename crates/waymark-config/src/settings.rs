@@ -1,34 +1,10 @@
 //! Settings: one JSON file, the same for the desktop app and the CLI. Every field has a
 //! default; [`Config::from_json`] rejects unknown keys and out-of-range values naming the key.
 
-use crate::{PermissionMode, RouteKind};
+use crate::error::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// An invalid settings file: the key (dotted path) and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid setting `{key}`: {message}")]
-pub struct ConfigError {
-    pub key: String,
-    pub message: String,
-}
-
-impl From<ConfigError> for crate::ErrorInfo {
-    fn from(e: ConfigError) -> Self {
-        let mut info = crate::ErrorInfo::new("invalid_settings", e.to_string());
-        info.setting = Some(e.key);
-        info
-    }
-}
-
-impl ConfigError {
-    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError {
-            key: key.into(),
-            message: message.into(),
-        }
-    }
-}
+use waymark_protocol::{PermissionMode, RouteKind};
 
 /// The whole settings file.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -54,9 +30,14 @@ pub struct Config {
     pub checkpoints: CheckpointConfig,
     /// Prices of models by pattern (`openai:gpt-4.1*`, `kimi:*`), in USD per million
     /// tokens; they win over the built-in ones. A model with no price has an unknown cost.
-    pub pricing: BTreeMap<String, crate::cost::Price>,
+    pub pricing: BTreeMap<String, crate::pricing::Price>,
     pub limits: LimitsConfig,
     pub notifications: NotificationsConfig,
+    /// The sections extensions own, by extension name (`extensions.<name>`). Each is checked
+    /// by its extension when the runtime takes the settings; a name no extension has is
+    /// refused. New features keep their settings here, not in a field of this struct.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, serde_json::Value>,
 }
 
 /// The `notifications` section: which goal and plan events alert the user (a toast while the
@@ -477,7 +458,7 @@ impl Config {
         let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
         let ok = match kind {
             "scripted" => !rest.trim().is_empty(),
-            name if crate::setup::builtin(name).is_some() => !rest.trim().is_empty(),
+            name if crate::catalog::builtin(name).is_some() => !rest.trim().is_empty(),
             name => self
                 .providers
                 .get(name)
@@ -663,14 +644,14 @@ impl Config {
                 ));
             }
         }
-        if g.checks.len() > crate::goal_syntax::MAX_CHECKS {
+        if g.checks.len() > crate::budget::MAX_CHECKS {
             return Err(ConfigError::new(
                 "goal.checks",
-                format!("at most {} checks", crate::goal_syntax::MAX_CHECKS),
+                format!("at most {} checks", crate::budget::MAX_CHECKS),
             ));
         }
         for c in &g.checks {
-            crate::goal_syntax::check_command(c)
+            crate::budget::check_command(c)
                 .map_err(|e| ConfigError::new("goal.checks", e.to_string()))?;
         }
         if let Some(t) = g.budget.default_active_seconds {
@@ -688,7 +669,7 @@ impl Config {
                 .is_none_or(|(p, n)| p.is_empty() || n.is_empty())
                 || m.chars().count() > 200
                 || m.chars()
-                    .any(|c| c.is_whitespace() || crate::display::needs_escape(c)))
+                    .any(|c| c.is_whitespace() || waymark_protocol::display::needs_escape(c)))
         {
             return Err(ConfigError::new(
                 "goal.evaluator_model",
@@ -729,18 +710,18 @@ impl Config {
             }
         }
         if let Some(cap) = self.limits.daily_cost_usd
-            && crate::cost::micros(cap).is_none()
+            && waymark_protocol::cost::micros(cap).is_none()
         {
             return Err(ConfigError::new(
                 "limits.daily_cost_usd",
                 format!(
                     "must be a number of USD from 0 to {} (got {cap}); leave it out for no cap",
-                    crate::cost::MAX_COST_USD
+                    waymark_protocol::cost::MAX_COST_USD
                 ),
             ));
         }
         for (pattern, price) in &self.pricing {
-            if let Some(why) = crate::cost::invalid_pattern(pattern) {
+            if let Some(why) = crate::pricing::invalid_pattern(pattern) {
                 return Err(ConfigError::new(format!("pricing.{pattern}"), why));
             }
             if let Some((field, why)) = price.invalid() {
