@@ -227,6 +227,6 @@ impl Cache {
             );
         }
         out.push_str("end\n");
-        crate::write_private(path, out.as_bytes())
+        crate::private::write_private(path, out.as_bytes())
     }
 }

@@ -22,6 +22,7 @@ pub mod listing;
 mod modes;
 mod pack;
 pub mod preview;
+mod private;
 mod restore;
 mod root;
 mod snapshot;
@@ -36,6 +37,7 @@ pub use snapshot::{Skipped, Snapshot};
 use gix_hash::ObjectId;
 use gix_object::Find as _;
 use gix_object::tree::EntryKind;
+use private::{private_dir, write_private};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -64,28 +66,6 @@ pub enum CheckpointError {
 }
 
 pub type Result<T> = std::result::Result<T, CheckpointError>;
-
-/// Writes `data` to a new or emptied file at `path` that only the user may read (0600): the
-/// store holds copies of the workspace's files.
-pub(crate) fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // One an older version left wider is narrowed too.
-    use std::os::unix::fs::PermissionsExt as _;
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    f.write_all(data)
-}
-
-/// Makes folder `path` (and any parent it lacks) private to the user, 0700, whatever it was.
-pub(crate) fn private_dir(path: &Path) -> std::io::Result<()> {
-    waymark_extension::paths::private_dir(path)
-}
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
     move |source| CheckpointError::Io {

@@ -59,7 +59,7 @@ impl PackWriter {
     /// Starts a pack in `objects/pack/` of the store's `objects` folder.
     pub(crate) fn start(objects: &Path) -> std::io::Result<PackWriter> {
         let dir = objects.join("pack");
-        crate::private_dir(&dir).map_err(io(&dir))?;
+        crate::private::private_dir(&dir).map_err(io(&dir))?;
         // What an unfinished pack left behind.
         if let Ok(rd) = std::fs::read_dir(&dir) {
             for e in rd.flatten() {
@@ -161,7 +161,7 @@ impl PackWriter {
         let idx_tmp = self
             .dir
             .join(format!("{TEMP_PREFIX}{:016x}.idx", fastrand::u64(..)));
-        crate::write_private(&idx_tmp, &idx).map_err(io(&idx_tmp))?;
+        crate::private::write_private(&idx_tmp, &idx).map_err(io(&idx_tmp))?;
         let pack = self.dir.join(format!("{name}.pack"));
         let idx_path = self.dir.join(format!("{name}.idx"));
         std::fs::rename(pack_tmp, &pack).map_err(io(&pack))?;

@@ -36,6 +36,7 @@ pub mod clock;
 pub mod commands;
 pub mod error;
 pub mod guard;
+mod objective;
 pub mod paths;
 pub mod reminder;
 pub mod rewind;

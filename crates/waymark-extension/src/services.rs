@@ -3,13 +3,12 @@
 //! ([`crate::Extension::provide`]), and the one that uses it asks the session for it
 //! ([`crate::SessionApi::service`]) and copes when nobody offers it.
 
-use crate::SessionApi;
-use crate::error::Result;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Arc;
-use waymark_protocol::BudgetChange;
-use waymark_store::Tx;
+
+// The contracts extensions offer each other.
+pub use crate::objective::{Objective, StartObjective};
 
 /// The services of a runtime, one per type (a trait object type, usually).
 #[derive(Default)]
@@ -28,29 +27,6 @@ impl Services {
             .and_then(|b| b.downcast_ref::<Arc<S>>())
             .cloned()
     }
-}
-
-/// A piece of work to pursue as a persistent objective: what an approved plan hands over.
-#[derive(Debug, Clone, Default)]
-pub struct Objective {
-    /// What to achieve, as the agent reads it.
-    pub text: String,
-    /// How to tell it is achieved.
-    pub criteria: Option<String>,
-    /// The steps the reviewer gives a verdict on, in order.
-    pub steps: Vec<String>,
-    /// Commands that define it done (G-49); none: the folder's `goal.checks`.
-    pub checks: Vec<String>,
-    /// The budget proposed with it, in the `/goal` syntax.
-    pub proposed_budget: Option<String>,
-    /// The user's budget; an empty change takes the proposed one.
-    pub budget: BudgetChange,
-}
-
-/// Starts pursuing an objective in the session (offered by the goal extension). Runs in the
-/// caller's transaction; refused when another objective is still unfinished or goals are off.
-pub trait StartObjective: Send + Sync {
-    fn start(&self, tx: &mut Tx<'_>, api: &SessionApi, objective: Objective) -> Result<()>;
 }
 
 #[cfg(test)]

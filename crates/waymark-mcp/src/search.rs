@@ -100,7 +100,7 @@ impl SessionTool for ToolSearch {
             let Some(hub) = self.hub.upgrade() else {
                 return Err(ToolError::Model("the runtime is closing".into()));
             };
-            let tools = crate::tool::hub_tools(&hub, api.id());
+            let tools = hub_tools(&hub, api.id());
             let found = rank(query, &tools, MAX_MATCHES);
             if found.is_empty() {
                 return Ok(ToolOutput::text(format!(
@@ -135,6 +135,15 @@ impl SessionTool for ToolSearch {
     fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
         self
     }
+}
+
+/// The tools a server-side search ranks: every ready server's.
+fn hub_tools(hub: &McpHub, session_id: &str) -> Vec<ListedTool> {
+    hub.tools()
+        .into_iter()
+        .filter(|(s, _)| hub.serves(s.scope.as_deref(), session_id))
+        .flat_map(|(_, tools)| tools.as_ref().clone())
+        .collect()
 }
 
 #[cfg(test)]

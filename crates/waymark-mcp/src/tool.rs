@@ -402,12 +402,3 @@ impl ToolSource for McpSource {
             .collect()
     }
 }
-
-/// The tools a server-side search ranks: every ready server's.
-pub(crate) fn hub_tools(hub: &McpHub, session_id: &str) -> Vec<crate::hub::ListedTool> {
-    hub.tools()
-        .into_iter()
-        .filter(|(s, _)| hub.serves(s.scope.as_deref(), session_id))
-        .flat_map(|(_, tools)| tools.as_ref().clone())
-        .collect()
-}

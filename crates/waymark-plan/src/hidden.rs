@@ -63,12 +63,12 @@ pub(crate) fn hides(raw: &str) -> bool {
                 Token::CommentToken(_) | Token::DoctypeToken(_) => false,
                 Token::TagToken(tag) => {
                     let name: &str = &tag.name;
-                    crate::render::kept_tag(name)
+                    crate::allowlist::kept_tag(name)
                         && match tag.kind {
                             TagKind::EndTag => tag.attrs.is_empty(),
                             TagKind::StartTag => {
                                 tag.attrs.iter().all(|a| match (name, &*a.name.local) {
-                                    ("a", "href") => crate::render::link_as_written(&a.value),
+                                    ("a", "href") => crate::allowlist::link_as_written(&a.value),
                                     ("ol", "start") => {
                                         !a.value.is_empty()
                                             && a.value.chars().all(|c| c.is_ascii_digit())
@@ -128,7 +128,7 @@ pub fn spans(markdown: &str) -> Vec<Hidden> {
             out.push(Hidden { range, kind });
         }
     };
-    for (ev, range) in Parser::new_ext(markdown, crate::render::options()).into_offset_iter() {
+    for (ev, range) in Parser::new_ext(markdown, crate::allowlist::options()).into_offset_iter() {
         match &ev {
             Event::Html(_) | Event::InlineHtml(_) => {
                 covered.push(range.clone());

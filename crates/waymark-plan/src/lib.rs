@@ -7,6 +7,7 @@
 use crate::db::PlanWrites;
 use waymark_protocol::{PlanModeReason, PlanStatus, RevisionAuthor};
 
+mod allowlist;
 mod answer;
 mod commands;
 pub mod db;

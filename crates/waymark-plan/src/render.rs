@@ -9,19 +9,11 @@
 //! instead costs about ten times the Markdown parse (html5ever re-parses all the output);
 //! this way a 512 KiB plan renders in a few milliseconds.
 
+use crate::allowlist::{TAGS, link_target, options};
 use ammonia::Builder;
-use pulldown_cmark::{Options, Parser, html};
+use pulldown_cmark::{Parser, html};
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
-
-/// The Markdown extensions plans are read and rendered with.
-pub(crate) fn options() -> Options {
-    Options::ENABLE_TABLES
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_FOOTNOTES
-        | Options::ENABLE_GFM
-}
 
 /// Raw HTML from Markdown, unsanitized (benchmarks compare against it).
 pub fn markdown_to_html(markdown: &str) -> String {
@@ -29,38 +21,6 @@ pub fn markdown_to_html(markdown: &str) -> String {
     html::push_html(&mut out, Parser::new_ext(markdown, options()));
     out
 }
-
-const TAGS: &[&str] = &[
-    "a",
-    "blockquote",
-    "br",
-    "code",
-    "del",
-    "div",
-    "em",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "hr",
-    "li",
-    "ol",
-    "p",
-    "pre",
-    "section",
-    "span",
-    "strong",
-    "sup",
-    "table",
-    "tbody",
-    "td",
-    "th",
-    "thead",
-    "tr",
-    "ul",
-];
 
 fn sanitizer() -> &'static Builder<'static> {
     static B: OnceLock<Builder<'static>> = OnceLock::new();
@@ -95,17 +55,6 @@ fn sanitizer() -> &'static Builder<'static> {
     })
 }
 
-/// Whether the sanitizer keeps tag `name` (what it drops, it drops with or without content).
-pub(crate) fn kept_tag(name: &str) -> bool {
-    TAGS.contains(&name)
-}
-
-/// Whether a link's address stays as written on the page (an allowed one the sanitizer does
-/// not rewrite).
-pub(crate) fn link_as_written(href: &str) -> bool {
-    link_target(href).is_some_and(|t| t == href)
-}
-
 /// Prefix of every id in rendered plans, as on GitHub: a plan's ids (and `#` links to
 /// them) cannot name the page's own elements or become window globals.
 pub const ID_PREFIX: &str = "user-content-";
@@ -130,44 +79,6 @@ fn safe_language(info: &str) -> &str {
         .find(|c: char| !(c.is_ascii_alphanumeric() || "+#._-".contains(c)))
         .unwrap_or(word.len());
     &word[..end]
-}
-
-/// What a link may point at, if anything: an allowed target as it is, except a `mailto:`
-/// link, which keeps only the fields of a message (`attach=` and the like are dropped; see
-/// [`waymark_protocol::links::safe_mailto`]), or is no link at all when it does not decode.
-fn link_target(url: &str) -> Option<std::borrow::Cow<'_, str>> {
-    if !allowed_url(url) {
-        return None;
-    }
-    // Read as a browser reads it: tabs and line breaks inside a URL are dropped, so
-    // `mail\nto:` is a `mailto:` link too.
-    let compact: String = url
-        .chars()
-        .filter(|c| !c.is_whitespace() && !c.is_control())
-        .collect();
-    let scheme = compact.split(':').next().unwrap_or("");
-    if scheme.eq_ignore_ascii_case("mailto") {
-        return waymark_protocol::links::safe_mailto(&compact).map(Into::into);
-    }
-    Some(url.into())
-}
-
-/// Whether a link target is allowed: http(s), mailto, or relative (no scheme).
-fn allowed_url(url: &str) -> bool {
-    let u: String = url
-        .chars()
-        .filter(|c| !c.is_whitespace() && !c.is_control())
-        .collect();
-    let scheme_end = u.find(':');
-    let path_start = u.find(['/', '?', '#']);
-    match (scheme_end, path_start) {
-        (Some(c), Some(p)) if p < c => true,
-        (Some(c), _) => matches!(
-            u[..c].to_ascii_lowercase().as_str(),
-            "http" | "https" | "mailto"
-        ),
-        (None, _) => true,
-    }
 }
 
 /// The opening tag of an allowed link, escaped, never passing the referrer.

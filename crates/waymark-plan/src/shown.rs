@@ -125,7 +125,7 @@ fn blocks(markdown: &str) -> Vec<Block> {
         Some(Open::Heading(_, s) | Open::Item(_, s) | Open::Text(s)) => s.push_str(t),
         None => open.push(Open::Text(t.to_string())),
     };
-    for event in Parser::new_ext(markdown, super::render::options()) {
+    for event in Parser::new_ext(markdown, crate::allowlist::options()) {
         match event {
             Event::Html(h) | Event::InlineHtml(h) => {
                 html_depth = (html_depth + html_depth_change(&h)).max(0);

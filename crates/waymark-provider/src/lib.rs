@@ -239,7 +239,12 @@ pub trait ModelProvider: Send + Sync {
     /// the server cannot say.
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
         let who = self.describe();
-        Box::pin(async move { Err(models::unsupported(&who)) })
+        Box::pin(async move {
+            Err(ProviderError::new(
+                ProviderErrorKind::RequestRejected,
+                format!("{who} cannot list its models: type the model's name"),
+            ))
+        })
     }
 }
 

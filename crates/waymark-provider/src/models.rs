@@ -88,14 +88,6 @@ pub(crate) fn tags_url(base: &str) -> Option<String> {
         .then(|| url.to_string())
 }
 
-/// The error when a provider cannot list its models at all.
-pub(crate) fn unsupported(who: &str) -> ProviderError {
-    ProviderError::new(
-        ProviderErrorKind::RequestRejected,
-        format!("{who} cannot list its models: type the model's name"),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

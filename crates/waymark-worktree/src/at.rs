@@ -87,7 +87,7 @@ impl Dir {
         let mut buf = Vec::new();
         file.take(max)
             .read_to_end(&mut buf)
-            .map_err(crate::io(&self.path_of(name)))?;
+            .map_err(crate::error::io(&self.path_of(name)))?;
         Ok(Some(buf))
     }
 
@@ -104,7 +104,7 @@ impl Dir {
         use std::io::Write as _;
         std::fs::File::from(fd)
             .write_all(content)
-            .map_err(crate::io(&self.path_of(name)))?;
+            .map_err(crate::error::io(&self.path_of(name)))?;
         Ok(true)
     }
 

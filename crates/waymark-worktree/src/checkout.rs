@@ -2,7 +2,8 @@
 //! it the merge must not touch (changes of the user's, by status and by content; ignored
 //! files in the way), and the move itself (index, files and branch, never through a link).
 
-use crate::{Result, WorktreeError, at, db, git, index, io, refs};
+use crate::error::io;
+use crate::{Result, WorktreeError, at, db, git, index, refs};
 use std::path::{Path, PathBuf};
 
 /// The user's checkout at `repo` as a merge sees it: its own git folder (where its index,

@@ -5,7 +5,8 @@
 //! made relative to folders opened without following a link, so a folder that the worktree
 //! has as a link (HEAD commits it as one) sends nothing outside the worktree.
 
-use crate::{Result, WorktreeError, git, io};
+use crate::error::io;
+use crate::{Result, WorktreeError, git};
 use ignore::gitignore::GitignoreBuilder;
 use rustix::fs::{Mode, OFlags};
 use std::os::fd::OwnedFd;

@@ -59,11 +59,11 @@ impl IndexSwap {
         for name in shared_named(&index) {
             if let Ok(Some(content)) = self.dir.read(&name, INDEX_MAX) {
                 let to = folder.join(&name);
-                std::fs::write(&to, content).map_err(crate::io(&to))?;
+                std::fs::write(&to, content).map_err(crate::error::io(&to))?;
                 self.shared.push(to);
             }
         }
-        std::fs::write(&self.work, index).map_err(crate::io(&self.work))
+        std::fs::write(&self.work, index).map_err(crate::error::io(&self.work))
     }
 
     fn not_a_file(&self, e: WorktreeError) -> WorktreeError {
@@ -84,7 +84,7 @@ impl IndexSwap {
     /// it, then renamed over it (whatever stands at the index's path is replaced, never
     /// written through). The lock is let go.
     pub(crate) fn finish(self) -> Result<()> {
-        let content = std::fs::read(&self.work).map_err(crate::io(&self.work))?;
+        let content = std::fs::read(&self.work).map_err(crate::error::io(&self.work))?;
         let temp = format!("index.waymark-{:016x}", fastrand::u64(..));
         if !self.dir.create(&temp, &content)? {
             return Err(WorktreeError::Io {

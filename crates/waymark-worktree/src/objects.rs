@@ -10,8 +10,9 @@
 //! an object whose content does not match its name arrives under another name, the one asked
 //! for is missing, and the review or merge stops before it shows or writes anything.
 
+use crate::error::io;
 use crate::git::{self, Sealed, Store};
-use crate::{Result, WorktreeError, io};
+use crate::{Result, WorktreeError};
 use std::path::Path;
 
 /// What one review or merge reads.
