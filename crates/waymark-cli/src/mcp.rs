@@ -72,30 +72,18 @@ pub(crate) async fn mcp_command(
                 None => mcp_settings::stdio_server(&command, &env)?,
             };
             server.read_only_tools = read_only;
-            let before = settings::load(settings_path, false)?;
-            let mut config = before.clone();
-            mcp_settings::add_server(&mut config, &name, server)?;
-            settings::save_checked(
-                settings_path,
-                &before,
-                &config,
-                runtime.options().clock.now_ms(),
-            )?;
+            change_settings(runtime, settings_path, |c| {
+                mcp_settings::add_server(c, &name, server)
+            })?;
             outln!(
                 "added MCP server `{name}` to {}; sessions opened from now on use it (check it with `waymark mcp list`)",
                 settings_path.display()
             );
         }
         McpCommand::Remove { name } => {
-            let before = settings::load(settings_path, false)?;
-            let mut config = before.clone();
-            mcp_settings::remove_server(&mut config, &name)?;
-            settings::save_checked(
-                settings_path,
-                &before,
-                &config,
-                runtime.options().clock.now_ms(),
-            )?;
+            change_settings(runtime, settings_path, |c| {
+                mcp_settings::remove_server(c, &name)
+            })?;
             outln!(
                 "removed MCP server `{name}` from {}",
                 settings_path.display()
@@ -103,4 +91,18 @@ pub(crate) async fn mcp_command(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the settings file, applies `change`, and saves it the way every front end saves
+/// (checked against what the file held).
+fn change_settings(
+    runtime: &Runtime,
+    path: &Path,
+    change: impl FnOnce(&mut waymark_config::Config) -> waymark_runtime::Result<()>,
+) -> anyhow::Result<()> {
+    let before = settings::load(path, false)?;
+    let mut config = before.clone();
+    change(&mut config)?;
+    settings::save_checked(path, &before, &config, runtime.options().clock.now_ms())?;
+    Ok(())
 }
