@@ -103,26 +103,24 @@ pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
         return Ok(keep(text));
     }
     let api = crate::extension::SessionApi::new(core.clone());
-    for ext in &core.extensions {
-        if let Some(expanding) = ext.expand(&api, name, args) {
-            // The error may quote the server: redacted whole, then kept to a readable size.
-            let expanded = expanding.await.map_err(|e| match e {
-                Error::Refused(m) => {
-                    let m = core.store.redactor().redact(&m).into_owned();
-                    Error::Refused(waymark_protocol::display::cut_at(m, MAX_EXPAND_ERROR))
-                }
-                other => other,
-            })?;
-            // Taken as text, never as a command: one that starts with `/` is escaped.
-            let expanded = if expanded.trim_start().starts_with('/') {
-                format!("/{}", expanded.trim_start())
-            } else {
-                expanded
-            };
-            return Ok(keep(expanded));
+    let Some(expanding) = core.hooks().expand(&api, name, args) else {
+        return Ok(keep(text));
+    };
+    // The error may quote the server: redacted whole, then kept to a readable size.
+    let expanded = expanding.await.map_err(|e| match e {
+        Error::Refused(m) => {
+            let m = core.store.redactor().redact(&m).into_owned();
+            Error::Refused(waymark_protocol::display::cut_at(m, MAX_EXPAND_ERROR))
         }
-    }
-    Ok(keep(text))
+        other => other,
+    })?;
+    // Taken as text, never as a command: one that starts with `/` is escaped.
+    let expanded = if expanded.trim_start().starts_with('/') {
+        format!("/{}", expanded.trim_start())
+    } else {
+        expanded
+    };
+    Ok(keep(expanded))
 }
 
 /// The longest error an expansion may give, in bytes (past it, cut with `…`).

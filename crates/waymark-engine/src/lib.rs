@@ -7,6 +7,7 @@
 pub mod commands;
 pub mod compaction;
 pub mod context;
+mod hooks;
 pub mod instructions;
 mod open;
 pub mod permission;

@@ -257,9 +257,7 @@ fn recover(
     id: &str,
     crashed: bool,
 ) -> Result<()> {
-    for ext in extensions {
-        ext.on_open(tx, id, crashed)?;
-    }
+    crate::hooks::Hooks(extensions).on_open(tx, id, crashed)?;
     // Calls whose process stopped before they were charged: each is charged, at the most it
     // could cost (what was held for it), to its turn, before the turn closes (so a goal
     // counts it).
@@ -281,21 +279,21 @@ fn recover(
                 micros,
                 unpriced_calls: 0,
             };
-            for ext in extensions {
-                ext.on_late_charge(tx, t, spend)?;
-            }
+            crate::hooks::Hooks(extensions).on_late_charge(tx, t, spend)?;
         }
     }
     for t in store::turns::with_status(tx.conn(), id, store::TurnStatus::Running)? {
         crate::turn::close_turn(
             tx,
-            extensions,
+            crate::hooks::Hooks(extensions),
             id,
-            t.id,
-            TurnEndReason::Aborted,
-            None,
-            "interrupted: the process driving the session stopped before this call finished",
-            true,
+            crate::turn::TurnEnd {
+                turn_id: t.id,
+                reason: TurnEndReason::Aborted,
+                error: None,
+                why: "interrupted: the process driving the session stopped before this call finished",
+                recovered: true,
+            },
         )?;
     }
     Ok(())

@@ -210,12 +210,7 @@ impl SessionCore {
             .daily_cost_usd
             .map(|c| cost::micros(c).unwrap_or(u64::MAX));
         // What a goal's budget has left, by the extensions that keep one.
-        let mut goal_left: Option<u64> = None;
-        for ext in &self.extensions {
-            if let Some(left) = ext.cost_left(api, turn_id)? {
-                goal_left = Some(goal_left.map_or(left, |g| g.min(left)));
-            }
-        }
+        let goal_left = self.hooks().cost_left(api, turn_id)?;
         if cap.is_none() && goal_left.is_none() {
             return Ok(Gate::Go(None));
         }
@@ -343,6 +338,11 @@ impl SessionCore {
             Ok(c) => c.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// The session's extensions, as the engine calls their hooks.
+    pub(crate) fn hooks(&self) -> crate::hooks::Hooks<'_> {
+        crate::hooks::Hooks(&self.extensions)
     }
 
     pub(crate) fn set_config(&self, config: Config) {
@@ -556,10 +556,7 @@ impl Actor {
                             .map(|q| q.is_some())
                             .unwrap_or(false);
                         let on_close = |tx: &mut Tx<'_>| -> Result<()> {
-                            for ext in &self.core.extensions {
-                                ext.on_close(tx, &sid, waiting)?;
-                            }
-                            Ok(())
+                            self.core.hooks().on_close(tx, &sid, waiting)
                         };
                         let r = if self.running.is_some() {
                             let _ = self.core.write(on_close);
@@ -773,15 +770,13 @@ impl Actor {
             other => {
                 // Ops of a feature (editing the plan) go to the extension that owns them.
                 let api = SessionApi::new(self.core.clone());
-                for ext in &self.core.extensions {
-                    if let Some(r) = ext.handle_op(&api, &other) {
-                        let text = r?;
-                        changed(&self.core);
-                        return Ok(match text {
-                            Some(output) => OpOutcome::Command { output },
-                            None => OpOutcome::Done,
-                        });
-                    }
+                if let Some(r) = self.core.hooks().handle_op(&api, &other) {
+                    let text = r?;
+                    changed(&self.core);
+                    return Ok(match text {
+                        Some(output) => OpOutcome::Command { output },
+                        None => OpOutcome::Done,
+                    });
                 }
                 Err(Error::Refused(format!(
                     "no extension of this session handles the op {other:?}"
@@ -860,32 +855,25 @@ impl Actor {
         }
         let api = SessionApi::new(self.core.clone());
         let mut next = next;
-        'queued: while let Some(m) = next {
-            for ext in &self.core.extensions {
-                if let Dequeue::Drop(why) = ext.recheck(&api, &m)? {
-                    drop_message(&api, &m, &why)?;
-                    next = self
-                        .core
-                        .read(|c| Ok(store::messages::next_queued(c, &sid)?))?;
-                    continue 'queued;
-                }
+        while let Some(m) = next {
+            if let Dequeue::Drop(why) = self.core.hooks().recheck(&api, &m)? {
+                drop_message(&self.core, &api, &m, &why)?;
+                next = self
+                    .core
+                    .read(|c| Ok(store::messages::next_queued(c, &sid)?))?;
+                continue;
             }
             return Ok(Some(TurnStart::New(m)));
         }
-        for ext in &self.core.extensions {
-            if ext.next_work(&api)? {
-                let m = self
-                    .core
-                    .read(|c| Ok(store::messages::next_queued(c, &sid)?))?;
-                if let Some(m) = m {
-                    return Ok(Some(TurnStart::New(m)));
-                }
-            }
+        let queued = self.core.hooks().next_work(&api, || {
+            self.core
+                .read(|c| Ok(store::messages::next_queued(c, &sid)?))
+        })?;
+        if let Some(m) = queued {
+            return Ok(Some(TurnStart::New(m)));
         }
-        for ext in &self.core.extensions {
-            if let Some(at) = ext.wake_at(&api)? {
-                self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
-            }
+        if let Some(at) = self.core.hooks().wake_at(&api)? {
+            self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
         }
         if self.announced != Announced::Idle {
             self.core
@@ -917,17 +905,16 @@ fn configured(tx: &mut store::Tx<'_>, core: &SessionCore, window: Option<u64>) -
 
 /// Tells every extension its view may have changed (after commit).
 fn changed(core: &Arc<SessionCore>) {
-    changed_in(&SessionApi::new(core.clone()));
-}
-
-fn changed_in(api: &SessionApi) {
-    for ext in &api.core().extensions {
-        ext.changed(api);
-    }
+    core.hooks().changed(&SessionApi::new(core.clone()));
 }
 
 /// Marks a queued message dropped, with its event.
-fn drop_message(api: &SessionApi, m: &store::MessageRow, reason: &str) -> Result<()> {
+fn drop_message(
+    core: &SessionCore,
+    api: &SessionApi,
+    m: &store::MessageRow,
+    reason: &str,
+) -> Result<()> {
     api.write(|tx| {
         tx.set_message_status(m.id, store::MessageStatus::Dropped)?;
         Ok(tx.emit(
@@ -938,6 +925,6 @@ fn drop_message(api: &SessionApi, m: &store::MessageRow, reason: &str) -> Result
             },
         )?)
     })?;
-    changed_in(api);
+    core.hooks().changed(api);
     Ok(())
 }

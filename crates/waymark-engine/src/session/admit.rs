@@ -52,19 +52,12 @@ pub(super) fn admit(
     }
     core.write(|tx| {
         // The intent takes effect in the same transaction that admits the message (PM-6).
-        if let Some(intent) = intent {
-            let mut handled = false;
-            for ext in &core.extensions {
-                if ext.on_intent(tx, &api, intent)? {
-                    handled = true;
-                    break;
-                }
-            }
-            if !handled {
-                return Err(Error::Refused(format!(
-                    "no extension of this session handles the intent {intent:?}"
-                )));
-            }
+        if let Some(intent) = intent
+            && !core.hooks().on_intent(tx, &api, intent)?
+        {
+            return Err(Error::Refused(format!(
+                "no extension of this session handles the intent {intent:?}"
+            )));
         }
         let (m, created) = admit_message(tx, sid, source, text, position, key)?;
         if created {
@@ -84,9 +77,7 @@ pub(super) fn admit(
             tx.touch_session(sid)?;
         }
         // Last: an extension that moves files does so once everything else succeeded.
-        for ext in &core.extensions {
-            ext.on_admit(tx, &api, &m, intent, created)?;
-        }
+        core.hooks().on_admit(tx, &api, &m, intent, created)?;
         Ok(OpOutcome::Admitted {
             message_id: m.id,
             created,

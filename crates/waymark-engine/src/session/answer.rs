@@ -59,13 +59,7 @@ pub(super) fn answer_questionnaire(
                 answer: answer.clone(),
             },
         )?;
-        for ext in core
-            .extensions
-            .iter()
-            .filter(|e| e.answers().contains(&q.kind()))
-        {
-            ext.on_answer(tx, &api, &q, answer)?;
-        }
+        core.hooks().on_answer(tx, &api, &q, answer)?;
         Ok(false)
     })?;
     changed(core);

@@ -43,10 +43,19 @@ fn close_open_turn(
         let Some(t) = store::turns::open_turn(tx.conn(), &sid)? else {
             return Ok(());
         };
-        turn::close_turn(tx, &core.extensions, &sid, t.id, reason, error, note, false)?;
-        for ext in &core.extensions {
-            ext.on_turn_lost(tx, &sid, why)?;
-        }
+        turn::close_turn(
+            tx,
+            core.hooks(),
+            &sid,
+            turn::TurnEnd {
+                turn_id: t.id,
+                reason,
+                error,
+                why: note,
+                recovered: false,
+            },
+        )?;
+        core.hooks().on_turn_lost(tx, &sid, why)?;
         Ok(())
     })?;
     changed(core);
@@ -78,13 +87,15 @@ pub(super) fn abort_parked_turn(core: &SessionCore) -> Result<()> {
         }
         turn::close_turn(
             tx,
-            &core.extensions,
+            core.hooks(),
             &sid,
-            t.id,
-            TurnEndReason::Aborted,
-            None,
-            "not run: the user stopped the turn",
-            false,
+            turn::TurnEnd {
+                turn_id: t.id,
+                reason: TurnEndReason::Aborted,
+                error: None,
+                why: "not run: the user stopped the turn",
+                recovered: false,
+            },
         )
     })
 }

@@ -32,14 +32,7 @@ pub(super) async fn rewind(
     }
     let api = SessionApi::new(core.clone());
     let plan = {
-        let mut found = None;
-        for ext in &core.extensions {
-            if let Some(f) = ext.rewind(&api, to, scope) {
-                found = Some(f);
-                break;
-            }
-        }
-        match found {
+        match core.hooks().rewind(&api, to, scope) {
             Some(f) => f.await?,
             None => {
                 return Err(Error::FeatureOff {
@@ -75,9 +68,7 @@ pub(super) async fn rewind(
             scope,
             rewound_turns,
         };
-        for ext in &core.extensions {
-            ext.on_rewound(tx, &api, &rewound)?;
-        }
+        core.hooks().on_rewound(tx, &api, &rewound)?;
         Ok(rewound)
     })?;
     tracing::info!(

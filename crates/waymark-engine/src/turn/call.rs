@@ -74,9 +74,7 @@ pub(crate) async fn decide(
         session: &session,
         call,
     };
-    for ext in &core.extensions {
-        ext.before_tool(api, &info, &mut prep)?;
-    }
+    core.hooks().before_tool(api, &info, &mut prep)?;
     let writable = prep.writable().map(<[_]>::to_vec);
     let sandbox = match writable {
         Some(files) => {

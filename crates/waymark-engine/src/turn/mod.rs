@@ -19,7 +19,7 @@ pub(crate) use call::{
 
 use crate::context::{self, ReminderContext, RequestParts};
 use crate::error::{Error, Result};
-use crate::extension::{Extension, SessionApi};
+use crate::extension::SessionApi;
 use crate::guard::GuardDecision;
 use crate::provider::{ModelResponse, StreamEvent, ToolSpec};
 use crate::session::{CoreOf, SessionCore};
@@ -83,16 +83,12 @@ pub(crate) async fn run(
                     },
                 )?;
                 let api = SessionApi::new(core.clone());
-                for ext in &core.extensions {
-                    ext.on_turn_start(tx, &api, id, &m)?;
-                }
+                core.hooks().on_turn_start(tx, &api, id, &m)?;
                 Ok(id)
             })?;
             // Outside the transaction: a checkpoint of the workspace as the turn starts.
             let api = SessionApi::new(core.clone());
-            for ext in &core.extensions {
-                ext.before_turn(&api, id, &cancel).await?;
-            }
+            core.hooks().before_turn(&api, id, &cancel).await?;
             (id, m.source)
         }
         TurnStart::Resume(t) => {
@@ -109,9 +105,7 @@ pub(crate) async fn run(
     match result {
         Ok(TurnExit::Finished(reason)) => {
             let api = SessionApi::new(core.clone());
-            for ext in &core.extensions {
-                ext.settle(&api, turn_id, &cancel).await?;
-            }
+            core.hooks().settle(&api, turn_id, &cancel).await?;
             Ok(TurnExit::Finished(reason))
         }
         Ok(TurnExit::Parked) => Ok(TurnExit::Parked),
@@ -134,7 +128,7 @@ async fn drive(
     let session = core
         .read(|c| Ok(store::sessions::get(c, &sid)?))?
         .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
-    if core.extensions.iter().any(|e| e.probes_sandbox(&session)) {
+    if core.hooks().probes_sandbox(&session) {
         // A reminder says which sandbox layers hold: probe before it is written.
         core.sandbox.probe_async().await;
     }
@@ -169,17 +163,9 @@ async fn drive(
     };
     let mut last_elided = 0u64;
     let mut context_retried = false;
-    let mut offer_tools = true;
-    let mut withheld: Vec<&'static str> = Vec::new();
-    for ext in &core.extensions {
-        offer_tools &= ext.offers_tools(&api, turn_id)?;
-        withheld.extend_from_slice(ext.withheld_tools(&api, turn_id)?);
-    }
-    let extra_prompt: Vec<String> = core
-        .extensions
-        .iter()
-        .filter_map(|e| e.system_prompt(&api, &session))
-        .collect();
+    let offer_tools = core.hooks().offers_tools(&api, turn_id)?;
+    let withheld = core.hooks().withheld_tools(&api, turn_id)?;
+    let extra_prompt = core.hooks().system_prompts(&api, &session);
     loop {
         let pending = core.read(|c| Ok(store::turns::unresolved_calls(c, &sid, turn_id)?))?;
         if !pending.is_empty() {
@@ -221,12 +207,8 @@ async fn drive(
             return finish(core, turn_id, TurnEndReason::StepCapped, None);
         }
         // An extension may end the turn before another call (a goal's spent budget).
-        if steps > 0 {
-            for ext in &core.extensions {
-                if !ext.may_call_model(&api, turn_id, steps)? {
-                    return finish(core, turn_id, TurnEndReason::Completed, None);
-                }
-            }
+        if steps > 0 && !core.hooks().may_call_model(&api, turn_id, steps)? {
+            return finish(core, turn_id, TurnEndReason::Completed, None);
         }
         // Listed again before each call: a tool server that became ready, or whose list
         // changed, since the last one is offered from this call on.
@@ -671,10 +653,7 @@ async fn process_call(
     // The result is recorded, then every extension hears of it.
     let recorded = |status: ToolStatus, content: String, changes, images| -> Result<()> {
         core.write(|tx| write_result(tx, &sid, turn_id, call, status, (content, images), changes))?;
-        for ext in &core.extensions {
-            ext.after_tool(api, turn_id, call, status)?;
-        }
-        Ok(())
+        core.hooks().after_tool(api, turn_id, call, status)
     };
     let answered = core.read(|c| {
         Ok(store::questionnaires::for_turn(c, turn_id)?
@@ -733,9 +712,7 @@ async fn process_call(
             // A confined shell writes nothing of the workspace; anything else that may
             // write gets a checkpoint first.
             let writes = tool.0.is_mutating() && ctx.sandbox.is_none();
-            for ext in &core.extensions {
-                ext.before_run(api, turn_id, call, writes).await?;
-            }
+            core.hooks().before_run(api, turn_id, call, writes).await?;
             run_allowed(api, turn_id, call, &tool, &ctx, changes, recorded).await
         }
     }
@@ -821,13 +798,15 @@ pub(crate) fn finish(
     core.write(|tx| {
         close_turn(
             tx,
-            &core.extensions,
+            core.hooks(),
             sid,
-            turn_id,
-            reason,
-            error.as_ref(),
-            why,
-            false,
+            TurnEnd {
+                turn_id,
+                reason,
+                error: error.as_ref(),
+                why,
+                recovered: false,
+            },
         )
     })?;
     match &error {
@@ -837,24 +816,35 @@ pub(crate) fn finish(
     Ok(TurnExit::Finished(reason))
 }
 
+/// How a turn ends: why, the error if any, what the calls that never ran are told, and
+/// whether it was found interrupted after a crash.
+pub(crate) struct TurnEnd<'a> {
+    pub(crate) turn_id: i64,
+    pub(crate) reason: TurnEndReason,
+    pub(crate) error: Option<&'a ErrorInfo>,
+    /// The result given to every call that has none.
+    pub(crate) why: &'a str,
+    pub(crate) recovered: bool,
+}
+
 /// Closes a turn in `tx`: a result for every call that has none (saying `why`), the turn
 /// row, and the `turn.finished` event (`recovered` when found interrupted after a crash).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn close_turn(
     tx: &mut Tx<'_>,
-    extensions: &[std::sync::Arc<dyn Extension>],
+    hooks: crate::hooks::Hooks<'_>,
     sid: &str,
-    turn_id: i64,
-    reason: TurnEndReason,
-    error: Option<&ErrorInfo>,
-    why: &str,
-    recovered: bool,
+    end: TurnEnd<'_>,
 ) -> Result<()> {
+    let TurnEnd {
+        turn_id,
+        reason,
+        error,
+        why,
+        recovered,
+    } = end;
     close_unresolved(tx, sid, turn_id, why)?;
     let row = tx.finish_turn(turn_id, reason, error)?;
-    for ext in extensions {
-        ext.on_turn_closed(tx, &row, recovered)?;
-    }
+    hooks.on_turn_closed(tx, &row, recovered)?;
     Ok(tx.emit(
         sid,
         EventKind::TurnFinished {
