@@ -292,11 +292,19 @@ impl ToolGuard for PermissionGuard {
             ));
         }
         let mode = call.session.permission_mode;
-        if tool.is_external() {
-            return external_call(call, scope);
+        // A tool that reaches the network itself: judged like an external one that writes,
+        // whatever else it declares (what it sends leaves the machine).
+        if tool.effects().network {
+            return outside_call(call, scope, Outside::Network);
         }
-        let shell = tool.is_shell();
-        if !shell && !tool.is_mutating() {
+        if tool.effects().external {
+            if !tool.effects().writes {
+                return GuardDecision::Allow;
+            }
+            return outside_call(call, scope, Outside::Server);
+        }
+        let shell = tool.effects().processes;
+        if !shell && !tool.effects().writes {
             return GuardDecision::Allow;
         }
         let raw = if shell {
@@ -409,20 +417,31 @@ impl ToolGuard for PermissionGuard {
     }
 }
 
-/// A call to an external tool (an MCP server's). Its arguments name nothing the runtime can
-/// check, so the permission mode alone decides one that is not read-only: refused in
-/// `read-only`, run in `auto`, asked about in `ask` and `auto-edit` (each call, unless the
-/// user allowed that tool for the session).
-fn external_call(call: &GuardCall<'_>, scope: Option<&str>) -> GuardDecision {
+/// What takes a call outside what the runtime can check.
+#[derive(Clone, Copy)]
+enum Outside {
+    /// An external tool (an MCP server's) not marked read-only.
+    Server,
+    /// A tool that sends requests over the network itself.
+    Network,
+}
+
+/// A call whose effect the runtime cannot check by path: an external tool (an MCP server's)
+/// that writes, whose arguments name nothing the runtime can check, or a tool that reaches
+/// the network itself. The permission mode alone decides: refused in `read-only`, run in
+/// `auto`, asked about in `ask` and `auto-edit` (each call, unless the user allowed that tool
+/// for the session).
+fn outside_call(call: &GuardCall<'_>, scope: Option<&str>, why: Outside) -> GuardDecision {
     let name = call.tool.name();
-    if !call.tool.is_mutating() {
-        return GuardDecision::Allow;
-    }
     match call.session.permission_mode {
         PermissionMode::Auto => return GuardDecision::Allow,
         PermissionMode::ReadOnly => {
+            let what = match why {
+                Outside::Server => "it is not marked read-only",
+                Outside::Network => "it reaches the network",
+            };
             return GuardDecision::Deny(format!(
-                "`{}` is not allowed: it is not marked read-only, and the session is in read-only permission mode. Use read-only tools, or ask the user to change the permission mode.",
+                "`{}` is not allowed: {what}, and the session is in read-only permission mode. Use read-only tools, or ask the user to change the permission mode.",
                 escape_line(name)
             ));
         }
@@ -445,10 +464,16 @@ fn external_call(call: &GuardCall<'_>, scope: Option<&str>) -> GuardDecision {
         shell: false,
         scope: scope.map(str::to_string),
         arguments: call.arguments.clone(),
-        summary: format!(
-            "{} (a tool server's tool: it acts outside Waymark, with the arguments below)",
-            escape_line(name)
-        ),
+        summary: match why {
+            Outside::Server => format!(
+                "{} (a tool server's tool: it acts outside Waymark, with the arguments below)",
+                escape_line(name)
+            ),
+            Outside::Network => format!(
+                "{} (it sends a request over the network, with the arguments below)",
+                escape_line(name)
+            ),
+        },
         command: None,
         files: Vec::new(),
         git: false,
@@ -561,7 +586,7 @@ pub fn read_target(workspace: &Path, raw: &str) -> Option<PathBuf> {
 /// the user is asked, and no grant covers it. `None` for any other call.
 fn private_read(call: &GuardCall<'_>, scope: Option<&str>) -> Option<GuardDecision> {
     // An external tool's `path` is its server's, not a file the runtime could check.
-    if call.tool.is_shell() || call.tool.is_mutating() || call.tool.is_external() {
+    if call.tool.effects().processes || call.tool.effects().writes || call.tool.effects().external {
         return None;
     }
     let raw = call.arguments.get("path").and_then(Value::as_str)?;
@@ -617,7 +642,7 @@ pub fn question(
     let tool = call.tool.name();
     // A grant from a question asked in a scope (plan mode) ends with the scope, even when the
     // answer comes after it ended.
-    if call.tool.is_shell() {
+    if call.tool.effects().processes {
         let prefix = command_prefix(command);
         let mut q = shell_question(call, command);
         q.scope = scope.map(str::to_string);

@@ -73,7 +73,7 @@ fn the_strictest_rule_wins_whatever_the_order() {
             "reviewer"
         }
         fn decide(&self, call: &GuardCall<'_>) -> Option<GuardDecision> {
-            (call.actor == waymark_protocol::CallActor::Verifier && call.tool.is_mutating())
+            (call.actor == waymark_protocol::CallActor::Verifier && call.tool.effects().writes)
                 .then(|| GuardDecision::Deny("read only".into()))
         }
     }

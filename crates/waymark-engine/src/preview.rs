@@ -29,7 +29,7 @@ const MAX_SHOWN_DIFF: usize = 64 * 1024;
 /// What an allowed call of a file tool will change, for the transcript: as the question
 /// shows it, each diff cut to [`MAX_SHOWN_DIFF`]. Nothing for any other tool.
 pub(crate) fn changes_to_show(call: &GuardCall<'_>) -> Vec<FileChange> {
-    if !FILE_TOOLS.contains(&call.tool.name()) || call.tool.is_shell() {
+    if !FILE_TOOLS.contains(&call.tool.name()) || call.tool.effects().processes {
         return Vec::new();
     }
     let mut files = file_changes(call);

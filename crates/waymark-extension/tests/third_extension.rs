@@ -33,8 +33,8 @@ impl Tool for TakeNote {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
     }
-    fn is_mutating(&self) -> bool {
-        true
+    fn effects(&self) -> waymark_tools::Effects {
+        waymark_tools::Effects::WRITES
     }
 }
 

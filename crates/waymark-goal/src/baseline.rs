@@ -155,7 +155,7 @@ fn protected_targets(
         .tools()
         .iter()
         .find(|t| t.name() == call.name)
-        .is_some_and(|t| t.is_mutating() && !t.is_shell() && !t.is_external());
+        .is_some_and(|t| t.effects().writes && !t.effects().processes && !t.effects().external);
     if !writes_files {
         return Ok(None);
     }

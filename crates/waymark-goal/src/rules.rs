@@ -134,7 +134,7 @@ fn check_decision(call: &GuardCall<'_>, mode: PermissionMode, check: String) -> 
 /// searching, and the shell only when it runs sandboxed. Nothing else, and it never asks.
 fn verifier_policy(call: &GuardCall<'_>) -> GuardDecision {
     let tool = call.tool;
-    if VERIFIER_TOOLS.contains(&tool.name()) || (tool.is_shell() && call.shell_sandboxed) {
+    if VERIFIER_TOOLS.contains(&tool.name()) || (tool.effects().processes && call.shell_sandboxed) {
         return GuardDecision::Allow;
     }
     GuardDecision::Deny(format!(

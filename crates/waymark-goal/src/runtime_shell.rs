@@ -9,7 +9,7 @@ use waymark_tools::{Tool, ToolContext};
 
 /// The session's shell tool, if one is loaded.
 pub(crate) fn shell_tool(api: &SessionApi) -> Option<Arc<dyn Tool>> {
-    api.tools().iter().find(|t| t.is_shell()).cloned()
+    api.tools().iter().find(|t| t.effects().processes).cloned()
 }
 
 /// The context a runtime command runs with: `spec` its sandbox, `limit` its time limit,

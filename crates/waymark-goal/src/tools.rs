@@ -52,8 +52,8 @@ impl Tool for CreateGoal {
             "time_budget_seconds": {"type": "integer", "minimum": 1}
         }, "required": ["objective"]})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> waymark_tools::Effects {
+        waymark_tools::Effects::READS
     }
     fn offered(&self, _mode: InteractionMode, config: &Config) -> bool {
         config.beta.thread_goal
@@ -178,8 +178,8 @@ impl Tool for GetGoal {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {}})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> waymark_tools::Effects {
+        waymark_tools::Effects::READS
     }
     fn offered(&self, _mode: InteractionMode, config: &Config) -> bool {
         config.beta.thread_goal
@@ -239,8 +239,8 @@ impl Tool for UpdateGoal {
             "token_budget": {"type": "integer", "minimum": 1}
         }, "required": ["mode"]})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> waymark_tools::Effects {
+        waymark_tools::Effects::READS
     }
     fn offered(&self, _mode: InteractionMode, config: &Config) -> bool {
         config.beta.thread_goal

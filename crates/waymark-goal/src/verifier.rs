@@ -152,7 +152,7 @@ pub(crate) async fn verify(
         for t in api
             .tools()
             .iter()
-            .filter(|t| VERIFIER_TOOLS.contains(&t.name()) || (t.is_shell() && shell))
+            .filter(|t| VERIFIER_TOOLS.contains(&t.name()) || (t.effects().processes && shell))
         {
             tools.push(ToolSpec {
                 name: t.name().into(),

@@ -72,8 +72,8 @@ impl Tool for WaitTool {
             "reason": {"type": "string"}
         }, "required": ["reason"]})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> waymark_tools::Effects {
+        waymark_tools::Effects::READS
     }
     fn offered(&self, _mode: InteractionMode, config: &Config) -> bool {
         config.beta.thread_goal

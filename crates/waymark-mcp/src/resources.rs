@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use waymark_extension::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use waymark_extension::tools::{Effects, Tool, ToolContext, ToolError, ToolOutput};
 use waymark_extension::{SessionApi, SessionTool};
 
 pub const LIST: &str = "list_mcp_resources";
@@ -62,11 +62,12 @@ impl Tool for ResourceTool {
             }),
         }
     }
-    fn is_mutating(&self) -> bool {
-        false
-    }
-    fn is_external(&self) -> bool {
-        true
+    fn effects(&self) -> Effects {
+        Effects {
+            writes: false,
+            external: true,
+            ..Effects::READS
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
-use waymark_extension::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use waymark_extension::tools::{Effects, Tool, ToolContext, ToolError, ToolOutput};
 use waymark_extension::{SessionApi, SessionTool};
 
 pub const TOOL_SEARCH: &str = "tool_search";
@@ -78,8 +78,8 @@ impl Tool for ToolSearch {
             "required": ["query"]
         })
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> Effects {
+        Effects::READS
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use waymark_extension::source::{OfferContext, Offered, ToolSource};
-use waymark_extension::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use waymark_extension::tools::{Effects, Tool, ToolContext, ToolError, ToolOutput};
 use waymark_extension::{SessionApi, SessionTool};
 use waymark_protocol::InteractionMode;
 
@@ -42,11 +42,12 @@ impl Tool for McpTool {
     fn schema(&self) -> Value {
         self.tool.schema.clone()
     }
-    fn is_mutating(&self) -> bool {
-        !self.tool.read_only
-    }
-    fn is_external(&self) -> bool {
-        true
+    fn effects(&self) -> Effects {
+        Effects {
+            writes: !self.tool.read_only,
+            external: true,
+            ..Effects::READS
+        }
     }
 }
 

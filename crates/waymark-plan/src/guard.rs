@@ -25,7 +25,7 @@ impl ToolGuard for PlanGuard {
         }
         let tool = call.tool;
         let plan = super::plan_path(call.artifacts);
-        if tool.is_shell() {
+        if tool.effects().processes {
             if call.shell_sandboxed {
                 return GuardDecision::Allow;
             }
@@ -49,7 +49,14 @@ impl ToolGuard for PlanGuard {
             q.scope = Some(super::rules::PLAN_SCOPE.to_string());
             return GuardDecision::Ask(Box::new(q));
         }
-        if !tool.is_mutating() {
+        // Nothing leaves the machine from plan mode but what the sandboxed shell may send.
+        if tool.effects().network {
+            return GuardDecision::Deny(format!(
+                "Plan mode: `{}` is not allowed: it reaches the network. Keep investigating with the read-only tools.",
+                tool.name()
+            ));
+        }
+        if !tool.effects().writes {
             return GuardDecision::Allow;
         }
         let refusal = || {

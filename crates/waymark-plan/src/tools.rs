@@ -38,8 +38,8 @@ impl Tool for EnterPlanMode {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"reason": {"type": "string", "description": "Why planning first helps here"}}})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> waymark_tools::Effects {
+        waymark_tools::Effects::READS
     }
     fn offered(&self, mode: InteractionMode, config: &Config) -> bool {
         // Only in default mode and behind its own flag (PM-7); the kill switch too (PM-9).
@@ -109,8 +109,8 @@ impl Tool for ExitPlanMode {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"options": {"type": "array", "items": {"type": "string"}, "maxItems": 3}}})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> waymark_tools::Effects {
+        waymark_tools::Effects::READS
     }
     fn offered(&self, mode: InteractionMode, _config: &Config) -> bool {
         mode == InteractionMode::Plan

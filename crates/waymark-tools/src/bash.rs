@@ -210,11 +210,8 @@ impl Tool for Bash {
             "timeout_ms": {"type": "integer", "minimum": 100}
         }, "required": ["command"]})
     }
-    fn is_mutating(&self) -> bool {
-        true
-    }
-    fn is_shell(&self) -> bool {
-        true
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::SHELL
     }
     fn handle<'a>(
         &'a self,

@@ -137,24 +137,56 @@ pub enum ToolError {
     Fatal(String),
 }
 
+/// What a tool may do besides reading, as the tool declares it. The permission guard and
+/// plan mode decide a call from these, never from the tool's name, so a new kind of tool
+/// (a web fetch) cannot slip through by looking like a reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Effects {
+    /// Changes something: the workspace files its arguments name or, for an external tool,
+    /// anything at all.
+    pub writes: bool,
+    /// Runs programs (a shell). What they do is confined by the sandbox, not judged by path.
+    pub processes: bool,
+    /// Sends requests over the network itself, outside any sandbox (a web fetch): refused in
+    /// plan mode and in `read-only` unless a rule allows it, asked about in `ask` and
+    /// `auto-edit`, run in `auto`.
+    pub network: bool,
+    /// Acts through another program the runtime cannot see into (an MCP server): its
+    /// arguments name nothing the runtime can check (a `path` there is the server's), so one
+    /// that writes is asked about in every mode but `auto`, as a whole.
+    pub external: bool,
+}
+
+impl Effects {
+    /// Reads only.
+    pub const READS: Effects = Effects {
+        writes: false,
+        processes: false,
+        network: false,
+        external: false,
+    };
+    /// Writes the workspace files its arguments name.
+    pub const WRITES: Effects = Effects {
+        writes: true,
+        ..Effects::READS
+    };
+    /// Runs shell commands (which may write).
+    pub const SHELL: Effects = Effects {
+        writes: true,
+        processes: true,
+        ..Effects::READS
+    };
+}
+
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
     /// JSON schema of the arguments.
     fn schema(&self) -> Value;
-    /// Whether the tool changes anything (files; for an external tool, anything at all).
-    fn is_mutating(&self) -> bool;
-    /// Whether the tool runs shell commands.
-    fn is_shell(&self) -> bool {
-        false
-    }
-    /// Whether the tool acts through another program the runtime cannot see into (an MCP
-    /// server): its arguments name nothing the runtime can check (a `path` there is the
-    /// server's), so a mutating one is asked about in every mode but `auto`, as a whole.
-    fn is_external(&self) -> bool {
-        false
-    }
+    /// What the tool may do besides reading ([`Effects`]). The permission guard and plan
+    /// mode decide from this, so a tool must declare every effect it has.
+    fn effects(&self) -> Effects;
     /// Whether the tool is offered to the model in this session's current state (plan mode
     /// offers its tools only in one mode).
     fn offered(
@@ -444,8 +476,8 @@ mod tests {
                 "bash"
             ]
         );
-        assert!(r.get("bash").unwrap().is_shell());
-        assert!(r.get("edit").unwrap().is_mutating());
-        assert!(!r.get("grep").unwrap().is_mutating());
+        assert!(r.get("bash").unwrap().effects().processes);
+        assert!(r.get("edit").unwrap().effects().writes);
+        assert!(!r.get("grep").unwrap().effects().writes);
     }
 }

@@ -334,8 +334,8 @@ impl Tool for ApplyPatch {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"patch": {"type": "string"}}, "required": ["patch"]})
     }
-    fn is_mutating(&self) -> bool {
-        true
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::WRITES
     }
     fn handle<'a>(
         &'a self,

@@ -39,8 +39,8 @@ impl Tool for ReadFile {
             "limit": {"type": "integer", "minimum": 1}
         }, "required": ["path"]})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::READS
     }
     fn handle<'a>(
         &'a self,
@@ -187,8 +187,8 @@ impl Tool for ListDir {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::READS
     }
     fn handle<'a>(
         &'a self,

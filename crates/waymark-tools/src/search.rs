@@ -152,8 +152,8 @@ impl Tool for Glob {
             "pattern": {"type": "string"}, "path": {"type": "string"}
         }, "required": ["pattern"]})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::READS
     }
     fn handle<'a>(
         &'a self,
@@ -247,8 +247,8 @@ impl Tool for Grep {
             "glob": {"type": "string"}, "case_insensitive": {"type": "boolean"}
         }, "required": ["pattern"]})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::READS
     }
     fn handle<'a>(
         &'a self,

@@ -30,8 +30,8 @@ impl Tool for Write {
             "path": {"type": "string"}, "content": {"type": "string"}
         }, "required": ["path", "content"]})
     }
-    fn is_mutating(&self) -> bool {
-        true
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::WRITES
     }
     fn handle<'a>(
         &'a self,
@@ -205,8 +205,8 @@ impl Tool for Edit {
             "new_string": {"type": "string"}, "replace_all": {"type": "boolean"}
         }, "required": ["path", "old_string", "new_string"]})
     }
-    fn is_mutating(&self) -> bool {
-        true
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::WRITES
     }
     fn handle<'a>(
         &'a self,
@@ -262,8 +262,8 @@ impl Tool for MultiEdit {
             }, "required": ["old_string", "new_string"]}}
         }, "required": ["path", "edits"]})
     }
-    fn is_mutating(&self) -> bool {
-        true
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::WRITES
     }
     fn handle<'a>(
         &'a self,
@@ -318,8 +318,8 @@ impl Tool for Append {
             "path": {"type": "string"}, "content": {"type": "string"}
         }, "required": ["path", "content"]})
     }
-    fn is_mutating(&self) -> bool {
-        true
+    fn effects(&self) -> crate::Effects {
+        crate::Effects::WRITES
     }
     fn handle<'a>(
         &'a self,

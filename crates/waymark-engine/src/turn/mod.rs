@@ -711,7 +711,7 @@ async fn process_call(
         GuardDecision::Allow => {
             // A confined shell writes nothing of the workspace; anything else that may
             // write gets a checkpoint first.
-            let writes = tool.0.is_mutating() && ctx.sandbox.is_none();
+            let writes = tool.0.effects().writes && ctx.sandbox.is_none();
             core.hooks().before_run(api, turn_id, call, writes).await?;
             run_allowed(api, turn_id, call, &tool, &ctx, changes, recorded).await
         }

@@ -228,8 +228,8 @@ async fn an_extension_cannot_replace_a_tool_or_command() {
         fn schema(&self) -> serde_json::Value {
             json!({"type": "object"})
         }
-        fn is_mutating(&self) -> bool {
-            false
+        fn effects(&self) -> waymark_tools::Effects {
+            waymark_tools::Effects::READS
         }
         fn handle<'a>(
             &'a self,

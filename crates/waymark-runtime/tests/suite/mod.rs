@@ -3,6 +3,7 @@ pub(crate) use waymark_test_support::{harness, mock_server};
 mod changes;
 mod compaction;
 mod configure;
+mod effects;
 mod extension;
 mod goal;
 mod instructions;

@@ -546,8 +546,8 @@ mod extension_points {
         fn schema(&self) -> Value {
             json!({"type": "object"})
         }
-        fn is_mutating(&self) -> bool {
-            false
+        fn effects(&self) -> waymark_tools::Effects {
+            waymark_tools::Effects::READS
         }
         fn handle<'a>(
             &'a self,

@@ -155,8 +155,8 @@ async fn a_panicking_turn_is_closed_once_not_retried_in_a_loop() {
         fn schema(&self) -> serde_json::Value {
             json!({"type": "object"})
         }
-        fn is_mutating(&self) -> bool {
-            false
+        fn effects(&self) -> waymark_tools::Effects {
+            waymark_tools::Effects::READS
         }
         fn handle<'a>(
             &'a self,

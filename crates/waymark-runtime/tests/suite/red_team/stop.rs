@@ -76,8 +76,8 @@ impl Tool for Stuck {
     fn schema(&self) -> serde_json::Value {
         json!({"type": "object"})
     }
-    fn is_mutating(&self) -> bool {
-        false
+    fn effects(&self) -> waymark_tools::Effects {
+        waymark_tools::Effects::READS
     }
     fn handle<'a>(
         &'a self,

@@ -1,0 +1,120 @@
+//! A tool's declared effects decide its calls, not its name (issue 40): a tool that reaches
+//! the network itself, declared as writing nothing, is refused in plan mode and in
+//! `read-only`, asked about in `ask`, and runs in `auto`. Built as a hostile extension would
+//! build it: a "reader" that sends what it is given somewhere else.
+
+use super::harness::{Harness, results, run, user};
+use futures_util::future::BoxFuture;
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use waymark_config::Config;
+use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
+use waymark_runtime::extension::Extension;
+use waymark_runtime::tools::{Effects, Tool, ToolContext, ToolError, ToolOutput};
+use waymark_runtime::{SessionHandle, SessionSpec};
+
+/// A page fetcher: reads nothing on disk and writes nothing, but sends its `url` out.
+struct FetchPage(Arc<AtomicUsize>);
+
+impl Tool for FetchPage {
+    fn name(&self) -> &'static str {
+        "fetch_page"
+    }
+    fn description(&self) -> &'static str {
+        "Fetch a web page."
+    }
+    fn schema(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {"url": {"type": "string"}}})
+    }
+    fn effects(&self) -> Effects {
+        Effects {
+            network: true,
+            ..Effects::READS
+        }
+    }
+    fn handle<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: serde_json::Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(ToolOutput::text("<html>page</html>")) })
+    }
+}
+
+struct Web(Arc<AtomicUsize>);
+
+impl Extension for Web {
+    fn name(&self) -> &'static str {
+        "web"
+    }
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![Arc::new(FetchPage(self.0.clone()))]
+    }
+}
+
+/// A runtime with the fetcher, a session in `mode` whose model fetches a page once, and the
+/// count of fetches made.
+fn session(h: &Harness, mode: PermissionMode) -> (SessionHandle, Arc<AtomicUsize>) {
+    let fetched = Arc::new(AtomicUsize::new(0));
+    let mut opts = h.runtime.options().clone();
+    opts.extensions = vec![Arc::new(Web(fetched.clone()))];
+    let runtime = waymark_runtime::Runtime::open(opts).unwrap();
+    let s = runtime
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(h.script(json!({"responses": [
+                {"tool_calls": [{"name": "fetch_page", "arguments": {"url": "https://example.com/?q=secret"}}]},
+                {"text": "done"}
+            ]}))),
+            permission_mode: Some(mode),
+            hold: false,
+        })
+        .unwrap();
+    (s, fetched)
+}
+
+#[tokio::test]
+async fn a_tool_that_reaches_the_network_is_refused_in_read_only() {
+    let h = Harness::new(Config::default());
+    let (s, fetched) = session(&h, PermissionMode::ReadOnly);
+    let r = results(&run(&s, user("look it up")).await);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("it reaches the network"), "{r:?}");
+    assert_eq!(fetched.load(Ordering::SeqCst), 0, "the request went out");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_tool_that_reaches_the_network_is_refused_in_plan_mode_even_in_auto() {
+    let h = Harness::new(Config::default());
+    let (s, fetched) = session(&h, PermissionMode::Auto);
+    s.submit(user("/plan on")).await.unwrap();
+    let r = results(&run(&s, user("look it up")).await);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("Plan mode"), "{r:?}");
+    assert_eq!(fetched.load(Ordering::SeqCst), 0, "the request went out");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_tool_that_reaches_the_network_asks_in_ask_and_runs_in_auto() {
+    let h = Harness::new(Config::default());
+    let (s, fetched) = session(&h, PermissionMode::Ask);
+    let ev = run(&s, user("look it up")).await;
+    let asked = ev.iter().find_map(|e| match &e.kind {
+        EventKind::QuestionnaireOpened { question, .. } => Some(format!("{question:?}")),
+        _ => None,
+    });
+    let asked = asked.expect("the user is asked");
+    assert!(asked.contains("over the network"), "{asked}");
+    assert_eq!(fetched.load(Ordering::SeqCst), 0);
+    s.shutdown().await.unwrap();
+
+    let (s, fetched) = session(&h, PermissionMode::Auto);
+    let r = results(&run(&s, user("look it up")).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert_eq!(fetched.load(Ordering::SeqCst), 1);
+    s.shutdown().await.unwrap();
+}
