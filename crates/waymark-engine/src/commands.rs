@@ -4,7 +4,7 @@
 //! extension expands into a message to the model (an MCP prompt, [`expand`]).
 
 use crate::error::{Error, Result};
-use crate::session::{CoreOf, SessionCore};
+use crate::session::SessionCore;
 use crate::store::Tx;
 use std::sync::Arc;
 use waymark_protocol::{MessageSource, Op};
@@ -17,19 +17,18 @@ pub struct CommandRegistry {
     commands: Vec<Arc<dyn SlashCommand>>,
 }
 
-impl Default for CommandRegistry {
-    fn default() -> Self {
+impl CommandRegistry {
+    /// The engine's own commands; `/compact` sets `compact_requested`, the session's flag.
+    pub(crate) fn with_builtin(compact_requested: Arc<std::sync::atomic::AtomicBool>) -> Self {
         let mut r = CommandRegistry {
             commands: Vec::new(),
         };
         r.register(Arc::new(Help));
         r.register(Arc::new(InstructionsCommand));
-        r.register(Arc::new(CompactCommand));
+        r.register(Arc::new(CompactCommand(compact_requested)));
         r
     }
-}
 
-impl CommandRegistry {
     pub fn register(&mut self, c: Arc<dyn SlashCommand>) {
         let name = c.spec().name;
         self.commands.retain(|x| x.spec().name != name);
@@ -228,7 +227,9 @@ fn help_text(all: &[CommandSpec]) -> String {
 }
 
 /// `/compact`: summarize the older history before the next model call.
-struct CompactCommand;
+/// `/compact`: sets the session's flag; the turn engine (or the actor, between turns)
+/// compacts when it sees it.
+struct CompactCommand(Arc<std::sync::atomic::AtomicBool>);
 
 impl SlashCommand for CompactCommand {
     fn spec(&self) -> CommandSpec {
@@ -241,12 +242,10 @@ impl SlashCommand for CompactCommand {
     }
 
     fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
-        let Some(api) = cx.api else {
+        if cx.api.is_none() {
             return Err(Error::Refused("`/compact` needs an open session".into()));
-        };
-        api.core()
-            .compact_requested
-            .store(true, std::sync::atomic::Ordering::Release);
+        }
+        self.0.store(true, std::sync::atomic::Ordering::Release);
         let turn_running = crate::store::turns::open_turn(cx.tx.conn(), cx.session_id)?
             .is_some_and(|t| t.status == crate::store::TurnStatus::Running);
         Ok(if turn_running {

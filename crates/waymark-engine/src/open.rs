@@ -121,7 +121,8 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
     let last_seq = startup.last().map(|e| e.seq).unwrap_or(0);
     // Front ends read promptly; a slow one is told how many events it skipped.
     let (events, _) = broadcast::channel(1024);
-    let parts = Parts::of(&a.extensions)?;
+    let compact_requested = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let parts = Parts::of(&a.extensions, compact_requested.clone())?;
     let workspace = PathBuf::from(&row.workspace);
     let workspace = workspace.canonicalize().unwrap_or(workspace);
     let session_dir = sd.canonicalize().unwrap_or(sd);
@@ -160,7 +161,7 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         rules: parts.rules,
         services: Arc::new(parts.services),
         instructions,
-        compact_requested: Default::default(),
+        compact_requested,
         poked: Default::default(),
     });
     let live = LiveSession(Arc::downgrade(&core));
@@ -183,10 +184,13 @@ struct Parts {
 }
 
 impl Parts {
-    fn of(extensions: &[Arc<dyn Extension>]) -> Result<Parts> {
+    fn of(
+        extensions: &[Arc<dyn Extension>],
+        compact_requested: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Result<Parts> {
         let mut tools = ToolRegistry::standard();
         let mut session_tools = std::collections::HashMap::new();
-        let mut commands = CommandRegistry::default();
+        let mut commands = CommandRegistry::with_builtin(compact_requested);
         let mut before: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut after: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut reminders = Vec::new();

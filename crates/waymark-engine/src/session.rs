@@ -13,7 +13,6 @@ mod tools;
 pub(crate) use tools::{FoundTool, ToolList};
 
 pub(crate) use history::HistoryCache;
-pub(crate) use host::CoreOf;
 
 use crate::clock::{Clock, IdSource};
 use crate::commands::{self, CommandRegistry};
@@ -121,7 +120,7 @@ pub(crate) struct SessionCore {
     /// The project instructions the session started with (the system prompt carries them).
     pub instructions: String,
     /// `/compact` was typed: compact before the next model call.
-    pub compact_requested: std::sync::atomic::AtomicBool,
+    pub compact_requested: Arc<std::sync::atomic::AtomicBool>,
     /// Something an extension ran in the background finished: the idle session looks for
     /// work again ([`SessionHost::poke`]).
     pub poked: tokio::sync::Notify,

@@ -101,8 +101,6 @@ pub trait SessionHost: Send + Sync {
         ctx: &'a ToolContext,
         when_asked: &'a str,
     ) -> BoxFuture<'a, Result<(ToolStatus, String)>>;
-    /// The host itself, for the engine's own modules to find their type again.
-    fn as_any(&self) -> &dyn Any;
     /// Asks the idle session to look for work again now (something an extension ran in the
     /// background finished): its extensions' `next_work` and `wake_at` are asked again.
     fn poke(&self);

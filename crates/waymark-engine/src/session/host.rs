@@ -1,23 +1,7 @@
-//! The engine as extensions reach it: [`SessionHost`] for the session core, and the way back
-//! from a handle to the engine's own session.
+//! The engine as extensions reach it: [`SessionHost`] for the session core. The engine's own
+//! code takes the core itself, never a handle it would have to turn back into one.
 
 use super::*;
-
-/// The engine's own session behind a handle it made.
-pub(crate) trait CoreOf {
-    fn core(&self) -> &SessionCore;
-}
-
-impl CoreOf for SessionApi {
-    fn core(&self) -> &SessionCore {
-        match self.host().as_any().downcast_ref::<SessionCore>() {
-            Some(core) => core,
-            // Only the engine makes handles on its sessions, and only over its own core: any
-            // other host here is a bug in the engine, which must not go on with it.
-            None => panic!("a session handle over a host that is not the engine's"),
-        }
-    }
-}
 
 impl SessionHost for SessionCore {
     fn id(&self) -> &str {
@@ -109,7 +93,7 @@ impl SessionHost for SessionCore {
         step: u32,
         calls: &mut [store::ToolCallRecord],
     ) -> Result<()> {
-        turn::identify_calls_in(self, actor, turn_id, step, calls)
+        turn::identify_calls(self, actor, turn_id, step, calls)
     }
     fn run_unattended<'a>(
         &'a self,
@@ -121,10 +105,7 @@ impl SessionHost for SessionCore {
         when_asked: &'a str,
     ) -> futures_util::future::BoxFuture<'a, Result<(waymark_protocol::ToolStatus, String)>> {
         Box::pin(turn::run_unattended(
-            api, actor, turn_id, call, ctx, when_asked,
+            self, api, actor, turn_id, call, ctx, when_asked,
         ))
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }

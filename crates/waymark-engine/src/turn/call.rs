@@ -26,6 +26,7 @@ pub(crate) enum Decided {
 /// a `/plan on` admitted mid-turn confines the very next shell command, and the verifier's
 /// shell is always the sandboxed one.
 pub(crate) async fn decide(
+    core: &SessionCore,
     api: &SessionApi,
     actor: CallActor,
     turn_id: i64,
@@ -33,7 +34,6 @@ pub(crate) async fn decide(
     answer: Option<(QuestionnaireKind, &Answer)>,
     base_ctx: &ToolContext,
 ) -> Result<Decided> {
-    let core = api.core();
     let sid = core.id.clone();
     let mut found = core.find_tool(&call.name);
     if found.is_none() {
@@ -143,7 +143,7 @@ pub(crate) async fn decide(
         timeouts,
         protected,
         call_id: call.id.clone(),
-        live: Some(live_output(api, turn_id, &call.id)),
+        live: Some(live_output(core, api, turn_id, &call.id)),
         redactor: Some(core.store.redactor()),
         ..base_ctx.clone()
     };
@@ -157,10 +157,15 @@ pub(crate) async fn decide(
 
 /// Where a running command's output goes as it arrives: to the front ends, redacted as
 /// its result will be, as a transient `tool.output`.
-fn live_output(api: &SessionApi, turn_id: i64, call_id: &str) -> crate::tools::LiveOutput {
+fn live_output(
+    core: &SessionCore,
+    api: &SessionApi,
+    turn_id: i64,
+    call_id: &str,
+) -> crate::tools::LiveOutput {
     let api = api.clone();
     let call_id = call_id.to_string();
-    let redactor = api.core().store.redactor();
+    let redactor = core.store.redactor();
     std::sync::Arc::new(move |text: &str| {
         api.transient(EventKind::ToolOutput {
             turn_id,
@@ -188,12 +193,12 @@ pub(crate) enum Executed {
 
 /// Runs an allowed tool and shapes its result.
 pub(crate) async fn execute(
+    core: &SessionCore,
     api: &SessionApi,
     found: &crate::session::FoundTool,
     ctx: &ToolContext,
     call: &ToolCallRecord,
 ) -> Executed {
-    let core = api.core();
     let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
     let run = run_tool(
         found.0.as_ref(),
@@ -237,16 +242,6 @@ pub(crate) fn abandoned(name: &str) -> String {
 /// conversation or the reply, else the runtime id. Provider ids never name a call inside the
 /// runtime, so a provider that omits or repeats them cannot make two calls share an answer.
 pub(crate) fn identify_calls(
-    api: &SessionApi,
-    actor: CallActor,
-    turn_id: i64,
-    step: u32,
-    calls: &mut [ToolCallRecord],
-) -> Result<()> {
-    identify_calls_in(api.core(), actor, turn_id, step, calls)
-}
-
-pub(crate) fn identify_calls_in(
     core: &SessionCore,
     actor: CallActor,
     turn_id: i64,
@@ -333,6 +328,7 @@ pub(crate) fn asked_about(q: &store::QuestionnaireRow, call: &ToolCallRecord) ->
 /// One call nobody can answer (the goal's reviewer's): logged, decided by the guard chain,
 /// run, its result logged. A call a guard would ask about is denied with `when_asked`.
 pub(crate) async fn run_unattended(
+    core: &SessionCore,
     api: &SessionApi,
     actor: CallActor,
     turn_id: i64,
@@ -353,7 +349,7 @@ pub(crate) async fn run_unattended(
             },
         )?)
     })?;
-    let (status, content) = match decide(api, actor, turn_id, call, None, ctx).await? {
+    let (status, content) = match decide(core, api, actor, turn_id, call, None, ctx).await? {
         Decided::Unknown(msg) => (ToolStatus::Error, msg),
         Decided::Decided {
             tool,
@@ -363,7 +359,7 @@ pub(crate) async fn run_unattended(
         } => match decision {
             GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
             GuardDecision::Ask(_) => (ToolStatus::Denied, when_asked.to_string()),
-            GuardDecision::Allow => match execute(api, &tool, &ctx, call).await {
+            GuardDecision::Allow => match execute(core, api, &tool, &ctx, call).await {
                 Executed::Done {
                     status, content, ..
                 } => (status, content),

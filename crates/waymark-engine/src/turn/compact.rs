@@ -21,22 +21,31 @@ pub(super) enum Compacted {
     Cancelled,
 }
 
+/// The sizes a compaction works from, in tokens: the model's context window, the estimate
+/// that led here, and what is not history (system prompt, reminders, tools).
+pub(super) struct Sizes {
+    pub(super) window: u64,
+    pub(super) before: u64,
+    pub(super) fixed: u64,
+}
+
 /// Summarizes the older history (see [`crate::compaction`]): one call, its usage counted on
 /// the turn, the summary stored and announced (`context.compacted`); the history the model
-/// sees then starts from it. `before`: the estimate that led here; `fixed`: the tokens of
-/// what is not history (system prompt, reminders, tools).
+/// sees then starts from it.
 pub(super) async fn compact(
+    core: &SessionCore,
     api: &SessionApi,
     turn_id: Option<i64>,
     reason: CompactReason,
-    window: u64,
-    before: u64,
-    fixed: u64,
+    sizes: Sizes,
     cancel: &CancellationToken,
 ) -> Result<Compacted> {
     use crate::compaction as c;
-    use crate::session::CoreOf as _;
-    let core = api.core();
+    let Sizes {
+        window,
+        before,
+        fixed,
+    } = sizes;
     let (prefix, upto, previous, kept) = {
         let cache = core.history_cache()?;
         let first = usize::from(cache.compaction.is_some());
@@ -196,12 +205,15 @@ pub(crate) async fn compact_between_turns(
         })
     };
     match compact(
+        core,
         &api,
         None,
         CompactReason::Manual,
-        window,
-        estimate,
-        fixed,
+        Sizes {
+            window,
+            before: estimate,
+            fixed,
+        },
         cancel,
     )
     .await?

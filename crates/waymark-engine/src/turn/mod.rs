@@ -13,8 +13,7 @@ use compact::{Compacted, compact};
 
 use call::asked_about;
 pub(crate) use call::{
-    Decided, Executed, abandoned, call_fingerprint, decide, execute, identify_calls,
-    identify_calls_in, run_unattended,
+    Decided, Executed, abandoned, call_fingerprint, decide, execute, identify_calls, run_unattended,
 };
 
 use crate::context::{self, ReminderContext, RequestParts};
@@ -22,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::extension::SessionApi;
 use crate::guard::GuardDecision;
 use crate::provider::{ModelResponse, StreamEvent, ToolSpec};
-use crate::session::{CoreOf, SessionCore};
+use crate::session::SessionCore;
 use crate::store::{self, HistoryItem, MessageRow, ToolCallRecord, TurnRow, TurnStatus, Tx};
 use crate::tools::{ToolContext, ToolError, truncate_head};
 use std::sync::{Arc, Mutex};
@@ -185,7 +184,7 @@ async fn drive(
                 if cancel.is_cancelled() {
                     return finish_aborted(core, turn_id);
                 }
-                match process_call(&api, turn_id, call, &tool_ctx).await? {
+                match process_call(core, &api, turn_id, call, &tool_ctx).await? {
                     CallOutcome::Done { terminate: t } => terminate = t,
                     CallOutcome::Parked => return Ok(TurnExit::Parked),
                     CallOutcome::Aborted => return finish_aborted(core, turn_id),
@@ -256,7 +255,20 @@ async fn drive(
             } else {
                 CompactReason::Threshold
             };
-            match compact(&api, Some(turn_id), reason, window, estimate, fixed, cancel).await? {
+            match compact(
+                core,
+                &api,
+                Some(turn_id),
+                reason,
+                compact::Sizes {
+                    window,
+                    before: estimate,
+                    fixed,
+                },
+                cancel,
+            )
+            .await?
+            {
                 Compacted::Cancelled => return finish_aborted(core, turn_id),
                 Compacted::Failed(e) => {
                     // The request is cut to fit instead (older tool outputs elided).
@@ -402,8 +414,19 @@ async fn drive(
                     context_retried = true;
                     core.underestimated();
                     let reason = CompactReason::ProviderLimit;
-                    match compact(&api, Some(turn_id), reason, window, estimate, fixed, cancel)
-                        .await?
+                    match compact(
+                        core,
+                        &api,
+                        Some(turn_id),
+                        reason,
+                        compact::Sizes {
+                            window,
+                            before: estimate,
+                            fixed,
+                        },
+                        cancel,
+                    )
+                    .await?
                     {
                         Compacted::Done => continue,
                         Compacted::Cancelled => return finish_aborted(core, turn_id),
@@ -430,7 +453,7 @@ async fn drive(
                 return finish(core, turn_id, TurnEndReason::Error, Some(e.info()));
             }
         };
-        identify_calls(&api, CallActor::Main, turn_id, steps, &mut reply.tool_calls)?;
+        identify_calls(core, CallActor::Main, turn_id, steps, &mut reply.tool_calls)?;
         record_reply(core, turn_id, &reply, &route, hold)?;
         if reply.tool_calls.is_empty() {
             return finish(core, turn_id, TurnEndReason::Completed, None);
@@ -643,12 +666,12 @@ pub(crate) fn close_unresolved(tx: &mut Tx<'_>, sid: &str, turn_id: i64, why: &s
 }
 
 async fn process_call(
+    core: &SessionCore,
     api: &SessionApi,
     turn_id: i64,
     call: &ToolCallRecord,
     base_ctx: &ToolContext,
 ) -> Result<CallOutcome> {
-    let core = api.core();
     let sid = core.id.clone();
     // The result is recorded, then every extension hears of it.
     let recorded = |status: ToolStatus, content: String, changes, images| -> Result<()> {
@@ -672,7 +695,7 @@ async fn process_call(
         .as_ref()
         .and_then(|q| q.answer.as_ref().map(|a| (q.kind(), a)));
     let (tool, decision, ctx, changes) =
-        match decide(api, CallActor::Main, turn_id, call, answer, base_ctx).await? {
+        match decide(core, api, CallActor::Main, turn_id, call, answer, base_ctx).await? {
             Decided::Unknown(msg) => {
                 recorded(ToolStatus::Error, msg, Vec::new(), Vec::new())?;
                 return Ok(CallOutcome::Done { terminate: false });
@@ -713,13 +736,15 @@ async fn process_call(
             // write gets a checkpoint first.
             let writes = tool.0.effects().writes && ctx.sandbox.is_none();
             core.hooks().before_run(api, turn_id, call, writes).await?;
-            run_allowed(api, turn_id, call, &tool, &ctx, changes, recorded).await
+            run_allowed(core, api, turn_id, call, &tool, &ctx, changes, recorded).await
         }
     }
 }
 
 /// Runs a call the guards allowed and records how it ended.
+#[allow(clippy::too_many_arguments)] // the one-way pipeline (issue 40, step 4) replaces `recorded`
 async fn run_allowed(
+    core: &SessionCore,
     api: &SessionApi,
     turn_id: i64,
     call: &ToolCallRecord,
@@ -733,8 +758,7 @@ async fn run_allowed(
         Vec<waymark_protocol::ToolImage>,
     ) -> Result<()>,
 ) -> Result<CallOutcome> {
-    let core = api.core();
-    match execute(api, tool, ctx, call).await {
+    match execute(core, api, tool, ctx, call).await {
         Executed::Abandoned => {
             recorded(
                 ToolStatus::Error,
