@@ -131,7 +131,8 @@ class Crate:
         return any(n == name for n in ITEM.findall(code)) or name in MACRO.findall(code)
 
     def reexports(self, module):
-        """(visible name, absolute path) of each `pub use` in the module's file."""
+        """(visible name, absolute path) of each `pub use` in the module's file; the path is
+        None for a name handed on from another crate."""
         out = []
         for m in USE.finditer(self.code.get(self.file_of(module), "")):
             if not m.group(1):
@@ -140,8 +141,7 @@ class Crate:
                 alias = re.match(r"(.*)as(\w+)$", p)
                 target, name = (alias.group(1), alias.group(2)) if alias else (p, p.split("::")[-1])
                 absolute = self.absolute(module, target.split("::"))
-                if absolute:
-                    out.append((name, absolute))
+                out.append((name, absolute or None))
         return out
 
     def absolute(self, module, segs):
@@ -177,8 +177,10 @@ class Crate:
             return self.file_of(module), name, True
         for shown, target in self.reexports(module):
             if shown == name:
+                if target is None:
+                    return None, name, True  # another crate's: no file of this one
                 return self.landing(target + segs[1:], depth + 1)
-            if shown == "*":
+            if shown == "*" and target is not None:
                 f, n, found = self.landing(target[:-1] + [name], depth + 1)
                 if found:
                     return f, n, found

@@ -2,7 +2,13 @@
 //! applies in the same transaction; an idempotency key already used returns the message it
 //! admitted.
 
-use super::*;
+use super::{OpOutcome, SessionCore, changed};
+use crate::commands;
+use crate::error::{Error, Result};
+use crate::extension::SessionApi;
+use crate::store::{self, Tx};
+use std::sync::Arc;
+use waymark_protocol::{EventKind, Intent, MessageSource, Position};
 
 /// Queues a message in `tx` and logs `message.admitted`; with an idempotency key already used
 /// in the session, returns the existing message (`false`) and logs nothing.

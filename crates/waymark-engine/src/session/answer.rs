@@ -1,7 +1,12 @@
 //! Answering a questionnaire: which answers each kind takes, what a permission question
 //! offered, and the grant and events an answer records.
 
-use super::*;
+use super::{SessionCore, changed};
+use crate::error::{Error, Result};
+use crate::extension::SessionApi;
+use crate::store;
+use std::sync::Arc;
+use waymark_protocol::{Answer, EventKind};
 use waymark_protocol::{PermissionAnswer, Question, TypedAnswer};
 
 pub(super) fn answer_questionnaire(

@@ -1,7 +1,13 @@
 //! Closing a turn from outside its task: a panic, a Stop the turn did not answer in time,
 //! or Stop while the turn waits on a questionnaire.
 
-use super::*;
+use super::{SessionCore, changed};
+use crate::error::Result;
+use crate::extension::TurnLost;
+use crate::store::{self, TurnStatus};
+use crate::turn;
+use std::sync::Arc;
+use waymark_protocol::{Answer, EventKind, TurnEndReason};
 
 /// A turn whose task panicked: closed as an error, and an active goal it worked for is
 /// blocked (`turn_error`), so nothing re-runs the failing work by itself.

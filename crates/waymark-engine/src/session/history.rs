@@ -2,9 +2,8 @@
 //! model call), their size estimates and running total, and the newest compaction that
 //! stands in for the rows before it.
 
-use super::SessionCore;
 use crate::error::Result;
-use crate::store;
+use crate::store::{self, Store};
 
 /// Conversation items already read from the store: what the model sees of the history.
 /// After a compaction, item 0 is its summary (row id 0) and the rows it covers are left out.
@@ -20,7 +19,7 @@ pub(crate) struct HistoryCache {
     /// The compaction whose summary is item 0.
     pub compaction: Option<store::compactions::CompactionRow>,
     /// Every wire id the conversation has used, so a provider cannot reuse one.
-    wire_ids: std::collections::HashSet<String>,
+    pub(crate) wire_ids: std::collections::HashSet<String>,
     /// The provider's reported input tokens over our estimate, for the last request (0: none
     /// seen yet, taken as 1).
     ratio: f64,
@@ -41,13 +40,28 @@ impl HistoryCache {
     }
 }
 
-impl SessionCore {
-    /// The conversation cache, after reading the rows added since last time.
-    pub(crate) fn history_cache(&self) -> Result<std::sync::MutexGuard<'_, HistoryCache>> {
-        let mut cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
+/// The session's conversation as the model sees it: one part of the session core, the
+/// rows read so far and their estimates, behind a lock.
+#[derive(Default)]
+pub(crate) struct Conversation(std::sync::Mutex<HistoryCache>);
+
+impl Conversation {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HistoryCache> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The conversation cache of session `id`, after reading the rows added since last time.
+    pub(crate) fn cache(
+        &self,
+        store: &Store,
+        id: &str,
+    ) -> Result<std::sync::MutexGuard<'_, HistoryCache>> {
+        let mut cache = self.lock();
         if !cache.loaded {
             cache.loaded = true;
-            if let Some(row) = self.read(|c| Ok(store::compactions::latest(c, &self.id)?))? {
+            if let Some(row) =
+                store.read(|c| Ok::<_, crate::Error>(store::compactions::latest(c, id)?))?
+            {
                 let text = crate::compaction::message(&row);
                 cache.last_id = row.upto;
                 let item = store::HistoryItem::User {
@@ -58,7 +72,9 @@ impl SessionCore {
                 cache.compaction = Some(row);
             }
         }
-        let fresh = self.read(|c| Ok(store::turns::history_after(c, &self.id, cache.last_id)?))?;
+        let after = cache.last_id;
+        let fresh =
+            store.read(|c| Ok::<_, crate::Error>(store::turns::history_after(c, id, after)?))?;
         for (id, turn, item) in fresh {
             cache.last_id = id;
             if let store::HistoryItem::Assistant { tool_calls, .. } = &item {
@@ -73,23 +89,13 @@ impl SessionCore {
 
     /// Forgets the loaded history (after a compaction): the next read starts from the newest
     /// compaction. The estimate's correction is kept.
-    pub(crate) fn reset_history(&self) {
-        let mut cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
+    pub(crate) fn reset(&self) {
+        let mut cache = self.lock();
         let ratio = cache.ratio;
         *cache = HistoryCache {
             ratio,
             ..HistoryCache::default()
         };
-    }
-
-    /// The next request's size in tokens: the history's running total plus `fixed` (system
-    /// prompt, reminders, tools), corrected by what the provider reported last time. Costs
-    /// the same for any length of history.
-    /// Returns the raw estimate and the corrected one.
-    pub(crate) fn context_estimate(&self, fixed: u64) -> Result<(u64, u64)> {
-        let cache = self.history_cache()?;
-        let raw = cache.total.saturating_add(fixed);
-        Ok((raw, (raw as f64 * cache.ratio()) as u64))
     }
 
     /// Learns from a reply how our estimate of a request (`estimated`, uncorrected) compares
@@ -98,40 +104,20 @@ impl SessionCore {
         if estimated == 0 || reported == 0 {
             return;
         }
-        let mut cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
-        cache.ratio = (reported as f64 / estimated as f64).clamp(0.5, 3.0);
+        self.lock().ratio = (reported as f64 / estimated as f64).clamp(0.5, 3.0);
     }
 
     /// After a provider refused a request as too long: estimate higher from now on.
     pub(crate) fn underestimated(&self) {
-        let mut cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.lock();
         cache.ratio = (cache.ratio() * 1.25).min(3.0);
     }
 
-    /// Runs `f` on the whole conversation, after reading the rows added since last time.
-    pub fn with_history<T>(
+    /// Runs `f` on the items as loaded, without reading the store.
+    pub(crate) fn with_loaded<T>(
         &self,
         f: impl FnOnce(&[(Option<i64>, store::HistoryItem)]) -> T,
-    ) -> Result<T> {
-        Ok(f(&self.history_cache()?.items))
-    }
-
-    /// Like [`Self::with_history`], without reading the store again unless `reload`: for a
-    /// caller that has just read it (nothing was written since).
-    pub(crate) fn with_history_loaded<T>(
-        &self,
-        reload: bool,
-        f: impl FnOnce(&[(Option<i64>, store::HistoryItem)]) -> T,
-    ) -> Result<T> {
-        if reload {
-            return self.with_history(f);
-        }
-        let cache = self.history.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(f(&cache.items))
-    }
-
-    /// Whether the conversation already used `wire_id` for a call.
-    pub(crate) fn wire_id_used(&self, wire_id: &str) -> Result<bool> {
-        Ok(self.history_cache()?.wire_ids.contains(wire_id))
+    ) -> T {
+        f(&self.lock().items)
     }
 }

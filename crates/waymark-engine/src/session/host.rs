@@ -1,7 +1,17 @@
 //! The engine as extensions reach it: [`SessionHost`] for the session core. The engine's own
 //! code takes the core itself, never a handle it would have to turn back into one.
 
-use super::*;
+use super::SessionCore;
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::extension::{SessionApi, SessionHost, Slots};
+use crate::provider::ModelProvider;
+use crate::store::{self, Tx};
+use crate::tools::ToolRegistry;
+use crate::turn;
+use std::sync::Arc;
+use waymark_config::Config;
+use waymark_protocol::EventKind;
 
 impl SessionHost for SessionCore {
     fn id(&self) -> &str {

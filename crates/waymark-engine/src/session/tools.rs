@@ -1,7 +1,6 @@
 //! The session's tools by name: the fixed ones and the tool sources' (MCP servers'), and the
 //! lists offered to the model.
 
-use super::SessionCore;
 use std::sync::Arc;
 
 /// A tool found by name, and the session tool it runs as, if it is one.
@@ -17,18 +16,4 @@ pub(crate) struct ToolList {
     pub specs: Vec<crate::provider::ToolSpec>,
     /// Their size in tokens.
     pub tokens: u64,
-}
-
-impl SessionCore {
-    /// The tool the model calls by `name`: a fixed one, else a tool source's (with the
-    /// handle it runs with).
-    pub fn find_tool(&self, name: &str) -> Option<FoundTool> {
-        if let Some(t) = self.tools.get(name) {
-            return Some((t.clone(), self.session_tools.get(name).cloned()));
-        }
-        self.sources
-            .iter()
-            .find_map(|s| s.find(&self.id, name))
-            .map(|t| (t.clone().as_tool(), Some(t)))
-    }
 }

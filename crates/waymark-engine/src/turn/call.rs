@@ -2,10 +2,16 @@
 //! (runtime ids, wire ids, the digest an answer binds to), the guard chain's decision, and
 //! running the tool so that Stop ends it within a second.
 
-use super::*;
+use crate::error::{Error, Result};
+use crate::extension::SessionApi;
 use crate::guard::{GuardCall, GuardDecision, run_chain};
+use crate::session::SessionCore;
+use crate::store::{self, ToolCallRecord};
 use crate::tools::{Tool, ToolOutput};
-use waymark_protocol::{Answer, CallActor, QuestionnaireKind};
+use crate::tools::{ToolContext, ToolError, truncate_head};
+use std::time::Duration;
+use waymark_protocol::{Answer, QuestionnaireKind};
+use waymark_protocol::{CallActor, EventKind, ToolStatus};
 
 /// What the guard chain decided about a call, and the context it runs in if allowed.
 pub(crate) enum Decided {

@@ -1,7 +1,7 @@
 //! Compactions the turn engine runs: before a model call (the threshold, a refusal, a
 //! `/compact` during the turn) and at once for a `/compact` between turns.
 
-use super::tool_specs;
+use super::offer::tool_specs;
 use crate::context;
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
