@@ -249,7 +249,7 @@ pub fn grant_for(answer: &Answer, q: &PermissionQuestion) -> Option<Grant> {
 
 /// The paths a file tool call writes (several for a patch), as the model named them.
 fn written_paths(call: &GuardCall<'_>) -> Vec<String> {
-    crate::tools::fs_policy::written_paths(call.tool.name(), call.arguments)
+    call.tool.written_paths(call.arguments)
 }
 
 pub(crate) use crate::tools::fs_policy::{in_git_dir, is_instructions_file};

@@ -42,10 +42,12 @@ pub mod reminder;
 pub mod rewind;
 pub mod rules;
 pub mod services;
+mod session_tool;
 pub mod source;
 
 pub use api::{Gate, SessionApi, SessionHost, Slots};
 pub use error::{Error, Result};
+pub use session_tool::{SessionTool, tool_error};
 pub use waymark_config::secrets;
 pub use waymark_protocol::display;
 pub use waymark_provider as provider;
@@ -428,31 +430,6 @@ pub trait Extension: Send + Sync {
     /// Something may have changed this extension's view (after commit): push it to front
     /// ends as a transient event if it has one.
     fn changed(&self, _api: &SessionApi) {}
-}
-
-/// A tool an extension offers: offered and guarded like any tool, but it works on the
-/// session (plan mode's, goals'), so the engine runs it with the session's handle. The tools
-/// below the extension API never see a session.
-pub trait SessionTool: Tool {
-    fn handle_in<'a>(
-        &'a self,
-        api: &'a SessionApi,
-        ctx: &'a waymark_tools::ToolContext,
-        args: serde_json::Value,
-    ) -> BoxFuture<'a, std::result::Result<waymark_tools::ToolOutput, waymark_tools::ToolError>>;
-
-    /// The same tool, as the registry keeps it.
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool>;
-}
-
-/// A runtime error as a tool result: refusals go to the model, the rest ends the turn.
-pub fn tool_error(e: Error) -> waymark_tools::ToolError {
-    match e {
-        Error::Refused(m) | Error::NeedsConfirmation(m) | Error::FeatureOff { message: m, .. } => {
-            waymark_tools::ToolError::Model(m)
-        }
-        other => waymark_tools::ToolError::Fatal(other.to_string()),
-    }
 }
 
 /// Applies the extensions' own migrations to `store` (the runtime does this when it opens

@@ -151,15 +151,16 @@ fn protected_targets(
     api: &SessionApi,
     call: &waymark_protocol::ToolCallRecord,
 ) -> Result<Option<(String, Vec<String>)>> {
-    let writes_files = api
+    let Some(tool) = api
         .tools()
         .iter()
         .find(|t| t.name() == call.name)
-        .is_some_and(|t| t.effects().writes && !t.effects().processes && !t.effects().external);
-    if !writes_files {
+        .filter(|t| t.effects().writes && !t.effects().processes && !t.effects().external)
+        .cloned()
+    else {
         return Ok(None);
-    }
-    let paths = waymark_tools::fs_policy::written_paths(&call.name, &call.arguments);
+    };
+    let paths = tool.written_paths(&call.arguments);
     if paths.is_empty() {
         return Ok(None);
     }

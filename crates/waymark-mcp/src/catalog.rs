@@ -3,21 +3,46 @@
 
 use crate::McpError;
 use crate::connect::Connection;
-use crate::hub::{ListedTool, MAX_DESCRIPTION, MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS, Server};
 use rmcp::model::PaginatedRequestParams;
+use waymark_config::mcp::McpServerConfig;
 use waymark_protocol::display::cut_at;
 use waymark_protocol::mcp_view::{McpPromptArgument, McpPromptView};
+
+/// The most tools one server may list (pages are followed up to this).
+pub const MAX_TOOLS: usize = 2000;
+/// The most pages of a tool list followed.
+pub const MAX_PAGES: usize = 100;
+/// The longest tool description kept, in bytes (a longer one is cut).
+pub const MAX_DESCRIPTION: usize = 4096;
+/// The most bytes of names, descriptions and schemas kept of one server's tools.
+pub const MAX_LISTING_BYTES: usize = 8 * 1024 * 1024;
+
+/// One tool of a server, as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    /// The server's name for it.
+    pub tool_name: String,
+    /// The name the model calls it by (`mcp__<server>__<tool>`).
+    pub model_name: String,
+    pub description: String,
+    /// The input schema, fit for every provider.
+    pub schema: serde_json::Value,
+    /// The user vouches for it (`read_only_tools`) or the server marks it `readOnlyHint`.
+    pub read_only: bool,
+}
 
 /// A server's tools: pages followed up to [`MAX_TOOLS`], each tool named for the model,
 /// read-only as the user or the server says, and left out when disabled or unfit.
 pub(crate) async fn list(
-    server: &Server,
+    server: &str,
+    config: &McpServerConfig,
+    project: bool,
     conn: &Connection,
 ) -> Result<(Vec<ListedTool>, Vec<(String, String)>), McpError> {
     let Listing {
         tools: mut raw,
         dropped: mut skipped,
-    } = list_raw(&server.name, conn).await?;
+    } = list_raw(server, conn).await?;
     let mut tools: Vec<ListedTool> = Vec::new();
     if raw.len() > MAX_TOOLS {
         skipped.push((
@@ -28,26 +53,26 @@ pub(crate) async fn list(
     }
     for t in raw {
         let name = t.name.to_string();
-        if server.config.disabled_tools.contains(&name) {
+        if config.disabled_tools.contains(&name) {
             skipped.push((name, "listed in disabled_tools".into()));
             continue;
         }
         let schema = match crate::names::input_schema(&t.input_schema) {
             Ok(s) => s,
             Err(why) => {
-                tracing::warn!(server = %server.name, tool = %name, "MCP tool left out: {why}");
+                tracing::warn!(server = %server, tool = %name, "MCP tool left out: {why}");
                 skipped.push((name, why.to_string()));
                 continue;
             }
         };
-        let model_name = crate::names::model_name(&server.name, &name);
+        let model_name = crate::names::model_name(server, &name);
         if tools.iter().any(|o| o.model_name == model_name) {
             skipped.push((name, "the server lists this name twice".into()));
             continue;
         }
         // A project's server is not believed about its own tools: none is read-only.
-        let read_only = server.config.read_only_tools.contains(&name)
-            || (server.scope.is_none()
+        let read_only = config.read_only_tools.contains(&name)
+            || (!project
                 && t.annotations
                     .as_ref()
                     .and_then(|a| a.read_only_hint)
@@ -153,7 +178,7 @@ pub const MAX_PROMPT_LISTING_BYTES: usize = 1024 * 1024;
 /// A server's prompts, when it says it has any, each named as the command
 /// `/mcp__<server>__<prompt>` (pages followed up to [`MAX_PROMPTS`]). Prompts are an extra:
 /// a listing that fails leaves none, with a warning, and the server stays ready.
-pub(crate) async fn list_prompts(server: &Server, conn: &Connection) -> Vec<McpPromptView> {
+pub(crate) async fn list_prompts(server: &str, conn: &Connection) -> Vec<McpPromptView> {
     let peer = conn.service.peer();
     if peer
         .peer_info()
@@ -171,7 +196,7 @@ pub(crate) async fn list_prompts(server: &Server, conn: &Connection) -> Vec<McpP
         {
             Ok(p) => p,
             Err(e) => {
-                tracing::warn!(server = %server.name, "listing its prompts failed: {e}");
+                tracing::warn!(server = %server, "listing its prompts failed: {e}");
                 return out;
             }
         };
@@ -179,7 +204,7 @@ pub(crate) async fn list_prompts(server: &Server, conn: &Connection) -> Vec<McpP
             if p.name.len() > MAX_TOOL_NAME || out.len() >= MAX_PROMPTS {
                 continue;
             }
-            let command = crate::names::model_name(&server.name, &p.name);
+            let command = crate::names::model_name(server, &p.name);
             if out.iter().any(|o| o.command == command) {
                 continue;
             }
@@ -213,7 +238,7 @@ pub(crate) async fn list_prompts(server: &Server, conn: &Connection) -> Vec<McpP
                     .map(|a| a.name.len() + a.description.len())
                     .sum::<usize>();
             if kept > MAX_PROMPT_LISTING_BYTES {
-                tracing::warn!(server = %server.name, "prompts left out: the listing is over {MAX_PROMPT_LISTING_BYTES} bytes");
+                tracing::warn!(server = %server, "prompts left out: the listing is over {MAX_PROMPT_LISTING_BYTES} bytes");
                 return out;
             }
             out.push(view);

@@ -147,7 +147,7 @@ pub async fn connect(
         McpTransport::Http { url, headers } => {
             use rmcp::transport::StreamableHttpClientTransport;
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-            crate::install_tls_provider();
+            install_tls_provider();
             let mut custom = std::collections::HashMap::new();
             for (k, v) in headers {
                 let name = http::HeaderName::from_bytes(k.as_bytes())
@@ -275,6 +275,15 @@ impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
             other => other,
         }
     }
+}
+
+/// Puts rustls's ring provider in place before any https client is built (rmcp's reqwest is
+/// built without one, so there is no C crypto build); later calls do nothing.
+pub fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 #[cfg(test)]

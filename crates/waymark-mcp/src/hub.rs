@@ -5,6 +5,7 @@
 //! next call (the first time at once, then with a growing wait), and a changed tool list is
 //! listed again.
 
+pub use crate::catalog::{ListedTool, MAX_DESCRIPTION, MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS};
 use crate::connect::{Connection, connect};
 use crate::handler::{Elicitor, Handler, ProgressSink};
 use crate::{McpError, seconds};
@@ -21,17 +22,8 @@ use waymark_protocol::mcp_view::{
 /// Reads an environment variable (for `${VAR}` in the servers' settings).
 pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// The most tools one server may list (pages are followed up to this).
-pub const MAX_TOOLS: usize = 2000;
 /// How long past its limits a call may go before the runtime ends it itself.
 pub(crate) const WATCHDOG_GRACE: Duration = Duration::from_secs(2);
-
-/// The most pages of a tool list followed.
-pub const MAX_PAGES: usize = 100;
-/// The longest tool description kept, in bytes (a longer one is cut).
-pub const MAX_DESCRIPTION: usize = 4096;
-/// The most bytes of names, descriptions and schemas kept of one server's tools.
-pub const MAX_LISTING_BYTES: usize = 8 * 1024 * 1024;
 
 /// Where a project's server starts: the folder its file names inside the project, else the
 /// root (outside the checkout).
@@ -80,20 +72,6 @@ pub enum Phase {
     Starting,
     Ready,
     Failed(String),
-}
-
-/// One tool of a server, as listed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ListedTool {
-    /// The server's name for it.
-    pub tool_name: String,
-    /// The name the model calls it by (`mcp__<server>__<tool>`).
-    pub model_name: String,
-    pub description: String,
-    /// The input schema, fit for every provider.
-    pub schema: serde_json::Value,
-    /// The user vouches for it (`read_only_tools`) or the server marks it `readOnlyHint`.
-    pub read_only: bool,
 }
 
 pub(crate) struct State {
@@ -782,17 +760,21 @@ impl McpHub {
             true,
         )
         .await?;
-        let (tools, skipped) = tokio::time::timeout(startup, crate::catalog::list(server, &conn))
-            .await
-            .map_err(|_| {
-                McpError::new(
-                    &server.name,
-                    format!("no tool list within {}", seconds(startup)),
-                )
-            })??;
-        let prompts = tokio::time::timeout(startup, crate::catalog::list_prompts(server, &conn))
-            .await
-            .unwrap_or_default();
+        let (tools, skipped) = tokio::time::timeout(
+            startup,
+            crate::catalog::list(&server.name, &server.config, server.scope.is_some(), &conn),
+        )
+        .await
+        .map_err(|_| {
+            McpError::new(
+                &server.name,
+                format!("no tool list within {}", seconds(startup)),
+            )
+        })??;
+        let prompts =
+            tokio::time::timeout(startup, crate::catalog::list_prompts(&server.name, &conn))
+                .await
+                .unwrap_or_default();
         Ok((conn, tools, skipped, prompts))
     }
 
@@ -802,8 +784,13 @@ impl McpHub {
         let Some(conn) = conn else { return };
         let startup = Duration::from_millis(server.config.startup_timeout_ms);
         let listed = tokio::time::timeout(startup, async {
-            let tools = crate::catalog::list(server, &conn).await;
-            (tools, crate::catalog::list_prompts(server, &conn).await)
+            let tools =
+                crate::catalog::list(&server.name, &server.config, server.scope.is_some(), &conn)
+                    .await;
+            (
+                tools,
+                crate::catalog::list_prompts(&server.name, &conn).await,
+            )
         })
         .await;
         if let Ok((Ok((tools, skipped)), prompts)) = listed {

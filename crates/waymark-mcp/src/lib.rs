@@ -14,6 +14,7 @@ mod call;
 pub mod catalog;
 pub mod connect;
 pub mod elicit;
+mod error;
 pub mod extension;
 pub mod handler;
 pub mod hub;
@@ -28,47 +29,14 @@ pub mod result;
 pub mod search;
 pub mod tool;
 
+pub use connect::install_tls_provider;
+pub use error::McpError;
+pub(crate) use error::seconds;
 pub use extension::McpExtension;
 pub use hub::McpHub;
 
 use std::time::Duration;
 use waymark_config::mcp::McpTransport;
-
-/// Why a server could not be used, or a call failed; names the server.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("MCP server `{server}`: {message}")]
-pub struct McpError {
-    pub server: String,
-    pub message: String,
-}
-
-impl McpError {
-    pub fn new(server: &str, message: impl Into<String>) -> McpError {
-        McpError {
-            server: server.to_string(),
-            message: message.into(),
-        }
-    }
-}
-
-/// `1 s`, `2.5 s`: a duration as messages give it.
-pub(crate) fn seconds(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(1000) {
-        format!("{} s", ms / 1000)
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
-
-/// Puts rustls's ring provider in place before any https client is built (rmcp's reqwest is
-/// built without one, so there is no C crypto build); later calls do nothing.
-pub fn install_tls_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
 
 /// A tool as a server lists it.
 #[derive(Debug, Clone, PartialEq)]

@@ -99,23 +99,6 @@ pub fn resolve_write(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError>
     Ok(target)
 }
 
-/// The paths a file tool's call writes (several for a patch), as the model named them:
-/// nothing for other tools.
-pub fn written_paths(tool: &str, arguments: &serde_json::Value) -> Vec<String> {
-    if tool == "apply_patch" {
-        return arguments
-            .get("patch")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|p| crate::patch_paths(p).ok())
-            .unwrap_or_default();
-    }
-    arguments
-        .get("path")
-        .and_then(serde_json::Value::as_str)
-        .map(|p| vec![p.to_string()])
-        .unwrap_or_default()
-}
-
 /// Where a write to `raw` (relative to `workspace`) would land: the canonical path, with
 /// symlinks followed and `..` refused. The target itself need not exist.
 pub fn resolve_target(workspace: &Path, raw: &str) -> Result<PathBuf, PathRefused> {

@@ -187,6 +187,16 @@ pub trait Tool: Send + Sync {
     /// What the tool may do besides reading ([`Effects`]). The permission guard and plan
     /// mode decide from this, so a tool must declare every effect it has.
     fn effects(&self) -> Effects;
+    /// The workspace paths a call writes, as the model named them (the permission guard
+    /// resolves and judges each): the `path` argument unless the tool says otherwise (a
+    /// patch names several).
+    fn written_paths(&self, arguments: &Value) -> Vec<String> {
+        arguments
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|p| vec![p.to_string()])
+            .unwrap_or_default()
+    }
     /// Whether the tool is offered to the model in this session's current state (plan mode
     /// offers its tools only in one mode).
     fn offered(

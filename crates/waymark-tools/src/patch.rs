@@ -337,6 +337,13 @@ impl Tool for ApplyPatch {
     fn effects(&self) -> crate::Effects {
         crate::Effects::WRITES
     }
+    fn written_paths(&self, arguments: &serde_json::Value) -> Vec<String> {
+        arguments
+            .get("patch")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|p| patch_paths(p).ok())
+            .unwrap_or_default()
+    }
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -1,0 +1,33 @@
+//! Tools that work on the session (plan mode's, goals'): the engine runs them with the
+//! session's handle. And how a runtime error becomes a tool result.
+
+use crate::SessionApi;
+use crate::error::Error;
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
+use waymark_tools::Tool;
+
+/// A tool an extension offers: offered and guarded like any tool, but it works on the
+/// session (plan mode's, goals'), so the engine runs it with the session's handle. The tools
+/// below the extension API never see a session.
+pub trait SessionTool: Tool {
+    fn handle_in<'a>(
+        &'a self,
+        api: &'a SessionApi,
+        ctx: &'a waymark_tools::ToolContext,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, std::result::Result<waymark_tools::ToolOutput, waymark_tools::ToolError>>;
+
+    /// The same tool, as the registry keeps it.
+    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool>;
+}
+
+/// A runtime error as a tool result: refusals go to the model, the rest ends the turn.
+pub fn tool_error(e: Error) -> waymark_tools::ToolError {
+    match e {
+        Error::Refused(m) | Error::NeedsConfirmation(m) | Error::FeatureOff { message: m, .. } => {
+            waymark_tools::ToolError::Model(m)
+        }
+        other => waymark_tools::ToolError::Fatal(other.to_string()),
+    }
+}
