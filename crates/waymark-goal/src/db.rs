@@ -245,7 +245,7 @@ pub trait GoalWrites {
     ) -> Result<bool>;
 }
 
-impl GoalWrites for super::Tx<'_> {
+impl GoalWrites for waymark_store::Tx<'_> {
     fn create_goal(
         &mut self,
         id: &str,
@@ -568,7 +568,7 @@ impl GoalWrites for super::Tx<'_> {
 }
 
 /// Logs the queue as it now stands, so front ends follow every change (`goal.queue`).
-fn emit_queue(tx: &mut super::Tx<'_>, session_id: &str) -> Result<()> {
+fn emit_queue(tx: &mut waymark_store::Tx<'_>, session_id: &str) -> Result<()> {
     let queue = queued_goals(tx.conn(), session_id)?;
     tx.emit(session_id, waymark_protocol::EventKind::GoalQueue { queue })?;
     Ok(())
@@ -633,7 +633,7 @@ pub trait GoalTurnWrites {
     fn set_turn_proposal(&mut self, turn_id: i64, proposal: &str) -> Result<()>;
 }
 
-impl GoalTurnWrites for super::Tx<'_> {
+impl GoalTurnWrites for waymark_store::Tx<'_> {
     fn set_turn_goal(
         &mut self,
         turn_id: i64,

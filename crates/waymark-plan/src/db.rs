@@ -120,7 +120,7 @@ pub trait PlanWrites {
     fn set_exit_reminder(&mut self, session_id: &str, value: Option<ExitReminder>) -> Result<()>;
 }
 
-impl PlanWrites for super::Tx<'_> {
+impl PlanWrites for waymark_store::Tx<'_> {
     fn create_plan(&mut self, id: &str, session_id: &str) -> Result<()> {
         let now = self.now();
         self.conn().execute(
@@ -318,7 +318,7 @@ pub trait PlanCommentWrites {
     ) -> Result<i64>;
 }
 
-impl PlanCommentWrites for super::Tx<'_> {
+impl PlanCommentWrites for waymark_store::Tx<'_> {
     fn add_plan_comment(
         &mut self,
         plan_id: &str,

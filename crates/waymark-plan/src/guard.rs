@@ -46,7 +46,7 @@ impl ToolGuard for PlanGuard {
                 missing_layers(call)
             );
             // Every unconfined command in plan mode is asked about: nothing to grant.
-            q.scope = Some(super::rules::PLAN_SCOPE.to_string());
+            q.scope = Some(crate::mode::PLAN_SCOPE.to_string());
             return GuardDecision::Ask(Box::new(q));
         }
         // Nothing leaves the machine from plan mode but what the sandboxed shell may send.

@@ -1,14 +1,12 @@
 //! What plan mode adds to the permission guard: the plan file is written without asking, and
 //! grants given while planning end with plan mode (their scope, [`PLAN_SCOPE`]).
 
+use crate::mode::PLAN_SCOPE;
 use std::path::PathBuf;
 use waymark_extension::guard::GuardCall;
 use waymark_extension::rules::PermissionRule;
 use waymark_protocol::InteractionMode;
 use waymark_store::SessionRow;
-
-/// The scope of grants given in plan mode; cleared when plan mode ends.
-pub const PLAN_SCOPE: &str = "plan";
 
 pub struct PlanRules;
 
@@ -19,7 +17,7 @@ impl PermissionRule for PlanRules {
 
     fn allows_write(&self, call: &GuardCall<'_>, targets: &[PathBuf]) -> bool {
         // Only the tools plan mode writes its plan with, and only that file.
-        let plan_file = super::plan_path(call.artifacts);
+        let plan_file = crate::mode::plan_path(call.artifacts);
         call.session.interaction_mode == InteractionMode::Plan
             && matches!(call.tool.name(), "write" | "edit")
             && targets.iter().all(|t| *t == plan_file)
@@ -40,7 +38,7 @@ mod tests {
     #[test]
     fn only_the_plan_file_through_the_plan_tools_in_plan_mode() {
         let artifacts = std::path::Path::new("/s/artifacts");
-        let plan = super::super::plan_path(artifacts);
+        let plan = crate::mode::plan_path(artifacts);
         let row = |mode| SessionRow {
             id: "s".into(),
             workspace: "/ws".into(),
