@@ -51,7 +51,6 @@ KNOWN_CIRCLES = [
     ["crates/waymark-goal/src/baseline.rs",
      "crates/waymark-goal/src/checks.rs",
      "crates/waymark-goal/src/commands.rs",
-     "crates/waymark-goal/src/db.rs",
      "crates/waymark-goal/src/guard.rs",
      "crates/waymark-goal/src/lib.rs",
      "crates/waymark-goal/src/plan_goal.rs",
