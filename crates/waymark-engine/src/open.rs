@@ -159,6 +159,7 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         extensions: a.extensions,
         slots: Default::default(),
         rules: parts.rules,
+        policies: parts.policies,
         services: Arc::new(parts.services),
         instructions,
         compact_requested,
@@ -180,6 +181,7 @@ struct Parts {
     guards: Vec<Arc<dyn ToolGuard>>,
     reminders: Vec<Arc<dyn crate::context::ReminderSource>>,
     rules: Vec<Arc<dyn crate::extension::rules::PermissionRule>>,
+    policies: Vec<Arc<dyn crate::extension::policy::CallPolicy>>,
     services: Services,
 }
 
@@ -195,6 +197,7 @@ impl Parts {
         let mut after: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut reminders = Vec::new();
         let mut rules = Vec::new();
+        let mut policies = Vec::new();
         let mut services = Services::default();
         let mut sources = Vec::new();
         for ext in extensions {
@@ -235,6 +238,7 @@ impl Parts {
             }
             reminders.extend(ext.reminders());
             rules.extend(ext.permission_rules());
+            policies.extend(ext.call_policies());
             ext.provide(&mut services);
         }
         let mut guards = before;
@@ -248,6 +252,7 @@ impl Parts {
             guards,
             reminders,
             rules,
+            policies,
             services,
         })
     }

@@ -38,6 +38,7 @@ pub mod error;
 pub mod guard;
 mod objective;
 pub mod paths;
+pub mod policy;
 pub mod reminder;
 pub mod rewind;
 pub mod rules;
@@ -203,6 +204,11 @@ pub trait Extension: Send + Sync {
     }
     /// Rules the permission guard applies besides the permission mode ([`PermissionRule`]).
     fn permission_rules(&self) -> Vec<Arc<dyn PermissionRule>> {
+        Vec::new()
+    }
+    /// Policies that review every tool call before the guard chain decides it
+    /// ([`policy::CallPolicy`]): async, and able to refuse, ask or rewrite the input.
+    fn call_policies(&self) -> Vec<Arc<dyn policy::CallPolicy>> {
         Vec::new()
     }
     /// Checks the extension's own settings section, `extensions.<name>` of the settings

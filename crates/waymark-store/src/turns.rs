@@ -210,6 +210,42 @@ impl super::Tx<'_> {
         Ok(())
     }
 
+    /// Replaces the input of call `call_id` in the turn's assistant item that holds it (a
+    /// policy rewrote it before it ran); false when no stored item of the turn has the call.
+    pub fn rewrite_call(
+        &mut self,
+        session_id: &str,
+        turn_id: i64,
+        call_id: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<bool> {
+        let rows: Vec<(i64, String)> = self
+            .conn()
+            .prepare_cached(
+                "SELECT id, body FROM history WHERE session_id = ?1 AND turn_id = ?2 AND kind = 'assistant' ORDER BY id DESC",
+            )?
+            .query_map(params![session_id, turn_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, body) in rows {
+            let mut item: HistoryItem =
+                serde_json::from_str(&body).map_err(|e| Error::Corrupt(e.to_string()))?;
+            let HistoryItem::Assistant { tool_calls, .. } = &mut item else {
+                continue;
+            };
+            let Some(call) = tool_calls.iter_mut().find(|c| c.id == call_id) else {
+                continue;
+            };
+            call.arguments = arguments.clone();
+            let body = serde_json::to_string(&item).map_err(|e| Error::Corrupt(e.to_string()))?;
+            let body = self.redact(&body).into_owned();
+            self.conn()
+                .prepare_cached("UPDATE history SET body = ?1 WHERE id = ?2")?
+                .execute(params![body, id])?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     /// Appends one conversation item.
     pub fn append_history(
         &mut self,

@@ -39,6 +39,19 @@ describe("session reducer", () => {
     expect(said?.kind === "chip" && said.text).toBe("Now on openai:gpt-4.1 · Read only");
   });
 
+  it("shows the input a policy rewrote in the call's own row", () => {
+    seq = 0;
+    const s = run([
+      ev("message.admitted", { message_id: 1, source: "user", text: "write it", position: "tail" }),
+      ev("turn.started", { turn_id: 1, message_id: 1, source: "user" }),
+      ev("assistant.message", { turn_id: 1, text: "Writing", tool_calls: [{ call_id: "c9", name: "write" }], usage }),
+      ev("tool.call", { turn_id: 1, call_id: "c9", name: "write", arguments: { path: "a.txt" } }),
+      ev("tool.call", { turn_id: 1, call_id: "c9", name: "write", arguments: { path: "safe/a.txt" } }),
+    ]);
+    const moved = s.items[s.items.length - 1];
+    expect(moved.kind === "assistant" && moved.tools.map((x) => [x.callId, x.args])).toEqual([["c9", { path: "safe/a.txt" }]]);
+  });
+
   it("builds user, streamed assistant text, tool calls and results in order", () => {
     seq = 0;
     const s = run([

@@ -270,8 +270,13 @@ function withAssistant(s: SessionState, turnId: number, seq: number, f: (a: Extr
 
 /** The items with the call `callId` of turn `turnId` changed by `f`; unchanged when the call
  *  is not in the transcript. */
+/** Where the assistant item holding call `callId` of turn `turnId` is, or -1. */
+function toolAt(s: SessionState, turnId: number, callId: string): number {
+  return s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === turnId && it.tools.some((t) => t.callId === callId));
+}
+
 function withTool(s: SessionState, turnId: number, callId: string, f: (t: ToolItem) => ToolItem): Item[] {
-  const at = s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === turnId && it.tools.some((t) => t.callId === callId));
+  const at = toolAt(s, turnId, callId);
   if (at < 0) return s.items;
   const items = s.bulk ? s.items : s.items.slice();
   const it = items[at];
@@ -409,7 +414,12 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       };
     case "model.retry":
       return s;
-    case "tool.call":
+    case "tool.call": {
+      // The same call again: a policy rewrote its input before it ran; the row shows the
+      // input that runs.
+      if (toolAt(s, e.turn_id, e.call_id) >= 0) {
+        return { ...s, items: withTool(s, e.turn_id, e.call_id, (t) => ({ ...t, args: e.arguments })) };
+      }
       return {
         ...s,
         items: withAssistant(s, e.turn_id, e.seq, (a) => ({
@@ -417,6 +427,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
           tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "", verifier: e.actor === "verifier", changes: [] }],
         })),
       };
+    }
     case "tool.result": {
       const items = withTool(s, e.turn_id, e.call_id, (t) => ({ ...t, status: e.status, output: e.content, changes: e.changes ?? [], progress: null, live: undefined, images: e.images ?? [] }));
       return items === s.items ? s : { ...s, items };

@@ -66,6 +66,8 @@ pub(crate) struct SessionCore {
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Their per-session state.
     pub(crate) slots: Slots,
+    /// Their policies, which review every call before the guard chain (in hook order).
+    pub policies: Vec<Arc<dyn crate::extension::policy::CallPolicy>>,
     /// Their permission rules (the permission guard has them too).
     pub rules: Vec<Arc<dyn crate::extension::rules::PermissionRule>>,
     /// What they offer one another.

@@ -8,6 +8,7 @@ mod call;
 mod compact;
 mod images;
 mod offer;
+mod policy;
 
 pub(crate) use compact::compact_between_turns;
 use compact::{Compacted, compact};
@@ -618,11 +619,6 @@ async fn process_call(
     base_ctx: &ToolContext,
 ) -> Result<CallOutcome> {
     let sid = core.id.clone();
-    // The result is recorded, then every extension hears of it.
-    let recorded = |status: ToolStatus, content: String, changes, images| -> Result<()> {
-        core.write(|tx| write_result(tx, &sid, turn_id, call, status, (content, images), changes))?;
-        core.hooks().after_tool(api, turn_id, call, status)
-    };
     let answered = core.read(|c| {
         Ok(store::questionnaires::for_turn(c, turn_id)?
             .into_iter()
@@ -636,6 +632,37 @@ async fn process_call(
         core.write(|tx| Ok(tx.set_turn_status(turn_id, TurnStatus::Parked)?))?;
         return Ok(CallOutcome::Parked);
     }
+    // A fresh call goes through the extensions' policies first (a call answered after a
+    // question went through them before it was asked about, and is stored as they left it).
+    let (staged, policy_asks) = if answered.is_none() {
+        match policy::review(core, api, turn_id, call, CallActor::Main).await? {
+            policy::Staged::Go { call, ask } => (call, ask),
+            policy::Staged::Denied(msg) => {
+                core.write(|tx| {
+                    write_result(
+                        tx,
+                        &sid,
+                        turn_id,
+                        call,
+                        ToolStatus::Denied,
+                        (msg, Vec::new()),
+                        Vec::new(),
+                    )
+                })?;
+                core.hooks()
+                    .after_tool(api, turn_id, call, ToolStatus::Denied)?;
+                return Ok(CallOutcome::Done { terminate: false });
+            }
+        }
+    } else {
+        (call.clone(), None)
+    };
+    let call = &staged;
+    // The result is recorded, then every extension hears of it.
+    let recorded = |status: ToolStatus, content: String, changes, images| -> Result<()> {
+        core.write(|tx| write_result(tx, &sid, turn_id, call, status, (content, images), changes))?;
+        core.hooks().after_tool(api, turn_id, call, status)
+    };
     let answer = answered
         .as_ref()
         .and_then(|q| q.answer.as_ref().map(|a| (q.kind(), a)));
@@ -652,6 +679,7 @@ async fn process_call(
                 changes,
             } => (tool, decision, ctx, changes),
         };
+    let decision = narrowed(decision, policy_asks, answer, call, &changes, &tool);
     match decision {
         GuardDecision::Deny(msg) => {
             recorded(ToolStatus::Denied, msg, Vec::new(), Vec::new())?;
@@ -683,6 +711,77 @@ async fn process_call(
             core.hooks().before_run(api, turn_id, call, writes).await?;
             run_allowed(core, api, turn_id, call, &tool, &ctx, changes, recorded).await
         }
+    }
+}
+
+/// The guard chain's decision, narrowed by what the policies and the user said: a policy's
+/// question is asked even where the mode would allow the call, and the user's own "deny" to
+/// a question about this call holds whatever the mode says. Nothing here widens.
+fn narrowed(
+    decision: GuardDecision,
+    policy_asks: Option<String>,
+    answer: Option<(
+        waymark_protocol::QuestionnaireKind,
+        &waymark_protocol::Answer,
+    )>,
+    call: &ToolCallRecord,
+    changes: &[waymark_protocol::FileChange],
+    tool: &crate::session::FoundTool,
+) -> GuardDecision {
+    use waymark_protocol::{Answer, QuestionnaireKind};
+    if let Some((QuestionnaireKind::Permission, Answer::Deny { message })) = answer
+        && matches!(decision, GuardDecision::Allow)
+    {
+        return GuardDecision::Deny(match message {
+            Some(m) if !m.trim().is_empty() => format!("The user denied this call: {m}"),
+            _ => "The user denied this call. Do not retry it; ask or take another approach."
+                .to_string(),
+        });
+    }
+    let Some(why) = policy_asks else {
+        return decision;
+    };
+    match decision {
+        GuardDecision::Allow => {
+            GuardDecision::Ask(Box::new(policy_question(call, changes, tool, &why)))
+        }
+        GuardDecision::Ask(mut q) => {
+            q.summary = format!("{} — {why}", q.summary);
+            GuardDecision::Ask(q)
+        }
+        deny => deny,
+    }
+}
+
+/// The question a policy has asked about a call the permission mode would let run: its
+/// tool, input and file changes, and no grant (each call is asked about).
+fn policy_question(
+    call: &ToolCallRecord,
+    changes: &[waymark_protocol::FileChange],
+    tool: &crate::session::FoundTool,
+    why: &str,
+) -> waymark_protocol::PermissionQuestion {
+    use waymark_protocol::display::escape_line;
+    let shell = tool.0.effects().processes;
+    waymark_protocol::PermissionQuestion {
+        tool: call.name.clone(),
+        shell,
+        scope: None,
+        arguments: call.arguments.clone(),
+        summary: format!("{} ({why})", escape_line(&call.name)),
+        command: shell
+            .then(|| {
+                call.arguments
+                    .get("command")
+                    .and_then(serde_json::Value::as_str)
+            })
+            .flatten()
+            .map(str::to_string),
+        files: changes.to_vec(),
+        git: false,
+        grants: waymark_protocol::GrantOffer::default(),
+        call_id: String::new(),
+        call_sha256: String::new(),
     }
 }
 

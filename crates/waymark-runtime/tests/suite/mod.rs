@@ -10,6 +10,7 @@ mod instructions;
 mod long_goal;
 mod mcp;
 mod plan;
+mod policy;
 mod protocol;
 mod providers;
 mod red_team;
