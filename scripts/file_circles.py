@@ -70,6 +70,7 @@ def strip(text):
 
 def expand(tree):
     """`a::{b, c::{d, e}}` as whole paths: a::b, a::c::d, a::c::e."""
+    tree = re.sub(r"\s+as\s+", "@as@", tree)  # an alias, kept apart from names holding "as"
     tree = re.sub(r"\s+", "", tree)
     m = re.search(r"\{", tree)
     if not m:
@@ -138,7 +139,7 @@ class Crate:
             if not m.group(1):
                 continue
             for p in expand(m.group(2)):
-                alias = re.match(r"(.*)as(\w+)$", p)
+                alias = re.match(r"(.*)@as@(\w+)$", p)
                 target, name = (alias.group(1), alias.group(2)) if alias else (p, p.split("::")[-1])
                 absolute = self.absolute(module, target.split("::"))
                 out.append((name, absolute or None))
@@ -195,7 +196,7 @@ class Crate:
             for m in USE.finditer(code):
                 if m.group(1):
                     continue  # a re-export hands a name on
-                found += [re.sub(r"as\w+$", "", p).split("::") for p in expand(m.group(2))]
+                found += [re.sub(r"@as@\w+$", "", p).split("::") for p in expand(m.group(2))]
             body = USE.sub("", code)
             found += [re.sub(r"\s+", "", p.group(1)).split("::") for p in PATH.finditer(body)]
             for segs in found:

@@ -203,7 +203,7 @@ pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
 }
 
 /// Parses the arguments of `/goal` into the op they ask for (G-9).
-pub(crate) fn parse(args: &str) -> Result<GoalOp> {
+pub fn parse(args: &str) -> Result<GoalOp> {
     // A goal in its own worktree is a new session: the front ends start it (G-34).
     if crate::syntax::take_worktree(&format!("/goal {args}")).is_some() {
         return Err(Error::Refused(
