@@ -585,8 +585,11 @@ pub fn read_target(workspace: &Path, raw: &str) -> Option<PathBuf> {
 /// given: the reviewer is refused; in plan mode, and in every permission mode but `auto`,
 /// the user is asked, and no grant covers it. `None` for any other call.
 fn private_read(call: &GuardCall<'_>, scope: Option<&str>) -> Option<GuardDecision> {
-    // An external tool's `path` is its server's, not a file the runtime could check.
-    if call.tool.effects().processes || call.tool.effects().writes || call.tool.effects().external {
+    // An external tool's `path` is its server's, not a file the runtime could check; a
+    // tool that reaches the network is judged as one (its `path` must not turn its question
+    // into a question about a read).
+    let effects = call.tool.effects();
+    if effects.processes || effects.writes || effects.external || effects.network {
         return None;
     }
     let raw = call.arguments.get("path").and_then(Value::as_str)?;

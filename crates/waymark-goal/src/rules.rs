@@ -134,7 +134,9 @@ fn check_decision(call: &GuardCall<'_>, mode: PermissionMode, check: String) -> 
 /// searching, and the shell only when it runs sandboxed. Nothing else, and it never asks.
 fn verifier_policy(call: &GuardCall<'_>) -> GuardDecision {
     let tool = call.tool;
-    if VERIFIER_TOOLS.contains(&tool.name()) || (tool.effects().processes && call.shell_sandboxed) {
+    let allowed =
+        VERIFIER_TOOLS.contains(&tool.name()) || (tool.effects().processes && call.shell_sandboxed);
+    if allowed && !tool.effects().network {
         return GuardDecision::Allow;
     }
     GuardDecision::Deny(format!(

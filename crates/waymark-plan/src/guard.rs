@@ -25,6 +25,14 @@ impl ToolGuard for PlanGuard {
         }
         let tool = call.tool;
         let plan = super::plan_path(call.artifacts);
+        // Nothing leaves the machine from plan mode but what the sandboxed shell may send
+        // (judged first: a tool that runs programs and reaches the network is not a shell).
+        if tool.effects().network {
+            return GuardDecision::Deny(format!(
+                "Plan mode: `{}` is not allowed: it reaches the network. Keep investigating with the read-only tools.",
+                tool.name()
+            ));
+        }
         if tool.effects().processes {
             if call.shell_sandboxed {
                 return GuardDecision::Allow;
@@ -48,13 +56,6 @@ impl ToolGuard for PlanGuard {
             // Every unconfined command in plan mode is asked about: nothing to grant.
             q.scope = Some(crate::mode::PLAN_SCOPE.to_string());
             return GuardDecision::Ask(Box::new(q));
-        }
-        // Nothing leaves the machine from plan mode but what the sandboxed shell may send.
-        if tool.effects().network {
-            return GuardDecision::Deny(format!(
-                "Plan mode: `{}` is not allowed: it reaches the network. Keep investigating with the read-only tools.",
-                tool.name()
-            ));
         }
         if !tool.effects().writes {
             return GuardDecision::Allow;

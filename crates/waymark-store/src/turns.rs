@@ -211,14 +211,15 @@ impl super::Tx<'_> {
     }
 
     /// Replaces the input of call `call_id` in the turn's assistant item that holds it (a
-    /// policy rewrote it before it ran); false when no stored item of the turn has the call.
+    /// policy rewrote it before it ran), redacted as every stored item is: the input as
+    /// stored, or `None` when no stored item of the turn has the call.
     pub fn rewrite_call(
         &mut self,
         session_id: &str,
         turn_id: i64,
         call_id: &str,
         arguments: &serde_json::Value,
-    ) -> Result<bool> {
+    ) -> Result<Option<serde_json::Value>> {
         let rows: Vec<(i64, String)> = self
             .conn()
             .prepare_cached(
@@ -241,9 +242,19 @@ impl super::Tx<'_> {
             self.conn()
                 .prepare_cached("UPDATE history SET body = ?1 WHERE id = ?2")?
                 .execute(params![body, id])?;
-            return Ok(true);
+            let stored: HistoryItem =
+                serde_json::from_str(&body).map_err(|e| Error::Corrupt(e.to_string()))?;
+            let HistoryItem::Assistant { tool_calls, .. } = stored else {
+                return Err(Error::Corrupt(
+                    "a rewritten item is no longer a reply".into(),
+                ));
+            };
+            return Ok(tool_calls
+                .into_iter()
+                .find(|c| c.id == call_id)
+                .map(|c| c.arguments));
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// Appends one conversation item.

@@ -355,24 +355,32 @@ pub(crate) async fn run_unattended(
             },
         )?)
     })?;
-    let (status, content) = match decide(core, api, actor, turn_id, call, None, ctx).await? {
-        Decided::Unknown(msg) => (ToolStatus::Error, msg),
-        Decided::Decided {
-            tool,
-            decision,
-            ctx,
-            ..
-        } => match decision {
-            GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
-            GuardDecision::Ask(_) => (ToolStatus::Denied, when_asked.to_string()),
-            GuardDecision::Allow => match execute(core, api, &tool, &ctx, call).await {
-                Executed::Done {
-                    status, content, ..
-                } => (status, content),
-                Executed::Fatal(m) => (ToolStatus::Error, m),
-                Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
+    // The policies see the reviewer's calls too; nobody can answer them, and they are never
+    // stored, so a question or a rewrite refuses the call.
+    let refused =
+        super::policy::review_unattended(core, api, turn_id, call, actor, when_asked).await?;
+    let (status, content) = if let Some(msg) = refused {
+        (ToolStatus::Denied, msg)
+    } else {
+        match decide(core, api, actor, turn_id, call, None, ctx).await? {
+            Decided::Unknown(msg) => (ToolStatus::Error, msg),
+            Decided::Decided {
+                tool,
+                decision,
+                ctx,
+                ..
+            } => match decision {
+                GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
+                GuardDecision::Ask(_) => (ToolStatus::Denied, when_asked.to_string()),
+                GuardDecision::Allow => match execute(core, api, &tool, &ctx, call).await {
+                    Executed::Done {
+                        status, content, ..
+                    } => (status, content),
+                    Executed::Fatal(m) => (ToolStatus::Error, m),
+                    Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
+                },
             },
-        },
+        }
     };
     api.write(|tx| {
         Ok(tx.emit(

@@ -632,9 +632,14 @@ async fn process_call(
         core.write(|tx| Ok(tx.set_turn_status(turn_id, TurnStatus::Parked)?))?;
         return Ok(CallOutcome::Parked);
     }
-    // A fresh call goes through the extensions' policies first (a call answered after a
-    // question went through them before it was asked about, and is stored as they left it).
-    let (staged, policy_asks) = if answered.is_none() {
+    let answer = answered
+        .as_ref()
+        .and_then(|q| q.answer.as_ref().map(|a| (q.kind(), a)));
+    // A call with no answer goes through the extensions' policies first: a fresh one, or one
+    // whose question was withdrawn (its scope ended) and is decided again now. A call the
+    // user answered went through them before it was asked about, and is stored as they left
+    // it.
+    let (staged, policy_asks) = if answer.is_none() {
         match policy::review(core, api, turn_id, call, CallActor::Main).await? {
             policy::Staged::Go { call, ask } => (call, ask),
             policy::Staged::Denied(msg) => {
@@ -663,9 +668,6 @@ async fn process_call(
         core.write(|tx| write_result(tx, &sid, turn_id, call, status, (content, images), changes))?;
         core.hooks().after_tool(api, turn_id, call, status)
     };
-    let answer = answered
-        .as_ref()
-        .and_then(|q| q.answer.as_ref().map(|a| (q.kind(), a)));
     let (tool, decision, ctx, changes) =
         match decide(core, api, CallActor::Main, turn_id, call, answer, base_ctx).await? {
             Decided::Unknown(msg) => {
@@ -747,6 +749,8 @@ fn narrowed(
         }
         GuardDecision::Ask(mut q) => {
             q.summary = format!("{} — {why}", q.summary);
+            // A policy asks about each call: no answer covers more than this one.
+            q.grants = waymark_protocol::GrantOffer::default();
             GuardDecision::Ask(q)
         }
         deny => deny,

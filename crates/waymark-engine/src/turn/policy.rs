@@ -60,15 +60,17 @@ pub(crate) async fn review(
                         policy.name()
                     )));
                 }
-                call.arguments = arguments;
                 let sid = core.id.clone();
                 core.write(|tx| {
-                    if !tx.rewrite_call(&sid, turn_id, &call.id, &call.arguments)? {
+                    // What is stored (redacted) is what the guards judge and the tool runs,
+                    // now and after a restart.
+                    let Some(stored) = tx.rewrite_call(&sid, turn_id, &call.id, &arguments)? else {
                         return Err(Error::Corrupt(format!(
                             "call {} of turn {turn_id} is not stored",
                             call.id
                         )));
-                    }
+                    };
+                    call.arguments = stored;
                     Ok(tx.emit(
                         &sid,
                         EventKind::ToolCall {
@@ -87,4 +89,41 @@ pub(crate) async fn review(
         }
     }
     Ok(Staged::Go { call, ask })
+}
+
+/// The policies over a call nobody can answer and nothing stores (the goal reviewer's): the
+/// refusal to give it, if one refuses, asks (`when_asked`) or rewrites it.
+pub(crate) async fn review_unattended(
+    core: &SessionCore,
+    api: &SessionApi,
+    turn_id: i64,
+    call: &ToolCallRecord,
+    actor: CallActor,
+    when_asked: &str,
+) -> Result<Option<String>> {
+    for policy in &core.policies {
+        let seen = PolicyCall {
+            turn_id,
+            call,
+            actor,
+        };
+        match policy.review(api, &seen).await? {
+            Verdict::Pass => {}
+            Verdict::Rewrite(arguments) if arguments == call.arguments => {}
+            Verdict::Deny(why) => {
+                return Ok(Some(format!(
+                    "Refused by the `{}` policy: {why}",
+                    policy.name()
+                )));
+            }
+            Verdict::Ask(_) => return Ok(Some(when_asked.to_string())),
+            Verdict::Rewrite(_) => {
+                return Ok(Some(format!(
+                    "Refused: the `{}` policy would change this call, and this caller's calls run only as made",
+                    policy.name()
+                )));
+            }
+        }
+    }
+    Ok(None)
 }

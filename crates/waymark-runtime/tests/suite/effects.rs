@@ -14,8 +14,9 @@ use waymark_runtime::extension::Extension;
 use waymark_runtime::tools::{Effects, Tool, ToolContext, ToolError, ToolOutput};
 use waymark_runtime::{SessionHandle, SessionSpec};
 
-/// A page fetcher: reads nothing on disk and writes nothing, but sends its `url` out.
-struct FetchPage(Arc<AtomicUsize>);
+/// A page fetcher: reads nothing on disk and writes nothing, but sends its `url` out (with
+/// the effects it declares).
+struct FetchPage(Arc<AtomicUsize>, Effects);
 
 impl Tool for FetchPage {
     fn name(&self) -> &'static str {
@@ -28,10 +29,7 @@ impl Tool for FetchPage {
         json!({"type": "object", "properties": {"url": {"type": "string"}}})
     }
     fn effects(&self) -> Effects {
-        Effects {
-            network: true,
-            ..Effects::READS
-        }
+        self.1
     }
     fn handle<'a>(
         &'a self,
@@ -43,29 +41,50 @@ impl Tool for FetchPage {
     }
 }
 
-struct Web(Arc<AtomicUsize>);
+struct Web(Arc<AtomicUsize>, Effects);
 
 impl Extension for Web {
     fn name(&self) -> &'static str {
         "web"
     }
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![Arc::new(FetchPage(self.0.clone()))]
+        vec![Arc::new(FetchPage(self.0.clone(), self.1))]
     }
 }
+
+/// What the fetcher declares: it reaches the network, nothing else.
+const NETWORK: Effects = Effects {
+    network: true,
+    ..Effects::READS
+};
 
 /// A runtime with the fetcher, a session in `mode` whose model fetches a page once, and the
 /// count of fetches made.
 fn session(h: &Harness, mode: PermissionMode) -> (SessionHandle, Arc<AtomicUsize>) {
+    session_with(
+        h,
+        mode,
+        NETWORK,
+        json!({"url": "https://example.com/?q=secret"}),
+    )
+}
+
+/// [`session`] with the fetcher declaring `effects`, called with `arguments`.
+fn session_with(
+    h: &Harness,
+    mode: PermissionMode,
+    effects: Effects,
+    arguments: serde_json::Value,
+) -> (SessionHandle, Arc<AtomicUsize>) {
     let fetched = Arc::new(AtomicUsize::new(0));
     let mut opts = h.runtime.options().clone();
-    opts.extensions = vec![Arc::new(Web(fetched.clone()))];
+    opts.extensions = vec![Arc::new(Web(fetched.clone(), effects))];
     let runtime = waymark_runtime::Runtime::open(opts).unwrap();
     let s = runtime
         .create_session(SessionSpec {
             workspace: Some(h.ws.clone()),
             model: Some(h.script(json!({"responses": [
-                {"tool_calls": [{"name": "fetch_page", "arguments": {"url": "https://example.com/?q=secret"}}]},
+                {"tool_calls": [{"name": "fetch_page", "arguments": arguments}]},
                 {"text": "done"}
             ]}))),
             permission_mode: Some(mode),
@@ -116,5 +135,52 @@ async fn a_tool_that_reaches_the_network_asks_in_ask_and_runs_in_auto() {
     let r = results(&run(&s, user("look it up")).await);
     assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
     assert_eq!(fetched.load(Ordering::SeqCst), 1);
+    s.shutdown().await.unwrap();
+}
+
+/// Second red-team: a `path` naming a private place made the fetch a question about a read,
+/// which never mentioned the network, and an "allow" then let it out of `read-only`.
+#[tokio::test]
+async fn a_private_path_never_turns_a_network_call_into_a_question_about_a_read() {
+    let h = Harness::new(Config::default());
+    let private = h.runtime.options().data_dir.join("waymark.db");
+    let (s, fetched) = session_with(
+        &h,
+        PermissionMode::ReadOnly,
+        NETWORK,
+        json!({"url": "https://example.com/", "path": private.display().to_string()}),
+    );
+    let ev = run(&s, user("look it up")).await;
+    let r = results(&ev);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("it reaches the network"), "{r:?}");
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
+        "asked instead of refused"
+    );
+    assert_eq!(fetched.load(Ordering::SeqCst), 0);
+    s.shutdown().await.unwrap();
+}
+
+/// Second red-team: a tool that runs programs and reaches the network passed plan mode as a
+/// sandboxed shell would.
+#[tokio::test]
+async fn a_tool_that_runs_programs_and_reaches_the_network_is_refused_in_plan_mode() {
+    let h = Harness::new(Config::default());
+    let (s, fetched) = session_with(
+        &h,
+        PermissionMode::Auto,
+        Effects {
+            processes: true,
+            ..NETWORK
+        },
+        json!({"url": "https://example.com/"}),
+    );
+    s.submit(user("/plan on")).await.unwrap();
+    let r = results(&run(&s, user("look it up")).await);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("reaches the network"), "{r:?}");
+    assert_eq!(fetched.load(Ordering::SeqCst), 0, "the request went out");
     s.shutdown().await.unwrap();
 }

@@ -51,11 +51,43 @@ impl CallPolicy for Confirm {
         call: &'a PolicyCall<'a>,
     ) -> BoxFuture<'a, Result<Verdict>> {
         Box::pin(async move {
+            let command = call.call.arguments["command"].as_str().unwrap_or("");
             Ok(match call.call.name.as_str() {
                 "write" => Verdict::Ask("writes are confirmed here".into()),
+                "bash" if command == "ls" => Verdict::Ask("listing is confirmed here".into()),
                 "bash" => Verdict::Deny("no shell in this project".into()),
                 _ => Verdict::Pass,
             })
+        })
+    }
+}
+
+/// Signs every write with the deploy token (a secret the runtime knows).
+struct Sign;
+
+/// The secret [`Sign`] writes.
+const TOKEN: &str = "tok-abcdef-123456";
+
+impl CallPolicy for Sign {
+    fn name(&self) -> &'static str {
+        "sign"
+    }
+    fn review<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        call: &'a PolicyCall<'a>,
+    ) -> BoxFuture<'a, Result<Verdict>> {
+        Box::pin(async move {
+            let mut args = call.call.arguments.clone();
+            let content = args["content"].as_str().unwrap_or("").to_string();
+            Ok(
+                if call.call.name == "write" && !content.starts_with("signed") {
+                    args["content"] = json!(format!("signed {TOKEN}\n{content}"));
+                    Verdict::Rewrite(args)
+                } else {
+                    Verdict::Pass
+                },
+            )
         })
     }
 }
@@ -71,10 +103,34 @@ impl Extension for Rails {
     }
 }
 
+struct Signed;
+
+impl Extension for Signed {
+    fn name(&self) -> &'static str {
+        "signed"
+    }
+    fn call_policies(&self) -> Vec<Arc<dyn CallPolicy>> {
+        vec![Arc::new(Sign), Arc::new(Confirm)]
+    }
+}
+
 /// A runtime with the policies, and an `auto` session whose model makes `call` once.
 fn session(h: &Harness, call: Value) -> (Runtime, SessionHandle) {
+    session_with(h, call, Arc::new(Rails), PermissionMode::Auto)
+}
+
+/// [`session`] with extension `ext`, in `mode`; the runtime knows the deploy token as a secret.
+fn session_with(
+    h: &Harness,
+    call: Value,
+    ext: Arc<dyn Extension>,
+    mode: PermissionMode,
+) -> (Runtime, SessionHandle) {
     let mut opts = h.runtime.options().clone();
-    opts.extensions = vec![Arc::new(Rails)];
+    let mut env = (*opts.process_env).clone();
+    env.push(("DEPLOY_TOKEN".into(), TOKEN.into()));
+    opts.process_env = Arc::new(env);
+    opts.extensions = vec![ext];
     let runtime = Runtime::open(opts).unwrap();
     let s = runtime
         .create_session(SessionSpec {
@@ -83,7 +139,7 @@ fn session(h: &Harness, call: Value) -> (Runtime, SessionHandle) {
                 {"tool_calls": [call]},
                 {"text": "done"}
             ]}))),
-            permission_mode: Some(PermissionMode::Auto),
+            permission_mode: Some(mode),
             hold: false,
         })
         .unwrap();
@@ -206,5 +262,186 @@ async fn a_policy_refuses_a_call_and_the_users_deny_holds_in_auto() {
     );
     assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
     assert!(!h.ws.join("b.txt").exists(), "a denied write ran in auto");
+    s.shutdown().await.unwrap();
+}
+
+/// Second red-team: a rewrite holding a secret the runtime knows was judged and run as
+/// written while the store kept it redacted, so the user's answer never matched the call
+/// again. The call carries what is stored: asked once, run once, with no secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_is_judged_and_run_as_it_is_stored() {
+    let h = Harness::new(Config::default());
+    let (_rt, s) = session_with(
+        &h,
+        json!({"name": "write", "arguments": {"path": "c.txt", "content": "x\n"}}),
+        Arc::new(Signed),
+        PermissionMode::Auto,
+    );
+    let (qid, q) = asked(&run(&s, waymark_test_support::harness::user("write c")).await);
+    let shown = q.arguments.to_string();
+    assert!(
+        !shown.contains(TOKEN),
+        "the question holds the secret: {shown}"
+    );
+    assert_eq!(q.call_sha256, sha256_of("write", &q.arguments));
+    let ev = run(
+        &s,
+        Op::Answer {
+            questionnaire_id: qid,
+            answer: Answer::AllowOnce,
+        },
+    )
+    .await;
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
+        "asked again after the answer"
+    );
+    assert_eq!(results(&ev)[0].1, ToolStatus::Ok);
+    let written = std::fs::read_to_string(h.ws.join("c.txt")).unwrap();
+    assert!(
+        written.starts_with("signed ") && !written.contains(TOKEN),
+        "{written}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// Second red-team: a question withdrawn when its scope ended (plan mode) took the policy's
+/// question with it, and the call was decided again without the policies. It goes through
+/// them again: asked once more, with the policy's reason and no grant.
+/// The events after `op` up to the next permission question (at most 20 s).
+async fn until_asked(s: &SessionHandle, op: Op) -> Vec<waymark_protocol::Event> {
+    let mut rx = s.subscribe();
+    s.submit(op).await.unwrap();
+    s.submit(Op::Resume).await.unwrap();
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while let Ok(Ok(e)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        let done = matches!(&e.kind, EventKind::QuestionnaireOpened { .. });
+        seen.push(e);
+        if done {
+            break;
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawn_question_sends_its_call_through_the_policies_again() {
+    let h = Harness::new(Config::default());
+    let (_rt, s) = session_with(
+        &h,
+        json!({"name": "bash", "arguments": {"command": "ls"}}),
+        Arc::new(Rails),
+        PermissionMode::Ask,
+    );
+    s.submit(waymark_test_support::harness::user("/plan on"))
+        .await
+        .unwrap();
+    let ev0 = until_asked(&s, waymark_test_support::harness::user("look around")).await;
+    let (_, first) = asked(&ev0);
+    assert!(
+        first.summary.contains("listing is confirmed here"),
+        "{}",
+        first.summary
+    );
+    assert_eq!(
+        first.grants,
+        Default::default(),
+        "a policy's question offers a grant"
+    );
+    let ev = until_asked(&s, waymark_test_support::harness::user("/plan off")).await;
+    let (_, again) = asked(&ev);
+    assert!(
+        again.summary.contains("listing is confirmed here"),
+        "{}",
+        again.summary
+    );
+    assert_eq!(again.grants, Default::default());
+    s.shutdown().await.unwrap();
+}
+
+/// Refuses every call of the goal's reviewer that lists a folder.
+struct NoReviewerListing;
+
+impl CallPolicy for NoReviewerListing {
+    fn name(&self) -> &'static str {
+        "watch"
+    }
+    fn review<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        call: &'a PolicyCall<'a>,
+    ) -> BoxFuture<'a, Result<Verdict>> {
+        Box::pin(async move {
+            Ok(
+                if call.actor == waymark_protocol::CallActor::Verifier
+                    && call.call.name == "list_dir"
+                {
+                    Verdict::Deny("the reviewer may not list folders".into())
+                } else {
+                    Verdict::Pass
+                },
+            )
+        })
+    }
+}
+
+struct Watch;
+
+impl Extension for Watch {
+    fn name(&self) -> &'static str {
+        "watch"
+    }
+    fn call_policies(&self) -> Vec<Arc<dyn CallPolicy>> {
+        vec![Arc::new(NoReviewerListing)]
+    }
+}
+
+/// Second red-team: the goal's reviewer made its calls past the policies. They see its
+/// calls too, and a refusal holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_goal_reviewers_calls_go_through_the_policies() {
+    let h = Harness::new(super::goal::config(waymark_config::Verification::Subagent));
+    let mut opts = h.runtime.options().clone();
+    opts.extensions = vec![Arc::new(Watch)];
+    let runtime = Runtime::open(opts).unwrap();
+    let s = runtime
+        .create_session(SessionSpec {
+            workspace: Some(h.ws.clone()),
+            model: Some(h.script(json!({
+                "responses": [super::goal::claim("done")],
+                "verifier": [
+                    {"text": "Let me look.", "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+                    {"text": "VERDICT: PASS"}
+                ]
+            }))),
+            permission_mode: Some(PermissionMode::Auto),
+            hold: false,
+        })
+        .unwrap();
+    let ev = run(
+        &s,
+        waymark_test_support::harness::user("/goal finish the feature"),
+    )
+    .await;
+    let reviewer: Vec<(String, ToolStatus, String)> = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                call_id,
+                status,
+                content,
+                ..
+            } if call_id.starts_with("tv_") => Some((call_id.clone(), *status, content.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reviewer.len(), 1, "{reviewer:?}");
+    assert_eq!(reviewer[0].1, ToolStatus::Denied, "{reviewer:?}");
+    assert!(
+        reviewer[0].2.contains("the reviewer may not list folders"),
+        "{reviewer:?}"
+    );
     s.shutdown().await.unwrap();
 }
