@@ -118,11 +118,6 @@ impl SessionApi {
         SessionApi { host }
     }
 
-    /// The host behind the handle (the engine downcasts it to its own type).
-    pub fn host(&self) -> &dyn SessionHost {
-        self.host.as_ref()
-    }
-
     pub fn id(&self) -> &str {
         self.host.id()
     }

@@ -381,13 +381,16 @@ impl SessionCore {
     /// The tool the model calls by `name`: a fixed one, else a tool source's (with the
     /// handle it runs with).
     pub fn find_tool(&self, name: &str) -> Option<FoundTool> {
+        if let Some(t) = self.session_tools.get(name) {
+            return Some(FoundTool::Session(t.clone()));
+        }
         if let Some(t) = self.tools.get(name) {
-            return Some((t.clone(), self.session_tools.get(name).cloned()));
+            return Some(FoundTool::Free(t.clone()));
         }
         self.sources
             .iter()
             .find_map(|s| s.find(&self.id, name))
-            .map(|t| (t.clone().as_tool(), Some(t)))
+            .map(FoundTool::Session)
     }
 
     /// The conversation cache, after reading the rows added since last time.

@@ -7,7 +7,7 @@ use crate::extension::SessionApi;
 use crate::guard::{GuardCall, GuardDecision, run_chain};
 use crate::session::SessionCore;
 use crate::store::{self, ToolCallRecord};
-use crate::tools::{Tool, ToolOutput};
+use crate::tools::ToolOutput;
 use crate::tools::{ToolContext, ToolError, truncate_head};
 use std::time::Duration;
 use waymark_protocol::{Answer, QuestionnaireKind};
@@ -16,10 +16,11 @@ use waymark_protocol::{CallActor, EventKind, ToolStatus};
 /// What the guard chain decided about a call, and the context it runs in if allowed.
 pub(crate) enum Decided {
     /// No such tool; the message lists the tools.
-    Unknown(String),
-    Decided {
-        /// The tool the guards decided on, and the session tool it runs as: the very one
-        /// that runs (a tool source could answer the name differently later).
+    UnknownTool(String),
+    /// The tool was found and the guards decided.
+    Found {
+        /// The tool the guards decided on: the very one that runs (a tool source could
+        /// answer the name differently later).
         tool: crate::session::FoundTool,
         decision: GuardDecision,
         ctx: Box<ToolContext>,
@@ -57,7 +58,7 @@ pub(crate) async fn decide(
         for s in &core.sources {
             names.extend(s.names(&sid));
         }
-        return Ok(Decided::Unknown(format!(
+        return Ok(Decided::UnknownTool(format!(
             "there is no tool named `{}`; the tools are: {}",
             crate::display::escape_line(&call.name),
             names.join(", ")
@@ -102,7 +103,7 @@ pub(crate) async fn decide(
         None => None,
     };
     let protected = core.sandbox.protected(&core.config().sandbox.read_allow);
-    let tool = found.0.clone();
+    let tool = found.tool();
     let guard_call = GuardCall {
         tool: tool.as_ref(),
         call_id: &call.id,
@@ -153,7 +154,7 @@ pub(crate) async fn decide(
         redactor: Some(core.store.redactor()),
         ..base_ctx.clone()
     };
-    Ok(Decided::Decided {
+    Ok(Decided::Found {
         tool: found,
         decision,
         ctx: Box::new(ctx),
@@ -206,12 +207,7 @@ pub(crate) async fn execute(
     call: &ToolCallRecord,
 ) -> Executed {
     let span = tracing::info_span!("tool", name = %call.name, call_id = %call.id);
-    let run = run_tool(
-        found.0.as_ref(),
-        found.1.as_deref().map(|t| (t, api)),
-        ctx,
-        call.arguments.clone(),
-    );
+    let run = run_tool(found, api, ctx, call.arguments.clone());
     let Some(result) = tracing::Instrument::instrument(run, span).await else {
         return Executed::Abandoned;
     };
@@ -294,14 +290,15 @@ const STOP_GRACE: Duration = Duration::from_millis(700);
 /// Runs a tool; on Stop it gets [`STOP_GRACE`] to finish, then it is abandoned (`None`), so
 /// Stop ends the turn whatever the tool is doing (a read stuck in the kernel, a hung mount).
 pub(crate) async fn run_tool(
-    tool: &dyn Tool,
-    session_tool: Option<(&dyn crate::extension::SessionTool, &SessionApi)>,
+    found: &crate::session::FoundTool,
+    api: &SessionApi,
     ctx: &ToolContext,
     args: serde_json::Value,
 ) -> Option<std::result::Result<ToolOutput, ToolError>> {
-    let fut = match session_tool {
-        Some((t, api)) => t.handle_in(api, ctx, args),
-        None => tool.handle(ctx, args),
+    use crate::session::FoundTool;
+    let fut = match found {
+        FoundTool::Session(t) => t.handle_in(api, ctx, args),
+        FoundTool::Free(t) => t.handle(ctx, args),
     };
     tokio::pin!(fut);
     tokio::select! {
@@ -363,8 +360,8 @@ pub(crate) async fn run_unattended(
         (ToolStatus::Denied, msg)
     } else {
         match decide(core, api, actor, turn_id, call, None, ctx).await? {
-            Decided::Unknown(msg) => (ToolStatus::Error, msg),
-            Decided::Decided {
+            Decided::UnknownTool(msg) => (ToolStatus::Error, msg),
+            Decided::Found {
                 tool,
                 decision,
                 ctx,

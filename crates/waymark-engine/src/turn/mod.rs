@@ -670,11 +670,11 @@ async fn process_call(
     };
     let (tool, decision, ctx, changes) =
         match decide(core, api, CallActor::Main, turn_id, call, answer, base_ctx).await? {
-            Decided::Unknown(msg) => {
+            Decided::UnknownTool(msg) => {
                 recorded(ToolStatus::Error, msg, Vec::new(), Vec::new())?;
                 return Ok(CallOutcome::Done { terminate: false });
             }
-            Decided::Decided {
+            Decided::Found {
                 tool,
                 decision,
                 ctx,
@@ -709,7 +709,7 @@ async fn process_call(
         GuardDecision::Allow => {
             // A confined shell writes nothing of the workspace; anything else that may
             // write gets a checkpoint first.
-            let writes = tool.0.effects().writes && ctx.sandbox.is_none();
+            let writes = tool.effects().writes && ctx.sandbox.is_none();
             core.hooks().before_run(api, turn_id, call, writes).await?;
             run_allowed(core, api, turn_id, call, &tool, &ctx, changes, recorded).await
         }
@@ -766,7 +766,7 @@ fn policy_question(
     why: &str,
 ) -> waymark_protocol::PermissionQuestion {
     use waymark_protocol::display::escape_line;
-    let shell = tool.0.effects().processes;
+    let shell = tool.effects().processes;
     waymark_protocol::PermissionQuestion {
         tool: call.name.clone(),
         shell,
