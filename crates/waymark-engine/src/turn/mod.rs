@@ -681,7 +681,7 @@ async fn process_call(
                 changes,
             } => (tool, decision, ctx, changes),
         };
-    let decision = narrowed(decision, policy_asks, answer, call, &changes, &tool);
+    let decision = policy::narrowed(decision, policy_asks, answer, call, &changes, &tool);
     match decision {
         GuardDecision::Deny(msg) => {
             recorded(ToolStatus::Denied, msg, Vec::new(), Vec::new())?;
@@ -713,79 +713,6 @@ async fn process_call(
             core.hooks().before_run(api, turn_id, call, writes).await?;
             run_allowed(core, api, turn_id, call, &tool, &ctx, changes, recorded).await
         }
-    }
-}
-
-/// The guard chain's decision, narrowed by what the policies and the user said: a policy's
-/// question is asked even where the mode would allow the call, and the user's own "deny" to
-/// a question about this call holds whatever the mode says. Nothing here widens.
-fn narrowed(
-    decision: GuardDecision,
-    policy_asks: Option<String>,
-    answer: Option<(
-        waymark_protocol::QuestionnaireKind,
-        &waymark_protocol::Answer,
-    )>,
-    call: &ToolCallRecord,
-    changes: &[waymark_protocol::FileChange],
-    tool: &crate::session::FoundTool,
-) -> GuardDecision {
-    use waymark_protocol::{Answer, QuestionnaireKind};
-    if let Some((QuestionnaireKind::Permission, Answer::Deny { message })) = answer
-        && matches!(decision, GuardDecision::Allow)
-    {
-        return GuardDecision::Deny(match message {
-            Some(m) if !m.trim().is_empty() => format!("The user denied this call: {m}"),
-            _ => "The user denied this call. Do not retry it; ask or take another approach."
-                .to_string(),
-        });
-    }
-    let Some(why) = policy_asks else {
-        return decision;
-    };
-    match decision {
-        GuardDecision::Allow => {
-            GuardDecision::Ask(Box::new(policy_question(call, changes, tool, &why)))
-        }
-        GuardDecision::Ask(mut q) => {
-            q.summary = format!("{} — {why}", q.summary);
-            // A policy asks about each call: no answer covers more than this one.
-            q.grants = waymark_protocol::GrantOffer::default();
-            GuardDecision::Ask(q)
-        }
-        deny => deny,
-    }
-}
-
-/// The question a policy has asked about a call the permission mode would let run: its
-/// tool, input and file changes, and no grant (each call is asked about).
-fn policy_question(
-    call: &ToolCallRecord,
-    changes: &[waymark_protocol::FileChange],
-    tool: &crate::session::FoundTool,
-    why: &str,
-) -> waymark_protocol::PermissionQuestion {
-    use waymark_protocol::display::escape_line;
-    let shell = tool.effects().processes;
-    waymark_protocol::PermissionQuestion {
-        tool: call.name.clone(),
-        shell,
-        scope: None,
-        arguments: call.arguments.clone(),
-        summary: format!("{} ({why})", escape_line(&call.name)),
-        command: shell
-            .then(|| {
-                call.arguments
-                    .get("command")
-                    .and_then(serde_json::Value::as_str)
-            })
-            .flatten()
-            .map(str::to_string),
-        files: changes.to_vec(),
-        git: false,
-        grants: waymark_protocol::GrantOffer::default(),
-        call_id: String::new(),
-        call_sha256: String::new(),
     }
 }
 

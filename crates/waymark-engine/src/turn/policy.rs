@@ -1,4 +1,5 @@
-//! The policy stage of a call (`waymark_extension::policy`): the extensions' async policies
+//! The policy stage of a call (`waymark_extension::policy`), and how what the policies and the
+//! user said narrows the guard chain's decision: the extensions' async policies
 //! review a fresh call, in order, before the guard chain decides it. A rewritten input is
 //! stored (the history row and a new `tool.call` event, so its digest is the new one) before
 //! the next policy sees it, and long before it runs: a crash after the rewrite resumes with it.
@@ -6,6 +7,7 @@
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
 use crate::extension::policy::{PolicyCall, Verdict};
+use crate::guard::GuardDecision;
 use crate::session::SessionCore;
 use crate::store::ToolCallRecord;
 use waymark_protocol::display::escape_line;
@@ -126,4 +128,77 @@ pub(crate) async fn review_unattended(
         }
     }
     Ok(None)
+}
+
+/// The guard chain's decision, narrowed by what the policies and the user said: a policy's
+/// question is asked even where the mode would allow the call, and the user's own "deny" to
+/// a question about this call holds whatever the mode says. Nothing here widens.
+pub(crate) fn narrowed(
+    decision: GuardDecision,
+    policy_asks: Option<String>,
+    answer: Option<(
+        waymark_protocol::QuestionnaireKind,
+        &waymark_protocol::Answer,
+    )>,
+    call: &ToolCallRecord,
+    changes: &[waymark_protocol::FileChange],
+    tool: &crate::session::FoundTool,
+) -> GuardDecision {
+    use waymark_protocol::{Answer, QuestionnaireKind};
+    if let Some((QuestionnaireKind::Permission, Answer::Deny { message })) = answer
+        && matches!(decision, GuardDecision::Allow)
+    {
+        return GuardDecision::Deny(match message {
+            Some(m) if !m.trim().is_empty() => format!("The user denied this call: {m}"),
+            _ => "The user denied this call. Do not retry it; ask or take another approach."
+                .to_string(),
+        });
+    }
+    let Some(why) = policy_asks else {
+        return decision;
+    };
+    match decision {
+        GuardDecision::Allow => {
+            GuardDecision::Ask(Box::new(policy_question(call, changes, tool, &why)))
+        }
+        GuardDecision::Ask(mut q) => {
+            q.summary = format!("{} — {why}", q.summary);
+            // A policy asks about each call: no answer covers more than this one.
+            q.grants = waymark_protocol::GrantOffer::default();
+            GuardDecision::Ask(q)
+        }
+        deny => deny,
+    }
+}
+
+/// The question a policy has asked about a call the permission mode would let run: its
+/// tool, input and file changes, and no grant (each call is asked about).
+fn policy_question(
+    call: &ToolCallRecord,
+    changes: &[waymark_protocol::FileChange],
+    tool: &crate::session::FoundTool,
+    why: &str,
+) -> waymark_protocol::PermissionQuestion {
+    use waymark_protocol::display::escape_line;
+    let shell = tool.effects().processes;
+    waymark_protocol::PermissionQuestion {
+        tool: call.name.clone(),
+        shell,
+        scope: None,
+        arguments: call.arguments.clone(),
+        summary: format!("{} ({why})", escape_line(&call.name)),
+        command: shell
+            .then(|| {
+                call.arguments
+                    .get("command")
+                    .and_then(serde_json::Value::as_str)
+            })
+            .flatten()
+            .map(str::to_string),
+        files: changes.to_vec(),
+        git: false,
+        grants: waymark_protocol::GrantOffer::default(),
+        call_id: String::new(),
+        call_sha256: String::new(),
+    }
 }
