@@ -438,10 +438,11 @@ export type BudgetReport_Serialize = {
 };
 
 /**
- *  Who makes a tool call: the session's agent, or the read-only verifier that checks a
- *  goal's completion claim.
+ *  Who makes a tool call: the session's agent, the read-only verifier that checks a goal's
+ *  completion claim, or a subagent an extension runs for the agent, at a depth (1 for one
+ *  the agent's own call started).
  */
-export type CallActor = "main" | "verifier";
+export type CallActor = "main" | "verifier" | { subagent: number };
 
 /**  One run of a goal's check. */
 export type CheckResult = CheckResult_Serialize | CheckResult_Deserialize;

@@ -206,6 +206,7 @@ impl Printer {
                 // The goal's reviewer works after the turn: its calls are marked as its own.
                 let who = match actor {
                     waymark_protocol::CallActor::Verifier => "[reviewer] ",
+                    waymark_protocol::CallActor::Subagent(_) => "[subagent] ",
                     waymark_protocol::CallActor::Main => "",
                 };
                 outln!("  {mark} {who}{name} {summary}{detail}");

@@ -4,6 +4,7 @@
 //! extension API (`waymark-extension`), which it implements ([`extension::SessionHost`]);
 //! the runtime (`waymark-runtime`) assembles it with the extensions, settings and providers.
 
+mod agent;
 pub mod commands;
 pub mod compaction;
 pub mod context;

@@ -163,6 +163,7 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         services: Arc::new(parts.services),
         instructions,
         compact_requested,
+        agent_runs: Default::default(),
         poked: Default::default(),
     });
     let live = LiveSession(Arc::downgrade(&core));

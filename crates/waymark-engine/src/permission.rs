@@ -284,8 +284,9 @@ impl ToolGuard for PermissionGuard {
         if let Some(decision) = strictest(verdicts) {
             return decision;
         }
-        // Another actor gets only what a rule gives it.
-        if call.actor != CallActor::Main {
+        // Another actor gets only what a rule gives it; a subagent is held to the session's
+        // own mode and grants, like its parent (whatever it would ask, nobody answers).
+        if !call.actor.under_session_policy() {
             return GuardDecision::Deny(format!(
                 "`{}` is not available to this caller: no rule allows it.",
                 tool.name()

@@ -2,6 +2,7 @@
 //! [`SessionHost`]. The engine implements the host; extensions only ever hold the handle, so
 //! nothing of the engine's session state is theirs to touch.
 
+use crate::agent::{AgentEnd, AgentSpec};
 use crate::clock::Clock;
 use crate::error::Result;
 use crate::services::Services;
@@ -11,10 +12,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use waymark_config::Config;
-use waymark_protocol::{CallActor, EventKind, MessageSource, Position, ToolStatus};
+use waymark_protocol::{EventKind, MessageSource, Position};
 use waymark_provider::ModelProvider;
-use waymark_store::{HistoryItem, ToolCallRecord, Tx};
-use waymark_tools::{ToolContext, ToolRegistry};
+use waymark_store::{HistoryItem, Tx};
+use waymark_tools::ToolRegistry;
 
 /// The whole conversation: each item with the turn it belongs to.
 pub type History = [(Option<i64>, HistoryItem)];
@@ -81,26 +82,12 @@ pub trait SessionHost: Send + Sync {
     fn slots(&self) -> &Slots;
     /// What the extensions offer one another.
     fn services(&self) -> &Services;
-    /// Gives each call of a reply by `actor` its runtime id and a wire id (see the engine).
-    fn identify_calls(
-        &self,
-        actor: CallActor,
-        turn_id: i64,
-        step: u32,
-        calls: &mut [ToolCallRecord],
-    ) -> Result<()>;
-    /// Runs one call by `actor` with nobody to answer: logged, decided by the guard chain
-    /// (and the permission rules for `actor`), run, its result logged. A call a guard would
-    /// ask about is denied with `when_asked`.
-    fn run_unattended<'a>(
+    /// Runs `spec` on the engine's agent loop, the one the session's turns run on.
+    fn run_agent<'a>(
         &'a self,
         api: &'a SessionApi,
-        actor: CallActor,
-        turn_id: i64,
-        call: &'a ToolCallRecord,
-        ctx: &'a ToolContext,
-        when_asked: &'a str,
-    ) -> BoxFuture<'a, Result<(ToolStatus, String)>>;
+        spec: AgentSpec,
+    ) -> BoxFuture<'a, Result<AgentEnd>>;
     /// Asks the idle session to look for work again now (something an extension ran in the
     /// background finished): its extensions' `next_work` and `wake_at` are asked again.
     fn poke(&self);
@@ -270,29 +257,10 @@ impl SessionApi {
         self.host.services().get::<S>()
     }
 
-    /// See [`SessionHost::identify_calls`].
-    pub fn identify_calls(
-        &self,
-        actor: CallActor,
-        turn_id: i64,
-        step: u32,
-        calls: &mut [ToolCallRecord],
-    ) -> Result<()> {
-        self.host.identify_calls(actor, turn_id, step, calls)
-    }
-
-    /// See [`SessionHost::run_unattended`].
-    pub async fn run_unattended(
-        &self,
-        actor: CallActor,
-        turn_id: i64,
-        call: &ToolCallRecord,
-        ctx: &ToolContext,
-        when_asked: &str,
-    ) -> Result<(ToolStatus, String)> {
-        self.host
-            .run_unattended(self, actor, turn_id, call, ctx, when_asked)
-            .await
+    /// Runs an agent that is not the session's turn (the goal's reviewer, a subagent) on
+    /// the engine's agent loop: see [`crate::agent`]. A subagent nested too deep is refused.
+    pub async fn run_agent(&self, spec: AgentSpec) -> Result<AgentEnd> {
+        self.host.run_agent(self, spec).await
     }
 }
 

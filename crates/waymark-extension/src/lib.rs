@@ -31,6 +31,7 @@
 //! This crate sits below the engine: extensions (plan mode, goals, and every later feature)
 //! depend on it and never on the engine, the runtime or each other.
 
+pub mod agent;
 pub mod api;
 pub mod clock;
 pub mod commands;

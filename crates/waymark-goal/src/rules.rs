@@ -28,7 +28,7 @@ impl PermissionRule for GoalRules {
     }
 
     fn protects(&self, call: &GuardCall<'_>, target: &std::path::Path) -> Option<String> {
-        if call.actor != CallActor::Main {
+        if !call.actor.under_session_policy() {
             return None;
         }
         let api = call.api?;

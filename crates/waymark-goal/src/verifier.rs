@@ -1,24 +1,25 @@
-//! The completion check (G-18, G-19): a read-only reviewer on the same model route. The
-//! subagent may read, list, search and run sandboxed commands — through the same guard
-//! chain as the agent, under a read-only policy and the budget guard, every call logged
-//! with actor `verifier`; the evaluator is one call without tools. Both must end with a
-//! `VERDICT:` line.
+//! The completion check (G-18, G-19): a read-only reviewer on the same model route, run on
+//! the engine's agent loop. The subagent may read, list, search and run sandboxed commands —
+//! through the same guard chain as the agent, under a read-only policy and the budget
+//! guard, every call logged with actor `verifier`; the evaluator is one call without tools.
+//! Both must end with a `VERDICT:` line.
 
 use super::prompts::verifier_brief;
 use super::rules::VERIFIER_TOOLS;
 use super::settlement::{Mode, Verdict, parse_verdict};
 use crate::db::GoalRow;
 use crate::db::GoalWrites;
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use waymark_extension::SessionApi;
+use waymark_extension::agent::{AgentEnd, AgentRole, AgentSpec, Meter, ToolFilter};
 use waymark_extension::error::{Error, Result};
-use waymark_protocol::{CallActor, ToolStatus};
-use waymark_provider::{CallPurpose, ModelMessage, ModelRequest, StreamEvent, ToolSpec};
+use waymark_provider::{CallPurpose, ModelMessage};
 use waymark_store::HistoryItem;
-use waymark_tools::{ToolContext, truncate_head};
+use waymark_tools::{Tool, truncate_head};
 
 /// Model calls the subagent may make before it must answer.
-const MAX_STEPS: usize = 8;
+const MAX_STEPS: u32 = 8;
 
 /// A short account of recent work on the goal, for the reviewer.
 fn evidence(api: &SessionApi) -> String {
@@ -126,10 +127,10 @@ pub(crate) enum Checked {
 /// The most of the test files' diff the reviewer is given.
 const TEST_DIFF_CHARS: usize = 20_000;
 
-/// Runs the check through the turn engine's call path — the same guard chain as the
-/// agent's calls, under the verifier's read-only policy and the goal's budget guard — and
-/// logs every call and result with actor `verifier`. Its tokens and time are added to the
-/// goal as they are spent; Stop ends it at once.
+/// Runs the check on the engine's agent loop (`SessionApi::run_agent`) as the verifier: its
+/// calls go through the same policies and guard chain as the agent's, under the verifier's
+/// read-only policy and the goal's budget guard, and are logged with actor `verifier`. Its
+/// tokens, time and cost are added to the goal as they are spent; Stop ends it at once.
 pub(crate) async fn verify(
     api: &SessionApi,
     turn_id: i64,
@@ -147,192 +148,100 @@ pub(crate) async fn verify(
             &api.config().sandbox,
         )
         .is_some();
-    let mut tools: Vec<ToolSpec> = Vec::new();
-    if mode == Mode::Subagent {
-        for t in api
-            .tools()
-            .iter()
-            .filter(|t| VERIFIER_TOOLS.contains(&t.name()) || (t.effects().processes && shell))
-        {
-            tools.push(ToolSpec {
-                name: t.name().into(),
-                description: t.description().into(),
-                parameters: t.schema(),
-            });
-        }
-    }
-    let ctx = ToolContext {
-        workspace: api.workspace().to_path_buf(),
-        session_dir: api.session_dir().to_path_buf(),
-        artifacts: api.artifacts().to_path_buf(),
-        cancel: cancel.clone(),
-        output_limit: api.config().turn.tool_output_limit as usize,
-        timeouts: waymark_tools::Timeouts::from_config(&api.config().turn),
-        turn_id,
-        call_id: String::new(),
-        sandbox: None,
-        protected: Default::default(),
-        live: None,
-        redactor: None,
-        env: api.tool_env(),
-    };
+    // The evaluator is one call without tools; the subagent may read, search and run the
+    // sandboxed shell where there is one.
+    let subagent = mode == Mode::Subagent;
+    let tools: ToolFilter = Arc::new(move |t: &dyn Tool| {
+        subagent && (VERIFIER_TOOLS.contains(&t.name()) || (t.effects().processes && shell))
+    });
     // The test files' diff since the goal started (G-51): a weakened test is not progress.
     let diff = super::baseline::test_diff(api, &g.id, TEST_DIFF_CHARS)?;
-    let mut messages = vec![ModelMessage::User {
+    let brief = vec![ModelMessage::User {
         text: super::prompts::with_test_diff(verifier_brief(g, &evidence(api), claim), &diff),
     }];
-    let mut clock = api.now_ms();
-    // Tokens and time spent since the last call, added to the goal as they accrue.
-    let account = |tokens: u64, clock: &mut i64| -> Result<()> {
-        let now = api.now_ms();
-        let ms = (now - *clock).max(0) as u64;
-        *clock = now;
-        api.write(|tx| tx.add_goal_usage(&g.id, tokens, 0, ms))
-    };
-    // What a call cost: charged to the turn it checks (and its day), and to the goal (G-31),
-    // by the model it went to.
-    let charge = |route: &waymark_provider::Route,
-                  usage: &waymark_protocol::Usage,
-                  hold: Option<waymark_store::spend::Hold>|
-     -> Result<()> {
-        let charge = api.charge_for(route, usage, hold);
-        let spend = waymark_protocol::cost::Spend {
-            micros: charge.micros.unwrap_or(0),
-            unpriced_calls: u64::from(charge.micros.is_none()),
-        };
-        api.write(|tx| {
-            tx.charge(Some(turn_id), &charge)?;
-            tx.add_goal_cost(&g.id, spend)
-        })
-    };
-    let steps = if mode == Mode::Subagent { MAX_STEPS } else { 1 };
-    for step in 0..steps {
-        if cancel.is_cancelled() {
-            account(0, &mut clock)?;
-            return Ok(Checked::Stopped);
+    let route = match evaluator_route(api, mode) {
+        Ok(r) => r,
+        Err(_) if cancel.is_cancelled() => return Ok(Checked::Stopped),
+        Err(why) => {
+            tracing::warn!("{why}");
+            return Ok(Checked::Verdict(Verdict::Error(why.to_string())));
         }
-        let last = step + 1 == steps;
-        let mut request = ModelRequest {
+    };
+    let end = api
+        .run_agent(AgentSpec {
+            role: AgentRole::Verifier,
+            turn_id,
             system: "You review whether a coding goal is achieved. You cannot change anything."
                 .into(),
-            messages: messages.clone(),
-            tools: if last { Vec::new() } else { tools.clone() },
-            max_output_tokens: 4096,
+            brief,
+            tools,
+            max_steps: if subagent { MAX_STEPS } else { 1 },
+            answer_last: true,
+            route,
             purpose: CallPurpose::Verifier,
-        };
-        // The spending limits hold the reviewer's calls too (G-33): the day's cap reached, or
-        // the goal's budget unable to pay for the call, limits the goal; an unpriced model
-        // under a limit is an error.
-        let route = match evaluator_route(api, mode) {
-            Ok(r) => r,
-            Err(why) => {
-                tracing::warn!("{why}");
-                account(0, &mut clock)?;
-                return Ok(Checked::Verdict(Verdict::Error(why.to_string())));
-            }
-        };
-        let hold = match api.gate_call(Some(turn_id), &route, &mut request)? {
-            waymark_extension::Gate::Refused(refused) => {
-                account(0, &mut clock)?;
-                return Ok(
-                    if matches!(refused.code.as_str(), "spend_cap" | "cost_budget") {
-                        Checked::Capped(refused)
-                    } else {
-                        Checked::Verdict(Verdict::Error(refused.message))
-                    },
-                );
-            }
-            waymark_extension::Gate::Go(hold) => hold,
-        };
-        // How far the reply has come: a call that went out and failed while answering, or
-        // was stopped, is billed for what had streamed or been reported.
-        let progress = std::sync::Mutex::new(waymark_provider::Progress::default());
-        let sink = |ev: StreamEvent| {
-            if let StreamEvent::Progress(p) = ev {
-                *progress.lock().unwrap_or_else(|p| p.into_inner()) = p;
-            }
-        };
-        let unanswered = || {
-            progress.lock().unwrap_or_else(|p| p.into_inner()).charge(
-                request.estimated_tokens(),
-                u64::from(request.max_output_tokens),
-            )
-        };
-        let reply = tokio::select! {
-            r = tracing::Instrument::instrument(
-                route.provider.call(&request, &sink),
-                tracing::info_span!("model_call", step, purpose = "verifier"),
-            ) => r,
-            _ = cancel.cancelled() => {
-                let usage = unanswered();
-                account(usage.total(), &mut clock)?;
-                charge(&route, &usage, hold)?;
-                return Ok(Checked::Stopped);
-            }
-        };
-        let mut reply = match reply {
-            Ok(r) => r,
-            Err(e) => {
-                if e.streamed {
-                    let usage = unanswered();
-                    account(usage.total(), &mut clock)?;
-                    charge(&route, &usage, hold)?;
-                } else {
-                    api.write(|tx| Ok(hold.map(|h| tx.release(h)).transpose()?))?;
-                    account(0, &mut clock)?;
-                }
-                return Ok(Checked::Verdict(Verdict::Error(format!(
-                    "the verifier's model call failed: {e}"
-                ))));
-            }
-        };
-        account(reply.usage.total(), &mut clock)?;
-        charge(&route, &reply.usage, hold)?;
-        if reply.tool_calls.is_empty() {
-            let verdict = parse_verdict(&reply.text);
+            max_output_tokens: 4096,
+            cancel: cancel.clone(),
+            when_asked: "the reviewer cannot ask the user; use the read-only tools".into(),
+            meter: Some(goal_meter(api, &g.id)),
+        })
+        .await?;
+    Ok(match end {
+        AgentEnd::Answered(text) => {
+            let verdict = parse_verdict(&text);
             if matches!(verdict, Verdict::Error(_)) {
                 return Ok(Checked::Verdict(verdict));
             }
-            let unmet = record_steps(api, g, &reply.text)?;
+            let unmet = record_steps(api, g, &text)?;
             // A pass that leaves a step unmet contradicts itself: it is no pass.
-            return Ok(Checked::Verdict(if unmet && verdict == Verdict::Pass {
+            Checked::Verdict(if unmet && verdict == Verdict::Pass {
                 Verdict::Partial
             } else {
                 verdict
-            }));
+            })
         }
-        api.identify_calls(
-            CallActor::Verifier,
-            turn_id,
-            step as u32,
-            &mut reply.tool_calls,
-        )?;
-        messages.push(ModelMessage::Assistant {
-            text: reply.text.clone(),
-            reasoning: None,
-            tool_calls: reply.tool_calls.clone(),
-        });
-        for call in &reply.tool_calls {
-            let (status, content) = api
-                .run_unattended(
-                    CallActor::Verifier,
-                    turn_id,
-                    call,
-                    &ctx,
-                    "the reviewer cannot ask the user; use the read-only tools",
-                )
-                .await?;
-            messages.push(ModelMessage::ToolResult {
-                call_id: call.wire().to_string(),
-                name: call.name.clone(),
-                content,
-                is_error: status != ToolStatus::Ok,
-                images: Vec::new(),
-            });
+        AgentEnd::Stopped => Checked::Stopped,
+        // The spending limits hold the reviewer's calls too (G-33): the day's cap reached, or
+        // the goal's budget unable to pay for the call, limits the goal; an unpriced model
+        // under a limit is an error.
+        AgentEnd::Refused(refused)
+            if matches!(refused.code.as_str(), "spend_cap" | "cost_budget") =>
+        {
+            Checked::Capped(refused)
         }
-        account(0, &mut clock)?;
-    }
-    Ok(Checked::Verdict(Verdict::Error(
-        "the verifier did not reach a verdict".into(),
-    )))
+        AgentEnd::Refused(refused) => Checked::Verdict(Verdict::Error(refused.message)),
+        AgentEnd::Failed(e) => Checked::Verdict(Verdict::Error(format!(
+            "the verifier's model call failed: {e}"
+        ))),
+        AgentEnd::StepCapped => Checked::Verdict(Verdict::Error(
+            "the verifier did not reach a verdict".into(),
+        )),
+    })
+}
+
+/// Adds what the reviewer spends to its goal as it goes: the tokens of each call and the
+/// time since the last report, and each call's cost by the model it went to (G-31).
+fn goal_meter(api: &SessionApi, goal_id: &str) -> Meter {
+    let goal_id = goal_id.to_string();
+    let clock = api.clock().clone();
+    let since = Mutex::new(clock.now_ms());
+    Box::new(move |tx, tokens, charge| {
+        let now = clock.now_ms();
+        let ms = {
+            let mut since = since.lock().unwrap_or_else(|p| p.into_inner());
+            let ms = (now - *since).max(0) as u64;
+            *since = now;
+            ms
+        };
+        tx.add_goal_usage(&goal_id, tokens, 0, ms)?;
+        if let Some(charge) = charge {
+            tx.add_goal_cost(
+                &goal_id,
+                waymark_protocol::cost::Spend {
+                    micros: charge.micros.unwrap_or(0),
+                    unpriced_calls: u64::from(charge.micros.is_none()),
+                },
+            )?;
+        }
+        Ok(())
+    })
 }

@@ -36,9 +36,7 @@ use waymark_extension::error::Result;
 use waymark_extension::guard::ToolGuard;
 use waymark_extension::reminder::ReminderSource;
 use waymark_extension::{CallInfo, CallPrep, Extension, GuardStage, SessionApi, SessionTool};
-use waymark_protocol::{
-    Answer, CallActor, Intent, InteractionMode, MessageSource, Op, QuestionnaireKind,
-};
+use waymark_protocol::{Answer, Intent, InteractionMode, MessageSource, Op, QuestionnaireKind};
 use waymark_store::{MessageRow, QuestionnaireRow, SessionRow, Tx};
 
 /// Guidance added to the system prompt when `EnterPlanMode` is offered (PM-7).
@@ -152,7 +150,10 @@ impl Extension for PlanExtension {
         prep: &mut CallPrep,
     ) -> Result<()> {
         // In plan mode the agent's shell is read-only but for the plan file (PM-14).
-        if call.actor == CallActor::Main && call.session.interaction_mode == InteractionMode::Plan {
+        // A subagent's shell is confined as its parent's is.
+        if call.actor.under_session_policy()
+            && call.session.interaction_mode == InteractionMode::Plan
+        {
             prep.confine(vec![plan_path(api.artifacts())]);
             prep.network(api.config().plan.shell_network);
             // Builds and tests run: they write into a throwaway layer over the workspace.

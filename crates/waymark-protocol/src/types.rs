@@ -160,8 +160,9 @@ impl Usage {
     }
 }
 
-/// Who makes a tool call: the session's agent, or the read-only verifier that checks a
-/// goal's completion claim.
+/// Who makes a tool call: the session's agent, the read-only verifier that checks a goal's
+/// completion claim, or a subagent an extension runs for the agent, at a depth (1 for one
+/// the agent's own call started).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
@@ -169,11 +170,19 @@ pub enum CallActor {
     #[default]
     Main,
     Verifier,
+    Subagent(u8),
 }
 
 impl CallActor {
     pub fn is_main(&self) -> bool {
         *self == CallActor::Main
+    }
+
+    /// Whether the call is held to the session's own policy (its mode, grants and plan
+    /// rules): the agent's, and a subagent's, which never gets more than its parent. The
+    /// verifier has a policy of its own.
+    pub fn under_session_policy(&self) -> bool {
+        matches!(self, CallActor::Main | CallActor::Subagent(_))
     }
 }
 

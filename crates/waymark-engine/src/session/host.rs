@@ -8,7 +8,6 @@ use crate::extension::{SessionApi, SessionHost, Slots};
 use crate::provider::ModelProvider;
 use crate::store::{self, Tx};
 use crate::tools::ToolRegistry;
-use crate::turn;
 use std::sync::Arc;
 use waymark_config::Config;
 use waymark_protocol::EventKind;
@@ -96,26 +95,11 @@ impl SessionHost for SessionCore {
     fn services(&self) -> &crate::extension::services::Services {
         &self.services
     }
-    fn identify_calls(
-        &self,
-        actor: waymark_protocol::CallActor,
-        turn_id: i64,
-        step: u32,
-        calls: &mut [store::ToolCallRecord],
-    ) -> Result<()> {
-        turn::identify_calls(self, actor, turn_id, step, calls)
-    }
-    fn run_unattended<'a>(
+    fn run_agent<'a>(
         &'a self,
         api: &'a SessionApi,
-        actor: waymark_protocol::CallActor,
-        turn_id: i64,
-        call: &'a store::ToolCallRecord,
-        ctx: &'a crate::tools::ToolContext,
-        when_asked: &'a str,
-    ) -> futures_util::future::BoxFuture<'a, Result<(waymark_protocol::ToolStatus, String)>> {
-        Box::pin(turn::run_unattended(
-            self, api, actor, turn_id, call, ctx, when_asked,
-        ))
+        spec: crate::extension::agent::AgentSpec,
+    ) -> futures_util::future::BoxFuture<'a, Result<crate::extension::agent::AgentEnd>> {
+        Box::pin(crate::agent::run_agent(self, api, spec))
     }
 }

@@ -79,11 +79,38 @@ pub(crate) struct SessionCore {
     /// Something an extension ran in the background finished: the idle session looks for
     /// work again ([`SessionHost::poke`]).
     pub poked: tokio::sync::Notify,
+    /// The subagent runs started and running (their ids and depth).
+    pub(crate) agent_runs: crate::agent::AgentRuns,
 }
 
 impl SessionCore {
     pub(crate) fn new_config(config: Config) -> std::sync::RwLock<Arc<Config>> {
         std::sync::RwLock::new(Arc::new(config))
+    }
+
+    /// What a tool of turn `turn_id` runs with before its call is decided (no sandbox, no
+    /// call id yet); Stop is `cancel`.
+    pub(crate) fn tool_context(
+        &self,
+        turn_id: i64,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> crate::tools::ToolContext {
+        let turn = &self.config().turn;
+        crate::tools::ToolContext {
+            workspace: self.workspace.clone(),
+            session_dir: self.session_dir.clone(),
+            artifacts: self.artifacts.clone(),
+            cancel: cancel.clone(),
+            output_limit: turn.tool_output_limit as usize,
+            timeouts: crate::tools::Timeouts::from_config(turn),
+            turn_id,
+            call_id: String::new(),
+            sandbox: None,
+            protected: Default::default(),
+            live: None,
+            redactor: None,
+            env: self.tool_env(),
+        }
     }
 
     /// The session's model now, with its spec: one call's route.

@@ -89,7 +89,7 @@ pub(crate) async fn decide(
             core.sandbox.probe_async().await;
             // The network only as far as the hooks let it out (the verifier's never is).
             let network = match actor {
-                CallActor::Main => prep.shell_network(),
+                CallActor::Main | CallActor::Subagent(_) => prep.shell_network(),
                 CallActor::Verifier => waymark_config::ShellNetwork::Deny,
             };
             let settings = &core.config().sandbox;
@@ -239,22 +239,18 @@ pub(crate) fn abandoned(name: &str) -> String {
     format!("[stopped by the user; `{name}` did not stop by itself in time and was abandoned]")
 }
 
-/// Gives each call of a reply its runtime id (`tc_<turn>_<step>_<n>`, `tv_…` for the
-/// verifier; unique in the session) and a wire id: the provider's own when it is usable and not used before in the
+/// Gives each call of a reply its runtime id (`<prefix>_<turn>_<step>_<n>`: `tc` for the
+/// turn's calls, `tv` for the verifier's, `ta<run>` for a subagent run's; unique in the
+/// session) and a wire id: the provider's own when it is usable and not used before in the
 /// conversation or the reply, else the runtime id. Provider ids never name a call inside the
 /// runtime, so a provider that omits or repeats them cannot make two calls share an answer.
 pub(crate) fn identify_calls(
     core: &SessionCore,
-    actor: CallActor,
+    prefix: &str,
     turn_id: i64,
     step: u32,
     calls: &mut [ToolCallRecord],
 ) -> Result<()> {
-    // The verifier's calls belong to the turn it checks: their own prefix keeps them apart.
-    let prefix = match actor {
-        CallActor::Main => "tc",
-        CallActor::Verifier => "tv",
-    };
     let mut seen: Vec<String> = Vec::with_capacity(calls.len());
     for (n, c) in calls.iter_mut().enumerate() {
         c.id = format!("{prefix}_{turn_id}_{step}_{n}");
@@ -274,10 +270,15 @@ pub(crate) fn identify_calls(
 
 /// Wire ids every provider accepts: 1–64 ASCII letters, digits, `_` and `-`.
 fn usable_wire_id(w: &str) -> bool {
-    // `tc_`/`tv_` are the runtime's own prefixes: a provider id shaped like them could
-    // collide with a wire id the runtime makes up later.
+    // `tc_`, `tv_` and `ta<n>_` are the runtime's own prefixes: a provider id shaped like
+    // them could collide with a wire id the runtime makes up later.
+    let subagent = w
+        .strip_prefix("ta")
+        .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit()))
+        .is_some_and(|rest| rest.starts_with('_'));
     !w.starts_with("tc_")
         && !w.starts_with("tv_")
+        && !subagent
         && (1..=64).contains(&w.len())
         && w.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -328,8 +329,18 @@ pub(crate) fn asked_about(q: &store::QuestionnaireRow, call: &ToolCallRecord) ->
     }
 }
 
-/// One call nobody can answer (the goal's reviewer's): logged, decided by the guard chain,
-/// run, its result logged. A call a guard would ask about is denied with `when_asked`.
+/// What a run with nobody to answer its calls holds them to.
+pub(crate) struct Unattended<'a> {
+    /// What a call the user would be asked about is refused with.
+    pub(crate) when_asked: &'a str,
+    /// The tools the run was offered; a call to any other is refused.
+    pub(crate) offered: &'a (dyn Fn(&dyn crate::tools::Tool) -> bool + Send + Sync),
+}
+
+/// One call nobody can answer (the goal's reviewer's, a subagent's): logged, reviewed by
+/// the policies, decided by the guard chain, run, its result logged. A call a policy or a
+/// guard would ask about is refused with `when_asked`, and one to a tool the run was not
+/// offered is refused.
 pub(crate) async fn run_unattended(
     core: &SessionCore,
     api: &SessionApi,
@@ -337,8 +348,12 @@ pub(crate) async fn run_unattended(
     turn_id: i64,
     call: &ToolCallRecord,
     ctx: &ToolContext,
-    when_asked: &str,
+    held: Unattended<'_>,
 ) -> Result<(ToolStatus, String)> {
+    let Unattended {
+        when_asked,
+        offered,
+    } = held;
     let sid = api.id().to_string();
     api.write(|tx| {
         Ok(tx.emit(
@@ -369,6 +384,14 @@ pub(crate) async fn run_unattended(
             } => match decision {
                 GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
                 GuardDecision::Ask(_) => (ToolStatus::Denied, when_asked.to_string()),
+                // Judged by the guards first, so their reasons stay what the model is told.
+                GuardDecision::Allow if !offered(tool.tool().as_ref()) => (
+                    ToolStatus::Denied,
+                    format!(
+                        "`{}` is not offered to this run; use the tools it was given.",
+                        crate::display::escape_line(&call.name)
+                    ),
+                ),
                 GuardDecision::Allow => match execute(core, api, &tool, &ctx, call).await {
                     Executed::Done {
                         status, content, ..
@@ -459,6 +482,9 @@ mod tests {
         assert!(usable_wire_id("call_abc-1"));
         assert!(!usable_wire_id("tc_9_0_0"));
         assert!(!usable_wire_id("tv_9_0_0"));
+        assert!(!usable_wire_id("ta12_9_0_0"));
+        assert!(!usable_wire_id("ta_9_0_0"));
+        assert!(usable_wire_id("tab_1"));
         assert!(!usable_wire_id(""));
         assert!(!usable_wire_id("a b"));
         assert!(!usable_wire_id(&"x".repeat(65)));

@@ -18,6 +18,7 @@ mod runtime;
 mod scratch;
 mod sessions;
 mod setup;
+mod subagent;
 mod upgrade;
 mod worktree;
 
