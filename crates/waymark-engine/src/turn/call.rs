@@ -392,13 +392,21 @@ pub(crate) async fn run_unattended(
                         crate::display::escape_line(&call.name)
                     ),
                 ),
-                GuardDecision::Allow => match execute(core, api, &tool, &ctx, call).await {
-                    Executed::Done {
-                        status, content, ..
-                    } => (status, content),
-                    Executed::Fatal(m) => (ToolStatus::Error, m),
-                    Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
-                },
+                GuardDecision::Allow => {
+                    // A subagent's write is the agent's work: a checkpoint comes first, as
+                    // for any of the turn's (the verifier writes nothing of the workspace).
+                    if actor.under_session_policy() {
+                        let writes = tool.effects().writes && ctx.sandbox.is_none();
+                        core.hooks().before_run(api, turn_id, call, writes).await?;
+                    }
+                    match execute(core, api, &tool, &ctx, call).await {
+                        Executed::Done {
+                            status, content, ..
+                        } => (status, content),
+                        Executed::Fatal(m) => (ToolStatus::Error, m),
+                        Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
+                    }
+                }
             },
         }
     };
@@ -417,6 +425,11 @@ pub(crate) async fn run_unattended(
             },
         )?)
     })?;
+    // Every extension hears of a subagent's result, as of the turn's own (a goal keeps
+    // count of test files written).
+    if actor.under_session_policy() {
+        core.hooks().after_tool(api, turn_id, call, status)?;
+    }
     Ok((status, content))
 }
 

@@ -255,3 +255,52 @@ async fn a_subagent_that_delegates_to_itself_is_stopped_three_deep() {
     assert!(results(&ev).iter().all(|r| r.0 == "delegate"));
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_subagents_write_is_checkpointed_first_like_its_parents() {
+    let h = Harness::new(Config::default());
+    std::fs::write(h.ws.join("notes.txt"), "the user's notes\n").unwrap();
+    let s = session(
+        &h,
+        PermissionMode::Auto,
+        json!([
+            call("delegate", json!({"task": "rewrite the notes"})),
+            call("write", json!({"path": "draft.txt", "content": "a draft\n"})),
+            call("write", json!({"path": "notes.txt", "content": "overwritten\n"})),
+            {"text": "rewritten"},
+            {"text": "done"}
+        ]),
+    );
+    let ev = run(&s, user("go")).await;
+    let write_id = ev
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                call_id,
+                name,
+                actor: CallActor::Subagent(1),
+                ..
+            } if name == "write" => Some(call_id.clone()),
+            _ => None,
+        })
+        .next_back()
+        .expect("the subagent's writes");
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("notes.txt")).unwrap(),
+        "overwritten\n"
+    );
+    // Its second write changes the workspace its first one changed: the checkpoint taken
+    // before it holds the draft and the user's notes, so a rewind brings them back.
+    let before = h
+        .runtime
+        .checkpoints(s.id())
+        .unwrap()
+        .into_iter()
+        .find(|c| c.call_id.as_deref() == Some(write_id.as_str()));
+    assert!(
+        before.is_some(),
+        "no checkpoint before the subagent's write: {:#?}",
+        h.runtime.checkpoints(s.id()).unwrap()
+    );
+    s.shutdown().await.unwrap();
+}
