@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tauri_specta::Event as _;
-use tokio::sync::broadcast::error::RecvError;
 use waymark_runtime::{Runtime, SessionHandle, SessionSpec};
 
 /// Shared state of the app (managed by Tauri).
@@ -141,9 +140,9 @@ impl Host {
 
     fn adopt<R: tauri::Runtime>(&self, app: &tauri::AppHandle<R>, handle: SessionHandle) {
         let id = handle.id().to_string();
-        let rx = handle.subscribe();
+        let follow = waymark_runtime::client::Follow::on(&handle);
         lock(&self.sessions).insert(id, Arc::new(handle));
-        tauri::async_runtime::spawn(forward(app.clone(), rx));
+        tauri::async_runtime::spawn(forward(app.clone(), follow));
     }
 
     /// How notifications name a session: its title, else its workspace folder's name.
@@ -320,18 +319,35 @@ fn concerns_the_lists(kind: &waymark_protocol::EventKind) -> bool {
     LISTED_EVENTS.contains(&kind.type_name())
 }
 
-/// Pushes a session's events to the webview and raises the notifications they call for.
+/// Follows a session through the client seam for as long as the window lives: pushes its
+/// events to the webview, raises the notifications they call for, and gives memory back
+/// each time the session comes to rest.
 async fn forward<R: tauri::Runtime>(
     app: tauri::AppHandle<R>,
-    mut rx: tokio::sync::broadcast::Receiver<waymark_protocol::Event>,
+    mut follow: waymark_runtime::client::Follow,
 ) {
     use tauri::Manager;
+    use waymark_runtime::client::Progress;
     loop {
-        let event = match rx.recv().await {
-            Ok(e) => e,
+        let progress = match app.try_state::<Host>() {
+            Some(host) => follow.next(&host.runtime.goal_of()).await,
+            None => follow.next(&|_| Ok(None)).await,
+        };
+        let event = match progress {
+            Ok(Progress::Event(e)) => e,
+            // A session at rest (idle, waiting on the user, its goal stopped or waiting)
+            // allocates nothing for a while: what it freed goes back to the system.
+            Ok(Progress::Settled(_)) => {
+                crate::memory::TRIM.request();
+                continue;
+            }
             // The UI reloads from the log when it sees a gap in `seq`.
-            Err(RecvError::Lagged(_)) => continue,
-            Err(RecvError::Closed) => break,
+            Ok(Progress::Lagged(_)) => continue,
+            Ok(Progress::Closed) => break,
+            Err(e) => {
+                eprintln!("waymark: a session's goal could not be read: {e}");
+                continue;
+            }
         };
         let host = app.try_state::<Host>();
         let focused = host
@@ -371,9 +387,6 @@ async fn forward<R: tauri::Runtime>(
             }
             Some((alerts::Delivery::System, alert)) => alerts::raise(&app, &alert),
             None => {}
-        }
-        if matches!(event.kind, waymark_protocol::EventKind::TurnFinished { .. }) {
-            crate::memory::TRIM.request();
         }
         // Of a session the window does not show, only what the session list and the Goals
         // board show is sent: the page has no use for the rest (it reads the log when it

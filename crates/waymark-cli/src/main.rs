@@ -30,11 +30,11 @@ use render::Printer;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use term::{errln, outln};
-use tokio::sync::broadcast::error::RecvError;
 use waymark_config::Config;
 use waymark_protocol::{
     Answer, Event, EventKind, Intent, MessageSource, Op, PermissionMode, Position,
 };
+use waymark_runtime::client::{Progress, Settled};
 use waymark_runtime::session::OpOutcome;
 use waymark_runtime::{Runtime, RuntimeOptions, SessionHandle, SessionSpec, paths, sandbox};
 use worktree::{WorktreeCommand, worktree_command};
@@ -624,37 +624,26 @@ async fn drive(
     {
         outln!("{line}");
     }
-    let mut events = handle.subscribe();
-    if let Some(op) = op {
-        match handle.submit(op).await {
-            Ok(
-                OpOutcome::Admitted { .. }
-                | OpOutcome::Command { .. }
-                | OpOutcome::Answered
-                | OpOutcome::Done,
-            ) => {}
-            Err(e) => {
-                // Print what happened so far (a command's output), then fail clearly.
-                while let Ok(ev) = events.try_recv() {
-                    printer.print(&ev);
-                }
-                handle.shutdown().await?;
-                return Err(anyhow::Error::new(e));
+    // Followed from before the op goes in, so nothing it causes is missed.
+    let mut follow = match waymark_runtime::client::submit_and_follow(&handle, op).await {
+        Ok((follow, _)) => follow,
+        Err((mut follow, e)) => {
+            // Print what happened so far (a command's output), then fail clearly.
+            for ev in follow.drain() {
+                printer.print(&ev);
             }
+            handle.shutdown().await?;
+            return Err(anyhow::Error::new(e));
         }
-    }
-    handle.submit(Op::Resume).await?;
+    };
+    let goal_of = runtime.goal_of();
     let mut interrupts = 0;
     // SIGTERM and SIGHUP (a process manager, a closed terminal, `timeout`) stop the turn as
     // Ctrl-C does, so a call under way is charged and the turn closes before the process
     // ends; a second one quits at once.
     let mut terminate = unix_signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut hangup = unix_signal(tokio::signal::unix::SignalKind::hangup())?;
-    // The error the run ended with so far: set by a turn that failed or a session error,
-    // cleared by a turn that finished well after it.
-    let mut failure: Option<waymark_protocol::ErrorInfo> = None;
-    // A goal a usage limit stopped during this run, and the reset the run waits for.
-    let mut limited = false;
+    // The usage-limit reset the run waits for.
     let mut waiting: Option<i64> = None;
     // The goal's own wait (the agent's `wait`): when this run began waiting with it, the
     // latest it waits to, and the newest check result printed.
@@ -667,25 +656,10 @@ async fn drive(
     let mut countdown = tokio::time::interval(countdown_every);
     let code = loop {
         tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(ev) => {
+            p = follow.next(&goal_of) => match p? {
+                Progress::Event(ev) => {
                     printer.print(&ev);
                     match &ev.kind {
-                        // A turn that failed or was cut short fails the run, unless a
-                        // later one finishes well.
-                        EventKind::TurnFinished { error, reason, .. } => {
-                            failure = match (error.as_deref(), reason) {
-                                (Some(e), _) => Some(e.clone()),
-                                (None, waymark_protocol::TurnEndReason::Aborted) => Some(
-                                    waymark_protocol::ErrorInfo::new(
-                                        "turn_aborted",
-                                        "the turn was stopped before it finished",
-                                    ),
-                                ),
-                                (None, _) => None,
-                            };
-                        }
-                        EventKind::SessionError { error } => failure = Some(error.clone()),
                         // A tool server's form: its call waits on it while the turn runs,
                         // so it is shown now, with how to answer it from another terminal.
                         EventKind::QuestionnaireOpened { id, question }
@@ -719,70 +693,62 @@ async fn drive(
                                 errln!("[wait check {how}: {}]", render::safe(&c.line));
                             }
                         }
-                        EventKind::GoalUpdate { status, .. } => {
-                            limited = *status == waymark_protocol::GoalStatus::UsageLimited;
-                            // A goal this run waits with stopped without a turn (past its
-                            // longest wait, its time budget spent): the session stays idle,
-                            // so the run ends here, by the goal's state.
-                            if goal_wait.is_some() && *status != waymark_protocol::GoalStatus::Active {
-                                break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
-                            }
-                        }
-                        EventKind::SessionIdle {} if limited => {
-                            match limit_wait(runtime, handle.id(), wait_limit)? {
-                                Some(LimitWait::Until(at)) => {
-                                    if waiting != Some(at) {
-                                        waiting = Some(at);
-                                        errln!(
-                                            "[usage limit: waiting until {} (in {}) for it to reset; the goal then resumes. Ctrl-C stops waiting.]",
-                                            waymark_runtime::clock::utc_label(at),
-                                            left_until(at)
-                                        );
-                                        countdown.reset_after(countdown_every);
-                                    }
-                                    continue;
-                                }
-                                Some(LimitWait::Exit(line)) => {
-                                    errln!("{line}");
-                                    break ExitCode::from(EXIT_USAGE_LIMIT);
-                                }
-                                None => {}
-                            }
-                            break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
-                        }
-                        EventKind::SessionIdle {} => {
-                            let since = goal_wait
-                                .map_or_else(|| now_ms().saturating_sub(waited_ms), |(s, _)| s);
-                            match goal_waiting(runtime, handle.id(), wait_limit, since)? {
-                                Some(GoalWaiting::Until(at, said)) => {
-                                    if goal_wait.is_none() {
-                                        errln!("[{said}. Waiting with it (Ctrl-C stops waiting; the goal keeps waiting).]");
-                                        countdown.reset_after(countdown_every);
-                                    }
-                                    goal_wait = Some((since, at));
-                                    continue;
-                                }
-                                Some(GoalWaiting::Exit(line)) => {
-                                    errln!("{line}");
-                                    break ExitCode::from(exit::EXIT_GOAL_WAITING);
-                                }
-                                None => {}
-                            }
-                            break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
-                        }
-                        EventKind::SessionWaiting { questionnaire_id, .. } => {
-                            if !json
-                                && let Some(q) = runtime.questionnaire(handle.id(), questionnaire_id)?
-                            {
-                                outln!("{}", render::questionnaire(handle.id(), &q));
-                            }
-                            break ExitCode::from(EXIT_WAITING);
-                        }
                         _ => {}
                     }
                 }
-                Err(RecvError::Lagged(n)) => errln!("[{n} events were skipped: the terminal could not keep up]"),
-                Err(RecvError::Closed) => break ExitCode::FAILURE,
+                Progress::Settled(Settled::Waiting { questionnaire_id }) => {
+                    if !json
+                        && let Some(q) = runtime.questionnaire(handle.id(), &questionnaire_id)?
+                    {
+                        outln!("{}", render::questionnaire(handle.id(), &q));
+                    }
+                    break ExitCode::from(EXIT_WAITING);
+                }
+                // A usage limit stopped the goal: wait for its reset within the wait limit.
+                Progress::Settled(Settled::Limited { .. }) => {
+                    match limit_wait(runtime, handle.id(), wait_limit)? {
+                        Some(LimitWait::Until(at)) => {
+                            if waiting != Some(at) {
+                                waiting = Some(at);
+                                errln!(
+                                    "[usage limit: waiting until {} (in {}) for it to reset; the goal then resumes. Ctrl-C stops waiting.]",
+                                    waymark_runtime::clock::utc_label(at),
+                                    left_until(at)
+                                );
+                                countdown.reset_after(countdown_every);
+                            }
+                        }
+                        Some(LimitWait::Exit(line)) => {
+                            errln!("{line}");
+                            break ExitCode::from(EXIT_USAGE_LIMIT);
+                        }
+                        None => break exit::at_idle(runtime, handle.id(), follow.failure())?,
+                    }
+                }
+                // The goal waits (the agent's `wait`): wait with it within the wait limit.
+                Progress::Settled(Settled::GoalWaiting { .. }) => {
+                    let since = goal_wait
+                        .map_or_else(|| now_ms().saturating_sub(waited_ms), |(s, _)| s);
+                    match goal_waiting(runtime, handle.id(), wait_limit, since)? {
+                        Some(GoalWaiting::Until(at, said)) => {
+                            if goal_wait.is_none() {
+                                errln!("[{said}. Waiting with it (Ctrl-C stops waiting; the goal keeps waiting).]");
+                                countdown.reset_after(countdown_every);
+                            }
+                            goal_wait = Some((since, at));
+                        }
+                        Some(GoalWaiting::Exit(line)) => {
+                            errln!("{line}");
+                            break ExitCode::from(exit::EXIT_GOAL_WAITING);
+                        }
+                        None => break exit::at_idle(runtime, handle.id(), follow.failure())?,
+                    }
+                }
+                Progress::Settled(Settled::Idle { .. } | Settled::Finished { .. }) => {
+                    break exit::at_idle(runtime, handle.id(), follow.failure())?;
+                }
+                Progress::Lagged(n) => errln!("[{n} events were skipped: the terminal could not keep up]"),
+                Progress::Closed => break ExitCode::FAILURE,
             },
             _ = async {
                 match goal_wait {
@@ -815,7 +781,7 @@ async fn drive(
                                     .goal(handle.id())?
                                     .is_some_and(|g| g.status == waymark_protocol::GoalStatus::Active);
                                 if !running {
-                                    break exit::at_idle(runtime, handle.id(), failure.as_ref())?;
+                                    break exit::at_idle(runtime, handle.id(), follow.failure())?;
                                 }
                             }
                         }

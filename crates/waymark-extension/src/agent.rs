@@ -16,7 +16,8 @@ use waymark_tools::Tool;
 /// Who runs: the actor the run's calls are made as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AgentRole {
-    /// The goal's reviewer, under its own read-only policy.
+    /// The goal's reviewer, under its own read-only policy: for the goal extension's
+    /// completion check only (extensions are compiled in, and trusted that far).
     Verifier,
     /// A subagent: held to the session's own mode, grants and plan rules, never more. The
     /// engine gives it its depth (how many subagent runs it is nested in, plus one).
@@ -49,7 +50,8 @@ pub struct AgentSpec {
     pub route: Route,
     pub purpose: CallPurpose,
     pub max_output_tokens: u32,
-    /// Stop: the run ends at once (a running tool gets the usual grace).
+    /// Stop: the run ends at once (a running tool gets the usual grace). Pass the calling
+    /// tool's `ctx.cancel`, so the session's Stop ends the run.
     pub cancel: CancellationToken,
     /// What a call the user would be asked about is refused with.
     pub when_asked: String,

@@ -29,7 +29,8 @@ pub struct GuardCall<'a> {
     pub answer: Option<(QuestionnaireKind, &'a Answer)>,
     /// The turn the call belongs to (for the verifier: the turn whose claim it checks).
     pub turn_id: i64,
-    /// Who makes the call: the session's agent or the goal's read-only verifier.
+    /// Who makes the call: the session's agent, a subagent it started (held to the session's
+    /// own policy: see `CallActor::under_session_policy`) or the goal's read-only verifier.
     pub actor: waymark_protocol::CallActor,
     /// The session, for extensions' guards (the goal budget).
     pub api: Option<&'a crate::SessionApi>,

@@ -6,8 +6,10 @@
 //! The guard asks the rules, in the extensions' order, at three points:
 //! 1. [`PermissionRule::decide`], before the permission mode: of the rules that decide, the
 //!    strictest verdict wins (a refusal over a question over an allowance), so the order of
-//!    the extensions never widens what one of them refuses. A call by an actor other than
-//!    the session's agent that no rule decides is refused.
+//!    the extensions never widens what one of them refuses. A call by the session's agent or
+//!    a subagent it started goes on to the permission mode (a rule written for the agent
+//!    holds a subagent too: check `CallActor::under_session_policy`, not `Main`); one by
+//!    another actor (the reviewer) that no rule decides is refused.
 //! 2. [`PermissionRule::allows_write`], for a write whose every target is inside the
 //!    workspace or the artifacts folder and is no file that always asks: any rule may let it
 //!    go without asking.

@@ -20,6 +20,15 @@ pub trait SessionTool: Tool {
 
     /// The same tool, as the registry keeps it.
     fn as_tool(self: Arc<Self>) -> Arc<dyn Tool>;
+
+    /// Whether a subagent may call it. A session tool acts on the session itself (its
+    /// mode, its goal, the user's attention: a question, a form, the end of the turn), which
+    /// is the session's agent's alone, so by default a subagent may not. One that only
+    /// works for its caller (starting a subagent of its own) says yes; its `terminate` is
+    /// not heeded in a subagent's run.
+    fn for_subagents(&self) -> bool {
+        false
+    }
 }
 
 /// A runtime error as a tool result: refusals go to the model, the rest ends the turn.

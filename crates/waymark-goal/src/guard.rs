@@ -5,6 +5,7 @@
 use super::{exhausted, runner::turn_report};
 use crate::db::GoalWrites;
 use waymark_extension::guard::{GuardCall, GuardDecision, ToolGuard};
+use waymark_protocol::CallActor;
 
 pub(crate) struct BudgetGuard;
 
@@ -41,6 +42,11 @@ impl ToolGuard for BudgetGuard {
         };
         if exhausted(&report).is_none() {
             return GuardDecision::Allow;
+        }
+        // The grace steps are the agent's, for its summary: a subagent's calls are refused
+        // without using them up.
+        if matches!(call.actor, CallActor::Subagent(_)) {
+            return GuardDecision::Deny(DISABLED.into());
         }
         g.counters.grace_used += 1;
         let used = g.counters.grace_used;

@@ -3,6 +3,7 @@
 //! Front ends (the CLI, the desktop app) hold no business logic: they call this crate.
 
 pub mod builtin;
+pub mod client;
 mod forms;
 mod handoff;
 pub mod logging;

@@ -82,6 +82,13 @@ describe("session reducer", () => {
     ].reduce(applyEvent, t);
     const last = v.items[v.items.length - 1];
     expect(last.kind === "assistant" && last.tools.map((x) => [x.name, x.verifier])).toEqual([["bash", true]]);
+    // A subagent's calls are marked as its own, with how deep it runs.
+    const sub = [
+      ev("tool.call", { turn_id: 1, call_id: "ta-x_1_0_0", name: "write", arguments: { path: "a.txt" }, actor: { subagent: 2 } }),
+      ev("tool.result", { turn_id: 1, call_id: "ta-x_1_0_0", name: "write", status: "ok", content: "ok", actor: { subagent: 2 } }),
+    ].reduce(applyEvent, v);
+    const subLast = sub.items[sub.items.length - 1];
+    expect(subLast.kind === "assistant" && subLast.tools.map((x) => [x.name, x.verifier, x.subagent])).toEqual([["bash", true, undefined], ["write", false, 2]]);
   });
 
   it("keeps a running call's newest progress until its result, which brings its images", () => {

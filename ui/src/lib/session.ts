@@ -1,12 +1,17 @@
 // The open session as the window shows it, rebuilt from the runtime's typed event stream.
 // Everything here is a pure function of (state, event) so it is unit-tested without a window.
 import { sayError, type Said } from "./errors";
-import type { FileChange_Serialize, PermissionMode } from "../bindings";
+import type { CallActor, FileChange_Serialize, PermissionMode } from "../bindings";
 import { REASON_WORDS } from "./goal";
 import { planModeNotice } from "./plan";
 import { commandNotice } from "./slash";
 import type { Answer } from "./types";
 import type { EventOf, Goal, InstructionFile, QueuedGoal, MessageSource, Mode, Questionnaire, SessionView, ToolImage, ToolStatus, WireEvent } from "./types";
+
+/** How deep the subagent that made a call runs, when a subagent made it. */
+function subagentDepth(actor: CallActor | undefined): number | undefined {
+  return typeof actor === "object" && actor !== null ? actor.subagent : undefined;
+}
 
 export type ToolItem = {
   callId: string;
@@ -16,6 +21,8 @@ export type ToolItem = {
   output: string;
   /** The goal's reviewer made this call, not the agent. */
   verifier: boolean;
+  /** A subagent the agent started made this call: how deep it runs (1 for the agent's own). */
+  subagent?: number;
   /** What a file tool changed, each file with its diff (once it succeeded). */
   changes: FileChange[];
   /** The running call's newest progress report (an MCP server's), until its result. */
@@ -424,7 +431,7 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
         ...s,
         items: withAssistant(s, e.turn_id, e.seq, (a) => ({
           ...a,
-          tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "", verifier: e.actor === "verifier", changes: [] }],
+          tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "", verifier: e.actor === "verifier", subagent: subagentDepth(e.actor), changes: [] }],
         })),
       };
     }

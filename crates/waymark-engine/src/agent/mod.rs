@@ -52,8 +52,9 @@ pub(crate) enum Ended {
 pub(crate) trait Recorder: Send {
     type Exit: Send;
     fn turn_id(&self) -> i64;
-    /// What its calls' runtime ids start with (`tc` for the turn's).
-    fn call_prefix(&self) -> &str;
+    /// What its calls' runtime ids start with (`tc` for the turn's), and whether the
+    /// provider's own ids may go on the wire (only where the history shows every id used).
+    fn call_ids(&self) -> (&str, bool);
     /// Whether the reply's text is shown as it streams, and retries are said.
     fn shows_stream(&self) -> bool;
     /// Runs every call that has no result yet, in order; `Some` when the run ends there
@@ -154,7 +155,7 @@ pub(crate) async fn run_loop<R: Recorder>(
                 rec.replied(&reply);
                 crate::turn::identify_calls(
                     core,
-                    rec.call_prefix(),
+                    rec.call_ids(),
                     turn_id,
                     steps,
                     &mut reply.tool_calls,

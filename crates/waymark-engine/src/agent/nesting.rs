@@ -1,25 +1,22 @@
-//! The session's subagent runs: each gets a number of its own (its calls' ids start
-//! `ta<number>_`) and a depth, and none nests deeper than [`MAX_SUBAGENT_DEPTH`], whatever
-//! its model keeps asking for.
+//! How deep the session's subagent runs nest: each gets its depth, and none nests deeper
+//! than [`MAX_SUBAGENT_DEPTH`], whatever its model keeps asking for.
 
 use crate::error::{Error, Result};
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// How deep subagents may nest: a subagent's tool may start another only this far.
 pub(crate) const MAX_SUBAGENT_DEPTH: u8 = 3;
 
-/// The subagent runs started in the session, and how many are running now, one inside
-/// another.
+/// How many subagent runs are under way now, one inside another (calls run one at a time,
+/// so the runs under way are one chain).
 #[derive(Default)]
 pub(crate) struct AgentRuns {
-    started: AtomicU32,
     nested: AtomicU8,
 }
 
-/// A subagent run under way: its number and depth. Its level of nesting is given back when
-/// it is dropped, however the run ended.
+/// A subagent run under way, at its depth. Its level of nesting is given back when it is
+/// dropped, however the run ended.
 pub(crate) struct Entered<'a> {
-    pub(crate) run: u32,
     pub(crate) depth: u8,
     nested: &'a AtomicU8,
 }
@@ -36,8 +33,7 @@ impl AgentRuns {
     pub(crate) fn enter(&self) -> Result<Entered<'_>> {
         let depth = self.nested.fetch_add(1, Ordering::AcqRel).saturating_add(1);
         // Made before anything can fail, so the level is given back whatever happens.
-        let mut entered = Entered {
-            run: 0,
+        let entered = Entered {
             depth,
             nested: &self.nested,
         };
@@ -46,7 +42,6 @@ impl AgentRuns {
                 "a subagent cannot start another here: subagents nest at most {MAX_SUBAGENT_DEPTH} deep"
             )));
         }
-        entered.run = self.started.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
         Ok(entered)
     }
 }
@@ -68,7 +63,6 @@ mod tests {
         drop(third);
         let again = runs.enter().unwrap();
         assert_eq!(again.depth, 3);
-        assert_ne!(again.run, second.run);
         drop((first, second, again));
         assert_eq!(runs.enter().unwrap().depth, 1);
     }

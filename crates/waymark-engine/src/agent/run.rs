@@ -13,7 +13,7 @@ use crate::session::SessionCore;
 use crate::store::ToolCallRecord;
 use crate::store::spend::Hold;
 use crate::tools::ToolContext;
-use waymark_protocol::{CallActor, ToolStatus, Usage};
+use waymark_protocol::{CallActor, ErrorInfo, ToolStatus, Usage};
 
 /// Runs `spec` on the agent loop. A subagent gets the depth it runs at; one nested too deep
 /// is refused (`nesting.rs`).
@@ -26,17 +26,23 @@ pub(crate) async fn run_agent(
         AgentRole::Verifier => (CallActor::Verifier, "tv".to_string(), None),
         AgentRole::Subagent => {
             let entered = core.agent_runs.enter()?;
-            (
-                CallActor::Subagent(entered.depth),
-                format!("ta{}", entered.run),
-                Some(entered),
-            )
+            // An id of its own, so no two runs' calls share one, in this process or after.
+            let prefix = core.ids.new_id("ta");
+            (CallActor::Subagent(entered.depth), prefix, Some(entered))
         }
+    };
+    // A subagent is not offered what acts on the session itself (it is refused anyway).
+    let for_actor = |t: &dyn crate::tools::Tool| match actor {
+        CallActor::Subagent(_) => core
+            .session_tools
+            .get(t.name())
+            .is_none_or(|s| s.for_subagents()),
+        CallActor::Main | CallActor::Verifier => true,
     };
     let tools = core
         .tools
         .iter()
-        .filter(|t| (spec.tools)(t.as_ref()))
+        .filter(|t| (spec.tools)(t.as_ref()) && for_actor(t.as_ref()))
         .map(|t| ToolSpec {
             name: t.name().into(),
             description: t.description().into(),
@@ -81,7 +87,14 @@ impl Ephemeral<'_> {
     fn charge(&self, route: &Route, usage: Usage, hold: Option<Hold>) -> Result<()> {
         let charge = self.core.charge_for(route, &usage, hold);
         self.core.write(|tx| {
-            tx.charge(Some(self.spec.turn_id), &charge)?;
+            // A subagent works for the turn: its tokens are the turn's, and count toward a
+            // goal's budget with it. The reviewer's are told to its meter instead.
+            match self.actor {
+                CallActor::Subagent(_) => tx.add_usage(self.spec.turn_id, usage, &charge)?,
+                CallActor::Main | CallActor::Verifier => {
+                    tx.charge(Some(self.spec.turn_id), &charge)?
+                }
+            }
             match &self.spec.meter {
                 Some(meter) => meter(tx, usage.total(), Some(&charge)),
                 None => Ok(()),
@@ -104,8 +117,8 @@ impl Recorder for Ephemeral<'_> {
     fn turn_id(&self) -> i64 {
         self.spec.turn_id
     }
-    fn call_prefix(&self) -> &str {
-        &self.prefix
+    fn call_ids(&self) -> (&str, bool) {
+        (&self.prefix, false)
     }
     fn shows_stream(&self) -> bool {
         false
@@ -116,6 +129,10 @@ impl Recorder for Ephemeral<'_> {
         }
         let offered = &self.spec.tools;
         for call in std::mem::take(&mut self.pending) {
+            // Stop ends the run before its next call, as it ends the turn.
+            if self.spec.cancel.is_cancelled() {
+                return self.end(Ended::Stopped).map(Some);
+            }
             let (status, content) = crate::turn::run_unattended(
                 self.core,
                 self.api,
@@ -144,6 +161,20 @@ impl Recorder for Ephemeral<'_> {
         Ok((self.steps, self.spec.max_steps))
     }
     async fn prepare(&mut self, step: u32) -> Result<Prepared<AgentEnd>> {
+        // A subagent's calls are the turn's: an extension that ends the turn's model calls
+        // (a goal's spent budget) ends the subagent's too.
+        if matches!(self.actor, CallActor::Subagent(_))
+            && !self
+                .core
+                .hooks()
+                .may_call_model(self.api, self.spec.turn_id, step)?
+        {
+            self.tick()?;
+            return Ok(Prepared::Exit(AgentEnd::Refused(ErrorInfo::new(
+                "budget_spent",
+                "the goal's budget is used up: the subagent makes no more model calls",
+            ))));
+        }
         let last = step.saturating_add(1) >= self.spec.max_steps;
         Ok(Prepared::Request(ModelRequest {
             system: self.spec.system.clone(),

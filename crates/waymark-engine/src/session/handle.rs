@@ -35,6 +35,13 @@ impl SessionHandle {
         SessionApi::new(self.core.clone())
     }
 
+    /// The session's slash commands (the engine's and its extensions'), by name.
+    pub fn commands(&self) -> Vec<crate::extension::commands::CommandSpec> {
+        let mut specs = self.core.commands.specs();
+        specs.sort_by_key(|s| s.name);
+        specs
+    }
+
     /// A receiver of every event from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()

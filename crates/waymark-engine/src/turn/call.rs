@@ -240,13 +240,13 @@ pub(crate) fn abandoned(name: &str) -> String {
 }
 
 /// Gives each call of a reply its runtime id (`<prefix>_<turn>_<step>_<n>`: `tc` for the
-/// turn's calls, `tv` for the verifier's, `ta<run>` for a subagent run's; unique in the
+/// turn's calls, `tv` for the verifier's, `ta-<run id>` for a subagent run's; unique in the
 /// session) and a wire id: the provider's own when it is usable and not used before in the
 /// conversation or the reply, else the runtime id. Provider ids never name a call inside the
 /// runtime, so a provider that omits or repeats them cannot make two calls share an answer.
 pub(crate) fn identify_calls(
     core: &SessionCore,
-    prefix: &str,
+    (prefix, provider_ids): (&str, bool),
     turn_id: i64,
     step: u32,
     calls: &mut [ToolCallRecord],
@@ -254,6 +254,11 @@ pub(crate) fn identify_calls(
     let mut seen: Vec<String> = Vec::with_capacity(calls.len());
     for (n, c) in calls.iter_mut().enumerate() {
         c.id = format!("{prefix}_{turn_id}_{step}_{n}");
+        // A run that keeps no history (the reviewer's, a subagent's) cannot tell whether the
+        // provider used an id before in it: its calls go by the runtime's ids.
+        if !provider_ids {
+            c.wire_id = None;
+        }
         let usable = match c.wire_id.as_deref() {
             Some(w) => {
                 usable_wire_id(w) && !seen.iter().any(|s| s == w) && !core.wire_id_used(w)?
@@ -270,15 +275,11 @@ pub(crate) fn identify_calls(
 
 /// Wire ids every provider accepts: 1–64 ASCII letters, digits, `_` and `-`.
 fn usable_wire_id(w: &str) -> bool {
-    // `tc_`, `tv_` and `ta<n>_` are the runtime's own prefixes: a provider id shaped like
-    // them could collide with a wire id the runtime makes up later.
-    let subagent = w
-        .strip_prefix("ta")
-        .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit()))
-        .is_some_and(|rest| rest.starts_with('_'));
+    // `tc_`, `tv_` and `ta-` are the runtime's own prefixes: a provider id shaped like them
+    // could collide with a wire id the runtime makes up later.
     !w.starts_with("tc_")
         && !w.starts_with("tv_")
-        && !subagent
+        && !w.starts_with("ta-")
         && (1..=64).contains(&w.len())
         && w.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -329,6 +330,15 @@ pub(crate) fn asked_about(q: &store::QuestionnaireRow, call: &ToolCallRecord) ->
     }
 }
 
+/// Whether `actor` may call `tool`: a session tool acts on the session itself, and a
+/// subagent may call one only when it says so.
+fn for_actor(tool: &crate::session::FoundTool, actor: CallActor) -> bool {
+    match (tool, actor) {
+        (crate::session::FoundTool::Session(t), CallActor::Subagent(_)) => t.for_subagents(),
+        _ => true,
+    }
+}
+
 /// What a run with nobody to answer its calls holds them to.
 pub(crate) struct Unattended<'a> {
     /// What a call the user would be asked about is refused with.
@@ -354,6 +364,8 @@ pub(crate) async fn run_unattended(
         when_asked,
         offered,
     } = held;
+    // What a file tool that succeeded changed, for its result's event.
+    let mut changes = Vec::new();
     let sid = api.id().to_string();
     api.write(|tx| {
         Ok(tx.emit(
@@ -380,9 +392,18 @@ pub(crate) async fn run_unattended(
                 tool,
                 decision,
                 ctx,
-                ..
+                changes: to_change,
             } => match decision {
                 GuardDecision::Deny(msg) => (ToolStatus::Denied, msg),
+                // A tool that acts on the session itself (plan mode, the goal, a question
+                // or a form for the user) is the session's agent's alone.
+                GuardDecision::Allow if !for_actor(&tool, actor) => (
+                    ToolStatus::Denied,
+                    format!(
+                        "`{}` acts on the session itself (its mode, its goal or the user's attention); only the session's agent may call it.",
+                        crate::display::escape_line(&call.name)
+                    ),
+                ),
                 GuardDecision::Ask(_) => (ToolStatus::Denied, when_asked.to_string()),
                 // Judged by the guards first, so their reasons stay what the model is told.
                 GuardDecision::Allow if !offered(tool.tool().as_ref()) => (
@@ -402,7 +423,12 @@ pub(crate) async fn run_unattended(
                     match execute(core, api, &tool, &ctx, call).await {
                         Executed::Done {
                             status, content, ..
-                        } => (status, content),
+                        } => {
+                            if status == ToolStatus::Ok {
+                                changes = to_change;
+                            }
+                            (status, content)
+                        }
                         Executed::Fatal(m) => (ToolStatus::Error, m),
                         Executed::Abandoned => (ToolStatus::Error, abandoned(&call.name)),
                     }
@@ -420,7 +446,7 @@ pub(crate) async fn run_unattended(
                 status,
                 content: content.clone(),
                 actor,
-                changes: Vec::new(),
+                changes,
                 images: Vec::new(),
             },
         )?)
@@ -495,8 +521,7 @@ mod tests {
         assert!(usable_wire_id("call_abc-1"));
         assert!(!usable_wire_id("tc_9_0_0"));
         assert!(!usable_wire_id("tv_9_0_0"));
-        assert!(!usable_wire_id("ta12_9_0_0"));
-        assert!(!usable_wire_id("ta_9_0_0"));
+        assert!(!usable_wire_id("ta-mxc6_9_0_0"));
         assert!(usable_wire_id("tab_1"));
         assert!(!usable_wire_id(""));
         assert!(!usable_wire_id("a b"));

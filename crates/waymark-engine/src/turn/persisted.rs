@@ -131,8 +131,8 @@ impl Recorder for Persisted<'_> {
     fn turn_id(&self) -> i64 {
         self.turn_id
     }
-    fn call_prefix(&self) -> &str {
-        "tc"
+    fn call_ids(&self) -> (&str, bool) {
+        ("tc", true)
     }
     fn shows_stream(&self) -> bool {
         true

@@ -1,6 +1,7 @@
 pub(crate) use waymark_test_support::{harness, mock_server};
 
 mod changes;
+mod client;
 mod compaction;
 mod configure;
 mod effects;

@@ -72,6 +72,36 @@ impl SessionTool for Delegate {
     fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
         self
     }
+    fn for_subagents(&self) -> bool {
+        // It only starts a subagent of the caller's own.
+        true
+    }
+}
+
+/// Stops the turn from inside a call, as the user's Stop would while it runs.
+struct PullThePlug;
+
+impl Tool for PullThePlug {
+    fn name(&self) -> &str {
+        "pull_the_plug"
+    }
+    fn description(&self) -> &str {
+        "Stop everything."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn effects(&self) -> Effects {
+        Effects::READS
+    }
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        _: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        ctx.cancel.cancel();
+        Box::pin(async { Ok(ToolOutput::text("stopped")) })
+    }
 }
 
 struct Subagents;
@@ -83,12 +113,26 @@ impl Extension for Subagents {
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
         vec![Arc::new(Delegate)]
     }
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![Arc::new(PullThePlug)]
+    }
 }
 
 /// A session in `mode` with the `delegate` tool, whose model plays `responses` (the
 /// parent's and its subagents' calls share the list, in the order they are made).
 fn session(h: &Harness, mode: PermissionMode, responses: Value) -> SessionHandle {
+    session_with(h, Config::default(), mode, responses)
+}
+
+/// [`session`] under `config`.
+fn session_with(
+    h: &Harness,
+    config: Config,
+    mode: PermissionMode,
+    responses: Value,
+) -> SessionHandle {
     let mut opts = h.runtime.options().clone();
+    opts.config = config;
     opts.extensions.push(Arc::new(Subagents));
     let runtime = waymark_runtime::Runtime::open(opts).unwrap();
     runtime
@@ -302,5 +346,104 @@ async fn a_subagents_write_is_checkpointed_first_like_its_parents() {
         "no checkpoint before the subagent's write: {:#?}",
         h.runtime.checkpoints(s.id()).unwrap()
     );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_subagent_cannot_act_on_the_session_itself() {
+    let h = Harness::new(Config::default());
+    // Plan mode's entry and exit ask the user and change the session's mode: not a
+    // subagent's to call, even in `auto`.
+    let s = session(
+        &h,
+        PermissionMode::Auto,
+        json!([
+            call("delegate", json!({"task": "plan it"})),
+            call("EnterPlanMode", json!({})),
+            call("ExitPlanMode", json!({})),
+            {"text": "could not"},
+            {"text": "done"}
+        ]),
+    );
+    let ev = run(&s, user("go")).await;
+    let r = by_actor(&ev);
+    assert_eq!(r.len(), 3, "{r:#?}");
+    for denied in &r[..2] {
+        assert_eq!(denied.2, ToolStatus::Denied, "{r:#?}");
+        assert!(denied.3.contains("acts on the session itself"), "{r:#?}");
+    }
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e.kind, EventKind::QuestionnaireOpened { .. })),
+        "a subagent asked the user"
+    );
+    let mode = h.runtime.snapshot(s.id()).unwrap().summary.interaction_mode;
+    assert_eq!(mode, waymark_protocol::InteractionMode::Default);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn stop_during_a_subagents_call_runs_none_of_its_next_calls() {
+    let h = Harness::new(Config::default());
+    let s = session(
+        &h,
+        PermissionMode::Auto,
+        json!([
+            call("delegate", json!({"task": "work"})),
+            {"tool_calls": [
+                {"name": "pull_the_plug", "arguments": {}},
+                {"name": "write", "arguments": {"path": "after-stop.txt", "content": "x"}}
+            ]},
+            {"text": "never asked"},
+            {"text": "never asked either"}
+        ]),
+    );
+    let ev = run(&s, user("go")).await;
+    assert!(
+        !h.ws.join("after-stop.txt").exists(),
+        "{:#?}",
+        by_actor(&ev)
+    );
+    assert_eq!(
+        super::harness::finished(&ev),
+        vec![(waymark_protocol::TurnEndReason::Aborted, None)]
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_subagents_tokens_are_the_turns_and_its_goals_budget_stops_it() {
+    let mut config = Config::default();
+    config.goal.verification = Some(waymark_config::Verification::None);
+    let h = Harness::new(config.clone());
+    let s = session_with(
+        &h,
+        config,
+        PermissionMode::Auto,
+        json!([
+            {"usage": {"input_tokens": 10, "output_tokens": 10},
+             "tool_calls": [{"name": "delegate", "arguments": {"task": "all of it"}}]},
+            {"text": "big step", "usage": {"input_tokens": 900, "output_tokens": 200},
+             "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]},
+            {"text": "Summary: the subagent used the budget.", "usage": {"input_tokens": 50, "output_tokens": 20}},
+            {"text": "not reached"}
+        ]),
+    );
+    let ev = run(&s, user("/goal big job budget=1K")).await;
+    let r = by_actor(&ev);
+    // Over budget after its first call: its tool is refused, and it makes no second call.
+    assert_eq!(r[0].0, CallActor::Subagent(1), "{r:#?}");
+    assert_eq!(r[0].2, ToolStatus::Denied, "{r:#?}");
+    assert!(r[0].3.contains("Tools are disabled"), "{r:#?}");
+    assert_eq!(r[1].1, "delegate", "{r:#?}");
+    assert!(r[1].3.contains("budget_spent"), "{r:#?}");
+    // Its tokens counted toward the goal, which is stopped by its budget.
+    let g = h.runtime.goal(s.id()).unwrap().expect("a goal");
+    assert_eq!(
+        g.status,
+        waymark_protocol::GoalStatus::BudgetLimited,
+        "{g:#?}"
+    );
+    assert!(g.budget.tokens.used >= 1100, "{g:#?}");
     s.shutdown().await.unwrap();
 }
