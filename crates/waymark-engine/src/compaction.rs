@@ -165,6 +165,17 @@ fn render(item: &HistoryItem) -> String {
     }
 }
 
+/// Adds to a compaction call what the summary must keep, as the extensions said it.
+pub fn keep_in_summary(request: &mut ModelRequest, keep: &[String]) {
+    if keep.is_empty() {
+        return;
+    }
+    if let Some(ModelMessage::User { text }) = request.messages.last_mut() {
+        text.push_str("\n\n# What the summary must keep\n\n");
+        text.push_str(&keep.join("\n\n"));
+    }
+}
+
 /// The compaction call: the previous summary (if any) and the items to fold in, rendered as
 /// one transcript cut to fit the window (the oldest part keeps a quarter of the room, the
 /// newest the rest; what falls between is named as left out).

@@ -14,8 +14,8 @@
 
 use crate::error::Result;
 use crate::extension::{
-    CallInfo, CallPrep, Dequeue, Extension, SessionApi, TurnLost, rewind::RewindPlan,
-    rewind::Rewound,
+    CallInfo, CallPrep, Dequeue, Extension, PromptCheck, ResultSeen, SessionApi, TurnLost,
+    rewind::RewindPlan, rewind::Rewound,
 };
 use crate::store::{MessageRow, QuestionnaireRow, SessionRow, TurnRow, Tx};
 use futures_util::future::BoxFuture;
@@ -31,6 +31,60 @@ pub(crate) struct Hooks<'a>(pub(crate) &'a [Arc<dyn Extension>]);
 
 impl<'a> Hooks<'a> {
     // --- Opening and closing --------------------------------------------------------------
+
+    /// All, in order: the session is open, before its first op, outside any transaction.
+    pub(crate) async fn after_open(self, api: &SessionApi) -> Result<()> {
+        for e in self.0 {
+            e.after_open(api).await?;
+        }
+        Ok(())
+    }
+
+    /// In order, until one refuses: a user's message before admission. The contexts the
+    /// others add are joined in their order; a refusal ends the check.
+    pub(crate) async fn check_prompt(self, api: &SessionApi, text: &str) -> Result<PromptCheck> {
+        let mut added: Vec<String> = Vec::new();
+        for e in self.0 {
+            match e.check_prompt(api, text).await? {
+                PromptCheck::Pass => {}
+                PromptCheck::Refuse(why) => return Ok(PromptCheck::Refuse(why)),
+                PromptCheck::AddContext(c) => added.push(c),
+            }
+        }
+        Ok(if added.is_empty() {
+            PromptCheck::Pass
+        } else {
+            PromptCheck::AddContext(added.join("\n\n"))
+        })
+    }
+
+    /// Union, in order: what each says a summary of the older history must keep.
+    pub(crate) async fn before_compaction(
+        self,
+        api: &SessionApi,
+        reason: waymark_protocol::CompactReason,
+    ) -> Result<Vec<String>> {
+        let mut keep = Vec::new();
+        for e in self.0 {
+            keep.extend(e.before_compaction(api, reason).await?);
+        }
+        Ok(keep)
+    }
+
+    /// Union, in order: the notes each adds to a call's result before it is recorded.
+    pub(crate) async fn review_result(
+        self,
+        api: &SessionApi,
+        turn_id: i64,
+        call: &ToolCallRecord,
+        result: &ResultSeen<'_>,
+    ) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        for e in self.0 {
+            notes.extend(e.review_result(api, turn_id, call, result).await?);
+        }
+        Ok(notes)
+    }
 
     /// All: the session is opened, in the transaction that takes its lease.
     pub(crate) fn on_open(self, tx: &mut Tx<'_>, session_id: &str, crashed: bool) -> Result<()> {

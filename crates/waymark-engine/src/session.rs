@@ -15,6 +15,7 @@ pub(crate) use tools::{FoundTool, ToolList};
 mod actor;
 mod expand;
 mod handle;
+mod prompt;
 mod session_core;
 
 pub(crate) use actor::spawn;

@@ -5,6 +5,8 @@
 //! | Hook | When |
 //! | --- | --- |
 //! | [`Extension::on_open`] | the session is opened (in the lease-taking transaction) |
+//! | [`Extension::after_open`] | the session is open, before it takes its first op (no transaction) |
+//! | [`Extension::check_prompt`] | a user's message is submitted, before admission (no transaction) |
 //! | [`Extension::on_intent`], [`Extension::on_admit`] | a message is admitted (same transaction) |
 //! | [`Extension::handle_op`] | an op the core does not handle itself arrives |
 //! | [`Extension::recheck`] | a queued message is about to run |
@@ -13,6 +15,8 @@
 //! | [`Extension::offers_tools`], [`Extension::may_call_model`] | before each model call |
 //! | [`Extension::before_tool`], [`Extension::after_tool`] | around each tool call (besides guards) |
 //! | [`Extension::before_run`] | a call the guards allowed is about to run |
+//! | [`Extension::review_result`] | a call ran, before its result is recorded (no transaction) |
+//! | [`Extension::before_compaction`] | the older history is about to be summarized (no transaction) |
 //! | [`Extension::on_turn_closed`] | a turn is closed (same transaction) |
 //! | [`Extension::settle`] | after a finished turn, outside any transaction |
 //! | [`Extension::on_turn_lost`] | a turn was closed from outside (Stop overran, panic) |
@@ -70,6 +74,25 @@ use tokio_util::sync::CancellationToken;
 use waymark_protocol::{Answer, CallActor, Intent, Op, QuestionnaireKind, ToolStatus};
 use waymark_store::{MessageRow, QuestionnaireRow, SessionRow, ToolCallRecord, TurnRow, Tx};
 use waymark_tools::Tool;
+
+/// A call's result as [`Extension::review_result`] sees it, before it is recorded.
+pub struct ResultSeen<'a> {
+    pub status: ToolStatus,
+    /// What the model will read (redacted, cut to the output limit).
+    pub content: &'a str,
+    pub actor: CallActor,
+}
+
+/// What [`Extension::check_prompt`] says of a user's message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptCheck {
+    /// Admit it as it is.
+    Pass,
+    /// Refuse it, with why (the submitter is told; nothing is admitted).
+    Refuse(String),
+    /// Admit it with this context for the model, after the user's words.
+    AddContext(String),
+}
 
 /// Where a guard sits in the chain relative to the permission guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -347,6 +370,43 @@ pub trait Extension: Send + Sync {
         _writes: bool,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async { Ok(()) })
+    }
+    /// A call of the session's agent (or a subagent's) ran: before its result is recorded,
+    /// outside any transaction, the extension may add a note the model reads with the
+    /// result (a check's finding, a reminder). It cannot change what ran or its status.
+    fn review_result<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _turn_id: i64,
+        _call: &'a ToolCallRecord,
+        _result: &'a ResultSeen<'a>,
+    ) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// After the session is opened and before it takes its first op, outside any transaction
+    /// (a hook process that prepares the workspace, a server to reach). An error is said as
+    /// a session error; the session stays open.
+    fn after_open<'a>(&'a self, _api: &'a SessionApi) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// A user's message is submitted: before it is admitted, outside any transaction, the
+    /// extension may refuse it (the submitter is told why, and nothing is admitted) or add
+    /// context the model reads with it. Slash commands are not checked.
+    fn check_prompt<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _text: &'a str,
+    ) -> BoxFuture<'a, Result<PromptCheck>> {
+        Box::pin(async { Ok(PromptCheck::Pass) })
+    }
+    /// The older history is about to be summarized (for `reason`): outside any transaction,
+    /// the extension may say what the summary must keep.
+    fn before_compaction<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _reason: waymark_protocol::CompactReason,
+    ) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async { Ok(None) })
     }
     /// After a call of the session's agent has its result recorded.
     fn after_tool(

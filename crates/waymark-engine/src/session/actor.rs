@@ -83,6 +83,14 @@ pub(crate) fn spawn(
 
 impl Actor {
     async fn run(mut self, mut ops: mpsc::UnboundedReceiver<(Op, Reply)>) {
+        // The extensions' step after opening comes before the first op; one that fails is
+        // said, and the session stays open.
+        let api = crate::extension::SessionApi::new(self.core.clone());
+        if let Err(e) = self.core.hooks().after_open(&api).await {
+            self.core
+                .transient(EventKind::SessionError { error: e.info() });
+        }
+        drop(api);
         // The lease was just taken: the first heartbeat is due one period from now.
         let mut beat =
             tokio::time::interval_at(tokio::time::Instant::now() + self.heartbeat, self.heartbeat);

@@ -50,6 +50,7 @@ impl SessionHandle {
     /// Sends an op and waits until the session has taken it (not until work finishes).
     pub async fn submit(&self, op: Op) -> Result<OpOutcome> {
         let op = super::expand::expand(&self.core, op).await?;
+        let op = super::prompt::check(&self.core, op).await?;
         let (tx, rx) = oneshot::channel();
         self.ops.send((op, tx)).map_err(|_| Error::SessionClosed)?;
         rx.await.map_err(|_| Error::SessionClosed)?

@@ -339,6 +339,32 @@ fn for_actor(tool: &crate::session::FoundTool, actor: CallActor) -> bool {
     }
 }
 
+/// `content` with the notes the extensions' result review adds (`review_result`), each after
+/// a blank line: a call of `actor` in turn `turn_id` that ran.
+pub(crate) async fn reviewed(
+    core: &SessionCore,
+    api: &SessionApi,
+    (turn_id, actor): (i64, CallActor),
+    call: &ToolCallRecord,
+    status: ToolStatus,
+    mut content: String,
+) -> Result<String> {
+    let seen = crate::extension::ResultSeen {
+        status,
+        content: &content,
+        actor,
+    };
+    for note in core
+        .hooks()
+        .review_result(api, turn_id, call, &seen)
+        .await?
+    {
+        content.push_str("\n\n");
+        content.push_str(&note);
+    }
+    Ok(content)
+}
+
 /// What a run with nobody to answer its calls holds them to.
 pub(crate) struct Unattended<'a> {
     /// What a call the user would be asked about is refused with.
@@ -427,6 +453,12 @@ pub(crate) async fn run_unattended(
                             if status == ToolStatus::Ok {
                                 changes = to_change;
                             }
+                            // A subagent's results are reviewed as its parent's are.
+                            let content = if actor.under_session_policy() {
+                                reviewed(core, api, (turn_id, actor), call, status, content).await?
+                            } else {
+                                content
+                            };
                             (status, content)
                         }
                         Executed::Fatal(m) => (ToolStatus::Error, m),

@@ -61,6 +61,9 @@ pub(super) async fn compact(
         (prefix, cache.ids[k - 1], cache.compaction.clone(), kept)
     };
     let mut request = c::request(previous.as_ref(), &prefix, window);
+    // What the extensions say the summary must keep (outside any transaction).
+    let must_keep = core.hooks().before_compaction(api, reason).await?;
+    c::keep_in_summary(&mut request, &must_keep);
     let route = core.route();
     // The spending limits hold this call too (G-33).
     let hold = match core.gate_call(api, turn_id, &route, &mut request)? {
@@ -174,11 +177,7 @@ pub(crate) async fn compact_between_turns(
     let session = core
         .read(|c| Ok(store::sessions::get(c, &sid)?))?
         .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
-    let extra: Vec<String> = core
-        .extensions
-        .iter()
-        .filter_map(|e| e.system_prompt(&api, &session))
-        .collect();
+    let extra = core.hooks().system_prompts(&api, &session);
     let system = context::system_prompt(
         &core.workspace,
         &core.session_dir,

@@ -3,7 +3,9 @@
 //! guard chain's decision, narrowed by the policies; a question that parks the turn, or
 //! the run; then its result recorded and every extension told.
 
-use super::call::{Decided, Executed, abandoned, asked_about, call_fingerprint, decide, execute};
+use super::call::{
+    Decided, Executed, abandoned, asked_about, call_fingerprint, decide, execute, reviewed,
+};
 use super::policy;
 use super::record::{finish, write_result};
 use crate::error::Result;
@@ -126,7 +128,17 @@ pub(super) async fn process_call(
                 // write gets a checkpoint first.
                 let writes = tool.effects().writes && ctx.sandbox.is_none();
                 core.hooks().before_run(api, turn_id, call, writes).await?;
-                run_allowed(core, api, call, &tool, &ctx, changes).await
+                let mut ran = run_allowed(core, api, call, &tool, &ctx, changes).await;
+                ran.content = reviewed(
+                    core,
+                    api,
+                    (turn_id, CallActor::Main),
+                    call,
+                    ran.status,
+                    ran.content,
+                )
+                .await?;
+                ran
             }
         },
     };

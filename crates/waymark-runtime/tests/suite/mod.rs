@@ -19,6 +19,7 @@ mod runtime;
 mod scratch;
 mod sessions;
 mod setup;
+mod steps;
 mod subagent;
 mod upgrade;
 mod worktree;
