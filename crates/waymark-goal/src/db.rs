@@ -712,11 +712,11 @@ pub fn queued_goals(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use waymark_test_support::session as make_session;
+    use waymark_fixtures::session as make_session;
 
     #[test]
     fn goal_lifecycle_usage_and_queue() {
-        let store = waymark_test_support::store_with(&[std::sync::Arc::new(crate::GoalExtension)]);
+        let store = waymark_fixtures::store_with(&[std::sync::Arc::new(crate::GoalExtension)]);
         let s = make_session(&store);
         let budgets = Budgets {
             tokens: Some(50_000),
@@ -832,7 +832,7 @@ mod tests {
 
     #[test]
     fn the_schema_refuses_unknown_statuses_and_negative_usage() {
-        let store = waymark_test_support::store_with(&[std::sync::Arc::new(crate::GoalExtension)]);
+        let store = waymark_fixtures::store_with(&[std::sync::Arc::new(crate::GoalExtension)]);
         let s = make_session(&store);
         store
             .write(1, |tx| {

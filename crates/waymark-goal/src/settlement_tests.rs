@@ -417,7 +417,7 @@ fn every_fifth_continuation_is_an_audit() {
 #[test]
 fn g_15_stages_9_and_10_commit_and_continue() {
     use crate::db::{Budgets, current_goal};
-    let store = waymark_test_support::store_with(&[std::sync::Arc::new(crate::GoalExtension)]);
+    let store = waymark_fixtures::store_with(&[std::sync::Arc::new(crate::GoalExtension)]);
     store
         .write(1, |tx| {
             tx.create_session("s", "/ws", None, waymark_protocol::PermissionMode::Auto)?;

@@ -367,11 +367,11 @@ pub use waymark_store::blobs::get as blob;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use waymark_test_support::session as make_session;
+    use waymark_fixtures::session as make_session;
 
     #[test]
     fn revisions_blobs_and_reminder_cadence() {
-        let store = waymark_test_support::store_with(&[std::sync::Arc::new(crate::PlanExtension)]);
+        let store = waymark_fixtures::store_with(&[std::sync::Arc::new(crate::PlanExtension)]);
         let s = make_session(&store);
         store.write(1, |tx| tx.create_plan("p1", &s)).unwrap();
         let key = |v: u32| format!("plan/p1/v{v}.md");
@@ -429,7 +429,7 @@ mod tests {
 
     #[test]
     fn a_tampered_blob_is_reported() {
-        let store = waymark_test_support::store_with(&[std::sync::Arc::new(crate::PlanExtension)]);
+        let store = waymark_fixtures::store_with(&[std::sync::Arc::new(crate::PlanExtension)]);
         store.write(1, |tx| tx.put_blob("k", b"abc")).unwrap();
         store
             .read(|c| {

@@ -8,26 +8,4 @@ pub mod harness;
 pub mod mock_server;
 pub mod sandbox_layout;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
-use waymark_extension::Extension;
-use waymark_store::Store;
-
-/// An in-memory database with the tables of `extensions` too.
-pub fn store_with(extensions: &[Arc<dyn Extension>]) -> Store {
-    let store = Store::open_in_memory().expect("an in-memory database opens");
-    waymark_extension::migrate(&store, extensions).expect("the extensions' migrations apply");
-    store
-}
-
-/// A new session in `store` (workspace `/ws`, permission mode `ask`), each with its own id.
-pub fn session(store: &Store) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let id = format!("s{}", N.fetch_add(1, Ordering::Relaxed));
-    store
-        .write(10, |tx| {
-            tx.create_session(&id, "/ws", None, waymark_protocol::PermissionMode::Ask)
-        })
-        .expect("a test session is created");
-    id
-}
+pub use waymark_fixtures::{session, store_with};
