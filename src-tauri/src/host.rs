@@ -259,9 +259,10 @@ impl Host {
                 self.runtime.delete_session(id).map(|()| true)
             };
             match done {
-                Err(waymark_runtime::Error::Refused(m))
-                    if tries < 20 && m.contains("open here") =>
-                {
+                Err(waymark_runtime::Error::Refused {
+                    code: "session_open_here",
+                    ..
+                }) if tries < 20 => {
                     tries += 1;
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 }

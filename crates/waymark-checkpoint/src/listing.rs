@@ -111,7 +111,7 @@ impl SlashCommand for RewindCommand {
 
     fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
         if !args.trim().is_empty() {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "/rewind takes no arguments; to rewind, run: waymark rewind --session {} --to <id>",
                 cx.session_id
             )));

@@ -90,7 +90,7 @@ impl SlashCommand for Help {
             return Ok(help_text(cx.all));
         }
         let Some(s) = cx.all.iter().find(|s| s.name == name) else {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "there is no command /{name}: /help lists them"
             )));
         };
@@ -189,7 +189,7 @@ impl SlashCommand for CompactCommand {
 
     fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
         if cx.api.is_none() {
-            return Err(Error::Refused("`/compact` needs an open session".into()));
+            return Err(Error::refused("`/compact` needs an open session".into()));
         }
         self.0.store(true, std::sync::atomic::Ordering::Release);
         let turn_running = crate::store::turns::open_turn(cx.tx.conn(), cx.session_id)?

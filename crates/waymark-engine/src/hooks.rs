@@ -412,7 +412,7 @@ mod tests {
             None
         );
         assert!(
-            least::<i64>([Ok(Some(1)), Err(crate::Error::Refused("x".into()))].into_iter())
+            least::<i64>([Ok(Some(1)), Err(crate::Error::refused("x".into()))].into_iter())
                 .is_err()
         );
     }

@@ -211,7 +211,7 @@ impl Parts {
                 .chain(ext.tools())
             {
                 if tools.get(t.name()).is_some() {
-                    return Err(Error::Refused(format!(
+                    return Err(Error::refused(format!(
                         "extension `{}` offers a tool named `{}`, which the session already has",
                         ext.name(),
                         t.name()
@@ -224,7 +224,7 @@ impl Parts {
             for c in ext.commands() {
                 let name = c.spec().name;
                 if commands.specs().iter().any(|s| s.name == name) {
-                    return Err(Error::Refused(format!(
+                    return Err(Error::refused(format!(
                         "extension `{}` offers a command named `/{name}`, which the session already has",
                         ext.name()
                     )));

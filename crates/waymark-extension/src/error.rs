@@ -39,8 +39,10 @@ pub enum Error {
     },
     #[error("{0}")]
     UnknownCommand(String),
-    #[error("{0}")]
-    Refused(String),
+    /// Refused, for the reason `message` gives; `code` is stable, for front ends to branch
+    /// on (`refused` when no more specific one applies).
+    #[error("{message}")]
+    Refused { code: &'static str, message: String },
     /// Done only on the user's explicit yes (the session's permission mode asks): said why,
     /// and the same request with the confirmation goes through.
     #[error("{0}")]
@@ -87,6 +89,16 @@ pub enum Error {
 
 impl Error {
     /// Stable machine-readable code.
+    /// Refused, with the general code `refused`.
+    pub fn refused(message: String) -> Error {
+        Error::refused_as("refused", message)
+    }
+
+    /// Refused, with a code of its own that front ends can branch on.
+    pub fn refused_as(code: &'static str, message: String) -> Error {
+        Error::Refused { code, message }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             Error::Store(e) => e.code(),
@@ -96,7 +108,7 @@ impl Error {
             Error::QuestionnaireNotFound(_) => "questionnaire_not_found",
             Error::InvalidAnswer { .. } => "invalid_answer",
             Error::UnknownCommand(_) => "unknown_command",
-            Error::Refused(_) => "refused",
+            Error::Refused { code, .. } => code,
             Error::NeedsConfirmation(_) => "needs_confirmation",
             Error::FeatureOff { .. } => "feature_off",
             Error::ModelSpec { .. } => "invalid_model_spec",

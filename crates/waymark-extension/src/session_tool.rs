@@ -34,9 +34,9 @@ pub trait SessionTool: Tool {
 /// A runtime error as a tool result: refusals go to the model, the rest ends the turn.
 pub fn tool_error(e: Error) -> waymark_tools::ToolError {
     match e {
-        Error::Refused(m) | Error::NeedsConfirmation(m) | Error::FeatureOff { message: m, .. } => {
-            waymark_tools::ToolError::Model(m)
-        }
+        Error::Refused { message: m, .. }
+        | Error::NeedsConfirmation(m)
+        | Error::FeatureOff { message: m, .. } => waymark_tools::ToolError::Model(m),
         other => waymark_tools::ToolError::Fatal(other.to_string()),
     }
 }

@@ -55,7 +55,7 @@ pub(crate) fn record_run(
 /// The protected set of the goal with these checks.
 pub(crate) fn protected(api: &SessionApi, checks: &[String]) -> Result<Protected> {
     Protected::new(&api.config().goal.protect, checks, api.workspace())
-        .map_err(|e| Error::Refused(e.to_string()))
+        .map_err(|e| Error::refused(e.to_string()))
 }
 
 /// Takes the baseline of the session's active goal if it has checks and none was taken:

@@ -297,13 +297,13 @@ pub(crate) fn failing_key(gaps: &str) -> &str {
 /// An error for a check list the goal cannot take.
 pub(crate) fn refuse_checks(checks: &[String]) -> Result<()> {
     if checks.len() > waymark_config::budget::MAX_CHECKS {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "a goal carries at most {} checks",
             waymark_config::budget::MAX_CHECKS
         )));
     }
     for c in checks {
-        waymark_config::budget::check_command(c).map_err(|e| Error::Refused(e.to_string()))?;
+        waymark_config::budget::check_command(c).map_err(|e| Error::refused(e.to_string()))?;
     }
     Ok(())
 }

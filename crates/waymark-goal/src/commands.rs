@@ -42,14 +42,14 @@ pub(crate) fn create(
     actor: GoalActor,
 ) -> Result<GoalRow> {
     if objective.trim().is_empty() {
-        return Err(Error::Refused("the goal needs an objective".into()));
+        return Err(Error::refused("the goal needs an objective".into()));
     }
     let d = &api.config().goal.budget;
     let default_ms = d
         .default_active_seconds
         .map(waymark_config::budget::seconds_to_ms)
         .transpose()
-        .map_err(|e| Error::Refused(e.to_string()))?;
+        .map_err(|e| Error::refused(e.to_string()))?;
     let budgets = Budgets {
         tokens: budgets.tokens.or(d.default_tokens),
         turns: budgets.turns.or(d.default_main_turns),
@@ -99,7 +99,7 @@ pub(crate) fn check_priced(api: &SessionApi, cost: Option<u64>) -> Result<()> {
 /// Refuses budgets out of their accepted ranges (whatever set them), naming the range.
 pub(crate) fn check_budgets(b: &Budgets) -> Result<()> {
     use waymark_config::budget::{Kind, MAX_SECONDS, check};
-    let refuse = |e: waymark_config::budget::BudgetSyntaxError| Error::Refused(e.to_string());
+    let refuse = |e: waymark_config::budget::BudgetSyntaxError| Error::refused(e.to_string());
     if let Some(t) = b.tokens {
         check(Kind::Tokens, t).map_err(refuse)?;
     }
@@ -111,7 +111,7 @@ pub(crate) fn check_budgets(b: &Budgets) -> Result<()> {
             .unwrap_or(u64::MAX))
             .contains(&c)
     {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "the cost budget must be between $0.000001 and ${} (got {})",
             waymark_protocol::cost::MAX_COST_USD,
             waymark_protocol::cost::label(c)
@@ -162,7 +162,7 @@ pub(crate) fn apply_budgets(
         let still = exhausted(&report(g, super::Extra::default()));
         if changed && still != limited {
             super::check_transition(g, GoalReason::BudgetRaised, actor, limited)
-                .map_err(|e| Error::Refused(e.to_string()))?;
+                .map_err(|e| Error::refused(e.to_string()))?;
             transition(
                 tx,
                 g,
@@ -190,7 +190,7 @@ pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
     };
     let time_ms = match limit(c.seconds) {
         Some(Some(s)) => Some(Some(
-            waymark_config::budget::seconds_to_ms(s).map_err(|e| Error::Refused(e.to_string()))?,
+            waymark_config::budget::seconds_to_ms(s).map_err(|e| Error::refused(e.to_string()))?,
         )),
         other => other,
     };
@@ -206,18 +206,18 @@ pub(crate) fn args_of(c: &BudgetChange) -> Result<BudgetArgs> {
 pub fn parse(args: &str) -> Result<GoalOp> {
     // A goal in its own worktree is a new session: the front ends start it (G-34).
     if crate::syntax::take_worktree(&format!("/goal {args}")).is_some() {
-        return Err(Error::Refused(
+        return Err(Error::refused(
             "a goal in its own worktree runs in a new session: start it with `waymark exec --worktree \"/goal …\"`, or Run in a new worktree in the app".into(),
         ));
     }
-    crate::syntax::parse(args).map_err(|e| Error::Refused(e.to_string()))
+    crate::syntax::parse(args).map_err(|e| Error::refused(e.to_string()))
 }
 
 /// Applies a user's goal op in `tx`; returns what to tell the user.
 pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<String> {
     check_enabled(api)?;
     let current = current_goal(tx.conn(), api.id())?;
-    let no_goal = || Error::Refused("no goal is set".into());
+    let no_goal = || Error::refused("no goal is set".into());
     Ok(match op {
         GoalOp::Show => match current {
             None => "No goal is set. Set one with /goal <objective> (optionally tokens=50K turns=20 time=2h).".to_string(),
@@ -238,14 +238,14 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 return Ok("Automatic resume cancelled. The goal stays usage-limited until you resume it (/goal resume).".into());
             }
             if g.status != GoalStatus::Active {
-                return Err(Error::Refused(format!("the goal is {}, not active", g.status.as_str())));
+                return Err(Error::refused(format!("the goal is {}, not active", g.status.as_str())));
             }
             transition(tx, &mut g, GoalReason::UserRequested, GoalActor::User, GoalUpdateKind::Lifecycle)?;
             "Goal paused.".into()
         }
         GoalOp::Resume => {
             let mut g = current.ok_or_else(no_goal)?;
-            super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::Refused(e.to_string()))?;
+            super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::refused(e.to_string()))?;
             transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, GoalUpdateKind::Lifecycle)?;
             g.counters.repeated_replies = 0;
             g.counters.toolless_turns = 0;
@@ -256,16 +256,16 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
         GoalOp::Reply { text } => {
             let mut g = current.ok_or_else(no_goal)?;
             if g.status != GoalStatus::Blocked {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "the goal is {}, not blocked: send your message as usual",
                     g.status.as_str()
                 )));
             }
             let text = text.trim();
             if text.is_empty() {
-                return Err(Error::Refused("/goal reply needs your answer".into()));
+                return Err(Error::refused("/goal reply needs your answer".into()));
             }
-            super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::Refused(e.to_string()))?;
+            super::check_transition(&g, GoalReason::Resumed, GoalActor::User, None).map_err(|e| Error::refused(e.to_string()))?;
             transition(tx, &mut g, GoalReason::Resumed, GoalActor::User, GoalUpdateKind::Lifecycle)?;
             g.counters.repeated_replies = 0;
             g.counters.toolless_turns = 0;
@@ -291,10 +291,10 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             let mut g = current.ok_or_else(no_goal)?;
             let objective = objective.trim();
             if objective.is_empty() {
-                return Err(Error::Refused("/goal edit needs the new objective".into()));
+                return Err(Error::refused("/goal edit needs the new objective".into()));
             }
             if g.status.is_terminal() {
-                return Err(Error::Refused("the goal is complete; set a new one".into()));
+                return Err(Error::refused("the goal is complete; set a new one".into()));
             }
             tx.edit_goal(&g.id, objective)?;
             // A new objective is no longer the plan whose steps were checked.
@@ -314,7 +314,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
         GoalOp::Queue { objective, budget } => {
             let objective = objective.trim();
             if objective.is_empty() {
-                return Err(Error::Refused("/goal next needs an objective".into()));
+                return Err(Error::refused("/goal next needs an objective".into()));
             }
             check_objective(objective)?;
             // The budgets are checked now, not when the goal starts.
@@ -329,7 +329,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
                 return Ok(format!("No goal was unfinished: it starts now.\n{}", describe(&snapshot(&g), tx.now())));
             }
             if queued_goals(tx.conn(), api.id())?.len() >= MAX_QUEUED {
-                return Err(Error::Refused(format!("the queue is full ({MAX_QUEUED} goals): start or remove one first")));
+                return Err(Error::refused(format!("the queue is full ({MAX_QUEUED} goals): start or remove one first")));
             }
             tx.enqueue_goal(api.id(), objective, &budgets)?;
             let n = queued_goals(tx.conn(), api.id())?.len();
@@ -385,7 +385,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
         GoalOp::WakeNow => {
             let mut g = current.ok_or_else(no_goal)?;
             if g.status != GoalStatus::Active || g.wait.is_none() {
-                return Err(Error::Refused("the goal is not waiting".into()));
+                return Err(Error::refused("the goal is not waiting".into()));
             }
             let now = tx.now();
             super::wait::wake(tx, &mut g, now, GoalActor::User, "you woke it", true)?;
@@ -393,10 +393,10 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
         }
         GoalOp::EditBudget { budget } => {
             let Some(mut g) = current else {
-                return Err(Error::Refused("no goal is set; give an objective".into()));
+                return Err(Error::refused("no goal is set; give an objective".into()));
             };
             if budget.is_empty() {
-                return Err(Error::Refused("no budget change given (tokens=…, turns=…, time=… or cost=…)".into()));
+                return Err(Error::refused("no budget change given (tokens=…, turns=…, time=… or cost=…)".into()));
             }
             let args = args_of(budget)?;
             // Saving the budget as it is changes nothing: no new revision, nothing logged
@@ -424,7 +424,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             } else if let Some(g) = &current
                 && !g.status.is_terminal()
             {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "a goal is already set ({}); use /goal replace <objective>, or /goal next <objective> to queue one",
                     g.status.as_str()
                 )));
@@ -432,7 +432,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             check_objective(objective.trim())?;
             let criteria = criteria.as_deref().map(str::trim).filter(|c| !c.is_empty());
             if criteria.is_some_and(|c| c.chars().count() > CRITERIA_MAX) {
-                return Err(Error::Refused(format!("the completion criteria are longer than {CRITERIA_MAX} characters")));
+                return Err(Error::refused(format!("the completion criteria are longer than {CRITERIA_MAX} characters")));
             }
             // No checks of its own: the folder's (G-49).
             let checks = if checks.is_empty() { &api.config().goal.checks } else { checks };
@@ -461,7 +461,7 @@ impl SlashCommand for GoalCommand {
     fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
         let api = cx
             .api
-            .ok_or_else(|| Error::Refused("/goal needs a session".into()))?;
+            .ok_or_else(|| Error::refused("/goal needs a session".into()))?;
         check_enabled(api)?;
         apply(cx.tx, api, &parse(args)?)
     }
@@ -479,7 +479,7 @@ const QUEUED_OBJECTIVE_MAX: usize = 4000;
 
 fn check_objective(objective: &str) -> Result<()> {
     if objective.chars().count() > QUEUED_OBJECTIVE_MAX {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "the objective is longer than {QUEUED_OBJECTIVE_MAX} characters"
         )));
     }
@@ -487,7 +487,7 @@ fn check_objective(objective: &str) -> Result<()> {
 }
 
 fn not_queued(id: i64) -> Error {
-    Error::Refused(format!(
+    Error::refused(format!(
         "no goal #{id} is in this session's queue (it may have started or been removed)"
     ))
 }

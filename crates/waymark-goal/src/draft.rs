@@ -35,12 +35,12 @@ pub async fn draft(api: &SessionApi, rough: &str) -> Result<GoalDraft> {
     super::commands::check_enabled(api)?;
     let rough = rough.trim();
     if rough.is_empty() {
-        return Err(Error::Refused(
+        return Err(Error::refused(
             "say roughly what you want done, and a goal is drafted from it".into(),
         ));
     }
     if rough.chars().count() > ROUGH_MAX {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "the rough goal is longer than {ROUGH_MAX} characters"
         )));
     }
@@ -54,7 +54,7 @@ pub async fn draft(api: &SessionApi, rough: &str) -> Result<GoalDraft> {
     };
     let hold = match api.gate_call(None, &route, &mut request)? {
         waymark_extension::Gate::Go(hold) => hold,
-        waymark_extension::Gate::Refused(e) => return Err(Error::Refused(e.message)),
+        waymark_extension::Gate::Refused(e) => return Err(Error::refused(e.message)),
     };
     let reply = match route.provider.call(&request, &|_| {}).await {
         Ok(r) => r,
@@ -66,7 +66,7 @@ pub async fn draft(api: &SessionApi, rough: &str) -> Result<GoalDraft> {
                 }
                 Ok(tx.redact(&e.to_string()).into_owned())
             })?;
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "the model could not draft the goal: {said}"
             )));
         }
@@ -74,7 +74,7 @@ pub async fn draft(api: &SessionApi, rough: &str) -> Result<GoalDraft> {
     let charge = api.charge_for(&route, &reply.usage, hold);
     api.write(|tx| Ok(tx.charge_session(api.id(), &charge)?))?;
     parse(&reply.text).map_err(|why| {
-        Error::Refused(format!(
+        Error::refused(format!(
             "the model's draft could not be read ({why}); try again, or write the goal yourself"
         ))
     })

@@ -22,7 +22,7 @@ pub fn proposed_budget(proposed: Option<&str>, user: BudgetChange) -> Result<Bud
     };
     match super::parse_command(text)? {
         waymark_protocol::GoalOp::EditBudget { budget } => Ok(budget),
-        _ => Err(Error::Refused(format!(
+        _ => Err(Error::refused(format!(
             "the proposed budget `{text}` is not a budget"
         ))),
     }
@@ -38,7 +38,7 @@ impl StartObjective for StartGoal {
         if let Some(g) = current_goal(tx.conn(), api.id())?
             && !g.status.is_terminal()
         {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "a goal is already set ({}): clear it first, or go on without pursuing this as a goal",
                 g.status.as_str()
             )));

@@ -602,7 +602,7 @@ pub(crate) fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<bool>
             continue_goal(tx, &mut g, Nudge::Plain)?;
             Ok(true)
         }
-        Err(e @ (Error::Refused(_) | Error::Unpriced(_))) => {
+        Err(e @ (Error::Refused { .. } | Error::Unpriced(_))) => {
             tx.emit(
                 api.id(),
                 EventKind::CommandOutput {
@@ -746,7 +746,7 @@ pub(crate) fn ensure_continuation(api: &SessionApi) -> Result<bool> {
         let mut nudge = Nudge::Plain;
         if g.status == GoalStatus::UsageLimited {
             super::check_transition(&g, GoalReason::Resumed, GoalActor::System, None)
-                .map_err(|e| waymark_extension::error::Error::Refused(e.to_string()))?;
+                .map_err(|e| waymark_extension::error::Error::refused(e.to_string()))?;
             g.counters.limit_resumes = g.counters.limit_resumes.saturating_add(1);
             transition(
                 tx,

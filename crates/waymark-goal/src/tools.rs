@@ -97,7 +97,7 @@ impl SessionTool for CreateGoal {
                     if let Some(g) = current_goal(tx.conn(), &sid)?
                         && !g.status.is_terminal()
                     {
-                        return Err(Error::Refused(format!("a goal is already set ({}); the user can replace it with /goal replace", g.status.as_str())));
+                        return Err(Error::refused(format!("a goal is already set ({}); the user can replace it with /goal replace", g.status.as_str())));
                     }
                     let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
                     if session.permission_mode == PermissionMode::Auto {
@@ -152,7 +152,7 @@ pub(crate) fn on_answer(
             .time_budget_seconds
             .map(super::budget::seconds_to_ms)
             .transpose()
-            .map_err(|e| Error::Refused(e.to_string()))?,
+            .map_err(|e| Error::refused(e.to_string()))?,
         cost: None,
     };
     let mut g = create(
@@ -282,7 +282,7 @@ impl SessionTool for UpdateGoal {
                         .map_err(|e| ToolError::Fatal(e.to_string()))?;
                     api.write(|tx| {
                         if current_goal(tx.conn(), &sid)?.is_none() {
-                            return Err(Error::Refused("no goal is set".into()));
+                            return Err(Error::refused("no goal is set".into()));
                         }
                         tx.set_turn_proposal(turn_id, &json)
                     })
@@ -304,10 +304,10 @@ impl SessionTool for UpdateGoal {
                         let t = store::turns::get(tx.conn(), turn_id)?.ok_or_else(|| Error::Corrupt("turn vanished".into()))?;
                         let source = store::messages::get(tx.conn(), t.message_id)?.map(|m| m.source);
                         if source != Some(MessageSource::User) {
-                            return Err(Error::Refused("the token budget can only change in a turn the user started, not in a continuation".into()));
+                            return Err(Error::refused("the token budget can only change in a turn the user started, not in a continuation".into()));
                         }
                         let Some(mut g) = current_goal(tx.conn(), &sid)? else {
-                            return Err(Error::Refused("no goal is set".into()));
+                            return Err(Error::refused("no goal is set".into()));
                         };
                         apply_budgets(tx, &mut g, &BudgetArgs { tokens: Some(Some(budget)), ..Default::default() }, GoalActor::Model)
                     })

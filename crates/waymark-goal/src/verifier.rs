@@ -71,7 +71,7 @@ fn evaluator_route(api: &SessionApi, mode: Mode) -> Result<waymark_provider::Rou
     match api.config().goal.evaluator_model.as_deref().map(str::trim) {
         Some(spec) if mode == Mode::Evaluator && !spec.is_empty() => {
             api.route_for(spec).map_err(|e| {
-                Error::Refused(format!(
+                Error::refused(format!(
                     "the evaluator model `{spec}` (goal.evaluator_model) cannot be used: {e}"
                 ))
             })

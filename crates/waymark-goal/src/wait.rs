@@ -105,12 +105,12 @@ impl SessionTool for WaitTool {
                     let Some(mut g) = current_goal(tx.conn(), api.id())?.filter(|g| {
                         g.status == GoalStatus::Active && goal_id.as_deref() == Some(g.id.as_str())
                     }) else {
-                        return Err(Error::Refused(
+                        return Err(Error::refused(
                             "wait is only for a turn working on an active goal".into(),
                         ));
                     };
                     if g.counters.waits_in_row >= MAX_WAITS_IN_ROW {
-                        return Err(Error::Refused(format!(
+                        return Err(Error::refused(format!(
                             "you began {MAX_WAITS_IN_ROW} waits in a row with no other turn between them: wait once with a `check` or a later `until`, report blocked with update_goal, or go on with the goal"
                         )));
                     }
@@ -151,40 +151,40 @@ fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> Result<GoalWait> {
     // Cut to size only after redaction (a secret cut in two would no longer be found).
     let reason = a.reason.trim().to_string();
     if reason.is_empty() {
-        return Err(Error::Refused("give a short `reason` for the wait".into()));
+        return Err(Error::refused("give a short `reason` for the wait".into()));
     }
     if reason.chars().count() > REASON_IN_MAX {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "`reason` is longer than {REASON_IN_MAX} characters"
         )));
     }
     let soon = now.saturating_add(MIN_WAIT_SECONDS as i64 * 1000);
     let until = match (&a.until, a.seconds) {
         (Some(_), Some(_)) => {
-            return Err(Error::Refused("give `until` or `seconds`, not both".into()));
+            return Err(Error::refused("give `until` or `seconds`, not both".into()));
         }
         (Some(t), None) => {
             let at: jiff::Timestamp = t.trim().parse().map_err(|e| {
-                Error::Refused(format!(
+                Error::refused(format!(
                     "`until` must be an RFC 3339 time such as 2026-12-06T06:00:00Z ({e})"
                 ))
             })?;
             let ms = at.as_millisecond();
             if ms <= now {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "`until` ({t}) is already past: it is {} now",
                     utc(now)
                 )));
             }
             if ms < soon {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "`until` must be at least {MIN_WAIT_SECONDS} s away: for less, just go on"
                 )));
             }
             Some(ms)
         }
         (None, Some(s)) if s < MIN_WAIT_SECONDS => {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "`seconds` must be at least {MIN_WAIT_SECONDS}: for less, just go on"
             )));
         }
@@ -195,23 +195,23 @@ fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> Result<GoalWait> {
     };
     let check = match a.check.as_deref().map(str::trim) {
         None => None,
-        Some("") => return Err(Error::Refused("`check` is empty".into())),
+        Some("") => return Err(Error::refused("`check` is empty".into())),
         Some(c) if c.chars().count() > CHECK_MAX => {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "`check` is longer than {CHECK_MAX} characters"
             )));
         }
         Some(c) => Some(c.to_string()),
     };
     if until.is_none() && check.is_none() {
-        return Err(Error::Refused(
+        return Err(Error::refused(
             "say what to wait for: `until`, `seconds` or `check`".into(),
         ));
     }
     let every = match a.every {
         None => DEFAULT_EVERY_SECONDS,
         Some(e) if e < u64::from(MIN_EVERY_SECONDS) => {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "`every` must be at least {MIN_EVERY_SECONDS} seconds"
             )));
         }

@@ -107,7 +107,7 @@ impl Extension for McpExtension {
         }
         // The server's words (names, errors) on one line, whatever path they came by.
         let refused = move |m: String| {
-            waymark_extension::Error::Refused(format!(
+            waymark_extension::Error::refused(format!(
                 "/{name}: {}",
                 waymark_protocol::display::escape_line(&m)
             ))

@@ -48,12 +48,12 @@ pub(crate) fn review_again(api: &SessionApi) -> Result<()> {
     let qid = api.new_id("q");
     api.write(|tx| {
         if !super::in_plan_mode(tx, &sid)? {
-            return Err(Error::Refused(
+            return Err(Error::refused(
                 "there is no plan to review again: the session is not planning".into(),
             ));
         }
         if let Some(q) = waymark_store::questionnaires::pending(tx.conn(), &sid)? {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "the {} question waits for an answer first",
                 q.kind().as_str()
             )));
@@ -68,7 +68,7 @@ pub(crate) fn review_again(api: &SessionApi) -> Result<()> {
             ));
         }
         let plan = crate::db::current_plan(tx.conn(), &sid)?
-            .ok_or_else(|| Error::Refused("the session has no plan to review".into()))?;
+            .ok_or_else(|| Error::refused("the session has no plan to review".into()))?;
         let newest = waymark_store::questionnaires::list(tx.conn(), &sid)?
             .into_iter()
             .rev()
@@ -80,7 +80,7 @@ pub(crate) fn review_again(api: &SessionApi) -> Result<()> {
                 ..
             }) => review,
             _ => {
-                return Err(Error::Refused(
+                return Err(Error::refused(
                     "the plan has no review that was put off: the agent submits it for review when it is ready".into(),
                 ));
             }
@@ -92,7 +92,7 @@ pub(crate) fn review_again(api: &SessionApi) -> Result<()> {
             && newest.version > review.version
         {
             if newest.author != waymark_protocol::RevisionAuthor::User {
-                return Err(Error::Refused(
+                return Err(Error::refused(
                     "the plan has a newer revision than the review that was put off".into(),
                 ));
             }
@@ -225,7 +225,7 @@ fn implement(
     // cites the frozen revision and its verifier checks the plan's steps (PM-27).
     if let Some(budget) = as_goal {
         let Some(goals) = api.service::<dyn StartObjective>() else {
-            return Err(Error::Refused(
+            return Err(Error::refused(
                 "this runtime pursues no goals: approve without pursuing the plan as a goal".into(),
             ));
         };
@@ -245,21 +245,21 @@ pub(crate) fn adopt(
     as_goal: Option<waymark_protocol::BudgetChange>,
 ) -> Result<()> {
     if from == api.id() {
-        return Err(Error::Refused(
+        return Err(Error::refused(
             "a session cannot adopt its own plan: approve it instead".into(),
         ));
     }
     api.write(|tx| {
         let q = waymark_store::questionnaires::get(tx.conn(), qid)?
             .filter(|q| q.session_id == from)
-            .ok_or_else(|| Error::Refused(format!("session {from} has no questionnaire {qid}")))?;
+            .ok_or_else(|| Error::refused(format!("session {from} has no questionnaire {qid}")))?;
         if q.status != waymark_protocol::QuestionnaireStatus::Pending {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "questionnaire {qid} of session {from} was already answered"
             )));
         }
         let Question::PlanApproval(review) = &q.question else {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "questionnaire {qid} of session {from} is not a plan review"
             )));
         };
@@ -342,20 +342,20 @@ pub(crate) fn on_answer(
             TypedAnswer::PlanApproval(PlanReview::Revise { text, comments }),
         ) => {
             if text.chars().count() > super::review::FEEDBACK_CHARS {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "the feedback is longer than {} characters",
                     super::review::FEEDBACK_CHARS
                 )));
             }
             if text.trim().is_empty() && comments.is_empty() {
-                return Err(Error::Refused(
+                return Err(Error::refused(
                     "a revise needs feedback: general text, line comments, or both".into(),
                 ));
             }
             // The comments are on the revision under review, as it was frozen.
             let frozen = snapshot_text(tx, &review.key)?;
             let checked =
-                super::review::checked(&frozen, &comments).map_err(|e| Error::Refused(e.0))?;
+                super::review::checked(&frozen, &comments).map_err(|e| Error::refused(e.0))?;
             for (c, quote) in &checked {
                 tx.add_plan_comment(&review.plan_id, review.version, c, quote)?;
             }

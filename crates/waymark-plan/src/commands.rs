@@ -22,7 +22,7 @@ impl SlashCommand for PlanCommand {
     fn run(&self, cx: &mut CommandContext<'_, '_>, args: &str) -> Result<String> {
         let api = cx
             .api
-            .ok_or_else(|| Error::Refused("/plan needs a session".into()))?;
+            .ok_or_else(|| Error::refused("/plan needs a session".into()))?;
         let path = super::plan_path(api.artifacts());
         match args.trim() {
             "on" => {

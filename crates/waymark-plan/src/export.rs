@@ -56,15 +56,15 @@ pub(crate) fn export(
                 .into_iter()
                 .map(|(p, _)| p)
                 .find(|p| p.id == id)
-                .ok_or_else(|| Error::Refused(format!("this session has no plan {id}")))?,
+                .ok_or_else(|| Error::refused(format!("this session has no plan {id}")))?,
             None => plans
                 .into_iter()
                 .map(|(p, _)| p)
                 .rfind(|p| p.status == PlanStatus::Approved)
-                .ok_or_else(|| Error::Refused("no plan of this session was approved yet".into()))?,
+                .ok_or_else(|| Error::refused("no plan of this session was approved yet".into()))?,
         };
         if plan.status != PlanStatus::Approved {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "plan {} was not approved ({}): only an approved plan is exported",
                 plan.id,
                 plan.status.as_str()
@@ -78,7 +78,7 @@ pub(crate) fn export(
             .version;
         let want = version.unwrap_or(newest);
         if want != newest {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "v{want} of plan {} was not the approved revision (v{newest} was)",
                 plan.id
             )));
@@ -86,7 +86,7 @@ pub(crate) fn export(
         let rev = revisions
             .into_iter()
             .find(|r| r.version == want)
-            .ok_or_else(|| Error::Refused(format!("plan {} has no revision v{want}", plan.id)))?;
+            .ok_or_else(|| Error::refused(format!("plan {} has no revision v{want}", plan.id)))?;
         let bytes = super::db::blob(c, &rev.key)?
             .ok_or_else(|| Error::Corrupt(format!("blob {} is missing", rev.key)))?;
         let text = String::from_utf8(bytes)
@@ -102,15 +102,15 @@ pub(crate) fn export(
         }
     };
     let workspace = api.workspace();
-    let target = resolve_target(workspace, &raw).map_err(|e| Error::Refused(e.0))?;
+    let target = resolve_target(workspace, &raw).map_err(|e| Error::refused(e.0))?;
     let ws = workspace.canonicalize().map_err(|e| {
-        Error::Refused(format!(
+        Error::refused(format!(
             "the workspace {} cannot be read: {e}",
             workspace.display()
         ))
     })?;
     if !target.starts_with(&ws) {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "`{raw}` resolves to {}, outside the workspace ({}): a plan is exported into the workspace only",
             target.display(),
             ws.display()
@@ -121,13 +121,13 @@ pub(crate) fn export(
         || is_instructions_file(std::path::Path::new(&raw))
         || is_instructions_file(&target)
     {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "`{raw}` is inside `.git/` or an instruction file (AGENTS.md, CLAUDE.md): a plan is not exported there"
         )));
     }
     match session.permission_mode {
         PermissionMode::ReadOnly => {
-            return Err(Error::Refused(
+            return Err(Error::refused(
                 "the session is in read-only permission mode: nothing is written".into(),
             ));
         }
@@ -140,13 +140,13 @@ pub(crate) fn export(
         PermissionMode::Ask | PermissionMode::AutoEdit | PermissionMode::Auto => {}
     }
     if target.is_dir() {
-        return Err(Error::Refused(format!("`{raw}` is a folder")));
+        return Err(Error::refused(format!("`{raw}` is a folder")));
     }
     // What is there already is looked at, never opened blindly (a FIFO would hang the
     // session) and never replaced.
     match std::fs::symlink_metadata(&target) {
         Ok(m) if !m.file_type().is_file() => {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "{} exists and is not a regular file; give another path",
                 rel.display()
             )));
@@ -155,7 +155,7 @@ pub(crate) fn export(
             let same = m.len() == text.len() as u64
                 && std::fs::read(&target).is_ok_and(|b| b == text.as_bytes());
             if !same {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "{} already exists with other content; give another path",
                     rel.display()
                 )));
@@ -163,10 +163,10 @@ pub(crate) fn export(
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             write_new(&target, text.as_bytes())
-                .map_err(|e| Error::Refused(format!("cannot write {}: {e}", rel.display())))?
+                .map_err(|e| Error::refused(format!("cannot write {}: {e}", rel.display())))?
         }
         Err(e) => {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "cannot look at {}: {e}",
                 rel.display()
             )));

@@ -44,10 +44,10 @@ pub(crate) fn check_entry(tx: &Tx<'_>, api: &SessionApi) -> Result<()> {
     let session = store::sessions::get(tx.conn(), api.id())?
         .ok_or_else(|| Error::SessionNotFound(api.id().to_string()))?;
     if session.interaction_mode == InteractionMode::Plan {
-        return Err(Error::Refused("the session is already in plan mode".into()));
+        return Err(Error::refused("the session is already in plan mode".into()));
     }
     if let Some(q) = store::questionnaires::pending(tx.conn(), api.id())? {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "plan mode cannot start while the {} questionnaire {} waits for an answer; answer it first",
             q.kind().as_str(),
             q.id
@@ -85,7 +85,7 @@ pub(crate) fn leave(
     let session = store::sessions::get(tx.conn(), api.id())?
         .ok_or_else(|| Error::SessionNotFound(api.id().to_string()))?;
     if session.interaction_mode != InteractionMode::Plan {
-        return Err(Error::Refused("the session is not in plan mode".into()));
+        return Err(Error::refused("the session is not in plan mode".into()));
     }
     // The review ends with plan mode, and so does a question asked under plan mode's rules
     // (a shell command the incomplete sandbox could not confine): its call is decided
@@ -174,7 +174,7 @@ pub(crate) fn prepare_draft(tx: &mut Tx<'_>, artifacts: &Path) -> Result<()> {
 /// is frozen, and a pending review now approves this version.
 pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
     if text.len() > SNAPSHOT_LIMIT {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "the edited plan is {} KiB, larger than a plan may be ({} KiB)",
             text.len().div_ceil(1024),
             SNAPSHOT_LIMIT / 1024
@@ -184,7 +184,7 @@ pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
     let (content, truncated) = snapshot(text);
     api.write(|tx| {
         if !in_plan_mode(tx, api.id())? {
-            return Err(Error::Refused(
+            return Err(Error::refused(
                 "the plan can be edited only in plan mode".into(),
             ));
         }
@@ -213,7 +213,7 @@ pub(crate) fn edit_by_user(api: &SessionApi, text: &str) -> Result<()> {
         }
         // The file last: if recording failed, the file is untouched.
         waymark_tools::fs_policy::write_atomic(&path, text.as_bytes())
-            .map_err(|e| Error::Refused(e.to_string()))
+            .map_err(|e| Error::refused(e.to_string()))
     })
 }
 

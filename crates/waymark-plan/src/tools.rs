@@ -74,7 +74,7 @@ impl SessionTool for EnterPlanMode {
             api.write(|tx| {
                 let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
                 if session.interaction_mode == InteractionMode::Plan {
-                    return Err(Error::Refused("the session is already in plan mode; keep planning and call ExitPlanMode when the plan is written".into()));
+                    return Err(Error::refused("the session is already in plan mode; keep planning and call ExitPlanMode when the plan is written".into()));
                 }
                 let question = Question::PlanEntry(PlanEntryQuestion { reason: a.reason });
                 tx.open_questionnaire(&qid, &sid, Some(ctx.turn_id), &question)?;
@@ -163,10 +163,10 @@ impl SessionTool for ExitPlanMode {
             let auto = api.write(|tx| {
                 let session = store::sessions::get(tx.conn(), &sid)?.ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
                 if session.interaction_mode != InteractionMode::Plan {
-                    return Err(Error::Refused("ExitPlanMode works only in plan mode".into()));
+                    return Err(Error::refused("ExitPlanMode works only in plan mode".into()));
                 }
                 if store::messages::queued_count(tx.conn(), &sid)? > 0 {
-                    return Err(Error::Refused(
+                    return Err(Error::refused(
                         "messages are waiting in the queue: the user added something; end your turn and read it before submitting the plan".into(),
                     ));
                 }

@@ -25,14 +25,14 @@ impl Runtime {
                 .filter(|q| q.session_id == session)
                 .ok_or_else(|| Error::QuestionnaireNotFound(questionnaire_id.to_string()))?;
             if !matches!(q.question, Question::Elicitation(_)) {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "{questionnaire_id} is a {} questionnaire, not a tool server's form: answer it with {}",
                     q.kind().as_str(),
                     q.question.answers().join(", ")
                 )));
             }
             if !q.is_pending() {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "the form {questionnaire_id} is already {}",
                     q.status.as_str()
                 )));
@@ -57,7 +57,7 @@ impl Runtime {
             Ok(live)
         })?;
         if !answered {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "no process runs the call the form {questionnaire_id} came from any more (it ended with its process); the form is withdrawn and nothing was sent"
             )));
         }

@@ -165,7 +165,7 @@ pub fn add_server(config: &mut Config, name: &str, server: McpServerConfig) -> R
 pub fn remove_server(config: &mut Config, name: &str) -> Result<()> {
     if config.mcp_servers.remove(name).is_none() {
         let names: Vec<&str> = config.mcp_servers.keys().map(String::as_str).collect();
-        return Err(Error::Refused(if names.is_empty() {
+        return Err(Error::refused(if names.is_empty() {
             format!("no MCP server named `{name}`: none is configured")
         } else {
             format!(
@@ -180,7 +180,7 @@ pub fn remove_server(config: &mut Config, name: &str) -> Result<()> {
 /// A stdio server from a command line and `KEY=VALUE` variables.
 pub fn stdio_server(command: &[String], env: &[String]) -> Result<McpServerConfig> {
     let Some((program, args)) = command.split_first() else {
-        return Err(Error::Refused(
+        return Err(Error::refused(
             "give the server's command after `--`, or --url".into(),
         ));
     };
@@ -191,7 +191,7 @@ pub fn stdio_server(command: &[String], env: &[String]) -> Result<McpServerConfi
     };
     for e in env {
         let Some((k, v)) = e.split_once('=') else {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "`{}` is not KEY=VALUE",
                 crate::display::escape_line(e)
             )));
@@ -209,7 +209,7 @@ pub fn http_server(url: &str, headers: &[String]) -> Result<McpServerConfig> {
     };
     for h in headers {
         let Some((k, v)) = h.split_once(':') else {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "`{}` is not a header: write `Name: value`",
                 crate::display::escape_line(h)
             )));

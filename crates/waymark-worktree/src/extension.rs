@@ -44,7 +44,7 @@ impl SlashCommand for WorktreeCommand {
 
     fn run(&self, cx: &mut CommandContext<'_, '_>, _args: &str) -> Result<String> {
         let Some(w) = db::get(cx.tx.conn(), cx.session_id)? else {
-            return Err(Error::Refused(
+            return Err(Error::refused(
                 "this session has no worktree of its own: it works in the project's checkout. Start one with `waymark exec --worktree \"…\"` or Run in a new worktree in the app.".into(),
             ));
         };

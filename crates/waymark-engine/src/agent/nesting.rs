@@ -38,9 +38,12 @@ impl AgentRuns {
             nested: &self.nested,
         };
         if depth > MAX_SUBAGENT_DEPTH {
-            return Err(Error::Refused(format!(
-                "a subagent cannot start another here: subagents nest at most {MAX_SUBAGENT_DEPTH} deep"
-            )));
+            return Err(Error::refused_as(
+                "subagent_too_deep",
+                format!(
+                    "a subagent cannot start another here: subagents nest at most {MAX_SUBAGENT_DEPTH} deep"
+                ),
+            ));
         }
         Ok(entered)
     }

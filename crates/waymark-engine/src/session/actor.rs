@@ -285,7 +285,7 @@ impl Actor {
                     || model.chars().count() > MODEL_SPEC_MAX
                     || model.chars().any(crate::display::needs_escape)
                 {
-                    return Err(Error::Refused(format!(
+                    return Err(Error::refused(format!(
                         "a model spec is provider:model, at most {MODEL_SPEC_MAX} characters with no control or invisible ones"
                     )));
                 }
@@ -333,7 +333,7 @@ impl Actor {
                         None => OpOutcome::Done,
                     });
                 }
-                Err(Error::Refused(format!(
+                Err(Error::refused(format!(
                     "no extension of this session handles the op {other:?}"
                 )))
             }

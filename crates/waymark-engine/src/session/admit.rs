@@ -54,14 +54,14 @@ pub(super) fn admit(
     }
     let text = commands::unescape(text);
     if text.trim().is_empty() {
-        return Err(Error::Refused("the message is empty".into()));
+        return Err(Error::refused("the message is empty".into()));
     }
     core.write(|tx| {
         // The intent takes effect in the same transaction that admits the message (PM-6).
         if let Some(intent) = intent
             && !core.hooks().on_intent(tx, &api, intent)?
         {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "no extension of this session handles the intent {intent:?}"
             )));
         }

@@ -60,7 +60,7 @@ impl SessionHost for SessionCore {
     }
     fn route_for(&self, spec: &str) -> waymark_extension::error::Result<crate::provider::Route> {
         let (spec, provider) = (self.resolve)(spec)
-            .map_err(|e| waymark_extension::error::Error::Refused(e.to_string()))?;
+            .map_err(|e| waymark_extension::error::Error::refused(e.to_string()))?;
         Ok(crate::provider::Route { spec, provider })
     }
     fn charge_for(

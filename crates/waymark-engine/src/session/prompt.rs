@@ -31,10 +31,13 @@ pub(crate) async fn check(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
         match core.hooks().check_prompt(&api, &text).await? {
             PromptCheck::Pass => text,
             PromptCheck::Refuse(why) => {
-                return Err(Error::Refused(format!(
-                    "the message was not sent: {}",
-                    core.store.redactor().redact(&why)
-                )));
+                return Err(Error::refused_as(
+                    "prompt_refused",
+                    format!(
+                        "the message was not sent: {}",
+                        core.store.redactor().redact(&why)
+                    ),
+                ));
             }
             PromptCheck::AddContext(context) => format!("{text}\n\n{CONTEXT_HEADING}\n{context}"),
         }

@@ -104,7 +104,7 @@ impl Runtime {
         }
         let n = query.chars().count();
         if n > MAX_SEARCH {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "a search is at most {MAX_SEARCH} characters; this one has {n}"
             )));
         }

@@ -92,7 +92,7 @@ impl Runtime {
         let ws = self.opts.cwd.join(ws);
         let ws = ws.canonicalize().map_err(|e| Error::io(&ws, e))?;
         if !ws.is_dir() {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "the workspace {} is not a folder",
                 ws.display()
             )));
@@ -312,10 +312,10 @@ impl Runtime {
         let title = title.trim();
         let max = store::forget::MAX_TITLE;
         if title.is_empty() {
-            return Err(Error::Refused("a session's title cannot be empty".into()));
+            return Err(Error::refused("a session's title cannot be empty".into()));
         }
         if title.chars().count() > max {
-            return Err(Error::Refused(format!(
+            return Err(Error::refused(format!(
                 "a session's title is at most {max} characters; this one has {}",
                 title.chars().count()
             )));
@@ -327,7 +327,7 @@ impl Runtime {
                 || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
         };
         if title.chars().any(hidden) {
-            return Err(Error::Refused(
+            return Err(Error::refused(
                 "a session's title is one line of plain text, without control or format characters"
                     .into(),
             ));
@@ -378,14 +378,20 @@ impl Runtime {
                 && now - l.heartbeat < stale
                 && pid_alive(l.pid)
             {
-                let who = if l.pid == i64::from(std::process::id()) {
-                    "it is open here; close it first".to_string()
+                // Open in this process (a window still closing it, say): a code of its own,
+                // so a front end can wait for it to close.
+                let (code, who) = if l.pid == i64::from(std::process::id()) {
+                    (
+                        "session_open_here",
+                        "it is open here; close it first".to_string(),
+                    )
                 } else {
-                    format!("process {} has it open", l.pid)
+                    ("session_open", format!("process {} has it open", l.pid))
                 };
-                return Err(Error::Refused(format!(
-                    "session {id} cannot be deleted while {who}"
-                )));
+                return Err(Error::refused_as(
+                    code,
+                    format!("session {id} cannot be deleted while {who}"),
+                ));
             }
             if only_blank
                 && (!waymark_store::forget::is_blank(tx.conn(), id)?

@@ -33,10 +33,10 @@ impl Runtime {
         let path = self.plan_path(id)?;
         // Regular files only: a FIFO in its place is refused, not waited on.
         let text = crate::plan::read_plan_file(&path, PLAN_FILE_CAP)
-            .map_err(|e| Error::Refused(e.to_string()))?
+            .map_err(|e| Error::refused(e.to_string()))?
             .map(|r| {
                 if r.is_cut() {
-                    Err(Error::Refused(format!(
+                    Err(Error::refused(format!(
                         "{} is {} MiB; plan files larger than {} MiB are not read",
                         path.display(),
                         r.total / (1024 * 1024),
@@ -232,14 +232,14 @@ impl Runtime {
                 Some(p) => p.to_string(),
                 None => crate::plan::db::current_plan(c, id)?
                     .map(|p| p.id)
-                    .ok_or_else(|| Error::Refused("this session has no plan yet".into()))?,
+                    .ok_or_else(|| Error::refused("this session has no plan yet".into()))?,
             };
             // Only this session's plans.
             if !crate::plan::db::session_plans(c, id)?
                 .iter()
                 .any(|(p, _)| p.id == plan_id)
             {
-                return Err(Error::Refused(format!(
+                return Err(Error::refused(format!(
                     "this session has no plan {plan_id}"
                 )));
             }
@@ -247,7 +247,7 @@ impl Runtime {
                 .into_iter()
                 .find(|r| r.version == version)
                 .ok_or_else(|| {
-                    Error::Refused(format!("plan {plan_id} has no revision v{version}"))
+                    Error::refused(format!("plan {plan_id} has no revision v{version}"))
                 })?;
             let bytes = crate::plan::db::blob(c, &rev.key)?
                 .ok_or_else(|| Error::Corrupt(format!("blob {} is missing", rev.key)))?;

@@ -35,7 +35,7 @@ impl Runtime {
                 db::get(c, id)
             })?
             .ok_or_else(|| {
-                Error::Refused(format!(
+                Error::refused(format!(
                     "session {id} has no worktree of its own: it works in the project's checkout"
                 ))
             })
@@ -68,7 +68,7 @@ impl Runtime {
     pub fn worktree_brief(&self, id: &str) -> Result<Option<WorktreeView>> {
         let row = match self.worktree_row(id) {
             Ok(r) => r,
-            Err(Error::Refused(_)) => return Ok(None),
+            Err(Error::Refused { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
         Ok(Some(WorktreeView {
@@ -197,18 +197,18 @@ const MERGE_MESSAGE_BYTES: usize = 4096;
 fn merge_message(text: &str) -> Result<String> {
     let t = text.trim();
     if t.lines().next().is_none_or(|l| l.trim().is_empty()) {
-        return Err(Error::Refused(
+        return Err(Error::refused(
             "the merge message is empty: its first line names the change".into(),
         ));
     }
     if t.len() > MERGE_MESSAGE_BYTES {
-        return Err(Error::Refused(format!(
+        return Err(Error::refused(format!(
             "the merge message is {} bytes, more than {MERGE_MESSAGE_BYTES}",
             t.len()
         )));
     }
     if t.contains('\0') {
-        return Err(Error::Refused("the merge message holds a NUL byte".into()));
+        return Err(Error::refused("the merge message holds a NUL byte".into()));
     }
     Ok(t.to_string())
 }

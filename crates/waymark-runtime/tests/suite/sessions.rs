@@ -143,6 +143,9 @@ async fn a_deleted_session_leaves_no_row_anywhere_and_no_folder() {
     // While it is open here, it is not deleted.
     let e = h.runtime.delete_session(&id).unwrap_err().to_string();
     assert!(e.contains("close it first"), "{e}");
+    // With a code of its own, which the window waits on.
+    let code = h.runtime.delete_session(&id).unwrap_err().code();
+    assert_eq!(code, "session_open_here");
     s.shutdown().await.unwrap();
 
     h.runtime.delete_session(&id).unwrap();

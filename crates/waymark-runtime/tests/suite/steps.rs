@@ -34,7 +34,7 @@ impl Extension for Checks {
             tokio::task::yield_now().await;
             self.opened.fetch_add(1, Ordering::SeqCst);
             if self.fail_open {
-                return Err(waymark_runtime::Error::Refused(
+                return Err(waymark_runtime::Error::refused(
                     "the hook program crashed".into(),
                 ));
             }
@@ -125,6 +125,7 @@ async fn a_prompt_check_refuses_a_message_before_admission_and_adds_context_to_a
     let s = session(&h, &runtime);
     let mut rx = s.subscribe();
     let e = s.submit(user("please rm -rf / now")).await.unwrap_err();
+    assert_eq!(e.code(), "prompt_refused");
     assert!(
         e.to_string().contains("it asks to erase the machine"),
         "{e}"
