@@ -62,10 +62,6 @@ KNOWN_CIRCLES = [
      "crates/waymark-goal/src/transition.rs",
      "crates/waymark-goal/src/verifier.rs",
      "crates/waymark-goal/src/wait.rs"],
-    ["crates/waymark-cli/src/answer.rs",
-     "crates/waymark-cli/src/goal.rs",
-     "crates/waymark-cli/src/main.rs",
-     "crates/waymark-cli/src/plan.rs"],
 ]
 
 # Crates no shipped crate may depend on except as a dev-dependency.

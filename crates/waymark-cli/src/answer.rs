@@ -117,12 +117,12 @@ pub(crate) async fn approve_in_worktree(
         made.shutdown().await?;
         return Ok(ExitCode::SUCCESS);
     }
-    crate::drive(
+    crate::follow::drive(
         runtime,
         made,
         Some(Op::Resume),
         json,
-        crate::DEFAULT_WAIT_LIMIT,
+        crate::follow::DEFAULT_WAIT_LIMIT,
     )
     .await
 }

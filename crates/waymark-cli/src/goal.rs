@@ -1,7 +1,8 @@
 //! `waymark goal …`: the goal, its timeline, and replying to a blocked goal.
 
+use crate::follow::{DEFAULT_WAIT_LIMIT, drive, print_events, submit_without_running};
+use crate::limits::now_ms;
 use crate::term::outln;
-use crate::{DEFAULT_WAIT_LIMIT, drive, now_ms, print_events, submit_without_running};
 use clap::Subcommand;
 use std::process::ExitCode;
 use waymark_protocol::Op;
@@ -224,7 +225,8 @@ async fn queue_command(runtime: &Runtime, action: QueueAction) -> anyhow::Result
             (session, GoalOp::MoveQueued { id, to })
         }
     };
-    let said = crate::submit_without_running_for(runtime, &session, Op::Goal { op }).await?;
+    let said =
+        crate::follow::submit_without_running_for(runtime, &session, Op::Goal { op }).await?;
     outln!("{said}");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,8 @@
 //! `waymark plan …`: the plan file, its revisions and diffs, the plans of a session, the
 //! comments on them, the user's own edit, and export.
 
+use crate::follow::{submit_without_running, submit_without_running_for};
 use crate::term::{errln, out, outln};
-use crate::{submit_without_running, submit_without_running_for};
 use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;
