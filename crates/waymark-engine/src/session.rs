@@ -8,6 +8,7 @@ mod answer;
 mod close;
 mod history;
 mod host;
+pub(crate) mod parts;
 mod rewind;
 mod tools;
 pub(crate) use tools::{FoundTool, ToolList};

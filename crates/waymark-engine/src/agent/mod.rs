@@ -202,7 +202,7 @@ async fn call_model(
             u64::from(request.max_output_tokens),
         )
     };
-    let redactor = core.store.redactor();
+    let redactor = core.journal.store.redactor();
     let display = Mutex::new(crate::secrets::StreamRedactor::default());
     let sink = |ev: StreamEvent| match ev {
         StreamEvent::Text(t) => {

@@ -27,19 +27,21 @@ pub(crate) async fn run_agent(
         AgentRole::Subagent => {
             let entered = core.agent_runs.enter()?;
             // An id of its own, so no two runs' calls share one, in this process or after.
-            let prefix = core.ids.new_id("ta");
+            let prefix = core.journal.ids.new_id("ta");
             (CallActor::Subagent(entered.depth), prefix, Some(entered))
         }
     };
     // A subagent is not offered what acts on the session itself (it is refused anyway).
     let for_actor = |t: &dyn crate::tools::Tool| match actor {
         CallActor::Subagent(_) => core
+            .toolbox
             .session_tools
             .get(t.name())
             .is_none_or(|s| s.for_subagents()),
         CallActor::Main | CallActor::Verifier => true,
     };
     let tools = core
+        .toolbox
         .tools
         .iter()
         .filter(|t| (spec.tools)(t.as_ref()) && for_actor(t.as_ref()))

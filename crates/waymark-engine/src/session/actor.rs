@@ -57,7 +57,7 @@ pub(crate) fn spawn(
     hold: bool,
 ) -> SessionHandle {
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
-    let events = core.events.clone();
+    let events = core.journal.events.clone();
     let id = core.id.clone();
     let handle_core = core.clone();
     let actor = Actor {
@@ -96,7 +96,7 @@ impl Actor {
             tokio::time::interval_at(tokio::time::Instant::now() + self.heartbeat, self.heartbeat);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let (wake, clock) = (self.wake, self.core.clock.clone());
+            let (wake, clock) = (self.wake, self.core.journal.clock.clone());
             tokio::select! {
                 op = ops.recv() => {
                     let Some((op, reply)) = op else { break };
@@ -350,7 +350,7 @@ impl Actor {
     /// wake-up is tried again a minute later rather than lost.
     fn drive_woken(&mut self, fired: Option<i64>) {
         // A session whose lease another process took is not driven from here any more.
-        if self.running.is_some() || !self.auto_run || self.core.lease_lost.load(Ordering::Relaxed)
+        if self.running.is_some() || !self.auto_run || self.core.lease.lost.load(Ordering::Relaxed)
         {
             return;
         }
@@ -372,7 +372,7 @@ impl Actor {
             Ok(None) => {}
             Err(e) => {
                 // A wake-up that found an error is tried again a minute later, not lost.
-                let retry = self.core.clock.now_ms().saturating_add(60_000);
+                let retry = self.core.journal.clock.now_ms().saturating_add(60_000);
                 self.wake = wake.map(|w| w.max(retry));
                 self.core
                     .transient(EventKind::SessionError { error: e.info() })

@@ -26,7 +26,7 @@ pub(super) fn answer_questionnaire(
         // A question asked under a scope that has ended (plan mode's rules) is not answered:
         // it is withdrawn, and its call is decided again under the rules in force now.
         let now = match store::sessions::get(tx.conn(), sid)? {
-            Some(s) => crate::extension::rules::scope_of(&core.rules, &s),
+            Some(s) => crate::extension::rules::scope_of(&core.policy.rules, &s),
             None => None,
         };
         if let Question::Permission(p) = &q.question

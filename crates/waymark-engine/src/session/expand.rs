@@ -42,7 +42,7 @@ pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
     // The error may quote the server: redacted whole, then kept to a readable size.
     let expanded = expanding.await.map_err(|e| match e {
         Error::Refused { code, message } => {
-            let m = core.store.redactor().redact(&message).into_owned();
+            let m = core.journal.store.redactor().redact(&message).into_owned();
             Error::Refused {
                 code,
                 message: waymark_protocol::display::cut_at(m, MAX_EXPAND_ERROR),

@@ -20,22 +20,22 @@ impl SessionHost for SessionCore {
         SessionCore::config(self)
     }
     fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
+        &self.journal.clock
     }
     fn new_id(&self, prefix: &str) -> String {
-        self.ids.new_id(prefix)
+        self.journal.ids.new_id(prefix)
     }
     fn poke(&self) {
         self.poked.notify_one();
     }
     fn workspace(&self) -> &std::path::Path {
-        &self.workspace
+        &self.places.workspace
     }
     fn session_dir(&self) -> &std::path::Path {
-        &self.session_dir
+        &self.places.session_dir
     }
     fn artifacts(&self) -> &std::path::Path {
-        &self.artifacts
+        &self.places.artifacts
     }
     fn write_with(&self, f: &mut dyn FnMut(&mut Tx<'_>) -> Result<()>) -> Result<()> {
         self.write(f)
@@ -81,7 +81,7 @@ impl SessionHost for SessionCore {
         SessionCore::gate_call(self, api, turn_id, route, request)
     }
     fn tools(&self) -> &ToolRegistry {
-        &self.tools
+        &self.toolbox.tools
     }
     fn sandbox(&self) -> &Arc<crate::sandbox::Sandbox> {
         &self.sandbox

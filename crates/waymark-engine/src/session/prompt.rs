@@ -35,7 +35,7 @@ pub(crate) async fn check(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
                     "prompt_refused",
                     format!(
                         "the message was not sent: {}",
-                        core.store.redactor().redact(&why)
+                        core.journal.store.redactor().redact(&why)
                     ),
                 ));
             }

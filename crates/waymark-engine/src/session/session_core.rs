@@ -1,35 +1,25 @@
-//! The session core: what a session is while this process holds its lease (its store and
-//! lease, settings, model route, tools, extensions, places and conversation), shared by the
-//! actor and the running turn.
+//! The session core: what a session is while this process holds its lease, shared by the
+//! actor and the running turn. It is made of parts (`parts.rs`: lease, journal, places,
+//! toolbox, policy) with the settings, the model route, the extensions and the conversation.
 
+use super::FoundTool;
 use super::history::{Conversation, HistoryCache};
-use super::{FoundTool, ToolList};
-use crate::clock::{Clock, IdSource};
 use crate::commands::CommandRegistry;
 use crate::context::ReminderSource;
 use crate::error::{Error, Result};
 use crate::extension::{Extension, SessionApi, Slots};
-use crate::guard::ToolGuard;
 use crate::provider::ModelProvider;
-use crate::store::{self, Store, Tx};
-use crate::tools::ToolRegistry;
-use std::path::PathBuf;
+use crate::store::{self, Tx};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::sync::broadcast;
+use std::sync::atomic::Ordering;
 use waymark_config::Config;
 use waymark_protocol::{Event, EventKind};
 
 /// Everything a turn needs, shared between the actor and the running turn.
 pub(crate) struct SessionCore {
     pub id: String,
-    /// This process's lease on the session; every write checks it is still held.
-    pub lease_owner: String,
-    /// Set once a write found the lease taken: nothing more is written.
-    pub lease_lost: std::sync::atomic::AtomicBool,
-    pub store: Arc<Store>,
-    pub clock: Arc<dyn Clock>,
-    pub ids: Arc<dyn IdSource>,
+    pub(crate) lease: super::parts::Lease,
+    pub(crate) journal: super::parts::Journal,
     /// The settings; replaced whole when the runtime applies new ones, read per use so a change applies
     /// from the next check on.
     pub(crate) config: std::sync::RwLock<Arc<Config>>,
@@ -38,17 +28,11 @@ pub(crate) struct SessionCore {
     pub(crate) route: std::sync::RwLock<crate::provider::Route>,
     /// Makes a provider of a model spec (the runtime's resolution: settings, keys).
     pub(crate) resolve: crate::Resolve,
-    pub tools: ToolRegistry,
-    /// The extensions' tools, which run with the session's handle (by name; also in `tools`).
-    pub session_tools: std::collections::HashMap<String, Arc<dyn crate::extension::SessionTool>>,
-    pub guards: Vec<Arc<dyn ToolGuard>>,
+    pub(crate) toolbox: super::parts::Toolbox,
+    pub(crate) policy: super::parts::Policy,
     pub reminders: Vec<Arc<dyn ReminderSource>>,
     pub commands: CommandRegistry,
-    pub workspace: PathBuf,
-    pub session_dir: PathBuf,
-    pub artifacts: PathBuf,
-    pub events: broadcast::Sender<Event>,
-    pub last_seq: AtomicU64,
+    pub(crate) places: super::parts::Places,
     /// The conversation as loaded so far; topped up from the store before each model call,
     /// so a call reads only the rows added since the last one.
     pub history: Conversation,
@@ -56,20 +40,10 @@ pub(crate) struct SessionCore {
     pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// The environment tool processes are derived from.
     pub process_env: Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
-    /// Tools whose set changes while the session runs (MCP servers'), asked before each
-    /// model call and when a called name is no fixed tool's.
-    pub sources: Vec<Arc<dyn crate::extension::source::ToolSource>>,
-    /// Tool lists per interaction mode, with their size in tokens.
-    pub tool_specs:
-        std::sync::Mutex<std::collections::HashMap<waymark_protocol::InteractionMode, ToolList>>,
     /// The extensions plugged into the session, in hook order.
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Their per-session state.
     pub(crate) slots: Slots,
-    /// Their policies, which review every call before the guard chain (in hook order).
-    pub policies: Vec<Arc<dyn crate::extension::policy::CallPolicy>>,
-    /// Their permission rules (the permission guard has them too).
-    pub rules: Vec<Arc<dyn crate::extension::rules::PermissionRule>>,
     /// What they offer one another.
     pub services: Arc<crate::extension::services::Services>,
     /// The project instructions the session started with (the system prompt carries them).
@@ -79,7 +53,7 @@ pub(crate) struct SessionCore {
     /// Something an extension ran in the background finished: the idle session looks for
     /// work again ([`SessionHost::poke`]).
     pub poked: tokio::sync::Notify,
-    /// The subagent runs started and running (their ids and depth).
+    /// The subagent runs under way (their depth).
     pub(crate) agent_runs: crate::agent::AgentRuns,
 }
 
@@ -97,9 +71,9 @@ impl SessionCore {
     ) -> crate::tools::ToolContext {
         let turn = &self.config().turn;
         crate::tools::ToolContext {
-            workspace: self.workspace.clone(),
-            session_dir: self.session_dir.clone(),
-            artifacts: self.artifacts.clone(),
+            workspace: self.places.workspace.clone(),
+            session_dir: self.places.session_dir.clone(),
+            artifacts: self.places.artifacts.clone(),
             cancel: cancel.clone(),
             output_limit: turn.tool_output_limit as usize,
             timeouts: crate::tools::Timeouts::from_config(turn),
@@ -152,7 +126,7 @@ impl SessionCore {
             micros: route
                 .price(&self.config().pricing)
                 .map(|p| p.cost_micros(usage)),
-            day: crate::clock::local_day(self.clock.now_ms()),
+            day: crate::clock::local_day(self.journal.clock.now_ms()),
             hold,
         }
     }
@@ -245,7 +219,7 @@ impl SessionCore {
         // The day's part is read and held in one write transaction: two sessions (or
         // processes) checking at the same moment are taken one after the other, each seeing
         // what the other holds.
-        let now = self.clock.now_ms();
+        let now = self.journal.clock.now_ms();
         let day = crate::clock::local_day(now);
         let sid = self.id.clone();
         let per_token = price.output_per_mtok.max(0.0);
@@ -332,7 +306,8 @@ impl SessionCore {
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
         }
         // The tools offered depend on the settings (beta flags): list them again.
-        self.tool_specs
+        self.toolbox
+            .offered
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
@@ -341,23 +316,23 @@ impl SessionCore {
     /// One transaction, fenced by the lease (a process that lost it writes nothing); its
     /// events are broadcast after commit.
     pub fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        if self.lease_lost.load(Ordering::Relaxed) {
+        if self.lease.lost.load(Ordering::Relaxed) {
             return Err(self.lease_error());
         }
-        let written = self.store.write(self.clock.now_ms(), |tx| {
-            tx.check_lease(&self.id, &self.lease_owner)?;
+        let written = self.journal.store.write(self.journal.clock.now_ms(), |tx| {
+            tx.check_lease(&self.id, &self.lease.owner)?;
             f(tx)
         });
         let (value, events) = match written {
             Err(e @ Error::LeaseLost { .. }) => {
-                self.lease_lost.store(true, Ordering::Relaxed);
+                self.lease.lost.store(true, Ordering::Relaxed);
                 return Err(e);
             }
             other => other?,
         };
         for e in events {
-            self.last_seq.store(e.seq, Ordering::Relaxed);
-            let _ = self.events.send(e);
+            self.journal.last_seq.store(e.seq, Ordering::Relaxed);
+            let _ = self.journal.events.send(e);
         }
         Ok(value)
     }
@@ -388,33 +363,34 @@ impl SessionCore {
         if let EventKind::SessionError { error } = &kind {
             tracing::warn!(code = %error.code, "{}", error.message);
         }
-        let kind = match crate::store::redact_event(&self.store.redactor(), kind) {
+        let kind = match crate::store::redact_event(&self.journal.store.redactor(), kind) {
             Ok((_, k)) => k,
             Err(_) => return,
         };
-        let _ = self.events.send(Event {
+        let _ = self.journal.events.send(Event {
             session_id: self.id.clone(),
-            seq: self.last_seq.load(Ordering::Relaxed),
-            ts: self.clock.now_ms(),
+            seq: self.journal.last_seq.load(Ordering::Relaxed),
+            ts: self.journal.clock.now_ms(),
             transient: true,
             kind,
         });
     }
 
     pub fn read<T>(&self, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
-        self.store.read(f)
+        self.journal.store.read(f)
     }
 
     /// The tool the model calls by `name`: a fixed one, else a tool source's (with the
     /// handle it runs with).
     pub fn find_tool(&self, name: &str) -> Option<FoundTool> {
-        if let Some(t) = self.session_tools.get(name) {
+        if let Some(t) = self.toolbox.session_tools.get(name) {
             return Some(FoundTool::Session(t.clone()));
         }
-        if let Some(t) = self.tools.get(name) {
+        if let Some(t) = self.toolbox.tools.get(name) {
             return Some(FoundTool::Free(t.clone()));
         }
-        self.sources
+        self.toolbox
+            .sources
             .iter()
             .find_map(|s| s.find(&self.id, name))
             .map(FoundTool::Session)
@@ -422,7 +398,7 @@ impl SessionCore {
 
     /// The conversation cache, after reading the rows added since last time.
     pub(crate) fn history_cache(&self) -> Result<std::sync::MutexGuard<'_, HistoryCache>> {
-        self.history.cache(&self.store, &self.id)
+        self.history.cache(&self.journal.store, &self.id)
     }
 
     /// Forgets the loaded history (after a compaction); see [`Conversation::reset`].

@@ -46,7 +46,7 @@ pub(crate) async fn decide(
     if found.is_none() {
         // A tool of a source still starting (an MCP server not ready yet) is waited for,
         // within the source's own bound, rather than refused as unknown.
-        for s in &core.sources {
+        for s in &core.toolbox.sources {
             if s.wait_for(&sid, &call.name).await {
                 found = core.find_tool(&call.name);
                 break;
@@ -54,8 +54,13 @@ pub(crate) async fn decide(
         }
     }
     let Some(found) = found else {
-        let mut names: Vec<String> = core.tools.iter().map(|t| t.name().to_string()).collect();
-        for s in &core.sources {
+        let mut names: Vec<String> = core
+            .toolbox
+            .tools
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect();
+        for s in &core.toolbox.sources {
             names.extend(s.names(&sid));
         }
         return Ok(Decided::UnknownTool(format!(
@@ -109,8 +114,8 @@ pub(crate) async fn decide(
         call_id: &call.id,
         arguments: &call.arguments,
         session: &session,
-        workspace: &core.workspace,
-        artifacts: &core.artifacts,
+        workspace: &core.places.workspace,
+        artifacts: &core.places.artifacts,
         shell_sandboxed: sandbox.is_some(),
         grants: &grants,
         answer,
@@ -119,7 +124,7 @@ pub(crate) async fn decide(
         api: Some(api),
         protected: &protected,
     };
-    let decision = run_chain(&core.guards, &guard_call);
+    let decision = run_chain(&core.policy.guards, &guard_call);
     // Before it runs, the diff of what an allowed file tool will change (the file is read
     // as it is now; the private places the guard keeps stay hidden).
     let changes = if matches!(decision, GuardDecision::Allow) {
@@ -132,7 +137,7 @@ pub(crate) async fn decide(
     let protected = if matches!(decision, GuardDecision::Allow)
         && crate::permission::private_read_allowed(
             &guard_call,
-            crate::extension::rules::scope_of(&core.rules, &session),
+            crate::extension::rules::scope_of(&core.policy.rules, &session),
         ) {
         crate::sandbox::private::Protected::none()
     } else {
@@ -151,7 +156,7 @@ pub(crate) async fn decide(
         protected,
         call_id: call.id.clone(),
         live: Some(live_output(core, api, turn_id, &call.id)),
-        redactor: Some(core.store.redactor()),
+        redactor: Some(core.journal.store.redactor()),
         ..base_ctx.clone()
     };
     Ok(Decided::Found {
@@ -172,7 +177,7 @@ fn live_output(
 ) -> crate::tools::LiveOutput {
     let api = api.clone();
     let call_id = call_id.to_string();
-    let redactor = core.store.redactor();
+    let redactor = core.journal.store.redactor();
     std::sync::Arc::new(move |text: &str| {
         api.transient(EventKind::ToolOutput {
             turn_id,
@@ -215,7 +220,7 @@ pub(crate) async fn execute(
     let hint = "Ask for less (a line range, a narrower pattern).";
     // Secrets go before the cut, so a cut cannot leave part of one behind, and before the
     // result reaches any model (the verifier's results never pass through the store).
-    let redactor = core.store.redactor();
+    let redactor = core.journal.store.redactor();
     let shape = |text: &str| truncate_head(&redactor.redact(text), limit, hint);
     match result {
         Ok(out) => Executed::Done {

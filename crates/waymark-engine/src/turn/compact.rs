@@ -179,8 +179,8 @@ pub(crate) async fn compact_between_turns(
         .ok_or_else(|| Error::SessionNotFound(sid.clone()))?;
     let extra = core.hooks().system_prompts(&api, &session);
     let system = context::system_prompt(
-        &core.workspace,
-        &core.session_dir,
+        &core.places.workspace,
+        &core.places.session_dir,
         &core.instructions,
         &extra,
     );

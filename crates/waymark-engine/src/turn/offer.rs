@@ -20,9 +20,18 @@ pub(crate) fn tool_specs(
             .unwrap_or_else(|| core.provider().context_tokens()),
         config: &config,
     };
-    let offered: Vec<_> = core.sources.iter().map(|s| s.offered(&cx)).collect();
+    let offered: Vec<_> = core
+        .toolbox
+        .sources
+        .iter()
+        .map(|s| s.offered(&cx))
+        .collect();
     let generations: Vec<u64> = offered.iter().map(|o| o.generation).collect();
-    let mut cache = core.tool_specs.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cache = core
+        .toolbox
+        .offered
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     if let Some(c) = cache.get(&mode)
         && c.generations == generations
     {
@@ -34,6 +43,7 @@ pub(crate) fn tool_specs(
         parameters: t.schema(),
     };
     let mut specs: Vec<ToolSpec> = core
+        .toolbox
         .tools
         .iter()
         .filter(|t| t.offered(mode, &config))
@@ -42,7 +52,9 @@ pub(crate) fn tool_specs(
     for o in &offered {
         for t in &o.tools {
             // A fixed tool's name is never a source's: the fixed one is what gets called.
-            if core.tools.get(t.name()).is_none() && !specs.iter().any(|s| s.name == t.name()) {
+            if core.toolbox.tools.get(t.name()).is_none()
+                && !specs.iter().any(|s| s.name == t.name())
+            {
                 specs.push(spec(t.clone().as_tool().as_ref()));
             }
         }

@@ -80,7 +80,7 @@ impl<'a> Persisted<'a> {
                         session: &session,
                         turn_id,
                         message_source: source,
-                        session_dir: &core.session_dir,
+                        session_dir: &core.places.session_dir,
                         api: Some(&api),
                     })
                 })
@@ -210,8 +210,8 @@ impl Recorder for Persisted<'_> {
             .context_tokens
             .unwrap_or_else(|| core.provider().context_tokens());
         let system = context::system_prompt(
-            &core.workspace,
-            &core.session_dir,
+            &core.places.workspace,
+            &core.places.session_dir,
             &core.instructions,
             &self.extra_prompt,
         );

@@ -35,7 +35,7 @@ pub(crate) async fn review(
 ) -> Result<Staged> {
     let mut call = call.clone();
     let mut ask: Option<String> = None;
-    for policy in &core.policies {
+    for policy in &core.policy.policies {
         let seen = PolicyCall {
             turn_id,
             call: &call,
@@ -103,7 +103,7 @@ pub(crate) async fn review_unattended(
     actor: CallActor,
     when_asked: &str,
 ) -> Result<Option<String>> {
-    for policy in &core.policies {
+    for policy in &core.policy.policies {
         let seen = PolicyCall {
             turn_id,
             call,

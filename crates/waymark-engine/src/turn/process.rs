@@ -105,7 +105,7 @@ pub(super) async fn process_call(
         } => match policy::narrowed(decision, policy_asks, answer, call, &changes, &tool) {
             GuardDecision::Deny(msg) => Ran::said(ToolStatus::Denied, msg),
             GuardDecision::Ask(mut asked) => {
-                let qid = core.ids.new_id("q");
+                let qid = core.journal.ids.new_id("q");
                 // The answer binds to this call alone: its id and what exactly it asked.
                 asked.call_id = call.id.clone();
                 asked.call_sha256 = call_fingerprint(call);

@@ -1,0 +1,58 @@
+//! The parts a session is made of while this process holds it, each one thing: its lease,
+//! its journal (the store, clock and ids its writes and events go through), its places on
+//! disk, its toolbox and the policy its calls go through. `SessionCore` holds them with the
+//! settings, the model route, the extensions and the conversation.
+
+use super::ToolList;
+use crate::clock::{Clock, IdSource};
+use crate::guard::ToolGuard;
+use crate::store::Store;
+use crate::tools::ToolRegistry;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+use waymark_protocol::{Event, InteractionMode};
+
+/// This process's lease on the session; every write checks it is still held.
+pub(crate) struct Lease {
+    pub(crate) owner: String,
+    /// Set once a write found the lease taken: nothing more is written.
+    pub(crate) lost: AtomicBool,
+}
+
+/// Where the session's writes and events go: the store, the clock and ids they are stamped
+/// with, the broadcast of committed events and the last `seq` sent.
+pub(crate) struct Journal {
+    pub(crate) store: Arc<Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) ids: Arc<dyn IdSource>,
+    pub(crate) events: broadcast::Sender<Event>,
+    pub(crate) last_seq: AtomicU64,
+}
+
+/// The session's places on disk, canonical.
+pub(crate) struct Places {
+    pub(crate) workspace: PathBuf,
+    pub(crate) session_dir: PathBuf,
+    pub(crate) artifacts: PathBuf,
+}
+
+/// The session's tools: the fixed ones, the extensions' session tools (by name; also in
+/// `tools`), the sources whose set changes while it runs (MCP servers'), and the lists last
+/// offered per interaction mode, with their size in tokens.
+pub(crate) struct Toolbox {
+    pub(crate) tools: ToolRegistry,
+    pub(crate) session_tools: HashMap<String, Arc<dyn crate::extension::SessionTool>>,
+    pub(crate) sources: Vec<Arc<dyn crate::extension::source::ToolSource>>,
+    pub(crate) offered: Mutex<HashMap<InteractionMode, ToolList>>,
+}
+
+/// What every call goes through: the extensions' policies (before the guard chain, in hook
+/// order), the guard chain, and the permission rules (the permission guard has them too).
+pub(crate) struct Policy {
+    pub(crate) policies: Vec<Arc<dyn crate::extension::policy::CallPolicy>>,
+    pub(crate) guards: Vec<Arc<dyn ToolGuard>>,
+    pub(crate) rules: Vec<Arc<dyn crate::extension::rules::PermissionRule>>,
+}
