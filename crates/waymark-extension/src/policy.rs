@@ -16,6 +16,11 @@ pub struct PolicyCall<'a> {
     /// The call as stored now (a rewrite by an earlier policy included).
     pub call: &'a ToolCallRecord,
     pub actor: CallActor,
+    /// What the tool the name resolves to declares it does (writes, runs programs, reaches
+    /// the network, acts through another program), so a policy judges the call by what it
+    /// does, not by its name; `None` when no tool has that name now (the guard chain then
+    /// refuses it, or a tool source still starting brings it later).
+    pub effects: Option<waymark_tools::Effects>,
 }
 
 /// What a policy says of a call.

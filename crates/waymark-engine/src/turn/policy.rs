@@ -35,11 +35,14 @@ pub(crate) async fn review(
 ) -> Result<Staged> {
     let mut call = call.clone();
     let mut ask: Option<String> = None;
+    // A rewrite changes the input, never the tool: its effects are read once.
+    let effects = core.find_tool(&call.name).map(|t| t.effects());
     for policy in &core.policy.policies {
         let seen = PolicyCall {
             turn_id,
             call: &call,
             actor,
+            effects,
         };
         match policy.review(api, &seen).await? {
             Verdict::Pass => {}
@@ -103,11 +106,13 @@ pub(crate) async fn review_unattended(
     actor: CallActor,
     when_asked: &str,
 ) -> Result<Option<String>> {
+    let effects = core.find_tool(&call.name).map(|t| t.effects());
     for policy in &core.policy.policies {
         let seen = PolicyCall {
             turn_id,
             call,
             actor,
+            effects,
         };
         match policy.review(api, &seen).await? {
             Verdict::Pass => {}
