@@ -112,8 +112,10 @@ pub(crate) async fn drive(
     // ends; a second one quits at once.
     let mut terminate = unix_signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut hangup = unix_signal(tokio::signal::unix::SignalKind::hangup())?;
-    // The usage-limit reset the run waits for.
+    // The usage-limit reset the run waits for, and whether a limit stopped the goal during
+    // this run (the last goal update said so).
     let mut waiting: Option<i64> = None;
+    let mut limited_here = false;
     // The goal's own wait (the agent's `wait`): when this run began waiting with it, the
     // latest it waits to, and the newest check result printed.
     let mut goal_wait: Option<(i64, i64)> = None;
@@ -141,6 +143,11 @@ pub(crate) async fn drive(
                                 answer: None,
                             };
                             outln!("{}", render::questionnaire(handle.id(), &q));
+                        }
+                        // A usage limit this run met: the run waits for its reset (one the
+                        // goal was already under when the run began ends it at once, exit 4).
+                        EventKind::GoalUpdate { status, .. } => {
+                            limited_here = *status == waymark_protocol::GoalStatus::UsageLimited;
                         }
                         EventKind::TurnStarted { .. } => {
                             waiting = None;
@@ -174,6 +181,9 @@ pub(crate) async fn drive(
                     break ExitCode::from(EXIT_WAITING);
                 }
                 // A usage limit stopped the goal: wait for its reset within the wait limit.
+                Progress::Settled(Settled::Limited { .. }) if !limited_here => {
+                    break exit::at_idle(runtime, handle.id(), follow.failure())?;
+                }
                 Progress::Settled(Settled::Limited { .. }) => {
                     match limit_wait(runtime, handle.id(), wait_limit)? {
                         Some(LimitWait::Until(at)) => {

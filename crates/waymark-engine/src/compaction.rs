@@ -165,14 +165,22 @@ fn render(item: &HistoryItem) -> String {
     }
 }
 
-/// Adds to a compaction call what the summary must keep, as the extensions said it.
+/// The most the extensions may ask a summary to keep, in bytes (past it, cut with `…`): the
+/// request was sized to fit before they were asked.
+const MAX_KEEP: usize = 4 * 1024;
+
+/// Adds to a compaction call what the summary must keep, as the extensions said it, cut to
+/// [`MAX_KEEP`].
 pub fn keep_in_summary(request: &mut ModelRequest, keep: &[String]) {
     if keep.is_empty() {
         return;
     }
     if let Some(ModelMessage::User { text }) = request.messages.last_mut() {
         text.push_str("\n\n# What the summary must keep\n\n");
-        text.push_str(&keep.join("\n\n"));
+        text.push_str(&waymark_protocol::display::cut_at(
+            keep.join("\n\n"),
+            MAX_KEEP,
+        ));
     }
 }
 

@@ -83,6 +83,8 @@ pub struct Follow {
     resting_on_goal: bool,
     /// A rest found after the event that showed it, given next.
     pending: Option<Settled>,
+    /// The goal could not be read when the event that showed a rest came: given after it.
+    failed: Option<crate::Error>,
 }
 
 impl Follow {
@@ -99,6 +101,7 @@ impl Follow {
             failure: None,
             resting_on_goal: false,
             pending: None,
+            failed: None,
         }
     }
 
@@ -117,7 +120,12 @@ impl Follow {
     }
 
     /// The next event or rest; `goal` reads the session's goal when the session rests.
+    /// An event always comes first: a goal that cannot be read when the session rests is the
+    /// error of the call after it, so no event is ever lost to it.
     pub async fn next(&mut self, goal: GoalOf<'_>) -> Result<Progress> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         if let Some(s) = self.pending.take() {
             return Ok(Progress::Settled(s));
         }
@@ -126,7 +134,10 @@ impl Follow {
             Err(RecvError::Lagged(n)) => return Ok(Progress::Lagged(n)),
             Err(RecvError::Closed) => return Ok(Progress::Closed),
         };
-        self.pending = self.observe(&event, goal)?;
+        match self.observe(&event, goal) {
+            Ok(rest) => self.pending = rest,
+            Err(e) => self.failed = Some(e),
+        }
         Ok(Progress::Event(event))
     }
 

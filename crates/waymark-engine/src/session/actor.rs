@@ -49,6 +49,10 @@ pub(crate) struct Actor {
     wake: Option<i64>,
 }
 
+/// The longest the extensions' step after opening may take: well inside the lease's
+/// staleness (30 s by default), since no heartbeat is sent while it runs.
+const AFTER_OPEN_LIMIT: Duration = Duration::from_secs(10);
+
 pub(crate) fn spawn(
     core: Arc<SessionCore>,
     lease_owner: String,
@@ -83,12 +87,25 @@ pub(crate) fn spawn(
 
 impl Actor {
     async fn run(mut self, mut ops: mpsc::UnboundedReceiver<(Op, Reply)>) {
-        // The extensions' step after opening comes before the first op; one that fails is
-        // said, and the session stays open.
+        // The extensions' step after opening comes before the first op, bounded well inside
+        // the lease's staleness (no heartbeat is sent meanwhile); one that fails or overruns
+        // is said (and logged), and the session stays open.
         let api = crate::extension::SessionApi::new(self.core.clone());
-        if let Err(e) = self.core.hooks().after_open(&api).await {
-            self.core
-                .transient(EventKind::SessionError { error: e.info() });
+        let opened = tokio::time::timeout(AFTER_OPEN_LIMIT, self.core.hooks().after_open(&api));
+        let failed = match opened.await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.info()),
+            Err(_) => Some(waymark_protocol::ErrorInfo::new(
+                "after_open_timeout",
+                format!(
+                    "an extension's step after opening the session took longer than {} s and was stopped",
+                    AFTER_OPEN_LIMIT.as_secs()
+                ),
+            )),
+        };
+        if let Some(error) = failed {
+            tracing::warn!(code = %error.code, "after opening: {}", error.message);
+            self.core.transient(EventKind::SessionError { error });
         }
         drop(api);
         // The lease was just taken: the first heartbeat is due one period from now.

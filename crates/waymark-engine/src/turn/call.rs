@@ -344,8 +344,16 @@ fn for_actor(tool: &crate::session::FoundTool, actor: CallActor) -> bool {
     }
 }
 
-/// `content` with the notes the extensions' result review adds (`review_result`), each after
-/// a blank line: a call of `actor` in turn `turn_id` that ran.
+/// The most of the extensions' notes one result carries, in bytes (past it, cut with `…`).
+const MAX_NOTES: usize = 8 * 1024;
+
+/// What comes before the extensions' notes, so the model tells them from the tool's output.
+const NOTES_HEADING: &str = "[Notes the session's checks added to this result]";
+
+/// `content` with the notes the extensions' result review adds (`review_result`) under a
+/// heading, redacted and cut to [`MAX_NOTES`]: a call of `actor` in turn `turn_id` that ran.
+/// The call ran whatever the review says: a review that fails adds nothing (it is logged and
+/// said as a session error), so its result is still recorded as what happened.
 pub(crate) async fn reviewed(
     core: &SessionCore,
     api: &SessionApi,
@@ -353,21 +361,40 @@ pub(crate) async fn reviewed(
     call: &ToolCallRecord,
     status: ToolStatus,
     mut content: String,
-) -> Result<String> {
+) -> String {
     let seen = crate::extension::ResultSeen {
         status,
         content: &content,
         actor,
     };
-    for note in core
-        .hooks()
-        .review_result(api, turn_id, call, &seen)
-        .await?
-    {
-        content.push_str("\n\n");
-        content.push_str(&note);
+    let notes = match core.hooks().review_result(api, turn_id, call, &seen).await {
+        Ok(notes) => notes,
+        Err(e) => {
+            let error = waymark_protocol::ErrorInfo::new(
+                "result_review_failed",
+                format!(
+                    "the review of `{}`'s result failed, so it has no notes: {e}",
+                    crate::display::escape_line(&call.name)
+                ),
+            );
+            core.transient(EventKind::SessionError { error });
+            return content;
+        }
+    };
+    if notes.is_empty() {
+        return content;
     }
-    Ok(content)
+    let notes = core
+        .journal
+        .store
+        .redactor()
+        .redact(&notes.join("\n\n"))
+        .into_owned();
+    content.push_str("\n\n");
+    content.push_str(NOTES_HEADING);
+    content.push('\n');
+    content.push_str(&waymark_protocol::display::cut_at(notes, MAX_NOTES));
+    content
 }
 
 /// What a run with nobody to answer its calls holds them to.
@@ -460,7 +487,7 @@ pub(crate) async fn run_unattended(
                             }
                             // A subagent's results are reviewed as its parent's are.
                             let content = if actor.under_session_policy() {
-                                reviewed(core, api, (turn_id, actor), call, status, content).await?
+                                reviewed(core, api, (turn_id, actor), call, status, content).await
                             } else {
                                 content
                             };

@@ -62,8 +62,23 @@ pub(super) async fn compact(
     };
     let mut request = c::request(previous.as_ref(), &prefix, window);
     // What the extensions say the summary must keep (outside any transaction).
-    let must_keep = core.hooks().before_compaction(api, reason).await?;
-    c::keep_in_summary(&mut request, &must_keep);
+    // What the extensions say the summary must keep, redacted and bounded; a step that fails
+    // fails this compaction as any failure does (the request is cut to fit instead).
+    match core.hooks().before_compaction(api, reason).await {
+        Ok(keep) => {
+            let keep: Vec<String> = keep
+                .iter()
+                .map(|k| core.journal.store.redactor().redact(k).into_owned())
+                .collect();
+            c::keep_in_summary(&mut request, &keep);
+        }
+        Err(e) => {
+            return Ok(Compacted::Failed(crate::provider::ProviderError::new(
+                crate::provider::ProviderErrorKind::RequestRejected,
+                format!("an extension's step before compaction failed: {e}"),
+            )));
+        }
+    }
     let route = core.route();
     // The spending limits hold this call too (G-33).
     let hold = match core.gate_call(api, turn_id, &route, &mut request)? {

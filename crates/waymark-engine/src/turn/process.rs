@@ -137,7 +137,7 @@ pub(super) async fn process_call(
                     ran.status,
                     ran.content,
                 )
-                .await?;
+                .await;
                 ran
             }
         },

@@ -135,3 +135,29 @@ async fn the_session_lists_its_slash_commands() {
     assert_eq!(names, sorted);
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_goal_that_cannot_be_read_never_loses_the_event_that_showed_the_rest() {
+    let h = Harness::new(Config::default());
+    let s = held(&h, json!([{"text": "hello"}]), PermissionMode::Ask);
+    let (mut follow, _) = submit_and_follow(&s, Some(user("hi")))
+        .await
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let broken = |_: &str| -> waymark_runtime::Result<Option<waymark_protocol::GoalSnapshot>> {
+        Err(waymark_runtime::Error::Corrupt(
+            "the goals table is unreadable".into(),
+        ))
+    };
+    // The idle event comes through first; the error is the next thing the follower says.
+    loop {
+        match follow.next(&broken).await {
+            Ok(Progress::Event(e)) if e.kind.type_name() == "session.idle" => break,
+            Ok(Progress::Event(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let e = follow.next(&broken).await.unwrap_err();
+    assert_eq!(e.code(), "corrupt_data");
+    s.shutdown().await.unwrap();
+}

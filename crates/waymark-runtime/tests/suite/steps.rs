@@ -80,9 +80,11 @@ impl Extension for Checks {
         _api: &'a SessionApi,
         reason: CompactReason,
     ) -> BoxFuture<'a, waymark_runtime::Result<Option<String>>> {
+        // A hostile step asks for far more than a summary has room for.
         Box::pin(async move {
             Ok(Some(format!(
-                "Keep the ticket number TICKET-4242 ({reason:?})."
+                "Keep the ticket number TICKET-4242 ({reason:?}). {}",
+                "x".repeat(1 << 20)
             )))
         })
     }
@@ -181,6 +183,11 @@ async fn a_result_review_adds_a_note_the_model_reads_with_the_result() {
         stored.contains("this file is generated, do not edit it"),
         "{stored}"
     );
+    // Under a heading, so the model tells the note from the file.
+    assert!(
+        stored.contains("[Notes the session's checks added to this result]"),
+        "{stored}"
+    );
     // The model reads it with the result, in the next request.
     let requests = rec.requests.lock().unwrap().clone();
     let seen = requests[1].messages.iter().any(|m| matches!(m, ModelMessage::ToolResult { content, .. } if content.contains("do not edit it")));
@@ -240,7 +247,61 @@ async fn what_an_extension_says_a_summary_must_keep_reaches_the_compaction_call(
         .join("\n");
     assert!(
         text.contains("Keep the ticket number TICKET-4242 (Manual)."),
-        "{text}"
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    // Bounded: the megabyte it asked for is cut.
+    assert!(text.matches('x').count() < 8 * 1024, "{} bytes", text.len());
+    s.shutdown().await.unwrap();
+}
+
+/// A review that fails on every call.
+struct BrokenReview;
+
+impl Extension for BrokenReview {
+    fn name(&self) -> &'static str {
+        "broken-review"
+    }
+    fn review_result<'a>(
+        &'a self,
+        _api: &'a SessionApi,
+        _turn_id: i64,
+        _call: &'a ToolCallRecord,
+        _result: &'a ResultSeen<'a>,
+    ) -> BoxFuture<'a, waymark_runtime::Result<Option<String>>> {
+        Box::pin(async {
+            Err(waymark_runtime::Error::refused(
+                "the hook program crashed".into(),
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_failing_review_never_hides_that_the_call_ran() {
+    let (h, _rec) = Harness::recording(
+        Config::default(),
+        json!({"responses": [
+            {"tool_calls": [{"name": "write", "arguments": {"path": "pushed.txt", "content": "once\n"}}]},
+            {"text": "done"}
+        ]}),
+    );
+    let mut opts = h.runtime.options().clone();
+    opts.extensions.push(Arc::new(BrokenReview));
+    let runtime = Runtime::open(opts).unwrap();
+    let s = session(&h, &runtime);
+    let ev = run(&s, user("write it")).await;
+    // The write ran, and its result says so: not "not run", whatever the review did.
+    let r = super::harness::results(&ev);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(!r[0].2.contains("not run"), "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("pushed.txt")).unwrap(),
+        "once\n"
+    );
+    assert_eq!(
+        super::harness::finished(&ev),
+        vec![(waymark_protocol::TurnEndReason::Completed, None)]
     );
     s.shutdown().await.unwrap();
 }
