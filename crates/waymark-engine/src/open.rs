@@ -142,11 +142,13 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
             last_seq: AtomicU64::new(last_seq),
         },
         config: SessionCore::new_config(a.config),
-        route: std::sync::RwLock::new(crate::provider::Route {
-            spec: a.model.clone(),
-            provider: a.provider,
-        }),
-        resolve: a.resolve,
+        model: session::parts::ModelRoute {
+            current: std::sync::RwLock::new(crate::provider::Route {
+                spec: a.model.clone(),
+                provider: a.provider,
+            }),
+            resolve: a.resolve,
+        },
         toolbox: session::parts::Toolbox {
             tools: parts.tools,
             session_tools: parts.session_tools,
@@ -168,9 +170,11 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         history: Default::default(),
         sandbox,
         process_env: a.process_env,
-        extensions: a.extensions,
-        slots: Default::default(),
-        services: Arc::new(parts.services),
+        extensions: session::parts::Plugged {
+            all: a.extensions,
+            slots: Default::default(),
+            services: Arc::new(parts.services),
+        },
         instructions,
         compact_requested,
         agent_runs: Default::default(),

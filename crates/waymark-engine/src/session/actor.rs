@@ -307,7 +307,7 @@ impl Actor {
                     )));
                 }
                 // Resolved first: a spec that names no usable model changes nothing.
-                let (spec, provider) = (core.resolve)(model)?;
+                let (spec, provider) = (core.model.resolve)(model)?;
                 core.write(|tx| {
                     tx.set_model(&core.id, &spec)?;
                     configured(tx, core, Some(provider.context_tokens()))

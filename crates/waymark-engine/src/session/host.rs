@@ -59,7 +59,7 @@ impl SessionHost for SessionCore {
         SessionCore::route(self)
     }
     fn route_for(&self, spec: &str) -> waymark_extension::error::Result<crate::provider::Route> {
-        let (spec, provider) = (self.resolve)(spec)
+        let (spec, provider) = (self.model.resolve)(spec)
             .map_err(|e| waymark_extension::error::Error::refused(e.to_string()))?;
         Ok(crate::provider::Route { spec, provider })
     }
@@ -90,10 +90,10 @@ impl SessionHost for SessionCore {
         SessionCore::tool_env(self)
     }
     fn slots(&self) -> &Slots {
-        &self.slots
+        &self.extensions.slots
     }
     fn services(&self) -> &crate::extension::services::Services {
-        &self.services
+        &self.extensions.services
     }
     fn run_agent<'a>(
         &'a self,

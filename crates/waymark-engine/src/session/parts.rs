@@ -1,7 +1,7 @@
 //! The parts a session is made of while this process holds it, each one thing: its lease,
-//! its journal (the store, clock and ids its writes and events go through), its places on
-//! disk, its toolbox and the policy its calls go through. `SessionCore` holds them with the
-//! settings, the model route, the extensions and the conversation.
+//! its journal (the store, clock and ids its writes and events go through), its model route,
+//! its places on disk, its toolbox, the policy its calls go through and its extensions.
+//! `SessionCore` holds them with the settings and the conversation.
 
 use super::ToolList;
 use crate::clock::{Clock, IdSource};
@@ -55,4 +55,20 @@ pub(crate) struct Policy {
     pub(crate) policies: Vec<Arc<dyn crate::extension::policy::CallPolicy>>,
     pub(crate) guards: Vec<Arc<dyn ToolGuard>>,
     pub(crate) rules: Vec<Arc<dyn crate::extension::rules::PermissionRule>>,
+}
+
+/// The model the session's calls go to, with its spec (what they are priced by), swapped
+/// whole by `Op::SetModel` and read per call; and how a spec becomes a provider (the
+/// runtime's resolution: settings, keys).
+pub(crate) struct ModelRoute {
+    pub(crate) current: std::sync::RwLock<crate::provider::Route>,
+    pub(crate) resolve: crate::Resolve,
+}
+
+/// The extensions plugged into the session, in hook order, their per-session state and what
+/// they offer one another.
+pub(crate) struct Plugged {
+    pub(crate) all: Vec<Arc<dyn crate::extension::Extension>>,
+    pub(crate) slots: crate::extension::Slots,
+    pub(crate) services: Arc<crate::extension::services::Services>,
 }

@@ -7,7 +7,7 @@ use super::history::{Conversation, HistoryCache};
 use crate::commands::CommandRegistry;
 use crate::context::ReminderSource;
 use crate::error::{Error, Result};
-use crate::extension::{Extension, SessionApi, Slots};
+use crate::extension::SessionApi;
 use crate::provider::ModelProvider;
 use crate::store::{self, Tx};
 use std::sync::Arc;
@@ -23,11 +23,8 @@ pub(crate) struct SessionCore {
     /// The settings; replaced whole when the runtime applies new ones, read per use so a change applies
     /// from the next check on.
     pub(crate) config: std::sync::RwLock<Arc<Config>>,
-    /// The model and its spec (what its calls are priced by), together; swapped by
-    /// `Op::SetModel`, read per call so a switch applies from the next model call on.
-    pub(crate) route: std::sync::RwLock<crate::provider::Route>,
-    /// Makes a provider of a model spec (the runtime's resolution: settings, keys).
-    pub(crate) resolve: crate::Resolve,
+    /// The model route: a switch applies from the next model call on.
+    pub(crate) model: super::parts::ModelRoute,
     pub(crate) toolbox: super::parts::Toolbox,
     pub(crate) policy: super::parts::Policy,
     pub reminders: Vec<Arc<dyn ReminderSource>>,
@@ -40,12 +37,8 @@ pub(crate) struct SessionCore {
     pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// The environment tool processes are derived from.
     pub process_env: Arc<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
-    /// The extensions plugged into the session, in hook order.
-    pub extensions: Vec<Arc<dyn Extension>>,
-    /// Their per-session state.
-    pub(crate) slots: Slots,
-    /// What they offer one another.
-    pub services: Arc<crate::extension::services::Services>,
+    /// The extensions plugged into the session, their state and services.
+    pub(crate) extensions: super::parts::Plugged,
     /// The project instructions the session started with (the system prompt carries them).
     pub instructions: String,
     /// `/compact` was typed: compact before the next model call.
@@ -89,7 +82,7 @@ impl SessionCore {
 
     /// The session's model now, with its spec: one call's route.
     pub fn route(&self) -> crate::provider::Route {
-        match self.route.read() {
+        match self.model.current.read() {
             Ok(r) => r.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
@@ -102,7 +95,7 @@ impl SessionCore {
 
     pub(super) fn set_provider(&self, spec: String, provider: Arc<dyn ModelProvider>) {
         let route = crate::provider::Route { spec, provider };
-        match self.route.write() {
+        match self.model.current.write() {
             Ok(mut r) => *r = route,
             Err(poisoned) => *poisoned.into_inner() = route,
         }
@@ -297,7 +290,7 @@ impl SessionCore {
 
     /// The session's extensions, as the engine calls their hooks.
     pub(crate) fn hooks(&self) -> crate::hooks::Hooks<'_> {
-        crate::hooks::Hooks(&self.extensions)
+        crate::hooks::Hooks(&self.extensions.all)
     }
 
     pub(crate) fn set_config(&self, config: Config) {
