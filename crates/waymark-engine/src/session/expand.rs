@@ -12,23 +12,11 @@ use waymark_protocol::{MessageSource, Op};
 /// runs in the submitter's task (`SessionHandle::submit`), not the session's: the session
 /// goes on meanwhile, Stop included.
 pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
-    let Op::Submit {
-        text,
-        source: MessageSource::User,
-        position,
-        idempotency_key,
-        intent,
-    } = op
-    else {
-        return Ok(op);
+    let (text, rest) = match UserSubmit::of(op) {
+        Split::User(text, rest) => (text, rest),
+        Split::Other(op) => return Ok(op),
     };
-    let keep = |text: String| Op::Submit {
-        text,
-        source: MessageSource::User,
-        position,
-        idempotency_key: idempotency_key.clone(),
-        intent,
-    };
+    let keep = |text: String| rest.clone().with(text);
     let Some((name, args)) = parse(&text) else {
         return Ok(keep(text));
     };
@@ -61,3 +49,54 @@ pub(crate) async fn expand(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
 
 /// The longest error an expansion may give, in bytes (past it, cut with `…`).
 const MAX_EXPAND_ERROR: usize = 2000;
+
+/// An op as the steps before admission see it.
+pub(super) enum Split {
+    /// A user's message: its text, and the rest of it.
+    User(String, UserSubmit),
+    /// Any other op, untouched.
+    Other(Op),
+}
+
+/// A user's message taken apart: its text, and the rest of its op, to put back around the
+/// text a step before admission makes of it (an expansion, a check's context).
+#[derive(Clone)]
+pub(super) struct UserSubmit {
+    position: waymark_protocol::Position,
+    idempotency_key: Option<String>,
+    intent: Option<waymark_protocol::Intent>,
+}
+
+impl UserSubmit {
+    /// The text of a user's message and the rest of it; any other op as it is.
+    pub(super) fn of(op: Op) -> Split {
+        match op {
+            Op::Submit {
+                text,
+                source: MessageSource::User,
+                position,
+                idempotency_key,
+                intent,
+            } => Split::User(
+                text,
+                UserSubmit {
+                    position,
+                    idempotency_key,
+                    intent,
+                },
+            ),
+            other => Split::Other(other),
+        }
+    }
+
+    /// The message again, with `text`.
+    pub(super) fn with(self, text: String) -> Op {
+        Op::Submit {
+            text,
+            source: MessageSource::User,
+            position: self.position,
+            idempotency_key: self.idempotency_key,
+            intent: self.intent,
+        }
+    }
+}

@@ -11,19 +11,13 @@ use crate::commands::parse;
 use crate::error::{Error, Result};
 use crate::extension::{PromptCheck, SessionApi};
 use std::sync::Arc;
-use waymark_protocol::{MessageSource, Op};
+use waymark_protocol::Op;
 
 /// `op` as the extensions let it through: a user's message refused, or with their context.
 pub(crate) async fn check(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
-    let Op::Submit {
-        text,
-        source: MessageSource::User,
-        position,
-        idempotency_key,
-        intent,
-    } = op
-    else {
-        return Ok(op);
+    let (text, rest) = match super::expand::UserSubmit::of(op) {
+        super::expand::Split::User(text, rest) => (text, rest),
+        super::expand::Split::Other(op) => return Ok(op),
     };
     let command = parse(&text).is_some_and(|(name, _)| core.commands.has(name));
     let api = SessionApi::new(core.clone());
@@ -59,13 +53,7 @@ pub(crate) async fn check(core: &Arc<SessionCore>, op: Op) -> Result<Op> {
             }
         }
     };
-    Ok(Op::Submit {
-        text,
-        source: MessageSource::User,
-        position,
-        idempotency_key,
-        intent,
-    })
+    Ok(rest.with(text))
 }
 
 /// The longest refusal a check may give, in bytes (past it, cut with `…`).

@@ -425,18 +425,7 @@ pub(crate) async fn run_unattended(
     // What a file tool that succeeded changed, for its result's event.
     let mut changes = Vec::new();
     let sid = api.id().to_string();
-    api.write(|tx| {
-        Ok(tx.emit(
-            &sid,
-            EventKind::ToolCall {
-                turn_id,
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-                actor,
-            },
-        )?)
-    })?;
+    api.write(|tx| Ok(tx.emit(&sid, super::record::call_event(turn_id, call, actor))?))?;
     // The policies see the reviewer's calls too; nobody can answer them, and they are never
     // stored, so a question or a rewrite refuses the call.
     let refused =

@@ -10,8 +10,8 @@ use crate::extension::policy::{PolicyCall, Verdict};
 use crate::guard::GuardDecision;
 use crate::session::SessionCore;
 use crate::store::ToolCallRecord;
+use waymark_protocol::CallActor;
 use waymark_protocol::display::escape_line;
-use waymark_protocol::{CallActor, EventKind};
 
 /// What the policies made of a call.
 pub(crate) enum Staged {
@@ -76,16 +76,7 @@ pub(crate) async fn review(
                         )));
                     };
                     call.arguments = stored;
-                    Ok(tx.emit(
-                        &sid,
-                        EventKind::ToolCall {
-                            turn_id,
-                            call_id: call.id.clone(),
-                            name: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                            actor,
-                        },
-                    )?)
+                    Ok(tx.emit(&sid, super::record::call_event(turn_id, &call, actor))?)
                 })?;
                 // The conversation the model sees next carries the stored input.
                 core.reset_history();

@@ -69,16 +69,7 @@ pub(super) fn record_reply(
             },
         )?;
         for c in &r.tool_calls {
-            tx.emit(
-                sid,
-                EventKind::ToolCall {
-                    turn_id,
-                    call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                    actor: CallActor::Main,
-                },
-            )?;
+            tx.emit(sid, call_event(turn_id, c, CallActor::Main))?;
         }
         Ok(())
     })
@@ -255,4 +246,16 @@ pub(crate) fn close_turn(
             cost_usd: row.spend.usd(),
         },
     )?)
+}
+
+/// The `tool.call` event of `call` by `actor`: when its reply is recorded, when a policy
+/// rewrote it, and when a run that keeps no history makes it.
+pub(super) fn call_event(turn_id: i64, call: &ToolCallRecord, actor: CallActor) -> EventKind {
+    EventKind::ToolCall {
+        turn_id,
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        actor,
+    }
 }
