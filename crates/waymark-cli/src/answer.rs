@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 use waymark_protocol::{Answer, Op};
-use waymark_runtime::{Runtime, SessionSpec};
+use waymark_runtime::Runtime;
 
 /// An answer from the command line: its name, `--text`, `--option`, `--comment`s and
 /// `--as-goal [--budget]`, each checked against what the answer takes.
@@ -93,13 +93,7 @@ pub(crate) async fn approve_in_worktree(
     else {
         anyhow::bail!("--worktree goes with `approve`");
     };
-    let plan = runtime.open_session(
-        session,
-        SessionSpec {
-            hold: true,
-            ..SessionSpec::default()
-        },
-    )?;
+    let plan = crate::follow::open_held(runtime, session)?;
     let name = Some(name.trim()).filter(|n| !n.is_empty());
     let made = runtime
         .approve_in_worktree(&plan, questionnaire, option, as_goal, name)

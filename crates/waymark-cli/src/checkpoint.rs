@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use waymark_protocol::checkpoint::{PathChangeKind, RewindScope};
 use waymark_protocol::display::escape_line;
 use waymark_protocol::{EventKind, Op};
-use waymark_runtime::{Runtime, SessionSpec};
+use waymark_runtime::Runtime;
 
 /// How many changed files the summary names.
 const NAMED: usize = 20;
@@ -36,13 +36,7 @@ pub(crate) async fn rewind(
     scope: RewindScope,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let handle = runtime.open_session(
-        session,
-        SessionSpec {
-            hold: true,
-            ..SessionSpec::default()
-        },
-    )?;
+    let handle = crate::follow::open_held(runtime, session)?;
     let mut events = handle.subscribe();
     let r = handle
         .submit(Op::Rewind {

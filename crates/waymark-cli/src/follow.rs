@@ -48,19 +48,25 @@ pub(crate) async fn submit_without_running(
         .map(|_| ())
 }
 
+/// Opens session `session` held: its queued work does not start (an op that only changes
+/// it, a draft, a rewind); refused while another process drives it.
+pub(crate) fn open_held(runtime: &Runtime, session: &str) -> anyhow::Result<SessionHandle> {
+    Ok(runtime.open_session(
+        session,
+        SessionSpec {
+            hold: true,
+            ..SessionSpec::default()
+        },
+    )?)
+}
+
 /// Sends `op` to a held session (nothing runs) and returns what it said.
 pub(crate) async fn submit_without_running_for(
     runtime: &Runtime,
     session: &str,
     op: Op,
 ) -> anyhow::Result<String> {
-    let handle = runtime.open_session(
-        session,
-        SessionSpec {
-            hold: true,
-            ..SessionSpec::default()
-        },
-    )?;
+    let handle = crate::follow::open_held(runtime, session)?;
     let r = handle.submit(op).await;
     handle.shutdown().await?;
     Ok(match r? {

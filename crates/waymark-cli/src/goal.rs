@@ -130,13 +130,7 @@ pub(crate) async fn goal_command(
             text,
             json,
         } => {
-            let handle = runtime.open_session(
-                &session,
-                SessionSpec {
-                    hold: true,
-                    ..SessionSpec::default()
-                },
-            )?;
+            let handle = crate::follow::open_held(runtime, &session)?;
             let drafted = waymark_runtime::goal::draft::draft(&handle.api(), &text).await;
             handle.shutdown().await?;
             let d = drafted?;
