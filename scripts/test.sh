@@ -23,6 +23,8 @@ echo "== wire types build with the specta derives the desktop bindings use"
 cargo check --locked -p waymark-protocol --features specta
 echo "== cargo nextest run"
 cargo nextest run --workspace --locked --profile ci
+echo "== doc tests: what must not compile (a session tool registered as a plain tool)"
+cargo test --doc --locked -p waymark-extension
 echo "== generated TypeScript bindings are current"
 if git rev-parse --git-dir >/dev/null 2>&1; then
   git diff --exit-code -- ui/src/bindings.ts || {

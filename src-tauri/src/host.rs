@@ -2,13 +2,11 @@
 //! events to the webview (and raises notifications). Holds no business logic: everything it
 //! does is a call into `waymark-runtime`.
 
-use crate::alerts;
 use crate::error::{IpcError, IpcResult};
-use crate::events::{AlertRaised, SessionEvent};
 use crate::plan_watch::PlanWatch;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tauri_specta::Event as _;
 use waymark_runtime::{Runtime, SessionHandle, SessionSpec};
@@ -142,11 +140,11 @@ impl Host {
         let id = handle.id().to_string();
         let follow = waymark_runtime::client::Follow::on(&handle);
         lock(&self.sessions).insert(id, Arc::new(handle));
-        tauri::async_runtime::spawn(forward(app.clone(), follow));
+        tauri::async_runtime::spawn(crate::forward::forward(app.clone(), follow));
     }
 
     /// How notifications name a session: its title, else its workspace folder's name.
-    fn title(&self, id: &str) -> String {
+    pub(crate) fn title(&self, id: &str) -> String {
         let summary = self
             .runtime
             .list_sessions()
@@ -294,109 +292,4 @@ pub fn now_ms() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64() * 1000.0)
         .unwrap_or(0.0)
-}
-
-/// The events that change what the session list or the Goals board shows of a session (its
-/// title, mode and model, whether it needs the user, its goal and what it spent): of a
-/// session the window does not show, only these go to the page.
-pub(crate) const LISTED_EVENTS: &[&str] = &[
-    "session.started",
-    "session.configured",
-    "session.idle",
-    "session.waiting",
-    "session.error",
-    "message.admitted",
-    "turn.finished",
-    "questionnaire.opened",
-    "questionnaire.answered",
-    "plan.mode_changed",
-    "goal.create",
-    "goal.update",
-    "goal.clear",
-    "goal.updated",
-];
-
-fn concerns_the_lists(kind: &waymark_protocol::EventKind) -> bool {
-    LISTED_EVENTS.contains(&kind.type_name())
-}
-
-/// Follows a session through the client seam for as long as the window lives: pushes its
-/// events to the webview, raises the notifications they call for, and gives memory back
-/// each time the session comes to rest.
-async fn forward<R: tauri::Runtime>(
-    app: tauri::AppHandle<R>,
-    mut follow: waymark_runtime::client::Follow,
-) {
-    use tauri::Manager;
-    use waymark_runtime::client::Progress;
-    loop {
-        let progress = match app.try_state::<Host>() {
-            Some(host) => follow.next(&host.runtime.goal_of()).await,
-            None => follow.next(&|_| Ok(None)).await,
-        };
-        let event = match progress {
-            Ok(Progress::Event(e)) => e,
-            // A session at rest (idle, waiting on the user, its goal stopped or waiting)
-            // allocates nothing for a while: what it freed goes back to the system.
-            Ok(Progress::Settled(_)) => {
-                crate::memory::TRIM.request();
-                continue;
-            }
-            // The UI reloads from the log when it sees a gap in `seq`.
-            Ok(Progress::Lagged(_)) => continue,
-            Ok(Progress::Closed) => break,
-            Err(e) => {
-                eprintln!("waymark: a session's goal could not be read: {e}");
-                continue;
-            }
-        };
-        let host = app.try_state::<Host>();
-        let focused = host
-            .as_ref()
-            .is_some_and(|h| h.focused.load(Ordering::Relaxed));
-        let shown = host.as_ref().is_some_and(|h| h.shows(&event.session_id));
-        // Which events alert: the settings as they are now (a switch saved takes at once).
-        let on = host
-            .as_ref()
-            .map(|h| h.runtime.config().notifications.clone())
-            .unwrap_or_default();
-        // Named as the session is called now (its title may have come with its first message).
-        let alert = alerts::decide(&event, "", None, focused, shown, &on).and_then(|_| {
-            let host = host.as_ref()?;
-            let title = host.title(&event.session_id);
-            // What a blocked goal asks (read only for an alert that is raised).
-            let question = host
-                .runtime
-                .goal(&event.session_id)
-                .ok()
-                .flatten()
-                .and_then(|g| g.question);
-            alerts::decide(&event, &title, question.as_deref(), focused, shown, &on)
-        });
-        // Said once, where the user is: in the window while it has the focus, else by the
-        // system's notification (never both).
-        match alert.map(|a| (alerts::delivery(focused), a)) {
-            Some((alerts::Delivery::InWindow, alert)) => {
-                // The page shows text as text; format characters (bidi overrides) a model
-                // wrote into its question are spelled out, as in a notification.
-                let _ = AlertRaised {
-                    session_id: alert.session_id,
-                    title: waymark_protocol::display::escape_block(&alert.title),
-                    body: waymark_protocol::display::escape_block(&alert.body),
-                }
-                .emit(&app);
-            }
-            Some((alerts::Delivery::System, alert)) => alerts::raise(&app, &alert),
-            None => {}
-        }
-        // Of a session the window does not show, only what the session list and the Goals
-        // board show is sent: the page has no use for the rest (it reads the log when it
-        // opens the session), and with twenty goals running the rest is most of the traffic.
-        if !concerns_the_lists(&event.kind)
-            && host.as_ref().is_some_and(|h| !h.shows(&event.session_id))
-        {
-            continue;
-        }
-        let _ = SessionEvent(event).emit(&app);
-    }
 }

@@ -1,12 +1,13 @@
 //! Waymark's desktop app: a Tauri 2 window over `waymark-runtime`. Commands are thin (convert,
 //! call the runtime, map the error); events reach the webview typed through tauri-specta.
 
-mod alerts;
+pub mod alerts;
 pub mod commands;
 mod demo;
 pub mod dto;
 pub mod error;
 pub mod events;
+pub mod forward;
 mod host;
 pub mod mcp;
 mod memory;
@@ -16,7 +17,7 @@ pub mod settings;
 pub mod settings_watch;
 mod ui_state;
 
-use host::Host;
+pub use host::Host;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

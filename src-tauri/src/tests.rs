@@ -285,11 +285,11 @@ fn the_page_gets_every_event_its_lists_react_to() {
     assert!(names.len() >= 9, "{names:?}");
     for n in names.iter().chain(&["goal.updated", "turn.finished"]) {
         assert!(
-            crate::host::LISTED_EVENTS.contains(n),
+            crate::forward::LISTED_EVENTS.contains(n),
             "{n} is not sent for sessions the window does not show"
         );
     }
     for n in ["assistant.delta", "tool.progress", "assistant.message"] {
-        assert!(!crate::host::LISTED_EVENTS.contains(&n), "{n}");
+        assert!(!crate::forward::LISTED_EVENTS.contains(&n), "{n}");
     }
 }

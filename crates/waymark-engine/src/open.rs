@@ -11,9 +11,8 @@ use crate::guard::ToolGuard;
 use crate::paths;
 use crate::permission::PermissionGuard;
 use crate::provider::ModelProvider;
-use crate::session::{self, SessionCore, SessionHandle};
+use crate::session::{self, FoundTool, SessionCore, SessionHandle};
 use crate::store::{self, Store, Tx};
-use crate::tools::ToolRegistry;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
@@ -150,8 +149,7 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
             resolve: a.resolve,
         },
         toolbox: session::parts::Toolbox {
-            tools: parts.tools,
-            session_tools: parts.session_tools,
+            fixed: parts.fixed,
             sources: parts.sources,
             offered: Default::default(),
         },
@@ -189,8 +187,7 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
 
 /// What the extensions contribute to a session.
 struct Parts {
-    tools: ToolRegistry,
-    session_tools: std::collections::HashMap<String, Arc<dyn crate::extension::SessionTool>>,
+    fixed: session::FixedTools,
     sources: Vec<Arc<dyn crate::extension::source::ToolSource>>,
     commands: CommandRegistry,
     guards: Vec<Arc<dyn ToolGuard>>,
@@ -205,8 +202,7 @@ impl Parts {
         extensions: &[Arc<dyn Extension>],
         compact_requested: Arc<std::sync::atomic::AtomicBool>,
     ) -> Result<Parts> {
-        let mut tools = ToolRegistry::standard();
-        let mut session_tools = std::collections::HashMap::new();
+        let mut fixed = session::FixedTools::standard();
         let mut commands = CommandRegistry::with_builtin(compact_requested);
         let mut before: Vec<Arc<dyn ToolGuard>> = Vec::new();
         let mut after: Vec<Arc<dyn ToolGuard>> = Vec::new();
@@ -218,22 +214,17 @@ impl Parts {
         for ext in extensions {
             // No extension replaces a tool or command another one (or the engine) has: a
             // second `bash` or `/goal` would silently change what the user approved.
-            let offered = ext.session_tools();
-            for t in offered
-                .iter()
-                .map(|t| t.clone().as_tool())
-                .chain(ext.tools())
-            {
-                if tools.get(t.name()).is_some() {
+            let offered = ext.session_tools().into_iter().map(FoundTool::Session);
+            for t in offered.chain(ext.tools().into_iter().map(FoundTool::Free)) {
+                if fixed.get(t.name()).is_some() {
                     return Err(Error::refused(format!(
                         "extension `{}` offers a tool named `{}`, which the session already has",
                         ext.name(),
                         t.name()
                     )));
                 }
-                tools.register(t);
+                fixed.add(t);
             }
-            session_tools.extend(offered.into_iter().map(|t| (t.name().to_string(), t)));
             sources.extend(ext.tool_sources());
             for c in ext.commands() {
                 let name = c.spec().name;
@@ -260,8 +251,7 @@ impl Parts {
         guards.push(Arc::new(PermissionGuard::new(rules.clone())));
         guards.extend(after);
         Ok(Parts {
-            tools,
-            session_tools,
+            fixed,
             sources,
             commands,
             guards,

@@ -11,7 +11,7 @@ mod host;
 pub(crate) mod parts;
 mod rewind;
 mod tools;
-pub(crate) use tools::{FoundTool, ToolList};
+pub(crate) use tools::{FixedTools, FoundTool, ToolList};
 
 mod actor;
 mod expand;

@@ -73,7 +73,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::{Answer, CallActor, Intent, Op, QuestionnaireKind, ToolStatus};
 use waymark_store::{MessageRow, QuestionnaireRow, SessionRow, ToolCallRecord, TurnRow, Tx};
-use waymark_tools::Tool;
+use waymark_tools::FreeTool;
 
 /// A call's result as [`Extension::review_result`] sees it, before it is recorded.
 pub struct ResultSeen<'a> {
@@ -205,7 +205,7 @@ pub trait Extension: Send + Sync {
     }
 
     /// Tools that need nothing but their call (the session-free kind).
-    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    fn tools(&self) -> Vec<Arc<dyn FreeTool>> {
         Vec::new()
     }
     /// Tools that work on the session ([`SessionTool`]).

@@ -74,9 +74,6 @@ impl SessionTool for TakeNote {
             Ok(ToolOutput::text("noted"))
         })
     }
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
 }
 
 /// The longest note unless the settings say otherwise.

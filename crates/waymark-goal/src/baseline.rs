@@ -6,51 +6,14 @@
 //! removed, a protected file changed without the user. Any of these pauses the goal
 //! `checks_weakened` with the findings named, instead of completing it.
 
+use crate::check_records::has_baseline;
 use crate::checks::CheckRun;
 use crate::protect::Protected;
 use crate::test_files::{self, Scanned};
-use rusqlite::OptionalExtension;
 use std::collections::BTreeMap;
 use waymark_extension::SessionApi;
 use waymark_extension::error::{Error, Result};
-use waymark_protocol::{CheckResult, GoalCheckState};
 use waymark_store::Tx;
-
-/// Whether the goal's baseline was taken.
-pub(crate) fn has_baseline(conn: &rusqlite::Connection, goal_id: &str) -> Result<bool> {
-    Ok(conn
-        .query_row(
-            "SELECT 1 FROM goal_baselines WHERE goal_id = ?1",
-            [goal_id],
-            |_| Ok(()),
-        )
-        .optional()?
-        .is_some())
-}
-
-/// Stores one run of a check (the gauge's pass counts; the baseline's when `baseline`).
-pub(crate) fn record_run(
-    tx: &mut Tx<'_>,
-    goal_id: &str,
-    run: &CheckRun,
-    baseline: bool,
-) -> Result<()> {
-    let now = tx.now();
-    tx.conn().execute(
-        "INSERT INTO goal_check_runs (goal_id, command, at, baseline, exit_code, passed, failed) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        rusqlite::params![
-            goal_id,
-            run.command,
-            now,
-            baseline,
-            run.exit_code,
-            run.counts.map(|c| c.passed as i64),
-            run.counts.map(|c| c.failed as i64),
-        ],
-    )?;
-    Ok(())
-}
 
 /// The protected set of the goal with these checks.
 pub(crate) fn protected(api: &SessionApi, checks: &[String]) -> Result<Protected> {
@@ -73,7 +36,7 @@ pub(crate) async fn before_turn(
     }
     let (checks, taken) = api.read(|c| {
         Ok((
-            crate::checks::checks_of(c, &goal.id)?,
+            crate::check_records::checks_of(c, &goal.id)?,
             has_baseline(c, &goal.id)?,
         ))
     })?;
@@ -113,7 +76,7 @@ pub(crate) async fn before_turn(
         }
         Ok(())
     })?;
-    crate::runner::push_snapshot(api);
+    crate::lifecycle::push_snapshot(api);
     Ok(())
 }
 
@@ -185,7 +148,7 @@ fn protected_targets(
                 .and_then(|r| r.to_str())
                 .map(str::to_string)
         })
-        .filter(|rel| crate::rules::protected_now(api, rel).is_some())
+        .filter(|rel| protected_now(api, rel).is_some())
         .collect();
     Ok(Some((goal.id, rels)))
 }
@@ -312,8 +275,6 @@ fn base_runs(conn: &rusqlite::Connection, goal_id: &str) -> Result<Vec<(String, 
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// What weakened the checks since the baseline, as plain sentences (empty: nothing, or no
-/// baseline was taken). `runs` are the claim's runs of the goal's checks.
 /// The test and protected files as they are now, path → hash: taken before a claim's checks
 /// run, so the verdict can tell whether they changed while the checks ran.
 pub(crate) async fn hashes_now(api: &SessionApi, checks: &[String]) -> Result<Hashes> {
@@ -336,6 +297,8 @@ fn hashes(files: &[Scanned]) -> Hashes {
         .collect()
 }
 
+/// What weakened the checks since the baseline, as plain sentences (empty: nothing, or no
+/// baseline was taken). `runs` are the claim's runs of the goal's checks.
 pub(crate) async fn weakened(
     api: &SessionApi,
     goal_id: &str,
@@ -505,79 +468,6 @@ fn compare(
     found
 }
 
-/// Stores what the claim found weakened (empty: nothing).
-pub(crate) fn set_findings(tx: &mut Tx<'_>, goal_id: &str, findings: &[String]) -> Result<()> {
-    let json = serde_json::to_string(findings)
-        .map_err(|e| Error::Corrupt(format!("goal {goal_id}: findings: {e}")))?;
-    tx.conn().execute(
-        "UPDATE goal_baselines SET weakened = ?2 WHERE goal_id = ?1",
-        rusqlite::params![goal_id, json],
-    )?;
-    Ok(())
-}
-
-/// What the last claim found weakened.
-pub(crate) fn findings(conn: &rusqlite::Connection, goal_id: &str) -> Result<Vec<String>> {
-    let json: Option<String> = conn
-        .query_row(
-            "SELECT weakened FROM goal_baselines WHERE goal_id = ?1",
-            [goal_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    // Unreadable findings are none: the goal's status still says it was weakened.
-    Ok(json
-        .and_then(|j| serde_json::from_str(&j).ok())
-        .unwrap_or_default())
-}
-
-/// Each check's baseline and runs since, for the snapshot.
-pub(crate) fn states(conn: &rusqlite::Connection, goal_id: &str) -> Result<Vec<GoalCheckState>> {
-    let checks = crate::checks::checks_of(conn, goal_id)?;
-    if checks.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut st = conn.prepare(
-        "SELECT command, at, baseline, exit_code, passed, failed FROM goal_check_runs \
-         WHERE goal_id = ?1 ORDER BY id",
-    )?;
-    let rows = st.query_map([goal_id], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, bool>(2)?,
-            CheckResult {
-                at: r.get(1)?,
-                exit_code: r.get(3)?,
-                passed: r.get::<_, Option<i64>>(4)?.map(|v| v.max(0) as u64),
-                failed: r.get::<_, Option<i64>>(5)?.map(|v| v.max(0) as u64),
-            },
-        ))
-    })?;
-    let mut out: Vec<GoalCheckState> = checks
-        .into_iter()
-        .map(|command| GoalCheckState {
-            command,
-            baseline: None,
-            runs: Vec::new(),
-        })
-        .collect();
-    for row in rows {
-        let (command, baseline, result) = row?;
-        let Some(s) = out.iter_mut().find(|s| s.command == command) else {
-            continue;
-        };
-        if baseline {
-            s.baseline = Some(result);
-        } else {
-            s.runs.push(result);
-            if s.runs.len() > GoalCheckState::MAX_RUNS {
-                s.runs.remove(0);
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// The diff of the workspace's test files since the goal started, for the reviewer: at most
 /// `max` characters, files whose text the baseline did not keep named without a diff.
 pub(crate) fn test_diff(api: &SessionApi, goal_id: &str, max: usize) -> Result<String> {
@@ -631,6 +521,39 @@ pub(crate) fn test_diff(api: &SessionApi, goal_id: &str, max: usize) -> Result<S
         out = format!("{cut}\n… (cut)");
     }
     Ok(out)
+}
+
+/// Why `rel` may be written only on the user's word while the session's goal is active
+/// (G-52); `None` when it may be written as the mode allows. Anything that cannot be read
+/// protects it (the safe side).
+pub(crate) fn protected_now(api: &waymark_extension::SessionApi, rel: &str) -> Option<String> {
+    let read = api.read(|c| {
+        let goal = crate::db::current_goal(c, api.id())?
+            .filter(|g| g.status == waymark_protocol::GoalStatus::Active);
+        match goal {
+            Some(g) => Ok(Some(crate::check_records::checks_of(c, &g.id)?)),
+            None => Ok(None),
+        }
+    });
+    let checks = match read {
+        Ok(Some(checks)) => checks,
+        Ok(None) => return None,
+        Err(e) => {
+            return Some(format!(
+                "the goal could not be read ({e}), so every write asks"
+            ));
+        }
+    };
+    match protected(api, &checks) {
+        Ok(p) if p.matches(rel) => Some(format!(
+            "`{}` is protected while the goal runs: its checks, CI files and goal.protect decide when it is done, so only you may change them",
+            waymark_protocol::display::escape_line(rel)
+        )),
+        Ok(_) => None,
+        Err(e) => Some(format!(
+            "{e}; until it is fixed, every write asks while the goal runs"
+        )),
+    }
 }
 
 #[cfg(test)]

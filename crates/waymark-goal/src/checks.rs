@@ -5,6 +5,7 @@
 //! `goal.check` event; the failing ones' output becomes the next continuation's gaps.
 
 use crate::check_counts::{TestCounts, counts};
+pub use crate::check_records::checks_of;
 use std::time::{Duration, Instant};
 use waymark_extension::SessionApi;
 use waymark_extension::error::{Error, Result};
@@ -29,27 +30,6 @@ pub(crate) fn drop_layer(api: &SessionApi, goal_id: &str) {
             tracing::warn!("the scratch layer {owner} was not removed: {e}");
         }
     });
-}
-
-/// Stores the goal's checks (replacing any).
-pub(crate) fn set_checks(tx: &mut Tx<'_>, goal_id: &str, checks: &[String]) -> Result<()> {
-    tx.conn()
-        .execute("DELETE FROM goal_checks WHERE goal_id = ?1", [goal_id])?;
-    for (i, c) in checks.iter().enumerate() {
-        tx.conn().execute(
-            "INSERT INTO goal_checks (goal_id, position, command) VALUES (?1, ?2, ?3)",
-            rusqlite::params![goal_id, i as i64, c],
-        )?;
-    }
-    Ok(())
-}
-
-/// The goal's checks, in order.
-pub fn checks_of(conn: &rusqlite::Connection, goal_id: &str) -> Result<Vec<String>> {
-    let mut st =
-        conn.prepare("SELECT command FROM goal_checks WHERE goal_id = ?1 ORDER BY position")?;
-    let rows = st.query_map([goal_id], |r| r.get::<_, String>(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// One run of one check.
@@ -217,7 +197,7 @@ pub(crate) async fn run_all(
                     baseline,
                 },
             )?;
-            super::baseline::record_run(tx, goal_id, &run, baseline)?;
+            record_run(tx, goal_id, &run, baseline)?;
             Ok(())
         })?;
         runs.push(run);
@@ -305,6 +285,30 @@ pub(crate) fn refuse_checks(checks: &[String]) -> Result<()> {
     for c in checks {
         waymark_config::budget::check_command(c).map_err(|e| Error::refused(e.to_string()))?;
     }
+    Ok(())
+}
+
+/// Stores one run of a check (the gauge's pass counts; the baseline's when `baseline`).
+pub(crate) fn record_run(
+    tx: &mut Tx<'_>,
+    goal_id: &str,
+    run: &CheckRun,
+    baseline: bool,
+) -> Result<()> {
+    let now = tx.now();
+    tx.conn().execute(
+        "INSERT INTO goal_check_runs (goal_id, command, at, baseline, exit_code, passed, failed) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        rusqlite::params![
+            goal_id,
+            run.command,
+            now,
+            baseline,
+            run.exit_code,
+            run.counts.map(|c| c.passed as i64),
+            run.counts.map(|c| c.failed as i64),
+        ],
+    )?;
     Ok(())
 }
 

@@ -1,8 +1,11 @@
 //! `/goal …` (G-9): show, set (with budgets), change budgets, edit, pause, resume, clear,
 //! replace, next.
 
+use super::enabled::check_enabled;
+use super::lifecycle::{
+    auto_resume_at, cancel_auto_resume, continue_goal, emit_update, transition,
+};
 use super::prompts::Nudge;
-use super::runner::{continue_goal, emit_update, transition};
 use super::{Dimension, describe, exhausted, report, snapshot};
 use crate::db::GoalWrites;
 use crate::db::{Budgets, GoalRow, current_goal, queued_goal, queued_goals};
@@ -18,19 +21,6 @@ use waymark_protocol::{
 use waymark_store::Tx;
 
 pub(crate) struct GoalCommand;
-
-/// Refuses goal features when the flag is off (G-5).
-pub(crate) fn check_enabled(api: &SessionApi) -> Result<()> {
-    if api.config().beta.thread_goal {
-        Ok(())
-    } else {
-        Err(Error::FeatureOff {
-            setting: "beta.thread_goal",
-            message: "goals are turned off (setting beta.thread_goal); existing goals are kept"
-                .into(),
-        })
-    }
-}
 
 /// Creates the session's goal (active) with the default budgets filled in.
 pub(crate) fn create(
@@ -64,7 +54,7 @@ pub(crate) fn create(
     // `create_goal`, the queue); a caller with checks of its own replaces them.
     let defaults = &api.config().goal.checks;
     crate::checks::refuse_checks(defaults)?;
-    crate::checks::set_checks(tx, &id, defaults)?;
+    crate::check_records::set_checks(tx, &id, defaults)?;
     // A session started by `/goal …` has no user message to name it: the objective does,
     // redacted whole before it is cut (a cut secret would no longer be recognised).
     let redacted = tx.redact(objective.trim()).into_owned();
@@ -233,8 +223,8 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
         },
         GoalOp::Pause => {
             let mut g = current.ok_or_else(no_goal)?;
-            if super::runner::auto_resume_at(&g).is_some() {
-                super::runner::cancel_auto_resume(tx, g, GoalActor::User)?;
+            if auto_resume_at(&g).is_some() {
+                cancel_auto_resume(tx, g, GoalActor::User)?;
                 return Ok("Automatic resume cancelled. The goal stays usage-limited until you resume it (/goal resume).".into());
             }
             if g.status != GoalStatus::Active {
@@ -281,7 +271,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             }
             tx.emit(api.id(), EventKind::GoalClear { goal_id: g.id.clone(), actor: GoalActor::User })?;
             // The next queued goal, if any, takes its place.
-            if super::runner::start_next_goal(tx, api)? {
+            if start_next_goal(tx, api)? {
                 "Goal cleared; the next queued goal has started.".into()
             } else {
                 "Goal cleared.".into()
@@ -440,7 +430,7 @@ pub(crate) fn apply(tx: &mut Tx<'_>, api: &SessionApi, op: &GoalOp) -> Result<St
             // A `goal.protect` glob that does not parse is said now, not at the first write.
             crate::baseline::protected(api, checks)?;
             let mut g = create(tx, api, objective, criteria, budgets_of(&b), GoalActor::User)?;
-            crate::checks::set_checks(tx, &g.id, checks)?;
+            crate::check_records::set_checks(tx, &g.id, checks)?;
             continue_goal(tx, &mut g, Nudge::Plain)?;
             let verb = if *replace { "replaced" } else { "set" };
             format!("Goal {verb}.\n{}", describe(&crate::snapshot_in(tx.conn(), &g)?, tx.now()))
@@ -498,6 +488,36 @@ pub(crate) fn budgets_of(b: &BudgetArgs) -> Budgets {
         turns: b.turns.flatten(),
         time_ms: b.time_ms.flatten(),
         cost: b.cost.flatten(),
+    }
+}
+
+/// After a goal completes or is cleared, the next queued objective becomes the goal, with
+/// the budgets it was queued with (`/goal next`, G-46). Returns whether one started.
+/// A queued goal that can no longer start (its cost budget on a model that lost its price)
+/// stays queued, and the session says why: the goal that ended, or the clear, stands.
+pub(crate) fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<bool> {
+    let Some((id, objective, budgets)) = tx.next_queued_goal(api.id())? else {
+        return Ok(false);
+    };
+    match create(tx, api, &objective, None, budgets, GoalActor::User) {
+        Ok(mut g) => {
+            tx.drop_queued_goal(api.id(), id)?;
+            continue_goal(tx, &mut g, Nudge::Plain)?;
+            Ok(true)
+        }
+        Err(e @ (Error::Refused { .. } | Error::Unpriced(_))) => {
+            tx.emit(
+                api.id(),
+                EventKind::CommandOutput {
+                    command: "goal".into(),
+                    text: format!(
+                        "The next queued goal did not start: {e}. It stays queued: change it, or start it from the queue, once what stopped it is fixed."
+                    ),
+                },
+            )?;
+            Ok(false)
+        }
+        Err(e) => Err(e),
     }
 }
 

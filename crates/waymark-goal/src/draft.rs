@@ -32,7 +32,7 @@ fn brief(rough: &str) -> String {
 /// Drafts a goal from `rough` with one call to the session's model (charged to the
 /// session, within the day's spending cap).
 pub async fn draft(api: &SessionApi, rough: &str) -> Result<GoalDraft> {
-    super::commands::check_enabled(api)?;
+    super::enabled::check_enabled(api)?;
     let rough = rough.trim();
     if rough.is_empty() {
         return Err(Error::refused(

@@ -28,7 +28,7 @@ impl ToolGuard for BudgetGuard {
                 "The goal's budget could not be checked ({e}), so no tools run until it can."
             ))
         };
-        let summary = match super::runner::turn_goal_of(api, call.turn_id) {
+        let summary = match super::turn_goal::turn_goal_of(api, call.turn_id) {
             Ok(t) => t.summary,
             Err(e) => return unchecked(e),
         };

@@ -5,13 +5,16 @@
 pub use waymark_config::budget;
 mod baseline;
 pub mod check_counts;
+mod check_records;
 pub mod checks;
 mod code_lines;
 mod commands;
 pub mod db;
 pub mod draft;
 mod during;
+mod enabled;
 mod guard;
+mod lifecycle;
 mod plan_goal;
 pub mod prompts;
 mod protect;
@@ -25,8 +28,10 @@ pub mod syntax;
 mod test_files;
 mod tools;
 mod transition;
+mod turn_goal;
 mod verifier;
 pub mod wait;
+pub mod wait_terms;
 
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
@@ -48,7 +53,7 @@ pub use report::{
     Dimension, Extra, cost_line, describe, exhausted, limit_line, report, snapshot, snapshot_in,
 };
 pub use transition::{TransitionError, check_transition};
-pub use wait::describe as wait_line;
+pub use wait_terms::describe as wait_line;
 
 /// Thread goals as an extension of every session.
 pub struct GoalExtension;
@@ -172,7 +177,7 @@ impl Extension for GoalExtension {
         // checks use (G-50).
         if call.actor == CallActor::Verifier
             && api.config().sandbox.scratch_shell
-            && let Some(goal_id) = runner::turn_goal_of(api, call.turn_id)?.goal_id
+            && let Some(goal_id) = turn_goal::turn_goal_of(api, call.turn_id)?.goal_id
         {
             prep.scratch(checks::scratch_owner(&goal_id));
         }
@@ -248,11 +253,13 @@ impl Extension for GoalExtension {
     }
     fn withheld_tools(&self, api: &SessionApi, turn_id: i64) -> Result<&'static [&'static str]> {
         // `wait` is for a turn working on an active goal only.
-        Ok(if runner::turn_goal_of(api, turn_id)?.goal_id.is_some() {
-            &[]
-        } else {
-            &["wait"]
-        })
+        Ok(
+            if turn_goal::turn_goal_of(api, turn_id)?.goal_id.is_some() {
+                &[]
+            } else {
+                &["wait"]
+            },
+        )
     }
     fn on_close(&self, tx: &mut Tx<'_>, session_id: &str, waiting: bool) -> Result<()> {
         wait::stop_checks(session_id);
@@ -265,7 +272,7 @@ impl Extension for GoalExtension {
         runner::pause_for_close(tx, session_id)
     }
     fn changed(&self, api: &SessionApi) {
-        runner::push_snapshot(api);
+        lifecycle::push_snapshot(api);
     }
 }
 

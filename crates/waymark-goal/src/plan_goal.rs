@@ -2,7 +2,8 @@
 //! hands over through [`StartObjective`], a budget from what it proposes (or the user's edit
 //! of it), and a verifier that gives a verdict on each step.
 
-use super::commands::{args_of, budgets_of, check_enabled, create};
+use super::commands::{args_of, budgets_of, create};
+use super::enabled::check_enabled;
 use crate::db::GoalWrites;
 use crate::db::current_goal;
 use waymark_extension::SessionApi;
@@ -79,7 +80,7 @@ impl StartObjective for StartGoal {
         if !steps.is_empty() {
             tx.set_goal_steps(&g.id, &steps)?;
         }
-        crate::checks::set_checks(tx, &g.id, &checks)?;
+        crate::check_records::set_checks(tx, &g.id, &checks)?;
         Ok(())
     }
 }

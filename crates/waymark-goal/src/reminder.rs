@@ -11,7 +11,7 @@ impl ReminderSource for GoalReminders {
         let Some(api) = cx.api else {
             return Vec::new();
         };
-        let Ok(tg) = super::runner::turn_goal_of(api, cx.turn_id) else {
+        let Ok(tg) = super::turn_goal::turn_goal_of(api, cx.turn_id) else {
             return Vec::new();
         };
         if tg.goal_id.is_none() {

@@ -2,7 +2,7 @@
 //! out, its snapshot for the front ends, and the lines `/goal` and `waymark goal show` print.
 
 use crate::db::GoalRow;
-use crate::{baseline, wait};
+use crate::{check_records, wait_terms};
 use waymark_extension::error::Result;
 use waymark_protocol::{BudgetLine, BudgetReport, GoalReason, GoalSnapshot, GoalStatus};
 
@@ -108,9 +108,9 @@ pub fn exhausted(r: &BudgetReport) -> Option<Dimension> {
 /// The snapshot front ends show, with the goal's checks and what weakened them.
 pub fn snapshot_in(conn: &rusqlite::Connection, g: &GoalRow) -> Result<GoalSnapshot> {
     Ok(GoalSnapshot {
-        checks: baseline::states(conn, &g.id)?,
+        checks: check_records::states(conn, &g.id)?,
         weakened: if g.reason == GoalReason::ChecksWeakened {
-            baseline::findings(conn, &g.id)?
+            check_records::findings(conn, &g.id)?
         } else {
             Vec::new()
         },
@@ -261,7 +261,7 @@ pub fn describe(s: &GoalSnapshot, now_ms: i64) -> String {
         .map(|l| format!("\n{l}"))
         .unwrap_or_default();
     if let Some(w) = &s.wait {
-        limit.push_str(&format!("\n{}", wait::describe(w, now_ms)));
+        limit.push_str(&format!("\n{}", wait_terms::describe(w, now_ms)));
         if let Some(c) = &w.last_check {
             limit.push_str(&format!(
                 "\nLast check: {} — {}",

@@ -42,40 +42,7 @@ impl PermissionRule for GoalRules {
                 _ => None,
             })
             .collect();
-        protected_now(api, &rel.join("/"))
-    }
-}
-
-/// Why `rel` may be written only on the user's word while the session's goal is active
-/// (G-52); `None` when it may be written as the mode allows. Anything that cannot be read
-/// protects it (the safe side).
-pub(crate) fn protected_now(api: &waymark_extension::SessionApi, rel: &str) -> Option<String> {
-    let read = api.read(|c| {
-        let goal = crate::db::current_goal(c, api.id())?
-            .filter(|g| g.status == waymark_protocol::GoalStatus::Active);
-        match goal {
-            Some(g) => Ok(Some(crate::checks::checks_of(c, &g.id)?)),
-            None => Ok(None),
-        }
-    });
-    let checks = match read {
-        Ok(Some(checks)) => checks,
-        Ok(None) => return None,
-        Err(e) => {
-            return Some(format!(
-                "the goal could not be read ({e}), so every write asks"
-            ));
-        }
-    };
-    match crate::baseline::protected(api, &checks) {
-        Ok(p) if p.matches(rel) => Some(format!(
-            "`{}` is protected while the goal runs: its checks, CI files and goal.protect decide when it is done, so only you may change them",
-            escape_line(rel)
-        )),
-        Ok(_) => None,
-        Err(e) => Some(format!(
-            "{e}; until it is fixed, every write asks while the goal runs"
-        )),
+        crate::baseline::protected_now(api, &rel.join("/"))
     }
 }
 
@@ -111,7 +78,7 @@ fn check_decision(call: &GuardCall<'_>, mode: PermissionMode, check: String) -> 
         .arguments
         .get("every")
         .and_then(Value::as_u64)
-        .unwrap_or(u64::from(super::wait::DEFAULT_EVERY_SECONDS));
+        .unwrap_or(u64::from(super::wait_terms::DEFAULT_EVERY_SECONDS));
     GuardDecision::Ask(Box::new(PermissionQuestion {
         tool: call.tool.name().to_string(),
         shell: false,

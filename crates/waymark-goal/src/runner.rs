@@ -8,151 +8,20 @@ use super::{Dimension, exhausted, report};
 use crate::db::GoalTurnWrites;
 use crate::db::GoalWrites;
 use crate::db::{GoalRow, TurnGoal, current_goal, turn_goal};
+use crate::lifecycle::{
+    CONTINUATION_KEY, SUMMARY_KEY, auto_resume_at, cancel_auto_resume, continue_goal, enqueue,
+    transition,
+};
+use crate::lifecycle::{is_summary, push_snapshot};
+use crate::turn_goal::{remember_turn_goal, turn_goal_of};
 use std::time::Duration;
 use waymark_config::Verification;
 use waymark_extension::Dequeue;
 use waymark_extension::SessionApi;
-use waymark_extension::error::{Error, Result};
+use waymark_extension::error::Result;
 use waymark_protocol::GoalUpdateKind;
-use waymark_protocol::{
-    EventKind, GoalActor, GoalReason, GoalStatus, MessageSource, Position, RouteKind,
-};
+use waymark_protocol::{GoalActor, GoalReason, GoalStatus, MessageSource, RouteKind};
 use waymark_store::{self as store, HistoryItem, MessageRow, Tx};
-
-const CONTINUATION_KEY: &str = "goal-cont:";
-pub(crate) const SUMMARY_KEY: &str = "goal-summary:";
-
-/// Whether a message is the summary turn after a budget stop.
-pub(crate) fn is_summary(m: &MessageRow) -> bool {
-    m.source == MessageSource::Goal
-        && m.idempotency_key
-            .as_deref()
-            .is_some_and(|k| k.starts_with(SUMMARY_KEY))
-}
-
-/// Emits `goal.update` (logged): a status change, or a change `actor` made to the goal.
-pub(crate) fn emit_update(
-    tx: &mut Tx<'_>,
-    g: &GoalRow,
-    kind: GoalUpdateKind,
-    actor: GoalActor,
-) -> Result<()> {
-    Ok(tx.emit(
-        &g.session_id,
-        EventKind::GoalUpdate {
-            goal_id: g.id.clone(),
-            kind,
-            status: g.status,
-            reason: g.reason,
-            actor,
-            usage: Box::new(report(g, super::Extra::default())),
-            usage_limit: g.usage_limit.map(Box::new),
-            findings: if g.reason == GoalReason::ChecksWeakened {
-                super::baseline::findings(tx.conn(), &g.id)?.into()
-            } else {
-                Box::default()
-            },
-        },
-    )?)
-}
-
-/// Pushes the full snapshot to front ends (after commit).
-pub(crate) fn push_snapshot(api: &SessionApi) {
-    let snap = api.read(|c| match current_goal(c, api.id())? {
-        Some(g) => Ok(Some(super::snapshot_in(c, &g)?)),
-        None => Ok(None),
-    });
-    if let Ok(Some(s)) = snap {
-        api.transient(EventKind::GoalUpdated { goal: Box::new(s) });
-    }
-}
-
-/// Changes the goal's status in `tx` and logs it. `g.usage_limit` is kept only when the new
-/// status is `usage_limited` (the caller sets it first).
-pub(crate) fn transition(
-    tx: &mut Tx<'_>,
-    g: &mut GoalRow,
-    reason: GoalReason,
-    actor: GoalActor,
-    kind: GoalUpdateKind,
-) -> Result<()> {
-    g.status = reason.status();
-    g.reason = reason;
-    g.actor = actor;
-    g.question = None;
-    // A wait ends with any change but its own start: a goal that stops, or one the user
-    // changed, no longer waits (and its time so far is counted).
-    if g.wait.is_some() && reason != GoalReason::Waiting {
-        let now = tx.now();
-        super::wait::end(tx, g, now)?;
-    }
-    if g.status != GoalStatus::UsageLimited {
-        g.usage_limit = None;
-    }
-    tx.set_goal_status(&g.id, g.status, reason, actor, g.usage_limit.as_ref())?;
-    emit_update(tx, g, kind, actor)
-}
-
-/// Queues a goal continuation (or the summary turn) at the tail.
-pub(crate) fn enqueue(tx: &mut Tx<'_>, g: &GoalRow, text: &str, key: &str) -> Result<()> {
-    waymark_store::Tx::admit_message(
-        tx,
-        &g.session_id,
-        MessageSource::Goal,
-        text,
-        Position::Tail,
-        Some(key),
-    )?;
-    Ok(())
-}
-
-/// Queues the next continuation of an active goal: the contract first, short prompts after.
-pub(crate) fn continue_goal(tx: &mut Tx<'_>, g: &mut GoalRow, nudge: Nudge) -> Result<()> {
-    continue_goal_with(tx, g, &[nudge])
-}
-
-/// [`continue_goal`] with a prompt of several parts, said in order.
-pub(crate) fn continue_goal_with(tx: &mut Tx<'_>, g: &mut GoalRow, parts: &[Nudge]) -> Result<()> {
-    let text = if g.counters.continuations == 0 {
-        prompts::contract(g)
-    } else {
-        prompts::continuation_of(parts)
-    };
-    g.counters.continuations += 1;
-    let key = format!(
-        "{CONTINUATION_KEY}{}:{}:{}",
-        g.id, g.revision, g.counters.continuations
-    );
-    tx.set_goal_counters(&g.id, &g.counters)?;
-    enqueue(tx, g, &text, &key)
-}
-
-/// The session's memory of what its running turn does for a goal, so per-call checks need
-/// no query.
-#[derive(Default)]
-pub(crate) struct TurnGoalSlot(std::sync::Mutex<Option<(i64, TurnGoal)>>);
-
-/// What a turn does for a goal: from memory for the running turn, else from the store.
-pub(crate) fn turn_goal_of(api: &SessionApi, turn_id: i64) -> Result<TurnGoal> {
-    let slot = api.state::<TurnGoalSlot>();
-    let mut cache = slot.0.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((id, tg)) = cache.as_ref()
-        && *id == turn_id
-    {
-        return Ok(tg.clone());
-    }
-    let tg = api.read(|c| turn_goal(c, turn_id))?;
-    *cache = Some((turn_id, tg.clone()));
-    Ok(tg)
-}
-
-/// Forgets the remembered goal facts of a turn (its proposal changed).
-pub(crate) fn forget_turn_goal(api: &SessionApi) {
-    *api.state::<TurnGoalSlot>()
-        .0
-        .lock()
-        .unwrap_or_else(|p| p.into_inner()) = None;
-}
 
 /// At the start of a turn: remember which goal (and revision) it works for.
 pub(crate) fn on_turn_start(
@@ -184,10 +53,7 @@ pub(crate) fn on_turn_start(
         }
     }
     // Remembered even when rolled back: the turn id then never runs, so it is never asked.
-    *api.state::<TurnGoalSlot>()
-        .0
-        .lock()
-        .unwrap_or_else(|p| p.into_inner()) = Some((turn_id, tg));
+    remember_turn_goal(api, turn_id, tg);
     Ok(())
 }
 
@@ -409,7 +275,7 @@ pub(crate) async fn settle(
         auto_resumes: api.config().goal.usage_limit.auto_resumes,
     };
     let mode = mode(api, &goal);
-    let checks = api.read(|c| super::checks::checks_of(c, &goal.id))?;
+    let checks = api.read(|c| super::check_records::checks_of(c, &goal.id))?;
     let mut p = Pipeline::new(goal, facts);
     // A turn that did not wait ends a run of waits.
     p.counters.waits_in_row = 0;
@@ -574,48 +440,18 @@ pub(crate) async fn settle(
             _ => return Ok(()),
         }
         if let Some(found) = &findings {
-            super::baseline::set_findings(tx, &p.goal.id, found)?;
+            super::check_records::set_findings(tx, &p.goal.id, found)?;
         }
         let mut g = super::settlement::commit(tx, &p)?;
         super::settlement::continuation(tx, &mut g, &p)?;
         if g.status == GoalStatus::Complete {
             super::checks::drop_layer(api, &g.id);
-            start_next_goal(tx, api)?;
+            super::commands::start_next_goal(tx, api)?;
         }
         Ok(())
     })?;
     push_snapshot(api);
     Ok(())
-}
-
-/// After a goal completes or is cleared, the next queued objective becomes the goal, with
-/// the budgets it was queued with (`/goal next`, G-46). Returns whether one started.
-/// A queued goal that can no longer start (its cost budget on a model that lost its price)
-/// stays queued, and the session says why: the goal that ended, or the clear, stands.
-pub(crate) fn start_next_goal(tx: &mut Tx<'_>, api: &SessionApi) -> Result<bool> {
-    let Some((id, objective, budgets)) = tx.next_queued_goal(api.id())? else {
-        return Ok(false);
-    };
-    match super::commands::create(tx, api, &objective, None, budgets, GoalActor::User) {
-        Ok(mut g) => {
-            tx.drop_queued_goal(api.id(), id)?;
-            continue_goal(tx, &mut g, Nudge::Plain)?;
-            Ok(true)
-        }
-        Err(e @ (Error::Refused { .. } | Error::Unpriced(_))) => {
-            tx.emit(
-                api.id(),
-                EventKind::CommandOutput {
-                    command: "goal".into(),
-                    text: format!(
-                        "The next queued goal did not start: {e}. It stays queued: change it, or start it from the queue, once what stopped it is fixed."
-                    ),
-                },
-            )?;
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
 }
 
 /// The final recheck of a goal continuation before it runs.
@@ -685,17 +521,6 @@ fn dimension_name(d: Dimension) -> &'static str {
         Dimension::ActiveSeconds => "time",
         Dimension::Cost => "cost",
     }
-}
-
-/// When the runtime resumes a rate-limited goal by itself, if it is to (G-3).
-pub(crate) fn auto_resume_at(g: &GoalRow) -> Option<i64> {
-    g.usage_limit
-        .filter(|l| {
-            l.auto_resume
-                && g.status == GoalStatus::UsageLimited
-                && matches!(g.reason, GoalReason::RateLimited | GoalReason::SpendCap)
-        })
-        .map(|l| l.resets_at)
 }
 
 /// [`auto_resume_at`], while the settings still allow it: lowering
@@ -805,23 +630,6 @@ pub(crate) fn pause_for_close(tx: &mut Tx<'_>, session_id: &str) -> Result<()> {
         GoalActor::System,
         GoalUpdateKind::Lifecycle,
     )
-}
-
-/// Calls off a rate-limited goal's automatic resume (it stays `usage_limited` until the user
-/// resumes it); logged as a change by `actor`. Returns whether one was scheduled.
-pub(crate) fn cancel_auto_resume(
-    tx: &mut Tx<'_>,
-    mut g: GoalRow,
-    actor: GoalActor,
-) -> Result<bool> {
-    let Some(mut limit) = g.usage_limit.filter(|_| auto_resume_at(&g).is_some()) else {
-        return Ok(false);
-    };
-    limit.auto_resume = false;
-    tx.set_goal_usage_limit(&g.id, &limit)?;
-    g.usage_limit = Some(limit);
-    emit_update(tx, &g, GoalUpdateKind::Lifecycle, actor)?;
-    Ok(true)
 }
 
 /// The user stopped a turn that had to be dropped (it did not wind down): an active goal

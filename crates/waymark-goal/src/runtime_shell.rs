@@ -5,10 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 use waymark_extension::SessionApi;
-use waymark_tools::{Tool, ToolContext};
+use waymark_tools::{FreeTool, ToolContext};
 
 /// The session's shell tool, if one is loaded.
-pub(crate) fn shell_tool(api: &SessionApi) -> Option<Arc<dyn Tool>> {
+pub(crate) fn shell_tool(api: &SessionApi) -> Option<Arc<dyn FreeTool>> {
     api.tools().iter().find(|t| t.effects().processes).cloned()
 }
 

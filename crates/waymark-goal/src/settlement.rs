@@ -445,7 +445,7 @@ pub fn commit(
     g.counters = p.counters.clone();
     g.usage_limit = p.usage_limit;
     if let Some((reason, actor)) = p.outcome {
-        super::runner::transition(tx, &mut g, reason, actor, GoalUpdateKind::Completion)?;
+        super::lifecycle::transition(tx, &mut g, reason, actor, GoalUpdateKind::Completion)?;
         if reason == GoalReason::WorkerReported
             && let Some(asked) = p
                 .proposal
@@ -469,11 +469,11 @@ pub fn continuation(
     p: &Pipeline,
 ) -> waymark_extension::error::Result<()> {
     if p.schedule_summary {
-        let key = format!("{}{}:{}", super::runner::SUMMARY_KEY, g.id, g.revision);
-        super::runner::enqueue(tx, g, &super::prompts::continuation_summary(), &key)?;
+        let key = format!("{}{}:{}", super::lifecycle::SUMMARY_KEY, g.id, g.revision);
+        super::lifecycle::enqueue(tx, g, &super::prompts::continuation_summary(), &key)?;
     }
     if p.continues() {
-        super::runner::continue_goal_with(tx, g, &p.next_prompt())?;
+        super::lifecycle::continue_goal_with(tx, g, &p.next_prompt())?;
     }
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! The model's goal tools (G-11 … G-13): `create_goal`, `get_goal`, `update_goal`.
 
-use super::commands::{BudgetArgs, apply_budgets, check_enabled, create};
+use super::commands::{BudgetArgs, apply_budgets, create};
+use super::enabled::check_enabled;
+use super::lifecycle::continue_goal;
 use super::prompts::Nudge;
-use super::runner::continue_goal;
 use super::settlement::{Proposal, ProposedStatus};
 use super::snapshot;
 use crate::db::GoalTurnWrites;
@@ -10,7 +11,6 @@ use crate::db::{Budgets, current_goal};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use waymark_config::Config;
 use waymark_extension::error::{Error, Result};
 use waymark_extension::{SessionApi, SessionTool, tool_error};
@@ -61,9 +61,6 @@ impl Tool for CreateGoal {
 }
 
 impl SessionTool for CreateGoal {
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
     fn handle_in<'a>(
         &'a self,
         api: &'a SessionApi,
@@ -117,7 +114,7 @@ impl SessionTool for CreateGoal {
                     Ok(false)
                 })
                 .map_err(tool_error)?;
-            super::runner::push_snapshot(&api);
+            super::lifecycle::push_snapshot(&api);
             Ok(ToolOutput {
                 content: if created {
                     "The goal is set (auto mode: no approval). Its first continuation follows."
@@ -187,9 +184,6 @@ impl Tool for GetGoal {
 }
 
 impl SessionTool for GetGoal {
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
     fn handle_in<'a>(
         &'a self,
         api: &'a SessionApi,
@@ -248,9 +242,6 @@ impl Tool for UpdateGoal {
 }
 
 impl SessionTool for UpdateGoal {
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
     fn handle_in<'a>(
         &'a self,
         api: &'a SessionApi,
@@ -287,7 +278,7 @@ impl SessionTool for UpdateGoal {
                         tx.set_turn_proposal(turn_id, &json)
                     })
                     .map_err(tool_error)?;
-                    super::runner::forget_turn_goal(&api);
+                    super::turn_goal::forget_turn_goal(&api);
                     Ok(ToolOutput {
                         content: "Proposal recorded; the runtime settles it when this turn ends. Stop here.".into(),
                         terminate: true,
@@ -312,7 +303,7 @@ impl SessionTool for UpdateGoal {
                         apply_budgets(tx, &mut g, &BudgetArgs { tokens: Some(Some(budget)), ..Default::default() }, GoalActor::Model)
                     })
                     .map_err(tool_error)?;
-                    super::runner::push_snapshot(&api);
+                    super::lifecycle::push_snapshot(&api);
                     Ok(ToolOutput::text(format!(
                         "The token budget is now {budget}."
                     )))

@@ -4,9 +4,15 @@
 //! while a goal waits; it wakes at its time, when its check exits 0, on "Wake now" or on the
 //! user's message.
 
-use super::commands::check_enabled;
+use super::enabled::check_enabled;
+use super::lifecycle::{continue_goal, count_wait, end_wait, push_snapshot, transition};
 use super::prompts::Nudge;
-use super::runner::{continue_goal, push_snapshot, transition, turn_goal_of};
+use super::turn_goal::turn_goal_of;
+use super::wait_terms::utc;
+pub use super::wait_terms::{
+    CHECK_TIMEOUT, DEFAULT_EVERY_SECONDS, MAX_WAITS_IN_ROW, MIN_EVERY_SECONDS, MIN_WAIT_SECONDS,
+    describe,
+};
 use crate::db::{GoalRow, GoalWrites, current_goal};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -21,18 +27,8 @@ use waymark_protocol::{
     GoalActor, GoalReason, GoalStatus, GoalUpdateKind, GoalWait, InteractionMode, WaitCheck,
 };
 use waymark_store::Tx;
-use waymark_tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use waymark_tools::{FreeTool, Tool, ToolContext, ToolError, ToolOutput, parse_args};
 
-/// The least time between two runs of a check.
-pub const MIN_EVERY_SECONDS: u32 = 30;
-/// Between two runs of a check when the agent names no interval.
-pub const DEFAULT_EVERY_SECONDS: u32 = 60;
-/// The longest one run of a check may take.
-pub const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
-/// The shortest wait for a time: shorter ones would be polling by another name.
-pub const MIN_WAIT_SECONDS: u64 = 30;
-/// Waits the agent may begin in a row with no other turn between them.
-pub const MAX_WAITS_IN_ROW: u32 = 20;
 /// The longest a wait's reason (kept, after redaction), a check's shown line and a check
 /// command may be.
 const REASON_MAX: usize = 300;
@@ -81,9 +77,6 @@ impl Tool for WaitTool {
 }
 
 impl SessionTool for WaitTool {
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
     fn handle_in<'a>(
         &'a self,
         api: &'a SessionApi,
@@ -232,38 +225,6 @@ fn shape(a: &WaitArgs, now: i64, max_wait_seconds: u64) -> Result<GoalWait> {
     })
 }
 
-/// A wait in words: "Waiting until 2026-12-06 06:00 UTC — reason", or for a check.
-pub fn describe(w: &GoalWait, now: i64) -> String {
-    let mut s = match (&w.check, w.until) {
-        (Some(c), _) => format!(
-            "Waiting for `{}` to succeed — checked every {} s",
-            c.lines().next().unwrap_or(""),
-            w.every_seconds
-        ),
-        (None, Some(t)) => format!("Waiting until {} (in {})", utc(t), span(t - now)),
-        (None, None) => "Waiting".to_string(),
-    };
-    if let (Some(_), Some(t)) = (&w.check, w.until) {
-        s.push_str(&format!(", or until {}", utc(t)));
-    }
-    s.push_str(&format!(" — {}", w.reason));
-    if w.until.is_none_or(|t| t > w.deadline) {
-        s.push_str(&format!(
-            "; it gives up at {} (goal.max_wait) and the goal pauses",
-            utc(w.deadline)
-        ));
-    }
-    s
-}
-
-fn utc(ms: i64) -> String {
-    waymark_extension::clock::utc_label(ms)
-}
-
-fn span(ms: i64) -> String {
-    waymark_extension::clock::span_label(ms.max(0) as u64)
-}
-
 /// The check a session runs in the background, by session id: kept beside the sessions
 /// (not in one), so closing a session stops its check wherever the close comes from.
 struct Running {
@@ -354,7 +315,7 @@ pub(crate) fn look(api: &SessionApi) -> Result<bool> {
                 return Ok(false);
             }
             if timed_out {
-                end(tx, &mut g, now)?;
+                end_wait(tx, &mut g, now)?;
                 transition(
                     tx,
                     &mut g,
@@ -376,7 +337,7 @@ pub(crate) fn look(api: &SessionApi) -> Result<bool> {
                 wake(tx, &mut g, now, GoalActor::Runtime, &why, true)?;
                 return Ok(true);
             }
-            end(tx, &mut g, now)?;
+            end_wait(tx, &mut g, now)?;
             transition(
                 tx,
                 &mut g,
@@ -437,27 +398,6 @@ fn time_budget_spent_at(g: &GoalRow, w: &GoalWait) -> Option<i64> {
     )
 }
 
-/// Adds the time waited since it was last counted to the goal's active time (waiting
-/// counts toward the time budget while a process runs the session).
-fn credit(tx: &mut Tx<'_>, g: &mut GoalRow, now: i64) -> Result<()> {
-    let Some(w) = g.wait.as_mut() else {
-        return Ok(());
-    };
-    let ms = now.saturating_sub(w.counted_to).max(0) as u64;
-    w.counted_to = now.max(w.counted_to);
-    g.active_ms = g.active_ms.saturating_add(ms);
-    tx.add_goal_usage(&g.id, 0, 0, ms)?;
-    tx.set_goal_wait(&g.id, g.wait.as_ref())
-}
-
-/// Ends the wait: its time counted, the wait gone.
-pub(crate) fn end(tx: &mut Tx<'_>, g: &mut GoalRow, now: i64) -> Result<()> {
-    credit(tx, g, now)?;
-    g.wait = None;
-    g.wait_command = None;
-    tx.set_goal_wait(&g.id, None)
-}
-
 /// Wakes a waiting goal: the wait ends, the goal says it woke (`woke`, by `actor`), and
 /// unless the user's own message is the next turn (`continue_now` false) a continuation
 /// saying why is queued.
@@ -469,7 +409,7 @@ pub(crate) fn wake(
     why: &str,
     continue_now: bool,
 ) -> Result<()> {
-    end(tx, g, now)?;
+    end_wait(tx, g, now)?;
     transition(tx, g, GoalReason::Woke, actor, GoalUpdateKind::Lifecycle)?;
     if continue_now {
         continue_goal(tx, g, Nudge::Woke(why.to_string()))?;
@@ -480,7 +420,7 @@ pub(crate) fn wake(
 /// The process holding the session stops: the waited time so far is counted, and the wait
 /// stays (it survives a restart; the time the session is closed is not counted).
 pub(crate) fn on_close(tx: &mut Tx<'_>, g: &mut GoalRow) -> Result<()> {
-    credit(tx, g, tx.now())
+    count_wait(tx, g, tx.now())
 }
 
 /// A process opens the session: the wait counts its time from now on, and its check runs
@@ -498,7 +438,10 @@ pub(crate) fn on_open(tx: &mut Tx<'_>, g: &mut GoalRow) -> Result<()> {
 
 /// What the check runs with: the agent's shell tool, confined read-only, with plan mode's
 /// network rule. None when this machine has no complete sandbox (a check then is refused).
-async fn check_context(api: &SessionApi, config: &Config) -> Option<(Arc<dyn Tool>, ToolContext)> {
+async fn check_context(
+    api: &SessionApi,
+    config: &Config,
+) -> Option<(Arc<dyn FreeTool>, ToolContext)> {
     api.sandbox().probe_async().await;
     let spec = api
         .sandbox()
@@ -575,7 +518,7 @@ fn start_check(api: &SessionApi, goal_id: &str, since: i64, check: String) {
                     line,
                 });
             }
-            credit(tx, &mut g, now)
+            count_wait(tx, &mut g, now)
         });
         if let Err(e) = stored {
             tracing::warn!("a goal's wait check could not be recorded: {e}");

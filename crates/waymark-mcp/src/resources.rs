@@ -101,10 +101,6 @@ impl SessionTool for ResourceTool {
             Ok(ToolOutput::text(text))
         })
     }
-
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
 }
 
 /// Whether the resource tools reach `s`: a server of the user's settings. A project's server

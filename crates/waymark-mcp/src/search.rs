@@ -131,10 +131,6 @@ impl SessionTool for ToolSearch {
             Ok(ToolOutput::text(out.trim_end().to_string()))
         })
     }
-
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
 }
 
 /// The tools a server-side search ranks: every ready server's.

@@ -128,10 +128,6 @@ impl SessionTool for McpTool {
             }
         })
     }
-
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
 }
 
 /// The shortest gap between two progress events of one call; a report that ends the work

@@ -9,7 +9,6 @@ use super::document::{SNAPSHOT_LIMIT, check_plan_text, snapshot_of};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use waymark_config::Config;
 use waymark_extension::error::{Error, Result};
 use waymark_extension::{SessionApi, SessionTool, tool_error};
@@ -50,9 +49,6 @@ impl Tool for EnterPlanMode {
 }
 
 impl SessionTool for EnterPlanMode {
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
     fn handle_in<'a>(
         &'a self,
         api: &'a SessionApi,
@@ -118,9 +114,6 @@ impl Tool for ExitPlanMode {
 }
 
 impl SessionTool for ExitPlanMode {
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
     fn handle_in<'a>(
         &'a self,
         api: &'a SessionApi,

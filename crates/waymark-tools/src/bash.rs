@@ -213,6 +213,9 @@ impl Tool for Bash {
     fn effects(&self) -> crate::Effects {
         crate::Effects::SHELL
     }
+}
+
+impl crate::FreeTool for Bash {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -178,7 +178,11 @@ impl Effects {
     };
 }
 
-/// A tool the model can call.
+/// A tool as the model, the permission guard and plan mode see it: its name, description,
+/// schema and effects. How it runs is another trait: [`FreeTool`] for one that needs nothing
+/// but its call, and the extension API's `SessionTool` for one that works on the session.
+/// A registry holds free tools only, so a session tool cannot be registered as a plain one:
+/// it would not compile.
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
@@ -206,26 +210,22 @@ pub trait Tool: Send + Sync {
     ) -> bool {
         true
     }
-    /// Runs the call. A tool that works on the session instead (plan mode's, goals') gets it
-    /// from the runtime through the extension API and keeps this answer.
+}
+
+/// A tool that runs with nothing but its call: the workspace, the sandbox and the arguments
+/// ([`ToolContext`]).
+pub trait FreeTool: Tool {
     fn handle<'a>(
         &'a self,
-        _ctx: &'a ToolContext,
-        _args: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        let name = self.name().to_string();
-        Box::pin(async move {
-            Err(ToolError::Fatal(format!(
-                "`{name}` works on the session and runs only through it"
-            )))
-        })
-    }
+        ctx: &'a ToolContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 }
 
 /// The tools of a session, in the order they are offered.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Vec<Arc<dyn FreeTool>>,
 }
 
 impl ToolRegistry {
@@ -246,16 +246,16 @@ impl ToolRegistry {
     }
 
     /// Adds a tool, replacing one of the same name.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+    pub fn register(&mut self, tool: Arc<dyn FreeTool>) {
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn FreeTool>> {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn FreeTool>> {
         self.tools.iter()
     }
 }
@@ -368,7 +368,7 @@ pub(crate) mod test_support {
             &self.ctx.workspace
         }
 
-        pub async fn run(&self, tool: &dyn Tool, args: Value) -> Result<ToolOutput, ToolError> {
+        pub async fn run(&self, tool: &dyn FreeTool, args: Value) -> Result<ToolOutput, ToolError> {
             tool.handle(&self.ctx, args).await
         }
     }

@@ -344,6 +344,9 @@ impl Tool for ApplyPatch {
             .and_then(|p| patch_paths(p).ok())
             .unwrap_or_default()
     }
+}
+
+impl crate::FreeTool for ApplyPatch {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -42,6 +42,9 @@ impl Tool for ReadFile {
     fn effects(&self) -> crate::Effects {
         crate::Effects::READS
     }
+}
+
+impl crate::FreeTool for ReadFile {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -190,6 +193,9 @@ impl Tool for ListDir {
     fn effects(&self) -> crate::Effects {
         crate::Effects::READS
     }
+}
+
+impl crate::FreeTool for ListDir {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -155,6 +155,9 @@ impl Tool for Glob {
     fn effects(&self) -> crate::Effects {
         crate::Effects::READS
     }
+}
+
+impl crate::FreeTool for Glob {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -250,6 +253,9 @@ impl Tool for Grep {
     fn effects(&self) -> crate::Effects {
         crate::Effects::READS
     }
+}
+
+impl crate::FreeTool for Grep {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,

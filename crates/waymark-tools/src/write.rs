@@ -33,6 +33,9 @@ impl Tool for Write {
     fn effects(&self) -> crate::Effects {
         crate::Effects::WRITES
     }
+}
+
+impl crate::FreeTool for Write {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -208,6 +211,9 @@ impl Tool for Edit {
     fn effects(&self) -> crate::Effects {
         crate::Effects::WRITES
     }
+}
+
+impl crate::FreeTool for Edit {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -265,6 +271,9 @@ impl Tool for MultiEdit {
     fn effects(&self) -> crate::Effects {
         crate::Effects::WRITES
     }
+}
+
+impl crate::FreeTool for MultiEdit {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -321,6 +330,9 @@ impl Tool for Append {
     fn effects(&self) -> crate::Effects {
         crate::Effects::WRITES
     }
+}
+
+impl crate::FreeTool for Append {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -7,6 +7,7 @@ mod mcp;
 mod output;
 mod plan;
 mod red_team;
+mod seam;
 mod support;
 mod upgrade;
 mod worktree;

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::extension::SessionApi;
 use crate::extension::agent::{AgentEnd, AgentRole, AgentSpec};
 use crate::provider::{ModelMessage, ModelRequest, ModelResponse, ProviderError, Route, ToolSpec};
-use crate::session::SessionCore;
+use crate::session::{FoundTool, SessionCore};
 use crate::store::ToolCallRecord;
 use crate::store::spend::Hold;
 use crate::tools::ToolContext;
@@ -32,19 +32,17 @@ pub(crate) async fn run_agent(
         }
     };
     // A subagent is not offered what acts on the session itself (it is refused anyway).
-    let for_actor = |t: &dyn crate::tools::Tool| match actor {
-        CallActor::Subagent(_) => core
-            .toolbox
-            .session_tools
-            .get(t.name())
-            .is_none_or(|s| s.for_subagents()),
-        CallActor::Main | CallActor::Verifier => true,
+    let for_actor = |t: &FoundTool| match (actor, t) {
+        (CallActor::Subagent(_), FoundTool::Session(s)) => s.for_subagents(),
+        _ => true,
     };
     let tools = core
         .toolbox
-        .tools
+        .fixed
         .iter()
-        .filter(|t| (spec.tools)(t.as_ref()) && for_actor(t.as_ref()))
+        .filter(|t| for_actor(t))
+        .map(FoundTool::tool)
+        .filter(|t| (spec.tools)(t.as_ref()))
         .map(|t| ToolSpec {
             name: t.name().into(),
             description: t.description().into(),

@@ -81,7 +81,7 @@ impl SessionHost for SessionCore {
         SessionCore::gate_call(self, api, turn_id, route, request)
     }
     fn tools(&self) -> &ToolRegistry {
-        &self.toolbox.tools
+        self.toolbox.fixed.free()
     }
     fn sandbox(&self) -> &Arc<crate::sandbox::Sandbox> {
         &self.sandbox

@@ -7,7 +7,6 @@ use super::ToolList;
 use crate::clock::{Clock, IdSource};
 use crate::guard::ToolGuard;
 use crate::store::Store;
-use crate::tools::ToolRegistry;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -43,8 +42,7 @@ pub(crate) struct Places {
 /// `tools`), the sources whose set changes while it runs (MCP servers'), and the lists last
 /// offered per interaction mode, with their size in tokens.
 pub(crate) struct Toolbox {
-    pub(crate) tools: ToolRegistry,
-    pub(crate) session_tools: HashMap<String, Arc<dyn crate::extension::SessionTool>>,
+    pub(crate) fixed: super::FixedTools,
     pub(crate) sources: Vec<Arc<dyn crate::extension::source::ToolSource>>,
     pub(crate) offered: Mutex<HashMap<InteractionMode, ToolList>>,
 }

@@ -376,11 +376,8 @@ impl SessionCore {
     /// The tool the model calls by `name`: a fixed one, else a tool source's (with the
     /// handle it runs with).
     pub fn find_tool(&self, name: &str) -> Option<FoundTool> {
-        if let Some(t) = self.toolbox.session_tools.get(name) {
-            return Some(FoundTool::Session(t.clone()));
-        }
-        if let Some(t) = self.toolbox.tools.get(name) {
-            return Some(FoundTool::Free(t.clone()));
+        if let Some(t) = self.toolbox.fixed.get(name) {
+            return Some(t.clone());
         }
         self.toolbox
             .sources

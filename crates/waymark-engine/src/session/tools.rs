@@ -7,7 +7,7 @@ use std::sync::Arc;
 /// the session and runs with its handle. The one the guards decide on is the one that runs.
 #[derive(Clone)]
 pub(crate) enum FoundTool {
-    Free(Arc<dyn crate::tools::Tool>),
+    Free(Arc<dyn crate::tools::FreeTool>),
     Session(Arc<dyn crate::extension::SessionTool>),
 }
 
@@ -16,13 +16,59 @@ impl FoundTool {
     pub(crate) fn tool(&self) -> Arc<dyn crate::tools::Tool> {
         match self {
             FoundTool::Free(t) => t.clone(),
-            FoundTool::Session(t) => t.clone().as_tool(),
+            FoundTool::Session(t) => t.clone(),
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            FoundTool::Free(t) => t.name(),
+            FoundTool::Session(t) => t.name(),
         }
     }
 
     /// What it declares it may do.
     pub(crate) fn effects(&self) -> crate::tools::Effects {
         self.tool().effects()
+    }
+}
+
+/// The session's own tools, the standard ones and the extensions', in the order they are
+/// offered; the free ones are also kept as a registry, which extensions read (the shell a
+/// goal's check runs with). Tool sources' tools are not here: they change while the session
+/// runs.
+pub(crate) struct FixedTools {
+    list: Vec<FoundTool>,
+    free: crate::tools::ToolRegistry,
+}
+
+impl FixedTools {
+    /// The standard tools, before the extensions add theirs.
+    pub(crate) fn standard() -> Self {
+        let free = crate::tools::ToolRegistry::standard();
+        let list = free.iter().cloned().map(FoundTool::Free).collect();
+        FixedTools { list, free }
+    }
+
+    /// Adds a tool whose name no other one has (the caller refuses a second one).
+    pub(crate) fn add(&mut self, tool: FoundTool) {
+        if let FoundTool::Free(t) = &tool {
+            self.free.register(t.clone());
+        }
+        self.list.push(tool);
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&FoundTool> {
+        self.list.iter().find(|t| t.name() == name)
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &FoundTool> {
+        self.list.iter()
+    }
+
+    /// The free tools only.
+    pub(crate) fn free(&self) -> &crate::tools::ToolRegistry {
+        &self.free
     }
 }
 

@@ -56,7 +56,7 @@ pub(crate) async fn decide(
     let Some(found) = found else {
         let mut names: Vec<String> = core
             .toolbox
-            .tools
+            .fixed
             .iter()
             .map(|t| t.name().to_string())
             .collect();

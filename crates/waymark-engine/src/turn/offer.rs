@@ -44,18 +44,19 @@ pub(crate) fn tool_specs(
     };
     let mut specs: Vec<ToolSpec> = core
         .toolbox
-        .tools
+        .fixed
         .iter()
+        .map(|t| t.tool())
         .filter(|t| t.offered(mode, &config))
         .map(|t| spec(t.as_ref()))
         .collect();
     for o in &offered {
         for t in &o.tools {
             // A fixed tool's name is never a source's: the fixed one is what gets called.
-            if core.toolbox.tools.get(t.name()).is_none()
+            if core.toolbox.fixed.get(t.name()).is_none()
                 && !specs.iter().any(|s| s.name == t.name())
             {
-                specs.push(spec(t.clone().as_tool().as_ref()));
+                specs.push(spec(t.as_ref()));
             }
         }
     }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use waymark_config::Config;
 use waymark_protocol::{EventKind, PermissionMode, ToolStatus};
 use waymark_runtime::extension::Extension;
-use waymark_runtime::tools::{Effects, Tool, ToolContext, ToolError, ToolOutput};
+use waymark_runtime::tools::{Effects, FreeTool, Tool, ToolContext, ToolError, ToolOutput};
 use waymark_runtime::{SessionHandle, SessionSpec};
 
 /// A page fetcher: reads nothing on disk and writes nothing, but sends its `url` out (with
@@ -31,6 +31,9 @@ impl Tool for FetchPage {
     fn effects(&self) -> Effects {
         self.1
     }
+}
+
+impl FreeTool for FetchPage {
     fn handle<'a>(
         &'a self,
         _: &'a ToolContext,
@@ -47,7 +50,7 @@ impl Extension for Web {
     fn name(&self) -> &'static str {
         "web"
     }
-    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    fn tools(&self) -> Vec<Arc<dyn FreeTool>> {
         vec![Arc::new(FetchPage(self.0.clone(), self.1))]
     }
 }

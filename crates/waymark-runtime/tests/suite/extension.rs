@@ -216,7 +216,7 @@ async fn a_third_extension_plugs_in_without_changing_the_session_core() {
 /// user approves.
 #[tokio::test]
 async fn an_extension_cannot_replace_a_tool_or_command() {
-    use waymark_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+    use waymark_runtime::tools::{FreeTool, Tool, ToolContext, ToolError, ToolOutput};
     struct FakeBash;
     impl Tool for FakeBash {
         fn name(&self) -> &'static str {
@@ -231,6 +231,9 @@ async fn an_extension_cannot_replace_a_tool_or_command() {
         fn effects(&self) -> waymark_tools::Effects {
             waymark_tools::Effects::READS
         }
+    }
+
+    impl FreeTool for FakeBash {
         fn handle<'a>(
             &'a self,
             _: &'a ToolContext,
@@ -250,7 +253,7 @@ async fn an_extension_cannot_replace_a_tool_or_command() {
         fn name(&self) -> &'static str {
             "shadow"
         }
-        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        fn tools(&self) -> Vec<Arc<dyn FreeTool>> {
             vec![Arc::new(FakeBash)]
         }
     }

@@ -486,6 +486,9 @@ impl waymark_runtime::tools::Tool for ReadNotes {
             ..waymark_runtime::tools::Effects::READS
         }
     }
+}
+
+impl waymark_runtime::tools::FreeTool for ReadNotes {
     fn handle<'a>(
         &'a self,
         _: &'a waymark_runtime::tools::ToolContext,
@@ -505,7 +508,7 @@ impl Extension for Egress {
     fn name(&self) -> &'static str {
         "egress"
     }
-    fn tools(&self) -> Vec<Arc<dyn waymark_runtime::tools::Tool>> {
+    fn tools(&self) -> Vec<Arc<dyn waymark_runtime::tools::FreeTool>> {
         vec![Arc::new(ReadNotes(self.0.clone()))]
     }
     fn call_policies(&self) -> Vec<Arc<dyn CallPolicy>> {

@@ -533,7 +533,7 @@ mod extension_points {
     use waymark_runtime::extension::{Extension, GuardStage};
     use waymark_runtime::guard::{GuardCall, GuardDecision, ToolGuard};
     use waymark_runtime::provider::ModelMessage;
-    use waymark_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+    use waymark_runtime::tools::{FreeTool, Tool, ToolContext, ToolError, ToolOutput};
 
     struct FinishNow;
     impl Tool for FinishNow {
@@ -549,6 +549,9 @@ mod extension_points {
         fn effects(&self) -> waymark_tools::Effects {
             waymark_tools::Effects::READS
         }
+    }
+
+    impl FreeTool for FinishNow {
         fn handle<'a>(
             &'a self,
             _: &'a ToolContext,
@@ -613,7 +616,7 @@ mod extension_points {
         fn name(&self) -> &'static str {
             "test"
         }
-        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        fn tools(&self) -> Vec<Arc<dyn FreeTool>> {
             vec![Arc::new(FinishNow)]
         }
         fn guards(&self) -> Vec<(GuardStage, Arc<dyn ToolGuard>)> {

@@ -13,7 +13,7 @@ use waymark_protocol::{CallActor, EventKind, PermissionMode, ToolStatus};
 use waymark_runtime::extension::agent::{AgentEnd, AgentRole, AgentSpec};
 use waymark_runtime::extension::{Extension, SessionApi, SessionTool};
 use waymark_runtime::provider::{CallPurpose, ModelMessage};
-use waymark_runtime::tools::{Effects, Tool, ToolContext, ToolError, ToolOutput};
+use waymark_runtime::tools::{Effects, FreeTool, Tool, ToolContext, ToolError, ToolOutput};
 use waymark_runtime::{SessionHandle, SessionSpec};
 
 /// Hands a task to a subagent with every tool of the session (this one too) and returns
@@ -69,9 +69,6 @@ impl SessionTool for Delegate {
             }))
         })
     }
-    fn as_tool(self: Arc<Self>) -> Arc<dyn Tool> {
-        self
-    }
     fn for_subagents(&self) -> bool {
         // It only starts a subagent of the caller's own.
         true
@@ -94,6 +91,9 @@ impl Tool for PullThePlug {
     fn effects(&self) -> Effects {
         Effects::READS
     }
+}
+
+impl FreeTool for PullThePlug {
     fn handle<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -113,7 +113,7 @@ impl Extension for Subagents {
     fn session_tools(&self) -> Vec<Arc<dyn SessionTool>> {
         vec![Arc::new(Delegate)]
     }
-    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    fn tools(&self) -> Vec<Arc<dyn FreeTool>> {
         vec![Arc::new(PullThePlug)]
     }
 }

@@ -142,7 +142,7 @@ async fn a_panicking_turn_is_closed_once_not_retried_in_a_loop() {
     use futures_util::future::BoxFuture;
     use std::sync::Arc;
     use waymark_runtime::extension::Extension;
-    use waymark_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+    use waymark_runtime::tools::{FreeTool, Tool, ToolContext, ToolError, ToolOutput};
 
     struct Explode;
     impl Tool for Explode {
@@ -158,6 +158,9 @@ async fn a_panicking_turn_is_closed_once_not_retried_in_a_loop() {
         fn effects(&self) -> waymark_tools::Effects {
             waymark_tools::Effects::READS
         }
+    }
+
+    impl FreeTool for Explode {
         fn handle<'a>(
             &'a self,
             _: &'a ToolContext,
@@ -171,7 +174,7 @@ async fn a_panicking_turn_is_closed_once_not_retried_in_a_loop() {
         fn name(&self) -> &'static str {
             "explode"
         }
-        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        fn tools(&self) -> Vec<Arc<dyn FreeTool>> {
             vec![Arc::new(Explode)]
         }
     }

@@ -13,7 +13,7 @@ use waymark_config::Config;
 use waymark_protocol::{EventKind, Op, PermissionMode, ToolStatus, TurnEndReason};
 use waymark_runtime::SessionSpec;
 use waymark_runtime::extension::Extension;
-use waymark_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use waymark_runtime::tools::{FreeTool, Tool, ToolContext, ToolError, ToolOutput};
 
 #[tokio::test]
 async fn read_file_refuses_fifos_sockets_and_devices_at_once() {
@@ -79,6 +79,9 @@ impl Tool for Stuck {
     fn effects(&self) -> waymark_tools::Effects {
         waymark_tools::Effects::READS
     }
+}
+
+impl FreeTool for Stuck {
     fn handle<'a>(
         &'a self,
         _: &'a ToolContext,
@@ -100,7 +103,7 @@ impl Extension for WithStuck {
     fn name(&self) -> &'static str {
         "stuck"
     }
-    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+    fn tools(&self) -> Vec<Arc<dyn FreeTool>> {
         vec![Arc::new(Stuck)]
     }
 }
