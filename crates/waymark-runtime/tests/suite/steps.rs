@@ -20,6 +20,8 @@ use waymark_runtime::{Runtime, SessionHandle, SessionSpec, ToolCallRecord};
 struct Checks {
     opened: AtomicUsize,
     fail_open: bool,
+    /// The step after open never ends (a hook program that hangs).
+    hang_open: bool,
 }
 
 impl Extension for Checks {
@@ -33,6 +35,9 @@ impl Extension for Checks {
                 .expect("the session is stored before the step runs");
             tokio::task::yield_now().await;
             self.opened.fetch_add(1, Ordering::SeqCst);
+            if self.hang_open {
+                std::future::pending::<()>().await;
+            }
             if self.fail_open {
                 return Err(waymark_runtime::Error::refused(
                     "the hook program crashed".into(),
@@ -221,6 +226,33 @@ async fn the_step_after_open_runs_at_each_open_and_a_failing_one_leaves_the_sess
         "{ev:?}"
     );
     again.shutdown().await.unwrap();
+}
+
+/// A step after open that never ends holds the session's first op no longer than its bound
+/// (10 s): it is stopped, said as a session error, and the session works on.
+#[tokio::test]
+async fn a_step_after_open_that_never_ends_is_stopped_and_the_session_works_on() {
+    let checks = Arc::new(Checks {
+        hang_open: true,
+        ..Checks::default()
+    });
+    let (h, _rec, runtime) = with_checks(checks.clone(), json!([{"text": "one"}]));
+    let s = session(&h, &runtime);
+    let ev = tokio::time::timeout(std::time::Duration::from_secs(60), run(&s, user("hi")))
+        .await
+        .expect("the step after open held the session past its bound");
+    assert_eq!(checks.opened.load(Ordering::SeqCst), 1);
+    assert!(
+        ev.iter().any(|e| matches!(&e.kind,
+            EventKind::SessionError { error } if error.code == "after_open_timeout")),
+        "{ev:?}"
+    );
+    assert!(
+        ev.iter()
+            .any(|e| matches!(&e.kind, EventKind::TurnFinished { error: None, .. })),
+        "{ev:?}"
+    );
+    s.shutdown().await.unwrap();
 }
 
 #[tokio::test]
