@@ -42,7 +42,9 @@ ALLOWED = {
     "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal",
                               "waymark-mcp", "waymark-checkpoint", "waymark-worktree"},
     # Thin front ends.
-    "waymark-cli": {"waymark-protocol", "waymark-config", "waymark-runtime"},
+    "waymark-cli": {"waymark-protocol", "waymark-config", "waymark-runtime", "waymark-acp"},
+    # The Agent Client Protocol front end, which the CLI serves as `waymark acp`.
+    "waymark-acp": {"waymark-protocol", "waymark-config", "waymark-runtime"},
     "waymark-desktop": {"waymark-protocol", "waymark-config", "waymark-runtime"},
 }
 

@@ -4,7 +4,8 @@
 # app the WebKitGTK/GTK development packages, and for its end-to-end tests Xvfb, a D-Bus
 # session bus with a notification daemon (dunst) and a Secret Service (gnome-keyring),
 # WebKitWebDriver, tauri-driver, and xdotool (real X input for the native folder chooser);
-# for the MCP tests, the reference MCP servers and the conformance suite (tests/mcp).
+# for the MCP tests, the reference MCP servers and the conformance suite (tests/mcp); for the
+# ACP tests, the acpx client (tests/acp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -59,6 +60,11 @@ fi
 if [ ! -d tests/mcp/node_modules ] || [ tests/mcp/package-lock.json -nt tests/mcp/node_modules/.package-lock.json ]; then
   echo "setup: installing the MCP test servers and the conformance suite (tests/mcp)"
   npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
+fi
+# The ACP tests' real client, pinned in tests/acp/package-lock.json: acpx, and the Node 22 it needs.
+if [ ! -d tests/acp/node_modules ] || [ tests/acp/package-lock.json -nt tests/acp/node_modules/.package-lock.json ]; then
+  echo "setup: installing the ACP test client (tests/acp)"
+  npm ci --prefix tests/acp --no-audit --no-fund --loglevel=error
 fi
 if ! command -v tauri-driver >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/tauri-driver" ]; then
   echo "setup: installing tauri-driver (WebDriver for the end-to-end tests)"

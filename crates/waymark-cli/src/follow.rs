@@ -312,8 +312,8 @@ pub(crate) async fn drive(
     Ok(code)
 }
 
-/// A stream of signal `kind` for the run loop.
-fn unix_signal(
+/// A stream of signal `kind` (the run loop's, `waymark acp`'s).
+pub(crate) fn unix_signal(
     kind: tokio::signal::unix::SignalKind,
 ) -> anyhow::Result<tokio::signal::unix::Signal> {
     Ok(tokio::signal::unix::signal(kind)?)

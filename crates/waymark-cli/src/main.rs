@@ -97,6 +97,17 @@ enum Command {
         /// The message; without it, queued or parked work resumes.
         prompt: Option<String>,
     },
+    /// Serve the Agent Client Protocol (version 1) on stdin and stdout, for an editor that
+    /// hosts Waymark (Zed, JetBrains, Neovim, Emacs), here or through `ssh host waymark acp`.
+    /// Stdout carries only the protocol; it ends when the editor closes stdin.
+    Acp {
+        /// Model spec of the sessions it makes (default: the settings').
+        #[arg(long)]
+        model: Option<String>,
+        /// ask | auto-edit | auto | read-only
+        #[arg(long)]
+        permission: Option<PermissionMode>,
+    },
     /// Plan mode: the plan file, its frozen revisions, diffs and the sanitized HTML.
     Plan {
         #[command(subcommand)]
@@ -234,6 +245,17 @@ fn default_sigpipe() {
     // exists, has no memory-safety implications.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// `waymark acp` writes to an editor that may go away: a closed pipe is then an error the
+/// connection ends on, not a signal that kills the process before its sessions close.
+#[allow(unsafe_code)]
+fn ignore_sigpipe() {
+    // SAFETY: setting SIGPIPE's disposition to SIG_IGN has no memory-safety implications;
+    // the threads running then only see EPIPE from a write instead of the signal.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
 }
 
@@ -382,6 +404,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 intent: plan.then_some(Intent::PlanEntry),
             });
             drive(&runtime, handle, op, json, wait_limit).await
+        }
+        Command::Acp { model, permission } => {
+            let options = waymark_acp::Options { model, permission };
+            // An editor that goes away (a dropped SSH link) must not kill the process mid-write:
+            // the write fails instead, and the sessions close as Stop would. So do SIGTERM and
+            // SIGHUP.
+            ignore_sigpipe();
+            let mut terminate = follow::unix_signal(tokio::signal::unix::SignalKind::terminate())?;
+            let mut hangup = follow::unix_signal(tokio::signal::unix::SignalKind::hangup())?;
+            let until = async move {
+                tokio::select! {
+                    _ = terminate.recv() => {}
+                    _ = hangup.recv() => {}
+                }
+            };
+            waymark_acp::serve_stdio(std::sync::Arc::new(runtime), options, until)
+                .await
+                .map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Answer {
             session,

@@ -72,8 +72,11 @@ pub trait SessionHost: Send + Sync {
         route: &waymark_provider::Route,
         request: &mut waymark_provider::ModelRequest,
     ) -> Result<Gate>;
-    /// Every tool the session has.
+    /// The session's free tools (those that run with their call alone).
     fn tools(&self) -> &ToolRegistry;
+    /// The session's own tool called `name` (a free one or one that works on the session; not
+    /// a tool source's), as the guards see it.
+    fn tool(&self, name: &str) -> Option<Arc<dyn waymark_tools::Tool>>;
     /// The session's shell sandbox.
     fn sandbox(&self) -> &Arc<waymark_sandbox::Sandbox>;
     /// The environments tool processes start with.
@@ -214,9 +217,14 @@ impl SessionApi {
     ) -> Result<Gate> {
         self.host.gate_call(self, turn_id, route, request)
     }
-    /// Every tool the session has.
+    /// The session's free tools (those that run with their call alone).
     pub fn tools(&self) -> &ToolRegistry {
         self.host.tools()
+    }
+    /// The session's own tool called `name` (a free one or one that works on the session; not
+    /// a tool source's), as the guards see it.
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn waymark_tools::Tool>> {
+        self.host.tool(name)
     }
     /// The session's shell sandbox.
     pub fn sandbox(&self) -> &Arc<waymark_sandbox::Sandbox> {

@@ -115,11 +115,8 @@ fn protected_targets(
     call: &waymark_protocol::ToolCallRecord,
 ) -> Result<Option<(String, Vec<String>)>> {
     let Some(tool) = api
-        .tools()
-        .iter()
-        .find(|t| t.name() == call.name)
+        .tool(&call.name)
         .filter(|t| t.effects().writes && !t.effects().processes && !t.effects().external)
-        .cloned()
     else {
         return Ok(None);
     };

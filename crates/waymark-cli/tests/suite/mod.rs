@@ -1,3 +1,4 @@
+mod acp;
 mod checkpoint;
 mod cli;
 mod cost;

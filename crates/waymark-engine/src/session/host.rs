@@ -83,6 +83,9 @@ impl SessionHost for SessionCore {
     fn tools(&self) -> &ToolRegistry {
         self.toolbox.fixed.free()
     }
+    fn tool(&self, name: &str) -> Option<Arc<dyn crate::tools::Tool>> {
+        self.toolbox.fixed.get(name).map(super::FoundTool::tool)
+    }
     fn sandbox(&self) -> &Arc<crate::sandbox::Sandbox> {
         &self.sandbox
     }

@@ -1,0 +1,135 @@
+//! Waymark as an Agent Client Protocol agent (protocol version 1): `waymark acp` speaks ACP
+//! over stdio to an editor (Zed, JetBrains, Neovim, Emacs), on this machine or at the end of
+//! `ssh host waymark acp`. It is a thin adapter over the runtime's client seam
+//! (`waymark_runtime::client`): an ACP session is a Waymark session, a prompt is a message
+//! submitted and followed to its rest, and a permission question goes to the editor as
+//! `session/request_permission`. No business logic lives here.
+//!
+//! Stdout carries nothing but the protocol; logs go to the log file.
+
+mod prompt;
+mod sessions;
+mod updates;
+
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, ConnectTo, Error};
+use std::sync::Arc;
+use waymark_runtime::Runtime;
+
+pub use sessions::Options;
+use sessions::Sessions;
+
+/// Serves ACP on this process's stdin and stdout until the client closes stdin, or until
+/// `until` ends (a signal).
+pub async fn serve_stdio(
+    runtime: Arc<Runtime>,
+    options: Options,
+    until: impl std::future::Future<Output = ()>,
+) -> Result<(), Error> {
+    serve(runtime, options, agent_client_protocol::Stdio::new(), until).await
+}
+
+/// Serves ACP over `transport` until it closes or `until` ends. A client that goes away
+/// stops what its sessions run, as Stop would, and closes them: everything they did is
+/// stored, so the next connection finds it.
+pub async fn serve(
+    runtime: Arc<Runtime>,
+    options: Options,
+    transport: impl ConnectTo<Agent> + 'static,
+    until: impl std::future::Future<Output = ()>,
+) -> Result<(), Error> {
+    let sessions = Arc::new(Sessions::new(runtime, options));
+    let served = tokio::select! {
+        served = agent(sessions.clone()).connect_to(transport) => served,
+        () = until => Ok(()),
+    };
+    sessions.close_all().await;
+    served
+}
+
+/// What the agent says it can do.
+fn capabilities(
+    version: agent_client_protocol::schema::ProtocolVersion,
+) -> acp::InitializeResponse {
+    acp::InitializeResponse::new(version)
+        .agent_capabilities(
+            acp::AgentCapabilities::new()
+                .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true)),
+        )
+        .auth_methods(Vec::new())
+        .agent_info(acp::Implementation::new("waymark", env!("CARGO_PKG_VERSION")).title("Waymark"))
+}
+
+/// The agent's side of one connection.
+fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
+    Agent
+        .v1()
+        .name("waymark")
+        .on_receive_request(
+            async |req: acp::InitializeRequest,
+                   responder: Responder<acp::InitializeResponse>,
+                   _cx: ConnectionTo<Client>| {
+                responder.respond(capabilities(req.protocol_version))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async |_req: acp::AuthenticateRequest,
+                   responder: Responder<acp::AuthenticateResponse>,
+                   _cx: ConnectionTo<Client>| {
+                // Keys come from the environment or the keyring; there is nothing to sign in to.
+                responder.respond(acp::AuthenticateResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |req: acp::NewSessionRequest,
+                            responder: Responder<acp::NewSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    match sessions.create(&req.cwd, &req.mcp_servers) {
+                        Ok(id) => responder.respond(acp::NewSessionResponse::new(id)),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |req: acp::PromptRequest,
+                            responder: Responder<acp::PromptResponse>,
+                            cx: ConnectionTo<Client>| {
+                    let running = match sessions.get(&req.session_id).and_then(|o| o.begin()) {
+                        Ok(running) => running,
+                        Err(e) => return responder.respond_with_error(e),
+                    };
+                    // The turn runs beside the dispatch loop, which must stay free for
+                    // `session/cancel` and the answers to the turn's own questions.
+                    let sessions = sessions.clone();
+                    let to_client = cx.clone();
+                    cx.spawn(async move {
+                        let ended = prompt::run(&sessions, &to_client, req, running).await;
+                        if let Err(e) = responder.respond_with_result(ended) {
+                            tracing::warn!("acp: the prompt's answer was not sent: {e}");
+                        }
+                        Ok(())
+                    })
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let sessions = sessions.clone();
+                async move |n: acp::CancelNotification, _cx: ConnectionTo<Client>| {
+                    sessions.cancel(&n.session_id).await;
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+}

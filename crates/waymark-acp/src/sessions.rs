@@ -1,0 +1,170 @@
+//! The Waymark sessions one ACP connection has open, and the prompt running in each.
+
+use agent_client_protocol::Error;
+use agent_client_protocol::v1::schema as acp;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio_util::sync::CancellationToken;
+use waymark_protocol::{Op, PermissionMode};
+use waymark_runtime::{Runtime, SessionHandle, SessionSpec};
+
+/// How `waymark acp` was started: the model and permission mode of the sessions it makes.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub model: Option<String>,
+    pub permission: Option<PermissionMode>,
+}
+
+/// A session this connection opened.
+pub(crate) struct Open {
+    pub(crate) handle: SessionHandle,
+    /// Its workspace, which relative paths are shown against.
+    pub(crate) workspace: PathBuf,
+    /// The prompt running in it, if one is: cancelled by `session/cancel`.
+    running: Mutex<Option<CancellationToken>>,
+}
+
+/// A prompt running in a session; the session takes another once this is dropped.
+pub(crate) struct Running {
+    open: Arc<Open>,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl Running {
+    pub(crate) fn open(&self) -> &Open {
+        &self.open
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        *lock(&self.open.running) = None;
+    }
+}
+
+impl Open {
+    /// Marks a prompt as running; refused while another one is. Called when the request
+    /// arrives, before anything else is read: a `session/cancel` right behind it finds it.
+    pub(crate) fn begin(self: &Arc<Self>) -> Result<Running, Error> {
+        let mut running = lock(&self.running);
+        if running.is_some() {
+            return Err(Error::invalid_request().data(
+                "a prompt is already running in this session; cancel it or wait for its answer",
+            ));
+        }
+        let cancel = CancellationToken::new();
+        *running = Some(cancel.clone());
+        Ok(Running {
+            open: self.clone(),
+            cancel,
+        })
+    }
+}
+
+pub(crate) struct Sessions {
+    pub(crate) runtime: Arc<Runtime>,
+    options: Options,
+    open: Mutex<HashMap<String, Arc<Open>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Sessions {
+    pub(crate) fn new(runtime: Arc<Runtime>, options: Options) -> Sessions {
+        Sessions {
+            runtime,
+            options,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Makes a Waymark session in the folder `cwd`.
+    pub(crate) fn create(&self, cwd: &Path, servers: &[acp::McpServer]) -> Result<String, Error> {
+        if !cwd.is_absolute() {
+            return Err(Error::invalid_params().data(format!(
+                "cwd must be an absolute path, not `{}`",
+                cwd.display()
+            )));
+        }
+        if !cwd.is_dir() {
+            return Err(Error::invalid_params().data(format!(
+                "cwd `{}` is not a folder on this machine",
+                cwd.display()
+            )));
+        }
+        if !servers.is_empty() {
+            // Not joined yet: said in the log, so a user who wonders where they went finds why.
+            tracing::warn!(
+                count = servers.len(),
+                "acp: the client's MCP servers are not joined to the session yet"
+            );
+        }
+        let handle = self
+            .runtime
+            .create_session(SessionSpec {
+                workspace: Some(cwd.to_path_buf()),
+                model: self.options.model.clone(),
+                permission_mode: self.options.permission,
+                hold: false,
+            })
+            .map_err(|e| Error::internal_error().data(e.to_string()))?;
+        let id = handle.id().to_string();
+        lock(&self.open).insert(
+            id.clone(),
+            Arc::new(Open {
+                handle,
+                workspace: cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf()),
+                running: Mutex::new(None),
+            }),
+        );
+        Ok(id)
+    }
+
+    /// The open session `id`.
+    pub(crate) fn get(&self, id: &acp::SessionId) -> Result<Arc<Open>, Error> {
+        lock(&self.open)
+            .get(&*id.0)
+            .cloned()
+            .ok_or_else(|| acp::Error::session_not_found(id.clone()).into())
+    }
+
+    /// `session/cancel`: the prompt running in `id` stops. With none running, the session is
+    /// stopped anyway: whatever it does now, nobody is watching it.
+    pub(crate) async fn cancel(&self, id: &acp::SessionId) {
+        let Some(open) = lock(&self.open).get(&*id.0).cloned() else {
+            return;
+        };
+        let running = lock(&open.running).clone();
+        match running {
+            Some(cancel) => cancel.cancel(),
+            None => {
+                let _ = open.handle.submit(Op::Stop).await;
+            }
+        }
+    }
+
+    /// The client went away. The SDK has dropped the prompts' tasks by now, so each session
+    /// closes: its running turn stops as Stop would, an active goal pauses until someone
+    /// resumes it, and everything stays stored.
+    pub(crate) async fn close_all(&self) {
+        let open: Vec<Arc<Open>> = lock(&self.open).drain().map(|(_, o)| o).collect();
+        for o in open {
+            match Arc::try_unwrap(o) {
+                Ok(o) => {
+                    if let Err(e) = o.handle.shutdown().await {
+                        tracing::warn!("acp: a session did not close cleanly: {e}");
+                    }
+                }
+                Err(o) => {
+                    let _ = o.handle.submit(Op::Stop).await;
+                    tracing::warn!(
+                        "acp: a session was still in use when the client left; its turn was stopped"
+                    );
+                }
+            }
+        }
+    }
+}

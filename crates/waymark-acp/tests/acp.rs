@@ -1,0 +1,414 @@
+//! `waymark acp` driven by the ACP SDK's own client (`agent-client-protocol`, the reference
+//! implementation editors build on) over a pipe, against a runtime with a scripted model:
+//! the handshake, a prompt streamed to its end, a permission question answered from the
+//! editor with exactly the options Waymark offers, and a cancelled prompt.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed test
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, ByteStreams, Client, Error};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use waymark_config::Config;
+use waymark_protocol::PermissionMode;
+use waymark_test_support::harness::Harness;
+
+/// The client's end of the pipe to the agent.
+type Pipe = ByteStreams<
+    tokio_util::compat::Compat<tokio::io::DuplexStream>,
+    tokio_util::compat::Compat<tokio::io::DuplexStream>,
+>;
+
+/// An agent on a runtime of `h`'s data folder, its sessions on `script` in `mode`; and the
+/// client's end of the pipe.
+fn agent(
+    h: &Harness,
+    script: Value,
+    mode: PermissionMode,
+) -> (tokio::task::JoinHandle<Result<(), Error>>, Pipe) {
+    let runtime = Arc::new(h.reopen(|_| {}));
+    let options = waymark_acp::Options {
+        model: Some(h.script(json!({ "responses": script }))),
+        permission: Some(mode),
+    };
+    let (client_out, agent_in) = tokio::io::duplex(1 << 16);
+    let (agent_out, client_in) = tokio::io::duplex(1 << 16);
+    let served = tokio::spawn(waymark_acp::serve(
+        runtime,
+        options,
+        ByteStreams::new(agent_out.compat_write(), agent_in.compat()),
+        std::future::pending(),
+    ));
+    (
+        served,
+        ByteStreams::new(client_out.compat_write(), client_in.compat()),
+    )
+}
+
+/// What the client was sent, in order.
+type Seen = Arc<Mutex<Vec<acp::SessionUpdate>>>;
+
+fn text_of(seen: &Seen) -> String {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter_map(|u| match u {
+            acp::SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                acp::ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_streams_its_reply_and_ends_the_turn() {
+    let h = Harness::new(Config::default());
+    let (served, transport) = agent(
+        &h,
+        json!([{"text": "Hello from Waymark."}]),
+        PermissionMode::Ask,
+    );
+    let seen: Seen = Arc::default();
+    let updates = seen.clone();
+    let ws = h.ws.clone();
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
+                updates.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let init = cx
+                .send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            assert_eq!(init.protocol_version, ProtocolVersion::V1);
+            assert!(init.agent_capabilities.prompt_capabilities.embedded_context);
+            let s = cx
+                .send_request(acp::NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            let r = cx
+                .send_request(acp::PromptRequest::new(
+                    s.session_id.clone(),
+                    vec!["hi".into()],
+                ))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, acp::StopReason::EndTurn);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(text_of(&seen), "Hello from Waymark.");
+    // The client went away: the agent's connection ended cleanly.
+    served.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_question_is_asked_with_waymarks_options_and_its_answer_holds() {
+    let h = Harness::new(Config::default());
+    let (served, transport) = agent(
+        &h,
+        json!([
+            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "hello"}}]},
+            {"text": "Wrote a.txt."}
+        ]),
+        PermissionMode::Ask,
+    );
+    let seen: Seen = Arc::default();
+    let updates = seen.clone();
+    let offered: Arc<Mutex<Vec<String>>> = Arc::default();
+    let options = offered.clone();
+    let ws = h.ws.clone();
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
+                updates.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |req: acp::RequestPermissionRequest,
+                        responder: Responder<acp::RequestPermissionResponse>,
+                        _cx: ConnectionTo<Agent>| {
+                let mut shown: Vec<String> = req
+                    .options
+                    .iter()
+                    .map(|o| o.option_id.0.to_string())
+                    .collect();
+                // What the user approves is shown in the question itself: the file's diff.
+                for c in req.tool_call.fields.content.iter().flatten() {
+                    if let acp::ToolCallContent::Content(c) = c
+                        && let acp::ContentBlock::Text(t) = &c.content
+                    {
+                        shown.push(t.text.clone());
+                    }
+                }
+                *options.lock().unwrap() = shown;
+                responder.respond(acp::RequestPermissionResponse::new(
+                    acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
+                        "allow_once",
+                    )),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let s = cx
+                .send_request(acp::NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            let r = cx
+                .send_request(acp::PromptRequest::new(
+                    s.session_id.clone(),
+                    vec!["write a file".into()],
+                ))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, acp::StopReason::EndTurn);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    // A file tool's question offers once, for the session (Waymark's grant) and deny, and
+    // shows the diff it asks about.
+    let offered = offered.lock().unwrap().clone();
+    assert_eq!(offered[..3], ["allow_once", "allow_always", "reject_once"]);
+    assert!(
+        offered[3..]
+            .iter()
+            .any(|t| t.contains("a.txt") && t.contains("+hello")),
+        "{offered:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("a.txt")).unwrap(),
+        "hello"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|u| matches!(u,
+            acp::SessionUpdate::ToolCall(c) if c.kind == acp::ToolKind::Edit && c.title == "write a.txt")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|u| matches!(u,
+            acp::SessionUpdate::ToolCallUpdate(c) if c.fields.status == Some(acp::ToolCallStatus::Completed))),
+        "{seen:?}"
+    );
+    served.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_prompt_stops_the_turn_and_runs_nothing() {
+    let h = Harness::new(Config::default());
+    let (served, transport) = agent(
+        &h,
+        json!([
+            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "hello"}}]},
+            {"text": "Wrote a.txt."}
+        ]),
+        PermissionMode::Ask,
+    );
+    let ws = h.ws.clone();
+    let session: Arc<Mutex<Option<acp::SessionId>>> = Arc::default();
+    let asked_in = session.clone();
+    Client
+        .v1()
+        .on_receive_request(
+            async move |req: acp::RequestPermissionRequest,
+                        responder: Responder<acp::RequestPermissionResponse>,
+                        cx: ConnectionTo<Agent>| {
+                // The user cancels while the question is open: the editor says so, then
+                // answers the question as cancelled, as the protocol has it.
+                *asked_in.lock().unwrap() = Some(req.session_id.clone());
+                cx.send_notification(acp::CancelNotification::new(req.session_id.clone()))?;
+                responder.respond(acp::RequestPermissionResponse::new(
+                    acp::RequestPermissionOutcome::Cancelled,
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let s = cx
+                .send_request(acp::NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            let r = cx
+                .send_request(acp::PromptRequest::new(
+                    s.session_id.clone(),
+                    vec!["write a file".into()],
+                ))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, acp::StopReason::Cancelled);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert!(
+        session.lock().unwrap().is_some(),
+        "the question was never asked"
+    );
+    assert!(!h.ws.join("a.txt").exists(), "a cancelled call ran");
+    served.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_session_and_a_relative_folder_are_clear_errors() {
+    let h = Harness::new(Config::default());
+    let (served, transport) = agent(&h, json!([{"text": "unused"}]), PermissionMode::Ask);
+    Client
+        .v1()
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let e = cx
+                .send_request(acp::NewSessionRequest::new("relative/dir"))
+                .block_task()
+                .await
+                .unwrap_err();
+            assert!(format!("{e:?}").contains("absolute"), "{e:?}");
+            let e = cx
+                .send_request(acp::PromptRequest::new(
+                    acp::SessionId::from("no-such-session"),
+                    vec!["hi".into()],
+                ))
+                .block_task()
+                .await
+                .unwrap_err();
+            assert!(format!("{e:?}").contains("no-such-session"), "{e:?}");
+            Ok(())
+        })
+        .await
+        .unwrap();
+    served.await.unwrap().unwrap();
+}
+
+/// A hostile editor answers with an option it was never offered: that is no permission at
+/// all, so the call is refused and the file is not written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_option_the_question_did_not_offer_allows_nothing() {
+    let h = Harness::new(Config::default());
+    let (served, transport) = agent(
+        &h,
+        json!([
+            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "hello"}}]},
+            {"text": "It was refused."}
+        ]),
+        PermissionMode::Ask,
+    );
+    let ws = h.ws.clone();
+    Client
+        .v1()
+        .on_receive_request(
+            async move |_req: acp::RequestPermissionRequest,
+                        responder: Responder<acp::RequestPermissionResponse>,
+                        _cx: ConnectionTo<Agent>| {
+                responder.respond(acp::RequestPermissionResponse::new(
+                    acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
+                        "allow_everything",
+                    )),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let s = cx
+                .send_request(acp::NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            let r = cx
+                .send_request(acp::PromptRequest::new(
+                    s.session_id.clone(),
+                    vec!["write a file".into()],
+                ))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, acp::StopReason::EndTurn);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert!(
+        !h.ws.join("a.txt").exists(),
+        "an option never offered allowed the write"
+    );
+    served.await.unwrap().unwrap();
+}
+
+/// A hostile editor cancels the prompt, then answers the open question with "allow": the
+/// cancel holds and the call never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allow_sent_after_a_cancel_runs_nothing() {
+    let h = Harness::new(Config::default());
+    let (served, transport) = agent(
+        &h,
+        json!([
+            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "hello"}}]},
+            {"text": "Wrote a.txt."}
+        ]),
+        PermissionMode::Ask,
+    );
+    let ws = h.ws.clone();
+    Client
+        .v1()
+        .on_receive_request(
+            async move |req: acp::RequestPermissionRequest,
+                        responder: Responder<acp::RequestPermissionResponse>,
+                        cx: ConnectionTo<Agent>| {
+                cx.send_notification(acp::CancelNotification::new(req.session_id.clone()))?;
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                responder.respond(acp::RequestPermissionResponse::new(
+                    acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
+                        "allow_once",
+                    )),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let s = cx
+                .send_request(acp::NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            let r = cx
+                .send_request(acp::PromptRequest::new(
+                    s.session_id.clone(),
+                    vec!["write a file".into()],
+                ))
+                .block_task()
+                .await?;
+            assert_eq!(r.stop_reason, acp::StopReason::Cancelled);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert!(
+        !h.ws.join("a.txt").exists(),
+        "an allow sent after the cancel ran the call"
+    );
+    served.await.unwrap().unwrap();
+}
