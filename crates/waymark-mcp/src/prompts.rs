@@ -296,11 +296,14 @@ mod tests {
         }
     }
 
+    /// The arguments by name (a JSON object's order is not the point here).
     fn get(p: &McpPromptView, args: &str) -> Result<Vec<(String, String)>, PromptError> {
-        Ok(arguments(p, args)?
+        let mut pairs: Vec<(String, String)> = arguments(p, args)?
             .into_iter()
             .map(|(k, v)| (k, v.as_str().unwrap().to_string()))
-            .collect())
+            .collect();
+        pairs.sort();
+        Ok(pairs)
     }
 
     #[test]

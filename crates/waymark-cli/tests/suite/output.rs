@@ -247,6 +247,8 @@ fn every_subcommand_prints_escaped_and_redacted() {
             "mcp add",
             vec!["mcp", "add", "h", "--env", HOSTILE, "--", HOSTILE],
         ),
+        // An editor's agent: with no client on stdin it ends at once, printing nothing.
+        ("acp", vec!["acp", "--model", HOSTILE]),
         ("mcp list", vec!["mcp", "list"]),
         ("mcp list", vec!["mcp", "list", "--json"]),
         ("mcp remove", vec!["mcp", "remove", HOSTILE]),
