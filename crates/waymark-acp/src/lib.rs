@@ -7,6 +7,7 @@
 //!
 //! Stdout carries nothing but the protocol; logs go to the log file.
 
+mod modes;
 mod prompt;
 mod sessions;
 mod updates;
@@ -88,11 +89,26 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                 let sessions = sessions.clone();
                 async move |req: acp::NewSessionRequest,
                             responder: Responder<acp::NewSessionResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    match sessions.create(&req.cwd, &req.mcp_servers) {
-                        Ok(id) => responder.respond(acp::NewSessionResponse::new(id)),
-                        Err(e) => responder.respond_with_error(e),
-                    }
+                            cx: ConnectionTo<Client>| {
+                    let made = sessions.create(&req.cwd, &req.mcp_servers).and_then(|id| {
+                        let mode = sessions.mode_of(&id)?;
+                        Ok((id, mode))
+                    });
+                    let (id, mode) = match made {
+                        Ok(made) => made,
+                        Err(e) => return responder.respond_with_error(e),
+                    };
+                    responder.respond(
+                        acp::NewSessionResponse::new(id.clone()).modes(modes::state(mode)),
+                    )?;
+                    // After the answer, so the editor knows the session it is about.
+                    let commands = sessions.commands(&id)?;
+                    cx.send_notification(acp::SessionNotification::new(
+                        id,
+                        acp::SessionUpdate::AvailableCommandsUpdate(
+                            acp::AvailableCommandsUpdate::new(commands),
+                        ),
+                    ))
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -118,6 +134,28 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                         }
                         Ok(())
                     })
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |req: acp::SetSessionModeRequest,
+                            responder: Responder<acp::SetSessionModeResponse>,
+                            cx: ConnectionTo<Client>| {
+                    match sessions.set_mode(&req.session_id, &req.mode_id.0).await {
+                        Ok(now) => {
+                            responder.respond(acp::SetSessionModeResponse::new())?;
+                            cx.send_notification(acp::SessionNotification::new(
+                                req.session_id.clone(),
+                                acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(
+                                    now.to_string(),
+                                )),
+                            ))
+                        }
+                        Err(e) => responder.respond_with_error(e),
+                    }
                 }
             },
             agent_client_protocol::on_receive_request!(),

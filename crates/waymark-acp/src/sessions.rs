@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
-use waymark_protocol::{Op, PermissionMode};
+use waymark_protocol::{MessageSource, Op, PermissionMode, Position};
 use waymark_runtime::{Runtime, SessionHandle, SessionSpec};
 
 /// How `waymark acp` was started: the model and permission mode of the sessions it makes.
@@ -121,6 +121,84 @@ impl Sessions {
             }),
         );
         Ok(id)
+    }
+
+    /// The mode session `id` is in (see [`crate::modes`]).
+    pub(crate) fn mode_of(&self, id: &str) -> Result<&'static str, Error> {
+        let s = self
+            .runtime
+            .list_sessions()
+            .map_err(|e| Error::internal_error().data(e.to_string()))?
+            .into_iter()
+            .find(|s| s.id == id)
+            .ok_or_else(|| Error::internal_error().data(format!("session {id} is not stored")))?;
+        Ok(crate::modes::current(s.interaction_mode, s.permission_mode))
+    }
+
+    /// `session/set_mode`: plan mode on, or off with a permission mode. Returns the mode the
+    /// session is in after.
+    pub(crate) async fn set_mode(
+        &self,
+        id: &acp::SessionId,
+        mode: &str,
+    ) -> Result<&'static str, Error> {
+        let open = self.get(id)?;
+        let Some(target) = crate::modes::parse(mode) else {
+            return Err(
+                Error::invalid_params().data(format!("`{mode}` is not one of Waymark's modes"))
+            );
+        };
+        let internal = |e: waymark_runtime::Error| Error::internal_error().data(e.to_string());
+        let in_plan = self.mode_of(open.handle.id())? == crate::modes::PLAN;
+        let command = |text: &str| Op::Submit {
+            text: text.to_string(),
+            source: MessageSource::User,
+            position: Position::Tail,
+            idempotency_key: None,
+            intent: None,
+        };
+        match target {
+            None if !in_plan => {
+                open.handle
+                    .submit(command("/plan on"))
+                    .await
+                    .map_err(internal)?;
+            }
+            None => {}
+            Some(permission) => {
+                if in_plan {
+                    open.handle
+                        .submit(command("/plan off"))
+                        .await
+                        .map_err(internal)?;
+                }
+                open.handle
+                    .submit(Op::SetPermissionMode { mode: permission })
+                    .await
+                    .map_err(internal)?;
+            }
+        }
+        self.mode_of(open.handle.id())
+    }
+
+    /// The slash commands of session `id`, as the editor offers them.
+    pub(crate) fn commands(&self, id: &str) -> Result<Vec<acp::AvailableCommand>, Error> {
+        let open = self.get(&acp::SessionId::from(id.to_string()))?;
+        Ok(waymark_runtime::client::commands(&open.handle)
+            .into_iter()
+            .map(|c| {
+                let command = acp::AvailableCommand::new(c.name, c.summary);
+                // What follows the name in its usage, as the input's hint.
+                match c.usage.split_once(' ') {
+                    Some((_, hint)) if !hint.trim().is_empty() => {
+                        command.input(acp::AvailableCommandInput::Unstructured(
+                            acp::UnstructuredCommandInput::new(hint.trim()),
+                        ))
+                    }
+                    _ => command,
+                }
+            })
+            .collect())
     }
 
     /// The open session `id`.

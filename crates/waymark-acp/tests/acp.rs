@@ -412,3 +412,99 @@ async fn an_allow_sent_after_a_cancel_runs_nothing() {
     );
     served.await.unwrap().unwrap();
 }
+
+/// A new session offers Waymark's modes and slash commands; `session/set_mode` switches the
+/// permission mode and plan mode, says so, and refuses a mode Waymark does not have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_offers_its_modes_and_commands_and_switches_mode() {
+    let h = Harness::new(Config::default());
+    let (served, transport) = agent(&h, json!([{"text": "unused"}]), PermissionMode::Ask);
+    let seen: Seen = Arc::default();
+    let updates = seen.clone();
+    let ws = h.ws.clone();
+    let made: Arc<Mutex<Option<String>>> = Arc::default();
+    let id = made.clone();
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
+                updates.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let s = cx
+                .send_request(acp::NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            *id.lock().unwrap() = Some(s.session_id.0.to_string());
+            let modes = s.modes.expect("the session's modes");
+            assert_eq!(modes.current_mode_id.0.as_ref(), "default");
+            let ids: Vec<String> = modes
+                .available_modes
+                .iter()
+                .map(|m| m.id.0.to_string())
+                .collect();
+            assert_eq!(ids, ["default", "auto-edit", "plan", "read-only", "auto"]);
+            for mode in ["read-only", "plan"] {
+                cx.send_request(acp::SetSessionModeRequest::new(s.session_id.clone(), mode))
+                    .block_task()
+                    .await?;
+            }
+            let e = cx
+                .send_request(acp::SetSessionModeRequest::new(
+                    s.session_id.clone(),
+                    "yolo",
+                ))
+                .block_task()
+                .await
+                .unwrap_err();
+            assert!(format!("{e:?}").contains("yolo"), "{e:?}");
+            Ok(())
+        })
+        .await
+        .unwrap();
+    served.await.unwrap().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let commands: Vec<String> = seen
+        .iter()
+        .find_map(|u| match u {
+            acp::SessionUpdate::AvailableCommandsUpdate(c) => Some(
+                c.available_commands
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .expect("the session's commands");
+    for c in ["plan", "goal", "compact", "rewind"] {
+        assert!(
+            commands.iter().any(|n| n == c),
+            "{c} missing from {commands:?}"
+        );
+    }
+    let switched: Vec<String> = seen
+        .iter()
+        .filter_map(|u| match u {
+            acp::SessionUpdate::CurrentModeUpdate(m) => Some(m.current_mode_id.0.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(switched, ["read-only", "plan"]);
+    // The session itself is in those modes, as the window would show it.
+    let id = made.lock().unwrap().clone().unwrap();
+    let s = h
+        .runtime
+        .list_sessions()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == id)
+        .unwrap();
+    assert_eq!(s.permission_mode, PermissionMode::ReadOnly);
+    assert_eq!(s.interaction_mode, waymark_protocol::InteractionMode::Plan);
+}
