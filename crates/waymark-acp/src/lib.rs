@@ -7,8 +7,10 @@
 //!
 //! Stdout carries nothing but the protocol; logs go to the log file.
 
+mod history;
 mod modes;
 mod prompt;
+mod questions;
 mod sessions;
 mod updates;
 
@@ -56,7 +58,14 @@ fn capabilities(
     acp::InitializeResponse::new(version)
         .agent_capabilities(
             acp::AgentCapabilities::new()
-                .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true)),
+                .load_session(true)
+                .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
+                .session_capabilities(
+                    acp::SessionCapabilities::new()
+                        .list(acp::SessionListCapabilities::new())
+                        .resume(acp::SessionResumeCapabilities::new())
+                        .close(acp::SessionCloseCapabilities::new()),
+                ),
         )
         .auth_methods(Vec::new())
         .agent_info(acp::Implementation::new("waymark", env!("CARGO_PKG_VERSION")).title("Waymark"))
@@ -134,6 +143,84 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                         }
                         Ok(())
                     })
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |req: acp::LoadSessionRequest,
+                            responder: Responder<acp::LoadSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    let loaded = sessions
+                        .open_stored(&req.session_id, &req.cwd)
+                        .and_then(|ws| {
+                            let history =
+                                history::replay(&sessions.runtime, &req.session_id.0, &ws)?;
+                            Ok((history, sessions.mode_of(&req.session_id.0)?))
+                        });
+                    let (history, mode) = match loaded {
+                        Ok(loaded) => loaded,
+                        Err(e) => return responder.respond_with_error(e),
+                    };
+                    // The history first, then the answer, as the protocol has it.
+                    for u in history {
+                        cx.send_notification(acp::SessionNotification::new(
+                            req.session_id.clone(),
+                            u,
+                        ))?;
+                    }
+                    responder.respond(acp::LoadSessionResponse::new().modes(modes::state(mode)))?;
+                    let commands = sessions.commands(&req.session_id.0)?;
+                    cx.send_notification(acp::SessionNotification::new(
+                        req.session_id.clone(),
+                        acp::SessionUpdate::AvailableCommandsUpdate(
+                            acp::AvailableCommandsUpdate::new(commands),
+                        ),
+                    ))
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |req: acp::ResumeSessionRequest,
+                            responder: Responder<acp::ResumeSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    match sessions.open_stored(&req.session_id, &req.cwd) {
+                        Ok(_) => responder.respond(acp::ResumeSessionResponse::new()),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |req: acp::ListSessionsRequest,
+                            responder: Responder<acp::ListSessionsResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    match sessions.list(req.cwd.as_deref()) {
+                        Ok(list) => responder.respond(acp::ListSessionsResponse::new(list)),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let sessions = sessions.clone();
+                async move |req: acp::CloseSessionRequest,
+                            responder: Responder<acp::CloseSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    match sessions.close(&req.session_id).await {
+                        Ok(()) => responder.respond(acp::CloseSessionResponse::new()),
+                        Err(e) => responder.respond_with_error(e),
+                    }
                 }
             },
             agent_client_protocol::on_receive_request!(),

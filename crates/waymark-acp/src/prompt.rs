@@ -1,17 +1,17 @@
 //! One `session/prompt`: the user's message submitted to the Waymark session and followed
 //! through the client seam to its rest, each event shown to the editor as it comes, each
-//! permission question asked through `session/request_permission`, and the rest turned into
-//! the prompt's stop reason.
+//! question it can show asked through `session/request_permission` (`crate::questions`), and
+//! the rest turned into the prompt's stop reason.
 
+use crate::questions::{self, Asked};
 use crate::sessions::{Open, Running, Sessions};
 use crate::updates;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, Error};
-use waymark_protocol::display::escape_block;
 use waymark_protocol::{
-    Answer, EventKind, GoalOp, GoalSnapshot, MessageSource, Op, PermissionQuestion, Position,
-    Question, QuestionnaireStatus, TurnEndReason,
+    Answer, EventKind, GoalOp, GoalSnapshot, MessageSource, Op, Position, QuestionnaireStatus,
+    TurnEndReason,
 };
 use waymark_runtime::client::{Progress, Settled, submit_and_follow};
 
@@ -54,6 +54,16 @@ pub(crate) async fn run(
                 if let EventKind::TurnFinished { reason, .. } = &e.kind {
                     last_end = Some(*reason);
                 }
+                // The agent entered or left plan mode, or the mode was switched elsewhere.
+                if matches!(
+                    e.kind,
+                    EventKind::PlanModeChanged { .. } | EventKind::SessionConfigured { .. }
+                ) && let Ok(mode) = sessions.mode_of(open.handle.id())
+                {
+                    send(acp::SessionUpdate::CurrentModeUpdate(
+                        acp::CurrentModeUpdate::new(mode.to_string()),
+                    ))?;
+                }
                 for u in updates::of(&e.kind, &open.workspace) {
                     send(u)?;
                 }
@@ -78,7 +88,7 @@ pub(crate) async fn run(
                         // Answered or withdrawn meanwhile: the session moves on by itself.
                         continue;
                     };
-                    let Question::Permission(q) = row.question else {
+                    let Some(asked) = questions::asked(&row.question, &questionnaire_id) else {
                         send(say(
                             "Waymark waits on a question this editor cannot show yet. \
                              Answer it in the Waymark app, or with `waymark answer`, then prompt again.",
@@ -88,7 +98,7 @@ pub(crate) async fn run(
                     // A cancel while the question is open ends it, whatever the editor
                     // answers after.
                     let answer = tokio::select! {
-                        a = ask(cx, &sid, &q) => a?,
+                        a = ask(cx, &sid, &asked) => a?,
                         () = running.cancel.cancelled() => None,
                     };
                     match answer.filter(|_| !running.cancel.is_cancelled()) {
@@ -188,147 +198,25 @@ fn say(text: &str) -> acp::SessionUpdate {
     acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(text.to_string().into()))
 }
 
-const ALLOW_ONCE: &str = "allow_once";
-const ALLOW_ALWAYS: &str = "allow_always";
-const REJECT_ONCE: &str = "reject_once";
-
-/// The options a permission question offers the editor: exactly Waymark's, no wider. "Always"
-/// only where Waymark offers a grant, as that grant.
-pub(crate) fn options(q: &PermissionQuestion) -> Vec<acp::PermissionOption> {
-    let mut out = vec![acp::PermissionOption::new(
-        ALLOW_ONCE,
-        "Allow once",
-        acp::PermissionOptionKind::AllowOnce,
-    )];
-    if !q.git
-        && let Some(text) = q.grants.session.as_ref().map(|_| {
-            q.grants
-                .session_text
-                .clone()
-                .unwrap_or_else(|| "Allow for this session".to_string())
-        })
-    {
-        out.push(acp::PermissionOption::new(
-            ALLOW_ALWAYS,
-            text,
-            acp::PermissionOptionKind::AllowAlways,
-        ));
-    }
-    out.push(acp::PermissionOption::new(
-        REJECT_ONCE,
-        "Deny",
-        acp::PermissionOptionKind::RejectOnce,
-    ));
-    out
-}
-
-/// The answer an option the editor chose gives; `None` for one the question did not offer.
-pub(crate) fn answer_of(q: &PermissionQuestion, option: &str) -> Option<Answer> {
-    if !options(q).iter().any(|o| *o.option_id.0 == *option) {
-        return None;
-    }
-    Some(match option {
-        ALLOW_ONCE => Answer::AllowOnce,
-        ALLOW_ALWAYS => Answer::AllowForSession,
-        _ => Answer::Deny { message: None },
-    })
-}
-
-/// Asks the editor; `None` when the prompt was cancelled meanwhile.
+/// Asks the editor; `None` when the prompt was cancelled meanwhile. An option the question
+/// did not offer is its refusal.
 async fn ask(
     cx: &ConnectionTo<Client>,
     sid: &acp::SessionId,
-    q: &PermissionQuestion,
+    asked: &Asked,
 ) -> Result<Option<Answer>, Error> {
-    // What the user approves, in full: the command line, each file's diff, or the
-    // arguments (the question's texts are escaped for display already).
-    let mut shown = Vec::new();
-    if let Some(command) = &q.command {
-        shown.push(acp::ToolCallContent::from(updates::fenced("sh", command)));
-    }
-    for f in &q.files {
-        let diff = f.diff.as_deref().unwrap_or("(no diff could be made)");
-        shown.push(acp::ToolCallContent::from(format!(
-            "{} `{}`\n{}",
-            f.op,
-            f.path,
-            updates::fenced("diff", diff)
-        )));
-    }
-    if shown.is_empty() {
-        let args = serde_json::to_string_pretty(&q.arguments).unwrap_or_default();
-        shown.push(acp::ToolCallContent::from(updates::fenced(
-            "json",
-            &escape_block(&args),
-        )));
-    }
-    let call = acp::ToolCallUpdate::new(
-        q.call_id.clone(),
-        acp::ToolCallUpdateFields::new()
-            .title(q.summary.clone())
-            .kind(updates::kind_of(&q.tool))
-            .content(shown)
-            .raw_input(q.arguments.clone()),
-    );
-    let asked = cx
+    let reply = cx
         .send_request(acp::RequestPermissionRequest::new(
             sid.clone(),
-            call,
-            options(q),
+            asked.call.clone(),
+            asked.options(),
         ))
         .block_task()
         .await?;
-    match asked.outcome {
-        acp::RequestPermissionOutcome::Selected(s) => match answer_of(q, &s.option_id.0) {
-            Some(a) => Ok(Some(a)),
-            // An option it was not offered answers nothing wider: it is a refusal.
-            None => Ok(Some(Answer::Deny { message: None })),
-        },
+    match reply.outcome {
+        acp::RequestPermissionOutcome::Selected(s) => {
+            Ok(Some(asked.answer_or_refusal(&s.option_id.0)))
+        }
         _ => Ok(None),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn question(session: Option<&str>, git: bool) -> PermissionQuestion {
-        serde_json::from_value(serde_json::json!({
-            "tool": "bash", "shell": true, "arguments": {"command": "make"},
-            "summary": "Run make", "command": "make", "git": git,
-            "grants": {"session": session, "session_text": "Allow `make` for this session"},
-            "call_id": "c1"
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn always_is_offered_only_as_the_grant_waymark_offers() {
-        let ids = |q: &PermissionQuestion| {
-            options(q)
-                .iter()
-                .map(|o| o.option_id.0.to_string())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            ids(&question(Some("make"), false)),
-            [ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE]
-        );
-        assert_eq!(ids(&question(None, false)), [ALLOW_ONCE, REJECT_ONCE]);
-        // No grant covers a write into `.git` or an instructions file.
-        assert_eq!(
-            ids(&question(Some("make"), true)),
-            [ALLOW_ONCE, REJECT_ONCE]
-        );
-    }
-
-    #[test]
-    fn an_option_not_offered_answers_nothing() {
-        assert_eq!(answer_of(&question(None, false), ALLOW_ALWAYS), None);
-        assert_eq!(answer_of(&question(None, false), "allow_everything"), None);
-        assert_eq!(
-            answer_of(&question(Some("make"), false), ALLOW_ALWAYS),
-            Some(Answer::AllowForSession)
-        );
     }
 }

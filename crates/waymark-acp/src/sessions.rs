@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
+use waymark_protocol::SessionSummary;
 use waymark_protocol::{MessageSource, Op, PermissionMode, Position};
 use waymark_runtime::{Runtime, SessionHandle, SessionSpec};
 
@@ -123,16 +124,104 @@ impl Sessions {
         Ok(id)
     }
 
-    /// The mode session `id` is in (see [`crate::modes`]).
-    pub(crate) fn mode_of(&self, id: &str) -> Result<&'static str, Error> {
-        let s = self
-            .runtime
+    /// Stored session `id` as the lists show it.
+    fn summary(&self, id: &str) -> Result<SessionSummary, Error> {
+        self.runtime
             .list_sessions()
             .map_err(|e| Error::internal_error().data(e.to_string()))?
             .into_iter()
             .find(|s| s.id == id)
-            .ok_or_else(|| Error::internal_error().data(format!("session {id} is not stored")))?;
+            .ok_or_else(|| {
+                acp::Error::session_not_found(acp::SessionId::from(id.to_string())).into()
+            })
+    }
+
+    /// The mode session `id` is in (see [`crate::modes`]).
+    pub(crate) fn mode_of(&self, id: &str) -> Result<&'static str, Error> {
+        let s = self.summary(id)?;
         Ok(crate::modes::current(s.interaction_mode, s.permission_mode))
+    }
+
+    /// `session/load` and `session/resume`: stored session `id`, opened for this connection
+    /// in the folder `cwd` it belongs to (another folder's session is refused). Returns its
+    /// workspace. One open here already is used as it is.
+    pub(crate) fn open_stored(&self, id: &acp::SessionId, cwd: &Path) -> Result<PathBuf, Error> {
+        if let Some(open) = lock(&self.open).get(&*id.0) {
+            return Ok(open.workspace.clone());
+        }
+        let summary = self.summary(&id.0)?;
+        let ws = PathBuf::from(&summary.workspace);
+        let ws = ws.canonicalize().unwrap_or(ws);
+        if cwd.canonicalize().ok().as_deref() != Some(ws.as_path()) {
+            return Err(Error::invalid_params().data(format!(
+                "session {} belongs to {}, not to {}",
+                id.0,
+                ws.display(),
+                cwd.display()
+            )));
+        }
+        // The session keeps its own model and modes.
+        let handle = self
+            .runtime
+            .open_session(&id.0, SessionSpec::default())
+            .map_err(|e| Error::invalid_request().data(e.to_string()))?;
+        lock(&self.open).insert(
+            id.0.to_string(),
+            Arc::new(Open {
+                handle,
+                workspace: ws.clone(),
+                running: Mutex::new(None),
+            }),
+        );
+        Ok(ws)
+    }
+
+    /// `session/list`: the stored sessions, of folder `cwd` when it is given, newest first.
+    pub(crate) fn list(&self, cwd: Option<&Path>) -> Result<Vec<acp::SessionInfo>, Error> {
+        let want = cwd.map(|c| c.canonicalize().unwrap_or_else(|_| c.to_path_buf()));
+        let mut all = self
+            .runtime
+            .list_sessions()
+            .map_err(|e| Error::internal_error().data(e.to_string()))?;
+        all.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
+        Ok(all
+            .into_iter()
+            .filter(|s| {
+                let ws = PathBuf::from(&s.workspace);
+                want.as_ref()
+                    .is_none_or(|w| ws.canonicalize().unwrap_or(ws) == *w)
+            })
+            .map(|s| {
+                let info = acp::SessionInfo::new(s.id, PathBuf::from(s.workspace));
+                match s.title {
+                    Some(t) => info.title(t),
+                    None => info,
+                }
+            })
+            .collect())
+    }
+
+    /// `session/close`: what the session runs stops and it closes here (everything stays
+    /// stored).
+    pub(crate) async fn close(&self, id: &acp::SessionId) -> Result<(), Error> {
+        let open = lock(&self.open)
+            .remove(&*id.0)
+            .ok_or_else(|| Error::from(acp::Error::session_not_found(id.clone())))?;
+        if let Some(cancel) = lock(&open.running).as_ref() {
+            cancel.cancel();
+        }
+        match Arc::try_unwrap(open) {
+            Ok(o) => o
+                .handle
+                .shutdown()
+                .await
+                .map_err(|e| Error::internal_error().data(e.to_string())),
+            // Its prompt is ending: the session closes with the prompt's last handle.
+            Err(o) => {
+                let _ = o.handle.submit(Op::Stop).await;
+                Ok(())
+            }
+        }
     }
 
     /// `session/set_mode`: plan mode on, or off with a permission mode. Returns the mode the

@@ -6,7 +6,7 @@ use agent_client_protocol::v1::schema as acp;
 use serde_json::Value;
 use std::path::Path;
 use waymark_protocol::display::{escape_block, escape_line};
-use waymark_protocol::{EventKind, ToolStatus};
+use waymark_protocol::{EventKind, GoalSnapshot, GoalStatus, ToolStatus};
 
 /// The most of a result or of a command's output one update carries.
 const TEXT_MAX: usize = 8 * 1024;
@@ -18,13 +18,13 @@ pub(crate) fn of(kind: &EventKind, ws: &Path) -> Vec<acp::SessionUpdate> {
     match kind {
         EventKind::AssistantDelta { text, .. } if !text.is_empty() => {
             vec![U::AgentMessageChunk(acp::ContentChunk::new(
-                text.clone().into(),
+                escape_block(text).into(),
             ))]
         }
         EventKind::AssistantMessage {
             reasoning: Some(r), ..
         } if !r.is_empty() => vec![U::AgentThoughtChunk(acp::ContentChunk::new(
-            r.clone().into(),
+            escape_block(r).into(),
         ))],
         EventKind::ToolCall {
             call_id,
@@ -45,9 +45,18 @@ pub(crate) fn of(kind: &EventKind, ws: &Path) -> Vec<acp::SessionUpdate> {
             vec![U::ToolCallUpdate(acp::ToolCallUpdate::new(
                 call_id.clone(),
                 acp::ToolCallUpdateFields::new()
-                    .content(vec![acp::ToolCallContent::from(capped(text))]),
+                    .content(vec![acp::ToolCallContent::from(fenced("", &capped(text)))]),
             ))]
         }
+        // A slash command's answer (`/help`, `/goal`, `/mcp`): said as the agent's.
+        EventKind::CommandOutput { text, .. } if !text.is_empty() => {
+            vec![U::AgentMessageChunk(acp::ContentChunk::new(
+                escape_block(text).into(),
+            ))]
+        }
+        // The goal's progress: its steps (a plan's goal) or its objective, each with where
+        // it stands.
+        EventKind::GoalUpdated { goal } => vec![U::Plan(goal_plan(goal))],
         EventKind::ToolResult {
             call_id,
             status,
@@ -74,6 +83,41 @@ pub(crate) fn of(kind: &EventKind, ws: &Path) -> Vec<acp::SessionUpdate> {
         }
         _ => Vec::new(),
     }
+}
+
+/// A goal as the editor's plan: a plan goal's steps, each done once the verifier found it
+/// met, the first one not met in progress while the goal is active; any other goal, its
+/// objective as one entry.
+pub(crate) fn goal_plan(goal: &GoalSnapshot) -> acp::Plan {
+    let active = goal.status == GoalStatus::Active;
+    let entry = |text: &str, status| {
+        acp::PlanEntry::new(escape_line(text), acp::PlanEntryPriority::Medium, status)
+    };
+    if goal.steps.is_empty() {
+        let status = match goal.status {
+            GoalStatus::Complete => acp::PlanEntryStatus::Completed,
+            GoalStatus::Active => acp::PlanEntryStatus::InProgress,
+            _ => acp::PlanEntryStatus::Pending,
+        };
+        return acp::Plan::new(vec![entry(&goal.objective, status)]);
+    }
+    let mut current = active;
+    acp::Plan::new(
+        goal.steps
+            .iter()
+            .map(|s| {
+                let status = if s.met == Some(true) {
+                    acp::PlanEntryStatus::Completed
+                } else if current {
+                    current = false;
+                    acp::PlanEntryStatus::InProgress
+                } else {
+                    acp::PlanEntryStatus::Pending
+                };
+                entry(&s.text, status)
+            })
+            .collect(),
+    )
 }
 
 /// The ACP kind of a Waymark tool.
@@ -192,6 +236,105 @@ mod tests {
         };
         assert_eq!(c.locations[0].path, Path::new("/ws/src/a.rs"));
         assert_eq!(c.kind, acp::ToolKind::Edit);
+    }
+
+    #[test]
+    fn a_plan_goals_steps_are_its_plan_and_the_first_unmet_one_is_in_progress() {
+        let mut goal: GoalSnapshot = serde_json::from_value(json!({
+            "goal_id": "g", "objective": "ship", "criteria": null, "status": "active",
+            "reason": "created", "actor": "user", "revision": 1,
+            "budget": {"tokens": {"limit": null, "used": 0, "remaining": null, "reached": false}, "main_turns": {"limit": null, "used": 0, "remaining": null, "reached": false},
+                       "active_seconds": {"limit": null, "used": 0, "remaining": null, "reached": false}}, "over_budget": false, "question": null,
+            "usage_limit": null,
+            "steps": [{"text": "parse", "met": true}, {"text": "check", "met": false},
+                      {"text": "ship", "met": null}],
+            "wait": null, "checks": [], "weakened": []
+        }))
+        .unwrap();
+        let statuses = |p: acp::Plan| {
+            p.entries
+                .iter()
+                .map(|e| e.status.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            statuses(goal_plan(&goal)),
+            [
+                acp::PlanEntryStatus::Completed,
+                acp::PlanEntryStatus::InProgress,
+                acp::PlanEntryStatus::Pending
+            ]
+        );
+        goal.steps.clear();
+        goal.status = GoalStatus::Complete;
+        assert_eq!(
+            statuses(goal_plan(&goal)),
+            [acp::PlanEntryStatus::Completed]
+        );
+    }
+
+    /// Every text that reaches the editor's view, as a block or a message.
+    fn texts(u: &[acp::SessionUpdate]) -> Vec<String> {
+        u.iter()
+            .flat_map(|u| match u {
+                acp::SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                    acp::ContentBlock::Text(t) => vec![t.text.clone()],
+                    _ => vec![],
+                },
+                acp::SessionUpdate::ToolCallUpdate(c) => c
+                    .fields
+                    .content
+                    .iter()
+                    .flatten()
+                    .filter_map(|c| match c {
+                        acp::ToolCallContent::Content(c) => match &c.content {
+                            acp::ContentBlock::Text(t) => Some(t.text.clone()),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect(),
+                _ => vec![],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn live_output_replies_and_command_answers_reach_the_editor_escaped() {
+        let hostile = "ok \u{1b}]52;c;cHduZWQ=\u{7}\u{202e}";
+        let ws = Path::new("/ws");
+        let all = [
+            of(
+                &EventKind::ToolOutput {
+                    turn_id: 1,
+                    call_id: "c".into(),
+                    text: hostile.into(),
+                },
+                ws,
+            ),
+            of(
+                &EventKind::CommandOutput {
+                    command: "help".into(),
+                    text: hostile.into(),
+                },
+                ws,
+            ),
+            of(
+                &EventKind::AssistantDelta {
+                    turn_id: 1,
+                    text: hostile.into(),
+                },
+                ws,
+            ),
+        ];
+        for u in all {
+            let t = texts(&u);
+            assert_eq!(t.len(), 1, "{u:?}");
+            assert!(
+                !t[0].contains('\u{1b}') && !t[0].contains('\u{7}') && !t[0].contains('\u{202e}'),
+                "{t:?}"
+            );
+        }
     }
 
     #[test]

@@ -508,3 +508,179 @@ async fn a_session_offers_its_modes_and_commands_and_switches_mode() {
     assert_eq!(s.permission_mode, PermissionMode::ReadOnly);
     assert_eq!(s.interaction_mode, waymark_protocol::InteractionMode::Plan);
 }
+
+/// The agent asks to plan first: the editor is asked with approve or decline, its approval
+/// puts the session in plan mode, and the editor is told the new mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_entry_is_asked_in_the_editor_and_its_mode_change_is_told() {
+    let mut config = Config::default();
+    config.beta.desktop_plan_mode = true;
+    config.beta.desktop_plan_mode_agent_entry = true;
+    let h = Harness::new(config);
+    let (served, transport) = agent(
+        &h,
+        json!([
+            {"tool_calls": [{"name": "EnterPlanMode", "arguments": {"reason": "the change is large"}}]},
+            {"text": "Planning now."}
+        ]),
+        PermissionMode::Ask,
+    );
+    let seen: Seen = Arc::default();
+    let updates = seen.clone();
+    let offered: Arc<Mutex<Vec<String>>> = Arc::default();
+    let options = offered.clone();
+    let ws = h.ws.clone();
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
+                updates.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |req: acp::RequestPermissionRequest,
+                        responder: Responder<acp::RequestPermissionResponse>,
+                        _cx: ConnectionTo<Agent>| {
+                *options.lock().unwrap() = req
+                    .options
+                    .iter()
+                    .map(|o| o.option_id.0.to_string())
+                    .collect();
+                responder.respond(acp::RequestPermissionResponse::new(
+                    acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
+                        "approve",
+                    )),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let s = cx
+                .send_request(acp::NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            cx.send_request(acp::PromptRequest::new(
+                s.session_id.clone(),
+                vec!["rework the parser".into()],
+            ))
+            .block_task()
+            .await?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    served.await.unwrap().unwrap();
+    assert_eq!(*offered.lock().unwrap(), ["approve", "decline"]);
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|u| matches!(u,
+            acp::SessionUpdate::CurrentModeUpdate(m) if m.current_mode_id.0.as_ref() == "plan")),
+        "{seen:?}"
+    );
+}
+
+/// A session made in one connection is listed and loaded in the next, its history replayed
+/// before the answer; another folder's load is refused; close closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_listed_and_loaded_with_its_history_in_the_next_connection() {
+    let h = Harness::new(Config::default());
+    let (served, transport) = agent(
+        &h,
+        json!([{"text": "Hello from Waymark."}]),
+        PermissionMode::Ask,
+    );
+    let ws = h.ws.clone();
+    let id = Client
+        .v1()
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let s = cx
+                .send_request(acp::NewSessionRequest::new(ws))
+                .block_task()
+                .await?;
+            cx.send_request(acp::PromptRequest::new(
+                s.session_id.clone(),
+                vec!["hi".into()],
+            ))
+            .block_task()
+            .await?;
+            Ok(s.session_id)
+        })
+        .await
+        .unwrap();
+    served.await.unwrap().unwrap();
+
+    let (served, transport) = agent(&h, json!([{"text": "unused"}]), PermissionMode::Ask);
+    let seen: Seen = Arc::default();
+    let updates = seen.clone();
+    let ws = h.ws.clone();
+    let elsewhere = h.dir.path().to_path_buf();
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
+                updates.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let init = cx
+                .send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            assert!(init.agent_capabilities.load_session);
+            let listed = cx
+                .send_request(acp::ListSessionsRequest::new().cwd(ws.clone()))
+                .block_task()
+                .await?;
+            assert!(
+                listed.sessions.iter().any(|s| s.session_id == id),
+                "{listed:?}"
+            );
+            let e = cx
+                .send_request(acp::LoadSessionRequest::new(id.clone(), elsewhere))
+                .block_task()
+                .await
+                .unwrap_err();
+            assert!(format!("{e:?}").contains("belongs to"), "{e:?}");
+            cx.send_request(acp::LoadSessionRequest::new(id.clone(), ws))
+                .block_task()
+                .await?;
+            cx.send_request(acp::CloseSessionRequest::new(id.clone()))
+                .block_task()
+                .await?;
+            let e = cx
+                .send_request(acp::CloseSessionRequest::new(id.clone()))
+                .block_task()
+                .await
+                .unwrap_err();
+            assert!(format!("{e:?}").contains(&*id.0), "{e:?}");
+            Ok(())
+        })
+        .await
+        .unwrap();
+    served.await.unwrap().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let said = |user: bool| -> String {
+        seen.iter()
+            .filter_map(|u| match (u, user) {
+                (acp::SessionUpdate::UserMessageChunk(c), true)
+                | (acp::SessionUpdate::AgentMessageChunk(c), false) => match &c.content {
+                    acp::ContentBlock::Text(t) => Some(t.text.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(said(true), "hi");
+    assert_eq!(said(false), "Hello from Waymark.");
+}
