@@ -64,6 +64,32 @@ fn text_of(seen: &Seen) -> String {
         .collect()
 }
 
+/// The handshake, then a new session in `ws`.
+async fn open(
+    cx: &ConnectionTo<Agent>,
+    ws: std::path::PathBuf,
+) -> Result<acp::NewSessionResponse, Error> {
+    cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await?;
+    cx.send_request(acp::NewSessionRequest::new(ws))
+        .block_task()
+        .await
+}
+
+/// Prompts session `id` with `text`; how the prompt ended.
+async fn prompt(
+    cx: &ConnectionTo<Agent>,
+    id: &acp::SessionId,
+    text: &str,
+) -> Result<acp::StopReason, Error> {
+    Ok(cx
+        .send_request(acp::PromptRequest::new(id.clone(), vec![text.into()]))
+        .block_task()
+        .await?
+        .stop_reason)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_streams_its_reply_and_ends_the_turn() {
     let h = Harness::new(Config::default());
@@ -95,14 +121,10 @@ async fn a_prompt_streams_its_reply_and_ends_the_turn() {
                 .send_request(acp::NewSessionRequest::new(ws))
                 .block_task()
                 .await?;
-            let r = cx
-                .send_request(acp::PromptRequest::new(
-                    s.session_id.clone(),
-                    vec!["hi".into()],
-                ))
-                .block_task()
-                .await?;
-            assert_eq!(r.stop_reason, acp::StopReason::EndTurn);
+            assert_eq!(
+                prompt(&cx, &s.session_id, "hi").await?,
+                acp::StopReason::EndTurn
+            );
             Ok(())
         })
         .await
@@ -164,21 +186,11 @@ async fn a_permission_question_is_asked_with_waymarks_options_and_its_answer_hol
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let s = cx
-                .send_request(acp::NewSessionRequest::new(ws))
-                .block_task()
-                .await?;
-            let r = cx
-                .send_request(acp::PromptRequest::new(
-                    s.session_id.clone(),
-                    vec!["write a file".into()],
-                ))
-                .block_task()
-                .await?;
-            assert_eq!(r.stop_reason, acp::StopReason::EndTurn);
+            let s = open(&cx, ws).await?;
+            assert_eq!(
+                prompt(&cx, &s.session_id, "write a file").await?,
+                acp::StopReason::EndTurn
+            );
             Ok(())
         })
         .await
@@ -242,21 +254,11 @@ async fn a_cancelled_prompt_stops_the_turn_and_runs_nothing() {
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let s = cx
-                .send_request(acp::NewSessionRequest::new(ws))
-                .block_task()
-                .await?;
-            let r = cx
-                .send_request(acp::PromptRequest::new(
-                    s.session_id.clone(),
-                    vec!["write a file".into()],
-                ))
-                .block_task()
-                .await?;
-            assert_eq!(r.stop_reason, acp::StopReason::Cancelled);
+            let s = open(&cx, ws).await?;
+            assert_eq!(
+                prompt(&cx, &s.session_id, "write a file").await?,
+                acp::StopReason::Cancelled
+            );
             Ok(())
         })
         .await
@@ -330,21 +332,11 @@ async fn an_option_the_question_did_not_offer_allows_nothing() {
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let s = cx
-                .send_request(acp::NewSessionRequest::new(ws))
-                .block_task()
-                .await?;
-            let r = cx
-                .send_request(acp::PromptRequest::new(
-                    s.session_id.clone(),
-                    vec!["write a file".into()],
-                ))
-                .block_task()
-                .await?;
-            assert_eq!(r.stop_reason, acp::StopReason::EndTurn);
+            let s = open(&cx, ws).await?;
+            assert_eq!(
+                prompt(&cx, &s.session_id, "write a file").await?,
+                acp::StopReason::EndTurn
+            );
             Ok(())
         })
         .await
@@ -387,21 +379,11 @@ async fn an_allow_sent_after_a_cancel_runs_nothing() {
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let s = cx
-                .send_request(acp::NewSessionRequest::new(ws))
-                .block_task()
-                .await?;
-            let r = cx
-                .send_request(acp::PromptRequest::new(
-                    s.session_id.clone(),
-                    vec!["write a file".into()],
-                ))
-                .block_task()
-                .await?;
-            assert_eq!(r.stop_reason, acp::StopReason::Cancelled);
+            let s = open(&cx, ws).await?;
+            assert_eq!(
+                prompt(&cx, &s.session_id, "write a file").await?,
+                acp::StopReason::Cancelled
+            );
             Ok(())
         })
         .await
@@ -434,13 +416,7 @@ async fn a_session_offers_its_modes_and_commands_and_switches_mode() {
             agent_client_protocol::on_receive_notification!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let s = cx
-                .send_request(acp::NewSessionRequest::new(ws))
-                .block_task()
-                .await?;
+            let s = open(&cx, ws).await?;
             *id.lock().unwrap() = Some(s.session_id.0.to_string());
             let modes = s.modes.expect("the session's modes");
             assert_eq!(modes.current_mode_id.0.as_ref(), "default");
@@ -557,19 +533,8 @@ async fn plan_entry_is_asked_in_the_editor_and_its_mode_change_is_told() {
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let s = cx
-                .send_request(acp::NewSessionRequest::new(ws))
-                .block_task()
-                .await?;
-            cx.send_request(acp::PromptRequest::new(
-                s.session_id.clone(),
-                vec!["rework the parser".into()],
-            ))
-            .block_task()
-            .await?;
+            let s = open(&cx, ws).await?;
+            prompt(&cx, &s.session_id, "rework the parser").await?;
             Ok(())
         })
         .await
@@ -598,19 +563,8 @@ async fn a_session_is_listed_and_loaded_with_its_history_in_the_next_connection(
     let id = Client
         .v1()
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let s = cx
-                .send_request(acp::NewSessionRequest::new(ws))
-                .block_task()
-                .await?;
-            cx.send_request(acp::PromptRequest::new(
-                s.session_id.clone(),
-                vec!["hi".into()],
-            ))
-            .block_task()
-            .await?;
+            let s = open(&cx, ws).await?;
+            prompt(&cx, &s.session_id, "hi").await?;
             Ok(s.session_id)
         })
         .await
