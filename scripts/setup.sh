@@ -64,7 +64,11 @@ fi
 # The ACP tests' real client, pinned in tests/acp/package-lock.json: acpx, and the Node 22 it needs.
 if [ ! -d tests/acp/node_modules ] || [ tests/acp/package-lock.json -nt tests/acp/node_modules/.package-lock.json ]; then
   echo "setup: installing the ACP test client (tests/acp)"
-  npm ci --prefix tests/acp --no-audit --no-fund --loglevel=error
+  # Not `npm ci`: acpx's @openclaw/fs-safe 0.12.0 names optional per-platform packages that were
+  # never published for every platform (darwin 0.12.0 is missing), so the lock cannot list them
+  # and `npm ci` refuses the lock as out of sync. `npm install --no-save` installs the same locked
+  # versions and leaves the lock untouched.
+  npm install --prefix tests/acp --no-save --no-audit --no-fund --loglevel=error
 fi
 if ! command -v tauri-driver >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/tauri-driver" ]; then
   echo "setup: installing tauri-driver (WebDriver for the end-to-end tests)"
