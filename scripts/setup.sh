@@ -5,7 +5,8 @@
 # session bus with a notification daemon (dunst) and a Secret Service (gnome-keyring),
 # WebKitWebDriver, tauri-driver, and xdotool (real X input for the native folder chooser);
 # for the MCP tests, the reference MCP servers and the conformance suite (tests/mcp); for the
-# ACP tests, the acpx client (tests/acp).
+# ACP tests, the acpx client and the official TypeScript SDK (tests/acp), and OpenSSH (sshd and
+# ssh) for the ACP test over SSH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -18,7 +19,9 @@ command -v pgrep >/dev/null 2>&1 || missing_apt+=(procps)
 desktop_apt=(file libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libssl-dev
   libayatana-appindicator3-dev librsvg2-dev libxdo-dev xvfb xauth webkit2gtk-driver
   fonts-dejavu-core imagemagick dbus dunst gnome-keyring xdotool)
-for p in "${desktop_apt[@]}"; do
+# The ACP test over SSH starts a private sshd on 127.0.0.1 and connects with the ssh client.
+test_apt=(openssh-server openssh-client)
+for p in "${desktop_apt[@]}" "${test_apt[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_apt+=("$p")
 done
 if [ ${#missing_apt[@]} -gt 0 ]; then
@@ -61,7 +64,8 @@ if [ ! -d tests/mcp/node_modules ] || [ tests/mcp/package-lock.json -nt tests/mc
   echo "setup: installing the MCP test servers and the conformance suite (tests/mcp)"
   npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
 fi
-# The ACP tests' real client, pinned in tests/acp/package-lock.json: acpx, and the Node 22 it needs.
+# The ACP tests' real clients, pinned in tests/acp/package-lock.json: acpx, the official
+# TypeScript SDK (tests/acp/client.mjs is written on it), and the Node 22 they need.
 if [ ! -d tests/acp/node_modules ] || [ tests/acp/package-lock.json -nt tests/acp/node_modules/.package-lock.json ]; then
   echo "setup: installing the ACP test client (tests/acp)"
   # Not `npm ci`: acpx's @openclaw/fs-safe 0.12.0 names optional per-platform packages that were

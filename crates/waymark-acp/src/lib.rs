@@ -12,6 +12,7 @@ mod modes;
 mod prompt;
 mod questions;
 mod sessions;
+mod transport;
 mod updates;
 
 use agent_client_protocol::v1::schema as acp;
@@ -23,14 +24,16 @@ use waymark_runtime::Runtime;
 pub use sessions::Options;
 use sessions::Sessions;
 
-/// Serves ACP on this process's stdin and stdout until the client closes stdin, or until
-/// `until` ends (a signal).
+/// Serves ACP on the process's `stdin` and `stdout` (which carries nothing else) until the
+/// client closes stdin, or until `until` ends (a signal).
 pub async fn serve_stdio(
     runtime: Arc<Runtime>,
     options: Options,
+    stdin: impl std::io::Read + Send + 'static,
+    stdout: impl std::io::Write + Send + 'static,
     until: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
-    serve(runtime, options, agent_client_protocol::Stdio::new(), until).await
+    serve(runtime, options, transport::stdio(stdin, stdout), until).await
 }
 
 /// Serves ACP over `transport` until it closes or `until` ends. A client that goes away

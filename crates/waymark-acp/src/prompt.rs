@@ -3,12 +3,13 @@
 //! question it can show asked through `session/request_permission` (`crate::questions`), and
 //! the rest turned into the prompt's stop reason.
 
-use crate::questions::{self, Asked};
+use crate::questions::{self, Asked, Chosen};
 use crate::sessions::{Open, Running, Sessions};
 use crate::updates;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, Error};
+use waymark_protocol::display::escape_block;
 use waymark_protocol::{
     Answer, EventKind, GoalOp, GoalSnapshot, MessageSource, Op, Position, QuestionnaireStatus,
     TurnEndReason,
@@ -25,12 +26,22 @@ pub(crate) async fn run(
     let sid = req.session_id.clone();
     let open = running.open();
     let text = text_of(&req.prompt)?;
-    let op = Op::Submit {
-        text,
-        source: MessageSource::User,
-        position: Position::Tail,
-        idempotency_key: None,
-        intent: None,
+    let op = match revising(sessions, open) {
+        // The user chose "Revise" on the plan: this prompt is what should change.
+        Some(questionnaire_id) => Op::Answer {
+            questionnaire_id,
+            answer: Answer::Revise {
+                text,
+                comments: Vec::new(),
+            },
+        },
+        None => Op::Submit {
+            text,
+            source: MessageSource::User,
+            position: Position::Tail,
+            idempotency_key: None,
+            intent: None,
+        },
     };
     let (mut follow, _) = submit_and_follow(&open.handle, Some(op))
         .await
@@ -40,6 +51,8 @@ pub(crate) async fn run(
         |u: acp::SessionUpdate| cx.send_notification(acp::SessionNotification::new(sid.clone(), u));
     let mut stopped = false;
     let mut last_end = None;
+    // The goal's status last told, so each change is said once.
+    let mut goal_told = None;
     loop {
         let progress = tokio::select! {
             p = follow.next(&goal_of) => p,
@@ -67,9 +80,26 @@ pub(crate) async fn run(
                 for u in updates::of(&e.kind, &open.workspace) {
                     send(u)?;
                 }
+                // A goal that starts or changes status says so in a short line.
+                if let EventKind::GoalUpdated { goal } = &e.kind {
+                    tell_goal(goal, &mut goal_told, &send)?;
+                }
             }
             Ok(Progress::Lagged(n)) => {
+                // The editor read too slowly and missed events: it is told so, and given the
+                // state they would have left it in (the mode, the goal's progress).
                 tracing::warn!("acp: {n} events were skipped while the client read slowly");
+                send(say(&format!(
+                    "\n\n({n} updates were skipped while the editor read slowly; the session's history has them.)\n"
+                )))?;
+                if let Ok(mode) = sessions.mode_of(open.handle.id()) {
+                    send(acp::SessionUpdate::CurrentModeUpdate(
+                        acp::CurrentModeUpdate::new(mode.to_string()),
+                    ))?;
+                }
+                if let Ok(Some(goal)) = goal_of(open.handle.id()) {
+                    send(acp::SessionUpdate::Plan(updates::goal_plan(&goal)))?;
+                }
             }
             Ok(Progress::Closed) => {
                 return Err(Error::internal_error().data("the session closed during the prompt"));
@@ -95,6 +125,16 @@ pub(crate) async fn run(
                         ))?;
                         return Ok(acp::PromptResponse::new(acp::StopReason::EndTurn));
                     };
+                    // A plan to review is shown first, and its steps as the editor's plan.
+                    if let waymark_protocol::Question::PlanApproval(r) = &row.question {
+                        let markdown = sessions
+                            .runtime
+                            .plan_revision_text(open.handle.id(), Some(&r.plan_id), r.version)
+                            .map_err(|e| Error::internal_error().data(e.to_string()))?;
+                        for u in questions::plan_shown(r, &markdown) {
+                            send(u)?;
+                        }
+                    }
                     // A cancel while the question is open ends it, whatever the editor
                     // answers after.
                     let answer = tokio::select! {
@@ -102,7 +142,15 @@ pub(crate) async fn run(
                         () = running.cancel.cancelled() => None,
                     };
                     match answer.filter(|_| !running.cancel.is_cancelled()) {
-                        Some(answer) => {
+                        Some(Chosen::FeedbackNext) => {
+                            open.revise_next(questionnaire_id);
+                            send(say(
+                                "\n\nSend what the plan should change as your next message: \
+                                 the agent revises the plan with it.",
+                            ))?;
+                            return Ok(acp::PromptResponse::new(acp::StopReason::EndTurn));
+                        }
+                        Some(Chosen::Answer(answer)) => {
                             open.handle
                                 .submit(Op::Answer {
                                     questionnaire_id,
@@ -138,10 +186,12 @@ pub(crate) async fn run(
                     goal,
                     resumes_at: Some(_),
                 } => {
-                    send(say(&goal_line(&goal)))?;
+                    tell_goal(&goal, &mut goal_told, &send)?;
                 }
+                // The goal's last word ends the prompt: a blocked goal's question is the
+                // last message the editor shows.
                 Settled::Finished { goal, .. } | Settled::Limited { goal, .. } => {
-                    send(say(&goal_line(&goal)))?;
+                    tell_goal(&goal, &mut goal_told, &send)?;
                     return Ok(acp::PromptResponse::new(acp::StopReason::EndTurn));
                 }
             },
@@ -158,9 +208,55 @@ async fn stop(open: &Open) {
     }
 }
 
-/// A goal's state in a line.
+/// The plan review this prompt gives the feedback for: the one the user chose "Revise" on,
+/// while it still waits (answered elsewhere meanwhile, the prompt is a message as any other).
+fn revising(sessions: &Sessions, open: &Open) -> Option<String> {
+    let id = open.take_revising()?;
+    match sessions.runtime.questionnaire(open.handle.id(), &id) {
+        Ok(Some(row)) if row.status == QuestionnaireStatus::Pending => Some(id),
+        _ => None,
+    }
+}
+
+/// Says the goal's state in a line, once per status it comes to (`told` keeps the last one said).
+fn tell_goal(
+    goal: &GoalSnapshot,
+    told: &mut Option<(String, waymark_protocol::GoalStatus)>,
+    send: &impl Fn(acp::SessionUpdate) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let now = Some((goal.goal_id.clone(), goal.status));
+    if *told == now {
+        return Ok(());
+    }
+    *told = now;
+    send(say(&goal_line(goal)))
+}
+
+/// A goal's state in a short paragraph: its status and why, what it has spent of each
+/// budget it has, and the question it is blocked on.
 fn goal_line(goal: &GoalSnapshot) -> String {
-    format!("Goal {}: {}", goal.status.as_str(), goal.reason.words())
+    let b = &goal.budget;
+    let spent: Vec<String> = [
+        (&b.main_turns, "turns"),
+        (&b.tokens, "tokens"),
+        (&b.active_seconds, "s"),
+    ]
+    .into_iter()
+    .filter_map(|(line, unit)| line.limit.map(|l| format!("{} of {l} {unit}", line.used)))
+    .collect();
+    let mut text = format!(
+        "\n\nGoal {}: {}.",
+        goal.status.as_str(),
+        goal.reason.words()
+    );
+    if !spent.is_empty() {
+        text.push_str(&format!(" Spent {}.", spent.join(", ")));
+    }
+    if let Some(q) = &goal.question {
+        text.push_str(&format!("\n\nThe agent asks: {}", escape_block(q)));
+    }
+    text.push('\n');
+    text
 }
 
 /// The prompt's content as the message Waymark takes: text as it is, embedded files with
@@ -204,7 +300,7 @@ async fn ask(
     cx: &ConnectionTo<Client>,
     sid: &acp::SessionId,
     asked: &Asked,
-) -> Result<Option<Answer>, Error> {
+) -> Result<Option<Chosen>, Error> {
     let reply = cx
         .send_request(acp::RequestPermissionRequest::new(
             sid.clone(),
@@ -215,7 +311,7 @@ async fn ask(
         .await?;
     match reply.outcome {
         acp::RequestPermissionOutcome::Selected(s) => {
-            Ok(Some(asked.answer_or_refusal(&s.option_id.0)))
+            Ok(Some(asked.chosen_or_refusal(&s.option_id.0)))
         }
         _ => Ok(None),
     }

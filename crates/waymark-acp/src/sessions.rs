@@ -24,6 +24,8 @@ pub(crate) struct Open {
     pub(crate) workspace: PathBuf,
     /// The prompt running in it, if one is: cancelled by `session/cancel`.
     running: Mutex<Option<CancellationToken>>,
+    /// The plan review the user chose "Revise" on: the next prompt is its feedback.
+    revising: Mutex<Option<String>>,
 }
 
 /// A prompt running in a session; the session takes another once this is dropped.
@@ -45,6 +47,25 @@ impl Drop for Running {
 }
 
 impl Open {
+    fn new(handle: SessionHandle, workspace: PathBuf) -> Arc<Open> {
+        Arc::new(Open {
+            handle,
+            workspace,
+            running: Mutex::new(None),
+            revising: Mutex::new(None),
+        })
+    }
+
+    /// The next prompt is the feedback for the plan review `questionnaire_id`.
+    pub(crate) fn revise_next(&self, questionnaire_id: String) {
+        *lock(&self.revising) = Some(questionnaire_id);
+    }
+
+    /// The plan review this prompt is the feedback for, if the user chose "Revise" on one.
+    pub(crate) fn take_revising(&self) -> Option<String> {
+        lock(&self.revising).take()
+    }
+
     /// Marks a prompt as running; refused while another one is. Called when the request
     /// arrives, before anything else is read: a `session/cancel` right behind it finds it.
     pub(crate) fn begin(self: &Arc<Self>) -> Result<Running, Error> {
@@ -62,6 +83,10 @@ impl Open {
         })
     }
 }
+
+/// The most sessions one connection has open at once: a client that floods `session/new`
+/// gets an error, not a database of empty sessions and a process of idle actors.
+pub(crate) const OPEN_MAX: usize = 64;
 
 pub(crate) struct Sessions {
     pub(crate) runtime: Arc<Runtime>,
@@ -82,6 +107,16 @@ impl Sessions {
         }
     }
 
+    /// Refused once this connection has [`OPEN_MAX`] sessions open.
+    fn room_for_one_more(&self) -> Result<(), Error> {
+        if lock(&self.open).len() >= OPEN_MAX {
+            return Err(Error::invalid_request().data(format!(
+                "one connection has at most {OPEN_MAX} sessions open; close one (session/close) first"
+            )));
+        }
+        Ok(())
+    }
+
     /// Makes a Waymark session in the folder `cwd`.
     pub(crate) fn create(&self, cwd: &Path, servers: &[acp::McpServer]) -> Result<String, Error> {
         if !cwd.is_absolute() {
@@ -96,6 +131,7 @@ impl Sessions {
                 cwd.display()
             )));
         }
+        self.room_for_one_more()?;
         if !servers.is_empty() {
             // Not joined yet: said in the log, so a user who wonders where they went finds why.
             tracing::warn!(
@@ -115,11 +151,10 @@ impl Sessions {
         let id = handle.id().to_string();
         lock(&self.open).insert(
             id.clone(),
-            Arc::new(Open {
+            Open::new(
                 handle,
-                workspace: cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf()),
-                running: Mutex::new(None),
-            }),
+                cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf()),
+            ),
         );
         Ok(id)
     }
@@ -149,6 +184,7 @@ impl Sessions {
         if let Some(open) = lock(&self.open).get(&*id.0) {
             return Ok(open.workspace.clone());
         }
+        self.room_for_one_more()?;
         let summary = self.summary(&id.0)?;
         let ws = PathBuf::from(&summary.workspace);
         let ws = ws.canonicalize().unwrap_or(ws);
@@ -165,14 +201,7 @@ impl Sessions {
             .runtime
             .open_session(&id.0, SessionSpec::default())
             .map_err(|e| Error::invalid_request().data(e.to_string()))?;
-        lock(&self.open).insert(
-            id.0.to_string(),
-            Arc::new(Open {
-                handle,
-                workspace: ws.clone(),
-                running: Mutex::new(None),
-            }),
-        );
+        lock(&self.open).insert(id.0.to_string(), Open::new(handle, ws.clone()));
         Ok(ws)
     }
 

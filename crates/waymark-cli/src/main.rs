@@ -419,7 +419,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     _ = hangup.recv() => {}
                 }
             };
-            waymark_acp::serve_stdio(std::sync::Arc::new(runtime), options, until)
+            let (stdin, stdout) = term::protocol_streams();
+            waymark_acp::serve_stdio(std::sync::Arc::new(runtime), options, stdin, stdout, until)
                 .await
                 .map_err(|e| anyhow::anyhow!("the ACP connection failed: {e}"))?;
             Ok(ExitCode::SUCCESS)

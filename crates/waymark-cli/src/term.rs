@@ -36,6 +36,12 @@ pub fn write_out(text: &str) {
     let _ = o.flush();
 }
 
+/// Standard input and output for `waymark acp`, which writes nothing there but the protocol.
+#[allow(clippy::disallowed_methods)] // the ACP connection owns standard output
+pub fn protocol_streams() -> (std::io::Stdin, std::io::Stdout) {
+    (std::io::stdin(), std::io::stdout())
+}
+
 /// Writes `text` (cleaned) to standard error.
 #[allow(clippy::disallowed_methods)] // the CLI's one way to its standard error
 pub fn write_err(text: &str) {

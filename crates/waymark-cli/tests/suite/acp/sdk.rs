@@ -1,0 +1,246 @@
+//! The acceptance scenarios with an editor written on the official TypeScript SDK
+//! (tests/acp/client.mjs) against the real `waymark acp`: a write allowed and one rejected, a
+//! plan reviewed from the editor, a goal's continuation turns in one prompt, a session loaded
+//! in a new process, and a cancel.
+
+use super::super::support::Env;
+use super::{agent_argv, said, sdk, seen, updates, write};
+use serde_json::{Value, json};
+
+#[test]
+fn a_write_the_editor_allows_is_made_and_one_it_rejects_is_not() {
+    let env = Env::new();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            write("a.txt", "allowed"), {"text": "Wrote a.txt."},
+            write("b.txt", "rejected"), {"text": "Left b.txt alone."}
+        ]}),
+    );
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &[]),
+        json!([[
+            {"new": true},
+            {"prompt": "write a.txt", "pick": ["allow_once"]},
+            {"prompt": "write b.txt", "pick": ["reject_once"]}
+        ]]),
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("a.txt")).unwrap(),
+        "allowed"
+    );
+    assert!(!env.ws.join("b.txt").exists(), "{lines:#?}");
+    let asked = seen(&lines, "asked");
+    assert_eq!(asked.len(), 2, "{lines:#?}");
+    for a in &asked {
+        assert_eq!(
+            a["options"],
+            json!(["allow_once", "allow_always", "reject_once"])
+        );
+    }
+    let stops: Vec<&Value> = seen(&lines, "stop").iter().map(|s| &s["reason"]).collect();
+    assert_eq!(stops, [&json!("end_turn"), &json!("end_turn")]);
+}
+
+const PLAN_PATH: &str = "${session_dir}/artifacts/plan.md";
+
+/// A model turn that writes the plan and asks for its review.
+fn submit(plan: &str) -> Value {
+    json!({"text": "Plan written.", "tool_calls": [
+        {"name": "write", "arguments": {"path": PLAN_PATH, "content": plan}},
+        {"name": "ExitPlanMode", "arguments": {}}
+    ]})
+}
+
+/// Plan mode switched on from the editor; the plan it writes is shown with its steps and
+/// reviewed with Waymark's four choices. "Revise" takes its feedback from the next prompt;
+/// "Approve & implement" then implements the revised plan.
+#[test]
+fn a_plan_set_from_the_editor_is_revised_then_approved_and_implemented() {
+    let env = Env::new();
+    std::fs::write(env.ws.join("greet.txt"), "hello\n").unwrap();
+    let v1 = "## Summary\nMake the greeting louder.\n\n## Steps\n- Uppercase greet.txt\n";
+    let v2 = "## Summary\nMake the greeting louder, docs too.\n\n## Steps\n- Uppercase greet.txt\n- Say so in the README\n";
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            submit(v1),
+            submit(v2),
+            write("greet.txt", "HELLO\n"),
+            {"text": "Implemented."}
+        ]}),
+    );
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &[]),
+        json!([[
+            {"new": true},
+            {"set_mode": "plan"},
+            {"prompt": "make the greeting louder", "pick": ["revise"]},
+            {"prompt": "mention it in the README too", "pick": ["approve", "allow_once"]}
+        ]]),
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws.join("greet.txt")).unwrap(),
+        "HELLO\n"
+    );
+    let asked = seen(&lines, "asked");
+    let chose: Vec<&Value> = asked.iter().map(|a| &a["chose"]).collect();
+    assert_eq!(
+        chose,
+        [&json!("revise"), &json!("approve"), &json!("allow_once")],
+        "{lines:#?}"
+    );
+    for review in &asked[..2] {
+        assert_eq!(
+            review["options"],
+            json!(["approve", "approve_goal", "defer", "revise"])
+        );
+    }
+    // The plan was shown, each revision with its steps as the editor's plan.
+    let text = said(&lines);
+    assert!(
+        text.contains("Make the greeting louder.") && text.contains("docs too."),
+        "{text}"
+    );
+    assert!(text.contains("Send what the plan should change"), "{text}");
+    let plans = updates(&lines, "plan");
+    assert!(
+        plans
+            .iter()
+            .any(|p| p["entries"].as_array().unwrap().len() == 2
+                && p["entries"][1]["content"] == "Say so in the README"),
+        "{plans:#?}"
+    );
+    // The feedback reached the agent as the plan's revision.
+    let sid = seen(&lines, "session")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let revised = env.events(&sid).into_iter().any(|e| {
+        e["type"] == "questionnaire.answered"
+            && e["answer"]["answer"] == "revise"
+            && e["answer"]["text"] == "mention it in the README too"
+    });
+    assert!(
+        revised,
+        "the feedback was not the plan's revision: {:#?}",
+        env.events(&sid)
+            .into_iter()
+            .filter(|e| e["type"] == "questionnaire.answered")
+            .collect::<Vec<_>>()
+    );
+    // Out of plan mode once approved, and the editor was told.
+    let modes: Vec<&Value> = updates(&lines, "current_mode_update")
+        .iter()
+        .map(|u| &u["currentModeId"])
+        .collect();
+    assert_eq!(modes.first(), Some(&&json!("plan")), "{modes:?}");
+    assert_eq!(modes.last(), Some(&&json!("default")), "{modes:?}");
+    let stops: Vec<&Value> = seen(&lines, "stop").iter().map(|s| &s["reason"]).collect();
+    assert_eq!(stops, [&json!("end_turn"), &json!("end_turn")]);
+}
+
+/// One prompt that sets a goal covers its continuation turns, the goal's progress streamed as
+/// the editor's plan, and ends with the goal's last word.
+#[test]
+fn a_goal_runs_three_continuation_turns_in_one_prompt() {
+    let env = Env::new();
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let look = |i: u32| json!({"text": format!("looking {i}. "), "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]});
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            look(1), {"text": "turn 1 done. "},
+            look(2), {"text": "turn 2 done. "},
+            look(3), {"text": "turn 3 done. "},
+            {"text": "all done", "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": "done"}}]}
+        ]}),
+    );
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &[]),
+        json!([[{"new": true}, {"prompt": "/goal tidy the folder"}]]),
+    );
+    let stops = seen(&lines, "stop");
+    assert_eq!(stops.len(), 1, "{lines:#?}");
+    assert_eq!(stops[0]["reason"], "end_turn");
+    let text = said(&lines);
+    for n in 1..=3 {
+        assert!(text.contains(&format!("turn {n} done")), "{text}");
+    }
+    assert!(text.contains("Goal complete"), "{text}");
+    let plans = updates(&lines, "plan");
+    assert!(plans.len() >= 3, "{plans:#?}");
+    assert_eq!(plans[0]["entries"][0]["content"], "tidy the folder");
+    assert_eq!(plans.last().unwrap()["entries"][0]["status"], "completed");
+}
+
+/// A session made in one agent process is loaded in the next, its history replayed: the
+/// user's message, the agent's reply and its tool call with the result.
+#[test]
+fn a_session_loaded_in_a_new_process_replays_its_history() {
+    let env = Env::new();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [write("a.txt", "one"), {"text": "Wrote a.txt for you."}]}),
+    );
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &["--permission", "auto"]),
+        json!([
+            [{"new": true}, {"prompt": "please write a.txt"}],
+            [{"load": true}]
+        ]),
+    );
+    let first_exit = lines.iter().position(|l| l["seen"] == "exit").unwrap();
+    assert_eq!(lines[first_exit]["code"], 0);
+    let replayed = &lines[first_exit + 1..];
+    let user: String = updates(replayed, "user_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(user, "please write a.txt");
+    assert!(
+        said(replayed).contains("Wrote a.txt for you."),
+        "{replayed:#?}"
+    );
+    let calls = updates(replayed, "tool_call");
+    assert_eq!(calls.len(), 1, "{replayed:#?}");
+    assert_eq!(calls[0]["kind"], "edit");
+    assert!(
+        !updates(replayed, "tool_call_update").is_empty(),
+        "the call's result was not replayed: {replayed:#?}"
+    );
+    // The history came before the load's answer.
+    let loaded = replayed.iter().position(|l| l["seen"] == "loaded").unwrap();
+    assert!(replayed[..loaded].iter().any(|l| l["seen"] == "update"));
+}
+
+/// `session/cancel` during a long command stops the prompt at once as `cancelled`, and the
+/// agent's next step never runs.
+#[test]
+fn a_cancel_stops_a_running_command_and_ends_the_prompt() {
+    let env = Env::new();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+            write("after.txt", "should not be written")
+        ]}),
+    );
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &["--permission", "auto"]),
+        json!([[{"new": true}, {"prompt": "wait a while", "cancel_on": "tool_call"}]]),
+    );
+    let stops = seen(&lines, "stop");
+    assert_eq!(stops.len(), 1, "{lines:#?}");
+    assert_eq!(stops[0]["reason"], "cancelled");
+    // Well under the command's 30 s: the command was stopped, not waited for (the 1 s the
+    // issue asks for is measured by scripts/bench_acp.py; a test bound stays loose).
+    let ms = stops[0]["cancel_ms"].as_u64().unwrap();
+    assert!(ms < 10_000, "the cancel took {ms} ms");
+    assert!(!env.ws.join("after.txt").exists());
+}
