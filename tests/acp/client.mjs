@@ -17,6 +17,8 @@
 //    "pick": ["approve", "allow_once"], each question answered with the first of these it
 //                                       offers (none offered: the question is cancelled)
 //    "cancel_on": "tool_call"}          session/cancel once the first update of this kind comes
+//   {"until": "available_commands_update", waits (up to 30 s) for an update of this kind whose
+//    "containing": "mcp__"}             JSON has this text, one that came earlier included
 //
 // Printed lines: {"seen": "session", "id"}, {"seen": "update", "update"}, {"seen": "asked",
 // "title", "options", "chose"}, {"seen": "stop", "reason", "cancel_ms"}, {"seen": "error",
@@ -30,6 +32,8 @@ const program = JSON.parse(process.argv[2]);
 const print = (line) => process.stdout.write(JSON.stringify(line) + "\n");
 
 let sessionId = null;
+// Every update seen, for `until`.
+const updates = [];
 // What the step running now wants of the questions and updates that come.
 let pick = [];
 let onUpdate = () => {};
@@ -51,6 +55,7 @@ async function connection(steps) {
     })
     .onNotification(acp.methods.client.session.update, (ctx) => {
       print({ seen: "update", update: ctx.params.update });
+      updates.push(ctx.params.update);
       onUpdate(ctx.params.update);
     })
     .connectWith(stream, async (ctx) => {
@@ -103,6 +108,15 @@ async function run(ctx, step) {
       reason: answer.stopReason,
       cancel_ms: cancelledAt === null ? null : Date.now() - cancelledAt,
     });
+  } else if (step.until) {
+    const found = () =>
+      updates.some((u) => u.sessionUpdate === step.until && JSON.stringify(u).includes(step.containing));
+    const deadline = Date.now() + 30_000;
+    while (!found()) {
+      if (Date.now() > deadline) throw new Error(`no ${step.until} with ${step.containing}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    print({ seen: "found", until: step.until });
   } else {
     throw new Error(`unknown step ${JSON.stringify(step)}`);
   }

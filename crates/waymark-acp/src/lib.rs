@@ -33,7 +33,12 @@ pub async fn serve_stdio(
     stdout: impl std::io::Write + Send + 'static,
     until: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
-    serve(runtime, options, transport::stdio(stdin, stdout), until).await
+    let (transport, written) = transport::stdio(stdin, stdout);
+    let served = serve(runtime, options, transport, until).await;
+    // The last answers are on their way out: they are written before the process ends (a
+    // client that reads nothing more does not hold it up for long).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), written).await;
+    served
 }
 
 /// Serves ACP over `transport` until it closes or `until` ends. A client that goes away
@@ -72,6 +77,42 @@ fn capabilities(
         )
         .auth_methods(Vec::new())
         .agent_info(acp::Implementation::new("waymark", env!("CARGO_PKG_VERSION")).title("Waymark"))
+}
+
+/// Tells the editor session `id`'s slash commands now, and again once the MCP servers have
+/// started if their prompts added commands (a server still starting has none listed yet).
+fn offer_commands(
+    sessions: &Arc<Sessions>,
+    cx: &ConnectionTo<Client>,
+    id: &str,
+) -> Result<(), Error> {
+    let send = |cx: &ConnectionTo<Client>, commands| {
+        cx.send_notification(acp::SessionNotification::new(
+            id.to_string(),
+            acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(
+                commands,
+            )),
+        ))
+    };
+    let now = sessions.commands(id)?;
+    let count = now.len();
+    send(cx, now)?;
+    let (sessions, to_client, id) = (sessions.clone(), cx.clone(), id.to_string());
+    cx.spawn(async move {
+        sessions.runtime.mcp_servers(true).await;
+        match sessions.commands(&id) {
+            Ok(later) if later.len() != count => {
+                to_client.send_notification(acp::SessionNotification::new(
+                    id,
+                    acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(
+                        later,
+                    )),
+                ))
+            }
+            // Unchanged, or closed meanwhile.
+            _ => Ok(()),
+        }
+    })
 }
 
 /// The agent's side of one connection.
@@ -114,13 +155,7 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                         acp::NewSessionResponse::new(id.clone()).modes(modes::state(mode)),
                     )?;
                     // After the answer, so the editor knows the session it is about.
-                    let commands = sessions.commands(&id)?;
-                    cx.send_notification(acp::SessionNotification::new(
-                        id,
-                        acp::SessionUpdate::AvailableCommandsUpdate(
-                            acp::AvailableCommandsUpdate::new(commands),
-                        ),
-                    ))
+                    offer_commands(&sessions, &cx, &id)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -175,13 +210,7 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                         ))?;
                     }
                     responder.respond(acp::LoadSessionResponse::new().modes(modes::state(mode)))?;
-                    let commands = sessions.commands(&req.session_id.0)?;
-                    cx.send_notification(acp::SessionNotification::new(
-                        req.session_id.clone(),
-                        acp::SessionUpdate::AvailableCommandsUpdate(
-                            acp::AvailableCommandsUpdate::new(commands),
-                        ),
-                    ))
+                    offer_commands(&sessions, &cx, &req.session_id.0)
                 }
             },
             agent_client_protocol::on_receive_request!(),

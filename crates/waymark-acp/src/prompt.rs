@@ -118,15 +118,8 @@ pub(crate) async fn run(
                         // Answered or withdrawn meanwhile: the session moves on by itself.
                         continue;
                     };
-                    let Some(asked) = questions::asked(&row.question, &questionnaire_id) else {
-                        send(say(
-                            "Waymark waits on a question this editor cannot show yet. \
-                             Answer it in the Waymark app, or with `waymark answer`, then prompt again.",
-                        ))?;
-                        return Ok(acp::PromptResponse::new(acp::StopReason::EndTurn));
-                    };
                     // A plan to review is shown first, and its steps as the editor's plan.
-                    if let waymark_protocol::Question::PlanApproval(r) = &row.question {
+                    let asked = if let waymark_protocol::Question::PlanApproval(r) = &row.question {
                         let markdown = sessions
                             .runtime
                             .plan_revision_text(open.handle.id(), Some(&r.plan_id), r.version)
@@ -134,7 +127,17 @@ pub(crate) async fn run(
                         for u in questions::plan_shown(r, &markdown) {
                             send(u)?;
                         }
-                    }
+                        Some(questions::plan_review(r, &markdown, &questionnaire_id))
+                    } else {
+                        questions::asked(&row.question, &questionnaire_id)
+                    };
+                    let Some(asked) = asked else {
+                        send(say(
+                            "Waymark waits on a question this editor cannot show yet. \
+                             Answer it in the Waymark app, or with `waymark answer`, then prompt again.",
+                        ))?;
+                        return Ok(acp::PromptResponse::new(acp::StopReason::EndTurn));
+                    };
                     // A cancel while the question is open ends it, whatever the editor
                     // answers after.
                     let answer = tokio::select! {

@@ -113,7 +113,8 @@ pub(crate) fn asked(q: &Question, questionnaire_id: &str) -> Option<Asked> {
     };
     match q {
         Question::Permission(p) => Some(permission(p)),
-        Question::PlanApproval(r) => Some(plan_review(r, questionnaire_id)),
+        // Asked with the plan's text (`plan_review`), which only the caller can read.
+        Question::PlanApproval(_) => None,
         Question::PlanEntry(p) => Some(Asked {
             call: text(
                 questionnaire_id,
@@ -157,32 +158,9 @@ pub(crate) fn asked(q: &Question, questionnaire_id: &str) -> Option<Asked> {
                 refusal: Answer::Reject,
             })
         }
-        Question::ProjectServers(s) => {
-            let shown = s
-                .servers
-                .iter()
-                .map(|v| {
-                    let mut line = format!("{}: {}", v.name, v.target);
-                    for e in &v.env {
-                        line.push_str(&format!("\n  env {e}"));
-                    }
-                    for h in &v.headers {
-                        line.push_str(&format!("\n  header {h}"));
-                    }
-                    updates::fenced("", &line)
-                })
-                .collect();
-            Some(Asked {
-                call: text(
-                    questionnaire_id,
-                    format!("Start the MCP servers of {}?", s.path),
-                    acp::ToolKind::Execute,
-                    shown,
-                ),
-                options: yes_no("Start them", "Do not start them"),
-                refusal: Answer::Reject,
-            })
-        }
+        // A project's servers run commands from the repository: an editor set to allow
+        // every tool call must not start them. The prompt ends saying where to answer.
+        Question::ProjectServers(_) => None,
         _ => None,
     }
 }
@@ -190,7 +168,13 @@ pub(crate) fn asked(q: &Question, questionnaire_id: &str) -> Option<Asked> {
 /// A plan under review: approve it to implement now (once per approach the plan offers, when
 /// it offers some), approve it as a goal (on the plan's own budget), leave it for later, or
 /// send it back with the feedback the next prompt gives. Anything else leaves it for later.
-fn plan_review(r: &PlanApprovalQuestion, questionnaire_id: &str) -> Asked {
+/// The review shows the plan itself, fenced, so nothing the model wrote before it can hide
+/// or restyle what is approved.
+pub(crate) fn plan_review(
+    r: &PlanApprovalQuestion,
+    markdown: &str,
+    questionnaire_id: &str,
+) -> Asked {
     let implement = |option: Option<u32>| {
         Chosen::Answer(Answer::Approve {
             option,
@@ -244,10 +228,16 @@ fn plan_review(r: &PlanApprovalQuestion, questionnaire_id: &str) -> Asked {
         option(REVISE, "Revise", acp::PermissionOptionKind::RejectOnce),
         Chosen::FeedbackNext,
     ));
-    let mut shown = vec![format!(
-        "The plan is ready for review (revision v{}).",
-        r.version
-    )];
+    let mut shown = vec![
+        format!("The plan is ready for review (revision v{}):", r.version),
+        updates::fenced("markdown", markdown),
+    ];
+    if r.truncated {
+        shown.push(format!(
+            "The plan was cut at {} bytes: what is above is what would be approved.",
+            r.bytes
+        ));
+    }
     if !r.checks.is_empty() {
         shown.push(format!(
             "As a goal it is complete only when these pass:\n{}",
@@ -370,9 +360,15 @@ mod tests {
         )
     }
 
+    fn asked_of(q: &Question) -> Asked {
+        match q {
+            Question::PlanApproval(r) => plan_review(r, "## Plan", "q1"),
+            q => asked(q, "q1").unwrap(),
+        }
+    }
+
     fn ids(q: &Question) -> Vec<String> {
-        asked(q, "q1")
-            .unwrap()
+        asked_of(q)
             .options()
             .iter()
             .map(|o| o.option_id.0.to_string())
@@ -439,7 +435,7 @@ mod tests {
     fn a_plan_review_offers_approve_goal_not_now_and_revise() {
         let q = review(&[]);
         assert_eq!(ids(&q), [APPROVE, APPROVE_GOAL, DEFER, REVISE]);
-        let a = asked(&q, "q1").unwrap();
+        let a = asked_of(&q);
         assert_eq!(a.chosen(REVISE), Some(Chosen::FeedbackNext));
         assert_eq!(a.chosen(DEFER), Some(Chosen::Answer(Answer::Defer)));
         assert!(matches!(
@@ -458,13 +454,13 @@ mod tests {
             ["approve_1", "approve_2", APPROVE_GOAL, DEFER, REVISE]
         );
         assert!(matches!(
-            asked(&q, "q1").unwrap().chosen("approve_2"),
+            asked_of(&q).chosen("approve_2"),
             Some(Chosen::Answer(Answer::Approve {
                 option: Some(2),
                 as_goal: None,
                 ..
             }))
         ));
-        assert_eq!(asked(&q, "q1").unwrap().chosen(APPROVE), None);
+        assert_eq!(asked_of(&q).chosen(APPROVE), None);
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 use waymark_protocol::SessionSummary;
+use waymark_protocol::display::escape_line;
 use waymark_protocol::{MessageSource, Op, PermissionMode, Position};
 use waymark_runtime::{Runtime, SessionHandle, SessionSpec};
 
@@ -85,13 +86,19 @@ impl Open {
 }
 
 /// The most sessions one connection has open at once: a client that floods `session/new`
-/// gets an error, not a database of empty sessions and a process of idle actors.
+/// gets an error, not a process of idle actors.
 pub(crate) const OPEN_MAX: usize = 64;
+
+/// The most sessions one connection makes in all: one that makes and closes sessions in a
+/// loop gets an error, not a database of empty sessions.
+pub(crate) const MADE_MAX: usize = 1024;
 
 pub(crate) struct Sessions {
     pub(crate) runtime: Arc<Runtime>,
     options: Options,
     open: Mutex<HashMap<String, Arc<Open>>>,
+    /// How many sessions this connection has made.
+    made: std::sync::atomic::AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -104,6 +111,7 @@ impl Sessions {
             runtime,
             options,
             open: Mutex::new(HashMap::new()),
+            made: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -132,6 +140,11 @@ impl Sessions {
             )));
         }
         self.room_for_one_more()?;
+        if self.made.load(std::sync::atomic::Ordering::Relaxed) >= MADE_MAX {
+            return Err(Error::invalid_request().data(format!(
+                "one connection makes at most {MADE_MAX} sessions; open a new connection"
+            )));
+        }
         if !servers.is_empty() {
             // Not joined yet: said in the log, so a user who wonders where they went finds why.
             tracing::warn!(
@@ -148,6 +161,7 @@ impl Sessions {
                 hold: false,
             })
             .map_err(|e| Error::internal_error().data(e.to_string()))?;
+        self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = handle.id().to_string();
         lock(&self.open).insert(
             id.clone(),
@@ -299,9 +313,25 @@ impl Sessions {
         self.mode_of(open.handle.id())
     }
 
-    /// The slash commands of session `id`, as the editor offers them.
+    /// The slash commands of session `id`, as the editor offers them: Waymark's own, then the
+    /// prompts of the MCP servers that serve it (`/mcp__server__prompt arg=…`).
     pub(crate) fn commands(&self, id: &str) -> Result<Vec<acp::AvailableCommand>, Error> {
         let open = self.get(&acp::SessionId::from(id.to_string()))?;
+        let prompts = self.runtime.mcp().prompts_for(id).into_iter().map(|p| {
+            let what = if p.description.trim().is_empty() {
+                format!("The {} prompt of an MCP server", p.name)
+            } else {
+                p.description.clone()
+            };
+            let command = acp::AvailableCommand::new(p.command.clone(), escape_line(&what));
+            let usage = p.usage();
+            match usage.split_once(' ') {
+                Some((_, hint)) => command.input(acp::AvailableCommandInput::Unstructured(
+                    acp::UnstructuredCommandInput::new(escape_line(hint)),
+                )),
+                None => command,
+            }
+        });
         Ok(waymark_runtime::client::commands(&open.handle)
             .into_iter()
             .map(|c| {
@@ -316,6 +346,7 @@ impl Sessions {
                     _ => command,
                 }
             })
+            .chain(prompts)
             .collect())
     }
 

@@ -2,9 +2,10 @@
 //!
 //! The SDK's own reader keeps a line whole however long it is, and ends the connection on a
 //! line that is not UTF-8. Here a line longer than [`LINE_MAX`] is skipped as it streams by
-//! (never held) and handed on as a line that is not JSON, which the SDK answers with a parse
-//! error; a line that is not UTF-8 is read lossily, so it too gets the protocol's error instead
-//! of closing the connection.
+//! (never held) and handed on as a short line that is not JSON, which the SDK answers with a
+//! parse error; so are a line that is not UTF-8 (which would otherwise close the connection)
+//! and one that is not JSON (whose error would otherwise quote it back, control characters
+//! spelled out six times over); a blank line is dropped.
 //!
 //! Stdin and stdout are read and written on threads of their own, not on tokio's blocking
 //! pool: a read waiting on a client that keeps its end open (or a write to one that stopped
@@ -19,6 +20,12 @@ pub(crate) const LINE_MAX: usize = 16 << 20;
 
 /// How much is read from stdin at a time.
 const CHUNK: usize = 64 * 1024;
+
+/// How long a line waits for room on its way out before the client counts as gone.
+const WRITE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Ends when the stdout thread has written everything it was given, or stopped.
+pub(crate) type Written = tokio::sync::oneshot::Receiver<()>;
 
 /// Splits bytes into lines of at most `max` bytes, a longer one replaced by a line that is not
 /// JSON.
@@ -54,29 +61,40 @@ impl Splitter {
                 self.line.extend_from_slice(part);
             }
             if ends {
-                out.push_back(self.take());
+                out.extend(self.take());
             }
         }
     }
 
     /// At the end of input: the last line, if it lacked its newline.
     fn finish(&mut self) -> Option<String> {
-        (self.skipped > 0 || !self.line.is_empty()).then(|| self.take())
+        self.take()
     }
 
-    fn take(&mut self) -> String {
+    /// The line read, as the SDK is to see it: a blank one is none; one over the bound, one
+    /// that is not UTF-8 and one that is not JSON become a short line that is not JSON, so the
+    /// parse error the SDK answers with (which quotes the line) stays short whatever was sent.
+    fn take(&mut self) -> Option<String> {
         let skipped = std::mem::take(&mut self.skipped);
         let line = std::mem::take(&mut self.line);
         if skipped > 0 {
             tracing::warn!("acp: a line of {skipped} bytes was over the bound and not read");
-            return format!(
+            return Some(format!(
                 "(a line of {skipped} bytes, over the {} the agent reads, was skipped)",
                 self.max
-            );
+            ));
         }
-        String::from_utf8_lossy(&line)
-            .trim_end_matches('\r')
-            .to_string()
+        let Ok(text) = std::str::from_utf8(&line) else {
+            return Some(format!("(a line of {} bytes was not UTF-8)", line.len()));
+        };
+        let text = text.trim_end_matches('\r');
+        if text.trim().is_empty() {
+            return None;
+        }
+        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+            return Some(format!("(a line of {} bytes was not JSON)", line.len()));
+        }
+        Some(text.to_string())
     }
 }
 
@@ -139,14 +157,21 @@ fn stdin_chunks(
     rx
 }
 
-/// `out`, written line by line on a thread of its own.
+/// `out`, written line by line on a thread of its own; and what says when that thread has
+/// written all it was given (or stopped).
 fn stdout_lines(
     mut out: impl std::io::Write + Send + 'static,
-) -> impl futures_util::Sink<String, Error = std::io::Error> + Send + 'static {
+    wait: std::time::Duration,
+) -> (
+    impl futures_util::Sink<String, Error = std::io::Error> + Send + 'static,
+    Written,
+) {
     let (tx, mut rx) = mpsc::channel::<String>(64);
+    let (done, written) = tokio::sync::oneshot::channel();
     let spawned = std::thread::Builder::new()
         .name("acp-stdout".into())
         .spawn(move || {
+            let _done = done;
             while let Some(line) = rx.blocking_recv() {
                 let written = out
                     .write_all(line.as_bytes())
@@ -161,25 +186,43 @@ fn stdout_lines(
     if let Err(e) = spawned {
         tracing::error!("acp: stdout cannot be written: {e}");
     }
-    futures_util::sink::unfold(tx, async |tx: mpsc::Sender<String>, line: String| {
-        tx.send(line)
-            .await
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
-        Ok::<_, std::io::Error>(tx)
-    })
+    let sink = futures_util::sink::unfold(
+        tx,
+        move |tx: mpsc::Sender<String>, line: String| async move {
+            // A client that stops reading would otherwise have the SDK queue every update for
+            // it without end: after `wait` the connection ends, as if it had gone away.
+            match tokio::time::timeout(wait, tx.send(line)).await {
+                Ok(Ok(())) => Ok::<_, std::io::Error>(tx),
+                Ok(Err(_)) => Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe)),
+                Err(_) => Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the client read nothing for {} s", wait.as_secs()),
+                )),
+            }
+        },
+    );
+    (sink, written)
 }
 
-/// The process's `stdin` and `stdout` as the SDK's line transport.
+/// The process's `stdin` and `stdout` as the SDK's line transport, and what says when
+/// everything sent has been written.
 pub(crate) fn stdio(
     stdin: impl std::io::Read + Send + 'static,
     stdout: impl std::io::Write + Send + 'static,
-) -> agent_client_protocol::Lines<
-    impl futures_util::Sink<String, Error = std::io::Error> + Send + 'static,
-    impl Stream<Item = std::io::Result<String>> + Send + 'static,
-> {
-    agent_client_protocol::Lines::new(
-        Box::pin(stdout_lines(stdout)),
-        Box::pin(lines(stdin_chunks(stdin), LINE_MAX)),
+) -> (
+    agent_client_protocol::Lines<
+        impl futures_util::Sink<String, Error = std::io::Error> + Send + 'static,
+        impl Stream<Item = std::io::Result<String>> + Send + 'static,
+    >,
+    Written,
+) {
+    let (out, written) = stdout_lines(stdout, WRITE_WAIT);
+    (
+        agent_client_protocol::Lines::new(
+            Box::pin(out),
+            Box::pin(lines(stdin_chunks(stdin), LINE_MAX)),
+        ),
+        written,
     )
 }
 
@@ -201,8 +244,8 @@ mod tests {
     #[tokio::test]
     async fn lines_within_the_bound_pass_whole_however_they_are_cut() {
         assert_eq!(
-            split(&[b"{\"a\":1}\r\n{}", b"\nla", b"st"], 8).await,
-            ["{\"a\":1}", "{}", "last"]
+            split(&[b"{\"a\":1}\r\n{}", b"\n[1", b"2]"], 8).await,
+            ["{\"a\":1}", "{}", "[12]"]
         );
         assert!(split(&[], 8).await.is_empty());
     }
@@ -222,13 +265,56 @@ mod tests {
         assert!(serde_json::from_str::<serde_json::Value>(&got[0]).is_err());
         assert_eq!(got[1], "{\"id\":2}");
         // Exactly the bound, its newline aside, is read.
-        assert_eq!(split(&[b"0123456789\n"], 10).await, ["0123456789"]);
+        assert_eq!(split(&[b"\"12345678\"\n"], 10).await, ["\"12345678\""]);
     }
 
     #[tokio::test]
     async fn a_line_that_is_not_utf8_is_read_lossily() {
         let got = split(&[b"\xff\xfe{}\n{}\n"], 64).await;
         assert_eq!(got.len(), 2);
+        assert_eq!(got[0], "(a line of 4 bytes was not UTF-8)");
         assert_eq!(got[1], "{}");
+    }
+
+    /// Output that never drains: every write waits until the test lets it go.
+    struct Stuck(std::sync::mpsc::Receiver<()>);
+
+    impl std::io::Write for Stuck {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_reads_nothing_ends_the_connection_instead_of_queueing() {
+        use futures_util::SinkExt as _;
+        let (release, stuck) = std::sync::mpsc::channel();
+        let (sink, _written) = stdout_lines(Stuck(stuck), std::time::Duration::from_millis(100));
+        let mut sink = Box::pin(sink);
+        let mut sent = 0;
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            loop {
+                match sink.send("{}".to_string()).await {
+                    Ok(()) => sent += 1,
+                    Err(e) => break e,
+                }
+                assert!(sent < 1000, "the sink took {sent} lines nobody reads");
+            }
+        })
+        .await
+        .expect("a send waited on the client without end");
+        assert_eq!(ended.kind(), std::io::ErrorKind::TimedOut);
+        drop(release);
+    }
+
+    #[tokio::test]
+    async fn garbage_is_answered_short_and_blank_lines_not_at_all() {
+        let long_garbage = vec![1u8; 5000];
+        let got = split(&[b"\n  \n", &long_garbage, b"\n{}\n"], 1 << 20).await;
+        assert_eq!(got, ["(a line of 5000 bytes was not JSON)", "{}"]);
     }
 }

@@ -140,6 +140,21 @@ fn garbage_gets_protocol_errors_and_eof_ends_the_agent() {
         .unwrap()
         .write_all(b"\xff\xfe\x00binary\n")
         .unwrap();
+    // A megabyte of control characters: its parse error does not quote it back six times over.
+    let noise = "\u{1}".repeat(1 << 20);
+    raw.line(&noise);
+    let mut errors = Vec::new();
+    while errors.len() < 3 {
+        let m = raw.next().expect("stdout ended");
+        if m["error"]["code"] == -32700 {
+            errors.push(m.to_string());
+        } else if m.get("id").is_some_and(|id| !id.is_null()) {
+            panic!("an answer before the parse errors: {m}");
+        }
+    }
+    for e in &errors {
+        assert!(e.len() < 1024, "a parse error of {} bytes", e.len());
+    }
     raw.line(r#"{"jsonrpc":"2.0","id":1,"method":"session/unheard_of","params":{}}"#);
     raw.line(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"elsewhere","prompt":[{"type":"text","text":"hi"}]}}"#);
     raw.line(r#"{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"relative/dir"}}"#);

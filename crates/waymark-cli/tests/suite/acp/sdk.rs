@@ -244,3 +244,79 @@ fn a_cancel_stops_a_running_command_and_ends_the_prompt() {
     assert!(ms < 10_000, "the cancel took {ms} ms");
     assert!(!env.ws.join("after.txt").exists());
 }
+
+/// The prompts of the MCP servers that serve the session (the reference server-everything,
+/// from tests/mcp) are offered among its slash commands, once the servers have started.
+#[test]
+fn mcp_prompts_are_offered_as_commands() {
+    let env = Env::new();
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/node_modules/.bin/mcp-server-everything");
+    assert!(
+        server.exists(),
+        "scripts/setup.sh installs the MCP test servers"
+    );
+    env.settings(
+        &json!({"mcp_servers": {"everything": {"command": server, "args": ["stdio"]}}}).to_string(),
+    );
+    let model = env.script("s.json", json!({"responses": [{"text": "unused"}]}));
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &[]),
+        json!([[
+            {"new": true},
+            {"until": "available_commands_update", "containing": "mcp__everything__"}
+        ]]),
+    );
+    let offered: Vec<&Value> =
+        updates(&lines, "available_commands_update").last().unwrap()["availableCommands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect();
+    let names: Vec<&str> = offered
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"goal"), "{names:?}");
+    let prompt = offered
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().starts_with("mcp__everything__"))
+        .unwrap();
+    assert!(
+        !prompt["description"].as_str().unwrap().is_empty(),
+        "{prompt}"
+    );
+}
+
+/// A project's `.mcp.json` runs commands from the repository: an editor that allows whatever
+/// it is asked must not start them. The question is never put to the editor; the prompt ends
+/// saying where to answer it, and the server has not started.
+#[test]
+fn a_projects_servers_are_never_approved_from_the_editor() {
+    let env = Env::new();
+    let log = env.dir.path().join("started.log");
+    std::fs::write(
+        env.ws.join(".mcp.json"),
+        json!({"mcpServers": {"proj": {
+            "type": "stdio", "command": "sh",
+            "args": ["-c", format!("echo started >> {}; sleep 5", log.display())]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let model = env.script("s.json", json!({"responses": [{"text": "Hello."}]}));
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &[]),
+        json!([[
+            {"new": true},
+            {"prompt": "hi", "pick": ["approve", "approve_goal", "allow_always", "allow_once"]}
+        ]]),
+    );
+    assert!(seen(&lines, "asked").is_empty(), "{lines:#?}");
+    assert_eq!(seen(&lines, "stop")[0]["reason"], "end_turn");
+    assert!(said(&lines).contains("waymark answer"), "{}", said(&lines));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!log.exists(), "the project's server started");
+}
