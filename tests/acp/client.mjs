@@ -10,7 +10,7 @@
 //     "connections": [[step, …], …] }                        one agent process per list
 //
 // Steps (the session made or loaded last is the one each step is about):
-//   {"new": true}                       session/new in cwd
+//   {"new": true, "mcp_servers": […]}   session/new in cwd, with the editor's MCP servers
 //   {"load": true}                      session/load of the session made in an earlier connection
 //   {"set_mode": "plan"}                session/set_mode
 //   {"prompt": "text",                  session/prompt, to its answer
@@ -77,7 +77,10 @@ async function connection(steps) {
 
 async function run(ctx, step) {
   if (step.new) {
-    const made = await ctx.request(acp.methods.agent.session.new, { cwd: program.cwd, mcpServers: [] });
+    const made = await ctx.request(acp.methods.agent.session.new, {
+      cwd: program.cwd,
+      mcpServers: step.mcp_servers ?? [],
+    });
     sessionId = made.sessionId;
     print({ seen: "session", id: sessionId, modes: made.modes ?? null });
   } else if (step.load) {

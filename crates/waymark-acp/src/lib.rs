@@ -11,6 +11,7 @@ mod history;
 mod modes;
 mod prompt;
 mod questions;
+mod servers;
 mod sessions;
 mod transport;
 mod updates;
@@ -67,6 +68,7 @@ fn capabilities(
         .agent_capabilities(
             acp::AgentCapabilities::new()
                 .load_session(true)
+                .mcp_capabilities(acp::McpCapabilities::new().http(true))
                 .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
                 .session_capabilities(
                     acp::SessionCapabilities::new()
@@ -143,11 +145,14 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                 async move |req: acp::NewSessionRequest,
                             responder: Responder<acp::NewSessionResponse>,
                             cx: ConnectionTo<Client>| {
-                    let made = sessions.create(&req.cwd, &req.mcp_servers).and_then(|id| {
-                        let mode = sessions.mode_of(&id)?;
-                        Ok((id, mode))
-                    });
-                    let (id, mode) = match made {
+                    let made =
+                        sessions
+                            .create(&req.cwd, &req.mcp_servers)
+                            .and_then(|(id, left_out)| {
+                                let mode = sessions.mode_of(&id)?;
+                                Ok((id, mode, left_out))
+                            });
+                    let (id, mode, left_out) = match made {
                         Ok(made) => made,
                         Err(e) => return responder.respond_with_error(e),
                     };
@@ -155,6 +160,14 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                         acp::NewSessionResponse::new(id.clone()).modes(modes::state(mode)),
                     )?;
                     // After the answer, so the editor knows the session it is about.
+                    if !left_out.is_empty() {
+                        cx.send_notification(acp::SessionNotification::new(
+                            id.clone(),
+                            acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(
+                                servers::left_out_text(&left_out).into(),
+                            )),
+                        ))?;
+                    }
                     offer_commands(&sessions, &cx, &id)
                 }
             },
@@ -192,7 +205,7 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                             responder: Responder<acp::LoadSessionResponse>,
                             cx: ConnectionTo<Client>| {
                     let loaded = sessions
-                        .open_stored(&req.session_id, &req.cwd)
+                        .open_stored(&req.session_id, &req.cwd, &req.mcp_servers)
                         .and_then(|ws| {
                             let history =
                                 history::replay(&sessions.runtime, &req.session_id.0, &ws)?;
@@ -221,7 +234,7 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                 async move |req: acp::ResumeSessionRequest,
                             responder: Responder<acp::ResumeSessionResponse>,
                             _cx: ConnectionTo<Client>| {
-                    match sessions.open_stored(&req.session_id, &req.cwd) {
+                    match sessions.open_stored(&req.session_id, &req.cwd, &req.mcp_servers) {
                         Ok(_) => responder.respond(acp::ResumeSessionResponse::new()),
                         Err(e) => responder.respond_with_error(e),
                     }

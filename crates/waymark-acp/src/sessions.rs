@@ -125,8 +125,13 @@ impl Sessions {
         Ok(())
     }
 
-    /// Makes a Waymark session in the folder `cwd`.
-    pub(crate) fn create(&self, cwd: &Path, servers: &[acp::McpServer]) -> Result<String, Error> {
+    /// Makes a Waymark session in the folder `cwd`, the editor's MCP `servers` joining it
+    /// (it alone). Returns it, and each server left out with why.
+    pub(crate) fn create(
+        &self,
+        cwd: &Path,
+        servers: &[acp::McpServer],
+    ) -> Result<(String, Vec<(String, String)>), Error> {
         if !cwd.is_absolute() {
             return Err(Error::invalid_params().data(format!(
                 "cwd must be an absolute path, not `{}`",
@@ -145,13 +150,6 @@ impl Sessions {
                 "one connection makes at most {MADE_MAX} sessions; open a new connection"
             )));
         }
-        if !servers.is_empty() {
-            // Not joined yet: said in the log, so a user who wonders where they went finds why.
-            tracing::warn!(
-                count = servers.len(),
-                "acp: the client's MCP servers are not joined to the session yet"
-            );
-        }
         let handle = self
             .runtime
             .create_session(SessionSpec {
@@ -163,6 +161,7 @@ impl Sessions {
             .map_err(|e| Error::internal_error().data(e.to_string()))?;
         self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = handle.id().to_string();
+        let left_out = self.join_servers(&id, servers);
         lock(&self.open).insert(
             id.clone(),
             Open::new(
@@ -170,7 +169,26 @@ impl Sessions {
                 cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf()),
             ),
         );
-        Ok(id)
+        Ok((id, left_out))
+    }
+
+    /// The editor's MCP `servers` join session `id` (it alone); each left out, with why.
+    fn join_servers(&self, id: &str, servers: &[acp::McpServer]) -> Vec<(String, String)> {
+        if servers.is_empty() {
+            return Vec::new();
+        }
+        let mut wanted = std::collections::BTreeMap::new();
+        let mut left_out = Vec::new();
+        for s in servers {
+            match crate::servers::config_of(s) {
+                Ok((name, config)) => {
+                    wanted.insert(name, config);
+                }
+                Err(left) => left_out.push(left),
+            }
+        }
+        left_out.extend(self.runtime.mcp().add_session_servers(id, wanted));
+        left_out
     }
 
     /// Stored session `id` as the lists show it.
@@ -194,7 +212,12 @@ impl Sessions {
     /// `session/load` and `session/resume`: stored session `id`, opened for this connection
     /// in the folder `cwd` it belongs to (another folder's session is refused). Returns its
     /// workspace. One open here already is used as it is.
-    pub(crate) fn open_stored(&self, id: &acp::SessionId, cwd: &Path) -> Result<PathBuf, Error> {
+    pub(crate) fn open_stored(
+        &self,
+        id: &acp::SessionId,
+        cwd: &Path,
+        servers: &[acp::McpServer],
+    ) -> Result<PathBuf, Error> {
         if let Some(open) = lock(&self.open).get(&*id.0) {
             return Ok(open.workspace.clone());
         }
@@ -216,6 +239,9 @@ impl Sessions {
             .open_session(&id.0, SessionSpec::default())
             .map_err(|e| Error::invalid_request().data(e.to_string()))?;
         lock(&self.open).insert(id.0.to_string(), Open::new(handle, ws.clone()));
+        for (name, why) in self.join_servers(&id.0, servers) {
+            tracing::warn!("acp: MCP server {name} left out of {}: {why}", id.0);
+        }
         Ok(ws)
     }
 
@@ -250,6 +276,7 @@ impl Sessions {
         let open = lock(&self.open)
             .remove(&*id.0)
             .ok_or_else(|| Error::from(acp::Error::session_not_found(id.clone())))?;
+        self.runtime.mcp().drop_session_servers(&id.0);
         if let Some(cancel) = lock(&open.running).as_ref() {
             cancel.cancel();
         }
@@ -379,6 +406,7 @@ impl Sessions {
     pub(crate) async fn close_all(&self) {
         let open: Vec<Arc<Open>> = lock(&self.open).drain().map(|(_, o)| o).collect();
         for o in open {
+            self.runtime.mcp().drop_session_servers(o.handle.id());
             match Arc::try_unwrap(o) {
                 Ok(o) => {
                     if let Err(e) = o.handle.shutdown().await {

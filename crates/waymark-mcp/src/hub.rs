@@ -9,7 +9,7 @@ pub use crate::catalog::{ListedTool, MAX_DESCRIPTION, MAX_LISTING_BYTES, MAX_PAG
 use crate::connect::{Connection, connect};
 use crate::handler::{Elicitor, Handler, ProgressSink};
 use crate::{McpError, seconds};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -98,6 +98,9 @@ pub struct Server {
     retired: CancellationToken,
     /// The project folder whose `.mcp.json` has it; `None` for the user's settings.
     pub scope: Option<std::path::PathBuf>,
+    /// A server an editor brought to its sessions (ACP's `mcpServers`): those sessions,
+    /// which alone it serves. Trusted as the user's own settings are; `None` for others.
+    pub(crate) editor: Option<Mutex<std::collections::BTreeSet<String>>>,
     /// The tools' environment it starts from (when the settings change it, the server is
     /// started afresh).
     base: BaseEnv,
@@ -111,10 +114,12 @@ impl Server {
         name: &str,
         config: &McpServerConfig,
         scope: Option<std::path::PathBuf>,
+        editor: Option<std::collections::BTreeSet<String>>,
         base: BaseEnv,
     ) -> Arc<Server> {
         Arc::new(Server {
             scope,
+            editor: editor.map(Mutex::new),
             base,
             name: name.to_string(),
             config: config.clone(),
@@ -166,6 +171,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The servers editors brought (`crate::editors`), by name: each with the sessions that
+/// brought it.
+pub(crate) type EditorServers = BTreeMap<String, (McpServerConfig, BTreeSet<String>)>;
+
 /// The servers of one runtime.
 pub struct McpHub {
     /// The configured servers; replaced whole when the settings change.
@@ -179,6 +188,8 @@ pub struct McpHub {
         BTreeMap<String, McpServerConfig>,
         BTreeMap<std::path::PathBuf, BTreeMap<String, McpServerConfig>>,
     )>,
+    /// The servers editors brought, by name: each with the sessions that brought it.
+    pub(crate) editors: Mutex<EditorServers>,
     /// Held while the running servers are brought in line.
     applying: Mutex<()>,
     /// Each open session's workspace: a project's servers serve its sessions alone.
@@ -218,12 +229,13 @@ impl McpHub {
             servers: std::sync::RwLock::new(Arc::new(
                 servers
                     .iter()
-                    .map(|(name, config)| Server::new(name, config, None, base_env.clone()))
+                    .map(|(name, config)| Server::new(name, config, None, None, base_env.clone()))
                     .collect(),
             )),
             roots: Default::default(),
             wanted: Mutex::new((servers.clone(), BTreeMap::new())),
             sessions: Default::default(),
+            editors: Default::default(),
             applying: Mutex::new(()),
             env,
             base_env: std::sync::RwLock::new(base_env),
@@ -283,9 +295,27 @@ impl McpHub {
         }
     }
 
+    /// The names the settings and the approved projects give their servers.
+    pub(crate) fn configured_names(&self) -> BTreeSet<String> {
+        let (user, projects) = &*lock(&self.wanted);
+        user.keys()
+            .chain(projects.values().flat_map(|p| p.keys()))
+            .cloned()
+            .collect()
+    }
+
     /// The session's workspace, for the project servers it may use.
     pub fn open_session(&self, session_id: &str, workspace: &std::path::Path) {
         lock(&self.sessions).insert(session_id.to_string(), workspace.to_path_buf());
+    }
+
+    /// Whether `server` serves `session_id`: an editor's server the sessions that brought
+    /// it, else as [`McpHub::serves`] has it.
+    pub fn serves_server(&self, server: &Server, session_id: &str) -> bool {
+        match &server.editor {
+            Some(sessions) => lock(sessions).contains(session_id),
+            None => self.serves(server.scope.as_deref(), session_id),
+        }
     }
 
     /// Whether a server of `scope` serves `session_id`: a settings server (no scope)
@@ -300,27 +330,36 @@ impl McpHub {
     }
 
     /// Brings the running servers in line with what is wanted.
-    fn apply(self: &Arc<Self>) {
+    pub(crate) fn apply(self: &Arc<Self>) {
         // One at a time: two overlapping changes must not each keep the other's servers.
         let _one = lock(&self.applying);
-        type Wanted = (String, McpServerConfig, Option<std::path::PathBuf>);
+        type Editors = Option<std::collections::BTreeSet<String>>;
+        type Wanted = (String, McpServerConfig, Option<std::path::PathBuf>, Editors);
         let desired: Vec<Wanted> = {
             let (user, projects) = &*lock(&self.wanted);
             let mut d: Vec<Wanted> = user
                 .iter()
-                .map(|(n, c)| (n.clone(), c.clone(), None))
+                .map(|(n, c)| (n.clone(), c.clone(), None, None))
                 .collect();
             for (folder, servers) in projects {
                 for (n, c) in servers {
-                    if d.iter().any(|(m, _, _)| m == n) {
+                    if d.iter().any(|(m, ..)| m == n) {
                         tracing::warn!(server = %n, project = %folder.display(), "a project's MCP server is left out: the name is taken");
                         continue;
                     }
-                    d.push((n.clone(), c.clone(), Some(folder.clone())));
+                    d.push((n.clone(), c.clone(), Some(folder.clone()), None));
+                }
+            }
+            // The editors' servers: their names never take one the settings or a project use
+            // (they were refused when brought).
+            for (n, (c, sessions)) in lock(&self.editors).iter() {
+                if !d.iter().any(|(m, ..)| m == n) {
+                    d.push((n.clone(), c.clone(), None, Some(sessions.clone())));
                 }
             }
             d
         };
+        let workspaces = lock(&self.sessions).clone();
         let old = self.list();
         let roots = lock(&self.roots).clone();
         let base = self
@@ -331,22 +370,38 @@ impl McpHub {
         let next: Vec<Arc<Server>> = desired
             .iter()
             .map(
-                |(name, config, scope)| match old.iter().find(|s| &s.name == name) {
+                |(name, config, scope, editor)| match old.iter().find(|s| &s.name == name) {
                     Some(s)
                         if s.config == *config
                             && s.scope == *scope
+                            && s.editor.is_some() == editor.is_some()
                             && Arc::ptr_eq(&s.base, &base) =>
                     {
+                        // An editor's server takes the sessions it serves now, and their
+                        // folders as its roots.
+                        if let (Some(now), Some(sessions)) = (&s.editor, editor) {
+                            *lock(now) = sessions.clone();
+                            for w in sessions.iter().filter_map(|id| workspaces.get(id)) {
+                                s.handler.shared.add_root(w);
+                            }
+                        }
                         s.clone()
                     }
                     _ => {
-                        let s = Server::new(name, config, scope.clone(), base.clone());
-                        match scope {
+                        let s =
+                            Server::new(name, config, scope.clone(), editor.clone(), base.clone());
+                        match (scope, editor) {
                             // A project's server knows its own folder alone.
-                            Some(folder) => {
+                            (Some(folder), _) => {
                                 s.handler.shared.add_root(folder);
                             }
-                            None => {
+                            // An editor's, the folders of the sessions it serves.
+                            (None, Some(sessions)) => {
+                                for w in sessions.iter().filter_map(|id| workspaces.get(id)) {
+                                    s.handler.shared.add_root(w);
+                                }
+                            }
+                            (None, None) => {
                                 for r in &roots {
                                     s.handler.shared.add_root(r);
                                 }
@@ -453,7 +508,7 @@ impl McpHub {
     pub fn serving(&self, session_id: &str) -> Vec<Arc<Server>> {
         self.list()
             .iter()
-            .filter(|s| s.config.enabled && self.serves(s.scope.as_deref(), session_id))
+            .filter(|s| s.config.enabled && self.serves_server(s, session_id))
             .cloned()
             .collect()
     }
@@ -539,7 +594,11 @@ impl McpHub {
             }
         }
         // A project's server knows its own folder alone.
-        for s in self.list().iter().filter(|s| s.scope.is_none()) {
+        for s in self
+            .list()
+            .iter()
+            .filter(|s| s.scope.is_none() && s.editor.is_none())
+        {
             s.handler.shared.add_root(workspace);
         }
     }
@@ -551,7 +610,7 @@ impl McpHub {
 
     /// The servers one session may use (a project's serve only its folder's sessions).
     pub fn status_for(&self, session_id: &str) -> Vec<McpServerView> {
-        self.status_where(|s| self.serves(s.scope.as_deref(), session_id))
+        self.status_where(|s| self.serves_server(s, session_id))
     }
 
     fn status_where(&self, keep: impl Fn(&Server) -> bool) -> Vec<McpServerView> {

@@ -13,6 +13,7 @@
 mod call;
 pub mod catalog;
 pub mod connect;
+pub mod editors;
 pub mod elicit;
 mod error;
 pub mod extension;

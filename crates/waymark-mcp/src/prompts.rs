@@ -191,7 +191,7 @@ impl McpHub {
     /// server that serves that session.
     pub fn prompt(&self, session_id: &str, command: &str) -> Option<(Arc<Server>, McpPromptView)> {
         self.list().iter().find_map(|s| {
-            if !self.serves(s.scope.as_deref(), session_id) {
+            if !self.serves_server(s, session_id) {
                 return None;
             }
             let p = lock(&s.state)
@@ -217,7 +217,7 @@ impl McpHub {
         let servers = self.list();
         let starts = servers
             .iter()
-            .filter(|s| s.config.enabled && self.serves(s.scope.as_deref(), session_id))
+            .filter(|s| s.config.enabled && self.serves_server(s, session_id))
             .map(|s| async move {
                 let _ = self.ensure(s).await;
             });
@@ -229,7 +229,7 @@ impl McpHub {
     pub fn prompts_for(&self, session_id: &str) -> Vec<McpPromptView> {
         self.list()
             .iter()
-            .filter(|s| self.serves(s.scope.as_deref(), session_id))
+            .filter(|s| self.serves_server(s, session_id))
             .flat_map(|s| lock(&s.state).prompts.to_vec())
             .collect()
     }

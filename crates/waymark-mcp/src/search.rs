@@ -137,7 +137,7 @@ impl SessionTool for ToolSearch {
 fn hub_tools(hub: &McpHub, session_id: &str) -> Vec<ListedTool> {
     hub.tools()
         .into_iter()
-        .filter(|(s, _)| hub.serves(s.scope.as_deref(), session_id))
+        .filter(|(s, _)| hub.serves_server(s, session_id))
         .flat_map(|(_, tools)| tools.as_ref().clone())
         .collect()
 }

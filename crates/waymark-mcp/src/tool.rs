@@ -278,11 +278,15 @@ impl McpSource {
         (cache.generation, cache.tools.clone(), cache.tokens)
     }
 
-    /// Whether `t`'s server serves the session (a project's server: its sessions alone).
+    /// Whether `t`'s server serves the session (a project's server: its sessions alone; an
+    /// editor's, the sessions that brought it).
     fn serves(&self, t: &McpTool, session_id: &str) -> bool {
         self.hub
             .upgrade()
-            .is_some_and(|h| h.serves(t.scope.as_deref(), session_id))
+            .is_some_and(|h| match h.server(&t.server) {
+                Some(s) if s.editor.is_some() => h.serves_server(&s, session_id),
+                _ => h.serves(t.scope.as_deref(), session_id),
+            })
     }
 
     fn loaded_in(&self, session_id: &str) -> BTreeSet<String> {

@@ -245,17 +245,23 @@ fn a_cancel_stops_a_running_command_and_ends_the_prompt() {
     assert!(!env.ws.join("after.txt").exists());
 }
 
-/// The prompts of the MCP servers that serve the session (the reference server-everything,
-/// from tests/mcp) are offered among its slash commands, once the servers have started.
-#[test]
-fn mcp_prompts_are_offered_as_commands() {
-    let env = Env::new();
+/// The reference MCP server-everything, which scripts/setup.sh installs in tests/mcp.
+fn everything() -> std::path::PathBuf {
     let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/mcp/node_modules/.bin/mcp-server-everything");
     assert!(
         server.exists(),
         "scripts/setup.sh installs the MCP test servers"
     );
+    server
+}
+
+/// The prompts of the MCP servers that serve the session (the reference server-everything,
+/// from tests/mcp) are offered among its slash commands, once the servers have started.
+#[test]
+fn mcp_prompts_are_offered_as_commands() {
+    let env = Env::new();
+    let server = everything();
     env.settings(
         &json!({"mcp_servers": {"everything": {"command": server, "args": ["stdio"]}}}).to_string(),
     );
@@ -319,4 +325,47 @@ fn a_projects_servers_are_never_approved_from_the_editor() {
     assert!(said(&lines).contains("waymark answer"), "{}", said(&lines));
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(!log.exists(), "the project's server started");
+}
+
+/// An MCP server the editor names joins that session alone: its tool runs there (the
+/// reference server-everything's `echo`), and another session of the same connection has no
+/// such tool.
+#[test]
+fn the_editors_mcp_server_joins_its_session_alone() {
+    let env = Env::new();
+    let server = everything();
+    let echo = json!({"tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "from the editor's server"}}]});
+    let model = env.script(
+        "s.json",
+        json!({"responses": [echo, {"text": "Echoed."}, echo, {"text": "No such tool here."}]}),
+    );
+    let everything = json!({"name": "everything", "command": server, "args": ["stdio"], "env": []});
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &["--permission", "auto"]),
+        json!([[
+            {"new": true, "mcp_servers": [everything]},
+            {"prompt": "echo something"},
+            {"new": true},
+            {"prompt": "echo again"}
+        ]]),
+    );
+    let results: Vec<String> = updates(&lines, "tool_call_update")
+        .iter()
+        .filter(|u| u["status"].is_string())
+        .map(|u| u.to_string())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:#?}");
+    assert!(
+        results[0].contains("from the editor's server") && results[0].contains("completed"),
+        "{}",
+        results[0]
+    );
+    // The second session never had the tool.
+    assert!(results[1].contains("failed"), "{}", results[1]);
+    assert!(
+        !results[1].contains("Echo: from the editor"),
+        "{}",
+        results[1]
+    );
 }

@@ -1,0 +1,73 @@
+//! The MCP servers an editor names in `session/new` and `session/load`, as Waymark's own
+//! server settings: a stdio server with its command, arguments and environment, or an HTTP one
+//! with its address and headers. They join that session alone (`waymark_mcp::editors`).
+
+use agent_client_protocol::v1::schema as acp;
+use waymark_config::mcp::McpServerConfig;
+use waymark_protocol::display::escape_line;
+
+/// `server` as a server's settings, by its name; or why it is left out.
+pub(crate) fn config_of(
+    server: &acp::McpServer,
+) -> Result<(String, McpServerConfig), (String, String)> {
+    let (name, config) = match server {
+        acp::McpServer::Stdio(s) => (
+            s.name.clone(),
+            McpServerConfig {
+                command: Some(s.command.display().to_string()),
+                args: s.args.iter().map(|a| literal(a)).collect(),
+                env: s
+                    .env
+                    .iter()
+                    .map(|v| (v.name.clone(), literal(&v.value)))
+                    .collect(),
+                ..McpServerConfig::default()
+            },
+        ),
+        acp::McpServer::Http(h) => (
+            h.name.clone(),
+            McpServerConfig {
+                url: Some(h.url.clone()),
+                headers: h
+                    .headers
+                    .iter()
+                    .map(|v| (v.name.clone(), literal(&v.value)))
+                    .collect(),
+                ..McpServerConfig::default()
+            },
+        ),
+        acp::McpServer::Sse(s) => {
+            return Err((
+                s.name.clone(),
+                "SSE servers are not supported; use stdio or HTTP".to_string(),
+            ));
+        }
+        _ => {
+            return Err((
+                "(unnamed)".to_string(),
+                "only stdio and HTTP servers are supported".to_string(),
+            ));
+        }
+    };
+    let one = std::collections::BTreeMap::from([(name.clone(), config)]);
+    if let Err(e) = waymark_config::mcp::validate_servers(&one) {
+        return Err((name, e.to_string()));
+    }
+    let config = one.into_values().next().unwrap_or_default();
+    Ok((name, config))
+}
+
+/// A value the editor gave, as a settings value that means just it: settings expand
+/// `${VAR}` from the environment, and the editor already did any expanding it wanted.
+fn literal(value: &str) -> String {
+    value.replace('$', "$$")
+}
+
+/// The message telling the editor which servers did not join, and why.
+pub(crate) fn left_out_text(left_out: &[(String, String)]) -> String {
+    let mut text = String::from("Some of the editor's MCP servers did not join this session:\n");
+    for (name, why) in left_out {
+        text.push_str(&format!("- {}: {}\n", escape_line(name), escape_line(why)));
+    }
+    text
+}
