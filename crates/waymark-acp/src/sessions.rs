@@ -238,10 +238,12 @@ impl Sessions {
             .runtime
             .open_session(&id.0, SessionSpec::default())
             .map_err(|e| Error::invalid_request().data(e.to_string()))?;
-        lock(&self.open).insert(id.0.to_string(), Open::new(handle, ws.clone()));
+        // The servers join before the session is open here, as in `create`: a close
+        // always finds them.
         for (name, why) in self.join_servers(&id.0, servers) {
             tracing::warn!("acp: MCP server {name} left out of {}: {why}", id.0);
         }
+        lock(&self.open).insert(id.0.to_string(), Open::new(handle, ws.clone()));
         Ok(ws)
     }
 

@@ -103,11 +103,12 @@ impl SessionTool for ResourceTool {
     }
 }
 
-/// Whether the resource tools reach `s`: a server of the user's settings. A project's server
-/// is not (a resource read is a free-form request to it that no permission rule can judge, and
-/// the tools run unasked); its tools are the way to it.
-fn readable(s: &Server) -> bool {
-    s.scope.is_none()
+/// Whether the resource tools of `session_id` reach `s`: a server of the user's settings, or
+/// one the session's own editor brought. A project's server is not (a resource read is a
+/// free-form request to it that no permission rule can judge, and the tools run unasked); its
+/// tools are the way to it. Another session's editor server is no server of this one.
+fn readable(hub: &McpHub, s: &Server, session_id: &str) -> bool {
+    s.scope.is_none() && (s.editor.is_none() || hub.serves_server(s, session_id))
 }
 
 /// The most resources listed per server.
@@ -115,26 +116,32 @@ pub const MAX_RESOURCES: usize = 500;
 
 impl McpHub {
     /// Whether a ready server that serves the session offers resources.
-    pub fn has_resources(&self, _session_id: &str) -> bool {
-        self.list().iter().filter(|s| readable(s)).any(|s| {
-            let st = lock(&s.state);
-            st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
-        })
+    pub fn has_resources(&self, session_id: &str) -> bool {
+        self.list()
+            .iter()
+            .filter(|s| readable(self, s, session_id))
+            .any(|s| {
+                let st = lock(&s.state);
+                st.phase == Phase::Ready && st.conn.as_ref().is_some_and(|c| c.has_resources())
+            })
     }
 
     /// A ready server's live connection, for a request other than a tool call.
     async fn request_conn(
         &self,
-        _session_id: &str,
+        session_id: &str,
         server: &str,
         cancel: &CancellationToken,
     ) -> Result<(Arc<Server>, Arc<Connection>), McpError> {
         // Another folder's project server is no server of this session's.
-        let Some(s) = self.server(server).filter(|s| readable(s)) else {
+        let Some(s) = self
+            .server(server)
+            .filter(|s| readable(self, s, session_id))
+        else {
             let servers = self.list();
             let names: Vec<&str> = servers
                 .iter()
-                .filter(|s| readable(s))
+                .filter(|s| readable(self, s, session_id))
                 .map(|s| s.name.as_str())
                 .collect();
             return Err(McpError::new(
@@ -161,7 +168,7 @@ impl McpHub {
             None => self
                 .list()
                 .iter()
-                .filter(|s| readable(s))
+                .filter(|s| readable(self, s, session_id))
                 .filter(|s| {
                     let st = lock(&s.state);
                     st.conn.as_ref().is_some_and(|c| c.has_resources())

@@ -21,6 +21,8 @@ pub struct McpTool {
     timeout: Duration,
     /// The project whose sessions alone it serves (a `.mcp.json` server).
     scope: Option<std::path::PathBuf>,
+    /// Listed from a server an editor brought (it serves the sessions that brought it).
+    editor: bool,
 }
 
 impl McpTool {
@@ -77,10 +79,11 @@ impl SessionTool for McpTool {
             };
             // The name may belong to another server by now (its settings changed): only the
             // server this tool was listed from runs it.
-            if hub
-                .server(&self.server)
-                .is_none_or(|s| s.scope != self.scope)
-            {
+            if hub.server(&self.server).is_none_or(|s| {
+                s.scope != self.scope
+                    || s.editor.is_some() != self.editor
+                    || !hub.serves_server(&s, api.id())
+            }) {
                 return Err(ToolError::Model(format!(
                     "MCP server `{}` changed since this tool was listed; list the tools again",
                     self.server
@@ -248,6 +251,7 @@ impl McpSource {
                                 tool: t.clone(),
                                 timeout,
                                 scope: server.scope.clone(),
+                                editor: server.editor.is_some(),
                             })
                         })
                         .collect::<Vec<_>>()
@@ -284,7 +288,11 @@ impl McpSource {
         self.hub
             .upgrade()
             .is_some_and(|h| match h.server(&t.server) {
-                Some(s) if s.editor.is_some() => h.serves_server(&s, session_id),
+                Some(s) if s.editor.is_some() || t.editor => {
+                    s.editor.is_some() == t.editor && h.serves_server(&s, session_id)
+                }
+                // An editor's server that is gone serves nobody.
+                None if t.editor => false,
                 _ => h.serves(t.scope.as_deref(), session_id),
             })
     }

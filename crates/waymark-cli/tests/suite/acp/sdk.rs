@@ -335,9 +335,11 @@ fn the_editors_mcp_server_joins_its_session_alone() {
     let env = Env::new();
     let server = everything();
     let echo = json!({"tool_calls": [{"name": "mcp__everything__echo", "arguments": {"message": "from the editor's server"}}]});
+    // Each session plays the script from its start: the tool, then a resource of the server.
+    let read = json!({"tool_calls": [{"name": "read_mcp_resource", "arguments": {"server": "everything", "uri": "demo://resource/static/document/architecture.md"}}]});
     let model = env.script(
         "s.json",
-        json!({"responses": [echo, {"text": "Echoed."}, echo, {"text": "No such tool here."}]}),
+        json!({"responses": [echo, read, {"text": "Done."}]}),
     );
     let everything = json!({"name": "everything", "command": server, "args": ["stdio"], "env": []});
     let lines = sdk(
@@ -355,17 +357,21 @@ fn the_editors_mcp_server_joins_its_session_alone() {
         .filter(|u| u["status"].is_string())
         .map(|u| u.to_string())
         .collect();
-    assert_eq!(results.len(), 2, "{results:#?}");
+    assert_eq!(results.len(), 4, "{results:#?}");
     assert!(
         results[0].contains("from the editor's server") && results[0].contains("completed"),
         "{}",
         results[0]
     );
-    // The second session never had the tool.
-    assert!(results[1].contains("failed"), "{}", results[1]);
     assert!(
-        !results[1].contains("Echo: from the editor"),
+        results[1].contains("[resource ") && results[1].contains("completed"),
         "{}",
         results[1]
     );
+    // The second session never had the tool, nor the server's resources.
+    for other in &results[2..] {
+        assert!(other.contains("failed"), "{other}");
+        assert!(!other.contains("Echo: from the editor"), "{other}");
+        assert!(!other.contains("[resource "), "{other}");
+    }
 }
