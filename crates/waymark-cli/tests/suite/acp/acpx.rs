@@ -2,7 +2,9 @@
 //! `waymark acp`: a write it approves or denies, and a goal's continuation turns in one prompt.
 
 use super::super::support::Env;
-use super::{agent_argv, clients_dir, node_path};
+use super::{
+    agent_argv, assert_three_turns_and_done, clients_dir, node_path, three_turn_goal, write,
+};
 use serde_json::{Value, json};
 use std::process::Command;
 
@@ -32,6 +34,16 @@ fn acpx_command(env: &Env, model: &str, agent: &[&str], args: &[&str]) -> Comman
     c
 }
 
+/// The prompt's answer among acpx's lines said `end_turn`.
+fn assert_ended_its_turn(lines: &[Value]) {
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["result"]["stopReason"] == "end_turn"),
+        "{lines:#?}"
+    );
+}
+
 /// One prompt through `acpx exec` under `policy`.
 fn acpx(env: &Env, model: &str, policy: &str, prompt: &str) -> (Vec<Value>, Option<i32>) {
     run_acpx(env, model, &[], &[policy, "exec", prompt])
@@ -43,7 +55,7 @@ fn acpx_runs_a_prompt_whose_write_it_approves() {
     let model = env.script(
         "s.json",
         json!({"responses": [
-            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "hello"}}]},
+            write("a.txt", "hello"),
             {"text": "Wrote a.txt."}
         ]}),
     );
@@ -75,12 +87,7 @@ fn acpx_runs_a_prompt_whose_write_it_approves() {
         call["params"]["update"]["locations"][0]["path"],
         env.ws.join("a.txt").display().to_string()
     );
-    assert!(
-        lines
-            .iter()
-            .any(|l| l["result"]["stopReason"] == "end_turn"),
-        "{lines:#?}"
-    );
+    assert_ended_its_turn(&lines);
 }
 
 #[test]
@@ -89,18 +96,13 @@ fn acpx_denying_the_question_leaves_the_file_unwritten() {
     let model = env.script(
         "s.json",
         json!({"responses": [
-            {"tool_calls": [{"name": "write", "arguments": {"path": "a.txt", "content": "hello"}}]},
+            write("a.txt", "hello"),
             {"text": "I will not write it."}
         ]}),
     );
     let (lines, _) = acpx(&env, &model, "--deny-all", "write a file");
     assert!(!env.ws.join("a.txt").exists(), "{lines:#?}");
-    assert!(
-        lines
-            .iter()
-            .any(|l| l["result"]["stopReason"] == "end_turn"),
-        "{lines:#?}"
-    );
+    assert_ended_its_turn(&lines);
 }
 
 /// A goal set by one `exec` runs its continuation turns within that one prompt, its progress
@@ -108,17 +110,7 @@ fn acpx_denying_the_question_leaves_the_file_unwritten() {
 #[test]
 fn acpx_follows_a_goal_through_its_continuation_turns() {
     let env = Env::new();
-    env.settings(r#"{"goal": {"verification": "none"}}"#);
-    let look = |i: u32| json!({"text": format!("looking {i}. "), "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]});
-    let model = env.script(
-        "s.json",
-        json!({"responses": [
-            look(1), {"text": "turn 1 done. "},
-            look(2), {"text": "turn 2 done. "},
-            look(3), {"text": "turn 3 done. "},
-            {"text": "all done", "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": "done"}}]}
-        ]}),
-    );
+    let model = three_turn_goal(&env);
     let (lines, code) = acpx(&env, &model, "--approve-all", "/goal tidy the folder");
     assert_eq!(code, Some(0), "{lines:#?}");
     let text: String = lines
@@ -126,10 +118,7 @@ fn acpx_follows_a_goal_through_its_continuation_turns() {
         .filter(|l| l["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
         .filter_map(|l| l["params"]["update"]["content"]["text"].as_str())
         .collect();
-    for n in 1..=3 {
-        assert!(text.contains(&format!("turn {n} done")), "{text}");
-    }
-    assert!(text.contains("Goal complete"), "{text}");
+    assert_three_turns_and_done(&text);
     let plans: Vec<&Value> = lines
         .iter()
         .filter(|l| l["params"]["update"]["sessionUpdate"] == "plan")

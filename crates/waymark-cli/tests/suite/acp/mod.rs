@@ -108,3 +108,27 @@ fn said(lines: &[Value]) -> String {
 fn write(path: &str, content: &str) -> Value {
     json!({"tool_calls": [{"name": "write", "arguments": {"path": path, "content": content}}]})
 }
+
+/// A goal with no reviewer whose model works three turns, then says it is complete: `env`'s
+/// settings and the model for it.
+fn three_turn_goal(env: &Env) -> String {
+    env.settings(r#"{"goal": {"verification": "none"}}"#);
+    let look = |i: u32| json!({"text": format!("looking {i}. "), "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]});
+    env.script(
+        "s.json",
+        json!({"responses": [
+            look(1), {"text": "turn 1 done. "},
+            look(2), {"text": "turn 2 done. "},
+            look(3), {"text": "turn 3 done. "},
+            {"text": "all done", "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": "done"}}]}
+        ]}),
+    )
+}
+
+/// What the editor was told of [`three_turn_goal`] says each turn and the goal's end.
+fn assert_three_turns_and_done(said: &str) {
+    for n in 1..=3 {
+        assert!(said.contains(&format!("turn {n} done")), "{said}");
+    }
+    assert!(said.contains("Goal complete"), "{said}");
+}

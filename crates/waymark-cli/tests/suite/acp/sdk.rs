@@ -4,7 +4,9 @@
 //! in a new process, and a cancel.
 
 use super::super::support::Env;
-use super::{agent_argv, said, sdk, seen, updates, write};
+use super::{
+    agent_argv, assert_three_turns_and_done, said, sdk, seen, three_turn_goal, updates, write,
+};
 use serde_json::{Value, json};
 
 #[test]
@@ -147,17 +149,7 @@ fn a_plan_set_from_the_editor_is_revised_then_approved_and_implemented() {
 #[test]
 fn a_goal_runs_three_continuation_turns_in_one_prompt() {
     let env = Env::new();
-    env.settings(r#"{"goal": {"verification": "none"}}"#);
-    let look = |i: u32| json!({"text": format!("looking {i}. "), "tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]});
-    let model = env.script(
-        "s.json",
-        json!({"responses": [
-            look(1), {"text": "turn 1 done. "},
-            look(2), {"text": "turn 2 done. "},
-            look(3), {"text": "turn 3 done. "},
-            {"text": "all done", "tool_calls": [{"name": "update_goal", "arguments": {"mode": "status", "status": "complete", "message": "done"}}]}
-        ]}),
-    );
+    let model = three_turn_goal(&env);
     let lines = sdk(
         &env,
         &agent_argv(&env, &model, &[]),
@@ -166,11 +158,7 @@ fn a_goal_runs_three_continuation_turns_in_one_prompt() {
     let stops = seen(&lines, "stop");
     assert_eq!(stops.len(), 1, "{lines:#?}");
     assert_eq!(stops[0]["reason"], "end_turn");
-    let text = said(&lines);
-    for n in 1..=3 {
-        assert!(text.contains(&format!("turn {n} done")), "{text}");
-    }
-    assert!(text.contains("Goal complete"), "{text}");
+    assert_three_turns_and_done(&said(&lines));
     let plans = updates(&lines, "plan");
     assert!(plans.len() >= 3, "{plans:#?}");
     assert_eq!(plans[0]["entries"][0]["content"], "tidy the folder");
