@@ -15,6 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mock_openai  # noqa: E402
+from bench_cli import bench_setup  # noqa: E402
 
 RUNS = 7
 GOAL = "/goal keep checking the project turns=10"
@@ -118,16 +119,8 @@ def cancel_latency(common, ws, tmp):
 def main():
     binary = os.path.abspath(sys.argv[1])
     server = mock_openai.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
     with tempfile.TemporaryDirectory() as tmp:
-        ws = os.path.join(tmp, "ws")
-        os.makedirs(ws)
-        with open(os.path.join(ws, "README.md"), "w") as f:
-            f.write("# bench\n" + "Some text.\n" * 200)
-        settings = os.path.join(tmp, "settings.json")
-        with open(settings, "w") as f:
-            f.write('{"goal": {"verification": "none"}}')
-        env = dict(os.environ, OPENAI_BASE_URL=base, OPENAI_API_KEY="bench-key")
+        ws, settings, env = bench_setup(tmp, server, '{"goal": {"verification": "none"}}')
         common = [binary, "--data-dir", os.path.join(tmp, "data"), "--config", settings]
         execs, acps, updates, turns = [], [], 0, 0
         # Alternating, so a slow spell of the machine falls on both.

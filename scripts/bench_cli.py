@@ -38,19 +38,26 @@ def run_turn(args, env, out_path, measure_rss):
     return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, rss, wall
 
 
+def bench_setup(tmp, server, settings_text):
+    """The benchmarks' workspace (a README to read) and settings file in `tmp`, and the
+    environment that points the OpenAI provider at the mock `server`: (ws, settings, env)."""
+    ws = os.path.join(tmp, "ws")
+    os.makedirs(ws)
+    with open(os.path.join(ws, "README.md"), "w") as f:
+        f.write("# bench\n" + "Some text.\n" * 200)
+    settings = os.path.join(tmp, "settings.json")
+    with open(settings, "w") as f:
+        f.write(settings_text)
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    env = dict(os.environ, OPENAI_BASE_URL=base, OPENAI_API_KEY="bench-key")
+    return ws, settings, env
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     server = mock_openai.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
     with tempfile.TemporaryDirectory() as tmp:
-        ws = os.path.join(tmp, "ws")
-        os.makedirs(ws)
-        with open(os.path.join(ws, "README.md"), "w") as f:
-            f.write("# bench\n" + "Some text.\n" * 200)
-        settings = os.path.join(tmp, "settings.json")
-        with open(settings, "w") as f:
-            f.write("{}")
-        env = dict(os.environ, OPENAI_BASE_URL=base, OPENAI_API_KEY="bench-key")
+        ws, settings, env = bench_setup(tmp, server, "{}")
         common = [binary, "--data-dir", os.path.join(tmp, "data"), "--config", settings,
                   "exec", "--permission", "auto", "--json"]
         out_path = os.path.join(tmp, "out.jsonl")

@@ -64,6 +64,61 @@ fn text_of(seen: &Seen) -> String {
         .collect()
 }
 
+/// Every question the editor was asked, in order.
+type Asked = Arc<Mutex<Vec<acp::RequestPermissionRequest>>>;
+
+/// An editor on `transport` running `body`: it records each update into `seen` and each
+/// question into `asked`, and answers a question with the option `pick` chooses from the ids
+/// offered (an id it was not offered, if `pick` says so; `None` cancels the question).
+async fn editor<R>(
+    transport: Pipe,
+    seen: &Seen,
+    asked: &Asked,
+    pick: impl Fn(&[String]) -> Option<String> + Send + Sync + 'static,
+    body: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let (updates, questions) = (seen.clone(), asked.clone());
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
+                updates.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |req: acp::RequestPermissionRequest,
+                        responder: Responder<acp::RequestPermissionResponse>,
+                        _cx: ConnectionTo<Agent>| {
+                let offered: Vec<String> = req
+                    .options
+                    .iter()
+                    .map(|o| o.option_id.0.to_string())
+                    .collect();
+                questions.lock().unwrap().push(req);
+                responder.respond(acp::RequestPermissionResponse::new(match pick(&offered) {
+                    Some(id) => acp::RequestPermissionOutcome::Selected(
+                        acp::SelectedPermissionOutcome::new(id),
+                    ),
+                    None => acp::RequestPermissionOutcome::Cancelled,
+                }))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, body)
+        .await
+}
+
+/// Picks the first of `ids` the question offers.
+fn first_of(ids: &'static [&'static str]) -> impl Fn(&[String]) -> Option<String> + Send + Sync {
+    move |offered| {
+        ids.iter()
+            .find(|id| offered.iter().any(|o| o == *id))
+            .map(|id| id.to_string())
+    }
+}
+
 /// The handshake, then a new session in `ws`.
 async fn open(
     cx: &ConnectionTo<Agent>,
@@ -99,18 +154,13 @@ async fn a_prompt_streams_its_reply_and_ends_the_turn() {
         PermissionMode::Ask,
     );
     let seen: Seen = Arc::default();
-    let updates = seen.clone();
     let ws = h.ws.clone();
-    Client
-        .v1()
-        .on_receive_notification(
-            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
-                updates.lock().unwrap().push(n.update);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+    editor(
+        transport,
+        &seen,
+        &Asked::default(),
+        |_| None,
+        async move |cx: ConnectionTo<Agent>| {
             let init = cx
                 .send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
                 .block_task()
@@ -126,9 +176,10 @@ async fn a_prompt_streams_its_reply_and_ends_the_turn() {
                 acp::StopReason::EndTurn
             );
             Ok(())
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(text_of(&seen), "Hello from Waymark.");
     // The client went away: the agent's connection ended cleanly.
     served.await.unwrap().unwrap();
@@ -146,58 +197,40 @@ async fn a_permission_question_is_asked_with_waymarks_options_and_its_answer_hol
         PermissionMode::Ask,
     );
     let seen: Seen = Arc::default();
-    let updates = seen.clone();
-    let offered: Arc<Mutex<Vec<String>>> = Arc::default();
-    let options = offered.clone();
+    let asked = Asked::default();
     let ws = h.ws.clone();
-    Client
-        .v1()
-        .on_receive_notification(
-            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
-                updates.lock().unwrap().push(n.update);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_request(
-            async move |req: acp::RequestPermissionRequest,
-                        responder: Responder<acp::RequestPermissionResponse>,
-                        _cx: ConnectionTo<Agent>| {
-                let mut shown: Vec<String> = req
-                    .options
-                    .iter()
-                    .map(|o| o.option_id.0.to_string())
-                    .collect();
-                // What the user approves is shown in the question itself: the file's diff.
-                for c in req.tool_call.fields.content.iter().flatten() {
-                    if let acp::ToolCallContent::Content(c) = c
-                        && let acp::ContentBlock::Text(t) = &c.content
-                    {
-                        shown.push(t.text.clone());
-                    }
-                }
-                *options.lock().unwrap() = shown;
-                responder.respond(acp::RequestPermissionResponse::new(
-                    acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
-                        "allow_once",
-                    )),
-                ))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+    editor(
+        transport,
+        &seen,
+        &asked,
+        first_of(&["allow_once"]),
+        async move |cx: ConnectionTo<Agent>| {
             let s = open(&cx, ws).await?;
             assert_eq!(
                 prompt(&cx, &s.session_id, "write a file").await?,
                 acp::StopReason::EndTurn
             );
             Ok(())
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await
+    .unwrap();
     // A file tool's question offers once, for the session (Waymark's grant) and deny, and
-    // shows the diff it asks about.
-    let offered = offered.lock().unwrap().clone();
+    // shows the diff it asks about (what the user approves is in the question itself).
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    let mut offered: Vec<String> = asked[0]
+        .options
+        .iter()
+        .map(|o| o.option_id.0.to_string())
+        .collect();
+    for c in asked[0].tool_call.fields.content.iter().flatten() {
+        if let acp::ToolCallContent::Content(c) = c
+            && let acp::ContentBlock::Text(t) = &c.content
+        {
+            offered.push(t.text.clone());
+        }
+    }
     assert_eq!(offered[..3], ["allow_once", "allow_always", "reject_once"]);
     assert!(
         offered[3..]
@@ -317,30 +350,22 @@ async fn an_option_the_question_did_not_offer_allows_nothing() {
         PermissionMode::Ask,
     );
     let ws = h.ws.clone();
-    Client
-        .v1()
-        .on_receive_request(
-            async move |_req: acp::RequestPermissionRequest,
-                        responder: Responder<acp::RequestPermissionResponse>,
-                        _cx: ConnectionTo<Agent>| {
-                responder.respond(acp::RequestPermissionResponse::new(
-                    acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
-                        "allow_everything",
-                    )),
-                ))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+    editor(
+        transport,
+        &Seen::default(),
+        &Asked::default(),
+        |_| Some("allow_everything".to_string()),
+        async move |cx: ConnectionTo<Agent>| {
             let s = open(&cx, ws).await?;
             assert_eq!(
                 prompt(&cx, &s.session_id, "write a file").await?,
                 acp::StopReason::EndTurn
             );
             Ok(())
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await
+    .unwrap();
     assert!(
         !h.ws.join("a.txt").exists(),
         "an option never offered allowed the write"
@@ -402,20 +427,15 @@ async fn a_session_offers_its_modes_and_commands_and_switches_mode() {
     let h = Harness::new(Config::default());
     let (served, transport) = agent(&h, json!([{"text": "unused"}]), PermissionMode::Ask);
     let seen: Seen = Arc::default();
-    let updates = seen.clone();
     let ws = h.ws.clone();
     let made: Arc<Mutex<Option<String>>> = Arc::default();
     let id = made.clone();
-    Client
-        .v1()
-        .on_receive_notification(
-            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
-                updates.lock().unwrap().push(n.update);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+    editor(
+        transport,
+        &seen,
+        &Asked::default(),
+        |_| None,
+        async move |cx: ConnectionTo<Agent>| {
             let s = open(&cx, ws).await?;
             *id.lock().unwrap() = Some(s.session_id.0.to_string());
             let modes = s.modes.expect("the session's modes");
@@ -441,9 +461,10 @@ async fn a_session_offers_its_modes_and_commands_and_switches_mode() {
                 .unwrap_err();
             assert!(format!("{e:?}").contains("yolo"), "{e:?}");
             Ok(())
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await
+    .unwrap();
     served.await.unwrap().unwrap();
     let seen = seen.lock().unwrap().clone();
     let commands: Vec<String> = seen
@@ -502,45 +523,28 @@ async fn plan_entry_is_asked_in_the_editor_and_its_mode_change_is_told() {
         PermissionMode::Ask,
     );
     let seen: Seen = Arc::default();
-    let updates = seen.clone();
-    let offered: Arc<Mutex<Vec<String>>> = Arc::default();
-    let options = offered.clone();
+    let asked = Asked::default();
     let ws = h.ws.clone();
-    Client
-        .v1()
-        .on_receive_notification(
-            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
-                updates.lock().unwrap().push(n.update);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_request(
-            async move |req: acp::RequestPermissionRequest,
-                        responder: Responder<acp::RequestPermissionResponse>,
-                        _cx: ConnectionTo<Agent>| {
-                *options.lock().unwrap() = req
-                    .options
-                    .iter()
-                    .map(|o| o.option_id.0.to_string())
-                    .collect();
-                responder.respond(acp::RequestPermissionResponse::new(
-                    acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
-                        "approve",
-                    )),
-                ))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+    editor(
+        transport,
+        &seen,
+        &asked,
+        first_of(&["approve"]),
+        async move |cx: ConnectionTo<Agent>| {
             let s = open(&cx, ws).await?;
             prompt(&cx, &s.session_id, "rework the parser").await?;
             Ok(())
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await
+    .unwrap();
     served.await.unwrap().unwrap();
-    assert_eq!(*offered.lock().unwrap(), ["approve", "decline"]);
+    let offered: Vec<String> = asked.lock().unwrap()[0]
+        .options
+        .iter()
+        .map(|o| o.option_id.0.to_string())
+        .collect();
+    assert_eq!(offered, ["approve", "decline"]);
     let seen = seen.lock().unwrap().clone();
     assert!(
         seen.iter().any(|u| matches!(u,
@@ -573,19 +577,14 @@ async fn a_session_is_listed_and_loaded_with_its_history_in_the_next_connection(
 
     let (served, transport) = agent(&h, json!([{"text": "unused"}]), PermissionMode::Ask);
     let seen: Seen = Arc::default();
-    let updates = seen.clone();
     let ws = h.ws.clone();
     let elsewhere = h.dir.path().to_path_buf();
-    Client
-        .v1()
-        .on_receive_notification(
-            async move |n: acp::SessionNotification, _cx: ConnectionTo<Agent>| {
-                updates.lock().unwrap().push(n.update);
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+    editor(
+        transport,
+        &seen,
+        &Asked::default(),
+        |_| None,
+        async move |cx: ConnectionTo<Agent>| {
             let init = cx
                 .send_request(acp::InitializeRequest::new(ProtocolVersion::V1))
                 .block_task()
@@ -618,9 +617,10 @@ async fn a_session_is_listed_and_loaded_with_its_history_in_the_next_connection(
                 .unwrap_err();
             assert!(format!("{e:?}").contains(&*id.0), "{e:?}");
             Ok(())
-        })
-        .await
-        .unwrap();
+        },
+    )
+    .await
+    .unwrap();
     served.await.unwrap().unwrap();
     let seen = seen.lock().unwrap().clone();
     let said = |user: bool| -> String {
