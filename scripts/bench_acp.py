@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mock_openai  # noqa: E402
 from bench_cli import bench_setup  # noqa: E402
 
-RUNS = 7
+RUNS = 15
 GOAL = "/goal keep checking the project turns=10"
 
 

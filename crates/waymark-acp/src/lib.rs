@@ -30,8 +30,8 @@ use sessions::Sessions;
 pub async fn serve_stdio(
     runtime: Arc<Runtime>,
     options: Options,
-    stdin: impl std::io::Read + Send + 'static,
-    stdout: impl std::io::Write + Send + 'static,
+    stdin: impl std::io::Read + std::os::fd::AsFd + Send + 'static,
+    stdout: impl std::io::Write + std::os::fd::AsFd + Send + 'static,
     until: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
     let (transport, written) = transport::stdio(stdin, stdout);

@@ -53,15 +53,32 @@ pub(crate) async fn run(
     let mut last_end = None;
     // The goal's status last told, so each change is said once.
     let mut goal_told = None;
+    // The reply's text that has streamed in and not been sent yet: the pieces already
+    // waiting go out as one chunk, without waiting for any that have not come.
+    let mut text = String::new();
     loop {
         let progress = tokio::select! {
+            biased;
             p = follow.next(&goal_of) => p,
             () = running.cancel.cancelled(), if !stopped => {
                 stopped = true;
                 stop(open).await;
                 continue;
             }
+            () = std::future::ready(()), if !text.is_empty() => {
+                send(updates::reply_text(&std::mem::take(&mut text)))?;
+                continue;
+            }
         };
+        if let Ok(Progress::Event(e)) = &progress
+            && let EventKind::AssistantDelta { text: more, .. } = &e.kind
+        {
+            text.push_str(more);
+            continue;
+        }
+        if !text.is_empty() {
+            send(updates::reply_text(&std::mem::take(&mut text)))?;
+        }
         match progress {
             Ok(Progress::Event(e)) => {
                 if let EventKind::TurnFinished { reason, .. } = &e.kind {

@@ -7,12 +7,18 @@
 //! and one that is not JSON (whose error would otherwise quote it back, control characters
 //! spelled out six times over); a blank line is dropped.
 //!
-//! Stdin and stdout are read and written on threads of their own, not on tokio's blocking
-//! pool: a read waiting on a client that keeps its end open (or a write to one that stopped
-//! reading) must never hold up the process's exit after SIGTERM, SIGHUP or `session/close`.
+//! Stdin is read on a thread of its own, not on tokio's blocking pool: a read waiting on a
+//! client that keeps its end open must never hold up the process's exit after SIGTERM, SIGHUP
+//! or `session/close`. Stdout is written from the connection's own task when it is a pipe or a
+//! socket (an editor's or sshd's end, the usual case): it is made non-blocking, so a client
+//! that stops reading parks the write instead of the process, and no line costs a hand-over
+//! to another thread (measured: about one context switch per update). Anything else (a file,
+//! a terminal) is written on a thread of its own.
 
-use futures_util::Stream;
+use futures_util::{Sink, Stream};
 use std::collections::VecDeque;
+use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
 use tokio::sync::mpsc;
 
 /// The longest line read, in bytes: a prompt with large embedded files fits.
@@ -157,13 +163,13 @@ fn stdin_chunks(
     rx
 }
 
-/// `out`, written line by line on a thread of its own; and what says when that thread has
+/// `out` (neither a pipe nor a socket), written line by line on a thread of its own; and what says when that thread has
 /// written all it was given (or stopped).
 fn stdout_lines(
     mut out: impl std::io::Write + Send + 'static,
     wait: std::time::Duration,
 ) -> (
-    impl futures_util::Sink<String, Error = std::io::Error> + Send + 'static,
+    impl Sink<String, Error = std::io::Error> + Send + 'static,
     Written,
 ) {
     let (tx, mut rx) = mpsc::channel::<String>(64);
@@ -194,34 +200,126 @@ fn stdout_lines(
             match tokio::time::timeout(wait, tx.send(line)).await {
                 Ok(Ok(())) => Ok::<_, std::io::Error>(tx),
                 Ok(Err(_)) => Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe)),
-                Err(_) => Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("the client read nothing for {} s", wait.as_secs()),
-                )),
+                Err(_) => Err(timed_out(wait)),
             }
         },
     );
     (sink, written)
 }
 
+/// A pipe or socket written without blocking, put back in blocking mode when dropped (its
+/// description may be shared with whoever handed it over).
+struct Nonblocking {
+    out: Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    /// The same description, to restore.
+    fd: OwnedFd,
+}
+
+impl Drop for Nonblocking {
+    fn drop(&mut self) {
+        let _ = rustix::io::ioctl_fionbio(&self.fd, false);
+    }
+}
+
+/// `out` written without blocking, when it is a pipe or a Unix socket that is not also
+/// `input` (a read of one description shared both ways must keep blocking); `None`
+/// otherwise.
+fn nonblocking(out: &impl AsFd, input: &impl AsFd) -> Option<Nonblocking> {
+    use rustix::fs::{FileType, fstat};
+    let stat = fstat(out).ok()?;
+    if fstat(input).is_ok_and(|i| (i.st_dev, i.st_ino) == (stat.st_dev, stat.st_ino)) {
+        return None;
+    }
+    let fd = out.as_fd().try_clone_to_owned().ok()?;
+    let made: std::io::Result<Pin<Box<dyn tokio::io::AsyncWrite + Send>>> =
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Fifo => tokio::net::unix::pipe::Sender::from_owned_fd(fd.try_clone().ok()?)
+                .map(|p| Box::pin(p) as _),
+            FileType::Socket => {
+                let socket = std::os::unix::net::UnixStream::from(fd.try_clone().ok()?);
+                socket
+                    .set_nonblocking(true)
+                    .and_then(|()| tokio::net::UnixStream::from_std(socket))
+                    .map(|s| Box::pin(s) as _)
+            }
+            _ => return None,
+        };
+    match made {
+        Ok(out) => Some(Nonblocking { out, fd }),
+        Err(e) => {
+            tracing::debug!("acp: stdout is written from a thread: {e}");
+            let _ = rustix::io::ioctl_fionbio(&fd, false);
+            None
+        }
+    }
+}
+
+/// Lines written to the non-blocking `out` from the task that sends them; and what says when
+/// the sink is gone (each line is written before its send returns).
+fn direct_lines(
+    out: Nonblocking,
+    wait: std::time::Duration,
+) -> (
+    impl Sink<String, Error = std::io::Error> + Send + 'static,
+    Written,
+) {
+    use tokio::io::AsyncWriteExt as _;
+    let (done, written) = tokio::sync::oneshot::channel::<()>();
+    let sink = futures_util::sink::unfold(
+        (out, done),
+        move |mut state: (Nonblocking, _), line: String| async move {
+            let mut bytes = line.into_bytes();
+            bytes.push(b'\n');
+            // A client that stops reading would otherwise have the SDK queue every update
+            // for it without end: after `wait` the connection ends, as if it had gone away.
+            match tokio::time::timeout(wait, state.0.out.write_all(&bytes)).await {
+                Ok(Ok(())) => Ok(state),
+                Ok(Err(e)) => {
+                    tracing::warn!("acp: stdout closed: {e}");
+                    Err(e)
+                }
+                Err(_) => Err(timed_out(wait)),
+            }
+        },
+    );
+    (sink, written)
+}
+
+/// The error of a client that read nothing for `wait`.
+fn timed_out(wait: std::time::Duration) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("the client read nothing for {} s", wait.as_secs()),
+    )
+}
+
+/// Where the transport's lines go.
+type LineSink = Pin<Box<dyn Sink<String, Error = std::io::Error> + Send>>;
+
 /// The process's `stdin` and `stdout` as the SDK's line transport, and what says when
 /// everything sent has been written.
 pub(crate) fn stdio(
-    stdin: impl std::io::Read + Send + 'static,
-    stdout: impl std::io::Write + Send + 'static,
+    stdin: impl std::io::Read + AsFd + Send + 'static,
+    stdout: impl std::io::Write + AsFd + Send + 'static,
 ) -> (
     agent_client_protocol::Lines<
-        impl futures_util::Sink<String, Error = std::io::Error> + Send + 'static,
+        LineSink,
         impl Stream<Item = std::io::Result<String>> + Send + 'static,
     >,
     Written,
 ) {
-    let (out, written) = stdout_lines(stdout, WRITE_WAIT);
+    let (out, written): (LineSink, Written) = match nonblocking(&stdout, &stdin) {
+        Some(fd) => {
+            let (sink, written) = direct_lines(fd, WRITE_WAIT);
+            (Box::pin(sink), written)
+        }
+        None => {
+            let (sink, written) = stdout_lines(stdout, WRITE_WAIT);
+            (Box::pin(sink), written)
+        }
+    };
     (
-        agent_client_protocol::Lines::new(
-            Box::pin(out),
-            Box::pin(lines(stdin_chunks(stdin), LINE_MAX)),
-        ),
+        agent_client_protocol::Lines::new(out, Box::pin(lines(stdin_chunks(stdin), LINE_MAX))),
         written,
     )
 }
@@ -309,6 +407,67 @@ mod tests {
         .expect("a send waited on the client without end");
         assert_eq!(ended.kind(), std::io::ErrorKind::TimedOut);
         drop(release);
+    }
+
+    /// Sends lines to `sink` until it fails, on a runtime of its own in a thread of its own,
+    /// so a write that blocks the thread cannot hang the test: the error, and the lines taken.
+    fn fill_until_it_fails(
+        make: impl FnOnce() -> LineSink + Send + 'static,
+    ) -> (std::io::Error, usize) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use futures_util::SinkExt as _;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let mut sink = make();
+                let mut sent = 0;
+                let line = "x".repeat(1000);
+                let e = loop {
+                    match sink.send(line.clone()).await {
+                        Ok(()) => sent += 1,
+                        Err(e) => break e,
+                    }
+                };
+                drop(sink);
+                let _ = tx.send((e, sent));
+            });
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("a write to a client that reads nothing blocked the connection's thread")
+    }
+
+    #[test]
+    fn a_pipe_nobody_reads_ends_the_connection_without_blocking_the_task() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let (input, _other) = std::io::pipe().unwrap();
+        let ours = writer.try_clone().unwrap();
+        let (e, sent) = fill_until_it_fails(move || {
+            let out = nonblocking(&ours, &input).expect("a pipe is written without blocking");
+            Box::pin(direct_lines(out, std::time::Duration::from_millis(200)).0)
+        });
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        // The pipe holds what fits (64 KiB by default), and no more is queued for it.
+        assert!(sent < 1000, "{sent} lines were taken for a pipe of 64 KiB");
+        // The description goes back to blocking for whoever else holds it.
+        let flags = rustix::fs::fcntl_getfl(&writer).unwrap();
+        assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK));
+        drop(reader);
+    }
+
+    #[tokio::test]
+    async fn only_a_pipe_or_socket_of_its_own_is_written_without_blocking() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (input, _w) = std::io::pipe().unwrap();
+        assert!(nonblocking(&a, &input).is_some(), "a socket of its own");
+        // One socket carrying both directions: the blocking read on stdin must stay blocking.
+        assert!(nonblocking(&a, &a).is_none());
+        assert!(nonblocking(&a, &a.try_clone().unwrap()).is_none());
+        let file = std::fs::File::open("/dev/null").unwrap();
+        assert!(nonblocking(&file, &input).is_none(), "not a pipe or socket");
+        drop(b);
     }
 
     #[tokio::test]

@@ -11,16 +11,17 @@ use waymark_protocol::{EventKind, GoalSnapshot, GoalStatus, ToolStatus};
 /// The most of a result or of a command's output one update carries.
 const TEXT_MAX: usize = 8 * 1024;
 
+/// A piece of the reply's text as it streams.
+pub(crate) fn reply_text(text: &str) -> acp::SessionUpdate {
+    acp::SessionUpdate::AgentMessageChunk(acp::ContentChunk::new(escape_block(text).into()))
+}
+
 /// The updates `kind` makes, in order (none for what an editor has no use for). Paths are
 /// shown absolute, resolved against the session's workspace `ws`, as the protocol wants.
 pub(crate) fn of(kind: &EventKind, ws: &Path) -> Vec<acp::SessionUpdate> {
     use acp::SessionUpdate as U;
     match kind {
-        EventKind::AssistantDelta { text, .. } if !text.is_empty() => {
-            vec![U::AgentMessageChunk(acp::ContentChunk::new(
-                escape_block(text).into(),
-            ))]
-        }
+        EventKind::AssistantDelta { text, .. } if !text.is_empty() => vec![reply_text(text)],
         EventKind::AssistantMessage {
             reasoning: Some(r), ..
         } if !r.is_empty() => vec![U::AgentThoughtChunk(acp::ContentChunk::new(
