@@ -7,6 +7,7 @@
 //!
 //! Stdout carries nothing but the protocol; logs go to the log file.
 
+mod auth;
 mod history;
 mod modes;
 mod prompt;
@@ -77,7 +78,7 @@ fn capabilities(
                         .close(acp::SessionCloseCapabilities::new()),
                 ),
         )
-        .auth_methods(Vec::new())
+        .auth_methods(vec![auth::method()])
         .agent_info(acp::Implementation::new("waymark", env!("CARGO_PKG_VERSION")).title("Waymark"))
 }
 
@@ -131,11 +132,25 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async |_req: acp::AuthenticateRequest,
-                   responder: Responder<acp::AuthenticateResponse>,
-                   _cx: ConnectionTo<Client>| {
-                // Keys come from the environment or the keyring; there is nothing to sign in to.
-                responder.respond(acp::AuthenticateResponse::new())
+            {
+                let sessions = sessions.clone();
+                async move |req: acp::AuthenticateRequest,
+                            responder: Responder<acp::AuthenticateResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    if req.method_id.0.as_ref() != auth::METHOD {
+                        return responder.respond_with_error(Error::invalid_params().data(
+                            format!(
+                                "no sign-in method `{}`: Waymark offers `{}`",
+                                req.method_id.0,
+                                auth::METHOD
+                            ),
+                        ));
+                    }
+                    match auth::ready(&sessions.runtime, sessions.model()) {
+                        Ok(()) => responder.respond(acp::AuthenticateResponse::new()),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -145,13 +160,12 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                 async move |req: acp::NewSessionRequest,
                             responder: Responder<acp::NewSessionResponse>,
                             cx: ConnectionTo<Client>| {
-                    let made =
-                        sessions
-                            .create(&req.cwd, &req.mcp_servers)
-                            .and_then(|(id, left_out)| {
-                                let mode = sessions.mode_of(&id)?;
-                                Ok((id, mode, left_out))
-                            });
+                    let made = auth::ready(&sessions.runtime, sessions.model())
+                        .and_then(|()| sessions.create(&req.cwd, &req.mcp_servers))
+                        .and_then(|(id, left_out)| {
+                            let mode = sessions.mode_of(&id)?;
+                            Ok((id, mode, left_out))
+                        });
                     let (id, mode, left_out) = match made {
                         Ok(made) => made,
                         Err(e) => return responder.respond_with_error(e),

@@ -116,6 +116,11 @@ impl Sessions {
     }
 
     /// Refused once this connection has [`OPEN_MAX`] sessions open.
+    /// The model the sessions it makes are given (`None`: the settings').
+    pub(crate) fn model(&self) -> Option<&str> {
+        self.options.model.as_deref()
+    }
+
     fn room_for_one_more(&self) -> Result<(), Error> {
         if lock(&self.open).len() >= OPEN_MAX {
             return Err(Error::invalid_request().data(format!(

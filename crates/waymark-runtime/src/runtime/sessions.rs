@@ -177,6 +177,27 @@ impl Runtime {
         self.attach(id, resolved, true, spec.hold, changes)
     }
 
+    /// Whether a new session could reach its model: `requested`, else the settings' model,
+    /// resolved as a session would resolve it (its provider known, the key it needs found).
+    /// The model's spec when it could; the error that says what to set up when not.
+    pub fn model_ready(&self, requested: Option<&str>) -> Result<String> {
+        let spec = self.model_spec(requested, None)?;
+        if self.opts.provider_override.is_some() {
+            return Ok(spec);
+        }
+        let env = self.opts.env.clone();
+        let r = resolve_model(
+            &spec,
+            &self.config(),
+            &move |k| env(k),
+            &self.opts.cwd,
+            &self.opts.cwd,
+            None,
+            self.opts.http.clone(),
+        )?;
+        Ok(r.spec)
+    }
+
     fn model_spec(&self, requested: Option<&str>, stored: Option<&str>) -> Result<String> {
         let config = self.config();
         requested

@@ -240,3 +240,64 @@ fn acpx_cancel_stops_the_running_command() {
     );
     assert!(!env.ws.join("after.txt").exists());
 }
+
+/// Whether some process still runs `waymark acp` on `env`'s data.
+fn agent_running(env: &Env) -> bool {
+    let data = env.data.display().to_string();
+    std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline")).is_ok_and(|c| {
+            let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+            args.contains(&data.as_bytes()) && args.contains(&&b"acp"[..])
+        })
+    })
+}
+
+/// acpx takes a saved session up again in a new agent process. It does so through
+/// `session/resume`, which it prefers to `session/load` whenever an agent offers both (the SDK
+/// editor covers `session/load`'s replay): the conversation goes on in the same Waymark
+/// session, where the script left off.
+#[test]
+fn acpx_resumes_a_session_in_a_new_agent_process() {
+    let env = Env::new();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [{"text": "First answer."}, {"text": "Second answer."}]}),
+    );
+    let (_, code) = run_acpx(&env, &model, &[], &["sessions", "new"]);
+    assert_eq!(code, Some(0));
+    let (lines, code) = run_acpx(&env, &model, &[], &["the first question"]);
+    assert_eq!(code, Some(0), "{lines:#?}");
+    assert_ended_its_turn(&lines);
+    let out = env.run(&["sessions", "--json"]);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sid = listed[0]["id"].as_str().unwrap().to_string();
+
+    // The queue owner leaves a second after its prompt, and its agent with it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while agent_running(&env) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first agent never left"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (lines, code) = run_acpx(
+        &env,
+        &model,
+        &[],
+        &["sessions", "new", "--resume-session", &sid],
+    );
+    assert_eq!(code, Some(0), "{lines:#?}");
+    let (lines, code) = run_acpx(&env, &model, &[], &["the second question"]);
+    assert_eq!(code, Some(0), "{lines:#?}");
+    assert_ended_its_turn(&lines);
+    let said: String = lines
+        .iter()
+        .filter(|l| l["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|l| l["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("Second answer."), "{lines:#?}");
+    let out = env.run(&["sessions", "--json"]);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+}

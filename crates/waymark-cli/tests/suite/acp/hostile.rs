@@ -3,97 +3,10 @@
 //! the agent stays up where it should, and the database stays intact.
 
 use super::super::support::{Env, text};
-use super::agent_argv;
-use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-
-/// `waymark acp` on raw pipes.
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Raw {
-    fn start(env: &Env, model: &str, extra: &[&str]) -> Raw {
-        let argv = agent_argv(env, model, extra);
-        let mut child = Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut raw = Raw {
-            child,
-            stdin,
-            stdout,
-        };
-        raw.line(
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
-        );
-        // A client waits for the handshake's answer before it sends anything else.
-        assert_eq!(raw.reply(0)["result"]["protocolVersion"], 1);
-        raw
-    }
-
-    fn line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) {
-        self.line(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        );
-    }
-
-    /// The next message the agent sends; `None` once its stdout ends.
-    fn next(&mut self) -> Option<Value> {
-        let mut l = String::new();
-        if self.stdout.read_line(&mut l).unwrap() == 0 {
-            return None;
-        }
-        Some(serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {l}")))
-    }
-
-    /// Reads up to the answer to request `id`.
-    fn reply(&mut self, id: u64) -> Value {
-        loop {
-            let m = self
-                .next()
-                .unwrap_or_else(|| panic!("stdout ended before the reply to {id}"));
-            if m["id"] == id && m.get("method").is_none() {
-                return m;
-            }
-        }
-    }
-
-    /// Reads up to the first message `want` accepts.
-    fn until(&mut self, want: impl Fn(&Value) -> bool) -> Value {
-        loop {
-            let m = self.next().expect("stdout ended");
-            if want(&m) {
-                return m;
-            }
-        }
-    }
-
-    /// Closes stdin and waits for the agent to exit: its exit code.
-    fn finish(mut self) -> Option<i32> {
-        drop(self.stdin.take());
-        let mut rest = Vec::new();
-        self.stdout.read_to_end(&mut rest).unwrap();
-        let out = self.child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-        out.status.code()
-    }
-}
+use super::raw::Raw;
+use serde_json::json;
+use std::io::Write as _;
+use std::process::Command;
 
 /// The session a new-session request made, from its reply.
 fn new_session(raw: &mut Raw, id: u64, env: &Env) -> String {
@@ -293,6 +206,7 @@ fn a_client_killed_mid_turn_stops_the_turn_and_loses_nothing() {
         mut child,
         stdin,
         stdout,
+        ..
     } = raw;
     drop(stdin);
     drop(stdout);

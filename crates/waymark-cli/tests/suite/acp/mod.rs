@@ -3,7 +3,9 @@
 //! on the official TypeScript SDK, tests/acp/client.mjs); over SSH; and under hostile input.
 
 mod acpx;
+mod auth;
 mod hostile;
+mod raw;
 mod sdk;
 mod ssh;
 
