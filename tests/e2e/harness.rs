@@ -392,13 +392,13 @@ impl Desk {
         self.launch_with(&[]).await
     }
 
-    pub async fn launch_with(&self, extra_env: &[(&str, &str)]) -> App {
-        let app = app_binary();
-        assert!(
-            app.is_file(),
-            "{} missing: run scripts/test.sh (it builds the app)",
-            app.display()
-        );
+    /// Starts the WebDriver for `app` on a port found free: the driver, its port and the
+    /// session's capabilities.
+    fn start_driver(
+        &self,
+        app: &std::path::Path,
+        extra_env: &[(&str, &str)],
+    ) -> (Proc, u16, serde_json::Map<String, serde_json::Value>) {
         let port = free_port();
         let mut caps = serde_json::Map::new();
         let mut cmd;
@@ -435,32 +435,76 @@ impl Desk {
         for (k, v) in extra_env {
             cmd.env(k, v);
         }
-        let driver = spawn(&mut cmd);
+        (spawn(&mut cmd), port, caps)
+    }
+
+    /// Opens a WebDriver session on the driver at `port`, asking again while the driver
+    /// gets ready (tauri-driver listens before the native driver it starts does).
+    async fn open_session(
+        &self,
+        port: u16,
+        caps: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Client, String> {
         let start = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "WebDriver did not listen on {port}"
-            );
+            if start.elapsed() > Duration::from_secs(20) {
+                return Err(format!("WebDriver did not listen on {port}"));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
-        // tauri-driver listens before the native driver it starts does; a session asked for
-        // in between fails to connect, so it is asked for again for a while.
-        let client = loop {
-            match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-                .capabilities(caps.clone())
-                .connect(&format!("http://127.0.0.1:{port}"))
-                .await
-            {
-                Ok(c) => break c,
+        loop {
+            // A driver whose native side never answers would hold the request forever.
+            let url = format!("http://127.0.0.1:{port}");
+            let mut builder =
+                ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
+            builder.capabilities(caps.clone());
+            let asked = builder.connect(&url);
+            let Ok(answered) = tokio::time::timeout(Duration::from_secs(20), asked).await else {
+                return Err(format!("WebDriver on {port} did not answer for 20 s"));
+            };
+            match answered {
+                Ok(c) => return Ok(c),
                 Err(e) if start.elapsed() < Duration::from_secs(30) => {
+                    let log = std::fs::read_to_string(self.dir.path().join("driver.log"))
+                        .unwrap_or_default();
+                    if log.contains("Unable to listen") {
+                        return Err(e.to_string());
+                    }
                     eprintln!("WebDriver session not ready yet ({e}); asking again");
                     tokio::time::sleep(Duration::from_millis(300)).await;
                 }
-                Err(e) => panic!(
-                    "WebDriver session (app launch): {e}\n{}",
-                    std::fs::read_to_string(self.dir.path().join("driver.log")).unwrap_or_default()
-                ),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    pub async fn launch_with(&self, extra_env: &[(&str, &str)]) -> App {
+        let app = app_binary();
+        assert!(
+            app.is_file(),
+            "{} missing: run scripts/test.sh (it builds the app)",
+            app.display()
+        );
+        // A port `free_port` found free may be taken again before the driver (or the native
+        // driver tauri-driver starts) binds it; that launch is abandoned and made again on
+        // other ports.
+        let mut attempt = 1;
+        let (client, driver) = loop {
+            let (driver, port, caps) = self.start_driver(&app, extra_env);
+            match self.open_session(port, caps).await {
+                Ok(client) => break (client, driver),
+                Err(e) => {
+                    let log = std::fs::read_to_string(self.dir.path().join("driver.log"))
+                        .unwrap_or_default();
+                    let taken = log.contains("Unable to listen") || e.contains("did not listen");
+                    if attempt < 3 && taken {
+                        eprintln!("WebDriver could not listen on its port; launching again");
+                        attempt += 1;
+                        drop(driver);
+                        continue;
+                    }
+                    panic!("WebDriver session (app launch): {e}\n{log}");
+                }
             }
         };
         let app = App {
