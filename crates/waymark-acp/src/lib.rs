@@ -10,6 +10,7 @@
 mod auth;
 mod history;
 mod modes;
+mod outgoing;
 mod prompt;
 mod questions;
 mod servers;
@@ -35,8 +36,9 @@ pub async fn serve_stdio(
     stdout: impl std::io::Write + std::os::fd::AsFd + Send + 'static,
     until: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
-    let (transport, written) = transport::stdio(stdin, stdout);
-    let served = serve(runtime, options, transport, until).await;
+    let flow = Arc::new(outgoing::Flow::default());
+    let (transport, written) = transport::stdio(stdin, stdout, flow.clone());
+    let served = serve_with(runtime, options, transport, until, flow).await;
     // The last answers are on their way out: they are written before the process ends (a
     // client that reads nothing more does not hold it up for long).
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), written).await;
@@ -52,7 +54,18 @@ pub async fn serve(
     transport: impl ConnectTo<Agent> + 'static,
     until: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
-    let sessions = Arc::new(Sessions::new(runtime, options));
+    serve_with(runtime, options, transport, until, Arc::default()).await
+}
+
+/// [`serve`], the prompts holding their updates back while `flow` says the client is slow.
+async fn serve_with(
+    runtime: Arc<Runtime>,
+    options: Options,
+    transport: impl ConnectTo<Agent> + 'static,
+    until: impl std::future::Future<Output = ()>,
+    flow: Arc<outgoing::Flow>,
+) -> Result<(), Error> {
+    let sessions = Arc::new(Sessions::new(runtime, options, flow));
     let served = tokio::select! {
         served = agent(sessions.clone()).connect_to(transport) => served,
         () = until => Ok(()),

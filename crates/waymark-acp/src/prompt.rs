@@ -47,8 +47,11 @@ pub(crate) async fn run(
         .await
         .map_err(|(_, e)| Error::invalid_params().data(e.to_string()))?;
     let goal_of = sessions.runtime.goal_of();
-    let send =
-        |u: acp::SessionUpdate| cx.send_notification(acp::SessionNotification::new(sid.clone(), u));
+    // Each update is counted until it is written, so a slow client holds the next ones back.
+    let send = |u: acp::SessionUpdate| {
+        sessions.flow.sent();
+        cx.send_notification(acp::SessionNotification::new(sid.clone(), u))
+    };
     let mut stopped = false;
     let mut last_end = None;
     // The goal's status last told, so each change is said once.
@@ -59,12 +62,19 @@ pub(crate) async fn run(
     loop {
         let progress = tokio::select! {
             biased;
-            p = follow.next(&goal_of) => p,
             () = running.cancel.cancelled(), if !stopped => {
                 stopped = true;
                 stop(open).await;
                 continue;
             }
+            // A client slow to read holds the next event back (once too many updates wait
+            // to be written): the session's own bounded channel then skips what it cannot
+            // keep, and the editor is told (`Lagged`), instead of every update queueing for
+            // it without end.
+            p = async {
+                sessions.flow.room().await;
+                follow.next(&goal_of).await
+            } => p,
             () = std::future::ready(()), if !text.is_empty() => {
                 send(updates::reply_text(&std::mem::take(&mut text)))?;
                 continue;

@@ -99,6 +99,8 @@ pub(crate) struct Sessions {
     open: Mutex<HashMap<String, Arc<Open>>>,
     /// How many sessions this connection has made.
     made: std::sync::atomic::AtomicUsize,
+    /// Whether the client keeps up with what is written to it.
+    pub(crate) flow: Arc<crate::outgoing::Flow>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -106,21 +108,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Sessions {
-    pub(crate) fn new(runtime: Arc<Runtime>, options: Options) -> Sessions {
+    pub(crate) fn new(
+        runtime: Arc<Runtime>,
+        options: Options,
+        flow: Arc<crate::outgoing::Flow>,
+    ) -> Sessions {
         Sessions {
             runtime,
             options,
             open: Mutex::new(HashMap::new()),
             made: std::sync::atomic::AtomicUsize::new(0),
+            flow,
         }
     }
 
-    /// Refused once this connection has [`OPEN_MAX`] sessions open.
     /// The model the sessions it makes are given (`None`: the settings').
     pub(crate) fn model(&self) -> Option<&str> {
         self.options.model.as_deref()
     }
 
+    /// Refused once this connection has [`OPEN_MAX`] sessions open.
     fn room_for_one_more(&self) -> Result<(), Error> {
         if lock(&self.open).len() >= OPEN_MAX {
             return Err(Error::invalid_request().data(format!(

@@ -9,16 +9,13 @@
 //!
 //! Stdin is read on a thread of its own, not on tokio's blocking pool: a read waiting on a
 //! client that keeps its end open must never hold up the process's exit after SIGTERM, SIGHUP
-//! or `session/close`. Stdout is written from the connection's own task when it is a pipe or a
-//! socket (an editor's or sshd's end, the usual case): it is made non-blocking, so a client
-//! that stops reading parks the write instead of the process, and no line costs a hand-over
-//! to another thread (measured: about one context switch per update). Anything else (a file,
-//! a terminal) is written on a thread of its own.
+//! or `session/close`. Stdout is `crate::outgoing`'s.
 
-use futures_util::{Sink, Stream};
+use crate::outgoing::{Flow, LineSink, Written};
+use futures_util::Stream;
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, OwnedFd};
-use std::pin::Pin;
+use std::os::fd::AsFd;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// The longest line read, in bytes: a prompt with large embedded files fits.
@@ -26,12 +23,6 @@ pub(crate) const LINE_MAX: usize = 16 << 20;
 
 /// How much is read from stdin at a time.
 const CHUNK: usize = 64 * 1024;
-
-/// How long a line waits for room on its way out before the client counts as gone.
-const WRITE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Ends when the stdout thread has written everything it was given, or stopped.
-pub(crate) type Written = tokio::sync::oneshot::Receiver<()>;
 
 /// Splits bytes into lines of at most `max` bytes, a longer one replaced by a line that is not
 /// JSON.
@@ -108,22 +99,28 @@ impl Splitter {
 fn lines(
     rx: mpsc::Receiver<std::io::Result<Vec<u8>>>,
     max: usize,
+    flow: Arc<Flow>,
 ) -> impl Stream<Item = std::io::Result<String>> + Send + 'static {
-    let state = (rx, Splitter::new(max), VecDeque::new(), false);
+    let state = (rx, Splitter::new(max), VecDeque::new(), false, flow);
     futures_util::stream::unfold(
         state,
-        |(mut rx, mut split, mut ready, mut ended)| async move {
+        |(mut rx, mut split, mut ready, mut ended, flow)| async move {
             loop {
                 if let Some(line) = ready.pop_front() {
-                    return Some((Ok(line), (rx, split, ready, ended)));
+                    return Some((Ok(line), (rx, split, ready, ended, flow)));
                 }
                 if ended {
                     return None;
                 }
                 match rx.recv().await {
                     Some(Ok(chunk)) => split.feed(&chunk, &mut ready),
-                    Some(Err(e)) => return Some((Err(e), (rx, split, ready, true))),
+                    Some(Err(e)) => {
+                        flow.close();
+                        return Some((Err(e), (rx, split, ready, true, flow)));
+                    }
                     None => {
+                        // The client closed its input: what is left to write waits briefly.
+                        flow.close();
                         ended = true;
                         ready.extend(split.finish());
                     }
@@ -163,144 +160,12 @@ fn stdin_chunks(
     rx
 }
 
-/// `out` (neither a pipe nor a socket), written line by line on a thread of its own; and what says when that thread has
-/// written all it was given (or stopped).
-fn stdout_lines(
-    mut out: impl std::io::Write + Send + 'static,
-    wait: std::time::Duration,
-) -> (
-    impl Sink<String, Error = std::io::Error> + Send + 'static,
-    Written,
-) {
-    let (tx, mut rx) = mpsc::channel::<String>(64);
-    let (done, written) = tokio::sync::oneshot::channel();
-    let spawned = std::thread::Builder::new()
-        .name("acp-stdout".into())
-        .spawn(move || {
-            let _done = done;
-            while let Some(line) = rx.blocking_recv() {
-                let written = out
-                    .write_all(line.as_bytes())
-                    .and_then(|()| out.write_all(b"\n"))
-                    .and_then(|()| out.flush());
-                if let Err(e) = written {
-                    tracing::warn!("acp: stdout closed: {e}");
-                    return;
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!("acp: stdout cannot be written: {e}");
-    }
-    let sink = futures_util::sink::unfold(
-        tx,
-        move |tx: mpsc::Sender<String>, line: String| async move {
-            // A client that stops reading would otherwise have the SDK queue every update for
-            // it without end: after `wait` the connection ends, as if it had gone away.
-            match tokio::time::timeout(wait, tx.send(line)).await {
-                Ok(Ok(())) => Ok::<_, std::io::Error>(tx),
-                Ok(Err(_)) => Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe)),
-                Err(_) => Err(timed_out(wait)),
-            }
-        },
-    );
-    (sink, written)
-}
-
-/// A pipe or socket written without blocking, put back in blocking mode when dropped (its
-/// description may be shared with whoever handed it over).
-struct Nonblocking {
-    out: Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
-    /// The same description, to restore.
-    fd: OwnedFd,
-}
-
-impl Drop for Nonblocking {
-    fn drop(&mut self) {
-        let _ = rustix::io::ioctl_fionbio(&self.fd, false);
-    }
-}
-
-/// `out` written without blocking, when it is a pipe or a Unix socket that is not also
-/// `input` (a read of one description shared both ways must keep blocking); `None`
-/// otherwise.
-fn nonblocking(out: &impl AsFd, input: &impl AsFd) -> Option<Nonblocking> {
-    use rustix::fs::{FileType, fstat};
-    let stat = fstat(out).ok()?;
-    if fstat(input).is_ok_and(|i| (i.st_dev, i.st_ino) == (stat.st_dev, stat.st_ino)) {
-        return None;
-    }
-    let fd = out.as_fd().try_clone_to_owned().ok()?;
-    let made: std::io::Result<Pin<Box<dyn tokio::io::AsyncWrite + Send>>> =
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Fifo => tokio::net::unix::pipe::Sender::from_owned_fd(fd.try_clone().ok()?)
-                .map(|p| Box::pin(p) as _),
-            FileType::Socket => {
-                let socket = std::os::unix::net::UnixStream::from(fd.try_clone().ok()?);
-                socket
-                    .set_nonblocking(true)
-                    .and_then(|()| tokio::net::UnixStream::from_std(socket))
-                    .map(|s| Box::pin(s) as _)
-            }
-            _ => return None,
-        };
-    match made {
-        Ok(out) => Some(Nonblocking { out, fd }),
-        Err(e) => {
-            tracing::debug!("acp: stdout is written from a thread: {e}");
-            let _ = rustix::io::ioctl_fionbio(&fd, false);
-            None
-        }
-    }
-}
-
-/// Lines written to the non-blocking `out` from the task that sends them; and what says when
-/// the sink is gone (each line is written before its send returns).
-fn direct_lines(
-    out: Nonblocking,
-    wait: std::time::Duration,
-) -> (
-    impl Sink<String, Error = std::io::Error> + Send + 'static,
-    Written,
-) {
-    use tokio::io::AsyncWriteExt as _;
-    let (done, written) = tokio::sync::oneshot::channel::<()>();
-    let sink = futures_util::sink::unfold(
-        (out, done),
-        move |mut state: (Nonblocking, _), line: String| async move {
-            let mut bytes = line.into_bytes();
-            bytes.push(b'\n');
-            // A client that stops reading would otherwise have the SDK queue every update
-            // for it without end: after `wait` the connection ends, as if it had gone away.
-            match tokio::time::timeout(wait, state.0.out.write_all(&bytes)).await {
-                Ok(Ok(())) => Ok(state),
-                Ok(Err(e)) => {
-                    tracing::warn!("acp: stdout closed: {e}");
-                    Err(e)
-                }
-                Err(_) => Err(timed_out(wait)),
-            }
-        },
-    );
-    (sink, written)
-}
-
-/// The error of a client that read nothing for `wait`.
-fn timed_out(wait: std::time::Duration) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::TimedOut,
-        format!("the client read nothing for {} s", wait.as_secs()),
-    )
-}
-
-/// Where the transport's lines go.
-type LineSink = Pin<Box<dyn Sink<String, Error = std::io::Error> + Send>>;
-
 /// The process's `stdin` and `stdout` as the SDK's line transport, and what says when
-/// everything sent has been written.
+/// everything sent has been written. `flow` learns when stdin ends.
 pub(crate) fn stdio(
     stdin: impl std::io::Read + AsFd + Send + 'static,
     stdout: impl std::io::Write + AsFd + Send + 'static,
+    flow: Arc<Flow>,
 ) -> (
     agent_client_protocol::Lines<
         LineSink,
@@ -308,18 +173,10 @@ pub(crate) fn stdio(
     >,
     Written,
 ) {
-    let (out, written): (LineSink, Written) = match nonblocking(&stdout, &stdin) {
-        Some(fd) => {
-            let (sink, written) = direct_lines(fd, WRITE_WAIT);
-            (Box::pin(sink), written)
-        }
-        None => {
-            let (sink, written) = stdout_lines(stdout, WRITE_WAIT);
-            (Box::pin(sink), written)
-        }
-    };
+    let (out, written) = crate::outgoing::stdout(stdout, &stdin, flow.clone());
+    let incoming = lines(stdin_chunks(stdin), LINE_MAX, flow);
     (
-        agent_client_protocol::Lines::new(out, Box::pin(lines(stdin_chunks(stdin), LINE_MAX))),
+        agent_client_protocol::Lines::new(out, Box::pin(incoming)),
         written,
     )
 }
@@ -336,7 +193,10 @@ mod tests {
             tx.send(Ok(c.to_vec())).await.unwrap();
         }
         drop(tx);
-        lines(rx, max).map(|l| l.unwrap()).collect().await
+        lines(rx, max, Arc::new(Flow::default()))
+            .map(|l| l.unwrap())
+            .collect()
+            .await
     }
 
     #[tokio::test]
@@ -372,102 +232,6 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[0], "(a line of 4 bytes was not UTF-8)");
         assert_eq!(got[1], "{}");
-    }
-
-    /// Output that never drains: every write waits until the test lets it go.
-    struct Stuck(std::sync::mpsc::Receiver<()>);
-
-    impl std::io::Write for Stuck {
-        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-            let _ = self.0.recv();
-            Err(std::io::ErrorKind::BrokenPipe.into())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    #[tokio::test]
-    async fn a_client_that_reads_nothing_ends_the_connection_instead_of_queueing() {
-        use futures_util::SinkExt as _;
-        let (release, stuck) = std::sync::mpsc::channel();
-        let (sink, _written) = stdout_lines(Stuck(stuck), std::time::Duration::from_millis(100));
-        let mut sink = Box::pin(sink);
-        let mut sent = 0;
-        let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-            loop {
-                match sink.send("{}".to_string()).await {
-                    Ok(()) => sent += 1,
-                    Err(e) => break e,
-                }
-                assert!(sent < 1000, "the sink took {sent} lines nobody reads");
-            }
-        })
-        .await
-        .expect("a send waited on the client without end");
-        assert_eq!(ended.kind(), std::io::ErrorKind::TimedOut);
-        drop(release);
-    }
-
-    /// Sends lines to `sink` until it fails, on a runtime of its own in a thread of its own,
-    /// so a write that blocks the thread cannot hang the test: the error, and the lines taken.
-    fn fill_until_it_fails(
-        make: impl FnOnce() -> LineSink + Send + 'static,
-    ) -> (std::io::Error, usize) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use futures_util::SinkExt as _;
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let mut sink = make();
-                let mut sent = 0;
-                let line = "x".repeat(1000);
-                let e = loop {
-                    match sink.send(line.clone()).await {
-                        Ok(()) => sent += 1,
-                        Err(e) => break e,
-                    }
-                };
-                drop(sink);
-                let _ = tx.send((e, sent));
-            });
-        });
-        rx.recv_timeout(std::time::Duration::from_secs(20))
-            .expect("a write to a client that reads nothing blocked the connection's thread")
-    }
-
-    #[test]
-    fn a_pipe_nobody_reads_ends_the_connection_without_blocking_the_task() {
-        let (reader, writer) = std::io::pipe().unwrap();
-        let (input, _other) = std::io::pipe().unwrap();
-        let ours = writer.try_clone().unwrap();
-        let (e, sent) = fill_until_it_fails(move || {
-            let out = nonblocking(&ours, &input).expect("a pipe is written without blocking");
-            Box::pin(direct_lines(out, std::time::Duration::from_millis(200)).0)
-        });
-        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
-        // The pipe holds what fits (64 KiB by default), and no more is queued for it.
-        assert!(sent < 1000, "{sent} lines were taken for a pipe of 64 KiB");
-        // The description goes back to blocking for whoever else holds it.
-        let flags = rustix::fs::fcntl_getfl(&writer).unwrap();
-        assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK));
-        drop(reader);
-    }
-
-    #[tokio::test]
-    async fn only_a_pipe_or_socket_of_its_own_is_written_without_blocking() {
-        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
-        let (input, _w) = std::io::pipe().unwrap();
-        assert!(nonblocking(&a, &input).is_some(), "a socket of its own");
-        // One socket carrying both directions: the blocking read on stdin must stay blocking.
-        assert!(nonblocking(&a, &a).is_none());
-        assert!(nonblocking(&a, &a.try_clone().unwrap()).is_none());
-        let file = std::fs::File::open("/dev/null").unwrap();
-        assert!(nonblocking(&file, &input).is_none(), "not a pipe or socket");
-        drop(b);
     }
 
     #[tokio::test]

@@ -408,15 +408,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Acp { model, permission } => {
             let options = waymark_acp::Options { model, permission };
             // An editor that goes away (a dropped SSH link) must not kill the process mid-write:
-            // the write fails instead, and the sessions close as Stop would. So do SIGTERM and
-            // SIGHUP.
+            // the write fails instead, and the sessions close as Stop would. So do SIGTERM,
+            // SIGHUP and SIGINT (Ctrl-C where it was started by hand).
             ignore_sigpipe();
             let mut terminate = follow::unix_signal(tokio::signal::unix::SignalKind::terminate())?;
             let mut hangup = follow::unix_signal(tokio::signal::unix::SignalKind::hangup())?;
+            let mut interrupt = follow::unix_signal(tokio::signal::unix::SignalKind::interrupt())?;
             let until = async move {
                 tokio::select! {
                     _ = terminate.recv() => {}
                     _ = hangup.recv() => {}
+                    _ = interrupt.recv() => {}
                 }
             };
             let (stdin, stdout) = term::protocol_streams();

@@ -62,6 +62,13 @@ fn sign_in_checks_the_models_key_and_no_session_is_made_without_it() {
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(listed.as_array().map(Vec::len), Some(0), "{listed}");
 
+    // A model that cannot be set up at all is an ordinary error: signing in would not mend it.
+    let mut raw = Raw::start(&env, "nosuchprovider:model", &[]);
+    raw.request(1, "authenticate", json!({"methodId": "provider-key"}));
+    let refused = raw.reply(1);
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert_eq!(raw.finish(), Some(0));
+
     // With the key where the editor starts it, signing in and a new session both work.
     let mut raw = agent(&env, Some("sk-test"));
     raw.request(1, "authenticate", json!({"methodId": "provider-key"}));

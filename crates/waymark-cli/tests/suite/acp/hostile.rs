@@ -255,13 +255,13 @@ fn a_client_killed_mid_turn_stops_the_turn_and_loses_nothing() {
     assert_eq!(raw.finish(), Some(0));
 }
 
-/// SIGTERM (and SIGHUP) end the agent even while the client keeps its end open and sends
+/// SIGTERM (and SIGHUP, and SIGINT) end the agent even while the client keeps its end open and sends
 /// nothing: a read waiting on stdin never holds up the exit.
 #[test]
 fn a_terminated_agent_exits_while_its_client_still_holds_stdin() {
     let env = Env::new();
     let model = env.script("s.json", json!({"responses": [{"text": "unused"}]}));
-    for signal in ["TERM", "HUP"] {
+    for signal in ["TERM", "HUP", "INT"] {
         let mut raw = Raw::start(&env, &model, &[]);
         new_session(&mut raw, 1, &env);
         let sent = Command::new("kill")
@@ -285,4 +285,71 @@ fn a_terminated_agent_exits_while_its_client_still_holds_stdin() {
         assert!(raw.stdin.is_some());
     }
     database_intact(&env);
+}
+
+/// A client that stops reading while the agent pours out updates (a reply of 700 file reads,
+/// each result shown) does not make the agent queue them all for it:
+/// once a line waits on the client, the prompt holds the rest back, the session skips what
+/// it cannot keep, and the editor is told so when it reads again; the prompt still ends as it
+/// should.
+#[test]
+fn a_client_that_reads_slowly_is_told_what_it_missed_instead_of_being_queued_for() {
+    const CALLS: usize = 700;
+    let env = Env::new();
+    // A long name makes every call's update long too, so the pipe fills early.
+    let name = format!("{}.txt", "n".repeat(240));
+    std::fs::write(env.ws.join(&name), "some text to read\n".repeat(2000)).unwrap();
+    let calls: Vec<serde_json::Value> = (0..CALLS)
+        .map(|_| json!({"name": "read_file", "arguments": {"path": name}}))
+        .collect();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [{"tool_calls": calls}, {"text": "Read it all."}]}),
+    );
+    let mut raw = Raw::start(&env, &model, &["--permission", "auto"]);
+    let sid = new_session(&mut raw, 1, &env);
+    raw.request(
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "read"}]}),
+    );
+    // The client reads nothing until the session has done all its work (its log stops
+    // growing): far more updates than anyone should keep for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let mut last = (0, std::time::Instant::now());
+    while last.1.elapsed() < std::time::Duration::from_secs(1) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the turn never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let out = env.run(&["show", "--session", &sid, "--json"]);
+        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let seq = shown["last_seq"].as_u64().unwrap_or(0);
+        if seq != last.0 {
+            last = (seq, std::time::Instant::now());
+        }
+    }
+    let mut said = String::new();
+    let mut updates = 0;
+    let answer = loop {
+        let m = raw.next().expect("stdout ended before the prompt's answer");
+        if m["id"] == 2 && m.get("method").is_none() {
+            break m;
+        }
+        let update = &m["params"]["update"];
+        if let Some(t) = update["content"]["text"].as_str() {
+            said.push_str(t);
+        }
+        updates += usize::from(update.is_object());
+    };
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(
+        said.contains("were skipped while the editor read slowly"),
+        "the agent queued all {updates} updates for a client that read nothing"
+    );
+    // Each call has its start and its result shown: some of those were skipped.
+    assert!(updates < 2 * CALLS, "{updates}");
+    assert!(said.contains("Read it all."), "{said}");
+    assert_eq!(raw.finish(), Some(0));
 }
