@@ -36,7 +36,7 @@ pub async fn serve_stdio(
     stdout: impl std::io::Write + std::os::fd::AsFd + Send + 'static,
     until: impl std::future::Future<Output = ()>,
 ) -> Result<(), Error> {
-    let flow = Arc::new(outgoing::Flow::default());
+    let flow = Arc::new(outgoing::Flow::metered());
     let (transport, written) = transport::stdio(stdin, stdout, flow.clone());
     let served = serve_with(runtime, options, transport, until, flow).await;
     // The last answers are on their way out: they are written before the process ends (a
@@ -65,13 +65,35 @@ async fn serve_with(
     until: impl std::future::Future<Output = ()>,
     flow: Arc<outgoing::Flow>,
 ) -> Result<(), Error> {
-    let sessions = Arc::new(Sessions::new(runtime, options, flow));
+    let sessions = Arc::new(Sessions::new(runtime, options, flow.clone()));
+    let connection = agent(sessions.clone()).connect_to(transport);
+    tokio::pin!(connection);
     let served = tokio::select! {
-        served = agent(sessions.clone()).connect_to(transport) => served,
-        () = until => Ok(()),
+        served = &mut connection => served,
+        () = until => {
+            // A signal: what is on its way out may still go, briefly, so the client is not
+            // left with half a line.
+            flow.close();
+            let _ = tokio::time::timeout(outgoing::CLOSING_WAIT, async {
+                tokio::select! {
+                    _ = &mut connection => {}
+                    () = flow.drained() => {}
+                }
+            })
+            .await;
+            Ok(())
+        }
     };
     sessions.close_all().await;
-    served
+    match served {
+        // A client that closed its input and then read nothing more has gone: that is the
+        // end of the connection, not its failure.
+        Err(e) if flow.is_closing() => {
+            tracing::warn!("acp: the client left without reading the last lines: {e}");
+            Ok(())
+        }
+        served => served,
+    }
 }
 
 /// What the agent says it can do.
@@ -231,6 +253,13 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                 async move |req: acp::LoadSessionRequest,
                             responder: Responder<acp::LoadSessionResponse>,
                             cx: ConnectionTo<Client>| {
+                    // A replay is written whole: a client that has not read what it was sent
+                    // before gets no more to queue for it.
+                    if sessions.flow.backlogged() {
+                        return responder.respond_with_error(Error::invalid_request().data(
+                            "the editor has not read what the agent sent it yet; read it, then load again",
+                        ));
+                    }
                     let loaded = sessions
                         .open_stored(&req.session_id, &req.cwd, &req.mcp_servers)
                         .and_then(|ws| {
@@ -244,6 +273,7 @@ fn agent(sessions: Arc<Sessions>) -> impl ConnectTo<Client> {
                     };
                     // The history first, then the answer, as the protocol has it.
                     for u in history {
+                        sessions.flow.sent();
                         cx.send_notification(acp::SessionNotification::new(
                             req.session_id.clone(),
                             u,

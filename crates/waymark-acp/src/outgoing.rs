@@ -41,6 +41,9 @@ pub(crate) type LineSink = Pin<Box<dyn Sink<String, Error = std::io::Error> + Se
 /// How many of the prompts' updates may wait to be written before they hold the next back.
 pub(crate) const PENDING_MAX: usize = 64;
 
+/// What starts a `session/update` notification as the SDK writes it.
+const UPDATE: &[u8] = b"\"method\":\"session/update\"";
+
 /// A flag and the wake-up of those who wait for it to be set.
 #[derive(Default)]
 struct Signal {
@@ -68,11 +71,14 @@ impl Signal {
     }
 }
 
-/// The state of the way out, shared by the writer and the prompts.
+/// The state of the way out, shared by the writer and the prompts. The default one meters
+/// nothing (a transport this module does not write: the SDK's own, in tests).
 #[derive(Default)]
 pub(crate) struct Flow {
-    /// The prompts' updates sent and not written yet (about: other messages written count
-    /// against it too, and it never goes below nothing).
+    /// Whether updates are counted (the writer here tells when each is written).
+    metered: bool,
+    /// The updates sent and not written yet (never below nothing: an update some other part
+    /// sent without counting it is written uncounted).
     pending: AtomicUsize,
     /// Wakes a prompt waiting for room.
     written: Notify,
@@ -81,13 +87,37 @@ pub(crate) struct Flow {
 }
 
 impl Flow {
-    /// A prompt sent an update.
-    pub(crate) fn sent(&self) {
-        self.pending.fetch_add(1, Ordering::SeqCst);
+    /// The flow of a transport this module writes.
+    pub(crate) fn metered() -> Flow {
+        Flow {
+            metered: true,
+            ..Flow::default()
+        }
     }
 
-    /// A line was written.
-    fn wrote(&self) {
+    /// An update was sent.
+    pub(crate) fn sent(&self) {
+        if self.metered {
+            self.pending.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether too many updates wait to be written already (more should not be asked for).
+    pub(crate) fn backlogged(&self) -> bool {
+        self.metered && self.pending.load(Ordering::SeqCst) >= PENDING_MAX
+    }
+
+    /// `line` was written: an update counts off.
+    fn wrote(&self, line: &[u8]) {
+        // The SDK writes `{"jsonrpc":"2.0","method":"session/update",…`: the head says (an
+        // answer or a request has its id first).
+        let head = &line[..line.len().min(64)];
+        let Some(at) = head.windows(UPDATE.len()).position(|w| w == UPDATE) else {
+            return;
+        };
+        if head[..at].windows(4).any(|w| w == b"\"id\"") {
+            return;
+        }
         let before = self
             .pending
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
@@ -102,14 +132,28 @@ impl Flow {
     /// Returns once fewer than [`PENDING_MAX`] updates wait to be written: a prompt takes
     /// nothing more from its session until then.
     pub(crate) async fn room(&self) {
+        self.until_pending(|n| n < PENDING_MAX).await;
+    }
+
+    /// Returns once every update sent has been written.
+    pub(crate) async fn drained(&self) {
+        self.until_pending(|n| n == 0).await;
+    }
+
+    async fn until_pending(&self, enough: impl Fn(usize) -> bool) {
         loop {
             let mut written = pin!(self.written.notified());
             written.as_mut().enable();
-            if self.pending.load(Ordering::SeqCst) < PENDING_MAX {
+            if enough(self.pending.load(Ordering::SeqCst)) {
                 return;
             }
             written.await;
         }
+    }
+
+    /// Whether the client has closed its input.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.on.load(Ordering::SeqCst)
     }
 
     /// Says the client closed its input.
@@ -154,7 +198,7 @@ impl Direct {
             FileType::Socket => Self::socket(out),
             _ => return None,
         };
-        made.inspect_err(|e| tracing::debug!("acp: stdout is written from a thread: {e}"))
+        made.inspect_err(|e| tracing::info!("acp: stdout is written from a thread: {e}"))
             .ok()
     }
 
@@ -242,7 +286,7 @@ async fn write_line(
 ) -> std::io::Result<()> {
     let mut rest = &bytes[out.write_now(bytes)?..];
     if rest.is_empty() {
-        flow.wrote();
+        flow.wrote(bytes);
         return Ok(());
     }
     tracing::debug!("acp: the client is slow to read");
@@ -261,7 +305,7 @@ async fn write_line(
     }
     .await;
     if written.is_ok() {
-        flow.wrote();
+        flow.wrote(bytes);
     }
     written
 }
@@ -320,7 +364,7 @@ fn thread_lines(
                     tracing::warn!("acp: stdout closed: {e}");
                     return;
                 }
-                told.wrote();
+                told.wrote(line.as_bytes());
             }
         });
     if let Err(e) = spawned {
@@ -432,22 +476,24 @@ mod tests {
         }
     }
 
+    /// Lines of 1,000 bytes written to `out` (whose other end nobody reads), each allowed
+    /// 200 ms without progress, until it fails: the error, and the lines taken.
+    fn fill_unread(out: impl AsFd + Send + 'static) -> (std::io::Error, usize) {
+        let (input, _other) = std::io::pipe().unwrap();
+        on_own_thread(move || {
+            Box::pin(async move {
+                let direct = Direct::of(&out, &input).expect("written from the task");
+                let flow = Arc::new(Flow::default());
+                let sink = direct_lines(direct, flow, Duration::from_millis(200)).0;
+                fill(Box::pin(sink), 1000).await
+            })
+        })
+    }
+
     #[test]
     fn a_pipe_nobody_reads_ends_the_connection_without_blocking_the_task() {
         let (reader, writer) = std::io::pipe().unwrap();
-        let (input, _other) = std::io::pipe().unwrap();
-        let ours = writer.try_clone().unwrap();
-        let (e, sent) = on_own_thread(move || {
-            Box::pin(async move {
-                let out = Direct::of(&ours, &input).expect("a pipe is written from the task");
-                let flow = Arc::new(Flow::default());
-                fill(
-                    Box::pin(direct_lines(out, flow, Duration::from_millis(200)).0),
-                    1000,
-                )
-                .await
-            })
-        });
+        let (e, sent) = fill_unread(writer.try_clone().unwrap());
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
         // The pipe holds what fits (64 KiB by default), and no more is queued for it.
         assert!(sent < 1000, "{sent} lines were taken for a pipe of 64 KiB");
@@ -460,19 +506,7 @@ mod tests {
     #[test]
     fn a_socket_nobody_reads_ends_the_connection_and_stays_blocking_for_others() {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        let (input, _other) = std::io::pipe().unwrap();
-        let kept = ours.try_clone().unwrap();
-        let (e, sent) = on_own_thread(move || {
-            Box::pin(async move {
-                let out = Direct::of(&kept, &input).expect("a socket is written from the task");
-                let flow = Arc::new(Flow::default());
-                fill(
-                    Box::pin(direct_lines(out, flow, Duration::from_millis(200)).0),
-                    1000,
-                )
-                .await
-            })
-        });
+        let (e, sent) = fill_unread(ours.try_clone().unwrap());
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
         assert!(
             sent < 10_000,
@@ -521,7 +555,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_prompt_waits_for_room_once_too_many_updates_are_unwritten() {
-        let flow = Flow::default();
+        let update = br#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#;
+        let answer = br#"{"jsonrpc":"2.0","id":3,"result":{"method":"session/update"}}"#;
+        let flow = Flow::metered();
         for _ in 0..PENDING_MAX - 1 {
             flow.sent();
         }
@@ -535,15 +571,30 @@ mod tests {
             futures_util::poll!(room.as_mut()).is_pending(),
             "room with {PENDING_MAX} updates unwritten"
         );
-        flow.wrote();
+        assert!(flow.backlogged());
+        // An answer written is not an update: no room yet.
+        flow.wrote(answer);
+        assert!(futures_util::poll!(room.as_mut()).is_pending());
+        flow.wrote(update);
         tokio::time::timeout(Duration::from_secs(1), room)
             .await
             .expect("a written line makes room");
-        // Other lines written never take the count below nothing.
+        // Updates written that were never counted do not take it below nothing.
         for _ in 0..2 * PENDING_MAX {
-            flow.wrote();
+            flow.wrote(update);
         }
         assert_eq!(flow.pending.load(Ordering::SeqCst), 0);
+        tokio::time::timeout(Duration::from_secs(1), flow.drained())
+            .await
+            .expect("drained");
+        // A transport written elsewhere is not metered: always room.
+        let open = Flow::default();
+        for _ in 0..10 * PENDING_MAX {
+            open.sent();
+        }
+        tokio::time::timeout(Duration::from_secs(1), open.room())
+            .await
+            .expect("an unmetered flow always has room");
     }
 
     #[test]

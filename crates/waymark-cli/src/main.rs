@@ -420,6 +420,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     _ = hangup.recv() => {}
                     _ = interrupt.recv() => {}
                 }
+                // A second signal while the sessions close: leave at once (everything is
+                // stored as it happens).
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = terminate.recv() => {}
+                        _ = hangup.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
+                    std::process::exit(130);
+                });
             };
             let (stdin, stdout) = term::protocol_streams();
             waymark_acp::serve_stdio(std::sync::Arc::new(runtime), options, stdin, stdout, until)

@@ -16,6 +16,14 @@ fn agent(env: &Env, key: Option<&str>) -> Raw {
     })
 }
 
+/// Reads the answer to request `id`: an error of `code` whose data names `naming`.
+fn refused_with(raw: &mut Raw, id: u64, code: i64, naming: &str) {
+    let answer = raw.reply(id);
+    assert_eq!(answer["error"]["code"], code, "{answer}");
+    let data = answer["error"]["data"].as_str().unwrap_or_default();
+    assert!(data.contains(naming), "{answer}");
+}
+
 #[test]
 fn sign_in_checks_the_models_key_and_no_session_is_made_without_it() {
     let env = Env::new();
@@ -30,30 +38,11 @@ fn sign_in_checks_the_models_key_and_no_session_is_made_without_it() {
     );
 
     raw.request(2, "authenticate", json!({"methodId": "provider-key"}));
-    let refused = raw.reply(2);
-    assert_eq!(refused["error"]["code"], -32000, "{refused}");
-    assert!(
-        refused["error"]["data"]
-            .as_str()
-            .unwrap()
-            .contains("OPENAI_API_KEY"),
-        "{refused}"
-    );
-
+    refused_with(&mut raw, 2, -32000, "OPENAI_API_KEY");
     raw.request(3, "session/new", json!({"cwd": env.ws, "mcpServers": []}));
-    let refused = raw.reply(3);
-    assert_eq!(refused["error"]["code"], -32000, "{refused}");
-
+    refused_with(&mut raw, 3, -32000, "OPENAI_API_KEY");
     raw.request(4, "authenticate", json!({"methodId": "someone-elses"}));
-    let refused = raw.reply(4);
-    assert_eq!(refused["error"]["code"], -32602, "{refused}");
-    assert!(
-        refused["error"]["data"]
-            .as_str()
-            .unwrap()
-            .contains("provider-key"),
-        "{refused}"
-    );
+    refused_with(&mut raw, 4, -32602, "provider-key");
     assert_eq!(raw.finish(), Some(0));
 
     // Nothing was made for the model that could not be reached.
@@ -65,8 +54,7 @@ fn sign_in_checks_the_models_key_and_no_session_is_made_without_it() {
     // A model that cannot be set up at all is an ordinary error: signing in would not mend it.
     let mut raw = Raw::start(&env, "nosuchprovider:model", &[]);
     raw.request(1, "authenticate", json!({"methodId": "provider-key"}));
-    let refused = raw.reply(1);
-    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    refused_with(&mut raw, 1, -32603, "nosuchprovider");
     assert_eq!(raw.finish(), Some(0));
 
     // With the key where the editor starts it, signing in and a new session both work.

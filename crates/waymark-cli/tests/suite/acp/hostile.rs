@@ -353,3 +353,46 @@ fn a_client_that_reads_slowly_is_told_what_it_missed_instead_of_being_queued_for
     assert!(said.contains("Read it all."), "{said}");
     assert_eq!(raw.finish(), Some(0));
 }
+
+/// A client that reads nothing cannot stack up replays: once a `session/load` has left more
+/// updates unread than the bound, the next one is refused until the client reads them.
+#[test]
+fn replays_are_not_stacked_up_for_a_client_that_reads_nothing() {
+    let env = Env::new();
+    let name = format!("{}.txt", "n".repeat(240));
+    std::fs::write(env.ws.join(&name), "some text to read\n".repeat(500)).unwrap();
+    let calls: Vec<serde_json::Value> = (0..150)
+        .map(|_| json!({"name": "read_file", "arguments": {"path": name}}))
+        .collect();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [{"tool_calls": calls}, {"text": "Read."}]}),
+    );
+    let mut raw = Raw::start(&env, &model, &["--permission", "auto"]);
+    let sid = new_session(&mut raw, 1, &env);
+    raw.request(
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "read"}]}),
+    );
+    assert_eq!(raw.reply(2)["result"]["stopReason"], "end_turn");
+    raw.request(3, "session/close", json!({"sessionId": sid}));
+    raw.reply(3);
+    // Without reading: a load (its replay fills the pipe), a close, and a load again.
+    let load = json!({"sessionId": sid, "cwd": env.ws, "mcpServers": []});
+    raw.request(4, "session/load", load.clone());
+    raw.request(5, "session/close", json!({"sessionId": sid}));
+    raw.request(6, "session/load", load);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(raw.reply(4).get("result").is_some());
+    let refused = raw.reply(6);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["data"]
+            .as_str()
+            .unwrap()
+            .contains("has not read"),
+        "{refused}"
+    );
+    assert_eq!(raw.finish(), Some(0));
+}
