@@ -17,7 +17,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mock_openai  # noqa: E402
 from bench_cli import bench_setup  # noqa: E402
 
-RUNS = 15
+RUNS = 31
+
+# On a machine of two or more cores, waymark runs on one core and this script (the client and
+# the mock model server) on another, so neither `exec` nor `acp` is measured with the
+# client's work pushing it off its core.
+CORES = sorted(os.sched_getaffinity(0))
+AGENT_CORE, CLIENT_CORES = ({CORES[0]}, set(CORES[1:])) if len(CORES) > 1 else (None, None)
+
+
+def on_agent_core():
+    if AGENT_CORE:
+        os.sched_setaffinity(0, AGENT_CORE)
 GOAL = "/goal keep checking the project turns=10"
 
 
@@ -33,6 +44,7 @@ class Agent:
 
     def __init__(self, argv, env):
         self.p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  preexec_fn=on_agent_core,
                                   stderr=subprocess.DEVNULL)
         self.next_id = 0
 
@@ -66,7 +78,7 @@ class Agent:
 def exec_run(common, ws, env, out_path):
     """CPU seconds of one `waymark exec` run, and how many turns it ran."""
     with open(out_path, "w") as out:
-        p = subprocess.Popen(common + ["exec", "--permission", "auto", "--json", "--workspace", ws,
+        p = subprocess.Popen(preexec_fn=on_agent_core, args=common + ["exec", "--permission", "auto", "--json", "--workspace", ws,
                                        "--model", "openai:bench-model", GOAL],
                              env=env, stdout=out, stderr=subprocess.DEVNULL)
         code, cpu = cpu_of(p)
@@ -118,6 +130,8 @@ def cancel_latency(common, ws, tmp):
 
 def main():
     binary = os.path.abspath(sys.argv[1])
+    if CLIENT_CORES:
+        os.sched_setaffinity(0, CLIENT_CORES)
     server = mock_openai.start()
     with tempfile.TemporaryDirectory() as tmp:
         ws, settings, env = bench_setup(tmp, server, '{"goal": {"verification": "none"}}')
@@ -133,12 +147,14 @@ def main():
         server.shutdown()
     e, a = statistics.median(execs), statistics.median(acps)
     per_turn = (a - e) * 1000 / turns
+    # The least of each: what a run costs with the least of the machine's other load on it.
+    least = (min(acps) - min(execs)) * 1000 / turns
     print(f"acp: a 10-turn goal ({turns} turns with its summary, 3 model calls a turn) on the mock "
           f"server, median of {RUNS} runs each")
     print(f"acp: waymark exec {e * 1000:.1f} ms CPU, waymark acp {a * 1000:.1f} ms CPU "
           f"({updates} updates sent to the client)")
     print(f"acp: overhead per turn {per_turn:.3f} ms  (target <= 0.5 ms): "
-          f"{'met' if per_turn <= 0.5 else 'NOT met'}")
+          f"{'met' if per_turn <= 0.5 else 'NOT met'}; from the least runs {least:.3f} ms")
     print("acp: session/cancel to the prompt's answer, a command running: "
           + ", ".join(f"{c * 1000:.0f} ms" for c in cancels)
           + f"  (under 1 s: {'met' if cancels[-1] < 1 else 'NOT met'})")
