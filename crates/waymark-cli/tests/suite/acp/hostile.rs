@@ -287,6 +287,29 @@ fn a_terminated_agent_exits_while_its_client_still_holds_stdin() {
     database_intact(&env);
 }
 
+/// `waymark acp` on `env` with a session whose prompt (request 2, sent) runs one reply of
+/// `calls` file reads, each of a file with a long name (so every update is long and a pipe
+/// fills early), then answers `last`: the agent and the session.
+fn many_reads(env: &Env, calls: usize, last: &str) -> (Raw, String) {
+    let name = format!("{}.txt", "n".repeat(240));
+    std::fs::write(env.ws.join(&name), "some text to read\n".repeat(1000)).unwrap();
+    let calls: Vec<serde_json::Value> = (0..calls)
+        .map(|_| json!({"name": "read_file", "arguments": {"path": name}}))
+        .collect();
+    let model = env.script(
+        "s.json",
+        json!({"responses": [{"tool_calls": calls}, {"text": last}]}),
+    );
+    let mut raw = Raw::start(env, &model, &["--permission", "auto"]);
+    let sid = new_session(&mut raw, 1, env);
+    raw.request(
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "read"}]}),
+    );
+    (raw, sid)
+}
+
 /// A client that stops reading while the agent pours out updates (a reply of 700 file reads,
 /// each result shown) does not make the agent queue them all for it:
 /// once a line waits on the client, the prompt holds the rest back, the session skips what
@@ -296,23 +319,7 @@ fn a_terminated_agent_exits_while_its_client_still_holds_stdin() {
 fn a_client_that_reads_slowly_is_told_what_it_missed_instead_of_being_queued_for() {
     const CALLS: usize = 700;
     let env = Env::new();
-    // A long name makes every call's update long too, so the pipe fills early.
-    let name = format!("{}.txt", "n".repeat(240));
-    std::fs::write(env.ws.join(&name), "some text to read\n".repeat(2000)).unwrap();
-    let calls: Vec<serde_json::Value> = (0..CALLS)
-        .map(|_| json!({"name": "read_file", "arguments": {"path": name}}))
-        .collect();
-    let model = env.script(
-        "s.json",
-        json!({"responses": [{"tool_calls": calls}, {"text": "Read it all."}]}),
-    );
-    let mut raw = Raw::start(&env, &model, &["--permission", "auto"]);
-    let sid = new_session(&mut raw, 1, &env);
-    raw.request(
-        2,
-        "session/prompt",
-        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "read"}]}),
-    );
+    let (mut raw, sid) = many_reads(&env, CALLS, "Read it all.");
     // The client reads nothing until the session has done all its work (its log stops
     // growing): far more updates than anyone should keep for it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
@@ -359,22 +366,7 @@ fn a_client_that_reads_slowly_is_told_what_it_missed_instead_of_being_queued_for
 #[test]
 fn replays_are_not_stacked_up_for_a_client_that_reads_nothing() {
     let env = Env::new();
-    let name = format!("{}.txt", "n".repeat(240));
-    std::fs::write(env.ws.join(&name), "some text to read\n".repeat(500)).unwrap();
-    let calls: Vec<serde_json::Value> = (0..150)
-        .map(|_| json!({"name": "read_file", "arguments": {"path": name}}))
-        .collect();
-    let model = env.script(
-        "s.json",
-        json!({"responses": [{"tool_calls": calls}, {"text": "Read."}]}),
-    );
-    let mut raw = Raw::start(&env, &model, &["--permission", "auto"]);
-    let sid = new_session(&mut raw, 1, &env);
-    raw.request(
-        2,
-        "session/prompt",
-        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "read"}]}),
-    );
+    let (mut raw, sid) = many_reads(&env, 150, "Read.");
     assert_eq!(raw.reply(2)["result"]["stopReason"], "end_turn");
     raw.request(3, "session/close", json!({"sessionId": sid}));
     raw.reply(3);
