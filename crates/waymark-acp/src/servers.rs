@@ -57,6 +57,30 @@ pub(crate) fn config_of(
     Ok((name, config))
 }
 
+/// The values `server` is given that are secrets (by their name: a key, a token, a password,
+/// or an authorization or cookie header), to be redacted like the user's own.
+pub(crate) fn secrets_of(server: &acp::McpServer) -> Vec<(String, String)> {
+    let named = |name: &str| {
+        waymark_config::secrets::is_secret_name(name)
+            || ["authorization", "proxy-authorization", "cookie"]
+                .contains(&name.to_ascii_lowercase().as_str())
+    };
+    let pairs: Vec<(&String, &String)> = match server {
+        acp::McpServer::Stdio(s) => s.env.iter().map(|v| (&v.name, &v.value)).collect(),
+        acp::McpServer::Http(h) => h.headers.iter().map(|v| (&v.name, &v.value)).collect(),
+        _ => Vec::new(),
+    };
+    let mut secrets = Vec::new();
+    for (name, value) in pairs.into_iter().filter(|(name, _)| named(name)) {
+        secrets.push((name.clone(), value.clone()));
+        // `Bearer <token>`: the token may be shown without its scheme.
+        if let Some((_, token)) = value.split_once(' ') {
+            secrets.push((name.clone(), token.to_string()));
+        }
+    }
+    secrets
+}
+
 /// A value the editor gave, as a settings value that means just it: settings expand
 /// `${VAR}` from the environment, and the editor already did any expanding it wanted.
 fn literal(value: &str) -> String {
@@ -70,4 +94,40 @@ pub(crate) fn left_out_text(left_out: &[(String, String)]) -> String {
         text.push_str(&format!("- {}: {}\n", escape_line(name), escape_line(why)));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_keys_an_editor_gives_a_server_are_found_by_name() {
+        let http: acp::McpServer = serde_json::from_value(serde_json::json!({
+            "type": "http", "name": "h", "url": "https://example.com/mcp",
+            "headers": [
+                {"name": "Authorization", "value": "Bearer abc123def456"},
+                {"name": "Accept", "value": "application/json"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(
+            secrets_of(&http),
+            [
+                (
+                    "Authorization".to_string(),
+                    "Bearer abc123def456".to_string()
+                ),
+                ("Authorization".to_string(), "abc123def456".to_string())
+            ]
+        );
+        let stdio: acp::McpServer = serde_json::from_value(serde_json::json!({
+            "name": "s", "command": "/bin/true", "args": [],
+            "env": [{"name": "GITHUB_TOKEN", "value": "ghp_x"}, {"name": "HOME", "value": "/h"}]
+        }))
+        .unwrap();
+        assert_eq!(
+            secrets_of(&stdio),
+            [("GITHUB_TOKEN".to_string(), "ghp_x".to_string())]
+        );
+    }
 }

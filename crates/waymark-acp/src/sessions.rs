@@ -191,6 +191,10 @@ impl Sessions {
         }
         let mut wanted = std::collections::BTreeMap::new();
         let mut left_out = Vec::new();
+        // What the editor gives its servers as keys is redacted like the user's own, from
+        // the moment they are named (a server left out may still have been sent a key).
+        self.runtime
+            .add_secrets(servers.iter().flat_map(crate::servers::secrets_of));
         for s in servers {
             match crate::servers::config_of(s) {
                 Ok((name, config)) => {

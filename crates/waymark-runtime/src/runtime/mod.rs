@@ -97,6 +97,9 @@ pub struct Runtime {
     store: Arc<Store>,
     /// The MCP servers of the settings it opened with, shared by all its sessions.
     mcp: Arc<waymark_mcp::McpExtension>,
+    /// Secrets a front end handed over besides the settings and the environment (the values
+    /// an editor gives its MCP servers), by name: redacted as long as the runtime lives.
+    handed: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 /// The settings in force (a writer that panicked left a whole value behind: it is used).
@@ -154,6 +157,7 @@ impl Runtime {
             config,
             store,
             mcp,
+            handed: Default::default(),
         };
         // Each extension checks its own settings section before anything is changed.
         crate::sections::check(&rt.opts.config, &rt.extensions()).map_err(Error::Config)?;
@@ -172,11 +176,33 @@ impl Runtime {
     /// keyring, in the app) has them now, and secret-looking variables.
     fn refresh_secrets(&self) {
         let env = self.opts.env.clone();
-        self.store.set_redactor(crate::secrets::Redactor::collect(
-            &self.opts.process_env,
-            &self.config(),
-            &move |k| env(k),
-        ));
+        let mut redactor =
+            crate::secrets::Redactor::collect(&self.opts.process_env, &self.config(), &move |k| {
+                env(k)
+            });
+        for (name, value) in self.handed.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            redactor.add(name, value);
+        }
+        self.store.set_redactor(redactor);
+    }
+
+    /// Redacts `secrets` (name, value) from everything stored, sent or shown from now on, as
+    /// long as the runtime lives: values a front end was given that Waymark's own settings
+    /// never held (an editor's MCP server's key).
+    pub fn add_secrets(&self, secrets: impl IntoIterator<Item = (String, String)>) {
+        let mut added = false;
+        {
+            let mut handed = self.handed.lock().unwrap_or_else(|p| p.into_inner());
+            for s in secrets {
+                if !handed.contains(&s) {
+                    handed.push(s);
+                    added = true;
+                }
+            }
+        }
+        if added {
+            self.refresh_secrets();
+        }
     }
 
     /// The store itself, for work below the runtime (tests that simulate crashes, races and

@@ -363,3 +363,42 @@ fn the_editors_mcp_server_joins_its_session_alone() {
         assert!(!other.contains("[resource "), "{other}");
     }
 }
+
+/// A key the editor gives its MCP server (here in the server's environment, which the
+/// reference server's `get-env` tool prints back) is redacted like the user's own: neither
+/// the editor nor the stored session sees it.
+#[test]
+fn a_key_the_editor_gives_its_server_is_redacted() {
+    let env = Env::new();
+    let token = "tok-5f3a9c1e7b2d4068aa91";
+    let model = env.script(
+        "s.json",
+        json!({"responses": [
+            {"tool_calls": [{"name": "mcp__everything__get-env", "arguments": {}}]},
+            {"text": "Printed."}
+        ]}),
+    );
+    let everything = json!({"name": "everything", "command": everything(), "args": ["stdio"],
+        "env": [{"name": "EVERYTHING_TOKEN", "value": token}]});
+    let lines = sdk(
+        &env,
+        &agent_argv(&env, &model, &["--permission", "auto"]),
+        json!([[{"new": true, "mcp_servers": [everything]}, {"prompt": "print the environment"}]]),
+    );
+    let shown = updates(&lines, "tool_call_update")
+        .iter()
+        .map(|u| u.to_string())
+        .collect::<String>();
+    assert!(shown.contains("[REDACTED:EVERYTHING_TOKEN]"), "{shown}");
+    assert!(!shown.contains(token), "{shown}");
+    for f in std::fs::read_dir(&env.data).unwrap().flatten() {
+        if f.path().is_file() {
+            let stored = std::fs::read(f.path()).unwrap();
+            assert!(
+                !stored.windows(token.len()).any(|w| w == token.as_bytes()),
+                "{} holds the key",
+                f.path().display()
+            );
+        }
+    }
+}
