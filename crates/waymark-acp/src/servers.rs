@@ -57,8 +57,17 @@ pub(crate) fn config_of(
     Ok((name, config))
 }
 
+/// The most secrets taken from one server.
+const SECRETS_MAX: usize = 32;
+
+/// The longest secret value taken.
+const SECRET_LEN_MAX: usize = 4096;
+
 /// The values `server` is given that are secrets (by their name: a key, a token, a password,
-/// or an authorization or cookie header), to be redacted like the user's own.
+/// or an authorization or cookie header), to be redacted like the user's own. The redactor
+/// works on stored events' JSON text, so only a plain value is taken (no quote, backslash or
+/// control character, which could match the text's structure instead of a string in it), under a
+/// name of letters, digits, `_` and `-`; at most [`SECRETS_MAX`] of them.
 pub(crate) fn secrets_of(server: &acp::McpServer) -> Vec<(String, String)> {
     let named = |name: &str| {
         waymark_config::secrets::is_secret_name(name)
@@ -70,14 +79,27 @@ pub(crate) fn secrets_of(server: &acp::McpServer) -> Vec<(String, String)> {
         acp::McpServer::Http(h) => h.headers.iter().map(|v| (&v.name, &v.value)).collect(),
         _ => Vec::new(),
     };
+    let plain = |v: &str| {
+        v.len() <= SECRET_LEN_MAX && !v.chars().any(|c| c == '"' || c == '\\' || c.is_control())
+    };
     let mut secrets = Vec::new();
     for (name, value) in pairs.into_iter().filter(|(name, _)| named(name)) {
-        secrets.push((name.clone(), value.clone()));
+        let name: String = name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .take(64)
+            .collect();
+        let value = value.trim();
+        if !plain(value) {
+            continue;
+        }
+        secrets.push((name.clone(), value.to_string()));
         // `Bearer <token>`: the token may be shown without its scheme.
-        if let Some((_, token)) = value.split_once(' ') {
-            secrets.push((name.clone(), token.to_string()));
+        if let Some((_, token)) = value.split_once(char::is_whitespace) {
+            secrets.push((name, token.trim().to_string()));
         }
     }
+    secrets.truncate(SECRETS_MAX);
     secrets
 }
 
@@ -129,5 +151,35 @@ mod tests {
             secrets_of(&stdio),
             [("GITHUB_TOKEN".to_string(), "ghp_x".to_string())]
         );
+    }
+
+    /// A hostile editor's "secret" must not reach into the stored events' JSON text: a name
+    /// is cleaned, a value that could match the text's structure is not taken, and only so
+    /// many are.
+    #[test]
+    fn a_hostile_editors_secrets_cannot_touch_the_json_they_are_redacted_from() {
+        let mut env: Vec<serde_json::Value> = vec![
+            serde_json::json!({"name": "KEY\",\"approved\":true,\"X", "value": "abcdefgh12345"}),
+            serde_json::json!({"name": "API_KEY", "value": "\",\"type\":\""}),
+            serde_json::json!({"name": "OTHER_KEY", "value": "line\nbreak-secret"}),
+        ];
+        env.extend((0..100).map(
+            |i| serde_json::json!({"name": format!("K{i}_KEY"), "value": format!("value-{i:08}")}),
+        ));
+        let stdio: acp::McpServer = serde_json::from_value(serde_json::json!({
+            "name": "s", "command": "/bin/true", "args": [], "env": env
+        }))
+        .unwrap();
+        let secrets = secrets_of(&stdio);
+        assert_eq!(
+            secrets[0],
+            ("KEYapprovedtrueX".to_string(), "abcdefgh12345".to_string())
+        );
+        assert!(
+            secrets
+                .iter()
+                .all(|(n, v)| !n.contains('"') && !v.contains('"') && !v.contains('\n'))
+        );
+        assert_eq!(secrets.len(), SECRETS_MAX);
     }
 }

@@ -191,18 +191,19 @@ impl Sessions {
         }
         let mut wanted = std::collections::BTreeMap::new();
         let mut left_out = Vec::new();
-        // What the editor gives its servers as keys is redacted like the user's own, from
-        // the moment they are named (a server left out may still have been sent a key).
-        self.runtime
-            .add_secrets(servers.iter().flat_map(crate::servers::secrets_of));
+        let mut secrets = Vec::new();
         for s in servers {
             match crate::servers::config_of(s) {
                 Ok((name, config)) => {
+                    secrets.extend(crate::servers::secrets_of(s));
                     wanted.insert(name, config);
                 }
                 Err(left) => left_out.push(left),
             }
         }
+        // What the editor gives its servers as keys is redacted like the user's own, before
+        // any of them starts.
+        self.runtime.add_secrets(secrets);
         left_out.extend(self.runtime.mcp().add_session_servers(id, wanted));
         left_out
     }

@@ -102,6 +102,9 @@ pub struct Runtime {
     handed: std::sync::Mutex<Vec<(String, String)>>,
 }
 
+/// The most secrets a front end may hand over ([`Runtime::add_secrets`]).
+pub const HANDED_MAX: usize = 256;
+
 /// The settings in force (a writer that panicked left a whole value behind: it is used).
 fn read_config(lock: &std::sync::RwLock<Arc<Config>>) -> Arc<Config> {
     match lock.read() {
@@ -175,12 +178,15 @@ impl Runtime {
     /// Collects the secrets to redact again: the provider keys as the environment (or the
     /// keyring, in the app) has them now, and secret-looking variables.
     fn refresh_secrets(&self) {
+        // Held until the new redactor is in place, so two refreshes at once cannot leave the
+        // older one installed last.
+        let handed = self.handed.lock().unwrap_or_else(|p| p.into_inner());
         let env = self.opts.env.clone();
         let mut redactor =
             crate::secrets::Redactor::collect(&self.opts.process_env, &self.config(), &move |k| {
                 env(k)
             });
-        for (name, value) in self.handed.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for (name, value) in handed.iter() {
             redactor.add(name, value);
         }
         self.store.set_redactor(redactor);
@@ -188,12 +194,16 @@ impl Runtime {
 
     /// Redacts `secrets` (name, value) from everything stored, sent or shown from now on, as
     /// long as the runtime lives: values a front end was given that Waymark's own settings
-    /// never held (an editor's MCP server's key).
+    /// never held (an editor's MCP server's key). At most [`HANDED_MAX`] are kept.
     pub fn add_secrets(&self, secrets: impl IntoIterator<Item = (String, String)>) {
         let mut added = false;
         {
             let mut handed = self.handed.lock().unwrap_or_else(|p| p.into_inner());
             for s in secrets {
+                if handed.len() >= HANDED_MAX {
+                    tracing::warn!("more secrets were handed over than are kept ({HANDED_MAX})");
+                    break;
+                }
                 if !handed.contains(&s) {
                     handed.push(s);
                     added = true;
