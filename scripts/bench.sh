@@ -47,6 +47,7 @@ fi
 cargo build --locked --release -p waymark-cli
 python3 scripts/bench_cli.py target/release/waymark
 python3 scripts/bench_acp.py target/release/waymark
+python3 scripts/bench_hooks.py target/release/waymark
 # Callgrind counts instructions, so the turn loop is compared across commits whatever the load.
 if ! command -v valgrind >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo

@@ -33,14 +33,19 @@ ALLOWED = {
     "waymark-mcp": LOW | {"waymark-extension"},
     "waymark-checkpoint": LOW | {"waymark-extension"},
     "waymark-worktree": LOW | {"waymark-extension"},
+    "waymark-web": LOW | {"waymark-extension"},
+    "waymark-hooks": LOW | {"waymark-extension"},
+    "waymark-agents": LOW | {"waymark-extension"},
     # Test helpers are a dev-dependency only (see DEV_ONLY): the fixtures below the runtime
     # (for the feature crates' own tests), and the runtime harness.
     "waymark-fixtures": {"waymark-protocol", "waymark-config", "waymark-store", "waymark-extension"},
     "waymark-test-support": LOW | {"waymark-fixtures", "waymark-extension", "waymark-engine",
                                    "waymark-runtime", "waymark-plan", "waymark-goal",
-                                   "waymark-mcp", "waymark-checkpoint", "waymark-worktree"},
+                                   "waymark-mcp", "waymark-checkpoint", "waymark-worktree",
+                                   "waymark-web", "waymark-hooks", "waymark-agents"},
     "waymark-runtime": LOW | {"waymark-extension", "waymark-engine", "waymark-plan", "waymark-goal",
-                              "waymark-mcp", "waymark-checkpoint", "waymark-worktree"},
+                              "waymark-mcp", "waymark-checkpoint", "waymark-worktree",
+                              "waymark-web", "waymark-hooks", "waymark-agents"},
     # Thin front ends.
     "waymark-cli": {"waymark-protocol", "waymark-config", "waymark-runtime", "waymark-acp"},
     # The Agent Client Protocol front end, which the CLI serves as `waymark acp`.

@@ -392,6 +392,12 @@ impl Printer {
                 self.end_line();
                 errln!("note: {}", safe(text));
             }
+            EventKind::HookRan { .. } => {
+                if let Some(line) = hook_line(&ev.kind) {
+                    self.end_line();
+                    errln!("{line}");
+                }
+            }
         }
     }
 }
@@ -586,4 +592,33 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
         }
     }
     out.trim_end().to_string()
+}
+
+/// A hook's run in one line (`[hook PreToolUse] ./check.sh: blocked (exit 2, 12 ms)`).
+pub(crate) fn hook_line(kind: &EventKind) -> Option<String> {
+    let EventKind::HookRan {
+        event,
+        command,
+        source,
+        duration_ms,
+        exit_code,
+        outcome,
+        ..
+    } = kind
+    else {
+        return None;
+    };
+    let ended = match exit_code {
+        Some(c) => format!("exit {c}"),
+        None => "no exit code".to_string(),
+    };
+    // One line, whatever the hook printed: its words are escaped, newlines included.
+    let one = |s: &str| waymark_protocol::display::escape_line(&safe(s));
+    Some(format!(
+        "[hook {}] {} ({}): {} ({ended}, {duration_ms} ms)",
+        one(event),
+        one(command),
+        one(source),
+        one(outcome.as_deref().unwrap_or("proceed"))
+    ))
 }

@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod catalog;
 mod error;
+pub mod hooks;
 pub mod mcp;
 pub mod pricing;
 pub mod secrets;

@@ -237,6 +237,31 @@ impl Redactor {
         self.needles.is_empty()
     }
 
+    /// The name of a known secret that `text` holds, if any (`[REDACTED:<name>]`'s name).
+    pub fn secret_in(&self, text: &str) -> Option<&str> {
+        self.needles
+            .iter()
+            .find(|(n, _)| text.contains(n.as_str()))
+            .map(|(_, r)| {
+                r.strip_prefix("[REDACTED:")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .unwrap_or(r)
+            })
+    }
+
+    /// [`Redactor::secret_in`], ignoring ASCII case (a URL's host is lowercased).
+    pub fn secret_in_any_case(&self, text: &str) -> Option<&str> {
+        let folded = text.to_ascii_lowercase();
+        self.needles
+            .iter()
+            .find(|(n, _)| folded.contains(&n.to_ascii_lowercase()))
+            .map(|(_, r)| {
+                r.strip_prefix("[REDACTED:")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .unwrap_or(r)
+            })
+    }
+
     /// `text` with every known secret replaced.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         if !self.needles.iter().any(|(n, _)| text.contains(n.as_str())) {

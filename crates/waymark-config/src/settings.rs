@@ -33,6 +33,12 @@ pub struct Config {
     pub pricing: BTreeMap<String, crate::pricing::Price>,
     pub limits: LimitsConfig,
     pub notifications: NotificationsConfig,
+    /// The `web` section: what the `web_fetch` tool may reach.
+    pub web: WebConfig,
+    /// Commands run on session events, in Claude Code's shape (event → matcher groups;
+    /// [`crate::hooks`]), with `import_claude` beside the events.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub hooks: BTreeMap<String, serde_json::Value>,
     /// The sections extensions own, by extension name (`extensions.<name>`). Each is checked
     /// by its extension when the runtime takes the settings; a name no extension has is
     /// refused. New features keep their settings here, not in a field of this struct.
@@ -84,6 +90,17 @@ impl Default for NotificationsConfig {
             goal_woke: true,
         }
     }
+}
+
+/// The `web` section: what the `web_fetch` tool may reach. Loopback, private, link-local and
+/// metadata addresses are refused unless listed here.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(default, deny_unknown_fields)]
+pub struct WebConfig {
+    /// `host:port` pairs `web_fetch` may reach even though they are on this machine or a
+    /// private network (`127.0.0.1:8080`, `intranet.local:443`). Exactly those, nothing more.
+    pub allow_private: Vec<String>,
 }
 
 /// The `limits` section: what this machine may spend.
@@ -432,6 +449,33 @@ impl Default for BetaFlags {
     }
 }
 
+/// Why `entry` is not a `host:port` pair (`127.0.0.1:8080`, `[::1]:3000`, `wiki.lan:443`).
+fn invalid_host_port(entry: &str) -> Option<String> {
+    let shown: String = entry.chars().take(100).collect();
+    let bad = || {
+        Some(format!(
+            "must be host:port, like 127.0.0.1:8080 or [::1]:3000 (got `{shown}`)"
+        ))
+    };
+    let Some((host, port)) = entry.rsplit_once(':') else {
+        return bad();
+    };
+    if port.parse::<u16>().is_err() || host.is_empty() {
+        return bad();
+    }
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let plain = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'));
+    if !plain {
+        return bad();
+    }
+    None
+}
+
 impl Config {
     /// Parses and validates a settings file.
     pub fn from_json(text: &str) -> Result<Config, ConfigError> {
@@ -720,6 +764,12 @@ impl Config {
                 ),
             ));
         }
+        crate::hooks::parse_strict(&self.hooks)?;
+        for (i, entry) in self.web.allow_private.iter().enumerate() {
+            if let Some(why) = invalid_host_port(entry) {
+                return Err(ConfigError::new(format!("web.allow_private[{i}]"), why));
+            }
+        }
         for (pattern, price) in &self.pricing {
             if let Some(why) = crate::pricing::invalid_pattern(pattern) {
                 return Err(ConfigError::new(format!("pricing.{pattern}"), why));
@@ -802,6 +852,28 @@ mod tests {
             assert_eq!(e.key, "goal.evaluator_model", "{bad}: {e}");
             assert!(e.message.contains("model spec"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_private_web_entry_must_be_host_and_port() {
+        for bad in [
+            "127.0.0.1",
+            "localhost:99999",
+            ":80",
+            "a b:80",
+            "http://x:80",
+            "*:80",
+        ] {
+            let json = format!(r#"{{"web": {{"allow_private": ["127.0.0.1:1", "{bad}"]}}}}"#);
+            let e = Config::from_json(&json).unwrap_err();
+            assert_eq!(e.key, "web.allow_private[1]", "{bad}: {e}");
+            assert!(e.message.contains("host:port"), "{bad}: {e}");
+        }
+        let ok = Config::from_json(
+            r#"{"web": {"allow_private": ["127.0.0.1:8080", "[::1]:3000", "wiki.lan:443"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.web.allow_private.len(), 3);
     }
 
     #[test]

@@ -194,7 +194,12 @@ pub use crate::store::{Grant, GrantKind};
 fn covers(grant: &Grant, call: &GuardCall<'_>, shell: bool, command: &str) -> bool {
     grant.tool == call.tool.name()
         && match (grant.kind, shell) {
-            (GrantKind::Tool, false) => true,
+            // A tool whose grants are narrower than the tool (a web fetch's host) is
+            // covered only by a grant of the same scope.
+            (GrantKind::Tool, false) => call
+                .tool
+                .grant_scope(call.arguments)
+                .is_none_or(|scope| grant.pattern == scope),
             (GrantKind::Exact, true) => command == grant.pattern,
             // A granted `cat` or `rg` reads what its operands name, unsandboxed: an
             // operand leading into a private place, or naming a folder that holds one, is
@@ -458,6 +463,19 @@ fn outside_call(call: &GuardCall<'_>, scope: Option<&str>, why: Outside) -> Guar
     if call.grants.iter().any(|g| covers(g, call, false, "")) {
         return GuardDecision::Allow;
     }
+    // A web fetch is granted by host: "allow for this session" covers that host only.
+    let grant_scope = call.tool.grant_scope(call.arguments);
+    let session_text = match &grant_scope {
+        Some(scope) => format!(
+            "every `{}` call to {} in this session",
+            escape_line(name),
+            escape_line(scope)
+        ),
+        None => format!(
+            "every `{}` call in this session, with any arguments",
+            escape_line(name)
+        ),
+    };
     // The tool's description is the server's text and stays out of the question: only the
     // name and the arguments, which the front ends show escaped in full.
     GuardDecision::Ask(Box::new(PermissionQuestion {
@@ -479,11 +497,8 @@ fn outside_call(call: &GuardCall<'_>, scope: Option<&str>, why: Outside) -> Guar
         files: Vec::new(),
         git: false,
         grants: GrantOffer {
-            session: Some(String::new()),
-            session_text: Some(format!(
-                "every `{}` call in this session, with any arguments",
-                escape_line(name)
-            )),
+            session: Some(grant_scope.unwrap_or_default()),
+            session_text: Some(session_text),
             prefix: None,
             prefix_text: None,
         },

@@ -44,6 +44,8 @@ pub trait SessionHost: Send + Sync {
     fn read_with(&self, f: &mut dyn FnMut(&rusqlite::Connection) -> Result<()>) -> Result<()>;
     /// Streams an event that is not logged.
     fn transient(&self, kind: EventKind);
+    /// The session's event stream from now on (what is committed, and transient events).
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<waymark_protocol::Event>;
     /// Runs `f` once on the whole conversation.
     fn history_with(&self, f: &mut dyn FnMut(&History)) -> Result<()>;
     /// The session's model now (the user may switch it between two calls).
@@ -108,6 +110,11 @@ impl SessionApi {
         SessionApi { host }
     }
 
+    /// The session's event stream from now on. A listener that holds this handle keeps the
+    /// session's state alive: end it when the session closes.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<waymark_protocol::Event> {
+        self.host.subscribe()
+    }
     pub fn id(&self) -> &str {
         self.host.id()
     }

@@ -21,6 +21,8 @@ pub struct PolicyCall<'a> {
     /// does, not by its name; `None` when no tool has that name now (the guard chain then
     /// refuses it, or a tool source still starting brings it later).
     pub effects: Option<waymark_tools::Effects>,
+    /// Cancelled when the user presses Stop: a policy that waits (a hook process) stops.
+    pub cancel: &'a tokio_util::sync::CancellationToken,
 }
 
 /// What a policy says of a call.

@@ -26,8 +26,15 @@ impl ToolGuard for PlanGuard {
         let tool = call.tool;
         let plan = super::plan_path(call.artifacts);
         // Nothing leaves the machine from plan mode but what the sandboxed shell may send
-        // (judged first: a tool that runs programs and reaches the network is not a shell).
-        if tool.effects().network {
+        // and a read of the web (investigation, asked about as the permission mode says);
+        // judged first: a tool that runs programs and reaches the network is not a shell.
+        let effects = tool.effects();
+        let reads_the_web =
+            effects.network && !effects.writes && !effects.processes && !effects.external;
+        if reads_the_web {
+            return GuardDecision::Allow;
+        }
+        if effects.network {
             return GuardDecision::Deny(format!(
                 "Plan mode: `{}` is not allowed: it reaches the network. Keep investigating with the read-only tools.",
                 tool.name()

@@ -333,6 +333,27 @@ pub enum EventKind {
         turn_id: Option<i64>,
         text: String,
     },
+    /// A hook ran on a session event: which command, from where, for how long, how it
+    /// ended, and what it decided.
+    #[serde(rename = "hook.ran")]
+    HookRan {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<i64>,
+        /// The event (`PreToolUse`, `GoalStatusChanged`).
+        event: String,
+        /// The command line, escaped for display.
+        command: String,
+        /// Where it is set: `settings`, `~/.claude/settings.json`.
+        source: String,
+        duration_ms: u64,
+        /// `None` when it was killed (timed out, stopped) or could not start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// What it decided or what went wrong (`blocked`, `denied`, `asked`, `added
+        /// context`, `timed out`, `failed: …`); `None` when it let things proceed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<String>,
+    },
 }
 
 impl EventKind {
@@ -364,6 +385,7 @@ impl EventKind {
             EventKind::SessionRewound { .. } => "session.rewound",
             EventKind::CheckpointFailed { .. } => "checkpoint.failed",
             EventKind::SessionNotice { .. } => "session.notice",
+            EventKind::HookRan { .. } => "hook.ran",
             EventKind::PlanModeChanged { .. } => "plan.mode_changed",
             EventKind::PlanRevision { .. } => "plan.revision",
             EventKind::PlanCommented { .. } => "plan.commented",
@@ -406,6 +428,7 @@ impl EventKind {
             | EventKind::SessionRewound { .. }
             | EventKind::CheckpointFailed { .. }
             | EventKind::SessionNotice { .. }
+            | EventKind::HookRan { .. }
             | EventKind::PlanModeChanged { .. }
             | EventKind::PlanRevision { .. }
             | EventKind::PlanCommented { .. }

@@ -1,5 +1,5 @@
-//! The extensions every session gets: plan mode, thread goals and checkpoints, in the order
-//! their guards and hooks run.
+//! The extensions every session gets: plan mode, thread goals, checkpoints, worktrees, web
+//! fetch, the user's hooks and subagents, in the order their guards and hooks run.
 
 use crate::error::Result;
 use crate::extension::Extension;
@@ -12,6 +12,9 @@ pub fn builtin() -> Vec<Arc<dyn Extension>> {
         Arc::new(crate::goal::GoalExtension),
         Arc::new(crate::checkpoint::CheckpointExtension),
         Arc::new(crate::worktree::WorktreeExtension),
+        Arc::new(crate::web::WebExtension),
+        Arc::new(crate::hooks::HooksExtension::default()),
+        Arc::new(crate::agents::SubagentsExtension),
     ]
 }
 

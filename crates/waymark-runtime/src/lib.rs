@@ -14,6 +14,7 @@ pub mod settings;
 pub mod setup;
 pub(crate) mod views;
 
+pub use waymark_agents as agents;
 pub use waymark_checkpoint as checkpoint;
 pub use waymark_engine::{
     Clock, IdSource, ManualClock, RandomIds, SystemClock, clock, commands, compaction, context,
@@ -25,8 +26,10 @@ pub use waymark_engine::{
     HistoryItem, MessageRow, QuestionnaireRow, SessionRow, ToolCallRecord, TurnRow,
 };
 pub use waymark_goal as goal;
+pub use waymark_hooks as hooks;
 pub use waymark_mcp::listing::describe as describe_mcp_servers;
 pub use waymark_plan as plan;
+pub use waymark_web as web;
 pub use waymark_worktree as worktree;
 
 pub use runtime::{Runtime, RuntimeOptions};

@@ -201,6 +201,12 @@ pub trait Tool: Send + Sync {
             .map(|p| vec![p.to_string()])
             .unwrap_or_default()
     }
+    /// What a user's "allow for this session" covers for a call with these arguments, when
+    /// it is narrower than the whole tool: the host a web fetch reaches. `None`: the whole
+    /// tool.
+    fn grant_scope(&self, _arguments: &Value) -> Option<String> {
+        None
+    }
     /// Whether the tool is offered to the model in this session's current state (plan mode
     /// offers its tools only in one mode).
     fn offered(

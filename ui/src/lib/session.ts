@@ -259,6 +259,12 @@ function failed(e: WireEvent, said: Said, tone: "system" | "error"): Item {
   return { kind: "chip", key: `e${e.seq}-${e.type}`, text: said.detail ? said.text : `Turn ended: ${said.text}`, tone, detail: said.detail, next: said.next };
 }
 
+/** A hook's run in one line: the event, the command, and what came of it. */
+export function hookLine(e: EventOf<"hook.ran">): string {
+  const ended = e.exit_code === undefined || e.exit_code === null ? "no exit code" : `exit ${e.exit_code}`;
+  return `Hook ${e.event}: ${e.command} (${e.source}): ${e.outcome ?? "proceed"} (${ended}, ${e.duration_ms} ms)`;
+}
+
 function chip(e: WireEvent, text: string, tone: "goal" | "system" | "plan" | "error"): Item {
   return { kind: "chip", key: `e${e.seq}-${e.type}`, text, tone };
 }
@@ -508,6 +514,8 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       return { ...s, items: append(s, chip(e, e.message, "error")) };
     case "session.notice":
       return { ...s, items: append(s, chip(e, e.text, "system")) };
+    case "hook.ran":
+      return { ...s, items: append(s, chip(e, hookLine(e), e.outcome ? "error" : "system")) };
     case "plan.mode_changed":
       return { ...s, mode: e.mode, deferred: e.mode === "plan" && s.deferred, items: append(s, chip(e, planModeNotice(e.mode, e.reason), "plan")) };
     case "plan.revision":

@@ -46,6 +46,9 @@ impl SessionHost for SessionCore {
     fn transient(&self, kind: EventKind) {
         SessionCore::transient(self, kind)
     }
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<waymark_protocol::Event> {
+        self.journal.events.subscribe()
+    }
     fn history_with(&self, f: &mut dyn FnMut(&[(Option<i64>, store::HistoryItem)])) -> Result<()> {
         self.with_history(f)
     }

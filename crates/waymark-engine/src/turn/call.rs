@@ -429,7 +429,8 @@ pub(crate) async fn run_unattended(
     // The policies see the reviewer's calls too; nobody can answer them, and they are never
     // stored, so a question or a rewrite refuses the call.
     let refused =
-        super::policy::review_unattended(core, api, turn_id, call, actor, when_asked).await?;
+        super::policy::review_unattended(core, api, turn_id, call, actor, when_asked, &ctx.cancel)
+            .await?;
     let (status, content) = if let Some(msg) = refused {
         (ToolStatus::Denied, msg)
     } else {

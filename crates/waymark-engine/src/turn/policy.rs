@@ -32,6 +32,7 @@ pub(crate) async fn review(
     turn_id: i64,
     call: &ToolCallRecord,
     actor: CallActor,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Staged> {
     let mut call = call.clone();
     let mut ask: Option<String> = None;
@@ -43,6 +44,7 @@ pub(crate) async fn review(
             call: &call,
             actor,
             effects,
+            cancel,
         };
         match policy.review(api, &seen).await? {
             Verdict::Pass => {}
@@ -96,6 +98,7 @@ pub(crate) async fn review_unattended(
     call: &ToolCallRecord,
     actor: CallActor,
     when_asked: &str,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Option<String>> {
     let effects = core.find_tool(&call.name).map(|t| t.effects());
     for policy in &core.policy.policies {
@@ -104,6 +107,7 @@ pub(crate) async fn review_unattended(
             call,
             actor,
             effects,
+            cancel,
         };
         match policy.review(api, &seen).await? {
             Verdict::Pass => {}

@@ -84,7 +84,7 @@ pub(super) async fn process_call(
     // user answered went through them before it was asked about, and is stored as they left
     // it.
     let (staged, policy_asks) = if answer.is_none() {
-        match policy::review(core, api, turn_id, call, CallActor::Main).await? {
+        match policy::review(core, api, turn_id, call, CallActor::Main, &base_ctx.cancel).await? {
             policy::Staged::Go { call, ask } => (call, ask),
             policy::Staged::Denied(msg) => {
                 record(core, api, turn_id, call, Ran::said(ToolStatus::Denied, msg))?;

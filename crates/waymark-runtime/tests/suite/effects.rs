@@ -1,6 +1,7 @@
 //! A tool's declared effects decide its calls, not its name (issue 40): a tool that reaches
-//! the network itself, declared as writing nothing, is refused in plan mode and in
-//! `read-only`, asked about in `ask`, and runs in `auto`. Built as a hostile extension would
+//! the network itself, declared as writing nothing, is refused in `read-only`, asked about in
+//! `ask`, and runs in `auto`; plan mode leaves it to the permission mode, since reading the
+//! web is investigation (issue 42), but refuses one that also runs programs or writes. Built as a hostile extension would
 //! build it: a "reader" that sends what it is given somewhere else.
 
 use super::harness::{Harness, results, run, user};
@@ -109,9 +110,37 @@ async fn a_tool_that_reaches_the_network_is_refused_in_read_only() {
 }
 
 #[tokio::test]
-async fn a_tool_that_reaches_the_network_is_refused_in_plan_mode_even_in_auto() {
+async fn a_tool_that_only_reads_the_network_is_left_to_the_permission_mode_in_plan_mode() {
     let h = Harness::new(Config::default());
     let (s, fetched) = session(&h, PermissionMode::Auto);
+    s.submit(user("/plan on")).await.unwrap();
+    let r = results(&run(&s, user("look it up")).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert_eq!(fetched.load(Ordering::SeqCst), 1);
+    s.shutdown().await.unwrap();
+
+    let (s, fetched) = session(&h, PermissionMode::ReadOnly);
+    s.submit(user("/plan on")).await.unwrap();
+    let r = results(&run(&s, user("look it up")).await);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("read-only"), "{r:?}");
+    assert_eq!(fetched.load(Ordering::SeqCst), 0, "the request went out");
+    s.shutdown().await.unwrap();
+}
+
+/// A tool that reaches the network and writes is not a read of the web: plan mode refuses it.
+#[tokio::test]
+async fn a_tool_that_reaches_the_network_and_writes_is_refused_in_plan_mode_even_in_auto() {
+    let h = Harness::new(Config::default());
+    let (s, fetched) = session_with(
+        &h,
+        PermissionMode::Auto,
+        Effects {
+            writes: true,
+            ..NETWORK
+        },
+        json!({"url": "https://example.com/"}),
+    );
     s.submit(user("/plan on")).await.unwrap();
     let r = results(&run(&s, user("look it up")).await);
     assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");

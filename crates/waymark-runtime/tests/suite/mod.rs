@@ -7,6 +7,7 @@ mod configure;
 mod effects;
 mod extension;
 mod goal;
+mod hooks;
 mod instructions;
 mod long_goal;
 mod mcp;
@@ -21,7 +22,9 @@ mod sessions;
 mod setup;
 mod steps;
 mod subagent;
+mod task;
 mod upgrade;
+mod web;
 mod worktree;
 
 /// The harness runs sessions with the real sandbox helper of this package.

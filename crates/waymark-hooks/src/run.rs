@@ -1,0 +1,265 @@
+//! Running one hook: `sh -c COMMAND` in the workspace, with the shell's scrubbed
+//! environment, the event's JSON on stdin, in a process group of its own that is killed when
+//! the hook times out or the user presses Stop (and once it has exited, so nothing it left
+//! behind runs on). Its stdout and stderr are kept up to [`MAX_OUTPUT`] bytes each.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+/// The most of each of a hook's stdout and stderr that is kept.
+pub const MAX_OUTPUT: usize = 256 * 1024;
+
+/// How long a hook's output is still read after the hook itself exited (a process it left
+/// in the background may hold its stdout open).
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// How a hook's run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited with this code.
+    Exited(i32),
+    /// It was killed by a signal (a crash).
+    Signalled,
+    TimedOut,
+    Stopped,
+    /// It could not be started.
+    NotStarted(String),
+}
+
+/// What a hook's run left.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub ended: Ended,
+    pub stdout: String,
+    pub stderr: String,
+    /// Its stdout was longer than [`MAX_OUTPUT`] and is cut (so JSON in it cannot be read).
+    pub cut: bool,
+    pub took: Duration,
+}
+
+/// Kills the hook's process group when the run is dropped before it finished (the turn
+/// that waited on it was ended): a hook never outlives what it was run for.
+struct GroupGuard(Option<i32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0.take());
+    }
+}
+
+/// Runs `command` with `input` on stdin.
+pub async fn run(
+    command: &str,
+    input: &[u8],
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Run {
+    let began = Instant::now();
+    let mut cmd = tokio::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("CLAUDE_PROJECT_DIR", cwd)
+        .env("WAYMARK_PROJECT_DIR", cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Run {
+                ended: Ended::NotStarted(e.to_string()),
+                stdout: String::new(),
+                stderr: String::new(),
+                cut: false,
+                took: began.elapsed(),
+            };
+        }
+    };
+    let group = child.id().and_then(|p| i32::try_from(p).ok());
+    let mut guard = GroupGuard(group);
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = input.to_vec();
+        // A hook that never reads its input must not hold the run up.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+        });
+    }
+    let out = child.stdout.take().map(|o| tokio::spawn(read_capped(o)));
+    let err = child.stderr.take().map(|e| tokio::spawn(read_capped(e)));
+    let ended = tokio::select! {
+        biased;
+        () = cancel.cancelled() => Ended::Stopped,
+        () = tokio::time::sleep(timeout) => Ended::TimedOut,
+        status = child.wait() => match status {
+            Ok(s) => s.code().map_or(Ended::Signalled, Ended::Exited),
+            Err(e) => Ended::NotStarted(e.to_string()),
+        },
+    };
+    if !matches!(ended, Ended::Exited(_) | Ended::Signalled) {
+        // Killed while the leader is still unreaped, so the group id is still its own.
+        kill_group(group);
+        let _ = child.wait().await;
+    }
+    // The leader is reaped now: its group is killed below only while something of it still
+    // holds the output open, which keeps the group id from being reused meanwhile.
+    guard.0 = None;
+    let (stdout, cut) = collect(out, group).await;
+    let (stderr, _) = collect(err, group).await;
+    Run {
+        ended,
+        stdout,
+        stderr,
+        cut,
+        took: began.elapsed(),
+    }
+}
+
+/// What a reader kept and whether it cut. A process the hook left in the background that
+/// holds the output open past [`DRAIN`] has its group killed; one that escaped the group
+/// (`setsid`) is given up on a moment later.
+async fn collect(
+    reader: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>,
+    group: Option<i32>,
+) -> (String, bool) {
+    let Some(mut reader) = reader else {
+        return (String::new(), false);
+    };
+    let (bytes, cut) = match tokio::time::timeout(DRAIN, &mut reader).await {
+        Ok(r) => r.unwrap_or_default(),
+        Err(_) => {
+            kill_group(group);
+            match tokio::time::timeout(DRAIN, &mut reader).await {
+                Ok(r) => r.unwrap_or_default(),
+                Err(_) => {
+                    reader.abort();
+                    (Vec::new(), false)
+                }
+            }
+        }
+    };
+    (String::from_utf8_lossy(&bytes).into_owned(), cut)
+}
+
+async fn read_capped(mut r: impl AsyncRead + Unpin) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut cut = false;
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => return (kept, cut),
+            Ok(n) => {
+                let room = MAX_OUTPUT.saturating_sub(kept.len());
+                cut |= n > room;
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// Kills the hook's process group. Only a real group of its own: never 0 or 1, which
+/// `kill` would read as "every process".
+fn kill_group(group: Option<i32>) {
+    if let Some(pid) = group
+        .filter(|g| *g > 1)
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Vec<(OsString, OsString)> {
+        vec![("PATH".into(), "/usr/bin:/bin".into())]
+    }
+
+    #[tokio::test]
+    async fn a_hook_reads_its_input_and_says_its_piece() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = run(
+            "cat; echo done >&2; exit 3",
+            b"{\"a\":1}",
+            dir.path(),
+            &env(),
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(r.ended, Ended::Exited(3));
+        assert_eq!(r.stdout, "{\"a\":1}");
+        assert_eq!(r.stderr.trim(), "done");
+    }
+
+    /// A hook that sleeps past its timeout is killed with everything it started.
+    #[tokio::test]
+    async fn a_hook_past_its_timeout_is_killed_with_its_children() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("still-running");
+        let cmd = format!("(sleep 1; touch {}) & sleep 30", marker.display());
+        let began = Instant::now();
+        let r = run(
+            &cmd,
+            b"",
+            dir.path(),
+            &env(),
+            Duration::from_millis(200),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(r.ended, Ended::TimedOut);
+        assert!(began.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!marker.exists(), "a process of the hook outlived it");
+    }
+
+    #[tokio::test]
+    async fn stop_kills_a_running_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let stopper = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            stopper.cancel();
+        });
+        let r = run(
+            "sleep 30",
+            b"",
+            dir.path(),
+            &env(),
+            Duration::from_secs(60),
+            &cancel,
+        )
+        .await;
+        assert_eq!(r.ended, Ended::Stopped);
+    }
+
+    #[tokio::test]
+    async fn the_environment_is_only_what_it_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = run(
+            "env",
+            b"",
+            dir.path(),
+            &[("ONLY_THIS".into(), "1".into())],
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(r.stdout.contains("ONLY_THIS=1"), "{}", r.stdout);
+        assert!(r.stdout.contains("CLAUDE_PROJECT_DIR="), "{}", r.stdout);
+        assert!(!r.stdout.contains("HOME="), "{}", r.stdout);
+    }
+}

@@ -1,0 +1,211 @@
+//! The `task` tool (issue 42): a subagent never gets more than its parent. An `explore`
+//! child cannot write; a `general` child in plan mode cannot write outside the plan file; a
+//! child is not offered `task`; a custom agent file (Claude Code's format) gives the child
+//! its prompt and its tools, which only narrow; the parent's next request holds each child's
+//! report. The parent's and the children's model calls share one script, in call order.
+
+use super::harness::{Harness, results, run, user};
+use serde_json::{Value, json};
+use waymark_config::Config;
+use waymark_protocol::{CallActor, EventKind, PermissionMode, ToolStatus};
+use waymark_runtime::provider::ModelMessage;
+
+fn task(agent: &str, prompt: &str) -> Value {
+    json!({"name": "task", "arguments": {"description": "look around", "prompt": prompt, "agent": agent}})
+}
+
+/// The results of calls made by a subagent, in order.
+fn child_results(ev: &[waymark_protocol::Event]) -> Vec<(String, ToolStatus, String)> {
+    ev.iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult {
+                name,
+                status,
+                content,
+                actor: CallActor::Subagent(_),
+                ..
+            } => Some((name.clone(), *status, content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_explore_child_cannot_write_and_its_report_reaches_the_parent() {
+    let (h, rec) = Harness::recording(
+        Config::default(),
+        json!({"responses": [
+            {"tool_calls": [task("explore", "Find the config file and fix its typo.")]},
+            {"tool_calls": [{"name": "write", "arguments": {"path": "config.toml", "content": "fixed"}}]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "touch by-explore"}}]},
+            {"text": "The config is config.toml; I could not change it."},
+            {"text": "done"}
+        ]}),
+    );
+    let s = h.recorded_session(PermissionMode::Auto);
+    let ev = run(&s, user("fix the config")).await;
+    let child = child_results(&ev);
+    assert_eq!(child.len(), 2, "{child:?}");
+    for (name, status, said) in &child {
+        assert_ne!(
+            *status,
+            ToolStatus::Ok,
+            "{name} ran in an explore child: {said}"
+        );
+    }
+    assert!(!h.ws.join("config.toml").exists());
+    assert!(!h.ws.join("by-explore").exists());
+    let parent = results(&ev);
+    let (_, status, report) = parent.iter().find(|r| r.0 == "task").unwrap();
+    assert_eq!(*status, ToolStatus::Ok, "{report}");
+    assert!(report.starts_with("[task:explore]"), "{report}");
+    assert!(report.contains("The config is config.toml"), "{report}");
+    // The child saw read-only tools only, and not `task`.
+    let requests = rec.requests.lock().unwrap().clone();
+    let offered: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        offered.contains(&"read_file") && offered.contains(&"grep"),
+        "{offered:?}"
+    );
+    for absent in ["write", "edit", "bash", "task", "web_fetch"] {
+        assert!(
+            !offered.contains(&absent),
+            "{absent} offered to explore: {offered:?}"
+        );
+    }
+    // The parent's next request holds the report.
+    let last = format!("{:?}", requests.last().unwrap().messages);
+    assert!(last.contains("The config is config.toml"), "{last}");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_general_child_in_plan_mode_cannot_write_outside_the_plan_file() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [task("general", "Implement it.")]},
+            {"tool_calls": [{"name": "write", "arguments": {"path": "src.rs", "content": "fn main() {}"}}]},
+            {"text": "I could not write."},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Auto,
+    );
+    s.submit(user("/plan on")).await.unwrap();
+    let ev = run(&s, user("plan it")).await;
+    let child = child_results(&ev);
+    assert_eq!(child.len(), 1, "{child:?}");
+    assert_eq!(child[0].1, ToolStatus::Denied, "{child:?}");
+    assert!(child[0].2.contains("Plan mode"), "{child:?}");
+    assert!(!h.ws.join("src.rs").exists());
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_child_calling_task_is_refused() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [task("general", "Split this up.")]},
+            {"tool_calls": [task("general", "Deeper.")]},
+            {"text": "I could not delegate."},
+            {"text": "done"}
+        ]}),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, user("go")).await;
+    let child = child_results(&ev);
+    assert_eq!(child.len(), 1, "{child:?}");
+    assert_eq!(child[0].0, "task");
+    assert_ne!(child[0].1, ToolStatus::Ok, "{child:?}");
+    s.shutdown().await.unwrap();
+}
+
+/// A project's agent file, as Claude Code writes one: its prompt is the child's, and its
+/// `tools` narrow the child to them.
+#[tokio::test]
+async fn a_custom_agent_file_is_used_and_its_tools_only_narrow() {
+    let (h, rec) = Harness::recording(
+        Config::default(),
+        json!({"responses": [
+            {"tool_calls": [task("doc-checker", "Check the README.")]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "touch by-checker"}}]},
+            {"text": "The README is fine."},
+            {"text": "done"}
+        ]}),
+    );
+    std::fs::create_dir_all(h.ws.join(".claude/agents")).unwrap();
+    std::fs::write(
+        h.ws.join(".claude/agents/doc-checker.md"),
+        "---\nname: doc-checker\ndescription: Checks documentation\ntools: Read, Grep, Bash\nmodel: inherit\n---\nYou are the documentation checker of Otter Corp.\n",
+    )
+    .unwrap();
+    let s = h.recorded_session(PermissionMode::ReadOnly);
+    let ev = run(&s, user("check the docs")).await;
+    let requests = rec.requests.lock().unwrap().clone();
+    assert!(
+        requests[1]
+            .system
+            .contains("documentation checker of Otter Corp"),
+        "{}",
+        requests[1].system
+    );
+    let mut offered: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
+    offered.sort();
+    assert_eq!(offered, ["bash", "grep", "read_file"]);
+    // Its `Bash` is still the parent's read-only mode's: refused.
+    let child = child_results(&ev);
+    assert_eq!(child[0].1, ToolStatus::Denied, "{child:?}");
+    assert!(!h.ws.join("by-checker").exists());
+    let first = match &requests[1].messages[0] {
+        ModelMessage::User { text } => text.clone(),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(first, "Check the README.");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn two_tasks_in_one_reply_both_report_to_the_parent() {
+    let (h, rec) = Harness::recording(
+        Config::default(),
+        json!({"responses": [
+            {"tool_calls": [task("explore", "Look at the tests."), task("explore", "Look at the docs.")]},
+            {"text": "Report one: tests are fine."},
+            {"text": "Report two: docs are fine."},
+            {"text": "done"}
+        ]}),
+    );
+    let s = h.recorded_session(PermissionMode::Auto);
+    let ev = run(&s, user("survey")).await;
+    let r = results(&ev);
+    assert_eq!(
+        r.iter()
+            .filter(|r| r.0 == "task" && r.1 == ToolStatus::Ok)
+            .count(),
+        2,
+        "{r:?}"
+    );
+    let last = format!(
+        "{:?}",
+        rec.requests.lock().unwrap().last().unwrap().messages
+    );
+    assert!(
+        last.contains("Report one") && last.contains("Report two"),
+        "{last}"
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unknown_agent_is_refused_with_the_names_of_those_there_are() {
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [{"tool_calls": [task("wizard", "Do magic.")]}, {"text": "done"}]}),
+        PermissionMode::Auto,
+    );
+    let r = results(&run(&s, user("go")).await);
+    assert_eq!(r[0].1, ToolStatus::Error, "{r:?}");
+    assert!(r[0].2.contains("explore, general"), "{r:?}");
+    s.shutdown().await.unwrap();
+}
