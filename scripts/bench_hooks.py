@@ -1,8 +1,9 @@
 """Issue 42's benchmarks, with the scripted model (no network, no model time):
 - what a `PreToolUse` hook of `true` adds per tool call (target <= 3 ms): the same 40-call
   run with and without the hook;
-- what a subagent costs of its own (target <= 5 ms): 20 `task` calls whose children answer
-  at once, against the same number of model calls with a plain tool call in each place.
+- what a subagent costs (target <= 5 ms of its own): 20 `task` calls whose children answer
+  at once, against a run of no tool calls; each task's figure holds the parent's model call
+  that made it and the child's own (scripted, so no model time), and is an upper bound.
 Each run is one `waymark exec` process; the figure is from the median of alternating runs.
 Usage: bench_hooks.py path/to/waymark"""
 
@@ -74,8 +75,7 @@ def main():
         for _ in range(TASKS):
             tasks += [task, {"text": "hello"}]
         tasks.append({"text": "done"})
-        listing = {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}
-        same = [listing] * (2 * TASKS) + [{"text": "done"}]
+        same = [{"text": "done"}]
         task_ms, out = per_call(binary, tmp, ws, (plain, same), (plain, tasks), TASKS)
         done = sum(1 for line in out.splitlines() if line.startswith("{")
                    and json.loads(line).get("type") == "tool.result"
@@ -83,8 +83,8 @@ def main():
                    and json.loads(line).get("status") == "ok")
         if done != TASKS:
             sys.exit(f"expected {TASKS} finished tasks, saw {done}")
-        print(f"subagents: one `task` costs {task_ms:.2f} ms of its own over a plain tool call "
-              f"with the same model calls (median of {RUNS} alternating runs of {TASKS}; "
+        print(f"subagents: one `task` costs {task_ms:.2f} ms in all, the parent's model call "
+              f"that made it and the child's included (median of {RUNS} alternating runs of {TASKS}; "
               f"target <= 5 ms): {'met' if task_ms <= 5 else 'NOT met'}")
 
 

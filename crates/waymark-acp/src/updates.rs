@@ -196,6 +196,7 @@ mod tests {
                 name: "bash".into(),
                 arguments: json!({"command": "cargo test\n--all"}),
                 actor: Default::default(),
+                subagent: None,
             },
             Path::new("/ws"),
         );
@@ -229,6 +230,7 @@ mod tests {
                 name: "write".into(),
                 arguments: json!({"path": "src/a.rs", "content": ""}),
                 actor: Default::default(),
+                subagent: None,
             },
             Path::new("/ws"),
         );

@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use waymark_extension::agent::{AgentEnd, AgentRole, AgentSpec};
+use waymark_extension::agent::{AgentEnd, AgentRole, AgentSpec, ParentCall};
 use waymark_extension::provider::{CallPurpose, ModelMessage};
 use waymark_extension::{SessionApi, SessionTool, tool_error};
 use waymark_tools::{Effects, Tool, ToolContext, ToolError, ToolOutput, parse_args, truncate_head};
@@ -106,6 +106,10 @@ impl SessionTool for Task {
                     cancel: ctx.cancel.clone(),
                     when_asked: "A subagent cannot ask the user: this call needs the user's permission, so it is refused. Report what you would need instead.".into(),
                     meter: None,
+                    parent: Some(ParentCall {
+                        call_id: ctx.call_id.clone(),
+                        agent: def.name.clone(),
+                    }),
                 })
                 .await
                 .map_err(tool_error)?;

@@ -12,6 +12,8 @@ pub struct Printer {
     mid_line: bool,
     streamed: bool,
     calls: std::collections::HashMap<String, String>,
+    /// The agent of each subagent call not yet finished (its result does not name it).
+    agents: std::collections::HashMap<String, String>,
 }
 
 /// Untrusted text (model output, commands, tool output) as the terminal may show it:
@@ -74,11 +76,15 @@ impl Printer {
                 call_id,
                 name,
                 arguments,
+                subagent,
                 ..
             } = &ev.kind
             {
                 self.calls
                     .insert(call_id.clone(), call_summary(name, arguments));
+                if let Some(s) = subagent {
+                    self.agents.insert(call_id.clone(), s.agent.clone());
+                }
             }
         }
     }
@@ -177,10 +183,14 @@ impl Printer {
                 call_id,
                 name,
                 arguments,
+                subagent,
                 ..
             } => {
                 self.calls
                     .insert(call_id.clone(), call_summary(name, arguments));
+                if let Some(s) = subagent {
+                    self.agents.insert(call_id.clone(), s.agent.clone());
+                }
             }
             EventKind::ToolResult {
                 call_id,
@@ -190,6 +200,7 @@ impl Printer {
                 actor,
                 ..
             } => {
+                let agent = self.agents.remove(call_id);
                 self.end_line();
                 let mark = match status {
                     ToolStatus::Ok => "✓",
@@ -204,10 +215,13 @@ impl Printer {
                 };
                 let summary = self.calls.remove(call_id).unwrap_or_default();
                 // The goal's reviewer works after the turn: its calls are marked as its own.
-                let who = match actor {
-                    waymark_protocol::CallActor::Verifier => "[reviewer] ",
-                    waymark_protocol::CallActor::Subagent(_) => "[subagent] ",
-                    waymark_protocol::CallActor::Main => "",
+                let who = match (actor, agent.as_deref()) {
+                    (waymark_protocol::CallActor::Verifier, _) => "[reviewer] ".to_string(),
+                    (waymark_protocol::CallActor::Subagent(_), Some(a)) => {
+                        format!("[task:{}] ", waymark_protocol::display::escape_line(a))
+                    }
+                    (waymark_protocol::CallActor::Subagent(_), None) => "[subagent] ".to_string(),
+                    (waymark_protocol::CallActor::Main, _) => String::new(),
                 };
                 outln!("  {mark} {who}{name} {summary}{detail}");
             }

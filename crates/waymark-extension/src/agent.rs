@@ -56,6 +56,15 @@ pub struct AgentSpec {
     /// What a call the user would be asked about is refused with.
     pub when_asked: String,
     pub meter: Option<Meter>,
+    /// The call the run works for (a `task` call), named on each of its calls' events.
+    pub parent: Option<ParentCall>,
+}
+
+/// The call a run works for, and the agent it runs as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParentCall {
+    pub call_id: String,
+    pub agent: String,
 }
 
 /// How a run ended.

@@ -183,6 +183,7 @@ pub(crate) async fn verify(
             cancel: cancel.clone(),
             when_asked: "the reviewer cannot ask the user; use the read-only tools".into(),
             meter: Some(goal_meter(api, &g.id)),
+            parent: None,
         })
         .await?;
     Ok(match end {

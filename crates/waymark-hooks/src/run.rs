@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
 /// The most of each of a hook's stdout and stderr that is kept.
@@ -69,12 +69,30 @@ pub async fn run(
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("CLAUDE_PROJECT_DIR", cwd)
         .env("WAYMARK_PROJECT_DIR", cwd)
-        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
+    // The input goes through a socket, not a pipe: a hook that exits without reading it
+    // makes the send fail with EPIPE, where a pipe's write would raise SIGPIPE, which kills
+    // a CLI that restored its default action.
+    let (ours, theirs) = match std::os::unix::net::UnixStream::pair() {
+        Ok(pair) => pair,
+        Err(e) => {
+            return Run {
+                ended: Ended::NotStarted(format!("no socket for its input: {e}")),
+                stdout: String::new(),
+                stderr: String::new(),
+                cut: false,
+                took: began.elapsed(),
+            };
+        }
+    };
+    cmd.stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+    let spawned = cmd.spawn();
+    // The child holds its end now; ours must not keep a second copy of it open.
+    drop(cmd);
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             return Run {
@@ -88,13 +106,10 @@ pub async fn run(
     };
     let group = child.id().and_then(|p| i32::try_from(p).ok());
     let mut guard = GroupGuard(group);
-    if let Some(mut stdin) = child.stdin.take() {
-        let input = input.to_vec();
-        // A hook that never reads its input must not hold the run up.
-        tokio::spawn(async move {
-            let _ = stdin.write_all(&input).await;
-        });
-    }
+    // A hook that never reads its input must not hold the run up: written on a thread of
+    // its own, which ends when the hook has read it all or its end is closed.
+    let input = input.to_vec();
+    tokio::task::spawn_blocking(move || send_all(&ours, &input));
     let out = child.stdout.take().map(|o| tokio::spawn(read_capped(o)));
     let err = child.stderr.take().map(|e| tokio::spawn(read_capped(e)));
     let ended = tokio::select! {
@@ -149,6 +164,20 @@ async fn collect(
         }
     };
     (String::from_utf8_lossy(&bytes).into_owned(), cut)
+}
+
+/// Sends `input` and then the end of input, without ever raising SIGPIPE.
+fn send_all(to: &std::os::unix::net::UnixStream, input: &[u8]) {
+    use rustix::net::{SendFlags, Shutdown, send, shutdown};
+    let mut at = 0;
+    while at < input.len() {
+        match send(to, &input[at..], SendFlags::NOSIGNAL) {
+            Ok(n) => at += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return,
+        }
+    }
+    let _ = shutdown(to, Shutdown::Write);
 }
 
 async fn read_capped(mut r: impl AsyncRead + Unpin) -> (Vec<u8>, bool) {
@@ -223,6 +252,35 @@ mod tests {
         assert!(began.elapsed() < Duration::from_secs(10));
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!marker.exists(), "a process of the hook outlived it");
+    }
+
+    /// A hook that exits without reading its input, given more than a pipe holds: the run
+    /// ends normally, and no SIGPIPE reaches the process (the CLI restores its default
+    /// action, which would kill it).
+    #[tokio::test]
+    async fn a_hook_that_never_reads_its_input_ends_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = vec![b'x'; 4 * 1024 * 1024];
+        let r = run(
+            "exit 0",
+            &big,
+            dir.path(),
+            &env(),
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(r.ended, Ended::Exited(0));
+        let r = run(
+            "head -c 10 >/dev/null; echo read",
+            &big,
+            dir.path(),
+            &env(),
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(r.stdout.trim(), "read");
     }
 
     #[tokio::test]

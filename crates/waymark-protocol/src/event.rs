@@ -110,6 +110,11 @@ pub enum EventKind {
         /// Who made the call: the session's agent (omitted) or the goal's verifier.
         #[serde(default, skip_serializing_if = "CallActor::is_main")]
         actor: CallActor,
+        /// A subagent's call: the `task` call it works for and its agent, as the fields
+        /// `parent_call_id` and `agent` (boxed, and only here, not on the result, so every
+        /// event stays small for the broadcast buffer).
+        #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+        subagent: Option<Box<SubagentCall>>,
     },
     #[serde(rename = "tool.result")]
     ToolResult {
@@ -356,6 +361,16 @@ pub enum EventKind {
     },
 }
 
+/// Who a subagent's call works for.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct SubagentCall {
+    /// The `task` call the subagent runs for.
+    pub parent_call_id: String,
+    /// The agent it runs as (`explore`).
+    pub agent: String,
+}
+
 impl EventKind {
     /// The wire name (`type`) of this event.
     pub fn type_name(&self) -> &'static str {
@@ -471,6 +486,36 @@ mod tests {
         assert!(v.get("recovered").is_none());
         let back: Event = serde_json::from_value(v).unwrap();
         assert_eq!(back, ev);
+    }
+
+    /// A subagent's call carries `parent_call_id` and `agent` as fields of its own, and
+    /// reads back as it was written, with them or without.
+    #[test]
+    fn a_subagents_call_round_trips_with_its_parent() {
+        for subagent in [
+            None,
+            Some(Box::new(SubagentCall {
+                parent_call_id: "tc_1".into(),
+                agent: "explore".into(),
+            })),
+        ] {
+            let kind = EventKind::ToolCall {
+                turn_id: 1,
+                call_id: "ta_1".into(),
+                name: "grep".into(),
+                arguments: serde_json::json!({"pattern": "x"}),
+                actor: CallActor::Subagent(1),
+                subagent: subagent.clone(),
+            };
+            let json = serde_json::to_value(&kind).unwrap();
+            assert_eq!(
+                json.get("parent_call_id").is_some(),
+                subagent.is_some(),
+                "{json}"
+            );
+            let back: EventKind = serde_json::from_value(json).unwrap();
+            assert_eq!(back, kind);
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub mod wire;
 pub mod worktree;
 
 pub use answer::{Answer, AnswerParseError, LineComment};
-pub use event::{Event, EventKind, ToolCallSummary};
+pub use event::{Event, EventKind, SubagentCall, ToolCallSummary};
 pub use goal::{
     BudgetChange, BudgetLine, BudgetReport, CheckResult, GoalActor, GoalCheckState, GoalDraft,
     GoalOp, GoalReason, GoalSnapshot, GoalStatus, GoalStep, GoalUpdateKind, GoalWait, Limit,

@@ -4,6 +4,7 @@ mod cli;
 mod cost;
 mod crash;
 mod goal;
+mod hooks;
 mod mcp;
 mod output;
 mod plan;

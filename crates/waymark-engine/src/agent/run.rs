@@ -143,6 +143,7 @@ impl Recorder for Ephemeral<'_> {
                 crate::turn::Unattended {
                     when_asked: &self.spec.when_asked,
                     offered: offered.as_ref(),
+                    parent: self.spec.parent.as_ref(),
                 },
             )
             .await?;

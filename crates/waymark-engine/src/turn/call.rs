@@ -403,6 +403,8 @@ pub(crate) struct Unattended<'a> {
     pub(crate) when_asked: &'a str,
     /// The tools the run was offered; a call to any other is refused.
     pub(crate) offered: &'a (dyn Fn(&dyn crate::tools::Tool) -> bool + Send + Sync),
+    /// The call the run works for, named on its calls' events.
+    pub(crate) parent: Option<&'a crate::extension::agent::ParentCall>,
 }
 
 /// One call nobody can answer (the goal's reviewer's, a subagent's): logged, reviewed by
@@ -421,11 +423,21 @@ pub(crate) async fn run_unattended(
     let Unattended {
         when_asked,
         offered,
+        parent,
     } = held;
     // What a file tool that succeeded changed, for its result's event.
     let mut changes = Vec::new();
     let sid = api.id().to_string();
-    api.write(|tx| Ok(tx.emit(&sid, super::record::call_event(turn_id, call, actor))?))?;
+    api.write(|tx| {
+        let mut event = super::record::call_event(turn_id, call, actor);
+        if let (EventKind::ToolCall { subagent, .. }, Some(p)) = (&mut event, parent) {
+            *subagent = Some(Box::new(waymark_protocol::SubagentCall {
+                parent_call_id: p.call_id.clone(),
+                agent: p.agent.clone(),
+            }));
+        }
+        Ok(tx.emit(&sid, event)?)
+    })?;
     // The policies see the reviewer's calls too; nobody can answer them, and they are never
     // stored, so a question or a rewrite refuses the call.
     let refused =

@@ -257,5 +257,6 @@ pub(super) fn call_event(turn_id: i64, call: &ToolCallRecord, actor: CallActor) 
         name: call.name.clone(),
         arguments: call.arguments.clone(),
         actor,
+        subagent: None,
     }
 }

@@ -60,6 +60,7 @@ impl SessionTool for Delegate {
                     cancel: ctx.cancel.clone(),
                     when_asked: "the subagent cannot ask the user".into(),
                     meter: None,
+                    parent: None,
                 })
                 .await
                 .map_err(waymark_runtime::extension::tool_error)?;
