@@ -19,7 +19,8 @@ mod error;
 pub mod extension;
 pub mod handler;
 pub mod hub;
-pub mod image;
+/// Images are checked and fitted where every tool's are (`waymark-tools`, through the extension API).
+pub use waymark_extension::tools::image;
 pub mod listing;
 pub mod names;
 pub mod project;

@@ -181,7 +181,7 @@ mod tests {
         assert!(s.text.contains("a type models do not take"), "{}", s.text);
         assert!(s.text.contains("only the first 4"), "{}", s.text);
         // A real image wider than a provider takes passes on scaled down, and says so.
-        let wide = crate::image::tests::picture(2600, 10, image::ImageFormat::Png);
+        let wide = waymark_extension::tools::image::test_picture(2600, 10, image::ImageFormat::Png);
         let s = shape(&parse(
             json!({"content": [{"type": "image", "data": wide, "mimeType": "image/png"}]}),
         ));

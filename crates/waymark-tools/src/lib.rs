@@ -4,6 +4,7 @@
 
 mod bash;
 pub mod fs_policy;
+pub mod image;
 pub mod mention;
 mod patch;
 mod read;

@@ -30,7 +30,7 @@ impl Tool for ReadFile {
         "read_file"
     }
     fn description(&self) -> &'static str {
-        "Read a text file. Lines come numbered. `offset` is the first line (1-based), `limit` the number of lines (default 2000)."
+        "Read a text file (lines come numbered; `offset` is the first line, 1-based, `limit` the number of lines, default 2000), or look at a PNG, JPEG, GIF or WebP image."
     }
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -109,6 +109,15 @@ fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutpu
     if head.is_empty() {
         return Ok(ToolOutput::text(format!("`{}` is empty", a.path)));
     }
+    if let Some(mime) = image_type(head) {
+        return read_image(r, path, &a.path, mime);
+    }
+    if let Some(kind) = named_as_image(path) {
+        return Err(ToolError::Model(format!(
+            "`{}` is named as a {kind} image, but its content is not a PNG, JPEG, GIF or WebP image",
+            a.path
+        )));
+    }
     if head[..head.len().min(8192)].contains(&0) {
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         return Ok(ToolOutput::text(format!(
@@ -169,6 +178,90 @@ fn read_file(path: &Path, a: &ReadArgs, output_limit: usize) -> Result<ToolOutpu
         output_limit,
         "Read a smaller range with offset and limit.",
     )))
+}
+
+/// The largest image file read.
+pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+
+/// The image type `head` (a file's first bytes) starts like: PNG, JPEG, GIF or WebP by their
+/// magic bytes, never by the file's name.
+pub fn image_type(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// The image kind a file's name claims (`.png`), if any.
+fn named_as_image(path: &Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "png" => "PNG",
+        "jpg" | "jpeg" => "JPEG",
+        "gif" => "GIF",
+        "webp" => "WebP",
+        _ => return None,
+    })
+}
+
+/// An image file as the model sees it: checked by decoding, scaled down to what providers
+/// take ([`crate::image::fit`]), at most [`MAX_IMAGE_BYTES`].
+fn read_image(
+    r: impl std::io::Read,
+    path: &Path,
+    shown: &str,
+    mime: &'static str,
+) -> Result<ToolOutput, ToolError> {
+    use base64::Engine as _;
+    use std::io::Read as _;
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let too_big = |n: u64| {
+        ToolError::Model(format!(
+            "`{shown}` is an image of {:.1} MB; images over {} MB are not read",
+            n as f64 / (1024.0 * 1024.0),
+            MAX_IMAGE_BYTES / (1024 * 1024)
+        ))
+    };
+    if size > MAX_IMAGE_BYTES {
+        return Err(too_big(size));
+    }
+    let mut bytes = Vec::new();
+    r.take(MAX_IMAGE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::Model(format!("cannot read `{shown}`: {e}")))?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let kind = mime.trim_start_matches("image/").to_ascii_uppercase();
+    match crate::image::fit(mime, &data) {
+        crate::image::Fitted::AsSent(image) => Ok(ToolOutput {
+            content: format!(
+                "`{shown}`: a {kind} image of {} bytes, shown below.",
+                bytes.len()
+            ),
+            terminate: false,
+            images: vec![image],
+        }),
+        crate::image::Fitted::Scaled { image, from } => Ok(ToolOutput {
+            content: format!(
+                "`{shown}`: a {kind} image of {}×{} pixels, scaled down to fit and shown below.",
+                from.0, from.1
+            ),
+            terminate: false,
+            images: vec![image],
+        }),
+        crate::image::Fitted::Described(why) => Err(ToolError::Model(format!(
+            "`{shown}` starts like a {kind} image but cannot be shown: {why}"
+        ))),
+    }
 }
 
 /// Lists a directory.
@@ -241,6 +334,76 @@ impl crate::FreeTool for ListDir {
 mod tests {
     use super::super::test_support::Fixture;
     use super::*;
+
+    fn picture_bytes(w: u32, h: u32, format: ::image::ImageFormat) -> Vec<u8> {
+        use base64::Engine as _;
+        let data = crate::image::test_picture(w, h, format);
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap()
+    }
+
+    /// `read_file` on an image gives the model the image, checked by its content: a real one
+    /// passes (scaled down when too big for a provider), one over 5 MB or named as an image
+    /// without being one is refused with what is wrong.
+    #[tokio::test]
+    async fn read_file_shows_an_image_and_refuses_a_fake_or_huge_one() {
+        let f = Fixture::new();
+        std::fs::write(
+            f.ws().join("shot.png"),
+            picture_bytes(40, 30, ::image::ImageFormat::Png),
+        )
+        .unwrap();
+        // A JPEG by its content, whatever its name says.
+        std::fs::write(
+            f.ws().join("photo.dat"),
+            picture_bytes(20, 20, ::image::ImageFormat::Jpeg),
+        )
+        .unwrap();
+        std::fs::write(
+            f.ws().join("wide.png"),
+            picture_bytes(3000, 20, ::image::ImageFormat::Png),
+        )
+        .unwrap();
+        std::fs::write(f.ws().join("notes.png"), "just text, not a picture\n").unwrap();
+        let mut huge = b"\x89PNG\r\n\x1a\n".to_vec();
+        huge.resize(6 * 1024 * 1024, 0);
+        std::fs::write(f.ws().join("huge.png"), huge).unwrap();
+
+        let out = f.run(&ReadFile, json!({"path": "shot.png"})).await.unwrap();
+        assert_eq!(out.images.len(), 1, "{}", out.content);
+        assert_eq!(out.images[0].mime, "image/png");
+        let out = f
+            .run(&ReadFile, json!({"path": "photo.dat"}))
+            .await
+            .unwrap();
+        assert_eq!(out.images[0].mime, "image/jpeg");
+        let out = f.run(&ReadFile, json!({"path": "wide.png"})).await.unwrap();
+        assert_eq!(out.images.len(), 1);
+        assert!(
+            out.content.contains("3000×20 pixels, scaled down"),
+            "{}",
+            out.content
+        );
+
+        let e = f
+            .run(&ReadFile, json!({"path": "notes.png"}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("its content is not a PNG, JPEG, GIF or WebP"),
+            "{e}"
+        );
+        let e = f
+            .run(&ReadFile, json!({"path": "huge.png"}))
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("images over 5 MB are not read"),
+            "{e}"
+        );
+    }
 
     #[tokio::test]
     async fn read_file_ranges_and_binary() {

@@ -209,3 +209,97 @@ async fn an_unknown_agent_is_refused_with_the_names_of_those_there_are() {
     assert!(r[0].2.contains("explore, general"), "{r:?}");
     s.shutdown().await.unwrap();
 }
+
+/// The parent and its child on each provider's real wire format (a mock server): the child's
+/// request holds the task and not the parent's conversation, and the parent's next request
+/// holds the child's report.
+#[tokio::test]
+async fn a_task_runs_on_the_openai_and_anthropic_wires() {
+    use super::mock_server::{Flavor, MockServer, on_mock, reply};
+    for flavor in [Flavor::OpenAi, Flavor::Anthropic] {
+        let h = Harness::new(Config::default());
+        let server = MockServer::start(vec![
+            reply(
+                flavor,
+                "Handing it over.",
+                Some((
+                    "task",
+                    json!({"description": "count", "prompt": "Count the files in the workspace.", "agent": "explore"}),
+                )),
+                100,
+            ),
+            reply(flavor, "Child report: no files at all.", None, 50),
+            reply(flavor, "done", None, 120),
+        ])
+        .await;
+        let (_rt, s) = on_mock(&h, flavor, &server, |_| {});
+        let r = results(&run(&s, user("how many files are there, really?")).await);
+        assert_eq!(r.len(), 1, "{flavor:?}: {r:?}");
+        assert_eq!(r[0].1, ToolStatus::Ok, "{flavor:?}: {r:?}");
+        let sent = server.recorded();
+        assert_eq!(sent.len(), 3, "{flavor:?}");
+        let child = sent[1].body.to_string();
+        assert!(
+            child.contains("Count the files in the workspace."),
+            "{flavor:?}: {child}"
+        );
+        assert!(
+            !child.contains("really?"),
+            "{flavor:?}: the child saw the parent's talk"
+        );
+        let parent = sent[2].body.to_string();
+        assert!(
+            parent.contains("Child report: no files at all."),
+            "{flavor:?}: {parent}"
+        );
+        s.shutdown().await.unwrap();
+    }
+}
+
+/// Stop while a child's command runs ends the `task` call within a second.
+#[tokio::test]
+async fn stop_during_a_child_ends_it_within_a_second() {
+    use waymark_protocol::Op;
+    let h = Harness::new(Config::default());
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [task("general", "Wait a while.")]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+            {"text": "never"},
+            {"text": "never either"}
+        ]}),
+        PermissionMode::Auto,
+    );
+    let mut rx = s.subscribe();
+    s.submit(user("go")).await.unwrap();
+    loop {
+        let ev = rx.recv().await.unwrap();
+        if matches!(
+            &ev.kind,
+            EventKind::ToolCall {
+                actor: CallActor::Subagent(_),
+                ..
+            }
+        ) {
+            break;
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let stopped = std::time::Instant::now();
+    s.submit(Op::Stop).await.unwrap();
+    loop {
+        let ev = rx.recv().await.unwrap();
+        if let EventKind::ToolResult { name, status, .. } = &ev.kind
+            && name == "task"
+        {
+            assert_ne!(*status, ToolStatus::Ok);
+            break;
+        }
+    }
+    let took = stopped.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "the task ended {took:?} after Stop"
+    );
+    s.shutdown().await.unwrap();
+}

@@ -1,4 +1,4 @@
-//! A tool server's image as a model is sent it. Each image is decoded first, within limits,
+//! An image a tool returns (a file `read_file` reads, a tool server's) as a model is sent it. Each image is decoded first, within limits,
 //! with the `image` crate: one that is not what it says (a header and nothing else, a JPEG
 //! called a PNG) or that will not decode is only described, and one too big for a provider
 //! (a side over [`MAX_SIDE`], more base64 than [`MAX_IMAGE_BASE64`]) is scaled down to fit,
@@ -145,25 +145,30 @@ fn encode(img: &DynamicImage, quality: Option<u8>) -> Option<ToolImage> {
     })
 }
 
+/// An image of `w`×`h` in `format`, base64: a smooth pattern, as a screenshot or a photo
+/// is. For tests, here and in the crates that pass images on.
+#[doc(hidden)]
+pub fn test_picture(w: u32, h: u32, format: ImageFormat) -> String {
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([
+            (x / 8 % 256) as u8,
+            (y / 8 % 256) as u8,
+            ((x + y) / 16 % 256) as u8,
+        ])
+    });
+    let mut buf = Vec::new();
+    // Writing an in-memory RGB image to a buffer cannot fail for these formats; an empty
+    // picture would fail the test that uses it.
+    let _ = DynamicImage::ImageRgb8(img).write_to(Cursor::new(&mut buf), format);
+    base64::engine::general_purpose::STANDARD.encode(&buf)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
-    /// An image of `w`×`h` in `format`, base64: a smooth pattern, as a screenshot or a
-    /// photo is.
     pub(crate) fn picture(w: u32, h: u32, format: ImageFormat) -> String {
-        let img = image::RgbImage::from_fn(w, h, |x, y| {
-            image::Rgb([
-                (x / 8 % 256) as u8,
-                (y / 8 % 256) as u8,
-                ((x + y) / 16 % 256) as u8,
-            ])
-        });
-        let mut buf = Vec::new();
-        DynamicImage::ImageRgb8(img)
-            .write_to(Cursor::new(&mut buf), format)
-            .unwrap();
-        base64::engine::general_purpose::STANDARD.encode(&buf)
+        test_picture(w, h, format)
     }
 
     /// The red-team's images: a 16000×16000 WebP, a 9000×9000 JPEG, a PNG that is only a
