@@ -215,16 +215,26 @@ mod tests {
         vec![("PATH".into(), "/usr/bin:/bin".into())]
     }
 
-    #[tokio::test]
-    async fn a_hook_reads_its_input_and_says_its_piece() {
+    /// Runs `command` in a new temp folder with a plain PATH, within `timeout`.
+    async fn run_in_temp(command: &str, input: &[u8], timeout: Duration) -> Run {
         let dir = tempfile::tempdir().unwrap();
-        let r = run(
-            "cat; echo done >&2; exit 3",
-            b"{\"a\":1}",
+        run(
+            command,
+            input,
             dir.path(),
             &env(),
-            Duration::from_secs(10),
+            timeout,
             &CancellationToken::new(),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_hook_reads_its_input_and_says_its_piece() {
+        let r = run_in_temp(
+            "cat; echo done >&2; exit 3",
+            b"{\"a\":1}",
+            Duration::from_secs(10),
         )
         .await;
         assert_eq!(r.ended, Ended::Exited(3));
@@ -239,15 +249,7 @@ mod tests {
         let marker = dir.path().join("still-running");
         let cmd = format!("(sleep 1; touch {}) & sleep 30", marker.display());
         let began = Instant::now();
-        let r = run(
-            &cmd,
-            b"",
-            dir.path(),
-            &env(),
-            Duration::from_millis(200),
-            &CancellationToken::new(),
-        )
-        .await;
+        let r = run_in_temp(&cmd, b"", Duration::from_millis(200)).await;
         assert_eq!(r.ended, Ended::TimedOut);
         assert!(began.elapsed() < Duration::from_secs(10));
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -259,25 +261,13 @@ mod tests {
     /// action, which would kill it).
     #[tokio::test]
     async fn a_hook_that_never_reads_its_input_ends_cleanly() {
-        let dir = tempfile::tempdir().unwrap();
         let big = vec![b'x'; 4 * 1024 * 1024];
-        let r = run(
-            "exit 0",
-            &big,
-            dir.path(),
-            &env(),
-            Duration::from_secs(10),
-            &CancellationToken::new(),
-        )
-        .await;
+        let r = run_in_temp("exit 0", &big, Duration::from_secs(10)).await;
         assert_eq!(r.ended, Ended::Exited(0));
-        let r = run(
+        let r = run_in_temp(
             "head -c 10 >/dev/null; echo read",
             &big,
-            dir.path(),
-            &env(),
             Duration::from_secs(10),
-            &CancellationToken::new(),
         )
         .await;
         assert_eq!(r.stdout.trim(), "read");
