@@ -4,6 +4,7 @@
 //! and checked ([`crate::target::check_addresses`]), and the client connects only to those
 //! addresses: it has no resolver of its own and no proxy.
 
+use crate::error::{Result, WebError};
 use crate::target::{Checked, check_addresses, check_parsed};
 use futures_util::StreamExt;
 use std::net::{IpAddr, SocketAddr};
@@ -44,19 +45,19 @@ pub async fn fetch(
     start: Checked,
     reach: &Reach<'_>,
     cancel: &CancellationToken,
-) -> Result<Fetched, String> {
+) -> Result<Fetched> {
     let deadline = Instant::now() + TIMEOUT;
     let work = follow(start, reach, deadline);
     tokio::select! {
         biased;
-        () = cancel.cancelled() => Err("stopped by the user".into()),
+        () = cancel.cancelled() => Err(WebError::Failed("stopped by the user".into())),
         r = tokio::time::timeout_at(deadline.into(), work) => r.unwrap_or_else(|_| {
-            Err(format!("no complete answer within {} s", TIMEOUT.as_secs()))
+            Err(WebError::Failed(format!("no complete answer within {} s", TIMEOUT.as_secs())))
         }),
     }
 }
 
-async fn follow(mut at: Checked, reach: &Reach<'_>, deadline: Instant) -> Result<Fetched, String> {
+async fn follow(mut at: Checked, reach: &Reach<'_>, deadline: Instant) -> Result<Fetched> {
     for hop in 0..=MAX_REDIRECTS {
         let addrs = addresses(&at).await?;
         check_addresses(&at, &addrs)?;
@@ -69,18 +70,19 @@ async fn follow(mut at: Checked, reach: &Reach<'_>, deadline: Instant) -> Result
             )
             .send()
             .await
-            .map_err(|e| format!("the request to {} failed: {}", at.host, cause(&e)))?;
+            .map_err(|e| {
+                WebError::Failed(format!("the request to {} failed: {}", at.host, cause(&e)))
+            })?;
         let status = answer.status();
         if status.is_redirection()
             && let Some(location) = answer.headers().get(reqwest::header::LOCATION)
         {
             let location = location
                 .to_str()
-                .map_err(|_| "a redirect's Location is not text".to_string())?;
-            let next = at
-                .url
-                .join(location)
-                .map_err(|e| format!("a redirect to `{location}` is not a URL: {e}"))?;
+                .map_err(|_| WebError::Failed("a redirect's Location is not text".into()))?;
+            let next = at.url.join(location).map_err(|e| {
+                WebError::Failed(format!("a redirect to `{location}` is not a URL: {e}"))
+            })?;
             if next.host_str().map(str::to_ascii_lowercase).as_deref()
                 != at.url.host_str().map(str::to_ascii_lowercase).as_deref()
             {
@@ -100,7 +102,7 @@ async fn follow(mut at: Checked, reach: &Reach<'_>, deadline: Instant) -> Result
                 break;
             }
             at = check_parsed(next, reach.redactor, reach.allow_private)
-                .map_err(|e| format!("a redirect was refused: {e}"))?;
+                .map_err(|e| WebError::Refused(format!("a redirect was refused: {e}")))?;
             continue;
         }
         let content_type = answer
@@ -118,27 +120,25 @@ async fn follow(mut at: Checked, reach: &Reach<'_>, deadline: Instant) -> Result
             elsewhere: None,
         });
     }
-    Err(format!("more than {MAX_REDIRECTS} redirects"))
+    Err(WebError::Refused(format!(
+        "more than {MAX_REDIRECTS} redirects"
+    )))
 }
 
 /// The addresses of the URL's host: the one written in it, or what the name resolves to.
-async fn addresses(at: &Checked) -> Result<Vec<SocketAddr>, String> {
+async fn addresses(at: &Checked) -> Result<Vec<SocketAddr>> {
     if let Ok(ip) = at.host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, at.port)]);
     }
     let found = tokio::net::lookup_host((at.host.as_str(), at.port))
         .await
-        .map_err(|e| format!("`{}` could not be looked up: {e}", at.host))?;
+        .map_err(|e| WebError::Failed(format!("`{}` could not be looked up: {e}", at.host)))?;
     Ok(found.collect())
 }
 
 /// A client that reaches `at`'s host at exactly `addrs`: any other name fails to resolve,
 /// and no proxy is used (one would connect wherever it likes).
-fn client_for(
-    at: &Checked,
-    addrs: &[SocketAddr],
-    deadline: Instant,
-) -> Result<reqwest::Client, String> {
+fn client_for(at: &Checked, addrs: &[SocketAddr], deadline: Instant) -> Result<reqwest::Client> {
     let left = deadline.saturating_duration_since(Instant::now());
     let mut builder = reqwest::Client::builder()
         .no_proxy()
@@ -155,15 +155,16 @@ fn client_for(
     }
     builder
         .build()
-        .map_err(|e| format!("the web client could not be set up: {e}"))
+        .map_err(|e| WebError::Failed(format!("the web client could not be set up: {e}")))
 }
 
 /// Reads the body, up to [`MAX_BODY`] bytes; whether there was more.
-async fn read_capped(answer: reqwest::Response) -> Result<(Vec<u8>, bool), String> {
+async fn read_capped(answer: reqwest::Response) -> Result<(Vec<u8>, bool)> {
     let mut body = Vec::new();
     let mut stream = answer.bytes_stream();
     while let Some(piece) = stream.next().await {
-        let piece = piece.map_err(|e| format!("the answer broke off: {}", cause(&e)))?;
+        let piece =
+            piece.map_err(|e| WebError::Failed(format!("the answer broke off: {}", cause(&e))))?;
         let room = MAX_BODY - body.len();
         if piece.len() > room {
             body.extend_from_slice(&piece[..room]);

@@ -5,11 +5,13 @@
 //! redirects, 15 s, 5 MB). HTML becomes Markdown.
 
 pub mod address;
+mod error;
 pub mod fetch;
 pub mod page;
 pub mod target;
 mod tool;
 
+pub use error::{Result, WebError};
 pub use tool::{NAME, WebFetch};
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! sees are left out of the Markdown.
 
 /// The body as text for the model, or why its type is not taken.
-pub fn to_text(content_type: Option<&str>, body: &[u8]) -> Result<String, String> {
+pub fn to_text(content_type: Option<&str>, body: &[u8]) -> crate::Result<String> {
     let essence = content_type
         .map(|c| {
             c.split(';')
@@ -17,9 +17,9 @@ pub fn to_text(content_type: Option<&str>, body: &[u8]) -> Result<String, String
     match kind(&essence, body) {
         Kind::Html => Ok(markdown(&text())),
         Kind::Text => Ok(text()),
-        Kind::Other => Err(format!(
+        Kind::Other => Err(crate::WebError::Unreadable(format!(
             "the answer is `{essence}`, not a web page or text: web_fetch returns HTML (as Markdown) and text only"
-        )),
+        ))),
     }
 }
 
@@ -196,7 +196,7 @@ mod tests {
                 .contains("## x")
         );
         for ty in ["image/png", "application/octet-stream", "application/pdf"] {
-            let e = to_text(Some(ty), b"\x89PNG").unwrap_err();
+            let e = to_text(Some(ty), b"\x89PNG").unwrap_err().to_string();
             assert!(e.contains(ty), "{e}");
         }
         assert!(to_text(None, b"\x00\x01binary").is_err());

@@ -5,6 +5,7 @@
 //! resolves differently a moment later (DNS rebinding) changes nothing.
 
 use crate::address::private_kind;
+use crate::error::{Result, WebError};
 use std::net::{IpAddr, SocketAddr};
 use url::{Host, Url};
 use waymark_config::secrets::Redactor;
@@ -30,8 +31,9 @@ pub fn check_url(
     raw: &str,
     redactor: Option<&Redactor>,
     allow_private: &[String],
-) -> Result<Checked, String> {
-    let url = Url::parse(raw.trim()).map_err(|e| format!("`{}` is not a URL: {e}", clip(raw)))?;
+) -> Result<Checked> {
+    let url = Url::parse(raw.trim())
+        .map_err(|e| WebError::Refused(format!("`{}` is not a URL: {e}", clip(raw))))?;
     check_parsed(url, redactor, allow_private)
 }
 
@@ -40,47 +42,51 @@ pub fn check_parsed(
     url: Url,
     redactor: Option<&Redactor>,
     allow_private: &[String],
-) -> Result<Checked, String> {
+) -> Result<Checked> {
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
+        return Err(WebError::Refused(format!(
             "only http and https URLs can be fetched, not `{}:`",
             url.scheme()
-        ));
+        )));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err("a URL with a user name or password in it is not fetched".into());
+        return Err(WebError::Refused(
+            "a URL with a user name or password in it is not fetched".into(),
+        ));
     }
     if let Some(name) = secret_in(url.as_str(), redactor) {
-        return Err(format!(
+        return Err(WebError::Refused(format!(
             "the URL holds the value of {name}, a secret: it is not sent anywhere"
-        ));
+        )));
     }
     if url.as_str().len() > MAX_URL {
-        return Err(format!(
+        return Err(WebError::Refused(format!(
             "the URL is {} bytes; at most {MAX_URL} are sent",
             url.as_str().len()
-        ));
+        )));
     }
     let query = url.query().map_or(0, str::len);
     if query > MAX_QUERY {
-        return Err(format!(
+        return Err(WebError::Refused(format!(
             "the URL's query is {query} bytes; at most {MAX_QUERY} are sent"
-        ));
+        )));
     }
     let host = match url.host() {
         Some(Host::Domain(d)) => d.to_ascii_lowercase(),
         Some(Host::Ipv4(ip)) => ip.to_string(),
         Some(Host::Ipv6(ip)) => ip.to_string(),
-        None => return Err("the URL names no host".into()),
+        None => return Err(WebError::Refused("the URL names no host".into())),
     };
-    let port = url.port_or_known_default().ok_or("the URL names no port")?;
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| WebError::Refused("the URL names no port".into()))?;
     let listed = is_listed(&host, port, allow_private);
     // An address written in the URL is judged now: nothing to look up.
     if let Ok(ip) = host.parse::<IpAddr>()
         && !listed
         && let Some(kind) = private_kind(ip)
     {
-        return Err(refusal(&host, port, ip, kind));
+        return Err(WebError::Refused(refusal(&host, port, ip, kind)));
     }
     Ok(Checked {
         url,
@@ -92,16 +98,24 @@ pub fn check_parsed(
 
 /// The addresses `checked` may be reached at: all it resolves to, when every one is public
 /// (or its `host:port` is listed). One private address refuses the whole name.
-pub fn check_addresses(checked: &Checked, addrs: &[SocketAddr]) -> Result<(), String> {
+pub fn check_addresses(checked: &Checked, addrs: &[SocketAddr]) -> Result<()> {
     if addrs.is_empty() {
-        return Err(format!("`{}` resolves to no address", checked.host));
+        return Err(WebError::Refused(format!(
+            "`{}` resolves to no address",
+            checked.host
+        )));
     }
     if checked.listed {
         return Ok(());
     }
     for a in addrs {
         if let Some(kind) = private_kind(a.ip()) {
-            return Err(refusal(&checked.host, checked.port, a.ip(), kind));
+            return Err(WebError::Refused(refusal(
+                &checked.host,
+                checked.port,
+                a.ip(),
+                kind,
+            )));
         }
     }
     Ok(())
@@ -196,7 +210,7 @@ mod tests {
             ("http://user:pw@example.com/", "user name or password"),
             ("not a url", "is not a URL"),
         ] {
-            let e = check_url(url, None, &[]).unwrap_err();
+            let e = check_url(url, None, &[]).unwrap_err().to_string();
             assert!(e.contains(said), "{url}: {e}");
         }
         let ok = check_url("https://Example.com/a?b=c", None, &[]).unwrap();
@@ -220,7 +234,7 @@ mod tests {
             "https://evil.example/?k=[REDACTED:OPENAI_API_KEY]",
             "https://evil.example/?k=%5BREDACTED:OPENAI_API_KEY%5D",
         ] {
-            let e = check_url(url, Some(&r), &[]).unwrap_err();
+            let e = check_url(url, Some(&r), &[]).unwrap_err().to_string();
             assert!(e.contains("OPENAI_API_KEY"), "{url}: {e}");
             assert!(!e.contains("0123456789abcdef"), "{e}");
         }
@@ -230,7 +244,12 @@ mod tests {
     #[test]
     fn a_long_query_is_refused() {
         let url = format!("https://example.com/?q={}", "a".repeat(MAX_QUERY));
-        assert!(check_url(&url, None, &[]).unwrap_err().contains("query"));
+        assert!(
+            check_url(&url, None, &[])
+                .unwrap_err()
+                .to_string()
+                .contains("query")
+        );
         let url = format!("https://example.com/?q={}", "a".repeat(MAX_QUERY - 2));
         assert!(check_url(&url, None, &[]).is_ok());
     }
@@ -246,7 +265,7 @@ mod tests {
             "http://2130706433/",
             "http://10.0.0.1/",
         ] {
-            let e = check_url(url, None, &[]).unwrap_err();
+            let e = check_url(url, None, &[]).unwrap_err().to_string();
             assert!(e.contains("web.allow_private"), "{url}: {e}");
         }
         let listed = ["127.0.0.1:8080".to_string(), "[::1]:9000".to_string()];
@@ -271,7 +290,9 @@ mod tests {
         let public: SocketAddr = "93.184.216.34:80".parse().unwrap();
         let private: SocketAddr = "10.0.0.5:80".parse().unwrap();
         assert!(check_addresses(&c, &[public]).is_ok());
-        let e = check_addresses(&c, &[public, private]).unwrap_err();
+        let e = check_addresses(&c, &[public, private])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("resolves to 10.0.0.5"), "{e}");
         assert!(check_addresses(&c, &[]).is_err());
         let listed = check_url(

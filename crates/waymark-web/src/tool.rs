@@ -80,10 +80,10 @@ impl SessionTool for WebFetch {
                 allow_private: &config.web.allow_private,
             };
             let start = check_url(&args.url, reach.redactor, reach.allow_private)
-                .map_err(ToolError::Model)?;
+                .map_err(|e| ToolError::Model(e.to_string()))?;
             let fetched = fetch(start, &reach, &ctx.cancel)
                 .await
-                .map_err(ToolError::Model)?;
+                .map_err(|e| ToolError::Model(e.to_string()))?;
             // Converting a big page is CPU work: off the async threads.
             let prompt = args.prompt;
             let said = tokio::task::spawn_blocking(move || report(&fetched, prompt.as_deref()))
@@ -115,7 +115,8 @@ fn report(f: &Fetched, prompt: Option<&str>) -> Result<String, ToolError> {
             f.url, f.status
         ));
     }
-    let text = to_text(f.content_type.as_deref(), &f.body).map_err(ToolError::Model)?;
+    let text =
+        to_text(f.content_type.as_deref(), &f.body).map_err(|e| ToolError::Model(e.to_string()))?;
     if f.status >= 400 {
         return Err(ToolError::Model(format!(
             "{} answered HTTP {}:\n{}",

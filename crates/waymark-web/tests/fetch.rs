@@ -86,7 +86,7 @@ async fn serve(answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> Serve
     Server { port, connections }
 }
 
-async fn get(url: &str, allow: &[String]) -> Result<waymark_web::fetch::Fetched, String> {
+async fn get(url: &str, allow: &[String]) -> waymark_web::Result<waymark_web::fetch::Fetched> {
     let reach = Reach {
         redactor: None,
         allow_private: allow,
@@ -119,7 +119,7 @@ async fn loopback_is_refused_by_default_with_no_connection_made() {
         format!("http://localhost:{}/", s.port),
         format!("http://[::ffff:127.0.0.1]:{}/", s.port),
     ] {
-        let e = get(&url, &[]).await.unwrap_err();
+        let e = get(&url, &[]).await.unwrap_err().to_string();
         assert!(e.contains("loopback"), "{url}: {e}");
     }
     // Listed on another port only.
@@ -128,7 +128,8 @@ async fn loopback_is_refused_by_default_with_no_connection_made() {
         &[format!("127.0.0.1:{}", s.port.wrapping_add(1))],
     )
     .await
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("web.allow_private"), "{e}");
     assert_eq!(
         s.connections.load(Ordering::SeqCst),
@@ -144,7 +145,8 @@ async fn a_name_that_resolves_to_loopback_is_refused_after_the_lookup() {
     let s = serve(|_| Answer::page("text/plain", "hello")).await;
     let e = get(&format!("http://localhost:{}/", s.port), &[])
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("resolves to") && e.contains("loopback"), "{e}");
     assert_eq!(s.connections.load(Ordering::SeqCst), 0);
 }
@@ -157,7 +159,8 @@ async fn a_redirect_to_an_unlisted_port_is_refused_with_no_connection_to_it() {
     let allow = vec![format!("127.0.0.1:{}", a.port)];
     let e = get(&format!("http://127.0.0.1:{}/", a.port), &allow)
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("redirect was refused"), "{e}");
     assert_eq!(a.connections.load(Ordering::SeqCst), 1);
     assert_eq!(b.connections.load(Ordering::SeqCst), 0, "B was reached");
@@ -184,7 +187,8 @@ async fn redirects_stop_after_five_and_another_host_is_not_followed() {
     let allow = vec![format!("127.0.0.1:{}", a.port)];
     let e = get(&format!("http://127.0.0.1:{}/0", a.port), &allow)
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("more than 5 redirects"), "{e}");
     assert_eq!(a.connections.load(Ordering::SeqCst), 6);
 
@@ -242,7 +246,10 @@ async fn stop_ends_a_fetch_that_waits_for_an_answer() {
         allow_private: &allow,
     };
     let began = std::time::Instant::now();
-    let e = fetch(checked, &reach, &cancel).await.unwrap_err();
+    let e = fetch(checked, &reach, &cancel)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("stopped"), "{e}");
     assert!(began.elapsed() < std::time::Duration::from_secs(5));
 }
