@@ -27,6 +27,23 @@ pub enum Tools {
     Named(Vec<String>),
 }
 
+/// What is wrong with an agent file (named in the message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AgentFileError(pub String);
+
+impl From<String> for AgentFileError {
+    fn from(s: String) -> Self {
+        AgentFileError(s)
+    }
+}
+
+impl From<&str> for AgentFileError {
+    fn from(s: &str) -> Self {
+        AgentFileError(s.to_string())
+    }
+}
+
 /// One agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentDef {
@@ -95,7 +112,7 @@ pub fn custom(workspace: &Path, home: Option<&Path>) -> (Vec<AgentDef>, Vec<Stri
 }
 
 /// One agent file.
-fn read(path: &Path) -> Result<AgentDef, String> {
+fn read(path: &Path) -> Result<AgentDef, AgentFileError> {
     use std::io::Read;
     let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
     if !meta.is_file() {
@@ -108,13 +125,13 @@ fn read(path: &Path) -> Result<AgentDef, String> {
         .read_to_string(&mut text)
         .map_err(|e| format!("not UTF-8 text: {e}"))?;
     if text.len() as u64 > MAX_FILE {
-        return Err(format!("over {} KiB", MAX_FILE / 1024));
+        return Err(AgentFileError(format!("over {} KiB", MAX_FILE / 1024)));
     }
     parse(&text, &path.display().to_string())
 }
 
 /// An agent file's text.
-pub fn parse(text: &str, source: &str) -> Result<AgentDef, String> {
+pub fn parse(text: &str, source: &str) -> Result<AgentDef, AgentFileError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\n")
@@ -145,7 +162,10 @@ pub fn parse(text: &str, source: &str) -> Result<AgentDef, String> {
         }
         in_tools_list = false;
         let Some((key, value)) = trimmed.split_once(':') else {
-            return Err(format!("`{}` is not `key: value`", clip(trimmed)));
+            return Err(AgentFileError(format!(
+                "`{}` is not `key: value`",
+                clip(trimmed)
+            )));
         };
         let value = unquote(value.trim());
         match key.trim() {
@@ -176,10 +196,10 @@ pub fn parse(text: &str, source: &str) -> Result<AgentDef, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !valid {
-        return Err(format!(
+        return Err(AgentFileError(format!(
             "its name `{}` must be letters, digits, `-` and `_` (at most 64)",
             clip(&name)
-        ));
+        )));
     }
     let tools = match tools {
         None => Tools::Parent,
@@ -274,7 +294,7 @@ mod tests {
             ("---\nname: ../../etc\n---\n", "must be letters"),
             ("---\njust words\n---\n", "key: value"),
         ] {
-            let e = parse(text, "f").unwrap_err();
+            let e = parse(text, "f").unwrap_err().to_string();
             assert!(e.contains(said), "{text}: {e}");
         }
     }

@@ -152,7 +152,7 @@ fn group_commands(
         }
     };
     if let Err(why) = crate::hooks::check_matcher(&matcher) {
-        skip(format!("{key}.matcher"), why);
+        skip(format!("{key}.matcher"), why.0);
         return;
     }
     let Some(list) = group.get("hooks").and_then(Value::as_array) else {
@@ -251,16 +251,21 @@ pub fn matcher_kind(matcher: &str) -> MatcherKind {
     MatcherKind::Regex(m.to_string())
 }
 
+/// Why a matcher cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MatcherError(pub String);
+
 /// Whether `matcher` can be used (a regular expression must compile, and stay small).
-pub fn check_matcher(matcher: &str) -> Result<(), String> {
+pub fn check_matcher(matcher: &str) -> Result<(), MatcherError> {
     if matcher.len() > 1024 {
-        return Err("is longer than 1024 characters".into());
+        return Err(MatcherError("is longer than 1024 characters".into()));
     }
     if let MatcherKind::Regex(r) = matcher_kind(matcher) {
         regex::RegexBuilder::new(&r)
             .size_limit(1 << 20)
             .build()
-            .map_err(|e| format!("`{r}` is not a regular expression: {e}"))?;
+            .map_err(|e| MatcherError(format!("`{r}` is not a regular expression: {e}")))?;
     }
     Ok(())
 }

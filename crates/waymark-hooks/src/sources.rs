@@ -109,13 +109,30 @@ fn home(env: &[(OsString, OsString)]) -> Option<PathBuf> {
 
 type Lenient = (Hooks, Vec<(String, String)>);
 
+/// Why `~/.claude/settings.json` could not be read (named in the message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ClaudeFileError(pub String);
+
+impl From<String> for ClaudeFileError {
+    fn from(s: String) -> Self {
+        ClaudeFileError(s)
+    }
+}
+
+impl From<&str> for ClaudeFileError {
+    fn from(s: &str) -> Self {
+        ClaudeFileError(s.to_string())
+    }
+}
+
 /// The `hooks` of another agent's settings file; `None` when there is no file or no hooks.
-fn read_claude(path: &Path) -> Result<Option<Lenient>, String> {
+fn read_claude(path: &Path) -> Result<Option<Lenient>, ClaudeFileError> {
     use std::io::Read;
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.to_string().into()),
     };
     let meta = file.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
@@ -126,7 +143,10 @@ fn read_claude(path: &Path) -> Result<Option<Lenient>, String> {
         .read_to_string(&mut text)
         .map_err(|e| format!("not UTF-8 text: {e}"))?;
     if text.len() as u64 > MAX_FILE {
-        return Err(format!("over {} KiB; not read", MAX_FILE / 1024));
+        return Err(ClaudeFileError(format!(
+            "over {} KiB; not read",
+            MAX_FILE / 1024
+        )));
     }
     let json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))?;
