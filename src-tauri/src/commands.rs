@@ -10,8 +10,8 @@ use tauri::{AppHandle, State};
 use waymark_config::Config;
 use waymark_config::setup::{ModelSetup, SETUP_KEY};
 use waymark_protocol::{
-    Answer, Event, GoalOp, Intent, MessageSource, Op, PermissionMode, PlanDiff, PlanRevisionText,
-    PlanView, Position, RevisionRef, SessionSummary, SessionView,
+    Answer, Event, GoalOp, ImageInput, Intent, MessageSource, Op, PermissionMode, PlanDiff,
+    PlanRevisionText, PlanView, Position, RevisionRef, SessionSummary, SessionView,
 };
 use waymark_runtime::SessionSpec;
 use waymark_runtime::session::OpOutcome;
@@ -225,6 +225,7 @@ pub async fn submit(
     text: String,
     intent: Option<Intent>,
     key: Option<String>,
+    images: Vec<ImageInput>,
 ) -> IpcResult<Submitted> {
     let outcome = host
         .handle(&id)?
@@ -234,6 +235,7 @@ pub async fn submit(
             position: Position::Tail,
             idempotency_key: key,
             intent,
+            images,
         })
         .await?;
     Ok(match outcome {

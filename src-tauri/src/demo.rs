@@ -82,6 +82,7 @@ async fn start_one<R: tauri::Runtime>(
             position: Position::Tail,
             idempotency_key: Some(format!("demo-{}", d.folder)),
             intent: d.intent,
+            images: Vec::new(),
         })
         .await?;
     Ok(id)
@@ -200,6 +201,7 @@ mod tests {
                 HistoryItem::User {
                     text: text.into(),
                     source,
+                    images: Vec::new(),
                 },
             )];
             let (request, _) = build_request(RequestParts {

@@ -38,7 +38,7 @@ export const commands = {
 	 *  Sends a message (slash commands included). `plan`: the composer's "next message enters
 	 *  Plan" chip (PM-4). `key` makes a retried send idempotent.
 	 */
-	submit: (id: string, text: string, intent: Intent | null, key: string | null) => typedError<Submitted, ErrorInfo_Serialize>(__TAURI_INVOKE("submit", { id, text, intent, key })),
+	submit: (id: string, text: string, intent: Intent | null, key: string | null, images: ImageInput[]) => typedError<Submitted, ErrorInfo_Serialize>(__TAURI_INVOKE("submit", { id, text, intent, key, images })),
 	/**  Answers a questionnaire (plan approval, permission prompt, plan entry, goal approval). */
 	answer: (id: string, questionnaireId: string, answer: Answer_Deserialize) => typedError<null, ErrorInfo_Serialize>(__TAURI_INVOKE("answer", { id, questionnaireId, answer })),
 	/**  The Stop button: the running turn stops, the running tool is killed. */
@@ -811,7 +811,9 @@ context_window?: number }) & { actor?: never; after_tokens?: never; answer?: nev
 /**  The model's context window in tokens. */
 context_window: number }) & { actor?: never; after_tokens?: never; answer?: never; attempt?: never; author?: never; baseline?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; checkpoint_id?: never; command?: never; comments?: never; content?: never; cost_usd?: never; duration_ms?: never; error?: never; event?: never; exit_code?: never; failed?: never; files?: never; findings?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; images?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message?: never; message_id?: never; mode?: never; moved_aside?: never; name?: never; note?: never; outcome?: never; passed?: never; path?: never; plan_id?: never; position?: never; progress?: never; question?: never; questionnaire_id?: never; queue?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; rewound_turns?: never; scope?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; summary?: never; tail?: never; text?: never; tool_calls?: never; total?: never; truncated?: never; turn_id?: never; undo_checkpoint_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A message entered the queue. */
-({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string | null }) & { actor?: never; after_tokens?: never; answer?: never; attempt?: never; author?: never; baseline?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; checkpoint_id?: never; command?: never; comments?: never; content?: never; context_window?: never; cost_usd?: never; duration_ms?: never; error?: never; event?: never; exit_code?: never; failed?: never; files?: never; findings?: never; goal?: never; goal_id?: never; id?: never; images?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message?: never; mode?: never; model?: never; moved_aside?: never; name?: never; note?: never; outcome?: never; passed?: never; path?: never; permission_mode?: never; plan_id?: never; progress?: never; question?: never; questionnaire_id?: never; queue?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; rewound_turns?: never; scope?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; summary?: never; tail?: never; tool_calls?: never; total?: never; truncated?: never; turn_id?: never; undo_checkpoint_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string | null; 
+/**  The images attached, as the model is sent them. */
+images?: ToolImage[] }) & { actor?: never; after_tokens?: never; answer?: never; attempt?: never; author?: never; baseline?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; checkpoint_id?: never; command?: never; comments?: never; content?: never; context_window?: never; cost_usd?: never; duration_ms?: never; error?: never; event?: never; exit_code?: never; failed?: never; files?: never; findings?: never; goal?: never; goal_id?: never; id?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message?: never; mode?: never; model?: never; moved_aside?: never; name?: never; note?: never; outcome?: never; passed?: never; path?: never; permission_mode?: never; plan_id?: never; progress?: never; question?: never; questionnaire_id?: never; queue?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; rewound_turns?: never; scope?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; summary?: never; tail?: never; tool_calls?: never; total?: never; truncated?: never; turn_id?: never; undo_checkpoint_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**
  *  A queued message was dropped before it ran (for example a goal continuation that
  *  became stale).
@@ -979,7 +981,9 @@ context_window: number }) & { actor?: never; after_tokens?: never; answer?: neve
 /**  The model's context window in tokens. */
 context_window: number }) & { actor?: never; after_tokens?: never; answer?: never; attempt?: never; author?: never; baseline?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; checkpoint_id?: never; command?: never; comments?: never; content?: never; cost_usd?: never; duration_ms?: never; error?: never; event?: never; exit_code?: never; failed?: never; files?: never; findings?: never; goal?: never; goal_id?: never; id?: never; idempotency_key?: never; images?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message?: never; message_id?: never; mode?: never; moved_aside?: never; name?: never; note?: never; outcome?: never; passed?: never; path?: never; plan_id?: never; position?: never; progress?: never; question?: never; questionnaire_id?: never; queue?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; rewound_turns?: never; scope?: never; session_dir?: never; sha256?: never; source?: never; status?: never; steps?: never; summary?: never; tail?: never; text?: never; tool_calls?: never; total?: never; truncated?: never; turn_id?: never; undo_checkpoint_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**  A message entered the queue. */
-({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string }) & { actor?: never; after_tokens?: never; answer?: never; attempt?: never; author?: never; baseline?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; checkpoint_id?: never; command?: never; comments?: never; content?: never; context_window?: never; cost_usd?: never; duration_ms?: never; error?: never; event?: never; exit_code?: never; failed?: never; files?: never; findings?: never; goal?: never; goal_id?: never; id?: never; images?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message?: never; mode?: never; model?: never; moved_aside?: never; name?: never; note?: never; outcome?: never; passed?: never; path?: never; permission_mode?: never; plan_id?: never; progress?: never; question?: never; questionnaire_id?: never; queue?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; rewound_turns?: never; scope?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; summary?: never; tail?: never; tool_calls?: never; total?: never; truncated?: never; turn_id?: never; undo_checkpoint_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
+({ type: "message.admitted"; message_id: number; source: MessageSource; text: string; position: Position; idempotency_key?: string; 
+/**  The images attached, as the model is sent them. */
+images?: ToolImage[] }) & { actor?: never; after_tokens?: never; answer?: never; attempt?: never; author?: never; baseline?: never; before_tokens?: never; bytes?: never; call_id?: never; changes?: never; checkpoint_id?: never; command?: never; comments?: never; content?: never; context_window?: never; cost_usd?: never; duration_ms?: never; error?: never; event?: never; exit_code?: never; failed?: never; files?: never; findings?: never; goal?: never; goal_id?: never; id?: never; interaction_mode?: never; items?: never; key?: never; kind?: never; message?: never; mode?: never; model?: never; moved_aside?: never; name?: never; note?: never; outcome?: never; passed?: never; path?: never; permission_mode?: never; plan_id?: never; progress?: never; question?: never; questionnaire_id?: never; queue?: never; reason?: never; reasoning?: never; recovered?: never; resumed?: never; rewound_turns?: never; scope?: never; session_dir?: never; sha256?: never; status?: never; steps?: never; summary?: never; tail?: never; tool_calls?: never; total?: never; truncated?: never; turn_id?: never; undo_checkpoint_id?: never; usage?: never; usage_limit?: never; version?: never; wait_ms?: never; workspace?: never } | 
 /**
  *  A queued message was dropped before it ran (for example a goal continuation that
  *  became stale).
@@ -1776,6 +1780,17 @@ export type GrantOffer_Serialize = {
 	/**  `allow_prefix`: the command prefix. */
 	prefix: string | null,
 	prefix_text: string | null,
+};
+
+/**
+ *  An image attached to a message, as a front end sends it. The runtime finds its type by
+ *  its content (PNG, JPEG, GIF or WebP), never by its name, and refuses anything else.
+ */
+export type ImageInput = {
+	/**  What errors call it: the file's name or "pasted image". */
+	name: string,
+	/**  The file's bytes, base64. */
+	data: string,
 };
 
 /**  One project-instructions file as a session took it when it started. */
@@ -2684,6 +2699,11 @@ export type ProviderConfig_Deserialize = {
 	model?: string | null,
 	/**  Context window of the model in tokens. */
 	context_tokens?: number | null,
+	/**
+	 *  Whether its models take images (a message with images to one that does not is refused
+	 *  before any call).
+	 */
+	images?: boolean,
 };
 
 /**  A named provider from the settings file. */
@@ -2697,6 +2717,11 @@ export type ProviderConfig_Serialize = {
 	model: string | null,
 	/**  Context window of the model in tokens. */
 	context_tokens: number | null,
+	/**
+	 *  Whether its models take images (a message with images to one that does not is refused
+	 *  before any call).
+	 */
+	images: boolean,
 };
 
 /**  Wire format a provider speaks. */

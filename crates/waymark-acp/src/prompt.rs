@@ -41,6 +41,7 @@ pub(crate) async fn run(
             position: Position::Tail,
             idempotency_key: None,
             intent: None,
+            images: Vec::new(),
         },
     };
     let (mut follow, _) = submit_and_follow(&open.handle, Some(op))

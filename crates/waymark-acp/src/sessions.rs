@@ -334,6 +334,7 @@ impl Sessions {
             position: Position::Tail,
             idempotency_key: None,
             intent: None,
+            images: Vec::new(),
         };
         match target {
             None if !in_plan => {

@@ -17,6 +17,11 @@ pub const EXTENSION: &str = "subagents";
 /// The extension that offers `task`.
 pub struct SubagentsExtension;
 
+/// How many `task` calls of one reply run at once unless the settings say otherwise.
+pub const DEFAULT_MAX_PARALLEL: usize = 4;
+/// The most `extensions.subagents.max_parallel` may be.
+const MAX_PARALLEL_LIMIT: u64 = 16;
+
 impl Extension for SubagentsExtension {
     fn name(&self) -> &'static str {
         EXTENSION
@@ -27,7 +32,8 @@ impl Extension for SubagentsExtension {
     }
 
     /// `extensions.subagents`: `models` maps the model names agent files use (`sonnet`) to
-    /// model specs (`anthropic:claude-sonnet-4-5`).
+    /// model specs (`anthropic:claude-sonnet-4-5`); `max_parallel` is how many `task` calls
+    /// of one reply run at once (1 to 16, default 4).
     fn check_settings(
         &self,
         section: &serde_json::Value,
@@ -38,10 +44,22 @@ impl Extension for SubagentsExtension {
                 .as_object()
                 .ok_or_else(|| ConfigError::new("", "must be an object"))?;
             for (key, value) in map {
+                if key == "max_parallel" {
+                    if !value
+                        .as_u64()
+                        .is_some_and(|n| (1..=MAX_PARALLEL_LIMIT).contains(&n))
+                    {
+                        return Err(ConfigError::new(
+                            key,
+                            format!("must be a whole number from 1 to {MAX_PARALLEL_LIMIT}"),
+                        ));
+                    }
+                    continue;
+                }
                 if key != "models" {
                     return Err(ConfigError::new(
                         key,
-                        "is not a setting of subagents (models)",
+                        "is not a setting of subagents (models, max_parallel)",
                     ));
                 }
                 let models = value
@@ -59,5 +77,26 @@ impl Extension for SubagentsExtension {
             Ok(())
         };
         Some(check())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_settings_take_models_and_a_sane_max_parallel_and_nothing_else() {
+        let check = |v| SubagentsExtension.check_settings(&v).unwrap();
+        assert!(
+            check(json!({"models": {"sonnet": "anthropic:claude-sonnet-4-5"}, "max_parallel": 2}))
+                .is_ok()
+        );
+        for bad in [json!(0), json!(17), json!(-1), json!("4"), json!(2.5)] {
+            let err = check(json!({ "max_parallel": bad })).unwrap_err();
+            assert!(err.to_string().contains("from 1 to 16"), "{bad}: {err}");
+        }
+        let err = check(json!({"max_paralel": 2})).unwrap_err();
+        assert!(err.to_string().contains("models, max_parallel"), "{err}");
     }
 }

@@ -90,9 +90,7 @@ impl SessionTool for Task {
                     role: AgentRole::Subagent,
                     turn_id: ctx.turn_id,
                     system: system(def, api),
-                    brief: vec![ModelMessage::User {
-                        text: args.prompt.clone(),
-                    }],
+                    brief: vec![ModelMessage::user(args.prompt.clone())],
                     tools: Arc::new(move |t: &dyn Tool| match &filter {
                         Tools::ReadOnly => t.effects() == Effects::READS,
                         Tools::Parent => true,
@@ -135,6 +133,16 @@ impl SessionTool for Task {
     /// A subagent is not offered `task`: one level deep.
     fn for_subagents(&self) -> bool {
         false
+    }
+
+    /// Children run side by side, up to `extensions.subagents.max_parallel` (default 4).
+    fn at_once(&self, api: &SessionApi) -> usize {
+        api.config()
+            .extensions
+            .get(crate::EXTENSION)
+            .and_then(|s| s.get("max_parallel"))
+            .and_then(Value::as_u64)
+            .map_or(crate::DEFAULT_MAX_PARALLEL, |n| n as usize)
     }
 }
 

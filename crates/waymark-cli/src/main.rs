@@ -12,6 +12,7 @@ mod checkpoint;
 mod exit;
 mod follow;
 mod goal;
+mod image;
 mod limits;
 mod mcp;
 mod plan;
@@ -94,6 +95,10 @@ enum Command {
         /// with `waymark worktree`. `/goal … worktree` asks the same.
         #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
         worktree: Option<String>,
+        /// Attach an image (PNG, JPEG, GIF or WebP, at most 5 MB) to the message; repeat
+        /// for several. The model must take images.
+        #[arg(long = "image", value_name = "PATH", requires = "prompt")]
+        images: Vec<PathBuf>,
         /// The message; without it, queued or parked work resumes.
         prompt: Option<String>,
     },
@@ -360,7 +365,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             context_window: _,
             wait_limit,
             worktree,
+            images,
         } => {
+            // Read before any session is made: a file that cannot be sent stops the run here.
+            let images = image::read_all(&images)?;
             if plan && prompt.is_none() {
                 anyhow::bail!("--plan needs a prompt: the message that starts the plan");
             }
@@ -402,6 +410,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 position: Position::Tail,
                 idempotency_key: None,
                 intent: plan.then_some(Intent::PlanEntry),
+                images,
             });
             drive(&runtime, handle, op, json, wait_limit).await
         }

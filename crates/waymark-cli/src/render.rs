@@ -121,10 +121,23 @@ impl Printer {
             } => {
                 outln!("● now on model {model} · permissions {permission_mode}");
             }
-            EventKind::MessageAdmitted { source, text, .. } => {
+            EventKind::MessageAdmitted {
+                source,
+                text,
+                images,
+                ..
+            } => {
                 self.end_line();
                 if *source != waymark_protocol::MessageSource::User {
                     outln!("[{} message] {}", source.as_str(), one_line(text, 100));
+                }
+                for i in images {
+                    // The base64 length, as bytes: about what was sent.
+                    outln!(
+                        "[image attached: {}, {} KB]",
+                        i.mime,
+                        i.data.len() * 3 / 4 / 1024
+                    );
                 }
             }
             EventKind::MessageDropped { reason, .. } => outln!("[message dropped: {reason}]"),

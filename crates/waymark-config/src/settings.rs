@@ -427,6 +427,10 @@ pub struct ProviderConfig {
     /// Context window of the model in tokens.
     #[serde(default)]
     pub context_tokens: Option<u64>,
+    /// Whether its models take images (a message with images to one that does not is refused
+    /// before any call).
+    #[serde(default)]
+    pub images: bool,
 }
 
 /// Feature flags.

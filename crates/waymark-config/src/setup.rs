@@ -118,6 +118,8 @@ pub fn plan(config: &Config, setup: &ModelSetup, with_key: bool) -> Result<Setup
             route: RouteKind::OwnKey,
             model: None,
             context_tokens: None,
+            // A compatible server may not take images: the user says so in the settings.
+            images: setup.provider.builtin().is_some(),
         });
     if needs_key && entry.api_key_env.is_none() {
         entry.api_key_env = Some(key_var(&name));

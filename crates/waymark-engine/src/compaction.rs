@@ -21,7 +21,8 @@
 //! toward a goal's budget). The rows stay in the store: the transcript keeps everything.
 
 use crate::provider::{
-    CallPurpose, ModelMessage, ModelRequest, RESULT_OVERHEAD_BYTES, calls_bytes, estimate_tokens,
+    CallPurpose, IMAGE_BYTES, ModelMessage, ModelRequest, RESULT_OVERHEAD_BYTES, calls_bytes,
+    estimate_tokens,
 };
 use crate::store::HistoryItem;
 use crate::store::compactions::CompactionRow;
@@ -54,14 +55,16 @@ about 600 words. Do not call tools.";
 /// Our estimate of one history item's size in tokens (the measure `ModelRequest` uses).
 pub fn item_tokens(item: &HistoryItem) -> u64 {
     let bytes = match item {
-        HistoryItem::User { text, .. } => text.len(),
+        HistoryItem::User { text, images, .. } => text.len() + images.len() * IMAGE_BYTES,
         // Reasoning is sent back where the wire takes it: it counts.
         HistoryItem::Assistant {
             text,
             reasoning,
             tool_calls,
         } => text.len() + reasoning.as_ref().map_or(0, String::len) + calls_bytes(tool_calls),
-        HistoryItem::ToolResult { content, .. } => content.len() + RESULT_OVERHEAD_BYTES,
+        HistoryItem::ToolResult {
+            content, images, ..
+        } => content.len() + RESULT_OVERHEAD_BYTES + images.len() * IMAGE_BYTES,
     };
     estimate_tokens(bytes)
 }
@@ -125,14 +128,22 @@ fn clip(text: &str, n: usize) -> String {
 
 fn render(item: &HistoryItem) -> String {
     match item {
-        HistoryItem::User { text, source } => {
+        HistoryItem::User {
+            text,
+            source,
+            images,
+        } => {
             let who = match source {
                 MessageSource::User => "User",
                 MessageSource::Goal => "Goal runner",
                 MessageSource::Questionnaire => "User (through a question)",
                 MessageSource::System => "System",
             };
-            format!("## {who}\n{text}")
+            if images.is_empty() {
+                format!("## {who}\n{text}")
+            } else {
+                format!("## {who}\n{text}\n({} image(s) attached)", images.len())
+            }
         }
         HistoryItem::Assistant {
             text, tool_calls, ..
@@ -175,7 +186,7 @@ pub fn keep_in_summary(request: &mut ModelRequest, keep: &[String]) {
     if keep.is_empty() {
         return;
     }
-    if let Some(ModelMessage::User { text }) = request.messages.last_mut() {
+    if let Some(ModelMessage::User { text, .. }) = request.messages.last_mut() {
         text.push_str("\n\n# What the summary must keep\n\n");
         text.push_str(&waymark_protocol::display::cut_at(
             keep.join("\n\n"),
@@ -226,9 +237,9 @@ pub fn request(
     };
     ModelRequest {
         system: PROMPT.to_string(),
-        messages: vec![ModelMessage::User {
-            text: format!("{head}# The conversation to summarize\n\n{body}"),
-        }],
+        messages: vec![ModelMessage::user(format!(
+            "{head}# The conversation to summarize\n\n{body}"
+        ))],
         tools: Vec::new(),
         max_output_tokens: SUMMARY_MAX_TOKENS,
         purpose: CallPurpose::Compact,
@@ -283,6 +294,7 @@ pub fn pinned(previous: Option<&CompactionRow>, items: &[HistoryItem]) -> Vec<St
         HistoryItem::User {
             text,
             source: MessageSource::Questionnaire,
+            ..
         } => Some(text.clone()),
         _ => None,
     }));
@@ -327,6 +339,7 @@ mod tests {
             HistoryItem::User {
                 text: t.into(),
                 source: MessageSource::User,
+                images: Vec::new(),
             },
         )
     }
@@ -432,6 +445,7 @@ mod tests {
             .map(|i| HistoryItem::User {
                 text: format!("message {i} {}", "y".repeat(200)),
                 source: MessageSource::User,
+                images: Vec::new(),
             })
             .collect();
         let req = request(None, &items, 16_000);
@@ -440,7 +454,7 @@ mod tests {
             "{}",
             req.estimated_tokens()
         );
-        let ModelMessage::User { text } = &req.messages[0] else {
+        let ModelMessage::User { text, .. } = &req.messages[0] else {
             panic!()
         };
         assert!(text.contains("message 0 ") && text.contains("message 399 "));
@@ -478,6 +492,7 @@ mod tests {
         let approved = HistoryItem::User {
             text: "plan v2".into(),
             source: MessageSource::Questionnaire,
+            images: Vec::new(),
         };
         let items = [write, approved];
         assert_eq!(

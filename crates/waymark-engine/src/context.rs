@@ -87,7 +87,7 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
     let mut reminded = false;
     for (turn, item) in parts.history {
         messages.push(match item {
-            HistoryItem::User { text, .. } => {
+            HistoryItem::User { text, images, .. } => {
                 let text = match parts.reminders {
                     Some(r) if !reminded && *turn == Some(parts.current_turn) => {
                         reminded = true;
@@ -95,7 +95,10 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
                     }
                     _ => text.clone(),
                 };
-                ModelMessage::User { text }
+                ModelMessage::User {
+                    text,
+                    images: images.clone(),
+                }
             }
             HistoryItem::Assistant {
                 text,
@@ -136,7 +139,7 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
     // The current turn's first message was compacted away: the reminders go at the start of
     // the conversation (the compaction's summary) instead, never lost.
     if let (Some(r), false) = (parts.reminders, reminded)
-        && let Some(ModelMessage::User { text }) = messages.first_mut()
+        && let Some(ModelMessage::User { text, .. }) = messages.first_mut()
     {
         *text = format!("{r}\n\n{text}");
     }
@@ -204,6 +207,7 @@ mod tests {
             HistoryItem::User {
                 text: "first".into(),
                 source: MessageSource::User,
+                images: Vec::new(),
             },
         )];
         for i in 0..5 {
@@ -237,6 +241,7 @@ mod tests {
             HistoryItem::User {
                 text: "second".into(),
                 source: MessageSource::User,
+                images: Vec::new(),
             },
         ));
         h
@@ -279,13 +284,13 @@ mod tests {
         let (req, el) = build_request(parts(&h, 1_000_000, Some(&r)));
         assert_eq!(el, Elision::default());
         match req.messages.last().unwrap() {
-            ModelMessage::User { text } => {
+            ModelMessage::User { text, .. } => {
                 assert!(text.starts_with("<system_reminder>") && text.ends_with("second"))
             }
             other => panic!("{other:?}"),
         }
         match &req.messages[0] {
-            ModelMessage::User { text } => assert_eq!(text, "first"),
+            ModelMessage::User { text, .. } => assert_eq!(text, "first"),
             other => panic!("{other:?}"),
         }
     }

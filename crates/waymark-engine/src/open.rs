@@ -175,7 +175,6 @@ pub fn attach(id: &str, a: Attach<'_>) -> Result<(SessionHandle, LiveSession)> {
         },
         instructions,
         compact_requested,
-        agent_runs: Default::default(),
         poked: Default::default(),
     });
     let live = LiveSession(Arc::downgrade(&core));

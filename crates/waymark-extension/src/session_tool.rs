@@ -74,6 +74,13 @@ pub trait SessionTool: Tool {
     fn for_subagents(&self) -> bool {
         false
     }
+
+    /// How many calls of it in one reply may run at once (consecutive calls of it, in
+    /// order): 1, one after another, unless each call works on its own (a subagent, with a
+    /// context of its own) and so may run beside the others.
+    fn at_once(&self, _api: &SessionApi) -> usize {
+        1
+    }
 }
 
 /// A runtime error as a tool result: refusals go to the model, the rest ends the turn.

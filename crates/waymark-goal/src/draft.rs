@@ -47,7 +47,7 @@ pub async fn draft(api: &SessionApi, rough: &str) -> Result<GoalDraft> {
     let route = api.route();
     let mut request = ModelRequest {
         system: SYSTEM.into(),
-        messages: vec![ModelMessage::User { text: brief(rough) }],
+        messages: vec![ModelMessage::user(brief(rough))],
         tools: Vec::new(),
         max_output_tokens: 1024,
         purpose: CallPurpose::Draft,

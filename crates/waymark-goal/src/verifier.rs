@@ -156,9 +156,10 @@ pub(crate) async fn verify(
     });
     // The test files' diff since the goal started (G-51): a weakened test is not progress.
     let diff = super::baseline::test_diff(api, &g.id, TEST_DIFF_CHARS)?;
-    let brief = vec![ModelMessage::User {
-        text: super::prompts::with_test_diff(verifier_brief(g, &evidence(api), claim), &diff),
-    }];
+    let brief = vec![ModelMessage::user(super::prompts::with_test_diff(
+        verifier_brief(g, &evidence(api), claim),
+        &diff,
+    ))];
     let route = match evaluator_route(api, mode) {
         Ok(r) => r,
         Err(_) if cancel.is_cancelled() => return Ok(Checked::Stopped),

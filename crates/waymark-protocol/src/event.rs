@@ -67,6 +67,9 @@ pub enum EventKind {
         position: Position,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         idempotency_key: Option<String>,
+        /// The images attached, as the model is sent them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<crate::ToolImage>,
     },
     /// A queued message was dropped before it ran (for example a goal continuation that
     /// became stale).

@@ -52,8 +52,10 @@ pub struct ToolImage {
 
 /// The image types passed on (those every provider with images takes).
 pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-/// The most images one result passes on.
+/// The most images one result (or one message) passes on.
 pub const MAX_IMAGES: usize = 4;
+/// The largest image a user attaches, in bytes (before it is fitted).
+pub const MAX_ATTACHED_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 /// The largest image passed on, in base64 bytes (a larger one is only described).
 pub const MAX_IMAGE_BASE64: usize = 1024 * 1024;
 
@@ -64,6 +66,9 @@ pub enum HistoryItem {
     User {
         text: String,
         source: MessageSource,
+        /// The images the user attached, checked and fitted when admitted.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ToolImage>,
     },
     Assistant {
         text: String,

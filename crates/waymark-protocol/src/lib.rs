@@ -28,9 +28,10 @@ pub use goal::{
     QueuedGoal, UsageLimit, WaitCheck,
 };
 pub use history::{
-    HistoryItem, IMAGE_TYPES, MAX_IMAGE_BASE64, MAX_IMAGES, ToolCallRecord, ToolImage,
+    HistoryItem, IMAGE_TYPES, MAX_ATTACHED_IMAGE_BYTES, MAX_IMAGE_BASE64, MAX_IMAGES,
+    ToolCallRecord, ToolImage,
 };
-pub use op::{Intent, Op, Position};
+pub use op::{ImageInput, Intent, Op, Position};
 pub use question::*;
 pub use types::*;
 pub use views::*;

@@ -22,6 +22,17 @@ pub enum Intent {
     PlanExit,
 }
 
+/// An image attached to a message, as a front end sends it. The runtime finds its type by
+/// its content (PNG, JPEG, GIF or WebP), never by its name, and refuses anything else.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ImageInput {
+    /// What errors call it: the file's name or "pasted image".
+    pub name: String,
+    /// The file's bytes, base64.
+    pub data: String,
+}
+
 /// What a front end asks of a session.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -38,6 +49,9 @@ pub enum Op {
         idempotency_key: Option<String>,
         #[serde(default)]
         intent: Option<Intent>,
+        /// Images attached to the message (at most [`crate::MAX_IMAGES`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageInput>,
     },
     /// Answer a pending questionnaire, then run the queue.
     Answer {

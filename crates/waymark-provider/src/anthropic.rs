@@ -41,7 +41,15 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
     };
     for m in &req.messages {
         match m {
-            ModelMessage::User { text } => push("user", json!({"type": "text", "text": text})),
+            ModelMessage::User { text, images } => {
+                push("user", json!({"type": "text", "text": text}));
+                for i in images {
+                    push(
+                        "user",
+                        json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}}),
+                    );
+                }
+            }
             ModelMessage::Assistant {
                 text, tool_calls, ..
             } => {
@@ -369,6 +377,10 @@ impl ModelProvider for AnthropicProvider {
         waymark_config::setup::local_address(&self.endpoint.base_url)
     }
 
+    fn takes_images(&self) -> bool {
+        self.endpoint.images
+    }
+
     fn context_tokens(&self) -> u64 {
         self.endpoint.context_tokens
     }
@@ -455,7 +467,7 @@ mod tests {
         let req = ModelRequest {
             system: "sys".into(),
             messages: vec![
-                ModelMessage::User { text: "hi".into() },
+                ModelMessage::user("hi"),
                 ModelMessage::Assistant {
                     text: String::new(),
                     reasoning: None,

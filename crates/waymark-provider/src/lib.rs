@@ -36,6 +36,9 @@ pub struct Endpoint {
     pub key_hint: String,
     pub route: RouteKind,
     pub context_tokens: u64,
+    /// Whether its models take images (OpenAI's, Anthropic's and Ollama's do; a server named in
+    /// the settings only when its `images` says so).
+    pub images: bool,
 }
 
 impl Endpoint {
@@ -49,6 +52,8 @@ impl Endpoint {
 pub enum ModelMessage {
     User {
         text: String,
+        /// Images the user attached (checked and fitted when admitted).
+        images: Vec<waymark_protocol::ToolImage>,
     },
     Assistant {
         text: String,
@@ -64,6 +69,16 @@ pub enum ModelMessage {
         /// in a line for those that do not).
         images: Vec<waymark_protocol::ToolImage>,
     },
+}
+
+impl ModelMessage {
+    /// A user message of text alone.
+    pub fn user(text: impl Into<String>) -> Self {
+        ModelMessage::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
 }
 
 /// A tool as offered to the model.
@@ -108,7 +123,7 @@ impl ModelRequest {
         let mut bytes = self.system.len();
         for m in &self.messages {
             bytes += match m {
-                ModelMessage::User { text } => text.len(),
+                ModelMessage::User { text, images } => text.len() + images.len() * IMAGE_BYTES,
                 // Reasoning is sent back where the wire takes it (`reasoning_content`), so it
                 // counts: limits and charges work from this figure.
                 ModelMessage::Assistant {
@@ -229,6 +244,11 @@ pub trait ModelProvider: Send + Sync {
     fn is_local(&self) -> bool {
         false
     }
+    /// Whether it takes images in a user's message: one sent to a model that does not is
+    /// refused before any call.
+    fn takes_images(&self) -> bool {
+        false
+    }
     /// Runs one call, streaming pieces into `sink`.
     fn call<'a>(
         &'a self,
@@ -314,6 +334,9 @@ impl ModelProvider for Unavailable {
     }
     fn is_local(&self) -> bool {
         self.built.get().is_some_and(|p| p.is_local())
+    }
+    fn takes_images(&self) -> bool {
+        self.built.get().is_some_and(|p| p.takes_images())
     }
     fn call<'a>(
         &'a self,

@@ -79,7 +79,28 @@ pub(crate) fn request_body(
             shown.extend(images.iter().map(|i| (name.as_str(), i)));
         }
         messages.push(match m {
-            ModelMessage::User { text } => Msg::User { content: text },
+            ModelMessage::User { text, images: pics } if !pics.is_empty() => {
+                if images {
+                    let mut parts = vec![Part::Text { text: text.clone() }];
+                    parts.extend(pics.iter().map(|i| Part::ImageUrl {
+                        image_url: ImageUrl {
+                            url: format!("data:{};base64,{}", i.mime, i.data),
+                        },
+                    }));
+                    Msg::UserParts { content: parts }
+                } else {
+                    // A model switched to after the images were admitted: it is told of them.
+                    Msg::UserParts {
+                        content: vec![Part::Text {
+                            text: format!(
+                                "{text}\n\n({} attached image(s) not shown: this model takes no images)",
+                                pics.len()
+                            ),
+                        }],
+                    }
+                }
+            }
+            ModelMessage::User { text, .. } => Msg::User { content: text },
             ModelMessage::Assistant {
                 text,
                 reasoning,
@@ -510,6 +531,10 @@ impl ModelProvider for OpenAiProvider {
         waymark_config::setup::local_address(&self.endpoint.base_url)
     }
 
+    fn takes_images(&self) -> bool {
+        self.endpoint.images
+    }
+
     fn list_models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
         Box::pin(async move {
             let ep = &self.endpoint;
@@ -540,13 +565,8 @@ impl ModelProvider for OpenAiProvider {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
             let ep = &self.endpoint;
-            // OpenAI's own endpoint takes images; a compatible server may not.
-            let body = request_body(
-                &ep.model,
-                request,
-                ep.label == "openai",
-                openai_service(&ep.base_url),
-            )?;
+            // OpenAI's own endpoint and Ollama's take images; a compatible server may not.
+            let body = request_body(&ep.model, request, ep.images, openai_service(&ep.base_url))?;
             let mut headers = Vec::new();
             if let Some(k) = &ep.api_key {
                 headers.push(("authorization", format!("Bearer {k}")));
@@ -616,6 +636,7 @@ mod tests {
                     key_hint: "K".into(),
                     route: RouteKind::OwnKey,
                     context_tokens: 8000,
+                    images: true,
                 },
                 crate::HttpOptions::default(),
             )
@@ -660,7 +681,7 @@ mod tests {
         let req = ModelRequest {
             system: "sys".into(),
             messages: vec![
-                ModelMessage::User { text: "hi".into() },
+                ModelMessage::user("hi"),
                 ModelMessage::Assistant {
                     text: String::new(),
                     reasoning: Some("because".into()),
@@ -725,9 +746,7 @@ mod tests {
             messages: vec![
                 result("a", vec![png.clone()]),
                 result("b", vec![]),
-                ModelMessage::User {
-                    text: "next".into(),
-                },
+                ModelMessage::user("next"),
             ],
             tools: vec![],
             max_output_tokens: 9,

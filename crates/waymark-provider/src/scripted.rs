@@ -219,7 +219,7 @@ fn scripted_draft(request: &ModelRequest) -> String {
         .iter()
         .rev()
         .find_map(|m| match m {
-            crate::ModelMessage::User { text } => Some(text.as_str()),
+            crate::ModelMessage::User { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .unwrap_or("");
@@ -287,7 +287,7 @@ impl ScriptedProvider {
     /// The branch the request's newest user-side message calls for, if any.
     fn branch_for(&self, request: &ModelRequest) -> Option<usize> {
         let newest = request.messages.iter().rev().find_map(|m| match m {
-            crate::ModelMessage::User { text } => Some(text.as_str()),
+            crate::ModelMessage::User { text, .. } => Some(text.as_str()),
             _ => None,
         })?;
         self.script.branches.iter().position(|b| b.matches(newest))
@@ -426,6 +426,11 @@ impl ModelProvider for ScriptedProvider {
 
     fn context_tokens(&self) -> u64 {
         self.script.context_tokens.unwrap_or(200_000)
+    }
+
+    /// The scripted model stands for one that does: tests read what it was sent.
+    fn takes_images(&self) -> bool {
+        true
     }
 
     fn call<'a>(
@@ -608,7 +613,7 @@ mod tests {
     fn said(text: &str) -> ModelRequest {
         ModelRequest {
             messages: vec![
-                crate::ModelMessage::User { text: text.into() },
+                crate::ModelMessage::user(text),
                 crate::ModelMessage::ToolResult {
                     call_id: "c".into(),
                     name: "read_file".into(),

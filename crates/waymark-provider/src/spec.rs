@@ -110,6 +110,7 @@ pub fn resolve_model(
                     .context_tokens
                     .or_else(|| known_context_window(rest))
                     .unwrap_or(b.context_tokens),
+                images: true,
             };
             wire(b.anthropic, endpoint, opts)?
         }
@@ -152,6 +153,7 @@ pub fn resolve_model(
                     .or(p.context_tokens)
                     .or(known)
                     .unwrap_or(128_000),
+                images: p.images,
             };
             wire(p.kind == ProviderKind::Anthropic, endpoint, opts)?
         }

@@ -122,6 +122,7 @@ fn thousand_turns(c: &mut Criterion) {
                         position: Position::Tail,
                         idempotency_key: None,
                         intent: None,
+                        images: Vec::new(),
                     })
                     .await
                     .unwrap();

@@ -137,6 +137,7 @@ fn run_turns(
                                 position: Position::Tail,
                                 idempotency_key: None,
                                 intent: None,
+                                images: Vec::new(),
                             })
                             .await
                             .unwrap();
@@ -266,6 +267,7 @@ fn context_assembly(c: &mut Criterion) {
             HistoryItem::User {
                 text: format!("Continue with step {t} of the refactor."),
                 source: MessageSource::Goal,
+                images: Vec::new(),
             },
         ));
         history.push((

@@ -27,9 +27,7 @@ const PROBE_LIMIT: Duration = Duration::from_secs(45);
 fn request() -> ModelRequest {
     ModelRequest {
         system: "This is a connection check. Answer with one word.".into(),
-        messages: vec![ModelMessage::User {
-            text: "Say ready.".into(),
-        }],
+        messages: vec![ModelMessage::user("Say ready.")],
         tools: Vec::new(),
         max_output_tokens: 32,
         purpose: CallPurpose::Main,

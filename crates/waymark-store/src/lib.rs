@@ -51,6 +51,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0014_estimated_usage.sql"),
     include_str!("../migrations/0015_spend_holds.sql"),
     include_str!("../migrations/0016_turn_parking.sql"),
+    include_str!("../migrations/0017_message_images.sql"),
 ];
 
 /// Column `idx` of a row holding the wire name of a closed set (a status, kind or author);

@@ -2,7 +2,7 @@
 
 use super::{Result, StoreError as Error};
 use rusqlite::{Connection, OptionalExtension, params};
-use waymark_protocol::{MessageInfo, MessageSource, MessageStatus, Position};
+use waymark_protocol::{MessageInfo, MessageSource, MessageStatus, Position, ToolImage};
 
 /// A message as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +13,8 @@ pub struct MessageRow {
     pub text: String,
     pub status: MessageStatus,
     pub idempotency_key: Option<String>,
+    /// The images attached (fitted and checked when admitted).
+    pub images: Vec<ToolImage>,
 }
 
 fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
@@ -23,10 +25,20 @@ fn row_to_message(r: &rusqlite::Row<'_>) -> rusqlite::Result<MessageRow> {
         text: r.get(3)?,
         status: super::enum_col(r, 4)?,
         idempotency_key: r.get(5)?,
+        images: match r.get::<_, Option<String>>(6)? {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str(&json).map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    6,
+                    rusqlite::types::Type::Text,
+                    format!("the message's images are not a list of images: {e}").into(),
+                )
+            })?,
+        },
     })
 }
 
-const COLUMNS: &str = "id, session_id, source, text, status, idempotency_key";
+const COLUMNS: &str = "id, session_id, source, text, status, idempotency_key, images";
 
 impl super::Tx<'_> {
     /// Queues a message and logs it as `message.admitted` (a repeated idempotency key queues
@@ -39,7 +51,21 @@ impl super::Tx<'_> {
         position: Position,
         key: Option<&str>,
     ) -> Result<(MessageRow, bool)> {
-        let (m, created) = self.insert_message(session_id, source, text, position, key)?;
+        self.admit_message_with_images(session_id, source, text, position, key, Vec::new())
+    }
+
+    /// [`Self::admit_message`] with images attached (checked and fitted by the caller).
+    pub fn admit_message_with_images(
+        &mut self,
+        session_id: &str,
+        source: MessageSource,
+        text: &str,
+        position: Position,
+        key: Option<&str>,
+        images: Vec<ToolImage>,
+    ) -> Result<(MessageRow, bool)> {
+        let (m, created) =
+            self.insert_message_with_images(session_id, source, text, position, key, images)?;
         if created {
             self.emit(
                 session_id,
@@ -49,6 +75,7 @@ impl super::Tx<'_> {
                     text: text.to_string(),
                     position,
                     idempotency_key: key.map(str::to_string),
+                    images: m.images.clone(),
                 },
             )?;
         }
@@ -65,12 +92,30 @@ impl super::Tx<'_> {
         position: Position,
         key: Option<&str>,
     ) -> Result<(MessageRow, bool)> {
+        self.insert_message_with_images(session_id, source, text, position, key, Vec::new())
+    }
+
+    fn insert_message_with_images(
+        &mut self,
+        session_id: &str,
+        source: MessageSource,
+        text: &str,
+        position: Position,
+        key: Option<&str>,
+        images: Vec<ToolImage>,
+    ) -> Result<(MessageRow, bool)> {
         if let Some(k) = key
             && let Some(existing) = by_key(self.conn(), session_id, k)?
         {
             return Ok((existing, false));
         }
         let text = self.redact(text).into_owned();
+        let stored = if images.is_empty() {
+            None
+        } else {
+            Some(serde_json::to_string(&images).map_err(|e| Error::Corrupt(e.to_string()))?)
+        };
+        let now = self.now();
         let c = self.conn();
         let sql = match position {
             Position::Head => {
@@ -84,10 +129,10 @@ impl super::Tx<'_> {
             .prepare_cached(sql)?
             .query_row([session_id], |r| r.get(0))?;
         c.prepare_cached(
-            "INSERT INTO messages (session_id, source, text, status, queue_pos, idempotency_key, admitted_at)
-             VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6)",
+            "INSERT INTO messages (session_id, source, text, status, queue_pos, idempotency_key, admitted_at, images)
+             VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7)",
         )?
-        .execute(params![session_id, source.as_str(), &text, pos, key, self.now()])?;
+        .execute(params![session_id, source.as_str(), &text, pos, key, now, stored])?;
         let id = c.last_insert_rowid();
         Ok((
             MessageRow {
@@ -97,6 +142,7 @@ impl super::Tx<'_> {
                 text,
                 status: MessageStatus::Queued,
                 idempotency_key: key.map(str::to_string),
+                images,
             },
             true,
         ))

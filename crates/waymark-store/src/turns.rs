@@ -577,6 +577,7 @@ mod tests {
                         &HistoryItem::User {
                             text: format!("turn {n}"),
                             source: MessageSource::User,
+                            images: Vec::new(),
                         },
                     )?;
                     Ok::<_, crate::StoreError>(t)

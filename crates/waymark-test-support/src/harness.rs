@@ -167,6 +167,7 @@ pub fn user(text: &str) -> Op {
         position: Position::Tail,
         idempotency_key: None,
         intent: None,
+        images: Vec::new(),
     }
 }
 
@@ -323,6 +324,9 @@ impl ModelProvider for Recording {
     }
     fn context_tokens(&self) -> u64 {
         self.inner.context_tokens()
+    }
+    fn takes_images(&self) -> bool {
+        self.inner.takes_images()
     }
     fn call<'a>(
         &'a self,

@@ -199,18 +199,33 @@ pub enum Flavor {
 /// A streamed reply in `flavor`'s wire format: `text`, then optionally one tool call, with
 /// `input` as the reported input tokens.
 pub fn reply(flavor: Flavor, text: &str, call: Option<(&str, Value)>, input: u64) -> MockResponse {
+    let calls: Vec<(&str, Value)> = call.into_iter().collect();
+    reply_calls(flavor, text, &calls, input)
+}
+
+/// [`reply`] with any number of tool calls, in order.
+pub fn reply_calls(
+    flavor: Flavor,
+    text: &str,
+    calls: &[(&str, Value)],
+    input: u64,
+) -> MockResponse {
     let mut s = String::new();
     match flavor {
         Flavor::OpenAi => {
             let mut ev = |v: Value| s.push_str(&format!("data: {v}\n\n"));
             ev(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}));
-            if let Some((name, args)) = &call {
+            for (i, (name, args)) in calls.iter().enumerate() {
                 ev(
-                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": format!("call_{}", i + 1), "type": "function",
                     "function": {"name": name, "arguments": args.to_string()}}]}}]}),
                 );
             }
-            let finish = if call.is_some() { "tool_calls" } else { "stop" };
+            let finish = if calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            };
             ev(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}));
             ev(json!({"choices": [], "usage": {"prompt_tokens": input, "completion_tokens": 30}}));
             s.push_str("data: [DONE]\n\n");
@@ -234,24 +249,25 @@ pub fn reply(flavor: Flavor, text: &str, call: Option<(&str, Value)>, input: u64
                 "content_block_stop",
                 json!({"type": "content_block_stop", "index": 0}),
             );
-            if let Some((name, args)) = &call {
+            for (i, (name, args)) in calls.iter().enumerate() {
+                let index = i + 1;
                 ev(
                     "content_block_start",
-                    json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": name, "input": {}}}),
+                    json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{index}"), "name": name, "input": {}}}),
                 );
                 ev(
                     "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+                    json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
                 );
                 ev(
                     "content_block_stop",
-                    json!({"type": "content_block_stop", "index": 1}),
+                    json!({"type": "content_block_stop", "index": index}),
                 );
             }
-            let stop = if call.is_some() {
-                "tool_use"
-            } else {
+            let stop = if calls.is_empty() {
                 "end_turn"
+            } else {
+                "tool_use"
             };
             ev(
                 "message_delta",

@@ -2,6 +2,7 @@
 //! run before any tool (see [`crate::guard`]); tools themselves confine writes to the
 //! workspace and the session's `artifacts/` folder ([`fs_policy`]).
 
+pub mod attach;
 mod bash;
 pub mod fs_policy;
 pub mod image;

@@ -1,7 +1,7 @@
 // Keeps the store (`store.ts`) live: feeds it the app's typed events and command results,
 // and runs the fetches it asks for. The only module here that talks to the app.
 import { commands, events } from "../bindings";
-import type { BudgetChange, Intent, PermissionMode, RewindScope } from "../bindings";
+import type { BudgetChange, ImageInput, Intent, PermissionMode, RewindScope } from "../bindings";
 import { blankLeft, emptyStore, reduce, type Action, type Effect, type Panel } from "./store";
 import { foldLog, type SessionState } from "./session";
 import { scrubCli } from "./slash";
@@ -277,11 +277,11 @@ export function createLive(notify: Notify, onopened: (id: string) => void = () =
     },
 
     /** Sends a message to the open session; false when it was not accepted. */
-    async send(text: string, intent: Intent | null): Promise<boolean> {
+    async send(text: string, intent: Intent | null, images: ImageInput[] = []): Promise<boolean> {
       const id = store.open?.id;
       if (!id) return false;
       touched.add(id);
-      const r = await commands.submit(id, text, intent, crypto.randomUUID());
+      const r = await commands.submit(id, text, intent, crypto.randomUUID(), images);
       if (r.status === "error") {
         // A command's refusal is written for the terminal too: said in the window's words.
         notify(text.startsWith("/") ? { ...r.error, message: scrubCli(r.error.message) } : r.error);

@@ -41,7 +41,7 @@ export type ToolProgress = { progress: number | null; total: number | null; mess
 export type FileChange = FileChange_Serialize;
 
 export type Item =
-  | { kind: "user"; key: string; text: string; source: Extract<MessageSource, "user" | "questionnaire">; turn?: number }
+  | { kind: "user"; key: string; text: string; source: Extract<MessageSource, "user" | "questionnaire">; turn?: number; images?: ToolImage[] }
   | { kind: "chip"; key: string; text: string; tone: "goal" | "system" | "plan" | "error"; detail?: string | null; next?: "settings" | "retry" | null }
   | { kind: "assistant"; key: string; turnId: number; text: string; tools: ToolItem[] }
   /** The model's view of the conversation was compacted here (everything stays shown). */
@@ -329,7 +329,7 @@ export function answerCard(e: CardSource, asked: Asked): Item | null {
 function admitted(e: EventOf<"message.admitted">, asked: Asked): Item {
   switch (e.source) {
     case "user":
-      return { kind: "user", key: `m${e.message_id}`, text: e.text, source: "user" };
+      return { kind: "user", key: `m${e.message_id}`, text: e.text, source: "user", ...(e.images?.length ? { images: e.images } : {}) };
     case "questionnaire":
       return answerCard(e, asked) ?? { kind: "user", key: `m${e.message_id}`, text: e.text, source: "questionnaire" };
     case "goal":

@@ -5,6 +5,7 @@ mod cost;
 mod crash;
 mod goal;
 mod hooks;
+mod images;
 mod mcp;
 mod output;
 mod plan;

@@ -11,7 +11,7 @@
 mod nesting;
 mod run;
 
-pub(crate) use nesting::AgentRuns;
+pub(crate) use nesting::{at_level, current_level, depth_under};
 pub(crate) use run::run_agent;
 
 use crate::error::Result;

@@ -1,52 +1,43 @@
-//! How deep the session's subagent runs nest: each gets its depth, and none nests deeper
-//! than [`MAX_SUBAGENT_DEPTH`], whatever its model keeps asking for.
+//! How deep subagent runs nest: a run started by a call runs one level below that call's
+//! (the session's agent is level 0), and none nests deeper than [`MAX_SUBAGENT_DEPTH`],
+//! whatever its model keeps asking for. Runs side by side (several `task` calls of one reply)
+//! are at the same level: the depth goes down the chain of callers, never across siblings.
+//! Each run's level is a task-local around its own future, so siblings polled together each
+//! see theirs, and no caller can say what its level is.
 
 use crate::error::{Error, Result};
-use std::sync::atomic::{AtomicU8, Ordering};
+
+tokio::task_local! {
+    /// The level of the run whose future is being polled (unset: the session's agent).
+    static LEVEL: u8;
+}
+
+/// The level of the run polling now: 0 for the session's agent.
+pub(crate) fn current_level() -> u8 {
+    LEVEL.try_with(|l| *l).unwrap_or(0)
+}
+
+/// Runs `fut` as a run at `level`: what it starts is counted from there.
+pub(crate) async fn at_level<F: std::future::Future>(level: u8, fut: F) -> F::Output {
+    LEVEL.scope(level, fut).await
+}
 
 /// How deep subagents may nest: a subagent's tool may start another only this far.
 pub(crate) const MAX_SUBAGENT_DEPTH: u8 = 3;
 
-/// How many subagent runs are under way now, one inside another (calls run one at a time,
-/// so the runs under way are one chain).
-#[derive(Default)]
-pub(crate) struct AgentRuns {
-    nested: AtomicU8,
-}
-
-/// A subagent run under way, at its depth. Its level of nesting is given back when it is
-/// dropped, however the run ended.
-pub(crate) struct Entered<'a> {
-    pub(crate) depth: u8,
-    nested: &'a AtomicU8,
-}
-
-impl Drop for Entered<'_> {
-    fn drop(&mut self) {
-        self.nested.fetch_sub(1, Ordering::AcqRel);
+/// The depth of a run started by a call at depth `caller`; refused past
+/// [`MAX_SUBAGENT_DEPTH`].
+pub(crate) fn depth_under(caller: u8) -> Result<u8> {
+    let depth = caller.saturating_add(1);
+    if depth > MAX_SUBAGENT_DEPTH {
+        return Err(Error::refused_as(
+            "subagent_too_deep",
+            format!(
+                "a subagent cannot start another here: subagents nest at most {MAX_SUBAGENT_DEPTH} deep"
+            ),
+        ));
     }
-}
-
-impl AgentRuns {
-    /// Starts a subagent run one level deeper than the runs now under way; refused past
-    /// [`MAX_SUBAGENT_DEPTH`].
-    pub(crate) fn enter(&self) -> Result<Entered<'_>> {
-        let depth = self.nested.fetch_add(1, Ordering::AcqRel).saturating_add(1);
-        // Made before anything can fail, so the level is given back whatever happens.
-        let entered = Entered {
-            depth,
-            nested: &self.nested,
-        };
-        if depth > MAX_SUBAGENT_DEPTH {
-            return Err(Error::refused_as(
-                "subagent_too_deep",
-                format!(
-                    "a subagent cannot start another here: subagents nest at most {MAX_SUBAGENT_DEPTH} deep"
-                ),
-            ));
-        }
-        Ok(entered)
-    }
+    Ok(depth)
 }
 
 #[cfg(test)]
@@ -54,19 +45,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_level_is_given_back_so_a_refusal_leaves_room_for_the_next_run() {
-        let runs = AgentRuns::default();
-        let first = runs.enter().unwrap();
-        let second = runs.enter().unwrap();
-        let third = runs.enter().unwrap();
-        assert_eq!((first.depth, second.depth, third.depth), (1, 2, 3));
-        assert!(runs.enter().is_err());
-        // The refused run took no level, and every run has a number of its own.
-        assert!(runs.enter().is_err());
-        drop(third);
-        let again = runs.enter().unwrap();
-        assert_eq!(again.depth, 3);
-        drop((first, second, again));
-        assert_eq!(runs.enter().unwrap().depth, 1);
+    fn a_run_is_one_level_below_its_caller_and_none_goes_past_the_limit() {
+        assert_eq!(depth_under(0).unwrap(), 1);
+        assert_eq!(depth_under(2).unwrap(), 3);
+        assert!(depth_under(3).is_err());
+        assert!(depth_under(u8::MAX).is_err());
+    }
+
+    #[tokio::test]
+    async fn siblings_polled_together_each_see_their_own_level() {
+        assert_eq!(current_level(), 0);
+        let sibling = |n: u8| {
+            at_level(n, async move {
+                tokio::task::yield_now().await;
+                let mine = current_level();
+                let inner = at_level(depth_under(mine).unwrap(), async { current_level() }).await;
+                (mine, inner)
+            })
+        };
+        let (a, b) = tokio::join!(sibling(1), sibling(2));
+        assert_eq!((a, b), ((1, 2), (2, 3)));
+        assert_eq!(current_level(), 0);
     }
 }

@@ -22,13 +22,17 @@ pub(crate) async fn run_agent(
     api: &SessionApi,
     spec: AgentSpec,
 ) -> Result<AgentEnd> {
-    let (actor, prefix, _nested) = match spec.role {
-        AgentRole::Verifier => (CallActor::Verifier, "tv".to_string(), None),
+    let (actor, prefix, level) = match spec.role {
+        AgentRole::Verifier => (
+            CallActor::Verifier,
+            "tv".to_string(),
+            super::current_level(),
+        ),
         AgentRole::Subagent => {
-            let entered = core.agent_runs.enter()?;
+            let depth = super::depth_under(super::current_level())?;
             // An id of its own, so no two runs' calls share one, in this process or after.
             let prefix = core.journal.ids.new_id("ta");
-            (CallActor::Subagent(entered.depth), prefix, Some(entered))
+            (CallActor::Subagent(depth), prefix, depth)
         }
     };
     // A subagent is not offered what acts on the session itself (it is refused anyway).
@@ -63,7 +67,7 @@ pub(crate) async fn run_agent(
         ctx,
         spec,
     };
-    super::run_loop(core, api, &mut rec, &cancel).await
+    super::at_level(level, super::run_loop(core, api, &mut rec, &cancel)).await
 }
 
 /// The recorder of a run that keeps nothing: its messages in memory, its calls as events.

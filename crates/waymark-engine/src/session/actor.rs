@@ -228,14 +228,18 @@ impl Actor {
                 position,
                 idempotency_key,
                 intent,
+                images,
             } => {
                 let out = admit(
                     &self.core,
-                    &text,
-                    source,
-                    position,
-                    idempotency_key.as_deref(),
-                    intent,
+                    super::admit::Submission {
+                        text: &text,
+                        source,
+                        position,
+                        key: idempotency_key.as_deref(),
+                        intent,
+                        images: &images,
+                    },
                 )?;
                 if matches!(out, OpOutcome::Admitted { created: true, .. }) {
                     self.announced = Announced::Nothing;

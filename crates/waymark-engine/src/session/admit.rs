@@ -6,38 +6,87 @@ use super::{OpOutcome, SessionCore, changed};
 use crate::commands;
 use crate::error::{Error, Result};
 use crate::extension::SessionApi;
-use crate::store::{self, Tx};
+use crate::store;
 use std::sync::Arc;
-use waymark_protocol::{EventKind, Intent, MessageSource, Position};
+use waymark_protocol::{
+    EventKind, ImageInput, Intent, MAX_IMAGES, MessageSource, Position, ToolImage,
+};
 
-/// Queues a message in `tx` and logs `message.admitted`; with an idempotency key already used
-/// in the session, returns the existing message (`false`) and logs nothing.
-fn admit_message(
-    tx: &mut Tx<'_>,
-    sid: &str,
-    source: MessageSource,
-    text: &str,
-    position: Position,
-    key: Option<&str>,
-) -> Result<(store::MessageRow, bool)> {
-    Ok(tx.admit_message(sid, source, text, position, key)?)
+/// A message as a front end submits it.
+pub(super) struct Submission<'a> {
+    pub text: &'a str,
+    pub source: MessageSource,
+    pub position: Position,
+    pub key: Option<&'a str>,
+    pub intent: Option<Intent>,
+    pub images: &'a [ImageInput],
+}
+
+/// The images of a message, checked before anything is admitted: a model that takes none is
+/// refused here, before any call; each image is typed by its content, at most 5 MB, and
+/// fitted to what providers take. Each is also kept in the session folder (`images/`).
+fn checked_images(core: &SessionCore, images: &[ImageInput]) -> Result<Vec<ToolImage>> {
+    if images.is_empty() {
+        return Ok(Vec::new());
+    }
+    if images.len() > MAX_IMAGES {
+        return Err(Error::refused(format!(
+            "{} images attached; a message takes at most {MAX_IMAGES}",
+            images.len()
+        )));
+    }
+    let route = core.route();
+    if !route.provider.takes_images() {
+        return Err(Error::refused(format!(
+            "the model {} takes no images: send the message without them, or switch to a model that takes images (for a server named in the settings, set its `images` to true)",
+            route.provider.describe()
+        )));
+    }
+    let mut out = Vec::with_capacity(images.len());
+    for input in images {
+        let image =
+            waymark_tools::attach::attach(input).map_err(|e| Error::refused(e.to_string()))?;
+        keep_image(&core.places.session_dir, &image)?;
+        out.push(image);
+    }
+    Ok(out)
+}
+
+/// Writes `image` to the session folder's `images/`, named by its content's hash.
+fn keep_image(session_dir: &std::path::Path, image: &ToolImage) -> Result<()> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(image.data.as_bytes())
+        .map_err(|e| Error::refused(format!("a fitted image is not base64: {e}")))?;
+    let dir = session_dir.join("images");
+    let ext = image.mime.trim_start_matches("image/");
+    let path = dir.join(format!("{}.{ext}", store::blobs::sha256_hex(&bytes)));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&path, &bytes))
+        .map_err(|e| Error::refused(format!("cannot keep the image in {}: {e}", dir.display())))
 }
 
 /// Admits a message in one transaction: slash commands run here and never reach the model;
 /// intents apply here; an idempotency key already used returns the existing message.
-pub(super) fn admit(
-    core: &Arc<SessionCore>,
-    text: &str,
-    source: MessageSource,
-    position: Position,
-    key: Option<&str>,
-    intent: Option<Intent>,
-) -> Result<OpOutcome> {
+pub(super) fn admit(core: &Arc<SessionCore>, m: Submission<'_>) -> Result<OpOutcome> {
+    let Submission {
+        text,
+        source,
+        position,
+        key,
+        intent,
+        images,
+    } = m;
     let sid = core.id.as_str();
     let api = SessionApi::new(core.clone());
     if source == MessageSource::User
         && let Some((name, args)) = commands::parse(text)
     {
+        if !images.is_empty() {
+            return Err(Error::refused(format!(
+                "/{name} is a command and takes no images: send them with a message"
+            )));
+        }
         let output = core.write(|tx| {
             let out = core.commands.run(tx, &api, name, args)?;
             tx.emit(
@@ -56,6 +105,7 @@ pub(super) fn admit(
     if text.trim().is_empty() {
         return Err(Error::refused("the message is empty".into()));
     }
+    let images = checked_images(core, images)?;
     core.write(|tx| {
         // The intent takes effect in the same transaction that admits the message (PM-6).
         if let Some(intent) = intent
@@ -65,7 +115,8 @@ pub(super) fn admit(
                 "no extension of this session handles the intent {intent:?}"
             )));
         }
-        let (m, created) = admit_message(tx, sid, source, text, position, key)?;
+        let (m, created) =
+            tx.admit_message_with_images(sid, source, text, position, key, images)?;
         if created {
             if source == MessageSource::User {
                 // From the stored text, redacted whole: a secret cut at 80 characters would

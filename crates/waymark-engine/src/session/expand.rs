@@ -65,6 +65,7 @@ pub(super) struct UserSubmit {
     position: waymark_protocol::Position,
     idempotency_key: Option<String>,
     intent: Option<waymark_protocol::Intent>,
+    images: Vec<waymark_protocol::ImageInput>,
 }
 
 impl UserSubmit {
@@ -77,12 +78,14 @@ impl UserSubmit {
                 position,
                 idempotency_key,
                 intent,
+                images,
             } => Split::User(
                 text,
                 UserSubmit {
                     position,
                     idempotency_key,
                     intent,
+                    images,
                 },
             ),
             other => Split::Other(other),
@@ -97,6 +100,7 @@ impl UserSubmit {
             position: self.position,
             idempotency_key: self.idempotency_key,
             intent: self.intent,
+            images: self.images,
         }
     }
 }

@@ -67,6 +67,7 @@ impl Conversation {
                 let item = store::HistoryItem::User {
                     text,
                     source: waymark_protocol::MessageSource::System,
+                    images: Vec::new(),
                 };
                 cache.push(0, None, item);
                 cache.compaction = Some(row);

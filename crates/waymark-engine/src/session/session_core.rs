@@ -46,8 +46,6 @@ pub(crate) struct SessionCore {
     /// Something an extension ran in the background finished: the idle session looks for
     /// work again ([`SessionHost::poke`]).
     pub poked: tokio::sync::Notify,
-    /// The subagent runs under way (their depth).
-    pub(crate) agent_runs: crate::agent::AgentRuns,
 }
 
 impl SessionCore {

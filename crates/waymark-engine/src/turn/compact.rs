@@ -156,6 +156,7 @@ pub(super) async fn compact(
     let message = HistoryItem::User {
         text: c::message(&row),
         source: MessageSource::System,
+        images: Vec::new(),
     };
     row.after_tokens = c::item_tokens(&message) + kept + fixed;
     core.write(|tx| {

@@ -50,6 +50,7 @@ pub(crate) async fn run(
                     &HistoryItem::User {
                         text: m.text.clone(),
                         source: m.source,
+                        images: m.images.clone(),
                     },
                 )?;
                 tx.emit(

@@ -125,6 +125,23 @@ impl<'a> Persisted<'a> {
     }
 }
 
+/// How many of `calls` (from the first) run side by side: the consecutive calls of the
+/// first one's tool, up to what that tool allows at once (1 for most tools).
+fn side_by_side(core: &SessionCore, api: &SessionApi, calls: &[store::ToolCallRecord]) -> usize {
+    let Some(first) = calls.first() else {
+        return 0;
+    };
+    let at_once = match core.find_tool(&first.name) {
+        Some(crate::session::FoundTool::Session(t)) => t.at_once(api).max(1),
+        _ => 1,
+    };
+    calls
+        .iter()
+        .take(at_once)
+        .take_while(|c| c.name == first.name)
+        .count()
+}
+
 impl Recorder for Persisted<'_> {
     type Exit = TurnExit;
 
@@ -147,7 +164,9 @@ impl Recorder for Persisted<'_> {
                 return Ok(None);
             }
             let mut terminate = false;
-            for call in &pending {
+            let mut at = 0;
+            while at < pending.len() {
+                let call = &pending[at];
                 if terminate {
                     record_result(
                         core,
@@ -157,15 +176,35 @@ impl Recorder for Persisted<'_> {
                         "not run: an earlier tool call ended the turn".into(),
                         Vec::new(),
                     )?;
+                    at += 1;
                     continue;
                 }
                 if self.cancel.is_cancelled() {
                     return finish_aborted(core, turn_id).map(Some);
                 }
-                match process_call(core, &self.api, turn_id, call, &self.tool_ctx).await? {
-                    CallOutcome::Done { terminate: t } => terminate = t,
-                    CallOutcome::Parked => return Ok(Some(TurnExit::Parked)),
-                    CallOutcome::Aborted => return finish_aborted(core, turn_id).map(Some),
+                // Consecutive calls of a tool that runs several at once (subagents) run side
+                // by side, as many as it allows; every other call runs alone, in order.
+                let group = &pending[at..at + side_by_side(core, &self.api, &pending[at..])];
+                at += group.len();
+                let outcomes = futures_util::future::join_all(
+                    group
+                        .iter()
+                        .map(|c| process_call(core, &self.api, turn_id, c, &self.tool_ctx)),
+                )
+                .await;
+                let (mut parked, mut aborted) = (false, false);
+                for outcome in outcomes {
+                    match outcome? {
+                        CallOutcome::Done { terminate: t } => terminate |= t,
+                        CallOutcome::Parked => parked = true,
+                        CallOutcome::Aborted => aborted = true,
+                    }
+                }
+                if aborted {
+                    return finish_aborted(core, turn_id).map(Some);
+                }
+                if parked {
+                    return Ok(Some(TurnExit::Parked));
                 }
             }
             if terminate {

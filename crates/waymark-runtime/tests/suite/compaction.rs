@@ -91,7 +91,7 @@ async fn long_turn(mut config: Config) -> Vec<u64> {
     }
     // The last request: the summary first (with the file read), then verbatim results.
     let last = main.last().unwrap();
-    let ModelMessage::User { text } = &last.messages[0] else {
+    let ModelMessage::User { text, .. } = &last.messages[0] else {
         panic!("starts with {:?}", last.messages[0])
     };
     assert!(text.contains("<conversation_summary>"), "{text}");
@@ -138,7 +138,7 @@ async fn a_refused_request_compacts_once_and_is_sent_again() {
         .find(|r| r.purpose == CallPurpose::Main)
         .unwrap();
     assert!(
-        matches!(&resent.messages[0], ModelMessage::User { text } if text.contains("<conversation_summary>"))
+        matches!(&resent.messages[0], ModelMessage::User { text, .. } if text.contains("<conversation_summary>"))
     );
 
     let events = run(&s, user("again")).await;
@@ -187,12 +187,12 @@ async fn slash_compact_between_turns_summarizes_at_once() {
     let requests = rec.requests.lock().unwrap().clone();
     let last = requests.last().unwrap();
     assert_eq!(last.purpose, CallPurpose::Main);
-    let ModelMessage::User { text } = &last.messages[0] else {
+    let ModelMessage::User { text, .. } = &last.messages[0] else {
         panic!()
     };
     assert!(text.contains("<conversation_summary>"));
     assert!(
-        matches!(last.messages.last(), Some(ModelMessage::User { text }) if text.ends_with("third"))
+        matches!(last.messages.last(), Some(ModelMessage::User { text, .. }) if text.ends_with("third"))
     );
     s.shutdown().await.unwrap();
 }

@@ -36,13 +36,14 @@ fn endpoint(url: &str, key: Option<&str>) -> Endpoint {
         key_hint: "TEST_API_KEY".into(),
         route: RouteKind::OwnKey,
         context_tokens: 100_000,
+        images: true,
     }
 }
 
 fn request() -> ModelRequest {
     ModelRequest {
         system: "be brief".into(),
-        messages: vec![ModelMessage::User { text: "hi".into() }],
+        messages: vec![ModelMessage::user("hi")],
         tools: vec![ToolSpec {
             name: "read_file".into(),
             description: "read".into(),

@@ -359,6 +359,7 @@ async fn idempotency_key_and_head_insertion() {
         position,
         idempotency_key: key.map(str::to_string),
         intent: None,
+        images: Vec::new(),
     };
     // Park the session on a questionnaire-free path: submit while nothing runs, then read order.
     let a = s
@@ -406,6 +407,7 @@ async fn head_insertion_runs_first() {
         position: Position::Head,
         idempotency_key: None,
         intent: None,
+        images: Vec::new(),
     })
     .await
     .unwrap();
@@ -680,7 +682,7 @@ mod extension_points {
         assert_eq!(reason, Some(TurnEndReason::Terminated));
         let reqs = rec.requests.lock().unwrap().clone();
         assert!(reqs[0].tools.iter().any(|t| t.name == "finish_now"));
-        let ModelMessage::User { text } = &reqs[0].messages[0] else {
+        let ModelMessage::User { text, .. } = &reqs[0].messages[0] else {
             panic!()
         };
         let (hi, lo) = (

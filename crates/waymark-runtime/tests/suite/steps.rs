@@ -120,7 +120,7 @@ fn session(h: &Harness, runtime: &Runtime) -> SessionHandle {
 
 fn user_text(m: &ModelMessage) -> Option<&str> {
     match m {
-        ModelMessage::User { text } => Some(text),
+        ModelMessage::User { text, .. } => Some(text),
         _ => None,
     }
 }

@@ -50,7 +50,7 @@ impl SessionTool for Delegate {
                     role: AgentRole::Subagent,
                     turn_id: ctx.turn_id,
                     system: "You do the task you are given.".into(),
-                    brief: vec![ModelMessage::User { text: task }],
+                    brief: vec![ModelMessage::user(task)],
                     tools: Arc::new(|_: &dyn Tool| true),
                     max_steps: 8,
                     answer_last: false,

@@ -158,7 +158,7 @@ async fn a_custom_agent_file_is_used_and_its_tools_only_narrow() {
     assert_eq!(child[0].1, ToolStatus::Denied, "{child:?}");
     assert!(!h.ws.join("by-checker").exists());
     let first = match &requests[1].messages[0] {
-        ModelMessage::User { text } => text.clone(),
+        ModelMessage::User { text, .. } => text.clone(),
         other => format!("{other:?}"),
     };
     assert_eq!(first, "Check the README.");
@@ -251,6 +251,78 @@ async fn a_task_runs_on_the_openai_and_anthropic_wires() {
         assert!(
             parent.contains("Child report: no files at all."),
             "{flavor:?}: {parent}"
+        );
+        s.shutdown().await.unwrap();
+    }
+}
+
+/// Two `task` calls in one reply, on each provider's wire (a mock server): the children run
+/// at once. Each child's reply streams with a pause of 1.5 s in it, so children run one after
+/// the other would reach the server at least that far apart; side by side, both ask before
+/// either is answered. With `max_parallel` 1 they run one after the other. The parent's next
+/// request holds both reports.
+#[tokio::test]
+async fn two_tasks_in_one_reply_run_at_once_on_the_openai_and_anthropic_wires() {
+    use super::mock_server::{Flavor, MockServer, on_mock, reply, reply_calls};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    const PAUSE: Duration = Duration::from_millis(1500);
+    for (flavor, max_parallel) in [
+        (Flavor::OpenAi, None),
+        (Flavor::Anthropic, None),
+        (Flavor::OpenAi, Some(1)),
+    ] {
+        let h = Harness::new(Config::default());
+        let arrivals: Arc<Mutex<Vec<(&str, Instant)>>> = Arc::default();
+        let seen = arrivals.clone();
+        let server = MockServer::start_with(move |r| {
+            let body = r.body.to_string();
+            if body.contains("You are a subagent") {
+                let which = if body.contains("Look at the tests.") { "one" } else { "two" };
+                seen.lock().unwrap().push((which, Instant::now()));
+                let mut slow = reply(flavor, &format!("Report {which}: all fine."), None, 50)
+                    .split_at(&[40]);
+                slow.pause = PAUSE;
+                slow
+            } else if body.contains("Report one") {
+                reply(flavor, "done", None, 200)
+            } else {
+                let look = |what: &str| {
+                    json!({"description": "look", "prompt": format!("Look at the {what}."), "agent": "explore"})
+                };
+                reply_calls(
+                    flavor,
+                    "Two at once.",
+                    &[("task", look("tests")), ("task", look("docs"))],
+                    100,
+                )
+            }
+        })
+        .await;
+        let (_rt, s) = on_mock(&h, flavor, &server, |o| {
+            if let Some(n) = max_parallel {
+                o.config
+                    .extensions
+                    .insert("subagents".into(), json!({"max_parallel": n}));
+            }
+        });
+        let r = results(&run(&s, user("survey the project")).await);
+        assert_eq!(r.len(), 2, "{flavor:?}: {r:?}");
+        assert!(r.iter().all(|r| r.1 == ToolStatus::Ok), "{flavor:?}: {r:?}");
+        let at = arrivals.lock().unwrap().clone();
+        assert_eq!(at.len(), 2, "{flavor:?}: {at:?}");
+        let apart = at[1].1.duration_since(at[0].1);
+        match max_parallel {
+            None => assert!(
+                apart < Duration::from_millis(1000),
+                "{flavor:?}: the second child asked {apart:?} after the first: they ran one after the other"
+            ),
+            Some(_) => assert!(apart >= PAUSE, "{flavor:?}: {apart:?}"),
+        }
+        let last = server.recorded().last().unwrap().body.to_string();
+        assert!(
+            last.contains("Report one: all fine.") && last.contains("Report two: all fine."),
+            "{flavor:?}: {last}"
         );
         s.shutdown().await.unwrap();
     }

@@ -90,7 +90,7 @@ async fn instructions_compaction_and_questions_from_before_the_split_reach_the_m
     assert!(first.system.contains(&stored), "{}", first.system);
     // The compaction's summary stands in for the older history.
     let summary = rows["compactions"][0][3].as_str().unwrap();
-    let ModelMessage::User { text } = &first.messages[0] else {
+    let ModelMessage::User { text, .. } = &first.messages[0] else {
         panic!("{:?}", first.messages[0])
     };
     assert!(text.contains(summary), "{text}");

@@ -57,7 +57,7 @@ async fn g_22_token_budget_denials_then_one_summary_turn_without_tools() {
         "one work call, then exactly one summary call"
     );
     assert!(reqs[1].tools.is_empty(), "the summary turn offers no tools");
-    let ModelMessage::User { text } = reqs[1]
+    let ModelMessage::User { text, .. } = reqs[1]
         .messages
         .iter()
         .rev()

@@ -123,7 +123,7 @@ async fn g_49_a_failing_cargo_test_keeps_the_goal_active_and_a_passing_one_compl
     let reqs = rec.requests.lock().unwrap().clone();
     assert!(
         reqs.iter().any(|r| r.messages.iter().any(|m| matches!(m,
-            ModelMessage::User { text } if text.contains("these fail: `cargo test --offline`") && text.contains("two and two")))),
+            ModelMessage::User { text, .. } if text.contains("these fail: `cargo test --offline`") && text.contains("two and two")))),
         "the failing test's output is in the next continuation"
     );
     // The build happened in the goal's scratch layer: no `target/` (nor Cargo.lock) here.

@@ -167,7 +167,7 @@ async fn g_21_a_step_capped_turn_continues_with_the_step_limit_prompt() {
         reqs[1]
             .messages
             .iter()
-            .any(|m| matches!(m, ModelMessage::User { text } if text.contains("step limit")))
+            .any(|m| matches!(m, ModelMessage::User { text, .. } if text.contains("step limit")))
     );
     s.shutdown().await.unwrap();
 }
@@ -218,7 +218,7 @@ async fn g_14_the_objective_cannot_break_out_of_its_element() {
     )
     .await;
     let req = rec.requests.lock().unwrap()[0].clone();
-    let ModelMessage::User { text } = req.messages.last().unwrap() else {
+    let ModelMessage::User { text, .. } = req.messages.last().unwrap() else {
         panic!()
     };
     assert_eq!(

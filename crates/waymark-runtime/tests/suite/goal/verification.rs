@@ -69,7 +69,7 @@ async fn g_18_g_21_a_failed_check_sends_the_gaps_then_a_pass_completes() {
     );
     let reqs = rec.requests.lock().unwrap().clone();
     let gap_turn = reqs.iter().find(|r| {
-        r.messages.iter().any(|m| matches!(m, ModelMessage::User { text } if text.contains("Gaps:") && text.contains("the README is missing")))
+        r.messages.iter().any(|m| matches!(m, ModelMessage::User { text, .. } if text.contains("Gaps:") && text.contains("the README is missing")))
     });
     assert!(
         gap_turn.is_some(),

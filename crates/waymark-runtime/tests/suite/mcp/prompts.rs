@@ -16,7 +16,7 @@ fn last_user_text(rec: &Recording) -> String {
         .iter()
         .rev()
         .find_map(|m| match m {
-            ModelMessage::User { text } => Some(text.clone()),
+            ModelMessage::User { text, .. } => Some(text.clone()),
             _ => None,
         })
         .expect("a user message")

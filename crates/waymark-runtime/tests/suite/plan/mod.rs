@@ -32,6 +32,7 @@ pub(super) fn plan_entry(text: &str) -> Op {
         position: Position::Tail,
         idempotency_key: None,
         intent: Some(Intent::PlanEntry),
+        images: Vec::new(),
     }
 }
 
@@ -42,6 +43,7 @@ pub(super) fn system(text: &str) -> Op {
         position: Position::Tail,
         idempotency_key: None,
         intent: None,
+        images: Vec::new(),
     }
 }
 
@@ -137,7 +139,7 @@ pub(super) fn first_user_text(req: &waymark_runtime::provider::ModelRequest) -> 
         .iter()
         .rev()
         .find_map(|m| match m {
-            ModelMessage::User { text } => Some(text.clone()),
+            ModelMessage::User { text, .. } => Some(text.clone()),
             _ => None,
         })
         .unwrap()

@@ -507,6 +507,7 @@ async fn pm_21_leaving_directly_never_implements_and_withdraws_the_review() {
         position: Position::Tail,
         idempotency_key: None,
         intent: Some(Intent::PlanExit),
+        images: Vec::new(),
     })
     .await
     .unwrap();

@@ -98,6 +98,7 @@ pub fn plan_entry(text: &str) -> waymark_protocol::Op {
         position: waymark_protocol::Position::Tail,
         idempotency_key: None,
         intent: Some(waymark_protocol::Intent::PlanEntry),
+        images: Vec::new(),
     }
 }
 
