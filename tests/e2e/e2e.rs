@@ -23,6 +23,7 @@ mod sessions;
 mod settings;
 mod setup;
 mod state;
+mod subagent;
 mod transcript;
 mod truth;
 mod wait;

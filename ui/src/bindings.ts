@@ -2614,6 +2614,31 @@ export type Price_Serialize = {
 	cached_input_per_mtok?: number | null,
 };
 
+/**  One hook of a project's settings. */
+export type ProjectHook = {
+	/**  The file that sets it, relative to the project. */
+	file: string,
+	/**  The event it runs on (`PreToolUse`). */
+	event: string,
+	/**  Its matcher (`*` for every tool). */
+	matcher: string,
+	/**  The whole command line. */
+	command: string,
+};
+
+/**
+ *  The hooks a project's settings files set (`.waymark/settings.json`,
+ *  `.claude/settings.json` and their `.local.json`), each command in full. Texts are escaped
+ *  for display.
+ */
+export type ProjectHooksQuestion = {
+	/**  The files read, relative to the project. */
+	files: string[],
+	/**  SHA-256 over the files and their bytes: the answer covers exactly this content. */
+	sha256: string,
+	hooks: ProjectHook[],
+};
+
 /**  One server of a project's `.mcp.json`. */
 export type ProjectServer = ProjectServer_Serialize | ProjectServer_Deserialize;
 
@@ -2746,7 +2771,9 @@ export type Question_Deserialize =
  */
 { kind: "elicitation"; payload: ElicitationQuestion_Deserialize } | 
 /**  A project's `.mcp.json` asks to start its servers. */
-{ kind: "project_servers"; payload: ProjectServersQuestion_Deserialize };
+{ kind: "project_servers"; payload: ProjectServersQuestion_Deserialize } | 
+/**  A project's settings files set hooks: commands that would run on this machine. */
+{ kind: "project_hooks"; payload: ProjectHooksQuestion };
 
 /**  What a questionnaire asks, by kind. On the wire: `{"kind": …, "payload": {…}}`. */
 export type Question_Serialize = 
@@ -2764,7 +2791,9 @@ export type Question_Serialize =
  */
 { kind: "elicitation"; payload: ElicitationQuestion_Serialize } | 
 /**  A project's `.mcp.json` asks to start its servers. */
-{ kind: "project_servers"; payload: ProjectServersQuestion_Serialize };
+{ kind: "project_servers"; payload: ProjectServersQuestion_Serialize } | 
+/**  A project's settings files set hooks: commands that would run on this machine. */
+{ kind: "project_hooks"; payload: ProjectHooksQuestion };
 
 /**  A pending or answered questionnaire. */
 export type QuestionnaireInfo = QuestionnaireInfo_Serialize | QuestionnaireInfo_Deserialize;
@@ -2786,7 +2815,7 @@ export type QuestionnaireInfo_Serialize = {
 };
 
 /**  Kinds of pending decisions the user must answer. */
-export type QuestionnaireKind = "permission" | "plan_entry" | "plan_approval" | "goal_approval" | "elicitation" | "project_servers";
+export type QuestionnaireKind = "permission" | "plan_entry" | "plan_approval" | "goal_approval" | "elicitation" | "project_servers" | "project_hooks";
 
 /**  Where a questionnaire stands. */
 export type QuestionnaireStatus = "pending" | "answered" | "withdrawn";

@@ -160,7 +160,7 @@ pub(crate) fn asked(q: &Question, questionnaire_id: &str) -> Option<Asked> {
         }
         // A project's servers run commands from the repository: an editor set to allow
         // every tool call must not start them. The prompt ends saying where to answer.
-        Question::ProjectServers(_) => None,
+        Question::ProjectServers(_) | Question::ProjectHooks(_) => None,
         _ => None,
     }
 }

@@ -617,6 +617,25 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
             out.push('\n');
             out.push_str(&cmd("reject"));
         }
+        Question::ProjectHooks(p) => {
+            // Escaped by the runtime: each line is what would run, in full.
+            out.push_str(&format!(
+                "? The project's settings ({}) set {} hook(s); each runs as you, on its event:\n",
+                p.files.join(", "),
+                p.hooks.len()
+            ));
+            for h in &p.hooks {
+                out.push_str(&format!(
+                    "  {} [{}] {}  (from {})\n",
+                    h.event, h.matcher, h.command, h.file
+                ));
+            }
+            out.push_str("  None runs until you approve; a change to these files asks again.\n");
+            out.push_str("  Answer with one of (remembered for this content of the files):\n");
+            out.push_str(&cmd("approve"));
+            out.push('\n');
+            out.push_str(&cmd("reject"));
+        }
     }
     out.trim_end().to_string()
 }

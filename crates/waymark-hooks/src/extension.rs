@@ -40,11 +40,33 @@ impl Extension for HooksExtension {
         vec![Arc::new(ListHooks)]
     }
 
+    fn migrations(&self) -> &'static [&'static str] {
+        &[include_str!(
+            "../migrations/0001_project_hook_decisions.sql"
+        )]
+    }
+
+    fn answers(&self) -> &'static [QuestionnaireKind] {
+        &[QuestionnaireKind::ProjectHooks]
+    }
+
+    fn on_answer(
+        &self,
+        tx: &mut Tx<'_>,
+        api: &SessionApi,
+        questionnaire: &waymark_extension::store::QuestionnaireRow,
+        answer: &waymark_protocol::Answer,
+    ) -> waymark_extension::Result<()> {
+        crate::project::on_answer(tx, api, questionnaire, answer)
+    }
+
     fn after_open<'a>(
         &'a self,
         api: &'a SessionApi,
     ) -> BoxFuture<'a, waymark_extension::Result<()>> {
         Box::pin(async move {
+            // Before anything fires: the project's hooks, if approved, or the question.
+            crate::project::on_open(api)?;
             let gathered = crate::fire::gathered(api);
             for why in &gathered.skipped {
                 api.transient(EventKind::SessionNotice {
@@ -350,7 +372,7 @@ impl SlashCommand for ListHooks {
             name: "hooks",
             usage: "/hooks",
             summary: "List the hooks in force and where each is set",
-            details: "Hooks come from the `hooks` section of your settings and, while hooks.import_claude is on (the default), from ~/.claude/settings.json.",
+            details: "Hooks come from the `hooks` section of your settings, from ~/.claude/settings.json while hooks.import_claude is on (the default), and from the project's .waymark/settings.json and .claude/settings.json (and their .local.json) once you approve them.",
         }
     }
 
@@ -363,7 +385,25 @@ impl SlashCommand for ListHooks {
             return Ok("No session to list hooks for.".into());
         };
         let g = crate::fire::gathered(api);
-        if g.hooks.is_empty() && g.skipped.is_empty() {
+        let waiting = match (
+            api.state::<crate::project::Approved>().get(),
+            crate::project::read(api.workspace()),
+        ) {
+            (None, Some(p)) => Some(format!(
+                "The project's settings ({}) set {} hook(s) that do not run: they are not approved in this session.{}",
+                p.files.join(", "),
+                p.hooks.len(),
+                p.skipped
+                    .iter()
+                    .map(|why| format!(
+                        "\nnot used: {}",
+                        waymark_protocol::display::escape_line(why)
+                    ))
+                    .collect::<String>()
+            )),
+            _ => None,
+        };
+        if g.hooks.is_empty() && g.skipped.is_empty() && waiting.is_none() {
             return Ok("No hooks are set. Add them under `hooks` in your settings, in Claude Code's shape, or in ~/.claude/settings.json.".into());
         }
         let mut out = String::new();
@@ -387,6 +427,9 @@ impl SlashCommand for ListHooks {
                 "not used: {}\n",
                 waymark_protocol::display::escape_line(why)
             ));
+        }
+        if let Some(w) = waiting {
+            out.push_str(&w);
         }
         Ok(out.trim_end().to_string())
     }

@@ -61,7 +61,15 @@ pub fn claude_file(api: &SessionApi) -> std::sync::Arc<ClaudeFile> {
 
 /// The hooks in force in the session now.
 pub fn gathered(api: &SessionApi) -> crate::sources::Gathered {
-    gather(&api.config(), &claude_file(api))
+    let project = api
+        .state::<crate::project::Approved>()
+        .get()
+        .map(|p| crate::sources::Gathered {
+            hooks: p.hooks.clone(),
+            skipped: p.skipped.clone(),
+        })
+        .unwrap_or_default();
+    gather(&api.config(), &claude_file(api), &project)
 }
 
 /// The hooks set on `event` for `tool`.
@@ -113,7 +121,7 @@ pub async fn fire(api: &SessionApi, f: Firing<'_>, cancel: &CancellationToken) -
             turn_id: f.turn_id,
             event: f.event.to_string(),
             command: escape_line(&hook.command.command),
-            source: hook.source.to_string(),
+            source: hook.source.clone(),
             duration_ms: u64::try_from(r.took.as_millis()).unwrap_or(u64::MAX),
             exit_code,
             outcome: s.outcome(),

@@ -8,6 +8,7 @@ mod extension;
 pub mod fire;
 pub mod names;
 pub mod outcome;
+pub mod project;
 pub mod run;
 pub mod sources;
 

@@ -3,8 +3,8 @@
 //! that cannot run there is skipped and said, the rest run). That file is read once, when the
 //! session opens ([`ClaudeFile`]): a command the agent runs later cannot move it away or
 //! break it to take its hooks out of the session. A project's own settings
-//! (`.waymark/settings.json`, `.claude/settings.json`) are not read: their hooks would run the
-//! project's code before the user has seen it.
+//! (`.waymark/settings.json`, `.claude/settings.json`) add theirs only once the user approved
+//! them (`project.rs`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,8 @@ const MAX_FILE: u64 = 1024 * 1024;
 pub struct Hook {
     pub event: String,
     pub command: HookCommand,
-    pub source: &'static str,
+    /// Where it is set: [`FROM_SETTINGS`], [`FROM_CLAUDE`], or a project's file.
+    pub source: String,
 }
 
 /// The hooks in force, and what was skipped (said once per session).
@@ -63,9 +64,9 @@ impl ClaudeFile {
     }
 }
 
-/// The hooks of the user's settings and, when on, of `~/.claude/settings.json` as read
-/// when the session opened.
-pub fn gather(config: &Config, claude: &ClaudeFile) -> Gathered {
+/// The hooks of the user's settings, when on of `~/.claude/settings.json` as read when the
+/// session opened, and the project's once approved.
+pub fn gather(config: &Config, claude: &ClaudeFile, project: &Gathered) -> Gathered {
     let mut out = Gathered::default();
     // The settings were checked when they loaded; a failure here would be a bug, said.
     let own = parse_strict(&config.hooks).unwrap_or_else(|e| {
@@ -78,25 +79,35 @@ pub fn gather(config: &Config, claude: &ClaudeFile) -> Gathered {
         add(&mut out.hooks, &claude.hooks, FROM_CLAUDE);
         out.skipped.extend(claude.skipped.iter().cloned());
     }
+    for hook in &project.hooks {
+        push(&mut out.hooks, hook.clone());
+    }
+    out.skipped.extend(project.skipped.iter().cloned());
     out
 }
 
-fn add(into: &mut Vec<Hook>, hooks: &Hooks, source: &'static str) {
+fn add(into: &mut Vec<Hook>, hooks: &Hooks, source: &str) {
     for (event, commands) in &hooks.by_event {
         for c in commands {
-            let hook = Hook {
-                event: event.clone(),
-                command: c.clone(),
-                source,
-            };
-            // The same command on the same event and matcher runs once.
-            if !into
-                .iter()
-                .any(|h| h.event == hook.event && h.command == hook.command)
-            {
-                into.push(hook);
-            }
+            push(
+                into,
+                Hook {
+                    event: event.clone(),
+                    command: c.clone(),
+                    source: source.to_string(),
+                },
+            );
         }
+    }
+}
+
+/// Adds `hook` unless the same command on the same event and matcher is there: it runs once.
+fn push(into: &mut Vec<Hook>, hook: Hook) {
+    if !into
+        .iter()
+        .any(|h| h.event == hook.event && h.command == hook.command)
+    {
+        into.push(hook);
     }
 }
 
@@ -172,22 +183,39 @@ mod tests {
         )
         .unwrap();
         let env = vec![(OsString::from("HOME"), home.path().as_os_str().to_owned())];
-        let g = gather(&Config::default(), &ClaudeFile::read(&env));
+        let g = gather(
+            &Config::default(),
+            &ClaudeFile::read(&env),
+            &Gathered::default(),
+        );
         assert_eq!(g.hooks.len(), 1);
         assert_eq!(g.hooks[0].source, FROM_CLAUDE);
         assert_eq!(g.hooks[0].command.command, "./guard.sh");
         assert_eq!(g.skipped.len(), 1, "{:?}", g.skipped);
 
         let off = Config::from_json(r#"{"hooks": {"import_claude": false}}"#).unwrap();
-        assert!(gather(&off, &ClaudeFile::read(&env)).hooks.is_empty());
+        assert!(
+            gather(&off, &ClaudeFile::read(&env), &Gathered::default())
+                .hooks
+                .is_empty()
+        );
 
         // Read once: moving the file away later changes nothing for a session that read it.
         let read = ClaudeFile::read(&env);
         std::fs::remove_file(home.path().join(".claude/settings.json")).unwrap();
-        assert_eq!(gather(&Config::default(), &read).hooks.len(), 1);
+        assert_eq!(
+            gather(&Config::default(), &read, &Gathered::default())
+                .hooks
+                .len(),
+            1
+        );
 
         std::fs::write(home.path().join(".claude/settings.json"), "{not json").unwrap();
-        let g = gather(&Config::default(), &ClaudeFile::read(&env));
+        let g = gather(
+            &Config::default(),
+            &ClaudeFile::read(&env),
+            &Gathered::default(),
+        );
         assert!(g.hooks.is_empty());
         assert!(g.skipped[0].contains("not JSON"), "{:?}", g.skipped);
     }

@@ -23,6 +23,35 @@ pub enum Question {
     Elicitation(ElicitationQuestion),
     /// A project's `.mcp.json` asks to start its servers.
     ProjectServers(ProjectServersQuestion),
+    /// A project's settings files set hooks: commands that would run on this machine.
+    ProjectHooks(ProjectHooksQuestion),
+}
+
+/// The hooks a project's settings files set (`.waymark/settings.json`,
+/// `.claude/settings.json` and their `.local.json`), each command in full. Texts are escaped
+/// for display.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ProjectHooksQuestion {
+    /// The files read, relative to the project.
+    pub files: Vec<String>,
+    /// SHA-256 over the files and their bytes: the answer covers exactly this content.
+    pub sha256: String,
+    pub hooks: Vec<ProjectHook>,
+}
+
+/// One hook of a project's settings.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ProjectHook {
+    /// The file that sets it, relative to the project.
+    pub file: String,
+    /// The event it runs on (`PreToolUse`).
+    pub event: String,
+    /// Its matcher (`*` for every tool).
+    pub matcher: String,
+    /// The whole command line.
+    pub command: String,
 }
 
 /// The servers a project's `.mcp.json` would start, each as it would be started. Texts are
@@ -278,6 +307,7 @@ pub enum TypedAnswer {
     GoalApproval(Approval),
     Elicitation(FormReply),
     ProjectServers(Approval),
+    ProjectHooks(Approval),
 }
 
 /// An answer the question does not take; names what it does take.
@@ -298,6 +328,7 @@ impl Question {
             Question::GoalApproval(_) => QuestionnaireKind::GoalApproval,
             Question::Elicitation(_) => QuestionnaireKind::Elicitation,
             Question::ProjectServers(_) => QuestionnaireKind::ProjectServers,
+            Question::ProjectHooks(_) => QuestionnaireKind::ProjectHooks,
         }
     }
 
@@ -315,9 +346,10 @@ impl Question {
                 a.push("deny");
                 a
             }
-            Question::PlanEntry(_) | Question::GoalApproval(_) | Question::ProjectServers(_) => {
-                vec!["approve", "reject"]
-            }
+            Question::PlanEntry(_)
+            | Question::GoalApproval(_)
+            | Question::ProjectServers(_)
+            | Question::ProjectHooks(_) => vec!["approve", "reject"],
             Question::PlanApproval(_) => vec!["approve", "defer", "revise", "reject", "withdraw"],
             Question::Elicitation(_) => vec!["accept", "decline", "cancel"],
         }
@@ -369,6 +401,7 @@ impl Question {
             Question::PlanEntry(_) => approval(answer).map(TypedAnswer::PlanEntry),
             Question::GoalApproval(_) => approval(answer).map(TypedAnswer::GoalApproval),
             Question::ProjectServers(_) => approval(answer).map(TypedAnswer::ProjectServers),
+            Question::ProjectHooks(_) => approval(answer).map(TypedAnswer::ProjectHooks),
             Question::PlanApproval(_) => match answer {
                 Answer::Approve {
                     option,

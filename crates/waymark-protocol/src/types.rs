@@ -248,6 +248,7 @@ pub enum QuestionnaireKind {
     GoalApproval,
     Elicitation,
     ProjectServers,
+    ProjectHooks,
 }
 
 impl QuestionnaireKind {

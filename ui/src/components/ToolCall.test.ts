@@ -128,3 +128,28 @@ describe("ToolCall (MCP)", () => {
     expect(getAllByTestId("tool-image-refused").map((n) => n.textContent)).toEqual(["image of type image/svg+xml not shown", "image of type text/html not shown"]);
   });
 });
+
+describe("ToolCall (a subagent's transcript)", () => {
+  it("shows the subagent's calls under the task call, live, and folds them away on a click", async () => {
+    const child = item({ callId: "ta-1", name: "bash", args: { command: "ls src" }, status: "running", subagent: 1 });
+    const task = item({ callId: "t1", name: "task", args: { description: "look", prompt: "look around" }, status: "running", agent: "explore", children: [child] });
+    const view = render(ToolCall, { ...props(task), workspace: "/ws" });
+    const nested = view.getByTestId("subagent-transcript") as HTMLDetailsElement;
+    expect(nested.open).toBe(true);
+    expect(view.getByTestId("subagent-summary").textContent).toContain("explore");
+    expect(view.getByTestId("subagent-summary").textContent).toContain("1 call so far, working…");
+    const calls = nested.querySelectorAll("[data-testid=tool-call]");
+    expect(calls).toHaveLength(1);
+    expect(calls[0].getAttribute("data-tool")).toBe("bash");
+    await view.rerender({ ...props({ ...task, status: "ok", children: [{ ...child, status: "ok" }, { ...child, callId: "ta-2", name: "read_file", args: { path: "/ws/a" } }] }), workspace: "/ws" });
+    expect(view.getByTestId("subagent-summary").textContent).toContain("2 calls");
+    expect(view.getByTestId("subagent-summary").textContent).not.toContain("working");
+    await fireEvent.click(view.getByTestId("subagent-summary"));
+    expect((view.getByTestId("subagent-transcript") as HTMLDetailsElement).open).toBe(false);
+  });
+
+  it("shows nothing nested for a call without a subagent", () => {
+    const view = render(ToolCall, props(item({ name: "bash", args: { command: "ls" } })));
+    expect(view.queryByTestId("subagent-transcript")).toBeNull();
+  });
+});

@@ -117,6 +117,34 @@ describe("session reducer", () => {
     expect(tool()?.progress).toBeNull();
   });
 
+  it("puts a subagent's calls under the task call that started it, live, results and output included", () => {
+    // `ev` takes the fields every `tool.call` has; a subagent's adds its parent's.
+    const childCall = (body: Record<string, unknown>) => ev("tool.call", body as never);
+    seq = 0;
+    let s = run([
+      ev("turn.started", { turn_id: 1, message_id: 1, source: "user" }),
+      ev("tool.call", { turn_id: 1, call_id: "t1", name: "task", arguments: { prompt: "look", agent: "explore" } }),
+      childCall({ turn_id: 1, call_id: "ta-x_1_0_0", name: "bash", arguments: { command: "ls" }, actor: { subagent: 1 }, parent_call_id: "t1", agent: "explore" }),
+    ]);
+    const task = () => {
+      const it = s.items.at(-1);
+      return it?.kind === "assistant" ? it.tools : [];
+    };
+    expect(task()).toHaveLength(1);
+    expect(task()[0]).toMatchObject({ name: "task", agent: "explore", status: "running" });
+    expect(task()[0].children?.map((c) => [c.name, c.status, c.subagent])).toEqual([["bash", "running", 1]]);
+    s = applyEvent(s, ev("tool.output", { turn_id: 1, call_id: "ta-x_1_0_0", text: "a.txt\n" }, true));
+    expect(task()[0].children?.[0].live).toBe("a.txt\n");
+    s = applyEvent(s, ev("tool.result", { turn_id: 1, call_id: "ta-x_1_0_0", name: "bash", status: "ok", content: "a.txt" }));
+    expect(task()[0].children?.[0]).toMatchObject({ status: "ok", output: "a.txt" });
+    expect(task()[0].status).toBe("running");
+    s = applyEvent(s, ev("tool.result", { turn_id: 1, call_id: "t1", name: "task", status: "ok", content: "report" }));
+    expect(task()[0]).toMatchObject({ status: "ok", output: "report" });
+    // A call naming a parent that is not in the transcript stays a call of its own.
+    s = applyEvent(s, childCall({ turn_id: 1, call_id: "ta-y_1_0_0", name: "read_file", arguments: {}, actor: { subagent: 1 }, parent_call_id: "gone", agent: "general" }));
+    expect(task().map((t) => t.name)).toEqual(["task", "read_file"]);
+  });
+
   it("keeps a running command's newest output lines as they arrive, and drops them at its result", () => {
     seq = 0;
     let s = run([ev("turn.started", { turn_id: 1, message_id: 1, source: "user" }), ev("tool.call", { turn_id: 1, call_id: "c1", name: "bash", arguments: { command: "make" } })]);

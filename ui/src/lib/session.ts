@@ -31,6 +31,9 @@ export type ToolItem = {
   live?: string;
   /** The images its result carries (an MCP tool's), shown under it. */
   images?: ToolImage[];
+  /** A `task` call: the agent it started, and that subagent's own calls, live. */
+  agent?: string;
+  children?: ToolItem[];
 };
 
 /** How far a running call has come, as its tool last said: `progress` of `total` when the
@@ -284,8 +287,18 @@ function withAssistant(s: SessionState, turnId: number, seq: number, f: (a: Extr
 /** The items with the call `callId` of turn `turnId` changed by `f`; unchanged when the call
  *  is not in the transcript. */
 /** Where the assistant item holding call `callId` of turn `turnId` is, or -1. */
+/** Whether `t` is the call `callId`, or a subagent under it made that call. */
+const holds = (t: ToolItem, callId: string): boolean => t.callId === callId || (t.children ?? []).some((c) => holds(c, callId));
+
 function toolAt(s: SessionState, turnId: number, callId: string): number {
-  return s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === turnId && it.tools.some((t) => t.callId === callId));
+  return s.items.findLastIndex((it) => it.kind === "assistant" && it.turnId === turnId && it.tools.some((t) => holds(t, callId)));
+}
+
+/** `t` with `f` applied to the call `callId`, wherever it is under it. */
+function changed(t: ToolItem, callId: string, f: (t: ToolItem) => ToolItem): ToolItem {
+  if (t.callId === callId) return f(t);
+  if (!t.children || !holds(t, callId)) return t;
+  return { ...t, children: t.children.map((c) => changed(c, callId, f)) };
 }
 
 function withTool(s: SessionState, turnId: number, callId: string, f: (t: ToolItem) => ToolItem): Item[] {
@@ -293,7 +306,7 @@ function withTool(s: SessionState, turnId: number, callId: string, f: (t: ToolIt
   if (at < 0) return s.items;
   const items = s.bulk ? s.items : s.items.slice();
   const it = items[at];
-  if (it.kind === "assistant") items[at] = { ...it, tools: it.tools.map((t) => (t.callId === callId ? f(t) : t)) };
+  if (it.kind === "assistant") items[at] = { ...it, tools: it.tools.map((t) => changed(t, callId, f)) };
   return items;
 }
 
@@ -433,11 +446,17 @@ function reduce(s: SessionState, e: WireEvent): SessionState {
       if (toolAt(s, e.turn_id, e.call_id) >= 0) {
         return { ...s, items: withTool(s, e.turn_id, e.call_id, (t) => ({ ...t, args: e.arguments })) };
       }
+      const call: ToolItem = { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "", verifier: e.actor === "verifier", subagent: subagentDepth(e.actor), changes: [] };
+      // A subagent's call goes under the `task` call that started it, as it happens.
+      const by = "parent_call_id" in e ? { parent: e.parent_call_id, agent: e.agent } : null;
+      if (by && toolAt(s, e.turn_id, by.parent) >= 0) {
+        return { ...s, items: withTool(s, e.turn_id, by.parent, (t) => ({ ...t, agent: by.agent, children: [...(t.children ?? []), call] })) };
+      }
       return {
         ...s,
         items: withAssistant(s, e.turn_id, e.seq, (a) => ({
           ...a,
-          tools: [...a.tools, { callId: e.call_id, name: e.name, args: e.arguments, status: "running", output: "", verifier: e.actor === "verifier", subagent: subagentDepth(e.actor), changes: [] }],
+          tools: [...a.tools, call],
         })),
       };
     }

@@ -132,6 +132,7 @@ const WAITING = {
   goal_approval: "your answer on the goal",
   elicitation: "a form to fill in",
   project_servers: "your answer on the project's tool servers",
+  project_hooks: "your answer on the project's hooks",
 } satisfies Record<QuestionnaireKind, string>;
 
 /** `/plan status`: "Plan mode: on", "Plan file: …", "Plan: <id> (<status>, N revisions)",

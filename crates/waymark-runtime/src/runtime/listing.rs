@@ -29,6 +29,7 @@ fn needs_you(c: &rusqlite::Connection, s: &SessionSummary) -> Result<Option<Stri
                 Some(QuestionnaireKind::ProjectServers) => {
                     "The project asks to start its tool servers"
                 }
+                Some(QuestionnaireKind::ProjectHooks) => "The project asks to run its hooks",
                 _ => "A question waits for your answer",
             }
             .to_string(),

@@ -2,7 +2,7 @@
 //! would: a hook blocks a call and its words reach the model; a hook's "allow" never lets a
 //! write through plan mode or `read-only`; a hook past its timeout blocks the call and is
 //! killed; `PostToolUse` sees the result; `UserPromptSubmit` adds context; a script written
-//! for Claude Code works unchanged; a project's own settings never run hooks; Waymark's own
+//! for Claude Code works unchanged; a project's own hooks run only once approved; Waymark's own
 //! events (`GoalStatusChanged`) fire.
 
 use super::harness::{Harness, results, run, user};
@@ -257,28 +257,177 @@ async fn user_prompt_submits_context_reaches_the_model() {
     s.shutdown().await.unwrap();
 }
 
-/// A project's own settings files name hooks: none of them runs.
+/// The project-hooks question the session waits on, from its log.
+fn hooks_asked(
+    h: &Harness,
+    s: &waymark_runtime::SessionHandle,
+) -> Option<(String, waymark_protocol::ProjectHooksQuestion)> {
+    h.runtime
+        .events(s.id(), 0, 10_000)
+        .unwrap()
+        .into_iter()
+        .rev()
+        .find_map(|e| match e.kind {
+            EventKind::QuestionnaireOpened { id, question } => match *question {
+                waymark_protocol::Question::ProjectHooks(p) => Some((id, p)),
+                _ => None,
+            },
+            _ => None,
+        })
+}
+
+/// A project's own settings files set hooks: the session asks before anything runs, each
+/// command shown in full. Refused, the work goes on without them (and the same content is not
+/// asked about again); approved, they run and block; a change to the files asks again. What
+/// the agent writes into them mid-session changes nothing in that session.
 #[tokio::test]
-async fn a_projects_own_hooks_do_not_run() {
+async fn a_projects_hooks_run_only_once_approved_and_a_change_asks_again() {
+    use waymark_protocol::{Answer, Op};
     let h = Harness::new(config(json!({})));
     let marker = h.dir.path().join("project-hook-ran");
-    let hooks = json!({"hooks": on("PreToolUse", "*", &format!("touch {}", marker.display()))});
-    for file in [
-        ".claude/settings.json",
-        ".claude/settings.local.json",
-        ".waymark/settings.json",
-    ] {
+    let blocker = |n: u32| {
+        format!(
+            "echo ran >> {}; echo 'the project says no ({n})' >&2; exit 2",
+            marker.display()
+        )
+    };
+    let write = |command: &str| {
+        let p = h.ws.join(".claude/settings.json");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(
+            p,
+            json!({"hooks": on("PreToolUse", "Bash", command)}).to_string(),
+        )
+        .unwrap();
+    };
+    let answer = |q: String, yes: bool| Op::Answer {
+        questionnaire_id: q,
+        answer: if yes {
+            Answer::Approve {
+                option: None,
+                as_goal: None,
+                handed_to: None,
+            }
+        } else {
+            Answer::Reject
+        },
+    };
+    let script = || json!({"responses": [{"tool_calls": [bash("echo one")]}, {"text": "done"}, {"tool_calls": [bash("echo two")]}, {"text": "done"}]});
+    write(&blocker(1));
+    // Asked first: nothing runs while the question waits.
+    let s = h.session(script(), PermissionMode::Auto);
+    assert!(results(&run(&s, user("go")).await).is_empty());
+    let (q, asked) = hooks_asked(&h, &s).expect("the project's hooks are asked about");
+    assert_eq!(asked.files, [".claude/settings.json"]);
+    assert_eq!(asked.hooks.len(), 1);
+    assert_eq!(
+        asked.hooks[0].command,
+        blocker(1),
+        "the command is shown in full"
+    );
+    assert_eq!(
+        (
+            asked.hooks[0].event.as_str(),
+            asked.hooks[0].matcher.as_str()
+        ),
+        ("PreToolUse", "Bash")
+    );
+    // Refused: the work goes on, without the hook.
+    let r = results(&run(&s, answer(q, false)).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(!marker.exists(), "a refused project hook ran");
+    s.shutdown().await.unwrap();
+    let s = h.session(script(), PermissionMode::Auto);
+    let r = results(&run(&s, user("go")).await);
+    assert_eq!(
+        r[0].1,
+        ToolStatus::Ok,
+        "not asked again about refused content: {r:?}"
+    );
+    assert!(!marker.exists());
+    s.shutdown().await.unwrap();
+
+    // Changed, asked again, approved: it runs, and blocks.
+    write(&blocker(2));
+    let s = h.session(script(), PermissionMode::Auto);
+    assert!(results(&run(&s, user("go")).await).is_empty());
+    let (q, again) = hooks_asked(&h, &s).expect("a change asks again");
+    assert_ne!(again.sha256, asked.sha256);
+    let r = results(&run(&s, answer(q, true)).await);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(r[0].2.contains("the project says no (2)"), "{r:?}");
+    assert!(marker.exists());
+    // The agent (or anyone) rewrites the file mid-session: this session keeps what was
+    // approved, and the new command does not run.
+    let other = h.dir.path().join("other-hook-ran");
+    write(&format!("touch {}", other.display()));
+    let r = results(&run(&s, user("once more")).await);
+    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(
+        !other.exists(),
+        "a changed project hook ran without approval"
+    );
+    s.shutdown().await.unwrap();
+    // A new session on the rewritten file asks again, running nothing meanwhile.
+    let s = h.session(script(), PermissionMode::Auto);
+    assert!(results(&run(&s, user("go")).await).is_empty());
+    assert!(hooks_asked(&h, &s).is_some());
+    assert!(
+        !other.exists(),
+        "a changed project hook ran before approval"
+    );
+    s.shutdown().await.unwrap();
+}
+
+/// A project's `.local.json` and `.waymark` files are read too, and `/hooks` says where each
+/// hook comes from; a settings folder that is a link is not followed.
+#[tokio::test]
+async fn every_project_settings_file_is_asked_about_and_a_linked_folder_is_not_followed() {
+    let h = Harness::new(config(json!({})));
+    let outside = h.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("settings.json"),
+        json!({"hooks": on("PreToolUse", "*", "touch /tmp/never")}).to_string(),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, h.ws.join(".claude")).unwrap();
+    for file in [".waymark/settings.json", ".waymark/settings.local.json"] {
         let p = h.ws.join(file);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, hooks.to_string()).unwrap();
+        std::fs::write(
+            p,
+            json!({"hooks": on("Stop", "", &format!("echo {file}"))}).to_string(),
+        )
+        .unwrap();
     }
     let s = h.session(
-        json!({"responses": [{"tool_calls": [bash("ls")]}, {"text": "done"}]}),
+        json!({"responses": [{"text": "done"}]}),
         PermissionMode::Auto,
     );
-    let r = results(&run(&s, user("go")).await);
-    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
-    assert!(!marker.exists(), "a project's hook ran");
+    // The question is asked as the session opens; the message waits on it.
+    assert!(results(&run(&s, user("hello")).await).is_empty());
+    let (_, asked) = hooks_asked(&h, &s).unwrap();
+    assert_eq!(
+        asked.files,
+        [".waymark/settings.json", ".waymark/settings.local.json"]
+    );
+    assert!(
+        asked
+            .hooks
+            .iter()
+            .all(|h| !h.command.contains("/tmp/never")),
+        "{asked:?}"
+    );
+    let listed = s.submit(user("/hooks")).await.unwrap();
+    let waymark_runtime::session::OpOutcome::Command { output } = listed else {
+        panic!("{listed:?}")
+    };
+    assert!(output.contains("2 hook(s) that do not run"), "{output}");
+    assert!(
+        output.contains(".claude/settings.json: its folder is a symbolic link"),
+        "{output}"
+    );
     s.shutdown().await.unwrap();
 }
 

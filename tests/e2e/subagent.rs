@@ -1,0 +1,59 @@
+//! A subagent's work shows under the `task` call that started it, as it happens: its calls
+//! appear nested while the task still runs, the nest folds away, and the report follows.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subagents_calls_show_nested_under_its_task_live() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "subagent");
+    let out = desk.exec(
+        &ws,
+        &script("subagent.json"),
+        &["--permission", "auto", "Hello"],
+    );
+    succeeded(&out);
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+
+    app.type_into("[data-testid=composer]", "Survey the sources")
+        .await;
+    app.click("[data-testid=send]").await;
+    // Live: the child's command shows under the task call while both still run.
+    let nested = "[data-testid=tool-call][data-tool=task] ~ [data-testid=subagent-transcript]";
+    app.el(&format!("{nested} [data-testid=tool-call][data-tool=bash]"))
+        .await;
+    let live = app
+        .wait_js(
+            "const s = document.querySelector('[data-testid=subagent-summary]'); \
+             return s && s.textContent.includes('working') ? s.textContent : null",
+            "the subagent still working",
+        )
+        .await;
+    assert!(live.as_str().unwrap().contains("general"), "{live}");
+    // The child's call is not also a call of the agent's own.
+    assert_eq!(
+        app.js("return document.querySelectorAll('[data-testid=transcript] [data-testid=tool-call][data-tool=bash]').length")
+            .await,
+        serde_json::json!(1)
+    );
+    app.shot("subagent-1-live").await;
+
+    app.wait_text(
+        "[data-testid=transcript]",
+        "All done: src holds one greeting script.",
+    )
+    .await;
+    app.wait_text("[data-testid=subagent-summary]", "1 call")
+        .await;
+    app.shot("subagent-2-done").await;
+    app.click("[data-testid=subagent-summary]").await;
+    app.wait_js(
+        "return document.querySelector('[data-testid=subagent-transcript]').open === false || null",
+        "the nest folded",
+    )
+    .await;
+    desk.resize(&app, 900, 600).await;
+    app.shot("subagent-3-folded-900").await;
+    app.close().await;
+}
