@@ -2631,9 +2631,39 @@ export type ProjectHook = {
  *  `.claude/settings.json` and their `.local.json`), each command in full. Texts are escaped
  *  for display.
  */
-export type ProjectHooksQuestion = {
+export type ProjectHooksQuestion = ProjectHooksQuestion_Serialize | ProjectHooksQuestion_Deserialize;
+
+/**
+ *  The hooks a project's settings files set (`.waymark/settings.json`,
+ *  `.claude/settings.json` and their `.local.json`), each command in full. Texts are escaped
+ *  for display.
+ */
+export type ProjectHooksQuestion_Deserialize = {
 	/**  The files read, relative to the project. */
 	files: string[],
+	/**
+	 *  The scripts the answer covers too (the hook folders' files, and those the commands
+	 *  name inside the project): any change to them asks again.
+	 */
+	scripts?: string[],
+	/**  SHA-256 over the files and their bytes: the answer covers exactly this content. */
+	sha256: string,
+	hooks: ProjectHook[],
+};
+
+/**
+ *  The hooks a project's settings files set (`.waymark/settings.json`,
+ *  `.claude/settings.json` and their `.local.json`), each command in full. Texts are escaped
+ *  for display.
+ */
+export type ProjectHooksQuestion_Serialize = {
+	/**  The files read, relative to the project. */
+	files: string[],
+	/**
+	 *  The scripts the answer covers too (the hook folders' files, and those the commands
+	 *  name inside the project): any change to them asks again.
+	 */
+	scripts: string[],
 	/**  SHA-256 over the files and their bytes: the answer covers exactly this content. */
 	sha256: string,
 	hooks: ProjectHook[],
@@ -2773,7 +2803,7 @@ export type Question_Deserialize =
 /**  A project's `.mcp.json` asks to start its servers. */
 { kind: "project_servers"; payload: ProjectServersQuestion_Deserialize } | 
 /**  A project's settings files set hooks: commands that would run on this machine. */
-{ kind: "project_hooks"; payload: ProjectHooksQuestion };
+{ kind: "project_hooks"; payload: ProjectHooksQuestion_Deserialize };
 
 /**  What a questionnaire asks, by kind. On the wire: `{"kind": …, "payload": {…}}`. */
 export type Question_Serialize = 
@@ -2793,7 +2823,7 @@ export type Question_Serialize =
 /**  A project's `.mcp.json` asks to start its servers. */
 { kind: "project_servers"; payload: ProjectServersQuestion_Serialize } | 
 /**  A project's settings files set hooks: commands that would run on this machine. */
-{ kind: "project_hooks"; payload: ProjectHooksQuestion };
+{ kind: "project_hooks"; payload: ProjectHooksQuestion_Serialize };
 
 /**  A pending or answered questionnaire. */
 export type QuestionnaireInfo = QuestionnaireInfo_Serialize | QuestionnaireInfo_Deserialize;

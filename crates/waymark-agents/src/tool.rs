@@ -142,7 +142,8 @@ impl SessionTool for Task {
             .get(crate::EXTENSION)
             .and_then(|s| s.get("max_parallel"))
             .and_then(Value::as_u64)
-            .map_or(crate::DEFAULT_MAX_PARALLEL, |n| n as usize)
+            // Checked when the settings load; held to the same range here whatever came in.
+            .map_or(crate::DEFAULT_MAX_PARALLEL, |n| n.clamp(1, 16) as usize)
     }
 }
 

@@ -630,7 +630,13 @@ pub fn questionnaire(session: &str, q: &QuestionnaireInfo) -> String {
                     h.event, h.matcher, h.command, h.file
                 ));
             }
-            out.push_str("  None runs until you approve; a change to these files asks again.\n");
+            if !p.scripts.is_empty() {
+                out.push_str(&format!(
+                    "  The answer covers the scripts they run too: {}\n",
+                    p.scripts.join(", ")
+                ));
+            }
+            out.push_str("  None runs until you approve; a change to these files asks again. Code those scripts run in turn (a Makefile, a package's scripts) is not covered.\n");
             out.push_str("  Answer with one of (remembered for this content of the files):\n");
             out.push_str(&cmd("approve"));
             out.push('\n');

@@ -128,9 +128,10 @@ pub fn build_request(parts: RequestParts<'_>) -> (ModelRequest, Elision) {
     // Only the newest images go to the model (each result's text still describes its own):
     // old ones cost tokens on every call, and a provider's limit on images per request
     // must not end a long session.
+    // A user's images count too: every request carries them again.
     let mut kept = 0;
     for m in messages.iter_mut().rev() {
-        if let ModelMessage::ToolResult { images, .. } = m {
+        if let Some(images) = m.images_mut() {
             let room = IMAGES_SENT.saturating_sub(kept);
             images.truncate(room);
             kept += images.len();

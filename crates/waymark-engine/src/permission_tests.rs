@@ -518,6 +518,11 @@ fn instruction_file_writes_ask_except_in_auto_and_no_grant_covers_them() {
         "agents.md",
         "notes.md",
         ".mcp.json",
+        // A project's hook settings and scripts: a later session asks before running
+        // them, but a line slipped in is the user's decision as it happens (red-team).
+        ".claude/settings.json",
+        ".waymark/settings.local.json",
+        ".claude/hooks/check.sh",
     ] {
         assert_protected_write(&ws, path);
     }

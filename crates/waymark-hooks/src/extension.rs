@@ -242,7 +242,12 @@ impl CallPolicy for PreToolUse {
     ) -> BoxFuture<'a, waymark_extension::Result<Verdict>> {
         Box::pin(async move {
             // Most calls have no hook: nothing is built for them.
-            if hooks_for(api, "PreToolUse", Some(&call.call.name)).is_empty() {
+            let none = hooks_for(api, "PreToolUse", Some(&call.call.name)).is_empty();
+            // Read after the hooks: finding the approved files changed suspends calls.
+            if crate::project::suspended(api) {
+                return Ok(Verdict::Deny(crate::project::SUSPENDED.into()));
+            }
+            if none {
                 return Ok(Verdict::Pass);
             }
             let fields = tool_fields(api, call.call, None);
@@ -384,7 +389,7 @@ impl SlashCommand for ListHooks {
         let Some(api) = cx.api else {
             return Ok("No session to list hooks for.".into());
         };
-        let g = crate::fire::gathered(api);
+        let g = crate::fire::gathered_as_approved(api);
         let waiting = match (
             api.state::<crate::project::Approved>().get(),
             crate::project::read(api.workspace()),

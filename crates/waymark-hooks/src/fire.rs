@@ -59,11 +59,23 @@ pub fn claude_file(api: &SessionApi) -> std::sync::Arc<ClaudeFile> {
         .clone()
 }
 
-/// The hooks in force in the session now.
+/// The hooks in force in the session now: the project's only while their files hold what
+/// was approved (checked each time; see `project::current`).
 pub fn gathered(api: &SessionApi) -> crate::sources::Gathered {
-    let project = api
-        .state::<crate::project::Approved>()
-        .get()
+    with_project(api, crate::project::current(api))
+}
+
+/// The hooks in force as last approved, the files not read again (for `/hooks`, which runs
+/// inside a transaction and must not ask anything).
+pub fn gathered_as_approved(api: &SessionApi) -> crate::sources::Gathered {
+    with_project(api, api.state::<crate::project::Approved>().get())
+}
+
+fn with_project(
+    api: &SessionApi,
+    project: Option<std::sync::Arc<crate::project::ProjectHooks>>,
+) -> crate::sources::Gathered {
+    let project = project
         .map(|p| crate::sources::Gathered {
             hooks: p.hooks.clone(),
             skipped: p.skipped.clone(),

@@ -4,6 +4,7 @@
 //! message, or add context for the model. Hooks run with the shell's scrubbed environment in
 //! a process group of their own, killed on timeout and on Stop.
 
+pub mod covered;
 mod extension;
 pub mod fire;
 pub mod names;

@@ -25,6 +25,8 @@ pub const FILES: [&str; 4] = [
 ];
 /// The largest file read.
 const MAX_BYTES: u64 = 1024 * 1024;
+/// The most hooks a project sets that are shown and run (one question must stay readable).
+const MAX_HOOKS: usize = 64;
 
 /// A project's hooks as read: one hash over the files read and their bytes, and the hooks
 /// each sets; `skipped` says what could not be used and why.
@@ -34,6 +36,8 @@ pub struct ProjectHooks {
     pub files: Vec<String>,
     pub hooks: Vec<Hook>,
     pub skipped: Vec<String>,
+    /// The other files whose bytes the hash covers (`covered.rs`), relative to the project.
+    pub scripts: Vec<String>,
 }
 
 /// Why a project's settings file cannot be read (named in the message).
@@ -142,6 +146,19 @@ pub fn read(workspace: &Path) -> Option<ProjectHooks> {
             out.files.push(file.to_string());
         }
     }
+    if out.hooks.len() > MAX_HOOKS {
+        out.skipped.push(format!(
+            "the project's settings set {} hooks; only the first {MAX_HOOKS} are shown and run",
+            out.hooks.len()
+        ));
+        out.hooks.truncate(MAX_HOOKS);
+    }
+    let commands: Vec<&str> = out
+        .hooks
+        .iter()
+        .map(|h| h.command.command.as_str())
+        .collect();
+    out.scripts = crate::covered::cover(workspace, &commands, &mut hash);
     out.sha256 = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
     (!out.hooks.is_empty()).then_some(out)
 }
@@ -176,6 +193,7 @@ impl Approved {
 fn question(found: &ProjectHooks) -> Question {
     Question::ProjectHooks(ProjectHooksQuestion {
         files: found.files.clone(),
+        scripts: found.scripts.iter().map(|s| escape_line(s)).collect(),
         sha256: found.sha256.clone(),
         hooks: found
             .hooks
@@ -194,6 +212,76 @@ fn question(found: &ProjectHooks) -> Question {
     })
 }
 
+/// Set once approved hooks' files changed in the session: no project hook runs, and every
+/// tool call is refused (a guard the agent took away by rewriting it must not just vanish)
+/// until the user answers about the files as they are now.
+#[derive(Default)]
+pub struct Suspended(std::sync::atomic::AtomicBool);
+
+/// Whether tool calls are refused because the approved hooks' files changed.
+pub fn suspended(api: &SessionApi) -> bool {
+    api.state::<Suspended>()
+        .0
+        .load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// What a call is told while [`suspended`].
+pub const SUSPENDED: &str = "The project's hook files changed after the user approved them, so no tool call runs until the user answers about them again (or opens the session again). Stop and tell the user.";
+
+/// The approved project hooks, if their files (settings and the scripts they run) still hold
+/// what was approved. A change takes them away, suspends tool calls and asks about the new
+/// content. Read before every firing, so a script rewritten mid-session never runs.
+pub fn current(api: &SessionApi) -> Option<std::sync::Arc<ProjectHooks>> {
+    let approved = api.state::<Approved>().get()?;
+    let now = read(api.workspace());
+    if now.as_ref().is_some_and(|n| n.sha256 == approved.sha256) {
+        return Some(approved);
+    }
+    api.state::<Approved>().set(None);
+    api.state::<Suspended>()
+        .0
+        .store(true, std::sync::atomic::Ordering::Release);
+    if let Some(found) = now
+        && let Err(e) = api.write(|tx| ask(tx, api, &found))
+    {
+        tracing::warn!("cannot ask about the project's changed hooks: {e}");
+    }
+    api.transient(EventKind::SessionNotice {
+        turn_id: None,
+        text: "The project's hook files changed after you approved them: its hooks no longer run, and tool calls are refused until you answer about them again.".into(),
+    });
+    None
+}
+
+/// Asks about `found`, unless a question about this very content already waits.
+fn ask(tx: &mut Tx<'_>, api: &SessionApi, found: &ProjectHooks) -> Result<()> {
+    let asked = store::questionnaires::list(tx.conn(), api.id())?
+        .into_iter()
+        .any(|q| {
+            q.is_pending()
+                && matches!(&q.question, Question::ProjectHooks(p) if p.sha256 == found.sha256)
+        });
+    if asked {
+        return Ok(());
+    }
+    let id: String = api
+        .id()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let id = format!("q_hooks_{id}_{}", tx.now());
+    let question = question(found);
+    tx.open_questionnaire(&id, api.id(), None, &question)?;
+    tx.emit(
+        api.id(),
+        EventKind::QuestionnaireOpened {
+            id,
+            question: Box::new(question),
+        },
+    )?;
+    Ok(())
+}
+
 /// On a session's open: the project's hooks run in it if this content was approved; if it
 /// was not decided yet, the user is asked (once per content while the question waits).
 pub fn on_open(api: &SessionApi) -> Result<Vec<String>> {
@@ -201,6 +289,9 @@ pub fn on_open(api: &SessionApi) -> Result<Vec<String>> {
     let found = read(&workspace);
     let slot = api.state::<Approved>();
     slot.set(None);
+    api.state::<Suspended>()
+        .0
+        .store(false, std::sync::atomic::Ordering::Release);
     let Some(found) = found else {
         return Ok(Vec::new());
     };
@@ -215,31 +306,7 @@ pub fn on_open(api: &SessionApi) -> Result<Vec<String>> {
             Some(false) => return Ok(()),
             None => {}
         }
-        let asked = store::questionnaires::list(tx.conn(), api.id())?
-            .into_iter()
-            .any(|q| {
-                q.is_pending()
-                    && matches!(&q.question, Question::ProjectHooks(p) if p.sha256 == found.sha256)
-            });
-        if asked {
-            return Ok(());
-        }
-        let id: String = api
-            .id()
-            .chars()
-            .filter(char::is_ascii_alphanumeric)
-            .collect();
-        let id = format!("q_hooks_{id}_{}", tx.now());
-        let question = question(&found);
-        tx.open_questionnaire(&id, api.id(), None, &question)?;
-        tx.emit(
-            api.id(),
-            EventKind::QuestionnaireOpened {
-                id,
-                question: Box::new(question),
-            },
-        )?;
-        Ok(())
+        ask(tx, api, &found)
     })?;
     Ok(skipped)
 }
@@ -261,6 +328,10 @@ pub fn on_answer(
     let workspace = api.workspace().to_path_buf();
     let folder = workspace.display().to_string();
     let approved = a == Approval::Approve;
+    // Answered: calls go on, with the hooks approved now or without any.
+    api.state::<Suspended>()
+        .0
+        .store(false, std::sync::atomic::Ordering::Release);
     let now = tx.now();
     tx.conn()
         .execute(

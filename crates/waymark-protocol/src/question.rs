@@ -35,6 +35,10 @@ pub enum Question {
 pub struct ProjectHooksQuestion {
     /// The files read, relative to the project.
     pub files: Vec<String>,
+    /// The scripts the answer covers too (the hook folders' files, and those the commands
+    /// name inside the project): any change to them asks again.
+    #[serde(default)]
+    pub scripts: Vec<String>,
     /// SHA-256 over the files and their bytes: the answer covers exactly this content.
     pub sha256: String,
     pub hooks: Vec<ProjectHook>,

@@ -32,8 +32,10 @@ impl AnthropicProvider {
 }
 
 /// The request body. Consecutive same-role entries are merged, as the API requires
-/// alternating roles; tool results travel as `tool_result` blocks of a user message.
-pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
+/// alternating roles; tool results travel as `tool_result` blocks of a user message. Without
+/// `images` (a server said to take none), images are named in words instead of sent.
+pub(crate) fn request_body(model: &str, req: &ModelRequest, images: bool) -> Value {
+    let takes = images;
     let mut messages: Vec<(String, Vec<Value>)> = Vec::new();
     let mut push = |role: &str, block: Value| match messages.last_mut() {
         Some((r, blocks)) if r == role => blocks.push(block),
@@ -41,6 +43,13 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
     };
     for m in &req.messages {
         match m {
+            ModelMessage::User { text, images } if !takes && !images.is_empty() => push(
+                "user",
+                json!({"type": "text", "text": format!(
+                    "{text}\n\n({} attached image(s) not shown: this model takes no images)",
+                    images.len()
+                )}),
+            ),
             ModelMessage::User { text, images } => {
                 push("user", json!({"type": "text", "text": text}));
                 for i in images {
@@ -80,7 +89,7 @@ pub(crate) fn request_body(model: &str, req: &ModelRequest) -> Value {
                 ..
             } => {
                 // Images go in the result itself, as base64 image blocks after its text.
-                let content = if images.is_empty() {
+                let content = if images.is_empty() || !takes {
                     json!(content)
                 } else {
                     let mut blocks = vec![json!({"type": "text", "text": content})];
@@ -405,12 +414,13 @@ impl ModelProvider for AnthropicProvider {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
             let ep = &self.endpoint;
-            let body = serde_json::to_vec(&request_body(&ep.model, request)).map_err(|e| {
-                ProviderError::new(
-                    ProviderErrorKind::RequestRejected,
-                    format!("cannot encode the request: {e}"),
-                )
-            })?;
+            let body =
+                serde_json::to_vec(&request_body(&ep.model, request, ep.images)).map_err(|e| {
+                    ProviderError::new(
+                        ProviderErrorKind::RequestRejected,
+                        format!("cannot encode the request: {e}"),
+                    )
+                })?;
             let mut headers = vec![("anthropic-version", API_VERSION.to_string())];
             if let Some(k) = &ep.api_key {
                 headers.push(("x-api-key", k.clone()));
@@ -508,7 +518,7 @@ mod tests {
             max_output_tokens: 100,
             purpose: CallPurpose::Main,
         };
-        let body = request_body("m", &req);
+        let body = request_body("m", &req, true);
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);
         assert_eq!(msgs[1]["content"].as_array().unwrap().len(), 2);
@@ -522,6 +532,27 @@ mod tests {
             json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}})
         );
         assert_eq!(msgs[2]["content"][1]["content"], "2");
+        // A server said to take no images is sent none: they are named in words.
+        let mut req = req;
+        req.messages.push(ModelMessage::User {
+            text: "and this?".into(),
+            images: vec![waymark_protocol::ToolImage {
+                mime: "image/png".into(),
+                data: "iVBO".into(),
+            }],
+        });
+        let body = request_body("m", &req, false);
+        assert!(!body.to_string().contains("\"image\""), "{body}");
+        assert!(
+            body.to_string().contains("1 attached image(s) not shown"),
+            "{body}"
+        );
+        let body = request_body("m", &req, true);
+        assert_eq!(
+            body.to_string().matches("\"type\":\"image\"").count(),
+            2,
+            "{body}"
+        );
     }
 
     fn fold_events(events: &[serde_json::Value]) -> ModelResponse {

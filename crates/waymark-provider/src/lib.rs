@@ -72,6 +72,16 @@ pub enum ModelMessage {
 }
 
 impl ModelMessage {
+    /// The images it carries (a tool's result's, or those a user attached), to trim.
+    pub fn images_mut(&mut self) -> Option<&mut Vec<waymark_protocol::ToolImage>> {
+        match self {
+            ModelMessage::ToolResult { images, .. } | ModelMessage::User { images, .. } => {
+                Some(images)
+            }
+            ModelMessage::Assistant { .. } => None,
+        }
+    }
+
     /// A user message of text alone.
     pub fn user(text: impl Into<String>) -> Self {
         ModelMessage::User {

@@ -90,9 +90,9 @@ mod store_tests {
         // Plan at version 4 (comments, grant scopes, its own session table), goal at 11
         // (question, usage limit, steps, its own session and turn tables, the cost budget,
         // the queued goals' budgets and order, the agent's wait and its guards, and the
-        // checks on top), checkpoints at 2 (their mode records) and worktrees at 2 (the
-        // user's identity).
-        assert_eq!((objective.as_str(), versions), ("keep me", 20));
+        // checks on top), checkpoints at 2 (their mode records), worktrees at 2 (the
+        // user's identity), MCP at 1 and hooks at 1 (the project decisions of each).
+        assert_eq!((objective.as_str(), versions), ("keep me", 21));
         // The current goal moved to the goal's own table; the core columns are empty.
         let (current, left): (String, Option<String>) = store
             .read(|c| {

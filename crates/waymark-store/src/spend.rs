@@ -161,6 +161,15 @@ fn add_to_session(c: &Connection, session_id: &str, micros: i64, unpriced: i64) 
     Ok(())
 }
 
+/// What the calls of turn `turn_id` still in flight hold (their most possible cost): calls
+/// side by side (subagents) each see what the others may still spend.
+pub fn held_for_turn(conn: &Connection, turn_id: i64) -> Result<u64> {
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(SUM(cost_micros), 0) FROM spend_holds WHERE turn_id = ?1")?
+        .query_row([turn_id], |r| r.get::<_, i64>(0))?
+        .max(0) as u64)
+}
+
 /// What every session spent on local day `day`.
 pub fn day(conn: &Connection, day: &str) -> Result<Spend> {
     Ok(conn
@@ -291,6 +300,17 @@ mod tests {
             .write(2, |tx| tx.hold(&s, Some(turn), day, 5_000))
             .unwrap();
         assert_eq!(spent(), 5_000);
+        // What the turn's calls in flight hold (red-team: subagents side by side each saw
+        // the whole of a goal's budget left).
+        let held = || store.read(|c| held_for_turn(c, turn)).unwrap();
+        assert_eq!(held(), 5_000);
+        let (other, _) = store
+            .write(2, |tx| tx.hold(&s, Some(turn), day, 700))
+            .unwrap();
+        assert_eq!(held(), 5_700);
+        store.write(2, |tx| tx.release(other)).unwrap();
+        assert_eq!(held(), 5_000);
+        assert_eq!(store.read(|c| held_for_turn(c, turn + 1)).unwrap(), 0);
         store
             .write(3, |tx| {
                 tx.charge(

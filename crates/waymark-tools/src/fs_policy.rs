@@ -258,7 +258,28 @@ pub fn is_instructions_file(p: &Path) -> bool {
             .iter()
             .chain(STEERING_FILES.iter())
             .any(|f| n.eq_ignore_ascii_case(f))
-    })
+    }) || steers_hooks(p)
+}
+
+/// Whether `p` is where a project's hooks are set or kept: `.claude/` or `.waymark/`'s
+/// `settings.json` and `settings.local.json`, or anything in their `hooks/` folders. A later
+/// session asks before running them, but the model slipping one line into them should be
+/// the user's decision as it happens.
+fn steers_hooks(p: &Path) -> bool {
+    let names: Vec<&std::ffi::OsStr> = p
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let is = |n: &std::ffi::OsStr, what: &[&str]| what.iter().any(|w| n.eq_ignore_ascii_case(w));
+    let agent_dir = [".claude", ".waymark"];
+    names
+        .windows(2)
+        .any(|w| is(w[0], &agent_dir) && is(w[1], &["hooks"]))
+        || matches!(names.as_slice(), [.., dir, file]
+            if is(dir, &agent_dir) && is(file, &["settings.json", "settings.local.json"]))
 }
 
 #[cfg(test)]
@@ -266,6 +287,30 @@ mod tests {
     use super::super::test_support::Fixture;
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_projects_hook_settings_and_scripts_are_steering_files() {
+        for p in [
+            "/w/.claude/settings.json",
+            "/w/.claude/settings.local.json",
+            "/w/.waymark/settings.json",
+            "/w/.Claude/Settings.JSON",
+            "/w/.claude/hooks/check.sh",
+            "/w/.waymark/hooks/lib/deep.py",
+            "/w/.mcp.json",
+        ] {
+            assert!(is_instructions_file(Path::new(p)), "{p}");
+        }
+        for p in [
+            "/w/settings.json",
+            "/w/config/settings.json",
+            "/w/.claude/agents/x.md",
+            "/w/src/hooks/use_state.ts",
+            "/w/.claude",
+        ] {
+            assert!(!is_instructions_file(Path::new(p)), "{p}");
+        }
+    }
 
     #[test]
     fn relative_and_absolute_paths_inside_are_allowed() {

@@ -220,3 +220,44 @@ fn a_model_that_takes_no_images_is_refused_before_any_call() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(server.recorded().len(), 1);
 }
+
+/// A provider that refuses an attached image (a model on that server that takes none) fails
+/// that request; the call goes again without it and the session goes on, never stuck
+/// re-sending it (red-team finding: user images were outside this net).
+#[test]
+fn an_attached_image_the_provider_refuses_is_dropped_and_the_run_goes_on() {
+    use waymark_test_support::mock_server::MockResponse;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(MockServer::start(vec![
+        MockResponse::status(
+            400,
+            r#"{"error":{"message":"Invalid image: this model does not support image input","type":"invalid_request_error"}}"#,
+            &[],
+        ),
+        reply(Flavor::OpenAi, "I could not see it", None, 100),
+    ]));
+    let env = Env::new();
+    let image = png_file(&env, "shot.png");
+    let out = env
+        .cmd()
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .args([
+            "exec",
+            "--workspace",
+            env.ws.to_str().unwrap(),
+            "--model",
+            "openai:o3-mini",
+        ])
+        .args(["--image", &image, "look"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let sent = server.recorded();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].body.to_string().contains("data:image/png;base64,"));
+    assert!(
+        !sent[1].body.to_string().contains("image_url"),
+        "sent again"
+    );
+}

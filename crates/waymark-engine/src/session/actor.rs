@@ -230,6 +230,7 @@ impl Actor {
                 intent,
                 images,
             } => {
+                let images = super::admit::checked_images(&self.core, images).await?;
                 let out = admit(
                     &self.core,
                     super::admit::Submission {
@@ -238,7 +239,7 @@ impl Actor {
                         position,
                         key: idempotency_key.as_deref(),
                         intent,
-                        images: &images,
+                        images,
                     },
                 )?;
                 if matches!(out, OpOutcome::Admitted { created: true, .. }) {

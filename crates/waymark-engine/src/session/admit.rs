@@ -19,13 +19,18 @@ pub(super) struct Submission<'a> {
     pub position: Position,
     pub key: Option<&'a str>,
     pub intent: Option<Intent>,
-    pub images: &'a [ImageInput],
+    /// Checked already ([`checked_images`]).
+    pub images: Vec<ToolImage>,
 }
 
 /// The images of a message, checked before anything is admitted: a model that takes none is
 /// refused here, before any call; each image is typed by its content, at most 5 MB, and
-/// fitted to what providers take. Each is also kept in the session folder (`images/`).
-fn checked_images(core: &SessionCore, images: &[ImageInput]) -> Result<Vec<ToolImage>> {
+/// fitted to what providers take. Decoding runs off the session's thread (a few large images
+/// take a second of CPU), and a decoder that panics refuses the image, never the session.
+pub(super) async fn checked_images(
+    core: &SessionCore,
+    images: Vec<ImageInput>,
+) -> Result<Vec<ToolImage>> {
     if images.is_empty() {
         return Ok(Vec::new());
     }
@@ -42,28 +47,28 @@ fn checked_images(core: &SessionCore, images: &[ImageInput]) -> Result<Vec<ToolI
             route.provider.describe()
         )));
     }
-    let mut out = Vec::with_capacity(images.len());
-    for input in images {
-        let image =
-            waymark_tools::attach::attach(input).map_err(|e| Error::refused(e.to_string()))?;
-        keep_image(&core.places.session_dir, &image)?;
-        out.push(image);
-    }
-    Ok(out)
+    tokio::task::spawn_blocking(move || {
+        images
+            .iter()
+            .map(waymark_tools::attach::attach)
+            .collect::<std::result::Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|_| Error::refused("an attached image could not be decoded".into()))?
+    .map_err(|e| Error::refused(e.to_string()))
 }
 
-/// Writes `image` to the session folder's `images/`, named by its content's hash.
-fn keep_image(session_dir: &std::path::Path, image: &ToolImage) -> Result<()> {
+/// Writes `image` to the session folder's `images/`, named by its content's hash (once the
+/// message is admitted; the history holds it either way).
+fn keep_image(session_dir: &std::path::Path, image: &ToolImage) -> std::io::Result<()> {
     use base64::Engine as _;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(image.data.as_bytes())
-        .map_err(|e| Error::refused(format!("a fitted image is not base64: {e}")))?;
+        .map_err(std::io::Error::other)?;
     let dir = session_dir.join("images");
     let ext = image.mime.trim_start_matches("image/");
     let path = dir.join(format!("{}.{ext}", store::blobs::sha256_hex(&bytes)));
-    std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(&path, &bytes))
-        .map_err(|e| Error::refused(format!("cannot keep the image in {}: {e}", dir.display())))
+    std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, &bytes))
 }
 
 /// Admits a message in one transaction: slash commands run here and never reach the model;
@@ -105,8 +110,8 @@ pub(super) fn admit(core: &Arc<SessionCore>, m: Submission<'_>) -> Result<OpOutc
     if text.trim().is_empty() {
         return Err(Error::refused("the message is empty".into()));
     }
-    let images = checked_images(core, images)?;
-    core.write(|tx| {
+    let kept = images.clone();
+    let out = core.write(|tx| {
         // The intent takes effect in the same transaction that admits the message (PM-6).
         if let Some(intent) = intent
             && !core.hooks().on_intent(tx, &api, intent)?
@@ -139,5 +144,11 @@ pub(super) fn admit(core: &Arc<SessionCore>, m: Submission<'_>) -> Result<OpOutc
             message_id: m.id,
             created,
         })
-    })
+    })?;
+    for image in &kept {
+        if let Err(e) = keep_image(&core.places.session_dir, image) {
+            tracing::warn!("cannot keep an attached image in the session folder: {e}");
+        }
+    }
+    Ok(out)
 }

@@ -216,6 +216,26 @@ impl SessionCore {
         let per_token = price.output_per_mtok.max(0.0);
         let max_output = &mut request.max_output_tokens;
         let decided = self.write(|tx| {
+            // Calls of the turn in flight beside this one (subagents side by side) may still
+            // spend what they hold: the goal's budget has that much less for this one.
+            let goal_left = match (goal_left, turn_id) {
+                (Some(left), Some(t)) => {
+                    Some(left.saturating_sub(store::spend::held_for_turn(tx.conn(), t)?))
+                }
+                (left, _) => left,
+            };
+            if let Some(left) = goal_left
+                && unaffordable(left)
+            {
+                return Ok(Err(waymark_protocol::ErrorInfo::new(
+                    "cost_budget",
+                    format!(
+                        "the next model call would pass the goal's cost budget: {} of it is left once the calls already under way are paid for, and this call's input alone costs about {}. Raise the budget to go on.",
+                        cost::label(left),
+                        cost::label(input)
+                    ),
+                )));
+            }
             let mut tightest = goal_left;
             if let Some(cap) = cap {
                 let spent = store::spend::day(tx.conn(), &day)?.micros;

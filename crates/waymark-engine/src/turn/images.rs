@@ -21,10 +21,12 @@ fn digest(data: &str) -> u64 {
 
 /// Whether `request` carries any image.
 pub(crate) fn carries(request: &ModelRequest) -> bool {
-    request
-        .messages
-        .iter()
-        .any(|m| matches!(m, ModelMessage::ToolResult { images, .. } if !images.is_empty()))
+    request.messages.iter().any(|m| match m {
+        ModelMessage::ToolResult { images, .. } | ModelMessage::User { images, .. } => {
+            !images.is_empty()
+        }
+        ModelMessage::Assistant { .. } => false,
+    })
 }
 
 /// Whether `e` is the provider refusing the request over an image (a 4xx naming one).
@@ -38,7 +40,7 @@ impl Refused {
         let mut set = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut n = 0;
         for m in &request.messages {
-            if let ModelMessage::ToolResult { images, .. } = m {
+            if let ModelMessage::ToolResult { images, .. } | ModelMessage::User { images, .. } = m {
                 for i in images {
                     n += usize::from(set.insert(digest(&i.data)));
                 }
@@ -54,7 +56,7 @@ impl Refused {
             return;
         }
         for m in &mut request.messages {
-            if let ModelMessage::ToolResult { images, .. } = m {
+            if let Some(images) = m.images_mut() {
                 images.retain(|i| !set.contains(&digest(&i.data)));
             }
         }

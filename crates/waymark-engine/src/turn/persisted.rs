@@ -186,11 +186,23 @@ impl Recorder for Persisted<'_> {
                 // by side, as many as it allows; every other call runs alone, in order.
                 let group = &pending[at..at + side_by_side(core, &self.api, &pending[at..])];
                 at += group.len();
-                let outcomes = futures_util::future::join_all(
-                    group
-                        .iter()
-                        .map(|c| process_call(core, &self.api, turn_id, c, &self.tool_ctx)),
-                )
+                // One call that ends the turn (it failed, or stopped it) stops its siblings
+                // too, rather than leave them working for a turn that is over.
+                let group_ctx = ToolContext {
+                    cancel: self.cancel.child_token(),
+                    ..self.tool_ctx.clone()
+                };
+                let api = &self.api;
+                let outcomes = futures_util::future::join_all(group.iter().map(|c| {
+                    let ctx = &group_ctx;
+                    async move {
+                        let out = process_call(core, api, turn_id, c, ctx).await;
+                        if !matches!(out, Ok(CallOutcome::Done { .. } | CallOutcome::Parked)) {
+                            ctx.cancel.cancel();
+                        }
+                        out
+                    }
+                }))
                 .await;
                 let (mut parked, mut aborted) = (false, false);
                 for outcome in outcomes {

@@ -109,6 +109,13 @@ pub(super) fn write_result(
     (content, images): (String, Vec<waymark_protocol::ToolImage>),
     changes: Vec<waymark_protocol::FileChange>,
 ) -> Result<()> {
+    // A call has one result: a sibling run side by side that ends after its turn was closed
+    // (which answered it "not run" before marking the turn finished) adds none.
+    if store::turns::get(tx.conn(), turn_id)?
+        .is_some_and(|t| t.status == store::TurnStatus::Finished)
+    {
+        return Ok(());
+    }
     tx.append_history(
         sid,
         Some(turn_id),

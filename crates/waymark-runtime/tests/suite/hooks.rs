@@ -357,25 +357,75 @@ async fn a_projects_hooks_run_only_once_approved_and_a_change_asks_again() {
     assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
     assert!(r[0].2.contains("the project says no (2)"), "{r:?}");
     assert!(marker.exists());
-    // The agent (or anyone) rewrites the file mid-session: this session keeps what was
-    // approved, and the new command does not run.
+    // The agent (or anyone) rewrites the file mid-session: the new command does not run,
+    // and nothing else does until the user answers about the new content, which is asked
+    // as soon as a hook would fire (here the next message's).
     let other = h.dir.path().join("other-hook-ran");
     write(&format!("touch {}", other.display()));
-    let r = results(&run(&s, user("once more")).await);
-    assert_eq!(r[0].1, ToolStatus::Denied, "{r:?}");
+    assert!(results(&run(&s, user("once more")).await).is_empty());
     assert!(
         !other.exists(),
         "a changed project hook ran without approval"
     );
+    let (q, third) = hooks_asked(&h, &s).expect("the change is asked about at once");
+    assert_ne!(third.sha256, again.sha256);
+    // Approved in turn: the new hook runs, and so does the call.
+    let r = results(&run(&s, answer(q, true)).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(other.exists(), "the newly approved hook did not run");
     s.shutdown().await.unwrap();
-    // A new session on the rewritten file asks again, running nothing meanwhile.
-    let s = h.session(script(), PermissionMode::Auto);
-    assert!(results(&run(&s, user("go")).await).is_empty());
-    assert!(hooks_asked(&h, &s).is_some());
-    assert!(
-        !other.exists(),
-        "a changed project hook ran before approval"
+}
+
+/// An approved hook's script is covered by the approval: rewriting it (here mid-session, as
+/// an agent in `auto` could) stops it from running and asks again before anything runs.
+#[tokio::test]
+async fn rewriting_an_approved_hooks_script_asks_again_before_it_runs() {
+    use waymark_protocol::{Answer, Op};
+    let h = Harness::new(config(json!({})));
+    let marker = h.dir.path().join("script-ran");
+    let evil = h.dir.path().join("rewritten-script-ran");
+    std::fs::create_dir_all(h.ws.join(".claude/hooks")).unwrap();
+    std::fs::write(
+        h.ws.join(".claude/hooks/log.sh"),
+        format!("echo ok >> {}\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        h.ws.join(".claude/settings.json"),
+        json!({"hooks": on("PreToolUse", "Bash", "sh \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/log.sh")}).to_string(),
+    )
+    .unwrap();
+    let s = h.session(
+        json!({"responses": [
+            {"tool_calls": [bash("echo one")]}, {"text": "done"},
+            {"tool_calls": [bash("echo two")]}, {"text": "done"}
+        ]}),
+        PermissionMode::Auto,
     );
+    assert!(results(&run(&s, user("go")).await).is_empty());
+    let (q, asked) = hooks_asked(&h, &s).unwrap();
+    assert_eq!(asked.scripts, [".claude/hooks/log.sh"]);
+    let approve = |q| Op::Answer {
+        questionnaire_id: q,
+        answer: Answer::Approve {
+            option: None,
+            as_goal: None,
+            handed_to: None,
+        },
+    };
+    let r = results(&run(&s, approve(q)).await);
+    assert_eq!(r[0].1, ToolStatus::Ok, "{r:?}");
+    assert!(marker.exists(), "the approved script ran");
+    std::fs::write(
+        h.ws.join(".claude/hooks/log.sh"),
+        format!("touch {}\n", evil.display()),
+    )
+    .unwrap();
+    let r = results(&run(&s, user("again")).await);
+    assert!(r.iter().all(|r| r.1 != ToolStatus::Ok), "{r:?}");
+    assert!(!evil.exists(), "a rewritten script ran on an old approval");
+    let (_, again) = hooks_asked(&h, &s).expect("asked again");
+    assert_ne!(again.sha256, asked.sha256);
     s.shutdown().await.unwrap();
 }
 

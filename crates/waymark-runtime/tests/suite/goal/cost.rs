@@ -1023,3 +1023,58 @@ async fn g_33_a_call_in_flight_holds_its_cost_against_other_processes() {
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+/// Red-team (issue 42): subagents side by side each saw the whole of a goal's cost budget
+/// left, so together they could spend many times it. A call now sees what the turn's calls
+/// in flight still hold: the first child, streaming slowly, holds about all that is left,
+/// and the second is refused before it sends anything.
+#[tokio::test]
+async fn g_32_subagents_side_by_side_share_the_cost_budget_left() {
+    use super::super::mock_server::{reply, reply_calls};
+    let look = |what: &str| json!({"description": "look", "prompt": format!("Look at the {what}."), "agent": "explore"});
+    let server = MockServer::start_with(move |r| {
+        let body = r.body.to_string();
+        if body.contains("You are a subagent") {
+            let mut slow = reply(Flavor::OpenAi, "Report: fine.", None, 500).split_at(&[40]);
+            slow.pause = std::time::Duration::from_millis(1500);
+            slow
+        } else if body.contains("tool_calls") {
+            reply(Flavor::OpenAi, "done", None, 100)
+        } else {
+            reply_calls(
+                Flavor::OpenAi,
+                "Two at once.",
+                &[("task", look("tests")), ("task", look("docs"))],
+                100,
+            )
+        }
+    })
+    .await;
+    let mut c = config(Verification::None);
+    c.pricing.insert(
+        "openai:*".into(),
+        Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 2.0,
+            cached_input_per_mtok: None,
+        },
+    );
+    let h = Harness::new(c);
+    let (_rt, s) = on_mock(&h, Flavor::OpenAi, &server, |_| {});
+    let ev = run(&s, user("/goal survey the project cost=$0.01")).await;
+    let children = server
+        .recorded()
+        .iter()
+        .filter(|r| r.body.to_string().contains("You are a subagent"))
+        .count();
+    assert_eq!(children, 1, "the second child sent a call past the budget");
+    let tasks: Vec<_> = results(&ev).into_iter().filter(|r| r.0 == "task").collect();
+    assert_eq!(tasks.len(), 2, "{tasks:?}");
+    assert!(
+        tasks
+            .iter()
+            .any(|t| t.1 != ToolStatus::Ok && t.2.contains("calls already under way")),
+        "{tasks:?}"
+    );
+    s.shutdown().await.unwrap();
+}
