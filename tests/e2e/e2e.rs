@@ -12,6 +12,7 @@ mod demo_paths;
 mod draft;
 mod goal;
 mod harness;
+mod hooks;
 mod images;
 mod keys;
 mod layout;

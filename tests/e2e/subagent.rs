@@ -57,3 +57,33 @@ async fn a_subagents_calls_show_nested_under_its_task_live() {
     app.shot("subagent-3-folded-900").await;
     app.close().await;
 }
+
+/// A subagent's permission question is the user's to answer, in the same dialog as the
+/// agent's, saying a subagent asks; allowed, the child's write happens and its report follows.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subagents_permission_question_is_answered_in_the_window() {
+    let desk = Desk::start();
+    let ws = workspace(&desk, "subagent-ask");
+    let out = desk.exec(&ws, &script("subagent_ask.json"), &["Hello"]);
+    succeeded(&out);
+    let app = desk.launch().await;
+    app.el("[data-testid=session].current").await;
+    app.type_into("[data-testid=composer]", "Write the notes")
+        .await;
+    app.click("[data-testid=send]").await;
+    let said = app
+        .wait_text("[data-testid=permission-summary]", "A subagent")
+        .await;
+    assert!(said.contains("notes.txt"), "{said}");
+    app.shot("subagent-4-asks").await;
+    app.click("[data-testid=allow-once]").await;
+    app.wait_text("[data-testid=transcript]", "The notes are written.")
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "src holds greet.sh\n"
+    );
+    app.wait_text("[data-testid=subagent-summary]", "1 call")
+        .await;
+    app.close().await;
+}

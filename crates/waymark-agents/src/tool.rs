@@ -102,7 +102,8 @@ impl SessionTool for Task {
                     purpose: CallPurpose::Main,
                     max_output_tokens: 8192,
                     cancel: ctx.cancel.clone(),
-                    when_asked: "A subagent cannot ask the user: this call needs the user's permission, so it is refused. Report what you would need instead.".into(),
+                    when_asked: "This call needs the user's decision in a way a subagent cannot ask for (a hook or policy asked), so it is refused. Report what you would need instead.".into(),
+                    asks_user: true,
                     meter: None,
                     parent: Some(ParentCall {
                         call_id: ctx.call_id.clone(),

@@ -53,8 +53,13 @@ pub struct AgentSpec {
     /// Stop: the run ends at once (a running tool gets the usual grace). Pass the calling
     /// tool's `ctx.cancel`, so the session's Stop ends the run.
     pub cancel: CancellationToken,
-    /// What a call the user would be asked about is refused with.
+    /// What a call the user would be asked about is refused with (when `asks_user` is off,
+    /// or the question is one a policy asked).
     pub when_asked: String,
+    /// Whether a call the guards would ask about is put to the user, like the agent's own,
+    /// the run waiting for the answer (a subagent working for the agent); otherwise it is
+    /// refused with `when_asked` (the goal's reviewer).
+    pub asks_user: bool,
     pub meter: Option<Meter>,
     /// The call the run works for (a `task` call), named on each of its calls' events.
     pub parent: Option<ParentCall>,

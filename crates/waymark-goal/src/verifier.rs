@@ -183,6 +183,7 @@ pub(crate) async fn verify(
             max_output_tokens: 4096,
             cancel: cancel.clone(),
             when_asked: "the reviewer cannot ask the user; use the read-only tools".into(),
+            asks_user: false,
             meter: Some(goal_meter(api, &g.id)),
             parent: None,
         })

@@ -148,6 +148,7 @@ impl Recorder for Ephemeral<'_> {
                     when_asked: &self.spec.when_asked,
                     offered: offered.as_ref(),
                     parent: self.spec.parent.as_ref(),
+                    asks_user: self.spec.asks_user,
                 },
             )
             .await?;

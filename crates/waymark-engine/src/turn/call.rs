@@ -405,6 +405,9 @@ pub(crate) struct Unattended<'a> {
     pub(crate) offered: &'a (dyn Fn(&dyn crate::tools::Tool) -> bool + Send + Sync),
     /// The call the run works for, named on its calls' events.
     pub(crate) parent: Option<&'a crate::extension::agent::ParentCall>,
+    /// Whether a call the guards would ask about is put to the user (the run waits for the
+    /// answer) instead of refused with `when_asked`.
+    pub(crate) asks_user: bool,
 }
 
 /// One call nobody can answer (the goal's reviewer's, a subagent's): logged, reviewed by
@@ -424,6 +427,7 @@ pub(crate) async fn run_unattended(
         when_asked,
         offered,
         parent,
+        asks_user,
     } = held;
     // What a file tool that succeeded changed, for its result's event.
     let mut changes = Vec::new();
@@ -446,7 +450,55 @@ pub(crate) async fn run_unattended(
     let (status, content) = if let Some(msg) = refused {
         (ToolStatus::Denied, msg)
     } else {
-        match decide(core, api, actor, turn_id, call, None, ctx).await? {
+        let mut decided = decide(core, api, actor, turn_id, call, None, ctx).await?;
+        // A subagent's question goes to the user like its parent's; the run waits for the
+        // answer, and the call is decided again with it, as the agent's is.
+        if asks_user
+            && actor.under_session_policy()
+            && let Decided::Found {
+                decision: GuardDecision::Ask(asked),
+                tool,
+                ..
+            } = &decided
+            && for_actor(tool, actor)
+            && offered(tool.tool().as_ref())
+        {
+            let asked = asked.clone();
+            decided = match super::child_ask::ask_and_wait(
+                core,
+                turn_id,
+                (call, call_fingerprint(call)),
+                asked,
+                &ctx.cancel,
+            )
+            .await?
+            {
+                Some(answer) => {
+                    let given = Some((QuestionnaireKind::Permission, &answer));
+                    match decide(core, api, actor, turn_id, call, given, ctx).await? {
+                        Decided::Found {
+                            tool,
+                            decision,
+                            ctx,
+                            changes,
+                        } => Decided::Found {
+                            decision: super::policy::narrowed(
+                                decision, None, given, call, &changes, &tool,
+                            ),
+                            tool,
+                            ctx,
+                            changes,
+                        },
+                        other => other,
+                    }
+                }
+                None => Decided::UnknownTool(
+                    "Not run: the user stopped the work before answering its permission question."
+                        .into(),
+                ),
+            };
+        }
+        match decided {
             Decided::UnknownTool(msg) => (ToolStatus::Error, msg),
             Decided::Found {
                 tool,

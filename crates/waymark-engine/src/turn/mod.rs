@@ -6,6 +6,7 @@
 //! parks the turn; it resumes from the stored history when the answer arrives.
 
 mod call;
+mod child_ask;
 mod compact;
 mod images;
 mod offer;

@@ -59,6 +59,7 @@ impl SessionTool for Delegate {
                     max_output_tokens: 1024,
                     cancel: ctx.cancel.clone(),
                     when_asked: "the subagent cannot ask the user".into(),
+                    asks_user: false,
                     meter: None,
                     parent: None,
                 })

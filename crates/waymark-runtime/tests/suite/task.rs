@@ -375,3 +375,90 @@ async fn stop_during_a_child_ends_it_within_a_second() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// Waits for a permission question about a subagent's call; its id.
+async fn child_question(
+    rx: &mut tokio::sync::broadcast::Receiver<waymark_protocol::Event>,
+) -> String {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let ev = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("no question came")
+            .unwrap();
+        if let EventKind::QuestionnaireOpened { id, question } = ev.kind
+            && let waymark_protocol::Question::Permission(p) = *question
+        {
+            assert!(p.call_id.starts_with("ta-"), "{p:?}");
+            return id;
+        }
+    }
+}
+
+/// A child's permission question reaches the user like its parent's (issue 42): in `ask`,
+/// a `general` child's write waits on the user; allowed, it runs; denied, the child is told
+/// and nothing is written; Stop while it waits withdraws the question and ends the turn.
+#[tokio::test]
+async fn a_childs_permission_question_reaches_the_user_and_the_answer_decides() {
+    use super::harness::collect;
+    use waymark_protocol::{Answer, Op};
+    let write = |path: &str| json!({"tool_calls": [{"name": "write", "arguments": {"path": path, "content": "from the child"}}]});
+    let (h, _rec) = Harness::recording(
+        Config::default(),
+        json!({"responses": [
+            {"tool_calls": [task("general", "Write the notes file.")]}, write("notes.txt"), {"text": "Wrote it."}, {"text": "done"},
+            {"tool_calls": [task("general", "Write another.")]}, write("other.txt"), {"text": "Could not."}, {"text": "done"},
+            {"tool_calls": [task("general", "And a third.")]}, write("third.txt"), {"text": "never"}
+        ], "when_exhausted": "repeat_last"}),
+    );
+    let s = h.recorded_session(PermissionMode::Ask);
+    for (message, answer) in [
+        ("write notes", Answer::AllowOnce),
+        (
+            "write another",
+            Answer::Deny {
+                message: Some("not that file".into()),
+            },
+        ),
+    ] {
+        let mut rx = s.subscribe();
+        s.submit(user(message)).await.unwrap();
+        let q = child_question(&mut rx).await;
+        s.submit(Op::Answer {
+            questionnaire_id: q,
+            answer,
+        })
+        .await
+        .unwrap();
+        let ev = collect(&mut rx).await;
+        let child = child_results(&ev);
+        assert_eq!(child.len(), 1, "{child:?}");
+        if message == "write notes" {
+            assert_eq!(child[0].1, ToolStatus::Ok, "{child:?}");
+        } else {
+            assert_eq!(child[0].1, ToolStatus::Denied, "{child:?}");
+            assert!(child[0].2.contains("not that file"), "{child:?}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(h.ws.join("notes.txt")).unwrap(),
+        "from the child"
+    );
+    assert!(!h.ws.join("other.txt").exists());
+    // Stop while the child waits: the question is withdrawn and the turn ends at once.
+    let mut rx = s.subscribe();
+    s.submit(user("a third")).await.unwrap();
+    let q = child_question(&mut rx).await;
+    let started = std::time::Instant::now();
+    s.submit(Op::Stop).await.unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let snap = h.runtime.snapshot(s.id()).unwrap();
+    let asked = snap.questionnaires.iter().find(|x| x.id == q).unwrap();
+    assert_ne!(asked.status.as_str(), "pending", "{:?}", asked.status);
+    assert!(!h.ws.join("third.txt").exists());
+    s.shutdown().await.unwrap();
+}
