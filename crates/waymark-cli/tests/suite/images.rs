@@ -124,6 +124,32 @@ fn an_image_reaches_anthropic_as_a_base64_block() {
     assert_eq!(content.len(), 3, "{content:?}");
 }
 
+/// `exec --image <image> look` with model `model`; `server`, when given, as OpenAI's.
+fn exec_image(
+    env: &Env,
+    server: Option<&MockServer>,
+    model: &str,
+    image: impl AsRef<std::ffi::OsStr>,
+) -> std::process::Output {
+    let mut cmd = env.cmd();
+    if let Some(server) = server {
+        cmd.env("OPENAI_API_KEY", "sk-test")
+            .env("OPENAI_BASE_URL", format!("{}/v1", server.url));
+    }
+    cmd.args([
+        "exec",
+        "--workspace",
+        env.ws.to_str().unwrap(),
+        "--model",
+        model,
+    ])
+    .arg("--image")
+    .arg(image)
+    .arg("look")
+    .output()
+    .unwrap()
+}
+
 #[test]
 fn a_six_megabyte_or_mislabelled_image_is_refused_before_any_call() {
     let env = Env::new();
@@ -144,22 +170,7 @@ fn a_six_megabyte_or_mislabelled_image_is_refused_before_any_call() {
             None,
             1,
         )]));
-        let out = env
-            .cmd()
-            .env("OPENAI_API_KEY", "sk-test")
-            .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
-            .args([
-                "exec",
-                "--workspace",
-                env.ws.to_str().unwrap(),
-                "--model",
-                "openai:m",
-            ])
-            .arg("--image")
-            .arg(path)
-            .arg("look")
-            .output()
-            .unwrap();
+        let out = exec_image(&env, Some(&server), "openai:m", path);
         assert!(!out.status.success(), "{}", text(&out));
         assert!(text(&out).contains(says), "{}", text(&out));
         assert!(server.recorded().is_empty(), "no call is made");
@@ -181,18 +192,7 @@ fn a_model_that_takes_no_images_is_refused_before_any_call() {
         server.url
     ));
     let image = png_file(&env, "shot.png");
-    let out = env
-        .cmd()
-        .args([
-            "exec",
-            "--workspace",
-            env.ws.to_str().unwrap(),
-            "--model",
-            "plain",
-        ])
-        .args(["--image", &image, "look"])
-        .output()
-        .unwrap();
+    let out = exec_image(&env, None, "plain", &image);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("plain:text-only takes no images"),
@@ -205,18 +205,7 @@ fn a_model_that_takes_no_images_is_refused_before_any_call() {
         r#"{{"providers": {{"plain": {{"kind": "openai", "base_url": "{}/v1", "model": "text-only", "images": true}}}}}}"#,
         server.url
     ));
-    let out = env
-        .cmd()
-        .args([
-            "exec",
-            "--workspace",
-            env.ws.to_str().unwrap(),
-            "--model",
-            "plain",
-        ])
-        .args(["--image", &image, "look"])
-        .output()
-        .unwrap();
+    let out = exec_image(&env, None, "plain", &image);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(server.recorded().len(), 1);
 }
@@ -238,20 +227,7 @@ fn an_attached_image_the_provider_refuses_is_dropped_and_the_run_goes_on() {
     ]));
     let env = Env::new();
     let image = png_file(&env, "shot.png");
-    let out = env
-        .cmd()
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
-        .args([
-            "exec",
-            "--workspace",
-            env.ws.to_str().unwrap(),
-            "--model",
-            "openai:o3-mini",
-        ])
-        .args(["--image", &image, "look"])
-        .output()
-        .unwrap();
+    let out = exec_image(&env, Some(&server), "openai:o3-mini", &image);
     assert!(out.status.success(), "{}", text(&out));
     let sent = server.recorded();
     assert_eq!(sent.len(), 2);

@@ -29,16 +29,7 @@ pub(crate) async fn ask_and_wait(
     asked.call_id = call.id.clone();
     asked.call_sha256 = fingerprint;
     let question = Box::new(Question::Permission(*asked));
-    core.write(|tx| {
-        tx.open_questionnaire(&qid, &sid, Some(turn_id), &question)?;
-        Ok(tx.emit(
-            &sid,
-            EventKind::QuestionnaireOpened {
-                id: qid.clone(),
-                question,
-            },
-        )?)
-    })?;
+    core.write(|tx| super::record::open_question(tx, &sid, turn_id, &qid, question))?;
     loop {
         match core.read(|c| Ok(store::questionnaires::get(c, &qid)?))? {
             Some(q) if q.is_pending() => {}

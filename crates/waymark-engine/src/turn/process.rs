@@ -14,7 +14,7 @@ use crate::guard::GuardDecision;
 use crate::session::SessionCore;
 use crate::store::{self, ToolCallRecord, TurnStatus};
 use crate::tools::ToolContext;
-use waymark_protocol::{CallActor, ErrorInfo, EventKind, ToolStatus, TurnEndReason};
+use waymark_protocol::{CallActor, ErrorInfo, ToolStatus, TurnEndReason};
 
 /// Where a call left the turn.
 pub(super) enum CallOutcome {
@@ -111,15 +111,8 @@ pub(super) async fn process_call(
                 asked.call_sha256 = call_fingerprint(call);
                 let question = Box::new(waymark_protocol::Question::Permission(*asked));
                 core.write(|tx| {
-                    tx.open_questionnaire(&qid, &sid, Some(turn_id), &question)?;
-                    tx.set_turn_status(turn_id, TurnStatus::Parked)?;
-                    Ok(tx.emit(
-                        &sid,
-                        EventKind::QuestionnaireOpened {
-                            id: qid.clone(),
-                            question,
-                        },
-                    )?)
+                    super::record::open_question(tx, &sid, turn_id, &qid, question)?;
+                    Ok(tx.set_turn_status(turn_id, TurnStatus::Parked)?)
                 })?;
                 return Ok(CallOutcome::Parked);
             }

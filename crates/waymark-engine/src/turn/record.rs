@@ -98,6 +98,26 @@ pub(super) fn record_result(
     })
 }
 
+/// Opens permission question `qid` about a call of turn `turn_id` and logs it: the user is
+/// asked (the agent's call parks its turn; a subagent's waits in place).
+pub(super) fn open_question(
+    tx: &mut Tx<'_>,
+    sid: &str,
+    turn_id: i64,
+    qid: &str,
+    question: Box<waymark_protocol::Question>,
+) -> Result<()> {
+    tx.open_questionnaire(qid, sid, Some(turn_id), &question)?;
+    tx.emit(
+        sid,
+        EventKind::QuestionnaireOpened {
+            id: qid.to_string(),
+            question,
+        },
+    )?;
+    Ok(())
+}
+
 /// Records a call's result in the history and the log; `changes` (what a file tool changed)
 /// only when it succeeded.
 pub(super) fn write_result(
