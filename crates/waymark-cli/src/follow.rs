@@ -137,10 +137,12 @@ pub(crate) async fn drive(
                 Progress::Event(ev) => {
                     printer.print(&ev);
                     match &ev.kind {
-                        // A tool server's form: its call waits on it while the turn runs,
-                        // so it is shown now, with how to answer it from another terminal.
+                        // A tool server's form, or a subagent's permission question: its call
+                        // waits on it while the turn runs, so it is shown now, with how to
+                        // answer it from another terminal.
                         EventKind::QuestionnaireOpened { id, question }
-                            if !json && question.kind() == waymark_protocol::QuestionnaireKind::Elicitation =>
+                            if !json && (question.kind() == waymark_protocol::QuestionnaireKind::Elicitation
+                                || matches!(&**question, waymark_protocol::Question::Permission(p) if p.call_id.starts_with("ta-"))) =>
                         {
                             let q = waymark_protocol::QuestionnaireInfo {
                                 id: id.clone(),

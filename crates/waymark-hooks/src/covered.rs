@@ -12,19 +12,12 @@ use std::path::{Path, PathBuf};
 pub const HOOK_FOLDERS: [&str; 2] = [".claude/hooks", ".waymark/hooks"];
 /// The most files covered (past it the rest is named as one line in the hash and skipped).
 const MAX_FILES: usize = 256;
-/// The most bytes read of one file (past it, its size and first bytes count).
-const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
-/// Adds the covered files to `hash`, and returns their paths relative to `workspace`.
+/// Adds the covered files to `hash`, and returns their paths relative to `workspace`. The
+/// files the commands name come first and are never left out; of the hook folders' files at
+/// most [`MAX_FILES`] are hashed, and past that their number counts.
 pub fn cover(workspace: &Path, commands: &[&str], hash: &mut Sha256) -> Vec<String> {
-    let mut files: Vec<PathBuf> = Vec::new();
-    for folder in HOOK_FOLDERS {
-        // `.claude` itself a link: its settings are not read either, and nothing is walked.
-        let top = workspace.join(folder.split('/').next().unwrap_or(folder));
-        if std::fs::symlink_metadata(&top).is_ok_and(|m| m.is_dir()) {
-            walk(&workspace.join(folder), &mut files);
-        }
-    }
+    let mut named: Vec<PathBuf> = Vec::new();
     for command in commands {
         for token in tokens(command, workspace) {
             let p = if Path::new(&token).is_absolute() {
@@ -32,27 +25,36 @@ pub fn cover(workspace: &Path, commands: &[&str], hash: &mut Sha256) -> Vec<Stri
             } else {
                 workspace.join(&token)
             };
-            if p.starts_with(workspace) && is_plain_file(&p) {
-                files.push(p);
+            // A link named by a command counts too (as its target's name).
+            if p.starts_with(workspace) && std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir())
+            {
+                named.push(p);
             }
         }
     }
-    files.sort();
-    files.dedup();
-    let mut shown = Vec::new();
-    for (n, p) in files.iter().enumerate() {
-        let rel = p.strip_prefix(workspace).unwrap_or(p).display().to_string();
-        if n >= MAX_FILES {
-            hash.update(format!("script\0too many\0{}\0", files.len()));
-            break;
+    named.sort();
+    named.dedup();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for folder in HOOK_FOLDERS {
+        // `.claude` itself a link: its settings are not read either, and nothing is walked.
+        let top = workspace.join(folder.split('/').next().unwrap_or(folder));
+        if std::fs::symlink_metadata(&top).is_ok_and(|m| m.is_dir()) {
+            walk(&workspace.join(folder), &mut kept);
         }
+    }
+    kept.sort();
+    kept.dedup();
+    kept.retain(|p| !named.contains(p));
+    if kept.len() > MAX_FILES {
+        hash.update(format!("script\0too many\0{}\0", kept.len()));
+        kept.truncate(MAX_FILES);
+    }
+    let mut shown = Vec::new();
+    for p in named.iter().chain(&kept) {
+        let rel = p.strip_prefix(workspace).unwrap_or(p).display().to_string();
         hash.update(format!("script\0{rel}\0"));
-        match read_bounded(p) {
-            Ok(bytes) => {
-                hash.update(format!("{}\0", bytes.len()));
-                hash.update(&bytes);
-            }
-            Err(e) => hash.update(format!("error\0{e}\0")),
+        if let Err(e) = hash_file(p, hash) {
+            hash.update(format!("error\0{e}\0"));
         }
         shown.push(rel);
     }
@@ -68,14 +70,10 @@ fn tokens(command: &str, workspace: &Path) -> Vec<String> {
         .replace("$CLAUDE_PROJECT_DIR", &ws);
     expanded
         .split(|c: char| c.is_whitespace() || ";|&<>()`".contains(c))
-        .map(|t| t.trim_matches(|c| c == '"' || c == '\'').to_string())
+        // Quotes anywhere in a word (`"$CLAUDE_PROJECT_DIR"/x.sh`) are the shell's.
+        .map(|t| t.replace(['"', '\''], ""))
         .filter(|t| !t.is_empty() && !t.starts_with('-') && t.len() < 4096)
         .collect()
-}
-
-/// Whether `p` is a plain file, not reached through a link at its last step.
-fn is_plain_file(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file())
 }
 
 /// Every plain file under `dir`, links not followed, at most [`MAX_FILES`] looked at.
@@ -109,24 +107,26 @@ fn walk(dir: &Path, into: &mut Vec<PathBuf>) {
     }
 }
 
-/// A covered file's bytes (a link's target path, a FIFO or device its kind), bounded.
-fn read_bounded(p: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
+/// Adds a covered file to `hash`: its size and every byte (a link: its target's name; a
+/// FIFO or device: its kind), read whole so no change past any limit goes unseen.
+fn hash_file(p: &Path, hash: &mut Sha256) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let meta = std::fs::symlink_metadata(p)?;
     if meta.file_type().is_symlink() {
-        return Ok(format!("link to {}", std::fs::read_link(p)?.display()).into_bytes());
+        hash.update(format!("link\0{}\0", std::fs::read_link(p)?.display()));
+        return Ok(());
     }
     if !meta.is_file() {
-        return Ok(b"not a plain file".to_vec());
+        hash.update("not a plain file\0");
+        return Ok(());
     }
-    let f = std::fs::OpenOptions::new()
+    let mut f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(p)?;
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    hash.update(format!("{}\0", meta.len()));
+    std::io::copy(&mut f, hash)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -157,12 +157,13 @@ mod tests {
             "echo nothing here",
         ];
         let (a, shown) = hash_of(&ws, &commands);
+        // The scripts the commands name first, then the rest of the hook folders.
         assert_eq!(
             shown,
             [
                 ".claude/hooks/check.sh",
-                ".claude/hooks/lib/util.sh",
-                "scripts/lint.py"
+                "scripts/lint.py",
+                ".claude/hooks/lib/util.sh"
             ]
         );
         for (file, text) in [
@@ -178,7 +179,23 @@ mod tests {
         assert_eq!(hash_of(&ws, &commands).0, a);
         // A new file in the hook folder counts too.
         std::fs::write(ws.join(".claude/hooks/new.sh"), "x").unwrap();
-        assert_ne!(hash_of(&ws, &commands).0, a);
+        let b = hash_of(&ws, &commands).0;
+        assert_ne!(b, a);
+        // A change past the first mebibyte of a big script counts (red-team).
+        let mut big = vec![b'#'; 3 * 1024 * 1024];
+        std::fs::write(ws.join("scripts/lint.py"), &big).unwrap();
+        let before = hash_of(&ws, &commands).0;
+        *big.last_mut().unwrap() = b'!';
+        std::fs::write(ws.join("scripts/lint.py"), &big).unwrap();
+        assert_ne!(hash_of(&ws, &commands).0, before);
+        // A named script is covered however many files the hook folder holds.
+        for n in 0..300 {
+            std::fs::write(ws.join(format!(".claude/hooks/f{n:03}.sh")), "x").unwrap();
+        }
+        let many = hash_of(&ws, &commands);
+        assert!(many.1.contains(&"scripts/lint.py".to_string()));
+        std::fs::write(ws.join("scripts/lint.py"), "changed").unwrap();
+        assert_ne!(hash_of(&ws, &commands).0, many.0);
     }
 
     #[test]

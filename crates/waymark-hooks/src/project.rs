@@ -241,14 +241,21 @@ pub fn current(api: &SessionApi) -> Option<std::sync::Arc<ProjectHooks>> {
     api.state::<Suspended>()
         .0
         .store(true, std::sync::atomic::Ordering::Release);
-    if let Some(found) = now
-        && let Err(e) = api.write(|tx| ask(tx, api, &found))
-    {
-        tracing::warn!("cannot ask about the project's changed hooks: {e}");
-    }
+    let text = match now {
+        Some(found) => {
+            if let Err(e) = api.write(|tx| ask(tx, api, &found)) {
+                tracing::warn!("cannot ask about the project's changed hooks: {e}");
+            }
+            "The project's hook files changed after you approved them: its hooks no longer run, and tool calls are refused until you answer about them again."
+        }
+        // Removed: nothing to ask about, and a guard taken away must not just vanish.
+        None => {
+            "The project's hook settings were removed after you approved them: tool calls are refused in this session. Open the session again to go on without them."
+        }
+    };
     api.transient(EventKind::SessionNotice {
         turn_id: None,
-        text: "The project's hook files changed after you approved them: its hooks no longer run, and tool calls are refused until you answer about them again.".into(),
+        text: text.into(),
     });
     None
 }

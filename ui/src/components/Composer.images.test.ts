@@ -76,3 +76,22 @@ describe("images in the composer", () => {
     expect(imageType(new TextEncoder().encode("<svg>"))).toBeNull();
   });
 });
+
+describe("images dropped on the composer", () => {
+  it("takes a dropped image as a thumbnail, and leaves a drop with no files alone", async () => {
+    setup();
+    const composer = screen.getByRole("group", { name: "Composer" });
+    const file = new File([PNG], "dropped.png", { type: "image/png" });
+    const over = new Event("dragover", { bubbles: true, cancelable: true });
+    Object.assign(over, { dataTransfer: { types: ["Files"], items: [], files: [file] } });
+    composer.dispatchEvent(over);
+    expect(over.defaultPrevented).toBe(true);
+    await fireEvent.drop(composer, { dataTransfer: { items: [{ kind: "file", type: "image/png", getAsFile: () => file }], files: [file], types: ["Files"] } });
+    await waitFor(() => expect(screen.getAllByTestId("attachment")).toHaveLength(1));
+    expect(screen.getByRole("img").getAttribute("alt")).toBe("dropped.png");
+    const text = new Event("drop", { bubbles: true, cancelable: true });
+    Object.assign(text, { dataTransfer: { items: [{ kind: "string", type: "text/plain", getAsFile: () => null }], files: [], types: ["text/plain"] } });
+    composer.dispatchEvent(text);
+    expect(text.defaultPrevented).toBe(false);
+  });
+});

@@ -259,6 +259,7 @@ pub(crate) fn close_turn(
         recovered,
     } = end;
     close_unresolved(tx, sid, turn_id, why)?;
+    withdraw_child_questions(tx, sid, turn_id)?;
     let row = tx.finish_turn(turn_id, reason, error)?;
     hooks.on_turn_closed(tx, &row, recovered)?;
     Ok(tx.emit(
@@ -273,6 +274,28 @@ pub(crate) fn close_turn(
             cost_usd: row.spend.usd(),
         },
     )?)
+}
+
+/// Withdraws the questions a subagent of turn `turn_id` still waits on (their calls have ids
+/// of its run, `ta-…`): the run is gone with the turn, however it ended (a crash, a dropped
+/// run), and a question left pending would hold the session's work back for a call that
+/// never runs.
+fn withdraw_child_questions(tx: &mut Tx<'_>, sid: &str, turn_id: i64) -> Result<()> {
+    for q in store::questionnaires::for_turn(tx.conn(), turn_id)? {
+        let child = matches!(&q.question, waymark_protocol::Question::Permission(p) if p.call_id.starts_with("ta-"));
+        if child && q.is_pending() {
+            tx.withdraw_questionnaire(&q.id)?;
+            tx.emit(
+                sid,
+                EventKind::QuestionnaireAnswered {
+                    id: q.id.clone(),
+                    kind: q.kind(),
+                    answer: waymark_protocol::Answer::Withdraw,
+                },
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// The `tool.call` event of `call` by `actor`: when its reply is recorded, when a policy

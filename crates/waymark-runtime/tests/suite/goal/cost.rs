@@ -1078,3 +1078,35 @@ async fn g_32_subagents_side_by_side_share_the_cost_budget_left() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// A subagent's model calls are the goal's cost, as its parent's are (issue 42): each call
+/// costs $0.012, and the goal's cost is the parent's calls (one `assistant.message` each; the
+/// goal may run more turns) and the child's one.
+#[tokio::test]
+async fn g_32_a_subagents_calls_count_in_the_goals_cost() {
+    let h = Harness::new(priced(config(Verification::None)));
+    let s = h.session(
+        json!({"responses": [
+            {"text": "handing over", "usage": call_usage(), "tool_calls": [{"name": "task",
+                "arguments": {"description": "look", "prompt": "Look around.", "agent": "explore"}}]},
+            {"text": "Child report: all fine.", "usage": call_usage()},
+            {"text": "done", "usage": call_usage()}
+        ], "when_exhausted": "repeat_last"}),
+        PermissionMode::Auto,
+    );
+    let ev = run(&s, user("/goal look around cost=$1")).await;
+    let task = results(&ev).into_iter().find(|r| r.0 == "task").unwrap();
+    assert_eq!(task.1, ToolStatus::Ok, "{task:?}");
+    let parent_calls = ev
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::AssistantMessage { .. }))
+        .count() as u64;
+    let g = goal(&h, &s);
+    assert_eq!(
+        g.budget.cost.used,
+        (parent_calls + 1) * 12_000,
+        "{parent_calls} parent calls: {:?}",
+        g.budget.cost
+    );
+    s.shutdown().await.unwrap();
+}
